@@ -1,0 +1,77 @@
+"""dpopt: explicit optimisation models for user-level differentially private mean and variance release.
+
+The public names below are a contract (see README.md). They are loaded lazily, so ``import dpopt``
+stays fast and a command that needs only the error calculus never imports cvxpy.
+
+Error calculus (one partition): :func:`mean_sensitivity`, :func:`variance_sensitivity`,
+:func:`mean_bias`, :func:`variance_bias`, :func:`clipping_error`; many grids: :class:`Occupancy`,
+:func:`grid_errors`, composition accounting.
+
+Models: clipping strategy (:func:`optimal_clipping`, :func:`solve_clipping`,
+:func:`clipping_problem`), array length (:func:`best_fit`, :func:`wrap_around`,
+:func:`array_averaging_error`, :func:`optimal_array_length`), grid suppression (:func:`clip_user`,
+:func:`solve_suppression`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY: dict[str, str] = {
+    # foundation
+    "DpoptInputError": "dpopt._validation",
+    "mean_sensitivity": "dpopt.calculus",
+    "variance_sensitivity": "dpopt.calculus",
+    "mean_bias": "dpopt.calculus",
+    "variance_bias": "dpopt.calculus",
+    "variance_bias_seed_text": "dpopt.calculus",
+    "clipping_error": "dpopt.calculus",
+    "clipping_error_terms": "dpopt.calculus",
+    "grid_error_terms": "dpopt.calculus",
+    "grid_errors": "dpopt.calculus",
+    "basic_composition": "dpopt.calculus",
+    "parallel_composition": "dpopt.calculus",
+    "Occupancy": "dpopt.occupancy",
+    # clipping-strategy model (seeds 000/001)
+    "optimal_clipping": "dpopt.clipping",
+    "optimal_error": "dpopt.clipping",
+    "solve_clipping": "dpopt.clipping",
+    "clipping_problem": "dpopt.clipping",
+    # array-length model (seed 003)
+    "best_fit": "dpopt.arrays",
+    "wrap_around": "dpopt.arrays",
+    "array_averaging_error": "dpopt.arrays",
+    "optimal_array_length": "dpopt.arrays",
+    # grid-suppression model (seed 002)
+    "clip_user": "dpopt.suppression",
+    "solve_suppression": "dpopt.suppression",
+    "suppression_frontier": "dpopt.suppression",
+    "pseudo_user_clipping": "dpopt.suppression",
+}
+
+_SUBMODULES = {
+    "calculus", "occupancy", "verify", "solve", "clipping", "arrays", "suppression",
+    "mechanisms", "data", "experiments", "release", "cli",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"dpopt.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'dpopt' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)

@@ -1,0 +1,242 @@
+"""Input validation for every public entry point, in one place.
+
+Each checker returns the cleaned value (a numpy array or a Python scalar) or raises
+:class:`DpoptInputError`, a :class:`ValueError` whose message names the argument, states the rule
+and shows the offending value, e.g. ``"`epsilon` must be a positive finite number; got -1.0"``
+(the style of ``scipy.optimize._milp`` and scikit-learn's ``validate_params``).
+
+Lists, tuples, numpy arrays and pandas Series are accepted wherever an array is expected.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DpoptInputError",
+    "as_counts",
+    "as_retained",
+    "as_interval_bounds",
+    "check_bound",
+    "check_epsilon",
+    "as_epsilons",
+    "check_dim",
+    "check_positive_int",
+    "check_choice",
+    "check_nonnegative_float",
+]
+
+
+class DpoptInputError(ValueError):
+    """Bad input to a dpopt function (a :class:`ValueError`)."""
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """A short printable form of ``value`` for error messages."""
+    try:
+        if isinstance(value, np.ndarray):
+            text = np.array2string(value, threshold=8, edgeitems=3)
+        else:
+            text = repr(value)
+    except Exception:  # pragma: no cover - exotic objects
+        text = object.__repr__(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _fail(name: str, rule: str, value: Any) -> DpoptInputError:
+    return DpoptInputError(f"`{name}` {rule}; got {_show(value)}")
+
+
+def _to_array(value: Any, name: str) -> np.ndarray:
+    if isinstance(value, (str, bytes)):
+        raise _fail(name, "must be array-like of numbers", value)
+    if hasattr(value, "to_numpy"):  # pandas Series / Index
+        value = value.to_numpy()
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists etc.
+        raise _fail(name, "must be array-like of numbers", value) from exc
+    if arr.dtype == object:
+        try:
+            arr = arr.astype(float)
+        except (TypeError, ValueError) as exc:
+            raise _fail(name, "must be array-like of numbers", value) from exc
+    if arr.dtype.kind not in "biuf":
+        raise _fail(name, "must be array-like of numbers", value)
+    return arr
+
+
+def _integer_valued(arr: np.ndarray, name: str, original: Any) -> np.ndarray:
+    if arr.dtype.kind == "b":
+        raise _fail(name, "must hold integers, not booleans", original)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            bad = arr[~np.isfinite(arr)][0]
+            raise _fail(name, f"must hold finite integers (found {bad})", original)
+        if np.any(arr != np.round(arr)):
+            bad = arr[arr != np.round(arr)][0]
+            raise _fail(name, f"must hold whole numbers (found {bad})", original)
+    return arr.astype(np.int64, copy=False)
+
+
+def as_counts(counts: Any, name: str = "counts", *, allow_zero: bool = False) -> np.ndarray:
+    """Validate per-user sample counts m_ℓ: 1-D, non-empty, integer-valued, each ≥ 1.
+
+    ``allow_zero=True`` admits zeros (users absent from a partition) but then needs one
+    positive entry.
+    """
+    arr = _integer_valued(_to_array(counts, name), name, counts)
+    if arr.ndim != 1:
+        raise _fail(name, f"must be one-dimensional (shape {arr.shape})", counts)
+    if arr.size == 0:
+        raise _fail(name, "must not be empty", counts)
+    floor = 0 if allow_zero else 1
+    if np.any(arr < floor):
+        bad = arr[arr < floor][0]
+        raise _fail(name, f"must hold integers >= {floor} (found {bad})", counts)
+    if allow_zero and not np.any(arr > 0):
+        raise _fail(name, "must hold at least one positive count", counts)
+    return arr
+
+
+def as_retained(
+    retained: Any,
+    counts: np.ndarray | None = None,
+    name: str = "retained",
+    *,
+    require_positive_total: bool = True,
+) -> np.ndarray:
+    """Validate retained counts Γ_ℓ: integers in 0..m_ℓ, the shape of ``counts``.
+
+    With ``require_positive_total`` (every mean/variance estimator) not all may be zero.
+    """
+    arr = _integer_valued(_to_array(retained, name), name, retained)
+    if arr.ndim != 1:
+        raise _fail(name, f"must be one-dimensional (shape {arr.shape})", retained)
+    if arr.size == 0:
+        raise _fail(name, "must not be empty", retained)
+    if np.any(arr < 0):
+        raise _fail(name, f"must hold integers >= 0 (found {arr[arr < 0][0]})", retained)
+    if counts is not None:
+        if arr.shape != counts.shape:
+            raise _fail(
+                name, f"must have the shape of `counts` {counts.shape} (shape {arr.shape})", retained
+            )
+        over = arr > counts
+        if np.any(over):
+            i = int(np.flatnonzero(over)[0])
+            raise _fail(
+                name,
+                f"must satisfy retained[i] <= counts[i] (index {i}: {arr[i]} > {counts[i]})",
+                retained,
+            )
+    if require_positive_total and not np.any(arr > 0):
+        raise _fail(name, "must keep at least one sample (all entries are zero)", retained)
+    return arr
+
+
+def _finite_real(value: Any, name: str, rule: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise _fail(name, rule, value)
+    out = float(value)
+    if not math.isfinite(out):
+        raise _fail(name, rule, value)
+    return out
+
+
+def check_bound(bound: Any, name: str = "bound") -> float:
+    """Validate the sample bound U: a finite number > 0."""
+    rule = "must be a positive finite number"
+    out = _finite_real(bound, name, rule)
+    if out <= 0:
+        raise _fail(name, rule, bound)
+    return out
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    """Validate a privacy parameter ε: a finite number > 0."""
+    rule = "must be a positive finite number"
+    out = _finite_real(epsilon, name, rule)
+    if out <= 0:
+        raise _fail(name, rule, epsilon)
+    return out
+
+
+def as_epsilons(epsilon: Any, name: str = "epsilon", *, size: int | None = None) -> np.ndarray:
+    """Validate a scalar ε or an array of ε (each finite > 0); return a float array.
+
+    With ``size`` a scalar is broadcast to that length and an array must have it.
+    """
+    if np.isscalar(epsilon) or (isinstance(epsilon, np.ndarray) and epsilon.ndim == 0):
+        value = check_epsilon(epsilon.item() if isinstance(epsilon, np.ndarray) else epsilon, name)
+        return np.full(1 if size is None else size, value)
+    arr = _to_array(epsilon, name).astype(float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise _fail(name, "must be a number or a non-empty 1-D array", epsilon)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise _fail(name, "must hold positive finite numbers", epsilon)
+    if size is not None and arr.size != size:
+        raise _fail(name, f"must have length {size} (length {arr.size})", epsilon)
+    return arr
+
+
+def check_dim(dim: Any, name: str = "dim") -> int:
+    """Validate the sample dimension d: an integer ≥ 1."""
+    return check_positive_int(dim, name)
+
+
+def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
+    """Validate an integer ≥ ``minimum`` (booleans refused)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise _fail(name, f"must be an integer >= {minimum}", value)
+    if int(value) < minimum:
+        raise _fail(name, f"must be an integer >= {minimum}", value)
+    return int(value)
+
+
+def check_nonnegative_float(value: Any, name: str) -> float:
+    """Validate a finite number ≥ 0."""
+    rule = "must be a finite number >= 0"
+    out = _finite_real(value, name, rule)
+    if out < 0:
+        raise _fail(name, rule, value)
+    return out
+
+
+def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
+    """Validate that ``value`` is one of ``choices``."""
+    options = tuple(choices)
+    if value not in options:
+        raise _fail(name, f"must be one of {', '.join(repr(c) for c in options)}", value)
+    return str(value)
+
+
+def as_interval_bounds(
+    lower: Any, upper: Any, size: int, bound: float, *, names: tuple[str, str] = ("lower", "upper")
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate per-user clipping bounds 0 ≤ lower_ℓ ≤ upper_ℓ ≤ U (scalars broadcast)."""
+    out = []
+    for value, name in zip((lower, upper), names):
+        arr = _to_array(value, name).astype(float)
+        if arr.ndim == 0:
+            arr = np.full(size, float(arr))
+        if arr.shape != (size,):
+            raise _fail(name, f"must be a number or have the shape of `counts` ({size},)", value)
+        if not np.all(np.isfinite(arr)):
+            raise _fail(name, "must hold finite numbers", value)
+        if np.any(arr < 0) or np.any(arr > bound):
+            raise _fail(name, f"must lie in [0, bound] = [0, {bound:g}]", value)
+        out.append(arr)
+    lo, hi = out
+    if np.any(lo > hi):
+        i = int(np.flatnonzero(lo > hi)[0])
+        raise _fail(names[0], f"must not exceed `{names[1]}` (index {i}: {lo[i]:g} > {hi[i]:g})", lower)
+    return lo, hi

@@ -1,0 +1,68 @@
+"""The ``dpopt`` command line.
+
+Sub-commands live next to the code they drive; this module only collects them. Each module in
+:data:`COMMANDS` defines ``register(subparsers)``. Input errors print one line
+(``dpopt: error: ...``) and exit with status 2; ``--json`` prints machine-readable output on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from ._validation import DpoptInputError
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+#: sub-command name -> module defining ``register(subparsers)``
+COMMANDS: dict[str, str] = {
+    "errors": "dpopt.calculus_cli",
+    "demo": "dpopt.demo",
+    "clipping": "dpopt.clipping.cli",
+    "arrays": "dpopt.arrays.cli",
+    "suppress": "dpopt.suppression.cli",
+    "reproduce": "dpopt.experiments.cli",
+    "release": "dpopt.release.cli",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="dpopt",
+        description="Optimisation models for user-level differentially private mean/variance release.",
+    )
+    parser.add_argument("--version", action="version", version=f"dpopt {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue  # a command whose module is not part of this build
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except DpoptInputError as exc:
+        print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

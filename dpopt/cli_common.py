@@ -1,0 +1,92 @@
+"""Helpers shared by every ``dpopt`` sub-command: reading count files, printing text or JSON.
+
+A sub-command module defines ``register(subparsers)``, which adds its parser and sets
+``func=run`` with ``run(args) -> int``. Errors in user input are reported as one line on stderr
+with exit code 2, never as a traceback (see :func:`dpopt.cli.main`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import asdict, is_dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from ._validation import DpoptInputError
+
+__all__ = ["read_numbers", "emit", "to_jsonable", "CliError"]
+
+
+class CliError(DpoptInputError):
+    """A bad command-line argument or file (reported without a traceback)."""
+
+
+def read_numbers(path: str | Path, name: str) -> np.ndarray:
+    """Read a 1-D column of numbers from a text/CSV file (one per line or comma/space separated).
+
+    A first line that is not numeric is taken as a header and skipped. ``-`` reads stdin.
+    """
+    if str(path) == "-":
+        text = sys.stdin.read()
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise CliError(f"`{name}` must be a readable file; got {str(path)!r} (not found)")
+        text = p.read_text()
+    tokens = text.replace(",", " ").replace(";", " ").split("\n")
+    values: list[float] = []
+    for i, line in enumerate(tokens):
+        for tok in line.split():
+            try:
+                values.append(float(tok))
+            except ValueError:
+                if i == 0 and not values:
+                    break  # header line
+                raise CliError(f"`{name}` file {str(path)!r} line {i + 1}: not a number: {tok!r}") from None
+    if not values:
+        raise CliError(f"`{name}` file {str(path)!r} holds no numbers")
+    return np.asarray(values)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert results (dataclasses, numpy, enums, sets of pairs) to JSON-ready values."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {k: to_jsonable(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        items = [to_jsonable(v) for v in obj]
+        return sorted(items, key=repr) if isinstance(obj, (set, frozenset)) else items
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, slice):
+        return [obj.start, obj.stop]
+    return obj
+
+
+def emit(payload: dict[str, Any], as_json: bool, out: TextIO | None = None) -> None:
+    """Print ``payload`` as JSON (``--json``) or as aligned ``key: value`` lines."""
+    out = out or sys.stdout
+    data = to_jsonable(payload)
+    if as_json:
+        json.dump(data, out, indent=2)
+        out.write("\n")
+        return
+    width = max((len(k) for k in data), default=0)
+    for key, value in data.items():
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        elif isinstance(value, list) and len(value) > 12:
+            value = f"[{', '.join(map(str, value[:6]))}, ... ({len(value)} items)]"
+        out.write(f"{key:<{width}}  {value}\n")

@@ -1,0 +1,20 @@
+"""Standard-form models and solver back-ends (HiGHS through highspy; cvxpy for readable models)."""
+
+from .model import LinearModel, ModelBuilder
+from .result import SolveResult, Status
+
+__all__ = ["LinearModel", "ModelBuilder", "SolveResult", "Status", "solve", "write_model"]
+
+
+def solve(model: LinearModel, **kwargs):  # type: ignore[no-untyped-def]
+    """Solve a :class:`LinearModel` with HiGHS (see :func:`dpopt.solve.highs.solve_highs`)."""
+    from .highs import solve_highs
+
+    return solve_highs(model, **kwargs)
+
+
+def write_model(model: LinearModel, path):  # type: ignore[no-untyped-def]
+    """Write a model to .mps/.lp (see :func:`dpopt.solve.highs.write_model`)."""
+    from .highs import write_model as _write
+
+    return _write(model, path)

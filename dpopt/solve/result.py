@@ -1,0 +1,88 @@
+"""Typed solver results: a :class:`Status` and a frozen :class:`SolveResult` (cf. scipy's OptimizeResult)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+__all__ = ["Status", "SolveResult"]
+
+
+class Status(str, Enum):
+    """Outcome of a solve. Only ``OPTIMAL`` certifies the returned point as optimal."""
+
+    OPTIMAL = "optimal"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    INFEASIBLE_OR_UNBOUNDED = "infeasible_or_unbounded"
+    TIME_LIMIT = "time_limit"
+    ITERATION_LIMIT = "iteration_limit"
+    SOLUTION_LIMIT = "solution_limit"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+    @property
+    def is_optimal(self) -> bool:
+        return self is Status.OPTIMAL
+
+    @property
+    def is_limit(self) -> bool:
+        return self in (Status.TIME_LIMIT, Status.ITERATION_LIMIT, Status.SOLUTION_LIMIT, Status.INTERRUPTED)
+
+
+@dataclass(frozen=True, eq=False)
+class SolveResult:
+    """What a back-end returns for one :class:`~dpopt.solve.model.LinearModel`.
+
+    Attributes
+    ----------
+    status : Status
+        Mapped solver status; ``raw_status`` keeps the solver's own words.
+    objective : float
+        Objective of the returned point (``nan`` when there is none).
+    bound : float
+        Proven bound on the optimum (the MIP dual bound; equals ``objective`` for an optimal LP).
+    gap : float
+        Relative gap ``|objective − bound| / max(1, |objective|)``; 0 when proven optimal.
+    x : ndarray or None
+        Primal values (``None`` when the solver has no feasible point).
+    row_duals, col_duals : ndarray or None
+        Dual values (LP only), in HiGHS's sign convention (see :mod:`dpopt.solve.highs`).
+    """
+
+    status: Status
+    objective: float
+    bound: float
+    gap: float
+    x: np.ndarray | None
+    row_duals: np.ndarray | None = None
+    col_duals: np.ndarray | None = None
+    solve_time: float = 0.0
+    backend: str = "highspy"
+    raw_status: str = ""
+    col_blocks: dict[str, slice] = field(default_factory=dict)
+    row_blocks: dict[str, slice] = field(default_factory=dict)
+    info: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.status.is_optimal
+
+    @property
+    def has_solution(self) -> bool:
+        return self.x is not None
+
+    def value(self, block: str) -> np.ndarray:
+        """Primal values of a named column block."""
+        if self.x is None:
+            raise RuntimeError(f"no primal solution (status {self.status.value})")
+        return self.x[self.col_blocks[block]]
+
+    def dual(self, block: str) -> np.ndarray:
+        """Row duals of a named row block."""
+        if self.row_duals is None:
+            raise RuntimeError(f"no dual solution (status {self.status.value})")
+        return self.row_duals[self.row_blocks[block]]
