@@ -1,0 +1,441 @@
+"""The error calculus: exact user-level sensitivities and worst-case clipping biases.
+
+Notation (seed 002 §III–IV): a partition (grid) holds ``N = Σ_ℓ m_ℓ`` samples in ``[0, U]``; a
+clipping keeps ``Γ_ℓ ∈ [0, m_ℓ]`` samples of user ℓ (the first Γ_ℓ, a rule fixed before seeing the
+data); ``R = Σ_ℓ Γ_ℓ`` and ``Γ* = max_ℓ Γ_ℓ``. Neighbouring datasets differ in the sample values
+of one user, the counts ``m_ℓ`` being public.
+
+Everything here is exact (each formula is re-derived by brute force in ``tests/test_calculus.py``
+with :mod:`dpopt.verify`) and vectorised: the ``*_from_totals`` kernels take arrays of
+``(N, R, Γ*)`` for many grids at once.
+
+Corrections implemented (../ERRATA.md):
+
+* E1 — the cases of seed 002's Theorem IV.2 (worst-case variance bias) are swapped in the text;
+  :func:`variance_bias` implements the corrected statement and :func:`variance_bias_seed_text`
+  the printed one, kept only so the tests can show it disagreeing with brute force.
+* E3 — for vector samples (d ≥ 2) the ℓ1-sensitivity of the clipped mean is
+  ``max_ℓ 2·m_ℓ·b_ℓ / n``, not ``max_ℓ m_ℓ(b_ℓ − a_ℓ)/n`` (:func:`clipping_error_terms`).
+* Seed 001 §3.2 of the notes — for d = 1 the worst-case bias of interval clipping is
+  ``max{Σ m_ℓ(U − b_ℓ), Σ m_ℓ a_ℓ}/n``; Lemma III.1's ``Σ m_ℓ max{a_ℓ, U − b_ℓ}/n`` is only an upper
+  bound (equal for symmetric strategies). :func:`clipping_error_terms` returns the exact value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from ._validation import (
+    DpoptInputError,
+    as_counts,
+    as_epsilons,
+    as_interval_bounds,
+    as_retained,
+    check_bound,
+    check_choice,
+    check_dim,
+    check_epsilon,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .occupancy import Occupancy
+
+__all__ = [
+    "mean_sensitivity",
+    "variance_sensitivity",
+    "mean_bias",
+    "variance_bias",
+    "variance_bias_seed_text",
+    "clipping_error",
+    "clipping_error_terms",
+    "ClippingErrorTerms",
+    "mean_sensitivity_from_totals",
+    "variance_sensitivity_from_totals",
+    "mean_bias_from_totals",
+    "variance_bias_from_totals",
+    "grid_error_terms",
+    "GridErrorTerms",
+    "grid_errors",
+    "basic_composition",
+    "parallel_composition",
+]
+
+Split = Literal["equal", "optimal"]
+
+
+# --------------------------------------------------------------------------------------------
+# vectorised kernels on per-grid totals
+# --------------------------------------------------------------------------------------------
+def _half_split_max(total: np.ndarray) -> np.ndarray:
+    """max_k k(n−k)/n² over integers 0 ≤ k ≤ n: 1/4 for n even, (1 − 1/n²)/4 for n odd."""
+    total = np.asarray(total, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        odd = np.mod(total, 2) == 1
+        return np.where(odd, 0.25 * (1.0 - 1.0 / total**2), 0.25)
+
+
+def mean_sensitivity_from_totals(
+    retained_total: Any, retained_max: Any, bound: float
+) -> np.ndarray:
+    """Δ_μ = U·Γ*/R (seed 002 eq. (5) and (9)); ``inf`` where R = 0 (nothing to release)."""
+    R = np.asarray(retained_total, dtype=float)
+    g = np.asarray(retained_max, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(R > 0, bound * g / R, np.inf)
+
+
+def variance_sensitivity_from_totals(
+    retained_total: Any, retained_max: Any, bound: float
+) -> np.ndarray:
+    """Exact Δ_Var of the clipped variance (seed 002 Prop. III.1 / Lemma III.3).
+
+    ``U²·Γ*(R − Γ*)/R²`` if ``R > 2Γ*``; ``U²/4`` if ``R ≤ 2Γ*`` and R even;
+    ``U²/4·(1 − 1/R²)`` if ``R ≤ 2Γ*`` and R odd; ``inf`` where R = 0.
+    """
+    R = np.asarray(retained_total, dtype=float)
+    g = np.asarray(retained_max, dtype=float)
+    U2 = bound * bound
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = U2 * g * (R - g) / R**2
+        capped = U2 * _half_split_max(R)
+        out = np.where(R > 2 * g, spread, capped)
+        return np.where(R > 0, out, np.inf)
+
+
+def mean_bias_from_totals(total: Any, retained_total: Any, bound: float) -> np.ndarray:
+    """Worst-case clipping bias of the mean, E_μ = U·(1 − R/N) (seed 002 Thm IV.1)."""
+    N = np.asarray(total, dtype=float)
+    R = np.asarray(retained_total, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(R > 0, bound * (1.0 - R / N), np.inf)
+
+
+def variance_bias_from_totals(total: Any, retained_total: Any, bound: float) -> np.ndarray:
+    """Worst-case clipping bias of the variance, corrected seed 002 Thm IV.2 (ERRATA E1).
+
+    ``0`` if R = N; ``U²·R(N − R)/N²`` if 2R > N; ``U²/4`` if 2R ≤ N, N even;
+    ``U²/4·(1 − 1/N²)`` if 2R ≤ N, N odd. Equivalently ``U²·k(N − k)/N²`` with
+    ``k = min(N − R, ⌊N/2⌋)``. ``inf`` where R = 0.
+    """
+    N = np.asarray(total, dtype=float)
+    R = np.asarray(retained_total, dtype=float)
+    k = np.minimum(N - R, np.floor(N / 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = bound * bound * k * (N - k) / N**2
+        return np.where(R > 0, out, np.inf)
+
+
+# --------------------------------------------------------------------------------------------
+# one partition
+# --------------------------------------------------------------------------------------------
+def mean_sensitivity(retained: Any, bound: float) -> float:
+    """User-level sensitivity of the clipped mean, ``U·Γ*/ΣΓ`` (seed 002 eq. (9)).
+
+    Parameters
+    ----------
+    retained : array_like of int
+        Γ_ℓ, the number of samples kept per user (not all zero). With ``retained = counts`` this
+        is the sensitivity of the plain mean, seed 002 eq. (5).
+    bound : float
+        U > 0; samples lie in [0, U].
+    """
+    gamma = as_retained(retained)
+    U = check_bound(bound)
+    return float(mean_sensitivity_from_totals(gamma.sum(), gamma.max(), U))
+
+
+def variance_sensitivity(retained: Any, bound: float) -> float:
+    """Exact user-level sensitivity of the clipped variance (seed 002 Prop. III.1, Lemma III.3).
+
+    See :func:`variance_sensitivity_from_totals` for the three cases. Verified by brute force
+    over all one-user neighbours (ERRATA E1: this proposition is correct as printed).
+    """
+    gamma = as_retained(retained)
+    U = check_bound(bound)
+    return float(variance_sensitivity_from_totals(gamma.sum(), gamma.max(), U))
+
+
+def mean_bias(retained: Any, counts: Any, bound: float) -> float:
+    """Worst-case bias of the clipped mean, ``U·(1 − ΣΓ/Σm)`` (seed 002 Thm IV.1)."""
+    m = as_counts(counts)
+    gamma = as_retained(retained, m)
+    U = check_bound(bound)
+    return float(mean_bias_from_totals(m.sum(), gamma.sum(), U))
+
+
+def variance_bias(retained: Any, counts: Any, bound: float) -> float:
+    """Worst-case bias of the clipped variance, corrected seed 002 Thm IV.2 (ERRATA E1).
+
+    See :func:`variance_bias_from_totals`.
+    """
+    m = as_counts(counts)
+    gamma = as_retained(retained, m)
+    U = check_bound(bound)
+    return float(variance_bias_from_totals(m.sum(), gamma.sum(), U))
+
+
+def variance_bias_seed_text(retained: Any, counts: Any, bound: float) -> float:
+    """Seed 002's Theorem IV.2 **as printed** (cases swapped). Wrong; kept for the errata tests.
+
+    ``U²·R(N − R)/N²`` if N > 2R; ``U²/4`` (even N) or ``U²/4·(1 − 1/N²)`` (odd N) if N ≤ 2R.
+    """
+    m = as_counts(counts)
+    gamma = as_retained(retained, m)
+    U = check_bound(bound)
+    N, R = float(m.sum()), float(gamma.sum())
+    if R == N:
+        return 0.0
+    if N > 2 * R:
+        return U * U * R * (N - R) / N**2
+    return float(U * U * _half_split_max(np.array(N)))
+
+
+# --------------------------------------------------------------------------------------------
+# clipping strategies of seeds 000/001
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClippingErrorTerms:
+    """Worst-case error of a per-user clipping strategy: ``error = bias + noise``.
+
+    Attributes
+    ----------
+    bias : float
+        ``max_D ‖f(D) − f̄(D)‖₁`` (exact for d = 1; a supremum for d ≥ 2).
+    sensitivity : float
+        ℓ1 user-level sensitivity Δ of the clipped mean f̄.
+    noise : float
+        ``E‖Z‖₁ = d·Δ/ε`` for i.i.d. Laplace(Δ/ε) noise per coordinate.
+    error : float
+        ``bias + noise``.
+    """
+
+    bias: float
+    sensitivity: float
+    noise: float
+    error: float
+
+
+def clipping_error_terms(
+    counts: Any,
+    bound: float,
+    epsilon: float,
+    lower: Any,
+    upper: Any,
+    *,
+    dim: int = 1,
+) -> ClippingErrorTerms:
+    """Bias, sensitivity, noise and worst-case error of per-user clipping (seeds 000/001).
+
+    Parameters
+    ----------
+    counts : array_like of int
+        m_ℓ ≥ 1, samples per user.
+    bound : float
+        U: samples satisfy ``0 ≤ x ≤ U`` (d = 1) or ``x ≥ 0, ‖x‖₁ ≤ U`` (d ≥ 2).
+    epsilon : float
+        Privacy parameter of the Laplace mechanism on the clipped mean.
+    lower, upper : float or array_like
+        Per-user ``a_ℓ ≤ b_ℓ`` in [0, U]: for d = 1 each sample of user ℓ is clipped to
+        ``[a_ℓ, b_ℓ]``; for d ≥ 2 it is ℓ1-projected on the annulus ``a_ℓ ≤ ‖y‖₁ ≤ b_ℓ``.
+    dim : int
+        d ≥ 1.
+
+    Notes
+    -----
+    With ``n = Σ m_ℓ``:
+
+    * d = 1 (seed 000 Lemma III.1, exact form of notes-001 §3.2):
+      bias ``= max{Σ m_ℓ(U − b_ℓ), Σ m_ℓ a_ℓ}/n``, ``Δ = max_ℓ m_ℓ(b_ℓ − a_ℓ)/n``.
+    * d ≥ 2 (seed 001 Lemma III.2; sensitivity corrected by ERRATA E3):
+      bias ``= Σ m_ℓ max{a_ℓ, U − b_ℓ}/n``, ``Δ = max_ℓ 2·m_ℓ·b_ℓ/n``, because two points of the
+      annulus (``b·e₁`` and ``b·e₂``) are ``2b`` apart in ℓ1.
+    """
+    m = as_counts(counts)
+    U = check_bound(bound)
+    eps = check_epsilon(epsilon)
+    d = check_dim(dim)
+    a, b = as_interval_bounds(lower, upper, m.size, U)
+    n = float(m.sum())
+    mf = m.astype(float)
+    if d == 1:
+        bias = max(float(mf @ (U - b)), float(mf @ a)) / n
+        sens = float(np.max(mf * (b - a))) / n
+    else:
+        bias = float(mf @ np.maximum(a, U - b)) / n
+        sens = float(np.max(2.0 * mf * b)) / n
+    noise = d * sens / eps
+    return ClippingErrorTerms(bias=bias, sensitivity=sens, noise=noise, error=bias + noise)
+
+
+def clipping_error(
+    counts: Any,
+    bound: float,
+    epsilon: float,
+    lower: Any,
+    upper: Any,
+    *,
+    dim: int = 1,
+) -> float:
+    """Worst-case error (bias + expected ℓ1 Laplace noise) of any per-user clipping.
+
+    See :func:`clipping_error_terms` for the terms and the formulas.
+    """
+    return clipping_error_terms(counts, bound, epsilon, lower, upper, dim=dim).error
+
+
+# --------------------------------------------------------------------------------------------
+# many grids (seed 002 §V)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GridErrorTerms:
+    """Per-grid worst-case error of BASELINE/CLIP and its parts (arrays of length G).
+
+    ``error = mean_bias + variance_bias + noise`` with
+    ``noise = 2Δ_μ/ε + 2Δ_Var/ε`` (equal split, seed 002 eq. (12)) or
+    ``(√Δ_μ + √Δ_Var)²/ε`` (best split ε₁ + ε₂ = ε).
+    """
+
+    mean_bias: np.ndarray
+    variance_bias: np.ndarray
+    mean_sensitivity: np.ndarray
+    variance_sensitivity: np.ndarray
+    noise: np.ndarray
+    error: np.ndarray
+    epsilon_mean: np.ndarray
+    epsilon_variance: np.ndarray
+
+
+def grid_error_terms(
+    totals: Any,
+    retained_totals: Any,
+    retained_max: Any,
+    bound: float,
+    epsilon: Any,
+    *,
+    split: Split = "equal",
+) -> GridErrorTerms:
+    """Worst-case error of the CLIP mechanism in many grids at once (seed 002 eq. (11)–(13)).
+
+    Parameters
+    ----------
+    totals : array_like
+        N_g = Σ_ℓ m_{g,ℓ} per grid.
+    retained_totals : array_like
+        R_g = Σ_ℓ Γ_{g,ℓ} (equal to N_g for BASELINE).
+    retained_max : array_like
+        Γ*_g = max_ℓ Γ_{g,ℓ} (m*_g for BASELINE).
+    bound : float
+        U.
+    epsilon : float or array_like
+        ε per grid (a scalar is used for every grid).
+    split : {"equal", "optimal"}
+        ``"equal"``: ε/2 to the mean and ε/2 to the variance, as in the paper;
+        ``"optimal"``: the split minimising the noise, ``ε₁ = ε·√Δ_μ/(√Δ_μ + √Δ_Var)``.
+
+    Returns
+    -------
+    GridErrorTerms
+        A grid with R_g = 0 (everything suppressed) has error ``inf``.
+    """
+    U = check_bound(bound)
+    check_choice(split, "split", ("equal", "optimal"))
+    N = np.atleast_1d(np.asarray(totals, dtype=float))
+    R = np.atleast_1d(np.asarray(retained_totals, dtype=float))
+    g = np.atleast_1d(np.asarray(retained_max, dtype=float))
+    if not (N.shape == R.shape == g.shape) or N.ndim != 1:
+        raise DpoptInputError(
+            f"`totals`, `retained_totals`, `retained_max` must be 1-D of one shape; "
+            f"got {N.shape}, {R.shape}, {g.shape}"
+        )
+    if np.any(R < 0) or np.any(R > N) or np.any(g > R) or np.any(g < 0):
+        raise DpoptInputError("`retained_totals` must lie in [0, totals] and `retained_max` in [0, retained_totals]")
+    eps = as_epsilons(epsilon, size=N.size)
+    dmu = mean_sensitivity_from_totals(R, g, U)
+    dvar = variance_sensitivity_from_totals(R, g, U)
+    if split == "equal":
+        e_mu = e_var = eps / 2
+        noise = 2 * dmu / eps + 2 * dvar / eps
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            smu, svar = np.sqrt(dmu), np.sqrt(dvar)
+            frac = np.where(np.isfinite(smu + svar) & (smu + svar > 0), smu / (smu + svar), 0.5)
+        e_mu, e_var = eps * frac, eps * (1 - frac)
+        noise = (np.sqrt(dmu) + np.sqrt(dvar)) ** 2 / eps
+    bmu = mean_bias_from_totals(N, R, U)
+    bvar = variance_bias_from_totals(N, R, U)
+    error = bmu + bvar + noise
+    return GridErrorTerms(
+        mean_bias=bmu,
+        variance_bias=bvar,
+        mean_sensitivity=dmu,
+        variance_sensitivity=dvar,
+        noise=noise,
+        error=error,
+        epsilon_mean=e_mu,
+        epsilon_variance=e_var,
+    )
+
+
+def grid_errors(
+    occ: "Occupancy",
+    bound: float,
+    epsilon: Any,
+    *,
+    suppressed: Any = None,
+    split: Split = "equal",
+    terms: bool = False,
+) -> np.ndarray | GridErrorTerms:
+    """Per-grid worst-case error E_g of BASELINE (``suppressed=None``) or CLIP after suppression.
+
+    Parameters
+    ----------
+    occ : Occupancy
+        The public user × grid count array.
+    bound : float
+        U.
+    epsilon : float or array_like
+        ε per grid.
+    suppressed : iterable of (user, grid) label pairs, optional
+        Contributions removed entirely (Γ_{g,ℓ} = 0), as CLIP-USER does.
+    split : {"equal", "optimal"}
+        Budget split between mean and variance (see :func:`grid_error_terms`).
+    terms : bool
+        Return the :class:`GridErrorTerms` instead of the error array.
+
+    Returns
+    -------
+    ndarray of shape (G,) in the order of ``occ.grids`` (or the terms).
+    """
+    retained = occ.retained_matrix(suppressed)
+    R = np.asarray(retained.sum(axis=0)).ravel()
+    gmax = np.asarray(retained.max(axis=0).toarray()).ravel() if retained.nnz else np.zeros(occ.n_grids)
+    out = grid_error_terms(occ.grid_totals, R, gmax, bound, epsilon, split=split)
+    return out if terms else out.error
+
+
+# --------------------------------------------------------------------------------------------
+# composition accounting (seed 002 §II)
+# --------------------------------------------------------------------------------------------
+def basic_composition(epsilon: Any, n_grids: int | None = None) -> float:
+    """Basic composition (seed 002 Thm II.2): Σ_g ε_g (``n_grids·ε`` for a uniform ε)."""
+    eps = as_epsilons(epsilon, size=n_grids)
+    return float(eps.sum())
+
+
+def parallel_composition(
+    occ: "Occupancy", epsilon: Any, *, suppressed: Any = None
+) -> float:
+    """User-level parallel composition (seed 002 Thm II.3): ``max_ℓ Σ_{g ∈ G_ℓ} ε_g``.
+
+    Only grids where a user keeps at least one sample count (a suppressed contribution does not
+    touch the release of that grid). With a uniform ε this is ``K·ε`` where ``K = max_ℓ G_ℓ``.
+    """
+    eps = as_epsilons(epsilon, size=occ.n_grids)
+    retained = occ.retained_matrix(suppressed)
+    member = retained.copy()
+    member.data = (member.data > 0).astype(float)
+    per_user = member @ eps
+    return float(per_user.max()) if per_user.size else 0.0
