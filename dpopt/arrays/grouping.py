@@ -1,0 +1,354 @@
+"""Pseudo-user grouping of seed 003 (Rameshwar et al., arXiv 2401.15906, §III-A): WrapAround and BestFit.
+
+Each user ℓ keeps its first ``min(m_ℓ, m)`` samples, and these are packed into arrays ("pseudo-users")
+of length m:
+
+* **WrapAround** (Algorithm 1): concatenate the kept samples of all users (in processing order) and cut
+  the stream every m positions; the trailing partial block is discarded, so there are
+  K^WA = ⌊Γ_m / m⌋ full arrays (eq. (3)), Γ_m = Σ_ℓ min{m_ℓ, m}. A user may touch two (or, when it is
+  split across a block boundary, at most ⌈c/m⌉ + 1 ≤ 2) consecutive arrays.
+* **BestFit** (Algorithm 2): each user's kept samples go, all together, into the fullest array that
+  still has room for them (least index among equally full ones); a new array is opened when none has
+  room. K^BF ≥ K^WA because m·K^BF ≥ Γ_m. Every user touches exactly one array.
+
+Users are processed in non-increasing m_ℓ (the paper; ties in input order) unless ``order`` says
+otherwise (the authors' code used the alphabetical user order, i.e. ``order="given"`` on counts listed
+in ``numpy.unique`` order). See ../shared/papers/notes-003-pseudo-users.md §III-A and §8.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import DpoptInputError, as_counts, check_positive_int
+
+__all__ = ["ArrayGrouping", "best_fit", "wrap_around", "processing_order"]
+
+OrderLike = Literal["nonincreasing", "given"] | Any
+
+
+def processing_order(counts: np.ndarray, order: OrderLike = "nonincreasing") -> np.ndarray:
+    """The order in which users are grouped: a permutation of ``range(L)``.
+
+    Parameters
+    ----------
+    counts : ndarray of int
+        Validated per-user counts m_ℓ.
+    order : {"nonincreasing", "given"} or array-like of int
+        ``"nonincreasing"`` sorts by m_ℓ, largest first, ties in input order (seed 003, §III-A);
+        ``"given"`` keeps the input order (the authors' code); an explicit permutation is used as is.
+    """
+    L = counts.shape[0]
+    if isinstance(order, str):
+        if order == "nonincreasing":
+            return np.argsort(-counts, kind="stable")
+        if order == "given":
+            return np.arange(L, dtype=np.int64)
+        raise DpoptInputError(
+            f"`order` must be 'nonincreasing', 'given' or a permutation of range(len(counts)); got {order!r}"
+        )
+    perm = np.asarray(order)
+    if perm.shape != (L,) or perm.dtype.kind not in "iu":
+        raise DpoptInputError(
+            f"`order` must be a permutation of range({L}) (integer array of length {L}); got shape {perm.shape}"
+        )
+    perm = perm.astype(np.int64)
+    seen = np.zeros(L, dtype=bool)
+    inside = (perm >= 0) & (perm < L)
+    if not inside.all():
+        raise DpoptInputError(f"`order` must be a permutation of range({L}); found entry {perm[~inside][0]}")
+    seen[perm] = True
+    if not seen.all():
+        raise DpoptInputError(f"`order` must be a permutation of range({L}); user {int(np.argmin(seen))} is missing")
+    return perm
+
+
+@dataclass(frozen=True, eq=False)
+class ArrayGrouping:
+    """Result of :func:`best_fit` or :func:`wrap_around`.
+
+    Attributes
+    ----------
+    method : {"best_fit", "wrap_around"}
+    length : int
+        Array length m.
+    order : ndarray of int, shape (L,)
+        Processing order: ``order[i]`` is the user placed i-th.
+    retained : ndarray of int, shape (L,)
+        Samples kept per user, ``min(m_ℓ, m)``.
+    start, stop : ndarray of int, shape (L,)
+        User ℓ's samples lie in arrays ``start[ℓ] <= k < stop[ℓ]`` (CSR-like). BestFit:
+        ``stop = start + 1``. WrapAround: at most two consecutive arrays; ``start == stop`` when all
+        of the user's kept samples fell into the discarded trailing block.
+    fills : ndarray of int, shape (K,)
+        Number of samples n_k in each array (all equal to m for WrapAround).
+    num_arrays : int
+        K (K^BF or K^WA = ⌊Γ_m/m⌋).
+    discarded : int
+        Kept samples that were not placed (WrapAround's trailing partial block; 0 for BestFit).
+    """
+
+    method: str
+    length: int
+    order: np.ndarray
+    retained: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    fills: np.ndarray
+    num_arrays: int
+    discarded: int
+
+    @property
+    def num_users(self) -> int:
+        return int(self.retained.shape[0])
+
+    @property
+    def user_array(self) -> np.ndarray:
+        """The array of each user (BestFit only; WrapAround users may touch two arrays)."""
+        if self.method != "best_fit":
+            raise DpoptInputError(
+                "`user_array` is defined for BestFit groupings only (a WrapAround user may touch two "
+                "arrays); use `start`/`stop` or `membership()`"
+            )
+        return self.start
+
+    @property
+    def arrays_per_user(self) -> np.ndarray:
+        """How many arrays each user touches (the user's influence; ≤ 1 BestFit, ≤ 2 WrapAround)."""
+        return self.stop - self.start
+
+    def membership(self) -> sp.csr_array:
+        """Sparse users × arrays matrix: entry (ℓ, k) = number of user ℓ's samples in array k."""
+        L, K, m = self.num_users, self.num_arrays, self.length
+        if self.method == "best_fit":
+            return sp.csr_array(
+                (self.retained.astype(np.int64), (np.arange(L), self.start)), shape=(L, K)
+            )
+        begin, end = self._stream_offsets()
+        touches = self.stop - self.start
+        rows = np.repeat(np.arange(L, dtype=np.int64), touches)
+        first = np.repeat(self.start, touches)
+        k = first + (np.arange(rows.size) - np.repeat(np.cumsum(touches) - touches, touches))
+        lo = np.maximum(np.repeat(begin, touches), k * m)
+        hi = np.minimum(np.repeat(end, touches), (k + 1) * m)
+        return sp.csr_array((hi - lo, (rows, k)), shape=(L, K))
+
+    def _stream_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per user, [begin, end) of its kept samples in the WrapAround stream."""
+        c = self.retained[self.order]
+        end_o = np.cumsum(c)
+        begin = np.empty_like(self.retained)
+        end = np.empty_like(self.retained)
+        begin[self.order] = end_o - c
+        end[self.order] = end_o
+        return begin, end
+
+    def array_means(
+        self, values: Any, user_index: Any, *, substitute_user_mean: bool = False
+    ) -> np.ndarray:
+        """Array means Ā_k from the raw samples (seed 003, §III-C).
+
+        Parameters
+        ----------
+        values : array-like of float, shape (N,)
+            All samples, in any order.
+        user_index : array-like of int, shape (N,)
+            ``user_index[i]`` is the position (in ``counts``) of the user of sample i; user ℓ must
+            have exactly m_ℓ samples.
+        substitute_user_mean : bool, keyword-only
+            Seed 003 §IV-A: every slot given to user ℓ holds the user's mean S̄_ℓ over *all* its m_ℓ
+            samples. Otherwise the user's first ``min(m_ℓ, m)`` samples (in the given order) are used.
+
+        Returns
+        -------
+        ndarray of float, shape (K,)
+        """
+        vals = np.asarray(values, dtype=float)
+        users = np.asarray(user_index)
+        L = self.num_users
+        if vals.ndim != 1 or users.shape != vals.shape:
+            raise DpoptInputError(
+                f"`values` and `user_index` must be 1-D of equal length; got shapes {vals.shape}, {users.shape}"
+            )
+        if users.dtype.kind not in "iu" or (users.size and (users.min() < 0 or users.max() >= L)):
+            raise DpoptInputError(f"`user_index` must hold integers in [0, {L}); got {users[:6]!r}...")
+        users = users.astype(np.int64)
+        counts = np.bincount(users, minlength=L)
+        if substitute_user_mean:
+            sums = np.bincount(users, weights=vals, minlength=L)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                user_mean = sums / counts
+        # rank of each sample within its user (stable: input order)
+        by_user = np.argsort(users, kind="stable")
+        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        rank = np.empty(users.size, dtype=np.int64)
+        rank[by_user] = np.arange(users.size) - np.repeat(first, counts)
+        if np.any(counts < self.retained):
+            bad = int(np.flatnonzero(counts < self.retained)[0])
+            raise DpoptInputError(
+                f"`user_index` gives user {bad} {counts[bad]} samples, fewer than the {self.retained[bad]} it keeps"
+            )
+        keep = rank < self.retained[users]
+        u = users[keep]
+        v = user_mean[u] if substitute_user_mean else vals[keep]
+        if self.method == "best_fit":
+            k = self.start[u]
+        else:
+            begin, _ = self._stream_offsets()
+            pos = begin[u] + rank[keep]
+            k = pos // self.length
+            inside = k < self.num_arrays
+            k, v = k[inside], v[inside]
+        sums_k = np.bincount(k, weights=v, minlength=self.num_arrays)
+        return sums_k / self.fills
+
+
+def _check(counts: Any, length: Any) -> tuple[np.ndarray, int]:
+    m_l = as_counts(counts)
+    m = check_positive_int(length, "length")
+    return m_l, m
+
+
+def wrap_around(counts: Any, length: int, *, order: OrderLike = "nonincreasing") -> ArrayGrouping:
+    """WrapAround grouping (seed 003, Algorithm 1); fully vectorised, O(L log L) for the sort.
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (L,)
+        Samples per user m_ℓ ≥ 1.
+    length : int
+        Array length m ≥ 1.
+    order : {"nonincreasing", "given"} or permutation, keyword-only
+        User processing order (see :func:`processing_order`).
+
+    Returns
+    -------
+    ArrayGrouping
+        ``num_arrays = ⌊Γ_m / m⌋`` (eq. (3)); every array full; the trailing ``Γ_m mod m`` samples
+        are ``discarded``.
+    """
+    m_l, m = _check(counts, length)
+    perm = processing_order(m_l, order)
+    retained = np.minimum(m_l, m)
+    c = retained[perm]
+    end_o = np.cumsum(c)
+    total = int(end_o[-1])
+    K = total // m
+    begin_o = end_o - c
+    start_o = np.minimum(begin_o // m, K)
+    stop_o = np.minimum(-(-end_o // m), K)  # ceil(end / m), capped at K
+    start = np.empty_like(retained)
+    stop = np.empty_like(retained)
+    start[perm] = start_o
+    stop[perm] = stop_o
+    return ArrayGrouping(
+        method="wrap_around",
+        length=m,
+        order=perm,
+        retained=retained,
+        start=start,
+        stop=np.maximum(stop, start),
+        fills=np.full(K, m, dtype=np.int64),
+        num_arrays=K,
+        discarded=total - K * m,
+    )
+
+
+def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") -> ArrayGrouping:
+    """BestFit grouping (seed 003, Algorithm 2) in O(L log L).
+
+    User ℓ's ``c = min(m_ℓ, m)`` kept samples go to the fullest array with ``n_k + c ≤ m`` (the
+    least-indexed among equally full ones), or to a new array if none has room.
+
+    Implementation: arrays that are not full are kept in buckets by fill level; a sorted list of the
+    non-empty levels is searched with :func:`bisect.bisect_right` for the largest level ``≤ m − c``,
+    and each bucket is a min-heap of array indices (the tie rule). When users arrive in non-increasing
+    ``c`` (the default order), every user with ``2c > m`` must open a new array (all earlier arrays
+    already hold ≥ c samples), so that prefix is placed without a loop.
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (L,)
+        Samples per user m_ℓ ≥ 1.
+    length : int
+        Array length m ≥ 1.
+    order : {"nonincreasing", "given"} or permutation, keyword-only
+        User processing order (see :func:`processing_order`).
+
+    Returns
+    -------
+    ArrayGrouping
+        ``user_array`` (= ``start``) is each user's array; ``fills[k] ≤ m``.
+    """
+    m_l, m = _check(counts, length)
+    perm = processing_order(m_l, order)
+    retained = np.minimum(m_l, m)
+    c = retained[perm]
+    L = c.shape[0]
+    # prefix that must open new arrays: with non-increasing c, users with 2c > m cannot share
+    if L > 1 and bool(np.all(c[:-1] >= c[1:])):
+        p = int(np.searchsorted(-c, -(m // 2), side="left"))  # first index with c <= m // 2
+    else:
+        p = 1
+    assign = np.empty(L, dtype=np.int64)
+    assign[:p] = np.arange(p)
+    fills: list[int] = c[:p].tolist()
+    # buckets of non-full arrays by fill level (min-heaps of indices), sorted list of levels
+    open_idx = np.flatnonzero(c[:p] < m)
+    buckets: dict[int, list[int]] = {}
+    if open_idx.size:
+        lv = c[open_idx]
+        srt = np.lexsort((open_idx, lv))
+        lv_s, idx_s = lv[srt], open_idx[srt]
+        cuts = np.flatnonzero(np.diff(lv_s)) + 1
+        for level, members in zip(lv_s[np.r_[0, cuts]].tolist(), np.split(idx_s, cuts)):
+            buckets[level] = members.tolist()  # ascending: a valid heap
+    levels = sorted(buckets)
+    nk = p
+    rest = c[p:].tolist()
+    out = [0] * len(rest)
+    bisect_right, heappop, heappush, insort = bisect.bisect_right, heapq.heappop, heapq.heappush, bisect.insort
+    for i, ci in enumerate(rest):
+        j = bisect_right(levels, m - ci) - 1
+        if j < 0:
+            k = nk
+            nk += 1
+            fills.append(ci)
+            f = ci
+        else:
+            f0 = levels[j]
+            h = buckets[f0]
+            k = heappop(h)
+            if not h:
+                del levels[j]
+                del buckets[f0]
+            f = f0 + ci
+            fills[k] = f
+        out[i] = k
+        if f < m:
+            h2 = buckets.get(f)
+            if h2 is None:
+                buckets[f] = [k]
+                insort(levels, f)
+            else:
+                heappush(h2, k)
+    assign[p:] = out
+    start = np.empty(L, dtype=np.int64)
+    start[perm] = assign
+    return ArrayGrouping(
+        method="best_fit",
+        length=m,
+        order=perm,
+        retained=retained,
+        start=start,
+        stop=start + 1,
+        fills=np.asarray(fills, dtype=np.int64),
+        num_arrays=nk,
+        discarded=0,
+    )

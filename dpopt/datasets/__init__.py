@@ -1,0 +1,49 @@
+"""Small real datasets shipped with dpopt (read with :mod:`importlib.resources`).
+
+``itms_hat_speeds.csv.gz``
+    The ITMS data of seed 003 (Rameshwar et al., arXiv 2401.15906): 17,166 bus speed records (km/h)
+    of 217 buses (users = licence plates) in one H3 hexagon and hour (``18 8642d9d6fffffff``).
+    Origin: the authors' repository ``ma1VAR3/DAPaMean-MD`` (branch ``data``,
+    ``data/ITMS_processed.csv``); zero speeds already removed; the paper's bound is U = 65 km/h.
+``itms_counts.csv``
+    The per-user record counts m_ℓ of that file, one per line under the header ``count``, users in
+    sorted licence-plate order (the order of ``numpy.unique``). Usable directly as
+    ``dpopt arrays --counts .../itms_counts.csv``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["dataset_path", "load_itms", "load_itms_counts", "ITMS_BOUND"]
+
+#: the bound U (km/h) used for the ITMS speeds in seed 003
+ITMS_BOUND = 65.0
+
+
+def dataset_path(name: str) -> Path:
+    """Filesystem path of a shipped data file, e.g. ``dataset_path("itms_counts.csv")``."""
+    ref = resources.files(__name__).joinpath(name)
+    if not ref.is_file():
+        raise FileNotFoundError(f"dpopt ships no dataset file named {name!r}")
+    return Path(str(ref))
+
+
+def load_itms() -> pd.DataFrame:
+    """The ITMS speed records of seed 003 as a DataFrame with columns ``user`` (str), ``value`` (float).
+
+    Rows keep the order of the authors' processed file.
+    """
+    with resources.files(__name__).joinpath("itms_hat_speeds.csv.gz").open("rb") as fh:
+        raw = pd.read_csv(fh, compression="gzip")
+    return pd.DataFrame({"user": raw["User"].astype(str).to_numpy(), "value": raw["Value"].to_numpy(float)})
+
+
+def load_itms_counts() -> np.ndarray:
+    """Per-user record counts m_ℓ of the ITMS data (int64, users in sorted licence-plate order)."""
+    with resources.files(__name__).joinpath("itms_counts.csv").open("r") as fh:
+        return np.loadtxt(fh, dtype=np.int64, skiprows=1, ndmin=1)
