@@ -25,6 +25,10 @@ __all__ = ["Occupancy"]
 def _labels(values: Any, name: str) -> np.ndarray:
     if hasattr(values, "to_numpy"):
         values = values.to_numpy()
+    if isinstance(values, (list, tuple)) and values and isinstance(values[0], tuple):
+        arr = np.empty(len(values), dtype=object)  # tuple labels, e.g. (cell, slot)
+        arr[:] = list(values)
+        return arr
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise DpoptInputError(f"`{name}` must be one-dimensional; got shape {arr.shape}")

@@ -1,0 +1,70 @@
+"""Bad input gives a clear ValueError naming the argument, stating the rule and showing the value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpopt
+from dpopt import DpoptInputError
+
+M = [3, 2, 1]
+G = [2, 2, 1]
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: dpopt.mean_bias(G, [3, -2, 1], 1.0), r"`counts` must hold integers >= 1 .*-2"),
+        (lambda: dpopt.mean_bias(G, [3, 2.5, 1], 1.0), r"`counts` must hold whole numbers .*2\.5"),
+        (lambda: dpopt.mean_bias(G, [3, 0, 1], 1.0), r"`counts` must hold integers >= 1 \(found 0\)"),
+        (lambda: dpopt.mean_bias([], [], 1.0), r"`counts` must not be empty"),
+        (lambda: dpopt.mean_bias(G, [[3, 2, 1]], 1.0), r"`counts` must be one-dimensional"),
+        (lambda: dpopt.mean_bias(G, [3, np.nan, 1], 1.0), r"`counts` must hold finite integers"),
+        (lambda: dpopt.mean_bias(G, ["a", "b", "c"], 1.0), r"`counts` must be array-like of numbers"),
+        (lambda: dpopt.mean_bias([4, 2, 1], M, 1.0), r"`retained` must satisfy retained\[i\] <= counts\[i\] \(index 0: 4 > 3\)"),
+        (lambda: dpopt.mean_bias([2, 2], M, 1.0), r"`retained` must have the shape of `counts`"),
+        (lambda: dpopt.mean_sensitivity([0, 0, 0], 1.0), r"`retained` must keep at least one sample"),
+        (lambda: dpopt.mean_sensitivity([1, -1], 1.0), r"`retained` must hold integers >= 0"),
+        (lambda: dpopt.mean_sensitivity([True, False], 1.0), r"`retained` must hold integers, not booleans"),
+        (lambda: dpopt.mean_sensitivity(G, 0.0), r"`bound` must be a positive finite number; got 0\.0"),
+        (lambda: dpopt.mean_sensitivity(G, -3), r"`bound` must be a positive finite number; got -3"),
+        (lambda: dpopt.mean_sensitivity(G, float("inf")), r"`bound` must be a positive finite number; got inf"),
+        (lambda: dpopt.mean_sensitivity(G, "65"), r"`bound` must be a positive finite number; got '65'"),
+        (lambda: dpopt.clipping_error(M, 1.0, -1.0, 0, 1), r"`epsilon` must be a positive finite number; got -1\.0"),
+        (lambda: dpopt.clipping_error(M, 1.0, float("nan"), 0, 1), r"`epsilon` must be a positive finite number; got nan"),
+        (lambda: dpopt.clipping_error(M, 1.0, 0, 0, 1), r"`epsilon` must be a positive finite number; got 0"),
+        (lambda: dpopt.clipping_error(M, 1.0, 1.0, 0, 1, dim=0), r"`dim` must be an integer >= 1; got 0"),
+        (lambda: dpopt.clipping_error(M, 1.0, 1.0, 0, 1, dim=1.5), r"`dim` must be an integer >= 1; got 1\.5"),
+        (lambda: dpopt.clipping_error(M, 1.0, 1.0, 0.8, 0.2), r"`lower` must not exceed `upper`"),
+        (lambda: dpopt.clipping_error(M, 1.0, 1.0, 0, 2.0), r"`upper` must lie in \[0, bound\]"),
+        (lambda: dpopt.clipping_error(M, 1.0, 1.0, [0, 0], 1), r"`lower` must be a number or have the shape of `counts`"),
+        (lambda: dpopt.Occupancy.from_triples(["a"], ["g", "h"], [1]), r"`users`, `grids` and `counts` must have one length"),
+        (lambda: dpopt.Occupancy.from_triples(["a", "b"], ["g", "h"], [1, -1]), r"`counts` must hold integers >= 0"),
+        (lambda: dpopt.Occupancy.from_triples(["a"], ["g"], [1.5]), r"`counts` must hold whole numbers"),
+        (lambda: dpopt.Occupancy.from_triples([], [], []), r"`counts` must not be empty"),
+        (lambda: dpopt.Occupancy.from_dense(np.zeros((2, 2))), r"`matrix` must hold at least one positive count"),
+        (lambda: dpopt.Occupancy.from_frame(pd.DataFrame({"u": [1]})), r"`frame` must have columns"),
+        (lambda: dpopt.grid_errors(dpopt.Occupancy.from_dense([[1, 2]]), 1.0, 1.0, suppressed=[(0, 5)]), r"unknown grid label 5"),
+        (lambda: dpopt.grid_errors(dpopt.Occupancy.from_dense([[1, 0], [1, 1]]), 1.0, 1.0, suppressed=[(0, 1)]), r"`suppressed` pair \(0, 1\) is not an occupied"),
+        (lambda: dpopt.grid_errors(dpopt.Occupancy.from_dense([[1, 2]]), 1.0, [1.0, -1.0]), r"`epsilon` must hold positive finite numbers"),
+        (lambda: dpopt.grid_errors(dpopt.Occupancy.from_dense([[1, 2]]), 1.0, [1.0, 1.0, 1.0]), r"`epsilon` must have length 2"),
+        (lambda: dpopt.grid_errors(dpopt.Occupancy.from_dense([[1, 2]]), 1.0, 1.0, split="half"), r"`split` must be one of 'equal', 'optimal'; got 'half'"),
+    ],
+)
+def test_bad_input_raises_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_error_class_is_a_value_error():
+    assert issubclass(DpoptInputError, ValueError)
+
+
+@pytest.mark.parametrize("make", [list, np.asarray, pd.Series, tuple])
+def test_array_likes_are_accepted(make):
+    assert dpopt.mean_bias(make(G), make(M), 2.0) == pytest.approx(2.0 * (1 - 5 / 6))
+    assert dpopt.variance_sensitivity(make(np.array(G, float)), 1.0) == pytest.approx(
+        2 * (5 - 2) / 25
+    )
