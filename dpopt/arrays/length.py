@@ -572,7 +572,7 @@ def optimal_array_length(
     >>> plan.length, round(plan.error, 4)
     (50, 0.8929)
     >>> optimal_array_length([1, 2, 3, 50], 1.0, 0.1).length
-    2
+    1
     """
     method = check_choice(method, "method", _METHODS)  # type: ignore[assignment]
     options = _SOLVERS[method]
