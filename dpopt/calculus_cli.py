@@ -1,0 +1,59 @@
+"""``dpopt errors``: sensitivities and worst-case errors of one partition from count files."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import calculus
+from ._validation import as_counts, as_retained, check_bound, check_epsilon
+from .cli_common import emit, read_numbers
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "errors",
+        help="exact sensitivities and worst-case errors of a clipped mean/variance",
+        description=(
+            "Worst-case error of the CLIP mechanism on one partition (seed 002 eq. (11)-(13)): "
+            "biases (Thm IV.1, corrected Thm IV.2) plus Laplace noise for the exact sensitivities."
+        ),
+    )
+    p.add_argument("--counts", required=True, help="file with m_l, one per line (or comma separated)")
+    p.add_argument("--retained", help="file with Gamma_l (default: keep everything = BASELINE)")
+    p.add_argument("--bound", required=True, type=float, help="U, samples lie in [0, U]")
+    p.add_argument("--epsilon", required=True, type=float, help="privacy parameter of the release")
+    p.add_argument("--split", choices=("equal", "optimal"), default="equal",
+                   help="budget split between mean and variance (default: eps/2 each)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    counts = as_counts(read_numbers(args.counts, "counts"))
+    retained = counts if args.retained is None else as_retained(read_numbers(args.retained, "retained"), counts)
+    U = check_bound(args.bound)
+    eps = check_epsilon(args.epsilon)
+    terms = calculus.grid_error_terms(
+        [counts.sum()], [retained.sum()], [retained.max()], U, eps, split=args.split
+    )
+    emit(
+        {
+            "users": int(counts.size),
+            "samples": int(counts.sum()),
+            "retained": int(retained.sum()),
+            "retained_max": int(retained.max()),
+            "bound": U,
+            "epsilon": eps,
+            "split": args.split,
+            "mean_sensitivity": float(terms.mean_sensitivity[0]),
+            "variance_sensitivity": float(terms.variance_sensitivity[0]),
+            "mean_bias": float(terms.mean_bias[0]),
+            "variance_bias": float(terms.variance_bias[0]),
+            "epsilon_mean": float(terms.epsilon_mean[0]),
+            "epsilon_variance": float(terms.epsilon_variance[0]),
+            "noise": float(terms.noise[0]),
+            "error": float(terms.error[0]),
+        },
+        args.json,
+    )
+    return 0
