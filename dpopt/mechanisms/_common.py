@@ -1,0 +1,161 @@
+"""Shared pieces of the mechanisms: data layout, validation, Laplace noise, the release record.
+
+Data layout (used by every mechanism and by :mod:`dpopt.verify`)
+----------------------------------------------------------------
+A dataset of one partition is a flat array ``samples`` of length ``N = Σ_ℓ m_ℓ`` holding the
+samples of user 1, then user 2, … (user ℓ owns the ``m_ℓ`` consecutive entries after the first
+``m_1 + … + m_{ℓ−1}``), together with the public per-user counts ``counts = (m_1, …, m_L)``.
+A leading axis stacks datasets: ``samples`` of shape ``(R, N)`` holds ``R`` datasets (one per
+Monte-Carlo repetition), shape ``(N,)`` one dataset used by every repetition.
+
+Noise is drawn as arrays of shape ``(R, …)`` from a :class:`numpy.random.Generator` passed in.
+Plain numpy Laplace sampling is for simulation only (DESIGN.md convention 9): a production release
+needs a sampler that is safe against floating-point attacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._validation import DpoptInputError, as_counts, check_bound, check_epsilon, check_positive_int
+
+__all__ = [
+    "Release",
+    "as_samples",
+    "check_rng",
+    "resolve_runs",
+    "user_sums",
+    "user_means",
+    "substitute_user_means",
+    "laplace",
+]
+
+
+@dataclass(frozen=True)
+class Release:
+    """Outcome of ``R`` independent runs of a mechanism.
+
+    Attributes
+    ----------
+    values : ndarray, shape (R,) (or (R, 2) for mean and variance)
+        The released (noisy) statistics, one per run.
+    estimate : ndarray, same shape as ``values``
+        The estimator before noise (the clipped statistic the noise protects).
+    sensitivity : ndarray
+        The user-level sensitivity used to scale the noise, per run (data-dependent for AKMV,
+        Levy and Quantile, where it depends on a privately chosen threshold or interval).
+    noise_scale : ndarray
+        The Laplace scale ``b`` of the noise actually added (``E|Z| = b``), per run.
+    epsilon : float
+        Total privacy budget; ``budget`` lists how it was split (basic composition).
+    mechanism : str
+        Name of the mechanism.
+    budget : dict
+        Budget of each step, summing to ``epsilon``.
+    details : dict
+        Mechanism-specific extras (threshold, interval, number of arrays, ...).
+    """
+
+    values: np.ndarray
+    estimate: np.ndarray
+    sensitivity: np.ndarray
+    noise_scale: np.ndarray
+    epsilon: float
+    mechanism: str
+    budget: dict[str, float] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> int:
+        """Number of runs ``R``."""
+        return int(self.values.shape[0])
+
+
+def check_rng(rng: Any) -> np.random.Generator:
+    """Require a :class:`numpy.random.Generator` (seeded by the caller)."""
+    if not isinstance(rng, np.random.Generator):
+        raise DpoptInputError(
+            "`rng` must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)); "
+            f"got {type(rng).__name__}"
+        )
+    return rng
+
+
+def as_samples(
+    samples: Any, counts: Any, bound: float, *, name: str = "samples"
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Validate ``(samples, counts, bound)``; return ``(samples2d (B, N), counts, U)``.
+
+    ``samples`` has shape ``(N,)`` or ``(B, N)`` with ``N = Σ counts`` and values in ``[0, U]``.
+    """
+    m = as_counts(counts)
+    U = check_bound(bound)
+    try:
+        arr = np.asarray(samples, dtype=float)
+    except (TypeError, ValueError):
+        raise DpoptInputError(f"`{name}` must be an array of numbers; got {samples!r:.80}") from None
+    n = int(m.sum())
+    if arr.ndim not in (1, 2) or arr.shape[-1] != n:
+        raise DpoptInputError(
+            f"`{name}` must have shape (N,) or (R, N) with N = sum(counts) = {n}; got shape {arr.shape}"
+        )
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if not np.all(np.isfinite(arr)):
+        raise DpoptInputError(f"`{name}` must hold finite numbers")
+    if arr.size and (arr.min() < 0 or arr.max() > U):
+        bad = arr.min() if arr.min() < 0 else arr.max()
+        raise DpoptInputError(f"`{name}` must lie in [0, bound] = [0, {U:g}] (found {bad:g})")
+    return arr, m, U
+
+
+def resolve_runs(batch: int, runs: Any) -> int:
+    """Number of runs: ``runs`` if given (must equal the batch size unless the batch is 1)."""
+    if runs is None:
+        return batch
+    r = check_positive_int(runs, "runs")
+    if batch not in (1, r):
+        raise DpoptInputError(
+            f"`runs` must equal the number of stacked datasets ({batch}) or samples must be one "
+            f"dataset; got runs={r}"
+        )
+    return r
+
+
+def user_sums(samples: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per-user sums σ_ℓ, shape ``(B, L)`` (vectorised segment sums)."""
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return np.add.reduceat(samples, starts, axis=-1)
+
+
+def user_means(samples: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per-user means x̄_ℓ = σ_ℓ / m_ℓ, shape ``(B, L)``."""
+    return user_sums(samples, counts) / counts
+
+
+def substitute_user_means(samples: Any, counts: Any) -> np.ndarray:
+    """Replace every sample of user ℓ by the user's mean (seed 000 §IV, seed 003 §IV-A).
+
+    This leaves the sample mean, every per-user sum and hence vanilla Laplace and AKMV unchanged;
+    it is a per-user map into [0, U], so no sensitivity changes.
+    """
+    arr = np.asarray(samples, dtype=float)
+    m = np.asarray(counts)
+    return np.repeat(user_means(arr, m), m, axis=-1)
+
+
+def laplace(rng: np.random.Generator, scale: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Laplace noise with scale ``b`` (density ``e^{-|x|/b}/(2b)``, ``E|Z| = b``); ``b = 0`` gives 0.
+
+    ``scale`` broadcasts against ``shape``. Simulation only (see module docstring).
+    """
+    scale = np.broadcast_to(np.asarray(scale, dtype=float), shape)
+    return rng.laplace(0.0, 1.0, size=shape) * scale
+
+
+def check_common(epsilon: Any, rng: Any) -> tuple[float, np.random.Generator]:
+    """Validate ``epsilon`` and ``rng`` together."""
+    return check_epsilon(epsilon), check_rng(rng)
