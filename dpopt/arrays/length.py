@@ -63,6 +63,10 @@ __all__ = [
 
 Method = Literal["exact", "surrogate", "heuristic", "median"]
 _METHODS = ("exact", "surrogate", "heuristic", "median")
+#: relative tolerance under which two errors count as tied (the smallest tied m is returned, as
+#: m_UB(ε) is the *smallest* minimiser; exact ties occur at the switch points of Corollary V.1)
+TIE_RTOL = 1e-12
+
 _SOLVERS = {
     "exact": ("enumeration", "scan", "milp"),
     "surrogate": ("closed-form", "lp"),
@@ -258,11 +262,17 @@ class ArrayLengthPlan:
 # --------------------------------------------------------------------------- exact
 
 
+def _first_min(err: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Index of the first entry within TIE_RTOL of the minimum (along ``axis``)."""
+    lo = np.min(err, axis=axis, keepdims=True)
+    return np.argmax(err <= lo + TIE_RTOL * np.abs(lo), axis=axis)
+
+
 def _exact_enumeration(prof: CountProfile, U: float, eps: float) -> tuple[int, float]:
     v = prof.values
     g = prof.gamma_at_values().astype(float)
     err = U * (1.0 - g / prof.total) + U * v / (eps * g)
-    j = int(np.argmin(err))
+    j = int(_first_min(err))
     return int(v[j]), float(err[j])
 
 
@@ -273,8 +283,8 @@ def _exact_scan(prof: CountProfile, U: float, eps: float, chunk: int = 1 << 20) 
         m = np.arange(lo, min(lo + chunk, prof.max_count + 1), dtype=np.int64)
         g = prof.gamma(m).astype(float)
         err = U * (1.0 - g / prof.total) + U * m / (eps * g)
-        j = int(np.argmin(err))
-        if err[j] < best_e:
+        j = int(_first_min(err))
+        if best_m < 0 or err[j] < best_e - TIE_RTOL * abs(best_e):
             best_m, best_e = int(m[j]), float(err[j])
     return best_m, best_e
 
@@ -297,7 +307,7 @@ def exact_length_path(counts: Any, bound: float, epsilons: Any) -> np.ndarray:
     step = max(1, (1 << 22) // max(1, v.size))
     for lo in range(0, eps.size, step):
         e = eps[lo : lo + step, None]
-        out[lo : lo + step] = prof.values[np.argmin(bias[None, :] + ratio[None, :] / e, axis=1)]
+        out[lo : lo + step] = prof.values[_first_min(bias[None, :] + ratio[None, :] / e, axis=1)]
     return out
 
 
