@@ -1,0 +1,115 @@
+"""Grids g = (H3 hexagon, UTC time slot) of seed 002 §II-B.
+
+The area is divided into hexagons of Uber's H3 index at a chosen resolution (seed 002 cites H3,
+ref. [17]) and time into slots of fixed length (``"1h"``, ``"15min"``, ...), anchored at the Unix
+epoch in UTC: the slot of a timestamp t is ``floor(t / slot) * slot``. A grid is the pair
+(cell, slot start).
+
+h3 4.x has no vectorised point-to-cell call (``h3.api.numpy_int.latlng_to_cell`` takes one point),
+so :func:`h3_cells` calls it once per *distinct* (lat, lng) pair: a ``pandas.factorize`` of
+``lat + 1j·lng`` removes repeats exactly (stopped vehicles report the same position many times).
+Measured on the Austin bus data (581,846 rows, 260,313 distinct positions, 2 cores): 0.63 s with one
+call per row, 0.46 s with the dedup (0.18 s factorize + 0.28 s calls).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import h3
+import h3.api.numpy_int as h3i
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError, check_positive_int
+
+__all__ = [
+    "parse_slot",
+    "check_resolution",
+    "h3_cells",
+    "time_slots",
+    "cell_strings",
+    "slot_strings",
+    "cell_polygons",
+]
+
+_NS_PER_S = 1_000_000_000
+
+
+def check_resolution(resolution: Any, name: str = "h3_resolution") -> int:
+    """Validate an H3 resolution: an integer in 0..15."""
+    res = check_positive_int(resolution, name, minimum=0)
+    if res > 15:
+        raise DpoptInputError(f"`{name}` must be an integer in 0..15 (H3 resolutions); got {resolution!r}")
+    return res
+
+
+def parse_slot(slot: Any, name: str = "slot") -> int:
+    """Slot length in nanoseconds from ``"1h"``, ``"15min"``, ``"30s"``, a Timedelta or seconds.
+
+    Must be a whole number of seconds, at least one second.
+    """
+    try:
+        if isinstance(slot, (int, float, np.integer, np.floating)) and not isinstance(slot, bool):
+            td = pd.Timedelta(seconds=float(slot))
+        elif isinstance(slot, (str, pd.Timedelta)) or hasattr(slot, "total_seconds"):
+            td = pd.Timedelta(slot)
+        else:
+            raise ValueError
+    except (ValueError, TypeError, OverflowError):
+        raise DpoptInputError(
+            f"`{name}` must be a duration such as '1h', '15min' or '30s'; got {slot!r}"
+        ) from None
+    ns = int(td.value)
+    if ns < _NS_PER_S or ns % _NS_PER_S:
+        raise DpoptInputError(f"`{name}` must be a whole number of seconds >= 1s; got {slot!r}")
+    return ns
+
+
+def h3_cells(latitude: np.ndarray, longitude: np.ndarray, resolution: int) -> np.ndarray:
+    """H3 cell (int64 index) of each point, one h3 call per distinct (lat, lng).
+
+    Parameters
+    ----------
+    latitude, longitude : float arrays in degrees (validated by ingestion).
+    resolution : H3 resolution 0..15.
+    """
+    resolution = check_resolution(resolution)
+    lat = np.asarray(latitude, dtype=float)
+    lng = np.asarray(longitude, dtype=float)
+    if lat.size == 0:
+        return np.empty(0, dtype=np.int64)
+    codes, uniq = pd.factorize(lat + 1j * lng)
+    ulat = np.real(uniq).tolist()
+    ulng = np.imag(uniq).tolist()
+    to_cell = h3i.latlng_to_cell
+    cells = np.fromiter(
+        (to_cell(a, b, resolution) for a, b in zip(ulat, ulng)), dtype=np.uint64, count=len(ulat)
+    ).astype(np.int64)  # H3 cell indices have the top bit 0, so int64 holds them exactly
+    return cells[codes]
+
+
+def time_slots(timestamp_ns: np.ndarray, slot_ns: int) -> np.ndarray:
+    """Start (int64 ns since epoch, UTC) of the slot of each timestamp: floor(t/slot)·slot."""
+    ts = np.asarray(timestamp_ns, dtype=np.int64)
+    return np.floor_divide(ts, np.int64(slot_ns)) * np.int64(slot_ns)
+
+
+def cell_strings(cells: np.ndarray) -> np.ndarray:
+    """Hexadecimal H3 strings (``'87489e376ffffff'``) of int64 cells."""
+    return np.array([h3.int_to_str(int(c)) for c in np.asarray(cells, dtype=np.int64)], dtype=object)
+
+
+def slot_strings(slots_ns: np.ndarray) -> np.ndarray:
+    """ISO 8601 UTC start times (``'2016-02-07T14:00:00Z'``) of int64-ns slots."""
+    idx = pd.to_datetime(np.asarray(slots_ns, dtype=np.int64), unit="ns", utc=True)
+    return np.asarray(idx.strftime("%Y-%m-%dT%H:%M:%SZ"), dtype=object)
+
+
+def cell_polygons(cells: np.ndarray) -> list[np.ndarray]:
+    """Hexagon boundaries as (k, 2) arrays of (longitude, latitude), for plotting."""
+    out = []
+    for c in np.asarray(cells, dtype=np.int64):
+        boundary = h3.cell_to_boundary(h3.int_to_str(int(c)))
+        out.append(np.asarray([(lng, lat) for lat, lng in boundary], dtype=float))
+    return out
