@@ -65,7 +65,8 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
         opts["time_limit"] = float(time_limit)
     t0 = time.perf_counter()
     try:
-        problem.solve(solver=cp.HIGHS, verbose=verbose, **opts)
+        # nested dict: HiGHS option names such as "solver" clash with cvxpy's keywords
+        problem.solve(solver=cp.HIGHS, verbose=verbose, highs_options=opts)
         raw = str(problem.status)
         status = map_status(problem.status, time_limit=time_limit)
     except cp.error.SolverError as exc:
