@@ -209,6 +209,74 @@ class ArrayGrouping:
         return sums_k / self.fills
 
 
+class _SortedInts:
+    """A sorted set of ints in chunks of at most ``2 * load`` (the layout of sortedcontainers).
+
+    ``floor``, ``add`` and ``discard`` cost O(log n + load) instead of the O(n) memmove of one flat
+    list, so BestFit stays O(L log L) (times a small constant) even with ~10^6 distinct fill levels.
+    """
+
+    __slots__ = ("chunks", "maxes", "load")
+
+    def __init__(self, values: list[int], load: int = 256) -> None:
+        self.load = load
+        self.chunks = [values[i : i + load] for i in range(0, len(values), load)]
+        self.maxes = [ch[-1] for ch in self.chunks]
+
+    def floor(self, x: int) -> int:
+        """Largest member ≤ x, or −1."""
+        maxes = self.maxes
+        i = bisect.bisect_right(maxes, x)
+        if i < len(maxes):
+            ch = self.chunks[i]
+            j = bisect.bisect_right(ch, x)
+            if j:
+                return ch[j - 1]
+        return maxes[i - 1] if i else -1
+
+    def add(self, v: int) -> None:
+        maxes = self.maxes
+        if not maxes:
+            self.chunks.append([v])
+            maxes.append(v)
+            return
+        i = bisect.bisect_left(maxes, v)
+        if i == len(maxes):
+            i -= 1
+            ch = self.chunks[i]
+            ch.append(v)
+            maxes[i] = v
+        else:
+            ch = self.chunks[i]
+            bisect.insort(ch, v)
+        if len(ch) > 2 * self.load:
+            half = ch[self.load :]
+            del ch[self.load :]
+            self.chunks.insert(i + 1, half)
+            maxes.insert(i + 1, half[-1])
+            maxes[i] = ch[-1]
+
+    def discard(self, v: int) -> None:
+        """Remove a member ``v`` (which must be present)."""
+        maxes = self.maxes
+        i = bisect.bisect_left(maxes, v)
+        ch = self.chunks[i]
+        j = bisect.bisect_left(ch, v)
+        del ch[j]
+        if not ch:
+            del self.chunks[i]
+            del maxes[i]
+        elif j == len(ch):
+            maxes[i] = ch[-1]
+
+    def __len__(self) -> int:
+        return sum(len(ch) for ch in self.chunks)
+
+    def __iter__(self):  # noqa: ANN204
+        for ch in self.chunks:
+            yield from ch
+
+
 def _check(counts: Any, length: Any) -> tuple[np.ndarray, int]:
     m_l = as_counts(counts)
     m = check_positive_int(length, "length")
@@ -266,9 +334,9 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
     User ℓ's ``c = min(m_ℓ, m)`` kept samples go to the fullest array with ``n_k + c ≤ m`` (the
     least-indexed among equally full ones), or to a new array if none has room.
 
-    Implementation: arrays that are not full are kept in buckets by fill level; a sorted list of the
-    non-empty levels is searched with :func:`bisect.bisect_right` for the largest level ``≤ m − c``,
-    and each bucket is a min-heap of array indices (the tie rule). When users arrive in non-increasing
+    Implementation: arrays that are not full are kept in buckets by fill level; a chunked sorted set
+    of the non-empty levels (bisect over chunk maxima, then within a chunk) gives the largest level
+    ``≤ m − c`` in O(log L), and each bucket is a min-heap of array indices (the tie rule). When users arrive in non-increasing
     ``c`` (the default order), every user with ``2c > m`` must open a new array (all earlier arrays
     already hold ≥ c samples), so that prefix is placed without a loop.
 
@@ -309,24 +377,24 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
         cuts = np.flatnonzero(np.diff(lv_s)) + 1
         for level, members in zip(lv_s[np.r_[0, cuts]].tolist(), np.split(idx_s, cuts)):
             buckets[level] = members.tolist()  # ascending: a valid heap
-    levels = sorted(buckets)
+    levels = _SortedInts(sorted(buckets))
     nk = p
     rest = c[p:].tolist()
     out = [0] * len(rest)
-    bisect_right, heappop, heappush, insort = bisect.bisect_right, heapq.heappop, heapq.heappush, bisect.insort
+    heappop, heappush = heapq.heappop, heapq.heappush
+    floor, add, discard = levels.floor, levels.add, levels.discard
     for i, ci in enumerate(rest):
-        j = bisect_right(levels, m - ci) - 1
-        if j < 0:
+        f0 = floor(m - ci)
+        if f0 < 0:
             k = nk
             nk += 1
             fills.append(ci)
             f = ci
         else:
-            f0 = levels[j]
             h = buckets[f0]
             k = heappop(h)
             if not h:
-                del levels[j]
+                discard(f0)
                 del buckets[f0]
             f = f0 + ci
             fills[k] = f
@@ -335,7 +403,7 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
             h2 = buckets.get(f)
             if h2 is None:
                 buckets[f] = [k]
-                insort(levels, f)
+                add(f)
             else:
                 heappush(h2, k)
     assign[p:] = out

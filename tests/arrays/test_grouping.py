@@ -79,6 +79,36 @@ def test_best_fit_invariants(rng):
         assert np.all((bf.fills >= 1) & (bf.fills <= m))
 
 
+def test_best_fit_many_fill_levels_matches_reference():
+    """Enough distinct fill levels (> 512) to split the chunks of the sorted level set."""
+    rng = np.random.default_rng(77)
+    counts = rng.integers(1, 10_000, size=1500)
+    for order in ("nonincreasing", "given"):
+        got = best_fit(counts, 10_000, order=order)
+        assign, fills = reference_best_fit(counts, 10_000, processing_order(counts, order))
+        np.testing.assert_array_equal(got.user_array, assign)
+        np.testing.assert_array_equal(got.fills, fills)
+
+
+def test_sorted_level_set_against_python_set(rng):
+    from dpopt.arrays.grouping import _SortedInts
+
+    levels = _SortedInts([], load=2)
+    ref: set[int] = set()
+    for _ in range(3000):
+        v = int(rng.integers(0, 60))
+        if v in ref and rng.random() < 0.5:
+            levels.discard(v)
+            ref.discard(v)
+        elif v not in ref:
+            levels.add(v)
+            ref.add(v)
+        x = int(rng.integers(-1, 62))
+        below = [r for r in ref if r <= x]
+        assert levels.floor(x) == (max(below) if below else -1)
+        assert list(levels) == sorted(ref) and len(levels) == len(ref)
+
+
 # --------------------------------------------------------------------------- WrapAround
 def test_wrap_around_matches_reference_on_random_instances(rng):
     for _ in range(N_RANDOM):
