@@ -126,8 +126,10 @@ def array_averaging_sensitivity(bound: float, packing: Packing, *, wrap_factor: 
 
 
 def median_array_length(counts: Any) -> int:
-    """The median choice of seed 003 Lemma III.2: ``⌊median{m_ℓ}⌋`` (authors' code), at least 1."""
-    return max(1, int(np.floor(np.median(np.asarray(counts)))))
+    """The median choice of seed 003 Lemma III.2 (:func:`dpopt.arrays.median_length`)."""
+    from ..arrays import median_length
+
+    return int(median_length(counts))
 
 
 def array_mean_estimator(length: int, grouping: Grouping = "best_fit", *, substitute_means: bool = True,
