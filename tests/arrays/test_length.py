@@ -150,6 +150,33 @@ def test_surrogate_lp_hypograph_is_tight():
     np.testing.assert_allclose(kept, np.minimum(values, m), atol=SOLVER_ATOL)
 
 
+def test_surrogate_lp_dual_certificate(rng):
+    """KKT of the LP: λ_j = −y_j ≥ 0 on `cap`; λ_j = U·w_j/M above m, 0 below; Σλ = c_m − z_m."""
+    checked = 0
+    for _ in range(60):
+        counts = random_counts(rng)
+        U, eps = float(rng.uniform(0.5, 100)), random_epsilon(rng)
+        model = surrogate_lp(counts, U, eps)
+        res = solve(model)
+        assert res.status is Status.OPTIMAL
+        m = res.value("length")[0]
+        lam = -res.dual("cap")
+        values, w = np.unique(counts, return_counts=True)
+        M = counts.sum()
+        tol = 1e-7 * U
+        assert np.all(lam >= -tol)
+        above, below = values > m + 1e-6, values < m - 1e-6
+        np.testing.assert_allclose(lam[above], U * w[above] / M, atol=tol)
+        np.testing.assert_allclose(lam[below], 0.0, atol=tol)
+        c_m = U / (eps * counts.size * counts.min())
+        z_m = res.col_duals[model.col_blocks["length"]][0]
+        assert math.isclose(lam.sum(), c_m - z_m, rel_tol=1e-6, abs_tol=tol)
+        if counts.min() + 1e-6 < m < counts.max() - 1e-6:
+            assert abs(z_m) <= tol  # interior m: the subgradient condition of the closed form
+            checked += 1
+    assert checked >= 10
+
+
 def test_surrogate_bounds_exact_objective(rng):
     for _ in range(60):
         counts = random_counts(rng)
