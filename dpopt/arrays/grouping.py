@@ -5,8 +5,8 @@ of length m:
 
 * **WrapAround** (Algorithm 1): concatenate the kept samples of all users (in processing order) and cut
   the stream every m positions; the trailing partial block is discarded, so there are
-  K^WA = ⌊Γ_m / m⌋ full arrays (eq. (3)), Γ_m = Σ_ℓ min{m_ℓ, m}. A user may touch two (or, when it is
-  split across a block boundary, at most ⌈c/m⌉ + 1 ≤ 2) consecutive arrays.
+  K^WA = ⌊Γ_m / m⌋ full arrays (eq. (3)), Γ_m = Σ_ℓ min{m_ℓ, m}. A user keeps at most m samples,
+  so it touches at most two consecutive arrays (two when it straddles a block boundary).
 * **BestFit** (Algorithm 2): each user's kept samples go, all together, into the fullest array that
   still has room for them (least index among equally full ones); a new array is opened when none has
   room. K^BF ≥ K^WA because m·K^BF ≥ Γ_m. Every user touches exactly one array.
