@@ -46,6 +46,15 @@ _LAZY: dict[str, str] = {
     "wrap_around": "dpopt.arrays",
     "array_averaging_error": "dpopt.arrays",
     "optimal_array_length": "dpopt.arrays",
+    "ArrayGrouping": "dpopt.arrays",
+    "ArrayLengthPlan": "dpopt.arrays",
+    "exact_length_path": "dpopt.arrays",
+    "surrogate_length": "dpopt.arrays",
+    "heuristic_length": "dpopt.arrays",
+    "median_length": "dpopt.arrays",
+    "switch_points": "dpopt.arrays",
+    "load_itms": "dpopt.datasets",
+    "load_itms_counts": "dpopt.datasets",
     # grid-suppression model (seed 002)
     "clip_user": "dpopt.suppression",
     "solve_suppression": "dpopt.suppression",
@@ -55,7 +64,7 @@ _LAZY: dict[str, str] = {
 
 _SUBMODULES = {
     "calculus", "occupancy", "verify", "solve", "clipping", "arrays", "suppression",
-    "mechanisms", "data", "experiments", "release", "cli",
+    "mechanisms", "datasets", "experiments", "release", "cli",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
