@@ -11,8 +11,10 @@ Only the occupancy array ``{m_{g,ℓ}}`` matters (worst-case errors), so nothing
 * Figs. 6–8: ``Ê_ε`` vs ``E_ε`` for the same draws (log–log axes).
 
 Real data: the paper's ITMS multi-grid data are not public; the Austin Capital Metro bus positions
-stand in (9–10 AM local time on the day with the most buses in that hour, H3 resolution 7, the 50
-(cell, hour) grids with the most records: 284 buses, G_1 = 12 against the paper's 223 and 11).
+stand in: 9–10 AM local time on the day with the most buses in that hour, H3 resolution 7, the 50
+(cell, hour) grids with the most records. By default the one-day sample embedded in dpopt
+(``dpopt/datasets/austin_sample.csv.gz``, 2015-09-06); ``data=`` points at the full merge (there the
+busiest day 2017-03-21 gives 284 buses and G_1 = 12, against the paper's 223 and 11).
 The algorithms come from :mod:`dpopt.suppression` (CLIP-USER with ERRATA E1/E2; the synthetic
 experiments skip the grid of smallest initial error as the paper's implementation does).
 """
@@ -37,7 +39,8 @@ U_DEFAULT = 65.0
 DEFAULT_DRAWS = 10
 
 _AUSTIN_SAMPLE = "austin_sample.csv.gz"
-_AUSTIN_COLUMNS = ["vehicle_id", "timestamp_utc", "latitude", "longitude"]
+#: accepted column layouts: dpopt's canonical fields (the embedded sample) or the raw CapMetrics merge
+_AUSTIN_LAYOUTS = (("user_id", "timestamp"), ("vehicle_id", "timestamp_utc"))
 
 
 def _austin_source(path: str | Path | None) -> Path:
@@ -82,8 +85,17 @@ def austin_occupancy(
     from ..occupancy import Occupancy
 
     src = _austin_source(data)
-    df = pd.read_csv(src, usecols=_AUSTIN_COLUMNS)
-    local = pd.to_datetime(df["timestamp_utc"], utc=True).dt.tz_convert(timezone)
+    header = pd.read_csv(src, nrows=0).columns
+    layout = next((lay for lay in _AUSTIN_LAYOUTS if set(lay) <= set(header)), None)
+    if layout is None or not {"latitude", "longitude"} <= set(header):
+        raise DpoptInputError(
+            f"`data` must have columns user_id,timestamp,latitude,longitude (or vehicle_id,timestamp_utc,...); "
+            f"got {list(header)}"
+        )
+    user_col, time_col = layout
+    df = pd.read_csv(src, usecols=[user_col, time_col, "latitude", "longitude"], dtype={user_col: str})
+    df = df.rename(columns={user_col: "vehicle_id", time_col: "timestamp_utc"})
+    local = pd.to_datetime(df["timestamp_utc"], utc=True, format="ISO8601").dt.tz_convert(timezone)
     in_hour = local.dt.hour.to_numpy() == int(hour)
     days = local.dt.date.astype(str).to_numpy()
     if day is None:
