@@ -150,10 +150,27 @@ def _lengths(length: Any) -> tuple[np.ndarray, bool]:
     return arr.astype(np.int64), scalar
 
 
-def _error_from_gamma(gamma: np.ndarray, m: np.ndarray, total: int, bound: float, epsilon: float):
+def _setup(counts: Any, bound: float, epsilon: float) -> tuple[float, float, CountProfile]:
+    """Validated U, ε and the count profile (shared by every entry point)."""
+    U = check_bound(bound)
+    eps = check_epsilon(epsilon)
+    return U, eps, CountProfile.from_counts(counts)
+
+
+def _error_from_gamma(
+    gamma: np.ndarray, m: np.ndarray, total: int, bound: float, epsilon: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two terms of eq. (15) from Γ_m: bias U(1 − Γ_m/M) and noise U·m/(ε·Γ_m)."""
+    gamma = np.asarray(gamma, dtype=float)
     bias = bound * (1.0 - gamma / total)
     noise = bound * m / (epsilon * gamma)
     return bias, noise
+
+
+def _error(prof: CountProfile, m: np.ndarray, gamma: np.ndarray, U: float, eps: float) -> np.ndarray:
+    """E_ε(m) of eq. (15) (the single place where it is evaluated)."""
+    bias, noise = _error_from_gamma(gamma, m, prof.total, U, eps)
+    return bias + noise
 
 
 def array_averaging_error(counts: Any, bound: float, epsilon: float, length: Any) -> float | np.ndarray:
@@ -161,6 +178,13 @@ def array_averaging_error(counts: Any, bound: float, epsilon: float, length: Any
 
     E_ε(m) = U(1 − Γ_m/M) + U·m/(ε·Γ_m): the worst-case clipping bias of Lemma V.1 plus the expected
     absolute Laplace noise (11) with sensitivity U·m/Γ_m (fully filled arrays, K = Γ_m/m).
+
+    This is the *model* of Section V (full arrays). It is exact for WrapAround when m divides Γ_m.
+    Otherwise the actual groupings depart from it (tests/arrays/test_privacy.py): WrapAround drops the
+    tail and calibrates to U/⌊Γ_m/m⌋ ≥ U·m/Γ_m (more noise, more bias); BestFit calibrates to
+    U/K^BF ≤ U·m/Γ_m, but its partially filled arrays weigh samples unequally, so its worst-case bias
+    can exceed U(1 − Γ_m/M) (counts [2, 1], m = 2: U/6 instead of 0). Noise must always be calibrated
+    to the actual K (``dpopt.mechanisms.array_averaging``), never to this formula.
 
     Parameters
     ----------
@@ -178,12 +202,9 @@ def array_averaging_error(counts: Any, bound: float, epsilon: float, length: Any
     float or ndarray
         E_ε(m), with the shape of ``length``.
     """
-    U = check_bound(bound)
-    eps = check_epsilon(epsilon)
-    prof = CountProfile.from_counts(counts)
+    U, eps, prof = _setup(counts, bound, epsilon)
     m, scalar = _lengths(length)
-    bias, noise = _error_from_gamma(prof.gamma(m).astype(float), m, prof.total, U, eps)
-    err = bias + noise
+    err = _error(prof, m, prof.gamma(m), U, eps)
     return float(err[0]) if scalar else err
 
 
@@ -270,8 +291,7 @@ def _first_min(err: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def _exact_enumeration(prof: CountProfile, U: float, eps: float) -> tuple[int, float]:
     v = prof.values
-    g = prof.gamma_at_values().astype(float)
-    err = U * (1.0 - g / prof.total) + U * v / (eps * g)
+    err = _error(prof, v, prof.gamma_at_values(), U, eps)
     j = int(_first_min(err))
     return int(v[j]), float(err[j])
 
@@ -281,8 +301,7 @@ def _exact_scan(prof: CountProfile, U: float, eps: float, chunk: int = 1 << 20) 
     best_m, best_e = -1, math.inf
     for lo in range(prof.min_count, prof.max_count + 1, chunk):
         m = np.arange(lo, min(lo + chunk, prof.max_count + 1), dtype=np.int64)
-        g = prof.gamma(m).astype(float)
-        err = U * (1.0 - g / prof.total) + U * m / (eps * g)
+        err = _error(prof, m, prof.gamma(m), U, eps)
         j = int(_first_min(err))
         if best_m < 0 or err[j] < best_e - TIE_RTOL * abs(best_e):
             best_m, best_e = int(m[j]), float(err[j])
@@ -292,17 +311,27 @@ def _exact_scan(prof: CountProfile, U: float, eps: float, chunk: int = 1 << 20) 
 def exact_length_path(counts: Any, bound: float, epsilons: Any) -> np.ndarray:
     """m_UB(ε) (smallest minimiser of eq. (15)) for many ε at once (Figure 5 of seed 003).
 
-    Returns an int array with the shape of ``epsilons``; non-decreasing in ε (Lemma V.3).
+    Parameters
+    ----------
+    counts : array-like of int, shape (L,)
+    bound : float
+        U > 0.
+    epsilons : float or array-like of float
+        Positive privacy parameters (any order).
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        m_UB(ε) for each ε (1-D even for a scalar); non-decreasing in ε (Lemma V.3).
     """
     U = check_bound(bound)
     eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
     if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps <= 0):
         raise DpoptInputError(f"`epsilons` must be a non-empty 1-D array of positive finite numbers; got {epsilons!r}")
     prof = CountProfile.from_counts(counts)
-    v = prof.values.astype(float)
-    g = prof.gamma_at_values().astype(float)
-    bias = U * (1.0 - g / prof.total)
-    ratio = U * v / g
+    v = prof.values
+    # E_ε(v) = bias + (noise at ε = 1)/ε: evaluate the ε-free parts once
+    bias, ratio = _error_from_gamma(prof.gamma_at_values(), v, prof.total, U, 1.0)
     out = np.empty(eps.size, dtype=np.int64)
     step = max(1, (1 << 22) // max(1, v.size))
     for lo in range(0, eps.size, step):
@@ -322,13 +351,11 @@ def array_length_milp(counts: Any, bound: float, epsilon: float):
     -------
     LinearModel
     """
-    U = check_bound(bound)
-    eps = check_epsilon(epsilon)
-    prof = CountProfile.from_counts(counts)
+    U, eps, prof = _setup(counts, bound, epsilon)
     v = prof.values
     g = prof.gamma_at_values()
     J = v.size
-    err = U * (1.0 - g / prof.total) + U * v / (eps * g)
+    err = _error(prof, v, g, U, eps)
     b = ModelBuilder(name="array_length_milp")
     z = b.add_cols("choose", J, lower=0, upper=1, cost=err, integer=True)
     length = b.add_cols("length", 1, lower=prof.min_count, upper=prof.max_count)
@@ -363,9 +390,7 @@ def surrogate_objective(counts: Any, bound: float, epsilon: float, length: Any) 
 
     F_ε ≥ E_ε on [m_*, m^*] (it replaces Γ_m in the noise term by its lower bound L·m_*).
     """
-    U = check_bound(bound)
-    eps = check_epsilon(epsilon)
-    prof = CountProfile.from_counts(counts)
+    U, eps, prof = _setup(counts, bound, epsilon)
     m = np.atleast_1d(np.asarray(length, dtype=float))
     if not np.all(np.isfinite(m)) or np.any(m <= 0):
         raise DpoptInputError(f"`length` must hold positive finite numbers; got {length!r}")
@@ -398,9 +423,7 @@ def paper_kkt_length(counts: Any, bound: float, epsilon: float) -> float:
     [m_(k+1), m_(k)] would do); (ii) otherwise return the better of the two end points m_*, m^*
     under F_ε. Kept to exhibit the erratum: for non-integer k the true minimiser is an interior kink.
     """
-    U = check_bound(bound)
-    eps = check_epsilon(epsilon)
-    prof = CountProfile.from_counts(counts)
+    U, eps, prof = _setup(counts, bound, epsilon)
     k = _surrogate_k(prof, eps)
     if float(k).is_integer() and 1 <= k < prof.num_users:
         return float(prof.kth_largest(int(k) + 1))
@@ -424,9 +447,7 @@ def surrogate_lp(counts: Any, bound: float, epsilon: float):
     -------
     LinearModel
     """
-    U = check_bound(bound)
-    eps = check_epsilon(epsilon)
-    prof = CountProfile.from_counts(counts)
+    U, eps, prof = _setup(counts, bound, epsilon)
     v = prof.values
     w = np.diff(np.r_[prof.first, prof.num_users])
     J = v.size
@@ -574,7 +595,9 @@ def optimal_array_length(
     -------
     ArrayLengthPlan
         ``length``, its exact worst-case ``error`` and terms, ``status``, and the exact optimum
-        ``optimal_length``/``optimal_error`` with ``excess = error − optimal_error``.
+        ``optimal_length``/``optimal_error`` with ``excess = error − optimal_error``. If a HiGHS
+        solver returns no point (``status`` not ``OPTIMAL``, ``objective`` nan), ``length`` falls back
+        to the enumeration (exact) or closed form (surrogate); check ``status``.
 
     Examples
     --------
@@ -587,9 +610,7 @@ def optimal_array_length(
     method = check_choice(method, "method", _METHODS)  # type: ignore[assignment]
     options = _SOLVERS[method]
     solver = options[0] if solver is None else check_choice(solver, "solver", options)
-    U = check_bound(bound)
-    eps = check_epsilon(epsilon)
-    prof = CountProfile.from_counts(counts)
+    U, eps, prof = _setup(counts, bound, epsilon)
     m_opt, e_opt = _exact_enumeration(prof, U, eps)
     status = Status.OPTIMAL
     gap = 0.0
@@ -634,7 +655,7 @@ def optimal_array_length(
     else:
         m = median_length(prof.sorted_counts)
     gam = int(prof.gamma(np.int64(m)))
-    bias, noise = _error_from_gamma(np.array([float(gam)]), np.array([m]), prof.total, U, eps)
+    bias, noise = _error_from_gamma(np.array([gam]), np.array([m]), prof.total, U, eps)
     return ArrayLengthPlan(
         length=int(m),
         error=float(bias[0] + noise[0]),
