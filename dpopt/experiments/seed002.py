@@ -205,6 +205,9 @@ def synthetic_curves(
     return out
 
 
+_CURVES: dict[tuple, dict[str, np.ndarray]] = {}
+
+
 def _se(a: np.ndarray) -> np.ndarray:
     return a.std(axis=0, ddof=1) / np.sqrt(a.shape[0]) if a.shape[0] > 1 else np.zeros(a.shape[1])
 
@@ -213,8 +216,15 @@ def _synthetic(figure: str, gamma: float, kind: str, *, runs: int | None, seed: 
                epsilons: Any, bound: float, q: float, n_grids: int, skip_min_error_grid: bool) -> FigureResult:
     draws = DEFAULT_DRAWS if runs is None else check_positive_int(runs, "runs")
     eps = as_epsilon_grid(epsilons, SYNTHETIC_EPSILONS)
-    c = synthetic_curves(gamma=gamma, q=q, draws=draws, seed=seed, epsilons=eps, bound=bound, n_grids=n_grids,
-                         skip_min_error_grid=skip_min_error_grid, progress=progress, desc=figure)
+    key = (float(gamma), float(q), draws, int(seed), tuple(map(float, eps)), float(bound), int(n_grids),
+           bool(skip_min_error_grid))
+    if key not in _CURVES:  # Figs. 3/6, 4/7, 5/8 share their draws
+        if len(_CURVES) > 16:
+            _CURVES.clear()
+        _CURVES[key] = synthetic_curves(gamma=gamma, q=q, draws=draws, seed=seed, epsilons=eps, bound=bound,
+                                        n_grids=n_grids, skip_min_error_grid=skip_min_error_grid,
+                                        progress=progress, desc=figure)
+    c = {k: v.copy() for k, v in _CURVES[key].items()}
     rows = Rows(figure)
     if kind == "P":
         rows.add_many("CLIP-USER (mean K*eps)", eps, c["P"].mean(axis=0), _se(c["P"]))
