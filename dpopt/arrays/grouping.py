@@ -277,10 +277,16 @@ class _SortedInts:
             yield from ch
 
 
-def _check(counts: Any, length: Any) -> tuple[np.ndarray, int]:
+def _prepare(counts: Any, length: Any, order: OrderLike) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate; return m, the processing order, min(m_ℓ, m) per user and in processing order.
+
+    Only the public counts enter: the grouping of user-level neighbours is identical.
+    """
     m_l = as_counts(counts)
     m = check_positive_int(length, "length")
-    return m_l, m
+    perm = processing_order(m_l, order)
+    retained = np.minimum(m_l, m)
+    return m, perm, retained, retained[perm]
 
 
 def wrap_around(counts: Any, length: int, *, order: OrderLike = "nonincreasing") -> ArrayGrouping:
@@ -301,10 +307,7 @@ def wrap_around(counts: Any, length: int, *, order: OrderLike = "nonincreasing")
         ``num_arrays = ⌊Γ_m / m⌋`` (eq. (3)); every array full; the trailing ``Γ_m mod m`` samples
         are ``discarded``.
     """
-    m_l, m = _check(counts, length)
-    perm = processing_order(m_l, order)
-    retained = np.minimum(m_l, m)
-    c = retained[perm]
+    m, perm, retained, c = _prepare(counts, length, order)
     end_o = np.cumsum(c)
     total = int(end_o[-1])
     K = total // m
@@ -336,8 +339,8 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
 
     Implementation: arrays that are not full are kept in buckets by fill level; a chunked sorted set
     of the non-empty levels (bisect over chunk maxima, then within a chunk) gives the largest level
-    ``≤ m − c`` in O(log L), and each bucket is a min-heap of array indices (the tie rule). When users arrive in non-increasing
-    ``c`` (the default order), every user with ``2c > m`` must open a new array (all earlier arrays
+    ``≤ m − c`` in O(log L), and each bucket is a min-heap of array indices (the tie rule). When
+    users arrive in non-increasing ``c`` (the default order), every user with ``2c > m`` must open a new array (all earlier arrays
     already hold ≥ c samples), so that prefix is placed without a loop.
 
     Parameters
@@ -354,10 +357,7 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
     ArrayGrouping
         ``user_array`` (= ``start``) is each user's array; ``fills[k] ≤ m``.
     """
-    m_l, m = _check(counts, length)
-    perm = processing_order(m_l, order)
-    retained = np.minimum(m_l, m)
-    c = retained[perm]
+    m, perm, retained, c = _prepare(counts, length, order)
     L = c.shape[0]
     # prefix that must open new arrays: with non-increasing c, users with 2c > m cannot share
     if L > 1 and bool(np.all(c[:-1] >= c[1:])):
