@@ -29,6 +29,7 @@ from dpopt.arrays import (
     switch_points,
     wrap_around,
 )
+from dpopt.arrays.length import TIE_RTOL
 from dpopt.datasets import ITMS_BOUND, load_itms_counts
 from dpopt.solve import Status, solve
 from dpopt.verify import estimators as est
@@ -105,16 +106,36 @@ def test_exact_enumeration_equals_integer_scan_and_milp(instances):
         best = min(error_direct(counts, U, eps, m) for m in all_m)
         assert close(best, enum.error)
         assert close(enum.error, error_direct(counts, U, eps, enum.length))
+        # the smallest minimiser over every integer (direct transcription), up to float ties
+        first = next(m for m in all_m if error_direct(counts, U, eps, m) <= best * (1 + TIE_RTOL))
+        assert enum.length == first
         assert milp.status is Status.OPTIMAL
         assert math.isclose(milp.objective, enum.error, rel_tol=SOLVER_RTOL, abs_tol=SOLVER_ATOL)
         assert math.isclose(milp.error, enum.error, rel_tol=SOLVER_RTOL, abs_tol=SOLVER_ATOL)
+        # the MILP's chosen candidate is a minimiser (HiGHS may pick another one among exact ties)
+        assert milp.length in set(counts.tolist())
+        assert math.isclose(
+            error_direct(counts, U, eps, milp.length), best, rel_tol=SOLVER_RTOL, abs_tol=SOLVER_ATOL
+        )
         assert enum.excess == 0.0 and enum.optimal_length == enum.length
 
 
 def test_milp_model_read_outs():
     counts = np.array([5, 1, 3, 3, 8])
-    res = solve(array_length_milp(counts, 2.0, 0.7))
+    model = array_length_milp(counts, 2.0, 0.7)
+    # a genuine MILP: one binary per distinct count, the read-outs continuous
+    assert model.is_mip
+    np.testing.assert_array_equal(model.integrality[model.col_blocks["choose"]], True)
+    assert not model.integrality[model.col_blocks["length"]].any()
+    res = solve(model)
     assert res.status is Status.OPTIMAL
+    # the objective is E_ε at the chosen candidate (costs transcribed independently)
+    m_chosen = int(round(res.value("length")[0]))
+    assert m_chosen in {1, 3, 5, 8}
+    assert math.isclose(res.objective, error_direct(counts, 2.0, 0.7, m_chosen), rel_tol=SOLVER_RTOL)
+    assert math.isclose(
+        res.objective, min(error_direct(counts, 2.0, 0.7, m) for m in range(1, 9)), rel_tol=SOLVER_RTOL
+    )
     m = res.value("length")[0]
     assert math.isclose(res.value("gamma")[0], gamma_direct(counts, round(m)), abs_tol=SOLVER_ATOL)
     assert math.isclose(res.value("choose").sum(), 1.0, abs_tol=SOLVER_ATOL)
@@ -135,6 +156,9 @@ def test_surrogate_lp_equals_closed_form(instances):
         f = [surrogate_direct(counts, U, eps, m) for m in range(int(counts.min()), int(counts.max()) + 1)]
         assert close(min(f), closed.objective)
         assert close(closed.objective, surrogate_direct(counts, U, eps, closed.length))
+        # ... and it is the smallest integer minimiser (up to float ties)
+        first = int(counts.min()) + next(i for i, v in enumerate(f) if v <= min(f) * (1 + TIE_RTOL))
+        assert closed.length == first
         assert np.all(np.diff(f, 2) >= -1e-9 * max(1.0, max(map(abs, f))))
         # the surrogate is an upper bound of the exact objective; its length is no better than exact
         assert closed.objective >= closed.error - EXACT_ATOL * U
@@ -295,6 +319,9 @@ def test_heuristic_enumeration_equals_scan(instances):
         ms = np.arange(counts.min(), counts.max() + 1)
         vals = [gamma_direct(counts, m) / math.sqrt(m) for m in ms]
         assert close(max(vals), a.objective)
+        # the smallest maximiser of the transcribed (9)
+        first = int(ms[next(i for i, v in enumerate(vals) if v >= max(vals) * (1 - TIE_RTOL))])
+        assert a.length == first
 
 
 def test_heuristic_itms_both_ranges():
