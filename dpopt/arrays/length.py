@@ -361,24 +361,17 @@ def array_length_milp(counts: Any, bound: float, epsilon: float):
     length = b.add_cols("length", 1, lower=prof.min_count, upper=prof.max_count)
     gamma = b.add_cols("gamma", 1, lower=0, upper=prof.total)
     b.add_rows("one", rows=np.zeros(J), cols=z, vals=1.0, lower=1, upper=1, count=1)
-    b.add_rows(
-        "length_link",
-        rows=np.zeros(J + 1),
-        cols=np.r_[z, length],
-        vals=np.r_[-v.astype(float), 1.0],
-        lower=0,
-        upper=0,
-        count=1,
-    )
-    b.add_rows(
-        "gamma_link",
-        rows=np.zeros(J + 1),
-        cols=np.r_[z, gamma],
-        vals=np.r_[-g.astype(float), 1.0],
-        lower=0,
-        upper=0,
-        count=1,
-    )
+    # read-outs: length = Σ_j v_j z_j, gamma = Σ_j Γ_{v_j} z_j
+    for name, col, coef in (("length_link", length, v), ("gamma_link", gamma, g)):
+        b.add_rows(
+            name,
+            rows=np.zeros(J + 1),
+            cols=np.r_[z, col],
+            vals=np.r_[-coef.astype(float), 1.0],
+            lower=0,
+            upper=0,
+            count=1,
+        )
     return b.build()
 
 
