@@ -427,3 +427,43 @@ def test_other_bad_input():
         gain([1, 2], 0)
     assert switch_points([3, 3]) == (math.inf, 0.0)
     assert lemma_v4_thresholds([3, 3]) == (math.inf, 1 / 2)
+
+
+# --------------------------------------------------------------------------- hand-computed known answers
+def test_hand_computed_small_instance():
+    """counts [1, 2, 3, 50]: M = 56, L = 4, Γ_1..Γ_3 = 4, 7, 9, Γ_50 = 56 (worked by hand).
+
+    U = 1, ε = 1: E(1) = 1 − 4/56 + 1/4 = 1.1786, E(2) = 1 − 7/56 + 2/7 = 1.1607,
+    E(3) = 1 − 9/56 + 3/9 = 1.1726, E(50) = 50/56 = 0.8929 → m_UB = 50.
+    ε = 0.1: E(1) = 0.9286 + 2.5 = 3.4286 is the smallest (E(2) = 3.7321, E(50) = 8.9286) → m_UB = 1.
+    Surrogate (19): k = 56/(4ε) = 14/ε; ε = 1 → k = 14, ⌊k⌋+1 > L → m_* = 1; ε = 5 → k = 2.8 → the
+    3rd largest count, 2; ε = 20 → k = 0.7 < 1 → m^* = 50. Heuristic (9): Γ_m/√m = 4, 4.95, 5.20, 7.92
+    at m = 1, 2, 3, 50 → 50; median (lower) = 2.
+    """
+    counts = [1, 2, 3, 50]
+    for m, want in ((1, 1 - 4 / 56 + 1 / 4), (2, 1 - 7 / 56 + 2 / 7), (3, 1 - 9 / 56 + 3 / 9), (50, 50 / 56)):
+        assert close(array_averaging_error(counts, 1.0, 1.0, m), want)
+    plan = optimal_array_length(counts, 1.0, 1.0)
+    assert plan.length == 50 and close(plan.error, 50 / 56) and close(plan.bias, 0.0)
+    assert optimal_array_length(counts, 1.0, 0.1).length == 1
+    assert [surrogate_length(counts, e) for e in (1.0, 5.0, 20.0)] == [1, 2, 50]
+    assert heuristic_length(counts) == 50 and median_length(counts) == 2
+    for e, m in ((1.0, 1), (5.0, 2), (20.0, 50)):
+        lp = optimal_array_length(counts, 1.0, e, method="surrogate", solver="lp")
+        assert lp.status is Status.OPTIMAL and lp.length == m
+
+
+@pytest.mark.parametrize(
+    "func, args, match",
+    [
+        (array_length_milp, ([1, 2], 1.0, 0.0), "epsilon"),
+        (array_length_milp, ([1, -2], 1.0, 1.0), "counts"),
+        (surrogate_lp, ([1, 2], -1.0, 1.0), "bound"),
+        (paper_kkt_length, ([1, 2], 1.0, float("inf")), "epsilon"),
+        (surrogate_objective, ([1, 2], 1.0, 1.0, [float("nan")]), "length"),
+        (median_length, ([[1, 2], [3, 4]],), "counts"),
+    ],
+)
+def test_model_builders_bad_input(func, args, match):
+    with pytest.raises(ValueError, match=match):
+        func(*args)
