@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import numpy as np
@@ -272,7 +273,7 @@ class _SortedInts:
     def __len__(self) -> int:
         return sum(len(ch) for ch in self.chunks)
 
-    def __iter__(self):  # noqa: ANN204
+    def __iter__(self) -> Iterator[int]:
         for ch in self.chunks:
             yield from ch
 

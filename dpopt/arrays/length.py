@@ -40,7 +40,7 @@ from .._validation import (
     check_epsilon,
     check_positive_int,
 )
-from ..solve import ModelBuilder, Status
+from ..solve import LinearModel, ModelBuilder, Status
 
 __all__ = [
     "CountProfile",
@@ -340,7 +340,7 @@ def exact_length_path(counts: Any, bound: float, epsilons: Any) -> np.ndarray:
     return out
 
 
-def array_length_milp(counts: Any, bound: float, epsilon: float):
+def array_length_milp(counts: Any, bound: float, epsilon: float) -> LinearModel:
     """The exact problem (13) as a MILP: choose one candidate m among the distinct counts.
 
     Variables: binary z_j (one per distinct count v_j, cost E_ε(v_j)), and the continuous read-outs
@@ -425,7 +425,7 @@ def paper_kkt_length(counts: Any, bound: float, epsilon: float) -> float:
     return float(ends[int(np.argmin(f))])
 
 
-def surrogate_lp(counts: Any, bound: float, epsilon: float):
+def surrogate_lp(counts: Any, bound: float, epsilon: float) -> LinearModel:
     """Problem (19) as an LP (hypograph of the concave Γ_m = Σ_ℓ min{m_ℓ, m}).
 
     maximise Σ_ℓ g_ℓ is written per distinct count v_j with multiplicity w_j::
