@@ -198,16 +198,23 @@ class ArrayGrouping:
         keep = rank < self.retained[users]
         u = users[keep]
         v = user_mean[u] if substitute_user_mean else vals[keep]
-        if self.method == "best_fit":
-            k = self.start[u]
-        else:
-            begin, _ = self._stream_offsets()
-            pos = begin[u] + rank[keep]
-            k = pos // self.length
-            inside = k < self.num_arrays
-            k, v = k[inside], v[inside]
-        sums_k = np.bincount(k, weights=v, minlength=self.num_arrays)
+        k = self.array_of(u, rank[keep])
+        inside = k < self.num_arrays
+        sums_k = np.bincount(k[inside], weights=v[inside], minlength=self.num_arrays)
         return sums_k / self.fills
+
+    def array_of(self, user: Any, rank: Any) -> np.ndarray:
+        """Array index of the ``rank``-th kept sample (0-based, ``rank < min(m_ℓ, m)``) of ``user``.
+
+        BestFit: the user's array. WrapAround: position ``begin_ℓ + rank`` of the stream cut every m
+        (Algorithm 1); ``num_arrays`` marks a sample of the discarded trailing block. Vectorised over
+        equal-shaped ``user`` and ``rank``; depends on the public counts only.
+        """
+        u = np.asarray(user, dtype=np.int64)
+        if self.method == "best_fit":
+            return self.start[u]
+        begin, _ = self._stream_offsets()
+        return np.minimum((begin[u] + np.asarray(rank, dtype=np.int64)) // self.length, self.num_arrays)
 
 
 class _SortedInts:

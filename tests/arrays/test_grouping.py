@@ -58,6 +58,7 @@ def test_best_fit_matches_reference_on_random_instances(rng):
             np.testing.assert_array_equal(got.user_array, assign)
             np.testing.assert_array_equal(got.fills, fills)
             assert got.num_arrays == fills.size
+            np.testing.assert_array_equal(got.array_of(np.arange(counts.size), np.zeros(counts.size)), assign)
             assert got.fills.max() <= m
 
 
@@ -124,6 +125,12 @@ def test_wrap_around_matches_reference_on_random_instances(rng):
                 for u, _ in arr:
                     expected[u, k] += 1
             np.testing.assert_array_equal(got.membership().toarray(), expected)
+            # array_of: every placed (user, rank) slot, and the tail marked K
+            placed = {(u, j): k for k, arr in enumerate(arrays) for u, j in arr}
+            slots = [(u, j) for u in perm for j in range(min(int(counts[u]), m))]
+            us, js = np.array(slots).T
+            want = [placed.get(sl, K) for sl in slots]
+            np.testing.assert_array_equal(got.array_of(us, js), want)
             touched = (expected > 0).sum(axis=1)
             np.testing.assert_array_equal(got.arrays_per_user, touched)
             assert touched.max(initial=0) <= 2
