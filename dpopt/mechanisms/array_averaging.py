@@ -68,8 +68,33 @@ class Packing:
     source: Any
 
 
+_PACK_CACHE: dict[tuple, Packing] = {}
+_PACK_CACHE_SIZE = 64
+
+
 def pack(counts: Any, length: int, grouping: Grouping = "best_fit", *, order: Any = "nonincreasing") -> Packing:
-    """Pack users into arrays of length ``length`` with :mod:`dpopt.arrays` and build the maps."""
+    """Pack users into arrays of length ``length`` with :mod:`dpopt.arrays` and build the maps.
+
+    The packing depends only on the public counts; results for named orders are cached (Monte-Carlo
+    sweeps call this once per ε and mechanism on the same counts).
+    """
+    key = None
+    if isinstance(order, str) and isinstance(length, (int, np.integer)) and isinstance(grouping, str):
+        arr = np.asarray(counts)
+        if arr.dtype.kind in "iu" and arr.ndim == 1:
+            key = (arr.astype(np.int64).tobytes(), int(length), grouping, order)
+            hit = _PACK_CACHE.get(key)
+            if hit is not None:
+                return hit
+    p = _pack(counts, length, grouping, order=order)
+    if key is not None:
+        if len(_PACK_CACHE) >= _PACK_CACHE_SIZE:
+            _PACK_CACHE.pop(next(iter(_PACK_CACHE)))
+        _PACK_CACHE[key] = p
+    return p
+
+
+def _pack(counts: Any, length: int, grouping: Grouping, *, order: Any) -> Packing:
     try:
         from ..arrays import best_fit, wrap_around
     except ImportError:  # package __init__ not written yet

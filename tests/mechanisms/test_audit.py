@@ -70,3 +70,12 @@ def test_audit_bad_input():
         audit(s, D1, D2, EPS, rng=np.random.default_rng(0), bins=1)
     with pytest.raises(DpoptInputError, match="`epsilon`"):
         audit(s, D1, D2, 0.0, rng=np.random.default_rng(0))
+
+
+def test_false_positive_rate_is_controlled():
+    """Exact ε-DP Laplace on boundary neighbours (likelihood ratio exactly e^ε in the tails): with
+    α = 0.1 per audit, 20 audits fail at most a handful of times (Bonferroni makes it conservative)."""
+    s = _sampler(laplace_mean, {}, COUNTS)
+    rng = np.random.default_rng(21)
+    fails = sum(not audit(s, D1, D2, EPS, rng=rng, samples=20_000, alpha=0.1).passed for _ in range(20))
+    assert fails <= 6  # P[Bin(20, 0.1) > 6] < 0.3 %
