@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int
+from .._validation import check_bound, check_choice, check_positive_int
 from ..mechanisms import array_averaging, levy, quantile
 from ..mechanisms.array_averaging import median_array_length
 from ..mechanisms.laplace import laplace_sensitivity
