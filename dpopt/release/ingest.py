@@ -240,7 +240,9 @@ def iter_raw_chunks(
         except (pd.errors.EmptyDataError, UnicodeDecodeError, pd.errors.ParserError, OSError, EOFError) as exc:
             raise DpoptInputError(f"`records` file {str(source)!r} is not a readable CSV: {exc}") from None
         _check_columns([str(c) for c in header.columns], cmap, f"file {str(source)!r}")
-        dtype = {cmap.user_id: str}
+        # ids and times as text; numbers inferred (a column with a bad entry stays text and
+        # clean_chunk counts the entry). The Dask back-end passes the same options.
+        dtype = {cmap.user_id: str, cmap.timestamp: str}
         try:
             reader = pd.read_csv(
                 source, usecols=usecols, dtype=dtype, chunksize=chunksize or DEFAULT_CHUNKSIZE,
@@ -271,6 +273,12 @@ def iter_raw_chunks(
 
 def _parse_time(col: pd.Series, unit: str) -> np.ndarray:
     """Timestamps -> int64 ns since epoch UTC; unparseable -> INT64 min (NaT)."""
+    if not pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_datetime64_any_dtype(col):
+        # text: ISO 8601, or Unix times written as text ("1441515647") when nothing parses as ISO
+        iso = pd.to_datetime(col.astype("string"), utc=True, errors="coerce", format="ISO8601")
+        if iso.notna().any() or not col.notna().any():
+            return _as_ns(iso)
+        col = pd.to_numeric(col, errors="coerce")
     if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         num = pd.to_numeric(col, errors="coerce").astype(float)
         num = num.where(np.isfinite(num))
@@ -281,6 +289,10 @@ def _parse_time(col: pd.Series, unit: str) -> np.ndarray:
         ts = col.dt.tz_localize("UTC")
     else:
         ts = pd.to_datetime(col.astype("string"), utc=True, errors="coerce", format="ISO8601")
+    return _as_ns(ts)
+
+
+def _as_ns(ts: pd.Series) -> np.ndarray:
     ts = ts.dt.as_unit("ns")
     return ts.array.asi8.copy() if hasattr(ts.array, "asi8") else ts.to_numpy().view("int64")
 

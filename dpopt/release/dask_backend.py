@@ -1,0 +1,219 @@
+"""Aggregation on Dask: the heavy part of a city-scale release (billions of records).
+
+The models and the noise run on counts (one row per occupied (user, grid) pair), so only the
+aggregation needs a cluster. Every partition runs the same cleaning (:func:`.ingest.clean_chunk`),
+gridding and partial aggregation (:func:`.aggregate.partial_pairs`) as the local path; partial pair
+tables are merged in a tree; :func:`.aggregate.finalize` numbers users and grids identically. So the
+counts (occupancy array, ingest report) are identical to the local path, and the sums agree up to
+the order of floating-point additions.
+
+Pseudo-user clipping needs the sums of the *first* Γ̄ samples of the pairs it truncates: a second
+pass (:func:`truncated_sums_dask`) ships the small table of truncated pairs to every partition and
+brings back only their records.
+
+Install: ``pip install 'dask[dataframe,distributed]'`` (the ``dask`` extra of dpopt). Point it at a
+cluster with ``distributed.Client("tcp://scheduler:8786")`` (``--scheduler`` on the command line);
+with no client the threaded scheduler of this process is used. Paths must be readable by every
+worker (a shared file system, or ``s3://``/``gs://`` URLs with the matching fsspec package).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError, check_bound
+from .aggregate import Aggregate, combine_pairs, finalize, gridded_frame, partial_pairs
+from .grid import check_resolution, parse_slot
+from .ingest import FIELDS, ColumnMap, IngestReport, _check_columns, clean_chunk
+
+__all__ = ["aggregate_dask", "truncated_sums_dask", "read_dask"]
+
+_TREE = 8
+
+
+def _require_dask() -> Any:
+    try:
+        import dask
+        import dask.dataframe  # noqa: F401
+    except ImportError:
+        raise DpoptInputError(
+            "backend='dask' needs Dask: pip install 'dask[dataframe,distributed]' (the dpopt[dask] extra)"
+        ) from None
+    return dask
+
+
+def _is_remote(path: Any) -> bool:
+    return isinstance(path, str) and "://" in path
+
+
+def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None,
+              *, blocksize: str | int | None = "64MB", npartitions: int | None = None) -> Any:
+    """A Dask DataFrame of the five canonical fields from a DataFrame, CSV or Parquet source.
+
+    CSV options are those of the local reader (ids and times as text, numbers inferred); a gzip
+    file is one partition (not splittable): split big inputs into many files or use Parquet.
+    """
+    _require_dask()
+    import dask.dataframe as dd
+
+    cmap = ColumnMap.from_any(columns)
+    rename = {c: f for f, c in cmap.names().items()}
+    usecols = list(rename)
+    if isinstance(records, pd.DataFrame):
+        _check_columns([str(c) for c in records.columns], cmap, "DataFrame")
+        frame = records[usecols].rename(columns=rename)
+        n = npartitions or max(1, min(32, len(frame) // 100_000 + 1))
+        return dd.from_pandas(frame, npartitions=n, sort=False)
+    if not isinstance(records, (str, Path)):
+        raise DpoptInputError(
+            f"`records` must be a pandas DataFrame or a path to CSV/Parquet; got {type(records).__name__}"
+        )
+    name = str(records)
+    if not _is_remote(name) and not Path(name).exists():
+        raise DpoptInputError(f"`records` must be an existing CSV or Parquet path; got {name!r} (not found)")
+    lower = name.lower()
+    try:
+        if lower.endswith((".parquet", ".pq", ".parq")) or (not _is_remote(name) and Path(name).is_dir()):
+            ddf = dd.read_parquet(name, columns=usecols)
+        else:
+            if not _is_remote(name):
+                _check_columns([str(c) for c in pd.read_csv(name, nrows=0).columns], cmap, f"file {name!r}")
+            compression = "infer"
+            bs = None if lower.endswith((".gz", ".bz2", ".xz", ".zip", ".zst")) else blocksize
+            ddf = dd.read_csv(name, usecols=usecols, dtype={cmap.user_id: str, cmap.timestamp: str},
+                              blocksize=bs, compression=compression)
+    except DpoptInputError:
+        raise
+    except Exception as exc:
+        raise DpoptInputError(f"`records` {name!r} could not be opened with Dask: {exc}") from None
+    return ddf.rename(columns=rename)[list(FIELDS)]
+
+
+def _partition_pairs(raw: pd.DataFrame, bound: float, out_of_range: str, timestamp_unit: str,
+                     res: int, slot_ns: int) -> tuple[pd.DataFrame, IngestReport]:
+    chunk, rep = clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit)
+    if len(chunk) == 0:
+        return combine_pairs([]), rep
+    return partial_pairs(gridded_frame(chunk, res, slot_ns)), rep
+
+
+def _merge(*parts: tuple[pd.DataFrame, IngestReport]) -> tuple[pd.DataFrame, IngestReport]:
+    frames = [p[0] for p in parts]
+    reports = [p[1] for p in parts]
+    return combine_pairs(frames), reduce(lambda a, b: a + b, reports)
+
+
+def _compute(obj: Any, client: Any) -> Any:
+    import dask
+
+    if client is not None:
+        return client.compute(obj).result()
+    return dask.compute(obj, scheduler="threads")[0]
+
+
+def _tree(items: list[Any], func: Any) -> Any:
+    import dask
+
+    merge = dask.delayed(func, pure=True)
+    while len(items) > 1:
+        items = [merge(*items[i : i + _TREE]) for i in range(0, len(items), _TREE)]
+    return items[0]
+
+
+def aggregate_dask(
+    records: Any,
+    *,
+    bound: float,
+    h3_resolution: int = 7,
+    slot: Any = "1h",
+    columns: ColumnMap | Mapping[str, str] | None = None,
+    out_of_range: str = "clip",
+    timestamp_unit: str = "s",
+    client: Any = None,
+    keep_samples: bool = False,
+    blocksize: str | int | None = "64MB",
+    npartitions: int | None = None,
+) -> tuple[Aggregate, IngestReport]:
+    """Aggregate on Dask; same :class:`Aggregate` and :class:`IngestReport` as the local path.
+
+    ``client``: a ``distributed.Client`` (None: threaded scheduler in this process).
+    ``keep_samples`` is not supported here (pseudo-user sums come from :func:`truncated_sums_dask`).
+    """
+    dask = _require_dask()
+    bound = check_bound(bound)
+    res = check_resolution(h3_resolution)
+    slot_ns = parse_slot(slot)
+    if keep_samples:
+        raise DpoptInputError("`keep_samples` is not supported by the Dask back-end; "
+                              "pseudo-user sums are computed by a second pass")
+    ddf = read_dask(records, columns, blocksize=blocksize, npartitions=npartitions)
+    part = dask.delayed(_partition_pairs, pure=True)
+    parts = [part(p, bound, out_of_range, timestamp_unit, res, slot_ns) for p in ddf.to_delayed()]
+    try:
+        pairs, report = _compute(_tree(parts, _merge), client)
+    except DpoptInputError:
+        raise
+    except ValueError as exc:
+        raise DpoptInputError(f"`records` could not be read by Dask: {exc}") from None
+    return finalize(pairs, h3_resolution=res, slot_ns=slot_ns), report
+
+
+def _partition_truncated(raw: pd.DataFrame, trunc: pd.DataFrame, bound: float, out_of_range: str,
+                         timestamp_unit: str, res: int, slot_ns: int) -> pd.DataFrame:
+    chunk, _ = clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit)
+    frame = gridded_frame(chunk, res, slot_ns)
+    return frame.merge(trunc, on=["user", "cell", "slot"], how="inner")[["pos", "timestamp", "value"]]
+
+
+def _concat(*frames: pd.DataFrame) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True)
+
+
+def truncated_sums_dask(
+    records: Any,
+    agg: Aggregate,
+    pairs: np.ndarray,
+    keep: np.ndarray,
+    *,
+    bound: float,
+    columns: ColumnMap | Mapping[str, str] | None = None,
+    out_of_range: str = "clip",
+    timestamp_unit: str = "s",
+    client: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Σ and Σ² of the first ``keep[i]`` samples (by timestamp, ties by value) of pair ``pairs[i]``.
+
+    Second pass over the records; only the records of the given pairs come back to the client.
+    """
+    dask = _require_dask()
+    pairs = np.asarray(pairs, dtype=np.int64)
+    keep = np.asarray(keep, dtype=np.int64)
+    trunc = pd.DataFrame({
+        "user": agg.users[agg.pair_user[pairs]],
+        "cell": agg.cells[agg.pair_grid[pairs]],
+        "slot": agg.slots[agg.pair_grid[pairs]],
+        "pos": np.arange(pairs.size, dtype=np.int64),
+    })
+    ddf = read_dask(records, columns)
+    trunc_d = dask.delayed(trunc)
+    part = dask.delayed(_partition_truncated, pure=True)
+    bits = [part(p, trunc_d, bound, out_of_range, timestamp_unit, agg.h3_resolution, agg.slot_ns)
+            for p in ddf.to_delayed()]
+    frame = _compute(_tree(bits, _concat), client)
+    pos = frame["pos"].to_numpy(dtype=np.int64)
+    ts = frame["timestamp"].to_numpy(dtype=np.int64)
+    val = frame["value"].to_numpy(dtype=float)
+    order = np.lexsort((val, ts, pos))
+    pos, val = pos[order], val[order]
+    starts = np.searchsorted(pos, np.arange(pairs.size))
+    rank = np.arange(pos.size) - starts[pos]
+    take = rank < keep[pos]
+    s1 = np.bincount(pos[take], weights=val[take], minlength=pairs.size)
+    s2 = np.bincount(pos[take], weights=val[take] ** 2, minlength=pairs.size)
+    return s1, s2
