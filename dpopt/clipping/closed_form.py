@@ -212,11 +212,15 @@ def _lp_constants(eps: float, d: int) -> tuple[float, float]:
 
 
 def closed_form_certificate(
-    m: np.ndarray, U: float, eps: float, d: int, T: float
+    m: np.ndarray, U: float, eps: float, d: int, T: float, *, values: np.ndarray | None = None,
+    excess: np.ndarray | None = None,
 ) -> KKTCertificate:
-    """The valid certificate of ERRATA E4 (notes-001 §3.3), generalised to d ≥ 2."""
+    """The valid certificate of ERRATA E4 (notes-001 §3.3), generalised to d ≥ 2.
+
+    ``values = U·m`` and ``excess = max(U·m − T, 0)`` may be passed to avoid recomputing them.
+    """
     kappa, c = _lp_constants(eps, d)
-    v = U * m.astype(float)
+    v = U * m.astype(float) if values is None else values
     L = m.size
     if T == 0.0:  # ⌈2d/ε⌉ > L: τ = 0, every user at the centre
         s = v / kappa
@@ -224,12 +228,15 @@ def closed_form_certificate(
         mu = np.zeros(L)
         lam_tau = c - L / kappa
         return KKTCertificate(v, kappa, c, s, 0.0, lam, mu, lam_tau)
-    s = np.maximum(v - T, 0.0) / kappa
-    G = v > T
-    E = v == T
-    nG, nE = int(G.sum()), int(E.sum())
-    theta = (c - nG / kappa) / nE
-    lam = np.where(G, 1.0 / kappa, np.where(E, theta, 0.0))
+    if excess is None:
+        excess = np.maximum(v - T, 0.0)
+    s = excess / kappa if kappa != 1.0 else excess
+    G = excess > 0.0  # U m_ℓ > T
+    nG = int(np.count_nonzero(G))
+    lam = G * (1.0 / kappa)
+    # users at the threshold (U m_ℓ = T) share the rest: Σ λ = c, each in (0, 1/κ]
+    E = np.flatnonzero(v == T)
+    lam[E] = (c - nG / kappa) / E.size
     mu = 1.0 - kappa * lam
     return KKTCertificate(v, kappa, c, s, float(T), lam, mu, 0.0)
 
@@ -339,11 +346,16 @@ def optimal_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1)
     n = float(m.sum())
     T = _threshold(m, U, eps, d)
     mf = m.astype(float)
+    v = U * mf  # U·m_ℓ
+    excess = np.subtract(v, T)
+    np.maximum(excess, 0.0, out=excess)  # (U m_ℓ − T)⁺
+    excess_sum = float(excess.sum())
     if d == 1:
-        lower = np.maximum((U * mf - T) / (2.0 * mf), 0.0)
+        lower = excess / mf
+        lower *= 0.5  # a_ℓ = (U m_ℓ − T)⁺ / (2 m_ℓ)
         upper = U - lower
         sens = T / n
-        bias = float(np.maximum(U * mf - T, 0.0).sum()) / (2.0 * n)
+        bias = excess_sum / (2.0 * n)
     else:
         lower = np.zeros(m.size)
         upper = np.minimum(U, T / mf)
@@ -351,9 +363,9 @@ def optimal_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1)
         sens = 2.0 * float(np.max(mf * upper)) / n
         if not math.isclose(sens, 2.0 * T / n, rel_tol=1e-12, abs_tol=1e-300):
             raise AssertionError(f"d >= 2 sensitivity condition broken: {sens} != 2T/n = {2 * T / n}")
-        bias = float(np.maximum(U * mf - T, 0.0).sum()) / n
+        bias = excess_sum / n
     noise = d * sens / eps
-    cert = closed_form_certificate(m, U, eps, d, T)
+    cert = closed_form_certificate(m, U, eps, d, T, values=v, excess=excess)
     return ClippingPlan(
         lower=lower,
         upper=upper,
