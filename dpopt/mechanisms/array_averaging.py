@@ -95,10 +95,7 @@ def pack(counts: Any, length: int, grouping: Grouping = "best_fit", *, order: An
 
 
 def _pack(counts: Any, length: int, grouping: Grouping, *, order: Any) -> Packing:
-    try:
-        from ..arrays import best_fit, wrap_around
-    except ImportError:  # package __init__ not written yet
-        from ..arrays.grouping import best_fit, wrap_around
+    from ..arrays import best_fit, wrap_around
 
     check_choice(grouping, "grouping", _GROUPINGS)
     m_arr = np.asarray(counts)
@@ -119,16 +116,8 @@ def _pack(counts: Any, length: int, grouping: Grouping, *, order: Any) -> Packin
     users = np.repeat(np.arange(m.size), ret)
     rank = np.arange(users.size) - np.repeat(np.cumsum(ret) - ret, ret)
     col = offsets[users] + rank
-    if grouping == "best_fit":
-        k = np.asarray(g.start)[users]
-        keep = np.ones(users.size, dtype=bool)
-    else:
-        order_idx = np.asarray(g.order)
-        c = ret[order_idx]
-        begin = np.empty_like(ret)
-        begin[order_idx] = np.cumsum(c) - c
-        k = (begin[users] + rank) // length
-        keep = k < K
+    k = g.array_of(users, rank)  # slot -> array from the public counts; K marks a discarded slot
+    keep = k < K
     ws = sp.csr_array(
         (1.0 / fills[k[keep]], (k[keep], col[keep])), shape=(K, int(m.sum()))
     )

@@ -136,6 +136,24 @@ def test_array_averaging_packing_and_sensitivity(rng):
     np.testing.assert_allclose(rel2.sensitivity, 2 * U / pack(counts, 4, "wrap_around").num_arrays)
 
 
+@pytest.mark.parametrize("grouping,raw,substituted", [
+    # stream u1 u1 u1 u2 | u2 u2 u3 u3 (Algorithm 1): user 2 is split over both arrays
+    ("wrap_around", [2.5, 6.5], [(3 * 2 + 5) / 4, (2 * 5 + 2 * 7.5) / 4]),
+    # BestFit (Algorithm 2): 3 + 3 > 4 and 3 + 2 > 4, so every user opens its own array
+    ("best_fit", [2.0, 5.0, 7.5], [2.0, 5.0, 7.5]),
+])
+def test_array_means_by_hand(grouping, raw, substituted):
+    counts, length = np.array([3, 3, 2]), 4
+    x = np.arange(1.0, 9.0)  # user means 2, 5, 7.5
+    p = pack(counts, length, grouping)
+    np.testing.assert_allclose(array_means(x, counts, p, substitute_means=False)[0], raw)
+    np.testing.assert_allclose(array_means(x, counts, p, substitute_means=True)[0], substituted)
+    # and the same as the grouping's own (unvectorised) read-out in dpopt.arrays
+    users = np.repeat(np.arange(3), counts)
+    np.testing.assert_allclose(p.source.array_means(x, users), raw)
+    np.testing.assert_allclose(p.source.array_means(x, users, substitute_user_mean=True), substituted)
+
+
 def test_levy_tau_and_interval_on_itms():
     from dpopt.experiments.seed003 import itms_dataset
 
