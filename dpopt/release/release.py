@@ -328,9 +328,8 @@ def _pseudo_lengths(
 ) -> tuple[np.ndarray, Any]:
     """Per-grid array length m_g of pseudo-user clipping (seed 002 eq. (15)).
 
-    Uses :func:`dpopt.pseudo_user_clipping` when it is available; its per-grid lengths are read
-    from the result (attribute ``lengths``/``array_length``/``m``, in the grid order of the
-    occupancy array, whose labels here are the grid indices 0..G-1).
+    Uses :func:`dpopt.pseudo_user_clipping` (the minimiser m of every grid, ``.clip``, in the
+    grid order of the occupancy array, whose labels here are the grid indices 0..G-1).
     """
     api = _suppression_api()
     occ = agg.occupancy()
@@ -339,7 +338,10 @@ def _pseudo_lengths(
         raise DpoptInputError("pseudo-user clipping is not available in this build")
     suppressed = plan_obj.suppressed if plan_obj is not None else None
     res = _call(func, occ, bound, epsilon, suppressed=suppressed, plan=plan_obj, split=split)
-    for name in ("lengths", "array_length", "array_lengths", "m", "length"):
+    grids = getattr(res, "grids", None)
+    if grids is not None and not np.array_equal(np.asarray(grids), np.arange(agg.n_grids)):
+        raise RuntimeError("pseudo-user result is not in grid-index order")  # pragma: no cover
+    for name in ("clip", "lengths", "array_length", "m"):
         if hasattr(res, name):
             length = np.asarray(getattr(res, name), dtype=np.int64)
             break

@@ -1,0 +1,193 @@
+"""The release pipeline: known answers by construction, accounting recounted independently."""
+
+from __future__ import annotations
+
+import json
+
+import h3
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt import DpoptInputError
+from dpopt.release import load_austin_sample, release, write_report
+from dpopt.release.aggregate import Aggregator
+from dpopt.release.grid import parse_slot
+from dpopt.release.ingest import read_records
+from dpopt.release.release import aggregate_records, release_aggregate
+
+from .conftest import NEAR_EXACT_ATOL
+
+BIG_EPS = 1e8
+
+
+def _by_key(result):
+    t = result.table.set_index(["cell", "slot"])
+    return t
+
+
+def test_tiny_baseline_near_exact(tiny_records, cells):
+    r = release(tiny_records, bound=100, epsilon=BIG_EPS, seed=1)
+    t = _by_key(r)
+    c1, c2 = cells
+    want = {
+        (c1, "2020-01-01T10:00:00Z"): (20.0, 200 / 3, 3, 2, 2),
+        (c2, "2020-01-01T10:00:00Z"): (65.0, 125.0, 4, 3, 2),
+        (c1, "2020-01-01T11:00:00Z"): (40.0, 0.0, 1, 1, 1),
+    }
+    for key, (mean, var, n, users, mstar) in want.items():
+        row = t.loc[key]
+        assert row["mean"] == pytest.approx(mean, abs=NEAR_EXACT_ATOL)
+        assert row["variance"] == pytest.approx(var, abs=NEAR_EXACT_ATOL)
+        assert (row["n_records"], row["n_users"], row["max_user_records"]) == (n, users, mstar)
+    s = r.summary
+    assert (s.users, s.grids, s.records, s.pairs) == (3, 3, 8, 6)
+    assert s.degradation == s.degradation_baseline == 3  # user a is in all three grids
+    assert s.epsilon_total == 3 * BIG_EPS and s.suppressed_pairs == 0 and s.seeded
+
+
+def test_tiny_error_bound_by_hand(tiny_records, cells):
+    """U = 100, ε = 1. Grid (P1,10h): N=3, m*=2: Δμ = 200/3, ΔVar = 2500(1 − 1/9) (R ≤ 2Γ*, odd).
+    Grid (P2,10h): N=4, m*=2: Δμ = 50, ΔVar = 2500 (R ≤ 2Γ*, even). Grid (P1,11h): Δμ = 100, ΔVar = 0.
+    E_g = 2Δμ/ε + 2ΔVar/ε (seed 002 eq. (12))."""
+    r = release(tiny_records, bound=100, epsilon=1.0, seed=2)
+    t = _by_key(r)
+    c1, c2 = cells
+    dmu = {(c1, "2020-01-01T10:00:00Z"): 200 / 3, (c2, "2020-01-01T10:00:00Z"): 50.0, (c1, "2020-01-01T11:00:00Z"): 100.0}
+    dvar = {(c1, "2020-01-01T10:00:00Z"): 2500 * 8 / 9, (c2, "2020-01-01T10:00:00Z"): 2500.0, (c1, "2020-01-01T11:00:00Z"): 0.0}
+    for key in dmu:
+        assert t.loc[key, "mean_sensitivity"] == pytest.approx(dmu[key])
+        assert t.loc[key, "variance_sensitivity"] == pytest.approx(dvar[key])
+        assert t.loc[key, "error_bound"] == pytest.approx(2 * dmu[key] + 2 * dvar[key])
+        # noise scale: sensitivity rounded up to the 2^-12 grid, divided by ε/2
+        assert dmu[key] / 0.5 <= t.loc[key, "mean_noise_scale"] <= (dmu[key] + 2 * 2**-12) / 0.5
+    assert r.summary.error_bound == pytest.approx(5100.0)
+    assert r.summary.error_bound <= r.summary.error_bound_released <= 5100.0 + 1e-2
+
+
+def _recount(frame: pd.DataFrame, suppressed: pd.DataFrame, res=7, slot="1h") -> int:
+    """Independent K: per-row h3 + pandas floor, minus suppressed (user, cell, slot), max grids per user."""
+    d = pd.DataFrame({
+        "user": frame["user_id"].astype(str),
+        "cell": [h3.latlng_to_cell(a, b, res) for a, b in zip(frame.latitude, frame.longitude)],
+        "slot": pd.to_datetime(frame.timestamp, utc=True).dt.floor(slot).dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }).drop_duplicates()
+    drop = set(zip(suppressed.user.astype(str), suppressed.cell, suppressed.slot))
+    keep = [k not in drop for k in zip(d.user, d.cell, d.slot)]
+    return int(d[keep].groupby("user").size().max())
+
+
+@pytest.mark.parametrize("plan", ["baseline", "greedy", "milp"])
+def test_plans_accounting_matches_independent_recount(records, plan):
+    r = release(records, bound=100, epsilon=1.0, plan=plan, seed=4, time_limit=20)
+    s = r.summary
+    assert s.degradation == _recount(records, r.suppressed_frame())
+    assert s.epsilon_total == s.degradation * s.epsilon
+    assert s.suppressed_pairs == len(r.suppressed_frame())
+    # every grid keeps its worst-case error within the plan's E
+    assert s.error_bound <= s.error_bound_target * (1 + 1e-9)
+    if plan != "baseline":
+        assert s.degradation == r.retained.plan.degradation
+        assert s.degradation <= s.degradation_baseline
+
+
+def test_milp_no_worse_than_greedy(records):
+    agg, ing = aggregate_records(records, bound=100)
+    g = release_aggregate(agg, ing, bound=100, epsilon=1.0, plan="greedy", seed=1)
+    m = release_aggregate(agg, ing, bound=100, epsilon=1.0, plan="milp", seed=1, time_limit=20)
+    assert m.summary.degradation <= g.summary.degradation
+
+
+def test_pseudo_users_release_first_samples(records):
+    r = release(records, bound=100, epsilon=BIG_EPS, plan="greedy", pseudo_users=True, seed=5)
+    rp = r.retained
+    agg = r.aggregate
+    clip = rp.array_length
+    assert clip is not None and np.all(clip[agg.pair_grid][rp.gamma > 0] >= rp.gamma[rp.gamma > 0])
+    # brute force: keep min(count, m_g) first samples (by time, then value) of each unsuppressed pair
+    d = records.copy()
+    d["cell"] = [h3.latlng_to_cell(a, b, 7) for a, b in zip(d.latitude, d.longitude)]
+    d["slot"] = d.timestamp.dt.floor("1h").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    sup = r.suppressed_frame()
+    drop = set(zip(sup.user, sup.cell, sup.slot))
+    d = d[[k not in drop for k in zip(d.user_id, d.cell, d.slot)]]
+    d = d.sort_values(["timestamp", "value"], kind="stable")
+    d["rank"] = d.groupby(["user_id", "cell", "slot"]).cumcount()
+    t = r.table.set_index(["cell", "slot"])
+    d["m"] = t.loc[list(zip(d.cell, d.slot)), "array_length"].to_numpy()
+    kept = d[d["rank"] < d["m"]]
+    g = kept.groupby(["cell", "slot"]).value
+    mean = g.mean()
+    var = g.var(ddof=0)
+    np.testing.assert_allclose(t.loc[mean.index, "mean"], mean, atol=NEAR_EXACT_ATOL)
+    np.testing.assert_allclose(t.loc[var.index, "variance"], var, atol=NEAR_EXACT_ATOL)
+    assert r.summary.truncated_records == len(d) - len(kept)
+    assert r.summary.degradation == _recount(records, sup)
+
+
+def test_numpy_noise_is_seeded_simulation(records):
+    a = release(records, bound=100, epsilon=1.0, noise="numpy", seed=9)
+    b = release(records, bound=100, epsilon=1.0, noise="numpy", seed=9)
+    np.testing.assert_array_equal(a.table["mean"], b.table["mean"])
+    assert "simulation only" in a.summary.noise
+
+
+def test_discrete_noise_seeded_reproducible_and_on_grid(records):
+    a = release(records, bound=100, epsilon=1.0, seed=9, granularity_bits=8)
+    b = release(records, bound=100, epsilon=1.0, seed=9, granularity_bits=8)
+    np.testing.assert_array_equal(a.table["mean"], b.table["mean"])
+    v = a.table["variance"].to_numpy() * 2**8
+    assert np.all(v == np.round(v))
+    assert "NOT for a real release" in a.summary.noise
+
+
+def test_example_sample_end_to_end(tmp_path):
+    frame = load_austin_sample()
+    assert len(frame) == 53569 and frame.user_id.nunique() == 146
+    r = release(frame, bound=120, epsilon=1.0, plan="greedy", seed=1)
+    s = r.summary
+    assert s.degradation == _recount(frame, r.suppressed_frame()) < s.degradation_baseline
+    paths = write_report(r, tmp_path / "out")
+    table = pd.read_csv(paths["release"])
+    for col in ["grid", "cell", "slot", "n_users", "n_records", "mean", "variance"]:
+        assert col in table.columns
+    assert len(table) == s.grids and table["n_records"].sum() == len(frame)
+    summary = json.loads(paths["summary"].read_text())
+    for key in ["users", "grids", "degradation", "epsilon", "epsilon_total", "error_bound",
+                "suppressed_pairs", "dropped_records"]:
+        assert key in summary
+    assert summary["epsilon_total"] == summary["degradation"] * summary["epsilon"]
+    assert paths["map"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"{s.epsilon_total:g}" in paths["report"].read_text()
+    assert len(pd.read_csv(paths["suppressed"])) == s.suppressed_pairs
+
+
+def test_dropped_records_reach_summary(tiny_records):
+    df = tiny_records.copy()
+    df.loc[0, "value"] = np.nan
+    df.loc[1, "value"] = 500.0
+    r = release(df, bound=100, epsilon=1.0, out_of_range="drop", seed=1)
+    assert r.summary.dropped_records == 2
+    assert r.summary.ingest["missing"]["value"] == 1 and r.summary.ingest["dropped_out_of_range"] == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"plan": "best"}, r"`plan` must be one of"),
+        ({"epsilon": 0}, r"`epsilon` must be a positive finite number"),
+        ({"bound": float("nan")}, r"`bound` must be a positive finite number"),
+        ({"noise": "gauss"}, r"`noise` must be one of"),
+        ({"granularity_bits": 50}, r"`granularity_bits` must be an integer in 0..40"),
+        ({"error_bound": -1.0}, r"`error_bound` must be a finite number >= 0"),
+        ({"backend": "spark"}, r"`backend` must be one of"),
+        ({"split": "half"}, r"`split` must be one of"),
+        ({"slot": "often"}, r"`slot` must be a duration"),
+        ({"h3_resolution": 16}, r"`h3_resolution` must be an integer in 0..15"),
+        ({"seed": "x"}, r"`seed` must be an integer or None"),
+    ],
+)
+def test_bad_release_options(tiny_records, kwargs, match):
+    opts = {"bound": 100, "epsilon": 1.0, **kwargs}
+    with pytest.raises(DpoptInputError, match=match):
+        release(tiny_records, **opts)
