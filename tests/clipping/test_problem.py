@@ -209,3 +209,34 @@ def test_bad_input(kwargs: dict, match: str) -> None:
 def test_solve_problem_needs_a_clipping_problem() -> None:
     with pytest.raises(DpoptInputError, match="problem"):
         solve_problem(cp.Problem(cp.Minimize(0)))  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- export of custom problems
+@pytest.mark.parametrize("suffix", [".mps", ".lp"])
+def test_export_custom_problem(tmp_path, suffix: str) -> None:
+    """A custom model goes through cvxpy's standard form (from_cvxpy) to HiGHS writeModel."""
+    from dpopt.solve import solve
+    from dpopt.solve.cvxpy_backend import from_cvxpy
+
+    prob = clipping_problem([2, 1, 3], 1.0, 0.5, fixed={0: (0.1, 0.5)}, bias_cap=0.3)
+    model = from_cvxpy(prob)
+    assert {"lower", "upper", "bias", "sensitivity", "user_bias"} <= set(model.col_blocks)
+    res = solve(model)
+    plan = prob.solve_plan()
+    assert res.objective == pytest.approx(plan.error, abs=1e-9)
+    np.testing.assert_allclose(res.value("lower"), plan.lower, atol=1e-7)
+    path = prob.export(tmp_path / f"custom{suffix}")
+    assert path.stat().st_size > 0
+
+
+def test_from_cvxpy_keeps_maximisation_and_integers() -> None:
+    from dpopt.solve import solve
+    from dpopt.solve.cvxpy_backend import from_cvxpy
+
+    x = cp.Variable(2, name="x")
+    z = cp.Variable(name="z", integer=True)
+    prob = cp.Problem(cp.Maximize(x[0] + 2 * z + 3), [x <= 1.5, x >= 0, z <= 2.5, z >= 0])
+    model = from_cvxpy(prob)
+    assert model.sense == "max" and model.is_mip
+    res = solve(model)
+    assert res.objective == pytest.approx(1.5 + 4 + 3)
