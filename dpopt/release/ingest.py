@@ -244,12 +244,12 @@ def iter_raw_chunks(
         # clean_chunk counts the entry). The Dask back-end passes the same options.
         dtype = {cmap.user_id: str, cmap.timestamp: str}
         try:
-            reader = pd.read_csv(
+            with pd.read_csv(
                 source, usecols=usecols, dtype=dtype, chunksize=chunksize or DEFAULT_CHUNKSIZE,
                 keep_default_na=True,
-            )
-            for chunk in reader:
-                yield chunk.rename(columns=rename)[list(FIELDS)]
+            ) as reader:
+                for chunk in reader:
+                    yield chunk.rename(columns=rename)[list(FIELDS)]
         except (pd.errors.ParserError, UnicodeDecodeError, OSError, EOFError, ValueError) as exc:
             raise DpoptInputError(f"`records` file {str(source)!r} could not be parsed as CSV: {exc}") from None
         return

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import random
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Protocol
 
@@ -167,11 +167,13 @@ def release_on_grid(
     rng: IntegerSource,
     *,
     granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+    callback: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Release each value f_i with the discrete Laplace mechanism (module doc) at budget ε_i.
 
     Returns (released values λ·(q_i + Z_i), the integer sensitivities t_i).
-    Entries with NaN value are left NaN (nothing released).
+    Entries with NaN value are left NaN (nothing released). ``callback(n)`` is called after every
+    1000 samples (progress bars).
     """
     vals = np.asarray(values, dtype=float)
     sens = np.asarray(sensitivities, dtype=float)
@@ -189,6 +191,10 @@ def release_on_grid(
         z = discrete_laplace(Fraction(t) / e, rng)
         tgrid[i] = t
         out[i] = (int(q[i]) + z) * lam
+        if callback is not None and (i + 1) % 1000 == 0:
+            callback(1000)
+    if callback is not None and vals.size % 1000:
+        callback(vals.size % 1000)
     return out, tgrid
 
 

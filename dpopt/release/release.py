@@ -225,12 +225,12 @@ def aggregate_records(
     return agg.result(), report
 
 
-def _progress(enabled: bool, total: int | None) -> Any:
+def _progress(enabled: bool, total: int | None, *, desc: str = "aggregate", unit: str = " records") -> Any:
     if not enabled:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit=" records", unit_scale=True, desc="aggregate", leave=False)
+    return tqdm(total=total, unit=unit, unit_scale=True, desc=desc, leave=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -386,8 +386,12 @@ def release_aggregate(
     timings = dict(timings or {})
     ingest = ingest or IngestReport()
     t0 = time.perf_counter()
+    bar = _progress(progress and (plan != "baseline" or pseudo_users), 1, desc=f"plan ({plan})", unit=" plan")
     rp = plan_release(agg, bound=bound, epsilon=epsilon, plan=plan, pseudo_users=pseudo_users,
                       error_bound=error_bound, split=split, time_limit=time_limit)
+    if bar is not None:
+        bar.update(1)
+        bar.close()
     timings["plan"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -412,13 +416,12 @@ def release_aggregate(
     lam = 2.0**-k
     if noise == "discrete":
         src = integer_source(seed)
-        bar = _progress(progress, None)
-        if bar is not None:
-            bar.set_description("noise")
+        bar = _progress(progress, 2 * agg.n_grids, desc="noise", unit=" draws")
+        cb = bar.update if bar is not None else None
         rel_mean, t_mean = release_on_grid(mean, terms.mean_sensitivity, terms.epsilon_mean, src,
-                                           granularity_bits=k)
+                                           granularity_bits=k, callback=cb)
         rel_var, t_var = release_on_grid(var, terms.variance_sensitivity, terms.epsilon_variance, src,
-                                         granularity_bits=k)
+                                         granularity_bits=k, callback=cb)
         if bar is not None:
             bar.close()
         eps_mu = np.where(ok, terms.epsilon_mean, 1.0)

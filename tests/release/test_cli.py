@@ -1,0 +1,102 @@
+"""`dpopt release`: runs on the embedded example; bad flags and records give one clear line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(["release", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_example_runs_with_defaults(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, "--example", "--quiet", "--json", "--seed", "3")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["users"] == 146 and payload["epsilon"] == 1.0
+    assert payload["epsilon_total"] == payload["degradation"] * 1.0
+    files = {p.name for p in (tmp_path / "dpopt-release").iterdir()}
+    assert {"release.csv", "summary.json", "map.png", "report.md"} <= files
+
+
+def test_records_file_with_mapped_columns(tmp_path, capsys, tiny_records):
+    df = tiny_records.rename(columns={"user_id": "vehicle", "value": "speed"})
+    df.loc[0, "speed"] = 500.0
+    path = tmp_path / "r.csv"
+    df.to_csv(path, index=False)
+    code, out, err = _run(capsys, str(path), "--bound", "100", "--epsilon", "2", "--out", str(tmp_path / "o"),
+                          "--user-col", "vehicle", "--value-col", "speed", "--plan", "greedy",
+                          "--out-of-range", "drop", "--quiet", "--no-map", "--json", "--slot", "30min")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["dropped_records"] == 1 and payload["plan"] == "greedy"
+    table = pd.read_csv(tmp_path / "o" / "release.csv")
+    assert table["n_records"].sum() == 7
+    assert set(table["slot"]) == {"2020-01-01T10:00:00Z", "2020-01-01T10:30:00Z", "2020-01-01T11:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        ([], "RECORDS is required"),
+        (["{csv}", "--epsilon", "1"], "`--bound` is required"),
+        (["{csv}", "--bound", "100"], "`--epsilon` is required"),
+        (["{csv}", "--bound", "-3", "--epsilon", "1"], "`bound` must be a positive finite number"),
+        (["{csv}", "--bound", "100", "--epsilon", "0"], "`epsilon` must be a positive finite number"),
+        (["{dir}/missing.csv", "--bound", "1", "--epsilon", "1"], "not found"),
+        (["{csv}", "--bound", "100", "--epsilon", "1", "--user-col", "who"], r"lacks the column\(s\) user_id -> 'who'"),
+        (["{csv}", "--bound", "10", "--epsilon", "1", "--out-of-range", "error"], r"value\(s\) outside \[0, bound\]"),
+        (["{csv}", "--bound", "100", "--epsilon", "1", "--slot", "often"], "`slot` must be a duration"),
+        (["{csv}", "--bound", "100", "--epsilon", "1", "--h3-resolution", "20"], "`h3_resolution` must be"),
+        (["{csv}", "--bound", "100", "--epsilon", "1", "--scheduler", "tcp://x:1"], "needs `--backend dask`"),
+        (["{csv}", "--example"], "either RECORDS or --example"),
+        (["{csv}", "--bound", "100", "--epsilon", "1", "--out", "{csv}"], "must be a directory path"),
+        (["{junk}", "--bound", "100", "--epsilon", "1"], "not a readable CSV|lacks the column"),
+    ],
+)
+def test_bad_input_one_line_no_traceback(tmp_path, capsys, tiny_records, argv, match):
+    csv = tmp_path / "r.csv"
+    tiny_records.to_csv(csv, index=False)
+    junk = tmp_path / "junk.csv"
+    junk.write_bytes(bytes(range(256)) * 4)
+    argv = [a.format(csv=csv, dir=tmp_path, junk=junk) for a in argv]
+    code, out, err = _run(capsys, *argv, "--quiet", "--no-map", "--out", str(tmp_path / "o")) if "--out" not in argv \
+        else _run(capsys, *argv, "--quiet", "--no-map")
+    assert code == 2
+    assert "Traceback" not in err
+    assert err.startswith("dpopt release: error:")
+    import re
+
+    assert re.search(match, err), err
+
+
+@pytest.mark.parametrize("argv", [["--bound", "abc"], ["--plan", "best"], ["--h3-resolution", "x"]])
+def test_bad_flags_argparse(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        main(["release", "--example", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error:" in err
+
+
+def test_missing_fields_are_counted_in_output(tmp_path, capsys, tiny_records):
+    df = tiny_records.copy()
+    df.loc[0, "latitude"] = np.nan
+    df.loc[1, "timestamp"] = "yesterday"
+    path = tmp_path / "r.csv"
+    df.to_csv(path, index=False)
+    code, out, err = _run(capsys, str(path), "--bound", "100", "--epsilon", "1", "--out", str(tmp_path / "o"),
+                          "--quiet", "--no-map", "--json")
+    assert code == 0, err
+    assert json.loads(out)["dropped_records"] == 2
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["ingest"]["missing"]["latitude"] == 1 and summary["ingest"]["missing"]["timestamp"] == 1
