@@ -1,0 +1,118 @@
+"""Shared pieces of the grid-suppression model: the per-grid error f_g(R, Γ*), tolerances, validation.
+
+The worst-case error of the CLIP mechanism in one grid (seed 002 eq. (11)–(13), ERRATA E1) depends
+only on the grid total ``N``, the retained total ``R`` and the largest retained count ``Γ*``:
+
+    f(R, Γ*) = U(1 − R/N) + E_Var(N, R) + noise(Δ_μ(R, Γ*), Δ_Var(R, Γ*))
+
+with ``noise = 2Δ_μ/ε + 2Δ_Var/ε`` (equal split, the paper) or ``(√Δ_μ + √Δ_Var)²/ε`` (best split).
+:func:`error_array` evaluates it with the vectorised kernels of :mod:`dpopt.calculus`;
+:func:`error_scalar` is the same formula in plain Python for the inner loop of CLIP-USER (one call
+per candidate grid; the tests check the two agree).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._validation import DpoptInputError, check_bound, check_choice, check_epsilon
+from ..calculus import (
+    mean_bias_from_totals,
+    mean_sensitivity_from_totals,
+    variance_bias_from_totals,
+    variance_sensitivity_from_totals,
+)
+from ..occupancy import Occupancy
+
+__all__ = ["ERROR_RTOL", "error_array", "error_scalar", "within", "check_occupancy", "check_inputs"]
+
+#: a grid error ``e`` meets the bound ``E`` iff ``e <= E·(1 + ERROR_RTOL)`` (one rule everywhere:
+#: greedy, MILP run tables, brute force and the re-check), so float rounding never decides a plan.
+ERROR_RTOL = 1e-12
+
+
+def within(error: Any, bound: float) -> Any:
+    """``error <= bound·(1 + ERROR_RTOL)`` (vectorised); ``inf`` never is."""
+    return np.asarray(error) <= bound * (1.0 + ERROR_RTOL)
+
+
+def error_array(
+    total: Any, retained: Any, retained_max: Any, bound: float, epsilon: float, split: str = "equal"
+) -> np.ndarray:
+    """f(R, Γ*) for arrays of (N, R, Γ*) (no validation; R = 0 gives ``inf``)."""
+    N = np.asarray(total, dtype=float)
+    R = np.asarray(retained, dtype=float)
+    g = np.asarray(retained_max, dtype=float)
+    dmu = mean_sensitivity_from_totals(R, g, bound)
+    dvar = variance_sensitivity_from_totals(R, g, bound)
+    if split == "equal":
+        noise = 2.0 * (dmu + dvar) / epsilon
+    else:
+        with np.errstate(invalid="ignore"):
+            noise = (np.sqrt(dmu) + np.sqrt(dvar)) ** 2 / epsilon
+    out = mean_bias_from_totals(N, R, bound) + variance_bias_from_totals(N, R, bound) + noise
+    return np.where(R > 0, out, np.inf)
+
+
+def error_scalar(N: int, R: int, G: int, U: float, eps: float, optimal_split: bool = False) -> float:
+    """f(R, Γ*) for one grid, in plain Python (same formula as :func:`error_array`)."""
+    if R <= 0:
+        return math.inf
+    U2 = U * U
+    e_mu = U * (1.0 - R / N)
+    k = min(N - R, N // 2)
+    e_var = U2 * k * (N - k) / (N * N)
+    d_mu = U * G / R
+    if R > 2 * G:
+        d_var = U2 * G * (R - G) / (R * R)
+    elif R % 2 == 0:
+        d_var = 0.25 * U2
+    else:
+        d_var = 0.25 * U2 * (1.0 - 1.0 / (R * R))
+    if optimal_split:
+        noise = (math.sqrt(d_mu) + math.sqrt(d_var)) ** 2 / eps
+    else:
+        noise = 2.0 * (d_mu + d_var) / eps
+    return e_mu + e_var + noise
+
+
+def check_occupancy(occ: Any, name: str = "occ") -> Occupancy:
+    """``occ`` must be an :class:`~dpopt.occupancy.Occupancy` (a DataFrame/triples are converted)."""
+    if isinstance(occ, Occupancy):
+        return occ
+    if hasattr(occ, "columns"):
+        return Occupancy.from_frame(occ)
+    raise DpoptInputError(
+        f"`{name}` must be a dpopt.Occupancy (or a DataFrame with user, grid, count); got {type(occ).__name__}"
+    )
+
+
+def check_inputs(
+    occ: Any, bound: Any, epsilon: Any, error_bound: Any, split: Any = "equal"
+) -> tuple[Occupancy, float, float, float | None, str]:
+    """Validate the common arguments of every suppression entry point."""
+    occ = check_occupancy(occ)
+    U = check_bound(bound)
+    eps = check_epsilon(epsilon)
+    split = check_choice(split, "split", ("equal", "optimal"))
+    E: float | None
+    if error_bound is None:
+        E = None
+    else:
+        try:
+            E = float(error_bound)
+        except (TypeError, ValueError):
+            raise DpoptInputError(
+                f"`error_bound` must be a positive number or None; got {error_bound!r}"
+            ) from None
+        if not (E > 0) or math.isnan(E):
+            raise DpoptInputError(f"`error_bound` must be a positive number or None; got {error_bound!r}")
+    return occ, U, eps, E, split
+
+
+def baseline_errors(occ: Occupancy, U: float, eps: float, split: str = "equal") -> np.ndarray:
+    """E_g of BASELINE (nothing suppressed), seed 002 eq. (12)."""
+    return error_array(occ.grid_totals, occ.grid_totals, occ.grid_max, U, eps, split)

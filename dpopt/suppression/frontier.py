@@ -1,0 +1,288 @@
+"""The privacy–error frontier of grid suppression: E*(K) for every degradation K.
+
+E*(K) = min over suppression plans with max_ℓ G_ℓ ≤ K of max_g E_g — the least worst-case error
+a release with privacy loss K·ε can have (seed 002 gives one point of this curve per run of
+CLIP-USER). It is non-increasing in K, and E*(G_1) = max_g min_{plans of g} E_g because with
+K = G_1 the grids decouple.
+
+Why a search over E and not one MILP: the grid error f_g(R, Γ*) is a non-linear function of the
+integer retained total R (1/R, R², parity cases), so "minimise the largest error" would need one
+binary per (grid, level, R) to be exact. The feasibility MILP of :mod:`.milp` is exact for any fixed
+E, and feasibility is monotone in E; moreover E*(K) is one of the finitely many values
+f_g(R, v) (v a level of grid g, R ∈ [v, R_max(v)]). So we bisect on E (each feasible answer lowers
+the upper end to the plan's actual max error) and finish exactly: when no candidate value lies
+strictly between the proven lower end and the achieved upper end, E*(K) is the upper end; the
+largest candidate below the upper end is computed exactly (:func:`largest_error_below`) and tested.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import DpoptInputError
+from ..calculus import Split
+from ..occupancy import Occupancy
+from ..solve import Status
+from ..solve import solve as _solve
+from ._kernel import ERROR_RTOL, check_inputs, error_array
+from .milp import build_suppression_model, level_table, solve_suppression
+from .plan import SuppressionPlan, recheck
+
+__all__ = ["suppression_frontier", "SuppressionFrontier", "FrontierPoint", "largest_error_below",
+           "least_grid_errors"]
+
+
+@dataclass(frozen=True, eq=False)
+class FrontierPoint:
+    """One point (K, E*(K)) of the frontier.
+
+    Attributes
+    ----------
+    degradation : int
+        K.
+    error : float
+        E*(K) when ``status == "optimal"``; otherwise the best error found (an upper bound).
+    lower : float
+        Proven lower bound on E*(K) (equal to ``error`` when optimal; ``inf`` if infeasible).
+    status : str
+        ``"optimal"``, ``"time_limit"`` or ``"infeasible"`` (no plan reaches K at any E).
+    plan : SuppressionPlan or None
+        A plan achieving ``error`` with degradation ≤ K.
+    solves : int
+        Feasibility MILPs solved for this point.
+    """
+
+    degradation: int
+    error: float
+    lower: float
+    status: str
+    plan: SuppressionPlan | None
+    solves: int
+
+    @property
+    def privacy_loss(self) -> float:
+        return self.degradation * (self.plan.epsilon if self.plan is not None else math.nan)
+
+
+@dataclass(frozen=True, eq=False)
+class SuppressionFrontier:
+    """E*(K) for a range of K (see :func:`suppression_frontier`)."""
+
+    points: tuple[FrontierPoint, ...]
+    epsilon: float
+    U: float
+    error_bound: float
+    solve_time: float
+
+    @property
+    def degradations(self) -> np.ndarray:
+        return np.array([p.degradation for p in self.points], dtype=np.int64)
+
+    @property
+    def errors(self) -> np.ndarray:
+        return np.array([p.error for p in self.points], dtype=float)
+
+    def table(self) -> list[dict[str, Any]]:
+        return [
+            {"K": p.degradation, "privacy_loss": p.degradation * self.epsilon, "error": p.error,
+             "lower": p.lower, "status": p.status, "solves": p.solves}
+            for p in self.points
+        ]
+
+
+def _low_region(v: np.ndarray, cap: np.ndarray, U: float, eps: float, split: str, lim: float):
+    """Entries (and their R) of the low regions [v, min(2v−1, cap)] whose noise bound allows ≤ lim."""
+    top = np.minimum(2 * v - 1, cap)
+    vf = v.astype(float)
+    dmu_lb = U * vf / np.maximum(2 * vf - 1, 1)
+    dvar_lb = U * U / 4 * (1 - 1 / vf**2)
+    if split == "equal":
+        noise_lb = 2 * (dmu_lb + dvar_lb) / eps
+    else:
+        noise_lb = (np.sqrt(dmu_lb) + np.sqrt(dvar_lb)) ** 2 / eps
+    need = np.flatnonzero((top >= v) & (noise_lb <= lim))
+    length = top[need] - v[need] + 1
+    rep = np.repeat(need, length)
+    offs = np.arange(rep.size) - np.repeat(np.cumsum(length) - length, length)
+    return rep, v[rep] + offs
+
+
+def largest_error_below(occ: Occupancy, U: float, eps: float, value: float, split: str = "equal") -> float:
+    """max{f_g(R, v) < value} over grids g, levels v and R ∈ [v, R_max(v)] (``-inf`` if none).
+
+    Every plan's max grid error is one of these candidate values, so if a plan with max error
+    ``value`` exists and the feasibility MILP at this candidate is infeasible, ``value`` = E*(K).
+    """
+    g, v, cap = level_table(occ)
+    N = occ.grid_totals[g]
+    lim = value * (1.0 - 4 * ERROR_RTOL)
+    f = lambda R, idx: error_array(N[idx], R, v[idx], U, eps, split)  # noqa: E731
+    best = -math.inf
+    ids = np.flatnonzero(2 * v <= cap)
+    ids = ids[f(cap[ids], ids) <= lim]
+    lo, hi = 2 * v[ids] - 1, cap[ids].copy()
+    while True:
+        active = hi - lo > 1
+        if not np.any(active):
+            break
+        mid = (lo + hi) // 2
+        ok = f(mid, ids) <= lim
+        hi = np.where(active & ok, mid, hi)
+        lo = np.where(active & ~ok, mid, lo)
+    if ids.size:
+        best = max(best, float(np.max(f(hi, ids))))
+    rep, R = _low_region(v, cap, U, eps, split, lim)
+    if rep.size:
+        vals = f(R, rep)
+        vals = vals[vals <= lim]
+        if vals.size:
+            best = max(best, float(vals.max()))
+    return best
+
+
+def least_grid_errors(occ: Occupancy, U: float, eps: float, split: str = "equal") -> np.ndarray:
+    """min over suppression sets of each grid's error, per grid (grids decoupled: E*(G_1) = max)."""
+    g, v, cap = level_table(occ)
+    N = occ.grid_totals[g]
+    f_cap = error_array(N, cap, v, U, eps, split)
+    best = np.full(occ.n_grids, np.inf)
+    np.minimum.at(best, g, f_cap)  # the tail minimum sits at R = R_max (f decreasing there)
+    rep, R = _low_region(v, cap, U, eps, split, float(np.max(best)))
+    if rep.size:
+        np.minimum.at(best, g[rep], error_array(N[rep], R, v[rep], U, eps, split))
+    return best
+
+
+def _feasible_plan(
+    occ: Occupancy, U: float, eps: float, E: float, K: int, split: str,
+    time_limit: float | None, options: Mapping[str, Any] | None,
+) -> tuple[str, SuppressionPlan | None]:
+    sm = build_suppression_model(occ, U, eps, error_bound=E, split=split, objective="none",
+                                 max_degradation=K, row_threshold=K)
+    res = _solve(sm.model, time_limit=time_limit, options=options)
+    if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
+        return "infeasible", None
+    if not res.has_solution:
+        return "time_limit", None
+    mask = sm.suppressed_mask(res.x)
+    users_l, grids_l = occ.users.tolist(), occ.grids.tolist()
+    sup = frozenset((users_l[r], grids_l[c]) for r, c in
+                    zip(sm.pair_rows[mask].tolist(), sm.pair_cols[mask].tolist()))
+    Kc, errors, samples = recheck(occ, sup, U, eps, split)
+    if Kc > K or not np.all(errors <= E * (1 + ERROR_RTOL)):
+        raise RuntimeError(f"frontier feasibility plan fails the re-check at K={K}, E={E!r}")
+    plan = SuppressionPlan(
+        degradation=Kc, error_bound=E, suppressed=sup, grid_errors=errors, status="feasible",
+        gap=math.nan, bound=math.nan, method="milp", epsilon=eps, U=U, suppressed_samples=samples,
+        original_degradation=occ.degradation, solve_time=res.solve_time, info={"split": split},
+    )
+    return "feasible", plan
+
+
+def suppression_frontier(
+    occ: Any,
+    bound: float,
+    epsilon: float,
+    *,
+    error_bound: float | None = None,
+    degradations: Iterable[int] | None = None,
+    time_limit: float | None = None,
+    options: Mapping[str, Any] | None = None,
+    split: Split = "equal",
+    max_solves: int = 60,
+) -> SuppressionFrontier:
+    """Least worst-case error E*(K) for each K (exact, by a search over E with feasibility MILPs).
+
+    Parameters
+    ----------
+    occ : Occupancy
+    bound, epsilon : float
+        U and ε.
+    error_bound : float, optional
+        E used to choose the default range of K: from the least K meeting E (the optimum of
+        :func:`solve_suppression`) up to G_1. Default max_g E_g of BASELINE.
+    degradations : iterable of int, optional
+        The K values to compute instead (each in [1, G_1]).
+    time_limit : float, optional
+        Seconds per feasibility MILP.
+    options : mapping, optional
+        HiGHS options.
+    split : {"equal", "optimal"}
+    max_solves : int
+        Safety cap on feasibility MILPs per point (a capped point reports ``"time_limit"`` with its
+        proven bracket [lower, error]).
+
+    Returns
+    -------
+    SuppressionFrontier
+        Points in increasing K; ``error`` is non-increasing.
+    """
+    occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+    t0 = time.perf_counter()
+    opts = {"mip_rel_gap": 0.0, **dict(options or {})}
+    G1 = occ.degradation
+    first_plan: SuppressionPlan | None = None
+    if degradations is None:
+        first_plan = solve_suppression(occ, U, eps, error_bound=E, tie_break=False,
+                                       time_limit=time_limit, options=options, split=split)
+        E = first_plan.error_bound
+        if first_plan.status == "infeasible":
+            ks = list(range(1, G1 + 1))
+            first_plan = None
+        else:
+            ks = list(range(first_plan.degradation, G1 + 1))
+    else:
+        ks = sorted({int(k) for k in degradations})
+        if not ks or ks[0] < 1 or ks[-1] > G1:
+            raise DpoptInputError(f"`degradations` must be integers in [1, G_1={G1}]; got {ks}")
+        if E is None:
+            from ._kernel import baseline_errors
+
+            E = float(np.max(baseline_errors(occ, U, eps, split)))
+    floor = float(np.max(least_grid_errors(occ, U, eps, split)))
+    points: list[FrontierPoint] = []
+    incumbent = first_plan
+    for K in ks:
+        solves = 0
+        status = "optimal"
+        if incumbent is None or incumbent.degradation > K:
+            st, incumbent = _feasible_plan(occ, U, eps, math.inf, K, split, time_limit, opts)
+            solves += 1
+            if st != "feasible":
+                points.append(FrontierPoint(K, math.inf, math.inf if st == "infeasible" else floor,
+                                            st, None, solves))
+                incumbent = None
+                continue
+        hi = incumbent.max_error
+        lo = floor  # E*(K) >= lo (and > lo once lo is a failed test)
+        lo_strict = False
+        while True:
+            if hi <= lo * (1 + ERROR_RTOL) and not lo_strict:
+                break  # hi attains the universal floor
+            below = largest_error_below(occ, U, eps, hi, split)
+            if below < lo or (lo_strict and below <= lo):
+                break  # no candidate value strictly between the bracket ends: hi is exact
+            if solves >= max_solves:
+                status = "time_limit"
+                break
+            mid = 0.5 * (lo + hi)
+            target = below if below <= mid * (1 + 1e-9) or (hi - lo) <= 1e-6 * hi else mid
+            st, plan = _feasible_plan(occ, U, eps, target, K, split, time_limit, opts)
+            solves += 1
+            if st == "feasible":
+                incumbent, hi = plan, plan.max_error
+            elif st == "infeasible":
+                lo, lo_strict = target, True
+            else:
+                status = "time_limit"
+                break
+        points.append(FrontierPoint(K, hi, hi if status == "optimal" else lo, status, incumbent,
+                                    solves))
+    return SuppressionFrontier(points=tuple(points), epsilon=eps, U=U, error_bound=float(E),
+                               solve_time=time.perf_counter() - t0)

@@ -1,0 +1,699 @@
+"""The exact MILP for the least privacy-loss degradation K (seed 002 §V, solved by HiGHS).
+
+Decision: which (user, grid) contributions to suppress (Γ_{g,ℓ} ∈ {0, m_{g,ℓ}}, as CLIP-USER does).
+Goal: minimise K = max_ℓ (number of grids ℓ keeps) subject to every grid's worst-case error
+f_g(R_g, Γ*_g) ≤ E (seed 002 eq. (11)–(13), ERRATA E1). Then, with K fixed at its optimum, a second
+solve picks the plan with the fewest suppressed samples (lexicographic tie-break).
+
+Per grid g with distinct counts v_1 > v_2 > ... > v_k the model uses (models/suppression.md):
+
+* ``x[ℓ,g]`` ∈ {0,1}: ℓ is suppressed in g;
+* ``y[g,t]`` ∈ {0,1}, a monotone chain y_1 = 1 ≥ y_2 ≥ ... ≥ y_k (y_{k+1} = 0): "every user with
+  count > v_t is suppressed" (so the *assumed* largest retained count is v_t for the last t with
+  y_t = 1); link x[ℓ,g] ≥ y[g, t(ℓ)+1];
+* ``d[g,t,r]`` ∈ {0,1}: R_g lies in run r = [lo, hi] of the exact feasible set
+  F_t = {R ∈ [v_t, R_max(t)] : f_g(R, v_t) ≤ E} (computed exactly, parity cases included: it is a
+  union of integer runs, usually one), with Σ_r d[g,t,r] = y_t − y_{t+1};
+* ``Σ_r lo·d ≤ R_g = N_g − Σ_ℓ m·x ≤ Σ_r hi·d``;
+* ``K ≥ G_ℓ − Σ_g x[ℓ,g]`` for every user.
+
+Exactness: f_g is non-decreasing in Γ* for fixed R, so an assumed Γ* ≥ the true one is safe, and
+the true plan is always representable (its own level, its R in a run of that level).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..calculus import Split
+from ..occupancy import Occupancy
+from ..solve import LinearModel, ModelBuilder, SolveResult, Status
+from ..solve import solve as _solve
+from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, error_array
+from .plan import SuppressionPlan, recheck
+
+__all__ = [
+    "solve_suppression",
+    "build_suppression_model",
+    "SuppressionModel",
+    "feasible_runs",
+    "level_table",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# exact feasible retained totals per (grid, level)
+# --------------------------------------------------------------------------------------------
+def feasible_runs(
+    total: np.ndarray,
+    level_value: np.ndarray,
+    retained_cap: np.ndarray,
+    bound: float,
+    epsilon: float,
+    error_bound: float,
+    split: str = "equal",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact sets F = {R ∈ [v, R_max] : f(R, v) ≤ E} as integer runs, for many (grid, level) entries.
+
+    On [2v, R_max] every term of f is non-increasing in R and the mean bias strictly decreasing,
+    so F ∩ [2v, R_max] = [a, R_max] (found by vectorised bisection). On [v, 2v − 1] the variance
+    sensitivity depends on the parity of R (seed 002 Lemma III.3) and f need not be monotone, so
+    those R are enumerated, after a lower bound on the noise rules most entries out.
+
+    Returns
+    -------
+    (entry, lo, hi) : arrays
+        Run r of entry ``entry[r]`` is the integer interval [lo[r], hi[r]]; runs of one entry are
+        disjoint, sorted and separated by at least one infeasible R.
+    """
+    N = np.asarray(total, dtype=np.int64)
+    v = np.asarray(level_value, dtype=np.int64)
+    cap = np.asarray(retained_cap, dtype=np.int64)
+    n = v.size
+    ids = np.arange(n, dtype=np.int64)
+    if not math.isfinite(error_bound):
+        return ids, v.copy(), cap.copy()
+    lim = error_bound * (1.0 + ERROR_RTOL)
+    f = lambda R, idx: error_array(N[idx], R, v[idx], bound, epsilon, split)  # noqa: E731
+
+    # tail [2v, cap]: f strictly decreasing -> smallest feasible R by bisection
+    tail = ids[(2 * v <= cap)]
+    tail = tail[f(cap[tail], tail) <= lim]
+    lo = 2 * v[tail] - 1  # infeasible sentinel (exclusive)
+    hi = cap[tail].copy()  # feasible
+    while True:
+        active = hi - lo > 1
+        if not np.any(active):
+            break
+        mid = (lo + hi) // 2
+        ok = f(mid, tail) <= lim
+        hi = np.where(active & ok, mid, hi)
+        lo = np.where(active & ~ok, mid, lo)
+    seg_e = [tail]
+    seg_lo = [hi]
+    seg_hi = [cap[tail]]
+
+    # low region [v, min(2v − 1, cap)]: enumerate where a noise lower bound allows feasibility
+    top = np.minimum(2 * v - 1, cap)
+    vf = v.astype(float)
+    dmu_lb = bound * vf / np.maximum(2 * vf - 1, 1)
+    dvar_lb = bound * bound / 4 * (1 - 1 / vf**2)
+    if split == "equal":
+        noise_lb = 2 * (dmu_lb + dvar_lb) / epsilon
+    else:
+        noise_lb = (np.sqrt(dmu_lb) + np.sqrt(dvar_lb)) ** 2 / epsilon
+    need = ids[(top >= v) & (noise_lb <= lim)]
+    if need.size:
+        length = top[need] - v[need] + 1
+        rep = np.repeat(need, length)
+        offs = np.arange(rep.size) - np.repeat(np.cumsum(length) - length, length)
+        R = v[rep] + offs
+        ok = f(R, rep) <= lim
+        seg_e.append(rep[ok])
+        seg_lo.append(R[ok])
+        seg_hi.append(R[ok])
+
+    e = np.concatenate(seg_e)
+    a = np.concatenate(seg_lo)
+    b = np.concatenate(seg_hi)
+    order = np.lexsort((a, e))
+    e, a, b = e[order], a[order], b[order]
+    if e.size == 0:
+        return e, a, b
+    start = np.ones(e.size, dtype=bool)
+    start[1:] = (e[1:] != e[:-1]) | (a[1:] > b[:-1] + 1)
+    group = np.cumsum(start) - 1
+    run_hi = np.zeros(int(group[-1]) + 1, dtype=np.int64)
+    np.maximum.at(run_hi, group, b)
+    return e[start], a[start], run_hi
+
+
+# --------------------------------------------------------------------------------------------
+# the model of one occupancy (one connected component in practice)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class SuppressionModel:
+    """A built suppression MILP and what is needed to read a solution back.
+
+    Attributes
+    ----------
+    model : LinearModel
+        Column blocks ``x`` (one per occupied pair, CSR order of ``occ.matrix``), ``y`` (levels),
+        ``d`` (runs), ``K``; row blocks ``chain``, ``link``, ``select``, ``retained_lo``,
+        ``retained_hi``, ``occupancy``.
+    occ : Occupancy
+    pair_rows, pair_cols, pair_counts : ndarray
+        The (user index, grid index, count) of each ``x`` column.
+    level_grid, level_value, level_first : ndarray
+        Grid, value v_t and "is level 1 of its grid" for each ``y`` column.
+    run_level, run_lo, run_hi : ndarray
+        Level and integer interval of each run of the exact feasible sets F_t.
+    run_is_col : ndarray of bool
+        Whether the run has its own ``d`` column (levels whose only run is [lo, R_max] use
+        y_t − y_{t+1} instead).
+    pair_kind : ndarray of int
+        0: the pair has an ``x`` column; 1: forced (count above every feasible level of its grid);
+        2: aggregated (its user needs no occupancy row and its grid has one run per level, so
+        x = y[next level] is optimal and substituted); 3: never suppressed (below every level).
+    pair_level : ndarray of int
+        The level whose y forces the pair (−1 if none).
+    """
+
+    model: LinearModel
+    occ: Occupancy
+    pair_rows: np.ndarray
+    pair_cols: np.ndarray
+    pair_counts: np.ndarray
+    level_grid: np.ndarray
+    level_value: np.ndarray
+    level_first: np.ndarray
+    run_level: np.ndarray
+    run_lo: np.ndarray
+    run_hi: np.ndarray
+    run_is_col: np.ndarray
+    pair_kind: np.ndarray
+    pair_level: np.ndarray
+
+    def suppressed_mask(self, x: np.ndarray) -> np.ndarray:
+        """Boolean mask over all pairs (CSR order) from a solution vector."""
+        cb = self.model.col_blocks
+        mask = self.pair_kind == 1  # forced
+        xc = np.flatnonzero(self.pair_kind == 0)
+        mask[xc] = np.asarray(x[cb["x"]]) > 0.5
+        agg = np.flatnonzero(self.pair_kind == 2)
+        yv = np.asarray(x[cb["y"]]) > 0.5
+        mask[agg] = yv[self.pair_level[agg]]
+        return mask
+
+    def point(self, mask: np.ndarray) -> np.ndarray | None:
+        """The model point of a suppression mask (``None`` if the plan violates E): a warm start.
+
+        Aggregated pairs (kind 2) are set to what their level implies (suppressed iff the count
+        exceeds Γ*); that never raises Γ* and, in grids with one run per level, keeps R feasible.
+        """
+        occ = self.occ
+        G = occ.n_grids
+        keep = ~mask
+        gmax = np.zeros(G, dtype=np.int64)
+        np.maximum.at(gmax, self.pair_cols[keep], self.pair_counts[keep])
+        y = (self.level_value >= gmax[self.level_grid]).astype(float)
+        mask = mask.copy()
+        agg = self.pair_kind == 2
+        mask[agg] = self.pair_counts[agg] > gmax[self.pair_cols[agg]]
+        mask[self.pair_kind == 3] = False
+        keep = ~mask
+        R = np.bincount(self.pair_cols, weights=self.pair_counts * keep, minlength=G).astype(np.int64)
+        star = np.flatnonzero(self.level_value == gmax[self.level_grid])
+        if star.size != G or np.any(mask[self.pair_kind == 1] == 0):
+            return None
+        d = np.zeros(self.run_level.size)
+        Rg = R[self.level_grid[star]]
+        for lev, r in zip(star.tolist(), Rg.tolist()):
+            cand = np.flatnonzero((self.run_level == lev) & (self.run_lo <= r) & (self.run_hi >= r))
+            if cand.size != 1:
+                return None
+            d[cand[0]] = 1.0
+        occupancy = np.bincount(self.pair_rows, weights=keep, minlength=occ.n_users)
+        out = np.zeros(self.model.num_cols)
+        cb = self.model.col_blocks
+        out[cb["x"]] = mask[self.pair_kind == 0].astype(float)
+        out[cb["y"]] = y
+        out[cb["d"]] = d[self.run_is_col]
+        out[cb["K"]] = float(max(1.0, occupancy.max()))
+        return out
+
+
+def level_table(occ: Occupancy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (grid, count) levels: grid, value v_t (decreasing within a grid) and R_max(t).
+
+    R_max(t) = N_g − Σ{m_{g,ℓ} : m_{g,ℓ} > v_t}, the largest retained total when every user
+    above v_t is suppressed.
+    """
+    csr = occ.matrix
+    cols = csr.indices.astype(np.int64)
+    cnt = csr.data.astype(np.int64)
+    N = occ.grid_totals.astype(np.int64)
+    order = np.lexsort((-cnt, cols))
+    sc, sg = cnt[order], cols[order]
+    new_level = np.ones(sc.size, dtype=bool)
+    new_level[1:] = (sg[1:] != sg[:-1]) | (sc[1:] != sc[:-1])
+    above_sorted = np.cumsum(sc) - sc  # samples before this entry in sorted order
+    grid_start = np.concatenate(([0], np.cumsum(np.bincount(sg, minlength=occ.n_grids))))[:-1]
+    cum_before_grid = np.concatenate(([0], np.cumsum(sc)))[grid_start]
+    above = (above_sorted - cum_before_grid[sg])[new_level]
+    lev_grid = sg[new_level]
+    return lev_grid, sc[new_level], N[lev_grid] - above
+
+
+def build_suppression_model(
+    occ: Any,
+    bound: float,
+    epsilon: float,
+    *,
+    error_bound: float | None = None,
+    split: Split = "equal",
+    objective: str = "degradation",
+    max_degradation: int | None = None,
+    row_threshold: int | None = None,
+) -> SuppressionModel:
+    """Build the exact suppression MILP (see module docstring and models/suppression.md).
+
+    Parameters
+    ----------
+    occ : Occupancy
+    bound, epsilon : float
+        U and ε.
+    error_bound : float, optional
+        E (default max_g E_g of BASELINE). ``inf`` drops the error rows (R ≥ Γ* only).
+    split : {"equal", "optimal"}
+    objective : {"degradation", "samples", "none"}
+        Minimise K; or the number of suppressed samples (the tie-break stage); or nothing (a
+        feasibility problem, used by the frontier).
+    max_degradation : int, optional
+        Upper bound on K (fixes K from above in the tie-break stage and the frontier).
+    row_threshold : int, optional
+        Users with G_ℓ ≤ this get no occupancy row (valid when K ≥ row_threshold is known, or
+        when K ≤ max_degradation = row_threshold is imposed). Default 1.
+    """
+    occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+    if E is None:
+        E = float(np.max(baseline_errors(occ, U, eps, split)))
+    if objective not in ("degradation", "samples", "none"):
+        from .._validation import DpoptInputError
+
+        raise DpoptInputError(
+            f"`objective` must be one of 'degradation', 'samples', 'none'; got {objective!r}"
+        )
+    csr = occ.matrix
+    P = int(csr.nnz)
+    rows = np.repeat(np.arange(occ.n_users, dtype=np.int64), np.diff(csr.indptr))
+    cols = csr.indices.astype(np.int64)
+    cnt = csr.data.astype(np.int64)
+    N = occ.grid_totals.astype(np.int64)
+
+    lev_grid, lev_val, lev_cap = level_table(occ)
+    nlev = lev_grid.size
+
+    run_level, run_lo, run_hi = feasible_runs(N[lev_grid], lev_val, lev_cap, U, eps, E, split)
+    # keep only feasible levels (a plan whose Γ* sits at a level with empty F_t violates E)
+    feas = np.zeros(nlev, dtype=bool)
+    feas[run_level] = True
+    keep_lev = np.flatnonzero(feas)
+    new_id = -np.ones(nlev, dtype=np.int64)
+    new_id[keep_lev] = np.arange(keep_lev.size)
+    f_grid, f_val, f_cap = lev_grid[keep_lev], lev_val[keep_lev], lev_cap[keep_lev]
+    nf = keep_lev.size
+    f_first = np.ones(nf, dtype=bool)
+    f_first[1:] = f_grid[1:] != f_grid[:-1]
+    f_last = np.ones(nf, dtype=bool)
+    f_last[:-1] = f_grid[1:] != f_grid[:-1]
+    run_level = new_id[run_level]
+    nrun = run_level.size
+    # a level is "simple" when its only run is [lo, cap]: then d = y_t − y_{t+1} is substituted
+    runs_per_level = np.bincount(run_level, minlength=nf)
+    simple_run = (runs_per_level[run_level] == 1) & (run_hi == f_cap[run_level])
+    simple = np.zeros(nf, dtype=bool)
+    simple[run_level[simple_run]] = True
+    # per pair: index of the first feasible level of its grid with value < count (must suppress
+    # when that level's y is 1); pairs above every feasible level of their grid are forced
+    grid_first = -np.ones(occ.n_grids, dtype=np.int64)
+    grid_first[f_grid[f_first][::-1]] = np.flatnonzero(f_first)[::-1]
+    grid_nf = np.bincount(f_grid, minlength=occ.n_grids)
+    # within grid: f_val decreasing; position of first level with value < count
+    M = int(cnt.max()) + 2
+    key_lev = f_grid * M - f_val  # increasing along the level array
+    key_pair = cols * M - cnt + 1  # first level of the pair's grid with value < count
+    nxt_lev = np.searchsorted(key_lev, key_pair)
+    in_grid = nxt_lev < nf
+    if nf:
+        in_grid &= f_grid[np.minimum(nxt_lev, nf - 1)] == cols
+        top_val = np.where(grid_nf[cols] > 0, f_val[np.maximum(grid_first[cols], 0)], 0)
+        forced = (grid_nf[cols] > 0) & (cnt > top_val)
+    else:
+        forced = np.zeros(P, dtype=bool)
+    linked = in_grid & ~forced
+
+    # grids that need the upper retained row (some level has a run below R_max(t))
+    need_hi = np.zeros(occ.n_grids, dtype=bool)
+    need_hi[f_grid[run_level[~simple_run]]] = True
+    # pair kinds (see SuppressionModel.pair_kind)
+    Gl = occ.user_occupancy
+    thr = 1 if row_threshold is None else int(row_threshold)
+    row_user = Gl > thr
+    pair_level = np.where(linked, nxt_lev, -1)
+    kind = np.zeros(P, dtype=np.int64)
+    free = ~row_user[rows] & ~need_hi[cols] & ~forced
+    kind[free & linked] = 2
+    kind[free & ~linked] = 3
+    kind[forced] = 1
+    xc = np.flatnonzero(kind == 0)
+    nx_ = xc.size
+    forced_samples = np.bincount(cols[forced], weights=cnt[forced], minlength=occ.n_grids)
+    forced_pairs = np.bincount(rows[forced], minlength=occ.n_users)
+    agg = np.flatnonzero(kind == 2)
+    agg_w = np.bincount(nxt_lev[agg], weights=cnt[agg], minlength=nf) if nf else np.zeros(0)
+    Nres = N - forced_samples
+
+    b = ModelBuilder(name="suppression")
+    samples = objective == "samples"
+    x = b.add_cols("x", nx_, lower=0, upper=1, integer=True,
+                   cost=cnt[xc].astype(float) if samples else 0.0)
+    y = b.add_cols("y", nf, lower=f_first.astype(float), upper=1, integer=True,
+                   cost=agg_w if samples else 0.0)
+    if samples:
+        b.offset = float(forced_samples.sum())
+    cr = np.flatnonzero(~simple_run)
+    d = b.add_cols("d", cr.size, lower=0, upper=1, integer=True)
+    kmax = int(occ.degradation) if max_degradation is None else int(max_degradation)
+    K = b.add_cols("K", 1, lower=1, upper=max(1, kmax), integer=True,
+                   cost=1.0 if objective == "degradation" else 0.0)
+    xcol = -np.ones(P, dtype=np.int64)
+    xcol[xc] = x
+
+    # chain y_t <= y_{t-1}
+    ch = np.flatnonzero(~f_first)
+    nch = ch.size
+    b.add_rows("chain", rows=np.concatenate([np.arange(nch), np.arange(nch)]),
+               cols=np.concatenate([y[ch], y[ch - 1]]),
+               vals=np.concatenate([np.ones(nch), -np.ones(nch)]),
+               lower=-np.inf, upper=0.0, count=nch)
+    # link x[l,g] >= y[first feasible level below the count]
+    lk = np.flatnonzero(linked & (kind == 0))
+    nlk = lk.size
+    b.add_rows("link", rows=np.concatenate([np.arange(nlk), np.arange(nlk)]),
+               cols=np.concatenate([xcol[lk], y[nxt_lev[lk]]]),
+               vals=np.concatenate([np.ones(nlk), -np.ones(nlk)]),
+               lower=0.0, upper=np.inf, count=nlk)
+    # every grid needs a feasible level
+    if np.any(grid_nf == 0):
+        b.add_rows("no_level", rows=np.zeros(1, np.int64), cols=K, vals=0.0, lower=1.0, upper=1.0,
+                   count=1)
+    # select (levels with their own run columns): sum_r d[t,r] - y_t + y_{t+1} = 0
+    cl = np.flatnonzero(~simple)
+    remap_l = -np.ones(nf, dtype=np.int64)
+    remap_l[cl] = np.arange(cl.size)
+    cl_nl = cl[~f_last[cl]]
+    b.add_rows("select",
+               rows=np.concatenate([remap_l[run_level[cr]], remap_l[cl], remap_l[cl_nl]]),
+               cols=np.concatenate([d, y[cl], y[cl_nl + 1]]),
+               vals=np.concatenate([np.ones(cr.size), -np.ones(cl.size), np.ones(cl_nl.size)]),
+               lower=0.0, upper=0.0, count=cl.size)
+    # level weights w_t = y_t - y_{t+1} (simple levels) or d (runs), as COO pieces
+    sl = np.flatnonzero(simple)
+    sl_lo = np.zeros(nf)
+    sl_lo[run_level[simple_run]] = run_lo[simple_run]
+    sl_nl = sl[~f_last[sl]]
+    w_cols = np.concatenate([y[sl], y[sl_nl + 1], d])
+    w_grid = np.concatenate([f_grid[sl], f_grid[sl_nl], f_grid[run_level[cr]]])
+    w_lo = np.concatenate([sl_lo[sl], -sl_lo[sl_nl], run_lo[cr].astype(float)])
+    w_hi = np.concatenate([f_cap[sl].astype(float), -f_cap[sl_nl].astype(float),
+                           run_hi[cr].astype(float)])
+    # retained total R = N - suppressed: Σ m x + Σ agg·y + Σ lo w <= N - forced
+    b.add_rows("retained_lo",
+               rows=np.concatenate([cols[xc], f_grid, w_grid]),
+               cols=np.concatenate([x, y, w_cols]),
+               vals=np.concatenate([cnt[xc].astype(float), agg_w, w_lo]),
+               lower=-np.inf, upper=Nres.astype(float), count=occ.n_grids)
+    # ... and Σ m x + Σ hi w >= N - forced, where some level has an inner run
+    gh = np.flatnonzero(need_hi)
+    remap = -np.ones(occ.n_grids, dtype=np.int64)
+    remap[gh] = np.arange(gh.size)
+    px = xc[need_hi[cols[xc]]]
+    pw = np.flatnonzero(need_hi[w_grid])
+    b.add_rows("retained_hi", rows=np.concatenate([remap[cols[px]], remap[w_grid[pw]]]),
+               cols=np.concatenate([xcol[px], w_cols[pw]]),
+               vals=np.concatenate([cnt[px].astype(float), w_hi[pw]]),
+               lower=Nres[gh].astype(float), upper=np.inf, count=gh.size)
+    # occupancy: Σ_g x[l,g] + K >= G_l - forced (users with G_l above the row threshold)
+    us = np.flatnonzero(row_user)
+    remap_u = -np.ones(occ.n_users, dtype=np.int64)
+    remap_u[us] = np.arange(us.size)
+    pu = xc[row_user[rows[xc]]]
+    b.add_rows("occupancy", rows=np.concatenate([remap_u[rows[pu]], np.arange(us.size)]),
+               cols=np.concatenate([xcol[pu], np.repeat(K, us.size)]),
+               vals=np.ones(pu.size + us.size),
+               lower=(Gl[us] - forced_pairs[us]).astype(float), upper=np.inf, count=us.size)
+    run_lo_all, run_hi_all = run_lo, run_hi
+    return SuppressionModel(
+        model=b.build(),
+        occ=occ,
+        pair_rows=rows,
+        pair_cols=cols,
+        pair_counts=cnt,
+        level_grid=f_grid,
+        level_value=f_val,
+        level_first=f_first,
+        run_level=run_level,
+        run_lo=run_lo_all,
+        run_hi=run_hi_all,
+        run_is_col=~simple_run,
+        pair_kind=kind,
+        pair_level=pair_level,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# solving, per connected component, with the lexicographic tie-break
+# --------------------------------------------------------------------------------------------
+def _components(occ: Occupancy) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(user indices, grid indices) of each connected component of the user–grid graph (networkx)."""
+    import networkx as nx
+
+    L = occ.n_users
+    coo = occ.matrix.tocoo()
+    graph = nx.Graph()
+    graph.add_nodes_from(range(L + occ.n_grids))
+    graph.add_edges_from(zip(coo.row.tolist(), (coo.col + L).tolist()))
+    out = []
+    for comp in nx.connected_components(graph):
+        nodes = np.fromiter(comp, dtype=np.int64)
+        out.append((np.sort(nodes[nodes < L]), np.sort(nodes[nodes >= L] - L)))
+    out.sort(key=lambda c: (-c[1].size, int(c[1][0])))
+    return out
+
+
+def _sub_occupancy(occ: Occupancy, users: np.ndarray, grids: np.ndarray) -> Occupancy:
+    mat = sp.csr_array(occ.matrix[users][:, grids])
+    mat.sort_indices()
+    return Occupancy(mat, occ.users[users], occ.grids[grids])
+
+
+def _remaining(deadline: float | None) -> float | None:
+    if deadline is None:
+        return None
+    return max(0.0, deadline - time.perf_counter())
+
+
+def _mask_of(sm: SuppressionModel, suppressed: frozenset) -> np.ndarray:
+    users_l = sm.occ.users.tolist()
+    grids_l = sm.occ.grids.tolist()
+    keys = [(users_l[r], grids_l[c]) for r, c in zip(sm.pair_rows.tolist(), sm.pair_cols.tolist())]
+    return np.fromiter((k in suppressed for k in keys), dtype=bool, count=len(keys))
+
+
+@dataclass
+class _CompResult:
+    status: Status
+    K: int
+    bound: float
+    mask: np.ndarray | None
+    time: float
+
+
+def _solve_stage(
+    sm: SuppressionModel,
+    warm: np.ndarray | None,
+    time_limit: float | None,
+    options: Mapping[str, Any] | None,
+) -> SolveResult:
+    return _solve(sm.model, time_limit=time_limit, options=options, warm_start=warm)
+
+
+def solve_suppression(
+    occ: Any,
+    bound: float,
+    epsilon: float,
+    *,
+    error_bound: float | None = None,
+    time_limit: float | None = None,
+    options: Mapping[str, Any] | None = None,
+    split: Split = "equal",
+    tie_break: bool = True,
+    tie_break_time_limit: float | None = 10.0,
+    warm_start: SuppressionPlan | None = None,
+) -> SuppressionPlan:
+    """Least privacy-loss degradation K with every grid's worst-case error ≤ E (exact MILP, HiGHS).
+
+    Parameters
+    ----------
+    occ : Occupancy
+        The public user × grid count array (seed 002 §II-C).
+    bound, epsilon : float
+        U and the per-grid budget ε.
+    error_bound : float, optional
+        E; default max_g E_g of BASELINE, as in the paper (Algorithm 1, line 3).
+    time_limit : float, optional
+        Total seconds for all solves. A limited solve returns its incumbent with status
+        ``"time_limit"``, the proven lower bound on K and the gap.
+    options : mapping, optional
+        HiGHS options (e.g. ``{"mip_rel_gap": 0}``), checked by the back-end.
+    split : {"equal", "optimal"}
+        Budget split between mean and variance (the paper: equal).
+    tie_break : bool
+        After K is optimal, minimise the number of suppressed samples among plans with that K
+        (a second MILP per component, warm-started with the first plan).
+    tie_break_time_limit : float or None
+        Seconds for the tie-break stage (``None``: no limit). This stage is a multiple-knapsack
+        problem and can be much harder than the first; when limited, the plan still has the
+        optimal K and ``info["tie_break"]`` reports the status and ``info["tie_break_gap"]`` the
+        relative gap on the suppressed samples.
+    warm_start : SuppressionPlan, optional
+        A plan to start from (default: CLIP-USER's plan at the same E, when it meets E).
+
+    Returns
+    -------
+    SuppressionPlan
+        ``method="milp"``. Its grid errors and K are recomputed from scratch with
+        :func:`dpopt.grid_errors`; a plan failing that check raises ``RuntimeError``.
+
+    Notes
+    -----
+    Independent connected components of the user–grid graph are solved separately; K is the
+    largest of their optima, and the tie-break stage then lets every component use that K.
+    """
+    occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+    t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + float(time_limit)
+    base = baseline_errors(occ, U, eps, split)
+    if E is None:
+        E = float(np.max(base))
+    opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})}
+    if warm_start is None:
+        from .greedy import clip_user
+
+        warm_start = clip_user(occ, U, eps, error_bound=E, split=split)
+    warm_set = warm_start.suppressed if warm_start.feasible else None
+
+    comps = _components(occ)
+    results: list[tuple[SuppressionModel | None, Occupancy, _CompResult]] = []
+    for users, grids in comps:
+        sub = _sub_occupancy(occ, users, grids)
+        sub_base = base[grids]
+        if sub.degradation == 1 and np.all(sub_base <= E * (1 + ERROR_RTOL)):
+            results.append((None, sub, _CompResult(Status.OPTIMAL, 1, 1.0, None, 0.0)))
+            continue
+        sm = build_suppression_model(sub, U, eps, error_bound=E, split=split)
+        warm = sm.point(_mask_of(sm, warm_set)) if warm_set is not None else None
+        res = _solve_stage(sm, warm, _remaining(deadline), opts)
+        if res.has_solution:
+            mask = sm.suppressed_mask(res.x)
+            Kc = int(round(res.objective))
+            lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0
+            results.append((sm, sub, _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time)))
+        else:
+            st = res.status if res.status is not Status.OPTIMAL else Status.ERROR
+            results.append((sm, sub, _CompResult(st, -1, math.inf, None, res.solve_time)))
+
+    statuses = [r.status for _, _, r in results]
+    if any(s in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) for s in statuses):
+        K_all, errors, samples = recheck(occ, frozenset(), U, eps, split)
+        return SuppressionPlan(
+            degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
+            status="infeasible", gap=math.inf, bound=math.inf, method="milp", epsilon=eps, U=U,
+            suppressed_samples=0, original_degradation=occ.degradation,
+            solve_time=time.perf_counter() - t0,
+            info={"components": len(comps), "note": "no suppression plan meets the error bound"},
+        )
+    if any(r.mask is None and sm is not None for sm, _, r in results):
+        # a component without an incumbent (time limit): fall back to the warm start, if any
+        if warm_set is None:
+            K_all, errors, samples = recheck(occ, frozenset(), U, eps, split)
+            return SuppressionPlan(
+                degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
+                status=Status.TIME_LIMIT.value, gap=math.inf, bound=1.0, method="milp",
+                epsilon=eps, U=U, suppressed_samples=0, original_degradation=occ.degradation,
+                solve_time=time.perf_counter() - t0,
+                info={"components": len(comps), "note": "no incumbent within the time limit"},
+            )
+        for sm, _, r in results:
+            if sm is not None and r.mask is None:
+                r.mask = _mask_of(sm, warm_set)
+                r.K = int(sm.point(r.mask)[sm.model.col_blocks["K"]][0])
+                r.bound = 1.0
+    K_star = max(r.K for _, _, r in results)
+    K_bound = max(r.bound for _, _, r in results)
+    all_optimal = all(r.status is Status.OPTIMAL for _, _, r in results)
+
+    # lexicographic tie-break: fewest suppressed samples with K <= K_star in every component
+    tie_status = "skipped"
+    tie_gap = 0.0
+    if tie_break:
+        tie_status = "optimal"
+        for i, (sm, sub, r) in enumerate(results):
+            if sm is None:
+                continue
+            if sub.degradation <= K_star and np.all(base[comps[i][1]] <= E * (1 + ERROR_RTOL)):
+                r.mask = np.zeros(sm.pair_rows.size, dtype=bool)
+                continue
+            sm2 = build_suppression_model(sub, U, eps, error_bound=E, split=split,
+                                          objective="samples", max_degradation=K_star,
+                                          row_threshold=K_star)
+            warm2 = sm2.point(r.mask)
+            limit = _remaining(deadline)
+            if tie_break_time_limit is not None:
+                limit = tie_break_time_limit if limit is None else min(limit, tie_break_time_limit)
+            res2 = _solve_stage(sm2, warm2, limit, opts)
+            if res2.has_solution:
+                r.mask = sm2.suppressed_mask(res2.x)
+                tie_gap = max(tie_gap, res2.gap)
+            if res2.status is not Status.OPTIMAL:
+                tie_status = res2.status.value
+            results[i] = (sm2, sub, r)
+
+    suppressed_pairs: set = set()
+    for sm, sub, r in results:
+        if sm is None or r.mask is None:
+            continue
+        users_l = sub.users.tolist()
+        grids_l = sub.grids.tolist()
+        for k in np.flatnonzero(r.mask).tolist():
+            suppressed_pairs.add((users_l[sm.pair_rows[k]], grids_l[sm.pair_cols[k]]))
+    suppressed = frozenset(suppressed_pairs)
+    K_chk, errors, samples = recheck(occ, suppressed, U, eps, split)
+    if K_chk > K_star or not np.all(errors <= E * (1 + ERROR_RTOL)):
+        raise RuntimeError(
+            f"suppression MILP returned a plan that fails the re-check: K={K_chk} (model {K_star}), "
+            f"max error {float(np.max(errors))!r} > E={E!r}"
+        )
+    status = Status.OPTIMAL.value if all_optimal else Status.TIME_LIMIT.value
+    gap = (K_chk - K_bound) / max(1.0, K_chk)
+    return SuppressionPlan(
+        degradation=K_chk,
+        error_bound=E,
+        suppressed=suppressed,
+        grid_errors=errors,
+        status=status,
+        gap=0.0 if all_optimal else float(gap),
+        bound=float(K_chk) if all_optimal else float(K_bound),
+        method="milp",
+        epsilon=eps,
+        U=U,
+        suppressed_samples=samples,
+        original_degradation=occ.degradation,
+        solve_time=time.perf_counter() - t0,
+        info={
+            "components": len(comps),
+            "tie_break": tie_status,
+            "tie_break_gap": tie_gap,
+            "greedy_degradation": warm_start.degradation,
+            "component_times": [r.time for _, _, r in results],
+            "split": split,
+        },
+    )

@@ -1,0 +1,119 @@
+"""The result type shared by CLIP-USER, the MILP and the frontier: :class:`SuppressionPlan`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..calculus import grid_errors as _grid_errors
+from ..occupancy import Occupancy
+from ._kernel import ERROR_RTOL
+
+__all__ = ["SuppressionPlan", "recheck"]
+
+
+@dataclass(frozen=True, eq=False)
+class SuppressionPlan:
+    """Which (user, grid) contributions to suppress, and what that costs (seed 002 §V-B).
+
+    Attributes
+    ----------
+    degradation : int
+        K = max_ℓ G_ℓ after suppression: the release is K·ε user-level DP (Proposition V.1).
+    error_bound : float
+        E, the bound every grid's worst-case error must meet.
+    suppressed : frozenset of (user label, grid label)
+        Contributions set to Γ_{g,ℓ} = 0.
+    grid_errors : ndarray, shape (G,)
+        Worst-case error of each grid after suppression (``occ.grids`` order), recomputed from
+        scratch with :func:`dpopt.grid_errors`.
+    status : str
+        ``"optimal"`` (MILP, proven), ``"time_limit"`` (MILP incumbent with a gap),
+        ``"infeasible"`` (no plan meets E), ``"heuristic"`` (CLIP-USER).
+    gap : float
+        (K − bound)/max(1, K) for the MILP (0 when optimal); ``nan`` for the greedy plan.
+    bound : float
+        Proven lower bound on the least K (MILP); ``nan`` for the greedy plan.
+    method : str
+        ``"greedy"`` or ``"milp"``.
+    epsilon, U : float
+        The per-grid privacy budget and the sample bound.
+    suppressed_samples : int
+        Σ m_{g,ℓ} over the suppressed pairs (the MILP's tie-break minimises it for the optimal K).
+    original_degradation : int
+        G_1 = max_ℓ G_ℓ before suppression.
+    solve_time : float
+        Wall-clock seconds.
+    info : dict
+        Method-specific details (stages, halting reason, component count, objective bounds...).
+    """
+
+    degradation: int
+    error_bound: float
+    suppressed: frozenset
+    grid_errors: np.ndarray
+    status: str
+    gap: float
+    bound: float
+    method: str
+    epsilon: float
+    U: float
+    suppressed_samples: int
+    original_degradation: int
+    solve_time: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def max_error(self) -> float:
+        """max_g E_g after suppression."""
+        return float(np.max(self.grid_errors)) if self.grid_errors.size else 0.0
+
+    @property
+    def privacy_loss(self) -> float:
+        """K·ε, the composed privacy loss (seed 002 Proposition V.1)."""
+        return self.degradation * self.epsilon
+
+    @property
+    def feasible(self) -> bool:
+        """Every grid error meets E (within :data:`ERROR_RTOL`)."""
+        return bool(np.all(self.grid_errors <= self.error_bound * (1 + ERROR_RTOL)))
+
+    @property
+    def is_optimal(self) -> bool:
+        return self.status == "optimal"
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready digest (used by the CLI)."""
+        return {
+            "method": self.method,
+            "status": str(self.status),
+            "degradation": self.degradation,
+            "original_degradation": self.original_degradation,
+            "privacy_loss": self.privacy_loss,
+            "error_bound": self.error_bound,
+            "max_error": self.max_error,
+            "bound": self.bound,
+            "gap": self.gap,
+            "n_suppressed": len(self.suppressed),
+            "suppressed_samples": self.suppressed_samples,
+            "solve_time": self.solve_time,
+        }
+
+
+def recheck(
+    occ: Occupancy, suppressed: frozenset, U: float, eps: float, split: str = "equal"
+) -> tuple[int, np.ndarray, int]:
+    """K, per-grid errors and suppressed samples of a plan, recomputed from scratch.
+
+    Uses :func:`dpopt.grid_errors` (the foundation's calculus), independent of the model code.
+    """
+    pairs = sorted(suppressed, key=repr)
+    errors = _grid_errors(occ, U, eps, suppressed=pairs or None, split=split)
+    retained = occ.retained_matrix(pairs or None)
+    occupancy = np.diff(retained.indptr)
+    K = int(occupancy.max()) if occupancy.size else 0
+    samples = int(occ.matrix.sum() - retained.sum())
+    return K, np.asarray(errors, dtype=float), samples
