@@ -12,6 +12,7 @@ The mathematics and the code map are in ``models/clipping.md``.
 
 from .closed_form import (
     KKT_TOL,
+    LP_KKT_TOL,
     ClippingPlan,
     KKTCertificate,
     KKTReport,
@@ -32,6 +33,7 @@ from .lp import (
 
 __all__ = [
     "KKT_TOL",
+    "LP_KKT_TOL",
     "ClippingPlan",
     "KKTCertificate",
     "KKTReport",

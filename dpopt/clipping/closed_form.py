@@ -41,6 +41,7 @@ from ..solve.result import Status
 
 __all__ = [
     "KKT_TOL",
+    "LP_KKT_TOL",
     "RANK_SNAP_TOL",
     "KKTCertificate",
     "KKTReport",
@@ -55,6 +56,8 @@ __all__ = [
 
 #: default tolerance of :meth:`KKTCertificate.check` (relative to the scale of the data U·m*).
 KKT_TOL = 1e-9
+#: default tolerance for certificates read from solver duals (HiGHS feasibility tolerance 1e-7).
+LP_KKT_TOL = 1e-7
 #: ``2d/ε`` within this relative distance of an integer k is taken as k (ties, ERRATA notes §7).
 RANK_SNAP_TOL = 1e-12
 
@@ -288,8 +291,13 @@ class ClippingPlan:
         """Users whose interval is a strict sub-interval of ``[0, U]``."""
         return int(np.sum((self.lower > 0) | (self.upper < self.bound)))
 
-    def check(self, tol: float = KKT_TOL) -> bool:
-        """Check the certificate (False when there is none)."""
+    def check(self, tol: float | None = None) -> bool:
+        """Check the certificate (False when there is none).
+
+        Default tolerance: :data:`KKT_TOL` for the closed form, :data:`LP_KKT_TOL` for LP plans.
+        """
+        if tol is None:
+            tol = KKT_TOL if self.method == "closed-form" else LP_KKT_TOL
         return self.certificate is not None and self.certificate.check(tol)
 
     def summary(self) -> dict[str, Any]:

@@ -303,8 +303,11 @@ def solve_clipping(
             upper = np.clip(U - s / mf, 0.0, U)
     else:
         a_s, b_s, e_s = res.value("a"), res.value("b"), res.value("e")
-        lower = np.clip(_per_user_sums(a_s, m) / mf, 0.0, U)
-        upper = np.clip(_per_user_sums(b_s, m) / mf, lower, U)
+        upper = np.clip(_per_user_sums(b_s, m) / mf, 0.0, U)
+        if d == 1:
+            lower = np.clip(_per_user_sums(a_s, m) / mf, 0.0, upper)
+        else:  # a only adds bias for d >= 2 (ERRATA E3); the LP is indifferent to a_j <= U - b_j
+            lower = np.zeros(L)
         s = _per_user_sums(e_s, m)  # per-user bias mass: a feasible point of the reduced LP
         info["sample_lower"] = a_s
         info["sample_upper"] = b_s
