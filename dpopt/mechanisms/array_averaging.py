@@ -134,7 +134,15 @@ def array_means(samples: np.ndarray, counts: np.ndarray, packing: Packing, *, su
 
 
 def array_averaging_sensitivity(bound: float, packing: Packing, *, wrap_factor: float = 1.0) -> float:
-    """``Δ = U/K`` (BestFit) or ``wrap_factor·U/K`` (WrapAround; paper text: 2, exact: 1)."""
+    """``Δ = U/K`` (BestFit) or ``wrap_factor·U/K`` (WrapAround; paper text: 2, exact: 1).
+
+    ``wrap_factor < 1`` would understate the sensitivity of a split user and is refused.
+    """
+    if not np.isfinite(wrap_factor) or wrap_factor < 1.0:
+        raise DpoptInputError(
+            f"`wrap_factor` must be a finite number >= 1 (U/K is the exact WrapAround sensitivity); "
+            f"got {wrap_factor!r}"
+        )
     factor = wrap_factor if packing.grouping == "wrap_around" else 1.0
     return factor * float(bound) / packing.num_arrays
 
@@ -200,13 +208,14 @@ def array_averaging(
         Clip the release to ``[0, U]`` (post-processing; the authors' code does it).
     order : str or permutation
         User processing order for the grouping (:func:`dpopt.arrays.grouping.processing_order`).
+        A permutation given here must not depend on the samples (it is treated as public).
     """
     eps, rng = check_common(epsilon, rng)
     x, m, U = as_samples(samples, counts, bound)
     R = resolve_runs(x.shape[0], runs)
     p = pack(m, length, grouping, order=order)
-    est = np.broadcast_to(array_means(x, m, p, substitute_means=substitute_means).mean(axis=-1), (R,)).copy()
     sens = array_averaging_sensitivity(U, p, wrap_factor=wrap_factor)
+    est = np.broadcast_to(array_means(x, m, p, substitute_means=substitute_means).mean(axis=-1), (R,)).copy()
     scale = sens / eps
     values = est + laplace(rng, scale, (R,))
     if clip_output:

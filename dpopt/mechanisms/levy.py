@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError, as_counts, check_choice, check_positive_int
+from .._validation import DpoptInputError, as_counts, check_choice, check_epsilon, check_positive_int
 from ._common import Release, as_samples, check_common, laplace, resolve_runs
 from .array_averaging import Grouping, array_means, pack
 from .private_quantile import sample_log_weights
@@ -82,6 +82,9 @@ def levy_interval(
 
     ``means`` shape ``(K,)`` or ``(B, K)``; returns ``(a, b)`` each of shape ``(runs,)``.
     """
+    epsilon = check_epsilon(epsilon)
+    influence = check_positive_int(influence, "influence")
+    width_factor = check_epsilon(width_factor, "width_factor")
     x = np.atleast_2d(np.asarray(means, dtype=float))
     B, K = x.shape
     U = float(bound)
@@ -105,6 +108,7 @@ def clipped_array_release(
     rng: np.random.Generator, clip_output: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(1/K) Σ Π_[a,b](Ā_k) + Lap(φ(b − a)/(K·ε))`` per run; returns (values, estimate, Δ, scale)."""
+    influence = check_positive_int(influence, "influence")
     x = np.atleast_2d(means)
     K = x.shape[1]
     est = np.clip(x, a[:, None], b[:, None]).mean(axis=1)
@@ -166,6 +170,7 @@ def levy(
     eps, rng = check_common(epsilon, rng)
     if not 0.0 < interval_share < 1.0:
         raise DpoptInputError(f"`interval_share` must lie in (0, 1); got {interval_share!r}")
+    check_epsilon(width_factor, "width_factor")
     x, m, U = as_samples(samples, counts, bound)
     R = resolve_runs(x.shape[0], runs)
     mlen = levy_array_length(m) if length is None else check_positive_int(length, "length")

@@ -57,6 +57,7 @@ def exponential_mechanism(
     """
     eps = check_epsilon(epsilon)
     rng = check_rng(rng)
+    sensitivity = check_epsilon(sensitivity, "sensitivity")
     u = np.atleast_2d(np.asarray(scores, dtype=float))
     runs = u.shape[0] if u.shape[0] > 1 else check_positive_int(runs, "runs")
     return sample_log_weights(eps * u / (2.0 * sensitivity), rng, runs)
@@ -104,6 +105,7 @@ def smith_quantile(
     """
     eps = check_epsilon(epsilon)
     rng = check_rng(rng)
+    sensitivity = check_epsilon(sensitivity, "sensitivity")
     if not upper > lower:
         raise DpoptInputError(f"`upper` must exceed `lower`; got lower={lower}, upper={upper}")
     x = np.atleast_2d(np.asarray(values, dtype=float))

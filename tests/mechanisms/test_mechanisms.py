@@ -241,6 +241,15 @@ BAD = [
     (lambda: grid_release([1.0, 2.0], [1, 1], U, 1.0, mean_share=0.0, rng=np.random.default_rng()), "mean_share"),
     (lambda: smith_quantile([1.0], 0, 1.0, lower=1.0, upper=1.0, rng=np.random.default_rng()), "upper"),
     (lambda: monte_carlo(lambda r, g: (np.zeros(r), 0.0), runs=0, rng=np.random.default_rng()), "runs"),
+    # privacy validity conditions: no parameter may shrink a sensitivity below its proven value
+    (lambda: array_averaging([1.0, 2.0, 3.0], [2, 1], U, 1.0, length=1, grouping="wrap_around", wrap_factor=0.5,
+                             rng=np.random.default_rng()), "wrap_factor"),
+    (lambda: smith_quantile([1.0, 2.0], 1, 1.0, lower=0.0, upper=U, sensitivity=0.0,
+                            rng=np.random.default_rng()), "sensitivity"),
+    (lambda: exponential_mechanism([0.0, 1.0], 1.0, sensitivity=-1.0, rng=np.random.default_rng()), "sensitivity"),
+    (lambda: levy([1.0, 2.0], [1, 1], U, 1.0, length=1, width_factor=0.0, rng=np.random.default_rng()),
+     "width_factor"),
+    (lambda: levy_interval([1.0, 2.0], 5.0, 1.0, bound=U, influence=0, rng=np.random.default_rng()), "influence"),
 ]
 
 
