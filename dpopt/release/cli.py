@@ -104,8 +104,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.records:
             raise CliError("RECORDS is required (a CSV or Parquet path), or use --example for the embedded sample")
-        records = Path(args.records)
-        if not records.exists():
+        remote = args.backend == "dask" and ("://" in args.records or "*" in args.records)
+        records = args.records if remote else Path(args.records)
+        if not remote and not Path(args.records).exists():
             raise CliError(f"RECORDS must be an existing CSV or Parquet path; got {args.records!r} (not found)")
         if args.bound is None:
             raise CliError("`--bound` is required: the public upper bound U of the values (e.g. --bound 120)")

@@ -49,7 +49,13 @@ def _require_dask() -> Any:
 
 
 def _is_remote(path: Any) -> bool:
-    return isinstance(path, str) and "://" in path
+    """A URL (``s3://...``) or a glob pattern: read by Dask/fsspec, not checked locally."""
+    return isinstance(path, str) and ("://" in path or "*" in path)
+
+
+def _is_csv(name: str) -> bool:
+    lower = name.lower()
+    return any(ext in lower for ext in (".csv", ".tsv", ".txt"))
 
 
 def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None,
@@ -79,7 +85,8 @@ def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None
         raise DpoptInputError(f"`records` must be an existing CSV or Parquet path; got {name!r} (not found)")
     lower = name.lower()
     try:
-        if lower.endswith((".parquet", ".pq", ".parq")) or (not _is_remote(name) and Path(name).is_dir()):
+        local_dir = not _is_remote(name) and Path(name).is_dir()
+        if local_dir or lower.endswith((".parquet", ".pq", ".parq")) or (_is_remote(name) and not _is_csv(name)):
             ddf = dd.read_parquet(name, columns=usecols)
         else:
             if not _is_remote(name):

@@ -83,3 +83,13 @@ def test_cli_dask_backend(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert json.loads(out)["grids"] == 1449
+
+
+def test_glob_of_csv_files(client, records, tmp_path):
+    half = len(records) // 2
+    for i, part in enumerate((records.iloc[:half], records.iloc[half:])):
+        part.assign(timestamp=part.timestamp.dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(tmp_path / f"p{i}.csv", index=False)
+    local, _ = aggregate_records(records, bound=100)
+    remote, rep = aggregate_records(str(tmp_path / "p*.csv"), bound=100, backend="dask", client=client)
+    _same(local, remote)
+    assert rep.chunks == 2

@@ -1,0 +1,33 @@
+"""``dpopt demo`` section: the release pipeline on the embedded Austin bus day."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+__all__ = ["demo"]
+
+
+def demo(out: TextIO) -> None:
+    """Aggregate the embedded sample once, then release it with BASELINE and CLIP-USER."""
+    from .data import EXAMPLE_BOUND, austin_sample_path
+    from .release import aggregate_records, release_aggregate
+
+    agg, ingest = aggregate_records(austin_sample_path(), bound=EXAMPLE_BOUND, h3_resolution=7, slot="1h")
+    out.write(
+        f"Austin buses, one day: {ingest.records_read} records, {agg.n_users} buses, "
+        f"{agg.n_grids} (H3 res-7 cell x 1h) grids; U = {EXAMPLE_BOUND:g} km/h, eps = 1 per grid\n"
+    )
+    for plan in ("baseline", "greedy"):
+        r = release_aggregate(agg, ingest, bound=EXAMPLE_BOUND, epsilon=1.0, plan=plan, seed=0)
+        s = r.summary
+        out.write(
+            f"  {plan:<8}  K = {s.degradation:>3}  total eps = K*eps = {s.epsilon_total:6.1f}  "
+            f"worst-case error E = {s.error_bound:7.1f}  suppressed pairs {s.suppressed_pairs}\n"
+        )
+    busiest = r.table.nlargest(1, "n_records").iloc[0]
+    out.write(
+        f"  busiest grid {busiest['cell']} @ {busiest['slot']}: {busiest['n_users']} buses, "
+        f"{busiest['n_records']} records -> released mean {busiest['mean']:.1f} km/h "
+        f"(noise scale {busiest['mean_noise_scale']:.2f}); exact discrete Laplace noise (seeded demo)\n"
+    )
+    out.write("  run it yourself: dpopt release --example [--plan greedy] --out DIR\n")
