@@ -1,0 +1,85 @@
+"""``dpopt suppress``: CLIP-USER, the exact MILP or the frontier on an occupancy CSV (user,grid,count)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..cli_common import CliError, emit
+
+__all__ = ["register", "run", "read_occupancy"]
+
+
+def read_occupancy(path: str | Path) -> Any:
+    """Read an occupancy CSV with columns user, grid, count (a header row is required)."""
+    import pandas as pd
+
+    from ..occupancy import Occupancy
+
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"`--occupancy` must be a readable CSV file; got {str(path)!r} (not found)")
+    try:
+        frame = pd.read_csv(p)
+    except Exception as exc:  # pandas raises several types for malformed files
+        raise CliError(f"`--occupancy` file {str(path)!r} is not a readable CSV: {exc}") from None
+    cols = {c.strip().lower(): c for c in frame.columns}
+    if not {"user", "grid", "count"} <= set(cols):
+        raise CliError(
+            f"`--occupancy` file {str(path)!r} must have columns user, grid, count; got {list(frame.columns)}"
+        )
+    return Occupancy.from_frame(frame, user=cols["user"], grid=cols["grid"], count=cols["count"])
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "suppress",
+        help="grid suppression (seed 002): greedy CLIP-USER, exact MILP, or the privacy–error frontier",
+        description="Suppress (user, grid) contributions to lower the composition factor K while "
+        "every grid's worst-case error stays <= E (seed 002).",
+    )
+    p.add_argument("--occupancy", required=True, help="CSV with columns user,grid,count")
+    p.add_argument("--bound", "-U", type=float, required=True, help="sample upper bound U")
+    p.add_argument("--epsilon", "-e", type=float, required=True, help="per-grid privacy budget")
+    p.add_argument("--error-bound", type=float, default=None,
+                   help="E (default: max grid error of BASELINE)")
+    p.add_argument("--method", choices=("greedy", "milp", "frontier"), default="milp")
+    p.add_argument("--skip-min-error-grid", action="store_true",
+                   help="greedy: never suppress in the grid of smallest initial error (§VI-A3)")
+    p.add_argument("--time-limit", type=float, default=None, help="seconds (MILP)")
+    p.add_argument("--list", action="store_true", help="list the suppressed (user, grid) pairs")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .frontier import suppression_frontier
+    from .greedy import clip_user
+    from .milp import solve_suppression
+
+    occ = read_occupancy(args.occupancy)
+    if args.method == "frontier":
+        fr = suppression_frontier(occ, args.bound, args.epsilon, error_bound=args.error_bound,
+                                  time_limit=args.time_limit)
+        payload: dict[str, Any] = {"method": "frontier", "epsilon": fr.epsilon,
+                                   "error_bound": fr.error_bound, "points": fr.table(),
+                                   "solve_time": fr.solve_time}
+        if not args.json:
+            print(f"{'K':>4} {'K*eps':>8} {'E*(K)':>14} status")
+            for row in fr.table():
+                print(f"{row['K']:>4} {row['privacy_loss']:>8.3g} {row['error']:>14.6g} {row['status']}")
+            return 0
+        emit(payload, True)
+        return 0
+    if args.method == "greedy":
+        plan = clip_user(occ, args.bound, args.epsilon, error_bound=args.error_bound,
+                         skip_min_error_grid=args.skip_min_error_grid)
+    else:
+        plan = solve_suppression(occ, args.bound, args.epsilon, error_bound=args.error_bound,
+                                 time_limit=args.time_limit)
+    payload = plan.summary()
+    if args.list or args.json:
+        payload["suppressed"] = sorted(([u, g] for u, g in plan.suppressed), key=repr)
+    emit(payload, args.json)
+    return 0

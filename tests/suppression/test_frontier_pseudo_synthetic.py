@@ -1,0 +1,90 @@
+"""Frontier E*(K) vs brute force; pseudo-user clipping (eq. (15)) vs enumeration; the synthetic family."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpopt import Occupancy
+from dpopt.calculus import grid_error_terms, grid_errors
+from dpopt.suppression import (
+    clip_user,
+    heavy_hitter_occupancy,
+    pseudo_user_clipping,
+    suppression_frontier,
+)
+
+from ._reference import brute_force, random_tiny
+
+EXACT_RTOL = 1e-12
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_frontier_equals_brute_force(seed):
+    rng = np.random.default_rng(500 + seed)
+    occ = random_tiny(rng, users=5, grids=3, max_count=6)
+    U, eps = 10.0, 0.5
+    _, _, (Ks, errs) = brute_force(occ, U, eps, np.inf)
+    fr = suppression_frontier(occ, U, eps, degradations=range(1, occ.degradation + 1))
+    for p in fr.points:
+        ok = Ks <= p.degradation
+        expect = float(errs[ok].min()) if ok.any() else np.inf
+        if np.isfinite(expect):
+            assert p.status == "optimal"
+            assert p.error == pytest.approx(expect, rel=EXACT_RTOL)
+            assert p.plan.degradation <= p.degradation
+        else:
+            assert p.status == "infeasible"
+    assert np.all(np.diff(fr.errors) <= 1e-9)
+
+
+def test_frontier_default_range_starts_at_milp_optimum():
+    occ = Occupancy.from_dense([[4, 3, 2], [1, 0, 0], [0, 2, 0], [0, 0, 3], [1, 1, 1]])
+    fr = suppression_frontier(occ, 1.0, 1.0)
+    assert fr.degradations[-1] == occ.degradation
+    assert fr.points[0].error <= fr.error_bound * (1 + 1e-12)
+
+
+def test_pseudo_user_matches_enumeration():
+    rng = np.random.default_rng(9)
+    occ = random_tiny(rng, users=6, grids=3, max_count=9)
+    U, eps = 10.0, 0.7
+    plan = clip_user(occ, U, eps, error_bound=float(grid_errors(occ, U, eps).max()) * 1.5)
+    res = pseudo_user_clipping(occ, U, eps, plan)
+    kept = occ.retained_matrix(list(plan.suppressed)).toarray()
+    for g in range(occ.n_grids):
+        c = kept[:, g][kept[:, g] > 0]
+        N = occ.grid_totals[g]
+        best = min(
+            grid_error_terms([N], [np.minimum(c, m).sum()], [m], U, eps).error[0]
+            for m in range(c.min(), c.max() + 1)
+        )
+        assert res.grid_errors[g] == pytest.approx(best, rel=EXACT_RTOL)
+        assert c.min() <= res.clip[g] <= c.max()
+    # m = Γ*_g reproduces the plan's own errors; eq. (15) never makes a grid worse
+    np.testing.assert_allclose(res.errors_before, plan.grid_errors, rtol=EXACT_RTOL)
+    assert np.all(res.grid_errors <= res.errors_before)
+
+
+def test_synthetic_family_structure():
+    occ = heavy_hitter_occupancy(np.random.default_rng(1), n_grids=6, q=0.05, gamma=3)
+    L = 2**6 - 1
+    assert occ.n_users == L and occ.n_grids == 6
+    users = occ.users
+    expected = 6 - np.floor(np.log2(users)).astype(int)
+    np.testing.assert_array_equal(occ.user_occupancy, expected)
+    again = heavy_hitter_occupancy(np.random.default_rng(1), n_grids=6, q=0.05, gamma=3)
+    assert (occ.matrix != again.matrix).nnz == 0
+    # heavy hitter: the largest count of each grid is (1 + γ) × a Geo draw, so divisible by 4
+    assert np.all(occ.grid_max % 4 == 0)
+
+
+@pytest.mark.parametrize("kwargs", [dict(q=0.0), dict(gamma=-1.0), dict(n_grids=0), dict(n_grids=30)])
+def test_synthetic_bad_input(kwargs):
+    with pytest.raises(ValueError):
+        heavy_hitter_occupancy(np.random.default_rng(0), **kwargs)
+
+
+def test_synthetic_needs_generator():
+    with pytest.raises(ValueError, match="rng"):
+        heavy_hitter_occupancy(0)
