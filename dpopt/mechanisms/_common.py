@@ -31,6 +31,7 @@ __all__ = [
     "user_means",
     "substitute_user_means",
     "laplace",
+    "laplace_release",
 ]
 
 
@@ -154,6 +155,40 @@ def laplace(rng: np.random.Generator, scale: Any, shape: tuple[int, ...]) -> np.
     """
     scale = np.broadcast_to(np.asarray(scale, dtype=float), shape)
     return rng.laplace(0.0, 1.0, size=shape) * scale
+
+
+def laplace_release(
+    estimate: np.ndarray,
+    sensitivity: float,
+    epsilon: float,
+    *,
+    rng: np.random.Generator,
+    runs: int,
+    mechanism: str,
+    details: dict[str, Any] | None = None,
+    clip_to: float | None = None,
+) -> Release:
+    """One Laplace draw per run with a data-independent sensitivity, all of ``epsilon`` to it.
+
+    ``estimate`` (one value per stacked dataset, broadcast to ``runs``) is released as
+    ``estimate + Lap(sensitivity/epsilon)``; ``clip_to=U`` clips the release to ``[0, U]``
+    (post-processing). Shared by Laplace, OPT-worst-case and Array-Averaging.
+    """
+    est = np.broadcast_to(np.asarray(estimate, dtype=float), (runs,)).copy()
+    scale = sensitivity / epsilon
+    values = est + laplace(rng, scale, (runs,))
+    if clip_to is not None:
+        values = np.clip(values, 0.0, clip_to)
+    return Release(
+        values=values,
+        estimate=est,
+        sensitivity=np.full(runs, sensitivity),
+        noise_scale=np.full(runs, scale),
+        epsilon=epsilon,
+        mechanism=mechanism,
+        budget={"mean": epsilon},
+        details=details or {},
+    )
 
 
 def check_common(epsilon: Any, rng: Any) -> tuple[float, np.random.Generator]:

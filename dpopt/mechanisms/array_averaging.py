@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import DpoptInputError, check_choice, check_positive_int
-from ._common import Release, as_samples, check_common, laplace, resolve_runs, user_means
+from ._common import Release, as_samples, check_common, laplace_release, resolve_runs, user_means
 
 __all__ = ["Packing", "pack", "array_means", "array_averaging", "array_averaging_sensitivity",
            "median_array_length", "array_mean_estimator"]
@@ -125,6 +125,11 @@ def _pack(counts: Any, length: int, grouping: Grouping, *, order: Any) -> Packin
     return Packing(grouping, length, K, max(influence, 1), wu, ws, g)
 
 
+def grouping_label(grouping: str) -> str:
+    """``"BestFit"`` or ``"WrapAround"`` (the series suffix of seed 003's figures)."""
+    return "BestFit" if grouping == "best_fit" else "WrapAround"
+
+
 def array_means(samples: np.ndarray, counts: np.ndarray, packing: Packing, *, substitute_means: bool = True) -> np.ndarray:
     """Array means ``Ā_k`` for stacked datasets: ``samples (B, N) -> (B, K)``."""
     x = np.atleast_2d(np.asarray(samples, dtype=float))
@@ -215,18 +220,7 @@ def array_averaging(
     R = resolve_runs(x.shape[0], runs)
     p = pack(m, length, grouping, order=order)
     sens = array_averaging_sensitivity(U, p, wrap_factor=wrap_factor)
-    est = np.broadcast_to(array_means(x, m, p, substitute_means=substitute_means).mean(axis=-1), (R,)).copy()
-    scale = sens / eps
-    values = est + laplace(rng, scale, (R,))
-    if clip_output:
-        values = np.clip(values, 0.0, U)
-    return Release(
-        values=values,
-        estimate=est,
-        sensitivity=np.full(R, sens),
-        noise_scale=np.full(R, scale),
-        epsilon=eps,
-        mechanism=f"AA-{'BestFit' if grouping == 'best_fit' else 'WrapAround'}",
-        budget={"mean": eps},
-        details={"length": p.length, "num_arrays": p.num_arrays, "influence": p.influence},
-    )
+    est = array_means(x, m, p, substitute_means=substitute_means).mean(axis=-1)
+    return laplace_release(est, sens, eps, rng=rng, runs=R, mechanism=f"AA-{grouping_label(grouping)}",
+                           details={"length": p.length, "num_arrays": p.num_arrays, "influence": p.influence},
+                           clip_to=U if clip_output else None)

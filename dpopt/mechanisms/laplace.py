@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Release, as_samples, check_common, laplace, resolve_runs
+from ._common import Release, as_samples, check_common, laplace_release, resolve_runs
 
 __all__ = ["laplace_mean", "mean_estimator", "laplace_sensitivity"]
 
@@ -57,16 +57,4 @@ def laplace_mean(
     eps, rng = check_common(epsilon, rng)
     x, m, U = as_samples(samples, counts, bound)
     R = resolve_runs(x.shape[0], runs)
-    est = np.broadcast_to(x.mean(axis=-1), (R,)).copy()
-    sens = laplace_sensitivity(m, U)
-    scale = sens / eps
-    values = est + laplace(rng, scale, (R,))
-    return Release(
-        values=values,
-        estimate=est,
-        sensitivity=np.full(R, sens),
-        noise_scale=np.full(R, scale),
-        epsilon=eps,
-        mechanism="Laplace",
-        budget={"mean": eps},
-    )
+    return laplace_release(x.mean(axis=-1), laplace_sensitivity(m, U), eps, rng=rng, runs=R, mechanism="Laplace")

@@ -20,13 +20,14 @@ Total budget ``ε/2 + ε/2 = ε`` (basic composition).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._validation import DpoptInputError, as_counts, check_choice, check_epsilon, check_positive_int
 from ._common import Release, as_samples, check_common, laplace, resolve_runs
-from .array_averaging import Grouping, array_means, pack
+from .array_averaging import Grouping, Packing, array_means, grouping_label, pack
 from .private_quantile import sample_log_weights
 
 __all__ = ["levy", "levy_array_length", "levy_tau", "levy_interval", "clipped_array_release",
@@ -132,6 +133,58 @@ def clipped_array_mean_estimator(length: int, lower: float, upper: float, groupi
     return estimator
 
 
+@dataclass(frozen=True)
+class ArrayMeansInput:
+    """Validated input of an interval mechanism on pseudo-user array means (Levy, Quantile).
+
+    ``means`` has shape (B, K); ``epsilon_interval + epsilon_mean = epsilon``.
+    """
+
+    epsilon: float
+    epsilon_interval: float
+    epsilon_mean: float
+    rng: np.random.Generator
+    runs: int
+    bound: float
+    length: int
+    packing: Packing
+    means: np.ndarray
+
+
+def array_means_input(
+    samples: Any, counts: Any, bound: float, epsilon: float, *, rng: np.random.Generator, runs: int | None,
+    length: int | None, grouping: Grouping, interval_share: float, substitute_means: bool, order: Any,
+) -> ArrayMeansInput:
+    """Validate, choose m (eq. (9) by default), pack from the counts and compute the array means."""
+    eps, rng = check_common(epsilon, rng)
+    if not 0.0 < interval_share < 1.0:
+        raise DpoptInputError(f"`interval_share` must lie in (0, 1); got {interval_share!r}")
+    x, m, U = as_samples(samples, counts, bound)
+    R = resolve_runs(x.shape[0], runs)
+    mlen = levy_array_length(m) if length is None else check_positive_int(length, "length")
+    p = pack(m, mlen, grouping, order=order)
+    eps_i = interval_share * eps
+    return ArrayMeansInput(eps, eps_i, eps - eps_i, rng, R, U, mlen, p,
+                           array_means(x, m, p, substitute_means=substitute_means))
+
+
+def interval_release(
+    inp: ArrayMeansInput, a: np.ndarray, b: np.ndarray, *, clip_output: bool, mechanism: str,
+    budget: dict[str, float], details: dict[str, Any],
+) -> Release:
+    """Step 2 of Levy / step 3 of Quantile with the private ``[a, b]``, packed into a :class:`Release`."""
+    values, est, sens, scale = clipped_array_release(inp.means, a, b, inp.epsilon_mean, bound=inp.bound,
+                                                     influence=inp.packing.influence, rng=inp.rng,
+                                                     clip_output=clip_output)
+    p = inp.packing
+    return Release(
+        values=values, estimate=est, sensitivity=sens, noise_scale=scale, epsilon=inp.epsilon,
+        mechanism=f"{mechanism}-{grouping_label(p.grouping)}", budget=dict(budget, mean=inp.epsilon_mean),
+        details=dict(details, length=inp.length, num_arrays=p.num_arrays, lower=a, upper=b,
+                     influence=p.influence),
+    )
+
+
 def levy(
     samples: Any,
     counts: Any,
@@ -167,26 +220,12 @@ def levy(
     substitute_means, clip_output, order
         See :func:`dpopt.mechanisms.array_averaging.array_averaging`.
     """
-    eps, rng = check_common(epsilon, rng)
-    if not 0.0 < interval_share < 1.0:
-        raise DpoptInputError(f"`interval_share` must lie in (0, 1); got {interval_share!r}")
     check_epsilon(width_factor, "width_factor")
-    x, m, U = as_samples(samples, counts, bound)
-    R = resolve_runs(x.shape[0], runs)
-    mlen = levy_array_length(m) if length is None else check_positive_int(length, "length")
-    p = pack(m, mlen, grouping, order=order)
-    means = array_means(x, m, p, substitute_means=substitute_means)
-    tau = levy_tau(mlen, p.num_arrays, U, gamma)
-    eps_i = interval_share * eps
-    eps_m = eps - eps_i
-    a, b = levy_interval(means, tau, eps_i, bound=U, influence=p.influence, width_factor=width_factor,
-                         rng=rng, runs=R)
-    values, est, sens, scale = clipped_array_release(means, a, b, eps_m, bound=U, influence=p.influence,
-                                                     rng=rng, clip_output=clip_output)
-    return Release(
-        values=values, estimate=est, sensitivity=sens, noise_scale=scale, epsilon=eps,
-        mechanism=f"Levy-{'BestFit' if grouping == 'best_fit' else 'WrapAround'}",
-        budget={"interval": eps_i, "mean": eps_m},
-        details={"length": mlen, "num_arrays": p.num_arrays, "tau": tau, "lower": a, "upper": b,
-                 "influence": p.influence},
-    )
+    inp = array_means_input(samples, counts, bound, epsilon, rng=rng, runs=runs, length=length, grouping=grouping,
+                            interval_share=interval_share, substitute_means=substitute_means, order=order)
+    p = inp.packing
+    tau = levy_tau(inp.length, p.num_arrays, inp.bound, gamma)
+    a, b = levy_interval(inp.means, tau, inp.epsilon_interval, bound=inp.bound, influence=p.influence,
+                         width_factor=width_factor, rng=inp.rng, runs=inp.runs)
+    return interval_release(inp, a, b, clip_output=clip_output, mechanism="Levy",
+                            budget={"interval": inp.epsilon_interval}, details={"tau": tau})

@@ -24,7 +24,7 @@ from ._common import (
     Release,
     as_samples,
     check_common,
-    laplace,
+    laplace_release,
     resolve_runs,
     substitute_user_means,
 )
@@ -106,17 +106,6 @@ def opt_worst_case(
         T = float(np.max(m * (hi - lo)))
     n = float(m.sum())
     est = clipped_mean_estimator(lo, hi, substitute_means=substitute_means)(x, m)
-    est = np.broadcast_to(est, (R,)).copy()
-    sens = float(np.max(m * (hi - lo))) / n
-    scale = sens / eps
-    values = est + laplace(rng, scale, (R,))
-    return Release(
-        values=values,
-        estimate=est,
-        sensitivity=np.full(R, sens),
-        noise_scale=np.full(R, scale),
-        epsilon=eps,
-        mechanism="OPT-worst-case",
-        budget={"mean": eps},
-        details={"threshold": T, "lower": lo, "upper": hi},
-    )
+    sens = float(np.max(m * (hi - lo))) / n  # seed 000 eq. (14): T_ε/n for Theorem III.1's bounds
+    return laplace_release(est, sens, eps, rng=rng, runs=R, mechanism="OPT-worst-case",
+                           details={"threshold": T, "lower": lo, "upper": hi})

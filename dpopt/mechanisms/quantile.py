@@ -25,10 +25,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_choice, check_positive_int
-from ._common import Release, as_samples, check_common, resolve_runs
-from .array_averaging import Grouping, array_means, pack
-from .levy import clipped_array_release, levy_array_length
+from .._validation import DpoptInputError, check_choice
+from ._common import Release
+from .array_averaging import Grouping
+from .levy import array_means_input, interval_release
 from .private_quantile import smith_quantile
 
 __all__ = ["quantile", "quantile_interval", "eps_dependent_alpha"]
@@ -91,28 +91,16 @@ def quantile(
         Rank rule of ε-DependentQuantile.
     Other parameters as for :func:`dpopt.mechanisms.levy.levy`.
     """
-    eps, rng = check_common(epsilon, rng)
     check_choice(variant, "variant", ("fixed", "eps_dependent"))
     if not 0.0 < alpha <= 0.5:
         raise DpoptInputError(f"`alpha` must lie in (0, 0.5]; got {alpha!r}")
-    if not 0.0 < interval_share < 1.0:
-        raise DpoptInputError(f"`interval_share` must lie in (0, 1); got {interval_share!r}")
-    x, m, U = as_samples(samples, counts, bound)
-    R = resolve_runs(x.shape[0], runs)
-    mlen = levy_array_length(m) if length is None else check_positive_int(length, "length")
-    p = pack(m, mlen, grouping, order=order)
-    means = array_means(x, m, p, substitute_means=substitute_means)
-    level = alpha if variant == "fixed" else eps_dependent_alpha(p.num_arrays, eps, rank_rule=rank_rule)
-    eps_i = interval_share * eps
-    eps_m = eps - eps_i
-    a, b = quantile_interval(means, eps_i, alpha=level, bound=U, influence=p.influence, rng=rng, runs=R)
-    values, est, sens, scale = clipped_array_release(means, a, b, eps_m, bound=U, influence=p.influence,
-                                                     rng=rng, clip_output=clip_output)
-    name = "Quantile" if variant == "fixed" else "EpsDependentQuantile"
-    return Release(
-        values=values, estimate=est, sensitivity=sens, noise_scale=scale, epsilon=eps,
-        mechanism=f"{name}-{'BestFit' if grouping == 'best_fit' else 'WrapAround'}",
-        budget={"lower_quantile": eps_i / 2, "upper_quantile": eps_i / 2, "mean": eps_m},
-        details={"length": mlen, "num_arrays": p.num_arrays, "alpha": level, "lower": a, "upper": b,
-                 "influence": p.influence},
-    )
+    inp = array_means_input(samples, counts, bound, epsilon, rng=rng, runs=runs, length=length, grouping=grouping,
+                            interval_share=interval_share, substitute_means=substitute_means, order=order)
+    p = inp.packing
+    level = alpha if variant == "fixed" else eps_dependent_alpha(p.num_arrays, inp.epsilon, rank_rule=rank_rule)
+    eps_q = inp.epsilon_interval / 2.0
+    a, b = quantile_interval(inp.means, inp.epsilon_interval, alpha=level, bound=inp.bound, influence=p.influence,
+                             rng=inp.rng, runs=inp.runs)
+    return interval_release(inp, a, b, clip_output=clip_output,
+                            mechanism="Quantile" if variant == "fixed" else "EpsDependentQuantile",
+                            budget={"lower_quantile": eps_q, "upper_quantile": eps_q}, details={"alpha": level})
