@@ -29,7 +29,18 @@ from .._validation import DpoptInputError
 from .grid import cell_strings, h3_cells, slot_strings, time_slots
 from .ingest import CleanChunk
 
-__all__ = ["PairSamples", "Aggregate", "Aggregator", "partial_pairs", "finalize", "RetainedStats"]
+__all__ = [
+    "PairSamples",
+    "Aggregate",
+    "Aggregator",
+    "partial_pairs",
+    "finalize",
+    "RetainedStats",
+    "truncated_table",
+    "truncated_rows",
+    "first_sums",
+    "truncated_sums_stream",
+]
 
 PAIR_KEYS = ["user", "cell", "slot"]
 
@@ -320,3 +331,51 @@ class Aggregator:
         pairs = combine_pairs(self._parts)
         samples = pd.concat(self._samples, ignore_index=True) if self.keep_samples and self._samples else None
         return finalize(pairs, h3_resolution=self.h3_resolution, slot_ns=self.slot_ns, samples=samples)
+
+
+# ----------------------------------------------------------------------------------------------
+# second pass for pseudo-user truncation (bounded memory: only the truncated pairs' records)
+
+
+def truncated_table(agg: Aggregate, pairs: np.ndarray) -> pd.DataFrame:
+    """Keys (user, cell, slot) and position ``pos`` of the truncated pairs."""
+    pairs = np.asarray(pairs, dtype=np.int64)
+    return pd.DataFrame({
+        "user": agg.users[agg.pair_user[pairs]],
+        "cell": agg.cells[agg.pair_grid[pairs]],
+        "slot": agg.slots[agg.pair_grid[pairs]],
+        "pos": np.arange(pairs.size, dtype=np.int64),
+    })
+
+
+def truncated_rows(frame: pd.DataFrame, trunc: pd.DataFrame) -> pd.DataFrame:
+    """The records of a gridded frame that belong to truncated pairs: pos, timestamp, value."""
+    return frame.merge(trunc, on=PAIR_KEYS, how="inner")[["pos", "timestamp", "value"]]
+
+
+def first_sums(rows: pd.DataFrame, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Σ and Σ² of the first ``keep[pos]`` records (by timestamp, ties by value) of each pos."""
+    keep = np.asarray(keep, dtype=np.int64)
+    pos = rows["pos"].to_numpy(dtype=np.int64)
+    ts = rows["timestamp"].to_numpy(dtype=np.int64)
+    val = rows["value"].to_numpy(dtype=float)
+    order = np.lexsort((val, ts, pos))
+    pos, val = pos[order], val[order]
+    starts = np.searchsorted(pos, np.arange(keep.size))
+    rank = np.arange(pos.size) - starts[pos]
+    take = rank < keep[pos]
+    return (
+        np.bincount(pos[take], weights=val[take], minlength=keep.size),
+        np.bincount(pos[take], weights=val[take] ** 2, minlength=keep.size),
+    )
+
+
+def truncated_sums_stream(
+    chunks: Iterable[CleanChunk], agg: Aggregate, pairs: np.ndarray, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Second pass over clean chunks: retained sums of the truncated pairs (see :func:`first_sums`)."""
+    trunc = truncated_table(agg, pairs)
+    rows = [truncated_rows(gridded_frame(c, agg.h3_resolution, agg.slot_ns), trunc) for c in chunks if len(c)]
+    frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        {"pos": np.empty(0, np.int64), "timestamp": np.empty(0, np.int64), "value": np.empty(0)})
+    return first_sums(frame, keep)

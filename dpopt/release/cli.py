@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._validation import DpoptInputError
 from ..cli_common import CliError, emit
 
 __all__ = ["register", "run"]
@@ -129,6 +130,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     except (MemoryError, OSError) as exc:
         raise CliError(f"{type(exc).__name__}: {exc}") from None
+    except DpoptInputError:
+        raise
+    except Exception as exc:  # never a traceback on the command line
+        raise CliError(f"unexpected {type(exc).__name__}: {exc} (please report this with the command line)") from None
     finally:
         if client is not None:
             client.close()

@@ -28,7 +28,16 @@ import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError, check_bound
-from .aggregate import Aggregate, combine_pairs, finalize, gridded_frame, partial_pairs
+from .aggregate import (
+    Aggregate,
+    combine_pairs,
+    finalize,
+    first_sums,
+    gridded_frame,
+    partial_pairs,
+    truncated_rows,
+    truncated_table,
+)
 from .grid import check_resolution, parse_slot
 from .ingest import FIELDS, ColumnMap, IngestReport, _check_columns, clean_chunk
 
@@ -174,8 +183,7 @@ def aggregate_dask(
 def _partition_truncated(raw: pd.DataFrame, trunc: pd.DataFrame, bound: float, out_of_range: str,
                          timestamp_unit: str, res: int, slot_ns: int) -> pd.DataFrame:
     chunk, _ = clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit)
-    frame = gridded_frame(chunk, res, slot_ns)
-    return frame.merge(trunc, on=["user", "cell", "slot"], how="inner")[["pos", "timestamp", "value"]]
+    return truncated_rows(gridded_frame(chunk, res, slot_ns), trunc)
 
 
 def _concat(*frames: pd.DataFrame) -> pd.DataFrame:
@@ -201,26 +209,11 @@ def truncated_sums_dask(
     dask = _require_dask()
     pairs = np.asarray(pairs, dtype=np.int64)
     keep = np.asarray(keep, dtype=np.int64)
-    trunc = pd.DataFrame({
-        "user": agg.users[agg.pair_user[pairs]],
-        "cell": agg.cells[agg.pair_grid[pairs]],
-        "slot": agg.slots[agg.pair_grid[pairs]],
-        "pos": np.arange(pairs.size, dtype=np.int64),
-    })
+    trunc = truncated_table(agg, pairs)
     ddf = read_dask(records, columns)
     trunc_d = dask.delayed(trunc)
     part = dask.delayed(_partition_truncated, pure=True)
     bits = [part(p, trunc_d, bound, out_of_range, timestamp_unit, agg.h3_resolution, agg.slot_ns)
             for p in ddf.to_delayed()]
     frame = _compute(_tree(bits, _concat), client)
-    pos = frame["pos"].to_numpy(dtype=np.int64)
-    ts = frame["timestamp"].to_numpy(dtype=np.int64)
-    val = frame["value"].to_numpy(dtype=float)
-    order = np.lexsort((val, ts, pos))
-    pos, val = pos[order], val[order]
-    starts = np.searchsorted(pos, np.arange(pairs.size))
-    rank = np.arange(pos.size) - starts[pos]
-    take = rank < keep[pos]
-    s1 = np.bincount(pos[take], weights=val[take], minlength=pairs.size)
-    s2 = np.bincount(pos[take], weights=val[take] ** 2, minlength=pairs.size)
-    return s1, s2
+    return first_sums(frame, keep)

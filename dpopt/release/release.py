@@ -41,7 +41,7 @@ from .._validation import (
     check_nonnegative_float,
     check_positive_int,
 )
-from .aggregate import Aggregate, Aggregator
+from .aggregate import Aggregate, Aggregator, truncated_sums_stream
 from .grid import check_resolution, parse_slot
 from .ingest import ColumnMap, IngestReport, count_rows, read_records
 from .noise import (
@@ -107,6 +107,7 @@ class ReleaseSummary:
     pairs: int
     plan: str
     plan_status: str
+    plan_gap: float
     pseudo_users: bool
     degradation: int
     degradation_baseline: int
@@ -383,6 +384,11 @@ def release_aggregate(
     k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
     if k > 40:
         raise DpoptInputError(f"`granularity_bits` must be an integer in 0..40; got {granularity_bits!r}")
+    if bound * bound * 2.0**k > 2.0**60:
+        raise DpoptInputError(
+            f"`granularity_bits` = {k} is too fine for bound {bound:g}: U²·2^k must stay below 2^60 "
+            f"(use granularity_bits <= {max(0, int(60 - 2 * np.log2(bound)))})"
+        )
     timings = dict(timings or {})
     ingest = ingest or IngestReport()
     t0 = time.perf_counter()
@@ -489,6 +495,7 @@ def release_aggregate(
         pairs=agg.n_pairs,
         plan=rp.method,
         plan_status=rp.status,
+        plan_gap=float(getattr(rp.plan, "gap", float("nan"))) if rp.plan is not None else 0.0,
         pseudo_users=bool(pseudo_users),
         degradation=K,
         degradation_baseline=G1,
@@ -617,12 +624,20 @@ def release(
     agg, ingest = aggregate_records(
         records, bound=bound, h3_resolution=h3_resolution, slot=slot, columns=columns,
         out_of_range=out_of_range, timestamp_unit=timestamp_unit, chunksize=chunksize,
-        keep_samples=bool(pseudo_users) and backend == "local", backend=backend, client=client,
-        progress=progress,
+        keep_samples=bool(pseudo_users) and backend == "local" and isinstance(records, pd.DataFrame),
+        backend=backend, client=client, progress=progress,
     )
     timings = {"aggregate": time.perf_counter() - t0}
     truncated = None
-    if pseudo_users and backend == "dask":
+    if pseudo_users and backend == "local" and agg.samples is None:
+        # files: a second streaming pass collects only the truncated pairs' records
+        def truncated(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            chunks = (c for c, _ in read_records(
+                records, bound=bound, columns=columns, out_of_range=out_of_range,
+                timestamp_unit=timestamp_unit, chunksize=chunksize,
+            ))
+            return truncated_sums_stream(chunks, a, pairs, keep)
+    elif pseudo_users and backend == "dask":
         from .dask_backend import truncated_sums_dask
 
         def truncated(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

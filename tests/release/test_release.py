@@ -191,3 +191,20 @@ def test_bad_release_options(tiny_records, kwargs, match):
     opts = {"bound": 100, "epsilon": 1.0, **kwargs}
     with pytest.raises(DpoptInputError, match=match):
         release(tiny_records, **opts)
+
+
+def test_pseudo_users_from_file_second_pass_equals_in_memory(records, tmp_path):
+    path = tmp_path / "r.csv"
+    records.assign(timestamp=records.timestamp.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")).to_csv(path, index=False)
+    kw = dict(bound=100, epsilon=1.0, plan="greedy", pseudo_users=True, noise="numpy", seed=2)
+    a = release(records, **kw)
+    b = release(path, chunksize=300, **kw)
+    assert a.aggregate.samples is not None and b.aggregate.samples is None
+    assert a.summary.truncated_records == b.summary.truncated_records > 0
+    np.testing.assert_allclose(a.table["mean"], b.table["mean"], rtol=1e-9)
+    np.testing.assert_allclose(a.table["variance"], b.table["variance"], rtol=1e-9, atol=1e-9)
+
+
+def test_granularity_too_fine_for_bound(tiny_records):
+    with pytest.raises(DpoptInputError, match="too fine for bound"):
+        release(tiny_records, bound=1e9, epsilon=1.0, granularity_bits=12)
