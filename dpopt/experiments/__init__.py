@@ -12,6 +12,7 @@ the command line ``dpopt reproduce FIGURE --out DIR`` in :mod:`dpopt.experiments
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .._validation import DpoptInputError
@@ -23,7 +24,8 @@ __all__ = ["FIGURES", "COLUMNS", "FigureResult", "FigureSpec", "reproduce", "fig
 _EPS = "privacy parameter ε"
 
 
-def _spec(figure, title, ylabel, func, runs, xscale="linear", yscale="linear", paper="", claim=""):
+def _spec(figure: str, title: str, ylabel: str, func: Callable[..., FigureResult], runs: int | None,
+          xscale: str = "linear", yscale: str = "linear", paper: str = "", claim: str = "") -> FigureSpec:
     return FigureSpec(figure, title, _EPS, ylabel, func, runs, xscale, yscale, paper, claim)
 
 

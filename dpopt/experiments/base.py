@@ -62,7 +62,7 @@ class Rows:
         return pd.DataFrame(self._rows, columns=COLUMNS)
 
 
-def progress_bar(total: int, enabled: bool, desc: str):
+def progress_bar(total: int, enabled: bool, desc: str) -> Any:
     """A tqdm progress bar (disabled when ``enabled`` is False)."""
     from tqdm.auto import tqdm
 

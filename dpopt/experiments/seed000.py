@@ -15,6 +15,7 @@ error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,8 @@ __all__ = ["geometric_collection", "extreme_collection", "uniform_samples", "pro
 #: ε grid (the papers do not state theirs; all interesting behaviour is below ε = 2)
 DEFAULT_EPSILONS = tuple(np.round(np.arange(0.05, 2.0001, 0.05), 2))
 DEFAULT_RUNS = 10_000
+#: ``draw(rng, shape, U) -> samples`` in (0, U]
+Sampler = Callable[[np.random.Generator, tuple[int, ...], float], np.ndarray]
 U_DEFAULT = 65.0
 
 
@@ -118,7 +121,7 @@ def fig1(
 def _average_case(
     figure: str,
     counts: np.ndarray,
-    draw,
+    draw: Sampler,
     *,
     runs: int,
     seed: int,
@@ -211,7 +214,7 @@ def fig3(
         raise DpoptInputError(f"`sd` must be a positive number; got {sd!r}")
     m = extreme_collection(L, m_max)
 
-    def draw(rng, shape, U):
+    def draw(rng: np.random.Generator, shape: tuple[int, ...], U: float) -> np.ndarray:
         return projected_gaussian_samples(rng, shape, U, sd=sd)
 
     rows = _average_case("000-fig3", m, draw, runs=runs, seed=seed, progress=progress,

@@ -21,14 +21,18 @@ experiments skip the grid of smallest initial error as the paper's implementatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_positive_int
 from .base import FigureResult, Rows, as_epsilon_grid, progress_bar
+
+if TYPE_CHECKING:
+    from ..occupancy import Occupancy
 
 __all__ = ["austin_occupancy", "fig1", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8",
            "REAL_EPSILONS", "SYNTHETIC_EPSILONS"]
@@ -68,7 +72,7 @@ def austin_occupancy(
     resolution: int = 7,
     n_grids: int = 50,
     timezone: str = "America/Chicago",
-):
+) -> tuple[Occupancy, dict[str, Any]]:
     """Occupancy array of the Austin bus data in seed 002's ITMS setup.
 
     Records of one local hour (``hour``..``hour+1``) on ``day`` (default: the day with the most
@@ -246,7 +250,7 @@ def _synthetic(figure: str, gamma: float, kind: str, *, runs: int | None, seed: 
     return FigureResult(figure, rows.frame(), notes, {"gamma": gamma, "q": q, "draws": draws, "seed": seed})
 
 
-def _make(figure: str, gamma: float, kind: str):
+def _make(figure: str, gamma: float, kind: str) -> Callable[..., FigureResult]:
     def fig(*, runs: int | None = None, seed: int = 0, progress: bool = False, epsilons: Any = None,
             bound: float = U_DEFAULT, q: float = 0.01, n_grids: int = 12,
             skip_min_error_grid: bool = True) -> FigureResult:

@@ -15,6 +15,7 @@ needs a sampler that is safe against floating-point attacks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,12 @@ import numpy as np
 
 from .._validation import DpoptInputError, as_counts, check_bound, check_epsilon, check_positive_int
 
+#: ``estimator(samples (B, N), counts) -> values (B,)`` or ``(B, d)``: the batched form of
+#: :mod:`dpopt.verify`
+BatchedEstimator = Callable[[Any, Any], np.ndarray]
+
 __all__ = [
+    "BatchedEstimator",
     "Release",
     "as_samples",
     "check_rng",

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import DpoptInputError
-from ._common import Release, as_samples, check_common, laplace, resolve_runs, user_sums
+from ._common import BatchedEstimator, Release, as_samples, check_common, laplace, resolve_runs, user_sums
 from .private_quantile import smith_quantile
 
 __all__ = ["akmv", "akmv_rank", "akmv_threshold", "sum_clipped_estimator"]
@@ -60,7 +60,7 @@ def akmv_threshold(
     )
 
 
-def sum_clipped_estimator(threshold: float):
+def sum_clipped_estimator(threshold: float) -> BatchedEstimator:
     """Batched estimator ``Σ_ℓ Π_[0,T](σ_ℓ)/n``, ``samples (B, N), counts -> (B,)`` (for verify)."""
 
     def estimator(samples: Any, counts: Any) -> np.ndarray:

@@ -29,7 +29,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import DpoptInputError, check_choice, check_positive_int
-from ._common import Release, as_samples, check_common, laplace_release, resolve_runs, user_means
+from ._common import (
+    BatchedEstimator,
+    Release,
+    as_samples,
+    check_common,
+    laplace_release,
+    resolve_runs,
+    user_means,
+)
 
 __all__ = ["Packing", "pack", "array_means", "array_averaging", "array_averaging_sensitivity",
            "median_array_length", "array_mean_estimator"]
@@ -160,7 +168,7 @@ def median_array_length(counts: Any) -> int:
 
 
 def array_mean_estimator(length: int, grouping: Grouping = "best_fit", *, substitute_means: bool = True,
-                         order: Any = "nonincreasing"):
+                         order: Any = "nonincreasing") -> BatchedEstimator:
     """Batched ``samples (B, N), counts -> (B,)`` estimator ``f_m`` that packs from the counts it is given.
 
     The packing is recomputed from ``counts`` on every call, so a brute-force search over

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import stats
 
 from .._validation import DpoptInputError, check_epsilon, check_positive_int
-from ._common import check_rng
+from ._common import Release, check_rng
 
 __all__ = ["AuditResult", "audit", "under_noised_laplace"]
 
@@ -149,7 +149,7 @@ def audit(
     )
 
 
-def under_noised_laplace(noise_factor: float = 0.5):
+def under_noised_laplace(noise_factor: float = 0.5) -> Callable[..., Release]:
     """A deliberately broken control: vanilla Laplace with its noise scale multiplied by ``noise_factor``.
 
     With ``noise_factor = 1/2`` it is only 2ε-DP; :func:`audit` must reject it.
@@ -157,7 +157,7 @@ def under_noised_laplace(noise_factor: float = 0.5):
     """
     from .laplace import laplace_mean
 
-    def broken(samples: Any, counts: Any, bound: float, epsilon: float, **kw: Any):
+    def broken(samples: Any, counts: Any, bound: float, epsilon: float, **kw: Any) -> Release:
         return laplace_mean(samples, counts, bound, epsilon / noise_factor, **kw)
 
     return broken

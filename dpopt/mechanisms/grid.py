@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import DpoptInputError, as_retained
-from ._common import Release, as_samples, check_common, laplace, resolve_runs
+from ._common import BatchedEstimator, Release, as_samples, check_common, laplace, resolve_runs
 
 __all__ = ["grid_release", "baseline_release", "clip_release", "clipped_mean_variance_estimator",
            "grid_sensitivities"]
@@ -35,7 +35,7 @@ def _kept_mask(counts: np.ndarray, retained: np.ndarray) -> np.ndarray:
     return rank < np.repeat(retained, counts)
 
 
-def clipped_mean_variance_estimator(retained: Any | None = None):
+def clipped_mean_variance_estimator(retained: Any | None = None) -> BatchedEstimator:
     """Batched ``samples (B, N), counts -> (B, 2)`` of ``(μ_clip, Var_clip)`` (for verify).
 
     ``retained=None`` keeps everything (BASELINE).

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import DpoptInputError, as_counts, check_choice, check_epsilon, check_positive_int
-from ._common import Release, as_samples, check_common, laplace, resolve_runs
+from ._common import BatchedEstimator, Release, as_samples, check_common, laplace, resolve_runs
 from .array_averaging import Grouping, Packing, array_means, grouping_label, pack
 from .private_quantile import sample_log_weights
 
@@ -122,7 +122,7 @@ def clipped_array_release(
 
 
 def clipped_array_mean_estimator(length: int, lower: float, upper: float, grouping: Grouping = "best_fit",
-                                 *, substitute_means: bool = True):
+                                 *, substitute_means: bool = True) -> BatchedEstimator:
     """Batched ``(1/K) Σ_k Π_[a,b](Ā_k)`` for a fixed interval, packing from the given counts (verify)."""
 
     def estimator(samples: Any, counts: Any) -> np.ndarray:

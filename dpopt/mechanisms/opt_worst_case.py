@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ._common import (
+    BatchedEstimator,
     Release,
     as_samples,
     check_common,
@@ -43,7 +44,7 @@ def opt_worst_case_bounds(counts: Any, bound: float, epsilon: float) -> tuple[np
     return np.asarray(plan.lower, float), np.asarray(plan.upper, float), float(plan.threshold)
 
 
-def clipped_mean_estimator(lower: Any, upper: Any, *, substitute_means: bool = False):
+def clipped_mean_estimator(lower: Any, upper: Any, *, substitute_means: bool = False) -> BatchedEstimator:
     """Batched estimator ``samples (B, N), counts -> (B,)`` of interval clipping (for verify).
 
     ``lower``/``upper`` are per-user bounds (length L).
