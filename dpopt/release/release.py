@@ -412,6 +412,14 @@ def release_aggregate(
     st = agg.retained_stats(rp.gamma, truncated_sums=tsums)
     N = agg.grid_records()
     terms = grid_error_terms(N, st.retained, st.retained_max, bound, epsilon, split=split)
+    worst = float(np.max(terms.error))
+    if error_bound is not None and worst > float(error_bound) * (1 + 1e-9):
+        raise DpoptInputError(
+            f"`error_bound` = {float(error_bound):g} cannot be met: plan {plan!r} "
+            f"(status {rp.status}) leaves a grid with worst-case error {worst:.6g} "
+            f"(BASELINE's largest is {_baseline_max(agg, bound, epsilon, split):.6g}); "
+            "raise the error bound or omit it (default: BASELINE's largest grid error)"
+        )
     ok = st.retained > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = np.where(ok, st.sum / np.maximum(st.retained, 1), np.nan)
@@ -522,6 +530,13 @@ def release_aggregate(
         ingest=ingest.as_dict(),
     )
     return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=agg, retained=rp)
+
+
+def _baseline_max(agg: Aggregate, bound: float, epsilon: float, split: str) -> float:
+    from ..calculus import grid_error_terms
+
+    N = agg.grid_records()
+    return float(np.max(grid_error_terms(N, N, _grid_max(agg), bound, epsilon, split=split).error))
 
 
 def _grid_max(agg: Aggregate) -> np.ndarray:

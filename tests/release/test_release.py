@@ -11,9 +11,6 @@ import pytest
 
 from dpopt import DpoptInputError
 from dpopt.release import load_austin_sample, release, write_report
-from dpopt.release.aggregate import Aggregator
-from dpopt.release.grid import parse_slot
-from dpopt.release.ingest import read_records
 from dpopt.release.release import aggregate_records, release_aggregate
 
 from .conftest import NEAR_EXACT_ATOL
@@ -208,3 +205,18 @@ def test_pseudo_users_from_file_second_pass_equals_in_memory(records, tmp_path):
 def test_granularity_too_fine_for_bound(tiny_records):
     with pytest.raises(DpoptInputError, match="too fine for bound"):
         release(tiny_records, bound=1e9, epsilon=1.0, granularity_bits=12)
+
+
+@pytest.mark.parametrize("plan", ["baseline", "greedy", "milp"])
+def test_unreachable_error_bound_is_refused(tiny_records, plan):
+    # grid (P1, 11h) holds one record: its error 2·U/ε = 200 survives any plan that keeps it
+    with pytest.raises(DpoptInputError, match=r"`error_bound` = 10 cannot be met"):
+        release(tiny_records, bound=100, epsilon=1.0, plan=plan, error_bound=10.0, seed=1)
+
+
+def test_reachable_error_bound_is_met(records):
+    base = release(records, bound=100, epsilon=1.0, seed=1)
+    target = 1.5 * base.summary.error_bound
+    r = release(records, bound=100, epsilon=1.0, plan="greedy", error_bound=target, seed=1)
+    assert r.summary.error_bound <= target and r.summary.error_bound_target == target
+    assert r.summary.degradation <= release(records, bound=100, epsilon=1.0, plan="greedy", seed=1).summary.degradation
