@@ -190,6 +190,29 @@ def test_002_claims(small_results):
     assert (p["Pseudo-user after CLIP-USER"] <= p["Original (BASELINE)"] * (1 + 1e-12)).all()
 
 
+def test_002_claim_larger_gamma_helps_more(small_results):
+    # seed 002 §VI-A2: for fixed q, a larger γ gives a larger improvement (Figs. 3–5 and 6–8)
+    loss = [_pivot(small_results[f].frame)["CLIP-USER (mean K*eps)"] for f in ("002-fig3", "002-fig4", "002-fig5")]
+    assert (loss[0] >= loss[1]).all() and (loss[1] >= loss[2]).all() and (loss[0] > loss[2]).any()
+    gain = []
+    for f in ("002-fig6", "002-fig7", "002-fig8"):
+        p = _pivot(small_results[f].frame)
+        gain.append(p["Original (BASELINE)"] / p["Pseudo-user after CLIP-USER"])
+    assert (gain[0] < gain[1]).all() and (gain[1] < gain[2]).all()
+
+
+def test_000_fig1_claim_both_curves_decrease(small_results):
+    p = _pivot(small_results["000-fig1"].frame)
+    assert (np.diff(p["OPT-worst-case"].to_numpy()) < 0).all()
+    assert (np.diff(p["AKMV"].to_numpy()) < 0).all()
+
+
+def test_003_fig2_claim_clipping_mechanisms_close_to_each_other(small_results):
+    p = _pivot(small_results["003-fig2"].frame).drop(columns="Baseline")
+    # "close to each other": within 25 % of one another at every ε, while Baseline is > 2x above
+    assert (p.max(axis=1) / p.min(axis=1) < 1.25).all()
+
+
 @pytest.mark.skipif(not AUSTIN.is_file(), reason="full Austin merge not available")
 def test_002_fig1_on_the_full_austin_file():
     from dpopt.experiments.seed002 import austin_occupancy
