@@ -10,11 +10,9 @@ examples/gallery/ (or --out). Equivalent to `dpopt reproduce 002-figN --out DIR`
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
-from dpopt.experiments import FIGURES, reproduce
-from dpopt.experiments.cli import write_outputs
+from dpopt.experiments.cli import reproduce_family
 
 HERE = Path(__file__).resolve().parent
 
@@ -25,13 +23,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(HERE / "gallery"))
     args = ap.parse_args()
-    for fig in [f for f in FIGURES if f.startswith("002-")]:
-        t0 = time.perf_counter()
-        result = reproduce(fig, runs=args.runs, seed=args.seed)
-        paths = write_outputs(result, Path(args.out))
-        table = result.frame.pivot(index="epsilon", columns="series", values="value")
-        print(f"{fig} ({time.perf_counter() - t0:.1f} s) -> {paths['png']}")
-        print(table.iloc[[0, len(table) // 2, -1]].round(4).to_string(), "\n")
+    reproduce_family("002-", args.out, runs=args.runs, seed=args.seed)
 
 
 if __name__ == "__main__":

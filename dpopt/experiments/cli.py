@@ -17,7 +17,7 @@ from typing import Any
 
 from ..cli_common import CliError
 
-__all__ = ["register", "run", "write_outputs"]
+__all__ = ["register", "run", "write_outputs", "reproduce_family"]
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
@@ -47,6 +47,26 @@ def write_outputs(result: Any, out: Path) -> dict[str, Path]:
         "## Choices and ambiguities\n\n" + result.notes.strip() + "\n"
     )
     return {"csv": csv, "png": png, "notes": notes}
+
+
+def reproduce_family(prefix: str, out: str | Path, *, runs: int | None = None, seed: int = 0) -> list[Path]:
+    """Reproduce every figure whose id starts with ``prefix`` (e.g. ``"003-"``) into ``out``.
+
+    Prints, per figure, the wall time, the PNG path and the first, middle and last rows of the
+    table (used by ``examples/figures_*.py``). Returns the PNG paths.
+    """
+    from . import FIGURES, reproduce
+
+    pngs = []
+    for fig in [f for f in FIGURES if f.startswith(prefix)]:
+        t0 = time.perf_counter()
+        result = reproduce(fig, runs=runs, seed=seed)
+        paths = write_outputs(result, Path(out))
+        table = result.frame.pivot(index="epsilon", columns="series", values="value")
+        print(f"{fig} ({time.perf_counter() - t0:.1f} s) -> {paths['png']}")
+        print(table.iloc[[0, len(table) // 2, -1]].round(4).to_string(), "\n")
+        pngs.append(paths["png"])
+    return pngs
 
 
 def run(args: argparse.Namespace) -> int:

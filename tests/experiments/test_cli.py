@@ -29,3 +29,12 @@ def test_reproduce_bad_param(tmp_path, capsys):
     rc = main(["reproduce", "000-fig1", "--out", str(tmp_path), "--param", "collection"])
     assert rc == 2
     assert "--param" in capsys.readouterr().err
+
+
+def test_reproduce_family_writes_every_matching_figure(tmp_path, capsys):
+    from dpopt.experiments.cli import reproduce_family
+
+    pngs = reproduce_family("003-fig5", tmp_path)  # a prefix matching one deterministic figure
+    assert [p.name for p in pngs] == ["003-fig5.png"]
+    assert (tmp_path / "003-fig5.csv").is_file() and (tmp_path / "003-fig5.notes.md").is_file()
+    assert "003-fig5" in capsys.readouterr().out
