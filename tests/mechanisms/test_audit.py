@@ -44,6 +44,7 @@ CASES = {
     "AA-WrapAround": (array_averaging, {"length": 2, "grouping": "wrap_around"}, AA_COUNTS, AA1, AA2),
     "Levy-BestFit": (levy, {"length": 2}, AA_COUNTS, AA1, AA2),
     "Quantile-BestFit": (quantile, {"length": 2}, AA_COUNTS, AA1, AA2),
+    "EpsDependentQuantile-BestFit": (quantile, {"length": 2, "variant": "eps_dependent"}, AA_COUNTS, AA1, AA2),
     "AA-WrapAround-split": (array_averaging, WA_KW, AA_COUNTS, AA1, WA2),
     "Levy-WrapAround-split": (levy, WA_KW, AA_COUNTS, AA1, WA2),
     "Quantile-WrapAround-split": (quantile, WA_KW, AA_COUNTS, AA1, WA2),
