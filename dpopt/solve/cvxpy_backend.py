@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,9 +69,14 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
         opts["time_limit"] = float(time_limit)
     t0 = time.perf_counter()
     try:
-        # nested dict: HiGHS option names such as "solver" clash with cvxpy's keywords
-        problem.solve(solver=cp.HIGHS, verbose=verbose, highs_options=opts)
+        # cvxpy warns ("Solution may be inaccurate") on limits: the status says it, keep it quiet
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            # nested dict: HiGHS option names such as "solver" clash with cvxpy's keywords
+            problem.solve(solver=cp.HIGHS, verbose=verbose, highs_options=opts)
         raw = str(problem.status)
+        if caught:
+            raw += "; " + "; ".join(str(w.message) for w in caught)
         status = map_status(problem.status, time_limit=time_limit)
     except cp.error.SolverError as exc:
         raw = f"solver_error: {exc}"
@@ -245,6 +251,12 @@ def solve_linear_model(
     elapsed = time.perf_counter() - t0
     xv = cm.x.value
     x = None if xv is None else np.asarray(xv, float).ravel()
+    if x is not None and status is not Status.OPTIMAL:
+        # a point returned at a limit is kept only when it is primal feasible (like HiGHS's
+        # primal_solution_status), never as a silent non-optimal answer
+        scale = max(1.0, float(np.max(np.abs(lm.row_lower[np.isfinite(lm.row_lower)]), initial=0.0)))
+        if lm.max_violation(x) > 1e-7 * scale:
+            x = None
     row_duals = col_duals = None
     if status is Status.OPTIMAL:
         y = np.zeros(lm.num_rows)

@@ -160,3 +160,31 @@ def test_bad_choices() -> None:
         solve_clipping([0, 2], 1.0, 0.5)
     with pytest.raises(DpoptInputError, match="epsilon"):
         per_sample_model([1, 2], 1.0, 0.0)
+
+
+@pytest.mark.parametrize("backend", ["highspy", "cvxpy"])
+def test_time_limit_is_reported_not_hidden(backend: str) -> None:
+    """A solve stopped by its time limit reports TIME_LIMIT and no silent (non-optimal) plan."""
+    m = np.random.default_rng(0).integers(1, 50, size=200_000)
+    plan = solve_clipping(m, 65.0, 0.001, time_limit=0.01, backend=backend)
+    assert plan.status is Status.TIME_LIMIT
+    assert plan.certificate is None and not plan.check()
+    assert np.isnan(plan.error) or plan.error >= optimal_clipping(m, 65.0, 0.001).error - 1e-9
+
+
+def test_random_family_covers_the_regimes() -> None:
+    """The cross-check family has ties (2d/ε integer), T_ε = 0 (ε < 2d/L), generic ε, d = 1 and d = 2."""
+    kinds = {"tie": 0, "zero": 0, "generic": 0}
+    dims = set()
+    for i in range(N_INSTANCES):
+        m, U, eps, d = random_instance(np.random.default_rng(7000 + i), i)
+        dims.add(d)
+        x = 2 * d / eps
+        if eps < 2 * d / m.size:
+            kinds["zero"] += 1
+            assert optimal_clipping(m, U, eps, dim=d).threshold == 0.0
+        elif abs(x - round(x)) < 1e-9:
+            kinds["tie"] += 1
+        else:
+            kinds["generic"] += 1
+    assert min(kinds.values()) >= 30 and dims == {1, 2}
