@@ -10,10 +10,13 @@ an exact *discrete* Laplace sampler that uses integer arithmetic only. dpopt doe
 1. the statistic f(D) (a CLIP mean or variance, seed 002 eqs. (6)-(7)) is rounded to the nearest
    multiple of λ = 2^-k: q(D) = round(f(D)/λ) ∈ ℤ;
 2. the sensitivity Δ of f (eq. (9) or Lemma III.3) is rounded *up* to grid units,
-   t = ⌈Δ·(1 + 10⁻⁹)/λ⌉ + 1. For neighbours D ~ D', |f(D) − f(D')| ≤ Δ, so
-   |q(D) − q(D')| ≤ |f(D) − f(D')|/λ + 1 ≤ t (the +1 covers the two roundings, the factor
-   1 + 10⁻⁹ the relative floating-point error of computing f and Δ, far below 10⁻⁹ for sums of
-   at most 10⁹ terms in [0, U]);
+   t = ⌈(Δ·(1 + 10⁻⁹) + 2η)/λ⌉ + 1, where η bounds the floating-point error of the computed
+   statistic f̃ (|f̃ − f| ≤ η, from the standard summation bound γ_n = n·u/(1 − n·u), u = 2^-53:
+   η_μ = 2γ_{R+2}·U and η_Var = 8γ_{R+2}·U² for R retained samples in [0, U]: the sum S2,
+   the division and |μ̃² − μ²| ≤ η_μ(2U + η_μ)) and the factor
+   1 + 10⁻⁹ covers the relative error of computing Δ itself. For neighbours D ~ D',
+   |f(D) − f(D')| ≤ Δ, so |f̃(D) − f̃(D')| ≤ Δ + 2η and, q being a rounding of f̃/λ,
+   |q(D) − q(D')| ≤ ⌊(Δ + 2η)/λ⌋ + 1 ≤ t (the +1 covers the two roundings);
 3. the released value is λ·(q(D) + Z) with Z ~ DLap(t/ε') on ℤ, P[Z = z] ∝ exp(−|z|·ε'/t),
    sampled exactly by Canonne, Kamath & Steinke (NeurIPS 2020, "The Discrete Gaussian for
    Differential Privacy", Algorithms 1-2) from uniform integers. ε' ≤ ε is ε rounded down to a
@@ -52,6 +55,7 @@ __all__ = [
     "discrete_laplace",
     "discrete_laplace_mean_abs",
     "grid_sensitivity",
+    "summation_error",
     "epsilon_rational",
     "snap",
     "release_on_grid",
@@ -148,11 +152,22 @@ def epsilon_rational(epsilon: float) -> Fraction:
     return Fraction(num, 2**_EPS_BITS)
 
 
-def grid_sensitivity(sensitivity: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> int:
-    """Sensitivity in grid units, rounded up: t = ⌈Δ(1 + 1e-9)/λ⌉ + 1, λ = 2^-k (see module doc)."""
+def grid_sensitivity(sensitivity: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+                     value_error: float = 0.0) -> int:
+    """Sensitivity in grid units, rounded up: t = ⌈(Δ(1 + 1e-9) + 2η)/λ⌉ + 1, λ = 2^-k, with η
+    the floating-point error bound of the statistic (see module doc)."""
     delta = check_nonnegative_float(sensitivity, "sensitivity")
+    eta = check_nonnegative_float(value_error, "value_error")
     k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-    return int(math.ceil(delta * (1.0 + _REL_SLACK) * 2.0**k)) + 1
+    return int(math.ceil((delta * (1.0 + _REL_SLACK) + 2.0 * eta) * 2.0**k)) + 1
+
+
+def summation_error(retained: np.ndarray, scale: float) -> np.ndarray:
+    """γ_{R+2}·scale, γ_n = n·u/(1 − n·u), u = 2^-53: a bound on the float error of a sum of R
+    terms in [0, scale] divided by R (see module doc; η_μ = 2γU, η_Var = 8γU²)."""
+    n = np.asarray(retained, dtype=float) + 2.0
+    u = 2.0**-53
+    return n * u / (1.0 - n * u) * scale
 
 
 def snap(values: np.ndarray, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> np.ndarray:
@@ -168,8 +183,11 @@ def release_on_grid(
     *,
     granularity_bits: int = DEFAULT_GRANULARITY_BITS,
     callback: Callable[[int], None] | None = None,
+    value_errors: Sequence[float] | np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Release each value f_i with the discrete Laplace mechanism (module doc) at budget ε_i.
+
+    ``value_errors`` η_i bound the floating-point error of each computed value (default 0).
 
     Returns (released values λ·(q_i + Z_i), the integer sensitivities t_i).
     Entries with NaN value are left NaN (nothing released). ``callback(n)`` is called after every
@@ -179,6 +197,8 @@ def release_on_grid(
     sens = np.asarray(sensitivities, dtype=float)
     eps = np.broadcast_to(np.asarray(epsilons, dtype=float), vals.shape)
     k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+    etas = np.zeros(vals.shape) if value_errors is None else np.broadcast_to(
+        np.asarray(value_errors, dtype=float), vals.shape)
     out = np.full(vals.shape, np.nan)
     tgrid = np.zeros(vals.shape, dtype=np.int64)
     lam = 2.0**-k
@@ -186,7 +206,7 @@ def release_on_grid(
     ok = np.isfinite(vals)
     q[ok] = snap(vals[ok], k)
     for i in np.flatnonzero(ok):
-        t = grid_sensitivity(float(sens[i]), k)
+        t = grid_sensitivity(float(sens[i]), k, float(etas[i]))
         e = epsilon_rational(float(eps[i]))
         z = discrete_laplace(Fraction(t) / e, rng)
         tgrid[i] = t

@@ -50,6 +50,7 @@ from .noise import (
     epsilon_rational,
     integer_source,
     release_on_grid,
+    summation_error,
 )
 
 __all__ = [
@@ -432,10 +433,13 @@ def release_aggregate(
         src = integer_source(seed)
         bar = _progress(progress, 2 * agg.n_grids, desc="noise", unit=" draws")
         cb = bar.update if bar is not None else None
+        gamma_r = summation_error(st.retained, 1.0)  # float error bounds of μ̃ and Var̃
         rel_mean, t_mean = release_on_grid(mean, terms.mean_sensitivity, terms.epsilon_mean, src,
-                                           granularity_bits=k, callback=cb)
+                                           granularity_bits=k, callback=cb,
+                                           value_errors=2.0 * gamma_r * bound)
         rel_var, t_var = release_on_grid(var, terms.variance_sensitivity, terms.epsilon_variance, src,
-                                         granularity_bits=k, callback=cb)
+                                         granularity_bits=k, callback=cb,
+                                         value_errors=8.0 * gamma_r * bound * bound)
         if bar is not None:
             bar.close()
         eps_mu = np.where(ok, terms.epsilon_mean, 1.0)

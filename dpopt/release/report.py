@@ -110,12 +110,12 @@ def report_markdown(result: ReleaseResult) -> str:
         "",
         "## Privacy accounting",
         "",
-        f"- per-grid budget: epsilon = {s.epsilon:g} (mean {s.split} split: "
-        f"{'eps/2 + eps/2' if s.split == 'equal' else 'optimal per grid'})",
+        f"- per-grid budget: epsilon = {s.epsilon:g}, split between mean and variance "
+        f"{'equally (eps/2 + eps/2)' if s.split == 'equal' else 'optimally per grid'}",
         f"- plan: **{s.plan}**{' + pseudo-user clipping' if s.pseudo_users else ''} (status: {s.plan_status})",
         f"- degradation K = max over users of grids kept = **{s.degradation}** "
         f"(without a plan: {s.degradation_baseline})",
-        f"- total: **{s.epsilon_total:g}-user-level DP** (K * epsilon; without a plan "
+        f"- the release is user-level DP with total **epsilon = K * epsilon = {s.epsilon_total:g}** (without a plan "
         f"{s.epsilon_total_baseline:g}; basic composition over all {s.grids} grids would give "
         f"{s.epsilon_basic_composition:g})",
         f"- noise: {s.noise}",
@@ -126,7 +126,7 @@ def report_markdown(result: ReleaseResult) -> str:
         "",
         f"- worst-case error bound E = max over grids of (mean bias + variance bias + expected |noise|) "
         f"= **{s.error_bound:.6g}** (target {s.error_bound_target:.6g}); with the discrete sampler's "
-        f"rounding: {s.error_bound_released:.6g}",
+        f"rounding: {s.error_bound_released:.10g}",
         f"- suppressed (user, grid) pairs: {s.suppressed_pairs} ({s.suppressed_records} records); "
         f"records cut by pseudo-user clipping: {s.truncated_records}; grids withheld: {s.withheld_grids}",
         "",

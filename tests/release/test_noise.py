@@ -113,3 +113,32 @@ def test_bad_inputs():
     with pytest.raises(DpoptInputError, match="`rng` must be a numpy.random.Generator"):
         laplace_simulation(1.0, 42)
     assert laplace_simulation(1.0, np.random.default_rng(0), size=3).shape == (3,)
+
+
+def test_value_error_widens_sensitivity_and_summation_bound():
+    assert grid_sensitivity(1.0, 4, 0.25) == grid_sensitivity(1.5, 4)
+    from dpopt.release.noise import summation_error
+
+    g = summation_error(np.array([0, 10**9]), 1.0)
+    assert g[0] == pytest.approx(2 * 2.0**-53) and g[1] == pytest.approx((10**9 + 2) * 2.0**-53, rel=1e-6)
+    with pytest.raises(DpoptInputError, match="`value_error` must be a finite number >= 0"):
+        grid_sensitivity(1.0, 4, -1.0)
+
+
+def test_float_statistics_error_within_bound(rng):
+    """Computed mean/variance of many values in [0, U] differ from exact rationals by < η."""
+    from fractions import Fraction as F
+
+    from dpopt.release.noise import summation_error
+
+    U = 120.0
+    x = np.round(rng.uniform(0, U, 5000), 3)
+    R = x.size
+    m = x.sum() / R
+    v = max((x * x).sum() / R - m * m, 0.0)
+    xs = [F(float(a)) for a in x]
+    m_exact = sum(xs) / R
+    v_exact = sum(a * a for a in xs) / R - m_exact**2
+    gam = float(summation_error(np.array([R]), 1.0)[0])
+    assert abs(F(m) - m_exact) <= F(2 * gam * U)
+    assert abs(F(v) - v_exact) <= F(8 * gam * U * U)
