@@ -50,11 +50,13 @@ __all__ = [
     "standard_form_kkt",
     "clipping_problem",
     "solve_problem",
+    "export_problem",
+    "ClippingProblem",
 ]
 
 
 def __getattr__(name: str):  # cvxpy is imported only when a cvxpy model is asked for
-    if name in ("clipping_problem", "solve_problem", "ClippingProblemPlan"):
+    if name in ("clipping_problem", "solve_problem", "export_problem", "ClippingProblem"):
         from . import problem
 
         return getattr(problem, name)
