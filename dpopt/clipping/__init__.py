@@ -10,6 +10,8 @@
 The mathematics and the code map are in ``models/clipping.md``.
 """
 
+from typing import Any
+
 from .closed_form import (
     KKT_TOL,
     LP_KKT_TOL,
@@ -55,7 +57,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):  # cvxpy is imported only when a cvxpy model is asked for
+def __getattr__(name: str) -> Any:  # cvxpy is imported only when a cvxpy model is asked for
     if name in ("clipping_problem", "solve_problem", "export_problem", "ClippingProblem"):
         from . import problem
 

@@ -68,7 +68,9 @@ def threshold_rank(epsilon: float | np.ndarray, dim: int = 1) -> np.ndarray | in
     ``2d/ε`` is snapped to the nearest integer when within :data:`RANK_SNAP_TOL` (relative), so that
     ε given as ``2/3`` in floating point still yields the tie rank 3 rather than 4 (notes-001 §7).
     """
-    x = 2.0 * dim / np.asarray(epsilon, dtype=float)
+    with np.errstate(over="ignore"):
+        x = 2.0 * dim / np.asarray(epsilon, dtype=float)
+    x = np.minimum(x, 2.0**62)  # ε so small that 2d/ε overflows: rank beyond any L
     r = np.round(x)
     k = np.where(np.abs(x - r) <= RANK_SNAP_TOL * np.maximum(x, 1.0), r, np.ceil(x))
     k = np.maximum(k, 1.0)

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_counts, check_bound, check_choice, check_dim, check_epsilon
+from ..calculus import clipping_error_terms
 from ..solve import LinearModel, ModelBuilder, SolveResult, Status
 from ..solve import solve as _solve_highs
 from .closed_form import ClippingPlan, KKTCertificate, _lp_constants
@@ -323,8 +324,6 @@ def solve_clipping(
         cert = KKTCertificate(U * mf, kappa, c, np.asarray(s, float), tau, lam, mu, lam_tau,
                               source=f"lp:{formulation}:{backend}")
         info["kkt"] = standard_form_kkt(model, res)
-    from ..calculus import clipping_error_terms
-
     terms = clipping_error_terms(m, U, eps, lower, upper, dim=d)
     return ClippingPlan(
         lower=lower,

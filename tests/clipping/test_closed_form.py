@@ -288,3 +288,10 @@ def test_bad_input(kwargs: dict, match: str) -> None:
 def test_optimal_error_bad_grid() -> None:
     with pytest.raises(DpoptInputError, match="epsilons"):
         optimal_error([1, 2], 1.0, [0.5, 0.0])
+
+
+def test_tiny_epsilon_does_not_overflow() -> None:
+    plan = optimal_clipping([3, 1], 1.0, 1e-320)
+    assert plan.threshold == 0.0 and plan.error == pytest.approx(0.5)
+    # ε = 4: k = 1, T = 3, E = (0 + 3/4)/4
+    np.testing.assert_allclose(optimal_error([3, 1], 1.0, [1e-320, 1e-300, 4.0]), [0.5, 0.5, 0.1875])
