@@ -188,6 +188,8 @@ def release_on_grid(
     """Release each value f_i with the discrete Laplace mechanism (module doc) at budget ε_i.
 
     ``value_errors`` η_i bound the floating-point error of each computed value (default 0).
+    An entry with ε_i = 0 and Δ_i = 0 is released without noise: the caller guarantees that the
+    computed value does not depend on the data.
 
     Returns (released values λ·(q_i + Z_i), the integer sensitivities t_i).
     Entries with NaN value are left NaN (nothing released). ``callback(n)`` is called after every
@@ -206,6 +208,11 @@ def release_on_grid(
     ok = np.isfinite(vals)
     q[ok] = snap(vals[ok], k)
     for i in np.flatnonzero(ok):
+        if eps[i] == 0 and sens[i] == 0:
+            # a statistic given no budget must be data-independent even as computed: the caller's
+            # promise (the variance of one sample, s² − s², is exactly 0 in floating point too)
+            out[i] = int(q[i]) * lam
+            continue
         t = grid_sensitivity(float(sens[i]), k, float(etas[i]))
         e = epsilon_rational(float(eps[i]))
         z = discrete_laplace(Fraction(t) / e, rng)

@@ -442,25 +442,18 @@ def release_aggregate(
                                          value_errors=8.0 * gamma_r * bound * bound)
         if bar is not None:
             bar.close()
-        eps_mu = np.where(ok, terms.epsilon_mean, 1.0)
-        eps_var = np.where(ok, terms.epsilon_variance, 1.0)
-        scale_mean = np.where(ok, lam * t_mean / np.vectorize(lambda e: float(epsilon_rational(e)))(eps_mu), np.nan)
-        scale_var = np.where(ok, lam * t_var / np.vectorize(lambda e: float(epsilon_rational(e)))(eps_var), np.nan)
-        noise_abs = np.where(
-            ok,
-            discrete_laplace_mean_abs(np.maximum(t_mean, 1), eps_mu, k)
-            + discrete_laplace_mean_abs(np.maximum(t_var, 1), eps_var, k)
-            + lam,  # two roundings of f to the grid, λ/2 each
-            np.inf,
-        )
+        # a statistic given no budget (split="optimal", zero sensitivity) was released without noise
+        scale_mean, abs_mean = _discrete_scale(ok, t_mean, terms.epsilon_mean, k)
+        scale_var, abs_var = _discrete_scale(ok, t_var, terms.epsilon_variance, k)
+        noise_abs = np.where(ok, abs_mean + abs_var + lam, np.inf)  # + two roundings, λ/2 each
         noise_label = f"discrete Laplace on 2^-{k} (Canonne-Kamath-Steinke), " + (
             "seeded: NOT for a real release" if seed is not None else "OS CSPRNG (secrets)"
         )
     else:
         rng = np.random.default_rng(seed)
         with np.errstate(divide="ignore", invalid="ignore"):
-            scale_mean = np.where(ok, terms.mean_sensitivity / terms.epsilon_mean, np.nan)
-            scale_var = np.where(ok, terms.variance_sensitivity / terms.epsilon_variance, np.nan)
+            scale_mean = np.where(ok, np.where(terms.epsilon_mean > 0, terms.mean_sensitivity / terms.epsilon_mean, 0.0), np.nan)
+            scale_var = np.where(ok, np.where(terms.epsilon_variance > 0, terms.variance_sensitivity / terms.epsilon_variance, 0.0), np.nan)
         rel_mean = np.where(ok, mean + rng.laplace(0.0, np.where(ok, scale_mean, 1.0)), np.nan)
         rel_var = np.where(ok, var + rng.laplace(0.0, np.where(ok, scale_var, 1.0)), np.nan)
         noise_abs = terms.noise
@@ -534,6 +527,19 @@ def release_aggregate(
         ingest=ingest.as_dict(),
     )
     return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=agg, retained=rp)
+
+
+def _discrete_scale(ok: np.ndarray, t: np.ndarray, eps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Noise scale λt/ε' and E|noise| per grid of the discrete sampler (0 where ε = 0: no noise)."""
+    scale = np.full(t.shape, np.nan)
+    mean_abs = np.zeros(t.shape)
+    noisy = ok & (eps > 0)
+    scale[ok & ~noisy] = 0.0
+    if np.any(noisy):
+        e_used = np.asarray([float(epsilon_rational(float(e))) for e in eps[noisy]])
+        scale[noisy] = 2.0**-k * t[noisy] / e_used
+        mean_abs[noisy] = discrete_laplace_mean_abs(t[noisy], eps[noisy], k)
+    return scale, mean_abs
 
 
 def _baseline_max(agg: Aggregate, bound: float, epsilon: float, split: str) -> float:

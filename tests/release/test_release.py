@@ -220,3 +220,14 @@ def test_reachable_error_bound_is_met(records):
     r = release(records, bound=100, epsilon=1.0, plan="greedy", error_bound=target, seed=1)
     assert r.summary.error_bound <= target and r.summary.error_bound_target == target
     assert r.summary.degradation <= release(records, bound=100, epsilon=1.0, plan="greedy", seed=1).summary.degradation
+
+
+@pytest.mark.parametrize("noise", ["discrete", "numpy"])
+def test_optimal_split_single_record_grid(tiny_records, cells, noise):
+    """A grid with one record has Δ_Var = 0: the optimal split gives the variance no budget and
+    its released variance is exactly 0 (data-independent), the mean gets all of ε."""
+    r = release(tiny_records, bound=100, epsilon=1.0, split="optimal", noise=noise, seed=1)
+    row = r.table.set_index(["cell", "slot"]).loc[(cells[0], "2020-01-01T11:00:00Z")]
+    assert row["variance"] == 0.0 and row["epsilon_variance"] == 0.0 and row["epsilon_mean"] == 1.0
+    assert row["error_bound"] == pytest.approx(100.0)  # (√Δμ + 0)²/ε = U/ε
+    assert np.all(np.isfinite(r.table["mean"]))
