@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError, as_counts, as_epsilons, check_bound, check_dim, check_epsilon
+from .._validation import as_counts, as_epsilons, check_bound, check_dim, check_epsilon
 from ..solve.result import Status
 
 __all__ = [

@@ -40,7 +40,7 @@ import numpy as np
 
 from .._validation import as_counts, check_bound, check_choice, check_dim, check_epsilon
 from ..calculus import clipping_error_terms
-from ..solve import LinearModel, ModelBuilder, SolveResult, Status
+from ..solve import LinearModel, ModelBuilder, SolveResult
 from ..solve import solve as _solve_highs
 from .closed_form import ClippingPlan, KKTCertificate, _lp_constants
 
