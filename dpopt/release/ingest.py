@@ -13,7 +13,9 @@ Cleaning (counted in :class:`IngestReport`, never silent):
 * a record with a latitude outside [-90, 90] or a longitude outside [-180, 180] is dropped
   (``invalid_coordinates``);
 * a value outside [0, U] is clipped to [0, U] (``out_of_range="clip"``, the default), dropped
-  (``"drop"``) or stops the run with a :class:`~dpopt.DpoptInputError` (``"error"``).
+  (``"drop"``) or stops the run with a :class:`~dpopt.DpoptInputError` (``"error"``). Clipping keeps
+  the occupancy array independent of the values (seed 002's neighbours share it); dropping by value
+  does not, so keep ``"drop"`` for sentinels that are invalid by definition.
 
 Timestamps: ISO 8601 strings (an offset is converted to UTC; a naive time is taken as UTC), pandas
 datetimes, or numbers (Unix time in ``timestamp_unit``, seconds by default). User identifiers are
