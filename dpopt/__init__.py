@@ -41,6 +41,10 @@ _LAZY: dict[str, str] = {
     "optimal_error": "dpopt.clipping",
     "solve_clipping": "dpopt.clipping",
     "clipping_problem": "dpopt.clipping",
+    "ClippingPlan": "dpopt.clipping",
+    "KKTCertificate": "dpopt.clipping",
+    "check_certificate": "dpopt.clipping",
+    "export_problem": "dpopt.clipping",
     # array-length model (seed 003)
     "best_fit": "dpopt.arrays",
     "wrap_around": "dpopt.arrays",
