@@ -45,11 +45,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._validation import as_counts
+    from .._validation import as_counts, check_nonnegative_float
     from ..solve import write_model
     from .closed_form import optimal_clipping
     from .lp import clipping_model, solve_clipping
 
+    if args.export and not str(args.export).lower().endswith((".mps", ".lp")):
+        raise CliError(f"`--export` must end in .mps or .lp; got {args.export!r}")
+    if args.time_limit is not None:
+        check_nonnegative_float(args.time_limit, "--time-limit")
     counts = as_counts(read_numbers(args.counts, "counts"))
     if args.method == "closed-form":
         plan = optimal_clipping(counts, args.bound, args.epsilon, dim=args.dim)
@@ -60,10 +64,11 @@ def run(args: argparse.Namespace) -> int:
     payload: dict[str, Any] = plan.summary()
     payload["samples"] = int(counts.sum())
     if args.export:
-        if not str(args.export).lower().endswith((".mps", ".lp")):
-            raise CliError(f"`--export` must end in .mps or .lp; got {args.export!r}")
         model = clipping_model(counts, args.bound, args.epsilon, dim=args.dim, formulation=args.formulation)
-        payload["exported"] = str(write_model(model, args.export))
+        try:
+            payload["exported"] = str(write_model(model, args.export))
+        except OSError as exc:
+            raise CliError(f"`--export`: {exc}") from None
     if args.per_user:
         payload["lower"] = plan.lower
         payload["upper"] = plan.upper

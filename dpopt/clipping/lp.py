@@ -38,7 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_counts, check_bound, check_choice, check_dim, check_epsilon
+from .._validation import (
+    as_counts,
+    check_bound,
+    check_choice,
+    check_dim,
+    check_epsilon,
+    check_nonnegative_float,
+)
 from ..calculus import clipping_error_terms
 from ..solve import LinearModel, ModelBuilder, SolveResult
 from ..solve import solve as _solve_highs
@@ -148,6 +155,8 @@ def solve_model(
 ) -> SolveResult:
     """Solve a standard-form model with HiGHS through highspy or through cvxpy (same duals)."""
     check_choice(backend, "backend", BACKENDS)
+    if time_limit is not None:
+        time_limit = check_nonnegative_float(time_limit, "time_limit")
     opts = DEFAULT_HIGHS_OPTIONS if options is None else options
     if backend == "highspy":
         return _solve_highs(model, options=opts, time_limit=time_limit)

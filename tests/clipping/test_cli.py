@@ -61,12 +61,15 @@ def test_dim_and_per_user_text(tmp_path, capsys) -> None:
         (["--epsilon", "0"], "`epsilon` must be a positive finite number"),
         (["--epsilon", "1", "--dim", "0"], "`dim` must be an integer >= 1"),
         (["--epsilon", "1", "--export", "model.txt"], "--export"),
+        (["--epsilon", "1", "--export", "/no/such/dir/model.mps"], "--export"),
+        (["--epsilon", "1", "--method", "lp", "--time-limit", "-1"], "--time-limit"),
     ],
 )
 def test_bad_arguments_exit_2(counts_file, capsys, extra, message) -> None:
     assert main(["clipping", "--counts", str(counts_file), "--bound", "65", *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1  # one line, no usage dump
 
 
 def test_demo_is_short() -> None:

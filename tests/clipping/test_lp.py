@@ -160,6 +160,8 @@ def test_bad_choices() -> None:
         solve_clipping([0, 2], 1.0, 0.5)
     with pytest.raises(DpoptInputError, match="epsilon"):
         per_sample_model([1, 2], 1.0, 0.0)
+    with pytest.raises(DpoptInputError, match="time_limit"):
+        solve_clipping([1, 2], 1.0, 0.5, time_limit=-1.0)
 
 
 @pytest.mark.parametrize("backend", ["highspy", "cvxpy"])
