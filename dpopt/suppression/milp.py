@@ -160,8 +160,9 @@ class SuppressionModel:
         y_t − y_{t+1} instead).
     pair_kind : ndarray of int
         0: the pair has an ``x`` column; 1: forced (count above every feasible level of its grid);
-        2: aggregated (its user needs no occupancy row and its grid has one run per level, so
-        x = y[next level] is optimal and substituted); 3: never suppressed (below every level).
+        2: aggregated (its user needs no occupancy row and its count exceeds every level of its
+        grid that has an inner run, so x = y[next level] is optimal and substituted); 3: never
+        suppressed (same conditions, count not above any feasible level).
     pair_level : ndarray of int
         The level whose y forces the pair (−1 if none).
     """
@@ -349,7 +350,11 @@ def build_suppression_model(
     row_user = Gl > thr
     pair_level = np.where(linked, nxt_lev, -1)
     kind = np.zeros(P, dtype=np.int64)
-    free = ~row_user[rows] & ~need_hi[cols] & ~forced
+    # a pair can be aggregated when no level that needs an upper retained row can leave it
+    # unforced: its count exceeds every such "complex" level of its grid (see models/suppression.md)
+    cmax = np.zeros(occ.n_grids, dtype=np.int64)
+    np.maximum.at(cmax, f_grid[~simple], f_val[~simple])
+    free = ~row_user[rows] & ~forced & (cnt > cmax[cols])
     kind[free & linked] = 2
     kind[free & ~linked] = 3
     kind[forced] = 1
@@ -427,9 +432,11 @@ def build_suppression_model(
     remap[gh] = np.arange(gh.size)
     px = xc[need_hi[cols[xc]]]
     pw = np.flatnonzero(need_hi[w_grid])
-    b.add_rows("retained_hi", rows=np.concatenate([remap[cols[px]], remap[w_grid[pw]]]),
-               cols=np.concatenate([xcol[px], w_cols[pw]]),
-               vals=np.concatenate([cnt[px].astype(float), w_hi[pw]]),
+    py = np.flatnonzero(need_hi[f_grid] & (agg_w > 0))
+    b.add_rows("retained_hi",
+               rows=np.concatenate([remap[cols[px]], remap[f_grid[py]], remap[w_grid[pw]]]),
+               cols=np.concatenate([xcol[px], y[py], w_cols[pw]]),
+               vals=np.concatenate([cnt[px].astype(float), agg_w[py], w_hi[pw]]),
                lower=Nres[gh].astype(float), upper=np.inf, count=gh.size)
     # occupancy: Σ_g x[l,g] + K >= G_l - forced (users with G_l above the row threshold)
     us = np.flatnonzero(row_user)
