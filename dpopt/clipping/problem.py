@@ -228,6 +228,20 @@ def clipping_problem(
     return prob._attach({"counts": m, "bound": U, "user_bounds": Ub, "epsilon": eps, "dim": d})
 
 
+def interval_terms(counts: np.ndarray, user_bounds: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                   dim: int) -> tuple[float, float]:
+    """Exact worst-case bias and ℓ1 sensitivity of per-user intervals with per-user ranges U_ℓ.
+
+    d = 1 (seed 000 Lemma III.1, exact form of notes-001 §3.2): bias ``max{Σ m_ℓ(U_ℓ − b_ℓ),
+    Σ m_ℓ a_ℓ}/n``, sensitivity ``max_ℓ m_ℓ(b_ℓ − a_ℓ)/n``; d ≥ 2 (seed 001 Lemma III.2, ERRATA E3):
+    bias ``Σ m_ℓ max{a_ℓ, U_ℓ − b_ℓ}/n``, sensitivity ``max_ℓ 2 m_ℓ b_ℓ/n``.
+    """
+    w = counts / float(counts.sum())
+    if dim == 1:
+        return max(float(w @ (user_bounds - upper)), float(w @ lower)), float(np.max(w * (upper - lower)))
+    return float(w @ np.maximum(lower, user_bounds - upper)), 2.0 * float(np.max(w * upper))
+
+
 def solve_problem(
     problem: ClippingProblem,
     *,
@@ -236,9 +250,10 @@ def solve_problem(
 ) -> ClippingPlan:
     """Solve a :class:`ClippingProblem` with HiGHS (through cvxpy) and return a :class:`ClippingPlan`.
 
-    ``bias``, ``sensitivity`` are the optimal values of the named variables (at an optimum they
-    equal the worst-case bias and the sensitivity of the returned intervals); ``noise = d·Δ/ε``;
-    ``error`` is the objective. ``certificate`` is None (custom problems have no closed form);
+    ``bias``, ``sensitivity``: the larger of the named variable's value and the exact value for the
+    returned intervals (:func:`interval_terms`), so the reported sensitivity is never below the true
+    one even when the solver meets a constraint only to its tolerance; ``noise = d·Δ/ε``;
+    ``error = bias + noise`` (``objective`` is the solver's optimum). ``certificate`` is None (custom problems have no closed form);
     ``info["result"]`` holds the :class:`~dpopt.solve.result.SolveResult`.
     """
     if not isinstance(problem, ClippingProblem):
@@ -255,15 +270,18 @@ def solve_problem(
                             info={"result": res})
     lower = np.clip(np.asarray(problem.lower.value, float), 0.0, problem.user_bounds)
     upper = np.clip(np.asarray(problem.upper.value, float), lower, problem.user_bounds)
-    bias = float(problem.bias.value)
-    sens = float(problem.sensitivity.value)
+    # the release uses the returned intervals: never report less than their exact bias and
+    # sensitivity (the solver meets its constraints only to its feasibility tolerance)
+    exact_bias, exact_sens = interval_terms(problem.counts, problem.user_bounds, lower, upper, d)
+    bias = max(float(problem.bias.value), exact_bias)
+    sens = max(float(problem.sensitivity.value), exact_sens)
     n = float(problem.counts.sum())
     width = problem.counts * (upper if d >= 2 else upper - lower)
     return ClippingPlan(
         lower=lower,
         upper=upper,
         threshold=float(np.max(width)),
-        error=float(problem.value),
+        error=bias + d * sens / eps,
         bias=bias,
         noise=d * sens / eps,
         sensitivity=sens,

@@ -87,6 +87,27 @@ def test_user_bounds_heterogeneous_closed_form_and_brute_force() -> None:
         assert_brute_force_d1(plan, m, Ub)
 
 
+@pytest.mark.parametrize("i", range(40))
+def test_reported_sensitivity_never_below_that_of_the_intervals(i: int) -> None:
+    """Privacy: the plan's Δ (and bias) are never below the exact values of its own intervals,
+    even by the solver's feasibility tolerance (seeds 20 and 39 were 1e-16 short before)."""
+    rng = np.random.default_rng(i)
+    L = int(rng.integers(2, 9))
+    m = rng.integers(1, 6, L)
+    U = float(rng.choice([1.0, 65.0]))
+    d = int(rng.choice([1, 2]))
+    eps = float(rng.uniform(0.05, 3.0))
+    Ub = U * rng.uniform(0.2, 1.0, L)
+    plan = clipping_problem(m, U, eps, dim=d, user_bounds=Ub).solve_plan()
+    a, b, w = plan.lower, plan.upper, m / m.sum()
+    if d == 1:  # seed 000 Lemma III.1 with the exact bias of notes-001 §3.2
+        sens, bias = np.max(w * (b - a)), max(w @ (Ub - b), w @ a)
+    else:  # seed 001 Lemma III.2, ERRATA E3
+        sens, bias = 2 * np.max(w * b), w @ np.maximum(a, Ub - b)
+    assert plan.sensitivity >= sens and plan.bias >= bias
+    assert plan.error == pytest.approx(plan.objective, rel=LP_RTOL, abs=LP_RTOL * U)
+
+
 # ---------------------------------------------------------------- cap on one user's bias
 def test_bias_cap_slack_is_the_base_case() -> None:
     m = np.array([5, 1, 2, 1])
