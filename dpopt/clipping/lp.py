@@ -280,8 +280,8 @@ def solve_clipping(
         evaluated independently by :func:`dpopt.calculus.clipping_error_terms`; ``objective`` the
         LP optimum divided by n; ``certificate`` the solver's duals mapped to the paper's
         multipliers at the per-user primal point (α_ℓ, τ) — per-user LP: λ_ℓ = dual of "range",
-        λ_τ = reduced cost of τ; per-sample LP: see :func:`_aggregate_sample_duals`; both
-        μ_ℓ = 1 − κλ_ℓ — ; ``info["kkt"]`` the :class:`StandardFormKKT` of the LP itself.
+        μ_ℓ = reduced cost of α_ℓ, λ_τ = reduced cost of τ; per-sample LP: see
+        :func:`_aggregate_sample_duals` and μ_ℓ = 1 − κλ_ℓ — ; ``info["kkt"]`` the :class:`StandardFormKKT` of the LP itself.
     """
     m = as_counts(counts)
     U = check_bound(bound)
@@ -326,10 +326,13 @@ def solve_clipping(
         if formulation == "per-user":
             lam = res.dual("range").copy()
             lam_tau = float(res.col_duals[res.col_blocks["tau"]][0])
+            # μ_ℓ = reduced cost of α_ℓ as the solver reports it, so stationarity 1 − κλ − μ = 0
+            # is checked on the solver's numbers (cvxpy back-end: z = c − Aᵀy by construction)
+            mu = res.col_duals[res.col_blocks["alpha"]].copy()
         else:
             lam, lam_tau = _aggregate_sample_duals(res, m, c)
             info["range_duals"] = res.dual("range").copy()
-        mu = 1.0 - kappa * lam
+            mu = 1.0 - kappa * lam
         cert = KKTCertificate(U * mf, kappa, c, np.asarray(s, float), tau, lam, mu, lam_tau,
                               source=f"lp:{formulation}:{backend}")
         info["kkt"] = standard_form_kkt(model, res)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cvxpy as cp
 import numpy as np
 import pytest
 
@@ -101,6 +102,32 @@ def test_per_sample_lp_finds_a_per_user_optimum() -> None:
         sens = np.max(np.bincount(owner, weights=b_s - a_s)) / n
         assert bias + sens / eps == pytest.approx(lp.objective, abs=1e-7)
         assert lp.error == pytest.approx(lp.objective, abs=1e-7)  # the per-user averages
+
+
+def exact_bias_per_sample_optimum(m: np.ndarray, U: float, eps: float) -> float:
+    """Per-sample LP (d = 1) with the *exact* worst-case bias max{Σ_j(U − b_j), Σ_j a_j}/n of
+    notes-001 §3.2 instead of the paper's Σ_j max{a_j, U − b_j}/n; built here in cvxpy, independently."""
+    n, owner = int(m.sum()), np.repeat(np.arange(m.size), m)
+    a, b = cp.Variable(n), cp.Variable(n)
+    bias, tau = cp.Variable(), cp.Variable()
+    per_user = np.zeros((m.size, n))
+    per_user[owner, np.arange(n)] = 1.0
+    cons = [a >= 0, b <= U, a <= b, bias >= cp.sum(U - b) / n, bias >= cp.sum(a) / n,
+            tau >= per_user @ (b - a)]
+    prob = cp.Problem(cp.Minimize(bias + tau / (eps * n)), cons)
+    prob.solve(solver=cp.HIGHS)
+    assert prob.status == cp.OPTIMAL
+    return float(prob.value)
+
+
+@pytest.mark.parametrize("i", [i for i in range(48) if i % 4])  # d = 1 members of the family
+def test_exact_bias_per_sample_lp_has_the_same_optimum(i: int) -> None:
+    """notes-001 §3.2: the paper's scalar bias is only an upper bound, yet with the exact bias the
+    per-sample optimum is still E^OPT (ties and T_ε = 0 included)."""
+    m, U, eps, d = random_instance(np.random.default_rng(7000 + i), i)
+    assert d == 1
+    expected = optimal_clipping(m, U, eps).error
+    assert exact_bias_per_sample_optimum(m, U, eps) == pytest.approx(expected, rel=LP_RTOL, abs=LP_RTOL * U)
 
 
 def test_model_shapes_and_blocks() -> None:

@@ -181,8 +181,10 @@ def seed_vector_plan(m: np.ndarray, U: float, T: float) -> tuple[np.ndarray, np.
 def test_seed_vector_sensitivity_violated_but_dpopt_not(eps: float) -> None:
     """ERRATA E3: a concrete neighbouring pair moves the seed's clipped mean by more than T_ε/n.
 
-    ε = 2 (d = 2): T = 1 > 0, claimed Δ = 1/4, a pair of neighbours achieves 1/2.
-    ε = 0.5: T = 0, the seed adds no noise (claimed Δ = 0), yet the output depends on the data.
+    ε = 2 (d = 2): T = 1 > 0, claimed Δ = 1/4; user 0 (a = 1/4, b = 3/4) moving both samples from
+    e₁ to e₂ moves the clipped mean by 2·2·(3/4)/4 = 3/4.
+    ε = 0.5: T = 0, the seed adds no noise (claimed Δ = 0), yet a = b = 1/2 for every user and one
+    user 0 moving both samples from e₁ to e₂ moves the mean by 2·2·(1/2)/4 = 1/2.
     dpopt's ℓ1-ball strategy has brute-force sensitivity exactly its stated 2T/n.
     """
     m = np.array([2, 1, 1])
@@ -194,6 +196,8 @@ def test_seed_vector_sensitivity_violated_but_dpopt_not(eps: float) -> None:
     claimed = T / n  # seed 001 Lemma III.3: max_ℓ Σ(b − a)/n = T/n
     seed = verify.sensitivity(estimators.annulus_clipped_mean(a, b), m, U, dim=d, levels=3, formula=claimed)
     assert seed.value > claimed + 0.1
+    # by hand (ERRATA E3): the annulus has ℓ1 diameter 2b, so the true Δ is max_ℓ 2 m_ℓ b_ℓ / n
+    assert seed.value == pytest.approx({2.0: 0.75, 0.5: 0.5}[eps], abs=1e-12)
     # the maximising pair differs in one user's samples and moves the mean by `value` in ℓ1
     f = estimators.annulus_clipped_mean(a, b)
     x = np.concatenate(seed.dataset)[None]
