@@ -109,7 +109,8 @@ class KKTReport:
     ``complementary``: largest ``|λ_ℓ·slack_ℓ|, |μ_ℓ s_ℓ|, |λ_τ τ|``;
     ``stationarity``: largest ``|1 − κλ_ℓ − μ_ℓ|`` and ``|c − Σλ_ℓ − λ_τ|``;
     ``duality_gap``: ``|primal objective − Σ λ_ℓ U m_ℓ|`` (zero follows from the four, reported
-    as a cross-check). Residuals are scaled: products by ``U·m*``, sums by ``max(1, c)``.
+    as a cross-check). Residuals are scaled: products by ``U·m*``, sums and λ_τ by ``max(1, c)``;
+    λ_ℓ, μ_ℓ (which lie in [0, 1]) are not scaled.
     """
 
     primal: float
@@ -179,11 +180,12 @@ class KKTCertificate:
             float(np.max(-self.s, initial=0.0)),
             max(-self.tau, 0.0),
         ) / scale + 0.0
+        # λ_ℓ, μ_ℓ live in [0, 1]; only λ_τ (up to c) is measured relative to c
         dual = max(
             float(np.max(-self.lam, initial=0.0)),
             float(np.max(-self.mu, initial=0.0)),
-            max(-self.lam_tau, 0.0),
-        ) / cscale + 0.0
+            max(-self.lam_tau, 0.0) / cscale,
+        ) + 0.0
         comp = max(
             float(np.max(np.abs(self.lam * slack), initial=0.0)),
             float(np.max(np.abs(self.mu * self.s), initial=0.0)),

@@ -206,6 +206,17 @@ def test_certificate_checker_catches_each_condition() -> None:
         assert not c.check()
 
 
+def test_checker_does_not_scale_small_multipliers_by_1_over_eps() -> None:
+    """Tiny ε makes c = d/ε huge; a negative λ_ℓ (which lives in [0, 1/2]) must still fail."""
+    base = optimal_clipping(np.array([3, 1, 2, 2]), 1.0, 1e-6).certificate
+    assert base.check()
+    lam = base.lam.copy()
+    lam[0] = -1e-3
+    bad = dataclasses.replace(base, lam=lam, mu=1.0 - 2.0 * lam, lam_tau=base.cost - lam.sum())
+    assert bad.report().dual == pytest.approx(1e-3)
+    assert not bad.check(tol=1e-7)
+
+
 # ---------------------------------------------------------------- d ≥ 2 (ERRATA E3)
 @pytest.mark.parametrize("d", [2, 3])
 def test_corrected_vector_strategy(d: int) -> None:
