@@ -84,6 +84,27 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
     return status, raw, time.perf_counter() - t0
 
 
+def _result(status: Status, raw: str, elapsed: float, objective: float, x: np.ndarray | None,
+            row_duals: np.ndarray | None, col_duals: np.ndarray | None, col_blocks: dict[str, slice],
+            row_blocks: dict[str, slice]) -> SolveResult:
+    """A cvxpy-back-end :class:`SolveResult`: bound = objective and gap 0 only when optimal."""
+    ok = status is Status.OPTIMAL
+    return SolveResult(
+        status=status,
+        objective=objective,
+        bound=objective if ok else math.nan,
+        gap=0.0 if ok else math.inf,
+        x=x,
+        row_duals=row_duals,
+        col_duals=col_duals,
+        solve_time=elapsed,
+        backend="cvxpy",
+        raw_status=raw,
+        col_blocks=col_blocks,
+        row_blocks=row_blocks,
+    )
+
+
 def solve_cvxpy(
     problem: cp.Problem,
     *,
@@ -140,21 +161,7 @@ def solve_cvxpy(
             dparts.append(np.ravel(np.asarray(dv, float), order="F"))
     row_duals = np.concatenate(dparts) if have_dual and dparts else None
     objective = float(problem.value) if x is not None and problem.value is not None else math.nan
-    ok = status is Status.OPTIMAL
-    return SolveResult(
-        status=status,
-        objective=objective,
-        bound=objective if ok else math.nan,
-        gap=0.0 if ok else math.inf,
-        x=x,
-        row_duals=row_duals,
-        col_duals=None,
-        solve_time=elapsed,
-        backend="cvxpy",
-        raw_status=raw,
-        col_blocks=col_blocks,
-        row_blocks=row_blocks,
-    )
+    return _result(status, raw, elapsed, objective, x, row_duals, None, col_blocks, row_blocks)
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,21 +286,8 @@ def solve_linear_model(
             z = lm.c - lm.A.T @ y
             row_duals, col_duals = y, z
     objective = float(lm.objective_value(x)) if x is not None else math.nan
-    ok = status is Status.OPTIMAL
-    return SolveResult(
-        status=status,
-        objective=objective,
-        bound=objective if ok else math.nan,
-        gap=0.0 if ok else math.inf,
-        x=x,
-        row_duals=row_duals,
-        col_duals=col_duals,
-        solve_time=elapsed,
-        backend="cvxpy",
-        raw_status=raw,
-        col_blocks=dict(lm.col_blocks),
-        row_blocks=dict(lm.row_blocks),
-    )
+    return _result(status, raw, elapsed, objective, x, row_duals, col_duals, dict(lm.col_blocks),
+                   dict(lm.row_blocks))
 
 
 def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:
