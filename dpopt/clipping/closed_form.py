@@ -365,8 +365,16 @@ def optimal_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1)
     if d == 1:
         lower = excess / mf
         lower *= 0.5  # a_ℓ = (U m_ℓ − T)⁺ / (2 m_ℓ)
+        # (U m)/m may round above U (U = 0.1, m = 3): cap at U/2 so that a_ℓ ≤ U/2 ≤ b_ℓ exactly;
+        # at T = 0 no noise is added, so the intervals must be exactly the point U/2
+        if T == 0.0:
+            lower.fill(0.5 * U)
+        else:
+            np.minimum(lower, 0.5 * U, out=lower)
         upper = U - lower
-        sens = T / n
+        # Δ = max_ℓ m_ℓ(b_ℓ − a_ℓ)/n = T/n; taken from the rounded intervals so that it is never
+        # an ulp below the sensitivity of what is actually released
+        sens = max(T, float(np.max(mf * (upper - lower)))) / n
         bias = excess_sum / (2.0 * n)
     else:
         lower = np.zeros(m.size)

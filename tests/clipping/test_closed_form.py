@@ -97,6 +97,21 @@ def test_interval_shape_d1() -> None:
     assert plan.n_clipped == int(np.sum(2.0 * m > T))
 
 
+@pytest.mark.parametrize("U", [0.1, 0.3, 0.7, 1.1, 3.3, 1e-3, 65.0])
+def test_intervals_are_ordered_in_floating_point(U: float) -> None:
+    """a_ℓ ≤ b_ℓ exactly: (U·m)/m rounds above U for U = 0.1, m = 3, which made a > b by an ulp
+    at T = 0 (and dpopt's own error calculus refused the plan)."""
+    for m in range(1, 50):
+        for eps in (0.01, 1.0):
+            plan = optimal_clipping([m, m, m, 1], U, eps)
+            assert np.all(plan.lower <= plan.upper)
+            if plan.threshold == 0.0:  # no noise: the released value must not depend on the data
+                assert np.all(plan.lower == U / 2) and np.all(plan.upper == U / 2)
+            n = 3 * m + 1
+            assert plan.sensitivity >= np.max(np.array([m, m, m, 1]) * (plan.upper - plan.lower)) / n
+            clipping_error_terms([m, m, m, 1], U, eps, plan.lower, plan.upper)
+
+
 def test_no_clipping_for_large_epsilon() -> None:
     """ε ≥ 2d: T = U m*, no clipping, error = vanilla Laplace d U m*/(ε n) (notes-001 Lemma III.5)."""
     m = geometric(4)
