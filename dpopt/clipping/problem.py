@@ -169,7 +169,10 @@ def clipping_problem(
     dim : int
         d ≥ 1 (d ≥ 2: ℓ1-bounded non-negative samples, corrected sensitivity of ERRATA E3).
     user_bounds : float or array_like, optional
-        ``U_ℓ``: user ℓ's samples lie in ``[0, U_ℓ]`` (default U for all).
+        ``U_ℓ``: user ℓ's samples lie in ``[0, U_ℓ]`` (default U for all). Like the counts they must
+        be public (chosen without looking at the samples): the intervals depend on them. The
+        sensitivity does not rely on them (clipped samples lie in ``[a_ℓ, b_ℓ]`` whatever the
+        data), only the bias does.
     bias_cap : float, optional
         Upper bound on each user's worst-case bias share ``m_ℓ·max{a_ℓ, U_ℓ − b_ℓ}/n``.
     fixed : mapping, optional
