@@ -164,6 +164,16 @@ def test_export(tmp_path, suffix: str, formulation: str) -> None:
         assert sum(1 for line in text.splitlines() if line.startswith(" G ")) == model.num_rows
     else:
         assert "min" in text.lower() and "st" in text.lower()
+    # read the file back with HiGHS itself (independent of dpopt's model objects) and solve it
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    assert h.readModel(str(path)) == highspy.HighsStatus.kOk
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    expected = optimal_clipping([2, 1, 3], 65.0, 0.5).error * 6  # objective = n · E^OPT
+    assert h.getInfo().objective_function_value == pytest.approx(expected, rel=LP_RTOL)
 
 
 def test_options_and_time_limit_pass_through() -> None:
