@@ -1,6 +1,7 @@
 """Benchmarks of the grid-suppression model (seed 002). Run: python tests/benchmarks/bench_suppression.py [parts]
 
-Parts (default all): ``family`` (greedy vs exact MILP on the paper's synthetic family: γ ∈ {3,6,9},
+Parts (default all): ``tiebreak`` (the second, lexicographic stage), ``frontier`` (E*(K) on
+a G = 8 instance), ``family`` (greedy vs exact MILP on the paper's synthetic family: γ ∈ {3,6,9},
 q = 0.01, 10 draws each, ε ∈ {0.1, 0.2, 0.5, 1}), ``speed`` (incremental vs naive CLIP-USER; CLIP-USER
 on ~10^6 pairs), ``austin`` (the Austin bus data, G = 50). Prints Markdown for
 tests/benchmarks/results/suppression.md.
@@ -114,10 +115,46 @@ def austin() -> None:
     print()
 
 
+def tiebreak() -> None:
+    print("## Lexicographic tie-break (fewest suppressed samples at the optimal K), 10 s limit\n")
+    print("| γ | ε | optimal K | greedy samples | MILP samples | tie-break status | gap | total s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for gamma in GAMMAS:
+        occ = heavy_hitter_occupancy(np.random.default_rng(2024 + gamma), q=0.01, gamma=gamma)
+        for eps in (0.2, 1.0):
+            g = clip_user(occ, U, eps)
+            t0 = time.perf_counter()
+            m = solve_suppression(occ, U, eps, warm_start=g, tie_break_time_limit=10.0)
+            t = time.perf_counter() - t0
+            print(f"| {gamma} | {eps} | {m.degradation} | {g.suppressed_samples} | {m.suppressed_samples} | "
+                  f"{m.info['tie_break']} | {m.info['tie_break_gap']:.2%} | {t:.1f} |", flush=True)
+    print()
+
+
+def frontier() -> None:
+    from dpopt.suppression import suppression_frontier
+
+    occ = heavy_hitter_occupancy(np.random.default_rng(8), n_grids=8, q=0.01, gamma=6)
+    eps = 0.5
+    t0 = time.perf_counter()
+    fr = suppression_frontier(occ, U, eps)
+    t = time.perf_counter() - t0
+    g = clip_user(occ, U, eps)
+    print(f"## Frontier E*(K) (exact), synthetic G = 8, γ = 6, ε = {eps}: {occ}\n")
+    print(f"Paper's point: E = {fr.error_bound:.1f}; CLIP-USER reaches K = {g.degradation}. "
+          f"Total {t:.1f} s.\n")
+    print("| K | K·ε | E*(K) | status | feasibility MILPs |")
+    print("|---|---|---|---|---|")
+    for p in fr.points:
+        print(f"| {p.degradation} | {p.degradation * eps:.1f} | {p.error:.2f} | {p.status} | {p.solves} |")
+    print()
+
+
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["speed", "austin", "family"]
+    parts = sys.argv[1:] or ["speed", "austin", "family", "tiebreak", "frontier"]
     print(f"# Suppression benchmarks\n\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; Python "
           f"{platform.python_version()}, numpy {np.__version__}, highspy {highspy.__version__ if hasattr(highspy, '__version__') else '1.15.1'}; "
           f"{platform.machine()}, 2 cores.\n")
     for part in parts:
-        {"family": family, "speed": speed, "austin": austin}[part]()
+        {"family": family, "speed": speed, "austin": austin, "tiebreak": tiebreak,
+         "frontier": frontier}[part]()

@@ -88,3 +88,13 @@ def test_synthetic_bad_input(kwargs):
 def test_synthetic_needs_generator():
     with pytest.raises(ValueError, match="rng"):
         heavy_hitter_occupancy(0)
+
+
+def test_frontier_reports_infeasible_degradation():
+    # one user alone in two grids: keeping only one grid leaves the other empty (R = 0)
+    occ = Occupancy.from_dense([[1, 1]])
+    fr = suppression_frontier(occ, 1.0, 1.0, degradations=[1, 2])
+    assert fr.points[0].status == "infeasible" and fr.points[0].error == np.inf
+    assert fr.points[1].status == "optimal"
+    with pytest.raises(ValueError, match="degradations"):
+        suppression_frontier(occ, 1.0, 1.0, degradations=[3])

@@ -156,3 +156,25 @@ def test_milp_equals_brute_force_when_feasible_totals_have_holes():
         if checked >= 8:
             break
     assert checked >= 8
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_milp_equals_brute_force_optimal_split(seed):
+    rng = np.random.default_rng(700 + seed)
+    occ = random_tiny(rng, users=5, grids=3, max_count=6)
+    U, eps = 10.0, 0.5
+    _, _, (Ks, errs) = brute_force(occ, U, eps, np.inf, split="optimal")
+    for E in rng.choice(np.unique(errs[np.isfinite(errs)]), size=3):
+        Kb, sb, _ = brute_force(occ, U, eps, float(E), split="optimal")
+        plan = solve_suppression(occ, U, eps, error_bound=float(E), split="optimal",
+                                 tie_break_time_limit=None)
+        assert (plan.degradation, plan.suppressed_samples) == (Kb, sb)
+
+
+def test_time_limit_returns_checked_incumbent_with_gap():
+    occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=9, gamma=3)
+    plan = solve_suppression(occ, 65, 0.5, time_limit=1e-3)
+    assert plan.status in ("time_limit", "optimal")
+    assert plan.feasible and plan.bound <= plan.degradation
+    if plan.status == "time_limit":
+        assert plan.gap == pytest.approx((plan.degradation - plan.bound) / plan.degradation)
