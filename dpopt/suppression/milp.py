@@ -78,9 +78,11 @@ def feasible_runs(
     cap = np.asarray(retained_cap, dtype=np.int64)
     n = v.size
     ids = np.arange(n, dtype=np.int64)
-    if not math.isfinite(error_bound):
-        return ids, v.copy(), cap.copy()
     lim = error_bound * (1.0 + ERROR_RTOL)
+    # every term is bounded: biases by U and U²/4, Δ_μ by U, Δ_Var by U²/4
+    top_noise = 2 * (bound + bound**2 / 4) / epsilon
+    if not math.isfinite(error_bound) or lim >= bound + bound**2 / 4 + top_noise:
+        return ids, v.copy(), cap.copy()
     f = lambda R, idx: error_array(N[idx], R, v[idx], bound, epsilon, split)  # noqa: E731
 
     # tail [2v, cap]: f strictly decreasing -> smallest feasible R by bisection

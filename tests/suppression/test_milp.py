@@ -178,3 +178,11 @@ def test_time_limit_returns_checked_incumbent_with_gap():
     assert plan.feasible and plan.bound <= plan.degradation
     if plan.status == "time_limit":
         assert plan.gap == pytest.approx((plan.degradation - plan.bound) / plan.degradation)
+
+
+def test_huge_error_bound_only_needs_nonempty_grids():
+    rng = np.random.default_rng(77)
+    occ = random_tiny(rng, users=6, grids=3, max_count=5)
+    Kb, sb, _ = brute_force(occ, 10.0, 1.0, 1e12)
+    plan = solve_suppression(occ, 10.0, 1.0, error_bound=1e12, tie_break_time_limit=None)
+    assert (plan.degradation, plan.suppressed_samples) == (Kb, sb)
