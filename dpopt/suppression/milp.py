@@ -318,7 +318,6 @@ def build_suppression_model(
     f_last = np.ones(nf, dtype=bool)
     f_last[:-1] = f_grid[1:] != f_grid[:-1]
     run_level = new_id[run_level]
-    nrun = run_level.size
     # a level is "simple" when its only run is [lo, cap]: then d = y_t − y_{t+1} is substituted
     runs_per_level = np.bincount(run_level, minlength=nf)
     simple_run = (runs_per_level[run_level] == 1) & (run_hi == f_cap[run_level])
