@@ -174,7 +174,17 @@ def write_markdown(all_rows: list[dict]) -> None:
             f"{r['status']}{_gap(r['gap'])} | "
             f"{r['error_bound']:.1f} | {r['suppressed_pairs']} ({r['suppressed_records']}) | {r['truncated_records']} |"
         )
-    lines += ["", f"All recounts match: {all(r['match'] for r in rows)}.", ""]
+    lines += [
+        "",
+        f"All recounts match: {all(r['match'] for r in rows)}.",
+        "",
+        "Notes: the MILP ran with a HiGHS time limit (`--milp-time-limit`, 900 s in the run above); a "
+        "time-limited MILP releases its incumbent, and gap = (K - lower bound)/K. The noise column is the "
+        "exact discrete Laplace sampler drawing 2 x grids samples with integer arithmetic. The "
+        "greedy+pseudo row's statistics step includes the second streaming pass over the CSV for the "
+        "truncated pairs. Other jobs shared the 2 cores during the run, so wall times are upper bounds.",
+        "",
+    ]
     if aggs:
         lines += [
             "Streaming aggregation alone (read + clean + grid + aggregate, no plan), by chunk size:",
