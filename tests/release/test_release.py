@@ -231,3 +231,14 @@ def test_optimal_split_single_record_grid(tiny_records, cells, noise):
     assert row["variance"] == 0.0 and row["epsilon_variance"] == 0.0 and row["epsilon_mean"] == 1.0
     assert row["error_bound"] == pytest.approx(100.0)  # (√Δμ + 0)²/ε = U/ε
     assert np.all(np.isfinite(r.table["mean"]))
+
+
+@pytest.mark.parametrize("pseudo", [False, True])
+def test_grid_errors_agree_with_the_plan_objects(records, pseudo):
+    """The per-grid errors of the released retained counts equal those the planners computed
+    (dpopt.grid_errors for the suppression plan, eq. (15) minimisers for pseudo-users)."""
+    r = release(records, bound=100, epsilon=1.0, plan="greedy", pseudo_users=pseudo, seed=1)
+    want = r.retained.pseudo.grid_errors if pseudo else r.retained.plan.grid_errors
+    np.testing.assert_allclose(r.table["error_bound"], want, rtol=1e-12)
+    if pseudo:
+        assert np.all(r.table["error_bound"] <= r.retained.plan.grid_errors * (1 + 1e-12))
