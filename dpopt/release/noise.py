@@ -108,14 +108,24 @@ def bernoulli(p: Fraction, rng: IntegerSource) -> int:
 
 def bernoulli_exp(gamma: Fraction, rng: IntegerSource) -> int:
     """Bernoulli(exp(−γ)) for rational γ ≥ 0, exactly (Canonne–Kamath–Steinke Algorithm 1)."""
+    gamma = Fraction(gamma)
     if gamma < 0:
         raise DpoptInputError(f"`gamma` must be >= 0; got {gamma}")
-    while gamma > 1:  # exp(-γ) = exp(-1)^⌊γ⌋ · exp(-(γ-⌊γ⌋))
-        if not bernoulli_exp(Fraction(1), rng):
+    return _bernoulli_exp(gamma.numerator, gamma.denominator, rng)
+
+
+def _bernoulli_exp(num: int, den: int, rng: IntegerSource) -> int:
+    """Bernoulli(exp(−num/den)), num ≥ 0, den ≥ 1, in integer arithmetic.
+
+    γ > 1: exp(−γ) = exp(−1)^⌊γ⌋·exp(−(γ − ⌊γ⌋)). γ ≤ 1: draw A_k ~ Bernoulli(γ/k) for k = 1, 2, ...
+    until the first 0 at K; return 1 iff K is odd (P = Σ_{K odd} γ^{K−1}/(K−1)! − γ^K/K! = e^{−γ}).
+    """
+    while num > den:
+        if not _bernoulli_exp(1, 1, rng):
             return 0
-        gamma -= 1
+        num -= den
     k = 1
-    while bernoulli(gamma / k, rng):
+    while rng.randbelow(den * k) < num:  # Bernoulli(γ/k) = Bernoulli(num/(den·k))
         k += 1
     return k % 2
 
@@ -131,13 +141,13 @@ def discrete_laplace(scale: Fraction, rng: IntegerSource) -> int:
     t, s = scale.numerator, scale.denominator  # P ∝ exp(-|z|·s/t)
     while True:
         u = rng.randbelow(t)
-        if not bernoulli_exp(Fraction(u, t), rng):
+        if not _bernoulli_exp(u, t, rng):  # D ~ Bernoulli(exp(-u/t))
             continue
         v = 0
-        while bernoulli_exp(Fraction(1), rng):
+        while _bernoulli_exp(1, 1, rng):  # V ~ Geometric(1 - exp(-1))
             v += 1
-        y = (u + t * v) // s
-        b = bernoulli(Fraction(1, 2), rng)
+        y = (u + t * v) // s  # Y ~ Geometric(1 - exp(-s/t))
+        b = rng.randbelow(2)
         if b and y == 0:
             continue
         return -y if b else y
