@@ -182,7 +182,8 @@ def write_markdown(all_rows: list[dict]) -> None:
         "time-limited MILP releases its incumbent, and gap = (K - lower bound)/K. The noise column is the "
         "exact discrete Laplace sampler drawing 2 x grids samples with integer arithmetic. The "
         "greedy+pseudo row's statistics step includes the second streaming pass over the CSV for the "
-        "truncated pairs. Other jobs shared the 2 cores during the run, so wall times are upper bounds.",
+        "truncated pairs. Other jobs shared the 2 cores during the runs, so wall times are upper bounds; "
+        "rows carry their own dates in release.json (the milp row predates the ~3x faster sampler).",
         "",
     ]
     if aggs:
