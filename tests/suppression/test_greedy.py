@@ -41,6 +41,15 @@ def test_incremental_equals_naive_random(seed):
             assert plan.error_bound == pytest.approx(E_used, rel=EXACT_RTOL)
 
 
+def test_incremental_equals_naive_optimal_split():
+    rng = np.random.default_rng(42)
+    for _ in range(4):
+        occ = random_tiny(rng, users=7, grids=3, max_count=9)
+        plan = clip_user(occ, 10.0, 0.5, split="optimal")
+        K, pairs, _ = clip_user_naive(occ, 10.0, 0.5, split="optimal")
+        assert (plan.degradation, plan.suppressed) == (K, pairs)
+
+
 @pytest.mark.parametrize("gamma", [3, 9])
 def test_incremental_equals_naive_synthetic(gamma):
     occ = heavy_hitter_occupancy(np.random.default_rng(gamma), n_grids=5, q=0.1, gamma=gamma)
