@@ -41,6 +41,7 @@ from .plan import SuppressionPlan, recheck
 
 __all__ = [
     "solve_suppression",
+    "prune_plan",
     "build_suppression_model",
     "SuppressionModel",
     "feasible_runs",
@@ -628,7 +629,8 @@ def solve_suppression(
         Budget split between mean and variance (the paper: equal).
     tie_break : bool
         After K is optimal, minimise the number of suppressed samples among plans with that K
-        (a second MILP per component, warm-started with the first plan).
+        (a second MILP per component, warm-started with the first plan after
+        :func:`prune_plan` has returned every suppression that is not needed).
     tie_break_time_limit : float or None
         Seconds for the tie-break stage (``None``: no limit). This stage is a multiple-knapsack
         problem and can be much harder than the first; when limited, the plan still has the
