@@ -59,6 +59,7 @@ _LAZY: dict[str, str] = {
     "switch_points": "dpopt.arrays",
     "load_itms": "dpopt.datasets",
     "load_itms_counts": "dpopt.datasets",
+    "load_austin_sample": "dpopt.datasets",
     # grid-suppression model (seed 002)
     "clip_user": "dpopt.suppression",
     "solve_suppression": "dpopt.suppression",

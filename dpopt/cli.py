@@ -56,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `dpopt ... | head`: the reader left; not an error of ours
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

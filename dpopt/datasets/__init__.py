@@ -9,6 +9,11 @@
     The per-user record counts m_ℓ of that file, one per line under the header ``count``, users in
     sorted licence-plate order (the order of ``numpy.unique``). Usable directly as
     ``dpopt arrays --counts .../itms_counts.csv``.
+``austin_sample.csv.gz``
+    One real service day (2015-09-06) of Austin's Capital Metro bus positions with speeds: 53,569
+    records of 146 buses, columns user_id, timestamp (UTC), latitude, longitude, value (km/h).
+    The embedded default of ``dpopt release --example``; loader
+    :func:`load_austin_sample` (see :mod:`dpopt.release.data` for provenance and licence).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["dataset_path", "load_itms", "load_itms_counts", "ITMS_BOUND"]
+__all__ = ["dataset_path", "load_itms", "load_itms_counts", "load_austin_sample", "ITMS_BOUND"]
 
 #: the bound U (km/h) used for the ITMS speeds in seed 003
 ITMS_BOUND = 65.0
@@ -47,3 +52,10 @@ def load_itms_counts() -> np.ndarray:
     """Per-user record counts m_ℓ of the ITMS data (int64, users in sorted licence-plate order)."""
     with resources.files(__name__).joinpath("itms_counts.csv").open("r") as fh:
         return np.loadtxt(fh, dtype=np.int64, skiprows=1, ndmin=1)
+
+
+def load_austin_sample() -> pd.DataFrame:
+    """The embedded Austin sample (see :func:`dpopt.release.data.load_austin_sample`)."""
+    from ..release.data import load_austin_sample as _load
+
+    return _load()
