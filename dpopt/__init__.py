@@ -65,6 +65,12 @@ _LAZY: dict[str, str] = {
     "solve_suppression": "dpopt.suppression",
     "suppression_frontier": "dpopt.suppression",
     "pseudo_user_clipping": "dpopt.suppression",
+    "SuppressionPlan": "dpopt.suppression",
+    "SuppressionFrontier": "dpopt.suppression",
+    "FrontierPoint": "dpopt.suppression",
+    "PseudoUserResult": "dpopt.suppression",
+    "heavy_hitter_occupancy": "dpopt.suppression",
+    "build_suppression_model": "dpopt.suppression",
 }
 
 _SUBMODULES = {
