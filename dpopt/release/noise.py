@@ -57,6 +57,7 @@ __all__ = [
     "grid_sensitivity",
     "summation_error",
     "epsilon_rational",
+    "remaining_epsilon",
     "snap",
     "release_on_grid",
     "laplace_simulation",
@@ -160,6 +161,25 @@ def epsilon_rational(epsilon: float) -> Fraction:
     if num < 1:
         raise DpoptInputError(f"`epsilon` must be >= 2^-{_EPS_BITS} for the discrete sampler; got {epsilon!r}")
     return Fraction(num, 2**_EPS_BITS)
+
+
+def remaining_epsilon(total: float, spent: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Per entry, the largest double ≤ ε'(total) − ε'(spent_i), all in exact rationals.
+
+    With ``ε_var ≤ remaining_epsilon(ε, ε_μ)`` the sampler's budgets satisfy
+    ε'_μ + ε'_Var ≤ ε exactly (:func:`epsilon_rational` rounds each down), even when the float split
+    ε·f + ε·(1 − f) exceeds ε by an ulp, so each grid's release is ε-DP (seed 002 eq. (8)).
+    """
+    tot = epsilon_rational(total)
+    spent = np.asarray(spent, dtype=float)
+    out = np.empty(spent.shape)
+    for i, s in enumerate(spent.ravel()):
+        cap = tot - epsilon_rational(float(s))
+        f = float(cap)
+        if Fraction(f) > cap:  # float() rounded up: step one ulp down
+            f = math.nextafter(f, -math.inf)
+        out.flat[i] = max(f, 0.0)
+    return out
 
 
 def grid_sensitivity(sensitivity: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS,

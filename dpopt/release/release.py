@@ -50,6 +50,7 @@ from .noise import (
     epsilon_rational,
     integer_source,
     release_on_grid,
+    remaining_epsilon,
     summation_error,
 )
 
@@ -279,9 +280,7 @@ def plan_release(
     if error_bound is not None:
         error_bound = check_nonnegative_float(error_bound, "error_bound")
     N = agg.grid_records()
-    mstar = np.zeros(agg.n_grids, dtype=np.int64)
-    np.maximum.at(mstar, agg.pair_grid, agg.count)
-    base = grid_error_terms(N, N, mstar, bound, epsilon, split=split).error
+    base = grid_error_terms(N, N, _grid_max(agg), bound, epsilon, split=split).error
     target = float(base.max()) if error_bound is None else float(error_bound)
     gamma = agg.count.copy()
     suppressed = np.zeros(0, dtype=np.int64)
@@ -382,6 +381,7 @@ def release_aggregate(
     bound = check_bound(bound)
     epsilon = check_epsilon(epsilon)
     noise = check_choice(noise, "noise", NOISES)
+    _check_discrete_epsilon(epsilon, noise)
     k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
     if k > 40:
         raise DpoptInputError(f"`granularity_bits` must be an integer in 0..40; got {granularity_bits!r}")
@@ -429,6 +429,7 @@ def release_aggregate(
 
     t0 = time.perf_counter()
     lam = 2.0**-k
+    eps_var = terms.epsilon_variance.copy()
     if noise == "discrete":
         src = integer_source(seed)
         bar = _progress(progress, 2 * agg.n_grids, desc="noise", unit=" draws")
@@ -437,14 +438,16 @@ def release_aggregate(
         rel_mean, t_mean = release_on_grid(mean, terms.mean_sensitivity, terms.epsilon_mean, src,
                                            granularity_bits=k, callback=cb,
                                            value_errors=2.0 * gamma_r * bound)
-        rel_var, t_var = release_on_grid(var, terms.variance_sensitivity, terms.epsilon_variance, src,
+        # ε'_μ + ε'_Var ≤ ε exactly, whatever the float rounding of the split
+        eps_var[ok] = np.minimum(eps_var[ok], remaining_epsilon(epsilon, terms.epsilon_mean[ok]))
+        rel_var, t_var = release_on_grid(var, terms.variance_sensitivity, eps_var, src,
                                          granularity_bits=k, callback=cb,
                                          value_errors=8.0 * gamma_r * bound * bound)
         if bar is not None:
             bar.close()
         # a statistic given no budget (split="optimal", zero sensitivity) was released without noise
         scale_mean, abs_mean = _discrete_scale(ok, t_mean, terms.epsilon_mean, k)
-        scale_var, abs_var = _discrete_scale(ok, t_var, terms.epsilon_variance, k)
+        scale_var, abs_var = _discrete_scale(ok, t_var, eps_var, k)
         noise_abs = np.where(ok, abs_mean + abs_var + lam, np.inf)  # + two roundings, λ/2 each
         noise_label = f"discrete Laplace on 2^-{k} (Canonne-Kamath-Steinke), " + (
             "seeded: NOT for a real release" if seed is not None else "OS CSPRNG (secrets)"
@@ -482,7 +485,7 @@ def release_aggregate(
             "mean_sensitivity": np.where(ok, terms.mean_sensitivity, np.nan),
             "variance_sensitivity": np.where(ok, terms.variance_sensitivity, np.nan),
             "epsilon_mean": np.where(ok, terms.epsilon_mean, np.nan),
-            "epsilon_variance": np.where(ok, terms.epsilon_variance, np.nan),
+            "epsilon_variance": np.where(ok, eps_var, np.nan),
             "mean_noise_scale": scale_mean,
             "variance_noise_scale": scale_var,
             "error_bound": terms.error,
@@ -527,6 +530,15 @@ def release_aggregate(
         ingest=ingest.as_dict(),
     )
     return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=agg, retained=rp)
+
+
+def _check_discrete_epsilon(epsilon: float, noise: str) -> None:
+    """The discrete sampler needs ε/2 ≥ 2^-30 (its budgets are multiples of 2^-30)."""
+    if noise == "discrete" and epsilon < 2.0**-29:
+        raise DpoptInputError(
+            f"`epsilon` must be >= 2^-29 (about {2.0**-29:.3g}) for the discrete sampler, which gives "
+            f"each grid's mean and variance a budget of at least 2^-30; got {epsilon!r}"
+        )
 
 
 def _discrete_scale(ok: np.ndarray, t: np.ndarray, eps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -638,7 +650,7 @@ def release(
     bound = check_bound(bound)
     epsilon = check_epsilon(epsilon)
     check_choice(plan, "plan", PLANS)
-    check_choice(noise, "noise", NOISES)
+    _check_discrete_epsilon(epsilon, check_choice(noise, "noise", NOISES))
     check_choice(split, "split", ("equal", "optimal"))
     if error_bound is not None:
         check_nonnegative_float(error_bound, "error_bound")

@@ -142,3 +142,42 @@ def test_float_statistics_error_within_bound(rng):
     gam = float(summation_error(np.array([R]), 1.0)[0])
     assert abs(F(m) - m_exact) <= F(2 * gam * U)
     assert abs(F(v) - v_exact) <= F(8 * gam * U * U)
+
+
+def test_remaining_epsilon_keeps_split_within_budget(rng):
+    """ε'_μ + ε'_Var ≤ ε in exact rationals for float splits ε·f, ε·(1 − f), incl. ε with 2^30·ε
+    just below an integer and large ε (where float(Fraction) may round up)."""
+    from dpopt.release.noise import remaining_epsilon
+
+    totals = [1.0, 0.1, 1e8 + 0.3, 3.0 - 2.0**-40, math.nextafter(1.0, 0.0)] + list(rng.uniform(1e-6, 50, 20))
+    for eps in totals:
+        f = rng.random(200)
+        e_mu, e_var = eps * f, eps * (1 - f)
+        cap = remaining_epsilon(eps, e_mu)
+        for a, b, c in zip(e_mu, e_var, cap):
+            spent = epsilon_rational(float(a)) + (epsilon_rational(float(min(b, c))) if min(b, c) >= 2**-30 else 0)
+            assert spent <= Fraction(eps)
+        # the cap never takes more than the float rounding from the variance's share
+        assert np.all(cap >= e_var - 2 * 2**-30 - 4 * np.spacing(eps))
+
+
+def test_real_release_draws_from_secrets(records, monkeypatch):
+    """seed=None: every random integer of the release comes from secrets.randbelow (OS CSPRNG)."""
+    import secrets
+
+    from dpopt.release import release
+
+    calls = []
+    real = secrets.randbelow
+
+    def spy(n):
+        calls.append(n)
+        return real(n)
+
+    monkeypatch.setattr(secrets, "randbelow", spy)
+    r = release(records, bound=100, epsilon=1.0)
+    assert len(calls) >= 2 * r.summary.grids  # at least one uniform per statistic
+    assert not r.summary.seeded and "secrets" in r.summary.noise
+    calls.clear()
+    release(records, bound=100, epsilon=1.0, seed=1)
+    assert calls == []

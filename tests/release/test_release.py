@@ -242,3 +242,34 @@ def test_grid_errors_agree_with_the_plan_objects(records, pseudo):
     np.testing.assert_allclose(r.table["error_bound"], want, rtol=1e-12)
     if pseudo:
         assert np.all(r.table["error_bound"] <= r.retained.plan.grid_errors * (1 + 1e-12))
+
+
+def test_suppressed_pairs_are_removed_from_the_statistics(records, monkeypatch):
+    """Greedy plan at ε = 1 (it suppresses pairs; at a huge ε it would not), no pseudo-users, the
+    sampler replaced by Z = 0: each grid's released mean/variance equal, up to the output grid, the
+    brute-force statistics of the records whose (user, cell, slot) is not in suppressed.csv."""
+    from dpopt.release import noise as noise_module
+
+    monkeypatch.setattr(noise_module, "discrete_laplace", lambda scale, rng: 0)
+    r = release(records, bound=100, epsilon=1.0, plan="greedy", seed=6)
+    sup = r.suppressed_frame()
+    assert len(sup) > 0
+    d = records.copy()
+    d["cell"] = [h3.latlng_to_cell(a, b, 7) for a, b in zip(d.latitude, d.longitude)]
+    d["slot"] = d.timestamp.dt.floor("1h").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    drop = set(zip(sup.user, sup.cell, sup.slot))
+    kept = d[[k not in drop for k in zip(d.user_id, d.cell, d.slot)]]
+    g = kept.groupby(["cell", "slot"]).value
+    t = r.table.set_index(["cell", "slot"])
+    np.testing.assert_allclose(t.loc[g.mean().index, "mean"], g.mean(), atol=NEAR_EXACT_ATOL)
+    np.testing.assert_allclose(t.loc[g.mean().index, "variance"], g.var(ddof=0), atol=NEAR_EXACT_ATOL)
+    np.testing.assert_array_equal(t.loc[g.mean().index, "n_records_retained"], g.size())
+    # grids that lost every pair are withheld, not released
+    withheld = ~t.index.isin(g.mean().index)
+    assert np.all(~t.loc[withheld, "released"]) and r.summary.withheld_grids == int(withheld.sum())
+    assert r.summary.suppressed_records == len(d) - len(kept)
+
+
+def test_epsilon_too_small_for_discrete_sampler_is_refused_before_reading(tiny_records):
+    with pytest.raises(DpoptInputError, match=r"`epsilon` must be >= 2\^-29"):
+        release(tiny_records.assign(value="oops"), bound=100, epsilon=1e-12)
