@@ -59,7 +59,9 @@ def register(subparsers: Any) -> None:
     g.add_argument("--timestamp-unit", default="s", choices=["s", "ms", "us", "ns"],
                    help="unit of numeric timestamps (Unix time; default s)")
     g.add_argument("--out-of-range", default="clip", choices=["clip", "drop", "error"],
-                   help="values outside [0, U]: clip (default), drop, or stop with an error")
+                   help="values outside [0, U]: clip (default), drop, or stop with an error. "
+                   "drop makes the public counts depend on values (not covered by the DP guarantee "
+                   "unless validity is public); use it only for sentinels")
     g.add_argument("--chunksize", type=int, help="rows per chunk when streaming files")
     d = p.add_argument_group("scale")
     d.add_argument("--backend", default="local", choices=["local", "dask"],

@@ -95,6 +95,20 @@ def plot_map(result: ReleaseResult, path: str | Path) -> Path:
     return path
 
 
+def _value_drop_caveat(ing: dict[str, Any]) -> list[str]:
+    """A warning line when records were dropped because of their value (occupancy then depends on
+    values, outside the seed 002 neighbour relation unless validity is public)."""
+    by_value = int(ing.get("dropped_out_of_range", 0)) + int(ing.get("missing", {}).get("value", 0))
+    if not by_value:
+        return []
+    return [
+        f"- **caveat:** {by_value} record(s) were dropped because of their value (out of range with "
+        "policy drop, or a missing value), so the public counts depend on values: the guarantee covers "
+        "only neighbours that agree on which records are valid (use --out-of-range clip to avoid this "
+        "for out-of-range values)"
+    ]
+
+
 def report_markdown(result: ReleaseResult) -> str:
     """A short human-readable report of a release."""
     s = result.summary
@@ -121,6 +135,7 @@ def report_markdown(result: ReleaseResult) -> str:
         f"- noise: {s.noise}",
         "- public by assumption (seed 002 §II-C): the occupancy array, i.e. n_users, n_records and "
         "max_user_records per grid and the suppressed pairs",
+        *_value_drop_caveat(ing),
         "",
         "## Accuracy",
         "",

@@ -100,3 +100,17 @@ def test_missing_fields_are_counted_in_output(tmp_path, capsys, tiny_records):
     assert json.loads(out)["dropped_records"] == 2
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["ingest"]["missing"]["latitude"] == 1 and summary["ingest"]["missing"]["timestamp"] == 1
+
+
+def test_drop_by_value_is_flagged_in_report(tmp_path, capsys, tiny_records):
+    """--out-of-range drop changes the public counts by value: report.md says so; clip does not."""
+    df = tiny_records.copy()
+    df.loc[0, "value"] = 500.0
+    path = tmp_path / "r.csv"
+    df.to_csv(path, index=False)
+    for policy, flagged in (("drop", True), ("clip", False)):
+        out_dir = tmp_path / policy
+        code, _, err = _run(capsys, str(path), "--bound", "100", "--epsilon", "1", "--out", str(out_dir),
+                            "--out-of-range", policy, "--quiet", "--no-map")
+        assert code == 0, err
+        assert ("caveat" in (out_dir / "report.md").read_text()) is flagged
