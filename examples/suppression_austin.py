@@ -43,7 +43,7 @@ def compare(occ: Occupancy, U: float = 120.0, epsilons=(0.1, 0.2, 0.5, 1.0, 2.0)
         g = clip_user(occ, U, eps)
         m = solve_suppression(occ, U, eps, tie_break_time_limit=2.0)
         rows.append({"epsilon": eps, "G1": occ.degradation, "greedy_K": g.degradation,
-                     "milp_K": m.degradation, "status": m.status, "time": m.solve_time})
+                     "milp_K": m.degradation, "status": m.status.value, "time": m.solve_time})
     return rows
 
 

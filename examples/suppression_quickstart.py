@@ -20,9 +20,9 @@ greedy = clip_user(occ, U, eps)                 # seed 002 Algorithm 1 (ERRATA E
 exact = solve_suppression(occ, U, eps)          # least K with every grid error <= E
 print(f"E = {exact.error_bound:.3f}; G_1 = {occ.degradation}")
 print(f"greedy: K = {greedy.degradation}, suppressed {sorted(greedy.suppressed)}")
-print(f"MILP:   K = {exact.degradation} ({exact.status}, gap {exact.gap}), suppressed {sorted(exact.suppressed)}")
+print(f"MILP:   K = {exact.degradation} ({exact.status.value}, gap {exact.gap}), suppressed {sorted(exact.suppressed)}")
 print("grid errors after the MILP plan:", np.round(exact.grid_errors, 3))
 print("pseudo-user clip per grid (eq. 15):", pseudo_user_clipping(occ, U, eps, exact).clip)
 fr = suppression_frontier(occ, U, eps, degradations=range(1, occ.degradation + 1))
 for p in fr.points:  # least worst-case error for each K
-    print(f"K = {p.degradation}: E*(K) = {p.error:.4f} ({p.status})")
+    print(f"K = {p.degradation}: E*(K) = {p.error:.4f} ({p.status.value})")

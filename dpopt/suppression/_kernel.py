@@ -18,7 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_epsilon
+from .._validation import (
+    DpoptInputError,
+    check_bound,
+    check_choice,
+    check_epsilon,
+    check_nonnegative_float,
+)
 from ..calculus import (
     mean_bias_from_totals,
     mean_sensitivity_from_totals,
@@ -27,7 +33,15 @@ from ..calculus import (
 )
 from ..occupancy import Occupancy
 
-__all__ = ["ERROR_RTOL", "error_array", "error_scalar", "within", "check_occupancy", "check_inputs"]
+__all__ = [
+    "ERROR_RTOL",
+    "error_array",
+    "error_scalar",
+    "within",
+    "check_occupancy",
+    "check_inputs",
+    "check_time_limit",
+]
 
 #: a grid error ``e`` meets the bound ``E`` iff ``e <= E·(1 + ERROR_RTOL)`` (one rule everywhere:
 #: greedy, MILP run tables, brute force and the re-check), so float rounding never decides a plan.
@@ -111,6 +125,11 @@ def check_inputs(
         if not (E > 0) or math.isnan(E):
             raise DpoptInputError(f"`error_bound` must be a positive number or None; got {error_bound!r}")
     return occ, U, eps, E, split
+
+
+def check_time_limit(value: Any, name: str = "time_limit") -> float | None:
+    """A solver time limit: ``None`` (no limit) or a finite number of seconds ≥ 0."""
+    return None if value is None else check_nonnegative_float(value, name)
 
 
 def baseline_errors(occ: Occupancy, U: float, eps: float, split: str = "equal") -> np.ndarray:

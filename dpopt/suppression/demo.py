@@ -26,7 +26,7 @@ def demo(out: TextIO) -> None:
     out.write(f"  CLIP-USER (greedy):   K = {g.degradation}  (loss {g.privacy_loss:.2f}), "
               f"{len(g.suppressed)} pairs suppressed\n")
     out.write(f"  exact MILP (HiGHS):   K = {m.degradation}  (loss {m.privacy_loss:.2f}), status "
-              f"{m.status}, gap {m.gap:.0%}, {len(m.suppressed)} pairs, {m.suppressed_samples} samples\n")
+              f"{m.status.value}, gap {m.gap:.0%}, {len(m.suppressed)} pairs, {m.suppressed_samples} samples\n")
     p = pseudo_user_clipping(occ, U, eps, m)
     out.write(f"  pseudo-user clipping after the MILP plan (eq. 15): worst error "
               f"{m.max_error:.1f} -> {p.max_error:.1f}\n")

@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError
+from .._validation import DpoptInputError, check_positive_int
 from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import Status
 from ..solve import solve as _solve
-from ._kernel import ERROR_RTOL, check_inputs, error_array
+from ._kernel import ERROR_RTOL, check_inputs, check_time_limit, error_array
 from .milp import build_suppression_model, level_table, solve_suppression
 from .plan import SuppressionPlan, recheck
 
@@ -47,11 +47,13 @@ class FrontierPoint:
     degradation : int
         K.
     error : float
-        E*(K) when ``status == "optimal"``; otherwise the best error found (an upper bound).
+        E*(K) when ``status is Status.OPTIMAL``; otherwise the best error found (an upper bound).
     lower : float
         Proven lower bound on E*(K) (equal to ``error`` when optimal; ``inf`` if infeasible).
-    status : str
-        ``"optimal"``, ``"time_limit"`` or ``"infeasible"`` (no plan reaches K at any E).
+    status : Status
+        ``OPTIMAL``; ``INFEASIBLE`` (no plan reaches K at any E); ``ITERATION_LIMIT`` (the
+        ``max_solves`` cap was reached) or the solver's limit status (e.g. ``TIME_LIMIT``): then
+        E*(K) ∈ [lower, error].
     plan : SuppressionPlan or None
         A plan achieving ``error`` with degradation ≤ K.
     solves : int
@@ -61,7 +63,7 @@ class FrontierPoint:
     degradation: int
     error: float
     lower: float
-    status: str
+    status: Status
     plan: SuppressionPlan | None
     solves: int
 
@@ -91,7 +93,7 @@ class SuppressionFrontier:
     def table(self) -> list[dict[str, Any]]:
         return [
             {"K": p.degradation, "privacy_loss": p.degradation * self.epsilon, "error": p.error,
-             "lower": p.lower, "status": p.status, "solves": p.solves}
+             "lower": p.lower, "status": Status(p.status).value, "solves": p.solves}
             for p in self.points
         ]
 
@@ -162,14 +164,19 @@ def least_grid_errors(occ: Occupancy, U: float, eps: float, split: str = "equal"
 def _feasible_plan(
     occ: Occupancy, U: float, eps: float, E: float, K: int, split: str,
     time_limit: float | None, options: Mapping[str, Any] | None,
-) -> tuple[str, SuppressionPlan | None]:
+) -> tuple[Status, SuppressionPlan | None]:
+    """A plan with K ≤ ``K`` and every grid error ≤ ``E`` (feasibility MILP), or why there is none.
+
+    Returns ``(Status.OPTIMAL, plan)`` when HiGHS proves the point feasible, ``(status, plan)`` for
+    a limited solve with an incumbent, ``(Status.INFEASIBLE, None)``, or ``(status, None)``.
+    """
     sm = build_suppression_model(occ, U, eps, error_bound=E, split=split, objective="none",
                                  max_degradation=K, row_threshold=K)
     res = _solve(sm.model, time_limit=time_limit, options=options)
     if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED):
-        return "infeasible", None
+        return Status.INFEASIBLE, None
     if not res.has_solution:
-        return "time_limit", None
+        return res.status, None
     mask = sm.suppressed_mask(res.x)
     users_l, grids_l = occ.users.tolist(), occ.grids.tolist()
     sup = frozenset((users_l[r], grids_l[c]) for r, c in
@@ -178,11 +185,11 @@ def _feasible_plan(
     if Kc > K or not np.all(errors <= E * (1 + ERROR_RTOL)):
         raise RuntimeError(f"frontier feasibility plan fails the re-check at K={K}, E={E!r}")
     plan = SuppressionPlan(
-        degradation=Kc, error_bound=E, suppressed=sup, grid_errors=errors, status="feasible",
+        degradation=Kc, error_bound=E, suppressed=sup, grid_errors=errors, status=res.status,
         gap=math.nan, bound=math.nan, method="milp", epsilon=eps, U=U, suppressed_samples=samples,
         original_degradation=occ.degradation, solve_time=res.solve_time, info={"split": split},
     )
-    return "feasible", plan
+    return res.status, plan
 
 
 def suppression_frontier(
@@ -224,6 +231,8 @@ def suppression_frontier(
         Points in increasing K; ``error`` is non-increasing.
     """
     occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+    time_limit = check_time_limit(time_limit)
+    max_solves = check_positive_int(max_solves, "max_solves")
     t0 = time.perf_counter()
     opts = {"mip_rel_gap": 0.0, **dict(options or {})}
     G1 = occ.degradation
@@ -232,7 +241,7 @@ def suppression_frontier(
         first_plan = solve_suppression(occ, U, eps, error_bound=E, tie_break=False,
                                        time_limit=time_limit, options=options, split=split)
         E = first_plan.error_bound
-        if first_plan.status == "infeasible":
+        if first_plan.status is Status.INFEASIBLE:
             ks = list(range(1, G1 + 1))
             first_plan = None
         else:
@@ -250,12 +259,12 @@ def suppression_frontier(
     incumbent = first_plan
     for K in ks:
         solves = 0
-        status = "optimal"
+        status = Status.OPTIMAL
         if incumbent is None or incumbent.degradation > K:
             st, incumbent = _feasible_plan(occ, U, eps, math.inf, K, split, time_limit, opts)
             solves += 1
-            if st != "feasible":
-                points.append(FrontierPoint(K, math.inf, math.inf if st == "infeasible" else floor,
+            if incumbent is None:
+                points.append(FrontierPoint(K, math.inf, math.inf if st is Status.INFEASIBLE else floor,
                                             st, None, solves))
                 incumbent = None
                 continue
@@ -269,20 +278,20 @@ def suppression_frontier(
             if below < lo or (lo_strict and below <= lo):
                 break  # no candidate value strictly between the bracket ends: hi is exact
             if solves >= max_solves:
-                status = "time_limit"
+                status = Status.ITERATION_LIMIT
                 break
             mid = 0.5 * (lo + hi)
             target = below if below <= mid * (1 + 1e-9) or (hi - lo) <= 1e-6 * hi else mid
             st, plan = _feasible_plan(occ, U, eps, target, K, split, time_limit, opts)
             solves += 1
-            if st == "feasible":
+            if plan is not None:  # any incumbent of the feasibility MILP is a plan meeting target
                 incumbent, hi = plan, plan.max_error
-            elif st == "infeasible":
+            elif st is Status.INFEASIBLE:
                 lo, lo_strict = target, True
             else:
-                status = "time_limit"
+                status = st
                 break
-        points.append(FrontierPoint(K, hi, hi if status == "optimal" else lo, status, incumbent,
+        points.append(FrontierPoint(K, hi, hi if status is Status.OPTIMAL else lo, status, incumbent,
                                     solves))
     return SuppressionFrontier(points=tuple(points), epsilon=eps, U=U, error_bound=float(E),
                                solve_time=time.perf_counter() - t0)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..calculus import Split
+from ..solve import Status
 from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, error_scalar
 from .plan import SuppressionPlan, recheck
 
@@ -63,9 +64,9 @@ def clip_user(
     Returns
     -------
     SuppressionPlan
-        ``status="heuristic"``; ``info`` holds the number of stages, steps and the halting reason
-        (``"error_bound"``: the chosen grid would exceed E; ``"no_candidate"``: the user occupies no
-        grid that may be suppressed).
+        ``status=Status.UNKNOWN`` (a heuristic: optimality not certified); ``info`` holds the
+        number of stages, steps and the halting reason (``"error_bound"``: the chosen grid would
+        exceed E; ``"no_candidate"``: the user occupies no grid that may be suppressed).
 
     Notes
     -----
@@ -165,7 +166,7 @@ def clip_user(
         error_bound=E,
         suppressed=suppressed,
         grid_errors=errors,
-        status="heuristic",
+        status=Status.UNKNOWN,
         gap=float("nan"),
         bound=float("nan"),
         method="greedy",

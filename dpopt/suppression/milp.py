@@ -36,7 +36,7 @@ from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import LinearModel, ModelBuilder, SolveResult, Status
 from ..solve import solve as _solve
-from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, error_array
+from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, check_time_limit, error_array
 from .plan import SuppressionPlan, recheck
 
 __all__ = [
@@ -622,7 +622,7 @@ def solve_suppression(
         E; default max_g E_g of BASELINE, as in the paper (Algorithm 1, line 3).
     time_limit : float, optional
         Total seconds for all solves. A limited solve returns its incumbent with status
-        ``"time_limit"``, the proven lower bound on K and the gap.
+        ``Status.TIME_LIMIT``, the proven lower bound on K and the gap. ``None``: no limit.
     options : mapping, optional
         HiGHS options (e.g. ``{"mip_rel_gap": 0}``), checked by the back-end.
     split : {"equal", "optimal"}
@@ -651,8 +651,10 @@ def solve_suppression(
     largest of their optima, and the tie-break stage then lets every component use that K.
     """
     occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+    time_limit = check_time_limit(time_limit)
+    tie_break_time_limit = check_time_limit(tie_break_time_limit, "tie_break_time_limit")
     t0 = time.perf_counter()
-    deadline = None if time_limit is None else t0 + float(time_limit)
+    deadline = None if time_limit is None else t0 + time_limit
     base = baseline_errors(occ, U, eps, split)
     if E is None:
         E = float(np.max(base))
@@ -688,18 +690,21 @@ def solve_suppression(
         K_all, errors, samples = recheck(occ, frozenset(), U, eps, split)
         return SuppressionPlan(
             degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
-            status="infeasible", gap=math.inf, bound=math.inf, method="milp", epsilon=eps, U=U,
+            status=Status.INFEASIBLE, gap=math.inf, bound=math.inf, method="milp", epsilon=eps, U=U,
             suppressed_samples=0, original_degradation=occ.degradation,
             solve_time=time.perf_counter() - t0,
             info={"components": len(comps), "note": "no suppression plan meets the error bound"},
         )
+    # the honest overall status: OPTIMAL only if every component is; else the first other status
+    not_optimal = [s for s in statuses if s is not Status.OPTIMAL]
+    overall = not_optimal[0] if not_optimal else Status.OPTIMAL
     if any(r.mask is None and sm is not None for sm, _, r in results):
         # a component without an incumbent (time limit): fall back to the warm start, if any
         if warm_set is None:
             K_all, errors, samples = recheck(occ, frozenset(), U, eps, split)
             return SuppressionPlan(
                 degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
-                status=Status.TIME_LIMIT.value, gap=math.inf, bound=1.0, method="milp",
+                status=overall, gap=math.inf, bound=1.0, method="milp",
                 epsilon=eps, U=U, suppressed_samples=0, original_degradation=occ.degradation,
                 solve_time=time.perf_counter() - t0,
                 info={"components": len(comps), "note": "no incumbent within the time limit"},
@@ -707,11 +712,12 @@ def solve_suppression(
         for sm, _, r in results:
             if sm is not None and r.mask is None:
                 r.mask = _mask_of(sm, warm_set)
-                r.K = int(sm.point(r.mask)[sm.model.col_blocks["K"]][0])
+                kept = np.bincount(sm.pair_rows[~r.mask], minlength=sm.occ.n_users)
+                r.K = max(1, int(kept.max()))
                 r.bound = 1.0
     K_star = max(r.K for _, _, r in results)
     K_bound = max(r.bound for _, _, r in results)
-    all_optimal = all(r.status is Status.OPTIMAL for _, _, r in results)
+    all_optimal = overall is Status.OPTIMAL
 
     # lexicographic tie-break: fewest suppressed samples with K <= K_star in every component
     tie_status = "skipped"
@@ -755,14 +761,13 @@ def solve_suppression(
             f"suppression MILP returned a plan that fails the re-check: K={K_chk} (model {K_star}), "
             f"max error {float(np.max(errors))!r} > E={E!r}"
         )
-    status = Status.OPTIMAL.value if all_optimal else Status.TIME_LIMIT.value
     gap = (K_chk - K_bound) / max(1.0, K_chk)
     return SuppressionPlan(
         degradation=K_chk,
         error_bound=E,
         suppressed=suppressed,
         grid_errors=errors,
-        status=status,
+        status=overall,
         gap=0.0 if all_optimal else float(gap),
         bound=float(K_chk) if all_optimal else float(K_bound),
         method="milp",

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..calculus import grid_errors as _grid_errors
 from ..occupancy import Occupancy
+from ..solve import Status
 from ._kernel import ERROR_RTOL
 
 __all__ = ["SuppressionPlan", "recheck"]
@@ -29,9 +30,11 @@ class SuppressionPlan:
     grid_errors : ndarray, shape (G,)
         Worst-case error of each grid after suppression (``occ.grids`` order), recomputed from
         scratch with :func:`dpopt.grid_errors`.
-    status : str
-        ``"optimal"`` (MILP, proven), ``"time_limit"`` (MILP incumbent with a gap),
-        ``"infeasible"`` (no plan meets E), ``"heuristic"`` (CLIP-USER).
+    status : Status
+        The :class:`dpopt.solve.Status` (a ``str`` enum, so ``status == "optimal"`` works):
+        ``OPTIMAL`` (MILP, proven), ``TIME_LIMIT`` or another limit status of the solver (MILP
+        incumbent with a gap), ``INFEASIBLE`` (no plan meets E), ``UNKNOWN`` (CLIP-USER: a heuristic,
+        optimality not certified; ``method="greedy"``).
     gap : float
         (K − bound)/max(1, K) for the MILP (0 when optimal); ``nan`` for the greedy plan.
     bound : float
@@ -54,7 +57,7 @@ class SuppressionPlan:
     error_bound: float
     suppressed: frozenset
     grid_errors: np.ndarray
-    status: str
+    status: Status
     gap: float
     bound: float
     method: str
@@ -82,13 +85,14 @@ class SuppressionPlan:
 
     @property
     def is_optimal(self) -> bool:
-        return self.status == "optimal"
+        """The plan is a proven optimum (``status is Status.OPTIMAL``)."""
+        return self.status is Status.OPTIMAL
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready digest (used by the CLI)."""
         return {
             "method": self.method,
-            "status": str(self.status),
+            "status": Status(self.status).value,
             "degradation": self.degradation,
             "original_degradation": self.original_degradation,
             "privacy_loss": self.privacy_loss,

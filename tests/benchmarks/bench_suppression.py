@@ -146,7 +146,7 @@ def frontier() -> None:
     print("| K | K·ε | E*(K) | status | feasibility MILPs |")
     print("|---|---|---|---|---|")
     for p in fr.points:
-        print(f"| {p.degradation} | {p.degradation * eps:.1f} | {p.error:.2f} | {p.status} | {p.solves} |")
+        print(f"| {p.degradation} | {p.degradation * eps:.1f} | {p.error:.2f} | {p.status.value} | {p.solves} |")
     print()
     sys.path.insert(0, str(ROOT / "examples"))
     from suppression_austin import austin_occupancy  # type: ignore[import-not-found]
@@ -164,7 +164,7 @@ def frontier() -> None:
     print("| K | K·ε | E*(K) | status | feasibility MILPs |")
     print("|---|---|---|---|---|")
     for p in fr.points:
-        print(f"| {p.degradation} | {p.degradation * eps:.1f} | {p.error:.2f} | {p.status} | {p.solves} |")
+        print(f"| {p.degradation} | {p.degradation * eps:.1f} | {p.error:.2f} | {p.status.value} | {p.solves} |")
     print()
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from dpopt import Occupancy
 from dpopt.calculus import grid_error_terms, grid_errors
+from dpopt.solve import Status
 from dpopt.suppression import (
     clip_user,
     heavy_hitter_occupancy,
@@ -30,11 +31,11 @@ def test_frontier_equals_brute_force(seed):
         ok = Ks <= p.degradation
         expect = float(errs[ok].min()) if ok.any() else np.inf
         if np.isfinite(expect):
-            assert p.status == "optimal"
+            assert p.status is Status.OPTIMAL
             assert p.error == pytest.approx(expect, rel=EXACT_RTOL)
             assert p.plan.degradation <= p.degradation
         else:
-            assert p.status == "infeasible"
+            assert p.status is Status.INFEASIBLE
     assert np.all(np.diff(fr.errors) <= 1e-9)
 
 
@@ -94,7 +95,35 @@ def test_frontier_reports_infeasible_degradation():
     # one user alone in two grids: keeping only one grid leaves the other empty (R = 0)
     occ = Occupancy.from_dense([[1, 1]])
     fr = suppression_frontier(occ, 1.0, 1.0, degradations=[1, 2])
-    assert fr.points[0].status == "infeasible" and fr.points[0].error == np.inf
-    assert fr.points[1].status == "optimal"
+    assert fr.points[0].status is Status.INFEASIBLE and fr.points[0].error == np.inf
+    assert fr.points[1].status is Status.OPTIMAL
+    assert fr.table()[1]["status"] == "optimal"
     with pytest.raises(ValueError, match="degradations"):
         suppression_frontier(occ, 1.0, 1.0, degradations=[3])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [(dict(time_limit=-1.0), "time_limit"), (dict(max_solves=0), "max_solves"),
+     (dict(error_bound=0.0), "error_bound"), (dict(epsilon=np.inf), "epsilon")],
+)
+def test_frontier_bad_input(kwargs, match):
+    occ = Occupancy.from_dense([[1, 1], [2, 0]])
+    args = dict(bound=1.0, epsilon=1.0) | kwargs
+    with pytest.raises(ValueError, match=match):
+        suppression_frontier(occ, args.pop("bound"), args.pop("epsilon"), **args)
+
+
+def test_frontier_solve_cap_reports_iteration_limit_with_bracket():
+    rng = np.random.default_rng(501)
+    occ = random_tiny(rng, users=5, grids=3, max_count=6)
+    exact = suppression_frontier(occ, 10.0, 0.5, degradations=[1, 2])
+    capped = suppression_frontier(occ, 10.0, 0.5, degradations=[1, 2], max_solves=1)
+    for p, q in zip(exact.points, capped.points):
+        if q.status is Status.OPTIMAL:
+            assert q.error == pytest.approx(p.error, rel=EXACT_RTOL)
+        elif q.status is Status.ITERATION_LIMIT:  # a proven bracket around the exact value
+            assert q.lower <= p.error * (1 + EXACT_RTOL) and p.error <= q.error * (1 + EXACT_RTOL)
+        else:
+            assert q.status is Status.INFEASIBLE and p.status is Status.INFEASIBLE
+    assert any(q.status is Status.ITERATION_LIMIT for q in capped.points)

@@ -7,6 +7,7 @@ import pytest
 
 from dpopt import Occupancy
 from dpopt.calculus import grid_error_terms, grid_errors
+from dpopt.solve import Status
 from dpopt.suppression import (
     build_suppression_model,
     clip_user,
@@ -61,10 +62,11 @@ def test_milp_equals_brute_force(seed):
     for E in [float(base.max())] + [float(rng.choice(finite)) for _ in range(3)]:
         Kb, sb, _ = brute_force(occ, U, eps, E)
         plan = solve_suppression(occ, U, eps, error_bound=E, tie_break_time_limit=None)
+        assert isinstance(plan.status, Status)
         if Kb is None:
-            assert plan.status == "infeasible"
+            assert plan.status is Status.INFEASIBLE
             continue
-        assert plan.status == "optimal" and plan.gap == 0
+        assert plan.status is Status.OPTIMAL and plan.gap == 0 and plan.is_optimal
         assert plan.degradation == Kb
         assert plan.suppressed_samples == sb  # lexicographic tie-break
         assert plan.feasible
@@ -122,11 +124,18 @@ def test_model_blocks_and_warm_start_point_is_feasible():
     assert sm.model.objective_value(point) == g.degradation
 
 
-@pytest.mark.parametrize("kwargs", [dict(error_bound=0.0), dict(epsilon=-1.0), dict(bound=np.nan)])
-def test_bad_input(kwargs):
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [(dict(error_bound=0.0), "error_bound"), (dict(error_bound=-1.0), "error_bound"),
+     (dict(epsilon=-1.0), "epsilon"), (dict(bound=np.nan), "bound"),
+     (dict(time_limit=-1.0), "time_limit"), (dict(time_limit=np.nan), "time_limit"),
+     (dict(time_limit="soon"), "time_limit"), (dict(tie_break_time_limit=-2), "tie_break_time_limit"),
+     (dict(split="median"), "split")],
+)
+def test_bad_input(kwargs, match):
     occ = Occupancy.from_dense([[1, 2], [3, 0]])
     args = dict(bound=1.0, epsilon=1.0) | kwargs
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=match):
         solve_suppression(occ, args.pop("bound"), args.pop("epsilon"), **args)
 
 
@@ -173,11 +182,16 @@ def test_milp_equals_brute_force_optimal_split(seed):
 
 def test_time_limit_returns_checked_incumbent_with_gap():
     occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=9, gamma=3)
-    plan = solve_suppression(occ, 65, 0.5, time_limit=1e-3)
-    assert plan.status in ("time_limit", "optimal")
+    full = solve_suppression(occ, 65, 0.5, tie_break=False)
+    assert full.status is Status.OPTIMAL and full.gap == 0
+    # a zero time limit stops HiGHS at once: the greedy warm start comes back, not claimed optimal
+    plan = solve_suppression(occ, 65, 0.5, time_limit=0.0)
+    assert plan.status is Status.TIME_LIMIT and not plan.is_optimal
     assert plan.feasible and plan.bound <= plan.degradation
-    if plan.status == "time_limit":
-        assert plan.gap == pytest.approx((plan.degradation - plan.bound) / plan.degradation)
+    assert plan.degradation > full.degradation  # this instance: greedy K is not optimal
+    assert plan.gap == pytest.approx((plan.degradation - plan.bound) / plan.degradation)
+    assert plan.gap > 0
+    assert plan.summary()["status"] == "time_limit"
 
 
 def test_huge_error_bound_only_needs_nonempty_grids():
