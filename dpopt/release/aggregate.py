@@ -318,6 +318,7 @@ class Aggregator:
         self._samples: list[pd.DataFrame] = []
 
     def add(self, chunk: CleanChunk) -> None:
+        """Grid one clean chunk and fold its per-pair count, sum and sum of squares in."""
         if len(chunk) == 0:
             return
         frame = gridded_frame(chunk, self.h3_resolution, self.slot_ns)
@@ -328,6 +329,7 @@ class Aggregator:
             self._parts = [combine_pairs(self._parts)]
 
     def result(self) -> Aggregate:
+        """The :class:`Aggregate` of every chunk added so far."""
         pairs = combine_pairs(self._parts)
         samples = pd.concat(self._samples, ignore_index=True) if self.keep_samples and self._samples else None
         return finalize(pairs, h3_resolution=self.h3_resolution, slot_ns=self.slot_ns, samples=samples)

@@ -21,6 +21,7 @@ __all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``release`` sub-command to the ``dpopt`` parser."""
     p = subparsers.add_parser(
         "release",
         help="user-level DP release of per-(H3 cell, time slot) means and variances from records",
@@ -94,6 +95,7 @@ def _client(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``dpopt release``: release, write the files into ``--out``, print the summary; 0 on success."""
     from .data import EXAMPLE_BOUND, EXAMPLE_EPSILON, austin_sample_path
     from .release import release
     from .report import write_report

@@ -136,6 +136,7 @@ class ReleaseSummary:
     ingest: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """All fields as a plain dict (summary.json)."""
         from dataclasses import asdict
 
         return asdict(self)
