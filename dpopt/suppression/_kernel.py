@@ -14,6 +14,7 @@ per candidate grid; the tests check the two agree).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,8 @@ __all__ = [
     "check_occupancy",
     "check_inputs",
     "check_time_limit",
+    "low_region",
+    "smallest_within",
 ]
 
 #: a grid error ``e`` meets the bound ``E`` iff ``e <= E·(1 + ERROR_RTOL)`` (one rule everywhere:
@@ -91,6 +94,53 @@ def error_scalar(N: int, R: int, G: int, U: float, eps: float, optimal_split: bo
     else:
         noise = 2.0 * (d_mu + d_var) / eps
     return e_mu + e_var + noise
+
+
+def low_region(
+    v: np.ndarray, cap: np.ndarray, U: float, eps: float, split: str, lim: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """All (entry, R) with R in the low region [v, min(2v − 1, cap)] of entries that may meet ``lim``.
+
+    On R ∈ [v, 2v − 1] (Γ* = v) the variance sensitivity is capped (seed 002 Lemma III.3), so the
+    noise is at least that of Δ_μ = Uv/(2v − 1) and Δ_Var = U²/4·(1 − 1/v²); entries whose lower
+    bound exceeds ``lim`` are skipped, the others enumerated (f need not be monotone there).
+    """
+    top = np.minimum(2 * v - 1, cap)
+    vf = v.astype(float)
+    dmu_lb = U * vf / np.maximum(2 * vf - 1, 1)
+    dvar_lb = U * U / 4 * (1 - 1 / vf**2)
+    if split == "equal":
+        noise_lb = 2 * (dmu_lb + dvar_lb) / eps
+    else:
+        noise_lb = (np.sqrt(dmu_lb) + np.sqrt(dvar_lb)) ** 2 / eps
+    need = np.flatnonzero((top >= v) & (noise_lb <= lim))
+    length = top[need] - v[need] + 1
+    rep = np.repeat(need, length)
+    offs = np.arange(rep.size) - np.repeat(np.cumsum(length) - length, length)
+    return rep, v[rep] + offs
+
+
+def smallest_within(
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    ids: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    lim: float,
+) -> np.ndarray:
+    """Vectorised bisection: for each entry, the smallest R in (lo, hi] with f(R) ≤ lim.
+
+    Requires f decreasing in R on [lo + 1, hi] (models/suppression.md, (M2)), f(lo) > lim or lo
+    excluded, and f(hi) ≤ lim. ``f(R, ids)`` evaluates the entries ``ids``.
+    """
+    lo, hi = lo.copy(), hi.copy()
+    while True:
+        active = hi - lo > 1
+        if not np.any(active):
+            return hi
+        mid = (lo + hi) // 2
+        ok = f(mid, ids) <= lim
+        hi = np.where(active & ok, mid, hi)
+        lo = np.where(active & ~ok, mid, lo)
 
 
 def check_occupancy(occ: Any, name: str = "occ") -> Occupancy:

@@ -30,7 +30,14 @@ from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import Status
 from ..solve import solve as _solve
-from ._kernel import ERROR_RTOL, check_inputs, check_time_limit, error_array
+from ._kernel import (
+    ERROR_RTOL,
+    check_inputs,
+    check_time_limit,
+    error_array,
+    low_region,
+    smallest_within,
+)
 from .milp import build_suppression_model, level_table, solve_suppression
 from .plan import SuppressionPlan, recheck
 
@@ -98,23 +105,6 @@ class SuppressionFrontier:
         ]
 
 
-def _low_region(v: np.ndarray, cap: np.ndarray, U: float, eps: float, split: str, lim: float):
-    """Entries (and their R) of the low regions [v, min(2v−1, cap)] whose noise bound allows ≤ lim."""
-    top = np.minimum(2 * v - 1, cap)
-    vf = v.astype(float)
-    dmu_lb = U * vf / np.maximum(2 * vf - 1, 1)
-    dvar_lb = U * U / 4 * (1 - 1 / vf**2)
-    if split == "equal":
-        noise_lb = 2 * (dmu_lb + dvar_lb) / eps
-    else:
-        noise_lb = (np.sqrt(dmu_lb) + np.sqrt(dvar_lb)) ** 2 / eps
-    need = np.flatnonzero((top >= v) & (noise_lb <= lim))
-    length = top[need] - v[need] + 1
-    rep = np.repeat(need, length)
-    offs = np.arange(rep.size) - np.repeat(np.cumsum(length) - length, length)
-    return rep, v[rep] + offs
-
-
 def largest_error_below(occ: Occupancy, U: float, eps: float, value: float, split: str = "equal") -> float:
     """max{f_g(R, v) < value} over grids g, levels v and R ∈ [v, R_max(v)] (``-inf`` if none).
 
@@ -128,18 +118,10 @@ def largest_error_below(occ: Occupancy, U: float, eps: float, value: float, spli
     best = -math.inf
     ids = np.flatnonzero(2 * v <= cap)
     ids = ids[f(cap[ids], ids) <= lim]
-    lo, hi = 2 * v[ids] - 1, cap[ids].copy()
-    while True:
-        active = hi - lo > 1
-        if not np.any(active):
-            break
-        mid = (lo + hi) // 2
-        ok = f(mid, ids) <= lim
-        hi = np.where(active & ok, mid, hi)
-        lo = np.where(active & ~ok, mid, lo)
+    hi = smallest_within(f, ids, 2 * v[ids] - 1, cap[ids], lim)
     if ids.size:
         best = max(best, float(np.max(f(hi, ids))))
-    rep, R = _low_region(v, cap, U, eps, split, lim)
+    rep, R = low_region(v, cap, U, eps, split, lim)
     if rep.size:
         vals = f(R, rep)
         vals = vals[vals <= lim]
@@ -155,7 +137,7 @@ def least_grid_errors(occ: Occupancy, U: float, eps: float, split: str = "equal"
     f_cap = error_array(N, cap, v, U, eps, split)
     best = np.full(occ.n_grids, np.inf)
     np.minimum.at(best, g, f_cap)  # the tail minimum sits at R = R_max (f decreasing there)
-    rep, R = _low_region(v, cap, U, eps, split, float(np.max(best)))
+    rep, R = low_region(v, cap, U, eps, split, float(np.max(best)))
     if rep.size:
         np.minimum.at(best, g[rep], error_array(N[rep], R, v[rep], U, eps, split))
     return best

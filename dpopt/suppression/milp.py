@@ -36,7 +36,15 @@ from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import LinearModel, ModelBuilder, SolveResult, Status
 from ..solve import solve as _solve
-from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, check_time_limit, error_array
+from ._kernel import (
+    ERROR_RTOL,
+    baseline_errors,
+    check_inputs,
+    check_time_limit,
+    error_array,
+    low_region,
+    smallest_within,
+)
 from .plan import SuppressionPlan, recheck
 
 __all__ = [
@@ -89,35 +97,15 @@ def feasible_runs(
     # tail [2v, cap]: f strictly decreasing -> smallest feasible R by bisection
     tail = ids[(2 * v <= cap)]
     tail = tail[f(cap[tail], tail) <= lim]
-    lo = 2 * v[tail] - 1  # infeasible sentinel (exclusive)
-    hi = cap[tail].copy()  # feasible
-    while True:
-        active = hi - lo > 1
-        if not np.any(active):
-            break
-        mid = (lo + hi) // 2
-        ok = f(mid, tail) <= lim
-        hi = np.where(active & ok, mid, hi)
-        lo = np.where(active & ~ok, mid, lo)
+    # 2v − 1 is an exclusive sentinel, cap is feasible
+    hi = smallest_within(f, tail, 2 * v[tail] - 1, cap[tail], lim)
     seg_e = [tail]
     seg_lo = [hi]
     seg_hi = [cap[tail]]
 
     # low region [v, min(2v − 1, cap)]: enumerate where a noise lower bound allows feasibility
-    top = np.minimum(2 * v - 1, cap)
-    vf = v.astype(float)
-    dmu_lb = bound * vf / np.maximum(2 * vf - 1, 1)
-    dvar_lb = bound * bound / 4 * (1 - 1 / vf**2)
-    if split == "equal":
-        noise_lb = 2 * (dmu_lb + dvar_lb) / epsilon
-    else:
-        noise_lb = (np.sqrt(dmu_lb) + np.sqrt(dvar_lb)) ** 2 / epsilon
-    need = ids[(top >= v) & (noise_lb <= lim)]
-    if need.size:
-        length = top[need] - v[need] + 1
-        rep = np.repeat(need, length)
-        offs = np.arange(rep.size) - np.repeat(np.cumsum(length) - length, length)
-        R = v[rep] + offs
+    rep, R = low_region(v, cap, bound, epsilon, split, lim)
+    if rep.size:
         ok = f(R, rep) <= lim
         seg_e.append(rep[ok])
         seg_lo.append(R[ok])
