@@ -273,3 +273,28 @@ def test_suppressed_pairs_are_removed_from_the_statistics(records, monkeypatch):
 def test_epsilon_too_small_for_discrete_sampler_is_refused_before_reading(tiny_records):
     with pytest.raises(DpoptInputError, match=r"`epsilon` must be >= 2\^-29"):
         release(tiny_records.assign(value="oops"), bound=100, epsilon=1e-12)
+
+
+def test_neighbours_snapped_statistics_differ_by_at_most_t(records, monkeypatch):
+    """End to end, sampler replaced by Z = 0: for neighbours (one user's values all 0 vs all U, same
+    occupancy) every grid's snapped mean and variance differ by at most the integer sensitivity t
+    the sampler used (t = scale·ε'/λ), so the discrete Laplace noise covers them."""
+    from dpopt.release import noise as noise_module
+
+    monkeypatch.setattr(noise_module, "discrete_laplace", lambda scale, rng: 0)
+    lam = 2.0**-12
+    user = records.user_id.value_counts().index[0]
+    lo = records.assign(value=np.where(records.user_id == user, 0.0, records.value))
+    hi = records.assign(value=np.where(records.user_id == user, 100.0, records.value))
+    a = release(lo, bound=100, epsilon=1.0, plan="greedy", seed=1).table
+    b = release(hi, bound=100, epsilon=1.0, plan="greedy", seed=1).table
+    np.testing.assert_array_equal(a["n_records_retained"], b["n_records_retained"])
+    ok = a["released"].to_numpy()
+    for stat in ("mean", "variance"):
+        eps_used = np.array([float(noise_module.epsilon_rational(e)) for e in a[f"epsilon_{stat}"][ok]])
+        t = np.rint(a[f"{stat}_noise_scale"][ok].to_numpy() * eps_used / lam)
+        diff = np.abs(a[stat][ok].to_numpy() - b[stat][ok].to_numpy()) / lam
+        assert np.all(diff <= t) and np.any(diff > 0), stat
+        # t is the sensitivity rounded up by at most a few grid units (rounding + float slack)
+        sens = a[f"{stat}_sensitivity"][ok].to_numpy() / lam
+        assert np.all(t >= sens + 1) and np.all(t <= sens + 3)
