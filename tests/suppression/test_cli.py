@@ -6,7 +6,11 @@ import json
 
 import pytest
 
+from dpopt.calculus import grid_errors
 from dpopt.cli import main
+from dpopt.suppression.cli import read_occupancy
+
+from ._reference import brute_force
 
 
 @pytest.fixture
@@ -22,11 +26,18 @@ def test_cli_methods_json(occ_csv, capsys, method):
                  "--method", method, "--json"])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
+    occ = read_occupancy(occ_csv)
+    E = float(grid_errors(occ, 1.0, 1.0).max())
+    Kb, sb, _ = brute_force(occ, 1.0, 1.0, E)
     if method == "frontier":
-        assert data["points"][-1]["K"] == 3
+        assert data["points"][0]["K"] == Kb and data["points"][-1]["K"] == 3
+        assert all(p["status"] == "optimal" for p in data["points"])
     else:
-        assert data["method"] == method and data["degradation"] <= 3
+        assert data["method"] == method and Kb <= data["degradation"] <= 3
         assert all(len(p) == 2 for p in data["suppressed"])
+        assert data["status"] == ("optimal" if method == "milp" else "unknown")
+        if method == "milp":
+            assert (data["degradation"], data["suppressed_samples"]) == (Kb, sb)
 
 
 def test_cli_text(occ_csv, capsys):
@@ -40,3 +51,19 @@ def test_cli_bad_file(tmp_path, capsys):
     assert main(["suppress", "--occupancy", str(p), "-U", "1", "-e", "1"]) == 2
     assert "user, grid, count" in capsys.readouterr().err
     assert main(["suppress", "--occupancy", str(tmp_path / "none.csv"), "-U", "1", "-e", "1"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--time-limit", "-1"], "time_limit"), (["--error-bound", "0"], "error_bound"),
+     (["--method", "anneal"], "method")],
+)
+def test_cli_bad_options(occ_csv, capsys, extra, message):
+    argv = ["suppress", "--occupancy", str(occ_csv), "-U", "1", "-e", "1", *extra]
+    if extra[0] == "--method":  # argparse rejects the choice itself
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+    else:
+        assert main(argv) == 2
+    assert message in capsys.readouterr().err
