@@ -13,11 +13,13 @@ Every integer m in the range is evaluated (vectorised), so the minimiser is exac
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._validation import DpoptInputError
 from ..calculus import Split
 from ._kernel import check_inputs, error_array
 
@@ -75,6 +77,11 @@ def pseudo_user_clipping(
     occ, U, eps, _, split = check_inputs(occ, bound, epsilon, None, split)
     if hasattr(suppressed, "suppressed"):
         suppressed = suppressed.suppressed
+    if suppressed is not None and not isinstance(suppressed, Iterable):
+        raise DpoptInputError(
+            "`suppressed` must be a SuppressionPlan, an iterable of (user, grid) pairs or None; "
+            f"got {type(suppressed).__name__}"
+        )
     retained = occ.retained_matrix(list(suppressed) if suppressed else None).tocsc()
     N = occ.grid_totals
     G = occ.n_grids

@@ -127,3 +127,16 @@ def test_frontier_solve_cap_reports_iteration_limit_with_bracket():
         else:
             assert q.status is Status.INFEASIBLE and p.status is Status.INFEASIBLE
     assert any(q.status is Status.ITERATION_LIMIT for q in capped.points)
+
+
+@pytest.mark.parametrize(("suppressed", "match"), [(5, "suppressed"), ([(9, 0)], "user")])
+def test_pseudo_user_bad_input(suppressed, match):
+    occ = Occupancy.from_dense([[2, 2], [2, 0], [0, 30]])
+    with pytest.raises(ValueError, match=match):
+        pseudo_user_clipping(occ, 1.0, 1.0, suppressed)
+
+
+def test_pseudo_user_emptied_grid_is_infinite():
+    occ = Occupancy.from_dense([[2, 2], [2, 0], [0, 30]])
+    res = pseudo_user_clipping(occ, 1.0, 1.0, [(0, 0), (1, 0)])
+    assert res.grid_errors[0] == np.inf and res.max_error == np.inf and res.clip[0] == 0
