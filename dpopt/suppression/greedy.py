@@ -73,6 +73,8 @@ def clip_user(
     Users are processed in row order of ``occ`` (the "increasing order of their indices"); ties
     between grids go to the lower grid index. The plan is exactly the published one: suppressions
     made in the stage in which the algorithm halts are kept even though they do not lower K.
+    An ``error_bound`` below max_g E_g of BASELINE leaves the grids already above it untouched
+    (Algorithm 1 only checks the grid it suppresses in); such a plan has ``feasible == False``.
     """
     occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
     t0 = time.perf_counter()

@@ -631,7 +631,10 @@ def solve_suppression(
     -------
     SuppressionPlan
         ``method="milp"``. Its grid errors and K are recomputed from scratch with
-        :func:`dpopt.grid_errors`; a plan failing that check raises ``RuntimeError``.
+        :func:`dpopt.grid_errors`; a plan failing that check raises ``RuntimeError``. Two
+        exceptions carry no suppression and say so in ``status`` and ``info["note"]``:
+        ``INFEASIBLE`` (no plan meets E) and a limited solve that found no incumbent while the
+        greedy warm start violates E (``gap = inf``, ``feasible == False``).
 
     Notes
     -----

@@ -200,3 +200,15 @@ def test_huge_error_bound_only_needs_nonempty_grids():
     Kb, sb, _ = brute_force(occ, 10.0, 1.0, 1e12)
     plan = solve_suppression(occ, 10.0, 1.0, error_bound=1e12, tie_break_time_limit=None)
     assert (plan.degradation, plan.suppressed_samples) == (Kb, sb)
+
+
+def test_time_limit_without_incumbent_is_reported_not_hidden():
+    occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=9, gamma=3)
+    base = grid_errors(occ, 65, 0.5)
+    E = float(np.sort(base)[-2])  # below BASELINE's max: the greedy warm start violates E
+    assert not clip_user(occ, 65, 0.5, error_bound=E).feasible
+    plan = solve_suppression(occ, 65, 0.5, error_bound=E, time_limit=0.0)
+    assert plan.status is Status.TIME_LIMIT and plan.gap == np.inf
+    assert not plan.feasible and not plan.suppressed and plan.degradation == occ.degradation
+    full = solve_suppression(occ, 65, 0.5, error_bound=E, tie_break=False)
+    assert full.status is Status.OPTIMAL and full.feasible
