@@ -585,6 +585,20 @@ def _solve_stage(
     return _solve(sm.model, time_limit=time_limit, options=options, warm_start=warm)
 
 
+def _unsuppressed_plan(
+    occ: Occupancy, U: float, eps: float, E: float, split: str, status: Status, bound: float,
+    t0: float, info: dict[str, Any],
+) -> SuppressionPlan:
+    """The plan that suppresses nothing (no MILP plan to return), with ``gap = inf``."""
+    K_all, errors, _ = recheck(occ, frozenset(), U, eps, split)
+    return SuppressionPlan(
+        degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
+        status=status, gap=math.inf, bound=bound, method="milp", epsilon=eps, U=U,
+        suppressed_samples=0, original_degradation=occ.degradation,
+        solve_time=time.perf_counter() - t0, info=info,
+    )
+
+
 def solve_suppression(
     occ: Any,
     bound: float,
@@ -678,28 +692,18 @@ def solve_suppression(
 
     statuses = [r.status for _, _, r in results]
     if any(s in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) for s in statuses):
-        K_all, errors, samples = recheck(occ, frozenset(), U, eps, split)
-        return SuppressionPlan(
-            degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
-            status=Status.INFEASIBLE, gap=math.inf, bound=math.inf, method="milp", epsilon=eps, U=U,
-            suppressed_samples=0, original_degradation=occ.degradation,
-            solve_time=time.perf_counter() - t0,
-            info={"components": len(comps), "note": "no suppression plan meets the error bound"},
-        )
+        return _unsuppressed_plan(occ, U, eps, E, split, Status.INFEASIBLE, math.inf, t0,
+                                  {"components": len(comps),
+                                   "note": "no suppression plan meets the error bound"})
     # the honest overall status: OPTIMAL only if every component is; else the first other status
     not_optimal = [s for s in statuses if s is not Status.OPTIMAL]
     overall = not_optimal[0] if not_optimal else Status.OPTIMAL
     if any(r.mask is None and sm is not None for sm, _, r in results):
         # a component without an incumbent (time limit): fall back to the warm start, if any
         if warm_set is None:
-            K_all, errors, samples = recheck(occ, frozenset(), U, eps, split)
-            return SuppressionPlan(
-                degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
-                status=overall, gap=math.inf, bound=1.0, method="milp",
-                epsilon=eps, U=U, suppressed_samples=0, original_degradation=occ.degradation,
-                solve_time=time.perf_counter() - t0,
-                info={"components": len(comps), "note": "no incumbent within the time limit"},
-            )
+            return _unsuppressed_plan(occ, U, eps, E, split, overall, 1.0, t0,
+                                      {"components": len(comps),
+                                       "note": "no incumbent within the time limit"})
         for sm, _, r in results:
             if sm is not None and r.mask is None:
                 r.mask = _mask_of(sm, warm_set)
