@@ -23,6 +23,11 @@ class Status(str, Enum):
     INTERRUPTED = "interrupted"
     ERROR = "error"
     UNKNOWN = "unknown"
+    #: a feasible answer from a heuristic (e.g. CLIP-USER): no optimality certificate
+    HEURISTIC = "heuristic"
+
+    def __str__(self) -> str:  # f-strings and reports print "optimal", not "Status.OPTIMAL"
+        return self.value
 
     @property
     def is_optimal(self) -> bool:

@@ -64,7 +64,7 @@ def clip_user(
     Returns
     -------
     SuppressionPlan
-        ``status=Status.UNKNOWN`` (a heuristic: optimality not certified); ``info`` holds the
+        ``status=Status.HEURISTIC`` (feasible for its own E, optimality not certified); ``info`` holds the
         number of stages, steps and the halting reason (``"error_bound"``: the chosen grid would
         exceed E; ``"no_candidate"``: the user occupies no grid that may be suppressed).
 
@@ -168,7 +168,7 @@ def clip_user(
         error_bound=E,
         suppressed=suppressed,
         grid_errors=errors,
-        status=Status.UNKNOWN,
+        status=Status.HEURISTIC,
         gap=float("nan"),
         bound=float("nan"),
         method="greedy",

@@ -33,7 +33,7 @@ class SuppressionPlan:
     status : Status
         The :class:`dpopt.solve.Status` (a ``str`` enum, so ``status == "optimal"`` works):
         ``OPTIMAL`` (MILP, proven), ``TIME_LIMIT`` or another limit status of the solver (MILP
-        incumbent with a gap), ``INFEASIBLE`` (no plan meets E), ``UNKNOWN`` (CLIP-USER: a heuristic,
+        incumbent with a gap), ``INFEASIBLE`` (no plan meets E), ``HEURISTIC`` (CLIP-USER: a heuristic,
         optimality not certified; ``method="greedy"``).
     gap : float
         (K − bound)/max(1, K) for the MILP (0 when optimal); ``nan`` for the greedy plan.

@@ -35,7 +35,7 @@ def test_cli_methods_json(occ_csv, capsys, method):
     else:
         assert data["method"] == method and Kb <= data["degradation"] <= 3
         assert all(len(p) == 2 for p in data["suppressed"])
-        assert data["status"] == ("optimal" if method == "milp" else "unknown")
+        assert data["status"] == ("optimal" if method == "milp" else "heuristic")
         if method == "milp":
             assert (data["degradation"], data["suppressed_samples"]) == (Kb, sb)
 
