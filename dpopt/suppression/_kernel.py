@@ -185,3 +185,53 @@ def check_time_limit(value: Any, name: str = "time_limit") -> float | None:
 def baseline_errors(occ: Occupancy, U: float, eps: float, split: str = "equal") -> np.ndarray:
     """E_g of BASELINE (nothing suppressed), seed 002 eq. (12)."""
     return error_array(occ.grid_totals, occ.grid_totals, occ.grid_max, U, eps, split)
+
+
+def level_table(occ: Occupancy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (grid, count) levels: grid, value v_t (decreasing within a grid) and R_max(t).
+
+    R_max(t) = N_g − Σ{m_{g,ℓ} : m_{g,ℓ} > v_t}, the largest retained total when every user
+    above v_t is suppressed.
+    """
+    csr = occ.matrix
+    cols = csr.indices.astype(np.int64)
+    cnt = csr.data.astype(np.int64)
+    N = occ.grid_totals.astype(np.int64)
+    order = np.lexsort((-cnt, cols))
+    sc, sg = cnt[order], cols[order]
+    new_level = np.ones(sc.size, dtype=bool)
+    new_level[1:] = (sg[1:] != sg[:-1]) | (sc[1:] != sc[:-1])
+    above_sorted = np.cumsum(sc) - sc  # samples before this entry in sorted order
+    grid_start = np.concatenate(([0], np.cumsum(np.bincount(sg, minlength=occ.n_grids))))[:-1]
+    cum_before_grid = np.concatenate(([0], np.cumsum(sc)))[grid_start]
+    above = (above_sorted - cum_before_grid[sg])[new_level]
+    lev_grid = sg[new_level]
+    return lev_grid, sc[new_level], N[lev_grid] - above
+
+
+def least_grid_errors(occ: Occupancy, U: float, eps: float, split: str = "equal") -> np.ndarray:
+    """min over suppression sets of each grid's error, per grid (grids decoupled: E*(G_1) = max)."""
+    g, v, cap = level_table(occ)
+    N = occ.grid_totals[g]
+    f_cap = error_array(N, cap, v, U, eps, split)
+    best = np.full(occ.n_grids, np.inf)
+    np.minimum.at(best, g, f_cap)  # the tail minimum sits at R = R_max (f decreasing there)
+    rep, R = low_region(v, cap, U, eps, split, float(np.max(best)))
+    if rep.size:
+        np.minimum.at(best, g[rep], error_array(N[rep], R, v[rep], U, eps, split))
+    return best
+
+
+def require_reachable(occ: Occupancy, U: float, eps: float, E: float, split: str = "equal") -> None:
+    """Refuse an error bound E that no suppression plan can meet.
+
+    Grids are independent once K is free, so some plan meets E exactly when every grid can:
+    ``E ≥ max_g min_{suppression sets} E_g`` (:func:`least_grid_errors`, exact). Below that the
+    problem is infeasible by construction: bad input, reported as :class:`DpoptInputError`.
+    """
+    floor = float(np.max(least_grid_errors(occ, U, eps, split)))
+    if E < floor * (1 - ERROR_RTOL):
+        raise DpoptInputError(
+            f"`error_bound` must be at least {floor:.6g}, the least worst-case error any suppression "
+            f"plan reaches (max over grids of each grid's best error); got {E!r}"
+        )

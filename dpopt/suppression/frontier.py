@@ -35,10 +35,12 @@ from ._kernel import (
     check_inputs,
     check_time_limit,
     error_array,
+    least_grid_errors,
+    level_table,
     low_region,
     smallest_within,
 )
-from .milp import build_suppression_model, level_table, solve_suppression
+from .milp import build_suppression_model, solve_suppression
 from .plan import SuppressionPlan, recheck
 
 __all__ = ["suppression_frontier", "SuppressionFrontier", "FrontierPoint", "largest_error_below",
@@ -127,19 +129,6 @@ def largest_error_below(occ: Occupancy, U: float, eps: float, value: float, spli
         vals = vals[vals <= lim]
         if vals.size:
             best = max(best, float(vals.max()))
-    return best
-
-
-def least_grid_errors(occ: Occupancy, U: float, eps: float, split: str = "equal") -> np.ndarray:
-    """min over suppression sets of each grid's error, per grid (grids decoupled: E*(G_1) = max)."""
-    g, v, cap = level_table(occ)
-    N = occ.grid_totals[g]
-    f_cap = error_array(N, cap, v, U, eps, split)
-    best = np.full(occ.n_grids, np.inf)
-    np.minimum.at(best, g, f_cap)  # the tail minimum sits at R = R_max (f decreasing there)
-    rep, R = low_region(v, cap, U, eps, split, float(np.max(best)))
-    if rep.size:
-        np.minimum.at(best, g[rep], error_array(N[rep], R, v[rep], U, eps, split))
     return best
 
 

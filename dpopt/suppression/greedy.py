@@ -24,7 +24,7 @@ import numpy as np
 
 from ..calculus import Split
 from ..solve import Status
-from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, error_scalar
+from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, error_scalar, require_reachable
 from .plan import SuppressionPlan, recheck
 
 __all__ = ["clip_user", "TIE_RTOL"]
@@ -77,6 +77,8 @@ def clip_user(
     (Algorithm 1 only checks the grid it suppresses in); such a plan has ``feasible == False``.
     """
     occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+    if E is not None:
+        require_reachable(occ, U, eps, E, split)
     t0 = time.perf_counter()
     optimal_split = split == "optimal"
     base = baseline_errors(occ, U, eps, split)

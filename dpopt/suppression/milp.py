@@ -42,7 +42,9 @@ from ._kernel import (
     check_inputs,
     check_time_limit,
     error_array,
+    level_table,
     low_region,
+    require_reachable,
     smallest_within,
 )
 from .plan import SuppressionPlan, recheck
@@ -220,28 +222,6 @@ class SuppressionModel:
         out[cb["d"]] = d[self.run_is_col]
         out[cb["K"]] = float(max(1.0, occupancy.max()))
         return out
-
-
-def level_table(occ: Occupancy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (grid, count) levels: grid, value v_t (decreasing within a grid) and R_max(t).
-
-    R_max(t) = N_g − Σ{m_{g,ℓ} : m_{g,ℓ} > v_t}, the largest retained total when every user
-    above v_t is suppressed.
-    """
-    csr = occ.matrix
-    cols = csr.indices.astype(np.int64)
-    cnt = csr.data.astype(np.int64)
-    N = occ.grid_totals.astype(np.int64)
-    order = np.lexsort((-cnt, cols))
-    sc, sg = cnt[order], cols[order]
-    new_level = np.ones(sc.size, dtype=bool)
-    new_level[1:] = (sg[1:] != sg[:-1]) | (sc[1:] != sc[:-1])
-    above_sorted = np.cumsum(sc) - sc  # samples before this entry in sorted order
-    grid_start = np.concatenate(([0], np.cumsum(np.bincount(sg, minlength=occ.n_grids))))[:-1]
-    cum_before_grid = np.concatenate(([0], np.cumsum(sc)))[grid_start]
-    above = (above_sorted - cum_before_grid[sg])[new_level]
-    lev_grid = sg[new_level]
-    return lev_grid, sc[new_level], N[lev_grid] - above
 
 
 def _scaled(model: LinearModel, cost_scale: float) -> LinearModel:
@@ -656,6 +636,8 @@ def solve_suppression(
     largest of their optima, and the tie-break stage then lets every component use that K.
     """
     occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+    if E is not None:
+        require_reachable(occ, U, eps, E, split)
     time_limit = check_time_limit(time_limit)
     tie_break_time_limit = check_time_limit(tie_break_time_limit, "tie_break_time_limit")
     t0 = time.perf_counter()

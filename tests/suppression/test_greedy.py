@@ -9,7 +9,7 @@ from dpopt import DpoptInputError, Occupancy
 from dpopt.calculus import grid_error_terms, grid_errors
 from dpopt.solve import Status
 from dpopt.suppression import clip_user, heavy_hitter_occupancy
-from dpopt.suppression._kernel import error_array, error_scalar
+from dpopt.suppression._kernel import least_grid_errors, error_array, error_scalar
 
 from ._reference import clip_user_naive, random_tiny
 
@@ -33,7 +33,8 @@ def test_incremental_equals_naive_random(seed):
     occ = random_tiny(rng, users=int(rng.integers(3, 9)), grids=int(rng.integers(2, 5)), max_count=9)
     U, eps = 10.0, float(rng.choice([0.2, 0.5, 1.0, 3.0]))
     base = grid_errors(occ, U, eps)
-    for E in (None, float(base.max()) * 1.3, float(base.min())):
+    floor = float(least_grid_errors(occ, U, eps).max())  # below it no plan exists: ValueError
+    for E in (None, float(base.max()) * 1.3, max(float(base.min()), floor)):
         for skip in (False, True):
             plan = clip_user(occ, U, eps, error_bound=E, skip_min_error_grid=skip)
             K, pairs, E_used = clip_user_naive(occ, U, eps, error_bound=E, skip_min_error_grid=skip)
@@ -73,11 +74,16 @@ def test_greedy_keeps_error_bound_and_lowers_k():
 
 
 def test_halts_immediately_when_bound_is_tight():
-    # two grids, user 0 in both; any suppression raises the error above a tiny E
+    # two grids, user 0 in both. BASELINE: E_g = 2(3/4 + 1/4) = 2 (U = ε = 1); suppressing user 0
+    # leaves one sample: 3/4 + 1/4 + 2·1 = 3 > E = 2, so CLIP-USER halts at once
     occ = Occupancy.from_dense([[3, 3], [1, 0], [0, 1]])
-    plan = clip_user(occ, 1.0, 1.0, error_bound=1e-6)
+    plan = clip_user(occ, 1.0, 1.0)
+    assert plan.error_bound == pytest.approx(2.0)
     assert plan.degradation == 2 and not plan.suppressed
     assert plan.info["halt_reason"] == "error_bound"
+    # a bound below what any plan reaches is refused, not silently violated
+    with pytest.raises(ValueError, match=r"`error_bound` must be at least 2, .*; got 1e-06"):
+        clip_user(occ, 1.0, 1.0, error_bound=1e-6)
 
 
 def test_paper_argmin_not_argmax():

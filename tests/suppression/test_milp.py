@@ -61,11 +61,12 @@ def test_milp_equals_brute_force(seed):
     # E: BASELINE's, and attained values of the plan errors (tight boundary cases)
     for E in [float(base.max())] + [float(rng.choice(finite)) for _ in range(3)]:
         Kb, sb, _ = brute_force(occ, U, eps, E)
+        if Kb is None:  # no suppression set meets E: refused as bad input
+            with pytest.raises(ValueError, match="`error_bound` must be at least"):
+                solve_suppression(occ, U, eps, error_bound=E)
+            continue
         plan = solve_suppression(occ, U, eps, error_bound=E, tie_break_time_limit=None)
         assert isinstance(plan.status, Status)
-        if Kb is None:
-            assert plan.status is Status.INFEASIBLE
-            continue
         assert plan.status is Status.OPTIMAL and plan.gap == 0 and plan.is_optimal
         assert plan.degradation == Kb
         assert plan.suppressed_samples == sb  # lexicographic tie-break
@@ -104,10 +105,20 @@ def test_components_solved_separately():
     assert plan.degradation == max(Ks)
 
 
-def test_infeasible_error_bound():
+def test_unreachable_error_bound_is_refused():
+    """E below every plan's worst grid error: a clear ValueError naming `error_bound` and the floor."""
     occ = Occupancy.from_dense([[2, 2], [1, 1]])
-    plan = solve_suppression(occ, 1.0, 1.0, error_bound=1e-3)
-    assert plan.status == "infeasible" and not plan.suppressed
+    floor = max(
+        min(grid_errors(occ, 1.0, 1.0, suppressed=s)[g] for s in ([], [(0, g)], [(1, g)]))
+        for g in range(2)
+    )  # each grid: keep both users, or drop one of the two (dropping both empties it)
+    for fn in (solve_suppression, clip_user):
+        with pytest.raises(ValueError, match=r"`error_bound` must be at least .*; got 0\.001"):
+            fn(occ, 1.0, 1.0, error_bound=1e-3)
+        with pytest.raises(ValueError, match="`error_bound` must be at least"):
+            fn(occ, 1.0, 1.0, error_bound=floor * 0.999)
+        plan = fn(occ, 1.0, 1.0, error_bound=floor)
+        assert plan.feasible and max(plan.grid_errors) <= floor * (1 + 1e-9)
 
 
 def test_model_blocks_and_warm_start_point_is_feasible():
