@@ -6,7 +6,7 @@ import argparse
 
 from . import calculus
 from ._validation import as_counts, as_retained, check_bound, check_epsilon
-from .cli_common import emit, read_numbers
+from .cli_common import add_partition_arguments, emit, read_numbers
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,10 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "biases (Thm IV.1, corrected Thm IV.2) plus Laplace noise for the exact sensitivities."
         ),
     )
-    p.add_argument("--counts", required=True, help="file with m_l, one per line (or comma separated)")
-    p.add_argument("--retained", help="file with Gamma_l (default: keep everything = BASELINE)")
-    p.add_argument("--bound", required=True, type=float, help="U, samples lie in [0, U]")
-    p.add_argument("--epsilon", required=True, type=float, help="privacy parameter of the release")
+    add_partition_arguments(p)
+    p.add_argument("--retained", metavar="FILE", help="file with Gamma_l (default: keep everything = BASELINE)")
     p.add_argument("--split", choices=("equal", "optimal"), default="equal",
                    help="budget split between mean and variance (default: eps/2 each)")
     p.add_argument("--json", action="store_true", help="print JSON")

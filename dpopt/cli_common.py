@@ -19,7 +19,7 @@ import numpy as np
 
 from ._validation import DpoptInputError
 
-__all__ = ["read_numbers", "emit", "to_jsonable", "CliError"]
+__all__ = ["read_numbers", "emit", "to_jsonable", "CliError", "add_partition_arguments"]
 
 
 class CliError(DpoptInputError):
@@ -90,3 +90,10 @@ def emit(payload: dict[str, Any], as_json: bool, out: TextIO | None = None) -> N
         elif isinstance(value, list) and len(value) > 12:
             value = f"[{', '.join(map(str, value[:6]))}, ... ({len(value)} items)]"
         out.write(f"{key:<{width}}  {value}\n")
+
+
+def add_partition_arguments(parser: Any) -> None:
+    """The flags every one-partition command shares: ``--counts FILE --bound U --epsilon E``."""
+    parser.add_argument("--counts", required=True, metavar="FILE", help="per-user sample counts m_l ('-' = stdin)")
+    parser.add_argument("--bound", required=True, type=float, metavar="U", help="sample bound U > 0")
+    parser.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy parameter epsilon > 0")

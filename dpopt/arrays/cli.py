@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_common import emit, read_numbers
+from ..cli_common import add_partition_arguments, emit, read_numbers
 
 __all__ = ["register", "run"]
 
@@ -27,9 +27,7 @@ def register(subparsers: Any) -> None:
             "The counts file holds one count per user (a header line is skipped)."
         ),
     )
-    p.add_argument("--counts", required=True, metavar="FILE", help="per-user sample counts m_l ('-' = stdin)")
-    p.add_argument("--bound", required=True, type=float, metavar="U", help="sample bound U > 0")
-    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy parameter epsilon > 0")
+    add_partition_arguments(p)
     p.add_argument(
         "--method", default="exact", choices=["exact", "surrogate", "heuristic", "median"], help="how to choose m"
     )

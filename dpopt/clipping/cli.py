@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_common import CliError, emit, read_numbers
+from ..cli_common import CliError, add_partition_arguments, emit, read_numbers
 
 __all__ = ["register", "run"]
 
@@ -29,9 +29,7 @@ def register(subparsers: Any) -> None:
             "l1-ball strategy of ERRATA E3. The counts file holds one count m_l per user."
         ),
     )
-    p.add_argument("--counts", required=True, metavar="FILE", help="per-user sample counts m_l ('-' = stdin)")
-    p.add_argument("--bound", required=True, type=float, metavar="U", help="sample bound U > 0")
-    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy parameter epsilon > 0")
+    add_partition_arguments(p)
     p.add_argument("--dim", type=int, default=1, metavar="d", help="sample dimension (default 1)")
     p.add_argument("--method", default="closed-form", choices=["closed-form", "lp"], help="how to solve")
     p.add_argument("--formulation", default="per-user", choices=["per-user", "per-sample"],
