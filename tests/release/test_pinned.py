@@ -1,0 +1,82 @@
+"""Pinned seeded releases of the embedded Austin sample: the released numbers must not change.
+
+The files in ``tests/release/data/pinned_*.csv.gz`` were written by this module
+(``python -m tests.release.test_pinned``) on the code *before* the release path was restructured
+(issue 11), so they are an independent record of what the release published, not values copied
+from the code under test. Every variant of the release path is pinned: the CLI's
+``dpopt release --example --plan greedy --epsilon 1 --seed 7``, BASELINE, numpy noise, the
+optimal split and pseudo-user clipping (which also exercises the second streaming pass).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt.release import austin_sample_path, release
+
+DATA = Path(__file__).parent / "data"
+
+#: name -> options of :func:`dpopt.release.release` (bound 120, ε = 1, seed 7 for all)
+VARIANTS = {
+    "greedy": {"plan": "greedy"},
+    "baseline": {"plan": "baseline"},
+    "greedy_numpy": {"plan": "greedy", "noise": "numpy"},
+    "greedy_optimal_split": {"plan": "greedy", "split": "optimal"},
+    "greedy_pseudo": {"plan": "greedy", "pseudo_users": True},
+}
+
+COLUMNS = ["n_records_retained", "mean", "variance", "released", "mean_sensitivity",
+           "variance_sensitivity", "epsilon_mean", "epsilon_variance", "mean_noise_scale",
+           "variance_noise_scale", "error_bound", "array_length"]
+SUMMARY = ["users", "grids", "records", "pairs", "plan", "plan_status", "degradation",
+           "degradation_baseline", "epsilon_total", "error_bound", "error_bound_target",
+           "error_bound_released", "suppressed_pairs", "suppressed_records", "truncated_records",
+           "withheld_grids", "noise", "granularity", "seeded"]
+
+
+def _run(name: str):
+    return release(austin_sample_path(), bound=120, epsilon=1, seed=7, **VARIANTS[name])
+
+
+def _labels(r) -> str:
+    """sha256 of the grid labels (cell, slot) in table order."""
+    text = "\n".join(f"{c},{s}" for c, s in zip(r.table["cell"], r.table["slot"]))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _write(name: str) -> None:  # pragma: no cover - run by hand on the reference code only
+    r = _run(name)
+    r.table[COLUMNS].to_csv(DATA / f"pinned_{name}.csv.gz", index=False, float_format="%.17g")
+    s = r.summary.as_dict()
+    pinned = {k: s[k] for k in SUMMARY} | {"labels_sha256": _labels(r)}
+    (DATA / f"pinned_{name}.json").write_text(json.dumps(pinned, indent=1) + "\n")
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_seeded_release_is_pinned(name):
+    want = pd.read_csv(DATA / f"pinned_{name}.csv.gz", keep_default_na=True)
+    r = _run(name)
+    got = r.table[COLUMNS].reset_index(drop=True)
+    pinned = json.loads((DATA / f"pinned_{name}.json").read_text())
+    assert _labels(r) == pinned.pop("labels_sha256")
+    for col in COLUMNS:
+        a, b = got[col].to_numpy(dtype=float), want[col].to_numpy(dtype=float)
+        if name.endswith("numpy") and col in ("mean", "variance"):
+            # numpy Laplace: the same draws, added in float; allow the last bit
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9, equal_nan=True, err_msg=col)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"{name}: column {col}")
+    s = r.summary.as_dict()
+    for key, value in pinned.items():
+        assert s[key] == value, (name, key, s[key], value)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    for n in VARIANTS:
+        _write(n)
