@@ -8,9 +8,11 @@ samples of user 1, then user 2, … (user ℓ owns the ``m_ℓ`` consecutive ent
 A leading axis stacks datasets: ``samples`` of shape ``(R, N)`` holds ``R`` datasets (one per
 Monte-Carlo repetition), shape ``(N,)`` one dataset used by every repetition.
 
-Noise is drawn as arrays of shape ``(R, …)`` from a :class:`numpy.random.Generator` passed in.
-Plain numpy Laplace sampling is for simulation only (DESIGN.md convention 9): a production release
-needs a sampler that is safe against floating-point attacks.
+Every mechanism starts the same way: :func:`prepare` checks ε, the generator, the data and the
+number of runs at once, and :func:`split_budget` splits ε between two steps (basic composition).
+Noise is drawn as arrays of shape ``(R, …)`` from a :class:`numpy.random.Generator` passed in, by
+:func:`dpopt.noise.laplace` (numpy, for simulation only, DESIGN.md convention 9): a production
+release uses the exact sampler of :mod:`dpopt.noise`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import DpoptInputError, as_counts, check_bound, check_epsilon, check_positive_int
+from ..noise import check_rng, laplace
 
 #: ``estimator(samples (B, N), counts) -> values (B,)`` or ``(B, d)``: the batched form of
 #: :mod:`dpopt.verify`
@@ -30,6 +33,9 @@ BatchedEstimator = Callable[[Any, Any], np.ndarray]
 __all__ = [
     "BatchedEstimator",
     "Release",
+    "MechanismInput",
+    "prepare",
+    "split_budget",
     "as_samples",
     "check_rng",
     "resolve_runs",
@@ -79,16 +85,6 @@ class Release:
     def runs(self) -> int:
         """Number of runs ``R``."""
         return int(self.values.shape[0])
-
-
-def check_rng(rng: Any) -> np.random.Generator:
-    """Require a :class:`numpy.random.Generator` (seeded by the caller)."""
-    if not isinstance(rng, np.random.Generator):
-        raise DpoptInputError(
-            "`rng` must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)); "
-            f"got {type(rng).__name__}"
-        )
-    return rng
 
 
 def as_samples(
@@ -154,15 +150,6 @@ def substitute_user_means(samples: Any, counts: Any) -> np.ndarray:
     return np.repeat(user_means(arr, m), m, axis=-1)
 
 
-def laplace(rng: np.random.Generator, scale: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """Laplace noise with scale ``b`` (density ``e^{-|x|/b}/(2b)``, ``E|Z| = b``); ``b = 0`` gives 0.
-
-    ``scale`` broadcasts against ``shape``. Simulation only (see module docstring).
-    """
-    scale = np.broadcast_to(np.asarray(scale, dtype=float), shape)
-    return rng.laplace(0.0, 1.0, size=shape) * scale
-
-
 def laplace_release(
     estimate: np.ndarray,
     sensitivity: float,
@@ -200,3 +187,30 @@ def laplace_release(
 def check_common(epsilon: Any, rng: Any) -> tuple[float, np.random.Generator]:
     """Validate ``epsilon`` and ``rng`` together."""
     return check_epsilon(epsilon), check_rng(rng)
+
+
+@dataclass(frozen=True, eq=False)
+class MechanismInput:
+    """Validated input of a mechanism: ``samples`` (B, N), ``counts``, U, ε, generator, runs R."""
+
+    samples: np.ndarray
+    counts: np.ndarray
+    bound: float
+    epsilon: float
+    rng: np.random.Generator
+    runs: int
+
+
+def prepare(samples: Any, counts: Any, bound: float, epsilon: float, *, rng: Any, runs: Any) -> MechanismInput:
+    """Check ε and ``rng`` (:func:`check_common`), the data (:func:`as_samples`) and the runs."""
+    eps, gen = check_common(epsilon, rng)
+    x, m, U = as_samples(samples, counts, bound)
+    return MechanismInput(x, m, U, eps, gen, resolve_runs(x.shape[0], runs))
+
+
+def split_budget(epsilon: float, share: float, name: str) -> tuple[float, float]:
+    """``(share·ε, ε − share·ε)``: two steps composed (basic composition); ``share`` ∈ (0, 1)."""
+    if not 0.0 < share < 1.0:
+        raise DpoptInputError(f"`{name}` must lie in (0, 1); got {share!r}")
+    first = share * epsilon
+    return first, epsilon - first

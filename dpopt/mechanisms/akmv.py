@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError
-from ._common import BatchedEstimator, Release, as_samples, check_common, laplace, resolve_runs, user_sums
+from ._common import BatchedEstimator, Release, laplace, prepare, split_budget, user_sums
 from .private_quantile import smith_quantile
 
 __all__ = ["akmv", "akmv_rank", "akmv_threshold", "sum_clipped_estimator"]
@@ -72,13 +71,7 @@ def sum_clipped_estimator(threshold: float) -> BatchedEstimator:
 
 
 def akmv(
-    samples: Any,
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    rng: np.random.Generator,
-    runs: int | None = None,
+    samples: Any, counts: Any, bound: float, epsilon: float, *, rng: np.random.Generator, runs: int | None = None,
     quantile_share: float = 0.5,
     target_offset: float = 1.0,
 ) -> Release:
@@ -100,27 +93,23 @@ def akmv(
         Target gap ``L − k + target_offset`` of the private quantile (1: just above the k-th
         largest sum; 0: just below it).
     """
-    eps, rng = check_common(epsilon, rng)
-    if not 0.0 < quantile_share < 1.0:
-        raise DpoptInputError(f"`quantile_share` must lie in (0, 1); got {quantile_share!r}")
-    x, m, U = as_samples(samples, counts, bound)
-    R = resolve_runs(x.shape[0], runs)
-    n = float(m.sum())
-    eps_q = quantile_share * eps
-    eps_r = eps - eps_q
+    p = prepare(samples, counts, bound, epsilon, rng=rng, runs=runs)
+    eps_q, eps_r = split_budget(p.epsilon, quantile_share, "quantile_share")
+    n = float(p.counts.sum())
     k = akmv_rank(eps_r)
-    sums = user_sums(x, m)  # (B, L)
-    T = akmv_threshold(sums, U * float(m.max()), eps_q, k, rng=rng, runs=R, target_offset=target_offset)
+    sums = user_sums(p.samples, p.counts)  # (B, L)
+    T = akmv_threshold(sums, p.bound * float(p.counts.max()), eps_q, k, rng=p.rng, runs=p.runs,
+                       target_offset=target_offset)
     est = np.clip(sums, 0.0, T[:, None]).sum(axis=-1) / n
     sens = T / n
     scale = sens / eps_r
-    values = est + laplace(rng, scale, (R,))
+    values = est + laplace(p.rng, scale, (p.runs,))
     return Release(
         values=values,
         estimate=est,
         sensitivity=sens,
         noise_scale=scale,
-        epsilon=eps,
+        epsilon=p.epsilon,
         mechanism="AKMV",
         budget={"quantile": eps_q, "mean": eps_r},
         details={"threshold": T, "rank": k},

@@ -29,15 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import DpoptInputError, check_choice, check_positive_int
-from ._common import (
-    BatchedEstimator,
-    Release,
-    as_samples,
-    check_common,
-    laplace_release,
-    resolve_runs,
-    user_means,
-)
+from ._common import BatchedEstimator, Release, laplace_release, prepare, user_means
 
 __all__ = ["Packing", "pack", "array_means", "array_averaging", "array_averaging_sensitivity",
            "median_array_length", "array_mean_estimator"]
@@ -183,15 +175,8 @@ def array_mean_estimator(length: int, grouping: Grouping = "best_fit", *, substi
 
 
 def array_averaging(
-    samples: Any,
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    length: int,
-    grouping: Grouping = "best_fit",
-    rng: np.random.Generator,
-    runs: int | None = None,
+    samples: Any, counts: Any, bound: float, epsilon: float, *, length: int, grouping: Grouping = "best_fit",
+    rng: np.random.Generator, runs: int | None = None,
     wrap_factor: float = 1.0,
     substitute_means: bool = True,
     clip_output: bool = False,
@@ -223,12 +208,11 @@ def array_averaging(
         User processing order for the grouping (:func:`dpopt.arrays.grouping.processing_order`).
         A permutation given here must not depend on the samples (it is treated as public).
     """
-    eps, rng = check_common(epsilon, rng)
-    x, m, U = as_samples(samples, counts, bound)
-    R = resolve_runs(x.shape[0], runs)
-    p = pack(m, length, grouping, order=order)
-    sens = array_averaging_sensitivity(U, p, wrap_factor=wrap_factor)
-    est = array_means(x, m, p, substitute_means=substitute_means).mean(axis=-1)
-    return laplace_release(est, sens, eps, rng=rng, runs=R, mechanism=f"AA-{grouping_label(grouping)}",
+    inp = prepare(samples, counts, bound, epsilon, rng=rng, runs=runs)
+    p = pack(inp.counts, length, grouping, order=order)
+    sens = array_averaging_sensitivity(inp.bound, p, wrap_factor=wrap_factor)
+    est = array_means(inp.samples, inp.counts, p, substitute_means=substitute_means).mean(axis=-1)
+    return laplace_release(est, sens, inp.epsilon, rng=inp.rng, runs=inp.runs,
+                           mechanism=f"AA-{grouping_label(grouping)}",
                            details={"length": p.length, "num_arrays": p.num_arrays, "influence": p.influence},
-                           clip_to=U if clip_output else None)
+                           clip_to=inp.bound if clip_output else None)

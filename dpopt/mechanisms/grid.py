@@ -1,32 +1,164 @@
-"""BASELINE and CLIP for one grid: private sample mean and variance (seed 002 §III).
+"""BASELINE and CLIP in every grid at once: private mean and variance (seed 002 §III, eq. (8)).
 
-Estimators (seed 002 eqs. (3), (4), (6), (7)): CLIP keeps the first ``Γ_ℓ`` samples of user ℓ
-(a rule fixed from public counts, e.g. the suppression plan of CLIP-USER) and releases
+One implementation, used by the real-data release (:mod:`dpopt.release`, exact discrete noise),
+the figure reproductions and the Monte-Carlo simulations (numpy noise): :func:`release_grids`.
 
-* ``μ_clip = Σ_ℓ Σ_{j≤Γ_ℓ} x_j^(ℓ) / R``, ``R = Σ_ℓ Γ_ℓ``;
-* ``Var_clip = Σ_ℓ Σ_{j≤Γ_ℓ} (x_j^(ℓ) − μ_clip)² / R`` (population variance).
+Estimators (seed 002 eqs. (3), (4), (6), (7)) from the retained statistics of grid g —
+R_g = Σ_ℓ Γ_{g,ℓ} samples, Γ*_g = max_ℓ Γ_{g,ℓ}, S1_g and S2_g their sum and sum of squares:
 
-BASELINE is CLIP with ``Γ_ℓ = m_ℓ``.
+* ``μ_clip = S1/R``;  ``Var_clip = S2/R − μ_clip²`` (population variance, floored at 0).
 
-Sensitivities (from :mod:`dpopt.calculus`): ``Δ_μ = U·Γ*/R`` (eq. (9)) and the exact
-``Δ_Var`` of Lemma III.3 / Proposition III.1 (``U²Γ*(R − Γ*)/R²`` if ``R > 2Γ*``, else ``U²/4``
-or ``U²/4·(1 − 1/R²)``).
+BASELINE is CLIP with ``Γ_ℓ = m_ℓ``. Which samples are retained (the first Γ_ℓ of user ℓ) is
+fixed from public counts by a plan (:class:`dpopt.plan.GridPlan`).
 
-Budget: ``ε/2`` to each release, ``Lap(2Δ_μ/ε)`` and ``Lap(2Δ_Var/ε)`` (basic composition);
-``mean_share`` changes the split (seed 002 §III-A remark).
+Sensitivities (from :mod:`dpopt.calculus`): ``Δ_μ = U·Γ*/R`` (eq. (9)) and the exact ``Δ_Var``
+of Lemma III.3 / Proposition III.1. Noise: ``Δ/ε_μ`` and ``Δ_Var/ε_Var`` through a
+:class:`dpopt.noise.Noise` (the mechanism does not know which sampler runs); a grid's release is
+(ε_μ + ε_Var)-DP by basic composition.
+
+Before adding noise the mechanism checks 0 ≤ S1 ≤ U·R and 0 ≤ S2 ≤ U²·R in every grid (the
+values must have been clipped to [0, U] with the U the sensitivities use, issue 12.1).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError, as_retained
-from ._common import BatchedEstimator, Release, as_samples, check_common, laplace, resolve_runs
+from .._validation import DpoptInputError, as_retained, check_bound
+from ..calculus import mean_sensitivity_from_totals, variance_sensitivity_from_totals
+from ..noise import Noise, NumpyLaplace, summation_error
+from ._common import BatchedEstimator, Release, prepare, split_budget
 
-__all__ = ["grid_release", "baseline_release", "clip_release", "clipped_mean_variance_estimator",
-           "grid_sensitivities"]
+__all__ = ["GridRelease", "release_grids", "grid_release", "baseline_release", "clip_release",
+           "clipped_mean_variance_estimator", "grid_sensitivities"]
+
+#: relative slack of the S1 ≤ U·R, S2 ≤ U²·R check (float sums of values in [0, U])
+_STATS_RTOL = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class GridRelease:
+    """Per-grid outcome of :func:`release_grids` (arrays of shape (G,); NaN where not released).
+
+    Attributes
+    ----------
+    mean, variance : released μ_clip and Var_clip (noisy).
+    estimate_mean, estimate_variance : the statistics before noise.
+    released : bool, grids with R_g > 0 that the plan releases.
+    mean_sensitivity, variance_sensitivity : Δ_μ (eq. (9)) and Δ_Var (Lemma III.3).
+    budget_mean, budget_variance : the budgets given (in ``unit``).
+    mean_noise_scale, variance_noise_scale : scale of the noise actually drawn (0: no noise).
+    noise_abs : E|noise of μ| + E|noise of Var| + the output roundings (inf where not released).
+    unit : budget unit of the noise ("epsilon").
+    noise : the sampler's one-line label.
+    """
+
+    mean: np.ndarray
+    variance: np.ndarray
+    estimate_mean: np.ndarray
+    estimate_variance: np.ndarray
+    released: np.ndarray
+    mean_sensitivity: np.ndarray
+    variance_sensitivity: np.ndarray
+    budget_mean: np.ndarray
+    budget_variance: np.ndarray
+    mean_noise_scale: np.ndarray
+    variance_noise_scale: np.ndarray
+    noise_abs: np.ndarray
+    unit: str
+    noise: str
+
+
+def _check_stats(R: np.ndarray, S1: np.ndarray, S2: np.ndarray, U: float) -> None:
+    """0 ≤ S1 ≤ U·R and 0 ≤ S2 ≤ U²·R per grid, else the values were not clipped to [0, U]."""
+    tol = _STATS_RTOL * np.maximum(R, 1.0)
+    over1 = (S1 > U * R * (1 + tol)) | (S1 < -tol * U)
+    over2 = (S2 > U * U * R * (1 + tol)) | (S2 < -tol * U * U)
+    bad = np.flatnonzero(over1 | over2)
+    if bad.size:
+        g = int(bad[0])
+        raise DpoptInputError(
+            f"`bound` = {U:g} does not bound the retained values: grid {g} has sum {S1[g]:.6g} and "
+            f"sum of squares {S2[g]:.6g} over {R[g]:.0f} values, outside [0, U·R] and [0, U²·R] "
+            "(release with the bound the values were clipped to)"
+        )
+
+
+def release_grids(
+    *,
+    retained: Any,
+    retained_max: Any,
+    sums: Any,
+    sums_of_squares: Any,
+    bound: float,
+    budget_mean: Any,
+    budget_variance: Any,
+    noise: Noise,
+    released: Any = None,
+    callback: Callable[[int], None] | None = None,
+) -> GridRelease:
+    """CLIP (BASELINE when nothing is clipped) in every grid: μ_clip and Var_clip plus noise.
+
+    Parameters
+    ----------
+    retained, retained_max : array_like, shape (G,)
+        R_g and Γ*_g of the retained samples.
+    sums, sums_of_squares : array_like, shape (G,)
+        S1_g and S2_g of the retained samples (values in [0, U]; checked).
+    bound : float
+        U.
+    budget_mean, budget_variance : array_like, shape (G,) or scalar
+        Budget of each grid's mean and variance in ``noise.unit``.
+    noise : dpopt.noise.Noise
+        The sampler (:func:`dpopt.noise.make_noise`).
+    released : array_like of bool, optional
+        Grids to release (default all); grids with R_g = 0 are never released.
+    callback : callable, optional
+        Progress: called with the number of draws done.
+
+    Returns
+    -------
+    GridRelease
+    """
+    U = check_bound(bound)
+    R = np.asarray(retained, dtype=float)
+    gmax = np.asarray(retained_max, dtype=float)
+    S1 = np.asarray(sums, dtype=float)
+    S2 = np.asarray(sums_of_squares, dtype=float)
+    if not (R.shape == gmax.shape == S1.shape == S2.shape) or R.ndim != 1:
+        raise DpoptInputError(f"the retained statistics must be 1-D of one shape; got {R.shape}, "
+                              f"{gmax.shape}, {S1.shape}, {S2.shape}")
+    ok = R > 0
+    if released is not None:
+        ok &= np.asarray(released, dtype=bool)
+    _check_stats(R, S1, S2, U)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(ok, S1 / np.maximum(R, 1), np.nan)
+        var = np.where(ok, np.maximum(S2 / np.maximum(R, 1) - mean**2, 0.0), np.nan)
+    d_mu = mean_sensitivity_from_totals(R, gmax, U)
+    d_var = variance_sensitivity_from_totals(R, gmax, U)
+    e_mu = np.broadcast_to(np.asarray(budget_mean, dtype=float), R.shape)
+    e_var = np.broadcast_to(np.asarray(budget_variance, dtype=float), R.shape)
+    gamma = summation_error(R, 1.0)  # float error bounds of μ̃ and Var̃ (models/release.md)
+    mu = noise.add(mean, d_mu, e_mu, value_errors=2.0 * gamma * U, callback=callback)
+    va = noise.add(var, d_var, e_var, value_errors=8.0 * gamma * U * U, callback=callback)
+    noise_abs = np.where(ok, mu.mean_abs + va.mean_abs + (mu.rounding + va.rounding), np.inf)
+    nan = np.float64(np.nan)
+    return GridRelease(
+        mean=mu.values, variance=va.values, estimate_mean=mean, estimate_variance=var, released=ok,
+        mean_sensitivity=np.where(ok, d_mu, nan), variance_sensitivity=np.where(ok, d_var, nan),
+        budget_mean=np.where(ok, e_mu, nan), budget_variance=np.where(ok, e_var, nan),
+        mean_noise_scale=mu.scale, variance_noise_scale=va.scale, noise_abs=noise_abs,
+        unit=noise.unit, noise=noise.label,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# one grid, many Monte-Carlo runs (simulations, verify)
 
 
 def _kept_mask(counts: np.ndarray, retained: np.ndarray) -> np.ndarray:
@@ -61,17 +193,12 @@ def grid_sensitivities(retained: Any, bound: float) -> tuple[float, float]:
 
 
 def grid_release(
-    samples: Any,
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    retained: Any | None = None,
-    rng: np.random.Generator,
-    runs: int | None = None,
-    mean_share: float = 0.5,
+    samples: Any, counts: Any, bound: float, epsilon: float, *, retained: Any | None = None,
+    rng: np.random.Generator, runs: int | None = None, mean_share: float = 0.5,
 ) -> Release:
     """CLIP (or BASELINE when ``retained`` is None) for one grid; ``values`` has shape ``(R, 2)``.
+
+    The R runs are released as R grids of :func:`release_grids` with numpy Laplace noise.
 
     Parameters
     ----------
@@ -89,24 +216,21 @@ def grid_release(
     runs : int, optional
     mean_share : float in (0, 1)
     """
-    eps, rng = check_common(epsilon, rng)
-    if not 0.0 < mean_share < 1.0:
-        raise DpoptInputError(f"`mean_share` must lie in (0, 1); got {mean_share!r}")
-    x, m, U = as_samples(samples, counts, bound)
-    R = resolve_runs(x.shape[0], runs)
-    g = m if retained is None else as_retained(retained, m)
-    est = np.broadcast_to(clipped_mean_variance_estimator(g)(x, m), (R, 2)).copy()
-    d_mu, d_var = grid_sensitivities(g, U)
-    eps_mu = mean_share * eps
-    eps_var = eps - eps_mu
-    scale = np.array([d_mu / eps_mu, d_var / eps_var])
-    values = est + laplace(rng, scale, (R, 2))
+    p = prepare(samples, counts, bound, epsilon, rng=rng, runs=runs)
+    eps_mu, eps_var = split_budget(p.epsilon, mean_share, "mean_share")
+    g = p.counts if retained is None else as_retained(retained, p.counts)
+    kept = np.broadcast_to(p.samples[:, _kept_mask(p.counts, g)], (p.runs, int(g.sum())))
+    rel = release_grids(
+        retained=np.full(p.runs, float(g.sum())), retained_max=np.full(p.runs, float(g.max())),
+        sums=kept.sum(axis=1), sums_of_squares=(kept**2).sum(axis=1), bound=p.bound,
+        budget_mean=eps_mu, budget_variance=eps_var, noise=NumpyLaplace(p.rng),
+    )
     return Release(
-        values=values,
-        estimate=est,
-        sensitivity=np.tile([d_mu, d_var], (R, 1)),
-        noise_scale=np.tile(scale, (R, 1)),
-        epsilon=eps,
+        values=np.stack([rel.mean, rel.variance], axis=1),
+        estimate=np.stack([rel.estimate_mean, rel.estimate_variance], axis=1),
+        sensitivity=np.stack([rel.mean_sensitivity, rel.variance_sensitivity], axis=1),
+        noise_scale=np.stack([rel.mean_noise_scale, rel.variance_noise_scale], axis=1),
+        epsilon=p.epsilon,
         mechanism="BASELINE" if retained is None else "CLIP",
         budget={"mean": eps_mu, "variance": eps_var},
         details={"retained": g},

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import Release, as_samples, check_common, laplace_release, resolve_runs
+from ._common import Release, laplace_release, prepare
 
 __all__ = ["laplace_mean", "mean_estimator", "laplace_sensitivity"]
 
@@ -30,13 +30,7 @@ def laplace_sensitivity(counts: Any, bound: float) -> float:
 
 
 def laplace_mean(
-    samples: Any,
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    rng: np.random.Generator,
-    runs: int | None = None,
+    samples: Any, counts: Any, bound: float, epsilon: float, *, rng: np.random.Generator, runs: int | None = None,
 ) -> Release:
     """Release the sample mean with Laplace noise of scale ``U·m*/(n·ε)`` (user-level ε-DP).
 
@@ -54,7 +48,6 @@ def laplace_mean(
     runs : int, optional
         Number of repetitions R when ``samples`` is one dataset.
     """
-    eps, rng = check_common(epsilon, rng)
-    x, m, U = as_samples(samples, counts, bound)
-    R = resolve_runs(x.shape[0], runs)
-    return laplace_release(x.mean(axis=-1), laplace_sensitivity(m, U), eps, rng=rng, runs=R, mechanism="Laplace")
+    p = prepare(samples, counts, bound, epsilon, rng=rng, runs=runs)
+    return laplace_release(p.samples.mean(axis=-1), laplace_sensitivity(p.counts, p.bound), p.epsilon, rng=p.rng,
+                           runs=p.runs, mechanism="Laplace")

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import DpoptInputError, as_counts, check_choice, check_epsilon, check_positive_int
-from ._common import BatchedEstimator, Release, as_samples, check_common, laplace, resolve_runs
+from ._common import BatchedEstimator, Release, laplace, prepare, split_budget
 from .array_averaging import Grouping, Packing, array_means, grouping_label, pack
 from .private_quantile import sample_log_weights
 
@@ -156,16 +156,12 @@ def array_means_input(
     length: int | None, grouping: Grouping, interval_share: float, substitute_means: bool, order: Any,
 ) -> ArrayMeansInput:
     """Validate, choose m (eq. (9) by default), pack from the counts and compute the array means."""
-    eps, rng = check_common(epsilon, rng)
-    if not 0.0 < interval_share < 1.0:
-        raise DpoptInputError(f"`interval_share` must lie in (0, 1); got {interval_share!r}")
-    x, m, U = as_samples(samples, counts, bound)
-    R = resolve_runs(x.shape[0], runs)
-    mlen = levy_array_length(m) if length is None else check_positive_int(length, "length")
-    p = pack(m, mlen, grouping, order=order)
-    eps_i = interval_share * eps
-    return ArrayMeansInput(eps, eps_i, eps - eps_i, rng, R, U, mlen, p,
-                           array_means(x, m, p, substitute_means=substitute_means))
+    d = prepare(samples, counts, bound, epsilon, rng=rng, runs=runs)
+    eps_i, eps_m = split_budget(d.epsilon, interval_share, "interval_share")
+    mlen = levy_array_length(d.counts) if length is None else check_positive_int(length, "length")
+    p = pack(d.counts, mlen, grouping, order=order)
+    return ArrayMeansInput(d.epsilon, eps_i, eps_m, d.rng, d.runs, d.bound, mlen, p,
+                           array_means(d.samples, d.counts, p, substitute_means=substitute_means))
 
 
 def interval_release(
@@ -186,13 +182,7 @@ def interval_release(
 
 
 def levy(
-    samples: Any,
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    rng: np.random.Generator,
-    runs: int | None = None,
+    samples: Any, counts: Any, bound: float, epsilon: float, *, rng: np.random.Generator, runs: int | None = None,
     length: int | None = None,
     grouping: Grouping = "best_fit",
     gamma: float = 0.2,

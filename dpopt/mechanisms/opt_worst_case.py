@@ -20,15 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import (
-    BatchedEstimator,
-    Release,
-    as_samples,
-    check_common,
-    laplace_release,
-    resolve_runs,
-    substitute_user_means,
-)
+from ._common import BatchedEstimator, Release, laplace_release, prepare, substitute_user_means
 
 __all__ = ["opt_worst_case", "opt_worst_case_bounds", "clipped_mean_estimator"]
 
@@ -64,13 +56,7 @@ def clipped_mean_estimator(lower: Any, upper: Any, *, substitute_means: bool = F
 
 
 def opt_worst_case(
-    samples: Any,
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    rng: np.random.Generator,
-    runs: int | None = None,
+    samples: Any, counts: Any, bound: float, epsilon: float, *, rng: np.random.Generator, runs: int | None = None,
     substitute_means: bool = False,
     bounds: tuple[Any, Any] | None = None,
 ) -> Release:
@@ -95,9 +81,8 @@ def opt_worst_case(
         Per-user clipping bounds to use instead of Theorem III.1 (any data-independent interval
         clipping; the sensitivity is then ``max_ℓ m_ℓ(b_ℓ − a_ℓ)/n``).
     """
-    eps, rng = check_common(epsilon, rng)
-    x, m, U = as_samples(samples, counts, bound)
-    R = resolve_runs(x.shape[0], runs)
+    p = prepare(samples, counts, bound, epsilon, rng=rng, runs=runs)
+    x, m, U, eps = p.samples, p.counts, p.bound, p.epsilon
     if bounds is None:
         lo, hi, T = opt_worst_case_bounds(m, U, eps)
     else:
@@ -108,5 +93,5 @@ def opt_worst_case(
     n = float(m.sum())
     est = clipped_mean_estimator(lo, hi, substitute_means=substitute_means)(x, m)
     sens = float(np.max(m * (hi - lo))) / n  # seed 000 eq. (14): T_ε/n for Theorem III.1's bounds
-    return laplace_release(est, sens, eps, rng=rng, runs=R, mechanism="OPT-worst-case",
+    return laplace_release(est, sens, eps, rng=p.rng, runs=p.runs, mechanism="OPT-worst-case",
                            details={"threshold": T, "lower": lo, "upper": hi})

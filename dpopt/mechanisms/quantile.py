@@ -62,13 +62,7 @@ def quantile_interval(
 
 
 def quantile(
-    samples: Any,
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    rng: np.random.Generator,
-    runs: int | None = None,
+    samples: Any, counts: Any, bound: float, epsilon: float, *, rng: np.random.Generator, runs: int | None = None,
     variant: Literal["fixed", "eps_dependent"] = "fixed",
     alpha: float = 0.1,
     rank_rule: str = "ceil",

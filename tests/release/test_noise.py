@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.release.noise import (
+from dpopt.noise import (
     SecureRandom,
     bernoulli_exp,
     discrete_laplace,
@@ -117,7 +117,7 @@ def test_bad_inputs():
 
 def test_value_error_widens_sensitivity_and_summation_bound():
     assert grid_sensitivity(1.0, 4, 0.25) == grid_sensitivity(1.5, 4)
-    from dpopt.release.noise import summation_error
+    from dpopt.noise import summation_error
 
     g = summation_error(np.array([0, 10**9]), 1.0)
     assert g[0] == pytest.approx(2 * 2.0**-53) and g[1] == pytest.approx((10**9 + 2) * 2.0**-53, rel=1e-6)
@@ -129,7 +129,7 @@ def test_float_statistics_error_within_bound(rng):
     """Computed mean/variance of many values in [0, U] differ from exact rationals by < η."""
     from fractions import Fraction as F
 
-    from dpopt.release.noise import summation_error
+    from dpopt.noise import summation_error
 
     U = 120.0
     x = np.round(rng.uniform(0, U, 5000), 3)
@@ -147,7 +147,7 @@ def test_float_statistics_error_within_bound(rng):
 def test_remaining_epsilon_keeps_split_within_budget(rng):
     """ε'_μ + ε'_Var ≤ ε in exact rationals for float splits ε·f, ε·(1 − f), incl. ε with 2^30·ε
     just below an integer and large ε (where float(Fraction) may round up)."""
-    from dpopt.release.noise import remaining_epsilon
+    from dpopt.noise import remaining_epsilon
 
     totals = [1.0, 0.1, 1e8 + 0.3, 3.0 - 2.0**-40, math.nextafter(1.0, 0.0)] + list(rng.uniform(1e-6, 50, 20))
     for eps in totals:

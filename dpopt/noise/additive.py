@@ -1,0 +1,194 @@
+"""One interface for additive noise: "noise of sensitivity Δ and budget b on these values".
+
+A mechanism (the per-grid CLIP mechanism of :mod:`dpopt.mechanisms.grid`, the release) holds a
+:class:`Noise` and calls :meth:`Noise.add`; it does not know which sampler runs:
+
+* ``make_noise("laplace", sampler="discrete")`` — :class:`DiscreteLaplace`: the exact discrete
+  Laplace mechanism on λ·ℤ (:mod:`.discrete_laplace`, Canonne–Kamath–Steinke) with the OS CSPRNG,
+  or a seeded source (NOT for a real release); budget unit ε;
+* ``make_noise("laplace", sampler="numpy", rng=...)`` — :class:`NumpyLaplace`: continuous
+  ``Lap(Δ/ε)`` from numpy, for Monte-Carlo simulations only.
+
+A Gaussian mechanism (budget unit ρ of zCDP) plugs in beside them: a class with the same
+attributes and ``add`` method, registered in :data:`MECHANISMS` and :func:`make_noise`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from .._validation import DpoptInputError, check_choice, check_positive_int
+from .continuous import check_rng, laplace
+from .discrete_laplace import (
+    DEFAULT_GRANULARITY_BITS,
+    discrete_laplace_mean_abs,
+    epsilon_rational,
+    release_on_grid,
+)
+from .sources import IntegerSource, SecureRandom, integer_source
+
+__all__ = ["MECHANISMS", "SAMPLERS", "NoisyValues", "Noise", "DiscreteLaplace", "NumpyLaplace", "make_noise"]
+
+#: noise mechanism -> the unit of its budget ("epsilon": pure ε-DP; "rho": ρ-zCDP)
+MECHANISMS: dict[str, str] = {"laplace": "epsilon"}
+#: "discrete": exact sampler on λ·ℤ (real releases); "numpy": continuous floats (simulation only)
+SAMPLERS = ("discrete", "numpy")
+
+
+@dataclass(frozen=True, eq=False)
+class NoisyValues:
+    """Values with noise added, entry by entry.
+
+    Attributes
+    ----------
+    values : ndarray
+        The released values (NaN where the input was NaN: nothing released).
+    scale : ndarray
+        Scale of the noise distribution actually used, in value units (Laplace ``b``: ``Δ/ε`` for
+        numpy, ``λ·t/ε'`` for the discrete sampler); 0 where no noise was added (no budget and
+        no sensitivity), NaN where nothing was released.
+    mean_abs : ndarray
+        E|noise| per entry (0 where no noise).
+    rounding : float
+        Largest rounding of a value to the output grid (λ/2 for the discrete sampler, else 0).
+    """
+
+    values: np.ndarray
+    scale: np.ndarray
+    mean_abs: np.ndarray
+    rounding: float
+
+
+class Noise(Protocol):
+    """What every noise sampler offers a mechanism."""
+
+    #: "laplace" (a Gaussian sampler: "gaussian")
+    mechanism: str
+    #: budget unit of ``add``'s ``budget``: "epsilon" or "rho"
+    unit: str
+    #: "discrete" or "numpy"
+    sampler: str
+    #: one line for reports: the sampler and its randomness
+    label: str
+    #: spacing λ of the output grid (0 for continuous noise)
+    granularity: float
+
+    def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
+            callback: Callable[[int], None] | None = None) -> NoisyValues:
+        """Add noise calibrated to ``sensitivity`` (Δ per entry) and ``budget`` (per entry)."""
+        ...
+
+
+class DiscreteLaplace:
+    """Exact discrete Laplace on λ·ℤ (see :mod:`dpopt.noise.discrete_laplace`); budget unit ε.
+
+    Parameters
+    ----------
+    source : IntegerSource
+        :class:`~dpopt.noise.sources.SecureRandom` for a real release (the default).
+    granularity_bits : int
+        k of λ = 2^-k.
+    """
+
+    mechanism = "laplace"
+    unit = "epsilon"
+    sampler = "discrete"
+
+    def __init__(self, source: IntegerSource | None = None, *,
+                 granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
+        self.source = SecureRandom() if source is None else source
+        self.k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+        self.granularity = 2.0**-self.k
+        self.label = f"discrete Laplace on 2^-{self.k} (Canonne-Kamath-Steinke), " + (
+            "OS CSPRNG (secrets)" if isinstance(self.source, SecureRandom)
+            else "seeded: NOT for a real release"
+        )
+
+    def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
+            callback: Callable[[int], None] | None = None) -> NoisyValues:
+        """λ·(round(f/λ) + Z), Z ~ DLap(t/ε'); ``value_errors`` bound the float error of ``values``.
+
+        An entry with budget 0 and Δ = 0 is released without noise (the caller guarantees it is
+        data-independent); a NaN entry is not released.
+        """
+        vals = np.asarray(values, dtype=float)
+        eps = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
+        out, t = release_on_grid(vals, sensitivity, eps, self.source, granularity_bits=self.k,
+                                 callback=callback, value_errors=value_errors)
+        ok = np.isfinite(vals)
+        scale = np.full(vals.shape, np.nan)
+        mean_abs = np.zeros(vals.shape)
+        noisy = ok & (eps > 0)
+        scale[ok & ~noisy] = 0.0
+        if np.any(noisy):
+            used = np.asarray([float(epsilon_rational(float(e))) for e in eps[noisy]])
+            scale[noisy] = self.granularity * t[noisy] / used
+            mean_abs[noisy] = discrete_laplace_mean_abs(t[noisy], eps[noisy], self.k)
+        return NoisyValues(values=out, scale=scale, mean_abs=mean_abs, rounding=self.granularity / 2)
+
+
+class NumpyLaplace:
+    """Continuous ``Lap(Δ/ε)`` from numpy: Monte-Carlo simulations only, NOT for a real release."""
+
+    mechanism = "laplace"
+    unit = "epsilon"
+    sampler = "numpy"
+    granularity = 0.0
+    label = "numpy continuous Laplace: simulation only, NOT for a real release"
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = check_rng(rng)
+
+    def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
+            callback: Callable[[int], None] | None = None) -> NoisyValues:
+        """``f + Lap(Δ/ε)`` per entry (no noise where ε = 0); one draw per entry, NaN entries too."""
+        vals = np.asarray(values, dtype=float)
+        sens = np.broadcast_to(np.asarray(sensitivity, dtype=float), vals.shape)
+        eps = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
+        ok = np.isfinite(vals)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(ok, np.where(eps > 0, sens / eps, 0.0), np.nan)
+        noise = laplace(self.rng, np.where(ok, scale, 1.0), vals.shape)
+        out = np.where(ok, vals + noise, np.nan)
+        if callback is not None:
+            callback(vals.size)
+        return NoisyValues(values=out, scale=scale, mean_abs=np.where(ok, scale, 0.0), rounding=0.0)
+
+
+def make_noise(
+    mechanism: str = "laplace",
+    *,
+    sampler: str = "discrete",
+    seed: int | None = None,
+    rng: np.random.Generator | None = None,
+    granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+) -> Noise:
+    """The sampler a mechanism adds its noise with.
+
+    Parameters
+    ----------
+    mechanism : {"laplace"}
+        The noise distribution (budget unit ``MECHANISMS[mechanism]``).
+    sampler : {"discrete", "numpy"}
+        Exact discrete sampler (real releases) or numpy floats (simulation only).
+    seed : int, optional
+        Reproducible noise for tests and demos, NOT for a real release; None (default): the OS
+        CSPRNG (discrete) or fresh OS entropy (numpy).
+    rng : numpy.random.Generator, optional
+        The generator of the numpy sampler (instead of ``seed``).
+    granularity_bits : int
+        k of the discrete sampler's output grid λ = 2^-k.
+    """
+    check_choice(mechanism, "mechanism", tuple(MECHANISMS))
+    check_choice(sampler, "sampler", SAMPLERS)
+    if sampler == "discrete":
+        if rng is not None:
+            raise DpoptInputError("`rng` is for sampler='numpy'; the discrete sampler takes `seed`")
+        return DiscreteLaplace(integer_source(seed), granularity_bits=granularity_bits)
+    if rng is not None and seed is not None:
+        raise DpoptInputError(f"give `seed` or `rng`, not both; got seed={seed!r}")
+    return NumpyLaplace(np.random.default_rng(seed) if rng is None else rng)
