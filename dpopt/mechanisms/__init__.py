@@ -15,6 +15,11 @@ mechanism                  sensitivity of the release    budget
 ``quantile``               φ(b−a)/K                      ε/4 + ε/4 quantiles, ε/2 mean
 ``grid_release``           U·Γ*/R and exact Δ_Var        ε/2 mean, ε/2 variance
 =========================  ============================  =========================================
+
+The per-grid CLIP/BASELINE mechanism of seed 002 over many grids at once, with any sampler of
+:mod:`dpopt.noise` (the exact one for real releases), is :func:`release_grids`; ``grid_release``
+is its one-grid, many-runs form for simulations. The shared opening of every mechanism (argument
+checks, runs, budget split) is :func:`._common.prepare` / :func:`._common.split_budget`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 from ._common import Release, substitute_user_means
 from .akmv import akmv
 from .array_averaging import array_averaging, median_array_length, pack
-from .grid import baseline_release, clip_release, grid_release
+from .grid import GridRelease, baseline_release, clip_release, grid_release, release_grids
 from .laplace import laplace_mean
 from .levy import levy, levy_array_length
 from .montecarlo import MCEstimate, mean_abs_error, monte_carlo
@@ -33,6 +38,6 @@ from .quantile import quantile
 __all__ = [
     "Release", "substitute_user_means", "laplace_mean", "opt_worst_case", "akmv", "array_averaging",
     "median_array_length", "pack", "levy", "levy_array_length", "quantile", "grid_release",
-    "baseline_release", "clip_release", "exponential_mechanism", "smith_quantile", "MCEstimate",
+    "release_grids", "GridRelease", "baseline_release", "clip_release", "exponential_mechanism", "smith_quantile", "MCEstimate",
     "mean_abs_error", "monte_carlo",
 ]

@@ -9,6 +9,9 @@
   seeded :class:`SeededSource` (NOT for a real release);
 * :mod:`.continuous` — numpy's continuous Laplace, for Monte-Carlo simulations only.
 
+The sampler function itself is ``dpopt.noise.discrete_laplace.discrete_laplace`` (the package
+attribute ``discrete_laplace`` is the module, so that it can be patched in tests).
+
 See models/release.md ("The noise") and models/mechanisms.md.
 """
 
@@ -20,7 +23,6 @@ from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
     bernoulli,
     bernoulli_exp,
-    discrete_laplace,
     discrete_laplace_mean_abs,
     epsilon_rational,
     grid_sensitivity,
@@ -45,7 +47,6 @@ __all__ = [
     "integer_source",
     "bernoulli",
     "bernoulli_exp",
-    "discrete_laplace",
     "discrete_laplace_mean_abs",
     "epsilon_rational",
     "grid_sensitivity",

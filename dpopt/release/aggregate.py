@@ -82,6 +82,9 @@ class Aggregate:
     count, sum, sumsq : per-pair m_{g,ℓ} (int64), Σ S and Σ S² (float64).
     h3_resolution, slot_ns : the gridding.
     samples : per-pair ordered samples, or None.
+    bound : the U every value was brought into [0, U] with at ingestion (None: not known, e.g. an
+        aggregate built by hand); a release must use this U (issue 12.1).
+    out_of_range : the policy ("clip" | "drop" | "error") that brought the values into [0, U].
     """
 
     users: np.ndarray
@@ -95,6 +98,8 @@ class Aggregate:
     h3_resolution: int
     slot_ns: int
     samples: PairSamples | None = None
+    bound: float | None = None
+    out_of_range: str | None = None
 
     @property
     def n_users(self) -> int:
@@ -243,8 +248,13 @@ def finalize(
     h3_resolution: int,
     slot_ns: int,
     samples: pd.DataFrame | None = None,
+    bound: float | None = None,
+    out_of_range: str | None = None,
 ) -> Aggregate:
-    """Number users and grids and sort pairs by (grid, user); attach ordered samples if given."""
+    """Number users and grids and sort pairs by (grid, user); attach ordered samples if given.
+
+    ``bound`` and ``out_of_range``: the U and policy the values were cleaned with (kept on the
+    aggregate so that the release uses the same U)."""
     if len(pairs) == 0:
         raise DpoptInputError("`records` hold no valid record after cleaning (nothing to release)")
     user_lab = pairs["user"].astype(str).to_numpy(dtype=object)
@@ -265,6 +275,8 @@ def finalize(
         sumsq=pairs["sumsq"].to_numpy(dtype=float)[order],
         h3_resolution=int(h3_resolution),
         slot_ns=int(slot_ns),
+        bound=None if bound is None else float(bound),
+        out_of_range=out_of_range,
     )
     if samples is None:
         return agg
@@ -309,7 +321,9 @@ class Aggregator:
     """
 
     def __init__(self, *, h3_resolution: int, slot_ns: int, keep_samples: bool = False,
-                 compact_every: int = 8) -> None:
+                 compact_every: int = 8, bound: float | None = None, out_of_range: str | None = None) -> None:
+        self.bound = bound
+        self.out_of_range = out_of_range
         self.h3_resolution = int(h3_resolution)
         self.slot_ns = int(slot_ns)
         self.keep_samples = bool(keep_samples)
@@ -332,7 +346,8 @@ class Aggregator:
         """The :class:`Aggregate` of every chunk added so far."""
         pairs = combine_pairs(self._parts)
         samples = pd.concat(self._samples, ignore_index=True) if self.keep_samples and self._samples else None
-        return finalize(pairs, h3_resolution=self.h3_resolution, slot_ns=self.slot_ns, samples=samples)
+        return finalize(pairs, h3_resolution=self.h3_resolution, slot_ns=self.slot_ns, samples=samples,
+                        bound=self.bound, out_of_range=self.out_of_range)
 
 
 # ----------------------------------------------------------------------------------------------

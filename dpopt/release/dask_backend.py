@@ -177,7 +177,8 @@ def aggregate_dask(
         raise
     except ValueError as exc:
         raise DpoptInputError(f"`records` could not be read by Dask: {exc}") from None
-    return finalize(pairs, h3_resolution=res, slot_ns=slot_ns), report
+    return finalize(pairs, h3_resolution=res, slot_ns=slot_ns, bound=bound,
+                    out_of_range=out_of_range), report
 
 
 def _partition_truncated(raw: pd.DataFrame, trunc: pd.DataFrame, bound: float, out_of_range: str,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from ..noise.discrete_laplace import discrete_laplace  # noqa: F401
 from ..noise import (  # noqa: F401
     DEFAULT_GRANULARITY_BITS,
     IntegerSource,
     SecureRandom,
     bernoulli,
     bernoulli_exp,
-    discrete_laplace,
     discrete_laplace_mean_abs,
     epsilon_rational,
     grid_sensitivity,

@@ -1,33 +1,29 @@
 """records → H3 × time grids → plan → user-level DP release of every grid's mean and variance.
 
-The pipeline of seed 002 (§II-B, §III-B, §V):
+The pipeline of seed 002 (§II-B, §III-B, §V), one function per step, read top to bottom:
 
-1. ingestion and gridding (:mod:`.ingest`, :mod:`.grid`) and aggregation to the occupancy array
-   A (public, as the paper assumes) and per-pair sufficient statistics (:mod:`.aggregate`);
-2. a *plan* on the public counts only: BASELINE (keep everything), CLIP-USER (seed 002 Algorithm 1,
-   :func:`dpopt.clip_user`) or the exact MILP (:func:`dpopt.solve_suppression`), each keeping every
-   grid's worst-case error ≤ E (E = max_g E_g of BASELINE unless given); optionally followed by
-   pseudo-user clipping per grid (eq. (15), :func:`dpopt.pseudo_user_clipping`);
-3. the CLIP mechanism (8) in every grid: μ_clip (6) and Var_clip (7) of the retained samples plus
-   Laplace noise of scale Δ/ε_i with ε_μ + ε_Var = ε (ε/2 each by default, as in the paper),
-   Δ_μ_clip = U·Γ*/R (9) and Δ_Var_clip of Lemma III.3; real releases draw the noise from the
-   exact discrete Laplace sampler of :mod:`.noise` on the grid 2^-k;
-4. accounting by seed 002 Theorem II.3 / Proposition V.1: every grid's release is ε-DP and acts on
-   that grid's records only, so the whole release is K·ε user-level DP with
-   K = max_ℓ |{g : Γ_{g,ℓ} > 0}|, recounted here from the retained counts (not taken from the plan).
+1. :func:`aggregate_records` — ingestion, gridding and aggregation (:mod:`.ingest`, :mod:`.grid`,
+   :mod:`.aggregate`): the occupancy array A (public, as the paper assumes) and per-pair
+   sufficient statistics, clipped to [0, U] (the aggregate remembers U and the policy);
+2. :func:`plan_release` — a :class:`~dpopt.plan.GridPlan` from the public counts only
+   (:mod:`.planners`: BASELINE, CLIP-USER, the MILP; optionally pseudo-user clipping);
+3. :func:`release_aggregate` — the plan's retained statistics per grid, then the CLIP mechanism
+   (8) in every grid (:func:`dpopt.mechanisms.release_grids`) with noise from :mod:`dpopt.noise`
+   (exact discrete Laplace on 2^-k with the OS CSPRNG for real releases);
+4. accounting by seed 002 Theorem II.3 / Proposition V.1, recounted from the plan's retained
+   counts (:attr:`GridPlan.degradation`, :attr:`GridPlan.total_cost`), and the summary.
 
-What is public in this model: the occupancy array (which user has how many records in which grid) is
-assumed public by seed 002 (§II-C), so ``n_users`` and ``n_records`` per grid and the suppressed
+Privacy model ``public-occupancy``: the occupancy array (which user has how many records in which
+grid) is public (seed 002 §II-C), so ``n_users`` and ``n_records`` per grid and the suppressed
 pairs are released without noise. If the occupancy is itself sensitive, this pipeline is not the
 right tool (see models/release.md).
 """
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,68 +37,59 @@ from .._validation import (
     check_nonnegative_float,
     check_positive_int,
 )
-from .aggregate import Aggregate, Aggregator, truncated_sums_stream
+from ..calculus import mean_bias_from_totals, variance_bias_from_totals
+from ..mechanisms.grid import GridRelease, release_grids
+from ..noise import DEFAULT_GRANULARITY_BITS, Noise, make_noise
+from ..plan import GridPlan
+from .aggregate import Aggregate, Aggregator, RetainedStats, truncated_sums_stream
 from .grid import check_resolution, parse_slot
 from .ingest import ColumnMap, IngestReport, count_rows, read_records
-from .noise import (
-    DEFAULT_GRANULARITY_BITS,
-    discrete_laplace_mean_abs,
-    epsilon_rational,
-    integer_source,
-    release_on_grid,
-    remaining_epsilon,
-    summation_error,
-)
+from .planners import PLANNERS, SPLITS, baseline_error_bound, pseudo_user_plan
 
 __all__ = [
     "PLANS",
+    "PRIVACY_MODEL",
     "ReleaseSummary",
     "ReleaseResult",
     "aggregate_records",
     "plan_release",
     "release",
     "release_aggregate",
-    "RetainedPlan",
 ]
 
-PLANS = ("baseline", "greedy", "milp")
+PLANS = tuple(PLANNERS)
 NOISES = ("discrete", "numpy")
 BACKENDS = ("local", "dask")
+#: the privacy model of this pipeline (DESIGN.md "Two privacy models")
+PRIVACY_MODEL = "public-occupancy"
+PRIVACY_MODEL_TEXT = (
+    "Neighbouring datasets differ in the values of one user's records; which user has how many "
+    "records in which grid is treated as public (fits vehicle positions that are broadcast anyway, "
+    "not payments, phones or app traces)."
+)
+#: value-dependent ingest counts: diagnostics for the data holder, never published
+_VALUE_DEPENDENT_INGEST = ("out_of_range", "clipped", "dropped_out_of_range")
 
-
-@dataclass(frozen=True)
-class RetainedPlan:
-    """The outcome of planning: Γ_{g,ℓ} for every pair and what produced it.
-
-    ``gamma`` per pair of the aggregate; ``suppressed`` pair indices with Γ = 0; ``plan`` the
-    :class:`dpopt.suppression.SuppressionPlan` (None for BASELINE); ``pseudo`` the pseudo-user
-    result (or None); ``array_length`` per-grid m_g of the pseudo-user clipping (or None);
-    ``error_bound`` the target E; ``status`` of the plan.
-    """
-
-    gamma: np.ndarray
-    suppressed: np.ndarray
-    plan: Any
-    pseudo: Any
-    array_length: np.ndarray | None
-    error_bound: float
-    status: str
-    method: str
-    solve_time: float
+TruncatedSums = Callable[[Aggregate, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
 class ReleaseSummary:
-    """Headline numbers of a release (written to summary.json).
+    """Headline numbers of a release (written to summary.json): all public or computed from DP
+    outputs and public counts (no timings, no value-dependent counts).
 
+    ``privacy_model`` "public-occupancy" with ``privacy_model_description`` in plain words;
     ``degradation`` K = max_ℓ (grids ℓ keeps) after the plan; ``epsilon_total`` = K·ε (seed 002
     Thm II.3); ``degradation_baseline`` G₁ and ``epsilon_total_baseline`` = G₁·ε without a plan;
     ``epsilon_basic_composition`` = G·ε (Thm II.2, for comparison); ``error_bound`` the largest
     per-grid worst-case error E = max_g E_g of the released mechanism (continuous-Laplace formula
-    of eq. (11)-(13)); ``error_bound_target`` the E the plan had to meet; ``error_bound_released``
-    the same with the discrete sampler's actual noise (rounded-up sensitivity, grid rounding).
+    of eq. (11)-(13) with the plan's budgets); ``error_bound_target`` the E the plan had to meet;
+    ``error_bound_released`` the same with the sampler's actual noise (rounded-up sensitivity,
+    grid rounding). ``ingest`` the value-independent ingestion counts.
     """
 
+    privacy_model: str
+    privacy_model_description: str
     users: int
     grids: int
     records: int
@@ -132,13 +119,10 @@ class ReleaseSummary:
     noise: str
     granularity: float
     seeded: bool
-    timings: dict[str, float] = field(default_factory=dict)
     ingest: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         """All fields as a plain dict (summary.json)."""
-        from dataclasses import asdict
-
         return asdict(self)
 
 
@@ -150,33 +134,43 @@ class ReleaseResult:
     n_users_retained, n_records_retained, mean, variance, released, mean_sensitivity,
     variance_sensitivity, epsilon_mean, epsilon_variance, mean_noise_scale, variance_noise_scale,
     error_bound, array_length. Grids whose retained set is empty are not released (NaN).
+    ``plan`` the :class:`GridPlan` released; ``grids`` the mechanism's :class:`GridRelease`;
+    ``diagnostics`` what is for the data holder only, never published: ``timings`` (s) and the
+    full ``ingest`` counts (including value-dependent ones).
     """
 
     table: pd.DataFrame
     summary: ReleaseSummary
     ingest: IngestReport
     aggregate: Aggregate
-    retained: RetainedPlan
+    plan: GridPlan
+    grids: GridRelease
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def gamma(self) -> np.ndarray:
+        """Retained count Γ of every pair of the aggregate."""
+        return pair_retained(self.aggregate, self.plan)
+
+    def suppressed(self) -> np.ndarray:
+        """Indices of the pairs the plan suppressed (Γ = 0), in pair order."""
+        return np.flatnonzero(self.gamma() == 0)
 
     def suppressed_frame(self) -> pd.DataFrame:
         """The suppressed (user, grid) pairs: user, grid, cell, slot, records."""
         agg = self.aggregate
-        p = self.retained.suppressed
+        p = self.suppressed()
         g = agg.pair_grid[p]
-        return pd.DataFrame(
-            {
-                "user": agg.users[agg.pair_user[p]],
-                "grid": g,
-                "cell": self.table["cell"].to_numpy()[g] if len(p) else np.empty(0, object),
-                "slot": self.table["slot"].to_numpy()[g] if len(p) else np.empty(0, object),
-                "records": agg.count[p],
-            }
-        )
+        return pd.DataFrame({
+            "user": agg.users[agg.pair_user[p]],
+            "grid": g,
+            "cell": self.table["cell"].to_numpy()[g] if len(p) else np.empty(0, object),
+            "slot": self.table["slot"].to_numpy()[g] if len(p) else np.empty(0, object),
+            "records": agg.count[p],
+        })
 
     def user_grids(self) -> np.ndarray:
         """Grids each user keeps after the plan (Γ_{g,ℓ} > 0), per user."""
-        agg = self.aggregate
-        return np.bincount(agg.pair_user, weights=self.retained.gamma > 0, minlength=agg.n_users).astype(np.int64)
+        return self.plan.user_grids()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -198,7 +192,10 @@ def aggregate_records(
     client: Any = None,
     progress: bool = False,
 ) -> tuple[Aggregate, IngestReport]:
-    """Read, clean, grid and aggregate records (local streaming or Dask); see :mod:`.aggregate`."""
+    """Read, clean, grid and aggregate records (local streaming or Dask); see :mod:`.aggregate`.
+
+    The aggregate carries ``bound`` and ``out_of_range``: a release of it uses that U.
+    """
     bound = check_bound(bound)
     res = check_resolution(h3_resolution)
     slot_ns = parse_slot(slot)
@@ -211,7 +208,8 @@ def aggregate_records(
             out_of_range=out_of_range, timestamp_unit=timestamp_unit, client=client,
             keep_samples=keep_samples,
         )
-    agg = Aggregator(h3_resolution=res, slot_ns=slot_ns, keep_samples=keep_samples)
+    agg = Aggregator(h3_resolution=res, slot_ns=slot_ns, keep_samples=keep_samples, bound=bound,
+                     out_of_range=out_of_range)
     report = IngestReport(out_of_range_policy=out_of_range)
     bar = _progress(progress, count_rows(records) if not isinstance(records, Aggregate) else None)
     try:
@@ -241,25 +239,6 @@ def _progress(enabled: bool, total: int | None, *, desc: str = "aggregate", unit
 # 2. planning
 
 
-def _suppression_api() -> Any:
-    try:
-        from .. import suppression
-    except ImportError as exc:  # pragma: no cover - partial builds
-        raise DpoptInputError(
-            f"plans 'greedy' and 'milp' and pseudo-user clipping need dpopt.suppression, which "
-            f"failed to import in this build ({exc})"
-        ) from None
-    return suppression
-
-
-def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call ``func`` with the keyword options it accepts (others are dropped)."""
-    params = inspect.signature(func).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        kwargs = {k: v for k, v in kwargs.items() if k in params}
-    return func(*args, **kwargs)
-
-
 def plan_release(
     agg: Aggregate,
     *,
@@ -270,119 +249,57 @@ def plan_release(
     error_bound: float | None = None,
     split: str = "equal",
     time_limit: float | None = None,
-) -> RetainedPlan:
-    """Retained counts Γ_{g,ℓ} per pair from a plan on the public occupancy array only."""
-    from ..calculus import grid_error_terms
-
-    bound = check_bound(bound)
-    epsilon = check_epsilon(epsilon)
+) -> GridPlan:
+    """A :class:`GridPlan` from the public occupancy array of ``agg`` only (:mod:`.planners`)."""
     plan = check_choice(plan, "plan", PLANS)
-    split = check_choice(split, "split", ("equal", "optimal"))
-    if error_bound is not None:
-        error_bound = check_nonnegative_float(error_bound, "error_bound")
-    N = agg.grid_records()
-    base = grid_error_terms(N, N, _grid_max(agg), bound, epsilon, split=split).error
-    target = float(base.max()) if error_bound is None else float(error_bound)
-    gamma = agg.count.copy()
-    suppressed = np.zeros(0, dtype=np.int64)
-    plan_obj = None
-    status = "baseline"
-    t0 = time.perf_counter()
-    if plan != "baseline":
-        api = _suppression_api()
-        occ = agg.occupancy()
-        if plan == "greedy":
-            plan_obj = _call(api.clip_user, occ, bound, epsilon, error_bound=error_bound, split=split)
-        else:
-            plan_obj = _call(
-                api.solve_suppression, occ, bound, epsilon, error_bound=error_bound,
-                time_limit=time_limit, split=split,
-            )
-        status = str(getattr(plan_obj, "status", "unknown"))
-        pairs = list(plan_obj.suppressed)
-        if pairs:
-            us = np.asarray([int(u) for u, _ in pairs], dtype=np.int64)
-            gs = np.asarray([int(g) for _, g in pairs], dtype=np.int64)
-            key = agg.pair_grid * agg.n_users + agg.pair_user
-            want = gs * agg.n_users + us
-            idx = np.searchsorted(key, want)
-            if np.any(idx >= key.size) or np.any(key[np.minimum(idx, key.size - 1)] != want):
-                raise RuntimeError("the plan suppressed a pair that is not occupied")  # pragma: no cover
-            suppressed = np.sort(idx)
-            gamma[suppressed] = 0
-        if plan_obj.error_bound is not None and np.isfinite(plan_obj.error_bound):
-            target = float(plan_obj.error_bound)
-    pseudo = None
-    length = None
-    if pseudo_users:
-        length, pseudo = _pseudo_lengths(agg, gamma, bound=bound, epsilon=epsilon, split=split,
-                                         plan_obj=plan_obj)
-        has = gamma > 0
-        gamma = np.where(has, np.minimum(gamma, length[agg.pair_grid]), 0)
-    return RetainedPlan(
-        gamma=gamma, suppressed=suppressed, plan=plan_obj, pseudo=pseudo, array_length=length,
-        error_bound=target, status=status, method=plan, solve_time=time.perf_counter() - t0,
-    )
-
-
-def _pseudo_lengths(
-    agg: Aggregate, gamma: np.ndarray, *, bound: float, epsilon: float, split: str, plan_obj: Any
-) -> tuple[np.ndarray, Any]:
-    """Per-grid array length m_g of pseudo-user clipping (seed 002 eq. (15)).
-
-    Uses :func:`dpopt.pseudo_user_clipping` (the minimiser m of every grid, ``.clip``, in the
-    grid order of the occupancy array, whose labels here are the grid indices 0..G-1).
-    """
-    api = _suppression_api()
     occ = agg.occupancy()
-    func = getattr(api, "pseudo_user_clipping", None)
-    if func is None:  # pragma: no cover - partial builds
-        raise DpoptInputError("pseudo-user clipping is not available in this build")
-    suppressed = plan_obj.suppressed if plan_obj is not None else None
-    res = _call(func, occ, bound, epsilon, suppressed=suppressed, plan=plan_obj, split=split)
-    grids = getattr(res, "grids", None)
-    if grids is not None and not np.array_equal(np.asarray(grids), np.arange(agg.n_grids)):
-        raise RuntimeError("pseudo-user result is not in grid-index order")  # pragma: no cover
-    for name in ("clip", "lengths", "array_length", "m"):
-        if hasattr(res, name):
-            length = np.asarray(getattr(res, name), dtype=np.int64)
-            break
-    else:  # pragma: no cover - unknown result type
-        raise RuntimeError(f"cannot read per-grid lengths from {type(res).__name__}")
-    if length.shape != (agg.n_grids,):  # pragma: no cover
-        raise RuntimeError("pseudo-user lengths do not match the grids")
-    return length, res
+    options: dict[str, Any] = {"split": split, "error_bound": error_bound}
+    if plan == "milp":
+        options["time_limit"] = time_limit
+    result = PLANNERS[plan](occ, bound, epsilon, **options)
+    if pseudo_users:
+        result = pseudo_user_plan(result, occ, bound, epsilon, split=split)
+    return result
+
+
+def pair_retained(agg: Aggregate, plan: GridPlan) -> np.ndarray:
+    """Γ of every pair of ``agg`` from the plan (rows/columns = the aggregate's user/grid indices)."""
+    if plan.retained.shape != (agg.n_users, agg.n_grids):
+        raise DpoptInputError(
+            f"`plan` is for {plan.retained.shape} users x grids; the aggregate has "
+            f"{(agg.n_users, agg.n_grids)}"
+        )
+    return np.asarray(plan.retained[agg.pair_user, agg.pair_grid]).ravel().astype(np.int64)
 
 
 # ----------------------------------------------------------------------------------------------
 # 3. release
 
 
-def release_aggregate(
-    agg: Aggregate,
-    ingest: IngestReport | None = None,
-    *,
-    bound: float,
-    epsilon: float,
-    plan: str = "baseline",
-    pseudo_users: bool = False,
-    error_bound: float | None = None,
-    split: str = "equal",
-    time_limit: float | None = None,
-    seed: int | None = None,
-    noise: str = "discrete",
-    granularity_bits: int = DEFAULT_GRANULARITY_BITS,
-    truncated_sums: Callable[[Aggregate, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
-    timings: dict[str, float] | None = None,
-    progress: bool = False,
-) -> ReleaseResult:
-    """Plan and release from an existing aggregate (see :func:`release`)."""
-    from ..calculus import grid_error_terms
+def _aggregate_bound(agg: Aggregate, bound: float | None) -> float:
+    """The U the aggregate's values were clipped with; a different ``bound`` is refused (12.1)."""
+    if bound is None:
+        if agg.bound is None:
+            raise DpoptInputError("`bound` is required: this aggregate does not record the U its values "
+                                  "were clipped with")
+        return float(agg.bound)
+    U = check_bound(bound)
+    if agg.bound is not None and U != agg.bound:
+        raise DpoptInputError(
+            f"`bound` must be the U the aggregate's values were clipped with ({agg.bound:g}, policy "
+            f"{agg.out_of_range}); got {U:g} (aggregate again with the new bound)"
+        )
+    return U
 
-    bound = check_bound(bound)
-    epsilon = check_epsilon(epsilon)
+
+def _check_noise_options(bound: float, epsilon: float, noise: str, granularity_bits: int) -> int:
+    """Noise options, before any data is read; returns k of λ = 2^-k."""
     noise = check_choice(noise, "noise", NOISES)
-    _check_discrete_epsilon(epsilon, noise)
+    if noise == "discrete" and epsilon < 2.0**-29:
+        raise DpoptInputError(
+            f"`epsilon` must be >= 2^-29 (about {2.0**-29:.3g}) for the discrete sampler, which gives "
+            f"each grid's mean and variance a budget of at least 2^-30; got {epsilon!r}"
+        )
     k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
     if k > 40:
         raise DpoptInputError(f"`granularity_bits` must be an integer in 0..40; got {granularity_bits!r}")
@@ -391,175 +308,187 @@ def release_aggregate(
             f"`granularity_bits` = {k} is too fine for bound {bound:g}: U²·2^k must stay below 2^60 "
             f"(use granularity_bits <= {max(0, int(60 - 2 * np.log2(bound)))})"
         )
-    timings = dict(timings or {})
-    ingest = ingest or IngestReport()
-    t0 = time.perf_counter()
-    bar = _progress(progress and (plan != "baseline" or pseudo_users), 1, desc=f"plan ({plan})", unit=" plan")
-    rp = plan_release(agg, bound=bound, epsilon=epsilon, plan=plan, pseudo_users=pseudo_users,
-                      error_bound=error_bound, split=split, time_limit=time_limit)
-    if bar is not None:
-        bar.update(1)
-        bar.close()
-    timings["plan"] = time.perf_counter() - t0
+    return k
 
-    t0 = time.perf_counter()
-    part = np.flatnonzero((rp.gamma > 0) & (rp.gamma < agg.count))
+
+def _check_plan_options(plan: Any, split: str, error_bound: float | None, time_limit: float | None) -> None:
+    if not isinstance(plan, GridPlan):
+        check_choice(plan, "plan", PLANS)
+    check_choice(split, "split", SPLITS)
+    if error_bound is not None:
+        check_nonnegative_float(error_bound, "error_bound")
+    if time_limit is not None:
+        check_nonnegative_float(time_limit, "time_limit")
+
+
+def retained_statistics(agg: Aggregate, gamma: np.ndarray, truncated_sums: TruncatedSums | None) -> RetainedStats:
+    """Per-grid R, Γ*, S1, S2 of the retained samples (a second pass for truncated pairs)."""
+    part = np.flatnonzero((gamma > 0) & (gamma < agg.count))
     tsums = None
     if part.size and agg.samples is None:
         if truncated_sums is None:
             raise DpoptInputError(
                 "pseudo-user clipping needs the retained samples: aggregate with keep_samples=True"
             )
-        tsums = truncated_sums(agg, part, rp.gamma[part])
-    st = agg.retained_stats(rp.gamma, truncated_sums=tsums)
-    N = agg.grid_records()
-    terms = grid_error_terms(N, st.retained, st.retained_max, bound, epsilon, split=split)
-    worst = float(np.max(terms.error))
-    if error_bound is not None and worst > float(error_bound) * (1 + 1e-9):
-        raise DpoptInputError(
-            f"`error_bound` = {float(error_bound):g} cannot be met: plan {plan!r} "
-            f"(status {rp.status}) leaves a grid with worst-case error {worst:.6g} "
-            f"(BASELINE's largest is {_baseline_max(agg, bound, epsilon, split):.6g}); "
-            "raise the error bound or omit it (default: BASELINE's largest grid error)"
-        )
-    ok = st.retained > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.where(ok, st.sum / np.maximum(st.retained, 1), np.nan)
-        var = np.where(ok, np.maximum(st.sumsq / np.maximum(st.retained, 1) - mean**2, 0.0), np.nan)
-    timings["statistics"] = time.perf_counter() - t0
+        tsums = truncated_sums(agg, part, gamma[part])
+    return agg.retained_stats(gamma, truncated_sums=tsums)
 
+
+def grid_error_bounds(agg: Aggregate, st: RetainedStats, rel: GridRelease, bound: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per grid, the worst-case error E_g = biases + Δ_μ/ε_μ + Δ_Var/ε_Var (seed 002 eq. (11)-(13)
+    with the plan's budgets) and the same with the sampler's actual E|noise| (inf: withheld)."""
+    N = agg.grid_records()
+    bias = mean_bias_from_totals(N, st.retained, bound) + variance_bias_from_totals(N, st.retained, bound)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        noise = np.nan_to_num(rel.mean_sensitivity / rel.budget_mean) + np.nan_to_num(
+            rel.variance_sensitivity / rel.budget_variance)
+    ok = rel.released
+    return np.where(ok, bias + noise, np.inf), np.where(ok, bias + rel.noise_abs, np.inf)
+
+
+def _check_error_bound(errors: np.ndarray, error_bound: float | None, plan: GridPlan, agg: Aggregate,
+                       bound: float, epsilon: float, split: str) -> None:
+    worst = float(np.max(errors))
+    if error_bound is not None and worst > float(error_bound) * (1 + 1e-9):
+        base = baseline_error_bound(agg.occupancy(), bound, epsilon, split=split)
+        raise DpoptInputError(
+            f"`error_bound` = {float(error_bound):g} cannot be met: plan {plan.method!r} "
+            f"(status {plan.status}) leaves a grid with worst-case error {worst:.6g} "
+            f"(BASELINE's largest is {base:.6g}); raise the error bound or omit it (default: "
+            "BASELINE's largest grid error)"
+        )
+
+
+def release_aggregate(
+    agg: Aggregate,
+    ingest: IngestReport | None = None,
+    *,
+    bound: float | None = None,
+    epsilon: float,
+    plan: str | GridPlan = "baseline",
+    pseudo_users: bool = False,
+    error_bound: float | None = None,
+    split: str = "equal",
+    time_limit: float | None = None,
+    seed: int | None = None,
+    noise: str = "discrete",
+    granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+    truncated_sums: TruncatedSums | None = None,
+    timings: dict[str, float] | None = None,
+    progress: bool = False,
+) -> ReleaseResult:
+    """Plan and release from an existing aggregate (see :func:`release`).
+
+    ``bound`` defaults to the U the aggregate was clipped with and must equal it when given;
+    ``plan`` is a planner name or a ready :class:`GridPlan` (budgets in ε) for this aggregate.
+    """
+    U = _aggregate_bound(agg, bound)
+    epsilon = check_epsilon(epsilon)
+    _check_plan_options(plan, split, error_bound, time_limit)
+    k = _check_noise_options(U, epsilon, noise, granularity_bits)
+    timings = dict(timings or {})
     t0 = time.perf_counter()
-    lam = 2.0**-k
-    eps_var = terms.epsilon_variance.copy()
-    if noise == "discrete":
-        src = integer_source(seed)
-        bar = _progress(progress, 2 * agg.n_grids, desc="noise", unit=" draws")
-        cb = bar.update if bar is not None else None
-        gamma_r = summation_error(st.retained, 1.0)  # float error bounds of μ̃ and Var̃
-        rel_mean, t_mean = release_on_grid(mean, terms.mean_sensitivity, terms.epsilon_mean, src,
-                                           granularity_bits=k, callback=cb,
-                                           value_errors=2.0 * gamma_r * bound)
-        # ε'_μ + ε'_Var ≤ ε exactly, whatever the float rounding of the split
-        eps_var[ok] = np.minimum(eps_var[ok], remaining_epsilon(epsilon, terms.epsilon_mean[ok]))
-        rel_var, t_var = release_on_grid(var, terms.variance_sensitivity, eps_var, src,
-                                         granularity_bits=k, callback=cb,
-                                         value_errors=8.0 * gamma_r * bound * bound)
+    if not isinstance(plan, GridPlan):
+        bar = _progress(progress and (plan != "baseline" or pseudo_users), 1, desc=f"plan ({plan})", unit=" plan")
+        plan = plan_release(agg, bound=U, epsilon=epsilon, plan=plan, pseudo_users=pseudo_users,
+                            error_bound=error_bound, split=split, time_limit=time_limit)
+        if bar is not None:
+            bar.update(1)
+            bar.close()
+    timings["plan"] = time.perf_counter() - t0
+    gamma = pair_retained(agg, plan)
+    t0 = time.perf_counter()
+    st = retained_statistics(agg, gamma, truncated_sums)
+    timings["statistics"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sampler = make_noise("laplace", sampler=noise, seed=seed, granularity_bits=k)
+    rel = _release_grids(st, plan, U, sampler, progress=progress)
+    timings["noise"] = time.perf_counter() - t0
+    errors, released_errors = grid_error_bounds(agg, st, rel, U)
+    _check_error_bound(errors, error_bound, plan, agg, U, epsilon, split)
+    table = release_table(agg, st, plan, rel, errors)
+    summary = release_summary(agg, ingest or IngestReport(), plan, gamma, errors, released_errors,
+                              bound=U, epsilon=epsilon, split=split, sampler=sampler, seeded=seed is not None)
+    diagnostics = {"timings": {key: round(v, 4) for key, v in timings.items()},
+                   "ingest": (ingest or IngestReport()).as_dict()}
+    return ReleaseResult(table=table, summary=summary, ingest=ingest or IngestReport(), aggregate=agg,
+                         plan=plan, grids=rel, diagnostics=diagnostics)
+
+
+def _release_grids(st: RetainedStats, plan: GridPlan, bound: float, sampler: Noise, *,
+                   progress: bool) -> GridRelease:
+    """The CLIP mechanism in every grid with the plan's budgets (unit checked against the noise)."""
+    if plan.unit != sampler.unit:
+        raise DpoptInputError(f"`plan` budgets are in {plan.unit!r}; {sampler.mechanism} noise needs {sampler.unit!r}")
+    bar = _progress(progress and sampler.sampler == "discrete", 2 * st.retained.size, desc="noise", unit=" draws")
+    try:
+        return release_grids(
+            retained=st.retained, retained_max=st.retained_max, sums=st.sum, sums_of_squares=st.sumsq,
+            bound=bound, budget_mean=plan.budget_mean, budget_variance=plan.budget_variance,
+            noise=sampler, released=plan.released, callback=bar.update if bar is not None else None,
+        )
+    finally:
         if bar is not None:
             bar.close()
-        # a statistic given no budget (split="optimal", zero sensitivity) was released without noise
-        scale_mean, abs_mean = _discrete_scale(ok, t_mean, terms.epsilon_mean, k)
-        scale_var, abs_var = _discrete_scale(ok, t_var, eps_var, k)
-        noise_abs = np.where(ok, abs_mean + abs_var + lam, np.inf)  # + two roundings, λ/2 each
-        noise_label = f"discrete Laplace on 2^-{k} (Canonne-Kamath-Steinke), " + (
-            "seeded: NOT for a real release" if seed is not None else "OS CSPRNG (secrets)"
-        )
-    else:
-        rng = np.random.default_rng(seed)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale_mean = np.where(ok, np.where(terms.epsilon_mean > 0, terms.mean_sensitivity / terms.epsilon_mean, 0.0), np.nan)
-            scale_var = np.where(ok, np.where(terms.epsilon_variance > 0, terms.variance_sensitivity / terms.epsilon_variance, 0.0), np.nan)
-        rel_mean = np.where(ok, mean + rng.laplace(0.0, np.where(ok, scale_mean, 1.0)), np.nan)
-        rel_var = np.where(ok, var + rng.laplace(0.0, np.where(ok, scale_var, 1.0)), np.nan)
-        noise_abs = terms.noise
-        noise_label = "numpy continuous Laplace: simulation only, NOT for a real release"
-    timings["noise"] = time.perf_counter() - t0
 
-    # accounting: recount K from the retained counts (Thm II.3 with ε_g = ε)
-    kept_grids = np.bincount(agg.pair_user, weights=rp.gamma > 0, minlength=agg.n_users)
-    K = int(kept_grids.max()) if kept_grids.size else 0
-    G1 = int(agg.user_grids().max())
-    released_err = np.where(ok, terms.mean_bias + terms.variance_bias + noise_abs, np.inf)
+
+def release_table(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRelease,
+                  errors: np.ndarray) -> pd.DataFrame:
+    """One row per grid: public counts, released values, sensitivities, budgets, noise scales."""
     cells, slots = agg.grid_labels()
-    table = pd.DataFrame(
-        {
-            "grid": np.arange(agg.n_grids, dtype=np.int64),
-            "cell": cells,
-            "slot": slots,
-            "n_users": agg.grid_users(),
-            "n_records": N,
-            "max_user_records": _grid_max(agg),
-            "n_users_retained": st.users,
-            "n_records_retained": st.retained,
-            "mean": rel_mean,
-            "variance": rel_var,
-            "released": ok,
-            "mean_sensitivity": np.where(ok, terms.mean_sensitivity, np.nan),
-            "variance_sensitivity": np.where(ok, terms.variance_sensitivity, np.nan),
-            "epsilon_mean": np.where(ok, terms.epsilon_mean, np.nan),
-            "epsilon_variance": np.where(ok, eps_var, np.nan),
-            "mean_noise_scale": scale_mean,
-            "variance_noise_scale": scale_var,
-            "error_bound": terms.error,
-            "array_length": rp.array_length if rp.array_length is not None else np.full(agg.n_grids, -1),
-        }
-    )
     lat, lng = _cell_centres(agg.cells)
-    table.insert(3, "cell_lat", lat)
-    table.insert(4, "cell_lng", lng)
-    suppressed_records = int(agg.count[rp.suppressed].sum())
-    summary = ReleaseSummary(
-        users=agg.n_users,
-        grids=agg.n_grids,
-        records=agg.n_records,
-        pairs=agg.n_pairs,
-        plan=rp.method,
-        plan_status=rp.status,
-        plan_gap=float(getattr(rp.plan, "gap", float("nan"))) if rp.plan is not None else 0.0,
-        pseudo_users=bool(pseudo_users),
-        degradation=K,
-        degradation_baseline=G1,
-        epsilon=epsilon,
-        epsilon_total=K * epsilon,
-        epsilon_total_baseline=G1 * epsilon,
+    length = plan.array_length if plan.array_length is not None else np.full(agg.n_grids, -1)
+    return pd.DataFrame({
+        "grid": np.arange(agg.n_grids, dtype=np.int64),
+        "cell": cells,
+        "slot": slots,
+        "cell_lat": lat,
+        "cell_lng": lng,
+        "n_users": agg.grid_users(),
+        "n_records": agg.grid_records(),
+        "max_user_records": _grid_max(agg),
+        "n_users_retained": st.users,
+        "n_records_retained": st.retained,
+        "mean": rel.mean,
+        "variance": rel.variance,
+        "released": rel.released,
+        "mean_sensitivity": rel.mean_sensitivity,
+        "variance_sensitivity": rel.variance_sensitivity,
+        "epsilon_mean": rel.budget_mean,
+        "epsilon_variance": rel.budget_variance,
+        "mean_noise_scale": rel.mean_noise_scale,
+        "variance_noise_scale": rel.variance_noise_scale,
+        "error_bound": errors,
+        "array_length": length,
+    })
+
+
+def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma: np.ndarray,
+                    errors: np.ndarray, released_errors: np.ndarray, *, bound: float, epsilon: float,
+                    split: str, sampler: Noise, seeded: bool) -> ReleaseSummary:
+    """The published headline numbers; K recounted from the plan's retained counts (Thm II.3)."""
+    G1 = int(agg.user_grids().max())
+    suppressed = gamma == 0
+    suppressed_records = int(agg.count[suppressed].sum())
+    published_ingest = {key: v for key, v in ingest.as_dict().items() if key not in _VALUE_DEPENDENT_INGEST}
+    return ReleaseSummary(
+        privacy_model=PRIVACY_MODEL, privacy_model_description=PRIVACY_MODEL_TEXT,
+        users=agg.n_users, grids=agg.n_grids, records=agg.n_records, pairs=agg.n_pairs,
+        plan=plan.method, plan_status=str(plan.status), plan_gap=float(plan.gap),
+        pseudo_users=plan.array_length is not None,
+        degradation=plan.degradation, degradation_baseline=G1,
+        epsilon=epsilon, epsilon_total=plan.degradation * epsilon, epsilon_total_baseline=G1 * epsilon,
         epsilon_basic_composition=agg.n_grids * epsilon,
-        error_bound=float(np.max(terms.error)),
-        error_bound_target=float(rp.error_bound),
-        error_bound_released=float(np.max(released_err)),
-        suppressed_pairs=int(rp.suppressed.size),
-        suppressed_records=suppressed_records,
-        truncated_records=int(agg.count.sum() - rp.gamma.sum()) - suppressed_records,
-        withheld_grids=int((~ok).sum()),
-        dropped_records=ingest.dropped_records,
-        bound=bound,
-        h3_resolution=agg.h3_resolution,
-        slot=_slot_text(agg.slot_ns),
-        split=split,
-        noise=noise_label,
-        granularity=lam if noise == "discrete" else 0.0,
-        seeded=seed is not None,
-        timings={k2: round(v, 4) for k2, v in timings.items()},
-        ingest=ingest.as_dict(),
+        error_bound=float(np.max(errors)),
+        error_bound_target=float(plan.error_bound) if plan.error_bound is not None else float("nan"),
+        error_bound_released=float(np.max(released_errors)),
+        suppressed_pairs=int(suppressed.sum()), suppressed_records=suppressed_records,
+        truncated_records=int(agg.count.sum() - gamma.sum()) - suppressed_records,
+        withheld_grids=int((~np.asarray(plan.released, dtype=bool)).sum()),
+        dropped_records=ingest.dropped_records, bound=bound, h3_resolution=agg.h3_resolution,
+        slot=_slot_text(agg.slot_ns), split=split, noise=sampler.label, granularity=sampler.granularity,
+        seeded=seeded, ingest=published_ingest,
     )
-    return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=agg, retained=rp)
-
-
-def _check_discrete_epsilon(epsilon: float, noise: str) -> None:
-    """The discrete sampler needs ε/2 ≥ 2^-30 (its budgets are multiples of 2^-30)."""
-    if noise == "discrete" and epsilon < 2.0**-29:
-        raise DpoptInputError(
-            f"`epsilon` must be >= 2^-29 (about {2.0**-29:.3g}) for the discrete sampler, which gives "
-            f"each grid's mean and variance a budget of at least 2^-30; got {epsilon!r}"
-        )
-
-
-def _discrete_scale(ok: np.ndarray, t: np.ndarray, eps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Noise scale λt/ε' and E|noise| per grid of the discrete sampler (0 where ε = 0: no noise)."""
-    scale = np.full(t.shape, np.nan)
-    mean_abs = np.zeros(t.shape)
-    noisy = ok & (eps > 0)
-    scale[ok & ~noisy] = 0.0
-    if np.any(noisy):
-        e_used = np.asarray([float(epsilon_rational(float(e))) for e in eps[noisy]])
-        scale[noisy] = 2.0**-k * t[noisy] / e_used
-        mean_abs[noisy] = discrete_laplace_mean_abs(t[noisy], eps[noisy], k)
-    return scale, mean_abs
-
-
-def _baseline_max(agg: Aggregate, bound: float, epsilon: float, split: str) -> float:
-    from ..calculus import grid_error_terms
-
-    N = agg.grid_records()
-    return float(np.max(grid_error_terms(N, N, _grid_max(agg), bound, epsilon, split=split).error))
 
 
 def _grid_max(agg: Aggregate) -> np.ndarray:
@@ -582,6 +511,30 @@ def _slot_text(slot_ns: int) -> str:
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+# ----------------------------------------------------------------------------------------------
+# the whole pipeline
+
+
+def _truncated_reader(records: Any, *, bound: float, columns: Any, out_of_range: str, timestamp_unit: str,
+                      chunksize: int | None, backend: str, client: Any) -> TruncatedSums:
+    """A second pass over the records for the pseudo-user truncated pairs (files or Dask)."""
+    if backend == "dask":
+        from .dask_backend import truncated_sums_dask
+
+        def dask_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return truncated_sums_dask(records, a, pairs, keep, bound=bound, columns=columns,
+                                       out_of_range=out_of_range, timestamp_unit=timestamp_unit, client=client)
+
+        return dask_pass
+
+    def local_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        chunks = (c for c, _ in read_records(records, bound=bound, columns=columns, out_of_range=out_of_range,
+                                             timestamp_unit=timestamp_unit, chunksize=chunksize))
+        return truncated_sums_stream(chunks, a, pairs, keep)
+
+    return local_pass
 
 
 def release(
@@ -609,6 +562,9 @@ def release(
 ) -> ReleaseResult:
     """User-level ε-DP release of the mean and variance of every (H3 cell, time slot) grid.
 
+    Privacy model ``public-occupancy``: neighbours differ in one user's values; which user has how
+    many records in which grid is public (seed 002 §II-C).
+
     Parameters
     ----------
     records : DataFrame, CSV path or Parquet path
@@ -620,7 +576,7 @@ def release(
     h3_resolution, slot
         Gridding: H3 resolution 0..15 and slot length (``"1h"``, ``"15min"``), UTC.
     plan : {"baseline", "greedy", "milp"}
-        No suppression, CLIP-USER (seed 002 Algorithm 1) or the exact MILP.
+        No suppression, CLIP-USER (seed 002 Algorithm 1) or the exact MILP (:mod:`.planners`).
     pseudo_users : bool
         Pseudo-user clipping per grid after the plan (seed 002 eq. (15)).
     error_bound : float, optional
@@ -637,7 +593,7 @@ def release(
         Aggregate locally (streamed in chunks) or on a Dask cluster (``client`` a
         ``distributed.Client``; default a local cluster).
     noise : {"discrete", "numpy"}
-        Exact discrete Laplace (real releases) or numpy Laplace (simulation only).
+        Exact discrete Laplace (real releases) or numpy Laplace (simulation only), :mod:`dpopt.noise`.
     granularity_bits : int
         k of the output grid λ = 2^-k.
     progress : bool
@@ -650,15 +606,10 @@ def release(
     """
     bound = check_bound(bound)
     epsilon = check_epsilon(epsilon)
-    check_choice(plan, "plan", PLANS)
-    _check_discrete_epsilon(epsilon, check_choice(noise, "noise", NOISES))
-    check_choice(split, "split", ("equal", "optimal"))
-    if error_bound is not None:
-        check_nonnegative_float(error_bound, "error_bound")
-    if time_limit is not None:
-        check_nonnegative_float(time_limit, "time_limit")
-    t0 = time.perf_counter()
+    _check_plan_options(plan, split, error_bound, time_limit)
+    _check_noise_options(bound, epsilon, noise, granularity_bits)
     backend = check_choice(backend, "backend", BACKENDS)
+    t0 = time.perf_counter()
     agg, ingest = aggregate_records(
         records, bound=bound, h3_resolution=h3_resolution, slot=slot, columns=columns,
         out_of_range=out_of_range, timestamp_unit=timestamp_unit, chunksize=chunksize,
@@ -666,24 +617,9 @@ def release(
         backend=backend, client=client, progress=progress,
     )
     timings = {"aggregate": time.perf_counter() - t0}
-    truncated = None
-    if pseudo_users and backend == "local" and agg.samples is None:
-        # files: a second streaming pass collects only the truncated pairs' records
-        def truncated(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            chunks = (c for c, _ in read_records(
-                records, bound=bound, columns=columns, out_of_range=out_of_range,
-                timestamp_unit=timestamp_unit, chunksize=chunksize,
-            ))
-            return truncated_sums_stream(chunks, a, pairs, keep)
-    elif pseudo_users and backend == "dask":
-        from .dask_backend import truncated_sums_dask
-
-        def truncated(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return truncated_sums_dask(
-                records, a, pairs, keep, bound=bound, columns=columns, out_of_range=out_of_range,
-                timestamp_unit=timestamp_unit, client=client,
-            )
-
+    truncated = _truncated_reader(records, bound=bound, columns=columns, out_of_range=out_of_range,
+                                  timestamp_unit=timestamp_unit, chunksize=chunksize, backend=backend,
+                                  client=client) if pseudo_users else None
     return release_aggregate(
         agg, ingest, bound=bound, epsilon=epsilon, plan=plan, pseudo_users=pseudo_users,
         error_bound=error_bound, split=split, time_limit=time_limit, seed=seed, noise=noise,

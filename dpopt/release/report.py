@@ -112,7 +112,7 @@ def _value_drop_caveat(ing: dict[str, Any]) -> list[str]:
 def report_markdown(result: ReleaseResult) -> str:
     """A short human-readable report of a release."""
     s = result.summary
-    ing = s.ingest
+    ing = result.diagnostics.get("ingest", s.ingest)
     t = result.table
     rel = t[t["released"]]
     lines = [
@@ -181,7 +181,7 @@ def report_markdown(result: ReleaseResult) -> str:
         "- `suppressed.csv`: the suppressed (user, grid) pairs",
         "- `map.png`: released means on the hexagons",
         "",
-        f"Timings (s): {', '.join(f'{k} {v:.2f}' for k, v in s.timings.items())}",
+        f"Timings (s): {', '.join(f'{k} {v:.2f}' for k, v in result.diagnostics.get('timings', {}).items())}",
         "",
     ]
     return "\n".join(lines)

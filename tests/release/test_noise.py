@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from dpopt import DpoptInputError
+from dpopt.noise.discrete_laplace import discrete_laplace
 from dpopt.noise import (
     SecureRandom,
     bernoulli_exp,
-    discrete_laplace,
     discrete_laplace_mean_abs,
     epsilon_rational,
     grid_sensitivity,

@@ -84,7 +84,7 @@ def test_plans_accounting_matches_independent_recount(records, plan):
     # every grid keeps its worst-case error within the plan's E
     assert s.error_bound <= s.error_bound_target * (1 + 1e-9)
     if plan != "baseline":
-        assert s.degradation == r.retained.plan.degradation
+        assert s.degradation == r.plan.info["suppression"].degradation
         assert s.degradation <= s.degradation_baseline
 
 
@@ -97,10 +97,10 @@ def test_milp_no_worse_than_greedy(records):
 
 def test_pseudo_users_release_first_samples(records):
     r = release(records, bound=100, epsilon=BIG_EPS, plan="greedy", pseudo_users=True, seed=5)
-    rp = r.retained
     agg = r.aggregate
-    clip = rp.array_length
-    assert clip is not None and np.all(clip[agg.pair_grid][rp.gamma > 0] >= rp.gamma[rp.gamma > 0])
+    clip = r.plan.array_length
+    gamma = r.gamma()
+    assert clip is not None and np.all(clip[agg.pair_grid][gamma > 0] >= gamma[gamma > 0])
     # brute force: keep min(count, m_g) first samples (by time, then value) of each unsuppressed pair
     d = records.copy()
     d["cell"] = [h3.latlng_to_cell(a, b, 7) for a, b in zip(d.latitude, d.longitude)]
@@ -165,7 +165,7 @@ def test_dropped_records_reach_summary(tiny_records):
     df.loc[1, "value"] = 500.0
     r = release(df, bound=100, epsilon=1.0, out_of_range="drop", seed=1)
     assert r.summary.dropped_records == 2
-    assert r.summary.ingest["missing"]["value"] == 1 and r.summary.ingest["dropped_out_of_range"] == 1
+    assert r.summary.ingest["missing"]["value"] == 1 and r.diagnostics["ingest"]["dropped_out_of_range"] == 1
 
 
 @pytest.mark.parametrize(
@@ -239,17 +239,17 @@ def test_grid_errors_agree_with_the_plan_objects(records, pseudo):
     """The per-grid errors of the released retained counts equal those the planners computed
     (dpopt.grid_errors for the suppression plan, eq. (15) minimisers for pseudo-users)."""
     r = release(records, bound=100, epsilon=1.0, plan="greedy", pseudo_users=pseudo, seed=1)
-    want = r.retained.pseudo.grid_errors if pseudo else r.retained.plan.grid_errors
+    want = r.plan.info["pseudo"].grid_errors if pseudo else r.plan.info["suppression"].grid_errors
     np.testing.assert_allclose(r.table["error_bound"], want, rtol=1e-12)
     if pseudo:
-        assert np.all(r.table["error_bound"] <= r.retained.plan.grid_errors * (1 + 1e-12))
+        assert np.all(r.table["error_bound"] <= r.plan.info["suppression"].grid_errors * (1 + 1e-12))
 
 
 def test_suppressed_pairs_are_removed_from_the_statistics(records, monkeypatch):
     """Greedy plan at ε = 1 (it suppresses pairs; at a huge ε it would not), no pseudo-users, the
     sampler replaced by Z = 0: each grid's released mean/variance equal, up to the output grid, the
     brute-force statistics of the records whose (user, cell, slot) is not in suppressed.csv."""
-    from dpopt.release import noise as noise_module
+    from dpopt.noise import discrete_laplace as noise_module
 
     monkeypatch.setattr(noise_module, "discrete_laplace", lambda scale, rng: 0)
     r = release(records, bound=100, epsilon=1.0, plan="greedy", seed=6)
@@ -280,7 +280,7 @@ def test_neighbours_snapped_statistics_differ_by_at_most_t(records, monkeypatch)
     """End to end, sampler replaced by Z = 0: for neighbours (one user's values all 0 vs all U, same
     occupancy) every grid's snapped mean and variance differ by at most the integer sensitivity t
     the sampler used (t = scale·ε'/λ), so the discrete Laplace noise covers them."""
-    from dpopt.release import noise as noise_module
+    from dpopt.noise import discrete_laplace as noise_module
 
     monkeypatch.setattr(noise_module, "discrete_laplace", lambda scale, rng: 0)
     lam = 2.0**-12
