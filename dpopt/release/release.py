@@ -311,8 +311,13 @@ def _check_noise_options(bound: float, epsilon: float, noise: str, granularity_b
     return k
 
 
-def _check_plan_options(plan: Any, split: str, error_bound: float | None, time_limit: float | None) -> None:
-    if not isinstance(plan, GridPlan):
+def _check_plan_options(plan: Any, split: str, error_bound: float | None, time_limit: float | None,
+                        pseudo_users: bool = False) -> None:
+    if isinstance(plan, GridPlan):
+        if pseudo_users or time_limit is not None:
+            raise DpoptInputError("`pseudo_users` and `time_limit` are planner options: with a ready "
+                                  "GridPlan apply dpopt.release.pseudo_user_plan to it instead")
+    else:
         check_choice(plan, "plan", PLANS)
     check_choice(split, "split", SPLITS)
     if error_bound is not None:
@@ -384,7 +389,7 @@ def release_aggregate(
     """
     U = _aggregate_bound(agg, bound)
     epsilon = check_epsilon(epsilon)
-    _check_plan_options(plan, split, error_bound, time_limit)
+    _check_plan_options(plan, split, error_bound, time_limit, pseudo_users)
     k = _check_noise_options(U, epsilon, noise, granularity_bits)
     timings = dict(timings or {})
     t0 = time.perf_counter()

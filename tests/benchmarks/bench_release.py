@@ -57,9 +57,9 @@ def one(plan: str, out: Path, time_limit: float) -> dict:
     write_report(r, out)
     wall = time.perf_counter() - t0
     s = r.summary
-    gap = getattr(r.retained.plan, "gap", None)
+    gap = r.plan.gap
     return {
-        "plan": plan, "wall_s": wall, "release_s": t_release, "timings": s.timings,
+        "plan": plan, "wall_s": wall, "release_s": t_release, "timings": r.diagnostics["timings"],
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "users": s.users, "grids": s.grids, "records": s.records, "K": s.degradation,
         "K_baseline": s.degradation_baseline, "epsilon_total": s.epsilon_total, "status": s.plan_status,

@@ -1,0 +1,69 @@
+"""The one noise interface: make_noise(...).add(values, sensitivity, budget)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpopt import DpoptInputError
+from dpopt.noise import (
+    MECHANISMS,
+    DiscreteLaplace,
+    NumpyLaplace,
+    SecureRandom,
+    SeededSource,
+    epsilon_rational,
+    make_noise,
+)
+
+#: a Monte-Carlo mean lies within this many standard errors
+SIGMAS = 4.5
+
+
+def test_make_noise_picks_the_sampler_and_labels_it():
+    d = make_noise("laplace")
+    assert isinstance(d, DiscreteLaplace) and isinstance(d.source, SecureRandom)
+    assert d.unit == "epsilon" and "CSPRNG" in d.label and d.granularity == 2.0**-12
+    s = make_noise("laplace", seed=3)
+    assert isinstance(s.source, SeededSource) and not s.source.secure and "NOT for a real release" in s.label
+    n = make_noise("laplace", sampler="numpy", seed=3)
+    assert isinstance(n, NumpyLaplace) and "NOT for a real release" in n.label and n.granularity == 0.0
+    assert MECHANISMS == {"laplace": "epsilon"}
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"mechanism": "gaussian"}, "`mechanism` must be one of"),
+    ({"sampler": "float"}, "`sampler` must be one of"),
+    ({"sampler": "numpy", "seed": 1, "rng": np.random.default_rng(1)}, "not both"),
+    ({"rng": np.random.default_rng(1)}, "`rng` is for sampler='numpy'"),
+    ({"seed": 1.5}, "`seed` must be an integer"),
+    ({"granularity_bits": -1}, "granularity_bits"),
+])
+def test_make_noise_refuses_bad_options(kwargs, match):
+    with pytest.raises(DpoptInputError, match=match):
+        make_noise(**kwargs)
+
+
+@pytest.mark.parametrize("sampler", ["discrete", "numpy"])
+def test_no_budget_no_sensitivity_is_released_as_is_and_nan_is_withheld(sampler):
+    noise = make_noise(sampler=sampler, seed=1)
+    out = noise.add([0.25, np.nan, 3.0], [0.0, 1.0, 1.0], [0.0, 1.0, 1.0])
+    assert out.values[0] == 0.25 and np.isnan(out.values[1]) and np.isfinite(out.values[2])
+    assert out.scale[0] == 0.0 and np.isnan(out.scale[1]) and out.mean_abs[0] == 0.0
+
+
+@pytest.mark.parametrize("sampler", ["discrete", "numpy"])
+def test_mean_absolute_noise_matches_the_reported_one(sampler):
+    """E|noise| over many draws agrees with ``mean_abs`` (Laplace: b; discrete: λ·2r/(1−r²))."""
+    n = 20_000
+    sens, eps = 0.75, 0.6
+    noise = make_noise(sampler=sampler, seed=11, granularity_bits=6)
+    vals = np.full(n, 0.5)  # a multiple of 2^-6: the discrete rounding adds nothing
+    out = noise.add(vals, np.full(n, sens), np.full(n, eps))
+    err = np.abs(out.values - vals)
+    assert abs(err.mean() - out.mean_abs[0]) < SIGMAS * err.std() / np.sqrt(n)
+    # the scale is Δ/ε (numpy) or the discrete one, never smaller than Δ/ε
+    assert out.scale[0] >= sens / eps * (1 - 1e-12)
+    if sampler == "discrete":
+        t = out.scale[0] * float(epsilon_rational(eps)) / 2.0**-6
+        assert t == int(t) and np.all(out.values * 2**6 == np.round(out.values * 2**6))
