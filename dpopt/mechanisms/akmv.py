@@ -38,13 +38,7 @@ def akmv_rank(epsilon_release: float) -> int:
 
 
 def akmv_threshold(
-    sums: Any,
-    bound_sum: float,
-    epsilon_quantile: float,
-    k: int,
-    *,
-    rng: np.random.Generator,
-    runs: int = 1,
+    sums: Any, bound_sum: float, epsilon_quantile: float, k: int, *, rng: np.random.Generator, runs: int = 1,
     target_offset: float = 1.0,
 ) -> np.ndarray:
     """Private estimate ``T`` of the k-th largest per-user sum (Smith 2011, Alg. 2).
@@ -79,14 +73,9 @@ def akmv(
 
     Parameters
     ----------
-    samples : array_like, shape (N,) or (R, N)
-    counts : array_like of int
-    bound : float
-        U; per-user sums lie in ``[0, U·m*]``.
-    epsilon : float
-        Total budget; ``quantile_share·ε`` to the quantile, the rest to the release.
-    rng : numpy.random.Generator
-    runs : int, optional
+    samples, counts, bound, epsilon, rng, runs
+        As for :func:`dpopt.mechanisms.laplace.laplace_mean`; per-user sums lie in ``[0, U·m*]``;
+        ``quantile_share·ε`` to the quantile, the rest to the release.
     quantile_share : float in (0, 1)
         ε'/ε (papers: 1/2).
     target_offset : float
@@ -104,13 +93,5 @@ def akmv(
     sens = T / n
     scale = sens / eps_r
     values = est + laplace(p.rng, scale, (p.runs,))
-    return Release(
-        values=values,
-        estimate=est,
-        sensitivity=sens,
-        noise_scale=scale,
-        epsilon=p.epsilon,
-        mechanism="AKMV",
-        budget={"quantile": eps_q, "mean": eps_r},
-        details={"threshold": T, "rank": k},
-    )
+    return Release(values=values, estimate=est, sensitivity=sens, noise_scale=scale, epsilon=p.epsilon,
+                   mechanism="AKMV", budget={"quantile": eps_q, "mean": eps_r}, details={"threshold": T, "rank": k})

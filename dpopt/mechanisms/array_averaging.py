@@ -176,28 +176,19 @@ def array_mean_estimator(length: int, grouping: Grouping = "best_fit", *, substi
 
 def array_averaging(
     samples: Any, counts: Any, bound: float, epsilon: float, *, length: int, grouping: Grouping = "best_fit",
-    rng: np.random.Generator, runs: int | None = None,
-    wrap_factor: float = 1.0,
-    substitute_means: bool = True,
-    clip_output: bool = False,
-    order: Any = "nonincreasing",
+    rng: np.random.Generator, runs: int | None = None, wrap_factor: float = 1.0,
+    substitute_means: bool = True, clip_output: bool = False, order: Any = "nonincreasing",
 ) -> Release:
     """Release ``f_m(D) + Lap(Δ/ε)`` (seed 003 §III-C), user-level ε-DP.
 
     Parameters
     ----------
-    samples : array_like, shape (N,) or (R, N)
-    counts : array_like of int
-    bound : float
-        U.
-    epsilon : float
-        All to the Laplace draw.
+    samples, counts, bound, epsilon, rng, runs
+        As for :func:`dpopt.mechanisms.laplace.laplace_mean` (all of ε to the Laplace draw).
     length : int
         Array length m (e.g. :func:`median_array_length`, :func:`dpopt.mechanisms.levy.levy_array_length`
         or ``dpopt.optimal_array_length(...).length`` for OPT-Array-Averaging).
     grouping : {"best_fit", "wrap_around"}
-    rng : numpy.random.Generator
-    runs : int, optional
     wrap_factor : float
         Sensitivity multiplier under WrapAround (1 exact; 2 as printed in seed 003).
     substitute_means : bool

@@ -183,14 +183,9 @@ def interval_release(
 
 def levy(
     samples: Any, counts: Any, bound: float, epsilon: float, *, rng: np.random.Generator, runs: int | None = None,
-    length: int | None = None,
-    grouping: Grouping = "best_fit",
-    gamma: float = 0.2,
-    width_factor: float = 3.0,
+    length: int | None = None, grouping: Grouping = "best_fit", gamma: float = 0.2, width_factor: float = 3.0,
     interval_share: float = 0.5,
-    substitute_means: bool = True,
-    clip_output: bool = False,
-    order: Any = "nonincreasing",
+    substitute_means: bool = True, clip_output: bool = False, order: Any = "nonincreasing",
 ) -> Release:
     """Levy et al. mechanism on pseudo-users (seed 003 §III-D), user-level ε-DP.
 

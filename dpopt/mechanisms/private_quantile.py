@@ -33,12 +33,7 @@ def sample_log_weights(log_w: np.ndarray, rng: np.random.Generator, runs: int) -
 
 
 def exponential_mechanism(
-    scores: Any,
-    epsilon: float,
-    *,
-    sensitivity: float = 1.0,
-    rng: np.random.Generator,
-    runs: int = 1,
+    scores: Any, epsilon: float, *, sensitivity: float = 1.0, rng: np.random.Generator, runs: int = 1,
 ) -> np.ndarray:
     """McSherry–Talwar exponential mechanism: pick j with probability ∝ exp(ε·u_j / (2Δu)).
 
@@ -64,15 +59,8 @@ def exponential_mechanism(
 
 
 def smith_quantile(
-    values: Any,
-    target: Any,
-    epsilon: float,
-    *,
-    lower: float,
-    upper: float,
-    sensitivity: float = 1.0,
-    rng: np.random.Generator,
-    runs: int = 1,
+    values: Any, target: Any, epsilon: float, *, lower: float, upper: float, sensitivity: float = 1.0,
+    rng: np.random.Generator, runs: int = 1,
 ) -> np.ndarray:
     """Smith (STOC 2011), Algorithm 2: ε-DP quantile by the exponential mechanism over gaps.
 

@@ -43,13 +43,7 @@ def eps_dependent_alpha(num_arrays: int, epsilon: float, *, rank_rule: str = "ce
 
 
 def quantile_interval(
-    means: Any,
-    epsilon: float,
-    *,
-    alpha: float,
-    bound: float,
-    influence: int = 1,
-    rng: np.random.Generator,
+    means: Any, epsilon: float, *, alpha: float, bound: float, influence: int = 1, rng: np.random.Generator,
     runs: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Private ``(α, 1−α)`` inter-quantile interval with total budget ``epsilon`` (half per end)."""
@@ -65,13 +59,8 @@ def quantile(
     samples: Any, counts: Any, bound: float, epsilon: float, *, rng: np.random.Generator, runs: int | None = None,
     variant: Literal["fixed", "eps_dependent"] = "fixed",
     alpha: float = 0.1,
-    rank_rule: str = "ceil",
-    length: int | None = None,
-    grouping: Grouping = "best_fit",
-    interval_share: float = 0.5,
-    substitute_means: bool = True,
-    clip_output: bool = False,
-    order: Any = "nonincreasing",
+    rank_rule: str = "ceil", length: int | None = None, grouping: Grouping = "best_fit", interval_share: float = 0.5,
+    substitute_means: bool = True, clip_output: bool = False, order: Any = "nonincreasing",
 ) -> Release:
     """Quantile mechanism (seed 003 §III-E), user-level ε-DP.
 

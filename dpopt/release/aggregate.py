@@ -103,18 +103,22 @@ class Aggregate:
 
     @property
     def n_users(self) -> int:
+        """L, the number of users."""
         return int(self.users.shape[0])
 
     @property
     def n_grids(self) -> int:
+        """G, the number of occupied grids."""
         return int(self.cells.shape[0])
 
     @property
     def n_pairs(self) -> int:
+        """Occupied (user, grid) pairs."""
         return int(self.count.shape[0])
 
     @property
     def n_records(self) -> int:
+        """Records aggregated (Σ m_{g,ℓ})."""
         return int(self.count.sum())
 
     def grid_records(self) -> np.ndarray:

@@ -143,14 +143,8 @@ def _tree(items: list[Any], func: Any) -> Any:
 
 
 def aggregate_dask(
-    records: Any,
-    *,
-    bound: float,
-    h3_resolution: int = 7,
-    slot: Any = "1h",
-    columns: ColumnMap | Mapping[str, str] | None = None,
-    out_of_range: str = "clip",
-    timestamp_unit: str = "s",
+    records: Any, *, bound: float, h3_resolution: int = 7, slot: Any = "1h",
+    columns: ColumnMap | Mapping[str, str] | None = None, out_of_range: str = "clip", timestamp_unit: str = "s",
     client: Any = None,
     keep_samples: bool = False,
     blocksize: str | int | None = "64MB",

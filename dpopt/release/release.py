@@ -543,26 +543,17 @@ def _truncated_reader(records: Any, *, bound: float, columns: Any, out_of_range:
 
 
 def release(
-    records: Any,
-    *,
-    bound: float,
-    epsilon: float,
-    h3_resolution: int = 7,
-    slot: Any = "1h",
-    plan: str = "baseline",
-    pseudo_users: bool = False,
-    error_bound: float | None = None,
-    split: str = "equal",
+    records: Any, *, bound: float, epsilon: float,
+    # the gridding
+    h3_resolution: int = 7, slot: Any = "1h",
+    # the plan
+    plan: str = "baseline", pseudo_users: bool = False, error_bound: float | None = None, split: str = "equal",
     time_limit: float | None = None,
-    seed: int | None = None,
-    columns: ColumnMap | Mapping[str, str] | None = None,
-    out_of_range: str = "clip",
-    timestamp_unit: str = "s",
-    chunksize: int | None = None,
-    backend: str = "local",
-    client: Any = None,
-    noise: str = "discrete",
-    granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+    # ingestion and aggregation
+    columns: ColumnMap | Mapping[str, str] | None = None, out_of_range: str = "clip", timestamp_unit: str = "s",
+    chunksize: int | None = None, backend: str = "local", client: Any = None,
+    # the noise
+    seed: int | None = None, noise: str = "discrete", granularity_bits: int = DEFAULT_GRANULARITY_BITS,
     progress: bool = False,
 ) -> ReleaseResult:
     """User-level ε-DP release of the mean and variance of every (H3 cell, time slot) grid.
