@@ -326,6 +326,18 @@ def _check_plan_options(plan: Any, split: str, error_bound: float | None, time_l
         check_nonnegative_float(time_limit, "time_limit")
 
 
+def _check_plan_budgets(plan: GridPlan, epsilon: float) -> None:
+    """Every released grid's budget ε_μ + ε_Var ≤ ε (up to float rounding of the split), so that
+    the published ε_total = K·ε bounds every user's loss (seed 002 Thm II.3)."""
+    over = np.flatnonzero(np.asarray(plan.released, dtype=bool) & (plan.budget > epsilon * (1 + 1e-12)))
+    if over.size:
+        g = int(over[0])
+        raise DpoptInputError(
+            f"`plan` gives grid {g} a budget {plan.budget[g]:.6g} above `epsilon` = {epsilon:g}: a per-grid "
+            "release needs budget_mean + budget_variance <= epsilon in every released grid"
+        )
+
+
 def retained_statistics(agg: Aggregate, gamma: np.ndarray, truncated_sums: TruncatedSums | None) -> RetainedStats:
     """Per-grid R, Γ*, S1, S2 of the retained samples (a second pass for truncated pairs)."""
     part = np.flatnonzero((gamma > 0) & (gamma < agg.count))
@@ -401,6 +413,7 @@ def release_aggregate(
             bar.update(1)
             bar.close()
     timings["plan"] = time.perf_counter() - t0
+    _check_plan_budgets(plan, epsilon)
     gamma = pair_retained(agg, plan)
     t0 = time.perf_counter()
     st = retained_statistics(agg, gamma, truncated_sums)

@@ -89,6 +89,9 @@ def test_release_consumes_a_ready_grid_plan(records):
     assert a.summary.degradation == plan.degradation
     with pytest.raises(DpoptInputError, match="pseudo_users"):
         release_aggregate(agg, ing, epsilon=1.0, plan=plan, pseudo_users=True)
+    # a plan that spends more than ε in a grid would make ε_total = K·ε a lie
+    with pytest.raises(DpoptInputError, match="above `epsilon`"):
+        release_aggregate(agg, ing, epsilon=0.5, plan=plan, seed=3)
 
 
 def test_release_refuses_a_bound_other_than_the_aggregates(records):
