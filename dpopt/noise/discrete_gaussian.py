@@ -43,7 +43,7 @@ from .._validation import DpoptInputError, check_positive_int
 from ..release.noise import (  # the lead moves these imports to dpopt.noise when merging
     DEFAULT_GRANULARITY_BITS,
     IntegerSource,
-    _bernoulli_exp,
+    bernoulli_exp,
     discrete_laplace,
     epsilon_rational,
     grid_sensitivity,
@@ -86,7 +86,7 @@ def discrete_gaussian(sigma2: Fraction | int, rng: IntegerSource) -> int:
     while True:
         y = discrete_laplace(Fraction(t), rng)
         gamma = (abs(y) - centre) ** 2 / two_s2
-        if _bernoulli_exp(gamma.numerator, gamma.denominator, rng):
+        if bernoulli_exp(gamma, rng):
             return y
 
 
