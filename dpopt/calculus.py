@@ -61,6 +61,14 @@ __all__ = [
     "grid_errors",
     "basic_composition",
     "parallel_composition",
+    "gaussian_sigma",
+    "gaussian_mean_abs",
+    "gaussian_quantile",
+    "gaussian_rho_split",
+    "pair_l2_sensitivity_from_totals",
+    "gaussian_grid_error_terms",
+    "GaussianGridErrorTerms",
+    "gaussian_grid_errors",
 ]
 
 Split = Literal["equal", "optimal"]
@@ -409,11 +417,17 @@ def grid_errors(
     -------
     ndarray of shape (G,) in the order of ``occ.grids`` (or the terms).
     """
+    R, gmax = _retained_totals(occ, suppressed)
+    out = grid_error_terms(occ.grid_totals, R, gmax, bound, epsilon, split=split)
+    return out if terms else out.error
+
+
+def _retained_totals(occ: "Occupancy", suppressed: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(R_g, Γ*_g) per grid after removing the ``suppressed`` (user, grid) pairs."""
     retained = occ.retained_matrix(suppressed)
     R = np.asarray(retained.sum(axis=0)).ravel()
     gmax = np.asarray(retained.max(axis=0).toarray()).ravel() if retained.nnz else np.zeros(occ.n_grids)
-    out = grid_error_terms(occ.grid_totals, R, gmax, bound, epsilon, split=split)
-    return out if terms else out.error
+    return R, gmax
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,3 +453,184 @@ def parallel_composition(
     member.data = (member.data > 0).astype(float)
     per_user = member @ eps
     return float(per_user.max()) if per_user.size else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Gaussian noise and ρ-zCDP (models/gaussian.md)
+# --------------------------------------------------------------------------------------------
+def _as_rhos(rho: Any, size: int) -> np.ndarray:
+    """A scalar or 1-D array of ρ ≥ 0 (finite) of length ``size``."""
+    arr = np.asarray(rho, dtype=float)
+    if arr.ndim == 0:
+        arr = np.full(size, float(arr))
+    if arr.shape != (size,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise DpoptInputError(f"`rho` must be a number or a 1-D array of {size} finite numbers >= 0; got shape {arr.shape}")
+    return arr
+
+
+def gaussian_sigma(sensitivity: Any, rho: Any) -> np.ndarray:
+    """σ = Δ/√(2ρ): the Gaussian noise scale that makes a statistic of ℓ2 sensitivity Δ ρ-zCDP
+    (Bun & Steinke 2016 Prop. 1.6; for the discrete Gaussian CKS 2020 Thm 4).
+
+    Elementwise; Δ = 0 gives σ = 0 (no noise needed), ρ = 0 with Δ > 0 gives ``inf``.
+    """
+    d = np.asarray(sensitivity, dtype=float)
+    r = np.asarray(rho, dtype=float)
+    if np.any(d < 0) or np.any(r < 0) or np.any(np.isnan(d)) or np.any(np.isnan(r)):
+        raise DpoptInputError("`sensitivity` and `rho` must be >= 0")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d == 0, 0.0, d / np.sqrt(2.0 * r))
+
+
+def gaussian_mean_abs(sigma: Any) -> np.ndarray:
+    """E|Z| = σ√(2/π) for Z ~ N(0, σ²) (the Gaussian analogue of E|Lap(b)| = b)."""
+    return np.asarray(sigma, dtype=float) * np.sqrt(2.0 / np.pi)
+
+
+def gaussian_quantile(sigma: Any, q: float) -> np.ndarray:
+    """The q-quantile of |Z|, Z ~ N(0, σ²): σ·Φ⁻¹((1 + q)/2), so P[|Z| ≤ it] = q."""
+    from scipy.special import ndtri
+
+    qq = float(q)
+    if not 0.0 < qq < 1.0:
+        raise DpoptInputError(f"`q` must lie in (0, 1); got {q!r}")
+    return np.asarray(sigma, dtype=float) * float(ndtri(0.5 * (1.0 + qq)))
+
+
+def gaussian_rho_split(
+    mean_sensitivity: Any, variance_sensitivity: Any, rho: Any, *, split: Split = "equal"
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ρ_μ, ρ_Var) with ρ_μ + ρ_Var = ρ per grid.
+
+    ``"equal"``: ρ/2 each. ``"optimal"``: ρ_i = ρ·Δ_i^{2/3}/(Δ_μ^{2/3} + Δ_Var^{2/3}), the minimiser of
+    the total noise σ_μ + σ_Var = Δ_μ/√(2ρ_μ) + Δ_Var/√(2ρ_Var) (Lagrange: Δ_i·ρ_i^{-3/2} equal),
+    with minimum (Δ_μ^{2/3} + Δ_Var^{2/3})^{3/2}/√(2ρ). Expected absolute errors and quantiles are
+    fixed multiples of σ, so the same split minimises them. A statistic with Δ = 0 gets ρ = 0.
+    """
+    check_choice(split, "split", ("equal", "optimal"))
+    dmu = np.asarray(mean_sensitivity, dtype=float)
+    dvar = np.asarray(variance_sensitivity, dtype=float)
+    r = np.asarray(rho, dtype=float)
+    if split == "equal":
+        return r / 2, r / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a, b = np.cbrt(dmu * dmu), np.cbrt(dvar * dvar)
+        frac = np.where(np.isfinite(a + b) & (a + b > 0), a / (a + b), 0.5)
+    return r * frac, r * (1.0 - frac)
+
+
+def pair_l2_sensitivity_from_totals(retained_total: Any, retained_max: Any, bound: float) -> np.ndarray:
+    """√(Δ_μ² + Δ_Var²), the ℓ2 sensitivity bound of the CLIP pair (μ_clip, Var_clip).
+
+    Always an upper bound on sup_{D~D'} ‖(μ, Var)(D) − (μ, Var)(D')‖₂ (each coordinate is bounded
+    by its own sensitivity). **Exact iff R ≥ 2Γ* − 1**: put the other users' R − Γ* samples at 0
+    and move the changed user's Γ* samples from 0 to U: the mean moves by UΓ*/R = Δ_μ and the
+    variance by U²Γ*(R − Γ*)/R², which is Δ_Var when R > 2Γ* and when Γ* ∈ {⌊R/2⌋, ⌈R/2⌉}.
+    For R < 2Γ* − 1 brute force (tests/test_gaussian_calculus.py) finds the sup strictly smaller:
+    the mean's extreme needs all of the user's samples to move together, the variance's an
+    interior split. Because the same pair attains both extremes, the bound is also exact for
+    every weighting (Δ_μ/σ_μ, Δ_Var/σ_Var), i.e. separate ρ shares ρ_i = Δ_i²/(2σ_i²) lose nothing
+    against joint accounting when R ≥ 2Γ* − 1. ``inf`` where R = 0.
+    """
+    U = check_bound(bound)
+    return np.hypot(mean_sensitivity_from_totals(retained_total, retained_max, U),
+                    variance_sensitivity_from_totals(retained_total, retained_max, U))
+
+
+@dataclass(frozen=True)
+class GaussianGridErrorTerms:
+    """Per-grid worst-case error of CLIP with Gaussian noise (arrays of length G).
+
+    ``error = mean_bias + variance_bias + noise`` with ``noise = c·(σ_μ + σ_Var)``, ``c = √(2/π)``
+    (expected absolute noise) or ``c = Φ⁻¹((1 + q)/2)`` (each statistic's q-quantile), and
+    ``σ_i = Δ_i/√(2ρ_i)``.
+    """
+
+    mean_bias: np.ndarray
+    variance_bias: np.ndarray
+    mean_sensitivity: np.ndarray
+    variance_sensitivity: np.ndarray
+    rho_mean: np.ndarray
+    rho_variance: np.ndarray
+    sigma_mean: np.ndarray
+    sigma_variance: np.ndarray
+    noise: np.ndarray
+    error: np.ndarray
+
+
+def gaussian_grid_error_terms(
+    totals: Any,
+    retained_totals: Any,
+    retained_max: Any,
+    bound: float,
+    rho: Any,
+    *,
+    split: Split = "equal",
+    quantile: float | None = None,
+) -> GaussianGridErrorTerms:
+    """Worst-case error of CLIP with Gaussian noise in many grids: the Gaussian counterpart of
+    :func:`grid_error_terms` (seed 002 eq. (11)–(13) with N(0, σ_i²) in place of Lap(Δ_i/ε_i)).
+
+    Parameters
+    ----------
+    totals, retained_totals, retained_max : array_like
+        N_g, R_g, Γ*_g per grid (as :func:`grid_error_terms`).
+    bound : float
+        U.
+    rho : float or array_like
+        ρ_g per grid (zCDP; mean and variance together).
+    split : {"equal", "optimal"}
+        ρ_g/2 each, or ρ_i ∝ Δ_i^{2/3} (:func:`gaussian_rho_split`).
+    quantile : float in (0, 1), optional
+        Plan for each statistic's q-quantile of |noise| instead of its expectation.
+
+    Returns
+    -------
+    GaussianGridErrorTerms
+        A grid with R_g = 0 has error ``inf``; ρ_g = 0 with Δ > 0 gives ``inf`` noise.
+    """
+    U = check_bound(bound)
+    check_choice(split, "split", ("equal", "optimal"))
+    N = np.atleast_1d(np.asarray(totals, dtype=float))
+    R = np.atleast_1d(np.asarray(retained_totals, dtype=float))
+    g = np.atleast_1d(np.asarray(retained_max, dtype=float))
+    if not (N.shape == R.shape == g.shape) or N.ndim != 1:
+        raise DpoptInputError(
+            f"`totals`, `retained_totals`, `retained_max` must be 1-D of one shape; "
+            f"got {N.shape}, {R.shape}, {g.shape}"
+        )
+    if np.any(R < 0) or np.any(R > N) or np.any(g > R) or np.any(g < 0):
+        raise DpoptInputError("`retained_totals` must lie in [0, totals] and `retained_max` in [0, retained_totals]")
+    r = _as_rhos(rho, N.size)
+    dmu = mean_sensitivity_from_totals(R, g, U)
+    dvar = variance_sensitivity_from_totals(R, g, U)
+    r_mu, r_var = gaussian_rho_split(dmu, dvar, r, split=split)
+    s_mu, s_var = gaussian_sigma(dmu, r_mu), gaussian_sigma(dvar, r_var)
+    if quantile is None:
+        noise = gaussian_mean_abs(s_mu) + gaussian_mean_abs(s_var)
+    else:
+        noise = gaussian_quantile(s_mu, quantile) + gaussian_quantile(s_var, quantile)
+    bmu = mean_bias_from_totals(N, R, U)
+    bvar = variance_bias_from_totals(N, R, U)
+    return GaussianGridErrorTerms(
+        mean_bias=bmu, variance_bias=bvar, mean_sensitivity=dmu, variance_sensitivity=dvar,
+        rho_mean=r_mu, rho_variance=r_var, sigma_mean=s_mu, sigma_variance=s_var,
+        noise=noise, error=bmu + bvar + noise,
+    )
+
+
+def gaussian_grid_errors(
+    occ: "Occupancy",
+    bound: float,
+    rho: Any,
+    *,
+    suppressed: Any = None,
+    split: Split = "equal",
+    quantile: float | None = None,
+    terms: bool = False,
+) -> np.ndarray | GaussianGridErrorTerms:
+    """Per-grid worst-case error with Gaussian noise of BASELINE or CLIP after suppression:
+    :func:`grid_errors` with ρ_g in place of ε_g (:func:`gaussian_grid_error_terms`)."""
+    R, gmax = _retained_totals(occ, suppressed)
+    out = gaussian_grid_error_terms(occ.grid_totals, R, gmax, bound, rho, split=split, quantile=quantile)
+    return out if terms else out.error

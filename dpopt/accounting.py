@@ -1,0 +1,191 @@
+"""Privacy accounting in ρ-zCDP and its conversion to (ε, δ)-DP.
+
+Zero-concentrated DP (Bun & Steinke, TCC 2016): M is ρ-zCDP if D_α(M(D) ‖ M(D')) ≤ ρα for every
+α > 1 and neighbours D ~ D'. Facts used (models/gaussian.md):
+
+* Gaussian noise N(0, σ²) (or the discrete N_ℤ(0, σ²) on integer statistics, Canonne–Kamath–Steinke
+  2020 Theorem 4) on a statistic of ℓ2 sensitivity Δ is Δ²/(2σ²)-zCDP;
+* composition: ρ-zCDP then ρ'-zCDP is (ρ + ρ')-zCDP (Bun–Steinke Lemma 2.3); over grids a user
+  spends Σ_{g: user kept in g} ρ_g (:func:`user_rho`, via :meth:`dpopt.plan.GridPlan.user_cost`);
+* pure ε-DP implies (ε²/2)-zCDP (Bun–Steinke Proposition 1.4);
+* ρ-zCDP implies (ε, δ)-DP for (CKS 2020 Proposition 12 / Corollary 13)
+
+      ε(ρ, δ) = inf_{α>1} ρα + (log(1/δ) + (α − 1)·log(1 − 1/α) − log α)/(α − 1),
+
+  tighter than the classical ε = ρ + 2√(ρ·log(1/δ)) (Bun–Steinke Proposition 1.3), which is the
+  same expression without the two last terms at α = 1 + √(log(1/δ)/ρ).
+
+Every α > 1 gives a valid (ε, δ) pair, so a numerical minimiser can only lose tightness, never
+privacy; :func:`rho_from_epsilon` returns the lower end of its bisection bracket, whose computed ε is
+≤ the target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy import optimize
+
+from ._validation import DpoptInputError, _fail, _finite_real, check_epsilon
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .plan import GridPlan
+
+__all__ = [
+    "check_rho",
+    "check_delta",
+    "zcdp_epsilon",
+    "zcdp_epsilon_alpha",
+    "zcdp_epsilon_simple",
+    "rho_from_epsilon",
+    "pure_to_zcdp",
+    "compose_zcdp",
+    "user_rho",
+    "ZcdpAccount",
+    "zcdp_account",
+]
+
+
+def check_rho(rho: Any, name: str = "rho") -> float:
+    """Validate a zCDP parameter ρ: a finite number > 0."""
+    rule = "must be a positive finite number"
+    out = _finite_real(rho, name, rule)
+    if out <= 0:
+        raise _fail(name, rule, rho)
+    return out
+
+
+def check_delta(delta: Any, name: str = "delta") -> float:
+    """Validate δ ∈ (0, 1)."""
+    rule = "must lie in (0, 1)"
+    out = _finite_real(delta, name, rule)
+    if not 0.0 < out < 1.0:
+        raise _fail(name, rule, delta)
+    return out
+
+
+def _objective(alpha: float, rho: float, log_inv_delta: float) -> float:
+    """ρα + (log(1/δ) + (α − 1)log(1 − 1/α) − log α)/(α − 1) (CKS 2020 Corollary 13)."""
+    am1 = alpha - 1.0
+    return rho * alpha + (log_inv_delta + am1 * math.log1p(-1.0 / alpha) - math.log(alpha)) / am1
+
+
+def zcdp_epsilon_alpha(rho: float, delta: float) -> tuple[float, float]:
+    """(ε, α*) of :func:`zcdp_epsilon`: the tight ε and the Rényi order attaining it."""
+    r = check_rho(rho)
+    d = check_delta(delta)
+    lid = -math.log(d)
+    # the objective is smooth on α > 1; search x = log(α − 1) around the classical optimum
+    x0 = 0.5 * math.log(lid / r)
+    res = optimize.minimize_scalar(
+        lambda x: _objective(1.0 + math.exp(x), r, lid),
+        bounds=(x0 - 12.0, x0 + 12.0), method="bounded", options={"xatol": 1e-10, "maxiter": 500},
+    )
+    cands = [(float(res.fun), 1.0 + math.exp(float(res.x))), (_objective(1.0 + math.exp(x0), r, lid), 1.0 + math.exp(x0))]
+    eps, alpha = min(cands)
+    return max(eps, 0.0), alpha
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """The ε such that ρ-zCDP implies (ε, δ)-DP, by the tight conversion of Canonne, Kamath &
+    Steinke (2020, Proposition 12 / Corollary 13):
+
+        ε = inf_{α>1} ρα + (log(1/δ) + (α − 1)·log(1 − 1/α) − log α)/(α − 1),
+
+    minimised over α with :func:`scipy.optimize.minimize_scalar` on log(α − 1). Any α gives a valid
+    ε, so the result is a valid (ε, δ) for ρ-zCDP even if the minimiser stops early.
+    """
+    return zcdp_epsilon_alpha(rho, delta)[0]
+
+
+def zcdp_epsilon_simple(rho: float, delta: float) -> float:
+    """The classical conversion ε = ρ + 2√(ρ·log(1/δ)) (Bun & Steinke 2016, Proposition 1.3)."""
+    r = check_rho(rho)
+    d = check_delta(delta)
+    return r + 2.0 * math.sqrt(r * -math.log(d))
+
+
+def rho_from_epsilon(epsilon: float, delta: float, *, rtol: float = 1e-12) -> float:
+    """The largest ρ (to relative ``rtol``) whose :func:`zcdp_epsilon` (ρ, δ) is ≤ ε: a total
+    (ε, δ) budget as a zCDP budget. Bisection on log ρ; the lower end is returned, so
+    ``zcdp_epsilon(rho_from_epsilon(ε, δ), δ) <= ε`` always holds.
+    """
+    eps = check_epsilon(epsilon)
+    d = check_delta(delta)
+    # ε(ρ) is increasing in ρ; ρ = ε²/(4 log(1/δ)) satisfies the classical bound ≈ ε, bracket around it
+    lo = eps * eps / (4.0 * (-math.log(d) + eps))
+    while zcdp_epsilon(lo, d) > eps:
+        lo /= 2.0
+    hi = max(eps, 2.0 * lo)
+    while zcdp_epsilon(hi, d) <= eps:
+        hi *= 2.0
+    while hi - lo > rtol * lo:
+        mid = math.sqrt(lo * hi)
+        if zcdp_epsilon(mid, d) <= eps:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def pure_to_zcdp(epsilon: float) -> float:
+    """ε-DP implies (ε²/2)-zCDP (Bun & Steinke 2016, Proposition 1.4)."""
+    eps = check_epsilon(epsilon)
+    return 0.5 * eps * eps
+
+
+def compose_zcdp(rhos: Sequence[float] | np.ndarray) -> float:
+    """Sequential composition: Σ ρ_i (Bun & Steinke 2016, Lemma 2.3). Each ρ_i ≥ 0."""
+    arr = np.asarray(rhos, dtype=float)
+    if arr.ndim > 1 or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise _fail("rhos", "must be a 1-D array of finite numbers >= 0", rhos)
+    return float(arr.sum())
+
+
+def user_rho(plan: "GridPlan") -> np.ndarray:
+    """Each user's zCDP cost Σ_{g: Γ_{ℓ,g} > 0, released} (ρ_μ,g + ρ_Var,g)
+    (:meth:`dpopt.plan.GridPlan.user_cost` for a plan in unit ``"rho"``)."""
+    if plan.unit != "rho":
+        raise DpoptInputError(f"`plan.unit` must be 'rho' for zCDP accounting; got {plan.unit!r}")
+    return plan.user_cost()
+
+
+@dataclass(frozen=True)
+class ZcdpAccount:
+    """A zCDP release's total cost and its (ε, δ) equivalents.
+
+    Attributes
+    ----------
+    rho_total : float
+        The largest ρ any user spends (Σ over the grids the user is kept in).
+    delta : float
+    epsilon_total : float
+        The tight ε (CKS 2020 Corollary 13) with ρ_total-zCDP ⇒ (ε_total, δ)-DP.
+    alpha : float
+        The Rényi order attaining ``epsilon_total``.
+    epsilon_simple : float
+        ρ + 2√(ρ log(1/δ)), for comparison (always ≥ ``epsilon_total``).
+    """
+
+    rho_total: float
+    delta: float
+    epsilon_total: float
+    alpha: float
+    epsilon_simple: float
+
+
+def zcdp_account(plan_or_rho: "GridPlan | float", delta: float) -> ZcdpAccount:
+    """The (ρ_total, δ, ε_total) of a plan in unit ``"rho"`` (or of a total ρ given directly)."""
+    from .plan import GridPlan
+
+    rho = float(user_rho(plan_or_rho).max(initial=0.0)) if isinstance(plan_or_rho, GridPlan) else check_rho(plan_or_rho)
+    d = check_delta(delta)
+    if rho == 0.0:
+        return ZcdpAccount(rho_total=0.0, delta=d, epsilon_total=0.0, alpha=math.inf, epsilon_simple=0.0)
+    eps, alpha = zcdp_epsilon_alpha(rho, d)
+    return ZcdpAccount(rho_total=rho, delta=d, epsilon_total=eps, alpha=alpha,
+                       epsilon_simple=zcdp_epsilon_simple(rho, d))
