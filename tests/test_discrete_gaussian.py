@@ -23,7 +23,7 @@ from dpopt.noise.discrete_gaussian import (
     release_on_grid_gaussian,
     rho_rational,
 )
-from dpopt.release.noise import grid_sensitivity, integer_source
+from dpopt.noise import grid_sensitivity, integer_source
 
 
 def exact_pmf(sigma2: Fraction) -> tuple[np.ndarray, np.ndarray]:

@@ -5,6 +5,8 @@
   runs (:class:`DiscreteLaplace` for real releases, :class:`NumpyLaplace` for simulations);
 * :mod:`.discrete_laplace` — the exact discrete Laplace sampler (Canonne, Kamath & Steinke,
   NeurIPS 2020) with the float-safe rounding onto λ·ℤ of models/release.md;
+* :mod:`.discrete_gaussian` — the exact discrete Gaussian sampler (CKS 2020, Algorithm 3) on λ·ℤ,
+  budget ρ of zero-concentrated DP (models/gaussian.md);
 * :mod:`.sources` — uniform integers: :class:`SecureRandom` (OS CSPRNG, the default) and the
   seeded :class:`SeededSource` (NOT for a real release);
 * :mod:`.continuous` — numpy's continuous Laplace, for Monte-Carlo simulations only.
@@ -17,7 +19,17 @@ See models/release.md ("The noise") and models/mechanisms.md.
 
 from __future__ import annotations
 
-from .additive import MECHANISMS, SAMPLERS, DiscreteLaplace, Noise, NoisyValues, NumpyLaplace, make_noise
+from .additive import (
+    MECHANISMS,
+    SAMPLERS,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Noise,
+    NoisyValues,
+    NumpyGaussian,
+    NumpyLaplace,
+    make_noise,
+)
 from .continuous import check_rng, laplace, laplace_simulation
 from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
@@ -39,6 +51,8 @@ __all__ = [
     "NoisyValues",
     "DiscreteLaplace",
     "NumpyLaplace",
+    "DiscreteGaussian",
+    "NumpyGaussian",
     "MECHANISMS",
     "SAMPLERS",
     "IntegerSource",

@@ -7,10 +7,13 @@ A mechanism (the per-grid CLIP mechanism of :mod:`dpopt.mechanisms.grid`, the re
   Laplace mechanism on λ·ℤ (:mod:`.discrete_laplace`, Canonne–Kamath–Steinke) with the OS CSPRNG,
   or a seeded source (NOT for a real release); budget unit ε;
 * ``make_noise("laplace", sampler="numpy", rng=...)`` — :class:`NumpyLaplace`: continuous
-  ``Lap(Δ/ε)`` from numpy, for Monte-Carlo simulations only.
-
-A Gaussian mechanism (budget unit ρ of zCDP) plugs in beside them: a class with the same
-attributes and ``add`` method, registered in :data:`MECHANISMS` and :func:`make_noise`.
+  ``Lap(Δ/ε)`` from numpy, for Monte-Carlo simulations only;
+* ``make_noise("gaussian", sampler="discrete")`` — :class:`DiscreteGaussian`: the exact discrete
+  Gaussian on λ·ℤ (:mod:`.discrete_gaussian`, Canonne–Kamath–Steinke Algorithm 3), budget unit ρ
+  (zero-concentrated DP); ``Δ`` is then the ℓ2 sensitivity of each entry (= its ℓ1 sensitivity for
+  a scalar statistic);
+* ``make_noise("gaussian", sampler="numpy", rng=...)`` — :class:`NumpyGaussian`: continuous
+  ``N(0, Δ²/(2ρ))`` from numpy, for simulations only.
 """
 
 from __future__ import annotations
@@ -29,12 +32,23 @@ from .discrete_laplace import (
     epsilon_rational,
     release_on_grid,
 )
+from .discrete_gaussian import discrete_gaussian_mean_abs, gaussian_simulation, release_on_grid_gaussian
 from .sources import IntegerSource, SecureRandom, integer_source
 
-__all__ = ["MECHANISMS", "SAMPLERS", "NoisyValues", "Noise", "DiscreteLaplace", "NumpyLaplace", "make_noise"]
+__all__ = [
+    "MECHANISMS",
+    "SAMPLERS",
+    "NoisyValues",
+    "Noise",
+    "DiscreteLaplace",
+    "NumpyLaplace",
+    "DiscreteGaussian",
+    "NumpyGaussian",
+    "make_noise",
+]
 
 #: noise mechanism -> the unit of its budget ("epsilon": pure ε-DP; "rho": ρ-zCDP)
-MECHANISMS: dict[str, str] = {"laplace": "epsilon"}
+MECHANISMS: dict[str, str] = {"laplace": "epsilon", "gaussian": "rho"}
 #: "discrete": exact sampler on λ·ℤ (real releases); "numpy": continuous floats (simulation only)
 SAMPLERS = ("discrete", "numpy")
 
@@ -49,7 +63,8 @@ class NoisyValues:
         The released values (NaN where the input was NaN: nothing released).
     scale : ndarray
         Scale of the noise distribution actually used, in value units (Laplace ``b``: ``Δ/ε`` for
-        numpy, ``λ·t/ε'`` for the discrete sampler); 0 where no noise was added (no budget and
+        numpy, ``λ·t/ε'`` for the discrete sampler; Gaussian ``σ``: ``Δ/√(2ρ)`` for numpy,
+        ``λ·t/√(2ρ')`` for the discrete sampler); 0 where no noise was added (no budget and
         no sensitivity), NaN where nothing was released.
     mean_abs : ndarray
         E|noise| per entry (0 where no noise).
@@ -159,6 +174,73 @@ class NumpyLaplace:
         return NoisyValues(values=out, scale=scale, mean_abs=np.where(ok, scale, 0.0), rounding=0.0)
 
 
+def _source_label(source: IntegerSource) -> str:
+    return "OS CSPRNG (secrets)" if isinstance(source, SecureRandom) else "seeded: NOT for a real release"
+
+
+class DiscreteGaussian:
+    """Exact discrete Gaussian on λ·ℤ (see :mod:`dpopt.noise.discrete_gaussian`); budget unit ρ.
+
+    Entry i is released as λ·(round(f_i/λ) + Z_i), Z_i ~ N_ℤ(0, t_i²/(2ρ'_i)), ρ'_i ≤ ρ_i: ρ_i-zCDP
+    for an ℓ2 (= ℓ1, scalar) sensitivity Δ_i (Canonne, Kamath & Steinke 2020, Theorem 4).
+    """
+
+    mechanism = "gaussian"
+    unit = "rho"
+    sampler = "discrete"
+
+    def __init__(self, source: IntegerSource | None = None, *,
+                 granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
+        self.source = SecureRandom() if source is None else source
+        self.k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+        self.granularity = 2.0**-self.k
+        self.label = f"discrete Gaussian on 2^-{self.k} (Canonne-Kamath-Steinke), " + _source_label(self.source)
+
+    def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
+            callback: Callable[[int], None] | None = None) -> NoisyValues:
+        """λ·(round(f/λ) + Z), Z ~ N_ℤ(0, t²/(2ρ')); entries with ρ = 0 and Δ = 0 get no noise."""
+        vals = np.asarray(values, dtype=float)
+        rho = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
+        out, _, sigma = release_on_grid_gaussian(vals, sensitivity, rho, self.source,
+                                                 granularity_bits=self.k, callback=callback,
+                                                 value_errors=value_errors)
+        noisy = np.isfinite(vals) & (np.nan_to_num(sigma) > 0)
+        mean_abs = np.zeros(vals.shape)
+        if np.any(noisy):
+            lam = self.granularity  # the sampler's σ_Z is in grid units: E|λZ| = λ·E|Z|
+            mean_abs[noisy] = lam * discrete_gaussian_mean_abs(sigma[noisy] / lam)
+        return NoisyValues(values=out, scale=sigma, mean_abs=mean_abs, rounding=self.granularity / 2)
+
+
+class NumpyGaussian:
+    """Continuous ``N(0, Δ²/(2ρ))`` from numpy: Monte-Carlo simulations only, NOT for a real release."""
+
+    mechanism = "gaussian"
+    unit = "rho"
+    sampler = "numpy"
+    granularity = 0.0
+    label = "numpy continuous Gaussian: simulation only, NOT for a real release"
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = check_rng(rng)
+
+    def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
+            callback: Callable[[int], None] | None = None) -> NoisyValues:
+        """``f + N(0, σ²)``, σ = Δ/√(2ρ) per entry (no noise where ρ = 0)."""
+        vals = np.asarray(values, dtype=float)
+        sens = np.broadcast_to(np.asarray(sensitivity, dtype=float), vals.shape)
+        rho = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
+        ok = np.isfinite(vals)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sigma = np.where(ok, np.where(rho > 0, sens / np.sqrt(2.0 * rho), 0.0), np.nan)
+        noise = gaussian_simulation(np.where(ok, sigma, 1.0), self.rng, vals.shape)
+        out = np.where(ok, vals + noise, np.nan)
+        if callback is not None:
+            callback(vals.size)
+        return NoisyValues(values=out, scale=sigma, mean_abs=np.where(ok, sigma * np.sqrt(2.0 / np.pi), 0.0),
+                           rounding=0.0)
+
+
 def make_noise(
     mechanism: str = "laplace",
     *,
@@ -171,8 +253,9 @@ def make_noise(
 
     Parameters
     ----------
-    mechanism : {"laplace"}
-        The noise distribution (budget unit ``MECHANISMS[mechanism]``).
+    mechanism : {"laplace", "gaussian"}
+        The noise distribution (budget unit ``MECHANISMS[mechanism]``: ε for Laplace, ρ of zCDP
+        for Gaussian).
     sampler : {"discrete", "numpy"}
         Exact discrete sampler (real releases) or numpy floats (simulation only).
     seed : int, optional
@@ -188,7 +271,9 @@ def make_noise(
     if sampler == "discrete":
         if rng is not None:
             raise DpoptInputError("`rng` is for sampler='numpy'; the discrete sampler takes `seed`")
-        return DiscreteLaplace(integer_source(seed), granularity_bits=granularity_bits)
+        cls = DiscreteLaplace if mechanism == "laplace" else DiscreteGaussian
+        return cls(integer_source(seed), granularity_bits=granularity_bits)
     if rng is not None and seed is not None:
         raise DpoptInputError(f"give `seed` or `rng`, not both; got seed={seed!r}")
-    return NumpyLaplace(np.random.default_rng(seed) if rng is None else rng)
+    gen = np.random.default_rng(seed) if rng is None else rng
+    return NumpyLaplace(gen) if mechanism == "laplace" else NumpyGaussian(gen)

@@ -14,11 +14,11 @@ Bernoulli(exp(−γ)) for rational γ). Accepted Y is exactly N_ℤ(0, σ²); ev
 :class:`fractions.Fraction` arithmetic on uniform integers from the randomness source
 (``randbelow(n)``), so no floating-point value ever touches the noise.
 
-Release on the grid λ·ℤ, λ = 2^-k, as :func:`dpopt.release.noise.release_on_grid` does for Laplace
+Release on the grid λ·ℤ, λ = 2^-k, as :func:`dpopt.noise.discrete_laplace.release_on_grid` does for Laplace
 (models/release.md §5 "Noise that is safe for a real release"):
 
 1. q = round(f̃/λ) for the float64 statistic f̃;
-2. t = ⌈(Δ(1 + 10⁻⁹) + 2η)/λ⌉ + 1 (:func:`~dpopt.release.noise.grid_sensitivity`, η the proven
+2. t = ⌈(Δ(1 + 10⁻⁹) + 2η)/λ⌉ + 1 (:func:`~dpopt.noise.discrete_laplace.grid_sensitivity`, η the proven
    float-error bound of f̃) bounds |q(D) − q(D')| for neighbours;
 3. ρ' = ⌊ρ·2³⁰⌋/2³⁰ ≤ ρ (exact rational), σ_Z² = t²/(2ρ') (exact rational, in grid units);
 4. release λ·(q + Z), Z ~ N_ℤ(0, σ_Z²).
@@ -26,8 +26,8 @@ Release on the grid λ·ℤ, λ = 2^-k, as :func:`dpopt.release.noise.release_on
 By CKS Theorem 4 with integer sensitivity t the release is ρ'-zCDP ≤ ρ-zCDP. The noise standard
 deviation in value units is λ·σ_Z = λt/√(2ρ') ≈ Δ/√(2ρ).
 
-Randomness: :class:`~dpopt.release.noise.SecureRandom` (OS CSPRNG) for real releases; a seeded
-source (:func:`~dpopt.release.noise.integer_source` with a seed) is NOT for a real release.
+Randomness: :class:`~dpopt.noise.sources.SecureRandom` (OS CSPRNG) for real releases; a seeded
+source (:func:`~dpopt.noise.sources.integer_source` with a seed) is NOT for a real release.
 :func:`gaussian_simulation` (numpy, continuous) is for simulations only.
 """
 
@@ -40,15 +40,15 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import DpoptInputError, check_positive_int
-from ..release.noise import (  # the lead moves these imports to dpopt.noise when merging
+from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
-    IntegerSource,
     bernoulli_exp,
     discrete_laplace,
     epsilon_rational,
     grid_sensitivity,
     snap,
 )
+from .sources import IntegerSource
 
 __all__ = [
     "discrete_gaussian",
@@ -150,7 +150,7 @@ def release_on_grid_gaussian(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Release each value f_i with the discrete Gaussian mechanism on λ·ℤ at budget ρ_i (zCDP).
 
-    Mirrors :func:`dpopt.release.noise.release_on_grid` (same rounding, same sensitivity slack):
+    Mirrors :func:`dpopt.noise.discrete_laplace.release_on_grid` (same rounding, same sensitivity slack):
     entry i is released as λ·(round(f_i/λ) + Z_i), Z_i ~ N_ℤ(0, t_i²/(2ρ'_i)) with
     t_i = grid_sensitivity(Δ_i, k, η_i); it is ρ_i-zCDP for |f_i(D) − f_i(D')| ≤ Δ_i
     (module doc; CKS 2020 Theorem 4).

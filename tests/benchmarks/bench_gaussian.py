@@ -39,7 +39,7 @@ from dpopt.noise.discrete_gaussian import gaussian_simulation  # noqa: E402
 from dpopt.plan import GridPlan  # noqa: E402
 from dpopt.release import aggregate_records  # noqa: E402
 from dpopt.release.data import austin_sample_path  # noqa: E402
-from dpopt.release.noise import laplace_simulation  # noqa: E402
+from dpopt.noise import laplace_simulation  # noqa: E402
 from dpopt.solve.result import Status  # noqa: E402
 
 FULL = ROOT.parent.parent / "shared" / "data" / "austin_bus" / "capmetrics_vehicle_positions_clean.csv.gz"

@@ -8,7 +8,9 @@ import pytest
 from dpopt import DpoptInputError
 from dpopt.noise import (
     MECHANISMS,
+    DiscreteGaussian,
     DiscreteLaplace,
+    NumpyGaussian,
     NumpyLaplace,
     SecureRandom,
     SeededSource,
@@ -28,11 +30,16 @@ def test_make_noise_picks_the_sampler_and_labels_it():
     assert isinstance(s.source, SeededSource) and not s.source.secure and "NOT for a real release" in s.label
     n = make_noise("laplace", sampler="numpy", seed=3)
     assert isinstance(n, NumpyLaplace) and "NOT for a real release" in n.label and n.granularity == 0.0
-    assert MECHANISMS == {"laplace": "epsilon"}
+    assert MECHANISMS == {"laplace": "epsilon", "gaussian": "rho"}
+    g = make_noise("gaussian")
+    assert isinstance(g, DiscreteGaussian) and isinstance(g.source, SecureRandom) and g.unit == "rho"
+    assert "Gaussian" in g.label and "CSPRNG" in g.label
+    ng = make_noise("gaussian", sampler="numpy", seed=3)
+    assert isinstance(ng, NumpyGaussian) and ng.unit == "rho" and "NOT for a real release" in ng.label
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"mechanism": "gaussian"}, "`mechanism` must be one of"),
+    ({"mechanism": "exponential"}, "`mechanism` must be one of"),
     ({"sampler": "float"}, "`sampler` must be one of"),
     ({"sampler": "numpy", "seed": 1, "rng": np.random.default_rng(1)}, "not both"),
     ({"rng": np.random.default_rng(1)}, "`rng` is for sampler='numpy'"),
@@ -67,3 +74,21 @@ def test_mean_absolute_noise_matches_the_reported_one(sampler):
     if sampler == "discrete":
         t = out.scale[0] * float(epsilon_rational(eps)) / 2.0**-6
         assert t == int(t) and np.all(out.values * 2**6 == np.round(out.values * 2**6))
+
+
+@pytest.mark.parametrize("sampler", ["discrete", "numpy"])
+def test_gaussian_noise_has_the_reported_scale_and_budget(sampler):
+    """Gaussian: std of the noise ≈ reported σ ≥ Δ/√(2ρ) (zCDP, CKS Thm 4), E|noise| ≈ mean_abs."""
+    n = 20_000
+    sens, rho = 0.75, 0.3
+    noise = make_noise("gaussian", sampler=sampler, seed=5, granularity_bits=6)
+    vals = np.full(n, 0.5)
+    out = noise.add(vals, np.full(n, sens), np.full(n, rho))
+    err = out.values - vals
+    sigma = out.scale[0]
+    assert sigma >= sens / np.sqrt(2 * rho) * (1 - 1e-12)
+    # sample std within ~4.5 standard errors (std of s² is σ²·√(2/n) for a Gaussian)
+    assert abs(err.var() - sigma**2) < SIGMAS * sigma**2 * np.sqrt(2.0 / n) * 1.1
+    assert abs(np.abs(err).mean() - out.mean_abs[0]) < SIGMAS * np.abs(err).std() / np.sqrt(n)
+    nanout = noise.add([np.nan, 0.25], [1.0, 0.0], [1.0, 0.0])
+    assert np.isnan(nanout.values[0]) and nanout.values[1] == 0.25 and nanout.scale[1] == 0.0
