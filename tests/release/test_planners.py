@@ -136,3 +136,46 @@ def test_plan_retained_matrix_matches_the_pairs(records):
     r = release_aggregate(agg, epsilon=1.0, plan=plan, seed=1)
     np.testing.assert_array_equal(r.gamma(), dense[agg.pair_user, agg.pair_grid])
     assert isinstance(plan.retained, sp.csr_array)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gaussian noise (budget unit ρ): CLIP-USER and the MILP through the equal-split equivalence
+
+
+def test_gaussian_grid_error_equals_laplace_error_at_the_equivalent_epsilon():
+    """bias + √(2/π)(σ_μ + σ_Var), σ_i = Δ_i/√ρ  ==  bias + 2(Δ_μ + Δ_Var)/ε at ε = √(2πρ)."""
+    from dpopt.calculus import gaussian_grid_error_terms
+    from dpopt.release.planners import gaussian_equivalent_epsilon
+
+    rng = np.random.default_rng(20261123)
+    for _ in range(50):
+        G = 20
+        N = rng.integers(1, 200, G)
+        R = np.minimum(N, rng.integers(1, 200, G))
+        gmax = np.minimum(R, rng.integers(1, 50, G))
+        rho = float(rng.uniform(1e-3, 5.0))
+        gauss = gaussian_grid_error_terms(N, R, gmax, U, rho, split="equal").error
+        lap = grid_error_terms(N, R, gmax, U, gaussian_equivalent_epsilon(rho), split="equal").error
+        np.testing.assert_allclose(gauss, lap, rtol=1e-12)
+
+
+@pytest.mark.parametrize("planner", [greedy_plan, milp_plan])
+def test_gaussian_suppression_plans_are_the_laplace_plans_at_the_equivalent_epsilon(planner):
+    from dpopt.release.planners import gaussian_equivalent_epsilon
+
+    rho = 0.02
+    g = planner(OCC, U, rho, mechanism="gaussian")
+    lap = planner(OCC, U, gaussian_equivalent_epsilon(rho))
+    assert g.unit == "rho" and np.array_equal(g.retained.toarray(), lap.retained.toarray())
+    assert g.total_cost == pytest.approx(g.degradation * rho)
+    assert np.all(g.budget[g.released] <= rho) and np.allclose(g.budget_mean[g.released], rho / 2)
+    with pytest.raises(DpoptInputError, match="`split` must be 'equal'"):
+        planner(OCC, U, rho, mechanism="gaussian", split="optimal")
+
+
+def test_gaussian_budgets_sum_to_at_most_rho_in_exact_rationals():
+    for rho in (0.3, 1 / 3, 2.0**-7 * 3, 7.77):
+        p = baseline_plan(OCC, U, rho, mechanism="gaussian", split="optimal")
+        assert p.unit == "rho"
+        for g in np.flatnonzero(p.released):
+            assert epsilon_rational(p.budget_mean[g]) + epsilon_rational(p.budget_variance[g]) <= epsilon_rational(rho)
