@@ -42,12 +42,15 @@ class DpoptInputError(ValueError):
 def _show(value: Any, limit: int = 80) -> str:
     """A short printable form of ``value`` for error messages."""
     try:
+        if hasattr(value, "to_numpy") and not isinstance(value, np.ndarray):  # pandas: no multi-line repr
+            value = value.to_numpy()
         if isinstance(value, np.ndarray):
             text = np.array2string(value, threshold=8, edgeitems=3)
         else:
             text = repr(value)
     except Exception:  # pragma: no cover - exotic objects
         text = object.__repr__(value)
+    text = " ".join(text.split())  # messages are one line
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -213,7 +216,7 @@ def check_dim(dim: Any, name: str = "dim") -> int:
 
 
 def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
-    """Validate an integer ≥ ``minimum`` (booleans refused)."""
+    """Validate an integer ≥ ``minimum`` and ≤ 2^53 (booleans refused)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -221,6 +224,8 @@ def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
             raise _fail(name, f"must be an integer >= {minimum}", value)
     if int(value) < minimum:
         raise _fail(name, f"must be an integer >= {minimum}", value)
+    if int(value) > 2**53:  # numpy int64 / float exactness
+        raise _fail(name, f"must be an integer >= {minimum} and <= 2^53", value)
     return int(value)
 
 

@@ -400,6 +400,15 @@ def grid_error_terms(
     )
 
 
+def _check_occupancy(occ: Any) -> None:
+    from .occupancy import Occupancy
+
+    if not isinstance(occ, Occupancy):
+        raise DpoptInputError(
+            f"`occ` must be a dpopt.Occupancy (Occupancy.from_triples/from_frame); got {type(occ).__name__}"
+        )
+
+
 def grid_errors(
     occ: "Occupancy",
     bound: float,
@@ -430,6 +439,7 @@ def grid_errors(
     -------
     ndarray of shape (G,) in the order of ``occ.grids`` (or the terms).
     """
+    _check_occupancy(occ)
     retained = occ.retained_matrix(suppressed)
     R = np.asarray(retained.sum(axis=0)).ravel()
     gmax = np.asarray(retained.max(axis=0).toarray()).ravel() if retained.nnz else np.zeros(occ.n_grids)
@@ -454,6 +464,7 @@ def parallel_composition(
     Only grids where a user keeps at least one sample count (a suppressed contribution does not
     touch the release of that grid). With a uniform ε this is ``K·ε`` where ``K = max_ℓ G_ℓ``.
     """
+    _check_occupancy(occ)
     eps = as_epsilons(epsilon, size=occ.n_grids)
     retained = occ.retained_matrix(suppressed)
     member = retained.copy()

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import DpoptInputError, _show, normalise_labels
+from ._validation import DpoptInputError, _integer_valued, _show, normalise_labels
 
 __all__ = ["Occupancy"]
 
@@ -31,10 +31,15 @@ def _raw(values: Any, name: str) -> np.ndarray:
         arr = np.empty(len(values), dtype=object)  # tuple labels, e.g. (cell, slot)
         arr[:] = list(values)
         return arr
+    if isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values):
+        raise DpoptInputError(f"`{name}` must not hold booleans (True would equal 1); got {_show(values)}")
     try:
         arr = np.asarray(values)
     except ValueError:
         raise DpoptInputError(f"`{name}` must be a flat array-like; got {_show(values)}") from None
+    if isinstance(values, (list, tuple)) and arr.dtype.kind in "US":
+        arr = np.empty(len(values), dtype=object)  # keep None/NaN as such (numpy would write "nan")
+        arr[:] = list(values)
     if arr.ndim != 1:
         raise DpoptInputError(f"`{name}` must be one-dimensional; got shape {arr.shape}")
     return arr
@@ -107,11 +112,7 @@ class Occupancy:
             raise DpoptInputError("`counts` must not be empty; got 0 triples")
         if c.dtype.kind not in "iuf" or c.dtype.kind == "b":
             raise DpoptInputError(f"`counts` must hold integers; got dtype {c.dtype}")
-        if c.dtype.kind == "f":
-            if not np.all(np.isfinite(c)) or np.any(c != np.round(c)):
-                bad = c[~np.isfinite(c) | (c != np.round(c))][0]
-                raise DpoptInputError(f"`counts` must hold whole numbers; got {bad}")
-        c = c.astype(np.int64)
+        c = _integer_valued(c, "counts", counts)  # finite, whole, at most 2^40 (no int64 wrap)
         if np.any(c < 0):
             raise DpoptInputError(f"`counts` must hold integers >= 0; got {c[c < 0][0]}")
         keep = c > 0
