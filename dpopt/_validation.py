@@ -297,11 +297,18 @@ def label_parts(values: Any) -> tuple[np.ndarray, np.ndarray]:
         arr[:] = list(values)
     if arr.ndim != 1:
         raise DpoptInputError(f"labels must be one-dimensional; got shape {arr.shape}")
+    if arr.dtype.kind == "b" or (arr.dtype == object and any(isinstance(v, (bool, np.bool_)) for v in arr)):
+        raise DpoptInputError("labels must not be booleans (True would equal the label 1); got a boolean label")
+    if arr.size > 64:  # normalise each distinct label once (ids repeat: a few thousand vehicles)
+        codes, uniq = pd.factorize(arr, use_na_sentinel=True)
+        if uniq.size < arr.size:
+            labels, missing = label_parts(np.asarray(uniq, dtype=object))
+            na = codes < 0
+            res = labels[np.where(na, 0, codes)] if labels.size else np.full(arr.size, None, dtype=object)
+            res[na] = None
+            return res, na | (missing[np.where(na, 0, codes)] if labels.size else True)
     out = arr.astype(object, copy=True)
     n = arr.size
-    if arr.dtype.kind == "b" or any(isinstance(v, (bool, np.bool_)) for v in out[:1000]) and \
-            any(isinstance(v, (bool, np.bool_)) for v in out):
-        raise DpoptInputError("labels must not be booleans (True would equal the label 1); got a boolean label")
     is_tuple = np.fromiter((isinstance(v, tuple) for v in out), dtype=bool, count=n) if arr.dtype == object \
         else np.zeros(n, dtype=bool)
     series = pd.Series(np.where(is_tuple, None, out), dtype=object)
