@@ -164,7 +164,7 @@ def report_markdown(result: ReleaseResult) -> str:
         "",
         "## Privacy model",
         "",
-        *privacy_model_lines(),
+        *"\n\n".join(privacy_model_lines()).split("\n"),  # one paragraph each
         "",
         "## Privacy accounting",
         "",
@@ -178,7 +178,7 @@ def report_markdown(result: ReleaseResult) -> str:
         f"{s.epsilon_basic_composition:g})",
         f"- noise: {s.noise}",
         "- public by assumption (seed 002 §II-C): the occupancy array, i.e. n_users, n_records and "
-        "max_user_records per grid and the suppressed pairs",
+        "max_user_records per grid (the suppressed and kept pairs, with raw user ids, are in diagnostics/, not published)",
         *_value_drop_caveat(ing),
         "",
         "## Accuracy",
