@@ -334,7 +334,7 @@ RELEASE_CLI = [
     ["{csv}", "--bound", "100", "--epsilon", "nan"],
     ["{csv}", "--bound", "100", "--epsilon", "0"],
     ["{csv}", "--bound", "100", "--epsilon", "1e300"],
-    ["{csv}", "--bound", "100", "--epsilon", "1e12"],
+    ["{csv}", "--bound", "100", "--epsilon", "1e101"],
     ["{csv}", "--bound", "100", "--epsilon", "1", "--error-bound", "inf"],
     ["{csv}", "--bound", "100", "--epsilon", "1", "--error-bound", "nan"],
     ["{csv}", "--bound", "100", "--epsilon", "1", "--error-bound", "-1"],

@@ -120,9 +120,6 @@ def _check_numbers(bound: float, epsilon: float, args: argparse.Namespace) -> No
     if args.chunksize is not None and args.chunksize < 1:
         raise CliError(f"`--chunksize` must be an integer >= 1; got {args.chunksize!r}")
     # the discrete sampler's integer arithmetic (release.py refuses these only after aggregating)
-    if epsilon > 2.0**32:
-        raise CliError(f"`--epsilon` must be at most 2^32 (the discrete sampler counts budgets in "
-                       f"multiples of 2^-30); got {epsilon!r}")
     if bound * bound * 2.0**DEFAULT_GRANULARITY_BITS > 2.0**60:
         raise CliError(f"`--bound` must be at most 2^24 = {2**24} (U^2 * 2^{DEFAULT_GRANULARITY_BITS} "
                        f"must stay below 2^60 on the release grid); got {bound!r}")
