@@ -8,8 +8,6 @@ stderr starting ``dpopt CMD: error:``, no traceback. Seeded and fast (a few seco
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -270,11 +268,10 @@ def _partition_cases(cmd: str, extra: list[str] | None = None) -> list[Any]:
     extra = extra or []
     cases = [pytest.param([cmd, "--counts", "{%s}" % f, "--bound", "1", "--epsilon", "1", *extra],
                           id=f"{cmd}-counts-{f}") for f in BAD_COUNT_FILES]
-    cases += [pytest.param([cmd, "--counts", "{m}", "--bound", "1", "--epsilon", "1", *extra, flag, value]
-                           if False else
-                           [cmd, "--counts", "{m}", *(["--bound", value] if flag == "--bound" else ["--bound", "1"]),
-                            *(["--epsilon", value] if flag == "--epsilon" else ["--epsilon", "1"]), *extra],
-                           id=f"{cmd}-{flag}-{value}") for flag, value in BAD_NUMBERS]
+    for flag, value in BAD_NUMBERS:
+        numbers = {"--bound": "1", "--epsilon": "1", flag: value}
+        cases.append(pytest.param([cmd, "--counts", "{m}", "--bound", numbers["--bound"], "--epsilon",
+                                   numbers["--epsilon"], *extra], id=f"{cmd}-{flag}-{value}"))
     return cases
 
 
