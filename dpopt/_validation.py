@@ -29,6 +29,9 @@ __all__ = [
     "check_positive_int",
     "check_choice",
     "check_nonnegative_float",
+    "normalise_labels",
+    "label_parts",
+    "MAX_COUNT",
 ]
 
 
@@ -39,12 +42,15 @@ class DpoptInputError(ValueError):
 def _show(value: Any, limit: int = 80) -> str:
     """A short printable form of ``value`` for error messages."""
     try:
+        if hasattr(value, "to_numpy") and not isinstance(value, np.ndarray):  # pandas: no multi-line repr
+            value = value.to_numpy()
         if isinstance(value, np.ndarray):
             text = np.array2string(value, threshold=8, edgeitems=3)
         else:
             text = repr(value)
     except Exception:  # pragma: no cover - exotic objects
         text = object.__repr__(value)
+    text = " ".join(text.split())  # messages are one line
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -71,6 +77,11 @@ def _to_array(value: Any, name: str) -> np.ndarray:
     return arr
 
 
+#: largest count accepted anywhere (a sample count, a grid total): sums of up to 2^13 of them stay
+#: exact in float64 and far from int64 overflow
+MAX_COUNT = 2**40
+
+
 def _integer_valued(arr: np.ndarray, name: str, original: Any) -> np.ndarray:
     if arr.dtype.kind == "b":
         raise _fail(name, "must hold integers, not booleans", original)
@@ -81,6 +92,13 @@ def _integer_valued(arr: np.ndarray, name: str, original: Any) -> np.ndarray:
         if np.any(arr != np.round(arr)):
             bad = arr[arr != np.round(arr)][0]
             raise _fail(name, f"must hold whole numbers (found {bad})", original)
+    # checked before the cast to int64, which would wrap (1e19 -> -9223372036854775808)
+    big = np.abs(arr) > MAX_COUNT if arr.dtype.kind != "u" else arr > MAX_COUNT
+    if np.any(big):
+        bad = arr[big][0]
+        raise _fail(name, f"must hold integers of at most 2^40 = {MAX_COUNT} in magnitude (found {bad:.6g})"
+                    if arr.dtype.kind == "f" else
+                    f"must hold integers of at most 2^40 = {MAX_COUNT} in magnitude (found {bad})", original)
     return arr.astype(np.int64, copy=False)
 
 
@@ -149,22 +167,27 @@ def _finite_real(value: Any, name: str, rule: str) -> float:
     return out
 
 
-def check_bound(bound: Any, name: str = "bound") -> float:
-    """Validate the sample bound U: a finite number > 0."""
-    rule = "must be a positive finite number"
-    out = _finite_real(bound, name, rule)
+#: U and ε above LIMIT are refused: then U², ε·2^30 and the sums of the release stay finite (no
+#: OverflowError after the expensive steps). Tiny ε is allowed (noise scales become inf, handled).
+SCALE_LIMIT = 1e100
+
+
+def _in_scale(out: float, name: str, value: Any) -> float:
     if out <= 0:
-        raise _fail(name, rule, bound)
+        raise _fail(name, "must be a positive finite number", value)
+    if out > SCALE_LIMIT:
+        raise _fail(name, "must be a positive finite number <= 1e100 (no overflow later)", value)
     return out
+
+
+def check_bound(bound: Any, name: str = "bound") -> float:
+    """Validate the sample bound U: a finite number in (0, 1e100]."""
+    return _in_scale(_finite_real(bound, name, "must be a positive finite number"), name, bound)
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """Validate a privacy parameter ε: a finite number > 0."""
-    rule = "must be a positive finite number"
-    out = _finite_real(epsilon, name, rule)
-    if out <= 0:
-        raise _fail(name, rule, epsilon)
-    return out
+    """Validate a privacy parameter ε: a finite number in (0, 1e100]."""
+    return _in_scale(_finite_real(epsilon, name, "must be a positive finite number"), name, epsilon)
 
 
 def as_epsilons(epsilon: Any, name: str = "epsilon", *, size: int | None = None) -> np.ndarray:
@@ -180,6 +203,8 @@ def as_epsilons(epsilon: Any, name: str = "epsilon", *, size: int | None = None)
         raise _fail(name, "must be a number or a non-empty 1-D array", epsilon)
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise _fail(name, "must hold positive finite numbers", epsilon)
+    if np.any(arr > SCALE_LIMIT):
+        raise _fail(name, "must hold positive finite numbers <= 1e100", epsilon)
     if size is not None and arr.size != size:
         raise _fail(name, f"must have length {size} (length {arr.size})", epsilon)
     return arr
@@ -191,7 +216,7 @@ def check_dim(dim: Any, name: str = "dim") -> int:
 
 
 def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
-    """Validate an integer ≥ ``minimum`` (booleans refused)."""
+    """Validate an integer ≥ ``minimum`` and ≤ 2^53 (booleans refused)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -199,6 +224,8 @@ def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
             raise _fail(name, f"must be an integer >= {minimum}", value)
     if int(value) < minimum:
         raise _fail(name, f"must be an integer >= {minimum}", value)
+    if int(value) > 2**53:  # numpy int64 / float exactness
+        raise _fail(name, f"must be an integer >= {minimum} and <= 2^53", value)
     return int(value)
 
 
@@ -240,3 +267,78 @@ def as_interval_bounds(
         i = int(np.flatnonzero(lo > hi)[0])
         raise _fail(names[0], f"must not exceed `{names[1]}` (index {i}: {lo[i]:g} > {hi[i]:g})", lower)
     return lo, hi
+
+
+def label_parts(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Labels under dpopt's ONE normalisation rule, and a mask of missing labels.
+
+    The rule, for every input type (lists, numpy, pandas; CSV text, Parquet and DataFrame columns):
+
+    1. a label that is a number, or text that reads as one (``1``, ``1.0``, ``np.int64(1)``,
+       ``"1.0"``, ``" 001 "``, ``"1e0"``), with a whole value of magnitude below 2^53 is that
+       integer (a Python ``int``): user ids 1 and 1.0 in one column are ONE user;
+    2. any other text is stripped of surrounding white space; other numbers stay as given;
+    3. missing labels (None, NaN, NaT, pd.NA, empty or blank text, a non-finite number) are flagged
+       in the mask; booleans are refused (True would silently equal 1);
+    4. tuples (composite labels such as (cell, slot)) are kept as given.
+
+    Merging labels that denote the same number can only merge users, never split one: a split
+    would understate a real user's contribution (a privacy bug), a merge overstates it.
+    Returns (object array of normalised labels, boolean mask of missing ones).
+    """
+    import pandas as pd
+
+    if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
+        values = values.to_numpy()
+    if isinstance(values, np.ndarray):
+        arr = values
+    else:
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = list(values)
+    if arr.ndim != 1:
+        raise DpoptInputError(f"labels must be one-dimensional; got shape {arr.shape}")
+    if arr.dtype.kind == "b" or (arr.dtype == object and any(isinstance(v, (bool, np.bool_)) for v in arr)):
+        raise DpoptInputError("labels must not be booleans (True would equal the label 1); got a boolean label")
+    if arr.size > 64:  # normalise each distinct label once (ids repeat: a few thousand vehicles)
+        codes, uniq = pd.factorize(arr, use_na_sentinel=True)
+        if uniq.size < arr.size:
+            labels, missing = label_parts(np.asarray(uniq, dtype=object))
+            na = codes < 0
+            res = labels[np.where(na, 0, codes)] if labels.size else np.full(arr.size, None, dtype=object)
+            res[na] = None
+            return res, na | (missing[np.where(na, 0, codes)] if labels.size else True)
+    out = arr.astype(object, copy=True)
+    n = arr.size
+    is_tuple = np.fromiter((isinstance(v, tuple) for v in out), dtype=bool, count=n) if arr.dtype == object \
+        else np.zeros(n, dtype=bool)
+    series = pd.Series(np.where(is_tuple, None, out), dtype=object)
+    missing = series.isna().to_numpy() & ~is_tuple
+    text = series.map(lambda v: v.strip() if isinstance(v, str) else v)
+    is_text = text.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+    missing |= is_text & (text == "").to_numpy(dtype=bool)
+    num = pd.to_numeric(text.where(~missing, None), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        whole = np.isfinite(num) & (num == np.round(num)) & (np.abs(num) < 2.0**53)
+        nonfinite_number = ~is_text & ~is_tuple & ~missing & ~np.isfinite(num) & \
+            text.map(lambda v: isinstance(v, (int, float, np.number))).to_numpy(dtype=bool)
+    missing |= nonfinite_number
+    res = np.array(text.to_numpy(dtype=object), dtype=object, copy=True)
+    res[whole] = [int(x) for x in num[whole]]
+    res[is_tuple] = out[is_tuple]
+    res[missing] = None
+    return res, missing
+
+
+def normalise_labels(values: Any, name: str) -> np.ndarray:
+    """Labels normalised by :func:`label_parts`; a missing label raises naming ``name``."""
+    try:
+        labels, missing = label_parts(values)
+    except DpoptInputError as exc:
+        raise DpoptInputError(f"`{name}`: {exc}") from None
+    if np.any(missing):
+        i = int(np.flatnonzero(missing)[0])
+        raw = values.iloc[i] if hasattr(values, "iloc") else values[i]
+        raise DpoptInputError(
+            f"`{name}` must not hold missing labels (None, NaN, empty text); got {_show(raw)} at index {i}"
+        )
+    return labels

@@ -316,6 +316,26 @@ class GridErrorTerms:
     epsilon_variance: np.ndarray
 
 
+def _grid_count_array(value: Any, name: str) -> np.ndarray:
+    """Per-grid counts: 1-D (a scalar is one grid), whole numbers >= 0 (NaN, 2.5, -1 refused)."""
+    arr = np.atleast_1d(np.asarray(value)) if np.isscalar(value) or np.ndim(value) == 0 else value
+    return as_retained(arr, name=name, require_positive_total=False)
+
+
+def _check_grid_counts(N: np.ndarray, R: np.ndarray, g: np.ndarray) -> None:
+    """0 <= Γ* <= R <= N per grid, and Γ* >= 1 exactly when R >= 1 (R samples kept by users who each
+    keep at most Γ*: Γ* = 0 with R = 3 is impossible and would give sensitivity 0)."""
+    checks = (
+        (R > N, "`retained_totals` must not exceed `totals`", R, N),
+        (g > R, "`retained_max` must not exceed `retained_totals`", g, R),
+        ((g == 0) & (R > 0), "`retained_max` must be >= 1 where `retained_totals` > 0", g, R),
+    )
+    for bad, rule, a, b in checks:
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise DpoptInputError(f"{rule} (grid {i}: {a[i]} vs {b[i]})")
+
+
 def grid_error_terms(
     totals: Any,
     retained_totals: Any,
@@ -350,16 +370,17 @@ def grid_error_terms(
     """
     U = check_bound(bound)
     check_choice(split, "split", ("equal", "optimal"))
-    N = np.atleast_1d(np.asarray(totals, dtype=float))
-    R = np.atleast_1d(np.asarray(retained_totals, dtype=float))
-    g = np.atleast_1d(np.asarray(retained_max, dtype=float))
-    if not (N.shape == R.shape == g.shape) or N.ndim != 1:
+    N, R, g = (
+        _grid_count_array(v, name)
+        for v, name in ((totals, "totals"), (retained_totals, "retained_totals"), (retained_max, "retained_max"))
+    )
+    if not (N.shape == R.shape == g.shape):
         raise DpoptInputError(
             f"`totals`, `retained_totals`, `retained_max` must be 1-D of one shape; "
             f"got {N.shape}, {R.shape}, {g.shape}"
         )
-    if np.any(R < 0) or np.any(R > N) or np.any(g > R) or np.any(g < 0):
-        raise DpoptInputError("`retained_totals` must lie in [0, totals] and `retained_max` in [0, retained_totals]")
+    _check_grid_counts(N, R, g)
+    N, R, g = N.astype(float), R.astype(float), g.astype(float)
     eps = as_epsilons(epsilon, size=N.size)
     dmu = mean_sensitivity_from_totals(R, g, U)
     dvar = variance_sensitivity_from_totals(R, g, U)
@@ -385,6 +406,15 @@ def grid_error_terms(
         epsilon_mean=e_mu,
         epsilon_variance=e_var,
     )
+
+
+def _check_occupancy(occ: Any) -> None:
+    from .occupancy import Occupancy
+
+    if not isinstance(occ, Occupancy):
+        raise DpoptInputError(
+            f"`occ` must be a dpopt.Occupancy (Occupancy.from_triples/from_frame); got {type(occ).__name__}"
+        )
 
 
 def grid_errors(
@@ -424,6 +454,7 @@ def grid_errors(
 
 def _retained_totals(occ: "Occupancy", suppressed: Any) -> tuple[np.ndarray, np.ndarray]:
     """(R_g, Γ*_g) per grid after removing the ``suppressed`` (user, grid) pairs."""
+    _check_occupancy(occ)
     retained = occ.retained_matrix(suppressed)
     R = np.asarray(retained.sum(axis=0)).ravel()
     gmax = np.asarray(retained.max(axis=0).toarray()).ravel() if retained.nnz else np.zeros(occ.n_grids)
@@ -447,6 +478,7 @@ def parallel_composition(
     Only grids where a user keeps at least one sample count (a suppressed contribution does not
     touch the release of that grid). With a uniform ε this is ``K·ε`` where ``K = max_ℓ G_ℓ``.
     """
+    _check_occupancy(occ)
     eps = as_epsilons(epsilon, size=occ.n_grids)
     retained = occ.retained_matrix(suppressed)
     member = retained.copy()

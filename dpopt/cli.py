@@ -53,8 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DpoptInputError as exc:
         print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except (FileNotFoundError, IsADirectoryError, PermissionError, NotADirectoryError, FileExistsError) as exc:
         print(f"dpopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as exc:  # any input file (counts, occupancy, records) that is not UTF-8
+        print(f"dpopt {args.command}: error: an input file is not UTF-8 text ({exc.reason}, byte "
+              f"{exc.object[exc.start:exc.start + 1]!r} at offset {exc.start}); convert it to UTF-8", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `dpopt ... | head`: the reader left; not an error of ours
         import os

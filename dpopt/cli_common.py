@@ -32,12 +32,19 @@ def read_numbers(path: str | Path, name: str) -> np.ndarray:
     A first line that is not numeric is taken as a header and skipped. ``-`` reads stdin.
     """
     if str(path) == "-":
-        text = sys.stdin.read()
+        raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
     else:
         p = Path(path)
         if not p.is_file():
             raise CliError(f"`{name}` must be a readable file; got {str(path)!r} (not found)")
-        text = p.read_text()
+        raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliError(
+            f"`{name}` file {str(path)!r} is not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r} at offset "
+            f"{exc.start}); write the numbers as plain text"
+        ) from None
     tokens = text.replace(",", " ").replace(";", " ").split("\n")
     values: list[float] = []
     for i, line in enumerate(tokens):

@@ -17,22 +17,48 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import DpoptInputError, _show
+from ._validation import DpoptInputError, _integer_valued, _show, normalise_labels
 
 __all__ = ["Occupancy"]
 
 
-def _labels(values: Any, name: str) -> np.ndarray:
+def _raw(values: Any, name: str) -> np.ndarray:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise DpoptInputError(f"`{name}` must be array-like (a list, numpy array or pandas Series); got {_show(values)}")
     if hasattr(values, "to_numpy"):
         values = values.to_numpy()
     if isinstance(values, (list, tuple)) and values and isinstance(values[0], tuple):
         arr = np.empty(len(values), dtype=object)  # tuple labels, e.g. (cell, slot)
         arr[:] = list(values)
         return arr
-    arr = np.asarray(values)
+    if isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values):
+        raise DpoptInputError(f"`{name}` must not hold booleans (True would equal 1); got {_show(values)}")
+    try:
+        arr = np.asarray(values)
+    except ValueError:
+        raise DpoptInputError(f"`{name}` must be a flat array-like; got {_show(values)}") from None
+    if isinstance(values, (list, tuple)) and arr.dtype.kind in "US":
+        arr = np.empty(len(values), dtype=object)  # keep None/NaN as such (numpy would write "nan")
+        arr[:] = list(values)
     if arr.ndim != 1:
         raise DpoptInputError(f"`{name}` must be one-dimensional; got shape {arr.shape}")
     return arr
+
+
+def _labels(values: Any, name: str) -> np.ndarray:
+    """Labels under dpopt's one normalisation rule (:func:`dpopt._validation.label_parts`): whole
+    numbers (1, 1.0, "1.0") are the integer, text is stripped, missing labels (None, NaN, "") are
+    refused; integer arrays pass unchanged."""
+    arr = _raw(values, name)
+    if arr.dtype.kind in "iu":
+        return arr
+    if arr.dtype.kind == "f":
+        if np.any(np.isnan(arr)):
+            i = int(np.flatnonzero(np.isnan(arr))[0])
+            raise DpoptInputError(f"`{name}` must not hold missing labels (None, NaN, empty text); got nan at index {i}")
+        if np.all(np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0**53)):
+            return arr.astype(np.int64)
+    return normalise_labels(arr, name)
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +103,7 @@ class Occupancy:
         """
         u = _labels(users, "users")
         g = _labels(grids, "grids")
-        c = _labels(counts, "counts")
+        c = _raw(counts, "counts")
         if not (u.shape == g.shape == c.shape):
             raise DpoptInputError(
                 f"`users`, `grids` and `counts` must have one length; got {u.size}, {g.size}, {c.size}"
@@ -86,11 +112,7 @@ class Occupancy:
             raise DpoptInputError("`counts` must not be empty; got 0 triples")
         if c.dtype.kind not in "iuf" or c.dtype.kind == "b":
             raise DpoptInputError(f"`counts` must hold integers; got dtype {c.dtype}")
-        if c.dtype.kind == "f":
-            if not np.all(np.isfinite(c)) or np.any(c != np.round(c)):
-                bad = c[~np.isfinite(c) | (c != np.round(c))][0]
-                raise DpoptInputError(f"`counts` must hold whole numbers; got {bad}")
-        c = c.astype(np.int64)
+        c = _integer_valued(c, "counts", counts)  # finite, whole, at most 2^40 (no int64 wrap)
         if np.any(c < 0):
             raise DpoptInputError(f"`counts` must hold integers >= 0; got {c[c < 0][0]}")
         keep = c > 0

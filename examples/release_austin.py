@@ -14,5 +14,5 @@ s = result.summary
 print(f"{s.users} buses, {s.grids} grids; K = {s.degradation} (was {s.degradation_baseline}) "
       f"-> {s.epsilon_total:g}-user-level DP in total; worst-case error E = {s.error_bound:.1f}")
 print(result.table[["cell", "slot", "n_users", "n_records", "mean", "variance"]].nlargest(5, "n_records"))
-paths = write_report(result, Path("dpopt-release-example"))
+paths = write_report(result, Path("dpopt-release-example"), overwrite=True)
 print("wrote", ", ".join(str(p) for p in paths.values()))

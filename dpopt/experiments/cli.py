@@ -31,6 +31,20 @@ def _parse_param(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
+def _check_params(func: Any, params: dict[str, Any], figure: str) -> None:
+    """Unknown ``--param`` keys are refused before any work (one line, exit 2)."""
+    import inspect
+
+    sig = inspect.signature(func).parameters
+    if any(v.kind is v.VAR_KEYWORD for v in sig.values()):
+        return
+    own = ("runs", "seed", "progress")  # set by --runs/--seed/--quiet
+    known = [k for k in sig if k not in own]
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise CliError(f"`--param` {unknown[0]!r} is not a parameter of {figure}; known: {', '.join(known) or 'none'}")
+
+
 def write_outputs(result: Any, out: Path) -> dict[str, Path]:
     """Write the CSV, PNG and notes of a :class:`~dpopt.experiments.base.FigureResult` into ``out``."""
     from . import FIGURES
@@ -76,11 +90,23 @@ def run(args: argparse.Namespace) -> int:
     if args.figure != "all" and args.figure not in FIGURES:
         raise CliError(f"`FIGURE` must be 'all' or one of {', '.join(FIGURES)}; got {args.figure!r}")
     params = dict(_parse_param(p) for p in (args.param or []))
+    if args.figure != "all":
+        _check_params(FIGURES[args.figure].func, params, args.figure)
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"`--out` must be a directory path; got {args.out!r} (a file exists there)")
+    if args.runs is not None and args.runs < 1:
+        raise CliError(f"`--runs` must be an integer >= 1; got {args.runs!r}")
     for fig in figures:
         t0 = time.perf_counter()
         kw = params if args.figure != "all" else {}
-        result = reproduce(fig, runs=args.runs, seed=args.seed, progress=not args.quiet, **kw)
+        try:
+            result = reproduce(fig, runs=args.runs, seed=args.seed, progress=not args.quiet, **kw)
+        except (TypeError, ValueError) as exc:
+            if not kw or isinstance(exc, CliError):
+                raise
+            raise CliError(f"`--param` {', '.join(f'{k}={v!r}' for k, v in kw.items())} rejected by {fig}: "
+                           f"{type(exc).__name__}: {exc}") from None
         paths = write_outputs(result, out)
         print(f"{fig}: {len(result.frame)} rows in {time.perf_counter() - t0:.1f} s -> {paths['csv']}, "
               f"{paths['png'].name}, {paths['notes'].name}", file=sys.stdout)

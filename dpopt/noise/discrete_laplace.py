@@ -99,7 +99,10 @@ def discrete_laplace(scale: Fraction, rng: IntegerSource) -> int:
 
     ``scale`` = t/s is a positive rational.
     """
-    scale = Fraction(scale)
+    try:
+        scale = Fraction(scale)
+    except (TypeError, ValueError, OverflowError):  # nan, inf, text, None
+        raise DpoptInputError(f"`scale` must be a positive finite rational; got {scale!r}") from None
     if scale <= 0:
         raise DpoptInputError(f"`scale` must be positive; got {scale}")
     t, s = scale.numerator, scale.denominator  # P ∝ exp(-|z|·s/t)

@@ -11,11 +11,14 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from .._validation import DpoptInputError
 from ..cli_common import CliError, emit
+from .privacy_model import PRIVACY_MODEL_TEXT
 
 __all__ = ["register", "run"]
 
@@ -25,21 +28,28 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "release",
         help="user-level DP release of per-(H3 cell, time slot) means and variances from records",
-        description=(
+        description=textwrap.fill(
             "Read records (user, latitude, longitude, timestamp, value), grid them into H3 cells x "
             "UTC time slots, plan which contributions to keep (seed 002: BASELINE, CLIP-USER or "
             "the MILP), and release every grid's mean and variance with the CLIP mechanism and an "
-            "exact discrete Laplace sampler. Writes release.csv, summary.json, suppressed.csv, "
-            "map.png and report.md into --out. The whole release is K*epsilon user-level DP "
-            "(seed 002 Thm II.3)."
+            "exact discrete Laplace sampler. Writes release.csv, summary.json, map.png and "
+            "report.md into --out (for publication) and diagnostics/ (suppressed.csv, "
+            "kept_pairs.csv, ingest.json: raw user ids and value-dependent counts, NOT for "
+            "publication). The whole release is K*epsilon user-level DP (seed 002 Thm II.3).",
+            90,
         ),
+        epilog="\n\n".join(textwrap.fill(t, 90) for t in PRIVACY_MODEL_TEXT),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("records", nargs="?", help="CSV (.csv, .csv.gz) or Parquet file/directory of records")
     p.add_argument("--example", action="store_true",
                    help="use the embedded Austin bus day (defaults: --bound 120 --epsilon 1)")
     p.add_argument("--bound", type=float, help="public bound U of the values (e.g. 120 km/h)")
     p.add_argument("--epsilon", type=float, help="privacy budget of each grid's release")
-    p.add_argument("--out", default="dpopt-release", help="output directory (default ./dpopt-release)")
+    p.add_argument("--out", default="dpopt-release", help="output directory (default ./dpopt-release); "
+                   "written atomically, refused if it exists and is not empty unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a non-empty --out (only once the new release is complete)")
     p.add_argument("--h3-resolution", type=int, default=7, help="H3 resolution 0..15 (default 7)")
     p.add_argument("--slot", default="1h", help="time slot length, e.g. 1h, 15min (default 1h, UTC)")
     p.add_argument("--plan", default="baseline", choices=["baseline", "greedy", "milp"],
@@ -94,11 +104,32 @@ def _client(args: argparse.Namespace) -> Any:
     return None  # dask_backend starts a local cluster
 
 
+def _check_numbers(bound: float, epsilon: float, args: argparse.Namespace) -> None:
+    """Every numeric flag checked before any data is read (no error after the expensive steps)."""
+    from .._validation import check_bound, check_epsilon, check_nonnegative_float
+    from .release import DEFAULT_GRANULARITY_BITS
+
+    bound = check_bound(bound)
+    epsilon = check_epsilon(epsilon)
+    if args.error_bound is not None:
+        eb = check_nonnegative_float(args.error_bound, "error_bound")
+        if eb == 0 or not math.isfinite(eb):  # pragma: no cover - check_nonnegative_float refuses inf
+            raise CliError(f"`--error-bound` must be a positive finite number; got {args.error_bound!r}")
+    if args.time_limit is not None:
+        check_nonnegative_float(args.time_limit, "time_limit")
+    if args.chunksize is not None and args.chunksize < 1:
+        raise CliError(f"`--chunksize` must be an integer >= 1; got {args.chunksize!r}")
+    # the discrete sampler's integer arithmetic (release.py refuses these only after aggregating)
+    if bound * bound * 2.0**DEFAULT_GRANULARITY_BITS > 2.0**60:
+        raise CliError(f"`--bound` must be at most 2^24 = {2**24} (U^2 * 2^{DEFAULT_GRANULARITY_BITS} "
+                       f"must stay below 2^60 on the release grid); got {bound!r}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``dpopt release``: release, write the files into ``--out``, print the summary; 0 on success."""
     from .data import EXAMPLE_BOUND, EXAMPLE_EPSILON, austin_sample_path
     from .release import release
-    from .report import write_report
+    from .report import check_out, write_report
 
     if args.example:
         if args.records:
@@ -118,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         if args.epsilon is None:
             raise CliError("`--epsilon` is required: the privacy budget of each grid (e.g. --epsilon 1)")
         bound, epsilon = args.bound, args.epsilon
+    _check_numbers(bound, epsilon, args)
+    check_out(args.out, overwrite=args.overwrite)
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                "timestamp": args.time_col, "value": args.value_col}
     client = _client(args)
@@ -129,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             out_of_range=args.out_of_range, timestamp_unit=args.timestamp_unit,
             chunksize=args.chunksize, backend=args.backend, client=client, progress=not args.quiet,
         )
-        paths = write_report(result, args.out, make_map=not args.no_map)
+        paths = write_report(result, args.out, make_map=not args.no_map, overwrite=args.overwrite)
     except CliError:
         raise
     except (MemoryError, OSError) as exc:
@@ -145,12 +178,11 @@ def run(args: argparse.Namespace) -> int:
     ing = result.ingest
     payload = {
         "out": str(Path(args.out).resolve()),
-        "files": sorted(p.name for p in paths.values()),
+        "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
         "users": s.users,
         "grids": s.grids,
         "records_read": ing.records_read,
         "dropped_records": s.dropped_records,
-        "clipped_values": ing.clipped,
         "plan": s.plan + (" + pseudo-users" if s.pseudo_users else ""),
         "plan_status": s.plan_status,
         "degradation": s.degradation,

@@ -19,11 +19,16 @@ Cleaning (counted in :class:`IngestReport`, never silent):
 
 Timestamps: ISO 8601 strings (an offset is converted to UTC; a naive time is taken as UTC), pandas
 datetimes, or numbers (Unix time in ``timestamp_unit``, seconds by default). User identifiers are
-kept as strings, so that chunks and back-ends agree on the labels.
+kept as strings under dpopt's one label rule (:func:`dpopt._validation.label_parts`): an id that
+is or reads as a whole number (``1``, ``1.0``, ``"1.0"``, ``" 001"``) is that integer's text
+(``"1"``), so one vehicle written two ways is one user (never two, which would understate its
+contribution); other text is stripped; empty ids are missing. Chunks and back-ends agree on the
+labels.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int
+from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_parts
 
 __all__ = [
     "FIELDS",
@@ -239,21 +244,42 @@ def iter_raw_chunks(
     if kind == "csv":
         try:
             header = pd.read_csv(source, nrows=0)
-        except (pd.errors.EmptyDataError, UnicodeDecodeError, pd.errors.ParserError, OSError, EOFError) as exc:
+        except UnicodeDecodeError:
+            raise DpoptInputError(f"`records` file {str(source)!r} is not UTF-8 text; convert it to UTF-8") from None
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError, EOFError) as exc:
             raise DpoptInputError(f"`records` file {str(source)!r} is not a readable CSV: {exc}") from None
         _check_columns([str(c) for c in header.columns], cmap, f"file {str(source)!r}")
         # ids and times as text; numbers inferred (a column with a bad entry stays text and
         # clean_chunk counts the entry). The Dask back-end passes the same options.
+        # every column is read (``usecols`` would hide rows with more fields than the header, and a
+        # first row with one extra field would shift the columns); such rows stop the run
         dtype = {cmap.user_id: str, cmap.timestamp: str}
         try:
-            with pd.read_csv(
-                source, usecols=usecols, dtype=dtype, chunksize=chunksize or DEFAULT_CHUNKSIZE,
-                keep_default_na=True,
-            ) as reader:
-                for chunk in reader:
-                    yield chunk.rename(columns=rename)[list(FIELDS)]
-        except (pd.errors.ParserError, UnicodeDecodeError, OSError, EOFError, ValueError) as exc:
-            raise DpoptInputError(f"`records` file {str(source)!r} could not be parsed as CSV: {exc}") from None
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                reader = pd.read_csv(source, dtype=dtype, chunksize=chunksize or DEFAULT_CHUNKSIZE,
+                                     keep_default_na=True, index_col=False)
+            with reader:
+                while True:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("error", pd.errors.ParserWarning)
+                        chunk = next(reader, None)
+                    if chunk is None:
+                        break
+                    yield chunk[usecols].rename(columns=rename)[list(FIELDS)]
+        except pd.errors.ParserWarning:
+            raise DpoptInputError(
+                f"`records` file {str(source)!r} has a row with more fields than its header (the first "
+                "data row); fix the file (quote fields holding commas)"
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise DpoptInputError(
+                f"`records` file {str(source)!r} is not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} "
+                f"at offset {exc.start} of a block); convert it to UTF-8"
+            ) from None
+        except (pd.errors.ParserError, OSError, EOFError, ValueError) as exc:
+            text = " ".join(str(exc).split())
+            raise DpoptInputError(f"`records` file {str(source)!r} could not be parsed as CSV: {text}") from None
         return
     # parquet
     try:
@@ -273,29 +299,59 @@ def iter_raw_chunks(
 # cleaning
 
 
+#: the years pandas' nanosecond timestamps can hold (1677-09-21 .. 2262-04-11)
+_YEAR_RANGE = (1678, 2261)
+
+
+def _iso(col: pd.Series) -> pd.Series:
+    """ISO 8601 text -> UTC timestamps; unparseable or outside pandas' range (1677-2262) -> NaT."""
+    text = col.astype("string")
+    year = pd.to_numeric(text.str.extract(r"^\s*([+-]?\d{4,})", expand=False), errors="coerce")
+    inside = ~((year < _YEAR_RANGE[0]) | (year > _YEAR_RANGE[1])).fillna(False).to_numpy(dtype=bool)
+    text = text.where(inside)
+    try:
+        return pd.to_datetime(text, utc=True, errors="coerce", format="ISO8601")
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):  # a boundary date: one by one
+        return pd.Series([_one_iso(v) for v in text], index=col.index, dtype="datetime64[ns, UTC]")
+
+
+def _one_iso(value: Any) -> Any:
+    try:
+        return pd.to_datetime(value, utc=True, errors="coerce", format="ISO8601")
+    except (pd.errors.OutOfBoundsDatetime, OverflowError, ValueError, TypeError):
+        return pd.NaT
+
+
 def _parse_time(col: pd.Series, unit: str) -> np.ndarray:
-    """Timestamps -> int64 ns since epoch UTC; unparseable -> INT64 min (NaT)."""
+    """Timestamps -> int64 ns since epoch UTC; unparseable or outside pandas' range -> INT64 min (NaT)."""
     if not pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_datetime64_any_dtype(col):
         # text: ISO 8601, or Unix times written as text ("1441515647") when nothing parses as ISO
-        iso = pd.to_datetime(col.astype("string"), utc=True, errors="coerce", format="ISO8601")
+        iso = _iso(col)
         if iso.notna().any() or not col.notna().any():
             return _as_ns(iso)
         col = pd.to_numeric(col, errors="coerce")
     if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         num = pd.to_numeric(col, errors="coerce").astype(float)
-        num = num.where(np.isfinite(num))
+        per_unit = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
+        lo, hi = pd.Timestamp.min.value / per_unit, pd.Timestamp.max.value / per_unit
+        num = num.where(np.isfinite(num) & (num > lo) & (num < hi))
         ts = pd.to_datetime(num, unit=unit, utc=True, errors="coerce")
     elif isinstance(col.dtype, pd.DatetimeTZDtype):
         ts = col.dt.tz_convert("UTC")
     elif pd.api.types.is_datetime64_dtype(col):
         ts = col.dt.tz_localize("UTC")
     else:
-        ts = pd.to_datetime(col.astype("string"), utc=True, errors="coerce", format="ISO8601")
+        ts = _iso(col)
     return _as_ns(ts)
 
 
 def _as_ns(ts: pd.Series) -> np.ndarray:
-    ts = ts.dt.as_unit("ns")
+    try:
+        ts = ts.dt.as_unit("ns")
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):  # datetime64[s/ms/us] beyond 1677-2262
+        lo = pd.Timestamp.min.tz_localize("UTC") if ts.dt.tz is not None else pd.Timestamp.min
+        hi = pd.Timestamp.max.tz_localize("UTC") if ts.dt.tz is not None else pd.Timestamp.max
+        ts = ts.where((ts >= lo) & (ts <= hi)).dt.as_unit("ns")
     return ts.array.asi8.copy() if hasattr(ts.array, "asi8") else ts.to_numpy().view("int64")
 
 
@@ -304,20 +360,13 @@ def _float(col: pd.Series) -> np.ndarray:
 
 
 def _user_strings(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """User ids as str objects; returns (labels, missing mask)."""
-    missing = col.isna().to_numpy()
-    if pd.api.types.is_float_dtype(col):
-        # 12.0 -> "12" so that labels agree with integer columns of other chunks or back-ends
-        vals = col.to_numpy(dtype=float, na_value=np.nan)
-        whole = np.isfinite(vals) & (vals == np.round(vals))
-        labels = col.astype(str).to_numpy(dtype=object)
-        labels[whole] = vals[whole].astype(np.int64).astype(str).astype(object)
-    else:
-        labels = col.astype(str).to_numpy(dtype=object)
-    labels = np.asarray(labels, dtype=object)
-    stripped = pd.Series(labels, dtype="string").str.strip()
-    missing = missing | (stripped == "").to_numpy(dtype=bool, na_value=True)
-    return stripped.to_numpy(dtype=object, na_value=""), missing
+    """User ids as str objects under dpopt's one label rule (:func:`dpopt._validation.label_parts`:
+    ``1``, ``1.0``, ``"1.0"`` and ``" 001"`` are all user ``"1"``, text is stripped, missing ids are
+    flagged); returns (labels, missing mask)."""
+    labels, missing = label_parts(col)
+    out = np.empty(labels.shape, dtype=object)
+    out[:] = [str(v) if v is not None else "" for v in labels]
+    return out, missing
 
 
 def clean_chunk(

@@ -44,6 +44,7 @@ from ..plan import GridPlan
 from .aggregate import Aggregate, Aggregator, RetainedStats, truncated_sums_stream
 from .grid import check_resolution, parse_slot
 from .ingest import ColumnMap, IngestReport, count_rows, read_records
+from .privacy_model import PRIVACY_MODEL, PRIVACY_MODEL_SUMMARY, VALUE_DEPENDENT_INGEST
 from .planners import PLANNERS, SPLITS, baseline_error_bound, pseudo_user_plan
 
 __all__ = [
@@ -60,15 +61,6 @@ __all__ = [
 PLANS = tuple(PLANNERS)
 NOISES = ("discrete", "numpy")
 BACKENDS = ("local", "dask")
-#: the privacy model of this pipeline (DESIGN.md "Two privacy models")
-PRIVACY_MODEL = "public-occupancy"
-PRIVACY_MODEL_TEXT = (
-    "Neighbouring datasets differ in the values of one user's records; which user has how many "
-    "records in which grid is treated as public (fits vehicle positions that are broadcast anyway, "
-    "not payments, phones or app traces)."
-)
-#: value-dependent ingest counts: diagnostics for the data holder, never published
-_VALUE_DEPENDENT_INGEST = ("out_of_range", "clipped", "dropped_out_of_range")
 
 TruncatedSums = Callable[[Aggregate, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -488,9 +480,9 @@ def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma:
     G1 = int(agg.user_grids().max())
     suppressed = gamma == 0
     suppressed_records = int(agg.count[suppressed].sum())
-    published_ingest = {key: v for key, v in ingest.as_dict().items() if key not in _VALUE_DEPENDENT_INGEST}
+    published_ingest = {key: v for key, v in ingest.as_dict().items() if key not in VALUE_DEPENDENT_INGEST}
     return ReleaseSummary(
-        privacy_model=PRIVACY_MODEL, privacy_model_description=PRIVACY_MODEL_TEXT,
+        privacy_model=PRIVACY_MODEL, privacy_model_description=PRIVACY_MODEL_SUMMARY,
         users=agg.n_users, grids=agg.n_grids, records=agg.n_records, pairs=agg.n_pairs,
         plan=plan.method, plan_status=str(plan.status), plan_gap=float(plan.gap),
         pseudo_users=plan.array_length is not None,

@@ -1,23 +1,58 @@
-"""Files of a release: release.csv, summary.json, suppressed.csv, map.png, report.md.
+"""Files of a release: what may be published, and diagnostics for the data holder.
 
-Everything written is either a DP output (noisy means and variances) or a function of the public
-occupancy array (counts, sensitivities, noise scales, suppressed pairs, error bounds), so the files
-can be published together; the map and the per-cell averages are post-processing of DP outputs.
+Published (the top of ``out``): release.csv, summary.json, map.png, report.md. Everything there is
+either a DP output (noisy means and variances), a function of the public occupancy array under the
+public-occupancy model (counts, sensitivities, noise scales, error bounds; see
+:mod:`.privacy_model`) or a public parameter (U, ε, the budgets used); the map and the per-cell
+averages are post-processing of DP outputs. See models/release.md, "What is published, and why it
+may be".
+
+Not for publication (``out/diagnostics/``): suppressed.csv and kept_pairs.csv (raw user ids and
+their record counts per grid: anyone holding the data can recount the privacy loss K from them) and
+ingest.json (counts that depend on values, e.g. how many values were clipped, and timings, which
+correlate with the drawn noise).
+
+Writing is atomic: every file goes into a temporary folder beside ``out`` that is renamed into place
+only when complete, so a failure leaves nothing behind; a non-empty ``out`` is refused unless
+``overwrite=True`` (then replaced in one rename).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import shutil
+import tempfile
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .._validation import DpoptInputError
 from ..cli_common import to_jsonable
+from .privacy_model import VALUE_DEPENDENT_INGEST, privacy_model_lines
 from .release import ReleaseResult
 
-__all__ = ["write_report", "cell_summary", "plot_map", "report_markdown"]
+__all__ = [
+    "write_report",
+    "cell_summary",
+    "plot_map",
+    "report_markdown",
+    "check_out",
+    "published_budgets",
+    "kept_pairs_frame",
+    "DIAGNOSTICS",
+    "UNPUBLISHED_SUMMARY_KEYS",
+]
+
+#: name of the sub-folder of ``out`` with files for the data holder only
+DIAGNOSTICS = "diagnostics"
+#: summary fields never written to summary.json (timings correlate with the drawn noise)
+UNPUBLISHED_SUMMARY_KEYS: frozenset[str] = frozenset({"timings"})
 
 
 def cell_summary(result: ReleaseResult) -> pd.DataFrame:
@@ -96,16 +131,18 @@ def plot_map(result: ReleaseResult, path: str | Path) -> Path:
 
 
 def _value_drop_caveat(ing: dict[str, Any]) -> list[str]:
-    """A warning line when records were dropped because of their value (occupancy then depends on
-    values, outside the seed 002 neighbour relation unless validity is public)."""
-    by_value = int(ing.get("dropped_out_of_range", 0)) + int(ing.get("missing", {}).get("value", 0))
-    if not by_value:
+    """A warning line when records may be dropped because of their value (policy drop, or missing
+    values): the occupancy then depends on values, outside the neighbour relation unless validity is
+    public. Decided by the policy and the (published) missing-value count, not by how many values
+    were out of range (a value-dependent count, never published)."""
+    missing_value = int(ing.get("missing", {}).get("value", 0))
+    if ing.get("out_of_range_policy", "clip") != "drop" and not missing_value:
         return []
     return [
-        f"- **caveat:** {by_value} record(s) were dropped because of their value (out of range with "
-        "policy drop, or a missing value), so the public counts depend on values: the guarantee covers "
-        "only neighbours that agree on which records are valid (use --out-of-range clip to avoid this "
-        "for out-of-range values)"
+        "- **caveat:** records are dropped because of their value (out of range with policy drop, or a "
+        "missing value), so the public counts depend on values: the guarantee covers only neighbours "
+        "that agree on which records are valid (use --out-of-range clip to avoid this for out-of-range "
+        "values)"
     ]
 
 
@@ -122,6 +159,10 @@ def report_markdown(result: ReleaseResult) -> str:
         f"({s.slot} UTC slot) grid, released with user-level differential privacy "
         "(seed 002: CLIP mechanism per grid, composition by Theorem II.3).",
         "",
+        "## Privacy model",
+        "",
+        *"\n\n".join(privacy_model_lines()).split("\n"),  # one paragraph each
+        "",
         "## Privacy accounting",
         "",
         f"- per-grid budget: epsilon = {s.epsilon:g}, split between mean and variance "
@@ -134,7 +175,7 @@ def report_markdown(result: ReleaseResult) -> str:
         f"{s.epsilon_basic_composition:g})",
         f"- noise: {s.noise}",
         "- public by assumption (seed 002 §II-C): the occupancy array, i.e. n_users, n_records and "
-        "max_user_records per grid and the suppressed pairs",
+        "max_user_records per grid (the suppressed and kept pairs, with raw user ids, are in diagnostics/, not published)",
         *_value_drop_caveat(ing),
         "",
         "## Accuracy",
@@ -150,10 +191,12 @@ def report_markdown(result: ReleaseResult) -> str:
         f"- records read {ing.get('records_read', 0)}, kept {ing.get('records_kept', 0)}, "
         f"dropped {s.dropped_records} (missing fields {ing.get('dropped_missing', 0)}: "
         + ", ".join(f"{k} {v}" for k, v in ing.get("missing", {}).items())
-        + f"; invalid coordinates {ing.get('invalid_coordinates', 0)}; out of [0, {s.bound:g}] dropped "
-        f"{ing.get('dropped_out_of_range', 0)})",
-        f"- values outside [0, {s.bound:g}]: {ing.get('out_of_range', 0)} "
-        f"(policy {ing.get('out_of_range_policy', 'clip')}, clipped {ing.get('clipped', 0)})",
+        + f"; invalid coordinates {ing.get('invalid_coordinates', 0)}"
+        + (f"; out of [0, {s.bound:g}] dropped {ing.get('dropped_out_of_range', 0)}"
+           if ing.get("out_of_range_policy", "clip") == "drop" else "")
+        + ")",
+        f"- values outside [0, {s.bound:g}]: policy {ing.get('out_of_range_policy', 'clip')}; how many were "
+        "out of range depends on values and is not published (diagnostics/ingest.json)",
         f"- users {s.users}, grids {s.grids}, occupied (user, grid) pairs {s.pairs}, records aggregated {s.records}",
         "",
         "## Grids",
@@ -178,34 +221,203 @@ def report_markdown(result: ReleaseResult) -> str:
         "- `release.csv`: one row per grid (grid, cell, slot, counts, released mean and variance, "
         "sensitivities, noise scales, per-grid error bound)",
         "- `summary.json`: the numbers above",
-        "- `suppressed.csv`: the suppressed (user, grid) pairs",
         "- `map.png`: released means on the hexagons",
-        "",
-        f"Timings (s): {', '.join(f'{k} {v:.2f}' for k, v in result.diagnostics.get('timings', {}).items())}",
+        f"- `{DIAGNOSTICS}/` (NOT for publication, for the data holder): `suppressed.csv` and "
+        "`kept_pairs.csv` (raw user ids, records per grid; recount K from them), `ingest.json` "
+        "(value-dependent counts such as clipped values, and timings)",
         "",
     ]
     return "\n".join(lines)
 
 
-def write_report(result: ReleaseResult, out: str | Path, *, make_map: bool = True) -> dict[str, Path]:
-    """Write the release files into directory ``out`` (created); returns their paths."""
-    out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        from .._validation import DpoptInputError
+def _decimal_text(x: Fraction) -> str:
+    """The exact decimal expansion of a dyadic rational (k/2^j has at most j decimals)."""
+    if x == 0:
+        return "0"
+    den = x.denominator
+    j = den.bit_length() - 1
+    if den != 1 << j:  # pragma: no cover - only dyadic rationals reach here
+        raise ValueError("not a dyadic rational")
+    digits = str(x.numerator * 5**j).rjust(j + 1, "0")  # x = digits · 10^-j, exactly
+    whole, frac = digits[: len(digits) - j], digits[len(digits) - j :].rstrip("0")
+    return whole + ("." + frac if frac else "")
 
-        raise DpoptInputError(f"`out` must be a directory path; got {str(out)!r} (a file exists there)") from None
-    paths: dict[str, Path] = {}
-    paths["release"] = out / "release.csv"
-    result.table.to_csv(paths["release"], index=False, float_format="%.10g")
-    paths["suppressed"] = out / "suppressed.csv"
-    result.suppressed_frame().to_csv(paths["suppressed"], index=False)
-    paths["summary"] = out / "summary.json"
+
+def _floor_text(x: Fraction, digits: int) -> tuple[str, Fraction]:
+    """x ≥ 0 rounded DOWN to ``digits`` significant decimal digits: (text, exact value)."""
+    if x <= 0:
+        return "0", Fraction(0)
+    s = digits - 1 - math.floor(math.log10(float(x)))
+    while math.floor(x * Fraction(10) ** s) >= 10**digits:  # log10 rounded up near a power of 10
+        s -= 1
+    while math.floor(x * Fraction(10) ** s) < 10 ** (digits - 1):
+        s += 1
+    n = math.floor(x * Fraction(10) ** s)
+    return format(Decimal(n).scaleb(-s).normalize(), "f"), Fraction(n) / Fraction(10) ** s
+
+
+def published_budgets(
+    epsilon_mean: Any, epsilon_variance: Any, epsilon: float, *, discrete: bool, digits: int = 12
+) -> tuple[list[str], list[str]]:
+    """Per grid, the texts written to release.csv for ε_μ and ε_Var (empty where not released).
+
+    ``discrete``: the sampler spends ε' = ε rounded down to a multiple of 2^-30 (noise.epsilon_rational);
+    these are written exactly (a dyadic rational has a finite decimal expansion), and their sum is
+    ≤ ε by construction of the release. Otherwise (numpy simulation) the float budgets are capped at
+    ε − ε_μ in exact rationals and rounded DOWN to ``digits`` significant digits.
+
+    Guarantee (checked here, per grid): read back as decimals (exact) and as doubles (float sum),
+    ε_μ + ε_Var ≤ ε. A float read-back of each text rounds to a double ≤ the exact value used
+    (the used value being a double ≥ the decimal), so the float sum cannot exceed it either.
+    """
+    from ..noise import epsilon_rational
+
+    total = Fraction(float(epsilon))
+    emu = np.asarray(epsilon_mean, dtype=float)
+    evar = np.asarray(epsilon_variance, dtype=float)
+    out_mu: list[str] = []
+    out_var: list[str] = []
+    for a, b in zip(emu, evar):
+        if not (np.isfinite(a) and np.isfinite(b)):
+            out_mu.append("")
+            out_var.append("")
+            continue
+        if discrete:
+            fa = epsilon_rational(float(a)) if a > 0 else Fraction(0)
+            fb = epsilon_rational(float(b)) if b > 0 else Fraction(0)
+            ta, tb = _decimal_text(fa), _decimal_text(fb)
+        else:
+            ta, fa = _floor_text(Fraction(float(a)), digits)
+            tb, fb = _floor_text(min(Fraction(float(b)), total - fa), digits)
+        while fa + fb > total or float(ta) + float(tb) > float(epsilon):  # safety net: float read-back
+            tb, fb = _floor_text(fb * (1 - Fraction(1, 10**digits)), digits)
+        out_mu.append(ta)
+        out_var.append(tb)
+    return out_mu, out_var
+
+
+def kept_pairs_frame(result: ReleaseResult) -> pd.DataFrame:
+    """The kept (user, grid) pairs: user, cell, slot, records_kept (Γ_{g,ℓ} > 0).
+
+    Diagnostics for the data holder: with it anyone holding the data recounts
+    K = max_ℓ |{g : Γ_{g,ℓ} > 0}| (seed 002 Thm II.3), the rows per user.
+    """
+    agg = result.aggregate
+    gamma = result.gamma()
+    p = np.flatnonzero(gamma > 0)
+    g = agg.pair_grid[p]
+    return pd.DataFrame(
+        {
+            "user": agg.users[agg.pair_user[p]],
+            "cell": result.table["cell"].to_numpy()[g],
+            "slot": result.table["slot"].to_numpy()[g],
+            "records_kept": gamma[p].astype(np.int64),
+        }
+    )
+
+
+def published_summary(result: ReleaseResult) -> dict[str, Any]:
+    """summary.json: the summary without timings and without value-dependent ingest counts."""
     payload: dict[str, Any] = to_jsonable(result.summary.as_dict())
-    paths["summary"].write_text(json.dumps(payload, indent=2) + "\n")
+    # defence in depth: ReleaseSummary has no such fields; never let one reach summary.json
+    for key in UNPUBLISHED_SUMMARY_KEYS:
+        payload.pop(key, None)
+    for key in VALUE_DEPENDENT_INGEST:
+        payload.get("ingest", {}).pop(key, None)
+    return payload
+
+
+def _diagnostics_ingest(result: ReleaseResult) -> dict[str, Any]:
+    return to_jsonable(result.diagnostics)
+
+
+def _is_nonempty_dir(path: Path) -> bool:
+    return path.is_dir() and any(path.iterdir())
+
+
+def check_out(out: Any, *, overwrite: bool = False) -> Path:
+    """Validate the output folder before any work: a directory path, empty or absent unless
+    ``overwrite``; its parent is created. Returns it as a Path."""
+    if isinstance(out, bool) or not isinstance(out, (str, os.PathLike)) or not str(out):
+        raise DpoptInputError(f"`out` must be a directory path; got {out!r}")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise DpoptInputError(f"`out` must be a directory path; got {str(out)!r} (a file exists there)")
+    if _is_nonempty_dir(path) and not overwrite:
+        raise DpoptInputError(
+            f"`out` must be an empty or new folder; got {str(out)!r} (not empty). Pass overwrite=True "
+            "(CLI: --overwrite) to replace it"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise DpoptInputError(f"`out` must be a directory path; got {str(out)!r} (its parent is a file)") from None
+    return path
+
+
+def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[str, str]:
+    """Write every file into ``tmp``; returns key -> path relative to ``tmp``."""
+    names: dict[str, str] = {}
+    diag = tmp / DIAGNOSTICS
+    diag.mkdir()
+    table = result.table.copy()
+    if {"epsilon_mean", "epsilon_variance"} <= set(table.columns):
+        mu, var = published_budgets(table["epsilon_mean"], table["epsilon_variance"], result.summary.epsilon,
+                                    discrete=result.summary.granularity > 0)
+        table["epsilon_mean"] = pd.Series(mu, index=table.index, dtype=object)
+        table["epsilon_variance"] = pd.Series(var, index=table.index, dtype=object)
+    table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
+    names["release"] = "release.csv"
+    (tmp / "summary.json").write_text(json.dumps(published_summary(result), indent=2) + "\n")
+    names["summary"] = "summary.json"
     if make_map:
-        paths["map"] = plot_map(result, out / "map.png")
-    paths["report"] = out / "report.md"
-    paths["report"].write_text(report_markdown(result))
-    return paths
+        plot_map(result, tmp / "map.png")
+        names["map"] = "map.png"
+    (tmp / "report.md").write_text(report_markdown(result))
+    names["report"] = "report.md"
+    result.suppressed_frame().to_csv(diag / "suppressed.csv", index=False)
+    names["suppressed"] = f"{DIAGNOSTICS}/suppressed.csv"
+    kept_pairs_frame(result).to_csv(diag / "kept_pairs.csv", index=False)
+    names["kept_pairs"] = f"{DIAGNOSTICS}/kept_pairs.csv"
+    (diag / "ingest.json").write_text(json.dumps(_diagnostics_ingest(result), indent=2) + "\n")
+    names["ingest"] = f"{DIAGNOSTICS}/ingest.json"
+    (diag / "README.txt").write_text(
+        "NOT FOR PUBLICATION. Diagnostics for the data holder: raw user ids with their record counts per "
+        "grid (suppressed.csv, kept_pairs.csv) and counts that depend on values plus timings (ingest.json).\n"
+    )
+    return names
+
+
+def write_report(
+    result: ReleaseResult, out: str | Path, *, make_map: bool = True, overwrite: bool = False
+) -> dict[str, Path]:
+    """Write the release into folder ``out`` atomically; returns the paths of the files.
+
+    Published files at the top of ``out`` (release.csv, summary.json, map.png, report.md);
+    ``out/diagnostics/`` holds suppressed.csv, kept_pairs.csv and ingest.json for the data holder
+    only (module doc). Everything is written into a temporary folder beside ``out`` and renamed
+    into place when complete: on any failure nothing is left behind. A non-empty ``out`` is refused
+    unless ``overwrite``, which replaces it (the old folder is removed only after the new one is
+    complete).
+    """
+    out = check_out(out, overwrite=overwrite)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    old: Path | None = None
+    try:
+        names = _write_files(result, tmp, make_map=make_map)
+        if out.exists():
+            if _is_nonempty_dir(out):
+                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+                os.replace(out, old / "x")
+            else:
+                out.rmdir()
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and (old / "x").exists() and not out.exists():
+            os.replace(old / "x", out)  # put the previous release back
+            shutil.rmtree(old, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return {k: out / v for k, v in names.items()}

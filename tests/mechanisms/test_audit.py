@@ -73,7 +73,7 @@ def test_under_noised_laplace_fails_audit():
 
 def test_under_noised_grid_release_fails_audit():
     # claim ε but add the noise of a 4ε release: each of the two coordinates is then only 2ε-DP
-    # (the audit tests coordinates separately, so a joint 2ε release with ε-DP marginals would pass)
+    # (a joint 2ε release with ε-DP marginals fails too: test_audit_search.py)
     res = audit(_sampler(grid_release, {}, COUNTS, eps=4 * EPS), D1, D2, EPS, rng=np.random.default_rng(13),
                 samples=100_000, alpha=ALPHA)
     assert not res.passed

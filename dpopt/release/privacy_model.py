@@ -1,0 +1,45 @@
+"""The privacy model of ``dpopt release``, in words for a data holder (one text, used everywhere).
+
+The release is user-level DP under the **public-occupancy** model of seed 002 (§II-C): two
+datasets are neighbours when they differ in the *values* of one user's records only; which user
+has how many records in which grid (the occupancy array) is the same in both, i.e. treated as
+public. The CLI help (``dpopt release --help``), report.md, README's release section and
+models/release.md all show :data:`PRIVACY_MODEL_TEXT`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PRIVACY_MODEL", "PRIVACY_MODEL_SUMMARY", "PRIVACY_MODEL_TEXT", "VALUE_DEPENDENT_INGEST",
+           "privacy_model_lines"]
+
+#: name of the neighbour relation
+PRIVACY_MODEL = "public-occupancy"
+
+#: one sentence for summary.json
+PRIVACY_MODEL_SUMMARY = (
+    "Neighbouring datasets differ in the values of one user's records; which user has how many "
+    "records in which grid is treated as public (fits vehicle positions that are broadcast anyway, "
+    "not payments, phones or app traces)."
+)
+
+#: ingest counts that depend on the values (e.g. how many were clipped): diagnostics for the data
+#: holder, never published (a neighbour with one value 100 vs 130 at U = 120 would change them)
+VALUE_DEPENDENT_INGEST: frozenset[str] = frozenset({"out_of_range", "clipped", "dropped_out_of_range"})
+
+#: the model in plain words (one paragraph per item)
+PRIVACY_MODEL_TEXT: tuple[str, ...] = (
+    "Privacy model: public-occupancy. Neighbouring datasets differ in the values (e.g. speeds) of "
+    "one user's records; which user has how many records in which cell and time slot is the same "
+    "in both, i.e. treated as public. The mean and variance of every grid are protected with "
+    "user-level differential privacy; the counts per grid (users, records, records kept) are "
+    "published without noise.",
+    "It fits data whose positions are public or broadcast anyway, such as vehicle positions of a "
+    "bus fleet or of ships and aircraft that broadcast them.",
+    "It does NOT fit data where presence itself is sensitive: payments, phone locations, app "
+    "traces. There, who was where and how often is the secret, and this release would disclose it.",
+)
+
+
+def privacy_model_lines(prefix: str = "") -> list[str]:
+    """:data:`PRIVACY_MODEL_TEXT` as lines, each paragraph prefixed (e.g. ``"- "`` for Markdown)."""
+    return [prefix + p for p in PRIVACY_MODEL_TEXT]
