@@ -174,7 +174,7 @@ def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
     cs = np.cumsum(coef[o])
     first = np.searchsorted(rj[o], np.arange(nc))
     last = np.searchsorted(rj[o], np.arange(nc), side="right")
-    base = np.where(first > 0, cs[np.maximum(first - 1, 0)], 0.0)
+    base = np.where(first > 0, cs[np.maximum(first - 1, 0)], 0.0) if cs.size else np.zeros(nc)
     for jj in np.flatnonzero((need > 0) & (last > first)).tolist():
         seg = cs[first[jj]:last[jj]] - base[jj]
         n_min[jj] = min(int(np.searchsorted(seg, need[jj] * (1 - 1e-12))) + 1, last[jj] - first[jj])

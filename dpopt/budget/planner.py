@@ -249,6 +249,7 @@ def plan_budget(
     mean_share: float = 0.5,
     max_caps: int | None = 4,
     ladder_ratio: float = 1.5,
+    budget_levels: Any = None,
     truncate: bool = True,
     noise: NoiseModel | None = None,
     time_limit: float | None = 60.0,
@@ -285,6 +286,9 @@ def plan_budget(
         Candidate pseudo-user caps per grid (log-spread distinct counts); None = every count.
     ladder_ratio : float
         Ratio of the geometric ladder of K: grid budgets are ε_total/K.
+    budget_levels : array_like, optional
+        Explicit per-grid budget levels (each in (0, ε_total]) instead of the ladder; e.g. ``[ε]``
+        gives seed 002's fixed per-grid budget.
     truncate : bool
         Users above a grid's cap are truncated to it (pseudo-users); False = suppressed (seed 002).
     noise : NoiseModel, optional
@@ -314,7 +318,8 @@ def plan_budget(
         raise _fail("ladder_ratio", "must be a finite number > 1", ladder_ratio)
     settings = dict(occ=occ, bound=U, epsilon_total=eps, target_variance=target_variance,
                     criterion=criterion, confidence=confidence, weights=weights, mean_share=mean_share,
-                    max_caps=max_caps, ladder_ratio=ladder_ratio, truncate=truncate, noise=noise)
+                    max_caps=max_caps, ladder_ratio=ladder_ratio, budget_levels=budget_levels,
+                    truncate=truncate, noise=noise)
     info: dict[str, Any] = {"settings": settings}
     if target is None and _criterion is None:
         from .frontier import budget_frontier
@@ -333,7 +338,13 @@ def plan_budget(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=3 if method == "greedy" else 4, desc="budget plan")
-    ladder, Ks = budget_ladder(eps, int(occ.degradation), ratio=ladder_ratio)
+    if budget_levels is None:
+        ladder, Ks = budget_ladder(eps, int(occ.degradation), ratio=ladder_ratio)
+    else:
+        ladder = np.unique(np.asarray(budget_levels, dtype=float))[::-1]
+        if ladder.size == 0 or not np.all(np.isfinite(ladder)) or ladder[-1] <= 0 or ladder[0] > eps * (1 + 1e-12):
+            raise _fail("budget_levels", "must hold numbers in (0, epsilon_total]", budget_levels)
+        Ks = np.floor(eps / ladder * (1 + 1e-12)).astype(np.int64)
     table = config_table(occ, crit, ladder, max_caps=max_caps, truncate=truncate)
     info.update(n_configs=int(table.cfg_gc.size), ladder=ladder, ladder_K=Ks)
     if bar is not None:
@@ -352,14 +363,16 @@ def plan_budget(
         left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
         warm = bm.point(greedy)
         info["warm_start_violation"] = bm.model.max_violation(warm)
-        res = solve(bm.model, time_limit=left, warm_start=warm)
+        # the root LP of large instances is degenerate for dual simplex: use the interior point
+        opts = {"presolve": "off", "mip_lp_solver": "ipm"} if bm.model.num_cols > 2000 else None
+        res = solve(bm.model, time_limit=left, warm_start=warm, options=opts)
         info["solve"] = {"status": str(res.status), "raw": res.raw_status, "time": res.solve_time, **res.info}
         kind = "budget-milp"
         if res.x is not None:
             cand = bm.assignment(res.x)
             if cand.coverage(w) >= gcov:
                 best = cand
-        status = res.status if res.x is not None or res.status.is_limit else res.status
+        status = res.status
         cbound = float(res.bound) if math.isfinite(res.bound) else math.nan
         cov = best.coverage(w)
         if status is Status.OPTIMAL:
