@@ -1,0 +1,149 @@
+"""Configurations of the budget planner, precomputed from public counts (models/budget.md §3).
+
+A configuration of grid g is (cap c, budget level k): every kept user contributes Γ = min(m, c)
+records (pseudo-user cap; with ``truncate=False`` users with m > c must be suppressed instead, seed
+002's decision space), the grid's budget is ``ladder[k]``, and the planner assumes Γ* = c (the
+error is non-decreasing in Γ*, so the true bound is never larger). Its feasible retained totals are
+an interval [R_min, R_max(c)] because the criterion is non-increasing in R; R ≥ c is required.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..occupancy import Occupancy
+
+__all__ = ["ConfigTable", "budget_ladder", "candidate_caps", "config_table", "pair_arrays"]
+
+#: relative tolerance of every "bound ≤ target" test
+RTOL = 1e-12
+
+
+def budget_ladder(epsilon_total: float, max_grids: int, *, ratio: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
+    """Budget levels ε_total/K for K on a geometric integer ladder 1 = K_0 < K_1 < ... ≤ max_grids.
+
+    Every uniform plan "ε_total/K in each of at most K grids per user" with K on the ladder is a
+    point of the model (the greedy planner's plans are). Returns (levels decreasing, K values).
+    """
+    ks = {1, int(max_grids)}
+    k = 1.0
+    while k < max_grids:
+        k *= ratio
+        ks.add(min(int(max_grids), int(round(k))))
+    K = np.array(sorted(ks), dtype=np.int64)
+    return epsilon_total / K, K
+
+
+def pair_arrays(occ: Occupancy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(user, grid, count) of every occupied pair, in CSR order of ``occ.matrix``."""
+    csr = occ.matrix
+    rows = np.repeat(np.arange(occ.n_users, dtype=np.int64), np.diff(csr.indptr))
+    return rows, csr.indices.astype(np.int64), csr.data.astype(np.int64)
+
+
+def candidate_caps(occ: Occupancy, max_caps: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per grid, the distinct counts (all, or ``max_caps`` of them spread log-evenly incl. the max).
+
+    Returns (grid, cap) arrays sorted by grid then cap decreasing.
+    """
+    _, cols, cnt = pair_arrays(occ)
+    key = np.unique(cols * (int(cnt.max()) + 1) + cnt)
+    g = key // (int(cnt.max()) + 1)
+    c = key % (int(cnt.max()) + 1)
+    order = np.lexsort((-c, g))
+    g, c = g[order], c[order]
+    if max_caps is None:
+        return g, c
+    keep = np.zeros(g.size, dtype=bool)
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    ends = np.r_[starts[1:], g.size]
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        n = e - s
+        if n <= max_caps:
+            keep[s:e] = True
+        else:
+            vals = c[s:e].astype(float)  # decreasing
+            targets = np.geomspace(vals[0], vals[-1], max_caps)
+            pos = np.unique(np.abs(vals[None, :] - targets[:, None]).argmin(axis=1))
+            keep[s + pos] = True
+    return g[keep], c[keep]
+
+
+@dataclass(frozen=True, eq=False)
+class ConfigTable:
+    """Feasible configurations and the (grid, cap) rows they use.
+
+    Attributes
+    ----------
+    gc_grid, gc_cap, gc_rmax : (grid, cap) entries and R_max(c) = Σ_ℓ min(m, c) (or Σ_{m ≤ c} m).
+    cfg_gc, cfg_level, cfg_rmin : per feasible configuration its (grid, cap) entry, ladder index, R_min.
+    cfg_budget : ladder[cfg_level].
+    """
+
+    gc_grid: np.ndarray
+    gc_cap: np.ndarray
+    gc_rmax: np.ndarray
+    cfg_gc: np.ndarray
+    cfg_level: np.ndarray
+    cfg_rmin: np.ndarray
+    cfg_budget: np.ndarray
+    ladder: np.ndarray
+    truncate: bool
+
+    @property
+    def cfg_grid(self) -> np.ndarray:
+        return self.gc_grid[self.cfg_gc]
+
+    @property
+    def cfg_cap(self) -> np.ndarray:
+        return self.gc_cap[self.cfg_gc]
+
+
+def config_table(occ: Occupancy, criterion, ladder: np.ndarray, *, max_caps: int | None = 4,
+                 truncate: bool = True) -> ConfigTable:
+    """All (grid, cap, level) configurations with a non-empty feasible interval of R."""
+    _, cols, cnt = pair_arrays(occ)
+    gc_grid, gc_cap = candidate_caps(occ, max_caps)
+    # R_max(c): sum over the grid's pairs of min(m, c) (truncate) or m·[m ≤ c] (suppress)
+    order = np.lexsort((cnt, cols))
+    sc, sm = cols[order], cnt[order]
+    start = np.searchsorted(sc, np.arange(occ.n_grids))
+    end = np.searchsorted(sc, np.arange(occ.n_grids), side="right")
+    csum = np.r_[0, np.cumsum(sm)]
+    pos = np.searchsorted(sc * (int(cnt.max()) + 2) + sm, gc_grid * (int(cnt.max()) + 2) + gc_cap, side="right")
+    below = csum[pos] - csum[start[gc_grid]]  # sum of counts ≤ c
+    n_above = end[gc_grid] - pos
+    gc_rmax = below + (n_above * gc_cap if truncate else 0)
+    N = occ.grid_totals.astype(np.int64)
+
+    nl = ladder.size
+    e_gc = np.repeat(np.arange(gc_grid.size), nl)
+    e_lev = np.tile(np.arange(nl), gc_grid.size)
+    g = gc_grid[e_gc]
+    c = gc_cap[e_gc]
+    rmax = gc_rmax[e_gc]
+    bud = ladder[e_lev]
+    tol = RTOL * np.maximum(1.0, np.abs(criterion.target[g]))
+
+    def ok(R: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return criterion.excess(g[idx], N[g[idx]], R, c[idx], bud[idx]) <= tol[idx]
+
+    idx = np.flatnonzero(rmax >= c)
+    idx = idx[ok(rmax[idx], idx)]
+    lo = c[idx] - 1  # infeasible sentinel (R ≥ c required)
+    hi = rmax[idx].copy()  # feasible
+    while True:
+        act = np.flatnonzero(hi - lo > 1)
+        if act.size == 0:
+            break
+        mid = (lo[act] + hi[act]) // 2
+        good = ok(mid, idx[act])
+        hi[act[good]] = mid[good]
+        lo[act[~good]] = mid[~good]
+    return ConfigTable(
+        gc_grid=gc_grid, gc_cap=gc_cap, gc_rmax=gc_rmax,
+        cfg_gc=e_gc[idx], cfg_level=e_lev[idx], cfg_rmin=hi, cfg_budget=bud[idx],
+        ladder=np.asarray(ladder, dtype=float), truncate=bool(truncate),
+    )
