@@ -43,7 +43,7 @@ from ..plan import GridPlan
 from ..solve.result import Status
 
 __all__ = ["PLANNERS", "SPLITS", "baseline_plan", "greedy_plan", "milp_plan", "pseudo_user_plan",
-           "grid_budgets", "baseline_error_bound", "gaussian_equivalent_epsilon"]
+           "grid_budgets", "baseline_error_bound", "gaussian_equivalent_epsilon", "rebudget"]
 
 SPLITS = ("equal", "optimal")
 #: smallest budget the exact sampler represents (its budgets are multiples of 2^-30)
@@ -219,6 +219,20 @@ def pseudo_user_plan(plan: GridPlan, occ: Occupancy, bound: float, budget: float
     return _plan(occ, truncated, U, b, split=split, mechanism=mechanism, method=plan.method,
                  status=plan.status, gap=plan.gap, error_bound=plan.error_bound, array_length=length,
                  info={**plan.info, "pseudo": result})
+
+
+def rebudget(plan: GridPlan, occ: Occupancy, bound: float, budget: float, *, split: str = "equal") -> GridPlan:
+    """The same retained counts with a new per-grid budget (in the plan's unit), split again.
+
+    Used to spend a total budget B: a plan made at b₀ = B/G₁ keeps each user in at most K grids,
+    so every grid may then get B/K (:func:`dpopt.release.budgets.per_grid_budget`); a larger budget
+    only lowers every grid's error, so the plan's error guarantee still holds.
+    """
+    mechanism = "laplace" if plan.unit == "epsilon" else "gaussian"
+    U, b, split, _ = _check(bound, budget, split, None, mechanism)
+    return _plan(occ, plan.retained, U, b, split=split, mechanism=mechanism, method=plan.method,
+                 status=plan.status, gap=plan.gap, error_bound=plan.error_bound,
+                 array_length=plan.array_length, info={**plan.info, "budget": b})
 
 
 #: plan name -> planner ``(occ, bound, epsilon, *, split, error_bound, ...) -> GridPlan``

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,7 +46,8 @@ from .aggregate import Aggregate, Aggregator, RetainedStats, truncated_sums_stre
 from .grid import check_resolution, parse_slot
 from .ingest import ColumnMap, IngestReport, count_rows, read_records
 from .privacy_model import PRIVACY_MODEL, PRIVACY_MODEL_SUMMARY, VALUE_DEPENDENT_INGEST
-from .planners import PLANNERS, SPLITS, baseline_error_bound, pseudo_user_plan
+from .budgets import PrivacyBudget, exact_user_spend, per_grid_budget, resolve_budget
+from .planners import PLANNERS, SPLITS, baseline_error_bound, pseudo_user_plan, rebudget
 
 __all__ = [
     "PLANS",
@@ -58,7 +60,11 @@ __all__ = [
     "release_aggregate",
 ]
 
-PLANS = tuple(PLANNERS)
+#: the plans: the seed-002 planners and the total-budget planner (issue 13)
+PLANS = (*PLANNERS, "budget")
+#: seconds the budget planner may take when no `time_limit` is given
+DEFAULT_BUDGET_TIME_LIMIT = 60.0
+CRITERIA = ("noise", "worst_case")
 NOISES = ("discrete", "numpy")
 BACKENDS = ("local", "dask")
 
@@ -67,21 +73,32 @@ TruncatedSums = Callable[[Aggregate, np.ndarray, np.ndarray], tuple[np.ndarray, 
 
 @dataclass(frozen=True)
 class ReleaseSummary:
-    """Headline numbers of a release (written to summary.json): all public or computed from DP
-    outputs and public counts (no timings, no value-dependent counts).
+    """Headline numbers of a release (written to summary.json): all public by the privacy model or
+    computed from DP outputs and public counts (no timings, no value-dependent counts).
 
-    ``privacy_model`` "public-occupancy" with ``privacy_model_description`` in plain words;
-    ``degradation`` K = max_ℓ (grids ℓ keeps) after the plan; ``epsilon_total`` = K·ε (seed 002
-    Thm II.3); ``degradation_baseline`` G₁ and ``epsilon_total_baseline`` = G₁·ε without a plan;
-    ``epsilon_basic_composition`` = G·ε (Thm II.2, for comparison); ``error_bound`` the largest
-    per-grid worst-case error E = max_g E_g of the released mechanism (continuous-Laplace formula
-    of eq. (11)-(13) with the plan's budgets); ``error_bound_target`` the E the plan had to meet;
-    ``error_bound_released`` the same with the sampler's actual noise (rounded-up sensitivity,
-    grid rounding). ``ingest`` the value-independent ingestion counts.
+    ``privacy_model`` "public-occupancy" with ``privacy_model_description`` in plain words.
+    ``mechanism`` "laplace" (pure ε-DP) or "gaussian" (ρ-zCDP); ``budget_mode`` "per-grid" (the
+    seeds' ε per grid) or "total"; ``budget`` the budget in words.
+    ``degradation`` K = max_ℓ (released grids ℓ is kept in) after the plan.
+    ``epsilon`` the per-grid ε (per-grid mode; else None). ``epsilon_total``: per-grid mode K·ε
+    (seed 002 Thm II.3); total mode, Laplace: the largest exact spend of any user (the samplers'
+    rounded budgets summed); Gaussian: the (ε, δ) that ``rho_total`` implies (CKS 2020 Cor. 13; None
+    without δ). ``rho_total`` the largest ρ any user spends (Gaussian). ``delta`` δ (Gaussian).
+    ``degradation_baseline`` G₁, ``epsilon_total_baseline`` = G₁·ε and ``epsilon_basic_composition``
+    = G·ε (Thm II.2) in per-grid mode, for comparison.
+    ``error_bound`` the largest per-grid worst-case error E = max_g E_g over released grids (bias +
+    expected |noise| at the plan's budgets, eq. (11)-(13)); ``error_bound_target`` the E the plan
+    had to meet; ``error_bound_released`` the same with the sampler's actual noise.
+    ``criterion`` and ``confidence`` of the per-grid ``mean_error_bound``/``variance_error_bound``
+    of release.csv; ``released_grids``; ``target`` τ and ``grids_within_target`` (budget plan).
+    ``ingest`` the value-independent ingestion counts.
     """
 
     privacy_model: str
     privacy_model_description: str
+    mechanism: str
+    budget_mode: str
+    budget: str
     users: int
     grids: int
     records: int
@@ -92,13 +109,20 @@ class ReleaseSummary:
     pseudo_users: bool
     degradation: int
     degradation_baseline: int
-    epsilon: float
-    epsilon_total: float
-    epsilon_total_baseline: float
-    epsilon_basic_composition: float
+    epsilon: float | None
+    epsilon_total: float | None
+    rho_total: float | None
+    delta: float | None
+    epsilon_total_baseline: float | None
+    epsilon_basic_composition: float | None
     error_bound: float
     error_bound_target: float
     error_bound_released: float
+    criterion: str
+    confidence: float
+    released_grids: int
+    target: float | None
+    grids_within_target: int | None
     suppressed_pairs: int
     suppressed_records: int
     truncated_records: int
@@ -235,23 +259,68 @@ def plan_release(
     agg: Aggregate,
     *,
     bound: float,
-    epsilon: float,
+    epsilon: float | None = None,
+    epsilon_total: float | None = None,
+    rho: float | None = None,
+    delta: float | None = None,
+    mechanism: str = "laplace",
     plan: str = "baseline",
     pseudo_users: bool = False,
     error_bound: float | None = None,
     split: str = "equal",
     time_limit: float | None = None,
+    target: Any = None,
+    target_variance: Any = None,
+    criterion: str = "noise",
+    confidence: float = 0.95,
+    progress: bool = False,
 ) -> GridPlan:
-    """A :class:`GridPlan` from the public occupancy array of ``agg`` only (:mod:`.planners`)."""
+    """A :class:`GridPlan` from the public occupancy array of ``agg`` only (:mod:`.planners`).
+
+    The budget (:func:`dpopt.release.budgets.resolve_budget`): ``epsilon`` per grid (the seeds'
+    mode), or a total ``epsilon_total`` / ``rho`` (with ``delta``) that the plan spends: the budget
+    planner (``plan="budget"``, :func:`dpopt.budget.plan_budget`), or BASELINE / CLIP-USER / the
+    MILP made at b₀ = B/G₁ per grid and then given B/K per grid (:func:`.planners.rebudget`).
+    """
+    budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
+                            mechanism=mechanism)
     plan = check_choice(plan, "plan", PLANS)
     occ = agg.occupancy()
-    options: dict[str, Any] = {"split": split, "error_bound": error_bound}
+    if plan == "budget":
+        return _budget_plan(occ, budget, bound, pseudo_users=pseudo_users, target=target,
+                            target_variance=target_variance, criterion=criterion, confidence=confidence,
+                            time_limit=time_limit, progress=progress)
+    if target is not None or target_variance is not None:
+        raise DpoptInputError(f"`target` is an option of plan='budget'; got plan={plan!r}")
+    per_grid = budget.per_grid if budget.per_grid is not None else per_grid_budget(budget.total, occ.degradation)
+    options: dict[str, Any] = {"split": split, "error_bound": error_bound, "mechanism": budget.mechanism}
     if plan == "milp":
         options["time_limit"] = time_limit
-    result = PLANNERS[plan](occ, bound, epsilon, **options)
+    result = PLANNERS[plan](occ, bound, per_grid, **options)
     if pseudo_users:
-        result = pseudo_user_plan(result, occ, bound, epsilon, split=split)
+        result = pseudo_user_plan(result, occ, bound, per_grid, split=split)
+    if budget.per_grid is None and result.degradation > 0:  # spend the total: B/K per grid
+        result = rebudget(result, occ, bound, per_grid_budget(budget.total, result.degradation), split=split)
     return result
+
+
+def _budget_plan(occ: Any, budget: PrivacyBudget, bound: float, *, pseudo_users: bool, target: Any,
+                 target_variance: Any, criterion: str, confidence: float, time_limit: float | None,
+                 progress: bool) -> GridPlan:
+    """The budget planner's GridPlan (its BudgetPlan kept in ``plan.info["budget_plan"]``)."""
+    from ..budget import GaussianNoise, LaplaceNoise, plan_budget
+
+    if budget.total is None:
+        raise DpoptInputError("plan='budget' spends a total budget: give `epsilon_total` (or `rho`), not "
+                              f"the per-grid `epsilon` = {budget.per_grid!r}")
+    if pseudo_users:
+        raise DpoptInputError("plan='budget' chooses the per-grid caps itself: drop `pseudo_users`")
+    noise = LaplaceNoise() if budget.mechanism == "laplace" else GaussianNoise()
+    result = plan_budget(occ, bound, budget.total, target=target, target_variance=target_variance,
+                         criterion=criterion, confidence=confidence, noise=noise,
+                         time_limit=DEFAULT_BUDGET_TIME_LIMIT if time_limit is None else time_limit,
+                         progress=progress)
+    return dataclasses.replace(result.plan, info={**result.plan.info, "budget_plan": result})
 
 
 def pair_retained(agg: Aggregate, plan: GridPlan) -> np.ndarray:
@@ -284,13 +353,13 @@ def _aggregate_bound(agg: Aggregate, bound: float | None) -> float:
     return U
 
 
-def _check_noise_options(bound: float, epsilon: float, noise: str, granularity_bits: int) -> int:
+def _check_noise_options(bound: float, budget: PrivacyBudget, noise: str, granularity_bits: int) -> int:
     """Noise options, before any data is read; returns k of λ = 2^-k."""
     noise = check_choice(noise, "noise", NOISES)
-    if noise == "discrete" and epsilon < 2.0**-29:
+    if noise == "discrete" and budget.per_grid is not None and budget.per_grid < 2.0**-29:
         raise DpoptInputError(
             f"`epsilon` must be >= 2^-29 (about {2.0**-29:.3g}) for the discrete sampler, which gives "
-            f"each grid's mean and variance a budget of at least 2^-30; got {epsilon!r}"
+            f"each grid's mean and variance a budget of at least 2^-30; got {budget.per_grid!r}"
         )
     k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
     if k > 40:
@@ -304,7 +373,7 @@ def _check_noise_options(bound: float, epsilon: float, noise: str, granularity_b
 
 
 def _check_plan_options(plan: Any, split: str, error_bound: float | None, time_limit: float | None,
-                        pseudo_users: bool = False) -> None:
+                        pseudo_users: bool = False, criterion: str = "noise", confidence: float = 0.95) -> None:
     if isinstance(plan, GridPlan):
         if pseudo_users or time_limit is not None:
             raise DpoptInputError("`pseudo_users` and `time_limit` are planner options: with a ready "
@@ -312,21 +381,43 @@ def _check_plan_options(plan: Any, split: str, error_bound: float | None, time_l
     else:
         check_choice(plan, "plan", PLANS)
     check_choice(split, "split", SPLITS)
+    check_choice(criterion, "criterion", CRITERIA)
+    check_confidence(confidence)
     if error_bound is not None:
         check_nonnegative_float(error_bound, "error_bound")
     if time_limit is not None:
         check_nonnegative_float(time_limit, "time_limit")
 
 
-def _check_plan_budgets(plan: GridPlan, epsilon: float) -> None:
-    """Every released grid's budget ε_μ + ε_Var ≤ ε (up to float rounding of the split), so that
-    the published ε_total = K·ε bounds every user's loss (seed 002 Thm II.3)."""
-    over = np.flatnonzero(np.asarray(plan.released, dtype=bool) & (plan.budget > epsilon * (1 + 1e-12)))
-    if over.size:
-        g = int(over[0])
+def check_confidence(confidence: Any) -> float:
+    """q of the reported error bounds: a number in (0, 1)."""
+    q = check_nonnegative_float(confidence, "confidence")
+    if not 0 < q < 1:
+        raise DpoptInputError(f"`confidence` must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
+    return q
+
+
+def _check_plan_budgets(plan: GridPlan, budget: PrivacyBudget) -> None:
+    """The plan's budgets fit what the data holder allowed, so the published totals bound every
+    user's loss: per-grid mode, b_μ + b_Var ≤ ε in every released grid (seed 002 Thm II.3); total
+    mode, every user's exact spend (the samplers' rounded budgets, summed in integers) ≤ the total."""
+    if plan.unit != budget.unit:
+        raise DpoptInputError(f"`plan` budgets are in {plan.unit!r}; {budget.mechanism} noise needs {budget.unit!r}")
+    if budget.per_grid is not None:
+        eps = budget.per_grid
+        over = np.flatnonzero(np.asarray(plan.released, dtype=bool) & (plan.budget > eps * (1 + 1e-12)))
+        if over.size:
+            g = int(over[0])
+            raise DpoptInputError(
+                f"`plan` gives grid {g} a budget {plan.budget[g]:.6g} above `epsilon` = {eps:g}: a per-grid "
+                "release needs budget_mean + budget_variance <= epsilon in every released grid"
+            )
+        return
+    spend = exact_user_spend(plan)
+    if spend.size and spend.max() > budget.total:
         raise DpoptInputError(
-            f"`plan` gives grid {g} a budget {plan.budget[g]:.6g} above `epsilon` = {epsilon:g}: a per-grid "
-            "release needs budget_mean + budget_variance <= epsilon in every released grid"
+            f"`plan` spends {spend.max():.10g} {budget.unit} for user {int(spend.argmax())}, above the total "
+            f"{budget.total:.10g}: a total-budget release needs every user's spend <= the total"
         )
 
 
@@ -343,28 +434,66 @@ def retained_statistics(agg: Aggregate, gamma: np.ndarray, truncated_sums: Trunc
     return agg.retained_stats(gamma, truncated_sums=tsums)
 
 
-def grid_error_bounds(agg: Aggregate, st: RetainedStats, rel: GridRelease, bound: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per grid, the worst-case error E_g = biases + Δ_μ/ε_μ + Δ_Var/ε_Var (seed 002 eq. (11)-(13)
-    with the plan's budgets) and the same with the sampler's actual E|noise| (inf: withheld)."""
+def _mean_abs_factor(mechanism: str) -> float:
+    """E|X|/scale of the noise: 1 for Laplace (scale b), √(2/π) for Gaussian (scale σ)."""
+    return 1.0 if mechanism == "laplace" else float(np.sqrt(2.0 / np.pi))
+
+
+def grid_error_bounds(agg: Aggregate, st: RetainedStats, rel: GridRelease, bound: float,
+                      mechanism: str = "laplace") -> tuple[np.ndarray, np.ndarray]:
+    """Per grid, seed 002's worst-case error E_g = biases + E|noise of μ| + E|noise of Var|
+    (eq. (11)-(13) with the plan's budgets: Laplace Δ/ε, Gaussian √(2/π)·Δ/√(2ρ)) and the same with
+    the sampler's actual E|noise| and rounding (inf: withheld)."""
     N = agg.grid_records()
     bias = mean_bias_from_totals(N, st.retained, bound) + variance_bias_from_totals(N, st.retained, bound)
     with np.errstate(divide="ignore", invalid="ignore"):
-        noise = np.nan_to_num(rel.mean_sensitivity / rel.budget_mean) + np.nan_to_num(
-            rel.variance_sensitivity / rel.budget_variance)
+        if mechanism == "laplace":
+            scale_mu = rel.mean_sensitivity / rel.budget_mean
+            scale_var = rel.variance_sensitivity / rel.budget_variance
+        else:
+            scale_mu = rel.mean_sensitivity / np.sqrt(2.0 * rel.budget_mean)
+            scale_var = rel.variance_sensitivity / np.sqrt(2.0 * rel.budget_variance)
+    noise = _mean_abs_factor(mechanism) * (np.nan_to_num(scale_mu) + np.nan_to_num(scale_var))
     ok = rel.released
     return np.where(ok, bias + noise, np.inf), np.where(ok, bias + rel.noise_abs, np.inf)
 
 
+def confidence_bounds(agg: Aggregate, st: RetainedStats, rel: GridRelease, bound: float, sampler: Noise, *,
+                      confidence: float) -> dict[str, np.ndarray]:
+    """Per grid and statistic, bounds on |released − statistic| holding with probability ≥ q each.
+
+    ``noise``: the q-quantile of |noise| at the scale actually drawn plus the output rounding λ/2
+    (Laplace: b·ln(1/(1 − q)), also a bound for the discrete Laplace on λ·ℤ, whose tail
+    P(|Z| > x) = 2r^{⌊x⌋+1}/(1 + r) ≤ r^x; Gaussian: σ·Φ⁻¹((1 + q)/2)) — the error against the
+    statistic of the kept records. ``worst_case``: that plus the worst-case clipping bias of the
+    kept set against the statistic of all records (seed 002 Thm IV.1, Thm IV.2 corrected by
+    ERRATA E1) — it holds for any data.
+    """
+    from ..budget.noise import GaussianNoise, LaplaceNoise
+
+    q = check_confidence(confidence)
+    factor = (LaplaceNoise if sampler.mechanism == "laplace" else GaussianNoise).factor(q)
+    N = agg.grid_records()
+    ok = rel.released
+    out: dict[str, np.ndarray] = {}
+    for stat, scale, bias in (
+        ("mean", rel.mean_noise_scale, mean_bias_from_totals(N, st.retained, bound)),
+        ("variance", rel.variance_noise_scale, variance_bias_from_totals(N, st.retained, bound)),
+    ):
+        noise = np.nan_to_num(scale) * factor + sampler.granularity / 2.0
+        out[f"{stat}_noise"] = np.where(ok, noise, np.nan)
+        out[f"{stat}_worst_case"] = np.where(ok, noise + bias, np.nan)
+    return out
+
+
 def _check_error_bound(errors: np.ndarray, error_bound: float | None, plan: GridPlan, agg: Aggregate,
-                       bound: float, epsilon: float, split: str) -> None:
-    worst = float(np.max(errors))
+                       bound: float) -> None:
+    worst = float(np.max(errors)) if errors.size else 0.0
     if error_bound is not None and worst > float(error_bound) * (1 + 1e-9):
-        base = baseline_error_bound(agg.occupancy(), bound, epsilon, split=split)
         raise DpoptInputError(
             f"`error_bound` = {float(error_bound):g} cannot be met: plan {plan.method!r} "
-            f"(status {plan.status}) leaves a grid with worst-case error {worst:.6g} "
-            f"(BASELINE's largest is {base:.6g}); raise the error bound or omit it (default: "
-            "BASELINE's largest grid error)"
+            f"(status {plan.status}) leaves a grid with worst-case error {worst:.6g}; raise the error "
+            "bound or omit it (default: BASELINE's largest grid error)"
         )
 
 
@@ -373,12 +502,20 @@ def release_aggregate(
     ingest: IngestReport | None = None,
     *,
     bound: float | None = None,
-    epsilon: float,
+    epsilon: float | None = None,
+    epsilon_total: float | None = None,
+    rho: float | None = None,
+    delta: float | None = None,
+    mechanism: str = "laplace",
     plan: str | GridPlan = "baseline",
     pseudo_users: bool = False,
     error_bound: float | None = None,
     split: str = "equal",
     time_limit: float | None = None,
+    target: Any = None,
+    target_variance: Any = None,
+    criterion: str = "noise",
+    confidence: float = 0.95,
     seed: int | None = None,
     noise: str = "discrete",
     granularity_bits: int = DEFAULT_GRANULARITY_BITS,
@@ -389,36 +526,41 @@ def release_aggregate(
     """Plan and release from an existing aggregate (see :func:`release`).
 
     ``bound`` defaults to the U the aggregate was clipped with and must equal it when given;
-    ``plan`` is a planner name or a ready :class:`GridPlan` (budgets in ε) for this aggregate.
+    ``plan`` is a planner name or a ready :class:`GridPlan` for this aggregate (budgets in the
+    noise's unit, within the given budget).
     """
     U = _aggregate_bound(agg, bound)
-    epsilon = check_epsilon(epsilon)
-    _check_plan_options(plan, split, error_bound, time_limit, pseudo_users)
-    k = _check_noise_options(U, epsilon, noise, granularity_bits)
+    budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta, mechanism=mechanism)
+    _check_plan_options(plan, split, error_bound, time_limit, pseudo_users, criterion, confidence)
+    k = _check_noise_options(U, budget, noise, granularity_bits)
     timings = dict(timings or {})
     t0 = time.perf_counter()
     if not isinstance(plan, GridPlan):
-        bar = _progress(progress and (plan != "baseline" or pseudo_users), 1, desc=f"plan ({plan})", unit=" plan")
-        plan = plan_release(agg, bound=U, epsilon=epsilon, plan=plan, pseudo_users=pseudo_users,
-                            error_bound=error_bound, split=split, time_limit=time_limit)
+        bar = _progress(progress and plan in ("greedy", "milp"), 1, desc=f"plan ({plan})", unit=" plan")
+        plan = plan_release(agg, bound=U, epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
+                            mechanism=mechanism, plan=plan, pseudo_users=pseudo_users, error_bound=error_bound,
+                            split=split, time_limit=time_limit, target=target, target_variance=target_variance,
+                            criterion=criterion, confidence=confidence, progress=progress)
         if bar is not None:
             bar.update(1)
             bar.close()
     timings["plan"] = time.perf_counter() - t0
-    _check_plan_budgets(plan, epsilon)
+    _check_plan_budgets(plan, budget)
     gamma = pair_retained(agg, plan)
     t0 = time.perf_counter()
     st = retained_statistics(agg, gamma, truncated_sums)
     timings["statistics"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sampler = make_noise("laplace", sampler=noise, seed=seed, granularity_bits=k)
+    sampler = make_noise(budget.mechanism, sampler=noise, seed=seed, granularity_bits=k)
     rel = _release_grids(st, plan, U, sampler, progress=progress)
     timings["noise"] = time.perf_counter() - t0
-    errors, released_errors = grid_error_bounds(agg, st, rel, U)
-    _check_error_bound(errors, error_bound, plan, agg, U, epsilon, split)
-    table = release_table(agg, st, plan, rel, errors)
-    summary = release_summary(agg, ingest or IngestReport(), plan, gamma, errors, released_errors,
-                              bound=U, epsilon=epsilon, split=split, sampler=sampler, seeded=seed is not None)
+    errors, released_errors = grid_error_bounds(agg, st, rel, U, budget.mechanism)
+    _check_error_bound(errors, error_bound, plan, agg, U)
+    bounds = confidence_bounds(agg, st, rel, U, sampler, confidence=confidence)
+    table = release_table(agg, st, plan, rel, errors, bounds, bound=U, criterion=criterion)
+    summary = release_summary(agg, ingest or IngestReport(), plan, gamma, errors, released_errors, bounds,
+                              bound=U, budget=budget, split=split, sampler=sampler, seeded=seed is not None,
+                              criterion=criterion, confidence=confidence)
     diagnostics = {"timings": {key: round(v, 4) for key, v in timings.items()},
                    "ingest": (ingest or IngestReport()).as_dict()}
     return ReleaseResult(table=table, summary=summary, ingest=ingest or IngestReport(), aggregate=agg,
@@ -442,12 +584,19 @@ def _release_grids(st: RetainedStats, plan: GridPlan, bound: float, sampler: Noi
             bar.close()
 
 
-def release_table(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRelease,
-                  errors: np.ndarray) -> pd.DataFrame:
-    """One row per grid: public counts, released values, sensitivities, budgets, noise scales."""
+def release_table(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRelease, errors: np.ndarray,
+                  bounds: dict[str, np.ndarray], *, bound: float, criterion: str) -> pd.DataFrame:
+    """One row per grid: public counts, released values (post-processed into [0, U] and
+    [0, U²/4], raw beside them), error bounds, sensitivities, budgets, noise scales.
+
+    Budget columns are named after the unit: ``epsilon``, ``epsilon_mean``, ``epsilon_variance``
+    (Laplace) or ``rho``, ``rho_mean``, ``rho_variance`` (Gaussian, zCDP).
+    """
     cells, slots = agg.grid_labels()
     lat, lng = _cell_centres(agg.cells)
     length = plan.array_length if plan.array_length is not None else np.full(agg.n_grids, -1)
+    unit = rel.unit
+    other = "worst_case" if criterion == "noise" else "noise"
     return pd.DataFrame({
         "grid": np.arange(agg.n_grids, dtype=np.int64),
         "cell": cells,
@@ -459,13 +608,21 @@ def release_table(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRe
         "max_user_records": _grid_max(agg),
         "n_users_retained": st.users,
         "n_records_retained": st.retained,
-        "mean": rel.mean,
-        "variance": rel.variance,
         "released": rel.released,
+        # post-processing of DP outputs into the valid ranges (no privacy cost); raw kept beside
+        "mean": np.clip(rel.mean, 0.0, bound),
+        "variance": np.clip(rel.variance, 0.0, bound * bound / 4.0),
+        "mean_raw": rel.mean,
+        "variance_raw": rel.variance,
+        "mean_error_bound": bounds[f"mean_{criterion}"],
+        "variance_error_bound": bounds[f"variance_{criterion}"],
+        f"mean_error_bound_{other}": bounds[f"mean_{other}"],
+        f"variance_error_bound_{other}": bounds[f"variance_{other}"],
+        unit: np.where(rel.released, rel.budget_mean + rel.budget_variance, np.nan),
         "mean_sensitivity": rel.mean_sensitivity,
         "variance_sensitivity": rel.variance_sensitivity,
-        "epsilon_mean": rel.budget_mean,
-        "epsilon_variance": rel.budget_variance,
+        f"{unit}_mean": rel.budget_mean,
+        f"{unit}_variance": rel.budget_variance,
         "mean_noise_scale": rel.mean_noise_scale,
         "variance_noise_scale": rel.variance_noise_scale,
         "error_bound": errors,
@@ -474,24 +631,44 @@ def release_table(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRe
 
 
 def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma: np.ndarray,
-                    errors: np.ndarray, released_errors: np.ndarray, *, bound: float, epsilon: float,
-                    split: str, sampler: Noise, seeded: bool) -> ReleaseSummary:
-    """The published headline numbers; K recounted from the plan's retained counts (Thm II.3)."""
-    G1 = int(agg.user_grids().max())
+                    errors: np.ndarray, released_errors: np.ndarray, bounds: dict[str, np.ndarray], *,
+                    bound: float, budget: PrivacyBudget, split: str, sampler: Noise, seeded: bool,
+                    criterion: str, confidence: float) -> ReleaseSummary:
+    """The published headline numbers; the spend is recounted from the plan's retained counts."""
+    G1 = int(agg.user_grids().max()) if agg.n_users else 0
     suppressed = gamma == 0
     suppressed_records = int(agg.count[suppressed].sum())
     published_ingest = {key: v for key, v in ingest.as_dict().items() if key not in VALUE_DEPENDENT_INGEST}
+    spend = float(exact_user_spend(plan).max()) if plan.n_users else 0.0
+    released = np.asarray(plan.released, dtype=bool) & np.isfinite(errors)
+    eps = budget.per_grid
+    if budget.mechanism == "laplace":
+        # per-grid mode: K·ε (seed 002 Thm II.3), an upper bound of the exact spend
+        epsilon_total, rho_total = (plan.degradation * eps if eps is not None else spend), None
+    else:
+        from ..accounting import zcdp_epsilon
+
+        rho_total = spend
+        epsilon_total = zcdp_epsilon(spend, budget.delta) if budget.delta is not None and spend > 0 else None
+    finite = errors[np.isfinite(errors)]
+    bp = plan.info.get("budget_plan")
     return ReleaseSummary(
         privacy_model=PRIVACY_MODEL, privacy_model_description=PRIVACY_MODEL_SUMMARY,
+        mechanism=budget.mechanism, budget_mode=budget.mode, budget=budget.describe(),
         users=agg.n_users, grids=agg.n_grids, records=agg.n_records, pairs=agg.n_pairs,
         plan=plan.method, plan_status=str(plan.status), plan_gap=float(plan.gap),
         pseudo_users=plan.array_length is not None,
         degradation=plan.degradation, degradation_baseline=G1,
-        epsilon=epsilon, epsilon_total=plan.degradation * epsilon, epsilon_total_baseline=G1 * epsilon,
-        epsilon_basic_composition=agg.n_grids * epsilon,
-        error_bound=float(np.max(errors)),
+        epsilon=eps, epsilon_total=epsilon_total, rho_total=rho_total, delta=budget.delta,
+        epsilon_total_baseline=G1 * eps if eps is not None else None,
+        epsilon_basic_composition=agg.n_grids * eps if eps is not None else None,
+        error_bound=float(finite.max()) if finite.size else float("inf"),
         error_bound_target=float(plan.error_bound) if plan.error_bound is not None else float("nan"),
-        error_bound_released=float(np.max(released_errors)),
+        error_bound_released=float(np.max(released_errors[np.isfinite(released_errors)], initial=0.0)),
+        criterion=criterion, confidence=confidence,
+        released_grids=int(released.sum()),
+        target=float(bp.target.max()) if bp is not None and np.ptp(bp.target) == 0 else None,
+        grids_within_target=int(bp.within_target.sum()) if bp is not None else None,
         suppressed_pairs=int(suppressed.sum()), suppressed_records=suppressed_records,
         truncated_records=int(agg.count.sum() - gamma.sum()) - suppressed_records,
         withheld_grids=int((~np.asarray(plan.released, dtype=bool)).sum()),
@@ -548,12 +725,17 @@ def _truncated_reader(records: Any, *, bound: float, columns: Any, out_of_range:
 
 
 def release(
-    records: Any, *, bound: float, epsilon: float,
+    records: Any, *, bound: float,
+    # the budget: per grid (the seeds' mode) or in total for every user
+    epsilon: float | None = None, epsilon_total: float | None = None, rho: float | None = None,
+    delta: float | None = None, mechanism: str = "laplace",
     # the gridding
     h3_resolution: int = 7, slot: Any = "1h",
     # the plan
     plan: str = "baseline", pseudo_users: bool = False, error_bound: float | None = None, split: str = "equal",
-    time_limit: float | None = None,
+    time_limit: float | None = None, target: Any = None, target_variance: Any = None,
+    # the reported error bounds
+    criterion: str = "noise", confidence: float = 0.95,
     # ingestion and aggregation
     columns: ColumnMap | Mapping[str, str] | None = None, out_of_range: str = "clip", timestamp_unit: str = "s",
     chunksize: int | None = None, backend: str = "local", client: Any = None,
@@ -561,7 +743,7 @@ def release(
     seed: int | None = None, noise: str = "discrete", granularity_bits: int = DEFAULT_GRANULARITY_BITS,
     progress: bool = False,
 ) -> ReleaseResult:
-    """User-level ε-DP release of the mean and variance of every (H3 cell, time slot) grid.
+    """User-level DP release of the mean and variance of every (H3 cell, time slot) grid.
 
     Privacy model ``public-occupancy``: neighbours differ in one user's values; which user has how
     many records in which grid is public (seed 002 §II-C).
@@ -572,12 +754,21 @@ def release(
         Columns user_id, latitude, longitude, timestamp, value (other names via ``columns``).
     bound : float
         U: values are in [0, U] (outside: ``out_of_range`` = "clip" | "drop" | "error").
-    epsilon : float
-        ε of each grid's release (ε/2 for the mean and ε/2 for the variance with ``split="equal"``).
+    epsilon : float, optional
+        The seeds' mode: ε of each grid's release (ε/2 for the mean and ε/2 for the variance with
+        ``split="equal"``); the whole release costs K·ε.
+    epsilon_total : float, optional
+        What one user may lose over the whole release (pure ε-DP with Laplace; with
+        ``mechanism="gaussian"`` and ``delta``, the (ε, δ) the zCDP release must imply).
+    rho, delta : float, optional
+        Gaussian noise: total ρ of zCDP (``rho``) and the δ of the (ε, δ) statement.
+    mechanism : {"laplace", "gaussian"}
+        Laplace (pure ε-DP) or Gaussian (ρ-zCDP) noise; exact discrete samplers either way.
     h3_resolution, slot
         Gridding: H3 resolution 0..15 and slot length (``"1h"``, ``"15min"``), UTC.
-    plan : {"baseline", "greedy", "milp"}
-        No suppression, CLIP-USER (seed 002 Algorithm 1) or the exact MILP (:mod:`.planners`).
+    plan : {"baseline", "greedy", "milp", "budget"}
+        No suppression, CLIP-USER (seed 002 Algorithm 1), the exact MILP (:mod:`.planners`), or the
+        total-budget planner (:func:`dpopt.budget.plan_budget`; needs a total budget).
     pseudo_users : bool
         Pseudo-user clipping per grid after the plan (seed 002 eq. (15)).
     error_bound : float, optional
@@ -585,7 +776,13 @@ def release(
     split : {"equal", "optimal"}
         Budget split between mean and variance.
     time_limit : float, optional
-        Seconds for the MILP (a time-limited plan reports its status and gap).
+        Total seconds for the MILP or the budget planner (a time-limited plan reports status and gap).
+    target, target_variance : float or array, optional
+        τ of the budget planner (data units; default: the knee of its coverage–τ frontier).
+    criterion : {"noise", "worst_case"}
+        Criterion of ``mean_error_bound``/``variance_error_bound`` (and of the budget planner).
+    confidence : float
+        q of those bounds (default 0.95).
     seed : int, optional
         Seed for reproducible noise: tests and demos only. ``None`` (default) draws from the OS CSPRNG.
     columns, timestamp_unit, chunksize
@@ -594,7 +791,7 @@ def release(
         Aggregate locally (streamed in chunks) or on a Dask cluster (``client`` a
         ``distributed.Client``; default a local cluster).
     noise : {"discrete", "numpy"}
-        Exact discrete Laplace (real releases) or numpy Laplace (simulation only), :mod:`dpopt.noise`.
+        Exact discrete sampler (real releases) or numpy (simulation only), :mod:`dpopt.noise`.
     granularity_bits : int
         k of the output grid λ = 2^-k.
     progress : bool
@@ -603,27 +800,29 @@ def release(
     Returns
     -------
     ReleaseResult
-        ``summary.epsilon_total = K·ε`` (seed 002 Thm II.3) with K recounted from the retained counts.
+        ``summary.epsilon_total`` (and ``rho_total``) recounted from the plan's retained counts.
     """
     bound = check_bound(bound)
-    epsilon = check_epsilon(epsilon)
-    _check_plan_options(plan, split, error_bound, time_limit)
-    _check_noise_options(bound, epsilon, noise, granularity_bits)
+    budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta, mechanism=mechanism)
+    _check_plan_options(plan, split, error_bound, time_limit, criterion=criterion, confidence=confidence)
+    _check_noise_options(bound, budget, noise, granularity_bits)
     backend = check_choice(backend, "backend", BACKENDS)
     t0 = time.perf_counter()
     agg, ingest = aggregate_records(
         records, bound=bound, h3_resolution=h3_resolution, slot=slot, columns=columns,
         out_of_range=out_of_range, timestamp_unit=timestamp_unit, chunksize=chunksize,
-        keep_samples=bool(pseudo_users) and backend == "local" and isinstance(records, pd.DataFrame),
+        keep_samples=(bool(pseudo_users) or plan == "budget") and backend == "local"
+        and isinstance(records, pd.DataFrame),
         backend=backend, client=client, progress=progress,
     )
     timings = {"aggregate": time.perf_counter() - t0}
     truncated = _truncated_reader(records, bound=bound, columns=columns, out_of_range=out_of_range,
                                   timestamp_unit=timestamp_unit, chunksize=chunksize, backend=backend,
-                                  client=client) if pseudo_users else None
+                                  client=client) if (pseudo_users or plan == "budget") else None
     return release_aggregate(
-        agg, ingest, bound=bound, epsilon=epsilon, plan=plan, pseudo_users=pseudo_users,
-        error_bound=error_bound, split=split, time_limit=time_limit, seed=seed, noise=noise,
-        granularity_bits=granularity_bits, truncated_sums=truncated, timings=timings,
-        progress=progress,
+        agg, ingest, bound=bound, epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
+        mechanism=mechanism, plan=plan, pseudo_users=pseudo_users, error_bound=error_bound, split=split,
+        time_limit=time_limit, target=target, target_variance=target_variance, criterion=criterion,
+        confidence=confidence, seed=seed, noise=noise, granularity_bits=granularity_bits,
+        truncated_sums=truncated, timings=timings, progress=progress,
     )
