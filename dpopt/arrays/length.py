@@ -434,7 +434,9 @@ def surrogate_lp(counts: Any, bound: float, epsilon: float) -> LinearModel:
         subject to g_j − m ≤ 0,   0 ≤ g_j ≤ v_j,   m_* ≤ m ≤ m^*
 
     At an optimum g_j = min{v_j, m}, so the LP value is min F_ε. Column blocks ``length`` (m) and
-    ``kept`` (g); row block ``cap`` (g_j ≤ m).
+    ``kept`` (g); row block ``cap`` (g_j ≤ m). Names: ``length_m``, ``kept_c<v_j>``, ``cap_c<v_j>``
+    (one per distinct count v_j); the dual of ``cap_c<v_j>`` is the marginal value of raising
+    the cap g_j ≤ m, i.e. −∂F/∂m contributed by the users with count v_j.
 
     Returns
     -------
@@ -452,8 +454,10 @@ def surrogate_lp(counts: Any, bound: float, epsilon: float) -> LinearModel:
         lower=prof.min_count,
         upper=prof.max_count,
         cost=U / (eps * prof.num_users * prof.min_count),
+        labels=["m"],
     )
-    g = b.add_cols("kept", J, lower=0.0, upper=v.astype(float), cost=-U * w / prof.total)
+    levels = [f"c{int(x)}" for x in v]  # one per distinct count (level) v_j
+    g = b.add_cols("kept", J, lower=0.0, upper=v.astype(float), cost=-U * w / prof.total, labels=levels)
     rows = np.arange(J)
     b.add_rows(
         "cap",
@@ -463,6 +467,7 @@ def surrogate_lp(counts: Any, bound: float, epsilon: float) -> LinearModel:
         lower=-np.inf,
         upper=0.0,
         count=J,
+        labels=levels,
     )
     return b.build()
 

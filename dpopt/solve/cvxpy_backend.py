@@ -20,6 +20,8 @@ dual is ``+dual``, for ``Ax ≤ u`` it is ``−dual``, for ``Ax == b`` it is ``�
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import time
 import warnings
@@ -286,8 +288,9 @@ def solve_linear_model(
             z = lm.c - lm.A.T @ y
             row_duals, col_duals = y, z
     objective = float(lm.objective_value(x)) if x is not None else math.nan
-    return _result(status, raw, elapsed, objective, x, row_duals, col_duals, dict(lm.col_blocks),
-                   dict(lm.row_blocks))
+    res = _result(status, raw, elapsed, objective, x, row_duals, col_duals, dict(lm.col_blocks),
+                  dict(lm.row_blocks))
+    return dataclasses.replace(res, col_names=lm.column_names(), row_names=lm.constraint_names())
 
 
 def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:

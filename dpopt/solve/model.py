@@ -15,7 +15,7 @@ can be read back by name. Models never import a solver: see :mod:`dpopt.solve.hi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,6 +39,9 @@ class LinearModel:
     col_blocks: dict[str, slice] = field(default_factory=dict)
     row_blocks: dict[str, slice] = field(default_factory=dict)
     name: str = "dpopt"
+    #: one readable name per column/row (``alpha_u0``, ``range_u0``...); ``None``: ``block_i`` names
+    col_names: tuple[str, ...] | None = None
+    row_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         n = self.c.shape[0]
@@ -56,6 +59,17 @@ class LinearModel:
             raise ValueError(f"`integrality` must have shape ({n},); got {self.integrality.shape}")
         if self.sense not in ("min", "max"):
             raise ValueError(f"`sense` must be 'min' or 'max'; got {self.sense!r}")
+        for names, nm, size in ((self.col_names, "col_names", n), (self.row_names, "row_names", m)):
+            if names is not None and len(names) != size:
+                raise ValueError(f"`{nm}` must have {size} names; got {len(names)}")
+
+    def column_names(self) -> tuple[str, ...]:
+        """One name per column: ``col_names`` if set, else ``<block>_<i>`` (i counted in the block)."""
+        return self.col_names if self.col_names is not None else _default_names(self.col_blocks, self.num_cols, "x")
+
+    def constraint_names(self) -> tuple[str, ...]:
+        """One name per row: ``row_names`` if set, else ``<block>_<i>`` (i counted in the block)."""
+        return self.row_names if self.row_names is not None else _default_names(self.row_blocks, self.num_rows, "r")
 
     @property
     def num_cols(self) -> int:
@@ -88,6 +102,24 @@ class LinearModel:
         return float(max(viol))
 
 
+def _default_names(blocks: dict[str, slice], size: int, prefix: str) -> tuple[str, ...]:
+    names = [f"{prefix}{i}" for i in range(size)]
+    for block, sl in blocks.items():
+        for k, i in enumerate(range(*sl.indices(size))):
+            names[i] = f"{block}_{k}"
+    return tuple(names)
+
+
+def _labels(name: str, count: int, labels: Any) -> list[str]:
+    """``name_label`` for each label (default ``name_0 … name_{count−1}``); spaces become ``_``."""
+    if labels is None:
+        return [f"{name}_{k}" for k in range(count)]
+    out = [f"{name}_{lab}".replace(" ", "_") for lab in labels]
+    if len(out) != count:
+        raise ValueError(f"{name!r}: {count} items but {len(out)} labels")
+    return out
+
+
 class ModelBuilder:
     """Assemble a :class:`LinearModel` block by block from vectorised COO pieces.
 
@@ -116,6 +148,8 @@ class ModelBuilder:
         self.n = 0
         self.m = 0
         self.offset = 0.0
+        self._cnames: list[str] = []
+        self._rnames: list[str] = []
 
     def add_cols(
         self,
@@ -126,10 +160,16 @@ class ModelBuilder:
         upper: float | np.ndarray = np.inf,
         cost: float | np.ndarray = 0.0,
         integer: bool = False,
+        labels: Any = None,
     ) -> np.ndarray:
-        """Add ``count`` variables; return their column indices."""
+        """Add ``count`` variables; return their column indices.
+
+        ``labels`` (one per variable, e.g. user ids) name the columns ``<name>_<label>`` in exported
+        .lp/.mps files and in :meth:`~dpopt.solve.result.SolveResult.named_values`.
+        """
         if name in self.col_blocks:
             raise ValueError(f"column block {name!r} already exists")
+        self._cnames.extend(_labels(name, count, labels))
         idx = np.arange(self.n, self.n + count, dtype=np.int64)
         self._cost.append(np.broadcast_to(np.asarray(cost, float), (count,)).copy())
         self._clo.append(np.broadcast_to(np.asarray(lower, float), (count,)).copy())
@@ -149,8 +189,12 @@ class ModelBuilder:
         lower: float | np.ndarray,
         upper: float | np.ndarray,
         count: int | None = None,
+        labels: Any = None,
     ) -> slice:
-        """Add constraints ``lower ≤ Σ vals·x[cols] ≤ upper``; ``rows`` are local (0-based) row ids."""
+        """Add constraints ``lower ≤ Σ vals·x[cols] ≤ upper``; ``rows`` are local (0-based) row ids.
+
+        ``labels`` (one per row) name the rows ``<name>_<label>`` (exports and named duals).
+        """
         if name in self.row_blocks:
             raise ValueError(f"row block {name!r} already exists")
         rows = np.asarray(rows, dtype=np.int64)
@@ -164,6 +208,7 @@ class ModelBuilder:
         self._v.append(vals.astype(float, copy=True))
         self._rlo.append(np.broadcast_to(np.asarray(lower, float), (k,)).copy())
         self._rup.append(np.broadcast_to(np.asarray(upper, float), (k,)).copy())
+        self._rnames.extend(_labels(name, k, labels))
         self.row_blocks[name] = slice(self.m, self.m + k)
         self.m += k
         return self.row_blocks[name]
@@ -190,4 +235,6 @@ class ModelBuilder:
             col_blocks=dict(self.col_blocks),
             row_blocks=dict(self.row_blocks),
             name=self.name,
+            col_names=tuple(self._cnames),
+            row_names=tuple(self._rnames),
         )
