@@ -9,7 +9,7 @@ Everything here is exact (each formula is re-derived by brute force in ``tests/t
 with :mod:`dpopt.verify`) and vectorised: the ``*_from_totals`` kernels take arrays of
 ``(N, R, Γ*)`` for many grids at once.
 
-Corrections implemented (../ERRATA.md):
+Corrections implemented (models/errata.md):
 
 * E1 — the cases of seed 002's Theorem IV.2 (worst-case variance bias) are swapped in the text;
   :func:`variance_bias` implements the corrected statement and :func:`variance_bias_seed_text`
@@ -18,11 +18,14 @@ Corrections implemented (../ERRATA.md):
   ``max_ℓ 2·m_ℓ·b_ℓ / n``, not ``max_ℓ m_ℓ(b_ℓ − a_ℓ)/n`` (:func:`clipping_error_terms`).
 * Seed 001 §3.2 of the notes — for d = 1 the worst-case bias of interval clipping is
   ``max{Σ m_ℓ(U − b_ℓ), Σ m_ℓ a_ℓ}/n``; Lemma III.1's ``Σ m_ℓ max{a_ℓ, U − b_ℓ}/n`` is only an upper
-  bound (equal for symmetric strategies). :func:`clipping_error_terms` returns the exact value.
+  bound (equal for symmetric strategies). :func:`clipping_error_terms` returns the exact value (E9).
+* E11 — seed 002 Proposition II.1's Laplace tail ``Δ·ln(1/δ)/ε`` holds for d = 1 only; for d ≥ 2
+  the ℓ1 norm of the noise is Gamma(d, Δ/ε) and :func:`laplace_l1_tail` gives the exact threshold.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -61,6 +64,8 @@ __all__ = [
     "grid_errors",
     "basic_composition",
     "parallel_composition",
+    "laplace_l1_tail",
+    "laplace_l1_tail_probability",
 ]
 
 Split = Literal["equal", "optimal"]
@@ -439,3 +444,64 @@ def parallel_composition(
     member.data = (member.data > 0).astype(float)
     per_user = member @ eps
     return float(per_user.max()) if per_user.size else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# tail of d-dimensional Laplace noise (seed 002 Prop. II.1, corrected: models/errata.md E11)
+# --------------------------------------------------------------------------------------------
+def _check_delta(delta: Any) -> float:
+    from ._validation import _fail, _finite_real
+
+    rule = "must be a number in (0, 1)"
+    out = _finite_real(delta, "delta", rule)
+    if not 0.0 < out < 1.0:
+        raise _fail("delta", rule, delta)
+    return out
+
+
+def laplace_l1_tail(sensitivity: float, epsilon: float, delta: float, *, dim: int = 1) -> float:
+    """The threshold t with ``P[‖Z‖₁ ≥ t] = δ`` for ``Z`` = d i.i.d. Laplace(Δ/ε) coordinates.
+
+    ``‖Z‖₁`` is a sum of d exponentials of mean Δ/ε, i.e. Gamma(d, scale Δ/ε), so
+    ``t = Δ·Q_d(1 − δ)/ε`` with ``Q_d`` the Gamma(d, 1) quantile. For d = 1 this is seed 002
+    Proposition II.1's ``Δ·ln(1/δ)/ε``; for d ≥ 2 that expression is too small (ERRATA E11:
+    ``P[‖Z‖₁ ≥ Δ·ln(1/δ)/ε] = δ·Σ_{k<d} ln(1/δ)^k/k!``, 0.330 for d = 2, δ = 0.1).
+
+    Parameters
+    ----------
+    sensitivity : float
+        The ℓ1 sensitivity Δ of the released vector (> 0).
+    epsilon : float
+        The privacy parameter ε (> 0).
+    delta : float
+        Failure probability in (0, 1).
+    dim : int
+        Number of noisy coordinates d.
+
+    Examples
+    --------
+    >>> round(laplace_l1_tail(1.0, 1.0, 0.1), 6)  # ln(10)
+    2.302585
+    >>> round(laplace_l1_tail(1.0, 1.0, 0.1, dim=2), 4)
+    3.8897
+    """
+    from scipy.stats import gamma
+
+    sens = check_bound(sensitivity, "sensitivity")
+    eps = check_epsilon(epsilon)
+    dlt = _check_delta(delta)
+    d = check_dim(dim)
+    return float(sens / eps * gamma.isf(dlt, d))
+
+
+def laplace_l1_tail_probability(threshold: float, sensitivity: float, epsilon: float, *, dim: int = 1) -> float:
+    """``P[‖Z‖₁ ≥ threshold]`` for d i.i.d. Laplace(Δ/ε) coordinates (Gamma(d) survival function)."""
+    from scipy.stats import gamma
+
+    sens = check_bound(sensitivity, "sensitivity")
+    eps = check_epsilon(epsilon)
+    d = check_dim(dim)
+    t = float(threshold)
+    if not math.isfinite(t) or t < 0:
+        raise DpoptInputError(f"`threshold` must be a finite number >= 0; got {threshold!r}")
+    return float(gamma.sf(t * eps / sens, d))
