@@ -13,7 +13,7 @@ of length m:
 
 Users are processed in non-increasing m_ℓ (the paper; ties in input order) unless ``order`` says
 otherwise (the authors' code used the alphabetical user order, i.e. ``order="given"`` on counts listed
-in ``numpy.unique`` order). See ../shared/papers/notes-003-pseudo-users.md §III-A and §8.
+in ``numpy.unique`` order). See models/array_length.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Choice of the array length m for pseudo-user Array-Averaging (seed 003, Sections III, V and VI).
 
-Notation (../shared/papers/notes-003-pseudo-users.md): counts m_ℓ ≥ 1 of L users, M = Σ_ℓ m_ℓ,
+Notation (models/array_length.md; corrections in models/errata.md): counts m_ℓ ≥ 1 of L users, M = Σ_ℓ m_ℓ,
 m_* = min m_ℓ, m^* = max m_ℓ, Γ_m = Σ_ℓ min{m_ℓ, m}, samples in [0, U].
 
 * Worst-case error of Array-Averaging with length m (Lemma V.1 + eq. (11), eq. (15))::
