@@ -94,6 +94,10 @@ class CountProfile:
     values: np.ndarray
     first: np.ndarray
 
+    def __repr__(self) -> str:
+        return (f"CountProfile(users={self.sorted_counts.size}, total={int(self.prefix[-1])}, "
+                f"distinct={self.values.size}, min={int(self.sorted_counts[0])}, max={int(self.sorted_counts[-1])})")
+
     @classmethod
     def from_counts(cls, counts: Any, *, validated: bool = False) -> CountProfile:
         m_l = counts if validated else as_counts(counts)
@@ -268,6 +272,11 @@ class ArrayLengthPlan:
     num_users: int
     total_samples: int
     gap: float = 0.0
+
+    def __repr__(self) -> str:
+        return (f"ArrayLengthPlan(length={self.length}, error={self.error:.6g} (bias {self.bias:.6g} + noise "
+                f"{self.noise:.6g}), method={self.method!r}/{self.solver!r}, status={self.status.value}, "
+                f"optimal_length={self.optimal_length}, excess={self.excess:.3g})")
 
     @property
     def excess(self) -> float:

@@ -32,12 +32,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._validation import as_counts, as_epsilons, check_bound, check_dim, check_epsilon
 from ..solve.result import Status
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "KKT_TOL",
@@ -158,6 +161,18 @@ class KKTCertificate:
     mu: np.ndarray
     lam_tau: float
     source: str = "closed-form"
+
+    def __repr__(self) -> str:  # one line: never the per-user arrays
+        return (f"KKTCertificate({self.source}, users={self.values.size}, tau={self.tau:.6g}, "
+                f"sum lambda={float(self.lam.sum()):.6g}, lambda_tau={self.lam_tau:.3g}, "
+                f"ok={self.check()})")
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per user: ``U m_l``, ``s_l``, λ_l (the range row's multiplier), μ_l."""
+        import pandas as pd
+
+        return pd.DataFrame({"value": self.values, "s": self.s, "lam": self.lam, "mu": self.mu},
+                            index=pd.RangeIndex(self.values.size, name="user"))
 
     @property
     def primal_objective(self) -> float:
@@ -303,6 +318,22 @@ class ClippingPlan:
         if tol is None:
             tol = KKT_TOL if self.method == "closed-form" else LP_KKT_TOL
         return self.certificate is not None and self.certificate.check(tol)
+
+    def __repr__(self) -> str:  # one screen: the summary, never the per-user arrays
+        items = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in self.summary().items() if v is not None)
+        return f"ClippingPlan({items})"
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per user: the interval ``[lower, upper]``, whether it clips, and λ_ℓ if certified."""
+        import pandas as pd
+
+        df = pd.DataFrame({"lower": self.lower, "upper": self.upper,
+                           "clipped": (self.lower > 0) | (self.upper < self.bound)},
+                          index=pd.RangeIndex(self.lower.size, name="user"))
+        if self.certificate is not None and self.certificate.lam.size == df.shape[0]:
+            df["lam"] = self.certificate.lam
+        return df
 
     def summary(self) -> dict[str, Any]:
         """A short JSON-friendly summary (no per-user arrays)."""
