@@ -594,7 +594,8 @@ def optimal_array_length(
         ``"milp"`` (HiGHS); surrogate: ``"closed-form"`` (default) or ``"lp"`` (HiGHS); heuristic:
         ``"enumeration"`` (default) or ``"scan"``.
     time_limit : float, keyword-only
-        Solver time limit in seconds (HiGHS solvers only).
+        Total seconds for the solve (HiGHS solvers only; the exact enumeration used for comparison
+        is not limited).
     low, high : int, keyword-only
         Search range of the heuristic (9).
 

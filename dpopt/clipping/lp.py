@@ -277,7 +277,7 @@ def solve_clipping(
     options : mapping, optional
         HiGHS options, merged over :data:`DEFAULT_HIGHS_OPTIONS` (presolve off) key by key.
     time_limit : float, optional
-        Seconds.
+        Total seconds for the solve (model loading included).
 
     Returns
     -------

@@ -121,7 +121,8 @@ def solve_cvxpy(
     problem : cvxpy.Problem
         Any LP/MILP cvxpy can hand to HiGHS.
     time_limit : float, optional
-        Seconds (HiGHS option ``time_limit``).
+        Total seconds for the solve (HiGHS option ``time_limit``; cvxpy's compilation is not
+        interruptible and comes on top).
     options : mapping, optional
         HiGHS options passed through cvxpy (e.g. ``{"presolve": "off"}``).
 
@@ -256,7 +257,8 @@ def solve_linear_model(
     t0 = time.perf_counter()
     cm = model if isinstance(model, CvxpyModel) else to_cvxpy(model)
     lm = cm.model
-    status, raw, _ = _solve(cm.problem, time_limit, options, verbose)
+    remaining = None if time_limit is None else max(0.0, float(time_limit) - (time.perf_counter() - t0))
+    status, raw, _ = _solve(cm.problem, remaining, options, verbose)
     elapsed = time.perf_counter() - t0
     xv = cm.x.value
     x = None if xv is None else np.asarray(xv, float).ravel()

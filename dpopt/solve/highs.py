@@ -170,8 +170,9 @@ def solve_highs(
     model : LinearModel
         The standard form.
     time_limit : float, optional
-        Total wall-clock seconds for this solve (HiGHS's ``time_limit``; it is not checked inside
-        presolve).
+        Total wall-clock seconds of this call, model loading included (what remains is HiGHS's
+        ``time_limit``, which HiGHS does not check inside presolve). Every dpopt function that takes
+        ``time_limit`` means total seconds of that call.
     options : mapping, optional
         Merged over :data:`DEFAULT_OPTIONS` (output off) and passed to ``Highs.setOptionValue`` one
         by one (e.g. ``{"presolve": "off"}``); an option HiGHS rejects raises :class:`ValueError`.
@@ -182,6 +183,8 @@ def solve_highs(
     """
     t0 = time.perf_counter()
     h = _highs_for(model, options, time_limit, verbose=verbose)
+    if time_limit is not None:  # total seconds: the time spent loading the model counts
+        _set_option(h, "time_limit", max(0.0, float(time_limit) - (time.perf_counter() - t0)))
     if warm_start is not None:
         sol = highspy.HighsSolution()
         sol.col_value = list(np.asarray(warm_start, float))
