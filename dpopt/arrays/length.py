@@ -366,10 +366,11 @@ def array_length_milp(counts: Any, bound: float, epsilon: float) -> LinearModel:
     J = v.size
     err = _error(prof, v, g, U, eps)
     b = ModelBuilder(name="array_length_milp")
-    z = b.add_cols("choose", J, lower=0, upper=1, cost=err, integer=True)
-    length = b.add_cols("length", 1, lower=prof.min_count, upper=prof.max_count)
-    gamma = b.add_cols("gamma", 1, lower=0, upper=prof.total)
-    b.add_rows("one", rows=np.zeros(J), cols=z, vals=1.0, lower=1, upper=1, count=1)
+    # names: choose_m<v> (one binary per candidate length v), length_m, gamma_total, one_all
+    z = b.add_cols("choose", J, lower=0, upper=1, cost=err, integer=True, labels=[f"m{int(x)}" for x in v])
+    length = b.add_cols("length", 1, lower=prof.min_count, upper=prof.max_count, labels=["m"])
+    gamma = b.add_cols("gamma", 1, lower=0, upper=prof.total, labels=["total"])
+    b.add_rows("one", rows=np.zeros(J), cols=z, vals=1.0, lower=1, upper=1, count=1, labels=["all"])
     # read-outs: length = Σ_j v_j z_j, gamma = Σ_j Γ_{v_j} z_j
     for name, col, coef in (("length_link", length, v), ("gamma_link", gamma, g)):
         b.add_rows(
@@ -380,6 +381,7 @@ def array_length_milp(counts: Any, bound: float, epsilon: float) -> LinearModel:
             lower=0,
             upper=0,
             count=1,
+            labels=["row"],
         )
     return b.build()
 
