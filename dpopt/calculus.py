@@ -16,7 +16,7 @@ Corrections implemented (models/errata.md):
   the printed one, kept only so the tests can show it disagreeing with brute force.
 * E3 — for vector samples (d ≥ 2) the ℓ1-sensitivity of the clipped mean is
   ``max_ℓ 2·m_ℓ·b_ℓ / n``, not ``max_ℓ m_ℓ(b_ℓ − a_ℓ)/n`` (:func:`clipping_error_terms`).
-* Seed 001 §3.2 of the notes — for d = 1 the worst-case bias of interval clipping is
+* E9 — for d = 1 the worst-case bias of interval clipping is
   ``max{Σ m_ℓ(U − b_ℓ), Σ m_ℓ a_ℓ}/n``; Lemma III.1's ``Σ m_ℓ max{a_ℓ, U − b_ℓ}/n`` is only an upper
   bound (equal for symmetric strategies). :func:`clipping_error_terms` returns the exact value (E9).
 * E11 — seed 002 Proposition II.1's Laplace tail ``Δ·ln(1/δ)/ε`` holds for d = 1 only; for d ≥ 2
@@ -252,7 +252,7 @@ def clipping_error_terms(
     -----
     With ``n = Σ m_ℓ``:
 
-    * d = 1 (seed 000 Lemma III.1, exact form of notes-001 §3.2):
+    * d = 1 (seed 000 Lemma III.1, exact form, ERRATA E9):
       bias ``= max{Σ m_ℓ(U − b_ℓ), Σ m_ℓ a_ℓ}/n``, ``Δ = max_ℓ m_ℓ(b_ℓ − a_ℓ)/n``.
     * d ≥ 2 (seed 001 Lemma III.2; sensitivity corrected by ERRATA E3):
       bias ``= Σ m_ℓ max{a_ℓ, U − b_ℓ}/n``, ``Δ = max_ℓ 2·m_ℓ·b_ℓ/n``, because two points of the

@@ -23,7 +23,7 @@ The reduced LP behind the closed form, in a single parametrisation used for both
 
 The worst-case error is ``(Σ s_ℓ + c·τ)/n`` with ``n = Σ m_ℓ``.
 
-The certificate (ERRATA E4; notes-001 §3.3, generalised to κ, c): with ``G = {U m_ℓ > T}``,
+The certificate (ERRATA E4, generalised to κ, c): with ``G = {U m_ℓ > T}``,
 ``E = {U m_ℓ = T}``: ``λ_τ = 0``, ``λ_ℓ = 1/κ`` on G, ``θ = (c − |G|/κ)/|E|`` on E, 0 elsewhere,
 ``μ_ℓ = 1 − κ λ_ℓ``; when ``⌈2d/ε⌉ > L``: ``τ = 0``, ``λ_ℓ = 1/κ``, ``μ = 0``, ``λ_τ = c − L/κ``.
 """
@@ -61,7 +61,7 @@ __all__ = [
 KKT_TOL = 1e-9
 #: default tolerance for certificates read from solver duals (HiGHS feasibility tolerance 1e-7).
 LP_KKT_TOL = 1e-7
-#: ``2d/ε`` within this relative distance of an integer k is taken as k (ties, ERRATA notes §7).
+#: ``2d/ε`` within this relative distance of an integer k is taken as k (ties; models/clipping.md).
 RANK_SNAP_TOL = 1e-12
 
 
@@ -69,7 +69,7 @@ def threshold_rank(epsilon: float | np.ndarray, dim: int = 1) -> np.ndarray | in
     """``k = ⌈2d/ε⌉``, the rank of ``T_ε`` (seed 001 Theorem III.1).
 
     ``2d/ε`` is snapped to the nearest integer when within :data:`RANK_SNAP_TOL` (relative), so that
-    ε given as ``2/3`` in floating point still yields the tie rank 3 rather than 4 (notes-001 §7).
+    ε given as ``2/3`` in floating point still yields the tie rank 3 rather than 4 (models/clipping.md).
     """
     with np.errstate(over="ignore"):
         x = 2.0 * dim / np.asarray(epsilon, dtype=float)
@@ -237,7 +237,7 @@ def closed_form_certificate(
     m: np.ndarray, U: float, eps: float, d: int, T: float, *, values: np.ndarray | None = None,
     excess: np.ndarray | None = None,
 ) -> KKTCertificate:
-    """The valid certificate of ERRATA E4 (notes-001 §3.3), generalised to d ≥ 2.
+    """The valid certificate of ERRATA E4 (models/errata.md), generalised to d ≥ 2.
 
     ``values = U·m`` and ``excess = max(U·m − T, 0)`` may be passed to avoid recomputing them.
     """

@@ -24,7 +24,7 @@ with ``κ = 2, c = d/ε`` for d = 1 (``α_ℓ = m_ℓ a_ℓ``) and ``κ = 1, c =
 
 with ``c' = d/ε`` (d = 1) and ``c' = 2d/ε`` (d ≥ 2). Its bias is the paper's
 ``Σ_j max{a_j, U − b_j}/n``: exact for d ≥ 2, an upper bound for d = 1 (exact:
-``max{Σ_j(U − b_j), Σ_j a_j}/n``, notes-001 §3.2); the optimum is E^OPT under either (tests).
+``max{Σ_j(U − b_j), Σ_j a_j}/n``, ERRATA E9); the optimum is E^OPT under either (tests).
 
 The solver's duals are mapped to the multipliers of the reduced LP (see
 :mod:`dpopt.clipping.closed_form`) and returned as a :class:`KKTCertificate`, which the caller can

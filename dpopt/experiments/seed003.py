@@ -8,7 +8,7 @@
 * Fig. 4: user scaling (κ = 10 copies of every user), synthetic samples.
 * Fig. 5: the minimax array length ``m_UB(ε)`` (smallest minimiser of eq. (15)) vs ε.
 
-Protocol (notes-003 §IV): U = 65, ε ∈ {0.5, …, 2}, 10^4 runs per point, per-user mean
+Protocol (seed 003 §IV; models/mechanisms.md): U = 65, ε ∈ {0.5, …, 2}, 10^4 runs per point, per-user mean
 substitution, users processed in non-increasing ``m_ℓ``, ``m`` from eq. (9) (114 on ITMS),
 γ = 0.2, Levy interval ``3τ``, FixedQuantile α = 0.1, releases clipped to [0, U] as in the
 authors' code. The ITMS data ship with dpopt (:func:`dpopt.datasets.load_itms`).
