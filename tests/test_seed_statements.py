@@ -75,6 +75,28 @@ def test_e10_austin_grids_where_eq12_underprices():
         assert bf.value == pytest.approx(terms.variance_sensitivity[g])
 
 
+def test_e10_every_planner_prices_grids_with_the_full_proposition():
+    # the per-grid errors used by CLIP-USER, the MILP and the release all equal the full-Prop.-III.1
+    # error; on the Austin grids where eq. (12) underprices, the BASELINE bound E is what they use
+    from dpopt.experiments.seed002 import austin_occupancy
+    from dpopt.suppression import clip_user, solve_suppression
+
+    occ, _ = austin_occupancy()
+    U, eps = 120.0, 1.0
+    N = occ.grid_totals.astype(float)
+    gmax = occ.retained_matrix(None).max(axis=0).toarray().ravel().astype(float)
+    exact = dpopt.grid_error_terms(N, N, gmax, U, eps).error
+    np.testing.assert_allclose(dpopt.grid_errors(occ, U, eps), exact, rtol=1e-12)
+    greedy = clip_user(occ, U, eps)
+    assert greedy.error_bound == pytest.approx(exact.max())
+    milp = solve_suppression(occ, U, eps, tie_break=False)
+    assert np.all(np.asarray(milp.grid_errors) <= exact.max() * (1 + 1e-9))
+    eq12 = (dpopt.grid_error_terms(N, N, gmax, U, eps).error
+            - 2 * dpopt.grid_error_terms(N, N, gmax, U, eps).variance_sensitivity / eps
+            + 2 * U**2 * gmax * (N - gmax) / N**2 / eps)
+    assert np.any(eq12 < exact * (1 - 1e-9))  # eq. (12) would price some grids lower
+
+
 # ============================================================================ E11 (seed 002 Prop. II.1)
 @pytest.mark.parametrize("d", [1, 2, 3, 5])
 def test_e11_laplace_l1_tail_against_monte_carlo_and_gamma(d):
