@@ -87,3 +87,13 @@ def test_refinement_stays_in_the_simplex_for_vectors():
 def test_repr_is_one_line():
     r = verify.sensitivity(est.mean, [2, 1], 1.0, formula=2 / 3)
     assert "\n" not in repr(r) and "agrees" in repr(r)
+
+
+def test_to_frame_lists_the_maximiser():
+    r = verify.sensitivity(est.mean, [2, 1], 1.0, formula=2 / 3)
+    df = r.to_frame()
+    assert list(df.columns) == ["value", "neighbour"] and len(df) == 3
+    moved = df.xs(r.user, level="user")
+    assert (moved["value"] != moved["neighbour"]).any()
+    d2 = verify.worst_case_error(est.mean, [1], 1.0, dim=2, levels=2).to_frame()
+    assert list(d2.columns) == ["value_0", "value_1"]

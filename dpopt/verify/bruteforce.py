@@ -118,6 +118,28 @@ class BruteForceResult:
     def __repr__(self) -> str:
         return f"BruteForceResult({self.summary()}, datasets={self.n_datasets})"
 
+    def to_frame(self) -> Any:
+        """The maximising dataset as a table: one row per sample (``user``, ``sample``, ``value``
+        and, for :func:`sensitivity`, ``neighbour``); vector samples give one column per coordinate."""
+        import pandas as pd
+
+        rows = []
+        for u, xs in enumerate(self.dataset):
+            other = None if self.neighbour is None else self.neighbour[u]
+            for j, x in enumerate(np.atleast_1d(xs)):
+                row: dict[str, Any] = {"user": u, "sample": j}
+                xv = np.atleast_1d(x)
+                if xv.size == 1:
+                    row["value"] = float(xv[0])
+                    if other is not None:
+                        row["neighbour"] = float(np.atleast_1d(other[j])[0])
+                else:
+                    row.update({f"value_{i}": float(v) for i, v in enumerate(xv)})
+                    if other is not None:
+                        row.update({f"neighbour_{i}": float(v) for i, v in enumerate(np.atleast_1d(other[j]))})
+                rows.append(row)
+        return pd.DataFrame(rows).set_index(["user", "sample"])
+
     @property
     def gap(self) -> float:
         """``formula − value`` (positive: the formula is larger than anything found)."""
