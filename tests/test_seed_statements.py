@@ -120,6 +120,19 @@ def test_e11_laplace_l1_tail_against_monte_carlo_and_gamma(d):
     assert stats.gamma.sf(x, d) == pytest.approx(delta)
 
 
+def test_e11_clipping_plan_high_probability_error_for_d2():
+    # d = 2 plan: the bound must hold with probability >= 1 − δ for the noise of the release
+    counts, U, eps, delta = np.array([4, 2, 1, 1]), 1.0, 1.0, 0.1
+    plan = dpopt.optimal_clipping(counts, U, eps, dim=2)
+    bound = plan.error_with_probability(delta)
+    rng = np.random.default_rng(3)
+    z = rng.laplace(scale=plan.sensitivity / eps, size=(200_000, 2))
+    freq = np.mean(plan.bias + np.abs(z).sum(1) > bound)
+    assert freq == pytest.approx(delta, abs=0.003)
+    naive = plan.bias + plan.sensitivity * math.log(1 / delta) / eps  # Prop. II.1 read for d = 2
+    assert np.mean(plan.bias + np.abs(z).sum(1) > naive) > 0.3
+
+
 def test_e11_bad_delta():
     with pytest.raises(ValueError, match="`delta`"):
         laplace_l1_tail(1.0, 1.0, 1.5, dim=2)

@@ -335,6 +335,19 @@ class ClippingPlan:
             df["lam"] = self.certificate.lam
         return df
 
+    def error_with_probability(self, delta: float) -> float:
+        """A bound on ‖release − mean‖₁ that holds with probability ≥ 1 − δ on every dataset.
+
+        Worst-case bias plus the exact (1 − δ) quantile of the ℓ1 norm of the d Laplace
+        coordinates, ``sensitivity·Q_d(1 − δ)/ε`` (:func:`dpopt.calculus.laplace_l1_tail`; seed 002
+        Prop. II.1's ``ln(1/δ)`` is right for d = 1 only, ERRATA E11).
+        """
+        from ..calculus import laplace_l1_tail
+
+        if self.sensitivity == 0:
+            return float(self.bias)
+        return float(self.bias + laplace_l1_tail(self.sensitivity, self.epsilon, delta, dim=self.dim))
+
     def summary(self) -> dict[str, Any]:
         """A short JSON-friendly summary (no per-user arrays)."""
         return {
