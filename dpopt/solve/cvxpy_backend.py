@@ -292,7 +292,8 @@ def solve_linear_model(
     objective = float(lm.objective_value(x)) if x is not None else math.nan
     res = _result(status, raw, elapsed, objective, x, row_duals, col_duals, dict(lm.col_blocks),
                   dict(lm.row_blocks))
-    return dataclasses.replace(res, col_names=lm.column_names(), row_names=lm.constraint_names())
+    return dataclasses.replace(res, col_labels=dict(lm.col_labels), row_labels=dict(lm.row_labels),
+                               num_cols=lm.num_cols, num_rows=lm.num_rows)
 
 
 def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:

@@ -231,8 +231,10 @@ def solve_highs(
         raw_status=h.modelStatusToString(raw),
         col_blocks=dict(model.col_blocks),
         row_blocks=dict(model.row_blocks),
-        col_names=model.column_names(),
-        row_names=model.constraint_names(),
+        col_labels=dict(model.col_labels),
+        row_labels=dict(model.row_labels),
+        num_cols=model.num_cols,
+        num_rows=model.num_rows,
         info={
             "simplex_iterations": float(info.simplex_iteration_count),
             "mip_nodes": float(getattr(info, "mip_node_count", 0)),

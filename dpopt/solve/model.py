@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["LinearModel", "ModelBuilder"]
+__all__ = ["LinearModel", "ModelBuilder", "block_names"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,9 +39,10 @@ class LinearModel:
     col_blocks: dict[str, slice] = field(default_factory=dict)
     row_blocks: dict[str, slice] = field(default_factory=dict)
     name: str = "dpopt"
-    #: one readable name per column/row (``alpha_u0``, ``range_u0``...); ``None``: ``block_i`` names
-    col_names: tuple[str, ...] | None = None
-    row_names: tuple[str, ...] | None = None
+    #: labels of the labelled blocks (``{"alpha": ("u0", "u1", ...)}``); names are built only on
+    #: request (:meth:`column_names`), so a model with 10^6 columns costs no Python loop to build
+    col_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    row_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = self.c.shape[0]
@@ -59,17 +60,20 @@ class LinearModel:
             raise ValueError(f"`integrality` must have shape ({n},); got {self.integrality.shape}")
         if self.sense not in ("min", "max"):
             raise ValueError(f"`sense` must be 'min' or 'max'; got {self.sense!r}")
-        for names, nm, size in ((self.col_names, "col_names", n), (self.row_names, "row_names", m)):
-            if names is not None and len(names) != size:
-                raise ValueError(f"`{nm}` must have {size} names; got {len(names)}")
+        for labels, blocks, nm in ((self.col_labels, self.col_blocks, "col_labels"),
+                                   (self.row_labels, self.row_blocks, "row_labels")):
+            for block, labs in labels.items():
+                sl = blocks.get(block)
+                if sl is None or len(labs) != sl.stop - sl.start:
+                    raise ValueError(f"`{nm}[{block!r}]` must label every item of block {block!r}")
 
     def column_names(self) -> tuple[str, ...]:
-        """One name per column: ``col_names`` if set, else ``<block>_<i>`` (i counted in the block)."""
-        return self.col_names if self.col_names is not None else _default_names(self.col_blocks, self.num_cols, "x")
+        """One name per column: ``<block>_<label>`` (labelled blocks) or ``<block>_<i>``."""
+        return block_names(self.col_blocks, self.col_labels, self.num_cols, "x")
 
     def constraint_names(self) -> tuple[str, ...]:
-        """One name per row: ``row_names`` if set, else ``<block>_<i>`` (i counted in the block)."""
-        return self.row_names if self.row_names is not None else _default_names(self.row_blocks, self.num_rows, "r")
+        """One name per row: ``<block>_<label>`` (labelled blocks) or ``<block>_<i>``."""
+        return block_names(self.row_blocks, self.row_labels, self.num_rows, "r")
 
     @property
     def num_cols(self) -> int:
@@ -102,19 +106,21 @@ class LinearModel:
         return float(max(viol))
 
 
-def _default_names(blocks: dict[str, slice], size: int, prefix: str) -> tuple[str, ...]:
+def block_names(blocks: dict[str, slice], labels: dict[str, tuple[str, ...]], size: int,
+                prefix: str) -> tuple[str, ...]:
+    """Names ``<block>_<label>`` (or ``<block>_<i>``) for every index; ``<prefix><i>`` outside blocks."""
     names = [f"{prefix}{i}" for i in range(size)]
     for block, sl in blocks.items():
+        labs = labels.get(block)
         for k, i in enumerate(range(*sl.indices(size))):
-            names[i] = f"{block}_{k}"
+            names[i] = f"{block}_{labs[k] if labs is not None else k}"
     return tuple(names)
 
 
-def _labels(name: str, count: int, labels: Any) -> list[str]:
-    """``name_label`` for each label (default ``name_0 … name_{count−1}``); spaces become ``_``."""
+def _check_labels(name: str, count: int, labels: Any) -> tuple[str, ...] | None:
     if labels is None:
-        return [f"{name}_{k}" for k in range(count)]
-    out = [f"{name}_{lab}".replace(" ", "_") for lab in labels]
+        return None
+    out = tuple(str(lab).replace(" ", "_") for lab in labels)
     if len(out) != count:
         raise ValueError(f"{name!r}: {count} items but {len(out)} labels")
     return out
@@ -148,8 +154,8 @@ class ModelBuilder:
         self.n = 0
         self.m = 0
         self.offset = 0.0
-        self._cnames: list[str] = []
-        self._rnames: list[str] = []
+        self._clabels: dict[str, tuple[str, ...]] = {}
+        self._rlabels: dict[str, tuple[str, ...]] = {}
 
     def add_cols(
         self,
@@ -169,7 +175,9 @@ class ModelBuilder:
         """
         if name in self.col_blocks:
             raise ValueError(f"column block {name!r} already exists")
-        self._cnames.extend(_labels(name, count, labels))
+        labs = _check_labels(name, count, labels)
+        if labs is not None:
+            self._clabels[name] = labs
         idx = np.arange(self.n, self.n + count, dtype=np.int64)
         self._cost.append(np.broadcast_to(np.asarray(cost, float), (count,)).copy())
         self._clo.append(np.broadcast_to(np.asarray(lower, float), (count,)).copy())
@@ -208,7 +216,9 @@ class ModelBuilder:
         self._v.append(vals.astype(float, copy=True))
         self._rlo.append(np.broadcast_to(np.asarray(lower, float), (k,)).copy())
         self._rup.append(np.broadcast_to(np.asarray(upper, float), (k,)).copy())
-        self._rnames.extend(_labels(name, k, labels))
+        labs = _check_labels(name, k, labels)
+        if labs is not None:
+            self._rlabels[name] = labs
         self.row_blocks[name] = slice(self.m, self.m + k)
         self.m += k
         return self.row_blocks[name]
@@ -235,6 +245,6 @@ class ModelBuilder:
             col_blocks=dict(self.col_blocks),
             row_blocks=dict(self.row_blocks),
             name=self.name,
-            col_names=tuple(self._cnames),
-            row_names=tuple(self._rnames),
+            col_labels=dict(self._clabels),
+            row_labels=dict(self._rlabels),
         )
