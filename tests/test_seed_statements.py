@@ -65,6 +65,7 @@ def test_e10_austin_grids_where_eq12_underprices():
     eq12_sens = U**2 * gmax * (N - gmax) / N**2
     under = terms.variance_sensitivity > eq12_sens * (1 + 1e-12)
     assert np.array_equal(under, heavy)
+    assert int(under.sum()) == 6 and occ.n_grids == 50  # the embedded day: 6 of the 50 grids
     assert np.max(terms.variance_sensitivity[under] / np.maximum(eq12_sens[under], 1e-300)) > 2
     # and on those grids the exact Δ_Var is what brute force gives for the same counts
     g = int(np.flatnonzero(under)[np.argmin(N[under])])
