@@ -42,8 +42,12 @@ def _quiet_stdout() -> Iterator[None]:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # pytest capture, StringIO: no real descriptor
         fd = 1
-    sys.stdout.flush()
-    saved = os.dup(fd)
+    try:
+        sys.stdout.flush()
+        saved = os.dup(fd)
+    except (OSError, ValueError):  # no usable descriptor 1 (closed, daemon): nothing to protect
+        yield
+        return
     try:
         with open(os.devnull, "w") as devnull:
             os.dup2(devnull.fileno(), fd)
