@@ -35,6 +35,8 @@ _LAZY: dict[str, str] = {
     "grid_errors": "dpopt.calculus",
     "basic_composition": "dpopt.calculus",
     "parallel_composition": "dpopt.calculus",
+    "laplace_l1_tail": "dpopt.calculus",
+    "laplace_l1_tail_probability": "dpopt.calculus",
     "Occupancy": "dpopt.occupancy",
     # clipping-strategy model (seeds 000/001)
     "optimal_clipping": "dpopt.clipping",

@@ -19,6 +19,7 @@ import numpy as np
 
 __all__ = [
     "DpoptInputError",
+    "check_delta",
     "as_counts",
     "as_retained",
     "as_interval_bounds",
@@ -342,3 +343,12 @@ def normalise_labels(values: Any, name: str) -> np.ndarray:
             f"`{name}` must not hold missing labels (None, NaN, empty text); got {_show(raw)} at index {i}"
         )
     return labels
+
+
+def check_delta(delta: Any, name: str = "delta") -> float:
+    """Validate a failure probability δ ∈ (0, 1) ((ε, δ)-DP, tail bounds)."""
+    rule = "must lie in (0, 1)"
+    out = _finite_real(delta, name, rule)
+    if not 0.0 < out < 1.0:
+        raise _fail(name, rule, delta)
+    return out

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import optimize
 
-from ._validation import DpoptInputError, _fail, _finite_real, check_epsilon
+from ._validation import DpoptInputError, _fail, _finite_real, check_delta, check_epsilon
 
 if TYPE_CHECKING:  # pragma: no cover
     from .plan import GridPlan
@@ -56,15 +56,6 @@ def check_rho(rho: Any, name: str = "rho") -> float:
     out = _finite_real(rho, name, rule)
     if out <= 0:
         raise _fail(name, rule, rho)
-    return out
-
-
-def check_delta(delta: Any, name: str = "delta") -> float:
-    """Validate δ ∈ (0, 1)."""
-    rule = "must lie in (0, 1)"
-    out = _finite_real(delta, name, rule)
-    if not 0.0 < out < 1.0:
-        raise _fail(name, rule, delta)
     return out
 
 

@@ -9,20 +9,23 @@ Everything here is exact (each formula is re-derived by brute force in ``tests/t
 with :mod:`dpopt.verify`) and vectorised: the ``*_from_totals`` kernels take arrays of
 ``(N, R, Γ*)`` for many grids at once.
 
-Corrections implemented (../ERRATA.md):
+Corrections implemented (models/errata.md):
 
 * E1 — the cases of seed 002's Theorem IV.2 (worst-case variance bias) are swapped in the text;
   :func:`variance_bias` implements the corrected statement and :func:`variance_bias_seed_text`
   the printed one, kept only so the tests can show it disagreeing with brute force.
 * E3 — for vector samples (d ≥ 2) the ℓ1-sensitivity of the clipped mean is
   ``max_ℓ 2·m_ℓ·b_ℓ / n``, not ``max_ℓ m_ℓ(b_ℓ − a_ℓ)/n`` (:func:`clipping_error_terms`).
-* Seed 001 §3.2 of the notes — for d = 1 the worst-case bias of interval clipping is
+* E9 — for d = 1 the worst-case bias of interval clipping is
   ``max{Σ m_ℓ(U − b_ℓ), Σ m_ℓ a_ℓ}/n``; Lemma III.1's ``Σ m_ℓ max{a_ℓ, U − b_ℓ}/n`` is only an upper
-  bound (equal for symmetric strategies). :func:`clipping_error_terms` returns the exact value.
+  bound (equal for symmetric strategies). :func:`clipping_error_terms` returns the exact value (E9).
+* E11 — seed 002 Proposition II.1's Laplace tail ``Δ·ln(1/δ)/ε`` holds for d = 1 only; for d ≥ 2
+  the ℓ1 norm of the noise is Gamma(d, Δ/ε) and :func:`laplace_l1_tail` gives the exact threshold.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,6 +40,7 @@ from ._validation import (
     check_bound,
     check_choice,
     check_dim,
+    check_delta,
     check_epsilon,
 )
 
@@ -69,6 +73,8 @@ __all__ = [
     "gaussian_grid_error_terms",
     "GaussianGridErrorTerms",
     "gaussian_grid_errors",
+    "laplace_l1_tail",
+    "laplace_l1_tail_probability",
 ]
 
 Split = Literal["equal", "optimal"]
@@ -255,7 +261,7 @@ def clipping_error_terms(
     -----
     With ``n = Σ m_ℓ``:
 
-    * d = 1 (seed 000 Lemma III.1, exact form of notes-001 §3.2):
+    * d = 1 (seed 000 Lemma III.1, exact form, ERRATA E9):
       bias ``= max{Σ m_ℓ(U − b_ℓ), Σ m_ℓ a_ℓ}/n``, ``Δ = max_ℓ m_ℓ(b_ℓ − a_ℓ)/n``.
     * d ≥ 2 (seed 001 Lemma III.2; sensitivity corrected by ERRATA E3):
       bias ``= Σ m_ℓ max{a_ℓ, U − b_ℓ}/n``, ``Δ = max_ℓ 2·m_ℓ·b_ℓ/n``, because two points of the
@@ -666,3 +672,54 @@ def gaussian_grid_errors(
     R, gmax = _retained_totals(occ, suppressed)
     out = gaussian_grid_error_terms(occ.grid_totals, R, gmax, bound, rho, split=split, quantile=quantile)
     return out if terms else out.error
+
+
+# --------------------------------------------------------------------------------------------
+# tail of d-dimensional Laplace noise (seed 002 Prop. II.1, corrected: models/errata.md E11)
+# --------------------------------------------------------------------------------------------
+def laplace_l1_tail(sensitivity: float, epsilon: float, delta: float, *, dim: int = 1) -> float:
+    """The threshold t with ``P[‖Z‖₁ ≥ t] = δ`` for ``Z`` = d i.i.d. Laplace(Δ/ε) coordinates.
+
+    ``‖Z‖₁`` is a sum of d exponentials of mean Δ/ε, i.e. Gamma(d, scale Δ/ε), so
+    ``t = Δ·Q_d(1 − δ)/ε`` with ``Q_d`` the Gamma(d, 1) quantile. For d = 1 this is seed 002
+    Proposition II.1's ``Δ·ln(1/δ)/ε``; for d ≥ 2 that expression is too small (ERRATA E11:
+    ``P[‖Z‖₁ ≥ Δ·ln(1/δ)/ε] = δ·Σ_{k<d} ln(1/δ)^k/k!``, 0.330 for d = 2, δ = 0.1).
+
+    Parameters
+    ----------
+    sensitivity : float
+        The ℓ1 sensitivity Δ of the released vector (> 0).
+    epsilon : float
+        The privacy parameter ε (> 0).
+    delta : float
+        Failure probability in (0, 1).
+    dim : int
+        Number of noisy coordinates d.
+
+    Examples
+    --------
+    >>> round(laplace_l1_tail(1.0, 1.0, 0.1), 6)  # ln(10)
+    2.302585
+    >>> round(laplace_l1_tail(1.0, 1.0, 0.1, dim=2), 4)
+    3.8897
+    """
+    from scipy.stats import gamma
+
+    sens = check_bound(sensitivity, "sensitivity")
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    d = check_dim(dim)
+    return float(sens / eps * gamma.isf(dlt, d))
+
+
+def laplace_l1_tail_probability(threshold: float, sensitivity: float, epsilon: float, *, dim: int = 1) -> float:
+    """``P[‖Z‖₁ ≥ threshold]`` for d i.i.d. Laplace(Δ/ε) coordinates (Gamma(d) survival function)."""
+    from scipy.stats import gamma
+
+    sens = check_bound(sensitivity, "sensitivity")
+    eps = check_epsilon(epsilon)
+    d = check_dim(dim)
+    t = float(threshold)
+    if not math.isfinite(t) or t < 0:
+        raise DpoptInputError(f"`threshold` must be a finite number >= 0; got {threshold!r}")
+    return float(gamma.sf(t * eps / sens, d))

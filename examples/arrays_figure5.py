@@ -2,6 +2,7 @@
 
 m_UB is non-decreasing in eps (Lemma V.3), equals m_* below the first switch point and m^* above the
 last (Lemma V.4 / Corollary V.1). Run: python examples/arrays_figure5.py [figure.png]
+(the figure is written only when a path is given).
 """
 
 import sys
@@ -22,12 +23,10 @@ steps = np.flatnonzero(np.diff(path)) + 1
 print(f"{steps.size} steps; first ones:", ", ".join(f"eps={eps[i]:.3f}->{path[i]}" for i in steps[:8]))
 assert np.all(np.diff(path) >= 0)
 if len(sys.argv) > 1:
-    import matplotlib
+    from matplotlib.figure import Figure  # renders without choosing a back-end
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig = Figure(figsize=(5, 3.5))
+    ax = fig.add_subplot()
     ax.step(eps, path, where="post")
     ax.set_xscale("log")
     ax.set_xlabel("epsilon")

@@ -1,7 +1,7 @@
 """Custom clipping problem: prescribed intervals for chosen users (and any extra cvxpy constraint).
 
 Example: a trusted reference user is never clipped, and the largest user may not be clipped above
-40 km/h. The model prices asymmetric intervals with the exact worst-case bias (notes-001 §3.2).
+40 km/h. The model prices asymmetric intervals with the exact worst-case bias (ERRATA E9).
 Run: python examples/clipping_fixed_intervals.py
 """
 

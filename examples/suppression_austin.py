@@ -1,43 +1,25 @@
 """Grid suppression on real data: Austin Capital Metro buses (seed 002's ITMS setting, G = 50).
 
-Grids are H3 resolution-7 cells × one hour; we take the busiest hour (most records) and its 50
-grids with the most records, as seed 002 §VI-A1 does for its ITMS data. Users are vehicles; U = 120
-km/h. Prints greedy CLIP-USER vs the exact MILP for a range of ε.
+Grids are H3 resolution-7 cells × one hour (9–10 h local time, on the day with the most buses in that
+hour); we keep the 50 grids with the most records, as seed 002 §VI-A1 does for its ITMS data. Users
+are vehicles; U = 120 km/h. Prints greedy CLIP-USER vs the exact MILP for a range of ε.
 
-Run: python examples/suppression_austin.py   (about 10 s)
+By default it uses the one-day Austin sample embedded in dpopt (works on a clean clone); pass the path
+of the full records (columns vehicle_id,timestamp_utc,latitude,longitude or the sample's layout) to
+use them instead:
+
+    python examples/suppression_austin.py [RECORDS.csv[.gz]]     (about 10 s)
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import sys
 
-import numpy as np
-
-from dpopt import Occupancy
+from dpopt.experiments.seed002 import austin_occupancy
 from dpopt.suppression import clip_user, solve_suppression
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "austin_bus" / \
-    "capmetrics_vehicle_positions_clean.csv.gz"
 
-
-def austin_occupancy(path: Path = DATA, *, resolution: int = 7, n_grids: int = 50) -> Occupancy:
-    """Occupancy of the busiest hour's ``n_grids`` busiest H3 cells (user = vehicle_id)."""
-    import h3
-    import pandas as pd
-
-    df = pd.read_csv(path, usecols=["vehicle_id", "timestamp_utc", "latitude", "longitude"])
-    df["hour"] = pd.to_datetime(df["timestamp_utc"]).dt.floor("h")
-    hour = df["hour"].value_counts().idxmax()
-    d = df[df["hour"] == hour]
-    cells = [h3.latlng_to_cell(a, b, resolution) for a, b in zip(d["latitude"], d["longitude"])]
-    d = d.assign(grid=cells)
-    top = d["grid"].value_counts().index[:n_grids]
-    d = d[d["grid"].isin(top)]
-    counts = d.groupby(["vehicle_id", "grid"]).size().reset_index(name="count")
-    return Occupancy.from_triples(counts["vehicle_id"], counts["grid"], counts["count"])
-
-
-def compare(occ: Occupancy, U: float = 120.0, epsilons=(0.1, 0.2, 0.5, 1.0, 2.0)) -> list[dict]:
+def compare(occ, U: float = 120.0, epsilons=(0.1, 0.2, 0.5, 1.0, 2.0)) -> list[dict]:
     rows = []
     for eps in epsilons:
         g = clip_user(occ, U, eps)
@@ -48,8 +30,10 @@ def compare(occ: Occupancy, U: float = 120.0, epsilons=(0.1, 0.2, 0.5, 1.0, 2.0)
 
 
 if __name__ == "__main__":
-    occ = austin_occupancy()
-    print(f"Austin busiest hour, 50 busiest H3-7 cells: {occ}")
+    data = sys.argv[1] if len(sys.argv) > 1 else None  # None: the embedded sample
+    occ, info = austin_occupancy(data, hour=9, n_grids=50)
+    print(f"Austin {info['day']} {info['hour']}:00-{info['hour'] + 1}:00, {info['grids']} busiest H3-7 cells, "
+          f"{info['users']} buses, G_1 = {info['G1']} ({info['source']})")
     print(f"{'eps':>5} {'G1':>3} {'greedy K':>8} {'MILP K':>6}  status   time")
     for r in compare(occ):
         print(f"{r['epsilon']:>5} {r['G1']:>3} {r['greedy_K']:>8} {r['milp_K']:>6}  {r['status']:<8} {r['time']:.2f}s")

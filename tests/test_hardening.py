@@ -156,7 +156,7 @@ def test_discrete_laplace_nan_scale():
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["000-fig2", "--param", "unknown=1"], r"`--param` 'unknown' is not a parameter of 000-fig2"),
+    (["000-fig2", "--param", "unknown=1"], r"`--param` unknown is not a parameter of 000-fig2; valid keys: "),
     (["000-fig2", "--out", "{file}"], r"`--out` must be a directory path"),
 ])
 def test_reproduce_bad_param_and_out_file(tmp_path, capsys, argv, match):

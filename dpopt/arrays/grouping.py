@@ -13,7 +13,7 @@ of length m:
 
 Users are processed in non-increasing m_ℓ (the paper; ties in input order) unless ``order`` says
 otherwise (the authors' code used the alphabetical user order, i.e. ``order="given"`` on counts listed
-in ``numpy.unique`` order). See ../shared/papers/notes-003-pseudo-users.md §III-A and §8.
+in ``numpy.unique`` order). See models/array_length.md.
 """
 
 from __future__ import annotations
@@ -22,12 +22,15 @@ import bisect
 import heapq
 from dataclasses import dataclass
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._validation import DpoptInputError, as_counts, check_positive_int
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = ["ArrayGrouping", "best_fit", "wrap_around", "processing_order"]
 
@@ -104,6 +107,21 @@ class ArrayGrouping:
     fills: np.ndarray
     num_arrays: int
     discarded: int
+
+    def __repr__(self) -> str:  # one line: never the per-user arrays
+        return (f"ArrayGrouping(method={self.method!r}, length={self.length}, users={self.num_users}, "
+                f"num_arrays={self.num_arrays}, fills={int(self.fills.min()) if self.fills.size else 0}.."
+                f"{int(self.fills.max()) if self.fills.size else 0}, discarded={self.discarded})")
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per user (input order): samples kept, arrays ``[start, stop)`` and how many."""
+        import pandas as pd
+
+        pos = np.empty(self.num_users, dtype=np.int64)
+        pos[self.order] = np.arange(self.num_users)
+        return pd.DataFrame({"retained": self.retained, "start": self.start, "stop": self.stop,
+                             "arrays": self.stop - self.start, "position": pos},
+                            index=pd.RangeIndex(self.num_users, name="user"))
 
     @property
     def num_users(self) -> int:

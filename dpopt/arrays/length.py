@@ -1,6 +1,6 @@
 """Choice of the array length m for pseudo-user Array-Averaging (seed 003, Sections III, V and VI).
 
-Notation (../shared/papers/notes-003-pseudo-users.md): counts m_ℓ ≥ 1 of L users, M = Σ_ℓ m_ℓ,
+Notation (models/array_length.md; corrections in models/errata.md): counts m_ℓ ≥ 1 of L users, M = Σ_ℓ m_ℓ,
 m_* = min m_ℓ, m^* = max m_ℓ, Γ_m = Σ_ℓ min{m_ℓ, m}, samples in [0, U].
 
 * Worst-case error of Array-Averaging with length m (Lemma V.1 + eq. (11), eq. (15))::
@@ -93,6 +93,10 @@ class CountProfile:
     prefix: np.ndarray
     values: np.ndarray
     first: np.ndarray
+
+    def __repr__(self) -> str:
+        return (f"CountProfile(users={self.sorted_counts.size}, total={int(self.prefix[-1])}, "
+                f"distinct={self.values.size}, min={int(self.sorted_counts[0])}, max={int(self.sorted_counts[-1])})")
 
     @classmethod
     def from_counts(cls, counts: Any, *, validated: bool = False) -> CountProfile:
@@ -269,6 +273,11 @@ class ArrayLengthPlan:
     total_samples: int
     gap: float = 0.0
 
+    def __repr__(self) -> str:
+        return (f"ArrayLengthPlan(length={self.length}, error={self.error:.6g} (bias {self.bias:.6g} + noise "
+                f"{self.noise:.6g}), method={self.method!r}/{self.solver!r}, status={self.status.value}, "
+                f"optimal_length={self.optimal_length}, excess={self.excess:.3g})")
+
     @property
     def excess(self) -> float:
         """E_ε(length) − E*_ε ≥ 0: how much worse than the exact minimax length."""
@@ -357,10 +366,11 @@ def array_length_milp(counts: Any, bound: float, epsilon: float) -> LinearModel:
     J = v.size
     err = _error(prof, v, g, U, eps)
     b = ModelBuilder(name="array_length_milp")
-    z = b.add_cols("choose", J, lower=0, upper=1, cost=err, integer=True)
-    length = b.add_cols("length", 1, lower=prof.min_count, upper=prof.max_count)
-    gamma = b.add_cols("gamma", 1, lower=0, upper=prof.total)
-    b.add_rows("one", rows=np.zeros(J), cols=z, vals=1.0, lower=1, upper=1, count=1)
+    # names: choose_m<v> (one binary per candidate length v), length_m, gamma_total, one_all
+    z = b.add_cols("choose", J, lower=0, upper=1, cost=err, integer=True, labels=[f"m{int(x)}" for x in v])
+    length = b.add_cols("length", 1, lower=prof.min_count, upper=prof.max_count, labels=["m"])
+    gamma = b.add_cols("gamma", 1, lower=0, upper=prof.total, labels=["total"])
+    b.add_rows("one", rows=np.zeros(J), cols=z, vals=1.0, lower=1, upper=1, count=1, labels=["all"])
     # read-outs: length = Σ_j v_j z_j, gamma = Σ_j Γ_{v_j} z_j
     for name, col, coef in (("length_link", length, v), ("gamma_link", gamma, g)):
         b.add_rows(
@@ -371,6 +381,7 @@ def array_length_milp(counts: Any, bound: float, epsilon: float) -> LinearModel:
             lower=0,
             upper=0,
             count=1,
+            labels=["row"],
         )
     return b.build()
 
@@ -434,7 +445,9 @@ def surrogate_lp(counts: Any, bound: float, epsilon: float) -> LinearModel:
         subject to g_j − m ≤ 0,   0 ≤ g_j ≤ v_j,   m_* ≤ m ≤ m^*
 
     At an optimum g_j = min{v_j, m}, so the LP value is min F_ε. Column blocks ``length`` (m) and
-    ``kept`` (g); row block ``cap`` (g_j ≤ m).
+    ``kept`` (g); row block ``cap`` (g_j ≤ m). Names: ``length_m``, ``kept_c<v_j>``, ``cap_c<v_j>``
+    (one per distinct count v_j); the dual of ``cap_c<v_j>`` is the marginal value of raising
+    the cap g_j ≤ m, i.e. −∂F/∂m contributed by the users with count v_j.
 
     Returns
     -------
@@ -452,8 +465,10 @@ def surrogate_lp(counts: Any, bound: float, epsilon: float) -> LinearModel:
         lower=prof.min_count,
         upper=prof.max_count,
         cost=U / (eps * prof.num_users * prof.min_count),
+        labels=["m"],
     )
-    g = b.add_cols("kept", J, lower=0.0, upper=v.astype(float), cost=-U * w / prof.total)
+    levels = [f"c{int(x)}" for x in v]  # one per distinct count (level) v_j
+    g = b.add_cols("kept", J, lower=0.0, upper=v.astype(float), cost=-U * w / prof.total, labels=levels)
     rows = np.arange(J)
     b.add_rows(
         "cap",
@@ -463,6 +478,7 @@ def surrogate_lp(counts: Any, bound: float, epsilon: float) -> LinearModel:
         lower=-np.inf,
         upper=0.0,
         count=J,
+        labels=levels,
     )
     return b.build()
 
@@ -580,7 +596,8 @@ def optimal_array_length(
         ``"milp"`` (HiGHS); surrogate: ``"closed-form"`` (default) or ``"lp"`` (HiGHS); heuristic:
         ``"enumeration"`` (default) or ``"scan"``.
     time_limit : float, keyword-only
-        Solver time limit in seconds (HiGHS solvers only).
+        Total seconds for the solve (HiGHS solvers only; the exact enumeration used for comparison
+        is not limited).
     low, high : int, keyword-only
         Search range of the heuristic (9).
 

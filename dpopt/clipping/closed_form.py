@@ -23,7 +23,7 @@ The reduced LP behind the closed form, in a single parametrisation used for both
 
 The worst-case error is ``(Σ s_ℓ + c·τ)/n`` with ``n = Σ m_ℓ``.
 
-The certificate (ERRATA E4; notes-001 §3.3, generalised to κ, c): with ``G = {U m_ℓ > T}``,
+The certificate (ERRATA E4, generalised to κ, c): with ``G = {U m_ℓ > T}``,
 ``E = {U m_ℓ = T}``: ``λ_τ = 0``, ``λ_ℓ = 1/κ`` on G, ``θ = (c − |G|/κ)/|E|`` on E, 0 elsewhere,
 ``μ_ℓ = 1 − κ λ_ℓ``; when ``⌈2d/ε⌉ > L``: ``τ = 0``, ``λ_ℓ = 1/κ``, ``μ = 0``, ``λ_τ = c − L/κ``.
 """
@@ -32,12 +32,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._validation import as_counts, as_epsilons, check_bound, check_dim, check_epsilon
 from ..solve.result import Status
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "KKT_TOL",
@@ -58,7 +61,7 @@ __all__ = [
 KKT_TOL = 1e-9
 #: default tolerance for certificates read from solver duals (HiGHS feasibility tolerance 1e-7).
 LP_KKT_TOL = 1e-7
-#: ``2d/ε`` within this relative distance of an integer k is taken as k (ties, ERRATA notes §7).
+#: ``2d/ε`` within this relative distance of an integer k is taken as k (ties; models/clipping.md).
 RANK_SNAP_TOL = 1e-12
 
 
@@ -66,7 +69,7 @@ def threshold_rank(epsilon: float | np.ndarray, dim: int = 1) -> np.ndarray | in
     """``k = ⌈2d/ε⌉``, the rank of ``T_ε`` (seed 001 Theorem III.1).
 
     ``2d/ε`` is snapped to the nearest integer when within :data:`RANK_SNAP_TOL` (relative), so that
-    ε given as ``2/3`` in floating point still yields the tie rank 3 rather than 4 (notes-001 §7).
+    ε given as ``2/3`` in floating point still yields the tie rank 3 rather than 4 (models/clipping.md).
     """
     with np.errstate(over="ignore"):
         x = 2.0 * dim / np.asarray(epsilon, dtype=float)
@@ -159,6 +162,18 @@ class KKTCertificate:
     lam_tau: float
     source: str = "closed-form"
 
+    def __repr__(self) -> str:  # one line: never the per-user arrays
+        return (f"KKTCertificate({self.source}, users={self.values.size}, tau={self.tau:.6g}, "
+                f"sum lambda={float(self.lam.sum()):.6g}, lambda_tau={self.lam_tau:.3g}, "
+                f"ok={self.check()})")
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per user: ``U m_l``, ``s_l``, λ_l (the range row's multiplier), μ_l."""
+        import pandas as pd
+
+        return pd.DataFrame({"value": self.values, "s": self.s, "lam": self.lam, "mu": self.mu},
+                            index=pd.RangeIndex(self.values.size, name="user"))
+
     @property
     def primal_objective(self) -> float:
         """``Σ s_ℓ + c·τ`` (n times the worst-case error)."""
@@ -222,7 +237,7 @@ def closed_form_certificate(
     m: np.ndarray, U: float, eps: float, d: int, T: float, *, values: np.ndarray | None = None,
     excess: np.ndarray | None = None,
 ) -> KKTCertificate:
-    """The valid certificate of ERRATA E4 (notes-001 §3.3), generalised to d ≥ 2.
+    """The valid certificate of ERRATA E4 (models/errata.md), generalised to d ≥ 2.
 
     ``values = U·m`` and ``excess = max(U·m − T, 0)`` may be passed to avoid recomputing them.
     """
@@ -303,6 +318,35 @@ class ClippingPlan:
         if tol is None:
             tol = KKT_TOL if self.method == "closed-form" else LP_KKT_TOL
         return self.certificate is not None and self.certificate.check(tol)
+
+    def __repr__(self) -> str:  # one screen: the summary, never the per-user arrays
+        items = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in self.summary().items() if v is not None)
+        return f"ClippingPlan({items})"
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per user: the interval ``[lower, upper]``, whether it clips, and λ_ℓ if certified."""
+        import pandas as pd
+
+        df = pd.DataFrame({"lower": self.lower, "upper": self.upper,
+                           "clipped": (self.lower > 0) | (self.upper < self.bound)},
+                          index=pd.RangeIndex(self.lower.size, name="user"))
+        if self.certificate is not None and self.certificate.lam.size == df.shape[0]:
+            df["lam"] = self.certificate.lam
+        return df
+
+    def error_with_probability(self, delta: float) -> float:
+        """A bound on ‖release − mean‖₁ that holds with probability ≥ 1 − δ on every dataset.
+
+        Worst-case bias plus the exact (1 − δ) quantile of the ℓ1 norm of the d Laplace
+        coordinates, ``sensitivity·Q_d(1 − δ)/ε`` (:func:`dpopt.calculus.laplace_l1_tail`; seed 002
+        Prop. II.1's ``ln(1/δ)`` is right for d = 1 only, ERRATA E11).
+        """
+        from ..calculus import laplace_l1_tail
+
+        if self.sensitivity == 0:
+            return float(self.bias)
+        return float(self.bias + laplace_l1_tail(self.sensitivity, self.epsilon, delta, dim=self.dim))
 
     def summary(self) -> dict[str, Any]:
         """A short JSON-friendly summary (no per-user arrays)."""

@@ -10,12 +10,12 @@ __all__ = ["demo", "geometric_counts", "extreme_counts"]
 
 
 def geometric_counts(M: int = 6) -> np.ndarray:
-    """Geometric collection (notes-001 §5.2): for i = 0..M, 2^i users with 2^(M−i) samples each."""
+    """Geometric collection (seed 000 §IV): for i = 0..M, 2^i users with 2^(M−i) samples each."""
     return np.concatenate([np.full(2**i, 2 ** (M - i), dtype=np.int64) for i in range(M + 1)])
 
 
 def extreme_counts(L: int = 101, m_max: int = 10) -> np.ndarray:
-    """Extreme-valued collection (notes-001 §5.2): L − 1 users with 1 sample, one with m_max."""
+    """Extreme-valued collection (seed 000 §IV): L − 1 users with 1 sample, one with m_max."""
     return np.concatenate([np.ones(L - 1, dtype=np.int64), [m_max]])
 
 

@@ -24,7 +24,7 @@ with ``κ = 2, c = d/ε`` for d = 1 (``α_ℓ = m_ℓ a_ℓ``) and ``κ = 1, c =
 
 with ``c' = d/ε`` (d = 1) and ``c' = 2d/ε`` (d ≥ 2). Its bias is the paper's
 ``Σ_j max{a_j, U − b_j}/n``: exact for d ≥ 2, an upper bound for d = 1 (exact:
-``max{Σ_j(U − b_j), Σ_j a_j}/n``, notes-001 §3.2); the optimum is E^OPT under either (tests).
+``max{Σ_j(U − b_j), Σ_j a_j}/n``, ERRATA E9); the optimum is E^OPT under either (tests).
 
 The solver's duals are mapped to the multipliers of the reduced LP (see
 :mod:`dpopt.clipping.closed_form`) and returned as a :class:`KKTCertificate`, which the caller can
@@ -69,7 +69,7 @@ __all__ = [
 FORMULATIONS = ("per-user", "per-sample")
 BACKENDS = ("highspy", "cvxpy")
 
-#: HiGHS options used unless the caller passes ``options``. Presolve is off: on these LPs it
+#: HiGHS options dpopt sets on these LPs; the caller's ``options`` are merged over them. Presolve is off: on these LPs it
 #: removes nothing useful and costs more than the solve (tests/benchmarks/results/clipping.md).
 DEFAULT_HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
 
@@ -78,6 +78,8 @@ def per_user_model(counts: Any, bound: float, epsilon: float, *, dim: int = 1) -
     """LP (8) of seed 000 (d = 1) / its ERRATA-E3 analogue (d ≥ 2): L + 1 columns, L rows.
 
     Column blocks ``"alpha"`` (L) and ``"tau"`` (1); row block ``"range"`` (L). See module docstring.
+    Names (exports, :meth:`~dpopt.solve.SolveResult.named_duals`): ``alpha_u<ℓ>``, ``tau_T``,
+    ``range_u<ℓ>`` with ℓ the user's position in ``counts``.
     """
     m = as_counts(counts)
     U = check_bound(bound)
@@ -86,8 +88,9 @@ def per_user_model(counts: Any, bound: float, epsilon: float, *, dim: int = 1) -
     kappa, c = _lp_constants(eps, d)
     L = m.size
     b = ModelBuilder(name=f"clipping_per_user_d{d}")
-    alpha = b.add_cols("alpha", L, lower=0.0, upper=np.inf, cost=1.0)
-    tau = b.add_cols("tau", 1, lower=0.0, upper=np.inf, cost=c)
+    users = [f"u{i}" for i in range(L)]  # user ℓ in the order of `counts`
+    alpha = b.add_cols("alpha", L, lower=0.0, upper=np.inf, cost=1.0, labels=users)
+    tau = b.add_cols("tau", 1, lower=0.0, upper=np.inf, cost=c, labels=["T"])
     rows = np.arange(L)
     b.add_rows(
         "range",
@@ -97,6 +100,7 @@ def per_user_model(counts: Any, bound: float, epsilon: float, *, dim: int = 1) -
         lower=U * m.astype(float),
         upper=np.inf,
         count=L,
+        labels=users,
     )
     return b.build()
 
@@ -115,18 +119,19 @@ def per_sample_model(counts: Any, bound: float, epsilon: float, *, dim: int = 1)
     L, N = m.size, int(m.sum())
     owner = np.repeat(np.arange(L), m)
     bld = ModelBuilder(name=f"clipping_per_sample_d{d}")
-    a = bld.add_cols("a", N, lower=0.0, upper=U, cost=0.0)
-    b = bld.add_cols("b", N, lower=0.0, upper=U, cost=0.0)
-    e = bld.add_cols("e", N, lower=0.0, upper=np.inf, cost=1.0)
-    tau = bld.add_cols("tau", 1, lower=0.0, upper=np.inf, cost=c)
+    smp = [f"u{u}s{j}" for u, mu in enumerate(m) for j in range(int(mu))]  # user u, sample j
+    a = bld.add_cols("a", N, lower=0.0, upper=U, cost=0.0, labels=smp)
+    b = bld.add_cols("b", N, lower=0.0, upper=U, cost=0.0, labels=smp)
+    e = bld.add_cols("e", N, lower=0.0, upper=np.inf, cost=1.0, labels=smp)
+    tau = bld.add_cols("tau", 1, lower=0.0, upper=np.inf, cost=c, labels=["T"])
     r = np.arange(N)
     rr = np.concatenate([r, r])
     bld.add_rows("order", rows=rr, cols=np.concatenate([b, a]),
-                 vals=np.concatenate([np.ones(N), -np.ones(N)]), lower=0.0, upper=np.inf, count=N)
+                 vals=np.concatenate([np.ones(N), -np.ones(N)]), lower=0.0, upper=np.inf, count=N, labels=smp)
     bld.add_rows("bias_low", rows=rr, cols=np.concatenate([e, a]),
-                 vals=np.concatenate([np.ones(N), -np.ones(N)]), lower=0.0, upper=np.inf, count=N)
+                 vals=np.concatenate([np.ones(N), -np.ones(N)]), lower=0.0, upper=np.inf, count=N, labels=smp)
     bld.add_rows("bias_high", rows=rr, cols=np.concatenate([e, b]),
-                 vals=np.ones(2 * N), lower=U, upper=np.inf, count=N)
+                 vals=np.ones(2 * N), lower=U, upper=np.inf, count=N, labels=smp)
     if d == 1:
         rows = np.concatenate([np.arange(L), owner, owner])
         cols = np.concatenate([np.full(L, tau[0]), b, a])
@@ -135,7 +140,8 @@ def per_sample_model(counts: Any, bound: float, epsilon: float, *, dim: int = 1)
         rows = np.concatenate([np.arange(L), owner])
         cols = np.concatenate([np.full(L, tau[0]), b])
         vals = np.concatenate([np.ones(L), -np.ones(N)])
-    bld.add_rows("range", rows=rows, cols=cols, vals=vals, lower=0.0, upper=np.inf, count=L)
+    bld.add_rows("range", rows=rows, cols=cols, vals=vals, lower=0.0, upper=np.inf, count=L,
+                 labels=[f"u{i}" for i in range(L)])
     return bld.build()
 
 
@@ -159,7 +165,7 @@ def solve_model(
     check_choice(backend, "backend", BACKENDS)
     if time_limit is not None:
         time_limit = check_nonnegative_float(time_limit, "time_limit")
-    opts = DEFAULT_HIGHS_OPTIONS if options is None else options
+    opts = {**DEFAULT_HIGHS_OPTIONS, **dict(options or {})}  # the caller's options win, key by key
     if backend == "highspy":
         return _solve_highs(model, options=opts, time_limit=time_limit)
     from ..solve.cvxpy_backend import solve_linear_model
@@ -269,9 +275,9 @@ def solve_clipping(
     backend : {"highspy", "cvxpy"}
         highspy directly (vectorised arrays) or the same standard form through cvxpy.
     options : mapping, optional
-        HiGHS options; default :data:`DEFAULT_HIGHS_OPTIONS` (presolve off).
+        HiGHS options, merged over :data:`DEFAULT_HIGHS_OPTIONS` (presolve off) key by key.
     time_limit : float, optional
-        Seconds.
+        Total seconds for the solve (model loading included).
 
     Returns
     -------

@@ -2,7 +2,7 @@
 
 :func:`clipping_problem` returns a :class:`ClippingProblem` (a ``cvxpy.Problem``) whose variables a
 researcher can constrain further. The base model is the per-user clipping LP of seeds 000/001 with
-the *exact* worst-case bias (notes-001 §3.2) — no symmetry is assumed, so fixed or capped intervals
+the *exact* worst-case bias (ERRATA E9) — no symmetry is assumed, so fixed or capped intervals
 are priced correctly::
 
     minimise    bias + d·sensitivity/ε
@@ -235,7 +235,7 @@ def interval_terms(counts: np.ndarray, user_bounds: np.ndarray, lower: np.ndarra
                    dim: int) -> tuple[float, float]:
     """Exact worst-case bias and ℓ1 sensitivity of per-user intervals with per-user ranges U_ℓ.
 
-    d = 1 (seed 000 Lemma III.1, exact form of notes-001 §3.2): bias ``max{Σ m_ℓ(U_ℓ − b_ℓ),
+    d = 1 (seed 000 Lemma III.1, exact form, ERRATA E9): bias ``max{Σ m_ℓ(U_ℓ − b_ℓ),
     Σ m_ℓ a_ℓ}/n``, sensitivity ``max_ℓ m_ℓ(b_ℓ − a_ℓ)/n``; d ≥ 2 (seed 001 Lemma III.2, ERRATA E3):
     bias ``Σ m_ℓ max{a_ℓ, U_ℓ − b_ℓ}/n``, sensitivity ``max_ℓ 2 m_ℓ b_ℓ/n``.
     """

@@ -12,14 +12,18 @@ the command line ``dpopt reproduce FIGURE --out DIR`` in :mod:`dpopt.experiments
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from .._validation import DpoptInputError
 from . import seed000, seed002, seed003
 from .base import COLUMNS, FigureResult, FigureSpec
 
-__all__ = ["FIGURES", "COLUMNS", "FigureResult", "FigureSpec", "reproduce", "figure_ids"]
+__all__ = ["FIGURES", "COLUMNS", "FigureResult", "FigureSpec", "reproduce", "figure_ids", "figure_parameters"]
 
 _EPS = "privacy parameter ε"
 
@@ -46,11 +50,11 @@ FIGURES: dict[str, FigureSpec] = {s.figure: s for s in [
     _spec("002-fig2", "worst-case error after CLIP-USER + pseudo-users (Austin)", "worst-case error across grids",
           seed002.fig2, None, xscale="log", yscale="log", paper="seed 002 Fig. 2",
           claim="Little to no improvement of the worst-case error on the real data."),
-    *[_spec(f"002-fig{i}", f"expected privacy loss, synthetic, γ = {g}, q = 0.01", "privacy loss under composition",
+    *[_spec(f"002-fig{i}", "expected privacy loss, synthetic, γ = {gamma:g}, q = {q:g}", "privacy loss under composition",
             getattr(seed002, f"fig{i}"), 10, xscale="log", paper=f"seed 002 Fig. {i}",
             claim="For fixed q, larger γ gives a larger improvement of the privacy loss.")
       for i, g in ((3, 3), (4, 6), (5, 9))],
-    *[_spec(f"002-fig{i}", f"expected worst-case error, synthetic, γ = {g}, q = 0.01", "worst-case error across grids",
+    *[_spec(f"002-fig{i}", "expected worst-case error, synthetic, γ = {gamma:g}, q = {q:g}", "worst-case error across grids",
             getattr(seed002, f"fig{i}"), 10, xscale="log", yscale="log", paper=f"seed 002 Fig. {i}",
             claim="For fixed q, larger γ gives a larger drop of the worst-case error after pseudo-user clipping.")
       for i, g in ((6, 3), (7, 6), (8, 9))],
@@ -59,9 +63,9 @@ FIGURES: dict[str, FigureSpec] = {s.figure: s for s in [
           claim="Array-Averaging similar under both groupings; Levy and Quantile much better with BestFit."),
     _spec("003-fig2", "ITMS: BestFit mechanisms vs Baseline", "mean absolute error (km/h)", seed003.fig2, 10_000,
           paper="seed 003 Fig. 2", claim="All clipping mechanisms far below Baseline and close to each other."),
-    _spec("003-fig3", "sample scaling (κ = 10), synthetic", "mean absolute error (km/h)", seed003.fig3, 10_000,
+    _spec("003-fig3", "sample scaling (κ = {kappa}), synthetic", "mean absolute error (km/h)", seed003.fig3, 10_000,
           paper="seed 003 Fig. 3", claim="Levy is best when users contribute many samples."),
-    _spec("003-fig4", "user scaling (κ = 10), synthetic", "mean absolute error (km/h)", seed003.fig4, 10_000,
+    _spec("003-fig4", "user scaling (κ = {kappa}), synthetic", "mean absolute error (km/h)", seed003.fig4, 10_000,
           paper="seed 003 Fig. 4", claim="FixedQuantile best, Array-Averaging second, when there are many users."),
     _spec("003-fig5", "minimax array length m_UB(ε) on ITMS", "array length m_UB", seed003.fig5, None,
           xscale="log", paper="seed 003 Fig. 5",
@@ -74,14 +78,50 @@ def figure_ids() -> list[str]:
     return list(FIGURES)
 
 
-def reproduce(figure: str, *, runs: int | None = None, seed: int = 0, progress: bool = False,
-              **params: Any) -> FigureResult:
-    """Compute one figure; ``runs=None`` uses the paper's run count. Extra ``params`` go to the figure function."""
+def figure_parameters(figure: str) -> dict[str, Any]:
+    """Every parameter of a figure's function with its default (``runs``, ``seed``, ``epsilons``,
+    ``bound`` and the experiment's own, e.g. ``gamma`` and ``q`` for seed 002's synthetic figures)."""
     if figure not in FIGURES:
         raise DpoptInputError(f"`figure` must be one of {', '.join(FIGURES)}; got {figure!r}")
+    sig = inspect.signature(FIGURES[figure].func)
+    return {name: p.default for name, p in sig.parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "progress"}
+
+
+def reproduce(figure: str, *, runs: int | None = None, seed: int = 0, progress: bool = False,
+              **params: Any) -> FigureResult:
+    """Compute one figure; ``runs=None`` uses the paper's run count.
+
+    Extra ``params`` go to the figure function; an unknown name raises :class:`DpoptInputError`
+    listing the valid ones (:func:`figure_parameters`). The result records every parameter used
+    (``params``, defaults included) and those set to a non-default value (``changed``), which the
+    plot's title and the notes show.
+    """
+    defaults = figure_parameters(figure)
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise DpoptInputError(
+            f"`param` {', '.join(unknown)} is not a parameter of {figure}; valid: {', '.join(defaults)}")
     spec = FIGURES[figure]
     kw = dict(params, seed=seed, progress=progress)
     r = runs if runs is not None else spec.default_runs
     if r is not None:
         kw["runs"] = r
-    return spec.func(**kw)
+    result = spec.func(**kw)
+    used = {k: kw.get(k, v) for k, v in defaults.items()}
+    used["runs"] = r
+    changed = {k: v for k, v in used.items() if k in {*params, "runs", "seed"} and not _same(v, defaults[k])}
+    if runs is None:
+        changed.pop("runs", None)
+    full = dict(used)
+    for k, v in result.params.items():  # what the function resolved (e.g. the default ε grid)
+        if k not in full or full[k] is None:
+            full[k] = v
+    return dataclasses.replace(result, params=full, changed=changed)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object)))
+    except (TypeError, ValueError):
+        return a == b

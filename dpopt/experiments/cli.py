@@ -2,8 +2,11 @@
 
 Writes ``DIR/FIGURE.csv`` (columns figure, series, epsilon, value, stderr), ``DIR/FIGURE.png`` and
 ``DIR/FIGURE.notes.md`` (the choices made where the paper is ambiguous, and the parameters used).
-``FIGURE`` may be ``all``. ``--param key=value`` passes extra parameters to the figure function
-(e.g. ``--param collection=extreme`` for 000-fig1, ``--param data=PATH`` for 002-fig1/2).
+``FIGURE`` may be ``all``. ``--param key=value`` sets any parameter of the figure's experiment
+(e.g. ``--param collection=extreme`` for 000-fig1, ``--param data=PATH`` for 002-fig1/2,
+``--param gamma=4 --param q=0.02`` for 002-fig3..8, ``--param order=authors`` for 003-fig1..4); an
+unknown key is an error that lists the valid ones. Changed parameters show in the figure's title and
+in the notes, which list every parameter used.
 """
 
 from __future__ import annotations
@@ -31,40 +34,32 @@ def _parse_param(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def _check_params(func: Any, params: dict[str, Any], figure: str) -> None:
-    """Unknown ``--param`` keys are refused before any work (one line, exit 2)."""
-    import inspect
-
-    sig = inspect.signature(func).parameters
-    if any(v.kind is v.VAR_KEYWORD for v in sig.values()):
-        return
-    own = ("runs", "seed", "progress")  # set by --runs/--seed/--quiet
-    known = [k for k in sig if k not in own]
-    unknown = sorted(set(params) - set(known))
-    if unknown:
-        raise CliError(f"`--param` {unknown[0]!r} is not a parameter of {figure}; known: {', '.join(known) or 'none'}")
-
-
 def write_outputs(result: Any, out: Path) -> dict[str, Path]:
     """Write the CSV, PNG and notes of a :class:`~dpopt.experiments.base.FigureResult` into ``out``."""
     from . import FIGURES
+    from .base import figure_title, parameters_markdown
     from .plotting import save_figure
 
     out.mkdir(parents=True, exist_ok=True)
     spec = FIGURES[result.figure]
+    params = dict(getattr(result, "params", {}) or {})
+    changed = dict(getattr(result, "changed", {}) or {})
+    title_params = {**params, "_changed": changed}
     csv = out / f"{result.figure}.csv"
     result.frame.to_csv(csv, index=False)
-    png = save_figure(result.frame, spec, out / f"{result.figure}.png")
+    png = save_figure(result.frame, spec, out / f"{result.figure}.png", params=title_params)
     notes = out / f"{result.figure}.notes.md"
+    title = figure_title(spec, title_params).replace("\n", " ")
     notes.write_text(
-        f"# {result.figure}: {spec.title}\n\nPaper: {spec.paper}. Claim: {spec.claim}\n\n"
-        "## Choices and ambiguities\n\n" + result.notes.strip() + "\n"
+        f"# {title}\n\nPaper: {spec.paper}. Claim: {spec.claim}\n\n"
+        "## Choices and ambiguities\n\n" + result.notes.strip() + "\n\n"
+        + parameters_markdown(params, changed)
     )
     return {"csv": csv, "png": png, "notes": notes}
 
 
 def reproduce_family(prefix: str, out: str | Path, *, runs: int | None = None, seed: int = 0) -> list[Path]:
-    """Reproduce every figure whose id starts with ``prefix`` (e.g. ``"003-"``) into ``out``.
+    """Reproduce every figure whose id starts with ``prefix`` (e.g. ``"003-"``, ``""`` for all) into ``out``.
 
     Prints, per figure, the wall time, the PNG path and the first, middle and last rows of the
     table (used by ``examples/figures_*.py``). Returns the PNG paths.
@@ -90,8 +85,17 @@ def run(args: argparse.Namespace) -> int:
     if args.figure != "all" and args.figure not in FIGURES:
         raise CliError(f"`FIGURE` must be 'all' or one of {', '.join(FIGURES)}; got {args.figure!r}")
     params = dict(_parse_param(p) for p in (args.param or []))
-    if args.figure != "all":
-        _check_params(FIGURES[args.figure].func, params, args.figure)
+    if params and args.figure == "all":
+        raise CliError("`--param` needs one FIGURE (parameters differ between figures); got 'all'")
+    if params:
+        from . import figure_parameters
+
+        valid = figure_parameters(args.figure)
+        unknown = sorted(set(params) - set(valid))
+        if unknown:
+            raise CliError(f"`--param` {', '.join(unknown)} is not a parameter of {args.figure}; "
+                           f"valid keys: {', '.join(k for k in valid if k not in ('runs', 'seed'))}")
+    _headless_backend()
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CliError(f"`--out` must be a directory path; got {args.out!r} (a file exists there)")
@@ -111,6 +115,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"{fig}: {len(result.frame)} rows in {time.perf_counter() - t0:.1f} s -> {paths['csv']}, "
               f"{paths['png'].name}, {paths['notes'].name}", file=sys.stdout)
     return 0
+
+
+def _headless_backend() -> None:
+    """Inside the CLI only: use Agg when there is no display (the library never picks a back-end)."""
+    import os
+
+    if os.name != "nt" and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") \
+            and "MPLBACKEND" not in os.environ:
+        import matplotlib
+
+        matplotlib.use("Agg")
 
 
 def register(subparsers: Any) -> None:

@@ -1,29 +1,35 @@
-"""Drawing reproduced figures (kept apart from the computations; matplotlib with the Agg back-end)."""
+"""Drawing reproduced figures (kept apart from the computations).
+
+Nothing here chooses a matplotlib back-end: :func:`plot_frame` draws on the caller's axes (or on a new
+pyplot figure, in the user's own back-end), and :func:`save_figure` renders through a bare
+:class:`matplotlib.figure.Figure`, which needs no back-end and leaves pyplot's state alone.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .base import FigureSpec
+from .base import FigureSpec, figure_title
 
 __all__ = ["plot_frame", "save_figure"]
 
 
-def plot_frame(frame: pd.DataFrame, spec: FigureSpec, ax: Any = None) -> Any:
-    """Draw every series of a tidy figure table on ``ax`` (a new figure if None); returns the axes.
+def plot_frame(frame: pd.DataFrame, spec: FigureSpec, ax: Any = None, *,
+               params: Mapping[str, Any] | None = None) -> Any:
+    """Draw every series of a tidy figure table on ``ax`` (a new pyplot figure if None); returns the axes.
 
-    Monte-Carlo series get a band of ±2 standard errors (mostly thinner than the line).
+    Monte-Carlo series get a band of ±2 standard errors (mostly thinner than the line). ``params``
+    (a :class:`~dpopt.experiments.base.FigureResult`'s ``params``) fill the title, so that a changed
+    parameter is never mislabelled.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     if ax is None:
+        import matplotlib.pyplot as plt
+
         _, ax = plt.subplots(figsize=(6.4, 4.4))
     markers = "osD^v<>ph*"
     for i, (series, part) in enumerate(frame.groupby("series", sort=False)):
@@ -43,23 +49,21 @@ def plot_frame(frame: pd.DataFrame, spec: FigureSpec, ax: Any = None) -> Any:
     ax.set_yscale(spec.yscale)
     ax.set_xlabel(spec.xlabel)
     ax.set_ylabel(spec.ylabel)
-    ax.set_title(f"{spec.figure}: {spec.title}", fontsize=10)
+    ax.set_title(figure_title(spec, params or {}), fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
 
 
-def save_figure(frame: pd.DataFrame, spec: FigureSpec, path: str | Path) -> Path:
-    """Plot ``frame`` and write a PNG to ``path``."""
-    import matplotlib
+def save_figure(frame: pd.DataFrame, spec: FigureSpec, path: str | Path, *,
+                params: Mapping[str, Any] | None = None) -> Path:
+    """Plot ``frame`` and write a PNG to ``path`` (no pyplot, no back-end switch)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    ax = plot_frame(frame, spec)
-    fig = ax.figure
+    fig = Figure(figsize=(6.4, 4.4))
+    ax = fig.add_subplot()
+    plot_frame(frame, spec, ax, params=params)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=120)
-    plt.close(fig)
     return out

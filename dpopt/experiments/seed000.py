@@ -7,7 +7,7 @@
 * Fig. 3: the same for the extreme-valued collection (L = 101, m* = 10) with "projected Gaussian"
   samples (rejection sampling of N(U/2, U/4) into (0, U]); error axis on a log scale.
 
-Protocol (notes-001 §5): U = 65, 10^4 runs; each run draws a fresh dataset and replaces every
+Protocol (seed 000 §IV; models/mechanisms.md): U = 65, 10^4 runs; each run draws a fresh dataset and replaces every
 user's samples by the user's mean (which changes only OPT-wc); the three mechanisms see the same
 draws (common random numbers across mechanisms and ε); MAE ``E|M(D) − f(D)|`` with its standard
 error.
@@ -66,7 +66,7 @@ def projected_gaussian_samples(
     """i.i.d. N(U/2, sd²) conditioned on (0, U] by rejection (seed 000 §IV-D).
 
     ``sd=None`` reads N(U/2, U/4) with the papers' convention (second argument = variance):
-    ``sd = sqrt(U/4)``. Pass ``sd=U/4`` for the other reading (notes-001 §5.3).
+    ``sd = sqrt(U/4)``. Pass ``sd=U/4`` for the other reading (models/mechanisms.md).
     """
     s = np.sqrt(bound / 4.0) if sd is None else float(sd)
     out = rng.normal(bound / 2.0, s, size=shape)

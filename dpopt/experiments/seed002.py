@@ -131,6 +131,7 @@ def _real(figure: str, *, seed: int, progress: bool, epsilons: Any, bound: float
     U = check_bound(bound)
     eps = as_epsilon_grid(epsilons, REAL_EPSILONS)
     occ, info = austin_occupancy(data, day=day, hour=hour, resolution=resolution, n_grids=n_grids)
+    info = dict(info, bound=U, epsilons=list(map(float, eps)))
     rows = Rows(figure)
     with progress_bar(len(eps), progress, figure) as bar:
         for e in eps:
@@ -153,7 +154,7 @@ def _real_notes(info: dict, eps: np.ndarray) -> str:
         f"resolution {info['resolution']}, the {info['grids']} (cell, hour) grids with the most records: "
         f"L = {info['users']} buses, G_1 = {info['G1']}, {info['records']} records (paper's ITMS: G = 50, "
         "L = 223, G_1 = 11). Parameters `data`, `day`, `hour`, `resolution`, `n_grids`.\n"
-        "U = 65 (as in the paper); CLIP-USER with the corrected variance bias (ERRATA E1) and arg min "
+        f"U = {info['bound']:g} (paper: 65); CLIP-USER with the corrected variance bias (ERRATA E1) and arg min "
         "(ERRATA E2); E = max_g E_g of BASELINE; equal eps/2 split between mean and variance.\n"
         f"eps grid (log-spaced, the paper's range 0.1..2): {list(map(float, eps))}. Deterministic: "
         "`--runs`/`--seed` are ignored."
@@ -244,21 +245,24 @@ def _synthetic(figure: str, gamma: float, kind: str, *, runs: int | None, seed: 
         f"{draws} independent draws (`--runs`; the paper: 10), seed {seed}; value = mean over draws, stderr = "
         "sd/sqrt(draws).\n"
         f"CLIP-USER skips the grid of smallest initial error: {skip_min_error_grid} (the paper's "
-        "implementation, §VI-A3); corrected variance bias (ERRATA E1), arg min (ERRATA E2); U = 65.\n"
+        f"implementation, §VI-A3); corrected variance bias (ERRATA E1), arg min (ERRATA E2); U = {bound:g}.\n"
         f"eps grid (log-spaced, the paper's range 0.1..1): {list(map(float, eps))}."
     )
-    return FigureResult(figure, rows.frame(), notes, {"gamma": gamma, "q": q, "draws": draws, "seed": seed})
+    return FigureResult(figure, rows.frame(), notes, {"gamma": gamma, "q": q, "draws": draws, "seed": seed,
+                                                      "bound": bound, "epsilons": list(map(float, eps))})
 
 
-def _make(figure: str, gamma: float, kind: str) -> Callable[..., FigureResult]:
+def _make(figure: str, gamma_default: float, kind: str) -> Callable[..., FigureResult]:
     def fig(*, runs: int | None = None, seed: int = 0, progress: bool = False, epsilons: Any = None,
             bound: float = U_DEFAULT, q: float = 0.01, n_grids: int = 12,
-            skip_min_error_grid: bool = True) -> FigureResult:
-        return _synthetic(figure, gamma, kind, runs=runs, seed=seed, progress=progress, epsilons=epsilons,
-                          bound=bound, q=q, n_grids=n_grids, skip_min_error_grid=skip_min_error_grid)
+            skip_min_error_grid: bool = True, gamma: float = gamma_default) -> FigureResult:
+        return _synthetic(figure, float(gamma), kind, runs=runs, seed=seed, progress=progress,
+                          epsilons=epsilons, bound=bound, q=q, n_grids=n_grids,
+                          skip_min_error_grid=skip_min_error_grid)
 
     what = "privacy loss P̂_ε vs G·ε" if kind == "P" else "worst-case error Ê_ε vs E_ε"
-    fig.__doc__ = f"Seed 002 Fig. {figure[-1]}: {what} on synthetic data, γ = {gamma:g}, q = 0.01."
+    fig.__doc__ = (f"Seed 002 Fig. {figure[-1]}: {what} on synthetic data (paper: γ = {gamma_default:g}, "
+                   "q = 0.01; both can be set).")
     fig.__name__ = f"fig{figure[-1]}"
     return fig
 

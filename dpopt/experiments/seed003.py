@@ -8,7 +8,7 @@
 * Fig. 4: user scaling (κ = 10 copies of every user), synthetic samples.
 * Fig. 5: the minimax array length ``m_UB(ε)`` (smallest minimiser of eq. (15)) vs ε.
 
-Protocol (notes-003 §IV): U = 65, ε ∈ {0.5, …, 2}, 10^4 runs per point, per-user mean
+Protocol (seed 003 §IV; models/mechanisms.md): U = 65, ε ∈ {0.5, …, 2}, 10^4 runs per point, per-user mean
 substitution, users processed in non-increasing ``m_ℓ``, ``m`` from eq. (9) (114 on ITMS),
 γ = 0.2, Levy interval ``3τ``, FixedQuantile α = 0.1, releases clipped to [0, U] as in the
 authors' code. The ITMS data ship with dpopt (:func:`dpopt.datasets.load_itms`).
@@ -25,7 +25,7 @@ from ..mechanisms import array_averaging, levy, quantile
 from ..mechanisms.array_averaging import median_array_length
 from ..mechanisms.laplace import laplace_sensitivity
 from ..mechanisms.levy import levy_array_length
-from .base import FigureResult, Rows, as_epsilon_grid, progress_bar
+from .base import FigureResult, Rows, as_epsilon_grid, dataset_unit_mean, progress_bar
 
 __all__ = ["itms_dataset", "scaled_dataset", "fig1", "fig2", "fig3", "fig4", "fig5", "DEFAULT_EPSILONS"]
 
@@ -82,7 +82,12 @@ def _run_mechanisms(
     progress: bool,
     rows: Rows,
 ) -> None:
-    """MAE of each mechanism at each ε, ``runs`` split evenly over the datasets."""
+    """MAE of each mechanism at each ε, ``runs`` split evenly over the datasets.
+
+    With several datasets the standard error treats the datasets as the units
+    (:func:`~dpopt.experiments.base.dataset_unit_mean`): the figure's quantity is an average over
+    random datasets, and the runs on one dataset are not independent draws of it.
+    """
     rng = np.random.default_rng(seed)
     per = [runs // len(datasets) + (1 if i < runs % len(datasets) else 0) for i in range(len(datasets))]
     with progress_bar(len(mechanisms) * len(eps), progress, figure) as bar:
@@ -94,21 +99,33 @@ def _run_mechanisms(
                         continue
                     rel = mech(x, m, bound, e, rng=rng, runs=r, **kw)
                     errs.append(np.abs(rel.values - x.mean()))
-                v = np.concatenate(errs)
-                rows.add(name, e, v.mean(), v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0)
+                value, se = dataset_unit_mean(errs)
+                rows.add(name, e, value, se)
                 bar.update(1)
 
 
+#: user processing orders: the paper's (non-increasing m_l, the default) and the authors' code's
+#: (alphabetical licence plates = the order of the shipped ITMS data, i.e. "given")
+ORDERS = {"nonincreasing": "nonincreasing", "authors": "given", "given": "given"}
+
+
+def _order(order: str) -> str:
+    return ORDERS[check_choice(order, "order", tuple(ORDERS))]
+
+
 def _common_kw(clip_output: bool, order: str) -> dict:
-    return {"clip_output": clip_output, "order": order}
+    return {"clip_output": clip_output, "order": _order(order)}
 
 
 def _notes_common(runs: int, seed: int, eps: np.ndarray, aa_len: int, mlen: int, wrap_factor: float,
-                  clip_output: bool, order: str, width_factor: float, gamma: float, alpha: float) -> str:
+                  clip_output: bool, order: str, width_factor: float, gamma: float, alpha: float,
+                  U: float = U_DEFAULT) -> str:
     return (
-        f"U = 65 km/h; eps grid {list(map(float, eps))} (authors' code); runs per point {runs}; seed {seed}.\n"
+        f"U = {U:g} km/h (paper: 65); eps grid {list(map(float, eps))} (default: the authors' code); runs per "
+        f"point {runs}; seed {seed}.\n"
         f"Per-user mean substitution (seed 003 §IV-A); user processing order: {order} "
-        "(paper: non-increasing m_l; authors' code: alphabetical, `order='given'`).\n"
+        "(default 'nonincreasing' m_l as the paper states; `order='authors'` is the authors' code's "
+        "alphabetical licence-plate order, the order of the shipped ITMS data).\n"
         f"Levy/Quantile array length m = {mlen} from eq. (9); Array-Averaging length m = {aa_len} "
         "(parameter `aa_length`: 'levy' = eq. (9), 'median' = Lemma III.2; the paper does not say which "
         "one its Fig. 1/2 used; the repository numbers match eq. (9)).\n"
@@ -118,7 +135,8 @@ def _notes_common(runs: int, seed: int, eps: np.ndarray, aa_len: int, mlen: int,
         "BestFit (score and noise).\n"
         f"FixedQuantile alpha = {alpha}; Smith's quantile with eps/4 per end, target gap alpha*(K+1).\n"
         f"Releases clipped to [0, U]: {clip_output} (authors' code clips; post-processing).\n"
-        "Value = MAE over runs against the true sample mean; stderr = sd/sqrt(runs).\n"
+        "Value = MAE over runs against the true sample mean; stderr = sd/sqrt(runs) for one dataset, "
+        "sd(per-dataset MAE)/sqrt(datasets) when runs are spread over several random datasets.\n"
     )
 
 
@@ -158,8 +176,9 @@ def fig1(
     rows = Rows("003-fig1")
     _run_mechanisms("003-fig1", mechs, [(x, m)], eps, runs=runs, bound=U, seed=seed, progress=progress, rows=rows)
     notes = "ITMS HAT '18 8642d9d6fffffff' (217 users, 17,166 records).\n" + _notes_common(
-        runs, seed, eps, aa_len, mlen, wrap_factor, clip_output, order, width_factor, gamma, alpha)
-    return FigureResult("003-fig1", rows.frame(), notes, {"runs": runs, "seed": seed})
+        runs, seed, eps, aa_len, mlen, wrap_factor, clip_output, order, width_factor, gamma, alpha, U)
+    return FigureResult("003-fig1", rows.frame(), notes, {"runs": runs, "seed": seed, "bound": U,
+                                                         "epsilons": list(map(float, eps))})
 
 
 def _bestfit_panel(
@@ -212,9 +231,10 @@ def fig2(
         "ITMS HAT; Baseline = Delta_f/eps = U*m*/(n*eps) analytically (E|Lap(b)| = b), as in the paper.\n"
         f"eps-DependentQuantile: alpha = r/K with r = {rank_rule}(2/eps), data-independent (the authors' code "
         "took alpha from the raw data, which is not private).\n"
-        + _notes_common(runs, seed, eps, aa_len, mlen, 1.0, clip_output, order, width_factor, gamma, alpha)
+        + _notes_common(runs, seed, eps, aa_len, mlen, 1.0, clip_output, order, width_factor, gamma, alpha, U)
     )
-    return FigureResult("003-fig2", rows.frame(), notes, {"runs": runs, "seed": seed})
+    return FigureResult("003-fig2", rows.frame(), notes, {"runs": runs, "seed": seed, "bound": U,
+                                                         "epsilons": list(map(float, eps))})
 
 
 def _scaling(figure: str, mode: str, *, runs: int, seed: int, progress: bool, epsilons: Any, bound: float,
@@ -238,11 +258,13 @@ def _scaling(figure: str, mode: str, *, runs: int, seed: int, progress: bool, ep
         f"i.i.d. with the ITMS mean {mu:.4f} and population sd {sd:.4f}.\n"
         f"{len(data)} independent synthetic datasets, runs split evenly over them (the paper does not say "
         "how often the synthetic data were redrawn; parameter `datasets`). MAE against each dataset's own "
-        "sample mean.\n"
+        "sample mean. The error band uses the datasets as the units (sd of the per-dataset MAEs / "
+        "sqrt(datasets)), since the figure averages over random datasets.\n"
         "Baseline = U*m*/(n*eps) analytically.\n"
-        + _notes_common(runs, seed, eps, aa_len, mlen, 1.0, clip_output, order, width_factor, gamma, alpha)
+        + _notes_common(runs, seed, eps, aa_len, mlen, 1.0, clip_output, order, width_factor, gamma, alpha, U)
     )
-    return FigureResult(figure, rows.frame(), notes, {"runs": runs, "seed": seed, "kappa": kappa})
+    return FigureResult(figure, rows.frame(), notes, {"runs": runs, "seed": seed, "kappa": kappa, "bound": U,
+                                                     "epsilons": list(map(float, eps)), "datasets": len(data)})
 
 
 def fig3(*, runs: int = DEFAULT_RUNS, seed: int = 0, progress: bool = False, epsilons: Any = None,
@@ -287,6 +309,6 @@ def fig5(*, runs: int | None = None, seed: int = 0, progress: bool = False, epsi
         "m_UB(eps) = smallest minimiser over m of U(1 - Gamma_m/M) + U*m/(eps*Gamma_m) (eq. (15)), noise term "
         "E|Z| as in the text (the authors' notebook used the Laplace sd, a sqrt(2) factor that shifts the "
         "switch points by sqrt(2)). Deterministic: `--runs` and `--seed` are ignored.\n"
-        f"eps grid: 0.001..1.999 step 0.001 (the authors' notebook), {eps.size} points."
+        f"eps grid: default 0.001..1.999 step 0.001 (the authors' notebook); here {eps.size} points. U = {U:g}."
     )
-    return FigureResult("003-fig5", rows.frame(), notes, {})
+    return FigureResult("003-fig5", rows.frame(), notes, {"bound": U})

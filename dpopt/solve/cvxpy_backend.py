@@ -20,6 +20,8 @@ dual is ``+dual``, for ``Ax ≤ u`` it is ``−dual``, for ``Ax == b`` it is ``�
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import time
 import warnings
@@ -119,7 +121,8 @@ def solve_cvxpy(
     problem : cvxpy.Problem
         Any LP/MILP cvxpy can hand to HiGHS.
     time_limit : float, optional
-        Seconds (HiGHS option ``time_limit``).
+        Total seconds for the solve (HiGHS option ``time_limit``; cvxpy's compilation is not
+        interruptible and comes on top).
     options : mapping, optional
         HiGHS options passed through cvxpy (e.g. ``{"presolve": "off"}``).
 
@@ -254,7 +257,8 @@ def solve_linear_model(
     t0 = time.perf_counter()
     cm = model if isinstance(model, CvxpyModel) else to_cvxpy(model)
     lm = cm.model
-    status, raw, _ = _solve(cm.problem, time_limit, options, verbose)
+    remaining = None if time_limit is None else max(0.0, float(time_limit) - (time.perf_counter() - t0))
+    status, raw, _ = _solve(cm.problem, remaining, options, verbose)
     elapsed = time.perf_counter() - t0
     xv = cm.x.value
     x = None if xv is None else np.asarray(xv, float).ravel()
@@ -286,8 +290,10 @@ def solve_linear_model(
             z = lm.c - lm.A.T @ y
             row_duals, col_duals = y, z
     objective = float(lm.objective_value(x)) if x is not None else math.nan
-    return _result(status, raw, elapsed, objective, x, row_duals, col_duals, dict(lm.col_blocks),
-                   dict(lm.row_blocks))
+    res = _result(status, raw, elapsed, objective, x, row_duals, col_duals, dict(lm.col_blocks),
+                  dict(lm.row_blocks))
+    return dataclasses.replace(res, col_labels=dict(lm.col_labels), row_labels=dict(lm.row_labels),
+                               num_cols=lm.num_cols, num_rows=lm.num_rows)
 
 
 def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:

@@ -11,8 +11,12 @@ Dual sign convention (HiGHS): for a minimisation, the row dual ``y`` satisfies
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import time
+from collections.abc import Iterator
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,9 +27,56 @@ import numpy as np
 from .model import LinearModel
 from .result import SolveResult, Status
 
-__all__ = ["solve_highs", "write_model", "HIGHS_VERSION"]
+__all__ = ["solve_highs", "write_model", "merged_options", "DEFAULT_OPTIONS", "HIGHS_VERSION"]
 
-HIGHS_VERSION = highspy.Highs().version() if hasattr(highspy.Highs(), "version") else "unknown"
+
+
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Send the process's file descriptor 1 to /dev/null for the duration (C-level prints).
+
+    HiGHS prints its banner ("Running HiGHS ...") from C++ the first time a ``Highs`` object is
+    built in a process, before any option can be set; that line would break ``--json`` output.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # pytest capture, StringIO: no real descriptor
+        fd = 1
+    try:
+        sys.stdout.flush()
+        saved = os.dup(fd)
+    except (OSError, ValueError):  # no usable descriptor 1 (closed, daemon): nothing to protect
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), fd)
+            try:
+                yield
+            finally:
+                os.dup2(saved, fd)
+    finally:
+        os.close(saved)
+
+
+def _new_highs(*, verbose: bool = False) -> highspy.Highs:
+    """A ``Highs`` object with all solver output off unless ``verbose``."""
+    with _quiet_stdout():
+        h = highspy.Highs()
+    _set_option(h, "output_flag", bool(verbose))
+    return h
+
+
+def _version() -> str:
+    with _quiet_stdout():  # the banner is printed once per process, at the first Highs()
+        h = highspy.Highs()
+    return str(h.version()) if hasattr(h, "version") else "unknown"
+
+
+HIGHS_VERSION = _version()
+
+#: Options dpopt sets on every HiGHS solve; the caller's ``options`` are merged over them.
+DEFAULT_OPTIONS: dict[str, Any] = {"output_flag": False}
 
 _MS = highspy.HighsModelStatus
 _STATUS = {
@@ -47,12 +98,35 @@ def _set_option(h: highspy.Highs, key: str, value: Any) -> None:
         raise ValueError(f"HiGHS rejected option {key!r} = {value!r} (status {status})")
 
 
-def _highs_for(model: LinearModel, options: Mapping[str, Any] | None, time_limit: float | None) -> highspy.Highs:
-    h = highspy.Highs()
-    _set_option(h, "output_flag", False)
+def merged_options(
+    options: Mapping[str, Any] | None,
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """``DEFAULT_OPTIONS``, then a model's ``defaults``, then the caller's ``options`` (later wins).
+
+    ``verbose=True`` turns HiGHS's log on (``output_flag``) unless ``options`` sets it explicitly.
+    """
+    out = {**DEFAULT_OPTIONS, **dict(defaults or {})}
+    if verbose:
+        out["output_flag"] = True
+    out.update(dict(options or {}))
+    return out
+
+
+def _highs_for(
+    model: LinearModel,
+    options: Mapping[str, Any] | None,
+    time_limit: float | None,
+    *,
+    verbose: bool = False,
+) -> highspy.Highs:
+    opts = merged_options(options, verbose=verbose)
+    h = _new_highs(verbose=bool(opts.get("output_flag", False)))
     if time_limit is not None:
         _set_option(h, "time_limit", float(time_limit))
-    for key, value in (options or {}).items():
+    for key, value in opts.items():
         _set_option(h, key, value)
     inf = highspy.kHighsInf
     clip = lambda a: np.clip(np.asarray(a, float), -inf, inf)  # noqa: E731
@@ -91,6 +165,7 @@ def solve_highs(
     time_limit: float | None = None,
     options: Mapping[str, Any] | None = None,
     warm_start: np.ndarray | None = None,
+    verbose: bool = False,
 ) -> SolveResult:
     """Solve ``model`` with HiGHS.
 
@@ -99,15 +174,21 @@ def solve_highs(
     model : LinearModel
         The standard form.
     time_limit : float, optional
-        Seconds. HiGHS does not check it inside presolve.
+        Total wall-clock seconds of this call, model loading included (what remains is HiGHS's
+        ``time_limit``, which HiGHS does not check inside presolve). Every dpopt function that takes
+        ``time_limit`` means total seconds of that call.
     options : mapping, optional
-        Passed to ``Highs.setOptionValue`` one by one (e.g. ``{"presolve": "off"}``); an option
-        HiGHS rejects raises :class:`ValueError`.
+        Merged over :data:`DEFAULT_OPTIONS` (output off) and passed to ``Highs.setOptionValue`` one
+        by one (e.g. ``{"presolve": "off"}``); an option HiGHS rejects raises :class:`ValueError`.
+    verbose : bool
+        Print HiGHS's log (off by default, so that dpopt never writes to stdout unasked).
     warm_start : ndarray, optional
         A feasible point handed to the MIP solver as its first incumbent.
     """
     t0 = time.perf_counter()
-    h = _highs_for(model, options, time_limit)
+    h = _highs_for(model, options, time_limit, verbose=verbose)
+    if time_limit is not None:  # total seconds: the time spent loading the model counts
+        _set_option(h, "time_limit", max(0.0, float(time_limit) - (time.perf_counter() - t0)))
     if warm_start is not None:
         sol = highspy.HighsSolution()
         sol.col_value = list(np.asarray(warm_start, float))
@@ -154,6 +235,10 @@ def solve_highs(
         raw_status=h.modelStatusToString(raw),
         col_blocks=dict(model.col_blocks),
         row_blocks=dict(model.row_blocks),
+        col_labels=dict(model.col_labels),
+        row_labels=dict(model.row_labels),
+        num_cols=model.num_cols,
+        num_rows=model.num_rows,
         info={
             "simplex_iterations": float(info.simplex_iteration_count),
             "mip_nodes": float(getattr(info, "mip_node_count", 0)),
@@ -162,11 +247,19 @@ def solve_highs(
 
 
 def write_model(model: LinearModel, path: str | Path) -> Path:
-    """Write ``model`` to ``.mps`` or ``.lp`` (chosen by the suffix) with ``Highs.writeModel``."""
+    """Write ``model`` to ``.mps`` or ``.lp`` (chosen by the suffix) with ``Highs.writeModel``.
+
+    Columns and rows carry the model's readable names (:meth:`LinearModel.column_names`, e.g.
+    ``alpha_u3`` for user 3's variable of the clipping LP), so the file can be read by a person.
+    """
     path = Path(path)
     if path.suffix.lower() not in (".mps", ".lp"):
         raise ValueError(f"`path` must end in .mps or .lp; got {str(path)!r}")
     h = _highs_for(model, None, None)
+    for j, nm in enumerate(model.column_names()):  # readable names: users, grids, levels
+        h.passColName(j, nm)
+    for i, nm in enumerate(model.constraint_names()):
+        h.passRowName(i, nm)
     status = h.writeModel(str(path))
     if status == highspy.HighsStatus.kError:
         raise OSError(f"HiGHS could not write {str(path)!r}")

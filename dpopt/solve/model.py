@@ -15,12 +15,12 @@ can be read back by name. Models never import a solver: see :mod:`dpopt.solve.hi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["LinearModel", "ModelBuilder"]
+__all__ = ["LinearModel", "ModelBuilder", "block_names"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +39,10 @@ class LinearModel:
     col_blocks: dict[str, slice] = field(default_factory=dict)
     row_blocks: dict[str, slice] = field(default_factory=dict)
     name: str = "dpopt"
+    #: labels of the labelled blocks (``{"alpha": ("u0", "u1", ...)}``); names are built only on
+    #: request (:meth:`column_names`), so a model with 10^6 columns costs no Python loop to build
+    col_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    row_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = self.c.shape[0]
@@ -56,6 +60,20 @@ class LinearModel:
             raise ValueError(f"`integrality` must have shape ({n},); got {self.integrality.shape}")
         if self.sense not in ("min", "max"):
             raise ValueError(f"`sense` must be 'min' or 'max'; got {self.sense!r}")
+        for labels, blocks, nm in ((self.col_labels, self.col_blocks, "col_labels"),
+                                   (self.row_labels, self.row_blocks, "row_labels")):
+            for block, labs in labels.items():
+                sl = blocks.get(block)
+                if sl is None or len(labs) != sl.stop - sl.start:
+                    raise ValueError(f"`{nm}[{block!r}]` must label every item of block {block!r}")
+
+    def column_names(self) -> tuple[str, ...]:
+        """One name per column: ``<block>_<label>`` (labelled blocks) or ``<block>_<i>``."""
+        return block_names(self.col_blocks, self.col_labels, self.num_cols, "x")
+
+    def constraint_names(self) -> tuple[str, ...]:
+        """One name per row: ``<block>_<label>`` (labelled blocks) or ``<block>_<i>``."""
+        return block_names(self.row_blocks, self.row_labels, self.num_rows, "r")
 
     @property
     def num_cols(self) -> int:
@@ -88,6 +106,26 @@ class LinearModel:
         return float(max(viol))
 
 
+def block_names(blocks: dict[str, slice], labels: dict[str, tuple[str, ...]], size: int,
+                prefix: str) -> tuple[str, ...]:
+    """Names ``<block>_<label>`` (or ``<block>_<i>``) for every index; ``<prefix><i>`` outside blocks."""
+    names = [f"{prefix}{i}" for i in range(size)]
+    for block, sl in blocks.items():
+        labs = labels.get(block)
+        for k, i in enumerate(range(*sl.indices(size))):
+            names[i] = f"{block}_{labs[k] if labs is not None else k}"
+    return tuple(names)
+
+
+def _check_labels(name: str, count: int, labels: Any) -> tuple[str, ...] | None:
+    if labels is None:
+        return None
+    out = tuple(str(lab).replace(" ", "_") for lab in labels)
+    if len(out) != count:
+        raise ValueError(f"{name!r}: {count} items but {len(out)} labels")
+    return out
+
+
 class ModelBuilder:
     """Assemble a :class:`LinearModel` block by block from vectorised COO pieces.
 
@@ -116,6 +154,8 @@ class ModelBuilder:
         self.n = 0
         self.m = 0
         self.offset = 0.0
+        self._clabels: dict[str, tuple[str, ...]] = {}
+        self._rlabels: dict[str, tuple[str, ...]] = {}
 
     def add_cols(
         self,
@@ -126,10 +166,18 @@ class ModelBuilder:
         upper: float | np.ndarray = np.inf,
         cost: float | np.ndarray = 0.0,
         integer: bool = False,
+        labels: Any = None,
     ) -> np.ndarray:
-        """Add ``count`` variables; return their column indices."""
+        """Add ``count`` variables; return their column indices.
+
+        ``labels`` (one per variable, e.g. user ids) name the columns ``<name>_<label>`` in exported
+        .lp/.mps files and in :meth:`~dpopt.solve.result.SolveResult.named_values`.
+        """
         if name in self.col_blocks:
             raise ValueError(f"column block {name!r} already exists")
+        labs = _check_labels(name, count, labels)
+        if labs is not None:
+            self._clabels[name] = labs
         idx = np.arange(self.n, self.n + count, dtype=np.int64)
         self._cost.append(np.broadcast_to(np.asarray(cost, float), (count,)).copy())
         self._clo.append(np.broadcast_to(np.asarray(lower, float), (count,)).copy())
@@ -149,8 +197,12 @@ class ModelBuilder:
         lower: float | np.ndarray,
         upper: float | np.ndarray,
         count: int | None = None,
+        labels: Any = None,
     ) -> slice:
-        """Add constraints ``lower ≤ Σ vals·x[cols] ≤ upper``; ``rows`` are local (0-based) row ids."""
+        """Add constraints ``lower ≤ Σ vals·x[cols] ≤ upper``; ``rows`` are local (0-based) row ids.
+
+        ``labels`` (one per row) name the rows ``<name>_<label>`` (exports and named duals).
+        """
         if name in self.row_blocks:
             raise ValueError(f"row block {name!r} already exists")
         rows = np.asarray(rows, dtype=np.int64)
@@ -164,6 +216,9 @@ class ModelBuilder:
         self._v.append(vals.astype(float, copy=True))
         self._rlo.append(np.broadcast_to(np.asarray(lower, float), (k,)).copy())
         self._rup.append(np.broadcast_to(np.asarray(upper, float), (k,)).copy())
+        labs = _check_labels(name, k, labels)
+        if labs is not None:
+            self._rlabels[name] = labs
         self.row_blocks[name] = slice(self.m, self.m + k)
         self.m += k
         return self.row_blocks[name]
@@ -190,4 +245,6 @@ class ModelBuilder:
             col_blocks=dict(self.col_blocks),
             row_blocks=dict(self.row_blocks),
             name=self.name,
+            col_labels=dict(self._clabels),
+            row_labels=dict(self._rlabels),
         )

@@ -71,6 +71,45 @@ class SolveResult:
     col_blocks: dict[str, slice] = field(default_factory=dict)
     row_blocks: dict[str, slice] = field(default_factory=dict)
     info: dict[str, float] = field(default_factory=dict)
+    #: the model's block labels (see :meth:`LinearModel.column_names`), for named read-back
+    col_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    row_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    num_cols: int = 0
+    num_rows: int = 0
+
+    def __repr__(self) -> str:  # one line: never dump x or the duals
+        return (f"SolveResult(status={self.status.value}, objective={self.objective:.6g}, "
+                f"bound={self.bound:.6g}, gap={self.gap:.3g}, cols={self.num_cols}, rows={self.num_rows}, "
+                f"backend={self.backend!r}, time={self.solve_time:.3g}s)")
+
+    @property
+    def col_names(self) -> tuple[str, ...]:
+        """One name per column (built on request)."""
+        from .model import block_names
+
+        return block_names(self.col_blocks, self.col_labels, self.num_cols, "x")
+
+    @property
+    def row_names(self) -> tuple[str, ...]:
+        """One name per row (built on request)."""
+        from .model import block_names
+
+        return block_names(self.row_blocks, self.row_labels, self.num_rows, "r")
+
+    def named_values(self) -> dict[str, float]:
+        """Primal values keyed by column name (``{"alpha_u0": …, "tau": …}``)."""
+        if self.x is None:
+            raise RuntimeError(f"no primal solution (status {self.status.value})")
+        return dict(zip(self.col_names, map(float, self.x)))
+
+    def named_duals(self) -> dict[str, float]:
+        """Row duals (LP only) keyed by constraint name, HiGHS sign convention.
+
+        ``pandas.Series(result.named_duals())`` gives a table; see models/*.md for each model's recipe.
+        """
+        if self.row_duals is None:
+            raise RuntimeError(f"no dual solution (status {self.status.value}; MILPs have none)")
+        return dict(zip(self.row_names, map(float, self.row_duals)))
 
     @property
     def success(self) -> bool:

@@ -4,7 +4,7 @@ These are direct transcriptions of the estimators' definitions, independent of t
 they are used to check: the plain mean and population variance (seed 002 eq. (3)–(4)), the
 clipped mean and variance that keep the first Γ_ℓ samples of each user (eq. (6)–(7)), interval
 clipping of every sample of user ℓ to [a_ℓ, b_ℓ] (seed 000 §III) and the ℓ1 projection onto the
-annulus ``a_ℓ ≤ ‖y‖₁ ≤ b_ℓ`` (seed 001 §III-A, canonical scaling rule of notes-001 §1.6).
+annulus ``a_ℓ ≤ ‖y‖₁ ≤ b_ℓ`` (seed 001 §III-A, canonical scaling rule, ERRATA E8).
 """
 
 from __future__ import annotations
