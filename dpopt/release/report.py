@@ -76,58 +76,73 @@ def cell_summary(result: ReleaseResult) -> pd.DataFrame:
 
 
 def plot_map(result: ReleaseResult, path: str | Path) -> Path:
-    """Released means on the H3 hexagons: all slots combined (left) and the busiest slot (right)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    """Released means on the H3 hexagons: all slots combined (left) and the busiest slot (right);
+    cells/grids the plan withheld are drawn grey. No pyplot, no back-end switch."""
     from matplotlib.collections import PolyCollection
-
-    from .grid import cell_polygons
+    from matplotlib.figure import Figure
 
     import h3
 
+    from .grid import cell_polygons
+
     U = result.summary.bound
     cells = cell_summary(result)
-    table = result.table[result.table["released"]]
-    busiest = table.groupby("slot")["n_records"].sum().idxmax() if len(table) else None
+    table = result.table
+    rel = table[table["released"]]
+    busiest = rel.groupby("slot")["n_records"].sum().idxmax() if len(rel) else None
     one = table[table["slot"] == busiest]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5.6), constrained_layout=True)
+    withheld_cells = sorted(set(table["cell"]) - set(cells["cell"]))
+    fig = Figure(figsize=(12, 5.6), constrained_layout=True)
+    axes = fig.subplots(1, 2)
     panels = [
-        (axes[0], cells["cell"].to_numpy(), cells["mean"].to_numpy(),
+        (axes[0], cells["cell"].to_numpy(), cells["mean"].to_numpy(), np.asarray(withheld_cells, dtype=object),
          f"all {result.summary.grids} grids, slots combined per cell"),
-        (axes[1], one["cell"].to_numpy(), one["mean"].to_numpy(), f"slot {busiest} (busiest)"),
+        (axes[1], one.loc[one["released"], "cell"].to_numpy(), one.loc[one["released"], "mean"].to_numpy(),
+         one.loc[~one["released"], "cell"].to_numpy(), f"slot {busiest} (busiest)"),
     ]
     mappable = None
-    for ax, cell_hex, values, title in panels:
-        ints = np.asarray([h3.str_to_int(c) for c in cell_hex], dtype=np.int64)
-        polys = cell_polygons(ints)
-        coll = PolyCollection(polys, array=np.clip(values, 0.0, U), cmap="viridis",
-                              edgecolors="0.3", linewidths=0.2)
-        coll.set_clim(0.0, U)
-        ax.add_collection(coll)
-        if polys:
-            allpts = np.concatenate(polys)
+    for ax, cell_hex, values, grey_hex, title in panels:
+        allpolys = []
+        for hexes, kwargs in ((grey_hex, {"facecolors": "0.85"}),
+                              (cell_hex, {"array": np.clip(values, 0.0, U), "cmap": "viridis"})):
+            polys = cell_polygons(np.asarray([h3.str_to_int(c) for c in hexes], dtype=np.int64))
+            coll = PolyCollection(polys, edgecolors="0.3", linewidths=0.2, **kwargs)
+            if "array" in kwargs:
+                coll.set_clim(0.0, U)
+                mappable = coll
+            ax.add_collection(coll)
+            allpolys += polys
+        if allpolys:
+            allpts = np.concatenate(allpolys)
             ax.set_xlim(allpts[:, 0].min(), allpts[:, 0].max())
             ax.set_ylim(allpts[:, 1].min(), allpts[:, 1].max())
         ax.set_aspect(1.0 / np.cos(np.deg2rad(np.mean(ax.get_ylim()))))
         ax.set_xlabel("longitude")
         ax.set_ylabel("latitude")
-        ax.set_title(title, fontsize=10)
-        mappable = coll
+        ax.set_title(title + " (grey: withheld)", fontsize=10)
     s = result.summary
     fig.suptitle(
-        f"DP released mean (clipped to [0, {U:g}]), H3 res {s.h3_resolution}, slot {s.slot}, "
-        f"plan {s.plan}{' + pseudo-users' if s.pseudo_users else ''}: user-level DP with "
-        f"total epsilon = K*eps = {s.degradation}*{s.epsilon:g} = {s.epsilon_total:g}",
+        f"DP released mean (in [0, {U:g}]), H3 res {s.h3_resolution}, slot {s.slot}, plan {s.plan}"
+        f"{' + pseudo-users' if s.pseudo_users else ''}; {_spend_text(s)}",
         fontsize=10,
     )
     if mappable is not None:
         fig.colorbar(mappable, ax=axes, shrink=0.8, label="released mean")
     path = Path(path)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
+
+
+def _spend_text(s: Any) -> str:
+    """What the whole release costs every user, in one line."""
+    if s.mechanism == "gaussian":
+        text = f"rho-zCDP with rho = {s.rho_total:.6g} for every user"
+        if s.epsilon_total is not None:
+            text += f" (implies ({s.epsilon_total:.6g}, {s.delta:g})-DP)"
+        return text
+    if s.budget_mode == "per-grid":
+        return f"user-level DP with total epsilon = K*eps = {s.degradation}*{s.epsilon:g} = {s.epsilon_total:g}"
+    return f"user-level DP with total epsilon = {s.epsilon_total:.6g} for every user"
 
 
 def _value_drop_caveat(ing: dict[str, Any]) -> list[str]:
@@ -144,6 +159,71 @@ def _value_drop_caveat(ing: dict[str, Any]) -> list[str]:
         "that agree on which records are valid (use --out-of-range clip to avoid this for out-of-range "
         "values)"
     ]
+
+
+def _accounting_lines(result: ReleaseResult) -> list[str]:
+    """report.md: what the release costs, in words, for the budget mode used."""
+    s = result.summary
+    ing = result.diagnostics.get("ingest", s.ingest)
+    split = "equally" if s.split == "equal" else "optimally per grid"
+    lines = [f"- budget: {s.budget}; each grid's budget split between mean and variance {split}"]
+    if s.mechanism == "gaussian":
+        lines.append("- unit: rho of zero-concentrated DP (Gaussian noise): the rho of the grids a user is "
+                     "kept in add up; the total implies (epsilon, delta)-DP by the conversion of Canonne, "
+                     "Kamath & Steinke 2020 (Cor. 13)")
+    lines += [
+        f"- plan: **{s.plan}**{' + pseudo-user clipping' if s.pseudo_users else ''} (status: {s.plan_status}"
+        + (f", gap {s.plan_gap:.3g}" if s.plan_gap and np.isfinite(s.plan_gap) else "") + ")",
+        f"- K = the most released grids any user is kept in = **{s.degradation}** (every record kept: "
+        f"{s.degradation_baseline})",
+        f"- **{_spend_text(s)}**, recounted from the kept (user, grid) pairs and the budgets the "
+        "samplers use (diagnostics/kept_pairs.csv lets anyone holding the data recount it)",
+    ]
+    if s.budget_mode == "per-grid":
+        lines.append(f"- without a plan: {s.epsilon_total_baseline:g}; basic composition over all {s.grids} "
+                     f"grids would give {s.epsilon_basic_composition:g}")
+    lines += [
+        f"- noise: {s.noise}",
+        "- public by assumption (seed 002 §II-C): the occupancy array, i.e. n_users, n_records and "
+        "max_user_records per grid (the suppressed and kept pairs, with raw user ids, are in diagnostics/, "
+        "not published)",
+        *_value_drop_caveat(ing),
+    ]
+    return lines
+
+
+def _accuracy_lines(result: ReleaseResult) -> list[str]:
+    """report.md: the error bounds, with their criterion and confidence in words."""
+    s = result.summary
+    t = result.table
+    rel = t[t["released"]]
+    crit = ("noise only: the error against the statistic of the kept records, treating the kept users "
+            "as a sample of the grid's users" if s.criterion == "noise" else
+            "worst case: clipping bias of the kept set (for any data) plus noise")
+    lines = [
+        f"- released grids: **{s.released_grids}** of {s.grids}; withheld (not published, no noise drawn): "
+        f"{s.withheld_grids}",
+        f"- per-grid error bounds in release.csv (`mean_error_bound`, `variance_error_bound`) hold with "
+        f"probability {s.confidence:g} each; criterion: {crit}; the other criterion's bounds are in the "
+        "columns beside them",
+    ]
+    if len(rel):
+        b = rel["mean_error_bound"].to_numpy(dtype=float)
+        lines.append(f"- mean error bound over released grids: median {np.median(b):.4g}, "
+                     f"best {b.min():.4g}, worst {b.max():.4g} (values in [0, {s.bound:g}])")
+    if s.target is not None:
+        lines.append(f"- budget planner target: tau = {s.target:.4g} for the mean; grids within it: "
+                     f"**{s.grids_within_target}**")
+    lines += [
+        f"- seed 002's worst-case error (bias + expected |noise|, mean + variance): largest "
+        f"**{s.error_bound:.6g}**" + (f" (target {s.error_bound_target:.6g})"
+                                      if np.isfinite(s.error_bound_target) else ""),
+        f"- suppressed (user, grid) pairs: {s.suppressed_pairs} ({s.suppressed_records} records); "
+        f"records cut by per-grid caps: {s.truncated_records}",
+        "- released values are clipped into [0, U] (mean) and [0, U^2/4] (variance), post-processing "
+        "of DP outputs; the noisy values before clipping are `mean_raw`, `variance_raw`",
+    ]
+    return lines
 
 
 def report_markdown(result: ReleaseResult) -> str:
@@ -165,26 +245,11 @@ def report_markdown(result: ReleaseResult) -> str:
         "",
         "## Privacy accounting",
         "",
-        f"- per-grid budget: epsilon = {s.epsilon:g}, split between mean and variance "
-        f"{'equally (eps/2 + eps/2)' if s.split == 'equal' else 'optimally per grid'}",
-        f"- plan: **{s.plan}**{' + pseudo-user clipping' if s.pseudo_users else ''} (status: {s.plan_status})",
-        f"- degradation K = max over users of grids kept = **{s.degradation}** "
-        f"(without a plan: {s.degradation_baseline})",
-        f"- the release is user-level DP with total **epsilon = K * epsilon = {s.epsilon_total:g}** (without a plan "
-        f"{s.epsilon_total_baseline:g}; basic composition over all {s.grids} grids would give "
-        f"{s.epsilon_basic_composition:g})",
-        f"- noise: {s.noise}",
-        "- public by assumption (seed 002 §II-C): the occupancy array, i.e. n_users, n_records and "
-        "max_user_records per grid (the suppressed and kept pairs, with raw user ids, are in diagnostics/, not published)",
-        *_value_drop_caveat(ing),
+        *_accounting_lines(result),
         "",
         "## Accuracy",
         "",
-        f"- worst-case error bound E = max over grids of (mean bias + variance bias + expected |noise|) "
-        f"= **{s.error_bound:.6g}** (target {s.error_bound_target:.6g}); with the discrete sampler's "
-        f"rounding: {s.error_bound_released:.10g}",
-        f"- suppressed (user, grid) pairs: {s.suppressed_pairs} ({s.suppressed_records} records); "
-        f"records cut by pseudo-user clipping: {s.truncated_records}; grids withheld: {s.withheld_grids}",
+        *_accuracy_lines(result),
         "",
         "## Input",
         "",
@@ -206,13 +271,13 @@ def report_markdown(result: ReleaseResult) -> str:
         "",
         "Largest grids (by records):",
         "",
-        "| cell | slot | users | records | mean | variance | error bound |",
+        "| cell | slot | users | records | mean | variance | mean error bound |",
         "|---|---|---|---|---|---|---|",
     ]
     for _, row in rel.nlargest(10, "n_records").iterrows():
         lines.append(
             f"| {row['cell']} | {row['slot']} | {row['n_users']} | {row['n_records']} | "
-            f"{row['mean']:.3f} | {row['variance']:.3f} | {row['error_bound']:.4g} |"
+            f"{row['mean']:.3f} | {row['variance']:.3f} | {row['mean_error_bound']:.4g} |"
         )
     lines += [
         "",
@@ -257,9 +322,12 @@ def _floor_text(x: Fraction, digits: int) -> tuple[str, Fraction]:
 
 
 def published_budgets(
-    epsilon_mean: Any, epsilon_variance: Any, epsilon: float, *, discrete: bool, digits: int = 12
+    epsilon_mean: Any, epsilon_variance: Any, epsilon: Any, *, discrete: bool, digits: int = 12
 ) -> tuple[list[str], list[str]]:
     """Per grid, the texts written to release.csv for ε_μ and ε_Var (empty where not released).
+
+    ``epsilon`` is the budget each grid's two shares must stay within: the per-grid ε (a scalar)
+    or one budget per grid (total-budget plans); the same holds for ρ of a Gaussian release.
 
     ``discrete``: the sampler spends ε' = ε rounded down to a multiple of 2^-30 (noise.epsilon_rational);
     these are written exactly (a dyadic rational has a finite decimal expansion), and their sum is
@@ -272,13 +340,14 @@ def published_budgets(
     """
     from ..noise import epsilon_rational
 
-    total = Fraction(float(epsilon))
     emu = np.asarray(epsilon_mean, dtype=float)
     evar = np.asarray(epsilon_variance, dtype=float)
+    caps = np.broadcast_to(np.asarray(epsilon, dtype=float), emu.shape)
     out_mu: list[str] = []
     out_var: list[str] = []
-    for a, b in zip(emu, evar):
-        if not (np.isfinite(a) and np.isfinite(b)):
+    for a, b, cap in zip(emu, evar, caps):
+        total = Fraction(float(cap)) if np.isfinite(cap) else Fraction(0)
+        if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(cap)):
             out_mu.append("")
             out_var.append("")
             continue
@@ -289,7 +358,7 @@ def published_budgets(
         else:
             ta, fa = _floor_text(Fraction(float(a)), digits)
             tb, fb = _floor_text(min(Fraction(float(b)), total - fa), digits)
-        while fa + fb > total or float(ta) + float(tb) > float(epsilon):  # safety net: float read-back
+        while fa + fb > total or float(ta) + float(tb) > float(cap):  # safety net: float read-back
             tb, fb = _floor_text(fb * (1 - Fraction(1, 10**digits)), digits)
         out_mu.append(ta)
         out_var.append(tb)
@@ -361,11 +430,15 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[st
     diag = tmp / DIAGNOSTICS
     diag.mkdir()
     table = result.table.copy()
-    if {"epsilon_mean", "epsilon_variance"} <= set(table.columns):
-        mu, var = published_budgets(table["epsilon_mean"], table["epsilon_variance"], result.summary.epsilon,
-                                    discrete=result.summary.granularity > 0)
-        table["epsilon_mean"] = pd.Series(mu, index=table.index, dtype=object)
-        table["epsilon_variance"] = pd.Series(var, index=table.index, dtype=object)
+    unit = result.plan.unit
+    cap = result.summary.epsilon if result.summary.epsilon is not None else table[unit].to_numpy(dtype=float)
+    mu, var = published_budgets(table[f"{unit}_mean"], table[f"{unit}_variance"], cap,
+                                discrete=result.summary.granularity > 0)
+    table[f"{unit}_mean"] = pd.Series(mu, index=table.index, dtype=object)
+    table[f"{unit}_variance"] = pd.Series(var, index=table.index, dtype=object)
+    # the grid's budget: the exact decimal sum of the two published shares (never above them)
+    table[unit] = pd.Series([format(Decimal(a) + Decimal(b), "f") if a else "" for a, b in zip(mu, var)],
+                            index=table.index, dtype=object)
     table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
     names["release"] = "release.csv"
     (tmp / "summary.json").write_text(json.dumps(published_summary(result), indent=2) + "\n")
