@@ -2,8 +2,10 @@
 
 Examples::
 
-    dpopt release --example                      # the embedded Austin bus day, U=120 km/h, eps=1
-    dpopt release buses.csv --bound 120 --epsilon 1 --out out/ --plan greedy --seed 7
+    dpopt release --example                      # the embedded Austin bus day (see data.EXAMPLE_*)
+    dpopt release buses.csv --bound 120 --epsilon-total 10 --target 10 --out out/
+    dpopt release buses.csv --bound 120 --mechanism gaussian --epsilon-total 10 --delta 1e-6 --out out/
+    dpopt release buses.csv --bound 120 --epsilon 1 --out out/ --plan greedy --seed 7   # seed 002's mode
     dpopt release buses.parquet --bound 120 --epsilon 0.5 --user-col vehicle_id \\
         --time-col timestamp_utc --value-col speed_kmh --backend dask --scheduler tcp://host:8786
 """
@@ -30,12 +32,15 @@ def register(subparsers: Any) -> None:
         help="user-level DP release of per-(H3 cell, time slot) means and variances from records",
         description=textwrap.fill(
             "Read records (user, latitude, longitude, timestamp, value), grid them into H3 cells x "
-            "UTC time slots, plan which contributions to keep (seed 002: BASELINE, CLIP-USER or "
-            "the MILP), and release every grid's mean and variance with the CLIP mechanism and an "
-            "exact discrete Laplace sampler. Writes release.csv, summary.json, map.png and "
-            "report.md into --out (for publication) and diagnostics/ (suppressed.csv, "
-            "kept_pairs.csv, ingest.json: raw user ids and value-dependent counts, NOT for "
-            "publication). The whole release is K*epsilon user-level DP (seed 002 Thm II.3).",
+            "UTC time slots, plan which contributions to keep and how to spend the privacy budget "
+            "(from public counts only), and release every grid's mean and variance with the CLIP "
+            "mechanism and an exact discrete Laplace or Gaussian sampler. The budget is either what "
+            "one user may lose over the whole release (--epsilon-total, or --rho / --delta with "
+            "--mechanism gaussian; planned by --plan budget, the default) or seed 002's per-grid "
+            "--epsilon (then the release costs K*epsilon, Thm II.3). Writes release.csv, "
+            "summary.json, map.png and report.md into --out (for publication) and diagnostics/ "
+            "(suppressed.csv, kept_pairs.csv, ingest.json: raw user ids and value-dependent counts, "
+            "NOT for publication).",
             90,
         ),
         epilog="\n\n".join(textwrap.fill(t, 90) for t in PRIVACY_MODEL_TEXT),
@@ -45,21 +50,41 @@ def register(subparsers: Any) -> None:
     p.add_argument("--example", action="store_true",
                    help="use the embedded Austin bus day (defaults: --bound 120 --epsilon 1)")
     p.add_argument("--bound", type=float, help="public bound U of the values (e.g. 120 km/h)")
-    p.add_argument("--epsilon", type=float, help="privacy budget of each grid's release")
+    b = p.add_argument_group("privacy budget (give one of --epsilon-total, --rho, --epsilon)")
+    b.add_argument("--epsilon-total", type=float,
+                   help="what one user may lose over the whole release (pure epsilon-DP with Laplace "
+                   "noise; with --mechanism gaussian and --delta: the (epsilon, delta)-DP the release implies)")
+    b.add_argument("--rho", type=float, help="total rho of zero-concentrated DP (--mechanism gaussian)")
+    b.add_argument("--delta", type=float, help="delta of (epsilon, delta)-DP (--mechanism gaussian)")
+    b.add_argument("--epsilon", type=float,
+                   help="seed 002's mode: the budget of EACH grid's release (total K*epsilon)")
+    b.add_argument("--mechanism", default="laplace", choices=["laplace", "gaussian"],
+                   help="laplace (pure epsilon-DP, default) or gaussian (rho-zCDP; error grows like "
+                   "sqrt(K) instead of K over the grids a user is in)")
     p.add_argument("--out", default="dpopt-release", help="output directory (default ./dpopt-release); "
                    "written atomically, refused if it exists and is not empty unless --overwrite")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty --out (only once the new release is complete)")
     p.add_argument("--h3-resolution", type=int, default=7, help="H3 resolution 0..15 (default 7)")
     p.add_argument("--slot", default="1h", help="time slot length, e.g. 1h, 15min (default 1h, UTC)")
-    p.add_argument("--plan", default="baseline", choices=["baseline", "greedy", "milp"],
-                   help="suppression plan (default baseline)")
+    p.add_argument("--plan", choices=["budget", "baseline", "greedy", "milp"],
+                   help="budget: the total-budget planner (default with a total budget); baseline: keep "
+                   "everything (default with --epsilon); greedy: CLIP-USER; milp: least-K suppression")
+    p.add_argument("--target", type=float, help="--plan budget: the error tau the mean of a grid must "
+                   "meet (data units) for the grid to be released (default: the knee of the "
+                   "coverage-tau frontier, reported)")
+    p.add_argument("--target-variance", type=float, help="--plan budget: a target for the variance too")
+    p.add_argument("--criterion", default="noise", choices=["noise", "worst_case"],
+                   help="error bounds (and --target) count the noise only (default) or the worst-case "
+                   "clipping bias plus noise")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="probability of the per-grid error bounds (default 0.95)")
     p.add_argument("--pseudo-users", action="store_true", help="pseudo-user clipping per grid (eq. 15)")
     p.add_argument("--error-bound", type=float, help="worst-case error E every grid must meet "
                    "(default: max grid error of BASELINE)")
     p.add_argument("--split", default="equal", choices=["equal", "optimal"],
                    help="budget split between mean and variance (default equal)")
-    p.add_argument("--time-limit", type=float, help="seconds for the MILP plan")
+    p.add_argument("--time-limit", type=float, help="total seconds for planning (MILP or budget planner)")
     p.add_argument("--seed", type=int, help="seed the noise (reproducible; NOT for a real release)")
     g = p.add_argument_group("input columns and cleaning")
     g.add_argument("--user-col", default="user_id")
@@ -104,13 +129,30 @@ def _client(args: argparse.Namespace) -> Any:
     return None  # dask_backend starts a local cluster
 
 
-def _check_numbers(bound: float, epsilon: float, args: argparse.Namespace) -> None:
+def _budget_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The budget flags as keyword options of :func:`dpopt.release.release` (validated, one line)."""
+    from .budgets import resolve_budget
+
+    opts = {"epsilon": args.epsilon, "epsilon_total": args.epsilon_total, "rho": args.rho,
+            "delta": args.delta, "mechanism": args.mechanism}
+    try:
+        resolve_budget(**opts)
+    except DpoptInputError as exc:
+        raise CliError(str(exc).replace("`epsilon_total`", "`--epsilon-total`")) from None
+    return opts
+
+
+def _check_numbers(bound: float, args: argparse.Namespace) -> None:
     """Every numeric flag checked before any data is read (no error after the expensive steps)."""
-    from .._validation import check_bound, check_epsilon, check_nonnegative_float
-    from .release import DEFAULT_GRANULARITY_BITS
+    from .._validation import check_bound, check_nonnegative_float
+    from .release import DEFAULT_GRANULARITY_BITS, check_confidence
 
     bound = check_bound(bound)
-    epsilon = check_epsilon(epsilon)
+    check_confidence(args.confidence)
+    for flag in ("target", "target_variance"):
+        value = getattr(args, flag)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise CliError(f"`--{flag.replace('_', '-')}` must be a positive finite number; got {value!r}")
     if args.error_bound is not None:
         eb = check_nonnegative_float(args.error_bound, "error_bound")
         if eb == 0 or not math.isfinite(eb):  # pragma: no cover - check_nonnegative_float refuses inf
@@ -125,40 +167,49 @@ def _check_numbers(bound: float, epsilon: float, args: argparse.Namespace) -> No
                        f"must stay below 2^60 on the release grid); got {bound!r}")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``dpopt release``: release, write the files into ``--out``, print the summary; 0 on success."""
-    from .data import EXAMPLE_BOUND, EXAMPLE_EPSILON, austin_sample_path
-    from .release import release
-    from .report import check_out, write_report
+def _records(args: argparse.Namespace) -> tuple[Any, float]:
+    """RECORDS (or the embedded example) and U; the example's budget defaults are filled into args."""
+    from .data import EXAMPLE_BOUND, EXAMPLE_EPSILON_TOTAL, austin_sample_path
 
     if args.example:
         if args.records:
             raise CliError(f"give either RECORDS or --example, not both; got RECORDS {args.records!r}")
-        records: Any = austin_sample_path()
-        bound = EXAMPLE_BOUND if args.bound is None else args.bound
-        epsilon = EXAMPLE_EPSILON if args.epsilon is None else args.epsilon
-    else:
-        if not args.records:
-            raise CliError("RECORDS is required (a CSV or Parquet path), or use --example for the embedded sample")
-        remote = args.backend == "dask" and ("://" in args.records or "*" in args.records)
-        records = args.records if remote else Path(args.records)
-        if not remote and not Path(args.records).exists():
-            raise CliError(f"RECORDS must be an existing CSV or Parquet path; got {args.records!r} (not found)")
-        if args.bound is None:
-            raise CliError("`--bound` is required: the public upper bound U of the values (e.g. --bound 120)")
-        if args.epsilon is None:
-            raise CliError("`--epsilon` is required: the privacy budget of each grid (e.g. --epsilon 1)")
-        bound, epsilon = args.bound, args.epsilon
-    _check_numbers(bound, epsilon, args)
+        if all(getattr(args, k) is None for k in ("epsilon", "epsilon_total", "rho")):
+            args.epsilon_total = EXAMPLE_EPSILON_TOTAL
+        return austin_sample_path(), EXAMPLE_BOUND if args.bound is None else args.bound
+    if not args.records:
+        raise CliError("RECORDS is required (a CSV or Parquet path), or use --example for the embedded sample")
+    remote = args.backend == "dask" and ("://" in args.records or "*" in args.records)
+    if not remote and not Path(args.records).exists():
+        raise CliError(f"RECORDS must be an existing CSV or Parquet path; got {args.records!r} (not found)")
+    if args.bound is None:
+        raise CliError("`--bound` is required: the public upper bound U of the values (e.g. --bound 120)")
+    if all(getattr(args, k) is None for k in ("epsilon", "epsilon_total", "rho")):
+        raise CliError("a privacy budget is required: --epsilon-total (what one user may lose over the whole "
+                       "release, e.g. --epsilon-total 10), --rho with --mechanism gaussian, or seed 002's "
+                       "per-grid --epsilon")
+    return (args.records if remote else Path(args.records)), args.bound
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``dpopt release``: release, write the files into ``--out``, print the summary; 0 on success."""
+    from .release import release
+    from .report import check_out, write_report
+
+    records, bound = _records(args)
+    budget = _budget_options(args)
+    plan = args.plan or ("baseline" if args.epsilon is not None else "budget")
+    _check_numbers(bound, args)
     check_out(args.out, overwrite=args.overwrite)
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                "timestamp": args.time_col, "value": args.value_col}
     client = _client(args)
     try:
         result = release(
-            records, bound=bound, epsilon=epsilon, h3_resolution=args.h3_resolution, slot=args.slot,
-            plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound,
-            split=args.split, time_limit=args.time_limit, seed=args.seed, columns=columns,
+            records, bound=bound, **budget, h3_resolution=args.h3_resolution, slot=args.slot,
+            plan=plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
+            time_limit=args.time_limit, target=args.target, target_variance=args.target_variance,
+            criterion=args.criterion, confidence=args.confidence, seed=args.seed, columns=columns,
             out_of_range=args.out_of_range, timestamp_unit=args.timestamp_unit,
             chunksize=args.chunksize, backend=args.backend, client=client, progress=not args.quiet,
         )
@@ -187,8 +238,16 @@ def run(args: argparse.Namespace) -> int:
         "plan_status": s.plan_status,
         "degradation": s.degradation,
         "degradation_baseline": s.degradation_baseline,
+        "privacy_model": s.privacy_model,
+        "mechanism": s.mechanism,
+        "budget": s.budget,
         "epsilon": s.epsilon,
         "epsilon_total": s.epsilon_total,
+        "rho_total": s.rho_total,
+        "delta": s.delta,
+        "released_grids": s.released_grids,
+        "target": s.target,
+        "grids_within_target": s.grids_within_target,
         "error_bound": s.error_bound,
         "suppressed_pairs": s.suppressed_pairs,
         "noise": s.noise,

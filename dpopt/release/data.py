@@ -3,7 +3,7 @@
 ``dpopt/datasets/austin_sample.csv.gz`` (0.7 MB) holds the 53,569 position reports of 146 buses in
 the author's capture file ``2015-09-06.csv`` of the public repository ``scascketta/CapMetrics``
 (MIT license, commit 435ebc91dd1561ee60020a91b2a13b9a245c0f68; credit to its author), taken from
-the cleaned merge in ``shared/data/austin_bus`` (rows at latitude/longitude 0 and exact
+the cleaned merge in the Austin CapMetro vehicle-position data (dpopt/datasets/README) (rows at latitude/longitude 0 and exact
 (vehicle, timestamp) repeats already dropped). Columns, renamed to dpopt's canonical fields:
 
 * ``user_id``: the vehicle id (a bus is a user);
@@ -19,12 +19,14 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["austin_sample_path", "load_austin_sample", "EXAMPLE_BOUND", "EXAMPLE_EPSILON"]
+__all__ = ["austin_sample_path", "load_austin_sample", "EXAMPLE_BOUND", "EXAMPLE_EPSILON", "EXAMPLE_EPSILON_TOTAL"]
 
 #: default public bound U for the example (km/h)
 EXAMPLE_BOUND = 120.0
-#: default per-grid budget ε for the example
+#: per-grid budget ε of the seed-002 examples (``--epsilon``)
 EXAMPLE_EPSILON = 1.0
+#: default total budget of ``dpopt release --example``: what one bus may lose over the whole day
+EXAMPLE_EPSILON_TOTAL = 10.0
 
 
 def austin_sample_path() -> Path:
