@@ -73,11 +73,16 @@ _LAZY: dict[str, str] = {
     "PseudoUserResult": "dpopt.suppression",
     "heavy_hitter_occupancy": "dpopt.suppression",
     "build_suppression_model": "dpopt.suppression",
+    # budget planner (issue 13): one total budget, coverage vs accuracy
+    "plan_budget": "dpopt.budget",
+    "budget_frontier": "dpopt.budget",
+    "BudgetPlan": "dpopt.budget",
+    "BudgetFrontier": "dpopt.budget",
 }
 
 _SUBMODULES = {
     "calculus", "occupancy", "verify", "solve", "clipping", "arrays", "suppression",
-    "mechanisms", "datasets", "experiments", "release", "cli",
+    "mechanisms", "datasets", "experiments", "release", "cli", "budget",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
