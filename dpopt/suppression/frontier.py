@@ -157,7 +157,7 @@ def _feasible_plan(
         raise RuntimeError(f"frontier feasibility plan fails the re-check at K={K}, E={E!r}")
     plan = SuppressionPlan(
         degradation=Kc, error_bound=E, suppressed=sup, grid_errors=errors, status=res.status,
-        gap=math.nan, bound=math.nan, method="milp", epsilon=eps, U=U, suppressed_samples=samples,
+        gap=math.nan, lower_bound=math.nan, method="milp", epsilon=eps, U=U, suppressed_samples=samples,
         original_degradation=occ.degradation, solve_time=res.solve_time, info={"split": split},
     )
     return res.status, plan

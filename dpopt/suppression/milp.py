@@ -573,7 +573,7 @@ def _unsuppressed_plan(
     K_all, errors, _ = recheck(occ, frozenset(), U, eps, split)
     return SuppressionPlan(
         degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
-        status=status, gap=math.inf, bound=bound, method="milp", epsilon=eps, U=U,
+        status=status, gap=math.inf, lower_bound=bound, method="milp", epsilon=eps, U=U,
         suppressed_samples=0, original_degradation=occ.degradation,
         solve_time=time.perf_counter() - t0, info=info,
     )
@@ -746,7 +746,7 @@ def solve_suppression(
         grid_errors=errors,
         status=overall,
         gap=0.0 if all_optimal else float(gap),
-        bound=float(K_chk) if all_optimal else float(K_bound),
+        lower_bound=float(K_chk) if all_optimal else float(K_bound),
         method="milp",
         epsilon=eps,
         U=U,

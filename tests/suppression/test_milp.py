@@ -78,7 +78,7 @@ def test_milp_never_worse_than_greedy_and_proves_optimality():
     for eps in (0.1, 1.0):
         g = clip_user(occ, 65, eps)
         m = solve_suppression(occ, 65, eps, tie_break=False)
-        assert m.status == "optimal" and m.gap == 0 and m.bound == m.degradation
+        assert m.status == "optimal" and m.gap == 0 and m.lower_bound == m.degradation
         assert m.degradation <= g.degradation
         assert m.feasible and m.error_bound == g.error_bound
 
@@ -198,11 +198,20 @@ def test_time_limit_returns_checked_incumbent_with_gap():
     # a zero time limit stops HiGHS at once: the greedy warm start comes back, not claimed optimal
     plan = solve_suppression(occ, 65, 0.5, time_limit=0.0)
     assert plan.status is Status.TIME_LIMIT and not plan.is_optimal
-    assert plan.feasible and plan.bound <= plan.degradation
+    assert plan.feasible and plan.lower_bound <= plan.degradation
     assert plan.degradation > full.degradation  # this instance: greedy K is not optimal
-    assert plan.gap == pytest.approx((plan.degradation - plan.bound) / plan.degradation)
+    assert plan.gap == pytest.approx((plan.degradation - plan.lower_bound) / plan.degradation)
     assert plan.gap > 0
     assert plan.summary()["status"] == "time_limit"
+    assert plan.summary()["lower_bound"] == plan.lower_bound
+
+
+def test_bound_is_a_deprecated_alias_of_lower_bound():
+    occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=6, gamma=3)
+    plan = solve_suppression(occ, 65, 0.5, tie_break=False)
+    with pytest.warns(DeprecationWarning, match="lower_bound"):
+        old = plan.bound
+    assert old == plan.lower_bound == plan.degradation
 
 
 def test_huge_error_bound_only_needs_nonempty_grids():
