@@ -602,7 +602,7 @@ def _solve_decomposed(
             bound = float(min(K, max(lb, math.ceil(res.bound - 1e-6))))
         status = Status.OPTIMAL if (res.status is Status.OPTIMAL or bound >= K) else res.status
     if sm is None:
-        sm = _DecomposedModel(sub)
+        sm = _DecomposedModel.of(sub)
     if status is Status.OPTIMAL:
         bound = float(K)
     return sm, _CompResult(status, K, bound, mask, time.perf_counter() - t0, float(lb)), dec.bound.weights
@@ -610,17 +610,16 @@ def _solve_decomposed(
 
 @dataclass(frozen=True, eq=False)
 class _DecomposedModel:
-    """The pair arrays of a component solved without building the compact model."""
+    """The pair arrays (CSR order) of a component solved without building the compact model."""
 
     occ: Occupancy
+    pair_rows: np.ndarray
+    pair_cols: np.ndarray
 
-    @property
-    def pair_rows(self) -> np.ndarray:
-        return np.repeat(np.arange(self.occ.n_users, dtype=np.int64), np.diff(self.occ.matrix.indptr))
-
-    @property
-    def pair_cols(self) -> np.ndarray:
-        return self.occ.matrix.indices.astype(np.int64)
+    @classmethod
+    def of(cls, occ: Occupancy) -> _DecomposedModel:
+        rows = np.repeat(np.arange(occ.n_users, dtype=np.int64), np.diff(occ.matrix.indptr))
+        return cls(occ, rows, occ.matrix.indices.astype(np.int64))
 
 
 def _solve_stage(
