@@ -30,8 +30,8 @@ class Progress:
             from tqdm.auto import tqdm
 
             tot = None if total is None or not math.isfinite(total) else float(total)
-            self._bar = tqdm(total=tot, desc=desc, unit="s", leave=False,
-                             bar_format="{l_bar}{bar}| {n:.0f}/{total_fmt} s {postfix}" if tot else None)
+            fmt = "{l_bar}{bar}| {n:.0f}/{total_fmt} s {postfix}" if tot else "{desc}: {n:.0f} s {postfix}"
+            self._bar = tqdm(total=tot, desc=desc, unit="s", leave=False, bar_format=fmt)
 
     @property
     def elapsed(self) -> float:
