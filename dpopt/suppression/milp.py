@@ -57,7 +57,7 @@ __all__ = [
     "SuppressionModel",
     "feasible_runs",
     "level_table",
-    "DECOMPOSE_PAIRS",
+    "DECOMPOSE_GRIDS",
 ]
 
 
@@ -557,11 +557,13 @@ class _CompResult:
     mask: np.ndarray | None
     time: float
     lagrangian: float = 0.0
+    warm: np.ndarray | None = None
 
 
-#: components with at least this many (user, grid) pairs use the decomposition under ``"auto"``
-#: (the paper's synthetic family has about 8 200 pairs and the compact MILP closes it in ~1.5 s)
-DECOMPOSE_PAIRS = 20_000
+#: components with at least this many grids use the decomposition under ``"auto"`` (the paper's
+#: synthetic family has 12 grids and ~8 200 pairs, closed by the compact MILP in ~1.5 s; a 3-day
+#: Austin window has 1 392 grids and 11 638 pairs: compact MILP 10.7 s, decomposition 1.4 s)
+DECOMPOSE_GRIDS = 200
 
 
 def _solve_decomposed(
@@ -628,7 +630,16 @@ def _solve_stage(
     time_limit: float | None,
     options: Mapping[str, Any] | None,
 ) -> SolveResult:
-    return _solve(sm.model, time_limit=time_limit, options=options, warm_start=warm)
+    res = _solve(sm.model, time_limit=time_limit, options=options, warm_start=warm)
+    if warm is not None and res.has_solution:
+        # HiGHS 1.16 can report the optimum of a warm-started MIP (solved in presolve) while
+        # returning the warm start as its point (seen on a 3-day Austin window: objective 67,
+        # point of value 73). Trust only a point whose own objective matches; else solve cold.
+        own = sm.model.objective_value(res.x)
+        if abs(own - res.objective) > 1e-6 * max(1.0, abs(res.objective)):
+            left = None if time_limit is None else max(0.0, time_limit - res.solve_time)
+            res = _solve(sm.model, time_limit=left, options=options)
+    return res
 
 
 def _unsuppressed_plan(
@@ -687,13 +698,13 @@ def solve_suppression(
         optimal K and ``info["tie_break"]`` reports the status and ``info["tie_break_gap"]`` the
         relative gap on the suppressed samples.
     warm_start : SuppressionPlan, optional
-        A plan to start from (default: CLIP-USER's plan at the same E, when it meets E; computed
-        only for components solved by the compact MILP).
+        A plan to start from (default: CLIP-USER's plan at the same E on each component solved by
+        the compact MILP, when it meets E; ``info["greedy_degradation"]`` is the largest such K).
     strategy : {"auto", "milp", "decomposition"}
         ``"milp"``: the compact MILP per component. ``"decomposition"``: the city-scale strategy of
         :mod:`.decompose` (Lagrangian/column-generation bound with its certificate, pattern local
         search, then the compact MILP with the remaining time if a gap is left). ``"auto"``: the
-        decomposition for components with at least :data:`DECOMPOSE_PAIRS` pairs, else the MILP.
+        decomposition for components with at least :data:`DECOMPOSE_GRIDS` grids, else the MILP.
     progress : bool
         Show a tqdm bar (incumbent K, bound, gap, elapsed). The same events are always kept in
         ``info["log"]``.
@@ -732,30 +743,30 @@ def solve_suppression(
         E = float(np.max(base))
     opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})}
     prog = Progress(progress, desc="suppress", total=time_limit)
-    greedy_K: list[int] = []
+    greedy_K: list[int] = [] if warm_start is None else [warm_start.degradation]
 
-    def warm_pairs() -> frozenset | None:
-        nonlocal warm_start
-        if warm_start is None:
-            from .greedy import clip_user
+    def warm_mask(sm: SuppressionModel, sub: Occupancy) -> np.ndarray | None:
+        """The warm start on this component: the given plan, or CLIP-USER on the component."""
+        if warm_start is not None:
+            return _mask_of(sm, warm_start.suppressed) if warm_start.feasible else None
+        from .greedy import clip_user
 
-            warm_start = clip_user(occ, U, eps, error_bound=E, split=split)
-            prog.update("greedy", warm_start.degradation, None)
-        if not greedy_K:
-            greedy_K.append(warm_start.degradation)
-        return warm_start.suppressed if warm_start.feasible else None
+        g = clip_user(sub, U, eps, error_bound=E, split=split)
+        greedy_K.append(g.degradation)
+        prog.update("greedy", g.degradation, None, component=len(results))
+        return _mask_of(sm, g.suppressed) if g.feasible else None
 
     comps = _components(occ)
     results: list[tuple[SuppressionModel | None, Occupancy, _CompResult]] = []
     certificate: tuple[float, np.ndarray] | None = None  # (Lagrangian bound, weights over occ.users)
-    warm_set = None
     for users, grids in comps:
         sub = _sub_occupancy(occ, users, grids)
         sub_base = base[grids]
         if sub.degradation == 1 and np.all(sub_base <= E * (1 + ERROR_RTOL)):
             results.append((None, sub, _CompResult(Status.OPTIMAL, 1, 1.0, None, 0.0)))
             continue
-        if strategy == "decomposition" or (strategy == "auto" and sub.n_pairs >= DECOMPOSE_PAIRS):
+        prog.context = {"component": len(results)} if len(comps) > 1 else {}
+        if strategy == "decomposition" or (strategy == "auto" and sub.n_grids >= DECOMPOSE_GRIDS):
             sm, r, lam = _solve_decomposed(sub, U, eps, E, split, deadline, opts, prog)
             results.append((sm, sub, r))
             if certificate is None or r.lagrangian > certificate[0]:
@@ -763,18 +774,21 @@ def solve_suppression(
                 w[users] = lam
                 certificate = (r.lagrangian, w)
             continue
-        warm_set = warm_pairs()
         sm = build_suppression_model(sub, U, eps, error_bound=E, split=split)
-        warm = sm.point(_mask_of(sm, warm_set)) if warm_set is not None else None
+        wmask = warm_mask(sm, sub)
+        warm = sm.point(wmask) if wmask is not None else None
         res = _solve_stage(sm, warm, _remaining(deadline), opts)
         if res.has_solution:
             mask = sm.suppressed_mask(res.x)
-            Kc = int(round(res.objective))
+            # K of the point itself (not the reported objective), re-checked again at the end
+            Kc = max(1, int(np.bincount(sm.pair_rows[~mask], minlength=sub.n_users).max()))
             lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0
-            results.append((sm, sub, _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time)))
+            results.append((sm, sub, _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time,
+                                                 warm=wmask)))
         else:
             st = res.status if res.status is not Status.OPTIMAL else Status.ERROR
-            results.append((sm, sub, _CompResult(st, -1, math.inf, None, res.solve_time)))
+            results.append((sm, sub, _CompResult(st, -1, math.inf, None, res.solve_time,
+                                                 warm=wmask)))
         prog.update("milp", results[-1][2].K if results[-1][2].mask is not None else None,
                     results[-1][2].bound)
 
@@ -788,15 +802,15 @@ def solve_suppression(
     not_optimal = [s for s in statuses if s is not Status.OPTIMAL]
     overall = not_optimal[0] if not_optimal else Status.OPTIMAL
     if any(r.mask is None and sm is not None for sm, _, r in results):
-        # a component without an incumbent (time limit): fall back to the warm start, if any
-        if warm_set is None:
+        # a component without an incumbent (time limit): fall back to its warm start, if any
+        if any(r.mask is None and r.warm is None and sm is not None for sm, _, r in results):
             prog.close()
             return _unsuppressed_plan(occ, U, eps, E, split, overall, 1.0, t0,
                                       {"components": len(comps),
                                        "note": "no incumbent within the time limit"})
         for sm, _, r in results:
             if sm is not None and r.mask is None:
-                r.mask = _mask_of(sm, warm_set)
+                r.mask = r.warm
                 kept = np.bincount(sm.pair_rows[~r.mask], minlength=sm.occ.n_users)
                 r.K = max(1, int(kept.max()))
                 r.bound = 1.0
@@ -871,7 +885,7 @@ def solve_suppression(
             "components": len(comps),
             "tie_break": tie_status,
             "tie_break_gap": tie_gap,
-            "greedy_degradation": greedy_K[0] if greedy_K else None,
+            "greedy_degradation": max(greedy_K) if greedy_K else None,
             "component_times": [r.time for _, _, r in results],
             "split": split,
             "strategy": strategy,

@@ -25,6 +25,8 @@ class Progress:
     def __init__(self, enabled: bool = False, desc: str = "suppress", total: float | None = None) -> None:
         self.t0 = time.perf_counter()
         self.log: list[dict[str, Any]] = []
+        #: fields added to every event (e.g. the component being solved)
+        self.context: dict[str, Any] = {}
         self._bar = None
         if enabled:
             from tqdm.auto import tqdm
@@ -44,7 +46,7 @@ class Progress:
         if incumbent is not None and bound is not None and math.isfinite(bound) and incumbent > 0:
             gap = max(0.0, (incumbent - bound) / incumbent)
         event = {"stage": stage, "elapsed": round(self.elapsed, 3), "incumbent": incumbent,
-                 "bound": bound, "gap": gap, **extra}
+                 "bound": bound, "gap": gap, **self.context, **extra}
         self.log.append(event)
         if self._bar is not None:
             post = {"stage": stage}

@@ -232,3 +232,29 @@ def test_time_limit_without_incumbent_is_reported_not_hidden():
     assert not plan.feasible and not plan.suppressed and plan.degradation == occ.degradation
     full = solve_suppression(occ, 65, 0.5, error_bound=E, tie_break=False)
     assert full.status is Status.OPTIMAL and full.feasible
+
+
+def test_warm_started_point_inconsistent_with_its_objective_is_resolved_cold(monkeypatch):
+    """A solver answer whose point does not have the reported objective is not trusted."""
+    import dataclasses
+
+    from dpopt.suppression import milp
+
+    occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=6, gamma=3)
+    want = solve_suppression(occ, 65, 0.5, tie_break=False)
+    real = milp._solve
+    calls = []
+
+    def lying(model, *, time_limit=None, options=None, warm_start=None):
+        res = real(model, time_limit=time_limit, options=options, warm_start=warm_start)
+        calls.append(warm_start is not None)
+        if warm_start is not None and res.has_solution:  # report the optimum, return the warm point
+            return dataclasses.replace(res, x=np.asarray(warm_start, float))
+        return res
+
+    monkeypatch.setattr(milp, "_solve", lying)
+    g = clip_user(occ, 65, 0.5)
+    assert g.degradation > want.degradation  # the warm point is not optimal
+    plan = solve_suppression(occ, 65, 0.5, tie_break=False, warm_start=g)
+    assert calls[:2] == [True, False]  # the warm-started answer was re-solved cold
+    assert plan.degradation == want.degradation and plan.status is Status.OPTIMAL and plan.feasible
