@@ -108,11 +108,8 @@ def pattern_bound(
         pi = res.dual("one")
         costs, keep = oracle.solve(lam)
         calls += 1
-        kept = np.bincount(oracle.pair_user[keep], minlength=L)
-        from .lagrange import _bound_of
-
-        value, raw = _bound_of(costs, lam)
-        consider(LagrangianBound(value, raw, lam.copy()), keep, kept)
+        lb, keep, kept = lagrangian_bound(oracle, lam, (costs, keep))
+        consider(lb, keep, kept)
         if progress is not None:
             progress.update("column generation", best_K, best.value, lp=round(lp_value, 4))
         if best.value >= math.ceil(lp_value - 1e-9 * max(1.0, lp_value)):

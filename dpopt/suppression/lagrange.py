@@ -29,9 +29,11 @@ import numpy as np
 
 from ..calculus import Split
 from ..occupancy import Occupancy
+from ..solve import SolveResult
 from ._kernel import baseline_errors, check_inputs, level_table
 
-__all__ = ["PatternOracle", "LagrangianBound", "verify_lower_bound", "lagrangian_bound"]
+__all__ = ["PatternOracle", "PatternPool", "LagrangianBound", "verify_lower_bound", "lagrangian_bound",
+           "solve_pattern_lp"]
 
 #: relative slack subtracted before rounding a Lagrangian bound up (float sums of the weights)
 _ROUND_TOL = 1e-9
@@ -207,9 +209,14 @@ def verify_lower_bound(
     return _bound_of(costs, w)[0]
 
 
-def lagrangian_bound(oracle: PatternOracle, weights: np.ndarray) -> tuple[LagrangianBound, np.ndarray, np.ndarray]:
-    """The bound of ``weights`` plus the oracle's minimiser (retained mask) and per-user kept counts."""
-    costs, keep = oracle.solve(weights)
+def lagrangian_bound(
+    oracle: PatternOracle, weights: np.ndarray, costs_keep: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[LagrangianBound, np.ndarray, np.ndarray]:
+    """The bound of ``weights``, the oracle's minimiser (retained mask) and per-user kept counts.
+
+    ``costs_keep``: an oracle answer for these weights already at hand (not recomputed).
+    """
+    costs, keep = oracle.solve(weights) if costs_keep is None else costs_keep
     value, raw = _bound_of(costs, weights)
     kept = np.bincount(oracle.pair_user[keep], minlength=oracle.occ.n_users)
     return LagrangianBound(value, raw, np.asarray(weights, float).copy()), keep, kept
@@ -226,7 +233,6 @@ class PatternPool:
         self.col_grid: list[np.ndarray] = []  # per added batch: grid of each new column
         self.entry_col: list[np.ndarray] = []  # per batch: column id of each kept pair
         self.entry_user: list[np.ndarray] = []
-        self.entry_pair: list[np.ndarray] = []
         self.n = 0
 
     def add(self, keep: np.ndarray, grids: np.ndarray | None = None) -> int:
@@ -245,30 +251,32 @@ class PatternPool:
         self.col_grid.append(np.asarray(new, dtype=np.int64))
         self.entry_col.append(col_of[o.pair_grid[pk]])
         self.entry_user.append(o.pair_user[pk])
-        self.entry_pair.append(pk)
         self.n += len(new)
         return len(new)
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(grid of each column, column of each entry, user of each entry)."""
         return (np.concatenate(self.col_grid), np.concatenate(self.entry_col),
-                np.concatenate(self.entry_user), np.concatenate(self.entry_pair))
+                np.concatenate(self.entry_user))
 
 
-def solve_pattern_lp(pool: PatternPool, *, time_limit: float | None = None, integer: bool = False,
-                     max_degradation: float | None = None, warm: np.ndarray | None = None) -> Any:
-    """The restricted master: min K s.t. one pattern per grid, K ≥ kept grids of every user."""
+def solve_pattern_lp(pool: PatternPool, *, time_limit: float | None = None) -> SolveResult:
+    """The restricted pattern LP (models/suppression.md §11) over the pool, solved by HiGHS.
+
+    ``min K`` s.t. ``Σ_p z_{g,p} = 1`` (row block ``one``, duals π_g) and
+    ``K − Σ_{g, p ∋ ℓ} z_{g,p} ≥ 0`` (row block ``user``, duals λ_ℓ ≥ 0, Σ λ = 1 at an optimum).
+    """
     from ..solve import ModelBuilder, solve
 
     o = pool.oracle
-    col_grid, e_col, e_user, _ = pool.arrays()
+    col_grid, e_col, e_user = pool.arrays()
     L, G = o.occ.n_users, o.occ.n_grids
     b = ModelBuilder(name="suppression_patterns")
-    z = b.add_cols("z", pool.n, lower=0.0, upper=1.0, integer=integer)
-    K = b.add_cols("K", 1, lower=0.0, upper=np.inf if max_degradation is None else max_degradation,
-                   cost=1.0, integer=integer)
+    z = b.add_cols("z", pool.n, lower=0.0, upper=1.0)
+    K = b.add_cols("K", 1, lower=0.0, upper=np.inf, cost=1.0)
     b.add_rows("one", rows=col_grid, cols=z, vals=1.0, lower=1.0, upper=1.0, count=G)
     b.add_rows("user", rows=np.concatenate([e_user, np.arange(L)]),
                cols=np.concatenate([z[e_col], np.repeat(K, L)]),
                vals=np.concatenate([-np.ones(e_user.size), np.ones(L)]), lower=0.0, upper=np.inf,
                count=L)
-    return solve(b.build(), time_limit=time_limit, warm_start=warm)
+    return solve(b.build(), time_limit=time_limit)
