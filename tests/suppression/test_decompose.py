@@ -123,3 +123,34 @@ def test_strategy_is_validated():
     occ = random_tiny(np.random.default_rng(1), users=3, grids=2)
     with pytest.raises(DpoptInputError, match="strategy"):
         solve_suppression(occ, 1.0, 1.0, strategy="magic")
+
+
+def test_decomposition_falls_back_to_the_compact_milp(monkeypatch):
+    """A weak bound and no local search: the compact MILP (warm start, K ≥ bound) closes the gap."""
+    from dpopt.suppression import decompose
+
+    occ = heavy_hitter_occupancy(np.random.default_rng(6), n_grids=8, gamma=6)
+    want = solve_suppression(occ, 65, 0.5, strategy="milp", tie_break=False)
+    real = decompose.pattern_bound
+    monkeypatch.setattr(decompose, "pattern_bound",
+                        lambda oracle, **kw: real(oracle, **(kw | dict(subgradient_steps=1, max_lp_solves=0))))
+    monkeypatch.setattr(decompose, "local_search", lambda oracle, keep, target, **kw: keep)
+    d = solve_suppression(occ, 65, 0.5, strategy="decomposition", tie_break=False)
+    stages = [e["stage"] for e in d.info["log"]]
+    assert "milp" in stages and "local search" not in stages
+    assert d.status is Status.OPTIMAL and d.degradation == want.degradation and d.feasible
+    assert d.lower_bound == d.degradation
+    assert verify_lower_bound(occ, 65, 0.5, d.info["lower_bound_weights"]) == d.info["lagrangian_bound"]
+    first = next(e for e in d.info["log"] if e["stage"] == "milp")
+    assert first["incumbent"] > d.degradation  # the oracle plan was not optimal: the MILP was needed
+
+
+def test_decomposition_with_no_time_returns_a_checked_plan_and_a_valid_bound():
+    occ = heavy_hitter_occupancy(np.random.default_rng(6), n_grids=8, gamma=6)
+    want = solve_suppression(occ, 65, 0.5, strategy="milp", tie_break=False)
+    d = solve_suppression(occ, 65, 0.5, strategy="decomposition", tie_break=False, time_limit=0.0)
+    assert d.feasible and d.degradation >= want.degradation
+    assert d.lower_bound <= want.degradation
+    assert d.status is Status.OPTIMAL or (d.status is Status.TIME_LIMIT and d.gap > 0)
+    assert d.gap == pytest.approx((d.degradation - d.lower_bound) / d.degradation)
+    assert verify_lower_bound(occ, 65, 0.5, d.info["lower_bound_weights"]) == d.info["lagrangian_bound"]
