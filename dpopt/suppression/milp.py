@@ -597,9 +597,11 @@ def _solve_decomposed(
         sm = dataclasses.replace(sm, model=dataclasses.replace(sm.model, col_lower=lower))
         res = _solve_stage(sm, sm.point(mask), left, opts)
         prog.update("milp", K, max(lb, res.bound) if math.isfinite(res.bound) else lb)
-        if res.has_solution and int(round(res.objective)) < K:
-            mask = sm.suppressed_mask(res.x)
-            K = int(round(res.objective))
+        if res.has_solution:
+            m2 = sm.suppressed_mask(res.x)
+            K2 = max(1, int(np.bincount(sm.pair_rows[~m2], minlength=sub.n_users).max()))
+            if K2 < K:
+                mask, K = m2, K2
         if math.isfinite(res.bound):
             bound = float(min(K, max(lb, math.ceil(res.bound - 1e-6))))
         status = Status.OPTIMAL if (res.status is Status.OPTIMAL or bound >= K) else res.status
