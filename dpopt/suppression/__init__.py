@@ -8,7 +8,8 @@ contributions lowers K at the price of clipping bias. This package gives
 * :func:`solve_suppression` — the exact MILP for the least K with every grid error ≤ E (HiGHS);
 * :func:`suppression_frontier` — the least worst-case error E*(K) for every K;
 * :func:`pseudo_user_clipping` — the pseudo-user post-processing of eq. (15);
-* :func:`heavy_hitter_occupancy` — the paper's synthetic family (§VI-A2).
+* :func:`heavy_hitter_occupancy` — the paper's synthetic family (§VI-A2);
+* :func:`verify_lower_bound` — recompute a certified lower bound on K from its user weights.
 
 See models/suppression.md for the mathematics.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from .frontier import FrontierPoint, SuppressionFrontier, suppression_frontier
 from .greedy import clip_user
+from .lagrange import verify_lower_bound
 from .milp import build_suppression_model, solve_suppression
 from .plan import SuppressionPlan
 from .pseudo import PseudoUserResult, pseudo_user_clipping
@@ -33,4 +35,5 @@ __all__ = [
     "PseudoUserResult",
     "heavy_hitter_occupancy",
     "SuppressionPlan",
+    "verify_lower_bound",
 ]

@@ -47,7 +47,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--method", choices=("greedy", "milp", "frontier"), default="milp")
     p.add_argument("--skip-min-error-grid", action="store_true",
                    help="greedy: never suppress in the grid of smallest initial error (§VI-A3)")
-    p.add_argument("--time-limit", type=float, default=None, help="seconds (MILP)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="total seconds (MILP: default none; frontier: default 600)")
+    p.add_argument("--strategy", choices=("auto", "milp", "decomposition"), default="auto",
+                   help="MILP: compact model, city-scale decomposition, or by size (default)")
+    p.add_argument("--progress", action="store_true",
+                   help="show a progress bar (incumbent K, bound, gap, elapsed) on stderr")
     p.add_argument("--list", action="store_true", help="list the suppressed (user, grid) pairs")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
@@ -60,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
 
     occ = read_occupancy(args.occupancy)
     if args.method == "frontier":
+        budget = {} if args.time_limit is None else {"time_limit": args.time_limit}
         fr = suppression_frontier(occ, args.bound, args.epsilon, error_bound=args.error_bound,
-                                  time_limit=args.time_limit)
+                                  progress=args.progress, **budget)
         payload: dict[str, Any] = {"method": "frontier", "epsilon": fr.epsilon,
                                    "error_bound": fr.error_bound, "points": fr.table(),
                                    "solve_time": fr.solve_time}
@@ -77,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
                          skip_min_error_grid=args.skip_min_error_grid)
     else:
         plan = solve_suppression(occ, args.bound, args.epsilon, error_bound=args.error_bound,
-                                 time_limit=args.time_limit)
+                                 time_limit=args.time_limit, strategy=args.strategy,
+                                 progress=args.progress)
     payload = plan.summary()
     if args.list or args.json:
         payload["suppressed"] = sorted(([u, g] for u, g in plan.suppressed), key=repr)

@@ -43,7 +43,10 @@ from ._kernel import (
 from .milp import build_suppression_model, solve_suppression
 from .plan import SuppressionPlan, recheck
 
-__all__ = ["suppression_frontier", "SuppressionFrontier", "FrontierPoint", "largest_error_below",
+#: default total seconds of :func:`suppression_frontier`
+DEFAULT_TIME_LIMIT = 600.0
+
+__all__ = ["suppression_frontier", "DEFAULT_TIME_LIMIT", "SuppressionFrontier", "FrontierPoint", "largest_error_below",
            "least_grid_errors"]
 
 
@@ -90,6 +93,7 @@ class SuppressionFrontier:
     U: float
     error_bound: float
     solve_time: float
+    log: tuple[dict[str, Any], ...] = ()
 
     @property
     def degradations(self) -> np.ndarray:
@@ -157,7 +161,7 @@ def _feasible_plan(
         raise RuntimeError(f"frontier feasibility plan fails the re-check at K={K}, E={E!r}")
     plan = SuppressionPlan(
         degradation=Kc, error_bound=E, suppressed=sup, grid_errors=errors, status=res.status,
-        gap=math.nan, bound=math.nan, method="milp", epsilon=eps, U=U, suppressed_samples=samples,
+        gap=math.nan, lower_bound=math.nan, method="milp", epsilon=eps, U=U, suppressed_samples=samples,
         original_degradation=occ.degradation, solve_time=res.solve_time, info={"split": split},
     )
     return res.status, plan
@@ -170,10 +174,11 @@ def suppression_frontier(
     *,
     error_bound: float | None = None,
     degradations: Iterable[int] | None = None,
-    time_limit: float | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
     options: Mapping[str, Any] | None = None,
     split: Split = "equal",
     max_solves: int = 60,
+    progress: bool = False,
 ) -> SuppressionFrontier:
     """Least worst-case error E*(K) for each K (exact, by a search over E with feasibility MILPs).
 
@@ -187,14 +192,20 @@ def suppression_frontier(
         :func:`solve_suppression`) up to G_1. Default max_g E_g of BASELINE.
     degradations : iterable of int, optional
         The K values to compute instead (each in [1, G_1]).
-    time_limit : float, optional
-        Seconds per feasibility MILP.
+    time_limit : float or None
+        Total seconds for the whole frontier (default :data:`DEFAULT_TIME_LIMIT` = 600; ``None``:
+        no limit). Every solve gets what is left; once it is spent, the remaining points report
+        ``Status.TIME_LIMIT`` with their proven bracket [lower, error] (``error`` from the
+        previous point's plan, valid because E* is non-increasing in K).
     options : mapping, optional
         HiGHS options.
     split : {"equal", "optimal"}
     max_solves : int
-        Safety cap on feasibility MILPs per point (a capped point reports ``"time_limit"`` with its
-        proven bracket [lower, error]).
+        Safety cap on feasibility MILPs per point (a capped point reports ``"iteration_limit"`` with
+        its proven bracket [lower, error]).
+    progress : bool
+        Show a tqdm bar over the points (K, bracket, elapsed); the same events are kept in
+        ``SuppressionFrontier.log``.
 
     Returns
     -------
@@ -205,12 +216,17 @@ def suppression_frontier(
     time_limit = check_time_limit(time_limit)
     max_solves = check_positive_int(max_solves, "max_solves")
     t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.perf_counter())
+
     opts = {"mip_rel_gap": 0.0, **dict(options or {})}
     G1 = occ.degradation
     first_plan: SuppressionPlan | None = None
     if degradations is None:
         first_plan = solve_suppression(occ, U, eps, error_bound=E, tie_break=False,
-                                       time_limit=time_limit, options=options, split=split)
+                                       time_limit=left(), options=options, split=split)
         E = first_plan.error_bound
         if first_plan.status is Status.INFEASIBLE:
             ks = list(range(1, G1 + 1))
@@ -228,16 +244,30 @@ def suppression_frontier(
     floor = float(np.max(least_grid_errors(occ, U, eps, split)))
     points: list[FrontierPoint] = []
     incumbent = first_plan
+    log: list[dict[str, Any]] = []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(ks), desc="frontier", unit="K", leave=False)
     for K in ks:
         solves = 0
         status = Status.OPTIMAL
+        if left() == 0.0:
+            # budget spent: report the proven bracket without solving
+            err = incumbent.max_error if incumbent is not None and incumbent.degradation <= K else math.inf
+            points.append(FrontierPoint(K, err, floor, Status.TIME_LIMIT,
+                                        incumbent if math.isfinite(err) else None, 0))
+            _note(log, bar, points[-1], t0)
+            continue
         if incumbent is None or incumbent.degradation > K:
-            st, incumbent = _feasible_plan(occ, U, eps, math.inf, K, split, time_limit, opts)
+            st, incumbent = _feasible_plan(occ, U, eps, math.inf, K, split, left(), opts)
             solves += 1
             if incumbent is None:
                 points.append(FrontierPoint(K, math.inf, math.inf if st is Status.INFEASIBLE else floor,
                                             st, None, solves))
                 incumbent = None
+                _note(log, bar, points[-1], t0)
                 continue
         hi = incumbent.max_error
         lo = floor  # E*(K) >= lo (and > lo once lo is a failed test)
@@ -253,7 +283,10 @@ def suppression_frontier(
                 break
             mid = 0.5 * (lo + hi)
             target = below if below <= mid * (1 + 1e-9) or (hi - lo) <= 1e-6 * hi else mid
-            st, plan = _feasible_plan(occ, U, eps, target, K, split, time_limit, opts)
+            if left() == 0.0:
+                status = Status.TIME_LIMIT
+                break
+            st, plan = _feasible_plan(occ, U, eps, target, K, split, left(), opts)
             solves += 1
             if plan is not None:  # any incumbent of the feasibility MILP is a plan meeting target
                 incumbent, hi = plan, plan.max_error
@@ -264,5 +297,19 @@ def suppression_frontier(
                 break
         points.append(FrontierPoint(K, hi, hi if status is Status.OPTIMAL else lo, status, incumbent,
                                     solves))
+        _note(log, bar, points[-1], t0)
+    if bar is not None:
+        bar.close()
     return SuppressionFrontier(points=tuple(points), epsilon=eps, U=U, error_bound=float(E),
-                               solve_time=time.perf_counter() - t0)
+                               solve_time=time.perf_counter() - t0, log=tuple(log))
+
+
+def _note(log: list[dict[str, Any]], bar: Any, p: FrontierPoint, t0: float) -> None:
+    """Log a finished point (K, bracket, status, elapsed) and advance the bar."""
+    event = {"K": p.degradation, "error": p.error, "lower": p.lower, "status": Status(p.status).value,
+             "solves": p.solves, "elapsed": round(time.perf_counter() - t0, 3)}
+    log.append(event)
+    if bar is not None:
+        bar.set_postfix({"K": p.degradation, "E*": f"{p.error:.4g}", "status": event["status"]},
+                        refresh=False)
+        bar.update(1)

@@ -172,7 +172,7 @@ def clip_user(
         grid_errors=errors,
         status=Status.HEURISTIC,
         gap=float("nan"),
-        bound=float("nan"),
+        lower_bound=float("nan"),
         method="greedy",
         epsilon=eps,
         U=U,

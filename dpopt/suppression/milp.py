@@ -48,6 +48,7 @@ from ._kernel import (
     smallest_within,
 )
 from .plan import SuppressionPlan, recheck
+from .progress import Progress
 
 __all__ = [
     "solve_suppression",
@@ -56,6 +57,7 @@ __all__ = [
     "SuppressionModel",
     "feasible_runs",
     "level_table",
+    "DECOMPOSE_GRIDS",
 ]
 
 
@@ -554,6 +556,74 @@ class _CompResult:
     bound: float
     mask: np.ndarray | None
     time: float
+    lagrangian: float = 0.0
+    warm: np.ndarray | None = None
+
+
+#: components with at least this many grids use the decomposition under ``"auto"`` (the paper's
+#: synthetic family has 12 grids and ~8 200 pairs, closed by the compact MILP in ~1.5 s; a 3-day
+#: Austin window has 1 392 grids and 11 638 pairs: compact MILP 10.7 s, decomposition 1.4 s)
+DECOMPOSE_GRIDS = 200
+
+
+def _solve_decomposed(
+    sub: Occupancy, U: float, eps: float, E: float, split: str, deadline: float | None,
+    opts: Mapping[str, Any], prog: Progress,
+) -> tuple[SuppressionModel | None, _CompResult, np.ndarray]:
+    """One component by :mod:`.decompose`; the compact MILP closes what is left, if time remains."""
+    import dataclasses
+
+    from .decompose import local_search, pattern_bound
+    from .lagrange import PatternOracle
+
+    t0 = time.perf_counter()
+    oracle = PatternOracle(sub, U, eps, E, split)
+    dec = pattern_bound(oracle, deadline=deadline, progress=prog)
+    lb = dec.bound.value
+    keep = dec.keep
+    if dec.K > lb:
+        keep = local_search(oracle, keep, lb, deadline=deadline, progress=prog)
+    K = max(1, int(np.bincount(oracle.pair_user[keep], minlength=sub.n_users).max()))
+    mask = ~keep
+    status = Status.OPTIMAL if K <= lb else Status.TIME_LIMIT
+    bound = float(min(lb, K))
+    sm = None
+    left = _remaining(deadline)
+    if K > lb and (left is None or left > 1.0):
+        sm = build_suppression_model(sub, U, eps, error_bound=E, split=split)
+        kcol = sm.model.col_blocks["K"].start
+        lower = sm.model.col_lower.copy()
+        lower[kcol] = max(lower[kcol], float(lb))
+        sm = dataclasses.replace(sm, model=dataclasses.replace(sm.model, col_lower=lower))
+        res = _solve_stage(sm, sm.point(mask), left, opts)
+        prog.update("milp", K, max(lb, res.bound) if math.isfinite(res.bound) else lb)
+        if res.has_solution:
+            m2 = sm.suppressed_mask(res.x)
+            K2 = max(1, int(np.bincount(sm.pair_rows[~m2], minlength=sub.n_users).max()))
+            if K2 < K:
+                mask, K = m2, K2
+        if math.isfinite(res.bound):
+            bound = float(min(K, max(lb, math.ceil(res.bound - 1e-6))))
+        status = Status.OPTIMAL if (res.status is Status.OPTIMAL or bound >= K) else res.status
+    if sm is None:
+        sm = _DecomposedModel.of(sub)
+    if status is Status.OPTIMAL:
+        bound = float(K)
+    return sm, _CompResult(status, K, bound, mask, time.perf_counter() - t0, float(lb)), dec.bound.weights
+
+
+@dataclass(frozen=True, eq=False)
+class _DecomposedModel:
+    """The pair arrays (CSR order) of a component solved without building the compact model."""
+
+    occ: Occupancy
+    pair_rows: np.ndarray
+    pair_cols: np.ndarray
+
+    @classmethod
+    def of(cls, occ: Occupancy) -> _DecomposedModel:
+        rows = np.repeat(np.arange(occ.n_users, dtype=np.int64), np.diff(occ.matrix.indptr))
+        return cls(occ, rows, occ.matrix.indices.astype(np.int64))
 
 
 def _solve_stage(
@@ -562,7 +632,16 @@ def _solve_stage(
     time_limit: float | None,
     options: Mapping[str, Any] | None,
 ) -> SolveResult:
-    return _solve(sm.model, time_limit=time_limit, options=options, warm_start=warm)
+    res = _solve(sm.model, time_limit=time_limit, options=options, warm_start=warm)
+    if warm is not None and res.has_solution:
+        # HiGHS 1.16 can report the optimum of a warm-started MIP (solved in presolve) while
+        # returning the warm start as its point (seen on a 3-day Austin window: objective 67,
+        # point of value 73). Trust only a point whose own objective matches; else solve cold.
+        own = sm.model.objective_value(res.x)
+        if abs(own - res.objective) > 1e-6 * max(1.0, abs(res.objective)):
+            left = None if time_limit is None else max(0.0, time_limit - res.solve_time)
+            res = _solve(sm.model, time_limit=left, options=options)
+    return res
 
 
 def _unsuppressed_plan(
@@ -573,7 +652,7 @@ def _unsuppressed_plan(
     K_all, errors, _ = recheck(occ, frozenset(), U, eps, split)
     return SuppressionPlan(
         degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
-        status=status, gap=math.inf, bound=bound, method="milp", epsilon=eps, U=U,
+        status=status, gap=math.inf, lower_bound=bound, method="milp", epsilon=eps, U=U,
         suppressed_samples=0, original_degradation=occ.degradation,
         solve_time=time.perf_counter() - t0, info=info,
     )
@@ -591,6 +670,8 @@ def solve_suppression(
     tie_break: bool = True,
     tie_break_time_limit: float | None = 10.0,
     warm_start: SuppressionPlan | None = None,
+    strategy: str = "auto",
+    progress: bool = False,
 ) -> SuppressionPlan:
     """Least privacy-loss degradation K with every grid's worst-case error ≤ E (exact MILP, HiGHS).
 
@@ -619,7 +700,16 @@ def solve_suppression(
         optimal K and ``info["tie_break"]`` reports the status and ``info["tie_break_gap"]`` the
         relative gap on the suppressed samples.
     warm_start : SuppressionPlan, optional
-        A plan to start from (default: CLIP-USER's plan at the same E, when it meets E).
+        A plan to start from (default: CLIP-USER's plan at the same E on each component solved by
+        the compact MILP, when it meets E; ``info["greedy_degradation"]`` is the largest such K).
+    strategy : {"auto", "milp", "decomposition"}
+        ``"milp"``: the compact MILP per component. ``"decomposition"``: the city-scale strategy of
+        :mod:`.decompose` (Lagrangian/column-generation bound with its certificate, pattern local
+        search, then the compact MILP with the remaining time if a gap is left). ``"auto"``: the
+        decomposition for components with at least :data:`DECOMPOSE_GRIDS` grids, else the MILP.
+    progress : bool
+        Show a tqdm bar (incumbent K, bound, gap, elapsed). The same events are always kept in
+        ``info["log"]``.
 
     Returns
     -------
@@ -630,11 +720,19 @@ def solve_suppression(
         ``INFEASIBLE`` (no plan meets E) and a limited solve that found no incumbent while the
         greedy warm start violates E (``gap = inf``, ``feasible == False``).
 
+    When the decomposition was used, ``info["lower_bound_weights"]`` holds the user weights λ
+    (``occ.users`` order) whose Lagrangian bound :func:`dpopt.suppression.verify_lower_bound`
+    recomputes without a solver, and ``info["lagrangian_bound"]`` that bound; ``lower_bound`` is
+    the larger of it and the compact MILP's bound (if that ran).
+
     Notes
     -----
     Independent connected components of the user–grid graph are solved separately; K is the
     largest of their optima, and the tie-break stage then lets every component use that K.
     """
+    from .._validation import check_choice
+
+    strategy = check_choice(strategy, "strategy", ("auto", "milp", "decomposition"))
     occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
     if E is not None:
         require_reachable(occ, U, eps, E, split)
@@ -646,34 +744,59 @@ def solve_suppression(
     if E is None:
         E = float(np.max(base))
     opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})}
-    if warm_start is None:
+    prog = Progress(progress, desc="suppress", total=time_limit)
+    greedy_K: list[int] = [] if warm_start is None else [warm_start.degradation]
+
+    def warm_mask(sm: SuppressionModel, sub: Occupancy) -> np.ndarray | None:
+        """The warm start on this component: the given plan, or CLIP-USER on the component."""
+        if warm_start is not None:
+            return _mask_of(sm, warm_start.suppressed) if warm_start.feasible else None
         from .greedy import clip_user
 
-        warm_start = clip_user(occ, U, eps, error_bound=E, split=split)
-    warm_set = warm_start.suppressed if warm_start.feasible else None
+        g = clip_user(sub, U, eps, error_bound=E, split=split)
+        greedy_K.append(g.degradation)
+        prog.update("greedy", g.degradation, None, component=len(results))
+        return _mask_of(sm, g.suppressed) if g.feasible else None
 
     comps = _components(occ)
     results: list[tuple[SuppressionModel | None, Occupancy, _CompResult]] = []
+    certificate: tuple[float, np.ndarray] | None = None  # (Lagrangian bound, weights over occ.users)
     for users, grids in comps:
         sub = _sub_occupancy(occ, users, grids)
         sub_base = base[grids]
         if sub.degradation == 1 and np.all(sub_base <= E * (1 + ERROR_RTOL)):
             results.append((None, sub, _CompResult(Status.OPTIMAL, 1, 1.0, None, 0.0)))
             continue
+        prog.context = {"component": len(results)} if len(comps) > 1 else {}
+        if strategy == "decomposition" or (strategy == "auto" and sub.n_grids >= DECOMPOSE_GRIDS):
+            sm, r, lam = _solve_decomposed(sub, U, eps, E, split, deadline, opts, prog)
+            results.append((sm, sub, r))
+            if certificate is None or r.lagrangian > certificate[0]:
+                w = np.zeros(occ.n_users)
+                w[users] = lam
+                certificate = (r.lagrangian, w)
+            continue
         sm = build_suppression_model(sub, U, eps, error_bound=E, split=split)
-        warm = sm.point(_mask_of(sm, warm_set)) if warm_set is not None else None
+        wmask = warm_mask(sm, sub)
+        warm = sm.point(wmask) if wmask is not None else None
         res = _solve_stage(sm, warm, _remaining(deadline), opts)
         if res.has_solution:
             mask = sm.suppressed_mask(res.x)
-            Kc = int(round(res.objective))
+            # K of the point itself (not the reported objective), re-checked again at the end
+            Kc = max(1, int(np.bincount(sm.pair_rows[~mask], minlength=sub.n_users).max()))
             lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0
-            results.append((sm, sub, _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time)))
+            results.append((sm, sub, _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time,
+                                                 warm=wmask)))
         else:
             st = res.status if res.status is not Status.OPTIMAL else Status.ERROR
-            results.append((sm, sub, _CompResult(st, -1, math.inf, None, res.solve_time)))
+            results.append((sm, sub, _CompResult(st, -1, math.inf, None, res.solve_time,
+                                                 warm=wmask)))
+        prog.update("milp", results[-1][2].K if results[-1][2].mask is not None else None,
+                    results[-1][2].bound)
 
     statuses = [r.status for _, _, r in results]
     if any(s in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) for s in statuses):
+        prog.close()
         return _unsuppressed_plan(occ, U, eps, E, split, Status.INFEASIBLE, math.inf, t0,
                                   {"components": len(comps),
                                    "note": "no suppression plan meets the error bound"})
@@ -681,14 +804,15 @@ def solve_suppression(
     not_optimal = [s for s in statuses if s is not Status.OPTIMAL]
     overall = not_optimal[0] if not_optimal else Status.OPTIMAL
     if any(r.mask is None and sm is not None for sm, _, r in results):
-        # a component without an incumbent (time limit): fall back to the warm start, if any
-        if warm_set is None:
+        # a component without an incumbent (time limit): fall back to its warm start, if any
+        if any(r.mask is None and r.warm is None and sm is not None for sm, _, r in results):
+            prog.close()
             return _unsuppressed_plan(occ, U, eps, E, split, overall, 1.0, t0,
                                       {"components": len(comps),
                                        "note": "no incumbent within the time limit"})
         for sm, _, r in results:
             if sm is not None and r.mask is None:
-                r.mask = _mask_of(sm, warm_set)
+                r.mask = r.warm
                 kept = np.bincount(sm.pair_rows[~r.mask], minlength=sm.occ.n_users)
                 r.K = max(1, int(kept.max()))
                 r.bound = 1.0
@@ -723,6 +847,7 @@ def solve_suppression(
                 tie_status = res2.status.value
             results[i] = (sm2, sub, r)
 
+    prog.update("tie-break" if tie_break else "done", K_star, K_bound)
     suppressed_pairs: set = set()
     for sm, sub, r in results:
         if sm is None or r.mask is None:
@@ -739,6 +864,11 @@ def solve_suppression(
             f"max error {float(np.max(errors))!r} > E={E!r}"
         )
     gap = (K_chk - K_bound) / max(1.0, K_chk)
+    prog.update("re-checked", K_chk, float(K_chk) if all_optimal else float(K_bound))
+    prog.close()
+    info_extra: dict[str, Any] = {}
+    if certificate is not None:
+        info_extra = {"lagrangian_bound": int(certificate[0]), "lower_bound_weights": certificate[1]}
     return SuppressionPlan(
         degradation=K_chk,
         error_bound=E,
@@ -746,7 +876,7 @@ def solve_suppression(
         grid_errors=errors,
         status=overall,
         gap=0.0 if all_optimal else float(gap),
-        bound=float(K_chk) if all_optimal else float(K_bound),
+        lower_bound=float(K_chk) if all_optimal else float(K_bound),
         method="milp",
         epsilon=eps,
         U=U,
@@ -757,8 +887,11 @@ def solve_suppression(
             "components": len(comps),
             "tie_break": tie_status,
             "tie_break_gap": tie_gap,
-            "greedy_degradation": warm_start.degradation,
+            "greedy_degradation": max(greedy_K) if greedy_K else None,
             "component_times": [r.time for _, _, r in results],
             "split": split,
+            "strategy": strategy,
+            "log": prog.log,
+            **info_extra,
         },
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +37,10 @@ class SuppressionPlan:
         incumbent with a gap), ``INFEASIBLE`` (no plan meets E), ``HEURISTIC`` (CLIP-USER: a heuristic,
         optimality not certified; ``method="greedy"``).
     gap : float
-        (K − bound)/max(1, K) for the MILP (0 when optimal); ``nan`` for the greedy plan.
-    bound : float
-        Proven lower bound on the least K (MILP); ``nan`` for the greedy plan.
+        (K − lower_bound)/max(1, K) for the MILP (0 when optimal); ``nan`` for the greedy plan.
+    lower_bound : float
+        Proven lower bound on the least K (MILP); ``nan`` for the greedy plan. (Called ``bound``
+        before; :attr:`bound` remains as a deprecated alias for one release.)
     method : str
         ``"greedy"`` or ``"milp"``.
     epsilon, U : float
@@ -59,7 +61,7 @@ class SuppressionPlan:
     grid_errors: np.ndarray
     status: Status
     gap: float
-    bound: float
+    lower_bound: float
     method: str
     epsilon: float
     U: float
@@ -67,6 +69,17 @@ class SuppressionPlan:
     original_degradation: int
     solve_time: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bound(self) -> float:
+        """Deprecated alias of :attr:`lower_bound` (renamed: ``bound`` means U elsewhere)."""
+        warnings.warn(
+            "SuppressionPlan.bound is deprecated and will be removed in the next release; "
+            "use SuppressionPlan.lower_bound",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.lower_bound
 
     @property
     def max_error(self) -> float:
@@ -98,7 +111,7 @@ class SuppressionPlan:
             "privacy_loss": self.privacy_loss,
             "error_bound": self.error_bound,
             "max_error": self.max_error,
-            "bound": self.bound,
+            "lower_bound": self.lower_bound,
             "gap": self.gap,
             "n_suppressed": len(self.suppressed),
             "suppressed_samples": self.suppressed_samples,

@@ -17,9 +17,22 @@ def _run(capsys, *argv):
     return code, out, err
 
 
-def test_example_runs_with_defaults(tmp_path, capsys, monkeypatch):
+def test_example_spends_a_total_budget_by_default(tmp_path, capsys, monkeypatch):
+    """Issue 13.6: --example runs the budget planner at the total ε of data.EXAMPLE_EPSILON_TOTAL."""
     monkeypatch.chdir(tmp_path)
-    code, out, err = _run(capsys, "--example", "--quiet", "--json", "--seed", "3")
+    code, out, err = _run(capsys, "--example", "--quiet", "--json", "--seed", "3", "--no-map")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["epsilon"] is None and payload["mechanism"] == "laplace"
+    assert payload["plan"].startswith("budget") and "10 in total" in payload["budget"]
+    assert 0 < payload["epsilon_total"] <= 10.0 and payload["released_grids"] > 0
+    summary = json.loads((tmp_path / "dpopt-release" / "summary.json").read_text())
+    assert summary["budget_mode"] == "total" and summary["privacy_model"] == "public-occupancy"
+
+
+def test_example_in_seed_002_per_grid_mode(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, "--example", "--epsilon", "1", "--quiet", "--json", "--seed", "3")
     assert code == 0, err
     payload = json.loads(out)
     assert payload["users"] == 146 and payload["epsilon"] == 1.0
@@ -49,7 +62,7 @@ def test_records_file_with_mapped_columns(tmp_path, capsys, tiny_records):
     [
         ([], "RECORDS is required"),
         (["{csv}", "--epsilon", "1"], "`--bound` is required"),
-        (["{csv}", "--bound", "100"], "`--epsilon` is required"),
+        (["{csv}", "--bound", "100"], "a privacy budget is required"),
         (["{csv}", "--bound", "-3", "--epsilon", "1"], "`bound` must be a positive finite number"),
         (["{csv}", "--bound", "100", "--epsilon", "0"], "`epsilon` must be a positive finite number"),
         (["{dir}/missing.csv", "--bound", "1", "--epsilon", "1"], "not found"),

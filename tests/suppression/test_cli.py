@@ -67,3 +67,15 @@ def test_cli_bad_options(occ_csv, capsys, extra, message):
     else:
         assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_decomposition_with_progress(occ_csv, capsys):
+    code = main(["suppress", "--occupancy", str(occ_csv), "-U", "1", "-e", "1", "--strategy",
+                 "decomposition", "--progress", "--json"])
+    assert code == 0
+    out = capsys.readouterr()
+    data = json.loads(out.out)
+    occ = read_occupancy(occ_csv)
+    Kb, sb, _ = brute_force(occ, 1.0, 1.0, float(grid_errors(occ, 1.0, 1.0).max()))
+    assert data["status"] == "optimal" and data["lower_bound"] == data["degradation"] == Kb
+    assert "suppress" in out.err  # the bar

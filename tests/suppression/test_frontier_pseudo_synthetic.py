@@ -140,3 +140,26 @@ def test_pseudo_user_emptied_grid_is_infinite():
     occ = Occupancy.from_dense([[2, 2], [2, 0], [0, 30]])
     res = pseudo_user_clipping(occ, 1.0, 1.0, [(0, 0), (1, 0)])
     assert res.grid_errors[0] == np.inf and res.max_error == np.inf and res.clip[0] == 0
+
+
+def test_frontier_total_time_budget_reports_brackets():
+    rng = np.random.default_rng(502)
+    occ = random_tiny(rng, users=5, grids=3, max_count=6)
+    ks = range(1, occ.degradation + 1)
+    exact = suppression_frontier(occ, 10.0, 0.5, degradations=ks, time_limit=None)
+    spent = suppression_frontier(occ, 10.0, 0.5, degradations=ks, time_limit=0.0)
+    assert all(q.status is Status.TIME_LIMIT and q.solves == 0 for q in spent.points)
+    for p, q in zip(exact.points, spent.points):  # a proven (if wide) bracket around E*(K)
+        assert q.lower <= p.error * (1 + EXACT_RTOL) and p.error <= q.error
+    assert len(spent.log) == len(spent.points)
+
+
+def test_frontier_progress_bar_and_log(capsys):
+    rng = np.random.default_rng(503)
+    occ = random_tiny(rng, users=5, grids=3, max_count=6)
+    fr = suppression_frontier(occ, 10.0, 0.5, progress=True)
+    assert "frontier" in capsys.readouterr().err
+    assert [e["K"] for e in fr.log] == [p.degradation for p in fr.points]
+    assert [e["status"] for e in fr.log] == [Status(p.status).value for p in fr.points]
+    quiet = suppression_frontier(occ, 10.0, 0.5)
+    assert capsys.readouterr().err == "" and len(quiet.log) == len(quiet.points)

@@ -78,7 +78,7 @@ def test_milp_never_worse_than_greedy_and_proves_optimality():
     for eps in (0.1, 1.0):
         g = clip_user(occ, 65, eps)
         m = solve_suppression(occ, 65, eps, tie_break=False)
-        assert m.status == "optimal" and m.gap == 0 and m.bound == m.degradation
+        assert m.status == "optimal" and m.gap == 0 and m.lower_bound == m.degradation
         assert m.degradation <= g.degradation
         assert m.feasible and m.error_bound == g.error_bound
 
@@ -198,11 +198,20 @@ def test_time_limit_returns_checked_incumbent_with_gap():
     # a zero time limit stops HiGHS at once: the greedy warm start comes back, not claimed optimal
     plan = solve_suppression(occ, 65, 0.5, time_limit=0.0)
     assert plan.status is Status.TIME_LIMIT and not plan.is_optimal
-    assert plan.feasible and plan.bound <= plan.degradation
+    assert plan.feasible and plan.lower_bound <= plan.degradation
     assert plan.degradation > full.degradation  # this instance: greedy K is not optimal
-    assert plan.gap == pytest.approx((plan.degradation - plan.bound) / plan.degradation)
+    assert plan.gap == pytest.approx((plan.degradation - plan.lower_bound) / plan.degradation)
     assert plan.gap > 0
     assert plan.summary()["status"] == "time_limit"
+    assert plan.summary()["lower_bound"] == plan.lower_bound
+
+
+def test_bound_is_a_deprecated_alias_of_lower_bound():
+    occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=6, gamma=3)
+    plan = solve_suppression(occ, 65, 0.5, tie_break=False)
+    with pytest.warns(DeprecationWarning, match="lower_bound"):
+        old = plan.bound
+    assert old == plan.lower_bound == plan.degradation
 
 
 def test_huge_error_bound_only_needs_nonempty_grids():
@@ -223,3 +232,29 @@ def test_time_limit_without_incumbent_is_reported_not_hidden():
     assert not plan.feasible and not plan.suppressed and plan.degradation == occ.degradation
     full = solve_suppression(occ, 65, 0.5, error_bound=E, tie_break=False)
     assert full.status is Status.OPTIMAL and full.feasible
+
+
+def test_warm_started_point_inconsistent_with_its_objective_is_resolved_cold(monkeypatch):
+    """A solver answer whose point does not have the reported objective is not trusted."""
+    import dataclasses
+
+    from dpopt.suppression import milp
+
+    occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=6, gamma=3)
+    want = solve_suppression(occ, 65, 0.5, tie_break=False)
+    real = milp._solve
+    calls = []
+
+    def lying(model, *, time_limit=None, options=None, warm_start=None):
+        res = real(model, time_limit=time_limit, options=options, warm_start=warm_start)
+        calls.append(warm_start is not None)
+        if warm_start is not None and res.has_solution:  # report the optimum, return the warm point
+            return dataclasses.replace(res, x=np.asarray(warm_start, float))
+        return res
+
+    monkeypatch.setattr(milp, "_solve", lying)
+    g = clip_user(occ, 65, 0.5)
+    assert g.degradation > want.degradation  # the warm point is not optimal
+    plan = solve_suppression(occ, 65, 0.5, tie_break=False, warm_start=g)
+    assert calls[:2] == [True, False]  # the warm-started answer was re-solved cold
+    assert plan.degradation == want.degradation and plan.status is Status.OPTIMAL and plan.feasible
