@@ -12,7 +12,9 @@ bound U, the parameters of this function and, if given, the partition list. The 
 4. noisy count ñ, centred sum Ỹ and sum of squares Z̃ per released grid (:mod:`.mechanism`), the
    remaining budget split by :func:`.split.split_budget`;
 5. μ̂ = U/2 + λỸ/max(ñ, 1), σ̂² = λZ̃/max(ñ, 1) + U²/8 − (λỸ/max(ñ, 1))², post-processed into
-   [0, U] and [0, U²/4] (raw values kept), with 95 % error bounds computed from DP outputs.
+   [0, U] and [0, U²/4] (raw values kept), with 95 % error bounds computed from DP outputs;
+   ``mean_pooled``/``variance_pooled``: empirical-Bayes shrinkage toward the map-wide values
+   (:mod:`.pooling`, post-processing, not covered by the error bounds).
 
 Accounting: basic composition, ε_total = ε_b + ε_p + ε_n + ε_Y + ε_Z and δ (selection only).
 """
@@ -41,6 +43,7 @@ from ..release.noise import epsilon_rational, integer_source
 from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values
 from .bounds import BOUND_RULES, choose_bounds
 from .mechanism import DiscreteLaplace, LaplaceSimulation, NoiseMechanism
+from .pooling import pool_estimates
 from .partitions import PartitionList, match_partitions, read_partitions, selection_threshold
 from .sensitivity import sensitivities
 from .split import split_budget
@@ -70,6 +73,7 @@ class UserReleaseSummary:
     partitions: str
     grids_released: int
     selection_threshold: float | None
+    pooling: dict[str, float]
     bound: float
     h3_resolution: int
     slot: str
@@ -109,6 +113,7 @@ def release_user(
     bounds: str | tuple[int, int] = "select",
     bounds_fraction: float = 0.1,
     selection_fraction: float = 0.2,
+    pool_fraction: float = 0.05,
     weight_mean: float = 1.0,
     weight_variance: float = 1.0,
     typical: tuple[float, float] | None = None,
@@ -135,8 +140,10 @@ def release_user(
         Public partition list; None selects grids privately.
     bounds : "select" | "quantile" | (k, c)
         Automatic rule (:mod:`.bounds`) or fixed public bounds.
-    bounds_fraction, selection_fraction : float
-        Shares of ε spent on the automatic bounds and on private partition selection.
+    bounds_fraction, selection_fraction, pool_fraction : float
+        Shares of ε spent on the automatic bounds, on private partition selection and on the three
+        map-wide totals that centre the pooled estimates (0: no totals, pool around the sums of
+        the per-grid values).
     weight_mean, weight_variance, typical
         The split rule (:func:`.split.split_budget`).
     max_grids, max_records : int
@@ -157,6 +164,7 @@ def release_user(
     noise = check_choice(noise, "noise", NOISES)
     bf = check_nonnegative_float(bounds_fraction, "bounds_fraction")
     sf = check_nonnegative_float(selection_fraction, "selection_fraction")
+    pf = check_nonnegative_float(pool_fraction, "pool_fraction")
     if isinstance(bounds, str):
         check_choice(bounds, "bounds", BOUND_RULES)
         if not 0.0 < bf < 1.0:
@@ -179,15 +187,16 @@ def release_user(
     else:
         sf = 0.0
         delta_v = 0.0
-    if bf + sf >= 1.0:
-        raise DpoptInputError(f"`bounds_fraction` + `selection_fraction` must be < 1; got {bf + sf:g}")
+    if bf + sf + pf >= 1.0:
+        raise DpoptInputError(
+            f"`bounds_fraction` + `selection_fraction` + `pool_fraction` must be < 1; got {bf + sf + pf:g}")
     rng = np.random.default_rng(seed)
     mech = mechanism if mechanism is not None else _mechanism(noise, seed, rng)
     if mech.unit != "epsilon":
         raise DpoptInputError(f"`mechanism` must account in 'epsilon' here; got unit {mech.unit!r}")
 
-    eps_b, eps_p = bf * eps, sf * eps
-    split = split_budget(eps - eps_b - eps_p, bound=U, weight_mean=weight_mean,
+    eps_b, eps_p, eps_t = bf * eps, sf * eps, pf * eps
+    split = split_budget(eps - eps_b - eps_p - eps_t, bound=U, weight_mean=weight_mean,
                          weight_variance=weight_variance, typical=typical)
 
     # partitions and ranks (bounding is restricted to listed grids)
@@ -256,6 +265,16 @@ def release_user(
         d_var = np.where(ok, (q_z + U * U / 8.0 * q_n) / n_t + d_mean * (2.0 * np.abs(ybar) + d_mean), np.inf)
     err_mean = np.minimum(d_mean + lam / 2.0, U)
     err_var = np.minimum(d_var + lam / 2.0 * (1.0 + U), U * U / 4.0)
+    scales = (mech.scale(l1=sens.count_l1, l2=sens.count_l2, budget=split.count),
+              lam * mech.scale(l1=sens.sum_l1_units, l2=sens.sum_l2_units, budget=split.sum),
+              lam * mech.scale(l1=sens.sumsq_l1_units, l2=sens.sumsq_l2_units, budget=split.sumsq))
+    totals = None
+    if eps_t > 0:  # three scalars, each moved by ≤ k·c·(1, H_Y, H_Z) units by one user: ε_t/3 each
+        tot = [mech.integer(np.asarray([int(v.sum())]), l1=l1, l2=l1, budget=eps_t / 3.0)[0]
+               for v, l1 in ((R, sens.count_l1), (Y, sens.sum_l1_units), (Z, sens.sumsq_l1_units))]
+        totals = (tot[0], lam * tot[1], lam * tot[2])
+    mean_pool, var_pool, pool_info = pool_estimates(n_t, lam * y_t, lam * z_t, bound=U, scales=scales,
+                                                    totals=totals)
     table = pd.DataFrame({
         "cell": cell_strings(cells),
         "slot": slot_strings(slots),
@@ -267,6 +286,8 @@ def release_user(
         "noisy_count": n_t,
         "mean_error95": err_mean,
         "variance_error95": err_var,
+        "mean_pooled": mean_pool,
+        "variance_pooled": var_pool,
     })
     if noisy_users is not None:
         table["noisy_users"] = noisy_users
@@ -285,6 +306,8 @@ def release_user(
             used["selection"] = eps_p
     if k_fixed is None:
         used["bounds"] = eps_b
+    if eps_t > 0:
+        used["totals"] = 3 * float(epsilon_rational(eps_t / 3.0)) if mech.real_release else eps_t
     summary = UserReleaseSummary(
         privacy_model="user",
         epsilon_total=float(sum(used.values())),
@@ -297,6 +320,7 @@ def release_user(
         partitions="private selection (Laplace thresholding)" if private else "public list",
         grids_released=int(cells.size),
         selection_threshold=threshold,
+        pooling=pool_info,
         bound=U,
         h3_resolution=agg.h3_resolution,
         slot=_slot_text(agg.slot_ns),
