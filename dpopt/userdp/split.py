@@ -17,13 +17,13 @@ Laplace noise of scale Δ1/ε_i has variance 2Δ1²/ε_i² with Δ1 = k·c·(1, 
 
 Both objectives are Σ_i a_i/ε_i² (Laplace) or Σ_i a_i/ρ_i (Gaussian) with
 
-    a_n = w_mean·ȳ²/U² + 16·w_var·(2ȳ² − z̄)²/U⁴,   a_Y = w_mean/4 + 4·w_var·ȳ²/U²,   a_Z = w_var/4
+    a_n = w_mean·ȳ²/U² + 16·w_var·(2ȳ² − z̄)²/U⁴,   a_Y = w_mean/4 + 16·w_var·ȳ²/U²,   a_Z = w_var/4
 
 (k, c and R factor out, so the split needs no count), minimised in closed form by
 ε_i ∝ a_i^{1/3} (Laplace, Lagrange: 2a_i/ε_i³ = λ) and ρ_i ∝ a_i^{1/2} (Gaussian). The data (ȳ, z̄)
 are private, so the default evaluates the a_i at their worst case over all data, ȳ² = U²/4 and
 E[(x−U/2)²] = U²/4 (every value at 0, or every value at U), which maximises all three at once: the
-minimax split, (0.443, 0.352, 0.206) for equal weights. A public guess of a typical grid's mean and
+minimax split, (0.376, 0.449, 0.175) for equal weights (a = (5/2, 17/4, 1/4)). A public guess of a typical grid's mean and
 standard deviation (never computed from the data being released) may replace the worst case.
 """
 
@@ -87,7 +87,7 @@ def split_coefficients(
         m2 = ybar2 + sd * sd
     zbar = m2 - U * U / 8.0
     a_n = wm * ybar2 / U**2 + 16.0 * wv * (2.0 * ybar2 - zbar) ** 2 / U**4
-    a_y = wm / 4.0 + 4.0 * wv * ybar2 / U**2
+    a_y = wm / 4.0 + 16.0 * wv * ybar2 / U**2
     a_z = wv / 4.0
     return float(a_n), float(a_y), float(a_z)
 
