@@ -85,8 +85,10 @@ class LaplaceSimulation:
         return float(scale) * math.log(1.0 / prob)
 
     def upper_tail(self, scale: float, x: float) -> float:
-        """P(Lap(b) ≥ x) = ½·exp(−x/b) for x ≥ 0."""
-        return 0.5 * math.exp(-max(float(x), 0.0) / float(scale))
+        """P(Lap(b) ≥ x) = ½·exp(−x/b) for x ≥ 0, 1 − ½·exp(x/b) for x < 0."""
+        x = float(x)
+        half = 0.5 * math.exp(-abs(x) / float(scale))
+        return half if x >= 0 else 1.0 - half
 
     def upper_quantile(self, scale: float, prob: float) -> float:
         """x ≥ 0 with P(Lap(b) ≥ x) = prob (prob ≤ ½): b·ln(1/(2·prob))."""
@@ -132,10 +134,10 @@ class DiscreteLaplace:
         return float(j - 1)
 
     def upper_tail(self, scale: float, x: float) -> float:
-        """P(Z ≥ x) = r^j/(1+r), j = ⌈x⌉ ≥ 0."""
-        j = max(math.ceil(float(x) - 1e-12), 0)
+        """P(Z ≥ x) with j = ⌈x⌉: r^j/(1+r) for j ≥ 0, 1 − r^(1−j)/(1+r) for j < 0 (symmetry)."""
+        j = math.ceil(float(x) - 1e-12)
         r = self._r(scale)
-        return r**j / (1.0 + r)
+        return r**j / (1.0 + r) if j >= 0 else 1.0 - r ** (1 - j) / (1.0 + r)
 
     def upper_quantile(self, scale: float, prob: float) -> float:
         """Smallest integer j ≥ 0 with P(Z ≥ j) = r^j/(1+r) ≤ prob."""
