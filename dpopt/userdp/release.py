@@ -21,7 +21,6 @@ Accounting: basic composition, ε_total = ε_b + ε_p + ε_n + ε_Y + ε_Z and �
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
