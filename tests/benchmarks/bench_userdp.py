@@ -262,7 +262,7 @@ def write_markdown() -> None:
                 f"{g10['released']:.2f} | {g20['median_mean']:.1f} / {g20['p90_mean']:.1f} | "
                 f"{g20['median_var']:.0f} / {g20['p90_var']:.0f} | {g20['released']:.2f} | {wall} |")
         lines.append("")
-    notes = HERE / "results" / "userdp_notes.md"
+    notes = HERE / "results" / "userdp_notes.txt"  # not *.md: collect_results.py globs those
     if notes.exists():
         lines += [notes.read_text().strip(), ""]
     (HERE / "results" / "userdp.md").write_text("\n".join(lines))
