@@ -157,3 +157,21 @@ def test_bad_inputs():
         release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds_fraction=0.5, selection_fraction=0.5)
     with pytest.raises(DpoptInputError, match="keep_samples"):
         release_user(replace(agg, samples=None), bound=U, epsilon=1.0, delta=1e-3)
+
+
+def test_from_records_through_ingestion():
+    from dpopt.userdp import release_user_records
+
+    rows = []
+    for u in range(6):
+        for j in range(3):
+            rows.append((f"bus{u}", 30.2672, -97.7431, f"2020-01-01T10:{5 * j + u:02d}:00Z", 10.0 + u))
+    rows.append(("bus9", 30.2672, -97.7431, "2020-01-01T10:30:00Z", 500.0))  # clipped to U
+    frame = pd.DataFrame(rows, columns=["user_id", "latitude", "longitude", "timestamp", "value"])
+    cell = h3.latlng_to_cell(30.2672, -97.7431, 7)
+    plist = pd.DataFrame({"cell": [cell], "slot": ["2020-01-01T10:00:00Z"]})
+    res = release_user_records(frame, bound=100.0, epsilon=1e9, partitions=plist, bounds=(1, 3), noise="numpy",
+                               seed=0, pool_fraction=0.0)
+    expected = (sum(3 * (10.0 + u) for u in range(6)) + 100.0) / 19
+    assert res.table["mean"].iloc[0] == pytest.approx(expected, abs=1e-3)
+    assert res.table["noisy_count"].iloc[0] == pytest.approx(19, abs=1e-3)
