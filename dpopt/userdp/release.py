@@ -171,13 +171,17 @@ def release_user(
         k_fixed = c_fixed = None
     else:
         try:
-            k_fixed, c_fixed = (check_positive_int(v, n) for v, n in zip(bounds, ("bounds[0] (k)", "bounds[1] (c)")))
+            pair = tuple(bounds)
         except TypeError:
-            raise DpoptInputError(f"`bounds` must be 'select', 'quantile' or a (k, c) pair; got {bounds!r}") from None
+            pair = ()
+        if len(pair) != 2:
+            raise DpoptInputError(f"`bounds` must be 'select', 'quantile' or a (k, c) pair; got {bounds!r}")
+        k_fixed = check_positive_int(pair[0], "bounds[0] (k)")
+        c_fixed = check_positive_int(pair[1], "bounds[1] (c)")
         bf = 0.0
     private = partitions is None
     if private:
-        if delta is None or isinstance(delta, bool) or not (0.0 < float(delta) < 1.0):
+        if not isinstance(delta, (int, float, np.floating)) or isinstance(delta, bool) or not 0.0 < float(delta) < 1.0:
             raise DpoptInputError(
                 f"`delta` must be a number in (0, 1) for private partition selection (no `partitions`); got {delta!r}")
         if not 0.0 < sf < 1.0:

@@ -153,6 +153,10 @@ def test_bad_inputs():
         release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds="median")
     with pytest.raises(DpoptInputError, match="k"):
         release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds=(0, 2))
+    with pytest.raises(DpoptInputError, match="pair"):
+        release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds=(3,))
+    with pytest.raises(DpoptInputError, match="delta"):
+        release_user(agg, bound=U, epsilon=1.0, delta="0.1")
     with pytest.raises(DpoptInputError, match="must be < 1"):
         release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds_fraction=0.5, selection_fraction=0.5)
     with pytest.raises(DpoptInputError, match="keep_samples"):
