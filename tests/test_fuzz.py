@@ -168,7 +168,7 @@ RELEASE_BAD: dict[str, list[Any]] = {
     "time_limit": [NAN, -1.0, "x"],
     "h3_resolution": [-1, 16, 2.5, "x", None],
     "slot": ["often", "-1h", 0, None],
-    "plan": ["best", None],
+    "plan": ["best", 3.5],
     "split": ["half"],
     "seed": ["x", 1.5],
     "out_of_range": ["ignore"],
@@ -190,7 +190,7 @@ def test_release_bad_input_is_one_clean_line(arg, value):
         records = value
     else:
         kwargs[arg] = value
-    _check_error(lambda: release(records, **kwargs), arg)
+    _check_error(lambda: release(records, privacy="public-occupancy", **kwargs), arg)
 
 
 def test_release_records_that_clean_to_nothing_or_mismatch():
@@ -198,7 +198,7 @@ def test_release_records_that_clean_to_nothing_or_mismatch():
     for bad in (df.assign(value=NAN), df.assign(latitude=200.0), df.iloc[:0], df.assign(timestamp="no"),
                 df.assign(user_id=None)):
         with pytest.raises(ValueError) as info:
-            release(bad, bound=100.0, epsilon=1.0, seed=1)
+            release(bad, privacy="public-occupancy", bound=100.0, epsilon=1.0, seed=1)
         assert "\n" not in str(info.value) and "`records`" in str(info.value)
 
 
@@ -375,7 +375,7 @@ def test_release_cli_bad_input_exit_2_one_line(argv, tmp_path, capsys):
     argv = [a.format(**paths) for a in argv]
     if "--out" not in argv:
         argv += ["--out", str(tmp_path / "o")]
-    line = _cli(capsys, ["release", *argv, "--quiet", "--no-map"])
+    line = _cli(capsys, ["release", *argv, "--quiet", "--no-map", *([] if "--privacy" in argv else ["--privacy", "public-occupancy"])])
     assert not (tmp_path / "o").exists(), line  # nothing half-written
 
 

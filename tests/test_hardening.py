@@ -70,7 +70,7 @@ def test_csv_user_ids_1_and_1_0_are_one_user(tmp_path):
     """Before: a CSV with ids 1 and 1.0 released with two users and K = 1 instead of K = 2."""
     path = tmp_path / "r.csv"
     path.write_text(HEADER + "1," + ROW + "1.0," + ROW.replace("30.2672", "30.3500").replace("-97.7431", "-97.7000"))
-    r = release(path, bound=100, epsilon=1.0, seed=1)
+    r = release(path, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
     assert r.summary.users == 1 and r.summary.degradation == 2
 
 
@@ -122,7 +122,7 @@ def test_frame_timestamps_outside_range_in_every_dtype_are_counted():
     for ts in (["2020-01-01T00:00:00Z", "2300-01-01T00:00:00Z"], [1577872800, 1e11],
                [datetime.datetime(2020, 1, 1), datetime.datetime(2300, 1, 1)],
                np.array(["2020-01-01", "2300-01-01"], dtype="datetime64[s]")):
-        r = release(base.assign(timestamp=ts), bound=10, epsilon=1.0, seed=1)
+        r = release(base.assign(timestamp=ts), privacy="public-occupancy", bound=10, epsilon=1.0, seed=1)
         assert r.summary.ingest["missing"]["timestamp"] == 1 and r.summary.records == 1
 
 
@@ -135,11 +135,11 @@ def test_huge_epsilon_refused_before_reading_data(tmp_path, capsys):
     junk = tmp_path / "junk.csv"
     junk.write_bytes(bytes(range(256)))
     for eps in ("1e300", "1e101"):
-        code = main(["release", str(junk), "--bound", "100", "--epsilon", eps, "--quiet", "--out", str(tmp_path / "o")])
+        code = main(["release", str(junk), "--privacy", "public-occupancy", "--bound", "100", "--epsilon", eps, "--quiet", "--out", str(tmp_path / "o")])
         err = capsys.readouterr().err
         assert code == 2 and "`epsilon`" in err or "`--epsilon`" in err, err
     with pytest.raises(DpoptInputError, match=r"`epsilon` must be a positive finite number <= 1e100"):
-        release(pd.DataFrame({"x": [1]}), bound=100, epsilon=1e300)
+        release(pd.DataFrame({"x": [1]}), privacy="public-occupancy", bound=100, epsilon=1e300)
 
 
 def test_error_bound_inf_is_refused_on_the_release_cli(tmp_path, capsys):

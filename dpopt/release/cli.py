@@ -50,6 +50,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--example", action="store_true",
                    help="use the embedded Austin bus day (defaults: --bound 120 --epsilon 1)")
     p.add_argument("--bound", type=float, help="public bound U of the values (e.g. 120 km/h)")
+    p.add_argument("--privacy", choices=["user", "public-occupancy"],
+                   help="who the neighbours are. user (the default for RECORDS): add or remove all of one "
+                   "user's records, nothing about who is where is public (payments, phones, app traces); "
+                   "public-occupancy (seed 002; the default of --example): one user's values change, which "
+                   "user has how many records in which grid is public (broadcast vehicle positions)")
     b = p.add_argument_group("privacy budget (give one of --epsilon-total, --rho, --epsilon)")
     b.add_argument("--epsilon-total", type=float,
                    help="what one user may lose over the whole release (pure epsilon-DP with Laplace "
@@ -86,6 +91,13 @@ def register(subparsers: Any) -> None:
                    help="budget split between mean and variance (default equal)")
     p.add_argument("--time-limit", type=float, help="total seconds for planning (MILP or budget planner)")
     p.add_argument("--seed", type=int, help="seed the noise (reproducible; NOT for a real release)")
+    u = p.add_argument_group("--privacy user")
+    u.add_argument("--partitions", help="public partition list: a CSV with columns cell (H3 index) and slot "
+                   "(ISO start time, UTC); listed grids without records are released too (as noise). "
+                   "Without it grids are selected privately (needs --delta)")
+    u.add_argument("--bounds", default="select",
+                   help="contribution bounds: select (default: chosen under DP by predicted error), quantile "
+                   "(private quantiles), or K,C (public: at most K grids per user, C records per grid)")
     g = p.add_argument_group("input columns and cleaning")
     g.add_argument("--user-col", default="user_id")
     g.add_argument("--lat-col", default="latitude")
@@ -191,12 +203,71 @@ def _records(args: argparse.Namespace) -> tuple[Any, float]:
     return (args.records if remote else Path(args.records)), args.bound
 
 
+def _bounds_option(text: str) -> Any:
+    if text in ("select", "quantile"):
+        return text
+    try:
+        k, c = (int(x) for x in text.split(","))
+    except ValueError:
+        raise CliError(f"`--bounds` must be select, quantile or K,C (two integers); got {text!r}") from None
+    return (k, c)
+
+
+def _run_user_model(args: argparse.Namespace, records: Any, bound: float) -> int:
+    """``--privacy user``: :func:`dpopt.userdp.release_user_records`, written atomically."""
+    from .._validation import check_bound
+    from ..userdp import write_user_release
+    from .release import release
+    from .report import check_out
+
+    if args.epsilon is not None or args.epsilon_total is None:
+        raise CliError("--privacy user needs --epsilon-total (what one user may lose over the whole release); "
+                       "the per-grid --epsilon is seed 002's mode of --privacy public-occupancy")
+    foreign = [flag for flag, on in (("--rho", args.rho is not None), ("--mechanism", args.mechanism != "laplace"),
+                                     ("--plan", args.plan is not None), ("--pseudo-users", args.pseudo_users),
+                                     ("--error-bound", args.error_bound is not None), ("--split", args.split != "equal"),
+                                     ("--target", args.target is not None), ("--time-limit", args.time_limit is not None),
+                                     ("--backend", args.backend != "local"), ("--out-of-range", args.out_of_range != "clip"),
+                                     ("--criterion", args.criterion != "noise"))
+               if on]
+    if foreign:
+        raise CliError(f"`{foreign[0]}` is an option of --privacy public-occupancy (add it to choose that model)")
+    check_bound(bound)
+    check_out(args.out, overwrite=args.overwrite)
+    columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
+               "timestamp": args.time_col, "value": args.value_col}
+    try:
+        result = release(records, bound=bound, privacy="user", epsilon_total=args.epsilon_total, delta=args.delta,
+                         partitions=args.partitions, bounds=_bounds_option(args.bounds),
+                         h3_resolution=args.h3_resolution, slot=args.slot, columns=columns,
+                         timestamp_unit=args.timestamp_unit, chunksize=args.chunksize, seed=args.seed)
+        paths = write_user_release(result, args.out, overwrite=args.overwrite)
+    except (CliError, DpoptInputError):
+        raise
+    except (MemoryError, OSError) as exc:
+        raise CliError(f"{type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # never a traceback on the command line
+        raise CliError(f"unexpected {type(exc).__name__}: {exc} (please report this with the command line)") from None
+    s = result.summary
+    emit({"out": str(Path(args.out).resolve()),
+          "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
+          "privacy_model": s.privacy_model, "epsilon_total": s.epsilon_total, "delta": s.delta,
+          "k": s.k, "c": s.c, "bounds_rule": s.bounds_rule, "partitions": s.partitions,
+          "grids_released": s.grids_released, "noise": s.noise}, args.json)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``dpopt release``: release, write the files into ``--out``, print the summary; 0 on success."""
     from .release import release
     from .report import check_out, write_report
 
     records, bound = _records(args)
+    privacy = args.privacy or ("public-occupancy" if args.example else "user")
+    if privacy == "user":
+        return _run_user_model(args, records, bound)
+    if args.partitions is not None or args.bounds != "select":
+        raise CliError("`--partitions` and `--bounds` belong to --privacy user")
     budget = _budget_options(args)
     plan = args.plan or ("baseline" if args.epsilon is not None else "budget")
     _check_numbers(bound, args)
@@ -206,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     client = _client(args)
     try:
         result = release(
-            records, bound=bound, **budget, h3_resolution=args.h3_resolution, slot=args.slot,
+            records, bound=bound, privacy="public-occupancy", **budget, h3_resolution=args.h3_resolution, slot=args.slot,
             plan=plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
             time_limit=args.time_limit, target=args.target, target_variance=args.target_variance,
             criterion=args.criterion, confidence=args.confidence, seed=args.seed, columns=columns,

@@ -65,6 +65,8 @@ PLANS = (*PLANNERS, "budget")
 #: seconds the budget planner may take when no `time_limit` is given
 DEFAULT_BUDGET_TIME_LIMIT = 60.0
 CRITERIA = ("noise", "worst_case")
+#: "user": add/remove one user, occupancy private (default); "public-occupancy": seed 002's model
+PRIVACY_MODELS = ("user", "public-occupancy")
 NOISES = ("discrete", "numpy")
 BACKENDS = ("local", "dask")
 
@@ -726,27 +728,40 @@ def _truncated_reader(records: Any, *, bound: float, columns: Any, out_of_range:
 
 def release(
     records: Any, *, bound: float,
+    # who the neighbours are
+    privacy: str = "user",
     # the budget: per grid (the seeds' mode) or in total for every user
     epsilon: float | None = None, epsilon_total: float | None = None, rho: float | None = None,
     delta: float | None = None, mechanism: str = "laplace",
     # the gridding
     h3_resolution: int = 7, slot: Any = "1h",
     # the plan
-    plan: str = "baseline", pseudo_users: bool = False, error_bound: float | None = None, split: str = "equal",
+    plan: str | None = None, pseudo_users: bool = False, error_bound: float | None = None, split: str = "equal",
     time_limit: float | None = None, target: Any = None, target_variance: Any = None,
     # the reported error bounds
     criterion: str = "noise", confidence: float = 0.95,
+    # the user model: public partitions and contribution bounds
+    partitions: Any = None, bounds: Any = "select",
     # ingestion and aggregation
     columns: ColumnMap | Mapping[str, str] | None = None, out_of_range: str = "clip", timestamp_unit: str = "s",
     chunksize: int | None = None, backend: str = "local", client: Any = None,
     # the noise
     seed: int | None = None, noise: str = "discrete", granularity_bits: int = DEFAULT_GRANULARITY_BITS,
     progress: bool = False,
-) -> ReleaseResult:
+) -> Any:
     """User-level DP release of the mean and variance of every (H3 cell, time slot) grid.
 
-    Privacy model ``public-occupancy``: neighbours differ in one user's values; which user has how
-    many records in which grid is public (seed 002 §II-C).
+    Two privacy models (``privacy``):
+
+    * ``"user"`` (the default, the standard model): neighbouring datasets add or remove all the
+      records of one user; nothing about who is where is public. Contribution bounds are chosen
+      under DP, grids come from a public ``partitions`` list or from private partition selection
+      (:mod:`dpopt.userdp`, models/user_level.md). Returns a :class:`dpopt.userdp.UserRelease`.
+      Options: ``epsilon_total``, ``delta``, ``partitions``, ``bounds``, ``noise``, ``seed``,
+      gridding and ingestion; the planner options below belong to the other model and are refused.
+    * ``"public-occupancy"`` (seed 002): neighbours differ in the values of one user's records;
+      which user has how many records in which grid is public (fits broadcast vehicle positions,
+      not payments, phones or app traces). Returns a :class:`ReleaseResult`.
 
     Parameters
     ----------
@@ -754,6 +769,8 @@ def release(
         Columns user_id, latitude, longitude, timestamp, value (other names via ``columns``).
     bound : float
         U: values are in [0, U] (outside: ``out_of_range`` = "clip" | "drop" | "error").
+    privacy : {"user", "public-occupancy"}
+        Who the neighbours are (above).
     epsilon : float, optional
         The seeds' mode: ε of each grid's release (ε/2 for the mean and ε/2 for the variance with
         ``split="equal"``); the whole release costs K·ε.
@@ -766,9 +783,10 @@ def release(
         Laplace (pure ε-DP) or Gaussian (ρ-zCDP) noise; exact discrete samplers either way.
     h3_resolution, slot
         Gridding: H3 resolution 0..15 and slot length (``"1h"``, ``"15min"``), UTC.
-    plan : {"baseline", "greedy", "milp", "budget"}
+    plan : {"baseline", "greedy", "milp", "budget"}, optional
         No suppression, CLIP-USER (seed 002 Algorithm 1), the exact MILP (:mod:`.planners`), or the
-        total-budget planner (:func:`dpopt.budget.plan_budget`; needs a total budget).
+        total-budget planner (:func:`dpopt.budget.plan_budget`; needs a total budget). Default:
+        "budget" with a total budget, "baseline" with the per-grid ``epsilon``.
     pseudo_users : bool
         Pseudo-user clipping per grid after the plan (seed 002 eq. (15)).
     error_bound : float, optional
@@ -783,6 +801,10 @@ def release(
         Criterion of ``mean_error_bound``/``variance_error_bound`` (and of the budget planner).
     confidence : float
         q of those bounds (default 0.95).
+    partitions, bounds
+        ``privacy="user"`` only: a public partition list (CSV path or DataFrame with columns
+        ``cell``, ``slot``; None: private partition selection, needs ``delta``) and the contribution
+        bounds rule ("select", "quantile" or a public ``(k, c)``).
     seed : int, optional
         Seed for reproducible noise: tests and demos only. ``None`` (default) draws from the OS CSPRNG.
     columns, timestamp_unit, chunksize
@@ -799,9 +821,24 @@ def release(
 
     Returns
     -------
-    ReleaseResult
-        ``summary.epsilon_total`` (and ``rho_total``) recounted from the plan's retained counts.
+    ReleaseResult or UserRelease
+        ``summary.epsilon_total`` (and ``rho_total``) recounted from what was spent.
     """
+    privacy = check_choice(privacy, "privacy", PRIVACY_MODELS)
+    if privacy == "user":
+        return _release_user_model(
+            records, bound=bound, epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
+            mechanism=mechanism, plan=plan, pseudo_users=pseudo_users, error_bound=error_bound, split=split,
+            time_limit=time_limit, target=target, target_variance=target_variance, criterion=criterion,
+            partitions=partitions, bounds=bounds, h3_resolution=h3_resolution, slot=slot, columns=columns,
+            out_of_range=out_of_range, timestamp_unit=timestamp_unit, chunksize=chunksize, backend=backend,
+            seed=seed, noise=noise, granularity_bits=granularity_bits,
+        )
+    if partitions is not None or bounds != "select":
+        raise DpoptInputError("`partitions` and `bounds` belong to privacy='user'; under 'public-occupancy' "
+                              "the occupancy is public and the plan bounds contributions")
+    if plan is None:
+        plan = "baseline" if epsilon is not None else "budget"
     bound = check_bound(bound)
     budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta, mechanism=mechanism)
     _check_plan_options(plan, split, error_bound, time_limit, criterion=criterion, confidence=confidence)
@@ -825,4 +862,39 @@ def release(
         time_limit=time_limit, target=target, target_variance=target_variance, criterion=criterion,
         confidence=confidence, seed=seed, noise=noise, granularity_bits=granularity_bits,
         truncated_sums=truncated, timings=timings, progress=progress,
+    )
+
+
+def _release_user_model(records: Any, *, bound: float, epsilon: float | None, epsilon_total: float | None,
+                        rho: float | None, delta: float | None, mechanism: str, plan: str | None,
+                        pseudo_users: bool, error_bound: float | None, split: str, time_limit: float | None,
+                        target: Any, target_variance: Any, criterion: str, partitions: Any, bounds: Any,
+                        h3_resolution: int, slot: Any, columns: Any, out_of_range: str, timestamp_unit: str,
+                        chunksize: int | None, backend: str, seed: int | None, noise: str,
+                        granularity_bits: int) -> Any:
+    """privacy="user": refuse the other model's options, then :func:`dpopt.userdp.release_user_records`."""
+    from ..userdp import release_user_records
+
+    if epsilon is not None:
+        raise DpoptInputError(
+            f"`epsilon` (per grid) is seed 002's mode of privacy='public-occupancy'; under privacy='user' give "
+            f"the whole release's `epsilon_total`; got epsilon={epsilon!r}"
+        )
+    if epsilon_total is None:
+        raise DpoptInputError("privacy='user' needs `epsilon_total`: what one user may lose over the whole release")
+    foreign = {"rho": rho is not None, "mechanism": mechanism != "laplace", "plan": plan is not None,
+               "pseudo_users": bool(pseudo_users), "error_bound": error_bound is not None,
+               "split": split != "equal", "time_limit": time_limit is not None, "target": target is not None,
+               "target_variance": target_variance is not None, "criterion": criterion != "noise",
+               "backend": backend != "local", "out_of_range": out_of_range != "clip"}
+    given = [name for name, on in foreign.items() if on]
+    if given:
+        raise DpoptInputError(
+            f"`{given[0]}` is an option of privacy='public-occupancy' (the plan there uses the public occupancy); "
+            "privacy='user' chooses its contribution bounds under DP (Laplace noise, values clipped to [0, U])"
+        )
+    return release_user_records(
+        records, bound=bound, epsilon=epsilon_total, delta=delta, partitions=partitions, bounds=bounds,
+        h3_resolution=h3_resolution, slot=slot, columns=columns, timestamp_unit=timestamp_unit,
+        chunksize=chunksize, noise=noise, seed=seed, granularity_bits=granularity_bits,
     )

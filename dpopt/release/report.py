@@ -24,6 +24,7 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -461,23 +462,17 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[st
     return names
 
 
-def write_report(
-    result: ReleaseResult, out: str | Path, *, make_map: bool = True, overwrite: bool = False
-) -> dict[str, Path]:
-    """Write the release into folder ``out`` atomically; returns the paths of the files.
-
-    Published files at the top of ``out`` (release.csv, summary.json, map.png, report.md);
-    ``out/diagnostics/`` holds suppressed.csv, kept_pairs.csv and ingest.json for the data holder
-    only (module doc). Everything is written into a temporary folder beside ``out`` and renamed
-    into place when complete: on any failure nothing is left behind. A non-empty ``out`` is refused
-    unless ``overwrite``, which replaces it (the old folder is removed only after the new one is
-    complete).
-    """
+def write_atomically(out: str | Path, write: Callable[[Path], dict[str, str]], *,
+                     overwrite: bool = False) -> dict[str, Path]:
+    """Run ``write(tmp)`` into a temporary folder beside ``out`` and rename it into place when
+    complete: on any failure nothing is left behind. A non-empty ``out`` is refused unless
+    ``overwrite``, which replaces it (the old folder is removed only after the new one is complete,
+    and put back if the rename fails). ``write`` returns key -> path relative to the folder."""
     out = check_out(out, overwrite=overwrite)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     old: Path | None = None
     try:
-        names = _write_files(result, tmp, make_map=make_map)
+        names = write(tmp)
         if out.exists():
             if _is_nonempty_dir(out):
                 old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
@@ -494,3 +489,16 @@ def write_report(
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return {k: out / v for k, v in names.items()}
+
+
+def write_report(
+    result: ReleaseResult, out: str | Path, *, make_map: bool = True, overwrite: bool = False
+) -> dict[str, Path]:
+    """Write the release into folder ``out`` atomically (:func:`write_atomically`); returns the
+    paths of the files.
+
+    Published files at the top of ``out`` (release.csv, summary.json, map.png, report.md);
+    ``out/diagnostics/`` holds suppressed.csv, kept_pairs.csv and ingest.json for the data holder
+    only (module doc).
+    """
+    return write_atomically(out, lambda tmp: _write_files(result, tmp, make_map=make_map), overwrite=overwrite)

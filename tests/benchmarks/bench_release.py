@@ -51,7 +51,7 @@ def one(plan: str, out: Path, time_limit: float) -> dict:
 
     base, _, pseudo = plan.partition("+")
     t0 = time.perf_counter()
-    r = release(str(DATA), bound=BOUND, epsilon=EPSILON, h3_resolution=7, slot="1h", plan=base,
+    r = release(str(DATA), privacy="public-occupancy", bound=BOUND, epsilon=EPSILON, h3_resolution=7, slot="1h", plan=base,
                 pseudo_users=bool(pseudo), columns=COLUMNS, time_limit=time_limit)
     t_release = time.perf_counter() - t0
     write_report(r, out)

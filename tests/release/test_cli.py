@@ -12,6 +12,9 @@ from dpopt.cli import main
 
 
 def _run(capsys, *argv):
+    """`dpopt release` under seed 002's model (the tests of the user model say --privacy user)."""
+    if "--privacy" not in argv:
+        argv = (*argv, "--privacy", "public-occupancy")
     code = main(["release", *argv])
     out, err = capsys.readouterr()
     return code, out, err

@@ -175,9 +175,9 @@ def test_real_release_draws_from_secrets(records, monkeypatch):
         return real(n)
 
     monkeypatch.setattr(secrets, "randbelow", spy)
-    r = release(records, bound=100, epsilon=1.0)
+    r = release(records, privacy="public-occupancy", bound=100, epsilon=1.0)
     assert len(calls) >= 2 * r.summary.grids  # at least one uniform per statistic
     assert not r.summary.seeded and "secrets" in r.summary.noise
     calls.clear()
-    release(records, bound=100, epsilon=1.0, seed=1)
+    release(records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
     assert calls == []

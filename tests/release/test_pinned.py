@@ -47,7 +47,7 @@ SUMMARY = ["users", "grids", "records", "pairs", "plan", "plan_status", "degrada
 
 
 def _run(name: str):
-    return release(austin_sample_path(), bound=120, epsilon=1, seed=7, **VARIANTS[name])
+    return release(austin_sample_path(), privacy="public-occupancy", bound=120, epsilon=1, seed=7, **VARIANTS[name])
 
 
 def _labels(r) -> str:

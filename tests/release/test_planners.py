@@ -119,7 +119,7 @@ def test_last_line_check_of_the_retained_sums(records):
 def test_summary_publishes_the_privacy_model_and_no_value_dependent_counts(tiny_records, tmp_path):
     df = tiny_records.copy()
     df.loc[1, "value"] = 500.0  # clipped: a value-dependent count
-    r = release(df, bound=100, epsilon=1.0, seed=1)
+    r = release(df, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
     assert r.diagnostics["ingest"]["clipped"] == 1 and set(r.diagnostics["timings"]) >= {"plan", "noise"}
     paths = write_report(r, tmp_path / "o", make_map=False)
     summary = json.loads(paths["summary"].read_text())

@@ -36,7 +36,7 @@ def test_neighbours_publish_identical_summary_and_counts(tmp_path, tiny_records)
     lo, hi = _neighbours(tiny_records)
     texts = []
     for name, df in (("lo", lo), ("hi", hi)):
-        r = release(df, bound=120, epsilon=1.0, seed=4)
+        r = release(df, privacy="public-occupancy", bound=120, epsilon=1.0, seed=4)
         paths = write_report(r, tmp_path / name, make_map=False)
         texts.append((paths["summary"].read_text(), paths["report"].read_text()))
         summary = json.loads(texts[-1][0])
@@ -58,7 +58,7 @@ def test_cli_neighbours_print_identical_json(tmp_path, capsys, tiny_records):
     for name, df in zip(("lo", "hi"), _neighbours(tiny_records)):
         path = tmp_path / f"{name}.csv"
         df.to_csv(path, index=False)
-        code = main(["release", str(path), "--bound", "120", "--epsilon", "1", "--seed", "2", "--quiet",
+        code = main(["release", str(path), "--privacy", "public-occupancy", "--bound", "120", "--epsilon", "1", "--seed", "2", "--quiet",
                      "--no-map", "--json", "--out", str(tmp_path / "out")])
         out, err = capsys.readouterr()
         assert code == 0, err
@@ -77,7 +77,7 @@ def test_cli_neighbours_print_identical_json(tmp_path, capsys, tiny_records):
 
 def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
     frame = load_austin_sample()
-    r = release(frame, bound=120, epsilon=1.0, plan="greedy", seed=1)
+    r = release(frame, privacy="public-occupancy", bound=120, epsilon=1.0, plan="greedy", seed=1)
     paths = write_report(r, tmp_path / "out")
     out = tmp_path / "out"
     assert {p.name for p in out.iterdir()} == PUBLISHED
@@ -98,7 +98,7 @@ def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
 def test_budgets_read_back_never_exceed_epsilon(tmp_path, noise, epsilon):
     """Regression (12.4): with split="optimal" ε_mean + ε_variance read back as 1.00000000005."""
     frame = load_austin_sample().head(20000)
-    r = release(frame, bound=120, epsilon=epsilon, split="optimal", noise=noise, seed=3)
+    r = release(frame, privacy="public-occupancy", bound=120, epsilon=epsilon, split="optimal", noise=noise, seed=3)
     paths = write_report(r, tmp_path / "out", make_map=False)
     raw = pd.read_csv(paths["release"], dtype={"epsilon_mean": str, "epsilon_variance": str})
     rel = raw[raw["released"]]
@@ -130,7 +130,7 @@ def test_published_budgets_floor_and_cap():
 
 def test_failure_while_writing_map_leaves_nothing(tmp_path, tiny_records, monkeypatch):
     """Regression (12.5): a failure in map.png left release.csv, suppressed.csv, summary.json behind."""
-    r = release(tiny_records, bound=100, epsilon=1.0, seed=1)
+    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
 
     def boom(*a, **k):
         raise RuntimeError("plot failed")
@@ -142,7 +142,7 @@ def test_failure_while_writing_map_leaves_nothing(tmp_path, tiny_records, monkey
 
 
 def test_non_empty_out_refused_unless_overwrite(tmp_path, tiny_records, monkeypatch):
-    r = release(tiny_records, bound=100, epsilon=1.0, seed=1)
+    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
     out = tmp_path / "out"
     write_report(r, out, make_map=False)
     first = (out / "release.csv").read_text()
@@ -154,7 +154,7 @@ def test_non_empty_out_refused_unless_overwrite(tmp_path, tiny_records, monkeypa
         write_report(r, out, make_map=False, overwrite=True)
     assert (out / "release.csv").read_text() == first and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     monkeypatch.undo()
-    r2 = release(tiny_records, bound=100, epsilon=1.0, seed=2)
+    r2 = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=2)
     write_report(r2, out, make_map=False, overwrite=True)
     assert (out / "release.csv").read_text() != first and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     # an empty existing folder is fine
@@ -166,7 +166,7 @@ def test_cli_refuses_non_empty_out_before_reading(tmp_path, capsys):
     out = tmp_path / "o"
     out.mkdir()
     (out / "old.txt").write_text("x")
-    code = main(["release", str(tmp_path / "missing-but-irrelevant.csv"), "--bound", "1", "--epsilon", "1",
+    code = main(["release", str(tmp_path / "missing-but-irrelevant.csv"), "--privacy", "public-occupancy", "--bound", "1", "--epsilon", "1",
                  "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2  # not found is reported first; with --example the out check
@@ -180,7 +180,7 @@ def test_privacy_model_where_the_user_meets_it(tmp_path, tiny_records, capsys):
         main(["release", "--help"])
     help_text = capsys.readouterr().out
     assert "public-occupancy" in help_text and "payments" in help_text
-    r = release(tiny_records, bound=100, epsilon=1.0, seed=1)
+    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
     md = report_module.report_markdown(r)
     assert "## Privacy model" in md and "public-occupancy" in md and "payments" in md
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()

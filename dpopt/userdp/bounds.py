@@ -1,0 +1,168 @@
+"""Contribution bounds (k, c) chosen from the data under DP (models/user_level.md §5).
+
+Two rules, each ε_b-DP under add/remove of one user (ε_b counted in the release's total):
+
+``"select"`` (default): the exponential mechanism (:func:`dpopt.mechanisms.private_quantile.exponential_mechanism`)
+    over a public grid of candidates (k, c) with the utility
+
+        u(k, c) = Σ_g min(s_g, τ),   s_g = n_g(k, c)/(k·c),   τ = 1/ε_sum,
+        n_g(k, c) = Σ_ℓ min(m_{ℓ,g}, c)·[g among ℓ's top k].
+
+    s_g is the grid's signal-to-noise ratio: every noise scale of the release is k·c·(1, U/2,
+    U²/8)/ε_i and every estimate divides by n_g, so the predicted noise of grid g's mean is about
+    (U/2)/(ε_sum·s_g) (Laplace scale of Ỹ/n). At s_g = τ = 1/ε_sum that equals U/2, the half-range
+    the post-processed mean can be off by anyway: below τ more SNR buys accuracy almost linearly,
+    above it a grid is already informative and gets no more credit. So u counts, in SNR units, how
+    much of the map the bounds make informative (coverage of grids *and* their SNR). Sensitivity 1:
+    adding a user changes n_g by ≤ c in its ≤ k kept grids only (the top-k rule of the others is
+    their own), so each term moves by ≤ c/(k·c) = 1/k (min(·, τ) is 1-Lipschitz) and u by ≤ 1, for
+    every candidate at once. With private partition selection (ε_p, δ) each term is multiplied by
+    the probability p_g(k) that Laplace thresholding releases the grid (:func:`release_probability`,
+    continuous form), which moves by ≤ ε_p/(2k) per added user (the Laplace density ≤ 1/(2b),
+    b = k/ε_p): |Δ(min(s, τ)·p)| ≤ 1/k + τ·ε_p/(2k), so Δu = 1 + τ·ε_p/2. The utility ignores the bias of dropping records (unknowable without
+    spending budget), so c = 1..4 score alike when users hold several records per grid.
+
+``"quantile"``: two private quantiles (Smith's mechanism, :func:`~dpopt.mechanisms.private_quantile.smith_quantile`,
+    ε_b/2 each, rank utility of sensitivity 1 since each user contributes one value):
+    k = ⌈q-quantile of G_ℓ (grids per user)⌉ on a log scale in [1, k_max]; then
+    c = ⌈q-quantile of the per-user median of m_{ℓ,g} over the user's top-k grids⌉ in [1, c_max].
+
+Randomness: a numpy Generator (seeded for tests; from OS entropy otherwise). The exponential
+mechanism here is not hardened against floating-point attacks (documented limitation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import DpoptInputError, check_choice, check_epsilon, check_positive_int
+from ..mechanisms.private_quantile import exponential_mechanism, smith_quantile
+from ..release.aggregate import Aggregate
+
+__all__ = ["BoundsChoice", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
+           "BOUND_RULES"]
+
+BOUND_RULES = ("select", "quantile")
+
+
+@dataclass(frozen=True)
+class BoundsChoice:
+    """Chosen (k, c) (DP outputs), the rule, and the budget it spent (ε)."""
+
+    k: int
+    c: int
+    rule: str
+    epsilon: float
+    candidates: int
+
+
+def candidate_grid(limit: int) -> np.ndarray:
+    """Public candidates 1, 2, 3, 4, 6, 8, 12, 16, 24, ... ≤ ``limit`` (steps of ×√2, rounded)."""
+    limit = check_positive_int(limit, "limit")
+    out = {1}
+    p = 1
+    while p <= limit:
+        out.add(p)
+        if p * 3 // 2 <= limit and p >= 2:
+            out.add(p * 3 // 2)
+        p *= 2
+    return np.asarray(sorted(v for v in out if v <= limit), dtype=np.int64)
+
+
+def selection_utility(agg: Aggregate, ranks: np.ndarray, ks: np.ndarray, cs: np.ndarray, *,
+                      cap: float, selection: tuple[float, float] | None = None) -> np.ndarray:
+    """u(k, c) = Σ_g min(n_g/(k·c), cap)·p_g(k) of the module doc for every pair of candidates,
+    shape (len(ks), len(cs)); p_g = 1 without ``selection`` = (ε_p, δ), else the probability that
+    Laplace thresholding releases the grid (users L_g(k), threshold T(k)).
+
+    ``ranks`` are the pair ranks of :func:`dpopt.userdp.bounding.grid_ranks`.
+    """
+    ks = np.asarray(ks, dtype=np.int64)
+    cs = np.asarray(cs, dtype=np.int64)
+    out = np.empty((ks.size, cs.size))
+    G = agg.n_grids
+    valid = ranks >= 0
+    for i, k in enumerate(ks):
+        keep = valid & (ranks < k)
+        g = agg.pair_grid[keep]
+        m = agg.count[keep]
+        p = 1.0
+        if selection is not None:
+            p = release_probability(np.bincount(g, minlength=G), int(k), *selection)
+        for j, c in enumerate(cs):
+            n = np.bincount(g, weights=np.minimum(m, c), minlength=G)
+            out[i, j] = float((np.minimum(n / float(k * c), cap) * p).sum())
+    return out
+
+
+def release_probability(users: np.ndarray, k: int, epsilon: float, delta: float) -> np.ndarray:
+    """P[L + Lap(k/ε_p) ≥ T], T = 1 + (k/ε_p)·ln(k/(2δ)) (continuous Laplace thresholding,
+    :mod:`.partitions`): 1-Lipschitz·ε_p/(2k) in L."""
+    b = k / float(epsilon)
+    T = 1.0 + b * math.log(k / (2.0 * float(delta)))
+    d = np.asarray(users, dtype=float) - T
+    return np.where(d >= 0, 1.0 - 0.5 * np.exp(-np.abs(d) / b), 0.5 * np.exp(-np.abs(d) / b))
+
+
+def choose_bounds(
+    agg: Aggregate,
+    ranks: np.ndarray,
+    epsilon: float,
+    *,
+    rule: str = "select",
+    rng: np.random.Generator,
+    max_grids: int = 1024,
+    max_records: int = 64,
+    quantile: float = 0.5,
+    sum_budget: float | None = None,
+    selection: tuple[float, float] | None = None,
+) -> BoundsChoice:
+    """(k, c) by the ε-DP ``rule`` (module doc). ``max_grids``/``max_records`` are public caps;
+    ``sum_budget`` ε_sum of the release's noisy sum sets the cap τ = 1/ε_sum of ``"select"``."""
+    eps = check_epsilon(epsilon)
+    rule = check_choice(rule, "bounds", BOUND_RULES)
+    kmax = check_positive_int(max_grids, "max_grids")
+    cmax = check_positive_int(max_records, "max_records")
+    if not 0.0 < float(quantile) < 1.0:
+        raise DpoptInputError(f"`quantile` must be in (0, 1); got {quantile!r}")
+    if rule == "select":
+        ks, cs = candidate_grid(kmax), candidate_grid(cmax)
+        if sum_budget is None:
+            raise DpoptInputError("`sum_budget` (the noisy sum's ε) is needed by bounds='select'")
+        cap = 1.0 / check_epsilon(sum_budget, "sum_budget")
+        u = selection_utility(agg, ranks, ks, cs, cap=cap, selection=selection)
+        du = 1.0 if selection is None else 1.0 + cap * float(selection[0]) / 2.0
+        idx = int(exponential_mechanism(u.ravel(), eps, sensitivity=du, rng=rng)[0])
+        i, j = divmod(idx, cs.size)
+        return BoundsChoice(k=int(ks[i]), c=int(cs[j]), rule=rule, epsilon=eps, candidates=int(u.size))
+    # quantiles: each user one value, rank utility sensitivity 1
+    valid = ranks >= 0
+    per_user = np.bincount(agg.pair_user[valid], minlength=agg.n_users).astype(float)
+    per_user = per_user[per_user > 0]
+    logs = np.log(np.clip(per_user, 1.0, kmax))
+    n = logs.size
+    qk = smith_quantile(logs, quantile * (n + 1), eps / 2.0, lower=0.0, upper=math.log(kmax), rng=rng)[0]
+    k = int(min(max(math.ceil(math.exp(qk) - 1e-9), 1), kmax))
+    keep = valid & (ranks < k)
+    med = _user_medians(agg.pair_user[keep], agg.count[keep].astype(float))
+    logc = np.log(np.clip(med, 1.0, cmax))
+    qc = smith_quantile(logc, quantile * (logc.size + 1), eps / 2.0, lower=0.0, upper=math.log(cmax),
+                        rng=rng)[0]
+    c = int(min(max(math.ceil(math.exp(qc) - 1e-9), 1), cmax))
+    return BoundsChoice(k=k, c=c, rule=rule, epsilon=eps, candidates=0)
+
+
+def _user_medians(users: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Median of ``values`` per user (users with no value omitted), vectorised."""
+    if users.size == 0:
+        return np.zeros(0)
+    order = np.lexsort((values, users))
+    u, v = users[order], values[order]
+    starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
+    ends = np.r_[starts[1:], u.size]
+    lo = starts + (ends - starts - 1) // 2
+    hi = starts + (ends - starts) // 2
+    return 0.5 * (v[lo] + v[hi])

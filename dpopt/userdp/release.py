@@ -1,0 +1,379 @@
+"""User-level DP release of every grid's mean and variance when occupancy is private.
+
+Privacy model ``user`` (models/user_level.md): neighbouring datasets differ by adding or removing
+all the records of one user; public are only the grid definition (H3 resolution, slot length), the
+bound U, the parameters of this function and, if given, the partition list. The pipeline:
+
+1. contribution bounding (:mod:`.bounding`): ≤ k grids per user (its own top-k by record count,
+   ties at random), ≤ c first records per (user, grid), values on a lattice;
+2. (k, c) chosen under DP (:mod:`.bounds`, ε_b) unless given;
+3. which grids: a public list (all listed grids, empty ones as pure noise) or private Laplace
+   thresholding of the user counts (:mod:`.partitions`, (ε_p, δ));
+4. noisy count ñ, centred sum Ỹ and sum of squares Z̃ per released grid (:mod:`.mechanism`), the
+   remaining budget split by :func:`.split.split_budget`;
+5. μ̂ = U/2 + λỸ/max(ñ, 1), σ̂² = λZ̃/max(ñ, 1) + U²/8 − (λỸ/max(ñ, 1))², post-processed into
+   [0, U] and [0, U²/4] (raw values kept), with 95 % error bounds computed from DP outputs;
+   ``mean_pooled``/``variance_pooled``: empirical-Bayes shrinkage toward the map-wide values
+   (:mod:`.pooling`, post-processing, not covered by the error bounds).
+
+Accounting: basic composition, ε_total = ε_b + ε_p + ε_n + ε_Y + ε_Z and δ (selection only).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import (
+    DpoptInputError,
+    check_bound,
+    check_choice,
+    check_epsilon,
+    check_nonnegative_float,
+    check_positive_int,
+)
+from ..release.aggregate import Aggregate
+from ..release.grid import cell_strings, slot_strings
+from ..noise import epsilon_rational, integer_source
+from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values
+from .bounds import BOUND_RULES, choose_bounds
+from .mechanism import DiscreteLaplace, LaplaceSimulation, NoiseMechanism
+from .pooling import pool_estimates
+from .partitions import PartitionList, match_partitions, read_partitions, selection_threshold
+from .sensitivity import sensitivities
+from .split import split_budget
+
+__all__ = ["UserReleaseSummary", "UserRelease", "release_user", "release_user_records", "CONFIDENCE"]
+
+#: confidence of the published error bounds
+CONFIDENCE = 0.95
+NOISES = ("discrete", "numpy")
+
+TABLE_COLUMNS = ["cell", "slot", "released", "mean", "variance", "mean_raw", "variance_raw",
+                 "noisy_count", "mean_error95", "variance_error95"]
+
+
+@dataclass(frozen=True)
+class UserReleaseSummary:
+    """Headline numbers (summary.json): every field is public or a DP output."""
+
+    privacy_model: str
+    epsilon_total: float
+    delta: float
+    k: int
+    c: int
+    bounds_rule: str
+    budget: dict[str, float]
+    split_rule: str
+    partitions: str
+    grids_released: int
+    selection_threshold: float | None
+    pooling: dict[str, float]
+    bound: float
+    h3_resolution: int
+    slot: str
+    noise: str
+    granularity: float
+    confidence: float
+    seeded: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class UserRelease:
+    """A ``user``-model release: ``table`` (one row per released grid, columns
+    :data:`TABLE_COLUMNS` plus cell_lat, cell_lng and, with private selection, noisy_users) and
+    ``summary``. Everything in both is publishable."""
+
+    table: pd.DataFrame
+    summary: UserReleaseSummary
+    #: for the data holder only, never published: ``timings`` (s)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+def _mechanism(noise: str, seed: int | None, rng: np.random.Generator) -> NoiseMechanism:
+    if noise == "discrete":
+        return DiscreteLaplace(integer_source(seed), seeded=seed is not None)
+    return LaplaceSimulation(rng)
+
+
+def release_user(
+    agg: Aggregate,
+    *,
+    bound: float,
+    epsilon: float,
+    delta: float | None = None,
+    partitions: Any = None,
+    bounds: str | tuple[int, int] = "select",
+    bounds_fraction: float = 0.1,
+    selection_fraction: float = 0.2,
+    pool_fraction: float = 0.05,
+    weight_mean: float = 1.0,
+    weight_variance: float = 1.0,
+    typical: tuple[float, float] | None = None,
+    max_grids: int = 1024,
+    max_records: int = 64,
+    noise: str = "discrete",
+    seed: int | None = None,
+    granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+    mechanism: NoiseMechanism | None = None,
+) -> UserRelease:
+    """(ε, δ) user-level DP release of every grid's mean and variance (module doc).
+
+    Parameters
+    ----------
+    agg : Aggregate
+        From :func:`dpopt.release.aggregate_records` with ``keep_samples=True`` (private input).
+    bound : float
+        Public U: values in [0, U].
+    epsilon : float
+        Total ε of the whole release (bounds + selection + count + sum + sum of squares).
+    delta : float, optional
+        δ of private partition selection (required, in (0, 1), when ``partitions`` is None).
+    partitions : CSV path or DataFrame (columns cell, slot), PartitionList, or None
+        Public partition list; None selects grids privately.
+    bounds : "select" | "quantile" | (k, c)
+        Automatic rule (:mod:`.bounds`) or fixed public bounds.
+    bounds_fraction, selection_fraction, pool_fraction : float
+        Shares of ε spent on the automatic bounds, on private partition selection and on the three
+        map-wide totals that centre the pooled estimates (0: no totals, pool around the sums of
+        the per-grid values).
+    weight_mean, weight_variance, typical
+        The split rule (:func:`.split.split_budget`).
+    max_grids, max_records : int
+        Public caps of the automatic bounds.
+    noise : "discrete" | "numpy"
+        Exact discrete Laplace (real releases) or numpy Laplace (simulation only).
+    seed : int, optional
+        Reproducible randomness: NOT for a real release. None: OS entropy / CSPRNG.
+    granularity_bits : int
+        λ = 2^-b of the lattice of sums.
+    mechanism : NoiseMechanism, optional
+        Replaces ``noise`` (e.g. a Gaussian implementation; it must use ``unit="epsilon"`` here).
+    """
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    U = check_bound(bound)
+    eps = check_epsilon(epsilon)
+    noise = check_choice(noise, "noise", NOISES)
+    bf = check_nonnegative_float(bounds_fraction, "bounds_fraction")
+    sf = check_nonnegative_float(selection_fraction, "selection_fraction")
+    pf = check_nonnegative_float(pool_fraction, "pool_fraction")
+    if isinstance(bounds, str):
+        check_choice(bounds, "bounds", BOUND_RULES)
+        if not 0.0 < bf < 1.0:
+            raise DpoptInputError(f"`bounds_fraction` must be in (0, 1) with automatic bounds; got {bounds_fraction!r}")
+        k_fixed = c_fixed = None
+    else:
+        try:
+            pair = tuple(bounds)
+        except TypeError:
+            pair = ()
+        if len(pair) != 2:
+            raise DpoptInputError(f"`bounds` must be 'select', 'quantile' or a (k, c) pair; got {bounds!r}")
+        k_fixed = check_positive_int(pair[0], "bounds[0] (k)")
+        c_fixed = check_positive_int(pair[1], "bounds[1] (c)")
+        bf = 0.0
+    private = partitions is None
+    if private:
+        if not isinstance(delta, (int, float, np.floating)) or isinstance(delta, bool) or not 0.0 < float(delta) < 1.0:
+            raise DpoptInputError(
+                f"`delta` must be a number in (0, 1) for private partition selection (no `partitions`); got {delta!r}")
+        if not 0.0 < sf < 1.0:
+            raise DpoptInputError(f"`selection_fraction` must be in (0, 1); got {selection_fraction!r}")
+        delta_v = float(delta)
+    else:
+        sf = 0.0
+        delta_v = 0.0
+    if bf + sf + pf >= 1.0:
+        raise DpoptInputError(
+            f"`bounds_fraction` + `selection_fraction` + `pool_fraction` must be < 1; got {bf + sf + pf:g}")
+    rng = np.random.default_rng(seed)
+    mech = mechanism if mechanism is not None else _mechanism(noise, seed, rng)
+    if mech.unit != "epsilon":
+        raise DpoptInputError(f"`mechanism` must account in 'epsilon' here; got unit {mech.unit!r}")
+
+    eps_b, eps_p, eps_t = bf * eps, sf * eps, pf * eps
+    split = split_budget(eps - eps_b - eps_p - eps_t, bound=U, weight_mean=weight_mean,
+                         weight_variance=weight_variance, typical=typical)
+
+    # partitions and ranks (bounding is restricted to listed grids)
+    if private:
+        plist = None
+        mask = None
+    else:
+        plist = partitions if isinstance(partitions, PartitionList) else read_partitions(
+            partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
+        idx, listed = match_partitions(agg, plist)
+        mask = listed[agg.pair_grid]
+    ranks = grid_ranks(agg, rng, mask=mask)
+    lattice = lattice_values(agg, U, granularity_bits=granularity_bits)
+    timings["bounding"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    if k_fixed is None:
+        choice = choose_bounds(agg, ranks, eps_b, rule=str(bounds), rng=rng, max_grids=max_grids,
+                               max_records=max_records, sum_budget=split.sum,
+                               selection=(eps_p, delta_v) if private else None)
+        k, c, rule = choice.k, choice.c, choice.rule
+    else:
+        k, c, rule = int(k_fixed), int(c_fixed), "fixed"
+    timings["bounds"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    bg = bound_contributions(agg, k=k, c=c, ranks=ranks, lattice=lattice)
+    sens = sensitivities(k, c, U, lam=lattice.lam)
+    noisy_users = None
+    threshold = None
+    if private:
+        cand = np.flatnonzero(bg.users > 0)
+        rule_sel = selection_threshold(k, eps_p, delta_v, mech)
+        threshold = rule_sel.threshold
+        lu = mech.integer(bg.users[cand], l1=k, l2=sens.users_l2, budget=eps_p)
+        keep = lu >= threshold
+        rows = cand[keep]
+        noisy_users = lu[keep]
+        cells, slots = agg.cells[rows], agg.slots[rows]
+        R, Y, Z = bg.records[rows], bg.sum_q[rows], bg.sumsq_q[rows]
+    else:
+        cells, slots = plist.cells, plist.slots
+        have = idx >= 0
+        R = np.zeros(len(plist), dtype=np.int64)
+        Y = np.zeros(len(plist), dtype=np.int64)
+        Z = np.zeros(len(plist), dtype=np.int64)
+        R[have], Y[have], Z[have] = bg.records[idx[have]], bg.sum_q[idx[have]], bg.sumsq_q[idx[have]]
+    n_t = mech.integer(R, l1=sens.count_l1, l2=sens.count_l2, budget=split.count)
+    y_t = mech.integer(Y, l1=sens.sum_l1_units, l2=sens.sum_l2_units, budget=split.sum)
+    z_t = mech.integer(Z, l1=sens.sumsq_l1_units, l2=sens.sumsq_l2_units, budget=split.sumsq)
+    timings["noise"] = time.perf_counter() - t0
+
+    lam = lattice.lam
+    n_eff = np.maximum(n_t, 1.0)
+    ybar = lam * y_t / n_eff
+    mean_raw = U / 2.0 + ybar
+    var_raw = lam * z_t / n_eff + U * U / 8.0 - ybar**2
+    # 95 % error bounds from DP outputs (models/user_level.md §7): union over the three noises
+    p = (1.0 - CONFIDENCE) / 3.0
+    q_n = mech.abs_quantile(mech.scale(l1=sens.count_l1, l2=sens.count_l2, budget=split.count), p)
+    q_y = lam * mech.abs_quantile(mech.scale(l1=sens.sum_l1_units, l2=sens.sum_l2_units, budget=split.sum), p)
+    q_z = lam * mech.abs_quantile(mech.scale(l1=sens.sumsq_l1_units, l2=sens.sumsq_l2_units, budget=split.sumsq), p)
+    ok = n_t >= 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d_mean = np.where(ok, (q_y + U / 2.0 * q_n) / n_t, np.inf)
+        d_var = np.where(ok, (q_z + U * U / 8.0 * q_n) / n_t + d_mean * (2.0 * np.abs(ybar) + d_mean), np.inf)
+    err_mean = np.minimum(d_mean + lam / 2.0, U)
+    err_var = np.minimum(d_var + lam / 2.0 * (1.0 + U), U * U / 4.0)
+    scales = (mech.scale(l1=sens.count_l1, l2=sens.count_l2, budget=split.count),
+              lam * mech.scale(l1=sens.sum_l1_units, l2=sens.sum_l2_units, budget=split.sum),
+              lam * mech.scale(l1=sens.sumsq_l1_units, l2=sens.sumsq_l2_units, budget=split.sumsq))
+    totals = None
+    if eps_t > 0:  # three scalars, each moved by ≤ k·c·(1, H_Y, H_Z) units by one user: ε_t/3 each
+        tot = [mech.integer(np.asarray([int(v.sum())]), l1=l1, l2=l1, budget=eps_t / 3.0)[0]
+               for v, l1 in ((R, sens.count_l1), (Y, sens.sum_l1_units), (Z, sens.sumsq_l1_units))]
+        totals = (tot[0], lam * tot[1], lam * tot[2])
+    mean_pool, var_pool, pool_info = pool_estimates(n_t, lam * y_t, lam * z_t, bound=U, scales=scales,
+                                                    totals=totals)
+    table = pd.DataFrame({
+        "cell": cell_strings(cells),
+        "slot": slot_strings(slots),
+        "released": np.ones(cells.size, dtype=bool),
+        "mean": np.clip(mean_raw, 0.0, U),
+        "variance": np.clip(var_raw, 0.0, U * U / 4.0),
+        "mean_raw": mean_raw,
+        "variance_raw": var_raw,
+        "noisy_count": n_t,
+        "mean_error95": err_mean,
+        "variance_error95": err_var,
+        "mean_pooled": mean_pool,
+        "variance_pooled": var_pool,
+    })
+    if noisy_users is not None:
+        table["noisy_users"] = noisy_users
+    lat, lng = _cell_centres(cells)
+    table.insert(2, "cell_lat", lat)
+    table.insert(3, "cell_lng", lng)
+
+    if mech.real_release:  # the budgets the sampler used (each rounded down to a multiple of 2^-30)
+        used = {name: float(epsilon_rational(v)) for name, v in
+                (("count", split.count), ("sum", split.sum), ("sumsq", split.sumsq))}
+        if private:
+            used["selection"] = float(epsilon_rational(eps_p))
+    else:
+        used = {"count": split.count, "sum": split.sum, "sumsq": split.sumsq}
+        if private:
+            used["selection"] = eps_p
+    if k_fixed is None:
+        used["bounds"] = eps_b
+    if eps_t > 0:
+        used["totals"] = 3 * float(epsilon_rational(eps_t / 3.0)) if mech.real_release else eps_t
+    summary = UserReleaseSummary(
+        privacy_model="user",
+        epsilon_total=float(sum(used.values())),
+        delta=delta_v,
+        k=k,
+        c=c,
+        bounds_rule=rule,
+        budget=used,
+        split_rule=split.rule,
+        partitions="private selection (Laplace thresholding)" if private else "public list",
+        grids_released=int(cells.size),
+        selection_threshold=threshold,
+        pooling=pool_info,
+        bound=U,
+        h3_resolution=agg.h3_resolution,
+        slot=_slot_text(agg.slot_ns),
+        noise=mech.label,
+        granularity=lam,
+        confidence=CONFIDENCE,
+        seeded=seed is not None,
+    )
+    return UserRelease(table=table, summary=summary,
+                       diagnostics={"timings": {key: round(v, 4) for key, v in timings.items()}})
+
+
+def release_user_records(
+    records: Any,
+    *,
+    bound: float,
+    epsilon: float,
+    h3_resolution: int = 7,
+    slot: Any = "1h",
+    columns: Any = None,
+    timestamp_unit: str = "s",
+    chunksize: int | None = None,
+    **options: Any,
+) -> UserRelease:
+    """Ingest, grid and aggregate ``records`` (values outside [0, U] clipped), then
+    :func:`release_user` with ``options``."""
+    from ..release.release import aggregate_records
+
+    agg, _ = aggregate_records(records, bound=bound, h3_resolution=h3_resolution, slot=slot,
+                               columns=columns, out_of_range="clip", timestamp_unit=timestamp_unit,
+                               chunksize=chunksize, keep_samples=True)
+    return release_user(agg, bound=bound, epsilon=epsilon, **options)
+
+
+def _cell_centres(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    import h3
+
+    if cells.size == 0:
+        return np.zeros(0), np.zeros(0)
+    uniq, inv = np.unique(cells, return_inverse=True)
+    pts = np.asarray([h3.cell_to_latlng(h3.int_to_str(int(x))) for x in uniq], dtype=float).reshape(-1, 2)
+    return pts[inv, 0], pts[inv, 1]
+
+
+def _slot_text(slot_ns: int) -> str:
+    seconds = slot_ns // 1_000_000_000
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
