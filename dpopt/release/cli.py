@@ -20,7 +20,7 @@ from typing import Any
 
 from .._validation import DpoptInputError
 from ..cli_common import CliError, emit
-from .privacy_model import PRIVACY_MODEL_TEXT
+from .privacy_model import PRIVACY_MODEL_TEXT, USER_MODEL_TEXT
 
 __all__ = ["register", "run"]
 
@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
             "NOT for publication).",
             90,
         ),
-        epilog="\n\n".join(textwrap.fill(t, 90) for t in PRIVACY_MODEL_TEXT),
+        epilog="\n\n".join(textwrap.fill(t, 90) for t in (*USER_MODEL_TEXT, *PRIVACY_MODEL_TEXT)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("records", nargs="?", help="CSV (.csv, .csv.gz) or Parquet file/directory of records")

@@ -9,7 +9,7 @@ models/release.md all show :data:`PRIVACY_MODEL_TEXT`.
 
 from __future__ import annotations
 
-__all__ = ["PRIVACY_MODEL", "PRIVACY_MODEL_SUMMARY", "PRIVACY_MODEL_TEXT", "VALUE_DEPENDENT_INGEST",
+__all__ = ["PRIVACY_MODEL", "PRIVACY_MODEL_SUMMARY", "PRIVACY_MODEL_TEXT", "USER_MODEL_TEXT", "VALUE_DEPENDENT_INGEST",
            "privacy_model_lines"]
 
 #: name of the neighbour relation
@@ -37,6 +37,16 @@ PRIVACY_MODEL_TEXT: tuple[str, ...] = (
     "bus fleet or of ships and aircraft that broadcast them.",
     "It does NOT fit data where presence itself is sensitive: payments, phone locations, app "
     "traces. There, who was where and how often is the secret, and this release would disclose it.",
+)
+
+
+#: the ``user`` model (dpopt.userdp) in plain words
+USER_MODEL_TEXT: tuple[str, ...] = (
+    "Privacy model: user (the default). Neighbouring datasets differ by adding or removing ALL the "
+    "records of one user. Nothing about who was where is public: contribution bounds (grids per user, "
+    "records per user and grid) are chosen under DP, counts are released only with noise, and grids "
+    "come from a public list (--partitions) or are selected privately (needs --delta).",
+    "It fits any data, including payments, phone locations and app traces.",
 )
 
 
