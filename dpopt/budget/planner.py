@@ -373,7 +373,9 @@ def plan_budget(
             if cand.coverage(w) >= gcov:
                 best = cand
         status = res.status
-        cbound = float(res.bound) if math.isfinite(res.bound) else math.nan
+        # a trivial valid bound: every grid with a feasible configuration released
+        trivial = float(w[np.unique(table.cfg_grid)].sum())
+        cbound = min(float(res.bound), trivial) if math.isfinite(res.bound) else trivial
         cov = best.coverage(w)
         if status is Status.OPTIMAL:
             gap, cbound = 0.0, max(cov, cbound) if math.isfinite(cbound) else cov
