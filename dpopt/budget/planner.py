@@ -349,7 +349,7 @@ def plan_budget(
     info.update(n_configs=int(table.cfg_gc.size), ladder=ladder, ladder_K=Ks)
     if bar is not None:
         bar.update()
-    greedy, K = greedy_assignment(occ, table, Ks, w)
+    greedy, K = greedy_assignment(occ, table, Ks, w, eps)
     gcov = greedy.coverage(w)
     if bar is not None:
         bar.update()
