@@ -373,9 +373,13 @@ def plan_budget(
             if cand.coverage(w) >= gcov:
                 best = cand
         status = res.status
-        # a trivial valid bound: every grid with a feasible configuration released
-        trivial = float(w[np.unique(table.cfg_grid)].sum())
+        # bounds valid without the solver: every feasible grid released; the aggregate knapsack
+        agg_bound = bm.aggregate_bound(w, eps)
+        info["aggregate_bound"] = agg_bound
+        trivial = min(float(w[np.unique(table.cfg_grid)].sum()), agg_bound)
         cbound = min(float(res.bound), trivial) if math.isfinite(res.bound) else trivial
+        if np.all(w == np.round(w)):  # integral weights: the coverage is an integer
+            cbound = math.floor(cbound + 1e-9)
         cov = best.coverage(w)
         if status is Status.OPTIMAL:
             gap, cbound = 0.0, max(cov, cbound) if math.isfinite(cbound) else cov

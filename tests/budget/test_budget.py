@@ -270,3 +270,20 @@ def test_progress_bar_and_gaussian_variant(capsys):
         expect = U * gam.max() / gam.sum() * 1.959963984540054 / math.sqrt(2 * gz.plan.budget_mean[g])
         assert gz.bounds["noise"].mean[g] == pytest.approx(expect)
     assert bp.plan.unit == "epsilon"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_aggregate_bound_is_an_upper_bound(seed):
+    """The solver-free knapsack bound is ≥ the exhaustive optimum."""
+    from dpopt.budget.configs import config_table
+    from dpopt.budget.milp import build_budget_model
+
+    rng = np.random.default_rng(1000 + seed)
+    occ = _random_occ(rng, 4, 3, 8)
+    eps_total = float(rng.choice([2.0, 4.0, 8.0]))
+    w = rng.integers(1, 4, size=occ.n_grids).astype(float)
+    crit = make_criterion(occ, U, target=float(rng.uniform(3, 9)), confidence=0.8)
+    ladder, _ = budget_ladder(eps_total, occ.degradation, ratio=2.0)
+    bm = build_budget_model(occ, config_table(occ, crit, ladder, max_caps=None), eps_total, w)
+    ref = exhaustive_coverage(occ, crit, ladder, eps_total, w)
+    assert bm.aggregate_bound(w, eps_total) >= ref - 1e-9
