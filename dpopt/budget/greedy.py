@@ -4,12 +4,14 @@ For every K of the budget ladder: visit grids from the cheapest (fewest users ne
 least R_min at budget ε_total/K) to the dearest, per unit weight; in each, among the configurations
 at that level pick the one reachable with the fewest users that still have capacity, keep those
 users (largest contributions first) and charge each one grid. The best K (weighted coverage, then
-larger budget) wins. Every result is a point of the MILP (the ladder holds ε_total/K), hence its
+larger budget) wins. A second pass (`_augment`) then releases further grids at any level with the
+budget the uniform pass left (non-uniform budgets). Every result is a point of the MILP (the ladder holds ε_total/K), hence its
 warm start.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,8 +38,8 @@ def _contrib(cnt: np.ndarray, cap: int, truncate: bool) -> np.ndarray:
 
 
 def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weights: np.ndarray,
-                      *, progress: bool = False) -> tuple[Assignment, int]:
-    """Best uniform greedy plan over the ladder; returns (assignment, K)."""
+                      epsilon_total: float, *, progress: bool = False) -> tuple[Assignment, int]:
+    """Best uniform greedy plan over the ladder, augmented; returns (assignment, K of the uniform pass)."""
     rows, cols, cnt = pair_arrays(occ)
     G = occ.n_grids
     csc_order = np.argsort(cols, kind="stable")
@@ -98,4 +100,60 @@ def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weight
             best = (score[0], score[1], a)
     if best is None:
         return Assignment(config=-np.ones(G, dtype=np.int64), keep=np.zeros(rows.size, dtype=bool)), 0
-    return best[2], -best[1]
+    return _augment(occ, table, best[2], epsilon_total, weights, rows, cols, cnt, csc_order, gstart), -best[1]
+
+
+def _augment(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: float, weights: np.ndarray,
+             rows: np.ndarray, cols: np.ndarray, cnt: np.ndarray, csc_order: np.ndarray,
+             gstart: np.ndarray) -> Assignment:
+    """Second pass with non-uniform budgets: release further grids at any level from the budget
+    the uniform pass left, cheapest total spend (users × level) per unit weight first."""
+    config = a.config.copy()
+    keep = a.keep & (config[cols] >= 0)
+    rel = config >= 0
+    bud = np.zeros(occ.n_grids)
+    bud[rel] = table.cfg_budget[config[rel]]
+    spend = np.bincount(rows, weights=bud[cols] * keep, minlength=occ.n_users)
+    lim = epsilon_total * (1.0 + 1e-12)
+    cfg_grid = table.cfg_grid
+    todo = np.flatnonzero(~rel[cfg_grid])
+    if todo.size == 0:
+        return Assignment(config=config, keep=keep)
+    todo = todo[np.argsort(cfg_grid[todo], kind="stable")]
+    grids, starts = np.unique(cfg_grid[todo], return_index=True)
+    groups = np.split(todo, starts[1:])
+
+    def best_choice(g: int, cs: np.ndarray):
+        pp = csc_order[gstart[g]:gstart[g + 1]]
+        choice = None
+        for cf in cs.tolist():
+            e = table.cfg_budget[cf]
+            q = pp[spend[rows[pp]] + e <= lim]
+            if q.size == 0:
+                continue
+            c = int(table.cfg_cap[cf])
+            v = np.minimum(cnt[q], c) if table.truncate else np.where(cnt[q] <= c, cnt[q], 0)
+            o = np.argsort(-v, kind="stable")
+            csum = np.cumsum(v[o])
+            if csum[-1] < table.cfg_rmin[cf]:
+                continue
+            n = int(np.searchsorted(csum, table.cfg_rmin[cf])) + 1
+            cost = n * e
+            if choice is None or cost < choice[0]:
+                choice = (cost, cf, q[o[:n]])
+        return choice
+
+    first = [best_choice(int(g), cs) for g, cs in zip(grids.tolist(), groups)]
+    order = sorted(range(grids.size), key=lambda i: (math.inf if first[i] is None
+                                                     else first[i][0] / max(weights[grids[i]], 1e-300)))
+    for i in order:
+        if first[i] is None:
+            continue
+        ch = best_choice(int(grids[i]), groups[i])
+        if ch is None:
+            continue
+        _, cf, users_p = ch
+        config[grids[i]] = cf
+        keep[users_p] = True
+        spend[rows[users_p]] += table.cfg_budget[cf]
+    return Assignment(config=config, keep=keep)

@@ -47,6 +47,32 @@ class BudgetModel:
     pair_grid: np.ndarray  # grid of every pair
     pair_count: np.ndarray  # m of every pair
     n_grids: int
+    cfg_users_min: np.ndarray  # ν_j: fewest binding users any plan needs in configuration j
+    n_binding_users: int
+
+    def aggregate_bound(self, weights: np.ndarray, epsilon_total: float) -> float:
+        """An upper bound on the coverage without any solve (models/budget.md §4).
+
+        A plan releasing grid g in configuration j keeps ≥ ν_j binding users there, each paying ε_j,
+        so the binding users' total spend is ≥ Σ_released min_j ν_j·ε_j and ≤ (#binding)·ε_total.
+        The fractional knapsack over the grids with these costs bounds the weighted coverage.
+        """
+        G = self.n_grids
+        cost = np.full(G, np.inf)
+        np.minimum.at(cost, self.table.cfg_grid, self.cfg_users_min * self.table.cfg_budget)
+        g = np.flatnonzero(np.isfinite(cost) & (weights > 0))
+        free = g[cost[g] <= 0]
+        paid = g[cost[g] > 0]
+        out = float(weights[free].sum())
+        budget = self.n_binding_users * epsilon_total
+        order = paid[np.argsort(cost[paid] / weights[paid], kind="stable")]
+        cum = np.cumsum(cost[order])
+        n = int(np.searchsorted(cum, budget * (1 + 1e-12), side="right"))
+        out += float(weights[order[:n]].sum())
+        if n < order.size:
+            left = budget - (cum[n - 1] if n else 0.0)
+            out += float(weights[order[n]] * max(left, 0.0) / cost[order[n]])
+        return out
 
     def _allowed(self, pairs: np.ndarray, config: np.ndarray) -> np.ndarray:
         g = self.pair_grid[pairs]
@@ -186,4 +212,5 @@ def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
     b.add_rows("user", rows=upos, cols=x, vals=table.ladder[x_level], lower=-np.inf,
                upper=float(epsilon_total), count=users.size)
     return BudgetModel(model=b.build(), table=table, x_pair=x_pair, x_level=x_level, free_pairs=free,
-                       pair_grid=cols, pair_count=cnt, n_grids=G)
+                       pair_grid=cols, pair_count=cnt, n_grids=G, cfg_users_min=n_min,
+                       n_binding_users=int(users.size))

@@ -349,7 +349,7 @@ def plan_budget(
     info.update(n_configs=int(table.cfg_gc.size), ladder=ladder, ladder_K=Ks)
     if bar is not None:
         bar.update()
-    greedy, K = greedy_assignment(occ, table, Ks, w)
+    greedy, K = greedy_assignment(occ, table, Ks, w, eps)
     gcov = greedy.coverage(w)
     if bar is not None:
         bar.update()
@@ -373,7 +373,13 @@ def plan_budget(
             if cand.coverage(w) >= gcov:
                 best = cand
         status = res.status
-        cbound = float(res.bound) if math.isfinite(res.bound) else math.nan
+        # bounds valid without the solver: every feasible grid released; the aggregate knapsack
+        agg_bound = bm.aggregate_bound(w, eps)
+        info["aggregate_bound"] = agg_bound
+        trivial = min(float(w[np.unique(table.cfg_grid)].sum()), agg_bound)
+        cbound = min(float(res.bound), trivial) if math.isfinite(res.bound) else trivial
+        if np.all(w == np.round(w)):  # integral weights: the coverage is an integer
+            cbound = math.floor(cbound + 1e-9)
         cov = best.coverage(w)
         if status is Status.OPTIMAL:
             gap, cbound = 0.0, max(cov, cbound) if math.isfinite(cbound) else cov

@@ -208,10 +208,11 @@ def test_variance_target_splits_the_failure_probability():
     bp = plan_budget(occ, U, 20.0, target=30.0, target_variance=80.0, confidence=0.9)
     rel = bp.plan.released
     assert np.all(bp.bounds["noise"].variance[rel] <= 80.0 * (1 + 1e-9))
-    sb = statistic_bounds(*[np.zeros(1)] * 0, total=[10], retained_total=[10], retained_max=[1],
-                          budget_mean=[1.0], budget_variance=[1.0], bound=U, criterion="noise",
-                          confidence=0.95)
-    assert sb.mean[0] == pytest.approx(U / 10 * math.log(20))
+    # both targets: each bound at confidence 1 − (1 − 0.9)/2 = 0.95, so jointly ≥ 0.9
+    R = bp.plan.retained.toarray()
+    g = int(np.flatnonzero(rel)[0])
+    gam = R[:, g][R[:, g] > 0]
+    assert bp.bounds["noise"].mean[g] == pytest.approx(U * gam.max() / gam.sum() * math.log(20) / bp.plan.budget_mean[g])
 
 
 def test_frontier_is_monotone_and_knee_rule():
@@ -251,3 +252,38 @@ def test_bad_input_names_the_argument(kwargs, name):
     eps = args.pop("epsilon_total")
     with pytest.raises(dpopt.DpoptInputError, match=name):
         plan_budget(occ, U, eps, **args)
+
+
+def test_progress_bar_and_gaussian_variant(capsys):
+    rng = np.random.default_rng(11)
+    occ = _random_occ(rng, 12, 6, 60, max_count=6)
+    bp = plan_budget(occ, U, 4.0, target=20.0, progress=True)
+    assert "budget plan" in capsys.readouterr().err
+    # zCDP variant: same planner, unit rho, Gaussian bounds t = Δ·z/√(2ρ)
+    gz = plan_budget(occ, U, 4.0, target=20.0, noise=GaussianNoise())
+    assert gz.plan.unit == "rho" and gz.plan.total_cost <= 4.0 + 1e-9
+    rel = gz.plan.released
+    assert np.all(gz.bounds["noise"].mean[rel] <= 20.0 * (1 + 1e-9))
+    R = gz.plan.retained.toarray()
+    for g in np.flatnonzero(rel)[:3]:
+        gam = R[:, g][R[:, g] > 0]
+        expect = U * gam.max() / gam.sum() * 1.959963984540054 / math.sqrt(2 * gz.plan.budget_mean[g])
+        assert gz.bounds["noise"].mean[g] == pytest.approx(expect)
+    assert bp.plan.unit == "epsilon"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_aggregate_bound_is_an_upper_bound(seed):
+    """The solver-free knapsack bound is ≥ the exhaustive optimum."""
+    from dpopt.budget.configs import config_table
+    from dpopt.budget.milp import build_budget_model
+
+    rng = np.random.default_rng(1000 + seed)
+    occ = _random_occ(rng, 4, 3, 8)
+    eps_total = float(rng.choice([2.0, 4.0, 8.0]))
+    w = rng.integers(1, 4, size=occ.n_grids).astype(float)
+    crit = make_criterion(occ, U, target=float(rng.uniform(3, 9)), confidence=0.8)
+    ladder, _ = budget_ladder(eps_total, occ.degradation, ratio=2.0)
+    bm = build_budget_model(occ, config_table(occ, crit, ladder, max_caps=None), eps_total, w)
+    ref = exhaustive_coverage(occ, crit, ladder, eps_total, w)
+    assert bm.aggregate_bound(w, eps_total) >= ref - 1e-9
