@@ -19,9 +19,10 @@ from .._validation import _fail, check_bound, check_epsilon
 __all__ = ["BudgetFrontier", "budget_frontier", "knee_target", "smallest_target", "KNEE_RULE"]
 
 KNEE_RULE = (
-    "knee of the coverage-vs-target curve: with x = position of log(tau) between the smallest and "
-    "largest tau tried (0..1) and y = coverage / largest coverage, the tau maximising y - x "
-    "(the point farthest above the chord of a concave curve, Kneedle)"
+    "knee of the coverage-vs-target curve (Kneedle): with x = position of log(tau) between the smallest "
+    "and largest tau tried (0..1) and y = coverage / largest coverage, the tau farthest from the chord "
+    "y = x — above it (maximising y - x) when the curve is concave, below it (maximising x - y, the "
+    "elbow where coverage starts to grow fast) when it is convex — among the taus with coverage > 0"
 )
 
 
@@ -63,7 +64,9 @@ def knee_target(taus: Any, coverage: Any) -> float:
     lt = np.log(t)
     x = (lt - lt[0]) / (lt[-1] - lt[0]) if lt[-1] > lt[0] else np.zeros_like(lt)
     y = c / c.max()
-    return float(t[int(np.argmax(y - x))])
+    d = np.where(c > 0, y - x, -np.inf)
+    e = np.where(c > 0, x - y, -np.inf)
+    return float(t[int(np.argmax(d))] if d.max() >= e.max() else t[int(np.argmax(e))])
 
 
 def budget_frontier(occ: Any, bound: float, epsilon_total: float, *, taus: Any = None,

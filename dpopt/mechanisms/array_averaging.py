@@ -13,7 +13,7 @@ Sensitivity: one user's slots in array k move ``Ā_k`` by at most ``U·c_{ℓk}/
 * WrapAround: a user may be split over two *full* arrays, ``c_1 + c_2 ≤ m``: the sum of array
   means moves by at most ``U(c_1 + c_2)/m ≤ U``, so ``U/K`` also suffices. The paper's text states
   ``2U/K``; its 2023 experiment code (which produced Fig. 1) used ``U/K``
-  (notes-003 §III-C). ``wrap_factor`` chooses (default 1, the exact value, checked by brute force
+  (seed 003 §III-C). ``wrap_factor`` chooses (default 1, the exact value, checked by brute force
   in tests/mechanisms; pass 2 for the paper's conservative constant).
 
 Budget: all of ε to ``Lap(Δ/ε)``. The array length ``m`` and the packing depend only on the public

@@ -63,7 +63,7 @@ __all__ = [
 #: the plans: the seed-002 planners and the total-budget planner (issue 13)
 PLANS = (*PLANNERS, "budget")
 #: seconds the budget planner may take when no `time_limit` is given
-DEFAULT_BUDGET_TIME_LIMIT = 60.0
+DEFAULT_BUDGET_TIME_LIMIT = 25.0
 CRITERIA = ("noise", "worst_case")
 #: "user": add/remove one user, occupancy private (default); "public-occupancy": seed 002's model
 PRIVACY_MODELS = ("user", "public-occupancy")
@@ -92,7 +92,8 @@ class ReleaseSummary:
     expected |noise| at the plan's budgets, eq. (11)-(13)); ``error_bound_target`` the E the plan
     had to meet; ``error_bound_released`` the same with the sampler's actual noise.
     ``criterion`` and ``confidence`` of the per-grid ``mean_error_bound``/``variance_error_bound``
-    of release.csv; ``released_grids``; ``target`` τ and ``grids_within_target`` (budget plan).
+    of release.csv; ``released_grids``; ``target`` τ, ``grids_within_target`` and ``frontier``
+    (coverage against τ, from public counts only) of the budget plan.
     ``ingest`` the value-independent ingestion counts.
     """
 
@@ -125,6 +126,7 @@ class ReleaseSummary:
     released_grids: int
     target: float | None
     grids_within_target: int | None
+    frontier: dict[str, Any] | None
     suppressed_pairs: int
     suppressed_records: int
     truncated_records: int
@@ -322,7 +324,10 @@ def _budget_plan(occ: Any, budget: PrivacyBudget, bound: float, *, pseudo_users:
                          criterion=criterion, confidence=confidence, noise=noise,
                          time_limit=DEFAULT_BUDGET_TIME_LIMIT if time_limit is None else time_limit,
                          progress=progress)
-    return dataclasses.replace(result.plan, info={**result.plan.info, "budget_plan": result})
+    frontier = result.info.get("frontier")
+    if frontier is None:  # a target was given: the frontier is still published (public counts only)
+        frontier = result.frontier()
+    return dataclasses.replace(result.plan, info={**result.plan.info, "budget_plan": result, "frontier": frontier})
 
 
 def pair_retained(agg: Aggregate, plan: GridPlan) -> np.ndarray:
@@ -659,7 +664,7 @@ def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma:
         mechanism=budget.mechanism, budget_mode=budget.mode, budget=budget.describe(),
         users=agg.n_users, grids=agg.n_grids, records=agg.n_records, pairs=agg.n_pairs,
         plan=plan.method, plan_status=str(plan.status), plan_gap=float(plan.gap),
-        pseudo_users=plan.array_length is not None,
+        pseudo_users=plan.array_length is not None and not plan.method.startswith("budget"),
         degradation=plan.degradation, degradation_baseline=G1,
         epsilon=eps, epsilon_total=epsilon_total, rho_total=rho_total, delta=budget.delta,
         epsilon_total_baseline=G1 * eps if eps is not None else None,
@@ -671,6 +676,7 @@ def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma:
         released_grids=int(released.sum()),
         target=float(bp.target.max()) if bp is not None and np.ptp(bp.target) == 0 else None,
         grids_within_target=int(bp.within_target.sum()) if bp is not None else None,
+        frontier=plan.info["frontier"].as_dict() if "frontier" in plan.info else None,
         suppressed_pairs=int(suppressed.sum()), suppressed_records=suppressed_records,
         truncated_records=int(agg.count.sum() - gamma.sum()) - suppressed_records,
         withheld_grids=int((~np.asarray(plan.released, dtype=bool)).sum()),

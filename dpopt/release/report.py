@@ -134,6 +134,27 @@ def plot_map(result: ReleaseResult, path: str | Path) -> Path:
     return path
 
 
+def plot_frontier(result: ReleaseResult, path: str | Path) -> Path:
+    """The budget plan's frontier: grids within the target τ against τ, the chosen τ marked."""
+    from matplotlib.figure import Figure
+
+    fr = result.summary.frontier
+    fig = Figure(figsize=(6.4, 4.4))
+    ax = fig.add_subplot()
+    ax.plot(fr["tau"], fr["coverage"], marker="o")
+    if result.summary.target is not None:
+        ax.axvline(result.summary.target, color="0.4", linestyle="--", label=f"chosen tau = {result.summary.target:.3g}")
+        ax.legend()
+    ax.set_xscale("log")
+    ax.set_xlabel("target tau for the mean (data units)")
+    ax.set_ylabel("grids released within tau")
+    ax.set_title(f"coverage vs target at {_spend_text(result.summary)}", fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    return path
+
+
 def _spend_text(s: Any) -> str:
     """What the whole release costs every user, in one line."""
     if s.mechanism == "gaussian":
@@ -213,12 +234,17 @@ def _accuracy_lines(result: ReleaseResult) -> list[str]:
         lines.append(f"- mean error bound over released grids: median {np.median(b):.4g}, "
                      f"best {b.min():.4g}, worst {b.max():.4g} (values in [0, {s.bound:g}])")
     if s.target is not None:
+        bp = result.plan.info.get("budget_plan")
+        rule = bp.info.get("target_rule") if bp is not None else None
         lines.append(f"- budget planner target: tau = {s.target:.4g} for the mean; grids within it: "
-                     f"**{s.grids_within_target}**")
+                     f"**{s.grids_within_target}**" + (f". tau was not given, so it is the {rule}" if rule else ""))
+    if s.frontier is not None:
+        pts = ", ".join(f"{t:.3g}: {int(c)}" for t, c in zip(s.frontier["tau"], s.frontier["coverage"]))
+        lines.append(f"- frontier (tau: grids within tau), from public counts only: {pts} (frontier.png)")
     lines += [
         f"- seed 002's worst-case error (bias + expected |noise|, mean + variance): largest "
         f"**{s.error_bound:.6g}**" + (f" (target {s.error_bound_target:.6g})"
-                                      if np.isfinite(s.error_bound_target) else ""),
+                                      if s.budget_mode == "per-grid" and np.isfinite(s.error_bound_target) else ""),
         f"- suppressed (user, grid) pairs: {s.suppressed_pairs} ({s.suppressed_records} records); "
         f"records cut by per-grid caps: {s.truncated_records}",
         "- released values are clipped into [0, U] (mean) and [0, U^2/4] (variance), post-processing "
@@ -287,7 +313,9 @@ def report_markdown(result: ReleaseResult) -> str:
         "- `release.csv`: one row per grid (grid, cell, slot, counts, released mean and variance, "
         "sensitivities, noise scales, per-grid error bound)",
         "- `summary.json`: the numbers above",
-        "- `map.png`: released means on the hexagons",
+        "- `map.png`: released means on the hexagons (withheld grids grey)",
+        *(["- `frontier.png`: grids within the target against the target (budget plan, public counts only)"]
+          if s.frontier is not None else []),
         f"- `{DIAGNOSTICS}/` (NOT for publication, for the data holder): `suppressed.csv` and "
         "`kept_pairs.csv` (raw user ids, records per grid; recount K from them), `ingest.json` "
         "(value-dependent counts such as clipped values, and timings)",
@@ -447,6 +475,9 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[st
     if make_map:
         plot_map(result, tmp / "map.png")
         names["map"] = "map.png"
+        if result.summary.frontier is not None:
+            plot_frontier(result, tmp / "frontier.png")
+            names["frontier"] = "frontier.png"
     (tmp / "report.md").write_text(report_markdown(result))
     names["report"] = "report.md"
     result.suppressed_frame().to_csv(diag / "suppressed.csv", index=False)

@@ -225,6 +225,12 @@ def test_frontier_is_monotone_and_knee_rule():
     assert fr.knee in fr.taus
     assert knee_target([1, 10, 100], [0, 9, 10]) == 10
     assert knee_target([1, 10, 100], [0, 0, 0]) == 100
+    # a convex curve (coverage grows fast with tau, as on real data): the elbow below the chord, never
+    # a tau with zero coverage (the earlier rule returned the smallest tau here: nothing released)
+    taus = np.geomspace(0.6, 60, 16)
+    cov = [0, 0, 0, 1, 2, 3, 4, 8, 10, 16, 22, 28, 38, 57, 76, 108]
+    assert knee_target(taus, cov) == taus[11]
+    assert knee_target([1, 2, 4, 8], [0, 1, 1, 1]) == 2
     bp = plan_budget(occ, U, 8.0, method="greedy")  # no target: the knee
     assert "knee" in bp.info["target_rule"]
     tau, best = smallest_target(occ, U, 8.0, coverage=2.0, method="milp")
