@@ -98,7 +98,22 @@ class Noise(Protocol):
         ...
 
 
-class DiscreteLaplace:
+class _ExactSampler:
+    """What the exact samplers share: the integer source and the output grid λ = 2^-k."""
+
+    sampler = "discrete"
+    mechanism: str
+
+    def __init__(self, source: IntegerSource | None = None, *,
+                 granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
+        self.source = SecureRandom() if source is None else source
+        self.k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+        self.granularity = 2.0**-self.k
+        self.label = f"discrete {self.mechanism.capitalize()} on 2^-{self.k} (Canonne-Kamath-Steinke), " + (
+            "OS CSPRNG (secrets)" if isinstance(self.source, SecureRandom) else "seeded: NOT for a real release")
+
+
+class DiscreteLaplace(_ExactSampler):
     """Exact discrete Laplace on λ·ℤ (see :mod:`dpopt.noise.discrete_laplace`); budget unit ε.
 
     Parameters
@@ -111,17 +126,6 @@ class DiscreteLaplace:
 
     mechanism = "laplace"
     unit = "epsilon"
-    sampler = "discrete"
-
-    def __init__(self, source: IntegerSource | None = None, *,
-                 granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
-        self.source = SecureRandom() if source is None else source
-        self.k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-        self.granularity = 2.0**-self.k
-        self.label = f"discrete Laplace on 2^-{self.k} (Canonne-Kamath-Steinke), " + (
-            "OS CSPRNG (secrets)" if isinstance(self.source, SecureRandom)
-            else "seeded: NOT for a real release"
-        )
 
     def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
             callback: Callable[[int], None] | None = None) -> NoisyValues:
@@ -146,39 +150,62 @@ class DiscreteLaplace:
         return NoisyValues(values=out, scale=scale, mean_abs=mean_abs, rounding=self.granularity / 2)
 
 
-class NumpyLaplace:
-    """Continuous ``Lap(Δ/ε)`` from numpy: Monte-Carlo simulations only, NOT for a real release."""
+class _NumpySampler:
+    """Continuous noise from numpy: Monte-Carlo simulations only, NOT for a real release.
 
-    mechanism = "laplace"
-    unit = "epsilon"
+    Subclasses give the scale from (Δ, budget), the draw and E|X|/scale.
+    """
+
     sampler = "numpy"
     granularity = 0.0
-    label = "numpy continuous Laplace: simulation only, NOT for a real release"
+    mechanism: str
+    label: str
+    mean_abs_factor: float
 
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = check_rng(rng)
 
+    @staticmethod
+    def _scale(sens: np.ndarray, budget: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _draw(self, scale: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
             callback: Callable[[int], None] | None = None) -> NoisyValues:
-        """``f + Lap(Δ/ε)`` per entry (no noise where ε = 0); one draw per entry, NaN entries too."""
+        """``f`` plus noise of the scale for (Δ, budget) per entry (no noise where the budget is 0);
+        one draw per entry, NaN entries too (so seeded runs stay aligned)."""
         vals = np.asarray(values, dtype=float)
         sens = np.broadcast_to(np.asarray(sensitivity, dtype=float), vals.shape)
-        eps = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
+        b = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
         ok = np.isfinite(vals)
         with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where(ok, np.where(eps > 0, sens / eps, 0.0), np.nan)
-        noise = laplace(self.rng, np.where(ok, scale, 1.0), vals.shape)
-        out = np.where(ok, vals + noise, np.nan)
+            scale = np.where(ok, np.where(b > 0, self._scale(sens, b), 0.0), np.nan)
+        out = np.where(ok, vals + self._draw(np.where(ok, scale, 1.0), vals.shape), np.nan)
         if callback is not None:
             callback(vals.size)
-        return NoisyValues(values=out, scale=scale, mean_abs=np.where(ok, scale, 0.0), rounding=0.0)
+        return NoisyValues(values=out, scale=scale, mean_abs=np.where(ok, scale * self.mean_abs_factor, 0.0),
+                           rounding=0.0)
 
 
-def _source_label(source: IntegerSource) -> str:
-    return "OS CSPRNG (secrets)" if isinstance(source, SecureRandom) else "seeded: NOT for a real release"
+class NumpyLaplace(_NumpySampler):
+    """Continuous ``Lap(Δ/ε)`` from numpy: Monte-Carlo simulations only, NOT for a real release."""
+
+    mechanism = "laplace"
+    unit = "epsilon"
+    label = "numpy continuous Laplace: simulation only, NOT for a real release"
+    mean_abs_factor = 1.0
+
+    @staticmethod
+    def _scale(sens: np.ndarray, budget: np.ndarray) -> np.ndarray:
+        return sens / budget
+
+    def _draw(self, scale: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        return laplace(self.rng, scale, shape)
 
 
-class DiscreteGaussian:
+class DiscreteGaussian(_ExactSampler):
     """Exact discrete Gaussian on λ·ℤ (see :mod:`dpopt.noise.discrete_gaussian`); budget unit ρ.
 
     Entry i is released as λ·(round(f_i/λ) + Z_i), Z_i ~ N_ℤ(0, t_i²/(2ρ'_i)), ρ'_i ≤ ρ_i: ρ_i-zCDP
@@ -187,14 +214,6 @@ class DiscreteGaussian:
 
     mechanism = "gaussian"
     unit = "rho"
-    sampler = "discrete"
-
-    def __init__(self, source: IntegerSource | None = None, *,
-                 granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
-        self.source = SecureRandom() if source is None else source
-        self.k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-        self.granularity = 2.0**-self.k
-        self.label = f"discrete Gaussian on 2^-{self.k} (Canonne-Kamath-Steinke), " + _source_label(self.source)
 
     def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
             callback: Callable[[int], None] | None = None) -> NoisyValues:
@@ -212,33 +231,20 @@ class DiscreteGaussian:
         return NoisyValues(values=out, scale=sigma, mean_abs=mean_abs, rounding=self.granularity / 2)
 
 
-class NumpyGaussian:
+class NumpyGaussian(_NumpySampler):
     """Continuous ``N(0, Δ²/(2ρ))`` from numpy: Monte-Carlo simulations only, NOT for a real release."""
 
     mechanism = "gaussian"
     unit = "rho"
-    sampler = "numpy"
-    granularity = 0.0
     label = "numpy continuous Gaussian: simulation only, NOT for a real release"
+    mean_abs_factor = float(np.sqrt(2.0 / np.pi))
 
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = check_rng(rng)
+    @staticmethod
+    def _scale(sens: np.ndarray, budget: np.ndarray) -> np.ndarray:
+        return sens / np.sqrt(2.0 * budget)
 
-    def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
-            callback: Callable[[int], None] | None = None) -> NoisyValues:
-        """``f + N(0, σ²)``, σ = Δ/√(2ρ) per entry (no noise where ρ = 0)."""
-        vals = np.asarray(values, dtype=float)
-        sens = np.broadcast_to(np.asarray(sensitivity, dtype=float), vals.shape)
-        rho = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
-        ok = np.isfinite(vals)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sigma = np.where(ok, np.where(rho > 0, sens / np.sqrt(2.0 * rho), 0.0), np.nan)
-        noise = gaussian_simulation(np.where(ok, sigma, 1.0), self.rng, vals.shape)
-        out = np.where(ok, vals + noise, np.nan)
-        if callback is not None:
-            callback(vals.size)
-        return NoisyValues(values=out, scale=sigma, mean_abs=np.where(ok, sigma * np.sqrt(2.0 / np.pi), 0.0),
-                           rounding=0.0)
+    def _draw(self, scale: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        return gaussian_simulation(scale, self.rng, shape)
 
 
 def make_noise(

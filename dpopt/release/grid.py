@@ -32,6 +32,8 @@ __all__ = [
     "cell_strings",
     "slot_strings",
     "cell_polygons",
+    "cell_centres",
+    "slot_text",
 ]
 
 _NS_PER_S = 1_000_000_000
@@ -116,3 +118,23 @@ def cell_polygons(cells: np.ndarray) -> list[np.ndarray]:
         boundary = h3.cell_to_boundary(h3.int_to_str(int(c)))
         out.append(np.asarray([(lng, lat) for lat, lng in boundary], dtype=float))
     return out
+
+
+def cell_centres(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(latitude, longitude) of the centre of each H3 cell (int64 indices), one h3 call per distinct cell."""
+    import h3
+
+    if cells.size == 0:
+        return np.zeros(0), np.zeros(0)
+    uniq, inv = np.unique(cells, return_inverse=True)
+    pts = np.asarray([h3.cell_to_latlng(h3.int_to_str(int(x))) for x in uniq], dtype=float).reshape(-1, 2)
+    return pts[inv, 0], pts[inv, 1]
+
+
+def slot_text(slot_ns: int) -> str:
+    """A slot length in ns as text: "1h", "15min", "1d", "90s"."""
+    seconds = slot_ns // 1_000_000_000
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -43,7 +43,7 @@ from ..mechanisms.grid import GridRelease, release_grids
 from ..noise import DEFAULT_GRANULARITY_BITS, Noise, make_noise
 from ..plan import GridPlan
 from .aggregate import Aggregate, Aggregator, RetainedStats, truncated_sums_stream
-from .grid import check_resolution, parse_slot
+from .grid import cell_centres, check_resolution, parse_slot, slot_text
 from .ingest import ColumnMap, IngestReport, count_rows, read_records
 from .privacy_model import PRIVACY_MODEL, PRIVACY_MODEL_SUMMARY, VALUE_DEPENDENT_INGEST
 from .budgets import PrivacyBudget, exact_user_spend, per_grid_budget, resolve_budget
@@ -600,7 +600,7 @@ def release_table(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRe
     (Laplace) or ``rho``, ``rho_mean``, ``rho_variance`` (Gaussian, zCDP).
     """
     cells, slots = agg.grid_labels()
-    lat, lng = _cell_centres(agg.cells)
+    lat, lng = cell_centres(agg.cells)
     length = plan.array_length if plan.array_length is not None else np.full(agg.n_grids, -1)
     unit = rel.unit
     other = "worst_case" if criterion == "noise" else "noise"
@@ -681,7 +681,7 @@ def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma:
         truncated_records=int(agg.count.sum() - gamma.sum()) - suppressed_records,
         withheld_grids=int((~np.asarray(plan.released, dtype=bool)).sum()),
         dropped_records=ingest.dropped_records, bound=bound, h3_resolution=agg.h3_resolution,
-        slot=_slot_text(agg.slot_ns), split=split, noise=sampler.label, granularity=sampler.granularity,
+        slot=slot_text(agg.slot_ns), split=split, noise=sampler.label, granularity=sampler.granularity,
         seeded=seeded, ingest=published_ingest,
     )
 
@@ -690,22 +690,6 @@ def _grid_max(agg: Aggregate) -> np.ndarray:
     out = np.zeros(agg.n_grids, dtype=np.int64)
     np.maximum.at(out, agg.pair_grid, agg.count)
     return out
-
-
-def _cell_centres(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    import h3
-
-    uniq, inv = np.unique(cells, return_inverse=True)
-    pts = np.asarray([h3.cell_to_latlng(h3.int_to_str(int(c))) for c in uniq], dtype=float).reshape(-1, 2)
-    return pts[inv, 0], pts[inv, 1]
-
-
-def _slot_text(slot_ns: int) -> str:
-    seconds = slot_ns // 1_000_000_000
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 # ----------------------------------------------------------------------------------------------

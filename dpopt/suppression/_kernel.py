@@ -155,7 +155,7 @@ def check_occupancy(occ: Any, name: str = "occ") -> Occupancy:
 
 
 def check_inputs(
-    occ: Any, bound: Any, epsilon: Any, error_bound: Any, split: Any = "equal"
+    occ: Any, bound: Any, epsilon: Any, error_bound: Any, split: Any = "equal", *, finite: bool = True
 ) -> tuple[Occupancy, float, float, float | None, str]:
     """Validate the common arguments of every suppression entry point."""
     occ = check_occupancy(occ)
@@ -170,10 +170,10 @@ def check_inputs(
             E = float(error_bound)
         except (TypeError, ValueError):
             raise DpoptInputError(
-                f"`error_bound` must be a positive number or None; got {error_bound!r}"
+                f"`error_bound` must be a positive finite number or None; got {error_bound!r}"
             ) from None
-        if not (E > 0) or math.isnan(E):
-            raise DpoptInputError(f"`error_bound` must be a positive number or None; got {error_bound!r}")
+        if not (E > 0) or math.isnan(E) or (finite and math.isinf(E)):  # inf: "suppress everything"
+            raise DpoptInputError(f"`error_bound` must be a positive finite number or None; got {error_bound!r}")
     return occ, U, eps, E, split
 
 

@@ -283,7 +283,7 @@ def build_suppression_model(
         Users with G_ℓ ≤ this get no occupancy row (valid when K ≥ row_threshold is known, or
         when K ≤ max_degradation = row_threshold is imposed). Default 1.
     """
-    occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+    occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split, finite=False)
     if E is None:
         E = float(np.max(baseline_errors(occ, U, eps, split)))
     if objective not in ("degradation", "samples", "none"):

@@ -37,7 +37,7 @@ from .._validation import (
     check_positive_int,
 )
 from ..release.aggregate import Aggregate
-from ..release.grid import cell_strings, slot_strings
+from ..release.grid import cell_centres, cell_strings, slot_strings, slot_text
 from ..noise import epsilon_rational, integer_source
 from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values
 from .bounds import BOUND_RULES, choose_bounds
@@ -295,7 +295,7 @@ def release_user(
     })
     if noisy_users is not None:
         table["noisy_users"] = noisy_users
-    lat, lng = _cell_centres(cells)
+    lat, lng = cell_centres(cells)
     table.insert(2, "cell_lat", lat)
     table.insert(3, "cell_lng", lng)
 
@@ -327,7 +327,7 @@ def release_user(
         pooling=pool_info,
         bound=U,
         h3_resolution=agg.h3_resolution,
-        slot=_slot_text(agg.slot_ns),
+        slot=slot_text(agg.slot_ns),
         noise=mech.label,
         granularity=lam,
         confidence=CONFIDENCE,
@@ -357,23 +357,5 @@ def release_user_records(
                                columns=columns, out_of_range="clip", timestamp_unit=timestamp_unit,
                                chunksize=chunksize, keep_samples=True)
     return release_user(agg, bound=bound, epsilon=epsilon, **options)
-
-
-def _cell_centres(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    import h3
-
-    if cells.size == 0:
-        return np.zeros(0), np.zeros(0)
-    uniq, inv = np.unique(cells, return_inverse=True)
-    pts = np.asarray([h3.cell_to_latlng(h3.int_to_str(int(x))) for x in uniq], dtype=float).reshape(-1, 2)
-    return pts[inv, 0], pts[inv, 1]
-
-
-def _slot_text(slot_ns: int) -> str:
-    seconds = slot_ns // 1_000_000_000
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 

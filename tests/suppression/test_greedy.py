@@ -116,3 +116,13 @@ def test_bad_input(kwargs, match):
 def test_bad_occupancy_type():
     with pytest.raises(DpoptInputError, match="occ"):
         clip_user([[1, 2]], 1.0, 1.0)
+
+
+def test_infinite_error_bound_is_refused_not_a_licence_to_suppress_everything():
+    """Issue 12.7: E = inf made every suppression feasible (every grid withheld)."""
+    import dpopt
+
+    occ = dpopt.Occupancy.from_dense([[3, 1], [1, 2]])
+    for fn in (dpopt.clip_user, dpopt.solve_suppression):
+        with pytest.raises(dpopt.DpoptInputError, match="`error_bound` must be a positive finite number"):
+            fn(occ, 1.0, 1.0, error_bound=float("inf"))
