@@ -32,9 +32,11 @@ def register(subparsers: Any) -> None:
         help="user-level DP release of per-(H3 cell, time slot) means and variances from records",
         description=textwrap.fill(
             "Read records (user, latitude, longitude, timestamp, value), grid them into H3 cells x "
-            "UTC time slots, plan which contributions to keep and how to spend the privacy budget "
-            "(from public counts only), and release every grid's mean and variance with the CLIP "
-            "mechanism and an exact discrete Laplace or Gaussian sampler. The budget is either what "
+            "UTC time slots and release every grid's mean and variance with user-level DP. Under "
+            "--privacy user (default) contribution bounds and grids are chosen under DP and counts "
+            "are noised; under --privacy public-occupancy a plan from the public counts chooses which "
+            "contributions to keep and how to spend the budget, and the CLIP mechanism adds exact "
+            "discrete Laplace or Gaussian noise. The budget is either what "
             "one user may lose over the whole release (--epsilon-total, or --rho / --delta with "
             "--mechanism gaussian; planned by --plan budget, the default) or seed 002's per-grid "
             "--epsilon (then the release costs K*epsilon, Thm II.3). Writes release.csv, "
@@ -48,13 +50,28 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("records", nargs="?", help="CSV (.csv, .csv.gz) or Parquet file/directory of records")
     p.add_argument("--example", action="store_true",
-                   help="use the embedded Austin bus day (defaults: --bound 120 --epsilon 1)")
+                   help="use the embedded Austin bus day (defaults: --privacy public-occupancy --bound 120 "
+                   "--epsilon-total 10, the budget planner)")
     p.add_argument("--bound", type=float, help="public bound U of the values (e.g. 120 km/h)")
     p.add_argument("--privacy", choices=["user", "public-occupancy"],
                    help="who the neighbours are. user (the default for RECORDS): add or remove all of one "
                    "user's records, nothing about who is where is public (payments, phones, app traces); "
                    "public-occupancy (seed 002; the default of --example): one user's values change, which "
                    "user has how many records in which grid is public (broadcast vehicle positions)")
+    _add_budget_arguments(p)
+    p.add_argument("--out", default="dpopt-release", help="output directory (default ./dpopt-release); "
+                   "written atomically, refused if it exists and is not empty unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a non-empty --out (only once the new release is complete)")
+    p.add_argument("--h3-resolution", type=int, default=7, help="H3 resolution 0..15 (default 7)")
+    p.add_argument("--slot", default="1h", help="time slot length, e.g. 1h, 15min (default 1h, UTC)")
+    _add_plan_arguments(p)
+    _add_input_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _add_budget_arguments(p: Any) -> None:
+    """The privacy budget flags."""
     b = p.add_argument_group("privacy budget (give one of --epsilon-total, --rho, --epsilon)")
     b.add_argument("--epsilon-total", type=float,
                    help="what one user may lose over the whole release (pure epsilon-DP with Laplace "
@@ -66,12 +83,10 @@ def register(subparsers: Any) -> None:
     b.add_argument("--mechanism", default="laplace", choices=["laplace", "gaussian"],
                    help="laplace (pure epsilon-DP, default) or gaussian (rho-zCDP; error grows like "
                    "sqrt(K) instead of K over the grids a user is in)")
-    p.add_argument("--out", default="dpopt-release", help="output directory (default ./dpopt-release); "
-                   "written atomically, refused if it exists and is not empty unless --overwrite")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace a non-empty --out (only once the new release is complete)")
-    p.add_argument("--h3-resolution", type=int, default=7, help="H3 resolution 0..15 (default 7)")
-    p.add_argument("--slot", default="1h", help="time slot length, e.g. 1h, 15min (default 1h, UTC)")
+
+
+def _add_plan_arguments(p: Any) -> None:
+    """The planner flags (--privacy public-occupancy) and the error bounds reported."""
     p.add_argument("--plan", choices=["budget", "baseline", "greedy", "milp"],
                    help="budget: the total-budget planner (default with a total budget); baseline: keep "
                    "everything (default with --epsilon); greedy: CLIP-USER; milp: least-K suppression")
@@ -91,6 +106,10 @@ def register(subparsers: Any) -> None:
                    help="budget split between mean and variance (default equal)")
     p.add_argument("--time-limit", type=float, help="total seconds for planning (MILP or budget planner)")
     p.add_argument("--seed", type=int, help="seed the noise (reproducible; NOT for a real release)")
+
+
+def _add_input_arguments(p: Any) -> None:
+    """--privacy user options, input columns, cleaning, scale and output flags."""
     u = p.add_argument_group("--privacy user")
     u.add_argument("--partitions", help="public partition list: a CSV with columns cell (H3 index) and slot "
                    "(ISO start time, UTC); listed grids without records are released too (as noise). "
@@ -119,7 +138,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-map", action="store_true", help="skip map.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.set_defaults(func=run)
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -296,10 +314,16 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
+    emit(_payload(result, paths, args.out), args.json)
+    return 0
+
+
+def _payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:
+    """What ``dpopt release`` prints (public-occupancy): the published headline numbers."""
     s = result.summary
     ing = result.ingest
     payload = {
-        "out": str(Path(args.out).resolve()),
+        "out": str(Path(out).resolve()),
         "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
         "users": s.users,
         "grids": s.grids,
@@ -323,5 +347,4 @@ def run(args: argparse.Namespace) -> int:
         "suppressed_pairs": s.suppressed_pairs,
         "noise": s.noise,
     }
-    emit(payload, args.json)
-    return 0
+    return payload

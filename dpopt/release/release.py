@@ -34,7 +34,6 @@ from .._validation import (
     DpoptInputError,
     check_bound,
     check_choice,
-    check_epsilon,
     check_nonnegative_float,
     check_positive_int,
 )
@@ -47,7 +46,7 @@ from .grid import cell_centres, check_resolution, parse_slot, slot_text
 from .ingest import ColumnMap, IngestReport, count_rows, read_records
 from .privacy_model import PRIVACY_MODEL, PRIVACY_MODEL_SUMMARY, VALUE_DEPENDENT_INGEST
 from .budgets import PrivacyBudget, exact_user_spend, per_grid_budget, resolve_budget
-from .planners import PLANNERS, SPLITS, baseline_error_bound, pseudo_user_plan, rebudget
+from .planners import PLANNERS, SPLITS, pseudo_user_plan, rebudget
 
 __all__ = [
     "PLANS",

@@ -253,6 +253,25 @@ def _accuracy_lines(result: ReleaseResult) -> list[str]:
     return lines
 
 
+def _input_lines(s: Any, ing: dict[str, Any]) -> list[str]:
+    """report.md: what was read and dropped (value-independent counts only)."""
+    return [
+        "## Input",
+        "",
+        f"- records read {ing.get('records_read', 0)}, kept {ing.get('records_kept', 0)}, "
+        f"dropped {s.dropped_records} (missing fields {ing.get('dropped_missing', 0)}: "
+        + ", ".join(f"{k} {v}" for k, v in ing.get("missing", {}).items())
+        + f"; invalid coordinates {ing.get('invalid_coordinates', 0)}"
+        + (f"; out of [0, {s.bound:g}] dropped {ing.get('dropped_out_of_range', 0)}"
+           if ing.get("out_of_range_policy", "clip") == "drop" else "")
+        + ")",
+        f"- values outside [0, {s.bound:g}]: policy {ing.get('out_of_range_policy', 'clip')}; how many were "
+        "out of range depends on values and is not published (diagnostics/ingest.json)",
+        f"- users {s.users}, grids {s.grids}, occupied (user, grid) pairs {s.pairs}, records aggregated {s.records}",
+        "",
+    ]
+
+
 def report_markdown(result: ReleaseResult) -> str:
     """A short human-readable report of a release."""
     s = result.summary
@@ -278,19 +297,7 @@ def report_markdown(result: ReleaseResult) -> str:
         "",
         *_accuracy_lines(result),
         "",
-        "## Input",
-        "",
-        f"- records read {ing.get('records_read', 0)}, kept {ing.get('records_kept', 0)}, "
-        f"dropped {s.dropped_records} (missing fields {ing.get('dropped_missing', 0)}: "
-        + ", ".join(f"{k} {v}" for k, v in ing.get("missing", {}).items())
-        + f"; invalid coordinates {ing.get('invalid_coordinates', 0)}"
-        + (f"; out of [0, {s.bound:g}] dropped {ing.get('dropped_out_of_range', 0)}"
-           if ing.get("out_of_range_policy", "clip") == "drop" else "")
-        + ")",
-        f"- values outside [0, {s.bound:g}]: policy {ing.get('out_of_range_policy', 'clip')}; how many were "
-        "out of range depends on values and is not published (diagnostics/ingest.json)",
-        f"- users {s.users}, grids {s.grids}, occupied (user, grid) pairs {s.pairs}, records aggregated {s.records}",
-        "",
+        *_input_lines(s, ing),
         "## Grids",
         "",
         f"- released {len(rel)} of {len(t)}; users per grid median "
