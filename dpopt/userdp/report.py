@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._validation import DpoptInputError
 from ..cli_common import to_jsonable
 from .release import UserRelease
 
@@ -47,7 +46,7 @@ def user_report_markdown(result: UserRelease) -> str:
         "",
         "## Accuracy",
         "",
-        f"- every row carries 95 % error bounds of the released mean and variance against the bounded "
+        f"- every row carries {s.confidence:.0%} error bounds of the released mean and variance against the bounded "
         "data's statistics (noise only: the bias of contribution bounding is not included)",
         f"- grids released: {s.grids_released}",
         "",
