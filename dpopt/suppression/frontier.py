@@ -181,9 +181,8 @@ def suppression_frontier(
 
     Parameters
     ----------
-    occ : Occupancy
-    bound, epsilon : float
-        U and ε.
+    occ, bound, epsilon, options, split
+        As in :func:`solve_suppression` (the occupancy, U, ε, HiGHS options, the budget split).
     error_bound : float, optional
         E used to choose the default range of K: from the least K meeting E (the optimum of
         :func:`solve_suppression`) up to G_1. Default max_g E_g of BASELINE.
@@ -194,9 +193,6 @@ def suppression_frontier(
         no limit). Every solve gets what is left; once it is spent, the remaining points report
         ``Status.TIME_LIMIT`` with their proven bracket [lower, error] (``error`` from the
         previous point's plan, valid because E* is non-increasing in K).
-    options : mapping, optional
-        HiGHS options.
-    split : {"equal", "optimal"}
     max_solves : int
         Safety cap on feasibility MILPs per point (a capped point reports ``"iteration_limit"`` with
         its proven bracket [lower, error]).
