@@ -284,15 +284,7 @@ def clipping_error_terms(
     return ClippingErrorTerms(bias=bias, sensitivity=sens, noise=noise, error=bias + noise)
 
 
-def clipping_error(
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    lower: Any,
-    upper: Any,
-    *,
-    dim: int = 1,
-) -> float:
+def clipping_error(counts: Any, bound: float, epsilon: float, lower: Any, upper: Any, *, dim: int = 1) -> float:
     """Worst-case error (bias + expected ℓ1 Laplace noise) of any per-user clipping.
 
     See :func:`clipping_error_terms` for the terms and the formulas.

@@ -6,24 +6,24 @@ import argparse
 
 from . import calculus
 from ._validation import as_counts, as_retained, check_bound, check_epsilon
-from .cli_common import add_partition_arguments, emit, read_numbers
+from .cli_common import add_partition_command, emit, read_numbers
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_partition_command(
+        sub,
         "errors",
         help="exact sensitivities and worst-case errors of a clipped mean/variance",
         description=(
             "Worst-case error of the CLIP mechanism on one partition (seed 002 eq. (11)-(13)): "
             "biases (Thm IV.1, corrected Thm IV.2) plus Laplace noise for the exact sensitivities."
         ),
+        run=run,
     )
-    add_partition_arguments(p)
     p.add_argument("--retained", metavar="FILE", help="file with Gamma_l (default: keep everything = BASELINE)")
     p.add_argument("--split", choices=("equal", "optimal"), default="equal",
                    help="budget split between mean and variance (default: eps/2 each)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

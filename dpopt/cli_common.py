@@ -19,7 +19,7 @@ import numpy as np
 
 from ._validation import DpoptInputError
 
-__all__ = ["read_numbers", "emit", "to_jsonable", "CliError", "add_partition_arguments"]
+__all__ = ["read_numbers", "emit", "to_jsonable", "CliError", "add_partition_arguments", "add_partition_command"]
 
 
 class CliError(DpoptInputError):
@@ -104,3 +104,11 @@ def add_partition_arguments(parser: Any) -> None:
     parser.add_argument("--counts", required=True, metavar="FILE", help="per-user sample counts m_l ('-' = stdin)")
     parser.add_argument("--bound", required=True, type=float, metavar="U", help="sample bound U > 0")
     parser.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy parameter epsilon > 0")
+
+
+def add_partition_command(subparsers: Any, name: str, *, help: str, description: str, run: Any) -> Any:
+    """A one-partition sub-command: its parser with :func:`add_partition_arguments`, dispatching to ``run``."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    add_partition_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser

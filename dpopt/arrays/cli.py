@@ -12,13 +12,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_common import add_partition_arguments, emit, read_numbers
+from ..cli_common import add_partition_command, emit, read_numbers
 
 __all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
-    p: argparse.ArgumentParser = subparsers.add_parser(
+    p = add_partition_command(
+        subparsers,
         "arrays",
         help="array length m for pseudo-user Array-Averaging (seed 003)",
         description=(
@@ -26,8 +27,8 @@ def register(subparsers: Any) -> None:
             "length (Lemma V.2), the convex surrogate (19) (ERRATA E7), the heuristic (9) or the median. "
             "The counts file holds one count per user (a header line is skipped)."
         ),
+        run=run,
     )
-    add_partition_arguments(p)
     p.add_argument(
         "--method", default="exact", choices=["exact", "surrogate", "heuristic", "median"], help="how to choose m"
     )
@@ -38,7 +39,6 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--no-grouping", action="store_true", help="skip running BestFit/WrapAround at the chosen m")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -371,12 +371,8 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
 
     Parameters
     ----------
-    counts : array-like of int, shape (L,)
-        Samples per user m_ℓ ≥ 1.
-    length : int
-        Array length m ≥ 1.
-    order : {"nonincreasing", "given"} or permutation, keyword-only
-        User processing order (see :func:`processing_order`).
+    counts, length, order
+        As in :func:`wrap_around`.
 
     Returns
     -------

@@ -108,6 +108,19 @@ class BudgetModel:
         return out
 
 
+def _members(key: np.ndarray, n_keys: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (i, j) with ``key[j] == query[i]``, i ascending and j ascending within each i (vectorised).
+
+    ``key`` and ``query`` hold integers in ``[0, n_keys)``. Returns the i (positions in ``query``)
+    and the j (positions in ``key``) as two aligned arrays.
+    """
+    order = np.argsort(key, kind="stable")
+    start = np.searchsorted(key[order], np.arange(n_keys + 1))
+    k = start[query + 1] - start[query]
+    offs = np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+    return np.repeat(np.arange(query.size), k), order[np.repeat(start[query], k) + offs]
+
+
 def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
                        weights: np.ndarray) -> BudgetModel:
     """Build the MILP of the module docstring for ``table`` (see :func:`config_table`)."""
@@ -132,12 +145,8 @@ def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
     # (grid, level) entries used by configurations; x columns = binding pairs × their grid's levels
     gl = np.unique(cfg_grid * nl + cfg_lev)
     gl_grid, gl_lev = gl // nl, gl % nl
-    order_gl = np.argsort(gl_grid, kind="stable")
-    gl_start = np.searchsorted(gl_grid[order_gl], np.arange(G + 1))
-    n_lev = gl_start[cols[bpairs] + 1] - gl_start[cols[bpairs]]
-    x_pair = np.repeat(bpairs, n_lev)
-    offs = np.arange(n_lev.sum()) - np.repeat(np.cumsum(n_lev) - n_lev, n_lev)
-    x_gl = order_gl[np.repeat(gl_start[cols[bpairs]], n_lev) + offs]
+    x_of, x_gl = _members(gl_grid, G, cols[bpairs])
+    x_pair = bpairs[x_of]
     x_level = gl_lev[x_gl]
 
     b = ModelBuilder(name="budget", sense="max")
@@ -149,12 +158,7 @@ def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
 
     # link: per x column, the configurations of its (grid, level) that allow the pair
     cfg_gl = np.searchsorted(gl, cfg_grid * nl + cfg_lev)
-    order_c = np.argsort(cfg_gl, kind="stable")
-    c_start = np.searchsorted(cfg_gl[order_c], np.arange(gl.size + 1))
-    k_c = c_start[x_gl + 1] - c_start[x_gl]
-    lr = np.repeat(np.arange(nx), k_c)
-    offs = np.arange(k_c.sum()) - np.repeat(np.cumsum(k_c) - k_c, k_c)
-    lj = order_c[np.repeat(c_start[x_gl], k_c) + offs]
+    lr, lj = _members(cfg_gl, gl.size, x_gl)
     if not table.truncate:
         okm = cnt[x_pair[lr]] <= cfg_cap[lj]
         lr, lj = lr[okm], lj[okm]
@@ -163,23 +167,13 @@ def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
 
     # retained per configuration: binding pairs' x at its level, free pairs as a constant
     # the x columns of (grid, level) gl, expanded over the configurations j of that gl
-    order_x = np.argsort(x_gl, kind="stable")
-    x_start = np.searchsorted(x_gl[order_x], np.arange(gl.size + 1))
-    k_x = x_start[cfg_gl + 1] - x_start[cfg_gl]
-    rj = np.repeat(np.arange(nc), k_x)
-    offs = np.arange(k_x.sum()) - np.repeat(np.cumsum(k_x) - k_x, k_x)
-    rx = order_x[np.repeat(x_start[cfg_gl], k_x) + offs]
+    rj, rx = _members(x_gl, gl.size, cfg_gl)
     m_r = cnt[x_pair[rx]]
     cap_r = cfg_cap[rj]
     coef = np.minimum(m_r, cap_r) if table.truncate else np.where(m_r <= cap_r, m_r, 0)
     # free pairs: constant F_j
-    order_f = np.argsort(cols[free], kind="stable")
-    f_sorted = free[order_f]
-    f_start = np.searchsorted(cols[f_sorted], np.arange(G + 1))
-    k_f = f_start[cfg_grid + 1] - f_start[cfg_grid]
-    fj = np.repeat(np.arange(nc), k_f)
-    offs = np.arange(k_f.sum()) - np.repeat(np.cumsum(k_f) - k_f, k_f)
-    fm = cnt[f_sorted[np.repeat(f_start[cfg_grid], k_f) + offs]]
+    fj, f_of = _members(cols[free], G, cfg_grid)
+    fm = cnt[free[f_of]]
     fcap = cfg_cap[fj]
     fval = np.minimum(fm, fcap) if table.truncate else np.where(fm <= fcap, fm, 0)
     F = np.bincount(fj, weights=fval, minlength=nc)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_common import CliError, add_partition_arguments, emit, read_numbers
+from ..cli_common import CliError, add_partition_command, emit, read_numbers
 
 __all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
-    p: argparse.ArgumentParser = subparsers.add_parser(
+    p = add_partition_command(
+        subparsers,
         "clipping",
         help="optimal per-user clipping intervals (seeds 000/001)",
         description=(
@@ -28,8 +29,8 @@ def register(subparsers: Any) -> None:
             "closed form with KKT certificate, or the LP solved by HiGHS. For --dim >= 2 the corrected "
             "l1-ball strategy of ERRATA E3. The counts file holds one count m_l per user."
         ),
+        run=run,
     )
-    add_partition_arguments(p)
     p.add_argument("--dim", type=int, default=1, metavar="d", help="sample dimension (default 1)")
     p.add_argument("--method", default="closed-form", choices=["closed-form", "lp"], help="how to solve")
     p.add_argument("--formulation", default="per-user", choices=["per-user", "per-sample"],
@@ -39,7 +40,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--export", metavar="FILE", help="write the LP to FILE (.mps or .lp)")
     p.add_argument("--per-user", action="store_true", help="also print the per-user intervals")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

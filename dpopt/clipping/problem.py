@@ -48,6 +48,19 @@ from .closed_form import ClippingPlan
 __all__ = ["ClippingProblem", "clipping_problem", "solve_problem", "export_problem"]
 
 
+#: the data a ClippingProblem remembers besides its cvxpy model
+_META = ("counts", "bound", "user_bounds", "epsilon", "dim")
+
+
+def _variable(name: str, doc: str) -> property:
+    """A read-only property returning the problem's cvxpy variable ``name``."""
+
+    def get(self: cp.Problem) -> cp.Variable:
+        return self.var_dict[name]
+
+    return property(get, doc=doc)
+
+
 class ClippingProblem(cp.Problem):
     """A ``cvxpy.Problem`` for per-user clipping that remembers its data.
 
@@ -63,32 +76,18 @@ class ClippingProblem(cp.Problem):
     dim: int
 
     def _attach(self, src: Mapping[str, Any]) -> ClippingProblem:
-        for key in ("counts", "bound", "user_bounds", "epsilon", "dim"):
+        for key in _META:
             setattr(self, key, src[key])
         return self
 
     def _meta(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("counts", "bound", "user_bounds", "epsilon", "dim")}
+        return {k: getattr(self, k) for k in _META}
 
-    @property
-    def lower(self) -> cp.Variable:
-        return self.var_dict["lower"]
-
-    @property
-    def upper(self) -> cp.Variable:
-        return self.var_dict["upper"]
-
-    @property
-    def user_bias(self) -> cp.Variable:
-        return self.var_dict["user_bias"]
-
-    @property
-    def bias(self) -> cp.Variable:
-        return self.var_dict["bias"]
-
-    @property
-    def sensitivity(self) -> cp.Variable:
-        return self.var_dict["sensitivity"]
+    lower = _variable("lower", "a_ℓ, the lower clipping bounds (cp.Variable)")
+    upper = _variable("upper", "b_ℓ, the upper clipping bounds (cp.Variable)")
+    user_bias = _variable("user_bias", "user ℓ's worst-case bias share (cp.Variable)")
+    bias = _variable("bias", "the worst-case bias (cp.Variable)")
+    sensitivity = _variable("sensitivity", "the sensitivity Δ of the clipped mean (cp.Variable)")
 
     def with_constraints(self, *constraints: cp.Constraint | Iterable[cp.Constraint]) -> ClippingProblem:
         """A new problem with extra constraints on the named variables."""

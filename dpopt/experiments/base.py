@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError
+from .._validation import DpoptInputError, check_bound, check_positive_int
 
-__all__ = ["COLUMNS", "FigureSpec", "FigureResult", "Rows", "progress_bar", "as_epsilon_grid", "figure_title",
+__all__ = ["COLUMNS", "FigureSpec", "FigureResult", "Rows", "progress_bar", "as_epsilon_grid", "figure_inputs", "figure_title",
            "parameters_markdown", "dataset_unit_mean"]
 
 #: columns of every reproduced figure's table
@@ -89,6 +89,12 @@ def as_epsilon_grid(epsilons: Any, default: Sequence[float]) -> np.ndarray:
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise DpoptInputError(f"`epsilons` must be a non-empty list of positive numbers; got {epsilons!r}")
     return arr
+
+
+def figure_inputs(runs: Any, bound: Any, epsilons: Any, default: Sequence[float]) -> tuple[int, float, np.ndarray]:
+    """What every Monte-Carlo figure checks first: ``runs`` ≥ 1, the bound U and the ε grid
+    (:func:`as_epsilon_grid`, ``None`` gives ``default``)."""
+    return check_positive_int(runs, "runs"), check_bound(bound), as_epsilon_grid(epsilons, default)
 
 
 def _short(value: Any) -> str:

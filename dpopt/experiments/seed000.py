@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int
+from .._validation import DpoptInputError, check_choice, check_positive_int
 from ..mechanisms import akmv, laplace_mean, opt_worst_case
 from ..mechanisms._common import substitute_user_means
 from ..mechanisms.akmv import akmv_rank, akmv_threshold
-from .base import FigureResult, Rows, as_epsilon_grid, progress_bar
+from .base import FigureResult, Rows, figure_inputs, progress_bar
 
 __all__ = ["geometric_collection", "extreme_collection", "uniform_samples", "projected_gaussian_samples",
            "fig1", "fig2", "fig3", "DEFAULT_EPSILONS"]
@@ -89,9 +89,7 @@ def fig1(
     """Seed 000 Fig. 1: worst-case errors of OPT (analytic) and AKMV (Monte Carlo) on the all-U dataset."""
     from ..clipping import optimal_error
 
-    runs = check_positive_int(runs, "runs")
-    U = check_bound(bound)
-    eps = as_epsilon_grid(epsilons, DEFAULT_EPSILONS)
+    runs, U, eps = figure_inputs(runs, bound, epsilons, DEFAULT_EPSILONS)
     m = _collection(collection)
     n = float(m.sum())
     rng = np.random.default_rng(seed)
@@ -129,10 +127,9 @@ def _average_case(
     epsilons: Any,
     bound: float,
     batch: int,
-) -> Rows:
-    U = check_bound(bound)
-    eps = as_epsilon_grid(epsilons, DEFAULT_EPSILONS)
-    runs = check_positive_int(runs, "runs")
+) -> tuple[Rows, np.ndarray]:
+    """Laplace, OPT-worst-case and AKMV on ``runs`` fresh datasets drawn by ``draw``; the rows and the ε grid."""
+    runs, U, eps = figure_inputs(runs, bound, epsilons, DEFAULT_EPSILONS)
     batch = check_positive_int(batch, "batch")
     rng = np.random.default_rng(seed)
     n_tot = int(counts.sum())
@@ -160,7 +157,13 @@ def _average_case(
     for (name, e), chunks in errs.items():
         v = np.concatenate(chunks)
         rows.add(name, e, v.mean(), v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0)
-    return rows
+    return rows, eps
+
+
+def _average_notes(head: str, eps: np.ndarray, runs: int, seed: int) -> str:
+    """The notes of an average-case figure: its own ``head``, then what Fig. 2 and Fig. 3 share."""
+    return (head + _COMMON_NOTES
+            + f"Epsilon grid (not stated in the paper): {list(map(float, eps))}.\nRuns: {runs}; seed {seed}.")
 
 
 _COMMON_NOTES = (
@@ -186,14 +189,11 @@ def fig2(
 ) -> FigureResult:
     """Seed 000/001 Fig. 2: average-case errors, geometric collection, uniform samples."""
     m = geometric_collection(M)
-    rows = _average_case("000-fig2", m, uniform_samples, runs=runs, seed=seed, progress=progress,
-                         epsilons=epsilons, bound=bound, batch=batch)
-    eps = as_epsilon_grid(epsilons, DEFAULT_EPSILONS)
-    notes = (
-        f"Geometric collection M={M}: L={m.size}, n={m.sum()}, m*={m.max()}; samples Unif((0, U]), U={bound}.\n"
-        + _COMMON_NOTES
-        + f"Epsilon grid (not stated in the paper): {list(map(float, eps))}.\nRuns: {runs}; seed {seed}."
-    )
+    rows, eps = _average_case("000-fig2", m, uniform_samples, runs=runs, seed=seed, progress=progress,
+                              epsilons=epsilons, bound=bound, batch=batch)
+    notes = _average_notes(
+        f"Geometric collection M={M}: L={m.size}, n={m.sum()}, m*={m.max()}; samples Unif((0, U]), U={bound}.\n",
+        eps, runs, seed)
     return FigureResult("000-fig2", rows.frame(), notes, {"runs": runs, "seed": seed, "M": M})
 
 
@@ -217,16 +217,12 @@ def fig3(
     def draw(rng: np.random.Generator, shape: tuple[int, ...], U: float) -> np.ndarray:
         return projected_gaussian_samples(rng, shape, U, sd=sd)
 
-    rows = _average_case("000-fig3", m, draw, runs=runs, seed=seed, progress=progress,
-                         epsilons=epsilons, bound=bound, batch=batch)
-    eps = as_epsilon_grid(epsilons, DEFAULT_EPSILONS)
+    rows, eps = _average_case("000-fig3", m, draw, runs=runs, seed=seed, progress=progress,
+                              epsilons=epsilons, bound=bound, batch=batch)
     s = np.sqrt(bound / 4.0) if sd is None else sd
-    notes = (
+    notes = _average_notes(
         f"Extreme-valued collection: L={L}, m*={m_max} (n={m.sum()}).\n"
         f"Samples: N(U/2, U/4) conditioned on (0, U] by rejection, read with the papers' convention that "
         f"the second argument is the variance: sd = {s:.4g} (parameter `sd`; sd = U/4 = {bound / 4:g} is the "
-        "other reading).\n"
-        + _COMMON_NOTES
-        + f"Epsilon grid (not stated in the paper): {list(map(float, eps))}.\nRuns: {runs}; seed {seed}."
-    )
+        "other reading).\n", eps, runs, seed)
     return FigureResult("000-fig3", rows.frame(), notes, {"runs": runs, "seed": seed, "sd": s})

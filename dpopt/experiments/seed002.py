@@ -125,7 +125,8 @@ def austin_occupancy(
 
 
 def _real(figure: str, *, seed: int, progress: bool, epsilons: Any, bound: float, data: Any, day: Any,
-          hour: int, resolution: int, n_grids: int) -> tuple[Rows, dict]:
+          hour: int, resolution: int, n_grids: int) -> FigureResult:
+    """Figure 1 or 2 of seed 002 on the Austin stand-in (one body; ``figure`` picks the series)."""
     from ..suppression import clip_user, pseudo_user_clipping
 
     U = check_bound(bound)
@@ -144,7 +145,7 @@ def _real(figure: str, *, seed: int, progress: bool, epsilons: Any, bound: float
                 rows.add("Pseudo-user after CLIP-USER", e, res.max_error)
                 rows.add("Original (BASELINE)", e, plan.error_bound)
             bar.update(1)
-    return rows, info
+    return FigureResult(figure, rows.frame(), _real_notes(info, eps), info)
 
 
 def _real_notes(info: dict, eps: np.ndarray) -> str:
@@ -165,20 +166,16 @@ def fig1(*, runs: int | None = None, seed: int = 0, progress: bool = False, epsi
          bound: float = U_DEFAULT, data: Any = None, day: Any = None, hour: int = 9, resolution: int = 7,
          n_grids: int = 50) -> FigureResult:
     """Seed 002 Fig. 1: ``P_ε = K_ε·ε`` after CLIP-USER vs ``G_1·ε`` (Austin stand-in for ITMS)."""
-    rows, info = _real("002-fig1", seed=seed, progress=progress, epsilons=epsilons, bound=bound, data=data,
-                       day=day, hour=hour, resolution=resolution, n_grids=n_grids)
-    eps = as_epsilon_grid(epsilons, REAL_EPSILONS)
-    return FigureResult("002-fig1", rows.frame(), _real_notes(info, eps), info)
+    return _real("002-fig1", seed=seed, progress=progress, epsilons=epsilons, bound=bound, data=data, day=day,
+                 hour=hour, resolution=resolution, n_grids=n_grids)
 
 
 def fig2(*, runs: int | None = None, seed: int = 0, progress: bool = False, epsilons: Any = None,
          bound: float = U_DEFAULT, data: Any = None, day: Any = None, hour: int = 9, resolution: int = 7,
          n_grids: int = 50) -> FigureResult:
     """Seed 002 Fig. 2: ``Ē_ε`` after CLIP-USER + pseudo-users vs the original ``E_ε`` (Austin)."""
-    rows, info = _real("002-fig2", seed=seed, progress=progress, epsilons=epsilons, bound=bound, data=data,
-                       day=day, hour=hour, resolution=resolution, n_grids=n_grids)
-    eps = as_epsilon_grid(epsilons, REAL_EPSILONS)
-    return FigureResult("002-fig2", rows.frame(), _real_notes(info, eps), info)
+    return _real("002-fig2", seed=seed, progress=progress, epsilons=epsilons, bound=bound, data=data, day=day,
+                 hour=hour, resolution=resolution, n_grids=n_grids)
 
 
 def synthetic_curves(

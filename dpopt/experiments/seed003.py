@@ -25,7 +25,7 @@ from ..mechanisms import array_averaging, levy, quantile
 from ..mechanisms.array_averaging import median_array_length
 from ..mechanisms.laplace import laplace_sensitivity
 from ..mechanisms.levy import levy_array_length
-from .base import FigureResult, Rows, as_epsilon_grid, dataset_unit_mean, progress_bar
+from .base import FigureResult, Rows, as_epsilon_grid, dataset_unit_mean, figure_inputs, progress_bar
 
 __all__ = ["itms_dataset", "scaled_dataset", "fig1", "fig2", "fig3", "fig4", "fig5", "DEFAULT_EPSILONS"]
 
@@ -64,6 +64,11 @@ def _length(rule: Any, counts: np.ndarray) -> int:
     if rule == "median":
         return median_array_length(counts)
     return check_positive_int(rule, "aa_length")
+
+
+def _params(runs: int, seed: int, U: float, eps: np.ndarray, **more: Any) -> dict[str, Any]:
+    """The parameters a figure reports (``FigureResult.params``)."""
+    return {"runs": runs, "seed": seed, "bound": U, "epsilons": list(map(float, eps)), **more}
 
 
 def _series(name: str, grouping: str) -> str:
@@ -140,25 +145,12 @@ def _notes_common(runs: int, seed: int, eps: np.ndarray, aa_len: int, mlen: int,
     )
 
 
-def fig1(
-    *,
-    runs: int = DEFAULT_RUNS,
-    seed: int = 0,
-    progress: bool = False,
-    epsilons: Any = None,
-    bound: float = U_DEFAULT,
-    aa_length: Any = "levy",
-    wrap_factor: float = 1.0,
-    clip_output: bool = True,
-    order: str = "nonincreasing",
-    gamma: float = 0.2,
-    width_factor: float = 3.0,
-    alpha: float = 0.1,
-) -> FigureResult:
+def fig1(*, runs: int = DEFAULT_RUNS, seed: int = 0, progress: bool = False, epsilons: Any = None,
+         bound: float = U_DEFAULT, aa_length: Any = "levy", wrap_factor: float = 1.0, clip_output: bool = True,
+         order: str = "nonincreasing", gamma: float = 0.2, width_factor: float = 3.0,
+         alpha: float = 0.1) -> FigureResult:
     """Seed 003 Fig. 1: WrapAround vs BestFit for Array-Averaging, Levy and Quantile on ITMS."""
-    U = check_bound(bound)
-    runs = check_positive_int(runs, "runs")
-    eps = as_epsilon_grid(epsilons, DEFAULT_EPSILONS)
+    runs, U, eps = figure_inputs(runs, bound, epsilons, DEFAULT_EPSILONS)
     x, m = itms_dataset()
     aa_len = _length(aa_length, m)
     mlen = levy_array_length(m)
@@ -177,8 +169,7 @@ def fig1(
     _run_mechanisms("003-fig1", mechs, [(x, m)], eps, runs=runs, bound=U, seed=seed, progress=progress, rows=rows)
     notes = "ITMS HAT '18 8642d9d6fffffff' (217 users, 17,166 records).\n" + _notes_common(
         runs, seed, eps, aa_len, mlen, wrap_factor, clip_output, order, width_factor, gamma, alpha, U)
-    return FigureResult("003-fig1", rows.frame(), notes, {"runs": runs, "seed": seed, "bound": U,
-                                                         "epsilons": list(map(float, eps))})
+    return FigureResult("003-fig1", rows.frame(), notes, _params(runs, seed, U, eps))
 
 
 def _bestfit_panel(
@@ -204,25 +195,11 @@ def _bestfit_panel(
     return rows, aa_len, mlen
 
 
-def fig2(
-    *,
-    runs: int = DEFAULT_RUNS,
-    seed: int = 0,
-    progress: bool = False,
-    epsilons: Any = None,
-    bound: float = U_DEFAULT,
-    aa_length: Any = "levy",
-    clip_output: bool = True,
-    order: str = "nonincreasing",
-    gamma: float = 0.2,
-    width_factor: float = 3.0,
-    alpha: float = 0.1,
-    rank_rule: str = "ceil",
-) -> FigureResult:
+def fig2(*, runs: int = DEFAULT_RUNS, seed: int = 0, progress: bool = False, epsilons: Any = None,
+         bound: float = U_DEFAULT, aa_length: Any = "levy", clip_output: bool = True, order: str = "nonincreasing",
+         gamma: float = 0.2, width_factor: float = 3.0, alpha: float = 0.1, rank_rule: str = "ceil") -> FigureResult:
     """Seed 003 Fig. 2: BestFit mechanisms against Baseline on ITMS."""
-    U = check_bound(bound)
-    runs = check_positive_int(runs, "runs")
-    eps = as_epsilon_grid(epsilons, DEFAULT_EPSILONS)
+    runs, U, eps = figure_inputs(runs, bound, epsilons, DEFAULT_EPSILONS)
     rows, aa_len, mlen = _bestfit_panel(
         "003-fig2", [itms_dataset()], runs=runs, seed=seed, progress=progress, eps=eps, U=U,
         aa_length=aa_length, clip_output=clip_output, order=order, gamma=gamma, width_factor=width_factor,
@@ -233,18 +210,15 @@ def fig2(
         "took alpha from the raw data, which is not private).\n"
         + _notes_common(runs, seed, eps, aa_len, mlen, 1.0, clip_output, order, width_factor, gamma, alpha, U)
     )
-    return FigureResult("003-fig2", rows.frame(), notes, {"runs": runs, "seed": seed, "bound": U,
-                                                         "epsilons": list(map(float, eps))})
+    return FigureResult("003-fig2", rows.frame(), notes, _params(runs, seed, U, eps))
 
 
 def _scaling(figure: str, mode: str, *, runs: int, seed: int, progress: bool, epsilons: Any, bound: float,
              kappa: int, datasets: int, aa_length: Any, clip_output: bool, order: str, gamma: float,
              width_factor: float, alpha: float, with_eps_dependent: bool, rank_rule: str) -> FigureResult:
-    U = check_bound(bound)
-    runs = check_positive_int(runs, "runs")
+    runs, U, eps = figure_inputs(runs, bound, epsilons, DEFAULT_EPSILONS)
     kappa = check_positive_int(kappa, "kappa")
     n_data = check_positive_int(datasets, "datasets")
-    eps = as_epsilon_grid(epsilons, DEFAULT_EPSILONS)
     x0, m0 = itms_dataset()
     mu, sd = float(x0.mean()), float(x0.std())
     rng = np.random.default_rng([seed, 1])
@@ -263,8 +237,7 @@ def _scaling(figure: str, mode: str, *, runs: int, seed: int, progress: bool, ep
         "Baseline = U*m*/(n*eps) analytically.\n"
         + _notes_common(runs, seed, eps, aa_len, mlen, 1.0, clip_output, order, width_factor, gamma, alpha, U)
     )
-    return FigureResult(figure, rows.frame(), notes, {"runs": runs, "seed": seed, "kappa": kappa, "bound": U,
-                                                     "epsilons": list(map(float, eps)), "datasets": len(data)})
+    return FigureResult(figure, rows.frame(), notes, _params(runs, seed, U, eps, kappa=kappa, datasets=len(data)))
 
 
 def fig3(*, runs: int = DEFAULT_RUNS, seed: int = 0, progress: bool = False, epsilons: Any = None,

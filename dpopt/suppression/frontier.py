@@ -41,7 +41,7 @@ from ._kernel import (
     smallest_within,
 )
 from .milp import build_suppression_model, solve_suppression
-from .plan import SuppressionPlan, recheck
+from .plan import SuppressionPlan, label_pairs, recheck, rechecked_plan
 
 #: default total seconds of :func:`suppression_frontier`
 DEFAULT_TIME_LIMIT = 600.0
@@ -153,16 +153,13 @@ def _feasible_plan(
     if not res.has_solution:
         return res.status, None
     mask = sm.suppressed_mask(res.x)
-    users_l, grids_l = occ.users.tolist(), occ.grids.tolist()
-    sup = frozenset((users_l[r], grids_l[c]) for r, c in
-                    zip(sm.pair_rows[mask].tolist(), sm.pair_cols[mask].tolist()))
-    Kc, errors, samples = recheck(occ, sup, U, eps, split)
-    if Kc > K or not np.all(errors <= E * (1 + ERROR_RTOL)):
+    sup = label_pairs(occ, sm.pair_rows[mask], sm.pair_cols[mask])
+    checked = recheck(occ, sup, U, eps, split)
+    if checked[0] > K or not np.all(checked[1] <= E * (1 + ERROR_RTOL)):
         raise RuntimeError(f"frontier feasibility plan fails the re-check at K={K}, E={E!r}")
-    plan = SuppressionPlan(
-        degradation=Kc, error_bound=E, suppressed=sup, grid_errors=errors, status=res.status,
-        gap=math.nan, lower_bound=math.nan, method="milp", epsilon=eps, U=U, suppressed_samples=samples,
-        original_degradation=occ.degradation, solve_time=res.solve_time, info={"split": split},
+    plan = rechecked_plan(
+        occ, sup, checked, U=U, eps=eps, error_bound=E, status=res.status, gap=math.nan,
+        lower_bound=math.nan, method="milp", solve_time=res.solve_time, info={"split": split},
     )
     return res.status, plan
 
@@ -184,9 +181,8 @@ def suppression_frontier(
 
     Parameters
     ----------
-    occ : Occupancy
-    bound, epsilon : float
-        U and ε.
+    occ, bound, epsilon, options, split
+        As in :func:`solve_suppression` (the occupancy, U, ε, HiGHS options, the budget split).
     error_bound : float, optional
         E used to choose the default range of K: from the least K meeting E (the optimum of
         :func:`solve_suppression`) up to G_1. Default max_g E_g of BASELINE.
@@ -197,9 +193,6 @@ def suppression_frontier(
         no limit). Every solve gets what is left; once it is spent, the remaining points report
         ``Status.TIME_LIMIT`` with their proven bracket [lower, error] (``error`` from the
         previous point's plan, valid because E* is non-increasing in K).
-    options : mapping, optional
-        HiGHS options.
-    split : {"equal", "optimal"}
     max_solves : int
         Safety cap on feasibility MILPs per point (a capped point reports ``"iteration_limit"`` with
         its proven bracket [lower, error]).

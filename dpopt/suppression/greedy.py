@@ -25,7 +25,7 @@ import numpy as np
 from ..calculus import Split
 from ..solve import Status
 from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, error_scalar, require_reachable
-from .plan import SuppressionPlan, recheck
+from .plan import SuppressionPlan, label_pairs, recheck, rechecked_plan
 
 __all__ = ["clip_user", "TIE_RTOL"]
 
@@ -159,31 +159,19 @@ def clip_user(
             gcur[user] -= 1
             removed.append(best_k)
 
-    users_l = occ.users.tolist()
-    grids_l = occ.grids.tolist()
-    suppressed = frozenset((users_l[rows[k]], grids_l[gridof[k]]) for k in removed)
-    K, errors, samples = recheck(occ, suppressed, U, eps, split)
-    if K != int(gcur.max()):  # pragma: no cover - internal consistency
-        raise RuntimeError(f"CLIP-USER bookkeeping error: K={int(gcur.max())}, recomputed {K}")
-    return SuppressionPlan(
-        degradation=K,
-        error_bound=E,
-        suppressed=suppressed,
-        grid_errors=errors,
-        status=Status.HEURISTIC,
-        gap=float("nan"),
-        lower_bound=float("nan"),
-        method="greedy",
-        epsilon=eps,
-        U=U,
-        suppressed_samples=samples,
-        original_degradation=occ.degradation,
-        solve_time=time.perf_counter() - t0,
+    removed_k = np.asarray(removed, dtype=np.int64)
+    suppressed = label_pairs(occ, rows[removed_k], cols[removed_k])
+    checked = recheck(occ, suppressed, U, eps, split)
+    if checked[0] != int(gcur.max()):  # pragma: no cover - internal consistency
+        raise RuntimeError(f"CLIP-USER bookkeeping error: K={int(gcur.max())}, recomputed {checked[0]}")
+    return rechecked_plan(
+        occ, suppressed, checked, U=U, eps=eps, error_bound=E, status=Status.HEURISTIC, gap=float("nan"),
+        lower_bound=float("nan"), method="greedy", solve_time=time.perf_counter() - t0,
         info={
             "stages": stages,
             "steps": len(removed),
             "halt_reason": reason,
-            "skipped_grid": grids_l[skip] if skip >= 0 else None,
+            "skipped_grid": occ.grids.tolist()[skip] if skip >= 0 else None,
             "split": split,
         },
     )

@@ -47,7 +47,7 @@ from ._kernel import (
     require_reachable,
     smallest_within,
 )
-from .plan import SuppressionPlan, recheck
+from .plan import SuppressionPlan, label_pairs, recheck, rechecked_plan
 from .progress import Progress
 
 __all__ = [
@@ -649,12 +649,10 @@ def _unsuppressed_plan(
     t0: float, info: dict[str, Any],
 ) -> SuppressionPlan:
     """The plan that suppresses nothing (no MILP plan to return), with ``gap = inf``."""
-    K_all, errors, _ = recheck(occ, frozenset(), U, eps, split)
-    return SuppressionPlan(
-        degradation=K_all, error_bound=E, suppressed=frozenset(), grid_errors=errors,
-        status=status, gap=math.inf, lower_bound=bound, method="milp", epsilon=eps, U=U,
-        suppressed_samples=0, original_degradation=occ.degradation,
-        solve_time=time.perf_counter() - t0, info=info,
+    return rechecked_plan(
+        occ, frozenset(), recheck(occ, frozenset(), U, eps, split), U=U, eps=eps, error_bound=E,
+        status=status, gap=math.inf, lower_bound=bound, method="milp", solve_time=time.perf_counter() - t0,
+        info=info,
     )
 
 
@@ -848,16 +846,11 @@ def solve_suppression(
             results[i] = (sm2, sub, r)
 
     prog.update("tie-break" if tie_break else "done", K_star, K_bound)
-    suppressed_pairs: set = set()
-    for sm, sub, r in results:
-        if sm is None or r.mask is None:
-            continue
-        users_l = sub.users.tolist()
-        grids_l = sub.grids.tolist()
-        for k in np.flatnonzero(r.mask).tolist():
-            suppressed_pairs.add((users_l[sm.pair_rows[k]], grids_l[sm.pair_cols[k]]))
-    suppressed = frozenset(suppressed_pairs)
-    K_chk, errors, samples = recheck(occ, suppressed, U, eps, split)
+    suppressed = frozenset().union(*(label_pairs(sub, sm.pair_rows[np.flatnonzero(r.mask)],
+                                                 sm.pair_cols[np.flatnonzero(r.mask)])
+                                     for sm, sub, r in results if sm is not None and r.mask is not None))
+    checked = recheck(occ, suppressed, U, eps, split)
+    K_chk, errors = checked[0], checked[1]
     if K_chk > K_star or not np.all(errors <= E * (1 + ERROR_RTOL)):
         raise RuntimeError(
             f"suppression MILP returned a plan that fails the re-check: K={K_chk} (model {K_star}), "
@@ -869,20 +862,10 @@ def solve_suppression(
     info_extra: dict[str, Any] = {}
     if certificate is not None:
         info_extra = {"lagrangian_bound": int(certificate[0]), "lower_bound_weights": certificate[1]}
-    return SuppressionPlan(
-        degradation=K_chk,
-        error_bound=E,
-        suppressed=suppressed,
-        grid_errors=errors,
-        status=overall,
-        gap=0.0 if all_optimal else float(gap),
-        lower_bound=float(K_chk) if all_optimal else float(K_bound),
-        method="milp",
-        epsilon=eps,
-        U=U,
-        suppressed_samples=samples,
-        original_degradation=occ.degradation,
-        solve_time=time.perf_counter() - t0,
+    return rechecked_plan(
+        occ, suppressed, checked, U=U, eps=eps, error_bound=E, status=overall,
+        gap=0.0 if all_optimal else float(gap), lower_bound=float(K_chk) if all_optimal else float(K_bound),
+        method="milp", solve_time=time.perf_counter() - t0,
         info={
             "components": len(comps),
             "tie_break": tie_status,

@@ -13,7 +13,7 @@ from ..occupancy import Occupancy
 from ..solve import Status
 from ._kernel import ERROR_RTOL
 
-__all__ = ["SuppressionPlan", "recheck"]
+__all__ = ["SuppressionPlan", "recheck", "label_pairs", "rechecked_plan"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,3 +133,34 @@ def recheck(
     K = int(occupancy.max()) if occupancy.size else 0
     samples = int(occ.matrix.sum() - retained.sum())
     return K, np.asarray(errors, dtype=float), samples
+
+
+def label_pairs(occ: Any, rows: Any, cols: Any) -> frozenset:
+    """The (user label, grid label) pairs at matrix positions ``(rows[k], cols[k])`` of ``occ``."""
+    users_l, grids_l = occ.users.tolist(), occ.grids.tolist()
+    return frozenset((users_l[r], grids_l[c]) for r, c in zip(np.asarray(rows).tolist(), np.asarray(cols).tolist()))
+
+
+def rechecked_plan(
+    occ: Occupancy,
+    suppressed: frozenset,
+    checked: tuple[int, np.ndarray, int],
+    *,
+    U: float,
+    eps: float,
+    error_bound: float,
+    status: Status,
+    gap: float,
+    lower_bound: float,
+    method: str,
+    solve_time: float,
+    info: dict[str, Any],
+) -> SuppressionPlan:
+    """The :class:`SuppressionPlan` of ``suppressed`` with K, grid errors and suppressed samples
+    taken from its :func:`recheck` (``checked``), never from the model that chose it."""
+    K, errors, samples = checked
+    return SuppressionPlan(
+        degradation=K, error_bound=error_bound, suppressed=suppressed, grid_errors=errors, status=status,
+        gap=gap, lower_bound=lower_bound, method=method, epsilon=eps, U=U, suppressed_samples=samples,
+        original_degradation=occ.degradation, solve_time=solve_time, info=info,
+    )

@@ -22,9 +22,26 @@ would bias the moments, noise clipped at 0 and U is not centred on the truth).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 __all__ = ["pool_estimates", "between_variance", "paule_mandel"]
+
+
+def _bisect_tau2(excess: Callable[[float], float], hi: float, iterations: int) -> float:
+    """τ² ≥ 0 where the non-increasing ``excess`` crosses 0, by bisection on [0, hi]; 0 when
+    ``excess(0) ≤ 0`` (no between-variance needed)."""
+    if excess(0.0) <= 0.0:
+        return 0.0
+    lo = 0.0
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if excess(mid) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 def between_variance(theta: np.ndarray, v: np.ndarray, centre: float, *, iterations: int = 60) -> float:
@@ -39,16 +56,7 @@ def between_variance(theta: np.ndarray, v: np.ndarray, centre: float, *, iterati
     def excess(tau2: float) -> float:
         return float((d2 / (vv + tau2)).sum() - vv.size)
 
-    if excess(0.0) <= 0.0:
-        return 0.0
-    lo, hi = 0.0, float(d2.max()) + 1.0
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        if excess(mid) > 0.0:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    return _bisect_tau2(excess, float(d2.max()) + 1.0, iterations)
 
 
 def paule_mandel(theta: np.ndarray, v: np.ndarray, *, iterations: int = 60) -> tuple[float, float]:
@@ -68,16 +76,7 @@ def paule_mandel(theta: np.ndarray, v: np.ndarray, *, iterations: int = 60) -> t
         w = 1.0 / (vv + tau2)
         return float((w * (t - centre(tau2)) ** 2).sum() - (w.size - 1))
 
-    if excess(0.0) <= 0.0:
-        return centre(0.0), 0.0
-    lo, hi = 0.0, float(np.ptp(t)) ** 2 + 1.0
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        if excess(mid) > 0.0:
-            lo = mid
-        else:
-            hi = mid
-    tau2 = 0.5 * (lo + hi)
+    tau2 = _bisect_tau2(excess, float(np.ptp(t)) ** 2 + 1.0, iterations)
     return centre(tau2), tau2
 
 
