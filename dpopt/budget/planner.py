@@ -19,7 +19,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import (
-    DpoptInputError,
     _fail,
     check_bound,
     check_choice,

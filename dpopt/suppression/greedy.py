@@ -144,7 +144,7 @@ def clip_user(
                     newmax = scounts[head]
                 e = error_scalar(N[j], R[j] - count[k], newmax, U, eps, optimal_split)
                 if best_k < 0 or e < best_e * (1.0 - TIE_RTOL):
-                    best_k, best_e, best_max = k, e, newmax
+                    best_k, best_e = k, e
             if best_k < 0:
                 reason = "no_candidate"
                 halted = True
