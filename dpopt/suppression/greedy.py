@@ -128,7 +128,6 @@ def clip_user(
         for user in np.flatnonzero(gcur == maxg).tolist():
             best_k = -1
             best_e = 0.0
-            best_max = 0
             for k in range(indptr[user], indptr[user + 1]):
                 if not alive[k]:
                     continue
