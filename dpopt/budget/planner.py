@@ -358,7 +358,8 @@ def plan_budget(
         from .milp import build_budget_model
 
         bm = build_budget_model(occ, table, eps, w)
-        info.update(n_cols=bm.model.num_cols, n_rows=bm.model.num_rows, nnz=int(bm.model.A.nnz))
+        info.update(n_cols=bm.model.num_cols, n_rows=bm.model.num_rows, nnz=int(bm.model.A.nnz),
+                    model=bm.model)  # export: dpopt.solve.write_model(bp.info["model"], "budget.mps")
         left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
         warm = bm.point(greedy)
         info["warm_start_violation"] = bm.model.max_violation(warm)

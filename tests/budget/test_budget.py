@@ -293,3 +293,21 @@ def test_aggregate_bound_is_an_upper_bound(seed):
     bm = build_budget_model(occ, config_table(occ, crit, ladder, max_caps=None), eps_total, w)
     ref = exhaustive_coverage(occ, crit, ladder, eps_total, w)
     assert bm.aggregate_bound(w, eps_total) >= ref - 1e-9
+
+
+def test_the_milp_is_exportable(tmp_path):
+    """models/budget.md §4: the built model is kept and written by dpopt.solve.write_model."""
+    import highspy
+
+    from dpopt.solve import write_model
+
+    occ = Occupancy.from_dense([[3, 1, 0], [2, 2, 1], [1, 0, 4]])
+    bp = plan_budget(occ, 10.0, 4.0, target=6.0, method="milp", time_limit=10)
+    path = write_model(bp.info["model"], tmp_path / "budget.mps")
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(path))
+    h.run()
+    # the exported MILP, solved again, reaches the coverage the planner proved optimal
+    assert bp.status == "optimal"
+    assert h.getInfo().objective_function_value == pytest.approx(bp.coverage) and bp.coverage >= 1
