@@ -242,3 +242,23 @@ def test_bad_combinations_are_refused(tiny_records, kwargs, name):
         release(tiny_records, bound=100.0, privacy="public-occupancy", **kwargs)
     msg = str(exc.value)
     assert f"`{name}`" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("eps_total", [200.0, 400.0, 1000.0, 3000.0])
+def test_noise_bound_of_the_discrete_laplace_holds_exactly(tiny_records, eps_total):
+    """The `noise` bound B of the exact sampler: released = round(f/λ)·λ + λ·Z with Z discrete
+    Laplace of scale s = noise_scale/λ on ℤ (P[Z = z] ∝ r^|z|, r = e^{-1/s}), so the error exceeds B
+    with probability at most P(|Z| > (B − λ/2)/λ) = 2r^{⌊x⌋+1}/(1 + r), computed here exactly; it
+    must be ≤ 1 − q. A coarse output grid (λ = 1) makes the discreteness visible."""
+    q = 0.95
+    res = release(tiny_records, bound=100.0, privacy="public-occupancy", epsilon_total=eps_total, plan="baseline",
+                  granularity_bits=0, seed=1, confidence=q)
+    lam = res.summary.granularity
+    assert lam == 1.0
+    t = res.table[res.table["released"]]
+    for stat in ("mean", "variance"):
+        s = t[f"{stat}_noise_scale"].to_numpy() / lam
+        x = (t[f"{stat}_error_bound"].to_numpy() - lam / 2) / lam
+        r = np.exp(-1.0 / s)
+        miss = 2 * r ** (np.floor(x) + 1) / (1 + r)
+        assert (miss <= 1 - q + 1e-12).all(), (stat, s, x, miss)
