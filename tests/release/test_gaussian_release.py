@@ -128,3 +128,24 @@ def test_cli_gaussian_example(tmp_path, capsys):
     assert summary["epsilon_total"] == pytest.approx(zcdp_epsilon(summary["rho_total"], 1e-6), rel=1e-12)
     table = pd.read_csv(out / "release.csv")
     assert "rho" in table.columns and "epsilon" not in table.columns
+
+
+@pytest.mark.parametrize("rho", [2000.0, 8000.0, 30000.0])
+def test_noise_bound_of_the_discrete_gaussian_holds_exactly(tiny_records, rho):
+    """The `noise` bound B of the exact sampler: released = round(f/λ)·λ + λ·Z with Z discrete
+    Gaussian on ℤ, P[Z = z] ∝ exp(−z²/(2s²)), s = noise_scale/λ (CKS 2020), so the error exceeds B
+    with probability at most P(|Z| > (B − λ/2)/λ), summed here from the pmf; it must be ≤ 1 − q.
+    A coarse output grid (λ = 1) makes the discreteness visible."""
+    q = 0.8
+    res = release(tiny_records, bound=100.0, privacy="public-occupancy", mechanism="gaussian", rho=rho,
+                  plan="baseline", granularity_bits=0, seed=1, confidence=q)
+    lam = res.summary.granularity
+    assert lam == 1.0
+    t = res.table[res.table["released"]]
+    z = np.arange(-2000, 2001)
+    for stat in ("mean", "variance"):
+        for scale, bound in zip(t[f"{stat}_noise_scale"], t[f"{stat}_error_bound"]):
+            s, x = scale / lam, (bound - lam / 2) / lam
+            w = np.exp(-(z / s) ** 2 / 2)
+            miss = w[np.abs(z) > x].sum() / w.sum()
+            assert miss <= 1 - q + 1e-12, (stat, s, x, miss)
