@@ -88,6 +88,27 @@ def test_budget_columns_never_exceed_the_grids_budget(written):
     assert (text.loc[off, ["epsilon", "epsilon_mean", "epsilon_variance"]] == "").all().all()
 
 
+def test_seed_planners_spend_the_total_as_b_over_k(written):
+    """K (summary.degradation) recounted from kept_pairs.csv over released grids; then for
+    baseline/greedy/milp: K recounted from kept_pairs.csv over released grids, then every released
+    grid's budget is b = ⌊B·2^30/K⌋/2^30 (the largest multiple of 2^-30 with K·b ≤ B) up to the two
+    shares' rounding down to 2^-30 (< 2 units)."""
+    res, text, _, summary, kept = written
+    on = {(c, s) for c, s, r in zip(text["cell"], text["slot"], text["released"]) if r == "True"}
+    per_user = kept[[(c, s) in on for c, s in zip(kept["cell"], kept["slot"])]].groupby("user").size()
+    K = int(per_user.max())
+    assert summary["degradation"] == K
+    if res.plan.method.startswith("budget"):
+        return  # non-uniform budgets: covered by the exact recount of every user's spend
+    b = Fraction(math.floor(Fraction(EPS_TOTAL) * 2**30 / K), 2**30)
+    assert K * b <= EPS_TOTAL < K * (b + Fraction(1, 2**30))
+    unit = Fraction(1, 2**30)
+    for m, v in zip(text.loc[text["released"] == "True", "epsilon_mean"],
+                    text.loc[text["released"] == "True", "epsilon_variance"]):
+        total = _dec(m) + _dec(v)
+        assert b - 2 * unit <= total <= b
+
+
 def test_withheld_grids_publish_nothing(written):
     res, _, numbers, summary, _ = written
     t = numbers
