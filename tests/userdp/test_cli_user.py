@@ -85,10 +85,16 @@ def test_per_grid_epsilon_needs_public_occupancy(tmp_path, capsys, csv):
     assert not (tmp_path / "o").exists()
 
 
-def test_planner_flags_refused_under_the_user_model(tmp_path, capsys, csv):
-    code, _, err = _run(capsys, csv, "--bound", U, "--epsilon-total", 2, "--delta", 1e-6, "--plan", "greedy",
+@pytest.mark.parametrize("flag, value", [("--plan", "greedy"), ("--plan", "budget"), ("--rho", "1"),
+                                         ("--mechanism", "gaussian"), ("--target", "5"),
+                                         ("--criterion", "worst_case"), ("--time-limit", "3"),
+                                         ("--split", "optimal"), ("--pseudo-users", None)])
+def test_planner_flags_refused_under_the_user_model(tmp_path, capsys, csv, flag, value):
+    extra = (flag,) if value is None else (flag, value)
+    code, _, err = _run(capsys, csv, "--bound", U, "--epsilon-total", 2, "--delta", 1e-6, *extra,
                         "--out", tmp_path / "o")
-    _one_line_error(code, err, "--plan")
+    _one_line_error(code, err, flag)
+    assert not (tmp_path / "o").exists()
 
 
 def test_public_bounds(tmp_path, capsys, csv):
@@ -129,3 +135,32 @@ def test_api_returns_a_user_release():
     assert isinstance(res, UserRelease)
     assert res.summary.privacy_model == "user" and 0 < res.summary.epsilon_total <= 2.0
     assert not {"n_users", "n_records"} & set(res.table.columns)
+
+
+def test_api_refuses_the_other_models_options():
+    from dpopt import DpoptInputError
+
+    for kwargs, name in (({"plan": "greedy"}, "plan"), ({"epsilon": 1.0, "epsilon_total": None}, "epsilon"),
+                         ({"criterion": "worst_case"}, "criterion"), ({"rho": 1.0}, "rho")):
+        opts = {"epsilon_total": 2.0, "delta": 1e-6, **kwargs}
+        with pytest.raises(DpoptInputError, match=f"`{name}`"):
+            release(_records(), bound=U, **opts)
+
+
+def test_confidence_is_honoured_or_refused_never_ignored(tmp_path, capsys, csv):
+    """A confidence the user asked for must not be silently replaced by the default 0.95."""
+    from dpopt import DpoptInputError
+
+    try:
+        res = release(_records(), bound=U, epsilon_total=2.0, delta=1e-6, confidence=0.5, seed=5)
+    except DpoptInputError as exc:
+        assert "`confidence`" in str(exc)
+    else:
+        assert res.summary.confidence == 0.5
+    out = tmp_path / "o"
+    code, _, err = _run(capsys, csv, "--bound", U, "--epsilon-total", 2, "--delta", 1e-6, "--confidence", 0.5,
+                        "--out", out, "--seed", 5)
+    if code == 0:
+        assert json.loads((out / "summary.json").read_text())["confidence"] == 0.5
+    else:
+        _one_line_error(code, err, "--confidence")
