@@ -283,3 +283,24 @@ def test_noise_bound_of_the_discrete_laplace_holds_exactly(tiny_records, eps_tot
         r = np.exp(-1.0 / s)
         miss = 2 * r ** (np.floor(x) + 1) / (1 + r)
         assert (miss <= 1 - q + 1e-12).all(), (stat, s, x, miss)
+
+
+@pytest.mark.parametrize("plan", ["budget", "greedy"])
+def test_neighbours_in_values_publish_the_same_plan_and_summary(plan):
+    """public-occupancy neighbours (one user's values changed, same occupancy) publish identical
+    summary.json (frontier, spend, bounds) and identical non-value columns: the plan, the budgets
+    and the error bounds come from public counts only."""
+    from dpopt.release.report import published_summary
+
+    records = small_records(np.random.default_rng(8))
+    other = records.copy()
+    one = other["user_id"] == other["user_id"].iloc[0]
+    other.loc[one, "value"] = 100.0 - other.loc[one, "value"].clip(0, 100)
+    assert not np.allclose(records["value"], other["value"])
+    a, b = (release(r, bound=100.0, privacy="public-occupancy", epsilon_total=4.0, plan=plan, time_limit=5, seed=3)
+            for r in (records, other))
+    assert a.summary.released_grids >= 1
+    assert published_summary(a) == published_summary(b)
+    values = ["mean", "variance", "mean_raw", "variance_raw"]
+    pd.testing.assert_frame_equal(a.table.drop(columns=values), b.table.drop(columns=values))
+    assert not a.table["mean_raw"].equals(b.table["mean_raw"])
