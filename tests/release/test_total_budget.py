@@ -184,21 +184,26 @@ def test_budget_plan_publishes_a_frontier(written):
 # empirical coverage of the noise bound
 
 
-def small_records(rng: np.random.Generator, users: int = 10) -> pd.DataFrame:
-    """4 grids (2 cells × 2 hours); each user has 1-6 records in a random subset of them, values
-    in [0, 100] with a few above (clipped)."""
+def small_records(rng: np.random.Generator, users: int = 10, *, hours: int = 2, roamer: bool = False) -> pd.DataFrame:
+    """Grids (2 cells × ``hours`` hours); each user has 1-6 records in a random subset of them,
+    values in [0, 110] (some clipped to U = 100). ``roamer``: plus one user with one record in every
+    grid, whom CLIP-USER suppresses somewhere to lower K."""
     rows = []
+    t0 = pd.Timestamp("2020-01-01T10:00:00Z")
     for u in range(users):
-        for g in np.flatnonzero(rng.random(4) < 0.7):
-            point = (P1, P2)[g % 2]
+        for g in np.flatnonzero(rng.random(2 * hours) < 0.7):
             for _ in range(int(rng.integers(1, 7))):
-                t = pd.Timestamp("2020-01-01T10:00:00Z") + pd.Timedelta(hours=int(g // 2), seconds=int(rng.integers(3600)))
-                rows.append((f"u{u}", *point, t, float(np.round(110 * rng.random(), 3))))
+                t = t0 + pd.Timedelta(hours=int(g // 2), seconds=int(rng.integers(3600)))
+                rows.append((f"u{u}", *(P1, P2)[g % 2], t, float(np.round(110 * rng.random(), 3))))
+    for g in range(2 * hours if roamer else 0):
+        t = t0 + pd.Timedelta(hours=int(g // 2), seconds=int(rng.integers(3600)))
+        rows.append(("roamer", *(P1, P2)[g % 2], t, float(np.round(110 * rng.random(), 3))))
     return pd.DataFrame(rows, columns=["user_id", "latitude", "longitude", "timestamp", "value"])
 
 
-def _kept_record_means(records: pd.DataFrame, res) -> np.ndarray:
-    """Mean of the records of the kept (user, grid) pairs, from the records themselves."""
+def _kept_record_means(records: pd.DataFrame, res, *, everyone: bool = False) -> np.ndarray:
+    """Mean of the (clipped) records of the kept (user, grid) pairs — or of all records with
+    ``everyone`` — per grid of ``res``, from the records themselves."""
     kept = set()
     agg = res.aggregate
     gamma = res.gamma()
@@ -215,30 +220,38 @@ def _kept_record_means(records: pd.DataFrame, res) -> np.ndarray:
         "slot": pd.to_datetime(records["timestamp"], utc=True).dt.floor("1h").dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "value": records["value"].clip(0, 100.0),
     })
-    mask = np.asarray([k in kept for k in zip(lab["user"], lab["cell"], lab["slot"])])
+    mask = np.asarray([everyone or k in kept for k in zip(lab["user"], lab["cell"], lab["slot"])])
     means = lab[mask].groupby(["cell", "slot"])["value"].mean()
     return np.asarray([means.get((c, s), np.nan) for c, s in zip(cells, slots)])
 
 
 @pytest.mark.parametrize("plan", ["baseline", "greedy"])
 def test_noise_bound_covers_the_kept_mean_at_its_confidence(plan):
-    records = small_records(np.random.default_rng(5))
+    """numpy sampler, 300 seeds: `noise` bounds cover the kept records' mean, `worst_case` bounds
+    the mean of all records, each at least a fraction q of the time (binomial tolerance, 4 s.d.)."""
+    records = small_records(np.random.default_rng(5), hours=4, roamer=True)
     agg, ingest = aggregate_records(records, bound=100.0)
     q = 0.8
     first = release_aggregate(agg, ingest, epsilon_total=4.0, plan=plan, confidence=q, noise="numpy", seed=0)
     truth = _kept_record_means(records, first)
+    everyone = _kept_record_means(records, first, everyone=True)
     on = first.table["released"].to_numpy(dtype=bool)
     assert on.sum() >= 3
-    hits = trials = 0
+    if plan == "greedy":
+        assert first.summary.suppressed_pairs > 0  # kept mean ≠ all-records mean somewhere
+    hits = hits_wc = trials = 0
     for seed in range(300):
         r = release_aggregate(agg, ingest, epsilon_total=4.0, plan=plan, confidence=q, noise="numpy", seed=seed)
-        err = np.abs(r.table["mean_raw"].to_numpy()[on] - truth[on])
-        hits += int((err <= r.table["mean_error_bound"].to_numpy()[on]).sum())
+        released = r.table["mean_raw"].to_numpy()[on]
+        hits += int((np.abs(released - truth[on]) <= r.table["mean_error_bound"].to_numpy()[on]).sum())
+        hits_wc += int((np.abs(released - everyone[on])
+                        <= r.table["mean_error_bound_worst_case"].to_numpy()[on]).sum())
         trials += int(on.sum())
-    rate = hits / trials
     tol = 4 * math.sqrt(q * (1 - q) / trials)
+    rate, rate_wc = hits / trials, hits_wc / trials
     assert rate >= q - tol, (rate, trials)
-    # not vacuous: at q = 0.8 the bound must also miss now and then (a bound far too wide fails here)
+    assert rate_wc >= q - tol, (rate_wc, trials)
+    # not vacuous: at q = 0.8 the noise bound must also miss now and then (a bound far too wide fails)
     assert rate <= 1 - (1 - q) / 4, (rate, trials)
 
 
