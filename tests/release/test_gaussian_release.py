@@ -113,6 +113,33 @@ def test_empirical_noise_matches_the_reported_scale():
     # 400 draws: the sample std is within ±15 % of σ with overwhelming probability (rel. s.e. ≈ 3.5 %)
     np.testing.assert_allclose(errs.std(axis=0, ddof=1), scale, rtol=0.15)
     np.testing.assert_allclose(errs.mean(axis=0), 0.0, atol=4 * scale.max() / math.sqrt(400))
+    # the 95 % noise bound: the normal quantile at the drawn σ (no output grid with numpy), and it covers
+    from scipy.stats import norm
+
+    bound = runs[0].table["mean_error_bound"].to_numpy()
+    np.testing.assert_allclose(bound, scale * norm.ppf(0.975), rtol=1e-12)
+    rate = float((np.abs(errs) <= bound).mean())
+    assert rate >= 0.95 - 4 * math.sqrt(0.95 * 0.05 / errs.size), rate
+
+
+def test_seed_planners_spend_rho_as_b_over_k(written):
+    """baseline/greedy: K recounted from kept_pairs.csv, every released grid's ρ is b = ⌊ρ·2^30/K⌋/2^30
+    up to the shares' rounding down to 2^-30."""
+    budget, res, text, summary, kept = written
+    on = {(c, s) for c, s, r in zip(text["cell"], text["slot"], text["released"]) if r == "True"}
+    K = int(kept[[(c, s) in on for c, s in zip(kept["cell"], kept["slot"])]].groupby("user").size().max())
+    assert summary["degradation"] == K
+    if res.plan.method.startswith("budget"):
+        return  # non-uniform budgets: covered by the exact recount of every user's spend
+    from dpopt.accounting import rho_from_epsilon
+
+    rho = BUDGETS[budget].get("rho") or rho_from_epsilon(BUDGETS[budget]["epsilon_total"], BUDGETS[budget]["delta"])
+    unit = Fraction(1, 2**30)
+    b = Fraction(math.floor(Fraction(rho) * 2**30 / K), 2**30)
+    assert K * b <= Fraction(rho) < K * (b + unit)
+    rel = text[text["released"] == "True"]
+    for m, v in zip(rel["rho_mean"], rel["rho_variance"]):
+        assert b - 2 * unit <= _exact(m) + _exact(v) <= b
 
 
 def test_cli_gaussian_example(tmp_path, capsys):
