@@ -89,10 +89,9 @@ def test_budget_columns_never_exceed_the_grids_budget(written):
 
 
 def test_seed_planners_spend_the_total_as_b_over_k(written):
-    """K (summary.degradation) recounted from kept_pairs.csv over released grids; then for
-    baseline/greedy/milp: K recounted from kept_pairs.csv over released grids, then every released
-    grid's budget is b = ⌊B·2^30/K⌋/2^30 (the largest multiple of 2^-30 with K·b ≤ B) up to the two
-    shares' rounding down to 2^-30 (< 2 units)."""
+    """K (summary.degradation) recounted from kept_pairs.csv over released grids; for baseline,
+    greedy and milp every released grid's budget is then b = ⌊B·2^30/K⌋/2^30 (the largest multiple of
+    2^-30 with K·b ≤ B), up to the two shares' rounding down to 2^-30 (< 2 units)."""
     res, text, _, summary, kept = written
     on = {(c, s) for c, s, r in zip(text["cell"], text["slot"], text["released"]) if r == "True"}
     per_user = kept[[(c, s) in on for c, s in zip(kept["cell"], kept["slot"])]].groupby("user").size()
