@@ -246,7 +246,8 @@ def _run_user_model(args: argparse.Namespace, records: Any, bound: float) -> int
                                      ("--error-bound", args.error_bound is not None), ("--split", args.split != "equal"),
                                      ("--target", args.target is not None), ("--time-limit", args.time_limit is not None),
                                      ("--backend", args.backend != "local"), ("--out-of-range", args.out_of_range != "clip"),
-                                     ("--criterion", args.criterion != "noise"))
+                                     ("--criterion", args.criterion != "noise"),
+                                     ("--confidence", args.confidence != 0.95))
                if on]
     if foreign:
         raise CliError(f"`{foreign[0]}` is an option of --privacy public-occupancy (add it to choose that model)")

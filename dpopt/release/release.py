@@ -468,17 +468,26 @@ def confidence_bounds(agg: Aggregate, st: RetainedStats, rel: GridRelease, bound
                       confidence: float) -> dict[str, np.ndarray]:
     """Per grid and statistic, bounds on |released − statistic| holding with probability ≥ q each.
 
-    ``noise``: the q-quantile of |noise| at the scale actually drawn plus the output rounding λ/2
-    (Laplace: b·ln(1/(1 − q)), also a bound for the discrete Laplace on λ·ℤ, whose tail
-    P(|Z| > x) = 2r^{⌊x⌋+1}/(1 + r) ≤ r^x; Gaussian: σ·Φ⁻¹((1 + q)/2)) — the error against the
-    statistic of the kept records. ``worst_case``: that plus the worst-case clipping bias of the
-    kept set against the statistic of all records (seed 002 Thm IV.1, Thm IV.2 corrected by
-    ERRATA E1) — it holds for any data.
+    ``noise``: the q-quantile of |noise| at the scale actually drawn (Laplace: b·ln(1/(1 − q));
+    Gaussian: σ·Φ⁻¹((1 + q)/2)) plus, for the exact samplers on λ·ℤ, a slack that makes it a bound
+    for the lattice noise and the output rounding (λ/2):
+
+    * discrete Laplace, r = e^{−1/s} (s the scale in grid units), y₀ = s·ln(1/(1 − q)):
+      P(|Z| > y₀ + ½) = 2r^{⌊y₀+½⌋+1}/(1 + r) ≤ r^{y₀}·2√r/(1 + r) ≤ r^{y₀} = 1 − q (AM–GM), so
+      |released − f| ≤ λ(y₀ + ½) + λ/2 = λy₀ + λ;
+    * discrete Gaussian, y₀ = σ_Z·Φ⁻¹((1 + q)/2): for k ≥ 1, Σ_{z≥k} e^{−z²/2σ²} ≤ ∫_{k−1}^∞ and the
+      normaliser Σ_z e^{−z²/2σ²} ≥ √(2π)σ (Poisson summation), so P(|Z| ≥ k) ≤ P(|N| ≥ k − 1) and
+      P(|Z| > y₀ + 1) ≤ P(|N| ≥ ⌊y₀ + 1⌋) ≤ 1 − q: |released − f| ≤ λy₀ + λ + λ/2.
+
+    This bounds the error against the statistic of the kept records. ``worst_case``: that plus the
+    worst-case clipping bias of the kept set against the statistic of all records (seed 002
+    Thm IV.1, Thm IV.2 corrected by ERRATA E1) — it holds for any data.
     """
     from ..budget.noise import GaussianNoise, LaplaceNoise
 
     q = check_confidence(confidence)
     factor = (LaplaceNoise if sampler.mechanism == "laplace" else GaussianNoise).factor(q)
+    slack = sampler.granularity * (1.0 if sampler.mechanism == "laplace" else 1.5)  # 0 for numpy
     N = agg.grid_records()
     ok = rel.released
     out: dict[str, np.ndarray] = {}
@@ -486,7 +495,7 @@ def confidence_bounds(agg: Aggregate, st: RetainedStats, rel: GridRelease, bound
         ("mean", rel.mean_noise_scale, mean_bias_from_totals(N, st.retained, bound)),
         ("variance", rel.variance_noise_scale, variance_bias_from_totals(N, st.retained, bound)),
     ):
-        noise = np.nan_to_num(scale) * factor + sampler.granularity / 2.0
+        noise = np.nan_to_num(scale) * factor + slack
         out[f"{stat}_noise"] = np.where(ok, noise, np.nan)
         out[f"{stat}_worst_case"] = np.where(ok, noise + bias, np.nan)
     return out
@@ -819,7 +828,7 @@ def release(
             records, bound=bound, epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
             mechanism=mechanism, plan=plan, pseudo_users=pseudo_users, error_bound=error_bound, split=split,
             time_limit=time_limit, target=target, target_variance=target_variance, criterion=criterion,
-            partitions=partitions, bounds=bounds, h3_resolution=h3_resolution, slot=slot, columns=columns,
+            confidence=confidence, partitions=partitions, bounds=bounds, h3_resolution=h3_resolution, slot=slot, columns=columns,
             out_of_range=out_of_range, timestamp_unit=timestamp_unit, chunksize=chunksize, backend=backend,
             seed=seed, noise=noise, granularity_bits=granularity_bits,
         )
@@ -857,7 +866,8 @@ def release(
 def _release_user_model(records: Any, *, bound: float, epsilon: float | None, epsilon_total: float | None,
                         rho: float | None, delta: float | None, mechanism: str, plan: str | None,
                         pseudo_users: bool, error_bound: float | None, split: str, time_limit: float | None,
-                        target: Any, target_variance: Any, criterion: str, partitions: Any, bounds: Any,
+                        target: Any, target_variance: Any, criterion: str, confidence: float, partitions: Any,
+                        bounds: Any,
                         h3_resolution: int, slot: Any, columns: Any, out_of_range: str, timestamp_unit: str,
                         chunksize: int | None, backend: str, seed: int | None, noise: str,
                         granularity_bits: int) -> Any:
@@ -875,7 +885,8 @@ def _release_user_model(records: Any, *, bound: float, epsilon: float | None, ep
                "pseudo_users": bool(pseudo_users), "error_bound": error_bound is not None,
                "split": split != "equal", "time_limit": time_limit is not None, "target": target is not None,
                "target_variance": target_variance is not None, "criterion": criterion != "noise",
-               "backend": backend != "local", "out_of_range": out_of_range != "clip"}
+               "backend": backend != "local", "out_of_range": out_of_range != "clip",
+               "confidence": confidence != 0.95}
     given = [name for name, on in foreign.items() if on]
     if given:
         raise DpoptInputError(

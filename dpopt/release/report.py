@@ -25,7 +25,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -473,8 +473,9 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[st
     table[f"{unit}_mean"] = pd.Series(mu, index=table.index, dtype=object)
     table[f"{unit}_variance"] = pd.Series(var, index=table.index, dtype=object)
     # the grid's budget: the exact decimal sum of the two published shares (never above them)
-    table[unit] = pd.Series([format(Decimal(a) + Decimal(b), "f") if a else "" for a, b in zip(mu, var)],
-                            index=table.index, dtype=object)
+    with localcontext(prec=200):  # exact: the shares have at most ~60 significant digits
+        total = [format(Decimal(a) + Decimal(b), "f") if a else "" for a, b in zip(mu, var)]
+    table[unit] = pd.Series(total, index=table.index, dtype=object)
     table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
     names["release"] = "release.csv"
     (tmp / "summary.json").write_text(json.dumps(published_summary(result), indent=2) + "\n")
