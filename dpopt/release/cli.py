@@ -288,7 +288,6 @@ def run(args: argparse.Namespace) -> int:
     if args.partitions is not None or args.bounds != "select":
         raise CliError("`--partitions` and `--bounds` belong to --privacy user")
     budget = _budget_options(args)
-    plan = args.plan or ("baseline" if args.epsilon is not None else "budget")
     _check_numbers(bound, args)
     check_out(args.out, overwrite=args.overwrite)
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
@@ -297,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = release(
             records, bound=bound, privacy="public-occupancy", **budget, h3_resolution=args.h3_resolution, slot=args.slot,
-            plan=plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
+            plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
             time_limit=args.time_limit, target=args.target, target_variance=args.target_variance,
             criterion=args.criterion, confidence=args.confidence, seed=args.seed, columns=columns,
             out_of_range=args.out_of_range, timestamp_unit=args.timestamp_unit,

@@ -267,7 +267,7 @@ def plan_release(
     rho: float | None = None,
     delta: float | None = None,
     mechanism: str = "laplace",
-    plan: str = "baseline",
+    plan: str | None = None,
     pseudo_users: bool = False,
     error_bound: float | None = None,
     split: str = "equal",
@@ -287,7 +287,7 @@ def plan_release(
     """
     budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
                             mechanism=mechanism)
-    plan = check_choice(plan, "plan", PLANS)
+    plan = check_choice(default_plan(plan, budget), "plan", PLANS)
     occ = agg.occupancy()
     if plan == "budget":
         return _budget_plan(occ, budget, bound, pseudo_users=pseudo_users, target=target,
@@ -305,6 +305,13 @@ def plan_release(
     if budget.per_grid is None and result.degradation > 0:  # spend the total: B/K per grid
         result = rebudget(result, occ, bound, per_grid_budget(budget.total, result.degradation), split=split)
     return result
+
+
+def default_plan(plan: Any, budget: PrivacyBudget) -> Any:
+    """The plan when none is named: the budget planner for a total budget, BASELINE per grid."""
+    if plan is not None:
+        return plan
+    return "baseline" if budget.per_grid is not None else "budget"
 
 
 def _budget_plan(occ: Any, budget: PrivacyBudget, bound: float, *, pseudo_users: bool, target: Any,
@@ -522,7 +529,7 @@ def release_aggregate(
     rho: float | None = None,
     delta: float | None = None,
     mechanism: str = "laplace",
-    plan: str | GridPlan = "baseline",
+    plan: str | GridPlan | None = None,
     pseudo_users: bool = False,
     error_bound: float | None = None,
     split: str = "equal",
@@ -546,6 +553,7 @@ def release_aggregate(
     """
     U = _aggregate_bound(agg, bound)
     budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta, mechanism=mechanism)
+    plan = default_plan(plan, budget)
     _check_plan_options(plan, split, error_bound, time_limit, pseudo_users, criterion, confidence)
     k = _check_noise_options(U, budget, noise, granularity_bits)
     timings = dict(timings or {})
@@ -835,10 +843,9 @@ def release(
     if partitions is not None or bounds != "select":
         raise DpoptInputError("`partitions` and `bounds` belong to privacy='user'; under 'public-occupancy' "
                               "the occupancy is public and the plan bounds contributions")
-    if plan is None:
-        plan = "baseline" if epsilon is not None else "budget"
     bound = check_bound(bound)
     budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta, mechanism=mechanism)
+    plan = default_plan(plan, budget)
     _check_plan_options(plan, split, error_bound, time_limit, criterion=criterion, confidence=confidence)
     _check_noise_options(bound, budget, noise, granularity_bits)
     backend = check_choice(backend, "backend", BACKENDS)
