@@ -78,11 +78,17 @@ _LAZY: dict[str, str] = {
     "budget_frontier": "dpopt.budget",
     "BudgetPlan": "dpopt.budget",
     "BudgetFrontier": "dpopt.budget",
+    # the plan contract, noise and accounting (issues 11, 15)
+    "GridPlan": "dpopt.plan",
+    "make_noise": "dpopt.noise",
+    "zcdp_epsilon": "dpopt.accounting",
+    "rho_from_epsilon": "dpopt.accounting",
 }
 
 _SUBMODULES = {
     "calculus", "occupancy", "verify", "solve", "clipping", "arrays", "suppression",
     "mechanisms", "datasets", "experiments", "release", "cli", "budget",
+    "plan", "noise", "accounting", "userdp",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
