@@ -168,7 +168,12 @@ def _budget_options(args: argparse.Namespace) -> dict[str, Any]:
     try:
         resolve_budget(**opts)
     except DpoptInputError as exc:
-        raise CliError(str(exc).replace("`epsilon_total`", "`--epsilon-total`")) from None
+        text = str(exc)
+        for api, flag in (("`epsilon_total`", "`--epsilon-total`"), ("`epsilon`", "`--epsilon`"), ("`rho`", "`--rho`"),
+                          ("`delta`", "`--delta`"), ("mechanism='gaussian'", "--mechanism gaussian"),
+                          ("rho=", "--rho "), ("delta=", "--delta ")):
+            text = text.replace(api, flag)
+        raise CliError(text) from None
     return opts
 
 

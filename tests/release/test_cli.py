@@ -67,7 +67,7 @@ def test_records_file_with_mapped_columns(tmp_path, capsys, tiny_records):
         (["{csv}", "--epsilon", "1"], "`--bound` is required"),
         (["{csv}", "--bound", "100"], "a privacy budget is required"),
         (["{csv}", "--bound", "-3", "--epsilon", "1"], "`bound` must be a positive finite number"),
-        (["{csv}", "--bound", "100", "--epsilon", "0"], "`epsilon` must be a positive finite number"),
+        (["{csv}", "--bound", "100", "--epsilon", "0"], "`--epsilon` must be a positive finite number"),
         (["{dir}/missing.csv", "--bound", "1", "--epsilon", "1"], "not found"),
         (["{csv}", "--bound", "100", "--epsilon", "1", "--user-col", "who"], r"lacks the column\(s\) user_id -> 'who'"),
         (["{csv}", "--bound", "10", "--epsilon", "1", "--out-of-range", "error"], r"value\(s\) outside \[0, bound\]"),
