@@ -22,7 +22,7 @@ and two Gaussian, ρ-zCDP (``unit = "rho"``, σ = Δ2/√(2ρ) with Δ2 = ``l2``
 
 * :class:`DiscreteGaussian` — real releases: the exact discrete Gaussian N_ℤ(0, σ²) of
   :func:`dpopt.noise.discrete_gaussian.discrete_gaussian` (CKS 2020 Algorithm 3) with
-  σ² = ⌈l2²⌉/(2ρ') exactly rational, ρ' = ρ rounded down to a multiple of 2^-30
+  σ² = ⌊l2²⌋/(2ρ') exactly rational (:func:`l2_squared`), ρ' = ρ rounded down to a multiple of 2^-30
   (:func:`~dpopt.noise.discrete_gaussian.rho_rational`). Independent N_ℤ(0, σ²) on each entry of
   an integer vector whose change under add/remove has squared ℓ2 norm ≤ Δ2² (an integer) is
   Δ2²/(2σ²) = ρ'-zCDP (CKS 2020 Theorem 14, the multivariate form of Theorem 4);
@@ -165,13 +165,17 @@ class DiscreteLaplace:
 
 
 def l2_squared(l2: float) -> int:
-    """⌈l2²⌉ computed exactly (``Fraction(l2)**2``): an integer ≥ the squared ℓ2 sensitivity whenever
-    the float ``l2`` is ≥ it (:func:`dpopt.userdp.sensitivity.sqrt_up` rounds up)."""
+    """⌊l2²⌋ computed exactly (``Fraction(l2)**2``): the squared ℓ2 sensitivity Δ2² to calibrate to.
+
+    Every statistic noised here is an integer vector, so Δ2² (a sum of squared integer changes) is
+    an integer; if the float ``l2`` is ≥ Δ2 (:func:`dpopt.userdp.sensitivity.sqrt_up` rounds up)
+    then Δ2² ≤ l2², hence Δ2² ≤ ⌊l2²⌋: never below the truth, and equal to it for √n rounded up.
+    """
     v = float(l2)
     if not (math.isfinite(v) and v > 0):
         raise DpoptInputError(f"`l2` must be a positive finite number (lattice units); got {l2!r}")
     sq = Fraction(v) ** 2
-    return -((-sq.numerator) // sq.denominator)
+    return sq.numerator // sq.denominator
 
 
 def _normal_upper(z: float) -> float:
@@ -221,7 +225,7 @@ class GaussianSimulation:
 
 class DiscreteGaussian:
     """Exact discrete Gaussian N_ℤ(0, σ²) (:func:`dpopt.noise.discrete_gaussian.discrete_gaussian`):
-    real releases. σ² = ⌈l2²⌉/(2ρ'), ρ' = ``rho_rational(budget)`` (module doc)."""
+    real releases. σ² = ⌊l2²⌋/(2ρ'), ρ' = ``rho_rational(budget)`` (module doc)."""
 
     unit = "rho"
     real_release = True
@@ -233,7 +237,7 @@ class DiscreteGaussian:
 
     @staticmethod
     def sigma2(*, l2: float, budget: float) -> Fraction:
-        """σ² = ⌈l2²⌉/(2ρ') (exact rational)."""
+        """σ² = ⌊l2²⌋/(2ρ') (exact rational)."""
         return Fraction(l2_squared(l2)) / (2 * rho_rational(float(budget)))
 
     def scale(self, *, l1: int, l2: float, budget: float) -> float:

@@ -185,7 +185,7 @@ def release_user(
     noise: str = "discrete",
     seed: int | None = None,
     granularity_bits: int = DEFAULT_GRANULARITY_BITS,
-    mechanism: str | NoiseMechanism = "laplace",
+    mechanism: str | NoiseMechanism | None = None,
     noise_mechanism: NoiseMechanism | None = None,
 ) -> UserRelease:
     """(ε, δ) user-level DP release of every grid's mean and variance (module doc).
@@ -224,9 +224,9 @@ def release_user(
         Reproducible randomness: NOT for a real release. None: OS entropy / CSPRNG.
     granularity_bits : int
         λ = 2^-b of the lattice of sums.
-    mechanism : {"laplace", "gaussian"}
-        Noise of the count, sum and sum of squares (and the pooling totals): Laplace at pure ε-DP or
-        Gaussian at ρ-zCDP, calibrated to the ℓ1 resp. ℓ2 sensitivities of :mod:`.sensitivity`.
+    mechanism : {"laplace", "gaussian"}, optional
+        Default "laplace" (or the unit of ``noise_mechanism``). Noise of the count, sum and sum of
+        squares (and the pooling totals): Laplace at pure ε-DP or Gaussian at ρ-zCDP, calibrated to the ℓ1 resp. ℓ2 sensitivities of :mod:`.sensitivity`.
         The bounds choice (exponential mechanism / quantiles) and private selection (Laplace
         thresholding) are pure ε (resp. (ε, δ)) either way; under Gaussian they get shares of ρ
         and cost ε²/2 each. A :class:`NoiseMechanism` object here is read as ``noise_mechanism``
@@ -238,7 +238,7 @@ def release_user(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     U = check_bound(bound)
-    if not isinstance(mechanism, str):  # the older keyword: an object
+    if mechanism is not None and not isinstance(mechanism, str):  # the older keyword: an object
         if noise_mechanism is not None:
             raise DpoptInputError("give the sampler once: `noise_mechanism` (or the older `mechanism=` object)")
         noise_mechanism, mechanism = mechanism, None
@@ -250,7 +250,7 @@ def release_user(
         if mechanism is not None and check_choice(mechanism, "mechanism", MECHANISMS) != kind:
             raise DpoptInputError(f"`noise_mechanism` (unit {unit!r}) contradicts mechanism={mechanism!r}")
     else:
-        kind = check_choice(mechanism, "mechanism", MECHANISMS)
+        kind = check_choice("laplace" if mechanism is None else mechanism, "mechanism", MECHANISMS)
     gaussian = kind == "gaussian"
     noise = check_choice(noise, "noise", NOISES)
     bf = check_nonnegative_float(bounds_fraction, "bounds_fraction")
