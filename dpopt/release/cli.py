@@ -243,11 +243,17 @@ def _run_user_model(args: argparse.Namespace, records: Any, bound: float) -> int
     from .release import release
     from .report import check_out
 
-    if args.epsilon is not None or args.epsilon_total is None:
-        raise CliError("--privacy user needs --epsilon-total (what one user may lose over the whole release); "
-                       "the per-grid --epsilon is seed 002's mode of --privacy public-occupancy")
-    foreign = [flag for flag, on in (("--rho", args.rho is not None), ("--mechanism", args.mechanism != "laplace"),
-                                     ("--plan", args.plan is not None), ("--pseudo-users", args.pseudo_users),
+    if args.epsilon is not None or (args.epsilon_total is None and args.rho is None):
+        raise CliError("--privacy user needs --epsilon-total (what one user may lose over the whole release; with "
+                       "--mechanism gaussian also --delta) or --rho with --mechanism gaussian; the per-grid "
+                       "--epsilon is seed 002's mode of --privacy public-occupancy")
+    if args.rho is not None and args.mechanism != "gaussian":
+        raise CliError(f"`--rho` is a zCDP budget: use it with --mechanism gaussian; got --rho {args.rho!r}")
+    if args.rho is not None and args.epsilon_total is not None:
+        raise CliError("give one budget: `--rho` or `--epsilon-total` (with --delta), not both")
+    if args.mechanism == "gaussian" and args.epsilon_total is not None and args.delta is None:
+        raise CliError("`--delta` is required with --mechanism gaussian and --epsilon-total (e.g. --delta 1e-6)")
+    foreign = [flag for flag, on in (("--plan", args.plan is not None), ("--pseudo-users", args.pseudo_users),
                                      ("--error-bound", args.error_bound is not None), ("--split", args.split != "equal"),
                                      ("--target", args.target is not None), ("--time-limit", args.time_limit is not None),
                                      ("--backend", args.backend != "local"), ("--out-of-range", args.out_of_range != "clip"),
@@ -261,7 +267,8 @@ def _run_user_model(args: argparse.Namespace, records: Any, bound: float) -> int
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                "timestamp": args.time_col, "value": args.value_col}
     try:
-        result = release(records, bound=bound, privacy="user", epsilon_total=args.epsilon_total, delta=args.delta,
+        result = release(records, bound=bound, privacy="user", epsilon_total=args.epsilon_total, rho=args.rho,
+                         mechanism=args.mechanism, delta=args.delta,
                          partitions=args.partitions, bounds=_bounds_option(args.bounds),
                          h3_resolution=args.h3_resolution, slot=args.slot, columns=columns,
                          timestamp_unit=args.timestamp_unit, chunksize=args.chunksize, seed=args.seed)
@@ -275,7 +282,8 @@ def _run_user_model(args: argparse.Namespace, records: Any, bound: float) -> int
     s = result.summary
     emit({"out": str(Path(args.out).resolve()),
           "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
-          "privacy_model": s.privacy_model, "epsilon_total": s.epsilon_total, "delta": s.delta,
+          "privacy_model": s.privacy_model, "mechanism": s.mechanism, "rho_total": s.rho_total,
+          "epsilon_total": s.epsilon_total, "delta": s.delta,
           "k": s.k, "c": s.c, "bounds_rule": s.bounds_rule, "partitions": s.partitions,
           "grids_released": s.grids_released, "noise": s.noise}, args.json)
     return 0

@@ -886,9 +886,10 @@ def _release_user_model(records: Any, *, bound: float, epsilon: float | None, ep
             f"`epsilon` (per grid) is seed 002's mode of privacy='public-occupancy'; under privacy='user' give "
             f"the whole release's `epsilon_total`; got epsilon={epsilon!r}"
         )
-    if epsilon_total is None:
-        raise DpoptInputError("privacy='user' needs `epsilon_total`: what one user may lose over the whole release")
-    foreign = {"rho": rho is not None, "mechanism": mechanism != "laplace", "plan": plan is not None,
+    if epsilon_total is None and not (rho is not None and mechanism == "gaussian"):
+        raise DpoptInputError("privacy='user' needs `epsilon_total` (what one user may lose over the whole release) "
+                              "or, with mechanism='gaussian', `rho`")
+    foreign = {"plan": plan is not None,
                "pseudo_users": bool(pseudo_users), "error_bound": error_bound is not None,
                "split": split != "equal", "time_limit": time_limit is not None, "target": target is not None,
                "target_variance": target_variance is not None, "criterion": criterion != "noise",
@@ -898,10 +899,11 @@ def _release_user_model(records: Any, *, bound: float, epsilon: float | None, ep
     if given:
         raise DpoptInputError(
             f"`{given[0]}` is an option of privacy='public-occupancy' (the plan there uses the public occupancy); "
-            "privacy='user' chooses its contribution bounds under DP (Laplace noise, values clipped to [0, U])"
+            "privacy='user' chooses its contribution bounds under DP (Laplace or Gaussian noise, values clipped to [0, U])"
         )
     return release_user_records(
-        records, bound=bound, epsilon=epsilon_total, delta=delta, partitions=partitions, bounds=bounds,
+        records, bound=bound, epsilon=epsilon_total, rho=rho, mechanism=mechanism, delta=delta,
+        partitions=partitions, bounds=bounds,
         h3_resolution=h3_resolution, slot=slot, columns=columns, timestamp_unit=timestamp_unit,
         chunksize=chunksize, noise=noise, seed=seed, granularity_bits=granularity_bits,
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .bounding import BoundedGrids, bound_contributions, grid_ranks, lattice_values
 from .bounds import BoundsChoice, choose_bounds
-from .mechanism import DiscreteLaplace, LaplaceSimulation, NoiseMechanism
+from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .partitions import PartitionList, read_partitions, selection_threshold
 from .release import UserRelease, UserReleaseSummary, release_user, release_user_records
 from .report import write_user_release
@@ -39,6 +39,8 @@ __all__ = [
     "NoiseMechanism",
     "DiscreteLaplace",
     "LaplaceSimulation",
+    "DiscreteGaussian",
+    "GaussianSimulation",
     "PartitionList",
     "read_partitions",
     "selection_threshold",

@@ -18,6 +18,23 @@ from .release import UserRelease
 __all__ = ["write_user_release", "user_report_markdown"]
 
 
+def _accounting_lines(s: Any) -> list[str]:
+    """The accounting headline in words (Laplace: pure ε; Gaussian: ρ-zCDP and its (ε, δ))."""
+    if s.mechanism != "gaussian":
+        return ["## Privacy accounting (basic composition, pure epsilon-DP, Laplace noise)", "",
+                f"- total: **epsilon = {s.epsilon_total:.6g}**, delta = {s.delta:g}"]
+    lines = ["## Privacy accounting (rho-zero-concentrated DP, Gaussian noise)", "",
+             f"- total: **rho = {s.rho_total:.6g}** (zCDP: every piece's rho added; the pure-epsilon "
+             "pieces, bounds choice and partition selection, cost epsilon^2/2 each)"]
+    if s.epsilon_total is not None:
+        lines.append(f"- which implies **(epsilon = {s.epsilon_total:.6g}, delta = {s.delta:g})-DP** "
+                     "(Canonne-Kamath-Steinke 2020, Corollary 13)"
+                     + (f"; delta includes {s.delta_selection:g} of the private partition selection"
+                        if s.delta_selection > 0 else ""))
+    lines.append("- pieces (rho, or epsilon for the pure-epsilon ones):")
+    return lines
+
+
 def user_report_markdown(result: UserRelease) -> str:
     """A short human-readable report."""
     s = result.summary
@@ -30,9 +47,7 @@ def user_report_markdown(result: UserRelease) -> str:
         f"({s.slot} UTC slot) grid, with **user-level** differential privacy: neighbouring datasets "
         "differ by all the records of one user, and nothing about who is where is public.",
         "",
-        "## Privacy accounting (basic composition)",
-        "",
-        f"- total: **epsilon = {s.epsilon_total:.6g}**, delta = {s.delta:g}",
+        *_accounting_lines(s),
         *[f"  - {name}: {v:.6g}" for name, v in b.items()],
         f"- budget split among count, sum and sum of squares: {s.split_rule}",
         f"- contribution bounds: at most **k = {s.k}** grids per user (the user's grids with most records, "

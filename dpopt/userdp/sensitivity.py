@@ -14,7 +14,11 @@ tests/userdp/test_sensitivity.py enumerates small cases). Without the shifts the
 squares would need c·U and c·U² (twice and eight times as much).
 
 On the lattice of :mod:`.bounding` the sums are integers with terms in [−H_Y, H_Y] and [−H_Z, H_Z]
-(H_Y = ⌈U/(2λ)⌉, H_Z = ⌈U²/(8λ)⌉), so the integer ℓ1 sensitivities are k·c·H_Y and k·c·H_Z.
+(H_Y = ⌈U/(2λ)⌉, H_Z = ⌈U²/(8λ)⌉), so the integer ℓ1 sensitivities are k·c·H_Y and k·c·H_Z and
+the squared ℓ2 ones the integers k·c², k·c²·H_Y², k·c²·H_Z², k (a vector of integer changes has an
+integer squared norm). The float ``*_l2*`` fields are rounded **up** (:func:`sqrt_up`), so that a
+Gaussian mechanism squaring them (exactly, as a rational) never gets less than the true Δ2²
+(tests/userdp/test_gaussian_user.py enumerates the ℓ2 values).
 """
 
 from __future__ import annotations
@@ -24,7 +28,17 @@ from dataclasses import dataclass
 
 from .._validation import check_bound, check_positive_int
 
-__all__ = ["Sensitivities", "sensitivities"]
+__all__ = ["Sensitivities", "sensitivities", "sqrt_up"]
+
+
+def sqrt_up(n: int) -> float:
+    """The smallest float64 x with x² ≥ n exactly (as rationals): √n rounded up."""
+    from fractions import Fraction
+
+    x = math.sqrt(n)
+    while Fraction(x) ** 2 < n:
+        x = math.nextafter(x, math.inf)
+    return x
 
 
 @dataclass(frozen=True)
@@ -56,10 +70,10 @@ def sensitivities(k: int, c: int, bound: float, *, lam: float | None = None) -> 
     lam = 2.0**-12 if lam is None else float(lam)
     hy = math.ceil(U / 2.0 / lam)
     hz = math.ceil(U * U / 8.0 / lam)
-    r = math.sqrt(k)
     return Sensitivities(
         k=k, c=c, bound=U,
         count_l1=k * c, users_l1=k, sum_l1=k * c * U / 2.0, sumsq_l1=k * c * U * U / 8.0,
         sum_l1_units=k * c * hy, sumsq_l1_units=k * c * hz,
-        count_l2=r * c, users_l2=r, sum_l2_units=r * c * hy, sumsq_l2_units=r * c * hz,
+        count_l2=sqrt_up(k * c * c), users_l2=sqrt_up(k), sum_l2_units=sqrt_up(k * (c * hy) ** 2),
+        sumsq_l2_units=sqrt_up(k * (c * hz) ** 2),
     )

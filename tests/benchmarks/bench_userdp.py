@@ -265,6 +265,9 @@ def write_markdown() -> None:
     notes = HERE / "results" / "userdp_notes.txt"  # not *.md: collect_results.py globs those
     if notes.exists():
         lines += [notes.read_text().strip(), ""]
+    gaussian = HERE / "results" / "userdp_gaussian.txt"  # bench_userdp_gaussian.py's section
+    if gaussian.exists():
+        lines += [gaussian.read_text().strip(), ""]
     (HERE / "results" / "userdp.md").write_text("\n".join(lines))
 
 

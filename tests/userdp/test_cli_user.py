@@ -86,7 +86,7 @@ def test_per_grid_epsilon_needs_public_occupancy(tmp_path, capsys, csv):
 
 
 @pytest.mark.parametrize("flag, value", [("--plan", "greedy"), ("--plan", "budget"), ("--rho", "1"),
-                                         ("--mechanism", "gaussian"), ("--target", "5"),
+                                         ("--target", "5"),
                                          ("--criterion", "worst_case"), ("--time-limit", "3"),
                                          ("--split", "optimal"), ("--pseudo-users", None)])
 def test_planner_flags_refused_under_the_user_model(tmp_path, capsys, csv, flag, value):
