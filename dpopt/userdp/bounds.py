@@ -2,8 +2,9 @@
 
 Two rules, each ε_b-DP under add/remove of one user (ε_b counted in the release's total):
 
-``"select"`` (default): the exponential mechanism (:func:`dpopt.mechanisms.private_quantile.exponential_mechanism`)
-    over a public grid of candidates (k, c) with the utility
+``"select"`` (default): exact permute-and-flip (:func:`dpopt.noise.selection.permute_and_flip`,
+    ε-DP like the exponential mechanism, integer arithmetic, the release's integer source) over a
+    public grid of candidates (k, c) with the utility
 
         u(k, c) = Σ_g min(s_g, τ),   s_g = n_g(k, c)/(k·c),   τ = 1/ε_sum,
         n_g(k, c) = Σ_ℓ min(m_{ℓ,g}, c)·[g among ℓ's top k].
@@ -22,13 +23,17 @@ Two rules, each ε_b-DP under add/remove of one user (ε_b counted in the releas
     b = k/ε_p): |Δ(min(s, τ)·p)| ≤ 1/k + τ·ε_p/(2k), so Δu = 1 + τ·ε_p/2. The utility ignores the bias of dropping records (unknowable without
     spending budget), so c = 1..4 score alike when users hold several records per grid.
 
-``"quantile"``: two private quantiles (Smith's mechanism, :func:`~dpopt.mechanisms.private_quantile.smith_quantile`,
-    ε_b/2 each, rank utility of sensitivity 1 since each user contributes one value):
-    k = ⌈q-quantile of G_ℓ (grids per user)⌉ on a log scale in [1, k_max]; then
-    c = ⌈q-quantile of the per-user median of m_{ℓ,g} over the user's top-k grids⌉ in [1, c_max].
+``"quantile"``: two private quantiles over the same public candidate grids (permute-and-flip,
+    ε_b/2 each): k is the candidate v minimising |#{ℓ : G_ℓ ≤ v} − q·n| (G_ℓ = grids of user ℓ,
+    n users), then c likewise over the per-user median of m_{ℓ,g} in the user's top-k grids. The
+    utility −|#{x ≤ v} − q·n| has sensitivity 1 under add/remove of one user (the count moves by 0
+    or 1 while q·n moves by q, so the difference moves by −q or 1 − q).
 
-Randomness: a numpy Generator (seeded for tests; from OS entropy otherwise). The exponential
-mechanism here is not hardened against floating-point attacks (documented limitation).
+Randomness and float-safety: the selection runs on the integer source of the release (the OS
+CSPRNG for a real release; a source seeded from ``rng`` for simulations), utilities on the lattice
+2^-20 with the sensitivity widened accordingly (:mod:`dpopt.noise.selection`). An earlier version
+used numpy's Gumbel-max exponential mechanism, whose bounded Gumbel support gives candidates more
+than ~40 log-units below the best probability exactly 0 (pure ε-DP failed with δ ≈ e^-40).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import DpoptInputError, check_choice, check_epsilon, check_positive_int
-from ..mechanisms.private_quantile import exponential_mechanism, smith_quantile
+from ..noise.selection import permute_and_flip
+from ..noise.sources import IntegerSource, SeededSource
 from ..release.aggregate import Aggregate
 
 __all__ = ["BoundsChoice", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
@@ -114,6 +120,7 @@ def choose_bounds(
     *,
     rule: str = "select",
     rng: np.random.Generator,
+    source: IntegerSource | None = None,
     max_grids: int = 1024,
     max_records: int = 64,
     quantile: float = 0.5,
@@ -121,13 +128,15 @@ def choose_bounds(
     selection: tuple[float, float] | None = None,
 ) -> BoundsChoice:
     """(k, c) by the ε-DP ``rule`` (module doc). ``max_grids``/``max_records`` are public caps;
-    ``sum_budget`` ε_sum of the release's noisy sum sets the cap τ = 1/ε_sum of ``"select"``."""
+    ``sum_budget`` ε_sum of the release's noisy sum sets the cap τ = 1/ε_sum of ``"select"``;
+    ``source`` the integer source of the selection (default: seeded from ``rng``, simulations only)."""
     eps = check_epsilon(epsilon)
     rule = check_choice(rule, "bounds", BOUND_RULES)
     kmax = check_positive_int(max_grids, "max_grids")
     cmax = check_positive_int(max_records, "max_records")
     if not 0.0 < float(quantile) < 1.0:
         raise DpoptInputError(f"`quantile` must be in (0, 1); got {quantile!r}")
+    src = source if source is not None else SeededSource(int(rng.integers(0, 2**62)))
     if rule == "select":
         ks, cs = candidate_grid(kmax), candidate_grid(cmax)
         if sum_budget is None:
@@ -135,24 +144,25 @@ def choose_bounds(
         cap = 1.0 / check_epsilon(sum_budget, "sum_budget")
         u = selection_utility(agg, ranks, ks, cs, cap=cap, selection=selection)
         du = 1.0 if selection is None else 1.0 + cap * float(selection[0]) / 2.0
-        idx = int(exponential_mechanism(u.ravel(), eps, sensitivity=du, rng=rng)[0])
+        idx = permute_and_flip(u.ravel(), eps, sensitivity=du, source=src)
         i, j = divmod(idx, cs.size)
         return BoundsChoice(k=int(ks[i]), c=int(cs[j]), rule=rule, epsilon=eps, candidates=int(u.size))
-    # quantiles: each user one value, rank utility sensitivity 1
+    # quantiles: each user one value, rank utility of sensitivity 1, over the public candidate grids
     valid = ranks >= 0
     per_user = np.bincount(agg.pair_user[valid], minlength=agg.n_users).astype(float)
-    per_user = per_user[per_user > 0]
-    logs = np.log(np.clip(per_user, 1.0, kmax))
-    n = logs.size
-    qk = smith_quantile(logs, quantile * (n + 1), eps / 2.0, lower=0.0, upper=math.log(kmax), rng=rng)[0]
-    k = int(min(max(math.ceil(math.exp(qk) - 1e-9), 1), kmax))
+    k = _private_quantile(per_user[per_user > 0], candidate_grid(kmax), quantile, eps / 2.0, src)
     keep = valid & (ranks < k)
     med = _user_medians(agg.pair_user[keep], agg.count[keep].astype(float))
-    logc = np.log(np.clip(med, 1.0, cmax))
-    qc = smith_quantile(logc, quantile * (logc.size + 1), eps / 2.0, lower=0.0, upper=math.log(cmax),
-                        rng=rng)[0]
-    c = int(min(max(math.ceil(math.exp(qc) - 1e-9), 1), cmax))
+    c = _private_quantile(med, candidate_grid(cmax), quantile, eps / 2.0, src)
     return BoundsChoice(k=k, c=c, rule=rule, epsilon=eps, candidates=0)
+
+
+def _private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float, epsilon: float,
+                      source: IntegerSource) -> int:
+    """The candidate v with the rank utility −|#{x ≤ v} − q·n| (sensitivity 1), by permute-and-flip."""
+    below = np.searchsorted(np.sort(values), candidates, side="right")
+    utility = -np.abs(below - quantile * values.size)
+    return int(candidates[permute_and_flip(utility, epsilon, sensitivity=1.0, source=source)])
 
 
 def _user_medians(users: np.ndarray, values: np.ndarray) -> np.ndarray:

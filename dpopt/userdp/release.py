@@ -321,7 +321,8 @@ def release_user(
 
     t0 = time.perf_counter()
     if k_fixed is None:
-        choice = choose_bounds(agg, ranks, eps_b, rule=str(bounds), rng=rng, max_grids=max_grids,
+        choice = choose_bounds(agg, ranks, eps_b, rule=str(bounds), rng=rng, source=getattr(mech, "source", None),
+                               max_grids=max_grids,
                                max_records=max_records, sum_budget=sum_budget,
                                selection=(eps_p, delta_v) if private else None)
         k, c, rule = choice.k, choice.c, choice.rule
