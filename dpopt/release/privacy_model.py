@@ -23,7 +23,9 @@ PRIVACY_MODEL_SUMMARY = (
 )
 
 #: ingest counts that depend on the values (e.g. how many were clipped): diagnostics for the data
-#: holder, never published (a neighbour with one value 100 vs 130 at U = 120 would change them)
+#: holder, never published as such (a neighbour with one value 100 vs 130 at U = 120 would change
+#: them). Under ``out_of_range="drop"`` the occupancy itself depends on values and the published
+#: record counts reveal how many were dropped; report.md states that caveat (use "clip").
 VALUE_DEPENDENT_INGEST: frozenset[str] = frozenset({"out_of_range", "clipped", "dropped_out_of_range"})
 
 #: the model in plain words (one paragraph per item)

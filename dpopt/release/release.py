@@ -667,7 +667,8 @@ def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma:
     eps = budget.per_grid
     if budget.mechanism == "laplace":
         # per-grid mode: K·ε (seed 002 Thm II.3), an upper bound of the exact spend
-        epsilon_total, rho_total = (plan.degradation * eps if eps is not None else spend), None
+        # (and never below the samplers' exact spend, which the 1e-12 check tolerance could exceed)
+        epsilon_total, rho_total = (max(plan.degradation * eps, spend) if eps is not None else spend), None
     else:
         from ..accounting import zcdp_epsilon
 
