@@ -63,7 +63,7 @@ MECHANISMS = ("laplace", "gaussian")
 SELECTION_DELTA_SHARE = 0.5
 
 TABLE_COLUMNS = ["cell", "slot", "released", "mean", "variance", "mean_raw", "variance_raw",
-                 "noisy_count", "mean_error95", "variance_error95"]
+                 "noisy_count", "mean_error_bound", "variance_error_bound"]
 
 
 @dataclass(frozen=True)
@@ -394,8 +394,8 @@ def release_user(
         "mean_raw": mean_raw,
         "variance_raw": var_raw,
         "noisy_count": n_t,
-        "mean_error95": err_mean,
-        "variance_error95": err_var,
+        "mean_error_bound": err_mean,
+        "variance_error_bound": err_var,
         "mean_pooled": mean_pool,
         "variance_pooled": var_pool,
     })

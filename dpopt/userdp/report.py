@@ -69,8 +69,8 @@ def user_report_markdown(result: UserRelease) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for _, row in t.nlargest(10, "noisy_count").iterrows():
-        lines.append(f"| {row['cell']} | {row['slot']} | {row['mean']:.3f} | {row['mean_error95']:.3g} | "
-                     f"{row['variance']:.3f} | {row['variance_error95']:.3g} | {row['noisy_count']:.0f} |")
+        lines.append(f"| {row['cell']} | {row['slot']} | {row['mean']:.3f} | {row['mean_error_bound']:.3g} | "
+                     f"{row['variance']:.3f} | {row['variance_error_bound']:.3g} | {row['noisy_count']:.0f} |")
     lines += [
         "",
         "## Files",

@@ -243,8 +243,8 @@ def test_error_bounds_cover_at_least_95_percent_with_gaussian_noise():
         t = release_user(agg, bound=U, mechanism="gaussian", rho=0.5, partitions=plist, bounds=(5, 3),
                          noise="numpy", seed=s).table
         o = _order(t)
-        cover_m += int((np.abs(t["mean"].to_numpy() - mean.to_numpy()[o]) <= t["mean_error95"].to_numpy()).sum())
-        cover_v += int((np.abs(t["variance"].to_numpy() - var.to_numpy()[o]) <= t["variance_error95"].to_numpy()).sum())
+        cover_m += int((np.abs(t["mean"].to_numpy() - mean.to_numpy()[o]) <= t["mean_error_bound"].to_numpy()).sum())
+        cover_v += int((np.abs(t["variance"].to_numpy() - var.to_numpy()[o]) <= t["variance_error_bound"].to_numpy()).sum())
         total += len(t)
     assert cover_m / total >= 0.95 and cover_v / total >= 0.95
 

@@ -66,8 +66,8 @@ def test_neighbours_publish_identical_non_noisy_fields(noise):
     # every other column is a noisy value or post-processing of one: they differ between neighbours
     noisy = [c for c in a.table.columns if c not in PUBLIC_FIELDS]
     assert all(not np.allclose(a.table[c], b.table[c]) for c in ("noisy_count", "mean_raw", "variance_raw"))
-    assert set(noisy) <= {"mean", "variance", "mean_raw", "variance_raw", "noisy_count", "mean_error95",
-                          "variance_error95", "mean_pooled", "variance_pooled"}
+    assert set(noisy) <= {"mean", "variance", "mean_raw", "variance_raw", "noisy_count", "mean_error_bound",
+                          "variance_error_bound", "mean_pooled", "variance_pooled"}
     # the empty listed grid is released (as noise), every listed grid is there once
     assert len(a.table) == 6 and a.table["released"].all()
 
@@ -106,7 +106,7 @@ def test_accurate_at_huge_epsilon_with_bounds_covering_everything():
     t = res.table
     assert np.allclose(t["mean"].to_numpy(), mean.to_numpy()[_order(t)], atol=1e-3)
     assert np.allclose(t["variance"].to_numpy(), var.to_numpy()[_order(t)], atol=1e-2)
-    assert np.all(t["mean_error95"] < 1e-3)
+    assert np.all(t["mean_error_bound"] < 1e-3)
 
 
 def _order(table):
@@ -123,8 +123,8 @@ def test_error_bounds_cover_at_least_95_percent():
     for s in range(300):
         t = release_user(agg, bound=U, epsilon=2.0, partitions=plist, bounds=(5, 3), noise="numpy", seed=s).table
         o = _order(t)
-        cover_m += int((np.abs(t["mean"].to_numpy() - mean.to_numpy()[o]) <= t["mean_error95"].to_numpy()).sum())
-        cover_v += int((np.abs(t["variance"].to_numpy() - var.to_numpy()[o]) <= t["variance_error95"].to_numpy()).sum())
+        cover_m += int((np.abs(t["mean"].to_numpy() - mean.to_numpy()[o]) <= t["mean_error_bound"].to_numpy()).sum())
+        cover_v += int((np.abs(t["variance"].to_numpy() - var.to_numpy()[o]) <= t["variance_error_bound"].to_numpy()).sum())
         total += len(t)
     assert cover_m / total >= 0.95 and cover_v / total >= 0.95
 
