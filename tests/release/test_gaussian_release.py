@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
-from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from ._spend import exact, user_spend
 
 from dpopt import DpoptInputError
 from dpopt.accounting import zcdp_epsilon
@@ -25,8 +25,6 @@ U = 120.0
 BUDGETS = {"rho": {"rho": 0.5}, "epsilon_delta": {"epsilon_total": 10.0, "delta": 1e-6}}
 
 
-def _exact(text: str) -> Fraction:
-    return Fraction(Decimal(text)) if text else Fraction(0)
 
 
 @pytest.fixture(scope="module", params=[(b, p) for b in BUDGETS for p in ("baseline", "greedy", "budget")],
@@ -52,16 +50,12 @@ def test_table_has_rho_columns_not_epsilon_columns(written):
     assert on.any()
     assert (text.loc[on, "rho"] != "").all() and (text.loc[~on, "rho"] == "").all()
     for g in np.flatnonzero(on.to_numpy()):  # the grid's ρ is the exact sum of its published shares
-        assert _exact(text.loc[g, "rho_mean"]) + _exact(text.loc[g, "rho_variance"]) == _exact(text.loc[g, "rho"])
+        assert exact(text.loc[g, "rho_mean"]) + exact(text.loc[g, "rho_variance"]) == exact(text.loc[g, "rho"])
 
 
 def test_rho_spend_recounted_and_epsilon_implied(written):
     budget, res, text, summary, kept = written
-    share = {(c, s): _exact(m) + _exact(v)
-             for c, s, m, v in zip(text["cell"], text["slot"], text["rho_mean"], text["rho_variance"])}
-    spend: dict[str, Fraction] = defaultdict(Fraction)
-    for user, cell, slot in zip(kept["user"], kept["cell"], kept["slot"]):
-        spend[user] += share[(cell, slot)]
+    spend = user_spend(text, kept, "rho")
     worst = max(spend.values())
     assert summary["mechanism"] == "gaussian" and summary["budget_mode"] == "total"
     assert Fraction(summary["rho_total"]) == worst  # the exact largest spend
@@ -139,7 +133,7 @@ def test_seed_planners_spend_rho_as_b_over_k(written):
     assert K * b <= Fraction(rho) < K * (b + unit)
     rel = text[text["released"] == "True"]
     for m, v in zip(rel["rho_mean"], rel["rho_variance"]):
-        assert b - 2 * unit <= _exact(m) + _exact(v) <= b
+        assert b - 2 * unit <= exact(m) + exact(v) <= b
 
 
 def test_cli_gaussian_example(tmp_path, capsys):

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
-from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from ._spend import exact, user_spend
 
 from dpopt import DpoptInputError
 from dpopt.release import aggregate_records, austin_sample_path, release, release_aggregate, write_report
@@ -51,18 +51,11 @@ def written(request, tmp_path_factory):
     return res, text, numbers, summary, kept
 
 
-def _dec(text: str) -> Fraction:
-    """An exact decimal text as an exact rational (Decimal arithmetic rounds to 28 digits)."""
-    return Fraction(Decimal(text)) if text else Fraction(0)
 
 
 def test_every_users_exact_spend_is_within_the_total(written):
     res, text, _, summary, kept = written
-    share = {(c, s): _dec(m) + _dec(v)
-             for c, s, m, v in zip(text["cell"], text["slot"], text["epsilon_mean"], text["epsilon_variance"])}
-    spend: dict[str, Fraction] = defaultdict(Fraction)
-    for user, cell, slot in zip(kept["user"], kept["cell"], kept["slot"]):
-        spend[user] += share[(cell, slot)]
+    spend = user_spend(text, kept, "epsilon")
     assert spend, "nothing kept"
     worst = max(spend.values())
     assert worst <= Fraction(EPS_TOTAL)
@@ -77,7 +70,7 @@ def test_budget_columns_never_exceed_the_grids_budget(written):
     plan = res.plan
     on = text["released"] == "True"
     for g in np.flatnonzero(on.to_numpy()):
-        mu, var, tot = (_dec(text.loc[g, k]) for k in ("epsilon_mean", "epsilon_variance", "epsilon"))
+        mu, var, tot = (exact(text.loc[g, k]) for k in ("epsilon_mean", "epsilon_variance", "epsilon"))
         assert mu > 0 and var > 0
         assert mu + var == tot  # the grid column is the exact sum of the published shares
         # the grid's budget in the plan (one B/K for all grids, or the budget planner's own)
@@ -104,7 +97,7 @@ def test_seed_planners_spend_the_total_as_b_over_k(written):
     unit = Fraction(1, 2**30)
     for m, v in zip(text.loc[text["released"] == "True", "epsilon_mean"],
                     text.loc[text["released"] == "True", "epsilon_variance"]):
-        total = _dec(m) + _dec(v)
+        total = exact(m) + exact(v)
         assert b - 2 * unit <= total <= b
 
 
