@@ -12,7 +12,7 @@ import dpopt
 from dpopt import DpoptInputError
 from dpopt.cli import main
 from dpopt.release import release
-from dpopt.release.ingest import IngestReport, read_records
+from dpopt.records.ingest import IngestReport, read_records
 
 ROW = "30.2672,-97.7431,2020-01-01T10:05:00Z,10\n"
 HEADER = "user_id,latitude,longitude,timestamp,value\n"

@@ -13,7 +13,7 @@
     One real service day (2015-09-06) of Austin's Capital Metro bus positions with speeds: 53,569
     records of 146 buses, columns user_id, timestamp (UTC), latitude, longitude, value (km/h).
     The embedded default of ``dpopt release --example``; loader
-    :func:`load_austin_sample` (see :mod:`dpopt.release.data` for provenance and licence).
+    :func:`load_austin_sample` (see :mod:`dpopt.records.data` for provenance and licence).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def load_itms_counts() -> np.ndarray:
 
 
 def load_austin_sample() -> pd.DataFrame:
-    """The embedded Austin sample (see :func:`dpopt.release.data.load_austin_sample`)."""
-    from ..release.data import load_austin_sample as _load
+    """The embedded Austin sample (see :func:`dpopt.records.data.load_austin_sample`)."""
+    from ..records.data import load_austin_sample as _load
 
     return _load()

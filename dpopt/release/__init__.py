@@ -14,9 +14,9 @@ See models/release.md.
 
 from __future__ import annotations
 
-from .aggregate import Aggregate, Aggregator
-from .data import austin_sample_path, load_austin_sample
-from .ingest import ColumnMap, IngestReport, read_records
+from ..records.aggregate import Aggregate, Aggregator
+from ..records.data import austin_sample_path, load_austin_sample
+from ..records.ingest import ColumnMap, IngestReport, read_records
 from ..noise.discrete_laplace import discrete_laplace
 from ..noise.sources import integer_source
 from .planners import baseline_plan, greedy_plan, milp_plan, pseudo_user_plan

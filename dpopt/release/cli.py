@@ -204,7 +204,7 @@ def _check_numbers(bound: float, args: argparse.Namespace) -> None:
 
 def _records(args: argparse.Namespace) -> tuple[Any, float]:
     """RECORDS (or the embedded example) and U; the example's budget defaults are filled into args."""
-    from .data import EXAMPLE_BOUND, EXAMPLE_EPSILON_TOTAL, austin_sample_path
+    from ..records.data import EXAMPLE_BOUND, EXAMPLE_EPSILON_TOTAL, austin_sample_path
 
     if args.example:
         if args.records:

@@ -9,7 +9,7 @@ __all__ = ["demo"]
 
 def demo(out: TextIO) -> None:
     """Aggregate the embedded sample once, then release it with BASELINE and CLIP-USER."""
-    from .data import EXAMPLE_BOUND, austin_sample_path
+    from ..records.data import EXAMPLE_BOUND, austin_sample_path
     from .release import aggregate_records, release_aggregate
 
     agg, ingest = aggregate_records(austin_sample_path(), bound=EXAMPLE_BOUND, h3_resolution=7, slot="1h")

@@ -41,9 +41,9 @@ from ..calculus import mean_bias_from_totals, variance_bias_from_totals
 from ..mechanisms.grid import GridRelease, release_grids
 from ..noise import DEFAULT_GRANULARITY_BITS, Noise, make_noise
 from ..plan import GridPlan
-from .aggregate import Aggregate, Aggregator, RetainedStats, truncated_sums_stream
-from .grid import cell_centres, check_resolution, parse_slot, slot_text
-from .ingest import ColumnMap, IngestReport, count_rows, read_records
+from ..records.aggregate import Aggregate, Aggregator, RetainedStats, truncated_sums_stream
+from ..records.grid import cell_centres, check_resolution, parse_slot, slot_text
+from ..records.ingest import ColumnMap, IngestReport, count_rows, read_records
 from .privacy_model import PRIVACY_MODEL, PRIVACY_MODEL_SUMMARY, VALUE_DEPENDENT_INGEST
 from .budgets import PrivacyBudget, exact_user_spend, per_grid_budget, resolve_budget
 from .planners import PLANNERS, SPLITS, pseudo_user_plan, rebudget
@@ -220,7 +220,7 @@ def aggregate_records(
     slot_ns = parse_slot(slot)
     backend = check_choice(backend, "backend", BACKENDS)
     if backend == "dask":
-        from .dask_backend import aggregate_dask
+        from ..records.dask_backend import aggregate_dask
 
         return aggregate_dask(
             records, bound=bound, h3_resolution=res, slot=slot, columns=columns,
@@ -717,7 +717,7 @@ def _truncated_reader(records: Any, *, bound: float, columns: Any, out_of_range:
                       chunksize: int | None, backend: str, client: Any) -> TruncatedSums:
     """A second pass over the records for the pseudo-user truncated pairs (files or Dask)."""
     if backend == "dask":
-        from .dask_backend import truncated_sums_dask
+        from ..records.dask_backend import truncated_sums_dask
 
         def dask_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return truncated_sums_dask(records, a, pairs, keep, bound=bound, columns=columns,
@@ -815,7 +815,7 @@ def release(
     seed : int, optional
         Seed for reproducible noise: tests and demos only. ``None`` (default) draws from the OS CSPRNG.
     columns, timestamp_unit, chunksize
-        Ingestion (see :mod:`dpopt.release.ingest`).
+        Ingestion (see :mod:`dpopt.records.ingest`).
     backend : {"local", "dask"}, client
         Aggregate locally (streamed in chunks) or on a Dask cluster (``client`` a
         ``distributed.Client``; default a local cluster).

@@ -84,7 +84,7 @@ def plot_map(result: ReleaseResult, path: str | Path) -> Path:
 
     import h3
 
-    from .grid import cell_polygons
+    from ..records.grid import cell_polygons
 
     U = result.summary.bound
     cells = cell_summary(result)

@@ -4,13 +4,13 @@ Under the ``user`` model neighbouring datasets differ by all the records of one 
 user's influence on the release is bounded before noise is added, by a rule that reads each user's
 own records only (and public parameters):
 
-1. values are clamped to [0, U] (ingestion does so, :mod:`dpopt.release.ingest`, ``out_of_range="clip"``);
+1. values are clamped to [0, U] (ingestion does so, :mod:`dpopt.records.ingest`, ``out_of_range="clip"``);
 2. **at most k grids per user**: user ℓ ranks its grids by its own record count m_{ℓ,g}, largest
    first, ties broken by an independent uniform key per (user, grid) drawn from the release's
    random generator; it keeps the grids of rank < k (only grids of the public partition list, when
    one is given);
 3. **at most c records per kept (user, grid) pair**: the first c records by timestamp (ties by
-   value), the order of :class:`dpopt.release.aggregate.PairSamples`.
+   value), the order of :class:`dpopt.records.aggregate.PairSamples`.
 
 The tie-break keys are i.i.d. per pair, so the bounded contribution of every other user has the same
 law whether or not a given user is present; conditioned on the keys, adding or removing one user
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import DpoptInputError, check_bound, check_positive_int
-from ..release.aggregate import Aggregate
+from ..records.aggregate import Aggregate
 
 __all__ = ["BoundedGrids", "LatticeValues", "grid_ranks", "bounded_gamma", "lattice_values",
            "bound_contributions", "DEFAULT_GRANULARITY_BITS"]

@@ -46,7 +46,7 @@ import numpy as np
 from .._validation import DpoptInputError, check_choice, check_epsilon, check_positive_int
 from ..noise.selection import permute_and_flip
 from ..noise.sources import IntegerSource, SeededSource
-from ..release.aggregate import Aggregate
+from ..records.aggregate import Aggregate
 
 __all__ = ["BoundsChoice", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
            "BOUND_RULES"]

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError, check_epsilon, check_positive_int
-from ..release.aggregate import Aggregate
+from ..records.aggregate import Aggregate
 from .mechanism import NoiseMechanism
 
 __all__ = ["PartitionList", "read_partitions", "match_partitions", "selection_threshold", "SelectionRule"]

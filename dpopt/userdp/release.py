@@ -42,8 +42,8 @@ from .._validation import (
     check_nonnegative_float,
     check_positive_int,
 )
-from ..release.aggregate import Aggregate
-from ..release.grid import cell_centres, cell_strings, slot_strings, slot_text
+from ..records.aggregate import Aggregate
+from ..records.grid import cell_centres, cell_strings, slot_strings, slot_text
 from ..noise import epsilon_rational, integer_source
 from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values
 from .bounds import BOUND_RULES, choose_bounds

@@ -38,7 +38,7 @@ from dpopt.calculus import gaussian_grid_error_terms, grid_error_terms  # noqa: 
 from dpopt.noise.discrete_gaussian import gaussian_simulation  # noqa: E402
 from dpopt.plan import GridPlan  # noqa: E402
 from dpopt.release import aggregate_records  # noqa: E402
-from dpopt.release.data import austin_sample_path  # noqa: E402
+from dpopt.records.data import austin_sample_path  # noqa: E402
 from dpopt.noise import laplace_simulation  # noqa: E402
 from dpopt.solve.result import Status  # noqa: E402
 

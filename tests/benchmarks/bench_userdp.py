@@ -85,7 +85,7 @@ def score(est_mean, est_var, released, tmean, tvar, users):
 
 
 def run_dpopt(agg, eps, rep, public, noise="numpy"):
-    from dpopt.release.grid import cell_strings, slot_strings
+    from dpopt.records.grid import cell_strings, slot_strings
     from dpopt.userdp import release_user
 
     labels = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})

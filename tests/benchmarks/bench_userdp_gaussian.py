@@ -57,7 +57,7 @@ def run(agg, labels, eps, rep, mechanism, bounds):
 
 
 def main() -> None:
-    from dpopt.release.grid import cell_strings, slot_strings
+    from dpopt.records.grid import cell_strings, slot_strings
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", choices=["day", "full"], default="day")

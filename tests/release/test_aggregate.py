@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.release.aggregate import Aggregator
-from dpopt.release.grid import parse_slot
-from dpopt.release.ingest import read_records
+from dpopt.records.aggregate import Aggregator
+from dpopt.records.grid import parse_slot
+from dpopt.records.ingest import read_records
 
 from .conftest import SUM_RTOL
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.release.grid import cell_polygons, cell_strings, h3_cells, parse_slot, slot_strings, time_slots
+from dpopt.records.grid import cell_polygons, cell_strings, h3_cells, parse_slot, slot_strings, time_slots
 
 
 @pytest.mark.parametrize("res", [0, 7, 9, 15])

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.release.ingest import IngestReport, read_records
+from dpopt.records.ingest import IngestReport, read_records
 
 
 def _read(source, **kw):

@@ -6,7 +6,7 @@ import h3
 import numpy as np
 import pandas as pd
 
-from dpopt.release.aggregate import finalize
+from dpopt.records.aggregate import finalize
 
 SLOT_NS = 3_600 * 10**9
 #: real H3 res-7 cells of Austin (so that labels work end to end)

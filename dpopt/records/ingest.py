@@ -3,7 +3,7 @@
 A record is one sample S_{g,ℓ}^{(j)} of seed 002 (§II-B): a user identifier, a latitude and
 longitude (WGS84 degrees), a timestamp and a bounded value in [0, U]. Records are read from a CSV
 file (optionally compressed), a Parquet file or directory, or a pandas DataFrame, in chunks of a
-fixed number of rows so that inputs larger than memory stream through :mod:`dpopt.release.aggregate`.
+fixed number of rows so that inputs larger than memory stream through :mod:`dpopt.records.aggregate`.
 
 Cleaning (counted in :class:`IngestReport`, never silent):
 
