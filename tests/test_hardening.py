@@ -11,7 +11,7 @@ import pytest
 import dpopt
 from dpopt import DpoptInputError
 from dpopt.cli import main
-from dpopt.release import release
+from tests._legacy import release
 from dpopt.records.ingest import IngestReport, read_records
 
 ROW = "30.2672,-97.7431,2020-01-01T10:05:00Z,10\n"

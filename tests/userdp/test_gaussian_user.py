@@ -18,7 +18,8 @@ from dpopt._validation import DpoptInputError
 from dpopt.accounting import rho_from_epsilon, zcdp_epsilon
 from dpopt.noise import SeededSource
 from dpopt.noise.discrete_gaussian import discrete_gaussian_pmf
-from dpopt.userdp import release_user, write_user_release
+from dpopt.release import write_user_release
+from tests._legacy import release_user
 from dpopt.userdp.mechanism import DiscreteGaussian, GaussianSimulation, LaplaceSimulation, l2_squared
 from dpopt.userdp.sensitivity import sensitivities, sqrt_up
 from dpopt.userdp.split import split_budget
