@@ -107,8 +107,7 @@ class PublicOccupancyOptions:
         idle = [("target", self.target is not None and plan != "budget"),
                 ("target_variance", self.target_variance is not None and plan != "budget"),
                 ("pseudo_users", self.pseudo_users and plan == "budget"),
-                ("split", self.split != "equal" and plan == "budget"),
-                ("time_limit", self.time_limit is not None and plan in ("baseline", "greedy"))]
+                ("split", self.split != "equal" and plan == "budget")]
         given = [n for n, on in idle if on]
         if given:
             raise DpoptInputError(f"`{given[0]}` does nothing with {name}: drop it"

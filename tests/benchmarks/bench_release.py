@@ -48,7 +48,7 @@ def one(plan: str, out: Path, time_limit: float) -> dict:
         return aggregate_only(int(plan.split("@")[1]))
     sys.path.insert(0, str(ROOT))
     from dpopt.release import write_report
-from tests._legacy import release
+    from tests._legacy import release
 
     base, _, pseudo = plan.partition("+")
     t0 = time.perf_counter()

@@ -43,7 +43,7 @@ FULL = Path("/work/shared/data/austin_bus/capmetrics_vehicle_positions_clean.csv
 
 def load(which: str):
     from dpopt.release import load_austin_sample
-from tests._legacy import aggregate_records
+    from tests._legacy import aggregate_records
 
     if which == "day":
         records = load_austin_sample()

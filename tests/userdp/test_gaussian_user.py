@@ -168,7 +168,7 @@ def test_rho_without_delta_states_zcdp_only_and_bad_budgets_are_refused():
              ({"mechanism": "laplace", "rho": 1.0, "partitions": _plist(range(5))}, "rho"),
              ({"mechanism": "cauchy", "epsilon": 1.0, "partitions": _plist(range(5))}, "mechanism"),
              ({"mechanism": "gaussian", "noise_mechanism": LaplaceSimulation(np.random.default_rng(0)),
-               "epsilon": 1.0, "partitions": _plist(range(5))}, "noise_mechanism")]
+               "epsilon": 1.0, "partitions": _plist(range(5))}, "sampler")]
     for kwargs, name in cases:
         with pytest.raises(DpoptInputError, match=f"`{name}"):
             release_user(agg, bound=U, noise="numpy", **kwargs)
