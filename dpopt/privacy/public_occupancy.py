@@ -507,7 +507,7 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     bounds = confidence_bounds(agg, st, rel, U, sampler, confidence=confidence)
     table = release_table(agg, st, plan, rel, errors, bounds, bound=U, criterion=o.criterion)
     ingest = ingest or IngestReport()
-    summary = release_summary(agg, ingest, plan, gamma, errors, released_errors, bounds, bound=U, budget=pb,
+    summary = _release_summary(agg, ingest, plan, gamma, errors, released_errors, bounds, bound=U, budget=pb,
                               split=o.split, sampler=sampler, seeded=noise.seed is not None, criterion=o.criterion,
                               confidence=confidence)
     diagnostics = {"timings": {key: round(v, 4) for key, v in timings.items()}, "ingest": ingest.as_dict()}
@@ -597,7 +597,7 @@ def release_table(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRe
     })
 
 
-def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma: np.ndarray,
+def _release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma: np.ndarray,
                     errors: np.ndarray, released_errors: np.ndarray, bounds: dict[str, np.ndarray], *,
                     bound: float, budget: PrivacyBudget, split: str, sampler: Noise, seeded: bool,
                     criterion: str, confidence: float) -> ReleaseSummary:
