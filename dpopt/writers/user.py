@@ -162,7 +162,7 @@ def user_report_markdown(result: UserRelease) -> str:
         "data's statistics (noise only: the bias of contribution bounding is not included)",
         f"- grids released: {s.grids_released}",
         "",
-        "| cell | slot | mean | ±95 % | variance | ±95 % | noisy count |",
+        f"| cell | slot | mean | ±{s.confidence:.0%} | variance | ±{s.confidence:.0%} | noisy count |",
         "|---|---|---|---|---|---|---|",
     ]
     for _, row in t.nlargest(10, "noisy_count").iterrows():
@@ -173,7 +173,7 @@ def user_report_markdown(result: UserRelease) -> str:
         "## Files",
         "",
         "- `release.csv`: one row per released grid (cell, slot, mean, variance post-processed into "
-        "[0, U] and [0, U²/4], their raw noisy values, the noisy record count, 95 % error bounds)",
+        f"[0, U] and [0, U²/4], their raw noisy values, the noisy record count, {s.confidence:.0%} error bounds)",
         "- `summary.json`: the numbers above",
         "",
     ]
