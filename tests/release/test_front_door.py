@@ -156,3 +156,40 @@ def test_public_occupancy_measurements_estimate_to_the_published_table(tiny):
     np.testing.assert_array_equal(est.table["mean"], r.table["mean"])
     np.testing.assert_array_equal(est.table["variance_error_bound"], r.table["variance_error_bound"])
     np.testing.assert_array_equal(m.statistics["mean"].value, r.table["mean_raw"])
+
+
+def _empty_table():
+    from dpopt.records.aggregate import Aggregate, PairSamples
+
+    e, f = np.empty(0, np.int64), np.empty(0, float)
+    return Aggregate(users=np.empty(0, object), cells=e, slots=e, pair_user=e, pair_grid=e, count=e, sum=f,
+                     sumsq=f, h3_resolution=7, slot_ns=3600 * 10**9, samples=PairSamples(f, np.zeros(1, np.int64)),
+                     bound=10.0, out_of_range="clip")
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_user_model_releases_an_empty_contributions_table(mechanism):
+    """Issue 22 item 3: empty input and a one-user input are neighbours; the model measures both
+    (the records layer delivers the empty table). Public list: every listed grid as noise, the same
+    public columns as with one user; private selection: no grid."""
+    from dpopt.release import release_user
+    from tests.userdp.conftest import make_agg
+
+    one = make_agg([("u0", 0, 0, 3.0), ("u0", 0, 1, 4.0)])
+    plist = pd.DataFrame({"cell": [h3_str(one.cells[0])], "slot": ["1970-01-01T00:00:00Z"]})
+    delta = 1e-6 if mechanism == "gaussian" else None
+    opts = UserOptions(partitions=plist, bounds=(1, 2))
+    out = [release_user(t, Budget(epsilon_total=1.0, delta=delta, mechanism=mechanism), opts, bound=10.0,
+                        noise=NoiseOptions(seed=4)) for t in (_empty_table(), one)]
+    for col in ("cell", "slot", "cell_lat", "cell_lng", "released"):
+        assert out[0].table[col].tolist() == out[1].table[col].tolist()
+    assert out[0].summary.k == out[1].summary.k and out[0].summary.epsilon_total == out[1].summary.epsilon_total
+    private = release_user(_empty_table(), Budget(epsilon_total=1.0, delta=1e-6), UserOptions(), bound=10.0,
+                           noise=NoiseOptions(seed=4))
+    assert len(private.table) == 0 and private.summary.grids_released == 0
+
+
+def h3_str(cell: int) -> str:
+    import h3
+
+    return h3.int_to_str(int(cell))
