@@ -5,7 +5,8 @@ diagnostics/, written atomically (:mod:`.folder`). Nothing is computed here.
 * :mod:`.user` — the ``user`` model's table, summary and files;
 * :mod:`.public_occupancy` — the ``public-occupancy`` model's files, map and frontier.
 
-Hook for the report writers of issue 23 (report.html, figures, console): :func:`extra_files`.
+Hook for the report writers of issue 23 (report.html, figures, console):
+:func:`dpopt.writers.hooks.extra_files`, called by both writers inside the temporary folder.
 """
 
 from __future__ import annotations
@@ -14,14 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .folder import DIAGNOSTICS, check_out, folder_mode, write_atomically
+from .hooks import extra_files
 
 __all__ = ["write_release", "extra_files", "check_out", "write_atomically", "folder_mode", "DIAGNOSTICS"]
-
-
-def extra_files(result: Any, tmp: Path) -> dict[str, str]:
-    """HOOK (issue 23): files the report writers add to a release folder being written in ``tmp``
-    (report.html, figures); returns key -> path relative to ``tmp``. Empty until they land."""
-    return {}
 
 
 def write_release(result: Any, out: str | Path, *, make_map: bool = True, overwrite: bool = False) -> dict[str, Path]:

@@ -33,6 +33,7 @@ from ..cli_common import to_jsonable
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST, privacy_model_lines
 from ..privacy.public_occupancy import ReleaseResult
 from .folder import DIAGNOSTICS, check_out, write_atomically
+from .hooks import extra_files
 
 __all__ = [
     "write_report",
@@ -468,7 +469,7 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[st
         "NOT FOR PUBLICATION. Diagnostics for the data holder: raw user ids with their record counts per "
         "grid (suppressed.csv, kept_pairs.csv) and counts that depend on values plus timings (ingest.json).\n"
     )
-    return names
+    return {**names, **extra_files(result, tmp)}
 
 
 def write_report(

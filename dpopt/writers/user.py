@@ -21,6 +21,7 @@ from ..cli_common import to_jsonable
 from ..measurements import Estimates, Measurements
 from ..records.grid import cell_centres, cell_strings, slot_strings
 from .folder import DIAGNOSTICS, write_atomically
+from .hooks import extra_files
 
 __all__ = ["UserRelease", "UserReleaseSummary", "TABLE_COLUMNS", "user_release", "write_user_release",
            "user_report_markdown"]
@@ -192,6 +193,6 @@ def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool 
         (tmp / DIAGNOSTICS).mkdir()
         (tmp / DIAGNOSTICS / "timings.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
         return {"release": "release.csv", "summary": "summary.json", "report": "report.md",
-                "diagnostics": f"{DIAGNOSTICS}/timings.json"}
+                "diagnostics": f"{DIAGNOSTICS}/timings.json", **extra_files(result, tmp)}
 
     return write_atomically(out, write, overwrite=overwrite)
