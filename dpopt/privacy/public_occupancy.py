@@ -33,7 +33,7 @@ import pandas as pd
 from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
 from ..calculus import mean_bias_from_totals, variance_bias_from_totals
 from ..mechanisms.grid import GridRelease, release_grids
-from ..noise import DEFAULT_GRANULARITY_BITS, Noise, make_noise
+from ..noise import Noise, make_noise
 from ..plan import GridPlan
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate, RetainedStats

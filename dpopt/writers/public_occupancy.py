@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError
 from ..cli_common import to_jsonable
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST, privacy_model_lines
 from ..privacy.public_occupancy import ReleaseResult
