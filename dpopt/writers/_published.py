@@ -45,6 +45,7 @@ def fmt_number(x: Any, digits: int = 3) -> str:
         return "–"
     if v == 0:
         return "0"
+    v = float(f"{v:.{digits}g}")
     if v.is_integer() and abs(v) < 1e6:
         return f"{int(v):,}"
     mag = math.floor(math.log10(abs(v)))
@@ -77,6 +78,16 @@ class PublishedView:
     confidence: float
     bound: float | None
     slot: pd.Timedelta
+
+    @property
+    def suffix(self) -> str:
+        """" km/h" after a number, or "" when the unit is unknown (said once, not after every number)."""
+        return f" {self.unit}" if self.unit_known else ""
+
+    @property
+    def label(self) -> str:
+        """"(km/h)" after a heading, or "" when the unit is unknown."""
+        return f" ({self.unit})" if self.unit_known else ""
 
 
 def _slot_length(summary: dict[str, Any]) -> pd.Timedelta:

@@ -70,7 +70,7 @@ class _Projection:
         fit = [self.rings[c] for c in (focus or cells)]
         allp = np.concatenate(fit) if fit else np.zeros((1, 2))
         pad = margin * np.ptp(allp, axis=0).max()
-        allp = np.r_[allp, allp.min(axis=0) - pad, allp.max(axis=0) + pad]
+        allp = np.vstack([allp, allp.min(axis=0) - pad, allp.max(axis=0) + pad])
         self.k = math.cos(math.radians(float(allp[:, 0].mean())))
         x, y = allp[:, 1] * self.k, -allp[:, 0]
         self.x0, self.y0 = x.min(), y.min()
@@ -109,16 +109,12 @@ def _basemap_paths(basemap: dict[str, Any] | None, proj: _Projection) -> str:
 
 # ----------------------------------------------------------------------------- text helpers
 
-def _u(view: PublishedView) -> str:
-    return view.unit
-
-
 def _sq(view: PublishedView) -> str:
-    return f"({view.unit})²" if view.unit_known else "squared units of the value"
+    return f" ({view.unit})²" if view.unit_known else ""
 
 
 def _pm(x: Any, view: PublishedView) -> str:
-    return f"± {fmt_number(x)} {view.unit}"
+    return f"± {fmt_number(x)}{view.suffix}"
 
 
 def _conf(view: PublishedView) -> str:
@@ -132,7 +128,7 @@ def _is_true(v: Any) -> bool:
 def _tip(row: pd.Series, view: PublishedView) -> str:
     """Hover text of one released node (plain text; escaped when written)."""
     lines = [f"{row['cell']} · H3 resolution {int(row['res'])} · {row['slot_label']}",
-             f"mean {fmt_number(row['mean'])} {_u(view)} {_pm(row['bound'], view)} "
+             f"mean {fmt_number(row['mean'])}{view.suffix} {_pm(row['bound'], view)} "
              f"({_conf(view)} interval {fmt_number(row['lo'])} to {fmt_number(row['hi'])})"]
     if "variance" in row.index:
         if "variance_released" in row.index and not _is_true(row["variance_released"]):
@@ -140,7 +136,7 @@ def _tip(row: pd.Series, view: PublishedView) -> str:
             lines.append("variance withheld" + (f": {why}" if isinstance(why, str) and why else ""))
         elif pd.notna(row["variance"]):
             vb = row.get("variance_error_bound")
-            lines.append(f"variance {fmt_number(row['variance'])} {_sq(view)} ± {fmt_number(vb)}")
+            lines.append(f"variance {fmt_number(row['variance'])}{_sq(view)} ± {fmt_number(vb)}")
     pub = [f"{lab} {int(row[c])}" for c, lab in (("n_users", "users"), ("n_records", "records"))
            if c in row.index and pd.notna(row[c])]
     if pub:
@@ -206,16 +202,16 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
                    "noise, not information.")
     elif model == "user":
         if summary.get("selection_threshold") is not None:
-            out.append("cells were selected privately: a cell is published only if its noisy number "
+            out.append("Cells were selected privately: a cell is published only if its noisy number "
                        "of users passed a threshold, so rare cells cannot reveal anyone; the others "
                        "are not listed at all.")
         else:
-            out.append("only the cells of the public list of partitions given were considered; cells "
+            out.append("Only the cells of the public list of partitions given were considered; cells "
                        "outside it are not published.")
     if "variance_released" in view.nodes.columns:
         nv = int((~view.nodes["variance_released"].map(_is_true)).sum())
         if nv:
-            out.append(f"the variance of <b>{nv:,}</b> published cell(s) was withheld because its "
+            out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld because its "
                        "interval was wider than its range (see the table's reason column).")
     if not out:
         return ""
@@ -310,7 +306,6 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None) -> str:
     ufills = _ramp(_UNCERT, (b - blo) / (bhi - blo))
     full = view.bound if view.bound is not None else (hi - lo)
     hatch = np.nan_to_num(b, nan=np.inf) > 0.25 * full
-    unit = view.unit
     left = _panel(view, proj, fills, "node", base, hatch, "map-value")
     right = _panel(view, proj, ufills, "unode", base, None, "map-uncertainty")
     conf = _conf(view)
@@ -322,10 +317,10 @@ the published cells); hover (or tap) it for its value, interval and resolution. 
 <input type="range" id="step" min="0" max="{len(view.steps) - 1}" value="0" aria-label="time slot">
 <button type="button" id="next" aria-label="next slot">▶</button>
 <b id="step-label"></b> <span id="step-count"></span></div>
-<div class="panels"><figure><figcaption>Mean ({_E(unit)})</figcaption>{left}
-{_legend(_VIRIDIS, lo, hi, ticks, f"mean, {unit}", "gv")}</figure>
-<figure><figcaption>Uncertainty: ± half-width of the {conf} interval ({_E(unit)})</figcaption>{right}
-{_legend(_UNCERT, blo, bhi, bticks, f"± {unit}", "gu")}</figure></div>
+<div class="panels"><figure><figcaption>Mean{_E(view.label)}</figcaption>{left}
+{_legend(_VIRIDIS, lo, hi, ticks, f"mean{view.label}", "gv")}</figure>
+<figure><figcaption>Uncertainty: ± half-width of the {conf} interval{_E(view.label)}</figcaption>{right}
+{_legend(_UNCERT, blo, bhi, bticks, f"±{view.suffix}", "gu")}</figure></div>
 <div id="tip" role="tooltip" hidden></div></section>"""
 
 
@@ -346,14 +341,14 @@ def _frontier_section(view: PublishedView, summary: dict[str, Any], frontier: di
     cmax = max(cov.max(), 1.0)
     y = H - B - cov / cmax * (H - B - 20)
     pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y))
-    dots = "".join(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3"><title>± {_E(fmt_number(t))} {_E(view.unit)}: '
+    dots = "".join(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3"><title>± {_E(fmt_number(t))}{_E(view.suffix)}: '
                    f'{int(c)} cells</title></circle>' for a, b, t, c in zip(x, y, tau, cov))
     chosen = summary.get("target")
     mark = ""
     if chosen is not None and chosen > 0:
         cx = L + (math.log10(chosen) - lx.min()) / max(np.ptp(lx), 1e-12) * (W - L - 20)
         mark = (f'<line class="chosen" x1="{cx:.1f}" x2="{cx:.1f}" y1="20" y2="{H - B}"/>'
-                f'<text x="{cx + 4:.1f}" y="32">chosen τ = {_E(fmt_number(chosen))} {_E(view.unit)}</text>')
+                f'<text x="{cx + 4:.1f}" y="32">chosen τ = {_E(fmt_number(chosen))}{_E(view.suffix)}</text>')
     xt = "".join(f'<text x="{a:.1f}" y="{H - B + 16}" text-anchor="middle">{_E(fmt_number(t, 2))}</text>'
                  for a, t in list(zip(x, tau))[::3])
     yt = "".join(f'<text x="{L - 6}" y="{H - B - c / cmax * (H - B - 20) + 4:.1f}" text-anchor="end">'
@@ -362,32 +357,39 @@ def _frontier_section(view: PublishedView, summary: dict[str, Any], frontier: di
     crit = ("noise only" if summary.get("criterion", "noise") == "noise"
             else "clipping bias plus noise")
     return f"""<section id="frontier"><h2>Coverage against accuracy</h2>
-<p><b>τ (tau) is the accuracy target:</b> a cell is published only if its mean is within ± τ
-{_E(view.unit)} of the true mean with {conf} probability ({crit}); a smaller τ gives more accurate
+<p><b>τ (tau) is the accuracy target:</b> a cell is published only if its mean is within
+± τ{_E(view.suffix)} of the true mean with {conf} probability ({crit}); a smaller τ gives more accurate
 values but fewer published cells.</p>
 <svg viewBox="0 0 {W:.0f} {H:.0f}" class="chart" role="img">
 <line x1="{L}" y1="{H - B}" x2="{W - 10}" y2="{H - B}" class="axis"/><line x1="{L}" y1="20" x2="{L}"
  y2="{H - B}" class="axis"/>{xt}{yt}
-<text x="{(W + L) / 2:.0f}" y="{H - 6}" text-anchor="middle">τ, {_E(view.unit)} (log scale)</text>
+<text x="{(W + L) / 2:.0f}" y="{H - 6}" text-anchor="middle">τ{_E(view.label)} (log scale)</text>
 <text x="14" y="{(H - B) / 2:.0f}" transform="rotate(-90 14 {(H - B) / 2:.0f})" text-anchor="middle">cells published</text>
 {mark}<polyline points="{pts}" class="line"/>{dots}</svg>
 <p class="note">Computed from public information before any noise was drawn; the chosen τ is
-{_E(str(frontier.get("knee_rule", "given by the user")).split(":")[0]) if frontier.get("knee") else "the user's target"}.</p></section>"""
+{_E(_chosen_by(summary, frontier))}.</p></section>"""
+
+
+def _chosen_by(summary: dict[str, Any], frontier: dict[str, Any]) -> str:
+    knee, chosen = frontier.get("knee"), summary.get("target")
+    if knee is not None and chosen is not None and math.isclose(float(knee), float(chosen), rel_tol=1e-9):
+        return "the knee of this curve, chosen by a fixed rule from public counts (methods appendix)"
+    return "the target given by the data holder"
 
 
 # ----------------------------------------------------------------------------- table
 
 def _table_columns(view: PublishedView) -> list[tuple[str, str, Any]]:
     """(header, kind, getter) of the table's columns that the release published."""
-    n, u = view.nodes.columns, view.unit
+    n, u = view.nodes.columns, view.label
     cols: list[tuple[str, str, Any]] = [
         ("cell", "s", lambda r: r["cell"]), ("resolution", "n", lambda r: r["res"]),
         ("time slot (UTC)", "s", lambda r: r["slot_label"]),
-        (f"mean ({u})", "n", lambda r: r["mean"]), (f"± ({u}, {_conf(view)})", "n", lambda r: r["bound"]),
+        (f"mean{u}", "n", lambda r: r["mean"]), (f"± ({_conf(view)})", "n", lambda r: r["bound"]),
         ("interval", "s", lambda r: f"{fmt_number(r['lo'])} – {fmt_number(r['hi'])}")]
     if "variance" in n:
         sq = _sq(view)
-        cols.append((f"variance ({sq})", "n", lambda r: r["variance"] if (
+        cols.append((f"variance{sq}", "n", lambda r: r["variance"] if (
             "variance_released" not in n or _is_true(r["variance_released"])) else np.nan))
         if "variance_error_bound" in n:
             cols.append(("± variance", "n", lambda r: r["variance_error_bound"] if (
@@ -432,7 +434,8 @@ _TERMS = [
                  "for Fixed Estimation Error” (arXiv 2405.06261): the public-occupancy model, per-grid "
                  "worst-case error and suppression of (user, grid) contributions."),
     ("knee rule", "Without a target τ, dpopt takes the knee of the coverage-against-τ curve (Kneedle, "
-                  "Satopää et al. 2011), the τ after which loosening the target buys little coverage."),
+                  "Satopää et al. 2011): the τ farthest from the straight line joining the curve's ends "
+                  "(τ on a log scale); the exact rule is the knee_rule field below."),
     ("CKS sampler", "Exact discrete Laplace and Gaussian noise of Canonne, Kamath & Steinke, “The Discrete "
                     "Gaussian for Differential Privacy” (NeurIPS 2020), fed by the OS CSPRNG: safe against "
                     "floating-point attacks."),
