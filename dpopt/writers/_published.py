@@ -52,7 +52,8 @@ def fmt_number(x: Any, digits: int = 3) -> str:
     if mag >= 6:
         return f"{v:.{digits - 1}e}"
     dec = max(0, digits - 1 - mag)
-    return f"{v:,.{dec}f}"
+    out = f"{v:,.{dec}f}"
+    return out.rstrip("0").rstrip(".") if "." in out else out
 
 
 def released_count(summary: dict[str, Any]) -> int | None:
