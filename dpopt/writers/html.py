@@ -240,7 +240,10 @@ def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dic
     items = [_what(view, summary),
              f"<li><b>Privacy:</b> user-level differential privacy, model <i>{model}</i>, "
              f"<b>{_E(nums)}</b>. {_E(words)}</li>",
-             _accuracy(view), _withheld(view, summary), _more(view, summary, frontier)]
+             _accuracy(view), _withheld(view, summary), _more(view, summary, frontier),
+             "<li><b>Look up one value:</b> on the map below, pick the time slot (slider or list), then "
+             "hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
+             "search box. The right-hand map shows how uncertain each hexagon is.</li>"]
     unit_note = ("" if view.unit_known else
                  '<p class="note">No unit was given for the values: numbers are in the units of '
                  "the data.</p>")
@@ -316,6 +319,7 @@ the published cells); hover (or tap) it for its value, interval and resolution. 
 <div class="controls"><button type="button" id="prev" aria-label="previous slot">◀</button>
 <input type="range" id="step" min="0" max="{len(view.steps) - 1}" value="0" aria-label="time slot">
 <button type="button" id="next" aria-label="next slot">▶</button>
+<select id="step-pick" aria-label="jump to a time slot"></select>
 <b id="step-label"></b> <span id="step-count"></span></div>
 <div class="panels"><figure><figcaption>Mean{_E(view.label)}</figcaption>{left}
 {_legend(_VIRIDIS, lo, hi, ticks, f"mean{view.label}", "gv")}</figure>
@@ -483,7 +487,7 @@ font-size:13px;white-space:pre-line;pointer-events:none;max-width:420px}
 .chart .chosen{stroke:#d94801;stroke-dasharray:4 3}
 .scroll{max-height:480px;overflow:auto}table{border-collapse:collapse;font-size:13px}
 #table th{position:sticky;top:0;background:#eee;cursor:pointer;user-select:none}
-th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}td[data-v]{text-align:right}
+th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}td{white-space:nowrap}td[data-v]{text-align:right}
 #table tbody tr:hover{background:#f3f7ff;cursor:pointer}
 th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}table.kv th{font-weight:500;color:#444}
 dt{font-weight:600}dd{margin:0 0 .5em 1em}
@@ -494,12 +498,14 @@ _JS = """
 var steps=JSON.parse(document.getElementById('steps-data').textContent);
 var range=document.getElementById('step');if(!range){return;}
 var label=document.getElementById('step-label'),count=document.getElementById('step-count');
-var tip=document.getElementById('tip');
+var tip=document.getElementById('tip'),pick=document.getElementById('step-pick');
+steps.forEach(function(s,j){var o=document.createElement('option');o.value=String(j);o.textContent=s.label;pick.appendChild(o);});
+pick.addEventListener('change',function(){show(+pick.value);});
 var shapes=Array.prototype.slice.call(document.querySelectorAll('svg.map [data-t0]'));
 function show(k){k=Math.max(0,Math.min(steps.length-1,k));var t=steps[k].t,n=0;
  shapes.forEach(function(el){var on=(+el.dataset.t0<=t)&&(t<+el.dataset.t1);
   el.style.display=on?'':'none';if(on&&el.classList.contains('node')){n++;}});
- range.value=String(k);label.textContent=steps[k].label;
+ range.value=String(k);pick.value=String(k);label.textContent=steps[k].label;
  count.textContent='('+n+' published cell'+(n===1?'':'s')+')';}
 range.addEventListener('input',function(){show(+range.value);});
 document.getElementById('prev').addEventListener('click',function(){show(+range.value-1);});

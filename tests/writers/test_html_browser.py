@@ -95,3 +95,27 @@ def test_table_sorts_by_mean(browser, tmp_path):
     assert vals == sorted(vals)
     assert vals == sorted(_released(table)["mean"].tolist())
     assert browser.errors() == []
+
+
+def test_answer_path_value_in_a_hexagon_at_17h(browser, tmp_path):
+    """"How accurate is the value in this hexagon at 17:00?": pick 17:00 in the list, hover the
+    hexagon, read mean ± half-width; it is the row of release.csv for that cell and hour."""
+    table, summary = load("occupancy")
+    browser.open(write_html_report(tmp_path / "r.html", table, summary, unit="km/h"))
+    got = browser.eval("""(function(){var p=document.getElementById('step-pick');
+        for(var i=0;i<p.options.length;i++){if(p.options[i].textContent.indexOf('2015-09-06 17:00')===0){p.value=p.options[i].value;}}
+        p.dispatchEvent(new Event('change'));
+        var el=Array.prototype.filter.call(document.querySelectorAll('#map-value path.node'),
+            function(e){return e.style.display!=='none';})[0];
+        el.dispatchEvent(new MouseEvent('mouseover',{bubbles:true}));
+        return [el.dataset.cell, document.getElementById('tip').textContent,
+                document.getElementById('step-label').textContent];})()""")
+    cell, tip, label = got
+    assert label == "2015-09-06 17:00 UTC"
+    row = table[(table["cell"] == cell) & (table["slot"] == "2015-09-06T17:00:00Z")].iloc[0]
+    assert bool(row["released"])
+    assert "17:00–18:00 UTC" in tip
+    m = re.search(r"mean ([\d,.]+) km/h ± ([\d,.]+) km/h", tip)
+    assert _num(m.group(1)) == pytest.approx(row["mean"], rel=5e-3)
+    assert _num(m.group(2)) == pytest.approx(row["mean_error_bound"], rel=5e-3)
+    assert browser.errors() == []
