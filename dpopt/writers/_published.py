@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PublishedView", "published_view", "resolve_unit", "privacy_statement", "fmt_number",
-           "released_count"]
+           "released_count", "nice_ticks"]
 
 #: the unit said when nobody gave one
 UNKNOWN_UNIT = "units of the value"
@@ -36,7 +36,8 @@ def resolve_unit(summary: dict[str, Any], unit: str | None = None) -> tuple[str,
 
 
 def fmt_number(x: Any, digits: int = 3) -> str:
-    """A number for people: ``digits`` significant digits, no exponent below 10⁶, "–" for missing."""
+    """A number for people: integers exact (below 10⁶), others to ``digits`` significant digits,
+    no exponent below 10⁶, "–" for missing."""
     try:
         v = float(x)
     except (TypeError, ValueError):
@@ -45,7 +46,8 @@ def fmt_number(x: Any, digits: int = 3) -> str:
         return "–"
     if v == 0:
         return "0"
-    v = float(f"{v:.{digits}g}")
+    if not v.is_integer():  # counts stay exact; measurements get ``digits`` significant digits
+        v = float(f"{v:.{digits}g}")
     if v.is_integer() and abs(v) < 1e6:
         return f"{int(v):,}"
     mag = math.floor(math.log10(abs(v)))
@@ -54,6 +56,19 @@ def fmt_number(x: Any, digits: int = 3) -> str:
     dec = max(0, digits - 1 - mag)
     out = f"{v:,.{dec}f}"
     return out.rstrip("0").rstrip(".") if "." in out else out
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> tuple[float, float, list[float]]:
+    """A scale [a, b] ⊇ [lo, hi] fitted to the data with round tick marks."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return 0.0, 1.0, [0.0, 1.0]
+    if hi - lo < 1e-12:
+        lo, hi = lo - 1.0, hi + 1.0
+    raw = (hi - lo) / max(n - 1, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = min((s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw), default=10 * mag)
+    a, b = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    return a, b, [float(x) for x in np.arange(a, b + step / 2, step)]
 
 
 def released_count(summary: dict[str, Any]) -> int | None:
@@ -168,8 +183,8 @@ def _epsilon_words(summary: dict[str, Any]) -> str:
     eps, delta, rho = summary.get("epsilon_total"), summary.get("delta"), summary.get("rho_total")
     parts = []
     if summary.get("budget_mode") == "per-grid" and summary.get("epsilon") is not None:
-        parts.append(f"ε = {fmt_number(summary['epsilon'])} per grid, "
-                     f"{fmt_number(eps)} in total for the user in most grids")
+        parts.append(f"ε = {fmt_number(summary['epsilon'])} per grid "
+                     f"({fmt_number(eps)} in total for a user in the most grids)")
     elif eps is not None:
         parts.append(f"ε = {fmt_number(eps)}")
     if delta:

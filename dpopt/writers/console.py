@@ -43,8 +43,11 @@ def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) 
         b = pd.to_numeric(rel["mean_error_bound"], errors="coerce").to_numpy(float)
         b = b[np.isfinite(b)]
         if len(b):
-            return (f"mean within ± {fmt_number(np.median(b))}{suffix} in the typical cell "
-                    f"(± {fmt_number(b.min())} to ± {fmt_number(b.max())}; {conf})")
+            med = float(np.median(b))
+            wide = summary.get("bound") is not None and med >= float(summary["bound"])
+            return (f"mean within ± {fmt_number(med)}{suffix} in the typical cell "
+                    f"(± {fmt_number(b.min())} to ± {fmt_number(b.max())}; {conf})"
+                    + ("; wider than the whole range of the values: no information" if wide else ""))
     if summary.get("target") is not None:
         return f"mean within ± {fmt_number(summary['target'])}{suffix} in every published cell ({conf}, target τ)"
     return None

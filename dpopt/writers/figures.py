@@ -18,8 +18,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from ._published import PublishedView, fmt_number, privacy_statement, published_view
-from .html import _nice_ticks
+from ._published import PublishedView, fmt_number, nice_ticks, privacy_statement, published_view
 
 __all__ = ["map_figure", "frontier_figure", "write_figures"]
 
@@ -82,8 +81,8 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
     wh = view.withheld[((view.withheld["t0"] <= t) & (t < view.withheld["t1"])).to_numpy()]
     k = float(np.cos(np.radians(view.nodes["cell"].map(_lat).mean())))
     m, b = view.nodes["mean"].to_numpy(float), view.nodes["bound"].to_numpy(float)
-    lo, hi, ticks = _nice_ticks(np.nanmin(m), np.nanmax(m))
-    blo, bhi, bticks = _nice_ticks(0.0, np.nanmax(b) if np.isfinite(b).any() else 1.0)
+    lo, hi, ticks = nice_ticks(np.nanmin(m), np.nanmax(m))
+    blo, bhi, bticks = nice_ticks(0.0, np.nanmax(b) if np.isfinite(b).any() else 1.0)
     a1, a2 = fig.subplots(1, 2)
     conf = f"{view.confidence * 100:.4g} %"
     _panel(a1, view, at, wh, at["mean"].to_numpy(float), "viridis", lo, hi, ticks, f"mean{view.label}", k)

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._published import PublishedView, fmt_number, privacy_statement, published_view, released_count
+from ._published import (PublishedView, fmt_number, nice_ticks, privacy_statement, published_view,
+                         released_count)
 
 __all__ = ["render_html", "write_html_report"]
 
@@ -45,19 +46,6 @@ def _ramp(stops: list[str], t: np.ndarray) -> list[str]:
     c = np.rint(rgb[i] * (1 - f) + rgb[i + 1] * f).astype(int)
     out = [f"#{r:02x}{g:02x}{b:02x}" for r, g, b in c]
     return [("#bbbbbb" if not np.isfinite(v) else col) for v, col in zip(t, out)]
-
-
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> tuple[float, float, list[float]]:
-    """A scale [a, b] ⊇ [lo, hi] fitted to the data with round tick marks."""
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return 0.0, 1.0, [0.0, 1.0]
-    if hi - lo < 1e-12:
-        lo, hi = lo - 1.0, hi + 1.0
-    raw = (hi - lo) / max(n - 1, 1)
-    mag = 10 ** math.floor(math.log10(raw))
-    step = min((s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw), default=10 * mag)
-    a, b = math.floor(lo / step) * step, math.ceil(hi / step) * step
-    return a, b, [float(x) for x in np.arange(a, b + step / 2, step)]
 
 
 class _Projection:
@@ -302,10 +290,10 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None) -> str:
     proj = _Projection(sorted(set(nodes["cell"]) | set(view.withheld["cell"])), sorted(set(nodes["cell"])))
     base = _basemap_paths(basemap, proj)
     m = nodes["mean"].to_numpy(float)
-    lo, hi, ticks = _nice_ticks(np.nanmin(m), np.nanmax(m))
+    lo, hi, ticks = nice_ticks(np.nanmin(m), np.nanmax(m))
     fills = _ramp(_VIRIDIS, (m - lo) / (hi - lo))
     b = nodes["bound"].to_numpy(float)
-    blo, bhi, bticks = _nice_ticks(0.0, np.nanmax(b) if np.isfinite(b).any() else 1.0)
+    blo, bhi, bticks = nice_ticks(0.0, np.nanmax(b) if np.isfinite(b).any() else 1.0)
     ufills = _ramp(_UNCERT, (b - blo) / (bhi - blo))
     full = view.bound if view.bound is not None else (hi - lo)
     hatch = np.nan_to_num(b, nan=np.inf) > 0.25 * full

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from dpopt._validation import DpoptInputError
-from dpopt.writers._published import fmt_number, published_view
-from dpopt.writers.html import _nice_ticks, render_html
+from dpopt.writers._published import fmt_number, nice_ticks, published_view
+from dpopt.writers.html import render_html
 
 from .conftest import load, multires
 
@@ -93,7 +93,7 @@ def test_frontier_explains_tau_and_marks_the_chosen_target():
 
 @pytest.mark.parametrize("lo,hi", [(0.0, 51.3), (13.0, 13.0), (-2.5, 0.1), (1e-3, 7e-3), (0, 4291.7)])
 def test_colour_scale_is_fitted_to_the_values(lo, hi):
-    a, b, ticks = _nice_ticks(lo, hi)
+    a, b, ticks = nice_ticks(lo, hi)
     assert a <= lo and b >= hi and ticks[0] == a and ticks[-1] == pytest.approx(b)
     width = max(hi - lo, 2.0)
     assert b - a <= 2.5 * width  # fitted, not a fixed 0..U scale
@@ -110,3 +110,11 @@ def test_mixed_resolutions_read_from_the_cell_ids_when_no_column():
 def test_table_must_be_release_csv():
     with pytest.raises(DpoptInputError, match="`table` must be release.csv"):
         render_html(pd.DataFrame({"x": [1]}), {})
+
+
+@pytest.mark.parametrize("x,want", [(0, "0"), (10.0, "10"), (9.99999999627, "10"), (0.5, "0.5"),
+                                    (17.571867, "17.6"), (4291.71, "4,290"), (1449, "1,449"),
+                                    (0.000244140625, "0.000244"), (-12.72, "-12.7"), (2.5e7, "2.50e+07"),
+                                    (None, "–"), (float("nan"), "–"), (float("inf"), "–"), ("x", "–")])
+def test_fmt_number(x, want):
+    assert fmt_number(x) == want
