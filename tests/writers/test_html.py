@@ -118,3 +118,16 @@ def test_table_must_be_release_csv():
                                     (None, "–"), (float("nan"), "–"), (float("inf"), "–"), ("x", "–")])
 def test_fmt_number(x, want):
     assert fmt_number(x) == want
+
+
+def test_page_is_self_contained_and_draws_a_given_basemap(published):
+    _name, table, summary = published
+    road = {"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "LineString",
+                                         "coordinates": [[-97.76, 30.25], [-97.70, 30.30], [-97.66, 30.42]]}}]}
+    page = render_html(table, summary, basemap=road)
+    assert re.search(r'<g class="basemap"><path d="M[\d.]+,[\d.]+L[\d.]+,[\d.]+L[\d.]+,[\d.]+"/></g>', page)
+    # nothing to fetch at view time: no external resource, no link, no import
+    assert not re.search(r"""<[^>]*\s(src|href)\s*=|@import|url\(\s*['"]?(https?:)?//""", page)
+    assert "http://" not in page and "https://" not in page
+    assert '<g class="basemap">' not in render_html(table, summary)
