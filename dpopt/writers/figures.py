@@ -88,11 +88,18 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
     _panel(a1, view, at, wh, at["mean"].to_numpy(float), "viridis", lo, hi, ticks, f"mean{view.label}", k)
     _panel(a2, view, at, wh, at["bound"].to_numpy(float), "Oranges", blo, bhi, bticks,
            f"± half-width of the {conf} interval{view.label}", k)
-    a1.set_title("Published mean")
-    a2.set_title("Uncertainty of the mean")
+    full = view.bound if view.bound is not None else hi - lo
+    wide = np.nan_to_num(at["bound"].to_numpy(float), nan=np.inf) > 0.25 * full
+    if wide.any():  # the same rule as report.html: ± more than a quarter of the range
+        a1.add_collection(PolyCollection([p for p, w in zip(_polys(at["cell"], k), wide) if w],
+                                         facecolors="none", edgecolors="white", hatch="////", linewidths=0))
+    a1.set_title("Published mean" + (" (hatched: ± more than a quarter of the range)" if wide.any() else ""),
+                 fontsize=11)
+    a2.set_title("Uncertainty of the mean", fontsize=11)
     nums, _ = privacy_statement(summary)
+    grey = "; grey outlines: withheld" if len(wh) else ""
     fig.suptitle(f"{t:%Y-%m-%d %H:%M} UTC: {len(at)} of {len(view.nodes)} published cells "
-                 f"({summary.get('privacy_model', '')}, {nums}); grey: withheld; other slots in report.html",
+                 f"({summary.get('privacy_model', '')}, {nums}){grey}; other slots in report.html",
                  fontsize=10)
     return fig
 
