@@ -162,6 +162,8 @@ def _what(view: PublishedView, summary: dict[str, Any]) -> str:
 def _accuracy(view: PublishedView) -> str:
     b = view.nodes["bound"].to_numpy(float)
     b = b[np.isfinite(b)]
+    if not len(view.nodes):
+        return "<li><b>Accuracy:</b> nothing was published, so there is no value to be accurate.</li>"
     if not len(b):
         return "<li><b>Accuracy:</b> no error bounds were published.</li>"
     unit = _E(view.unit)

@@ -119,3 +119,13 @@ def test_answer_path_value_in_a_hexagon_at_17h(browser, tmp_path):
     assert _num(m.group(1)) == pytest.approx(row["mean"], rel=5e-3)
     assert _num(m.group(2)) == pytest.approx(row["mean_error_bound"], rel=5e-3)
     assert browser.errors() == []
+
+
+def test_a_release_with_nothing_published_renders_without_errors(browser, tmp_path):
+    table, summary = load("occupancy")
+    table = table.assign(released=False)
+    page = write_html_report(tmp_path / "r.html", table, dict(summary, released_grids=0), unit="km/h")
+    browser.open(page)
+    assert browser.errors() == []
+    assert browser.eval("document.querySelectorAll('svg.map path.node').length") == 0
+    assert "No cell was published." in browser.eval("document.body.textContent")
