@@ -71,3 +71,20 @@ def test_reproduce_help_lists_every_figure_id(capsys):
     for fig, spec in FIGURES.items():
         (line,) = [ln for ln in lines if ln.strip().startswith(fig + " ")]
         assert spec.paper in line
+
+
+SOLVER_LOG = ("Running HiGHS", "Copyright (c)", "Presolving", "Coefficient ranges", "Solving MIP", "Model status")
+
+
+def test_demo_stdout_has_no_solver_log_and_speeds_in_range(tmp_path):
+    """``dpopt demo`` solves LPs and MILPs (fresh process): its stdout is the tour only, and every
+    value it prints in km/h lies in the data's range [0, U = 120] (an interval half-width beyond U
+    is said in words, not printed as a speed)."""
+    import re
+
+    r = _run(["demo"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not [s for s in SOLVER_LOG if s in r.stdout]
+    speeds = [float(x) for x in re.findall(r"(?:^|[\s(=±-])(-?\d+(?:\.\d+)?) km/h", r.stdout, re.M)]
+    assert speeds
+    assert all(0 <= v <= 120 for v in speeds), [v for v in speeds if not 0 <= v <= 120]
