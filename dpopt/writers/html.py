@@ -304,7 +304,8 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None) -> str:
     conf = _conf(view)
     return f"""<section id="map-section"><h2>Map of the published values</h2>
 <p>Each coloured hexagon is one published cell for the time slot chosen below (the map is zoomed to
-the published cells); hover (or tap) it for its value, interval and resolution. Hatched hexagons are uncertain: their {conf} interval is wider than
+the published cells); hover (or tap) it for its value, interval and resolution. Hatched hexagons are
+uncertain: their {conf} interval is wider than
 ± a quarter of the range of values. Grey outlines are cells with data that were withheld.</p>
 <div class="controls"><button type="button" id="prev" aria-label="previous slot">◀</button>
 <input type="range" id="step" min="0" max="{len(view.steps) - 1}" value="0" aria-label="time slot">
