@@ -137,6 +137,7 @@ def _add_input_arguments(p: Any) -> None:
                    "(default: a local cluster)")
     p.add_argument("--no-map", action="store_true", help="skip map.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true", help="progress bars on stderr even when not a terminal")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -226,11 +227,17 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
                 "estimation": EstimationOptions(confidence=args.confidence), "noise": NoiseOptions(seed=args.seed),
                 "io": InputOptions(columns=columns, out_of_range=args.out_of_range,
                                    timestamp_unit=args.timestamp_unit, chunksize=args.chunksize,
-                                   backend=args.backend, progress=not args.quiet)}
+                                   backend=args.backend, progress=_progress(args))}
         check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"])
     except DpoptInputError as exc:
         raise _flagged(exc) from None
     return opts
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    from ..writers.console import progress_wanted  # on stderr: a terminal, or --progress
+
+    return progress_wanted(args.progress or None, quiet=args.quiet)
 
 
 def _positive(value: Any, name: str) -> Any:

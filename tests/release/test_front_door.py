@@ -115,7 +115,8 @@ def test_release_folder_honours_the_umask(tiny, tmp_path, mask, mode):
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp_path / "out").st_mode) == mode
-    assert stat.S_IMODE(os.stat(paths["release"]).st_mode) == 0o666 & ~mask
+    for key in ("release", "html", "summary"):
+        assert stat.S_IMODE(os.stat(paths[key]).st_mode) == 0o666 & ~mask, key
 
 
 def _user(tiny, **est):

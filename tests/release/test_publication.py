@@ -20,7 +20,7 @@ from tests._legacy import release
 from dpopt.writers import public_occupancy as report_module
 from dpopt.release.noise import epsilon_rational
 
-PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "diagnostics"}
+PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", "diagnostics"}
 
 
 def _neighbours(tiny_records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
