@@ -134,7 +134,7 @@ def test_write_release_folder(tmp_path):
     res = release_user(make_agg(_records()), bound=U, epsilon=1.0, partitions=_plist(range(5)), noise="discrete",
                        seed=3)
     paths = write_user_release(res, tmp_path / "out")
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md",
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
                                                               "diagnostics"}
     assert [p.name for p in (tmp_path / "out" / "diagnostics").iterdir()] == ["timings.json"]
     summary = json.loads(paths["summary"].read_text())
