@@ -14,7 +14,8 @@ Rauch–Tung–Striebel smoother on the tree:
 
 P_v = Var(x̂_v − x_v), the diagonal of the GLS covariance (A'Σ⁻¹A)⁻¹ mapped to node v. The result is
 consistent (x̂_p = Σ_c x̂_c exactly, up to rounding) and checked against a dense GLS solve in
-tests/hierarchy/test_gls.py. Nodes must be ordered so that every parent's row exceeds its
+tests/hierarchy/test_gls.py. A node with no measurement in its subtree is not identified:
+estimate NaN, variance ∞ (and it carries no information upward). Nodes must be ordered so that every parent's row exceeds its
 children's (:func:`dpopt.hierarchy.tree.build_hierarchy` does); every inner node needs a child.
 """
 
@@ -64,33 +65,27 @@ def tree_gls(parent: np.ndarray, y: np.ndarray, var: np.ndarray, *, height: np.n
         raise DpoptInputError(f"`y` and `var` must have one value per node ({n}); got {y.shape}, {s2.shape}")
     h = _levels(parent) if height is None else np.asarray(height, dtype=np.int64)
     unmeasured = ~np.isfinite(y) | ~np.isfinite(s2)
-    prec = np.where(unmeasured, 0.0, 1.0 / np.where(unmeasured | (s2 <= 0), 1.0, s2))
     if np.any(~unmeasured & (s2 <= 0)):
         raise DpoptInputError("`var` must be positive where a node is measured")
+    prec = np.where(unmeasured, 0.0, 1.0 / np.where(unmeasured, 1.0, s2))
     yv = np.where(unmeasured, 0.0, y)
-    z = np.zeros(n)
-    V = np.zeros(n)
-    S = np.zeros(n)
-    W = np.zeros(n)
+    z, V, S, W = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     top = int(h.max()) if n else 0
-    for lev in range(top + 1):
-        rows = np.flatnonzero(h == lev)
-        inner = W[rows] > 0
-        wp = np.where(inner, 1.0 / np.where(inner, W[rows], 1.0), 0.0)
-        tot = prec[rows] + wp
-        if np.any(tot <= 0):
-            raise DpoptInputError("a leaf has no measurement: GLS is not identified")
-        V[rows] = 1.0 / tot
-        z[rows] = V[rows] * (yv[rows] * prec[rows] + S[rows] * wp)
-        up = rows[parent[rows] >= 0]
-        np.add.at(S, parent[up], z[up])
-        np.add.at(W, parent[up], V[up])
-    x = z.copy()
-    P = V.copy()
-    for lev in range(top - 1, -1, -1):
-        rows = np.flatnonzero((h == lev) & (parent >= 0))
-        p = parent[rows]
-        g = V[rows] / W[p]
-        x[rows] = z[rows] + g * (x[p] - S[p])
-        P[rows] = V[rows] - V[rows] * g + g * g * P[p]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for lev in range(top + 1):
+            rows = np.flatnonzero(h == lev)
+            wp = np.where(W[rows] > 0, 1.0 / W[rows], 0.0)  # 1/∞ = 0: children carry no information
+            tot = prec[rows] + wp
+            V[rows] = np.where(tot > 0, 1.0 / tot, np.inf)  # ∞: no measurement in the subtree
+            z[rows] = np.where(tot > 0, V[rows] * (yv[rows] * prec[rows] + np.where(wp > 0, S[rows] * wp, 0.0)), np.nan)
+            up = rows[parent[rows] >= 0]
+            np.add.at(S, parent[up], np.where(np.isfinite(V[up]), z[up], 0.0))
+            np.add.at(W, parent[up], V[up])
+        x, P = z.copy(), V.copy()
+        for lev in range(top - 1, -1, -1):
+            rows = np.flatnonzero((h == lev) & (parent >= 0) & np.isfinite(V))
+            p = parent[rows]
+            g = np.where(np.isfinite(W[p]), V[rows] / W[p], 0.0)  # a sibling of infinite variance absorbs the constraint
+            x[rows] = z[rows] + np.where(g > 0, g * (x[p] - S[p]), 0.0)
+            P[rows] = V[rows] - V[rows] * g + g * g * np.where(g > 0, P[p], 0.0)
     return TreeGLS(estimate=x, variance=P)

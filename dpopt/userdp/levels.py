@@ -24,6 +24,7 @@ with a public density model (models/hierarchy.md §4); within a level :func:`.sp
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -42,7 +43,11 @@ from .partitions import PartitionList, match_partitions, read_partitions
 from .sensitivity import sqrt_up
 from .split import split_budget
 
-__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "level_budgets", "node_sums",
+#: share of the count budget spent on the phase-1 pilot counts of every level
+PILOT_SHARE = 0.5
+STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
+
+__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "node_sums", "random_ranks",
            "measure_levels"]
 
 
@@ -77,19 +82,19 @@ def level_sensitivity(capacities: np.ndarray, k: int, c: int, half_sum: int, hal
         sumsq_l2_units=sqrt_up((c * int(half_sumsq)) ** 2 * M))
 
 
-def level_budgets(hier: Hierarchy, total: float, *, unit: str = "epsilon", density_exponent: float = 0.5) -> np.ndarray:
-    """Budget of each level: minimise Σ_l Var(mean at level l) with a typical node count
-    n_l ∝ f_l^β (f_l = finest grids per node of level l, public; β = ``density_exponent``):
-    Var ∝ 1/(ε_l f_l^β)² (Laplace) → ε_l ∝ f_l^(−2β/3); ∝ 1/(ρ_l f_l^(2β)) (Gaussian) → ρ_l ∝ f_l^(−β).
-    β = 1 is uniform occupancy, β = 0 data concentrated in a few grids (equal split)."""
-    beta = check_nonnegative_float(density_exponent, "density_exponent")
-    if beta > 1.0:
-        raise DpoptInputError(f"`density_exponent` must be in [0, 1]; got {density_exponent!r}")
-    lev = hier.nodes["level"].to_numpy()
-    per_level = np.bincount(lev, minlength=hier.n_levels).astype(float)
-    fan = per_level[0] / per_level
-    w = fan ** (-2.0 * beta / 3.0 if unit == "epsilon" else -beta)
-    return float(total) * w / w.sum()
+def first_level_score(hw: np.ndarray, level: np.ndarray, parent: np.ndarray, finest: np.ndarray,
+                      weight: np.ndarray, first: int, target: float) -> float:
+    """Predicted score of measuring the sums at levels ``first`` … root: the ``weight``-averaged
+    level of the node that answers each finest grid (finest ancestor at a level ≥ ``first`` with
+    predicted half-width ``hw`` ≤ ``target``, else the root), plus the answers' mean hw / 10⁶ to
+    break ties. Lower is better (finer answers)."""
+    ok = (hw <= target) & (level >= first)
+    ans = finest.copy()
+    for _ in range(int(level.max()) + 1):
+        move = ~ok[ans] & (parent[ans] >= 0)
+        ans[move] = parent[ans[move]]
+    w = np.maximum(weight, 0.0) + 1e-9
+    return float(np.sum(w * level[ans]) / np.sum(w) + np.mean(np.minimum(hw[ans], 1e6)) * 1e-6)
 
 
 def node_sums(hier: Hierarchy, finest_values: np.ndarray) -> np.ndarray:
@@ -118,11 +123,29 @@ def _used(budget: float, mech: NoiseMechanism) -> float:
     return float(epsilon_rational(budget)) if mech.real_release else float(budget)
 
 
+def random_ranks(agg: Aggregate, rng: np.random.Generator, *, mask: np.ndarray) -> np.ndarray:
+    """Rank of every pair among its user's listed pairs by an i.i.d. uniform key alone (−1 off the
+    list): user ℓ keeps a uniformly random k-subset of its listed grids. Like
+    :func:`.bounding.grid_ranks` a rule of each user's own grids and independent keys, so the same
+    privacy argument holds (models/user_level.md §2); unlike ranking by record count it does not
+    favour the grids where a user dwells (for vehicles: where it is slow), which biases the means."""
+    key = rng.random(agg.n_pairs)
+    ok = np.asarray(mask, dtype=bool)
+    order = np.lexsort((key, ~ok, agg.pair_user))
+    users_sorted = agg.pair_user[order]
+    start = np.searchsorted(users_sorted, users_sorted, side="left")
+    rank = np.empty(agg.n_pairs, dtype=np.int64)
+    rank[order] = np.arange(agg.n_pairs) - start
+    rank[~ok] = -1
+    return rank
+
+
 def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: float, bits: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+                    rng: np.random.Generator, priority: str = "random") -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
     """(R, Y, Z) per listed finest grid (list order) of the bounded data, and the lattice."""
     idx, listed = match_partitions(agg, plist)
-    ranks = grid_ranks(agg, rng, mask=listed[agg.pair_grid])
+    ranks = grid_ranks(agg, rng, mask=listed[agg.pair_grid]) if priority == "count" else \
+        random_ranks(agg, rng, mask=listed[agg.pair_grid])
     lat = lattice_values(agg, U, granularity_bits=bits)
     bg = bound_contributions(agg, k=k, c=c, ranks=ranks, lattice=lat)
     have = idx >= 0
@@ -130,6 +153,42 @@ def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: flo
     for o, v in zip(out, (bg.records, bg.sum_q, bg.sumsq_q)):
         o[have] = v[idx[have]]
     return out[0], out[1], out[2], lat
+
+
+def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens: list[LevelSensitivity],
+                  stat: str, budgets: np.ndarray, unit_size: float, out: np.ndarray, scale: np.ndarray) -> None:
+    """Noise one statistic at every level with budget > 0 (one query per level); fills ``out`` and
+    ``scale`` (value units) in place."""
+    lev = hier.nodes["level"].to_numpy()
+    for li, b in enumerate(budgets):
+        if b <= 0:
+            continue
+        rows = np.flatnonzero(lev == li)
+        l1 = getattr(sens[li], f"{stat}_l1" if stat == "count" else f"{stat}_l1_units")
+        l2 = getattr(sens[li], f"{stat}_l2" if stat == "count" else f"{stat}_l2_units")
+        out[rows] = unit_size * mech.integer(sums[rows], l1=l1, l2=l2, budget=float(b))
+        scale[rows] = unit_size * mech.scale(l1=l1, l2=l2, budget=float(b))
+
+
+def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], n_hat: np.ndarray,
+                  v_n: np.ndarray, sum_budget: float, U: float, lam: float, target: float, z: float) -> tuple[int, list]:
+    """Phase 2's finest measured level (module doc): the candidate with the best
+    :func:`first_level_score`, from the phase-1 GLS counts (post-processing)."""
+    from ..measurements import NoiseLaw
+
+    lev = hier.nodes["level"].to_numpy()
+    parent = hier.nodes["parent"].to_numpy()
+    L = hier.n_levels
+    fin = hier.finest_node
+    scores = []
+    for first in range(L):
+        b = sum_budget / (L - first)
+        var_y = np.array([NoiseLaw(family, np.array([lam * mech.scale(l1=sens[li].sum_l1_units, l2=sens[li].sum_l2_units,
+                                                                       budget=b)]), lattice=lam if mech.real_release else 0.0
+                                   ).variance()[0] for li in range(L)])
+        hw = z * np.sqrt(var_y[lev] + (U / 2.0) ** 2 * v_n) / np.maximum(n_hat, 1.0)
+        scores.append(first_level_score(hw, lev, parent, fin, n_hat[fin], first, target))
+    return int(np.argmin(scores)), scores
 
 
 def measure_levels(
@@ -142,7 +201,9 @@ def measure_levels(
     rho: float | None = None,
     levels: tuple[Level, ...] | None = None,
     coarsest_resolution: int | None = None,
-    density_exponent: float = 0.5,
+    target: float | None = None,
+    first_level: int | None = None,
+    priority: str = "random",
     weight_mean: float = 1.0,
     weight_variance: float = 1.0,
     mechanism: str = "laplace",
@@ -151,28 +212,24 @@ def measure_levels(
     noise_mechanism: NoiseMechanism | None = None,
     granularity_bits: int = DEFAULT_GRANULARITY_BITS,
 ) -> Measurements:
-    """Noisy count, centred sum and centred sum of squares of every node of the public hierarchy
+    """Noisy count, centred sum and centred sum of squares of the nodes of the public hierarchy
     over the finest list ``partitions`` (module doc), for fixed public bounds ``bounds`` = (k, c).
 
     ``epsilon`` (Laplace, pure ε-DP) or ``rho`` (Gaussian, ρ-zCDP): the budget of these statistics
     (the bounds choice, if any, is accounted by the caller). ``levels`` default
-    :func:`dpopt.hierarchy.tree.default_levels`. ``noise`` "discrete" (exact samplers, OS CSPRNG unless
-    ``seed``) or "numpy" (simulation only); ``noise_mechanism`` overrides both.
+    :func:`dpopt.hierarchy.tree.default_levels`. ``target`` τ (default U/10) of the level choice;
+    ``first_level`` fixes phase 2's finest measured level instead. ``priority`` which k grids a user
+    keeps: "random" (:func:`random_ranks`, default) or "count" (its top k by record count). ``noise`` "discrete" (exact
+    samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism``
+    overrides both.
     """
     U = check_bound(bound)
     kind = check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
     noise = check_choice(noise, "noise", ("discrete", "numpy"))
     unit = "epsilon" if kind == "laplace" else "rho"
-    total = epsilon if kind == "laplace" else rho
-    if total is None or (epsilon is not None and rho is not None):
-        raise DpoptInputError(f"give `{'epsilon' if kind == 'laplace' else 'rho'}` (only) with mechanism={kind!r}")
-    total = check_nonnegative_float(total, unit)
-    if total <= 0:
-        raise DpoptInputError(f"`{unit}` must be positive; got {total!r}")
-    try:
-        k, c = (check_positive_int(v, n) for v, n in zip(bounds, ("bounds[0] (k)", "bounds[1] (c)")))
-    except TypeError:
-        raise DpoptInputError(f"`bounds` must be a (k, c) pair of whole numbers; got {bounds!r}") from None
+    total = _check_budget(epsilon, rho, kind)
+    tau = U / 10.0 if target is None else check_nonnegative_float(target, "target")
+    k, c = _check_bounds(bounds)
     mech = noise_mechanism if noise_mechanism is not None else _sampler(kind, noise, seed)
     if mech.unit != unit:
         raise DpoptInputError(f"`noise_mechanism` has unit {mech.unit!r}; mechanism={kind!r} needs {unit!r}")
@@ -183,39 +240,80 @@ def measure_levels(
     if levels[0] != Level(agg.h3_resolution, agg.slot_ns):
         raise DpoptInputError(f"`levels[0]` must be the aggregate's grid ({agg.h3_resolution}, {agg.slot_ns}); got {levels[0]}")
     hier = build_hierarchy(plist.cells, plist.slots, levels)
-    rng = np.random.default_rng(seed)
-    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, rng)
+    L = hier.n_levels
+    if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
+        raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
+    priority = check_choice(priority, "priority", ("random", "count"))
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, np.random.default_rng(seed), priority)
     sums = [node_sums(hier, v) for v in (R, Y, Z)]
-    lev_budget = level_budgets(hier, total, unit=unit, density_exponent=density_exponent)
+    lev = hier.nodes["level"].to_numpy()
+    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
+    split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)
+    family = ("discrete_" if mech.real_release else "") + kind
     n = len(hier.nodes)
-    values = [np.full(n, np.nan) for _ in range(3)]
-    scales = [np.zeros(n) for _ in range(3)]
+    values, scales = [np.full(n, np.nan) for _ in range(4)], [np.full(n, np.inf) for _ in range(4)]
+    # phase 1: pilot counts at every level, equal shares of PILOT_SHARE of the count budget
+    b_pilot = np.full(L, PILOT_SHARE * split.count / L)
+    _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
+    law_n = NoiseLaw(family, np.where(np.isfinite(scales[3]), scales[3], 0.0), lattice=1.0 if mech.real_release else 0.0)
+    from ..hierarchy.gls import tree_gls
+
+    g = tree_gls(hier.nodes["parent"].to_numpy(), values[3], law_n.variance(), height=lev)
+    z = NormalDist().inv_cdf(0.95)
+    first, scores = (first_level, []) if first_level is not None else _choose_first(
+        hier, mech, family, sens, g.estimate, g.variance, split.sum, U, lat.lam, tau, z)
+    # phase 2: counts, sums and sums of squares at levels first … root, equal shares
+    b_count = np.where(np.arange(L) >= first, (1.0 - PILOT_SHARE) * split.count / (L - first), 0.0)
+    _noisy_levels(mech, hier, sums[0], sens, "count", b_count, 1.0, values[0], scales[0])
+    b_sum = np.where(np.arange(L) >= first, split.sum / (L - first), 0.0)
+    b_sq = np.where(np.arange(L) >= first, split.sumsq / (L - first), 0.0)
+    _noisy_levels(mech, hier, sums[1], sens, "sum", b_sum, lat.lam, values[1], scales[1])
+    _noisy_levels(mech, hier, sums[2], sens, "sumsq", b_sq, lat.lam, values[2], scales[2])
+    return _assemble(agg, plist, hier, mech, family, values, scales, (b_count, b_sum, b_sq, b_pilot), lat, U, k, c,
+                     {"first_level": first, "first_level_scores": scores, "target": tau, "split_rule": split.rule,
+                      "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens]})
+
+
+def _check_budget(epsilon: Any, rho: Any, kind: str) -> float:
+    name = "epsilon" if kind == "laplace" else "rho"
+    total = epsilon if kind == "laplace" else rho
+    other = rho if kind == "laplace" else epsilon
+    if total is None or other is not None:
+        raise DpoptInputError(f"give `{name}` (only) with mechanism={kind!r}; got epsilon={epsilon!r}, rho={rho!r}")
+    total = check_nonnegative_float(total, name)
+    if total <= 0:
+        raise DpoptInputError(f"`{name}` must be positive; got {total!r}")
+    return total
+
+
+def _check_bounds(bounds: Any) -> tuple[int, int]:
+    try:
+        k, c = bounds
+    except (TypeError, ValueError):
+        raise DpoptInputError(f"`bounds` must be a (k, c) pair of whole numbers; got {bounds!r}") from None
+    return check_positive_int(k, "bounds[0] (k)"), check_positive_int(c, "bounds[1] (c)")
+
+
+def _assemble(agg, plist, hier, mech, family, values, scales, budgets, lat, U, k, c, extra) -> Measurements:
+    """The :class:`Measurements` (statistics, exact spend recount, public info)."""
     pieces: dict[str, float] = {}
     spent = Fraction(0)
-    lev = hier.nodes["level"].to_numpy()
-    for li in range(hier.n_levels):  # one query per level and statistic
-        rows = np.flatnonzero(lev == li)
-        sens = level_sensitivity(hier.leaves_under[rows], k, c, lat.half_sum, lat.half_sumsq)
-        split = split_budget(lev_budget[li], bound=U, unit=unit, weight_mean=weight_mean,
-                             weight_variance=weight_variance)
-        for s, (name, b, l1, l2, unit_size) in enumerate((
-                ("count", split.count, sens.count_l1, sens.count_l2, 1.0),
-                ("sum", split.sum, sens.sum_l1_units, sens.sum_l2_units, lat.lam),
-                ("sumsq", split.sumsq, sens.sumsq_l1_units, sens.sumsq_l2_units, lat.lam))):
-            values[s][rows] = unit_size * mech.integer(sums[s][rows], l1=l1, l2=l2, budget=b)
-            scales[s][rows] = unit_size * mech.scale(l1=l1, l2=l2, budget=b)
-            used = _used(b, mech)
-            pieces[f"level{li}_{name}"] = used
-            spent += Fraction(used)
-    family = ("discrete_" if mech.real_release else "") + kind
-    stats = {name: Statistic(name, values[s], NoiseLaw(family, scales[s], lattice=(lu if mech.real_release else 0.0)))
-             for s, (name, lu) in enumerate((("count", 1.0), ("sum", lat.lam), ("sumsq", lat.lam)))}
-    finest = pd.DataFrame({"cell": plist.cells, "slot": plist.slots, "node": hier.finest_node})
+    for name, bs in zip(STAT_NAMES, budgets):
+        for li, b in enumerate(bs):
+            if b > 0:
+                used = _used(float(b), mech)
+                pieces[f"level{li}_{name}"] = used
+                spent += Fraction(used)
+    stats = {}
+    for s, (name, lu) in enumerate(zip(STAT_NAMES, (1.0, lat.lam, lat.lam, 1.0))):
+        sc = np.where(np.isfinite(scales[s]), scales[s], 0.0)
+        stats[name] = Statistic(name, values[s], NoiseLaw(family, sc, lattice=lu if mech.real_release else 0.0))
+    unit = mech.unit
     spend = BudgetSpend(unit=unit, total=float(spent), pieces=pieces,
                         epsilon=float(spent) if unit == "epsilon" else None)
-    info = {"k": k, "c": c, "levels": [(lv.h3_resolution, lv.slot_ns) for lv in levels],
-            "level_budgets": lev_budget.tolist(), "density_exponent": density_exponent,
+    info = {"k": k, "c": c, "levels": [(lv.h3_resolution, lv.slot_ns) for lv in hier.levels],
             "granularity": lat.lam, "noise": mech.label, "slot_ns": agg.slot_ns,
-            "h3_resolution": agg.h3_resolution, "sumsq_centre": U * U / 8.0}
+            "h3_resolution": agg.h3_resolution, "sumsq_centre": U * U / 8.0, **extra}
+    finest = pd.DataFrame({"cell": plist.cells, "slot": plist.slots, "node": hier.finest_node})
     return Measurements(privacy_model="user", bound=U, nodes=hier.nodes, statistics=stats, spend=spend,
                         centre=U / 2.0, finest=finest, info=info)
