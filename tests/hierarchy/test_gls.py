@@ -62,3 +62,24 @@ def test_two_pass_equals_dense_gls(seed):
         np.add.at(sums, parent[parent >= 0], out.estimate[parent >= 0])
         inner = np.isin(np.arange(n), parent)
         np.testing.assert_allclose(sums[inner], out.estimate[inner], atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unmeasured_leaves_leave_the_level_above_as_leaves(seed):
+    """Sums are not measured below the first measured level: those nodes are unidentified (NaN, ∞)
+    and the rest equals the GLS of the tree cut at that level."""
+    rng = np.random.default_rng(100 + seed)
+    parent, level = random_tree(rng, int(rng.integers(3, 9)), 3)
+    n = parent.size
+    y = rng.normal(size=n) * 5
+    var = rng.uniform(0.1, 10.0, size=n)
+    y[level == 0] = np.nan
+    out = tree_gls(parent, y, var, height=level)
+    assert np.isnan(out.estimate[level == 0]).all() and np.isinf(out.variance[level == 0]).all()
+    keep = np.flatnonzero(level > 0)
+    remap = -np.ones(n, dtype=int)
+    remap[keep] = np.arange(keep.size)
+    cut_parent = np.where(parent[keep] >= 0, remap[np.maximum(parent[keep], 0)], -1)
+    ref_x, ref_p = dense_gls(cut_parent, y[keep], var[keep])
+    np.testing.assert_allclose(out.estimate[keep], ref_x, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(out.variance[keep], ref_p, rtol=1e-9, atol=1e-9)
