@@ -194,6 +194,24 @@ def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarr
             "var_hw": _half_width(var, vlo, vhi, U * U / 4.0), "s2": s2, "z": np.full(n.shape, z)}
 
 
+def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink) -> pd.DataFrame:
+    U, h = m.bound, m.bound / 2.0
+    table = pd.DataFrame({
+        "node": np.arange(m.n_nodes), "cell": m.nodes["cell"].to_numpy(),
+        "h3_resolution": m.nodes["h3_resolution"].to_numpy(), "slot": m.nodes["slot"].to_numpy(),
+        "slot_ns": m.nodes["slot_ns"].to_numpy(), "released": released,
+        "mean": h + eb, "mean_error_bound": np.where(np.isfinite(dr["d"]), np.minimum(eb_hw, U), U),
+        "mean_direct": h + dr["d"], "mean_direct_error_bound": direct_hw,
+        "variance": np.where(var_ok, dr["var"], np.nan),
+        "variance_error_bound": np.where(var_ok, dr["var_hw"], np.nan),
+        "variance_released": var_ok,
+        "variance_withheld_reason": np.where(var_ok, "", "interval not narrower than the range [0, U^2/4]"),
+        "method": np.where(m.nodes["parent"].to_numpy() < 0, "gls_direct", "gls_eb" if shrink else "gls_direct"),
+        "level": m.nodes["level"].to_numpy(), "count_estimate": dr["n"],
+    })
+    return table[list(ESTIMATE_COLUMNS) + ["level", "count_estimate"]]
+
+
 def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
                           shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE) -> Estimates:
     """Measurements of a tree (``user`` model: count, sum, sumsq per node) → Estimates (module doc).
@@ -235,23 +253,11 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     finest = m.finest["node"].to_numpy()
     ans = answer_nodes(m.nodes["parent"].to_numpy(), finest, dr["mean_hw"], tau)
     released = published_mask(m.n_nodes, ans)
-    table = pd.DataFrame({
-        "node": np.arange(m.n_nodes), "cell": m.nodes["cell"].to_numpy(),
-        "h3_resolution": m.nodes["h3_resolution"].to_numpy(), "slot": m.nodes["slot"].to_numpy(),
-        "slot_ns": m.nodes["slot_ns"].to_numpy(), "released": released,
-        "mean": h + eb, "mean_error_bound": np.where(np.isfinite(dr["d"]), np.minimum(eb_hw, U), U),
-        "mean_direct": h + dr["d"], "mean_direct_error_bound": direct_hw,
-        "variance": np.where(var_ok, dr["var"], np.nan),
-        "variance_error_bound": np.where(var_ok, dr["var_hw"], np.nan),
-        "variance_released": var_ok,
-        "variance_withheld_reason": np.where(var_ok, "", "interval not narrower than the range [0, U^2/4]"),
-        "method": np.where(m.nodes["parent"].to_numpy() < 0, "gls_direct", "gls_eb" if shrink else "gls_direct"),
-        "level": m.nodes["level"].to_numpy(), "count_estimate": dr["n"],
-    })
+    table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink)
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": ans})
     info = {**info, "target": tau, "nodes_released": int(released.sum()),
             "z": float(dr["z"][0]), "bias_allowance": kappa,
             "interval": "Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"}
-    return Estimates(table=table[list(ESTIMATE_COLUMNS) + ["level", "count_estimate"]], answers=answers,
+    return Estimates(table=table, answers=answers,
                      confidence=float(confidence), method=METHOD, measurements=m, info=info)

@@ -118,6 +118,15 @@ def _sampler(kind: str, noise: str, seed: int | None) -> NoiseMechanism:
     return LaplaceSimulation(rng) if kind == "laplace" else GaussianSimulation(rng)
 
 
+def _mechanism(given: NoiseMechanism | None, kind: str, noise: str, seed: int | None) -> NoiseMechanism:
+    noise = check_choice(noise, "noise", ("discrete", "numpy"))
+    mech = given if given is not None else _sampler(kind, noise, seed)
+    unit = "epsilon" if kind == "laplace" else "rho"
+    if getattr(mech, "unit", None) != unit:
+        raise DpoptInputError(f"`noise_mechanism` has unit {getattr(mech, 'unit', None)!r}; mechanism={kind!r} needs {unit!r}")
+    return mech
+
+
 def _used(budget: float, mech: NoiseMechanism) -> float:
     """The budget the sampler really runs at (exact samplers round down to a multiple of 2^-30)."""
     return float(epsilon_rational(budget)) if mech.real_release else float(budget)
@@ -170,13 +179,17 @@ def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens:
         scale[rows] = unit_size * mech.scale(l1=l1, l2=l2, budget=float(b))
 
 
-def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], n_hat: np.ndarray,
-                  v_n: np.ndarray, sum_budget: float, U: float, lam: float, target: float, z: float) -> tuple[int, list]:
+def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], pilot: np.ndarray,
+                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float) -> tuple[int, list]:
     """Phase 2's finest measured level (module doc): the candidate with the best
-    :func:`first_level_score`, from the phase-1 GLS counts (post-processing)."""
-    from ..measurements import NoiseLaw
+    :func:`first_level_score`, from the GLS of the phase-1 pilot counts (post-processing)."""
+    from ..hierarchy.gls import tree_gls
 
     lev = hier.nodes["level"].to_numpy()
+    law_n = NoiseLaw(family, pilot_scale, lattice=1.0 if mech.real_release else 0.0)
+    gls = tree_gls(hier.nodes["parent"].to_numpy(), pilot, law_n.variance(), height=lev)
+    n_hat, v_n = gls.estimate, gls.variance
+    z = NormalDist().inv_cdf(0.95)
     parent = hier.nodes["parent"].to_numpy()
     L = hier.n_levels
     fin = hier.finest_node
@@ -225,21 +238,12 @@ def measure_levels(
     """
     U = check_bound(bound)
     kind = check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
-    noise = check_choice(noise, "noise", ("discrete", "numpy"))
     unit = "epsilon" if kind == "laplace" else "rho"
     total = _check_budget(epsilon, rho, kind)
     tau = U / 10.0 if target is None else check_nonnegative_float(target, "target")
     k, c = _check_bounds(bounds)
-    mech = noise_mechanism if noise_mechanism is not None else _sampler(kind, noise, seed)
-    if mech.unit != unit:
-        raise DpoptInputError(f"`noise_mechanism` has unit {mech.unit!r}; mechanism={kind!r} needs {unit!r}")
-    plist = partitions if isinstance(partitions, PartitionList) else read_partitions(
-        partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
-    levels = default_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=coarsest_resolution) \
-        if levels is None else tuple(levels)
-    if levels[0] != Level(agg.h3_resolution, agg.slot_ns):
-        raise DpoptInputError(f"`levels[0]` must be the aggregate's grid ({agg.h3_resolution}, {agg.slot_ns}); got {levels[0]}")
-    hier = build_hierarchy(plist.cells, plist.slots, levels)
+    mech = _mechanism(noise_mechanism, kind, noise, seed)
+    plist, hier = _tree(agg, partitions, levels, coarsest_resolution)
     L = hier.n_levels
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
@@ -255,23 +259,29 @@ def measure_levels(
     # phase 1: pilot counts at every level, equal shares of PILOT_SHARE of the count budget
     b_pilot = np.full(L, PILOT_SHARE * split.count / L)
     _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
-    law_n = NoiseLaw(family, np.where(np.isfinite(scales[3]), scales[3], 0.0), lattice=1.0 if mech.real_release else 0.0)
-    from ..hierarchy.gls import tree_gls
-
-    g = tree_gls(hier.nodes["parent"].to_numpy(), values[3], law_n.variance(), height=lev)
-    z = NormalDist().inv_cdf(0.95)
     first, scores = (first_level, []) if first_level is not None else _choose_first(
-        hier, mech, family, sens, g.estimate, g.variance, split.sum, U, lat.lam, tau, z)
+        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau)
     # phase 2: counts, sums and sums of squares at levels first … root, equal shares
-    b_count = np.where(np.arange(L) >= first, (1.0 - PILOT_SHARE) * split.count / (L - first), 0.0)
-    _noisy_levels(mech, hier, sums[0], sens, "count", b_count, 1.0, values[0], scales[0])
-    b_sum = np.where(np.arange(L) >= first, split.sum / (L - first), 0.0)
-    b_sq = np.where(np.arange(L) >= first, split.sumsq / (L - first), 0.0)
-    _noisy_levels(mech, hier, sums[1], sens, "sum", b_sum, lat.lam, values[1], scales[1])
-    _noisy_levels(mech, hier, sums[2], sens, "sumsq", b_sq, lat.lam, values[2], scales[2])
-    return _assemble(agg, plist, hier, mech, family, values, scales, (b_count, b_sum, b_sq, b_pilot), lat, U, k, c,
+    on = np.arange(L) >= first
+    budgets = [np.where(on, share / (L - first), 0.0) for share in
+               ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
+    for s, (stat, unit_size) in enumerate((("count", 1.0), ("sum", lat.lam), ("sumsq", lat.lam))):
+        _noisy_levels(mech, hier, sums[s], sens, stat, budgets[s], unit_size, values[s], scales[s])
+    return _assemble(agg, plist, hier, mech, family, values, scales, (*budgets, b_pilot), lat, U, k, c,
                      {"first_level": first, "first_level_scores": scores, "target": tau, "split_rule": split.rule,
                       "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens]})
+
+
+def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any) -> tuple[PartitionList, Hierarchy]:
+    """The public finest list and the tree over it."""
+    plist = partitions if isinstance(partitions, PartitionList) else read_partitions(
+        partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
+    levels = default_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=coarsest_resolution) \
+        if levels is None else tuple(levels)
+    if not levels or levels[0] != Level(agg.h3_resolution, agg.slot_ns):
+        raise DpoptInputError(f"`levels[0]` must be the aggregate's grid ({agg.h3_resolution}, {agg.slot_ns}); "
+                              f"got {levels[0] if levels else None}")
+    return plist, build_hierarchy(plist.cells, plist.slots, levels)
 
 
 def _check_budget(epsilon: Any, rho: Any, kind: str) -> float:
