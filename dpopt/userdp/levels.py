@@ -231,15 +231,12 @@ def measure_levels(
     ``epsilon`` (Laplace, pure ε-DP) or ``rho`` (Gaussian, ρ-zCDP): the budget of these statistics
     (the bounds choice, if any, is accounted by the caller). ``levels`` default
     :func:`dpopt.hierarchy.tree.default_levels`. ``target`` τ (default U/10) of the level choice;
-    ``first_level`` fixes phase 2's finest measured level instead. ``priority`` which k grids a user
-    keeps: "random" (:func:`random_ranks`, default) or "count" (its top k by record count). ``noise`` "discrete" (exact
-    samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism``
-    overrides both.
+    ``first_level`` fixes phase 2's finest measured level. ``priority``: a user keeps a random k of
+    its grids (:func:`random_ranks`) or its top k by count ("count"). ``noise`` "discrete" (exact
+    samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism`` overrides.
     """
-    U = check_bound(bound)
-    kind = check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
-    unit = "epsilon" if kind == "laplace" else "rho"
-    total = _check_budget(epsilon, rho, kind)
+    U, kind = check_bound(bound), check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
+    unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
     tau = U / 10.0 if target is None else check_nonnegative_float(target, "target")
     k, c = _check_bounds(bounds)
     mech = _mechanism(noise_mechanism, kind, noise, seed)
@@ -247,17 +244,14 @@ def measure_levels(
     L = hier.n_levels
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
-    priority = check_choice(priority, "priority", ("random", "count"))
-    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, np.random.default_rng(seed), priority)
-    sums = [node_sums(hier, v) for v in (R, Y, Z)]
-    lev = hier.nodes["level"].to_numpy()
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, np.random.default_rng(seed),
+                                   check_choice(priority, "priority", ("random", "count")))
+    sums, lev = [node_sums(hier, v) for v in (R, Y, Z)], hier.nodes["level"].to_numpy()
     sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
     split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)
     family = ("discrete_" if mech.real_release else "") + kind
-    n = len(hier.nodes)
-    values, scales = [np.full(n, np.nan) for _ in range(4)], [np.full(n, np.inf) for _ in range(4)]
-    # phase 1: pilot counts at every level, equal shares of PILOT_SHARE of the count budget
-    b_pilot = np.full(L, PILOT_SHARE * split.count / L)
+    values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
+    b_pilot = np.full(L, PILOT_SHARE * split.count / L)  # phase 1: pilot counts, every level, equal shares
     _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
     first, scores = (first_level, []) if first_level is not None else _choose_first(
         hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau)
