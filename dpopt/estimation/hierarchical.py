@@ -49,7 +49,7 @@ __all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_tota
 
 METHOD = "hierarchical"
 #: κ of the bounding-bias allowance κ·σ̂ (module doc item 3; models/hierarchy.md §7)
-DEFAULT_BIAS_ALLOWANCE = 0.25
+DEFAULT_BIAS_ALLOWANCE = 0.5
 
 
 def two_sided_z(confidence: float, family: str) -> float:

@@ -108,9 +108,9 @@ def synthetic_records(seed: int = 11) -> pd.DataFrame:
                          "value": np.clip(rng.normal(mu, 10), 0, U)})
 
 
-CONFIGS = (((8, 4), "random", 0.0, None), ((8, 4), "random", 0.25, None), ((8, 4), "count", 0.25, None),
-           ((32, 1), "random", 0.25, None), ((32, 1), "count", 0.25, None), ((4, 2), "random", 0.25, None),
-           ((2, 4), "random", 0.25, None), ((4, 2), "random", 0.0, 0), ((4, 2), "random", 0.25, 0))
+CONFIGS = (((8, 4), "random", 0.0, None), ((8, 4), "random", 0.5, None), ((8, 4), "count", 0.5, None),
+           ((32, 1), "random", 0.5, None), ((32, 1), "count", 0.5, None), ((4, 2), "random", 0.5, None),
+           ((2, 4), "random", 0.5, None), ((4, 2), "random", 0.0, 0), ((4, 2), "random", 0.5, 0))
 
 
 def main(seeds: int = 5) -> str:
