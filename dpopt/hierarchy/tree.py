@@ -79,25 +79,28 @@ def cell_parents(cells: np.ndarray, resolution: int) -> np.ndarray:
 
 def default_levels(h3_resolution: int, slot_ns: int, *, coarsest_resolution: int | None = None,
                    slots: tuple[int, ...] = (3 * HOUR_NS, DAY_NS, 0)) -> tuple[Level, ...]:
-    """Alternate time and space coarsening: (R, s) → (R, 3 h) → (R−1, 3 h) → (R−1, 1 d) → (R−2, 1 d)
-    → (R−2, period) → (R−3, period) … up to ``coarsest_resolution`` (default max(R − 4, 0)).
-    Slot lengths not longer than ``slot_ns`` (or not multiples of the previous) are skipped."""
+    """Two space steps, then time and space alternately: (R, s) → (R−1, s) → (R−2, s) → (R−2, 3 h)
+    → (R−3, 3 h) → (R−3, 1 d) → (R−4, 1 d) → (R−4, period), up to ``coarsest_resolution`` (default
+    max(R − 4, 0)); slot lengths not longer than ``slot_ns`` (or not multiples of the previous) are
+    skipped. The order was chosen among four on the benchmark data (models/hierarchy.md §1)."""
     R = int(h3_resolution)
     top = max(R - 4, 0) if coarsest_resolution is None else int(coarsest_resolution)
     if not 0 <= top <= R:
         raise DpoptInputError(f"`coarsest_resolution` must be in [0, {R}]; got {coarsest_resolution!r}")
     times = [t for t in slots if t == 0 or (t > slot_ns and t % slot_ns == 0)]
     levels = [Level(R, int(slot_ns))]
-    res, s = R, int(slot_ns)
+    res, s, step = R, int(slot_ns), 0
     while times or res > top:
-        if times:
-            nxt = times.pop(0)
-            if nxt == 0 or nxt % s == 0:
-                s = nxt
-                levels.append(Level(res, s))
-        if res > top:
+        space = res > top and (step < 2 or step % 2 == 1 or not times)
+        if space:
             res -= 1
-            levels.append(Level(res, s))
+        else:
+            nxt = times.pop(0)
+            if nxt != 0 and nxt % s != 0:
+                continue
+            s = nxt
+        levels.append(Level(res, s))
+        step += 1
     return tuple(levels)
 
 
