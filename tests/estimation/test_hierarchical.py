@@ -34,6 +34,23 @@ def agg():
     return a
 
 
+def test_bad_inputs_are_one_line_errors(agg):
+    from dpopt import DpoptInputError
+
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    with pytest.raises(DpoptInputError, match="bounds"):
+        measure_levels(agg, plist, bound=U, bounds=(0, 2), epsilon=1.0, noise="numpy", levels=LEVELS)
+    with pytest.raises(DpoptInputError, match="rho"):
+        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, mechanism="gaussian", levels=LEVELS)
+    with pytest.raises(DpoptInputError, match="first_level"):
+        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", levels=LEVELS, first_level=9)
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", levels=LEVELS, seed=0)
+    with pytest.raises(DpoptInputError, match="confidence"):
+        estimate_hierarchical(m, confidence=1.5)
+    with pytest.raises(DpoptInputError, match="bias_allowance"):
+        estimate_hierarchical(m, bias_allowance=-1)
+
+
 def test_fieller_interval_is_the_brute_force_set():
     rng = np.random.default_rng(0)
     h = 5.0
@@ -111,6 +128,10 @@ def test_spend_and_two_phase_levels(agg):
     assert np.isnan(m.statistics["sum"].value[lev < first]).all()
     assert np.isfinite(m.statistics["sum"].value[lev >= first]).all()
     est = estimate_hierarchical(m)
+    from dpopt.measurements import ESTIMATE_COLUMNS
+
+    assert list(est.table.columns[: len(ESTIMATE_COLUMNS)]) == list(ESTIMATE_COLUMNS)
+    assert len(est.answers) == len(plist) and est.confidence == 0.9 and est.method == "hierarchical"
     assert est.table.loc[lev < first, "released"].eq(False).all()
     assert est.table.loc[lev < first, "mean_error_bound"].eq(U).all()
 
