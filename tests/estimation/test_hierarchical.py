@@ -153,3 +153,19 @@ def test_exact_samplers_end_to_end(agg, mechanism, budget):
     assert m.spend.total <= next(iter(budget.values()))
     est = estimate_hierarchical(m)
     assert np.isfinite(est.table.loc[lev >= 1, "mean_direct"]).all()
+
+
+def test_measurements_are_the_bounded_node_sums_plus_noise(agg):
+    """At a huge ε the noisy statistics equal the exact node sums of the bounded data (wiring:
+    every node gets its own finest grids' sums, in value units)."""
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e7, noise="numpy", seed=5, levels=LEVELS,
+                       first_level=0)
+    R, Y, Z, lat = _bounded_finest(agg, plist, 3, 2, U, 12, np.random.default_rng(5), "random")
+    from dpopt.hierarchy.tree import build_hierarchy
+
+    H = build_hierarchy(plist.cells, plist.slots, LEVELS)
+    for name, v, unit in (("count", R, 1.0), ("count_pilot", R, 1.0), ("sum", Y, lat.lam), ("sumsq", Z, lat.lam)):
+        exact = unit * node_sums(H, v).astype(float)
+        np.testing.assert_allclose(m.statistics[name].value, exact, atol=1e-3 * max(1.0, np.abs(exact).max()) * 1e-3)
+    assert R.sum() > 0 and (R <= 2 * agg.grid_users()[np.arange(len(plist))]).all()
