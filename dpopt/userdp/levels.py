@@ -15,10 +15,14 @@ M_l = max Σ m_i² over {Σ m_i ≤ k, 0 ≤ m_i ≤ a_i}, attained by filling t
 (Σ m_i² is Schur-convex and the greedy vector majorises every feasible one): M_0 = min(k, G) at the
 finest level, M_l = k² once one node holds ≥ k finest grids.
 
-**Composition.** The L levels × 3 statistics are L·3 queries on the same data: basic composition
-(ε = Σ ε_{l,s}) under Laplace, ρ = Σ ρ_{l,s} under the Gaussian (Bun–Steinke Lemma 2.3). The split
-across levels (:func:`level_budgets`) minimises the predicted error Σ_l w_l·Var(mean at level l)
-with a public density model (models/hierarchy.md §4); within a level :func:`.split.split_budget`.
+**Two phases** (models/hierarchy.md §2, §4): phase 1 measures pilot counts at every level; from
+them (post-processing) :func:`first_level_score` picks the finest level worth measuring and
+:func:`answer_shares` the levels' budget shares; phase 2 measures counts, sums and sums of squares
+at the chosen levels. Within a level :func:`.split.split_budget` splits count / sum / sum of squares.
+
+**Composition.** Every (level, statistic) is a separate query on the same data: basic composition
+(ε = Σ ε_{l,s}) under Laplace, ρ = Σ ρ_{l,s} under the Gaussian (Bun–Steinke Lemma 2.3); phase 2's
+budgets depend on phase-1 outputs only (adaptive composition, same total).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from .split import split_budget
 PILOT_SHARE = 0.5
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
-__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "node_sums", "random_ranks",
+__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "answer_shares", "node_sums", "random_ranks",
            "measure_levels"]
 
 
@@ -82,19 +86,38 @@ def level_sensitivity(capacities: np.ndarray, k: int, c: int, half_sum: int, hal
         sumsq_l2_units=sqrt_up((c * int(half_sumsq)) ** 2 * M))
 
 
-def first_level_score(hw: np.ndarray, level: np.ndarray, parent: np.ndarray, finest: np.ndarray,
-                      weight: np.ndarray, first: int, target: float) -> float:
-    """Predicted score of measuring the sums at levels ``first`` … root: the ``weight``-averaged
-    level of the node that answers each finest grid (finest ancestor at a level ≥ ``first`` with
-    predicted half-width ``hw`` ≤ ``target``, else the root), plus the answers' mean hw / 10⁶ to
-    break ties. Lower is better (finer answers)."""
+def answer_levels(hw: np.ndarray, level: np.ndarray, parent: np.ndarray, finest: np.ndarray, first: int,
+                  target: float) -> np.ndarray:
+    """Node answering each finest grid if levels ``first`` … root were measured: its finest
+    ancestor at a level ≥ ``first`` with predicted half-width ``hw`` ≤ ``target``, else the root."""
     ok = (hw <= target) & (level >= first)
     ans = finest.copy()
     for _ in range(int(level.max()) + 1):
         move = ~ok[ans] & (parent[ans] >= 0)
         ans[move] = parent[ans[move]]
+    return ans
+
+
+def first_level_score(hw: np.ndarray, level: np.ndarray, parent: np.ndarray, finest: np.ndarray,
+                      weight: np.ndarray, first: int, target: float) -> float:
+    """Predicted score of measuring the sums at levels ``first`` … root: the ``weight``-averaged
+    level of the answering node (:func:`answer_levels`), plus the answers' mean hw / 10⁶ to break
+    ties. Lower is better (finer answers)."""
+    ans = answer_levels(hw, level, parent, finest, first, target)
     w = np.maximum(weight, 0.0) + 1e-9
     return float(np.sum(w * level[ans]) / np.sum(w) + np.mean(np.minimum(hw[ans], 1e6)) * 1e-6)
+
+
+def answer_shares(level_of_answer: np.ndarray, weight: np.ndarray, first: int, n_levels: int, unit: str) -> np.ndarray:
+    """Budget share of each level: minimise Σ_l w_l/ε_l² (Laplace; Σ_l w_l/ρ_l Gaussian), w_l the
+    ``weight`` of the finest grids level l is predicted to answer (+ 5 % of the largest, so every
+    measured level keeps some budget): ε_l ∝ w_l^(1/3), ρ_l ∝ w_l^(1/2) (Lagrange); 0 below
+    ``first``."""
+    w = np.bincount(level_of_answer, weights=np.maximum(weight, 0.0) + 1e-9, minlength=n_levels)
+    on = np.arange(n_levels) >= first
+    w = np.where(on, w + 0.05 * w[on].max(), 0.0)
+    x = w ** (1.0 / 3.0 if unit == "epsilon" else 0.5)
+    return x / x.sum()
 
 
 def node_sums(hier: Hierarchy, finest_values: np.ndarray) -> np.ndarray:
@@ -180,9 +203,10 @@ def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens:
 
 
 def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], pilot: np.ndarray,
-                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float) -> tuple[int, list]:
+                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float) -> tuple[int, list, np.ndarray]:
     """Phase 2's finest measured level (module doc): the candidate with the best
-    :func:`first_level_score`, from the GLS of the phase-1 pilot counts (post-processing)."""
+    :func:`first_level_score`, and the levels' budget shares (:func:`answer_shares`), from the GLS
+    of the phase-1 pilot counts (post-processing)."""
     from ..hierarchy.gls import tree_gls
 
     lev = hier.nodes["level"].to_numpy()
@@ -193,7 +217,7 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
     parent = hier.nodes["parent"].to_numpy()
     L = hier.n_levels
     fin = hier.finest_node
-    scores = []
+    scores, hws = [], []
     for first in range(L):
         b = sum_budget / (L - first)
         var_y = np.array([NoiseLaw(family, np.array([lam * mech.scale(l1=sens[li].sum_l1_units, l2=sens[li].sum_l2_units,
@@ -201,7 +225,10 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
                                    ).variance()[0] for li in range(L)])
         hw = z * np.sqrt(var_y[lev] + (U / 2.0) ** 2 * v_n) / np.maximum(n_hat, 1.0)
         scores.append(first_level_score(hw, lev, parent, fin, n_hat[fin], first, target))
-    return int(np.argmin(scores)), scores
+        hws.append(hw)
+    best = int(np.argmin(scores))
+    ans = answer_levels(hws[best], lev, parent, fin, best, target)
+    return best, scores, answer_shares(lev[ans], n_hat[fin], best, L, mech.unit)
 
 
 def measure_levels(
@@ -217,6 +244,7 @@ def measure_levels(
     target: float | None = None,
     first_level: int | None = None,
     priority: str = "random",
+    level_split: str = "answers",
     weight_mean: float = 1.0,
     weight_variance: float = 1.0,
     mechanism: str = "laplace",
@@ -234,6 +262,7 @@ def measure_levels(
     ``first_level`` fixes phase 2's finest measured level. ``priority``: a user keeps a random k of
     its grids (:func:`random_ranks`) or its top k by count ("count"). ``noise`` "discrete" (exact
     samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism`` overrides.
+    ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the measured levels.
     """
     U, kind = check_bound(bound), check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
     unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
@@ -244,6 +273,7 @@ def measure_levels(
     L = hier.n_levels
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
+    check_choice(level_split, "level_split", ("answers", "equal"))
     R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, np.random.default_rng(seed),
                                    check_choice(priority, "priority", ("random", "count")))
     sums, lev = [node_sums(hier, v) for v in (R, Y, Z)], hier.nodes["level"].to_numpy()
@@ -253,12 +283,11 @@ def measure_levels(
     values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
     b_pilot = np.full(L, PILOT_SHARE * split.count / L)  # phase 1: pilot counts, every level, equal shares
     _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
-    first, scores = (first_level, []) if first_level is not None else _choose_first(
+    first, scores, shares = (first_level, [], None) if first_level is not None else _choose_first(
         hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau)
-    # phase 2: counts, sums and sums of squares at levels first … root, equal shares
-    on = np.arange(L) >= first
-    budgets = [np.where(on, share / (L - first), 0.0) for share in
-               ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
+    if shares is None or level_split == "equal":  # phase 2: levels first … root
+        shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
+    budgets = [shares * share for share in ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
     for s, (stat, unit_size) in enumerate((("count", 1.0), ("sum", lat.lam), ("sumsq", lat.lam))):
         _noisy_levels(mech, hier, sums[s], sens, stat, budgets[s], unit_size, values[s], scales[s])
     return _assemble(agg, plist, hier, mech, family, values, scales, (*budgets, b_pilot), lat, U, k, c,

@@ -69,3 +69,23 @@ def test_max_merge_square_brute_force(seed):
         if sum(m) <= k:
             best = max(best, sum(x * x for x in m))
     assert max_merge_square(caps, k) == best
+
+
+@pytest.mark.parametrize("unit", ["epsilon", "rho"])
+def test_answer_shares_minimise_the_predicted_error(unit):
+    """Shares ∝ w^(1/3) (Laplace) or w^(1/2) (Gaussian) beat every random feasible split of the
+    objective Σ w_l/ε_l² resp. Σ w_l/ρ_l (written here from scratch)."""
+    from dpopt.userdp.levels import answer_shares
+
+    rng = np.random.default_rng(1)
+    lev = rng.integers(2, 6, 200)
+    weight = rng.uniform(0, 3, 200)
+    shares = answer_shares(lev, weight, 2, 6, unit)
+    assert shares[:2].sum() == 0 and shares.sum() == pytest.approx(1.0)
+    w = np.bincount(lev, weights=weight + 1e-9, minlength=6)[2:]
+    w = w + 0.05 * w.max()
+    power = 2 if unit == "epsilon" else 1
+    best = np.sum(w / shares[2:] ** power)
+    for _ in range(2000):
+        x = rng.dirichlet(np.ones(4))
+        assert np.sum(w / x**power) >= best - 1e-9
