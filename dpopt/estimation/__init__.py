@@ -5,7 +5,8 @@ methods (name → ``f(measurements, *, confidence) -> Estimates``):
 
 * ``"direct"`` (:mod:`.direct`): each node from its own noisy statistics, with error bounds;
 * ``"pooled"`` (:mod:`.pooling`): empirical-Bayes shrinkage toward the map-wide values (``user``);
-* ``"hierarchical"`` (:mod:`.hierarchical`, issue 21): plugged in by adding one entry below.
+* ``"hierarchical"`` (:mod:`.hierarchical`, issue 21): tree GLS and empirical Bayes over the
+  measured levels (:func:`dpopt.userdp.levels.measure_levels`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from .._validation import check_choice
 from ..measurements import Estimates, Measurements
 from .direct import abs_quantile, check_confidence, direct
+from .hierarchical import estimate_hierarchical
 from .pooling import pool_estimates, pooled
 
 __all__ = ["ESTIMATORS", "estimate", "direct", "pooled", "pool_estimates", "abs_quantile", "check_confidence"]
@@ -23,6 +25,7 @@ __all__ = ["ESTIMATORS", "estimate", "direct", "pooled", "pool_estimates", "abs_
 ESTIMATORS: dict[str, Callable[..., Estimates]] = {
     "direct": direct,
     "pooled": pooled,
+    "hierarchical": estimate_hierarchical,
 }
 
 
