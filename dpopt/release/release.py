@@ -61,6 +61,10 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
                   estimation: EstimationOptions, io: InputOptions) -> float:
     """The combination of options, checked before any record is read; returns U."""
     U = check_bound(bound)
+    if estimation.method == "hierarchical":
+        raise DpoptInputError("`estimation.method` = 'hierarchical' needs the measurements of every level of the "
+                              "public hierarchy (dpopt.userdp.levels.measure_levels); the front door measures the "
+                              "finest grids only until the multi-resolution release is wired (issue 21)")
     if isinstance(model, UserOptions):
         model.check_budget(budget)
         if io.out_of_range != "clip":
