@@ -201,11 +201,14 @@ def discrete_gaussian_mean_abs(sigma: np.ndarray | float) -> np.ndarray:
     """
     sig = np.atleast_1d(np.asarray(sigma, dtype=float))
     out = sig * math.sqrt(2.0 / math.pi)
-    for i in np.flatnonzero(sig <= 1000):
-        s = float(sig[i])
+    small = np.flatnonzero(sig <= 1000)
+    uniq, inv = np.unique(sig[small], return_inverse=True)  # one sum per distinct σ
+    vals = np.empty(uniq.size)
+    for j, s in enumerate(uniq.tolist()):
         y = np.arange(1, math.ceil(40 * s) + 41, dtype=float)
         w = np.exp(-(y**2) / (2 * s * s))
-        out[i] = 2.0 * (y * w).sum() / (1.0 + 2.0 * w.sum())
+        vals[j] = 2.0 * (y * w).sum() / (1.0 + 2.0 * w.sum())
+    out[small] = vals[inv.ravel()]
     return out.reshape(np.shape(sigma))
 
 
