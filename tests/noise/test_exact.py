@@ -217,7 +217,7 @@ def test_table_tie_is_refined_exactly(j):
     t32 = int(exact._table32()[j])
     v = dexp(Fraction(j, 64), 32)
     want = float(v - int(v))
-    n, rest = 3000, SeededSource(j)
+    n, rest = 1000, SeededSource(j)
     hits = sum(bool(exact._table_bernoulli(np.array([j]), _Scripted(t32, rest))[0]) for _ in range(n))
     assert abs(hits / n - want) <= 5 * math.sqrt(want * (1 - want) / n)
 
