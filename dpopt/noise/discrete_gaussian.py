@@ -46,9 +46,8 @@ from .discrete_laplace import (
     discrete_laplace,
     epsilon_numerators,
     epsilon_rational,
-    grid_sensitivities,
+    grid_inputs,
     report_progress,
-    snap,
 )
 from .exact import bernoulli_exp_filtered, bernoulli_exp_ratio, discrete_laplace_int
 from .sources import IntegerSource
@@ -270,25 +269,9 @@ def release_on_grid_gaussian(
     noise standard deviation parameters λ·σ_{Z,i} in value units (0 where not noised, NaN where
     not released).
     """
-    vals = np.asarray(values, dtype=float)
-    sens = np.broadcast_to(np.asarray(sensitivities, dtype=float), vals.shape)
-    rho = np.broadcast_to(np.asarray(rhos, dtype=float), vals.shape)
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-    etas = np.zeros(vals.shape) if value_errors is None else np.broadcast_to(
-        np.asarray(value_errors, dtype=float), vals.shape)
-    lam = 2.0**-k
-    out = np.full(vals.shape, np.nan)
-    sigma = np.full(vals.shape, np.nan)
-    tgrid = np.zeros(vals.shape, dtype=np.int64)
-    ok = np.isfinite(vals)
-    q = np.zeros(vals.shape, dtype=np.int64)
-    q[ok] = snap(vals[ok], k)
-    free = ok & (rho == 0) & (sens == 0)
-    out[free] = q[free] * lam
-    sigma[free] = 0.0
-    idx = np.flatnonzero(ok & ~free)
-    t = grid_sensitivities(sens.flat[idx], k, etas.flat[idx])
-    r = rho.flat[idx]
+    g = grid_inputs(values, sensitivities, rhos, granularity_bits, value_errors)
+    idx, t, r, out, tgrid = g.idx, g.t, g.budget.flat[g.idx], g.out, g.tgrid
+    sigma = np.where(g.free, 0.0, np.nan)
     z = np.zeros(idx.size, dtype=np.int64)
     s2 = np.zeros(idx.size)
     fast = (t < 2.0**33) & (r <= 2.0**32)
@@ -298,9 +281,9 @@ def release_on_grid_gaussian(
         exact = grid_sigma2(int(t[i]), float(r[i]))
         z[i], s2[i] = discrete_gaussian(exact, rng), float(exact)
     tgrid.flat[idx] = t.astype(np.int64)
-    out.flat[idx] = (q.flat[idx] + z) * lam
-    sigma.flat[idx] = np.sqrt(s2) * lam
-    report_progress(callback, int(ok.sum()))
+    out.flat[idx] = (g.q.flat[idx] + z) * g.lam
+    sigma.flat[idx] = np.sqrt(s2) * g.lam
+    report_progress(callback, int(g.free.sum()) + idx.size)
     return out, tgrid, sigma
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 from fractions import Fraction
 
 import numpy as np
@@ -55,6 +56,9 @@ __all__ = [
     "epsilon_rational_array",
     "epsilon_numerators",
     "grid_sensitivities",
+    "grid_inputs",
+    "GridInputs",
+    "report_progress",
     "discrete_laplace_mean_abs",
     "grid_sensitivity",
     "summation_error",
@@ -248,6 +252,46 @@ def report_progress(callback: Callable[[int], None] | None, total: int) -> None:
         callback(total % 1000)
 
 
+class GridInputs(NamedTuple):
+    """What both λ·ℤ releases compute first (:func:`grid_inputs`)."""
+
+    q: np.ndarray  # round(f/λ) (int64; 0 where NaN)
+    budget: np.ndarray  # ε or ρ per entry (broadcast)
+    idx: np.ndarray  # flat indices of the entries that get noise
+    t: np.ndarray  # their grid sensitivities (float64 holding exact integers)
+    out: np.ndarray  # released values so far: NaN, or q·λ for the noise-free entries
+    tgrid: np.ndarray  # int64 sensitivities (0 until filled in)
+    free: np.ndarray  # mask of the entries released without noise (budget 0 and Δ = 0)
+    lam: float
+
+
+def grid_inputs(values: Sequence[float] | np.ndarray, sensitivities: Sequence[float] | np.ndarray,
+                budgets: Sequence[float] | np.ndarray | float, granularity_bits: int,
+                value_errors: Sequence[float] | np.ndarray | None) -> GridInputs:
+    """Snap the values to λ·ℤ, release the noise-free entries, and compute the grid sensitivities
+    t_i of the others (shared by :func:`release_on_grid` and the Gaussian release).
+
+    A statistic given no budget and Δ = 0 must be data-independent even as computed: the caller's
+    promise (the variance of one sample, s² − s², is exactly 0 in floating point too).
+    """
+    vals = np.asarray(values, dtype=float)
+    sens = np.broadcast_to(np.asarray(sensitivities, dtype=float), vals.shape)
+    budget = np.broadcast_to(np.asarray(budgets, dtype=float), vals.shape)
+    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+    etas = np.zeros(vals.shape) if value_errors is None else np.broadcast_to(
+        np.asarray(value_errors, dtype=float), vals.shape)
+    lam = 2.0**-k
+    out = np.full(vals.shape, np.nan)
+    ok = np.isfinite(vals)
+    q = np.zeros(vals.shape, dtype=np.int64)
+    q[ok] = snap(vals[ok], k)
+    free = ok & (budget == 0) & (sens == 0)
+    out[free] = q[free] * lam
+    idx = np.flatnonzero(ok & ~free)
+    t = grid_sensitivities(sens.flat[idx], k, etas.flat[idx])
+    return GridInputs(q, budget, idx, t, out, np.zeros(vals.shape, dtype=np.int64), free, lam)
+
+
 def release_on_grid(
     values: Sequence[float] | np.ndarray,
     sensitivities: Sequence[float] | np.ndarray,
@@ -270,25 +314,8 @@ def release_on_grid(
     (:func:`discrete_laplace_rational` with scale t_i·2^30/⌊ε_i·2^30⌋ = t_i/ε'_i); an entry with
     t_i ≥ 2^33 or ε_i > 2^32 uses the scalar sampler.
     """
-    vals = np.asarray(values, dtype=float)
-    sens = np.broadcast_to(np.asarray(sensitivities, dtype=float), vals.shape)
-    eps = np.broadcast_to(np.asarray(epsilons, dtype=float), vals.shape)
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-    etas = np.zeros(vals.shape) if value_errors is None else np.broadcast_to(
-        np.asarray(value_errors, dtype=float), vals.shape)
-    lam = 2.0**-k
-    out = np.full(vals.shape, np.nan)
-    tgrid = np.zeros(vals.shape, dtype=np.int64)
-    ok = np.isfinite(vals)
-    q = np.zeros(vals.shape, dtype=np.int64)
-    q[ok] = snap(vals[ok], k)
-    # a statistic given no budget must be data-independent even as computed: the caller's promise
-    # (the variance of one sample, s² − s², is exactly 0 in floating point too)
-    free = ok & (eps == 0) & (sens == 0)
-    out[free] = q[free] * lam
-    idx = np.flatnonzero(ok & ~free)
-    t = grid_sensitivities(sens.flat[idx], k, etas.flat[idx])
-    e = eps.flat[idx]
+    g = grid_inputs(values, sensitivities, epsilons, granularity_bits, value_errors)
+    idx, t, e, out, tgrid, lam = g.idx, g.t, g.budget.flat[g.idx], g.out, g.tgrid, g.lam
     z = np.zeros(idx.size, dtype=np.int64)
     fast = (t < 2.0**33) & (e <= 2.0**32)
     if np.any(fast):
@@ -297,8 +324,8 @@ def release_on_grid(
     for i in np.flatnonzero(~fast):
         z[i] = discrete_laplace(Fraction(int(t[i])) / epsilon_rational(float(e[i])), rng)
     tgrid.flat[idx] = t.astype(np.int64)
-    out.flat[idx] = (q.flat[idx] + z) * lam
-    report_progress(callback, vals.size)
+    out.flat[idx] = (g.q.flat[idx] + z) * lam
+    report_progress(callback, out.size)
     return out, tgrid
 
 
