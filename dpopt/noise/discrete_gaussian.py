@@ -26,6 +26,10 @@ Release on the grid λ·ℤ, λ = 2^-k, as :func:`dpopt.noise.discrete_laplace.r
 By CKS Theorem 4 with integer sensitivity t the release is ρ'-zCDP ≤ ρ-zCDP. The noise standard
 deviation in value units is λ·σ_Z = λt/√(2ρ') ≈ Δ/√(2ρ).
 
+Vectorised: :func:`discrete_gaussian_array` and the release draw many samples per numpy call,
+exactly (models/samplers.md: the acceptance test is integer arithmetic, or a float filter with a
+rigorous error bound whose undecided cases are redone in exact rationals).
+
 Randomness: :class:`~dpopt.noise.sources.SecureRandom` (OS CSPRNG) for real releases; a seeded
 source (:func:`~dpopt.noise.sources.integer_source` with a seed) is NOT for a real release.
 :func:`gaussian_simulation` (numpy, continuous) is for simulations only.
