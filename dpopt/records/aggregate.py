@@ -48,10 +48,20 @@ PAIR_KEYS = ["user", "cell", "slot"]
 @dataclass(frozen=True)
 class PairSamples:
     """Samples of every pair, ordered by (pair, timestamp, value): pair p owns
-    ``values[offsets[p]:offsets[p+1]]``."""
+    ``values[offsets[p]:offsets[p+1]]``, its first min(m_p, ``limit``) records (all of them when
+    ``limit`` is None)."""
 
     values: np.ndarray
     offsets: np.ndarray
+    limit: int | None = None
+
+    def check_first(self, c: int) -> None:
+        """Refuse reading the first ``c`` records of a pair when fewer than c were kept."""
+        if self.limit is not None and int(c) > self.limit:
+            raise DpoptInputError(
+                f"the contributions keep the first {self.limit} records per pair; c = {c} needs "
+                f"first_records >= {c} in dpopt.records.contributions"
+            )
 
 
 @dataclass(frozen=True)
@@ -174,6 +184,7 @@ class Aggregate:
                     "pseudo-user truncation needs the per-pair samples: aggregate with keep_samples=True"
                 )
             else:
+                self.samples.check_first(int(gamma[idx].max()))
                 t1, t2 = _prefix_sums(self.samples, idx, gamma[idx])
             s1[idx] = t1
             s2[idx] = t2
