@@ -104,9 +104,11 @@ class _UserCodes:
         return np.where(na, -1, lcodes[safe]).astype(np.int64), na | missing[safe]
 
 
-def _first_records(frame: pd.DataFrame, c: int) -> pd.DataFrame:
-    """The first ``c`` rows of every (u, cell, slot) group by (timestamp, value); order not kept."""
-    gid = frame.groupby(_KEYS, sort=False).ngroup().to_numpy()
+def _first_records(frame: pd.DataFrame, c: int, gid: np.ndarray | None = None) -> pd.DataFrame:
+    """The first ``c`` rows of every (u, cell, slot) group by (timestamp, value); order not kept.
+    ``gid``: the rows' group numbers when already known."""
+    if gid is None:
+        gid = frame.groupby(_KEYS, sort=False).ngroup().to_numpy()
     size = np.bincount(gid)
     big = size[gid] > c
     if not big.any():
@@ -133,12 +135,18 @@ def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadO
         "cell": h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution),
         "slot": time_slots(chunk.timestamp, grid.slot_ns),
     })
+    if not len(frame):
+        return Partial(users=users.labels, pairs=_empty_pairs(),
+                       samples=None if first_records is None else _empty_samples(), report=report)
     stats = frame.assign(count=np.ones(len(frame), dtype=np.int64), sum=chunk.value, sumsq=chunk.value ** 2)
-    pairs = stats.groupby(_KEYS, sort=False, observed=True).sum().reset_index() if len(frame) else _empty_pairs()
+    groups = stats.groupby(_KEYS, sort=False, observed=True)
+    pairs = groups.sum().reset_index()
     samples = None
     if first_records is not None:
-        samples = _first_records(frame.assign(timestamp=chunk.timestamp, value=chunk.value), first_records) \
-            if len(frame) else _empty_samples()
+        gid = None if int(pairs["count"].max()) <= first_records else groups.ngroup().to_numpy()
+        samples = frame.assign(timestamp=chunk.timestamp, value=chunk.value)
+        if gid is not None:
+            samples = _first_records(samples, first_records, gid)
     return Partial(users=users.labels, pairs=pairs, samples=samples, report=report)
 
 
@@ -165,7 +173,9 @@ def merge_partials(parts: list[Partial], first_records: int | None = None) -> Pa
     samples = None
     if first_records is not None:
         bits = [p.samples.assign(u=r[p.samples["u"].to_numpy()]) for p, r in live]
-        samples = _first_records(pd.concat(bits, ignore_index=True), first_records) if bits else _empty_samples()
+        samples = pd.concat(bits, ignore_index=True) if bits else _empty_samples()
+        if len(pairs) and int(pairs["count"].max()) > first_records:  # else every record is kept
+            samples = _first_records(samples, first_records)
     return Partial(users=np.asarray(labels, dtype=object), pairs=pairs, samples=samples, report=report)
 
 
