@@ -247,9 +247,8 @@ def _check_columns(available: list[str], cmap: ColumnMap, where: str, sep: str |
         if sep is not None and len(available) <= 2:
             found = [d for d in (";", "\t", "|", ",") if d != sep and any(d in c for c in available)]
             if found:
-                shown_sep = "\\t" if found[0] == "\t" else found[0]
-                hint = (f" The header looks {shown_sep!r}-separated: pass sep={shown_sep!r} "
-                        f"(CLI: --sep '{shown_sep}').")
+                text = "\\t" if found[0] == "\t" else found[0]
+                hint = f" The header looks '{text}'-separated: pass sep='{text}' (CLI: --sep '{text}')."
         raise DpoptInputError(
             f"`records` ({where}) lacks the column(s) {wanted}; available columns: {shown}.{hint} "
             "Map names with `columns={dpopt_name: your_column}` (CLI: --user-col, --lat-col, --lng-col, "

@@ -91,6 +91,8 @@ class ReadOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", ColumnMap.from_any(self.columns))
+        if self.sep == "\\t":  # the CLI's --sep '\t'
+            object.__setattr__(self, "sep", "\t")
         if not isinstance(self.sep, str) or len(self.sep) != 1 or self.sep in "\r\n\"":
             raise DpoptInputError(f"`sep` must be one character such as ',' or ';' (CLI --sep); got {self.sep!r}")
         check_choice(self.timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)

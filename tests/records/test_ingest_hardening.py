@@ -141,6 +141,7 @@ def test_release_help_shows_the_default_columns_and_new_flags():
 def test_csv_reads_with_other_separators(tmp_path):
     frame = random_records(3, n=200)
     frame.to_csv(tmp_path / "r.tsv", sep="\t", index=False)
-    with pytest.raises(DpoptInputError, match=r"pass sep='\\\\t'"):
+    with pytest.raises(DpoptInputError, match=r"pass sep='\\t' \(CLI: --sep '\\t'\)"):
         _run(tmp_path / "r.tsv")
     assert _run(tmp_path / "r.tsv", sep="\t")[0].n_records == 200
+    assert _run(tmp_path / "r.tsv", sep="\\t")[0].n_records == 200  # as typed on the command line
