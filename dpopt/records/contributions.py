@@ -35,8 +35,9 @@ within the share) is not refused here: it yields an empty table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -104,23 +105,31 @@ class _UserCodes:
         return np.where(na, -1, lcodes[safe]).astype(np.int64), na | missing[safe]
 
 
+def top_rows(gid: np.ndarray, timestamp: np.ndarray, value: np.ndarray, limit: Any) -> np.ndarray | None:
+    """Rows to keep (sorted indices) so that every group keeps its first ``limit`` rows by
+    (timestamp, value); ``limit`` a scalar or one per row (its group's); None: keep every row."""
+    size = np.bincount(gid)
+    big = size[gid] > limit
+    if not big.any():
+        return None
+    sub = np.flatnonzero(big)
+    g = gid[sub]
+    order = np.lexsort((value[sub], timestamp[sub], g))
+    gs = g[order]
+    rank = np.arange(gs.size) - np.searchsorted(gs, gs, side="left")
+    cap = limit if np.isscalar(limit) else np.asarray(limit)[sub][order]
+    keep = np.concatenate([np.flatnonzero(~big), sub[order[rank < cap]]])
+    keep.sort()
+    return keep
+
+
 def _first_records(frame: pd.DataFrame, c: int, gid: np.ndarray | None = None) -> pd.DataFrame:
     """The first ``c`` rows of every (u, cell, slot) group by (timestamp, value); order not kept.
     ``gid``: the rows' group numbers when already known."""
     if gid is None:
         gid = frame.groupby(_KEYS, sort=False).ngroup().to_numpy()
-    size = np.bincount(gid)
-    big = size[gid] > c
-    if not big.any():
-        return frame
-    sub = np.flatnonzero(big)
-    g = gid[sub]
-    order = np.lexsort((frame["value"].to_numpy()[sub], frame["timestamp"].to_numpy()[sub], g))
-    gs = g[order]
-    rank = np.arange(gs.size) - np.searchsorted(gs, gs, side="left")
-    keep = np.concatenate([np.flatnonzero(~big), sub[order[rank < c]]])
-    keep.sort()
-    return frame.iloc[keep].reset_index(drop=True)
+    keep = top_rows(gid, frame["timestamp"].to_numpy(), frame["value"].to_numpy(), c)
+    return frame if keep is None else frame.iloc[keep].reset_index(drop=True)
 
 
 def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions,
@@ -179,15 +188,16 @@ def merge_partials(parts: list[Partial], first_records: int | None = None) -> Pa
     return Partial(users=np.asarray(labels, dtype=object), pairs=pairs, samples=samples, report=report)
 
 
-def _tree_stream(parts: Iterable[Partial], first_records: int | None) -> Partial | None:
+def tree_stream(parts: Iterable[Any], merge: Callable[[list[Any]], Any]) -> Any:
     """Merge a stream of partials in groups of :data:`COMPACT_EVERY`, level by level: the same tree
-    as :func:`dpopt.records.dask_backend` builds over partitions, holding ≤ 8 partials per level."""
-    levels: list[list[Partial]] = [[]]
+    as :func:`dpopt.records.dask_backend.tree` builds over partitions, holding ≤ 8 partials per
+    level; None for an empty stream."""
+    levels: list[list[Any]] = [[]]
     for part in parts:
         levels[0].append(part)
         lvl = 0
         while len(levels[lvl]) >= COMPACT_EVERY:
-            merged = merge_partials(levels[lvl], first_records)
+            merged = merge(levels[lvl])
             levels[lvl] = []
             if lvl + 1 == len(levels):
                 levels.append([])
@@ -199,7 +209,7 @@ def _tree_stream(parts: Iterable[Partial], first_records: int | None) -> Partial
         if levels[lvl]:
             if lvl + 1 == len(levels):
                 levels.append([])
-            levels[lvl + 1].append(merge_partials(levels[lvl], first_records))
+            levels[lvl + 1].append(merge(levels[lvl]))
             levels[lvl] = []
     rest = [p for lv in levels for p in lv]
     return rest[0] if rest else None
@@ -301,8 +311,8 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     else:
         if client is not None:
             raise DpoptInputError("`client` needs backend='dask'")
-        part = _tree_stream(_local_partials(records, bound=bound, grid=grid, read=read, first_records=first_records),
-                            first_records)
+        part = tree_stream(_local_partials(records, bound=bound, grid=grid, read=read, first_records=first_records),
+                           partial(merge_partials, first_records=first_records))
     if part is None:  # no chunk at all (an empty directory or file)
         part = Partial(users=np.empty(0, dtype=object), pairs=_empty_pairs(),
                        samples=None if first_records is None else _empty_samples(),

@@ -227,25 +227,45 @@ def truncated_sums_dask(
 
 
 def dask_partial(records: Any, *, bound: float, grid: Any, read: Any, first_records: int | None,
-                 client: Any = None, blocksize: str | int | None = "64MB") -> Any:
+                 client: Any = None) -> Any:
     """The :class:`dpopt.records.contributions.Partial` of ``records`` computed on Dask: every
     partition runs :func:`~dpopt.records.contributions.reduce_chunk` (the local map step) and the
-    partials are merged in a tree of fan-in ``COMPACT_EVERY`` (the local reduce step), so counts,
-    keys and kept first-c records equal the local path's; None when there is no partition."""
-    dask = _require_dask()
-    from .contributions import COMPACT_EVERY, merge_partials, reduce_chunk
+    partials are merged by the local reduce step in the same tree, so counts, keys and kept first-c
+    records equal the local path's; None when there is no partition."""
+    from functools import partial
 
+    from .contributions import merge_partials, reduce_chunk
+
+    step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records)
+    return dask_map_reduce(records, read, step, partial(merge_partials, first_records=first_records), client)
+
+
+def dask_map_reduce(records: Any, read: Any, step: Any, merge: Any, client: Any = None,
+                    blocksize: str | int | None = "64MB") -> Any:
+    """``merge`` over ``step(partition)`` of every partition of ``records`` read with ``read``
+    (tree of :func:`tree`), computed on ``client`` (None: threads); None without partitions."""
+    dask = _require_dask()
     ddf = read_dask(records, read.column_map(), blocksize=blocksize, sep=read.sep)
-    part = dask.delayed(reduce_chunk, pure=True)
-    parts = [part(p, bound=bound, grid=grid, read=read, first_records=first_records) for p in ddf.to_delayed()]
+    mapped = dask.delayed(step, pure=True)
+    parts = [mapped(p) for p in ddf.to_delayed()]
     if not parts:
         return None
-    merge = dask.delayed(lambda *ps: merge_partials(list(ps), first_records), pure=True)
-    while len(parts) > 1:
-        parts = [merge(*parts[i : i + COMPACT_EVERY]) for i in range(0, len(parts), COMPACT_EVERY)]
     try:
-        return _compute(parts[0], client)
+        return _compute(tree(parts, merge), client)
     except DpoptInputError:
         raise
     except ValueError as exc:
         raise DpoptInputError(f"`records` could not be read by Dask: {exc}") from None
+
+
+def tree(parts: list[Any], merge: Any) -> Any:
+    """Delayed merge of delayed partials in groups of ``COMPACT_EVERY``, level by level (the tree
+    of :func:`dpopt.records.contributions.tree_stream`)."""
+    import dask
+
+    from .contributions import COMPACT_EVERY
+
+    step = dask.delayed(lambda *ps: merge(list(ps)), pure=True)
+    while len(parts) > 1:
+        parts = [step(*parts[i : i + COMPACT_EVERY]) for i in range(0, len(parts), COMPACT_EVERY)]
+    return parts[0]

@@ -5,10 +5,11 @@ model's release from the bounded first-c records equals the one from all samples
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.records import GridSpec, ReadOptions, contributions
+from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
 from dpopt.records.data import EXAMPLE_BOUND, austin_sample_path
 from dpopt.release.release import aggregate_records
 from dpopt.userdp import release_user
@@ -41,8 +42,14 @@ def test_user_release_from_first_c_equals_release_from_all_samples(austin, bound
     new, _ = contributions(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), bound=EXAMPLE_BOUND,
                            first_records=c)
     assert new.samples.values.size < old.samples.values.size  # bounded: fewer records kept
-    opts = {"bound": EXAMPLE_BOUND, "epsilon": 5.0, "delta": 1e-6, "bounds": bounds, "seed": 3}
+    cells, slots = old.grid_labels()
+    public = pd.DataFrame({"cell": cells, "slot": slots})
+    opts = {"bound": EXAMPLE_BOUND, "epsilon": 5.0, "partitions": public, "bounds": bounds, "seed": 3}
     a, b = release_user(old, **opts), release_user(new, **opts)
     assert len(a.table) > 0 and a.table.equals(b.table)
+    table, _ = contributions(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), bound=EXAMPLE_BOUND)
+    two_pass = kept_records(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), table,
+                            np.minimum(table.count, c), bound=EXAMPLE_BOUND)
+    assert release_user(two_pass, **opts).table.equals(a.table)
     with pytest.raises(DpoptInputError, match=f"first_records >= {c + 1}"):
         release_user(new, **{**opts, "bounds": (k, c + 1)})
