@@ -65,8 +65,9 @@ class Partial:
     """The contributions of some chunks, before numbering.
 
     ``users``: object array of distinct user labels (str); ``pairs``: DataFrame u (code into
-    ``users``), cell, slot, count, sum, sumsq; ``samples``: DataFrame u, cell, slot, timestamp,
-    value holding at most ``first_records`` records per pair (the earliest), or None.
+    ``users``), cell, slot, count, sum, sumsq (one row per pair); ``samples``: DataFrame p (row of
+    the pair in ``pairs``), timestamp, value holding at most ``first_records`` records per pair
+    (the earliest), or None.
     """
 
     users: np.ndarray
@@ -81,8 +82,7 @@ def _empty_pairs() -> pd.DataFrame:
 
 
 def _empty_samples() -> pd.DataFrame:
-    return pd.DataFrame({"u": np.empty(0, np.int64), "cell": np.empty(0, np.int64), "slot": np.empty(0, np.int64),
-                         "timestamp": np.empty(0, np.int64), "value": np.empty(0)})
+    return pd.DataFrame({"p": np.empty(0, np.int64), "timestamp": np.empty(0, np.int64), "value": np.empty(0)})
 
 
 class _UserCodes:
@@ -123,13 +123,13 @@ def top_rows(gid: np.ndarray, timestamp: np.ndarray, value: np.ndarray, limit: A
     return keep
 
 
-def _first_records(frame: pd.DataFrame, c: int, gid: np.ndarray | None = None) -> pd.DataFrame:
-    """The first ``c`` rows of every (u, cell, slot) group by (timestamp, value); order not kept.
-    ``gid``: the rows' group numbers when already known."""
-    if gid is None:
-        gid = frame.groupby(_KEYS, sort=False).ngroup().to_numpy()
-    keep = top_rows(gid, frame["timestamp"].to_numpy(), frame["value"].to_numpy(), c)
-    return frame if keep is None else frame.iloc[keep].reset_index(drop=True)
+def _first_records(samples: pd.DataFrame, c: int, count: np.ndarray) -> pd.DataFrame:
+    """The first ``c`` samples of every pair (column ``p``) by (timestamp, value); ``count`` the
+    pairs' record counts (nothing to do when none exceeds c)."""
+    if not count.size or int(count.max()) <= c:
+        return samples
+    keep = top_rows(samples["p"].to_numpy(), samples["timestamp"].to_numpy(), samples["value"].to_numpy(), c)
+    return samples if keep is None else samples.iloc[keep].reset_index(drop=True)
 
 
 def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions,
@@ -151,11 +151,10 @@ def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadO
     groups = stats.groupby(_KEYS, sort=False, observed=True)
     pairs = groups.sum().reset_index()
     samples = None
-    if first_records is not None:
-        gid = None if int(pairs["count"].max()) <= first_records else groups.ngroup().to_numpy()
-        samples = frame.assign(timestamp=chunk.timestamp, value=chunk.value)
-        if gid is not None:
-            samples = _first_records(samples, first_records, gid)
+    if first_records is not None:  # ngroup numbers the groups in the order of sum(sort=False)
+        samples = pd.DataFrame({"p": groups.ngroup().to_numpy(dtype=np.int64), "timestamp": chunk.timestamp,
+                                "value": chunk.value})
+        samples = _first_records(samples, first_records, pairs["count"].to_numpy())
     return Partial(users=users.labels, pairs=pairs, samples=samples, report=report)
 
 
@@ -174,17 +173,22 @@ def merge_partials(parts: list[Partial], first_records: int | None = None) -> Pa
         start += p.users.size
     live = [(p, r) for p, r in zip(parts, remap) if len(p.pairs)]
     if not live:
-        pairs = _empty_pairs()
+        pairs, new_row = _empty_pairs(), np.empty(0, dtype=np.int64)
     else:
         pairs = pd.concat([p.pairs.assign(u=r[p.pairs["u"].to_numpy()]) for p, r in live], ignore_index=True)
+        new_row = np.arange(len(pairs), dtype=np.int64)
         if len(live) > 1:
-            pairs = pairs.groupby(_KEYS, sort=False, observed=True).sum().reset_index()
+            groups = pairs.groupby(_KEYS, sort=False, observed=True)
+            new_row = groups.ngroup().to_numpy(dtype=np.int64)  # numbering of sum(sort=False)'s rows
+            pairs = groups.sum().reset_index()
     samples = None
     if first_records is not None:
-        bits = [p.samples.assign(u=r[p.samples["u"].to_numpy()]) for p, r in live]
+        bits, start = [], 0
+        for p, _ in live:
+            bits.append(p.samples.assign(p=new_row[start + p.samples["p"].to_numpy()]))
+            start += len(p.pairs)
         samples = pd.concat(bits, ignore_index=True) if bits else _empty_samples()
-        if len(pairs) and int(pairs["count"].max()) > first_records:  # else every record is kept
-            samples = _first_records(samples, first_records)
+        samples = _first_records(samples, first_records, pairs["count"].to_numpy())
     return Partial(users=np.asarray(labels, dtype=object), pairs=pairs, samples=samples, report=report)
 
 
@@ -237,7 +241,7 @@ def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_rang
     count = pairs["count"].to_numpy(dtype=np.int64)[order]
     samples = None
     if first_records is not None:
-        samples = _lay_out(part.samples, rank, count, first_records)
+        samples = _lay_out(part.samples, order, count, first_records)
     return Aggregate(
         users=labels[order_u].astype(object), cells=cell[new], slots=slot[new], pair_user=u, pair_grid=g.astype(np.int64),
         count=count, sum=pairs["sum"].to_numpy(dtype=float)[order], sumsq=pairs["sumsq"].to_numpy(dtype=float)[order],
@@ -246,19 +250,21 @@ def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_rang
     )
 
 
-def _lay_out(frame: pd.DataFrame | None, rank: np.ndarray, count: np.ndarray, c: int) -> PairSamples:
-    """Kept records sorted by (slot, cell, user, timestamp, value): the pairs' order, so pair p owns
-    the next min(m_p, c) of them."""
+def _lay_out(frame: pd.DataFrame | None, order: np.ndarray, count: np.ndarray, c: int) -> PairSamples:
+    """Kept records sorted by (final pair, timestamp, value): pair p owns the next min(m_p, c).
+    ``order``: the partial's pair rows in final order."""
     frame = _empty_samples() if frame is None else frame
-    u = rank[frame["u"].to_numpy(dtype=np.int64)]
-    ts = frame["timestamp"].to_numpy(dtype=np.int64)
+    final = np.empty(order.size, dtype=np.int64)
+    final[order] = np.arange(order.size)
+    p = final[frame["p"].to_numpy(dtype=np.int64)]
     val = frame["value"].to_numpy(dtype=float)
-    order = np.lexsort((val, ts, u, frame["cell"].to_numpy(dtype=np.int64), frame["slot"].to_numpy(dtype=np.int64)))
+    ts = frame["timestamp"].to_numpy(dtype=np.int64)
+    idx = np.lexsort((val, ts, p))
     offsets = np.zeros(count.size + 1, dtype=np.int64)
     np.cumsum(np.minimum(count, c), out=offsets[1:])
     if offsets[-1] != val.size:  # pragma: no cover - internal consistency
         raise RuntimeError("kept records do not match the pair counts")
-    return PairSamples(values=val[order], offsets=offsets, limit=int(c))
+    return PairSamples(values=val[idx], offsets=offsets, limit=int(c))
 
 
 def _local_partials(records: Any, *, bound: float, grid: GridSpec, read: ReadOptions,
