@@ -60,6 +60,22 @@ print(agg.n_pairs, agg.n_records)
 """
 
 
+TWO_PASS = r"""
+import sys, numpy as np
+from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
+path, rows, k, c = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+grid, read = GridSpec(7, "1h"), ReadOptions(chunk_rows=rows)
+table, rep = contributions(path, grid, read, bound=120.0)
+order = np.lexsort((-table.count, table.pair_user))  # each user's pairs, most records first
+start = np.searchsorted(table.pair_user[order], table.pair_user[order])
+rank = np.empty(table.n_pairs, np.int64)
+rank[order] = np.arange(table.n_pairs) - start
+gamma = np.where(rank < k, np.minimum(table.count, c), 0)
+agg = kept_records(path, grid, read, table, gamma, bound=120.0)
+print(agg.n_pairs, agg.n_records, agg.samples.values.size)
+"""
+
+
 def make_records(path: Path, n: int, seed: int = 0, fmt: str = "parquet") -> None:
     """Write n synthetic records in pieces of 10^6 rows (bounded memory)."""
     import numpy as np
@@ -134,7 +150,8 @@ def main() -> None:
             _make(path, n, "parquet")
             jobs = {"floor": (FLOOR, str(path), str(args.rows)),
                     "dpopt, public-occupancy (no samples)": (DPOPT, str(path), str(args.rows), "none"),
-                    f"dpopt, user (first {args.first} records/pair)": (DPOPT, str(path), str(args.rows), args.first)}
+                    f"dpopt, user (first {args.first} records/pair)": (DPOPT, str(path), str(args.rows), args.first),
+                    "dpopt, user, two passes (k=8 pairs/user, c=16)": (TWO_PASS, str(path), str(args.rows), "8", "16")}
             if args.csv:
                 csv = Path(tmp) / f"r{n}.csv"
                 _make(csv, n, "csv")

@@ -19,7 +19,7 @@ def _prefixes(agg, gamma):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_kept_records_are_the_first_gamma_of_each_pair(tmp_path, seed):
-    frame = random_records(seed, n=2000)
+    frame = random_records(seed, n=1200)
     frame.to_csv(tmp_path / "r.csv", index=False)
     read = ReadOptions(chunk_rows=150)  # pairs split across chunks
     full, _ = contributions(frame, GRID, read, bound=BOUND, first_records=10**6)
