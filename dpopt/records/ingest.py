@@ -443,6 +443,38 @@ def _user_strings(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return out, missing
 
 
+def _unparseable(raw: pd.DataFrame, miss: dict[str, np.ndarray]) -> tuple[dict[str, int], tuple[str, ...]]:
+    """Per field, the missing entries that were present in the input (did not parse), and up to
+    two raw timestamps that did not parse (console diagnostics)."""
+    present = {f: raw[f].notna().to_numpy(dtype=bool) for f in FIELDS if f != "user_id"}
+    counts = {f: int((miss[f] & present[f]).sum()) if f in present else 0 for f in FIELDS}
+    examples: tuple[str, ...] = ()
+    if counts["timestamp"]:
+        examples = tuple(str(v) for v in raw["timestamp"][miss["timestamp"] & present["timestamp"]].iloc[:2])
+    return counts, examples
+
+
+def _into_range(val: np.ndarray, ok: np.ndarray, bound: float,
+                policy: str) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """Values of kept records outside [0, U] (±inf included) clipped, dropped or refused:
+    (values, kept mask, out of range, clipped, dropped)."""
+    with np.errstate(invalid="ignore"):
+        oor = ok & ((val < 0.0) | (val > bound))
+    n_oor = int(oor.sum())
+    if not n_oor:
+        return val, ok, 0, 0, 0
+    if policy == "error":
+        bad = val[oor]
+        raise DpoptInputError(
+            f"`records` hold {n_oor} value(s) outside [0, bound] = [0, {bound:g}] in this chunk "
+            f"(e.g. {bad[0]:g}; min {bad.min():g}, max {bad.max():g}); use out_of_range='clip' or 'drop' "
+            "(CLI: --out-of-range clip|drop) or a larger bound"
+        )
+    if policy == "clip":
+        return np.clip(val, 0.0, bound), ok, n_oor, n_oor, 0
+    return val, ok & ~oor, n_oor, 0, n_oor
+
+
 def clean_chunk(
     raw: pd.DataFrame,
     *,
@@ -452,13 +484,10 @@ def clean_chunk(
     time_window: tuple[int, int] | None = None,
     users: Any = None,
 ) -> tuple[CleanChunk, IngestReport]:
-    """Clean one raw chunk (canonical columns) and count what was dropped or clipped.
+    """Clean one raw chunk (canonical columns); count what was dropped or clipped (module doc).
 
-    Values outside [0, U] (±inf included) are clipped, dropped or refused (``out_of_range``); see
-    the module doc. ``time_window`` (int64 ns [start, end)): records timestamped outside are
-    dropped and counted. ``users``: a callable turning the raw user column into
-    (labels, missing mask) (default :func:`_user_strings`, one str per row).
-    """
+    ``time_window`` (int64 ns [start, end)): records outside are dropped and counted. ``users``:
+    raw user column -> (labels, missing mask) (default :func:`_user_strings`, a str per row)."""
     bound = check_bound(bound)
     out_of_range = check_choice(out_of_range, "out_of_range", OUT_OF_RANGE)
     timestamp_unit = check_choice(timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
@@ -468,19 +497,14 @@ def clean_chunk(
     lng = _float(raw["longitude"])
     ts = _parse_time(raw["timestamp"], timestamp_unit)
     val = _float(raw["value"])
-    nat = np.iinfo(np.int64).min
     miss = {
         "user_id": miss_user,
         "latitude": np.isnan(lat),
         "longitude": np.isnan(lng),
-        "timestamp": ts == nat,
+        "timestamp": ts == np.iinfo(np.int64).min,
         "value": np.isnan(val),  # ±inf is a number out of range (clipped by default), not missing
     }
-    present = {f: raw[f].notna().to_numpy(dtype=bool) for f in FIELDS if f != "user_id"}
-    unparseable = {f: int((miss[f] & present[f]).sum()) if f in present else 0 for f in FIELDS}
-    examples: tuple[str, ...] = ()
-    if unparseable["timestamp"]:
-        examples = tuple(str(v) for v in raw["timestamp"][miss["timestamp"] & present["timestamp"]].iloc[:2])
+    unparseable, examples = _unparseable(raw, miss)
     any_missing = np.zeros(n, dtype=bool)
     for m in miss.values():
         any_missing |= m
@@ -490,24 +514,7 @@ def clean_chunk(
     if time_window is not None:
         outside = ok & ((ts < time_window[0]) | (ts >= time_window[1]))
         ok &= ~outside
-    with np.errstate(invalid="ignore"):
-        oor = ok & ((val < 0.0) | (val > bound))
-    n_oor = int(oor.sum())
-    clipped = dropped_oor = 0
-    if n_oor:
-        if out_of_range == "error":
-            bad = val[oor]
-            raise DpoptInputError(
-                f"`records` hold {n_oor} value(s) outside [0, bound] = [0, {bound:g}] in this chunk "
-                f"(e.g. {bad[0]:g}; min {bad.min():g}, max {bad.max():g}); use out_of_range='clip' or 'drop' "
-                "(CLI: --out-of-range clip|drop) or a larger bound"
-            )
-        if out_of_range == "clip":
-            val = np.clip(val, 0.0, bound)
-            clipped = n_oor
-        else:
-            ok &= ~oor
-            dropped_oor = n_oor
+    val, ok, n_oor, clipped, dropped_oor = _into_range(val, ok, bound, out_of_range)
     report = IngestReport(
         records_read=n,
         records_kept=int(ok.sum()),
