@@ -8,11 +8,14 @@ fixed number of rows so that inputs larger than memory stream through :mod:`dpop
 Cleaning (counted in :class:`IngestReport`, never silent):
 
 * a record with a missing or unparseable field (empty user, NaN coordinate, unparseable timestamp,
-  NaN or infinite value) is dropped and counted under that field (a record missing several fields
-  counts once in ``dropped_missing`` and once under each field in ``missing``);
+  NaN value) is dropped and counted under that field (a record missing several fields counts once
+  in ``dropped_missing`` and once under each field in ``missing``; ``unparseable`` counts the
+  entries that were present but did not parse);
+* with a time window (:class:`dpopt.records.ReadOptions`, 1990–2100 by default) a record
+  timestamped outside it is dropped (``outside_time_window``);
 * a record with a latitude outside [-90, 90] or a longitude outside [-180, 180] is dropped
   (``invalid_coordinates``);
-* a value outside [0, U] is clipped to [0, U] (``out_of_range="clip"``, the default), dropped
+* a value outside [0, U], ±inf included (a number out of range, issue 22.6), is clipped to [0, U] (``out_of_range="clip"``, the default), dropped
   (``"drop"``) or stops the run with a :class:`~dpopt.DpoptInputError` (``"error"``). Clipping keeps
   the occupancy array independent of the values (seed 002's neighbours share it); dropping by value
   does not, so keep ``"drop"`` for sentinels that are invalid by definition.
