@@ -318,7 +318,9 @@ def _parquet_chunks(source: Any, cmap: ColumnMap, chunksize: int) -> Iterator[pd
 
         dataset = ds.dataset(str(source), format="parquet")
         _check_columns(list(dataset.schema.names), cmap, f"Parquet {str(source)!r}")
-        for batch in dataset.to_batches(columns=list(rename), batch_size=chunksize):
+        # read-ahead of one batch and one file: memory bounded by a chunk and a row group
+        for batch in dataset.to_batches(columns=list(rename), batch_size=chunksize, batch_readahead=1,
+                                        fragment_readahead=1):
             yield batch.to_pandas().rename(columns=rename)[list(FIELDS)]
     except DpoptInputError:
         raise
