@@ -171,20 +171,27 @@ def measure_contributions(agg: Aggregate, ranks: np.ndarray, epsilon: float, *, 
 
 
 #: near-optimal band of the ``"histogram"`` rule, as a fraction of U/2
-DEFAULT_TOLERANCE = 0.02
+DEFAULT_TOLERANCE = 0.05
 
 
 def optimise_bounds(hist: ContributionHistogram, ks: np.ndarray, cs: np.ndarray, *, bound: float = 1.0,
                     tolerance: float = DEFAULT_TOLERANCE, **model) -> tuple[int, int, np.ndarray]:
-    """Exhaustive minimisation of :func:`predicted_release_error` over the public candidates: every
-    pair (k, c) is evaluated; among the pairs within ``tolerance``·U/2 of the minimum the one with
-    the smallest k, then the smallest c, is chosen (the objective is flat where noise saturates the
-    release, and there a canonical pick keeps the choice stable across noise draws).
-    Returns (k, c, objective)."""
+    """Exhaustive minimisation of :func:`predicted_release_error` over the public candidates.
+
+    Every pair (k, c) is evaluated. The near-optimal band is the set of pairs within
+    ``tolerance``·U/2 of the minimum; k is the lower median of the distinct k of the band (in
+    candidate order) and c the best c at that k. Where the objective is flat (noise saturates the
+    release, or every k between a few and all of a user's grids gives the same signal-to-noise
+    ratio, models/user_level.md §11) the argmin itself wanders with the histogram's noise, and an
+    edge of the band is where the flat region ends; its middle is stable and away from both edges.
+    Returns (k, c, objective).
+    """
     tol = check_nonnegative_float(tolerance, "tolerance")
     obj = predicted_release_error(hist, ks, cs, bound=bound, **model)
-    near = np.flatnonzero((obj <= obj.min() + tol * check_bound(bound) / 2.0).ravel())
-    i, j = divmod(int(near[0]), obj.shape[1])  # row-major: smallest k first, then smallest c
+    band = obj <= obj.min() + tol * check_bound(bound) / 2.0
+    rows = np.flatnonzero(band.any(axis=1))
+    i = int(rows[(rows.size - 1) // 2])
+    j = int(np.argmin(obj[i]))
     return int(ks[i]), int(cs[j]), obj
 
 

@@ -19,19 +19,21 @@ The model of one grid (a reference grid holding L users of the full data): a use
 * shared public priority (:mod:`.priority`), grid at priority quantile q: P = P[Bin(G − 1, q) ≤ k − 1]
   (the grid is kept iff fewer than k of the user's other grids come first in the public order).
 
-Kept users L_k = L·Σ w·P, kept records n = L·Σ w·P·min(m, c), all records N = L·Σ w·m
-(w = the pair-weighted type shares). The predicted squared error of the grid's mean is
+Expected kept users Λ = L·Σ w·P, kept records L·Σ w·P·min(m, c), all records N = L·Σ w·m
+(w = the pair-weighted type shares). The grid keeps no user with probability p₀ = e^{−Λ}
+(Poisson) and is then pure noise (error h = U/2); given at least one kept user, L_k = Λ/(1 − p₀)
+and n = L·Σ w·P·min(m, c)/(1 − p₀), and the predicted squared error of the grid's mean is
 
     v = Var(noise of Ỹ)/n² + (U/2)²·Var(noise of ñ)/n²         (delta method, worst-case mean, §4)
       + s²·(1/L_k − 1/L) + s²·(1/n − 1/N)                      (subsampling: dropped users, records)
 
 (s the public within-grid spread of values), and its expected |error| after clipping into [0, U]
-is e = r·h/√(r² + h²), r = √v, h = U/2 (≈ r when r ≪ h, → h, the error of an uninformative answer,
+is e = r·h/√(r² + h²), r = √v (≈ r when r ≪ h, → h, the error of an uninformative answer,
 when r ≫ h; smooth so that ties of saturated candidates still order by r). With private partition
 selection the grid is released with probability p = P[L_k + Lap(k/ε_p) ≥ T(k)]
-(:func:`dpopt.userdp.bounds.release_probability`) and an unreleased grid costs h:
-E = p·e + (1 − p)·h. The objective averages E over public reference sizes L and, for a shared
-priority, over priority quantiles q.
+(:func:`dpopt.userdp.bounds.release_probability`) and an unreleased grid costs h. So
+E = p₀·h + (1 − p₀)·(p·e + (1 − p)·h). The objective averages E over public reference sizes L
+and, for a shared priority, over priority quantiles q.
 """
 
 from __future__ import annotations
@@ -179,19 +181,23 @@ def predicted_release_error(
     var_n, var_y = budgets.noise_variances(ks[:, None], cs[None, :], U)  # (K, C)
     out = np.zeros((ks.size, cs.size))
     for L in np.asarray(reference_users, dtype=float):
-        n = L * keep_records                                  # (K, Q, C)
-        lk = L * keep_users[:, :, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        lk = L * keep_users[:, :, None]                       # (K, Q, 1) expected kept users
+        p0 = np.exp(-lk)                                      # P[no kept user] (Poisson)
+        hit = np.maximum(1.0 - p0, 1e-300)
+        n = L * keep_records / hit                            # given ≥ 1 kept user
+        lkc = lk / hit
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             v = (var_y[:, None, :] + h * h * var_n[:, None, :]) / n**2 \
-                + s * s * np.maximum(1.0 / lk - 1.0 / L, 0.0) + s * s * np.maximum(1.0 / n - 1.0 / (L * all_records), 0.0)
+                + s * s * np.maximum(1.0 / lkc - 1.0 / L, 0.0) + s * s * np.maximum(1.0 / n - 1.0 / (L * all_records), 0.0)
             r = np.sqrt(v)
             e = np.where(np.isfinite(r), r * h / np.sqrt(r * r + h * h), h)
         if budgets.selection is not None:
             from .bounds import release_probability
 
             eps_p, delta = budgets.selection
-            p = np.stack([release_probability(lk[i], int(k), eps_p, delta) for i, k in enumerate(ks)])
+            p = np.stack([release_probability(lkc[i], int(k), eps_p, delta) for i, k in enumerate(ks)])
             e = p * e + (1.0 - p) * h
+        e = p0 * h + (1.0 - p0) * e
         out += e.mean(axis=1)
     return out / len(reference_users)
 
