@@ -48,7 +48,8 @@ from scipy.special import betainc
 from .._validation import DpoptInputError, check_bound, check_choice, check_epsilon
 
 __all__ = ["ContributionHistogram", "NoiseBudgets", "project_histogram", "predicted_release_error",
-           "mean_error_bound_at", "denoise_histogram", "Outlook", "release_outlook", "PRIORITIES"]
+           "mean_error_bound_at", "denoise_histogram", "Outlook",
+           "ReleaseModel", "epsilon_for_target", "EPSILON_LADDER", "release_outlook", "PRIORITIES"]
 
 PRIORITIES = ("own", "shared")
 #: public reference sizes (users of the full data in a grid) the objective averages over
@@ -210,6 +211,38 @@ def mean_error_bound_at(noisy_count: np.ndarray, *, bound_now: np.ndarray, epsil
     return np.asarray(bound_now, dtype=float) * (check_epsilon(epsilon_now, "epsilon_now") / check_epsilon(epsilon))
 
 
+#: the public ladder of total budgets the outlook tries (ε)
+EPSILON_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0)
+
+
+@dataclass(frozen=True)
+class ReleaseModel:
+    """What the outlook needs to predict a release at another budget: the DP histogram, the bounds,
+    the shares of the total ε spent on the count, the sum and (private selection) the selection,
+    δ, the priority rule, the model's reference sizes."""
+
+    hist: ContributionHistogram
+    k: int
+    c: int
+    shares: tuple[float, float, float]
+    delta: float | None = None
+    priority: str = "own"
+    reference_users: tuple[float, ...] = DEFAULT_REFERENCE_USERS
+
+    def error_at(self, epsilon: float, bound: float, users: float) -> float:
+        """Predicted |error| of a grid with ``users`` users at total ε (the §11 objective at (k, c))."""
+        sel = (self.shares[2] * epsilon, float(self.delta)) if self.shares[2] > 0 and self.delta else None
+        b = NoiseBudgets(count=self.shares[0] * epsilon, sum=self.shares[1] * epsilon, selection=sel)
+        return float(predicted_release_error(self.hist, [self.k], [self.c], bound=bound, budgets=b,
+                                             priority=self.priority, reference_users=(users,))[0, 0])
+
+
+def epsilon_for_target(model: ReleaseModel, *, bound: float, target: float, users: float) -> float | None:
+    """The smallest ε of :data:`EPSILON_LADDER` at which the model predicts |error| ≤ ``target`` for
+    a grid with ``users`` users (None if none does: coarsen instead)."""
+    return next((e for e in EPSILON_LADDER if model.error_at(e, bound, users) <= target), None)
+
+
 @dataclass(frozen=True)
 class Outlook:
     """Whether a release is worth reading, and what the model predicts would be.
@@ -235,6 +268,8 @@ def release_outlook(
     bound: float,
     epsilon: float,
     target: float | None = None,
+    model: ReleaseModel | None = None,
+    users: float = 20.0,
 ) -> Outlook:
     """Say whether a release publishes anything better than the whole range, and what would.
 
@@ -249,6 +284,10 @@ def release_outlook(
         The total ε the release spent.
     target : float, optional
         Error bound a node must meet to count as useful (default U/4: half the half-range).
+    model : ReleaseModel, optional
+        When the finest level publishes no node with a finite bound (e.g. private selection
+        released nothing), the budget is predicted by :func:`epsilon_for_target` for a grid of
+        ``users`` users (a public reference size).
     """
     U = check_bound(bound)
     eps = check_epsilon(epsilon)
@@ -265,13 +304,16 @@ def release_outlook(
                   and float(np.median(np.asarray(levels[nm][1], dtype=float))) < tgt), None)
     finite = b0[np.isfinite(b0) & (b0 < U)]
     need = float(eps * finite.min() / tgt) if finite.size else None
+    if need is None and model is not None:
+        need = epsilon_for_target(model, bound=U, target=tgt, users=users)
     what = ("no node" if b0.size == 0 else
             f"{b0.size} nodes, none with an error bound below {tgt:g} (best {np.min(b0):.3g}; the range is {U:g})")
     parts = [f"this release publishes nothing worth reading: {what} at epsilon = {eps:g}."]
     if level is not None and level != names[0]:
         parts.append(f"The same noise at level '{level}' gives a median error bound below {tgt:g}: publish that level.")
     if need is not None:
-        parts.append(f"At the finest level the best node would meet {tgt:g} at epsilon ≈ {math.ceil(need * 10) / 10:g}.")
+        parts.append(f"At the finest level {'the best node' if finite.size else f'a grid of {users:g} users'} "
+                     f"would meet {tgt:g} at epsilon ≈ {math.ceil(need * 10) / 10:g}.")
     if level is None and need is None:
         parts.append("No offered level meets the target: coarsen the grid (resolution or slot) or raise epsilon.")
     return Outlook(useful=0, nodes=int(b0.size), empty=True, level=level, epsilon_needed=need,
