@@ -237,12 +237,8 @@ def choose_bounds(
             # the minimax split (split.py): ε_n/ε_Y = (a_n/a_Y)^(1/3) = (10/17)^(1/3)
             sb = check_epsilon(sum_budget, "sum_budget")
             budgets = NoiseBudgets(count=sb * (10.0 / 17.0) ** (1.0 / 3.0), sum=sb, selection=selection)
-        hist = measure_contributions(agg, ranks, eps, source=src, max_grids=kmax, max_records=cmax)
-        ks, cs = histogram_bins(kmax), histogram_bins(cmax)
-        k, c, obj = optimise_bounds(hist, ks, cs, bound=bound, budgets=budgets, priority=priority,
-                                    **(model or {}))
-        return BoundsChoice(k=k, c=c, rule=rule, epsilon=eps, candidates=int(obj.size), histogram=hist,
-                            objective=obj)
+        return _histogram_choice(agg, ranks, eps, src, kmax, cmax, budgets=budgets, bound=bound,
+                                 priority=priority, model=model or {})
     if rule == "select":
         ks, cs = candidate_grid(kmax), candidate_grid(cmax)
         if sum_budget is None:
@@ -261,6 +257,16 @@ def choose_bounds(
     med = _user_medians(agg.pair_user[keep], agg.count[keep].astype(float))
     c = _private_quantile(med, candidate_grid(cmax), quantile, eps / 2.0, src)
     return BoundsChoice(k=k, c=c, rule=rule, epsilon=eps, candidates=0)
+
+
+def _histogram_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: IntegerSource, kmax: int, cmax: int, *,
+                      budgets: NoiseBudgets, bound: float, priority: str, model: dict) -> BoundsChoice:
+    """The ``"histogram"`` rule: one ε-DP measurement, then the exhaustive optimiser."""
+    hist = measure_contributions(agg, ranks, eps, source=src, max_grids=kmax, max_records=cmax)
+    ks, cs = histogram_bins(kmax), histogram_bins(cmax)
+    k, c, obj = optimise_bounds(hist, ks, cs, bound=bound, budgets=budgets, priority=priority, **model)
+    return BoundsChoice(k=k, c=c, rule="histogram", epsilon=eps, candidates=int(obj.size), histogram=hist,
+                        objective=obj)
 
 
 def _private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float, epsilon: float,

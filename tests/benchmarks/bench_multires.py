@@ -15,6 +15,8 @@ Methods (rows):
   each also as its ``mean_pooled`` column (empirical Bayes, post-processing);
 * PipelineDP 0.3.1 (LocalBackend, Laplace, MEAN): "default" = occupancy-median bounds (what a
   user would read off the data); "tuned" = best (k, c) of a small sweep chosen on the truth;
+* OpenDP 0.16 (``--opendp``, Polars API, ``dp.mean`` per grid, one repetition): median bounds and
+  the best of the sweep on the truth; rows truncated beforehand in a public hash order;
 * the constants U/2 and the exact map-wide mean (an oracle);
 * ``--chosen-k SEEDS``: stability of the automatic k (the bounds choice only, SEEDS noise draws).
 
@@ -89,6 +91,47 @@ def pdp_table(rows, agg, eps, k, c, public):
     return pd.DataFrame({"cell": lab["cell"].to_numpy()[g], "slot": lab["slot"].to_numpy()[g], "mean": m}), wall
 
 
+def opendp_table(agg, eps, k, c, public):
+    """OpenDP 0.16 (Polars API): per-grid ``dp.mean((0, U))`` (noisy un-centred sum / noisy length,
+    eps split evenly by OpenDP) with the privacy unit bounded to ``c`` rows per grid in ≤ ``k``
+    grids. The truncation is done here, before OpenDP, in a public hash order of grid keys (the
+    order OpenDP's own truncation uses is also data-independent); public keys (``with_keys``) or
+    OpenDP's private key release at δ = 1e-6. Means clipped into [0, U] (post-processing)."""
+    import opendp.prelude as dp
+    import polars as pl
+
+    from dpopt.userdp.bounding import bounded_gamma
+    from dpopt.userdp.priority import hash_priority, priority_ranks
+
+    dp.enable_features("contrib")
+    gamma = bounded_gamma(agg, priority_ranks(agg, hash_priority(agg)), int(k), int(c))
+    start = agg.samples.offsets[:-1]
+    pair = np.repeat(np.arange(agg.n_pairs), gamma)
+    within = np.arange(pair.size) - np.repeat(np.cumsum(gamma) - gamma, gamma)
+    vals = np.clip(agg.samples.values[start[pair] + within], 0.0, U)
+    df = pl.DataFrame({"grid": agg.pair_grid[pair].astype(np.int64), "v": vals})
+    t0 = time.perf_counter()
+    unit = dp.unit_of(contributions=[dp.polars.Bound(by=["grid"], per_group=int(c)),
+                                     dp.polars.Bound(by=["grid"], num_groups=int(k))])
+    loss = dp.loss_of(epsilon=float(eps)) if public else dp.loss_of(epsilon=float(eps), delta=DELTA)
+    margins = [dp.polars.Margin(by=["grid"], invariant="keys" if public else None, max_length=10**7,
+                                max_groups=10**7)]
+    ctx = dp.Context.compositor(data=df.lazy(), privacy_unit=unit, privacy_loss=loss, split_evenly_over=1,
+                                margins=margins)
+    # private keys need a dp.len() in the same aggregation (OpenDP releases the keys whose noisy
+    # length passes its threshold); with public keys only the mean is asked for
+    aggs = [pl.col("v").dp.mean((0.0, U))] if public else [dp.len(), pl.col("v").dp.mean((0.0, U))]
+    q = ctx.query().group_by("grid").agg(*aggs)
+    if public:
+        q = q.with_keys(pl.DataFrame({"grid": np.arange(agg.n_grids, dtype=np.int64)}).lazy())
+    out = q.release().collect()
+    wall = time.perf_counter() - t0
+    lab = labels_of(agg)
+    g = out["grid"].to_numpy()
+    m = np.clip(np.nan_to_num(out["v"].to_numpy(), nan=U / 2.0), 0.0, U)
+    return pd.DataFrame({"cell": lab["cell"].to_numpy()[g], "slot": lab["slot"].to_numpy()[g], "mean": m}), wall
+
+
 def constant_table(agg, value):
     return labels_of(agg).assign(mean=float(value))
 
@@ -151,10 +194,45 @@ def run(args) -> dict:
                         best = row
             out["rows"].append(best)
             print("PipelineDP", eps, setting, round(out["rows"][-2]["median"], 1), round(best["median"], 1), flush=True)
+            if args.opendp:
+                out["rows"] += opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c)
     out["meta"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
                    "reps": args.reps, "pdp_reps": args.pdp_reps, "sweep": [args.sweep_k, args.sweep_c],
                    "aggregate_s": t_agg}
     return out
+
+
+def opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c) -> list:
+    """OpenDP rows of one (eps, setting): median bounds and the best of the sweep on the truth."""
+    rows = []
+    t, wall = opendp_table(agg, eps, med_k, med_c, public)
+    rows.append({"eps": eps, "setting": setting, "method": "OpenDP (median bounds)",
+                 "bounds": [[med_k, med_c]], "wall": wall, **summarise([score_table(t, fin)])})
+    best = None
+    for k in args.sweep_k:
+        for c in args.sweep_c:
+            t, wall = opendp_table(agg, eps, k, c, public)
+            row = {"eps": eps, "setting": setting, "method": "OpenDP tuned on the truth",
+                   "bounds": [[k, c]], "wall": wall, **summarise([score_table(t, fin)])}
+            if best is None or row["median"] < best["median"]:
+                best = row
+    rows.append(best)
+    print("OpenDP", eps, setting, round(rows[0]["median"], 1), round(best["median"], 1), flush=True)
+    return rows
+
+
+def add_opendp(args) -> None:
+    """Append OpenDP rows to an existing results/multires_<data>.json."""
+    p = HERE / "results" / f"multires_{args.data}.json"
+    out = json.loads(p.read_text())
+    agg, _ = load(args.data)
+    fin = finest_grids(agg, bound=U)
+    med_k, med_c = out["median_bounds"]
+    out["rows"] = [r for r in out["rows"] if not r["method"].startswith("OpenDP")]
+    for eps in args.eps:
+        for setting, public in SETTINGS:
+            out["rows"] += opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c)
+    p.write_text(json.dumps(out, indent=1))
 
 
 def chosen_k(args) -> dict:
@@ -240,11 +318,15 @@ def main() -> None:
     ap.add_argument("--sweep-c", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--chosen-k", type=int, default=0, help="only the stability of the automatic k over N seeds")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--opendp", action="store_true", help="also run OpenDP (1 repetition per setting)")
+    ap.add_argument("--only-opendp", action="store_true", help="add OpenDP rows to an existing results json")
     args = ap.parse_args()
     if args.markdown:
         write_markdown()
         return
-    if args.chosen_k:
+    if args.only_opendp:
+        add_opendp(args)
+    elif args.chosen_k:
         (HERE / "results" / f"multires_k_{args.data}.json").write_text(json.dumps(chosen_k(args), indent=1))
     else:
         (HERE / "results" / f"multires_{args.data}.json").write_text(json.dumps(run(args), indent=1))
