@@ -47,6 +47,7 @@ from ..userdp.bounding import BoundedGrids, bound_contributions, grid_ranks, lat
 from ..userdp.bounds import BOUND_RULES, choose_bounds
 from ..userdp.mechanism import (DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation,
                                 NoiseMechanism)
+from ..userdp.predict import NoiseBudgets
 from ..userdp.partitions import PartitionList, match_partitions, read_partitions, selection_threshold
 from ..userdp.sensitivity import Sensitivities, sensitivities
 from ..userdp.split import BudgetSplit, split_budget
@@ -63,15 +64,18 @@ class UserOptions:
     """Options of the ``user`` model (validated on construction).
 
     ``partitions`` a public partition list (CSV path, DataFrame with columns cell, slot, or a
-    :class:`PartitionList`) or None for private partition selection (needs δ); ``bounds`` "select",
-    "quantile" or a public (k, c); ``bounds_fraction``, ``selection_fraction``, ``pool_fraction``
+    :class:`PartitionList`) or None for private partition selection (needs δ); ``bounds``
+    "histogram", "select", "quantile" or a public (k, c); ``priority`` which grids a user keeps: its
+    own top-k by record count ("own") or the first k in a public hash order ("shared",
+    :mod:`dpopt.userdp.priority`); ``bounds_fraction``, ``selection_fraction``, ``pool_fraction``
     shares of the budget for the automatic bounds, private selection and the pooling totals;
     ``weight_mean``, ``weight_variance``, ``typical`` the split rule (:func:`split_budget`);
     ``max_grids``, ``max_records`` public caps of the automatic bounds.
     """
 
     partitions: Any = None
-    bounds: Any = "select"
+    bounds: Any = "histogram"
+    priority: str = "own"
     bounds_fraction: float = 0.1
     selection_fraction: float = 0.2
     pool_fraction: float = 0.05
@@ -87,6 +91,7 @@ class UserOptions:
         pf = check_nonnegative_float(self.pool_fraction, "pool_fraction")
         check_positive_int(self.max_grids, "max_grids")
         check_positive_int(self.max_records, "max_records")
+        check_choice(self.priority, "priority", ("own", "shared"))
         if self.fixed_bounds is None and not 0.0 < bf < 1.0:
             raise DpoptInputError(f"`bounds_fraction` must be in (0, 1) with automatic bounds; got {bf!r}")
         if self.private and not 0.0 < sf < 1.0:
@@ -111,7 +116,7 @@ class UserOptions:
         except TypeError:
             pair = ()
         if len(pair) != 2:
-            raise DpoptInputError(f"`bounds` must be 'select', 'quantile' or a (k, c) pair; got {self.bounds!r}")
+            raise DpoptInputError(f"`bounds` must be one of {BOUND_RULES} or a (k, c) pair; got {self.bounds!r}")
         return check_positive_int(pair[0], "bounds[0] (k)"), check_positive_int(pair[1], "bounds[1] (c)")
 
     @property
@@ -334,15 +339,19 @@ def _nodes(agg: Aggregate, g: _Grids) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _bounds(agg: Aggregate, ranks: np.ndarray, options: UserOptions, sh: Shares, rng: np.random.Generator,
-            mech: NoiseMechanism, delta_sel: float) -> tuple[int, int, str]:
+            mech: NoiseMechanism, delta_sel: float, bound: float) -> tuple[int, int, str]:
     """(k, c, rule): the public pair, or chosen under DP with ε_b."""
     fixed = options.fixed_bounds
     if fixed is not None:
         return int(fixed[0]), int(fixed[1]), "fixed"
+    selection = (sh.selection, delta_sel) if options.private else None
+    split = sh.split
     choice = choose_bounds(agg, ranks, sh.bounds, rule=str(options.bounds), rng=rng,
                            source=getattr(mech, "source", None), max_grids=options.max_grids,
-                           max_records=options.max_records, sum_budget=sh.sum_budget,
-                           selection=(sh.selection, delta_sel) if options.private else None)
+                           max_records=options.max_records, sum_budget=sh.sum_budget, selection=selection,
+                           bound=bound, priority=options.priority,
+                           budgets=NoiseBudgets(count=split.count, sum=split.sum, unit=split.unit,
+                                                selection=selection))
     return choice.k, choice.c, choice.rule
 
 
@@ -365,9 +374,9 @@ def measure(contributions: Aggregate, budget: Budget, options: UserOptions = Use
     mech, sel_mech, rng = _samplers(noise, kind, sampler)
     sh = shares(total, options, bound=U, gaussian=kind == "gaussian")
     plist, idx, mask = _partition_list(agg, options)
-    ranks = grid_ranks(agg, rng, mask=mask)
+    ranks = _ranks(agg, options, rng, mask)
     lattice = lattice_values(agg, U, granularity_bits=noise.granularity_bits)
-    k, c, rule = _bounds(agg, ranks, options, sh, rng, mech, delta_sel)
+    k, c, rule = _bounds(agg, ranks, options, sh, rng, mech, delta_sel, U)
     bg = bound_contributions(agg, k=k, c=c, ranks=ranks, lattice=lattice)
     sens = sensitivities(k, c, U, lam=lattice.lam)
     g = (_select_private(agg, bg, sens, k, sh, delta_sel, sel_mech) if options.private
@@ -389,6 +398,15 @@ def measure(contributions: Aggregate, budget: Budget, options: UserOptions = Use
             "h3_resolution": agg.h3_resolution, "slot": slot_text(agg.slot_ns)}
     return Measurements(privacy_model="user", bound=U, nodes=nodes, statistics=stats, spend=spend,
                         centre=U / 2.0, finest=finest, info=info)
+
+
+def _ranks(agg: Aggregate, options: UserOptions, rng: np.random.Generator, mask: np.ndarray | None) -> np.ndarray:
+    """Each pair's rank among its user's grids: own top-k (ties at random) or a shared public order."""
+    if options.priority == "shared":
+        from ..userdp.priority import hash_priority, priority_ranks
+
+        return priority_ranks(agg, hash_priority(agg), mask=mask)
+    return grid_ranks(agg, rng, mask=mask)
 
 
 def _partition_list(agg: Aggregate, options: UserOptions
