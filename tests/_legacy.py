@@ -19,12 +19,14 @@ from dpopt.release import release as _release
 from dpopt.release import release_aggregate as _release_aggregate
 from dpopt.release import release_user as _release_user
 
-USER_KEYS = ("partitions", "bounds", "bounds_fraction", "selection_fraction", "pool_fraction", "weight_mean",
+USER_KEYS = ("partitions", "bounds", "priority", "bounds_fraction", "selection_fraction", "pool_fraction", "weight_mean",
              "weight_variance", "typical", "max_grids", "max_records")
 PUBLIC_KEYS = ("plan", "pseudo_users", "error_bound", "split", "time_limit", "target", "target_variance",
                "criterion")
 PUBLIC_DEFAULTS = {"plan": None, "pseudo_users": False, "error_bound": None, "split": "equal", "time_limit": None,
                    "target": None, "target_variance": None, "criterion": "noise"}
+#: the old flat ``release()`` defaulted to bounds="select" (its CLI still does); ``release_user`` to
+#: "histogram" (issue 21.3), as ``UserOptions`` now does
 USER_DEFAULTS = {"partitions": None, "bounds": "select"}
 
 
@@ -66,6 +68,7 @@ def release(records: Any, *, bound: float, privacy: str = "user", **kw: Any) -> 
         raise DpoptInputError(f"`privacy` must be one of ('user', 'public-occupancy'); got {privacy!r}")
     est = EstimationOptions(confidence=kw.pop("confidence", 0.95))
     if user:
+        kw.setdefault("bounds", "select")
         _foreign(_take(kw, PUBLIC_KEYS), PUBLIC_DEFAULTS, "user")
         model: Any = UserOptions(**_take(kw, USER_KEYS))
         if kw.get("epsilon") is not None:
