@@ -42,6 +42,24 @@ class InputOptions:
     backend: str = "local"
     client: Any = None
     progress: bool = False
+    #: CSV separator, the refused share of dropped rows, the plausible time window (dpopt.records)
+    sep: str = ","
+    max_dropped: float | None = None
+    time_window: Any = "default"
+
+    def read_options(self) -> Any:
+        """These options as the records layer's :class:`dpopt.records.ReadOptions`."""
+        from ..records import ReadOptions
+
+        kw: dict[str, Any] = {"columns": self.columns, "sep": self.sep, "timestamp_unit": self.timestamp_unit,
+                              "out_of_range": self.out_of_range}
+        if self.chunksize is not None:
+            kw["chunk_rows"] = self.chunksize
+        if self.max_dropped is not None:
+            kw["max_dropped"] = self.max_dropped
+        if self.time_window != "default":
+            kw["time_window"] = self.time_window
+        return ReadOptions(**kw)
 
     def __post_init__(self) -> None:
         check_choice(self.out_of_range, "out_of_range", OUT_OF_RANGE)
@@ -54,10 +72,23 @@ class InputOptions:
 
 
 def contributions(records: Any, *, bound: float, grid: GridOptions = GridOptions(),
-                  io: InputOptions = InputOptions(), keep_samples: bool = False) -> tuple[Aggregate, IngestReport]:
+                  io: InputOptions = InputOptions(), keep_samples: bool = False,
+                  first_records: int | None = None) -> tuple[Aggregate, IngestReport]:
     """Read, clean, grid and aggregate ``records`` into the contributions table (locally, streamed in
-    chunks, or on Dask). The table carries ``bound`` and ``io.out_of_range``: a release uses that U."""
+    chunks, or on Dask). The table carries ``bound`` and ``io.out_of_range``: a release uses that U.
+
+    ``first_records`` c (the ``user`` model): the records layer's entry
+    :func:`dpopt.records.contributions` keeps the c earliest records of every pair, locally or on
+    Dask. Otherwise (``public-occupancy``) ``keep_samples`` keeps every sample (pseudo-user clipping).
+    """
     bound = check_bound(bound)
+    if first_records is not None:
+        from ..records import GridSpec
+        from ..records import contributions as records_contributions
+
+        return records_contributions(records, GridSpec(grid.h3_resolution, grid.slot), io.read_options(),
+                                     bound=bound, first_records=first_records, backend=io.backend,
+                                     client=io.client)
     if io.backend == "dask":
         from ..records.dask_backend import aggregate_dask
 

@@ -120,6 +120,12 @@ class UserOptions:
         return check_positive_int(pair[0], "bounds[0] (k)"), check_positive_int(pair[1], "bounds[1] (c)")
 
     @property
+    def first_records(self) -> int:
+        """The most records per (user, grid) the model can keep: c when fixed, else the cap."""
+        fixed = self.fixed_bounds
+        return int(fixed[1]) if fixed is not None else int(self.max_records)
+
+    @property
     def fractions(self) -> tuple[float, float, float]:
         """(bounds, selection, pool) shares actually spent (0 for what is public or fixed)."""
         bf = 0.0 if self.fixed_bounds is not None else float(self.bounds_fraction)

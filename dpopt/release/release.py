@@ -70,9 +70,6 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
         if io.out_of_range != "clip":
             raise DpoptInputError(f"`out_of_range` = {io.out_of_range!r} makes which records count depend on "
                                   "their values; the user model clips values to [0, U]: use 'clip'")
-        if io.backend == "dask":
-            raise DpoptInputError("the user model does not run on Dask yet (it needs the first-c samples of "
-                                  "each (user, grid): the records layer's contributions on Dask); use backend='local'")
         return U
     if not isinstance(model, PublicOccupancyOptions):
         raise DpoptInputError(f"`model` must be UserOptions or PublicOccupancyOptions; got {type(model).__name__}")
@@ -101,7 +98,7 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
     U = check_options(bound, budget, model, noise, estimation, io)
     t0 = time.perf_counter()
     if isinstance(model, UserOptions):
-        agg, _ = contributions(records, bound=U, grid=grid, io=io, keep_samples=True)
+        agg, _ = contributions(records, bound=U, grid=grid, io=io, first_records=model.first_records)
         return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
                             timings={"aggregate": time.perf_counter() - t0})
     second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) == "budget"
