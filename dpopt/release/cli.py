@@ -193,6 +193,8 @@ def _flagged(exc: DpoptInputError) -> CliError:
 
 def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
     """Flags given that would do nothing under ``privacy`` (refused, issue 22 item 7)."""
+    from ..records import DEFAULT_MAX_DROPPED
+
     common = [("--chunksize", args.chunksize is not None and args.backend == "dask")]
     if privacy == "user":
         return [f for f, on in common + [
@@ -202,8 +204,12 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
             ("--target-variance", args.target_variance is not None), ("--time-limit", args.time_limit is not None),
             ("--criterion", args.criterion != "noise"), ("--out-of-range", args.out_of_range != "clip"),
             ("--no-map", args.no_map)] if on]
+    # the public-occupancy path still reads through the old streaming reader (with pseudo-user second
+    # pass), which has no separator, dropped-share or time-window option yet
     return [f for f, on in common + [("--partitions", args.partitions is not None),
-                                     ("--bounds", args.bounds != "select")] if on]
+                                     ("--bounds", args.bounds != "select"), ("--sep", args.sep != ","),
+                                     ("--max-dropped", args.max_dropped != DEFAULT_MAX_DROPPED),
+                                     ("--time-window", args.time_window != "1990,2100")] if on]
 
 
 def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, Any]:
@@ -218,7 +224,8 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     if idle:
         other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
         raise CliError(f"`{idle[0]}` does nothing under --privacy {privacy}: drop it"
-                       + ("" if idle[0] in ("--chunksize", "--no-map") else f" (it is an option of {other})"))
+                       + ("" if idle[0] in ("--chunksize", "--no-map", "--sep", "--max-dropped", "--time-window")
+                          else f" (it is an option of {other})"))
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                "timestamp": args.time_col, "value": args.value_col}
     try:
@@ -239,7 +246,8 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
                 "estimation": EstimationOptions(confidence=args.confidence), "noise": NoiseOptions(seed=args.seed),
                 "io": InputOptions(columns=columns, out_of_range=args.out_of_range,
                                    timestamp_unit=args.timestamp_unit, chunksize=args.chunksize,
-                                   backend=args.backend, progress=_progress(args))}
+                                   backend=args.backend, progress=_progress(args), sep=args.sep,
+                                   max_dropped=args.max_dropped, time_window=_window(args.time_window))}
         check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"])
     except DpoptInputError as exc:
         raise _flagged(exc) from None
@@ -250,6 +258,11 @@ def _progress(args: argparse.Namespace) -> bool:
     from ..writers.console import progress_wanted  # on stderr: a terminal, or --progress
 
     return progress_wanted(args.progress or None, quiet=args.quiet)
+
+
+def _window(text: str) -> Any:
+    """--time-window as the records layer reads it ("none": no window)."""
+    return None if str(text).lower() == "none" else text
 
 
 def _positive(value: Any, name: str) -> Any:
