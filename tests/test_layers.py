@@ -137,6 +137,8 @@ KNOWN_CYCLES = {
     ("dpopt.budget.frontier", "dpopt.budget.planner"): "planner (issue 24.4): dpopt/budget/",
     ("dpopt.suppression.decompose", "dpopt.suppression.lagrange", "dpopt.suppression.milp"):
         "planner (issue 24.4): dpopt/suppression/",
+    ("dpopt.records.contributions", "dpopt.records.dask_backend"): "records (issue 24.1-24.2): dpopt/records/",
+    ("dpopt.userdp.bounds", "dpopt.userdp.predict"): "bounds (issue 21.3-21.4): dpopt/userdp/",
 }
 
 
