@@ -349,8 +349,8 @@ def release_user(
         cells, slots = plist.cells, plist.slots
         have = idx >= 0
         R = np.zeros(len(plist), dtype=np.int64)
-        Y = np.zeros(len(plist), dtype=np.int64)
-        Z = np.zeros(len(plist), dtype=np.int64)
+        Y = np.zeros(len(plist), dtype=bg.sum_q.dtype)  # exact: int64 or Python ints (bounding)
+        Z = np.zeros(len(plist), dtype=bg.sumsq_q.dtype)
         R[have], Y[have], Z[have] = bg.records[idx[have]], bg.sum_q[idx[have]], bg.sumsq_q[idx[have]]
     n_t = mech.integer(R, l1=sens.count_l1, l2=sens.count_l2, budget=split.count)
     y_t = mech.integer(Y, l1=sens.sum_l1_units, l2=sens.sum_l2_units, budget=split.sum)
