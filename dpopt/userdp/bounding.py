@@ -6,8 +6,9 @@ own records only (and public parameters):
 
 1. values are clamped to [0, U] (ingestion does so, :mod:`dpopt.records.ingest`, ``out_of_range="clip"``);
 2. **at most k grids per user**: user ℓ ranks its grids by its own record count m_{ℓ,g}, largest
-   first, ties broken by an independent uniform key per (user, grid) drawn from the release's
-   random generator; it keeps the grids of rank < k (only grids of the public partition list, when
+   first, ties broken by an independent uniform 64-bit key per (user, grid) drawn from the
+   release's integer source (:func:`tie_keys`: the OS CSPRNG for a real release, the seeded
+   source when a seed is given); it keeps the grids of rank < k (only grids of the public partition list, when
    one is given);
 3. **at most c records per kept (user, grid) pair**: the first c records by timestamp (ties by
    value), the order of :class:`dpopt.records.aggregate.PairSamples`.
@@ -44,10 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import DpoptInputError, check_bound, check_positive_int
+from ..noise import IntegerSource
 from ..records.aggregate import Aggregate
 
 __all__ = ["BoundedGrids", "LatticeValues", "grid_ranks", "bounded_gamma", "lattice_values",
-           "bound_contributions", "check_lattice_capacity", "lattice_halves", "DEFAULT_GRANULARITY_BITS"]
+           "bound_contributions", "check_lattice_capacity", "lattice_halves", "tie_keys", "DEFAULT_GRANULARITY_BITS"]
 
 #: λ = 2^-12 for the lattice of sums
 DEFAULT_GRANULARITY_BITS = 12
@@ -90,20 +92,44 @@ class BoundedGrids:
     lam: float
 
 
-def grid_ranks(agg: Aggregate, rng: np.random.Generator, *, mask: np.ndarray | None = None) -> np.ndarray:
+#: pairs per call of the integer source in :func:`tie_keys` (one randbelow(2^(64·block)) each)
+_KEY_BLOCK = 1 << 16
+
+
+def tie_keys(source: IntegerSource | np.random.Generator, n: int) -> np.ndarray:
+    """n i.i.d. uniform 64-bit keys (uint64).
+
+    From an :class:`~dpopt.noise.IntegerSource` (a real release: ``SecureRandom``, the OS CSPRNG;
+    seeded: ``SeededSource``) by one ``randbelow(2^(64·m))`` per block of m keys, whose 8·m bytes
+    are the keys; from a numpy Generator (simulations only) by ``integers``.
+    """
+    n = int(n)
+    if isinstance(source, np.random.Generator):
+        return source.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+    if not callable(getattr(source, "randbelow", None)):
+        raise DpoptInputError(
+            f"`source` must be an integer source (randbelow) or a numpy.random.Generator; got {type(source).__name__}")
+    out = np.empty(n, dtype=np.uint64)
+    for start in range(0, n, _KEY_BLOCK):
+        m = min(_KEY_BLOCK, n - start)
+        big = int(source.randbelow(1 << (64 * m)))
+        out[start:start + m] = np.frombuffer(big.to_bytes(8 * m, "little"), dtype="<u8")
+    return out
+
+
+def grid_ranks(agg: Aggregate, source: IntegerSource | np.random.Generator, *,
+               mask: np.ndarray | None = None) -> np.ndarray:
     """Rank (0 = first) of every pair among its user's pairs: by count descending, ties by a
-    uniform key per pair from ``rng``. Pairs outside ``mask`` (grids not in a public partition
-    list) get rank −1 and are never kept.
+    uniform key per pair (:func:`tie_keys` from ``source``). Pairs outside ``mask`` (grids not in a
+    public partition list) get rank −1 and are never kept.
 
     The ranks of a user's pairs depend only on that user's counts and keys (a sort within user).
     """
-    if not isinstance(rng, np.random.Generator):
-        raise DpoptInputError(f"`rng` must be a numpy.random.Generator; got {type(rng).__name__}")
     P = agg.n_pairs
-    key = rng.random(P)
     ok = np.ones(P, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if ok.shape != (P,):
         raise DpoptInputError(f"`mask` must hold one boolean per pair ({P}); got shape {ok.shape}")
+    key = tie_keys(source, P)
     order = np.lexsort((key, -agg.count, ~ok, agg.pair_user))
     users_sorted = agg.pair_user[order]
     start = np.searchsorted(users_sorted, users_sorted, side="left")

@@ -282,7 +282,11 @@ def release_user(
     if bf + sf + pf >= 1.0:
         raise DpoptInputError(
             f"`bounds_fraction` + `selection_fraction` + `pool_fraction` must be < 1; got {bf + sf + pf:g}")
-    rng = np.random.default_rng(seed)
+    # numpy's generator only for simulation noise: every random choice of a real release (noise,
+    # tie-break keys, selection) comes from the integer source (issue 22 item 10)
+    simulated = noise == "numpy" or (noise_mechanism is not None and (
+        getattr(noise_mechanism, "source", None) is None or not noise_mechanism.real_release))
+    rng = np.random.default_rng(seed) if simulated else None
     mech = noise_mechanism if noise_mechanism is not None else _mechanism(noise, seed, rng, kind)
     # Laplace thresholding for private selection: the same sampler family as the statistics'
     sel_mech = mech if not gaussian else _mechanism(
@@ -315,7 +319,8 @@ def release_user(
             partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
         idx, listed = match_partitions(agg, plist)
         mask = listed[agg.pair_grid]
-    ranks = grid_ranks(agg, rng, mask=mask)
+    source = getattr(mech, "source", None)
+    ranks = grid_ranks(agg, rng if source is None else source, mask=mask)
     lattice = lattice_values(agg, U, granularity_bits=granularity_bits)
     timings["bounding"] = time.perf_counter() - t0
 
