@@ -1,8 +1,9 @@
 """Issue 22 item 10: every random choice of a real ``user`` release comes from the OS CSPRNG.
 
-The release is instrumented: numpy's ``default_rng`` must not be called without a seed (OS-seeded
-PCG64; numpy Generators are immutable types, so this is where one would come from), and the tie-break keys of bounding must come from
-``secrets`` (one call per block of pairs, asking for 64 bits per pair).
+The release is instrumented: numpy's ``default_rng`` must not be called without a seed (an
+OS-seeded PCG64; numpy Generators are immutable types, so this is where one would come from), and
+the tie-break keys of bounding must come from ``secrets`` (one call per block of pairs, 64 bits
+per pair).
 """
 
 from __future__ import annotations
