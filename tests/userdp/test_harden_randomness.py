@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpopt.noise import SeededSource
@@ -81,3 +82,44 @@ def test_seeded_releases_reproduce():
     a = release_user(_agg(), bound=50.0, epsilon=2.0, delta=1e-6, seed=4)
     b = release_user(_agg(), bound=50.0, epsilon=2.0, delta=1e-6, seed=4)
     assert a.table.equals(b.table) and a.summary == b.summary
+
+
+@pytest.mark.parametrize("priority", ["random", "count"])
+def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, priority):
+    import h3
+
+    from dpopt.hierarchy.tree import HOUR_NS, Level
+    from dpopt.release.release import aggregate_records
+    from dpopt.userdp.levels import measure_levels
+    from dpopt.userdp.partitions import PartitionList
+
+    rng = np.random.default_rng(3)
+    parent = h3.latlng_to_cell(30.27, -97.74, 7)
+    cells = sorted(h3.cell_to_children(parent, 8))[:4]
+    n = 600
+    lat, lng = np.array([h3.cell_to_latlng(cells[i]) for i in rng.integers(0, 4, n)]).T
+    df = pd.DataFrame({"user_id": rng.integers(0, 40, n).astype(str), "latitude": lat, "longitude": lng,
+                       "timestamp": pd.to_datetime(1_441_065_600 + rng.integers(0, 4 * 3600, n), unit="s", utc=True),
+                       "value": rng.uniform(0, 50, n)})
+    agg, _ = aggregate_records(df, bound=50.0, h3_resolution=8, slot="1h", out_of_range="clip", keep_samples=True)
+    blocks = []
+    real_randbelow = secrets.randbelow
+    real_default_rng = np.random.default_rng
+
+    def counted(m: int) -> int:
+        if m >= 2**64 and m.bit_length() % 64 == 1:
+            blocks.append(m)
+        return real_randbelow(m)
+
+    def guarded_default_rng(seed=None, *args, **kwargs):
+        if seed is None:
+            raise AssertionError("numpy's default_rng(None) called in a real release")
+        return real_default_rng(seed, *args, **kwargs)
+
+    monkeypatch.setattr(secrets, "randbelow", counted)
+    monkeypatch.setattr(np.random, "default_rng", guarded_default_rng)
+    meas = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=50.0, bounds=(2, 2),
+                          epsilon=1.0, priority=priority,
+                          levels=(Level(8, HOUR_NS), Level(8, 4 * HOUR_NS), Level(7, 4 * HOUR_NS)))
+    monkeypatch.undo()
+    assert len(blocks) == 1 and meas.privacy_model == "user"
