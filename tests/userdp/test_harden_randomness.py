@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.noise import SeededSource
+from dpopt.noise import SecureRandom, SeededSource
+from dpopt.userdp import bounding
 from dpopt.userdp.bounding import grid_ranks, tie_keys
 from dpopt.userdp.release import release_user
 
@@ -35,15 +36,20 @@ def _agg():
 ])
 def test_a_real_release_draws_only_from_secrets(monkeypatch, options):
     agg = _agg()
-    calls = {"secrets": 0, "key_blocks": 0}
+    calls = {"secrets": 0}
+    keys_from = []
     real_randbelow = secrets.randbelow
+    real_tie_keys = bounding.tie_keys
 
     def counted(n: int) -> int:
         calls["secrets"] += 1
-        if n >= 2**64 and n.bit_length() % 64 == 1:  # 2^(64·m): a block of m tie-break keys
-            calls["key_blocks"] += 1
         return real_randbelow(n)
 
+    def recorded_tie_keys(source, n):
+        keys_from.append(type(source))
+        return real_tie_keys(source, n)
+
+    monkeypatch.setattr(bounding, "tie_keys", recorded_tie_keys)
     real_default_rng = np.random.default_rng
 
     def guarded_default_rng(seed=None, *args, **kwargs):
@@ -56,7 +62,7 @@ def test_a_real_release_draws_only_from_secrets(monkeypatch, options):
     rel = release_user(agg, bound=50.0, epsilon=2.0, **options)
     monkeypatch.undo()
     assert not rel.summary.seeded and "OS CSPRNG" in rel.summary.noise
-    assert calls["key_blocks"] == 1  # agg.n_pairs < one block: the keys of every pair in one call
+    assert keys_from == [SecureRandom]  # the tie-break keys: from secrets
     assert calls["secrets"] > 3 * rel.summary.grids_released  # and every noise draw
 
 
@@ -90,6 +96,7 @@ def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, pr
 
     from dpopt.hierarchy.tree import HOUR_NS, Level
     from dpopt.release.release import aggregate_records
+    from dpopt.userdp import levels
     from dpopt.userdp.levels import measure_levels
     from dpopt.userdp.partitions import PartitionList
 
@@ -102,24 +109,24 @@ def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, pr
                        "timestamp": pd.to_datetime(1_441_065_600 + rng.integers(0, 4 * 3600, n), unit="s", utc=True),
                        "value": rng.uniform(0, 50, n)})
     agg, _ = aggregate_records(df, bound=50.0, h3_resolution=8, slot="1h", out_of_range="clip", keep_samples=True)
-    blocks = []
-    real_randbelow = secrets.randbelow
+    keys_from = []
     real_default_rng = np.random.default_rng
+    real_tie_keys = bounding.tie_keys
 
-    def counted(m: int) -> int:
-        if m >= 2**64 and m.bit_length() % 64 == 1:
-            blocks.append(m)
-        return real_randbelow(m)
+    def recorded_tie_keys(source, n):
+        keys_from.append(type(source))
+        return real_tie_keys(source, n)
 
     def guarded_default_rng(seed=None, *args, **kwargs):
         if seed is None:
             raise AssertionError("numpy's default_rng(None) called in a real release")
         return real_default_rng(seed, *args, **kwargs)
 
-    monkeypatch.setattr(secrets, "randbelow", counted)
+    monkeypatch.setattr(bounding, "tie_keys", recorded_tie_keys)
+    monkeypatch.setattr(levels, "tie_keys", recorded_tie_keys)
     monkeypatch.setattr(np.random, "default_rng", guarded_default_rng)
     meas = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=50.0, bounds=(2, 2),
                           epsilon=1.0, priority=priority,
                           levels=(Level(8, HOUR_NS), Level(8, 4 * HOUR_NS), Level(7, 4 * HOUR_NS)))
     monkeypatch.undo()
-    assert len(blocks) == 1 and meas.privacy_model == "user"
+    assert keys_from == [SecureRandom] and meas.privacy_model == "user"
