@@ -39,15 +39,15 @@ from __future__ import annotations
 import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import Protocol
 
 import numpy as np
 
 from .._validation import DpoptInputError
 from ..noise import IntegerSource, epsilon_rational
-from ..noise.discrete_gaussian import discrete_gaussian, discrete_gaussian_pmf, rho_rational
-from ..noise.discrete_laplace import discrete_laplace
+from ..noise.discrete_gaussian import discrete_gaussian, discrete_gaussian_array, rho_rational
+from ..noise.discrete_laplace import discrete_laplace, discrete_laplace_array
 
 __all__ = ["NoiseMechanism", "DiscreteLaplace", "LaplaceSimulation", "DiscreteGaussian", "GaussianSimulation",
            "l2_squared", "discrete_laplace_abs_quantile", "discrete_laplace_upper_quantile",
@@ -131,7 +131,9 @@ class DiscreteLaplace:
 
     def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
         s = Fraction(_check_l1(l1)) / epsilon_rational(float(budget))
-        return _add_exact(values, lambda: discrete_laplace(s, self.source))
+        if s < _ARRAY_SCALE:  # the vectorised exact sampler (int64 draws; |Z| ≥ 2^62 has probability < e^{-2^22})
+            return _add_exact(values, discrete_laplace_array(s, int(np.size(values)), self.source))
+        return _add_exact(values, (discrete_laplace(s, self.source) for _ in range(int(np.size(values)))))
 
     def abs_quantile(self, scale: float, prob: float) -> float:
         """Smallest integer x with P(|Z| > x) ≤ prob (:func:`discrete_laplace_abs_quantile`)."""
@@ -226,16 +228,22 @@ def discrete_laplace_upper_tail(scale: float, x: float) -> float:
     return -math.expm1(head - (1 - j) * a)
 
 
-def _add_exact(values: np.ndarray, draw: Callable[[], int]) -> np.ndarray:
-    """float(v + Z) per entry, v and the noise Z added as Python ints (exact at any size: int64
-    or object arrays of Python ints from :mod:`.bounding`, noise beyond int64 at huge scales),
-    rounded once to the nearest float."""
+#: noise scales (σ for the Gaussian) below this use the vectorised int64 samplers of dpopt.noise;
+#: above, the scalar samplers' Python ints (no int64 overflow at any scale validation accepts)
+_ARRAY_SCALE = 2**40
+
+
+def _add_exact(values: np.ndarray, noise: Iterable[int]) -> np.ndarray:
+    """float(v + Z) per entry (``noise`` one integer per entry, in order), v and Z added as Python
+    ints (exact at any size: int64 or object arrays of Python ints from :mod:`.bounding`, noise
+    beyond int64 at huge scales), rounded once to the nearest float."""
     arr = np.asarray(values)
     if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
         arr = arr.astype(object)  # whole floats: their exact integer values
     if arr.dtype != object and arr.dtype.kind not in "iu":
         raise DpoptInputError(f"`values` must hold integers (int64 or Python ints); got dtype {arr.dtype}")
-    out = np.fromiter((float(int(v) + draw()) for v in arr.ravel()), dtype=float, count=arr.size)
+    out = np.fromiter((float(int(v) + int(z)) for v, z in zip(arr.ravel().tolist(), noise)), dtype=float,
+                      count=arr.size)
     return out.reshape(arr.shape)
 
 
@@ -321,7 +329,9 @@ class DiscreteGaussian:
 
     def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
         s2 = self.sigma2(l2=l2, budget=budget)
-        return _add_exact(values, lambda: discrete_gaussian(s2, self.source))
+        if s2 < _ARRAY_SCALE**2:  # σ < 2^40: the vectorised exact sampler
+            return _add_exact(values, discrete_gaussian_array(s2, int(np.size(values)), self.source))
+        return _add_exact(values, (discrete_gaussian(s2, self.source) for _ in range(int(np.size(values)))))
 
     def abs_quantile(self, scale: float, prob: float) -> float:
         """An integer x with P(|Z| > x) ≤ prob (:func:`discrete_gaussian_quantile`)."""
