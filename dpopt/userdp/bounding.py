@@ -217,6 +217,8 @@ def bound_contributions(agg: Aggregate, *, k: int, c: int, ranks: np.ndarray, la
     if int(c) * lattice.half_sumsq >= CAPACITY:  # public: c, U and b only
         raise DpoptInputError(
             f"`c` = {int(c)} is too large for the lattice (c·H_Z must stay below 2^62): see check_lattice_capacity")
+    if agg.samples is not None:  # the contributions may keep the first c records per pair only
+        agg.samples.check_first(gamma)
     py, pz = _pair_sums(lattice, gamma)
     G = agg.n_grids
     g = agg.pair_grid
