@@ -91,6 +91,7 @@ def _bernoulli_exp(num: int, den: int, rng: IntegerSource) -> int:
     return k % 2
 
 
+@functools.lru_cache(maxsize=4096)
 def _exp_neg_fixed(x: Fraction, bits: int) -> tuple[int, int]:
     """(lo, hi) integers with lo ≤ e^{−x}·2^bits ≤ hi, for rational x ≥ 0 (hi − lo small).
 
