@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dpopt import DpoptInputError
 from dpopt.noise import SecureRandom, SeededSource, exact, integer_source, make_noise
 from dpopt.noise import discrete_gaussian as dg
 from dpopt.noise.discrete_gaussian import discrete_gaussian_array, grid_sigma2
@@ -286,3 +287,17 @@ def test_seeded_release_never_touches_the_os(monkeypatch, mechanism):
     monkeypatch.setattr(os, "urandom", boom)
     monkeypatch.setattr(random, "_urandom", boom)
     np.testing.assert_array_equal(_release_all_paths(noise), _release_all_paths(again))
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_values_beyond_the_int64_grid_are_an_input_error(mechanism):
+    # round(f/λ) of f ≥ 2^(63−k) overflowed int64 silently (a garbage released value) before the review
+    noise = make_noise(mechanism, seed=1)
+    with pytest.raises(DpoptInputError, match="values"):
+        noise.add(np.array([1.0, 2.0**52]), 1.0, 0.5)
+    assert np.isfinite(noise.add(np.array([1.0, 2.0**49, np.nan]), 1.0, 0.5).values[:2]).all()
+
+
+def test_filtered_bernoulli_rejects_negative_error_bounds():
+    with pytest.raises(DpoptInputError, match="err"):
+        exact.bernoulli_exp_filtered(np.array([1.5]), np.array([-0.1]), lambda i: Fraction(3, 128), integer_source(1))
