@@ -212,9 +212,13 @@ def noise_family(mech: Any) -> str:
 
 
 def _samplers(noise: NoiseOptions, kind: str, sampler: NoiseMechanism | None
-              ) -> tuple[NoiseMechanism, NoiseMechanism, np.random.Generator]:
+              ) -> tuple[NoiseMechanism, NoiseMechanism, np.random.Generator | None]:
     """(statistics' sampler, selection's Laplace sampler of the same family, numpy rng for ties)."""
-    rng = np.random.default_rng(noise.seed)
+    # numpy's generator only for simulation noise: every random choice of a real release (noise,
+    # tie-break keys, selection) comes from the integer source (issue 22 item 10)
+    simulated = noise.noise == "numpy" or (sampler is not None and (
+        getattr(sampler, "source", None) is None or not sampler.real_release))
+    rng = np.random.default_rng(noise.seed) if simulated else None
 
     def make(flavour: str, k: str, source: Any = None) -> NoiseMechanism:
         if flavour == "discrete":
@@ -269,7 +273,8 @@ def _select_private(agg: Aggregate, bg: BoundedGrids, sens: Sensitivities, k: in
 def _listed(plist: PartitionList, idx: np.ndarray, bg: BoundedGrids) -> _Grids:
     """Every listed grid (zeros where no record falls: released as pure noise)."""
     have = idx >= 0
-    out = [np.zeros(len(plist), dtype=np.int64) for _ in range(3)]
+    # exact: the bounded sums are int64 or Python ints (bounding)
+    out = [np.zeros(len(plist), dtype=d) for d in (np.int64, bg.sum_q.dtype, bg.sumsq_q.dtype)]
     for arr, src in zip(out, (bg.records, bg.sum_q, bg.sumsq_q)):
         arr[have] = src[idx[have]]
     return _Grids(plist.cells, plist.slots, *out)
@@ -344,7 +349,7 @@ def _nodes(agg: Aggregate, g: _Grids) -> tuple[pd.DataFrame, pd.DataFrame]:
     return nodes, finest
 
 
-def _bounds(agg: Aggregate, ranks: np.ndarray, options: UserOptions, sh: Shares, rng: np.random.Generator,
+def _bounds(agg: Aggregate, ranks: np.ndarray, options: UserOptions, sh: Shares, rng: np.random.Generator | None,
             mech: NoiseMechanism, delta_sel: float, bound: float) -> tuple[int, int, str]:
     """(k, c, rule): the public pair, or chosen under DP with ε_b."""
     fixed = options.fixed_bounds
@@ -380,7 +385,7 @@ def measure(contributions: Aggregate, budget: Budget, options: UserOptions = Use
     mech, sel_mech, rng = _samplers(noise, kind, sampler)
     sh = shares(total, options, bound=U, gaussian=kind == "gaussian")
     plist, idx, mask = _partition_list(agg, options)
-    ranks = _ranks(agg, options, rng, mask)
+    ranks = _ranks(agg, options, rng, mask, mech)
     lattice = lattice_values(agg, U, granularity_bits=noise.granularity_bits)
     k, c, rule = _bounds(agg, ranks, options, sh, rng, mech, delta_sel, U)
     bg = bound_contributions(agg, k=k, c=c, ranks=ranks, lattice=lattice)
@@ -406,13 +411,15 @@ def measure(contributions: Aggregate, budget: Budget, options: UserOptions = Use
                         centre=U / 2.0, finest=finest, info=info)
 
 
-def _ranks(agg: Aggregate, options: UserOptions, rng: np.random.Generator, mask: np.ndarray | None) -> np.ndarray:
+def _ranks(agg: Aggregate, options: UserOptions, rng: np.random.Generator | None, mask: np.ndarray | None,
+           mech: NoiseMechanism) -> np.ndarray:
     """Each pair's rank among its user's grids: own top-k (ties at random) or a shared public order."""
     if options.priority == "shared":
         from ..userdp.priority import hash_priority, priority_ranks
 
         return priority_ranks(agg, hash_priority(agg), mask=mask)
-    return grid_ranks(agg, rng, mask=mask)
+    source = getattr(mech, "source", None)  # issue 22 item 10: the OS CSPRNG in a real release
+    return grid_ranks(agg, rng if source is None else source, mask=mask)
 
 
 def _partition_list(agg: Aggregate, options: UserOptions
