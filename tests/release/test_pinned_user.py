@@ -10,7 +10,9 @@ test. Every number of release.csv and summary.json is compared exactly (floats t
 Re-pinned once, on purpose: the vectorised exact samplers of issue 24.3 (merged from main) change the
 seeded stream. Before re-pinning, the layered code's four releases were checked byte-identical
 (release.csv text and summary.json) to those of main's pre-layer code with the new samplers
-(``dpopt.release.release(..., privacy="user")`` on main at bc69c1c).
+(``dpopt.release.release(..., privacy="user")`` on main at bc69c1c). Re-pinned a second time for
+issue 22 item 10 (harden: the bounding tie-break keys come from the release's integer source, which
+shifts every seeded draw), again after checking byte-identity with main's pre-layer code at 228297f.
 """
 
 from __future__ import annotations
