@@ -13,9 +13,9 @@ grids and per-grid budgets so that every user spends at most ``epsilon_total`` a
 from __future__ import annotations
 
 from .errors import CRITERIA, Criterion, StatisticBounds, statistic_bounds
-from .frontier import KNEE_RULE, BudgetFrontier, budget_frontier, knee_target, smallest_target
+from .frontier import KNEE_RULE, BudgetFrontier, knee_target
 from .noise import GaussianNoise, LaplaceNoise, NoiseModel
-from .planner import METHODS, BudgetPlan, make_criterion, plan_budget
+from .planner import METHODS, BudgetPlan, budget_frontier, make_criterion, plan_budget, smallest_target
 
 __all__ = [
     "plan_budget", "BudgetPlan", "make_criterion", "METHODS", "CRITERIA",

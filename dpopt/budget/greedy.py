@@ -12,6 +12,7 @@ warm start.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +39,13 @@ def _contrib(cnt: np.ndarray, cap: int, truncate: bool) -> np.ndarray:
 
 
 def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weights: np.ndarray,
-                      epsilon_total: float, *, progress: bool = False) -> tuple[Assignment, int]:
-    """Best uniform greedy plan over the ladder, augmented; returns (assignment, K of the uniform pass)."""
+                      epsilon_total: float, *, progress: bool = False,
+                      deadline: float | None = None) -> tuple[Assignment, int]:
+    """Best uniform greedy plan over the ladder, augmented; returns (assignment, K of the uniform pass).
+
+    Past ``deadline`` (a ``time.perf_counter()`` value) no further ladder level is tried (the best
+    of those tried is kept, then augmented); without a deadline the result does not depend on it.
+    """
     rows, cols, cnt = pair_arrays(occ)
     G = occ.n_grids
     csc_order = np.argsort(cols, kind="stable")
@@ -53,6 +59,8 @@ def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weight
 
         it = tqdm(levels, desc="greedy levels", leave=False)
     for k in it:
+        if deadline is not None and best is not None and time.perf_counter() > deadline:
+            break
         K = int(Ks[k])
         sel = np.flatnonzero(table.cfg_level == k)
         order = np.lexsort((cfg_cap[sel], cfg_grid[sel]))
