@@ -91,3 +91,21 @@ def test_time_limit_bounds_the_frontier_and_the_milp():
     assert bp.plan.total_cost <= 6.0 * (1 + 1e-9)
     full = plan_budget(occ, U, 6.0, method="greedy", target=3.0, frontier=True, time_limit=None)
     assert full.info["frontier"].complete and full.target[0] == 3.0
+
+
+@pytest.mark.parametrize("tau", [6.0, 30.0])
+def test_greedy_identical_on_a_city_like_instance(tau):
+    from ._synthetic import city_occupancy
+
+    occ = city_occupancy(3000, seed=5)
+    eps = 10.0
+    crit = make_criterion(occ, 120.0, target=tau)
+    ladder, Ks = configs.budget_ladder(eps, occ.degradation, ratio=2.0)
+    w = np.ones(occ.n_grids)
+    t_new = configs.config_table(occ, crit, ladder, max_caps=3)
+    t_old = _legacy.config_table(occ, crit, ladder, max_caps=3)
+    a_new, k_new = greedy_assignment(occ, t_new, Ks, w, eps)
+    a_old, k_old = _legacy.greedy_assignment(occ, t_old, Ks, w, eps)
+    assert k_new == k_old and np.array_equal(a_new.config, a_old.config) and np.array_equal(a_new.keep, a_old.keep)
+    if tau == 30.0:  # both passes exercised: the augmentation released grids at another level
+        assert np.unique(t_new.cfg_level[a_new.config[a_new.config >= 0]]).size > 1
