@@ -158,6 +158,18 @@ class HierarchyPlan:
     fallback: dict
     info: dict[str, Any] = field(default_factory=dict)
 
+    def published_nodes(self) -> dict[str, np.ndarray]:
+        """Per published node: index, level, key, budget (mean + variance), cap, kept users,
+        retained records R and predicted mean error bound (what the release executes)."""
+        n = np.flatnonzero(self.plan.released)
+        kept = self.plan.kept()
+        return {
+            "node": n, "level": self.nodes.level[n], "key": self.nodes.key[n], "budget": self.plan.budget[n],
+            "cap": np.asarray(self.plan.array_length)[n], "users": np.diff(kept.tocsc().indptr)[n],
+            "retained": np.asarray(self.plan.retained.sum(axis=0)).ravel()[n],
+            "predicted_error": self.predicted_error[n],
+        }
+
 
 def hierarchy_objective(nodes: NodeTable, published: np.ndarray) -> tuple[np.ndarray, float]:
     """(answer per finest grid, coarseness) of a set of published nodes (boolean per node)."""
@@ -190,8 +202,8 @@ def _greedy(nodes: NodeTable, table: ConfigTable, eps: float) -> np.ndarray:
                 if np.all(spend[users] + b <= eps * (1 + 1e-12)):
                     choice[n] = j
                     spend[users] += b
-                    answered |= nodes.of_grid[lv] == n
                     break
+        answered |= choice[nodes.of_grid[lv]] >= 0  # a level's nodes hold disjoint sets of grids
     return choice
 
 

@@ -64,6 +64,11 @@ def test_plan_accounting_answers_and_errors(seed):
         assert plan.user_cost()[u] == pytest.approx(spent)
     rel = np.flatnonzero(plan.released)
     assert np.all(hp.predicted_error[rel] <= 6.0 * (1 + 1e-9))
+    pub = hp.published_nodes()
+    node_dense = nodes.occupancy.to_dense()
+    for i, n in enumerate(pub["node"].tolist()):  # all users kept, truncated to the cap
+        assert pub["users"][i] == np.count_nonzero(node_dense[:, n])
+        assert pub["retained"][i] == np.minimum(node_dense[:, n], pub["cap"][i]).sum()
     # every answered grid: the finest published ancestor
     for g in range(occ.n_grids):
         published = [lv for lv in range(anc.shape[0]) if plan.released[nodes.of_grid[lv][g]]]
