@@ -103,22 +103,31 @@ def _static_level(table: ConfigTable, sel: np.ndarray, cnt: np.ndarray, csc_orde
     cfg_grid, cfg_cap = table.cfg_grid, table.cfg_cap
     sel = sel[np.lexsort((cfg_cap[sel], cfg_grid[sel]))]
     grids, first = np.unique(cfg_grid[sel], return_index=True)
-    g = cfg_grid[sel]
-    size = gstart[g + 1] - gstart[g]
+    seg_start, order_pairs, vs = _ordered_segments(cfg_grid[sel], cfg_cap[sel], table.truncate, cnt, csc_order,
+                                                   gstart)
+    size = np.diff(seg_start)
     seg = np.repeat(np.arange(sel.size), size)
-    offs = np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)
-    pairs = csc_order[np.repeat(gstart[g], size) + offs]
-    v = _contrib(cnt[pairs], cfg_cap[sel][seg], table.truncate)
-    o = np.lexsort((-v, seg))  # within a configuration: contribution decreasing, stable in CSC order
-    vs = v[o]
-    seg_start = np.r_[0, np.cumsum(size)]
     cs = np.cumsum(vs)
     cs = cs - np.repeat(np.r_[0, cs[seg_start[1:-1] - 1]] if sel.size else np.zeros(0, np.int64), size)
     below = cs < table.cfg_rmin[sel][seg]
     n0 = np.bincount(seg, weights=below, minlength=sel.size).astype(np.int64) + 1
     need_grid = np.minimum.reduceat(n0, first) if sel.size else np.zeros(0, np.int64)
     return _Level(sel=sel, grids=grids, by_grid=np.split(sel, first[1:]), seg_start=seg_start,
-                  order_pairs=pairs[o], n0=n0, need_grid=need_grid.astype(float))
+                  order_pairs=order_pairs, n0=n0, need_grid=need_grid.astype(float))
+
+
+def _ordered_segments(grid: np.ndarray, cap: np.ndarray, truncate: bool, cnt: np.ndarray, csc_order: np.ndarray,
+                      gstart: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each (grid, cap) segment, the grid's pairs by contribution decreasing, ties in CSC order
+    (= a stable sort of the contributions, as the greedy's choices use). Returns (segment starts,
+    pairs, contributions), vectorised over segments."""
+    size = gstart[grid + 1] - gstart[grid]
+    seg = np.repeat(np.arange(grid.size), size)
+    offs = np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)
+    pairs = csc_order[np.repeat(gstart[grid], size) + offs]
+    v = _contrib(cnt[pairs], cap[seg], truncate)
+    o = np.lexsort((-v, seg))
+    return np.r_[0, np.cumsum(size)], pairs[o], v[o]
 
 
 def _level_bound(need: np.ndarray, w: np.ndarray, slots: float) -> float:
@@ -205,16 +214,9 @@ def _augment(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: f
     gcs = np.unique(table.cfg_gc[todo])
     gpos = np.full(table.gc_grid.size, -1, dtype=np.int64)
     gpos[gcs] = np.arange(gcs.size)
-    g = table.gc_grid[gcs]
-    size = gstart[g + 1] - gstart[g]
-    seg = np.repeat(np.arange(gcs.size), size)
-    offs = np.arange(size.sum()) - np.repeat(np.cumsum(size) - size, size)
-    pairs = csc_order[np.repeat(gstart[g], size) + offs]
-    v = _contrib(cnt[pairs], table.gc_cap[gcs][seg], table.truncate)
-    o = np.lexsort((-v, seg))
-    order_pairs, seg_v = pairs[o].tolist(), v[o].tolist()
-    user_of = rows[pairs[o]].tolist()
-    start = np.r_[0, np.cumsum(size)].tolist()
+    seg_start, pairs, v = _ordered_segments(table.gc_grid[gcs], table.gc_cap[gcs], table.truncate, cnt, csc_order,
+                                            gstart)
+    order_pairs, seg_v, user_of, start = pairs.tolist(), v.tolist(), rows[pairs].tolist(), seg_start.tolist()
     spend_l = spend.tolist()
     cfg_seg = gpos[table.cfg_gc].tolist() if todo.size else []
     rmin, budget = table.cfg_rmin.tolist(), table.cfg_budget.tolist()

@@ -249,20 +249,10 @@ def plan_budget(
     BudgetPlan
     """
     t0 = time.perf_counter()
-    U = check_bound(bound)
-    eps = check_epsilon(epsilon_total, "epsilon_total")
-    check_choice(method, "method", METHODS)
-    if time_limit is not None:
-        time_limit = check_nonnegative_float(time_limit, "time_limit")
+    U, eps, w, time_limit = _check_plan_inputs(occ, bound, epsilon_total, method, time_limit, weights,
+                                               ladder_ratio)
     deadline = None if time_limit is None else t0 + time_limit
-    if not isinstance(occ, Occupancy):
-        raise _fail("occ", "must be a dpopt.Occupancy", type(occ).__name__)
     G = occ.n_grids
-    w = np.ones(G) if weights is None else np.asarray(weights, dtype=float)
-    if w.shape != (G,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise _fail("weights", f"must hold {G} finite numbers >= 0", weights)
-    if ladder_ratio <= 1 or not math.isfinite(ladder_ratio):
-        raise _fail("ladder_ratio", "must be a finite number > 1", ladder_ratio)
     settings = dict(occ=occ, bound=U, epsilon_total=eps, target_variance=target_variance,
                     criterion=criterion, confidence=confidence, weights=weights, mean_share=mean_share,
                     max_caps=max_caps, ladder_ratio=ladder_ratio, budget_levels=budget_levels,
@@ -315,6 +305,25 @@ def plan_budget(
         coverage=float(w[within].sum()), coverage_bound=cbound, status=status, gap=gap,
         greedy_coverage=gcov, degradation=int(K), solve_time=time.perf_counter() - t0, info=info,
     )
+
+
+def _check_plan_inputs(occ: Any, bound: float, epsilon_total: float, method: str, time_limit: Any,
+                       weights: Any, ladder_ratio: float) -> tuple[float, float, np.ndarray, float | None]:
+    """Validate :func:`plan_budget`'s arguments; returns (U, ε_total, weights, time_limit)."""
+    U = check_bound(bound)
+    eps = check_epsilon(epsilon_total, "epsilon_total")
+    check_choice(method, "method", METHODS)
+    if time_limit is not None:
+        time_limit = check_nonnegative_float(time_limit, "time_limit")
+    if not isinstance(occ, Occupancy):
+        raise _fail("occ", "must be a dpopt.Occupancy", type(occ).__name__)
+    G = occ.n_grids
+    w = np.ones(G) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (G,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise _fail("weights", f"must hold {G} finite numbers >= 0", weights)
+    if ladder_ratio <= 1 or not math.isfinite(ladder_ratio):
+        raise _fail("ladder_ratio", "must be a finite number > 1", ladder_ratio)
+    return U, eps, w, time_limit
 
 
 def _tick(bar: Any) -> None:
