@@ -97,7 +97,7 @@ def node_table(occ: Occupancy, ancestors: Any) -> NodeTable:
 
 
 def h3_time_ancestors(cells: Any, slots: Any, *, resolutions: Any, slot_factors: Any) -> np.ndarray:
-    """Ancestor codes of finest grids (H3 cell, slot index): level l = (``h3.cell_to_parent`` at
+    """Ancestor codes of finest grids (H3 cell as text or integer, slot index): level l = (``h3.cell_to_parent`` at
     ``resolutions[l]``, slot // ``slot_factors[l]``), e.g. res (7, 6, 5) × slots (1, 3, 24) of 1 h.
 
     Returns the (levels, G) int64 codes :func:`node_table` takes (level 0 must be the grid itself).
@@ -108,7 +108,8 @@ def h3_time_ancestors(cells: Any, slots: Any, *, resolutions: Any, slot_factors:
     fac = [int(f) for f in slot_factors]
     if len(res) != len(fac) or not res or any(f < 1 for f in fac):
         raise _fail("slot_factors", "must be positive integers, one per resolution", slot_factors)
-    cells = [str(c) for c in cells]
+    arr = np.asarray(cells)
+    cells = [h3.int_to_str(int(c)) for c in arr.tolist()] if arr.dtype.kind in "iu" else [str(c) for c in arr]
     sl = np.asarray(slots, dtype=np.int64)
     out = np.empty((len(res), sl.size), dtype=np.int64)
     for lv, (r, f) in enumerate(zip(res, fac)):
@@ -185,25 +186,51 @@ def hierarchy_objective(nodes: NodeTable, published: np.ndarray) -> tuple[np.nda
 
 
 def _greedy(nodes: NodeTable, table: ConfigTable, eps: float) -> np.ndarray:
-    """Fine to coarse: each node holding an unanswered grid takes its cheapest configuration that
-    every one of its users can still pay; returns the chosen configuration per node (−1 = none)."""
+    """Fine to coarse over a coarse safety net; returns the configuration per node (−1 = none).
+
+    1. Safety net: every coarsest node takes its cheapest configuration all its users can pay
+       (reserved, not yet spent). 2. From the finest level up, each node holding an unanswered grid
+       takes its cheapest configuration every user can pay on top of what it spent and what is
+       reserved for it; a reserved node whose grids all get a finer answer is released (its budget
+       returns to its users). 3. The reserved nodes still needed are published.
+    """
     occ = nodes.occupancy
     csc = occ.csc
+    lim = eps * (1 + 1e-12)
     spend = np.zeros(occ.n_users)
+    reserve = np.zeros(occ.n_users)
     choice = -np.ones(occ.n_grids, dtype=np.int64)
-    answered = np.zeros(nodes.of_grid.shape[1], dtype=bool)
     order = np.lexsort((table.cfg_budget, table.cfg_grid))
     first = np.searchsorted(table.cfg_grid[order], np.arange(occ.n_grids + 1))
-    for lv in range(nodes.n_levels):
+    users_of = lambda n: csc.indices[csc.indptr[n]:csc.indptr[n + 1]]  # noqa: E731
+    top = nodes.n_levels - 1
+
+    def cheapest(n: int, extra: np.ndarray) -> int:
+        us = users_of(n)
+        for j in order[first[n]:first[n + 1]].tolist():  # cheapest budget first
+            if np.all(spend[us] + extra[us] + table.cfg_budget[j] <= lim):
+                return j
+        return -1
+
+    net = -np.ones(occ.n_grids, dtype=np.int64)
+    for n in np.unique(nodes.of_grid[top]).tolist():
+        net[n] = cheapest(n, reserve)
+        if net[n] >= 0:
+            reserve[users_of(n)] += table.cfg_budget[net[n]]
+    answered = np.zeros(nodes.of_grid.shape[1], dtype=bool)
+    for lv in range(top):
         for n in np.unique(nodes.of_grid[lv][~answered]).tolist():
-            users = csc.indices[csc.indptr[n]:csc.indptr[n + 1]]
-            for j in order[first[n]:first[n + 1]].tolist():  # cheapest budget first
-                b = table.cfg_budget[j]
-                if np.all(spend[users] + b <= eps * (1 + 1e-12)):
-                    choice[n] = j
-                    spend[users] += b
-                    break
+            j = cheapest(n, reserve)
+            if j >= 0:
+                choice[n] = j
+                spend[users_of(n)] += table.cfg_budget[j]
         answered |= choice[nodes.of_grid[lv]] >= 0  # a level's nodes hold disjoint sets of grids
+        done = np.ones(occ.n_grids, dtype=bool)
+        np.logical_and.at(done, nodes.of_grid[top], answered)
+        for n in np.flatnonzero((net >= 0) & done).tolist():  # answered finer everywhere: release
+            reserve[users_of(n)] -= table.cfg_budget[net[n]]
+            net[n] = -1
+    choice[net >= 0] = net[net >= 0]
     return choice
 
 
