@@ -63,7 +63,7 @@ def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weight
             break
         K = int(Ks[k])
         sel = np.flatnonzero(table.cfg_level == k)
-        if best is not None and float(weights[np.unique(cfg_grid[sel])].sum()) <= best[0]:
+        if best is not None and float(weights[_mask(cfg_grid[sel], G)].sum()) <= best[0]:
             continue  # cannot beat the best level: (coverage, −K) with a larger K
         st = _static_level(table, sel, cnt, csc_order, gstart)
         need0 = st.need_grid / np.maximum(weights[st.grids], 1e-300)
@@ -82,19 +82,25 @@ def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weight
 class _Level:
     """A ladder level's configurations with everyone available (vectorised over configurations).
 
-    sel: the level's configurations sorted by (grid, cap); grids: their distinct grids; by_grid: the
-    configurations of each grid; seg_start: start of each configuration's segment in ``order_pairs``,
-    which lists the grid's pairs by contribution decreasing (stable in CSC order); n0: the fewest
+    sel: the level's configurations sorted by (grid, cap); grids: their distinct grids; first: where
+    each grid's configurations start in ``sel`` (and the end); seg_start: start of each
+    configuration's segment in ``order_pairs``, which lists the grid's pairs by contribution decreasing (stable in CSC order); n0: the fewest
     users reaching R_min; need_grid: min over the grid's configurations of n0.
     """
 
     sel: np.ndarray
     grids: np.ndarray
-    by_grid: list
+    first: np.ndarray
     seg_start: np.ndarray
     order_pairs: np.ndarray
     n0: np.ndarray
     need_grid: np.ndarray
+
+
+def _mask(idx: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    out[idx] = True
+    return out
 
 
 def _static_level(table: ConfigTable, sel: np.ndarray, cnt: np.ndarray, csc_order: np.ndarray,
@@ -102,7 +108,9 @@ def _static_level(table: ConfigTable, sel: np.ndarray, cnt: np.ndarray, csc_orde
     """Fewest users per configuration with every user available (the greedy's static difficulty)."""
     cfg_grid, cfg_cap = table.cfg_grid, table.cfg_cap
     sel = sel[np.lexsort((cfg_cap[sel], cfg_grid[sel]))]
-    grids, first = np.unique(cfg_grid[sel], return_index=True)
+    gs = cfg_grid[sel]
+    first = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]]) if gs.size else np.zeros(0, np.int64)
+    grids = gs[first]
     seg_start, order_pairs, vs = _ordered_segments(cfg_grid[sel], cfg_cap[sel], table.truncate, cnt, csc_order,
                                                    gstart)
     size = np.diff(seg_start)
@@ -112,7 +120,7 @@ def _static_level(table: ConfigTable, sel: np.ndarray, cnt: np.ndarray, csc_orde
     below = cs < table.cfg_rmin[sel][seg]
     n0 = np.bincount(seg, weights=below, minlength=sel.size).astype(np.int64) + 1
     need_grid = np.minimum.reduceat(n0, first) if sel.size else np.zeros(0, np.int64)
-    return _Level(sel=sel, grids=grids, by_grid=np.split(sel, first[1:]), seg_start=seg_start,
+    return _Level(sel=sel, grids=grids, first=np.r_[first, sel.size], seg_start=seg_start,
                   order_pairs=order_pairs, n0=n0, need_grid=need_grid.astype(float))
 
 
@@ -160,7 +168,7 @@ def _uniform_pass(occ: Occupancy, table: ConfigTable, st: _Level, need0: np.ndar
                      table.truncate).tolist()
     start = st.seg_start.tolist()
     rmin = table.cfg_rmin[st.sel].tolist()
-    first = np.r_[0, np.cumsum([c.size for c in st.by_grid])].tolist()
+    first = st.first.tolist()
     sel = st.sel.tolist()
     for i in np.argsort(need0, kind="stable").tolist():
         best_n, best_j = None, -1
@@ -207,8 +215,9 @@ def _augment(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: f
     if todo.size == 0:
         return Assignment(config=config, keep=keep)
     todo = todo[np.argsort(cfg_grid[todo], kind="stable")]
-    grids, starts = np.unique(cfg_grid[todo], return_index=True)
-    groups = np.split(todo, starts[1:])
+    gt = cfg_grid[todo]
+    starts = np.flatnonzero(np.r_[True, gt[1:] != gt[:-1]])
+    grids = gt[starts]
 
     # per (grid, cap) row used by a configuration left: its pairs by contribution decreasing (stable)
     gcs = np.unique(table.cfg_gc[todo])
@@ -249,7 +258,8 @@ def _augment(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: f
                 out.append(q)
         return out
 
-    group_l = [c.tolist() for c in groups]
+    todo_l, bounds = todo.tolist(), np.r_[starts, todo.size].tolist()
+    group_l = [todo_l[bounds[i]:bounds[i + 1]] for i in range(grids.size)]
     first = [best_choice(cs) for cs in group_l]
     order = sorted(range(grids.size), key=lambda i: (math.inf if first[i] is None
                                                      else first[i][0] / max(weights[grids[i]], 1e-300)))
