@@ -190,6 +190,14 @@ def config_table(occ: Occupancy, criterion, ladder: np.ndarray, *, max_caps: int
     idx = idx[ok(rmax[idx], idx)]
     lo = c[idx] - 1  # infeasible sentinel (R ≥ c required)
     hi = rmax[idx].copy()  # feasible
+    guess = _mean_noise_guess(criterion, gc_cap[e_gc[idx]], bud[idx], criterion.target[g[idx]])
+    if guess is not None:  # narrow the bracket; the bisection's answer is the same (monotone test)
+        for r in (np.clip(guess, lo + 1, hi), np.clip(guess - 1, lo + 1, hi)):
+            inside = (r > lo) & (r < hi)
+            k = np.flatnonzero(inside)
+            good = ok(r[k], idx[k])
+            hi[k[good]] = r[k[good]]
+            lo[k[~good]] = r[k[~good]]
     while True:
         act = np.flatnonzero(hi - lo > 1)
         if act.size == 0:
@@ -203,3 +211,16 @@ def config_table(occ: Occupancy, criterion, ladder: np.ndarray, *, max_caps: int
         cfg_gc=e_gc[idx], cfg_level=e_lev[idx], cfg_rmin=hi, cfg_budget=bud[idx],
         ladder=np.asarray(ladder, dtype=float), truncate=bool(truncate),
     )
+
+
+def _mean_noise_guess(criterion, cap: np.ndarray, budget: np.ndarray, target: np.ndarray) -> np.ndarray | None:
+    """R at which the mean's noise bound alone reaches τ (noise error linear in Δ_μ = U·c/R):
+    ⌈U·c·t(1, s·b, q)/τ⌉, the exact R_min of the ``noise`` criterion on the mean, a lower bound
+    otherwise. Only a starting bracket for the bisection; None for a criterion without these fields."""
+    try:
+        t1 = criterion.noise.error(1.0, budget * criterion.mean_share, criterion.planning_confidence)
+        val = criterion.bound * cap * t1 / target
+    except AttributeError:
+        return None
+    val = np.where(np.isfinite(val), val, 2.0**62)
+    return np.ceil(np.minimum(val, 2.0**62)).astype(np.int64)

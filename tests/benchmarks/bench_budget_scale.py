@@ -188,7 +188,7 @@ def main() -> None:
     if a.child:
         child(a.child, a.arg, a.time_limit)
         return
-    rows = greedy_pass(20_000 if a.quick else 100_000, [6.0, 24.0, 60.0] if not a.quick else [24.0])
+    rows = greedy_pass(20_000 if a.quick else 100_000, [6.0, 24.0] if not a.quick else [24.0])
     rows.append(labels(10**6))
     rows.append(_child("synthetic", str(20_000 if a.quick else 100_000), 60.0))
     npz = austin_npz(Path("/tmp/bench_budget_austin_occ.npz"))
