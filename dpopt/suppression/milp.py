@@ -44,8 +44,6 @@ from ._kernel import (
     level_table,
     require_reachable,
 )
-from .decompose import local_search, pattern_bound
-from .lagrange import PatternOracle
 from .plan import SuppressionPlan, label_pairs, recheck, rechecked_plan
 from .progress import Progress
 from .runs import feasible_runs
@@ -503,6 +501,10 @@ def _solve_decomposed(
 ) -> tuple[SuppressionModel | None, _CompResult, np.ndarray]:
     """One component by :mod:`.decompose`; the compact MILP closes what is left, if time remains."""
     import dataclasses
+
+    # looked up at call time (tests substitute them); neither module imports this one
+    from .decompose import local_search, pattern_bound
+    from .lagrange import PatternOracle
 
     t0 = time.perf_counter()
     oracle = PatternOracle(sub, U, eps, E, split)
