@@ -391,36 +391,52 @@ def _frontier_points(settings: dict, taus: Any, method: str, deadline: float | N
     """Coverage at each τ (default :data:`DEFAULT_TAUS` values in [U/200, U/2]); stops at ``deadline``.
 
     Each point is one :func:`plan_budget` run (``time_limit`` seconds each, capped by the deadline),
-    sharing the τ-independent cap table.
+    sharing the τ-independent cap table. The τ are visited coarse to fine (:func:`spread_order`:
+    both ends, the middle, the quarters, ...) so that a frontier cut by the deadline still spans the
+    range; the result lists the τ reached in increasing order (all of them: ``complete``).
     """
     s = dict(settings)
     occ, U, eps = s.pop("occ"), s.pop("bound"), s.pop("epsilon_total")
     t = np.geomspace(U / 200, U / 2, DEFAULT_TAUS) if taus is None else np.asarray(taus, dtype=float)
     if t.ndim != 1 or t.size == 0 or np.any(~np.isfinite(t)) or np.any(t <= 0) or np.any(np.diff(t) <= 0):
         raise _fail("taus", "must be increasing positive finite numbers", taus)
-    it = t
+    it = spread_order(t.size)
     if progress:
         from tqdm.auto import tqdm
 
-        it = tqdm(t, desc="frontier")
-    cov: list[float] = []
-    rel: list[int] = []
-    st: list[str] = []
-    for tau in it:
+        it = tqdm(it, desc="frontier")
+    got: dict[int, tuple[float, int, str]] = {}
+    for i in it:
         left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left <= 0 and cov:
+        if left is not None and left <= 0 and got:
             break
         lim = left if time_limit is None else (time_limit if left is None else min(time_limit, left))
         lim = None if lim is None else max(lim, 0.0)
-        bp = plan_budget(occ, U, eps, target=float(tau), method=method, time_limit=lim, _caps=caps, **s)
-        cov.append(bp.coverage)
-        rel.append(bp.n_released)
-        st.append(str(bp.status))
-    done = t[: len(cov)]
-    cov_a = np.asarray(cov)
-    return BudgetFrontier(taus=done, coverage=cov_a, released=np.asarray(rel), status=st, epsilon_total=eps,
-                          epsilon_totals=None, coverage_vs_budget=None, budget_tau=None,
-                          knee=knee_target(done, cov_a), complete=len(cov) == t.size)
+        bp = plan_budget(occ, U, eps, target=float(t[i]), method=method, time_limit=lim, _caps=caps, **s)
+        got[i] = (bp.coverage, bp.n_released, str(bp.status))
+    idx = sorted(got)
+    done = t[idx]
+    cov_a = np.asarray([got[i][0] for i in idx])
+    return BudgetFrontier(taus=done, coverage=cov_a, released=np.asarray([got[i][1] for i in idx]),
+                          status=[got[i][2] for i in idx], epsilon_total=eps, epsilon_totals=None,
+                          coverage_vs_budget=None, budget_tau=None, knee=knee_target(done, cov_a),
+                          complete=len(idx) == t.size)
+
+
+def spread_order(n: int) -> list[int]:
+    """0..n−1 coarse to fine: the ends, then breadth-first the midpoints of the gaps (every index once)."""
+    if n <= 2:
+        return list(range(n))
+    out, gaps = [0, n - 1], [(0, n - 1)]
+    while gaps:
+        nxt = []
+        for a, b in gaps:
+            if b - a > 1:
+                m = (a + b) // 2
+                out.append(m)
+                nxt += [(a, m), (m, b)]
+        gaps = nxt
+    return out
 
 
 def budget_frontier(occ: Any, bound: float, epsilon_total: float, *, taus: Any = None,

@@ -87,6 +87,7 @@ def test_time_limit_bounds_the_frontier_and_the_milp():
     bp = plan_budget(occ, U, 6.0, method="milp", time_limit=0.0)
     fr = bp.info["frontier"]
     assert not fr.complete and fr.taus.size == 1  # one point, then the deadline stops the sweep
+    assert fr.taus[0] == pytest.approx(U / 200)  # coarse to fine: the smallest τ first
     assert bp.status == "time_limit" and bp.info["solve"]["status"] == "skipped"
     assert bp.plan.total_cost <= 6.0 * (1 + 1e-9)
     full = plan_budget(occ, U, 6.0, method="greedy", target=3.0, frontier=True, time_limit=None)
@@ -109,3 +110,13 @@ def test_greedy_identical_on_a_city_like_instance(tau):
     assert k_new == k_old and np.array_equal(a_new.config, a_old.config) and np.array_equal(a_new.keep, a_old.keep)
     if tau == 30.0:  # both passes exercised: the augmentation released grids at another level
         assert np.unique(t_new.cfg_level[a_new.config[a_new.config >= 0]]).size > 1
+
+
+def test_spread_order_visits_every_tau_once_coarse_to_fine():
+    from dpopt.budget.planner import spread_order
+
+    for n in range(0, 40):
+        o = spread_order(n)
+        assert sorted(o) == list(range(n))
+    assert spread_order(16)[:5] == [0, 15, 7, 3, 11]
+
