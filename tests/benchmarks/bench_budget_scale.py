@@ -35,6 +35,13 @@ EPS = 10.0
 
 
 def _rss_mib() -> float:
+    """Peak resident memory of this process (VmHWM: unlike ru_maxrss, not inherited across exec)."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
