@@ -38,7 +38,7 @@ from .milp import build_budget_model
 from .noise import LaplaceNoise, NoiseModel
 
 __all__ = ["BudgetPlan", "plan_budget", "make_criterion", "METHODS", "budget_frontier", "smallest_target",
-           "DEFAULT_TAUS", "FRONTIER_SHARE", "MIN_MILP_SECONDS"]
+           "DEFAULT_TAUS", "FRONTIER_SHARE", "MIN_MILP_SECONDS", "MILP_COLUMNS_PER_SECOND"]
 
 METHODS = ("milp", "greedy")
 #: the frontier's default targets: this many log-spaced values in [U/200, U/2]
@@ -47,6 +47,9 @@ DEFAULT_TAUS = 16
 FRONTIER_SHARE = 0.5
 #: the MILP is skipped when less time than this is left
 MIN_MILP_SECONDS = 1.0
+#: the MILP is skipped when it would have more columns than this many per second left (building
+#: and solving 4.5e5 columns took ≈ 30 s on the full Austin data; a 1e5-grid model is ≈ 3e6)
+MILP_COLUMNS_PER_SECOND = 20_000
 #: share of the time left given to HiGHS on large models (it overshoots its limit there)
 SOLVE_SHARE = 0.6
 
@@ -351,8 +354,10 @@ def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: A
     left the solve is skipped: the greedy is returned with status ``time_limit`` (no bound).
     """
     left = None if deadline is None else deadline - time.perf_counter()
-    if left is not None and left < MIN_MILP_SECONDS:
-        info["solve"] = {"status": "skipped", "reason": f"{max(left, 0.0):.2f} s left of the time limit"}
+    cols = _milp_columns(occ, table)
+    if left is not None and (left < MIN_MILP_SECONDS or cols > MILP_COLUMNS_PER_SECOND * left):
+        info["solve"] = {"status": "skipped", "columns": cols,
+                         "reason": f"{max(left, 0.0):.2f} s left of the time limit for about {cols} columns"}
         return greedy, Status.TIME_LIMIT, math.nan, math.nan
     bm = build_budget_model(occ, table, eps, w)
     info.update(n_cols=bm.model.num_cols, n_rows=bm.model.num_rows, nnz=int(bm.model.A.nnz),
@@ -388,6 +393,14 @@ def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: A
     else:
         gap = (cbound - cov) / max(1.0, cov) if math.isfinite(cbound) else math.nan
     return best, status, gap, cbound
+
+
+def _milp_columns(occ: Occupancy, table: Any) -> int:
+    """Upper bound on the MILP's columns: configurations + pairs × levels of their grid (milp.py)."""
+    nl = max(int(table.ladder.size), 1)
+    gl = np.unique(table.cfg_grid * nl + table.cfg_level)
+    levels = np.bincount(gl // nl, minlength=occ.n_grids)
+    return int(table.cfg_gc.size + np.dot(levels, occ.users_per_grid))
 
 
 # ------------------------------------------------------------------------------------- frontiers

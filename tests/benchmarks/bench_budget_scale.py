@@ -128,7 +128,8 @@ def child(kind: str, arg: str, time_limit: float) -> None:
     fr = bp.info["frontier"]
     print(json.dumps(dict(case=f"knee-mode MILP plan ({kind})", grids=occ.n_grids, pairs=occ.n_pairs,
                           users=occ.n_users, time_limit=time_limit, plan_s=dt, frontier_points=int(fr.taus.size),
-                          frontier_complete=bool(fr.complete), tau=float(bp.target[0]), coverage=bp.coverage,
+                          frontier_complete=bool(fr.complete), frontier_taus=fr.taus.round(3).tolist(),
+                          frontier_coverage=fr.coverage.tolist(), tau=float(bp.target[0]), coverage=bp.coverage,
                           greedy_coverage=bp.greedy_coverage, status=str(bp.status),
                           rss_before_plan_mib=base, peak_rss_mib=_rss_mib())))
 

@@ -120,3 +120,14 @@ def test_spread_order_visits_every_tau_once_coarse_to_fine():
         assert sorted(o) == list(range(n))
     assert spread_order(16)[:5] == [0, 15, 7, 3, 11]
 
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_milp_column_estimate_bounds_the_model(seed):
+    from dpopt.budget.planner import _milp_columns
+
+    occ = _occ(200 + seed, n_users=30, n_grids=15)
+    bp = plan_budget(occ, U, 3.0, target=4.0, method="milp", time_limit=None)
+    crit = make_criterion(occ, U, target=4.0)
+    t = configs.config_table(occ, crit, configs.budget_ladder(3.0, occ.degradation, ratio=2.0)[0], max_caps=3)
+    assert bp.info["n_cols"] <= _milp_columns(occ, t)
