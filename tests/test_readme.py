@@ -17,3 +17,6 @@ def test_readme_api_tour_runs():
     assert exact.status == "optimal" and exact.gap == 0
     assert exact.degradation <= greedy.degradation
     assert namespace["r"].agrees()
+    # the exported model, read back by HiGHS, has the optimum of the cvxpy model
+    back = namespace["h"].getInfo().objective_function_value
+    assert abs(back - namespace["problem"].solve_plan().error) <= 1e-7 * max(1.0, abs(back))

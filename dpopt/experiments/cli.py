@@ -95,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise CliError(f"`--param` {', '.join(unknown)} is not a parameter of {args.figure}; "
                            f"valid keys: {', '.join(k for k in valid if k not in ('runs', 'seed'))}")
+    from ..writers.console import progress_wanted  # a front door: bars on a terminal or --progress
+
+    progress = progress_wanted(args.progress or None, quiet=args.quiet)
     _headless_backend()
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -105,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         kw = params if args.figure != "all" else {}
         try:
-            result = reproduce(fig, runs=args.runs, seed=args.seed, progress=not args.quiet, **kw)
+            result = reproduce(fig, runs=args.runs, seed=args.seed, progress=progress, **kw)
         except (TypeError, ValueError) as exc:
             if not kw or isinstance(exc, CliError):
                 raise
@@ -128,18 +131,34 @@ def _headless_backend() -> None:
         matplotlib.use("Agg")
 
 
+def figure_list() -> str:
+    """One line per figure id: ``id  paper: title`` (titles filled with the default parameters)."""
+    from . import FIGURES, figure_parameters
+    from .base import figure_title
+
+    width = max(len(f) for f in FIGURES)
+    lines = []
+    for fig, spec in FIGURES.items():
+        title = figure_title(spec, figure_parameters(fig)).split(": ", 1)[-1].replace("\n", " ")
+        lines.append(f"  {fig:<{width}}  {spec.paper}: {title}")
+    return "figures:\n" + "\n".join(lines) + "\n  all" + " " * (width - 1) + "every figure above"
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "reproduce",
         help="rerun a figure of the seed papers (CSV + PNG + notes)",
         description=__doc__,
+        epilog=figure_list(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("figure", metavar="FIGURE", help="figure id (e.g. 003-fig1) or 'all'")
+    p.add_argument("figure", metavar="FIGURE", help="figure id (listed below) or 'all'")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--runs", type=int, default=None,
                    help="Monte-Carlo runs per point (synthetic draws for 002-fig3..8); default: the paper's")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE", help="extra parameter of the figure function")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true",
+                   help="progress bars on stderr even when it is not a terminal (default: only on a terminal)")
     p.set_defaults(func=run)

@@ -137,6 +137,7 @@ def _add_input_arguments(p: Any) -> None:
                    "(default: a local cluster)")
     p.add_argument("--no-map", action="store_true", help="skip map.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true", help="progress bars on stderr even when not a terminal")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -289,6 +290,12 @@ def _run_user_model(args: argparse.Namespace, records: Any, bound: float) -> int
     return 0
 
 
+def _progress(args: argparse.Namespace) -> bool:
+    from ..writers.console import progress_wanted  # on stderr: a terminal, or --progress
+
+    return progress_wanted(args.progress or None, quiet=args.quiet)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``dpopt release``: release, write the files into ``--out``, print the summary; 0 on success."""
     from .release import release
@@ -313,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
             time_limit=args.time_limit, target=args.target, target_variance=args.target_variance,
             criterion=args.criterion, confidence=args.confidence, seed=args.seed, columns=columns,
             out_of_range=args.out_of_range, timestamp_unit=args.timestamp_unit,
-            chunksize=args.chunksize, backend=args.backend, client=client, progress=not args.quiet,
+            chunksize=args.chunksize, backend=args.backend, client=client, progress=_progress(args),
         )
         paths = write_report(result, args.out, make_map=not args.no_map, overwrite=args.overwrite)
     except CliError:

@@ -20,6 +20,7 @@ dual is ``+dual``, for ``Ax ≤ u`` it is ``−dual``, for ``Ax == b`` it is ``�
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import math
@@ -33,6 +34,7 @@ import cvxpy as cp
 import cvxpy.settings as cps
 import numpy as np
 
+from .highs import _quiet_stdout
 from .model import LinearModel
 from .result import SolveResult, Status
 
@@ -75,7 +77,10 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             # nested dict: HiGHS option names such as "solver" clash with cvxpy's keywords
-            problem.solve(solver=cp.HIGHS, verbose=verbose, highs_options=opts)
+            # HiGHS prints from C++ (its banner at a process's first Highs(), before any option can
+            # be set): fd 1 goes to /dev/null unless the caller asked for the solver's log
+            with contextlib.nullcontext() if verbose else _quiet_stdout():
+                problem.solve(solver=cp.HIGHS, verbose=verbose, highs_options=opts)
         raw = str(problem.status)
         if caught:
             raw += "; " + "; ".join(str(w.message) for w in caught)

@@ -1,0 +1,264 @@
+"""Hierarchical estimation: :class:`~dpopt.measurements.Measurements` of a tree of nodes →
+:class:`~dpopt.measurements.Estimates` (models/hierarchy.md §6–8). Post-processing only.
+
+1. **GLS** (:func:`dpopt.hierarchy.gls.tree_gls`) of the count, the centred sum and the centred sum
+   of squares separately (their noises are independent), with the exact noise variances of the
+   :class:`~dpopt.measurements.NoiseLaw`\\ s: consistent, unbiased node totals n̂, Ŷ, Ẑ and their
+   variances V_n, V_Y, V_Z.
+2. **Direct mean** μ̂ = U/2 + d̂, d̂ = Ŷ/n̂ clipped to [−U/2, U/2], with the **Fieller** interval
+   {d ∈ [−U/2, U/2] : |Ŷ − d·n̂| ≤ z·√(V_Y + d²·V_n)}: at the truth d_b = Y/R of the bounded data,
+   Ŷ − d_b·n̂ = e_Y − d_b·e_n exactly (no delta method), a zero-mean sum of independent noises of
+   variance V_Y + d_b²·V_n, so the set covers d_b with the probability of that noise staying inside
+   z standard deviations (z from :func:`two_sided_z`). Published as the half-width around μ̂ of the
+   smallest symmetric interval holding the set (U when the set is unbounded or empty).
+3. **Bias of bounding** (the truth of a node is the mean of *all* its records, the estimate that of
+   the kept ones): not identifiable from the measurements under ``user`` (the dropped records are
+   never measured). ``bias_allowance`` κ adds κ·σ̄_v (σ̄_v² the upper end of the node's variance
+   interval) to both half-widths: a public, stated allowance, not a
+   bound; models/hierarchy.md §7 reports the coverage it buys on the benchmark data. The
+   decomposition (item 6) is decided on the noise half-width alone.
+4. **Empirical Bayes** (the published ``mean``): top-down, each node's direct centred mean shrinks
+   toward its parent's published one, m_v = m_p + B_v·(d̂_v − m_p), B_v = τ_l²/(τ_l² + s_v²),
+   s_v² = (V_Y + d̂_v²·V_n)/max(n̂_v, 1)² (delta method), τ_l² the between-sibling variance of level
+   l by the DerSimonian–Laird method of moments on the measurements (never the truth); unmeasured
+   nodes take their parent's value. Interval: the direct interval widened by |m_v − μ̂_v|, so it
+   contains the direct interval and covers whenever it does (per node, not only on average; the
+   normal-prior posterior interval B_v·s_v² under-covered nodes far from their parent in the
+   benchmark, models/hierarchy.md §8).
+5. **Variance** σ̂² = Ẑ/n̂ + U²/8 − d̂²; interval from Fieller intervals of z̄ = Z/R and d (each at
+   half the error probability, Bonferroni); published only where the interval is narrower than
+   the range [0, U²/4], else ``variance_released`` False with the reason (issue 21.2, 23.4).
+6. **Decomposition** (:func:`dpopt.hierarchy.decompose.answer_nodes`): each finest grid is answered
+   by its finest ancestor-or-self whose direct half-width is ≤ ``target``; those nodes are released.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError
+from ..hierarchy.decompose import answer_nodes, published_mask
+from ..hierarchy.gls import tree_gls
+from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
+
+__all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_totals"]
+
+METHOD = "hierarchical"
+#: κ of the bounding-bias allowance κ·σ̂ (module doc item 3; models/hierarchy.md §7)
+DEFAULT_BIAS_ALLOWANCE = 0.5
+
+
+def two_sided_z(confidence: float, family: str) -> float:
+    """Half-width in standard deviations of a two-sided interval at ``confidence``: the normal
+    quantile, or for the Laplace families the larger of it and the Laplace one ln(1/α)/√2 (a
+    single Laplace noise is the heaviest-tailed term a GLS combination of them can hold)."""
+    alpha = 1.0 - float(confidence)
+    z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+    if family.endswith("laplace"):
+        z = max(z, math.log(1.0 / alpha) / math.sqrt(2.0))
+    return z
+
+
+def fieller_interval(num: np.ndarray, den: np.ndarray, v_num: np.ndarray, v_den: np.ndarray, z: float,
+                     half_range: float) -> tuple[np.ndarray, np.ndarray]:
+    """{d ∈ [−h, h] : (num − d·den)² ≤ z²·(v_num + d²·v_den)} as (lo, hi) per node (module doc).
+
+    The quadratic a·d² − 2b·d + c ≤ 0 with a = den² − z²v_den, b = num·den, c = num² − z²v_num:
+    for a > 0 the roots' interval; otherwise the set is unbounded and the whole [−h, h] is returned
+    (conservative hull). Empty intersections return (NaN, NaN).
+    """
+    a = den * den - z * z * v_den
+    b = num * den
+    c = num * num - z * z * v_num
+    disc = b * b - a * c
+    ok = (a > 0) & (disc >= 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.sqrt(np.where(ok, disc, 0.0))
+        lo = np.where(ok, (b - r) / np.where(ok, a, 1.0), -half_range)
+        hi = np.where(ok, (b + r) / np.where(ok, a, 1.0), half_range)
+    empty_q = (a > 0) & (disc < 0)
+    lo, hi = np.clip(lo, -half_range, half_range), np.clip(hi, -half_range, half_range)
+    bad = empty_q | (lo > hi) | ((a > 0) & ((b + r) / np.where(a > 0, a, 1.0) < -half_range)) \
+        | ((a > 0) & ((b - r) / np.where(a > 0, a, 1.0) > half_range))
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
+def gls_totals(m: Measurements) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """GLS estimate and variance of the node totals of ``count``, ``sum`` and ``sumsq``."""
+    parent = m.nodes["parent"].to_numpy()
+    height = m.nodes["level"].to_numpy() if "level" in m.nodes.columns else None
+    out = {}
+    for name in ("count", "sum", "sumsq"):
+        if name not in m.statistics:
+            raise DpoptInputError(f"`measurements` must hold the statistic {name!r} (user model); got {sorted(m.statistics)}")
+        y, v = _measured(m.statistics[name])
+        if name == "count" and "count_pilot" in m.statistics:  # two independent measurements of a node:
+            y2, v2 = _measured(m.statistics["count_pilot"])    # their precision-weighted mean is the BLUE
+            y, v = _combine(y, v, y2, v2)
+        g = tree_gls(parent, y, v, height=height)
+        out[name] = (g.estimate, g.variance)
+    return out
+
+
+def _measured(st) -> tuple[np.ndarray, np.ndarray]:
+    v = st.law.variance()
+    ok = np.isfinite(st.value) & (v > 0)
+    return np.where(ok, st.value, np.nan), np.where(ok, v, np.inf)
+
+
+def _combine(y1, v1, y2, v2):
+    p1, p2 = np.where(np.isfinite(v1), 1.0 / v1, 0.0), np.where(np.isfinite(v2), 1.0 / v2, 0.0)
+    p = p1 + p2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = np.where(p > 0, (np.nan_to_num(y1) * p1 + np.nan_to_num(y2) * p2) / p, np.nan)
+        return y, np.where(p > 0, 1.0 / p, np.inf)
+
+
+def _half_width(point: np.ndarray, lo: np.ndarray, hi: np.ndarray, cap: float) -> np.ndarray:
+    hw = np.maximum(point - lo, hi - point)
+    return np.where(np.isfinite(hw), np.minimum(hw, cap), cap)
+
+
+def _moment_tau2(dev: np.ndarray, s2: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """DerSimonian–Laird-type τ² per level: weighted mean of dev² − s² with weights 1/(s² + τ²),
+    five fixed-point steps from τ² = mean(dev²), floored at 0."""
+    tau2 = np.bincount(groups, weights=dev * dev, minlength=n_groups) / np.maximum(
+        np.bincount(groups, minlength=n_groups), 1)
+    for _ in range(5):
+        w = 1.0 / (s2 + tau2[groups])
+        tau2 = np.maximum(np.bincount(groups, weights=w * (dev * dev - s2), minlength=n_groups)
+                          / np.maximum(np.bincount(groups, weights=w, minlength=n_groups), 1e-300), 0.0)
+    return tau2
+
+
+def _shrink(m: Measurements, d: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Top-down empirical-Bayes shrinkage of the centred means toward the parent (module doc):
+    (shrunk centred mean, τ² per level)."""
+    parent = m.nodes["parent"].to_numpy()
+    level = m.nodes["level"].to_numpy()
+    h = m.bound / 2.0
+    mean = d.copy()
+    top = int(level.max())
+    tau2 = np.zeros(top + 1)
+    for lev in range(top - 1, -1, -1):
+        rows = np.flatnonzero((level == lev) & (parent >= 0))
+        p = parent[rows]
+        ok = np.isfinite(d[rows]) & np.isfinite(s2[rows])  # unmeasured nodes: the parent's value stands
+        dev = np.where(ok, d[rows] - mean[p], 0.0)
+        t2 = _moment_tau2(dev[ok], s2[rows][ok], np.zeros(int(ok.sum()), dtype=np.int64), 1)[0] if ok.any() \
+            else tau2[lev + 1]
+        tau2[lev] = t2
+        B = np.where(ok, t2 / (t2 + np.where(ok, s2[rows], 1.0)), 0.0)
+        mean[rows] = mean[p] + B * dev
+        # posterior variance + squared bias at its moment estimate (1−B)²·τ² (robust to a normal prior failing)
+    return np.clip(mean, -h, h), {"tau2_by_level": tau2.tolist()}
+
+
+def _variance_interval(d_lo, d_hi, zb_lo, zb_hi, U):
+    """σ² = z̄ + U²/8 − d² over the box [d_lo, d_hi] × [z̄_lo, z̄_hi], clipped to [0, U²/4]."""
+    d2_max = np.maximum(d_lo * d_lo, d_hi * d_hi)
+    d2_min = np.where((d_lo <= 0) & (d_hi >= 0), 0.0, np.minimum(d_lo * d_lo, d_hi * d_hi))
+    lo = np.clip(zb_lo + U * U / 8.0 - d2_max, 0.0, U * U / 4.0)
+    hi = np.clip(zb_hi + U * U / 8.0 - d2_min, 0.0, U * U / 4.0)
+    bad = ~np.isfinite(lo) | ~np.isfinite(hi)
+    return np.where(bad, 0.0, lo), np.where(bad, U * U / 4.0, hi)
+
+
+def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarray]:
+    """Direct (GLS) mean and variance with their intervals (module doc, items 2 and 5)."""
+    U = m.bound
+    h = U / 2.0
+    (n, vn), (y, vy), (zz, vz) = tot["count"], tot["sum"], tot["sumsq"]
+    if not math.isclose(float(m.info.get("sumsq_centre", math.nan)), U * U / 8.0):
+        raise DpoptInputError("`measurements.info['sumsq_centre']` must be U^2/8 (sums of squares centred as "
+                              "dpopt.userdp.bounding does)")
+    zs = zz
+    fam = m.statistics["sum"].law.family
+    z = two_sided_z(confidence, fam)
+    z_half = two_sided_z(1.0 - (1.0 - confidence) / 2.0, fam)
+    n_eff = np.maximum(n, 1.0)
+    d = np.clip(y / n_eff, -h, h)
+    lo, hi = fieller_interval(y, n, vy, vn, z, h)
+    mean_hw = _half_width(d, lo, hi, U)
+    dl, dh = fieller_interval(y, n, vy, vn, z_half, h)
+    zl, zh = fieller_interval(zs, n, vz, vn, z_half, U * U / 8.0)
+    zbar = np.clip(zs / n_eff, -U * U / 8.0, U * U / 8.0)
+    var = np.clip(zbar + U * U / 8.0 - d * d, 0.0, U * U / 4.0)
+    vlo, vhi = _variance_interval(dl, dh, zl, zh, U)
+    s2 = (vy + d * d * vn) / n_eff**2
+    return {"n": n, "d": d, "mean_hw": mean_hw, "var": var, "var_lo": vlo, "var_hi": vhi,
+            "var_hw": _half_width(var, vlo, vhi, U * U / 4.0), "s2": s2, "z": np.full(n.shape, z)}
+
+
+def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink) -> pd.DataFrame:
+    U, h = m.bound, m.bound / 2.0
+    table = pd.DataFrame({
+        "node": np.arange(m.n_nodes), "cell": m.nodes["cell"].to_numpy(),
+        "h3_resolution": m.nodes["h3_resolution"].to_numpy(), "slot": m.nodes["slot"].to_numpy(),
+        "slot_ns": m.nodes["slot_ns"].to_numpy(), "released": released,
+        "mean": h + eb, "mean_error_bound": np.where(np.isfinite(dr["d"]), np.minimum(eb_hw, U), U),
+        "mean_direct": h + dr["d"], "mean_direct_error_bound": direct_hw,
+        "variance": np.where(var_ok, dr["var"], np.nan),
+        "variance_error_bound": np.where(var_ok, dr["var_hw"], np.nan),
+        "variance_released": var_ok,
+        "variance_withheld_reason": np.where(var_ok, "", "interval not narrower than the range [0, U^2/4]"),
+        "method": np.where(m.nodes["parent"].to_numpy() < 0, "gls_direct", "gls_eb" if shrink else "gls_direct"),
+        "level": m.nodes["level"].to_numpy(), "count_estimate": dr["n"],
+    })
+    return table[list(ESTIMATE_COLUMNS) + ["level", "count_estimate"]]
+
+
+def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
+                          shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE) -> Estimates:
+    """Measurements of a tree (``user`` model: count, sum, sumsq per node) → Estimates (module doc).
+
+    Parameters
+    ----------
+    measurements : Measurements
+        From :func:`dpopt.userdp.levels.measure_levels` (nodes with ``parent`` and ``level``).
+    confidence : float
+        Confidence of every published interval (default 0.9).
+    target : float, optional
+        τ: a node answers its finest grids when its direct half-width is ≤ τ (default U/10).
+    shrink : bool
+        Publish the empirical-Bayes ``mean`` (default) or the direct one in ``mean`` too.
+    bias_allowance : float
+        κ ≥ 0: both half-widths grow by κ·σ̂ for the bias of contribution bounding (module doc).
+    """
+    m = measurements
+    if not isinstance(m, Measurements):
+        raise DpoptInputError(f"`measurements` must be a Measurements; got {type(m).__name__}")
+    if not (isinstance(confidence, (int, float)) and 0.5 <= float(confidence) < 1.0):
+        raise DpoptInputError(f"`confidence` must be a number in [0.5, 1); got {confidence!r}")
+    tau = m.bound / 10.0 if target is None else float(target)
+    if "level" not in m.nodes.columns:
+        raise DpoptInputError("`measurements.nodes` must have the `level` column of dpopt.hierarchy.tree")
+    U, h = m.bound, m.bound / 2.0
+    dr = _direct(m, gls_totals(m), float(confidence))
+    if shrink:
+        eb, info = _shrink(m, dr["d"], dr["s2"])
+    else:
+        eb, info = np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}
+    kappa = float(bias_allowance)
+    if not (math.isfinite(kappa) and kappa >= 0):
+        raise DpoptInputError(f"`bias_allowance` must be a finite number >= 0; got {bias_allowance!r}")
+    var_ok = (dr["var_hi"] - dr["var_lo"]) < U * U / 4.0
+    sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
+    direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
+    # the EB interval contains the direct one: |m − θ| ≤ |m − μ̂| + |μ̂ − θ| (module doc, item 4)
+    eb_hw = np.abs(eb - dr["d"]) + direct_hw
+    finest = m.finest["node"].to_numpy()
+    ans = answer_nodes(m.nodes["parent"].to_numpy(), finest, dr["mean_hw"], tau)
+    released = published_mask(m.n_nodes, ans)
+    table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink)
+    answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
+                            "node": ans})
+    info = {**info, "target": tau, "nodes_released": int(released.sum()),
+            "z": float(dr["z"][0]), "bias_allowance": kappa,
+            "interval": "Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"}
+    return Estimates(table=table, answers=answers,
+                     confidence=float(confidence), method=METHOD, measurements=m, info=info)

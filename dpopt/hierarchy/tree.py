@@ -1,0 +1,160 @@
+"""The public hierarchy of finest grids as a tree of levels (models/hierarchy.md §1).
+
+A finest grid is (H3 cell at resolution R) × (time slot of length s). The hierarchy is a
+**sequence of levels** 0 (finest) … L−1 (root), each level coarsening *either* space (H3 parent,
+one resolution up: aperture 7) *or* time (a longer slot that is a whole multiple of the previous
+one, aligned at the Unix epoch, UTC) of the level below. Every node of level l then has exactly
+one parent at level l+1, so the nodes form a forest (a tree per root); a product of the two chains
+would be a lattice with two parents per node, which neither the GLS two-pass algorithm nor "the
+coarser ancestor stands for it" can use.
+
+A time level of length ``0`` means "the whole period": one slot from the first slot of the public
+finest list to the end of its last (a public fact when the finest list is public).
+
+Parents of H3 cells are computed by bit operations on the int64 index (vectorised, exact; checked
+against ``h3.cell_to_parent`` in tests/hierarchy/test_tree.py): the resolution field sits at bits
+52–55 and digit r (1 ≤ r ≤ 15) at bits 3·(15 − r) … 3·(15 − r) + 2; the parent at resolution p sets
+the field to p and digits p+1 … 15 to 7 ("unused").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError
+
+__all__ = ["Level", "Hierarchy", "default_levels", "cell_parents", "build_hierarchy", "HOUR_NS", "DAY_NS"]
+
+HOUR_NS = 3_600 * 10**9
+DAY_NS = 24 * HOUR_NS
+_RES_SHIFT = 52
+_RES_MASK = np.int64(0xF) << np.int64(_RES_SHIFT)
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level: H3 resolution and slot length in ns (0: the whole period)."""
+
+    h3_resolution: int
+    slot_ns: int
+
+
+@dataclass(frozen=True, eq=False)
+class Hierarchy:
+    """The node table of the tree built from a public finest list (module doc).
+
+    ``nodes`` columns ``cell``, ``h3_resolution``, ``slot``, ``slot_ns``, ``parent`` (the contract
+    of :mod:`dpopt.measurements`) plus ``level``; rows level by level, finest first, so every
+    parent row is larger than its children's. ``finest_node`` row of each finest grid (input order);
+    ``levels`` the level sequence; ``leaves_under`` per node the number of finest grids below it.
+    """
+
+    nodes: pd.DataFrame
+    finest_node: np.ndarray
+    levels: tuple[Level, ...]
+    leaves_under: np.ndarray
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.levels)
+
+    def level_rows(self, level: int) -> np.ndarray:
+        return np.flatnonzero(self.nodes["level"].to_numpy() == level)
+
+
+def cell_parents(cells: np.ndarray, resolution: int) -> np.ndarray:
+    """H3 parents at ``resolution`` of int64 cells of a finer (or equal) resolution (module doc)."""
+    c = np.asarray(cells, dtype=np.int64)
+    res = (c & _RES_MASK) >> np.int64(_RES_SHIFT)
+    if c.size and (res.min() < resolution):
+        raise DpoptInputError(f"`resolution` must be <= every cell's resolution ({int(res.min())}); got {resolution}")
+    unused = np.int64(0)
+    for r in range(resolution + 1, 16):  # at most 15 constant masks: no loop over cells
+        unused |= np.int64(7) << np.int64(3 * (15 - r))
+    return (c & ~_RES_MASK) | (np.int64(resolution) << np.int64(_RES_SHIFT)) | unused
+
+
+def default_levels(h3_resolution: int, slot_ns: int, *, coarsest_resolution: int | None = None,
+                   slots: tuple[int, ...] = (3 * HOUR_NS, DAY_NS, 0)) -> tuple[Level, ...]:
+    """Two space steps, then time and space alternately: (R, s) → (R−1, s) → (R−2, s) → (R−2, 3 h)
+    → (R−3, 3 h) → (R−3, 1 d) → (R−4, 1 d) → (R−4, period), up to ``coarsest_resolution`` (default
+    max(R − 4, 0)); slot lengths not longer than ``slot_ns`` (or not multiples of the previous) are
+    skipped. The order was chosen among four on the benchmark data (models/hierarchy.md §1)."""
+    R = int(h3_resolution)
+    top = max(R - 4, 0) if coarsest_resolution is None else int(coarsest_resolution)
+    if not 0 <= top <= R:
+        raise DpoptInputError(f"`coarsest_resolution` must be in [0, {R}]; got {coarsest_resolution!r}")
+    times = [t for t in slots if t == 0 or (t > slot_ns and t % slot_ns == 0)]
+    levels = [Level(R, int(slot_ns))]
+    res, s, step = R, int(slot_ns), 0
+    while times or res > top:
+        space = res > top and (step < 2 or step % 2 == 1 or not times)
+        if space:
+            res -= 1
+        else:
+            nxt = times.pop(0)
+            if nxt != 0 and nxt % s != 0:
+                continue
+            s = nxt
+        levels.append(Level(res, s))
+        step += 1
+    return tuple(levels)
+
+
+def _check_levels(levels: tuple[Level, ...]) -> None:
+    for a, b in zip(levels[:-1], levels[1:]):
+        space = b.h3_resolution < a.h3_resolution
+        time = b.slot_ns != a.slot_ns
+        ok_time = b.slot_ns == 0 or (a.slot_ns > 0 and b.slot_ns > a.slot_ns and b.slot_ns % a.slot_ns == 0)
+        if b.h3_resolution > a.h3_resolution or (time and not ok_time) or (a.slot_ns == 0 and b.slot_ns != 0) \
+                or not (space or time):
+            raise DpoptInputError(f"`levels` must coarsen space or time at every step; got {a} -> {b}")
+
+
+def build_hierarchy(cells: np.ndarray, slots: np.ndarray, levels: tuple[Level, ...]) -> Hierarchy:
+    """Node table of the tree over the finest grids (``cells``, ``slots``: int64, at ``levels[0]``)."""
+    levels = tuple(levels)
+    if not levels:
+        raise DpoptInputError("`levels` must hold at least the finest level; got none")
+    _check_levels(levels)
+    cells = np.asarray(cells, dtype=np.int64)
+    slots = np.asarray(slots, dtype=np.int64)
+    if cells.shape != slots.shape or cells.ndim != 1 or cells.size == 0:
+        raise DpoptInputError(f"`cells` and `slots` must be equal-length non-empty 1-d arrays; got {cells.shape}, {slots.shape}")
+    start = int(slots.min())
+    end = int(slots.max()) + int(levels[0].slot_ns)
+    key_c, key_s = cells, slots
+    frames, parents_of_prev, offset = [], None, 0
+    member = None  # per finest grid: row within the current level
+    for li, lev in enumerate(levels):
+        if li > 0:
+            key_c = cell_parents(key_c, lev.h3_resolution)
+            key_s = np.full_like(key_s, start) if lev.slot_ns == 0 else (key_s // lev.slot_ns) * lev.slot_ns
+        keys = np.stack([key_s, key_c], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        if li == 0 and uniq.shape[0] != cells.size:
+            raise DpoptInputError("the finest list holds duplicate (cell, slot) grids")
+        if li > 0:  # parent row of every row of the previous level
+            parent = np.empty(frames[-1].shape[0], dtype=np.int64)
+            parent[member] = offset + inv
+            frames[-1]["parent"] = parent
+        else:
+            finest = inv.copy()
+        member = inv
+        slot_ns = (end - start) if lev.slot_ns == 0 else lev.slot_ns
+        frames.append(pd.DataFrame({"cell": uniq[:, 1], "h3_resolution": lev.h3_resolution, "slot": uniq[:, 0],
+                                    "slot_ns": np.int64(slot_ns), "parent": np.int64(-1), "level": li}))
+        offset += uniq.shape[0]
+    nodes = pd.concat(frames, ignore_index=True)
+    parent = nodes["parent"].to_numpy()
+    base = np.cumsum([0] + [f.shape[0] for f in frames[:-1]])
+    leaves = np.zeros(len(nodes), dtype=np.int64)
+    leaves[: frames[0].shape[0]] = 1
+    for li in range(len(frames) - 1):  # one vectorised pass per level
+        rows = np.arange(base[li], base[li] + frames[li].shape[0])
+        np.add.at(leaves, parent[rows], leaves[rows])
+    return Hierarchy(nodes=nodes, finest_node=finest, levels=levels, leaves_under=leaves)

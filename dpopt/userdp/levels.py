@@ -1,0 +1,352 @@
+"""Measure every level of the public hierarchy under the ``user`` model (models/hierarchy.md §2–3).
+
+From the **bounded** contributions (:mod:`.bounding`: ≤ k listed finest grids per user, ≤ c records
+per kept (user, grid), lattice terms) every finest grid has exact integer sums R_g, Y_g, Z_g; a
+node's sums are the exact sums over the finest grids below it. Every level l of the tree
+(:mod:`dpopt.hierarchy.tree`) is one query on the data: the noisy vectors ñ_l, Ỹ_l, Z̃_l over all of
+the level's nodes, with the mechanisms of :mod:`.mechanism`.
+
+**Sensitivity of level l** (add/remove one user; proof in models/hierarchy.md §3). The user's kept
+finest grids put m_i ≥ 0 of them under node i, Σ_i m_i ≤ k and m_i ≤ a_i (the number of listed
+finest grids under node i, public); node i's count moves by ≤ c·m_i, its sums by ≤ c·m_i·(H_Y, H_Z).
+Hence ℓ1 = k·c·(1, H_Y, H_Z) at every level (merging grids does not cancel anything: all changes of
+one user have the same sign), and ℓ2² = c²·(1, H_Y², H_Z²)·M_l with
+M_l = max Σ m_i² over {Σ m_i ≤ k, 0 ≤ m_i ≤ a_i}, attained by filling the largest a_i first
+(Σ m_i² is Schur-convex and the greedy vector majorises every feasible one): M_0 = min(k, G) at the
+finest level, M_l = k² once one node holds ≥ k finest grids.
+
+**Two phases** (models/hierarchy.md §2, §4): phase 1 measures pilot counts at every level; from
+them (post-processing) :func:`first_level_score` picks the finest level worth measuring and
+:func:`answer_shares` the levels' budget shares; phase 2 measures counts, sums and sums of squares
+at the chosen levels. Within a level :func:`.split.split_budget` splits count / sum / sum of squares.
+
+**Composition.** Every (level, statistic) is a separate query on the same data: basic composition
+(ε = Σ ε_{l,s}) under Laplace, ρ = Σ ρ_{l,s} under the Gaussian (Bun–Steinke Lemma 2.3); phase 2's
+budgets depend on phase-1 outputs only (adaptive composition, same total).
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
+from ..hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
+from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
+from ..noise import epsilon_rational, integer_source
+from ..records.aggregate import Aggregate
+from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values
+from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
+from .partitions import PartitionList, match_partitions, read_partitions
+from .sensitivity import sqrt_up
+from .split import split_budget
+
+#: share of the count budget spent on the phase-1 pilot counts of every level
+PILOT_SHARE = 0.5
+STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
+
+__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "answer_shares", "node_sums", "random_ranks",
+           "measure_levels"]
+
+
+@dataclass(frozen=True)
+class LevelSensitivity:
+    """Sensitivities of one level's (R, Y, Z) vectors in lattice units (module doc); ``merge`` = M_l."""
+
+    count_l1: int
+    sum_l1_units: int
+    sumsq_l1_units: int
+    merge: int
+    count_l2: float
+    sum_l2_units: float
+    sumsq_l2_units: float
+
+
+def max_merge_square(capacities: np.ndarray, k: int) -> int:
+    """M = max Σ m_i² over integers 0 ≤ m_i ≤ a_i with Σ m_i ≤ k: fill the largest a_i first."""
+    a = np.sort(np.asarray(capacities, dtype=np.int64))[::-1]
+    m = np.minimum(a, np.maximum(k - np.concatenate([[0], np.cumsum(a)[:-1]]), 0))
+    return int(np.sum(m.astype(object) ** 2))
+
+
+def level_sensitivity(capacities: np.ndarray, k: int, c: int, half_sum: int, half_sumsq: int) -> LevelSensitivity:
+    """ℓ1 and ℓ2 sensitivities of one level whose nodes hold ``capacities`` listed finest grids."""
+    k = check_positive_int(k, "k")
+    c = check_positive_int(c, "c")
+    M = max_merge_square(capacities, k)
+    return LevelSensitivity(
+        count_l1=k * c, sum_l1_units=k * c * int(half_sum), sumsq_l1_units=k * c * int(half_sumsq), merge=M,
+        count_l2=sqrt_up(c * c * M), sum_l2_units=sqrt_up((c * int(half_sum)) ** 2 * M),
+        sumsq_l2_units=sqrt_up((c * int(half_sumsq)) ** 2 * M))
+
+
+def answer_levels(hw: np.ndarray, level: np.ndarray, parent: np.ndarray, finest: np.ndarray, first: int,
+                  target: float) -> np.ndarray:
+    """Node answering each finest grid if levels ``first`` … root were measured: its finest
+    ancestor at a level ≥ ``first`` with predicted half-width ``hw`` ≤ ``target``, else the root."""
+    ok = (hw <= target) & (level >= first)
+    ans = finest.copy()
+    for _ in range(int(level.max()) + 1):
+        move = ~ok[ans] & (parent[ans] >= 0)
+        ans[move] = parent[ans[move]]
+    return ans
+
+
+def first_level_score(hw: np.ndarray, level: np.ndarray, parent: np.ndarray, finest: np.ndarray,
+                      weight: np.ndarray, first: int, target: float) -> float:
+    """Predicted score of measuring the sums at levels ``first`` … root: the ``weight``-averaged
+    level of the answering node (:func:`answer_levels`), plus the answers' mean hw / 10⁶ to break
+    ties. Lower is better (finer answers)."""
+    ans = answer_levels(hw, level, parent, finest, first, target)
+    w = np.maximum(weight, 0.0) + 1e-9
+    return float(np.sum(w * level[ans]) / np.sum(w) + np.mean(np.minimum(hw[ans], 1e6)) * 1e-6)
+
+
+def answer_shares(level_of_answer: np.ndarray, weight: np.ndarray, first: int, n_levels: int, unit: str) -> np.ndarray:
+    """Budget share of each level: minimise Σ_l w_l/ε_l² (Laplace; Σ_l w_l/ρ_l Gaussian), w_l the
+    ``weight`` of the finest grids level l is predicted to answer (+ 5 % of the largest, so every
+    measured level keeps some budget): ε_l ∝ w_l^(1/3), ρ_l ∝ w_l^(1/2) (Lagrange); 0 below
+    ``first``."""
+    w = np.bincount(level_of_answer, weights=np.maximum(weight, 0.0) + 1e-9, minlength=n_levels)
+    on = np.arange(n_levels) >= first
+    w = np.where(on, w + 0.05 * w[on].max(), 0.0)
+    x = w ** (1.0 / 3.0 if unit == "epsilon" else 0.5)
+    return x / x.sum()
+
+
+def node_sums(hier: Hierarchy, finest_values: np.ndarray) -> np.ndarray:
+    """Exact sums of a per-finest-grid vector (finest-list order) over every node (int64 or float)."""
+    v = np.asarray(finest_values)
+    out = np.zeros(len(hier.nodes), dtype=v.dtype)
+    out[hier.finest_node] = v
+    parent = hier.nodes["parent"].to_numpy()
+    lev = hier.nodes["level"].to_numpy()
+    for li in range(hier.n_levels - 1):  # rows are level-ordered: children before parents
+        rows = np.flatnonzero(lev == li)
+        np.add.at(out, parent[rows], out[rows])
+    return out
+
+
+def _sampler(kind: str, noise: str, seed: int | None) -> NoiseMechanism:
+    if noise == "discrete":
+        src = integer_source(seed)
+        return (DiscreteLaplace if kind == "laplace" else DiscreteGaussian)(src, seeded=seed is not None)
+    rng = np.random.default_rng(seed)
+    return LaplaceSimulation(rng) if kind == "laplace" else GaussianSimulation(rng)
+
+
+def _mechanism(given: NoiseMechanism | None, kind: str, noise: str, seed: int | None) -> NoiseMechanism:
+    noise = check_choice(noise, "noise", ("discrete", "numpy"))
+    mech = given if given is not None else _sampler(kind, noise, seed)
+    unit = "epsilon" if kind == "laplace" else "rho"
+    if getattr(mech, "unit", None) != unit:
+        raise DpoptInputError(f"`noise_mechanism` has unit {getattr(mech, 'unit', None)!r}; mechanism={kind!r} needs {unit!r}")
+    return mech
+
+
+def _used(budget: float, mech: NoiseMechanism) -> float:
+    """The budget the sampler really runs at (exact samplers round down to a multiple of 2^-30)."""
+    return float(epsilon_rational(budget)) if mech.real_release else float(budget)
+
+
+def random_ranks(agg: Aggregate, rng: np.random.Generator, *, mask: np.ndarray) -> np.ndarray:
+    """Rank of every pair among its user's listed pairs by an i.i.d. uniform key alone (−1 off the
+    list): user ℓ keeps a uniformly random k-subset of its listed grids. Like
+    :func:`.bounding.grid_ranks` a rule of each user's own grids and independent keys, so the same
+    privacy argument holds (models/user_level.md §2); unlike ranking by record count it does not
+    favour the grids where a user dwells (for vehicles: where it is slow), which biases the means."""
+    key = rng.random(agg.n_pairs)
+    ok = np.asarray(mask, dtype=bool)
+    order = np.lexsort((key, ~ok, agg.pair_user))
+    users_sorted = agg.pair_user[order]
+    start = np.searchsorted(users_sorted, users_sorted, side="left")
+    rank = np.empty(agg.n_pairs, dtype=np.int64)
+    rank[order] = np.arange(agg.n_pairs) - start
+    rank[~ok] = -1
+    return rank
+
+
+def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: float, bits: int,
+                    rng: np.random.Generator, priority: str = "random") -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+    """(R, Y, Z) per listed finest grid (list order) of the bounded data, and the lattice."""
+    idx, listed = match_partitions(agg, plist)
+    ranks = grid_ranks(agg, rng, mask=listed[agg.pair_grid]) if priority == "count" else \
+        random_ranks(agg, rng, mask=listed[agg.pair_grid])
+    lat = lattice_values(agg, U, granularity_bits=bits)
+    bg = bound_contributions(agg, k=k, c=c, ranks=ranks, lattice=lat)
+    have = idx >= 0
+    out = [np.zeros(len(plist), dtype=np.int64) for _ in range(3)]
+    for o, v in zip(out, (bg.records, bg.sum_q, bg.sumsq_q)):
+        o[have] = v[idx[have]]
+    return out[0], out[1], out[2], lat
+
+
+def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens: list[LevelSensitivity],
+                  stat: str, budgets: np.ndarray, unit_size: float, out: np.ndarray, scale: np.ndarray) -> None:
+    """Noise one statistic at every level with budget > 0 (one query per level); fills ``out`` and
+    ``scale`` (value units) in place."""
+    lev = hier.nodes["level"].to_numpy()
+    for li, b in enumerate(budgets):
+        if b <= 0:
+            continue
+        rows = np.flatnonzero(lev == li)
+        l1 = getattr(sens[li], f"{stat}_l1" if stat == "count" else f"{stat}_l1_units")
+        l2 = getattr(sens[li], f"{stat}_l2" if stat == "count" else f"{stat}_l2_units")
+        out[rows] = unit_size * mech.integer(sums[rows], l1=l1, l2=l2, budget=float(b))
+        scale[rows] = unit_size * mech.scale(l1=l1, l2=l2, budget=float(b))
+
+
+def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], pilot: np.ndarray,
+                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float) -> tuple[int, list, np.ndarray]:
+    """Phase 2's finest measured level (module doc): the candidate with the best
+    :func:`first_level_score`, and the levels' budget shares (:func:`answer_shares`), from the GLS
+    of the phase-1 pilot counts (post-processing)."""
+    from ..hierarchy.gls import tree_gls
+
+    lev = hier.nodes["level"].to_numpy()
+    law_n = NoiseLaw(family, pilot_scale, lattice=1.0 if mech.real_release else 0.0)
+    gls = tree_gls(hier.nodes["parent"].to_numpy(), pilot, law_n.variance(), height=lev)
+    n_hat, v_n = gls.estimate, gls.variance
+    z = NormalDist().inv_cdf(0.95)
+    parent = hier.nodes["parent"].to_numpy()
+    L = hier.n_levels
+    fin = hier.finest_node
+    scores, hws = [], []
+    for first in range(L):
+        b = sum_budget / (L - first)
+        var_y = np.array([NoiseLaw(family, np.array([lam * mech.scale(l1=sens[li].sum_l1_units, l2=sens[li].sum_l2_units,
+                                                                       budget=b)]), lattice=lam if mech.real_release else 0.0
+                                   ).variance()[0] for li in range(L)])
+        hw = z * np.sqrt(var_y[lev] + (U / 2.0) ** 2 * v_n) / np.maximum(n_hat, 1.0)
+        scores.append(first_level_score(hw, lev, parent, fin, n_hat[fin], first, target))
+        hws.append(hw)
+    best = int(np.argmin(scores))
+    ans = answer_levels(hws[best], lev, parent, fin, best, target)
+    return best, scores, answer_shares(lev[ans], n_hat[fin], best, L, mech.unit)
+
+
+def measure_levels(
+    agg: Aggregate,
+    partitions: Any,
+    *,
+    bound: float,
+    bounds: tuple[int, int],
+    epsilon: float | None = None,
+    rho: float | None = None,
+    levels: tuple[Level, ...] | None = None,
+    coarsest_resolution: int | None = None,
+    target: float | None = None,
+    first_level: int | None = None,
+    priority: str = "random",
+    level_split: str = "answers",
+    weight_mean: float = 1.0,
+    weight_variance: float = 1.0,
+    mechanism: str = "laplace",
+    noise: str = "discrete",
+    seed: int | None = None,
+    noise_mechanism: NoiseMechanism | None = None,
+    granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+) -> Measurements:
+    """Noisy count, centred sum and centred sum of squares of the nodes of the public hierarchy
+    over the finest list ``partitions`` (module doc), for fixed public bounds ``bounds`` = (k, c).
+
+    ``epsilon`` (Laplace, pure ε-DP) or ``rho`` (Gaussian, ρ-zCDP): the budget of these statistics
+    (the bounds choice, if any, is accounted by the caller). ``levels`` default
+    :func:`dpopt.hierarchy.tree.default_levels`. ``target`` τ (default U/10) of the level choice;
+    ``first_level`` fixes phase 2's finest measured level. ``priority``: a user keeps a random k of
+    its grids (:func:`random_ranks`) or its top k by count ("count"). ``noise`` "discrete" (exact
+    samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism`` overrides.
+    ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the measured levels.
+    """
+    U, kind = check_bound(bound), check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
+    unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
+    tau = U / 10.0 if target is None else check_nonnegative_float(target, "target")
+    k, c = _check_bounds(bounds)
+    mech = _mechanism(noise_mechanism, kind, noise, seed)
+    plist, hier = _tree(agg, partitions, levels, coarsest_resolution)
+    L = hier.n_levels
+    if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
+        raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
+    check_choice(level_split, "level_split", ("answers", "equal"))
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, np.random.default_rng(seed),
+                                   check_choice(priority, "priority", ("random", "count")))
+    sums, lev = [node_sums(hier, v) for v in (R, Y, Z)], hier.nodes["level"].to_numpy()
+    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
+    split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)
+    family = ("discrete_" if mech.real_release else "") + kind
+    values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
+    b_pilot = np.full(L, PILOT_SHARE * split.count / L)  # phase 1: pilot counts, every level, equal shares
+    _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
+    first, scores, shares = (first_level, [], None) if first_level is not None else _choose_first(
+        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau)
+    if shares is None or level_split == "equal":  # phase 2: levels first … root
+        shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
+    budgets = [shares * share for share in ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
+    for s, (stat, unit_size) in enumerate((("count", 1.0), ("sum", lat.lam), ("sumsq", lat.lam))):
+        _noisy_levels(mech, hier, sums[s], sens, stat, budgets[s], unit_size, values[s], scales[s])
+    return _assemble(agg, plist, hier, mech, family, values, scales, (*budgets, b_pilot), lat, U, k, c,
+                     {"first_level": first, "first_level_scores": scores, "target": tau, "split_rule": split.rule,
+                      "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens]})
+
+
+def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any) -> tuple[PartitionList, Hierarchy]:
+    """The public finest list and the tree over it."""
+    plist = partitions if isinstance(partitions, PartitionList) else read_partitions(
+        partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
+    levels = default_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=coarsest_resolution) \
+        if levels is None else tuple(levels)
+    if not levels or levels[0] != Level(agg.h3_resolution, agg.slot_ns):
+        raise DpoptInputError(f"`levels[0]` must be the aggregate's grid ({agg.h3_resolution}, {agg.slot_ns}); "
+                              f"got {levels[0] if levels else None}")
+    return plist, build_hierarchy(plist.cells, plist.slots, levels)
+
+
+def _check_budget(epsilon: Any, rho: Any, kind: str) -> float:
+    name = "epsilon" if kind == "laplace" else "rho"
+    total = epsilon if kind == "laplace" else rho
+    other = rho if kind == "laplace" else epsilon
+    if total is None or other is not None:
+        raise DpoptInputError(f"give `{name}` (only) with mechanism={kind!r}; got epsilon={epsilon!r}, rho={rho!r}")
+    total = check_nonnegative_float(total, name)
+    if total <= 0:
+        raise DpoptInputError(f"`{name}` must be positive; got {total!r}")
+    return total
+
+
+def _check_bounds(bounds: Any) -> tuple[int, int]:
+    try:
+        k, c = bounds
+    except (TypeError, ValueError):
+        raise DpoptInputError(f"`bounds` must be a (k, c) pair of whole numbers; got {bounds!r}") from None
+    return check_positive_int(k, "bounds[0] (k)"), check_positive_int(c, "bounds[1] (c)")
+
+
+def _assemble(agg, plist, hier, mech, family, values, scales, budgets, lat, U, k, c, extra) -> Measurements:
+    """The :class:`Measurements` (statistics, exact spend recount, public info)."""
+    pieces: dict[str, float] = {}
+    spent = Fraction(0)
+    for name, bs in zip(STAT_NAMES, budgets):
+        for li, b in enumerate(bs):
+            if b > 0:
+                used = _used(float(b), mech)
+                pieces[f"level{li}_{name}"] = used
+                spent += Fraction(used)
+    stats = {}
+    for s, (name, lu) in enumerate(zip(STAT_NAMES, (1.0, lat.lam, lat.lam, 1.0))):
+        sc = np.where(np.isfinite(scales[s]), scales[s], 0.0)
+        stats[name] = Statistic(name, values[s], NoiseLaw(family, sc, lattice=lu if mech.real_release else 0.0))
+    unit = mech.unit
+    spend = BudgetSpend(unit=unit, total=float(spent), pieces=pieces,
+                        epsilon=float(spent) if unit == "epsilon" else None)
+    info = {"k": k, "c": c, "levels": [(lv.h3_resolution, lv.slot_ns) for lv in hier.levels],
+            "granularity": lat.lam, "noise": mech.label, "slot_ns": agg.slot_ns,
+            "h3_resolution": agg.h3_resolution, "sumsq_centre": U * U / 8.0, **extra}
+    finest = pd.DataFrame({"cell": plist.cells, "slot": plist.slots, "node": hier.finest_node})
+    return Measurements(privacy_model="user", bound=U, nodes=hier.nodes, statistics=stats, spend=spend,
+                        centre=U / 2.0, finest=finest, info=info)

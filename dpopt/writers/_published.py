@@ -1,0 +1,212 @@
+"""Read a release as published (release.csv as a DataFrame, summary.json as a dict) into the few
+things every human-facing writer needs: the released nodes with their intervals and time spans, the
+unit, the privacy statement in words and numbers.
+
+Everything here is post-processing of published data: the writers built on it (report.html, the
+print figures, the console summary) cannot leak more than release.csv and summary.json already do.
+Both privacy models are read (``public-occupancy``: :class:`dpopt.release.release.ReleaseSummary`;
+``user``: :class:`dpopt.userdp.release.UserReleaseSummary`), and the multi-resolution release's
+columns (``h3_resolution``, ``slot_end``, ``method``, ``variance_released``,
+``variance_withheld_reason``) are used when present.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["PublishedView", "published_view", "resolve_unit", "privacy_statement", "fmt_number",
+           "released_count", "nice_ticks"]
+
+#: the unit said when nobody gave one
+UNKNOWN_UNIT = "units of the value"
+
+
+def resolve_unit(summary: dict[str, Any], unit: str | None = None) -> tuple[str, bool]:
+    """The unit of the released values and whether it is known: ``unit`` if given, else
+    ``summary["unit"]``, else ("units of the value", False)."""
+    u = unit if unit else summary.get("unit")
+    if u:
+        return str(u), True
+    return UNKNOWN_UNIT, False
+
+
+def fmt_number(x: Any, digits: int = 3) -> str:
+    """A number for people: integers exact (below 10⁶), others to ``digits`` significant digits,
+    no exponent below 10⁶, "–" for missing."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "–"
+    if not math.isfinite(v):
+        return "–"
+    if v == 0:
+        return "0"
+    if not v.is_integer():  # counts stay exact; measurements get ``digits`` significant digits
+        v = float(f"{v:.{digits}g}")
+    if v.is_integer() and abs(v) < 1e6:
+        return f"{int(v):,}"
+    mag = math.floor(math.log10(abs(v)))
+    if mag >= 6:
+        return f"{v:.{digits - 1}e}"
+    dec = max(0, digits - 1 - mag)
+    out = f"{v:,.{dec}f}"
+    return out.rstrip("0").rstrip(".") if "." in out else out
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> tuple[float, float, list[float]]:
+    """A scale [a, b] ⊇ [lo, hi] fitted to the data with round tick marks."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return 0.0, 1.0, [0.0, 1.0]
+    if hi - lo < 1e-12:
+        lo, hi = lo - 1.0, hi + 1.0
+    raw = (hi - lo) / max(n - 1, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = min((s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw), default=10 * mag)
+    a, b = math.floor(lo / step) * step, math.ceil(hi / step) * step
+    return a, b, [float(x) for x in np.arange(a, b + step / 2, step)]
+
+
+def released_count(summary: dict[str, Any]) -> int | None:
+    """Released grids/nodes of either model's summary."""
+    for k in ("released_grids", "grids_released", "released_nodes"):
+        if summary.get(k) is not None:
+            return int(summary[k])
+    return None
+
+
+@dataclass(frozen=True)
+class PublishedView:
+    """The released nodes of a release, one row each (``nodes``: cell, res, t0, t1, slot_label,
+    mean, bound, lo, hi and whatever optional columns were published), the withheld (cell, slot)
+    rows when the table lists them (``withheld``), the time steps of the time control
+    (``steps``, UTC), the unit and the confidence of the intervals."""
+
+    nodes: pd.DataFrame
+    withheld: pd.DataFrame
+    steps: tuple[pd.Timestamp, ...]
+    unit: str
+    unit_known: bool
+    confidence: float
+    bound: float | None
+    slot: pd.Timedelta
+
+    @property
+    def suffix(self) -> str:
+        """" km/h" after a number, or "" when the unit is unknown (said once, not after every number)."""
+        return f" {self.unit}" if self.unit_known else ""
+
+    @property
+    def label(self) -> str:
+        """"(km/h)" after a heading, or "" when the unit is unknown."""
+        return f" ({self.unit})" if self.unit_known else ""
+
+
+def _slot_length(summary: dict[str, Any]) -> pd.Timedelta:
+    try:
+        return pd.Timedelta(str(summary.get("slot") or "1h"))
+    except ValueError:
+        return pd.Timedelta("1h")
+
+
+def _resolutions(cells: pd.Series, table: pd.DataFrame) -> np.ndarray:
+    if "h3_resolution" in table.columns:
+        return table["h3_resolution"].to_numpy(dtype=np.int64)
+    import h3
+
+    return np.array([h3.get_resolution(str(c)) for c in cells], dtype=np.int64)
+
+
+def _times(table: pd.DataFrame, slot: pd.Timedelta) -> tuple[pd.Series, pd.Series]:
+    t0 = pd.to_datetime(table["slot"], utc=True)
+    if "slot_end" in table.columns:
+        t1 = pd.to_datetime(table["slot_end"], utc=True)
+        t1 = t1.where(t1.notna(), t0 + slot)
+    else:
+        t1 = t0 + slot
+    return t0, t1
+
+
+def _normalise(table: pd.DataFrame, summary: dict[str, Any]) -> tuple[pd.DataFrame, pd.Timedelta]:
+    slot = _slot_length(summary)
+    df = table.reset_index(drop=True).copy()
+    df["cell"] = df["cell"].astype(str)
+    df["res"] = _resolutions(df["cell"], df)
+    df["t0"], df["t1"] = _times(df, slot)
+    span = df["t1"] - df["t0"]
+    lab = df["t0"].dt.strftime("%Y-%m-%d %H:%M")
+    end = df["t1"].dt.strftime("%H:%M")
+    df["slot_label"] = lab + "–" + end + " UTC"
+    df.loc[span <= pd.Timedelta(0), "slot_label"] = lab + " UTC"
+    return df, slot
+
+
+def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None = None
+                   ) -> PublishedView:
+    """Read release.csv (as published) and summary.json into a :class:`PublishedView`.
+
+    Rows with ``released`` false (public-occupancy lists every grid) become ``withheld``; the
+    interval of a released mean is ``mean ± mean_error_bound`` cut to the public range [0, bound]
+    (the release already post-processes the mean into it).
+    """
+    from .._validation import DpoptInputError
+
+    for col in ("cell", "slot"):
+        if col not in table.columns:
+            raise DpoptInputError(f"`table` must be release.csv with a {col!r} column; got columns "
+                                  f"{list(table.columns)}")
+    df, slot = _normalise(table, summary)
+    rel = df["released"].astype(bool) if "released" in df.columns else pd.Series(True, index=df.index)
+    nodes = df[rel.to_numpy()].reset_index(drop=True)
+    withheld = df[~rel.to_numpy()][["cell", "res", "t0", "t1", "slot_label"]].reset_index(drop=True)
+    bound = summary.get("bound")
+    bound = float(bound) if bound is not None else None
+    mean = pd.to_numeric(nodes.get("mean"), errors="coerce") if "mean" in nodes else pd.Series(
+        np.nan, index=nodes.index)
+    err = (pd.to_numeric(nodes["mean_error_bound"], errors="coerce") if "mean_error_bound" in nodes
+           else pd.Series(np.nan, index=nodes.index))
+    lo, hi = mean - err, mean + err
+    if bound is not None:
+        lo, hi = lo.clip(lower=0.0), hi.clip(upper=bound)
+    nodes = nodes.assign(mean=mean, bound=err, lo=lo, hi=hi)
+    steps = tuple(sorted(set(pd.concat([nodes["t0"], withheld["t0"]]).tolist())))
+    u, known = resolve_unit(summary, unit)
+    return PublishedView(nodes=nodes, withheld=withheld, steps=steps, unit=u, unit_known=known,
+                         confidence=float(summary.get("confidence", 0.95)), bound=bound, slot=slot)
+
+
+def _epsilon_words(summary: dict[str, Any]) -> str:
+    eps, delta, rho = summary.get("epsilon_total"), summary.get("delta"), summary.get("rho_total")
+    parts = []
+    if summary.get("budget_mode") == "per-grid" and summary.get("epsilon") is not None:
+        parts.append(f"ε = {fmt_number(summary['epsilon'])} per grid "
+                     f"({fmt_number(eps)} in total for a user in the most grids)")
+    elif eps is not None:
+        parts.append(f"ε = {fmt_number(eps)}")
+    if delta:
+        parts.append(f"δ = {float(delta):.3g}")
+    if rho is not None:
+        parts.append(f"ρ = {fmt_number(rho)} (zCDP)")
+    return ", ".join(parts) if parts else "see summary.json"
+
+
+def privacy_statement(summary: dict[str, Any]) -> tuple[str, str]:
+    """(numbers, words): the privacy guarantee as numbers ("ε = 10, δ = 1e-06") and in one or two
+    plain sentences naming what is protected and what is treated as public."""
+    nums = _epsilon_words(summary)
+    model = summary.get("privacy_model", "")
+    if model == "public-occupancy":
+        words = ("Each user's values (e.g. a bus's speeds) are protected over the whole release. "
+                 "Which user was in which hexagon and hour, and how many records they sent, are treated "
+                 "as public — right for positions that are broadcast anyway, not for payments or phones.")
+    elif model == "user":
+        words = ("Everything one user contributed is protected over the whole release: whether they "
+                 "are in the data at all, where and when, and their values. Counts are published "
+                 "only with noise.")
+    else:
+        words = f"Privacy model: {model or 'not stated'}."
+    return nums, words + " A smaller ε means stronger privacy."

@@ -1,0 +1,116 @@
+"""The end-of-run console summary of a release and the one rule for progress bars.
+
+``console_summary`` reads summary.json (either privacy model) and the written paths: a few
+aligned lines naming the unit, never a field that does not apply (no ``epsilon None``), and one
+line saying where report.html is. ``progress_wanted`` is the single decision every command line
+makes before it asks a library for a bar: bars go to stderr (tqdm's default), and only when stderr
+is a terminal or ``--progress`` asks for them; ``--quiet`` and ``--json`` silence them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+import pandas as pd
+
+from ._published import fmt_number, privacy_statement, released_count, resolve_unit
+
+__all__ = ["console_summary", "progress_wanted"]
+
+
+def progress_wanted(requested: bool | None = None, *, quiet: bool = False,
+                    stream: TextIO | None = None) -> bool:
+    """Whether to draw progress bars: ``requested`` True (``--progress``) always; ``quiet`` never;
+    otherwise only when ``stream`` (default ``sys.stderr``, where tqdm writes) is a terminal."""
+    if requested:
+        return True
+    if quiet or requested is False:
+        return False
+    s = sys.stderr if stream is None else stream
+    try:
+        return bool(s.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) -> str | None:
+    conf = f"{float(summary.get('confidence', 0.95)) * 100:.4g} %"
+    if table is not None and "mean_error_bound" in table.columns:
+        rel = table[table["released"].astype(bool)] if "released" in table.columns else table
+        b = pd.to_numeric(rel["mean_error_bound"], errors="coerce").to_numpy(float)
+        b = b[np.isfinite(b)]
+        if len(b):
+            med = float(np.median(b))
+            wide = summary.get("bound") is not None and med >= float(summary["bound"])
+            return (f"mean within ± {fmt_number(med)}{suffix} in the typical cell "
+                    f"(± {fmt_number(b.min())} to ± {fmt_number(b.max())}; {conf})"
+                    + ("; wider than the whole range of the values: no information" if wide else ""))
+    if summary.get("target") is not None:
+        return f"mean within ± {fmt_number(summary['target'])}{suffix} in every published cell ({conf}, target τ)"
+    return None
+
+
+def _report_path(paths: dict[str, Any]) -> Path | None:
+    for key, p in paths.items():
+        if key in ("html", "report_html") or Path(p).name == "report.html":
+            return Path(p)
+    return None
+
+
+def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None, *,
+                    unit: str | None = None, table: pd.DataFrame | None = None,
+                    out: str | Path | None = None) -> str:
+    """The lines printed at the end of ``dpopt release`` (without ``--json``).
+
+    Parameters
+    ----------
+    summary : summary.json as a dict (either privacy model).
+    paths : the files written (name → path, as the folder writers return); the line "report"
+        names report.html when it is among them.
+    unit : unit of the values (else ``summary["unit"]``; else numbers are printed bare and the
+        "values" line says so).
+    table : release.csv as published, for the typical (median) error bound of the mean.
+    out : the output folder, printed first.
+    """
+    u, known = resolve_unit(summary, unit)
+    suffix = f" {u}" if known else ""
+    nums, _words = privacy_statement(summary)
+    n = released_count(summary)
+    rows: list[tuple[str, str]] = []
+    if out is not None:
+        rows.append(("out", str(Path(out).resolve())))
+    cells = f"{n:,} cells" if n is not None else "cells"
+    shape = f"H3 resolution {summary['h3_resolution']} × {summary['slot']} slots" if (
+        summary.get("h3_resolution") is not None and summary.get("slot")) else ""
+    withheld = summary.get("withheld_grids")
+    rows.append(("published", f"{cells} ({shape})" + (f", {int(withheld):,} withheld" if withheld else "")))
+    model = summary.get("privacy_model")
+    mech = summary.get("mechanism")
+    scope = "" if summary.get("budget_mode") == "per-grid" else " for every user over the whole release"
+    detail = ", ".join(x for x in (model and f"{model} model", mech and f"{mech.capitalize()} noise") if x)
+    rows.append(("privacy", f"{nums}{scope}" + (f" ({detail})" if detail else "")))
+    acc = _accuracy(summary, table, suffix)
+    if acc:
+        rows.append(("accuracy", acc))
+    bound = summary.get("bound")
+    if bound is not None:
+        rows.append(("values", f"in 0 to {fmt_number(bound)}{suffix}" if known else
+                     f"in 0 to {fmt_number(bound)} (no unit given)"))
+    if summary.get("plan_status") not in (None, "optimal"):
+        gap = summary.get("plan_gap")
+        rows.append(("plan", f"{summary.get('plan')} ({str(summary['plan_status']).replace('_', ' ')}"
+                     + (f", gap {gap:.1%})" if isinstance(gap, (int, float)) and np.isfinite(gap) else ")")))
+    files = sorted(Path(p).name for p in (paths or {}).values()
+                   if "diagnostics" not in Path(p).parts)
+    if files:
+        rows.append(("files", ", ".join(files)))
+    if any("diagnostics" in Path(p).parts for p in (paths or {}).values()):
+        rows.append(("diagnostics", "diagnostics/ is for the data holder only: NOT for publication"))
+    rep = _report_path(paths or {})
+    if rep is not None:
+        rows.append(("report", f"open {rep} in a browser"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n"

@@ -1,0 +1,597 @@
+"""report.html: one self-contained page (inline SVG, CSS and JS; no CDN, no network at view time)
+that a manager reads in a minute and an analyst uses to look a value up.
+
+It takes only what is published — release.csv as a DataFrame and summary.json as a dict — so it is
+post-processing of DP outputs and public data and cannot reveal more than those files. Every string
+taken from the data (cell ids, column values, summary fields) is HTML-escaped; the page's script
+reads only attributes the server wrote and sets text with ``textContent``.
+
+Sections: the one-minute summary (what, privacy in words and numbers, accuracy in the data's unit,
+what was withheld and why, how to get more coverage); the map of released nodes (H3 hexagons at
+their own resolution, coloured by value on a scale fitted to the released values, a second panel
+coloured by the interval's half-width, hover = value ± interval, a time control over the slots);
+the coverage–accuracy frontier with τ in one sentence; the sortable table; the methods appendix.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._published import (PublishedView, fmt_number, nice_ticks, privacy_statement, published_view,
+                         released_count)
+
+__all__ = ["render_html", "write_html_report"]
+
+_E = html.escape
+#: viridis, 9 stops (value panel) and a light-to-dark orange ramp (uncertainty panel)
+_VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30",
+            "#fde725"]
+_UNCERT = ["#fff5eb", "#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#a63603",
+           "#7f2704"]
+_W = 520.0  # map panel width in SVG units
+
+
+def _ramp(stops: list[str], t: np.ndarray) -> list[str]:
+    """Colours of ``t`` in [0, 1] by linear interpolation between ``stops`` (NaN → grey)."""
+    rgb = np.array([[int(s[i:i + 2], 16) for i in (1, 3, 5)] for s in stops], dtype=float)
+    pos = np.clip(np.nan_to_num(t, nan=0.0), 0, 1) * (len(stops) - 1)
+    i = np.minimum(pos.astype(int), len(stops) - 2)
+    f = (pos - i)[:, None]
+    c = np.rint(rgb[i] * (1 - f) + rgb[i + 1] * f).astype(int)
+    out = [f"#{r:02x}{g:02x}{b:02x}" for r, g, b in c]
+    return [("#bbbbbb" if not np.isfinite(v) else col) for v, col in zip(t, out)]
+
+
+class _Projection:
+    """Equirectangular projection (x = lng·cos φ₀, y = −lat) fitted into a ``_W``-wide panel."""
+
+    def __init__(self, cells: list[str], focus: list[str] | None = None, margin: float = 0.15):
+        import h3
+
+        self.rings = {c: np.array(h3.cell_to_boundary(c), dtype=float) for c in cells}
+        fit = [self.rings[c] for c in (focus or cells)]
+        allp = np.concatenate(fit) if fit else np.zeros((1, 2))
+        pad = margin * np.ptp(allp, axis=0).max()
+        allp = np.vstack([allp, allp.min(axis=0) - pad, allp.max(axis=0) + pad])
+        self.k = math.cos(math.radians(float(allp[:, 0].mean())))
+        x, y = allp[:, 1] * self.k, -allp[:, 0]
+        self.x0, self.y0 = x.min(), y.min()
+        xs, ys = max(x.max() - self.x0, 1e-9), max(y.max() - self.y0, 1e-9)
+        self.s = min((_W - 20) / xs, (1.3 * _W - 20) / ys)
+        self.width = float(xs * self.s + 20)
+        self.height = float(ys * self.s + 20)
+
+    def xy(self, latlng: np.ndarray) -> np.ndarray:
+        return np.c_[(latlng[:, 1] * self.k - self.x0) * self.s + 10,
+                     (-latlng[:, 0] - self.y0) * self.s + 10]
+
+    def path(self, cell: str) -> str:
+        p = self.xy(self.rings[cell])
+        return "M" + "L".join(f"{a:.1f},{b:.1f}" for a, b in p) + "Z"
+
+
+def _basemap_paths(basemap: dict[str, Any] | None, proj: _Projection) -> str:
+    """Thin grey lines of a GeoJSON FeatureCollection (LineString, MultiLineString, Polygon,
+    MultiPolygon; coordinates [lng, lat]) given by the user; nothing is fetched."""
+    if not basemap:
+        return ""
+    out = []
+    for feat in basemap.get("features", []):
+        geom = feat.get("geometry") or {}
+        kind, coords = geom.get("type"), geom.get("coordinates") or []
+        lines = {"LineString": [coords], "MultiLineString": coords, "Polygon": coords,
+                 "MultiPolygon": [r for poly in coords for r in poly]}.get(kind, [])
+        for line in lines:
+            a = np.asarray(line, dtype=float)
+            if a.ndim == 2 and len(a) >= 2:
+                p = proj.xy(a[:, ::-1])
+                out.append("M" + "L".join(f"{x:.1f},{y:.1f}" for x, y in p))
+    return f'<g class="basemap"><path d="{" ".join(out)}"/></g>'
+
+
+# ----------------------------------------------------------------------------- text helpers
+
+def _sq(view: PublishedView) -> str:
+    return f" ({view.unit})²" if view.unit_known else ""
+
+
+def _pm(x: Any, view: PublishedView) -> str:
+    return f"± {fmt_number(x)}{view.suffix}"
+
+
+def _conf(view: PublishedView) -> str:
+    return f"{view.confidence * 100:.4g} %"
+
+
+def _is_true(v: Any) -> bool:
+    return str(v).strip().lower() in ("true", "1", "1.0", "yes")
+
+
+def _tip(row: pd.Series, view: PublishedView) -> str:
+    """Hover text of one released node (plain text; escaped when written)."""
+    lines = [f"{row['cell']} · H3 resolution {int(row['res'])} · {row['slot_label']}",
+             f"mean {fmt_number(row['mean'])}{view.suffix} {_pm(row['bound'], view)} "
+             f"({_conf(view)} interval {fmt_number(row['lo'])} to {fmt_number(row['hi'])})"]
+    if "variance" in row.index:
+        if "variance_released" in row.index and not _is_true(row["variance_released"]):
+            why = row.get("variance_withheld_reason")
+            lines.append("variance withheld" + (f": {why}" if isinstance(why, str) and why else ""))
+        elif pd.notna(row["variance"]):
+            vb = row.get("variance_error_bound")
+            lines.append(f"variance {fmt_number(row['variance'])}{_sq(view)} ± {fmt_number(vb)}")
+    pub = [f"{lab} {int(row[c])}" for c, lab in (("n_users", "users"), ("n_records", "records"))
+           if c in row.index and pd.notna(row[c])]
+    if pub:
+        lines.append(" · ".join(pub) + " (public)")
+    if "noisy_count" in row.index and pd.notna(row["noisy_count"]):
+        lines.append(f"noisy record count {fmt_number(row['noisy_count'])} (DP)")
+    if "method" in row.index and isinstance(row["method"], str):
+        lines.append(f"estimate: {row['method']}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- one-minute summary
+
+def _what(view: PublishedView, summary: dict[str, Any]) -> str:
+    import h3
+
+    n = len(view.nodes)
+    res = sorted(set(view.nodes["res"].tolist()) | set(view.withheld["res"].tolist()))
+    size = ", ".join(f"resolution {r} (≈ {2 * h3.average_hexagon_edge_length(r, 'km'):.2g} km across)"
+                     for r in res)
+    grids = summary.get("grids")
+    of = f" of the {int(grids):,} with data" if grids else ""
+    span = ""
+    if view.steps:
+        span = (f", {view.steps[0]:%Y-%m-%d %H:%M} to {(view.steps[-1] + view.slot):%Y-%m-%d %H:%M} UTC"
+                f" in {_E(str(summary.get('slot', '')))} slots")
+    what = "mean" + (" and variance" if "variance" in view.nodes.columns else "")
+    src = ""
+    if summary.get("records") and summary.get("users"):
+        src = f" from {int(summary['records']):,} records of {int(summary['users']):,} users"
+    return (f"<li><b>What:</b> the {what} of the value in <b>{n:,}</b> hexagon × time-slot cells{of}"
+            f"{_E(src)} (H3 hexagons, {_E(size)}{span}).</li>")
+
+
+def _accuracy(view: PublishedView) -> str:
+    b = view.nodes["bound"].to_numpy(float)
+    b = b[np.isfinite(b)]
+    if not len(view.nodes):
+        return "<li><b>Accuracy:</b> nothing was published, so there is no value to be accurate.</li>"
+    if not len(b):
+        return "<li><b>Accuracy:</b> no error bounds were published.</li>"
+    unit = _E(view.unit)
+    txt = (f"<li><b>Accuracy:</b> a published mean is within <b>± {fmt_number(np.median(b))} {unit}</b> "
+           f"of the true mean in the typical cell (median; from ± {fmt_number(b.min())} to "
+           f"± {fmt_number(b.max())} {unit}), with {_conf(view)} probability")
+    if view.bound is not None:
+        wide = int(((view.nodes["lo"] <= 0) & (view.nodes["hi"] >= view.bound)).sum())
+        txt += f". Values lie in 0 to {fmt_number(view.bound)} {unit}"
+        if wide:
+            txt += (f"; <b>{wide:,}</b> cell(s) have an interval as wide as that whole range — "
+                    "read them as “no information”")
+    return txt + ". Hover a hexagon for its own interval.</li>"
+
+
+def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
+    model = summary.get("privacy_model")
+    out = []
+    nw = summary.get("withheld_grids", len(view.withheld) or None)
+    if model == "public-occupancy" and nw:
+        tau = summary.get("target")
+        why = (f"at this budget their mean could not be published within ± {fmt_number(tau)} "
+               f"{_E(view.unit)} (the target τ)" if tau is not None else
+               "the plan kept no contribution in them")
+        out.append(f"<b>{int(nw):,}</b> cells were withheld: {why}. Publishing them would publish "
+                   "noise, not information.")
+    elif model == "user":
+        if summary.get("selection_threshold") is not None:
+            out.append("Cells were selected privately: a cell is published only if its noisy number "
+                       "of users passed a threshold, so rare cells cannot reveal anyone; the others "
+                       "are not listed at all.")
+        else:
+            out.append("Only the cells of the public list of partitions given were considered; cells "
+                       "outside it are not published.")
+    if "variance_released" in view.nodes.columns:
+        nv = int((~view.nodes["variance_released"].map(_is_true)).sum())
+        if nv:
+            out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld because its "
+                       "interval was wider than its range (see the table's reason column).")
+    if not out:
+        return ""
+    return "<li><b>Withheld:</b> " + " ".join(out) + "</li>"
+
+
+def _more(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
+    tips = []
+    if frontier and summary.get("target") is not None:
+        tau, cov = np.asarray(frontier.get("tau", []), float), np.asarray(frontier.get("coverage", []), float)
+        bigger = [(t, c) for t, c in zip(tau, cov) if t > float(summary["target"]) * 1.0001][:2]
+        if bigger:
+            tips.append("accept a larger error: " + "; ".join(
+                f"± {fmt_number(t)} {_E(view.unit)} would publish about {int(c):,} cells" for t, c in bigger)
+                + " (<code>--target</code>)")
+    res = int(view.nodes["res"].min()) if len(view.nodes) else int(summary.get("h3_resolution", 7))
+    tips.append(f"use larger hexagons (<code>--h3-resolution {max(res - 1, 0)}</code>) or longer time "
+                "slots (<code>--slot 2h</code>), so that more users share a cell")
+    tips.append("a larger total ε (weaker privacy) or data from more users")
+    return "<li><b>For more coverage:</b> " + "; ".join(tips) + ".</li>"
+
+
+def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
+    nums, words = privacy_statement(summary)
+    model = _E(str(summary.get("privacy_model", "")))
+    items = [_what(view, summary),
+             f"<li><b>Privacy:</b> user-level differential privacy, model <i>{model}</i>, "
+             f"<b>{_E(nums)}</b>. {_E(words)}</li>",
+             _accuracy(view), _withheld(view, summary), _more(view, summary, frontier),
+             "<li><b>Look up one value:</b> on the map below, pick the time slot (slider or list), then "
+             "hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
+             "search box. The right-hand map shows how uncertain each hexagon is.</li>"]
+    unit_note = ("" if view.unit_known else
+                 '<p class="note">No unit was given for the values: numbers are in the units of '
+                 "the data.</p>")
+    return ('<section id="summary"><h2>In one minute</h2><ul>' + "".join(items) + "</ul>"
+            + unit_note + "</section>")
+
+
+# ----------------------------------------------------------------------------- map
+
+def _legend(stops: list[str], lo: float, hi: float, ticks: list[float], title: str, gid: str) -> str:
+    w, x0 = 300.0, 10.0
+    g = "".join(f'<stop offset="{i / (len(stops) - 1):.3f}" stop-color="{c}"/>' for i, c in enumerate(stops))
+    tk = "".join(
+        f'<line x1="{x:.1f}" x2="{x:.1f}" y1="26" y2="31"/><text x="{x:.1f}" y="43">{_E(fmt_number(t))}</text>'
+        for t in ticks for x in [x0 + (t - lo) / (hi - lo) * w])
+    return (f'<svg class="legend" viewBox="0 0 {w + 30:.0f} 50" width="{w + 30:.0f}" height="50">'
+            f'<defs><linearGradient id="{gid}">{g}</linearGradient></defs>'
+            f'<text x="{x0}" y="11" class="lt">{_E(title)}</text>'
+            f'<rect x="{x0}" y="15" width="{w}" height="11" fill="url(#{gid})"/>{tk}</svg>')
+
+
+def _epoch(ts: pd.Series) -> np.ndarray:
+    t = pd.to_datetime(ts, utc=True)
+    return ((t - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(seconds=1)).to_numpy(dtype=np.int64)
+
+
+def _panel(view: PublishedView, proj: _Projection, fills: list[str], cls: str, base: str,
+           hatch: np.ndarray | None, svg_id: str) -> str:
+    nodes = view.nodes
+    t0, t1 = _epoch(nodes["t0"]), _epoch(nodes["t1"])
+    w0, w1 = _epoch(view.withheld["t0"]), _epoch(view.withheld["t1"])
+    wh = "".join(
+        f'<path class="withheld" d="{proj.path(c)}" data-t0="{a}" data-t1="{b}" '
+        f'data-tip="{_E(c)} · {_E(lab)}&#10;withheld (not published)"/>'
+        for c, a, b, lab in zip(view.withheld["cell"], w0, w1, view.withheld["slot_label"]))
+    order = np.argsort(nodes["res"].to_numpy(), kind="stable")  # coarse first, fine on top
+    shapes, hatches = [], []
+    for i in order:
+        row = nodes.iloc[i]
+        d = proj.path(row["cell"])
+        shapes.append(f'<path class="{cls}" d="{d}" fill="{fills[i]}" data-i="{i}" data-cell="{_E(row["cell"])}"'
+                      f' data-t0="{t0[i]}" data-t1="{t1[i]}" data-tip="{_E(_tip(row, view))}"/>')
+        if hatch is not None and hatch[i]:
+            hatches.append(f'<path class="hatch" d="{d}" data-t0="{t0[i]}" data-t1="{t1[i]}"/>')
+    defs = ('<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+            'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#fff" '
+            'stroke-width="2"/></pattern></defs>') if hatch is not None else ""
+    return (f'<svg id="{svg_id}" class="map" viewBox="0 0 {proj.width:.0f} {proj.height:.0f}" '
+            f'role="img">{defs}{base}<g>{wh}</g><g>{"".join(shapes)}</g><g>{"".join(hatches)}</g></svg>')
+
+
+def _map_section(view: PublishedView, basemap: dict[str, Any] | None) -> str:
+    nodes = view.nodes
+    if not len(nodes):
+        return '<section id="map-section"><h2>Map</h2><p>No cell was published.</p></section>'
+    proj = _Projection(sorted(set(nodes["cell"]) | set(view.withheld["cell"])), sorted(set(nodes["cell"])))
+    base = _basemap_paths(basemap, proj)
+    m = nodes["mean"].to_numpy(float)
+    lo, hi, ticks = nice_ticks(np.nanmin(m), np.nanmax(m))
+    fills = _ramp(_VIRIDIS, (m - lo) / (hi - lo))
+    b = nodes["bound"].to_numpy(float)
+    blo, bhi, bticks = nice_ticks(0.0, np.nanmax(b) if np.isfinite(b).any() else 1.0)
+    ufills = _ramp(_UNCERT, (b - blo) / (bhi - blo))
+    full = view.bound if view.bound is not None else (hi - lo)
+    hatch = np.nan_to_num(b, nan=np.inf) > 0.25 * full
+    left = _panel(view, proj, fills, "node", base, hatch, "map-value")
+    right = _panel(view, proj, ufills, "unode", base, None, "map-uncertainty")
+    conf = _conf(view)
+    return f"""<section id="map-section"><h2>Map of the published values</h2>
+<p>Each coloured hexagon is one published cell for the time slot chosen below (the map is zoomed to
+the published cells); hover (or tap) it for its value, interval and resolution. Hatched hexagons are
+uncertain: their {conf} interval is wider than
+± a quarter of the range of values. Grey outlines are cells with data that were withheld.</p>
+<div class="controls"><button type="button" id="prev" aria-label="previous slot">◀</button>
+<input type="range" id="step" min="0" max="{len(view.steps) - 1}" value="0" aria-label="time slot">
+<button type="button" id="next" aria-label="next slot">▶</button>
+<select id="step-pick" aria-label="jump to a time slot"></select>
+<b id="step-label"></b> <span id="step-count"></span></div>
+<div class="panels"><figure><figcaption>Mean{_E(view.label)}</figcaption>{left}
+{_legend(_VIRIDIS, lo, hi, ticks, f"mean{view.label}", "gv")}</figure>
+<figure><figcaption>Uncertainty: ± half-width of the {conf} interval{_E(view.label)}</figcaption>{right}
+{_legend(_UNCERT, blo, bhi, bticks, f"±{view.suffix}", "gu")}</figure></div>
+<div id="tip" role="tooltip" hidden></div></section>"""
+
+
+# ----------------------------------------------------------------------------- frontier
+
+def _frontier_section(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
+    if not frontier or not frontier.get("tau"):
+        return ""
+    tau = np.asarray(frontier["tau"], float)
+    cov = np.asarray(frontier.get("coverage", frontier.get("released", [])), float)
+    ok = np.isfinite(tau) & (tau > 0) & np.isfinite(cov)
+    tau, cov = tau[ok], cov[ok]
+    if len(tau) < 2:
+        return ""
+    W, H, L, B = 560.0, 300.0, 60.0, 40.0
+    lx = np.log10(tau)
+    x = L + (lx - lx.min()) / max(np.ptp(lx), 1e-12) * (W - L - 20)
+    cmax = max(cov.max(), 1.0)
+    y = H - B - cov / cmax * (H - B - 20)
+    pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(x, y))
+    dots = "".join(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3"><title>± {_E(fmt_number(t))}{_E(view.suffix)}: '
+                   f'{int(c)} cells</title></circle>' for a, b, t, c in zip(x, y, tau, cov))
+    chosen = summary.get("target")
+    mark = ""
+    if chosen is not None and chosen > 0:
+        cx = L + (math.log10(chosen) - lx.min()) / max(np.ptp(lx), 1e-12) * (W - L - 20)
+        mark = (f'<line class="chosen" x1="{cx:.1f}" x2="{cx:.1f}" y1="20" y2="{H - B}"/>'
+                f'<text x="{cx + 4:.1f}" y="32">chosen τ = {_E(fmt_number(chosen))}{_E(view.suffix)}</text>')
+    xt = "".join(f'<text x="{a:.1f}" y="{H - B + 16}" text-anchor="middle">{_E(fmt_number(t, 2))}</text>'
+                 for a, t in list(zip(x, tau))[::3])
+    yt = "".join(f'<text x="{L - 6}" y="{H - B - c / cmax * (H - B - 20) + 4:.1f}" text-anchor="end">'
+                 f'{int(c)}</text>' for c in np.unique(np.linspace(0, cmax, 5).round()))
+    conf = _conf(view)
+    crit = ("noise only" if summary.get("criterion", "noise") == "noise"
+            else "clipping bias plus noise")
+    return f"""<section id="frontier"><h2>Coverage against accuracy</h2>
+<p><b>τ (tau) is the accuracy target:</b> a cell is published only if its mean is within
+± τ{_E(view.suffix)} of the true mean with {conf} probability ({crit}); a smaller τ gives more accurate
+values but fewer published cells.</p>
+<svg viewBox="0 0 {W:.0f} {H:.0f}" class="chart" role="img">
+<line x1="{L}" y1="{H - B}" x2="{W - 10}" y2="{H - B}" class="axis"/><line x1="{L}" y1="20" x2="{L}"
+ y2="{H - B}" class="axis"/>{xt}{yt}
+<text x="{(W + L) / 2:.0f}" y="{H - 6}" text-anchor="middle">τ{_E(view.label)} (log scale)</text>
+<text x="14" y="{(H - B) / 2:.0f}" transform="rotate(-90 14 {(H - B) / 2:.0f})" text-anchor="middle">cells published</text>
+{mark}<polyline points="{pts}" class="line"/>{dots}</svg>
+<p class="note">Computed from public information before any noise was drawn; the chosen τ is
+{_E(_chosen_by(summary, frontier))}.</p></section>"""
+
+
+def _chosen_by(summary: dict[str, Any], frontier: dict[str, Any]) -> str:
+    knee, chosen = frontier.get("knee"), summary.get("target")
+    if knee is not None and chosen is not None and math.isclose(float(knee), float(chosen), rel_tol=1e-9):
+        return "the knee of this curve, chosen by a fixed rule from public counts (methods appendix)"
+    return "the target given by the data holder"
+
+
+# ----------------------------------------------------------------------------- table
+
+def _table_columns(view: PublishedView) -> list[tuple[str, str, Any]]:
+    """(header, kind, getter) of the table's columns that the release published."""
+    n, u = view.nodes.columns, view.label
+    cols: list[tuple[str, str, Any]] = [
+        ("cell", "s", lambda r: r["cell"]), ("resolution", "n", lambda r: r["res"]),
+        ("time slot (UTC)", "s", lambda r: r["slot_label"]),
+        (f"mean{u}", "n", lambda r: r["mean"]), (f"± ({_conf(view)})", "n", lambda r: r["bound"]),
+        ("interval", "s", lambda r: f"{fmt_number(r['lo'])} – {fmt_number(r['hi'])}")]
+    if "variance" in n:
+        sq = _sq(view)
+        cols.append((f"variance{sq}", "n", lambda r: r["variance"] if (
+            "variance_released" not in n or _is_true(r["variance_released"])) else np.nan))
+        if "variance_error_bound" in n:
+            cols.append(("± variance", "n", lambda r: r["variance_error_bound"] if (
+                "variance_released" not in n or _is_true(r["variance_released"])) else np.nan))
+    if "variance_withheld_reason" in n:
+        cols.append(("variance withheld because", "s", lambda r: r["variance_withheld_reason"]
+                     if isinstance(r["variance_withheld_reason"], str) else ""))
+    for c, lab in (("n_users", "users (public)"), ("n_records", "records (public)"),
+                   ("noisy_count", "records (noisy)"), ("method", "estimate")):
+        if c in n:
+            cols.append((lab, "n" if c != "method" else "s", lambda r, c=c: r[c]))
+    return cols
+
+
+def _table_section(view: PublishedView) -> str:
+    cols = _table_columns(view)
+    head = "".join(f'<th data-k="{k}" tabindex="0">{_E(h)}</th>' for h, k, _ in cols)
+    order = view.nodes.sort_values(["t0", "cell"]).index
+    rows = []
+    for i in order:
+        r = view.nodes.loc[i]
+        cells = []
+        for _h, k, get in cols:
+            v = get(r)
+            if k == "n":
+                fv = pd.to_numeric(pd.Series([v]), errors="coerce").iloc[0]
+                txt = fmt_number(fv) if pd.notna(fv) else "–"
+                cells.append(f'<td data-v="{"" if pd.isna(fv) else repr(float(fv))}">{_E(txt)}</td>')
+            else:
+                cells.append(f"<td>{_E(str(v) if pd.notna(v) else '')}</td>")
+        rows.append(f'<tr data-i="{i}">{"".join(cells)}</tr>')
+    return (f'<section id="values"><h2>Published values</h2><p>Click a column to sort, a row to show '
+            f'its hexagon on the map. <input type="search" id="find" placeholder="find a cell id" '
+            f'aria-label="find a cell"></p><div class="scroll"><table id="table"><thead><tr>{head}</tr>'
+            f'</thead><tbody>{"".join(rows)}</tbody></table></div></section>')
+
+
+# ----------------------------------------------------------------------------- methods appendix
+
+_TERMS = [
+    ("seed 002", "Rameshwar & Tandon, “On Improving the Composition Privacy Loss in Differential Privacy "
+                 "for Fixed Estimation Error” (arXiv 2405.06261): the public-occupancy model, per-grid "
+                 "worst-case error and suppression of (user, grid) contributions."),
+    ("knee rule", "Without a target τ, dpopt takes the knee of the coverage-against-τ curve (Kneedle, "
+                  "Satopää et al. 2011): the τ farthest from the straight line joining the curve's ends "
+                  "(τ on a log scale); the exact rule is the knee_rule field below."),
+    ("CKS sampler", "Exact discrete Laplace and Gaussian noise of Canonne, Kamath & Steinke, “The Discrete "
+                    "Gaussian for Differential Privacy” (NeurIPS 2020), fed by the OS CSPRNG: safe against "
+                    "floating-point attacks."),
+    ("CLIP mechanism", "Each user's records in a cell are clipped to the public range and capped in number "
+                       "so that one user's influence (the sensitivity) is bounded before noise is added."),
+]
+
+
+def _methods_section(summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
+    terms = "".join(f"<dt>{_E(t)}</dt><dd>{_E(d)}</dd>" for t, d in _TERMS)
+    flat = {k: v for k, v in summary.items() if k != "frontier" and v is not None}
+    if frontier and frontier.get("knee_rule"):
+        flat["knee_rule"] = frontier["knee_rule"]
+    rows = "".join(
+        f"<tr><th>{_E(str(k))}</th><td>{_E(fmt_number(v) if isinstance(v, float) else str(v))}</td></tr>"
+        for k, v in flat.items())
+    return (f'<section id="methods"><h2>Methods appendix</h2><details><summary>Terms, papers and every '
+            f'field of summary.json</summary><dl>{terms}</dl><table class="kv">{rows}</table></details>'
+            "</section>")
+
+
+# ----------------------------------------------------------------------------- page
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0;background:#fafafa}
+main{max-width:1120px;margin:0 auto;padding:18px 22px 60px}
+h1{font-size:1.5em;margin:.3em 0}h2{font-size:1.2em;margin:1.4em 0 .4em;border-bottom:1px solid #ddd}
+section{background:#fff;padding:4px 16px 12px;border-radius:6px;box-shadow:0 1px 2px #0001;margin-top:14px}
+#summary li{margin:.35em 0}.note{color:#555;font-size:.92em}code{background:#f1f1f1;padding:0 3px}
+.panels{display:flex;flex-wrap:wrap;gap:12px}.panels figure{margin:0;flex:1 1 440px;min-width:320px}
+figcaption{font-weight:600;margin:4px 0}
+svg.map{width:100%;height:auto;max-height:620px;background:#f6f6f4;border:1px solid #e2e2e2}
+svg.map path.node,svg.map path.unode{stroke:#333;stroke-width:.6;cursor:pointer}
+svg.map path.withheld{fill:none;stroke:#c9c9c9;stroke-width:.5}
+svg.map path.hatch{fill:url(#hatch);pointer-events:none;stroke:none}
+svg.map .basemap path{fill:none;stroke:#b8b8b8;stroke-width:.7}
+svg.map path.hl{stroke:#e00;stroke-width:2.5}
+.legend text{font-size:11px;text-anchor:middle}.legend .lt{text-anchor:start;font-weight:600}
+.legend line{stroke:#333}
+.controls{display:flex;align-items:center;gap:8px;margin:6px 0 10px}.controls input{flex:0 1 360px}
+#tip{position:fixed;z-index:9;background:#222;color:#fff;padding:6px 9px;border-radius:4px;
+font-size:13px;white-space:pre-line;pointer-events:none;max-width:420px}
+.chart{width:100%;max-width:640px;height:auto}.chart text{font-size:11px}.chart .axis{stroke:#444}
+.chart .line{fill:none;stroke:#2c728e;stroke-width:2}.chart circle{fill:#2c728e}
+.chart .chosen{stroke:#d94801;stroke-dasharray:4 3}
+.scroll{max-height:480px;overflow:auto}table{border-collapse:collapse;font-size:13px}
+#table th{position:sticky;top:0;background:#eee;cursor:pointer;user-select:none}
+th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}td{white-space:nowrap}td[data-v]{text-align:right}
+#table tbody tr:hover{background:#f3f7ff;cursor:pointer}
+th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}table.kv th{font-weight:500;color:#444}
+dt{font-weight:600}dd{margin:0 0 .5em 1em}
+"""
+
+_JS = """
+(function(){'use strict';
+var steps=JSON.parse(document.getElementById('steps-data').textContent);
+var range=document.getElementById('step');if(!range){return;}
+var label=document.getElementById('step-label'),count=document.getElementById('step-count');
+var tip=document.getElementById('tip'),pick=document.getElementById('step-pick');
+steps.forEach(function(s,j){var o=document.createElement('option');o.value=String(j);o.textContent=s.label;pick.appendChild(o);});
+pick.addEventListener('change',function(){show(+pick.value);});
+var shapes=Array.prototype.slice.call(document.querySelectorAll('svg.map [data-t0]'));
+function show(k){k=Math.max(0,Math.min(steps.length-1,k));var t=steps[k].t,n=0;
+ shapes.forEach(function(el){var on=(+el.dataset.t0<=t)&&(t<+el.dataset.t1);
+  el.style.display=on?'':'none';if(on&&el.classList.contains('node')){n++;}});
+ range.value=String(k);pick.value=String(k);label.textContent=steps[k].label;
+ count.textContent='('+n+' published cell'+(n===1?'':'s')+')';}
+range.addEventListener('input',function(){show(+range.value);});
+document.getElementById('prev').addEventListener('click',function(){show(+range.value-1);});
+document.getElementById('next').addEventListener('click',function(){show(+range.value+1);});
+function twins(i){return document.querySelectorAll('svg.map path[data-i="'+i+'"]');}
+function mark(i,on){twins(i).forEach(function(el){el.classList.toggle('hl',on);});}
+document.querySelectorAll('svg.map').forEach(function(svg){
+ svg.addEventListener('mouseover',function(e){var el=e.target;if(!el.dataset||!el.dataset.tip){return;}
+  tip.textContent=el.dataset.tip;tip.hidden=false;if(el.dataset.i!==undefined){mark(el.dataset.i,true);}});
+ svg.addEventListener('mousemove',function(e){tip.style.left=(e.clientX+14)+'px';tip.style.top=(e.clientY+14)+'px';});
+ svg.addEventListener('mouseout',function(e){var el=e.target;tip.hidden=true;
+  if(el.dataset&&el.dataset.i!==undefined){mark(el.dataset.i,false);}});});
+var table=document.getElementById('table');
+if(table){var body=table.tBodies[0];
+ table.querySelectorAll('th').forEach(function(th,c){th.addEventListener('click',function(){
+  var asc=!th.classList.contains('asc');table.querySelectorAll('th').forEach(function(h){h.classList.remove('asc','desc');});
+  th.classList.add(asc?'asc':'desc');var num=th.dataset.k==='n';
+  var rows=Array.prototype.slice.call(body.rows);
+  rows.sort(function(a,b){var x=a.cells[c],y=b.cells[c],r;
+   if(num){var p=x.dataset.v===''?Infinity:+x.dataset.v,q=y.dataset.v===''?Infinity:+y.dataset.v;r=p-q;}
+   else{r=x.textContent.localeCompare(y.textContent);}return asc?r:-r;});
+  rows.forEach(function(r){body.appendChild(r);});});});
+ body.addEventListener('click',function(e){var tr=e.target.closest('tr');if(!tr){return;}
+  var el=document.querySelector('svg.map path.node[data-i="'+tr.dataset.i+'"]');if(!el){return;}
+  var t0=+el.dataset.t0,k=0;steps.forEach(function(s,j){if(s.t<=t0){k=j;}});show(k);
+  document.querySelectorAll('svg.map path.hl').forEach(function(p){p.classList.remove('hl');});mark(tr.dataset.i,true);
+  document.getElementById('map-section').scrollIntoView({behavior:'smooth'});});
+ var find=document.getElementById('find');find.addEventListener('input',function(){var q=find.value.trim().toLowerCase();
+  Array.prototype.forEach.call(body.rows,function(r){r.hidden=q!==''&&r.cells[0].textContent.toLowerCase().indexOf(q)<0;});});}
+show(steps.length?steps[0].start:0);
+})();
+"""
+
+
+def _steps_json(view: PublishedView) -> str:
+    import json
+
+    ts = [int(v) for v in _epoch(pd.Series(list(view.steps), dtype=object))] if view.steps else []
+    labels = [f"{pd.Timestamp(t):%Y-%m-%d %H:%M} UTC" for t in view.steps]
+    counts = [0] * len(ts)
+    t0, t1 = _epoch(view.nodes["t0"]), _epoch(view.nodes["t1"])
+    for j, t in enumerate(ts):
+        counts[j] = int(((t0 <= t) & (t < t1)).sum())
+    start = int(np.argmax(counts)) if counts else 0
+    data = [{"t": t, "label": lab, "start": start} for t, lab in zip(ts, labels)]
+    return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[str, Any] | None = None,
+                basemap: dict[str, Any] | None = None, unit: str | None = None,
+                title: str | None = None) -> str:
+    """The report page as a string (see the module docstring).
+
+    Parameters
+    ----------
+    table : release.csv as published (either privacy model; withheld rows allowed).
+    summary : summary.json as a dict; ``summary["frontier"]`` is used when ``frontier`` is None.
+    frontier : the coverage–accuracy frontier (``tau``, ``coverage``, ``knee``, ``knee_rule``).
+    basemap : optional GeoJSON FeatureCollection (lines/polygons, [lng, lat]) drawn under the
+        hexagons; nothing is ever fetched.
+    unit : unit of the values (else ``summary["unit"]``, else "units of the value").
+    """
+    view = published_view(table, summary, unit=unit)
+    if frontier is None:
+        frontier = summary.get("frontier")
+    n = released_count(summary)
+    head = title or f"Differentially private release: {len(view.nodes):,} published cells"
+    if n is not None and n != len(view.nodes):
+        head += f" (summary.json says {n:,})"
+    body = "".join([
+        _summary_section(view, summary, frontier), _map_section(view, basemap),
+        _frontier_section(view, summary, frontier), _table_section(view),
+        _methods_section(summary, frontier)])
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+            f"<title>{_E(head)}</title><style>{_CSS}</style></head><body><main>"
+            f"<h1>{_E(head)}</h1>{body}</main>"
+            f'<script type="application/json" id="steps-data">{_steps_json(view)}</script>'
+            f"<script>{_JS}</script></body></html>\n")
+
+
+def write_html_report(path: str | Path, table: pd.DataFrame, summary: dict[str, Any], *,
+                      frontier: dict[str, Any] | None = None, basemap: dict[str, Any] | None = None,
+                      unit: str | None = None) -> Path:
+    """Write :func:`render_html` to ``path`` (UTF-8; a directory gets ``report.html``) and return
+    the file's path. Atomic: written beside the target, then renamed."""
+    import os
+    import tempfile
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "report.html"
+    text = render_html(table, summary, frontier=frontier, basemap=basemap, unit=unit)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".report-", suffix=".html")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, p)
+    return p

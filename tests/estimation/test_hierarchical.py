@@ -1,0 +1,171 @@
+"""Hierarchical estimation of the `user` multi-resolution measurements: Fieller intervals, GLS
+consistency, coverage by simulation (against the bounded data's truth), variance withholding."""
+
+import h3
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt.estimation.hierarchical import estimate_hierarchical, fieller_interval, gls_totals
+from dpopt.hierarchy.tree import HOUR_NS, Level
+from dpopt.release.release import aggregate_records
+from dpopt.userdp.levels import _bounded_finest, measure_levels, node_sums
+from dpopt.userdp.partitions import PartitionList
+
+U = 100.0
+LEVELS = (Level(8, HOUR_NS), Level(8, 4 * HOUR_NS), Level(7, 4 * HOUR_NS), Level(6, 0))
+
+
+@pytest.fixture(scope="module")
+def agg():
+    """120 users over 8 res-8 cells (2 res-7 parents) × 8 hours; grid means differ by cell and hour."""
+    rng = np.random.default_rng(7)
+    parents = [h3.latlng_to_cell(30.27, -97.74, 7), h3.latlng_to_cell(30.35, -97.70, 7)]
+    cells = [c for p in parents for c in sorted(h3.cell_to_children(p, 8))[:4]]
+    n = 24000
+    user = rng.integers(0, 120, n)
+    cell = (user % 8 + rng.integers(0, 3, n)) % 8
+    hour = rng.integers(0, 8, n)
+    mu = 20 + 6 * cell + 3 * hour + (user % 5)
+    lat, lng = np.array([h3.cell_to_latlng(cells[i]) for i in cell]).T
+    df = pd.DataFrame({"user_id": user.astype(str), "timestamp": pd.to_datetime(1_441_065_600 + hour * 3600 + rng.integers(0, 3600, n), unit="s", utc=True),
+                       "latitude": lat, "longitude": lng, "value": np.clip(rng.normal(mu, 12), 0, U)})
+    a, _ = aggregate_records(df, bound=U, h3_resolution=8, slot="1h", out_of_range="clip", keep_samples=True)
+    return a
+
+
+def test_bad_inputs_are_one_line_errors(agg):
+    from dpopt import DpoptInputError
+
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    with pytest.raises(DpoptInputError, match="bounds"):
+        measure_levels(agg, plist, bound=U, bounds=(0, 2), epsilon=1.0, noise="numpy", levels=LEVELS)
+    with pytest.raises(DpoptInputError, match="rho"):
+        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, mechanism="gaussian", levels=LEVELS)
+    with pytest.raises(DpoptInputError, match="first_level"):
+        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", levels=LEVELS, first_level=9)
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", levels=LEVELS, seed=0)
+    with pytest.raises(DpoptInputError, match="confidence"):
+        estimate_hierarchical(m, confidence=1.5)
+    with pytest.raises(DpoptInputError, match="bias_allowance"):
+        estimate_hierarchical(m, bias_allowance=-1)
+
+
+def test_fieller_interval_is_the_brute_force_set():
+    rng = np.random.default_rng(0)
+    h = 5.0
+    for _ in range(200):
+        den = rng.uniform(-5, 40)
+        num = rng.uniform(-60, 60)
+        vn, vy = rng.uniform(0.1, 50), rng.uniform(0.1, 500)
+        lo, hi = fieller_interval(np.array([num]), np.array([den]), np.array([vy]), np.array([vn]), 1.645, h)
+        grid = np.linspace(-h, h, 4001)
+        inside = (num - grid * den) ** 2 <= 1.645**2 * (vy + grid**2 * vn)
+        if not inside.any():
+            assert np.isnan(lo[0]) or (den * den - 1.645**2 * vn <= 0)
+            continue
+        assert lo[0] <= grid[inside].min() + 1e-9 and hi[0] >= grid[inside].max() - 1e-9
+        if den * den - 1.645**2 * vn > 0:  # bounded case: exact (up to the scan's step)
+            assert hi[0] - lo[0] <= grid[inside].max() - grid[inside].min() + 2 * (grid[1] - grid[0])
+
+
+def _bounded_truth(agg, m, seed, k, c):
+    plist = PartitionList(cells=m.finest["cell"].to_numpy(), slots=m.finest["slot"].to_numpy())
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, 12, np.random.default_rng(seed), "random")
+    from dpopt.hierarchy.tree import build_hierarchy
+
+    H = build_hierarchy(plist.cells, plist.slots, LEVELS)
+    r, y, z = (node_sums(H, v).astype(float) for v in (R, Y, Z))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = U / 2 + lat.lam * y / r
+        var = lat.lam * z / r + U * U / 8 - (lat.lam * y / r) ** 2
+    return mean, var, r
+
+
+def test_coverage_consistency_and_withholding(agg):
+    """90 % intervals of both means cover the bounded truth on ≥ 90 % of nodes (pooled over seeds),
+    and the test can fail: a good share of intervals is far narrower than the range."""
+    k, c = 3, 2
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    inside_d, inside_e, narrow, n_nodes = 0, 0, 0, 0
+    for seed in range(12):
+        m = measure_levels(agg, plist, bound=U, bounds=(k, c), epsilon=30.0, noise="numpy", seed=seed,
+                           levels=LEVELS, first_level=0)
+        est = estimate_hierarchical(m, confidence=0.9, bias_allowance=0.0)
+        T = est.table
+        truth, var_truth, r = _bounded_truth(agg, m, seed, k, c)
+        ok = r > 0
+        inside_d += int((np.abs(T.mean_direct - truth) <= T.mean_direct_error_bound)[ok].sum())
+        inside_e += int((np.abs(T["mean"] - truth) <= T.mean_error_bound)[ok].sum())
+        narrow += int((T.mean_direct_error_bound < U / 4)[ok].sum())
+        n_nodes += int(ok.sum())
+        # GLS consistency: children's totals sum to the parent's
+        n_hat = gls_totals(m)["count"][0]
+        parent = m.nodes["parent"].to_numpy()
+        sums = np.zeros(len(parent))
+        np.add.at(sums, parent[parent >= 0], n_hat[parent >= 0])
+        inner = np.isin(np.arange(len(parent)), parent)
+        np.testing.assert_allclose(sums[inner], n_hat[inner], rtol=1e-9, atol=1e-6)
+        # variance published exactly where its interval is narrower than [0, U²/4]; released ones in range
+        rel = T.variance_released.to_numpy()
+        assert (T.variance_withheld_reason[~rel] != "").all() and (T.variance_withheld_reason[rel] == "").all()
+        assert T.variance[~rel].isna().all() and (T.variance[rel].between(0, U * U / 4)).all()
+        assert (2 * T.variance_error_bound[rel] >= 0).all()
+        # no holes: every finest grid answered by a released ancestor-or-self
+        assert T.released.to_numpy()[est.answers.node.to_numpy()].all()
+    assert narrow / n_nodes > 0.3
+    assert inside_d / n_nodes >= 0.9
+    assert inside_e / n_nodes >= 0.9
+
+
+def test_spend_and_two_phase_levels(agg):
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, levels=LEVELS)
+    assert m.spend.total <= 1.0 + 1e-12 and m.spend.total == pytest.approx(sum(m.spend.pieces.values()))
+    first = m.info["first_level"]
+    lev = m.nodes["level"].to_numpy()
+    assert np.isfinite(m.statistics["count_pilot"].value).all()
+    assert np.isnan(m.statistics["sum"].value[lev < first]).all()
+    assert np.isfinite(m.statistics["sum"].value[lev >= first]).all()
+    est = estimate_hierarchical(m)
+    from dpopt.measurements import ESTIMATE_COLUMNS
+
+    assert list(est.table.columns[: len(ESTIMATE_COLUMNS)]) == list(ESTIMATE_COLUMNS)
+    assert len(est.answers) == len(plist) and est.confidence == 0.9 and est.method == "hierarchical"
+    assert est.table.loc[lev < first, "released"].eq(False).all()
+    assert est.table.loc[lev < first, "mean_error_bound"].eq(U).all()
+
+
+@pytest.mark.parametrize("mechanism,budget", [("laplace", {"epsilon": 2.0}), ("gaussian", {"rho": 0.5})])
+def test_exact_samplers_end_to_end(agg, mechanism, budget):
+    """Real-release samplers (exact discrete Laplace / Gaussian, seeded here): lattice noise laws,
+    spend ≤ budget, and estimates on every measured node."""
+    plist = PartitionList(cells=agg.cells[:40], slots=agg.slots[:40])
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), mechanism=mechanism, noise="discrete", seed=3,
+                       levels=LEVELS, first_level=1, **budget)
+    assert m.statistics["sum"].law.family == "discrete_" + mechanism
+    assert m.statistics["sum"].law.lattice == 2.0**-12 and m.statistics["count"].law.lattice == 1.0
+    lev = m.nodes["level"].to_numpy()
+    # sums sit on the lattice: value / λ is an integer
+    v = m.statistics["sum"].value[lev >= 1] / 2.0**-12
+    assert np.allclose(v, np.round(v))
+    assert m.spend.unit == ("epsilon" if mechanism == "laplace" else "rho")
+    assert m.spend.total <= next(iter(budget.values()))
+    est = estimate_hierarchical(m)
+    assert np.isfinite(est.table.loc[lev >= 1, "mean_direct"]).all()
+
+
+def test_measurements_are_the_bounded_node_sums_plus_noise(agg):
+    """At a huge ε the noisy statistics equal the exact node sums of the bounded data (wiring:
+    every node gets its own finest grids' sums, in value units)."""
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e7, noise="numpy", seed=5, levels=LEVELS,
+                       first_level=0)
+    R, Y, Z, lat = _bounded_finest(agg, plist, 3, 2, U, 12, np.random.default_rng(5), "random")
+    from dpopt.hierarchy.tree import build_hierarchy
+
+    H = build_hierarchy(plist.cells, plist.slots, LEVELS)
+    for name, v, unit in (("count", R, 1.0), ("count_pilot", R, 1.0), ("sum", Y, lat.lam), ("sumsq", Z, lat.lam)):
+        exact = unit * node_sums(H, v).astype(float)
+        np.testing.assert_allclose(m.statistics[name].value, exact, atol=1e-3 * max(1.0, np.abs(exact).max()) * 1e-3)
+    assert R.sum() > 0 and (R <= 2 * agg.grid_users()[np.arange(len(plist))]).all()

@@ -1,0 +1,68 @@
+"""The end-of-run console summary and the progress-bar rule."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpopt.writers._published import fmt_number
+from dpopt.writers.console import console_summary, progress_wanted
+
+from .conftest import load
+
+
+def _paths(root: Path) -> dict[str, Path]:
+    names = ["release.csv", "summary.json", "report.md", "report.html", "map.png", "diagnostics/kept_pairs.csv"]
+    return {n: root / n for n in names}
+
+
+@pytest.mark.parametrize("model", ["occupancy", "user"])
+def test_summary_names_unit_hides_missing_fields_and_points_to_the_report(model, tmp_path):
+    table, summary = load(model)
+    text = console_summary(summary, _paths(tmp_path), unit="km/h", table=table, out=tmp_path)
+    assert "None" not in text and "nan" not in text
+    assert "km/h" in text
+    assert f"report       open {tmp_path / 'report.html'} in a browser" in text or \
+        f"open {tmp_path / 'report.html'} in a browser" in text.splitlines()[-1]
+    assert sum("report.html" in line for line in text.splitlines()) == 2  # files + report line
+    rel = table[table["released"].astype(bool)]
+    assert f"± {fmt_number(np.median(rel['mean_error_bound']))} km/h in the typical cell" in text
+    assert "ε = 10 for every user over the whole release" in text
+    assert "kept_pairs" not in text and "NOT for publication" in text
+
+
+def test_summary_without_unit_prints_bare_numbers_and_says_so():
+    table, summary = load("occupancy")
+    text = console_summary(summary, {})
+    assert "km/h" not in text and "(no unit given)" in text
+    assert f"± {fmt_number(summary['target'])} in every published cell" in text
+    assert "report" not in text  # no report.html written, no line about it
+
+
+def test_summary_per_grid_mode_and_gaussian_fields():
+    _t, s = load("occupancy")
+    s = dict(s, budget_mode="per-grid", epsilon=0.5, epsilon_total=1.0, mechanism="gaussian",
+             rho_total=0.02, delta=1e-6, plan_status="optimal")
+    text = console_summary(s, {}, unit="km/h")
+    assert "ε = 0.5 per grid" in text and "ρ = 0.02" in text and "δ = 1e-06" in text
+    assert "whole release" not in text and "plan" not in text
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool):
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+def test_progress_only_on_a_terminal_or_when_asked():
+    assert progress_wanted(None, stream=_Stream(True)) is True
+    assert progress_wanted(None, stream=_Stream(False)) is False
+    assert progress_wanted(True, stream=_Stream(False)) is True
+    assert progress_wanted(None, quiet=True, stream=_Stream(True)) is False
+    assert progress_wanted(False, stream=_Stream(True)) is False

@@ -1,0 +1,131 @@
+"""report.html in a real browser: headless Chromium (Debian's ``chromium``) over the DevTools
+protocol. Runs in CI (.ci/run installs chromium); it fails, never skips, when chromium is absent."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from dpopt.writers.html import write_html_report
+
+from ._cdp import Browser, chromium_binary
+from .conftest import load, multires
+
+CASES = {"occupancy": lambda: load("occupancy"), "user": lambda: load("user"), "multires": multires}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert chromium_binary() is not None, "headless Chromium is required: apt-get install -y chromium"
+    with Browser() as b:
+        yield b
+
+
+def _released(t: pd.DataFrame) -> pd.DataFrame:
+    return t[t["released"].astype(bool)].reset_index(drop=True) if "released" in t else t
+
+
+def _num(s: str) -> float:
+    return float(s.replace(",", ""))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_report_in_chromium(browser, tmp_path, case):
+    table, summary = CASES[case]()
+    page = write_html_report(tmp_path / "report.html", table, summary, unit="km/h")
+    browser.open(page)
+    rel = _released(table)
+    assert browser.errors() == []
+    # one shape per released node, on the value map and on the uncertainty map
+    assert browser.eval("document.querySelectorAll('#map-value path.node').length") == len(rel)
+    assert browser.eval("document.querySelectorAll('#map-uncertainty path.unode').length") == len(rel)
+    text = browser.eval("document.documentElement.outerHTML")
+    for cell in rel["cell"]:
+        assert cell in text
+    # hostile strings from the data stay text
+    assert browser.eval("document.querySelectorAll('img, main b + script').length") == 0
+    # hover: the tooltip of a few shapes carries the row's value and interval half-width
+    for i in range(0, len(rel), max(1, len(rel) // 4)):
+        tip = browser.eval(f"""(function(){{var el=document.querySelector('#map-value path.node[data-i="{i}"]');
+            el.dispatchEvent(new MouseEvent('mouseover',{{bubbles:true}}));
+            var t=document.getElementById('tip'); return [t.hidden, t.textContent];}})()""")
+        assert tip[0] is False
+        row = rel.iloc[i]
+        assert tip[1].startswith(row["cell"])
+        m = re.search(r"mean ([\d,.]+) km/h ± ([\d,.]+) km/h", tip[1])
+        assert m, tip[1]
+        assert _num(m.group(1)) == pytest.approx(row["mean"], rel=5e-3, abs=5e-3)
+        assert _num(m.group(2)) == pytest.approx(row["mean_error_bound"], rel=5e-3, abs=5e-3)
+        res = int(row["h3_resolution"]) if "h3_resolution" in row else 7
+        assert f"H3 resolution {res}" in tip[1]
+        if "n_users" in row and pd.notna(row["n_users"]):
+            assert f"users {int(row['n_users'])}" in tip[1]
+
+
+@pytest.mark.parametrize("case", ["occupancy", "multires"])
+def test_time_control_shows_the_slot_nodes(browser, tmp_path, case):
+    table, summary = CASES[case]()
+    browser.open(write_html_report(tmp_path / "r.html", table, summary))
+    rel = _released(table)
+    t0 = pd.to_datetime(rel["slot"], utc=True)
+    end = rel["slot_end"] if "slot_end" in rel else pd.Series(pd.NaT, index=rel.index)
+    t1 = pd.to_datetime(end, utc=True).fillna(t0 + pd.Timedelta(summary["slot"]))
+    n_steps = browser.eval("+document.getElementById('step').max") + 1
+    steps = sorted(set(pd.to_datetime(table["slot"], utc=True)))
+    assert n_steps == len(steps)
+    for k, t in enumerate(steps):
+        shown = browser.eval(f"""(function(){{var r=document.getElementById('step'); r.value='{k}';
+            r.dispatchEvent(new Event('input'));
+            return Array.prototype.filter.call(document.querySelectorAll('#map-value path.node'),
+              function(e){{return e.style.display!=='none';}}).map(function(e){{return e.dataset.cell;}});}})()""")
+        want = rel.loc[((t0 <= t) & (t < t1)).to_numpy(), "cell"]
+        assert sorted(shown) == sorted(want)
+    assert browser.errors() == []
+
+
+def test_table_sorts_by_mean(browser, tmp_path):
+    table, summary = load("occupancy")
+    browser.open(write_html_report(tmp_path / "r.html", table, summary, unit="km/h"))
+    col = browser.eval("""(function(){var ths=document.querySelectorAll('#table th');
+        for(var i=0;i<ths.length;i++){if(ths[i].textContent.indexOf('mean')===0){ths[i].click();return i;}}})()""")
+    vals = browser.eval(f"""Array.prototype.map.call(document.querySelectorAll('#table tbody tr'),
+        function(r){{return +r.cells[{col}].dataset.v;}})""")
+    assert vals == sorted(vals)
+    assert vals == sorted(_released(table)["mean"].tolist())
+    assert browser.errors() == []
+
+
+def test_answer_path_value_in_a_hexagon_at_17h(browser, tmp_path):
+    """"How accurate is the value in this hexagon at 17:00?": pick 17:00 in the list, hover the
+    hexagon, read mean ± half-width; it is the row of release.csv for that cell and hour."""
+    table, summary = load("occupancy")
+    browser.open(write_html_report(tmp_path / "r.html", table, summary, unit="km/h"))
+    got = browser.eval("""(function(){var p=document.getElementById('step-pick');
+        for(var i=0;i<p.options.length;i++){if(p.options[i].textContent.indexOf('2015-09-06 17:00')===0){p.value=p.options[i].value;}}
+        p.dispatchEvent(new Event('change'));
+        var el=Array.prototype.filter.call(document.querySelectorAll('#map-value path.node'),
+            function(e){return e.style.display!=='none';})[0];
+        el.dispatchEvent(new MouseEvent('mouseover',{bubbles:true}));
+        return [el.dataset.cell, document.getElementById('tip').textContent,
+                document.getElementById('step-label').textContent];})()""")
+    cell, tip, label = got
+    assert label == "2015-09-06 17:00 UTC"
+    row = table[(table["cell"] == cell) & (table["slot"] == "2015-09-06T17:00:00Z")].iloc[0]
+    assert bool(row["released"])
+    assert "17:00–18:00 UTC" in tip
+    m = re.search(r"mean ([\d,.]+) km/h ± ([\d,.]+) km/h", tip)
+    assert _num(m.group(1)) == pytest.approx(row["mean"], rel=5e-3)
+    assert _num(m.group(2)) == pytest.approx(row["mean_error_bound"], rel=5e-3)
+    assert browser.errors() == []
+
+
+def test_a_release_with_nothing_published_renders_without_errors(browser, tmp_path):
+    table, summary = load("occupancy")
+    table = table.assign(released=False)
+    page = write_html_report(tmp_path / "r.html", table, dict(summary, released_grids=0), unit="km/h")
+    browser.open(page)
+    assert browser.errors() == []
+    assert browser.eval("document.querySelectorAll('svg.map path.node').length") == 0
+    assert "No cell was published." in browser.eval("document.body.textContent")
