@@ -45,7 +45,7 @@ from ..solve import ModelBuilder, Status, solve
 from .configs import ConfigTable, budget_ladder, cap_table, config_table
 from .planner import make_criterion
 
-__all__ = ["NodeTable", "HierarchyPlan", "node_table", "plan_hierarchy", "h3_time_ancestors",
+__all__ = ["NodeTable", "HierarchyPlan", "node_table", "plan_hierarchy", "hierarchy_ancestors",
            "hierarchy_objective", "brute_force_hierarchy"]
 
 
@@ -96,28 +96,18 @@ def node_table(occ: Occupancy, ancestors: Any) -> NodeTable:
     return NodeTable(level=np.concatenate(levels), key=np.concatenate(keys), of_grid=of_grid, occupancy=node_occ)
 
 
-def h3_time_ancestors(cells: Any, slots: Any, *, resolutions: Any, slot_factors: Any) -> np.ndarray:
-    """Ancestor codes of finest grids (H3 cell as text or integer, slot index): level l = (``h3.cell_to_parent`` at
-    ``resolutions[l]``, slot // ``slot_factors[l]``), e.g. res (7, 6, 5) × slots (1, 3, 24) of 1 h.
-
-    Returns the (levels, G) int64 codes :func:`node_table` takes (level 0 must be the grid itself).
-    """
-    import h3
-
-    res = [int(r) for r in resolutions]
-    fac = [int(f) for f in slot_factors]
-    if len(res) != len(fac) or not res or any(f < 1 for f in fac):
-        raise _fail("slot_factors", "must be positive integers, one per resolution", slot_factors)
-    arr = np.asarray(cells)
-    cells = [h3.int_to_str(int(c)) for c in arr.tolist()] if arr.dtype.kind in "iu" else [str(c) for c in arr]
-    sl = np.asarray(slots, dtype=np.int64)
-    out = np.empty((len(res), sl.size), dtype=np.int64)
-    for lv, (r, f) in enumerate(zip(res, fac)):
-        par = np.array([int(h3.cell_to_parent(c, r), 16) if h3.get_resolution(c) > r else int(c, 16)
-                        for c in cells], dtype=np.int64)
-        _, pcode = np.unique(par, return_inverse=True)
-        _, out[lv] = np.unique(pcode.astype(np.int64) * (int(sl.max()) // f + 2) + sl // f, return_inverse=True)
-    return out
+def hierarchy_ancestors(hierarchy: Any) -> np.ndarray:
+    """The (levels, G) ancestor codes of a :class:`dpopt.hierarchy.Hierarchy` (H3 parents × coarser
+    slots, built by :func:`dpopt.hierarchy.build_hierarchy` from the occupancy's grids in its column
+    order): row l holds the node row (of ``hierarchy.nodes``) of each finest grid's level-l ancestor,
+    so a :class:`NodeTable` key is that node row (its ``cell``, ``slot``, ``slot_ns``)."""
+    parent = np.asarray(hierarchy.nodes["parent"].to_numpy(), dtype=np.int64)
+    cur = np.asarray(hierarchy.finest_node, dtype=np.int64)
+    out = [cur]
+    for _ in range(1, int(hierarchy.n_levels)):
+        cur = parent[cur]
+        out.append(cur)
+    return np.stack(out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -294,7 +284,8 @@ def plan_hierarchy(occ: Occupancy, ancestors: Any, bound: float, epsilon_total: 
         Public user × finest-grid counts.
     ancestors : array_like (levels, G) of int
         Row l = the level-l ancestor code of every finest grid (row 0: the grids themselves), e.g.
-        from :func:`h3_time_ancestors`.
+        :func:`hierarchy_ancestors` of :func:`dpopt.hierarchy.build_hierarchy` (H3 parents, aperture
+        7, × coarser slots).
     bound, epsilon_total, target, criterion, confidence, mean_share, max_caps, ladder_ratio, noise
         As in :func:`dpopt.budget.plan_budget` (``target`` τ: a scalar, in data units).
     method : {"milp", "greedy"}

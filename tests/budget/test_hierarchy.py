@@ -9,7 +9,7 @@ import pytest
 from dpopt import Occupancy
 from dpopt.budget.hierarchy import (
     brute_force_hierarchy,
-    h3_time_ancestors,
+    hierarchy_ancestors,
     hierarchy_objective,
     node_table,
     plan_hierarchy,
@@ -97,16 +97,26 @@ def test_fallback_reports_what_would_meet_tau():
     assert again.uncovered.size < occ.n_grids  # the reported tau is met at that level
 
 
-def test_h3_time_ancestors():
+def test_ancestors_of_the_public_hierarchy():
     h3 = pytest.importorskip("h3")
+    from dpopt.hierarchy import build_hierarchy, default_levels
+    from dpopt.hierarchy.tree import HOUR_NS
+
     c7 = h3.latlng_to_cell(30.27, -97.74, 7)
-    ring = list(h3.grid_disk(c7, 2))
-    slots = np.arange(len(ring)) % 6
-    anc = h3_time_ancestors(ring, slots, resolutions=[7, 6, 5], slot_factors=[1, 3, 24])
-    assert anc.shape == (3, len(ring))
-    assert np.unique(anc[0]).size == len(ring)
-    par6 = [h3.cell_to_parent(c, 6) for c in ring]
-    for i in range(len(ring)):
-        for j in range(len(ring)):
-            assert (anc[1][i] == anc[1][j]) == (par6[i] == par6[j] and slots[i] // 3 == slots[j] // 3)
-    assert np.unique(anc[2]).size == len({h3.cell_to_parent(c, 5) for c in ring})
+    ring = [h3.str_to_int(c) for c in h3.grid_disk(c7, 2)]
+    cells = np.array(ring * 3, dtype=np.int64)
+    slots = np.repeat(np.arange(3, dtype=np.int64) * HOUR_NS, len(ring))
+    h = build_hierarchy(cells, slots, default_levels(7, HOUR_NS))
+    anc = hierarchy_ancestors(h)
+    assert anc.shape == (h.n_levels, cells.size) and np.array_equal(anc[0], h.finest_node)
+    nodes = h.nodes
+    for lv in range(1, h.n_levels):
+        lev = h.levels[lv]
+        for g in range(cells.size):  # the level-l ancestor holds the grid: H3 parent and slot containing it
+            row = nodes.iloc[anc[lv][g]]
+            assert row["level"] == lv
+            assert row["cell"] == h3.str_to_int(h3.cell_to_parent(h3.int_to_str(int(cells[g])), lev.h3_resolution))
+            assert row["slot"] <= slots[g] < row["slot"] + row["slot_ns"]
+    occ = Occupancy.from_triples(np.arange(cells.size) % 5, np.arange(cells.size), np.ones(cells.size, dtype=int))
+    hp = plan_hierarchy(occ, anc, U, 4.0, target=8.0, max_caps=1, time_limit=None)
+    assert hp.plan.total_cost <= 4.0 * (1 + 1e-9)
