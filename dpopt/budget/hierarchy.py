@@ -11,13 +11,14 @@ possible. The explicit MILP (HiGHS via :mod:`dpopt.solve`), with g a finest grid
 ancestor, j a feasible configuration of node n(j) (:func:`~dpopt.budget.configs.config_table` on the
 node occupancy), y_j, z_{g,l}, u_g ∈ {0, 1}:
 
-    minimise   Σ_g (Σ_l l·z_{g,l} + L·u_g) + δ·Σ_j y_j          (coarseness; δ = 1/(#configs + 1))
+    minimise   Σ_g (Σ_l l·z_{g,l} + P·u_g) + δ·Σ_j y_j          (P = (L − 1)·G + 1; δ = 1/(#configs + 1))
     subject to Σ_{j ∈ C(n)} y_j ≤ 1                                 per node
                z_{g,l} − Σ_{j ∈ C(a_l(g))} y_j ≤ 0                  per finest grid and level
                Σ_l z_{g,l} + u_g = 1                                per occupied finest grid
                Σ_{j: user ∈ n(j)} ε_j·y_j ≤ ε_total                 per user
 
-u_g = 1 marks a grid no feasible plan answers (L = number of levels: worse than the coarsest); the
+u_g = 1 marks a grid no feasible plan answers; P exceeds any total coarseness, so the plan answers
+as many grids as any plan can (every grid when possible) and, among those, as finely as possible; the
 fallback reports, per level, the least τ any node of that level could meet at the whole ε_total.
 
 Privacy (the plan only; the release executes it): node n's statistics are computed from the records
@@ -126,7 +127,8 @@ class HierarchyPlan:
     predicted_error : ndarray (n_nodes,)
         Mean error bound of each published node at its configuration (inf elsewhere).
     coarseness : float
-        Σ_g level of its answer (L for an unanswered grid): the objective without the δ term.
+        The objective without the δ term: Σ over answered grids of their answer's level, plus
+        P = (L − 1)·G + 1 per unanswered grid.
     status, gap : the MILP's (``heuristic`` for method="greedy").
     greedy_coarseness : float
         The fine-to-coarse greedy's coarseness (the MILP's warm start).
@@ -163,10 +165,11 @@ class HierarchyPlan:
 
 
 def hierarchy_objective(nodes: NodeTable, published: np.ndarray) -> tuple[np.ndarray, float]:
-    """(answer per finest grid, coarseness) of a set of published nodes (boolean per node)."""
+    """(answer per finest grid, objective) of a set of published nodes (boolean per node): the
+    objective is the answers' levels summed, plus P = (L − 1)·G + 1 per unanswered grid."""
     L, G = nodes.of_grid.shape
     answer = -np.ones(G, dtype=np.int64)
-    level = np.full(G, L)
+    level = np.full(G, (L - 1) * G + 1)
     for lv in range(L - 1, -1, -1):  # finest wins: visit it last
         n = nodes.of_grid[lv]
         on = published[n]
@@ -233,7 +236,7 @@ def _model(nodes: NodeTable, table: ConfigTable, eps: float) -> tuple[Any, float
     b = ModelBuilder(name="hierarchy", sense="min")
     y = b.add_cols("y", nc, lower=0, upper=1, integer=True, cost=delta)
     z = b.add_cols("z", L * G, lower=0, upper=1, integer=True, cost=np.repeat(np.arange(L, dtype=float), G))
-    u = b.add_cols("u", G, lower=0, upper=1, integer=True, cost=float(L))
+    u = b.add_cols("u", G, lower=0, upper=1, integer=True, cost=float((L - 1) * G + 1))
     b.add_rows("one", rows=table.cfg_grid, cols=y, vals=1.0, lower=-np.inf, upper=1.0, count=occ.n_grids)
     # link: z_{g,l} ≤ Σ_{j of node a_l(g)} y_j
     node_of_z = nodes.of_grid.ravel()

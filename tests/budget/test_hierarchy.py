@@ -84,7 +84,7 @@ def test_node_counts_add_over_children():
     published = np.zeros(nodes.level.size, dtype=bool)
     published[nodes.of_grid[1][0]] = True
     answer, coarse = hierarchy_objective(nodes, published)
-    assert answer.tolist() == [nodes.of_grid[1][0]] * 2 + [-1] and coarse == 1 + 1 + 3
+    assert answer.tolist() == [nodes.of_grid[1][0]] * 2 + [-1] and coarse == 1 + 1 + (2 * 3 + 1)
 
 
 def test_fallback_reports_what_would_meet_tau():
