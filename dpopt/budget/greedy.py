@@ -43,31 +43,38 @@ def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weight
                       deadline: float | None = None) -> tuple[Assignment, int]:
     """Best uniform greedy plan over the ladder, augmented; returns (assignment, K of the uniform pass).
 
-    Past ``deadline`` (a ``time.perf_counter()`` value) no further ladder level is tried (the best
-    of those tried is kept, then augmented); without a deadline the result does not depend on it.
+    Levels are tried most promising first (total weight of the grids with a configuration at the
+    level, then K ascending) and skipped when an upper bound on their score cannot beat the best so
+    far: the same result as trying every level. Past ``deadline`` (a ``time.perf_counter()``
+    value) no further level is tried and the augmentation is skipped; without a deadline the result
+    does not depend on it.
     """
     rows, cols, cnt = pair_arrays(occ)
     G = occ.n_grids
     csc_order = np.argsort(cols, kind="stable")
     gstart = np.searchsorted(cols[csc_order], np.arange(G + 1))
-    cfg_grid, cfg_cap = table.cfg_grid, table.cfg_cap
+    cfg_grid = table.cfg_grid
     best: tuple[float, int, Assignment] | None = None
     levels = np.unique(table.cfg_level)
-    it = levels
+    sels = {int(k): np.flatnonzero(table.cfg_level == k) for k in levels.tolist()}
+    ub = {k: float(weights[_mask(cfg_grid[sel], G)].sum()) for k, sel in sels.items()}
+    order = sorted(sels, key=lambda k: (-ub[k], k))
+    it = order
     if progress:
         from tqdm.auto import tqdm
 
-        it = tqdm(levels, desc="greedy levels", leave=False)
+        it = tqdm(order, desc="greedy levels", leave=False)
     for k in it:
         if deadline is not None and best is not None and time.perf_counter() > deadline:
             break
         K = int(Ks[k])
-        sel = np.flatnonzero(table.cfg_level == k)
-        if best is not None and float(weights[_mask(cfg_grid[sel], G)].sum()) <= best[0]:
-            continue  # cannot beat the best level: (coverage, −K) with a larger K
-        st = _static_level(table, sel, cnt, csc_order, gstart)
+        # a level replaces the best only with a strictly larger (coverage, −K): skip it when even
+        # an upper bound on its coverage cannot
+        if best is not None and (ub[k], -K) <= best[:2]:
+            continue
+        st = _static_level(table, sels[k], cnt, csc_order, gstart)
         need0 = st.need_grid / np.maximum(weights[st.grids], 1e-300)
-        if best is not None and _level_bound(st.need_grid, weights[st.grids], K * occ.n_users) <= best[0]:
+        if best is not None and (_level_bound(st.need_grid, weights[st.grids], K * occ.n_users), -K) <= best[:2]:
             continue  # even the fractional knapsack over the users' K slots cannot beat it
         a = _uniform_pass(occ, table, st, need0, K, rows, cnt, csc_order, gstart)
         score = (a.coverage(weights), -K)
@@ -75,6 +82,8 @@ def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weight
             best = (score[0], score[1], a)
     if best is None:
         return Assignment(config=-np.ones(G, dtype=np.int64), keep=np.zeros(rows.size, dtype=bool)), 0
+    if deadline is not None and time.perf_counter() > deadline:
+        return best[2], -best[1]
     return _augment(occ, table, best[2], epsilon_total, weights, rows, cols, cnt, csc_order, gstart), -best[1]
 
 

@@ -409,7 +409,8 @@ def _frontier_points(settings: dict, taus: Any, method: str, deadline: float | N
     """Coverage at each τ (default :data:`DEFAULT_TAUS` values in [U/200, U/2]); stops at ``deadline``.
 
     Each point is one :func:`plan_budget` run (``time_limit`` seconds each, capped by the deadline),
-    sharing the τ-independent cap table. The τ are visited coarse to fine (:func:`spread_order`:
+    sharing the τ-independent cap table; no point is started with less time left before the
+    deadline than the longest point took. The τ are visited coarse to fine (:func:`spread_order`:
     both ends, the middle, the quarters, ...) so that a frontier cut by the deadline still spans the
     range; the result lists the τ reached in increasing order (all of them: ``complete``).
     """
@@ -424,14 +425,17 @@ def _frontier_points(settings: dict, taus: Any, method: str, deadline: float | N
 
         it = tqdm(it, desc="frontier")
     got: dict[int, tuple[float, int, str]] = {}
+    longest = 0.0
     for i in it:
         left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left <= 0 and got:
-            break
+        if left is not None and got and left < longest:
+            break  # the next point would likely end past the deadline
+        t_point = time.perf_counter()
         lim = left if time_limit is None else (time_limit if left is None else min(time_limit, left))
         lim = None if lim is None else max(lim, 0.0)
         bp = plan_budget(occ, U, eps, target=float(t[i]), method=method, time_limit=lim, _caps=caps, **s)
         got[i] = (bp.coverage, bp.n_released, str(bp.status))
+        longest = max(longest, time.perf_counter() - t_point)
     idx = sorted(got)
     done = t[idx]
     cov_a = np.asarray([got[i][0] for i in idx])
