@@ -131,6 +131,8 @@ def child(kind: str, arg: str, time_limit: float) -> None:
                           frontier_complete=bool(fr.complete), frontier_taus=fr.taus.round(3).tolist(),
                           frontier_coverage=fr.coverage.tolist(), tau=float(bp.target[0]), coverage=bp.coverage,
                           greedy_coverage=bp.greedy_coverage, status=str(bp.status),
+                          milp={k: v for k, v in bp.info.get("solve", {}).items() if k in ("status", "time", "reason")},
+                          milp_columns=bp.info.get("n_cols"),
                           rss_before_plan_mib=base, peak_rss_mib=_rss_mib())))
 
 
