@@ -7,7 +7,9 @@ grids and per-grid budgets so that every user spends at most ``epsilon_total`` a
 * :func:`plan_budget` → :class:`BudgetPlan` (holds the :class:`dpopt.plan.GridPlan`);
 * :func:`budget_frontier` → :class:`BudgetFrontier` (coverage vs τ and vs the total budget);
 * :func:`knee_target`, :func:`smallest_target` (the dual: least τ for a coverage);
-* noise models :class:`LaplaceNoise` (ε) and :class:`GaussianNoise` (ρ-zCDP).
+* noise models :class:`LaplaceNoise` (ε) and :class:`GaussianNoise` (ρ-zCDP);
+* :mod:`dpopt.budget.hierarchy`: which nodes of a public hierarchy to publish, with which budgets,
+  so that every finest grid is answered within τ (``plan_hierarchy`` → ``HierarchyPlan``, §11).
 """
 
 from __future__ import annotations
