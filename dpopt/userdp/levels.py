@@ -41,7 +41,7 @@ from ..hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..noise import epsilon_rational, integer_source
 from ..records.aggregate import Aggregate
-from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values
+from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values, tie_keys
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from .sensitivity import sqrt_up
@@ -161,7 +161,7 @@ def random_ranks(agg: Aggregate, rng: np.random.Generator, *, mask: np.ndarray) 
     :func:`.bounding.grid_ranks` a rule of each user's own grids and independent keys, so the same
     privacy argument holds (models/user_level.md §2); unlike ranking by record count it does not
     favour the grids where a user dwells (for vehicles: where it is slow), which biases the means."""
-    key = rng.random(agg.n_pairs)
+    key = tie_keys(rng, agg.n_pairs)  # an integer source (real release: the OS CSPRNG) or a Generator
     ok = np.asarray(mask, dtype=bool)
     order = np.lexsort((key, ~ok, agg.pair_user))
     users_sorted = agg.pair_user[order]
@@ -181,7 +181,7 @@ def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: flo
     lat = lattice_values(agg, U, granularity_bits=bits)
     bg = bound_contributions(agg, k=k, c=c, ranks=ranks, lattice=lat)
     have = idx >= 0
-    out = [np.zeros(len(plist), dtype=np.int64) for _ in range(3)]
+    out = [np.zeros(len(plist), dtype=v.dtype) for v in (bg.records, bg.sum_q, bg.sumsq_q)]  # exact ints
     for o, v in zip(out, (bg.records, bg.sum_q, bg.sumsq_q)):
         o[have] = v[idx[have]]
     return out[0], out[1], out[2], lat
@@ -274,7 +274,9 @@ def measure_levels(
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
     check_choice(level_split, "level_split", ("answers", "equal"))
-    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, np.random.default_rng(seed),
+    src = getattr(mech, "source", None)  # issue 22 item 10: a real release's keys from the OS CSPRNG
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits,
+                                   np.random.default_rng(seed) if src is None else src,
                                    check_choice(priority, "priority", ("random", "count")))
     sums, lev = [node_sums(hier, v) for v in (R, Y, Z)], hier.nodes["level"].to_numpy()
     sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
