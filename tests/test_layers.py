@@ -134,9 +134,6 @@ def test_graph_sees_function_level_imports():
 #: cycles that remain in files another engineer owns this session, named with their owner; each must
 #: still exist (so the entry is removed the day it is fixed) and no other cycle may appear
 KNOWN_CYCLES = {
-    ("dpopt.budget.frontier", "dpopt.budget.planner"): "planner (issue 24.4): dpopt/budget/",
-    ("dpopt.suppression.decompose", "dpopt.suppression.lagrange", "dpopt.suppression.milp"):
-        "planner (issue 24.4): dpopt/suppression/",
     ("dpopt.records.contributions", "dpopt.records.dask_backend"): "records (issue 24.1-24.2): dpopt/records/",
     ("dpopt.userdp.bounds", "dpopt.userdp.predict"): "bounds (issue 21.3-21.4): dpopt/userdp/",
 }
