@@ -51,7 +51,7 @@ from .split import split_budget
 PILOT_SHARE = 0.5
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
-__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "answer_shares", "node_sums", "random_ranks",
+__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "bounded_level", "answer_shares", "node_sums", "random_ranks",
            "measure_levels"]
 
 
@@ -187,6 +187,83 @@ def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: flo
     return out[0], out[1], out[2], lat
 
 
+def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> list[tuple[int, int]] | None:
+    """Per-level (k_l, c_l) (models/hierarchy.md §3b) from the public ``level_bounds`` option:
+    None (one (k, c) for every level: the finest-grid bounding, tree-consistent), "scaled" (the
+    public rule k_l = ⌈k/√f_l⌉, c_l = c·⌈√f_l⌉, f_l = listed finest grids per level-l node, so a
+    coarse node keeps ~f_l^{1/2} times more of a user's records at about the same k_l·c_l), or an
+    explicit sequence of L pairs. Public: reads the list and public parameters only."""
+    if level_bounds is None:
+        return None
+    L = hier.n_levels
+    if isinstance(level_bounds, str):
+        check_choice(level_bounds, "level_bounds", ("scaled",))
+        lev = hier.nodes["level"].to_numpy()
+        f = [hier.finest_node.size / max(int(np.sum(lev == li)), 1) for li in range(L)]
+        return [(max(1, math.ceil(k / math.sqrt(fl))), c * math.ceil(math.sqrt(fl))) for fl in f]
+    out = [_check_bounds(b) for b in level_bounds]
+    if len(out) != L:
+        raise DpoptInputError(f"`level_bounds` must hold one (k, c) pair per level ({L}); got {len(out)}")
+    return out
+
+
+def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c: int, lat: Any,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R, Y, Z) per node of one level, each user bounded **at that level** (models/hierarchy.md §3b):
+    ``pair_node`` is the level node of every (user, finest grid) pair (−1 off the list); user ℓ keeps
+    a uniformly random set of ≤ ``k`` of its level nodes (i.i.d. key per (user, node)) and in each
+    kept node its first ≤ ``c`` records, its finest pairs taken in an i.i.d. random order and each
+    pair's records in :class:`PairSamples` order. A rule of each user's own records and independent
+    keys, so adding/removing a user leaves the others' kept records unchanged (user_level.md §2)."""
+    ok = pair_node >= 0
+    lp_key = agg.pair_user.astype(np.int64) * (n_nodes + 1) + np.where(ok, pair_node, n_nodes)
+    uniq, lp = np.unique(lp_key, return_inverse=True)
+    lp_user, lp_ok = uniq // (n_nodes + 1), (uniq % (n_nodes + 1)) < n_nodes
+    order = np.lexsort((rng.random(uniq.size), ~lp_ok, lp_user))
+    start = np.searchsorted(lp_user[order], lp_user[order], side="left")
+    rank = np.empty(uniq.size, dtype=np.int64)
+    rank[order] = np.arange(uniq.size) - start
+    keep_lp = lp_ok & (rank < k)
+    po = np.lexsort((rng.random(agg.n_pairs), lp))  # pairs grouped by level pair, random order within
+    cnt = agg.count[po].astype(np.int64)
+    cum = np.cumsum(cnt)
+    first = np.searchsorted(lp[po], lp[po], side="left")
+    before = cum - cnt - (cum[first] - cnt[first])
+    gamma = np.zeros(agg.n_pairs, dtype=np.int64)
+    gamma[po] = np.where(keep_lp[lp[po]], np.clip(c - before, 0, cnt), 0)
+    s0 = lat.offsets[:-1]
+    py, pz = lat.cum_y[s0 + gamma] - lat.cum_y[s0], lat.cum_z[s0 + gamma] - lat.cum_z[s0]
+    node = np.where(ok, pair_node, 0)
+    R, Y, Z = (_int_sum(node, np.where(ok, v, 0), n_nodes) for v in (gamma, py, pz))
+    return R, Y, Z
+
+
+def _int_sum(idx: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, idx, values.astype(np.int64))
+    return out
+
+
+def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: list[tuple[int, int]], lat: Any,
+                    rng: np.random.Generator) -> list[np.ndarray]:
+    """Node sums (R, Y, Z) with every level bounded by its own (k_l, c_l) (:func:`bounded_level`)."""
+    idx, listed = match_partitions(agg, plist)
+    grid_fin = np.full(agg.n_grids, -1, dtype=np.int64)  # aggregate grid -> finest-list position
+    grid_fin[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
+    parent, lev = hier.nodes["parent"].to_numpy(), hier.nodes["level"].to_numpy()
+    node = np.where(grid_fin[agg.pair_grid] >= 0, hier.finest_node[np.maximum(grid_fin[agg.pair_grid], 0)], -1)
+    out = [np.zeros(len(hier.nodes), dtype=np.int64) for _ in range(3)]
+    for li, (kl, cl) in enumerate(lb):
+        rows = np.flatnonzero(lev == li)
+        local = np.full(len(hier.nodes), -1, dtype=np.int64)
+        local[rows] = np.arange(rows.size)
+        vals = bounded_level(agg, np.where(node >= 0, local[np.maximum(node, 0)], -1), rows.size, kl, cl, lat, rng)
+        for o, v in zip(out, vals):
+            o[rows] = v
+        node = np.where(node >= 0, parent[np.maximum(node, 0)], -1)
+    return out
+
+
 def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens: list[LevelSensitivity],
                   stat: str, budgets: np.ndarray, unit_size: float, out: np.ndarray, scale: np.ndarray) -> None:
     """Noise one statistic at every level with budget > 0 (one query per level); fills ``out`` and
@@ -203,7 +280,8 @@ def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens:
 
 
 def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], pilot: np.ndarray,
-                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float) -> tuple[int, list, np.ndarray]:
+                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float,
+                  consistent: bool = True) -> tuple[int, list, np.ndarray]:
     """Phase 2's finest measured level (module doc): the candidate with the best
     :func:`first_level_score`, and the levels' budget shares (:func:`answer_shares`), from the GLS
     of the phase-1 pilot counts (post-processing)."""
@@ -211,7 +289,8 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
 
     lev = hier.nodes["level"].to_numpy()
     law_n = NoiseLaw(family, pilot_scale, lattice=1.0 if mech.real_release else 0.0)
-    gls = tree_gls(hier.nodes["parent"].to_numpy(), pilot, law_n.variance(), height=lev)
+    links = hier.nodes["parent"].to_numpy() if consistent else np.full(len(hier.nodes), -1)
+    gls = tree_gls(links, pilot, law_n.variance(), height=lev if consistent else None)
     n_hat, v_n = gls.estimate, gls.variance
     z = NormalDist().inv_cdf(0.95)
     parent = hier.nodes["parent"].to_numpy()
@@ -252,6 +331,7 @@ def measure_levels(
     seed: int | None = None,
     noise_mechanism: NoiseMechanism | None = None,
     granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+    level_bounds: Any = None,
 ) -> Measurements:
     """Noisy count, centred sum and centred sum of squares of the nodes of the public hierarchy
     over the finest list ``partitions`` (module doc), for fixed public bounds ``bounds`` = (k, c).
@@ -263,6 +343,10 @@ def measure_levels(
     its grids (:func:`random_ranks`) or its top k by count ("count"). ``noise`` "discrete" (exact
     samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism`` overrides.
     ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the measured levels.
+    ``level_bounds``: None (default: ``bounds`` at the finest level, node sums consistent over the
+    tree), "scaled" or one (k_l, c_l) per level: every level bounded separately
+    (:func:`resolve_level_bounds`, :func:`bounded_level`, models/hierarchy.md §3b); then the levels
+    measure different bounded data and ``info['tree_consistent']`` is False.
     """
     U, kind = check_bound(bound), check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
     unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
@@ -274,17 +358,24 @@ def measure_levels(
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
     check_choice(level_split, "level_split", ("answers", "equal"))
-    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, np.random.default_rng(seed),
+    rng, lev = np.random.default_rng(seed), hier.nodes["level"].to_numpy()
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, rng,
                                    check_choice(priority, "priority", ("random", "count")))
-    sums, lev = [node_sums(hier, v) for v in (R, Y, Z)], hier.nodes["level"].to_numpy()
-    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
+    lb = resolve_level_bounds(level_bounds, hier, k, c)
+    if lb is None:
+        sums = [node_sums(hier, v) for v in (R, Y, Z)]
+        sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
+    else:  # each level bounded by its own (k_l, c_l): a user changes ≤ k_l nodes by ≤ c_l records each
+        sums = _per_level_sums(agg, plist, hier, lb, lat, rng)
+        sens = [level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), kl, cl, lat.half_sum, lat.half_sumsq)
+                for li, (kl, cl) in enumerate(lb)]
     split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)
     family = ("discrete_" if mech.real_release else "") + kind
     values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
     b_pilot = np.full(L, PILOT_SHARE * split.count / L)  # phase 1: pilot counts, every level, equal shares
     _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
     first, scores, shares = (first_level, [], None) if first_level is not None else _choose_first(
-        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau)
+        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau, lb is None)
     if shares is None or level_split == "equal":  # phase 2: levels first … root
         shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
     budgets = [shares * share for share in ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
@@ -292,7 +383,8 @@ def measure_levels(
         _noisy_levels(mech, hier, sums[s], sens, stat, budgets[s], unit_size, values[s], scales[s])
     return _assemble(agg, plist, hier, mech, family, values, scales, (*budgets, b_pilot), lat, U, k, c,
                      {"first_level": first, "first_level_scores": scores, "target": tau, "split_rule": split.rule,
-                      "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens]})
+                      "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens],
+                      "level_bounds": lb, "tree_consistent": lb is None})
 
 
 def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any) -> tuple[PartitionList, Hierarchy]:
