@@ -90,10 +90,11 @@ def fieller_interval(num: np.ndarray, den: np.ndarray, v_num: np.ndarray, v_den:
 def gls_totals(m: Measurements) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """GLS estimate and variance of the node totals of ``count``, ``sum`` and ``sumsq``."""
     parent = m.nodes["parent"].to_numpy()
-    consistent = m.info.get("tree_consistent", True) is not False
-    if not consistent:  # levels bounded separately (measure_levels' level_bounds): no sum constraint
-        parent = np.full(parent.shape, -1)
-    height = m.nodes["level"].to_numpy() if "level" in m.nodes.columns and consistent else None
+    linked = m.info.get("linked_levels")
+    height = m.nodes["level"].to_numpy() if "level" in m.nodes.columns else None
+    if linked is not None and not all(linked[:-1]):  # levels bounded separately (measure_levels'
+        parent = np.where(np.asarray(linked, dtype=bool)[height], parent, -1)  # level_bounds): no sum constraint
+        height = None
     out = {}
     for name in ("count", "sum", "sumsq"):
         if name not in m.statistics:

@@ -47,11 +47,13 @@ from .partitions import PartitionList, match_partitions, read_partitions
 from .sensitivity import sqrt_up
 from .split import split_budget
 
+#: "scaled" level bounds apply to levels whose nodes hold at least this many finest grids on average
+SCALED_MIN_GRIDS = 64
 #: share of the count budget spent on the phase-1 pilot counts of every level
 PILOT_SHARE = 0.5
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
-__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "bounded_level", "answer_shares", "node_sums", "random_ranks",
+__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks",
            "measure_levels"]
 
 
@@ -187,12 +189,13 @@ def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: flo
     return out[0], out[1], out[2], lat
 
 
-def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> list[tuple[int, int]] | None:
-    """Per-level (k_l, c_l) (models/hierarchy.md §3b) from the public ``level_bounds`` option:
-    None (one (k, c) for every level: the finest-grid bounding, tree-consistent), "scaled" (the
-    public rule k_l = ⌈k/√f_l⌉, c_l = c·⌈√f_l⌉, f_l = listed finest grids per level-l node, so a
-    coarse node keeps ~f_l^{1/2} times more of a user's records at about the same k_l·c_l), or an
-    explicit sequence of L pairs. Public: reads the list and public parameters only."""
+def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> list[tuple[int, int] | None] | None:
+    """Per-level bounds (models/hierarchy.md §3b) from the public ``level_bounds`` option: None (one
+    (k, c) for every level: the finest-grid bounding, tree-consistent); "scaled": levels whose nodes
+    hold f_l ≥ ``SCALED_MIN_GRIDS`` listed finest grids on average are bounded on their own with
+    k_l = ⌈k/√f_l⌉, c_l = c·⌈√f_l⌉ (a coarse node keeps ~√f_l times more of a user's records at
+    about the same k_l·c_l), finer levels keep the shared bounding; or an explicit sequence of L
+    entries, each a (k_l, c_l) pair or None (shared). Public: reads the list and parameters only."""
     if level_bounds is None:
         return None
     L = hier.n_levels
@@ -200,11 +203,20 @@ def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> 
         check_choice(level_bounds, "level_bounds", ("scaled",))
         lev = hier.nodes["level"].to_numpy()
         f = [hier.finest_node.size / max(int(np.sum(lev == li)), 1) for li in range(L)]
-        return [(max(1, math.ceil(k / math.sqrt(fl))), c * math.ceil(math.sqrt(fl))) for fl in f]
-    out = [_check_bounds(b) for b in level_bounds]
-    if len(out) != L:
-        raise DpoptInputError(f"`level_bounds` must hold one (k, c) pair per level ({L}); got {len(out)}")
-    return out
+        return [None if fl < SCALED_MIN_GRIDS else (max(1, math.ceil(k / math.sqrt(fl))), c * math.ceil(math.sqrt(fl)))
+                for fl in f]
+    if isinstance(level_bounds, (str, bytes)) or not hasattr(level_bounds, "__len__") or len(level_bounds) != L:
+        raise DpoptInputError(f"`level_bounds` must be None, 'scaled' or one (k, c) pair or None per level ({L}); "
+                              f"got {level_bounds!r}")
+    return [None if b is None else _check_bounds(b) for b in level_bounds]
+
+
+def linked_levels(lb: list | None, n_levels: int) -> np.ndarray:
+    """Per level: do its nodes keep the tree constraint x_parent = Σ children? Only between two
+    consecutive levels that both use the shared finest-grid bounding (their node sums are sums of
+    one bounded data set)."""
+    shared = np.ones(n_levels, dtype=bool) if lb is None else np.array([b is None for b in lb])
+    return np.append(shared[:-1] & shared[1:], False)
 
 
 def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c: int, lat: Any,
@@ -244,17 +256,24 @@ def _int_sum(idx: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: list[tuple[int, int]], lat: Any,
-                    rng: np.random.Generator) -> list[np.ndarray]:
-    """Node sums (R, Y, Z) with every level bounded by its own (k_l, c_l) (:func:`bounded_level`)."""
+def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: list, lat: Any,
+                    rng: np.random.Generator, shared: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Node sums (R, Y, Z) with every level bounded by its own (k_l, c_l) (:func:`bounded_level`);
+    levels with entry None take the ``shared`` (finest-bounded) node sums."""
     idx, listed = match_partitions(agg, plist)
     grid_fin = np.full(agg.n_grids, -1, dtype=np.int64)  # aggregate grid -> finest-list position
     grid_fin[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
     parent, lev = hier.nodes["parent"].to_numpy(), hier.nodes["level"].to_numpy()
     node = np.where(grid_fin[agg.pair_grid] >= 0, hier.finest_node[np.maximum(grid_fin[agg.pair_grid], 0)], -1)
     out = [np.zeros(len(hier.nodes), dtype=np.int64) for _ in range(3)]
-    for li, (kl, cl) in enumerate(lb):
+    for li, b in enumerate(lb):
         rows = np.flatnonzero(lev == li)
+        if b is None:
+            for o, v in zip(out, shared):
+                o[rows] = v[rows]
+            node = np.where(node >= 0, parent[np.maximum(node, 0)], -1)
+            continue
+        kl, cl = b
         local = np.full(len(hier.nodes), -1, dtype=np.int64)
         local[rows] = np.arange(rows.size)
         vals = bounded_level(agg, np.where(node >= 0, local[np.maximum(node, 0)], -1), rows.size, kl, cl, lat, rng)
@@ -281,7 +300,7 @@ def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens:
 
 def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], pilot: np.ndarray,
                   pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float,
-                  consistent: bool = True) -> tuple[int, list, np.ndarray]:
+                  linked: np.ndarray) -> tuple[int, list, np.ndarray]:
     """Phase 2's finest measured level (module doc): the candidate with the best
     :func:`first_level_score`, and the levels' budget shares (:func:`answer_shares`), from the GLS
     of the phase-1 pilot counts (post-processing)."""
@@ -289,8 +308,8 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
 
     lev = hier.nodes["level"].to_numpy()
     law_n = NoiseLaw(family, pilot_scale, lattice=1.0 if mech.real_release else 0.0)
-    links = hier.nodes["parent"].to_numpy() if consistent else np.full(len(hier.nodes), -1)
-    gls = tree_gls(links, pilot, law_n.variance(), height=lev if consistent else None)
+    links = np.where(linked[lev], hier.nodes["parent"].to_numpy(), -1)
+    gls = tree_gls(links, pilot, law_n.variance(), height=lev if linked[:-1].all() else None)
     n_hat, v_n = gls.estimate, gls.variance
     z = NormalDist().inv_cdf(0.95)
     parent = hier.nodes["parent"].to_numpy()
@@ -344,9 +363,10 @@ def measure_levels(
     samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism`` overrides.
     ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the measured levels.
     ``level_bounds``: None (default: ``bounds`` at the finest level, node sums consistent over the
-    tree), "scaled" or one (k_l, c_l) per level: every level bounded separately
-    (:func:`resolve_level_bounds`, :func:`bounded_level`, models/hierarchy.md §3b); then the levels
-    measure different bounded data and ``info['tree_consistent']`` is False.
+    tree), "scaled", or per level a (k_l, c_l) pair or None (shared bounding): such levels are
+    bounded on their own (:func:`resolve_level_bounds`, :func:`bounded_level`, models/hierarchy.md
+    §3b) and measure different bounded data; ``info['linked_levels']`` says which levels keep the
+    tree constraint to their parents (:func:`linked_levels`).
     """
     U, kind = check_bound(bound), check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
     unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
@@ -362,20 +382,20 @@ def measure_levels(
     R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, rng,
                                    check_choice(priority, "priority", ("random", "count")))
     lb = resolve_level_bounds(level_bounds, hier, k, c)
-    if lb is None:
-        sums = [node_sums(hier, v) for v in (R, Y, Z)]
-        sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
-    else:  # each level bounded by its own (k_l, c_l): a user changes ≤ k_l nodes by ≤ c_l records each
-        sums = _per_level_sums(agg, plist, hier, lb, lat, rng)
-        sens = [level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), kl, cl, lat.half_sum, lat.half_sumsq)
-                for li, (kl, cl) in enumerate(lb)]
+    sums = [node_sums(hier, v) for v in (R, Y, Z)]
+    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
+    if lb is not None:  # a level bounded on its own: a user changes ≤ k_l nodes by ≤ c_l records each
+        sums = _per_level_sums(agg, plist, hier, lb, lat, rng, shared=sums)
+        sens = [sv if b is None else level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), b[0], b[1],
+                                                       lat.half_sum, lat.half_sumsq) for li, (sv, b) in enumerate(zip(sens, lb))]
+    linked = linked_levels(lb, L)
     split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)
     family = ("discrete_" if mech.real_release else "") + kind
     values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
     b_pilot = np.full(L, PILOT_SHARE * split.count / L)  # phase 1: pilot counts, every level, equal shares
     _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
     first, scores, shares = (first_level, [], None) if first_level is not None else _choose_first(
-        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau, lb is None)
+        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau, linked)
     if shares is None or level_split == "equal":  # phase 2: levels first … root
         shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
     budgets = [shares * share for share in ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
@@ -384,7 +404,7 @@ def measure_levels(
     return _assemble(agg, plist, hier, mech, family, values, scales, (*budgets, b_pilot), lat, U, k, c,
                      {"first_level": first, "first_level_scores": scores, "target": tau, "split_rule": split.rule,
                       "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens],
-                      "level_bounds": lb, "tree_consistent": lb is None})
+                      "level_bounds": lb, "linked_levels": linked.tolist(), "tree_consistent": bool(linked[:-1].all())})
 
 
 def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any) -> tuple[PartitionList, Hierarchy]:

@@ -197,7 +197,22 @@ def test_level_bounds_option(agg):
 
     H = build_hierarchy(plist.cells, plist.slots, LEVELS)
     s = resolve_level_bounds("scaled", H, 4, 2)
-    assert s[0] == (4, 2) and all(a[0] >= b[0] and a[1] <= b[1] for a, b in zip(s, s[1:]))
+    lev_h = H.nodes["level"].to_numpy()
+    for li, b in enumerate(s):
+        f = len(plist) / np.sum(lev_h == li)
+        assert b == (None if f < 64 else (max(1, int(np.ceil(4 / np.sqrt(f)))), 2 * int(np.ceil(np.sqrt(f)))))
+    # mixed: levels 0-1 shared (linked by the tree constraint), 2-3 bounded on their own
+    mix = [None, None, (1, 20), (1, 60)]
+    m2 = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=4.0, noise="numpy", seed=3, levels=LEVELS,
+                        level_bounds=mix, first_level=0, level_split="equal")
+    assert m2.info["linked_levels"] == [True, False, False, False] and m2.info["tree_consistent"] is False
+    n2 = gls_totals(m2)["count"][0]
+    par = m2.nodes["parent"].to_numpy()
+    kids = np.flatnonzero(lev == 0)
+    assert np.bincount(par[kids], weights=n2[kids], minlength=len(n2))[lev == 1] == pytest.approx(n2[lev == 1])
+    assert gls_totals(m2)["sum"][0][lev >= 2] == pytest.approx(m2.statistics["sum"].value[lev >= 2])
+    sc2 = m2.statistics["count"].law.scale
+    assert sc2[lev == 2] == pytest.approx(sc2[lev == 0][0] * 20 / 4.0)  # shared level 0: l1 = k·c = 4
     with pytest.raises(DpoptInputError, match="level_bounds"):
         measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, levels=LEVELS,
                        level_bounds=[(1, 1)])
