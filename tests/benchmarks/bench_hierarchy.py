@@ -113,8 +113,16 @@ CONFIGS = (((8, 4), "random", 0.0, None), ((8, 4), "random", 0.5, None), ((8, 4)
            ((2, 4), "random", 0.5, None), ((4, 2), "random", 0.0, 0), ((4, 2), "random", 0.5, 0))
 
 
-#: (bounds, level_bounds) compared by :func:`run_level_bounds` (issue 21, hier2)
-LEVEL_BOUND_CONFIGS = (((8, 4), None), ((8, 4), "scaled"))
+#: (bounds, level_bounds, level order) compared by :func:`run_level_bounds` (issue 21, hier2)
+LEVEL_BOUND_CONFIGS = (((8, 4), None, "default"), ((8, 4), "scaled", "default"), ((4, 2), None, "default"),
+                       ((4, 2), "scaled", "default"), ((8, 4), None, "time first"), ((8, 4), "scaled", "time first"))
+
+
+def time_first_levels():
+    """(8, 1 h) → (8, 3 h) → (8, period) → (7, period) → … → (4, period): all time steps first."""
+    from dpopt.hierarchy.tree import HOUR_NS, Level
+
+    return (Level(RES, HOUR_NS), Level(RES, 3 * HOUR_NS)) + tuple(Level(r, 0) for r in range(RES, 3, -1))
 
 
 def run_level_bounds(records: pd.DataFrame, seeds: int = 5, kappa: float = 0.5) -> pd.DataFrame:
@@ -123,14 +131,19 @@ def run_level_bounds(records: pd.DataFrame, seeds: int = 5, kappa: float = 0.5) 
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     rows = []
     for eps in (1.0, 10.0):
-        for bounds, lb in LEVEL_BOUND_CONFIGS:
+        for bounds, lb, order in LEVEL_BOUND_CONFIGS:
             acc = []
+            levels = time_first_levels() if order == "time first" else None
             for seed in range(seeds):
-                m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps, noise="numpy", seed=seed, level_bounds=lb)
+                m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps, noise="numpy", seed=seed,
+                                   level_bounds=lb, levels=levels)
                 truth, users = node_truth(agg, m)
-                acc.append(score_release(estimate_hierarchical(m, bias_allowance=kappa), truth, users))
+                acc.append(score_release(estimate_hierarchical(m, bias_allowance=kappa), truth, users)
+                           | {"first": m.info["first_level"]})
             a = pd.DataFrame(acc)
-            rows.append({"eps": eps, "k,c": f"{bounds[0]},{bounds[1]}", "level_bounds": str(lb), "kappa": kappa,
+            rows.append({"eps": eps, "k,c": f"{bounds[0]},{bounds[1]}", "level_bounds": str(lb), "level order": order,
+                         "kappa": kappa, "first measured level": a["first"].tolist(),
+                         "answer level": round(a.answer_level.mean(), 2),
                          "median err EB": round(a.err_eb.median(), 2), "median err direct": round(a.err_direct.median(), 2),
                          "cov direct (measured)": round(a.in_d_meas.sum() / a.n_meas.sum(), 3),
                          "cov EB (released)": round(a.in_e_rel.sum() / max(a.n_rel.sum(), 1), 3)})
@@ -140,16 +153,16 @@ def run_level_bounds(records: pd.DataFrame, seeds: int = 5, kappa: float = 0.5) 
 def kept_records(agg, plist, m, bounds, level_bounds, seed: int) -> np.ndarray:
     """Records kept by bounding per node (the private R_v that ``measure_levels`` noises; diagnostic)."""
     from dpopt.hierarchy.tree import Level
-    from dpopt.userdp.bounding import lattice_values
     from dpopt.userdp.levels import _bounded_finest, _per_level_sums, resolve_level_bounds
 
     hier = build_hierarchy(plist.cells, plist.slots, tuple(Level(r, s) for r, s in m.info["levels"]))
     rng = np.random.default_rng(seed)
-    R = _bounded_finest(agg, plist, bounds[0], bounds[1], U, 12, rng)[0]
+    R, Y, Z, lat = _bounded_finest(agg, plist, bounds[0], bounds[1], U, 12, rng)
+    shared = [node_sums(hier, v) for v in (R, Y, Z)]
     if level_bounds is None:
-        return node_sums(hier, R)
+        return shared[0]
     lb = resolve_level_bounds(level_bounds, hier, *bounds)
-    return _per_level_sums(agg, plist, hier, lb, lattice_values(agg, U, granularity_bits=12), rng)[0]
+    return _per_level_sums(agg, plist, hier, lb, lat, rng, shared=shared)[0]
 
 
 def level_diagnostics(records: pd.DataFrame, eps: float = 10.0, bounds=(8, 4), seed: int = 0) -> pd.DataFrame:
