@@ -7,8 +7,10 @@
   NeurIPS 2020) with the float-safe rounding onto λ·ℤ of models/release.md;
 * :mod:`.discrete_gaussian` — the exact discrete Gaussian sampler (CKS 2020, Algorithm 3) on λ·ℤ,
   budget ρ of zero-concentrated DP (models/gaussian.md);
-* :mod:`.sources` — uniform integers: :class:`SecureRandom` (OS CSPRNG, the default) and the
-  seeded :class:`SeededSource` (NOT for a real release);
+* :mod:`.exact` — the vectorised exact building blocks (uniforms from 64-bit words, Bernoulli(exp(−γ)),
+  geometrics, discrete Laplace) behind :func:`discrete_laplace_array` and :func:`discrete_gaussian_array`;
+* :mod:`.sources` — uniform integers and bulk 64-bit words: :class:`SecureRandom` (OS CSPRNG via
+  ``os.urandom``, the default) and the seeded :class:`SeededSource` (numpy PCG64, NOT for a real release);
 * :mod:`.continuous` — numpy's continuous Laplace, for Monte-Carlo simulations only.
 
 The sampler function itself is ``dpopt.noise.discrete_laplace.discrete_laplace`` (the package
@@ -31,8 +33,12 @@ from .additive import (
     make_noise,
 )
 from .continuous import check_rng, laplace, laplace_simulation
+from .discrete_gaussian import discrete_gaussian_array, rho_rational
 from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
+    discrete_laplace_array,
+    discrete_laplace_rational,
+    epsilon_rational_array,
     bernoulli,
     bernoulli_exp,
     discrete_laplace_mean_abs,
@@ -43,7 +49,7 @@ from .discrete_laplace import (
     snap,
     summation_error,
 )
-from .sources import IntegerSource, SecureRandom, SeededSource, integer_source
+from .sources import IntegerSource, SecureRandom, SeededSource, integer_source, random_words
 
 __all__ = [
     "make_noise",
@@ -59,6 +65,12 @@ __all__ = [
     "SecureRandom",
     "SeededSource",
     "integer_source",
+    "random_words",
+    "discrete_laplace_array",
+    "discrete_laplace_rational",
+    "discrete_gaussian_array",
+    "epsilon_rational_array",
+    "rho_rational",
     "bernoulli",
     "bernoulli_exp",
     "discrete_laplace_mean_abs",

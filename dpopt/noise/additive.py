@@ -29,7 +29,7 @@ from .continuous import check_rng, laplace
 from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
     discrete_laplace_mean_abs,
-    epsilon_rational,
+    epsilon_rational_array,
     release_on_grid,
 )
 from .discrete_gaussian import discrete_gaussian_mean_abs, gaussian_simulation, release_on_grid_gaussian
@@ -144,7 +144,7 @@ class DiscreteLaplace(_ExactSampler):
         noisy = ok & (eps > 0)
         scale[ok & ~noisy] = 0.0
         if np.any(noisy):
-            used = np.asarray([float(epsilon_rational(float(e))) for e in eps[noisy]])
+            used = epsilon_rational_array(eps[noisy])
             scale[noisy] = self.granularity * t[noisy] / used
             mean_abs[noisy] = discrete_laplace_mean_abs(t[noisy], eps[noisy], self.k)
         return NoisyValues(values=out, scale=scale, mean_abs=mean_abs, rounding=self.granularity / 2)

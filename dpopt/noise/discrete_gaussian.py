@@ -26,6 +26,10 @@ Release on the grid λ·ℤ, λ = 2^-k, as :func:`dpopt.noise.discrete_laplace.r
 By CKS Theorem 4 with integer sensitivity t the release is ρ'-zCDP ≤ ρ-zCDP. The noise standard
 deviation in value units is λ·σ_Z = λt/√(2ρ') ≈ Δ/√(2ρ).
 
+Vectorised: :func:`discrete_gaussian_array` and the release draw many samples per numpy call,
+exactly (models/samplers.md: the acceptance test is integer arithmetic, or a float filter with a
+rigorous error bound whose undecided cases are redone in exact rationals).
+
 Randomness: :class:`~dpopt.noise.sources.SecureRandom` (OS CSPRNG) for real releases; a seeded
 source (:func:`~dpopt.noise.sources.integer_source` with a seed) is NOT for a real release.
 :func:`gaussian_simulation` (numpy, continuous) is for simulations only.
@@ -44,14 +48,17 @@ from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
     bernoulli_exp,
     discrete_laplace,
+    epsilon_numerators,
     epsilon_rational,
-    grid_sensitivity,
-    snap,
+    grid_inputs,
+    report_progress,
 )
+from .exact import bernoulli_exp_filtered, bernoulli_exp_ratio, discrete_laplace_int
 from .sources import IntegerSource
 
 __all__ = [
     "discrete_gaussian",
+    "discrete_gaussian_array",
     "discrete_gaussian_pmf",
     "discrete_gaussian_mean_abs",
     "rho_rational",
@@ -90,6 +97,90 @@ def discrete_gaussian(sigma2: Fraction | int, rng: IntegerSource) -> int:
             return y
 
 
+#: u = 2^-53, the unit roundoff of float64
+_U = 2.0**-53
+#: the vectorised sampler's range: proposal scale L < 2^40 (|Y| < 2^52 but with probability e^{-4096})
+_MAX_L = 2**40
+_BLOCK = 1 << 20
+
+
+def _gaussian_core(scale: np.ndarray, centre: np.ndarray, h: np.ndarray,
+                   exact_sigma2: Callable[[int], Fraction], source: IntegerSource,
+                   small: tuple[int, int] | None = None) -> np.ndarray:
+    """One exact N_ℤ(0, σ_i²) per entry by CKS Algorithm 3, vectorised (see
+    :func:`discrete_gaussian_array`).
+
+    ``scale`` L_i (int64, 1 ≤ L < 2^40) is the Laplace proposal's scale (any positive integer
+    gives the exact law; ⌊σ⌋ + 1 makes it efficient); ``centre`` ≈ σ²/L and ``h`` ≈ 32/σ² are
+    floats with relative error ≤ 4u (u = 2^-53); ``exact_sigma2(i)`` is σ_i² exactly.
+
+    Y ~ DLap(L) is accepted with probability exp(−γ), γ = (|Y| − σ²/L)²/(2σ²), drawn by
+    :func:`dpopt.noise.exact.bernoulli_exp_filtered` from the float 64γ̃ = d̃²·h̃ (d̃ = |Y| − c̃)
+    and the rigorous bound (each float operation has relative error ≤ u):
+    |d̃ − d| ≤ e_d = 5u|c̃| + 2u|d̃| and
+    |64γ̃ − 64γ| ≤ h̃·(3u·d̃² + e_d(2|d̃| + e_d) + 5u(|d̃| + e_d)²), doubled below for the roundings
+    of the bound itself. Where it cannot certify a decision the exact rational test decides.
+
+    ``small`` = (p, q) with σ² = p/q for all entries and 2pqL² < 2^56: then γ = N/D with
+    N = (|Y|·L·q − p)², D = 2pqL² is exact in int64 wherever |(|Y|·L·q − p)| < 2^25, and those
+    entries use the all-integer :func:`dpopt.noise.exact.bernoulli_exp_ratio` (this also covers
+    the σ² for which 64γ is often an integer, where a float cannot certify ⌊64γ⌋).
+    """
+    out = np.zeros(scale.size, dtype=np.int64)
+    pend = np.arange(scale.size)
+    while pend.size:
+        lp = scale[pend]
+        y = discrete_laplace_int(lp, np.ones_like(lp), source)
+        x = np.abs(y).astype(float)
+        c, hh = centre[pend], h[pend]
+        d = x - c
+        ad = np.abs(d)
+        e_d = 5.0 * _U * np.abs(c) + 2.0 * _U * ad
+        g = d * d * hh
+        err = 2.0 * hh * (3.0 * _U * d * d + e_d * (2.0 * ad + e_d) + 5.0 * _U * (ad + e_d) ** 2) + 2.0**-1000
+        g = np.where(x < 2.0**52, g, np.nan)  # |Y| not exact in a double: the exact test decides
+
+        def exact_gamma(i: int, _p: np.ndarray = pend, _y: np.ndarray = y, _l: np.ndarray = lp) -> Fraction:
+            s2 = exact_sigma2(int(_p[i]))
+            return (abs(int(_y[i])) - s2 / int(_l[i])) ** 2 / (2 * s2)
+
+        acc = np.zeros(pend.size, dtype=bool)
+        ints = np.zeros(pend.size, dtype=bool)
+        if small is not None:
+            p, q = small
+            ints = np.abs(x * float(lp[0] * q) - p) < 2.0**25
+            iy = np.flatnonzero(ints)
+            num = (np.abs(y[iy]) * (lp[iy] * q) - p) ** 2
+            acc[iy] = bernoulli_exp_ratio(num, np.full(iy.size, 2 * p * q, np.int64) * lp[iy] ** 2, source)
+        fl = np.flatnonzero(~ints)
+        acc[fl] = bernoulli_exp_filtered(g[fl], err[fl], lambda i: exact_gamma(int(fl[i])), source)
+        out[pend[acc]] = y[acc]
+        pend = pend[~acc]
+    return out
+
+
+def discrete_gaussian_array(sigma2: Fraction | int, n: int, source: IntegerSource) -> np.ndarray:
+    """n independent exact draws (int64) of N_ℤ(0, σ²), σ² > 0 rational (CKS 2020 Algorithm 3),
+    vectorised over numpy arrays (:func:`_gaussian_core`); σ ≥ 2^40 falls back to the scalar
+    :func:`discrete_gaussian` (the same law)."""
+    s2 = Fraction(sigma2)
+    if s2 <= 0:
+        raise DpoptInputError(f"`sigma2` must be a positive rational; got {sigma2!r}")
+    n = check_positive_int(n, "n", minimum=0)
+    t = math.isqrt(s2.numerator // s2.denominator) + 1
+    if t >= _MAX_L:
+        return np.fromiter((discrete_gaussian(s2, source) for _ in range(n)), dtype=np.int64, count=n)
+    c, h = float(s2 / t), float(32 / s2)  # correctly rounded: relative error ≤ u
+    p, q = s2.numerator, s2.denominator
+    small = (p, q) if 2 * p * q * t * t < 2**56 else None
+    out = np.empty(n, dtype=np.int64)
+    for lo in range(0, n, _BLOCK):
+        m = min(_BLOCK, n - lo)
+        out[lo:lo + m] = _gaussian_core(np.full(m, t, np.int64), np.full(m, c), np.full(m, h),
+                                        lambda i: s2, source, small)
+    return out
+
+
 def discrete_gaussian_pmf(z: np.ndarray | Sequence[int] | int, sigma: float) -> np.ndarray:
     """P[Z = z] for Z ~ N_ℤ(0, σ²) in float64: exp(−z²/2σ²)/Σ_y exp(−y²/2σ²).
 
@@ -113,11 +204,14 @@ def discrete_gaussian_mean_abs(sigma: np.ndarray | float) -> np.ndarray:
     """
     sig = np.atleast_1d(np.asarray(sigma, dtype=float))
     out = sig * math.sqrt(2.0 / math.pi)
-    for i in np.flatnonzero(sig <= 1000):
-        s = float(sig[i])
+    small = np.flatnonzero(sig <= 1000)
+    uniq, inv = np.unique(sig[small], return_inverse=True)  # one sum per distinct σ
+    vals = np.empty(uniq.size)
+    for j, s in enumerate(uniq.tolist()):
         y = np.arange(1, math.ceil(40 * s) + 41, dtype=float)
         w = np.exp(-(y**2) / (2 * s * s))
-        out[i] = 2.0 * (y * w).sum() / (1.0 + 2.0 * w.sum())
+        vals[j] = 2.0 * (y * w).sum() / (1.0 + 2.0 * w.sum())
+    out[small] = vals[inv.ravel()]
     return out.reshape(np.shape(sigma))
 
 
@@ -179,34 +273,47 @@ def release_on_grid_gaussian(
     noise standard deviation parameters λ·σ_{Z,i} in value units (0 where not noised, NaN where
     not released).
     """
-    vals = np.asarray(values, dtype=float)
-    sens = np.broadcast_to(np.asarray(sensitivities, dtype=float), vals.shape)
-    rho = np.broadcast_to(np.asarray(rhos, dtype=float), vals.shape)
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-    etas = np.zeros(vals.shape) if value_errors is None else np.broadcast_to(
-        np.asarray(value_errors, dtype=float), vals.shape)
-    lam = 2.0**-k
-    out = np.full(vals.shape, np.nan)
-    sigma = np.full(vals.shape, np.nan)
-    tgrid = np.zeros(vals.shape, dtype=np.int64)
-    q = np.zeros(vals.shape, dtype=np.int64)
-    ok = np.isfinite(vals)
-    q[ok] = snap(vals[ok], k)
-    for n, i in enumerate(np.flatnonzero(ok), start=1):
-        if rho.flat[i] == 0 and sens.flat[i] == 0:
-            out.flat[i] = int(q.flat[i]) * lam
-            sigma.flat[i] = 0.0
-        else:
-            t = grid_sensitivity(float(sens.flat[i]), k, float(etas.flat[i]))
-            s2 = grid_sigma2(t, float(rho.flat[i]))
-            tgrid.flat[i] = t
-            out.flat[i] = (int(q.flat[i]) + discrete_gaussian(s2, rng)) * lam
-            sigma.flat[i] = math.sqrt(float(s2)) * lam
-        if callback is not None and n % 1000 == 0:
-            callback(1000)
-    if callback is not None and int(ok.sum()) % 1000:
-        callback(int(ok.sum()) % 1000)
+    g = grid_inputs(values, sensitivities, rhos, granularity_bits, value_errors)
+    idx, t, r, out, tgrid = g.idx, g.t, g.budget.flat[g.idx], g.out, g.tgrid
+    sigma = np.where(g.free, 0.0, np.nan)
+    z = np.zeros(idx.size, dtype=np.int64)
+    s2 = np.zeros(idx.size)
+    fast = (t < 2.0**33) & (r <= 2.0**32)
+    if np.any(fast):
+        z[fast], s2[fast] = _release_noise(t[fast], epsilon_numerators(r[fast]).astype(float), rng)
+    for i in np.flatnonzero(~fast):
+        exact = grid_sigma2(int(t[i]), float(r[i]))
+        z[i], s2[i] = discrete_gaussian(exact, rng), float(exact)
+    tgrid.flat[idx] = t.astype(np.int64)
+    out.flat[idx] = (g.q.flat[idx] + z) * g.lam
+    sigma.flat[idx] = np.sqrt(s2) * g.lam
+    report_progress(callback, int(g.free.sum()) + idx.size)
     return out, tgrid, sigma
+
+
+def _release_noise(t: np.ndarray, m: np.ndarray, rng: IntegerSource) -> tuple[np.ndarray, np.ndarray]:
+    """Z_i ~ N_ℤ(0, σ_i²), σ_i² = t_i²·2^29/m_i = t_i²/(2ρ'_i) exactly (ρ'_i = m_i/2^30,
+    :func:`grid_sigma2`), for float arrays of exact integers t < 2^33, m < 2^63; returns (Z, σ² as
+    float). The proposal scale is ⌊σ̃⌋ + 1 from the float σ̃ (any positive integer is exact);
+    entries with σ ≥ 2^40 use the scalar sampler."""
+    s2f = t * t * 2.0**29 / m
+    scale = np.floor(np.sqrt(s2f)) + 1.0
+    z = np.zeros(t.size, dtype=np.int64)
+    fast = np.flatnonzero(scale < _MAX_L)
+    lf = scale[fast]
+    centre = t[fast] * t[fast] * 2.0**29 / (m[fast] * lf)  # 3 roundings: relative error ≤ 4u
+    h = 32.0 * m[fast] / (t[fast] * t[fast] * 2.0**29)  # 2 roundings
+
+    def exact(i: int) -> Fraction:
+        return Fraction(int(t[fast[i]]) ** 2 * 2**29, int(m[fast[i]]))
+
+    for lo in range(0, fast.size, _BLOCK):
+        sl = slice(lo, lo + _BLOCK)
+        z[fast[sl]] = _gaussian_core(lf[sl].astype(np.int64), centre[sl], h[sl],
+                                     lambda i, _lo=lo: exact(_lo + i), rng)
+    for i in np.flatnonzero(scale >= _MAX_L):
+        z[i] = discrete_gaussian(Fraction(int(t[i]) ** 2 * 2**29, int(m[i])), rng)
+    return z, s2f
 
 
 def gaussian_simulation(

@@ -38,17 +38,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 from fractions import Fraction
 
 import numpy as np
 
 from .._validation import DpoptInputError, check_epsilon, check_nonnegative_float, check_positive_int
+from .exact import MAX_NUMERATOR, _bernoulli_exp, bernoulli, bernoulli_exp, discrete_laplace_int
 from .sources import IntegerSource
 
 __all__ = [
     "bernoulli",
     "bernoulli_exp",
     "discrete_laplace",
+    "discrete_laplace_array",
+    "discrete_laplace_rational",
+    "epsilon_rational_array",
+    "epsilon_numerators",
+    "grid_sensitivities",
+    "grid_inputs",
+    "GridInputs",
+    "report_progress",
     "discrete_laplace_mean_abs",
     "grid_sensitivity",
     "summation_error",
@@ -65,46 +75,24 @@ _EPS_BITS = 30
 _REL_SLACK = 1e-9
 
 
-def bernoulli(p: Fraction, rng: IntegerSource) -> int:
-    """Bernoulli(p) for rational p ∈ [0, 1]: 1 iff U{0..den−1} < num."""
-    return int(rng.randbelow(p.denominator) < p.numerator)
-
-
-def bernoulli_exp(gamma: Fraction, rng: IntegerSource) -> int:
-    """Bernoulli(exp(−γ)) for rational γ ≥ 0, exactly (Canonne–Kamath–Steinke Algorithm 1)."""
-    gamma = Fraction(gamma)
-    if gamma < 0:
-        raise DpoptInputError(f"`gamma` must be >= 0; got {gamma}")
-    return _bernoulli_exp(gamma.numerator, gamma.denominator, rng)
-
-
-def _bernoulli_exp(num: int, den: int, rng: IntegerSource) -> int:
-    """Bernoulli(exp(−num/den)), num ≥ 0, den ≥ 1, in integer arithmetic.
-
-    γ > 1: exp(−γ) = exp(−1)^⌊γ⌋·exp(−(γ − ⌊γ⌋)). γ ≤ 1: draw A_k ~ Bernoulli(γ/k) for k = 1, 2, ...
-    until the first 0 at K; return 1 iff K is odd (P = Σ_{K odd} γ^{K−1}/(K−1)! − γ^K/K! = e^{−γ}).
-    """
-    while num > den:
-        if not _bernoulli_exp(1, 1, rng):
-            return 0
-        num -= den
-    k = 1
-    while rng.randbelow(den * k) < num:  # Bernoulli(γ/k) = Bernoulli(num/(den·k))
-        k += 1
-    return k % 2
+def _as_scale(scale: Fraction | int) -> Fraction:
+    """A positive finite rational scale, or a one-line DpoptInputError."""
+    try:
+        out = Fraction(scale)
+    except (TypeError, ValueError, OverflowError):  # nan, inf, text, None
+        raise DpoptInputError(f"`scale` must be a positive finite rational; got {scale!r}") from None
+    if out <= 0:
+        raise DpoptInputError(f"`scale` must be positive; got {out}")
+    return out
 
 
 def discrete_laplace(scale: Fraction, rng: IntegerSource) -> int:
-    """One exact sample of Z on ℤ with P[Z = z] ∝ exp(−|z|/scale) (CKS Algorithm 2).
+    """One exact sample of Z on ℤ with P[Z = z] ∝ exp(−|z|/scale) (CKS Algorithm 2), scalar.
 
-    ``scale`` = t/s is a positive rational.
+    ``scale`` = t/s is a positive rational. The reference implementation (Python ints, one call per
+    draw); releases use the vectorised :func:`discrete_laplace_array` / :func:`discrete_laplace_rational`.
     """
-    try:
-        scale = Fraction(scale)
-    except (TypeError, ValueError, OverflowError):  # nan, inf, text, None
-        raise DpoptInputError(f"`scale` must be a positive finite rational; got {scale!r}") from None
-    if scale <= 0:
-        raise DpoptInputError(f"`scale` must be positive; got {scale}")
+    scale = _as_scale(scale)
     t, s = scale.numerator, scale.denominator  # P ∝ exp(-|z|·s/t)
     while True:
         u = rng.randbelow(t)
@@ -120,6 +108,52 @@ def discrete_laplace(scale: Fraction, rng: IntegerSource) -> int:
         return -y if b else y
 
 
+#: draws per vectorised block (bounds the memory of the rejection loops)
+_BLOCK = 1 << 20
+
+
+def discrete_laplace_array(scale: Fraction | int, n: int, source: IntegerSource) -> np.ndarray:
+    """n independent exact draws (int64) of Z with P[Z = z] ∝ exp(−|z|/scale).
+
+    Vectorised (:func:`dpopt.noise.exact.discrete_laplace_int`, CKS Algorithm 2 on uniform words)
+    when the reduced scale a/b has a < 2^56 and b < 2^63; otherwise the scalar
+    :func:`discrete_laplace` per draw (the same law; its cost does not grow with the scale either).
+    """
+    sc = _as_scale(scale)
+    n = check_positive_int(n, "n", minimum=0)
+    a, b = sc.numerator, sc.denominator
+    if a >= MAX_NUMERATOR or b > 2**63 - 1:
+        return np.fromiter((discrete_laplace(sc, source) for _ in range(n)), dtype=np.int64, count=n)
+    out = np.empty(n, dtype=np.int64)
+    for lo in range(0, n, _BLOCK):
+        m = min(_BLOCK, n - lo)
+        out[lo:lo + m] = discrete_laplace_int(np.full(m, a, np.int64), np.full(m, b, np.int64), source)
+    return out
+
+
+def discrete_laplace_rational(num: np.ndarray, den: np.ndarray, source: IntegerSource) -> np.ndarray:
+    """Z_i with P[Z_i = z] ∝ exp(−|z|·den_i/num_i), one exact draw per entry (int64 array).
+
+    ``num``, ``den``: positive integers (int64 arrays of one shape), the scale of entry i being
+    num_i/den_i. Entries whose reduced scale is outside the vectorised range (module
+    :mod:`dpopt.noise.exact`) use the scalar sampler.
+    """
+    num = np.asarray(num, dtype=np.int64)
+    den = np.asarray(den, dtype=np.int64)
+    if np.any(num < 1) or np.any(den < 1):
+        raise DpoptInputError("`num` and `den` must hold positive integers (the scale num/den)")
+    g = np.gcd(num, den)
+    a, b = (num // g).ravel(), (den // g).ravel()
+    out = np.empty(a.size, dtype=np.int64)
+    fast = np.flatnonzero(a < MAX_NUMERATOR)
+    for lo in range(0, fast.size, _BLOCK):
+        idx = fast[lo:lo + _BLOCK]
+        out[idx] = discrete_laplace_int(a[idx], b[idx], source)
+    for i in np.flatnonzero(a >= MAX_NUMERATOR):
+        out[i] = discrete_laplace(Fraction(int(a[i]), int(b[i])), source)
+    return out.reshape(num.shape)
+
+
 def epsilon_rational(epsilon: float) -> Fraction:
     """ε rounded down to a multiple of 2^-30 (exact rational, ≤ ε, > 0)."""
     eps = check_epsilon(epsilon)
@@ -127,6 +161,29 @@ def epsilon_rational(epsilon: float) -> Fraction:
     if num < 1:
         raise DpoptInputError(f"`epsilon` must be >= 2^-{_EPS_BITS} for the discrete sampler; got {epsilon!r}")
     return Fraction(num, 2**_EPS_BITS)
+
+
+def epsilon_numerators(epsilons: np.ndarray) -> np.ndarray:
+    """⌊ε_i·2^30⌋ per entry (int64): ε'_i = this/2^30 is :func:`epsilon_rational` (ε_i), vectorised
+    (the same float operations, so the same values); the first invalid ε raises as there."""
+    eps = np.asarray(epsilons, dtype=float)
+    with np.errstate(invalid="ignore", over="ignore"):
+        num = np.floor(eps * 2.0**_EPS_BITS)
+        bad = ~(np.isfinite(eps) & (num >= 1) & (eps <= 2.0**32))
+    for e in eps[bad][:1]:
+        epsilon_rational(float(e))  # raises the one-line error of an invalid ε
+        raise DpoptInputError(f"`epsilon` = {e!r} is above 2^32: no int64 numerator (use epsilon_rational)")
+    return num.astype(np.int64)
+
+
+def epsilon_rational_array(epsilons: np.ndarray) -> np.ndarray:
+    """float(:func:`epsilon_rational` (ε_i)) per entry, vectorised (exact: a multiple of 2^-30)."""
+    eps = np.asarray(epsilons, dtype=float)
+    small = eps <= 2.0**32
+    out = np.empty(eps.shape)
+    out[small] = epsilon_numerators(eps[small]) * 2.0**-_EPS_BITS
+    out[~small] = [float(epsilon_rational(float(e))) for e in eps[~small]]
+    return out
 
 
 def remaining_epsilon(total: float, spent: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -171,6 +228,70 @@ def snap(values: np.ndarray, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -
     return np.rint(np.asarray(values, dtype=float) * 2.0**granularity_bits).astype(np.int64)
 
 
+def grid_sensitivities(sensitivities: np.ndarray, granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+                       value_errors: np.ndarray | float = 0.0) -> np.ndarray:
+    """:func:`grid_sensitivity` per entry, vectorised: the same float operations, so the same t
+    (returned as float64 holding exact integers); the first invalid entry raises as there."""
+    sens = np.asarray(sensitivities, dtype=float)
+    eta = np.broadcast_to(np.asarray(value_errors, dtype=float), sens.shape)
+    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(sens) & (sens >= 0) & np.isfinite(eta) & (eta >= 0))
+    for i in np.flatnonzero(bad)[:1]:
+        grid_sensitivity(float(sens.flat[i]), k, float(eta.flat[i]))  # raises its one-line error
+    return np.ceil((sens * (1.0 + _REL_SLACK) + 2.0 * eta) * 2.0**k) + 1.0
+
+
+def report_progress(callback: Callable[[int], None] | None, total: int) -> None:
+    """``callback(1000)`` per thousand entries and once with the remainder (progress bars)."""
+    if callback is None:
+        return
+    for _ in range(total // 1000):
+        callback(1000)
+    if total % 1000:
+        callback(total % 1000)
+
+
+class GridInputs(NamedTuple):
+    """What both λ·ℤ releases compute first (:func:`grid_inputs`)."""
+
+    q: np.ndarray  # round(f/λ) (int64; 0 where NaN)
+    budget: np.ndarray  # ε or ρ per entry (broadcast)
+    idx: np.ndarray  # flat indices of the entries that get noise
+    t: np.ndarray  # their grid sensitivities (float64 holding exact integers)
+    out: np.ndarray  # released values so far: NaN, or q·λ for the noise-free entries
+    tgrid: np.ndarray  # int64 sensitivities (0 until filled in)
+    free: np.ndarray  # mask of the entries released without noise (budget 0 and Δ = 0)
+    lam: float
+
+
+def grid_inputs(values: Sequence[float] | np.ndarray, sensitivities: Sequence[float] | np.ndarray,
+                budgets: Sequence[float] | np.ndarray | float, granularity_bits: int,
+                value_errors: Sequence[float] | np.ndarray | None) -> GridInputs:
+    """Snap the values to λ·ℤ, release the noise-free entries, and compute the grid sensitivities
+    t_i of the others (shared by :func:`release_on_grid` and the Gaussian release).
+
+    A statistic given no budget and Δ = 0 must be data-independent even as computed: the caller's
+    promise (the variance of one sample, s² − s², is exactly 0 in floating point too).
+    """
+    vals = np.asarray(values, dtype=float)
+    sens = np.broadcast_to(np.asarray(sensitivities, dtype=float), vals.shape)
+    budget = np.broadcast_to(np.asarray(budgets, dtype=float), vals.shape)
+    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+    etas = np.zeros(vals.shape) if value_errors is None else np.broadcast_to(
+        np.asarray(value_errors, dtype=float), vals.shape)
+    lam = 2.0**-k
+    out = np.full(vals.shape, np.nan)
+    ok = np.isfinite(vals)
+    q = np.zeros(vals.shape, dtype=np.int64)
+    q[ok] = snap(vals[ok], k)
+    free = ok & (budget == 0) & (sens == 0)
+    out[free] = q[free] * lam
+    idx = np.flatnonzero(ok & ~free)
+    t = grid_sensitivities(sens.flat[idx], k, etas.flat[idx])
+    return GridInputs(q, budget, idx, t, out, np.zeros(vals.shape, dtype=np.int64), free, lam)
+
+
 def release_on_grid(
     values: Sequence[float] | np.ndarray,
     sensitivities: Sequence[float] | np.ndarray,
@@ -188,36 +309,23 @@ def release_on_grid(
     computed value does not depend on the data.
 
     Returns (released values λ·(q_i + Z_i), the integer sensitivities t_i).
-    Entries with NaN value are left NaN (nothing released). ``callback(n)`` is called after every
-    1000 samples (progress bars).
+    Entries with NaN value are left NaN (nothing released). ``callback(n)`` reports progress
+    (1000 per thousand entries, :func:`report_progress`). All draws are vectorised
+    (:func:`discrete_laplace_rational` with scale t_i·2^30/⌊ε_i·2^30⌋ = t_i/ε'_i); an entry with
+    t_i ≥ 2^33 or ε_i > 2^32 uses the scalar sampler.
     """
-    vals = np.asarray(values, dtype=float)
-    sens = np.asarray(sensitivities, dtype=float)
-    eps = np.broadcast_to(np.asarray(epsilons, dtype=float), vals.shape)
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-    etas = np.zeros(vals.shape) if value_errors is None else np.broadcast_to(
-        np.asarray(value_errors, dtype=float), vals.shape)
-    out = np.full(vals.shape, np.nan)
-    tgrid = np.zeros(vals.shape, dtype=np.int64)
-    lam = 2.0**-k
-    q = np.zeros(vals.shape, dtype=np.int64)
-    ok = np.isfinite(vals)
-    q[ok] = snap(vals[ok], k)
-    for i in np.flatnonzero(ok):
-        if eps[i] == 0 and sens[i] == 0:
-            # a statistic given no budget must be data-independent even as computed: the caller's
-            # promise (the variance of one sample, s² − s², is exactly 0 in floating point too)
-            out[i] = int(q[i]) * lam
-            continue
-        t = grid_sensitivity(float(sens[i]), k, float(etas[i]))
-        e = epsilon_rational(float(eps[i]))
-        z = discrete_laplace(Fraction(t) / e, rng)
-        tgrid[i] = t
-        out[i] = (int(q[i]) + z) * lam
-        if callback is not None and (i + 1) % 1000 == 0:
-            callback(1000)
-    if callback is not None and vals.size % 1000:
-        callback(vals.size % 1000)
+    g = grid_inputs(values, sensitivities, epsilons, granularity_bits, value_errors)
+    idx, t, e, out, tgrid, lam = g.idx, g.t, g.budget.flat[g.idx], g.out, g.tgrid, g.lam
+    z = np.zeros(idx.size, dtype=np.int64)
+    fast = (t < 2.0**33) & (e <= 2.0**32)
+    if np.any(fast):
+        num = t[fast].astype(np.int64) << _EPS_BITS
+        z[fast] = discrete_laplace_rational(num, epsilon_numerators(e[fast]), rng)
+    for i in np.flatnonzero(~fast):
+        z[i] = discrete_laplace(Fraction(int(t[i])) / epsilon_rational(float(e[i])), rng)
+    tgrid.flat[idx] = t.astype(np.int64)
+    out.flat[idx] = (g.q.flat[idx] + z) * lam
+    report_progress(callback, out.size)
     return out, tgrid
 
 
@@ -225,8 +333,7 @@ def discrete_laplace_mean_abs(t: np.ndarray, epsilon: np.ndarray | float,
                               granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> np.ndarray:
     """E|λ·Z| for Z ~ DLap(t/ε'): λ·2r/(1 − r²), r = exp(−ε'/t), with ε' as used by the sampler."""
     t = np.asarray(t, dtype=float)
-    eps_used = np.vectorize(lambda e: float(epsilon_rational(float(e))))(np.broadcast_to(epsilon, t.shape)) \
-        if np.size(t) else np.zeros(0)
+    eps_used = epsilon_rational_array(np.broadcast_to(np.asarray(epsilon, dtype=float), t.shape))
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.exp(-eps_used / t)
         out = 2.0 * r / -np.expm1(np.log(r) * 2.0)

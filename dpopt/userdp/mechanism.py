@@ -44,8 +44,8 @@ import numpy as np
 
 from .._validation import DpoptInputError
 from ..noise import IntegerSource, epsilon_rational
-from ..noise.discrete_gaussian import discrete_gaussian, discrete_gaussian_pmf, rho_rational
-from ..noise.discrete_laplace import discrete_laplace
+from ..noise.discrete_gaussian import discrete_gaussian_array, discrete_gaussian_pmf, rho_rational
+from ..noise.discrete_laplace import discrete_laplace_array
 
 __all__ = ["NoiseMechanism", "DiscreteLaplace", "LaplaceSimulation", "DiscreteGaussian", "GaussianSimulation",
            "l2_squared"]
@@ -129,8 +129,7 @@ class DiscreteLaplace:
     def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
         ints = np.asarray(values, dtype=np.int64)
         s = Fraction(_check_l1(l1)) / epsilon_rational(float(budget))
-        noise = np.fromiter((discrete_laplace(s, self.source) for _ in range(ints.size)), dtype=np.int64,
-                            count=ints.size)
+        noise = discrete_laplace_array(s, ints.size, self.source)
         return (ints + noise.reshape(ints.shape)).astype(float)
 
     @staticmethod
@@ -247,8 +246,7 @@ class DiscreteGaussian:
     def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
         ints = np.asarray(values, dtype=np.int64)
         s2 = self.sigma2(l2=l2, budget=budget)
-        noise = np.fromiter((discrete_gaussian(s2, self.source) for _ in range(ints.size)), dtype=np.int64,
-                            count=ints.size)
+        noise = discrete_gaussian_array(s2, ints.size, self.source)
         return (ints + noise.reshape(ints.shape)).astype(float)
 
     def abs_quantile(self, scale: float, prob: float) -> float:
