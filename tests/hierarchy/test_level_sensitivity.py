@@ -144,3 +144,48 @@ def test_per_level_bounds_one_user_and_totals(seed):
                 nodes_used = np.unique(H.finest_node[agg.pair_grid])
                 if per_user.sum() <= cl and d.shape[1] >= 1:
                     assert d[0].sum() == per_user.sum()
+
+
+@pytest.mark.parametrize("kc", [[(1, 1), (1, 2), (2, 3), (1, 4), (2, 5)], [(2, 2), (3, 1), (1, 6), (2, 2), (1, 1)]])
+def test_per_level_bounding_brute_force(kc):
+    """Every placement of one user's records (0–2 records at U in each of the 5 finest grids of
+    :func:`tiny_hierarchy`), bounded at each level by its own (k_l, c_l) (:func:`bounded_level`):
+    the largest change of level l is exactly Σ over the min(k_l, ·) fullest nodes of min(c_l, records)
+    (computed here by enumeration), never more than the ℓ1/ℓ2 of level_sensitivity(ones, k_l, c_l)."""
+    from dpopt.records.aggregate import Aggregate, PairSamples
+    from dpopt.userdp.bounding import lattice_values
+    from dpopt.userdp.levels import bounded_level
+
+    H = tiny_hierarchy()
+    lev, parent = H.nodes["level"].to_numpy(), H.nodes["parent"].to_numpy()
+    G = H.finest_node.size
+    best = np.zeros((H.n_levels, 2))
+    want = np.zeros((H.n_levels, 2))
+    for counts in itertools.product(range(3), repeat=G):
+        counts = np.array(counts)
+        if counts.sum() == 0:
+            continue
+        grids = np.flatnonzero(counts)
+        offs = np.concatenate([[0], np.cumsum(counts[grids])])
+        agg = Aggregate(users=np.array(["u"], dtype=object), cells=np.arange(G), slots=np.zeros(G, dtype=np.int64),
+                        pair_user=np.zeros(grids.size, dtype=np.int64), pair_grid=grids, count=counts[grids],
+                        sum=4.0 * counts[grids], sumsq=16.0 * counts[grids], h3_resolution=8, slot_ns=HOUR_NS,
+                        samples=PairSamples(values=np.full(int(counts.sum()), 4.0), offsets=offs))
+        lat = lattice_values(agg, 4.0, granularity_bits=0)  # a record at U: (y, z) = (H_Y, H_Z) = (2, 2)
+        node = H.finest_node[grids]
+        for li, (k, c) in enumerate(kc):
+            if li:
+                node = parent[node]  # the user's grids' ancestors at level li
+            rows = np.flatnonzero(lev == li)
+            local = np.full(lev.size, -1)
+            local[rows] = np.arange(rows.size)
+            R, Y, Z = bounded_level(agg, local[node], rows.size, k, c, lat, np.random.default_rng(int(counts @ [1, 3, 9, 27, 81])))
+            assert (Y == 2 * R).all() and (Z == 2 * R).all()
+            best[li] = np.maximum(best[li], (R.sum(), (R.astype(float) ** 2).sum()))
+            per_node = np.sort(np.bincount(local[node], weights=counts[grids], minlength=rows.size))[::-1]
+            top = np.minimum(per_node[:k], c)  # a user keeps k nodes at random: the fullest k is the worst case
+            want[li] = np.maximum(want[li], (top.sum(), (top ** 2).sum()))
+    for li, (k, c) in enumerate(kc):
+        sv = level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), k, c, 2, 2)
+        assert best[li][0] <= sv.count_l1 and best[li][1] <= sv.count_l2 ** 2 + 1e-9
+        assert tuple(best[li]) == tuple(want[li])
