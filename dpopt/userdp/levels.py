@@ -378,16 +378,8 @@ def measure_levels(
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
     check_choice(level_split, "level_split", ("answers", "equal"))
-    rng, lev = np.random.default_rng(seed), hier.nodes["level"].to_numpy()
-    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits, rng,
-                                   check_choice(priority, "priority", ("random", "count")))
-    lb = resolve_level_bounds(level_bounds, hier, k, c)
-    sums = [node_sums(hier, v) for v in (R, Y, Z)]
-    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
-    if lb is not None:  # a level bounded on its own: a user changes ≤ k_l nodes by ≤ c_l records each
-        sums = _per_level_sums(agg, plist, hier, lb, lat, rng, shared=sums)
-        sens = [sv if b is None else level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), b[0], b[1],
-                                                       lat.half_sum, lat.half_sumsq) for li, (sv, b) in enumerate(zip(sens, lb))]
+    sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, granularity_bits, np.random.default_rng(seed),
+                                          check_choice(priority, "priority", ("random", "count")), level_bounds)
     linked = linked_levels(lb, L)
     split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)
     family = ("discrete_" if mech.real_release else "") + kind
@@ -405,6 +397,22 @@ def measure_levels(
                      {"first_level": first, "first_level_scores": scores, "target": tau, "split_rule": split.rule,
                       "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens],
                       "level_bounds": lb, "linked_levels": linked.tolist(), "tree_consistent": bool(linked[:-1].all())})
+
+
+def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, k: int, c: int, U: float, bits: int,
+                    rng: np.random.Generator, priority: str, level_bounds: Any) -> tuple[list, list, Any, Any]:
+    """Exact node sums (R, Y, Z) of the bounded data, every level's sensitivity, the lattice and the
+    resolved per-level bounds (models/hierarchy.md §3, §3b)."""
+    lev = hier.nodes["level"].to_numpy()
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, bits, rng, priority)
+    lb = resolve_level_bounds(level_bounds, hier, k, c)
+    sums = [node_sums(hier, v) for v in (R, Y, Z)]
+    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(hier.n_levels)]
+    if lb is not None:  # a level bounded on its own: a user changes ≤ k_l nodes by ≤ c_l records each
+        sums = _per_level_sums(agg, plist, hier, lb, lat, rng, shared=sums)
+        sens = [sv if b is None else level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), b[0], b[1],
+                                                       lat.half_sum, lat.half_sumsq) for li, (sv, b) in enumerate(zip(sens, lb))]
+    return sums, sens, lat, lb
 
 
 def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any) -> tuple[PartitionList, Hierarchy]:
