@@ -48,10 +48,23 @@ PAIR_KEYS = ["user", "cell", "slot"]
 @dataclass(frozen=True)
 class PairSamples:
     """Samples of every pair, ordered by (pair, timestamp, value): pair p owns
-    ``values[offsets[p]:offsets[p+1]]``."""
+    ``values[offsets[p]:offsets[p+1]]``: its first records, all of them, or the first min(m_p, ``limit``)
+    (``contributions(first_records=limit)``), or as many as asked of ``kept_records``."""
 
     values: np.ndarray
     offsets: np.ndarray
+    limit: int | None = None
+
+    def check_first(self, gamma: np.ndarray) -> None:
+        """Refuse reading the first ``gamma[p]`` records of pair p when fewer were kept."""
+        gamma = np.asarray(gamma, dtype=np.int64)
+        short = gamma > np.diff(self.offsets)
+        if np.any(short):
+            c = int(gamma[short].max())
+            raise DpoptInputError(
+                f"the contributions keep fewer records of some pair than the {c} asked for: use "
+                f"first_records >= {c} in dpopt.records.contributions (or dpopt.records.kept_records)"
+            )
 
 
 @dataclass(frozen=True)
@@ -174,6 +187,7 @@ class Aggregate:
                     "pseudo-user truncation needs the per-pair samples: aggregate with keep_samples=True"
                 )
             else:
+                self.samples.check_first(np.where(part, gamma, 0))
                 t1, t2 = _prefix_sums(self.samples, idx, gamma[idx])
             s1[idx] = t1
             s2[idx] = t2

@@ -39,9 +39,9 @@ from .aggregate import (
     truncated_table,
 )
 from .grid import check_resolution, parse_slot
-from .ingest import FIELDS, ColumnMap, IngestReport, _check_columns, clean_chunk
+from .ingest import FIELDS, ColumnMap, IngestReport, _check_columns, _csv_files, clean_chunk
 
-__all__ = ["aggregate_dask", "truncated_sums_dask", "read_dask"]
+__all__ = ["aggregate_dask", "truncated_sums_dask", "read_dask", "dask_partial"]
 
 _TREE = 8
 
@@ -68,7 +68,7 @@ def _is_csv(name: str) -> bool:
 
 
 def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None,
-              *, blocksize: str | int | None = "64MB", npartitions: int | None = None) -> Any:
+              *, blocksize: str | int | None = "64MB", npartitions: int | None = None, sep: str = ",") -> Any:
     """A Dask DataFrame of the five canonical fields from a DataFrame, CSV or Parquet source.
 
     CSV options are those of the local reader (ids and times as text, numbers inferred); a gzip
@@ -80,6 +80,9 @@ def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None
     cmap = ColumnMap.from_any(columns)
     rename = {c: f for f, c in cmap.names().items()}
     usecols = list(rename)
+    if hasattr(records, "to_delayed") and hasattr(records, "npartitions"):  # a Dask DataFrame
+        _check_columns([str(c) for c in records.columns], cmap, "Dask DataFrame")
+        return records[usecols].rename(columns=rename)[list(FIELDS)]
     if isinstance(records, pd.DataFrame):
         _check_columns([str(c) for c in records.columns], cmap, "DataFrame")
         frame = records[usecols].rename(columns=rename)
@@ -95,15 +98,24 @@ def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None
     lower = name.lower()
     try:
         local_dir = not _is_remote(name) and Path(name).is_dir()
-        if local_dir or lower.endswith((".parquet", ".pq", ".parq")) or (_is_remote(name) and not _is_csv(name)):
+        csv_dir = local_dir and bool(_csv_files(Path(name)))
+        if (local_dir and not csv_dir) or lower.endswith((".parquet", ".pq", ".parq")) or (
+                _is_remote(name) and not _is_csv(name)):
             ddf = dd.read_parquet(name, columns=usecols)
         else:
-            if not _is_remote(name):
-                _check_columns([str(c) for c in pd.read_csv(name, nrows=0).columns], cmap, f"file {name!r}")
+            if csv_dir:  # a directory of CSV files: one input
+                name = str(Path(name) / "*")
+                files = _csv_files(Path(records))
+                first = files[0] if files else None
+            else:
+                first = None if _is_remote(name) else name
+            if first is not None:
+                _check_columns([str(c) for c in pd.read_csv(first, nrows=0, sep=sep).columns], cmap,
+                               f"file {str(first)!r}", sep=sep)
             compression = "infer"
             bs = None if lower.endswith((".gz", ".bz2", ".xz", ".zip", ".zst")) else blocksize
             ddf = dd.read_csv(name, usecols=usecols, dtype={cmap.user_id: str, cmap.timestamp: str},
-                              blocksize=bs, compression=compression)
+                              blocksize=bs, compression=compression, sep=sep)
     except DpoptInputError:
         raise
     except Exception as exc:
@@ -212,3 +224,48 @@ def truncated_sums_dask(
             for p in ddf.to_delayed()]
     frame = _compute(_tree(bits, _concat), client)
     return first_sums(frame, keep)
+
+
+def dask_partial(records: Any, *, bound: float, grid: Any, read: Any, first_records: int | None,
+                 client: Any = None) -> Any:
+    """The :class:`dpopt.records.contributions.Partial` of ``records`` computed on Dask: every
+    partition runs :func:`~dpopt.records.contributions.reduce_chunk` (the local map step) and the
+    partials are merged by the local reduce step in the same tree, so counts, keys and kept first-c
+    records equal the local path's; None when there is no partition."""
+    from functools import partial
+
+    from .contributions import merge_partials, reduce_chunk
+
+    step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records)
+    return dask_map_reduce(records, read, step, partial(merge_partials, first_records=first_records), client)
+
+
+def dask_map_reduce(records: Any, read: Any, step: Any, merge: Any, client: Any = None,
+                    blocksize: str | int | None = "64MB") -> Any:
+    """``merge`` over ``step(partition)`` of every partition of ``records`` read with ``read``
+    (tree of :func:`tree`), computed on ``client`` (None: threads); None without partitions."""
+    dask = _require_dask()
+    ddf = read_dask(records, read.column_map(), blocksize=blocksize, sep=read.sep)
+    mapped = dask.delayed(step, pure=True)
+    parts = [mapped(p) for p in ddf.to_delayed()]
+    if not parts:
+        return None
+    try:
+        return _compute(tree(parts, merge), client)
+    except DpoptInputError:
+        raise
+    except ValueError as exc:
+        raise DpoptInputError(f"`records` could not be read by Dask: {exc}") from None
+
+
+def tree(parts: list[Any], merge: Any) -> Any:
+    """Delayed merge of delayed partials in groups of ``COMPACT_EVERY``, level by level (the tree
+    of :func:`dpopt.records.contributions.tree_stream`)."""
+    import dask
+
+    from .contributions import COMPACT_EVERY
+
+    step = dask.delayed(lambda *ps: merge(list(ps)), pure=True)
+    while len(parts) > 1:
+        parts = [step(*parts[i : i + COMPACT_EVERY]) for i in range(0, len(parts), COMPACT_EVERY)]
+    return parts[0]

@@ -5,8 +5,10 @@ ref. [17]) and time into slots of fixed length (``"1h"``, ``"15min"``, ...), anc
 epoch in UTC: the slot of a timestamp t is ``floor(t / slot) * slot``. A grid is the pair
 (cell, slot start).
 
-h3 4.x has no vectorised point-to-cell call (``h3.api.numpy_int.latlng_to_cell`` takes one point),
-so :func:`h3_cells` calls it once per *distinct* (lat, lng) pair: a ``pandas.factorize`` of
+:func:`h3_cells` uses h3ronpy's vectorised ``coordinates_to_cells`` when installed (≈ 0.4 µs per
+point; tests/records check it equals h3's ``latlng_to_cell`` on 10^5 random points at several
+resolutions). h3 4.x has no vectorised point-to-cell call (``h3.api.numpy_int.latlng_to_cell``
+takes one point), so without h3ronpy :func:`h3_cells` calls it once per *distinct* (lat, lng) pair: a ``pandas.factorize`` of
 ``lat + 1j·lng`` removes repeats exactly (stopped vehicles report the same position many times).
 Measured on the Austin bus data (581,846 rows, 260,313 distinct positions, 2 cores): 0.63 s with one
 call per row, 0.46 s with the dedup (0.18 s factorize + 0.28 s calls).
@@ -37,6 +39,11 @@ __all__ = [
 ]
 
 _NS_PER_S = 1_000_000_000
+
+try:  # vectorised indexer (Rust, the H3 C library's algorithm); tests check it agrees with h3 exactly
+    from h3ronpy.vector import coordinates_to_cells as _vector_cells
+except ImportError:  # pragma: no cover - optional: fall back to one h3 call per distinct point
+    _vector_cells = None
 
 
 def check_resolution(resolution: Any, name: str = "h3_resolution") -> int:
@@ -84,6 +91,8 @@ def h3_cells(latitude: np.ndarray, longitude: np.ndarray, resolution: int) -> np
     lng = np.asarray(longitude, dtype=float)
     if lat.size == 0:
         return np.empty(0, dtype=np.int64)
+    if _vector_cells is not None:
+        return np.asarray(_vector_cells(lat, lng, resolution)).astype(np.int64)
     codes, uniq = pd.factorize(lat + 1j * lng)
     ulat = np.real(uniq).tolist()
     ulng = np.imag(uniq).tolist()

@@ -8,11 +8,14 @@ fixed number of rows so that inputs larger than memory stream through :mod:`dpop
 Cleaning (counted in :class:`IngestReport`, never silent):
 
 * a record with a missing or unparseable field (empty user, NaN coordinate, unparseable timestamp,
-  NaN or infinite value) is dropped and counted under that field (a record missing several fields
-  counts once in ``dropped_missing`` and once under each field in ``missing``);
+  NaN value) is dropped and counted under that field (a record missing several fields counts once
+  in ``dropped_missing`` and once under each field in ``missing``; ``unparseable`` counts the
+  entries that were present but did not parse);
+* with a time window (:class:`dpopt.records.ReadOptions`, 1990–2100 by default) a record
+  timestamped outside it is dropped (``outside_time_window``);
 * a record with a latitude outside [-90, 90] or a longitude outside [-180, 180] is dropped
   (``invalid_coordinates``);
-* a value outside [0, U] is clipped to [0, U] (``out_of_range="clip"``, the default), dropped
+* a value outside [0, U], ±inf included (a number out of range, issue 22.6), is clipped to [0, U] (``out_of_range="clip"``, the default), dropped
   (``"drop"``) or stops the run with a :class:`~dpopt.DpoptInputError` (``"error"``). Clipping keeps
   the occupancy array independent of the values (seed 002's neighbours share it); dropping by value
   does not, so keep ``"drop"`` for sentinels that are invalid by definition.
@@ -48,6 +51,7 @@ __all__ = [
     "clean_chunk",
     "read_records",
     "count_rows",
+    "check_dropped",
     "DEFAULT_CHUNKSIZE",
 ]
 
@@ -84,6 +88,14 @@ class ColumnMap:
                 f"got {columns!r}"
             )
         unknown = sorted(set(columns) - set(FIELDS))
+        values = [v for v in columns.values() if isinstance(v, str)]
+        if unknown and values and set(values) <= set(FIELDS):
+            pairs = ", ".join(f"{k!r}: {v!r}" for k, v in columns.items())
+            flipped = ", ".join(f"{v!r}: {k!r}" for k, v in columns.items())
+            raise DpoptInputError(
+                f"`columns` maps {{dpopt_name: your_column}} (the other way round from pandas' rename); got "
+                f"{{{pairs}}}, which looks like {{your_column: dpopt_name}}: pass {{{flipped}}}"
+            )
         if unknown:
             raise DpoptInputError(
                 f"`columns` keys must be among {', '.join(FIELDS)}; got unknown {', '.join(map(repr, unknown))}"
@@ -115,11 +127,17 @@ class IngestReport:
     dropped_out_of_range: int = 0
     chunks: int = 0
     out_of_range_policy: str = "clip"
+    unparseable: dict[str, int] = field(default_factory=lambda: {f: 0 for f in FIELDS})
+    outside_time_window: int = 0
+    time_window: tuple[str, str] | None = None
+    #: up to two raw timestamp texts that did not parse (console diagnostics only, never published)
+    timestamp_examples: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def dropped_records(self) -> int:
-        """All dropped records (missing fields, invalid coordinates, out-of-range values dropped)."""
-        return self.dropped_missing + self.invalid_coordinates + self.dropped_out_of_range
+        """All dropped records (missing or unparseable fields, invalid coordinates, out-of-range
+        values dropped, timestamps outside the time window)."""
+        return self.dropped_missing + self.invalid_coordinates + self.dropped_out_of_range + self.outside_time_window
 
     def __add__(self, other: IngestReport) -> IngestReport:
         return IngestReport(
@@ -133,6 +151,10 @@ class IngestReport:
             dropped_out_of_range=self.dropped_out_of_range + other.dropped_out_of_range,
             chunks=self.chunks + other.chunks,
             out_of_range_policy=other.out_of_range_policy if other.chunks else self.out_of_range_policy,
+            unparseable={f: self.unparseable.get(f, 0) + other.unparseable.get(f, 0) for f in FIELDS},
+            outside_time_window=self.outside_time_window + other.outside_time_window,
+            time_window=other.time_window if other.chunks else self.time_window,
+            timestamp_examples=(self.timestamp_examples + other.timestamp_examples)[:2],
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -148,8 +170,20 @@ class IngestReport:
             "clipped": self.clipped,
             "dropped_out_of_range": self.dropped_out_of_range,
             "out_of_range_policy": self.out_of_range_policy,
+            "unparseable": dict(self.unparseable),
+            "outside_time_window": self.outside_time_window,
+            "time_window": None if self.time_window is None else list(self.time_window),
             "chunks": self.chunks,
         }
+
+    def dropped_by_cause(self) -> dict[str, int]:
+        """Dropped records by cause (a record missing several fields counts under each)."""
+        causes = {f"missing {f}": self.missing.get(f, 0) - self.unparseable.get(f, 0) for f in FIELDS}
+        causes.update({f"unparseable {f}": self.unparseable.get(f, 0) for f in FIELDS})
+        causes["invalid coordinates"] = self.invalid_coordinates
+        causes["value out of range (dropped)"] = self.dropped_out_of_range
+        causes["timestamp outside the time window"] = self.outside_time_window
+        return {k: v for k, v in causes.items() if v}
 
 
 @dataclass(frozen=True)
@@ -182,7 +216,9 @@ def _source_kind(source: Any) -> str:
         if not path.exists():
             raise DpoptInputError(f"`records` must be an existing CSV or Parquet path; got {str(source)!r} (not found)")
         name = path.name.lower()
-        if path.is_dir() or name.endswith((".parquet", ".pq", ".parq")):
+        if path.is_dir():
+            return "csvdir" if _csv_files(path) else "parquet"
+        if name.endswith(_PARQUET):
             return "parquet"
         return "csv"
     raise DpoptInputError(
@@ -190,14 +226,36 @@ def _source_kind(source: Any) -> str:
     )
 
 
-def _check_columns(available: list[str], cmap: ColumnMap, where: str) -> None:
+_PARQUET = (".parquet", ".pq", ".parq")
+
+
+def _csv_files(path: Path) -> list[Path]:
+    """The CSV files of a directory (sorted by name; hidden files skipped); [] if it holds Parquet.
+
+    A directory mixing CSV and Parquet files is refused."""
+    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
+    parquet = [p for p in files if p.name.lower().endswith(_PARQUET)]
+    csv = [p for p in files if ".csv" in p.name.lower() or ".tsv" in p.name.lower() or ".txt" in p.name.lower()]
+    if parquet and csv:
+        raise DpoptInputError(f"`records` directory {str(path)!r} mixes CSV and Parquet files; keep one format")
+    return csv
+
+
+def _check_columns(available: list[str], cmap: ColumnMap, where: str, sep: str | None = None) -> None:
     missing = [(f, c) for f, c in cmap.names().items() if c not in available]
     if missing:
         wanted = ", ".join(f"{f} -> {c!r}" for f, c in missing)
         shown = ", ".join(map(repr, available[:20])) + (" ..." if len(available) > 20 else "")
+        hint = ""
+        if sep is not None and len(available) <= 2:
+            found = [d for d in (";", "\t", "|", ",") if d != sep and any(d in c for c in available)]
+            if found:
+                text = "\\t" if found[0] == "\t" else found[0]
+                hint = f" The header looks '{text}'-separated: pass sep='{text}' (CLI: --sep '{text}')."
         raise DpoptInputError(
-            f"`records` ({where}) lacks the column(s) {wanted}; available columns: {shown}. "
-            "Map names with `columns={...}` (CLI: --user-col, --lat-col, --lng-col, --time-col, --value-col)"
+            f"`records` ({where}) lacks the column(s) {wanted}; available columns: {shown}.{hint} "
+            "Map names with `columns={dpopt_name: your_column}` (CLI: --user-col, --lat-col, --lng-col, "
+            "--time-col, --value-col)"
         )
 
 
@@ -217,16 +275,19 @@ def count_rows(source: Any) -> int | None:
 
 
 def iter_raw_chunks(
-    source: Any, *, columns: ColumnMap | Mapping[str, str] | None = None, chunksize: int | None = None
+    source: Any, *, columns: ColumnMap | Mapping[str, str] | None = None, chunksize: int | None = None,
+    sep: str = ",",
 ) -> Iterator[pd.DataFrame]:
     """Yield the raw input in chunks with canonical column names (only the five fields).
 
     Parameters
     ----------
-    source : DataFrame, or path to a CSV (``.csv``, ``.csv.gz``, ...) or Parquet file/directory.
-    columns : mapping ``field -> input column`` for names other than the canonical ones.
+    source : DataFrame, or path to a CSV (``.csv``, ``.csv.gz``, ...) or Parquet file, or a
+        directory of CSV files or of Parquet files (one input; files in name order).
+    columns : mapping ``{dpopt_name: your_column}`` for names other than the canonical ones.
     chunksize : rows per chunk (files default to :data:`DEFAULT_CHUNKSIZE`; a DataFrame is one chunk
         unless given).
+    sep : CSV field separator.
     """
     cmap = ColumnMap.from_any(columns)
     if chunksize is not None:
@@ -241,58 +302,76 @@ def iter_raw_chunks(
         for start in range(0, max(len(frame), 1), step):
             yield frame.iloc[start : start + step]
         return
-    if kind == "csv":
-        try:
-            header = pd.read_csv(source, nrows=0)
-        except UnicodeDecodeError:
-            raise DpoptInputError(f"`records` file {str(source)!r} is not UTF-8 text; convert it to UTF-8") from None
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, OSError, EOFError) as exc:
-            raise DpoptInputError(f"`records` file {str(source)!r} is not a readable CSV: {exc}") from None
-        _check_columns([str(c) for c in header.columns], cmap, f"file {str(source)!r}")
-        # ids and times as text; numbers inferred (a column with a bad entry stays text and
-        # clean_chunk counts the entry). The Dask back-end passes the same options.
-        # every column is read (``usecols`` would hide rows with more fields than the header, and a
-        # first row with one extra field would shift the columns); such rows stop the run
-        dtype = {cmap.user_id: str, cmap.timestamp: str}
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", pd.errors.ParserWarning)
-                reader = pd.read_csv(source, dtype=dtype, chunksize=chunksize or DEFAULT_CHUNKSIZE,
-                                     keep_default_na=True, index_col=False)
-            with reader:
-                while True:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("error", pd.errors.ParserWarning)
-                        chunk = next(reader, None)
-                    if chunk is None:
-                        break
-                    yield chunk[usecols].rename(columns=rename)[list(FIELDS)]
-        except pd.errors.ParserWarning:
-            raise DpoptInputError(
-                f"`records` file {str(source)!r} has a row with more fields than its header (the first "
-                "data row); fix the file (quote fields holding commas)"
-            ) from None
-        except UnicodeDecodeError as exc:
-            raise DpoptInputError(
-                f"`records` file {str(source)!r} is not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} "
-                f"at offset {exc.start} of a block); convert it to UTF-8"
-            ) from None
-        except (pd.errors.ParserError, OSError, EOFError, ValueError) as exc:
-            text = " ".join(str(exc).split())
-            raise DpoptInputError(f"`records` file {str(source)!r} could not be parsed as CSV: {text}") from None
+    if kind in ("csv", "csvdir"):
+        files = _csv_files(Path(source)) if kind == "csvdir" else [Path(source)]
+        for path in files:
+            yield from _csv_chunks(path, cmap, chunksize or DEFAULT_CHUNKSIZE, sep)
         return
-    # parquet
+    yield from _parquet_chunks(source, cmap, chunksize or DEFAULT_CHUNKSIZE)
+
+
+def _parquet_chunks(source: Any, cmap: ColumnMap, chunksize: int) -> Iterator[pd.DataFrame]:
+    """Parquet file or directory in record batches of at most ``chunksize`` rows (pyarrow dataset)."""
+    rename = {c: f for f, c in cmap.names().items()}
     try:
         import pyarrow.dataset as ds
 
         dataset = ds.dataset(str(source), format="parquet")
         _check_columns(list(dataset.schema.names), cmap, f"Parquet {str(source)!r}")
-        for batch in dataset.to_batches(columns=usecols, batch_size=chunksize or DEFAULT_CHUNKSIZE):
+        # read-ahead of one batch and one file: memory bounded by a chunk and a row group
+        for batch in dataset.to_batches(columns=list(rename), batch_size=chunksize, batch_readahead=1,
+                                        fragment_readahead=1):
             yield batch.to_pandas().rename(columns=rename)[list(FIELDS)]
     except DpoptInputError:
         raise
     except Exception as exc:  # pyarrow raises several unrelated types for a bad file
         raise DpoptInputError(f"`records` path {str(source)!r} is not readable Parquet: {exc}") from None
+
+
+def _csv_chunks(source: Path, cmap: ColumnMap, chunksize: int, sep: str) -> Iterator[pd.DataFrame]:
+    """One CSV file in chunks (pandas); ids and times as text, numbers inferred."""
+    rename = {c: f for f, c in cmap.names().items()}
+    usecols = list(rename)
+    try:
+        header = pd.read_csv(source, nrows=0, sep=sep)
+    except UnicodeDecodeError:
+        raise DpoptInputError(f"`records` file {str(source)!r} is not UTF-8 text; convert it to UTF-8") from None
+    except pd.errors.EmptyDataError:
+        return  # an empty file holds no record
+    except (pd.errors.ParserError, OSError, EOFError) as exc:
+        raise DpoptInputError(f"`records` file {str(source)!r} is not a readable CSV: {exc}") from None
+    _check_columns([str(c) for c in header.columns], cmap, f"file {str(source)!r}", sep=sep)
+    # ids and times as text; numbers inferred (a column with a bad entry stays text and
+    # clean_chunk counts the entry). The Dask back-end passes the same options.
+    # every column is read (``usecols`` would hide rows with more fields than the header, and a
+    # first row with one extra field would shift the columns); such rows stop the run
+    dtype = {cmap.user_id: str, cmap.timestamp: str}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            reader = pd.read_csv(source, dtype=dtype, chunksize=chunksize, keep_default_na=True,
+                                 index_col=False, sep=sep)
+        with reader:
+            while True:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", pd.errors.ParserWarning)
+                    chunk = next(reader, None)
+                if chunk is None:
+                    break
+                yield chunk[usecols].rename(columns=rename)[list(FIELDS)]
+    except pd.errors.ParserWarning:
+        raise DpoptInputError(
+            f"`records` file {str(source)!r} has a row with more fields than its header (the first "
+            "data row); fix the file (quote fields holding commas)"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise DpoptInputError(
+            f"`records` file {str(source)!r} is not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} "
+            f"at offset {exc.start} of a block); convert it to UTF-8"
+        ) from None
+    except (pd.errors.ParserError, OSError, EOFError, ValueError) as exc:
+        text = " ".join(str(exc).split())
+        raise DpoptInputError(f"`records` file {str(source)!r} could not be parsed as CSV: {text}") from None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -369,57 +448,78 @@ def _user_strings(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return out, missing
 
 
+def _unparseable(raw: pd.DataFrame, miss: dict[str, np.ndarray]) -> tuple[dict[str, int], tuple[str, ...]]:
+    """Per field, the missing entries that were present in the input (did not parse), and up to
+    two raw timestamps that did not parse (console diagnostics)."""
+    present = {f: raw[f].notna().to_numpy(dtype=bool) for f in FIELDS if f != "user_id"}
+    counts = {f: int((miss[f] & present[f]).sum()) if f in present else 0 for f in FIELDS}
+    examples: tuple[str, ...] = ()
+    if counts["timestamp"]:
+        examples = tuple(str(v) for v in raw["timestamp"][miss["timestamp"] & present["timestamp"]].iloc[:2])
+    return counts, examples
+
+
+def _into_range(val: np.ndarray, ok: np.ndarray, bound: float,
+                policy: str) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """Values of kept records outside [0, U] (±inf included) clipped, dropped or refused:
+    (values, kept mask, out of range, clipped, dropped)."""
+    with np.errstate(invalid="ignore"):
+        oor = ok & ((val < 0.0) | (val > bound))
+    n_oor = int(oor.sum())
+    if not n_oor:
+        return val, ok, 0, 0, 0
+    if policy == "error":
+        bad = val[oor]
+        raise DpoptInputError(
+            f"`records` hold {n_oor} value(s) outside [0, bound] = [0, {bound:g}] in this chunk "
+            f"(e.g. {bad[0]:g}; min {bad.min():g}, max {bad.max():g}); use out_of_range='clip' or 'drop' "
+            "(CLI: --out-of-range clip|drop) or a larger bound"
+        )
+    if policy == "clip":
+        return np.clip(val, 0.0, bound), ok, n_oor, n_oor, 0
+    return val, ok & ~oor, n_oor, 0, n_oor
+
+
 def clean_chunk(
     raw: pd.DataFrame,
     *,
     bound: float,
     out_of_range: str = "clip",
     timestamp_unit: str = "s",
+    time_window: tuple[int, int] | None = None,
+    users: Any = None,
 ) -> tuple[CleanChunk, IngestReport]:
-    """Clean one raw chunk (canonical columns) and count what was dropped or clipped.
+    """Clean one raw chunk (canonical columns); count what was dropped or clipped (module doc).
 
-    Values outside [0, U] are clipped, dropped or refused (``out_of_range``); see the module doc.
-    """
+    ``time_window`` (int64 ns [start, end)): records outside are dropped and counted. ``users``:
+    raw user column -> (labels, missing mask) (default :func:`_user_strings`, a str per row)."""
     bound = check_bound(bound)
     out_of_range = check_choice(out_of_range, "out_of_range", OUT_OF_RANGE)
     timestamp_unit = check_choice(timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
     n = len(raw)
-    user, miss_user = _user_strings(raw["user_id"])
+    user, miss_user = (users or _user_strings)(raw["user_id"])
     lat = _float(raw["latitude"])
     lng = _float(raw["longitude"])
     ts = _parse_time(raw["timestamp"], timestamp_unit)
     val = _float(raw["value"])
-    nat = np.iinfo(np.int64).min
     miss = {
         "user_id": miss_user,
         "latitude": np.isnan(lat),
         "longitude": np.isnan(lng),
-        "timestamp": ts == nat,
-        "value": ~np.isfinite(val),
+        "timestamp": ts == np.iinfo(np.int64).min,
+        "value": np.isnan(val),  # ±inf is a number out of range (clipped by default), not missing
     }
+    unparseable, examples = _unparseable(raw, miss)
     any_missing = np.zeros(n, dtype=bool)
     for m in miss.values():
         any_missing |= m
     bad_coord = ~any_missing & ((np.abs(lat) > 90.0) | (np.abs(lng) > 180.0))
     ok = ~any_missing & ~bad_coord
-    with np.errstate(invalid="ignore"):
-        oor = ok & ((val < 0.0) | (val > bound))
-    n_oor = int(oor.sum())
-    clipped = dropped_oor = 0
-    if n_oor:
-        if out_of_range == "error":
-            bad = val[oor]
-            raise DpoptInputError(
-                f"`records` hold {n_oor} value(s) outside [0, bound] = [0, {bound:g}] in this chunk "
-                f"(e.g. {bad[0]:g}; min {bad.min():g}, max {bad.max():g}); use out_of_range='clip' or 'drop' "
-                "(CLI: --out-of-range clip|drop) or a larger bound"
-            )
-        if out_of_range == "clip":
-            val = np.clip(val, 0.0, bound)
-            clipped = n_oor
-        else:
-            ok &= ~oor
-            dropped_oor = n_oor
+    outside = np.zeros(n, dtype=bool)
+    if time_window is not None:
+        outside = ok & ((ts < time_window[0]) | (ts >= time_window[1]))
+        ok &= ~outside
+    val, ok, n_oor, clipped, dropped_oor = _into_range(val, ok, bound, out_of_range)
     report = IngestReport(
         records_read=n,
         records_kept=int(ok.sum()),
@@ -431,6 +531,9 @@ def clean_chunk(
         dropped_out_of_range=dropped_oor,
         chunks=1,
         out_of_range_policy=out_of_range,
+        unparseable=unparseable,
+        outside_time_window=int(outside.sum()),
+        timestamp_examples=examples,
     )
     chunk = CleanChunk(
         user=user[ok], latitude=lat[ok], longitude=lng[ok], timestamp=ts[ok], value=val[ok]
@@ -456,3 +559,33 @@ def read_records(
     check_choice(timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
     for raw in iter_raw_chunks(source, columns=columns, chunksize=chunksize):
         yield clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit)
+
+
+def check_dropped(report: IngestReport, read: Any) -> None:
+    """Refuse the run when more than ``read.max_dropped`` of the rows read were dropped.
+
+    The message (for the data holder's console only; see :mod:`dpopt.records.contributions`)
+    names the flag and the causes; a timestamp column that parsed to nothing is named with two of
+    its raw values, and timestamps outside the time window point at ``--timestamp-unit`` and
+    ``--time-window``. No rows read: nothing to refuse.
+    """
+    n, dropped = report.records_read, report.dropped_records
+    if n == 0 or dropped <= read.max_dropped * n:
+        return
+    cmap = read.column_map()
+    if report.unparseable["timestamp"] and report.missing["timestamp"] == n:
+        shown = ", ".join(repr(v) for v in report.timestamp_examples)
+        raise DpoptInputError(
+            f"`records` column {cmap.timestamp!r} (the timestamp) parses to no timestamp (e.g. {shown}); "
+            "give ISO 8601 text (2015-09-06T05:00:47Z) or Unix times with --timestamp-unit, or name "
+            "another column with --time-col"
+        )
+    causes = "; ".join(f"{k}: {v}" for k, v in report.dropped_by_cause().items())
+    hint = ""
+    if report.outside_time_window * 2 >= dropped and report.time_window is not None:
+        hint = (f" Timestamps outside the time window {report.time_window[0]}..{report.time_window[1]}: check "
+                f"--timestamp-unit (now {read.timestamp_unit!r}) or widen --time-window.")
+    raise DpoptInputError(
+        f"`max_dropped` (--max-dropped {read.max_dropped:g}): {dropped} of {n} records "
+        f"({100.0 * dropped / n:.2f} %) were dropped ({causes}).{hint} Fix the input or raise --max-dropped"
+    )

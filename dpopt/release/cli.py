@@ -117,18 +117,30 @@ def _add_input_arguments(p: Any) -> None:
     u.add_argument("--bounds", default="select",
                    help="contribution bounds: select (default: chosen under DP by predicted error), quantile "
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid)")
-    g = p.add_argument_group("input columns and cleaning")
-    g.add_argument("--user-col", default="user_id")
-    g.add_argument("--lat-col", default="latitude")
-    g.add_argument("--lng-col", default="longitude")
-    g.add_argument("--time-col", default="timestamp")
-    g.add_argument("--value-col", default="value")
+    g = p.add_argument_group(
+        "input columns and cleaning",
+        "Records are rows (user, latitude, longitude, timestamp, value) of a CSV file (any separator, "
+        "--sep), a Parquet file, or a directory of CSV or of Parquet files. Python: "
+        "columns={dpopt_name: your_column}.")
+    for flag, name, what in (("--user-col", "user_id", "user id (a user is who the privacy protects)"),
+                             ("--lat-col", "latitude", "latitude, WGS84 degrees"),
+                             ("--lng-col", "longitude", "longitude, WGS84 degrees"),
+                             ("--time-col", "timestamp", "time: ISO 8601 text or Unix time (--timestamp-unit)"),
+                             ("--value-col", "value", "values released, in [0, U]")):
+        g.add_argument(flag, default=name, metavar="NAME", help=f"column of the {what} (default: {name})")
+    g.add_argument("--sep", default=",", help="CSV field separator, e.g. ';' (default: ',')")
     g.add_argument("--timestamp-unit", default="s", choices=["s", "ms", "us", "ns"],
                    help="unit of numeric timestamps (Unix time; default s)")
     g.add_argument("--out-of-range", default="clip", choices=["clip", "drop", "error"],
-                   help="values outside [0, U]: clip (default), drop, or stop with an error. "
+                   help="values outside [0, U], +-inf included: clip (default), drop, or stop with an error. "
                    "drop makes the public counts depend on values (not covered by the DP guarantee "
                    "unless validity is public); use it only for sentinels")
+    g.add_argument("--max-dropped", type=float, default=0.01, metavar="SHARE",
+                   help="refuse the run when more than this share of the rows is dropped as invalid "
+                   "(default 0.01; 1 disables the check); the causes are printed")
+    g.add_argument("--time-window", default="1990,2100", metavar="START,END",
+                   help="plausible timestamps, years or ISO dates (default 1990,2100): records outside are "
+                   "dropped and counted (a wrong --timestamp-unit lands in 1970); 'none' for no window")
     g.add_argument("--chunksize", type=int, help="rows per chunk when streaming files")
     d = p.add_argument_group("scale")
     d.add_argument("--backend", default="local", choices=["local", "dask"],

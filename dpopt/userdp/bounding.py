@@ -137,6 +137,8 @@ def bound_contributions(agg: Aggregate, *, k: int, c: int, ranks: np.ndarray, la
     """Bounded per-grid statistics for bounds (k, c), pair ranks (:func:`grid_ranks`) and the
     lattice terms (:func:`lattice_values`)."""
     gamma = bounded_gamma(agg, ranks, k, c)
+    if agg.samples is not None:  # the contributions may keep the first c records per pair only
+        agg.samples.check_first(gamma)
     start = lattice.offsets[:-1]
     py = lattice.cum_y[start + gamma] - lattice.cum_y[start]
     pz = lattice.cum_z[start + gamma] - lattice.cum_z[start]

@@ -1,8 +1,16 @@
-"""Contribution bounds (k, c) chosen from the data under DP (models/user_level.md §5).
+"""Contribution bounds (k, c) chosen from the data under DP (models/user_level.md §6, §11).
 
-Two rules, each ε_b-DP under add/remove of one user (ε_b counted in the release's total):
+Three rules, each ε_b-DP under add/remove of one user (ε_b counted in the release's total):
 
-``"select"`` (default): exact permute-and-flip (:func:`dpopt.noise.selection.permute_and_flip`,
+``"histogram"`` (default): ε_b buys ONE noisy joint histogram of the contribution distribution
+    (:func:`measure_contributions`): user ℓ falls in the single bin (i, j) of its number of grids
+    G_ℓ and its median records per (user, grid) m_ℓ, bins on public geometric grids, so adding or
+    removing a user moves one bin by one (ℓ1 sensitivity 1) and the exact discrete Laplace of
+    scale 1/ε_b (the release's integer source) makes the histogram ε_b-DP. (k, c) is then the
+    minimiser of the predicted release error (:func:`dpopt.userdp.predict.predicted_release_error`)
+    over the public candidates, evaluated exhaustively: post-processing, no further budget.
+
+``"select"``: exact permute-and-flip (:func:`dpopt.noise.selection.permute_and_flip`,
     ε-DP like the exponential mechanism, integer arithmetic, the release's integer source) over a
     public grid of candidates (k, c) with the utility
 
@@ -43,15 +51,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_choice, check_epsilon, check_positive_int
+from .._validation import (DpoptInputError, check_bound, check_choice, check_epsilon, check_nonnegative_float,
+                           check_positive_int)
 from ..noise.selection import permute_and_flip
 from ..noise.sources import IntegerSource, SeededSource
 from ..records.aggregate import Aggregate
+from .mechanism import DiscreteLaplace
+from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 
 __all__ = ["BoundsChoice", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
-           "BOUND_RULES"]
+           "BOUND_RULES", "histogram_bins", "contribution_bins", "measure_contributions", "optimise_bounds"]
 
-BOUND_RULES = ("select", "quantile")
+BOUND_RULES = ("histogram", "select", "quantile")
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,9 @@ class BoundsChoice:
     rule: str
     epsilon: float
     candidates: int
+    #: ``"histogram"``: the noisy histogram (DP output) and the objective over the candidates
+    histogram: ContributionHistogram | None = None
+    objective: np.ndarray | None = None
 
 
 def candidate_grid(limit: int) -> np.ndarray:
@@ -113,12 +127,80 @@ def release_probability(users: np.ndarray, k: int, epsilon: float, delta: float)
     return np.where(d >= 0, 1.0 - 0.5 * np.exp(-np.abs(d) / b), 0.5 * np.exp(-np.abs(d) / b))
 
 
+def histogram_bins(limit: int) -> np.ndarray:
+    """Public upper edges 1, 2, 4, …, 2^⌈log2 limit⌉ of the histogram bins (a value v falls in the
+    first bin whose edge is ≥ v; values above the last edge in an overflow bin)."""
+    limit = check_positive_int(limit, "limit")
+    return 2 ** np.arange(int(math.ceil(math.log2(limit))) + 1, dtype=np.int64)
+
+
+def _representatives(edges: np.ndarray) -> np.ndarray:
+    """Public value standing for each bin (lo, hi]: √((lo + 1)·hi) (1 for the first); the overflow
+    bin (hi, ∞) stands at 2·hi."""
+    lo = np.r_[0, edges[:-1]]
+    return np.r_[np.sqrt((lo + 1.0) * edges), 2.0 * edges[-1]]
+
+
+def contribution_bins(agg: Aggregate, ranks: np.ndarray, grid_edges: np.ndarray,
+                      record_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bin (i, j) of every user with at least one eligible pair (rank ≥ 0): i by G_ℓ (its number of
+    eligible grids), j by m_ℓ (the median of m_{ℓ,g} over them). A function of the user's own
+    records and the public mask only — the fact the sensitivity proof needs."""
+    valid = ranks >= 0
+    users = agg.pair_user[valid]
+    G = np.bincount(users, minlength=agg.n_users)
+    present = np.flatnonzero(G > 0)
+    med = _user_medians(users, agg.count[valid].astype(float))  # users in increasing order
+    i = np.searchsorted(grid_edges, G[present], side="left")
+    j = np.searchsorted(record_edges, med, side="left")
+    return i, j
+
+
+def measure_contributions(agg: Aggregate, ranks: np.ndarray, epsilon: float, *, source: IntegerSource,
+                          max_grids: int = 1024, max_records: int = 64) -> ContributionHistogram:
+    """ε-DP joint histogram of users by (G_ℓ, m_ℓ) (module doc): every user in one bin, so one user
+    moves the vector of bin counts by 1 in ℓ1; exact discrete Laplace of scale 1/ε per bin."""
+    eps = check_epsilon(epsilon)
+    ge, re = histogram_bins(max_grids), histogram_bins(max_records)
+    i, j = contribution_bins(agg, ranks, ge, re)
+    shape = (ge.size + 1, re.size + 1)
+    exact = np.bincount(i * shape[1] + j, minlength=shape[0] * shape[1]).astype(np.int64)
+    noisy = DiscreteLaplace(source).integer(exact, l1=1, l2=1.0, budget=eps).reshape(shape)
+    return ContributionHistogram(grids=_representatives(ge), records=_representatives(re), noisy=noisy,
+                                 counts=denoise_histogram(noisy, eps), epsilon=eps)
+
+
+#: near-optimal band of the ``"histogram"`` rule, as a fraction of U/2
+DEFAULT_TOLERANCE = 0.05
+
+
+def optimise_bounds(hist: ContributionHistogram, ks: np.ndarray, cs: np.ndarray, *, bound: float = 1.0,
+                    tolerance: float = DEFAULT_TOLERANCE, **model) -> tuple[int, int, np.ndarray]:
+    """Exhaustive minimisation of :func:`predicted_release_error` over the public candidates.
+
+    Every pair (k, c) is evaluated. The near-optimal band is the set of pairs within
+    ``tolerance``·U/2 of the minimum; k is the lower median of the distinct k of the band (in
+    candidate order) and c the best c at that k. Where the objective is flat (noise saturates the
+    release, or every k between a few and all of a user's grids gives the same signal-to-noise
+    ratio, models/user_level.md §11) the argmin itself wanders with the histogram's noise, and an
+    edge of the band is where the flat region ends; its middle is stable and away from both edges.
+    Returns (k, c, objective).
+    """
+    tol = check_nonnegative_float(tolerance, "tolerance")
+    obj = predicted_release_error(hist, ks, cs, bound=bound, **model)
+    band = obj <= obj.min() + tol * check_bound(bound) / 2.0
+    rows = np.flatnonzero(band.any(axis=1))
+    i = int(rows[(rows.size - 1) // 2])
+    j = int(np.argmin(obj[i]))
+    return int(ks[i]), int(cs[j]), obj
+
+
 def choose_bounds(
     agg: Aggregate,
     ranks: np.ndarray,
     epsilon: float,
     *,
-    rule: str = "select",
+    rule: str = "histogram",
     rng: np.random.Generator,
     source: IntegerSource | None = None,
     max_grids: int = 1024,
@@ -126,17 +208,37 @@ def choose_bounds(
     quantile: float = 0.5,
     sum_budget: float | None = None,
     selection: tuple[float, float] | None = None,
+    budgets: NoiseBudgets | None = None,
+    bound: float = 1.0,
+    priority: str = "own",
+    model: dict | None = None,
 ) -> BoundsChoice:
     """(k, c) by the ε-DP ``rule`` (module doc). ``max_grids``/``max_records`` are public caps;
     ``sum_budget`` ε_sum of the release's noisy sum sets the cap τ = 1/ε_sum of ``"select"``;
-    ``source`` the integer source of the selection (default: seeded from ``rng``, simulations only)."""
+    ``source`` the integer source of the selection (default: seeded from ``rng``, simulations only).
+
+    ``"histogram"``: ``budgets`` the release's noise budgets (default: Laplace with the minimax
+    split's count/sum ratio at ``sum_budget``, and ``selection``); ``priority`` "own" or "shared"
+    (which ranks the release uses, :mod:`.priority`); ``bound`` U (the argmin does not depend on
+    it); ``model`` further keywords of :func:`dpopt.userdp.predict.predicted_release_error`.
+    """
     eps = check_epsilon(epsilon)
     rule = check_choice(rule, "bounds", BOUND_RULES)
     kmax = check_positive_int(max_grids, "max_grids")
     cmax = check_positive_int(max_records, "max_records")
+    priority = check_choice(priority, "priority", PRIORITIES)
     if not 0.0 < float(quantile) < 1.0:
         raise DpoptInputError(f"`quantile` must be in (0, 1); got {quantile!r}")
     src = source if source is not None else SeededSource(int(rng.integers(0, 2**62)))
+    if rule == "histogram":
+        if budgets is None:
+            if sum_budget is None:
+                raise DpoptInputError("`budgets` (or `sum_budget`) is needed by bounds='histogram'")
+            # the minimax split (split.py): ε_n/ε_Y = (a_n/a_Y)^(1/3) = (10/17)^(1/3)
+            sb = check_epsilon(sum_budget, "sum_budget")
+            budgets = NoiseBudgets(count=sb * (10.0 / 17.0) ** (1.0 / 3.0), sum=sb, selection=selection)
+        return _histogram_choice(agg, ranks, eps, src, kmax, cmax, budgets=budgets, bound=bound,
+                                 priority=priority, model=model or {})
     if rule == "select":
         ks, cs = candidate_grid(kmax), candidate_grid(cmax)
         if sum_budget is None:
@@ -155,6 +257,16 @@ def choose_bounds(
     med = _user_medians(agg.pair_user[keep], agg.count[keep].astype(float))
     c = _private_quantile(med, candidate_grid(cmax), quantile, eps / 2.0, src)
     return BoundsChoice(k=k, c=c, rule=rule, epsilon=eps, candidates=0)
+
+
+def _histogram_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: IntegerSource, kmax: int, cmax: int, *,
+                      budgets: NoiseBudgets, bound: float, priority: str, model: dict) -> BoundsChoice:
+    """The ``"histogram"`` rule: one ε-DP measurement, then the exhaustive optimiser."""
+    hist = measure_contributions(agg, ranks, eps, source=src, max_grids=kmax, max_records=cmax)
+    ks, cs = histogram_bins(kmax), histogram_bins(cmax)
+    k, c, obj = optimise_bounds(hist, ks, cs, bound=bound, budgets=budgets, priority=priority, **model)
+    return BoundsChoice(k=k, c=c, rule="histogram", epsilon=eps, candidates=int(obj.size), histogram=hist,
+                        objective=obj)
 
 
 def _private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float, epsilon: float,

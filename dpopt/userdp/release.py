@@ -49,6 +49,7 @@ from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks,
 from .bounds import BOUND_RULES, choose_bounds
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .pooling import pool_estimates
+from .predict import NoiseBudgets
 from .partitions import PartitionList, match_partitions, read_partitions, selection_threshold
 from .sensitivity import sensitivities
 from .split import split_budget
@@ -173,7 +174,8 @@ def release_user(
     delta: float | None = None,
     rho: float | None = None,
     partitions: Any = None,
-    bounds: str | tuple[int, int] = "select",
+    bounds: str | tuple[int, int] = "histogram",
+    priority: str = "own",
     bounds_fraction: float = 0.1,
     selection_fraction: float = 0.2,
     pool_fraction: float = 0.05,
@@ -208,8 +210,11 @@ def release_user(
         ``mechanism="gaussian"``: the total ρ of zCDP (instead of ``epsilon``).
     partitions : CSV path or DataFrame (columns cell, slot), PartitionList, or None
         Public partition list; None selects grids privately.
-    bounds : "select" | "quantile" | (k, c)
+    bounds : "histogram" | "select" | "quantile" | (k, c)
         Automatic rule (:mod:`.bounds`) or fixed public bounds.
+    priority : "own" | "shared"
+        Which grids a user keeps: its own top-k by record count (:func:`.bounding.grid_ranks`) or
+        the first k in a public hash order of grid keys (:mod:`.priority`).
     bounds_fraction, selection_fraction, pool_fraction : float
         Shares of ε spent on the automatic bounds, on private partition selection and on the three
         map-wide totals that centre the pooled estimates (0: no totals, pool around the sums of
@@ -267,7 +272,7 @@ def release_user(
         except TypeError:
             pair = ()
         if len(pair) != 2:
-            raise DpoptInputError(f"`bounds` must be 'select', 'quantile' or a (k, c) pair; got {bounds!r}")
+            raise DpoptInputError(f"`bounds` must be one of {BOUND_RULES} or a (k, c) pair; got {bounds!r}")
         k_fixed = check_positive_int(pair[0], "bounds[0] (k)")
         c_fixed = check_positive_int(pair[1], "bounds[1] (c)")
         bf = 0.0
@@ -315,7 +320,12 @@ def release_user(
             partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
         idx, listed = match_partitions(agg, plist)
         mask = listed[agg.pair_grid]
-    ranks = grid_ranks(agg, rng, mask=mask)
+    if check_choice(priority, "priority", ("own", "shared")) == "shared":
+        from .priority import hash_priority, priority_ranks
+
+        ranks = priority_ranks(agg, hash_priority(agg), mask=mask)
+    else:
+        ranks = grid_ranks(agg, rng, mask=mask)
     lattice = lattice_values(agg, U, granularity_bits=granularity_bits)
     timings["bounding"] = time.perf_counter() - t0
 
@@ -324,7 +334,9 @@ def release_user(
         choice = choose_bounds(agg, ranks, eps_b, rule=str(bounds), rng=rng, source=getattr(mech, "source", None),
                                max_grids=max_grids,
                                max_records=max_records, sum_budget=sum_budget,
-                               selection=(eps_p, delta_v) if private else None)
+                               selection=(eps_p, delta_v) if private else None, bound=U, priority=priority,
+                               budgets=NoiseBudgets(count=split.count, sum=split.sum, unit=split.unit,
+                                                    selection=(eps_p, delta_v) if private else None))
         k, c, rule = choice.k, choice.c, choice.rule
     else:
         k, c, rule = int(k_fixed), int(c_fixed), "fixed"

@@ -75,5 +75,5 @@ def test_select_concentrates_on_the_best_candidate_at_large_epsilon():
     ks, cs = candidate_grid(8), candidate_grid(4)
     u = selection_utility(agg, ranks, ks, cs, cap=2.5)
     i, j = np.unravel_index(np.argmax(u), u.shape)
-    ch = choose_bounds(agg, ranks, 1e4, rng=np.random.default_rng(3), max_grids=8, max_records=4, sum_budget=0.4)
+    ch = choose_bounds(agg, ranks, 1e4, rule="select", rng=np.random.default_rng(3), max_grids=8, max_records=4, sum_budget=0.4)
     assert (ch.k, ch.c) == (ks[i], cs[j])

@@ -1,0 +1,328 @@
+"""Records → the contributions table, in bounded memory, locally or on Dask (one implementation).
+
+The contributions table (:class:`~dpopt.records.aggregate.Aggregate`) holds one row per (user ℓ,
+finest grid g) with m_{g,ℓ} > 0: the record count, Σ S and Σ S² of the cleaned values, and (for the
+``user`` model's first-c rule, ``first_records=c``) the c earliest records of the pair (by
+timestamp, ties by value) — never more. Nothing here is privacy-specific.
+
+Algorithm (a map-reduce; the same functions run on a local stream and on Dask partitions):
+
+1. **map** (:func:`reduce_chunk`): clean a chunk of raw rows (:func:`.ingest.clean_chunk`), grid it
+   (vectorised H3, :func:`.grid.h3_cells`), factorise the user ids of the chunk (one Python str per
+   *distinct* id of the chunk, none per row) and reduce it to a :class:`Partial`: per-pair count,
+   sum and sum of squares (pandas groupby), plus each pair's first c records of the chunk;
+2. **reduce** (:func:`merge_partials`): union the user dictionaries, remap codes, sum equal pairs,
+   keep the first c records of each pair among the partials' (the first c of a union are among
+   the first c of each part, so the bounded top-c is exact);
+3. **finish** (:func:`finalize_partial`): number users by label and grids by (slot, cell), sort the
+   pairs by (grid, user) and lay out the kept records per pair in (timestamp, value) order.
+
+Memory: a partial holds its distinct pairs and at most c records per pair; the stream merges every
+:data:`COMPACT_EVERY` chunks (a tree, the same shape as on Dask), so peak memory is bounded by the
+pairs × (1 + c), not by the records. Counts, keys and kept records are exact whatever the chunking;
+the float sums Σ S, Σ S² are sums of the same numbers in a tree whose shape is fixed by the chunk
+boundaries (identical when the chunks are; within float rounding otherwise).
+
+Ingestion hygiene (issue 22): after the whole input is read the run is refused
+(:func:`.ingest.check_dropped`) when more than ``max_dropped`` of the rows were dropped. The
+message names the flag and the causes with their counts. Those counts are private under the
+``user`` model, but the message goes only to the data holder's own console (like the diagnostics
+folder), never into a published file; the refusal makes whether a release happens depend on the
+data, which is acceptable as hygiene under the data holder's control: they set the share
+(``--max-dropped 1`` disables it) and the time window. Empty input (no record, or none valid
+within the share) is not refused here: it yields an empty table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_parts
+from .aggregate import Aggregate, PairSamples
+from .grid import h3_cells, time_slots
+from .ingest import IngestReport, check_dropped, clean_chunk, iter_raw_chunks
+from .options import GridSpec, ReadOptions
+
+__all__ = ["Partial", "contributions", "reduce_chunk", "merge_partials", "finalize_partial", "COMPACT_EVERY",
+           "BACKENDS"]
+
+#: partials merged at once (stream compaction and Dask tree fan-in)
+COMPACT_EVERY = 8
+
+BACKENDS = ("local", "dask")
+
+_KEYS = ["u", "cell", "slot"]
+
+
+@dataclass(frozen=True)
+class Partial:
+    """The contributions of some chunks, before numbering.
+
+    ``users``: object array of distinct user labels (str); ``pairs``: DataFrame u (code into
+    ``users``), cell, slot, count, sum, sumsq (one row per pair); ``samples``: DataFrame p (row of
+    the pair in ``pairs``), timestamp, value holding at most ``first_records`` records per pair
+    (the earliest), or None.
+    """
+
+    users: np.ndarray
+    pairs: pd.DataFrame
+    samples: pd.DataFrame | None
+    report: IngestReport
+
+
+def _empty_pairs() -> pd.DataFrame:
+    return pd.DataFrame({"u": np.empty(0, np.int64), "cell": np.empty(0, np.int64), "slot": np.empty(0, np.int64),
+                         "count": np.empty(0, np.int64), "sum": np.empty(0), "sumsq": np.empty(0)})
+
+
+def _empty_samples() -> pd.DataFrame:
+    return pd.DataFrame({"p": np.empty(0, np.int64), "timestamp": np.empty(0, np.int64), "value": np.empty(0)})
+
+
+class _UserCodes:
+    """Factorise a chunk's raw user column: codes per row, one label str per distinct id."""
+
+    def __init__(self) -> None:
+        self.labels = np.empty(0, dtype=object)
+
+    def __call__(self, col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        codes, uniq = pd.factorize(col, use_na_sentinel=True)
+        norm, missing = label_parts(uniq)
+        text = np.asarray(["" if v is None else str(v) for v in norm], dtype=object)
+        # distinct raw ids with one normalised label ("1" and "1.0") become one user
+        lcodes, labels = pd.factorize(text)
+        self.labels = np.asarray(labels, dtype=object)
+        na = codes < 0
+        safe = np.where(na, 0, codes)
+        if uniq.size == 0:
+            return np.full(codes.size, -1, dtype=np.int64), np.ones(codes.size, dtype=bool)
+        return np.where(na, -1, lcodes[safe]).astype(np.int64), na | missing[safe]
+
+
+def top_rows(gid: np.ndarray, timestamp: np.ndarray, value: np.ndarray, limit: Any) -> np.ndarray | None:
+    """Rows to keep (sorted indices) so that every group keeps its first ``limit`` rows by
+    (timestamp, value); ``limit`` a scalar or one per row (its group's); None: keep every row."""
+    size = np.bincount(gid)
+    big = size[gid] > limit
+    if not big.any():
+        return None
+    sub = np.flatnonzero(big)
+    g = gid[sub]
+    order = np.lexsort((value[sub], timestamp[sub], g))
+    gs = g[order]
+    rank = np.arange(gs.size) - np.searchsorted(gs, gs, side="left")
+    cap = limit if np.isscalar(limit) else np.asarray(limit)[sub][order]
+    keep = np.concatenate([np.flatnonzero(~big), sub[order[rank < cap]]])
+    keep.sort()
+    return keep
+
+
+def _first_records(samples: pd.DataFrame, c: int, count: np.ndarray) -> pd.DataFrame:
+    """The first ``c`` samples of every pair (column ``p``) by (timestamp, value); ``count`` the
+    pairs' record counts (nothing to do when none exceeds c)."""
+    if not count.size or int(count.max()) <= c:
+        return samples
+    keep = top_rows(samples["p"].to_numpy(), samples["timestamp"].to_numpy(), samples["value"].to_numpy(), c)
+    return samples if keep is None else samples.iloc[keep].reset_index(drop=True)
+
+
+def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions,
+                 first_records: int | None = None) -> Partial:
+    """Map step: one raw chunk (canonical columns) → its :class:`Partial`."""
+    users = _UserCodes()
+    chunk, report = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range,
+                                timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users)
+    report = replace(report, time_window=read.time_window)
+    frame = pd.DataFrame({
+        "u": np.asarray(chunk.user, dtype=np.int64),
+        "cell": h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution),
+        "slot": time_slots(chunk.timestamp, grid.slot_ns),
+    })
+    if not len(frame):
+        return Partial(users=users.labels, pairs=_empty_pairs(),
+                       samples=None if first_records is None else _empty_samples(), report=report)
+    stats = frame.assign(count=np.ones(len(frame), dtype=np.int64), sum=chunk.value, sumsq=chunk.value ** 2)
+    groups = stats.groupby(_KEYS, sort=False, observed=True)
+    pairs = groups.sum().reset_index()
+    samples = None
+    if first_records is not None:  # ngroup numbers the groups in the order of sum(sort=False)
+        samples = pd.DataFrame({"p": groups.ngroup().to_numpy(dtype=np.int64), "timestamp": chunk.timestamp,
+                                "value": chunk.value})
+        samples = _first_records(samples, first_records, pairs["count"].to_numpy())
+    return Partial(users=users.labels, pairs=pairs, samples=samples, report=report)
+
+
+def merge_partials(parts: list[Partial], first_records: int | None = None) -> Partial:
+    """Reduce step: sum equal pairs, keep the first ``first_records`` records of each pair."""
+    parts = list(parts)
+    if len(parts) == 1:
+        return parts[0]
+    report = parts[0].report
+    for p in parts[1:]:
+        report = report + p.report
+    codes, labels = pd.factorize(np.concatenate([p.users for p in parts]) if parts else np.empty(0, object))
+    remap, start = [], 0
+    for p in parts:
+        remap.append(codes[start:start + p.users.size].astype(np.int64))
+        start += p.users.size
+    live = [(p, r) for p, r in zip(parts, remap) if len(p.pairs)]
+    if not live:
+        pairs, new_row = _empty_pairs(), np.empty(0, dtype=np.int64)
+    else:
+        pairs = pd.concat([p.pairs.assign(u=r[p.pairs["u"].to_numpy()]) for p, r in live], ignore_index=True)
+        new_row = np.arange(len(pairs), dtype=np.int64)
+        if len(live) > 1:
+            groups = pairs.groupby(_KEYS, sort=False, observed=True)
+            new_row = groups.ngroup().to_numpy(dtype=np.int64)  # numbering of sum(sort=False)'s rows
+            pairs = groups.sum().reset_index()
+    samples = None
+    if first_records is not None:
+        bits, start = [], 0
+        for p, _ in live:
+            bits.append(p.samples.assign(p=new_row[start + p.samples["p"].to_numpy()]))
+            start += len(p.pairs)
+        samples = pd.concat(bits, ignore_index=True) if bits else _empty_samples()
+        samples = _first_records(samples, first_records, pairs["count"].to_numpy())
+    return Partial(users=np.asarray(labels, dtype=object), pairs=pairs, samples=samples, report=report)
+
+
+def tree_stream(parts: Iterable[Any], merge: Callable[[list[Any]], Any]) -> Any:
+    """Merge a stream of partials in groups of :data:`COMPACT_EVERY`, level by level: the same tree
+    as :func:`dpopt.records.dask_backend.tree` builds over partitions, holding ≤ 8 partials per
+    level; None for an empty stream."""
+    levels: list[list[Any]] = [[]]
+    for part in parts:
+        levels[0].append(part)
+        lvl = 0
+        while len(levels[lvl]) >= COMPACT_EVERY:
+            merged = merge(levels[lvl])
+            levels[lvl] = []
+            if lvl + 1 == len(levels):
+                levels.append([])
+            levels[lvl + 1].append(merged)
+            lvl += 1
+    for lvl in range(len(levels)):
+        if sum(len(x) for x in levels[lvl:]) <= 1:
+            break
+        if levels[lvl]:
+            if lvl + 1 == len(levels):
+                levels.append([])
+            levels[lvl + 1].append(merge(levels[lvl]))
+            levels[lvl] = []
+    rest = [p for lv in levels for p in lv]
+    return rest[0] if rest else None
+
+
+def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_range: str,
+                     first_records: int | None = None) -> Aggregate:
+    """Finish: users numbered by label, grids by (slot, cell), pairs sorted by (grid, user); the
+    kept records laid out per pair in (timestamp, value) order. An empty partial gives an empty
+    table."""
+    labels = np.asarray(part.users, dtype=object)
+    pairs = part.pairs
+    used = np.unique(pairs["u"].to_numpy(dtype=np.int64))
+    order_u = used[np.argsort(labels[used], kind="stable")]
+    rank = np.full(labels.size, -1, dtype=np.int64)
+    rank[order_u] = np.arange(order_u.size)
+    u = rank[pairs["u"].to_numpy(dtype=np.int64)]
+    cell = pairs["cell"].to_numpy(dtype=np.int64)
+    slot = pairs["slot"].to_numpy(dtype=np.int64)
+    order = np.lexsort((u, cell, slot))
+    cell, slot, u = cell[order], slot[order], u[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = (cell[1:] != cell[:-1]) | (slot[1:] != slot[:-1])
+    g = np.cumsum(new) - 1
+    count = pairs["count"].to_numpy(dtype=np.int64)[order]
+    samples = None
+    if first_records is not None:
+        samples = _lay_out(part.samples, order, count, first_records)
+    return Aggregate(
+        users=labels[order_u].astype(object), cells=cell[new], slots=slot[new], pair_user=u, pair_grid=g.astype(np.int64),
+        count=count, sum=pairs["sum"].to_numpy(dtype=float)[order], sumsq=pairs["sumsq"].to_numpy(dtype=float)[order],
+        h3_resolution=grid.h3_resolution, slot_ns=grid.slot_ns, samples=samples, bound=float(bound),
+        out_of_range=out_of_range,
+    )
+
+
+def _lay_out(frame: pd.DataFrame | None, order: np.ndarray, count: np.ndarray, c: int) -> PairSamples:
+    """Kept records sorted by (final pair, timestamp, value): pair p owns the next min(m_p, c).
+    ``order``: the partial's pair rows in final order."""
+    frame = _empty_samples() if frame is None else frame
+    final = np.empty(order.size, dtype=np.int64)
+    final[order] = np.arange(order.size)
+    p = final[frame["p"].to_numpy(dtype=np.int64)]
+    val = frame["value"].to_numpy(dtype=float)
+    ts = frame["timestamp"].to_numpy(dtype=np.int64)
+    idx = np.lexsort((val, ts, p))
+    offsets = np.zeros(count.size + 1, dtype=np.int64)
+    np.cumsum(np.minimum(count, c), out=offsets[1:])
+    if offsets[-1] != val.size:  # pragma: no cover - internal consistency
+        raise RuntimeError("kept records do not match the pair counts")
+    return PairSamples(values=val[idx], offsets=offsets, limit=int(c))
+
+
+def _local_partials(records: Any, *, bound: float, grid: GridSpec, read: ReadOptions,
+                    first_records: int | None) -> Iterator[Partial]:
+    cmap = read.column_map()
+    for raw in iter_raw_chunks(records, columns=cmap, chunksize=read.chunk_rows, sep=read.sep):
+        yield reduce_chunk(raw, bound=bound, grid=grid, read=read, first_records=first_records)
+
+
+def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: float,
+                  first_records: int | None = None, backend: str = "local",
+                  client: Any = None) -> tuple[Aggregate, IngestReport]:
+    """Read, clean and grid ``records`` into the contributions table (layer 1's one entry).
+
+    Parameters
+    ----------
+    records : pandas DataFrame, a CSV (optionally compressed) or Parquet file, or a directory of
+        CSV files or of Parquet files; on ``backend="dask"`` also a Dask DataFrame or a URL/glob.
+    grid : :class:`GridSpec` (H3 resolution × slot).
+    read : :class:`ReadOptions` (columns, separator, timestamp unit, out-of-range policy, chunk
+        rows, max dropped share, time window).
+    bound : U; values are brought into [0, U] by ``read.out_of_range``.
+    first_records : c; keep the c earliest records (timestamp, ties by value) of every pair in
+        ``Aggregate.samples`` (the ``user`` model's first-c rule); None keeps none.
+    backend : "local" (streamed in chunks of ``read.chunk_rows``) or "dask" (``client`` a
+        ``distributed.Client``; None: Dask's threaded scheduler in this process).
+
+    Returns
+    -------
+    (Aggregate, IngestReport)
+        The table (empty when no record survives cleaning) and what ingestion read and dropped.
+
+    Raises
+    ------
+    DpoptInputError
+        Bad options, an unreadable input, or more than ``read.max_dropped`` of the rows dropped.
+    """
+    bound = check_bound(bound)
+    if not isinstance(grid, GridSpec):
+        raise DpoptInputError(f"`grid` must be a dpopt.records.GridSpec; got {type(grid).__name__}")
+    if not isinstance(read, ReadOptions):
+        raise DpoptInputError(f"`read` must be a dpopt.records.ReadOptions; got {type(read).__name__}")
+    if first_records is not None:
+        first_records = check_positive_int(first_records, "first_records")
+    backend = check_choice(backend, "backend", BACKENDS)
+    if backend == "dask":
+        from .dask_backend import dask_partial
+
+        part = dask_partial(records, bound=bound, grid=grid, read=read, first_records=first_records, client=client)
+    else:
+        if client is not None:
+            raise DpoptInputError("`client` needs backend='dask'")
+        part = tree_stream(_local_partials(records, bound=bound, grid=grid, read=read, first_records=first_records),
+                           partial(merge_partials, first_records=first_records))
+    if part is None:  # no chunk at all (an empty directory or file)
+        part = Partial(users=np.empty(0, dtype=object), pairs=_empty_pairs(),
+                       samples=None if first_records is None else _empty_samples(),
+                       report=IngestReport(out_of_range_policy=read.out_of_range, time_window=read.time_window))
+    check_dropped(part.report, read)
+    agg = finalize_partial(part, grid=grid, bound=bound, out_of_range=read.out_of_range, first_records=first_records)
+    return agg, part.report

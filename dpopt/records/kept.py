@@ -1,0 +1,114 @@
+"""Second pass: the first records of chosen pairs only (bounded memory for the ``user`` model).
+
+:func:`dpopt.records.contributions` with ``first_records=c`` keeps up to c records of *every*
+pair in one pass: memory ≈ pairs × c, which is all the records when pairs are small (moving users).
+The ``user`` model needs records only of the pairs it keeps, k per user at most, and their first
+c; it chooses (k, c) and the kept pairs from the counts alone. So a caller can read the input twice:
+
+1. ``table, report = contributions(records, grid, read, bound=U)`` — counts and sums, no records;
+2. choose (k, c) and the kept pairs from ``table`` (their Γ_p = min(m_p, c) for kept pairs, 0
+   otherwise), then ``kept_records(records, grid, read, table, gamma, bound=U)`` — the table with
+   ``samples`` holding the first Γ_p records of pair p (by timestamp, ties by value).
+
+Memory: Σ_p Γ_p ≤ L·k·c records, whatever the size of the input. The map and reduce steps are the
+same on a local stream and on Dask partitions (:func:`dpopt.records.contributions.tree_stream`,
+:func:`dpopt.records.dask_backend.tree`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError, check_bound, check_choice
+from .aggregate import Aggregate, PairSamples
+from .contributions import BACKENDS, _UserCodes, top_rows, tree_stream
+from .grid import h3_cells, time_slots
+from .ingest import clean_chunk, iter_raw_chunks
+from .options import GridSpec, ReadOptions
+
+__all__ = ["kept_records"]
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({"p": np.empty(0, np.int64), "timestamp": np.empty(0, np.int64), "value": np.empty(0)})
+
+
+def _pair_of_rows(table: Aggregate, labels: np.ndarray, codes: np.ndarray, cell: np.ndarray,
+                  slot: np.ndarray) -> np.ndarray:
+    """Index of each row's pair in ``table`` (−1 if absent: the input changed between passes)."""
+    L = max(table.n_users, 1)
+    u_of_label = pd.Index(table.users).get_indexer(labels)
+    u = u_of_label[codes] if codes.size else codes
+    grids = pd.MultiIndex.from_arrays([table.slots, table.cells])
+    g = grids.get_indexer(pd.MultiIndex.from_arrays([slot, cell])) if codes.size else codes
+    key = g.astype(np.int64) * L + u
+    pkey = table.pair_grid * L + table.pair_user
+    p = np.searchsorted(pkey, key)
+    p = np.minimum(p, max(pkey.size - 1, 0))
+    ok = (u >= 0) & (g >= 0) & (pkey.size > 0)
+    ok &= pkey[p] == key if pkey.size else ok
+    return np.where(ok, p, -1)
+
+
+def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions, table: Aggregate,
+                gamma: np.ndarray) -> pd.DataFrame:
+    """Map step: the rows of one raw chunk that may be among the first Γ_p of their pair p."""
+    users = _UserCodes()
+    chunk, _ = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range, timestamp_unit=read.timestamp_unit,
+                           time_window=read.window_ns, users=users)
+    if len(chunk) == 0:
+        return _empty()
+    cell = h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution)
+    slot = time_slots(chunk.timestamp, grid.slot_ns)
+    p = _pair_of_rows(table, users.labels, np.asarray(chunk.user, dtype=np.int64), cell, slot)
+    if np.any(p < 0):
+        raise DpoptInputError("`records` changed between the two passes (a record has no pair in the table)")
+    want = gamma[p] > 0
+    frame = pd.DataFrame({"p": p[want], "timestamp": chunk.timestamp[want], "value": chunk.value[want]})
+    return _merge([frame], gamma)
+
+
+def _merge(parts: list[pd.DataFrame], gamma: np.ndarray) -> pd.DataFrame:
+    """Reduce step: keep the first Γ_p rows of every pair p among the parts'."""
+    frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    p = frame["p"].to_numpy(dtype=np.int64)
+    keep = top_rows(p, frame["timestamp"].to_numpy(), frame["value"].to_numpy(), gamma[p]) if p.size else None
+    return frame if keep is None else frame.iloc[keep].reset_index(drop=True)
+
+
+def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggregate, gamma: np.ndarray, *,
+                 bound: float, backend: str = "local", client: Any = None) -> Aggregate:
+    """``table`` with ``samples`` = the first ``gamma[p]`` records of every pair p (module doc).
+
+    ``table`` must come from :func:`dpopt.records.contributions` on the same ``records``, ``grid``,
+    ``read`` and ``bound``; ``gamma`` holds one integer in 0..count per pair.
+    """
+    bound = check_bound(bound)
+    backend = check_choice(backend, "backend", BACKENDS)
+    gamma = np.asarray(gamma)
+    if gamma.shape != table.count.shape or gamma.dtype.kind not in "iu" or np.any(gamma < 0) \
+            or np.any(gamma > table.count):
+        raise DpoptInputError("`gamma` must hold one integer in 0..count per pair of `table`")
+    gamma = gamma.astype(np.int64)
+    step = partial(_kept_chunk, bound=bound, grid=grid, read=read, table=table, gamma=gamma)
+    merge = partial(_merge, gamma=gamma)
+    if backend == "dask":
+        from .dask_backend import dask_map_reduce
+
+        frame = dask_map_reduce(records, read, step, merge, client)
+    else:
+        chunks = iter_raw_chunks(records, columns=read.column_map(), chunksize=read.chunk_rows, sep=read.sep)
+        frame = tree_stream((step(raw) for raw in chunks), merge)
+    frame = _empty() if frame is None else frame
+    p = frame["p"].to_numpy(dtype=np.int64)
+    order = np.lexsort((frame["value"].to_numpy(), frame["timestamp"].to_numpy(), p))
+    offsets = np.zeros(table.n_pairs + 1, dtype=np.int64)
+    np.cumsum(gamma, out=offsets[1:])
+    if offsets[-1] != p.size:
+        raise DpoptInputError("`records` changed between the two passes (fewer records than counted)")
+    return replace(table, samples=PairSamples(values=frame["value"].to_numpy(dtype=float)[order], offsets=offsets))

@@ -1,0 +1,337 @@
+"""Accuracy benchmark of issue 21 ("How it is measured"): releases scored on the finest grids.
+
+Every method answers the finest grids the user asked for (H3 res 7 × 1 h) that hold ≥ 10 users; a
+grid is answered by the smallest published node containing it (``scoring.score_table``: for a flat
+release only the grid itself; unanswered grids are counted and charged the error of U/2), against
+the grid's truth (exact mean of the clamped values of all its records). Same total budget for all.
+
+Methods (rows):
+
+* dpopt ``user`` flat release (``release_user``, numpy noise = simulation) with
+  - ``select``: the previous default bounds rule (permute-and-flip, own top-k);
+  - ``histogram own``: the new default (noisy contribution histogram → predicted-error minimiser);
+  - ``histogram shared``: the same with the shared public priority (hash order of grid keys);
+  - ``fixed (k, c) own`` / ``fixed (k, c) shared``: public bounds PipelineDP's default row uses;
+  each also as its ``mean_pooled`` column (empirical Bayes, post-processing);
+* PipelineDP 0.3.1 (LocalBackend, Laplace, MEAN): "default" = occupancy-median bounds (what a
+  user would read off the data); "tuned" = best (k, c) of a small sweep chosen on the truth;
+* OpenDP 0.16 (``--opendp``, Polars API, ``dp.mean`` per grid, one repetition): median bounds and
+  the best of the sweep on the truth; rows truncated beforehand in a public hash order;
+* the constants U/2 and the exact map-wide mean (an oracle);
+* ``--chosen-k SEEDS``: stability of the automatic k (the bounds choice only, SEEDS noise draws).
+
+Settings: ε ∈ {1, 10}; "public, pure ε" = public partition list (the occupied grids: an oracle
+list) and pure ε-DP; "private, (ε, 1e-6)" = private partition selection at δ = 1e-6.
+
+Run: PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data day --reps 3
+     PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data full --reps 2
+     PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data day --chosen-k 20
+Writes results/multires_<data>.json and assembles results/multires.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from bench_userdp import U, load, records_rows  # noqa: E402
+from scoring import finest_grids, score_table  # noqa: E402
+
+DELTA = 1e-6
+SETTINGS = (("public, pure eps", True), ("private, (eps, 1e-6)", False))
+
+
+def labels_of(agg) -> pd.DataFrame:
+    from dpopt.records.grid import cell_strings, slot_strings
+
+    return pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+
+
+def dpopt_tables(agg, eps, public, seed, bounds, priority):
+    from dpopt.userdp import release_user
+
+    kw = {"partitions": labels_of(agg)} if public else {"delta": DELTA}
+    t0 = time.perf_counter()
+    res = release_user(agg, bound=U, epsilon=eps, noise="numpy", seed=seed, bounds=bounds, priority=priority, **kw)
+    wall = time.perf_counter() - t0
+    t = res.table
+    pooled = t.assign(mean=t["mean_pooled"])
+    return t, pooled, (res.summary.k, res.summary.c), wall
+
+
+def pdp_table(rows, agg, eps, k, c, public):
+    import pipeline_dp
+
+    acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=eps, total_delta=0.0 if public else DELTA)
+    engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(
+        metrics=[pipeline_dp.Metrics.MEAN], noise_kind=pipeline_dp.NoiseKind.LAPLACE,
+        max_partitions_contributed=int(k), max_contributions_per_partition=int(c), min_value=0.0, max_value=U)
+    ext = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: r[1],
+                                     value_extractor=lambda r: r[2])
+    t0 = time.perf_counter()
+    res = engine.aggregate(rows, params, ext, public_partitions=list(range(agg.n_grids)) if public else None)
+    acc.compute_budgets()
+    out = list(res)
+    wall = time.perf_counter() - t0
+    lab = labels_of(agg)
+    g = np.asarray([o[0] for o in out], dtype=np.int64)
+    m = np.clip(np.asarray([o[1].mean for o in out], dtype=float), 0.0, U)
+    return pd.DataFrame({"cell": lab["cell"].to_numpy()[g], "slot": lab["slot"].to_numpy()[g], "mean": m}), wall
+
+
+def opendp_table(agg, eps, k, c, public):
+    """OpenDP 0.16 (Polars API): per-grid ``dp.mean((0, U))`` (noisy un-centred sum / noisy length,
+    eps split evenly by OpenDP) with the privacy unit bounded to ``c`` rows per grid in ≤ ``k``
+    grids. The truncation is done here, before OpenDP, in a public hash order of grid keys (the
+    order OpenDP's own truncation uses is also data-independent); public keys (``with_keys``) or
+    OpenDP's private key release at δ = 1e-6. Means clipped into [0, U] (post-processing)."""
+    import opendp.prelude as dp
+    import polars as pl
+
+    from dpopt.userdp.bounding import bounded_gamma
+    from dpopt.userdp.priority import hash_priority, priority_ranks
+
+    dp.enable_features("contrib")
+    gamma = bounded_gamma(agg, priority_ranks(agg, hash_priority(agg)), int(k), int(c))
+    start = agg.samples.offsets[:-1]
+    pair = np.repeat(np.arange(agg.n_pairs), gamma)
+    within = np.arange(pair.size) - np.repeat(np.cumsum(gamma) - gamma, gamma)
+    vals = np.clip(agg.samples.values[start[pair] + within], 0.0, U)
+    df = pl.DataFrame({"grid": agg.pair_grid[pair].astype(np.int64), "v": vals})
+    t0 = time.perf_counter()
+    unit = dp.unit_of(contributions=[dp.polars.Bound(by=["grid"], per_group=int(c)),
+                                     dp.polars.Bound(by=["grid"], num_groups=int(k))])
+    loss = dp.loss_of(epsilon=float(eps)) if public else dp.loss_of(epsilon=float(eps), delta=DELTA)
+    margins = [dp.polars.Margin(by=["grid"], invariant="keys" if public else None, max_length=10**7,
+                                max_groups=10**7)]
+    ctx = dp.Context.compositor(data=df.lazy(), privacy_unit=unit, privacy_loss=loss, split_evenly_over=1,
+                                margins=margins)
+    # private keys need a dp.len() in the same aggregation (OpenDP releases the keys whose noisy
+    # length passes its threshold); with public keys only the mean is asked for
+    aggs = [pl.col("v").dp.mean((0.0, U))] if public else [dp.len(), pl.col("v").dp.mean((0.0, U))]
+    q = ctx.query().group_by("grid").agg(*aggs)
+    if public:
+        q = q.with_keys(pl.DataFrame({"grid": np.arange(agg.n_grids, dtype=np.int64)}).lazy())
+    out = q.release().collect()
+    wall = time.perf_counter() - t0
+    lab = labels_of(agg)
+    g = out["grid"].to_numpy()
+    m = np.clip(np.nan_to_num(out["v"].to_numpy(), nan=U / 2.0), 0.0, U)
+    return pd.DataFrame({"cell": lab["cell"].to_numpy()[g], "slot": lab["slot"].to_numpy()[g], "mean": m}), wall
+
+
+def constant_table(agg, value):
+    return labels_of(agg).assign(mean=float(value))
+
+
+def summarise(scores, extra=None):
+    err = np.concatenate([s.errors for s in scores])
+    row = {"median": float(np.median(err)), "p90": float(np.percentile(err, 90)),
+           "median_answered": float(np.nanmedian([s.median_answered for s in scores])) if any(
+               np.isfinite(s.median_answered) for s in scores) else float("nan"),
+           "answered": float(np.mean([s.answered for s in scores])),
+           "coverage": float(np.nanmean([s.coverage for s in scores])) if any(
+               np.isfinite(s.coverage) for s in scores) else float("nan"),
+           "nodes": float(np.mean([s.nodes for s in scores]))}
+    row.update(extra or {})
+    return row
+
+
+def run(args) -> dict:
+    agg, t_agg = load(args.data)
+    fin = finest_grids(agg, bound=U)
+    rows = records_rows(agg)
+    med_k, med_c = int(np.median(agg.user_grids())), int(np.median(agg.count))
+    out = {"data": args.data, "users": agg.n_users, "grids": agg.n_grids, "records": agg.n_records,
+           "scored": int(fin.scored.sum()), "median_bounds": [med_k, med_c], "rows": []}
+    overall = float(fin.sums.sum() / fin.records.sum())
+    for name, val in (("constant U/2", U / 2.0), ("constant: exact map-wide mean (oracle)", overall)):
+        s = score_table(constant_table(agg, val), fin)
+        out["rows"].append({"eps": None, "setting": "any", "method": name, **summarise([s])})
+    configs = [("dpopt select own", "select", "own"), ("dpopt histogram own", "histogram", "own"),
+               ("dpopt histogram shared", "histogram", "shared"),
+               (f"dpopt fixed ({med_k},{med_c}) own", (med_k, med_c), "own"),
+               (f"dpopt fixed ({med_k},{med_c}) shared", (med_k, med_c), "shared")]
+    for eps in args.eps:
+        for setting, public in SETTINGS:
+            for name, bounds, priority in configs:
+                sc, sp, chosen, walls = [], [], [], []
+                for rep in range(args.reps):
+                    t, tp, kc, wall = dpopt_tables(agg, eps, public, 1000 + rep, bounds, priority)
+                    sc.append(score_table(t, fin))
+                    sp.append(score_table(tp, fin))
+                    chosen.append(list(kc))
+                    walls.append(wall)
+                base = {"eps": eps, "setting": setting, "bounds": chosen, "wall": float(np.mean(walls))}
+                out["rows"].append({**base, "method": name, **summarise(sc)})
+                out["rows"].append({**base, "method": name + ", pooled column", **summarise(sp)})
+                print(out["rows"][-2]["method"], eps, setting, round(out["rows"][-2]["median"], 1), chosen, flush=True)
+            pdp = []
+            for rep in range(args.pdp_reps):
+                t, wall = pdp_table(rows, agg, eps, med_k, med_c, public)
+                pdp.append(score_table(t, fin))
+            out["rows"].append({"eps": eps, "setting": setting, "method": "PipelineDP default (median bounds)",
+                                "bounds": [[med_k, med_c]], "wall": wall, **summarise(pdp)})
+            best = None
+            for k in args.sweep_k:
+                for c in args.sweep_c:
+                    ss = [score_table(pdp_table(rows, agg, eps, k, c, public)[0], fin) for _ in range(args.pdp_reps)]
+                    row = {"eps": eps, "setting": setting, "method": "PipelineDP tuned on the truth",
+                           "bounds": [[k, c]], **summarise(ss)}
+                    if best is None or row["median"] < best["median"]:
+                        best = row
+            out["rows"].append(best)
+            print("PipelineDP", eps, setting, round(out["rows"][-2]["median"], 1), round(best["median"], 1), flush=True)
+            if args.opendp:
+                out["rows"] += opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c)
+    out["meta"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
+                   "reps": args.reps, "pdp_reps": args.pdp_reps, "sweep": [args.sweep_k, args.sweep_c],
+                   "aggregate_s": t_agg}
+    return out
+
+
+def opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c) -> list:
+    """OpenDP rows of one (eps, setting): median bounds and the best of the sweep on the truth."""
+    rows = []
+    t, wall = opendp_table(agg, eps, med_k, med_c, public)
+    rows.append({"eps": eps, "setting": setting, "method": "OpenDP (median bounds)",
+                 "bounds": [[med_k, med_c]], "wall": wall, **summarise([score_table(t, fin)])})
+    best = None
+    for k in args.sweep_k:
+        for c in args.sweep_c:
+            t, wall = opendp_table(agg, eps, k, c, public)
+            row = {"eps": eps, "setting": setting, "method": "OpenDP tuned on the truth",
+                   "bounds": [[k, c]], "wall": wall, **summarise([score_table(t, fin)])}
+            if best is None or row["median"] < best["median"]:
+                best = row
+    rows.append(best)
+    print("OpenDP", eps, setting, round(rows[0]["median"], 1), round(best["median"], 1), flush=True)
+    return rows
+
+
+def add_opendp(args) -> None:
+    """Append OpenDP rows to an existing results/multires_<data>.json."""
+    p = HERE / "results" / f"multires_{args.data}.json"
+    out = json.loads(p.read_text())
+    agg, _ = load(args.data)
+    fin = finest_grids(agg, bound=U)
+    med_k, med_c = out["median_bounds"]
+    out["rows"] = [r for r in out["rows"] if not r["method"].startswith("OpenDP")]
+    for eps in args.eps:
+        for setting, public in SETTINGS:
+            out["rows"] += opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c)
+    p.write_text(json.dumps(out, indent=1))
+
+
+def chosen_k(args) -> dict:
+    """Distribution of the automatic (k, c) over noise draws (the bounds choice only)."""
+    from dpopt.userdp.bounding import grid_ranks
+    from dpopt.userdp.bounds import choose_bounds
+    from dpopt.userdp.predict import NoiseBudgets
+    from dpopt.userdp.priority import hash_priority, priority_ranks
+    from dpopt.userdp.split import split_budget
+
+    agg, _ = load(args.data)
+    ranks = {"own": grid_ranks(agg, np.random.default_rng(0)), "shared": priority_ranks(agg, hash_priority(agg))}
+    res = []
+    for eps in args.eps:
+        for setting, public in SETTINGS:
+            ep = 0.0 if public else 0.2 * eps
+            sp = split_budget(eps * 0.85 - ep, bound=U)
+            for pr, rk in ranks.items():
+                for rule in ("histogram", "select"):
+                    b = NoiseBudgets(count=sp.count, sum=sp.sum, selection=None if public else (ep, DELTA))
+                    ch = [choose_bounds(agg, rk, 0.1 * eps, rule=rule, rng=np.random.default_rng(s), budgets=b,
+                                        bound=U, priority=pr, sum_budget=sp.sum,
+                                        selection=None if public else (ep, DELTA)) for s in range(args.chosen_k)]
+                    cnt = collections.Counter((x.k, x.c) for x in ch)
+                    ks = sorted({x.k for x in ch})
+                    res.append({"eps": eps, "setting": setting, "priority": pr, "rule": rule,
+                                "k_values": ks, "pairs": [[k, c, n] for (k, c), n in cnt.most_common()]})
+                    print(res[-1], flush=True)
+    return {"data": args.data, "seeds": args.chosen_k, "rows": res}
+
+
+def write_markdown() -> None:
+    lines = ["# Accuracy on the finest grids (issue 21): `tests/benchmarks/bench_multires.py`", "",
+             "Score: |error of the mean| on the finest grids (H3 res 7 x 1 h) with >= 10 users, each answered by the "
+             "smallest published node containing it (flat releases: the grid itself); unanswered grids are charged "
+             "the error of U/2 in the headline median/p90 and counted in 'answered'. 'median answered' is over "
+             "answered grids only. Coverage: share of published nodes whose own truth lies in [mean +- "
+             "mean_error_bound] (95 % bounds; empty nodes skipped). U = 120 km/h. dpopt rows use numpy noise "
+             "(simulation) and release_user's default shares (bounds 10 %, selection 20 %, totals 5 %).", ""]
+    for data in ("day", "full"):
+        p = HERE / "results" / f"multires_{data}.json"
+        if not p.exists():
+            continue
+        r = json.loads(p.read_text())
+        m = r["meta"]
+        lines += [f"## {'Embedded Austin day' if data == 'day' else 'Full Austin data'}: {r['users']} users, "
+                  f"{r['grids']} grids, {r['records']} records, {r['scored']} grids with >= 10 users", "",
+                  f"{m['date']}; dpopt repetitions {m['reps']}, PipelineDP repetitions {m['pdp_reps']}, PipelineDP "
+                  f"sweep k in {m['sweep'][0]}, c in {m['sweep'][1]}; median bounds {tuple(r['median_bounds'])}.", "",
+                  "| eps | setting | method | (k, c) chosen | median / p90 err | median answered | answered | "
+                  "coverage | nodes |", "|---|---|---|---|---|---|---|---|---|"]
+        for row in r["rows"]:
+            b = row.get("bounds")
+            bs = "" if not b else ", ".join(f"({k},{c})" for k, c in b[:5]) + (" ..." if len(b) > 5 else "")
+            eps = "-" if row["eps"] is None else f"{row['eps']:g}"
+            lines.append(f"| {eps} | {row['setting']} | {row['method']} | {bs} | {row['median']:.1f} / "
+                         f"{row['p90']:.1f} | {row['median_answered']:.1f} | {row['answered']:.2f} | "
+                         f"{row['coverage']:.2f} | {row['nodes']:.0f} |")
+        lines.append("")
+        pk = HERE / "results" / f"multires_k_{data}.json"
+        if pk.exists():
+            rk = json.loads(pk.read_text())
+            lines += [f"Stability of the automatic (k, c) over {rk['seeds']} noise draws (bounds choice only):", "",
+                      "| eps | setting | priority | rule | k values chosen | (k, c): times |", "|---|---|---|---|---|---|"]
+            for row in rk["rows"]:
+                pairs = ", ".join(f"({k},{c}): {n}" for k, c, n in row["pairs"][:6])
+                lines.append(f"| {row['eps']:g} | {row['setting']} | {row['priority']} | {row['rule']} | "
+                             f"{row['k_values']} | {pairs} |")
+            lines.append("")
+    notes = HERE / "results" / "multires_notes.txt"
+    if notes.exists():
+        lines += [notes.read_text().strip(), ""]
+    (HERE / "results" / "multires.md").write_text("\n".join(lines))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", choices=["day", "full"], default="day")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--pdp-reps", type=int, default=2)
+    ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
+    ap.add_argument("--sweep-k", type=int, nargs="+", default=[1, 4, 16, 64])
+    ap.add_argument("--sweep-c", type=int, nargs="+", default=[1, 4])
+    ap.add_argument("--chosen-k", type=int, default=0, help="only the stability of the automatic k over N seeds")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--opendp", action="store_true", help="also run OpenDP (1 repetition per setting)")
+    ap.add_argument("--only-opendp", action="store_true", help="add OpenDP rows to an existing results json")
+    args = ap.parse_args()
+    if args.markdown:
+        write_markdown()
+        return
+    if args.only_opendp:
+        add_opendp(args)
+    elif args.chosen_k:
+        (HERE / "results" / f"multires_k_{args.data}.json").write_text(json.dumps(chosen_k(args), indent=1))
+    else:
+        (HERE / "results" / f"multires_{args.data}.json").write_text(json.dumps(run(args), indent=1))
+    write_markdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""contributions(backend="dask") on a 2-worker distributed.LocalCluster (threads: processes=False,
+for speed) equals the local path, for both privacy models (first_records None and c)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpopt import DpoptInputError
+from dpopt.records import GridSpec, ReadOptions, contributions
+
+from .conftest import BOUND, random_records
+
+distributed = pytest.importorskip("distributed")
+
+GRID = GridSpec(7, "1h")
+FIELDS = ("users", "cells", "slots", "pair_user", "pair_grid", "count", "sum", "sumsq")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.mark.parametrize("c", [None, 3])
+def test_dask_equals_local_on_parquet_and_csv_directories(tmp_path, client, c):
+    frame = random_records(21, n=4000)
+    (tmp_path / "pq").mkdir()
+    (tmp_path / "csv").mkdir()
+    for i in range(10):  # 10 files of 400 rows: one Dask partition and one local chunk each
+        part = frame.iloc[i * 400:(i + 1) * 400]
+        part.to_parquet(tmp_path / "pq" / f"p{i:02d}.parquet")
+        part.to_csv(tmp_path / "csv" / f"p{i:02d}.csv", index=False)
+    read = ReadOptions(chunk_rows=400)
+    for source in ("pq", "csv"):
+        local, rep_l = contributions(tmp_path / source, GRID, read, bound=BOUND, first_records=c)
+        dask, rep_d = contributions(tmp_path / source, GRID, read, bound=BOUND, first_records=c,
+                                    backend="dask", client=client)
+        assert rep_d == rep_l and rep_l.chunks == 10
+        for f in FIELDS:  # same partitions and merge tree: identical arrays, float sums included
+            assert np.array_equal(getattr(dask, f), getattr(local, f)), (source, f)
+        if c is not None:
+            assert np.array_equal(dask.samples.values, local.samples.values)
+            assert np.array_equal(dask.samples.offsets, local.samples.offsets)
+        assert dask.bound == local.bound == BOUND
+
+
+def test_dask_dataframe_input_any_partitioning(client):
+    """Other partitionings: counts, keys and the first-c records are still identical; the float sums
+    agree to rounding (added in another order)."""
+    dd = pytest.importorskip("dask.dataframe")
+    frame = random_records(22, n=3000)
+    local, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=2)
+    dask, rep = contributions(dd.from_pandas(frame, npartitions=7), GRID, ReadOptions(), bound=BOUND,
+                              first_records=2, backend="dask", client=client)
+    assert rep.chunks == 7 and rep.records_kept == len(frame)
+    for f in FIELDS[:6]:
+        assert np.array_equal(getattr(dask, f), getattr(local, f)), f
+    np.testing.assert_allclose(dask.sum, local.sum, rtol=1e-12)
+    assert np.array_equal(dask.samples.values, local.samples.values)
+
+
+def test_dask_refuses_like_local(client):
+    frame = random_records(23, n=500).assign(latitude=np.nan)
+    with pytest.raises(DpoptInputError, match="max_dropped"):
+        contributions(frame, GRID, ReadOptions(), bound=BOUND, backend="dask", client=client)
+    agg, _ = contributions(frame, GRID, ReadOptions(max_dropped=1), bound=BOUND, first_records=2,
+                           backend="dask", client=client)
+    assert agg.n_pairs == 0 and agg.samples.values.size == 0

@@ -1,0 +1,64 @@
+"""kept_records (second pass): the first Γ_p records of chosen pairs, locally and on Dask."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpopt import DpoptInputError
+from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
+
+from .conftest import BOUND, random_records
+
+GRID = GridSpec(7, "1h")
+
+
+def _prefixes(agg, gamma):
+    return [list(agg.samples.values[agg.samples.offsets[p]:agg.samples.offsets[p] + g]) for p, g in enumerate(gamma)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kept_records_are_the_first_gamma_of_each_pair(tmp_path, seed):
+    frame = random_records(seed, n=1200)
+    frame.to_csv(tmp_path / "r.csv", index=False)
+    read = ReadOptions(chunk_rows=150)  # pairs split across chunks
+    full, _ = contributions(frame, GRID, read, bound=BOUND, first_records=10**6)
+    table, _ = contributions(tmp_path / "r.csv", GRID, read, bound=BOUND)
+    assert table.samples is None
+    rng = np.random.default_rng(seed)
+    gamma = np.where(rng.random(table.n_pairs) < 0.5, 0, np.minimum(table.count, rng.integers(1, 4, table.n_pairs)))
+    kept = kept_records(tmp_path / "r.csv", GRID, read, table, gamma, bound=BOUND)
+    assert np.array_equal(np.diff(kept.samples.offsets), gamma)
+    got = [list(kept.samples.values[a:b]) for a, b in zip(kept.samples.offsets[:-1], kept.samples.offsets[1:])]
+    assert got == _prefixes(full, gamma)
+    assert kept.samples.values.size == gamma.sum() < len(frame)
+    # reading more than kept is refused where the model reads (retained_stats, bounding)
+    more = np.where(gamma > 0, np.minimum(gamma + 1, table.count), 0)
+    if np.any((more > gamma) & (more < table.count)):
+        with pytest.raises(DpoptInputError, match="first_records >="):
+            kept.retained_stats(more)
+
+
+def test_kept_records_on_dask_equal_local():
+    distributed = pytest.importorskip("distributed")
+    frame = random_records(7, n=1500)
+    table, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND)
+    gamma = np.minimum(table.count, 2)
+    local = kept_records(frame, GRID, ReadOptions(), table, gamma, bound=BOUND)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        dask = kept_records(frame, GRID, ReadOptions(), table, gamma, bound=BOUND, backend="dask", client=client)
+    assert np.array_equal(dask.samples.values, local.samples.values)
+    assert np.array_equal(dask.samples.offsets, local.samples.offsets)
+
+
+def test_kept_records_refuses_bad_gamma_and_changed_input():
+    frame = random_records(8, n=300)
+    table, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND)
+    with pytest.raises(DpoptInputError, match="`gamma` must hold one integer in 0..count"):
+        kept_records(frame, GRID, ReadOptions(), table, table.count + 1, bound=BOUND)
+    with pytest.raises(DpoptInputError, match="changed between the two passes"):
+        kept_records(frame.iloc[:-5], GRID, ReadOptions(), table, table.count, bound=BOUND)
+    moved = frame.assign(latitude=frame["latitude"] + 1.0)
+    with pytest.raises(DpoptInputError, match="changed between the two passes"):
+        kept_records(moved, GRID, ReadOptions(), table, table.count, bound=BOUND)
