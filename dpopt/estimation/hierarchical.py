@@ -245,7 +245,7 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     tau = m.bound / 10.0 if target is None else float(target)
     if "level" not in m.nodes.columns:
         raise DpoptInputError("`measurements.nodes` must have the `level` column of dpopt.hierarchy.tree")
-    U, h = m.bound, m.bound / 2.0
+    U = m.bound
     dr = _direct(m, gls_totals(m), float(confidence))
     if shrink:
         eb, info = _shrink(m, dr["d"], dr["s2"])

@@ -141,7 +141,6 @@ def test_per_level_bounds_one_user_and_totals(seed):
                 for s, l2 in enumerate((sv.count_l2, sv.sum_l2_units, sv.sumsq_l2_units)):
                     assert (d[s] ** 2).sum() <= l2 ** 2 + 1e-6
                 # all of a user's records are kept when it has ≤ k_l nodes with ≤ c_l records each
-                nodes_used = np.unique(H.finest_node[agg.pair_grid])
                 if per_user.sum() <= cl and d.shape[1] >= 1:
                     assert d[0].sum() == per_user.sum()
 
