@@ -271,21 +271,25 @@ def as_interval_bounds(
 
 
 def label_parts(values: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Labels under dpopt's ONE normalisation rule, and a mask of missing labels.
+    """Labels under dpopt's ONE label rule, and a mask of missing labels.
 
-    The rule, for every input type (lists, numpy, pandas; CSV text, Parquet and DataFrame columns):
+    The rule (README, ``--help``; models/release.md), for every input type (lists, numpy, pandas;
+    CSV text, Parquet and DataFrame columns):
 
-    1. a label that is a number, or text that reads as one (``1``, ``1.0``, ``np.int64(1)``,
-       ``"1.0"``, ``" 001 "``, ``"1e0"``), with a whole value of magnitude below 2^53 is that
-       integer (a Python ``int``): user ids 1 and 1.0 in one column are ONE user;
-    2. any other text is stripped of surrounding white space; other numbers stay as given;
-    3. missing labels (None, NaN, NaT, pd.NA, empty or blank text, a non-finite number) are flagged
-       in the mask; booleans are refused (True would silently equal 1);
-    4. tuples (composite labels such as (cell, slot)) are kept as given.
+    1. **text is an exact string**: a label read as text is kept character for character, never
+       parsed or stripped: ``"0123"``, ``"123"``, ``"1e3"`` and ``" 123"`` are four labels;
+    2. **a number is its value**: a finite whole number (int, or a float with no fractional part,
+       any magnitude) is that Python ``int``, any other finite float stays that float. So 1 and
+       1.0 from one numeric column are one label (the same value), and two distinct numbers are
+       never one label;
+    3. missing labels (None, NaN, NaT, pd.NA, ±inf, empty or blank text) are flagged in the mask;
+       booleans are refused (True would equal the label 1);
+    4. tuples (composite labels such as (cell, slot)) and other objects are kept as given.
 
-    Merging labels that denote the same number can only merge users, never split one: a split
-    would understate a real user's contribution (a privacy bug), a merge overstates it.
-    Returns (object array of normalised labels, boolean mask of missing ones).
+    No rule merges two distinct values of one column (issue 22): a merge puts two real users under
+    one label, and removing one of them then changes the other's bounded records, beyond the
+    sensitivity the noise is calibrated to.
+    Returns (object array of labels, boolean mask of missing ones).
     """
     import pandas as pd
 
@@ -300,34 +304,57 @@ def label_parts(values: Any) -> tuple[np.ndarray, np.ndarray]:
         raise DpoptInputError(f"labels must be one-dimensional; got shape {arr.shape}")
     if arr.dtype.kind == "b" or (arr.dtype == object and any(isinstance(v, (bool, np.bool_)) for v in arr)):
         raise DpoptInputError("labels must not be booleans (True would equal the label 1); got a boolean label")
-    if arr.size > 64:  # normalise each distinct label once (ids repeat: a few thousand vehicles)
+    if arr.dtype.kind in "iuf":
+        return _number_labels(arr)
+    if arr.dtype == object and arr.size > 64:  # each distinct label once (ids repeat)
         codes, uniq = pd.factorize(arr, use_na_sentinel=True)
         if uniq.size < arr.size:
             labels, missing = label_parts(np.asarray(uniq, dtype=object))
             na = codes < 0
-            res = labels[np.where(na, 0, codes)] if labels.size else np.full(arr.size, None, dtype=object)
+            safe = np.where(na, 0, codes)
+            res = labels[safe] if labels.size else np.full(arr.size, None, dtype=object)
             res[na] = None
-            return res, na | (missing[np.where(na, 0, codes)] if labels.size else True)
-    out = arr.astype(object, copy=True)
-    n = arr.size
-    is_tuple = np.fromiter((isinstance(v, tuple) for v in out), dtype=bool, count=n) if arr.dtype == object \
-        else np.zeros(n, dtype=bool)
-    series = pd.Series(np.where(is_tuple, None, out), dtype=object)
-    missing = series.isna().to_numpy() & ~is_tuple
-    text = series.map(lambda v: v.strip() if isinstance(v, str) else v)
-    is_text = text.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
-    missing |= is_text & (text == "").to_numpy(dtype=bool)
-    num = pd.to_numeric(text.where(~missing, None), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    with np.errstate(invalid="ignore"):
-        whole = np.isfinite(num) & (num == np.round(num)) & (np.abs(num) < 2.0**53)
-        nonfinite_number = ~is_text & ~is_tuple & ~missing & ~np.isfinite(num) & \
-            text.map(lambda v: isinstance(v, (int, float, np.number))).to_numpy(dtype=bool)
-    missing |= nonfinite_number
-    res = np.array(text.to_numpy(dtype=object), dtype=object, copy=True)
-    res[whole] = [int(x) for x in num[whole]]
-    res[is_tuple] = out[is_tuple]
-    res[missing] = None
+            return res, na | (missing[safe] if labels.size else True)
+    parts = [_one_label(v) for v in arr.tolist()]
+    res = np.empty(arr.size, dtype=object)
+    res[:] = [p[0] for p in parts]
+    return res, np.fromiter((p[1] for p in parts), dtype=bool, count=arr.size)
+
+
+def _number_labels(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rule 2 on a numeric array: whole finite values as Python ints, other finite floats as floats."""
+    res = np.empty(arr.size, dtype=object)
+    if arr.dtype.kind in "iu":
+        res[:] = arr.tolist()
+        return res, np.zeros(arr.size, dtype=bool)
+    x = arr.astype(float)
+    missing = ~np.isfinite(x)
+    whole = ~missing & (x == np.floor(np.where(missing, 0.0, x)))
+    res[:] = [int(v) if w else (None if m else float(v)) for v, w, m in zip(x.tolist(), whole, missing)]
     return res, missing
+
+
+def _one_label(v: Any) -> tuple[Any, bool]:
+    """(label, missing) of one value under :func:`label_parts`' rule."""
+    import pandas as pd
+
+    if isinstance(v, str):
+        return (None, True) if v.strip() == "" else (v, False)
+    if isinstance(v, tuple):
+        return v, False
+    if isinstance(v, (numbers.Integral, np.integer)):
+        return int(v), False
+    if isinstance(v, (float, np.floating)):
+        x = float(v)
+        if not math.isfinite(x):
+            return None, True
+        return (int(x), False) if x == math.floor(x) else (x, False)
+    try:
+        if pd.isna(v):
+            return None, True
+    except (TypeError, ValueError):  # array-like objects: not missing
+        pass
+    return v, False
 
 
 def normalise_labels(values: Any, name: str) -> np.ndarray:

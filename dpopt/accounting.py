@@ -65,6 +65,14 @@ def _objective(alpha: float, rho: float, log_inv_delta: float) -> float:
     return rho * alpha + (log_inv_delta + am1 * math.log1p(-1.0 / alpha) - math.log(alpha)) / am1
 
 
+def _objective_x(x: float, rho: float, log_inv_delta: float) -> float:
+    """:func:`_objective` at α = 1 + eˣ, written in α − 1 = eˣ so that it stays finite when eˣ is
+    below the float spacing at 1 (huge ρ: α − 1 ≈ 1e-50 would round α to 1.0 and log(1 − 1/α) fail)."""
+    am1 = math.exp(x)
+    l1a = math.log1p(am1)  # log α
+    return rho * (1.0 + am1) + (log_inv_delta + am1 * (x - l1a) - l1a) / am1
+
+
 def zcdp_epsilon_alpha(rho: float, delta: float) -> tuple[float, float]:
     """(ε, α*) of :func:`zcdp_epsilon`: the tight ε and the Rényi order attaining it."""
     r = check_rho(rho)
@@ -73,10 +81,10 @@ def zcdp_epsilon_alpha(rho: float, delta: float) -> tuple[float, float]:
     # the objective is smooth on α > 1; search x = log(α − 1) around the classical optimum
     x0 = 0.5 * math.log(lid / r)
     res = optimize.minimize_scalar(
-        lambda x: _objective(1.0 + math.exp(x), r, lid),
+        lambda x: _objective_x(x, r, lid),
         bounds=(x0 - 12.0, x0 + 12.0), method="bounded", options={"xatol": 1e-10, "maxiter": 500},
     )
-    cands = [(float(res.fun), 1.0 + math.exp(float(res.x))), (_objective(1.0 + math.exp(x0), r, lid), 1.0 + math.exp(x0))]
+    cands = [(float(res.fun), 1.0 + math.exp(float(res.x))), (_objective_x(x0, r, lid), 1.0 + math.exp(x0))]
     eps, alpha = min(cands)
     return max(eps, 0.0), alpha
 

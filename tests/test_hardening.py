@@ -58,20 +58,28 @@ def test_nan_user_label_is_refused():
         dpopt.Occupancy.from_triples(pd.Series(["u", None]), ["a", "b"], [1, 1])
 
 
-@pytest.mark.parametrize("users", [["1", "1.0"], ["1", " 1 "], np.array(["7", "7.0"], dtype=object),
-                                   pd.Series([1, "1.0"], dtype=object)])
-def test_one_user_written_two_ways_is_one_user(users):
-    """Before: "1" and "1.0" were two users, each with half the contribution (understated K)."""
+@pytest.mark.parametrize("users", [[1, 1.0], np.array([7.0, 7.0]), pd.Series([1, 1.0], dtype=object),
+                                   np.array([2**60, 2**60], dtype=np.int64)])
+def test_one_number_written_two_ways_is_one_user(users):
+    """One value of a numeric column is one user (1 and 1.0 are the same number)."""
     occ = dpopt.Occupancy.from_triples(users, ["a", "b"], [1, 1])
     assert occ.n_users == 1 and occ.degradation == 2
 
 
-def test_csv_user_ids_1_and_1_0_are_one_user(tmp_path):
-    """Before: a CSV with ids 1 and 1.0 released with two users and K = 1 instead of K = 2."""
+@pytest.mark.parametrize("users", [["1", "1.0"], ["1", " 1 "], ["0123", "123"], np.array(["7", "7.0"], dtype=object),
+                                   pd.Series([1, "1.0"], dtype=object)])
+def test_distinct_text_ids_are_distinct_users(users):
+    """Issue 22 item 2 (replaces round 2's merge rule): ids read as text stay exact strings."""
+    occ = dpopt.Occupancy.from_triples(users, ["a", "b"], [1, 1])
+    assert occ.n_users == 2 and occ.degradation == 1
+
+
+def test_csv_user_ids_1_and_1_0_are_two_users(tmp_path):
+    """CSV ids are text: "1" and "1.0" are two users under the exact-string rule (issue 22)."""
     path = tmp_path / "r.csv"
     path.write_text(HEADER + "1," + ROW + "1.0," + ROW.replace("30.2672", "30.3500").replace("-97.7431", "-97.7000"))
     r = release(path, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
-    assert r.summary.users == 1 and r.summary.degradation == 2
+    assert r.summary.users == 2 and r.summary.degradation == 1
 
 
 # ------------------------------------------------------------------------------- CSV ingest

@@ -59,11 +59,10 @@ class PairSamples:
         """Refuse reading the first ``gamma[p]`` records of pair p when fewer were kept."""
         gamma = np.asarray(gamma, dtype=np.int64)
         short = gamma > np.diff(self.offsets)
-        if np.any(short):
-            c = int(gamma[short].max())
+        if np.any(short):  # a caller's error; the message names only the public limit (no record count)
             raise DpoptInputError(
-                f"the contributions keep fewer records of some pair than the {c} asked for: use "
-                f"first_records >= {c} in dpopt.records.contributions (or dpopt.records.kept_records)"
+                f"the contributions keep at most {self.limit} records per pair, fewer than the bounding "
+                "asks for: use first_records >= c in dpopt.records.contributions (or dpopt.records.kept_records)"
             )
 
 

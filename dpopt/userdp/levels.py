@@ -41,7 +41,8 @@ from ..hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..noise import epsilon_rational, integer_source
 from ..records.aggregate import Aggregate
-from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values
+from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, _grid_sum, _pair_sums, bound_contributions, grid_ranks,
+                       lattice_values, tie_keys)
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from .sensitivity import sqrt_up
@@ -163,7 +164,7 @@ def random_ranks(agg: Aggregate, rng: np.random.Generator, *, mask: np.ndarray) 
     :func:`.bounding.grid_ranks` a rule of each user's own grids and independent keys, so the same
     privacy argument holds (models/user_level.md §2); unlike ranking by record count it does not
     favour the grids where a user dwells (for vehicles: where it is slow), which biases the means."""
-    key = rng.random(agg.n_pairs)
+    key = tie_keys(rng, agg.n_pairs)  # an integer source (real release: the OS CSPRNG) or a Generator
     ok = np.asarray(mask, dtype=bool)
     order = np.lexsort((key, ~ok, agg.pair_user))
     users_sorted = agg.pair_user[order]
@@ -183,7 +184,7 @@ def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: flo
     lat = lattice_values(agg, U, granularity_bits=bits)
     bg = bound_contributions(agg, k=k, c=c, ranks=ranks, lattice=lat)
     have = idx >= 0
-    out = [np.zeros(len(plist), dtype=np.int64) for _ in range(3)]
+    out = [np.zeros(len(plist), dtype=v.dtype) for v in (bg.records, bg.sum_q, bg.sumsq_q)]  # exact ints
     for o, v in zip(out, (bg.records, bg.sum_q, bg.sumsq_q)):
         o[have] = v[idx[have]]
     return out[0], out[1], out[2], lat
@@ -231,29 +232,27 @@ def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c
     lp_key = agg.pair_user.astype(np.int64) * (n_nodes + 1) + np.where(ok, pair_node, n_nodes)
     uniq, lp = np.unique(lp_key, return_inverse=True)
     lp_user, lp_ok = uniq // (n_nodes + 1), (uniq % (n_nodes + 1)) < n_nodes
-    order = np.lexsort((rng.random(uniq.size), ~lp_ok, lp_user))
+    order = np.lexsort((tie_keys(rng, uniq.size), ~lp_ok, lp_user))
     start = np.searchsorted(lp_user[order], lp_user[order], side="left")
     rank = np.empty(uniq.size, dtype=np.int64)
     rank[order] = np.arange(uniq.size) - start
     keep_lp = lp_ok & (rank < k)
-    po = np.lexsort((rng.random(agg.n_pairs), lp))  # pairs grouped by level pair, random order within
+    po = np.lexsort((tie_keys(rng, agg.n_pairs), lp))  # pairs grouped by level pair, random order within
     cnt = agg.count[po].astype(np.int64)
     cum = np.cumsum(cnt)
     first = np.searchsorted(lp[po], lp[po], side="left")
     before = cum - cnt - (cum[first] - cnt[first])
     gamma = np.zeros(agg.n_pairs, dtype=np.int64)
     gamma[po] = np.where(keep_lp[lp[po]], np.clip(c - before, 0, cnt), 0)
-    s0 = lat.offsets[:-1]
-    py, pz = lat.cum_y[s0 + gamma] - lat.cum_y[s0], lat.cum_z[s0 + gamma] - lat.cum_z[s0]
+    if int(c) * lat.half_sumsq >= CAPACITY:  # public: c_l, U and b only
+        raise DpoptInputError(f"`level_bounds` c = {int(c)} is too large for the lattice (c·H_Z must stay below 2^62)")
+    if agg.samples is not None:  # contributions may keep only the first few records per pair
+        agg.samples.check_first(gamma)
+    py, pz = _pair_sums(lat, gamma)
     node = np.where(ok, pair_node, 0)
-    R, Y, Z = (_int_sum(node, np.where(ok, v, 0), n_nodes) for v in (gamma, py, pz))
+    wide = gamma.size * int(c) * lat.half_sumsq >= 2**63  # a size bound, not a refusal
+    R, Y, Z = (_grid_sum(node, np.where(ok, v, 0), n_nodes, wide=wide) for v in (gamma, py, pz))
     return R, Y, Z
-
-
-def _int_sum(idx: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros(n, dtype=np.int64)
-    np.add.at(out, idx, values.astype(np.int64))
-    return out
 
 
 def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: list, lat: Any,
@@ -265,10 +264,12 @@ def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: l
     grid_fin[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
     parent, lev = hier.nodes["parent"].to_numpy(), hier.nodes["level"].to_numpy()
     node = np.where(grid_fin[agg.pair_grid] >= 0, hier.finest_node[np.maximum(grid_fin[agg.pair_grid], 0)], -1)
-    out = [np.zeros(len(hier.nodes), dtype=np.int64) for _ in range(3)]
+    out = [np.zeros(len(hier.nodes), dtype=object) for _ in range(3)]  # exact ints whatever the level's width
     for li, b in enumerate(lb):
         rows = np.flatnonzero(lev == li)
         if b is None:
+            if shared is None:
+                raise DpoptInputError("`level_bounds` entries None need the shared node sums")
             for o, v in zip(out, shared):
                 o[rows] = v[rows]
             node = np.where(node >= 0, parent[np.maximum(node, 0)], -1)
@@ -280,7 +281,7 @@ def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: l
         for o, v in zip(out, vals):
             o[rows] = v
         node = np.where(node >= 0, parent[np.maximum(node, 0)], -1)
-    return out
+    return [o if any(isinstance(x, int) and abs(x) >= 2**62 for x in o) else o.astype(np.int64) for o in out]
 
 
 def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens: list[LevelSensitivity],
@@ -378,7 +379,9 @@ def measure_levels(
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
     check_choice(level_split, "level_split", ("answers", "equal"))
-    sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, granularity_bits, np.random.default_rng(seed),
+    src = getattr(mech, "source", None)  # issue 22 item 10: a real release's keys from the OS CSPRNG
+    keys_source = np.random.default_rng(seed) if src is None else src
+    sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, granularity_bits, keys_source,
                                           check_choice(priority, "priority", ("random", "count")), level_bounds)
     linked = linked_levels(lb, L)
     split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)

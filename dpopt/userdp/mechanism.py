@@ -37,18 +37,21 @@ normaliser Σ_z e^{−z²/2σ²} ≥ √(2π)·σ (Poisson summation).
 from __future__ import annotations
 
 import math
+from decimal import Decimal, localcontext
 from fractions import Fraction
+from collections.abc import Iterable
 from typing import Protocol
 
 import numpy as np
 
 from .._validation import DpoptInputError
 from ..noise import IntegerSource, epsilon_rational
-from ..noise.discrete_gaussian import discrete_gaussian_array, discrete_gaussian_pmf, rho_rational
-from ..noise.discrete_laplace import discrete_laplace_array
+from ..noise.discrete_gaussian import discrete_gaussian, discrete_gaussian_array, rho_rational
+from ..noise.discrete_laplace import discrete_laplace, discrete_laplace_array
 
 __all__ = ["NoiseMechanism", "DiscreteLaplace", "LaplaceSimulation", "DiscreteGaussian", "GaussianSimulation",
-           "l2_squared"]
+           "l2_squared", "discrete_laplace_abs_quantile", "discrete_laplace_upper_quantile",
+           "discrete_laplace_upper_tail", "discrete_gaussian_upper_tail", "discrete_gaussian_quantile"]
 
 
 class NoiseMechanism(Protocol):
@@ -127,40 +130,121 @@ class DiscreteLaplace:
         return _check_l1(l1) / float(epsilon_rational(float(budget)))
 
     def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
-        ints = np.asarray(values, dtype=np.int64)
         s = Fraction(_check_l1(l1)) / epsilon_rational(float(budget))
-        noise = discrete_laplace_array(s, ints.size, self.source)
-        return (ints + noise.reshape(ints.shape)).astype(float)
-
-    @staticmethod
-    def _r(scale: float) -> float:
-        return math.exp(-1.0 / float(scale))
+        if s < _ARRAY_SCALE:  # the vectorised exact sampler (int64 draws; |Z| ≥ 2^62 has probability < e^{-2^22})
+            return _add_exact(values, discrete_laplace_array(s, int(np.size(values)), self.source))
+        return _add_exact(values, (discrete_laplace(s, self.source) for _ in range(int(np.size(values)))))
 
     def abs_quantile(self, scale: float, prob: float) -> float:
-        """Smallest integer x with P(|Z| > x) ≤ prob, from P(|Z| ≥ j) = 2r^j/(1+r) (j ≥ 1)."""
-        r = self._r(scale)
-        j = max(math.ceil(math.log(prob * (1.0 + r) / 2.0) / math.log(r) - 1e-12), 1)
-        while j > 1 and 2.0 * r ** (j - 1) / (1.0 + r) <= prob:
-            j -= 1
-        while 2.0 * r**j / (1.0 + r) > prob:
-            j += 1
-        return float(j - 1)
+        """Smallest integer x with P(|Z| > x) ≤ prob (:func:`discrete_laplace_abs_quantile`)."""
+        return discrete_laplace_abs_quantile(scale, prob)
 
     def upper_tail(self, scale: float, x: float) -> float:
-        """P(Z ≥ x) with j = ⌈x⌉: r^j/(1+r) for j ≥ 0, 1 − r^(1−j)/(1+r) for j < 0 (symmetry)."""
-        j = math.ceil(float(x) - 1e-12)
-        r = self._r(scale)
-        return r**j / (1.0 + r) if j >= 0 else 1.0 - r ** (1 - j) / (1.0 + r)
+        """P(Z ≥ x) (:func:`discrete_laplace_upper_tail`)."""
+        return discrete_laplace_upper_tail(scale, x)
 
     def upper_quantile(self, scale: float, prob: float) -> float:
-        """Smallest integer j ≥ 0 with P(Z ≥ j) = r^j/(1+r) ≤ prob."""
-        r = self._r(scale)
-        j = max(math.ceil(math.log(prob * (1.0 + r)) / math.log(r) - 1e-12), 0)
-        while j > 0 and r ** (j - 1) / (1.0 + r) <= prob:
-            j -= 1
-        while r**j / (1.0 + r) > prob:
-            j += 1
-        return float(j)
+        """Smallest integer j ≥ 0 with P(Z ≥ j) ≤ prob (:func:`discrete_laplace_upper_quantile`)."""
+        return discrete_laplace_upper_quantile(scale, prob)
+
+
+# --- tails of the discrete Laplace, stable at every scale ---------------------------------------------
+# P[Z = z] = (1−r)/(1+r)·r^|z|, r = e^{−a}, a = 1/s. For j ≥ 0, P(Z ≥ j) = r^j/(1+r) and for j ≥ 1,
+# P(|Z| ≥ j) = 2r^j/(1+r). With c(a) = log((1 + e^{−a})/2) = log1p(expm1(−a)/2) ∈ (−log 2, 0]
+# (≈ −a/2 to full relative precision at small a):
+#     log P(Z ≥ j) = −log 2 − j·a − c(a),      log P(|Z| ≥ j) = −j·a − c(a).
+# Never forming r avoids the two failures of r = exp(−1/s) in floats: r rounds to 1.0 for
+# s > ~9e15 (log r = 0: division by zero) and to 0.0 for s < ~1/745 (log 0: domain error).
+# A quantile solves j·a + c(a) ≥ T (T = −log p two-sided, −log(2p) one-sided) in floats, then
+# steps j until the tail, re-evaluated in 50-digit decimal arithmetic, is ≤ p and the tail at j − 1
+# is not; beyond 2^52 (no integer resolution left) it is raised by one part in 10^12.
+
+
+def _check_scale_prob(scale: float, prob: float | None = None) -> float:
+    s = float(scale)
+    if not (s > 0 and math.isfinite(s)):
+        raise DpoptInputError(f"`scale` must be a positive finite number; got {scale!r}")
+    if prob is not None and not 0.0 < float(prob) < 1.0:
+        raise DpoptInputError(f"`prob` must lie in (0, 1); got {prob!r}")
+    return s
+
+
+def _c(a: float) -> float:
+    """log((1 + e^{−a})/2), accurate for every a ≥ 0."""
+    return math.log1p(math.expm1(-a) / 2.0)
+
+
+def _dlap_log_tail_exact(s: float, j: int, two_sided: bool) -> Decimal:
+    """log P(|Z| ≥ j) (two-sided) or log P(Z ≥ j) in 50-digit decimal arithmetic."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        a = 1 / Decimal(s)
+        head = Decimal(0) if two_sided else -Decimal(2).ln()
+        return head - j * a - ((1 + (-a).exp()) / 2).ln()
+
+
+def _dlap_quantile(scale: float, prob: float, two_sided: bool, floor: int) -> int:
+    """Smallest integer j ≥ ``floor`` whose tail (module comment) is ≤ ``prob``."""
+    s = _check_scale_prob(scale, prob)
+    a = 1.0 / s
+    if math.isinf(a):  # s below 1/1.8e308: no mass off 0
+        return floor
+    target = -math.log(float(prob)) - (0.0 if two_sided else math.log(2.0))
+    est = (target - _c(a)) * s
+    if est >= 2.0**52:
+        return math.ceil(est * (1.0 + 1e-12))
+    j = max(math.ceil(est), floor)
+    with localcontext() as ctx:
+        ctx.prec = 50
+        lp = Decimal(float(prob)).ln()
+    while j > floor and _dlap_log_tail_exact(s, j - 1, two_sided) <= lp:
+        j -= 1
+    while _dlap_log_tail_exact(s, j, two_sided) > lp:
+        j += 1
+    return j
+
+
+def discrete_laplace_abs_quantile(scale: float, prob: float) -> float:
+    """Smallest integer x ≥ 0 with P(|Z| > x) ≤ ``prob`` for Z ~ DLap(scale) (pmf ∝ e^{−|z|/s}),
+    from P(|Z| ≥ j) = 2r^j/(1+r), j = x + 1 ≥ 1, in log form (stable for every s > 0)."""
+    return float(_dlap_quantile(scale, prob, True, 1) - 1)
+
+
+def discrete_laplace_upper_quantile(scale: float, prob: float) -> float:
+    """Smallest integer j ≥ 0 with P(Z ≥ j) = r^j/(1+r) ≤ ``prob``."""
+    return float(_dlap_quantile(scale, prob, False, 0))
+
+
+def discrete_laplace_upper_tail(scale: float, x: float) -> float:
+    """P(Z ≥ x), j = ⌈x⌉: r^j/(1+r) for j ≥ 0, 1 − r^(1−j)/(1+r) for j < 0 (symmetry), via
+    exp / expm1 of the log form."""
+    a = 1.0 / _check_scale_prob(scale)
+    j = math.ceil(float(x) - 1e-12)
+    if math.isinf(a):  # all mass at 0
+        return 1.0 if j <= 0 else 0.0
+    head = -math.log(2.0) - _c(a)
+    if j >= 0:
+        return math.exp(head - j * a)
+    return -math.expm1(head - (1 - j) * a)
+
+
+#: noise scales (σ for the Gaussian) below this use the vectorised int64 samplers of dpopt.noise;
+#: above, the scalar samplers' Python ints (no int64 overflow at any scale validation accepts)
+_ARRAY_SCALE = 2**40
+
+
+def _add_exact(values: np.ndarray, noise: Iterable[int]) -> np.ndarray:
+    """float(v + Z) per entry (``noise`` one integer per entry, in order), v and Z added as Python
+    ints (exact at any size: int64 or object arrays of Python ints from :mod:`.bounding`, noise
+    beyond int64 at huge scales), rounded once to the nearest float."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        arr = arr.astype(object)  # whole floats: their exact integer values
+    if arr.dtype != object and arr.dtype.kind not in "iu":
+        raise DpoptInputError(f"`values` must hold integers (int64 or Python ints); got dtype {arr.dtype}")
+    out = np.fromiter((float(int(v) + int(z)) for v, z in zip(arr.ravel().tolist(), noise)), dtype=float,
+                      count=arr.size)
+    return out.reshape(arr.shape)
 
 
 def l2_squared(l2: float) -> int:
@@ -244,28 +328,71 @@ class DiscreteGaussian:
         return math.sqrt(float(self.sigma2(l2=l2, budget=budget)))
 
     def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
-        ints = np.asarray(values, dtype=np.int64)
         s2 = self.sigma2(l2=l2, budget=budget)
-        noise = discrete_gaussian_array(s2, ints.size, self.source)
-        return (ints + noise.reshape(ints.shape)).astype(float)
+        if s2 < _ARRAY_SCALE**2:  # σ < 2^40: the vectorised exact sampler
+            return _add_exact(values, discrete_gaussian_array(s2, int(np.size(values)), self.source))
+        return _add_exact(values, (discrete_gaussian(s2, self.source) for _ in range(int(np.size(values)))))
 
     def abs_quantile(self, scale: float, prob: float) -> float:
-        """An integer x with P(|Z| > x) ≤ prob: ⌈σ·Φ⁻¹(1 − prob/2)⌉, from P(|Z| ≥ x + 1) ≤
-        P(|N(0, σ²)| ≥ x) (module doc)."""
-        return float(math.ceil(float(scale) * _normal_quantile(prob / 2.0)))
+        """An integer x with P(|Z| > x) ≤ prob (:func:`discrete_gaussian_quantile`)."""
+        return discrete_gaussian_quantile(scale, prob, two_sided=True)
 
     def upper_tail(self, scale: float, x: float) -> float:
-        """P(Z ≥ x), by summing the pmf (σ ≤ 10⁵; above, the bound P(N ≥ ⌈x⌉ − 1) for x > 0)."""
-        j = math.ceil(float(x) - 1e-12)
-        sig = float(scale)
-        if sig > 1e5:
-            return min(_normal_upper((j - 1) / sig), 1.0) if j >= 1 else 1.0 - _normal_upper(-j / sig)
-        top = math.ceil(40 * sig) + 40
-        if j > top:
-            return 0.0
-        z = np.arange(max(j, -top), top + 1)
-        return float(min(discrete_gaussian_pmf(z, sig).sum(), 1.0))
+        """P(Z ≥ x) (:func:`discrete_gaussian_upper_tail`)."""
+        return discrete_gaussian_upper_tail(scale, x)
 
     def upper_quantile(self, scale: float, prob: float) -> float:
-        """An integer j ≥ 0 with P(Z ≥ j) ≤ prob: ⌈σ·Φ⁻¹(1 − prob)⌉ + 1 (P(Z ≥ j) ≤ P(N ≥ j − 1))."""
-        return float(max(math.ceil(float(scale) * _normal_quantile(prob)) + 1, 0))
+        """An integer j ≥ 0 with P(Z ≥ j) ≤ prob (:func:`discrete_gaussian_quantile`)."""
+        return discrete_gaussian_quantile(scale, prob, two_sided=False)
+
+
+def _dgauss_weights(sig: float) -> tuple[np.ndarray, np.ndarray]:
+    """z = −top..top and weights exp(−(z/σ)²/2) (in [0, 1], 1 at z = 0, no 0/0 at tiny σ)."""
+    top = math.ceil(40 * sig) + 40
+    z = np.arange(-top, top + 1, dtype=float)
+    with np.errstate(over="ignore"):  # (z/σ)² = inf at tiny σ: weight exactly 0
+        return z, np.exp(-0.5 * (z / sig) ** 2)
+
+
+def discrete_gaussian_quantile(scale: float, prob: float, *, two_sided: bool) -> float:
+    """An integer x ≥ 0 with P(|Z| > x) ≤ prob (``two_sided``) or P(Z ≥ x) ≤ prob, Z ~ N_ℤ(0, σ²).
+
+    σ ≤ 10⁵: the smallest such x from the pmf (weights of :func:`discrete_gaussian_upper_tail`),
+    with a relative margin of 1e-9 on prob for the float sums. Above: ⌈σ·Φ⁻¹(1 − prob/2)⌉
+    (two-sided, from P(|Z| ≥ x + 1) ≤ P(|N| ≥ x)) or ⌈σ·Φ⁻¹(1 − prob)⌉ + 1 (module doc).
+    """
+    sig = _check_scale_prob(scale, prob)
+    p = float(prob)
+    if sig > 1e5:
+        if two_sided:
+            return float(math.ceil(sig * _normal_quantile(p / 2.0)))
+        return float(max(math.ceil(sig * _normal_quantile(p)) + 1, 0))
+    z, w = _dgauss_weights(sig)
+    tail = np.cumsum(w[::-1])[::-1] / w.sum()  # tail[i] = P(Z ≥ z[i])
+    pos = z >= 0
+    zz, tt = z[pos], tail[pos]
+    if two_sided:  # P(|Z| > x) = 2·P(Z ≥ x + 1)
+        ok = np.flatnonzero(2.0 * np.append(tt[1:], 0.0) <= p * (1.0 - 1e-9))
+    else:
+        ok = np.flatnonzero(tt <= p * (1.0 - 1e-9))
+    return float(zz[ok[0]]) if ok.size else float(zz[-1])
+
+
+def discrete_gaussian_upper_tail(scale: float, x: float) -> float:
+    """P(Z ≥ x) for Z ~ N_ℤ(0, σ²), σ = ``scale``, j = ⌈x⌉.
+
+    σ ≤ 10⁵: the pmf summed over |z| ≤ ⌈40σ⌉ + 40 with weights exp(−(z/σ)²/2), which stay in
+    [0, 1] with weight 1 at z = 0 for every σ > 0 (no 0/0 or overflow at tiny σ; the omitted tail
+    is below e^{−800}). Above: the bound P(N(0, σ²) ≥ j − 1) for j ≥ 1 (module doc) and
+    1 − P(N ≥ −j) ≤ P(Z ≥ j) for j ≤ 0.
+    """
+    sig = _check_scale_prob(scale)
+    j = math.ceil(float(x) - 1e-12)
+    if sig > 1e5:
+        return min(_normal_upper((j - 1) / sig), 1.0) if j >= 1 else 1.0 - _normal_upper(-j / sig)
+    z, w = _dgauss_weights(sig)
+    if j > z[-1]:
+        return 0.0
+    if j <= z[0]:
+        return 1.0
+    return float(min(w[z >= j].sum() / w.sum(), 1.0))

@@ -287,7 +287,11 @@ def release_user(
     if bf + sf + pf >= 1.0:
         raise DpoptInputError(
             f"`bounds_fraction` + `selection_fraction` + `pool_fraction` must be < 1; got {bf + sf + pf:g}")
-    rng = np.random.default_rng(seed)
+    # numpy's generator only for simulation noise: every random choice of a real release (noise,
+    # tie-break keys, selection) comes from the integer source (issue 22 item 10)
+    simulated = noise == "numpy" or (noise_mechanism is not None and (
+        getattr(noise_mechanism, "source", None) is None or not noise_mechanism.real_release))
+    rng = np.random.default_rng(seed) if simulated else None
     mech = noise_mechanism if noise_mechanism is not None else _mechanism(noise, seed, rng, kind)
     # Laplace thresholding for private selection: the same sampler family as the statistics'
     sel_mech = mech if not gaussian else _mechanism(
@@ -325,7 +329,8 @@ def release_user(
 
         ranks = priority_ranks(agg, hash_priority(agg), mask=mask)
     else:
-        ranks = grid_ranks(agg, rng, mask=mask)
+        source = getattr(mech, "source", None)  # issue 22 item 10: the OS CSPRNG in a real release
+        ranks = grid_ranks(agg, rng if source is None else source, mask=mask)
     lattice = lattice_values(agg, U, granularity_bits=granularity_bits)
     timings["bounding"] = time.perf_counter() - t0
 
@@ -361,8 +366,8 @@ def release_user(
         cells, slots = plist.cells, plist.slots
         have = idx >= 0
         R = np.zeros(len(plist), dtype=np.int64)
-        Y = np.zeros(len(plist), dtype=np.int64)
-        Z = np.zeros(len(plist), dtype=np.int64)
+        Y = np.zeros(len(plist), dtype=bg.sum_q.dtype)  # exact: int64 or Python ints (bounding)
+        Z = np.zeros(len(plist), dtype=bg.sumsq_q.dtype)
         R[have], Y[have], Z[have] = bg.records[idx[have]], bg.sum_q[idx[have]], bg.sumsq_q[idx[have]]
     n_t = mech.integer(R, l1=sens.count_l1, l2=sens.count_l2, budget=split.count)
     y_t = mech.integer(Y, l1=sens.sum_l1_units, l2=sens.sum_l2_units, budget=split.sum)

@@ -100,7 +100,8 @@ def test_user_ids_follow_the_one_label_rule_without_a_str_per_row():
     old = Aggregator(h3_resolution=RES, slot_ns=GRID.slot_ns)
     for chunk, _ in read_records(frame, bound=BOUND):
         old.add(chunk)
-    assert list(agg.users) == list(old.result().users) == ["1", "2"]
+    # issue 22 item 2: text ids are exact strings (distinct ids never merge)
+    assert list(agg.users) == list(old.result().users) == [" 001", "1", "1.0", "2"]
 
 
 def test_empty_inputs_give_an_empty_table(tmp_path, records):
