@@ -270,6 +270,21 @@ def as_interval_bounds(
     return lo, hi
 
 
+def label_texts(values: Any, name: str = "user") -> tuple[np.ndarray, np.ndarray]:
+    """Labels of :func:`label_parts` as ``str`` (the records layer keys users by text), and the
+    missing mask. A column that mixes numbers and text is refused: ``str`` would make the number 1
+    and the text "1" one label, a merge :func:`label_parts` never makes."""
+    labels, missing = label_parts(values)
+    kinds = {isinstance(v, str) for v in labels[~missing]} if labels.size else set()
+    if len(kinds) > 1:
+        raise DpoptInputError(
+            f"the `{name}` column mixes numbers and text; convert it to one type (e.g. all text) so no two "
+            "distinct ids can become one user")
+    out = np.empty(labels.shape, dtype=object)
+    out[:] = ["" if v is None else str(v) for v in labels]
+    return out, missing
+
+
 def label_parts(values: Any) -> tuple[np.ndarray, np.ndarray]:
     """Labels under dpopt's ONE label rule, and a mask of missing labels.
 

@@ -101,7 +101,29 @@ def discrete_gaussian(sigma2: Fraction | int, rng: IntegerSource) -> int:
 _U = 2.0**-53
 #: the vectorised sampler's range: proposal scale L < 2^40 (|Y| < 2^52 but with probability e^{-4096})
 _MAX_L = 2**40
+#: ... and σ² ≥ 2^-40, so that no float of the filter is subnormal (:func:`_gamma64_filter`); the
+#: release's σ² = t²·2^29/m with t ≥ 1, m ≤ 2^62 is ≥ 2^-33
+_MIN_SIGMA2 = Fraction(1, 2**40)
 _BLOCK = 1 << 20
+
+
+def _gamma64_filter(x: np.ndarray, c: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(g, err): g ≈ 64γ = (x − σ²/L)²·32/σ² in float64 and a rigorous bound |g − 64γ| ≤ err.
+
+    ``x`` = |Y| (exact integers in float64), ``c`` ≈ σ²/L and ``h`` ≈ 32/σ² with relative error
+    ≤ 4u (u = 2^-53). Every rounding below is relative (≤ u) because the callers keep
+    2^-40 ≤ σ² and L < 2^40 (:data:`_MIN_SIGMA2`): then c̃ ≥ 2^-41, h̃ ≤ 2^45, a non-zero |d̃| is
+    ≥ 2^-94 and |d̃| < 2^52, so no intermediate is subnormal or overflows. With d̃ = x − c̃:
+    |d̃ − d| ≤ e_d = 5u|c̃| + 2u|d̃| and
+    |64γ̃ − 64γ| ≤ h̃·(3u·d̃² + e_d(2|d̃| + e_d) + 5u(|d̃| + e_d)²), doubled for the roundings of
+    the bound itself. g is NaN (the exact test decides) where x ≥ 2^52 (|Y| not exact).
+    """
+    d = x - c
+    ad = np.abs(d)
+    e_d = 5.0 * _U * np.abs(c) + 2.0 * _U * ad
+    g = d * d * h
+    err = 2.0 * h * (3.0 * _U * d * d + e_d * (2.0 * ad + e_d) + 5.0 * _U * (ad + e_d) ** 2) + 2.0**-1000
+    return np.where(x < 2.0**52, g, np.nan), err
 
 
 def _gaussian_core(scale: np.ndarray, centre: np.ndarray, h: np.ndarray,
@@ -132,13 +154,7 @@ def _gaussian_core(scale: np.ndarray, centre: np.ndarray, h: np.ndarray,
         lp = scale[pend]
         y = discrete_laplace_int(lp, np.ones_like(lp), source)
         x = np.abs(y).astype(float)
-        c, hh = centre[pend], h[pend]
-        d = x - c
-        ad = np.abs(d)
-        e_d = 5.0 * _U * np.abs(c) + 2.0 * _U * ad
-        g = d * d * hh
-        err = 2.0 * hh * (3.0 * _U * d * d + e_d * (2.0 * ad + e_d) + 5.0 * _U * (ad + e_d) ** 2) + 2.0**-1000
-        g = np.where(x < 2.0**52, g, np.nan)  # |Y| not exact in a double: the exact test decides
+        g, err = _gamma64_filter(x, centre[pend], h[pend])
 
         def exact_gamma(i: int, _p: np.ndarray = pend, _y: np.ndarray = y, _l: np.ndarray = lp) -> Fraction:
             s2 = exact_sigma2(int(_p[i]))
@@ -161,14 +177,14 @@ def _gaussian_core(scale: np.ndarray, centre: np.ndarray, h: np.ndarray,
 
 def discrete_gaussian_array(sigma2: Fraction | int, n: int, source: IntegerSource) -> np.ndarray:
     """n independent exact draws (int64) of N_ℤ(0, σ²), σ² > 0 rational (CKS 2020 Algorithm 3),
-    vectorised over numpy arrays (:func:`_gaussian_core`); σ ≥ 2^40 falls back to the scalar
-    :func:`discrete_gaussian` (the same law)."""
+    vectorised over numpy arrays (:func:`_gaussian_core`); σ ≥ 2^40 or σ² < 2^-40 falls back to
+    the scalar :func:`discrete_gaussian` (the same law)."""
     s2 = Fraction(sigma2)
     if s2 <= 0:
         raise DpoptInputError(f"`sigma2` must be a positive rational; got {sigma2!r}")
     n = check_positive_int(n, "n", minimum=0)
     t = math.isqrt(s2.numerator // s2.denominator) + 1
-    if t >= _MAX_L:
+    if t >= _MAX_L or s2 < _MIN_SIGMA2:
         return np.fromiter((discrete_gaussian(s2, source) for _ in range(n)), dtype=np.int64, count=n)
     c, h = float(s2 / t), float(32 / s2)  # correctly rounded: relative error ≤ u
     p, q = s2.numerator, s2.denominator
@@ -295,7 +311,7 @@ def _release_noise(t: np.ndarray, m: np.ndarray, rng: IntegerSource) -> tuple[np
     """Z_i ~ N_ℤ(0, σ_i²), σ_i² = t_i²·2^29/m_i = t_i²/(2ρ'_i) exactly (ρ'_i = m_i/2^30,
     :func:`grid_sigma2`), for float arrays of exact integers t < 2^33, m < 2^63; returns (Z, σ² as
     float). The proposal scale is ⌊σ̃⌋ + 1 from the float σ̃ (any positive integer is exact);
-    entries with σ ≥ 2^40 use the scalar sampler."""
+    entries with σ ≥ 2^40 use the scalar sampler (σ² ≥ 2^29/m ≥ 2^-33 ≥ :data:`_MIN_SIGMA2` here)."""
     s2f = t * t * 2.0**29 / m
     scale = np.floor(np.sqrt(s2f)) + 1.0
     z = np.zeros(t.size, dtype=np.int64)

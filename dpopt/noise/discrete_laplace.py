@@ -283,6 +283,10 @@ def grid_inputs(values: Sequence[float] | np.ndarray, sensitivities: Sequence[fl
     lam = 2.0**-k
     out = np.full(vals.shape, np.nan)
     ok = np.isfinite(vals)
+    big = np.abs(np.where(ok, vals, 0.0)) >= 2.0 ** (62 - k)
+    if np.any(big):  # round(f/λ) would overflow int64 (a garbage q, not an error, before the review)
+        raise DpoptInputError(f"`values` must be below 2^{62 - k} in magnitude for the 2^-{k} output grid; "
+                              f"got {float(vals[big].flat[0])!r}")
     q = np.zeros(vals.shape, dtype=np.int64)
     q[ok] = snap(vals[ok], k)
     free = ok & (budget == 0) & (sens == 0)

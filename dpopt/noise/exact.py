@@ -91,6 +91,7 @@ def _bernoulli_exp(num: int, den: int, rng: IntegerSource) -> int:
     return k % 2
 
 
+@functools.lru_cache(maxsize=4096)
 def _exp_neg_fixed(x: Fraction, bits: int) -> tuple[int, int]:
     """(lo, hi) integers with lo ≤ e^{−x}·2^bits ≤ hi, for rational x ≥ 0 (hi − lo small).
 
@@ -287,6 +288,8 @@ def bernoulli_exp_filtered(g64: np.ndarray, err: np.ndarray, exact_gamma: Callab
     """
     g64 = np.asarray(g64, dtype=float)
     err = np.asarray(err, dtype=float)
+    if np.any(err < 0):
+        raise DpoptInputError("`err` must hold error bounds >= 0 (NaN: undecidable, drawn exactly)")
     j = np.floor(np.where(np.isfinite(g64), g64, 0.0))
     frac = g64 - j  # exact: the fractional part of a double
     amb = ~np.isfinite(g64) | ~np.isfinite(err) | (g64 >= 2.0**52) | (frac <= err) | (1.0 - frac <= err)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_parts
+from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_texts
 from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
 from .ingest import IngestReport, check_dropped, clean_chunk, iter_raw_chunks
@@ -93,9 +93,8 @@ class _UserCodes:
 
     def __call__(self, col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         codes, uniq = pd.factorize(col, use_na_sentinel=True)
-        norm, missing = label_parts(uniq)
-        text = np.asarray(["" if v is None else str(v) for v in norm], dtype=object)
-        # distinct raw ids with one normalised label ("1" and "1.0") become one user
+        text, missing = label_texts(uniq)
+        # distinct raw values with one label (7 and 7.0 of one numeric column) are one user
         lcodes, labels = pd.factorize(text)
         self.labels = np.asarray(labels, dtype=object)
         na = codes < 0

@@ -22,11 +22,10 @@ Cleaning (counted in :class:`IngestReport`, never silent):
 
 Timestamps: ISO 8601 strings (an offset is converted to UTC; a naive time is taken as UTC), pandas
 datetimes, or numbers (Unix time in ``timestamp_unit``, seconds by default). User identifiers are
-kept as strings under dpopt's one label rule (:func:`dpopt._validation.label_parts`): an id that
-is or reads as a whole number (``1``, ``1.0``, ``"1.0"``, ``" 001"``) is that integer's text
-(``"1"``), so one vehicle written two ways is one user (never two, which would understate its
-contribution); other text is stripped; empty ids are missing. Chunks and back-ends agree on the
-labels.
+kept as strings under dpopt's one label rule (:func:`dpopt._validation.label_parts`): text is
+kept exactly as written ("0123" and "123" are two users), a number is its value (7 and 7.0 from one
+numeric column are one user), so no two distinct ids of a column ever merge (issue 22.2); a column
+mixing numbers and text is refused. Empty ids are missing. Chunks and back-ends agree on the labels.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_parts
+from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_texts
 
 __all__ = [
     "FIELDS",
@@ -439,13 +438,9 @@ def _float(col: pd.Series) -> np.ndarray:
 
 
 def _user_strings(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """User ids as str objects under dpopt's one label rule (:func:`dpopt._validation.label_parts`:
-    ``1``, ``1.0``, ``"1.0"`` and ``" 001"`` are all user ``"1"``, text is stripped, missing ids are
-    flagged); returns (labels, missing mask)."""
-    labels, missing = label_parts(col)
-    out = np.empty(labels.shape, dtype=object)
-    out[:] = [str(v) if v is not None else "" for v in labels]
-    return out, missing
+    """User ids as str objects under dpopt's one label rule (:func:`dpopt._validation.label_texts`);
+    returns (labels, missing mask)."""
+    return label_texts(col)
 
 
 def _unparseable(raw: pd.DataFrame, miss: dict[str, np.ndarray]) -> tuple[dict[str, int], tuple[str, ...]]:

@@ -88,7 +88,7 @@ def test_first_c_equals_the_old_keep_all_samples(records):
 def test_reading_beyond_the_kept_records_is_refused(records):
     agg, _ = _run(records, 2)
     gamma = np.minimum(agg.count, 3)
-    with pytest.raises(DpoptInputError, match="first_records >= 3"):
+    with pytest.raises(DpoptInputError, match="keep at most 2 records per pair.*first_records >= c"):
         agg.retained_stats(gamma)
     agg.retained_stats(np.minimum(agg.count, 2))
 

@@ -60,3 +60,19 @@ def test_the_label_rule():
     many = np.array(["0123", "123", 5, 5.0, None] * 20, dtype=object)
     labels, missing = label_parts(many)
     assert labels[:5].tolist() == ["0123", "123", 5, 5, None] and missing[:5].tolist() == [False] * 4 + [True]
+
+
+def test_a_user_column_mixing_numbers_and_text_is_refused_not_merged():
+    """str() would make the number 1 and the text "1" one user; the records layer refuses the column."""
+    import pandas as pd
+
+    from dpopt import DpoptInputError
+    from dpopt.records import GridSpec, ReadOptions, contributions
+
+    frame = pd.DataFrame({
+        "user_id": pd.Series([1, "1", 2], dtype=object),
+        "timestamp": ["2020-01-01T00:00:00Z"] * 3,
+        "latitude": [30.27] * 3, "longitude": [-97.74] * 3, "value": [1.0, 2.0, 3.0],
+    })
+    with pytest.raises(DpoptInputError, match="mixes numbers and text"):
+        contributions(frame, GridSpec(7, "1h"), ReadOptions(), bound=10.0)
