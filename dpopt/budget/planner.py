@@ -10,13 +10,13 @@ the release consumes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._validation import (
     _fail,
@@ -28,14 +28,30 @@ from .._validation import (
 from ..occupancy import Occupancy
 from ..plan import GridPlan
 from ..solve import Status
-from .configs import ConfigTable, budget_ladder, config_table, pair_arrays
-from .errors import CRITERIA, Criterion, StatisticBounds, statistic_bounds
+from ..solve import solve
+from .assemble import assemble
+from .configs import CapTable, budget_ladder, cap_table, config_table
+from .errors import CRITERIA, Criterion, StatisticBounds
+from .frontier import BudgetFrontier, knee_target
 from .greedy import Assignment, greedy_assignment
+from .milp import build_budget_model
 from .noise import LaplaceNoise, NoiseModel
 
-__all__ = ["BudgetPlan", "plan_budget", "make_criterion", "METHODS"]
+__all__ = ["BudgetPlan", "plan_budget", "make_criterion", "METHODS", "budget_frontier", "smallest_target",
+           "DEFAULT_TAUS", "FRONTIER_SHARE", "MIN_MILP_SECONDS", "MILP_COLUMNS_PER_SECOND"]
 
 METHODS = ("milp", "greedy")
+#: the frontier's default targets: this many log-spaced values in [U/200, U/2]
+DEFAULT_TAUS = 16
+#: share of ``time_limit`` the knee frontier may use before the plan itself
+FRONTIER_SHARE = 0.5
+#: the MILP is skipped when less time than this is left
+MIN_MILP_SECONDS = 1.0
+#: the MILP is skipped when it would have more columns than this many per second left (building
+#: and solving 4.5e5 columns took ≈ 30 s on the full Austin data; a 1e5-grid model is ≈ 3e6)
+MILP_COLUMNS_PER_SECOND = 20_000
+#: share of the time left given to HiGHS on large models (it overshoots its limit there)
+SOLVE_SHARE = 0.6
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,9 +121,13 @@ class BudgetPlan:
         return int(np.sum(self.plan.released))
 
     def frontier(self, taus: Any = None, **kwargs: Any) -> Any:
-        """Coverage against τ (and the total budget) for the same occupancy and settings."""
-        from .frontier import budget_frontier
+        """Coverage against τ (and the total budget) for the same occupancy and settings.
 
+        Without arguments, the frontier computed inside the plan's time limit if there is one
+        (``plan_budget(frontier=True)`` or the knee mode).
+        """
+        if taus is None and not kwargs and self.info.get("frontier") is not None:
+            return self.info["frontier"]
         s = dict(self.info["settings"])
         s.update(kwargs)
         occ = s.pop("occ")
@@ -157,83 +177,6 @@ def make_criterion(occ: Occupancy, bound: float, *, target: Any, target_variance
     )
 
 
-def _fill_and_lift(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: float,
-                   crit: Criterion) -> tuple[np.ndarray, np.ndarray]:
-    """Spend what the assignment leaves: keep more users in released grids, then raise budgets.
-
-    Returns (keep mask over pairs, per-grid budget). Both steps keep every user's spend ≤ ε_total
-    and only raise R or b, so every released grid stays within its target (models/budget.md §6).
-    """
-    rows, cols, cnt = pair_arrays(occ)
-    G = occ.n_grids
-    rel = a.config >= 0
-    bud = np.zeros(G)
-    bud[rel] = table.cfg_budget[a.config[rel]]
-    cap = np.zeros(G, dtype=np.int64)
-    cap[rel] = table.cfg_cap[a.config[rel]]
-    keep = a.keep & rel[cols]
-    cost = np.bincount(rows, weights=bud[cols] * keep, minlength=occ.n_users)
-    lim = epsilon_total * (1.0 + 1e-12)
-    # fill: candidate pairs in released grids, cheapest grid first
-    cand = np.flatnonzero(~keep & rel[cols] & (table.truncate | (cnt <= cap[cols])))
-    cand = cand[np.argsort(bud[cols[cand]], kind="stable")]
-    for p in cand.tolist():
-        u = rows[p]
-        c = bud[cols[p]]
-        if cost[u] + c <= lim:
-            keep[p] = True
-            cost[u] += c
-    # lift: give each released grid the least slack of its kept users, worst grids first
-    csc = sp.csc_array((keep.astype(float), (rows, cols)), shape=(occ.n_users, G))
-    csc.eliminate_zeros()
-    R = np.bincount(cols, weights=np.minimum(cnt, cap[cols]) * keep, minlength=G)
-    gmax = np.zeros(G)
-    np.maximum.at(gmax, cols, np.minimum(cnt, cap[cols]) * keep)
-    sb = crit.bounds(occ.grid_totals, R, gmax, np.where(rel, bud, 1.0), envelope=False)
-    order = np.argsort(-np.where(rel, sb.mean / crit.target, -np.inf), kind="stable")
-    for g in order[: int(rel.sum())].tolist():
-        us = csc.indices[csc.indptr[g]:csc.indptr[g + 1]]
-        if us.size == 0:
-            continue
-        room = epsilon_total - cost[us].max()
-        if room > 0:
-            bud[g] += room
-            cost[us] += room
-    return keep, bud
-
-
-def _assemble(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: float,
-              crit: Criterion, method: str, status: Status, gap: float
-              ) -> tuple[GridPlan, dict, np.ndarray, np.ndarray]:
-    rows, cols, cnt = pair_arrays(occ)
-    G = occ.n_grids
-    keep, bud = _fill_and_lift(occ, table, a, epsilon_total, crit)
-    rel = a.config >= 0
-    cap = occ.grid_max.astype(np.int64).copy()
-    cap[rel] = table.cfg_cap[a.config[rel]]
-    gamma = np.where(keep & rel[cols], np.minimum(cnt, cap[cols]), 0).astype(np.int64)
-    retained = sp.csr_array((gamma, (rows, cols)), shape=(occ.n_users, G))
-    retained.eliminate_zeros()
-    R = np.bincount(cols, weights=gamma, minlength=G)
-    gmax = np.zeros(G)
-    np.maximum.at(gmax, cols, gamma)
-    bud = np.where(rel, bud, 0.0)
-    scalar = float(crit.target[0]) if np.all(crit.target == crit.target[0]) else None
-    plan = GridPlan(
-        retained=retained, budget_mean=bud * crit.mean_share, budget_variance=bud * (1 - crit.mean_share),
-        released=rel.copy(), unit=crit.noise.unit, method=method, status=status, gap=gap,
-        error_bound=scalar, array_length=cap,
-        info={"criterion": crit.criterion, "confidence": crit.confidence},
-    )
-    bounds = {}
-    for name in CRITERIA:
-        sb = statistic_bounds(occ.grid_totals, R, gmax, plan.budget_mean, plan.budget_variance, crit.bound,
-                              criterion=name, confidence=crit.planning_confidence, noise=crit.noise)
-        bounds[name] = StatisticBounds(mean=np.where(rel, sb.mean, np.inf),
-                                       variance=np.where(rel, sb.variance, np.inf))
-    return plan, bounds, R, gmax
-
-
 def plan_budget(
     occ: Occupancy,
     bound: float,
@@ -253,7 +196,9 @@ def plan_budget(
     noise: NoiseModel | None = None,
     time_limit: float | None = 60.0,
     progress: bool = False,
+    frontier: bool = False,
     _criterion: Any = None,
+    _caps: CapTable | None = None,
 ) -> BudgetPlan:
     """Plan a release of all grids under one total budget (models/budget.md).
 
@@ -293,41 +238,40 @@ def plan_budget(
     noise : NoiseModel, optional
         Default :class:`LaplaceNoise` (unit "epsilon").
     time_limit : float or None
-        Total seconds for planning (the MILP gets what remains after the tables and the greedy).
+        Total seconds for the whole plan, frontier included (issue 24): the knee frontier's greedy
+        passes stop at :data:`FRONTIER_SHARE` of it (the knee is then taken on the τ reached,
+        ``info["frontier"].complete`` is False), the greedy stops trying further ladder levels at
+        the limit, and the MILP gets what remains (skipped, status ``time_limit``, with less than
+        :data:`MIN_MILP_SECONDS` left).
     progress : bool
         Show a tqdm progress bar over the stages.
+    frontier : bool
+        Also compute the coverage–τ frontier (``info["frontier"]``, public counts only) when a
+        target is given, inside the same time limit (the release publishes it).
 
     Returns
     -------
     BudgetPlan
     """
     t0 = time.perf_counter()
-    U = check_bound(bound)
-    eps = check_epsilon(epsilon_total, "epsilon_total")
-    check_choice(method, "method", METHODS)
-    if time_limit is not None:
-        time_limit = check_nonnegative_float(time_limit, "time_limit")
-    if not isinstance(occ, Occupancy):
-        raise _fail("occ", "must be a dpopt.Occupancy", type(occ).__name__)
+    U, eps, w, time_limit = _check_plan_inputs(occ, bound, epsilon_total, method, time_limit, weights,
+                                               ladder_ratio)
+    deadline = None if time_limit is None else t0 + time_limit
     G = occ.n_grids
-    w = np.ones(G) if weights is None else np.asarray(weights, dtype=float)
-    if w.shape != (G,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise _fail("weights", f"must hold {G} finite numbers >= 0", weights)
-    if ladder_ratio <= 1 or not math.isfinite(ladder_ratio):
-        raise _fail("ladder_ratio", "must be a finite number > 1", ladder_ratio)
     settings = dict(occ=occ, bound=U, epsilon_total=eps, target_variance=target_variance,
                     criterion=criterion, confidence=confidence, weights=weights, mean_share=mean_share,
                     max_caps=max_caps, ladder_ratio=ladder_ratio, budget_levels=budget_levels,
                     truncate=truncate, noise=noise)
     info: dict[str, Any] = {"settings": settings}
-    if target is None and _criterion is None:
-        from .frontier import budget_frontier
-
-        fr = budget_frontier(occ, U, eps, method="greedy", **{k: v for k, v in settings.items()
-                                                              if k not in ("occ", "bound", "epsilon_total")})
-        target = fr.knee
-        info["target_rule"] = fr.knee_rule
+    caps = _caps if _caps is not None else cap_table(occ, max_caps=max_caps, truncate=truncate)
+    if (target is None or frontier) and _criterion is None:
+        # the knee frontier (greedy passes, public counts only) inside the same time limit
+        fdead = None if deadline is None else t0 + FRONTIER_SHARE * time_limit
+        fr = _frontier_points(settings, None, "greedy", fdead, caps, progress)
         info["frontier"] = fr
+        if target is None:
+            target = fr.knee
+            info["target_rule"] = fr.knee_rule
     crit = _criterion if _criterion is not None else make_criterion(
         occ, U, target=target, target_variance=target_variance, criterion=criterion,
         confidence=confidence, mean_share=mean_share, noise=noise)
@@ -337,60 +281,21 @@ def plan_budget(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=3 if method == "greedy" else 4, desc="budget plan")
-    if budget_levels is None:
-        ladder, Ks = budget_ladder(eps, int(occ.degradation), ratio=ladder_ratio)
-    else:
-        ladder = np.unique(np.asarray(budget_levels, dtype=float))[::-1]
-        if ladder.size == 0 or not np.all(np.isfinite(ladder)) or ladder[-1] <= 0 or ladder[0] > eps * (1 + 1e-12):
-            raise _fail("budget_levels", "must hold numbers in (0, epsilon_total]", budget_levels)
-        Ks = np.floor(eps / ladder * (1 + 1e-12)).astype(np.int64)
-    table = config_table(occ, crit, ladder, max_caps=max_caps, truncate=truncate)
+    ladder, Ks = _ladder(occ, eps, ladder_ratio, budget_levels)
+    table = config_table(occ, crit, ladder, max_caps=max_caps, truncate=truncate, caps=caps)
     info.update(n_configs=int(table.cfg_gc.size), ladder=ladder, ladder_K=Ks)
-    if bar is not None:
-        bar.update()
-    greedy, K = greedy_assignment(occ, table, Ks, w, eps)
+    _tick(bar)
+    greedy, K = greedy_assignment(occ, table, Ks, w, eps, deadline=deadline)
     gcov = greedy.coverage(w)
-    if bar is not None:
-        bar.update()
+    _tick(bar)
     best, status, gap, cbound, kind = greedy, Status.HEURISTIC, math.nan, math.nan, "budget-greedy"
     if method == "milp":
-        from ..solve import solve
-        from .milp import build_budget_model
-
-        bm = build_budget_model(occ, table, eps, w)
-        info.update(n_cols=bm.model.num_cols, n_rows=bm.model.num_rows, nnz=int(bm.model.A.nnz),
-                    model=bm.model)  # export: dpopt.solve.write_model(bp.info["model"], "budget.mps")
-        left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-        warm = bm.point(greedy)
-        info["warm_start_violation"] = bm.model.max_violation(warm)
-        # the root LP of large instances is degenerate for dual simplex: use the interior point
-        opts = {"presolve": "off", "mip_lp_solver": "ipm"} if bm.model.num_cols > 2000 else None
-        res = solve(bm.model, time_limit=left, warm_start=warm, options=opts)
-        info["solve"] = {"status": str(res.status), "raw": res.raw_status, "time": res.solve_time, **res.info}
-        kind = "budget-milp"
-        if res.x is not None:
-            cand = bm.assignment(res.x)
-            if cand.coverage(w) >= gcov:
-                best = cand
-        status = res.status
-        # bounds valid without the solver: every feasible grid released; the aggregate knapsack
-        agg_bound = bm.aggregate_bound(w, eps)
-        info["aggregate_bound"] = agg_bound
-        trivial = min(float(w[np.unique(table.cfg_grid)].sum()), agg_bound)
-        cbound = min(float(res.bound), trivial) if math.isfinite(res.bound) else trivial
-        if np.all(w == np.round(w)):  # integral weights: the coverage is an integer
-            cbound = math.floor(cbound + 1e-9)
-        cov = best.coverage(w)
-        if status is Status.OPTIMAL:
-            gap, cbound = 0.0, max(cov, cbound) if math.isfinite(cbound) else cov
-        else:
-            gap = (cbound - cov) / max(1.0, cov) if math.isfinite(cbound) else math.nan
-        K = 0
-        if bar is not None:
-            bar.update()
-    plan, bounds, R, gmax = _assemble(occ, table, best, eps, crit, kind, status, gap)
+        best, status, gap, cbound = _milp_stage(occ, table, eps, w, greedy, deadline, info)
+        kind, K = "budget-milp", 0
+        _tick(bar)
+    plan, bounds, R, gmax = assemble(occ, table, best, eps, crit, kind, status, gap)
+    _tick(bar)
     if bar is not None:
-        bar.update()
         bar.close()
     if plan.total_cost > eps * (1 + 1e-9):
         raise RuntimeError(f"budget plan spends {plan.total_cost} > epsilon_total {eps}")  # pragma: no cover
@@ -405,3 +310,211 @@ def plan_budget(
         coverage=float(w[within].sum()), coverage_bound=cbound, status=status, gap=gap,
         greedy_coverage=gcov, degradation=int(K), solve_time=time.perf_counter() - t0, info=info,
     )
+
+
+def _check_plan_inputs(occ: Any, bound: float, epsilon_total: float, method: str, time_limit: Any,
+                       weights: Any, ladder_ratio: float) -> tuple[float, float, np.ndarray, float | None]:
+    """Validate :func:`plan_budget`'s arguments; returns (U, ε_total, weights, time_limit)."""
+    U = check_bound(bound)
+    eps = check_epsilon(epsilon_total, "epsilon_total")
+    check_choice(method, "method", METHODS)
+    if time_limit is not None:
+        time_limit = check_nonnegative_float(time_limit, "time_limit")
+    if not isinstance(occ, Occupancy):
+        raise _fail("occ", "must be a dpopt.Occupancy", type(occ).__name__)
+    G = occ.n_grids
+    w = np.ones(G) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (G,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise _fail("weights", f"must hold {G} finite numbers >= 0", weights)
+    if ladder_ratio <= 1 or not math.isfinite(ladder_ratio):
+        raise _fail("ladder_ratio", "must be a finite number > 1", ladder_ratio)
+    return U, eps, w, time_limit
+
+
+def _tick(bar: Any) -> None:
+    if bar is not None:
+        bar.update()
+
+
+def _ladder(occ: Occupancy, eps: float, ratio: float, budget_levels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The budget levels (decreasing) and their K = ⌊ε_total/level⌋ (models/budget.md §2)."""
+    if budget_levels is None:
+        return budget_ladder(eps, int(occ.degradation), ratio=ratio)
+    ladder = np.unique(np.asarray(budget_levels, dtype=float))[::-1]
+    if ladder.size == 0 or not np.all(np.isfinite(ladder)) or ladder[-1] <= 0 or ladder[0] > eps * (1 + 1e-12):
+        raise _fail("budget_levels", "must hold numbers in (0, epsilon_total]", budget_levels)
+    return ladder, np.floor(eps / ladder * (1 + 1e-12)).astype(np.int64)
+
+
+def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: Assignment,
+                deadline: float | None, info: dict) -> tuple[Assignment, Status, float, float]:
+    """The exact MILP with the greedy as warm start, in the time left before ``deadline``.
+
+    Returns (assignment, status, gap, coverage bound). With less than :data:`MIN_MILP_SECONDS`
+    left the solve is skipped: the greedy is returned with status ``time_limit`` (no bound).
+    """
+    left = None if deadline is None else deadline - time.perf_counter()
+    cols = _milp_columns(occ, table)
+    if left is not None and (left < MIN_MILP_SECONDS or cols > MILP_COLUMNS_PER_SECOND * left):
+        info["solve"] = {"status": "skipped", "columns": cols,
+                         "reason": f"{max(left, 0.0):.2f} s left of the time limit for about {cols} columns"}
+        return greedy, Status.TIME_LIMIT, math.nan, math.nan
+    bm = build_budget_model(occ, table, eps, w)
+    info.update(n_cols=bm.model.num_cols, n_rows=bm.model.num_rows, nnz=int(bm.model.A.nnz),
+                model=bm.model)  # export: dpopt.solve.write_model(bp.info["model"], "budget.mps")
+    large = bm.model.num_cols > 2000
+    if deadline is not None:  # HiGHS overshoots its limit on large models (the IPM root): keep a margin
+        left = max(MIN_MILP_SECONDS / 2, (deadline - time.perf_counter()) * (SOLVE_SHARE if large else 1.0))
+    warm = bm.point(greedy)
+    info["warm_start_violation"] = bm.model.max_violation(warm)
+    # the root LP of large instances is degenerate for dual simplex: use the interior point, after
+    # presolve (full Austin data, 4.5e5 columns: 0.7 GiB peak and 28 s for a 20 s limit, against
+    # 1.6 GiB / 61 s without presolve and 1.9 GiB / 90 s with dual simplex; issue 24.4)
+    opts = {"mip_lp_solver": "ipm"} if large else None
+    res = solve(bm.model, time_limit=left, warm_start=warm, options=opts)
+    info["solve"] = {"status": str(res.status), "raw": res.raw_status, "time": res.solve_time, **res.info}
+    best = greedy
+    gcov = greedy.coverage(w)
+    if res.x is not None:
+        cand = bm.assignment(res.x)
+        if cand.coverage(w) >= gcov:
+            best = cand
+    status = res.status
+    # bounds valid without the solver: every feasible grid released; the aggregate knapsack
+    agg_bound = bm.aggregate_bound(w, eps)
+    info["aggregate_bound"] = agg_bound
+    trivial = min(float(w[np.unique(table.cfg_grid)].sum()), agg_bound)
+    cbound = min(float(res.bound), trivial) if math.isfinite(res.bound) else trivial
+    if np.all(w == np.round(w)):  # integral weights: the coverage is an integer
+        cbound = math.floor(cbound + 1e-9)
+    cov = best.coverage(w)
+    if status is Status.OPTIMAL:
+        gap, cbound = 0.0, max(cov, cbound) if math.isfinite(cbound) else cov
+    else:
+        gap = (cbound - cov) / max(1.0, cov) if math.isfinite(cbound) else math.nan
+    return best, status, gap, cbound
+
+
+def _milp_columns(occ: Occupancy, table: Any) -> int:
+    """Upper bound on the MILP's columns: configurations + pairs × levels of their grid (milp.py)."""
+    nl = max(int(table.ladder.size), 1)
+    gl = np.unique(table.cfg_grid * nl + table.cfg_level)
+    levels = np.bincount(gl // nl, minlength=occ.n_grids)
+    return int(table.cfg_gc.size + np.dot(levels, occ.users_per_grid))
+
+
+# ------------------------------------------------------------------------------------- frontiers
+def _frontier_points(settings: dict, taus: Any, method: str, deadline: float | None, caps: CapTable,
+                     progress: bool, time_limit: float | None = None) -> BudgetFrontier:
+    """Coverage at each τ (default :data:`DEFAULT_TAUS` values in [U/200, U/2]); stops at ``deadline``.
+
+    Each point is one :func:`plan_budget` run (``time_limit`` seconds each, capped by the deadline),
+    sharing the τ-independent cap table; no point is started with less time left before the
+    deadline than the longest point took. The τ are visited coarse to fine (:func:`spread_order`:
+    both ends, the middle, the quarters, ...) so that a frontier cut by the deadline still spans the
+    range; the result lists the τ reached in increasing order (all of them: ``complete``).
+    """
+    s = dict(settings)
+    occ, U, eps = s.pop("occ"), s.pop("bound"), s.pop("epsilon_total")
+    t = np.geomspace(U / 200, U / 2, DEFAULT_TAUS) if taus is None else np.asarray(taus, dtype=float)
+    if t.ndim != 1 or t.size == 0 or np.any(~np.isfinite(t)) or np.any(t <= 0) or np.any(np.diff(t) <= 0):
+        raise _fail("taus", "must be increasing positive finite numbers", taus)
+    it = spread_order(t.size)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc="frontier")
+    got: dict[int, tuple[float, int, str]] = {}
+    longest = 0.0
+    for i in it:
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and got and left < longest:
+            break  # the next point would likely end past the deadline
+        t_point = time.perf_counter()
+        lim = left if time_limit is None else (time_limit if left is None else min(time_limit, left))
+        lim = None if lim is None else max(lim, 0.0)
+        bp = plan_budget(occ, U, eps, target=float(t[i]), method=method, time_limit=lim, _caps=caps, **s)
+        got[i] = (bp.coverage, bp.n_released, str(bp.status))
+        longest = max(longest, time.perf_counter() - t_point)
+    idx = sorted(got)
+    done = t[idx]
+    cov_a = np.asarray([got[i][0] for i in idx])
+    return BudgetFrontier(taus=done, coverage=cov_a, released=np.asarray([got[i][1] for i in idx]),
+                          status=[got[i][2] for i in idx], epsilon_total=eps, epsilon_totals=None,
+                          coverage_vs_budget=None, budget_tau=None, knee=knee_target(done, cov_a),
+                          complete=len(idx) == t.size)
+
+
+def spread_order(n: int) -> list[int]:
+    """0..n−1 coarse to fine: the ends, then breadth-first the midpoints of the gaps (every index once)."""
+    if n <= 2:
+        return list(range(n))
+    out, gaps = [0, n - 1], [(0, n - 1)]
+    while gaps:
+        nxt = []
+        for a, b in gaps:
+            if b - a > 1:
+                m = (a + b) // 2
+                out.append(m)
+                nxt += [(a, m), (m, b)]
+        gaps = nxt
+    return out
+
+
+def budget_frontier(occ: Any, bound: float, epsilon_total: float, *, taus: Any = None,
+                    epsilon_totals: Any = None, budget_tau: float | None = None, method: str = "greedy",
+                    time_limit: float | None = 10.0, progress: bool = False, **settings: Any) -> BudgetFrontier:
+    """Coverage for each τ in ``taus`` (default 16 log-spaced values in [U/200, U/2]) at ``epsilon_total``,
+    and, if ``epsilon_totals`` is given, for each total budget at ``budget_tau`` (default: the knee).
+
+    ``settings`` are passed to :func:`plan_budget` (criterion, confidence, weights, ...); each point
+    is one planner run (``method``, ``time_limit`` seconds each). Public counts only.
+    """
+    U = check_bound(bound)
+    eps = check_epsilon(epsilon_total, "epsilon_total")
+    settings.pop("target", None)
+    if not isinstance(occ, Occupancy):
+        raise _fail("occ", "must be a dpopt.Occupancy", type(occ).__name__)
+    caps = cap_table(occ, max_caps=settings.get("max_caps", 3), truncate=settings.get("truncate", True))
+    full = dict(settings, occ=occ, bound=U, epsilon_total=eps)
+    fr = _frontier_points(full, taus, method, None, caps, progress, time_limit=time_limit)
+    if epsilon_totals is None:
+        return fr
+    e_arr = np.asarray(epsilon_totals, dtype=float)
+    if e_arr.ndim != 1 or np.any(~np.isfinite(e_arr)) or np.any(e_arr <= 0):
+        raise _fail("epsilon_totals", "must be positive finite numbers", epsilon_totals)
+    btau = fr.knee if budget_tau is None else float(budget_tau)
+    cvb = np.asarray([plan_budget(occ, U, float(e), target=btau, method=method, time_limit=time_limit,
+                                  _caps=caps, **settings).coverage for e in e_arr])
+    return dataclasses.replace(fr, epsilon_totals=e_arr, coverage_vs_budget=cvb, budget_tau=btau)
+
+
+def smallest_target(occ: Any, bound: float, epsilon_total: float, coverage: float, *,
+                    rtol: float = 0.01, method: str = "greedy", time_limit: float | None = 10.0,
+                    **settings: Any) -> tuple[float, Any]:
+    """The dual problem: the smallest τ (to relative ``rtol``) whose plan covers ≥ ``coverage``.
+
+    Bisection on log τ over (0, U/2]; coverage of the exact optimum is non-decreasing in τ (a
+    larger τ only enlarges every configuration's feasible interval). Returns (τ, BudgetPlan).
+    Raises :class:`DpoptInputError` if τ = 2U does not reach it.
+    """
+    U = check_bound(bound)
+    if not isinstance(occ, Occupancy):
+        raise _fail("occ", "must be a dpopt.Occupancy", type(occ).__name__)
+    caps = cap_table(occ, max_caps=settings.get("max_caps", 3), truncate=settings.get("truncate", True))
+    run = lambda tau: plan_budget(occ, U, epsilon_total, target=tau, method=method,  # noqa: E731
+                                  time_limit=time_limit, _caps=caps, **settings)
+    hi = 2.0 * U
+    best = run(hi)
+    if best.coverage < coverage:
+        raise _fail("coverage", f"is not reachable at epsilon_total={epsilon_total:g} (at most {best.coverage:g})",
+                    coverage)
+    lo = U * 1e-6
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(lo * hi)
+        bp = run(mid)
+        if bp.coverage >= coverage:
+            hi, best = mid, bp
+        else:
+            lo = mid
+    return hi, best

@@ -329,10 +329,8 @@ def _budget_plan(occ: Any, budget: PrivacyBudget, bound: float, *, pseudo_users:
     result = plan_budget(occ, bound, budget.total, target=target, target_variance=target_variance,
                          criterion=criterion, confidence=confidence, noise=noise,
                          time_limit=DEFAULT_BUDGET_TIME_LIMIT if time_limit is None else time_limit,
-                         progress=progress)
-    frontier = result.info.get("frontier")
-    if frontier is None:  # a target was given: the frontier is still published (public counts only)
-        frontier = result.frontier()
+                         progress=progress, frontier=True)  # the published frontier, inside time_limit
+    frontier = result.frontier()
     return dataclasses.replace(result.plan, info={**result.plan.info, "budget_plan": result, "frontier": frontier})
 
 

@@ -31,6 +31,7 @@ from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import SolveResult
 from ._kernel import baseline_errors, check_inputs, level_table
+from .runs import feasible_runs
 
 __all__ = ["PatternOracle", "PatternPool", "LagrangianBound", "verify_lower_bound", "lagrangian_bound",
            "solve_pattern_lp"]
@@ -57,8 +58,6 @@ class PatternOracle:
     """
 
     def __init__(self, occ: Occupancy, U: float, eps: float, E: float, split: str = "equal") -> None:
-        from .milp import feasible_runs
-
         self.occ = occ
         csr = occ.matrix
         self.n_pairs = int(csr.nnz)

@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 
 from .._validation import DpoptInputError, as_counts, check_bound, check_dim, check_positive_int
+from .estimators import mean as _mean_estimator
+from .estimators import variance as _variance_estimator
 
 __all__ = [
     "BruteForceResult",
@@ -380,12 +382,10 @@ def sensitivity(
 def _target(target: str | Estimator) -> Estimator:
     if callable(target):
         return target
-    from . import estimators
-
     if target == "mean":
-        return estimators.mean
+        return _mean_estimator
     if target == "variance":
-        return estimators.variance
+        return _variance_estimator
     raise DpoptInputError(f"`target` must be 'mean', 'variance' or a callable; got {target!r}")
 
 

@@ -98,7 +98,7 @@ def run(which: str, time_limit: float, eps_list, taus_of, seed: int = 20261123):
         rng = np.random.default_rng(seed)
         # (a) uniform ε/K, nothing suppressed
         all_rel = np.ones(agg.n_grids, dtype=bool)
-        m_u, _, b_u = release(agg, privacy="public-occupancy", agg.count.copy(), np.full(agg.n_grids, eps / K0 * MEAN_SHARE), all_rel, rng)
+        m_u, _, b_u = release(agg, agg.count.copy(), np.full(agg.n_grids, eps / K0 * MEAN_SHARE), all_rel, rng)
         # (d) (k, c) sweep: k random grids per bus, first ≤ c records per grid, ε/k per grid
         sweep = {}
         for k in (1, 2, 4, 8, 16, 32):
@@ -110,7 +110,7 @@ def run(which: str, time_limit: float, eps_list, taus_of, seed: int = 20261123):
                 pick[order[pos < k]] = True
                 gam = np.where(pick, np.minimum(agg.count, c), 0)
                 rel = np.bincount(agg.pair_grid, weights=gam, minlength=agg.n_grids) > 0
-                m, _, b = release(agg, privacy="public-occupancy", gam, np.full(agg.n_grids, eps / k * MEAN_SHARE), rel, rng)
+                m, _, b = release(agg, gam, np.full(agg.n_grids, eps / k * MEAN_SHARE), rel, rng)
                 sweep[(k, c)] = (m, b, rel)
         for tau in taus_of(eps):
             res = {}
@@ -121,7 +121,7 @@ def run(which: str, time_limit: float, eps_list, taus_of, seed: int = 20261123):
                 t_plan = time.perf_counter() - t1
                 plan = bp.plan
                 gam = gamma_of(agg, plan.retained)
-                m, clipped, b = release(agg, privacy="public-occupancy", gam, np.asarray(plan.budget_mean), plan.released, rng)
+                m, clipped, b = release(agg, gam, np.asarray(plan.budget_mean), plan.released, rng)
                 res[method] = (bp, m, b, t_plan, clipped)
             bp, m_milp, b_milp, _, _ = res["milp"]
             rel_m = np.flatnonzero(bp.plan.released)
