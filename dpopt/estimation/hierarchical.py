@@ -12,11 +12,15 @@
    z standard deviations (z from :func:`two_sided_z`). Published as the half-width around μ̂ of the
    smallest symmetric interval holding the set (U when the set is unbounded or empty).
 3. **Bias of bounding** (the truth of a node is the mean of *all* its records, the estimate that of
-   the kept ones): not identifiable from the measurements under ``user`` (the dropped records are
-   never measured). ``bias_allowance`` κ adds κ·σ̄_v (σ̄_v² the upper end of the node's variance
-   interval) to both half-widths: a public, stated allowance, not a
-   bound; models/hierarchy.md §7 reports the coverage it buys on the benchmark data. The
-   decomposition (item 6) is decided on the noise half-width alone.
+   the kept ones). What is proven: with κ = 0 the direct interval covers the mean of the node's
+   **bounded** records (item 2), and the EB interval contains the direct one. The all-records mean
+   is not covered by any argument: the worst-case bias U·D/A (D dropped of A records) has unbounded
+   sensitivity under ``user`` and is vacuous here anyway (≥ 0.6·U on the benchmark data;
+   models/hierarchy.md §7). ``bias_allowance`` κ adds κ·σ̄_v (σ̄_v² the upper end of the node's
+   variance interval) to both half-widths: a stated, benchmark-calibrated allowance, not a bound.
+   The decomposition (item 6) is decided on the noise half-width alone. Levels that
+   :func:`~dpopt.userdp.levels.measure_levels` bounded on their own (``level_bounds``) are not tied
+   to their parents in the GLS (``info['linked_levels']``).
 4. **Empirical Bayes** (the published ``mean``): top-down, each node's direct centred mean shrinks
    toward its parent's published one, m_v = m_p + B_v·(d̂_v − m_p), B_v = τ_l²/(τ_l² + s_v²),
    s_v² = (V_Y + d̂_v²·V_n)/max(n̂_v, 1)² (delta method), τ_l² the between-sibling variance of level
@@ -90,7 +94,11 @@ def fieller_interval(num: np.ndarray, den: np.ndarray, v_num: np.ndarray, v_den:
 def gls_totals(m: Measurements) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """GLS estimate and variance of the node totals of ``count``, ``sum`` and ``sumsq``."""
     parent = m.nodes["parent"].to_numpy()
+    linked = m.info.get("linked_levels")
     height = m.nodes["level"].to_numpy() if "level" in m.nodes.columns else None
+    if linked is not None and not all(linked[:-1]):  # levels bounded separately (measure_levels'
+        parent = np.where(np.asarray(linked, dtype=bool)[height], parent, -1)  # level_bounds): no sum constraint
+        height = None
     out = {}
     for name in ("count", "sum", "sumsq"):
         if name not in m.statistics:
@@ -237,7 +245,7 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     tau = m.bound / 10.0 if target is None else float(target)
     if "level" not in m.nodes.columns:
         raise DpoptInputError("`measurements.nodes` must have the `level` column of dpopt.hierarchy.tree")
-    U, h = m.bound, m.bound / 2.0
+    U = m.bound
     dr = _direct(m, gls_totals(m), float(confidence))
     if shrink:
         eb, info = _shrink(m, dr["d"], dr["s2"])

@@ -41,17 +41,20 @@ from ..hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..noise import epsilon_rational, integer_source
 from ..records.aggregate import Aggregate
-from .bounding import DEFAULT_GRANULARITY_BITS, bound_contributions, grid_ranks, lattice_values, tie_keys
+from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, _grid_sum, _pair_sums, bound_contributions, grid_ranks,
+                       lattice_values, tie_keys)
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from .sensitivity import sqrt_up
 from .split import split_budget
 
+#: "scaled" level bounds apply to levels whose nodes hold at least this many finest grids on average
+SCALED_MIN_GRIDS = 64
 #: share of the count budget spent on the phase-1 pilot counts of every level
 PILOT_SHARE = 0.5
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
-__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "answer_shares", "node_sums", "random_ranks",
+__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks",
            "measure_levels"]
 
 
@@ -187,6 +190,100 @@ def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: flo
     return out[0], out[1], out[2], lat
 
 
+def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> list[tuple[int, int] | None] | None:
+    """Per-level bounds (models/hierarchy.md §3b) from the public ``level_bounds`` option: None (one
+    (k, c) for every level: the finest-grid bounding, tree-consistent); "scaled": levels whose nodes
+    hold f_l ≥ ``SCALED_MIN_GRIDS`` listed finest grids on average are bounded on their own with
+    k_l = ⌈k/√f_l⌉, c_l = c·⌈√f_l⌉ (a coarse node keeps ~√f_l times more of a user's records at
+    about the same k_l·c_l), finer levels keep the shared bounding; or an explicit sequence of L
+    entries, each a (k_l, c_l) pair or None (shared). Public: reads the list and parameters only."""
+    if level_bounds is None:
+        return None
+    L = hier.n_levels
+    if isinstance(level_bounds, str):
+        check_choice(level_bounds, "level_bounds", ("scaled",))
+        lev = hier.nodes["level"].to_numpy()
+        f = [hier.finest_node.size / max(int(np.sum(lev == li)), 1) for li in range(L)]
+        return [None if fl < SCALED_MIN_GRIDS else (max(1, math.ceil(k / math.sqrt(fl))), c * math.ceil(math.sqrt(fl)))
+                for fl in f]
+    if isinstance(level_bounds, (str, bytes)) or not hasattr(level_bounds, "__len__") or len(level_bounds) != L:
+        raise DpoptInputError(f"`level_bounds` must be None, 'scaled' or one (k, c) pair or None per level ({L}); "
+                              f"got {level_bounds!r}")
+    return [None if b is None else _check_bounds(b) for b in level_bounds]
+
+
+def linked_levels(lb: list | None, n_levels: int) -> np.ndarray:
+    """Per level: do its nodes keep the tree constraint x_parent = Σ children? Only between two
+    consecutive levels that both use the shared finest-grid bounding (their node sums are sums of
+    one bounded data set)."""
+    shared = np.ones(n_levels, dtype=bool) if lb is None else np.array([b is None for b in lb])
+    return np.append(shared[:-1] & shared[1:], False)
+
+
+def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c: int, lat: Any,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R, Y, Z) per node of one level, each user bounded **at that level** (models/hierarchy.md §3b):
+    ``pair_node`` is the level node of every (user, finest grid) pair (−1 off the list); user ℓ keeps
+    a uniformly random set of ≤ ``k`` of its level nodes (i.i.d. key per (user, node)) and in each
+    kept node its first ≤ ``c`` records, its finest pairs taken in an i.i.d. random order and each
+    pair's records in :class:`PairSamples` order. A rule of each user's own records and independent
+    keys, so adding/removing a user leaves the others' kept records unchanged (user_level.md §2)."""
+    ok = pair_node >= 0
+    lp_key = agg.pair_user.astype(np.int64) * (n_nodes + 1) + np.where(ok, pair_node, n_nodes)
+    uniq, lp = np.unique(lp_key, return_inverse=True)
+    lp_user, lp_ok = uniq // (n_nodes + 1), (uniq % (n_nodes + 1)) < n_nodes
+    order = np.lexsort((tie_keys(rng, uniq.size), ~lp_ok, lp_user))
+    start = np.searchsorted(lp_user[order], lp_user[order], side="left")
+    rank = np.empty(uniq.size, dtype=np.int64)
+    rank[order] = np.arange(uniq.size) - start
+    keep_lp = lp_ok & (rank < k)
+    po = np.lexsort((tie_keys(rng, agg.n_pairs), lp))  # pairs grouped by level pair, random order within
+    cnt = agg.count[po].astype(np.int64)
+    cum = np.cumsum(cnt)
+    first = np.searchsorted(lp[po], lp[po], side="left")
+    before = cum - cnt - (cum[first] - cnt[first])
+    gamma = np.zeros(agg.n_pairs, dtype=np.int64)
+    gamma[po] = np.where(keep_lp[lp[po]], np.clip(c - before, 0, cnt), 0)
+    if int(c) * lat.half_sumsq >= CAPACITY:  # public: c_l, U and b only
+        raise DpoptInputError(f"`level_bounds` c = {int(c)} is too large for the lattice (c·H_Z must stay below 2^62)")
+    if agg.samples is not None:  # contributions may keep only the first few records per pair
+        agg.samples.check_first(gamma)
+    py, pz = _pair_sums(lat, gamma)
+    node = np.where(ok, pair_node, 0)
+    wide = gamma.size * int(c) * lat.half_sumsq >= 2**63  # a size bound, not a refusal
+    R, Y, Z = (_grid_sum(node, np.where(ok, v, 0), n_nodes, wide=wide) for v in (gamma, py, pz))
+    return R, Y, Z
+
+
+def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: list, lat: Any,
+                    rng: np.random.Generator, shared: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Node sums (R, Y, Z) with every level bounded by its own (k_l, c_l) (:func:`bounded_level`);
+    levels with entry None take the ``shared`` (finest-bounded) node sums."""
+    idx, listed = match_partitions(agg, plist)
+    grid_fin = np.full(agg.n_grids, -1, dtype=np.int64)  # aggregate grid -> finest-list position
+    grid_fin[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
+    parent, lev = hier.nodes["parent"].to_numpy(), hier.nodes["level"].to_numpy()
+    node = np.where(grid_fin[agg.pair_grid] >= 0, hier.finest_node[np.maximum(grid_fin[agg.pair_grid], 0)], -1)
+    out = [np.zeros(len(hier.nodes), dtype=object) for _ in range(3)]  # exact ints whatever the level's width
+    for li, b in enumerate(lb):
+        rows = np.flatnonzero(lev == li)
+        if b is None:
+            if shared is None:
+                raise DpoptInputError("`level_bounds` entries None need the shared node sums")
+            for o, v in zip(out, shared):
+                o[rows] = v[rows]
+            node = np.where(node >= 0, parent[np.maximum(node, 0)], -1)
+            continue
+        kl, cl = b
+        local = np.full(len(hier.nodes), -1, dtype=np.int64)
+        local[rows] = np.arange(rows.size)
+        vals = bounded_level(agg, np.where(node >= 0, local[np.maximum(node, 0)], -1), rows.size, kl, cl, lat, rng)
+        for o, v in zip(out, vals):
+            o[rows] = v
+        node = np.where(node >= 0, parent[np.maximum(node, 0)], -1)
+    return [o if any(isinstance(x, int) and abs(x) >= 2**62 for x in o) else o.astype(np.int64) for o in out]
+
+
 def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens: list[LevelSensitivity],
                   stat: str, budgets: np.ndarray, unit_size: float, out: np.ndarray, scale: np.ndarray) -> None:
     """Noise one statistic at every level with budget > 0 (one query per level); fills ``out`` and
@@ -203,7 +300,8 @@ def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens:
 
 
 def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], pilot: np.ndarray,
-                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float) -> tuple[int, list, np.ndarray]:
+                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float,
+                  linked: np.ndarray) -> tuple[int, list, np.ndarray]:
     """Phase 2's finest measured level (module doc): the candidate with the best
     :func:`first_level_score`, and the levels' budget shares (:func:`answer_shares`), from the GLS
     of the phase-1 pilot counts (post-processing)."""
@@ -211,7 +309,8 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
 
     lev = hier.nodes["level"].to_numpy()
     law_n = NoiseLaw(family, pilot_scale, lattice=1.0 if mech.real_release else 0.0)
-    gls = tree_gls(hier.nodes["parent"].to_numpy(), pilot, law_n.variance(), height=lev)
+    links = np.where(linked[lev], hier.nodes["parent"].to_numpy(), -1)
+    gls = tree_gls(links, pilot, law_n.variance(), height=lev if linked[:-1].all() else None)
     n_hat, v_n = gls.estimate, gls.variance
     z = NormalDist().inv_cdf(0.95)
     parent = hier.nodes["parent"].to_numpy()
@@ -252,6 +351,7 @@ def measure_levels(
     seed: int | None = None,
     noise_mechanism: NoiseMechanism | None = None,
     granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+    level_bounds: Any = None,
 ) -> Measurements:
     """Noisy count, centred sum and centred sum of squares of the nodes of the public hierarchy
     over the finest list ``partitions`` (module doc), for fixed public bounds ``bounds`` = (k, c).
@@ -263,6 +363,11 @@ def measure_levels(
     its grids (:func:`random_ranks`) or its top k by count ("count"). ``noise`` "discrete" (exact
     samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism`` overrides.
     ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the measured levels.
+    ``level_bounds``: None (default: ``bounds`` at the finest level, node sums consistent over the
+    tree), "scaled", or per level a (k_l, c_l) pair or None (shared bounding): such levels are
+    bounded on their own (:func:`resolve_level_bounds`, :func:`bounded_level`, models/hierarchy.md
+    §3b) and measure different bounded data; ``info['linked_levels']`` says which levels keep the
+    tree constraint to their parents (:func:`linked_levels`).
     """
     U, kind = check_bound(bound), check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
     unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
@@ -275,18 +380,17 @@ def measure_levels(
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
     check_choice(level_split, "level_split", ("answers", "equal"))
     src = getattr(mech, "source", None)  # issue 22 item 10: a real release's keys from the OS CSPRNG
-    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, granularity_bits,
-                                   np.random.default_rng(seed) if src is None else src,
-                                   check_choice(priority, "priority", ("random", "count")))
-    sums, lev = [node_sums(hier, v) for v in (R, Y, Z)], hier.nodes["level"].to_numpy()
-    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(L)]
+    keys_source = np.random.default_rng(seed) if src is None else src
+    sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, granularity_bits, keys_source,
+                                          check_choice(priority, "priority", ("random", "count")), level_bounds)
+    linked = linked_levels(lb, L)
     split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)
     family = ("discrete_" if mech.real_release else "") + kind
     values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
     b_pilot = np.full(L, PILOT_SHARE * split.count / L)  # phase 1: pilot counts, every level, equal shares
     _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
     first, scores, shares = (first_level, [], None) if first_level is not None else _choose_first(
-        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau)
+        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau, linked)
     if shares is None or level_split == "equal":  # phase 2: levels first … root
         shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
     budgets = [shares * share for share in ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
@@ -294,7 +398,24 @@ def measure_levels(
         _noisy_levels(mech, hier, sums[s], sens, stat, budgets[s], unit_size, values[s], scales[s])
     return _assemble(agg, plist, hier, mech, family, values, scales, (*budgets, b_pilot), lat, U, k, c,
                      {"first_level": first, "first_level_scores": scores, "target": tau, "split_rule": split.rule,
-                      "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens]})
+                      "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens],
+                      "level_bounds": lb, "linked_levels": linked.tolist(), "tree_consistent": bool(linked[:-1].all())})
+
+
+def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, k: int, c: int, U: float, bits: int,
+                    rng: np.random.Generator, priority: str, level_bounds: Any) -> tuple[list, list, Any, Any]:
+    """Exact node sums (R, Y, Z) of the bounded data, every level's sensitivity, the lattice and the
+    resolved per-level bounds (models/hierarchy.md §3, §3b)."""
+    lev = hier.nodes["level"].to_numpy()
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, bits, rng, priority)
+    lb = resolve_level_bounds(level_bounds, hier, k, c)
+    sums = [node_sums(hier, v) for v in (R, Y, Z)]
+    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(hier.n_levels)]
+    if lb is not None:  # a level bounded on its own: a user changes ≤ k_l nodes by ≤ c_l records each
+        sums = _per_level_sums(agg, plist, hier, lb, lat, rng, shared=sums)
+        sens = [sv if b is None else level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), b[0], b[1],
+                                                       lat.half_sum, lat.half_sumsq) for li, (sv, b) in enumerate(zip(sens, lb))]
+    return sums, sens, lat, lb
 
 
 def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any) -> tuple[PartitionList, Hierarchy]:

@@ -169,3 +169,50 @@ def test_measurements_are_the_bounded_node_sums_plus_noise(agg):
         exact = unit * node_sums(H, v).astype(float)
         np.testing.assert_allclose(m.statistics[name].value, exact, atol=1e-3 * max(1.0, np.abs(exact).max()) * 1e-3)
     assert R.sum() > 0 and (R <= 2 * agg.grid_users()[np.arange(len(plist))]).all()
+
+
+def test_level_bounds_option(agg):
+    """level_bounds: each level measured with its own (k_l, c_l); noise scales follow ℓ1 = k_l·c_l;
+    the estimate does not link levels (tree_consistent False) and equals each node's own ratio."""
+    from dpopt import DpoptInputError
+    from dpopt.userdp.levels import resolve_level_bounds
+
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    lb = [(2, 2), (2, 6), (1, 20), (1, 60)]
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=4.0, noise="numpy", seed=3, levels=LEVELS,
+                       level_bounds=lb, first_level=0, level_split="equal")
+    assert m.info["tree_consistent"] is False and m.info["level_bounds"] == lb
+    assert m.spend.total <= 4.0 + 1e-12
+    lev = m.nodes["level"].to_numpy()
+    sc = m.statistics["count"].law.scale
+    for li, (kl, cl) in enumerate(lb):  # equal shares: scale ∝ k_l·c_l
+        assert sc[lev == li] == pytest.approx(sc[lev == 0][0] * kl * cl / 4.0)
+    est = estimate_hierarchical(m, bias_allowance=0.0)
+    n = gls_totals(m)["count"][0]
+    y = gls_totals(m)["sum"][0]
+    raw = m.statistics["sum"].value
+    assert y == pytest.approx(raw)  # no tree links: each node keeps its own measurement
+    assert np.all(est.table["mean_direct"].to_numpy() == pytest.approx(U / 2 + np.clip(y / np.maximum(n, 1), -U / 2, U / 2)))
+    from dpopt.hierarchy.tree import build_hierarchy
+
+    H = build_hierarchy(plist.cells, plist.slots, LEVELS)
+    s = resolve_level_bounds("scaled", H, 4, 2)
+    lev_h = H.nodes["level"].to_numpy()
+    for li, b in enumerate(s):
+        f = len(plist) / np.sum(lev_h == li)
+        assert b == (None if f < 64 else (max(1, int(np.ceil(4 / np.sqrt(f)))), 2 * int(np.ceil(np.sqrt(f)))))
+    # mixed: levels 0-1 shared (linked by the tree constraint), 2-3 bounded on their own
+    mix = [None, None, (1, 20), (1, 60)]
+    m2 = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=4.0, noise="numpy", seed=3, levels=LEVELS,
+                        level_bounds=mix, first_level=0, level_split="equal")
+    assert m2.info["linked_levels"] == [True, False, False, False] and m2.info["tree_consistent"] is False
+    n2 = gls_totals(m2)["count"][0]
+    par = m2.nodes["parent"].to_numpy()
+    kids = np.flatnonzero(lev == 0)
+    assert np.bincount(par[kids], weights=n2[kids], minlength=len(n2))[lev == 1] == pytest.approx(n2[lev == 1])
+    assert gls_totals(m2)["sum"][0][lev >= 2] == pytest.approx(m2.statistics["sum"].value[lev >= 2])
+    sc2 = m2.statistics["count"].law.scale
+    assert sc2[lev == 2] == pytest.approx(sc2[lev == 0][0] * 20 / 4.0)  # shared level 0: l1 = k·c = 4
+    with pytest.raises(DpoptInputError, match="level_bounds"):
+        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, levels=LEVELS,
+                       level_bounds=[(1, 1)])

@@ -89,3 +89,102 @@ def test_answer_shares_minimise_the_predicted_error(unit):
     for _ in range(2000):
         x = rng.dirichlet(np.ones(4))
         assert np.sum(w / x**power) >= best - 1e-9
+
+
+
+def _records(rng, n_users):
+    """Records of ``n_users`` users on 6 res-8 cells (two res-7 parents) × 4 hours, values 0/60/120."""
+    import pandas as pd
+
+    base = h3.latlng_to_cell(30.27, -97.74, 7)
+    cells = sorted(h3.cell_to_children(base, 8))[:3] + sorted(h3.cell_to_children(h3.grid_disk(base, 1)[1], 8))[:3]
+    rows = []
+    for u in range(n_users):
+        for _ in range(int(rng.integers(1, 40))):
+            lat, lng = h3.cell_to_latlng(cells[int(rng.integers(0, 6))])
+            rows.append((f"u{u}", lat, lng, 1_441_065_600 + int(rng.integers(0, 4 * 3600)), float(rng.choice([0.0, 60.0, 120.0]))))
+    f = pd.DataFrame(rows, columns=["user_id", "latitude", "longitude", "timestamp", "value"])
+    return f.assign(timestamp=pd.to_datetime(f["timestamp"], unit="s", utc=True))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_per_level_bounds_one_user_and_totals(seed):
+    """Per-level bounding (level_bounds): a user alone moves level l by at most the ℓ1/ℓ2 of
+    level_sensitivity(ones, k_l, c_l) (each of ≤ k_l nodes by ≤ c_l records), and the bound is
+    attained by a user with enough records; with many users every node's R is at most Σ_u c_l and
+    every level keeps Σ_u min(records_u, k_l·c_l) at most."""
+    from dpopt.hierarchy.tree import default_levels
+    from dpopt.release.release import aggregate_records
+    from dpopt.userdp.bounding import lattice_values
+    from dpopt.userdp.levels import _per_level_sums
+    from dpopt.userdp.partitions import PartitionList
+
+    rng = np.random.default_rng(seed)
+    frame = _records(rng, 5)
+    lb = [(int(rng.integers(1, 4)), int(rng.integers(1, 6))) for _ in range(5)]
+    for data, single in [(frame[frame["user_id"] == u], True) for u in frame["user_id"].unique()] + [(frame, False)]:
+        agg, _ = aggregate_records(data, bound=120.0, h3_resolution=8, slot="1h", out_of_range="clip", keep_samples=True)
+        H = build_hierarchy(agg.cells, agg.slots, default_levels(8, HOUR_NS, coarsest_resolution=6)[:5])
+        lev = H.nodes["level"].to_numpy()
+        lat = lattice_values(agg, 120.0, granularity_bits=0)
+        sums = np.array(_per_level_sums(agg, PartitionList(cells=agg.cells, slots=agg.slots), H, lb[:H.n_levels], lat,
+                                        np.random.default_rng(seed)), dtype=float)
+        per_user = np.bincount(agg.pair_user, weights=agg.count)
+        for li, (kl, cl) in enumerate(lb[:H.n_levels]):
+            d = sums[:, lev == li]
+            sv = level_sensitivity(np.ones(d.shape[1], dtype=np.int64), kl, cl, lat.half_sum, lat.half_sumsq)
+            assert d[0].sum() <= np.minimum(per_user, kl * cl).sum()
+            assert d[0].max() <= cl * agg.n_users
+            if single:
+                assert np.abs(d[0]).sum() <= sv.count_l1 and np.abs(d[1]).sum() <= sv.sum_l1_units
+                assert np.abs(d[2]).sum() <= sv.sumsq_l1_units
+                for s, l2 in enumerate((sv.count_l2, sv.sum_l2_units, sv.sumsq_l2_units)):
+                    assert (d[s] ** 2).sum() <= l2 ** 2 + 1e-6
+                # all of a user's records are kept when it has ≤ k_l nodes with ≤ c_l records each
+                if per_user.sum() <= cl and d.shape[1] >= 1:
+                    assert d[0].sum() == per_user.sum()
+
+
+@pytest.mark.parametrize("kc", [[(1, 1), (1, 2), (2, 3), (1, 4), (2, 5)], [(2, 2), (3, 1), (1, 6), (2, 2), (1, 1)]])
+def test_per_level_bounding_brute_force(kc):
+    """Every placement of one user's records (0–2 records at U in each of the 5 finest grids of
+    :func:`tiny_hierarchy`), bounded at each level by its own (k_l, c_l) (:func:`bounded_level`):
+    the largest change of level l is exactly Σ over the min(k_l, ·) fullest nodes of min(c_l, records)
+    (computed here by enumeration), never more than the ℓ1/ℓ2 of level_sensitivity(ones, k_l, c_l)."""
+    from dpopt.records.aggregate import Aggregate, PairSamples
+    from dpopt.userdp.bounding import lattice_values
+    from dpopt.userdp.levels import bounded_level
+
+    H = tiny_hierarchy()
+    lev, parent = H.nodes["level"].to_numpy(), H.nodes["parent"].to_numpy()
+    G = H.finest_node.size
+    best = np.zeros((H.n_levels, 2))
+    want = np.zeros((H.n_levels, 2))
+    for counts in itertools.product(range(3), repeat=G):
+        counts = np.array(counts)
+        if counts.sum() == 0:
+            continue
+        grids = np.flatnonzero(counts)
+        offs = np.concatenate([[0], np.cumsum(counts[grids])])
+        agg = Aggregate(users=np.array(["u"], dtype=object), cells=np.arange(G), slots=np.zeros(G, dtype=np.int64),
+                        pair_user=np.zeros(grids.size, dtype=np.int64), pair_grid=grids, count=counts[grids],
+                        sum=4.0 * counts[grids], sumsq=16.0 * counts[grids], h3_resolution=8, slot_ns=HOUR_NS,
+                        samples=PairSamples(values=np.full(int(counts.sum()), 4.0), offsets=offs))
+        lat = lattice_values(agg, 4.0, granularity_bits=0)  # a record at U: (y, z) = (H_Y, H_Z) = (2, 2)
+        node = H.finest_node[grids]
+        for li, (k, c) in enumerate(kc):
+            if li:
+                node = parent[node]  # the user's grids' ancestors at level li
+            rows = np.flatnonzero(lev == li)
+            local = np.full(lev.size, -1)
+            local[rows] = np.arange(rows.size)
+            R, Y, Z = bounded_level(agg, local[node], rows.size, k, c, lat, np.random.default_rng(int(counts @ [1, 3, 9, 27, 81])))
+            assert (Y == 2 * R).all() and (Z == 2 * R).all()
+            best[li] = np.maximum(best[li], (R.sum(), (R.astype(float) ** 2).sum()))
+            per_node = np.sort(np.bincount(local[node], weights=counts[grids], minlength=rows.size))[::-1]
+            top = np.minimum(per_node[:k], c)  # a user keeps k nodes at random: the fullest k is the worst case
+            want[li] = np.maximum(want[li], (top.sum(), (top ** 2).sum()))
+    for li, (k, c) in enumerate(kc):
+        sv = level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), k, c, 2, 2)
+        assert best[li][0] <= sv.count_l1 and best[li][1] <= sv.count_l2 ** 2 + 1e-9
+        assert tuple(best[li]) == tuple(want[li])
