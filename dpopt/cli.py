@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser = argparse.ArgumentParser(
-        prog="dpopt",
+        prog="dpopt", allow_abbrev=False,
         description="Optimisation models for user-level differentially private mean/variance release.",
     )
     parser.add_argument("--version", action="version", version=f"dpopt {__version__}")
@@ -42,9 +42,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
+    """Exit 2 naming the first unknown argument and, for a flag, the nearest valid one (difflib)."""
+    import difflib
+
+    sub = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and getattr(args, "command", None) in action.choices:
+            sub = action.choices[args.command]
+    flag = unknown[0].split("=", 1)[0]
+    valid = sorted(s for a in sub._actions for s in a.option_strings if s.startswith("--"))
+    near = difflib.get_close_matches(flag, valid, n=1, cutoff=0.6) if flag.startswith("-") else []
+    sub.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" (did you mean {near[0]}?)" if near else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _unknown_flags(parser, args, unknown)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

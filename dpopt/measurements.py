@@ -71,7 +71,8 @@ ESTIMATE_COLUMNS = (
 class NoiseLaw:
     """The exact law of the noise added to one statistic, per node.
 
-    ``family`` one of :data:`NOISE_FAMILIES`. ``scale`` per node, in the statistic's units:
+    ``family`` one of :data:`NOISE_FAMILIES`. ``scale`` per node (or one value for every node, a
+    0-d array: the ``user`` model's statistics share one scale), in the statistic's units:
     Laplace b with density (or pmf on the lattice) ∝ exp(−|z|/b); Gaussian σ with ∝ exp(−z²/2σ²).
     ``lattice`` the spacing of the noise support in the statistic's units (0.0: continuous); for
     the exact samplers the noise is ``lattice``·Z with Z an integer (CKS 2020).

@@ -11,10 +11,11 @@ import sys
 
 from _driver import output_dir
 
-from dpopt.release import load_austin_sample, release, write_report
+from dpopt.release import GridOptions, PerGridBudget, PublicOccupancyOptions, load_austin_sample, release, write_report
 
 records = load_austin_sample()  # columns user_id, timestamp, latitude, longitude, value (km/h)
-result = release(records, privacy="public-occupancy", bound=120.0, epsilon=1.0, h3_resolution=7, slot="1h", plan="greedy")
+result = release(records, bound=120.0, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                 grid=GridOptions(h3_resolution=7, slot="1h"))
 s = result.summary
 print(f"{s.users} buses, {s.grids} grids; K = {s.degradation} (was {s.degradation_baseline}) "
       f"-> {s.epsilon_total:g}-user-level DP in total; worst-case error E = {s.error_bound:.1f}")

@@ -33,7 +33,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dpopt.datasets import load_austin_sample
-from dpopt.release import release, write_report
+from dpopt.release import Budget, PublicOccupancyOptions, release, write_report
 from dpopt.writers.html import write_html_report
 
 
@@ -57,8 +57,8 @@ records.head()
 # ± 20 km/h (95 %, noise) and withholds the others; `time_limit` bounds each MILP solve (seconds).
 
 # %%
-result = release(records, privacy="public-occupancy", bound=120, epsilon_total=10, target=20,
-                 time_limit=1)
+result = release(records, bound=120, budget=Budget(epsilon_total=10),
+                 model=PublicOccupancyOptions(target=20, time_limit=1))
 out = fresh_folder("release_notebook") / "release"
 paths = write_report(result, out, make_map=False)  # the map is in report.html
 sorted(p.name for p in paths.values())

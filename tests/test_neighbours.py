@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.release import release
+from tests._legacy import release
 
 U = 50.0
 T0 = pd.Timestamp("2020-01-01T10:00:00Z")

@@ -1,4 +1,36 @@
 """Layer 3 — estimation: :class:`~dpopt.measurements.Measurements` → :class:`~dpopt.measurements.Estimates`.
 
-Post-processing only: nothing here sees records.
+Post-processing only: nothing here sees records. One entry, :func:`estimate`, and a registry of
+methods (name → ``f(measurements, *, confidence) -> Estimates``):
+
+* ``"direct"`` (:mod:`.direct`): each node from its own noisy statistics, with error bounds;
+* ``"pooled"`` (:mod:`.pooling`): empirical-Bayes shrinkage toward the map-wide values (``user``);
+* ``"hierarchical"`` (:mod:`.hierarchical`, issue 21): tree GLS and empirical Bayes over the
+  measured levels (:func:`dpopt.userdp.levels.measure_levels`).
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .._validation import check_choice
+from ..measurements import Estimates, Measurements
+from .direct import abs_quantile, check_confidence, direct
+from .hierarchical import estimate_hierarchical
+from .pooling import pool_estimates, pooled
+
+__all__ = ["ESTIMATORS", "estimate", "direct", "pooled", "pool_estimates", "abs_quantile", "check_confidence"]
+
+#: the estimation methods: name -> f(measurements, *, confidence) -> Estimates
+ESTIMATORS: dict[str, Callable[..., Estimates]] = {
+    "direct": direct,
+    "pooled": pooled,
+    "hierarchical": estimate_hierarchical,
+}
+
+
+def estimate(measurements: Measurements, *, method: str = "direct", confidence: float = 0.95) -> Estimates:
+    """Estimates of every measured node of ``measurements`` by ``method`` (:data:`ESTIMATORS`),
+    with intervals at ``confidence``."""
+    check_choice(method, "method", tuple(ESTIMATORS))
+    return ESTIMATORS[method](measurements, confidence=check_confidence(confidence))

@@ -1,42 +1,56 @@
-"""Release pipeline on real data: records -> H3 x time grids -> plan -> user-level DP release.
+"""Front door of the release (Python): :func:`release` with options grouped by concern, and the
+writers. See models/README.md for the layers and models/release.md, models/user_level.md for the
+two privacy models.
 
-* :func:`release` — the whole pipeline (seed 002 §II-B, §III-B, §V) -> :class:`ReleaseResult`;
-* :func:`aggregate_records` / :func:`release_aggregate` — the two halves (aggregate once, plan many);
-* :mod:`.ingest` (CSV/Parquet/DataFrame, chunked, counted cleaning), :mod:`.grid` (H3 × UTC slot),
-  :mod:`.aggregate` (occupancy array, per-pair sufficient statistics), :mod:`.planners` (BASELINE,
-  CLIP-USER, the MILP, pseudo-user clipping, each returning a :class:`dpopt.plan.GridPlan`),
-  :mod:`.report` (release.csv, summary.json, map.png, report.md),
-  :mod:`.dask_backend` (aggregation on a Dask cluster), :mod:`.data` (the embedded Austin sample). The noise is in
-  :mod:`dpopt.noise`, the per-grid mechanism in :mod:`dpopt.mechanisms.grid`.
-
-See models/release.md.
+* :func:`release` — records → contributions → privacy model → measurements → estimates;
+* options: :class:`Budget` / :class:`PerGridBudget`, :class:`UserOptions` /
+  :class:`PublicOccupancyOptions`, :class:`GridOptions`, :class:`EstimationOptions`,
+  :class:`NoiseOptions`, :class:`InputOptions`;
+* :func:`write_release` — the published folder (atomic);
+* lower entries: :func:`release_user` (a contributions table, ``user`` model),
+  :func:`release_aggregate` (a contributions table, ``public-occupancy``), :func:`contributions`.
 """
 
 from __future__ import annotations
 
+from ..noise.discrete_laplace import discrete_laplace
+from ..noise.sources import integer_source
+from ..privacy.contributions import InputOptions, contributions
+from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget
+from ..privacy.planners import baseline_plan, greedy_plan, milp_plan, pseudo_user_plan
+from ..privacy.public_occupancy import PublicOccupancyOptions, ReleaseResult, ReleaseSummary, plan_release, \
+    release_aggregate
+from ..privacy.user import UserOptions
 from ..records.aggregate import Aggregate, Aggregator
 from ..records.data import austin_sample_path, load_austin_sample
 from ..records.ingest import ColumnMap, IngestReport, read_records
-from ..noise.discrete_laplace import discrete_laplace
-from ..noise.sources import integer_source
-from .planners import baseline_plan, greedy_plan, milp_plan, pseudo_user_plan
-from .release import (
-    ReleaseResult,
-    ReleaseSummary,
-    aggregate_records,
-    plan_release,
-    release,
-    release_aggregate,
-)
-from .report import write_report
+from ..writers import write_release
+from ..writers.public_occupancy import write_report
+from ..writers.user import UserRelease, UserReleaseSummary, write_user_release
+from .release import EstimationOptions, check_options, release, release_user
 
 __all__ = [
     "release",
+    "release_user",
     "release_aggregate",
-    "aggregate_records",
-    "plan_release",
+    "contributions",
+    "check_options",
+    "write_release",
+    "write_report",
+    "write_user_release",
+    "Budget",
+    "PerGridBudget",
+    "UserOptions",
+    "PublicOccupancyOptions",
+    "GridOptions",
+    "EstimationOptions",
+    "NoiseOptions",
+    "InputOptions",
+    "UserRelease",
+    "UserReleaseSummary",
     "ReleaseResult",
     "ReleaseSummary",
+    "plan_release",
     "baseline_plan",
     "greedy_plan",
     "milp_plan",
@@ -48,7 +62,6 @@ __all__ = [
     "read_records",
     "discrete_laplace",
     "integer_source",
-    "write_report",
     "austin_sample_path",
     "load_austin_sample",
 ]

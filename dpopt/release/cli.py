@@ -20,7 +20,7 @@ from typing import Any
 
 from .._validation import DpoptInputError
 from ..cli_common import CliError, emit
-from .privacy_model import PRIVACY_MODEL_TEXT, USER_MODEL_TEXT
+from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_MODEL_TEXT
 
 __all__ = ["register", "run"]
 
@@ -28,7 +28,7 @@ __all__ = ["register", "run"]
 def register(subparsers: Any) -> None:
     """Add the ``release`` sub-command to the ``dpopt`` parser."""
     p = subparsers.add_parser(
-        "release",
+        "release", allow_abbrev=False,
         help="user-level DP release of per-(H3 cell, time slot) means and variances from records",
         description=textwrap.fill(
             "Read records (user, latitude, longitude, timestamp, value), grid them into H3 cells x "
@@ -172,47 +172,103 @@ def _client(args: argparse.Namespace) -> Any:
     return None  # dask_backend starts a local cluster
 
 
-def _budget_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The budget flags as keyword options of :func:`dpopt.release.release` (validated, one line)."""
-    from .budgets import resolve_budget
+#: API option name -> CLI flag, for one-line errors that name the flag the user typed
+_FLAGS = {"epsilon_total": "--epsilon-total", "epsilon": "--epsilon", "rho": "--rho", "delta": "--delta",
+          "mechanism": "--mechanism", "bound": "--bound", "confidence": "--confidence", "plan": "--plan",
+          "target": "--target", "target_variance": "--target-variance", "time_limit": "--time-limit",
+          "pseudo_users": "--pseudo-users", "error_bound": "--error-bound", "split": "--split",
+          "criterion": "--criterion", "h3_resolution": "--h3-resolution", "slot": "--slot",
+          "chunksize": "--chunksize", "partitions": "--partitions", "bounds": "--bounds",
+          "out_of_range": "--out-of-range", "backend": "--backend", "timestamp_unit": "--timestamp-unit",
+          "seed": "--seed"}
 
-    opts = {"epsilon": args.epsilon, "epsilon_total": args.epsilon_total, "rho": args.rho,
-            "delta": args.delta, "mechanism": args.mechanism}
+
+def _flagged(exc: DpoptInputError) -> CliError:
+    """The error with the API's option names replaced by the CLI's flags."""
+    text = str(exc)
+    for api, flag in sorted(_FLAGS.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(f"`{api}`", f"`{flag}`").replace(f"{api}=", f"{flag} ")
+    return CliError(text.replace("mechanism='gaussian'", "--mechanism gaussian"))
+
+
+def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
+    """Flags given that would do nothing under ``privacy`` (refused, issue 22 item 7)."""
+    from ..records import DEFAULT_MAX_DROPPED
+
+    common = [("--chunksize", args.chunksize is not None and args.backend == "dask")]
+    if privacy == "user":
+        return [f for f, on in common + [
+            ("--epsilon", args.epsilon is not None), ("--plan", args.plan is not None),
+            ("--pseudo-users", args.pseudo_users), ("--error-bound", args.error_bound is not None),
+            ("--split", args.split != "equal"), ("--target", args.target is not None),
+            ("--target-variance", args.target_variance is not None), ("--time-limit", args.time_limit is not None),
+            ("--criterion", args.criterion != "noise"), ("--out-of-range", args.out_of_range != "clip"),
+            ("--no-map", args.no_map)] if on]
+    # the public-occupancy path still reads through the old streaming reader (with pseudo-user second
+    # pass), which has no separator, dropped-share or time-window option yet
+    return [f for f, on in common + [("--partitions", args.partitions is not None),
+                                     ("--bounds", args.bounds != "select"), ("--sep", args.sep != ","),
+                                     ("--max-dropped", args.max_dropped != DEFAULT_MAX_DROPPED),
+                                     ("--time-window", args.time_window != "1990,2100")] if on]
+
+
+def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, Any]:
+    """Every flag as the front door's typed options, validated before any record is read."""
+    from ..privacy.contributions import InputOptions
+    from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget
+    from ..privacy.public_occupancy import PublicOccupancyOptions
+    from ..privacy.user import UserOptions
+    from .release import EstimationOptions, check_options
+
+    idle = _idle_flags(args, privacy)
+    if idle:
+        other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
+        raise CliError(f"`{idle[0]}` does nothing under --privacy {privacy}: drop it"
+                       + ("" if idle[0] in ("--chunksize", "--no-map", "--sep", "--max-dropped", "--time-window")
+                          else f" (it is an option of {other})"))
+    columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
+               "timestamp": args.time_col, "value": args.value_col}
     try:
-        resolve_budget(**opts)
+        if args.epsilon is not None and privacy != "user":
+            if args.epsilon_total is not None or args.rho is not None or args.delta is not None \
+                    or args.mechanism != "laplace":
+                raise DpoptInputError("`epsilon` (per grid) goes alone with Laplace noise: drop `epsilon_total`, "
+                                      "`rho`, `delta` and mechanism='gaussian'")
+            budget: Any = PerGridBudget(args.epsilon)
+        else:
+            budget = Budget(epsilon_total=args.epsilon_total, rho=args.rho, delta=args.delta, mechanism=args.mechanism)
+        model: Any = UserOptions(partitions=args.partitions, bounds=_bounds_option(args.bounds)) \
+            if privacy == "user" else PublicOccupancyOptions(
+                plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
+                time_limit=args.time_limit, target=_positive(args.target, "target"),
+                target_variance=_positive(args.target_variance, "target_variance"), criterion=args.criterion)
+        opts = {"budget": budget, "model": model, "grid": GridOptions(args.h3_resolution, args.slot),
+                "estimation": EstimationOptions(confidence=args.confidence), "noise": NoiseOptions(seed=args.seed),
+                "io": InputOptions(columns=columns, out_of_range=args.out_of_range,
+                                   timestamp_unit=args.timestamp_unit, chunksize=args.chunksize,
+                                   backend=args.backend, progress=_progress(args), sep=args.sep,
+                                   max_dropped=args.max_dropped, time_window=_window(args.time_window))}
+        check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"])
     except DpoptInputError as exc:
-        text = str(exc)
-        for api, flag in (("`epsilon_total`", "`--epsilon-total`"), ("`epsilon`", "`--epsilon`"), ("`rho`", "`--rho`"),
-                          ("`delta`", "`--delta`"), ("mechanism='gaussian'", "--mechanism gaussian"),
-                          ("rho=", "--rho "), ("delta=", "--delta ")):
-            text = text.replace(api, flag)
-        raise CliError(text) from None
+        raise _flagged(exc) from None
     return opts
 
 
-def _check_numbers(bound: float, args: argparse.Namespace) -> None:
-    """Every numeric flag checked before any data is read (no error after the expensive steps)."""
-    from .._validation import check_bound, check_nonnegative_float
-    from .release import DEFAULT_GRANULARITY_BITS, check_confidence
+def _progress(args: argparse.Namespace) -> bool:
+    from ..writers.console import progress_wanted  # on stderr: a terminal, or --progress
 
-    bound = check_bound(bound)
-    check_confidence(args.confidence)
-    for flag in ("target", "target_variance"):
-        value = getattr(args, flag)
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise CliError(f"`--{flag.replace('_', '-')}` must be a positive finite number; got {value!r}")
-    if args.error_bound is not None:
-        eb = check_nonnegative_float(args.error_bound, "error_bound")
-        if eb == 0 or not math.isfinite(eb):  # pragma: no cover - check_nonnegative_float refuses inf
-            raise CliError(f"`--error-bound` must be a positive finite number; got {args.error_bound!r}")
-    if args.time_limit is not None:
-        check_nonnegative_float(args.time_limit, "time_limit")
-    if args.chunksize is not None and args.chunksize < 1:
-        raise CliError(f"`--chunksize` must be an integer >= 1; got {args.chunksize!r}")
-    # the discrete sampler's integer arithmetic (release.py refuses these only after aggregating)
-    if bound * bound * 2.0**DEFAULT_GRANULARITY_BITS > 2.0**60:
-        raise CliError(f"`--bound` must be at most 2^24 = {2**24} (U^2 * 2^{DEFAULT_GRANULARITY_BITS} "
-                       f"must stay below 2^60 on the release grid); got {bound!r}")
+    return progress_wanted(args.progress or None, quiet=args.quiet)
+
+
+def _window(text: str) -> Any:
+    """--time-window as the records layer reads it ("none": no window)."""
+    return None if str(text).lower() == "none" else text
+
+
+def _positive(value: Any, name: str) -> Any:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise DpoptInputError(f"`{name}` must be a positive finite number; got {value!r}")
+    return value
 
 
 def _records(args: argparse.Namespace) -> tuple[Any, float]:
@@ -245,109 +301,49 @@ def _bounds_option(text: str) -> Any:
     try:
         k, c = (int(x) for x in text.split(","))
     except ValueError:
-        raise CliError(f"`--bounds` must be select, quantile or K,C (two integers); got {text!r}") from None
+        raise DpoptInputError(f"`bounds` must be select, quantile or K,C (two integers); got {text!r}") from None
     return (k, c)
 
 
-def _run_user_model(args: argparse.Namespace, records: Any, bound: float) -> int:
-    """``--privacy user``: :func:`dpopt.userdp.release_user_records`, written atomically."""
-    from .._validation import check_bound
-    from ..userdp import write_user_release
+def run(args: argparse.Namespace) -> int:
+    """Run ``dpopt release``: every option validated, then release, write the files into ``--out``
+    atomically, print the summary; 0 on success."""
+    from ..writers import check_out, write_release
     from .release import release
-    from .report import check_out
 
-    if args.epsilon is not None or (args.epsilon_total is None and args.rho is None):
-        raise CliError("--privacy user needs --epsilon-total (what one user may lose over the whole release; with "
-                       "--mechanism gaussian also --delta) or --rho with --mechanism gaussian; the per-grid "
-                       "--epsilon is seed 002's mode of --privacy public-occupancy")
-    if args.rho is not None and args.mechanism != "gaussian":
-        raise CliError(f"`--rho` is a zCDP budget: use it with --mechanism gaussian; got --rho {args.rho!r}")
-    if args.rho is not None and args.epsilon_total is not None:
-        raise CliError("give one budget: `--rho` or `--epsilon-total` (with --delta), not both")
-    if args.mechanism == "gaussian" and args.epsilon_total is not None and args.delta is None:
-        raise CliError("`--delta` is required with --mechanism gaussian and --epsilon-total (e.g. --delta 1e-6)")
-    foreign = [flag for flag, on in (("--plan", args.plan is not None), ("--pseudo-users", args.pseudo_users),
-                                     ("--error-bound", args.error_bound is not None), ("--split", args.split != "equal"),
-                                     ("--target", args.target is not None), ("--time-limit", args.time_limit is not None),
-                                     ("--backend", args.backend != "local"), ("--out-of-range", args.out_of_range != "clip"),
-                                     ("--criterion", args.criterion != "noise"),
-                                     ("--confidence", args.confidence != 0.95))
-               if on]
-    if foreign:
-        raise CliError(f"`{foreign[0]}` is an option of --privacy public-occupancy (add it to choose that model)")
-    check_bound(bound)
+    records, bound = _records(args)
+    privacy = args.privacy or ("public-occupancy" if args.example else "user")
+    opts = _options(args, privacy, bound)
     check_out(args.out, overwrite=args.overwrite)
-    columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
-               "timestamp": args.time_col, "value": args.value_col}
+    client = _client(args)
+    if client is not None:
+        import dataclasses
+
+        opts["io"] = dataclasses.replace(opts["io"], client=client)
     try:
-        result = release(records, bound=bound, privacy="user", epsilon_total=args.epsilon_total, rho=args.rho,
-                         mechanism=args.mechanism, delta=args.delta,
-                         partitions=args.partitions, bounds=_bounds_option(args.bounds),
-                         h3_resolution=args.h3_resolution, slot=args.slot, columns=columns,
-                         timestamp_unit=args.timestamp_unit, chunksize=args.chunksize, seed=args.seed)
-        paths = write_user_release(result, args.out, overwrite=args.overwrite)
+        result = release(records, bound=bound, **opts)
+        paths = write_release(result, args.out, make_map=not args.no_map, overwrite=args.overwrite)
     except (CliError, DpoptInputError):
         raise
     except (MemoryError, OSError) as exc:
         raise CliError(f"{type(exc).__name__}: {exc}") from None
     except Exception as exc:  # never a traceback on the command line
         raise CliError(f"unexpected {type(exc).__name__}: {exc} (please report this with the command line)") from None
-    s = result.summary
-    emit({"out": str(Path(args.out).resolve()),
-          "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
-          "privacy_model": s.privacy_model, "mechanism": s.mechanism, "rho_total": s.rho_total,
-          "epsilon_total": s.epsilon_total, "delta": s.delta,
-          "k": s.k, "c": s.c, "bounds_rule": s.bounds_rule, "partitions": s.partitions,
-          "grids_released": s.grids_released, "noise": s.noise}, args.json)
-    return 0
-
-
-def _progress(args: argparse.Namespace) -> bool:
-    from ..writers.console import progress_wanted  # on stderr: a terminal, or --progress
-
-    return progress_wanted(args.progress or None, quiet=args.quiet)
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``dpopt release``: release, write the files into ``--out``, print the summary; 0 on success."""
-    from .release import release
-    from .report import check_out, write_report
-
-    records, bound = _records(args)
-    privacy = args.privacy or ("public-occupancy" if args.example else "user")
-    if privacy == "user":
-        return _run_user_model(args, records, bound)
-    if args.partitions is not None or args.bounds != "select":
-        raise CliError("`--partitions` and `--bounds` belong to --privacy user")
-    budget = _budget_options(args)
-    _check_numbers(bound, args)
-    check_out(args.out, overwrite=args.overwrite)
-    columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
-               "timestamp": args.time_col, "value": args.value_col}
-    client = _client(args)
-    try:
-        result = release(
-            records, bound=bound, privacy="public-occupancy", **budget, h3_resolution=args.h3_resolution, slot=args.slot,
-            plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
-            time_limit=args.time_limit, target=args.target, target_variance=args.target_variance,
-            criterion=args.criterion, confidence=args.confidence, seed=args.seed, columns=columns,
-            out_of_range=args.out_of_range, timestamp_unit=args.timestamp_unit,
-            chunksize=args.chunksize, backend=args.backend, client=client, progress=_progress(args),
-        )
-        paths = write_report(result, args.out, make_map=not args.no_map, overwrite=args.overwrite)
-    except CliError:
-        raise
-    except (MemoryError, OSError) as exc:
-        raise CliError(f"{type(exc).__name__}: {exc}") from None
-    except DpoptInputError:
-        raise
-    except Exception as exc:  # never a traceback on the command line
-        raise CliError(f"unexpected {type(exc).__name__}: {exc} (please report this with the command line)") from None
     finally:
         if client is not None:
             client.close()
-    emit(_payload(result, paths, args.out), args.json)
+    emit((_user_payload if privacy == "user" else _payload)(result, paths, args.out), args.json)
     return 0
+
+
+def _user_payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:
+    """What ``dpopt release`` prints (user): the published headline numbers."""
+    s = result.summary
+    return {"out": str(Path(out).resolve()),
+            "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
+            "privacy_model": s.privacy_model, "mechanism": s.mechanism, "rho_total": s.rho_total,
+            "epsilon_total": s.epsilon_total, "delta": s.delta, "k": s.k, "c": s.c, "bounds_rule": s.bounds_rule,
+            "partitions": s.partitions, "grids_released": s.grids_released, "noise": s.noise}
 
 
 def _payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:

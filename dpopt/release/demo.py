@@ -10,15 +10,19 @@ __all__ = ["demo"]
 def demo(out: TextIO) -> None:
     """Aggregate the embedded sample once, then release it with BASELINE and CLIP-USER."""
     from ..records.data import EXAMPLE_BOUND, austin_sample_path
-    from .release import aggregate_records, release_aggregate
+    from ..privacy.contributions import contributions
+    from ..privacy.options import Budget, NoiseOptions, PerGridBudget
+    from ..privacy.public_occupancy import PublicOccupancyOptions, release_aggregate
 
-    agg, ingest = aggregate_records(austin_sample_path(), bound=EXAMPLE_BOUND, h3_resolution=7, slot="1h")
+    agg, ingest = contributions(austin_sample_path(), bound=EXAMPLE_BOUND)
+    seeded = NoiseOptions(seed=0)
     out.write(
         f"Austin buses, one day: {ingest.records_read} records, {agg.n_users} buses, "
         f"{agg.n_grids} (H3 res-7 cell x 1h) grids; U = {EXAMPLE_BOUND:g} km/h, eps = 1 per grid\n"
     )
     for plan in ("baseline", "greedy"):
-        r = release_aggregate(agg, ingest, bound=EXAMPLE_BOUND, epsilon=1.0, plan=plan, seed=0)
+        r = release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan=plan), bound=EXAMPLE_BOUND,
+                              noise=seeded, ingest=ingest)
         s = r.summary
         out.write(
             f"  {plan:<8}  K = {s.degradation:>3}  total eps = K*eps = {s.epsilon_total:6.1f}  "
@@ -31,10 +35,10 @@ def demo(out: TextIO) -> None:
         f"(noise scale {busiest['mean_noise_scale']:.2f}); exact discrete Laplace noise (seeded demo)\n"
     )
     out.write("One total budget for every bus over the whole day (public-occupancy model):\n")
-    for mechanism, budget in (("laplace", {"epsilon_total": 10.0}),
-                              ("gaussian", {"epsilon_total": 10.0, "delta": 1e-6})):
-        r = release_aggregate(agg, ingest, bound=EXAMPLE_BOUND, mechanism=mechanism, plan="greedy", seed=0,
-                              **budget)
+    for mechanism, budget in (("laplace", Budget(epsilon_total=10.0)),
+                              ("gaussian", Budget(epsilon_total=10.0, delta=1e-6, mechanism="gaussian"))):
+        r = release_aggregate(agg, budget, PublicOccupancyOptions(plan="greedy"), bound=EXAMPLE_BOUND,
+                              noise=seeded, ingest=ingest)
         s = r.summary
         rel = r.table[r.table["released"] & (r.table["n_users"] >= 20)]
         med = float(rel["mean_error_bound"].median())  # a half-width: beyond U it says "no information"

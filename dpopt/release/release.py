@@ -1,908 +1,131 @@
-"""records → H3 × time grids → plan → user-level DP release of every grid's mean and variance.
+"""The Python front door: one entry, options grouped by concern (issue 20).
 
-The pipeline of seed 002 (§II-B, §III-B, §V), one function per step, read top to bottom:
+::
 
-1. :func:`aggregate_records` — ingestion, gridding and aggregation (:mod:`.ingest`, :mod:`.grid`,
-   :mod:`.aggregate`): the occupancy array A (public, as the paper assumes) and per-pair
-   sufficient statistics, clipped to [0, U] (the aggregate remembers U and the policy);
-2. :func:`plan_release` — a :class:`~dpopt.plan.GridPlan` from the public counts only
-   (:mod:`.planners`: BASELINE, CLIP-USER, the MILP; optionally pseudo-user clipping);
-3. :func:`release_aggregate` — the plan's retained statistics per grid, then the CLIP mechanism
-   (8) in every grid (:func:`dpopt.mechanisms.release_grids`) with noise from :mod:`dpopt.noise`
-   (exact discrete Laplace on 2^-k with the OS CSPRNG for real releases);
-4. accounting by seed 002 Theorem II.3 / Proposition V.1, recounted from the plan's retained
-   counts (:attr:`GridPlan.degradation`, :attr:`GridPlan.total_cost`), and the summary.
+    from dpopt.release import release, Budget, UserOptions
+    r = release("records.csv", bound=120, budget=Budget(epsilon_total=10, delta=1e-6),
+                model=UserOptions(bounds=(4, 8)))
+    write_release(r, "out/")
 
-Privacy model ``public-occupancy``: the occupancy array (which user has how many records in which
-grid) is public (seed 002 §II-C), so ``n_users`` and ``n_records`` per grid and the suppressed
-pairs are released without noise. If the occupancy is itself sensitive, this pipeline is not the
-right tool (see models/release.md).
+The layers it composes, top to bottom: records are read once through
+:func:`dpopt.privacy.contributions.contributions` (the release's only door to the records) into the
+contributions table; the privacy model named by the *type* of ``model`` measures it
+(:class:`~dpopt.privacy.user.UserOptions` → :func:`dpopt.privacy.user.measure`,
+:class:`~dpopt.privacy.public_occupancy.PublicOccupancyOptions` →
+:func:`dpopt.privacy.public_occupancy.release_aggregate`), so a model cannot receive the other
+model's options; estimation (:func:`dpopt.estimation.estimate`) turns the measurements into
+estimates; the writers (:mod:`dpopt.writers`) format and write them. Every option object validates
+itself when it is built, and :func:`check_options` checks the combination, before any record is
+read.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-import dataclasses
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Union
 
-import numpy as np
-import pandas as pd
+from .._validation import DpoptInputError, check_bound, check_choice
+from ..estimation import ESTIMATORS, estimate
+from ..privacy.contributions import InputOptions, contributions, truncated_reader
+from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget, check_confidence
+from ..privacy.public_occupancy import PublicOccupancyOptions, ReleaseResult, default_plan, release_aggregate, \
+    to_privacy_budget
+from ..privacy.public_occupancy import _check_noise_options as _check_public_noise
+from ..privacy.user import UserOptions, measure
+from ..records.aggregate import Aggregate
+from ..userdp.mechanism import NoiseMechanism
+from ..writers.user import UserRelease, user_release
 
-from .._validation import (
-    DpoptInputError,
-    check_bound,
-    check_choice,
-    check_nonnegative_float,
-    check_positive_int,
-)
-from ..calculus import mean_bias_from_totals, variance_bias_from_totals
-from ..mechanisms.grid import GridRelease, release_grids
-from ..noise import DEFAULT_GRANULARITY_BITS, Noise, make_noise
-from ..plan import GridPlan
-from ..records.aggregate import Aggregate, Aggregator, RetainedStats, truncated_sums_stream
-from ..records.grid import cell_centres, check_resolution, parse_slot, slot_text
-from ..records.ingest import ColumnMap, IngestReport, count_rows, read_records
-from .privacy_model import PRIVACY_MODEL, PRIVACY_MODEL_SUMMARY, VALUE_DEPENDENT_INGEST
-from .budgets import PrivacyBudget, exact_user_spend, per_grid_budget, resolve_budget
-from .planners import PLANNERS, SPLITS, pseudo_user_plan, rebudget
+__all__ = ["EstimationOptions", "ModelOptions", "release", "release_user", "check_options"]
 
-__all__ = [
-    "PLANS",
-    "PRIVACY_MODEL",
-    "ReleaseSummary",
-    "ReleaseResult",
-    "aggregate_records",
-    "plan_release",
-    "release",
-    "release_aggregate",
-]
-
-#: the plans: the seed-002 planners and the total-budget planner (issue 13)
-PLANS = (*PLANNERS, "budget")
-#: seconds the budget planner may take when no `time_limit` is given
-DEFAULT_BUDGET_TIME_LIMIT = 25.0
-CRITERIA = ("noise", "worst_case")
-#: "user": add/remove one user, occupancy private (default); "public-occupancy": seed 002's model
-PRIVACY_MODELS = ("user", "public-occupancy")
-NOISES = ("discrete", "numpy")
-BACKENDS = ("local", "dask")
-
-TruncatedSums = Callable[[Aggregate, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+#: the privacy model's options; their type chooses the model
+ModelOptions = Union[UserOptions, PublicOccupancyOptions]
 
 
 @dataclass(frozen=True)
-class ReleaseSummary:
-    """Headline numbers of a release (written to summary.json): all public by the privacy model or
-    computed from DP outputs and public counts (no timings, no value-dependent counts).
+class EstimationOptions:
+    """``method`` of :func:`dpopt.estimation.estimate` for the published ``mean``/``variance``
+    ("direct", "pooled", …: :data:`dpopt.estimation.ESTIMATORS`) and ``confidence`` of the stated
+    error bounds."""
 
-    ``privacy_model`` "public-occupancy" with ``privacy_model_description`` in plain words.
-    ``mechanism`` "laplace" (pure ε-DP) or "gaussian" (ρ-zCDP); ``budget_mode`` "per-grid" (the
-    seeds' ε per grid) or "total"; ``budget`` the budget in words.
-    ``degradation`` K = max_ℓ (released grids ℓ is kept in) after the plan.
-    ``epsilon`` the per-grid ε (per-grid mode; else None). ``epsilon_total``: per-grid mode K·ε
-    (seed 002 Thm II.3); total mode, Laplace: the largest exact spend of any user (the samplers'
-    rounded budgets summed); Gaussian: the (ε, δ) that ``rho_total`` implies (CKS 2020 Cor. 13; None
-    without δ). ``rho_total`` the largest ρ any user spends (Gaussian). ``delta`` δ (Gaussian).
-    ``degradation_baseline`` G₁, ``epsilon_total_baseline`` = G₁·ε and ``epsilon_basic_composition``
-    = G·ε (Thm II.2) in per-grid mode, for comparison.
-    ``error_bound`` the largest per-grid worst-case error E = max_g E_g over released grids (bias +
-    expected |noise| at the plan's budgets, eq. (11)-(13)); ``error_bound_target`` the E the plan
-    had to meet; ``error_bound_released`` the same with the sampler's actual noise.
-    ``criterion`` and ``confidence`` of the per-grid ``mean_error_bound``/``variance_error_bound``
-    of release.csv; ``released_grids``; ``target`` τ, ``grids_within_target`` and ``frontier``
-    (coverage against τ, from public counts only) of the budget plan.
-    ``ingest`` the value-independent ingestion counts.
-    """
+    method: str = "direct"
+    confidence: float = 0.95
 
-    privacy_model: str
-    privacy_model_description: str
-    mechanism: str
-    budget_mode: str
-    budget: str
-    users: int
-    grids: int
-    records: int
-    pairs: int
-    plan: str
-    plan_status: str
-    plan_gap: float
-    pseudo_users: bool
-    degradation: int
-    degradation_baseline: int
-    epsilon: float | None
-    epsilon_total: float | None
-    rho_total: float | None
-    delta: float | None
-    epsilon_total_baseline: float | None
-    epsilon_basic_composition: float | None
-    error_bound: float
-    error_bound_target: float
-    error_bound_released: float
-    criterion: str
-    confidence: float
-    released_grids: int
-    target: float | None
-    grids_within_target: int | None
-    frontier: dict[str, Any] | None
-    suppressed_pairs: int
-    suppressed_records: int
-    truncated_records: int
-    withheld_grids: int
-    dropped_records: int
-    bound: float
-    h3_resolution: int
-    slot: str
-    split: str
-    noise: str
-    granularity: float
-    seeded: bool
-    ingest: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """All fields as a plain dict (summary.json)."""
-        return asdict(self)
+    def __post_init__(self) -> None:
+        check_choice(self.method, "method", tuple(ESTIMATORS))
+        check_confidence(self.confidence)
 
 
-@dataclass(frozen=True, eq=False)
-class ReleaseResult:
-    """A DP release: per-grid ``table``, ``summary``, and what produced them.
-
-    ``table`` columns: grid, cell, slot, cell_lat, cell_lng, n_users, n_records, max_user_records,
-    n_users_retained, n_records_retained, mean, variance, released, mean_sensitivity,
-    variance_sensitivity, epsilon_mean, epsilon_variance, mean_noise_scale, variance_noise_scale,
-    error_bound, array_length. Grids whose retained set is empty are not released (NaN).
-    ``plan`` the :class:`GridPlan` released; ``grids`` the mechanism's :class:`GridRelease`;
-    ``diagnostics`` what is for the data holder only, never published: ``timings`` (s) and the
-    full ``ingest`` counts (including value-dependent ones).
-    """
-
-    table: pd.DataFrame
-    summary: ReleaseSummary
-    ingest: IngestReport
-    aggregate: Aggregate
-    plan: GridPlan
-    grids: GridRelease
-    diagnostics: dict[str, Any] = field(default_factory=dict)
-
-    def gamma(self) -> np.ndarray:
-        """Retained count Γ of every pair of the aggregate."""
-        return pair_retained(self.aggregate, self.plan)
-
-    def suppressed(self) -> np.ndarray:
-        """Indices of the pairs the plan suppressed (Γ = 0), in pair order."""
-        return np.flatnonzero(self.gamma() == 0)
-
-    def suppressed_frame(self) -> pd.DataFrame:
-        """The suppressed (user, grid) pairs: user, grid, cell, slot, records."""
-        agg = self.aggregate
-        p = self.suppressed()
-        g = agg.pair_grid[p]
-        return pd.DataFrame({
-            "user": agg.users[agg.pair_user[p]],
-            "grid": g,
-            "cell": self.table["cell"].to_numpy()[g] if len(p) else np.empty(0, object),
-            "slot": self.table["slot"].to_numpy()[g] if len(p) else np.empty(0, object),
-            "records": agg.count[p],
-        })
-
-    def user_grids(self) -> np.ndarray:
-        """Grids each user keeps after the plan (Γ_{g,ℓ} > 0), per user."""
-        return self.plan.user_grids()
-
-
-# ----------------------------------------------------------------------------------------------
-# 1. aggregation
-
-
-def aggregate_records(
-    records: Any,
-    *,
-    bound: float,
-    h3_resolution: int = 7,
-    slot: Any = "1h",
-    columns: ColumnMap | Mapping[str, str] | None = None,
-    out_of_range: str = "clip",
-    timestamp_unit: str = "s",
-    chunksize: int | None = None,
-    keep_samples: bool = False,
-    backend: str = "local",
-    client: Any = None,
-    progress: bool = False,
-) -> tuple[Aggregate, IngestReport]:
-    """Read, clean, grid and aggregate records (local streaming or Dask); see :mod:`.aggregate`.
-
-    The aggregate carries ``bound`` and ``out_of_range``: a release of it uses that U.
-    """
-    bound = check_bound(bound)
-    res = check_resolution(h3_resolution)
-    slot_ns = parse_slot(slot)
-    backend = check_choice(backend, "backend", BACKENDS)
-    if backend == "dask":
-        from ..records.dask_backend import aggregate_dask
-
-        return aggregate_dask(
-            records, bound=bound, h3_resolution=res, slot=slot, columns=columns,
-            out_of_range=out_of_range, timestamp_unit=timestamp_unit, client=client,
-            keep_samples=keep_samples,
-        )
-    agg = Aggregator(h3_resolution=res, slot_ns=slot_ns, keep_samples=keep_samples, bound=bound,
-                     out_of_range=out_of_range)
-    report = IngestReport(out_of_range_policy=out_of_range)
-    bar = _progress(progress, count_rows(records) if not isinstance(records, Aggregate) else None)
-    try:
-        for chunk, rep in read_records(
-            records, bound=bound, columns=columns, out_of_range=out_of_range,
-            timestamp_unit=timestamp_unit, chunksize=chunksize,
-        ):
-            agg.add(chunk)
-            report = report + rep
-            if bar is not None:
-                bar.update(rep.records_read)
-    finally:
-        if bar is not None:
-            bar.close()
-    return agg.result(), report
-
-
-def _progress(enabled: bool, total: int | None, *, desc: str = "aggregate", unit: str = " records") -> Any:
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, unit=unit, unit_scale=True, desc=desc, leave=False)
-
-
-# ----------------------------------------------------------------------------------------------
-# 2. planning
-
-
-def plan_release(
-    agg: Aggregate,
-    *,
-    bound: float,
-    epsilon: float | None = None,
-    epsilon_total: float | None = None,
-    rho: float | None = None,
-    delta: float | None = None,
-    mechanism: str = "laplace",
-    plan: str | None = None,
-    pseudo_users: bool = False,
-    error_bound: float | None = None,
-    split: str = "equal",
-    time_limit: float | None = None,
-    target: Any = None,
-    target_variance: Any = None,
-    criterion: str = "noise",
-    confidence: float = 0.95,
-    progress: bool = False,
-) -> GridPlan:
-    """A :class:`GridPlan` from the public occupancy array of ``agg`` only (:mod:`.planners`).
-
-    The budget (:func:`dpopt.release.budgets.resolve_budget`): ``epsilon`` per grid (the seeds'
-    mode), or a total ``epsilon_total`` / ``rho`` (with ``delta``) that the plan spends: the budget
-    planner (``plan="budget"``, :func:`dpopt.budget.plan_budget`), or BASELINE / CLIP-USER / the
-    MILP made at b₀ = B/G₁ per grid and then given B/K per grid (:func:`.planners.rebudget`).
-    """
-    budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
-                            mechanism=mechanism)
-    plan = check_choice(default_plan(plan, budget), "plan", PLANS)
-    occ = agg.occupancy()
-    if plan == "budget":
-        return _budget_plan(occ, budget, bound, pseudo_users=pseudo_users, target=target,
-                            target_variance=target_variance, criterion=criterion, confidence=confidence,
-                            time_limit=time_limit, progress=progress)
-    if target is not None or target_variance is not None:
-        raise DpoptInputError(f"`target` is an option of plan='budget'; got plan={plan!r}")
-    per_grid = budget.per_grid if budget.per_grid is not None else per_grid_budget(budget.total, occ.degradation)
-    options: dict[str, Any] = {"split": split, "error_bound": error_bound, "mechanism": budget.mechanism}
-    if plan == "milp":
-        options["time_limit"] = time_limit
-    result = PLANNERS[plan](occ, bound, per_grid, **options)
-    if pseudo_users:
-        result = pseudo_user_plan(result, occ, bound, per_grid, split=split)
-    if budget.per_grid is None and result.degradation > 0:  # spend the total: B/K per grid
-        result = rebudget(result, occ, bound, per_grid_budget(budget.total, result.degradation), split=split)
-    return result
-
-
-def default_plan(plan: Any, budget: PrivacyBudget) -> Any:
-    """The plan when none is named: the budget planner for a total budget, BASELINE per grid."""
-    if plan is not None:
-        return plan
-    return "baseline" if budget.per_grid is not None else "budget"
-
-
-def _budget_plan(occ: Any, budget: PrivacyBudget, bound: float, *, pseudo_users: bool, target: Any,
-                 target_variance: Any, criterion: str, confidence: float, time_limit: float | None,
-                 progress: bool) -> GridPlan:
-    """The budget planner's GridPlan (its BudgetPlan kept in ``plan.info["budget_plan"]``)."""
-    from ..budget import GaussianNoise, LaplaceNoise, plan_budget
-
-    if budget.total is None:
-        raise DpoptInputError("plan='budget' spends a total budget: give `epsilon_total` (or `rho`), not "
-                              f"the per-grid `epsilon` = {budget.per_grid!r}")
-    if pseudo_users:
-        raise DpoptInputError("plan='budget' chooses the per-grid caps itself: drop `pseudo_users`")
-    noise = LaplaceNoise() if budget.mechanism == "laplace" else GaussianNoise()
-    result = plan_budget(occ, bound, budget.total, target=target, target_variance=target_variance,
-                         criterion=criterion, confidence=confidence, noise=noise,
-                         time_limit=DEFAULT_BUDGET_TIME_LIMIT if time_limit is None else time_limit,
-                         progress=progress, frontier=True)  # the published frontier, inside time_limit
-    frontier = result.frontier()
-    return dataclasses.replace(result.plan, info={**result.plan.info, "budget_plan": result, "frontier": frontier})
-
-
-def pair_retained(agg: Aggregate, plan: GridPlan) -> np.ndarray:
-    """Γ of every pair of ``agg`` from the plan (rows/columns = the aggregate's user/grid indices)."""
-    if plan.retained.shape != (agg.n_users, agg.n_grids):
-        raise DpoptInputError(
-            f"`plan` is for {plan.retained.shape} users x grids; the aggregate has "
-            f"{(agg.n_users, agg.n_grids)}"
-        )
-    return np.asarray(plan.retained[agg.pair_user, agg.pair_grid]).ravel().astype(np.int64)
-
-
-# ----------------------------------------------------------------------------------------------
-# 3. release
-
-
-def _aggregate_bound(agg: Aggregate, bound: float | None) -> float:
-    """The U the aggregate's values were clipped with; a different ``bound`` is refused (12.1)."""
-    if bound is None:
-        if agg.bound is None:
-            raise DpoptInputError("`bound` is required: this aggregate does not record the U its values "
-                                  "were clipped with")
-        return float(agg.bound)
+def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOptions, noise: NoiseOptions,
+                  estimation: EstimationOptions, io: InputOptions) -> float:
+    """The combination of options, checked before any record is read; returns U."""
     U = check_bound(bound)
-    if agg.bound is not None and U != agg.bound:
-        raise DpoptInputError(
-            f"`bound` must be the U the aggregate's values were clipped with ({agg.bound:g}, policy "
-            f"{agg.out_of_range}); got {U:g} (aggregate again with the new bound)"
-        )
+    if estimation.method == "hierarchical":
+        raise DpoptInputError("`estimation.method` = 'hierarchical' needs the measurements of every level of the "
+                              "public hierarchy (dpopt.userdp.levels.measure_levels); the front door measures the "
+                              "finest grids only until the multi-resolution release is wired (issue 21)")
+    if isinstance(model, UserOptions):
+        model.check_budget(budget)
+        if io.out_of_range != "clip":
+            raise DpoptInputError(f"`out_of_range` = {io.out_of_range!r} makes which records count depend on "
+                                  "their values; the user model clips values to [0, U]: use 'clip'")
+        return U
+    if not isinstance(model, PublicOccupancyOptions):
+        raise DpoptInputError(f"`model` must be UserOptions or PublicOccupancyOptions; got {type(model).__name__}")
+    if estimation.method != "direct":
+        raise DpoptInputError(f"`estimation.method` = {estimation.method!r}: public-occupancy publishes its "
+                              "CLIP estimates directly; use 'direct'")
+    pb = to_privacy_budget(budget)
+    model.for_plan(default_plan(model.plan, pb))
+    _check_public_noise(U, pb, noise.noise, noise.granularity_bits)
     return U
 
 
-def _check_noise_options(bound: float, budget: PrivacyBudget, noise: str, granularity_bits: int) -> int:
-    """Noise options, before any data is read; returns k of λ = 2^-k."""
-    noise = check_choice(noise, "noise", NOISES)
-    if noise == "discrete" and budget.per_grid is not None and budget.per_grid < 2.0**-29:
-        raise DpoptInputError(
-            f"`epsilon` must be >= 2^-29 (about {2.0**-29:.3g}) for the discrete sampler, which gives "
-            f"each grid's mean and variance a budget of at least 2^-30; got {budget.per_grid!r}"
-        )
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-    if k > 40:
-        raise DpoptInputError(f"`granularity_bits` must be an integer in 0..40; got {granularity_bits!r}")
-    if bound * bound * 2.0**k > 2.0**60:
-        raise DpoptInputError(
-            f"`granularity_bits` = {k} is too fine for bound {bound:g}: U²·2^k must stay below 2^60 "
-            f"(use granularity_bits <= {max(0, int(60 - 2 * np.log2(bound)))})"
-        )
-    return k
-
-
-def _check_plan_options(plan: Any, split: str, error_bound: float | None, time_limit: float | None,
-                        pseudo_users: bool = False, criterion: str = "noise", confidence: float = 0.95) -> None:
-    if isinstance(plan, GridPlan):
-        if pseudo_users or time_limit is not None:
-            raise DpoptInputError("`pseudo_users` and `time_limit` are planner options: with a ready "
-                                  "GridPlan apply dpopt.release.pseudo_user_plan to it instead")
-    else:
-        check_choice(plan, "plan", PLANS)
-    check_choice(split, "split", SPLITS)
-    check_choice(criterion, "criterion", CRITERIA)
-    check_confidence(confidence)
-    if error_bound is not None:
-        check_nonnegative_float(error_bound, "error_bound")
-    if time_limit is not None:
-        check_nonnegative_float(time_limit, "time_limit")
-
-
-def check_confidence(confidence: Any) -> float:
-    """q of the reported error bounds: a number in (0, 1)."""
-    q = check_nonnegative_float(confidence, "confidence")
-    if not 0 < q < 1:
-        raise DpoptInputError(f"`confidence` must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
-    return q
-
-
-def _check_plan_budgets(plan: GridPlan, budget: PrivacyBudget) -> None:
-    """The plan's budgets fit what the data holder allowed, so the published totals bound every
-    user's loss: per-grid mode, b_μ + b_Var ≤ ε in every released grid (seed 002 Thm II.3); total
-    mode, every user's exact spend (the samplers' rounded budgets, summed in integers) ≤ the total."""
-    if plan.unit != budget.unit:
-        raise DpoptInputError(f"`plan` budgets are in {plan.unit!r}; {budget.mechanism} noise needs {budget.unit!r}")
-    if budget.per_grid is not None:
-        eps = budget.per_grid
-        over = np.flatnonzero(np.asarray(plan.released, dtype=bool) & (plan.budget > eps * (1 + 1e-12)))
-        if over.size:
-            g = int(over[0])
-            raise DpoptInputError(
-                f"`plan` gives grid {g} a budget {plan.budget[g]:.6g} above `epsilon` = {eps:g}: a per-grid "
-                "release needs budget_mean + budget_variance <= epsilon in every released grid"
-            )
-        return
-    spend = exact_user_spend(plan)
-    if spend.size and spend.max() > budget.total:
-        raise DpoptInputError(
-            f"`plan` spends {spend.max():.10g} {budget.unit} for user {int(spend.argmax())}, above the total "
-            f"{budget.total:.10g}: a total-budget release needs every user's spend <= the total"
-        )
-
-
-def retained_statistics(agg: Aggregate, gamma: np.ndarray, truncated_sums: TruncatedSums | None) -> RetainedStats:
-    """Per-grid R, Γ*, S1, S2 of the retained samples (a second pass for truncated pairs)."""
-    part = np.flatnonzero((gamma > 0) & (gamma < agg.count))
-    tsums = None
-    if part.size and agg.samples is None:
-        if truncated_sums is None:
-            raise DpoptInputError(
-                "pseudo-user clipping needs the retained samples: aggregate with keep_samples=True"
-            )
-        tsums = truncated_sums(agg, part, gamma[part])
-    return agg.retained_stats(gamma, truncated_sums=tsums)
-
-
-def _mean_abs_factor(mechanism: str) -> float:
-    """E|X|/scale of the noise: 1 for Laplace (scale b), √(2/π) for Gaussian (scale σ)."""
-    return 1.0 if mechanism == "laplace" else float(np.sqrt(2.0 / np.pi))
-
-
-def grid_error_bounds(agg: Aggregate, st: RetainedStats, rel: GridRelease, bound: float,
-                      mechanism: str = "laplace") -> tuple[np.ndarray, np.ndarray]:
-    """Per grid, seed 002's worst-case error E_g = biases + E|noise of μ| + E|noise of Var|
-    (eq. (11)-(13) with the plan's budgets: Laplace Δ/ε, Gaussian √(2/π)·Δ/√(2ρ)) and the same with
-    the sampler's actual E|noise| and rounding (inf: withheld)."""
-    N = agg.grid_records()
-    bias = mean_bias_from_totals(N, st.retained, bound) + variance_bias_from_totals(N, st.retained, bound)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if mechanism == "laplace":
-            scale_mu = rel.mean_sensitivity / rel.budget_mean
-            scale_var = rel.variance_sensitivity / rel.budget_variance
-        else:
-            scale_mu = rel.mean_sensitivity / np.sqrt(2.0 * rel.budget_mean)
-            scale_var = rel.variance_sensitivity / np.sqrt(2.0 * rel.budget_variance)
-    noise = _mean_abs_factor(mechanism) * (np.nan_to_num(scale_mu) + np.nan_to_num(scale_var))
-    ok = rel.released
-    return np.where(ok, bias + noise, np.inf), np.where(ok, bias + rel.noise_abs, np.inf)
-
-
-def confidence_bounds(agg: Aggregate, st: RetainedStats, rel: GridRelease, bound: float, sampler: Noise, *,
-                      confidence: float) -> dict[str, np.ndarray]:
-    """Per grid and statistic, bounds on |released − statistic| holding with probability ≥ q each.
-
-    ``noise``: the q-quantile of |noise| at the scale actually drawn (Laplace: b·ln(1/(1 − q));
-    Gaussian: σ·Φ⁻¹((1 + q)/2)) plus, for the exact samplers on λ·ℤ, a slack that makes it a bound
-    for the lattice noise and the output rounding (λ/2):
-
-    * discrete Laplace, r = e^{−1/s} (s the scale in grid units), y₀ = s·ln(1/(1 − q)):
-      P(|Z| > y₀ + ½) = 2r^{⌊y₀+½⌋+1}/(1 + r) ≤ r^{y₀}·2√r/(1 + r) ≤ r^{y₀} = 1 − q (AM–GM), so
-      |released − f| ≤ λ(y₀ + ½) + λ/2 = λy₀ + λ;
-    * discrete Gaussian, y₀ = σ_Z·Φ⁻¹((1 + q)/2): for k ≥ 1, Σ_{z≥k} e^{−z²/2σ²} ≤ ∫_{k−1}^∞ and the
-      normaliser Σ_z e^{−z²/2σ²} ≥ √(2π)σ (Poisson summation), so P(|Z| ≥ k) ≤ P(|N| ≥ k − 1) and
-      P(|Z| > y₀ + 1) ≤ P(|N| ≥ ⌊y₀ + 1⌋) ≤ 1 − q: |released − f| ≤ λy₀ + λ + λ/2.
-
-    This bounds the error against the statistic of the kept records. ``worst_case``: that plus the
-    worst-case clipping bias of the kept set against the statistic of all records (seed 002
-    Thm IV.1, Thm IV.2 corrected by ERRATA E1) — it holds for any data.
-    """
-    from ..budget.noise import GaussianNoise, LaplaceNoise
-
-    q = check_confidence(confidence)
-    factor = (LaplaceNoise if sampler.mechanism == "laplace" else GaussianNoise).factor(q)
-    slack = sampler.granularity * (1.0 if sampler.mechanism == "laplace" else 1.5)  # 0 for numpy
-    N = agg.grid_records()
-    ok = rel.released
-    out: dict[str, np.ndarray] = {}
-    for stat, scale, bias in (
-        ("mean", rel.mean_noise_scale, mean_bias_from_totals(N, st.retained, bound)),
-        ("variance", rel.variance_noise_scale, variance_bias_from_totals(N, st.retained, bound)),
-    ):
-        noise = np.nan_to_num(scale) * factor + slack
-        out[f"{stat}_noise"] = np.where(ok, noise, np.nan)
-        out[f"{stat}_worst_case"] = np.where(ok, noise + bias, np.nan)
-    return out
-
-
-def _check_error_bound(errors: np.ndarray, error_bound: float | None, plan: GridPlan, agg: Aggregate,
-                       bound: float) -> None:
-    worst = float(np.max(errors)) if errors.size else 0.0
-    if error_bound is not None and worst > float(error_bound) * (1 + 1e-9):
-        raise DpoptInputError(
-            f"`error_bound` = {float(error_bound):g} cannot be met: plan {plan.method!r} "
-            f"(status {plan.status}) leaves a grid with worst-case error {worst:.6g}; raise the error "
-            "bound or omit it (default: BASELINE's largest grid error)"
-        )
-
-
-def release_aggregate(
-    agg: Aggregate,
-    ingest: IngestReport | None = None,
-    *,
-    bound: float | None = None,
-    epsilon: float | None = None,
-    epsilon_total: float | None = None,
-    rho: float | None = None,
-    delta: float | None = None,
-    mechanism: str = "laplace",
-    plan: str | GridPlan | None = None,
-    pseudo_users: bool = False,
-    error_bound: float | None = None,
-    split: str = "equal",
-    time_limit: float | None = None,
-    target: Any = None,
-    target_variance: Any = None,
-    criterion: str = "noise",
-    confidence: float = 0.95,
-    seed: int | None = None,
-    noise: str = "discrete",
-    granularity_bits: int = DEFAULT_GRANULARITY_BITS,
-    truncated_sums: TruncatedSums | None = None,
-    timings: dict[str, float] | None = None,
-    progress: bool = False,
-) -> ReleaseResult:
-    """Plan and release from an existing aggregate (see :func:`release`).
-
-    ``bound`` defaults to the U the aggregate was clipped with and must equal it when given;
-    ``plan`` is a planner name or a ready :class:`GridPlan` for this aggregate (budgets in the
-    noise's unit, within the given budget).
-    """
-    U = _aggregate_bound(agg, bound)
-    budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta, mechanism=mechanism)
-    plan = default_plan(plan, budget)
-    _check_plan_options(plan, split, error_bound, time_limit, pseudo_users, criterion, confidence)
-    k = _check_noise_options(U, budget, noise, granularity_bits)
-    timings = dict(timings or {})
-    t0 = time.perf_counter()
-    if not isinstance(plan, GridPlan):
-        bar = _progress(progress and plan in ("greedy", "milp"), 1, desc=f"plan ({plan})", unit=" plan")
-        plan = plan_release(agg, bound=U, epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
-                            mechanism=mechanism, plan=plan, pseudo_users=pseudo_users, error_bound=error_bound,
-                            split=split, time_limit=time_limit, target=target, target_variance=target_variance,
-                            criterion=criterion, confidence=confidence, progress=progress)
-        if bar is not None:
-            bar.update(1)
-            bar.close()
-    timings["plan"] = time.perf_counter() - t0
-    _check_plan_budgets(plan, budget)
-    gamma = pair_retained(agg, plan)
-    t0 = time.perf_counter()
-    st = retained_statistics(agg, gamma, truncated_sums)
-    timings["statistics"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    sampler = make_noise(budget.mechanism, sampler=noise, seed=seed, granularity_bits=k)
-    rel = _release_grids(st, plan, U, sampler, progress=progress)
-    timings["noise"] = time.perf_counter() - t0
-    errors, released_errors = grid_error_bounds(agg, st, rel, U, budget.mechanism)
-    _check_error_bound(errors, error_bound, plan, agg, U)
-    bounds = confidence_bounds(agg, st, rel, U, sampler, confidence=confidence)
-    table = release_table(agg, st, plan, rel, errors, bounds, bound=U, criterion=criterion)
-    summary = release_summary(agg, ingest or IngestReport(), plan, gamma, errors, released_errors, bounds,
-                              bound=U, budget=budget, split=split, sampler=sampler, seeded=seed is not None,
-                              criterion=criterion, confidence=confidence)
-    diagnostics = {"timings": {key: round(v, 4) for key, v in timings.items()},
-                   "ingest": (ingest or IngestReport()).as_dict()}
-    return ReleaseResult(table=table, summary=summary, ingest=ingest or IngestReport(), aggregate=agg,
-                         plan=plan, grids=rel, diagnostics=diagnostics)
-
-
-def _release_grids(st: RetainedStats, plan: GridPlan, bound: float, sampler: Noise, *,
-                   progress: bool) -> GridRelease:
-    """The CLIP mechanism in every grid with the plan's budgets (unit checked against the noise)."""
-    if plan.unit != sampler.unit:
-        raise DpoptInputError(f"`plan` budgets are in {plan.unit!r}; {sampler.mechanism} noise needs {sampler.unit!r}")
-    bar = _progress(progress and sampler.sampler == "discrete", 2 * st.retained.size, desc="noise", unit=" draws")
-    try:
-        return release_grids(
-            retained=st.retained, retained_max=st.retained_max, sums=st.sum, sums_of_squares=st.sumsq,
-            bound=bound, budget_mean=plan.budget_mean, budget_variance=plan.budget_variance,
-            noise=sampler, released=plan.released, callback=bar.update if bar is not None else None,
-        )
-    finally:
-        if bar is not None:
-            bar.close()
-
-
-def release_table(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRelease, errors: np.ndarray,
-                  bounds: dict[str, np.ndarray], *, bound: float, criterion: str) -> pd.DataFrame:
-    """One row per grid: public counts, released values (post-processed into [0, U] and
-    [0, U²/4], raw beside them), error bounds, sensitivities, budgets, noise scales.
-
-    Budget columns are named after the unit: ``epsilon``, ``epsilon_mean``, ``epsilon_variance``
-    (Laplace) or ``rho``, ``rho_mean``, ``rho_variance`` (Gaussian, zCDP).
-    """
-    cells, slots = agg.grid_labels()
-    lat, lng = cell_centres(agg.cells)
-    length = plan.array_length if plan.array_length is not None else np.full(agg.n_grids, -1)
-    unit = rel.unit
-    other = "worst_case" if criterion == "noise" else "noise"
-    return pd.DataFrame({
-        "grid": np.arange(agg.n_grids, dtype=np.int64),
-        "cell": cells,
-        "slot": slots,
-        "cell_lat": lat,
-        "cell_lng": lng,
-        "n_users": agg.grid_users(),
-        "n_records": agg.grid_records(),
-        "max_user_records": _grid_max(agg),
-        "n_users_retained": st.users,
-        "n_records_retained": st.retained,
-        "released": rel.released,
-        # post-processing of DP outputs into the valid ranges (no privacy cost); raw kept beside
-        "mean": np.clip(rel.mean, 0.0, bound),
-        "variance": np.clip(rel.variance, 0.0, bound * bound / 4.0),
-        "mean_raw": rel.mean,
-        "variance_raw": rel.variance,
-        "mean_error_bound": bounds[f"mean_{criterion}"],
-        "variance_error_bound": bounds[f"variance_{criterion}"],
-        f"mean_error_bound_{other}": bounds[f"mean_{other}"],
-        f"variance_error_bound_{other}": bounds[f"variance_{other}"],
-        unit: np.where(rel.released, rel.budget_mean + rel.budget_variance, np.nan),
-        "mean_sensitivity": rel.mean_sensitivity,
-        "variance_sensitivity": rel.variance_sensitivity,
-        f"{unit}_mean": rel.budget_mean,
-        f"{unit}_variance": rel.budget_variance,
-        "mean_noise_scale": rel.mean_noise_scale,
-        "variance_noise_scale": rel.variance_noise_scale,
-        "error_bound": errors,
-        "array_length": length,
-    })
-
-
-def release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma: np.ndarray,
-                    errors: np.ndarray, released_errors: np.ndarray, bounds: dict[str, np.ndarray], *,
-                    bound: float, budget: PrivacyBudget, split: str, sampler: Noise, seeded: bool,
-                    criterion: str, confidence: float) -> ReleaseSummary:
-    """The published headline numbers; the spend is recounted from the plan's retained counts."""
-    G1 = int(agg.user_grids().max()) if agg.n_users else 0
-    suppressed = gamma == 0
-    suppressed_records = int(agg.count[suppressed].sum())
-    published_ingest = {key: v for key, v in ingest.as_dict().items() if key not in VALUE_DEPENDENT_INGEST}
-    spend = float(exact_user_spend(plan).max()) if plan.n_users else 0.0
-    released = np.asarray(plan.released, dtype=bool) & np.isfinite(errors)
-    eps = budget.per_grid
-    if budget.mechanism == "laplace":
-        # per-grid mode: K·ε (seed 002 Thm II.3), an upper bound of the exact spend
-        # (and never below the samplers' exact spend, which the 1e-12 check tolerance could exceed)
-        epsilon_total, rho_total = (max(plan.degradation * eps, spend) if eps is not None else spend), None
-    else:
-        from ..accounting import zcdp_epsilon
-
-        rho_total = spend
-        epsilon_total = zcdp_epsilon(spend, budget.delta) if budget.delta is not None and spend > 0 else None
-    finite = errors[np.isfinite(errors)]
-    bp = plan.info.get("budget_plan")
-    return ReleaseSummary(
-        privacy_model=PRIVACY_MODEL, privacy_model_description=PRIVACY_MODEL_SUMMARY,
-        mechanism=budget.mechanism, budget_mode=budget.mode, budget=budget.describe(),
-        users=agg.n_users, grids=agg.n_grids, records=agg.n_records, pairs=agg.n_pairs,
-        plan=plan.method, plan_status=str(plan.status), plan_gap=float(plan.gap),
-        pseudo_users=plan.array_length is not None and not plan.method.startswith("budget"),
-        degradation=plan.degradation, degradation_baseline=G1,
-        epsilon=eps, epsilon_total=epsilon_total, rho_total=rho_total, delta=budget.delta,
-        epsilon_total_baseline=G1 * eps if eps is not None else None,
-        epsilon_basic_composition=agg.n_grids * eps if eps is not None else None,
-        error_bound=float(finite.max()) if finite.size else float("inf"),
-        error_bound_target=float(plan.error_bound) if plan.error_bound is not None else float("nan"),
-        error_bound_released=float(np.max(released_errors[np.isfinite(released_errors)], initial=0.0)),
-        criterion=criterion, confidence=confidence,
-        released_grids=int(released.sum()),
-        target=float(bp.target.max()) if bp is not None and np.ptp(bp.target) == 0 else None,
-        grids_within_target=int(bp.within_target.sum()) if bp is not None else None,
-        frontier=plan.info["frontier"].as_dict() if "frontier" in plan.info else None,
-        suppressed_pairs=int(suppressed.sum()), suppressed_records=suppressed_records,
-        truncated_records=int(agg.count.sum() - gamma.sum()) - suppressed_records,
-        withheld_grids=int((~np.asarray(plan.released, dtype=bool)).sum()),
-        dropped_records=ingest.dropped_records, bound=bound, h3_resolution=agg.h3_resolution,
-        slot=slot_text(agg.slot_ns), split=split, noise=sampler.label, granularity=sampler.granularity,
-        seeded=seeded, ingest=published_ingest,
-    )
-
-
-def _grid_max(agg: Aggregate) -> np.ndarray:
-    out = np.zeros(agg.n_grids, dtype=np.int64)
-    np.maximum.at(out, agg.pair_grid, agg.count)
-    return out
-
-
-# ----------------------------------------------------------------------------------------------
-# the whole pipeline
-
-
-def _truncated_reader(records: Any, *, bound: float, columns: Any, out_of_range: str, timestamp_unit: str,
-                      chunksize: int | None, backend: str, client: Any) -> TruncatedSums:
-    """A second pass over the records for the pseudo-user truncated pairs (files or Dask)."""
-    if backend == "dask":
-        from ..records.dask_backend import truncated_sums_dask
-
-        def dask_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return truncated_sums_dask(records, a, pairs, keep, bound=bound, columns=columns,
-                                       out_of_range=out_of_range, timestamp_unit=timestamp_unit, client=client)
-
-        return dask_pass
-
-    def local_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        chunks = (c for c, _ in read_records(records, bound=bound, columns=columns, out_of_range=out_of_range,
-                                             timestamp_unit=timestamp_unit, chunksize=chunksize))
-        return truncated_sums_stream(chunks, a, pairs, keep)
-
-    return local_pass
-
-
-def release(
-    records: Any, *, bound: float,
-    # who the neighbours are
-    privacy: str = "user",
-    # the budget: per grid (the seeds' mode) or in total for every user
-    epsilon: float | None = None, epsilon_total: float | None = None, rho: float | None = None,
-    delta: float | None = None, mechanism: str = "laplace",
-    # the gridding
-    h3_resolution: int = 7, slot: Any = "1h",
-    # the plan
-    plan: str | None = None, pseudo_users: bool = False, error_bound: float | None = None, split: str = "equal",
-    time_limit: float | None = None, target: Any = None, target_variance: Any = None,
-    # the reported error bounds
-    criterion: str = "noise", confidence: float = 0.95,
-    # the user model: public partitions and contribution bounds
-    partitions: Any = None, bounds: Any = "select",
-    # ingestion and aggregation
-    columns: ColumnMap | Mapping[str, str] | None = None, out_of_range: str = "clip", timestamp_unit: str = "s",
-    chunksize: int | None = None, backend: str = "local", client: Any = None,
-    # the noise
-    seed: int | None = None, noise: str = "discrete", granularity_bits: int = DEFAULT_GRANULARITY_BITS,
-    progress: bool = False,
-) -> Any:
+def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model: ModelOptions = UserOptions(),
+            grid: GridOptions = GridOptions(), estimation: EstimationOptions = EstimationOptions(),
+            noise: NoiseOptions = NoiseOptions(), io: InputOptions = InputOptions()) -> UserRelease | ReleaseResult:
     """User-level DP release of the mean and variance of every (H3 cell, time slot) grid.
 
-    Two privacy models (``privacy``):
-
-    * ``"user"`` (the default, the standard model): neighbouring datasets add or remove all the
-      records of one user; nothing about who is where is public. Contribution bounds are chosen
-      under DP, grids come from a public ``partitions`` list or from private partition selection
-      (:mod:`dpopt.userdp`, models/user_level.md). Returns a :class:`dpopt.userdp.UserRelease`.
-      Options: ``epsilon_total``, ``delta``, ``partitions``, ``bounds``, ``noise``, ``seed``,
-      gridding and ingestion; the planner options below belong to the other model and are refused.
-    * ``"public-occupancy"`` (seed 002): neighbours differ in the values of one user's records;
-      which user has how many records in which grid is public (fits broadcast vehicle positions,
-      not payments, phones or app traces). Returns a :class:`ReleaseResult`.
-
-    Parameters
-    ----------
-    records : DataFrame, CSV path or Parquet path
-        Columns user_id, latitude, longitude, timestamp, value (other names via ``columns``).
-    bound : float
-        U: values are in [0, U] (outside: ``out_of_range`` = "clip" | "drop" | "error").
-    privacy : {"user", "public-occupancy"}
-        Who the neighbours are (above).
-    epsilon : float, optional
-        The seeds' mode: ε of each grid's release (ε/2 for the mean and ε/2 for the variance with
-        ``split="equal"``); the whole release costs K·ε.
-    epsilon_total : float, optional
-        What one user may lose over the whole release (pure ε-DP with Laplace; with
-        ``mechanism="gaussian"`` and ``delta``, the (ε, δ) the zCDP release must imply).
-    rho, delta : float, optional
-        Gaussian noise: total ρ of zCDP (``rho``) and the δ of the (ε, δ) statement.
-    mechanism : {"laplace", "gaussian"}
-        Laplace (pure ε-DP) or Gaussian (ρ-zCDP) noise; exact discrete samplers either way.
-    h3_resolution, slot
-        Gridding: H3 resolution 0..15 and slot length (``"1h"``, ``"15min"``), UTC.
-    plan : {"baseline", "greedy", "milp", "budget"}, optional
-        No suppression, CLIP-USER (seed 002 Algorithm 1), the exact MILP (:mod:`.planners`), or the
-        total-budget planner (:func:`dpopt.budget.plan_budget`; needs a total budget). Default:
-        "budget" with a total budget, "baseline" with the per-grid ``epsilon``.
-    pseudo_users : bool
-        Pseudo-user clipping per grid after the plan (seed 002 eq. (15)).
-    error_bound : float, optional
-        E every grid's worst-case error must meet (default: max_g E_g of BASELINE).
-    split : {"equal", "optimal"}
-        Budget split between mean and variance.
-    time_limit : float, optional
-        Total seconds for the MILP or the budget planner (a time-limited plan reports status and gap).
-    target, target_variance : float or array, optional
-        τ of the budget planner (data units; default: the knee of its coverage–τ frontier).
-    criterion : {"noise", "worst_case"}
-        Criterion of ``mean_error_bound``/``variance_error_bound`` (and of the budget planner).
-    confidence : float
-        q of those bounds (default 0.95).
-    partitions, bounds
-        ``privacy="user"`` only: a public partition list (CSV path or DataFrame with columns
-        ``cell``, ``slot``; None: private partition selection, needs ``delta``) and the contribution
-        bounds rule ("select", "quantile" or a public ``(k, c)``).
-    seed : int, optional
-        Seed for reproducible noise: tests and demos only. ``None`` (default) draws from the OS CSPRNG.
-    columns, timestamp_unit, chunksize
-        Ingestion (see :mod:`dpopt.records.ingest`).
-    backend : {"local", "dask"}, client
-        Aggregate locally (streamed in chunks) or on a Dask cluster (``client`` a
-        ``distributed.Client``; default a local cluster).
-    noise : {"discrete", "numpy"}
-        Exact discrete sampler (real releases) or numpy (simulation only), :mod:`dpopt.noise`.
-    granularity_bits : int
-        k of the output grid λ = 2^-k.
-    progress : bool
-        Show tqdm progress bars on stderr.
-
-    Returns
-    -------
-    ReleaseResult or UserRelease
-        ``summary.epsilon_total`` (and ``rho_total``) recounted from what was spent.
+    ``records`` a DataFrame, a CSV or Parquet path (or a directory of them); ``bound`` U (values in
+    [0, U]); ``budget`` what one user may lose (:class:`Budget`; the seeds' :class:`PerGridBudget`
+    under public-occupancy only); ``model`` :class:`UserOptions` (the default: add/remove one user,
+    nothing about who is where is public) or :class:`PublicOccupancyOptions` (seed 002: the
+    occupancy is public); ``grid`` the finest grid; ``estimation`` how values and intervals are
+    estimated; ``noise`` the sampler and seed; ``io`` how records are read. Returns a
+    :class:`UserRelease` or a :class:`ReleaseResult`; write it with :func:`dpopt.release.write_release`.
     """
-    privacy = check_choice(privacy, "privacy", PRIVACY_MODELS)
-    if privacy == "user":
-        return _release_user_model(
-            records, bound=bound, epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
-            mechanism=mechanism, plan=plan, pseudo_users=pseudo_users, error_bound=error_bound, split=split,
-            time_limit=time_limit, target=target, target_variance=target_variance, criterion=criterion,
-            confidence=confidence, partitions=partitions, bounds=bounds, h3_resolution=h3_resolution, slot=slot, columns=columns,
-            out_of_range=out_of_range, timestamp_unit=timestamp_unit, chunksize=chunksize, backend=backend,
-            seed=seed, noise=noise, granularity_bits=granularity_bits,
-        )
-    if partitions is not None or bounds != "select":
-        raise DpoptInputError("`partitions` and `bounds` belong to privacy='user'; under 'public-occupancy' "
-                              "the occupancy is public and the plan bounds contributions")
-    bound = check_bound(bound)
-    budget = resolve_budget(epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta, mechanism=mechanism)
-    plan = default_plan(plan, budget)
-    _check_plan_options(plan, split, error_bound, time_limit, criterion=criterion, confidence=confidence)
-    _check_noise_options(bound, budget, noise, granularity_bits)
-    backend = check_choice(backend, "backend", BACKENDS)
+    U = check_options(bound, budget, model, noise, estimation, io)
     t0 = time.perf_counter()
-    agg, ingest = aggregate_records(
-        records, bound=bound, h3_resolution=h3_resolution, slot=slot, columns=columns,
-        out_of_range=out_of_range, timestamp_unit=timestamp_unit, chunksize=chunksize,
-        keep_samples=(bool(pseudo_users) or plan == "budget") and backend == "local"
-        and isinstance(records, pd.DataFrame),
-        backend=backend, client=client, progress=progress,
-    )
-    timings = {"aggregate": time.perf_counter() - t0}
-    truncated = _truncated_reader(records, bound=bound, columns=columns, out_of_range=out_of_range,
-                                  timestamp_unit=timestamp_unit, chunksize=chunksize, backend=backend,
-                                  client=client) if (pseudo_users or plan == "budget") else None
-    return release_aggregate(
-        agg, ingest, bound=bound, epsilon=epsilon, epsilon_total=epsilon_total, rho=rho, delta=delta,
-        mechanism=mechanism, plan=plan, pseudo_users=pseudo_users, error_bound=error_bound, split=split,
-        time_limit=time_limit, target=target, target_variance=target_variance, criterion=criterion,
-        confidence=confidence, seed=seed, noise=noise, granularity_bits=granularity_bits,
-        truncated_sums=truncated, timings=timings, progress=progress,
-    )
+    if isinstance(model, UserOptions):
+        agg, _ = contributions(records, bound=U, grid=grid, io=io, first_records=model.first_records)
+        return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
+                            timings={"aggregate": time.perf_counter() - t0})
+    second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) == "budget"
+    keep = second_pass and io.backend == "local" and _is_frame(records)
+    agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep)
+    return release_aggregate(agg, budget, model, bound=U, noise=noise, confidence=estimation.confidence,
+                             ingest=ingest, truncated_sums=truncated_reader(records, bound=U, io=io) if second_pass
+                             else None, timings={"aggregate": time.perf_counter() - t0}, progress=io.progress)
 
 
-def _release_user_model(records: Any, *, bound: float, epsilon: float | None, epsilon_total: float | None,
-                        rho: float | None, delta: float | None, mechanism: str, plan: str | None,
-                        pseudo_users: bool, error_bound: float | None, split: str, time_limit: float | None,
-                        target: Any, target_variance: Any, criterion: str, confidence: float, partitions: Any,
-                        bounds: Any,
-                        h3_resolution: int, slot: Any, columns: Any, out_of_range: str, timestamp_unit: str,
-                        chunksize: int | None, backend: str, seed: int | None, noise: str,
-                        granularity_bits: int) -> Any:
-    """privacy="user": refuse the other model's options, then :func:`dpopt.userdp.release_user_records`."""
-    from ..userdp import release_user_records
+def _is_frame(records: Any) -> bool:
+    import pandas as pd
 
-    if epsilon is not None:
-        raise DpoptInputError(
-            f"`epsilon` (per grid) is seed 002's mode of privacy='public-occupancy'; under privacy='user' give "
-            f"the whole release's `epsilon_total`; got epsilon={epsilon!r}"
-        )
-    if epsilon_total is None and not (rho is not None and mechanism == "gaussian"):
-        raise DpoptInputError("privacy='user' needs `epsilon_total` (what one user may lose over the whole release) "
-                              "or, with mechanism='gaussian', `rho`")
-    foreign = {"plan": plan is not None,
-               "pseudo_users": bool(pseudo_users), "error_bound": error_bound is not None,
-               "split": split != "equal", "time_limit": time_limit is not None, "target": target is not None,
-               "target_variance": target_variance is not None, "criterion": criterion != "noise",
-               "backend": backend != "local", "out_of_range": out_of_range != "clip",
-               "confidence": confidence != 0.95}
-    given = [name for name, on in foreign.items() if on]
-    if given:
-        raise DpoptInputError(
-            f"`{given[0]}` is an option of privacy='public-occupancy' (the plan there uses the public occupancy); "
-            "privacy='user' chooses its contribution bounds under DP (Laplace or Gaussian noise, values clipped to [0, U])"
-        )
-    return release_user_records(
-        records, bound=bound, epsilon=epsilon_total, rho=rho, mechanism=mechanism, delta=delta,
-        partitions=partitions, bounds=bounds,
-        h3_resolution=h3_resolution, slot=slot, columns=columns, timestamp_unit=timestamp_unit,
-        chunksize=chunksize, noise=noise, seed=seed, granularity_bits=granularity_bits,
-    )
+    return isinstance(records, pd.DataFrame)
+
+
+def release_user(contributions_table: Aggregate, budget: Budget, options: UserOptions = UserOptions(), *,
+                 bound: float | None = None, noise: NoiseOptions = NoiseOptions(),
+                 estimation: EstimationOptions = EstimationOptions(), sampler: NoiseMechanism | None = None,
+                 timings: dict[str, float] | None = None) -> UserRelease:
+    """The ``user`` model on a contributions table (samples kept): measure, estimate (the chosen
+    method for ``mean``/``variance``, the pooled values beside them), format."""
+    t0 = time.perf_counter()
+    m = measure(contributions_table, budget, options, bound=bound, noise=noise, sampler=sampler)
+    t1 = time.perf_counter()
+    est = estimate(m, method=estimation.method, confidence=estimation.confidence)
+    pooled = est if estimation.method == "pooled" else estimate(m, method="pooled",
+                                                                confidence=estimation.confidence)
+    times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
+    return user_release(m, est, pooled, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}})

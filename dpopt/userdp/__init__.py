@@ -6,10 +6,9 @@ user, c records per user and grid) are chosen under DP, grids come from a public
 partition selection, and each released grid's mean and variance are estimated from noisy counts,
 sums and sums of squares.
 
-* :func:`release_user` (from an :class:`dpopt.release.Aggregate` with ``keep_samples=True``) and
-  :func:`release_user_records` (from records) -> :class:`UserRelease`;
-* :func:`write_user_release` -> release.csv, summary.json, report.md;
-* pieces: :mod:`.bounding`, :mod:`.sensitivity`, :mod:`.split`, :mod:`.bounds`, :mod:`.partitions`,
+This package is the model's library (layer 2, imports only core and records); the model itself is
+:mod:`dpopt.privacy.user` (options and measurements), its estimates :mod:`dpopt.estimation`, its
+files :mod:`dpopt.writers.user`, its front door :func:`dpopt.release.release`. Pieces: :mod:`.bounding`, :mod:`.sensitivity`, :mod:`.split`, :mod:`.bounds`, :mod:`.partitions`,
   :mod:`.mechanism`.
 """
 
@@ -19,17 +18,10 @@ from .bounding import BoundedGrids, bound_contributions, grid_ranks, lattice_val
 from .bounds import BoundsChoice, choose_bounds
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .partitions import PartitionList, read_partitions, selection_threshold
-from .release import UserRelease, UserReleaseSummary, release_user, release_user_records
-from .report import write_user_release
 from .sensitivity import Sensitivities, sensitivities
 from .split import BudgetSplit, split_budget
 
 __all__ = [
-    "release_user",
-    "release_user_records",
-    "UserRelease",
-    "UserReleaseSummary",
-    "write_user_release",
     "BoundedGrids",
     "bound_contributions",
     "grid_ranks",

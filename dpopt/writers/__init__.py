@@ -1,3 +1,33 @@
-"""Layer 4 — writers: the published folder (csv, json, report.md, report.html, figures) and
-diagnostics/, written atomically. Nothing is computed here.
+"""Layer 4 — writers: the published folder (csv, json, report.md, map.png, frontier.png) and
+diagnostics/, written atomically (:mod:`.folder`). Nothing is computed here.
+
+* :func:`write_release` — either model's result into a folder (dispatch on its type);
+* :mod:`.user` — the ``user`` model's table, summary and files;
+* :mod:`.public_occupancy` — the ``public-occupancy`` model's files, map and frontier.
+
+Hook for the report writers of issue 23 (report.html, figures, console):
+:func:`dpopt.writers.hooks.extra_files`, called by both writers inside the temporary folder.
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .folder import DIAGNOSTICS, check_out, folder_mode, write_atomically
+from .hooks import extra_files
+
+__all__ = ["write_release", "extra_files", "check_out", "write_atomically", "folder_mode", "DIAGNOSTICS"]
+
+
+def write_release(result: Any, out: str | Path, *, make_map: bool = True, overwrite: bool = False) -> dict[str, Path]:
+    """Write ``result`` (a :class:`~dpopt.writers.user.UserRelease` or a
+    :class:`~dpopt.privacy.public_occupancy.ReleaseResult`) into folder ``out`` atomically; returns
+    key -> path of every file."""
+    from .user import UserRelease, write_user_release
+
+    if isinstance(result, UserRelease):
+        return write_user_release(result, out, overwrite=overwrite)
+    from .public_occupancy import write_report
+
+    return write_report(result, out, make_map=make_map, overwrite=overwrite)

@@ -42,7 +42,7 @@ MEAN_SHARE = 0.5
 
 def load(which: str):
     from dpopt.datasets import load_austin_sample
-    from dpopt.release.release import aggregate_records
+    from tests._legacy import aggregate_records
 
     if which == "embedded":
         agg, _ = aggregate_records(load_austin_sample(), bound=U, h3_resolution=7, slot="1h", keep_samples=True)

@@ -35,7 +35,7 @@ def occupancy(days: int | None):
 
     sys.path.insert(0, str(ROOT))
     from dpopt import Occupancy
-    from dpopt.release import aggregate_records
+    from tests._legacy import aggregate_records
 
     agg, _ = aggregate_records(str(DATA), bound=U, columns=COLUMNS)
     occ = agg.occupancy()

@@ -37,7 +37,7 @@ from dpopt.accounting import rho_from_epsilon, zcdp_account, zcdp_epsilon, zcdp_
 from dpopt.calculus import gaussian_grid_error_terms, grid_error_terms  # noqa: E402
 from dpopt.noise.discrete_gaussian import gaussian_simulation  # noqa: E402
 from dpopt.plan import GridPlan  # noqa: E402
-from dpopt.release import aggregate_records  # noqa: E402
+from tests._legacy import aggregate_records  # noqa: E402
 from dpopt.records.data import austin_sample_path  # noqa: E402
 from dpopt.noise import laplace_simulation  # noqa: E402
 from dpopt.solve.result import Status  # noqa: E402

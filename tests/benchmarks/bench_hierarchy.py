@@ -23,8 +23,8 @@ import pandas as pd
 from dpopt.datasets import load_austin_sample
 from dpopt.estimation.hierarchical import estimate_hierarchical
 from dpopt.hierarchy.tree import build_hierarchy
-from dpopt.release.release import aggregate_records
-from dpopt.userdp import release_user
+from tests._legacy import aggregate_records
+from tests._legacy import release_user
 from dpopt.userdp.levels import measure_levels, node_sums
 from dpopt.userdp.partitions import PartitionList
 

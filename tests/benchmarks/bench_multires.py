@@ -59,7 +59,7 @@ def labels_of(agg) -> pd.DataFrame:
 
 
 def dpopt_tables(agg, eps, public, seed, bounds, priority):
-    from dpopt.userdp import release_user
+    from tests._legacy import release_user
 
     kw = {"partitions": labels_of(agg)} if public else {"delta": DELTA}
     t0 = time.perf_counter()

@@ -31,7 +31,7 @@ EPSILON = 1.0
 def aggregate_only(chunksize: int) -> dict:
     """Streaming aggregation alone (no plan, no release): peak memory vs chunk size."""
     sys.path.insert(0, str(ROOT))
-    from dpopt.release import aggregate_records
+    from tests._legacy import aggregate_records
 
     t0 = time.perf_counter()
     agg, ingest = aggregate_records(str(DATA), bound=BOUND, columns=COLUMNS, chunksize=chunksize)
@@ -47,7 +47,8 @@ def one(plan: str, out: Path, time_limit: float) -> dict:
     if plan.startswith("aggregate@"):
         return aggregate_only(int(plan.split("@")[1]))
     sys.path.insert(0, str(ROOT))
-    from dpopt.release import release, write_report
+    from dpopt.release import write_report
+    from tests._legacy import release
 
     base, _, pseudo = plan.partition("+")
     t0 = time.perf_counter()

@@ -42,7 +42,8 @@ FULL = Path("/work/shared/data/austin_bus/capmetrics_vehicle_positions_clean.csv
 
 
 def load(which: str):
-    from dpopt.release import aggregate_records, load_austin_sample
+    from dpopt.release import load_austin_sample
+    from tests._legacy import aggregate_records
 
     if which == "day":
         records = load_austin_sample()
@@ -86,7 +87,7 @@ def score(est_mean, est_var, released, tmean, tvar, users):
 
 def run_dpopt(agg, eps, rep, public, noise="numpy"):
     from dpopt.records.grid import cell_strings, slot_strings
-    from dpopt.userdp import release_user
+    from tests._legacy import release_user
 
     labels = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     t0 = time.perf_counter()

@@ -37,7 +37,7 @@ FIXED = (64, 1)
 
 
 def run(agg, labels, eps, rep, mechanism, bounds):
-    from dpopt.userdp import release_user
+    from tests._legacy import release_user
 
     kw = {"mechanism": mechanism, "epsilon": eps, "partitions": labels, "bounds": bounds, "noise": "numpy",
           "seed": 2000 + rep}

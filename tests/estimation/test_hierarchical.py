@@ -8,7 +8,7 @@ import pytest
 
 from dpopt.estimation.hierarchical import estimate_hierarchical, fieller_interval, gls_totals
 from dpopt.hierarchy.tree import HOUR_NS, Level
-from dpopt.release.release import aggregate_records
+from tests._legacy import aggregate_records
 from dpopt.userdp.levels import _bounded_finest, measure_levels, node_sums
 from dpopt.userdp.partitions import PartitionList
 

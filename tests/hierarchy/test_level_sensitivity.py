@@ -114,7 +114,7 @@ def test_per_level_bounds_one_user_and_totals(seed):
     attained by a user with enough records; with many users every node's R is at most Σ_u c_l and
     every level keeps Σ_u min(records_u, k_l·c_l) at most."""
     from dpopt.hierarchy.tree import default_levels
-    from dpopt.release.release import aggregate_records
+    from tests._legacy import aggregate_records
     from dpopt.userdp.bounding import lattice_values
     from dpopt.userdp.levels import _per_level_sums
     from dpopt.userdp.partitions import PartitionList

@@ -11,8 +11,8 @@ import pytest
 from dpopt import DpoptInputError
 from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
 from dpopt.records.data import EXAMPLE_BOUND, austin_sample_path
-from dpopt.release.release import aggregate_records
-from dpopt.userdp import release_user
+from tests._legacy import aggregate_records
+from tests._legacy import release_user
 
 FIELDS = ("users", "cells", "slots", "pair_user", "pair_grid", "count", "sum", "sumsq")
 

@@ -9,8 +9,9 @@ pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 from dpopt import DpoptInputError  # noqa: E402
-from dpopt.release import austin_sample_path, release  # noqa: E402
-from dpopt.release.release import aggregate_records  # noqa: E402
+from dpopt.release import austin_sample_path  # noqa: E402
+from tests._legacy import release  # noqa: E402
+from tests._legacy import aggregate_records  # noqa: E402
 
 from .conftest import SUM_RTOL  # noqa: E402
 

@@ -17,7 +17,8 @@ from ._spend import exact, user_spend
 from dpopt import DpoptInputError
 from dpopt.accounting import zcdp_epsilon
 from dpopt.cli import main
-from dpopt.release import aggregate_records, austin_sample_path, release, release_aggregate, write_report
+from dpopt.release import austin_sample_path, write_report
+from tests._legacy import aggregate_records, release, release_aggregate
 
 from .test_total_budget import small_records
 

@@ -166,7 +166,7 @@ def test_real_release_draws_from_the_os(records, monkeypatch):
     one 32-bit value per noised statistic; a seeded release reads none."""
     import os
 
-    from dpopt.release import release
+    from tests._legacy import release
 
     calls = []
     real = os.urandom

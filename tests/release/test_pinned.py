@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.release import austin_sample_path, release
+from dpopt.release import austin_sample_path
+from tests._legacy import release
 
 DATA = Path(__file__).parent / "data"
 

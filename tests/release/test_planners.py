@@ -13,16 +13,9 @@ from dpopt import DpoptInputError, Occupancy
 from dpopt.calculus import grid_error_terms
 from dpopt.noise import epsilon_rational
 from dpopt.plan import GridPlan
-from dpopt.release import (
-    baseline_plan,
-    greedy_plan,
-    milp_plan,
-    pseudo_user_plan,
-    release,
-    release_aggregate,
-    write_report,
-)
-from dpopt.release.release import aggregate_records
+from dpopt.release import baseline_plan, greedy_plan, milp_plan, pseudo_user_plan, write_report
+from tests._legacy import release, release_aggregate
+from tests._legacy import aggregate_records
 from dpopt.solve.result import Status
 
 # 4 users x 3 grids (seed 002 style): user 0 is heavy everywhere
@@ -145,7 +138,7 @@ def test_plan_retained_matrix_matches_the_pairs(records):
 def test_gaussian_grid_error_equals_laplace_error_at_the_equivalent_epsilon():
     """bias + √(2/π)(σ_μ + σ_Var), σ_i = Δ_i/√ρ  ==  bias + 2(Δ_μ + Δ_Var)/ε at ε = √(2πρ)."""
     from dpopt.calculus import gaussian_grid_error_terms
-    from dpopt.release.planners import gaussian_equivalent_epsilon
+    from dpopt.privacy.planners import gaussian_equivalent_epsilon
 
     rng = np.random.default_rng(20261123)
     for _ in range(50):
@@ -161,7 +154,7 @@ def test_gaussian_grid_error_equals_laplace_error_at_the_equivalent_epsilon():
 
 @pytest.mark.parametrize("planner", [greedy_plan, milp_plan])
 def test_gaussian_suppression_plans_are_the_laplace_plans_at_the_equivalent_epsilon(planner):
-    from dpopt.release.planners import gaussian_equivalent_epsilon
+    from dpopt.privacy.planners import gaussian_equivalent_epsilon
 
     rho = 0.02
     g = planner(OCC, U, rho, mechanism="gaussian")

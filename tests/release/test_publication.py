@@ -15,11 +15,12 @@ import pytest
 
 from dpopt import DpoptInputError
 from dpopt.cli import main
-from dpopt.release import load_austin_sample, release, write_report
-from dpopt.release import report as report_module
+from dpopt.release import load_austin_sample, write_report
+from tests._legacy import release
+from dpopt.writers import public_occupancy as report_module
 from dpopt.release.noise import epsilon_rational
 
-PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "diagnostics"}
+PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", "diagnostics"}
 
 
 def _neighbours(tiny_records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

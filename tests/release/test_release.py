@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.release import load_austin_sample, release, write_report
-from dpopt.release.release import aggregate_records, release_aggregate
+from dpopt.release import load_austin_sample, write_report
+from tests._legacy import release
+from tests._legacy import aggregate_records, release_aggregate
 
 from .conftest import NEAR_EXACT_ATOL
 

@@ -24,7 +24,8 @@ import pytest
 from ._spend import exact, user_spend
 
 from dpopt import DpoptInputError
-from dpopt.release import aggregate_records, austin_sample_path, release, release_aggregate, write_report
+from dpopt.release import austin_sample_path, write_report
+from tests._legacy import aggregate_records, release, release_aggregate
 
 from .conftest import P1, P2
 
@@ -295,7 +296,7 @@ def test_neighbours_in_values_publish_the_same_plan_and_summary(plan):
     """public-occupancy neighbours (one user's values changed, same occupancy) publish identical
     summary.json (frontier, spend, bounds) and identical non-value columns: the plan, the budgets
     and the error bounds come from public counts only."""
-    from dpopt.release.report import published_summary
+    from dpopt.writers.public_occupancy import published_summary
 
     records = small_records(np.random.default_rng(8))
     other = records.copy()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dpopt.records.grid import cell_strings, slot_strings
-from dpopt.userdp import release_user
+from tests._legacy import release_user
 from dpopt.userdp.bounding import bound_contributions, lattice_values
 from dpopt.userdp.predict import (
     ContributionHistogram,

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from dpopt.cli import main
-from dpopt.release import release
-from dpopt.userdp import UserRelease
+from tests._legacy import release
+from dpopt.release import UserRelease
 
 from .conftest import CELLS
 

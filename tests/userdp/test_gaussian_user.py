@@ -18,7 +18,8 @@ from dpopt._validation import DpoptInputError
 from dpopt.accounting import rho_from_epsilon, zcdp_epsilon
 from dpopt.noise import SeededSource
 from dpopt.noise.discrete_gaussian import discrete_gaussian_pmf
-from dpopt.userdp import release_user, write_user_release
+from dpopt.release import write_user_release
+from tests._legacy import release_user
 from dpopt.userdp.mechanism import DiscreteGaussian, GaussianSimulation, LaplaceSimulation, l2_squared
 from dpopt.userdp.sensitivity import sensitivities, sqrt_up
 from dpopt.userdp.split import split_budget
@@ -167,7 +168,7 @@ def test_rho_without_delta_states_zcdp_only_and_bad_budgets_are_refused():
              ({"mechanism": "laplace", "rho": 1.0, "partitions": _plist(range(5))}, "rho"),
              ({"mechanism": "cauchy", "epsilon": 1.0, "partitions": _plist(range(5))}, "mechanism"),
              ({"mechanism": "gaussian", "noise_mechanism": LaplaceSimulation(np.random.default_rng(0)),
-               "epsilon": 1.0, "partitions": _plist(range(5))}, "noise_mechanism")]
+               "epsilon": 1.0, "partitions": _plist(range(5))}, "sampler")]
     for kwargs, name in cases:
         with pytest.raises(DpoptInputError, match=f"`{name}"):
             release_user(agg, bound=U, noise="numpy", **kwargs)

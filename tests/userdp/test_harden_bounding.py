@@ -18,7 +18,7 @@ from dpopt.userdp.bounding import (
     lattice_values,
 )
 from dpopt.userdp.partitions import PartitionList
-from dpopt.userdp.release import release_user
+from tests._legacy import release_user
 
 from .conftest import CELLS, make_agg
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpopt._validation import label_parts
-from dpopt.release.release import aggregate_records
+from tests._legacy import aggregate_records
 from dpopt.userdp.bounding import bound_contributions, grid_ranks, lattice_values
 
 GRID_A = "30.2672,-97.7431,2020-01-01T10:{m:02d}:00Z,10\n"

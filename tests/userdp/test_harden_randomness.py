@@ -17,7 +17,7 @@ import pytest
 from dpopt.noise import SecureRandom, SeededSource
 from dpopt.userdp import bounding
 from dpopt.userdp.bounding import grid_ranks, tie_keys
-from dpopt.userdp.release import release_user
+from tests._legacy import release_user
 
 from .conftest import make_agg
 
@@ -95,7 +95,7 @@ def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, pr
     import h3
 
     from dpopt.hierarchy.tree import HOUR_NS, Level
-    from dpopt.release.release import aggregate_records
+    from tests._legacy import aggregate_records
     from dpopt.userdp import levels
     from dpopt.userdp.levels import measure_levels
     from dpopt.userdp.partitions import PartitionList

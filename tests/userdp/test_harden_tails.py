@@ -22,7 +22,7 @@ from dpopt.userdp.mechanism import (
     discrete_laplace_upper_quantile,
     discrete_laplace_upper_tail,
 )
-from dpopt.userdp.release import release_user
+from tests._legacy import release_user
 
 from .conftest import make_agg
 

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from dpopt._validation import DpoptInputError
-from dpopt.userdp import release_user, write_user_release
-from dpopt.userdp.release import TABLE_COLUMNS
+from dpopt.release import write_user_release
+from tests._legacy import release_user
+from dpopt.writers.user import TABLE_COLUMNS
 
 from .conftest import CELLS, SLOT_NS, make_agg
 
@@ -133,7 +134,7 @@ def test_write_release_folder(tmp_path):
     res = release_user(make_agg(_records()), bound=U, epsilon=1.0, partitions=_plist(range(5)), noise="discrete",
                        seed=3)
     paths = write_user_release(res, tmp_path / "out")
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md",
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
                                                               "diagnostics"}
     assert [p.name for p in (tmp_path / "out" / "diagnostics").iterdir()] == ["timings.json"]
     summary = json.loads(paths["summary"].read_text())
@@ -169,7 +170,7 @@ def test_bad_inputs():
 
 
 def test_from_records_through_ingestion():
-    from dpopt.userdp import release_user_records
+    from tests._legacy import release_user_records
 
     rows = []
     for u in range(6):

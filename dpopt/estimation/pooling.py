@@ -2,7 +2,7 @@
 
 Under the ``user`` model most grids get noise far larger than the spread of their true means (each
 user may touch k grids, so every noise scale carries a factor k·c while a grid holds few users): the
-unbiased per-grid estimates of :mod:`.release` are then mostly noise and, after clipping to [0, U],
+unbiased per-grid estimates of :mod:`.direct` are then mostly noise and, after clipping to [0, U],
 pile up at 0 and U. Shrinking each estimate toward the map-wide mean by its own predicted noise
 (the normal-means empirical Bayes / James–Stein rule, Efron & Morris 1973) trades a bias toward the
 map-wide value for much less noise. Everything is computed from DP outputs (ñ, Ỹ, Z̃ of the released
@@ -22,11 +22,13 @@ would bias the moments, noise clipped at 0 and U is not centred on the truth).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-__all__ = ["pool_estimates", "between_variance", "paule_mandel"]
+__all__ = ["pool_estimates", "between_variance", "paule_mandel", "pooled"]
 
 
 def _bisect_tau2(excess: Callable[[float], float], hi: float, iterations: int) -> float:
@@ -131,3 +133,35 @@ def pool_estimates(
     mean = np.clip(mean0 + wm * (mean_raw - mean0), 0.0, U)
     var = np.clip(var0 + wv * (var_raw - var0), 0.0, U * U / 4.0)
     return mean, var, {"mean0": mean0, "var0": var0, "tau2_mean": tau_m, "tau2_var": tau_v}
+
+
+def _pool_scales(m: Any) -> tuple[float, float, float]:
+    """(b_n, b_Y, b_Z) in value units as :func:`pool_estimates` models them (noise variance 2·b²):
+    the Laplace scales, or σ/√2 for the Gaussians."""
+    out = []
+    for name in ("count", "sum", "sumsq"):
+        law = m.statistics[name].law
+        s = float(np.max(law.scale)) if np.ndim(law.scale) else float(law.scale)
+        out.append(s if law.family.endswith("laplace") else s / math.sqrt(2.0))
+    return out[0], out[1], out[2]
+
+
+def pooled(m: Any, *, confidence: float = 0.95) -> Any:
+    """Estimates by empirical-Bayes pooling (module doc) of a ``user``-model Measurements: ``mean``
+    and ``variance`` the pooled values (no interval: the bounds of the direct estimate do not cover
+    them, ``mean_error_bound`` NaN), ``mean_direct`` and its bound the direct estimate's."""
+    from .._validation import DpoptInputError
+    from ..measurements import Estimates
+    from .direct import direct
+
+    if m.privacy_model != "user":
+        raise DpoptInputError(f"method='pooled' pools the user model's noisy counts and sums; got "
+                              f"{m.privacy_model!r} measurements")
+    base = direct(m, confidence=confidence)
+    mean, var, info = pool_estimates(m.statistics["count"].value, m.statistics["sum"].value,
+                                     m.statistics["sumsq"].value, bound=m.bound, scales=_pool_scales(m),
+                                     totals=m.info.get("totals"))
+    table = base.table.assign(mean=mean, variance=var, mean_error_bound=np.nan, variance_error_bound=np.nan,
+                              method="pooled")
+    return Estimates(table=table, answers=base.answers, confidence=base.confidence, method="pooled",
+                     measurements=m, info={"pooling": info})

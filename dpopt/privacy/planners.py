@@ -225,7 +225,7 @@ def rebudget(plan: GridPlan, occ: Occupancy, bound: float, budget: float, *, spl
     """The same retained counts with a new per-grid budget (in the plan's unit), split again.
 
     Used to spend a total budget B: a plan made at b₀ = B/G₁ keeps each user in at most K grids,
-    so every grid may then get B/K (:func:`dpopt.release.budgets.per_grid_budget`); a larger budget
+    so every grid may then get B/K (:func:`dpopt.privacy.budgets.per_grid_budget`); a larger budget
     only lowers every grid's error, so the plan's error guarantee still holds.
     """
     mechanism = "laplace" if plan.unit == "epsilon" else "gaussian"

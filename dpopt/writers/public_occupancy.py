@@ -1,4 +1,4 @@
-"""Files of a release: what may be published, and diagnostics for the data holder.
+"""Files of a ``public-occupancy`` release: what may be published, and diagnostics for the data holder.
 
 Published (the top of ``out``): release.csv, summary.json, map.png, report.md. Everything there is
 either a DP output (noisy means and variances), a function of the public occupancy array under the
@@ -12,19 +12,14 @@ their record counts per grid: anyone holding the data can recount the privacy lo
 ingest.json (counts that depend on values, e.g. how many values were clipped, and timings, which
 correlate with the drawn noise).
 
-Writing is atomic: every file goes into a temporary folder beside ``out`` that is renamed into place
-only when complete, so a failure leaves nothing behind; a non-empty ``out`` is refused unless
-``overwrite=True`` (then replaced in one rename).
+Writing is atomic (:mod:`.folder`). Nothing is computed here: the table, the summary and the
+budgets come from the privacy model; this module formats them.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
-from collections.abc import Callable
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
@@ -33,10 +28,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError
 from ..cli_common import to_jsonable
-from .privacy_model import VALUE_DEPENDENT_INGEST, privacy_model_lines
-from .release import ReleaseResult
+from ..privacy.model_text import VALUE_DEPENDENT_INGEST, privacy_model_lines
+from ..privacy.public_occupancy import ReleaseResult
+from .folder import DIAGNOSTICS, check_out, write_atomically
+from .hooks import extra_files
 
 __all__ = [
     "write_report",
@@ -50,8 +46,6 @@ __all__ = [
     "UNPUBLISHED_SUMMARY_KEYS",
 ]
 
-#: name of the sub-folder of ``out`` with files for the data holder only
-DIAGNOSTICS = "diagnostics"
 #: summary fields never written to summary.json (timings correlate with the drawn noise)
 UNPUBLISHED_SUMMARY_KEYS: frozenset[str] = frozenset({"timings"})
 
@@ -436,30 +430,6 @@ def _diagnostics_ingest(result: ReleaseResult) -> dict[str, Any]:
     return to_jsonable(result.diagnostics)
 
 
-def _is_nonempty_dir(path: Path) -> bool:
-    return path.is_dir() and any(path.iterdir())
-
-
-def check_out(out: Any, *, overwrite: bool = False) -> Path:
-    """Validate the output folder before any work: a directory path, empty or absent unless
-    ``overwrite``; its parent is created. Returns it as a Path."""
-    if isinstance(out, bool) or not isinstance(out, (str, os.PathLike)) or not str(out):
-        raise DpoptInputError(f"`out` must be a directory path; got {out!r}")
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise DpoptInputError(f"`out` must be a directory path; got {str(out)!r} (a file exists there)")
-    if _is_nonempty_dir(path) and not overwrite:
-        raise DpoptInputError(
-            f"`out` must be an empty or new folder; got {str(out)!r} (not empty). Pass overwrite=True "
-            "(CLI: --overwrite) to replace it"
-        )
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise DpoptInputError(f"`out` must be a directory path; got {str(out)!r} (its parent is a file)") from None
-    return path
-
-
 def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[str, str]:
     """Write every file into ``tmp``; returns key -> path relative to ``tmp``."""
     names: dict[str, str] = {}
@@ -498,36 +468,7 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[st
         "NOT FOR PUBLICATION. Diagnostics for the data holder: raw user ids with their record counts per "
         "grid (suppressed.csv, kept_pairs.csv) and counts that depend on values plus timings (ingest.json).\n"
     )
-    return names
-
-
-def write_atomically(out: str | Path, write: Callable[[Path], dict[str, str]], *,
-                     overwrite: bool = False) -> dict[str, Path]:
-    """Run ``write(tmp)`` into a temporary folder beside ``out`` and rename it into place when
-    complete: on any failure nothing is left behind. A non-empty ``out`` is refused unless
-    ``overwrite``, which replaces it (the old folder is removed only after the new one is complete,
-    and put back if the rename fails). ``write`` returns key -> path relative to the folder."""
-    out = check_out(out, overwrite=overwrite)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    old: Path | None = None
-    try:
-        names = write(tmp)
-        if out.exists():
-            if _is_nonempty_dir(out):
-                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-                os.replace(out, old / "x")
-            else:
-                out.rmdir()
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and (old / "x").exists() and not out.exists():
-            os.replace(old / "x", out)  # put the previous release back
-            shutil.rmtree(old, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-    return {k: out / v for k, v in names.items()}
+    return {**names, **extra_files(result, tmp)}
 
 
 def write_report(

@@ -1,0 +1,118 @@
+"""Typed options shared by both privacy models and the front door (issue 20).
+
+Each is a small frozen dataclass that validates itself on construction, so a bad option fails
+before any record is read (issue 22 item 9). The privacy models' own options are
+:class:`dpopt.privacy.user.UserOptions` and
+:class:`dpopt.privacy.public_occupancy.PublicOccupancyOptions`; the budget is common:
+
+* :class:`Budget` — what one user may lose over the whole release: ``epsilon_total`` (pure ε-DP
+  with Laplace noise; with Gaussian noise and ``delta`` the (ε, δ) the release must imply) or
+  ``rho`` (ρ-zCDP, Gaussian);
+* :class:`PerGridBudget` — the seeds' per-grid ε (``public-occupancy`` only: the user model's
+  :func:`~dpopt.privacy.user.measure` accepts a :class:`Budget` only);
+* :class:`GridOptions` — the finest grid (H3 resolution × UTC slot length);
+* :class:`NoiseOptions` — the sampler (exact discrete or numpy simulation), the seed (tests and
+  demos only) and the lattice λ = 2^-granularity_bits.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+from .._validation import DpoptInputError, check_choice, check_delta, check_epsilon, check_positive_int
+from ..noise import DEFAULT_GRANULARITY_BITS, MECHANISMS
+from ..records.grid import check_resolution, parse_slot
+
+__all__ = ["Budget", "PerGridBudget", "GridOptions", "NoiseOptions", "NOISES", "check_confidence"]
+
+NOISES = ("discrete", "numpy")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The whole release's budget for every user (validated on construction).
+
+    Exactly one of ``epsilon_total`` and ``rho``; ``rho`` needs ``mechanism="gaussian"``;
+    ``delta`` in (0, 1) when given (whether a model needs or refuses it is the model's check:
+    Laplace noise over a public partition list has no δ to spend).
+    """
+
+    epsilon_total: float | None = None
+    rho: float | None = None
+    delta: float | None = None
+    mechanism: str = "laplace"
+
+    def __post_init__(self) -> None:
+        check_choice(self.mechanism, "mechanism", tuple(MECHANISMS))
+        if (self.epsilon_total is None) == (self.rho is None):
+            raise DpoptInputError("give exactly one budget: `epsilon_total` (whole release) or `rho` (whole "
+                                  "release, Gaussian); got " + ("both" if self.rho is not None else "neither"))
+        if self.epsilon_total is not None:
+            check_epsilon(self.epsilon_total, "epsilon_total")
+        if self.rho is not None:
+            if self.mechanism != "gaussian":
+                raise DpoptInputError(f"`rho` is a zCDP budget: use it with mechanism='gaussian'; got rho={self.rho!r}")
+            check_epsilon(self.rho, "rho")
+        if self.delta is not None:
+            check_delta(self.delta)
+
+    @property
+    def gaussian(self) -> bool:
+        return self.mechanism == "gaussian"
+
+
+@dataclass(frozen=True)
+class PerGridBudget:
+    """The seeds' mode (``public-occupancy`` only): ε of every grid's release; a user kept in K
+    grids loses K·ε (seed 002 Thm II.3). Laplace noise only."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.epsilon, "epsilon")
+
+    mechanism = "laplace"
+
+
+@dataclass(frozen=True)
+class GridOptions:
+    """The finest grid: H3 resolution 0..15 × UTC time slot (``"1h"``, ``"15min"``)."""
+
+    h3_resolution: int = 7
+    slot: Any = "1h"
+
+    def __post_init__(self) -> None:
+        check_resolution(self.h3_resolution)
+        parse_slot(self.slot)
+
+    @property
+    def slot_ns(self) -> int:
+        return parse_slot(self.slot)
+
+
+@dataclass(frozen=True)
+class NoiseOptions:
+    """``noise`` "discrete" (exact samplers, the OS CSPRNG: real releases) or "numpy" (simulation
+    only); ``seed`` reproducible noise (NOT for a real release); λ = 2^-``granularity_bits``."""
+
+    noise: str = "discrete"
+    seed: int | None = None
+    granularity_bits: int = DEFAULT_GRANULARITY_BITS
+
+    def __post_init__(self) -> None:
+        check_choice(self.noise, "noise", NOISES)
+        k = check_positive_int(self.granularity_bits, "granularity_bits", minimum=0)
+        if k > 40:
+            raise DpoptInputError(f"`granularity_bits` must be an integer in 0..40; got {self.granularity_bits!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral)):
+            raise DpoptInputError(f"`seed` must be an integer or None; got {self.seed!r}")
+
+
+def check_confidence(confidence: Any) -> float:
+    """q of the stated error bounds and intervals: a number in (0, 1)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, numbers.Real)) \
+            or not 0.0 < float(confidence) < 1.0:
+        raise DpoptInputError(f"`confidence` must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
+    return float(confidence)

@@ -1,0 +1,32 @@
+"""Files the report writers of issue 23 add to a release folder: ``report.html``
+(:func:`dpopt.writers.html.write_html_report`), rendered from the folder's own published
+release.csv and summary.json, so it shows nothing the folder does not already publish. Both folder
+writers call :func:`extra_files` inside the temporary folder, before it is renamed into place, so
+the page is written atomically with the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["extra_files"]
+
+
+def extra_files(result: Any, tmp: Path) -> dict[str, str]:
+    """Write report.html into ``tmp`` from ``tmp``/release.csv and ``tmp``/summary.json (already
+    written); returns key -> path relative to ``tmp``. ``result`` is not read: the page is
+    post-processing of the published files only."""
+    import os
+
+    from .folder import folder_mode
+    from .html import write_html_report
+
+    table = pd.read_csv(tmp / "release.csv")
+    summary = json.loads((tmp / "summary.json").read_text())
+    page = write_html_report(tmp / "report.html", table, summary)
+    os.chmod(page, folder_mode() & 0o666)  # written via mkstemp (0600): give it an ordinary file's mode
+    return {"html": "report.html"}

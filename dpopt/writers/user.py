@@ -1,0 +1,197 @@
+"""A ``user``-model release as published: the table and summary (:class:`UserRelease`, assembled
+from the model's Measurements and the estimation layer's Estimates by :func:`user_release`) and its
+files release.csv, summary.json, report.md (all publishable) with diagnostics/timings.json.
+
+Written atomically (:mod:`.folder`). Nothing here is computed and nothing is un-noised data: the
+table holds DP outputs and post-processing of them (formatted: H3 cells and slots as text, cell
+centres); the summary holds public parameters and DP outputs (k, c, the number of grids released).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..cli_common import to_jsonable
+from ..measurements import Estimates, Measurements
+from ..records.grid import cell_centres, cell_strings, slot_strings
+from .folder import DIAGNOSTICS, write_atomically
+from .hooks import extra_files
+
+__all__ = ["UserRelease", "UserReleaseSummary", "TABLE_COLUMNS", "user_release", "write_user_release",
+           "user_report_markdown"]
+
+TABLE_COLUMNS = ["cell", "slot", "released", "mean", "variance", "mean_raw", "variance_raw",
+                 "noisy_count", "mean_error_bound", "variance_error_bound"]
+
+
+@dataclass(frozen=True)
+class UserReleaseSummary:
+    """Headline numbers (summary.json): every field is public or a DP output."""
+
+    privacy_model: str
+    epsilon_total: float | None
+    delta: float
+    k: int
+    c: int
+    bounds_rule: str
+    budget: dict[str, float]
+    split_rule: str
+    partitions: str
+    grids_released: int
+    selection_threshold: float | None
+    pooling: dict[str, float]
+    bound: float
+    h3_resolution: int
+    slot: str
+    noise: str
+    granularity: float
+    confidence: float
+    seeded: bool
+    #: "laplace" (pure ε-DP) or "gaussian" (ρ-zCDP)
+    mechanism: str = "laplace"
+    #: Gaussian: the ρ of the whole release (every piece, pure-ε ones as ε²/2); None for Laplace
+    rho_total: float | None = None
+    #: Gaussian with private selection: the δ_p spent by the selection (part of ``delta``)
+    delta_selection: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class UserRelease:
+    """A ``user``-model release: ``table`` (one row per released grid, columns
+    :data:`TABLE_COLUMNS` plus cell_lat, cell_lng, mean_pooled, variance_pooled and, with private
+    selection, noisy_users) and ``summary``. Everything in both is publishable. ``measurements``
+    and ``estimates`` what they were formatted from."""
+
+    table: pd.DataFrame
+    summary: UserReleaseSummary
+    #: for the data holder only, never published: ``timings`` (s)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    measurements: Measurements | None = None
+    estimates: Estimates | None = None
+
+
+def _table(m: Measurements, est: Estimates, pooled: Estimates) -> pd.DataFrame:
+    t = est.table
+    cells = m.nodes["cell"].to_numpy()
+    table = pd.DataFrame({
+        "cell": cell_strings(cells), "slot": slot_strings(m.nodes["slot"].to_numpy()),
+        "released": t["released"].to_numpy(), "mean": t["mean"].to_numpy(), "variance": t["variance"].to_numpy(),
+        "mean_raw": t["mean_raw"].to_numpy(), "variance_raw": t["variance_raw"].to_numpy(),
+        "noisy_count": t["noisy_count"].to_numpy(), "mean_error_bound": t["mean_error_bound"].to_numpy(),
+        "variance_error_bound": t["variance_error_bound"].to_numpy(),
+        "mean_pooled": pooled.table["mean"].to_numpy(), "variance_pooled": pooled.table["variance"].to_numpy(),
+    })
+    if m.info.get("noisy_users") is not None:
+        table["noisy_users"] = m.info["noisy_users"]
+    lat, lng = cell_centres(cells)
+    table.insert(2, "cell_lat", lat)
+    table.insert(3, "cell_lng", lng)
+    return table
+
+
+def user_release(m: Measurements, est: Estimates, pooled: Estimates, *,
+                 diagnostics: dict[str, Any] | None = None) -> UserRelease:
+    """The published table and summary of a ``user`` release from its measurements, direct
+    estimates ``est`` and pooled estimates ``pooled`` (formatting only)."""
+    info, sp = m.info, m.spend
+    summary = UserReleaseSummary(
+        privacy_model="user", epsilon_total=sp.epsilon, delta=sp.delta, k=info["k"], c=info["c"],
+        bounds_rule=info["bounds_rule"], budget=dict(sp.pieces), split_rule=info["split_rule"],
+        partitions=info["partitions"], grids_released=m.n_nodes, selection_threshold=info["selection_threshold"],
+        pooling=pooled.info["pooling"], bound=m.bound, h3_resolution=info["h3_resolution"], slot=info["slot"],
+        noise=info["noise"], granularity=info["lattice"], confidence=est.confidence, seeded=info["seeded"],
+        mechanism=info["mechanism"], rho_total=sp.total if sp.unit == "rho" else None,
+        delta_selection=info["delta_selection"],
+    )
+    return UserRelease(table=_table(m, est, pooled), summary=summary, diagnostics=dict(diagnostics or {}),
+                       measurements=m, estimates=est)
+
+
+def _accounting_lines(s: Any) -> list[str]:
+    """The accounting headline in words (Laplace: pure ε; Gaussian: ρ-zCDP and its (ε, δ))."""
+    if s.mechanism != "gaussian":
+        return ["## Privacy accounting (basic composition, pure epsilon-DP, Laplace noise)", "",
+                f"- total: **epsilon = {s.epsilon_total:.6g}**, delta = {s.delta:g}"]
+    lines = ["## Privacy accounting (rho-zero-concentrated DP, Gaussian noise)", "",
+             f"- total: **rho = {s.rho_total:.6g}** (zCDP: every piece's rho added; the pure-epsilon "
+             "pieces, bounds choice and partition selection, cost epsilon^2/2 each)"]
+    if s.epsilon_total is not None:
+        lines.append(f"- which implies **(epsilon = {s.epsilon_total:.6g}, delta = {s.delta:g})-DP** "
+                     "(Canonne-Kamath-Steinke 2020, Corollary 13)"
+                     + (f"; delta includes {s.delta_selection:g} of the private partition selection"
+                        if s.delta_selection > 0 else ""))
+    lines.append("- pieces (rho, or epsilon for the pure-epsilon ones):")
+    return lines
+
+
+def user_report_markdown(result: UserRelease) -> str:
+    """A short human-readable report."""
+    s = result.summary
+    t = result.table
+    b = s.budget
+    lines = [
+        "# dpopt release report (privacy model: user)",
+        "",
+        f"Mean and variance of the values in every released (H3 cell at resolution {s.h3_resolution}) x "
+        f"({s.slot} UTC slot) grid, with **user-level** differential privacy: neighbouring datasets "
+        "differ by all the records of one user, and nothing about who is where is public.",
+        "",
+        *_accounting_lines(s),
+        *[f"  - {name}: {v:.6g}" for name, v in b.items()],
+        f"- budget split among count, sum and sum of squares: {s.split_rule}",
+        f"- contribution bounds: at most **k = {s.k}** grids per user (the user's grids with most records, "
+        f"ties at random), at most **c = {s.c}** records per user and grid (the first by time); "
+        f"chosen by rule `{s.bounds_rule}`" + (" under DP (part of the total above)" if s.bounds_rule != "fixed" else " (public)"),
+        f"- partitions: {s.partitions}" + (f", threshold {s.selection_threshold:.6g} noisy users"
+                                          if s.selection_threshold is not None else ""),
+        f"- noise: {s.noise}",
+        "- public: the grid definition, U = " f"{s.bound:g}, the parameters above"
+        + (", the partition list" if s.partitions == "public list" else ""),
+        "",
+        "## Accuracy",
+        "",
+        f"- every row carries {s.confidence:.0%} error bounds of the released mean and variance against the bounded "
+        "data's statistics (noise only: the bias of contribution bounding is not included)",
+        f"- grids released: {s.grids_released}",
+        "",
+        f"| cell | slot | mean | ±{s.confidence:.0%} | variance | ±{s.confidence:.0%} | noisy count |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for _, row in t.nlargest(10, "noisy_count").iterrows():
+        lines.append(f"| {row['cell']} | {row['slot']} | {row['mean']:.3f} | {row['mean_error_bound']:.3g} | "
+                     f"{row['variance']:.3f} | {row['variance_error_bound']:.3g} | {row['noisy_count']:.0f} |")
+    lines += [
+        "",
+        "## Files",
+        "",
+        "- `release.csv`: one row per released grid (cell, slot, mean, variance post-processed into "
+        f"[0, U] and [0, U²/4], their raw noisy values, the noisy record count, {s.confidence:.0%} error bounds)",
+        "- `summary.json`: the numbers above",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
+    """Write release.csv, summary.json and report.md into folder ``out`` atomically (refused if
+    ``out`` is not empty unless ``overwrite``), and ``diagnostics/timings.json`` for the data holder
+    (timings are never published: the exact sampler's time depends on the noise drawn)."""
+    def write(tmp: Path) -> dict[str, str]:
+        result.table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
+        payload: dict[str, Any] = to_jsonable(result.summary.as_dict())
+        (tmp / "summary.json").write_text(json.dumps(payload, indent=2) + "\n")
+        (tmp / "report.md").write_text(user_report_markdown(result))
+        (tmp / DIAGNOSTICS).mkdir()
+        (tmp / DIAGNOSTICS / "timings.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
+        return {"release": "release.csv", "summary": "summary.json", "report": "report.md",
+                "diagnostics": f"{DIAGNOSTICS}/timings.json", **extra_files(result, tmp)}
+
+    return write_atomically(out, write, overwrite=overwrite)

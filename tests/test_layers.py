@@ -1,0 +1,165 @@
+"""The layer order of dpopt, checked on the import graph built from the source (issue 20).
+
+Every ``import`` and ``from … import`` of every module under dpopt/ — module-level and inside
+functions — is an edge from the importing module to the imported one (``from pkg import name``
+points at ``pkg.name`` when that is a module, else at ``pkg``). Two checks:
+
+* no cycle: the graph restricted to dpopt's modules has no strongly connected component of more
+  than one module (a package's ``__init__`` counts as the module ``pkg``);
+* layers: a module imports only modules of its own layer or below, bottom to top
+  core (incl. :mod:`dpopt.measurements` and :mod:`dpopt.hierarchy`) → records → privacy models
+  (:mod:`dpopt.privacy`, the model library :mod:`dpopt.userdp`) → estimation → writers → front
+  doors (:mod:`dpopt.release`, :mod:`dpopt.cli`, the package ``dpopt`` itself, and the ``cli``
+  and ``demo`` modules of every package). :mod:`dpopt.datasets` (bundled data) sits with records.
+
+The test builds the graph with :mod:`ast` only (nothing is imported), so it also sees imports that
+run only inside functions.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "dpopt"
+
+#: layer of each top-level part of dpopt (absent: core = 0)
+LAYERS = {"records": 1, "datasets": 1, "privacy": 2, "userdp": 2, "estimation": 3, "writers": 4, "__main__": 5,
+          "release": 5, "cli": 5, "experiments": 5, "": 5}
+#: modules that are front doors wherever they sit (the sub-commands and demos of the core tools)
+FRONT_MODULES = ("cli", "demo", "__main__")
+LAYER_NAMES = ["core", "records", "privacy", "estimation", "writers", "front door"]
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
+    if level == 0:
+        return target or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module → the dpopt modules it imports (anywhere in its source)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(mod, is_pkg, node.level, node.module)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            else:
+                continue
+            for t in targets:
+                while t and t not in mods:  # `import dpopt.a.b` where b is a name: the module a
+                    t = t.rpartition(".")[0]
+                if t and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1 or parts[-1] in FRONT_MODULES:
+        return LAYERS[""]
+    return LAYERS.get(parts[1], 0)
+
+
+def test_graph_sees_function_level_imports():
+    graph = import_graph()
+    # dpopt.release.cli imports dpopt.release.release inside run() only
+    assert "dpopt.cli" in graph and graph["dpopt.cli"], "the CLI imports nothing?"
+    assert any(m.startswith("dpopt.userdp") for m in graph["dpopt.privacy.user"])
+
+
+#: cycles that remain in files another engineer owns this session, named with their owner; each must
+#: still exist (so the entry is removed the day it is fixed) and no other cycle may appear
+KNOWN_CYCLES = {
+    ("dpopt.records.contributions", "dpopt.records.dask_backend"): "records (issue 24.1-24.2): dpopt/records/",
+    ("dpopt.userdp.bounds", "dpopt.userdp.predict"): "bounds (issue 21.3-21.4): dpopt/userdp/",
+}
+
+
+def test_no_import_cycle():
+    cycles = {tuple(c) for c in _cycles(import_graph())}
+    new = sorted(cycles - set(KNOWN_CYCLES))
+    assert new == [], "import cycles in dpopt/: " + "; ".join(" <-> ".join(c) for c in new)
+
+
+def test_known_cycles_are_still_there():
+    """A fixed cycle must leave KNOWN_CYCLES: then test_no_import_cycle covers it for good."""
+    cycles = {tuple(c) for c in _cycles(import_graph())}
+    gone = [f"{' <-> '.join(c)} ({owner})" for c, owner in KNOWN_CYCLES.items() if c not in cycles]
+    assert gone == [], "fixed, remove from KNOWN_CYCLES: " + "; ".join(gone)
+
+
+def test_layers_import_only_downward():
+    graph = import_graph()
+    bad = sorted(f"{m} ({LAYER_NAMES[layer(m)]}) imports {t} ({LAYER_NAMES[layer(t)]})"
+                 for m, ts in graph.items() for t in ts if layer(t) > layer(m))
+    assert bad == [], "imports climbing a layer:\n" + "\n".join(bad)
+
+
+def test_cycle_finder_finds_cycles():
+    g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(g) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
