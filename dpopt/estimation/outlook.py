@@ -6,6 +6,10 @@ the stated error bounds of the estimates, fed to :func:`dpopt.userdp.predict.rel
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from statistics import NormalDist
+
+import numpy as np
 
 from ..measurements import Estimates, Measurements
 from ..userdp.predict import Outlook, release_outlook
@@ -23,8 +27,10 @@ def flat_outlook(m: Measurements, est: Estimates) -> Outlook:
     """Outlook of the flat per-grid release: its released grids' noisy counts and bounds."""
     t = est.table
     on = t["released"].to_numpy(dtype=bool)
-    return release_outlook({"finest": (t["noisy_count"].to_numpy(float)[on], t["mean_error_bound"].to_numpy(float)[on])},
-                           bound=m.bound, epsilon=_epsilon(m))
+    n = t["noisy_count"].to_numpy(float)
+    out = release_outlook({"finest": (n[on], t["mean_error_bound"].to_numpy(float)[on])},
+                          bound=m.bound, epsilon=_epsilon(m))
+    return _with_epsilon(out, m, est, n)
 
 
 def levels_outlook(m: Measurements, est: Estimates) -> Outlook:
@@ -39,7 +45,34 @@ def levels_outlook(m: Measurements, est: Estimates) -> Outlook:
         rows = lev == li
         name = f"H3 resolution {res} x {'the whole period' if slot_ns == 0 else _slot(slot_ns)}"
         levels[name] = (n[rows], b[rows])
-    return release_outlook(levels, bound=m.bound, epsilon=_epsilon(m))
+    out = release_outlook(levels, bound=m.bound, epsilon=_epsilon(m))
+    return _with_epsilon(out, m, est, n)
+
+
+def _with_epsilon(out: Outlook, m: Measurements, est: Estimates, counts: np.ndarray) -> Outlook:
+    """Add the ε the best node's noise predicts when the outlook found none (every bound = U)."""
+    if not out.empty or out.epsilon_needed is not None:
+        return out
+    need = _epsilon_needed(m, est, counts, U4=m.bound / 4.0)
+    if need is None:
+        return out
+    return replace(out, epsilon_needed=need, message=out.message + (
+        f" The best measured node's noise alone would meet {m.bound / 4.0:g} at epsilon ≈ {math.ceil(need * 10) / 10:g} "
+        "(same grid and shares; the bounding allowance not counted)."))
+
+
+def _epsilon_needed(m: Measurements, est: Estimates, counts: np.ndarray, U4: float) -> float | None:
+    """The total ε at which the measured node with the smallest noise half-width z·sd(Ỹ)/n̂ would
+    reach ``U4``: the half-width scales as 1/ε (Laplace scale Δ/ε; Gaussian σ ∝ 1/√ρ ∝ 1/ε). Uses
+    the public noise laws and the GLS counts (DP) only."""
+    sd = np.broadcast_to(np.sqrt(m.statistics["sum"].law.variance()), counts.shape)
+    n = counts
+    ok = np.isfinite(sd) & (sd > 0) & (n >= 1.0)
+    if not ok.any():
+        return None
+    z = NormalDist().inv_cdf(0.5 + est.confidence / 2.0)
+    hw = float(np.min(z * sd[ok] / n[ok]))
+    return _epsilon(m) * hw / U4
 
 
 def _slot(slot_ns: int) -> str:

@@ -118,7 +118,7 @@ def _add_input_arguments(p: Any) -> None:
                    help="contribution bounds: histogram (default: noisy histograms of the contributions, then the "
                    "(k, c) of least predicted error), select (chosen under DP by predicted error), quantile "
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid)")
-    u.add_argument("--resolution", default="adaptive", choices=["adaptive", "fixed"],
+    u.add_argument("--resolution", default="adaptive", metavar="{adaptive,fixed}",
                    help="with --partitions: adaptive (default) measures every level of the public hierarchy above "
                    "the listed grids (H3 parents x 3h/day/period slots) and answers each listed grid by its finest "
                    "node whose error meets the target (release.csv: one row per published node, answers.csv: "
@@ -258,6 +258,9 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
                 plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
                 time_limit=args.time_limit, target=_positive(args.target, "target"),
                 target_variance=_positive(args.target_variance, "target_variance"), criterion=args.criterion)
+        if args.coarsest_resolution is not None and not 0 <= args.coarsest_resolution <= args.h3_resolution:
+            raise DpoptInputError(f"`coarsest_resolution` must be an H3 resolution in [0, --h3-resolution = "
+                                  f"{args.h3_resolution}]; got {args.coarsest_resolution!r}")
         opts = {"budget": budget, "model": model, "grid": GridOptions(args.h3_resolution, args.slot),
                 "estimation": EstimationOptions(confidence=args.confidence), "noise": NoiseOptions(seed=args.seed),
                 "io": InputOptions(columns=columns, out_of_range=args.out_of_range,
