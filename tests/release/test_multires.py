@@ -211,3 +211,11 @@ def test_python_door_gaussian_spend_recounts(data):
     rho = sum((Fraction(v) for v in pieces.values()), Fraction(0)) + eps_b**2 / 2
     assert float(rho) == s.rho_total and rho <= Fraction(rho_from_epsilon(5.0, 1e-6))
     assert s.epsilon_total <= 5.0
+
+
+def test_report_html_says_nothing_useful(data, tmp_path, capsys):
+    records, parts = data
+    main(["release", str(records), "--privacy", "user", "--bound", "120", "--epsilon-total", "0.01",
+          "--partitions", str(parts), "--seed", "2", "--quiet", "--out", str(tmp_path / "t")])
+    capsys.readouterr()
+    assert "Nothing worth reading:</b> this release publishes nothing" in (tmp_path / "t" / "report.html").read_text()
