@@ -119,3 +119,47 @@ def test_bounds_above_the_kept_records_are_refused_whatever_the_data(level_bound
     m = measure_levels(_truncated(H, [5, 0, 0, 1, 0], 2), plist, bound=U, bounds=(1, 2), epsilon=1.0, noise="numpy",
                        seed=0, levels=H.levels)
     assert m.info["c"] == 2
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_spend_recount_matches_every_draw(mechanism):
+    """Review (session 3), accounting: with the exact samplers every (statistic, level) drawn has a
+    piece and vice versa, the piece is the budget the sampler ran at (its law's scale is
+    Δ1/piece, resp. √(⌊Δ2²⌋/(2·piece)) with the Δ of that level, recomputed here), and the exact
+    sum of the pieces equals ``spend.total`` and never exceeds the budget asked for."""
+    import math
+    from fractions import Fraction
+
+    from dpopt.userdp.bounding import lattice_halves
+    from dpopt.userdp.levels import level_sensitivity, measure_levels
+    from dpopt.userdp.mechanism import l2_squared
+
+    H = tiny_hierarchy()
+    fin = H.nodes.iloc[H.finest_node]
+    plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
+    agg = _agg(H, np.array([2, 1, 0, 2, 1]), U)
+    lev = H.nodes["level"].to_numpy()
+    _, hy, hz = lattice_halves(U, 12)
+    rng = np.random.default_rng(7)
+    for trial in range(8):
+        tot = float(rng.uniform(0.01, 5))
+        lb = None if trial % 2 else [None, None, (1, 3), None, (1, 1)]
+        m = measure_levels(agg, plist, bound=U, bounds=(2, 2), mechanism=mechanism, noise="discrete", seed=trial,
+                           levels=H.levels, level_bounds=lb, **({"epsilon": tot} if mechanism == "laplace" else {"rho": tot}))
+        spent = sum((Fraction(v) for v in m.spend.pieces.values()), Fraction(0))
+        assert Fraction(m.spend.total) == spent and spent <= Fraction(tot)
+        assert spent > Fraction(tot) * (1 - 1e-6)  # nothing left unspent either
+        for li in range(H.n_levels):
+            rows = lev == li
+            sv = level_sensitivity(np.ones(int(rows.sum()), dtype=np.int64), *lb[li], hy, hz) if lb and lb[li] \
+                else level_sensitivity(H.leaves_under[rows], 2, 2, hy, hz)
+            for name, l1, l2, unit in (("count", sv.count_l1, sv.count_l2, 1.0), ("count_pilot", sv.count_l1, sv.count_l2, 1.0),
+                                       ("sum", sv.sum_l1_units, sv.sum_l2_units, m.info["granularity"]),
+                                       ("sumsq", sv.sumsq_l1_units, sv.sumsq_l2_units, m.info["granularity"])):
+                key = f"level{li}_{name}"
+                drawn = np.isfinite(m.statistics[name].value[rows])
+                assert drawn.all() == (key in m.spend.pieces) and (drawn.all() or not drawn.any())
+                if key in m.spend.pieces:
+                    used = m.spend.pieces[key]
+                    want = l1 / used if mechanism == "laplace" else math.sqrt(l2_squared(l2) / (2 * used))
+                    np.testing.assert_allclose(m.statistics[name].law.scale[rows] / unit, want, rtol=1e-12)
