@@ -163,3 +163,31 @@ def test_spend_recount_matches_every_draw(mechanism):
                     used = m.spend.pieces[key]
                     want = l1 / used if mechanism == "laplace" else math.sqrt(l2_squared(l2) / (2 * used))
                     np.testing.assert_allclose(m.statistics[name].law.scale[rows] / unit, want, rtol=1e-12)
+
+
+def test_real_release_sampler_without_a_source_is_refused():
+    """Review (session 3): the tie keys of a real release come from the sampler's integer source; a
+    real-release sampler without one used to fall back to numpy's generator."""
+    from dpopt import DpoptInputError
+    from dpopt.noise import SeededSource
+    from dpopt.userdp.levels import measure_levels
+    from dpopt.userdp.mechanism import DiscreteLaplace
+
+    class NoSource:
+        unit, real_release, label = "epsilon", True, "test"
+
+        def __init__(self):
+            self._m = DiscreteLaplace(SeededSource(1), seeded=True)
+
+        def integer(self, values, **kw):
+            return self._m.integer(values, **kw)
+
+        def scale(self, **kw):
+            return self._m.scale(**kw)
+
+    H = tiny_hierarchy()
+    fin = H.nodes.iloc[H.finest_node]
+    plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
+    with pytest.raises(DpoptInputError, match="source"):
+        measure_levels(_agg(H, np.array([1, 0, 0, 1, 0]), U), plist, bound=U, bounds=(1, 1), epsilon=1.0,
+                       levels=H.levels, noise_mechanism=NoSource())
