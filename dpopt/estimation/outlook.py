@@ -11,6 +11,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from .._validation import SCALE_LIMIT
 from ..measurements import Estimates, Measurements
 from ..userdp.predict import Outlook, release_outlook
 
@@ -20,7 +21,8 @@ __all__ = ["flat_outlook", "levels_outlook"]
 def _epsilon(m: Measurements) -> float:
     """The release's total ε (Gaussian without δ: the ε with ε²/2 = ρ, the pure-ε equivalent)."""
     sp = m.spend
-    return float(sp.epsilon) if sp.epsilon is not None else math.sqrt(2.0 * float(sp.total))
+    eps = float(sp.epsilon) if sp.epsilon is not None else math.sqrt(2.0 * float(sp.total))
+    return min(eps, SCALE_LIMIT)  # a float sum of pieces may end a few ulps above the validated limit
 
 
 def flat_outlook(m: Measurements, est: Estimates) -> Outlook:
