@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
+from dpopt.estimation import estimate
 from dpopt.release import Budget, NoiseOptions, PublicOccupancyOptions, release, write_release
 from dpopt.cli import main as cli_main
 
@@ -175,6 +176,9 @@ def test_measurements_carry_the_node_table(result):
     lv = hp_nodes["level"].to_numpy()
     assert np.all((par == -1) | (lv[np.maximum(par, 0)] > lv))
     assert np.array_equal(m.finest["node"].to_numpy(), result.plan.info["hierarchy"]["answer"])
+    est = estimate(m, method="direct", confidence=result.summary.confidence)  # the estimation layer agrees
+    assert np.array_equal(est.table["mean_error_bound"].to_numpy(), result.table["mean_error_bound"].to_numpy())
+    assert np.array_equal(est.table["h3_resolution"].to_numpy(), hp_nodes["h3_resolution"].to_numpy())
 
 
 def test_options_refused_where_idle():
