@@ -164,13 +164,16 @@ def hierarchy_tables(agg: Aggregate, hierarchy: Any, hp: Any) -> dict[str, Any]:
     rows = hierarchy.nodes.iloc[hp.nodes.key[pub]].reset_index(drop=True)
     L = hp.nodes.of_grid.shape[0]
     lv = hp.nodes.level[pub]
+    G = hp.nodes.of_grid.shape[1]
+    some_grid = np.zeros(hp.nodes.level.size, dtype=np.int64)  # one finest grid below every node
+    for row in hp.nodes.of_grid:
+        some_grid[row] = np.arange(G)
+    g = some_grid[pub]
     parent = -np.ones(pub.size, dtype=np.int64)
-    for j in range(pub.size):  # nearest published ancestor: the first published node above, any grid below
-        g = int(np.flatnonzero(hp.nodes.of_grid[lv[j]] == pub[j])[0])
-        for up in range(int(lv[j]) + 1, L):
-            if pos[hp.nodes.of_grid[up][g]] >= 0:
-                parent[j] = pos[hp.nodes.of_grid[up][g]]
-                break
+    for up in range(L - 1, 0, -1):  # coarse to fine: the last published ancestor written is the nearest
+        cand = pos[hp.nodes.of_grid[up][g]]
+        on = (up > lv) & (cand >= 0)
+        parent[on] = cand[on]
     nodes = pd.DataFrame({"cell": rows["cell"].to_numpy(np.int64), "h3_resolution": rows["h3_resolution"].to_numpy(int),
                           "slot": rows["slot"].to_numpy(np.int64), "slot_ns": rows["slot_ns"].to_numpy(np.int64),
                           "parent": parent, "level": lv})

@@ -175,6 +175,11 @@ def test_measurements_carry_the_node_table(result):
     par = m.nodes["parent"].to_numpy()
     lv = hp_nodes["level"].to_numpy()
     assert np.all((par == -1) | (lv[np.maximum(par, 0)] > lv))
+    tab = result.table
+    for i in np.flatnonzero(par >= 0):  # the parent node contains the child (space and time)
+        p = tab.iloc[par[i]]
+        assert h3.cell_to_parent(tab["cell"].iloc[i], int(p["h3_resolution"])) == p["cell"]
+        assert p["slot"] <= tab["slot"].iloc[i] and tab["slot_end"].iloc[i] <= p["slot_end"]
     assert np.array_equal(m.finest["node"].to_numpy(), result.plan.info["hierarchy"]["answer"])
     est = estimate(m, method="direct", confidence=result.summary.confidence)  # the estimation layer agrees
     assert np.array_equal(est.table["mean_error_bound"].to_numpy(), result.table["mean_error_bound"].to_numpy())
@@ -196,3 +201,9 @@ def test_cli_runs_the_hierarchy_plan(records, tmp_path):
                      str(EPS), "--plan", "hierarchy", "--target", str(TAU), "--seed", "3", "--out", str(out)])
     assert code in (0, None)
     assert (out / "answers.csv").exists() and json.loads((out / "summary.json").read_text())["plan"].startswith("hier")
+    # from a file the truncated pairs are re-read from the records: the same release as from samples
+    same = _release(records, seed=3).table
+    assert (same["array_length"] < same["max_user_records"]).any()  # some user is truncated to a cap
+    csv = pd.read_csv(out / "release.csv")
+    assert np.allclose(csv["mean_raw"], same["mean_raw"], rtol=1e-9)
+    assert np.array_equal(csv["n_records_retained"], same["n_records_retained"])
