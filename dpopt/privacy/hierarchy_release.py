@@ -7,7 +7,7 @@
    within τ, every user's Σ_{published n ∋ user} ε_n ≤ ε_total.
 2. :func:`node_aggregate`: the contributions of the published nodes. A node's pair (user ℓ, node n)
    holds ℓ's records in the finest grids below n (count, sum, sum of squares added).
-3. The existing release (:func:`dpopt.privacy.public_occupancy.release_aggregate`) on that node
+3. (in :mod:`.public_occupancy`) the existing release (``release_aggregate``) on that node
    aggregate with the plan restricted to the published nodes as a ready
    :class:`~dpopt.plan.GridPlan`: the CLIP mechanism per node (:func:`dpopt.mechanisms.release_grids`,
    the exact samplers), the error bounds, the exact per-user spend recounted and checked ≤ the total.
@@ -26,6 +26,7 @@ answers (finest grid → node), counts — is a function of the public occupancy
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,8 @@ from ..records.grid import cell_strings, slot_strings
 from .budgets import PrivacyBudget
 from .contributions import TruncatedSums
 
-__all__ = ["plan_nodes", "node_aggregate", "release_hierarchy", "DEFAULT_TARGET_FRACTION"]
+__all__ = ["plan_nodes", "node_aggregate", "hierarchy_tables", "prepare_hierarchy", "PreparedHierarchy",
+           "DEFAULT_TARGET_FRACTION"]
 
 #: τ when none is given: this fraction of U (the hierarchy planner needs a target)
 DEFAULT_TARGET_FRACTION = 0.05
@@ -188,39 +190,55 @@ def hierarchy_tables(agg: Aggregate, hierarchy: Any, hp: Any) -> dict[str, Any]:
     return {"nodes": nodes, "answers": answers, "answer": ans, "finest": finest}
 
 
-def release_hierarchy(agg: Aggregate, budget: PrivacyBudget, options: Any, *, bound: float, noise: Any,
-                      confidence: float, ingest: Any, truncated_sums: TruncatedSums | None,
-                      timings: dict[str, float] | None, progress: bool) -> Any:
-    """Plan the hierarchy, then release its published nodes (module doc); a
-    :class:`~dpopt.privacy.public_occupancy.ReleaseResult` over the published nodes."""
-    import time
+@dataclass(frozen=True, eq=False)
+class PreparedHierarchy:
+    """What the release of a hierarchy plan runs on: the published nodes' ``aggregate`` and
+    ``plan`` (a ready GridPlan over them), the ``tables`` of :func:`hierarchy_tables`, the planner's
+    ``hierarchy_plan``, the ``hierarchy`` and the expansion behind :meth:`truncated_sums`."""
 
-    from .public_occupancy import PublicOccupancyOptions, release_aggregate
+    aggregate: Aggregate
+    plan: GridPlan
+    tables: dict[str, Any]
+    hierarchy_plan: Any
+    hierarchy: Any
+    finest: Aggregate
+    expansion: dict[str, np.ndarray]
 
-    t0 = time.perf_counter()
-    h, hp = plan_nodes(agg, budget, bound=bound, target=options.target, criterion=options.criterion,
-                       confidence=confidence, time_limit=options.time_limit)
-    plan = _published_plan(hp)
+    def truncated_sums(self, finest_sums: TruncatedSums | None) -> TruncatedSums:
+        """Node-pair truncated sums (module doc) from the finest pairs' samples or ``finest_sums``."""
+        return _node_truncated_sums(self.finest, self.expansion, finest_sums)
+
+    def table(self, table: pd.DataFrame) -> pd.DataFrame:
+        """The release table with ``slot_end``, ``h3_resolution`` and ``level`` of every node."""
+        nodes = self.tables["nodes"]
+        out = table.copy()
+        out.insert(3, "slot_end", slot_strings(nodes["slot"].to_numpy() + nodes["slot_ns"].to_numpy()))
+        out.insert(4, "h3_resolution", nodes["h3_resolution"].to_numpy())
+        out.insert(5, "level", nodes["level"].to_numpy())
+        return out
+
+    def summary_fields(self) -> dict[str, Any]:
+        """The summary's counts of the finest data and the coverage of the plan (public)."""
+        agg, hp = self.finest, self.hierarchy_plan
+        answered = int((self.tables["answer"] >= 0).sum())
+        return {"users": agg.n_users, "records": agg.n_records, "pairs": agg.n_pairs,
+                "target": float(hp.plan.error_bound), "grids_within_target": answered,
+                "finest_grids": agg.n_grids, "answered_grids": answered, "uncovered_grids": int(hp.uncovered.size),
+                "levels": [[int(lv.h3_resolution), int(lv.slot_ns)] for lv in self.hierarchy.levels],
+                "fallback": _jsonable_fallback(hp.fallback)}
+
+
+def prepare_hierarchy(agg: Aggregate, budget: PrivacyBudget, *, bound: float, target: float | None,
+                      criterion: str, confidence: float, time_limit: float | None) -> PreparedHierarchy:
+    """Plan the hierarchy and aggregate its published nodes (module doc, steps 1–2)."""
+    h, hp = plan_nodes(agg, budget, bound=bound, target=target, criterion=criterion, confidence=confidence,
+                       time_limit=time_limit)
     tables = hierarchy_tables(agg, h, hp)
+    plan = _published_plan(hp)
     plan = dataclasses.replace(plan, info={**plan.info, "hierarchy": tables})
-    timings = {**(timings or {}), "plan": time.perf_counter() - t0}
     node_agg, ex = node_aggregate(agg, h, hp)
-    inner = PublicOccupancyOptions(plan=plan, criterion=options.criterion)
-    r = release_aggregate(node_agg, budget, inner, bound=bound, noise=noise, confidence=confidence, ingest=ingest,
-                          truncated_sums=_node_truncated_sums(agg, ex, truncated_sums), timings=timings,
-                          progress=progress)
-    nodes = tables["nodes"]
-    table = r.table.copy()
-    table.insert(3, "slot_end", slot_strings(nodes["slot"].to_numpy() + nodes["slot_ns"].to_numpy()))
-    table.insert(4, "h3_resolution", nodes["h3_resolution"].to_numpy())
-    table.insert(5, "level", nodes["level"].to_numpy())
-    answered = int((tables["answer"] >= 0).sum())
-    summary = dataclasses.replace(
-        r.summary, users=agg.n_users, records=agg.n_records, pairs=agg.n_pairs, target=float(hp.plan.error_bound),
-        grids_within_target=answered, finest_grids=agg.n_grids, answered_grids=answered,
-        levels=[[int(lv.h3_resolution), int(lv.slot_ns)] for lv in h.levels],
-        uncovered_grids=int(hp.uncovered.size), fallback=_jsonable_fallback(hp.fallback))
-    return dataclasses.replace(r, table=table, summary=summary)
+    return PreparedHierarchy(aggregate=node_agg, plan=plan, tables=tables, hierarchy_plan=hp, hierarchy=h,
+                             finest=agg, expansion=ex)
 
 
 def _jsonable_fallback(fb: dict) -> dict:

@@ -498,10 +498,8 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     confidence = check_confidence(confidence)
     k = _check_noise_options(U, pb, noise.noise, noise.granularity_bits)
     if o.plan == "hierarchy":  # plan the public hierarchy, then this function on its published nodes
-        from .hierarchy_release import release_hierarchy
-
-        return release_hierarchy(agg, pb, o, bound=U, noise=noise, confidence=confidence, ingest=ingest,
-                                 truncated_sums=truncated_sums, timings=timings, progress=progress)
+        return _release_hierarchy(agg, pb, o, bound=U, noise=noise, confidence=confidence, ingest=ingest,
+                                  truncated_sums=truncated_sums, timings=timings, progress=progress)
     timings = dict(timings or {})
     t0 = time.perf_counter()
     plan = o.plan if isinstance(o.plan, GridPlan) else _plan(agg, pb, o, U, confidence, progress)
@@ -526,6 +524,26 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     diagnostics = {"timings": {key: round(v, 4) for key, v in timings.items()}, "ingest": ingest.as_dict()}
     return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=agg, plan=plan, grids=rel,
                          diagnostics=diagnostics, error_bounds=bounds)
+
+
+def _release_hierarchy(agg: Aggregate, pb: PrivacyBudget, o: PublicOccupancyOptions, *, bound: float,
+                       noise: NoiseOptions, confidence: float, ingest: IngestReport | None,
+                       truncated_sums: TruncatedSums | None, timings: dict[str, float] | None,
+                       progress: bool) -> ReleaseResult:
+    """plan="hierarchy" (:mod:`.hierarchy_release`): plan the public hierarchy, then
+    :func:`release_aggregate` on the published nodes with that plan as a ready GridPlan; the table
+    gains each node's ``slot_end``, ``h3_resolution``, ``level``, the summary the coverage."""
+    from .hierarchy_release import prepare_hierarchy
+
+    t0 = time.perf_counter()
+    prep = prepare_hierarchy(agg, pb, bound=bound, target=o.target, criterion=o.criterion, confidence=confidence,
+                             time_limit=o.time_limit)
+    timings = {**(timings or {}), "plan": time.perf_counter() - t0}
+    r = release_aggregate(prep.aggregate, pb, PublicOccupancyOptions(plan=prep.plan, criterion=o.criterion),
+                          bound=bound, noise=noise, confidence=confidence, ingest=ingest,
+                          truncated_sums=prep.truncated_sums(truncated_sums), timings=timings, progress=progress)
+    summary = dataclasses.replace(r.summary, **prep.summary_fields())
+    return dataclasses.replace(r, table=prep.table(r.table), summary=summary)
 
 
 def _plan(agg: Aggregate, pb: PrivacyBudget, o: PublicOccupancyOptions, U: float, confidence: float,
