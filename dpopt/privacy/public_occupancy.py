@@ -656,7 +656,7 @@ def _release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma
         mechanism=budget.mechanism, budget_mode=budget.mode, budget=budget.describe(),
         users=agg.n_users, grids=agg.n_grids, records=agg.n_records, pairs=agg.n_pairs,
         plan=plan.method, plan_status=str(plan.status), plan_gap=float(plan.gap),
-        pseudo_users=plan.array_length is not None and not plan.method.startswith("budget"),
+        pseudo_users=plan.array_length is not None and not plan.method.startswith(("budget", "hierarchy")),
         degradation=plan.degradation, degradation_baseline=G1,
         epsilon=eps, epsilon_total=epsilon_total, rho_total=rho_total, delta=budget.delta,
         epsilon_total_baseline=G1 * eps if eps is not None else None,

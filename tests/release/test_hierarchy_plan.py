@@ -82,6 +82,7 @@ def test_mixed_resolutions_every_grid_answered(result):
     assert s.answered_grids == s.finest_grids  # this instance: every grid answered within tau
     assert result.table["h3_resolution"].nunique() >= 2 or result.table["level"].nunique() >= 2
     assert result.table["released"].all()
+    assert not s.pseudo_users  # the caps are the plan's, not seed 002's pseudo-user clipping
 
 
 def test_user_spend_recounted_from_release_csv(records, written):
