@@ -208,3 +208,17 @@ def test_cli_runs_the_hierarchy_plan(records, tmp_path):
     csv = pd.read_csv(out / "release.csv")
     assert np.allclose(csv["mean_raw"], same["mean_raw"], rtol=1e-9)
     assert np.array_equal(csv["n_records_retained"], same["n_records_retained"])
+
+
+def test_gaussian_noise_spends_rho_within_the_total(records):
+    """zCDP: the same plan in ρ; every user's recounted ρ ≤ the total the (ε, δ) budget gives."""
+    from dpopt.privacy.public_occupancy import to_privacy_budget
+
+    budget = Budget(epsilon_total=EPS, delta=1e-6, mechanism="gaussian")
+    r = release(records, bound=U, budget=budget,
+                model=PublicOccupancyOptions(plan="hierarchy", target=TAU, time_limit=20.0), noise=NoiseOptions(seed=2))
+    total = to_privacy_budget(budget).total
+    kept = r.plan.retained.toarray() > 0
+    spend = kept @ (r.table["rho_mean"].to_numpy() + r.table["rho_variance"].to_numpy())
+    assert 0 < r.summary.rho_total <= total and spend.max() <= total * (1 + 1e-12)
+    assert np.all(r.table["mean_error_bound"] <= TAU + 1.5 * r.summary.granularity + 1e-9)
