@@ -87,9 +87,10 @@ def _add_budget_arguments(p: Any) -> None:
 
 def _add_plan_arguments(p: Any) -> None:
     """The planner flags (--privacy public-occupancy) and the error bounds reported."""
-    p.add_argument("--plan", choices=["budget", "baseline", "greedy", "milp"],
-                   help="budget: the total-budget planner (default with a total budget); baseline: keep "
-                   "everything (default with --epsilon); greedy: CLIP-USER; milp: least-K suppression")
+    p.add_argument("--plan", choices=["budget", "hierarchy", "baseline", "greedy", "milp"],
+                   help="budget: the total-budget planner (default with a total budget); hierarchy: publish "
+                   "H3 parents x coarser slots so every grid is answered within --target (default U/20); "
+                   "baseline: keep everything (default with --epsilon); greedy: CLIP-USER; milp: least-K suppression")
     p.add_argument("--target", type=float, help="--plan budget: the error tau the mean of a grid must "
                    "meet (data units) for the grid to be released (default: the knee of the "
                    "coverage-tau frontier, reported)")

@@ -112,7 +112,7 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
         agg, _ = contributions(records, bound=U, grid=grid, io=io, first_records=model.first_records)
         return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
                             timings={"aggregate": time.perf_counter() - t0})
-    second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) == "budget"
+    second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) in ("budget", "hierarchy")
     keep = second_pass and io.backend == "local" and _is_frame(records)
     agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep)
     return release_aggregate(agg, budget, model, bound=U, noise=noise, confidence=estimation.confidence,
