@@ -21,7 +21,7 @@ from typing import Any
 
 from .._validation import DpoptInputError
 from ..cli_common import CliError, emit
-from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_MODEL_TEXT
+from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_ID_RULE, USER_MODEL_TEXT
 
 __all__ = ["register", "run"]
 
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
             "NOT for publication).",
             90,
         ),
-        epilog="\n\n".join(textwrap.fill(t, 90) for t in (*USER_MODEL_TEXT, *PRIVACY_MODEL_TEXT)),
+        epilog="\n\n".join(textwrap.fill(t, 90) for t in (*USER_MODEL_TEXT, *PRIVACY_MODEL_TEXT, USER_ID_RULE)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("records", nargs="?", help="CSV (.csv, .csv.gz) or Parquet file/directory of records")
