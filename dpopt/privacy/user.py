@@ -237,8 +237,10 @@ def _samplers(noise: NoiseOptions, kind: str, sampler: NoiseMechanism | None
     """(statistics' sampler, selection's Laplace sampler of the same family, numpy rng for ties)."""
     # numpy's generator only for simulation noise: every random choice of a real release (noise,
     # tie-break keys, selection) comes from the integer source (issue 22 item 10)
-    simulated = noise.noise == "numpy" or (sampler is not None and (
-        getattr(sampler, "source", None) is None or not sampler.real_release))
+    if sampler is not None and sampler.real_release and getattr(sampler, "source", None) is None:
+        raise DpoptInputError("`sampler` is marked real_release but has no integer `source`: a real release draws its "
+                              "tie-break keys and bounds choice from the sampler's OS-CSPRNG source (dpopt.noise.integer_source)")
+    simulated = noise.noise == "numpy" or (sampler is not None and not sampler.real_release)
     rng = np.random.default_rng(noise.seed) if simulated else None
 
     def make(flavour: str, k: str, source: Any = None) -> NoiseMechanism:
