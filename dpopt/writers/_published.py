@@ -154,10 +154,11 @@ def span_text(span: pd.Timedelta) -> str:
 def slot_labels(t0: pd.Series, t1: pd.Series) -> pd.Series:
     """Each slot [t0, t1) in words: "2015-09-06 05:00–06:00 UTC" within one day, else
     "2015-09-06 05:00 → 2015-09-07 05:00 UTC (24 h)" (so a day-long node never reads "05:00–05:00")."""
-    start = t0.dt.strftime("%Y-%m-%d %H:%M")
+    start = t0.dt.strftime("%Y-%m-%d %H:%M").astype(object)
     same_day = (t1 - t0 < pd.Timedelta(days=1)) & (t0.dt.normalize() == (t1 - pd.Timedelta(1, "ns")).dt.normalize())
-    short = start + "–" + t1.dt.strftime("%H:%M") + " UTC"
-    long = start + " → " + t1.dt.strftime("%Y-%m-%d %H:%M") + " UTC (" + (t1 - t0).map(span_text) + ")"
+    short = start + "–" + t1.dt.strftime("%H:%M").astype(object) + " UTC"
+    length = pd.Series([span_text(x) for x in t1 - t0], index=t0.index, dtype=object)
+    long = start + " → " + t1.dt.strftime("%Y-%m-%d %H:%M").astype(object) + " UTC (" + length + ")"
     out = short.where(same_day, long)
     return out.where(t1 > t0, start + " UTC")
 
