@@ -239,7 +239,7 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
         nv = int((~view.nodes["variance_released"].map(_is_true)).sum())
         if nv:
             out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld because its "
-                       "interval was wider than its range (see the table's reason column).")
+                       "interval was as wide as its whole range (see the table's reason column).")
     if not out:
         return ""
     return "<li><b>Withheld:</b> " + " ".join(out) + "</li>"
@@ -498,8 +498,8 @@ _MULTIRES = ("multi-resolution release", (
     "squares of the bounded records (each user keeps at most k cells and c records per cell). A "
     "generalised least squares fit over the tree makes each node consistent with its children and "
     "parent; empirical-Bayes shrinkage pulls a noisy node toward its parent by as much as the noise "
-    "warrants. A node is published where its interval is narrow enough, else its parent answers for it "
-    "(answers.csv). What the interval covers: the ± of mean_direct covers the mean of the node's "
+    "warrants. Which nodes are published is decided from the noisy measurements alone; each listed "
+    "finest cell and slot is answered by one published node (answers.csv). What the interval covers: the ± of mean_direct covers the mean of the node's "
     "bounded records (those the bounding kept) with the stated probability, up to a normal/Laplace "
     "approximation of the combined noise; the published mean's interval contains it. Both also carry "
     "an allowance for the bias of dropping records, calibrated on benchmarks: coverage of the mean of "
