@@ -564,6 +564,13 @@ def test_issue22_5_milliseconds_read_as_seconds_are_refused_naming_the_unit(tmp_
     code, _, err = _r3_cli(capsys, _r3_user(records, parts, tmp_path / "o", "--epsilon-total", "1",
                                             "--timestamp-unit", "ms"))
     assert code == 0, err
+    # the issue's own case: epoch seconds read as milliseconds (grids dated January 1970)
+    frame["timestamp"] = frame["timestamp"] // 1000
+    records = _r3_write(frame, tmp_path / "s.csv")
+    code, _, err = _r3_cli(capsys, _r3_user(records, parts, tmp_path / "o2", "--epsilon-total", "1",
+                                            "--timestamp-unit", "ms"))
+    line = _r3_refused(code, err, "--timestamp-unit")
+    assert not (tmp_path / "o2").exists(), line
 
 
 @pytest.mark.parametrize("sign", [1, -1])
