@@ -39,9 +39,10 @@ from .aggregate import (
     truncated_table,
 )
 from .grid import check_resolution, parse_slot
+from ._tree import COMPACT_EVERY
 from .ingest import FIELDS, ColumnMap, IngestReport, _check_columns, _csv_files, clean_chunk
 
-__all__ = ["aggregate_dask", "truncated_sums_dask", "read_dask", "dask_partial"]
+__all__ = ["aggregate_dask", "truncated_sums_dask", "read_dask", "dask_map_reduce"]
 
 _TREE = 8
 
@@ -226,20 +227,6 @@ def truncated_sums_dask(
     return first_sums(frame, keep)
 
 
-def dask_partial(records: Any, *, bound: float, grid: Any, read: Any, first_records: int | None,
-                 client: Any = None) -> Any:
-    """The :class:`dpopt.records.contributions.Partial` of ``records`` computed on Dask: every
-    partition runs :func:`~dpopt.records.contributions.reduce_chunk` (the local map step) and the
-    partials are merged by the local reduce step in the same tree, so counts, keys and kept first-c
-    records equal the local path's; None when there is no partition."""
-    from functools import partial
-
-    from .contributions import merge_partials, reduce_chunk
-
-    step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records)
-    return dask_map_reduce(records, read, step, partial(merge_partials, first_records=first_records), client)
-
-
 def dask_map_reduce(records: Any, read: Any, step: Any, merge: Any, client: Any = None,
                     blocksize: str | int | None = "64MB") -> Any:
     """``merge`` over ``step(partition)`` of every partition of ``records`` read with ``read``
@@ -262,8 +249,6 @@ def tree(parts: list[Any], merge: Any) -> Any:
     """Delayed merge of delayed partials in groups of ``COMPACT_EVERY``, level by level (the tree
     of :func:`dpopt.records.contributions.tree_stream`)."""
     import dask
-
-    from .contributions import COMPACT_EVERY
 
     step = dask.delayed(lambda *ps: merge(list(ps)), pure=True)
     while len(parts) > 1:
