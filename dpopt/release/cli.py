@@ -193,8 +193,6 @@ def _flagged(exc: DpoptInputError) -> CliError:
 
 def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
     """Flags given that would do nothing under ``privacy`` (refused, issue 22 item 7)."""
-    from ..records import DEFAULT_MAX_DROPPED
-
     common = [("--chunksize", args.chunksize is not None and args.backend == "dask")]
     if privacy == "user":
         return [f for f, on in common + [
@@ -204,12 +202,8 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
             ("--target-variance", args.target_variance is not None), ("--time-limit", args.time_limit is not None),
             ("--criterion", args.criterion != "noise"), ("--out-of-range", args.out_of_range != "clip"),
             ("--no-map", args.no_map)] if on]
-    # the public-occupancy path still reads through the old streaming reader (with pseudo-user second
-    # pass), which has no separator, dropped-share or time-window option yet
     return [f for f, on in common + [("--partitions", args.partitions is not None),
-                                     ("--bounds", args.bounds != "select"), ("--sep", args.sep != ","),
-                                     ("--max-dropped", args.max_dropped != DEFAULT_MAX_DROPPED),
-                                     ("--time-window", args.time_window != "1990,2100")] if on]
+                                     ("--bounds", args.bounds != "select")] if on]
 
 
 def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, Any]:
@@ -224,7 +218,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     if idle:
         other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
         raise CliError(f"`{idle[0]}` does nothing under --privacy {privacy}: drop it"
-                       + ("" if idle[0] in ("--chunksize", "--no-map", "--sep", "--max-dropped", "--time-window")
+                       + ("" if idle[0] in ("--chunksize", "--no-map")
                           else f" (it is an option of {other})"))
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                "timestamp": args.time_col, "value": args.value_col}
