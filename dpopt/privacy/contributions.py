@@ -87,12 +87,19 @@ def contributions(records: Any, *, bound: float, grid: GridOptions = GridOptions
 
     ``first_records`` c (the ``user`` model) keeps the c earliest records of every pair;
     ``keep_samples`` (``public-occupancy``'s pseudo-user clipping on a DataFrame) keeps all of them.
+    Without ``first_records`` (``public-occupancy``, whose plan needs a non-empty occupancy) an
+    input with no valid record is refused; the ``user`` model releases an empty table.
     """
     bound = check_bound(bound)
-    if keep_samples and first_records is None:
+    public = first_records is None
+    if keep_samples and public:
         first_records = ALL_RECORDS
-    return records_contributions(records, _grid_spec(grid.h3_resolution, grid.slot), io.read_options(),
-                                 bound=bound, first_records=first_records, backend=io.backend, client=io.client)
+    agg, report = records_contributions(records, _grid_spec(grid.h3_resolution, grid.slot), io.read_options(),
+                                        bound=bound, first_records=first_records, backend=io.backend,
+                                        client=io.client)
+    if public and agg.n_pairs == 0:
+        raise DpoptInputError("`records` hold no valid record after cleaning (nothing to release)")
+    return agg, report
 
 
 def _grid_spec(h3_resolution: int, slot: Any) -> Any:
