@@ -70,7 +70,7 @@ def release(records: Any, *, bound: float, privacy: str = "user", **kw: Any) -> 
     if user:
         kw.setdefault("bounds", "select")
         _foreign(_take(kw, PUBLIC_KEYS), PUBLIC_DEFAULTS, "user")
-        model: Any = UserOptions(**_take(kw, USER_KEYS))
+        model: Any = UserOptions(resolution="fixed", **_take(kw, USER_KEYS))  # the old flat release
         if kw.get("epsilon") is not None:
             raise DpoptInputError("`epsilon` (per grid) is seed 002's mode of privacy='public-occupancy'")
     else:
@@ -112,7 +112,7 @@ def release_user(agg: Any, *, bound: float, **kw: Any) -> Any:
         kw["mechanism"] = "laplace" if getattr(sampler, "unit", None) == "epsilon" else "gaussian"
     elif kw.get("mechanism") is None:
         kw.pop("mechanism", None)
-    model = UserOptions(**_take(kw, USER_KEYS))
+    model = UserOptions(resolution="fixed", **_take(kw, USER_KEYS))  # the old flat release
     budget = _budget(kw, user=True)
     noise = _noise(kw)
     if kw:

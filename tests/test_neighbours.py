@@ -80,7 +80,7 @@ def test_user_model_neighbours(mechanism):
         a, b = ref.summary.as_dict(), r.summary.as_dict()
         assert a.keys() == b.keys()
         for key in a:
-            if key != "pooling":  # pooling: post-processing of the noisy values
+            if key not in ("pooling", "outlook", "outlook_epsilon_needed"):  # post-processing of the noisy values
                 assert a[key] == b[key], (name, key)
         assert (r.summary.k, r.summary.c) == (2, 3)
     # the noisy columns do move (the test can fail): the big user changes the counts

@@ -42,9 +42,8 @@ def _randbelow_from_words(source: "SecureRandom | SeededSource", n: int) -> int:
     nwords = max(1, -(-bits // 64))
     while True:
         w = source.random_words(nwords)
-        x = 0
-        for v in w.tolist():
-            x = (x << 64) | v
+        # the words as one big-endian integer (w[0] most significant), in linear time
+        x = int.from_bytes(np.asarray(w, dtype=np.uint64).astype(">u8").tobytes(), "big")
         x &= (1 << bits) - 1
         if x < n:
             return x

@@ -35,7 +35,7 @@ from ..calculus import mean_bias_from_totals, variance_bias_from_totals
 from ..mechanisms.grid import GridRelease, release_grids
 from ..noise import Noise, make_noise
 from ..plan import GridPlan
-from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
+from ..measurements import NODE_COLUMNS, BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate, RetainedStats
 from ..records.grid import cell_centres, slot_text
 from ..records.ingest import IngestReport
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: the plans: the seed-002 planners and the total-budget planner (issue 13)
-PLANS = (*PLANNERS, "budget")
+PLANS = (*PLANNERS, "budget", "hierarchy")
 #: seconds the budget planner may take when no `time_limit` is given
 DEFAULT_BUDGET_TIME_LIMIT = 25.0
 CRITERIA = ("noise", "worst_case")
@@ -104,14 +104,16 @@ class PublicOccupancyOptions:
         """These options with ``plan`` filled in (the default for the budget); an option that would
         do nothing under that plan is refused (issue 22 item 7)."""
         name = "a ready GridPlan" if isinstance(plan, GridPlan) else f"plan={plan!r}"
-        idle = [("target", self.target is not None and plan != "budget"),
+        planned = plan in ("budget", "hierarchy")
+        idle = [("target", self.target is not None and not planned),
                 ("target_variance", self.target_variance is not None and plan != "budget"),
-                ("pseudo_users", self.pseudo_users and plan == "budget"),
-                ("split", self.split != "equal" and plan == "budget")]
+                ("pseudo_users", self.pseudo_users and planned),
+                ("split", self.split != "equal" and planned),
+                ("error_bound", self.error_bound is not None and plan == "hierarchy")]
         given = [n for n, on in idle if on]
         if given:
             raise DpoptInputError(f"`{given[0]}` does nothing with {name}: drop it"
-                                  + (" (`target` is an option of plan='budget')" if "target" in given[0] else ""))
+                                  + (" (`target` is an option of plan='budget' or 'hierarchy')" if "target" in given[0] else ""))
         return dataclasses.replace(self, plan=plan)
 
 
@@ -182,6 +184,14 @@ class ReleaseSummary:
     granularity: float
     seeded: bool
     ingest: dict[str, Any] = field(default_factory=dict)
+    #: plan="hierarchy" only (None otherwise): occupied finest grids, those answered by a published
+    #: node within τ, those answered by none, the levels [(H3 resolution, slot ns; 0 = period)],
+    #: and the planner's fallback (least τ per level over the unanswered grids)
+    finest_grids: int | None = None
+    answered_grids: int | None = None
+    uncovered_grids: int | None = None
+    levels: list[Any] | None = None
+    fallback: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """All fields as a plain dict (summary.json)."""
@@ -487,6 +497,9 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     o = options.for_plan(default_plan(options.plan, pb))
     confidence = check_confidence(confidence)
     k = _check_noise_options(U, pb, noise.noise, noise.granularity_bits)
+    if o.plan == "hierarchy":  # plan the public hierarchy, then this function on its published nodes
+        return _release_hierarchy(agg, pb, o, bound=U, noise=noise, confidence=confidence, ingest=ingest,
+                                  truncated_sums=truncated_sums, timings=timings, progress=progress)
     timings = dict(timings or {})
     t0 = time.perf_counter()
     plan = o.plan if isinstance(o.plan, GridPlan) else _plan(agg, pb, o, U, confidence, progress)
@@ -511,6 +524,26 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     diagnostics = {"timings": {key: round(v, 4) for key, v in timings.items()}, "ingest": ingest.as_dict()}
     return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=agg, plan=plan, grids=rel,
                          diagnostics=diagnostics, error_bounds=bounds)
+
+
+def _release_hierarchy(agg: Aggregate, pb: PrivacyBudget, o: PublicOccupancyOptions, *, bound: float,
+                       noise: NoiseOptions, confidence: float, ingest: IngestReport | None,
+                       truncated_sums: TruncatedSums | None, timings: dict[str, float] | None,
+                       progress: bool) -> ReleaseResult:
+    """plan="hierarchy" (:mod:`.hierarchy_release`): plan the public hierarchy, then
+    :func:`release_aggregate` on the published nodes with that plan as a ready GridPlan; the table
+    gains each node's ``slot_end``, ``h3_resolution``, ``level``, the summary the coverage."""
+    from .hierarchy_release import prepare_hierarchy
+
+    t0 = time.perf_counter()
+    prep = prepare_hierarchy(agg, pb, bound=bound, target=o.target, criterion=o.criterion, confidence=confidence,
+                             time_limit=o.time_limit)
+    timings = {**(timings or {}), "plan": time.perf_counter() - t0}
+    r = release_aggregate(prep.aggregate, pb, PublicOccupancyOptions(plan=prep.plan, criterion=o.criterion),
+                          bound=bound, noise=noise, confidence=confidence, ingest=ingest,
+                          truncated_sums=prep.truncated_sums(truncated_sums), timings=timings, progress=progress)
+    summary = dataclasses.replace(r.summary, **prep.summary_fields())
+    return dataclasses.replace(r, table=prep.table(r.table), summary=summary)
 
 
 def _plan(agg: Aggregate, pb: PrivacyBudget, o: PublicOccupancyOptions, U: float, confidence: float,
@@ -623,7 +656,7 @@ def _release_summary(agg: Aggregate, ingest: IngestReport, plan: GridPlan, gamma
         mechanism=budget.mechanism, budget_mode=budget.mode, budget=budget.describe(),
         users=agg.n_users, grids=agg.n_grids, records=agg.n_records, pairs=agg.n_pairs,
         plan=plan.method, plan_status=str(plan.status), plan_gap=float(plan.gap),
-        pseudo_users=plan.array_length is not None and not plan.method.startswith("budget"),
+        pseudo_users=plan.array_length is not None and not plan.method.startswith(("budget", "hierarchy")),
         degradation=plan.degradation, degradation_baseline=G1,
         epsilon=eps, epsilon_total=epsilon_total, rho_total=rho_total, delta=budget.delta,
         epsilon_total_baseline=G1 * eps if eps is not None else None,
@@ -659,6 +692,11 @@ def _measurements(r: ReleaseResult) -> Measurements:
     nodes = pd.DataFrame({"cell": np.asarray(agg.cells, dtype=np.int64), "h3_resolution": agg.h3_resolution,
                           "slot": np.asarray(agg.slots, dtype=np.int64), "slot_ns": agg.slot_ns,
                           "parent": np.full(n, -1, dtype=np.int64)})
+    finest = nodes[["cell", "slot", "slot_ns"]].assign(node=np.arange(n, dtype=np.int64))
+    tables = r.plan.info.get("hierarchy")
+    if tables is not None:  # plan="hierarchy": nodes at their own resolutions; finest grid -> answering node
+        nodes = tables["nodes"][list(NODE_COLUMNS)].reset_index(drop=True)
+        finest = tables["finest"]
     family = ("discrete_" if s.granularity > 0 else "") + s.mechanism
     N = agg.grid_records()
     st_ret = r.table["n_records_retained"].to_numpy()
@@ -674,6 +712,5 @@ def _measurements(r: ReleaseResult) -> Measurements:
     public = r.table[["n_users", "n_records", "max_user_records", "n_users_retained", "n_records_retained"]]
     info = {"plan": r.plan, "criterion": s.criterion, "confidence": s.confidence, "error_bounds": r.error_bounds,
             "released": np.asarray(rel.released, dtype=bool), "summary": s}
-    finest = nodes[["cell", "slot", "slot_ns"]].assign(node=np.arange(n, dtype=np.int64))
     return Measurements(privacy_model="public-occupancy", bound=s.bound, nodes=nodes, statistics=stats,
                         spend=spend, public=public.reset_index(drop=True), finest=finest, info=info)

@@ -53,8 +53,10 @@ from ..userdp.sensitivity import Sensitivities, sensitivities
 from ..userdp.split import BudgetSplit, split_budget
 from .options import Budget, NoiseOptions
 
-__all__ = ["UserOptions", "Shares", "measure", "SELECTION_DELTA_SHARE", "noise_family"]
+__all__ = ["UserOptions", "RESOLUTIONS", "Shares", "measure", "SELECTION_DELTA_SHARE", "noise_family"]
 
+#: shapes of the release over a public partition list (UserOptions.resolution)
+RESOLUTIONS = ("adaptive", "fixed")
 #: share of δ spent by private partition selection under Gaussian noise (the rest converts ρ)
 SELECTION_DELTA_SHARE = 0.5
 
@@ -71,6 +73,12 @@ class UserOptions:
     shares of the budget for the automatic bounds, private selection and the pooling totals;
     ``weight_mean``, ``weight_variance``, ``typical`` the split rule (:func:`split_budget`);
     ``max_grids``, ``max_records`` public caps of the automatic bounds.
+
+    ``resolution`` the shape of the release with a public partition list: "adaptive" (default:
+    every level of the public hierarchy of H3 parents x coarser slots up to
+    ``coarsest_resolution`` is measured and each finest grid is answered by its finest node
+    whose error meets the target, :mod:`dpopt.privacy.user_multires`) or "fixed" (the flat release
+    of every listed grid at the finest resolution). Private selection (no list) is always flat.
     """
 
     partitions: Any = None
@@ -84,8 +92,16 @@ class UserOptions:
     typical: tuple[float, float] | None = None
     max_grids: int = 1024
     max_records: int = 64
+    resolution: str = "adaptive"
+    coarsest_resolution: int | None = None
 
     def __post_init__(self) -> None:
+        check_choice(self.resolution, "resolution", RESOLUTIONS)
+        if self.coarsest_resolution is not None:
+            check_positive_int(self.coarsest_resolution, "coarsest_resolution", minimum=0)
+            if self.coarsest_resolution > 15 or self.resolution != "adaptive" or self.private:
+                raise DpoptInputError("`coarsest_resolution` must be an H3 resolution 0..15 and goes with "
+                                      f"resolution='adaptive' and a partition list; got {self.coarsest_resolution!r}")
         bf = check_nonnegative_float(self.bounds_fraction, "bounds_fraction")
         sf = check_nonnegative_float(self.selection_fraction, "selection_fraction")
         pf = check_nonnegative_float(self.pool_fraction, "pool_fraction")
@@ -99,6 +115,11 @@ class UserOptions:
         if self.fractions[0] + self.fractions[1] + pf >= 1.0:
             raise DpoptInputError("`bounds_fraction` + `selection_fraction` + `pool_fraction` must be < 1; "
                                   f"got {self.fractions[0] + self.fractions[1] + pf:g}")
+
+    @property
+    def adaptive(self) -> bool:
+        """The multi-resolution release (``resolution`` "adaptive" and a public partition list)."""
+        return self.resolution == "adaptive" and not self.private
 
     @property
     def private(self) -> bool:
@@ -216,8 +237,10 @@ def _samplers(noise: NoiseOptions, kind: str, sampler: NoiseMechanism | None
     """(statistics' sampler, selection's Laplace sampler of the same family, numpy rng for ties)."""
     # numpy's generator only for simulation noise: every random choice of a real release (noise,
     # tie-break keys, selection) comes from the integer source (issue 22 item 10)
-    simulated = noise.noise == "numpy" or (sampler is not None and (
-        getattr(sampler, "source", None) is None or not sampler.real_release))
+    if sampler is not None and sampler.real_release and getattr(sampler, "source", None) is None:
+        raise DpoptInputError("`sampler` is marked real_release but has no integer `source`: a real release draws its "
+                              "tie-break keys and bounds choice from the sampler's OS-CSPRNG source (dpopt.noise.integer_source)")
+    simulated = noise.noise == "numpy" or (sampler is not None and not sampler.real_release)
     rng = np.random.default_rng(noise.seed) if simulated else None
 
     def make(flavour: str, k: str, source: Any = None) -> NoiseMechanism:

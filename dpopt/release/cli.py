@@ -87,9 +87,10 @@ def _add_budget_arguments(p: Any) -> None:
 
 def _add_plan_arguments(p: Any) -> None:
     """The planner flags (--privacy public-occupancy) and the error bounds reported."""
-    p.add_argument("--plan", choices=["budget", "baseline", "greedy", "milp"],
-                   help="budget: the total-budget planner (default with a total budget); baseline: keep "
-                   "everything (default with --epsilon); greedy: CLIP-USER; milp: least-K suppression")
+    p.add_argument("--plan", choices=["budget", "hierarchy", "baseline", "greedy", "milp"],
+                   help="budget: the total-budget planner (default with a total budget); hierarchy: publish "
+                   "H3 parents x coarser slots so every grid is answered within --target (default U/20); "
+                   "baseline: keep everything (default with --epsilon); greedy: CLIP-USER; milp: least-K suppression")
     p.add_argument("--target", type=float, help="--plan budget: the error tau the mean of a grid must "
                    "meet (data units) for the grid to be released (default: the knee of the "
                    "coverage-tau frontier, reported)")
@@ -114,9 +115,19 @@ def _add_input_arguments(p: Any) -> None:
     u.add_argument("--partitions", help="public partition list: a CSV with columns cell (H3 index) and slot "
                    "(ISO start time, UTC); listed grids without records are released too (as noise). "
                    "Without it grids are selected privately (needs --delta)")
-    u.add_argument("--bounds", default="select",
-                   help="contribution bounds: select (default: chosen under DP by predicted error), quantile "
+    u.add_argument("--bounds", default="histogram",
+                   help="contribution bounds: histogram (default: noisy histograms of the contributions, then the "
+                   "(k, c) of least predicted error), select (chosen under DP by predicted error), quantile "
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid)")
+    u.add_argument("--resolution", default="adaptive", metavar="{adaptive,fixed}",
+                   help="with --partitions: adaptive (default) measures every level of the public hierarchy above "
+                   "the listed grids (H3 parents x 3h/day/period slots) and answers each listed grid by its finest "
+                   "node whose error meets the target (release.csv: one row per published node, answers.csv: "
+                   "which node answers each listed grid); fixed: the flat release of every listed grid at "
+                   "--h3-resolution. Without --partitions (private selection) the release is always flat")
+    u.add_argument("--coarsest-resolution", type=int, metavar="R0",
+                   help="--resolution adaptive: the coarsest H3 resolution of the hierarchy (default "
+                   "--h3-resolution - 4)")
     g = p.add_argument_group(
         "input columns and cleaning",
         "Records are rows (user, latitude, longitude, timestamp, value) of a CSV file (any separator, "
@@ -180,7 +191,7 @@ _FLAGS = {"epsilon_total": "--epsilon-total", "epsilon": "--epsilon", "rho": "--
           "criterion": "--criterion", "h3_resolution": "--h3-resolution", "slot": "--slot",
           "chunksize": "--chunksize", "partitions": "--partitions", "bounds": "--bounds",
           "out_of_range": "--out-of-range", "backend": "--backend", "timestamp_unit": "--timestamp-unit",
-          "seed": "--seed"}
+          "seed": "--seed", "resolution": "--resolution", "coarsest_resolution": "--coarsest-resolution"}
 
 
 def _flagged(exc: DpoptInputError) -> CliError:
@@ -201,9 +212,13 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
             ("--split", args.split != "equal"), ("--target", args.target is not None),
             ("--target-variance", args.target_variance is not None), ("--time-limit", args.time_limit is not None),
             ("--criterion", args.criterion != "noise"), ("--out-of-range", args.out_of_range != "clip"),
-            ("--no-map", args.no_map)] if on]
+            ("--no-map", args.no_map and not (args.partitions and args.resolution == "adaptive")),
+            ("--coarsest-resolution", args.coarsest_resolution is not None
+             and not (args.partitions and args.resolution == "adaptive"))] if on]
     return [f for f, on in common + [("--partitions", args.partitions is not None),
-                                     ("--bounds", args.bounds != "select")] if on]
+                                     ("--bounds", args.bounds != "histogram"),
+                                     ("--resolution", args.resolution != "adaptive"),
+                                     ("--coarsest-resolution", args.coarsest_resolution is not None)] if on]
 
 
 def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, Any]:
@@ -231,11 +246,15 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
             budget: Any = PerGridBudget(args.epsilon)
         else:
             budget = Budget(epsilon_total=args.epsilon_total, rho=args.rho, delta=args.delta, mechanism=args.mechanism)
-        model: Any = UserOptions(partitions=args.partitions, bounds=_bounds_option(args.bounds)) \
+        model: Any = UserOptions(partitions=args.partitions, bounds=_bounds_option(args.bounds),
+                                 resolution=args.resolution, coarsest_resolution=args.coarsest_resolution) \
             if privacy == "user" else PublicOccupancyOptions(
                 plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
                 time_limit=args.time_limit, target=_positive(args.target, "target"),
                 target_variance=_positive(args.target_variance, "target_variance"), criterion=args.criterion)
+        if args.coarsest_resolution is not None and not 0 <= args.coarsest_resolution <= args.h3_resolution:
+            raise DpoptInputError(f"`coarsest_resolution` must be an H3 resolution in [0, --h3-resolution = "
+                                  f"{args.h3_resolution}]; got {args.coarsest_resolution!r}")
         opts = {"budget": budget, "model": model, "grid": GridOptions(args.h3_resolution, args.slot),
                 "estimation": EstimationOptions(confidence=args.confidence), "noise": NoiseOptions(seed=args.seed),
                 "io": InputOptions(columns=columns, out_of_range=args.out_of_range,
@@ -290,12 +309,13 @@ def _records(args: argparse.Namespace) -> tuple[Any, float]:
 
 
 def _bounds_option(text: str) -> Any:
-    if text in ("select", "quantile"):
+    if text in ("histogram", "select", "quantile"):
         return text
     try:
         k, c = (int(x) for x in text.split(","))
     except ValueError:
-        raise DpoptInputError(f"`bounds` must be select, quantile or K,C (two integers); got {text!r}") from None
+        raise DpoptInputError(f"`bounds` must be histogram, select, quantile or K,C (two integers); got {text!r}") \
+            from None
     return (k, c)
 
 
@@ -327,6 +347,11 @@ def run(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     emit((_user_payload if privacy == "user" else _payload)(result, paths, args.out), args.json)
+    outlook = getattr(result.summary, "outlook", "") if privacy == "user" else ""
+    if outlook:  # issue 21 item 4: never silently nothing
+        import sys
+
+        print(f"dpopt release: warning: {outlook}", file=sys.stderr)
     return 0
 
 
@@ -337,7 +362,8 @@ def _user_payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, An
             "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
             "privacy_model": s.privacy_model, "mechanism": s.mechanism, "rho_total": s.rho_total,
             "epsilon_total": s.epsilon_total, "delta": s.delta, "k": s.k, "c": s.c, "bounds_rule": s.bounds_rule,
-            "partitions": s.partitions, "grids_released": s.grids_released, "noise": s.noise}
+            "partitions": s.partitions, "resolution": s.resolution, "method": s.method,
+            "grids_released": s.grids_released, "noise": s.noise}
 
 
 def _payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:

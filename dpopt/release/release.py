@@ -33,9 +33,11 @@ from ..privacy.public_occupancy import PublicOccupancyOptions, ReleaseResult, de
     to_privacy_budget
 from ..privacy.public_occupancy import _check_noise_options as _check_public_noise
 from ..privacy.user import UserOptions, measure
+from ..privacy.user_multires import measure_multires
 from ..records.aggregate import Aggregate
 from ..userdp.mechanism import NoiseMechanism
-from ..writers.user import UserRelease, user_release
+from ..estimation.outlook import flat_outlook, levels_outlook
+from ..writers.user import UserRelease, multires_release, user_release
 
 __all__ = ["EstimationOptions", "ModelOptions", "release", "release_user", "check_options"]
 
@@ -46,25 +48,34 @@ ModelOptions = Union[UserOptions, PublicOccupancyOptions]
 @dataclass(frozen=True)
 class EstimationOptions:
     """``method`` of :func:`dpopt.estimation.estimate` for the published ``mean``/``variance``
-    ("direct", "pooled", …: :data:`dpopt.estimation.ESTIMATORS`) and ``confidence`` of the stated
-    error bounds."""
+    ("direct", "pooled", "hierarchical": :data:`dpopt.estimation.ESTIMATORS`; None: the shape's
+    own, "hierarchical" for the multi-resolution ``user`` release, else "direct") and
+    ``confidence`` of the stated error bounds."""
 
-    method: str = "direct"
+    method: str | None = None
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
-        check_choice(self.method, "method", tuple(ESTIMATORS))
+        if self.method is not None:
+            check_choice(self.method, "method", tuple(ESTIMATORS))
         check_confidence(self.confidence)
+
+    def method_for(self, adaptive: bool) -> str:
+        """The method run: the given one, or the shape's default."""
+        return self.method or ("hierarchical" if adaptive else "direct")
 
 
 def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOptions, noise: NoiseOptions,
                   estimation: EstimationOptions, io: InputOptions) -> float:
     """The combination of options, checked before any record is read; returns U."""
     U = check_bound(bound)
-    if estimation.method == "hierarchical":
-        raise DpoptInputError("`estimation.method` = 'hierarchical' needs the measurements of every level of the "
-                              "public hierarchy (dpopt.userdp.levels.measure_levels); the front door measures the "
-                              "finest grids only until the multi-resolution release is wired (issue 21)")
+    adaptive = isinstance(model, UserOptions) and model.adaptive
+    method = estimation.method_for(adaptive)
+    if (method == "hierarchical") != adaptive:
+        raise DpoptInputError(f"`estimation.method` = {method!r} " + (
+            "does not fit the multi-resolution release: use 'hierarchical' (its default)" if adaptive else
+            "needs the measurements of every level of the public hierarchy: the multi-resolution user release "
+            "(UserOptions(resolution='adaptive') with a partition list)"))
     if isinstance(model, UserOptions):
         model.check_budget(budget)
         if io.out_of_range != "clip":
@@ -73,8 +84,8 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
         return U
     if not isinstance(model, PublicOccupancyOptions):
         raise DpoptInputError(f"`model` must be UserOptions or PublicOccupancyOptions; got {type(model).__name__}")
-    if estimation.method != "direct":
-        raise DpoptInputError(f"`estimation.method` = {estimation.method!r}: public-occupancy publishes its "
+    if method != "direct":
+        raise DpoptInputError(f"`estimation.method` = {method!r}: public-occupancy publishes its "
                               "CLIP estimates directly; use 'direct'")
     pb = to_privacy_budget(budget)
     model.for_plan(default_plan(model.plan, pb))
@@ -101,7 +112,7 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
         agg, _ = contributions(records, bound=U, grid=grid, io=io, first_records=model.first_records)
         return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
                             timings={"aggregate": time.perf_counter() - t0})
-    second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) == "budget"
+    second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) in ("budget", "hierarchy")
     keep = second_pass and io.backend == "local" and _is_frame(records)
     agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep)
     return release_aggregate(agg, budget, model, bound=U, noise=noise, confidence=estimation.confidence,
@@ -122,10 +133,31 @@ def release_user(contributions_table: Aggregate, budget: Budget, options: UserOp
     """The ``user`` model on a contributions table (samples kept): measure, estimate (the chosen
     method for ``mean``/``variance``, the pooled values beside them), format."""
     t0 = time.perf_counter()
+    if options.adaptive:
+        return _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
+                                 estimation=estimation, sampler=sampler, timings=timings)
     m = measure(contributions_table, budget, options, bound=bound, noise=noise, sampler=sampler)
     t1 = time.perf_counter()
-    est = estimate(m, method=estimation.method, confidence=estimation.confidence)
-    pooled = est if estimation.method == "pooled" else estimate(m, method="pooled",
-                                                                confidence=estimation.confidence)
+    method = estimation.method_for(False)
+    est = estimate(m, method=method, confidence=estimation.confidence)
+    pooled = est if method == "pooled" else estimate(m, method="pooled", confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
-    return user_release(m, est, pooled, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}})
+    return user_release(m, est, pooled, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}},
+                        outlook=flat_outlook(m, est))
+
+
+def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None,
+                      noise: NoiseOptions, estimation: EstimationOptions, sampler: NoiseMechanism | None,
+                      timings: dict[str, float] | None) -> UserRelease:
+    """The multi-resolution ``user`` release: every level measured
+    (:func:`dpopt.privacy.user_multires.measure_multires`), hierarchical estimation, formatting."""
+    if sampler is not None:
+        raise DpoptInputError("`sampler` is an option of the flat release (resolution='fixed'); the "
+                              "multi-resolution release draws from `noise`")
+    t0 = time.perf_counter()
+    m = measure_multires(agg, budget, options, bound=bound, noise=noise)
+    t1 = time.perf_counter()
+    est = estimate(m, method=estimation.method_for(True), confidence=estimation.confidence)
+    times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
+    return multires_release(m, est, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}},
+                            outlook=levels_outlook(m, est))

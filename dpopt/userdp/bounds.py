@@ -61,7 +61,7 @@ from ._thresholding import release_probability
 from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 
 __all__ = ["BoundsChoice", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
-           "BOUND_RULES", "histogram_bins", "contribution_bins", "measure_contributions", "optimise_bounds"]
+           "BOUND_RULES", "histogram_bins", "histogram_candidates", "contribution_bins", "measure_contributions", "optimise_bounds"]
 
 BOUND_RULES = ("histogram", "select", "quantile")
 
@@ -124,6 +124,15 @@ def histogram_bins(limit: int) -> np.ndarray:
     first bin whose edge is ≥ v; values above the last edge in an overflow bin)."""
     limit = check_positive_int(limit, "limit")
     return 2 ** np.arange(int(math.ceil(math.log2(limit))) + 1, dtype=np.int64)
+
+
+def histogram_candidates(limit: int) -> np.ndarray:
+    """Public candidates of the ``"histogram"`` rule: the bin edges 1, 2, 4, … capped at ``limit``
+    (1, 2, 4, 8, 10 for 10). Never above the cap: the front door keeps only the first
+    ``max_records`` records of a pair (:attr:`dpopt.privacy.user.UserOptions.first_records`), so a
+    c above it would make the bounding refuse exactly when some pair holds more records than the
+    cap — a refusal that depends on private data (review, session 3)."""
+    return np.unique(np.minimum(histogram_bins(limit), check_positive_int(limit, "limit")))
 
 
 def _representatives(edges: np.ndarray) -> np.ndarray:
@@ -255,7 +264,7 @@ def _histogram_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: Intege
                       budgets: NoiseBudgets, bound: float, priority: str, model: dict) -> BoundsChoice:
     """The ``"histogram"`` rule: one ε-DP measurement, then the exhaustive optimiser."""
     hist = measure_contributions(agg, ranks, eps, source=src, max_grids=kmax, max_records=cmax)
-    ks, cs = histogram_bins(kmax), histogram_bins(cmax)
+    ks, cs = histogram_candidates(kmax), histogram_candidates(cmax)
     k, c, obj = optimise_bounds(hist, ks, cs, bound=bound, budgets=budgets, priority=priority, **model)
     return BoundsChoice(k=k, c=c, rule="histogram", epsilon=eps, candidates=int(obj.size), histogram=hist,
                         objective=obj)

@@ -373,6 +373,9 @@ def measure_levels(
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
     check_choice(level_split, "level_split", ("answers", "equal"))
     src = getattr(mech, "source", None)  # issue 22 item 10: a real release's keys from the OS CSPRNG
+    if src is None and mech.real_release:  # public: the sampler given, never the data
+        raise DpoptInputError("`noise_mechanism` is a real-release sampler without an integer `source`: the "
+                              "tie keys of a real release must come from it (the OS CSPRNG)")
     keys_source = np.random.default_rng(seed) if src is None else src
     sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, granularity_bits, keys_source,
                                           check_choice(priority, "priority", ("random", "count")), level_bounds)
@@ -400,8 +403,9 @@ def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, k: in
     """Exact node sums (R, Y, Z) of the bounded data, every level's sensitivity, the lattice and the
     resolved per-level bounds (models/hierarchy.md §3, §3b)."""
     lev = hier.nodes["level"].to_numpy()
-    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, bits, rng, priority)
     lb = resolve_level_bounds(level_bounds, hier, k, c)
+    _check_samples_limit(agg, [c] + [b[1] for b in (lb or []) if b is not None])
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, bits, rng, priority)
     sums = [node_sums(hier, v) for v in (R, Y, Z)]
     sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(hier.n_levels)]
     if lb is not None:  # a level bounded on its own: a user changes ≤ k_l nodes by ≤ c_l records each
@@ -409,6 +413,18 @@ def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, k: in
         sens = [sv if b is None else level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), b[0], b[1],
                                                        lat.half_sum, lat.half_sumsq) for li, (sv, b) in enumerate(zip(sens, lb))]
     return sums, sens, lat, lb
+
+
+def _check_samples_limit(agg: Aggregate, cs: list[int]) -> None:
+    """Refuse, on public facts only, bounds that read more records per pair than the contributions
+    kept (``first_records``): every c (and c_l of ``level_bounds``) must be ≤ the public limit.
+    Without this check the bounding's own check refuses exactly when some pair holds more records
+    than the limit — a refusal that depends on the data (review, session 3)."""
+    limit = getattr(agg.samples, "limit", None)
+    if limit is not None and max(cs) > int(limit):
+        raise DpoptInputError(f"the contributions keep the first {int(limit)} records per pair, fewer than the "
+                              f"bounds ask for (c = {max(cs)}, `bounds` / `level_bounds`): aggregate with "
+                              f"first_records >= {max(cs)}")
 
 
 def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any) -> tuple[PartitionList, Hierarchy]:

@@ -27,7 +27,7 @@ def write_release(result: Any, out: str | Path, *, make_map: bool = True, overwr
     from .user import UserRelease, write_user_release
 
     if isinstance(result, UserRelease):
-        return write_user_release(result, out, overwrite=overwrite)
+        return write_user_release(result, out, overwrite=overwrite, make_map=make_map)
     from .public_occupancy import write_report
 
     return write_report(result, out, make_map=make_map, overwrite=overwrite)

@@ -450,6 +450,10 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[st
     names["release"] = "release.csv"
     (tmp / "summary.json").write_text(json.dumps(published_summary(result), indent=2) + "\n")
     names["summary"] = "summary.json"
+    tables = result.plan.info.get("hierarchy")
+    if tables is not None:  # plan="hierarchy": each finest grid -> its answering published node (public)
+        tables["answers"].to_csv(tmp / "answers.csv", index=False)
+        names["answers"] = "answers.csv"
     if make_map:
         plot_map(result, tmp / "map.png")
         names["map"] = "map.png"

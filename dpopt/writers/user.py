@@ -18,15 +18,22 @@ import pandas as pd
 
 from ..cli_common import to_jsonable
 from ..measurements import Estimates, Measurements
-from ..records.grid import cell_centres, cell_strings, slot_strings
+from ..records.grid import cell_centres, cell_strings, slot_strings, slot_text
 from .folder import DIAGNOSTICS, write_atomically
 from .hooks import extra_files
 
-__all__ = ["UserRelease", "UserReleaseSummary", "TABLE_COLUMNS", "user_release", "write_user_release",
-           "user_report_markdown"]
+__all__ = ["UserRelease", "UserReleaseSummary", "TABLE_COLUMNS", "MULTIRES_COLUMNS", "ANSWER_COLUMNS",
+           "user_release", "multires_release", "write_user_release", "user_report_markdown"]
 
 TABLE_COLUMNS = ["cell", "slot", "released", "mean", "variance", "mean_raw", "variance_raw",
                  "noisy_count", "mean_error_bound", "variance_error_bound"]
+
+#: release.csv of the multi-resolution release: one row per published node (issue 21's contract)
+MULTIRES_COLUMNS = ["cell", "slot", "slot_end", "h3_resolution", "cell_lat", "cell_lng", "released", "mean",
+                    "mean_error_bound", "mean_direct", "mean_direct_error_bound", "variance", "variance_error_bound",
+                    "variance_released", "variance_withheld_reason", "method", "level", "count_estimate"]
+#: answers.csv: each finest grid of the partition list and the published node that answers it
+ANSWER_COLUMNS = ["cell", "slot", "node_cell", "node_slot", "node_slot_end", "node_h3_resolution"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,19 @@ class UserReleaseSummary:
     rho_total: float | None = None
     #: Gaussian with private selection: the δ_p spent by the selection (part of ``delta``)
     delta_selection: float = 0.0
+    #: "fixed" (flat per-grid release) or "adaptive" (multi-resolution, models/hierarchy.md)
+    resolution: str = "fixed"
+    #: the estimation method of ``mean``
+    method: str = "direct"
+    #: adaptive: the levels (H3 resolution, slot text), finest first, and each level's budget (the
+    #: sum of its pieces, in the unit of the accounting)
+    levels: list[dict[str, Any]] | None = None
+    #: adaptive: the error target tau a node's noise half-width must meet to answer its finest grids
+    target: float | None = None
+    #: issue 21 item 4: '' when some published node is better than the range, else what would be
+    outlook: str = ""
+    #: the total epsilon the outlook predicts would make the release useful (None: not needed / unknown)
+    outlook_epsilon_needed: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,6 +96,8 @@ class UserRelease:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     measurements: Measurements | None = None
     estimates: Estimates | None = None
+    #: adaptive: answers.csv (columns :data:`ANSWER_COLUMNS`), published
+    answers: pd.DataFrame | None = None
 
 
 def _table(m: Measurements, est: Estimates, pooled: Estimates) -> pd.DataFrame:
@@ -98,7 +120,7 @@ def _table(m: Measurements, est: Estimates, pooled: Estimates) -> pd.DataFrame:
 
 
 def user_release(m: Measurements, est: Estimates, pooled: Estimates, *,
-                 diagnostics: dict[str, Any] | None = None) -> UserRelease:
+                 diagnostics: dict[str, Any] | None = None, outlook: Any = None) -> UserRelease:
     """The published table and summary of a ``user`` release from its measurements, direct
     estimates ``est`` and pooled estimates ``pooled`` (formatting only)."""
     info, sp = m.info, m.spend
@@ -109,10 +131,67 @@ def user_release(m: Measurements, est: Estimates, pooled: Estimates, *,
         pooling=pooled.info["pooling"], bound=m.bound, h3_resolution=info["h3_resolution"], slot=info["slot"],
         noise=info["noise"], granularity=info["lattice"], confidence=est.confidence, seeded=info["seeded"],
         mechanism=info["mechanism"], rho_total=sp.total if sp.unit == "rho" else None,
-        delta_selection=info["delta_selection"],
+        delta_selection=info["delta_selection"], **_outlook_fields(outlook),
     )
     return UserRelease(table=_table(m, est, pooled), summary=summary, diagnostics=dict(diagnostics or {}),
                        measurements=m, estimates=est)
+
+
+def _outlook_fields(outlook: Any) -> dict[str, Any]:
+    if outlook is None or not outlook.empty:
+        return {}
+    return {"outlook": outlook.message, "outlook_epsilon_needed": outlook.epsilon_needed}
+
+
+def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(release.csv: the published nodes, answers.csv): formatting only. ``slot_end`` = start + the
+    node's slot length (public: the hierarchy over the public list)."""
+    t = est.table
+    on = t["released"].to_numpy(dtype=bool)
+    cells = t["cell"].to_numpy(dtype="int64")
+    start = t["slot"].to_numpy(dtype="int64")
+    end = start + t["slot_ns"].to_numpy(dtype="int64")
+    lat, lng = cell_centres(cells[on])
+    table = pd.DataFrame({"cell": cell_strings(cells[on]), "slot": slot_strings(start[on]),
+                          "slot_end": slot_strings(end[on]), "cell_lat": lat, "cell_lng": lng})
+    for col in MULTIRES_COLUMNS:
+        if col not in table.columns:
+            table[col] = t[col].to_numpy()[on]
+    node = est.answers["node"].to_numpy()
+    answers = pd.DataFrame({"cell": cell_strings(m.finest["cell"].to_numpy()),
+                            "slot": slot_strings(m.finest["slot"].to_numpy()),
+                            "node_cell": cell_strings(cells[node]), "node_slot": slot_strings(start[node]),
+                            "node_slot_end": slot_strings(end[node]),
+                            "node_h3_resolution": t["h3_resolution"].to_numpy()[node]})
+    return table[MULTIRES_COLUMNS], answers
+
+
+def _levels(m: Measurements) -> list[dict[str, Any]]:
+    """Each level's grid and budget (the sum of its pieces ``level{l}_…``)."""
+    out = []
+    for li, (res, slot_ns) in enumerate(m.info["levels"]):
+        spent = sum(v for name, v in m.spend.pieces.items() if name.startswith(f"level{li}_"))
+        out.append({"level": li, "h3_resolution": int(res), "slot": "period" if slot_ns == 0 else slot_text(slot_ns),
+                    "budget": float(spent)})
+    return out
+
+
+def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, Any] | None = None,
+                     outlook: Any = None) -> UserRelease:
+    """The published table, answers and summary of the multi-resolution ``user`` release from its
+    measurements and hierarchical estimates (formatting only)."""
+    info, sp = m.info, m.spend
+    table, answers = _multires_table(m, est)
+    summary = UserReleaseSummary(
+        privacy_model="user", epsilon_total=sp.epsilon, delta=sp.delta, k=info["k"], c=info["c"],
+        bounds_rule=info["bounds_rule"], budget=dict(sp.pieces), split_rule=info["split_rule"],
+        partitions=info["partitions"], grids_released=len(table), selection_threshold=None, pooling={},
+        bound=m.bound, h3_resolution=info["h3_resolution"], slot=info["slot"], noise=info["noise"],
+        granularity=info["lattice"], confidence=est.confidence, seeded=info["seeded"], mechanism=info["mechanism"],
+        rho_total=sp.total if sp.unit == "rho" else None, resolution="adaptive", method=est.method,
+        levels=_levels(m), target=float(est.info["target"]), **_outlook_fields(outlook))
+    return UserRelease(table=table, summary=summary, diagnostics=dict(diagnostics or {}), measurements=m,
+                       estimates=est, answers=answers)
 
 
 def _accounting_lines(s: Any) -> list[str]:
@@ -137,6 +216,8 @@ def user_report_markdown(result: UserRelease) -> str:
     s = result.summary
     t = result.table
     b = s.budget
+    if s.resolution == "adaptive":
+        return _multires_markdown(result)
     lines = [
         "# dpopt release report (privacy model: user)",
         "",
@@ -177,12 +258,45 @@ def user_report_markdown(result: UserRelease) -> str:
         "- `summary.json`: the numbers above",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + _outlook_lines(s))
 
 
-def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
+def _outlook_lines(s: Any) -> list[str]:
+    return ["## Outlook: nothing worth reading", "", s.outlook, ""] if s.outlook else []
+
+
+def _multires_markdown(result: UserRelease) -> str:
+    """The report of the multi-resolution release."""
+    s, t = result.summary, result.table
+    lines = [
+        "# dpopt release report (privacy model: user, multi-resolution)", "",
+        f"Mean and variance of the values over the public hierarchy above the listed (H3 resolution "
+        f"{s.h3_resolution}) x ({s.slot} UTC) grids, with **user-level** differential privacy. Each listed grid "
+        f"is answered by its finest ancestor (coarser cell, longer slot) whose noise half-width meets "
+        f"tau = {s.target:g} (`answers.csv`); only those nodes are published (`release.csv`).", "",
+        *_accounting_lines(s), *[f"  - {name}: {v:.6g}" for name, v in s.budget.items()],
+        f"- contribution bounds: at most **k = {s.k}** listed grids per user (a uniformly random k), at most "
+        f"**c = {s.c}** records per user and grid; rule `{s.bounds_rule}`"
+        + (" under DP (part of the total above)" if s.bounds_rule != "fixed" else " (public)"),
+        "- levels (finest first): " + "; ".join(f"{lv['level']}: res {lv['h3_resolution']} x {lv['slot']} "
+                                                f"(budget {lv['budget']:.6g})" for lv in s.levels),
+        f"- estimation: {s.method} (tree GLS, Fieller intervals, empirical-Bayes `mean`; `mean_direct` unshrunk)",
+        f"- noise: {s.noise}", "", "## Accuracy", "",
+        f"- nodes published: {s.grids_released}; every row carries {s.confidence:.0%} intervals (`mean_error_bound`)",
+        "", "| cell | res | slot | slot end | mean | ± | method |", "|---|---|---|---|---|---|---|"]
+    for _, row in t.nsmallest(10, "mean_error_bound").iterrows():
+        lines.append(f"| {row['cell']} | {row['h3_resolution']} | {row['slot']} | {row['slot_end']} | "
+                     f"{row['mean']:.3f} | {row['mean_error_bound']:.3g} | {row['method']} |")
+    lines += ["", "## Files", "", "- `release.csv`: one row per published node", "- `answers.csv`: the node "
+              "answering each listed grid", "- `summary.json`: the numbers above", ""]
+    return "\n".join(lines + _outlook_lines(s))
+
+
+def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool = False,
+                       make_map: bool = True) -> dict[str, Path]:
     """Write release.csv, summary.json and report.md into folder ``out`` atomically (refused if
-    ``out`` is not empty unless ``overwrite``), and ``diagnostics/timings.json`` for the data holder
+    ``out`` is not empty unless ``overwrite``; the multi-resolution release adds answers.csv and,
+    with ``make_map``, map.png), and ``diagnostics/timings.json`` for the data holder
     (timings are never published: the exact sampler's time depends on the noise drawn)."""
     def write(tmp: Path) -> dict[str, str]:
         result.table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
@@ -191,7 +305,16 @@ def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool 
         (tmp / "report.md").write_text(user_report_markdown(result))
         (tmp / DIAGNOSTICS).mkdir()
         (tmp / DIAGNOSTICS / "timings.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
-        return {"release": "release.csv", "summary": "summary.json", "report": "report.md",
-                "diagnostics": f"{DIAGNOSTICS}/timings.json", **extra_files(result, tmp)}
+        files = {"release": "release.csv", "summary": "summary.json", "report": "report.md",
+                 "diagnostics": f"{DIAGNOSTICS}/timings.json", **extra_files(result, tmp)}
+        if result.answers is not None:
+            result.answers.to_csv(tmp / "answers.csv", index=False)
+            files["answers"] = "answers.csv"
+            if make_map:
+                from .figures import write_figures
+
+                write_figures(tmp, pd.read_csv(tmp / "release.csv"), payload)
+                files["map"] = "map.png"
+        return files
 
     return write_atomically(out, write, overwrite=overwrite)

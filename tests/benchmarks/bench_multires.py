@@ -7,6 +7,9 @@ the grid's truth (exact mean of the clamped values of all its records). Same tot
 
 Methods (rows):
 
+* the integrated default of ``dpopt release --partitions`` (``--only-integrated``): adaptive
+  multi-resolution release, histogram bounds, hierarchical estimation, exact discrete noise; its
+  ``mean`` and, as a second row, its ``mean_direct``;
 * dpopt ``user`` flat release (``release_user``, numpy noise = simulation) with
   - ``select``: the previous default bounds rule (permute-and-flip, own top-k);
   - ``histogram own``: the new default (noisy contribution histogram → predicted-error minimiser);
@@ -26,6 +29,7 @@ list) and pure ε-DP; "private, (ε, 1e-6)" = private partition selection at δ 
 Run: PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data day --reps 3
      PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data full --reps 2
      PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data day --chosen-k 20
+     PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data day --only-integrated --reps 5
 Writes results/multires_<data>.json and assembles results/multires.md.
 """
 
@@ -132,6 +136,57 @@ def opendp_table(agg, eps, k, c, public):
     return pd.DataFrame({"cell": lab["cell"].to_numpy()[g], "slot": lab["slot"].to_numpy()[g], "mean": m}), wall
 
 
+INTEGRATED = "dpopt default: multi-resolution (adaptive, histogram bounds, hierarchical)"
+
+
+def integrated_table(agg, eps, seed):
+    """The integrated default of the front door (``release_user`` with ``UserOptions(partitions=…)``:
+    adaptive multi-resolution, histogram bounds, hierarchical estimation), exact discrete noise,
+    seeded. Returns (published nodes, the same with ``mean`` = ``mean_direct``, (k, c), wall)."""
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.release import release_user
+
+    t0 = time.perf_counter()
+    r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg)), bound=U,
+                     noise=NoiseOptions(seed=seed))
+    wall = time.perf_counter() - t0
+    t = r.table
+    direct = t.assign(mean=t["mean_direct"], mean_error_bound=t["mean_direct_error_bound"])
+    return t, direct, (r.summary.k, r.summary.c), wall
+
+
+def integrated_rows(args, agg, fin) -> list:
+    """Rows of the integrated default (public list, pure ε; private selection stays flat: see the
+    'dpopt histogram own' rows)."""
+    rows = []
+    for eps in args.eps:
+        sc, sd, chosen, walls = [], [], [], []
+        for rep in range(args.reps):
+            t, td, kc, wall = integrated_table(agg, eps, 1000 + rep)
+            sc.append(score_table(t, fin))
+            sd.append(score_table(td, fin))
+            chosen.append(list(kc))
+            walls.append(wall)
+        base = {"eps": eps, "setting": SETTINGS[0][0], "bounds": chosen, "wall": float(np.mean(walls))}
+        rows.append({**base, "method": INTEGRATED, **summarise(sc)})
+        rows.append({**base, "method": INTEGRATED + ", mean_direct column", **summarise(sd)})
+        print(INTEGRATED, eps, round(rows[-2]["median"], 1), round(rows[-2]["coverage"], 3), chosen, flush=True)
+    return rows
+
+
+def add_integrated(args) -> None:
+    """Add (or replace) the integrated default's rows in an existing results/multires_<data>.json."""
+    p = HERE / "results" / f"multires_{args.data}.json"
+    out = json.loads(p.read_text())
+    agg, _ = load(args.data)
+    fin = finest_grids(agg, bound=U)
+    out["rows"] = [r for r in out["rows"] if not r["method"].startswith(INTEGRATED)]
+    out["rows"] = integrated_rows(args, agg, fin) + out["rows"]
+    out["meta"]["integrated"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "reps": args.reps}
+    p.write_text(json.dumps(out, indent=1))
+
+
 def constant_table(agg, value):
     return labels_of(agg).assign(mean=float(value))
 
@@ -164,6 +219,7 @@ def run(args) -> dict:
                ("dpopt histogram shared", "histogram", "shared"),
                (f"dpopt fixed ({med_k},{med_c}) own", (med_k, med_c), "own"),
                (f"dpopt fixed ({med_k},{med_c}) shared", (med_k, med_c), "shared")]
+    out["rows"] += integrated_rows(args, agg, fin)
     for eps in args.eps:
         for setting, public in SETTINGS:
             for name, bounds, priority in configs:
@@ -320,11 +376,15 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--opendp", action="store_true", help="also run OpenDP (1 repetition per setting)")
     ap.add_argument("--only-opendp", action="store_true", help="add OpenDP rows to an existing results json")
+    ap.add_argument("--only-integrated", action="store_true",
+                    help="add the integrated default release's rows to an existing results json")
     args = ap.parse_args()
     if args.markdown:
         write_markdown()
         return
-    if args.only_opendp:
+    if args.only_integrated:
+        add_integrated(args)
+    elif args.only_opendp:
         add_opendp(args)
     elif args.chosen_k:
         (HERE / "results" / f"multires_k_{args.data}.json").write_text(json.dumps(chosen_k(args), indent=1))

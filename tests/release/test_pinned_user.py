@@ -81,7 +81,9 @@ def test_seeded_user_release_is_pinned(name):
         else:
             assert [str(x) for x in a] == [str(x) for x in b], col
     pinned = json.loads((DATA / f"pinned_user_{name}.json").read_text())
-    assert summary == pinned
+    # issue 21 added summary fields (resolution, method, levels, target, outlook…): every pinned
+    # field stays identical, the new ones are checked in tests/release/test_multires.py
+    assert set(pinned) <= set(summary) and {k: summary[k] for k in pinned} == pinned
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,84 @@
+"""Never silently nothing (issue 21 item 4): does a ``user`` release publish anything better than
+the whole range, and what would? Post-processing of DP outputs only: the noisy (or GLS) counts and
+the stated error bounds of the estimates, fed to :func:`dpopt.userdp.predict.release_outlook`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from statistics import NormalDist
+
+import numpy as np
+
+from .._validation import SCALE_LIMIT
+from ..measurements import Estimates, Measurements
+from ..userdp.predict import Outlook, release_outlook
+
+__all__ = ["flat_outlook", "levels_outlook"]
+
+
+def _epsilon(m: Measurements) -> float:
+    """The release's total ε (Gaussian without δ: the ε with ε²/2 = ρ, the pure-ε equivalent)."""
+    sp = m.spend
+    eps = float(sp.epsilon) if sp.epsilon is not None else math.sqrt(2.0 * float(sp.total))
+    return min(eps, SCALE_LIMIT)  # a float sum of pieces may end a few ulps above the validated limit
+
+
+def flat_outlook(m: Measurements, est: Estimates) -> Outlook:
+    """Outlook of the flat per-grid release: its released grids' noisy counts and bounds."""
+    t = est.table
+    on = t["released"].to_numpy(dtype=bool)
+    n = t["noisy_count"].to_numpy(float)
+    out = release_outlook({"finest": (n[on], t["mean_error_bound"].to_numpy(float)[on])},
+                          bound=m.bound, epsilon=_epsilon(m))
+    return _with_epsilon(out, m, est, n)
+
+
+def levels_outlook(m: Measurements, est: Estimates) -> Outlook:
+    """Outlook of the multi-resolution release: first its published nodes, then every measured
+    level (finest first), so the message names the finest level whose median node would be useful."""
+    t = est.table
+    on = t["released"].to_numpy(dtype=bool)
+    n, b = t["count_estimate"].to_numpy(float), t["mean_error_bound"].to_numpy(float)
+    levels = {"published": (n[on], b[on])}
+    lev = t["level"].to_numpy()
+    for li, (res, slot_ns) in enumerate(m.info.get("levels", [])):
+        rows = lev == li
+        name = f"H3 resolution {res} x {'the whole period' if slot_ns == 0 else _slot(slot_ns)}"
+        levels[name] = (n[rows], b[rows])
+    out = release_outlook(levels, bound=m.bound, epsilon=_epsilon(m))
+    return _with_epsilon(out, m, est, n)
+
+
+def _with_epsilon(out: Outlook, m: Measurements, est: Estimates, counts: np.ndarray) -> Outlook:
+    """Add the ε the best node's noise predicts when the outlook found none (every bound = U)."""
+    if not out.empty or out.epsilon_needed is not None:
+        return out
+    need = _epsilon_needed(m, est, counts, U4=m.bound / 4.0)
+    if need is None:
+        return out
+    return replace(out, epsilon_needed=need, message=out.message + (
+        f" The best measured node's noise alone would meet {m.bound / 4.0:g} at epsilon ≈ {math.ceil(need * 10) / 10:g} "
+        "(same grid and shares; the bounding allowance not counted)."))
+
+
+def _epsilon_needed(m: Measurements, est: Estimates, counts: np.ndarray, U4: float) -> float | None:
+    """The total ε at which the measured node with the smallest noise half-width z·sd(Ỹ)/n̂ would
+    reach ``U4``: the half-width scales as 1/ε (Laplace scale Δ/ε; Gaussian σ ∝ 1/√ρ ∝ 1/ε). Uses
+    the public noise laws and the GLS counts (DP) only."""
+    sd = np.broadcast_to(np.sqrt(m.statistics["sum"].law.variance()), counts.shape)
+    n = counts
+    ok = np.isfinite(sd) & (sd > 0) & (n >= 1.0)
+    if not ok.any():
+        return None
+    z = NormalDist().inv_cdf(0.5 + est.confidence / 2.0)
+    hw = float(np.min(z * sd[ok] / n[ok]))
+    return _epsilon(m) * hw / U4
+
+
+def _slot(slot_ns: int) -> str:
+    from ..records.grid import slot_text
+
+    return slot_text(int(slot_ns)) + " slots"
+

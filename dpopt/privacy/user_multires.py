@@ -1,0 +1,126 @@
+"""The ``user`` model's multi-resolution release (issue 21, models/hierarchy.md §wiring): the
+default shape when a public partition list is given (``UserOptions(resolution="adaptive")``).
+
+Steps, each a DP query on the data or post-processing of earlier outputs:
+
+1. budget: a share ``bounds_fraction`` of the total for the automatic contribution bounds (none
+   when (k, c) is public), the rest for the levels;
+2. (k, c): :func:`dpopt.userdp.bounds.choose_bounds` (the "histogram" rule by default, ε_b-DP) on
+   the bounds share, predicting the error of the levels' finest-level noise; or the public pair;
+3. the levels: :func:`dpopt.userdp.levels.measure_levels` with (k, c) and the rest of the budget
+   (its own exact recount: every (level, statistic) piece);
+4. estimation (:func:`dpopt.estimation.estimate` with ``method="hierarchical"``) is done by the
+   front door: post-processing only.
+
+Accounting: Laplace, basic composition ε_total = ε_b + Σ_{l,s} ε_{l,s}; Gaussian, zCDP ρ_total =
+ε_b²/2 + Σ_{l,s} ρ_{l,s} (Bun & Steinke Prop. 1.4, Lemma 2.3), converted to (ε, δ) by CKS 2020
+Corollary 13. Both sums are recounted exactly (Fractions) from the budgets the samplers really
+used. Private selection (no list) is not supported by :func:`measure_levels`: the front door keeps
+the flat release there.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from .._validation import DpoptInputError, check_bound
+from ..measurements import BudgetSpend, Measurements
+from ..noise import epsilon_rational
+from ..records.aggregate import Aggregate
+from ..records.grid import slot_text
+from ..userdp.levels import measure_levels
+from ..userdp.predict import NoiseBudgets
+from ..userdp.split import split_budget
+from .options import Budget, NoiseOptions
+from .user import UserOptions, _eps_from_rho, _partition_list, _ranks, _samplers, _sampler_kind
+
+__all__ = ["measure_multires"]
+
+
+def _choose(agg: Aggregate, options: UserOptions, eps_b: float, rest: float, unit: str, U: float, mech,
+            rng) -> tuple[int, int, str]:
+    """(k, c, rule): public, or by ``options.bounds``'s rule at ε_b predicting the noise of the
+    finest level's count and sum at the rest of the budget (post-processing of the rule's output)."""
+    from ..userdp.bounds import choose_bounds
+
+    fixed = options.fixed_bounds
+    if fixed is not None:
+        return int(fixed[0]), int(fixed[1]), "fixed"
+    _, _, mask = _partition_list(agg, options)
+    if options.bounds == "histogram":  # the rule reads only which pairs are eligible (rank >= 0):
+        ranks = np.where(mask, 0, -1) if mask is not None else np.zeros(agg.n_pairs, dtype=np.int64)
+    else:  # no random tie-break keys needed (they cost ~10 s on the full Austin data)
+        ranks = _ranks(agg, options, rng, mask, mech)
+    split = split_budget(rest, bound=U, unit=unit, weight_mean=options.weight_mean,
+                         weight_variance=options.weight_variance)
+    choice = choose_bounds(agg, ranks, eps_b, rule=str(options.bounds), rng=rng,
+                           source=getattr(mech, "source", None), max_grids=options.max_grids,
+                           max_records=options.max_records, sum_budget=split.sum if unit == "epsilon" else
+                           (2.0 * split.sum) ** 0.5, bound=U, priority=options.priority,
+                           budgets=NoiseBudgets(count=split.count, sum=split.sum, unit=split.unit))
+    return choice.k, choice.c, choice.rule
+
+
+def _spend(levels: BudgetSpend, eps_b: float, real: bool, delta: tuple[float, float]) -> BudgetSpend:
+    """The whole release's exact spend: the bounds piece (pure ε) plus every level piece."""
+    pieces = dict(levels.pieces)
+    b = float(epsilon_rational(eps_b)) if (real and eps_b > 0) else eps_b
+    delta_total, delta_conv = delta
+    if levels.unit == "epsilon":
+        if b > 0:
+            pieces["bounds"] = b
+        total = float(sum((Fraction(v) for v in pieces.values()), Fraction(0)))
+        return BudgetSpend("epsilon", total, pieces, 0.0, total)
+    from ..accounting import zcdp_epsilon
+
+    rho = sum((Fraction(v) for v in pieces.values()), Fraction(0)) + Fraction(b) ** 2 / 2
+    pieces = {f"{n}_rho": v for n, v in pieces.items()}
+    if b > 0:
+        pieces["bounds_epsilon"] = b
+    rho_total = float(rho)
+    return BudgetSpend("rho", rho_total, pieces, delta_total,
+                       zcdp_epsilon(rho_total, delta_conv) if delta_total > 0 else None)
+
+
+def measure_multires(contributions: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None = None,
+                     noise: NoiseOptions = NoiseOptions()) -> Measurements:
+    """Measurements of every level of the public hierarchy over the partition list (module doc).
+
+    ``info`` adds to :func:`measure_levels`' the bounds rule, the shape, the levels' budgets, the
+    accounting in words and the finest grid definition.
+    """
+    agg = contributions
+    if options.private:
+        raise DpoptInputError("`resolution` = 'adaptive' needs a public partition list (`partitions`); private "
+                              "selection releases the flat grid (resolution='fixed')")
+    if options.priority != "own":
+        raise DpoptInputError(f"`priority` = {options.priority!r} is an option of resolution='fixed'; the adaptive "
+                              "release keeps a uniformly random k of each user's listed grids")
+    U = check_bound(agg.bound if bound is None else bound)
+    kind = _sampler_kind(budget, None)
+    total, delta_total, _, delta_conv = options.check_budget(budget)
+    mech, _, rng = _samplers(noise, kind, None)
+    gaussian = kind == "gaussian"
+    bf = options.fractions[0]
+    avail = total * (1.0 - 2.0**-40) if gaussian else total  # margin: exact sum of rounded pieces ≤ ρ
+    if gaussian:
+        rho_b = bf * avail
+        eps_b, rest = _eps_from_rho(rho_b), avail - rho_b
+    else:
+        eps_b = bf * total
+        rest = total - eps_b
+    k, c, rule = _choose(agg, options, eps_b, rest, "rho" if gaussian else "epsilon", U, mech, rng)
+    plist, _, _ = _partition_list(agg, options)
+    m = measure_levels(agg, plist, bound=U, bounds=(k, c), epsilon=None if gaussian else rest,
+                       rho=rest if gaussian else None, coarsest_resolution=options.coarsest_resolution,
+                       mechanism=kind, noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
+                       granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
+                       weight_variance=options.weight_variance)
+    spend = _spend(m.spend, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
+    info = {**m.info, "bounds_rule": rule, "shape": "adaptive", "mechanism": kind, "seeded": noise.seed is not None,
+            "partitions": "public list", "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"],
+            "delta_selection": 0.0}
+    return Measurements(privacy_model="user", bound=U, nodes=m.nodes, statistics=m.statistics, spend=spend,
+                        centre=m.centre, finest=m.finest, info=info)
