@@ -273,3 +273,7 @@ def _attach_samples(agg: Aggregate, samples: pd.DataFrame) -> Aggregate:
     if offsets[-1] != val.size:  # pragma: no cover - internal consistency
         raise RuntimeError("samples do not match the pair counts")
     return replace(agg, samples=PairSamples(values=val[order], offsets=offsets))
+
+
+#: the former private name (imported by dpopt/privacy/hierarchy_release.py)
+_prefix_sums = prefix_sums
