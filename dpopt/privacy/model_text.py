@@ -9,7 +9,7 @@ models/release.md all show :data:`PRIVACY_MODEL_TEXT`.
 
 from __future__ import annotations
 
-__all__ = ["PRIVACY_MODEL", "PRIVACY_MODEL_SUMMARY", "PRIVACY_MODEL_TEXT", "USER_MODEL_TEXT", "VALUE_DEPENDENT_INGEST",
+__all__ = ["PRIVACY_MODEL", "PRIVACY_MODEL_SUMMARY", "PRIVACY_MODEL_TEXT", "USER_MODEL_TEXT", "USER_ID_RULE", "VALUE_DEPENDENT_INGEST",
            "privacy_model_lines"]
 
 #: name of the neighbour relation
@@ -49,6 +49,15 @@ USER_MODEL_TEXT: tuple[str, ...] = (
     "records per user and grid) are chosen under DP, counts are released only with noise, and grids "
     "come from a public list (--partitions) or are selected privately (needs --delta).",
     "It fits any data, including payments, phone locations and app traces.",
+)
+
+#: the one rule for user ids (issue 22.2; :func:`dpopt._validation.label_parts`), shown in --help and README
+USER_ID_RULE = (
+    "User ids: dpopt never merges two distinct ids. An id read as text (every CSV column; string columns "
+    "of Parquet or DataFrames) is kept exactly as written: \"0123\", \"123\", \"1e3\" and \" 123\" are four "
+    "users. An id in a numeric column is its value: 7 and 7.0 in one float column are one user, and two "
+    "different numbers are never one user. A column mixing numbers and text is refused. Empty, blank, "
+    "NaN or infinite ids are missing. Write each user's id the same way throughout the data."
 )
 
 

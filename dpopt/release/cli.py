@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from .._validation import DpoptInputError
 from ..cli_common import CliError, emit
-from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_MODEL_TEXT
+from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_ID_RULE, USER_MODEL_TEXT
 
 __all__ = ["register", "run"]
 
@@ -45,7 +46,7 @@ def register(subparsers: Any) -> None:
             "NOT for publication).",
             90,
         ),
-        epilog="\n\n".join(textwrap.fill(t, 90) for t in (*USER_MODEL_TEXT, *PRIVACY_MODEL_TEXT)),
+        epilog="\n\n".join(textwrap.fill(t, 90) for t in (*USER_MODEL_TEXT, *PRIVACY_MODEL_TEXT, USER_ID_RULE)),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("records", nargs="?", help="CSV (.csv, .csv.gz) or Parquet file/directory of records")
@@ -161,7 +162,10 @@ def _add_input_arguments(p: Any) -> None:
     p.add_argument("--no-map", action="store_true", help="skip map.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--progress", action="store_true", help="progress bars on stderr even when not a terminal")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (and nothing else on stdout)")
+    p.add_argument("--unit", metavar="TEXT", default=None,
+                   help="unit of the values, shown in report.html, the console summary and summary.json "
+                        "(default: km/h with --example, else none)")
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -336,7 +340,8 @@ def run(args: argparse.Namespace) -> int:
         opts["io"] = dataclasses.replace(opts["io"], client=client)
     try:
         result = release(records, bound=bound, **opts)
-        paths = write_release(result, args.out, make_map=not args.no_map, overwrite=args.overwrite)
+        unit = args.unit or ("km/h" if args.example else None)
+        paths = write_release(result, args.out, make_map=not args.no_map, overwrite=args.overwrite, unit=unit)
     except (CliError, DpoptInputError):
         raise
     except (MemoryError, OSError) as exc:
@@ -346,13 +351,27 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()
-    emit((_user_payload if privacy == "user" else _payload)(result, paths, args.out), args.json)
+    if args.json:
+        emit((_user_payload if privacy == "user" else _payload)(result, paths, args.out), True)
+    else:  # people: units, no field that does not apply, where the report is (issue 23.3)
+        sys.stdout.write(_console(paths, unit, args.out))
     outlook = getattr(result.summary, "outlook", "") if privacy == "user" else ""
     if outlook:  # issue 21 item 4: never silently nothing
-        import sys
-
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)
     return 0
+
+
+def _console(paths: dict[str, Path], unit: str | None, out: str) -> str:
+    """The end-of-run summary for people, read back from the published summary.json and release.csv."""
+    import json
+
+    import pandas as pd
+
+    from ..writers.console import console_summary
+
+    summary = json.loads(Path(paths["summary"]).read_text(encoding="utf-8"))
+    table = pd.read_csv(paths["release"])
+    return console_summary(summary, paths, unit=unit, table=table, out=out)
 
 
 def _user_payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:

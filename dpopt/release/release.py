@@ -35,6 +35,7 @@ from ..privacy.public_occupancy import _check_noise_options as _check_public_noi
 from ..privacy.user import UserOptions, measure
 from ..privacy.user_multires import measure_multires
 from ..records.aggregate import Aggregate
+from ..userdp.bounding import check_lattice_capacity
 from ..userdp.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
 from ..writers.user import UserRelease, multires_release, user_release
@@ -78,6 +79,10 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
             "(UserOptions(resolution='adaptive') with a partition list)"))
     if isinstance(model, UserOptions):
         model.check_budget(budget)
+        # the lattice's int64 capacity from public numbers only, before any record is read (issue 22.1):
+        # fixed bounds, or the caps the automatic rules choose within
+        k, c = model.fixed_bounds or (model.max_grids, model.max_records)
+        check_lattice_capacity(k, c, U, noise.granularity_bits)
         if io.out_of_range != "clip":
             raise DpoptInputError(f"`out_of_range` = {io.out_of_range!r} makes which records count depend on "
                                   "their values; the user model clips values to [0, U]: use 'clip'")

@@ -20,14 +20,15 @@ from .hooks import extra_files
 __all__ = ["write_release", "extra_files", "check_out", "write_atomically", "folder_mode", "DIAGNOSTICS"]
 
 
-def write_release(result: Any, out: str | Path, *, make_map: bool = True, overwrite: bool = False) -> dict[str, Path]:
+def write_release(result: Any, out: str | Path, *, make_map: bool = True, overwrite: bool = False,
+                  unit: str | None = None) -> dict[str, Path]:
     """Write ``result`` (a :class:`~dpopt.writers.user.UserRelease` or a
     :class:`~dpopt.privacy.public_occupancy.ReleaseResult`) into folder ``out`` atomically; returns
-    key -> path of every file."""
+    key -> path of every file. ``unit`` labels the values in summary.json and report.html."""
     from .user import UserRelease, write_user_release
 
     if isinstance(result, UserRelease):
-        return write_user_release(result, out, overwrite=overwrite, make_map=make_map)
+        return write_user_release(result, out, overwrite=overwrite, make_map=make_map, unit=unit)
     from .public_occupancy import write_report
 
-    return write_report(result, out, make_map=make_map, overwrite=overwrite)
+    return write_report(result, out, make_map=make_map, overwrite=overwrite, unit=unit)

@@ -16,10 +16,12 @@ import pandas as pd
 __all__ = ["extra_files"]
 
 
-def extra_files(result: Any, tmp: Path) -> dict[str, str]:
+def extra_files(result: Any, tmp: Path, *, unit: str | None = None) -> dict[str, str]:
     """Write report.html into ``tmp`` from ``tmp``/release.csv and ``tmp``/summary.json (already
     written); returns key -> path relative to ``tmp``. ``result`` is not read: the page is
-    post-processing of the published files only."""
+    post-processing of the published files only. ``unit`` (e.g. "km/h"), when given, is added to
+    summary.json as ``unit`` (a public label chosen by the data holder) and names the values' unit in
+    the page."""
     import os
 
     from .folder import folder_mode
@@ -27,6 +29,9 @@ def extra_files(result: Any, tmp: Path) -> dict[str, str]:
 
     table = pd.read_csv(tmp / "release.csv")
     summary = json.loads((tmp / "summary.json").read_text())
-    page = write_html_report(tmp / "report.html", table, summary)
+    if unit:
+        summary["unit"] = str(unit)
+        (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    page = write_html_report(tmp / "report.html", table, summary, unit=unit)
     os.chmod(page, folder_mode() & 0o666)  # written via mkstemp (0600): give it an ordinary file's mode
     return {"html": "report.html"}

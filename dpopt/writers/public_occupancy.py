@@ -430,7 +430,7 @@ def _diagnostics_ingest(result: ReleaseResult) -> dict[str, Any]:
     return to_jsonable(result.diagnostics)
 
 
-def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[str, str]:
+def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool, value_unit: str | None = None) -> dict[str, str]:
     """Write every file into ``tmp``; returns key -> path relative to ``tmp``."""
     names: dict[str, str] = {}
     diag = tmp / DIAGNOSTICS
@@ -472,11 +472,12 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool) -> dict[st
         "NOT FOR PUBLICATION. Diagnostics for the data holder: raw user ids with their record counts per "
         "grid (suppressed.csv, kept_pairs.csv) and counts that depend on values plus timings (ingest.json).\n"
     )
-    return {**names, **extra_files(result, tmp)}
+    return {**names, **extra_files(result, tmp, unit=value_unit)}
 
 
 def write_report(
-    result: ReleaseResult, out: str | Path, *, make_map: bool = True, overwrite: bool = False
+    result: ReleaseResult, out: str | Path, *, make_map: bool = True, overwrite: bool = False,
+    unit: str | None = None,
 ) -> dict[str, Path]:
     """Write the release into folder ``out`` atomically (:func:`write_atomically`); returns the
     paths of the files.
@@ -485,4 +486,4 @@ def write_report(
     ``out/diagnostics/`` holds suppressed.csv, kept_pairs.csv and ingest.json for the data holder
     only (module doc).
     """
-    return write_atomically(out, lambda tmp: _write_files(result, tmp, make_map=make_map), overwrite=overwrite)
+    return write_atomically(out, lambda tmp: _write_files(result, tmp, make_map=make_map, value_unit=unit), overwrite=overwrite)

@@ -293,7 +293,7 @@ def _multires_markdown(result: UserRelease) -> str:
 
 
 def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool = False,
-                       make_map: bool = True) -> dict[str, Path]:
+                       make_map: bool = True, unit: str | None = None) -> dict[str, Path]:
     """Write release.csv, summary.json and report.md into folder ``out`` atomically (refused if
     ``out`` is not empty unless ``overwrite``; the multi-resolution release adds answers.csv and,
     with ``make_map``, map.png), and ``diagnostics/timings.json`` for the data holder
@@ -306,7 +306,7 @@ def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool 
         (tmp / DIAGNOSTICS).mkdir()
         (tmp / DIAGNOSTICS / "timings.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
         files = {"release": "release.csv", "summary": "summary.json", "report": "report.md",
-                 "diagnostics": f"{DIAGNOSTICS}/timings.json", **extra_files(result, tmp)}
+                 "diagnostics": f"{DIAGNOSTICS}/timings.json", **extra_files(result, tmp, unit=unit)}
         if result.answers is not None:
             result.answers.to_csv(tmp / "answers.csv", index=False)
             files["answers"] = "answers.csv"

@@ -219,3 +219,17 @@ def test_report_html_says_nothing_useful(data, tmp_path, capsys):
           "--partitions", str(parts), "--seed", "2", "--quiet", "--out", str(tmp_path / "t")])
     capsys.readouterr()
     assert "Nothing worth reading:</b> this release publishes nothing" in (tmp_path / "t" / "report.html").read_text()
+
+
+def test_console_summary_names_the_unit_and_the_report(data, tmp_path, capsys):
+    """Without --json the CLI prints the people's summary (issue 23.3): the unit from --unit, no
+    field that does not apply ("None"), and where report.html is; summary.json carries the unit."""
+    records, parts = data
+    code = main(["release", str(records), "--privacy", "user", "--bound", "120", "--epsilon-total", "10",
+                 "--partitions", str(parts), "--quiet", "--unit", "km/h", "--out", str(tmp_path / "o")])
+    out, _err = capsys.readouterr()
+    assert code == 0
+    assert "km/h" in out and "None" not in out
+    assert f"open {tmp_path / 'o' / 'report.html'}" in out or "report.html in a browser" in out
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["unit"] == "km/h"
+    assert "km/h" in (tmp_path / "o" / "report.html").read_text()

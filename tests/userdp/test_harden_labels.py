@@ -76,3 +76,20 @@ def test_a_user_column_mixing_numbers_and_text_is_refused_not_merged():
     })
     with pytest.raises(DpoptInputError, match="mixes numbers and text"):
         contributions(frame, GridSpec(7, "1h"), ReadOptions(), bound=10.0)
+
+
+def test_the_user_id_rule_is_stated_in_help_and_readme(capsys):
+    """Issue 22.2: the one rule for ids is stated where a user meets it (README and --help)."""
+    from pathlib import Path
+
+    from dpopt.cli import main
+    from dpopt.privacy.model_text import USER_ID_RULE
+
+    def flat(text: str) -> str:
+        return " ".join(text.split())
+
+    with pytest.raises(SystemExit):
+        main(["release", "--help"])
+    assert flat(USER_ID_RULE) in flat(capsys.readouterr().out)
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    assert flat(USER_ID_RULE) in flat(readme.read_text(encoding="utf-8"))
