@@ -199,7 +199,8 @@ def test_release_records_that_clean_to_nothing_or_mismatch():
                 df.assign(user_id=None)):
         with pytest.raises(ValueError) as info:
             release(bad, privacy="public-occupancy", bound=100.0, epsilon=1.0, seed=1)
-        assert "\n" not in str(info.value) and "`records`" in str(info.value)
+        # one line naming the argument: the records, or the share of them dropped (issue 22)
+        assert "\n" not in str(info.value) and ("`records`" in str(info.value) or "`max_dropped`" in str(info.value))
 
 
 # ---------------------------------------------------------------------------------------------- CLI
