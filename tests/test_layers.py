@@ -131,25 +131,9 @@ def test_graph_sees_function_level_imports():
     assert any(m.startswith("dpopt.userdp") for m in graph["dpopt.privacy.user"])
 
 
-#: cycles that remain in files another engineer owns this session, named with their owner; each must
-#: still exist (so the entry is removed the day it is fixed) and no other cycle may appear
-KNOWN_CYCLES = {
-    ("dpopt.records.contributions", "dpopt.records.dask_backend"): "records (issue 24.1-24.2): dpopt/records/",
-    ("dpopt.userdp.bounds", "dpopt.userdp.predict"): "bounds (issue 21.3-21.4): dpopt/userdp/",
-}
-
-
 def test_no_import_cycle():
-    cycles = {tuple(c) for c in _cycles(import_graph())}
-    new = sorted(cycles - set(KNOWN_CYCLES))
-    assert new == [], "import cycles in dpopt/: " + "; ".join(" <-> ".join(c) for c in new)
-
-
-def test_known_cycles_are_still_there():
-    """A fixed cycle must leave KNOWN_CYCLES: then test_no_import_cycle covers it for good."""
-    cycles = {tuple(c) for c in _cycles(import_graph())}
-    gone = [f"{' <-> '.join(c)} ({owner})" for c, owner in KNOWN_CYCLES.items() if c not in cycles]
-    assert gone == [], "fixed, remove from KNOWN_CYCLES: " + "; ".join(gone)
+    cycles = _cycles(import_graph())
+    assert cycles == [], "import cycles in dpopt/: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
 def test_layers_import_only_downward():

@@ -2,9 +2,10 @@
 goes through :func:`contributions` (and, for the pseudo-user second pass of ``public-occupancy``,
 :func:`truncated_reader`), so the ingestion layer can be swapped in one place.
 
-Today the contributions table is :class:`dpopt.records.aggregate.Aggregate` (one row per (user,
-finest grid) with the record count, Σx and Σx² of the values clipped to [0, U], and optionally the
-samples in time order); :func:`dpopt.records.contributions` (issue 24) will replace the body.
+The contributions table is :class:`dpopt.records.aggregate.Aggregate` (one row per (user, finest
+grid) with the record count, Σx and Σx² of the values clipped to [0, U], and optionally the first
+records of each pair in time order), built by :func:`dpopt.records.contributions` for both privacy
+models, locally or on Dask, with the same reading options (separator, dropped share, time window).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int
-from ..records.aggregate import Aggregate, Aggregator, truncated_sums_stream
-from ..records.ingest import ColumnMap, IngestReport, count_rows, read_records
+from ..records import contributions as records_contributions
+from ..records.aggregate import Aggregate, prefix_sums
+from ..records.grid import slot_text
+from ..records.ingest import ColumnMap, IngestReport
 from .options import GridOptions
 
 __all__ = ["InputOptions", "contributions", "truncated_reader", "BACKENDS", "OUT_OF_RANGE"]
@@ -71,65 +74,57 @@ class InputOptions:
             raise DpoptInputError("`client` is a Dask client: it needs backend='dask'")
 
 
+#: ``first_records`` that keeps every record of every pair (``keep_samples=True``)
+ALL_RECORDS = 2**53
+
+
 def contributions(records: Any, *, bound: float, grid: GridOptions = GridOptions(),
                   io: InputOptions = InputOptions(), keep_samples: bool = False,
                   first_records: int | None = None) -> tuple[Aggregate, IngestReport]:
-    """Read, clean, grid and aggregate ``records`` into the contributions table (locally, streamed in
-    chunks, or on Dask). The table carries ``bound`` and ``io.out_of_range``: a release uses that U.
+    """Read, clean, grid and aggregate ``records`` into the contributions table with the records
+    layer's one entry :func:`dpopt.records.contributions` (streamed in chunks, or on Dask). The
+    table carries ``bound`` and ``io.out_of_range``: a release uses that U.
 
-    ``first_records`` c (the ``user`` model): the records layer's entry
-    :func:`dpopt.records.contributions` keeps the c earliest records of every pair, locally or on
-    Dask. Otherwise (``public-occupancy``) ``keep_samples`` keeps every sample (pseudo-user clipping).
+    ``first_records`` c (the ``user`` model) keeps the c earliest records of every pair;
+    ``keep_samples`` (``public-occupancy``'s pseudo-user clipping on a DataFrame) keeps all of them.
+    Without ``first_records`` (``public-occupancy``, whose plan needs a non-empty occupancy) an
+    input with no valid record is refused; the ``user`` model releases an empty table.
     """
     bound = check_bound(bound)
-    if first_records is not None:
-        from ..records import GridSpec
-        from ..records import contributions as records_contributions
+    public = first_records is None
+    if keep_samples and public:
+        first_records = ALL_RECORDS
+    agg, report = records_contributions(records, _grid_spec(grid.h3_resolution, grid.slot), io.read_options(),
+                                        bound=bound, first_records=first_records, backend=io.backend,
+                                        client=io.client)
+    if public and agg.n_pairs == 0:
+        raise DpoptInputError("`records` hold no valid record after cleaning (nothing to release)")
+    return agg, report
 
-        return records_contributions(records, GridSpec(grid.h3_resolution, grid.slot), io.read_options(),
-                                     bound=bound, first_records=first_records, backend=io.backend,
-                                     client=io.client)
-    if io.backend == "dask":
-        from ..records.dask_backend import aggregate_dask
 
-        return aggregate_dask(records, bound=bound, h3_resolution=grid.h3_resolution, slot=grid.slot,
-                              columns=io.columns, out_of_range=io.out_of_range,
-                              timestamp_unit=io.timestamp_unit, client=io.client, keep_samples=keep_samples)
-    agg = Aggregator(h3_resolution=grid.h3_resolution, slot_ns=grid.slot_ns, keep_samples=keep_samples,
-                     bound=bound, out_of_range=io.out_of_range)
-    report = IngestReport(out_of_range_policy=io.out_of_range)
-    bar = progress_bar(io.progress, count_rows(records) if not isinstance(records, Aggregate) else None)
-    try:
-        for chunk, rep in read_records(records, bound=bound, columns=io.columns, out_of_range=io.out_of_range,
-                                       timestamp_unit=io.timestamp_unit, chunksize=io.chunksize):
-            agg.add(chunk)
-            report = report + rep
-            if bar is not None:
-                bar.update(rep.records_read)
-    finally:
-        if bar is not None:
-            bar.close()
-    return agg.result(), report
+def _grid_spec(h3_resolution: int, slot: Any) -> Any:
+    from ..records import GridSpec
+
+    return GridSpec(h3_resolution, slot)
 
 
 def truncated_reader(records: Any, *, bound: float, io: InputOptions) -> TruncatedSums:
-    """A second pass over the records for the pseudo-user truncated pairs (files or Dask)."""
-    if io.backend == "dask":
-        from ..records.dask_backend import truncated_sums_dask
+    """A second pass over the records (locally or on Dask) for the pseudo-user truncated pairs:
+    Σ and Σ² of the first ``keep[i]`` records (by timestamp, ties by value) of pair ``pairs[i]``,
+    read with :func:`dpopt.records.kept_records` (only those records are held)."""
 
-        def dask_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return truncated_sums_dask(records, a, pairs, keep, bound=bound, columns=io.columns,
-                                       out_of_range=io.out_of_range, timestamp_unit=io.timestamp_unit,
-                                       client=io.client)
+    def second_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from ..records import kept_records
 
-        return dask_pass
+        pairs = np.asarray(pairs, dtype=np.int64)
+        keep = np.asarray(keep, dtype=np.int64)
+        gamma = np.zeros(a.n_pairs, dtype=np.int64)
+        gamma[pairs] = keep
+        kept = kept_records(records, _grid_spec(a.h3_resolution, slot_text(a.slot_ns)), io.read_options(), a, gamma,
+                            bound=bound, backend=io.backend, client=io.client)
+        return prefix_sums(kept.samples, pairs, keep)
 
-    def local_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        chunks = (c for c, _ in read_records(records, bound=bound, columns=io.columns, out_of_range=io.out_of_range,
-                                             timestamp_unit=io.timestamp_unit, chunksize=io.chunksize))
-        return truncated_sums_stream(chunks, a, pairs, keep)
-
-    return local_pass
+    return second_pass
 
 
 def progress_bar(enabled: bool, total: int | None, *, desc: str = "aggregate", unit: str = " records") -> Any:

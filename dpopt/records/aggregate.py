@@ -10,40 +10,26 @@ Pseudo-user clipping (seed 002 §V-B3) keeps the *first* Γ̄_{g,ℓ} = min(Γ_{
 user in a grid; "first" is by timestamp (ties by value). The privacy argument holds for any rule
 that picks a user's retained samples from that user's own records (the sensitivities (9) and Lemma
 III.3 are worst cases over all values of the changed user's Γ_ℓ retained samples). For that the
-aggregate can also keep the samples of each pair in that order (``keep_samples=True``), or the
-Dask back-end rescans the records of the truncated pairs only.
+table keeps the first records of each pair in that order (:func:`dpopt.records.contributions` with
+``first_records``), or a second pass (:func:`dpopt.records.kept_records`) reads those of the
+truncated pairs only. The table is built by :func:`dpopt.records.contributions`; :func:`finalize`
+builds one by hand from a pair table (tests, small examples).
 
 Grids are ordered by (slot, cell) and users by label, so every back-end numbers them alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError
-from .grid import cell_strings, h3_cells, slot_strings, time_slots
-from .ingest import CleanChunk
+from .grid import cell_strings, slot_strings
 
-__all__ = [
-    "PairSamples",
-    "Aggregate",
-    "Aggregator",
-    "partial_pairs",
-    "finalize",
-    "RetainedStats",
-    "truncated_table",
-    "truncated_rows",
-    "first_sums",
-    "truncated_sums_stream",
-]
-
-PAIR_KEYS = ["user", "cell", "slot"]
-
+__all__ = ["PairSamples", "Aggregate", "RetainedStats", "finalize", "prefix_sums"]
 
 @dataclass(frozen=True)
 class PairSamples:
@@ -187,7 +173,7 @@ class Aggregate:
                 )
             else:
                 self.samples.check_first(np.where(part, gamma, 0))
-                t1, t2 = _prefix_sums(self.samples, idx, gamma[idx])
+                t1, t2 = prefix_sums(self.samples, idx, gamma[idx])
             s1[idx] = t1
             s2[idx] = t2
         G = self.n_grids
@@ -205,7 +191,7 @@ class Aggregate:
         )
 
 
-def _prefix_sums(samples: PairSamples, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def prefix_sums(samples: PairSamples, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Σ and Σ² of the first keep[i] samples of pair pairs[i] (vectorised)."""
     keep = np.asarray(keep, dtype=np.int64)
     starts = samples.offsets[pairs]
@@ -223,40 +209,6 @@ def _prefix_sums(samples: PairSamples, pairs: np.ndarray, keep: np.ndarray) -> t
 
 # ----------------------------------------------------------------------------------------------
 # building
-
-
-def gridded_frame(chunk: CleanChunk, h3_resolution: int, slot_ns: int) -> pd.DataFrame:
-    """Clean records with their grid: columns user, cell, slot, timestamp, value."""
-    return pd.DataFrame(
-        {
-            "user": chunk.user,
-            "cell": h3_cells(chunk.latitude, chunk.longitude, h3_resolution),
-            "slot": time_slots(chunk.timestamp, slot_ns),
-            "timestamp": chunk.timestamp,
-            "value": chunk.value,
-        }
-    )
-
-
-def partial_pairs(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per (user, cell, slot) count, sum, sumsq of a gridded frame (one chunk or partition)."""
-    work = frame[PAIR_KEYS].copy()
-    work["count"] = np.ones(len(frame), dtype=np.int64)
-    work["sum"] = frame["value"].to_numpy(dtype=float)
-    work["sumsq"] = work["sum"].to_numpy() ** 2
-    return work.groupby(PAIR_KEYS, sort=False, observed=True).sum().reset_index()
-
-
-def combine_pairs(parts: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """Merge partial pair tables (sum over equal keys)."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return pd.DataFrame({"user": pd.Series([], dtype=object), "cell": np.empty(0, np.int64),
-                             "slot": np.empty(0, np.int64), "count": np.empty(0, np.int64),
-                             "sum": np.empty(0), "sumsq": np.empty(0)})
-    if len(parts) == 1:
-        return parts[0]
-    return pd.concat(parts, ignore_index=True).groupby(PAIR_KEYS, sort=False, observed=True).sum().reset_index()
 
 
 def finalize(
@@ -320,96 +272,8 @@ def _attach_samples(agg: Aggregate, samples: pd.DataFrame) -> Aggregate:
     np.cumsum(agg.count, out=offsets[1:])
     if offsets[-1] != val.size:  # pragma: no cover - internal consistency
         raise RuntimeError("samples do not match the pair counts")
-    return _replace_samples(agg, PairSamples(values=val[order], offsets=offsets))
+    return replace(agg, samples=PairSamples(values=val[order], offsets=offsets))
 
 
-def _replace_samples(agg: Aggregate, samples: PairSamples | None) -> Aggregate:
-    from dataclasses import replace
-
-    return replace(agg, samples=samples)
-
-
-class Aggregator:
-    """Streaming accumulator: ``add(chunk)`` per clean chunk, then ``result()``.
-
-    Partial pair tables are merged every ``compact_every`` chunks, so memory holds the distinct
-    pairs, not the records (unless ``keep_samples``, which keeps user, grid, time and value of
-    every record for pseudo-user truncation).
-    """
-
-    def __init__(self, *, h3_resolution: int, slot_ns: int, keep_samples: bool = False,
-                 compact_every: int = 8, bound: float | None = None, out_of_range: str | None = None) -> None:
-        self.bound = bound
-        self.out_of_range = out_of_range
-        self.h3_resolution = int(h3_resolution)
-        self.slot_ns = int(slot_ns)
-        self.keep_samples = bool(keep_samples)
-        self.compact_every = int(compact_every)
-        self._parts: list[pd.DataFrame] = []
-        self._samples: list[pd.DataFrame] = []
-
-    def add(self, chunk: CleanChunk) -> None:
-        """Grid one clean chunk and fold its per-pair count, sum and sum of squares in."""
-        if len(chunk) == 0:
-            return
-        frame = gridded_frame(chunk, self.h3_resolution, self.slot_ns)
-        self._parts.append(partial_pairs(frame))
-        if self.keep_samples:
-            self._samples.append(frame)
-        if len(self._parts) >= self.compact_every:
-            self._parts = [combine_pairs(self._parts)]
-
-    def result(self) -> Aggregate:
-        """The :class:`Aggregate` of every chunk added so far."""
-        pairs = combine_pairs(self._parts)
-        samples = pd.concat(self._samples, ignore_index=True) if self.keep_samples and self._samples else None
-        return finalize(pairs, h3_resolution=self.h3_resolution, slot_ns=self.slot_ns, samples=samples,
-                        bound=self.bound, out_of_range=self.out_of_range)
-
-
-# ----------------------------------------------------------------------------------------------
-# second pass for pseudo-user truncation (bounded memory: only the truncated pairs' records)
-
-
-def truncated_table(agg: Aggregate, pairs: np.ndarray) -> pd.DataFrame:
-    """Keys (user, cell, slot) and position ``pos`` of the truncated pairs."""
-    pairs = np.asarray(pairs, dtype=np.int64)
-    return pd.DataFrame({
-        "user": agg.users[agg.pair_user[pairs]],
-        "cell": agg.cells[agg.pair_grid[pairs]],
-        "slot": agg.slots[agg.pair_grid[pairs]],
-        "pos": np.arange(pairs.size, dtype=np.int64),
-    })
-
-
-def truncated_rows(frame: pd.DataFrame, trunc: pd.DataFrame) -> pd.DataFrame:
-    """The records of a gridded frame that belong to truncated pairs: pos, timestamp, value."""
-    return frame.merge(trunc, on=PAIR_KEYS, how="inner")[["pos", "timestamp", "value"]]
-
-
-def first_sums(rows: pd.DataFrame, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Σ and Σ² of the first ``keep[pos]`` records (by timestamp, ties by value) of each pos."""
-    keep = np.asarray(keep, dtype=np.int64)
-    pos = rows["pos"].to_numpy(dtype=np.int64)
-    ts = rows["timestamp"].to_numpy(dtype=np.int64)
-    val = rows["value"].to_numpy(dtype=float)
-    order = np.lexsort((val, ts, pos))
-    pos, val = pos[order], val[order]
-    starts = np.searchsorted(pos, np.arange(keep.size))
-    rank = np.arange(pos.size) - starts[pos]
-    take = rank < keep[pos]
-    return (
-        np.bincount(pos[take], weights=val[take], minlength=keep.size),
-        np.bincount(pos[take], weights=val[take] ** 2, minlength=keep.size),
-    )
-
-
-def truncated_sums_stream(
-    chunks: Iterable[CleanChunk], agg: Aggregate, pairs: np.ndarray, keep: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Second pass over clean chunks: retained sums of the truncated pairs (see :func:`first_sums`)."""
-    trunc = truncated_table(agg, pairs)
-    rows = [truncated_rows(gridded_frame(c, agg.h3_resolution, agg.slot_ns), trunc) for c in chunks if len(c)]
-    frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
-        {"pos": np.empty(0, np.int64), "timestamp": np.empty(0, np.int64), "value": np.empty(0)})
-    return first_sums(frame, keep)
+#: the former private name (imported by dpopt/privacy/hierarchy_release.py)
+_prefix_sums = prefix_sums

@@ -35,7 +35,7 @@ within the share) is not refused here: it yields an empty table.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -48,12 +48,10 @@ from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
 from .ingest import IngestReport, check_dropped, clean_chunk, iter_raw_chunks
 from .options import GridSpec, ReadOptions
+from ._tree import COMPACT_EVERY, tree_stream
 
 __all__ = ["Partial", "contributions", "reduce_chunk", "merge_partials", "finalize_partial", "COMPACT_EVERY",
            "BACKENDS"]
-
-#: partials merged at once (stream compaction and Dask tree fan-in)
-COMPACT_EVERY = 8
 
 BACKENDS = ("local", "dask")
 
@@ -191,33 +189,6 @@ def merge_partials(parts: list[Partial], first_records: int | None = None) -> Pa
     return Partial(users=np.asarray(labels, dtype=object), pairs=pairs, samples=samples, report=report)
 
 
-def tree_stream(parts: Iterable[Any], merge: Callable[[list[Any]], Any]) -> Any:
-    """Merge a stream of partials in groups of :data:`COMPACT_EVERY`, level by level: the same tree
-    as :func:`dpopt.records.dask_backend.tree` builds over partitions, holding ≤ 8 partials per
-    level; None for an empty stream."""
-    levels: list[list[Any]] = [[]]
-    for part in parts:
-        levels[0].append(part)
-        lvl = 0
-        while len(levels[lvl]) >= COMPACT_EVERY:
-            merged = merge(levels[lvl])
-            levels[lvl] = []
-            if lvl + 1 == len(levels):
-                levels.append([])
-            levels[lvl + 1].append(merged)
-            lvl += 1
-    for lvl in range(len(levels)):
-        if sum(len(x) for x in levels[lvl:]) <= 1:
-            break
-        if levels[lvl]:
-            if lvl + 1 == len(levels):
-                levels.append([])
-            levels[lvl + 1].append(merge(levels[lvl]))
-            levels[lvl] = []
-    rest = [p for lv in levels for p in lv]
-    return rest[0] if rest else None
-
-
 def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_range: str,
                      first_records: int | None = None) -> Aggregate:
     """Finish: users numbered by label, grids by (slot, cell), pairs sorted by (grid, user); the
@@ -310,9 +281,10 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
         first_records = check_positive_int(first_records, "first_records")
     backend = check_choice(backend, "backend", BACKENDS)
     if backend == "dask":
-        from .dask_backend import dask_partial
+        from .dask_backend import dask_map_reduce
 
-        part = dask_partial(records, bound=bound, grid=grid, read=read, first_records=first_records, client=client)
+        step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records)
+        part = dask_map_reduce(records, read, step, partial(merge_partials, first_records=first_records), client)
     else:
         if client is not None:
             raise DpoptInputError("`client` needs backend='dask'")

@@ -1,15 +1,10 @@
-"""Aggregation on Dask: the heavy part of a city-scale release (billions of records).
+"""Records on Dask: the heavy part of a city-scale release (billions of records).
 
-The models and the noise run on counts (one row per occupied (user, grid) pair), so only the
-aggregation needs a cluster. Every partition runs the same cleaning (:func:`.ingest.clean_chunk`),
-gridding and partial aggregation (:func:`.aggregate.partial_pairs`) as the local path; partial pair
-tables are merged in a tree; :func:`.aggregate.finalize` numbers users and grids identically. So the
-counts (occupancy array, ingest report) are identical to the local path, and the sums agree up to
-the order of floating-point additions.
-
-Pseudo-user clipping needs the sums of the *first* Γ̄ samples of the pairs it truncates: a second
-pass (:func:`truncated_sums_dask`) ships the small table of truncated pairs to every partition and
-brings back only their records.
+The models and the noise run on the contributions table (one row per occupied (user, grid) pair),
+so only reading and reducing the records needs a cluster. :func:`dask_map_reduce` runs the local
+map step of :mod:`.contributions` (or of :mod:`.kept`) on every partition and merges the partials
+with the local reduce step in the same tree (:mod:`._tree`): counts, keys and kept records equal the
+local path's, the float sums agree up to the order of additions.
 
 Install: ``pip install 'dask[dataframe,distributed]'`` (the ``dask`` extra of dpopt). Point it at a
 cluster with ``distributed.Client("tcp://scheduler:8786")`` (``--scheduler`` on the command line);
@@ -20,28 +15,16 @@ worker (a shared file system, or ``s3://``/``gs://`` URLs with the matching fssp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import reduce
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound
-from .aggregate import (
-    Aggregate,
-    combine_pairs,
-    finalize,
-    first_sums,
-    gridded_frame,
-    partial_pairs,
-    truncated_rows,
-    truncated_table,
-)
-from .grid import check_resolution, parse_slot
-from .ingest import FIELDS, ColumnMap, IngestReport, _check_columns, _csv_files, clean_chunk
+from .._validation import DpoptInputError
+from ._tree import COMPACT_EVERY
+from .ingest import FIELDS, ColumnMap, _check_columns, _csv_files
 
-__all__ = ["aggregate_dask", "truncated_sums_dask", "read_dask", "dask_partial"]
+__all__ = ["read_dask", "dask_map_reduce", "tree"]
 
 _TREE = 8
 
@@ -123,121 +106,12 @@ def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None
     return ddf.rename(columns=rename)[list(FIELDS)]
 
 
-def _partition_pairs(raw: pd.DataFrame, bound: float, out_of_range: str, timestamp_unit: str,
-                     res: int, slot_ns: int) -> tuple[pd.DataFrame, IngestReport]:
-    chunk, rep = clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit)
-    if len(chunk) == 0:
-        return combine_pairs([]), rep
-    return partial_pairs(gridded_frame(chunk, res, slot_ns)), rep
-
-
-def _merge(*parts: tuple[pd.DataFrame, IngestReport]) -> tuple[pd.DataFrame, IngestReport]:
-    frames = [p[0] for p in parts]
-    reports = [p[1] for p in parts]
-    return combine_pairs(frames), reduce(lambda a, b: a + b, reports)
-
-
 def _compute(obj: Any, client: Any) -> Any:
     import dask
 
     if client is not None:
         return client.compute(obj).result()
     return dask.compute(obj, scheduler="threads")[0]
-
-
-def _tree(items: list[Any], func: Any) -> Any:
-    import dask
-
-    merge = dask.delayed(func, pure=True)
-    while len(items) > 1:
-        items = [merge(*items[i : i + _TREE]) for i in range(0, len(items), _TREE)]
-    return items[0]
-
-
-def aggregate_dask(
-    records: Any, *, bound: float, h3_resolution: int = 7, slot: Any = "1h",
-    columns: ColumnMap | Mapping[str, str] | None = None, out_of_range: str = "clip", timestamp_unit: str = "s",
-    client: Any = None,
-    keep_samples: bool = False,
-    blocksize: str | int | None = "64MB",
-    npartitions: int | None = None,
-) -> tuple[Aggregate, IngestReport]:
-    """Aggregate on Dask; same :class:`Aggregate` and :class:`IngestReport` as the local path.
-
-    ``client``: a ``distributed.Client`` (None: threaded scheduler in this process).
-    ``keep_samples`` is not supported here (pseudo-user sums come from :func:`truncated_sums_dask`).
-    """
-    dask = _require_dask()
-    bound = check_bound(bound)
-    res = check_resolution(h3_resolution)
-    slot_ns = parse_slot(slot)
-    if keep_samples:
-        raise DpoptInputError("`keep_samples` is not supported by the Dask back-end; "
-                              "pseudo-user sums are computed by a second pass")
-    ddf = read_dask(records, columns, blocksize=blocksize, npartitions=npartitions)
-    part = dask.delayed(_partition_pairs, pure=True)
-    parts = [part(p, bound, out_of_range, timestamp_unit, res, slot_ns) for p in ddf.to_delayed()]
-    try:
-        pairs, report = _compute(_tree(parts, _merge), client)
-    except DpoptInputError:
-        raise
-    except ValueError as exc:
-        raise DpoptInputError(f"`records` could not be read by Dask: {exc}") from None
-    return finalize(pairs, h3_resolution=res, slot_ns=slot_ns, bound=bound,
-                    out_of_range=out_of_range), report
-
-
-def _partition_truncated(raw: pd.DataFrame, trunc: pd.DataFrame, bound: float, out_of_range: str,
-                         timestamp_unit: str, res: int, slot_ns: int) -> pd.DataFrame:
-    chunk, _ = clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit)
-    return truncated_rows(gridded_frame(chunk, res, slot_ns), trunc)
-
-
-def _concat(*frames: pd.DataFrame) -> pd.DataFrame:
-    return pd.concat(frames, ignore_index=True)
-
-
-def truncated_sums_dask(
-    records: Any,
-    agg: Aggregate,
-    pairs: np.ndarray,
-    keep: np.ndarray,
-    *,
-    bound: float,
-    columns: ColumnMap | Mapping[str, str] | None = None,
-    out_of_range: str = "clip",
-    timestamp_unit: str = "s",
-    client: Any = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Σ and Σ² of the first ``keep[i]`` samples (by timestamp, ties by value) of pair ``pairs[i]``.
-
-    Second pass over the records; only the records of the given pairs come back to the client.
-    """
-    dask = _require_dask()
-    pairs = np.asarray(pairs, dtype=np.int64)
-    keep = np.asarray(keep, dtype=np.int64)
-    trunc = truncated_table(agg, pairs)
-    ddf = read_dask(records, columns)
-    trunc_d = dask.delayed(trunc)
-    part = dask.delayed(_partition_truncated, pure=True)
-    bits = [part(p, trunc_d, bound, out_of_range, timestamp_unit, agg.h3_resolution, agg.slot_ns)
-            for p in ddf.to_delayed()]
-    frame = _compute(_tree(bits, _concat), client)
-    return first_sums(frame, keep)
-
-
-def dask_partial(records: Any, *, bound: float, grid: Any, read: Any, first_records: int | None,
-                 client: Any = None) -> Any:
-    """The :class:`dpopt.records.contributions.Partial` of ``records`` computed on Dask: every
-    partition runs :func:`~dpopt.records.contributions.reduce_chunk` (the local map step) and the
-    partials are merged by the local reduce step in the same tree, so counts, keys and kept first-c
-    records equal the local path's; None when there is no partition."""
-    from functools import partial
-
-    from .contributions import merge_partials, reduce_chunk
-
-    step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records)
-    return dask_map_reduce(records, read, step, partial(merge_partials, first_records=first_records), client)
 
 
 def dask_map_reduce(records: Any, read: Any, step: Any, merge: Any, client: Any = None,
@@ -262,8 +136,6 @@ def tree(parts: list[Any], merge: Any) -> Any:
     """Delayed merge of delayed partials in groups of ``COMPACT_EVERY``, level by level (the tree
     of :func:`dpopt.records.contributions.tree_stream`)."""
     import dask
-
-    from .contributions import COMPACT_EVERY
 
     step = dask.delayed(lambda *ps: merge(list(ps)), pure=True)
     while len(parts) > 1:

@@ -21,7 +21,7 @@ from ..privacy.planners import baseline_plan, greedy_plan, milp_plan, pseudo_use
 from ..privacy.public_occupancy import PublicOccupancyOptions, ReleaseResult, ReleaseSummary, plan_release, \
     release_aggregate
 from ..privacy.user import UserOptions
-from ..records.aggregate import Aggregate, Aggregator
+from ..records.aggregate import Aggregate
 from ..records.data import austin_sample_path, load_austin_sample
 from ..records.ingest import ColumnMap, IngestReport, read_records
 from ..writers import write_release
@@ -56,7 +56,6 @@ __all__ = [
     "milp_plan",
     "pseudo_user_plan",
     "Aggregate",
-    "Aggregator",
     "ColumnMap",
     "IngestReport",
     "read_records",

@@ -208,8 +208,6 @@ def _flagged(exc: DpoptInputError) -> CliError:
 
 def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
     """Flags given that would do nothing under ``privacy`` (refused, issue 22 item 7)."""
-    from ..records import DEFAULT_MAX_DROPPED
-
     common = [("--chunksize", args.chunksize is not None and args.backend == "dask")]
     if privacy == "user":
         return [f for f, on in common + [
@@ -221,15 +219,10 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
             ("--no-map", args.no_map and not (args.partitions and args.resolution == "adaptive")),
             ("--coarsest-resolution", args.coarsest_resolution is not None
              and not (args.partitions and args.resolution == "adaptive"))] if on]
-    # the public-occupancy path still reads through the old streaming reader (with pseudo-user second
-    # pass), which has no separator, dropped-share or time-window option yet
     return [f for f, on in common + [("--partitions", args.partitions is not None),
                                      ("--bounds", args.bounds != "histogram"),
                                      ("--resolution", args.resolution != "adaptive"),
-                                     ("--coarsest-resolution", args.coarsest_resolution is not None),
-                                     ("--sep", args.sep != ","),
-                                     ("--max-dropped", args.max_dropped != DEFAULT_MAX_DROPPED),
-                                     ("--time-window", args.time_window != "1990,2100")] if on]
+                                     ("--coarsest-resolution", args.coarsest_resolution is not None)] if on]
 
 
 def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, Any]:
@@ -244,7 +237,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     if idle:
         other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
         raise CliError(f"`{idle[0]}` does nothing under --privacy {privacy}: drop it"
-                       + ("" if idle[0] in ("--chunksize", "--no-map", "--sep", "--max-dropped", "--time-window")
+                       + ("" if idle[0] in ("--chunksize", "--no-map")
                           else f" (it is an option of {other})"))
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                "timestamp": args.time_col, "value": args.value_col}

@@ -125,16 +125,27 @@ def grid_ranks(agg: Aggregate, source: IntegerSource | np.random.Generator, *,
 
     The ranks of a user's pairs depend only on that user's counts and keys (a sort within user).
     """
+    ok = pair_mask(agg, mask)
+    return user_ranks(agg, ok, (tie_keys(source, agg.n_pairs), -agg.count))
+
+
+def pair_mask(agg: Aggregate, mask: np.ndarray | None) -> np.ndarray:
+    """``mask`` checked to hold one boolean per pair (None: every pair)."""
     P = agg.n_pairs
     ok = np.ones(P, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if ok.shape != (P,):
         raise DpoptInputError(f"`mask` must hold one boolean per pair ({P}); got shape {ok.shape}")
-    key = tie_keys(source, P)
-    order = np.lexsort((key, -agg.count, ~ok, agg.pair_user))
+    return ok
+
+
+def user_ranks(agg: Aggregate, ok: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Rank (0 = first) of every pair among its user's pairs ordered by ``keys`` (np.lexsort
+    order: the last key is the primary one), pairs in ``ok`` first; −1 outside ``ok``."""
+    order = np.lexsort((*keys, ~ok, agg.pair_user))
     users_sorted = agg.pair_user[order]
     start = np.searchsorted(users_sorted, users_sorted, side="left")
-    rank = np.empty(P, dtype=np.int64)
-    rank[order] = np.arange(P) - start
+    rank = np.empty(agg.n_pairs, dtype=np.int64)
+    rank[order] = np.arange(agg.n_pairs) - start
     rank[~ok] = -1
     return rank
 

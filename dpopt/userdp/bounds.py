@@ -57,6 +57,7 @@ from ..noise.selection import permute_and_flip
 from ..noise.sources import IntegerSource, SeededSource
 from ..records.aggregate import Aggregate
 from .mechanism import DiscreteLaplace
+from ._thresholding import release_probability
 from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 
 __all__ = ["BoundsChoice", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
@@ -116,15 +117,6 @@ def selection_utility(agg: Aggregate, ranks: np.ndarray, ks: np.ndarray, cs: np.
             n = np.bincount(g, weights=np.minimum(m, c), minlength=G)
             out[i, j] = float((np.minimum(n / float(k * c), cap) * p).sum())
     return out
-
-
-def release_probability(users: np.ndarray, k: int, epsilon: float, delta: float) -> np.ndarray:
-    """P[L + Lap(k/ε_p) ≥ T], T = 1 + (k/ε_p)·ln(k/(2δ)) (continuous Laplace thresholding,
-    :mod:`.partitions`): 1-Lipschitz·ε_p/(2k) in L."""
-    b = k / float(epsilon)
-    T = 1.0 + b * math.log(k / (2.0 * float(delta)))
-    d = np.asarray(users, dtype=float) - T
-    return np.where(d >= 0, 1.0 - 0.5 * np.exp(-np.abs(d) / b), 0.5 * np.exp(-np.abs(d) / b))
 
 
 def histogram_bins(limit: int) -> np.ndarray:

@@ -42,7 +42,7 @@ from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..noise import epsilon_rational, integer_source
 from ..records.aggregate import Aggregate
 from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, _grid_sum, _pair_sums, bound_contributions, grid_ranks,
-                       lattice_values, tie_keys)
+                       lattice_values, tie_keys, user_ranks)
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from .sensitivity import sqrt_up
@@ -165,14 +165,7 @@ def random_ranks(agg: Aggregate, rng: np.random.Generator, *, mask: np.ndarray) 
     privacy argument holds (models/user_level.md §2); unlike ranking by record count it does not
     favour the grids where a user dwells (for vehicles: where it is slow), which biases the means."""
     key = tie_keys(rng, agg.n_pairs)  # an integer source (real release: the OS CSPRNG) or a Generator
-    ok = np.asarray(mask, dtype=bool)
-    order = np.lexsort((key, ~ok, agg.pair_user))
-    users_sorted = agg.pair_user[order]
-    start = np.searchsorted(users_sorted, users_sorted, side="left")
-    rank = np.empty(agg.n_pairs, dtype=np.int64)
-    rank[order] = np.arange(agg.n_pairs) - start
-    rank[~ok] = -1
-    return rank
+    return user_ranks(agg, np.asarray(mask, dtype=bool), (key,))
 
 
 def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: float, bits: int,

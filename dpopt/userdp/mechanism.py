@@ -78,17 +78,36 @@ def _check_l1(l1: int) -> int:
     return int(l1)
 
 
-class LaplaceSimulation:
-    """Continuous Laplace(Δ1/ε) from numpy: simulation only, NOT for a real release."""
+class _NumpySimulation:
+    """A continuous law from a numpy Generator: simulation only, NOT for a real release."""
 
-    unit = "epsilon"
     real_release = False
+    law = ""
 
     def __init__(self, rng: np.random.Generator) -> None:
         if not isinstance(rng, np.random.Generator):
             raise DpoptInputError(f"`rng` must be a numpy.random.Generator; got {type(rng).__name__}")
         self.rng = rng
-        self.label = "numpy continuous Laplace: simulation only, NOT for a real release"
+        self.label = f"numpy continuous {self.law}: simulation only, NOT for a real release"
+
+
+class _ExactSampler:
+    """An exact sampler on ℤ drawing from an integer source (the OS CSPRNG in a real release)."""
+
+    real_release = True
+    law = ""
+
+    def __init__(self, source: IntegerSource, *, seeded: bool = False) -> None:
+        self.source = source
+        self.label = f"exact discrete {self.law} (Canonne-Kamath-Steinke) on integer statistics, " + (
+            "seeded: NOT for a real release" if seeded else "OS CSPRNG (secrets)")
+
+
+class LaplaceSimulation(_NumpySimulation):
+    """Continuous Laplace(Δ1/ε) from numpy: simulation only, NOT for a real release."""
+
+    unit = "epsilon"
+    law = "Laplace"
 
     def scale(self, *, l1: int, l2: float, budget: float) -> float:
         return _check_l1(l1) / float(budget)
@@ -112,19 +131,14 @@ class LaplaceSimulation:
         return max(float(scale) * math.log(1.0 / (2.0 * prob)), 0.0)
 
 
-class DiscreteLaplace:
+class DiscreteLaplace(_ExactSampler):
     """Exact discrete Laplace on ℤ (:func:`dpopt.noise.discrete_laplace.discrete_laplace`): real releases.
 
     P[Z = z] = (1−r)/(1+r)·r^|z| with r = exp(−1/s), s = Δ1/ε'.
     """
 
     unit = "epsilon"
-    real_release = True
-
-    def __init__(self, source: IntegerSource, *, seeded: bool = False) -> None:
-        self.source = source
-        self.label = "exact discrete Laplace (Canonne-Kamath-Steinke) on integer statistics, " + (
-            "seeded: NOT for a real release" if seeded else "OS CSPRNG (secrets)")
+    law = "Laplace"
 
     def scale(self, *, l1: int, l2: float, budget: float) -> float:
         return _check_l1(l1) / float(epsilon_rational(float(budget)))
@@ -273,17 +287,11 @@ def _normal_quantile(p: float) -> float:
     return float(-ndtri(float(p)))
 
 
-class GaussianSimulation:
+class GaussianSimulation(_NumpySimulation):
     """Continuous N(0, σ²), σ = Δ2/√(2ρ), from numpy: simulation only, NOT for a real release."""
 
     unit = "rho"
-    real_release = False
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        if not isinstance(rng, np.random.Generator):
-            raise DpoptInputError(f"`rng` must be a numpy.random.Generator; got {type(rng).__name__}")
-        self.rng = rng
-        self.label = "numpy continuous Gaussian: simulation only, NOT for a real release"
+    law = "Gaussian"
 
     def scale(self, *, l1: int, l2: float, budget: float) -> float:
         """σ = l2/√(2ρ)."""
@@ -306,17 +314,12 @@ class GaussianSimulation:
         return max(float(scale) * _normal_quantile(prob), 0.0)
 
 
-class DiscreteGaussian:
+class DiscreteGaussian(_ExactSampler):
     """Exact discrete Gaussian N_ℤ(0, σ²) (:func:`dpopt.noise.discrete_gaussian.discrete_gaussian`):
     real releases. σ² = ⌊l2²⌋/(2ρ'), ρ' = ``rho_rational(budget)`` (module doc)."""
 
     unit = "rho"
-    real_release = True
-
-    def __init__(self, source: IntegerSource, *, seeded: bool = False) -> None:
-        self.source = source
-        self.label = "exact discrete Gaussian (Canonne-Kamath-Steinke) on integer statistics, " + (
-            "seeded: NOT for a real release" if seeded else "OS CSPRNG (secrets)")
+    law = "Gaussian"
 
     @staticmethod
     def sigma2(*, l2: float, budget: float) -> Fraction:

@@ -46,6 +46,7 @@ import numpy as np
 from scipy.special import betainc
 
 from .._validation import DpoptInputError, check_bound, check_choice, check_epsilon
+from ._thresholding import release_probability
 
 __all__ = ["ContributionHistogram", "NoiseBudgets", "project_histogram", "predicted_release_error",
            "mean_error_bound_at", "denoise_histogram", "Outlook",
@@ -193,8 +194,6 @@ def predicted_release_error(
             r = np.sqrt(v)
             e = np.where(np.isfinite(r), r * h / np.sqrt(r * r + h * h), h)
         if budgets.selection is not None:
-            from .bounds import release_probability
-
             eps_p, delta = budgets.selection
             p = np.stack([release_probability(lkc[i], int(k), eps_p, delta) for i, k in enumerate(ks)])
             e = p * e + (1.0 - p) * h

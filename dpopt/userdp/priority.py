@@ -28,6 +28,7 @@ import numpy as np
 
 from .._validation import DpoptInputError, check_positive_int
 from ..records.aggregate import Aggregate
+from .bounding import pair_mask, user_ranks
 
 __all__ = ["hash_priority", "coarse_first_priority", "priority_ranks"]
 
@@ -84,16 +85,7 @@ def priority_ranks(agg: Aggregate, priority: np.ndarray, *, mask: np.ndarray | N
     pr = np.asarray(priority)
     if pr.shape != (agg.n_grids,):
         raise DpoptInputError(f"`priority` must hold one value per grid ({agg.n_grids}); got shape {pr.shape}")
-    P = agg.n_pairs
-    ok = np.ones(P, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-    if ok.shape != (P,):
-        raise DpoptInputError(f"`mask` must hold one boolean per pair ({P}); got shape {ok.shape}")
+    ok = pair_mask(agg, mask)
     grid_order = np.empty(agg.n_grids, dtype=np.int64)
     grid_order[np.lexsort((np.arange(agg.n_grids), pr))] = np.arange(agg.n_grids)
-    order = np.lexsort((grid_order[agg.pair_grid], ~ok, agg.pair_user))
-    users_sorted = agg.pair_user[order]
-    start = np.searchsorted(users_sorted, users_sorted, side="left")
-    rank = np.empty(P, dtype=np.int64)
-    rank[order] = np.arange(P) - start
-    rank[~ok] = -1
-    return rank
+    return user_ranks(agg, ok, (grid_order[agg.pair_grid],))

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ORDER = ["foundation", "clipping", "arrays", "suppression", "reproduce", "release"]
+#: sections in reading order (the core tools, then records, noise, planning, release and accuracy);
+#: any other results/*.md follows alphabetically, so a new benchmark is never left out
+ORDER = ["foundation", "clipping", "arrays", "suppression", "verify", "reproduce", "scale", "samplers",
+         "sampler_exactness", "budget", "city", "release", "userdp", "gaussian", "hierarchy", "multires",
+         "report"]
 
 
 def main() -> None:
@@ -19,9 +23,14 @@ def main() -> None:
     lines = [
         "# Benchmark results",
         "",
-        "Measured on the project's 2-core, 24 GiB machine (often shared with other jobs, so",
-        "timings vary by up to 2x). Each section comes from `results/<area>.md`, written by",
-        "`bench_<area>.py`; regenerate this page with `python tests/benchmarks/collect_results.py`.",
+        "Machine: one shared box with **2 cores** and 24 GiB, used at the same time by about eight",
+        "engineers' jobs (load averages of 2 to 10 during the runs), so an absolute time can move by 2x",
+        "or more between runs. **The ratios are the results** (dpopt against a floor or reference",
+        "measured in the same run, or before/after on the same data); seconds and MiB are notes.",
+        "Each section comes from `results/<area>.md`, written by `bench_<area>.py` (its header says how",
+        "it was run); regenerate this page with `python tests/benchmarks/collect_results.py`.",
+        "",
+        "Sections: " + ", ".join(f"[{n}](results/{n}.md)" for n in names) + ".",
         "",
     ]
     for name in names:

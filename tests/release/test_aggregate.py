@@ -9,18 +9,17 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.records.aggregate import Aggregator
-from dpopt.records.grid import parse_slot
-from dpopt.records.ingest import read_records
+from dpopt.privacy.contributions import ALL_RECORDS
+from dpopt.records import GridSpec, ReadOptions, contributions
 
 from .conftest import SUM_RTOL
 
 
 def _aggregate(frame, *, chunksize=None, keep_samples=False, res=7, slot="1h"):
-    agg = Aggregator(h3_resolution=res, slot_ns=parse_slot(slot), keep_samples=keep_samples, compact_every=3)
-    for chunk, _ in read_records(frame, bound=100, chunksize=chunksize):
-        agg.add(chunk)
-    return agg.result()
+    read = ReadOptions() if chunksize is None else ReadOptions(chunk_rows=chunksize)
+    agg, _ = contributions(frame, GridSpec(res, slot), read, bound=100,
+                           first_records=ALL_RECORDS if keep_samples else None)
+    return agg
 
 
 def _direct(frame, res=7, slot="1h"):
@@ -102,5 +101,5 @@ def test_truncation_needs_samples(records):
 def test_no_valid_record(tiny_records):
     df = tiny_records.copy()
     df["value"] = np.nan
-    with pytest.raises(DpoptInputError, match="no valid record"):
+    with pytest.raises(DpoptInputError, match="max_dropped"):
         _aggregate(df)

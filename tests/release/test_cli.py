@@ -51,7 +51,8 @@ def test_records_file_with_mapped_columns(tmp_path, capsys, tiny_records):
     df.to_csv(path, index=False)
     code, out, err = _run(capsys, str(path), "--bound", "100", "--epsilon", "2", "--out", str(tmp_path / "o"),
                           "--user-col", "vehicle", "--value-col", "speed", "--plan", "greedy",
-                          "--out-of-range", "drop", "--quiet", "--no-map", "--json", "--slot", "30min")
+                          "--out-of-range", "drop", "--quiet", "--no-map", "--json", "--slot", "30min",
+                          "--max-dropped", "0.2")  # 1 of 8 dropped: above the default share
     assert code == 0, err
     payload = json.loads(out)
     assert payload["dropped_records"] == 1 and payload["plan"] == "greedy"
@@ -111,7 +112,7 @@ def test_missing_fields_are_counted_in_output(tmp_path, capsys, tiny_records):
     path = tmp_path / "r.csv"
     df.to_csv(path, index=False)
     code, out, err = _run(capsys, str(path), "--bound", "100", "--epsilon", "1", "--out", str(tmp_path / "o"),
-                          "--quiet", "--no-map", "--json")
+                          "--quiet", "--no-map", "--json", "--max-dropped", "0.3")  # 2 of 8 dropped
     assert code == 0, err
     assert json.loads(out)["dropped_records"] == 2
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
@@ -127,6 +128,6 @@ def test_drop_by_value_is_flagged_in_report(tmp_path, capsys, tiny_records):
     for policy, flagged in (("drop", True), ("clip", False)):
         out_dir = tmp_path / policy
         code, _, err = _run(capsys, str(path), "--bound", "100", "--epsilon", "1", "--out", str(out_dir),
-                            "--out-of-range", policy, "--quiet", "--no-map")
+                            "--out-of-range", policy, "--quiet", "--no-map", "--max-dropped", "0.2")
         assert code == 0, err
         assert ("caveat" in (out_dir / "report.md").read_text()) is flagged

@@ -164,7 +164,8 @@ def test_dropped_records_reach_summary(tiny_records):
     df = tiny_records.copy()
     df.loc[0, "value"] = np.nan
     df.loc[1, "value"] = 500.0
-    r = release(df, privacy="public-occupancy", bound=100, epsilon=1.0, out_of_range="drop", seed=1)
+    r = release(df, privacy="public-occupancy", bound=100, epsilon=1.0, out_of_range="drop", seed=1,
+                max_dropped=0.3)  # 2 of 8 dropped: above the default share
     assert r.summary.dropped_records == 2
     assert r.summary.ingest["missing"]["value"] == 1 and r.diagnostics["ingest"]["dropped_out_of_range"] == 1
 

