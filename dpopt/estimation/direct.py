@@ -11,7 +11,11 @@ union bound over the three noises, each at probability (1 − q)/3 with its exac
 quantile q_n, q_Y, q_Z (:func:`abs_quantile`): where ñ ≥ 1,
 |μ̂ − μ| ≤ (q_Y + U/2·q_n)/ñ and |σ̂² − σ²| ≤ (q_Z + U²/8·q_n)/ñ + d_μ(2|Ȳ| + d_μ), plus the lattice
 rounding λ/2 (resp. λ/2·(1 + U)), capped at the range (U, U²/4); where ñ < 1 the bound is the range.
-They hold against the bounded data's statistics (noise only, not the bias of bounding).
+They hold against the bounded data's statistics (noise only, not the bias of bounding). The variance
+is published only where its interval clipped to the range is narrower than [0, U²/4]
+(:func:`variance_interval_informative`, issue 23.4); elsewhere ``variance_released`` is False with the
+reason and ``variance``, its bound and ``variance_raw`` are NaN (post-processing: a function of the
+published value and bound only).
 
 ``public-occupancy``: the CLIP estimates are already means and variances; the direct estimate is
 their post-processing into the range with the error bounds the model computed
@@ -28,7 +32,10 @@ from ..measurements import Estimates, Measurements, NoiseLaw
 from ..privacy.options import check_confidence
 from ..userdp.mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation
 
-__all__ = ["direct", "abs_quantile", "check_confidence"]
+__all__ = ["direct", "abs_quantile", "check_confidence", "variance_interval_informative", "VARIANCE_WITHHELD_REASON"]
+
+#: the row's reason when the variance interval is the whole range (same words as the GLS estimator)
+VARIANCE_WITHHELD_REASON = "interval not narrower than the range [0, U^2/4]"
 
 _QUANTILES = {"discrete_laplace": DiscreteLaplace, "laplace": LaplaceSimulation,
               "discrete_gaussian": DiscreteGaussian, "gaussian": GaussianSimulation}
@@ -42,6 +49,18 @@ def abs_quantile(law: NoiseLaw, prob: float) -> float:
     scale = float(np.max(law.scale)) if np.ndim(law.scale) else float(law.scale)
     lattice = law.lattice if law.lattice > 0 else 1.0
     return lattice * cls.__new__(cls).abs_quantile(scale / lattice, prob)
+
+
+def variance_interval_informative(variance: np.ndarray, error_bound: np.ndarray, bound: float) -> np.ndarray:
+    """True where the variance interval clipped to its range, min(v + e, U²/4) − max(v − e, 0), is
+    narrower than the range [0, U²/4] itself (issue 23.4): elsewhere the interval says nothing the
+    range does not, and the variance is withheld. Post-processing of the published v and e only."""
+    top = bound * bound / 4.0
+    v = np.asarray(variance, dtype=float)
+    e = np.asarray(error_bound, dtype=float)
+    with np.errstate(invalid="ignore"):
+        width = np.minimum(v + e, top) - np.maximum(v - e, 0.0)
+        return np.isfinite(width) & (width < top)
 
 
 def _user_direct(m: Measurements, q: float) -> pd.DataFrame:
@@ -70,6 +89,10 @@ def _table(m: Measurements, mean_raw: np.ndarray, var_raw: np.ndarray, err_mean:
     n = m.n_nodes
     rel = np.ones(n, dtype=bool) if released is None else np.asarray(released, dtype=bool)
     nodes = m.nodes
+    var = np.clip(var_raw, 0.0, U * U / 4.0)
+    informative = variance_interval_informative(var, err_var, U)
+    shown = informative | ~rel  # unreleased rows keep their reason and values, as before
+    reason = np.where(~rel, "not released", np.where(informative, "", VARIANCE_WITHHELD_REASON))
     return pd.DataFrame({
         "node": np.arange(n, dtype=np.int64), "cell": nodes["cell"].to_numpy(),
         "h3_resolution": nodes["h3_resolution"].to_numpy(), "slot": nodes["slot"].to_numpy(),
@@ -77,9 +100,10 @@ def _table(m: Measurements, mean_raw: np.ndarray, var_raw: np.ndarray, err_mean:
         # post-processing of DP outputs into the valid ranges (no privacy cost); raw kept beside
         "mean": np.clip(mean_raw, 0.0, U), "mean_error_bound": err_mean,
         "mean_direct": mean_raw, "mean_direct_error_bound": err_mean,
-        "variance": np.clip(var_raw, 0.0, U * U / 4.0), "variance_error_bound": err_var,
-        "variance_released": rel, "variance_withheld_reason": np.where(rel, "", "not released"),
-        "method": "direct", "mean_raw": mean_raw, "variance_raw": var_raw, **extra,
+        # withheld where the interval is the whole range: variance, its bound and raw value NaN
+        "variance": np.where(shown, var, np.nan), "variance_error_bound": np.where(shown, err_var, np.nan),
+        "variance_released": rel & informative, "variance_withheld_reason": reason,
+        "method": "direct", "mean_raw": mean_raw, "variance_raw": np.where(shown, var_raw, np.nan), **extra,
     })
 
 

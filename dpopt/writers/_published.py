@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PublishedView", "published_view", "resolve_unit", "privacy_statement", "fmt_number",
-           "released_count", "nice_ticks"]
+           "released_count", "nice_ticks", "slot_labels", "span_text", "time_steps"]
 
 #: the unit said when nobody gave one
 UNKNOWN_UNIT = "units of the value"
@@ -84,7 +84,7 @@ class PublishedView:
     """The released nodes of a release, one row each (``nodes``: cell, res, t0, t1, slot_label,
     mean, bound, lo, hi and whatever optional columns were published), the withheld (cell, slot)
     rows when the table lists them (``withheld``), the time steps of the time control
-    (``steps``, UTC), the unit and the confidence of the intervals."""
+    (``steps``, UTC; each finest slot when slot lengths mix, ends in ``step_ends``), the unit and the confidence of the intervals."""
 
     nodes: pd.DataFrame
     withheld: pd.DataFrame
@@ -94,6 +94,8 @@ class PublishedView:
     confidence: float
     bound: float | None
     slot: pd.Timedelta
+    #: the end (exclusive) of each step of ``steps``
+    step_ends: tuple[pd.Timestamp, ...] = ()
 
     @property
     def suffix(self) -> str:
@@ -137,12 +139,52 @@ def _normalise(table: pd.DataFrame, summary: dict[str, Any]) -> tuple[pd.DataFra
     df["cell"] = df["cell"].astype(str)
     df["res"] = _resolutions(df["cell"], df)
     df["t0"], df["t1"] = _times(df, slot)
-    span = df["t1"] - df["t0"]
-    lab = df["t0"].dt.strftime("%Y-%m-%d %H:%M")
-    end = df["t1"].dt.strftime("%H:%M")
-    df["slot_label"] = lab + "–" + end + " UTC"
-    df.loc[span <= pd.Timedelta(0), "slot_label"] = lab + " UTC"
+    df["slot_label"] = slot_labels(df["t0"], df["t1"])
     return df, slot
+
+
+def span_text(span: pd.Timedelta) -> str:
+    """"24 h", "90 min", "3 d": a slot's length in words (days only for whole days from 2 days)."""
+    hours = span / pd.Timedelta(hours=1)
+    if hours >= 48 and float(hours / 24).is_integer():
+        return f"{hours / 24:g} d"
+    return f"{hours:g} h" if hours >= 1 else f"{span / pd.Timedelta(minutes=1):g} min"
+
+
+def slot_labels(t0: pd.Series, t1: pd.Series) -> pd.Series:
+    """Each slot [t0, t1) in words: "2015-09-06 05:00–06:00 UTC" within one day, else
+    "2015-09-06 05:00 → 2015-09-07 05:00 UTC (24 h)" (so a day-long node never reads "05:00–05:00")."""
+    start = t0.dt.strftime("%Y-%m-%d %H:%M").astype(object)
+    same_day = (t1 - t0 < pd.Timedelta(days=1)) & (t0.dt.normalize() == (t1 - pd.Timedelta(1, "ns")).dt.normalize())
+    short = start + "–" + t1.dt.strftime("%H:%M").astype(object) + " UTC"
+    length = pd.Series([span_text(x) for x in t1 - t0], index=t0.index, dtype=object)
+    long = start + " → " + t1.dt.strftime("%Y-%m-%d %H:%M").astype(object) + " UTC (" + length + ")"
+    out = short.where(same_day, long)
+    return out.where(t1 > t0, start + " UTC")
+
+
+#: more finest slots than this: the time control steps over the nodes' own start and end times
+MAX_STEPS = 2000
+
+
+def time_steps(t0: pd.Series, t1: pd.Series, slot: pd.Timedelta
+               ) -> tuple[tuple[pd.Timestamp, ...], tuple[pd.Timestamp, ...]]:
+    """(starts, ends) of the time control's steps. One slot length everywhere: the slots that hold a node
+    (as before). Mixed lengths: every finest slot (length ``slot``) from the first start to the last
+    end, so a coarse node answers each finest slot it spans; past :data:`MAX_STEPS` the distinct
+    start and end times (each step then a span over which the same nodes answer)."""
+    if not len(t0):
+        return (), ()
+    spans = set((t1 - t0).tolist())
+    if len(spans) <= 1 and spans <= {slot}:
+        starts = tuple(sorted(set(t0.tolist())))
+        return starts, tuple(t + slot for t in starts)
+    first, last = min(t0), max(t1)
+    if slot > pd.Timedelta(0) and (last - first) / slot <= MAX_STEPS:
+        starts = tuple(pd.date_range(first, last, freq=slot, inclusive="left"))
+        return starts, tuple(min(t + slot, last) for t in starts)
+    cuts = sorted(set(t0.tolist()) | set(t1.tolist()))
+    return tuple(cuts[:-1]), tuple(cuts[1:])
 
 
 def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None = None
@@ -173,10 +215,12 @@ def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | 
     if bound is not None:
         lo, hi = lo.clip(lower=0.0), hi.clip(upper=bound)
     nodes = nodes.assign(mean=mean, bound=err, lo=lo, hi=hi)
-    steps = tuple(sorted(set(pd.concat([nodes["t0"], withheld["t0"]]).tolist())))
+    steps, ends = time_steps(pd.concat([nodes["t0"], withheld["t0"]]), pd.concat([nodes["t1"], withheld["t1"]]),
+                             slot)
     u, known = resolve_unit(summary, unit)
     return PublishedView(nodes=nodes, withheld=withheld, steps=steps, unit=u, unit_known=known,
-                         confidence=float(summary.get("confidence", 0.95)), bound=bound, slot=slot)
+                         confidence=float(summary.get("confidence", 0.95)), bound=bound, slot=slot,
+                         step_ends=ends)
 
 
 def _epsilon_words(summary: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from ._published import PublishedView, fmt_number, nice_ticks, privacy_statement, published_view
+from ._published import PublishedView, fmt_number, nice_ticks, privacy_statement, published_view, slot_labels
 
 __all__ = ["map_figure", "frontier_figure", "write_figures"]
 
@@ -48,7 +48,8 @@ def _panel(ax: Any, view: PublishedView, at: pd.DataFrame, wh: pd.DataFrame, val
     if len(wh):
         ax.add_collection(PolyCollection(_polys(wh["cell"], k), facecolors="none", edgecolors="#cccccc",
                                          linewidths=0.4))
-    order = np.argsort(at["res"].to_numpy(), kind="stable")
+    span = (at["t1"] - at["t0"]) // pd.Timedelta(seconds=1)  # coarse first, then longest slot first
+    order = np.lexsort((-span.to_numpy(dtype=np.int64), at["res"].to_numpy()))
     pc = PolyCollection([_polys(at["cell"], k)[i] for i in order], array=values[order], cmap=cmap,
                         norm=Normalize(lo, hi), edgecolors="#333333", linewidths=0.5)
     ax.add_collection(pc)
@@ -98,7 +99,11 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
     a2.set_title("Uncertainty of the mean", fontsize=11)
     nums, _ = privacy_statement(summary)
     grey = "; grey outlines: withheld" if len(wh) else ""
-    fig.suptitle(f"{t:%Y-%m-%d %H:%M} UTC: {len(at)} of {len(view.nodes)} published cells "
+    mixed = len(set((view.nodes["t1"] - view.nodes["t0"]).tolist())) > 1 or view.nodes["res"].nunique() > 1
+    ends = dict(zip(view.steps, view.step_ends))
+    when = slot_labels(pd.Series([t]), pd.Series([ends.get(t, t + view.slot)])).iloc[0]
+    cover = " (each at its own resolution, its slot covering this one)" if mixed else ""
+    fig.suptitle(f"{when}: {len(at)} of {len(view.nodes)} published cells{cover} "
                  f"({summary.get('privacy_model', '')}, {nums}){grey}; other slots in report.html",
                  fontsize=10)
     return fig

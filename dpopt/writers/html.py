@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ._published import (PublishedView, fmt_number, nice_ticks, privacy_statement, published_view,
-                         released_count)
+                         released_count, slot_labels, span_text)
 
 __all__ = ["render_html", "write_html_report"]
 
@@ -149,14 +149,51 @@ def _what(view: PublishedView, summary: dict[str, Any]) -> str:
     of = f" of the {int(grids):,} with data" if grids else ""
     span = ""
     if view.steps:
-        span = (f", {view.steps[0]:%Y-%m-%d %H:%M} to {(view.steps[-1] + view.slot):%Y-%m-%d %H:%M} UTC"
-                f" in {_E(str(summary.get('slot', '')))} slots")
+        t0 = pd.concat([view.nodes["t0"], view.withheld["t0"]])
+        t1 = pd.concat([view.nodes["t1"], view.withheld["t1"]])
+        lengths = sorted(set((view.nodes["t1"] - view.nodes["t0"]).tolist()))
+        if len(lengths) > 1:
+            slots = f"in slots of {_E(span_text(lengths[0]))} to {_E(span_text(lengths[-1]))}"
+        elif not lengths or lengths[0] == view.slot:
+            slots = f"in {_E(str(summary.get('slot', '')))} slots"
+        else:
+            slots = f"in {_E(span_text(lengths[0]))} slots"
+        span = f", {min(t0):%Y-%m-%d %H:%M} to {max(t1):%Y-%m-%d %H:%M} UTC {slots}"
     what = "mean" + (" and variance" if "variance" in view.nodes.columns else "")
     src = ""
     if summary.get("records") and summary.get("users"):
         src = f" from {int(summary['records']):,} records of {int(summary['users']):,} users"
     return (f"<li><b>What:</b> the {what} of the value in <b>{n:,}</b> hexagon × time-slot cells{of}"
             f"{_E(src)} (H3 hexagons, {_E(size)}{span}).</li>")
+
+
+def _mixed(view: PublishedView) -> tuple[bool, bool]:
+    """(several H3 resolutions, several slot lengths) among the published nodes."""
+    n = view.nodes
+    return n["res"].nunique() > 1, (n["t1"] - n["t0"]).nunique() > 1
+
+
+def _shape(view: PublishedView, summary: dict[str, Any]) -> str:
+    """The multi-resolution release in one sentence (when resolutions or slot lengths mix, or the
+    release chose them adaptively)."""
+    if not len(view.nodes):
+        return ""
+    res_mixed, slot_mixed = _mixed(view)
+    if not (res_mixed or slot_mixed or summary.get("resolution") == "adaptive"):
+        return ""
+    n = view.nodes
+    lengths = n["t1"] - n["t0"]
+    levels = summary.get("levels") or []
+    finest = (f" (the finest level is H3 resolution {_E(str(levels[0].get('h3_resolution')))} × "
+              f"{_E(str(levels[0].get('slot')))} slots)") if levels and isinstance(levels[0], dict) else ""
+    rs = sorted(set(n["res"].tolist()))
+    here = [f"H3 resolution{'s' if len(rs) > 1 else ''} {', '.join(str(r) for r in rs)}",
+            "slots of " + " to ".join(dict.fromkeys(span_text(x) for x in (lengths.min(), lengths.max())))]
+    return ("<li><b>Resolution:</b> values are published at the finest resolution the data support"
+            f"{finest}; where data are thin a coarser hexagon or a longer slot is published instead "
+            f"(here: {_E('; '.join(here))}). A larger hexagon or a longer slot answers for every smaller "
+            "cell and slot it contains: for the slot you pick, the map shows every published cell whose "
+            "own time span covers it.</li>")
 
 
 def _accuracy(view: PublishedView) -> str:
@@ -202,7 +239,7 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
         nv = int((~view.nodes["variance_released"].map(_is_true)).sum())
         if nv:
             out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld because its "
-                       "interval was wider than its range (see the table's reason column).")
+                       "interval was as wide as its whole range (see the table's reason column).")
     if not out:
         return ""
     return "<li><b>Withheld:</b> " + " ".join(out) + "</li>"
@@ -217,6 +254,11 @@ def _more(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any]
             tips.append("accept a larger error: " + "; ".join(
                 f"± {fmt_number(t)} {_E(view.unit)} would publish about {int(c):,} cells" for t, c in bigger)
                 + " (<code>--target</code>)")
+    if summary.get("resolution") == "adaptive":  # the release already coarsens where data are thin
+        tips.append("a larger total ε (<code>--epsilon-total</code>; weaker privacy) or data from more "
+                    "users: the release then publishes smaller hexagons and shorter slots where it now "
+                    "falls back to coarser ones")
+        return "<li><b>For more detail or coverage:</b> " + "; ".join(tips) + ".</li>"
     res = int(view.nodes["res"].min()) if len(view.nodes) else int(summary.get("h3_resolution", 7))
     tips.append(f"use larger hexagons (<code>--h3-resolution {max(res - 1, 0)}</code>) or longer time "
                 "slots (<code>--slot 2h</code>), so that more users share a cell")
@@ -227,7 +269,7 @@ def _more(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any]
 def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
     nums, words = privacy_statement(summary)
     model = _E(str(summary.get("privacy_model", "")))
-    items = [_what(view, summary),
+    items = [_what(view, summary), _shape(view, summary),
              f"<li><b>Privacy:</b> user-level differential privacy, model <i>{model}</i>, "
              f"<b>{_E(nums)}</b>. {_E(words)}</li>",
              _accuracy(view), _withheld(view, summary), _more(view, summary, frontier),
@@ -262,6 +304,13 @@ def _epoch(ts: pd.Series) -> np.ndarray:
     return ((t - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(seconds=1)).to_numpy(dtype=np.int64)
 
 
+def _draw_order(nodes: pd.DataFrame) -> np.ndarray:
+    """Coarse first, fine on top: by resolution, then longest slot first (a cell published both for
+    3 h and for its whole day shows the 3 h node above the day's)."""
+    span = (nodes["t1"] - nodes["t0"]) // pd.Timedelta(seconds=1)
+    return np.lexsort((-span.to_numpy(dtype=np.int64), nodes["res"].to_numpy()))
+
+
 def _panel(view: PublishedView, proj: _Projection, fills: list[str], cls: str, base: str,
            hatch: np.ndarray | None, svg_id: str) -> str:
     nodes = view.nodes
@@ -271,7 +320,7 @@ def _panel(view: PublishedView, proj: _Projection, fills: list[str], cls: str, b
         f'<path class="withheld" d="{proj.path(c)}" data-t0="{a}" data-t1="{b}" '
         f'data-tip="{_E(c)} · {_E(lab)}&#10;withheld (not published)"/>'
         for c, a, b, lab in zip(view.withheld["cell"], w0, w1, view.withheld["slot_label"]))
-    order = np.argsort(nodes["res"].to_numpy(), kind="stable")  # coarse first, fine on top
+    order = _draw_order(nodes)
     shapes, hatches = [], []
     for i in order:
         row = nodes.iloc[i]
@@ -441,8 +490,26 @@ _TERMS = [
 ]
 
 
+#: the multi-resolution release in words (models/hierarchy.md §1–§8, §11)
+_MULTIRES = ("multi-resolution release", (
+    "The listed cells and slots are grouped into a public hierarchy: each H3 cell's parents at coarser "
+    "resolutions, crossed with longer time slots (for example 1 h, 3 h, a day, the whole period). Every "
+    "level is measured separately with its own share of the budget: noisy record count, sum and sum of "
+    "squares of the bounded records (each user keeps at most k cells and c records per cell). A "
+    "generalised least squares fit over the tree makes each node consistent with its children and "
+    "parent; empirical-Bayes shrinkage pulls a noisy node toward its parent by as much as the noise "
+    "warrants. Which nodes are published is decided from the noisy measurements alone; each listed "
+    "finest cell and slot is answered by one published node (answers.csv). What the interval covers: the ± of mean_direct covers the mean of the node's "
+    "bounded records (those the bounding kept) with the stated probability, up to a normal/Laplace "
+    "approximation of the combined noise; the published mean's interval contains it. Both also carry "
+    "an allowance for the bias of dropping records, calibrated on benchmarks: coverage of the mean of "
+    "all records is measured (at least 93 % in the benchmark settings), not proven. The variance is "
+    "published only where its interval is narrower than its whole range."))
+
+
 def _methods_section(summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
-    terms = "".join(f"<dt>{_E(t)}</dt><dd>{_E(d)}</dd>" for t, d in _TERMS)
+    terms = "".join(f"<dt>{_E(t)}</dt><dd>{_E(d)}</dd>" for t, d in
+                    ([_MULTIRES] if summary.get("resolution") == "adaptive" else []) + _TERMS)
     flat = {k: v for k, v in summary.items() if k != "frontier" and v is not None}
     if frontier and frontier.get("knee_rule"):
         flat["knee_rule"] = frontier["knee_rule"]
@@ -537,7 +604,9 @@ def _steps_json(view: PublishedView) -> str:
     import json
 
     ts = [int(v) for v in _epoch(pd.Series(list(view.steps), dtype=object))] if view.steps else []
-    labels = [f"{pd.Timestamp(t):%Y-%m-%d %H:%M} UTC" for t in view.steps]
+    labels = list(slot_labels(pd.to_datetime(pd.Series(list(view.steps), dtype=object), utc=True),
+                              pd.to_datetime(pd.Series(list(view.step_ends), dtype=object), utc=True))
+                  ) if view.steps else []
     counts = [0] * len(ts)
     t0, t1 = _epoch(view.nodes["t0"]), _epoch(view.nodes["t1"])
     for j, t in enumerate(ts):

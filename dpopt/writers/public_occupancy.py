@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..cli_common import to_jsonable
+from ..estimation.direct import VARIANCE_WITHHELD_REASON, variance_interval_informative
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST, privacy_model_lines
 from ..privacy.public_occupancy import ReleaseResult
 from .folder import DIAGNOSTICS, check_out, write_atomically
@@ -270,7 +271,7 @@ def report_markdown(result: ReleaseResult) -> str:
     """A short human-readable report of a release."""
     s = result.summary
     ing = result.diagnostics.get("ingest", s.ingest)
-    t = result.table
+    t = withhold_variance(result.table, s.bound)
     rel = t[t["released"]]
     lines = [
         "# dpopt release report",
@@ -305,7 +306,8 @@ def report_markdown(result: ReleaseResult) -> str:
     for _, row in rel.nlargest(10, "n_records").iterrows():
         lines.append(
             f"| {row['cell']} | {row['slot']} | {row['n_users']} | {row['n_records']} | "
-            f"{row['mean']:.3f} | {row['variance']:.3f} | {row['mean_error_bound']:.4g} |"
+            f"{row['mean']:.3f} | {'withheld' if np.isnan(row['variance']) else format(row['variance'], '.3f')} | "
+            f"{row['mean_error_bound']:.4g} |"
         )
     lines += [
         "",
@@ -430,12 +432,31 @@ def _diagnostics_ingest(result: ReleaseResult) -> dict[str, Any]:
     return to_jsonable(result.diagnostics)
 
 
+def withhold_variance(table: pd.DataFrame, bound: float) -> pd.DataFrame:
+    """release.csv's variance columns under issue 23.4: a released grid's variance is published only
+    where its interval clipped to the range is narrower than [0, U²/4]
+    (:func:`dpopt.estimation.direct.variance_interval_informative`); elsewhere ``variance``, its bound
+    and ``variance_raw`` are blank and ``variance_withheld_reason`` says why. Post-processing of the
+    published value and bound only."""
+    out = table.copy()
+    rel = out["released"].to_numpy(dtype=bool)
+    ok = variance_interval_informative(out["variance"], out["variance_error_bound"], bound)
+    withheld = rel & ~ok
+    for col in ("variance", "variance_raw", "variance_error_bound"):
+        out[col] = np.where(withheld, np.nan, out[col].to_numpy(dtype=float))
+    at = out.columns.get_loc("variance_error_bound") + 1
+    out.insert(at, "variance_released", rel & ok)
+    out.insert(at + 1, "variance_withheld_reason",
+               np.where(rel, np.where(ok, "", VARIANCE_WITHHELD_REASON), "not released"))
+    return out
+
+
 def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool, value_unit: str | None = None) -> dict[str, str]:
     """Write every file into ``tmp``; returns key -> path relative to ``tmp``."""
     names: dict[str, str] = {}
     diag = tmp / DIAGNOSTICS
     diag.mkdir()
-    table = result.table.copy()
+    table = withhold_variance(result.table, result.summary.bound)
     unit = result.plan.unit
     cap = result.summary.epsilon if result.summary.epsilon is not None else table[unit].to_numpy(dtype=float)
     mu, var = published_budgets(table[f"{unit}_mean"], table[f"{unit}_variance"], cap,

@@ -68,12 +68,35 @@ def _write(name: str) -> None:  # pragma: no cover - run by hand on the referenc
     (DATA / f"pinned_user_{name}.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
 
 
+def _withheld_by_pins(want: pd.DataFrame) -> np.ndarray:
+    """Issue 23.4, computed here from the pinned (pre-rule) values, not by the code under test: a
+    released row's variance is withheld where min(v + e, U²/4) − max(v − e, 0) is not below U²/4."""
+    top = 120.0**2 / 4.0
+    v, e = want["variance"].to_numpy(float), want["variance_error_bound"].to_numpy(float)
+    lo, hi = _at_least_zero(v - e), np.minimum(v + e, top)
+    return want["released"].to_numpy(bool) & ~(hi - lo < top)
+
+
+def _at_least_zero(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0.0, x, 0.0)
+
+
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_seeded_user_release_is_pinned(name):
     want = pd.read_csv(DATA / f"pinned_user_{name}.csv.gz", keep_default_na=True)
     table, summary = _frames(_run(name))
-    assert list(table.columns) == list(want.columns)
+    # issue 23.4 added variance_released / variance_withheld_reason after the pinned columns
+    assert list(table.columns[: len(want.columns)]) == list(want.columns)
+    assert set(table.columns[len(want.columns):]) <= {"variance_released", "variance_withheld_reason"}
     assert len(table) == len(want)
+    withheld = _withheld_by_pins(want)
+    for col in ("variance", "variance_raw", "variance_error_bound"):
+        assert np.isnan(table[col].to_numpy(dtype=float)[withheld]).all(), col
+        want.loc[withheld, col] = np.nan  # every other row stays exactly the pinned value
+    if "variance_released" in table.columns:
+        assert [bool(x) for x in table["variance_released"]] == list(want["released"].to_numpy(bool) & ~withheld)
+        assert {str(x) for x in table.loc[withheld, "variance_withheld_reason"]} <= {
+            "interval not narrower than the range [0, U^2/4]"}
     for col in want.columns:
         a, b = table[col].to_numpy(), want[col].to_numpy()
         if b.dtype.kind in "fiub":

@@ -245,7 +245,9 @@ def test_error_bounds_cover_at_least_95_percent_with_gaussian_noise():
                          noise="numpy", seed=s).table
         o = _order(t)
         cover_m += int((np.abs(t["mean"].to_numpy() - mean.to_numpy()[o]) <= t["mean_error_bound"].to_numpy()).sum())
+        # issue 23.4: a withheld variance (NaN) has the whole range [0, U²/4] as interval, which covers
         cover_v += int((np.abs(t["variance"].to_numpy() - var.to_numpy()[o]) <= t["variance_error_bound"].to_numpy()).sum())
+        cover_v += int(np.isnan(t["variance"].to_numpy()).sum())
         total += len(t)
     assert cover_m / total >= 0.95 and cover_v / total >= 0.95
 

@@ -120,7 +120,8 @@ def test_release_at_extreme_budgets(bound, epsilon, bounds, mechanism):
                        delta=1e-6 if mechanism == "gaussian" else None)
     t = rel.table
     assert np.all(np.isfinite(t["mean_error_bound"])) and np.all(t["mean_error_bound"] >= 0)
-    assert np.all(np.isfinite(t["variance_error_bound"]))
+    # finite wherever the variance is published (issue 23.4 withholds it, NaN, where its interval is the range)
+    assert np.all(np.isfinite(t["variance_error_bound"]) | np.isnan(t["variance"]))
     if epsilon == 1e100 and len(t):
         assert np.all(t["mean_error_bound"] <= 1e-3 * bound)
 

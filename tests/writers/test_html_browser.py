@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,7 +14,11 @@ from dpopt.writers.html import write_html_report
 from ._cdp import Browser, chromium_binary
 from .conftest import load, multires
 
-CASES = {"occupancy": lambda: load("occupancy"), "user": lambda: load("user"), "multires": multires}
+#: "adaptive": a real multi-resolution release (``dpopt release <embedded day> --privacy user --bound 120
+#: --epsilon-total 100 --partitions <every grid of the day> --seed 1``): 30 nodes at H3 resolutions 3–5
+#: over 1 h, 3 h and 24 h slots (at ε = 10 every node is a day long, too uniform to test the control)
+CASES = {"occupancy": lambda: load("occupancy"), "user": lambda: load("user"), "multires": multires,
+         "adaptive": lambda: load("adaptive")}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +69,19 @@ def test_report_in_chromium(browser, tmp_path, case):
             assert f"users {int(row['n_users'])}" in tip[1]
 
 
-@pytest.mark.parametrize("case", ["occupancy", "multires"])
+def _expected_steps(table: pd.DataFrame, summary: dict) -> list[pd.Timestamp]:
+    """One slot length everywhere: the slots holding a row; mixed lengths: every finest slot from
+    the first start to the last end (the report's time control, written out independently)."""
+    slot = pd.Timedelta(summary["slot"])
+    t0 = pd.to_datetime(table["slot"], utc=True)
+    end = table["slot_end"] if "slot_end" in table else pd.Series(pd.NaT, index=table.index)
+    t1 = pd.to_datetime(end, utc=True).fillna(t0 + slot)
+    if set(t1 - t0) == {slot}:
+        return sorted(set(t0))
+    return list(pd.date_range(t0.min(), t1.max(), freq=slot, inclusive="left"))
+
+
+@pytest.mark.parametrize("case", ["occupancy", "multires", "adaptive"])
 def test_time_control_shows_the_slot_nodes(browser, tmp_path, case):
     table, summary = CASES[case]()
     browser.open(write_html_report(tmp_path / "r.html", table, summary))
@@ -73,7 +90,7 @@ def test_time_control_shows_the_slot_nodes(browser, tmp_path, case):
     end = rel["slot_end"] if "slot_end" in rel else pd.Series(pd.NaT, index=rel.index)
     t1 = pd.to_datetime(end, utc=True).fillna(t0 + pd.Timedelta(summary["slot"]))
     n_steps = browser.eval("+document.getElementById('step').max") + 1
-    steps = sorted(set(pd.to_datetime(table["slot"], utc=True)))
+    steps = _expected_steps(table, summary)
     assert n_steps == len(steps)
     for k, t in enumerate(steps):
         shown = browser.eval(f"""(function(){{var r=document.getElementById('step'); r.value='{k}';
@@ -111,7 +128,7 @@ def test_answer_path_value_in_a_hexagon_at_17h(browser, tmp_path):
         return [el.dataset.cell, document.getElementById('tip').textContent,
                 document.getElementById('step-label').textContent];})()""")
     cell, tip, label = got
-    assert label == "2015-09-06 17:00 UTC"
+    assert label == "2015-09-06 17:00–18:00 UTC"
     row = table[(table["cell"] == cell) & (table["slot"] == "2015-09-06T17:00:00Z")].iloc[0]
     assert bool(row["released"])
     assert "17:00–18:00 UTC" in tip
@@ -129,3 +146,44 @@ def test_a_release_with_nothing_published_renders_without_errors(browser, tmp_pa
     assert browser.errors() == []
     assert browser.eval("document.querySelectorAll('svg.map path.node').length") == 0
     assert "No cell was published." in browser.eval("document.body.textContent")
+
+
+def test_adaptive_release_one_shape_per_covering_node_and_hover_matches_release_csv(browser, tmp_path):
+    """The real multi-resolution release at 17:00: exactly the nodes whose [slot, slot_end) holds
+    17:00 are drawn, one shape each, and each shape's hover text is its release.csv row (value,
+    half-width, resolution, its own time span in words: never "05:00–05:00")."""
+    table, summary = load("adaptive")
+    browser.open(write_html_report(tmp_path / "r.html", table, summary, unit="km/h"))
+    t0, t1 = pd.to_datetime(table["slot"], utc=True), pd.to_datetime(table["slot_end"], utc=True)
+    assert (t1 - t0).nunique() > 1 and table["h3_resolution"].nunique() > 1  # the fixture mixes both
+    t = pd.Timestamp("2015-09-06T17:00:00Z")
+    want = table[((t0 <= t) & (t < t1)).to_numpy() & table["released"].astype(bool).to_numpy()]
+    assert len(want) >= 2
+    got = browser.eval("""(function(){var p=document.getElementById('step-pick');
+        for(var i=0;i<p.options.length;i++){if(p.options[i].textContent.indexOf('2015-09-06 17:00')===0){p.value=p.options[i].value;}}
+        p.dispatchEvent(new Event('change'));
+        return [document.getElementById('step-label').textContent,
+          Array.prototype.filter.call(document.querySelectorAll('#map-value path.node'),
+            function(e){return e.style.display!=='none';}).map(function(e){
+              e.dispatchEvent(new MouseEvent('mouseover',{bubbles:true}));
+              return [+e.dataset.i, document.getElementById('tip').textContent];})];})()""")
+    label, shapes = got
+    assert label == "2015-09-06 17:00–18:00 UTC"
+    rel = _released(table)
+    r0, r1 = pd.to_datetime(rel["slot"], utc=True), pd.to_datetime(rel["slot_end"], utc=True)
+    # one shape per covering node (a cell may be published for 3 h and for its whole day: two nodes)
+    assert sorted(i for i, _ in shapes) == list(np.flatnonzero(((r0 <= t) & (t < r1)).to_numpy()))
+    assert len(shapes) == len(want)
+    for i, tip in shapes:
+        row = rel.iloc[i]
+        a, b = pd.Timestamp(row["slot"]), pd.Timestamp(row["slot_end"])
+        span = (f"{a:%Y-%m-%d %H:%M}–{b:%H:%M} UTC" if b - a < pd.Timedelta(days=1) and a.date() == b.date()
+                else f"{a:%Y-%m-%d %H:%M} → {b:%Y-%m-%d %H:%M} UTC ({(b - a) / pd.Timedelta(hours=1):g} h)")
+        assert tip.startswith(f"{row['cell']} · H3 resolution {int(row['h3_resolution'])} · {span}"), tip
+        m = re.search(r"mean ([\d,.]+) km/h ± ([\d,.]+) km/h", tip)
+        assert _num(m.group(1)) == pytest.approx(row["mean"], rel=5e-3)
+        assert _num(m.group(2)) == pytest.approx(row["mean_error_bound"], rel=5e-3)
+    text = browser.eval("document.body.textContent")
+    assert "05:00–05:00" not in text and "00:00–00:00" not in text
+    assert "finest resolution the data support" in text and "--h3-resolution" not in text
+    assert browser.errors() == []

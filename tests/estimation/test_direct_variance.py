@@ -1,0 +1,65 @@
+"""Issue 23.4: a flat release publishes the variance only where its interval says more than its range.
+
+The rule is recomputed here in its other form: the interval [max(v − e, 0), min(v + e, U²/4)] is the
+whole range [0, U²/4] exactly when v − e ≤ 0 and v + e ≥ U²/4 (v in the range, e ≥ 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpopt.estimation.direct import VARIANCE_WITHHELD_REASON, variance_interval_informative
+from dpopt.release import austin_sample_path
+from dpopt.writers.public_occupancy import write_report
+from tests._legacy import release
+from tests.release.test_pinned_user import VARIANTS, _partitions
+
+U = 120.0
+TOP = U * U / 4.0
+
+
+def _whole_range(v: np.ndarray, e: np.ndarray) -> np.ndarray:
+    return (v - e <= 0.0) & (v + e >= TOP)
+
+
+def test_rule_matches_its_other_form_on_random_and_edge_values():
+    rng = np.random.default_rng(5)
+    v = np.concatenate([rng.uniform(0, TOP, 2000), [0.0, TOP, TOP / 2, TOP / 2, 0.0, 100.0]])
+    e = np.concatenate([rng.uniform(0, 1.2 * TOP, 2000), [TOP, TOP, TOP / 2, TOP / 2 - 1e-9, 0.0, np.inf]])
+    got = variance_interval_informative(v, e, U)
+    np.testing.assert_array_equal(got, ~_whole_range(v, e))
+    assert not variance_interval_informative(np.array([np.nan]), np.array([1.0]), U)[0]
+
+
+def test_user_release_withholds_exactly_the_whole_range_rows():
+    opts = dict(VARIANTS["laplace_list_fixed"], partitions=_partitions(), epsilon_total=100.0)
+    r = release(austin_sample_path(), privacy="user", bound=U, seed=3, **opts)
+    t = r.estimates.table
+    m = r.measurements
+    n_t = m.statistics["count"].value
+    ok = t["variance_released"].to_numpy(bool)
+    # rows with a noisy count below 1 have the range as error bound: never informative
+    assert ok.any() and (~ok).any()  # both branches exercised
+    assert not ok[(n_t < 1) & t["released"].to_numpy(bool)].any()
+    shown = t[ok]
+    assert not _whole_range(shown["variance"].to_numpy(float), shown["variance_error_bound"].to_numpy(float)).any()
+    hidden = t[t["released"] & ~t["variance_released"]]
+    assert hidden[["variance", "variance_error_bound", "variance_raw"]].isna().all().all()
+    assert set(hidden["variance_withheld_reason"]) <= {VARIANCE_WITHHELD_REASON}
+
+
+def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
+    r = release(austin_sample_path(), privacy="public-occupancy", bound=U, epsilon=0.2, seed=7, plan="greedy")
+    write_report(r, tmp_path / "out", make_map=False)
+    csv = pd.read_csv(tmp_path / "out" / "release.csv")
+    t = r.table  # the in-memory result keeps every noisy value; release.csv applies the rule
+    rel = t["released"].to_numpy(bool)
+    withheld = rel & _whole_range(t["variance"].to_numpy(float), t["variance_error_bound"].to_numpy(float))
+    assert withheld.any() and (rel & ~withheld).any()  # both branches exercised
+    np.testing.assert_array_equal(csv["variance_released"].to_numpy(bool), rel & ~withheld)
+    for col in ("variance", "variance_raw", "variance_error_bound"):
+        assert csv.loc[withheld, col].isna().all(), col
+        np.testing.assert_allclose(csv.loc[~withheld, col], t.loc[~withheld, col], rtol=1e-9, err_msg=col)
+    assert (csv.loc[withheld, "variance_withheld_reason"] == VARIANCE_WITHHELD_REASON).all()
+    assert csv.loc[rel & ~withheld, "variance_withheld_reason"].isna().all()
