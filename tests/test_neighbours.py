@@ -55,7 +55,8 @@ def _partitions() -> pd.DataFrame:
 
 USER_PUBLIC = ["cell", "slot", "cell_lat", "cell_lng", "released"]
 USER_NOISY = {"mean", "variance", "mean_raw", "variance_raw", "noisy_count", "mean_error_bound",
-              "variance_error_bound", "mean_pooled", "variance_pooled"}
+              "variance_error_bound", "mean_pooled", "variance_pooled",
+              "variance_released", "variance_withheld_reason"}  # the withholding rule reads noisy values (23.4)
 
 
 def _user_release(df: pd.DataFrame, mechanism: str):

@@ -116,6 +116,9 @@ def _table(m: Measurements, est: Estimates, pooled: Estimates) -> pd.DataFrame:
     lat, lng = cell_centres(cells)
     table.insert(2, "cell_lat", lat)
     table.insert(3, "cell_lng", lng)
+    # issue 23.4: the variance is withheld (NaN above) where its interval is the whole range
+    table["variance_released"] = t["variance_released"].to_numpy()
+    table["variance_withheld_reason"] = t["variance_withheld_reason"].to_numpy()
     return table
 
 
