@@ -3,6 +3,8 @@ the Parquet reader cuts files into exact chunks whatever their row groups (issue
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +16,7 @@ from .conftest import BOUND, RES, random_records
 
 GRID = GridSpec(RES, "1h")
 EXACT = ("users", "cells", "slots", "pair_user", "pair_grid", "count")
+MODULE = importlib.import_module("dpopt.records.contributions")  # the package re-exports a function of that name
 
 
 def _run(source, c, rows):
@@ -22,7 +25,8 @@ def _run(source, c, rows):
 
 @pytest.mark.parametrize("seed", [21])
 @pytest.mark.parametrize("c", [None, 1, 4])
-def test_random_chunk_sizes_equal_the_one_shot_table(tmp_path, seed, c):
+def test_random_chunk_sizes_equal_the_one_shot_table(tmp_path, monkeypatch, seed, c):
+    monkeypatch.setattr(MODULE, "SELECT_BLOCK", 11)  # the first-c selection runs in many blocks
     rng = np.random.default_rng(seed)
     frame = random_records(seed, n=1200)
     frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
@@ -59,3 +63,18 @@ def test_parquet_chunks_are_exact_whatever_the_row_groups(tmp_path, groups, rows
         truth = pd.concat(want, ignore_index=True)
         assert got["user_id"].tolist() == truth["user_id"].tolist()
         assert np.array_equal(got["value"].to_numpy(), truth["value"].to_numpy())
+
+
+@pytest.mark.parametrize("block", [1, 5, 10**6])
+def test_first_c_in_blocks_equals_brute_force(monkeypatch, block):
+    monkeypatch.setattr(MODULE, "SELECT_BLOCK", block)
+    rng = np.random.default_rng(block)
+    n_pairs, c = 40, 3
+    pieces = [(rng.integers(0, n_pairs, m).astype(np.int32), rng.integers(0, 5, m), rng.integers(0, 3, m) / 2.0)
+              for m in (0, 50, 120, 7)]  # many ties in (timestamp, value)
+    kept = MODULE.first_c(pieces, n_pairs, c)
+    assert len(kept) == sum(min(sum(int((p == q).sum()) for p, _, _ in pieces), c) for q in range(n_pairs))
+    for q in range(n_pairs):
+        want = sorted((int(t), float(v)) for p, ts, vs in pieces for pp, t, v in zip(p, ts, vs) if pp == q)[:c]
+        got = sorted(zip(kept.timestamp[kept.p == q].tolist(), kept.value[kept.p == q].tolist()))
+        assert got == want
