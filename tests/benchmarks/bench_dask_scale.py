@@ -5,8 +5,10 @@ n synthetic records (the generator of ``bench_scale.py``: Zipf users, clustered 
 ``InputOptions(backend="dask", client=...)`` on a ``distributed.LocalCluster`` of ``--workers``
 worker processes (``--threads`` threads each), and with the default local backend, for
 
-* ``user``: the default model, ``Budget(epsilon_total=10, delta=1e-6)``, automatic (k, c) (one
-  pass keeping the first ``max_records`` = 64 records of every (user, grid) pair);
+* ``user``: the default model, ``Budget(epsilon_total=10)``, automatic (k, c) (one pass keeping
+  the first ``max_records`` = 64 records of every (user, grid) pair), over a public partition list:
+  the (cell, slot) of every grid the ``public-occupancy`` run released (``--user-selection``: private
+  selection with δ = 1e-6 instead, which at these sizes releases few or no grids);
 * ``public-occupancy``: ``Budget(epsilon_total=10)``, ``plan="baseline"`` (the planner is
   benchmarked elsewhere: bench_budget_scale.py).
 
@@ -39,11 +41,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 RESULTS = Path(__file__).parent / "results" / "scale.md"
 
 
-def _release(path: str, model: str, io: Any) -> Any:
+def _release(path: str, model: str, io: Any, partitions: str) -> Any:
     from dpopt.release import Budget, NoiseOptions, PublicOccupancyOptions, UserOptions, release
 
     if model == "user":
-        return release(path, bound=120.0, budget=Budget(epsilon_total=10, delta=1e-6), model=UserOptions(),
+        if partitions == "none":
+            return release(path, bound=120.0, budget=Budget(epsilon_total=10, delta=1e-6), model=UserOptions(),
+                           noise=NoiseOptions(seed=7), io=io)
+        return release(path, bound=120.0, budget=Budget(epsilon_total=10), model=UserOptions(partitions=partitions),
                        noise=NoiseOptions(seed=7), io=io)
     return release(path, bound=120.0, budget=Budget(epsilon_total=10), model=PublicOccupancyOptions(plan="baseline"),
                    noise=NoiseOptions(seed=7), io=io)
@@ -96,7 +101,8 @@ class _Sampler:
         return out
 
 
-def child(backend: str, model: str, path: str, workers: int, threads: int, memory_limit: str) -> dict[str, Any]:
+def child(backend: str, model: str, path: str, workers: int, threads: int, memory_limit: str,
+          partitions: str) -> dict[str, Any]:
     """One run in this (fresh) process; returns its figures."""
     import pandas as pd
 
@@ -113,7 +119,7 @@ def child(backend: str, model: str, path: str, workers: int, threads: int, memor
     io = InputOptions(backend=backend, client=client)
     load = os.getloadavg()[0]
     t, c = time.perf_counter(), time.process_time()
-    r = _release(path, model, io)
+    r = _release(path, model, io, partitions)
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     out = {"backend": backend, "model": model, "wall": wall, "cpu": cpu, "load": f"{load:.1f}-{os.getloadavg()[0]:.1f}",
            "driver_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
@@ -123,6 +129,8 @@ def child(backend: str, model: str, path: str, workers: int, threads: int, memor
     table = r.table.reset_index(drop=True)
     out["table"] = table.to_json(orient="split", double_precision=15)
     out["digest"] = int(pd.util.hash_pandas_object(table, index=False).sum())
+    if model == "public-occupancy" and partitions != "none":  # the user run's public list
+        table[["cell", "slot"]].to_csv(partitions, index=False)
     if client is not None:
         client.close()
         cluster.close()
@@ -161,18 +169,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=float, default=1e7, help="records")
     parser.add_argument("--data", help="an existing Parquet file of bench_scale's generator (not rewritten)")
-    parser.add_argument("--models", nargs="+", default=["user", "public-occupancy"],
+    parser.add_argument("--user-selection", action="store_true",
+                        help="user model: private grid selection (delta) instead of the public-occupancy grids")
+    parser.add_argument("--models", nargs="+", default=["public-occupancy", "user"],
                         choices=["user", "public-occupancy"])
     parser.add_argument("--backends", nargs="+", default=["dask", "local"], choices=["dask", "local"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="threads per worker")
     parser.add_argument("--memory-limit", default="8GiB", help="per worker (distributed's memory_limit)")
     parser.add_argument("--json", help="write the raw figures to this JSON file")
-    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=8, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        out, backend, model, path, workers, threads, limit = args.child
-        Path(out).write_text(json.dumps(child(backend, model, path, int(workers), int(threads), limit)))
+        out, backend, model, path, workers, threads, limit, parts = args.child
+        Path(out).write_text(json.dumps(child(backend, model, path, int(workers), int(threads), limit, parts)))
         return
     n = int(args.n)
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
@@ -181,11 +191,14 @@ def main() -> None:
             from bench_scale import _make
 
             _make(Path(path), n, "parquet")
+        parts = "none" if args.user_selection else str(Path(tmp) / "partitions.csv")
+        if "user" in args.models and "public-occupancy" not in args.models and parts != "none":
+            parser.error("the user model's public list comes from the public-occupancy run: add it or --user-selection")
         runs = []
         for model in args.models:
             got = {}
             for backend in args.backends:
-                r = _run_child(backend, model, path, str(args.workers), str(args.threads), args.memory_limit)
+                r = _run_child(backend, model, path, str(args.workers), str(args.threads), args.memory_limit, parts)
                 got[backend] = r
                 ws = ", ".join(f"{w['peak_mib']:,.0f} MiB ({w['reported_mib']:,.0f} reported), {w['cpu']:.0f} s CPU"
                                for w in r["workers"])
