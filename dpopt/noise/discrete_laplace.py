@@ -116,7 +116,7 @@ def discrete_laplace_array(scale: Fraction | int, n: int, source: IntegerSource)
     """n independent exact draws (int64) of Z with P[Z = z] ∝ exp(−|z|/scale).
 
     Vectorised (:func:`dpopt.noise.exact.discrete_laplace_int`, CKS Algorithm 2 on uniform words)
-    when the reduced scale a/b has a < 2^56 and b < 2^63; otherwise the scalar
+    when the reduced scale a/b has a < 2^63 and b < 2^63 (int64); otherwise the scalar
     :func:`discrete_laplace` per draw (the same law; its cost does not grow with the scale either).
     """
     sc = _as_scale(scale)
@@ -135,8 +135,7 @@ def discrete_laplace_rational(num: np.ndarray, den: np.ndarray, source: IntegerS
     """Z_i with P[Z_i = z] ∝ exp(−|z|·den_i/num_i), one exact draw per entry (int64 array).
 
     ``num``, ``den``: positive integers (int64 arrays of one shape), the scale of entry i being
-    num_i/den_i. Entries whose reduced scale is outside the vectorised range (module
-    :mod:`dpopt.noise.exact`) use the scalar sampler.
+    num_i/den_i; every int64 scale is in the vectorised range (module :mod:`dpopt.noise.exact`).
     """
     num = np.asarray(num, dtype=np.int64)
     den = np.asarray(den, dtype=np.int64)
@@ -145,12 +144,8 @@ def discrete_laplace_rational(num: np.ndarray, den: np.ndarray, source: IntegerS
     g = np.gcd(num, den)
     a, b = (num // g).ravel(), (den // g).ravel()
     out = np.empty(a.size, dtype=np.int64)
-    fast = np.flatnonzero(a < MAX_NUMERATOR)
-    for lo in range(0, fast.size, _BLOCK):
-        idx = fast[lo:lo + _BLOCK]
-        out[idx] = discrete_laplace_int(a[idx], b[idx], source)
-    for i in np.flatnonzero(a >= MAX_NUMERATOR):
-        out[i] = discrete_laplace(Fraction(int(a[i]), int(b[i])), source)
+    for lo in range(0, a.size, _BLOCK):
+        out[lo:lo + _BLOCK] = discrete_laplace_int(a[lo:lo + _BLOCK], b[lo:lo + _BLOCK], source)
     return out.reshape(num.shape)
 
 

@@ -53,8 +53,8 @@ __all__ = [
 
 #: resolution of the exact table: T_J = ⌊e^{−J/RES}·2^64⌋
 RES = 64
-#: the vectorised sampler needs the reduced scale a/b with a < MAX_NUMERATOR (64·a < 2^62)
-MAX_NUMERATOR = 2**56
+#: the vectorised sampler needs the reduced scale a/b with a < MAX_NUMERATOR (int64 numerators)
+MAX_NUMERATOR = 2**63
 _INT64_MAX = 2**63 - 1
 _FIXED = 384  # fixed-point bits of the table computation
 
@@ -198,8 +198,19 @@ def _bits1(source: IntegerSource, n: int) -> np.ndarray:
     return np.unpackbits(random_words(source, (n + 63) // 64).view(np.uint8))[:n].astype(bool)
 
 
+def _bit_mask(nn: np.ndarray) -> np.ndarray:
+    """2^bitlen(n−1) − 1 per entry of the unsigned array ``nn`` (n ≥ 1, same dtype): the smallest
+    all-ones mask ≥ n − 1. The exponent of float(n − 1) is bitlen(n − 1), or one more where the
+    float rounded up to a power of two (n − 1 ≥ 2^53); that one extra bit is then dropped."""
+    n1 = nn - nn.dtype.type(1)
+    _, e = np.frexp(n1.astype(float))
+    mask = ((np.uint64(1) << e.astype(np.uint64)) - np.uint64(1)).astype(nn.dtype)  # 1 << 64 is 0
+    half = mask >> nn.dtype.type(1)
+    return np.where(half >= n1, half, mask)
+
+
 def uniform_below(bound: np.ndarray, source: IntegerSource) -> np.ndarray:
-    """U{0..n−1} per entry, n = ``bound`` (integers in [1, 2^62)), as int64: each entry takes a
+    """U{0..n−1} per entry, n = ``bound`` (integers in [1, 2^63)), as int64: each entry takes a
     32-bit value (when every n ≤ 2^31) or a word, masked to the bit length of n−1, and is redrawn
     while ≥ n (acceptance > 1/2)."""
     n = np.asarray(bound, dtype=np.int64)
@@ -207,10 +218,7 @@ def uniform_below(bound: np.ndarray, source: IntegerSource) -> np.ndarray:
     dt = np.uint32 if narrow else np.uint64
     draw = _bits32 if narrow else random_words
     nn = n.astype(dt)
-    n1 = nn - dt(1)
-    _, e = np.frexp(n1.astype(float))
-    mask = ((np.uint64(1) << e.astype(np.uint64)) - np.uint64(1)).astype(dt)
-    mask = np.where(mask < n1, (mask << dt(1)) | dt(1), mask)  # the float rounded down
+    mask = _bit_mask(nn)
     w = draw(source, n.size) & mask
     out = w.astype(np.int64)
     bad = np.flatnonzero(w >= nn)
@@ -235,7 +243,7 @@ def _table_bernoulli(j: np.ndarray, source: IntegerSource) -> np.ndarray:
 
 
 def _chain_int(r: np.ndarray, a: np.ndarray, source: IntegerSource) -> np.ndarray:
-    """Bernoulli(e^{−r/(64a)}) for integers 0 ≤ r < a < 2^56 (CKS Algorithm 1, γ = r/(64a) < 1/64).
+    """Bernoulli(e^{−r/(64a)}) for integers 0 ≤ r < a < 2^63 (CKS Algorithm 1, γ = r/(64a) < 1/64).
 
     A_k ~ Bernoulli(r/(64a·k)) is [U{0..64a−1} < r] ∧ [U{0..k−1} = 0], and U{0..64a−1} = H·a + L
     with H ~ U{0..63}, L ~ U{0..a−1} independent, so [U < r] = [H = 0] ∧ [L < r] (r < a): six bits
@@ -268,6 +276,35 @@ def bernoulli_exp_ratio(num: np.ndarray, den: np.ndarray, source: IntegerSource)
     den = np.asarray(den, dtype=np.int64)
     j = (num * RES) // den
     r = num * RES - j * den
+    out = _table_bernoulli(j, source)
+    idx = np.flatnonzero(out)
+    out[idx] = _chain_int(r[idx], den[idx], source)
+    return out
+
+
+def _ratio_split(num: np.ndarray, den: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(J, R) with 64·num = J·den + R, J = ⌊64·num/den⌋ ∈ [0, 63], 0 ≤ R < den, exactly, for int64
+    0 ≤ num < den < 2^63 (where 64·num may exceed int64).
+
+    J̃ = ⌊64·f(num)/f(den) − 2^-40⌋ (clipped at 0) is J or J − 1: the float quotient has relative
+    error ≤ 3u (u = 2^-53), an absolute error < 2^-45 below 64. Then 64·num − J̃·den ∈ [0, 2·den) ⊂
+    [0, 2^64) is computed exactly in uint64 arithmetic modulo 2^64, and one step fixes J̃ = J − 1.
+    """
+    un, ud = num.astype(np.uint64), den.astype(np.uint64)
+    jf = np.floor(num.astype(float) * float(RES) / den.astype(float) - 2.0**-40)
+    j = np.maximum(jf, 0.0).astype(np.uint64)
+    r = (un << np.uint64(6)) - j * ud  # wraps modulo 2^64 to the exact value in [0, 2·den)
+    up = r >= ud
+    j[up] += np.uint64(1)
+    r[up] -= ud[up]
+    return j.astype(np.int64), r.astype(np.int64)
+
+
+def _bernoulli_exp_below_one(num: np.ndarray, den: np.ndarray, source: IntegerSource) -> np.ndarray:
+    """Bernoulli(exp(−num/den)) per entry, exactly, for int64 0 ≤ num < den < 2^63: the same
+    decisions and random bits as :func:`bernoulli_exp_ratio` (which needs 64·num < 2^63), with
+    (J, R) from :func:`_ratio_split`."""
+    j, r = _ratio_split(num, den)
     out = _table_bernoulli(j, source)
     idx = np.flatnonzero(out)
     out[idx] = _chain_int(r[idx], den[idx], source)
@@ -357,9 +394,9 @@ def _geometric_e(n: int, source: IntegerSource) -> np.ndarray:
 def geometric_exp(a: np.ndarray, b: np.ndarray, source: IntegerSource) -> np.ndarray:
     """Y ≥ 0 with P(Y ≥ y) = exp(−y·b/a) per entry (CKS Algorithm 2 without the sign), exactly.
 
-    ``a`` in [1, 2^56), ``b`` in [1, 2^63) (int64). U ∈ {0..a−1} is accepted with probability
+    ``a``, ``b`` in [1, 2^63) (int64). U ∈ {0..a−1} is accepted with probability
     e^{−U/a} (so P(U = u) ∝ e^{−u/a}), V ~ P(V ≥ v) = e^{−v}, and U + a·V has P(≥ x) = e^{−x/a};
-    Y = ⌊(U + a·V)/b⌋.
+    Y = ⌊(U + a·V)/b⌋ (:func:`_geometric_floor`).
     """
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
@@ -368,13 +405,33 @@ def geometric_exp(a: np.ndarray, b: np.ndarray, source: IntegerSource) -> np.nda
     while pend.size:
         ap = a[pend]
         uu = uniform_below(ap, source)
-        ok = bernoulli_exp_ratio(uu, ap, source)
+        ok = _bernoulli_exp_below_one(uu, ap, source)
         u[pend[ok]] = uu[ok]
         pend = pend[~ok]
-    v = _geometric_e(a.size, source)
+    return _geometric_floor(u, a, b, _geometric_e(a.size, source))
+
+
+def _geometric_floor(u: np.ndarray, a: np.ndarray, b: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """⌊(u + a·v)/b⌋ per entry, exactly, for int64 0 ≤ u < a < 2^63, 1 ≤ b < 2^63, v ≥ 0.
+
+    Directly in int64 where u + a·v ≤ 2^63 − 1 (v ≤ vmax); else as q·v + ⌊(u + r·v)/b⌋ with
+    a = q·b + r (0 ≤ r < b) where u + r·v and the result (< (q + 1)·v + a/b) stay in int64
+    (checked in floats with a relative margin of 2^-20); else in Python integers (U + a·V ≥ 2^63 needs V ≥ 2^63/a: rare unless a is
+    within a few bits of 2^63).
+    """
     vmax = (_INT64_MAX - a) // a
     y = (u + a * np.minimum(v, vmax)) // b
-    for i in np.flatnonzero(v > vmax):  # U + a·V beyond int64 (probability < e^{-127})
+    over = np.flatnonzero(v > vmax)
+    if over.size:
+        ao, bo, uo, vo = a[over], b[over], u[over], v[over]
+        q, r = ao // bo, ao % bo
+        vf = vo.astype(float)
+        cap = 2.0**63 * (1 - 2.0**-20)  # (u + r·v)/b < a/b + v bounds the second term
+        fits = (uo + r * vf < cap) & ((q + 1) * vf + ao / bo + 1 < cap)
+        f = np.flatnonzero(fits)
+        y[over[f]] = q[f] * vo[f] + (uo[f] + r[f] * vo[f]) // bo[f]
+        over = over[~fits]
+    for i in over:  # Python integers
         big = (int(u[i]) + int(a[i]) * int(v[i])) // int(b[i])
         if big > _INT64_MAX:  # pragma: no cover - P < e^{-2^63/scale}
             raise OverflowError("discrete Laplace draw beyond int64")
