@@ -39,3 +39,57 @@ def test_add_exact_beyond_int64_and_bad_input():
     with pytest.raises(DpoptInputError, match="values"):
         udp._add_exact(np.array([0.5, 1.0]), np.array([1, 1], dtype=np.int64))
     assert udp._add_exact(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).shape == (0,)
+
+
+# --- the Gaussian release's all-integer acceptance test for small rationals σ² = t²·2^29/m -------
+from fractions import Fraction  # noqa: E402
+
+from dpopt.noise import discrete_gaussian as dg  # noqa: E402
+from dpopt.noise import exact, integer_source  # noqa: E402
+from dpopt.noise.discrete_gaussian import grid_sigma2, release_on_grid_gaussian  # noqa: E402
+from tests.test_discrete_gaussian import chi2_pvalue  # noqa: E402
+
+
+def test_small_ratios_equal_fractions():
+    t = np.array([1, 3, 7, 40, 4097, 4097, 41, 2**16, 65535], dtype=float)
+    m = np.array([2**31, 2**29, 10.5 * 2**30, 2**29, 2**29, 322122547, 322122547, 2**29, 2**29])
+    scale = np.floor(np.sqrt(t * t * 2.0**29 / m)) + 1.0
+    p, q = dg._small_ratios(t, m, scale)
+    for i in range(t.size):
+        s2 = Fraction(int(t[i]) ** 2 * 2**29, int(m[i]))
+        fits = t[i] < 2**16 and 2 * s2.numerator * s2.denominator * int(scale[i]) ** 2 < 2**55
+        assert (int(p[i]), int(q[i])) == ((s2.numerator, s2.denominator) if fits else (0, 0)), i
+    assert q[:5].all() and not q[5:].any()  # ρ = 0.3 (m odd, big): the float filter; t = 2^16: not tried
+
+
+@pytest.mark.parametrize("t,rho", [(1, 2.0), (3, 0.5), (7, 10.5), (40, 0.5)])
+def test_gaussian_release_small_rationals_take_the_integer_path(t, rho, monkeypatch):
+    # σ² = 1/4, 9, 7/3, 1600: 64γ is often an exact integer, which the float filter cannot certify
+    # (before: ~1 exact scalar Bernoulli per draw, 30–120k draws/s); now the int64 test decides
+    calls = []
+    real = exact.bernoulli_exp
+
+    def counted(gamma, rng):
+        calls.append(gamma)
+        return real(gamma, rng)
+
+    monkeypatch.setattr(exact, "bernoulli_exp", counted)
+    n = 40_000
+    sens = (t - 1.5) / (1 + 1e-9) / 4096 if t >= 2 else 0.0
+    out, tg, _ = release_on_grid_gaussian(np.full(n, 0.25), sens, rho, integer_source(5))
+    assert np.all(tg == t) and len(calls) == 0
+    z = np.rint(out * 4096).astype(np.int64) - 1024
+    assert chi2_pvalue(z, grid_sigma2(t, rho)) > 1e-3
+
+
+def test_gaussian_release_mixes_integer_and_filter_entries():
+    # per-entry parameters: small rationals (integer path) interleaved with big ones (float filter)
+    n = 30_000
+    t = np.tile([3, 41, 1], n // 3)
+    rho = np.tile([0.5, 0.3, 2.0], n // 3)
+    sens = np.where(t >= 2, (t - 1.5) / (1 + 1e-9) / 4096, 0.0)
+    out, tg, _ = release_on_grid_gaussian(np.zeros(n), sens, rho, integer_source(6))
+    assert np.array_equal(tg, t)
+    z = np.rint(out * 4096).astype(np.int64)
+    for j in range(3):
+        assert chi2_pvalue(z[j::3], grid_sigma2(int(t[j]), float(rho[j]))) > 1e-3
