@@ -53,7 +53,7 @@ from .discrete_laplace import (
     grid_inputs,
     report_progress,
 )
-from .exact import bernoulli_exp_filtered, bernoulli_exp_ratio, discrete_laplace_int
+from .exact import bernoulli_exp_filtered, bernoulli_exp_ratio, discrete_laplace_int, gcd_arrays
 from .sources import IntegerSource
 
 __all__ = [
@@ -340,13 +340,15 @@ def _small_ratios(t: np.ndarray, m: np.ndarray, scale: np.ndarray) -> tuple[np.n
     """(p_i, q_i) int64 with σ_i² = t_i²·2^29/m_i = p_i/q_i in lowest terms where t_i < 2^16 (so
     t²·2^29 < 2^61) and 2·p·q·L² < 2^56 for the proposal scale L = ``scale``; q_i = 0 elsewhere.
     The float test 2pqL² < 2^55 (relative error ≤ 4u) certifies the int64 bound with room; those
-    entries take :func:`_gaussian_core`'s all-integer acceptance test."""
+    entries take :func:`_gaussian_core`'s all-integer acceptance test. Entries with 8 ∤ m are not
+    tried: there g = gcd(t²·2^29, m) ≤ 4t², so pq ≥ 2^25·m/t² and, L² > σ² = t²·2^29/m,
+    2pqL² > 2^55 (the release's ρ' = m/2^30 of a generic ρ: its gcd would be wasted)."""
     p = np.zeros(t.size, dtype=np.int64)
     q = np.zeros(t.size, dtype=np.int64)
-    ok = np.flatnonzero(t < 2.0**16)
+    ok = np.flatnonzero((t < 2.0**16) & (np.fmod(m, 8.0) == 0))
     ti = t[ok].astype(np.int64)
     num, den = (ti * ti) << 29, m[ok].astype(np.int64)
-    g = np.gcd(num, den)
+    g = gcd_arrays(num, den)
     pp, qq = num // g, den // g
     fits = 2.0 * pp * qq * scale[ok] ** 2 < 2.0**55
     p[ok[fits]], q[ok[fits]] = pp[fits], qq[fits]

@@ -44,7 +44,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import DpoptInputError, check_epsilon, check_nonnegative_float, check_positive_int
-from .exact import MAX_NUMERATOR, _bernoulli_exp, bernoulli, bernoulli_exp, discrete_laplace_int
+from .exact import MAX_NUMERATOR, _bernoulli_exp, bernoulli, bernoulli_exp, discrete_laplace_int, gcd_arrays
 from .sources import IntegerSource
 
 __all__ = [
@@ -141,7 +141,7 @@ def discrete_laplace_rational(num: np.ndarray, den: np.ndarray, source: IntegerS
     den = np.asarray(den, dtype=np.int64)
     if np.any(num < 1) or np.any(den < 1):
         raise DpoptInputError("`num` and `den` must hold positive integers (the scale num/den)")
-    g = np.gcd(num, den)
+    g = gcd_arrays(num, den)
     a, b = (num // g).ravel(), (den // g).ravel()
     out = np.empty(a.size, dtype=np.int64)
     for lo in range(0, a.size, _BLOCK):

@@ -32,6 +32,7 @@ checked to have the same floor at both ends of its bracket.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -207,6 +208,14 @@ def _bit_mask(nn: np.ndarray) -> np.ndarray:
     mask = ((np.uint64(1) << e.astype(np.uint64)) - np.uint64(1)).astype(nn.dtype)  # 1 << 64 is 0
     half = mask >> nn.dtype.type(1)
     return np.where(half >= n1, half, mask)
+
+
+def gcd_arrays(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``np.gcd(x, y)`` for int64 arrays of one shape, computed once when every entry holds the
+    same pair (a release's usual case: one Δ and one budget for all entries)."""
+    if x.size and x.min() == x.max() and y.min() == y.max():
+        return np.full(x.shape, math.gcd(int(x.flat[0]), int(y.flat[0])), dtype=np.int64)
+    return np.gcd(x, y)
 
 
 def uniform_below(bound: np.ndarray, source: IntegerSource) -> np.ndarray:

@@ -155,3 +155,12 @@ def test_numerators_beyond_int64_still_use_the_scalar_sampler(monkeypatch):
     assert len(calls) == 5 and x.dtype == np.int64
     x = discrete_laplace_array(Fraction(2**62 + 1, 2**30 + 1), 5, integer_source(1))  # int64: vectorised
     assert len(calls) == 5
+
+
+def test_gcd_arrays_equals_numpy():
+    x = np.array([12, 18, 7, 2**40, 0], dtype=np.int64)
+    y = np.array([8, 27, 5, 2**20 * 3, 9], dtype=np.int64)
+    np.testing.assert_array_equal(exact.gcd_arrays(x, y), np.gcd(x, y))
+    c = exact.gcd_arrays(np.full((2, 3), 4097 << 30, np.int64), np.full((2, 3), 858993459 * 4, np.int64))
+    assert c.shape == (2, 3) and np.all(c == math.gcd(4097 << 30, 858993459 * 4))
+    assert exact.gcd_arrays(np.zeros(0, np.int64), np.zeros(0, np.int64)).size == 0
