@@ -44,7 +44,16 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import DpoptInputError, check_epsilon, check_nonnegative_float, check_positive_int
-from .exact import MAX_NUMERATOR, _bernoulli_exp, bernoulli, bernoulli_exp, discrete_laplace_int, gcd_arrays
+from .exact import (
+    MAX_NUMERATOR,
+    WIDE_LIMIT,
+    _bernoulli_exp,
+    bernoulli,
+    bernoulli_exp,
+    discrete_laplace_int,
+    discrete_laplace_wide,
+    gcd_arrays,
+)
 from .sources import IntegerSource
 
 __all__ = [
@@ -116,18 +125,22 @@ def discrete_laplace_array(scale: Fraction | int, n: int, source: IntegerSource)
     """n independent exact draws (int64) of Z with P[Z = z] ∝ exp(−|z|/scale).
 
     Vectorised (:func:`dpopt.noise.exact.discrete_laplace_int`, CKS Algorithm 2 on uniform words)
-    when the reduced scale a/b has a < 2^63 and b < 2^63 (int64); otherwise the scalar
-    :func:`discrete_laplace` per draw (the same law; its cost does not grow with the scale either).
+    when the reduced scale a/b has a < 2^63 and b < 2^63 (int64); with Python ints over numpy
+    object arrays (:func:`dpopt.noise.exact.discrete_laplace_wide`, the same algorithm) when
+    a, b < 2^126; otherwise the scalar :func:`discrete_laplace` per draw (the same law; its cost
+    does not grow with the scale either).
     """
     sc = _as_scale(scale)
     n = check_positive_int(n, "n", minimum=0)
     a, b = sc.numerator, sc.denominator
-    if a >= MAX_NUMERATOR or b > 2**63 - 1:
+    wide = a >= MAX_NUMERATOR or b > 2**63 - 1
+    if wide and (a >= WIDE_LIMIT or b >= WIDE_LIMIT):
         return np.fromiter((discrete_laplace(sc, source) for _ in range(n)), dtype=np.int64, count=n)
     out = np.empty(n, dtype=np.int64)
     for lo in range(0, n, _BLOCK):
         m = min(_BLOCK, n - lo)
-        out[lo:lo + m] = discrete_laplace_int(np.full(m, a, np.int64), np.full(m, b, np.int64), source)
+        out[lo:lo + m] = discrete_laplace_wide(a, b, m, source) if wide else \
+            discrete_laplace_int(np.full(m, a, np.int64), np.full(m, b, np.int64), source)
     return out
 
 

@@ -50,6 +50,8 @@ __all__ = [
     "geometric_exp",
     "discrete_laplace_int",
     "MAX_NUMERATOR",
+    "WIDE_LIMIT",
+    "discrete_laplace_wide",
 ]
 
 #: resolution of the exact table: T_J = ⌊e^{−J/RES}·2^64⌋
@@ -251,12 +253,14 @@ def _table_bernoulli(j: np.ndarray, source: IntegerSource) -> np.ndarray:
     return out
 
 
-def _chain_int(r: np.ndarray, a: np.ndarray, source: IntegerSource) -> np.ndarray:
+def _chain_int(r: np.ndarray, a: np.ndarray, source: IntegerSource,
+               below: Callable[[np.ndarray, IntegerSource], np.ndarray] = uniform_below) -> np.ndarray:
     """Bernoulli(e^{−r/(64a)}) for integers 0 ≤ r < a < 2^63 (CKS Algorithm 1, γ = r/(64a) < 1/64).
 
     A_k ~ Bernoulli(r/(64a·k)) is [U{0..64a−1} < r] ∧ [U{0..k−1} = 0], and U{0..64a−1} = H·a + L
     with H ~ U{0..63}, L ~ U{0..a−1} independent, so [U < r] = [H = 0] ∧ [L < r] (r < a): six bits
-    decide most steps. Accept iff the first 0 is at an odd k.
+    decide most steps. Accept iff the first 0 is at an odd k. ``below`` draws L (object arrays of
+    Python ints for a ≥ 2^63: :func:`_uniform_wide`).
     """
     k = np.ones(r.size, dtype=np.int64)
     res = np.zeros(r.size, dtype=bool)
@@ -264,7 +268,7 @@ def _chain_int(r: np.ndarray, a: np.ndarray, source: IntegerSource) -> np.ndarra
     while pend.size:
         a_k = (_bits8(source, pend.size) & np.uint8(RES - 1)) == 0
         go = np.flatnonzero(a_k)
-        a_k[go] = uniform_below(a[pend[go]], source) < r[pend[go]]
+        a_k[go] = below(a[pend[go]], source) < r[pend[go]]
         kk = k[pend]
         multi = np.flatnonzero(a_k & (kk > 1))
         if multi.size:
@@ -446,6 +450,64 @@ def _geometric_floor(u: np.ndarray, a: np.ndarray, b: np.ndarray, v: np.ndarray)
             raise OverflowError("discrete Laplace draw beyond int64")
         y[i] = big
     return y
+
+
+#: the wide path's range: numerators and denominators below 2^126 (two 64-bit words per uniform)
+WIDE_LIMIT = 2**126
+
+
+def _uniform_wide(bound: np.ndarray, source: IntegerSource) -> np.ndarray:
+    """U{0..n−1} per entry for Python ints n in [1, 2^126) (object arrays): two words as one
+    128-bit integer, masked to the bit length of n − 1, redrawn while ≥ n (acceptance > 1/2)."""
+    n = np.asarray(bound, dtype=object)
+    if n.size and (n == n[0]).all():
+        mask = np.full(n.size, (1 << (int(n[0]) - 1).bit_length()) - 1, dtype=object)
+    else:
+        mask = np.array([(1 << (int(v) - 1).bit_length()) - 1 for v in n], dtype=object)
+    out = np.zeros(n.size, dtype=object)
+    pend = np.arange(n.size)
+    while pend.size:
+        w = random_words(source, 2 * pend.size).reshape(-1, 2).astype(object)
+        x = ((w[:, 0] << 64) | w[:, 1]) & mask[pend]
+        ok = x < n[pend]
+        out[pend[ok]] = x[ok]
+        pend = pend[~ok]
+    return out
+
+
+def _geometric_wide(a: int, b: int, n: int, source: IntegerSource) -> np.ndarray:
+    """:func:`geometric_exp` for one scale a/b with Python ints 1 ≤ a, b < 2^126 (object arrays):
+    U ~ U{0..a−1} accepted w.p. e^{−U/a} (64U = J·a + R exactly, the table for e^{−J/64}, the
+    chain for e^{−R/(64a)}), V by inversion, Y = ⌊(U + a·V)/b⌋ (Python ints; int64 result)."""
+    u = np.zeros(n, dtype=object)
+    pend = np.arange(n)
+    while pend.size and a > 1:
+        av = np.full(pend.size, a, dtype=object)
+        uu = _uniform_wide(av, source)
+        j = (uu * RES) // a
+        ok = _table_bernoulli(j.astype(np.int64), source)
+        idx = np.flatnonzero(ok)
+        ok[idx] = _chain_int(uu[idx] * RES - j[idx] * a, av[idx], source, _uniform_wide)
+        u[pend[ok]] = uu[ok]
+        pend = pend[~ok]
+    y = (u + a * _geometric_e(n, source).astype(object)) // b
+    if n and max(y) > _INT64_MAX:  # pragma: no cover - P < e^{-2^63·b/a}
+        raise OverflowError("discrete Laplace draw beyond int64")
+    return y.astype(np.int64)
+
+
+def discrete_laplace_wide(a: int, b: int, n: int, source: IntegerSource) -> np.ndarray:
+    """n draws of Z with P[Z = z] ∝ exp(−|z|·b/a) (int64), for one reduced scale a/b with Python
+    ints 1 ≤ a, b < :data:`WIDE_LIMIT` (:func:`_geometric_wide`, the sign as in
+    :func:`discrete_laplace_int`): the numerators ≥ 2^63 of a `user` release's large sensitivities."""
+    out = np.zeros(n, dtype=np.int64)
+    pend = np.arange(n)
+    while pend.size:
+        y = _geometric_wide(a, b, pend.size, source)
+        neg = _bits1(source, pend.size)
+        out[pend] = np.where(neg, -y, y)
+        pend = pend[neg & (y == 0)]
+    return out
 
 
 def discrete_laplace_int(a: np.ndarray, b: np.ndarray, source: IntegerSource) -> np.ndarray:

@@ -141,7 +141,7 @@ def test_release_with_wide_numerator_is_vectorised_and_exact(t, m, monkeypatch):
     assert np.all(tg == t) and np.all(np.isfinite(out))
 
 
-def test_numerators_beyond_int64_still_use_the_scalar_sampler(monkeypatch):
+def test_numerators_beyond_2_126_still_use_the_scalar_sampler(monkeypatch):
     calls = []
     real = dl.discrete_laplace
 
@@ -150,11 +150,52 @@ def test_numerators_beyond_int64_still_use_the_scalar_sampler(monkeypatch):
         return real(scale, rng)
 
     monkeypatch.setattr(dl, "discrete_laplace", counted)
-    scale = Fraction(2**63 + 1, 2**30 + 1)  # reduced numerator beyond int64
+    scale = Fraction(2**126 + 1, 2**100 + 1)  # reduced numerator beyond the wide path
     x = discrete_laplace_array(scale, 5, integer_source(1))
     assert len(calls) == 5 and x.dtype == np.int64
-    x = discrete_laplace_array(Fraction(2**62 + 1, 2**30 + 1), 5, integer_source(1))  # int64: vectorised
-    assert len(calls) == 5
+    for sc in (Fraction(2**62 + 1, 2**30 + 1), Fraction(2**63 + 1, 2**30 + 1), Fraction(2**125 + 1, 2**100 + 1)):
+        assert discrete_laplace_array(sc, 5, integer_source(1)).dtype == np.int64
+    assert len(calls) == 5  # int64 and wide paths: vectorised
+
+
+# the wide path (Python ints over object arrays): numerators or denominators in [2^63, 2^126)
+WIDER_SCALES = [Fraction(2**64 + 1, 2**62 + 3), Fraction(2**62 + 1, 2**64 + 1), Fraction(2**120 + 3, 2**118 + 1)]
+
+
+@pytest.mark.parametrize("scale", WIDER_SCALES, ids=lambda s: f"{float(s):.4g}")
+def test_wide_path_laplace_chi2(scale, monkeypatch):
+    assert max(scale.numerator, scale.denominator) >= 2**63
+    monkeypatch.setattr(dl, "discrete_laplace", None)
+    x = discrete_laplace_array(scale, 40_000, integer_source(13))
+    z, p = laplace_pmf(scale)
+    assert chi2_binned(x, z, p) > 1e-3
+
+
+@pytest.mark.parametrize("eps_num", [751619277, 858993459])
+def test_wide_path_at_a_user_sum_of_squares_scale(eps_num, monkeypatch):
+    # l1 = 2^35 lattice units (a `user` sum of squares with a large value bound) at ε' = m/2^30:
+    # the reduced numerator is ≥ 2^63; tails at four quantiles
+    scale = Fraction(2**35 * 2**30, eps_num)
+    assert scale.numerator >= 2**63
+    monkeypatch.setattr(dl, "discrete_laplace", None)
+    n = 40_000
+    x = discrete_laplace_array(scale, n, integer_source(14))
+    for q in (0.25, 0.5, 0.75, 0.95):
+        y = float(scale) * math.log(1 / (1 - q))
+        p = _tail(scale, y)
+        assert abs(np.mean(np.abs(x) >= math.ceil(y)) - p) < 5 * math.sqrt(p * (1 - p) / n)
+
+
+def test_uniform_wide_is_uniform_with_mixed_bounds():
+    n = 2**100 + 7
+    u = exact._uniform_wide(np.full(40_000, n, dtype=object), integer_source(15))
+    assert min(u) >= 0 and max(u) < n
+    counts = np.bincount(np.array([v * 16 // n for v in u], dtype=np.int64), minlength=16)
+    assert stats.chisquare(counts).pvalue > 1e-3
+    bounds = np.array([1, 2, 3, 2**64, 2**64 + 1, 2**126 - 1] * 2000, dtype=object)
+    v = exact._uniform_wide(bounds, integer_source(16))
+    assert all(0 <= x < b for x, b in zip(v, bounds)) and all(v[0::6] == 0)
+    assert abs(np.mean(v[1::6] == 1) - 0.5) < 0.05 and abs(np.mean(v[2::6] == 2) - 1 / 3) < 0.05
 
 
 def test_gcd_arrays_equals_numpy():
