@@ -175,6 +175,8 @@ def epsilon_numerators(epsilons: np.ndarray) -> np.ndarray:
     """⌊ε_i·2^30⌋ per entry (int64): ε'_i = this/2^30 is :func:`epsilon_rational` (ε_i), vectorised
     (the same float operations, so the same values); the first invalid ε raises as there."""
     eps = np.asarray(epsilons, dtype=float)
+    if eps.size > 1 and eps.min() == eps.max():  # one budget for all entries (NaN fails the test)
+        return np.full(eps.shape, epsilon_numerators(eps.flat[:1])[0], dtype=np.int64)
     with np.errstate(invalid="ignore", over="ignore"):
         num = np.floor(eps * 2.0**_EPS_BITS)
         bad = ~(np.isfinite(eps) & (num >= 1) & (eps <= 2.0**32))

@@ -225,11 +225,17 @@ def uniform_below(bound: np.ndarray, source: IntegerSource) -> np.ndarray:
     32-bit value (when every n ≤ 2^31) or a word, masked to the bit length of n−1, and is redrawn
     while ≥ n (acceptance > 1/2)."""
     n = np.asarray(bound, dtype=np.int64)
-    narrow = n.size == 0 or int(n.max()) <= 2**31
+    hi = int(n.max()) if n.size else 1
+    narrow = hi <= 2**31
     dt = np.uint32 if narrow else np.uint64
     draw = _bits32 if narrow else random_words
-    nn = n.astype(dt)
-    mask = _bit_mask(nn)
+    if n.size and hi == int(n.min()):  # one bound for all entries: scalar mask and comparison (same draws)
+        nn = np.full(1, hi, dtype=dt)
+        mask = _bit_mask(nn)
+        nn, mask = np.broadcast_to(nn, n.shape), np.broadcast_to(mask, n.shape)
+    else:
+        nn = n.astype(dt)
+        mask = _bit_mask(nn)
     w = draw(source, n.size) & mask
     out = w.astype(np.int64)
     bad = np.flatnonzero(w >= nn)
