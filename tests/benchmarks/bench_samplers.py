@@ -99,7 +99,9 @@ def delta_for(t: int) -> float:
 LAPLACE = [
     ("0.5", 1, 2.0), ("3", 3, 1.0), ("1000", 1000, 1.0), ("release ≈ 5121 (t = 4097, ε = 0.8)", 4097, 0.8),
     ("10^7", 10**7, 1.0), ("2^26/ε' ≈ 9.6·10^7, ε' = 751619277/2^30 (numerator ≈ 2^56)", 2**26, 751619277 / 2**30),
-    ("5·10^8/ε', the same ε' (numerator ≈ 2^59: a `user` sum of squares)", 5 * 10**8, 751619277 / 2**30), ("10^12", 10**12, 1.0),
+    ("5·10^8/ε', the same ε' (numerator ≈ 2^59: a `user` sum of squares)", 5 * 10**8, 751619277 / 2**30),
+    ("2^35/ε', the same ε' (numerator ≈ 2^65: Python ints in object arrays)", 2**35, 751619277 / 2**30),
+    ("10^12", 10**12, 1.0),
 ]
 #: Gaussian rows: (label, t, ρ): σ² = t²/(2ρ')
 GAUSSIAN = [
