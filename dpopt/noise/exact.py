@@ -435,8 +435,8 @@ def _geometric_floor(u: np.ndarray, a: np.ndarray, b: np.ndarray, v: np.ndarray)
 
     Directly in int64 where u + a·v ≤ 2^63 − 1 (v ≤ vmax); else as q·v + ⌊(u + r·v)/b⌋ with
     a = q·b + r (0 ≤ r < b) where u + r·v and the result (< (q + 1)·v + a/b) stay in int64
-    (checked in floats with a relative margin of 2^-20); else in Python integers (U + a·V ≥ 2^63 needs V ≥ 2^63/a: rare unless a is
-    within a few bits of 2^63).
+    (checked in floats with a relative margin of 2^-20); else in Python integers
+    (U + a·V ≥ 2^63 needs V ≥ 2^63/a: rare unless a is within a few bits of 2^63).
     """
     vmax = (_INT64_MAX - a) // a
     y = (u + a * np.minimum(v, vmax)) // b
@@ -446,7 +446,7 @@ def _geometric_floor(u: np.ndarray, a: np.ndarray, b: np.ndarray, v: np.ndarray)
         q, r = ao // bo, ao % bo
         vf = vo.astype(float)
         cap = 2.0**63 * (1 - 2.0**-20)  # (u + r·v)/b < a/b + v bounds the second term
-        fits = (uo + r * vf < cap) & ((q + 1) * vf + ao / bo + 1 < cap)
+        fits = (uo + r * vf < cap) & ((q.astype(float) + 1.0) * vf + ao / bo + 1 < cap)
         f = np.flatnonzero(fits)
         y[over[f]] = q[f] * vo[f] + (uo[f] + r[f] * vo[f]) // bo[f]
         over = over[~fits]

@@ -78,12 +78,14 @@ def test_geometric_floor_equals_python_integers():
         v = rnd.choice([0, 1, 2, 5, 40, rnd.randrange(200)])
         if (rnd.randrange(a) + a * v) // b <= I64:
             rows.append((rnd.randrange(a), a, b, v))
-    rows += [(5, I64, 2**62 + 1, 3), (I64 - 1, I64, 2**62 + 1, 2), (0, I64, I64, 1), (7, 2**62 + 3, 2**30 + 1, 9)]
+    rows += [(5, I64, 2**62 + 1, 3), (I64 - 1, I64, 2**62 + 1, 2), (0, I64, I64, 1), (7, 2**62 + 3, 2**30 + 1, 9),
+             (0, I64, 1, 1)]  # exactly 2^63 − 1
     u, a, b, v = (np.array(c, dtype=np.int64) for c in zip(*rows))
     y = exact._geometric_floor(u, a, b, v)
     assert y.tolist() == [(uu + aa * vv) // bb for uu, aa, bb, vv in rows]
-    with pytest.raises(OverflowError):
-        exact._geometric_floor(*(np.array([x], dtype=np.int64) for x in (0, I64, 3, 5)))
+    for case in ((0, I64, 3, 5), (1, I64, 1, 1), (I64 - 1, I64, 1, 2)):  # results beyond int64
+        with pytest.raises(OverflowError):
+            exact._geometric_floor(*(np.array([x], dtype=np.int64) for x in case))
 
 
 def test_below_one_matches_bernoulli_exp_ratio_stream_below_2_56():
