@@ -10,6 +10,7 @@ one of ``bernoulli_exp_ratio`` (unchanged), and a ≥ 2^63 still takes the scala
 from __future__ import annotations
 
 import math
+import os
 import random
 from fractions import Fraction
 
@@ -18,9 +19,10 @@ import pytest
 from scipy import stats
 
 from dpopt.noise import discrete_laplace as dl
-from dpopt.noise import exact, integer_source
+from dpopt.noise import SecureRandom, exact, integer_source
 from dpopt.noise.discrete_laplace import discrete_laplace_array, discrete_laplace_rational, release_on_grid
 from tests.noise.test_exact import chi2_binned, laplace_pmf
+from tests.noise.test_exact_review import _forbid_numpy_rngs
 
 I64 = 2**63 - 1
 
@@ -207,3 +209,21 @@ def test_gcd_arrays_equals_numpy():
     c = exact.gcd_arrays(np.full((2, 3), 4097 << 30, np.int64), np.full((2, 3), 858993459 * 4, np.int64))
     assert c.shape == (2, 3) and np.all(c == math.gcd(4097 << 30, 858993459 * 4))
     assert exact.gcd_arrays(np.zeros(0, np.int64), np.zeros(0, np.int64)).size == 0
+
+
+@pytest.mark.parametrize("scale", [Fraction(5 * 10**8 * 2**30, 751619277), Fraction(2**35 * 2**30, 751619277)],
+                         ids=["int64-wide", "object-arrays"])
+def test_wide_paths_draw_only_from_the_os(scale, monkeypatch):
+    # the `user` release's sampler (SecureRandom) at the new paths: a deterministic function of the
+    # OS byte stream (scripted here), no numpy generator created, the scalar sampler not used
+    def run(seed: int) -> np.ndarray:
+        gen = np.random.Generator(np.random.PCG64(seed))
+        with monkeypatch.context() as m:
+            m.setattr(os, "urandom", lambda k: gen.bytes(k))
+            m.setattr(dl, "discrete_laplace", None)
+            _forbid_numpy_rngs(m)
+            return discrete_laplace_array(scale, 2000, SecureRandom())
+
+    a, b, c = run(1), run(1), run(2)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
