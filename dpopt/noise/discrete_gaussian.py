@@ -48,6 +48,7 @@ from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
     bernoulli_exp,
     discrete_laplace,
+    draw_grouped,
     epsilon_numerators,
     epsilon_rational,
     grid_inputs,
@@ -300,9 +301,10 @@ def release_on_grid_gaussian(
     fast = (t < 2.0**33) & (r <= 2.0**32)
     if np.any(fast):
         z[fast], s2[fast] = _release_noise(t[fast], epsilon_numerators(r[fast]).astype(float), rng)
-    for i in np.flatnonzero(~fast):
-        exact = grid_sigma2(int(t[i]), float(r[i]))
-        z[i], s2[i] = discrete_gaussian(exact, rng), float(exact)
+    slow = np.flatnonzero(~fast)
+    exact = [grid_sigma2(int(t[i]), float(r[i])) for i in slow]
+    z[slow] = draw_grouped(exact, discrete_gaussian_array, rng)
+    s2[slow] = [float(x) for x in exact]
     tgrid.flat[idx] = t.astype(np.int64)
     out.flat[idx] = (g.q.flat[idx] + z) * g.lam
     sigma.flat[idx] = np.sqrt(s2) * g.lam

@@ -162,6 +162,20 @@ def discrete_laplace_rational(num: np.ndarray, den: np.ndarray, source: IntegerS
     return out.reshape(num.shape)
 
 
+def draw_grouped(params: Sequence[Fraction], draw_array: Callable[[Fraction, int, IntegerSource], np.ndarray],
+                 source: IntegerSource) -> np.ndarray:
+    """One draw (int64) per exact parameter, the entries that share a parameter drawn together by
+    ``draw_array(param, count, source)`` (groups in order of first appearance): the release's
+    entries outside the per-entry int64 range, which usually share one Δ and one budget."""
+    out = np.zeros(len(params), dtype=np.int64)
+    groups: dict[Fraction, list[int]] = {}
+    for i, p in enumerate(params):
+        groups.setdefault(p, []).append(i)
+    for p, members in groups.items():
+        out[members] = draw_array(p, len(members), source)
+    return out
+
+
 def epsilon_rational(epsilon: float) -> Fraction:
     """ε rounded down to a multiple of 2^-30 (exact rational, ≤ ε, > 0)."""
     eps = check_epsilon(epsilon)
@@ -326,7 +340,8 @@ def release_on_grid(
     Entries with NaN value are left NaN (nothing released). ``callback(n)`` reports progress
     (1000 per thousand entries, :func:`report_progress`). All draws are vectorised
     (:func:`discrete_laplace_rational` with scale t_i·2^30/⌊ε_i·2^30⌋ = t_i/ε'_i); an entry with
-    t_i ≥ 2^33 or ε_i > 2^32 uses the scalar sampler.
+    t_i ≥ 2^33 or ε_i > 2^32 is drawn by :func:`discrete_laplace_array` with its exact scale
+    (:func:`draw_grouped`).
     """
     g = grid_inputs(values, sensitivities, epsilons, granularity_bits, value_errors)
     idx, t, e, out, tgrid, lam = g.idx, g.t, g.budget.flat[g.idx], g.out, g.tgrid, g.lam
@@ -335,8 +350,9 @@ def release_on_grid(
     if np.any(fast):
         num = t[fast].astype(np.int64) << _EPS_BITS
         z[fast] = discrete_laplace_rational(num, epsilon_numerators(e[fast]), rng)
-    for i in np.flatnonzero(~fast):
-        z[i] = discrete_laplace(Fraction(int(t[i])) / epsilon_rational(float(e[i])), rng)
+    slow = np.flatnonzero(~fast)
+    z[slow] = draw_grouped([Fraction(int(t[i])) / epsilon_rational(float(e[i])) for i in slow],
+                           discrete_laplace_array, rng)
     tgrid.flat[idx] = t.astype(np.int64)
     out.flat[idx] = (g.q.flat[idx] + z) * lam
     report_progress(callback, out.size)

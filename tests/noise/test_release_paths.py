@@ -93,3 +93,39 @@ def test_gaussian_release_mixes_integer_and_filter_entries():
     z = np.rint(out * 4096).astype(np.int64)
     for j in range(3):
         assert chi2_pvalue(z[j::3], grid_sigma2(int(t[j]), float(rho[j]))) > 1e-3
+
+
+# --- release entries beyond the per-entry int64 range (t ≥ 2^33 or budget > 2^32) ----------------
+from dpopt.noise import discrete_laplace as dl  # noqa: E402
+from dpopt.noise.discrete_laplace import draw_grouped, release_on_grid  # noqa: E402
+
+
+def test_draw_grouped_keeps_entries_and_groups():
+    calls = []
+
+    def fake(p, n, source):
+        calls.append((p, n))
+        return np.full(n, int(p), dtype=np.int64)
+
+    params = [Fraction(5), Fraction(7), Fraction(5), Fraction(9), Fraction(7)]
+    out = draw_grouped(params, fake, integer_source(1))
+    assert out.tolist() == [5, 7, 5, 9, 7] and calls == [(Fraction(5), 2), (Fraction(7), 2), (Fraction(9), 1)]
+
+
+def test_release_with_huge_sensitivity_is_vectorised(monkeypatch):
+    # t = 2^34 grid units (Δ ≈ 2^22 at k = 12): drawn together at the exact scale t/ε', not per entry
+    monkeypatch.setattr(dl, "discrete_laplace", None)
+    monkeypatch.setattr(dg, "discrete_gaussian", None)
+    n, t = 20_000, 2**34
+    sens = (t - 1.5) / (1 + 1e-9) / 4096
+    out, tg = release_on_grid(np.zeros(n), sens, 0.5, integer_source(3))
+    assert np.all(tg == t)
+    z = out * 4096
+    scale = 2.0 * t  # t/ε' with ε' = 1/2
+    for q in (0.5, 0.9):  # P(|Z| ≥ y) ≈ e^{-y/scale} at this scale
+        y = scale * np.log(1 / (1 - q))
+        assert abs(np.mean(np.abs(z) >= y) - (1 - q)) < 5 * np.sqrt(q * (1 - q) / n)
+    g, tg, sigma = release_on_grid_gaussian(np.zeros(n), sens, 0.5, integer_source(4))
+    assert np.all(tg == t) and np.allclose(sigma, t / 4096)  # σ = t/√(2ρ') = t at ρ' = 1/2
+    zg = g * 4096 / t
+    assert abs(np.mean(np.abs(zg) >= 1.0) - 0.3173) < 5 * np.sqrt(0.3173 * 0.6827 / n)
