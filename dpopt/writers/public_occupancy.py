@@ -12,8 +12,9 @@ their record counts per grid: anyone holding the data can recount the privacy lo
 ingest.json (counts that depend on values, e.g. how many values were clipped, and timings, which
 correlate with the drawn noise).
 
-Writing is atomic (:mod:`.folder`). Nothing is computed here: the table, the summary and the
-budgets come from the privacy model; this module formats them.
+Writing is atomic (:mod:`.folder`). Nothing is computed here: the table and the summary are
+formatted (:mod:`.public_occupancy_result`) from the privacy model's Measurements and the
+estimation layer's Estimates; this module writes them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import pandas as pd
 from ..cli_common import to_jsonable
 from ..estimation.direct import VARIANCE_WITHHELD_REASON, variance_interval_informative
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST, privacy_model_lines
-from ..privacy.public_occupancy import ReleaseResult
+from .public_occupancy_result import ReleaseResult
 from .folder import DIAGNOSTICS, check_out, write_atomically
 from .hooks import extra_files
 
