@@ -199,8 +199,8 @@ def release_table(m: Measurements, est: Estimates) -> pd.DataFrame:
     """One row per measured grid (node): public counts, released values (post-processed into
     [0, U] and [0, U²/4], raw beside them), error bounds of both criteria, sensitivities, budgets,
     noise scales, seed 002's worst-case error; under plan="hierarchy" each node's ``slot_end``,
-    ``h3_resolution`` and ``level``. The variance is not withheld here (release.csv is, by
-    :func:`dpopt.writers.public_occupancy.withhold_variance`, from the Estimates' rule).
+    ``h3_resolution`` and ``level``. The variance is not withheld here: release.csv is
+    (:func:`dpopt.writers.public_occupancy.withhold_variance`, from the Estimates' columns).
 
     Budget columns are named after the unit: ``epsilon``, ``epsilon_mean``, ``epsilon_variance``
     (Laplace) or ``rho``, ``rho_mean``, ``rho_variance`` (Gaussian, zCDP).
