@@ -310,8 +310,6 @@ def _grid_max(agg: Aggregate) -> np.ndarray:
     return out
 
 
-
-
 # ----------------------------------------------------------------------------------------------
 # 4. the model's output: Measurements
 
