@@ -302,9 +302,7 @@ def release_on_grid_gaussian(
     if np.any(fast):
         z[fast], s2[fast] = _release_noise(t[fast], epsilon_numerators(r[fast]).astype(float), rng)
     slow = np.flatnonzero(~fast)
-    exact = [grid_sigma2(int(t[i]), float(r[i])) for i in slow]
-    z[slow] = draw_grouped(exact, discrete_gaussian_array, rng)
-    s2[slow] = [float(x) for x in exact]
+    z[slow], s2[slow] = draw_grouped(t[slow], r[slow], grid_sigma2, discrete_gaussian_array, rng)
     tgrid.flat[idx] = t.astype(np.int64)
     out.flat[idx] = (g.q.flat[idx] + z) * g.lam
     sigma.flat[idx] = np.sqrt(s2) * g.lam

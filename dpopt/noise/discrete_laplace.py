@@ -162,18 +162,28 @@ def discrete_laplace_rational(num: np.ndarray, den: np.ndarray, source: IntegerS
     return out.reshape(num.shape)
 
 
-def draw_grouped(params: Sequence[Fraction], draw_array: Callable[[Fraction, int, IntegerSource], np.ndarray],
-                 source: IntegerSource) -> np.ndarray:
-    """One draw (int64) per exact parameter, the entries that share a parameter drawn together by
-    ``draw_array(param, count, source)`` (groups in order of first appearance): the release's
-    entries outside the per-entry int64 range, which usually share one Δ and one budget."""
-    out = np.zeros(len(params), dtype=np.int64)
-    groups: dict[Fraction, list[int]] = {}
-    for i, p in enumerate(params):
-        groups.setdefault(p, []).append(i)
-    for p, members in groups.items():
-        out[members] = draw_array(p, len(members), source)
-    return out
+def draw_grouped(t: np.ndarray, budget: np.ndarray, param: Callable[[int, float], Fraction],
+                 draw_array: Callable[[Fraction, int, IntegerSource], np.ndarray],
+                 source: IntegerSource) -> tuple[np.ndarray, np.ndarray]:
+    """One draw (int64) per entry of the law ``param(t_i, budget_i)`` (an exact rational), the
+    entries that share (t_i, budget_i) drawn together by ``draw_array(param, count, source)``, groups
+    in the order of the sorted distinct pairs: the release's entries outside the per-entry int64
+    range, which usually share one Δ and one budget. Returns (draws, float(param) per entry)."""
+    out = np.zeros(t.size, dtype=np.int64)
+    value = np.zeros(t.size)
+    if t.size == 0:
+        return out, value
+    if t.min() == t.max() and budget.min() == budget.max():
+        order, ends = np.arange(t.size), np.array([0, t.size])
+    else:  # sort by (t, budget), stable: a group's entries stay in index order
+        order = np.lexsort((budget, t))
+        ts, bs = t[order], budget[order]
+        ends = np.concatenate([[0], np.flatnonzero((ts[1:] != ts[:-1]) | (bs[1:] != bs[:-1])) + 1, [t.size]])
+    for k in range(ends.size - 1):
+        members = order[ends[k]:ends[k + 1]]
+        p = param(int(t[members[0]]), float(budget[members[0]]))
+        out[members], value[members] = draw_array(p, members.size, source), float(p)
+    return out, value
 
 
 def epsilon_rational(epsilon: float) -> Fraction:
@@ -351,8 +361,8 @@ def release_on_grid(
         num = t[fast].astype(np.int64) << _EPS_BITS
         z[fast] = discrete_laplace_rational(num, epsilon_numerators(e[fast]), rng)
     slow = np.flatnonzero(~fast)
-    z[slow] = draw_grouped([Fraction(int(t[i])) / epsilon_rational(float(e[i])) for i in slow],
-                           discrete_laplace_array, rng)
+    z[slow] = draw_grouped(t[slow], e[slow], lambda ti, ei: Fraction(ti) / epsilon_rational(ei),
+                           discrete_laplace_array, rng)[0]
     tgrid.flat[idx] = t.astype(np.int64)
     out.flat[idx] = (g.q.flat[idx] + z) * lam
     report_progress(callback, out.size)

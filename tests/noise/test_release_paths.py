@@ -105,11 +105,19 @@ def test_draw_grouped_keeps_entries_and_groups():
 
     def fake(p, n, source):
         calls.append((p, n))
-        return np.full(n, int(p), dtype=np.int64)
+        return np.arange(n, dtype=np.int64) + 100 * int(p)
 
-    params = [Fraction(5), Fraction(7), Fraction(5), Fraction(9), Fraction(7)]
-    out = draw_grouped(params, fake, integer_source(1))
-    assert out.tolist() == [5, 7, 5, 9, 7] and calls == [(Fraction(5), 2), (Fraction(7), 2), (Fraction(9), 1)]
+    t = np.array([5.0, 7.0, 5.0, 9.0, 7.0, 5.0])
+    b = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 1.0])
+    out, val = draw_grouped(t, b, lambda ti, bi: Fraction(ti) / Fraction(bi), fake, integer_source(1))
+    # groups in sorted (t, budget) order; within a group, entries in index order
+    assert calls == [(Fraction(5), 3), (Fraction(7), 1), (Fraction(7, 2), 1), (Fraction(9), 1)]
+    assert out.tolist() == [500, 700, 501, 900, 300, 502]  # int(7/2) = 3
+    assert val.tolist() == [5.0, 7.0, 5.0, 9.0, 3.5, 5.0]
+    one, _ = draw_grouped(np.full(4, 3.0), np.full(4, 1.0), lambda ti, bi: Fraction(ti), fake, integer_source(1))
+    assert one.tolist() == [300, 301, 302, 303] and calls[-1] == (Fraction(3), 4)
+    empty, _ = draw_grouped(np.zeros(0), np.zeros(0), None, fake, integer_source(1))
+    assert empty.size == 0
 
 
 def test_release_with_huge_sensitivity_is_vectorised(monkeypatch):
