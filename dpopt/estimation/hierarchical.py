@@ -29,6 +29,14 @@
    contains the direct interval and covers whenever it does (per node, not only on average; the
    normal-prior posterior interval B_v·s_v² under-covered nodes far from their parent in the
    benchmark, models/hierarchy.md §8).
+4b. **Tree BLUP** (default ``estimator="blup"``; models/hierarchy.md §8b): the published ``mean``
+   is the posterior mean of a Gaussian tree of nested random effects
+   (:func:`dpopt.hierarchy.blup.tree_blup`) fed with every measured node's *own* centred mean
+   Ŷ_v/n̂_v and a conservative variance ((V_Y + (U/2)²·V_n)/max(n̂ − sd(n̂), 1)²; nodes with a GLS
+   count under 3 sds are unmeasured), one unmeasured map-wide node above the roots, τ² per level by
+   maximum marginal likelihood (:func:`dpopt.hierarchy.blup.fit_tau2`, measurements only). Each
+   finest grid is answered by its deepest ancestor-or-self whose subtree holds a measurement (that
+   node's posterior mean is the grid's). Interval: the direct one widened by |BLUP − μ̂| (as item 4).
 5. **Variance** σ̂² = Ẑ/n̂ + U²/8 − d̂²; interval from Fieller intervals of z̄ = Z/R and d (each at
    half the error probability, Bonferroni); published only where the interval is narrower than
    the range [0, U²/4], else ``variance_released`` False with the reason (issue 21.2, 23.4).
