@@ -33,7 +33,7 @@
    is the posterior mean of a Gaussian tree of nested random effects
    (:func:`dpopt.hierarchy.blup.tree_blup`) fed with every measured node's *own* centred mean
    Ŷ_v/n̂_v and a conservative variance ((V_Y + (U/2)²·V_n)/max(n̂ − sd(n̂), 1)²; nodes with a GLS
-   count under 3 sds are unmeasured), one unmeasured map-wide node above the roots, τ² per level by
+   count under 1.5 sds are unmeasured), one unmeasured map-wide node above the roots, τ² per level by
    maximum marginal likelihood (:func:`dpopt.hierarchy.blup.fit_tau2`, measurements only). Each
    finest grid is answered by its deepest ancestor-or-self whose subtree holds a measurement (that
    node's posterior mean is the grid's). Interval: the direct one widened by |BLUP − μ̂| (as item 4).
@@ -64,7 +64,7 @@ METHOD = "hierarchical"
 #: κ of the bounding-bias allowance κ·σ̂ (module doc item 3; models/hierarchy.md §7)
 DEFAULT_BIAS_ALLOWANCE = 0.5
 #: a node's own mean enters the BLUP only where its GLS count is at least this many noise sds
-MIN_COUNT_SNR = 3.0
+MIN_COUNT_SNR = 1.5
 
 
 def two_sided_z(confidence: float, family: str) -> float:
