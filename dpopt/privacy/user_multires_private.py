@@ -34,7 +34,7 @@ from ..hierarchy.tree import DAY_NS, HOUR_NS, Level, cell_parents
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
 from ..userdp.bounding import lattice_values
-from ..userdp.levels import _sampler, _used, bounded_level
+from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level
 from ..userdp.select_levels import LevelSelection, level_nodes, select_level
 
 __all__ = ["private_multires", "private_levels"]
@@ -119,6 +119,8 @@ def private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: flo
         raise DpoptInputError(f"`delta` must be in (0, 1) for private selection; got {delta!r}")
     if not (0.0 < float(selection_fraction) < 1.0):
         raise DpoptInputError(f"`selection_fraction` must be in (0, 1); got {selection_fraction!r}")
+    bounds = _check_bounds(bounds)
+    _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
     lv = private_levels(agg) if levels is None else tuple(levels)
     mech = _sampler("laplace", noise, seed)
     pieces: dict[str, float] = {}
@@ -152,7 +154,7 @@ def private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: flo
 
 def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces) -> Measurements:
     """Noisy count and centred sum of every released node, level by level (module doc, step 2)."""
-    k, c = int(bounds[0]), int(bounds[1])
+    k, c = bounds
     lat = lattice_values(agg, U)
     src = getattr(mech, "source", None)
     rng = np.random.default_rng(seed) if src is None else src

@@ -110,3 +110,14 @@ def test_selection_plan_drops_a_finest_level_that_needs_too_many_users():
     np.testing.assert_allclose(high, [0.8, 0.1, 0.1])
     # the rule reads (ε, δ, k) only: T at the finest share is 1 + (4/0.48)·ln(4·3/(2·1e-6)) > 20
     assert selection_threshold(4, 0.48, 1e-6 / 3, mech).threshold > 20
+
+
+def test_bad_inputs_are_refused_before_any_noise():
+    from dpopt import DpoptInputError
+
+    agg = _day_agg()
+    for kw, word in ((dict(delta=0.0), "delta"), (dict(bounds=(0, 2)), "k"), (dict(selection_fraction=1.0),
+                     "selection_fraction"), (dict(selection_shares=(0.5, 0.6, 0.1)), "selection_shares")):
+        args = {**dict(epsilon=1.0, delta=1e-6, bound=100.0, seed=0), **kw}
+        with pytest.raises(DpoptInputError, match=word):
+            private_multires(agg, **args)
