@@ -4,8 +4,10 @@ node and the tree BLUP. Library function, not yet the front door's default for p
 
 Steps and budget (pure ε pieces, δ from the selection only):
 
-1. selection (:mod:`dpopt.userdp.select_levels`): level ℓ spends (ε_sel/L, δ/L) — ε_sel =
-   ``selection_fraction``·ε; each level is (ε_ℓ, δ_ℓ)-DP, so (ε_sel, δ) in total;
+1. selection (:mod:`dpopt.userdp.select_levels`): level ℓ spends (share_ℓ·ε_sel, δ/L) — ε_sel =
+   ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for three levels (else equal), the
+   finest level's share moved to the coarsest by the public :func:`selection_plan` when its
+   threshold is out of reach; each level is (ε_ℓ, δ_ℓ)-DP, so (≤ ε_sel, δ) in total;
 2. measurement of the released nodes (a DP output, public from here on): at each level with
    released nodes a user keeps a uniformly random ≤ k of its released nodes and ≤ c records in
    each (:func:`dpopt.userdp.levels.bounded_level`: a rule of its own records and i.i.d. keys),
@@ -30,7 +32,7 @@ import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_epsilon
 from ..estimation.hierarchical import estimate_hierarchical
-from ..hierarchy.tree import DAY_NS, HOUR_NS, Level, cell_parents
+from ..hierarchy.tree import DAY_NS, Level, cell_parents
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
 from ..userdp.bounding import lattice_values
@@ -41,15 +43,16 @@ __all__ = ["private_multires", "private_levels"]
 
 
 def private_levels(agg: Aggregate) -> tuple[tuple[Level, int], ...]:
-    """Default (level, k) of the selection: the finest grid (k = 4), (R−2, 3 h) (k = 4), (R−3, 1 d)
-    (k = 2); levels whose slot is not a multiple of the grid's are skipped. Chosen on the Austin
-    day among a few variants (models/hierarchy.md §12): k = 1 at (R−4, 1 d) left one of a cell's
-    two UTC days unreleased (half the grids unanswered)."""
+    """Default (level, k) of the selection: the finest grid (k = 4), (R−3, 7 d) (k = 2),
+    (R−4, 364 d) (k = 1: one node per user, the lowest threshold); levels whose slot is not a
+    multiple of the grid's are skipped. Chosen on the Austin day and the full Austin data (774 days)
+    among six variants (models/hierarchy.md §12): day-long coarse slots left most grids of the
+    multi-year data unanswered, an (R−2, 3 h) level released about one node."""
     R, s = int(agg.h3_resolution), int(agg.slot_ns)
     out = [(Level(R, s), 4)]
-    for r, sl, k in ((R - 2, 3 * HOUR_NS, 4), (R - 3, DAY_NS, 2)):
+    for r, sl, k in ((R - 3, 7 * DAY_NS, 2), (R - 4, 364 * DAY_NS, 1)):
         if r >= 0 and sl > s and sl % s == 0:
-            out.append((Level(max(r, 0), sl), k))
+            out.append((Level(r, sl), k))
     return tuple(out)
 
 
@@ -125,7 +128,8 @@ def private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: flo
     mech = _sampler("laplace", noise, seed)
     pieces: dict[str, float] = {}
     if selection_shares is None:
-        shares = np.asarray(SELECTION_SHARES if levels is None else np.full(len(lv), 1.0 / len(lv)), dtype=float)
+        shares = np.asarray(SELECTION_SHARES if len(lv) == len(SELECTION_SHARES) else np.full(len(lv), 1.0 / len(lv)),
+                            dtype=float)
     else:
         shares = np.asarray(selection_shares, dtype=float)
     if shares.shape != (len(lv),) or np.any(shares < 0) or shares.sum() > 1.0 + 1e-12:
