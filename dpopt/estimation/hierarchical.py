@@ -279,8 +279,13 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
         Publish the empirical-Bayes ``mean`` (default) or the direct one in ``mean`` too.
     bias_allowance : float
         κ ≥ 0: both half-widths grow by κ·σ̂ for the bias of contribution bounding (module doc).
+    estimator : str
+        "blup" (default: the tree BLUP of item 4b, answers at the deepest informed node) or
+        "shrink" (item 4's top-down shrinkage, answers by the τ rule of item 6).
     """
     m = measurements
+    if estimator not in ("blup", "shrink"):
+        raise DpoptInputError(f"`estimator` must be 'blup' or 'shrink'; got {estimator!r}")
     if not isinstance(m, Measurements):
         raise DpoptInputError(f"`measurements` must be a Measurements; got {type(m).__name__}")
     if not (isinstance(confidence, (int, float)) and 0.5 <= float(confidence) < 1.0):
