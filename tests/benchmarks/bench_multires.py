@@ -175,15 +175,14 @@ def integrated_rows(args, agg, fin) -> list:
     return rows
 
 
-def add_integrated(args) -> None:
-    """Add (or replace) the integrated default's rows in an existing results/multires_<data>.json."""
+def add_rows(args, prefix: str, rows_of, meta_key: str) -> None:
+    """Add (or replace) the rows whose method starts with ``prefix`` in results/multires_<data>.json."""
     p = HERE / "results" / f"multires_{args.data}.json"
     out = json.loads(p.read_text())
     agg, _ = load(args.data)
     fin = finest_grids(agg, bound=U)
-    out["rows"] = [r for r in out["rows"] if not r["method"].startswith(INTEGRATED)]
-    out["rows"] = integrated_rows(args, agg, fin) + out["rows"]
-    out["meta"]["integrated"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "reps": args.reps}
+    out["rows"] = rows_of(args, agg, fin) + [r for r in out["rows"] if not r["method"].startswith(prefix)]
+    out["meta"][meta_key] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "reps": args.reps}
     p.write_text(json.dumps(out, indent=1))
 
 
@@ -208,19 +207,6 @@ def private_multires_rows(args, agg, fin) -> list:
                      "wall": float(np.mean(walls)), **summarise(sc)})
         print(PRIVATE, eps, round(rows[-1]["median"], 2), rows[-1]["own_grids"], flush=True)
     return rows
-
-
-def add_private_multires(args) -> None:
-    """Add (or replace) the private multi-resolution rows in results/multires_<data>.json."""
-    p = HERE / "results" / f"multires_{args.data}.json"
-    out = json.loads(p.read_text())
-    agg, _ = load(args.data)
-    fin = finest_grids(agg, bound=U)
-    out["rows"] = [r for r in out["rows"] if r["method"] != PRIVATE]
-    out["rows"] = private_multires_rows(args, agg, fin) + out["rows"]
-    out["meta"]["private_multires"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                       "reps": args.reps}
-    p.write_text(json.dumps(out, indent=1))
 
 
 def constant_table(agg, value):
@@ -431,9 +417,9 @@ def main() -> None:
         write_markdown()
         return
     if args.only_private_multires:
-        add_private_multires(args)
+        add_rows(args, PRIVATE, private_multires_rows, "private_multires")
     elif args.only_integrated:
-        add_integrated(args)
+        add_rows(args, INTEGRATED, integrated_rows, "integrated")
     elif args.only_opendp:
         add_opendp(args)
     elif args.chosen_k:

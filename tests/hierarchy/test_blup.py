@@ -72,13 +72,19 @@ def test_blup_matches_dense_posterior_and_likelihood(seed):
     assert b.loglik == pytest.approx(ll, abs=1e-3)
 
 
+def leaf_spread_tree(seed, max_children, sd):
+    """A 3-level tree whose truths differ only at the leaves (spread ``sd``) around 20."""
+    rng = np.random.default_rng(seed)
+    parent, level = random_tree(rng, depth=3, max_children=max_children)
+    theta = np.zeros(parent.size)
+    for v in range(parent.size - 1, -1, -1):
+        theta[v] = 20.0 if parent[v] < 0 else theta[parent[v]] + (rng.normal(0, sd) if level[v] == 0 else 0.0)
+    return rng, parent, level, theta
+
+
 def test_noise_only_fine_level_falls_back_to_the_root_and_signal_moves_toward_it():
-    rng = np.random.default_rng(3)
-    parent, level = random_tree(rng, depth=3, max_children=6)
+    rng, parent, level, theta = leaf_spread_tree(3, 6, 4.0)
     n = parent.size
-    theta = np.zeros(n)
-    for v in range(n - 1, -1, -1):
-        theta[v] = 20.0 if parent[v] < 0 else theta[parent[v]] + (rng.normal(0, 4) if level[v] == 0 else 0.0)
     leaves = level == 0
     y = theta + rng.normal(0, 0.1, size=n)
     s2 = np.full(n, 0.01)
@@ -90,12 +96,8 @@ def test_noise_only_fine_level_falls_back_to_the_root_and_signal_moves_toward_it
 
 
 def test_fit_tau2_recovers_the_spread_of_the_level_that_has_one():
-    rng = np.random.default_rng(11)
-    parent, level = random_tree(rng, depth=3, max_children=8)
+    rng, parent, level, theta = leaf_spread_tree(11, 8, 5.0)
     n = parent.size
-    theta = np.zeros(n)
-    for v in range(n - 1, -1, -1):
-        theta[v] = 20.0 if parent[v] < 0 else theta[parent[v]] + (rng.normal(0, 5) if level[v] == 0 else 0.0)
     y = theta + rng.normal(0, 1, size=n)
     t2 = fit_tau2(parent, level, y, np.ones(n), scale=60.0)
     assert 10 < t2[0] < 50 and t2[1] < 2.0
