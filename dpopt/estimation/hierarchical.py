@@ -41,7 +41,9 @@
    half the error probability, Bonferroni); published only where the interval is narrower than
    the range [0, U²/4], else ``variance_released`` False with the reason (issue 21.2, 23.4).
 6. **Decomposition** (:func:`dpopt.hierarchy.decompose.answer_nodes`): each finest grid is answered
-   by its finest ancestor-or-self whose direct half-width is ≤ ``target``; those nodes are released.
+   by its finest ancestor-or-self whose direct half-width is ≤ ``target`` (item 4b: its deepest
+   informed one); those nodes are released — unless the node table carries a ``released`` column
+   (nodes chosen by a DP selection, :mod:`dpopt.privacy.user_multires_private`), which then decides.
 """
 
 from __future__ import annotations
@@ -320,6 +322,8 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
         eb_hw = np.abs(eb - dr["d"]) + direct_hw
         ans = answer_nodes(m.nodes["parent"].to_numpy(), finest, dr["mean_hw"], tau)
     released = published_mask(m.n_nodes, ans)
+    if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those
+        released = m.nodes["released"].to_numpy(dtype=bool)
     table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink)
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": ans})

@@ -14,9 +14,9 @@ Steps and budget (pure ε pieces, δ from the selection only):
    so the noisy count and centred sum have ℓ1 sensitivity k·c·(1, H_Y) (models/hierarchy.md §3b);
    count : sum = 0.4 : 0.6 of the rest, equal shares per measured level (chosen after the
    selection: adaptive composition of DP outputs, same total);
-3. estimation (:func:`dpopt.estimation.hierarchical.estimate_hierarchical`, post-processing): the
-   released nodes of all levels and their public ancestors between the levels form a forest; no
-   sum constraint between levels (each measured with its own bounding).
+3. estimation (the caller's, layer 3: :func:`dpopt.estimation.hierarchical.estimate_hierarchical`,
+   post-processing): the released nodes of all levels and their public ancestors between the
+   levels form a forest; no sum constraint between levels (each measured with its own bounding).
 
 Accounting: ε_total = Σ pieces (each rounded down to a multiple of 2^-30 by the exact samplers),
 δ_total = δ. Every finest grid of the data is answered by the smallest released node containing it
@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_epsilon
-from ..estimation.hierarchical import estimate_hierarchical
 from ..hierarchy.tree import DAY_NS, Level, cell_parents
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
@@ -39,7 +38,7 @@ from ..userdp.bounding import lattice_values
 from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level
 from ..userdp.select_levels import LevelSelection, level_nodes, select_level
 
-__all__ = ["private_multires", "private_levels"]
+__all__ = ["measure_private_multires", "private_levels", "selection_plan"]
 
 
 def private_levels(agg: Aggregate) -> tuple[tuple[Level, int], ...]:
@@ -109,13 +108,15 @@ def _forest(sel: list[LevelSelection]) -> pd.DataFrame:
     return nodes.assign(parent=parent)
 
 
-def private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: float | None = None,
-                     levels: tuple[tuple[Level, int], ...] | None = None, bounds: tuple[int, int] = (4, 8),
-                     selection_fraction: float = 0.6, selection_shares: tuple[float, ...] | None = None,
-                     noise: str = "discrete", seed: int | None = None, confidence: float = 0.9):
-    """(published table, Measurements, Estimates) of the private-selection multi-resolution release
-    (module doc). ``levels``: (Level, k) pairs from the finest up (default :func:`private_levels`);
-    ``bounds`` the (k, c) of the value measurement (public)."""
+def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: float | None = None,
+                             levels: tuple[tuple[Level, int], ...] | None = None, bounds: tuple[int, int] = (4, 8),
+                             selection_fraction: float = 0.6, selection_shares: tuple[float, ...] | None = None,
+                             noise: str = "discrete", seed: int | None = None) -> Measurements:
+    """Measurements of the private-selection multi-resolution release (module doc): the forest of
+    released nodes (``nodes['released']``) and their placeholders, noisy count and centred sum of
+    the released ones. ``levels``: (Level, k) pairs from the finest up (default
+    :func:`private_levels`); ``bounds`` the (k, c) of the value measurement (public). Estimate with
+    ``estimate_hierarchical`` (post-processing, layer 3) and publish the released rows."""
     U = check_bound(agg.bound if bound is None else bound)
     eps = check_epsilon(epsilon)
     if not (0.0 < float(delta) < 1.0):
@@ -146,14 +147,7 @@ def private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: flo
         s = select_level(agg, level, k=k, epsilon=e_sel * shares[i], delta=d_sel, mechanism=mech)
         pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
         sel.append(s)
-    m = _measure(agg, sel, _forest(sel), U, bounds, eps * (1.0 - selection_fraction), mech, seed, pieces)
-    if m.n_nodes == 0:  # nothing passed the thresholds: nothing to publish (the caller says so)
-        return pd.DataFrame(columns=["cell", "slot", "slot_end", "h3_resolution", "mean", "mean_error_bound",
-                                     "released"]), m, None
-    est = estimate_hierarchical(m, confidence=confidence)
-    t = est.table.assign(released=m.nodes["released"].to_numpy(),
-                         slot_end=m.nodes["slot"].to_numpy() + m.nodes["slot_ns"].to_numpy())
-    return t[t["released"]].reset_index(drop=True), m, est
+    return _measure(agg, sel, _forest(sel), U, bounds, eps * (1.0 - selection_fraction), mech, seed, pieces)
 
 
 def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces) -> Measurements:

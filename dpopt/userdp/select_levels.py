@@ -1,8 +1,7 @@
 """Private partition selection over the levels of the hierarchy (no partition list; issue 21,
-models/hierarchy.md §12). A function library: measure the released nodes with
-:func:`dpopt.userdp.levels.bounded_level` and estimate them with
-:func:`dpopt.estimation.hierarchical.estimate_hierarchical` (``private_multires`` in
-:mod:`dpopt.privacy.user_multires` does both).
+models/hierarchy.md §12). :func:`dpopt.privacy.user_multires_private.measure_private_multires`
+selects with it, measures the released nodes with :func:`dpopt.userdp.levels.bounded_level`, and
+leaves the estimation (:func:`dpopt.estimation.hierarchical.estimate_hierarchical`) to the caller.
 
 For each selected level ℓ = (H3 resolution r, slot length s) the node of a record is its H3 parent
 at r and its slot floored to a multiple of s (epoch-aligned, UTC): a public function of the

@@ -189,19 +189,30 @@ def add_rows(args, prefix: str, rows_of, meta_key: str) -> None:
 PRIVATE = "dpopt multi-resolution, private selection (library: private_multires)"
 
 
-def private_multires_rows(args, agg, fin) -> list:
-    """Rows of :func:`dpopt.privacy.user_multires_private.private_multires` (no list, (ε, 1e-6),
-    exact discrete noise, seeds 1000+rep): its defaults."""
-    from dpopt.privacy.user_multires_private import private_multires
+def private_multires_table(agg, eps, seed, **kw) -> pd.DataFrame:
+    """Published rows of the private-selection multi-resolution release: the measurements of
+    :func:`dpopt.privacy.user_multires_private.measure_private_multires` (no list, (ε, 1e-6), exact
+    discrete noise), ``estimate_hierarchical`` at 95 %, the released rows with ``slot_end``."""
+    from dpopt.estimation.hierarchical import estimate_hierarchical
+    from dpopt.privacy.user_multires_private import measure_private_multires
 
+    m = measure_private_multires(agg, epsilon=eps, delta=DELTA, bound=U, seed=seed, **kw)
+    if m.n_nodes == 0:
+        return pd.DataFrame({"cell": [], "slot": [], "mean": []})
+    t = estimate_hierarchical(m, confidence=0.95).table
+    return t[t["released"]].assign(slot_end=t["slot"] + t["slot_ns"]).astype(
+        {"cell": np.int64, "slot": np.int64, "slot_end": np.int64})
+
+
+def private_multires_rows(args, agg, fin) -> list:
+    """Rows of :func:`private_multires_table` at its defaults, seeds 1000+rep."""
     rows = []
     for eps in args.eps:
         sc, walls = [], []
         for rep in range(args.reps):
             t0 = time.perf_counter()
-            t, m, _ = private_multires(agg, epsilon=eps, delta=DELTA, bound=U, seed=1000 + rep, confidence=0.95)
+            t = private_multires_table(agg, eps, 1000 + rep)
             walls.append(time.perf_counter() - t0)
-            t = t.astype({"cell": np.int64, "slot": np.int64, "slot_end": np.int64}) if len(t) else t
             sc.append(score_table(t, fin))
         rows.append({"eps": eps, "setting": SETTINGS[1][0], "method": PRIVATE, "bounds": [[4, 8]],
                      "wall": float(np.mean(walls)), **summarise(sc)})

@@ -9,7 +9,8 @@ import pytest
 
 from dpopt.hierarchy.tree import DAY_NS, Level
 from dpopt.noise import SeededSource
-from dpopt.privacy.user_multires_private import private_multires, selection_plan
+from dpopt.estimation.hierarchical import estimate_hierarchical
+from dpopt.privacy.user_multires_private import measure_private_multires, selection_plan
 from dpopt.userdp.mechanism import DiscreteLaplace
 from dpopt.userdp.partitions import selection_threshold
 from dpopt.userdp.select_levels import level_nodes, node_priority, select_level, user_node_counts
@@ -85,20 +86,26 @@ def test_select_level_releases_only_counts_above_the_threshold():
 def test_private_multires_accounting_and_rows():
     agg = _day_agg(n_users=80, seed=2)
     levels = ((Level(7, SLOT_NS), 2), (Level(6, 2 * SLOT_NS), 2), (Level(5, DAY_NS), 1))
-    t, m, est = private_multires(agg, epsilon=20.0, delta=1e-6, bound=100.0, levels=levels, seed=5,
+    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=100.0, levels=levels, seed=5,
                                  selection_shares=(0.5, 0.25, 0.25))
     total = sum((Fraction(v) for v in m.spend.pieces.values()), Fraction(0))
     assert total <= Fraction(20) and float(total) == pytest.approx(m.spend.total)
     assert m.spend.delta == pytest.approx(1e-6)
-    assert len(t) == sum(d["released"] for d in m.info["selection"]) > 0
+    released = m.nodes["released"].to_numpy()
+    assert released.sum() == sum(d["released"] for d in m.info["selection"]) > 0
+    # only released nodes are measured; placeholders (public ancestors) are not
+    assert np.isfinite(m.statistics["count"].value[released]).all()
+    assert np.isnan(m.statistics["count"].value[~released]).all()
+    t = estimate_hierarchical(m).table
+    np.testing.assert_array_equal(t["released"].to_numpy(), released)
     assert t["mean"].between(0, 100).all() and (t["mean_error_bound"] > 0).all()
 
 
-def test_nothing_released_gives_an_empty_table():
+def test_nothing_released_gives_no_node():
     agg = _day_agg(n_users=5)
-    t, m, est = private_multires(agg, epsilon=0.5, delta=1e-6, bound=100.0, seed=1,
+    m = measure_private_multires(agg, epsilon=0.5, delta=1e-6, bound=100.0, seed=1,
                                  levels=((Level(7, SLOT_NS), 4), (Level(5, DAY_NS), 2)))
-    assert len(t) == 0 and est is None
+    assert m.n_nodes == 0 and m.spend.total <= 0.5
 
 
 def test_selection_plan_drops_a_finest_level_that_needs_too_many_users():
@@ -120,4 +127,4 @@ def test_bad_inputs_are_refused_before_any_noise():
                      "selection_fraction"), (dict(selection_shares=(0.5, 0.6, 0.1)), "selection_shares")):
         args = {**dict(epsilon=1.0, delta=1e-6, bound=100.0, seed=0), **kw}
         with pytest.raises(DpoptInputError, match=word):
-            private_multires(agg, **args)
+            measure_private_multires(agg, **args)
