@@ -1,0 +1,86 @@
+"""`time_limit` is a hard bound on the planner's HiGHS solves (issue 24.4).
+
+Two layers: :func:`dpopt.solve.highs.solve_highs` interrupts HiGHS through its simplex/IPM/MIP
+interrupt callbacks at ``deadline``; the planner solves large models in a child process killed at
+the deadline (:mod:`dpopt.budget.isolated`), because HiGHS checks no interrupt in presolve and the
+MIP set-up. No assertion on seconds: the tests check that the callback fired, that a killed solve
+leaves the greedy plan with status ``time_limit``, and that the isolated solve gives the same plan.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from dpopt.budget import isolated, planner, plan_budget
+from dpopt.solve import ModelBuilder, Status, solve
+from tests.budget._synthetic import city_occupancy
+
+
+def market_split(m: int, n: int, seed: int = 1):
+    """Cornuéjols–Dawande market split: min Σ|A x − d| over binary x (hard for branch and bound)."""
+    rng = np.random.default_rng(seed)
+    A = rng.integers(0, 100, (m, n))
+    d = (A.sum(1) // 2).astype(float)
+    b = ModelBuilder(name="market_split", sense="min")
+    x = b.add_cols("x", n, lower=0, upper=1, integer=True)
+    sp = b.add_cols("sp", m, lower=0, upper=np.inf, cost=1.0)
+    sm = b.add_cols("sm", m, lower=0, upper=np.inf, cost=1.0)
+    r, c = np.nonzero(A)
+    b.add_rows("split", rows=np.concatenate([r, np.arange(m), np.arange(m)]), cols=np.concatenate([x[c], sp, sm]),
+               vals=np.concatenate([A[r, c], np.ones(m), -np.ones(m)]).astype(float), lower=d, upper=d, count=m)
+    return b.build()
+
+
+def test_deadline_interrupts_highs_through_the_callback():
+    model = market_split(4, 30)
+    # the deadline has passed: the first interrupt check stops HiGHS; its own limit (60 s) cannot
+    res = solve(model, time_limit=60.0, deadline=time.perf_counter())
+    assert res.status is Status.TIME_LIMIT
+    assert res.info["interrupted"] == 1.0
+    assert res.raw_status == "Interrupted by user"
+    free = solve(model, time_limit=60.0, options={"mip_max_nodes": 1})  # no deadline: no callback
+    assert free.info["interrupted"] == 0.0 and free.status is Status.SOLUTION_LIMIT  # node limit
+
+
+def test_deadline_in_branch_and_bound_keeps_the_incumbent_and_gap():
+    model = market_split(5, 40)
+    res = solve(model, time_limit=60.0, deadline=time.perf_counter() + 0.5)
+    assert res.status is Status.TIME_LIMIT and res.info["interrupted"] == 1.0
+    if res.x is not None:  # an incumbent: a feasible point, its objective and a gap against the bound
+        assert model.max_violation(res.x) <= 1e-6
+        assert res.objective >= res.bound - 1e-9
+        assert res.gap == pytest.approx(abs(res.objective - res.bound) / max(1.0, abs(res.objective)))
+
+
+def _plans_equal(a, b) -> bool:
+    return bool(np.array_equal(a.plan.released, b.plan.released)
+                and (a.plan.retained != b.plan.retained).nnz == 0
+                and np.array_equal(a.plan.budget, b.plan.budget))
+
+
+def test_a_solver_that_never_answers_is_killed_and_the_greedy_plan_returned(monkeypatch):
+    occ = city_occupancy(300, seed=3)
+    monkeypatch.setattr(planner, "ISOLATE_COLUMNS", 0)  # solve this small model in a child process
+    monkeypatch.setattr(isolated, "_CHILD", "import time; time.sleep(600)")  # HiGHS stuck in presolve
+    bp = plan_budget(occ, 120.0, 10.0, target=20.0, method="milp", time_limit=3.0)
+    assert bp.info["solve"]["status"] == "killed"
+    assert bp.info["isolated"]["killed"] is True
+    assert bp.status is Status.TIME_LIMIT
+    greedy = plan_budget(occ, 120.0, 10.0, target=20.0, method="greedy")
+    assert _plans_equal(bp, greedy)  # the greedy plan, as when the MILP is skipped
+    assert bp.plan.total_cost <= 10.0 * (1 + 1e-9)
+    assert bp.coverage == greedy.coverage and bp.coverage_bound >= bp.coverage
+    assert bp.gap == pytest.approx((bp.coverage_bound - bp.coverage) / max(1.0, bp.coverage))
+
+
+def test_isolated_solve_gives_the_in_process_plan(monkeypatch):
+    occ = city_occupancy(300, seed=3)
+    here = plan_budget(occ, 120.0, 10.0, target=20.0, method="milp", time_limit=60.0)
+    monkeypatch.setattr(planner, "ISOLATE_COLUMNS", 0)
+    there = plan_budget(occ, 120.0, 10.0, target=20.0, method="milp", time_limit=60.0)
+    assert "isolated" not in here.info and there.info["isolated"]["killed"] is False
+    assert here.status is Status.OPTIMAL and there.status is Status.OPTIMAL
+    assert _plans_equal(here, there) and here.coverage == there.coverage
