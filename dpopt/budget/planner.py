@@ -48,9 +48,12 @@ DEFAULT_TAUS = 16
 FRONTIER_SHARE = 0.5
 #: the MILP is skipped when less time than this is left
 MIN_MILP_SECONDS = 1.0
-#: the MILP is skipped when it would have more columns than this many per second left (building
-#: and solving 4.5e5 columns took ≈ 30 s on the full Austin data; a 1e5-grid model is ≈ 3e6)
-MILP_COLUMNS_PER_SECOND = 20_000
+#: the MILP is skipped when it would have more columns than this many per second left. Measured
+#: (issue 24.4, 2 shared cores): no time-limited solve of ≥ 1.1e5 columns improved the greedy within
+#: a minute — HiGHS's presolve and MIP set-up alone took 11 s+ (1.1e5 columns, killed), 40-110 s
+#: (1.9e5) and ≈ 30 s (4.5e5, full Austin); with 300 s the Austin MILP gained 1-2 grids. At 5,000/s
+#: the default release (25 s) tries the MILP up to ≈ 6e4 columns and a 300 s plan up to 1.5e6.
+MILP_COLUMNS_PER_SECOND = 5_000
 #: share of the time left given to HiGHS on large models (its interrupt callback fires there)
 SOLVE_SHARE = 0.6
 #: share of the time left after which a large model's solver process is killed (hard limit)
