@@ -250,7 +250,9 @@ def plan_budget(
         passes stop at :data:`FRONTIER_SHARE` of it (the knee is then taken on the τ reached,
         ``info["frontier"].complete`` is False), the greedy stops trying further ladder levels at
         the limit, and the MILP gets what remains (skipped, status ``time_limit``, with less than
-        :data:`MIN_MILP_SECONDS` left).
+        :data:`MIN_MILP_SECONDS` or more than :data:`MILP_COLUMNS_PER_SECOND` columns per second
+        left). HiGHS is interrupted at its deadline, and a large model's solver process is killed
+        at :data:`KILL_SHARE` of the time left (:mod:`.isolated`), so the limit is a hard bound.
     progress : bool
         Show a tqdm progress bar over the stages.
     frontier : bool
