@@ -104,9 +104,11 @@ def labels(n: int) -> dict:
     return row
 
 
-def _child(kind: str, arg: str, time_limit: float) -> dict:
+def _child(kind: str, arg: str, time_limit: float, milp_rate: float | None = None) -> dict:
     """Run one whole plan in a fresh process; returns its JSON line."""
     cmd = [sys.executable, __file__, "--child", kind, "--arg", arg, "--time-limit", str(time_limit)]
+    if milp_rate is not None:
+        cmd += ["--milp-rate", str(milp_rate)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     row = json.loads(out.stdout.strip().splitlines()[-1])
@@ -114,9 +116,14 @@ def _child(kind: str, arg: str, time_limit: float) -> dict:
     return row
 
 
-def child(kind: str, arg: str, time_limit: float) -> None:
+def child(kind: str, arg: str, time_limit: float, milp_rate: float | None = None) -> None:
     from dpopt import Occupancy
-    from dpopt.budget import plan_budget
+    from dpopt.budget import plan_budget, planner
+
+    label = f"knee-mode MILP plan ({kind})"
+    if milp_rate is not None:  # e.g. the rate before wave 3 (20,000/s): the MILP is tried, then bounded
+        planner.MILP_COLUMNS_PER_SECOND = milp_rate
+        label = f"knee-mode MILP plan ({kind}, MILP tried up to {milp_rate:g} columns/s)"
 
     if kind == "synthetic":
         from tests.budget._synthetic import city_occupancy
@@ -135,7 +142,7 @@ def child(kind: str, arg: str, time_limit: float) -> None:
     dt = time.perf_counter() - t0
     cpu = _cpu_s() - c0
     fr = bp.info["frontier"]
-    print(json.dumps(dict(case=f"knee-mode MILP plan ({kind})", grids=occ.n_grids, pairs=occ.n_pairs,
+    print(json.dumps(dict(case=label, grids=occ.n_grids, pairs=occ.n_pairs,
                           users=occ.n_users, time_limit=time_limit, plan_s=dt, frontier_points=int(fr.taus.size),
                           frontier_complete=bool(fr.complete), frontier_taus=fr.taus.round(3).tolist(),
                           frontier_coverage=fr.coverage.tolist(), tau=float(bp.target[0]), coverage=bp.coverage,
@@ -238,16 +245,18 @@ def main() -> None:
     ap.add_argument("--child", default=None)
     ap.add_argument("--arg", default="")
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--milp-rate", type=float, default=None, help="child: MILP_COLUMNS_PER_SECOND")
     ap.add_argument("--out", default=str(ROOT / "tests" / "benchmarks" / "results" / "budget.md"))
     a = ap.parse_args()
     if a.child:
-        child(a.child, a.arg, a.time_limit)
+        child(a.child, a.arg, a.time_limit, a.milp_rate)
         return
     if a.plans_only:
         rows = [_child("synthetic", str(n), 60.0) for n in (100_000, 20_000)]
+        rows.append(_child("synthetic", "20000", 60.0, milp_rate=20_000))
         npz = austin_npz(Path("/tmp/bench_budget_austin_occ.npz"))
         if npz is not None:
-            rows.append(_child("austin", str(npz), 60.0))
+            rows += [_child("austin", str(npz), 60.0), _child("austin", str(npz), 60.0, milp_rate=20_000)]
         write_plans(rows, Path(a.out))
         return
     rows = greedy_pass(20_000 if a.quick else 100_000, [6.0, 24.0] if not a.quick else [24.0])

@@ -68,8 +68,8 @@ def make(path: Path, n: int) -> None:
         make_records(path, n)
 
 
-def run_measured(cmd: list[str]) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def run_measured(cmd: list[str], root: Path = ROOT) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(root))
     load0 = os.getloadavg()[0]
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
@@ -82,13 +82,13 @@ def run_measured(cmd: list[str]) -> dict:
                 stdout=out, load=(round(load0, 1), round(os.getloadavg()[0], 1)))
 
 
-def cli_job(records: Path, out: Path) -> dict:
+def cli_job(records: Path, out: Path, root: Path = ROOT) -> dict:
     r = run_measured([sys.executable, "-m", "dpopt", "release", str(records), "--privacy", "public-occupancy",
-                      "--bound", "120", "--epsilon-total", "10", "--out", str(out)])
+                      "--bound", "120", "--epsilon-total", "10", "--out", str(out)], root)
     summary = json.loads((out / "summary.json").read_text())
     timings = json.loads((out / "diagnostics" / "ingest.json").read_text()).get("timings", {})
     fr = summary.get("frontier") or {}
-    row = dict(job="cli", wall_s=r["wall_s"], cpu_s=r["cpu_s"], peak_mib=r["peak_mib"], load=r["load"],
+    row = dict(job="cli" if root == ROOT else f"cli, code of {root}", wall_s=r["wall_s"], cpu_s=r["cpu_s"], peak_mib=r["peak_mib"], load=r["load"],
                grids=summary["grids"], pairs=summary["pairs"], users=summary["users"], plan=summary["plan"],
                status=summary["plan_status"], released=summary["released_grids"],
                frontier_points=len(fr.get("tau", [])), frontier_complete=fr.get("complete"), timings=timings)
@@ -107,8 +107,8 @@ def stages_job(records: Path, out: Path) -> dict:
 def write_results(n: int, cli: list[dict], stages: list[dict]) -> None:
     import platform
 
-    med = lambda key: statistics.median(r[key] for r in cli)  # noqa: E731
-    c = cli[-1]
+    med = lambda key: statistics.median(r[key] for r in cli if r["job"] == "cli")  # noqa: E731
+    c = [r for r in cli if r["job"] == "cli"][-1]
     lines = [f"\n## Default public-occupancy release, {n:.0e} synthetic records, end to end "
              f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})\n",
              f"`tests/benchmarks/bench_po_release_scale.py`; Python {platform.python_version()}, "
@@ -121,7 +121,7 @@ def write_results(n: int, cli: list[dict], stages: list[dict]) -> None:
              "|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(cli):
         t = r["timings"]
-        lines.append(f"| {i + 1} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_mib']:.0f} | "
+        lines.append(f"| {i + 1 if r['job'] == 'cli' else r['job']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_mib']:.0f} | "
                      f"{r['load'][0]} / {r['load'][1]} | {t.get('aggregate', 0):.1f} | {t.get('plan', 0):.1f} | "
                      f"{t.get('statistics', 0):.1f} | {t.get('noise', 0):.2f} |")
     lines.append(f"\nMedian wall {med('wall_s'):.1f} s, CPU {med('cpu_s'):.1f} s, peak {med('peak_mib'):.0f} MiB.\n")
@@ -147,6 +147,7 @@ def main() -> None:
     ap.add_argument("--records", type=float, default=1e6)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--no-stages", action="store_true", help="skip the cProfile breakdown")
+    ap.add_argument("--baseline", default=None, help="a source tree (e.g. `git archive` of main) run once first")
     ap.add_argument("--data", default=None, help="directory for the synthetic Parquet file (kept)")
     ap.add_argument("--no-write", action="store_true", help="print only; do not append to the results file")
     a = ap.parse_args()
@@ -155,6 +156,8 @@ def main() -> None:
     make(data, n)
     cli, stages = [], []
     with tempfile.TemporaryDirectory() as tmp:
+        if a.baseline:
+            cli.append(cli_job(data, Path(tmp) / "baseline", Path(a.baseline).resolve()))
         for i in range(a.repeat):
             cli.append(cli_job(data, Path(tmp) / f"cli{i}"))
         if not a.no_stages:
