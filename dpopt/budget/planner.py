@@ -375,7 +375,10 @@ def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: A
     large = bm.model.num_cols > ISOLATE_COLUMNS
     warm = bm.point(greedy)
     info["warm_start_violation"] = bm.model.max_violation(warm)
-    res = _solve_by(bm.model, warm, large, deadline, info)
+    # the root LP of large instances is degenerate for dual simplex: use the interior point, after
+    # presolve (full Austin data, 4.5e5 columns: 0.7 GiB peak and 28 s for a 20 s limit, against
+    # 1.6 GiB / 61 s without presolve and 1.9 GiB / 90 s with dual simplex; issue 24.4)
+    res = solve_by_deadline(bm.model, warm, deadline, info, options={"mip_lp_solver": "ipm"} if large else None)
     best = greedy
     gcov = greedy.coverage(w)
     if res is not None and res.x is not None:
@@ -399,29 +402,28 @@ def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: A
     return best, status, gap, cbound
 
 
-def _solve_by(model: Any, warm: np.ndarray, large: bool, deadline: float | None, info: dict) -> Any:
-    """Solve the budget MILP within ``deadline``; ``None`` when the isolated solve was killed.
+def solve_by_deadline(model: Any, warm: np.ndarray, deadline: float | None, info: dict,
+                      options: dict | None = None) -> Any:
+    """Solve a planner MILP within ``deadline``; ``None`` when the isolated solve was killed.
 
     Without a deadline: in this process, no limit. With one, HiGHS's interrupt callback fires at
-    the deadline (small models: all the time left; large ones: :data:`SOLVE_SHARE` of it) and large
-    models run in a child process killed at :data:`KILL_SHARE` of the time left (:mod:`.isolated`:
-    HiGHS does not check interrupts in presolve and the MIP set-up), so ``time_limit`` is a hard
-    bound; the rest is left for assembling the plan.
+    the deadline (models of ≤ :data:`ISOLATE_COLUMNS` columns: all the time left, in this process;
+    larger ones: :data:`SOLVE_SHARE` of it, in a child process killed at :data:`KILL_SHARE` of it,
+    :mod:`.isolated`: HiGHS does not check interrupts in presolve and the MIP set-up), so the
+    deadline is a hard bound; the rest is left for assembling the plan. Sets ``info["solve"]``.
     """
-    # the root LP of large instances is degenerate for dual simplex: use the interior point, after
-    # presolve (full Austin data, 4.5e5 columns: 0.7 GiB peak and 28 s for a 20 s limit, against
-    # 1.6 GiB / 61 s without presolve and 1.9 GiB / 90 s with dual simplex; issue 24.4)
-    opts = {"mip_lp_solver": "ipm"} if large else None
+    large = model.num_cols > ISOLATE_COLUMNS
     if deadline is None:
-        res = solve(model, warm_start=warm, options=opts)
+        res = solve(model, warm_start=warm, options=options)
     else:
         now = time.perf_counter()
         left = max(MIN_MILP_SECONDS / 2, (deadline - now) * (SOLVE_SHARE if large else 1.0))
         if not large:
-            res = solve(model, time_limit=left + BACKSTOP_SECONDS, warm_start=warm, options=opts, deadline=now + left)
+            res = solve(model, time_limit=left + BACKSTOP_SECONDS, warm_start=warm, options=options,
+                        deadline=now + left)
         else:
             kill_at = max(now + left, now + (deadline - now) * KILL_SHARE)
-            res, run = solve_isolated(model, deadline=now + left, kill_at=kill_at, options=opts, warm_start=warm)
+            res, run = solve_isolated(model, deadline=now + left, kill_at=kill_at, options=options, warm_start=warm)
             info["isolated"] = dataclasses.asdict(run)
             if res is None:
                 info["solve"] = {"status": "killed" if run.killed else "failed", "time": run.seconds,

@@ -221,7 +221,7 @@ def write_plans(rows: list[dict], path: Path) -> None:
         milp = r.get("milp", {})
         how = milp.get("status", "")
         if iso:
-            how += f", {'killed' if iso.get('killed') else 'returned'} after {iso.get('seconds', 0):.1f} s"
+            how = ("killed" if iso.get("killed") else f"{how}, returned") + f" after {iso.get('seconds', 0):.1f} s"
         elif "time" in milp:
             how += f", {milp['time']:.1f} s"
         if r.get("interrupted"):

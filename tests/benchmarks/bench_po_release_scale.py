@@ -88,7 +88,7 @@ def cli_job(records: Path, out: Path, root: Path = ROOT) -> dict:
     summary = json.loads((out / "summary.json").read_text())
     timings = json.loads((out / "diagnostics" / "ingest.json").read_text()).get("timings", {})
     fr = summary.get("frontier") or {}
-    row = dict(job="cli" if root == ROOT else f"cli, code of {root}", wall_s=r["wall_s"], cpu_s=r["cpu_s"], peak_mib=r["peak_mib"], load=r["load"],
+    row = dict(job="cli" if root == ROOT else f"before: the code in {root.name}/", wall_s=r["wall_s"], cpu_s=r["cpu_s"], peak_mib=r["peak_mib"], load=r["load"],
                grids=summary["grids"], pairs=summary["pairs"], users=summary["users"], plan=summary["plan"],
                status=summary["plan_status"], released=summary["released_grids"],
                frontier_points=len(fr.get("tau", [])), frontier_complete=fr.get("complete"), timings=timings)
@@ -133,7 +133,7 @@ def write_results(n: int, cli: list[dict], stages: list[dict]) -> None:
             lines.append(f"| {s['release_s']:.1f} | {s['write_s']:.1f} | {s['frontier_s']:.1f} | {s['greedy_s']:.1f} | "
                          f"{s['milp_stage_s']:.1f} | {s['highs_s']:.1f} | {s['assemble_s']:.1f} | "
                          f"{s['html_report_s']:.1f} | {s['html_map_s']:.1f} | {s['map_png_s']:.1f} | {s['csv_s']:.1f} | "
-                         f"{s['milp'].get('status')}, {s['milp_columns']} columns |")
+                         f"{s['milp'].get('status')}, {s['milp_columns'] or s['milp'].get('columns')} columns |")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with open(RESULTS, "a") as f:
         if RESULTS.stat().st_size == 0:

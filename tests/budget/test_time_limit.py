@@ -63,6 +63,7 @@ def _plans_equal(a, b) -> bool:
 
 def test_a_solver_that_never_answers_is_killed_and_the_greedy_plan_returned(monkeypatch):
     occ = city_occupancy(300, seed=3)
+    solved = plan_budget(occ, 120.0, 10.0, target=20.0, method="milp", time_limit=60.0)
     monkeypatch.setattr(planner, "ISOLATE_COLUMNS", 0)  # solve this small model in a child process
     monkeypatch.setattr(isolated, "_CHILD", "import time; time.sleep(600)")  # HiGHS stuck in presolve
     bp = plan_budget(occ, 120.0, 10.0, target=20.0, method="milp", time_limit=3.0)
@@ -71,6 +72,7 @@ def test_a_solver_that_never_answers_is_killed_and_the_greedy_plan_returned(monk
     assert bp.status is Status.TIME_LIMIT
     greedy = plan_budget(occ, 120.0, 10.0, target=20.0, method="greedy")
     assert _plans_equal(bp, greedy)  # the greedy plan, as when the MILP is skipped
+    assert not _plans_equal(solved, greedy)  # (the MILP's own plan differs here)
     assert bp.plan.total_cost <= 10.0 * (1 + 1e-9)
     assert bp.coverage == greedy.coverage and bp.coverage_bound >= bp.coverage
     assert bp.gap == pytest.approx((bp.coverage_bound - bp.coverage) / max(1.0, bp.coverage))
@@ -84,3 +86,21 @@ def test_isolated_solve_gives_the_in_process_plan(monkeypatch):
     assert "isolated" not in here.info and there.info["isolated"]["killed"] is False
     assert here.status is Status.OPTIMAL and there.status is Status.OPTIMAL
     assert _plans_equal(here, there) and here.coverage == there.coverage
+
+
+def test_hierarchy_plan_keeps_its_greedy_choice_when_the_solver_is_killed(monkeypatch):
+    from dpopt.budget.hierarchy import plan_hierarchy
+
+    occ = city_occupancy(300, seed=3)
+    G = occ.n_grids
+    anc = np.array([np.arange(G), np.arange(G) // 4, np.arange(G) // 16])
+    greedy = plan_hierarchy(occ, anc, 120.0, 10.0, target=10.0, method="greedy")
+    solved = plan_hierarchy(occ, anc, 120.0, 10.0, target=10.0, time_limit=60.0)
+    assert solved.status is Status.OPTIMAL and "isolated" not in solved.info
+    assert not np.array_equal(solved.plan.released, greedy.plan.released)  # the MILP changes the choice
+    monkeypatch.setattr(planner, "ISOLATE_COLUMNS", 0)
+    monkeypatch.setattr(isolated, "_CHILD", "import time; time.sleep(600)")
+    hp = plan_hierarchy(occ, anc, 120.0, 10.0, target=10.0, time_limit=2.0)
+    assert hp.info["solve"]["status"] == "killed" and hp.status is Status.TIME_LIMIT
+    assert np.array_equal(hp.plan.released, greedy.plan.released)
+    assert hp.plan.total_cost <= 10.0 * (1 + 1e-9)
