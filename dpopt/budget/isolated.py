@@ -68,7 +68,12 @@ def solve_isolated(model: LinearModel, *, deadline: float, kill_at: float, optio
     Returns
     -------
     (SolveResult or None, IsolatedSolve)
-        ``None`` when the child was killed at ``kill_at`` (or died): no point, no bound.
+        ``None`` when the child was killed at ``kill_at``: no point, no bound.
+
+    Raises
+    ------
+    RuntimeError
+        The child failed (an exception in HiGHS or the interpreter), with its last error output.
     """
     t0 = time.perf_counter()
     offset = time.monotonic() - t0  # perf_counter instant → monotonic instant
@@ -80,17 +85,22 @@ def solve_isolated(model: LinearModel, *, deadline: float, kill_at: float, optio
             pickle.dump(job, f, protocol=pickle.HIGHEST_PROTOCOL)
         root = str(Path(__file__).resolve().parents[2])  # the dpopt this process runs
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-        proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(src), str(dst)], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        killed = False
-        try:
-            proc.wait(timeout=max(kill_at - time.perf_counter(), 0.0))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            killed = True
+        with open(Path(tmp) / "stderr.txt", "w+") as err:
+            proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(src), str(dst)], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+            killed = False
+            try:
+                proc.wait(timeout=max(kill_at - time.perf_counter(), 0.0))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                killed = True
+            err.seek(0)
+            if not killed and (proc.returncode != 0 or not dst.exists()):  # a failure, not a time limit
+                raise RuntimeError(f"the HiGHS solver process failed (exit {proc.returncode}): "
+                                   + err.read()[-2000:].strip())
         result, peak = None, float("nan")
-        if not killed and proc.returncode == 0 and dst.exists():
+        if not killed:
             with open(dst, "rb") as f:
                 result, peak = pickle.load(f)
         done = IsolatedSolve(killed=killed, seconds=time.perf_counter() - t0, returncode=proc.returncode,

@@ -104,3 +104,11 @@ def test_hierarchy_plan_keeps_its_greedy_choice_when_the_solver_is_killed(monkey
     assert hp.info["solve"]["status"] == "killed" and hp.status is Status.TIME_LIMIT
     assert np.array_equal(hp.plan.released, greedy.plan.released)
     assert hp.plan.total_cost <= 10.0 * (1 + 1e-9)
+
+
+def test_a_failing_solver_process_raises(monkeypatch):
+    model = market_split(2, 6)
+    monkeypatch.setattr(isolated, "_CHILD", "raise SystemExit('highs exploded')")
+    now = time.perf_counter()
+    with pytest.raises(RuntimeError, match="highs exploded"):
+        isolated.solve_isolated(model, deadline=now + 30, kill_at=now + 30)
