@@ -197,11 +197,18 @@ def write(rows: list[dict], path: Path) -> None:
                          f"({r['greedy_coverage']:g}) | {r['status']} | {r['peak_rss_mib']:.0f} "
                          f"({r['rss_before_plan_mib']:.0f}) |")
     lines.append("")
-    old = path.read_text() if path.exists() else ""
     head = "## Budget planner at scale (issue 24.4)"
+    path.write_text(_without_section(path, head) + "\n".join(lines) + "\n")
+
+
+def _without_section(path: Path, head: str) -> str:
+    """The results file without the section starting with ``head`` (up to the next ``## ``)."""
+    old = path.read_text() if path.exists() else ""
     if head in old:
-        old = old[: old.index(head)].rstrip() + "\n\n"
-    path.write_text(old + "\n".join(lines) + "\n")
+        a = old.index(head)
+        b = old.find("\n## ", a + len(head))
+        old = old[:a].rstrip() + ("\n\n" + old[b + 1:].rstrip() if b >= 0 else "")
+    return old.rstrip() + "\n\n"
 
 
 def write_plans(rows: list[dict], path: Path) -> None:
@@ -232,10 +239,7 @@ def write_plans(rows: list[dict], path: Path) -> None:
                      f"{r['tau']:.3g} | {r['coverage']:g} ({r['greedy_coverage']:g}) | {r['status']} | {how} | "
                      f"{r['peak_rss_mib']:.0f} ({child:.0f}) |")
     lines.append("")
-    old = path.read_text() if path.exists() else ""
-    if head in old:
-        old = old[: old.index(head)].rstrip() + "\n\n"
-    path.write_text(old.rstrip() + "\n\n" + "\n".join(lines) + "\n")
+    path.write_text(_without_section(path, head) + "\n".join(lines) + "\n")
 
 
 def main() -> None:
