@@ -112,3 +112,23 @@ def test_a_failing_solver_process_raises(monkeypatch):
     now = time.perf_counter()
     with pytest.raises(RuntimeError, match="highs exploded"):
         isolated.solve_isolated(model, deadline=now + 30, kill_at=now + 30)
+
+
+def test_in_process_solves_get_a_deadline_inside_the_time_limit(monkeypatch):
+    seen = []
+    real = planner.solve
+
+    def spy(model, **kw):
+        seen.append((time.perf_counter(), kw.get("deadline"), kw.get("time_limit")))
+        return real(model, **kw)
+
+    monkeypatch.setattr(planner, "solve", spy)
+    occ = city_occupancy(300, seed=3)
+    bp = plan_budget(occ, 120.0, 10.0, target=20.0, method="milp", time_limit=30.0)
+    t0 = time.perf_counter() - bp.solve_time  # no earlier than the plan's own start
+    assert len(seen) == 1 and bp.info["solve"]["interrupted"] == 0.0  # solved before its deadline
+    called, deadline, backstop = seen[0]
+    assert called < deadline <= t0 + 30.0  # the callback's deadline is inside the plan's limit
+    assert backstop == pytest.approx(deadline - called + isolated.BACKSTOP_SECONDS)
+    free = plan_budget(occ, 120.0, 10.0, target=20.0, method="milp", time_limit=None)
+    assert seen[-1][1] is None and seen[-1][2] is None and _plans_equal(bp, free)
