@@ -264,6 +264,24 @@ def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink) 
     return table[list(ESTIMATE_COLUMNS) + ["level", "count_estimate"]]
 
 
+def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: bool,
+                 tau: float) -> tuple[np.ndarray, dict, np.ndarray]:
+    """(published centred means, info, answering node of every finest grid) of ``estimator``."""
+    finest = m.finest["node"].to_numpy()
+    parent = m.nodes["parent"].to_numpy()
+    if estimator == "blup":
+        bl = _blup(m, tot)
+        # a finest grid's posterior mean is that of its deepest ancestor-or-self whose subtree holds a
+        # measurement (below it the random effects have prior mean 0): that node answers it
+        ans = answer_nodes(parent, finest, np.where(bl["informed"], 0.0, np.inf), 1e-300)
+        return bl["mean"], {"tau2_by_level": bl["tau2"].tolist()}, ans
+    ans = answer_nodes(parent, finest, dr["mean_hw"], tau)
+    if shrink:
+        eb, info = _shrink(m, dr["d"], dr["s2"])
+        return eb, info, ans
+    return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}, ans
+
+
 def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
                           shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE,
                           estimator: str = "blup") -> Estimates:
@@ -304,23 +322,9 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     var_ok = (dr["var_hi"] - dr["var_lo"]) < U * U / 4.0
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
     direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
-    finest = m.finest["node"].to_numpy()
-    if estimator == "blup":
-        bl = _blup(m, tot)
-        eb, info = bl["mean"], {"tau2_by_level": bl["tau2"].tolist()}
-        # the interval contains the direct one (as item 4): |m − θ| ≤ |m − μ̂| + |μ̂ − θ|
-        eb_hw = np.abs(eb - dr["d"]) + direct_hw
-        # a finest grid's posterior mean is that of its deepest ancestor-or-self whose subtree holds a
-        # measurement (below it the random effects have prior mean 0): that node answers it
-        ans = answer_nodes(m.nodes["parent"].to_numpy(), finest, np.where(bl["informed"], 0.0, np.inf), 1e-300)
-    else:
-        if shrink:
-            eb, info = _shrink(m, dr["d"], dr["s2"])
-        else:
-            eb, info = np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}
-        # the EB interval contains the direct one: |m − θ| ≤ |m − μ̂| + |μ̂ − θ| (module doc, item 4)
-        eb_hw = np.abs(eb - dr["d"]) + direct_hw
-        ans = answer_nodes(m.nodes["parent"].to_numpy(), finest, dr["mean_hw"], tau)
+    eb, info, ans = _model_means(m, tot, dr, estimator, shrink, tau)
+    # the interval contains the direct one (item 4): |m − θ| ≤ |m − μ̂| + |μ̂ − θ|
+    eb_hw = np.abs(eb - dr["d"]) + direct_hw
     released = published_mask(m.n_nodes, ans)
     if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those
         released = m.nodes["released"].to_numpy(dtype=bool)
