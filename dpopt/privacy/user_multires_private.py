@@ -5,7 +5,7 @@ node and the tree BLUP. Library function, not yet the front door's default for p
 Steps and budget (pure ε pieces, δ from the selection only):
 
 1. selection (:mod:`dpopt.userdp.select_levels`): level ℓ spends (share_ℓ·ε_sel, δ/L) — ε_sel =
-   ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for three levels (else equal), the
+   ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for the default levels (else equal), the
    finest level's share moved to the coarsest by the public :func:`selection_plan` when its
    threshold is out of reach; each level is (ε_ℓ, δ_ℓ)-DP, so (≤ ε_sel, δ) in total;
 2. measurement of the released nodes (a DP output, public from here on): at each level with
@@ -41,22 +41,29 @@ from ..userdp.select_levels import LevelSelection, level_nodes, select_level
 __all__ = ["measure_private_multires", "private_levels", "selection_plan"]
 
 
-def private_levels(agg: Aggregate) -> tuple[tuple[Level, int], ...]:
-    """Default (level, k) of the selection: the finest grid (k = 4), (R−3, 7 d) (k = 2),
-    (R−4, 364 d) (k = 1: one node per user, the lowest threshold); levels whose slot is not a
-    multiple of the grid's are skipped. Chosen on the Austin day and the full Austin data (774 days)
-    among six variants (models/hierarchy.md §12): day-long coarse slots left most grids of the
-    multi-year data unanswered, an (R−2, 3 h) level released about one node."""
+#: the default coarse levels (H3 resolutions below the grid's, slot, k) and the selection shares of
+#: (finest, coarse…): chosen on the Austin day and the full Austin data (774 days) among seven
+#: variants (models/hierarchy.md §12)
+COARSE_LEVELS = ((3, DAY_NS, 2), (3, 7 * DAY_NS, 2), (4, 364 * DAY_NS, 1))
+SELECTION_SHARES = (0.8, 0.05, 0.05, 0.1)
+
+
+def private_levels(agg: Aggregate) -> tuple[tuple[tuple[Level, int], ...], tuple[float, ...]]:
+    """Default (level, k) of the selection and their budget shares: the finest grid (k = 4), then
+    :data:`COARSE_LEVELS` ((R−3, 1 d, k = 2), (R−3, 7 d, k = 2), (R−4, 364 d, k = 1: one node per
+    user, the lowest threshold)); a coarse level whose slot is not a longer multiple of the previous
+    one (or whose resolution would be negative) is skipped and the shares renormalised."""
     R, s = int(agg.h3_resolution), int(agg.slot_ns)
-    out = [(Level(R, s), 4)]
-    for r, sl, k in ((R - 3, 7 * DAY_NS, 2), (R - 4, 364 * DAY_NS, 1)):
-        if r >= 0 and sl > s and sl % s == 0:
-            out.append((Level(r, sl), k))
-    return tuple(out)
+    out, shares, prev = [(Level(R, s), 4)], [SELECTION_SHARES[0]], s
+    for (dr, sl, k), sh in zip(COARSE_LEVELS, SELECTION_SHARES[1:]):
+        if R - dr >= 0 and sl > prev and sl % prev == 0:
+            out.append((Level(R - dr, sl), k))
+            shares.append(sh)
+            prev = sl
+    tot = sum(shares)
+    return tuple(out), tuple(x / tot for x in shares)
 
 
-#: default shares of the selection budget per default level (finest first)
-SELECTION_SHARES = (0.8, 0.1, 0.1)
 #: the finest level is selected only if its threshold needs at most this many users (else its
 #: share goes to the coarsest level): a public rule of (ε, δ, k), never of the data
 MAX_FINEST_THRESHOLD = 20.0
@@ -125,12 +132,12 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         raise DpoptInputError(f"`selection_fraction` must be in (0, 1); got {selection_fraction!r}")
     bounds = _check_bounds(bounds)
     _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
-    lv = private_levels(agg) if levels is None else tuple(levels)
+    lv, default_shares = private_levels(agg)
+    lv = lv if levels is None else tuple(levels)
     mech = _sampler("laplace", noise, seed)
     pieces: dict[str, float] = {}
     if selection_shares is None:
-        shares = np.asarray(SELECTION_SHARES if len(lv) == len(SELECTION_SHARES) else np.full(len(lv), 1.0 / len(lv)),
-                            dtype=float)
+        shares = np.asarray(default_shares if levels is None else np.full(len(lv), 1.0 / len(lv)), dtype=float)
     else:
         shares = np.asarray(selection_shares, dtype=float)
     if shares.shape != (len(lv),) or np.any(shares < 0) or shares.sum() > 1.0 + 1e-12:

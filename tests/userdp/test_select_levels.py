@@ -128,3 +128,19 @@ def test_bad_inputs_are_refused_before_any_noise():
         args = {**dict(epsilon=1.0, delta=1e-6, bound=100.0, seed=0), **kw}
         with pytest.raises(DpoptInputError, match=word):
             measure_private_multires(agg, **args)
+
+
+def test_default_levels_and_shares_follow_the_grid():
+    from types import SimpleNamespace
+
+    from dpopt.privacy.user_multires_private import SELECTION_SHARES, private_levels
+
+    lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=SLOT_NS))
+    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 4), (4, DAY_NS, 2), (4, 7 * DAY_NS, 2),
+                                                                (3, 364 * DAY_NS, 1)]
+    assert sh == pytest.approx(SELECTION_SHARES)
+    lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=DAY_NS))  # the 1-day level is the grid's
+    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, DAY_NS), (4, 7 * DAY_NS), (3, 364 * DAY_NS)]
+    assert sum(sh) == pytest.approx(1.0) and sh[0] == pytest.approx(0.8 / 0.95)
+    lv, _ = private_levels(SimpleNamespace(h3_resolution=2, slot_ns=SLOT_NS))  # no resolution below 0
+    assert [x.h3_resolution for x, _ in lv] == [2]
