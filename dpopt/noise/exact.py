@@ -207,7 +207,9 @@ def _bit_mask(nn: np.ndarray) -> np.ndarray:
     float rounded up to a power of two (n − 1 ≥ 2^53); that one extra bit is then dropped."""
     n1 = nn - nn.dtype.type(1)
     _, e = np.frexp(n1.astype(float))
-    mask = ((np.uint64(1) << e.astype(np.uint64)) - np.uint64(1)).astype(nn.dtype)  # 1 << 64 is 0
+    ones = np.uint64(2**64 - 1)
+    mask = np.where(e >= 64, ones, (np.uint64(1) << np.minimum(e, 63).astype(np.uint64)) - np.uint64(1))
+    mask = mask.astype(nn.dtype)
     half = mask >> nn.dtype.type(1)
     return np.where(half >= n1, half, mask)
 
