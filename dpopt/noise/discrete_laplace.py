@@ -62,6 +62,7 @@ __all__ = [
     "discrete_laplace",
     "discrete_laplace_array",
     "discrete_laplace_rational",
+    "draw_grouped",
     "epsilon_rational_array",
     "epsilon_numerators",
     "grid_sensitivities",
