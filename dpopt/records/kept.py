@@ -41,8 +41,10 @@ def _empty() -> pd.DataFrame:
 class _PairLookup:
     """Row → its pair in ``table``, built once per pass (the per-chunk rebuild of a user index, a
     grid MultiIndex and the pair keys cost ≈ 1 s a chunk at 3.7·10^6 pairs). Grids are sorted by
-    (slot, cell), so the key (slot rank, cell rank) increases with the grid index; pairs are sorted
-    by (grid, user), so g·L + u increases with the pair index: three binary searches a row."""
+    (slot, cell), so the key (slot rank, cell rank) is unique per grid; pairs are unique in (grid,
+    user), so g·L + u is unique per pair: two binary searches on the few distinct slots and cells,
+    then two hash lookups (pandas' Index, built once: 10× faster than binary searches into the
+    3.7·10^6 pair keys of 10^8 records)."""
 
     def __init__(self, table: Aggregate) -> None:
         self.users = pd.Index(table.users)
@@ -50,8 +52,8 @@ class _PairLookup:
         self.slots, self.cells = np.unique(table.slots), np.unique(table.cells)
         if self.slots.size * max(self.cells.size, 1) >= 2**62 or table.n_grids * self.L >= 2**62:
             raise DpoptInputError("the contributions table is too large for the second pass (int64 keys)")
-        self.gkey = self._grid_key(table.slots, table.cells)[0]
-        self.pkey = table.pair_grid * self.L + table.pair_user
+        self.grids = pd.Index(self._grid_key(table.slots, table.cells)[0])
+        self.pairs = pd.Index(table.pair_grid * self.L + table.pair_user)
 
     def _grid_key(self, slot: np.ndarray, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         si = np.minimum(np.searchsorted(self.slots, slot), max(self.slots.size - 1, 0))
@@ -61,20 +63,12 @@ class _PairLookup:
         ok = (self.slots[si] == slot) & (self.cells[ci] == cell)
         return si.astype(np.int64) * self.cells.size + ci, ok
 
-    @staticmethod
-    def _find(sorted_keys: np.ndarray, key: np.ndarray) -> np.ndarray:
-        """Index of each key in ``sorted_keys`` or −1."""
-        if not sorted_keys.size:
-            return np.full(key.size, -1, dtype=np.int64)
-        i = np.minimum(np.searchsorted(sorted_keys, key), sorted_keys.size - 1)
-        return np.where(sorted_keys[i] == key, i, -1)
-
     def __call__(self, labels: np.ndarray, codes: np.ndarray, cell: np.ndarray, slot: np.ndarray) -> np.ndarray:
         """Index of each row's pair (−1 if absent: the input changed between passes)."""
         u = self.users.get_indexer(labels)[codes] if codes.size else codes
         key, ok = self._grid_key(slot, cell)
-        g = np.where(ok, self._find(self.gkey, key), -1)
-        p = self._find(self.pkey, g * self.L + u)
+        g = np.where(ok, self.grids.get_indexer(key), -1)
+        p = self.pairs.get_indexer(g * self.L + u)
         return np.where((u >= 0) & (g >= 0), p, -1)
 
 
