@@ -22,9 +22,10 @@ a record); the stream merges every :data:`COMPACT_EVERY` chunks (a tree, the sam
 Dask), so peak memory is bounded by the pairs × (1 + c), not by the records: Parquet is read one
 row group at a time (:mod:`.ingest`), and the first-c reduce (:func:`first_c`) writes into one
 preallocated output and sorts only the records of pairs over c, in blocks of
-:data:`SELECT_BLOCK`. Measured at 10^8 records / 3.7·10^6 pairs: tests/benchmarks/results/scale.md. Counts, keys and kept records are exact whatever the chunking;
-the float sums Σ S, Σ S² are sums of the same numbers in a tree whose shape is fixed by the chunk
-boundaries (identical when the chunks are; within float rounding otherwise).
+:data:`SELECT_BLOCK` (measured at 10^8 records / 3.7·10^6 pairs: tests/benchmarks/results/scale.md).
+Counts, keys and kept records are exact whatever the chunking; the float sums Σ S, Σ S² are sums
+of the same numbers in a tree whose shape is fixed by the chunk boundaries (identical when the
+chunks are; within float rounding otherwise).
 
 Ingestion hygiene (issue 22): after the whole input is read the run is refused
 (:func:`.ingest.check_dropped`) when more than ``max_dropped`` of the rows were dropped. The
