@@ -128,27 +128,10 @@ class _UserCodes:
         return np.where(na, -1, lcodes[safe]).astype(np.int64), na | missing[safe]
 
 
-def top_rows(gid: np.ndarray, timestamp: np.ndarray, value: np.ndarray, limit: Any) -> np.ndarray | None:
-    """Rows to keep (sorted indices) so that every group keeps its first ``limit`` rows by
-    (timestamp, value); ``limit`` a scalar or one per row (its group's); None: keep every row."""
-    size = np.bincount(gid)
-    big = size[gid] > limit
-    if not big.any():
-        return None
-    sub = np.flatnonzero(big)
-    g = gid[sub]
-    order = np.lexsort((value[sub], timestamp[sub], g))
-    gs = g[order]
-    rank = np.arange(gs.size) - np.searchsorted(gs, gs, side="left")
-    cap = limit if np.isscalar(limit) else np.asarray(limit)[sub][order]
-    keep = np.concatenate([np.flatnonzero(~big), sub[order[rank < cap]]])
-    keep.sort()
-    return keep
-
-
-def first_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs: int, c: int) -> Kept:
+def first_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs: int, c: Any) -> Kept:
     """The first ``c`` records by (timestamp, value) of every pair among ``pieces`` — (p, timestamp,
-    value) arrays with p in 0..n_pairs-1 — as one :class:`Kept` (the bounded top-c reduce).
+    value) arrays with p in 0..n_pairs-1 — as one :class:`Kept` (the bounded top-c reduce). ``c``
+    one limit for every pair, or an int array of one limit per pair (Γ_p of :func:`.kept_records`).
 
     Memory: the output is allocated once (Σ_p min(candidates_p, c) records); the records of pairs
     with at most c candidates are copied through unsorted, those of the other pairs are sorted in
@@ -159,7 +142,7 @@ def first_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs: in
     for p, _, _ in pieces:
         cand += np.bincount(p, minlength=n_pairs)
     big = cand > c
-    total = int(np.minimum(cand, c).sum())
+    total = int(np.minimum(cand, c).sum()) if n_pairs else 0
     out = Kept(p=np.empty(total, _pair_dtype(n_pairs)), timestamp=np.empty(total, np.int64), value=np.empty(total))
     pos = 0
     rows_big = []
@@ -179,7 +162,7 @@ def first_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs: in
 
 
 def _first_c_of_big(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], rows_big: list[np.ndarray],
-                    big: np.ndarray, cand: np.ndarray, c: int, out: Kept, pos: int) -> int:
+                    big: np.ndarray, cand: np.ndarray, c: Any, out: Kept, pos: int) -> int:
     """Write the first c records of every pair over c into ``out`` from ``pos``, block by block of
     pair ids (≈ :data:`SELECT_BLOCK` candidate records a block); returns the next position."""
     ids = np.flatnonzero(big)
@@ -196,7 +179,7 @@ def _first_c_of_big(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], row
         order = np.lexsort((bv, bt, bp))
         ps = bp[order]
         rank = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
-        keep = order[rank < c]
+        keep = order[rank < (c if np.isscalar(c) else c[ps])]
         k = keep.size
         out.p[pos:pos + k], out.timestamp[pos:pos + k], out.value[pos:pos + k] = bp[keep], bt[keep], bv[keep]
         pos += k

@@ -26,16 +26,12 @@ import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice
 from .aggregate import Aggregate, PairSamples
-from .contributions import BACKENDS, _UserCodes, top_rows, tree_stream
+from .contributions import BACKENDS, Kept, _UserCodes, _empty_samples, _pair_dtype, first_c, tree_stream
 from .grid import h3_cells, time_slots
 from .ingest import clean_chunk, iter_raw_chunks
 from .options import GridSpec, ReadOptions
 
 __all__ = ["kept_records"]
-
-
-def _empty() -> pd.DataFrame:
-    return pd.DataFrame({"p": np.empty(0, np.int64), "timestamp": np.empty(0, np.int64), "value": np.empty(0)})
 
 
 class _PairLookup:
@@ -73,29 +69,26 @@ class _PairLookup:
 
 
 def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions, lookup: _PairLookup,
-                gamma: np.ndarray) -> pd.DataFrame:
+                gamma: np.ndarray) -> Kept:
     """Map step: the rows of one raw chunk that may be among the first Γ_p of their pair p."""
     users = _UserCodes()
     chunk, _ = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range, timestamp_unit=read.timestamp_unit,
                            time_window=read.window_ns, users=users)
     if len(chunk) == 0:
-        return _empty()
+        return _empty_samples()
     cell = h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution)
     slot = time_slots(chunk.timestamp, grid.slot_ns)
     p = lookup(users.labels, np.asarray(chunk.user, dtype=np.int64), cell, slot)
     if np.any(p < 0):
         raise DpoptInputError("`records` changed between the two passes (a record has no pair in the table)")
     want = gamma[p] > 0
-    frame = pd.DataFrame({"p": p[want], "timestamp": chunk.timestamp[want], "value": chunk.value[want]})
-    return _merge([frame], gamma)
+    return _merge([Kept(p=p[want].astype(_pair_dtype(gamma.size)), timestamp=chunk.timestamp[want],
+                        value=chunk.value[want])], gamma)
 
 
-def _merge(parts: list[pd.DataFrame], gamma: np.ndarray) -> pd.DataFrame:
-    """Reduce step: keep the first Γ_p rows of every pair p among the parts'."""
-    frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
-    p = frame["p"].to_numpy(dtype=np.int64)
-    keep = top_rows(p, frame["timestamp"].to_numpy(), frame["value"].to_numpy(), gamma[p]) if p.size else None
-    return frame if keep is None else frame.iloc[keep].reset_index(drop=True)
+def _merge(parts: list[Kept], gamma: np.ndarray) -> Kept:
+    """Reduce step: keep the first Γ_p rows of every pair p among the parts' (:func:`first_c`)."""
+    return first_c([(k.p, k.timestamp, k.value) for k in parts], gamma.size, gamma)
 
 
 def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggregate, gamma: np.ndarray, *,
@@ -117,15 +110,15 @@ def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggrega
     if backend == "dask":
         from .dask_backend import dask_map_reduce
 
-        frame = dask_map_reduce(records, read, step, merge, client)
+        kept = dask_map_reduce(records, read, step, merge, client)
     else:
         chunks = iter_raw_chunks(records, columns=read.column_map(), chunksize=read.chunk_rows, sep=read.sep)
-        frame = tree_stream((step(raw) for raw in chunks), merge)
-    frame = _empty() if frame is None else frame
-    p = frame["p"].to_numpy(dtype=np.int64)
-    order = np.lexsort((frame["value"].to_numpy(), frame["timestamp"].to_numpy(), p))
+        kept = tree_stream((step(raw) for raw in chunks), merge)
+    kept = _empty_samples() if kept is None else kept
+    p = kept.p
+    order = np.lexsort((kept.value, kept.timestamp, p))
     offsets = np.zeros(table.n_pairs + 1, dtype=np.int64)
     np.cumsum(gamma, out=offsets[1:])
     if offsets[-1] != p.size:
         raise DpoptInputError("`records` changed between the two passes (fewer records than counted)")
-    return replace(table, samples=PairSamples(values=frame["value"].to_numpy(dtype=float)[order], offsets=offsets))
+    return replace(table, samples=PairSamples(values=kept.value[order], offsets=offsets))

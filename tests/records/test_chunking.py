@@ -65,16 +65,20 @@ def test_parquet_chunks_are_exact_whatever_the_row_groups(tmp_path, groups, rows
         assert np.array_equal(got["value"].to_numpy(), truth["value"].to_numpy())
 
 
+@pytest.mark.parametrize("per_pair", [False, True])
 @pytest.mark.parametrize("block", [1, 5, 10**6])
-def test_first_c_in_blocks_equals_brute_force(monkeypatch, block):
+def test_first_c_in_blocks_equals_brute_force(monkeypatch, block, per_pair):
+    """One limit c for all pairs, or one limit per pair (the second pass's Γ_p, zeros included)."""
     monkeypatch.setattr(MODULE, "SELECT_BLOCK", block)
     rng = np.random.default_rng(block)
-    n_pairs, c = 40, 3
+    n_pairs = 40
+    c = rng.integers(0, 6, n_pairs) if per_pair else 3
     pieces = [(rng.integers(0, n_pairs, m).astype(np.int32), rng.integers(0, 5, m), rng.integers(0, 3, m) / 2.0)
               for m in (0, 50, 120, 7)]  # many ties in (timestamp, value)
     kept = MODULE.first_c(pieces, n_pairs, c)
-    assert len(kept) == sum(min(sum(int((p == q).sum()) for p, _, _ in pieces), c) for q in range(n_pairs))
+    cap = np.broadcast_to(c, n_pairs)
+    assert len(kept) == sum(min(sum(int((p == q).sum()) for p, _, _ in pieces), cap[q]) for q in range(n_pairs))
     for q in range(n_pairs):
-        want = sorted((int(t), float(v)) for p, ts, vs in pieces for pp, t, v in zip(p, ts, vs) if pp == q)[:c]
+        want = sorted((int(t), float(v)) for p, ts, vs in pieces for pp, t, v in zip(p, ts, vs) if pp == q)[:cap[q]]
         got = sorted(zip(kept.timestamp[kept.p == q].tolist(), kept.value[kept.p == q].tolist()))
         assert got == want
