@@ -26,7 +26,8 @@ class UsersByGrids:
     """The shape of an L × G array over users (rows ℓ) and grids (columns g).
 
     Shared by :class:`Occupancy` (the counts m_{g,ℓ}) and :class:`dpopt.plan.GridPlan` (the
-    retained Γ_{ℓ,g}); a subclass names the attribute holding its array in ``_users_by_grids``.
+    retained Γ_{ℓ,g}); a subclass names the attribute holding its array in ``_users_by_grids``
+    (default ``"matrix"``, Occupancy's).
     """
 
     _users_by_grids = "matrix"
