@@ -31,7 +31,15 @@ measured for that statistic):
   records), ``sumsq`` (noisy Σ (x − centre)²); ``centre`` = U/2.
 * ``public-occupancy``: ``mean`` and ``variance`` (the CLIP estimates (6)-(7) with noise, the
   denominators public), each with the worst-case clipping bias bound of seed 002 eq. (11)-(13) in
-  :attr:`Statistic.bias_bound`.
+  :attr:`Statistic.bias_bound`. ``public`` per node: the counts (``n_users``, ``n_records``,
+  ``max_user_records``, ``n_users_retained``, ``n_records_retained``), ``released``, the
+  sensitivities (``mean_sensitivity``, ``variance_sensitivity``), the plan's budgets
+  (``budget_mean``, ``budget_variance``, their sum ``budget``), ``array_length`` and ``noise_abs``
+  (the sampler's exact E|noise| of both statistics plus their output roundings). ``info``:
+  ``criterion`` (which bound is published), ``plan``, ``user_spend`` (every user's exact spend),
+  ``summary`` (the model's public facts for summary.json) and, for plan="hierarchy", ``hierarchy``.
+  The direct estimate needs only ``statistics``, ``public`` (``released``, sensitivities, budgets,
+  ``noise_abs``), ``bound`` and ``info["criterion"]``.
 """
 
 from __future__ import annotations

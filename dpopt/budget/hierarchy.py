@@ -42,9 +42,9 @@ import scipy.sparse as sp
 from .._validation import _fail, check_bound, check_epsilon
 from ..occupancy import Occupancy
 from ..plan import GridPlan
-from ..solve import ModelBuilder, Status, solve
+from ..solve import ModelBuilder, Status
 from .configs import ConfigTable, budget_ladder, cap_table, config_table
-from .planner import make_criterion
+from .planner import make_criterion, solve_by_deadline
 
 __all__ = ["NodeTable", "HierarchyPlan", "node_table", "plan_hierarchy", "hierarchy_ancestors",
            "hierarchy_objective", "brute_force_hierarchy"]
@@ -293,7 +293,8 @@ def plan_hierarchy(occ: Occupancy, ancestors: Any, bound: float, epsilon_total: 
         As in :func:`dpopt.budget.plan_budget` (``target`` τ: a scalar, in data units).
     method : {"milp", "greedy"}
     time_limit : float or None
-        Seconds for the MILP.
+        Seconds for the MILP, a hard bound (:func:`dpopt.budget.planner.solve_by_deadline`: a large
+        model's solver process is killed; the greedy choice is then kept, status ``time_limit``).
     """
     t0 = time.perf_counter()
     U = check_bound(bound)
@@ -312,17 +313,19 @@ def plan_hierarchy(occ: Occupancy, ancestors: Any, bound: float, epsilon_total: 
     status, gap, info = Status.HEURISTIC, math.nan, {"n_configs": int(table.cfg_gc.size)}
     if method == "milp":
         model, delta = _model(nodes, table, eps)
-        res = solve(model, time_limit=time_limit, warm_start=_point(nodes, table, choice))
-        info.update(solve={"status": str(res.status), "objective": res.objective, "bound": res.bound},
-                    delta=delta, model=model)
-        if res.x is not None:
+        deadline = None if time_limit is None else time.perf_counter() + time_limit
+        res = solve_by_deadline(model, _point(nodes, table, choice), deadline, info)  # hard limit
+        if res is not None:
+            info["solve"].update(objective=res.objective, bound=res.bound)
+        info.update(delta=delta, model=model)
+        if res is not None and res.x is not None:
             y = np.asarray(res.x[: table.cfg_gc.size]) > 0.5  # the y block comes first
             cand = -np.ones(nocc.n_grids, dtype=np.int64)
             cand[table.cfg_grid[y]] = np.flatnonzero(y)
             if hierarchy_objective(nodes, cand >= 0)[1] <= g_coarse:
                 choice = cand
-        status = res.status
-        gap = 0.0 if status is Status.OPTIMAL else res.gap
+        status = Status.TIME_LIMIT if res is None else res.status
+        gap = 0.0 if status is Status.OPTIMAL else (math.nan if res is None else res.gap)
     return _result(nodes, table, crit, choice, eps, status, gap, g_coarse, info, t0)
 
 

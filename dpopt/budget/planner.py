@@ -34,6 +34,7 @@ from .configs import CapTable, budget_ladder, cap_table, config_table
 from .errors import CRITERIA, Criterion, StatisticBounds
 from .frontier import BudgetFrontier, knee_target
 from .greedy import Assignment, greedy_assignment
+from .isolated import BACKSTOP_SECONDS, solve_isolated
 from .milp import build_budget_model
 from .noise import LaplaceNoise, NoiseModel
 
@@ -47,11 +48,18 @@ DEFAULT_TAUS = 16
 FRONTIER_SHARE = 0.5
 #: the MILP is skipped when less time than this is left
 MIN_MILP_SECONDS = 1.0
-#: the MILP is skipped when it would have more columns than this many per second left (building
-#: and solving 4.5e5 columns took ≈ 30 s on the full Austin data; a 1e5-grid model is ≈ 3e6)
-MILP_COLUMNS_PER_SECOND = 20_000
-#: share of the time left given to HiGHS on large models (it overshoots its limit there)
+#: the MILP is skipped when it would have more columns than this many per second left. Measured
+#: (issue 24.4, 2 shared cores): no time-limited solve of ≥ 1.1e5 columns improved the greedy within
+#: a minute — HiGHS's presolve and MIP set-up alone took 11 s+ (1.1e5 columns, killed), 40-110 s
+#: (1.9e5) and ≈ 30 s (4.5e5, full Austin); with 300 s the Austin MILP gained 1-2 grids. At 5,000/s
+#: the default release (25 s) tries the MILP up to ≈ 6e4 columns and a 300 s plan up to 1.5e6.
+MILP_COLUMNS_PER_SECOND = 5_000
+#: share of the time left given to HiGHS on large models (its interrupt callback fires there)
 SOLVE_SHARE = 0.6
+#: share of the time left after which a large model's solver process is killed (hard limit)
+KILL_SHARE = 0.9
+#: models with more columns are solved in a child process that can be killed (:mod:`.isolated`)
+ISOLATE_COLUMNS = 2000
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,7 +250,9 @@ def plan_budget(
         passes stop at :data:`FRONTIER_SHARE` of it (the knee is then taken on the τ reached,
         ``info["frontier"].complete`` is False), the greedy stops trying further ladder levels at
         the limit, and the MILP gets what remains (skipped, status ``time_limit``, with less than
-        :data:`MIN_MILP_SECONDS` left).
+        :data:`MIN_MILP_SECONDS` or more than :data:`MILP_COLUMNS_PER_SECOND` columns per second
+        left). HiGHS is interrupted at its deadline, and a large model's solver process is killed
+        at :data:`KILL_SHARE` of the time left (:mod:`.isolated`), so the limit is a hard bound.
     progress : bool
         Show a tqdm progress bar over the stages.
     frontier : bool
@@ -362,29 +372,26 @@ def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: A
     bm = build_budget_model(occ, table, eps, w)
     info.update(n_cols=bm.model.num_cols, n_rows=bm.model.num_rows, nnz=int(bm.model.A.nnz),
                 model=bm.model)  # export: dpopt.solve.write_model(bp.info["model"], "budget.mps")
-    large = bm.model.num_cols > 2000
-    if deadline is not None:  # HiGHS overshoots its limit on large models (the IPM root): keep a margin
-        left = max(MIN_MILP_SECONDS / 2, (deadline - time.perf_counter()) * (SOLVE_SHARE if large else 1.0))
+    large = bm.model.num_cols > ISOLATE_COLUMNS
     warm = bm.point(greedy)
     info["warm_start_violation"] = bm.model.max_violation(warm)
     # the root LP of large instances is degenerate for dual simplex: use the interior point, after
     # presolve (full Austin data, 4.5e5 columns: 0.7 GiB peak and 28 s for a 20 s limit, against
     # 1.6 GiB / 61 s without presolve and 1.9 GiB / 90 s with dual simplex; issue 24.4)
-    opts = {"mip_lp_solver": "ipm"} if large else None
-    res = solve(bm.model, time_limit=left, warm_start=warm, options=opts)
-    info["solve"] = {"status": str(res.status), "raw": res.raw_status, "time": res.solve_time, **res.info}
+    res = solve_by_deadline(bm.model, warm, deadline, info, options={"mip_lp_solver": "ipm"} if large else None)
     best = greedy
     gcov = greedy.coverage(w)
-    if res.x is not None:
+    if res is not None and res.x is not None:
         cand = bm.assignment(res.x)
         if cand.coverage(w) >= gcov:
             best = cand
-    status = res.status
+    status = Status.TIME_LIMIT if res is None else res.status
+    res_bound = math.nan if res is None else float(res.bound)
     # bounds valid without the solver: every feasible grid released; the aggregate knapsack
     agg_bound = bm.aggregate_bound(w, eps)
     info["aggregate_bound"] = agg_bound
     trivial = min(float(w[np.unique(table.cfg_grid)].sum()), agg_bound)
-    cbound = min(float(res.bound), trivial) if math.isfinite(res.bound) else trivial
+    cbound = min(res_bound, trivial) if math.isfinite(res_bound) else trivial
     if np.all(w == np.round(w)):  # integral weights: the coverage is an integer
         cbound = math.floor(cbound + 1e-9)
     cov = best.coverage(w)
@@ -393,6 +400,37 @@ def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: A
     else:
         gap = (cbound - cov) / max(1.0, cov) if math.isfinite(cbound) else math.nan
     return best, status, gap, cbound
+
+
+def solve_by_deadline(model: Any, warm: np.ndarray, deadline: float | None, info: dict,
+                      options: dict | None = None) -> Any:
+    """Solve a planner MILP within ``deadline``; ``None`` when the isolated solve was killed.
+
+    Without a deadline: in this process, no limit. With one, HiGHS's interrupt callback fires at
+    the deadline (models of ≤ :data:`ISOLATE_COLUMNS` columns: all the time left, in this process;
+    larger ones: :data:`SOLVE_SHARE` of it, in a child process killed at :data:`KILL_SHARE` of it,
+    :mod:`.isolated`: HiGHS does not check interrupts in presolve and the MIP set-up), so the
+    deadline is a hard bound; the rest is left for assembling the plan. Sets ``info["solve"]``.
+    """
+    large = model.num_cols > ISOLATE_COLUMNS
+    if deadline is None:
+        res = solve(model, warm_start=warm, options=options)
+    else:
+        now = time.perf_counter()
+        left = max(MIN_MILP_SECONDS / 2, (deadline - now) * (SOLVE_SHARE if large else 1.0))
+        if not large:
+            res = solve(model, time_limit=left + BACKSTOP_SECONDS, warm_start=warm, options=options,
+                        deadline=now + left)
+        else:
+            kill_at = max(now + left, now + (deadline - now) * KILL_SHARE)
+            res, run = solve_isolated(model, deadline=now + left, kill_at=kill_at, options=options, warm_start=warm)
+            info["isolated"] = dataclasses.asdict(run)
+            if res is None:
+                info["solve"] = {"status": "killed", "time": run.seconds,
+                                 "reason": f"no answer {kill_at - now:.2f} s into the solve (hard time limit)"}
+                return None
+    info["solve"] = {"status": str(res.status), "raw": res.raw_status, "time": res.solve_time, **res.info}
+    return res
 
 
 def _milp_columns(occ: Occupancy, table: Any) -> int:

@@ -3,7 +3,9 @@
 Post-processing only: nothing here sees records. One entry, :func:`estimate`, and a registry of
 methods (name → ``f(measurements, *, confidence) -> Estimates``):
 
-* ``"direct"`` (:mod:`.direct`): each node from its own noisy statistics, with error bounds;
+* ``"direct"`` (:mod:`.direct`): each node from its own noisy statistics, with error bounds (both
+  models: ``user``'s ratio estimates; ``public-occupancy``'s CLIP values with their noise and
+  worst-case bounds and seed 002's E_g, :func:`.direct.clip_error_bounds`);
 * ``"pooled"`` (:mod:`.pooling`): empirical-Bayes shrinkage toward the map-wide values (``user``);
 * ``"hierarchical"`` (:mod:`.hierarchical`, issue 21): tree GLS and empirical Bayes over the
   measured levels (:func:`dpopt.userdp.levels.measure_levels`).

@@ -17,9 +17,21 @@ is published only where its interval clipped to the range is narrower than [0, U
 reason and ``variance``, its bound and ``variance_raw`` are NaN (post-processing: a function of the
 published value and bound only).
 
-``public-occupancy``: the CLIP estimates are already means and variances; the direct estimate is
-their post-processing into the range with the error bounds the model computed
-(:mod:`dpopt.privacy.public_occupancy`).
+``public-occupancy`` (seed 002, models/release.md): the noisy CLIP mean μ̃ and variance Ṽ of each
+grid are already estimates; published post-processed into [0, U] and [0, U²/4] with the raw values
+kept. From the Measurements alone (each statistic's noise law — family, scale s per grid, lattice λ —,
+its clipping-bias bound β, and the public sensitivities Δ, budgets b and the sampler's E|noise|):
+
+* per statistic, at confidence q (:func:`clip_error_bounds`), ``noise``: s·F(q) + slack with
+  F(q) = ln(1/(1 − q)) (Laplace) or Φ⁻¹((1 + q)/2) (Gaussian) and slack λ (discrete Laplace) or
+  1.5λ (discrete Gaussian), 0 for the continuous laws (the lattice tails and the output rounding,
+  argued beside :func:`clip_error_bounds`); ``worst_case``: that plus β (seed 002 Thm IV.1, IV.2
+  with ERRATA E1). The model's ``criterion`` names the published one; both are kept;
+* seed 002's worst-case error E_g (:func:`clip_worst_case_errors`, eq. (11)-(13)):
+  β_μ + β_Var + c·(Δ_μ/s_μ(b_μ) + Δ_Var/s_Var(b_Var)) with the plan's budgets (Laplace Δ/b, c = 1;
+  Gaussian Δ/√(2ρ), c = √(2/π)), and the same with the sampler's exact E|noise| and roundings.
+
+Unreleased grids get NaN bounds (E_g = ∞). The variance is withheld as for ``user``.
 """
 
 from __future__ import annotations
@@ -27,12 +39,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError
+from ..budget.noise import GaussianNoise, LaplaceNoise
 from ..measurements import Estimates, Measurements, NoiseLaw
 from ..privacy.options import check_confidence
 from ..userdp.mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation
 
-__all__ = ["direct", "abs_quantile", "check_confidence", "variance_interval_informative", "VARIANCE_WITHHELD_REASON"]
+__all__ = ["direct", "abs_quantile", "check_confidence", "variance_interval_informative", "VARIANCE_WITHHELD_REASON",
+           "clip_error_bounds", "clip_worst_case_errors"]
 
 #: the row's reason when the variance interval is the whole range (same words as the GLS estimator)
 VARIANCE_WITHHELD_REASON = "interval not narrower than the range [0, U^2/4]"
@@ -107,21 +120,88 @@ def _table(m: Measurements, mean_raw: np.ndarray, var_raw: np.ndarray, err_mean:
     })
 
 
-def _public_occupancy_direct(m: Measurements, q: float) -> pd.DataFrame:
-    """The CLIP estimates post-processed into the range; error bounds as the model states them
-    (``info["error_bounds"]``: per statistic and criterion, computed at ``info["confidence"]``)."""
-    if q != m.info["confidence"]:
-        raise DpoptInputError(f"`confidence` = {q!r} differs from the {m.info['confidence']!r} the "
-                              "public-occupancy measurements were bounded at")
-    crit = m.info["criterion"]
-    b = m.info["error_bounds"]
-    return _table(m, m.statistics["mean"].value, m.statistics["variance"].value, b[f"mean_{crit}"],
-                  b[f"variance_{crit}"], extra={}, released=m.info["released"])
+def _laplace(m: Measurements) -> bool:
+    return m.statistics["mean"].law.family.endswith("laplace")
+
+
+def clip_error_bounds(m: Measurements, confidence: float) -> dict[str, np.ndarray]:
+    """Per grid of a ``public-occupancy`` ``m`` and statistic (mean, variance), bounds on
+    |released − statistic| holding with probability ≥ q each (keys ``{stat}_noise``,
+    ``{stat}_worst_case``; NaN where not released).
+
+    ``noise``: the q-quantile of |noise| at the scale s drawn (Laplace: s·ln(1/(1 − q));
+    Gaussian: s·Φ⁻¹((1 + q)/2)) plus, for the exact samplers on λ·ℤ, a slack that makes it a bound
+    for the lattice noise and the output rounding (λ/2):
+
+    * discrete Laplace, r = e^{−1/t} (t the scale in lattice units), y₀ = t·ln(1/(1 − q)):
+      P(|Z| > y₀ + ½) = 2r^{⌊y₀+½⌋+1}/(1 + r) ≤ r^{y₀}·2√r/(1 + r) ≤ r^{y₀} = 1 − q (AM–GM), so
+      |released − f| ≤ λ(y₀ + ½) + λ/2 = λy₀ + λ;
+    * discrete Gaussian, y₀ = σ_Z·Φ⁻¹((1 + q)/2): for k ≥ 1, Σ_{z≥k} e^{−z²/2σ²} ≤ ∫_{k−1}^∞ and the
+      normaliser Σ_z e^{−z²/2σ²} ≥ √(2π)σ (Poisson summation), so P(|Z| ≥ k) ≤ P(|N| ≥ k − 1) and
+      P(|Z| > y₀ + 1) ≤ P(|N| ≥ ⌊y₀ + 1⌋) ≤ 1 − q: |released − f| ≤ λy₀ + λ + λ/2.
+
+    This bounds the error against the statistic of the kept records. ``worst_case``: that plus the
+    worst-case clipping bias of the kept set against the statistic of all records (the statistic's
+    ``bias_bound``, seed 002 Thm IV.1, Thm IV.2 corrected by ERRATA E1) — it holds for any data.
+    """
+    q = check_confidence(confidence)
+    laplace = _laplace(m)
+    factor = (LaplaceNoise if laplace else GaussianNoise).factor(q)
+    ok = m.public["released"].to_numpy(dtype=bool)
+    out: dict[str, np.ndarray] = {}
+    for stat in ("mean", "variance"):
+        s = m.statistics[stat]
+        slack = s.law.lattice * (1.0 if laplace else 1.5)  # 0 for the continuous laws
+        noise = np.nan_to_num(s.law.scale) * factor + slack
+        out[f"{stat}_noise"] = np.where(ok, noise, np.nan)
+        out[f"{stat}_worst_case"] = np.where(ok, noise + s.bias_bound, np.nan)
+    return out
+
+
+def clip_worst_case_errors(m: Measurements) -> tuple[np.ndarray, np.ndarray]:
+    """Per grid of a ``public-occupancy`` ``m``, seed 002's worst-case error E_g = biases +
+    E|noise of μ| + E|noise of Var| (eq. (11)-(13) with the plan's budgets: Laplace Δ/ε, Gaussian
+    √(2/π)·Δ/√(2ρ)) and the same with the sampler's exact E|noise| and roundings (public
+    ``noise_abs``); ∞ where not released."""
+    pub = m.public
+    bias = m.statistics["mean"].bias_bound + m.statistics["variance"].bias_bound
+    d_mu, d_var = pub["mean_sensitivity"].to_numpy(float), pub["variance_sensitivity"].to_numpy(float)
+    b_mu, b_var = pub["budget_mean"].to_numpy(float), pub["budget_variance"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if _laplace(m):
+            scale_mu, scale_var, factor = d_mu / b_mu, d_var / b_var, 1.0
+        else:
+            scale_mu, scale_var = d_mu / np.sqrt(2.0 * b_mu), d_var / np.sqrt(2.0 * b_var)
+            factor = float(np.sqrt(2.0 / np.pi))
+    noise = factor * (np.nan_to_num(scale_mu) + np.nan_to_num(scale_var))
+    ok = pub["released"].to_numpy(dtype=bool)
+    return np.where(ok, bias + noise, np.inf), np.where(ok, bias + pub["noise_abs"].to_numpy(float), np.inf)
+
+
+def _public_occupancy_direct(m: Measurements, q: float) -> tuple[pd.DataFrame, dict]:
+    """The CLIP estimates post-processed into the range with the ``criterion``'s bounds (module
+    doc); both criteria's bounds, the variance in range before withholding and E_g beside them;
+    the summary's headline bounds in the returned dict."""
+    crit = m.info.get("criterion", "noise")
+    b = clip_error_bounds(m, q)
+    errors, released_errors = clip_worst_case_errors(m)
+    mean_raw, var_raw = m.statistics["mean"].value, m.statistics["variance"].value
+    U = m.bound
+    extra = {**{f"{s}_error_bound_{c}": b[f"{s}_{c}"] for s in ("mean", "variance") for c in ("noise", "worst_case")},
+             "variance_in_range": np.clip(var_raw, 0.0, U * U / 4.0), "error_bound": errors,
+             "error_bound_released": released_errors}
+    table = _table(m, mean_raw, var_raw, b[f"mean_{crit}"], b[f"variance_{crit}"], extra=extra,
+                   released=m.public["released"].to_numpy(dtype=bool))
+    finite = errors[np.isfinite(errors)]
+    summary = {"error_bound": float(finite.max()) if finite.size else float("inf"),
+               "error_bound_released": float(np.max(released_errors[np.isfinite(released_errors)], initial=0.0)),
+               "criterion": crit, "confidence": q, "released_grids": int(np.isfinite(errors).sum())}
+    return table, {"summary": summary, "error_bounds": b}
 
 
 def direct(m: Measurements, *, confidence: float = 0.95) -> Estimates:
     """Direct estimates of every measured node of ``m`` (module doc)."""
     q = check_confidence(confidence)
-    table = _user_direct(m, q) if m.privacy_model == "user" else _public_occupancy_direct(m, q)
+    table, info = (_user_direct(m, q), {}) if m.privacy_model == "user" else _public_occupancy_direct(m, q)
     answers = m.finest.copy() if len(m.finest.columns) else pd.DataFrame({"node": np.arange(m.n_nodes)})
-    return Estimates(table=table, answers=answers, confidence=q, method="direct", measurements=m)
+    return Estimates(table=table, answers=answers, confidence=q, method="direct", measurements=m, info=info)

@@ -7,10 +7,11 @@
    within τ, every user's Σ_{published n ∋ user} ε_n ≤ ε_total.
 2. :func:`node_aggregate`: the contributions of the published nodes. A node's pair (user ℓ, node n)
    holds ℓ's records in the finest grids below n (count, sum, sum of squares added).
-3. (in :mod:`.public_occupancy`) the existing release (``release_aggregate``) on that node
+3. (in :mod:`.public_occupancy`) the model's measurement (``measure_release``) on that node
    aggregate with the plan restricted to the published nodes as a ready
    :class:`~dpopt.plan.GridPlan`: the CLIP mechanism per node (:func:`dpopt.mechanisms.release_grids`,
-   the exact samplers), the error bounds, the exact per-user spend recounted and checked ≤ the total.
+   the exact samplers), the exact per-user spend recounted and checked ≤ the total; the node table
+   and the answers join the Measurements. The error bounds are the estimation layer's.
 
 Truncation to the cap keeps a user's *first* Γ = min(m, c_n) records of the node: its finest pairs
 in the public grid order (slot, then cell), each pair's records in the order of
@@ -207,15 +208,6 @@ class PreparedHierarchy:
     def truncated_sums(self, finest_sums: TruncatedSums | None) -> TruncatedSums:
         """Node-pair truncated sums (module doc) from the finest pairs' samples or ``finest_sums``."""
         return _node_truncated_sums(self.finest, self.expansion, finest_sums)
-
-    def table(self, table: pd.DataFrame) -> pd.DataFrame:
-        """The release table with ``slot_end``, ``h3_resolution`` and ``level`` of every node."""
-        nodes = self.tables["nodes"]
-        out = table.copy()
-        out.insert(3, "slot_end", slot_strings(nodes["slot"].to_numpy() + nodes["slot_ns"].to_numpy()))
-        out.insert(4, "h3_resolution", nodes["h3_resolution"].to_numpy())
-        out.insert(5, "level", nodes["level"].to_numpy())
-        return out
 
     def summary_fields(self) -> dict[str, Any]:
         """The summary's counts of the finest data and the coverage of the plan (public)."""

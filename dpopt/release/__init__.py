@@ -18,16 +18,16 @@ from ..noise.sources import integer_source
 from ..privacy.contributions import InputOptions, contributions
 from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget
 from ..privacy.planners import baseline_plan, greedy_plan, milp_plan, pseudo_user_plan
-from ..privacy.public_occupancy import PublicOccupancyOptions, ReleaseResult, ReleaseSummary, plan_release, \
-    release_aggregate
+from ..privacy.public_occupancy import PublicOccupancyOptions, plan_release
 from ..privacy.user import UserOptions
 from ..records.aggregate import Aggregate
 from ..records.data import austin_sample_path, load_austin_sample
 from ..records.ingest import ColumnMap, IngestReport, read_records
 from ..writers import write_release
 from ..writers.public_occupancy import write_report
+from ..writers.public_occupancy_result import ReleaseResult, ReleaseSummary
 from ..writers.user import UserRelease, UserReleaseSummary, write_user_release
-from .release import EstimationOptions, check_options, release, release_user
+from .release import EstimationOptions, check_options, release, release_aggregate, release_user
 
 __all__ = [
     "release",

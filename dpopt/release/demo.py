@@ -12,7 +12,8 @@ def demo(out: TextIO) -> None:
     from ..records.data import EXAMPLE_BOUND, austin_sample_path
     from ..privacy.contributions import contributions
     from ..privacy.options import Budget, NoiseOptions, PerGridBudget
-    from ..privacy.public_occupancy import PublicOccupancyOptions, release_aggregate
+    from ..privacy.public_occupancy import PublicOccupancyOptions
+    from .release import release_aggregate
 
     agg, ingest = contributions(austin_sample_path(), bound=EXAMPLE_BOUND)
     seeded = NoiseOptions(seed=0)

@@ -12,9 +12,10 @@ The layers it composes, top to bottom: records are read once through
 contributions table; the privacy model named by the *type* of ``model`` measures it
 (:class:`~dpopt.privacy.user.UserOptions` → :func:`dpopt.privacy.user.measure`,
 :class:`~dpopt.privacy.public_occupancy.PublicOccupancyOptions` →
-:func:`dpopt.privacy.public_occupancy.release_aggregate`), so a model cannot receive the other
+:func:`dpopt.privacy.public_occupancy.measure_release`), so a model cannot receive the other
 model's options; estimation (:func:`dpopt.estimation.estimate`) turns the measurements into
-estimates; the writers (:mod:`dpopt.writers`) format and write them. Every option object validates
+estimates; the writers (:mod:`dpopt.writers`) format and write them. :func:`release_user` and
+:func:`release_aggregate` run the same three steps on a contributions table. Every option object validates
 itself when it is built, and :func:`check_options` checks the combination, before any record is
 read.
 """
@@ -29,18 +30,22 @@ from .._validation import DpoptInputError, check_bound, check_choice
 from ..estimation import ESTIMATORS, estimate
 from ..privacy.contributions import InputOptions, contributions, truncated_reader
 from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget, check_confidence
-from ..privacy.public_occupancy import PublicOccupancyOptions, ReleaseResult, default_plan, release_aggregate, \
-    to_privacy_budget
+from ..plan import GridPlan
+from ..privacy.contributions import TruncatedSums
+from ..privacy.budgets import PrivacyBudget
+from ..privacy.public_occupancy import PublicOccupancyOptions, default_plan, measure_release, to_privacy_budget
 from ..privacy.public_occupancy import _check_noise_options as _check_public_noise
 from ..privacy.user import UserOptions, measure
 from ..privacy.user_multires import measure_multires
 from ..records.aggregate import Aggregate
+from ..records.ingest import IngestReport
 from ..userdp.bounding import check_lattice_capacity
 from ..userdp.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
+from ..writers.public_occupancy_result import ReleaseResult, public_occupancy_release
 from ..writers.user import UserRelease, multires_release, user_release
 
-__all__ = ["EstimationOptions", "ModelOptions", "release", "release_user", "check_options"]
+__all__ = ["EstimationOptions", "ModelOptions", "release", "release_user", "release_aggregate", "check_options"]
 
 #: the privacy model's options; their type chooses the model
 ModelOptions = Union[UserOptions, PublicOccupancyOptions]
@@ -123,6 +128,45 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
     return release_aggregate(agg, budget, model, bound=U, noise=noise, confidence=estimation.confidence,
                              ingest=ingest, truncated_sums=truncated_reader(records, bound=U, io=io) if second_pass
                              else None, timings={"aggregate": time.perf_counter() - t0}, progress=io.progress)
+
+
+def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBudget,
+                      options: PublicOccupancyOptions = PublicOccupancyOptions(), *, bound: float | None = None,
+                      noise: NoiseOptions = NoiseOptions(), confidence: float = 0.95,
+                      ingest: IngestReport | None = None, truncated_sums: TruncatedSums | None = None,
+                      timings: dict[str, float] | None = None, progress: bool = False) -> ReleaseResult:
+    """The ``public-occupancy`` model on a contributions table: measure
+    (:func:`dpopt.privacy.public_occupancy.measure_release`), estimate (direct, at ``confidence``,
+    from the Measurements only), check ``options.error_bound`` on seed 002's worst-case errors,
+    format (:func:`dpopt.writers.public_occupancy_result.public_occupancy_release`).
+
+    ``bound`` defaults to the U the aggregate was clipped with and must equal it when given;
+    ``options.plan`` is a planner name or a ready :class:`GridPlan` for this aggregate.
+    """
+    run = measure_release(agg, budget, options, bound=bound, noise=noise, confidence=confidence,
+                          truncated_sums=truncated_sums, timings=timings, progress=progress)
+    t0 = time.perf_counter()
+    est = estimate(run.measurements, method="direct", confidence=confidence)
+    _check_error_bound(est.table["error_bound"].to_numpy(), options.error_bound, run.measurements.info["plan"])
+    times = {**run.timings, "estimate": time.perf_counter() - t0}
+    ingest = ingest or IngestReport()
+    diagnostics = {"timings": {key: round(v, 4) for key, v in times.items()}, "ingest": ingest.as_dict()}
+    return public_occupancy_release(run.measurements, est, contributions=run.contributions, grids=run.grids,
+                                    ingest=ingest, diagnostics=diagnostics)
+
+
+def _check_error_bound(errors: Any, error_bound: float | None, plan: GridPlan) -> None:
+    """``error_bound`` E (a model option the planners plan for) holds in every grid: seed 002's
+    worst-case error E_g (∞ where withheld) of the estimates, a function of the plan alone."""
+    import numpy as np
+
+    worst = float(np.max(errors)) if errors.size else 0.0
+    if error_bound is not None and worst > float(error_bound) * (1 + 1e-9):
+        raise DpoptInputError(
+            f"`error_bound` = {float(error_bound):g} cannot be met: plan {plan.method!r} "
+            f"(status {plan.status}) leaves a grid with worst-case error {worst:.6g}; raise the error "
+            "bound or omit it (default: BASELINE's largest grid error)"
+        )
 
 
 def _is_frame(records: Any) -> bool:

@@ -166,6 +166,7 @@ def solve_highs(
     options: Mapping[str, Any] | None = None,
     warm_start: np.ndarray | None = None,
     verbose: bool = False,
+    deadline: float | None = None,
 ) -> SolveResult:
     """Solve ``model`` with HiGHS.
 
@@ -184,6 +185,12 @@ def solve_highs(
         Print HiGHS's log (off by default, so that dpopt never writes to stdout unasked).
     warm_start : ndarray, optional
         A feasible point handed to the MIP solver as its first incumbent.
+    deadline : float, optional
+        A :func:`time.perf_counter` instant at which HiGHS is interrupted through its simplex, IPM
+        and MIP interrupt callbacks (:func:`_interrupt_at`); ``time_limit`` is then HiGHS's own
+        limit, a backstop. An interrupt at the deadline is reported as ``time_limit`` (with the
+        incumbent, bound and gap) and ``info["interrupted"] = 1``. HiGHS checks these callbacks
+        only where it iterates: presolve and the MIP set-up before the root LP are not interrupted.
     """
     t0 = time.perf_counter()
     h = _highs_for(model, options, time_limit, verbose=verbose)
@@ -194,12 +201,15 @@ def solve_highs(
         sol.col_value = list(np.asarray(warm_start, float))
         sol.value_valid = True
         h.setSolution(sol)
+    fired = _interrupt_at(h, deadline) if deadline is not None else [False]
     h.run()
     elapsed = time.perf_counter() - t0
     raw = h.getModelStatus()
     status = _STATUS.get(raw, Status.ERROR if raw in (_MS.kLoadError, _MS.kModelError,
                                                        _MS.kPresolveError, _MS.kSolveError,
                                                        _MS.kPostsolveError) else Status.UNKNOWN)
+    if fired[0] and status is Status.INTERRUPTED:  # our deadline, not the user's Ctrl-C
+        status = Status.TIME_LIMIT
     info = h.getInfo()
     sol = h.getSolution()
     has_primal = bool(info.primal_solution_status >= 2) or (
@@ -242,8 +252,27 @@ def solve_highs(
         info={
             "simplex_iterations": float(info.simplex_iteration_count),
             "mip_nodes": float(getattr(info, "mip_node_count", 0)),
+            "interrupted": float(fired[0]),
         },
     )
+
+
+def _interrupt_at(h: highspy.Highs, deadline: float) -> list[bool]:
+    """Interrupt ``h`` at the first simplex/IPM/MIP interrupt check at or after ``deadline``.
+
+    Returns a one-element list that becomes ``[True]`` when the callback interrupted the solve.
+    """
+    fired = [False]
+
+    def check(event: Any) -> None:
+        if time.perf_counter() >= deadline:
+            fired[0] = True
+            event.interrupt()
+
+    h.cbSimplexInterrupt += check
+    h.cbIpmInterrupt += check
+    h.cbMipInterrupt += check
+    return fired
 
 
 def write_model(model: LinearModel, path: str | Path) -> Path:

@@ -23,7 +23,7 @@ __all__ = ["write_release", "extra_files", "check_out", "write_atomically", "fol
 def write_release(result: Any, out: str | Path, *, make_map: bool = True, overwrite: bool = False,
                   unit: str | None = None) -> dict[str, Path]:
     """Write ``result`` (a :class:`~dpopt.writers.user.UserRelease` or a
-    :class:`~dpopt.privacy.public_occupancy.ReleaseResult`) into folder ``out`` atomically; returns
+    :class:`~dpopt.writers.public_occupancy_result.ReleaseResult`) into folder ``out`` atomically; returns
     key -> path of every file. ``unit`` labels the values in summary.json and report.html."""
     from .user import UserRelease, write_user_release
 

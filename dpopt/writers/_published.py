@@ -4,7 +4,7 @@ unit, the privacy statement in words and numbers.
 
 Everything here is post-processing of published data: the writers built on it (report.html, the
 print figures, the console summary) cannot leak more than release.csv and summary.json already do.
-Both privacy models are read (``public-occupancy``: :class:`dpopt.release.release.ReleaseSummary`;
+Both privacy models are read (``public-occupancy``: :class:`dpopt.writers.public_occupancy_result.ReleaseSummary`;
 ``user``: :class:`dpopt.userdp.release.UserReleaseSummary`), and the multi-resolution release's
 columns (``h3_resolution``, ``slot_end``, ``method``, ``variance_released``,
 ``variance_withheld_reason``) are used when present.

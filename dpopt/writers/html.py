@@ -55,6 +55,7 @@ class _Projection:
         import h3
 
         self.rings = {c: np.array(h3.cell_to_boundary(c), dtype=float) for c in cells}
+        self.paths: dict[str, str] = {}
         fit = [self.rings[c] for c in (focus or cells)]
         allp = np.concatenate(fit) if fit else np.zeros((1, 2))
         pad = margin * np.ptp(allp, axis=0).max()
@@ -72,8 +73,11 @@ class _Projection:
                      (-latlng[:, 0] - self.y0) * self.s + 10]
 
     def path(self, cell: str) -> str:
-        p = self.xy(self.rings[cell])
-        return "M" + "L".join(f"{a:.1f},{b:.1f}" for a, b in p) + "Z"
+        d = self.paths.get(cell)  # a cell is drawn once per slot: format its outline once
+        if d is None:
+            p = self.xy(self.rings[cell])
+            d = self.paths[cell] = "M" + "L".join(f"{a:.1f},{b:.1f}" for a, b in p) + "Z"
+        return d
 
 
 def _basemap_paths(basemap: dict[str, Any] | None, proj: _Projection) -> str:

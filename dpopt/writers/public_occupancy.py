@@ -12,8 +12,9 @@ their record counts per grid: anyone holding the data can recount the privacy lo
 ingest.json (counts that depend on values, e.g. how many values were clipped, and timings, which
 correlate with the drawn noise).
 
-Writing is atomic (:mod:`.folder`). Nothing is computed here: the table, the summary and the
-budgets come from the privacy model; this module formats them.
+Writing is atomic (:mod:`.folder`). Nothing is computed here: the table and the summary are
+formatted (:mod:`.public_occupancy_result`) from the privacy model's Measurements and the
+estimation layer's Estimates; this module writes them.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ import numpy as np
 import pandas as pd
 
 from ..cli_common import to_jsonable
-from ..estimation.direct import VARIANCE_WITHHELD_REASON, variance_interval_informative
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST, privacy_model_lines
-from ..privacy.public_occupancy import ReleaseResult
+from .public_occupancy_result import ReleaseResult
 from .folder import DIAGNOSTICS, check_out, write_atomically
 from .hooks import extra_files
 
@@ -271,7 +271,7 @@ def report_markdown(result: ReleaseResult) -> str:
     """A short human-readable report of a release."""
     s = result.summary
     ing = result.diagnostics.get("ingest", s.ingest)
-    t = withhold_variance(result.table, s.bound)
+    t = withhold_variance(result)
     rel = t[t["released"]]
     lines = [
         "# dpopt release report",
@@ -432,22 +432,20 @@ def _diagnostics_ingest(result: ReleaseResult) -> dict[str, Any]:
     return to_jsonable(result.diagnostics)
 
 
-def withhold_variance(table: pd.DataFrame, bound: float) -> pd.DataFrame:
-    """release.csv's variance columns under issue 23.4: a released grid's variance is published only
-    where its interval clipped to the range is narrower than [0, U²/4]
-    (:func:`dpopt.estimation.direct.variance_interval_informative`); elsewhere ``variance``, its bound
-    and ``variance_raw`` are blank and ``variance_withheld_reason`` says why. Post-processing of the
-    published value and bound only."""
-    out = table.copy()
-    rel = out["released"].to_numpy(dtype=bool)
-    ok = variance_interval_informative(out["variance"], out["variance_error_bound"], bound)
-    withheld = rel & ~ok
+def withhold_variance(result: ReleaseResult) -> pd.DataFrame:
+    """release.csv's variance columns under issue 23.4, as the estimation layer decided them
+    (:func:`dpopt.estimation.direct.direct`: ``variance_released`` and ``variance_withheld_reason``
+    of the Estimates): where a released grid's variance interval is not narrower than [0, U²/4],
+    ``variance``, its bound and ``variance_raw`` are blank and the reason says why."""
+    out = result.table.copy()
+    est = result.estimates.table
+    shown = est["variance_released"].to_numpy(dtype=bool)
+    withheld = out["released"].to_numpy(dtype=bool) & ~shown
     for col in ("variance", "variance_raw", "variance_error_bound"):
         out[col] = np.where(withheld, np.nan, out[col].to_numpy(dtype=float))
     at = out.columns.get_loc("variance_error_bound") + 1
-    out.insert(at, "variance_released", rel & ok)
-    out.insert(at + 1, "variance_withheld_reason",
-               np.where(rel, np.where(ok, "", VARIANCE_WITHHELD_REASON), "not released"))
+    out.insert(at, "variance_released", shown)
+    out.insert(at + 1, "variance_withheld_reason", est["variance_withheld_reason"].to_numpy())
     return out
 
 
@@ -456,7 +454,7 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool, value_unit
     names: dict[str, str] = {}
     diag = tmp / DIAGNOSTICS
     diag.mkdir()
-    table = withhold_variance(result.table, result.summary.bound)
+    table = withhold_variance(result)
     unit = result.plan.unit
     cap = result.summary.epsilon if result.summary.epsilon is not None else table[unit].to_numpy(dtype=float)
     mu, var = published_budgets(table[f"{unit}_mean"], table[f"{unit}_variance"], cap,

@@ -2,6 +2,7 @@
 
     nice PYTHONPATH=$PWD python tests/benchmarks/bench_budget_scale.py            # ~10-15 min
     nice PYTHONPATH=$PWD python tests/benchmarks/bench_budget_scale.py --quick    # ~3 min
+    nice PYTHONPATH=$PWD python tests/benchmarks/bench_budget_scale.py --plans-only   # ~4 min, whole plans
 
 "Before" = the code of commit e1d8682 kept verbatim in tests/budget/_legacy.py (config table,
 greedy) and the per-value label normalisation of ``Occupancy.from_triples``; "after" = this branch.
@@ -43,6 +44,12 @@ def _rss_mib() -> float:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process and its waited-for children (the isolated solve)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def greedy_pass(n_grids: int, taus) -> list[dict]:
@@ -97,9 +104,11 @@ def labels(n: int) -> dict:
     return row
 
 
-def _child(kind: str, arg: str, time_limit: float) -> dict:
+def _child(kind: str, arg: str, time_limit: float, milp_rate: float | None = None) -> dict:
     """Run one whole plan in a fresh process; returns its JSON line."""
     cmd = [sys.executable, __file__, "--child", kind, "--arg", arg, "--time-limit", str(time_limit)]
+    if milp_rate is not None:
+        cmd += ["--milp-rate", str(milp_rate)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     row = json.loads(out.stdout.strip().splitlines()[-1])
@@ -107,9 +116,14 @@ def _child(kind: str, arg: str, time_limit: float) -> dict:
     return row
 
 
-def child(kind: str, arg: str, time_limit: float) -> None:
+def child(kind: str, arg: str, time_limit: float, milp_rate: float | None = None) -> None:
     from dpopt import Occupancy
-    from dpopt.budget import plan_budget
+    from dpopt.budget import plan_budget, planner
+
+    label = f"knee-mode MILP plan ({kind})"
+    if milp_rate is not None:  # e.g. the rate before wave 3 (20,000/s): the MILP is tried, then bounded
+        planner.MILP_COLUMNS_PER_SECOND = milp_rate
+        label = f"knee-mode MILP plan ({kind}, MILP tried up to {milp_rate:g} columns/s)"
 
     if kind == "synthetic":
         from tests.budget._synthetic import city_occupancy
@@ -123,16 +137,19 @@ def child(kind: str, arg: str, time_limit: float) -> None:
                         z["users"], z["grids"])
     base = _rss_mib()
     t0 = time.perf_counter()
+    c0 = _cpu_s()
     bp = plan_budget(occ, U, EPS, method="milp", time_limit=time_limit)
     dt = time.perf_counter() - t0
+    cpu = _cpu_s() - c0
     fr = bp.info["frontier"]
-    print(json.dumps(dict(case=f"knee-mode MILP plan ({kind})", grids=occ.n_grids, pairs=occ.n_pairs,
+    print(json.dumps(dict(case=label, grids=occ.n_grids, pairs=occ.n_pairs,
                           users=occ.n_users, time_limit=time_limit, plan_s=dt, frontier_points=int(fr.taus.size),
                           frontier_complete=bool(fr.complete), frontier_taus=fr.taus.round(3).tolist(),
                           frontier_coverage=fr.coverage.tolist(), tau=float(bp.target[0]), coverage=bp.coverage,
                           greedy_coverage=bp.greedy_coverage, status=str(bp.status),
                           milp={k: v for k, v in bp.info.get("solve", {}).items() if k in ("status", "time", "reason")},
-                          milp_columns=bp.info.get("n_cols"),
+                          milp_columns=bp.info.get("n_cols"), cpu_s=cpu, load=round(os.getloadavg()[0], 1),
+                          isolated=bp.info.get("isolated"), interrupted=bp.info.get("solve", {}).get("interrupted"),
                           rss_before_plan_mib=base, peak_rss_mib=_rss_mib())))
 
 
@@ -180,23 +197,71 @@ def write(rows: list[dict], path: Path) -> None:
                          f"({r['greedy_coverage']:g}) | {r['status']} | {r['peak_rss_mib']:.0f} "
                          f"({r['rss_before_plan_mib']:.0f}) |")
     lines.append("")
-    old = path.read_text() if path.exists() else ""
     head = "## Budget planner at scale (issue 24.4)"
+    path.write_text(_without_section(path, head) + "\n".join(lines) + "\n")
+
+
+def _without_section(path: Path, head: str) -> str:
+    """The results file without the section starting with ``head`` (up to the next ``## ``)."""
+    old = path.read_text() if path.exists() else ""
     if head in old:
-        old = old[: old.index(head)].rstrip() + "\n\n"
-    path.write_text(old + "\n".join(lines) + "\n")
+        a = old.index(head)
+        b = old.find("\n## ", a + len(head))
+        old = old[:a].rstrip() + ("\n\n" + old[b + 1:].rstrip() if b >= 0 else "")
+    return old.rstrip() + "\n\n"
+
+
+def write_plans(rows: list[dict], path: Path) -> None:
+    """The whole-plan cases with the hard time limit (``--plans-only``): its own section of budget.md."""
+    head = "## Budget planner at scale: `time_limit` as a hard bound (issue 24.4)"
+    lines = [f"{head}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+             f"`tests/benchmarks/bench_budget_scale.py --plans-only`; Python {platform.python_version()}, "
+             f"{os.cpu_count()} cores shared by ~6 engineers (load average at the end of each plan in the table). "
+             "Each plan in a fresh process; `plan s` wall clock of `plan_budget(..., method='milp', "
+             "time_limit=60)` including the knee frontier; CPU s of the process and its solver child; "
+             "peak RSS of the planning process and, separately, of the HiGHS child (killed: unknown).", "",
+             "| case | grids | pairs | time_limit | plan s | CPU s | load | frontier points (complete) | τ (knee) | "
+             "coverage (greedy) | status | MILP | peak RSS MiB: plan (HiGHS child) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        iso = r.get("isolated") or {}
+        milp = r.get("milp", {})
+        how = milp.get("status", "")
+        if iso:
+            how = ("killed" if iso.get("killed") else f"{how}, returned") + f" after {iso.get('seconds', 0):.1f} s"
+        elif "time" in milp:
+            how += f", {milp['time']:.1f} s"
+        if r.get("interrupted"):
+            how += ", callback fired"
+        child = iso.get("child_peak_rss_mib", float("nan"))
+        lines.append(f"| {r['case']} | {r['grids']} | {r['pairs']} | {r['time_limit']:g} | {r['plan_s']:.1f} | "
+                     f"{r['cpu_s']:.1f} | {r['load']} | {r['frontier_points']} ({r['frontier_complete']}) | "
+                     f"{r['tau']:.3g} | {r['coverage']:g} ({r['greedy_coverage']:g}) | {r['status']} | {how} | "
+                     f"{r['peak_rss_mib']:.0f} ({child:.0f}) |")
+    lines.append("")
+    path.write_text(_without_section(path, head) + "\n".join(lines) + "\n")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--plans-only", action="store_true", help="only the whole-plan cases (hard time limit)")
     ap.add_argument("--child", default=None)
     ap.add_argument("--arg", default="")
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--milp-rate", type=float, default=None, help="child: MILP_COLUMNS_PER_SECOND")
     ap.add_argument("--out", default=str(ROOT / "tests" / "benchmarks" / "results" / "budget.md"))
     a = ap.parse_args()
     if a.child:
-        child(a.child, a.arg, a.time_limit)
+        child(a.child, a.arg, a.time_limit, a.milp_rate)
+        return
+    if a.plans_only:
+        rows = [_child("synthetic", str(n), 60.0) for n in (100_000, 20_000)]
+        rows.append(_child("synthetic", "20000", 60.0, milp_rate=20_000))
+        npz = austin_npz(Path("/tmp/bench_budget_austin_occ.npz"))
+        if npz is not None:
+            rows += [_child("austin", str(npz), 60.0), _child("austin", str(npz), 60.0, milp_rate=20_000)]
+        write_plans(rows, Path(a.out))
         return
     rows = greedy_pass(20_000 if a.quick else 100_000, [6.0, 24.0] if not a.quick else [24.0])
     rows.append(labels(10**6))

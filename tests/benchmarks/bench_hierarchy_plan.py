@@ -17,7 +17,8 @@ import numpy as np
 
 from dpopt.privacy.contributions import contributions
 from dpopt.privacy.options import Budget, NoiseOptions
-from dpopt.privacy.public_occupancy import PublicOccupancyOptions, release_aggregate
+from dpopt.privacy.public_occupancy import PublicOccupancyOptions
+from dpopt.release import release_aggregate
 from dpopt.records.data import EXAMPLE_BOUND, austin_sample_path
 
 RUNS = [("budget", None), ("budget", 6.0), ("hierarchy", 3.0), ("hierarchy", 6.0), ("hierarchy", 10.0)]
