@@ -29,11 +29,21 @@
    contains the direct interval and covers whenever it does (per node, not only on average; the
    normal-prior posterior interval B_v·s_v² under-covered nodes far from their parent in the
    benchmark, models/hierarchy.md §8).
+4b. **Tree BLUP** (default ``estimator="blup"``; models/hierarchy.md §8b): the published ``mean``
+   is the posterior mean of a Gaussian tree of nested random effects
+   (:func:`dpopt.hierarchy.blup.tree_blup`) fed with every measured node's *own* centred mean
+   Ŷ_v/n̂_v and a conservative variance ((V_Y + (U/2)²·V_n)/max(n̂ − sd(n̂), 1)²; nodes with a GLS
+   count under 1.5 sds are unmeasured), one unmeasured map-wide node above the roots, τ² per level by
+   maximum marginal likelihood (:func:`dpopt.hierarchy.blup.fit_tau2`, measurements only). Each
+   finest grid is answered by its deepest ancestor-or-self whose subtree holds a measurement (that
+   node's posterior mean is the grid's). Interval: the direct one widened by |BLUP − μ̂| (as item 4).
 5. **Variance** σ̂² = Ẑ/n̂ + U²/8 − d̂²; interval from Fieller intervals of z̄ = Z/R and d (each at
    half the error probability, Bonferroni); published only where the interval is narrower than
    the range [0, U²/4], else ``variance_released`` False with the reason (issue 21.2, 23.4).
 6. **Decomposition** (:func:`dpopt.hierarchy.decompose.answer_nodes`): each finest grid is answered
-   by its finest ancestor-or-self whose direct half-width is ≤ ``target``; those nodes are released.
+   by its finest ancestor-or-self whose direct half-width is ≤ ``target`` (item 4b: its deepest
+   informed one); those nodes are released — unless the node table carries a ``released`` column
+   (nodes chosen by a DP selection, :mod:`dpopt.privacy.user_multires_private`), which then decides.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError
+from ..hierarchy.blup import fit_tau2, tree_blup
 from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
 from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
@@ -54,6 +65,8 @@ __all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_tota
 METHOD = "hierarchical"
 #: κ of the bounding-bias allowance κ·σ̂ (module doc item 3; models/hierarchy.md §7)
 DEFAULT_BIAS_ALLOWANCE = 0.5
+#: a node's own mean enters the BLUP only where its GLS count is at least this many noise sds
+MIN_COUNT_SNR = 1.5
 
 
 def two_sided_z(confidence: float, family: str) -> float:
@@ -166,6 +179,37 @@ def _shrink(m: Measurements, d: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray,
     return np.clip(mean, -h, h), {"tau2_by_level": tau2.tolist()}
 
 
+def _blup(m: Measurements, tot: dict) -> dict:
+    """Tree BLUP of the node means (module doc, item 4b; models/hierarchy.md §8b): every measured
+    node's *own* centred mean Ŷ_v/n̂_v (its own sum measurement, independent across nodes; n̂ the
+    GLS count) with delta-method variance, τ² per level by maximum marginal likelihood."""
+    h = m.bound / 2.0
+    y_own, v_own = _measured(m.statistics["sum"])
+    n, vn = tot["count"]
+    sd_n = np.sqrt(np.where(np.isfinite(vn), vn, np.inf))
+    # a count within MIN_COUNT_SNR noise sds of 0 makes the ratio meaningless (its delta-method
+    # variance is wrong exactly when n̂ is overestimated): such nodes count as unmeasured, and the
+    # others use a lower confidence end n̂ − sd(n̂) of the count in the variance (conservative)
+    measured = np.isfinite(y_own) & np.isfinite(n) & (n >= MIN_COUNT_SNR * sd_n) & (n >= 1.0)
+    ne = np.maximum(n, 1.0)
+    n_lo = np.maximum(n - sd_n, 1.0)
+    d = np.clip(np.where(measured, y_own, 0.0) / ne, -h, h)
+    s2 = np.where(measured, (np.where(measured, v_own, 0.0) + h * h * vn) / n_lo**2, np.inf)
+    d = np.where(measured, d, np.nan)
+    parent, level = m.nodes["parent"].to_numpy(), m.nodes["level"].to_numpy()
+    # one unmeasured map-wide node above the roots: separate trees share one level of spread
+    N = parent.size
+    parent = np.append(np.where(parent < 0, N, parent), -1)
+    level = np.append(level, int(level.max()) + 1)
+    d, s2 = np.append(d, np.nan), np.append(s2, np.inf)
+    tau2 = fit_tau2(parent, level, d, s2, scale=h)
+    b = tree_blup(parent, level, d, s2, tau2)
+    informed = b.up_precision[:N] > 0
+    mean = np.where(np.isfinite(b.mean[:N]), np.clip(b.mean[:N], -h, h), 0.0)
+    return {"mean": mean, "var": np.where(np.isfinite(b.mean[:N]), b.variance[:N], np.inf), "tau2": tau2,
+            "measured": measured, "informed": informed | (m.nodes["parent"].to_numpy() < 0)}
+
+
 def _variance_interval(d_lo, d_hi, zb_lo, zb_hi, U):
     """σ² = z̄ + U²/8 − d² over the box [d_lo, d_hi] × [z̄_lo, z̄_hi], clipped to [0, U²/4]."""
     d2_max = np.maximum(d_lo * d_lo, d_hi * d_hi)
@@ -220,8 +264,27 @@ def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink) 
     return table[list(ESTIMATE_COLUMNS) + ["level", "count_estimate"]]
 
 
+def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: bool,
+                 tau: float) -> tuple[np.ndarray, dict, np.ndarray]:
+    """(published centred means, info, answering node of every finest grid) of ``estimator``."""
+    finest = m.finest["node"].to_numpy()
+    parent = m.nodes["parent"].to_numpy()
+    if estimator == "blup":
+        bl = _blup(m, tot)
+        # a finest grid's posterior mean is that of its deepest ancestor-or-self whose subtree holds a
+        # measurement (below it the random effects have prior mean 0): that node answers it
+        ans = answer_nodes(parent, finest, np.where(bl["informed"], 0.0, np.inf), 1e-300)
+        return bl["mean"], {"tau2_by_level": bl["tau2"].tolist()}, ans
+    ans = answer_nodes(parent, finest, dr["mean_hw"], tau)
+    if shrink:
+        eb, info = _shrink(m, dr["d"], dr["s2"])
+        return eb, info, ans
+    return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}, ans
+
+
 def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
-                          shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE) -> Estimates:
+                          shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE,
+                          estimator: str = "blup") -> Estimates:
     """Measurements of a tree (``user`` model: count, sum, sumsq per node) → Estimates (module doc).
 
     Parameters
@@ -236,8 +299,13 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
         Publish the empirical-Bayes ``mean`` (default) or the direct one in ``mean`` too.
     bias_allowance : float
         κ ≥ 0: both half-widths grow by κ·σ̂ for the bias of contribution bounding (module doc).
+    estimator : str
+        "blup" (default: the tree BLUP of item 4b, answers at the deepest informed node) or
+        "shrink" (item 4's top-down shrinkage, answers by the τ rule of item 6).
     """
     m = measurements
+    if estimator not in ("blup", "shrink"):
+        raise DpoptInputError(f"`estimator` must be 'blup' or 'shrink'; got {estimator!r}")
     if not isinstance(m, Measurements):
         raise DpoptInputError(f"`measurements` must be a Measurements; got {type(m).__name__}")
     if not (isinstance(confidence, (int, float)) and 0.5 <= float(confidence) < 1.0):
@@ -246,22 +314,20 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     if "level" not in m.nodes.columns:
         raise DpoptInputError("`measurements.nodes` must have the `level` column of dpopt.hierarchy.tree")
     U = m.bound
-    dr = _direct(m, gls_totals(m), float(confidence))
-    if shrink:
-        eb, info = _shrink(m, dr["d"], dr["s2"])
-    else:
-        eb, info = np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}
+    tot = gls_totals(m)
+    dr = _direct(m, tot, float(confidence))
     kappa = float(bias_allowance)
     if not (math.isfinite(kappa) and kappa >= 0):
         raise DpoptInputError(f"`bias_allowance` must be a finite number >= 0; got {bias_allowance!r}")
     var_ok = (dr["var_hi"] - dr["var_lo"]) < U * U / 4.0
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
     direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
-    # the EB interval contains the direct one: |m − θ| ≤ |m − μ̂| + |μ̂ − θ| (module doc, item 4)
+    eb, info, ans = _model_means(m, tot, dr, estimator, shrink, tau)
+    # the interval contains the direct one (item 4): |m − θ| ≤ |m − μ̂| + |μ̂ − θ|
     eb_hw = np.abs(eb - dr["d"]) + direct_hw
-    finest = m.finest["node"].to_numpy()
-    ans = answer_nodes(m.nodes["parent"].to_numpy(), finest, dr["mean_hw"], tau)
     released = published_mask(m.n_nodes, ans)
+    if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those
+        released = m.nodes["released"].to_numpy(dtype=bool)
     table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink)
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": ans})

@@ -306,6 +306,9 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
     gls = tree_gls(links, pilot, law_n.variance(), height=lev if linked[:-1].all() else None)
     n_hat, v_n = gls.estimate, gls.variance
     z = NormalDist().inv_cdf(0.95)
+    # the count's lower z-sd end: a pilot count inflated by noise must not make a level look
+    # measurable (at ε = 1 it sent a run to the finest level, 37 km/h; models/hierarchy.md §8b)
+    n_low = np.maximum(n_hat - z * np.sqrt(np.where(np.isfinite(v_n), v_n, 0.0)), 1.0)
     parent = hier.nodes["parent"].to_numpy()
     L = hier.n_levels
     fin = hier.finest_node
@@ -315,10 +318,11 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
         var_y = np.array([NoiseLaw(family, np.array([lam * mech.scale(l1=sens[li].sum_l1_units, l2=sens[li].sum_l2_units,
                                                                        budget=b)]), lattice=lam if mech.real_release else 0.0
                                    ).variance()[0] for li in range(L)])
-        hw = z * np.sqrt(var_y[lev] + (U / 2.0) ** 2 * v_n) / np.maximum(n_hat, 1.0)
+        hw = z * np.sqrt(var_y[lev] + (U / 2.0) ** 2 * v_n) / n_low
         scores.append(first_level_score(hw, lev, parent, fin, n_hat[fin], first, target))
         hws.append(hw)
-    best = int(np.argmin(scores))
+    sc = np.asarray(scores)  # ties (every candidate answers from the root): the coarsest, whose budget is least spread
+    best = int(np.flatnonzero(sc <= sc.min() + 1e-12)[-1])
     ans = answer_levels(hws[best], lev, parent, fin, best, target)
     return best, scores, answer_shares(lev[ans], n_hat[fin], best, L, mech.unit)
 

@@ -175,16 +175,49 @@ def integrated_rows(args, agg, fin) -> list:
     return rows
 
 
-def add_integrated(args) -> None:
-    """Add (or replace) the integrated default's rows in an existing results/multires_<data>.json."""
+def add_rows(args, prefix: str, rows_of, meta_key: str) -> None:
+    """Add (or replace) the rows whose method starts with ``prefix`` in results/multires_<data>.json."""
     p = HERE / "results" / f"multires_{args.data}.json"
     out = json.loads(p.read_text())
     agg, _ = load(args.data)
     fin = finest_grids(agg, bound=U)
-    out["rows"] = [r for r in out["rows"] if not r["method"].startswith(INTEGRATED)]
-    out["rows"] = integrated_rows(args, agg, fin) + out["rows"]
-    out["meta"]["integrated"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "reps": args.reps}
+    out["rows"] = rows_of(args, agg, fin) + [r for r in out["rows"] if not r["method"].startswith(prefix)]
+    out["meta"][meta_key] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "reps": args.reps}
     p.write_text(json.dumps(out, indent=1))
+
+
+PRIVATE = "dpopt multi-resolution, private selection (library: private_multires)"
+
+
+def private_multires_table(agg, eps, seed, **kw) -> pd.DataFrame:
+    """Published rows of the private-selection multi-resolution release: the measurements of
+    :func:`dpopt.privacy.user_multires_private.measure_private_multires` (no list, (ε, 1e-6), exact
+    discrete noise), ``estimate_hierarchical`` at 95 %, the released rows with ``slot_end``."""
+    from dpopt.estimation.hierarchical import estimate_hierarchical
+    from dpopt.privacy.user_multires_private import measure_private_multires
+
+    m = measure_private_multires(agg, epsilon=eps, delta=DELTA, bound=U, seed=seed, **kw)
+    if m.n_nodes == 0:
+        return pd.DataFrame({"cell": [], "slot": [], "mean": []})
+    t = estimate_hierarchical(m, confidence=0.95).table
+    return t[t["released"]].assign(slot_end=t["slot"] + t["slot_ns"]).astype(
+        {"cell": np.int64, "slot": np.int64, "slot_end": np.int64})
+
+
+def private_multires_rows(args, agg, fin) -> list:
+    """Rows of :func:`private_multires_table` at its defaults, seeds 1000+rep."""
+    rows = []
+    for eps in args.eps:
+        sc, walls = [], []
+        for rep in range(args.reps):
+            t0 = time.perf_counter()
+            t = private_multires_table(agg, eps, 1000 + rep)
+            walls.append(time.perf_counter() - t0)
+            sc.append(score_table(t, fin))
+        rows.append({"eps": eps, "setting": SETTINGS[1][0], "method": PRIVATE, "bounds": [[4, 8]],
+                     "wall": float(np.mean(walls)), **summarise(sc)})
+        print(PRIVATE, eps, round(rows[-1]["median"], 2), rows[-1]["own_grids"], flush=True)
+    return rows
 
 
 def constant_table(agg, value):
@@ -199,7 +232,8 @@ def summarise(scores, extra=None):
            "answered": float(np.mean([s.answered for s in scores])),
            "coverage": float(np.nanmean([s.coverage for s in scores])) if any(
                np.isfinite(s.coverage) for s in scores) else float("nan"),
-           "nodes": float(np.mean([s.nodes for s in scores]))}
+           "nodes": float(np.mean([s.nodes for s in scores])),
+           "own_grids": float(np.mean([s.answered_own * s.grids for s in scores]))}
     row.update(extra or {})
     return row
 
@@ -320,6 +354,15 @@ def chosen_k(args) -> dict:
     return {"data": args.data, "seeds": args.chosen_k, "rows": res}
 
 
+def _own(row: dict, scored: int) -> str:
+    """Scored grids answered at their own resolution per run (flat releases: every answer)."""
+    if "own_grids" in row:
+        return f"{row['own_grids']:.1f}"
+    if row["method"].startswith("dpopt default") or row["method"].startswith("constant"):
+        return "-"
+    return f"{row['answered'] * scored:.1f}"
+
+
 def write_markdown() -> None:
     lines = ["# Accuracy on the finest grids (issue 21): `tests/benchmarks/bench_multires.py`", "",
              "Score: |error of the mean| on the finest grids (H3 res 7 x 1 h) with >= 10 users, each answered by the "
@@ -339,14 +382,14 @@ def write_markdown() -> None:
                   f"{m['date']}; dpopt repetitions {m['reps']}, PipelineDP repetitions {m['pdp_reps']}, PipelineDP "
                   f"sweep k in {m['sweep'][0]}, c in {m['sweep'][1]}; median bounds {tuple(r['median_bounds'])}.", "",
                   "| eps | setting | method | (k, c) chosen | median / p90 err | median answered | answered | "
-                  "coverage | nodes |", "|---|---|---|---|---|---|---|---|---|"]
+                  "coverage | nodes | grids at own resolution |", "|---|---|---|---|---|---|---|---|---|---|"]
         for row in r["rows"]:
             b = row.get("bounds")
             bs = "" if not b else ", ".join(f"({k},{c})" for k, c in b[:5]) + (" ..." if len(b) > 5 else "")
             eps = "-" if row["eps"] is None else f"{row['eps']:g}"
             lines.append(f"| {eps} | {row['setting']} | {row['method']} | {bs} | {row['median']:.1f} / "
                          f"{row['p90']:.1f} | {row['median_answered']:.1f} | {row['answered']:.2f} | "
-                         f"{row['coverage']:.2f} | {row['nodes']:.0f} |")
+                         f"{row['coverage']:.2f} | {row['nodes']:.0f} | {_own(row, r['scored'])} |")
         lines.append("")
         pk = HERE / "results" / f"multires_k_{data}.json"
         if pk.exists():
@@ -376,14 +419,18 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--opendp", action="store_true", help="also run OpenDP (1 repetition per setting)")
     ap.add_argument("--only-opendp", action="store_true", help="add OpenDP rows to an existing results json")
+    ap.add_argument("--only-private-multires", action="store_true",
+                    help="add the private multi-resolution rows to an existing results json")
     ap.add_argument("--only-integrated", action="store_true",
                     help="add the integrated default release's rows to an existing results json")
     args = ap.parse_args()
     if args.markdown:
         write_markdown()
         return
-    if args.only_integrated:
-        add_integrated(args)
+    if args.only_private_multires:
+        add_rows(args, PRIVATE, private_multires_rows, "private_multires")
+    elif args.only_integrated:
+        add_rows(args, INTEGRATED, integrated_rows, "integrated")
     elif args.only_opendp:
         add_opendp(args)
     elif args.chosen_k:

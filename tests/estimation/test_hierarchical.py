@@ -216,3 +216,29 @@ def test_level_bounds_option(agg):
     with pytest.raises(DpoptInputError, match="level_bounds"):
         measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, levels=LEVELS,
                        level_bounds=[(1, 1)])
+
+
+def test_blup_answers_at_the_deepest_informed_node_and_beats_the_direct_mean(agg):
+    """With every level measured at a large ε the finest nodes are informed and answer themselves;
+    at a small ε the answers move up; the BLUP ``mean`` is closer to the bounded truth than
+    ``mean_direct`` on the finest grids, pooled over seeds (the test fails if the pooling is wrong)."""
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    err_b, err_d = [], []
+    for seed in range(6):
+        m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=3.0, noise="numpy", seed=seed,
+                           levels=LEVELS, first_level=0)
+        est = estimate_hierarchical(m, confidence=0.9)
+        truth, _, r = _bounded_truth(agg, m, seed, 3, 2)
+        fin = m.finest["node"].to_numpy()
+        ok = r[fin] > 0
+        err_b.append(np.abs(est.table["mean"].to_numpy()[fin] - truth[fin])[ok])
+        err_d.append(np.abs(est.table["mean_direct"].to_numpy()[fin] - truth[fin])[ok])
+    assert np.median(np.concatenate(err_b)) < 0.8 * np.median(np.concatenate(err_d))
+    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e4, noise="numpy", seed=0, levels=LEVELS,
+                       first_level=0)
+    est = estimate_hierarchical(m)
+    np.testing.assert_array_equal(est.answers["node"].to_numpy(), m.finest["node"].to_numpy())
+    shrink = estimate_hierarchical(m, estimator="shrink")
+    assert shrink.table["mean"].notna().all()
+    with pytest.raises(Exception, match="estimator"):
+        estimate_hierarchical(m, estimator="gls")

@@ -1,0 +1,195 @@
+"""The ``user`` model's multi-resolution release **without** a partition list (issue 21; models/
+hierarchy.md §12): private selection of nodes at a few levels, then one measurement per released
+node and the tree BLUP. Library function, not yet the front door's default for private selection.
+
+Steps and budget (pure ε pieces, δ from the selection only):
+
+1. selection (:mod:`dpopt.userdp.select_levels`): level ℓ spends (share_ℓ·ε_sel, δ/L) — ε_sel =
+   ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for the default levels (else equal), the
+   finest level's share moved to the coarsest by the public :func:`selection_plan` when its
+   threshold is out of reach; each level is (ε_ℓ, δ_ℓ)-DP, so (≤ ε_sel, δ) in total;
+2. measurement of the released nodes (a DP output, public from here on): at each level with
+   released nodes a user keeps a uniformly random ≤ k of its released nodes and ≤ c records in
+   each (:func:`dpopt.userdp.levels.bounded_level`: a rule of its own records and i.i.d. keys),
+   so the noisy count and centred sum have ℓ1 sensitivity k·c·(1, H_Y) (models/hierarchy.md §3b);
+   count : sum = 0.4 : 0.6 of the rest, equal shares per measured level (chosen after the
+   selection: adaptive composition of DP outputs, same total);
+3. estimation (the caller's, layer 3: :func:`dpopt.estimation.hierarchical.estimate_hierarchical`,
+   post-processing): the released nodes of all levels and their public ancestors between the
+   levels form a forest; no sum constraint between levels (each measured with its own bounding).
+
+Accounting: ε_total = Σ pieces (each rounded down to a multiple of 2^-30 by the exact samplers),
+δ_total = δ. Every finest grid of the data is answered by the smallest released node containing it
+(the reader's rule, tests/benchmarks/scoring.py); grids under no released node stay unanswered.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError, check_bound, check_epsilon
+from ..hierarchy.tree import DAY_NS, Level, cell_parents
+from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
+from ..records.aggregate import Aggregate
+from ..userdp.bounding import lattice_values
+from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level
+from ..userdp.select_levels import LevelSelection, level_nodes, select_level
+
+__all__ = ["measure_private_multires", "private_levels", "selection_plan"]
+
+
+#: the default coarse levels (H3 resolutions below the grid's, slot, k) and the selection shares of
+#: (finest, coarse…): chosen on the Austin day and the full Austin data (774 days) among seven
+#: variants (models/hierarchy.md §12)
+COARSE_LEVELS = ((3, DAY_NS, 2), (3, 7 * DAY_NS, 2), (4, 364 * DAY_NS, 1))
+SELECTION_SHARES = (0.8, 0.05, 0.05, 0.1)
+
+
+def private_levels(agg: Aggregate) -> tuple[tuple[tuple[Level, int], ...], tuple[float, ...]]:
+    """Default (level, k) of the selection and their budget shares: the finest grid (k = 4), then
+    :data:`COARSE_LEVELS` ((R−3, 1 d, k = 2), (R−3, 7 d, k = 2), (R−4, 364 d, k = 1: one node per
+    user, the lowest threshold)); a coarse level whose slot is not a longer multiple of the previous
+    one (or whose resolution would be negative) is skipped and the shares renormalised."""
+    R, s = int(agg.h3_resolution), int(agg.slot_ns)
+    out, shares, prev = [(Level(R, s), 4)], [SELECTION_SHARES[0]], s
+    for (dr, sl, k), sh in zip(COARSE_LEVELS, SELECTION_SHARES[1:]):
+        if R - dr >= 0 and sl > prev and sl % prev == 0:
+            out.append((Level(R - dr, sl), k))
+            shares.append(sh)
+            prev = sl
+    tot = sum(shares)
+    return tuple(out), tuple(x / tot for x in shares)
+
+
+#: the finest level is selected only if its threshold needs at most this many users (else its
+#: share goes to the coarsest level): a public rule of (ε, δ, k), never of the data
+MAX_FINEST_THRESHOLD = 20.0
+
+
+def selection_plan(levels: tuple[tuple[Level, int], ...], epsilon: float, delta: float, shares: np.ndarray,
+                   mech) -> np.ndarray:
+    """Budget share per level (public): ``shares``, except that a finest level whose threshold at
+    its share exceeds :data:`MAX_FINEST_THRESHOLD` users gives its share to the coarsest level."""
+    from ..userdp.partitions import selection_threshold
+
+    sh = np.array(shares, dtype=float)
+    if len(levels) > 1:
+        t0 = selection_threshold(levels[0][1], epsilon * sh[0], delta / len(levels), mech).threshold
+        if t0 > MAX_FINEST_THRESHOLD:
+            sh[-1] += sh[0]
+            sh[0] = 0.0
+    return sh
+
+
+def _forest(sel: list[LevelSelection]) -> pd.DataFrame:
+    """Node table: the released nodes of every level and their public ancestors at the coarser
+    selected levels (placeholders, unmeasured); parents one level up."""
+    rows = []
+    keys = [set(zip(s.cells.tolist(), s.slots.tolist())) for s in sel]
+    for i in range(1, len(sel)):  # ancestors of every node below, at level i
+        lv = sel[i].level
+        below = [(c, t) for (c, t) in keys[i - 1]]
+        if below:
+            cc = cell_parents(np.array([b[0] for b in below], dtype=np.int64), lv.h3_resolution)
+            tt = (np.array([b[1] for b in below], dtype=np.int64) // lv.slot_ns) * lv.slot_ns
+            keys[i] |= set(zip(cc.tolist(), tt.tolist()))
+    index = {}
+    for i, s in enumerate(sel):
+        for c, t in sorted(keys[i]):
+            index[(i, c, t)] = len(rows)
+            rows.append({"cell": c, "h3_resolution": s.level.h3_resolution, "slot": t, "slot_ns": s.level.slot_ns,
+                         "level": i, "released": (c, t) in set(zip(s.cells.tolist(), s.slots.tolist()))})
+    nodes = pd.DataFrame(rows, columns=["cell", "h3_resolution", "slot", "slot_ns", "level", "released"]).astype(
+        {"cell": np.int64, "h3_resolution": np.int64, "slot": np.int64, "slot_ns": np.int64, "level": np.int64,
+         "released": bool})
+    parent = np.full(len(nodes), -1, dtype=np.int64)
+    for j, r in nodes.iterrows():
+        i = int(r["level"])
+        if i + 1 < len(sel):
+            up = sel[i + 1].level
+            pc = int(cell_parents(np.array([r["cell"]], dtype=np.int64), up.h3_resolution)[0])
+            parent[j] = index[(i + 1, pc, (int(r["slot"]) // up.slot_ns) * up.slot_ns)]
+    return nodes.assign(parent=parent)
+
+
+def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: float | None = None,
+                             levels: tuple[tuple[Level, int], ...] | None = None, bounds: tuple[int, int] = (4, 8),
+                             selection_fraction: float = 0.6, selection_shares: tuple[float, ...] | None = None,
+                             noise: str = "discrete", seed: int | None = None) -> Measurements:
+    """Measurements of the private-selection multi-resolution release (module doc): the forest of
+    released nodes (``nodes['released']``) and their placeholders, noisy count and centred sum of
+    the released ones. ``levels``: (Level, k) pairs from the finest up (default
+    :func:`private_levels`); ``bounds`` the (k, c) of the value measurement (public). Estimate with
+    ``estimate_hierarchical`` (post-processing, layer 3) and publish the released rows."""
+    U = check_bound(agg.bound if bound is None else bound)
+    eps = check_epsilon(epsilon)
+    if not (0.0 < float(delta) < 1.0):
+        raise DpoptInputError(f"`delta` must be in (0, 1) for private selection; got {delta!r}")
+    if not (0.0 < float(selection_fraction) < 1.0):
+        raise DpoptInputError(f"`selection_fraction` must be in (0, 1); got {selection_fraction!r}")
+    bounds = _check_bounds(bounds)
+    _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
+    lv, default_shares = private_levels(agg)
+    lv = lv if levels is None else tuple(levels)
+    mech = _sampler("laplace", noise, seed)
+    pieces: dict[str, float] = {}
+    if selection_shares is None:
+        shares = np.asarray(default_shares if levels is None else np.full(len(lv), 1.0 / len(lv)), dtype=float)
+    else:
+        shares = np.asarray(selection_shares, dtype=float)
+    if shares.shape != (len(lv),) or np.any(shares < 0) or shares.sum() > 1.0 + 1e-12:
+        raise DpoptInputError(f"`selection_shares` must be {len(lv)} shares >= 0 summing to <= 1; got "
+                              f"{selection_shares!r}")
+    e_sel, d_sel = eps * selection_fraction, float(delta) / len(lv)
+    shares = selection_plan(lv, e_sel, float(delta), shares, mech)
+    sel = []
+    for i, (level, k) in enumerate(lv):
+        if shares[i] <= 0:  # not selected: an empty level (public)
+            sel.append(LevelSelection(level, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                      k, 0.0, 0.0, float("inf"), float("inf")))
+            continue
+        s = select_level(agg, level, k=k, epsilon=e_sel * shares[i], delta=d_sel, mechanism=mech)
+        pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
+        sel.append(s)
+    return _measure(agg, sel, _forest(sel), U, bounds, eps * (1.0 - selection_fraction), mech, seed, pieces)
+
+
+def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces) -> Measurements:
+    """Noisy count and centred sum of every released node, level by level (module doc, step 2)."""
+    k, c = bounds
+    lat = lattice_values(agg, U)
+    src = getattr(mech, "source", None)
+    rng = np.random.default_rng(seed) if src is None else src
+    n = len(nodes)
+    val = {s: np.full(n, np.nan) for s in ("count", "sum", "sumsq")}
+    scale = {s: np.zeros(n) for s in ("count", "sum", "sumsq")}
+    measured = [i for i, s in enumerate(sel) if s.cells.size]
+    for i in measured:
+        rows = np.flatnonzero((nodes["level"].to_numpy() == i) & nodes["released"].to_numpy())
+        grid_node, cells, slots = level_nodes(agg, sel[i].level)
+        pos = pd.MultiIndex.from_arrays([nodes["cell"].to_numpy()[rows], nodes["slot"].to_numpy()[rows]])
+        local = pos.get_indexer(pd.MultiIndex.from_arrays([cells, slots]))  # level node -> released row or -1
+        R, Y, _ = bounded_level(agg, local[grid_node[agg.pair_grid]], rows.size, k, c, lat, rng)
+        for stat, share, h, unit in (("count", 0.4, 1, 1.0), ("sum", 0.6, lat.half_sum, lat.lam)):
+            b = eps_values * share / len(measured)
+            val[stat][rows] = unit * np.asarray(mech.integer(np.asarray(R if stat == "count" else Y), l1=k * c * h,
+                                                            l2=float(np.sqrt(k)) * c * h, budget=b), dtype=float)
+            scale[stat][rows] = unit * mech.scale(l1=k * c * h, l2=float(np.sqrt(k)) * c * h, budget=b)
+            pieces[f"level{i}_{stat}"] = _used(b, mech)
+    fam = ("discrete_" if mech.real_release else "") + "laplace"
+    stats = {s: Statistic(s, val[s], NoiseLaw(fam, scale[s], lattice=(1.0 if s == "count" else lat.lam)
+                                              if mech.real_release else 0.0)) for s in val}
+    total = float(sum((Fraction(v) for v in pieces.values()), Fraction(0)))
+    delta = float(sum(s.delta for s in sel))
+    lev0 = np.flatnonzero(nodes["level"].to_numpy() == 0)
+    finest = pd.DataFrame({"cell": nodes["cell"].to_numpy()[lev0], "slot": nodes["slot"].to_numpy()[lev0], "node": lev0})
+    info = {"k": k, "c": c, "levels": [(s.level.h3_resolution, s.level.slot_ns) for s in sel],
+            "selection": [{"k": s.k, "threshold": s.threshold, "released": int(s.cells.size)} for s in sel],
+            "linked_levels": [False] * len(sel), "sumsq_centre": U * U / 8.0, "granularity": lat.lam,
+            "noise": mech.label, "h3_resolution": agg.h3_resolution, "slot_ns": agg.slot_ns}
+    return Measurements(privacy_model="user", bound=U, nodes=nodes.drop(columns=["released"]).assign(
+        released=nodes["released"]), statistics=stats, spend=BudgetSpend("epsilon", total, pieces, delta, total),
+        centre=U / 2.0, finest=finest, info=info)

@@ -1,0 +1,109 @@
+"""Private partition selection over the levels of the hierarchy (no partition list; issue 21,
+models/hierarchy.md §12). :func:`dpopt.privacy.user_multires_private.measure_private_multires`
+selects with it, measures the released nodes with :func:`dpopt.userdp.levels.bounded_level`, and
+leaves the estimation (:func:`dpopt.estimation.hierarchical.estimate_hierarchical`) to the caller.
+
+For each selected level ℓ = (H3 resolution r, slot length s) the node of a record is its H3 parent
+at r and its slot floored to a multiple of s (epoch-aligned, UTC): a public function of the
+record's grid key. Selection at level ℓ:
+
+1. every user ranks its own level-ℓ nodes by a **shared public priority** (a 64-bit hash of the
+   node's coarse group — its H3 parent two resolutions up and a slot three times longer — then of
+   the node itself; :func:`node_priority`) and keeps its first ``k_ℓ``: users of one coarse group
+   keep the same nodes, so their counts pile up (the idea of OpenDP's truncation in a public order);
+2. the number of users u_v per node v (each kept node counts its user once);
+3. release v iff u_v + Z_v ≥ T_ℓ, Z_v Laplace of scale k_ℓ/ε_ℓ (exact discrete Laplace in a real
+   release), T_ℓ = 1 + x with P[Z ≥ x] ≤ δ_ℓ/k_ℓ (:func:`dpopt.userdp.partitions.selection_threshold`).
+
+**Privacy** ((ε_ℓ, δ_ℓ)-DP per level; Korolova et al. 2009, Wilson et al. 2020, Desfontaines et al.
+2022). Add or remove one user ℓ*. The priority is a function of node keys only, so every other
+user's kept set is unchanged (no data-dependent or random choice reads another user). User ℓ*
+changes the counts of ≤ k_ℓ nodes, each by exactly 1: on the nodes present in both data sets the
+count vector has ℓ1 sensitivity k_ℓ, and Laplace noise of scale k_ℓ/ε_ℓ gives ε_ℓ-DP for the
+released set restricted to them; a node present only with ℓ* (≤ k_ℓ of them) has u_v = 1 and is
+released with probability P[Z ≥ T_ℓ − 1] ≤ δ_ℓ/k_ℓ, at most δ_ℓ in total. Levels compose:
+(Σ ε_ℓ, Σ δ_ℓ). Brute force: tests/userdp/test_select_levels.py enumerates every placement of an
+added user in a small tree and checks the count vector moves by ≤ 1 on ≤ k_ℓ nodes and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import DpoptInputError, check_positive_int
+from ..hierarchy.tree import Level, cell_parents
+from ..records.aggregate import Aggregate
+from .mechanism import NoiseMechanism
+from .partitions import selection_threshold
+from .priority import _key_hash
+
+__all__ = ["LevelSelection", "level_nodes", "node_priority", "user_node_counts", "select_level"]
+
+
+@dataclass(frozen=True)
+class LevelSelection:
+    """Released nodes of one level (DP output): keys, noisy user counts, and the rule's public
+    parameters (k, ε, δ, noise scale, threshold)."""
+
+    level: Level
+    cells: np.ndarray
+    slots: np.ndarray
+    noisy_users: np.ndarray
+    k: int
+    epsilon: float
+    delta: float
+    scale: float
+    threshold: float
+
+
+def level_nodes(agg: Aggregate, level: Level) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(node of every aggregate grid, node cells, node slot starts) at ``level`` (module doc)."""
+    if level.slot_ns <= 0 or level.slot_ns % agg.slot_ns or level.h3_resolution > agg.h3_resolution:
+        raise DpoptInputError(f"`level` must be a coarsening with a whole slot multiple of {agg.slot_ns} ns "
+                              f"(no whole-period level without a list); got {level}")
+    cells = cell_parents(np.asarray(agg.cells, dtype=np.int64), int(level.h3_resolution))
+    slots = (np.asarray(agg.slots, dtype=np.int64) // level.slot_ns) * level.slot_ns
+    key = np.stack([cells, slots], axis=1)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64), uniq[:, 0], uniq[:, 1]
+
+
+def node_priority(cells: np.ndarray, slots: np.ndarray, level: Level, *, salt: int = 0) -> np.ndarray:
+    """Public rank (0 first) of nodes by (hash of their coarse group, hash of the node): a function
+    of the keys only (module doc)."""
+    gres = max(int(level.h3_resolution) - 2, 0)
+    gslot = 3 * int(level.slot_ns)
+    coarse = _key_hash(cell_parents(np.asarray(cells, dtype=np.int64), gres), (slots // gslot) * gslot, int(salt))
+    fine = _key_hash(cells, slots, int(salt) + 1)
+    order = np.lexsort((fine, coarse))
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    return rank
+
+
+def user_node_counts(pair_user: np.ndarray, pair_node: np.ndarray, n_nodes: int, priority: np.ndarray,
+                     k: int) -> np.ndarray:
+    """Users per node when every user keeps its first ``k`` distinct nodes by ``priority``."""
+    key = np.unique(np.asarray(pair_user, dtype=np.int64) * (n_nodes + 1) + np.asarray(pair_node, dtype=np.int64))
+    user, node = key // (n_nodes + 1), key % (n_nodes + 1)
+    order = np.lexsort((priority[node], user))
+    u_sorted = user[order]
+    rank = np.arange(order.size) - np.searchsorted(u_sorted, u_sorted, side="left")
+    kept = node[order][rank < k]
+    return np.bincount(kept, minlength=n_nodes).astype(np.int64)
+
+
+def select_level(agg: Aggregate, level: Level, *, k: int, epsilon: float, delta: float,
+                 mechanism: NoiseMechanism, salt: int = 0) -> LevelSelection:
+    """(ε, δ)-DP selection of the nodes of ``level`` (module doc)."""
+    k = check_positive_int(k, "k")
+    grid_node, cells, slots = level_nodes(agg, level)
+    pr = node_priority(cells, slots, level, salt=salt)
+    counts = user_node_counts(agg.pair_user, grid_node[agg.pair_grid], cells.size, pr, k)
+    rule = selection_threshold(k, epsilon, delta, mechanism)
+    noisy = mechanism.integer(counts, l1=k, l2=float(np.sqrt(k)), budget=rule.epsilon)
+    on = np.asarray(noisy, dtype=float) >= rule.threshold
+    return LevelSelection(level=level, cells=cells[on], slots=slots[on], noisy_users=np.asarray(noisy)[on], k=k,
+                          epsilon=rule.epsilon, delta=rule.delta, scale=rule.scale, threshold=rule.threshold)

@@ -1,0 +1,146 @@
+"""Private selection over the levels (dpopt.userdp.select_levels) and the private multi-resolution
+release (dpopt.privacy.user_multires_private): neighbour enumeration, threshold, accounting."""
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dpopt.hierarchy.tree import DAY_NS, Level
+from dpopt.noise import SeededSource
+from dpopt.estimation.hierarchical import estimate_hierarchical
+from dpopt.privacy.user_multires_private import measure_private_multires, selection_plan
+from dpopt.userdp.mechanism import DiscreteLaplace
+from dpopt.userdp.partitions import selection_threshold
+from dpopt.userdp.select_levels import level_nodes, node_priority, select_level, user_node_counts
+
+from .conftest import SLOT_NS, make_agg
+
+
+def _counts(pairs, n_nodes, priority, k):
+    users = np.array([u for u, _ in pairs], dtype=np.int64)
+    nodes = np.array([v for _, v in pairs], dtype=np.int64)
+    return user_node_counts(users, nodes, n_nodes, priority, k)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_one_added_user_moves_at_most_k_counts_by_one(k):
+    """Every placement of an added user (any subset of 5 nodes, repeated pairs allowed) against a
+    fixed base: the user-count vector moves by exactly 0 or 1 per node, on at most k nodes."""
+    n_nodes = 5
+    rng = np.random.default_rng(k)
+    priority = rng.permutation(n_nodes)
+    base = [(u, int(v)) for u in range(6) for v in rng.choice(n_nodes, size=rng.integers(1, 5))]
+    before = _counts(base, n_nodes, priority, k)
+    for r in range(1, n_nodes + 1):
+        for subset in itertools.combinations(range(n_nodes), r):
+            added = [(99, v) for v in subset] + [(99, subset[0])]  # a repeated pair: still one user
+            diff = _counts(base + added, n_nodes, priority, k) - before
+            assert set(np.unique(diff)) <= {0, 1}
+            assert diff.sum() == min(k, len(subset))
+            # the kept nodes are the user's first k by the public priority
+            assert set(np.flatnonzero(diff)) == set(sorted(subset, key=lambda v: priority[v])[:k])
+
+
+def test_a_node_only_the_added_user_holds_is_released_with_probability_at_most_delta_over_k():
+    mech = DiscreteLaplace(SeededSource(1), seeded=True)
+    for k, eps, delta in ((1, 1.0, 1e-6), (4, 2.0, 1e-6), (4, 0.3, 1e-5)):
+        rule = selection_threshold(k, eps, delta, mech)
+        assert rule.release_probability(1, mech) <= delta / k * (1 + 1e-9)
+
+
+def _day_agg(n_users=40, seed=0):
+    rng = np.random.default_rng(seed)
+    recs = []
+    for u in range(n_users):
+        for g in rng.choice(12, size=rng.integers(1, 5), replace=False):
+            recs += [(f"u{u}", int(g), t, float(rng.uniform(0, 100))) for t in range(int(rng.integers(1, 6)))]
+    return make_agg(recs)
+
+
+def test_level_nodes_and_priority_are_functions_of_the_keys():
+    agg = _day_agg()
+    node, cells, slots = level_nodes(agg, Level(6, 2 * SLOT_NS))
+    assert np.all(slots % (2 * SLOT_NS) == 0) and node.max() == cells.size - 1
+    a = node_priority(cells, slots, Level(6, 2 * SLOT_NS))
+    b = node_priority(cells[::-1], slots[::-1], Level(6, 2 * SLOT_NS))
+    # the rank of a node is a function of its key, not of the order (or the data) it came with
+    pos = {(c, s): r for c, s, r in zip(cells, slots, a)}
+    pos_rev = {(c, s): r for c, s, r in zip(cells[::-1], slots[::-1], b)}
+    assert pos == pos_rev
+
+
+def test_select_level_releases_only_counts_above_the_threshold():
+    agg = _day_agg(n_users=60)
+    mech = DiscreteLaplace(SeededSource(3), seeded=True)
+    s = select_level(agg, Level(7, SLOT_NS), k=2, epsilon=50.0, delta=1e-6, mechanism=mech)
+    assert np.all(s.noisy_users >= s.threshold)
+    node, cells, slots = level_nodes(agg, Level(7, SLOT_NS))
+    exact = user_node_counts(agg.pair_user, node[agg.pair_grid], cells.size,
+                             node_priority(cells, slots, Level(7, SLOT_NS)), 2)
+    big = {(c, t) for c, t, n in zip(cells, slots, exact) if n >= s.threshold + 3}
+    assert big <= set(zip(s.cells.tolist(), s.slots.tolist()))  # at ε = 50 the noise is ≲ 1 user
+
+
+def test_private_multires_accounting_and_rows():
+    agg = _day_agg(n_users=80, seed=2)
+    levels = ((Level(7, SLOT_NS), 2), (Level(6, 2 * SLOT_NS), 2), (Level(5, DAY_NS), 1))
+    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=100.0, levels=levels, seed=5,
+                                 selection_shares=(0.5, 0.25, 0.25))
+    total = sum((Fraction(v) for v in m.spend.pieces.values()), Fraction(0))
+    assert total <= Fraction(20) and float(total) == pytest.approx(m.spend.total)
+    assert m.spend.delta == pytest.approx(1e-6)
+    released = m.nodes["released"].to_numpy()
+    assert released.sum() == sum(d["released"] for d in m.info["selection"]) > 0
+    # only released nodes are measured; placeholders (public ancestors) are not
+    assert np.isfinite(m.statistics["count"].value[released]).all()
+    assert np.isnan(m.statistics["count"].value[~released]).all()
+    t = estimate_hierarchical(m).table
+    np.testing.assert_array_equal(t["released"].to_numpy(), released)
+    assert t["mean"].between(0, 100).all() and (t["mean_error_bound"] > 0).all()
+
+
+def test_nothing_released_gives_no_node():
+    agg = _day_agg(n_users=5)
+    m = measure_private_multires(agg, epsilon=0.5, delta=1e-6, bound=100.0, seed=1,
+                                 levels=((Level(7, SLOT_NS), 4), (Level(5, DAY_NS), 2)))
+    assert m.n_nodes == 0 and m.spend.total <= 0.5
+
+
+def test_selection_plan_drops_a_finest_level_that_needs_too_many_users():
+    mech = DiscreteLaplace(SeededSource(0), seeded=True)
+    lv = ((Level(7, SLOT_NS), 4), (Level(5, 3 * SLOT_NS), 4), (Level(4, DAY_NS), 2))
+    low = selection_plan(lv, 0.6, 1e-6, np.array([0.8, 0.1, 0.1]), mech)
+    high = selection_plan(lv, 6.0, 1e-6, np.array([0.8, 0.1, 0.1]), mech)
+    np.testing.assert_allclose(low, [0.0, 0.1, 0.9])
+    np.testing.assert_allclose(high, [0.8, 0.1, 0.1])
+    # the rule reads (ε, δ, k) only: T at the finest share is 1 + (4/0.48)·ln(4·3/(2·1e-6)) > 20
+    assert selection_threshold(4, 0.48, 1e-6 / 3, mech).threshold > 20
+
+
+def test_bad_inputs_are_refused_before_any_noise():
+    from dpopt import DpoptInputError
+
+    agg = _day_agg()
+    for kw, word in ((dict(delta=0.0), "delta"), (dict(bounds=(0, 2)), "k"), (dict(selection_fraction=1.0),
+                     "selection_fraction"), (dict(selection_shares=(0.5, 0.6, 0.1)), "selection_shares")):
+        args = {**dict(epsilon=1.0, delta=1e-6, bound=100.0, seed=0), **kw}
+        with pytest.raises(DpoptInputError, match=word):
+            measure_private_multires(agg, **args)
+
+
+def test_default_levels_and_shares_follow_the_grid():
+    from types import SimpleNamespace
+
+    from dpopt.privacy.user_multires_private import SELECTION_SHARES, private_levels
+
+    lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=SLOT_NS))
+    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 4), (4, DAY_NS, 2), (4, 7 * DAY_NS, 2),
+                                                                (3, 364 * DAY_NS, 1)]
+    assert sh == pytest.approx(SELECTION_SHARES)
+    lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=DAY_NS))  # the 1-day level is the grid's
+    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, DAY_NS), (4, 7 * DAY_NS), (3, 364 * DAY_NS)]
+    assert sum(sh) == pytest.approx(1.0) and sh[0] == pytest.approx(0.8 / 0.95)
+    lv, _ = private_levels(SimpleNamespace(h3_resolution=2, slot_ns=SLOT_NS))  # no resolution below 0
+    assert [x.h3_resolution for x, _ in lv] == [2]
