@@ -112,6 +112,14 @@ class UserOptions:
         check_positive_int(self.max_grids, "max_grids")
         check_positive_int(self.max_records, "max_records")
         check_choice(self.priority, "priority", ("own", "shared"))
+        if self.private and self.adaptive:  # private multi-resolution (user_multires_private): public (k, c)
+            if self.fixed_bounds is None and self.bounds != "histogram":
+                raise DpoptInputError(f"`bounds` = {self.bounds!r} is a rule of the other shapes; private "
+                                      "multi-resolution selection uses a public K,C pair (default 4,8) or "
+                                      "resolution='fixed'")
+            if self.priority != "own":
+                raise DpoptInputError(f"`priority` = {self.priority!r} is an option of resolution='fixed'; private "
+                                      "multi-resolution selection always ranks nodes by the shared public hash order")
         if self.fixed_bounds is None and not 0.0 < bf < 1.0:
             raise DpoptInputError(f"`bounds_fraction` must be in (0, 1) with automatic bounds; got {bf!r}")
         if self.private and not 0.0 < sf < 1.0:

@@ -226,13 +226,7 @@ def measure_private_adaptive(contributions: Aggregate, budget: Budget, options: 
     :data:`DEFAULT_BOUNDS` (an automatic rule has nothing to choose from here: the levels' k are
     public and the measurement's (k, c) too), ``selection_fraction`` its share of ε. ``info`` adds
     what the writer publishes: the bounds rule, the partitions and the public facts in words."""
-    fixed = options.fixed_bounds
-    if fixed is None and options.bounds != "histogram":
-        raise DpoptInputError(f"`bounds` = {options.bounds!r} is a rule of the other shapes; private multi-resolution "
-                              f"selection uses a public (k, c) pair (default {DEFAULT_BOUNDS[0]},{DEFAULT_BOUNDS[1]})")
-    if options.priority != "own":
-        raise DpoptInputError(f"`priority` = {options.priority!r} is an option of resolution='fixed'; private "
-                              "multi-resolution selection always ranks nodes by the shared public hash order")
+    fixed = options.fixed_bounds  # the rules and the shared priority are refused by UserOptions itself
     total, delta, _, _ = options.check_budget(budget)
     m = measure_private_multires(contributions, epsilon=total, delta=delta, bound=bound,
                                  bounds=fixed or DEFAULT_BOUNDS, selection_fraction=options.selection_share,

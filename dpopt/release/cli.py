@@ -239,9 +239,10 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     idle = _idle_flags(args, privacy)
     if idle:
         other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
+        why = {"--chunksize": "", "--no-map": " (no map is drawn with --resolution fixed)",
+               "--coarsest-resolution": " (it goes with --partitions and --resolution adaptive)"}
         raise CliError(f"`{idle[0]}` does nothing under --privacy {privacy}: drop it"
-                       + ("" if idle[0] in ("--chunksize", "--no-map")
-                          else f" (it is an option of {other})"))
+                       + why.get(idle[0], f" (it is an option of {other})"))
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                "timestamp": args.time_col, "value": args.value_col}
     try:

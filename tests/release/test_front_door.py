@@ -73,7 +73,10 @@ def test_options_validate_themselves(build):
     {"budget": Budget(epsilon_total=1.0), "model": PublicOccupancyOptions(pseudo_users=True)},  # plan budget
     {"budget": Budget(epsilon_total=1.0), "model": PublicOccupancyOptions(),
      "estimation": EstimationOptions(method="pooled")},
-    {"budget": Budget(epsilon_total=1.0, delta=1e-6), "estimation": EstimationOptions(method="hierarchical")},
+    {"budget": Budget(epsilon_total=1.0, delta=1e-6), "model": UserOptions(resolution="fixed"),
+     "estimation": EstimationOptions(method="hierarchical")},
+    {"budget": Budget(epsilon_total=1.0, delta=1e-6), "estimation": EstimationOptions(method="direct")},
+    {"budget": Budget(epsilon_total=1.0, delta=1e-6, mechanism="gaussian")},  # private multi-resolution: Laplace
 ])
 def test_bad_combinations_fail_before_any_record_is_read(unreadable, kwargs):
     with pytest.raises(DpoptInputError):
