@@ -48,12 +48,13 @@ from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
     bernoulli_exp,
     discrete_laplace,
+    draw_grouped,
     epsilon_numerators,
     epsilon_rational,
     grid_inputs,
     report_progress,
 )
-from .exact import bernoulli_exp_filtered, bernoulli_exp_ratio, discrete_laplace_int
+from .exact import bernoulli_exp_filtered, bernoulli_exp_ratio, discrete_laplace_int, gcd_arrays
 from .sources import IntegerSource
 
 __all__ = [
@@ -128,7 +129,7 @@ def _gamma64_filter(x: np.ndarray, c: np.ndarray, h: np.ndarray) -> tuple[np.nda
 
 def _gaussian_core(scale: np.ndarray, centre: np.ndarray, h: np.ndarray,
                    exact_sigma2: Callable[[int], Fraction], source: IntegerSource,
-                   small: tuple[int, int] | None = None) -> np.ndarray:
+                   small: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """One exact N_ℤ(0, σ_i²) per entry by CKS Algorithm 3, vectorised (see
     :func:`discrete_gaussian_array`).
 
@@ -143,10 +144,11 @@ def _gaussian_core(scale: np.ndarray, centre: np.ndarray, h: np.ndarray,
     |64γ̃ − 64γ| ≤ h̃·(3u·d̃² + e_d(2|d̃| + e_d) + 5u(|d̃| + e_d)²), doubled below for the roundings
     of the bound itself. Where it cannot certify a decision the exact rational test decides.
 
-    ``small`` = (p, q) with σ² = p/q for all entries and 2pqL² < 2^56: then γ = N/D with
-    N = (|Y|·L·q − p)², D = 2pqL² is exact in int64 wherever |(|Y|·L·q − p)| < 2^25, and those
-    entries use the all-integer :func:`dpopt.noise.exact.bernoulli_exp_ratio` (this also covers
-    the σ² for which 64γ is often an integer, where a float cannot certify ⌊64γ⌋).
+    ``small`` = (p_i, q_i) int64 arrays with σ_i² = p_i/q_i and 2·p_i·q_i·L_i² < 2^56, or q_i = 0
+    where that does not hold: then γ = N/D with N = (|Y|·L·q − p)², D = 2pqL² is exact in int64
+    wherever |(|Y|·L·q − p)| < 2^25, and those entries use the all-integer
+    :func:`dpopt.noise.exact.bernoulli_exp_ratio` (this also covers the σ² for which 64γ is often
+    an integer, where a float cannot certify ⌊64γ⌋).
     """
     out = np.zeros(scale.size, dtype=np.int64)
     pend = np.arange(scale.size)
@@ -154,7 +156,6 @@ def _gaussian_core(scale: np.ndarray, centre: np.ndarray, h: np.ndarray,
         lp = scale[pend]
         y = discrete_laplace_int(lp, np.ones_like(lp), source)
         x = np.abs(y).astype(float)
-        g, err = _gamma64_filter(x, centre[pend], h[pend])
 
         def exact_gamma(i: int, _p: np.ndarray = pend, _y: np.ndarray = y, _l: np.ndarray = lp) -> Fraction:
             s2 = exact_sigma2(int(_p[i]))
@@ -163,13 +164,15 @@ def _gaussian_core(scale: np.ndarray, centre: np.ndarray, h: np.ndarray,
         acc = np.zeros(pend.size, dtype=bool)
         ints = np.zeros(pend.size, dtype=bool)
         if small is not None:
-            p, q = small
-            ints = np.abs(x * float(lp[0] * q) - p) < 2.0**25
+            p, q = small[0][pend], small[1][pend]
+            lq = lp * q
+            ints = (q > 0) & (np.abs(x * lq.astype(float) - p.astype(float)) < 2.0**25)
             iy = np.flatnonzero(ints)
-            num = (np.abs(y[iy]) * (lp[iy] * q) - p) ** 2
-            acc[iy] = bernoulli_exp_ratio(num, np.full(iy.size, 2 * p * q, np.int64) * lp[iy] ** 2, source)
+            num = (np.abs(y[iy]) * lq[iy] - p[iy]) ** 2
+            acc[iy] = bernoulli_exp_ratio(num, 2 * p[iy] * q[iy] * lp[iy] ** 2, source)
         fl = np.flatnonzero(~ints)
-        acc[fl] = bernoulli_exp_filtered(g[fl], err[fl], lambda i: exact_gamma(int(fl[i])), source)
+        g, err = _gamma64_filter(x[fl], centre[pend[fl]], h[pend[fl]])
+        acc[fl] = bernoulli_exp_filtered(g, err, lambda i: exact_gamma(int(fl[i])), source)
         out[pend[acc]] = y[acc]
         pend = pend[~acc]
     return out
@@ -188,10 +191,11 @@ def discrete_gaussian_array(sigma2: Fraction | int, n: int, source: IntegerSourc
         return np.fromiter((discrete_gaussian(s2, source) for _ in range(n)), dtype=np.int64, count=n)
     c, h = float(s2 / t), float(32 / s2)  # correctly rounded: relative error ≤ u
     p, q = s2.numerator, s2.denominator
-    small = (p, q) if 2 * p * q * t * t < 2**56 else None
+    is_small = 2 * p * q * t * t < 2**56
     out = np.empty(n, dtype=np.int64)
     for lo in range(0, n, _BLOCK):
         m = min(_BLOCK, n - lo)
+        small = (np.full(m, p, np.int64), np.full(m, q, np.int64)) if is_small else None
         out[lo:lo + m] = _gaussian_core(np.full(m, t, np.int64), np.full(m, c), np.full(m, h),
                                         lambda i: s2, source, small)
     return out
@@ -297,9 +301,8 @@ def release_on_grid_gaussian(
     fast = (t < 2.0**33) & (r <= 2.0**32)
     if np.any(fast):
         z[fast], s2[fast] = _release_noise(t[fast], epsilon_numerators(r[fast]).astype(float), rng)
-    for i in np.flatnonzero(~fast):
-        exact = grid_sigma2(int(t[i]), float(r[i]))
-        z[i], s2[i] = discrete_gaussian(exact, rng), float(exact)
+    slow = np.flatnonzero(~fast)
+    z[slow], s2[slow] = draw_grouped(t[slow], r[slow], grid_sigma2, discrete_gaussian_array, rng)
     tgrid.flat[idx] = t.astype(np.int64)
     out.flat[idx] = (g.q.flat[idx] + z) * g.lam
     sigma.flat[idx] = np.sqrt(s2) * g.lam
@@ -323,13 +326,33 @@ def _release_noise(t: np.ndarray, m: np.ndarray, rng: IntegerSource) -> tuple[np
     def exact(i: int) -> Fraction:
         return Fraction(int(t[fast[i]]) ** 2 * 2**29, int(m[fast[i]]))
 
+    small = _small_ratios(t[fast], m[fast], lf)
     for lo in range(0, fast.size, _BLOCK):
         sl = slice(lo, lo + _BLOCK)
         z[fast[sl]] = _gaussian_core(lf[sl].astype(np.int64), centre[sl], h[sl],
-                                     lambda i, _lo=lo: exact(_lo + i), rng)
+                                     lambda i, _lo=lo: exact(_lo + i), rng, (small[0][sl], small[1][sl]))
     for i in np.flatnonzero(scale >= _MAX_L):
         z[i] = discrete_gaussian(Fraction(int(t[i]) ** 2 * 2**29, int(m[i])), rng)
     return z, s2f
+
+
+def _small_ratios(t: np.ndarray, m: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(p_i, q_i) int64 with σ_i² = t_i²·2^29/m_i = p_i/q_i in lowest terms where t_i < 2^16 (so
+    t²·2^29 < 2^61) and 2·p·q·L² < 2^56 for the proposal scale L = ``scale``; q_i = 0 elsewhere.
+    The float test 2pqL² < 2^55 (relative error ≤ 4u) certifies the int64 bound with room; those
+    entries take :func:`_gaussian_core`'s all-integer acceptance test. Entries with 8 ∤ m are not
+    tried: there g = gcd(t²·2^29, m) ≤ 4t², so pq ≥ 2^25·m/t² and, L² > σ² = t²·2^29/m,
+    2pqL² > 2^55 (the release's ρ' = m/2^30 of a generic ρ: its gcd would be wasted)."""
+    p = np.zeros(t.size, dtype=np.int64)
+    q = np.zeros(t.size, dtype=np.int64)
+    ok = np.flatnonzero((t < 2.0**16) & (np.fmod(m, 8.0) == 0))
+    ti = t[ok].astype(np.int64)
+    num, den = (ti * ti) << 29, m[ok].astype(np.int64)
+    g = gcd_arrays(num, den)
+    pp, qq = num // g, den // g
+    fits = 2.0 * pp * qq * scale[ok] ** 2 < 2.0**55
+    p[ok[fits]], q[ok[fits]] = pp[fits], qq[fits]
+    return p, q
 
 
 def gaussian_simulation(

@@ -44,7 +44,16 @@ from fractions import Fraction
 import numpy as np
 
 from .._validation import DpoptInputError, check_epsilon, check_nonnegative_float, check_positive_int
-from .exact import MAX_NUMERATOR, _bernoulli_exp, bernoulli, bernoulli_exp, discrete_laplace_int
+from .exact import (
+    MAX_NUMERATOR,
+    WIDE_LIMIT,
+    _bernoulli_exp,
+    bernoulli,
+    bernoulli_exp,
+    discrete_laplace_int,
+    discrete_laplace_wide,
+    gcd_arrays,
+)
 from .sources import IntegerSource
 
 __all__ = [
@@ -53,6 +62,7 @@ __all__ = [
     "discrete_laplace",
     "discrete_laplace_array",
     "discrete_laplace_rational",
+    "draw_grouped",
     "epsilon_rational_array",
     "epsilon_numerators",
     "grid_sensitivities",
@@ -116,18 +126,22 @@ def discrete_laplace_array(scale: Fraction | int, n: int, source: IntegerSource)
     """n independent exact draws (int64) of Z with P[Z = z] ∝ exp(−|z|/scale).
 
     Vectorised (:func:`dpopt.noise.exact.discrete_laplace_int`, CKS Algorithm 2 on uniform words)
-    when the reduced scale a/b has a < 2^56 and b < 2^63; otherwise the scalar
-    :func:`discrete_laplace` per draw (the same law; its cost does not grow with the scale either).
+    when the reduced scale a/b has a < 2^63 and b < 2^63 (int64); with Python ints over numpy
+    object arrays (:func:`dpopt.noise.exact.discrete_laplace_wide`, the same algorithm) when
+    a, b < 2^126; otherwise the scalar :func:`discrete_laplace` per draw (the same law; its cost
+    does not grow with the scale either).
     """
     sc = _as_scale(scale)
     n = check_positive_int(n, "n", minimum=0)
     a, b = sc.numerator, sc.denominator
-    if a >= MAX_NUMERATOR or b > 2**63 - 1:
+    wide = a >= MAX_NUMERATOR or b > 2**63 - 1
+    if wide and (a >= WIDE_LIMIT or b >= WIDE_LIMIT):
         return np.fromiter((discrete_laplace(sc, source) for _ in range(n)), dtype=np.int64, count=n)
     out = np.empty(n, dtype=np.int64)
     for lo in range(0, n, _BLOCK):
         m = min(_BLOCK, n - lo)
-        out[lo:lo + m] = discrete_laplace_int(np.full(m, a, np.int64), np.full(m, b, np.int64), source)
+        out[lo:lo + m] = discrete_laplace_wide(a, b, m, source) if wide else \
+            discrete_laplace_int(np.full(m, a, np.int64), np.full(m, b, np.int64), source)
     return out
 
 
@@ -135,23 +149,42 @@ def discrete_laplace_rational(num: np.ndarray, den: np.ndarray, source: IntegerS
     """Z_i with P[Z_i = z] ∝ exp(−|z|·den_i/num_i), one exact draw per entry (int64 array).
 
     ``num``, ``den``: positive integers (int64 arrays of one shape), the scale of entry i being
-    num_i/den_i. Entries whose reduced scale is outside the vectorised range (module
-    :mod:`dpopt.noise.exact`) use the scalar sampler.
+    num_i/den_i; every int64 scale is in the vectorised range (module :mod:`dpopt.noise.exact`).
     """
     num = np.asarray(num, dtype=np.int64)
     den = np.asarray(den, dtype=np.int64)
     if np.any(num < 1) or np.any(den < 1):
         raise DpoptInputError("`num` and `den` must hold positive integers (the scale num/den)")
-    g = np.gcd(num, den)
+    g = gcd_arrays(num, den)
     a, b = (num // g).ravel(), (den // g).ravel()
     out = np.empty(a.size, dtype=np.int64)
-    fast = np.flatnonzero(a < MAX_NUMERATOR)
-    for lo in range(0, fast.size, _BLOCK):
-        idx = fast[lo:lo + _BLOCK]
-        out[idx] = discrete_laplace_int(a[idx], b[idx], source)
-    for i in np.flatnonzero(a >= MAX_NUMERATOR):
-        out[i] = discrete_laplace(Fraction(int(a[i]), int(b[i])), source)
+    for lo in range(0, a.size, _BLOCK):
+        out[lo:lo + _BLOCK] = discrete_laplace_int(a[lo:lo + _BLOCK], b[lo:lo + _BLOCK], source)
     return out.reshape(num.shape)
+
+
+def draw_grouped(t: np.ndarray, budget: np.ndarray, param: Callable[[int, float], Fraction],
+                 draw_array: Callable[[Fraction, int, IntegerSource], np.ndarray],
+                 source: IntegerSource) -> tuple[np.ndarray, np.ndarray]:
+    """One draw (int64) per entry of the law ``param(t_i, budget_i)`` (an exact rational), the
+    entries that share (t_i, budget_i) drawn together by ``draw_array(param, count, source)``, groups
+    in the order of the sorted distinct pairs: the release's entries outside the per-entry int64
+    range, which usually share one Δ and one budget. Returns (draws, float(param) per entry)."""
+    out = np.zeros(t.size, dtype=np.int64)
+    value = np.zeros(t.size)
+    if t.size == 0:
+        return out, value
+    if t.min() == t.max() and budget.min() == budget.max():
+        order, ends = np.arange(t.size), np.array([0, t.size])
+    else:  # sort by (t, budget), stable: a group's entries stay in index order
+        order = np.lexsort((budget, t))
+        ts, bs = t[order], budget[order]
+        ends = np.concatenate([[0], np.flatnonzero((ts[1:] != ts[:-1]) | (bs[1:] != bs[:-1])) + 1, [t.size]])
+    for k in range(ends.size - 1):
+        members = order[ends[k]:ends[k + 1]]
+        p = param(int(t[members[0]]), float(budget[members[0]]))
+        out[members], value[members] = draw_array(p, members.size, source), float(p)
+    return out, value
 
 
 def epsilon_rational(epsilon: float) -> Fraction:
@@ -167,6 +200,8 @@ def epsilon_numerators(epsilons: np.ndarray) -> np.ndarray:
     """⌊ε_i·2^30⌋ per entry (int64): ε'_i = this/2^30 is :func:`epsilon_rational` (ε_i), vectorised
     (the same float operations, so the same values); the first invalid ε raises as there."""
     eps = np.asarray(epsilons, dtype=float)
+    if eps.size > 1 and eps.min() == eps.max():  # one budget for all entries (NaN fails the test)
+        return np.full(eps.shape, epsilon_numerators(eps.flat[:1])[0], dtype=np.int64)
     with np.errstate(invalid="ignore", over="ignore"):
         num = np.floor(eps * 2.0**_EPS_BITS)
         bad = ~(np.isfinite(eps) & (num >= 1) & (eps <= 2.0**32))
@@ -316,7 +351,8 @@ def release_on_grid(
     Entries with NaN value are left NaN (nothing released). ``callback(n)`` reports progress
     (1000 per thousand entries, :func:`report_progress`). All draws are vectorised
     (:func:`discrete_laplace_rational` with scale t_i·2^30/⌊ε_i·2^30⌋ = t_i/ε'_i); an entry with
-    t_i ≥ 2^33 or ε_i > 2^32 uses the scalar sampler.
+    t_i ≥ 2^33 or ε_i > 2^32 is drawn by :func:`discrete_laplace_array` with its exact scale
+    (:func:`draw_grouped`).
     """
     g = grid_inputs(values, sensitivities, epsilons, granularity_bits, value_errors)
     idx, t, e, out, tgrid, lam = g.idx, g.t, g.budget.flat[g.idx], g.out, g.tgrid, g.lam
@@ -325,8 +361,9 @@ def release_on_grid(
     if np.any(fast):
         num = t[fast].astype(np.int64) << _EPS_BITS
         z[fast] = discrete_laplace_rational(num, epsilon_numerators(e[fast]), rng)
-    for i in np.flatnonzero(~fast):
-        z[i] = discrete_laplace(Fraction(int(t[i])) / epsilon_rational(float(e[i])), rng)
+    slow = np.flatnonzero(~fast)
+    z[slow] = draw_grouped(t[slow], e[slow], lambda ti, ei: Fraction(ti) / epsilon_rational(ei),
+                           discrete_laplace_array, rng)[0]
     tgrid.flat[idx] = t.astype(np.int64)
     out.flat[idx] = (g.q.flat[idx] + z) * lam
     report_progress(callback, out.size)

@@ -32,6 +32,7 @@ checked to have the same floor at both ends of its bracket.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -49,12 +50,14 @@ __all__ = [
     "geometric_exp",
     "discrete_laplace_int",
     "MAX_NUMERATOR",
+    "WIDE_LIMIT",
+    "discrete_laplace_wide",
 ]
 
 #: resolution of the exact table: T_J = ⌊e^{−J/RES}·2^64⌋
 RES = 64
-#: the vectorised sampler needs the reduced scale a/b with a < MAX_NUMERATOR (64·a < 2^62)
-MAX_NUMERATOR = 2**56
+#: the vectorised sampler needs the reduced scale a/b with a < MAX_NUMERATOR (int64 numerators)
+MAX_NUMERATOR = 2**63
 _INT64_MAX = 2**63 - 1
 _FIXED = 384  # fixed-point bits of the table computation
 
@@ -198,19 +201,43 @@ def _bits1(source: IntegerSource, n: int) -> np.ndarray:
     return np.unpackbits(random_words(source, (n + 63) // 64).view(np.uint8))[:n].astype(bool)
 
 
+def _bit_mask(nn: np.ndarray) -> np.ndarray:
+    """2^bitlen(n−1) − 1 per entry of the unsigned array ``nn`` (n ≥ 1, same dtype): the smallest
+    all-ones mask ≥ n − 1. The exponent of float(n − 1) is bitlen(n − 1), or one more where the
+    float rounded up to a power of two (n − 1 ≥ 2^53); that one extra bit is then dropped."""
+    n1 = nn - nn.dtype.type(1)
+    _, e = np.frexp(n1.astype(float))
+    ones = np.uint64(2**64 - 1)
+    mask = np.where(e >= 64, ones, (np.uint64(1) << np.minimum(e, 63).astype(np.uint64)) - np.uint64(1))
+    mask = mask.astype(nn.dtype)
+    half = mask >> nn.dtype.type(1)
+    return np.where(half >= n1, half, mask)
+
+
+def gcd_arrays(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``np.gcd(x, y)`` for int64 arrays of one shape, computed once when every entry holds the
+    same pair (a release's usual case: one Δ and one budget for all entries)."""
+    if x.size and x.min() == x.max() and y.min() == y.max():
+        return np.full(x.shape, math.gcd(int(x.flat[0]), int(y.flat[0])), dtype=np.int64)
+    return np.gcd(x, y)
+
+
 def uniform_below(bound: np.ndarray, source: IntegerSource) -> np.ndarray:
-    """U{0..n−1} per entry, n = ``bound`` (integers in [1, 2^62)), as int64: each entry takes a
+    """U{0..n−1} per entry, n = ``bound`` (integers in [1, 2^63)), as int64: each entry takes a
     32-bit value (when every n ≤ 2^31) or a word, masked to the bit length of n−1, and is redrawn
     while ≥ n (acceptance > 1/2)."""
     n = np.asarray(bound, dtype=np.int64)
-    narrow = n.size == 0 or int(n.max()) <= 2**31
+    hi = int(n.max()) if n.size else 1
+    narrow = hi <= 2**31
     dt = np.uint32 if narrow else np.uint64
     draw = _bits32 if narrow else random_words
-    nn = n.astype(dt)
-    n1 = nn - dt(1)
-    _, e = np.frexp(n1.astype(float))
-    mask = ((np.uint64(1) << e.astype(np.uint64)) - np.uint64(1)).astype(dt)
-    mask = np.where(mask < n1, (mask << dt(1)) | dt(1), mask)  # the float rounded down
+    if n.size and hi == int(n.min()):  # one bound for all entries: scalar mask and comparison (same draws)
+        nn = np.full(1, hi, dtype=dt)
+        mask = _bit_mask(nn)
+        nn, mask = np.broadcast_to(nn, n.shape), np.broadcast_to(mask, n.shape)
+    else:
+        nn = n.astype(dt)
+        mask = _bit_mask(nn)
     w = draw(source, n.size) & mask
     out = w.astype(np.int64)
     bad = np.flatnonzero(w >= nn)
@@ -234,12 +261,14 @@ def _table_bernoulli(j: np.ndarray, source: IntegerSource) -> np.ndarray:
     return out
 
 
-def _chain_int(r: np.ndarray, a: np.ndarray, source: IntegerSource) -> np.ndarray:
-    """Bernoulli(e^{−r/(64a)}) for integers 0 ≤ r < a < 2^56 (CKS Algorithm 1, γ = r/(64a) < 1/64).
+def _chain_int(r: np.ndarray, a: np.ndarray, source: IntegerSource,
+               below: Callable[[np.ndarray, IntegerSource], np.ndarray] = uniform_below) -> np.ndarray:
+    """Bernoulli(e^{−r/(64a)}) for integers 0 ≤ r < a < 2^63 (CKS Algorithm 1, γ = r/(64a) < 1/64).
 
     A_k ~ Bernoulli(r/(64a·k)) is [U{0..64a−1} < r] ∧ [U{0..k−1} = 0], and U{0..64a−1} = H·a + L
     with H ~ U{0..63}, L ~ U{0..a−1} independent, so [U < r] = [H = 0] ∧ [L < r] (r < a): six bits
-    decide most steps. Accept iff the first 0 is at an odd k.
+    decide most steps. Accept iff the first 0 is at an odd k. ``below`` draws L (object arrays of
+    Python ints for a ≥ 2^63: :func:`_uniform_wide`).
     """
     k = np.ones(r.size, dtype=np.int64)
     res = np.zeros(r.size, dtype=bool)
@@ -247,7 +276,7 @@ def _chain_int(r: np.ndarray, a: np.ndarray, source: IntegerSource) -> np.ndarra
     while pend.size:
         a_k = (_bits8(source, pend.size) & np.uint8(RES - 1)) == 0
         go = np.flatnonzero(a_k)
-        a_k[go] = uniform_below(a[pend[go]], source) < r[pend[go]]
+        a_k[go] = below(a[pend[go]], source) < r[pend[go]]
         kk = k[pend]
         multi = np.flatnonzero(a_k & (kk > 1))
         if multi.size:
@@ -268,6 +297,35 @@ def bernoulli_exp_ratio(num: np.ndarray, den: np.ndarray, source: IntegerSource)
     den = np.asarray(den, dtype=np.int64)
     j = (num * RES) // den
     r = num * RES - j * den
+    out = _table_bernoulli(j, source)
+    idx = np.flatnonzero(out)
+    out[idx] = _chain_int(r[idx], den[idx], source)
+    return out
+
+
+def _ratio_split(num: np.ndarray, den: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(J, R) with 64·num = J·den + R, J = ⌊64·num/den⌋ ∈ [0, 63], 0 ≤ R < den, exactly, for int64
+    0 ≤ num < den < 2^63 (where 64·num may exceed int64).
+
+    J̃ = ⌊64·f(num)/f(den) − 2^-40⌋ (clipped at 0) is J or J − 1: the float quotient has relative
+    error ≤ 3u (u = 2^-53), an absolute error < 2^-45 below 64. Then 64·num − J̃·den ∈ [0, 2·den) ⊂
+    [0, 2^64) is computed exactly in uint64 arithmetic modulo 2^64, and one step fixes J̃ = J − 1.
+    """
+    un, ud = num.astype(np.uint64), den.astype(np.uint64)
+    jf = np.floor(num.astype(float) * float(RES) / den.astype(float) - 2.0**-40)
+    j = np.maximum(jf, 0.0).astype(np.uint64)
+    r = (un << np.uint64(6)) - j * ud  # wraps modulo 2^64 to the exact value in [0, 2·den)
+    up = r >= ud
+    j[up] += np.uint64(1)
+    r[up] -= ud[up]
+    return j.astype(np.int64), r.astype(np.int64)
+
+
+def _bernoulli_exp_below_one(num: np.ndarray, den: np.ndarray, source: IntegerSource) -> np.ndarray:
+    """Bernoulli(exp(−num/den)) per entry, exactly, for int64 0 ≤ num < den < 2^63: the same
+    decisions and random bits as :func:`bernoulli_exp_ratio` (which needs 64·num < 2^63), with
+    (J, R) from :func:`_ratio_split`."""
+    j, r = _ratio_split(num, den)
     out = _table_bernoulli(j, source)
     idx = np.flatnonzero(out)
     out[idx] = _chain_int(r[idx], den[idx], source)
@@ -357,9 +415,9 @@ def _geometric_e(n: int, source: IntegerSource) -> np.ndarray:
 def geometric_exp(a: np.ndarray, b: np.ndarray, source: IntegerSource) -> np.ndarray:
     """Y ≥ 0 with P(Y ≥ y) = exp(−y·b/a) per entry (CKS Algorithm 2 without the sign), exactly.
 
-    ``a`` in [1, 2^56), ``b`` in [1, 2^63) (int64). U ∈ {0..a−1} is accepted with probability
+    ``a``, ``b`` in [1, 2^63) (int64). U ∈ {0..a−1} is accepted with probability
     e^{−U/a} (so P(U = u) ∝ e^{−u/a}), V ~ P(V ≥ v) = e^{−v}, and U + a·V has P(≥ x) = e^{−x/a};
-    Y = ⌊(U + a·V)/b⌋.
+    Y = ⌊(U + a·V)/b⌋ (:func:`_geometric_floor`).
     """
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
@@ -368,18 +426,96 @@ def geometric_exp(a: np.ndarray, b: np.ndarray, source: IntegerSource) -> np.nda
     while pend.size:
         ap = a[pend]
         uu = uniform_below(ap, source)
-        ok = bernoulli_exp_ratio(uu, ap, source)
+        ok = _bernoulli_exp_below_one(uu, ap, source)
         u[pend[ok]] = uu[ok]
         pend = pend[~ok]
-    v = _geometric_e(a.size, source)
+    return _geometric_floor(u, a, b, _geometric_e(a.size, source))
+
+
+def _geometric_floor(u: np.ndarray, a: np.ndarray, b: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """⌊(u + a·v)/b⌋ per entry, exactly, for int64 0 ≤ u < a < 2^63, 1 ≤ b < 2^63, v ≥ 0.
+
+    Directly in int64 where u + a·v ≤ 2^63 − 1 (v ≤ vmax); else as q·v + ⌊(u + r·v)/b⌋ with
+    a = q·b + r (0 ≤ r < b) where u + r·v and the result (< (q + 1)·v + a/b) stay in int64
+    (checked in floats with a relative margin of 2^-20); else in Python integers
+    (U + a·V ≥ 2^63 needs V ≥ 2^63/a: rare unless a is within a few bits of 2^63).
+    """
     vmax = (_INT64_MAX - a) // a
     y = (u + a * np.minimum(v, vmax)) // b
-    for i in np.flatnonzero(v > vmax):  # U + a·V beyond int64 (probability < e^{-127})
+    over = np.flatnonzero(v > vmax)
+    if over.size:
+        ao, bo, uo, vo = a[over], b[over], u[over], v[over]
+        q, r = ao // bo, ao % bo
+        vf = vo.astype(float)
+        cap = 2.0**63 * (1 - 2.0**-20)  # (u + r·v)/b < a/b + v bounds the second term
+        fits = (uo + r * vf < cap) & ((q.astype(float) + 1.0) * vf + ao / bo + 1 < cap)
+        f = np.flatnonzero(fits)
+        y[over[f]] = q[f] * vo[f] + (uo[f] + r[f] * vo[f]) // bo[f]
+        over = over[~fits]
+    for i in over:  # Python integers
         big = (int(u[i]) + int(a[i]) * int(v[i])) // int(b[i])
         if big > _INT64_MAX:  # pragma: no cover - P < e^{-2^63/scale}
             raise OverflowError("discrete Laplace draw beyond int64")
         y[i] = big
     return y
+
+
+#: the wide path's range: numerators and denominators below 2^126 (two 64-bit words per uniform)
+WIDE_LIMIT = 2**126
+
+
+def _uniform_wide(bound: np.ndarray, source: IntegerSource) -> np.ndarray:
+    """U{0..n−1} per entry for Python ints n in [1, 2^126) (object arrays): two words as one
+    128-bit integer, masked to the bit length of n − 1, redrawn while ≥ n (acceptance > 1/2)."""
+    n = np.asarray(bound, dtype=object)
+    if n.size and (n == n[0]).all():
+        mask = np.full(n.size, (1 << (int(n[0]) - 1).bit_length()) - 1, dtype=object)
+    else:
+        mask = np.array([(1 << (int(v) - 1).bit_length()) - 1 for v in n], dtype=object)
+    out = np.zeros(n.size, dtype=object)
+    pend = np.arange(n.size)
+    while pend.size:
+        w = random_words(source, 2 * pend.size).reshape(-1, 2).astype(object)
+        x = ((w[:, 0] << 64) | w[:, 1]) & mask[pend]
+        ok = x < n[pend]
+        out[pend[ok]] = x[ok]
+        pend = pend[~ok]
+    return out
+
+
+def _geometric_wide(a: int, b: int, n: int, source: IntegerSource) -> np.ndarray:
+    """:func:`geometric_exp` for one scale a/b with Python ints 1 ≤ a, b < 2^126 (object arrays):
+    U ~ U{0..a−1} accepted w.p. e^{−U/a} (64U = J·a + R exactly, the table for e^{−J/64}, the
+    chain for e^{−R/(64a)}), V by inversion, Y = ⌊(U + a·V)/b⌋ (Python ints; int64 result)."""
+    u = np.zeros(n, dtype=object)
+    pend = np.arange(n)
+    while pend.size and a > 1:
+        av = np.full(pend.size, a, dtype=object)
+        uu = _uniform_wide(av, source)
+        j = (uu * RES) // a
+        ok = _table_bernoulli(j.astype(np.int64), source)
+        idx = np.flatnonzero(ok)
+        ok[idx] = _chain_int(uu[idx] * RES - j[idx] * a, av[idx], source, _uniform_wide)
+        u[pend[ok]] = uu[ok]
+        pend = pend[~ok]
+    y = (u + a * _geometric_e(n, source).astype(object)) // b
+    if n and max(y) > _INT64_MAX:  # pragma: no cover - P < e^{-2^63·b/a}
+        raise OverflowError("discrete Laplace draw beyond int64")
+    return y.astype(np.int64)
+
+
+def discrete_laplace_wide(a: int, b: int, n: int, source: IntegerSource) -> np.ndarray:
+    """n draws of Z with P[Z = z] ∝ exp(−|z|·b/a) (int64), for one reduced scale a/b with Python
+    ints 1 ≤ a, b < :data:`WIDE_LIMIT` (:func:`_geometric_wide`, the sign as in
+    :func:`discrete_laplace_int`): the numerators ≥ 2^63 of a `user` release's large sensitivities."""
+    out = np.zeros(n, dtype=np.int64)
+    pend = np.arange(n)
+    while pend.size:
+        y = _geometric_wide(a, b, pend.size, source)
+        neg = _bits1(source, pend.size)
+        out[pend] = np.where(neg, -y, y)
+        pend = pend[neg & (y == 0)]
+    return out
 
 
 def discrete_laplace_int(a: np.ndarray, b: np.ndarray, source: IntegerSource) -> np.ndarray:

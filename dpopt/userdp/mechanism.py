@@ -250,9 +250,20 @@ _ARRAY_SCALE = 2**40
 def _add_exact(values: np.ndarray, noise: Iterable[int]) -> np.ndarray:
     """float(v + Z) per entry (``noise`` one integer per entry, in order), v and Z added as Python
     ints (exact at any size: int64 or object arrays of Python ints from :mod:`.bounding`, noise
-    beyond int64 at huge scales), rounded once to the nearest float."""
+    beyond int64 at huge scales), rounded once to the nearest float.
+
+    Vectorised when ``noise`` is an int64 array and every |v|, |Z| < 2^62 (whole floats included):
+    v + Z is then exact in int64 and its conversion to float64 rounds to nearest-even, as
+    ``float(int)`` does, so the result is the same float."""
     arr = np.asarray(values)
-    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+    whole = arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))
+    if isinstance(noise, np.ndarray) and noise.dtype == np.int64 and noise.size == arr.size and (
+            arr.dtype.kind in "iu" or whole):
+        lim = 2**62
+        if arr.size == 0 or (-lim < int(noise.min()) and int(noise.max()) < lim
+                             and -lim < float(arr.min()) and float(arr.max()) < lim):
+            return (arr.astype(np.int64).ravel() + noise.ravel()).astype(float).reshape(arr.shape)
+    if whole:
         arr = arr.astype(object)  # whole floats: their exact integer values
     if arr.dtype != object and arr.dtype.kind not in "iu":
         raise DpoptInputError(f"`values` must hold integers (int64 or Python ints); got dtype {arr.dtype}")
