@@ -174,3 +174,20 @@ def test_fixed_keeps_the_flat_private_release():
     r = release(DF, bound=U, budget=Budget(epsilon_total=20.0, delta=1e-6),
                 model=UserOptions(resolution="fixed", bounds=(2, 3)), noise=NoiseOptions(seed=3))
     assert r.summary.resolution == "fixed" and r.answers is None and "noisy_count" in r.table.columns
+
+
+def test_front_door_publishes_the_library_release():
+    """One implementation: the front door's table is the library's measure_private_multires +
+    estimate_hierarchical (what tests/benchmarks/bench_multires.py scores), released rows only."""
+    from dpopt.estimation.hierarchical import estimate_hierarchical
+    from dpopt.privacy.contributions import contributions
+    from dpopt.privacy.user_multires_private import measure_private_multires
+
+    r = _py(seed=9)
+    agg, _ = contributions(DF, bound=U, first_records=8)
+    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=U, seed=9)
+    t = estimate_hierarchical(m, confidence=0.95).table
+    t = t[t["released"]]
+    np.testing.assert_array_equal(r.table["mean"].to_numpy(), t["mean"].to_numpy())
+    np.testing.assert_array_equal(r.table["mean_error_bound"].to_numpy(), t["mean_error_bound"].to_numpy())
+    assert r.summary.budget == dict(m.spend.pieces)
