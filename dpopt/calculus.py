@@ -334,6 +334,21 @@ def _check_grid_counts(N: np.ndarray, R: np.ndarray, g: np.ndarray) -> None:
             raise DpoptInputError(f"{rule} (grid {i}: {a[i]} vs {b[i]})")
 
 
+def _grid_totals(totals: Any, retained_totals: Any, retained_max: Any) -> tuple[np.ndarray, ...]:
+    """N_g, R_g, Γ*_g validated (whole numbers, one 1-D shape, :func:`_check_grid_counts`), as floats."""
+    N, R, g = (
+        _grid_count_array(v, name)
+        for v, name in ((totals, "totals"), (retained_totals, "retained_totals"), (retained_max, "retained_max"))
+    )
+    if not (N.shape == R.shape == g.shape):
+        raise DpoptInputError(
+            f"`totals`, `retained_totals`, `retained_max` must be 1-D of one shape; "
+            f"got {N.shape}, {R.shape}, {g.shape}"
+        )
+    _check_grid_counts(N, R, g)
+    return N.astype(float), R.astype(float), g.astype(float)
+
+
 def grid_error_terms(
     totals: Any,
     retained_totals: Any,
@@ -368,17 +383,7 @@ def grid_error_terms(
     """
     U = check_bound(bound)
     check_choice(split, "split", ("equal", "optimal"))
-    N, R, g = (
-        _grid_count_array(v, name)
-        for v, name in ((totals, "totals"), (retained_totals, "retained_totals"), (retained_max, "retained_max"))
-    )
-    if not (N.shape == R.shape == g.shape):
-        raise DpoptInputError(
-            f"`totals`, `retained_totals`, `retained_max` must be 1-D of one shape; "
-            f"got {N.shape}, {R.shape}, {g.shape}"
-        )
-    _check_grid_counts(N, R, g)
-    N, R, g = N.astype(float), R.astype(float), g.astype(float)
+    N, R, g = _grid_totals(totals, retained_totals, retained_max)
     eps = as_epsilons(epsilon, size=N.size)
     dmu = mean_sensitivity_from_totals(R, g, U)
     dvar = variance_sensitivity_from_totals(R, g, U)
@@ -621,16 +626,7 @@ def gaussian_grid_error_terms(
     """
     U = check_bound(bound)
     check_choice(split, "split", ("equal", "optimal"))
-    N = np.atleast_1d(np.asarray(totals, dtype=float))
-    R = np.atleast_1d(np.asarray(retained_totals, dtype=float))
-    g = np.atleast_1d(np.asarray(retained_max, dtype=float))
-    if not (N.shape == R.shape == g.shape) or N.ndim != 1:
-        raise DpoptInputError(
-            f"`totals`, `retained_totals`, `retained_max` must be 1-D of one shape; "
-            f"got {N.shape}, {R.shape}, {g.shape}"
-        )
-    if np.any(R < 0) or np.any(R > N) or np.any(g > R) or np.any(g < 0):
-        raise DpoptInputError("`retained_totals` must lie in [0, totals] and `retained_max` in [0, retained_totals]")
+    N, R, g = _grid_totals(totals, retained_totals, retained_max)
     r = _as_rhos(rho, N.size)
     dmu = mean_sensitivity_from_totals(R, g, U)
     dvar = variance_sensitivity_from_totals(R, g, U)

@@ -19,7 +19,28 @@ import scipy.sparse as sp
 
 from ._validation import DpoptInputError, _integer_valued, _show, label_parts, normalise_labels
 
-__all__ = ["Occupancy"]
+__all__ = ["Occupancy", "UsersByGrids"]
+
+
+class UsersByGrids:
+    """The shape of an L × G array over users (rows ℓ) and grids (columns g).
+
+    Shared by :class:`Occupancy` (the counts m_{g,ℓ}) and :class:`dpopt.plan.GridPlan` (the
+    retained Γ_{ℓ,g}); a subclass names the attribute holding its array in ``_users_by_grids``
+    (default ``"matrix"``, Occupancy's).
+    """
+
+    _users_by_grids = "matrix"
+
+    @property
+    def n_users(self) -> int:
+        """L, the number of users (rows)."""
+        return int(getattr(self, self._users_by_grids).shape[0])
+
+    @property
+    def n_grids(self) -> int:
+        """G, the number of grids (columns)."""
+        return int(getattr(self, self._users_by_grids).shape[1])
 
 
 def _raw(values: Any, name: str) -> np.ndarray:
@@ -109,7 +130,7 @@ def _compact(labels: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 @dataclass(frozen=True, eq=False)
-class Occupancy:
+class Occupancy(UsersByGrids):
     """Sparse user × grid occupancy array with labels.
 
     Build it with :meth:`from_triples`, :meth:`from_dense` or :meth:`from_frame`. Users and grids
@@ -192,14 +213,6 @@ class Occupancy:
         return cls.from_triples(frame[user], frame[grid], frame[count])
 
     # ---------------------------------------------------------------- derived quantities
-    @property
-    def n_users(self) -> int:
-        return int(self.matrix.shape[0])
-
-    @property
-    def n_grids(self) -> int:
-        return int(self.matrix.shape[1])
-
     @property
     def n_pairs(self) -> int:
         return int(self.matrix.nnz)

@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import DpoptInputError
+from .occupancy import UsersByGrids
 from .solve.result import Status
 
 __all__ = ["GridPlan", "BUDGET_UNITS"]
@@ -40,7 +41,7 @@ BUDGET_UNITS = ("epsilon", "rho")
 
 
 @dataclass(frozen=True, eq=False)
-class GridPlan:
+class GridPlan(UsersByGrids):
     """Retained counts per (user, grid) pair and budgets per grid and statistic.
 
     Attributes
@@ -81,10 +82,12 @@ class GridPlan:
     array_length: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
+    _users_by_grids = "retained"  # n_users, n_grids (UsersByGrids)
+
     def __post_init__(self) -> None:
         if self.unit not in BUDGET_UNITS:
             raise DpoptInputError(f"`unit` must be one of {BUDGET_UNITS}; got {self.unit!r}")
-        G = self.retained.shape[1]
+        G = self.n_grids
         for name in ("budget_mean", "budget_variance", "released"):
             arr = getattr(self, name)
             if np.shape(arr) != (G,):
@@ -93,15 +96,6 @@ class GridPlan:
             arr = np.asarray(getattr(self, name), dtype=float)
             if not np.all(np.isfinite(arr)) or np.any(arr < 0):
                 raise DpoptInputError(f"`{name}` must be finite and >= 0 in every grid")
-
-    # -- shape -------------------------------------------------------------------------------
-    @property
-    def n_users(self) -> int:
-        return int(self.retained.shape[0])
-
-    @property
-    def n_grids(self) -> int:
-        return int(self.retained.shape[1])
 
     @property
     def budget(self) -> np.ndarray:

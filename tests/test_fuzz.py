@@ -669,7 +669,8 @@ def test_issue22_10_a_real_release_never_seeds_numpy_from_the_os(tmp_path, capsy
     parts = str(_r3_parts(tmp_path))
     modes = {"fixed": ["--partitions", parts, "--bounds", "2,2", "--resolution", "fixed"],
              "adaptive": ["--partitions", parts, "--bounds", "2,2", "--resolution", "adaptive"],
-             "selection": ["--delta", "1e-6", "--resolution", "fixed"]}
+             "selection": ["--delta", "1e-6", "--resolution", "fixed"],
+             "selection_adaptive": ["--delta", "1e-6", "--resolution", "adaptive"]}
     for name, mode in modes.items():
         argv = _r3_user(records, _r3_parts(tmp_path), tmp_path / name, "--epsilon-total", "5")
         i = argv.index("--partitions")

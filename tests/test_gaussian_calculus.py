@@ -175,3 +175,12 @@ def test_bad_input():
         gaussian_grid_error_terms([2], [3], [1], 1.0, 0.1)
     with pytest.raises(DpoptInputError):
         gaussian_sigma(-1.0, 1.0)
+
+
+@pytest.mark.parametrize("terms", [grid_error_terms, gaussian_grid_error_terms])
+@pytest.mark.parametrize("N,R,g", [([3], [3], [0]), ([3.5], [3], [1]), ([3], [np.nan], [1]), ([3], [4], [1])])
+def test_laplace_and_gaussian_terms_refuse_the_same_grid_counts(terms, N, R, g):
+    """One validation for both noises: before, the Gaussian terms took Γ* = 0 with R = 3 (mean
+    sensitivity U·0/3 = 0, no noise) and fractional or NaN counts."""
+    with pytest.raises(DpoptInputError):
+        terms(N, R, g, 1.0, 1.0)

@@ -315,6 +315,19 @@ def _prepare(counts: Any, length: Any, order: OrderLike) -> tuple[int, np.ndarra
     return m, perm, retained, retained[perm]
 
 
+def _grouping(
+    method: str, m: int, perm: np.ndarray, retained: np.ndarray,
+    start_o: np.ndarray, stop_o: np.ndarray, fills: np.ndarray, discarded: int,
+) -> ArrayGrouping:
+    """The :class:`ArrayGrouping` of arrays ``[start_o, stop_o)`` given per user in processing order."""
+    start = np.empty_like(retained)
+    stop = np.empty_like(retained)
+    start[perm] = start_o
+    stop[perm] = stop_o
+    return ArrayGrouping(method=method, length=m, order=perm, retained=retained, start=start, stop=stop,
+                         fills=fills, num_arrays=int(fills.shape[0]), discarded=discarded)
+
+
 def wrap_around(counts: Any, length: int, *, order: OrderLike = "nonincreasing") -> ArrayGrouping:
     """WrapAround grouping (seed 003, Algorithm 1); fully vectorised, O(L log L) for the sort.
 
@@ -339,22 +352,9 @@ def wrap_around(counts: Any, length: int, *, order: OrderLike = "nonincreasing")
     K = total // m
     begin_o = end_o - c
     start_o = np.minimum(begin_o // m, K)
-    stop_o = np.minimum(-(-end_o // m), K)  # ceil(end / m), capped at K
-    start = np.empty_like(retained)
-    stop = np.empty_like(retained)
-    start[perm] = start_o
-    stop[perm] = stop_o
-    return ArrayGrouping(
-        method="wrap_around",
-        length=m,
-        order=perm,
-        retained=retained,
-        start=start,
-        stop=np.maximum(stop, start),
-        fills=np.full(K, m, dtype=np.int64),
-        num_arrays=K,
-        discarded=total - K * m,
-    )
+    stop_o = np.maximum(np.minimum(-(-end_o // m), K), start_o)  # ceil(end / m), capped at K
+    return _grouping("wrap_around", m, perm, retained, start_o, stop_o, np.full(K, m, dtype=np.int64),
+                     total - K * m)
 
 
 def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") -> ArrayGrouping:
@@ -429,16 +429,4 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
             else:
                 heappush(h2, k)
     assign[p:] = out
-    start = np.empty(L, dtype=np.int64)
-    start[perm] = assign
-    return ArrayGrouping(
-        method="best_fit",
-        length=m,
-        order=perm,
-        retained=retained,
-        start=start,
-        stop=start + 1,
-        fills=np.asarray(fills, dtype=np.int64),
-        num_arrays=nk,
-        discarded=0,
-    )
+    return _grouping("best_fit", m, perm, retained, assign, assign + 1, np.asarray(fills, dtype=np.int64), 0)

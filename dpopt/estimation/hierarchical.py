@@ -60,7 +60,7 @@ from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
 from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
 
-__all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_totals"]
+__all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_totals", "released_ancestor"]
 
 METHOD = "hierarchical"
 #: κ of the bounding-bias allowance κ·σ̂ (module doc item 3; models/hierarchy.md §7)
@@ -200,7 +200,7 @@ def _blup(m: Measurements, tot: dict) -> dict:
     # one unmeasured map-wide node above the roots: separate trees share one level of spread
     N = parent.size
     parent = np.append(np.where(parent < 0, N, parent), -1)
-    level = np.append(level, int(level.max()) + 1)
+    level = np.append(level, int(level.max()) + 1 if level.size else 0)
     d, s2 = np.append(d, np.nan), np.append(s2, np.inf)
     tau2 = fit_tau2(parent, level, d, s2, scale=h)
     b = tree_blup(parent, level, d, s2, tau2)
@@ -282,6 +282,19 @@ def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: b
     return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}, ans
 
 
+def released_ancestor(parent: np.ndarray, node: np.ndarray, released: np.ndarray) -> np.ndarray:
+    """The smallest released ancestor-or-self of each ``node`` (−1 where none): the reader's rule
+    (tests/benchmarks/scoring.py) when a DP selection, not the target, decides what is published."""
+    parent = np.asarray(parent, dtype=np.int64)
+    ans = np.asarray(node, dtype=np.int64).copy()
+    for _ in range(parent.size + 1):
+        move = (ans >= 0) & ~released[np.maximum(ans, 0)]
+        if not move.any():
+            break
+        ans[move] = parent[ans[move]]
+    return ans
+
+
 def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
                           shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE,
                           estimator: str = "blup") -> Estimates:
@@ -326,13 +339,14 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     # the interval contains the direct one (item 4): |m − θ| ≤ |m − μ̂| + |μ̂ − θ|
     eb_hw = np.abs(eb - dr["d"]) + direct_hw
     released = published_mask(m.n_nodes, ans)
-    if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those
-        released = m.nodes["released"].to_numpy(dtype=bool)
+    if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those,
+        released = m.nodes["released"].to_numpy(dtype=bool)  # and each grid answered by the reader's rule
+        ans = released_ancestor(m.nodes["parent"].to_numpy(), m.finest["node"].to_numpy(), released)
     table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink)
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": ans})
     info = {**info, "target": tau, "nodes_released": int(released.sum()),
-            "z": float(dr["z"][0]), "bias_allowance": kappa,
+            "z": float(dr["z"][0]) if dr["z"].size else None, "bias_allowance": kappa,
             "interval": "Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"}
     return Estimates(table=table, answers=answers,
                      confidence=float(confidence), method=METHOD, measurements=m, info=info)

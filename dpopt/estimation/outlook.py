@@ -48,7 +48,33 @@ def levels_outlook(m: Measurements, est: Estimates) -> Outlook:
         name = f"H3 resolution {res} x {'the whole period' if slot_ns == 0 else _slot(slot_ns)}"
         levels[name] = (n[rows], b[rows])
     out = release_outlook(levels, bound=m.bound, epsilon=_epsilon(m))
+    if not on.any() and m.info.get("selection"):
+        return _selection_hint(out, m)
     return _with_epsilon(out, m, est, n)
+
+
+#: the public reference size of a node the selection hint aims at (as release_outlook's ``users``)
+HINT_USERS = 20.0
+
+
+def _selection_hint(out: Outlook, m: Measurements) -> Outlook:
+    """Private selection published no node: name the level with the lowest threshold T (noisy users
+    a node needs) and the ε at which it would fall to :data:`HINT_USERS` users. T − 1 = (k/ε_ℓ)·ln(…)
+    scales as 1/ε at fixed shares and δ, so ε' = ε·(T − 1)/(HINT_USERS − 1): a function of the
+    public plan (thresholds, ε) only, never of the data."""
+    thr = [(float(s["threshold"]), li) for li, s in enumerate(m.info["selection"]) if math.isfinite(s["threshold"])]
+    if not thr:
+        return out
+    t, li = min(thr)
+    res, slot_ns = m.info["levels"][li]
+    eps = m.info.get("epsilon_budget")  # the ε given (the spend omits unmeasured levels' value pieces)
+    need = None if eps is None else eps * max(t - 1.0, 0.0) / (HINT_USERS - 1.0)
+    text = (f" Private selection released no node: at level H3 resolution {res} x {_slot(slot_ns)} a node needs "
+            f"about {t:.3g} noisy users at this budget" + (
+                f"; epsilon ≈ {math.ceil(need * 10) / 10:g} (same shares and delta) would lower that to "
+                f"{HINT_USERS:g} users." if need is not None and need > eps else "."))
+    return replace(out, epsilon_needed=need if need is not None and need > eps else out.epsilon_needed,
+                   message=out.message + text)
 
 
 def _with_epsilon(out: Outlook, m: Measurements, est: Estimates, counts: np.ndarray) -> Outlook:

@@ -23,13 +23,17 @@ counts, so a neighbouring dataset (same counts) is packed identically.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._validation import DpoptInputError, check_choice, check_positive_int
 from ._common import BatchedEstimator, Release, laplace_release, prepare, user_means
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..arrays.grouping import ArrayGrouping
 
 __all__ = ["Packing", "pack", "array_means", "array_averaging", "array_averaging_sensitivity",
            "median_array_length", "array_mean_estimator"]
@@ -44,28 +48,38 @@ class Packing:
 
     Attributes
     ----------
-    grouping : {"best_fit", "wrap_around"}
-    length : int
-        Array length m.
-    num_arrays : int
-        K.
-    influence : int
-        φ, the largest number of arrays one user touches (1 BestFit, ≤ 2 WrapAround).
     user_weights : scipy.sparse.csr_array, shape (K, L)
         ``Ā = W_u · x̄`` under per-user mean substitution (entry ``c_{ℓk}/n_k``).
     sample_weights : scipy.sparse.csr_array, shape (K, N)
         ``Ā = W_s · x`` on the raw samples (the first ``min(m_ℓ, m)`` samples of each user).
-    source : object
-        The :class:`dpopt.arrays.grouping.ArrayGrouping` it was built from.
+    source : ArrayGrouping
+        The :class:`dpopt.arrays.grouping.ArrayGrouping` it was built from; ``grouping``,
+        ``length``, ``num_arrays`` and ``influence`` are read from it.
     """
 
-    grouping: str
-    length: int
-    num_arrays: int
-    influence: int
     user_weights: sp.csr_array
     sample_weights: sp.csr_array
-    source: Any
+    source: ArrayGrouping
+
+    @property
+    def grouping(self) -> str:
+        """``"best_fit"`` or ``"wrap_around"``."""
+        return self.source.method
+
+    @property
+    def length(self) -> int:
+        """The array length m."""
+        return self.source.length
+
+    @property
+    def num_arrays(self) -> int:
+        """K."""
+        return self.source.num_arrays
+
+    @cached_property
+    def influence(self) -> int:
+        """φ, the largest number of arrays one user touches (1 BestFit, ≤ 2 WrapAround; at least 1)."""
+        return max(int(np.max(self.source.arrays_per_user)), 1)
 
 
 _PACK_CACHE: dict[tuple, Packing] = {}
@@ -121,8 +135,7 @@ def _pack(counts: Any, length: int, grouping: Grouping, *, order: Any) -> Packin
     ws = sp.csr_array(
         (1.0 / fills[k[keep]], (k[keep], col[keep])), shape=(K, int(m.sum()))
     )
-    influence = int(np.max(np.asarray(g.stop) - np.asarray(g.start)))
-    return Packing(grouping, length, K, max(influence, 1), wu, ws, g)
+    return Packing(wu, ws, g)
 
 
 def grouping_label(grouping: str) -> str:

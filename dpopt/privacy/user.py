@@ -74,18 +74,22 @@ class UserOptions:
     ``weight_mean``, ``weight_variance``, ``typical`` the split rule (:func:`split_budget`);
     ``max_grids``, ``max_records`` public caps of the automatic bounds.
 
-    ``resolution`` the shape of the release with a public partition list: "adaptive" (default:
-    every level of the public hierarchy of H3 parents x coarser slots up to
-    ``coarsest_resolution`` is measured and each finest grid is answered by its finest node
-    whose error meets the target, :mod:`dpopt.privacy.user_multires`) or "fixed" (the flat release
-    of every listed grid at the finest resolution). Private selection (no list) is always flat.
+    ``resolution`` the shape of the release: "adaptive" (default) or "fixed" (the flat per-grid
+    release at the finest resolution). Adaptive with a public list: every level of the public
+    hierarchy of H3 parents x coarser slots up to ``coarsest_resolution`` is measured and each
+    finest grid is answered by its finest node whose error meets the target
+    (:mod:`dpopt.privacy.user_multires`). Adaptive without a list (private selection, Laplace noise
+    and δ): nodes of a few public levels are selected by Laplace thresholding of user counts in a
+    shared public hash order, then measured (:mod:`dpopt.privacy.user_multires_private`; public
+    (k, c), default (4, 8); ``selection_fraction`` default 0.6; no bounds or pooling budget).
+    ``selection_fraction`` None: 0.6 there, 0.2 for the flat private release.
     """
 
     partitions: Any = None
     bounds: Any = "histogram"
     priority: str = "own"
     bounds_fraction: float = 0.1
-    selection_fraction: float = 0.2
+    selection_fraction: float | None = None
     pool_fraction: float = 0.05
     weight_mean: float = 1.0
     weight_variance: float = 1.0
@@ -103,23 +107,39 @@ class UserOptions:
                 raise DpoptInputError("`coarsest_resolution` must be an H3 resolution 0..15 and goes with "
                                       f"resolution='adaptive' and a partition list; got {self.coarsest_resolution!r}")
         bf = check_nonnegative_float(self.bounds_fraction, "bounds_fraction")
-        sf = check_nonnegative_float(self.selection_fraction, "selection_fraction")
+        sf = check_nonnegative_float(self.selection_share, "selection_fraction")
         pf = check_nonnegative_float(self.pool_fraction, "pool_fraction")
         check_positive_int(self.max_grids, "max_grids")
         check_positive_int(self.max_records, "max_records")
         check_choice(self.priority, "priority", ("own", "shared"))
+        if self.private and self.adaptive:  # private multi-resolution (user_multires_private): public (k, c)
+            if self.fixed_bounds is None and self.bounds != "histogram":
+                raise DpoptInputError(f"`bounds` = {self.bounds!r} is a rule of the other shapes; private "
+                                      "multi-resolution selection uses a public K,C pair (default 4,8) or "
+                                      "resolution='fixed'")
+            if self.priority != "own":
+                raise DpoptInputError(f"`priority` = {self.priority!r} is an option of resolution='fixed'; private "
+                                      "multi-resolution selection always ranks nodes by the shared public hash order")
         if self.fixed_bounds is None and not 0.0 < bf < 1.0:
             raise DpoptInputError(f"`bounds_fraction` must be in (0, 1) with automatic bounds; got {bf!r}")
         if self.private and not 0.0 < sf < 1.0:
             raise DpoptInputError(f"`selection_fraction` must be in (0, 1); got {sf!r}")
-        if self.fractions[0] + self.fractions[1] + pf >= 1.0:
+        if sum(self.fractions) >= 1.0:
             raise DpoptInputError("`bounds_fraction` + `selection_fraction` + `pool_fraction` must be < 1; "
-                                  f"got {self.fractions[0] + self.fractions[1] + pf:g}")
+                                  f"got {sum(self.fractions):g}")
 
     @property
     def adaptive(self) -> bool:
-        """The multi-resolution release (``resolution`` "adaptive" and a public partition list)."""
-        return self.resolution == "adaptive" and not self.private
+        """The multi-resolution release (``resolution`` "adaptive"; with or without a partition list)."""
+        return self.resolution == "adaptive"
+
+    @property
+    def selection_share(self) -> float:
+        """``selection_fraction``, or its default: 0.6 for the private multi-resolution release
+        (:data:`dpopt.privacy.user_multires_private.SELECTION_FRACTION`), else 0.2."""
+        if self.selection_fraction is not None:
+            return self.selection_fraction  # type: ignore[return-value]
+        return 0.6 if self.adaptive and self.private else 0.2
 
     @property
     def private(self) -> bool:
@@ -149,13 +169,19 @@ class UserOptions:
     @property
     def fractions(self) -> tuple[float, float, float]:
         """(bounds, selection, pool) shares actually spent (0 for what is public or fixed)."""
+        sf = float(self.selection_share) if self.private else 0.0
+        if self.private and self.adaptive:  # public (k, c), no pooling totals (user_multires_private)
+            return 0.0, sf, 0.0
         bf = 0.0 if self.fixed_bounds is not None else float(self.bounds_fraction)
-        sf = float(self.selection_fraction) if self.private else 0.0
         return bf, sf, float(self.pool_fraction)
 
     def check_budget(self, budget: Budget) -> tuple[float, float, float, float]:
         """(total in the noise's unit, δ total, δ of the selection, δ of the ρ → ε conversion);
         refuses a δ that would do nothing (Laplace noise over a public list) or is missing."""
+        if self.private and self.adaptive and isinstance(budget, Budget) and budget.gaussian:
+            raise DpoptInputError("`mechanism` = 'gaussian' with private selection (no `partitions`) runs the flat "
+                                  "release only: add resolution='fixed', or use Laplace noise with `delta` for "
+                                  "the multi-resolution release")
         return _budget(budget, self.private)
 
 

@@ -15,8 +15,8 @@ Steps, each a DP query on the data or post-processing of earlier outputs:
 Accounting: Laplace, basic composition ε_total = ε_b + Σ_{l,s} ε_{l,s}; Gaussian, zCDP ρ_total =
 ε_b²/2 + Σ_{l,s} ρ_{l,s} (Bun & Steinke Prop. 1.4, Lemma 2.3), converted to (ε, δ) by CKS 2020
 Corollary 13. Both sums are recounted exactly (Fractions) from the budgets the samplers really
-used. Private selection (no list) is not supported by :func:`measure_levels`: the front door keeps
-the flat release there.
+used. Without a list (private selection) :func:`measure_multires` hands over to
+:func:`dpopt.privacy.user_multires_private.measure_private_adaptive` (models/hierarchy.md §12).
 """
 
 from __future__ import annotations
@@ -36,7 +36,11 @@ from ..userdp.split import split_budget
 from .options import Budget, NoiseOptions
 from .user import UserOptions, _eps_from_rho, _partition_list, _ranks, _samplers, _sampler_kind
 
-__all__ = ["measure_multires"]
+__all__ = ["measure_multires", "PUBLIC_FACTS"]
+
+#: what the multi-resolution release over a public list treats as public (summary.json ``public``)
+PUBLIC_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the partition list and the hierarchy "
+                "of H3 parents x coarser slots above it; nothing else about occupancy")
 
 
 def _choose(agg: Aggregate, options: UserOptions, eps_b: float, rest: float, unit: str, U: float, mech,
@@ -118,9 +122,10 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
     accounting in words and the finest grid definition.
     """
     agg = contributions
-    if options.private:
-        raise DpoptInputError("`resolution` = 'adaptive' needs a public partition list (`partitions`); private "
-                              "selection releases the flat grid (resolution='fixed')")
+    if options.private:  # no list: private selection of the levels' nodes (models/hierarchy.md §12)
+        from .user_multires_private import measure_private_adaptive
+
+        return measure_private_adaptive(agg, budget, options, bound=bound, noise=noise)
     if options.priority != "own":
         raise DpoptInputError(f"`priority` = {options.priority!r} is an option of resolution='fixed'; the adaptive "
                               "release keeps a uniformly random k of each user's listed grids")
@@ -147,6 +152,6 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
     spend = _spend(m.spend, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
     info = {**m.info, "bounds_rule": rule, "shape": "adaptive", "mechanism": kind, "seeded": noise.seed is not None,
             "partitions": "public list", "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"],
-            "delta_selection": 0.0}
+            "delta_selection": 0.0, "public": PUBLIC_FACTS}
     return Measurements(privacy_model="user", bound=U, nodes=m.nodes, statistics=m.statistics, spend=spend,
                         centre=m.centre, finest=m.finest, info=info)

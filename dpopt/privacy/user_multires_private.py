@@ -1,6 +1,14 @@
 """The ``user`` model's multi-resolution release **without** a partition list (issue 21; models/
 hierarchy.md §12): private selection of nodes at a few levels, then one measurement per released
-node and the tree BLUP. Library function, not yet the front door's default for private selection.
+node and the tree BLUP. The front door's default without a list (``dpopt release --privacy user
+--epsilon-total E --delta D``, ``UserOptions(resolution="adaptive")``): :func:`measure_private_adaptive`
+maps the front door's options onto :func:`measure_private_multires`.
+
+**What is public** (the privacy model, stated in --help, README and summary.json): the grid
+definition (H3 resolution, slot), U, the options, the hierarchy of levels and the hash order of the
+shared priority (functions of node keys only). Nothing about occupancy is public: which nodes exist
+in the data, how many users or records they hold, are read only through the DP selection and the
+noisy measurements.
 
 Steps and budget (pure ε pieces, δ from the selection only):
 
@@ -34,11 +42,24 @@ from .._validation import DpoptInputError, check_bound, check_epsilon
 from ..hierarchy.tree import DAY_NS, Level, cell_parents
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
-from ..userdp.bounding import lattice_values
+from ..userdp.bounding import DEFAULT_GRANULARITY_BITS, lattice_values
 from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level
+from ..records.grid import slot_text
 from ..userdp.select_levels import LevelSelection, level_nodes, select_level
+from .options import Budget, NoiseOptions
+from .user import UserOptions
 
-__all__ = ["measure_private_multires", "private_levels", "selection_plan"]
+__all__ = ["measure_private_multires", "measure_private_adaptive", "private_levels", "selection_plan",
+           "DEFAULT_BOUNDS", "SELECTION_FRACTION", "PUBLIC_FACTS"]
+
+#: public (k, c) of the value measurement when the front door's ``bounds`` is an automatic rule
+DEFAULT_BOUNDS = (4, 8)
+#: share of ε spent on the selection (the rest measures the released nodes)
+SELECTION_FRACTION = 0.6
+#: what the private multi-resolution release treats as public (summary.json ``public``)
+PUBLIC_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the levels of the hierarchy and "
+                "the hash order of the shared priority; nothing about occupancy (which grids hold users or "
+                "records) is public")
 
 
 #: the default coarse levels (H3 resolutions below the grid's, slot, k) and the selection shares of
@@ -116,9 +137,11 @@ def _forest(sel: list[LevelSelection]) -> pd.DataFrame:
 
 
 def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: float | None = None,
-                             levels: tuple[tuple[Level, int], ...] | None = None, bounds: tuple[int, int] = (4, 8),
-                             selection_fraction: float = 0.6, selection_shares: tuple[float, ...] | None = None,
-                             noise: str = "discrete", seed: int | None = None) -> Measurements:
+                             levels: tuple[tuple[Level, int], ...] | None = None,
+                             bounds: tuple[int, int] = DEFAULT_BOUNDS, selection_fraction: float = SELECTION_FRACTION,
+                             selection_shares: tuple[float, ...] | None = None, noise: str = "discrete",
+                             seed: int | None = None, granularity_bits: int = DEFAULT_GRANULARITY_BITS
+                             ) -> Measurements:
     """Measurements of the private-selection multi-resolution release (module doc): the forest of
     released nodes (``nodes['released']``) and their placeholders, noisy count and centred sum of
     the released ones. ``levels``: (Level, k) pairs from the finest up (default
@@ -154,13 +177,13 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         s = select_level(agg, level, k=k, epsilon=e_sel * shares[i], delta=d_sel, mechanism=mech)
         pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
         sel.append(s)
-    return _measure(agg, sel, _forest(sel), U, bounds, eps * (1.0 - selection_fraction), mech, seed, pieces)
+    lat = lattice_values(agg, U, granularity_bits=granularity_bits)
+    return _measure(agg, sel, _forest(sel), U, bounds, eps * (1.0 - selection_fraction), mech, seed, pieces, lat)
 
 
-def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces) -> Measurements:
+def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat) -> Measurements:
     """Noisy count and centred sum of every released node, level by level (module doc, step 2)."""
     k, c = bounds
-    lat = lattice_values(agg, U)
     src = getattr(mech, "source", None)
     rng = np.random.default_rng(seed) if src is None else src
     n = len(nodes)
@@ -193,3 +216,26 @@ def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces) -> Meas
     return Measurements(privacy_model="user", bound=U, nodes=nodes.drop(columns=["released"]).assign(
         released=nodes["released"]), statistics=stats, spend=BudgetSpend("epsilon", total, pieces, delta, total),
         centre=U / 2.0, finest=finest, info=info)
+
+
+def measure_private_adaptive(contributions: Aggregate, budget: Budget, options: UserOptions, *,
+                             bound: float | None = None, noise: NoiseOptions = NoiseOptions()) -> Measurements:
+    """The front door's private multi-resolution release (module doc): ``budget`` a Laplace
+    :class:`~dpopt.privacy.options.Budget` with ε and δ, ``options`` a
+    :class:`~dpopt.privacy.user.UserOptions` without partitions; (k, c) its public pair or
+    :data:`DEFAULT_BOUNDS` (an automatic rule has nothing to choose from here: the levels' k are
+    public and the measurement's (k, c) too), ``selection_fraction`` its share of ε. ``info`` adds
+    what the writer publishes: the bounds rule, the partitions and the public facts in words."""
+    fixed = options.fixed_bounds  # the rules and the shared priority are refused by UserOptions itself
+    total, delta, _, _ = options.check_budget(budget)
+    m = measure_private_multires(contributions, epsilon=total, delta=delta, bound=bound,
+                                 bounds=fixed or DEFAULT_BOUNDS, selection_fraction=options.selection_share,
+                                 noise=noise.noise, seed=noise.seed, granularity_bits=noise.granularity_bits)
+    info = {**m.info, "bounds_rule": "fixed" if fixed else "public default", "split_rule": "count 0.4, sum 0.6",
+            "shape": "adaptive", "mechanism": "laplace", "seeded": noise.seed is not None,
+            "partitions": "private selection (shared public hash order, Laplace thresholding per level)",
+            "slot": slot_text(contributions.slot_ns), "lattice": m.info["granularity"],
+            "delta_selection": float(m.spend.delta), "public": PUBLIC_FACTS,
+            "epsilon_budget": total}
+    return Measurements(privacy_model="user", bound=m.bound, nodes=m.nodes, statistics=m.statistics, spend=m.spend,
+                        centre=m.centre, finest=m.finest, info=info)

@@ -121,11 +121,14 @@ def _add_input_arguments(p: Any) -> None:
                    "(k, c) of least predicted error), select (chosen under DP by predicted error), quantile "
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid)")
     u.add_argument("--resolution", default="adaptive", metavar="{adaptive,fixed}",
-                   help="with --partitions: adaptive (default) measures every level of the public hierarchy above "
+                   help="adaptive (default), with --partitions: measures every level of the public hierarchy above "
                    "the listed grids (H3 parents x 3h/day/period slots) and answers each listed grid by its finest "
                    "node whose error meets the target (release.csv: one row per published node, answers.csv: "
-                   "which node answers each listed grid); fixed: the flat release of every listed grid at "
-                   "--h3-resolution. Without --partitions (private selection) the release is always flat")
+                   "which node answers each listed grid); without --partitions (needs --delta, Laplace noise): "
+                   "selects nodes of the finest grid and of coarser levels (R-3 x 1 day, R-3 x 7 days, R-4 x "
+                   "364 days) privately, by noisy user counts in a shared public hash order, and measures the "
+                   "selected ones (--bounds K,C public, default 4,8). fixed: the flat release of every grid at "
+                   "--h3-resolution (listed, or selected privately)")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
                    help="--resolution adaptive: the coarsest H3 resolution of the hierarchy (default "
                    "--h3-resolution - 4)")
@@ -216,7 +219,7 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
             ("--split", args.split != "equal"), ("--target", args.target is not None),
             ("--target-variance", args.target_variance is not None), ("--time-limit", args.time_limit is not None),
             ("--criterion", args.criterion != "noise"), ("--out-of-range", args.out_of_range != "clip"),
-            ("--no-map", args.no_map and not (args.partitions and args.resolution == "adaptive")),
+            ("--no-map", args.no_map and args.resolution != "adaptive"),
             ("--coarsest-resolution", args.coarsest_resolution is not None
              and not (args.partitions and args.resolution == "adaptive"))] if on]
     return [f for f, on in common + [("--partitions", args.partitions is not None),
@@ -236,9 +239,10 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     idle = _idle_flags(args, privacy)
     if idle:
         other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
+        why = {"--chunksize": "", "--no-map": " (no map is drawn with --resolution fixed)",
+               "--coarsest-resolution": " (it goes with --partitions and --resolution adaptive)"}
         raise CliError(f"`{idle[0]}` does nothing under --privacy {privacy}: drop it"
-                       + ("" if idle[0] in ("--chunksize", "--no-map")
-                          else f" (it is an option of {other})"))
+                       + why.get(idle[0], f" (it is an option of {other})"))
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                "timestamp": args.time_col, "value": args.value_col}
     try:

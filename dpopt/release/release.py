@@ -80,8 +80,8 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
     if (method == "hierarchical") != adaptive:
         raise DpoptInputError(f"`estimation.method` = {method!r} " + (
             "does not fit the multi-resolution release: use 'hierarchical' (its default)" if adaptive else
-            "needs the measurements of every level of the public hierarchy: the multi-resolution user release "
-            "(UserOptions(resolution='adaptive') with a partition list)"))
+            "needs the measurements of the levels of the public hierarchy: the multi-resolution user release "
+            "(UserOptions(resolution='adaptive'), with or without a partition list)"))
     if isinstance(model, UserOptions):
         model.check_budget(budget)
         # the lattice's int64 capacity from public numbers only, before any record is read (issue 22.1):

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ from .mechanism import DiscreteLaplace
 from ._thresholding import release_probability
 from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 
-__all__ = ["BoundsChoice", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
+__all__ = ["BoundsChoice", "BoundsRule", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
            "BOUND_RULES", "histogram_bins", "histogram_candidates", "contribution_bins", "measure_contributions", "optimise_bounds"]
 
 BOUND_RULES = ("histogram", "select", "quantile")
@@ -196,68 +197,83 @@ def optimise_bounds(hist: ContributionHistogram, ks: np.ndarray, cs: np.ndarray,
     return int(ks[i]), int(cs[j]), obj
 
 
-def choose_bounds(
-    agg: Aggregate,
-    ranks: np.ndarray,
-    epsilon: float,
-    *,
-    rule: str = "histogram",
-    rng: np.random.Generator,
-    source: IntegerSource | None = None,
-    max_grids: int = 1024,
-    max_records: int = 64,
-    quantile: float = 0.5,
-    sum_budget: float | None = None,
-    selection: tuple[float, float] | None = None,
-    budgets: NoiseBudgets | None = None,
-    bound: float = 1.0,
-    priority: str = "own",
-    model: dict | None = None,
-) -> BoundsChoice:
-    """(k, c) by the ε-DP ``rule`` (module doc). ``max_grids``/``max_records`` are public caps;
-    ``sum_budget`` ε_sum of the release's noisy sum sets the cap τ = 1/ε_sum of ``"select"``;
-    ``source`` the integer source of the selection (default: seeded from ``rng``, simulations only).
+@dataclass(frozen=True)
+class BoundsRule:
+    """The options of :func:`choose_bounds` (public): ``rule`` (:data:`BOUND_RULES`),
+    ``max_grids``/``max_records`` public caps; ``quantile`` of the "quantile" rule; ``sum_budget``
+    ε_sum of the release's noisy sum (sets the cap τ = 1/ε_sum of ``"select"``); ``selection`` (ε_p,
+    δ) of private partition selection; ``budgets`` the release's noise budgets for ``"histogram"``
+    (default: Laplace with the minimax split's count/sum ratio at ``sum_budget``, and ``selection``);
+    ``bound`` U (the argmin does not depend on it); ``priority`` "own" or "shared" (which ranks the
+    release uses, :mod:`.priority`); ``model`` further keywords of
+    :func:`dpopt.userdp.predict.predicted_release_error`."""
 
-    ``"histogram"``: ``budgets`` the release's noise budgets (default: Laplace with the minimax
-    split's count/sum ratio at ``sum_budget``, and ``selection``); ``priority`` "own" or "shared"
-    (which ranks the release uses, :mod:`.priority`); ``bound`` U (the argmin does not depend on
-    it); ``model`` further keywords of :func:`dpopt.userdp.predict.predicted_release_error`.
-    """
+    rule: str = "histogram"
+    max_grids: int = 1024
+    max_records: int = 64
+    quantile: float = 0.5
+    sum_budget: float | None = None
+    selection: tuple[float, float] | None = None
+    budgets: NoiseBudgets | None = None
+    bound: float = 1.0
+    priority: str = "own"
+    model: dict | None = None
+
+    def __post_init__(self) -> None:
+        check_choice(self.rule, "bounds", BOUND_RULES)
+        check_positive_int(self.max_grids, "max_grids")
+        check_positive_int(self.max_records, "max_records")
+        check_choice(self.priority, "priority", PRIORITIES)
+        if not 0.0 < float(self.quantile) < 1.0:
+            raise DpoptInputError(f"`quantile` must be in (0, 1); got {self.quantile!r}")
+
+
+def choose_bounds(agg: Aggregate, ranks: np.ndarray, epsilon: float, *, rng: np.random.Generator,
+                  source: IntegerSource | None = None, options: BoundsRule | None = None,
+                  **keywords: Any) -> BoundsChoice:
+    """(k, c) by the ε-DP rule of ``options`` (module doc; :class:`BoundsRule`, or its fields as
+    ``keywords``). ``source`` the integer source of the selection (default: seeded from ``rng``,
+    simulations only)."""
     eps = check_epsilon(epsilon)
-    rule = check_choice(rule, "bounds", BOUND_RULES)
-    kmax = check_positive_int(max_grids, "max_grids")
-    cmax = check_positive_int(max_records, "max_records")
-    priority = check_choice(priority, "priority", PRIORITIES)
-    if not 0.0 < float(quantile) < 1.0:
-        raise DpoptInputError(f"`quantile` must be in (0, 1); got {quantile!r}")
+    if options is not None and keywords:
+        raise DpoptInputError(f"give `options` or its fields as keywords, not both; got {sorted(keywords)}")
+    o = options if options is not None else BoundsRule(**keywords)
     src = source if source is not None else SeededSource(int(rng.integers(0, 2**62)))
-    if rule == "histogram":
+    kmax, cmax = int(o.max_grids), int(o.max_records)
+    if o.rule == "histogram":
+        budgets = o.budgets
         if budgets is None:
-            if sum_budget is None:
+            if o.sum_budget is None:
                 raise DpoptInputError("`budgets` (or `sum_budget`) is needed by bounds='histogram'")
             # the minimax split (split.py): ε_n/ε_Y = (a_n/a_Y)^(1/3) = (10/17)^(1/3)
-            sb = check_epsilon(sum_budget, "sum_budget")
-            budgets = NoiseBudgets(count=sb * (10.0 / 17.0) ** (1.0 / 3.0), sum=sb, selection=selection)
-        return _histogram_choice(agg, ranks, eps, src, kmax, cmax, budgets=budgets, bound=bound,
-                                 priority=priority, model=model or {})
-    if rule == "select":
-        ks, cs = candidate_grid(kmax), candidate_grid(cmax)
-        if sum_budget is None:
-            raise DpoptInputError("`sum_budget` (the noisy sum's ε) is needed by bounds='select'")
-        cap = 1.0 / check_epsilon(sum_budget, "sum_budget")
-        u = selection_utility(agg, ranks, ks, cs, cap=cap, selection=selection)
-        du = 1.0 if selection is None else 1.0 + cap * float(selection[0]) / 2.0
-        idx = permute_and_flip(u.ravel(), eps, sensitivity=du, source=src)
-        i, j = divmod(idx, cs.size)
-        return BoundsChoice(k=int(ks[i]), c=int(cs[j]), rule=rule, epsilon=eps, candidates=int(u.size))
+            sb = check_epsilon(o.sum_budget, "sum_budget")
+            budgets = NoiseBudgets(count=sb * (10.0 / 17.0) ** (1.0 / 3.0), sum=sb, selection=o.selection)
+        return _histogram_choice(agg, ranks, eps, src, kmax, cmax, budgets=budgets, bound=o.bound,
+                                 priority=o.priority, model=o.model or {})
+    if o.rule == "select":
+        return _select_choice(agg, ranks, eps, src, kmax, cmax, o)
     # quantiles: each user one value, rank utility of sensitivity 1, over the public candidate grids
     valid = ranks >= 0
     per_user = np.bincount(agg.pair_user[valid], minlength=agg.n_users).astype(float)
-    k = _private_quantile(per_user[per_user > 0], candidate_grid(kmax), quantile, eps / 2.0, src)
+    k = _private_quantile(per_user[per_user > 0], candidate_grid(kmax), o.quantile, eps / 2.0, src)
     keep = valid & (ranks < k)
     med = _user_medians(agg.pair_user[keep], agg.count[keep].astype(float))
-    c = _private_quantile(med, candidate_grid(cmax), quantile, eps / 2.0, src)
-    return BoundsChoice(k=k, c=c, rule=rule, epsilon=eps, candidates=0)
+    c = _private_quantile(med, candidate_grid(cmax), o.quantile, eps / 2.0, src)
+    return BoundsChoice(k=k, c=c, rule=o.rule, epsilon=eps, candidates=0)
+
+
+def _select_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: IntegerSource, kmax: int, cmax: int,
+                   o: BoundsRule) -> BoundsChoice:
+    """The ``"select"`` rule: permute-and-flip over the candidate grid's selection utility."""
+    ks, cs = candidate_grid(kmax), candidate_grid(cmax)
+    if o.sum_budget is None:
+        raise DpoptInputError("`sum_budget` (the noisy sum's ε) is needed by bounds='select'")
+    cap = 1.0 / check_epsilon(o.sum_budget, "sum_budget")
+    u = selection_utility(agg, ranks, ks, cs, cap=cap, selection=o.selection)
+    du = 1.0 if o.selection is None else 1.0 + cap * float(o.selection[0]) / 2.0
+    idx = permute_and_flip(u.ravel(), eps, sensitivity=du, source=src)
+    i, j = divmod(idx, cs.size)
+    return BoundsChoice(k=int(ks[i]), c=int(cs[j]), rule=o.rule, epsilon=eps, candidates=int(u.size))
 
 
 def _histogram_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: IntegerSource, kmax: int, cmax: int, *,

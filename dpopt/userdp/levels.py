@@ -54,7 +54,7 @@ SCALED_MIN_GRIDS = 64
 PILOT_SHARE = 0.5
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
-__all__ = ["LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks",
+__all__ = ["LevelPlan", "LevelNoise", "LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks",
            "measure_levels"]
 
 
@@ -327,71 +327,96 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
     return best, scores, answer_shares(lev[ans], n_hat[fin], best, L, mech.unit)
 
 
-def measure_levels(
-    agg: Aggregate,
-    partitions: Any,
-    *,
-    bound: float,
-    bounds: tuple[int, int],
-    epsilon: float | None = None,
-    rho: float | None = None,
-    levels: tuple[Level, ...] | None = None,
-    coarsest_resolution: int | None = None,
-    target: float | None = None,
-    first_level: int | None = None,
-    priority: str = "random",
-    level_split: str = "answers",
-    weight_mean: float = 1.0,
-    weight_variance: float = 1.0,
-    mechanism: str = "laplace",
-    noise: str = "discrete",
-    seed: int | None = None,
-    noise_mechanism: NoiseMechanism | None = None,
-    granularity_bits: int = DEFAULT_GRANULARITY_BITS,
-    level_bounds: Any = None,
-) -> Measurements:
+@dataclass(frozen=True)
+class LevelPlan:
+    """Which levels :func:`measure_levels` measures and how its budget goes over them (public).
+
+    ``levels`` default :func:`dpopt.hierarchy.tree.default_levels`, up to ``coarsest_resolution``;
+    ``target`` τ (default U/10) of the level choice; ``first_level`` fixes phase 2's finest measured
+    level; ``priority``: a user keeps a random k of its grids (:func:`random_ranks`) or its top k by
+    count ("count"); ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the
+    measured levels; ``weight_mean``/``weight_variance`` the count/sum/sumsq split
+    (:func:`dpopt.userdp.split.split_budget`); ``level_bounds``: None (default: ``bounds`` at the
+    finest level, node sums consistent over the tree), "scaled", or per level a (k_l, c_l) pair or
+    None (shared bounding): such levels are bounded on their own (:func:`resolve_level_bounds`,
+    :func:`bounded_level`, models/hierarchy.md §3b) and measure different bounded data;
+    ``info['linked_levels']`` says which levels keep the tree constraint (:func:`linked_levels`)."""
+
+    levels: tuple[Level, ...] | None = None
+    coarsest_resolution: int | None = None
+    target: float | None = None
+    first_level: int | None = None
+    priority: str = "random"
+    level_split: str = "answers"
+    weight_mean: float = 1.0
+    weight_variance: float = 1.0
+    level_bounds: Any = None
+
+
+@dataclass(frozen=True)
+class LevelNoise:
+    """The samplers of :func:`measure_levels`: ``mechanism`` "laplace" or "gaussian"; ``noise``
+    "discrete" (exact samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only);
+    ``noise_mechanism`` overrides both; λ = 2^-``granularity_bits``."""
+
+    mechanism: str = "laplace"
+    noise: str = "discrete"
+    seed: int | None = None
+    noise_mechanism: NoiseMechanism | None = None
+    granularity_bits: int = DEFAULT_GRANULARITY_BITS
+
+
+def _level_options(plan: LevelPlan | None, sampling: LevelNoise | None,
+                   keywords: dict[str, Any]) -> tuple[LevelPlan, LevelNoise]:
+    """The two option objects, from themselves or from their fields given as keywords."""
+    plan_keys = {k: keywords.pop(k) for k in list(keywords) if k in LevelPlan.__dataclass_fields__}
+    noise_keys = {k: keywords.pop(k) for k in list(keywords) if k in LevelNoise.__dataclass_fields__}
+    if keywords:
+        raise TypeError(f"measure_levels() got unexpected keyword arguments {sorted(keywords)}")
+    if (plan is not None and plan_keys) or (sampling is not None and noise_keys):
+        raise DpoptInputError("give `plan` / `sampling` or their fields as keywords, not both; got "
+                              f"{sorted({**plan_keys, **noise_keys})}")
+    return plan or LevelPlan(**plan_keys), sampling or LevelNoise(**noise_keys)
+
+
+def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tuple[int, int],
+                   epsilon: float | None = None, rho: float | None = None, plan: LevelPlan | None = None,
+                   sampling: LevelNoise | None = None, **keywords: Any) -> Measurements:
     """Noisy count, centred sum and centred sum of squares of the nodes of the public hierarchy
     over the finest list ``partitions`` (module doc), for fixed public bounds ``bounds`` = (k, c).
 
     ``epsilon`` (Laplace, pure ε-DP) or ``rho`` (Gaussian, ρ-zCDP): the budget of these statistics
-    (the bounds choice, if any, is accounted by the caller). ``levels`` default
-    :func:`dpopt.hierarchy.tree.default_levels`. ``target`` τ (default U/10) of the level choice;
-    ``first_level`` fixes phase 2's finest measured level. ``priority``: a user keeps a random k of
-    its grids (:func:`random_ranks`) or its top k by count ("count"). ``noise`` "discrete" (exact
-    samplers, OS CSPRNG unless ``seed``) or "numpy" (simulation only); ``noise_mechanism`` overrides.
-    ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the measured levels.
-    ``level_bounds``: None (default: ``bounds`` at the finest level, node sums consistent over the
-    tree), "scaled", or per level a (k_l, c_l) pair or None (shared bounding): such levels are
-    bounded on their own (:func:`resolve_level_bounds`, :func:`bounded_level`, models/hierarchy.md
-    §3b) and measure different bounded data; ``info['linked_levels']`` says which levels keep the
-    tree constraint to their parents (:func:`linked_levels`).
+    (the bounds choice, if any, is accounted by the caller). ``plan`` (:class:`LevelPlan`) the
+    levels and the budget over them, ``sampling`` (:class:`LevelNoise`) the samplers; their fields
+    may be given as ``keywords`` instead.
     """
-    U, kind = check_bound(bound), check_choice(mechanism, "mechanism", ("laplace", "gaussian"))
+    p, ns = _level_options(plan, sampling, keywords)
+    U, kind = check_bound(bound), check_choice(ns.mechanism, "mechanism", ("laplace", "gaussian"))
     unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
-    tau = U / 10.0 if target is None else check_nonnegative_float(target, "target")
+    tau = U / 10.0 if p.target is None else check_nonnegative_float(p.target, "target")
     k, c = _check_bounds(bounds)
-    mech = _mechanism(noise_mechanism, kind, noise, seed)
-    plist, hier = _tree(agg, partitions, levels, coarsest_resolution)
-    L = hier.n_levels
+    mech = _mechanism(ns.noise_mechanism, kind, ns.noise, ns.seed)
+    plist, hier = _tree(agg, partitions, p.levels, p.coarsest_resolution)
+    L, first_level = hier.n_levels, p.first_level
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
-    check_choice(level_split, "level_split", ("answers", "equal"))
+    check_choice(p.level_split, "level_split", ("answers", "equal"))
     src = getattr(mech, "source", None)  # issue 22 item 10: a real release's keys from the OS CSPRNG
     if src is None and mech.real_release:  # public: the sampler given, never the data
         raise DpoptInputError("`noise_mechanism` is a real-release sampler without an integer `source`: the "
                               "tie keys of a real release must come from it (the OS CSPRNG)")
-    keys_source = np.random.default_rng(seed) if src is None else src
-    sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, granularity_bits, keys_source,
-                                          check_choice(priority, "priority", ("random", "count")), level_bounds)
+    keys_source = np.random.default_rng(ns.seed) if src is None else src
+    sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, ns.granularity_bits, keys_source,
+                                          check_choice(p.priority, "priority", ("random", "count")), p.level_bounds)
     linked = linked_levels(lb, L)
-    split = split_budget(total, bound=U, unit=unit, weight_mean=weight_mean, weight_variance=weight_variance)
+    split = split_budget(total, bound=U, unit=unit, weight_mean=p.weight_mean, weight_variance=p.weight_variance)
     family = ("discrete_" if mech.real_release else "") + kind
     values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
     b_pilot = np.full(L, PILOT_SHARE * split.count / L)  # phase 1: pilot counts, every level, equal shares
     _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
     first, scores, shares = (first_level, [], None) if first_level is not None else _choose_first(
         hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau, linked)
-    if shares is None or level_split == "equal":  # phase 2: levels first … root
+    if shares is None or p.level_split == "equal":  # phase 2: levels first … root
         shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
     budgets = [shares * share for share in ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
     for s, (stat, unit_size) in enumerate((("count", 1.0), ("sum", lat.lam), ("sumsq", lat.lam))):

@@ -48,6 +48,8 @@ def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) 
             return (f"mean within ± {fmt_number(med)}{suffix} in the typical cell "
                     f"(± {fmt_number(b.min())} to ± {fmt_number(b.max())}; {conf})"
                     + ("; wider than the whole range of the values: no information" if wide else ""))
+        if not len(rel):  # never a target claim about cells that do not exist
+            return "no cell published (see the warning on stderr and report.md)"
     if summary.get("target") is not None:
         return f"mean within ± {fmt_number(summary['target'])}{suffix} in every published cell ({conf}, target τ)"
     return None

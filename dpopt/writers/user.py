@@ -74,6 +74,8 @@ class UserReleaseSummary:
     levels: list[dict[str, Any]] | None = None
     #: adaptive: the error target tau a node's noise half-width must meet to answer its finest grids
     target: float | None = None
+    #: adaptive: what the privacy model treats as public, in words ('' for the flat release: see report.md)
+    public: str = ""
     #: issue 21 item 4: '' when some published node is better than the range, else what would be
     outlook: str = ""
     #: the total epsilon the outlook predicts would make the release useful (None: not needed / unknown)
@@ -192,7 +194,8 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
         bound=m.bound, h3_resolution=info["h3_resolution"], slot=info["slot"], noise=info["noise"],
         granularity=info["lattice"], confidence=est.confidence, seeded=info["seeded"], mechanism=info["mechanism"],
         rho_total=sp.total if sp.unit == "rho" else None, resolution="adaptive", method=est.method,
-        levels=_levels(m), target=float(est.info["target"]), **_outlook_fields(outlook))
+        levels=_levels(m), target=float(est.info["target"]), delta_selection=float(info.get("delta_selection", 0.0)),
+        public=str(info.get("public", "")), **_outlook_fields(outlook))
     return UserRelease(table=table, summary=summary, diagnostics=dict(diagnostics or {}), measurements=m,
                        estimates=est, answers=answers)
 
@@ -200,8 +203,10 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
 def _accounting_lines(s: Any) -> list[str]:
     """The accounting headline in words (Laplace: pure ε; Gaussian: ρ-zCDP and its (ε, δ))."""
     if s.mechanism != "gaussian":
-        return ["## Privacy accounting (basic composition, pure epsilon-DP, Laplace noise)", "",
-                f"- total: **epsilon = {s.epsilon_total:.6g}**, delta = {s.delta:g}"]
+        return ["## Privacy accounting (basic composition, " + ("(epsilon, delta)-DP" if s.delta > 0 else
+                                                                  "pure epsilon-DP") + ", Laplace noise)", "",
+                f"- total: **epsilon = {s.epsilon_total:.6g}**, delta = {s.delta:g}"
+                + (" (all of it spent by the private selection)" if s.delta_selection > 0 else "")]
     lines = ["## Privacy accounting (rho-zero-concentrated DP, Gaussian noise)", "",
              f"- total: **rho = {s.rho_total:.6g}** (zCDP: every piece's rho added; the pure-epsilon "
              "pieces, bounds choice and partition selection, cost epsilon^2/2 each)"]
@@ -271,12 +276,18 @@ def _outlook_lines(s: Any) -> list[str]:
 def _multires_markdown(result: UserRelease) -> str:
     """The report of the multi-resolution release."""
     s, t = result.summary, result.table
+    intro = (f"Mean and variance of the values over the public hierarchy above the listed (H3 resolution "
+             f"{s.h3_resolution}) x ({s.slot} UTC) grids, with **user-level** differential privacy. Each listed "
+             f"grid is answered by its finest ancestor (coarser cell, longer slot) whose noise half-width meets "
+             f"tau = {s.target:g} (`answers.csv`); only those nodes are published (`release.csv`).")
+    if s.partitions.startswith("private"):
+        intro = ("Mean of the values at nodes of a few public levels (H3 parents x coarser UTC slots above "
+                 f"resolution {s.h3_resolution} x {s.slot}), with **user-level** differential privacy and no "
+                 "partition list: which nodes are published is itself a DP selection (noisy user counts above "
+                 "a threshold). A finest grid is answered by the smallest published node containing it; "
+                 "`answers.csv` lists the published finest grids.")
     lines = [
-        "# dpopt release report (privacy model: user, multi-resolution)", "",
-        f"Mean and variance of the values over the public hierarchy above the listed (H3 resolution "
-        f"{s.h3_resolution}) x ({s.slot} UTC) grids, with **user-level** differential privacy. Each listed grid "
-        f"is answered by its finest ancestor (coarser cell, longer slot) whose noise half-width meets "
-        f"tau = {s.target:g} (`answers.csv`); only those nodes are published (`release.csv`).", "",
+        "# dpopt release report (privacy model: user, multi-resolution)", "", intro, "",
         *_accounting_lines(s), *[f"  - {name}: {v:.6g}" for name, v in s.budget.items()],
         f"- contribution bounds: at most **k = {s.k}** listed grids per user (a uniformly random k), at most "
         f"**c = {s.c}** records per user and grid; rule `{s.bounds_rule}`"
@@ -284,6 +295,7 @@ def _multires_markdown(result: UserRelease) -> str:
         "- levels (finest first): " + "; ".join(f"{lv['level']}: res {lv['h3_resolution']} x {lv['slot']} "
                                                 f"(budget {lv['budget']:.6g})" for lv in s.levels),
         f"- estimation: {s.method} (tree GLS, Fieller intervals, empirical-Bayes `mean`; `mean_direct` unshrunk)",
+        f"- nodes: {s.partitions}; public: {s.public}",
         f"- noise: {s.noise}", "", "## Accuracy", "",
         f"- nodes published: {s.grids_released}; every row carries {s.confidence:.0%} intervals (`mean_error_bound`)",
         "", "| cell | res | slot | slot end | mean | ± | method |", "|---|---|---|---|---|---|---|"]

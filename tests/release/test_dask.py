@@ -21,7 +21,7 @@ PAIR_FIELDS = ["users", "cells", "slots", "pair_user", "pair_grid", "count"]
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(processes=False, n_workers=2, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as c:
         yield c
 
 

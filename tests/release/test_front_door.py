@@ -51,7 +51,8 @@ def test_a_model_cannot_receive_the_other_models_options():
     lambda: Budget(rho=1.0),  # rho needs Gaussian noise
     lambda: Budget(epsilon_total=1.0, delta=2.0),
     lambda: UserOptions(bounds=(0, 3)),
-    lambda: UserOptions(bounds_fraction=0.6, selection_fraction=0.5),
+    lambda: UserOptions(bounds_fraction=0.6, selection_fraction=0.5, resolution="fixed"),
+    lambda: UserOptions(selection_fraction=1.0),  # private multi-resolution: the selection's share of epsilon
     lambda: PublicOccupancyOptions(plan="fastest"),
     lambda: EstimationOptions(method="oracle"),
     lambda: EstimationOptions(confidence=1.0),
@@ -72,7 +73,10 @@ def test_options_validate_themselves(build):
     {"budget": Budget(epsilon_total=1.0), "model": PublicOccupancyOptions(pseudo_users=True)},  # plan budget
     {"budget": Budget(epsilon_total=1.0), "model": PublicOccupancyOptions(),
      "estimation": EstimationOptions(method="pooled")},
-    {"budget": Budget(epsilon_total=1.0, delta=1e-6), "estimation": EstimationOptions(method="hierarchical")},
+    {"budget": Budget(epsilon_total=1.0, delta=1e-6), "model": UserOptions(resolution="fixed"),
+     "estimation": EstimationOptions(method="hierarchical")},
+    {"budget": Budget(epsilon_total=1.0, delta=1e-6), "estimation": EstimationOptions(method="direct")},
+    {"budget": Budget(epsilon_total=1.0, delta=1e-6, mechanism="gaussian")},  # private multi-resolution: Laplace
 ])
 def test_bad_combinations_fail_before_any_record_is_read(unreadable, kwargs):
     with pytest.raises(DpoptInputError):
@@ -121,7 +125,7 @@ def test_release_folder_honours_the_umask(tiny, tmp_path, mask, mode):
 
 
 def _user(tiny, **est):
-    return release(tiny, bound=120, budget=Budget(epsilon_total=20.0, delta=1e-6), model=UserOptions(bounds=(2, 4)),
+    return release(tiny, bound=120, budget=Budget(epsilon_total=20.0, delta=1e-6), model=UserOptions(bounds=(2, 4), resolution="fixed"),
                    noise=NoiseOptions(seed=5), estimation=EstimationOptions(**est))
 
 

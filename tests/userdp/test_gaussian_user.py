@@ -328,7 +328,8 @@ def test_cli_gaussian_end_to_end(tmp_path, capsys, csv, partitions):
     assert np.all(table["noisy_count"] == np.round(table["noisy_count"]))  # the exact sampler
     # --rho, and private selection (δ split between the selection and the conversion)
     code, stdout, err = _run(capsys, csv, "--bound", 100, "--mechanism", "gaussian", "--rho", 2, "--delta", 1e-6,
-                             "--out", tmp_path / "o2", "--seed", 1, "--json")
+                             "--out", tmp_path / "o2", "--seed", 1, "--json",
+                             "--resolution", "fixed")  # private multi-resolution is Laplace only
     assert code == 0, err
     s2 = json.loads((tmp_path / "o2" / "summary.json").read_text())
     assert s2["rho_total"] <= 2.0 and s2["delta_selection"] == 5e-7

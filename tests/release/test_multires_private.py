@@ -1,0 +1,193 @@
+"""The private multi-resolution release through the front doors (issue 21; models/hierarchy.md §12):
+``dpopt release RECORDS --privacy user --epsilon-total E --delta D`` (no ``--partitions``, default
+``--resolution adaptive``) and ``release(records, budget=Budget(E, delta=D), model=UserOptions())``.
+
+Checked: the files and their contract columns, the budget recount (ε as exact Fractions of the
+pieces, δ = the selected levels' δ/L each, from the public plan recomputed here), seeded
+reproducibility, neighbours (D vs D minus a user: every output that is not a DP output identical),
+the outlook when nothing is published, and the refusals before any record is read.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt.cli import main
+from dpopt.records.grid import parse_slot
+from dpopt.release import Budget, NoiseOptions, UserOptions, release
+from dpopt.writers.user import ANSWER_COLUMNS, MULTIRES_COLUMNS
+
+U = 50.0
+T0 = pd.Timestamp("2020-01-01T10:00:00Z")
+LATS = 30.20 + 0.01 * np.arange(6)  # six res-7 cells in one res-4 parent, four hourly slots
+
+
+def _records(seed: int = 0, n_users: int = 120, n: int = 4000) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"user_id": np.char.add("u", rng.integers(0, n_users, n).astype(str)),
+                         "latitude": LATS[rng.integers(0, LATS.size, n)], "longitude": -97.75,
+                         "timestamp": T0 + pd.to_timedelta(rng.integers(0, 4 * 3600, n), unit="s"),
+                         "value": rng.uniform(0, U, n)})
+
+
+DF = _records()
+
+
+@pytest.fixture(scope="module")
+def csv_path(tmp_path_factory):
+    p = tmp_path_factory.mktemp("mrp") / "records.csv"
+    DF.to_csv(p, index=False)
+    return p
+
+
+def _run(tmp_path, csv_path, *extra, out="out"):
+    argv = ["release", str(csv_path), "--privacy", "user", "--bound", str(U), "--out", str(tmp_path / out),
+            "--quiet", *extra]
+    return main(argv)
+
+
+def _py(df=DF, eps=20.0, seed=3, **model):
+    return release(df, bound=U, budget=Budget(epsilon_total=eps, delta=1e-6), model=UserOptions(**model),
+                   noise=NoiseOptions(seed=seed))
+
+
+def test_cli_runs_private_multires_by_default(tmp_path, csv_path, capsys):
+    assert _run(tmp_path, csv_path, "--epsilon-total", "20", "--delta", "1e-6", "--seed", "3", "--no-map") == 0
+    out = tmp_path / "out"
+    table, answers = pd.read_csv(out / "release.csv"), pd.read_csv(out / "answers.csv")
+    s = json.loads((out / "summary.json").read_text())
+    assert list(table.columns) == MULTIRES_COLUMNS and list(answers.columns) == ANSWER_COLUMNS
+    assert s["resolution"] == "adaptive" and s["method"] == "hierarchical" and s["partitions"].startswith("private")
+    assert "nothing about occupancy" in s["public"] and "hash order" in s["public"]
+    assert len(table) == s["grids_released"] > 0 and table["released"].all()
+    # cell at the node's own resolution, slot_end = slot + the node's level slot
+    import h3
+
+    assert [h3.get_resolution(c) for c in table["cell"]] == table["h3_resolution"].tolist()
+    lengths = pd.to_datetime(table["slot_end"]) - pd.to_datetime(table["slot"])
+    want = {lv["level"]: pd.Timedelta(parse_slot(lv["slot"]), unit="ns") for lv in s["levels"]}
+    assert [lengths.iloc[i] == want[lv] for i, lv in enumerate(table["level"])] == [True] * len(table)
+    assert table["mean"].between(0, U).all() and (table["mean_error_bound"] > 0).all()
+    # every answering node is a published row (the reader's rule)
+    keys = set(zip(table["cell"], table["slot"], table["slot_end"]))
+    assert set(zip(answers["node_cell"], answers["node_slot"], answers["node_slot_end"])) <= keys
+    assert "hash order" in (out / "report.md").read_text()
+
+
+def _plan_delta(s: dict, delta: float) -> float:
+    """δ of the release from the public plan: δ/L for every level that ran a selection."""
+    L = len(s["levels"])
+    selected = [lv for lv in range(L) if f"level{lv}_selection" in s["budget"]]
+    return len(selected) * delta / L
+
+
+@pytest.mark.parametrize("eps", [0.05, 20.0])
+def test_budget_recount_is_exact(eps):
+    r = _py(eps=eps)
+    s = r.summary
+    total = sum((Fraction(v) for v in s.budget.values()), Fraction(0))
+    assert total <= Fraction(eps) and float(total) == s.epsilon_total
+    assert s.delta == pytest.approx(_plan_delta(s.as_dict(), 1e-6), rel=1e-12) and 0 < s.delta <= 1e-6
+    assert s.delta_selection == s.delta
+    # selection pieces: 0.6 of ε, shares of the public plan; measurement pieces: 0.4 of ε over the
+    # measured levels (count 0.4, sum 0.6 of it), each rounded down by the exact sampler
+    sel = sum(v for k, v in s.budget.items() if k.endswith("_selection"))
+    assert sel <= 0.6 * eps and sel == pytest.approx(0.6 * eps, rel=1e-6)
+    measured = {k.split("_")[0] for k in s.budget if k.endswith("_count")}
+    for lv in measured:
+        assert s.budget[f"{lv}_count"] == pytest.approx(0.4 * 0.4 * eps / len(measured), rel=1e-6)
+        assert s.budget[f"{lv}_sum"] == pytest.approx(0.4 * 0.6 * eps / len(measured), rel=1e-6)
+    assert sum(lv["budget"] for lv in s.levels) == pytest.approx(s.epsilon_total, rel=1e-12)
+
+
+def test_seeded_reproducibility_and_the_seed_matters(tmp_path, csv_path):
+    for out in ("a", "b"):
+        assert _run(tmp_path, csv_path, "--epsilon-total", "20", "--delta", "1e-6", "--seed", "4", "--no-map",
+                    out=out) == 0
+    a, b = ((tmp_path / o / "release.csv").read_bytes() for o in ("a", "b"))
+    assert a == b
+    assert (tmp_path / "a" / "summary.json").read_text() == (tmp_path / "b" / "summary.json").read_text()
+    other = _py(seed=5).table
+    assert not other["mean"].equals(pd.read_csv(tmp_path / "a" / "release.csv")["mean"])
+
+
+#: summary fields that are public (options, plan, formatting) rather than functions of DP outputs
+PUBLIC_SUMMARY = ("privacy_model", "k", "c", "bounds_rule", "split_rule", "partitions", "bound", "h3_resolution",
+                  "slot", "noise", "granularity", "confidence", "seeded", "mechanism", "resolution", "method",
+                  "target", "public", "delta", "delta_selection", "selection_threshold", "pooling", "rho_total")
+
+
+def test_neighbours_differ_only_in_dp_outputs():
+    gone = DF["user_id"].iloc[0]
+    ref, nb = _py(seed=7), _py(DF[DF.user_id != gone], seed=7)
+    a, b = ref.summary.as_dict(), nb.summary.as_dict()
+    assert a.keys() == b.keys()
+    assert {k: a[k] for k in PUBLIC_SUMMARY} == {k: b[k] for k in PUBLIC_SUMMARY}
+    # the levels and the selection pieces are the public plan; measurement pieces follow the DP selection
+    assert [(lv["level"], lv["h3_resolution"], lv["slot"]) for lv in a["levels"]] == \
+        [(lv["level"], lv["h3_resolution"], lv["slot"]) for lv in b["levels"]]
+    assert {k: v for k, v in a["budget"].items() if k.endswith("_selection")} == \
+        {k: v for k, v in b["budget"].items() if k.endswith("_selection")}
+    assert list(ref.table.columns) == list(nb.table.columns) == MULTIRES_COLUMNS
+    assert list(ref.answers.columns) == list(nb.answers.columns)
+    # the test can fail: the outputs that are DP outputs do move
+    assert not (ref.table["mean"].tolist() == nb.table["mean"].tolist()
+                and ref.table["count_estimate"].tolist() == nb.table["count_estimate"].tolist())
+
+
+def test_nothing_published_says_so(tmp_path, csv_path, capsys):
+    code = _run(tmp_path, csv_path, "--epsilon-total", "0.01", "--delta", "1e-6", "--seed", "1")
+    err = capsys.readouterr().err
+    assert code == 0
+    out = tmp_path / "out"
+    s = json.loads((out / "summary.json").read_text())
+    table = pd.read_csv(out / "release.csv")
+    assert len(table) == 0 and list(table.columns) == MULTIRES_COLUMNS and s["grids_released"] == 0
+    assert "publishes nothing worth reading" in s["outlook"] and "noisy users" in s["outlook"]
+    # the hint: ε at which the lowest threshold falls to 20 users, from the public plan (threshold ∝ 1/ε)
+    assert s["outlook_epsilon_needed"] > 0.01
+    assert "warning: this release publishes nothing" in err and "Private selection released no node" in err
+    assert "Outlook: nothing worth reading" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(("extra", "word"), [
+    (["--epsilon-total", "1"], "--delta"),
+    (["--epsilon-total", "1", "--delta", "1e-6", "--mechanism", "gaussian"], "--resolution"),
+    (["--epsilon-total", "1", "--delta", "1e-6", "--bounds", "select"], "--bounds"),
+    (["--epsilon-total", "1", "--delta", "1e-6", "--coarsest-resolution", "3"], "--coarsest-resolution"),
+])
+def test_refusals_before_reading(tmp_path, capsys, extra, word):
+    missing = tmp_path / "empty.csv"
+    missing.write_text("user_id,latitude,longitude,timestamp,value\n")  # never read: refused first
+    code = _run(tmp_path, missing, *extra)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and word in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_fixed_keeps_the_flat_private_release():
+    r = release(DF, bound=U, budget=Budget(epsilon_total=20.0, delta=1e-6),
+                model=UserOptions(resolution="fixed", bounds=(2, 3)), noise=NoiseOptions(seed=3))
+    assert r.summary.resolution == "fixed" and r.answers is None and "noisy_count" in r.table.columns
+
+
+def test_front_door_publishes_the_library_release():
+    """One implementation: the front door's table is the library's measure_private_multires +
+    estimate_hierarchical (what tests/benchmarks/bench_multires.py scores), released rows only."""
+    from dpopt.estimation.hierarchical import estimate_hierarchical
+    from dpopt.privacy.contributions import contributions
+    from dpopt.privacy.user_multires_private import measure_private_multires
+
+    r = _py(seed=9)
+    agg, _ = contributions(DF, bound=U, first_records=8)
+    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=U, seed=9)
+    t = estimate_hierarchical(m, confidence=0.95).table
+    t = t[t["released"]]
+    np.testing.assert_array_equal(r.table["mean"].to_numpy(), t["mean"].to_numpy())
+    np.testing.assert_array_equal(r.table["mean_error_bound"].to_numpy(), t["mean_error_bound"].to_numpy())
+    assert r.summary.budget == dict(m.spend.pieces)
