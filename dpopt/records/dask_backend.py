@@ -56,6 +56,8 @@ def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None
 
     CSV options are those of the local reader (ids and times as text, numbers inferred); a gzip
     file is one partition (not splittable): split big inputs into many files or use Parquet.
+    Partitions hold about ``blocksize`` bytes (CSV) or row groups adding up to about ``blocksize``
+    (Parquet; a row group is never split).
     """
     _require_dask()
     import dask.dataframe as dd
@@ -84,7 +86,8 @@ def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None
         csv_dir = local_dir and bool(_csv_files(Path(name)))
         if (local_dir and not csv_dir) or lower.endswith((".parquet", ".pq", ".parq")) or (
                 _is_remote(name) and not _is_csv(name)):
-            ddf = dd.read_parquet(name, columns=usecols)
+            # partitions of about ``blocksize`` (Dask's default made one partition of a 10^7-row file)
+            ddf = dd.read_parquet(name, columns=usecols, blocksize=blocksize)
         else:
             if csv_dir:  # a directory of CSV files: one input
                 name = str(Path(name) / "*")

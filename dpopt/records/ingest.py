@@ -310,21 +310,62 @@ def iter_raw_chunks(
 
 
 def _parquet_chunks(source: Any, cmap: ColumnMap, chunksize: int) -> Iterator[pd.DataFrame]:
-    """Parquet file or directory in record batches of at most ``chunksize`` rows (pyarrow dataset)."""
+    """Parquet file or directory (files in the dataset's order) in chunks of ``chunksize`` rows
+    (the last chunk of each file shorter).
+
+    Memory is bounded by a chunk and a row group: each file is read one row group at a time
+    (``ParquetFile.read_row_group``) and cut into chunks. pyarrow's streaming readers
+    (``Dataset.to_batches``, ``ParquetFile.iter_batches``) were measured to keep ≈ 13 MiB of Arrow
+    memory per 500,000-row batch alive until the end of the file (2.6 GiB at 10^8 records,
+    tests/benchmarks/results/scale.md); reading whole row groups keeps one at a time.
+    """
     rename = {c: f for f, c in cmap.names().items()}
     try:
         import pyarrow.dataset as ds
 
         dataset = ds.dataset(str(source), format="parquet")
         _check_columns(list(dataset.schema.names), cmap, f"Parquet {str(source)!r}")
-        # read-ahead of one batch and one file: memory bounded by a chunk and a row group
-        for batch in dataset.to_batches(columns=list(rename), batch_size=chunksize, batch_readahead=1,
-                                        fragment_readahead=1):
-            yield batch.to_pandas().rename(columns=rename)[list(FIELDS)]
+        files = list(dataset.files)
     except DpoptInputError:
         raise
     except Exception as exc:  # pyarrow raises several unrelated types for a bad file
         raise DpoptInputError(f"`records` path {str(source)!r} is not readable Parquet: {exc}") from None
+    for path in files:
+        for table in _parquet_file_chunks(path, list(rename), chunksize):
+            yield table.to_pandas().rename(columns=rename)[list(FIELDS)]
+
+
+def _parquet_file_chunks(path: str, columns: list[str], chunksize: int) -> Iterator[Any]:
+    """One Parquet file as pyarrow Tables of ``chunksize`` rows (the last one shorter), read one
+    row group at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        reader = pq.ParquetFile(path)
+        held: list[Any] = []
+        rows = 0
+        for i in range(reader.num_row_groups):
+            group = reader.read_row_group(i, columns=columns)
+            held.append(group)
+            rows += group.num_rows
+            if rows < chunksize:
+                continue
+            table = pa.concat_tables(held)
+            held, rows = [], 0
+            start = 0
+            while table.num_rows - start >= chunksize:
+                yield table.slice(start, chunksize)
+                start += chunksize
+            if start < table.num_rows:
+                held, rows = [table.slice(start)], table.num_rows - start
+            del table
+        if rows:
+            yield pa.concat_tables(held)
+    except DpoptInputError:
+        raise
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise DpoptInputError(f"`records` path {str(path)!r} is not readable Parquet: {exc}") from None
 
 
 def _csv_chunks(source: Path, cmap: ColumnMap, chunksize: int, sep: str) -> Iterator[pd.DataFrame]:

@@ -111,8 +111,9 @@ def make_records(path: Path, n: int, seed: int = 0, fmt: str = "parquet") -> Non
         writer.close()
 
 
-def run_job(code: str, *args: str) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB, stdout) of one fresh Python process."""
+def run_job(code: str, *args: str, cpu: list[float] | None = None) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MiB, stdout) of one fresh Python process; its CPU time (user + system)
+    is appended to ``cpu`` when given."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, env=env, text=True)
@@ -121,6 +122,8 @@ def run_job(code: str, *args: str) -> tuple[float, float, str]:
     seconds = time.perf_counter() - t
     if status != 0:
         raise RuntimeError(f"job failed ({status}): {args}")
+    if cpu is not None:
+        cpu.append(usage.ru_utime + usage.ru_stime)
     return seconds, usage.ru_maxrss / 1024.0, out.strip()
 
 
@@ -137,6 +140,9 @@ def main() -> None:
     parser.add_argument("--first", default="64", help="first_records c of the user-model job")
     parser.add_argument("--csv", action="store_true", help="also time dpopt on a CSV copy")
     parser.add_argument("--json", help="append the raw figures to this JSON file")
+    parser.add_argument("--data", help="an existing Parquet file of --sizes[0] records (not rewritten)")
+    parser.add_argument("--jobs", nargs="+", choices=["floor", "po", "user", "user2"],
+                        default=["floor", "po", "user", "user2"], help="which jobs to run")
     parser.add_argument("--make", nargs=3, metavar=("PATH", "N", "FORMAT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.make:  # child process: the data are written outside the measuring parent (ru_maxrss
@@ -146,34 +152,44 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
             n = int(size)
-            path = Path(tmp) / f"r{n}.parquet"
-            _make(path, n, "parquet")
-            jobs = {"floor": (FLOOR, str(path), str(args.rows)),
-                    "dpopt, public-occupancy (no samples)": (DPOPT, str(path), str(args.rows), "none"),
-                    f"dpopt, user (first {args.first} records/pair)": (DPOPT, str(path), str(args.rows), args.first),
-                    "dpopt, user, two passes (k=8 pairs/user, c=16)": (TWO_PASS, str(path), str(args.rows), "8", "16")}
+            path = Path(args.data) if args.data else Path(tmp) / f"r{n}.parquet"
+            if not args.data:
+                _make(path, n, "parquet")
+            every = {"floor": ("floor", (FLOOR, str(path), str(args.rows))),
+                     "po": ("dpopt, public-occupancy (no samples)", (DPOPT, str(path), str(args.rows), "none")),
+                     "user": (f"dpopt, user (first {args.first} records/pair)",
+                              (DPOPT, str(path), str(args.rows), args.first)),
+                     "user2": ("dpopt, user, two passes (k=8 pairs/user, c=16)",
+                               (TWO_PASS, str(path), str(args.rows), "8", "16"))}
+            jobs = dict(every[j] for j in args.jobs)
             if args.csv:
                 csv = Path(tmp) / f"r{n}.csv"
                 _make(csv, n, "csv")
                 jobs[f"dpopt, user (first {args.first}), CSV"] = (DPOPT, str(csv), str(args.rows), args.first)
-            got: dict[str, list[tuple[float, float]]] = {k: [] for k in jobs}
+            got: dict[str, list[tuple[float, float, float, str]]] = {k: [] for k in jobs}
             outs = {}
             for _ in range(args.repeat):
                 for name, (code, *a) in jobs.items():
-                    sec, mib, out = run_job(code, *a)
-                    got[name].append((sec, mib))
+                    load = os.getloadavg()[0]
+                    cpu: list[float] = []
+                    sec, mib, out = run_job(code, *a, cpu=cpu)
+                    load = f"{load:.1f}-{os.getloadavg()[0]:.1f}"
+                    got[name].append((sec, mib, cpu[0], load))
                     outs[name] = out
-                    print(f"n={n:.0e} {name}: {sec:.1f} s, {mib:.0f} MiB ({out})", flush=True)
-            floor = statistics.median(s for s, _ in got["floor"])
+                    print(f"n={n:.0e} {name}: {sec:.1f} s wall, {cpu[0]:.1f} s CPU, {mib:.0f} MiB, load {load} "
+                          f"({out})", flush=True)
+            floor = [statistics.median(r[i] for r in got["floor"]) for i in (0, 2)] if "floor" in got else None
             for name, runs in got.items():
-                sec = statistics.median(s for s, _ in runs)
-                mib = statistics.median(m for _, m in runs)
-                rows.append({"n": n, "job": name, "seconds": sec, "peak_mib": mib, "ratio": sec / floor,
-                             "pairs_records": outs[name]})
-    lines = ["| records | job | time (median) | × floor | peak RSS | pairs, records |", "|---|---|---|---|---|---|"]
+                sec, mib, cpu = (statistics.median(r[i] for r in runs) for i in (0, 1, 2))
+                rows.append({"n": n, "job": name, "seconds": sec, "cpu": cpu, "peak_mib": mib,
+                             "ratio": sec / floor[0] if floor else float("nan"),
+                             "cpu_ratio": cpu / floor[1] if floor else float("nan"),
+                             "load": " ".join(r[3] for r in runs), "pairs_records": outs[name]})
+    lines = ["| records | job | wall (median) | CPU | × floor (wall, CPU) | peak RSS | load | pairs, records |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['n']:.0e} | {r['job']} | {r['seconds']:.1f} s | {r['ratio']:.2f} | "
-                     f"{r['peak_mib']:.0f} MiB | {r['pairs_records']} |")
+        lines.append(f"| {r['n']:.0e} | {r['job']} | {r['seconds']:.1f} s | {r['cpu']:.1f} s | {r['ratio']:.2f}, "
+                     f"{r['cpu_ratio']:.2f} | {r['peak_mib']:,.0f} MiB | {r['load']} | {r['pairs_records']} |")
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import h3
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
 from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
 
-from .conftest import BOUND, random_records
+from .conftest import BOUND, RES, SLOT_NS, random_records
 
 GRID = GridSpec(7, "1h")
 
@@ -62,3 +64,24 @@ def test_kept_records_refuses_bad_gamma_and_changed_input():
     moved = frame.assign(latitude=frame["latitude"] + 1.0)
     with pytest.raises(DpoptInputError, match="changed between the two passes"):
         kept_records(moved, GRID, ReadOptions(), table, table.count, bound=BOUND)
+
+
+def test_second_pass_finds_no_pair_for_a_new_user_slot_or_user_grid_combination():
+    """Every way a row can miss the table (new user, new slot, known user and grid never paired)
+    is caught by the lookup built once per pass."""
+    frame = random_records(9, n=400)
+    table, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND)
+    cell = np.asarray([h3.str_to_int(h3.latlng_to_cell(a, b, RES)) for a, b in
+                       zip(frame["latitude"], frame["longitude"])])
+    slot = pd.to_datetime(frame["timestamp"], utc=True).dt.as_unit("ns").astype("int64").to_numpy() // SLOT_NS * SLOT_NS
+    pairs = set(zip(frame["user_id"], cell, slot))
+    row = next(i for i in range(len(frame)) for u in table.users
+               if (u, cell[i], slot[i]) not in pairs and frame["user_id"].iloc[i] != u)
+    user = next(u for u in table.users if (u, cell[row], slot[row]) not in pairs)
+    unpaired = frame.copy()
+    unpaired.loc[unpaired.index[row], "user_id"] = user
+    later = frame.copy()
+    later.loc[later.index[0], "timestamp"] = "2020-03-01T00:00:00Z"
+    for changed in (frame.assign(user_id=frame["user_id"].where(frame.index != 3, "nobody")), later, unpaired):
+        with pytest.raises(DpoptInputError, match="changed between the two passes"):
+            kept_records(changed, GRID, ReadOptions(), table, table.count, bound=BOUND)
