@@ -113,7 +113,7 @@ def child(backend: str, model: str, path: str, workers: int, threads: int, memor
         from distributed import Client, LocalCluster
 
         cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
-                               memory_limit=memory_limit, dashboard_address=None)
+                               memory_limit=memory_limit, dashboard_address=":0")
         client = Client(cluster)
         sampler = _Sampler(client)
     io = InputOptions(backend=backend, client=client)

@@ -48,7 +48,7 @@ def test_kept_records_on_dask_equal_local():
     gamma = np.minimum(table.count, 2)
     local = kept_records(frame, GRID, ReadOptions(), table, gamma, bound=BOUND)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         dask = kept_records(frame, GRID, ReadOptions(), table, gamma, bound=BOUND, backend="dask", client=client)
     assert np.array_equal(dask.samples.values, local.samples.values)
     assert np.array_equal(dask.samples.offsets, local.samples.offsets)
