@@ -62,6 +62,27 @@ def _report_path(paths: dict[str, Any]) -> Path | None:
     return None
 
 
+def _published_shape(summary: dict[str, Any], table: pd.DataFrame | None,
+                     n: int | None) -> tuple[str, str]:
+    """("17 cells", "H3 resolution 7 × 1h slots") for a flat release; for a multi-resolution
+    release whose published nodes are coarser than the finest grid, ("17 nodes", "H3 resolution
+    4 to 7, finest grid H3 7 × 1h"), read from release.csv's own ``h3_resolution`` column."""
+    finest = (f"H3 resolution {summary['h3_resolution']} × {summary['slot']} slots"
+              if summary.get("h3_resolution") is not None and summary.get("slot") else "")
+    res = None
+    if table is not None and "h3_resolution" in table.columns and len(table):
+        rows = table[table["released"].astype(bool)] if "released" in table.columns else table
+        res = pd.to_numeric(rows["h3_resolution"], errors="coerce").dropna().astype(int)
+    coarser = res is not None and len(res) and summary.get("h3_resolution") is not None and (
+        int(res.min()) < int(summary["h3_resolution"]) or "level" in table.columns)
+    if not coarser:
+        return (f"{n:,} cells" if n is not None else "cells"), finest
+    lo, hi = int(res.min()), int(res.max())
+    span = f"H3 resolution {lo}" if lo == hi else f"H3 resolution {lo} to {hi}"
+    grid = f"finest grid H3 {summary['h3_resolution']} × {summary.get('slot')}" if summary.get("slot") else ""
+    return (f"{n:,} nodes" if n is not None else "nodes"), ", ".join(x for x in (span, grid) if x)
+
+
 def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None, *,
                     unit: str | None = None, table: pd.DataFrame | None = None,
                     out: str | Path | None = None) -> str:
@@ -84,9 +105,7 @@ def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None
     rows: list[tuple[str, str]] = []
     if out is not None:
         rows.append(("out", str(Path(out).resolve())))
-    cells = f"{n:,} cells" if n is not None else "cells"
-    shape = f"H3 resolution {summary['h3_resolution']} × {summary['slot']} slots" if (
-        summary.get("h3_resolution") is not None and summary.get("slot")) else ""
+    cells, shape = _published_shape(summary, table, n)
     withheld = summary.get("withheld_grids")
     rows.append(("published", f"{cells} ({shape})" + (f", {int(withheld):,} withheld" if withheld else "")))
     model = summary.get("privacy_model")

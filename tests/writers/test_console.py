@@ -66,3 +66,27 @@ def test_progress_only_on_a_terminal_or_when_asked():
     assert progress_wanted(True, stream=_Stream(False)) is True
     assert progress_wanted(None, quiet=True, stream=_Stream(True)) is False
     assert progress_wanted(False, stream=_Stream(True)) is False
+
+
+@pytest.mark.parametrize("model", ["occupancy", "user"])
+def test_flat_release_counts_cells_at_the_finest_resolution(model):
+    table, summary = load(model)
+    text = console_summary(summary, {}, unit="km/h", table=table)
+    line = next(x for x in text.splitlines() if x.startswith("published"))
+    assert f"(H3 resolution {summary['h3_resolution']} × {summary['slot']} slots)" in line
+    assert "nodes" not in line
+
+
+def test_multiresolution_release_counts_nodes_and_their_resolutions():
+    table, summary = load("user")
+    table = table.copy()
+    table["released"] = True
+    table["level"] = 0
+    res = np.resize(np.array([3, 5, int(summary["h3_resolution"])]), len(table))
+    table["h3_resolution"] = res  # published nodes at three resolutions, the finest grid's among them
+    n = len(table)
+    text = console_summary(dict(summary, released_grids=n, released=n), {}, unit="km/h", table=table)
+    line = next(x for x in text.splitlines() if x.startswith("published"))
+    assert f"nodes (H3 resolution 3 to {summary['h3_resolution']}, finest grid H3 " \
+           f"{summary['h3_resolution']} × {summary['slot']})" in line
+    assert "cells" not in line
