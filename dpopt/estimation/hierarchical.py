@@ -265,8 +265,9 @@ def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink) 
 
 
 def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: bool,
-                 tau: float) -> tuple[np.ndarray, dict, np.ndarray]:
-    """(published centred means, info, answering node of every finest grid) of ``estimator``."""
+                 tau: float) -> tuple[np.ndarray, dict, np.ndarray, np.ndarray | None]:
+    """(published centred means, info, answering node of every finest grid, posterior variance of
+    the means or None) of ``estimator``."""
     finest = m.finest["node"].to_numpy()
     parent = m.nodes["parent"].to_numpy()
     if estimator == "blup":
@@ -274,12 +275,26 @@ def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: b
         # a finest grid's posterior mean is that of its deepest ancestor-or-self whose subtree holds a
         # measurement (below it the random effects have prior mean 0): that node answers it
         ans = answer_nodes(parent, finest, np.where(bl["informed"], 0.0, np.inf), 1e-300)
-        return bl["mean"], {"tau2_by_level": bl["tau2"].tolist()}, ans
+        return bl["mean"], {"tau2_by_level": bl["tau2"].tolist()}, ans, bl["var"]
     ans = answer_nodes(parent, finest, dr["mean_hw"], tau)
     if shrink:
         eb, info = _shrink(m, dr["d"], dr["s2"])
-        return eb, info, ans
-    return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}, ans
+        return eb, info, ans, None
+    return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}, ans, None
+
+
+def posterior_half_width(post_var: np.ndarray, z: float, allowance: np.ndarray) -> np.ndarray:
+    """Item 4c: z·√(posterior variance of θ_v under the fitted tree model) + the bias allowance.
+
+    The posterior variance of :func:`dpopt.hierarchy.blup.tree_blup` is that of the full Gaussian
+    posterior with a flat prior on the map-wide mean, so it includes the uncertainty of the
+    estimated parents and root; it does *not* include the uncertainty of the fitted τ² (plug-in
+    empirical Bayes), nor the bias of bounding beyond the allowance. Infinite where unmeasured.
+    Post-processing of the DP measurements only.
+    """
+    v = np.asarray(post_var, dtype=float)
+    return np.where(np.isfinite(v), z * np.sqrt(np.where(np.isfinite(v), np.maximum(v, 0.0), 0.0)), np.inf) \
+        + allowance
 
 
 def released_ancestor(parent: np.ndarray, node: np.ndarray, released: np.ndarray) -> np.ndarray:
@@ -297,7 +312,7 @@ def released_ancestor(parent: np.ndarray, node: np.ndarray, released: np.ndarray
 
 def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
                           shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE,
-                          estimator: str = "blup") -> Estimates:
+                          estimator: str = "blup", interval: str = "direct") -> Estimates:
     """Measurements of a tree (``user`` model: count, sum, sumsq per node) → Estimates (module doc).
 
     Parameters
@@ -315,10 +330,16 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     estimator : str
         "blup" (default: the tree BLUP of item 4b, answers at the deepest informed node) or
         "shrink" (item 4's top-down shrinkage, answers by the τ rule of item 6).
+    interval : str
+        ``mean_error_bound`` of the BLUP: "direct" (default: the direct interval widened by
+        |BLUP − direct|, item 4b) or "posterior" (experimental, item 4c: z·√(posterior variance) +
+        the bias allowance, capped at the "direct" one; measured in results/multires.md).
     """
     m = measurements
     if estimator not in ("blup", "shrink"):
         raise DpoptInputError(f"`estimator` must be 'blup' or 'shrink'; got {estimator!r}")
+    if interval not in ("direct", "posterior") or (interval == "posterior" and estimator != "blup"):
+        raise DpoptInputError(f"`interval` must be 'direct' or (with estimator='blup') 'posterior'; got {interval!r}")
     if not isinstance(m, Measurements):
         raise DpoptInputError(f"`measurements` must be a Measurements; got {type(m).__name__}")
     if not (isinstance(confidence, (int, float)) and 0.5 <= float(confidence) < 1.0):
@@ -335,9 +356,12 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     var_ok = (dr["var_hi"] - dr["var_lo"]) < U * U / 4.0
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
     direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
-    eb, info, ans = _model_means(m, tot, dr, estimator, shrink, tau)
+    eb, info, ans, post_var = _model_means(m, tot, dr, estimator, shrink, tau)
     # the interval contains the direct one (item 4): |m − θ| ≤ |m − μ̂| + |μ̂ − θ|
     eb_hw = np.abs(eb - dr["d"]) + direct_hw
+    if interval == "posterior":  # item 4c: never wider than the direct-widened interval
+        eb_hw = np.minimum(eb_hw, posterior_half_width(post_var, float(dr["z"][0]) if dr["z"].size else 0.0,
+                                                       kappa * sd))
     released = published_mask(m.n_nodes, ans)
     if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those,
         released = m.nodes["released"].to_numpy(dtype=bool)  # and each grid answered by the reader's rule
@@ -347,6 +371,8 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
                             "node": ans})
     info = {**info, "target": tau, "nodes_released": int(released.sum()),
             "z": float(dr["z"][0]) if dr["z"].size else None, "bias_allowance": kappa,
-            "interval": "Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"}
+            "interval": "Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"
+            if interval == "direct" else "EB: z * sqrt(tree BLUP posterior variance) + bias allowance, capped at the "
+            "direct interval widened by |EB - direct|"}
     return Estimates(table=table, answers=answers,
                      confidence=float(confidence), method=METHOD, measurements=m, info=info)
