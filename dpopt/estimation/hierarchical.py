@@ -320,6 +320,24 @@ def released_ancestor(parent: np.ndarray, node: np.ndarray, released: np.ndarray
     return ans
 
 
+def _check_arguments(m, confidence, bias_allowance, estimator: str, interval: str) -> float:
+    """One-line errors for :func:`estimate_hierarchical`'s arguments; returns κ."""
+    if estimator not in ("blup", "shrink"):
+        raise DpoptInputError(f"`estimator` must be 'blup' or 'shrink'; got {estimator!r}")
+    if interval not in ("direct", "posterior") or (interval == "posterior" and estimator != "blup"):
+        raise DpoptInputError(f"`interval` must be 'direct' or (with estimator='blup') 'posterior'; got {interval!r}")
+    if not isinstance(m, Measurements):
+        raise DpoptInputError(f"`measurements` must be a Measurements; got {type(m).__name__}")
+    if not (isinstance(confidence, (int, float)) and 0.5 <= float(confidence) < 1.0):
+        raise DpoptInputError(f"`confidence` must be a number in [0.5, 1); got {confidence!r}")
+    if "level" not in m.nodes.columns:
+        raise DpoptInputError("`measurements.nodes` must have the `level` column of dpopt.hierarchy.tree")
+    kappa = float(bias_allowance)
+    if not (math.isfinite(kappa) and kappa >= 0):
+        raise DpoptInputError(f"`bias_allowance` must be a finite number >= 0; got {bias_allowance!r}")
+    return kappa
+
+
 def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
                           shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE,
                           estimator: str = "blup", interval: str = "direct") -> Estimates:
@@ -347,23 +365,11 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
         tests/benchmarks/results/multires.md). ``mean_direct_error_bound`` is the direct one either way.
     """
     m = measurements
-    if estimator not in ("blup", "shrink"):
-        raise DpoptInputError(f"`estimator` must be 'blup' or 'shrink'; got {estimator!r}")
-    if interval not in ("direct", "posterior") or (interval == "posterior" and estimator != "blup"):
-        raise DpoptInputError(f"`interval` must be 'direct' or (with estimator='blup') 'posterior'; got {interval!r}")
-    if not isinstance(m, Measurements):
-        raise DpoptInputError(f"`measurements` must be a Measurements; got {type(m).__name__}")
-    if not (isinstance(confidence, (int, float)) and 0.5 <= float(confidence) < 1.0):
-        raise DpoptInputError(f"`confidence` must be a number in [0.5, 1); got {confidence!r}")
+    kappa = _check_arguments(m, confidence, bias_allowance, estimator, interval)
     tau = m.bound / 10.0 if target is None else float(target)
-    if "level" not in m.nodes.columns:
-        raise DpoptInputError("`measurements.nodes` must have the `level` column of dpopt.hierarchy.tree")
     U = m.bound
     tot = gls_totals(m)
     dr = _direct(m, tot, float(confidence))
-    kappa = float(bias_allowance)
-    if not (math.isfinite(kappa) and kappa >= 0):
-        raise DpoptInputError(f"`bias_allowance` must be a finite number >= 0; got {bias_allowance!r}")
     var_ok = (dr["var_hi"] - dr["var_lo"]) < U * U / 4.0
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
     direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
