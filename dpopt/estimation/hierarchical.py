@@ -42,11 +42,11 @@
    §8c): z·√(posterior variance of θ_v under the fitted tree model, the parents' and root's
    uncertainty included) + the bias allowance κ·σ̄_v of item 3, capped at item 4b's interval (never wider). Plug-in
    empirical Bayes (τ² treated as known) and a benchmark-calibrated allowance: not a proven
-   bound. Without the allowance it covers 30–100 % (under 90 % in 6 of 8 cells) of nodes'
+   bound. Without the allowance it covers 9–93 % (under 90 % in 6 of 8 cells) of nodes'
    all-records truths on the benchmark and 56–63 % of the bounded truths on the synthetic test
    tree (so the posterior variance alone is not calibrated: τ² plug-in, misspecified nested
-   effects); with it 100 %, but the allowance is then most of the width
-   (tests/benchmarks/results/multires.md). Hence not the default.
+   effects); with it 100 % in 7 of 8 cells but 81 % in one, and the allowance is then most of the
+   width (tests/benchmarks/results/multires.md). Hence not the default.
 5. **Variance** σ̂² = Ẑ/n̂ + U²/8 − d̂²; interval from Fieller intervals of z̄ = Z/R and d (each at
    half the error probability, Bonferroni); published only where the interval is narrower than
    the range [0, U²/4], else ``variance_released`` False with the reason (issue 21.2, 23.4).
