@@ -36,7 +36,17 @@
    count under 1.5 sds are unmeasured), one unmeasured map-wide node above the roots, τ² per level by
    maximum marginal likelihood (:func:`dpopt.hierarchy.blup.fit_tau2`, measurements only). Each
    finest grid is answered by its deepest ancestor-or-self whose subtree holds a measurement (that
-   node's posterior mean is the grid's). Interval: the direct one widened by |BLUP − μ̂| (as item 4).
+   node's posterior mean is the grid's). Interval (``interval="direct"``): the direct one widened by
+   |BLUP − μ̂| (as item 4); it covers whenever the direct one does, but is far wider than the error.
+4c. **Posterior interval** (option ``interval="posterior"``, off by default; models/hierarchy.md
+   §8c): z·√(posterior variance of θ_v under the fitted tree model, the parents' and root's
+   uncertainty included) + the bias allowance κ·σ̄_v of item 3, capped at item 4b's interval (never wider). Plug-in
+   empirical Bayes (τ² treated as known) and a benchmark-calibrated allowance: not a proven
+   bound. Without the allowance it covers 9–93 % (under 90 % in 6 of 8 cells) of nodes'
+   all-records truths on the benchmark and 56–63 % of the bounded truths on the synthetic test
+   tree (so the posterior variance alone is not calibrated: τ² plug-in, misspecified nested
+   effects); with it 100 % in 7 of 8 cells but 81 % in one, and the allowance is then most of the
+   width (tests/benchmarks/results/multires.md). Hence not the default.
 5. **Variance** σ̂² = Ẑ/n̂ + U²/8 − d̂²; interval from Fieller intervals of z̄ = Z/R and d (each at
    half the error probability, Bonferroni); published only where the interval is narrower than
    the range [0, U²/4], else ``variance_released`` False with the reason (issue 21.2, 23.4).
@@ -265,8 +275,9 @@ def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink) 
 
 
 def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: bool,
-                 tau: float) -> tuple[np.ndarray, dict, np.ndarray]:
-    """(published centred means, info, answering node of every finest grid) of ``estimator``."""
+                 tau: float) -> tuple[np.ndarray, dict, np.ndarray, np.ndarray | None]:
+    """(published centred means, info, answering node of every finest grid, posterior variance of
+    the means or None) of ``estimator``."""
     finest = m.finest["node"].to_numpy()
     parent = m.nodes["parent"].to_numpy()
     if estimator == "blup":
@@ -274,12 +285,26 @@ def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: b
         # a finest grid's posterior mean is that of its deepest ancestor-or-self whose subtree holds a
         # measurement (below it the random effects have prior mean 0): that node answers it
         ans = answer_nodes(parent, finest, np.where(bl["informed"], 0.0, np.inf), 1e-300)
-        return bl["mean"], {"tau2_by_level": bl["tau2"].tolist()}, ans
+        return bl["mean"], {"tau2_by_level": bl["tau2"].tolist()}, ans, bl["var"]
     ans = answer_nodes(parent, finest, dr["mean_hw"], tau)
     if shrink:
         eb, info = _shrink(m, dr["d"], dr["s2"])
-        return eb, info, ans
-    return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}, ans
+        return eb, info, ans, None
+    return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}, ans, None
+
+
+def posterior_half_width(post_var: np.ndarray, z: float, allowance: np.ndarray) -> np.ndarray:
+    """Item 4c: z·√(posterior variance of θ_v under the fitted tree model) + the bias allowance.
+
+    The posterior variance of :func:`dpopt.hierarchy.blup.tree_blup` is that of the full Gaussian
+    posterior with a flat prior on the map-wide mean, so it includes the uncertainty of the
+    estimated parents and root; it does *not* include the uncertainty of the fitted τ² (plug-in
+    empirical Bayes), nor the bias of bounding beyond the allowance. Infinite where unmeasured.
+    Post-processing of the DP measurements only.
+    """
+    v = np.asarray(post_var, dtype=float)
+    return np.where(np.isfinite(v), z * np.sqrt(np.where(np.isfinite(v), np.maximum(v, 0.0), 0.0)), np.inf) \
+        + allowance
 
 
 def released_ancestor(parent: np.ndarray, node: np.ndarray, released: np.ndarray) -> np.ndarray:
@@ -295,9 +320,27 @@ def released_ancestor(parent: np.ndarray, node: np.ndarray, released: np.ndarray
     return ans
 
 
+def _check_arguments(m, confidence, bias_allowance, estimator: str, interval: str) -> float:
+    """One-line errors for :func:`estimate_hierarchical`'s arguments; returns κ."""
+    if estimator not in ("blup", "shrink"):
+        raise DpoptInputError(f"`estimator` must be 'blup' or 'shrink'; got {estimator!r}")
+    if interval not in ("direct", "posterior") or (interval == "posterior" and estimator != "blup"):
+        raise DpoptInputError(f"`interval` must be 'direct' or (with estimator='blup') 'posterior'; got {interval!r}")
+    if not isinstance(m, Measurements):
+        raise DpoptInputError(f"`measurements` must be a Measurements; got {type(m).__name__}")
+    if not (isinstance(confidence, (int, float)) and 0.5 <= float(confidence) < 1.0):
+        raise DpoptInputError(f"`confidence` must be a number in [0.5, 1); got {confidence!r}")
+    if "level" not in m.nodes.columns:
+        raise DpoptInputError("`measurements.nodes` must have the `level` column of dpopt.hierarchy.tree")
+    kappa = float(bias_allowance)
+    if not (math.isfinite(kappa) and kappa >= 0):
+        raise DpoptInputError(f"`bias_allowance` must be a finite number >= 0; got {bias_allowance!r}")
+    return kappa
+
+
 def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
                           shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE,
-                          estimator: str = "blup") -> Estimates:
+                          estimator: str = "blup", interval: str = "direct") -> Estimates:
     """Measurements of a tree (``user`` model: count, sum, sumsq per node) → Estimates (module doc).
 
     Parameters
@@ -315,29 +358,27 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     estimator : str
         "blup" (default: the tree BLUP of item 4b, answers at the deepest informed node) or
         "shrink" (item 4's top-down shrinkage, answers by the τ rule of item 6).
+    interval : str
+        ``mean_error_bound`` of the BLUP: "direct" (default: the direct interval widened by
+        |BLUP − direct|, item 4b) or "posterior" (experimental, off by default, item 4c:
+        z·√(posterior variance) + the bias allowance, capped at the "direct" one; measured in
+        tests/benchmarks/results/multires.md). ``mean_direct_error_bound`` is the direct one either way.
     """
     m = measurements
-    if estimator not in ("blup", "shrink"):
-        raise DpoptInputError(f"`estimator` must be 'blup' or 'shrink'; got {estimator!r}")
-    if not isinstance(m, Measurements):
-        raise DpoptInputError(f"`measurements` must be a Measurements; got {type(m).__name__}")
-    if not (isinstance(confidence, (int, float)) and 0.5 <= float(confidence) < 1.0):
-        raise DpoptInputError(f"`confidence` must be a number in [0.5, 1); got {confidence!r}")
+    kappa = _check_arguments(m, confidence, bias_allowance, estimator, interval)
     tau = m.bound / 10.0 if target is None else float(target)
-    if "level" not in m.nodes.columns:
-        raise DpoptInputError("`measurements.nodes` must have the `level` column of dpopt.hierarchy.tree")
     U = m.bound
     tot = gls_totals(m)
     dr = _direct(m, tot, float(confidence))
-    kappa = float(bias_allowance)
-    if not (math.isfinite(kappa) and kappa >= 0):
-        raise DpoptInputError(f"`bias_allowance` must be a finite number >= 0; got {bias_allowance!r}")
     var_ok = (dr["var_hi"] - dr["var_lo"]) < U * U / 4.0
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
     direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
-    eb, info, ans = _model_means(m, tot, dr, estimator, shrink, tau)
+    eb, info, ans, post_var = _model_means(m, tot, dr, estimator, shrink, tau)
     # the interval contains the direct one (item 4): |m − θ| ≤ |m − μ̂| + |μ̂ − θ|
     eb_hw = np.abs(eb - dr["d"]) + direct_hw
+    if interval == "posterior":  # item 4c: never wider than the direct-widened interval
+        eb_hw = np.minimum(eb_hw, posterior_half_width(post_var, float(dr["z"][0]) if dr["z"].size else 0.0,
+                                                       kappa * sd))
     released = published_mask(m.n_nodes, ans)
     if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those,
         released = m.nodes["released"].to_numpy(dtype=bool)  # and each grid answered by the reader's rule
@@ -347,6 +388,8 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
                             "node": ans})
     info = {**info, "target": tau, "nodes_released": int(released.sum()),
             "z": float(dr["z"][0]) if dr["z"].size else None, "bias_allowance": kappa,
-            "interval": "Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"}
+            "interval": "Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"
+            if interval == "direct" else "EB: z * sqrt(tree BLUP posterior variance) + bias allowance, capped at the "
+            "direct interval widened by |EB - direct|"}
     return Estimates(table=table, answers=answers,
                      confidence=float(confidence), method=METHOD, measurements=m, info=info)

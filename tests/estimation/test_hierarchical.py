@@ -242,3 +242,29 @@ def test_blup_answers_at_the_deepest_informed_node_and_beats_the_direct_mean(agg
     assert shrink.table["mean"].notna().all()
     with pytest.raises(Exception, match="estimator"):
         estimate_hierarchical(m, estimator="gls")
+
+
+def test_posterior_interval_option(agg):
+    """interval="posterior": same means, bound = min(default bound, z·√(posterior var) + allowance),
+    so never wider; refused with the top-down shrinkage (it has no posterior variance)."""
+    from dpopt import DpoptInputError
+    from dpopt.estimation.hierarchical import posterior_half_width
+
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=3.0, noise="numpy", seed=2, levels=LEVELS,
+                       first_level=0)
+    d = estimate_hierarchical(m, confidence=0.9)
+    p = estimate_hierarchical(m, confidence=0.9, interval="posterior")
+    np.testing.assert_array_equal(p.table["mean"], d.table["mean"])
+    assert (p.table["mean_error_bound"] <= d.table["mean_error_bound"]).all()
+    assert (p.table["mean_error_bound"] < d.table["mean_error_bound"]).any()
+    p0 = estimate_hierarchical(m, confidence=0.9, interval="posterior", bias_allowance=0.0)
+    d0 = estimate_hierarchical(m, confidence=0.9, bias_allowance=0.0)
+    assert (p0.table["mean_error_bound"] <= p.table["mean_error_bound"]).all()
+    hw = posterior_half_width(np.array([4.0, np.inf]), 1.5, np.array([1.0, 1.0]))
+    np.testing.assert_allclose(hw, [4.0, np.inf])
+    assert (p0.table["mean_error_bound"] <= d0.table["mean_error_bound"]).all()
+    with pytest.raises(DpoptInputError, match="interval"):
+        estimate_hierarchical(m, estimator="shrink", interval="posterior")
+    with pytest.raises(DpoptInputError, match="interval"):
+        estimate_hierarchical(m, interval="bayes")

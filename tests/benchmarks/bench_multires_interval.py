@@ -1,0 +1,85 @@
+"""Calibration of the multi-resolution ``user`` release's ``mean`` intervals (issue 21 item 2):
+coverage of each published node's all-records truth by [mean ± mean_error_bound] at 90 %, and the
+median stated half-width, over nodes and seeds, for ``estimate_hierarchical(interval="direct")``
+(the default: direct Fieller + bias allowance widened by |BLUP − direct|) and
+``interval="posterior"`` (z·√(tree-BLUP posterior variance) + the same allowance, capped), and as
+a diagnostic the latter with no bias allowance (κ = 0; then the cap is the direct interval at κ = 0).
+
+Measurements: the front door's (``measure_multires``: public list, pure ε; or private selection
+at δ = 1e-6), exact discrete noise, seeds 1000+rep; scored by ``scoring.score_table`` (node truths
+from every occupied finest grid inside the node).
+
+Run: PYTHONPATH=$PWD python tests/benchmarks/bench_multires_interval.py --data day --reps 5
+Writes results/multires_interval_<data>.json (the table is pasted into results/multires.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from bench_multires import DELTA, labels_of  # noqa: E402
+from bench_userdp import U, load  # noqa: E402
+from scoring import finest_grids, score_table  # noqa: E402
+
+
+def measurements(agg, eps, public, seed):
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.privacy.user_multires import measure_multires
+
+    if public:
+        return measure_multires(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg)), bound=U,
+                                noise=NoiseOptions(seed=seed))
+    return measure_multires(agg, Budget(epsilon_total=eps, delta=DELTA), UserOptions(), bound=U,
+                            noise=NoiseOptions(seed=seed))
+
+
+def cell(agg, fin, eps, public, reps):
+    from dpopt.estimation.hierarchical import estimate_hierarchical
+
+    out = {k: {"cov": [], "hw": [], "n": 0} for k in ("direct", "posterior", "posterior, no allowance")}
+    for rep in range(reps):
+        m = measurements(agg, eps, public, 1000 + rep)
+        for kind in out:
+            t = estimate_hierarchical(m, confidence=0.9, interval=kind.split(",")[0],
+                                      bias_allowance=0.0 if "no allowance" in kind else 0.5).table
+            t = t[t["released"]].assign(slot_end=lambda d: d["slot"] + d["slot_ns"])
+            s = score_table(t, fin)
+            out[kind]["cov"].append(s.coverage * s.nodes)  # node-weighted
+            out[kind]["n"] += s.nodes
+            out[kind]["hw"].extend(t["mean_error_bound"].tolist())
+    return {k: {"coverage": float(np.sum(v["cov"]) / max(v["n"], 1)), "median_half_width": float(np.median(v["hw"])),
+                "nodes": v["n"]} for k, v in out.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", choices=["day", "full"], default="day")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
+    args = ap.parse_args()
+    agg, _ = load(args.data)
+    fin = finest_grids(agg, bound=U)
+    rows = []
+    for eps in args.eps:
+        for public in (True, False):
+            t0 = time.process_time()
+            r = cell(agg, fin, eps, public, args.reps)
+            rows.append({"eps": eps, "setting": "public list" if public else "private selection", **r,
+                         "cpu_s": time.process_time() - t0})
+            print(json.dumps(rows[-1]), flush=True)
+    (HERE / "results" / f"multires_interval_{args.data}.json").write_text(json.dumps(
+        {"reps": args.reps, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
