@@ -27,6 +27,7 @@ from dpopt.noise.discrete_laplace import (
     grid_sensitivity,
 )
 from tests.test_discrete_gaussian import chi2_pvalue
+from tests._spy import record_calls
 
 N = 40_000
 
@@ -270,14 +271,7 @@ def test_vectorised_parameters_equal_the_scalar_ones():
 # sources
 # ---------------------------------------------------------------------------------------------
 def test_secure_source_reads_the_os_in_bulk(monkeypatch):
-    calls = []
-    real = os.urandom
-
-    def spy(n):
-        calls.append(n)
-        return real(n)
-
-    monkeypatch.setattr(os, "urandom", spy)
+    calls = record_calls(monkeypatch, os, "urandom")
     z = discrete_laplace_array(Fraction(1000), 50_000, SecureRandom())
     g = discrete_gaussian_array(Fraction(1600), 50_000, SecureRandom())
     assert z.size == g.size == 50_000

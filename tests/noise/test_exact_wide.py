@@ -23,6 +23,7 @@ from dpopt.noise import SecureRandom, exact, integer_source
 from dpopt.noise.discrete_laplace import discrete_laplace_array, discrete_laplace_rational, release_on_grid
 from tests.noise.test_exact import chi2_binned, laplace_pmf
 from tests.noise.test_exact_review import _forbid_numpy_rngs
+from tests._spy import record_calls
 
 I64 = 2**63 - 1
 
@@ -146,14 +147,7 @@ def test_release_with_wide_numerator_is_vectorised_and_exact(t, m, monkeypatch):
 
 
 def test_numerators_beyond_2_126_still_use_the_scalar_sampler(monkeypatch):
-    calls = []
-    real = dl.discrete_laplace
-
-    def counted(scale, rng):
-        calls.append(scale)
-        return real(scale, rng)
-
-    monkeypatch.setattr(dl, "discrete_laplace", counted)
+    calls = record_calls(monkeypatch, dl, "discrete_laplace")
     scale = Fraction(2**126 + 1, 2**100 + 1)  # reduced numerator beyond the wide path
     x = discrete_laplace_array(scale, 5, integer_source(1))
     assert len(calls) == 5 and x.dtype == np.int64

@@ -66,14 +66,7 @@ def test_small_ratios_equal_fractions():
 def test_gaussian_release_small_rationals_take_the_integer_path(t, rho, monkeypatch):
     # σ² = 1/4, 9, 7/3, 1600: 64γ is often an exact integer, which the float filter cannot certify
     # (before: ~1 exact scalar Bernoulli per draw, 30–120k draws/s); now the int64 test decides
-    calls = []
-    real = exact.bernoulli_exp
-
-    def counted(gamma, rng):
-        calls.append(gamma)
-        return real(gamma, rng)
-
-    monkeypatch.setattr(exact, "bernoulli_exp", counted)
+    calls = record_calls(monkeypatch, exact, "bernoulli_exp")
     n = 40_000
     sens = (t - 1.5) / (1 + 1e-9) / 4096 if t >= 2 else 0.0
     out, tg, _ = release_on_grid_gaussian(np.full(n, 0.25), sens, rho, integer_source(5))
@@ -98,6 +91,7 @@ def test_gaussian_release_mixes_integer_and_filter_entries():
 # --- release entries beyond the per-entry int64 range (t ≥ 2^33 or budget > 2^32) ----------------
 from dpopt.noise import discrete_laplace as dl  # noqa: E402
 from dpopt.noise.discrete_laplace import draw_grouped, release_on_grid  # noqa: E402
+from tests._spy import record_calls
 
 
 def test_draw_grouped_keeps_entries_and_groups():

@@ -167,15 +167,9 @@ def test_real_release_draws_from_the_os(records, monkeypatch):
     import os
 
     from tests._legacy import release
+    from tests._spy import record_calls
 
-    calls = []
-    real = os.urandom
-
-    def spy(n):
-        calls.append(n)
-        return real(n)
-
-    monkeypatch.setattr(os, "urandom", spy)
+    calls = record_calls(monkeypatch, os, "urandom")
     r = release(records, privacy="public-occupancy", bound=100, epsilon=1.0)
     assert sum(calls) >= 4 * 2 * r.summary.grids
     assert len(calls) < r.summary.grids  # in bulk, not one call per draw
