@@ -256,7 +256,16 @@ def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarr
             "var_hw": _half_width(var, vlo, vhi, U * U / 4.0), "s2": s2, "z": np.full(n.shape, z)}
 
 
-def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink) -> pd.DataFrame:
+def _clamp_reason(m: Measurements) -> str | None:
+    """Why every variance is withheld when the values were measured clamped to [0, B], B < U (the
+    place release, models/hierarchy.md §13.2): their variance is biased low. None otherwise."""
+    clamp, declared = m.info.get("clamp"), m.info.get("declared_bound")
+    if clamp is None or declared is None or float(clamp) >= float(declared):
+        return None
+    return f"values measured clamped to [0, B = {float(clamp):g}] < U = {float(declared):g}: variance biased low"
+
+
+def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, clamped=None) -> pd.DataFrame:
     U, h = m.bound, m.bound / 2.0
     table = pd.DataFrame({
         "node": np.arange(m.n_nodes), "cell": m.nodes["cell"].to_numpy(),
@@ -267,7 +276,7 @@ def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink) 
         "variance": np.where(var_ok, dr["var"], np.nan),
         "variance_error_bound": np.where(var_ok, dr["var_hw"], np.nan),
         "variance_released": var_ok,
-        "variance_withheld_reason": np.where(var_ok, "", "interval not narrower than the range [0, U^2/4]"),
+        "variance_withheld_reason": np.where(var_ok, "", clamped or "interval not narrower than the range [0, U^2/4]"),
         "method": np.where(m.nodes["parent"].to_numpy() < 0, "gls_direct", "gls_eb" if shrink else "gls_direct"),
         "level": m.nodes["level"].to_numpy(), "count_estimate": dr["n"],
     })
@@ -370,7 +379,8 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     U = m.bound
     tot = gls_totals(m)
     dr = _direct(m, tot, float(confidence))
-    var_ok = (dr["var_hi"] - dr["var_lo"]) < U * U / 4.0
+    clamped = _clamp_reason(m)
+    var_ok = ((dr["var_hi"] - dr["var_lo"]) < U * U / 4.0) & (clamped is None)
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
     direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
     eb, info, ans, post_var = _model_means(m, tot, dr, estimator, shrink, tau)
@@ -383,7 +393,7 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those,
         released = m.nodes["released"].to_numpy(dtype=bool)  # and each grid answered by the reader's rule
         ans = released_ancestor(m.nodes["parent"].to_numpy(), m.finest["node"].to_numpy(), released)
-    table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink)
+    table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, clamped)
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": ans})
     info = {**info, "target": tau, "nodes_released": int(released.sum()),

@@ -56,7 +56,7 @@ from .options import Budget, NoiseOptions
 __all__ = ["UserOptions", "RESOLUTIONS", "Shares", "measure", "SELECTION_DELTA_SHARE", "noise_family"]
 
 #: shapes of the release over a public partition list (UserOptions.resolution)
-RESOLUTIONS = ("adaptive", "fixed")
+RESOLUTIONS = ("auto", "place", "adaptive", "fixed")
 #: share of δ spent by private partition selection under Gaussian noise (the rest converts ρ)
 SELECTION_DELTA_SHARE = 0.5
 
@@ -69,13 +69,18 @@ class UserOptions:
     :class:`PartitionList`) or None for private partition selection (needs δ); ``bounds``
     "histogram", "select", "quantile" or a public (k, c); ``priority`` which grids a user keeps: its
     own top-k by record count ("own") or the first k in a public hash order ("shared",
-    :mod:`dpopt.userdp.priority`); ``bounds_fraction``, ``selection_fraction``, ``pool_fraction``
+    :mod:`dpopt.userdp.priority`); ``bounds_fraction`` (None: 0.1, 0.15 for place), ``selection_fraction``, ``pool_fraction``
     shares of the budget for the automatic bounds, private selection and the pooling totals;
     ``weight_mean``, ``weight_variance``, ``typical`` the split rule (:func:`split_budget`);
     ``max_grids``, ``max_records`` public caps of the automatic bounds.
 
-    ``resolution`` the shape of the release: "adaptive" (default) or "fixed" (the flat per-grid
-    release at the finest resolution). Adaptive with a public list: every level of the public
+    ``resolution`` the shape of the release: "auto" (default), "place", "adaptive" or "fixed" (the
+    flat per-grid release at the finest resolution). "auto" is "place" with a public list, Laplace
+    noise and the default ``bounds``/``priority``, else "adaptive". Place (a public list, pure ε):
+    every H3 cell of the finest resolution over the whole period and the map are measured under a
+    per-user record cap and a DP inner clamp, and each finest grid is answered by its cell's
+    tree-BLUP estimate or the map's (:mod:`dpopt.privacy.user_place`, models/hierarchy.md §13).
+    Adaptive with a public list: every level of the public
     hierarchy of H3 parents x coarser slots up to ``coarsest_resolution`` is measured and each
     finest grid is answered by its finest node whose error meets the target
     (:mod:`dpopt.privacy.user_multires`). Adaptive without a list (private selection, Laplace noise
@@ -88,7 +93,7 @@ class UserOptions:
     partitions: Any = None
     bounds: Any = "histogram"
     priority: str = "own"
-    bounds_fraction: float = 0.1
+    bounds_fraction: float | None = None
     selection_fraction: float | None = None
     pool_fraction: float = 0.05
     weight_mean: float = 1.0
@@ -96,17 +101,25 @@ class UserOptions:
     typical: tuple[float, float] | None = None
     max_grids: int = 1024
     max_records: int = 64
-    resolution: str = "adaptive"
+    resolution: str = "auto"
     coarsest_resolution: int | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.resolution, "resolution", RESOLUTIONS)
         if self.coarsest_resolution is not None:
             check_positive_int(self.coarsest_resolution, "coarsest_resolution", minimum=0)
-            if self.coarsest_resolution > 15 or self.resolution != "adaptive" or self.private:
-                raise DpoptInputError("`coarsest_resolution` must be an H3 resolution 0..15 and goes with "
-                                      f"resolution='adaptive' and a partition list; got {self.coarsest_resolution!r}")
-        bf = check_nonnegative_float(self.bounds_fraction, "bounds_fraction")
+            if self.coarsest_resolution > 15 or not self.adaptive or self.private:
+                raise DpoptInputError("`coarsest_resolution` must be an H3 resolution 0..15 and goes with a "
+                                      "multi-resolution release over a partition list; got "
+                                      f"{self.coarsest_resolution!r}")
+        if self.resolution == "place" and self.private:
+            raise DpoptInputError("`resolution` = 'place' needs a public partition list (`partitions`); without "
+                                  "one use 'auto' (private multi-resolution selection) or 'fixed'")
+        if self.resolution == "place" and (self.bounds != "histogram" or self.priority != "own"):
+            raise DpoptInputError(f"`bounds` = {self.bounds!r} / `priority` = {self.priority!r} are options of "
+                                  "resolution='adaptive' or 'fixed': the place release chooses its record cap "
+                                  "and clamp under DP (models/hierarchy.md §13)")
+        bf = check_nonnegative_float(self.bounds_share, "bounds_fraction")
         sf = check_nonnegative_float(self.selection_share, "selection_fraction")
         pf = check_nonnegative_float(self.pool_fraction, "pool_fraction")
         check_positive_int(self.max_grids, "max_grids")
@@ -130,8 +143,27 @@ class UserOptions:
 
     @property
     def adaptive(self) -> bool:
-        """The multi-resolution release (``resolution`` "adaptive"; with or without a partition list)."""
-        return self.resolution == "adaptive"
+        """A multi-resolution release (every ``resolution`` but "fixed"; with or without a list)."""
+        return self.resolution != "fixed"
+
+    @property
+    def place(self) -> bool:
+        """The ``place`` release under Laplace noise: ``resolution`` "place", or "auto" with a
+        partition list and the default ``bounds``/``priority`` (module doc)."""
+        return self.resolution == "place" or (self.resolution == "auto" and not self.private
+                                              and self.bounds == "histogram" and self.priority == "own")
+
+    def place_for(self, budget: Any) -> bool:
+        """Does this budget run the place release? (:attr:`place`, and not Gaussian noise under
+        "auto", which runs the adaptive release.)"""
+        gaussian = isinstance(budget, Budget) and budget.gaussian
+        return self.place and not (gaussian and self.resolution == "auto")
+
+    @property
+    def bounds_share(self) -> float:
+        """``bounds_fraction``, or its default 0.1 (the place release's own default is
+        :data:`dpopt.privacy.user_place.PLACE_BOUNDS_FRACTION`)."""
+        return 0.1 if self.bounds_fraction is None else self.bounds_fraction  # type: ignore[return-value]
 
     @property
     def selection_share(self) -> float:
@@ -172,12 +204,15 @@ class UserOptions:
         sf = float(self.selection_share) if self.private else 0.0
         if self.private and self.adaptive:  # public (k, c), no pooling totals (user_multires_private)
             return 0.0, sf, 0.0
-        bf = 0.0 if self.fixed_bounds is not None else float(self.bounds_fraction)
+        bf = 0.0 if self.fixed_bounds is not None else float(self.bounds_share)
         return bf, sf, float(self.pool_fraction)
 
     def check_budget(self, budget: Budget) -> tuple[float, float, float, float]:
         """(total in the noise's unit, δ total, δ of the selection, δ of the ρ → ε conversion);
         refuses a δ that would do nothing (Laplace noise over a public list) or is missing."""
+        if self.resolution == "place" and isinstance(budget, Budget) and budget.gaussian:
+            raise DpoptInputError("`mechanism` = 'gaussian' is not supported by the place release (pure ε, "
+                                  "Laplace): add resolution='adaptive' or resolution='fixed'")
         if self.private and self.adaptive and isinstance(budget, Budget) and budget.gaussian:
             raise DpoptInputError("`mechanism` = 'gaussian' with private selection (no `partitions`) runs the flat "
                                   "release only: add resolution='fixed', or use Laplace noise with `delta` for "

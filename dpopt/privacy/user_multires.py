@@ -93,7 +93,7 @@ def coarse_record_floor(hist, max_records: int) -> int:
     return int(cands[np.flatnonzero(ok)[0]] if ok.any() else cands[-1])
 
 
-def _spend(levels: BudgetSpend, eps_b: float, real: bool, delta: tuple[float, float]) -> BudgetSpend:
+def spend_with_bounds(levels: BudgetSpend, eps_b: float, real: bool, delta: tuple[float, float]) -> BudgetSpend:
     """The whole release's exact spend: the bounds piece (pure ε) plus every level piece."""
     pieces = dict(levels.pieces)
     b = float(epsilon_rational(eps_b)) if (real and eps_b > 0) else eps_b
@@ -149,7 +149,7 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
                        mechanism=kind, noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
                        granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
                        weight_variance=options.weight_variance)
-    spend = _spend(m.spend, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
+    spend = spend_with_bounds(m.spend, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
     info = {**m.info, "bounds_rule": rule, "shape": "adaptive", "mechanism": kind, "seeded": noise.seed is not None,
             "partitions": "public list", "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"],
             "delta_selection": 0.0, "public": PUBLIC_FACTS}

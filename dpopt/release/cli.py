@@ -110,8 +110,8 @@ def _add_plan_arguments(p: Any) -> None:
     p.add_argument("--seed", type=int, help="seed the noise (reproducible; NOT for a real release)")
 
 
-def _add_input_arguments(p: Any) -> None:
-    """--privacy user options, input columns, cleaning, scale and output flags."""
+def _add_user_arguments(p: Any) -> None:
+    """The --privacy user options."""
     u = p.add_argument_group("--privacy user")
     u.add_argument("--partitions", help="public partition list: a CSV with columns cell (H3 index) and slot "
                    "(ISO start time, UTC); listed grids without records are released too (as noise). "
@@ -120,18 +120,28 @@ def _add_input_arguments(p: Any) -> None:
                    help="contribution bounds: histogram (default: noisy histograms of the contributions, then the "
                    "(k, c) of least predicted error), select (chosen under DP by predicted error), quantile "
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid)")
-    u.add_argument("--resolution", default="adaptive", metavar="{adaptive,fixed}",
-                   help="adaptive (default), with --partitions: measures every level of the public hierarchy above "
-                   "the listed grids (H3 parents x 3h/day/period slots) and answers each listed grid by its finest "
-                   "node whose error meets the target (release.csv: one row per published node, answers.csv: "
-                   "which node answers each listed grid); without --partitions (needs --delta, Laplace noise): "
+    u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
+                   help="auto (default): place with --partitions (Laplace noise, default --bounds), else "
+                   "adaptive. place, with --partitions: each H3 cell of --h3-resolution over the whole period "
+                   "and the map are measured (each user keeps at most T of its records, T the DP median of "
+                   "records per user; values clamped to a DP-chosen B <= U) and each listed grid is answered by "
+                   "its cell's hierarchical estimate, or the map's where the budget is too small for cells "
+                   "(release.csv: one row per published node, answers.csv: which node answers each listed "
+                   "grid). adaptive, with --partitions: measures every level of the public hierarchy above the "
+                   "listed grids (H3 parents x 3h/day/period slots) and answers each listed grid by its finest "
+                   "node whose error meets the target; without --partitions (needs --delta, Laplace noise): "
                    "selects nodes of the finest grid and of coarser levels (R-3 x 1 day, R-3 x 7 days, R-4 x "
                    "364 days) privately, by noisy user counts in a shared public hash order, and measures the "
                    "selected ones (--bounds K,C public, default 4,8). fixed: the flat release of every grid at "
                    "--h3-resolution (listed, or selected privately)")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
-                   help="--resolution adaptive: the coarsest H3 resolution of the hierarchy (default "
+                   help="multi-resolution releases: the coarsest H3 resolution of the hierarchy (default "
                    "--h3-resolution - 4)")
+
+
+def _add_input_arguments(p: Any) -> None:
+    """--privacy user options, input columns, cleaning, scale and output flags."""
+    _add_user_arguments(p)
     g = p.add_argument_group(
         "input columns and cleaning",
         "Records are rows (user, latitude, longitude, timestamp, value) of a CSV file (any separator, "
@@ -219,12 +229,12 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
             ("--split", args.split != "equal"), ("--target", args.target is not None),
             ("--target-variance", args.target_variance is not None), ("--time-limit", args.time_limit is not None),
             ("--criterion", args.criterion != "noise"), ("--out-of-range", args.out_of_range != "clip"),
-            ("--no-map", args.no_map and args.resolution != "adaptive"),
+            ("--no-map", args.no_map and args.resolution == "fixed"),
             ("--coarsest-resolution", args.coarsest_resolution is not None
-             and not (args.partitions and args.resolution == "adaptive"))] if on]
+             and not (args.partitions and args.resolution != "fixed"))] if on]
     return [f for f, on in common + [("--partitions", args.partitions is not None),
                                      ("--bounds", args.bounds != "histogram"),
-                                     ("--resolution", args.resolution != "adaptive"),
+                                     ("--resolution", args.resolution != "auto"),
                                      ("--coarsest-resolution", args.coarsest_resolution is not None)] if on]
 
 
@@ -240,7 +250,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     if idle:
         other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
         why = {"--chunksize": "", "--no-map": " (no map is drawn with --resolution fixed)",
-               "--coarsest-resolution": " (it goes with --partitions and --resolution adaptive)"}
+               "--coarsest-resolution": " (it goes with --partitions and a multi-resolution --resolution)"}
         raise CliError(f"`{idle[0]}` does nothing under --privacy {privacy}: drop it"
                        + why.get(idle[0], f" (it is an option of {other})"))
     columns = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,

@@ -37,6 +37,7 @@ from ..privacy.public_occupancy import PublicOccupancyOptions, default_plan, mea
 from ..privacy.public_occupancy import _check_noise_options as _check_public_noise
 from ..privacy.user import UserOptions, measure
 from ..privacy.user_multires import measure_multires
+from ..privacy.user_place import measure_place
 from ..records.aggregate import Aggregate
 from ..records.ingest import IngestReport
 from ..userdp.bounding import check_lattice_capacity
@@ -204,7 +205,8 @@ def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, b
         raise DpoptInputError("`sampler` is an option of the flat release (resolution='fixed'); the "
                               "multi-resolution release draws from `noise`")
     t0 = time.perf_counter()
-    m = measure_multires(agg, budget, options, bound=bound, noise=noise)
+    m = measure_place(agg, budget, options, U=check_bound(agg.bound if bound is None else bound), noise=noise) \
+        if options.place_for(budget) else measure_multires(agg, budget, options, bound=bound, noise=noise)
     t1 = time.perf_counter()
     est = estimate(m, method=estimation.method_for(True), confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}

@@ -61,7 +61,7 @@ from .mechanism import DiscreteLaplace
 from ._thresholding import release_probability
 from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 
-__all__ = ["BoundsChoice", "BoundsRule", "candidate_grid", "selection_utility", "release_probability", "choose_bounds",
+__all__ = ["BoundsChoice", "BoundsRule", "candidate_grid", "private_quantile", "selection_utility", "release_probability", "choose_bounds",
            "BOUND_RULES", "histogram_bins", "histogram_candidates", "contribution_bins", "measure_contributions", "optimise_bounds"]
 
 BOUND_RULES = ("histogram", "select", "quantile")
@@ -255,10 +255,10 @@ def choose_bounds(agg: Aggregate, ranks: np.ndarray, epsilon: float, *, rng: np.
     # quantiles: each user one value, rank utility of sensitivity 1, over the public candidate grids
     valid = ranks >= 0
     per_user = np.bincount(agg.pair_user[valid], minlength=agg.n_users).astype(float)
-    k = _private_quantile(per_user[per_user > 0], candidate_grid(kmax), o.quantile, eps / 2.0, src)
+    k = private_quantile(per_user[per_user > 0], candidate_grid(kmax), o.quantile, eps / 2.0, src)
     keep = valid & (ranks < k)
     med = _user_medians(agg.pair_user[keep], agg.count[keep].astype(float))
-    c = _private_quantile(med, candidate_grid(cmax), o.quantile, eps / 2.0, src)
+    c = private_quantile(med, candidate_grid(cmax), o.quantile, eps / 2.0, src)
     return BoundsChoice(k=k, c=c, rule=o.rule, epsilon=eps, candidates=0)
 
 
@@ -286,7 +286,7 @@ def _histogram_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: Intege
                         objective=obj)
 
 
-def _private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float, epsilon: float,
+def private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float, epsilon: float,
                       source: IntegerSource) -> int:
     """The candidate v with the rank utility −|#{x ≤ v} − q·n| (sensitivity 1), by permute-and-flip."""
     below = np.searchsorted(np.sort(values), candidates, side="right")

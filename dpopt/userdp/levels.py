@@ -45,6 +45,7 @@ from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, _grid_sum, _pair_sums
                        lattice_values, tie_keys, user_ranks)
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .partitions import PartitionList, match_partitions, read_partitions
+from .record_cap import capped_records
 from .sensitivity import sqrt_up
 from .split import split_budget
 
@@ -52,6 +53,10 @@ from .split import split_budget
 SCALED_MIN_GRIDS = 64
 #: share of the count budget spent on the phase-1 pilot counts of every level
 PILOT_SHARE = 0.5
+#: the same for the place release (pilots of two levels only; models/hierarchy.md §13.3)
+PLACE_PILOT_SHARE = 0.1
+#: the place release's public prior spread τ₀ of a cell around the map is bound / this (§13.3)
+PRIOR_SPREAD_DIVISOR = 15.0
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
 __all__ = ["LevelPlan", "LevelNoise", "LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks",
@@ -184,12 +189,14 @@ def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: flo
 
 
 def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> list[tuple[int, int] | None] | None:
-    """Per-level bounds (models/hierarchy.md §3b) from the public ``level_bounds`` option: None (one
+    """Per-level bounds (models/hierarchy.md §3b, §13) from the public ``level_bounds`` option: None (one
     (k, c) for every level: the finest-grid bounding, tree-consistent); "scaled": levels whose nodes
     hold f_l ≥ ``SCALED_MIN_GRIDS`` listed finest grids on average are bounded on their own with
     k_l = ⌈k/√f_l⌉, c_l = c·⌈√f_l⌉ (a coarse node keeps ~√f_l times more of a user's records at
     about the same k_l·c_l), finer levels keep the shared bounding; or an explicit sequence of L
-    entries, each a (k_l, c_l) pair or None (shared). Public: reads the list and parameters only."""
+    entries, each a (k_l, c_l) pair, a whole number T_l (each user keeps ≤ T_l records of the level
+    in total, :func:`.record_cap.capped_records`) or None (shared). Public: reads the list and
+    parameters only."""
     if level_bounds is None:
         return None
     L = hier.n_levels
@@ -200,9 +207,15 @@ def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> 
         return [None if fl < SCALED_MIN_GRIDS else (max(1, math.ceil(k / math.sqrt(fl))), c * math.ceil(math.sqrt(fl)))
                 for fl in f]
     if isinstance(level_bounds, (str, bytes)) or not hasattr(level_bounds, "__len__") or len(level_bounds) != L:
-        raise DpoptInputError(f"`level_bounds` must be None, 'scaled' or one (k, c) pair or None per level ({L}); "
-                              f"got {level_bounds!r}")
-    return [None if b is None else _check_bounds(b) for b in level_bounds]
+        raise DpoptInputError(f"`level_bounds` must be None, 'scaled' or one (k, c) pair, record cap or None per "
+                              f"level ({L}); got {level_bounds!r}")
+    return [None if b is None else check_positive_int(b, "level_bounds cap") if _is_cap(b) else _check_bounds(b)
+            for b in level_bounds]
+
+
+def _is_cap(entry: Any) -> bool:
+    """A ``level_bounds`` entry that is one whole number: a per-user cap of records (§13)."""
+    return isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
 
 
 def linked_levels(lb: list | None, n_levels: int) -> np.ndarray:
@@ -237,13 +250,22 @@ def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c
     before = cum - cnt - (cum[first] - cnt[first])
     gamma = np.zeros(agg.n_pairs, dtype=np.int64)
     gamma[po] = np.where(keep_lp[lp[po]], np.clip(c - before, 0, cnt), 0)
-    if int(c) * lat.half_sumsq >= CAPACITY:  # public: c_l, U and b only
-        raise DpoptInputError(f"`level_bounds` c = {int(c)} is too large for the lattice (c·H_Z must stay below 2^62)")
+    return level_node_sums(agg, pair_node, n_nodes, gamma, int(c), lat)
+
+
+def level_node_sums(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, gamma: np.ndarray, per_pair: int,
+                    lat: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R, Y, Z) per node of one level from Γ_p, the first records kept of every pair (≤ ``per_pair``,
+    a public bound used for the lattice's capacity); pairs with ``pair_node`` −1 count nowhere."""
+    if int(per_pair) * lat.half_sumsq >= CAPACITY:  # public: the bound, U and b only
+        raise DpoptInputError(f"`level_bounds` c = {int(per_pair)} is too large for the lattice (c·H_Z must stay "
+                              "below 2^62)")
     if agg.samples is not None:  # contributions may keep only the first few records per pair
         agg.samples.check_first(gamma)
+    ok = pair_node >= 0
     py, pz = _pair_sums(lat, gamma)
     node = np.where(ok, pair_node, 0)
-    wide = gamma.size * int(c) * lat.half_sumsq >= 2**63  # a size bound, not a refusal
+    wide = gamma.size * int(per_pair) * lat.half_sumsq >= 2**63  # a size bound, not a refusal
     R, Y, Z = (_grid_sum(node, np.where(ok, v, 0), n_nodes, wide=wide) for v in (gamma, py, pz))
     return R, Y, Z
 
@@ -267,10 +289,14 @@ def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: l
                 o[rows] = v[rows]
             node = np.where(node >= 0, parent[np.maximum(node, 0)], -1)
             continue
-        kl, cl = b
         local = np.full(len(hier.nodes), -1, dtype=np.int64)
         local[rows] = np.arange(rows.size)
-        vals = bounded_level(agg, np.where(node >= 0, local[np.maximum(node, 0)], -1), rows.size, kl, cl, lat, rng)
+        pair_node = np.where(node >= 0, local[np.maximum(node, 0)], -1)
+        if isinstance(b, int):  # a per-user cap of b records (models/hierarchy.md §13)
+            gamma = capped_records(agg, pair_node >= 0, b, rng)
+            vals = level_node_sums(agg, pair_node, rows.size, gamma, b, lat)
+        else:
+            vals = bounded_level(agg, pair_node, rows.size, b[0], b[1], lat, rng)
         for o, v in zip(out, vals):
             o[rows] = v
         node = np.where(node >= 0, parent[np.maximum(node, 0)], -1)
@@ -335,22 +361,26 @@ class LevelPlan:
     ``target`` τ (default U/10) of the level choice; ``first_level`` fixes phase 2's finest measured
     level; ``priority``: a user keeps a random k of its grids (:func:`random_ranks`) or its top k by
     count ("count"); ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the
-    measured levels; ``weight_mean``/``weight_variance`` the count/sum/sumsq split
+    measured levels, or explicit public shares, one per level (0: not measured; no pilot counts); ``weight_mean``/``weight_variance`` the count/sum/sumsq split
     (:func:`dpopt.userdp.split.split_budget`); ``level_bounds``: None (default: ``bounds`` at the
     finest level, node sums consistent over the tree), "scaled", or per level a (k_l, c_l) pair or
     None (shared bounding): such levels are bounded on their own (:func:`resolve_level_bounds`,
     :func:`bounded_level`, models/hierarchy.md §3b) and measure different bounded data;
-    ``info['linked_levels']`` says which levels keep the tree constraint (:func:`linked_levels`)."""
+    ``info['linked_levels']`` says which levels keep the tree constraint (:func:`linked_levels`).
+    ``level_split`` "place" (models/hierarchy.md §13.3): pilot counts of level 1 and the root only,
+    then the share of level 1 (the rest: the root) minimising the predicted BLUP error with the
+    public prior spread ``prior_spread`` τ₀ of level-1 nodes around the root (default bound/15)."""
 
     levels: tuple[Level, ...] | None = None
     coarsest_resolution: int | None = None
     target: float | None = None
     first_level: int | None = None
     priority: str = "random"
-    level_split: str = "answers"
+    level_split: Any = "answers"
     weight_mean: float = 1.0
     weight_variance: float = 1.0
     level_bounds: Any = None
+    prior_spread: float | None = None
 
 
 @dataclass(frozen=True)
@@ -400,7 +430,7 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
     L, first_level = hier.n_levels, p.first_level
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
-    check_choice(p.level_split, "level_split", ("answers", "equal"))
+    fixed_shares = _fixed_shares(p.level_split, L)
     src = getattr(mech, "source", None)  # issue 22 item 10: a real release's keys from the OS CSPRNG
     if src is None and mech.real_release:  # public: the sampler given, never the data
         raise DpoptInputError("`noise_mechanism` is a real-release sampler without an integer `source`: the "
@@ -412,13 +442,12 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
     split = split_budget(total, bound=U, unit=unit, weight_mean=p.weight_mean, weight_variance=p.weight_variance)
     family = ("discrete_" if mech.real_release else "") + kind
     values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
-    b_pilot = np.full(L, PILOT_SHARE * split.count / L)  # phase 1: pilot counts, every level, equal shares
-    _noisy_levels(mech, hier, sums[0], sens, "count", b_pilot, 1.0, values[3], scales[3])
-    first, scores, shares = (first_level, [], None) if first_level is not None else _choose_first(
-        hier, mech, family, sens, values[3], scales[3], split.sum, U, lat.lam, tau, linked)
+    ctx = _Phase(hier, mech, family, sens, split, U, lat.lam, tau, linked)
+    first, scores, shares, b_pilot, pilot = _phase_one(ctx, p, fixed_shares, first_level, sums[0], values[3],
+                                                       scales[3])
     if shares is None or p.level_split == "equal":  # phase 2: levels first … root
         shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
-    budgets = [shares * share for share in ((1.0 - PILOT_SHARE) * split.count, split.sum, split.sumsq)]
+    budgets = [shares * share for share in ((1.0 - pilot) * split.count, split.sum, split.sumsq)]
     for s, (stat, unit_size) in enumerate((("count", 1.0), ("sum", lat.lam), ("sumsq", lat.lam))):
         _noisy_levels(mech, hier, sums[s], sens, stat, budgets[s], unit_size, values[s], scales[s])
     return _assemble(agg, plist, hier, mech, family, values, scales, (*budgets, b_pilot), lat, U, k, c,
@@ -427,20 +456,91 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
                       "level_bounds": lb, "linked_levels": linked.tolist(), "tree_consistent": bool(linked[:-1].all())})
 
 
+@dataclass(frozen=True)
+class _Phase:
+    """What phase 1 needs of :func:`measure_levels`: the tree, samplers, sensitivities, split."""
+
+    hier: Hierarchy
+    mech: NoiseMechanism
+    family: str
+    sens: list
+    split: Any
+    U: float
+    lam: float
+    tau: float
+    linked: np.ndarray
+
+
+def _phase_one(ctx: _Phase, p: LevelPlan, fixed_shares: np.ndarray | None, first_level: int | None,
+               counts: np.ndarray, pilot_out: np.ndarray, pilot_scale: np.ndarray) -> tuple:
+    """Phase 1 (pilot counts, post-processing choice) → (first level, scores, shares, pilot budgets,
+    pilot share of the count budget). Explicit shares: no pilot. "place": pilots of level 1 and the
+    root only, then :func:`.place_shares.place_share`. Otherwise pilots of every level, then
+    :func:`_choose_first` unless ``first_level`` is given."""
+    L = ctx.hier.n_levels
+    pilot = 0.0 if fixed_shares is not None else PILOT_SHARE  # explicit shares: no level choice, no pilot
+    b_pilot = np.full(L, pilot * ctx.split.count / L)  # phase 1: pilot counts, every level, equal shares
+    if p.level_split == "place":
+        pilot = PLACE_PILOT_SHARE
+        b_pilot = np.zeros(L)
+        b_pilot[[1, L - 1]] = pilot * ctx.split.count / 2.0
+    _noisy_levels(ctx.mech, ctx.hier, counts, ctx.sens, "count", b_pilot, 1.0, pilot_out, pilot_scale)
+    if fixed_shares is not None:
+        return int(np.flatnonzero(fixed_shares > 0)[0]), [], fixed_shares, b_pilot, pilot
+    if p.level_split == "place":
+        f, scores = _place_choice(ctx, p, pilot_out, pilot_scale, pilot)
+        shares = np.zeros(L)
+        shares[1], shares[L - 1] = f, 1.0 - f
+        return (1 if f > 0 else L - 1), scores, shares, b_pilot, pilot
+    if first_level is not None:
+        return first_level, [], None, b_pilot, pilot
+    return (*_choose_first(ctx.hier, ctx.mech, ctx.family, ctx.sens, pilot_out, pilot_scale, ctx.split.sum, ctx.U,
+                           ctx.lam, ctx.tau, ctx.linked), b_pilot, pilot)
+
+
+def _place_choice(ctx: _Phase, p: LevelPlan, pilot: np.ndarray, pilot_scale: np.ndarray,
+                  pilot_share: float) -> tuple[float, list[float]]:
+    """The cells' share of the place release (:func:`.place_shares.place_share`) from the pilot
+    counts of level 1 and of the root level (post-processing)."""
+    from .place_shares import place_share
+
+    L = ctx.hier.n_levels
+    lev = ctx.hier.nodes["level"].to_numpy()
+    sd = np.sqrt(NoiseLaw(ctx.family, pilot_scale, lattice=1.0 if ctx.mech.real_release else 0.0).variance())
+    low = np.maximum(np.where(np.isfinite(pilot), pilot - sd, 1.0), 1.0)
+    rows = {"cells": np.flatnonzero(lev == 1), "map": np.flatnonzero(lev == L - 1)}
+    budgets = {"count": (1.0 - pilot_share) * ctx.split.count, "sum": ctx.split.sum}
+
+    def noise_var(level: str, stat: str, share: float) -> float:
+        li = 1 if level == "cells" else L - 1
+        sv = ctx.sens[li]
+        l1, l2 = (sv.count_l1, sv.count_l2) if stat == "count" else (sv.sum_l1_units, sv.sum_l2_units)
+        unit = 1.0 if stat == "count" else ctx.lam
+        scale = unit * ctx.mech.scale(l1=l1, l2=l2, budget=share * budgets[stat])
+        lattice = unit if ctx.mech.real_release else 0.0
+        return float(NoiseLaw(ctx.family, np.array([scale]), lattice=lattice).variance()[0])
+
+    tau0 = ctx.U / PRIOR_SPREAD_DIVISOR if p.prior_spread is None else check_nonnegative_float(p.prior_spread, "prior_spread")
+    map_low = float(np.sum(low[rows["map"]] * (pilot[rows["map"]] > 0))) or 1.0
+    return place_share(pilot[rows["cells"]], low[rows["cells"]], map_low, ctx.U / 2.0, tau0, noise_var)
+
+
 def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, k: int, c: int, U: float, bits: int,
                     rng: np.random.Generator, priority: str, level_bounds: Any) -> tuple[list, list, Any, Any]:
     """Exact node sums (R, Y, Z) of the bounded data, every level's sensitivity, the lattice and the
     resolved per-level bounds (models/hierarchy.md §3, §3b)."""
     lev = hier.nodes["level"].to_numpy()
     lb = resolve_level_bounds(level_bounds, hier, k, c)
-    _check_samples_limit(agg, [c] + [b[1] for b in (lb or []) if b is not None])
+    _check_samples_limit(agg, [c] + [b[1] for b in (lb or []) if b is not None and not _is_cap(b)])
     R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, bits, rng, priority)
     sums = [node_sums(hier, v) for v in (R, Y, Z)]
     sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(hier.n_levels)]
     if lb is not None:  # a level bounded on its own: a user changes ≤ k_l nodes by ≤ c_l records each
         sums = _per_level_sums(agg, plist, hier, lb, lat, rng, shared=sums)
-        sens = [sv if b is None else level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), b[0], b[1],
-                                                       lat.half_sum, lat.half_sumsq) for li, (sv, b) in enumerate(zip(sens, lb))]
+        # a cap T_l is "k = 1 node of T_l records": ℓ1 = ℓ2 = T_l (all of a user's records may sit in one node)
+        sens = [sv if b is None else level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64),
+                                                       *((1, b) if _is_cap(b) else b), lat.half_sum, lat.half_sumsq)
+                for li, (sv, b) in enumerate(zip(sens, lb))]
     return sums, sens, lat, lb
 
 
@@ -466,6 +566,25 @@ def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any
         raise DpoptInputError(f"`levels[0]` must be the aggregate's grid ({agg.h3_resolution}, {agg.slot_ns}); "
                               f"got {levels[0] if levels else None}")
     return plist, build_hierarchy(plist.cells, plist.slots, levels)
+
+
+def _fixed_shares(level_split: Any, n_levels: int) -> np.ndarray | None:
+    """None for the rules "answers"/"equal"; else the explicit public shares of the levels (one
+    number ≥ 0 per level, summing to 1; levels with share 0 are not measured)."""
+    if isinstance(level_split, str):
+        check_choice(level_split, "level_split", ("answers", "equal", "place"))
+        if level_split == "place" and n_levels < 3:
+            raise DpoptInputError(f"`level_split` = 'place' needs at least 3 levels (finest, cells, map); got {n_levels}")
+        return None
+    try:
+        shares = np.asarray(level_split, dtype=float)
+    except (TypeError, ValueError):
+        shares = np.array([np.nan])
+    if shares.shape != (n_levels,) or not np.all(np.isfinite(shares)) or np.any(shares < 0) \
+            or not math.isclose(float(shares.sum()), 1.0, rel_tol=1e-9):
+        raise DpoptInputError(f"`level_split` must be 'answers', 'equal' or one share >= 0 per level ({n_levels}) "
+                              f"summing to 1; got {level_split!r}")
+    return shares / shares.sum() * (1.0 - 2.0**-40)  # margin: the exact recount of the pieces stays ≤ the total
 
 
 def _check_budget(epsilon: Any, rho: Any, kind: str) -> float:

@@ -80,6 +80,11 @@ class UserReleaseSummary:
     outlook: str = ""
     #: the total epsilon the outlook predicts would make the release useful (None: not needed / unknown)
     outlook_epsilon_needed: float | None = None
+    #: multi-resolution: "place" (models/hierarchy.md §13), "levels" (§2–§11) or "private selection" (§12)
+    shape: str = ""
+    #: place: the DP-chosen clamp B ≤ U the values were measured on, and the per-user record cap T
+    clamp: float | None = None
+    record_cap: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -191,13 +196,22 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
         privacy_model="user", epsilon_total=sp.epsilon, delta=sp.delta, k=info["k"], c=info["c"],
         bounds_rule=info["bounds_rule"], budget=dict(sp.pieces), split_rule=info["split_rule"],
         partitions=info["partitions"], grids_released=len(table), selection_threshold=None, pooling={},
-        bound=m.bound, h3_resolution=info["h3_resolution"], slot=info["slot"], noise=info["noise"],
+        bound=float(info.get("declared_bound", m.bound)), h3_resolution=info["h3_resolution"], slot=info["slot"],
+        noise=info["noise"],
         granularity=info["lattice"], confidence=est.confidence, seeded=info["seeded"], mechanism=info["mechanism"],
         rho_total=sp.total if sp.unit == "rho" else None, resolution="adaptive", method=est.method,
         levels=_levels(m), target=float(est.info["target"]), delta_selection=float(info.get("delta_selection", 0.0)),
-        public=str(info.get("public", "")), **_outlook_fields(outlook))
+        public=str(info.get("public", "")), shape=_shape(info), clamp=info.get("clamp"),
+        record_cap=info.get("record_cap"), **_outlook_fields(outlook))
     return UserRelease(table=table, summary=summary, diagnostics=dict(diagnostics or {}), measurements=m,
                        estimates=est, answers=answers)
+
+
+def _shape(info: dict[str, Any]) -> str:
+    """The multi-resolution shape in words for summary.json (public: the options chose it)."""
+    if info.get("shape") == "place":
+        return "place"
+    return "private selection" if str(info.get("partitions", "")).startswith("private") else "levels"
 
 
 def _accounting_lines(s: Any) -> list[str]:
@@ -273,6 +287,18 @@ def _outlook_lines(s: Any) -> list[str]:
     return ["## Outlook: nothing worth reading", "", s.outlook, ""] if s.outlook else []
 
 
+def _bounds_line(s: UserReleaseSummary) -> str:
+    """The contribution bounds in words: the place release's cap T and clamp B, or (k, c)."""
+    if s.shape == "place":
+        return (f"- contribution bounds: each user keeps at most **T = {s.record_cap}** of its records (spread over "
+                f"its grids in proportion) at each measured level, values clamped to **[0, B = {s.clamp:g}]** "
+                f"(U = {s.bound:g}); T and B chosen under DP (part of the total above). Means are of the values "
+                "clamped at B (slightly low where values above B are common); variances are withheld when B < U")
+    return (f"- contribution bounds: at most **k = {s.k}** listed grids per user (a uniformly random k), at most "
+            f"**c = {s.c}** records per user and grid; rule `{s.bounds_rule}`"
+            + (" under DP (part of the total above)" if s.bounds_rule != "fixed" else " (public)"))
+
+
 def _multires_markdown(result: UserRelease) -> str:
     """The report of the multi-resolution release."""
     s, t = result.summary, result.table
@@ -280,6 +306,12 @@ def _multires_markdown(result: UserRelease) -> str:
              f"{s.h3_resolution}) x ({s.slot} UTC) grids, with **user-level** differential privacy. Each listed "
              f"grid is answered by its finest ancestor (coarser cell, longer slot) whose noise half-width meets "
              f"tau = {s.target:g} (`answers.csv`); only those nodes are published (`release.csv`).")
+    if s.shape == "place":
+        intro = (f"Mean of the values of every H3 cell at resolution {s.h3_resolution} over the whole period, and of "
+                 "the map, with **user-level** differential privacy, estimated together (tree BLUP: a cell's "
+                 f"`mean` borrows from the map where its own measurement is noisy). Each listed ({s.slot} UTC) grid "
+                 "is answered by its cell, or by the map where the budget chose not to measure cells or the cell "
+                 "is too thin (`answers.csv`); only those nodes are published (`release.csv`).")
     if s.partitions.startswith("private"):
         intro = ("Mean of the values at nodes of a few public levels (H3 parents x coarser UTC slots above "
                  f"resolution {s.h3_resolution} x {s.slot}), with **user-level** differential privacy and no "
@@ -289,9 +321,7 @@ def _multires_markdown(result: UserRelease) -> str:
     lines = [
         "# dpopt release report (privacy model: user, multi-resolution)", "", intro, "",
         *_accounting_lines(s), *[f"  - {name}: {v:.6g}" for name, v in s.budget.items()],
-        f"- contribution bounds: at most **k = {s.k}** listed grids per user (a uniformly random k), at most "
-        f"**c = {s.c}** records per user and grid; rule `{s.bounds_rule}`"
-        + (" under DP (part of the total above)" if s.bounds_rule != "fixed" else " (public)"),
+        _bounds_line(s),
         "- levels (finest first): " + "; ".join(f"{lv['level']}: res {lv['h3_resolution']} x {lv['slot']} "
                                                 f"(budget {lv['budget']:.6g})" for lv in s.levels),
         f"- estimation: {s.method} (tree GLS, Fieller intervals, empirical-Bayes `mean`; `mean_direct` unshrunk)",

@@ -136,46 +136,54 @@ def opendp_table(agg, eps, k, c, public):
     return pd.DataFrame({"cell": lab["cell"].to_numpy()[g], "slot": lab["slot"].to_numpy()[g], "mean": m}), wall
 
 
-INTEGRATED = "dpopt default: multi-resolution (adaptive, histogram bounds, hierarchical)"
+INTEGRATED = "dpopt default: place (cells over the period + map, DP cap T and clamp B, tree BLUP)"
 
 
-def integrated_table(agg, eps, seed):
-    """The integrated default of the front door (``release_user`` with ``UserOptions(partitions=…)``:
-    adaptive multi-resolution, histogram bounds, hierarchical estimation), exact discrete noise,
-    seeded. Returns (published nodes, the same with ``mean`` = ``mean_direct``, (k, c), wall)."""
+def integrated_table(agg, eps, seed, resolution="auto"):
+    """The front door's release (``release_user`` with ``UserOptions(partitions=…, resolution=…)``;
+    "auto": the default, the place release), exact discrete noise, seeded. Returns (published
+    nodes, the same with ``mean`` = ``mean_direct``, the bounds chosen: (T, B) for the place
+    release, (k, c) otherwise, wall)."""
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
     from dpopt.release import release_user
 
     t0 = time.perf_counter()
-    r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg)), bound=U,
-                     noise=NoiseOptions(seed=seed))
+    r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg), resolution=resolution),
+                     bound=U, noise=NoiseOptions(seed=seed))
     wall = time.perf_counter() - t0
     t = r.table
     direct = t.assign(mean=t["mean_direct"], mean_error_bound=t["mean_direct_error_bound"])
-    return t, direct, (r.summary.k, r.summary.c), wall
+    info = r.measurements.info
+    chosen = (info["record_cap"], info["clamp"]) if info.get("shape") == "place" else (r.summary.k, r.summary.c)
+    return t, direct, chosen, wall
+
+
+#: the adaptive multi-level release (the default before session 5), kept as a comparison row
+ADAPTIVE = "dpopt resolution='adaptive': multi-level (histogram bounds, level choice, hierarchical)"
 
 
 def integrated_rows(args, agg, fin) -> list:
-    """Rows of the integrated default (public list, pure ε; private selection stays flat: see the
-    'dpopt histogram own' rows)."""
+    """Rows of the default (place) release and of resolution='adaptive' (public list, pure ε)."""
     rows = []
-    for eps in args.eps:
-        sc, sd, chosen, walls = [], [], [], []
-        for rep in range(args.reps):
-            t, td, kc, wall = integrated_table(agg, eps, 1000 + rep)
-            sc.append(score_table(t, fin))
-            sd.append(score_table(td, fin))
-            chosen.append(list(kc))
-            walls.append(wall)
-        base = {"eps": eps, "setting": SETTINGS[0][0], "bounds": chosen, "wall": float(np.mean(walls))}
-        rows.append({**base, "method": INTEGRATED, **summarise(sc)})
-        rows.append({**base, "method": INTEGRATED + ", mean_direct column", **summarise(sd)})
-        print(INTEGRATED, eps, round(rows[-2]["median"], 1), round(rows[-2]["coverage"], 3), chosen, flush=True)
+    for name, resolution in ((INTEGRATED, "auto"), (ADAPTIVE, "adaptive")):
+        for eps in args.eps:
+            sc, sd, chosen, walls = [], [], [], []
+            for rep in range(args.reps):
+                t, td, kc, wall = integrated_table(agg, eps, 1000 + rep, resolution)
+                sc.append(score_table(t, fin))
+                sd.append(score_table(td, fin))
+                chosen.append(list(kc))
+                walls.append(wall)
+            base = {"eps": eps, "setting": SETTINGS[0][0], "bounds": chosen, "wall": float(np.mean(walls))}
+            rows.append({**base, "method": name, **summarise(sc)})
+            rows.append({**base, "method": name + ", mean_direct column", **summarise(sd)})
+            print(name, eps, round(rows[-2]["median"], 2), round(rows[-2]["coverage"], 3), round(rows[-1]["coverage"], 3),
+                  chosen, flush=True)
     return rows
 
 
-def add_rows(args, prefix: str, rows_of, meta_key: str) -> None:
+def add_rows(args, prefix: str | tuple[str, ...], rows_of, meta_key: str) -> None:
     """Add (or replace) the rows whose method starts with ``prefix`` in results/multires_<data>.json."""
     p = HERE / "results" / f"multires_{args.data}.json"
     out = json.loads(p.read_text())
@@ -430,7 +438,7 @@ def main() -> None:
     if args.only_private_multires:
         add_rows(args, PRIVATE, private_multires_rows, "private_multires")
     elif args.only_integrated:
-        add_rows(args, INTEGRATED, integrated_rows, "integrated")
+        add_rows(args, ("dpopt default", ADAPTIVE), integrated_rows, "integrated")
     elif args.only_opendp:
         add_opendp(args)
     elif args.chosen_k:

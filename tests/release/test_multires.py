@@ -85,8 +85,11 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     # the budget recount: the pieces sum exactly to the total, within epsilon_total
     total = sum((Fraction(v) for v in s["budget"].values()), Fraction(0))
     assert total <= Fraction(epsilon) and float(total) == pytest.approx(s["epsilon_total"], abs=1e-12)
-    assert s["resolution"] == "adaptive" and s["method"] == "hierarchical" and 0.5 <= s["confidence"] < 1
-    assert s["k"] >= 1 and s["c"] >= 1 and s["bounds_rule"] == "histogram" and "bounds" in s["budget"]
+    assert s["resolution"] == "adaptive" and s["shape"] == "place" and s["method"] == "hierarchical"
+    assert 0.5 <= s["confidence"] < 1 and s["bound"] == 120 and 60 <= s["clamp"] <= 120
+    # the default with a list is the place release (models/hierarchy.md §13): k = 1 node, c = T records
+    assert s["k"] == 1 and s["c"] in (16, 64, 256, 1024, 4096) and s["bounds_rule"].startswith("place")
+    assert "bounds" in s["budget"]
     lev_total = sum((Fraction(lv["budget"]) for lv in s["levels"]), Fraction(0))
     assert lev_total + Fraction(s["budget"]["bounds"]) == pytest.approx(total, abs=1e-12)
     assert s["levels"][0]["h3_resolution"] == R and s["levels"][0]["slot"] == "1h"

@@ -1,0 +1,74 @@
+"""The ``place`` release of the ``user`` model over a public list (issue 21; models/hierarchy.md §13):
+the default shape with a public list under Laplace noise (``UserOptions(resolution="auto" | "place")``).
+
+Why this shape: on the Austin buses the finest grids' means differ by **place**, not by hour. A
+finest grid (res-7 cell × 1 h) answered noise-free by its res-7 cell over the whole period is off by
+1.0 km/h (day) / 2.1 (full data); by its res-6 × 1 h parent 3.0 / 3.5; by the map-wide mean 3.6 /
+4.4. Under user-level DP a user spreads its influence over every cell it crosses, so a cell's
+noise depends on its *effective* users Σ_ℓ (share of ℓ's records in the cell); measuring the cells
+over the whole period, and the map, spends the budget where both the signal and the users are.
+
+Steps, each a DP query on the data or post-processing of earlier outputs (pure ε, Laplace):
+
+1. ε_b = ``bounds_fraction``·ε (default 0.15): :func:`dpopt.userdp.place_bounds.choose_place_bounds` picks the
+   per-user record cap T (DP median of records per user) and the inner clamp B ≤ U (DP 90th
+   percentile of users' own 99th percentiles), two ε_b/2-DP quantiles;
+2. the rest: :func:`dpopt.userdp.levels.measure_levels` over :func:`dpopt.hierarchy.tree.place_levels`
+   with values clamped to [0, B]: pilot counts of the cells (R, period) and of the map, then the
+   cells' share f of the rest by minimising the predicted BLUP error
+   (:mod:`dpopt.userdp.place_shares`; f = 0: the map alone), each user keeping ≤ T records of each by
+   systematic sampling (:func:`dpopt.userdp.record_cap.capped_records`): ℓ1 sensitivity
+   T·(1, B/2, B²/8) per level, basic composition over (level, statistic);
+3. estimation (front door): :func:`dpopt.estimation.estimate_hierarchical` (tree BLUP), which
+   answers each finest grid by its cell where the cell was measured.
+
+Accounting: ε_total = ε_b + Σ_{l,s} ε_{l,s}, recounted exactly from what the samplers used.
+Published means are of the values clamped to [0, B] (bias −E[(x − B)⁺] ≤ 0 per node, stated in
+summary.json ``clamp``); the variance is withheld when B < U (it would be biased low).
+"""
+
+from __future__ import annotations
+
+from ..measurements import Measurements
+from ..records.aggregate import Aggregate
+from ..records.grid import slot_text
+from ..hierarchy.tree import place_levels
+from ..userdp.levels import measure_levels
+from ..userdp.place_bounds import choose_place_bounds
+from ..noise.sources import SeededSource
+from .options import Budget, NoiseOptions
+from .user import UserOptions, _partition_list, _samplers, _sampler_kind
+from .user_multires import PUBLIC_FACTS, spend_with_bounds
+
+__all__ = ["measure_place", "PLACE_BOUNDS_FRACTION"]
+
+#: default share of ε for the two DP quantiles (T, B): ε_b·2/3 ≳ 0.1 keeps the DP median of
+#: records per user within a factor 4 on 146 users at ε = 1 (models/hierarchy.md §13.2)
+PLACE_BOUNDS_FRACTION = 0.15
+
+
+def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: float,
+                  noise: NoiseOptions = NoiseOptions()) -> Measurements:
+    """Measurements of the place release (module doc); ``info`` adds the cap, the clamp and the
+    accounting in words."""
+    total, delta_total, _, delta_conv = options.check_budget(budget)
+    mech, _, rng = _samplers(noise, _sampler_kind(budget, None), None)
+    eps_b = (PLACE_BOUNDS_FRACTION if options.bounds_fraction is None else options.bounds_fraction) * total
+    plist, _, mask = _partition_list(agg, options)
+    source = getattr(mech, "source", None)
+    pb = choose_place_bounds(agg, mask, eps_b, bound=U, source=source if source is not None else
+                             SeededSource(int(rng.integers(0, 2**62))))
+    levels = place_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution)
+    m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b, levels=levels,
+                       level_bounds=[None, pb.cap, pb.cap], level_split="place", mechanism="laplace",
+                       noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
+                       granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
+                       weight_variance=options.weight_variance)
+    spend = spend_with_bounds(m.spend, eps_b, mech.real_release, (delta_total, delta_conv))
+    info = {**m.info, "bounds_rule": "place (DP median records per user, DP clamp)", "shape": "place",
+            "mechanism": "laplace", "seeded": noise.seed is not None, "partitions": "public list",
+            "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"], "delta_selection": 0.0,
+            "public": PUBLIC_FACTS, "record_cap": pb.cap, "clamp": pb.clamp, "declared_bound": U,
+            "k": 1, "c": pb.cap}
+    return Measurements(privacy_model="user", bound=pb.clamp, nodes=m.nodes, statistics=m.statistics, spend=spend,
+                        centre=m.centre, finest=m.finest, info=info)

@@ -1,0 +1,255 @@
+"""The ``place`` release (models/hierarchy.md §13): the per-user record cap by systematic sampling,
+the DP choice of (T, B), the levels, explicit level shares and the front door option."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt._validation import DpoptInputError
+from dpopt.hierarchy.tree import HOUR_NS, Level, build_hierarchy, place_levels
+from dpopt.noise.sources import SeededSource
+from dpopt.userdp.levels import level_sensitivity
+from dpopt.userdp.record_cap import capped_records
+from tests.userdp.conftest import make_agg
+
+
+def _random_records(rng, n_users, n_grids=12):
+    rows = []
+    for u in range(n_users):
+        for g in rng.choice(n_grids, size=int(rng.integers(1, n_grids + 1)), replace=False):
+            for t in range(int(rng.integers(1, 30))):
+                rows.append((f"u{u}", int(g), t, float(rng.uniform(0, 120))))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("cap", [1, 3, 10, 50, 1000])
+def test_cap_invariants(seed, cap):
+    """0 ≤ Γ_p ≤ m_p, Σ_p Γ_p = min(T, n_ℓ) for every user (systematic sampling keeps exactly T of a
+    user above the cap), nothing kept off the eligible pairs."""
+    rng = np.random.default_rng(seed)
+    agg = make_agg(_random_records(rng, 7))
+    eligible = rng.random(agg.n_pairs) < 0.8
+    gamma = capped_records(agg, eligible, cap, np.random.default_rng(seed + 100))
+    assert np.all(gamma >= 0) and np.all(gamma <= agg.count)
+    assert np.all(gamma[~eligible] == 0)
+    n_user = np.bincount(agg.pair_user, weights=np.where(eligible, agg.count, 0), minlength=agg.n_users)
+    kept = np.bincount(agg.pair_user, weights=gamma, minlength=agg.n_users)
+    np.testing.assert_array_equal(kept, np.minimum(n_user, cap))
+
+
+def test_cap_is_proportional_on_average():
+    """E[Γ_p] = T·m_p/n_ℓ: over many draws a pair keeps its share of the user's records (the
+    property that removes the dwelling bias of "first c records per pair")."""
+    rows = [("a", 0, t, 10.0) for t in range(40)] + [("a", 1, t, 50.0) for t in range(10)]
+    agg = make_agg(rows)
+    means = np.mean([capped_records(agg, np.ones(agg.n_pairs, bool), 10, np.random.default_rng(s))
+                     for s in range(400)], axis=0)
+    order = np.argsort(-agg.count)
+    np.testing.assert_allclose(means[order], [8.0, 2.0], atol=0.15)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_other_users_unchanged_by_one_user(seed):
+    """Adding a user leaves every other user's Γ unchanged when the keys are the same per (user,
+    pair) — the rule reads only the user's own records and keys. Checked by computing each user
+    alone with the keys it gets in the joint run."""
+    rng = np.random.default_rng(seed)
+    rows = _random_records(rng, 5)
+    agg = make_agg(rows)
+    src = SeededSource(seed)
+    joint = capped_records(agg, np.ones(agg.n_pairs, bool), 25, src)
+    n_user = np.bincount(agg.pair_user, weights=agg.count, minlength=agg.n_users)
+    kept = np.bincount(agg.pair_user, weights=joint, minlength=agg.n_users)
+    assert np.all(kept == np.minimum(n_user, 25))
+    # removing user 0: the others keep min(n, T) records each, and user 0's pairs carry ≤ T
+    assert joint[agg.pair_user == 0].sum() <= 25
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_capped_level_sensitivity_one_user(seed):
+    """A user alone moves a capped level by at most ℓ1 = ℓ2 = T·(1, H_Y, H_Z)
+    (level_sensitivity(ones, 1, T)), attained when all its kept records fall in one node."""
+    from dpopt.userdp.bounding import lattice_values
+    from dpopt.userdp.levels import _per_level_sums
+    from dpopt.userdp.partitions import PartitionList
+
+    rng = np.random.default_rng(seed)
+    agg = make_agg(_random_records(rng, 1))
+    T = int(rng.integers(1, 40))
+    H = build_hierarchy(agg.cells, agg.slots, place_levels(7, HOUR_NS, coarsest_resolution=5))
+    lat = lattice_values(agg, 120.0, granularity_bits=0)
+    lb = [None, T, T]
+    sums = np.array(_per_level_sums(agg, PartitionList(cells=agg.cells, slots=agg.slots), H, lb, lat,
+                                    np.random.default_rng(seed), shared=[np.zeros(len(H.nodes), dtype=np.int64)] * 3),
+                    dtype=float)
+    lev = H.nodes["level"].to_numpy()
+    n = int(agg.count.sum())
+    for li in (1, 2):
+        d = sums[:, lev == li]
+        sv = level_sensitivity(np.ones(d.shape[1], dtype=np.int64), 1, T, lat.half_sum, lat.half_sumsq)
+        assert d[0].sum() == min(n, T)
+        assert np.abs(d[0]).sum() <= sv.count_l1 and np.abs(d[1]).sum() <= sv.sum_l1_units
+        assert np.abs(d[2]).sum() <= sv.sumsq_l1_units
+        for s, l2 in enumerate((sv.count_l2, sv.sum_l2_units, sv.sumsq_l2_units)):
+            assert (d[s] ** 2).sum() <= l2 ** 2 + 1e-6
+    assert level_sensitivity(np.ones(3, dtype=np.int64), 1, T, 5, 7).count_l2 >= T
+
+
+def test_place_levels():
+    lv = place_levels(7, HOUR_NS)
+    assert lv == (Level(7, HOUR_NS), Level(7, 0), Level(3, 0))
+    assert place_levels(7, HOUR_NS, coarsest_resolution=6) == (Level(7, HOUR_NS), Level(7, 0), Level(6, 0))
+    with pytest.raises(DpoptInputError, match="coarsest_resolution"):
+        place_levels(7, HOUR_NS, coarsest_resolution=7)
+
+
+@pytest.mark.parametrize("bad", [[0.5, 0.5], [0.2, 0.2, 0.2, 0.2, 0.1, -0.1], [0, 0, 0, 0, 0, 0], "x",
+                                 [0.1] * 5 + [float("nan")]])
+def test_explicit_level_shares_refused(bad):
+    from dpopt.userdp.levels import _fixed_shares
+
+    with pytest.raises(DpoptInputError, match="level_split"):
+        _fixed_shares(bad, 6)
+
+
+def test_explicit_level_shares_measure_only_those_levels():
+    """Shares (0, 0.7, 0, 0.3): only levels 1 and the last carry budget, no pilot counts, and the
+    recounted spend equals the total."""
+    from dpopt.userdp.levels import measure_levels
+    from dpopt.userdp.partitions import PartitionList
+
+    rng = np.random.default_rng(3)
+    agg = make_agg(_random_records(rng, 30))
+    lv = (Level(7, HOUR_NS), Level(7, 0), Level(6, 0), Level(5, 0))
+    m = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=120.0, bounds=(1, 1), epsilon=2.0,
+                       levels=lv, level_bounds=[None, 40, None, 40], level_split=[0, 0.7, 0, 0.3], noise="numpy",
+                       seed=1)
+    lev = m.nodes["level"].to_numpy()
+    cnt = m.statistics["count"].value
+    assert np.all(np.isfinite(cnt[(lev == 1) | (lev == 3)])) and np.all(np.isnan(cnt[(lev == 0) | (lev == 2)]))
+    assert np.all(np.isnan(m.statistics["count_pilot"].value))
+    assert m.spend.total == pytest.approx(2.0, rel=1e-9)
+    assert not any("pilot" in k for k in m.spend.pieces)
+
+
+def test_place_bounds_choose_median_cap_and_clamp():
+    """At a large ε_b the DP quantiles land on the exact ones: T the candidate at the median
+    records per user, B the U/16 step at the 90th percentile of users' own 99th percentiles
+    (brute force from the records)."""
+    from dpopt.userdp.place_bounds import CLAMP_STEPS, RECORD_EDGES, choose_place_bounds
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for u in range(41):
+        hi = float(rng.choice([30.0, 45.0, 60.0, 100.0], p=[0.3, 0.4, 0.2, 0.1]))
+        for t in range(int(rng.integers(20, 300))):
+            rows.append((f"u{u}", int(rng.integers(0, 12)), t, float(rng.uniform(0, hi))))
+    agg = make_agg(rows)
+    pb = choose_place_bounds(agg, np.ones(agg.n_pairs, bool), 200.0, bound=120.0, source=SeededSource(1))
+    frame = pd.DataFrame(rows, columns=["user", "grid", "t", "value"])
+    n_user = frame.groupby("user").size().to_numpy()
+    below = np.searchsorted(np.sort(n_user), RECORD_EDGES, side="right")
+    gap = np.abs(below - 0.5 * n_user.size)
+    assert pb.cap in RECORD_EDGES[gap == gap.min()]  # any best candidate (ties are broken at random)
+    own = frame.groupby("user")["value"].apply(
+        lambda v: int(np.ceil(np.quantile(np.sort(np.ceil(v / 7.5)), 0.99, method="inverted_cdf")))).to_numpy()
+    steps = np.arange(1, CLAMP_STEPS + 1)
+    below = np.searchsorted(np.sort(own), steps, side="right")
+    gap = np.abs(below - 0.9 * own.size)
+    assert pb.clamp in [7.5 * max(int(s), 8) for s in steps[gap == gap.min()]]
+
+
+def test_place_option_checks():
+    from dpopt.privacy.options import Budget
+    from dpopt.privacy.user import UserOptions
+
+    with pytest.raises(DpoptInputError, match="place.*partition list"):
+        UserOptions(resolution="place")
+    with pytest.raises(DpoptInputError, match="bounds"):
+        UserOptions(partitions="x.csv", resolution="place", bounds=(4, 8))
+    with pytest.raises(DpoptInputError, match="gaussian"):
+        UserOptions(partitions="x.csv", resolution="place").check_budget(Budget(rho=1.0, mechanism="gaussian",
+                                                                               delta=1e-6))
+
+
+def _noise_var(scale_cells: float, scale_map: float):
+    """Laplace noise variance 2b² with b ∝ 1/share (a level at share s has scale base/s)."""
+    def var(level: str, stat: str, share: float) -> float:
+        base = scale_cells if level == "cells" else scale_map
+        b = base * (1.0 if stat == "count" else 30.0) / max(share, 1e-300)
+        return 2.0 * b * b
+    return var
+
+
+def test_predicted_place_error_matches_its_formula():
+    """The predicted error is Σ_v w_v·τ₀²s_v²/(τ₀²+s_v²)/Σw + σ²_map, computed here by hand."""
+    from dpopt.userdp.place_shares import predicted_place_error
+
+    cells = np.array([100.0, 400.0, 0.0])
+    low = np.array([80.0, 380.0, 1.0])
+    nv = _noise_var(2.0, 3.0)
+    h, tau0, f = 30.0, 5.0, 0.7
+    s2 = (nv("cells", "sum", f) + h * h * nv("cells", "count", f)) / low**2
+    expect = np.sum(cells * 25.0 * s2 / (25.0 + s2)) / cells.sum() + \
+        (nv("map", "sum", 0.3) + h * h * nv("map", "count", 0.3)) / 2000.0**2
+    assert predicted_place_error(f, cells, low, 2000.0, h, tau0, nv) == pytest.approx(expect, rel=1e-12)
+    assert predicted_place_error(0.0, cells, low, 2000.0, h, tau0, nv) == pytest.approx(
+        25.0 + (nv("map", "sum", 1.0) + h * h * nv("map", "count", 1.0)) / 2000.0**2, rel=1e-12)
+
+
+def test_place_share_measures_cells_only_when_they_pay():
+    """Noisy cells (small counts or budget): f = 0, the map alone; precise cells: f > 0. The choice
+    is the exhaustive argmin over the public candidates."""
+    from dpopt.userdp.place_shares import CANDIDATES, place_share, predicted_place_error
+
+    cells = np.full(20, 500.0)
+    for scale, expect_cells in ((500.0, False), (0.05, True)):
+        nv = _noise_var(scale, scale)
+        f, scores = place_share(cells, cells, 10_000.0, 30.0, 5.0, nv)
+        assert (f > 0) == expect_cells
+        assert scores == [predicted_place_error(c, cells, cells, 10_000.0, 30.0, 5.0, nv) for c in CANDIDATES]
+        assert f == CANDIDATES[int(np.argmin(scores))]
+
+
+def test_auto_picks_place_only_where_it_applies():
+    from dpopt.privacy.options import Budget
+    from dpopt.privacy.user import UserOptions
+
+    lap, gau = Budget(epsilon_total=1.0), Budget(rho=0.5, mechanism="gaussian")
+    assert UserOptions(partitions="x.csv").place_for(lap)
+    assert not UserOptions(partitions="x.csv").place_for(gau)          # Gaussian: the adaptive release
+    assert not UserOptions(partitions="x.csv", bounds=(4, 8)).place    # public (k, c): the adaptive release
+    assert not UserOptions(partitions="x.csv", priority="shared").place
+    assert not UserOptions().place                                      # no list: private selection
+    assert not UserOptions(partitions="x.csv", resolution="adaptive").place
+    assert UserOptions(partitions="x.csv", resolution="place").place_for(lap)
+
+
+def test_place_release_end_to_end_withholds_clamped_variance():
+    """The front door on the embedded Austin day: the place release publishes cells or the map with
+    finite intervals, a budget recount within ε, T and B from the candidates, and every variance
+    withheld with the clamp reason when B < U."""
+    from fractions import Fraction
+
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.records.grid import cell_strings, slot_strings
+    from dpopt.release import austin_sample_path, release_user
+    from tests._legacy import aggregate_records
+
+    agg, _ = aggregate_records(austin_sample_path(), bound=120, keep_samples=True)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts), bound=120.0,
+                     noise=NoiseOptions(seed=7))
+    s, t = r.summary, r.table
+    assert s.shape == "place" and s.record_cap in (16, 64, 256, 1024, 4096) and 60 <= s.clamp <= 120
+    assert s.bound == 120.0
+    assert sum((Fraction(v) for v in s.budget.values()), Fraction(0)) <= 10
+    assert set(t["h3_resolution"]) <= {7, 3} and len(t) > 0
+    assert np.all(np.isfinite(t["mean_error_bound"])) and np.all(t["mean_error_bound"] > 0)
+    if s.clamp < 120:
+        assert not t["variance_released"].any()
+        assert t["variance_withheld_reason"].str.contains("clamped").all()
