@@ -42,6 +42,10 @@ from .user_multires import PUBLIC_FACTS, spend_with_bounds
 
 __all__ = ["measure_place", "PLACE_BOUNDS_FRACTION"]
 
+#: the public prior spread τ₀ of a cell's mean around the map is U / this (models/hierarchy.md §13.3):
+#: of the declared U, not of the DP clamp B, so that a B drawn high does not make cells look worth it
+PRIOR_SPREAD_DIVISOR = 30.0
+
 #: default share of ε for the two DP quantiles (T, B): ε_b·2/3 ≳ 0.1 keeps the DP median of
 #: records per user within a factor 4 on 146 users at ε = 1 (models/hierarchy.md §13.2)
 PLACE_BOUNDS_FRACTION = 0.15
@@ -60,7 +64,8 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
                              SeededSource(int(rng.integers(0, 2**62))))
     levels = place_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution)
     m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b, levels=levels,
-                       level_bounds=[None, pb.cap, pb.cap], level_split="place", mechanism="laplace",
+                       level_bounds=[None, pb.cap, pb.cap], level_split="place", prior_spread=U / PRIOR_SPREAD_DIVISOR,
+                       mechanism="laplace",
                        noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
                        granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
                        weight_variance=options.weight_variance)

@@ -287,10 +287,12 @@ def _histogram_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: Intege
 
 
 def private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float, epsilon: float,
-                      source: IntegerSource) -> int:
-    """The candidate v with the rank utility −|#{x ≤ v} − q·n| (sensitivity 1), by permute-and-flip."""
+                      source: IntegerSource, tilt: np.ndarray | None = None) -> int:
+    """The candidate v with the rank utility −|#{x ≤ v} − q·n| (sensitivity 1), by permute-and-flip;
+    ``tilt`` a public penalty per candidate subtracted from the utility (it does not depend on the
+    data, so the sensitivity stays 1)."""
     below = np.searchsorted(np.sort(values), candidates, side="right")
-    utility = -np.abs(below - quantile * values.size)
+    utility = -np.abs(below - quantile * values.size) - (0.0 if tilt is None else np.asarray(tilt, dtype=float))
     return int(candidates[permute_and_flip(utility, epsilon, sensitivity=1.0, source=source)])
 
 

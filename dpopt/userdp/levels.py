@@ -254,16 +254,18 @@ def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c
 
 
 def level_node_sums(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, gamma: np.ndarray, per_pair: int,
-                    lat: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(R, Y, Z) per node of one level from Γ_p, the first records kept of every pair (≤ ``per_pair``,
-    a public bound used for the lattice's capacity); pairs with ``pair_node`` −1 count nowhere."""
+                    lat: Any, pair_sums: tuple[np.ndarray, np.ndarray] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(R, Y, Z) per node of one level from Γ_p records kept of every pair (≤ ``per_pair``, a public
+    bound used for the lattice's capacity): the first Γ_p, or those whose lattice sums ``pair_sums``
+    are given; pairs with ``pair_node`` −1 count nowhere."""
     if int(per_pair) * lat.half_sumsq >= CAPACITY:  # public: the bound, U and b only
         raise DpoptInputError(f"`level_bounds` c = {int(per_pair)} is too large for the lattice (c·H_Z must stay "
                               "below 2^62)")
-    if agg.samples is not None:  # contributions may keep only the first few records per pair
+    if pair_sums is None and agg.samples is not None:  # contributions may keep only the first few records per pair
         agg.samples.check_first(gamma)
     ok = pair_node >= 0
-    py, pz = _pair_sums(lat, gamma)
+    py, pz = _pair_sums(lat, gamma) if pair_sums is None else pair_sums
     node = np.where(ok, pair_node, 0)
     wide = gamma.size * int(per_pair) * lat.half_sumsq >= 2**63  # a size bound, not a refusal
     R, Y, Z = (_grid_sum(node, np.where(ok, v, 0), n_nodes, wide=wide) for v in (gamma, py, pz))
@@ -293,8 +295,8 @@ def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: l
         local[rows] = np.arange(rows.size)
         pair_node = np.where(node >= 0, local[np.maximum(node, 0)], -1)
         if isinstance(b, int):  # a per-user cap of b records (models/hierarchy.md §13)
-            gamma = capped_records(agg, pair_node >= 0, b, rng)
-            vals = level_node_sums(agg, pair_node, rows.size, gamma, b, lat)
+            gamma, py, pz = capped_records(agg, pair_node >= 0, b, rng, lat)
+            vals = level_node_sums(agg, pair_node, rows.size, gamma, b, lat, (py, pz))
         else:
             vals = bounded_level(agg, pair_node, rows.size, b[0], b[1], lat, rng)
         for o, v in zip(out, vals):
@@ -369,7 +371,8 @@ class LevelPlan:
     ``info['linked_levels']`` says which levels keep the tree constraint (:func:`linked_levels`).
     ``level_split`` "place" (models/hierarchy.md §13.3): pilot counts of level 1 and the root only,
     then the share of level 1 (the rest: the root) minimising the predicted BLUP error with the
-    public prior spread ``prior_spread`` τ₀ of level-1 nodes around the root (default bound/15)."""
+    public prior spread ``prior_spread`` τ₀ of level-1 nodes around the root (default bound/15;
+    the place release passes U/30)."""
 
     levels: tuple[Level, ...] | None = None
     coarsest_resolution: int | None = None

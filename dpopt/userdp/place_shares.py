@@ -12,9 +12,9 @@ s_v²(f) = (Var Ỹ_v + h²·Var ñ_v)/n_v² the delta-method noise variance of 
 (h = B/2, the estimator's own worst-case multiplier), n_v the pilot count's lower end, σ²_map the
 same for the map's node. The share minimises Σ_v w_v·MSE_v over the public candidates
 :data:`CANDIDATES`, w_v = the cell's pilot count (errors weighted per record: the busy cells, where
-the finest grids with many users are). τ₀ is used only here; the estimator fits the spread from
-the measurements. At ε = 1 on the Austin day this gives f = 0 (the map alone; cells would only add
-noise), at ε = 10 f = 0.8–0.9.
+the finest grids with many users are). τ₀ (the place release passes U/30) is used only here; the estimator
+fits the spread from the measurements. On the Austin day this gives f = 0 (the map alone; cells
+would only add noise) at ε = 1 in 30 runs of 30, and f = 0.8–0.9 at ε = 10.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def test_cap_invariants(seed, cap):
     rng = np.random.default_rng(seed)
     agg = make_agg(_random_records(rng, 7))
     eligible = rng.random(agg.n_pairs) < 0.8
-    gamma = capped_records(agg, eligible, cap, np.random.default_rng(seed + 100))
+    gamma, _, _ = capped_records(agg, eligible, cap, np.random.default_rng(seed + 100))
     assert np.all(gamma >= 0) and np.all(gamma <= agg.count)
     assert np.all(gamma[~eligible] == 0)
     n_user = np.bincount(agg.pair_user, weights=np.where(eligible, agg.count, 0), minlength=agg.n_users)
@@ -45,7 +45,7 @@ def test_cap_is_proportional_on_average():
     property that removes the dwelling bias of "first c records per pair")."""
     rows = [("a", 0, t, 10.0) for t in range(40)] + [("a", 1, t, 50.0) for t in range(10)]
     agg = make_agg(rows)
-    means = np.mean([capped_records(agg, np.ones(agg.n_pairs, bool), 10, np.random.default_rng(s))
+    means = np.mean([capped_records(agg, np.ones(agg.n_pairs, bool), 10, np.random.default_rng(s))[0]
                      for s in range(400)], axis=0)
     order = np.argsort(-agg.count)
     np.testing.assert_allclose(means[order], [8.0, 2.0], atol=0.15)
@@ -60,7 +60,7 @@ def test_other_users_unchanged_by_one_user(seed):
     rows = _random_records(rng, 5)
     agg = make_agg(rows)
     src = SeededSource(seed)
-    joint = capped_records(agg, np.ones(agg.n_pairs, bool), 25, src)
+    joint = capped_records(agg, np.ones(agg.n_pairs, bool), 25, src)[0]
     n_user = np.bincount(agg.pair_user, weights=agg.count, minlength=agg.n_users)
     kept = np.bincount(agg.pair_user, weights=joint, minlength=agg.n_users)
     assert np.all(kept == np.minimum(n_user, 25))
@@ -253,3 +253,36 @@ def test_place_release_end_to_end_withholds_clamped_variance():
     if s.clamp < 120:
         assert not t["variance_released"].any()
         assert t["variance_withheld_reason"].str.contains("clamped").all()
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("cap", [1, 7, 40])
+def test_cap_keeps_the_records_of_the_definition(seed, cap):
+    """A slow reference of the module's definition (pairs of a user in key order, its records numbered
+    k = 0 … n−1, record k kept when a point (j + u)·n/T falls in [k, k + 1)) with the same keys: the
+    same Γ per pair and the exact lattice sums of exactly those records."""
+    import math
+
+    from dpopt.userdp.bounding import lattice_values, tie_keys
+
+    rng = np.random.default_rng(seed)
+    agg = make_agg(_random_records(rng, 6))
+    lat = lattice_values(agg, 120.0, granularity_bits=4)
+    gamma, py, pz = capped_records(agg, np.ones(agg.n_pairs, bool), cap, np.random.default_rng(seed), lat)
+    ref_rng = np.random.default_rng(seed)
+    pair_key, user_key = tie_keys(ref_rng, agg.n_pairs), tie_keys(ref_rng, agg.n_users)
+    off = agg.samples.offsets
+    g_ref, y_ref, z_ref = np.zeros(agg.n_pairs, int), np.zeros(agg.n_pairs, int), np.zeros(agg.n_pairs, int)
+    for user in range(agg.n_users):
+        pairs = sorted(np.flatnonzero(agg.pair_user == user), key=lambda p: int(pair_key[p]))
+        recs = [(p, i) for p in pairs for i in range(off[p], off[p + 1])]
+        n, u = len(recs), float(user_key[user]) / 2.0**64
+        for k, (p, i) in enumerate(recs):
+            below = [min(max(math.ceil(x * cap / n - u), 0), cap) for x in (k, k + 1)]
+            if n <= cap or below[1] > below[0]:
+                g_ref[p] += 1
+                y_ref[p] += int(lat.y[i])
+                z_ref[p] += int(lat.z[i])
+    np.testing.assert_array_equal(gamma, g_ref)
+    np.testing.assert_array_equal(py, y_ref)
+    np.testing.assert_array_equal(pz, z_ref)

@@ -1,0 +1,93 @@
+"""Stability of the place release's DP choices (issue 21 item 3; models/hierarchy.md §13.2–13.3).
+
+Over 20 seeds per data set and ε, the record cap T, the clamp B and the cells' share f chosen by the
+default place release (front door, exact discrete noise), and the median stated 95 % half-width of
+the published ``mean`` against the median |error| of the finest grids it answers.
+
+Run: PYTHONPATH=$PWD python tests/benchmarks/bench_place_bounds.py --data day --seeds 20
+     PYTHONPATH=$PWD python tests/benchmarks/bench_place_bounds.py --data full --seeds 20
+Writes results/place_bounds_<data>.json and results/place_bounds.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from bench_multires import labels_of  # noqa: E402
+from bench_userdp import U, load  # noqa: E402
+from scoring import finest_grids, score_table  # noqa: E402
+
+
+def run(data: str, seeds: int, eps_list: list[float]) -> dict:
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.release import release_user
+
+    agg, _ = load(data)
+    fin = finest_grids(agg, bound=U)
+    rows = []
+    for eps in eps_list:
+        caps, clamps, shares, err, width = [], [], [], [], []
+        for seed in range(seeds):
+            r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg)), bound=U,
+                             noise=NoiseOptions(seed=2000 + seed))
+            info = r.measurements.info
+            caps.append(int(info["record_cap"]))
+            clamps.append(float(info["clamp"]))
+            shares.append(0.0 if info["first_level"] == 2 else float(r.summary.levels[1]["budget"]) / eps)
+            s = score_table(r.table, fin)
+            err.append(s.median)
+            width.append(float(np.median(r.table["mean_error_bound"])))
+        rows.append({"eps": eps, "caps": dict(collections.Counter(caps)), "clamps": dict(collections.Counter(clamps)),
+                     "cells_measured": int(sum(f > 0 for f in shares)), "median_error": float(np.mean(err)),
+                     "median_half_width": float(np.median(width))})
+        print(data, eps, rows[-1], flush=True)
+    return {"data": data, "seeds": seeds, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}
+
+
+def write_markdown() -> None:
+    lines = ["# Stability of the place release's DP choices: `tests/benchmarks/bench_place_bounds.py`", "",
+             "Default front door (public list, pure ε, exact discrete noise), seeds 2000+. T: the record cap (DP "
+             "median of records per user over 16, 64, 256, 1024, 4096); B: the clamp (DP 75th percentile of users' "
+             "own 99th percentiles, steps of U/16, floor U/2); 'cells measured': runs whose pilot-based choice "
+             "measured the cells (else the map alone); error: mean over seeds of the median |error| on the finest "
+             "grids with >= 10 users; half-width: median over runs of the median stated 95 % half-width of the "
+             "published `mean`.", "",
+             "| data | eps | seeds | T chosen: times | B chosen: times | cells measured | median error | median half-width |",
+             "|---|---|---|---|---|---|---|---|"]
+    for data in ("day", "full"):
+        p = HERE / "results" / f"place_bounds_{data}.json"
+        if not p.exists():
+            continue
+        out = json.loads(p.read_text())
+        for r in out["rows"]:
+            caps = ", ".join(f"{k}: {v}" for k, v in sorted(r["caps"].items(), key=lambda kv: int(kv[0])))
+            clamps = ", ".join(f"{float(k):g}: {v}" for k, v in sorted(r["clamps"].items(), key=lambda kv: float(kv[0])))
+            lines.append(f"| {data} | {r['eps']:g} | {out['seeds']} | {caps} | {clamps} | {r['cells_measured']} | "
+                         f"{r['median_error']:.2f} | {r['median_half_width']:.1f} |")
+    (HERE / "results" / "place_bounds.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", choices=["day", "full"], default="day")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
+    args = ap.parse_args()
+    out = run(args.data, args.seeds, args.eps)
+    (HERE / "results" / f"place_bounds_{args.data}.json").write_text(json.dumps(out, indent=1))
+    write_markdown()
+
+
+if __name__ == "__main__":
+    main()
