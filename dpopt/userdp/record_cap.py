@@ -93,7 +93,8 @@ def capped_records(agg: Aggregate, eligible: np.ndarray, cap: int, source: Integ
     if lattice is None:
         return gamma, None, None
     sums = []
-    for terms in (lattice.y, lattice.z):  # exact: int64 prefix sums, |Σ| ≤ N·H < 2^63 by the capacity check
-        c = np.concatenate([[0], np.cumsum(np.where(keep, terms, 0), dtype=np.int64)])
-        sums.append(c[offsets[1:]] - c[offsets[:-1]])
+    for terms in (lattice.y, lattice.z):  # exact int64: a pair's sum is ≤ its stored records × H, which
+        out = np.zeros(agg.n_pairs, dtype=np.int64)  # the lattice's capacity check bounds below 2^62
+        np.add.at(out, owner[keep], terms[keep])
+        sums.append(out)
     return gamma, sums[0], sums[1]
