@@ -97,6 +97,10 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     assert ((t["mean_error_bound"] > 0) & (t["mean_error_bound"] <= 120)).all()
     assert ((t["mean"] >= 0) & (t["mean"] <= 120)).all()
     assert (out / "report.html").exists() and (out / "map.png").exists()
+    html = (out / "report.html").read_text()
+    assert "place release" in html and "chosen from the data under differential privacy" in html
+    md = (out / "report.md").read_text()
+    assert f"T = {s['record_cap']}" in md and f"B = {s['clamp']:g}" in md
 
 
 def test_contract_command_on_synthetic_records(data, tmp_path, capsys):
