@@ -111,6 +111,6 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     # so the flat tail above the largest user (T ≫ n: noise × T/n) is not drawn at small ε
     tilt = 2.0 * math.log(4.0) / eps_cap * np.arange(RECORD_EDGES.size)
     cap = private_quantile(n_user, RECORD_EDGES, CAP_USER_QUANTILE, eps_cap, source, tilt=tilt)
-    steps = private_quantile(own_q, np.arange(1, CLAMP_STEPS + 1), CLAMP_USER_QUANTILE, eps * (1.0 - CAP_SHARE),
-                             source)
+    eps_clamp = eps - eps_cap  # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps), so the two pieces sum to ε_b
+    steps = private_quantile(own_q, np.arange(1, CLAMP_STEPS + 1), CLAMP_USER_QUANTILE, eps_clamp, source)
     return PlaceBounds(cap=int(cap), clamp=U * max(int(steps), CLAMP_STEPS // 2) / CLAMP_STEPS, epsilon=eps)

@@ -286,3 +286,23 @@ def test_cap_keeps_the_records_of_the_definition(seed, cap):
     np.testing.assert_array_equal(gamma, g_ref)
     np.testing.assert_array_equal(py, y_ref)
     np.testing.assert_array_equal(pz, z_ref)
+
+
+@pytest.mark.parametrize("eps_b", [0.15, 0.1, 1.5, 0.3 * 7 / 3, 1e-3])
+def test_place_bounds_spend_exactly_eps_b(monkeypatch, eps_b):
+    """The two quantiles run at ε_T + ε_B = ε_b exactly (as rationals), whatever float ε_b is."""
+    from fractions import Fraction
+
+    import dpopt.userdp.place_bounds as pb_mod
+
+    seen = []
+    real = pb_mod.private_quantile
+
+    def spy(values, candidates, quantile, epsilon, source, tilt=None):
+        seen.append(epsilon)
+        return real(values, candidates, quantile, epsilon, source, tilt=tilt)
+
+    monkeypatch.setattr(pb_mod, "private_quantile", spy)
+    agg = make_agg(_random_records(np.random.default_rng(2), 8))
+    pb_mod.choose_place_bounds(agg, np.ones(agg.n_pairs, bool), eps_b, bound=120.0, source=SeededSource(3))
+    assert len(seen) == 2 and Fraction(seen[0]) + Fraction(seen[1]) == Fraction(eps_b)
