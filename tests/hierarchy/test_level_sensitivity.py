@@ -188,3 +188,15 @@ def test_per_level_bounding_brute_force(kc):
         sv = level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), k, c, 2, 2)
         assert best[li][0] <= sv.count_l1 and best[li][1] <= sv.count_l2 ** 2 + 1e-9
         assert tuple(best[li]) == tuple(want[li])
+
+
+def test_first_level_near_ties_go_to_the_coarsest():
+    """Seed 1010's scores (full data, ε = 10): 6.991 for the finest level against 7.003 for the
+    rest is a near-tie, so the coarsest candidate wins; a real gain (a level finer) still wins."""
+    from dpopt.userdp.levels import FIRST_LEVEL_MARGIN, coarsest_near_best
+
+    seed_1010 = [6.991, 7.003, 7.003, 7.003, 7.003, 7.002, 7.002, 7.002]
+    assert coarsest_near_best(seed_1010, FIRST_LEVEL_MARGIN) == 7
+    assert coarsest_near_best(seed_1010, 1e-12) == 0
+    assert coarsest_near_best([5.9, 7.0, 7.0], FIRST_LEVEL_MARGIN) == 0
+    assert coarsest_near_best([7.0, 7.0, 7.0], FIRST_LEVEL_MARGIN) == 2

@@ -306,3 +306,4 @@ def test_place_bounds_spend_exactly_eps_b(monkeypatch, eps_b):
     agg = make_agg(_random_records(np.random.default_rng(2), 8))
     pb_mod.choose_place_bounds(agg, np.ones(agg.n_pairs, bool), eps_b, bound=120.0, source=SeededSource(3))
     assert len(seen) == 2 and Fraction(seen[0]) + Fraction(seen[1]) == Fraction(eps_b)
+
