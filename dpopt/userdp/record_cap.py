@@ -80,21 +80,40 @@ def capped_records(agg: Aggregate, eligible: np.ndarray, cap: int, source: Integ
     before[order] = cum - m[order] - np.where(first > 0, cum[np.maximum(first - 1, 0)], 0)
     n_user = np.bincount(users, weights=m, minlength=agg.n_users).astype(np.int64)
     offset = tie_keys(source, agg.n_users).astype(np.float64) / _TWO_64  # u_ℓ in [0, 1)
-    owner = np.repeat(np.arange(agg.n_pairs), np.diff(offsets))
-    pos = (before[owner] + np.arange(offsets[-1]) - offsets[owner]).astype(np.float64)  # k, 0 … n_ℓ − 1
+    gamma = np.zeros(agg.n_pairs, dtype=np.int64)
+    sums = None if lattice is None else (np.zeros(agg.n_pairs, dtype=np.int64), np.zeros(agg.n_pairs, dtype=np.int64))
+    for p0, p1 in _pair_blocks(offsets):  # memory O(block), not O(records)
+        owner, idx = _kept_records(p0, p1, offsets, ok, users, before, n_user, offset, T)
+        np.add.at(gamma, owner, 1)
+        if sums is not None:  # exact int64: a pair's sum is ≤ its stored records × H, which the lattice's
+            for out, terms in zip(sums, (lattice.y, lattice.z)):  # capacity check bounds below 2^62
+                np.add.at(out, owner, terms[idx])
+    return gamma, *(sums if sums is not None else (None, None))
+
+
+#: records handled per block (per-record temporaries are O(block))
+BLOCK_RECORDS = 1 << 22
+
+
+def _pair_blocks(offsets: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive pair ranges [p0, p1) holding about :data:`BLOCK_RECORDS` stored records each."""
+    P = offsets.size - 1
+    cuts = np.searchsorted(offsets, np.arange(BLOCK_RECORDS, int(offsets[-1]), BLOCK_RECORDS), side="right") - 1
+    edges = np.unique(np.concatenate([[0], np.clip(cuts, 0, P), [P]]))
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _kept_records(p0: int, p1: int, offsets: np.ndarray, ok: np.ndarray, users: np.ndarray, before: np.ndarray,
+                  n_user: np.ndarray, offset: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pair, record index) of the kept records of pairs p0 … p1 − 1 (module doc): record k of its
+    user's sequence is kept when N(k + 1) > N(k), N(x) = min(⌈x·T/n − u⌉, T) ≥ 0; all of it when n ≤ T."""
+    lo, hi = int(offsets[p0]), int(offsets[p1])
+    owner = p0 + np.repeat(np.arange(p1 - p0), np.diff(offsets[p0:p1 + 1]))
+    pos = (before[owner] + np.arange(lo, hi) - offsets[owner]).astype(np.float64)  # k, 0 … n_ℓ − 1
     n = n_user[users[owner]].astype(np.float64)
     u = offset[users[owner]]
-
-    def points_below(x: np.ndarray) -> np.ndarray:  # N(x) = min(⌈x·T/n − u⌉, T), ≥ 0
-        return np.clip(np.ceil(x * (T / np.maximum(n, 1.0)) - u), 0, T)
-
-    keep = ok[owner] & ((n <= T) | (points_below(pos + 1.0) > points_below(pos)))
-    gamma = np.bincount(owner[keep], minlength=agg.n_pairs).astype(np.int64)
-    if lattice is None:
-        return gamma, None, None
-    sums = []
-    for terms in (lattice.y, lattice.z):  # exact int64: a pair's sum is ≤ its stored records × H, which
-        out = np.zeros(agg.n_pairs, dtype=np.int64)  # the lattice's capacity check bounds below 2^62
-        np.add.at(out, owner[keep], terms[keep])
-        sums.append(out)
-    return gamma, sums[0], sums[1]
+    scale = T / np.maximum(n, 1.0)
+    below = np.clip(np.ceil(pos * scale - u), 0, T)
+    above = np.clip(np.ceil((pos + 1.0) * scale - u), 0, T)
+    keep = ok[owner] & ((n <= T) | (above > below))
+    return owner[keep], np.arange(lo, hi)[keep]

@@ -307,3 +307,19 @@ def test_place_bounds_spend_exactly_eps_b(monkeypatch, eps_b):
     pb_mod.choose_place_bounds(agg, np.ones(agg.n_pairs, bool), eps_b, bound=120.0, source=SeededSource(3))
     assert len(seen) == 2 and Fraction(seen[0]) + Fraction(seen[1]) == Fraction(eps_b)
 
+
+
+@pytest.mark.parametrize("block", [1, 7, 50])
+def test_cap_blocks_change_nothing(monkeypatch, block):
+    """Processing the records in blocks of pairs (memory O(block)) gives the same Γ and sums."""
+    import dpopt.userdp.record_cap as rc
+    from dpopt.userdp.bounding import lattice_values
+
+    agg = make_agg(_random_records(np.random.default_rng(11), 9))
+    lat = lattice_values(agg, 120.0, granularity_bits=4)
+    whole = capped_records(agg, np.ones(agg.n_pairs, bool), 13, np.random.default_rng(5), lat)
+    monkeypatch.setattr(rc, "BLOCK_RECORDS", block)
+    assert len(rc._pair_blocks(agg.samples.offsets)) > 1
+    parts = capped_records(agg, np.ones(agg.n_pairs, bool), 13, np.random.default_rng(5), lat)
+    for a, b in zip(whole, parts):
+        np.testing.assert_array_equal(a, b)
