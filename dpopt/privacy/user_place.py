@@ -33,7 +33,7 @@ from ..measurements import Measurements
 from ..records.aggregate import Aggregate
 from ..records.grid import slot_text
 from ..hierarchy.tree import place_levels
-from ..userdp.levels import measure_levels
+from ..userdp.levels import PRIOR_SPREAD_DIVISOR, measure_levels
 from ..userdp.place_bounds import choose_place_bounds
 from ..noise.sources import SeededSource
 from .options import Budget, NoiseOptions
@@ -41,10 +41,6 @@ from .user import UserOptions, _partition_list, _samplers, _sampler_kind
 from .user_multires import PUBLIC_FACTS, spend_with_bounds
 
 __all__ = ["measure_place", "PLACE_BOUNDS_FRACTION"]
-
-#: the public prior spread τ₀ of a cell's mean around the map is U / this (models/hierarchy.md §13.3):
-#: of the declared U, not of the DP clamp B, so that a B drawn high does not make cells look worth it
-PRIOR_SPREAD_DIVISOR = 30.0
 
 #: default share of ε for the two DP quantiles (T, B): ε_b·2/3 ≳ 0.1 keeps the DP median of
 #: records per user within a factor 4 on 146 users at ε = 1 (models/hierarchy.md §13.2)
@@ -64,11 +60,10 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
                              SeededSource(int(rng.integers(0, 2**62))))
     levels = place_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution)
     m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b, levels=levels,
-                       level_bounds=[None, pb.cap, pb.cap], level_split="place", prior_spread=U / PRIOR_SPREAD_DIVISOR,
-                       mechanism="laplace",
-                       noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
-                       granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
-                       weight_variance=options.weight_variance)
+                       level_bounds=[None, pb.cap, pb.cap], level_split="place",
+                       prior_spread=U / PRIOR_SPREAD_DIVISOR, mechanism="laplace", noise=noise.noise,
+                       seed=noise.seed, noise_mechanism=mech, granularity_bits=noise.granularity_bits,
+                       weight_mean=options.weight_mean, weight_variance=options.weight_variance)
     spend = spend_with_bounds(m.spend, eps_b, mech.real_release, (delta_total, delta_conv))
     info = {**m.info, "bounds_rule": "place (DP median records per user, DP clamp)", "shape": "place",
             "mechanism": "laplace", "seeded": noise.seed is not None, "partitions": "public list",

@@ -57,8 +57,10 @@ FIRST_LEVEL_MARGIN = 0.05
 PILOT_SHARE = 0.5
 #: the same for the place release (pilots of two levels only; models/hierarchy.md §13.3)
 PLACE_PILOT_SHARE = 0.1
-#: the place release's public prior spread τ₀ of a cell around the map is bound / this (§13.3)
-PRIOR_SPREAD_DIVISOR = 15.0
+#: the place release's public prior spread τ₀ of a cell around the map: U / this (§13.3; the place
+#: release passes the declared U, not the DP clamp, so that a clamp drawn high does not make cells look
+#: worth measuring)
+PRIOR_SPREAD_DIVISOR = 30.0
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
 __all__ = ["coarsest_near_best", "LevelPlan", "LevelNoise", "LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks",
@@ -374,7 +376,8 @@ class LevelPlan:
     ``target`` τ (default U/10) of the level choice; ``first_level`` fixes phase 2's finest measured
     level; ``priority``: a user keeps a random k of its grids (:func:`random_ranks`) or its top k by
     count ("count"); ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the
-    measured levels, or explicit public shares, one per level (0: not measured; no pilot counts); ``weight_mean``/``weight_variance`` the count/sum/sumsq split
+    measured levels, or explicit public shares, one per level (0: not measured; no pilot counts);
+    ``weight_mean``/``weight_variance`` the count/sum/sumsq split
     (:func:`dpopt.userdp.split.split_budget`); ``level_bounds``: None (default: ``bounds`` at the
     finest level, node sums consistent over the tree), "scaled", or per level a (k_l, c_l) pair or
     None (shared bounding): such levels are bounded on their own (:func:`resolve_level_bounds`,
@@ -382,8 +385,8 @@ class LevelPlan:
     ``info['linked_levels']`` says which levels keep the tree constraint (:func:`linked_levels`).
     ``level_split`` "place" (models/hierarchy.md §13.3): pilot counts of level 1 and the root only,
     then the share of level 1 (the rest: the root) minimising the predicted BLUP error with the
-    public prior spread ``prior_spread`` τ₀ of level-1 nodes around the root (default bound/15;
-    the place release passes U/30)."""
+    public prior spread ``prior_spread`` τ₀ of level-1 nodes around the root (default
+    bound/:data:`PRIOR_SPREAD_DIVISOR`)."""
 
     levels: tuple[Level, ...] | None = None
     coarsest_resolution: int | None = None
@@ -534,7 +537,8 @@ def _place_choice(ctx: _Phase, p: LevelPlan, pilot: np.ndarray, pilot_scale: np.
         lattice = unit if ctx.mech.real_release else 0.0
         return float(NoiseLaw(ctx.family, np.array([scale]), lattice=lattice).variance()[0])
 
-    tau0 = ctx.U / PRIOR_SPREAD_DIVISOR if p.prior_spread is None else check_nonnegative_float(p.prior_spread, "prior_spread")
+    tau0 = (ctx.U / PRIOR_SPREAD_DIVISOR if p.prior_spread is None
+            else check_nonnegative_float(p.prior_spread, "prior_spread"))
     map_low = float(np.sum(low[rows["map"]] * (pilot[rows["map"]] > 0))) or 1.0
     return place_share(pilot[rows["cells"]], low[rows["cells"]], map_low, ctx.U / 2.0, tau0, noise_var)
 
