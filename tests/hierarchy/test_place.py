@@ -51,21 +51,39 @@ def test_cap_is_proportional_on_average():
     np.testing.assert_allclose(means[order], [8.0, 2.0], atol=0.15)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_other_users_unchanged_by_one_user(seed):
-    """Adding a user leaves every other user's Γ unchanged when the keys are the same per (user,
-    pair) — the rule reads only the user's own records and keys. Checked by computing each user
-    alone with the keys it gets in the joint run."""
+class _KeyQueue:
+    """An integer source that hands out given 64-bit keys in order (tie_keys reads m keys per
+    randbelow(2^(64·m)) call, little-endian)."""
+
+    def __init__(self, keys):
+        self.keys = [int(k) for k in keys]
+
+    def randbelow(self, bound):
+        m = (int(bound).bit_length() - 1) // 64
+        chunk, self.keys = self.keys[:m], self.keys[m:]
+        return sum(k << (64 * i) for i, k in enumerate(chunk))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_users_kept_records_depend_on_its_own_records_and_keys_only(seed):
+    """The neighbour argument, computed: in a joint run each user keeps exactly what it keeps when
+    it is alone with the same keys (its pairs' keys and its offset), so adding or removing any other
+    user changes nothing of its kept records, and the user itself moves at most T records."""
     rng = np.random.default_rng(seed)
     rows = _random_records(rng, 5)
     agg = make_agg(rows)
-    src = SeededSource(seed)
-    joint = capped_records(agg, np.ones(agg.n_pairs, bool), 25, src)[0]
-    n_user = np.bincount(agg.pair_user, weights=agg.count, minlength=agg.n_users)
-    kept = np.bincount(agg.pair_user, weights=joint, minlength=agg.n_users)
-    assert np.all(kept == np.minimum(n_user, 25))
-    # removing user 0: the others keep min(n, T) records each, and user 0's pairs carry ≤ T
-    assert joint[agg.pair_user == 0].sum() <= 25
+    T = int(rng.integers(1, 30))
+    pair_keys = rng.integers(0, 2**63, size=agg.n_pairs)
+    user_keys = rng.integers(0, 2**63, size=agg.n_users)
+    joint = capped_records(agg, np.ones(agg.n_pairs, bool), T, _KeyQueue([*pair_keys, *user_keys]))[0]
+    users = sorted({r[0] for r in rows})
+    for ui, name in enumerate(users):
+        alone = make_agg([r for r in rows if r[0] == name])
+        mine = np.flatnonzero(agg.pair_user == ui)       # the same pairs, in the same order
+        assert alone.n_pairs == mine.size and alone.n_users == 1
+        gamma = capped_records(alone, np.ones(alone.n_pairs, bool), T, _KeyQueue([*pair_keys[mine], user_keys[ui]]))[0]
+        np.testing.assert_array_equal(gamma, joint[mine])
+        assert gamma.sum() <= T
 
 
 @pytest.mark.parametrize("seed", range(4))
