@@ -341,3 +341,22 @@ def test_cap_blocks_change_nothing(monkeypatch, block):
     parts = capped_records(agg, np.ones(agg.n_pairs, bool), 13, np.random.default_rng(5), lat)
     for a, b in zip(whole, parts):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_place_bounds_votes_are_each_users_own(seed):
+    """The two quantiles' inputs: every user's (n_ℓ, own 99th-percentile step) is the same in a joint
+    run as alone, so one user moves each rank utility by at most 1 (private_quantile's sensitivity)."""
+    from dpopt.userdp.place_bounds import user_statistics
+
+    rng = np.random.default_rng(seed)
+    rows = _random_records(rng, 6)
+    agg = make_agg(rows)
+    n_joint, q_joint = user_statistics(agg, np.ones(agg.n_pairs, bool), 120.0)
+    for ui, name in enumerate(sorted({r[0] for r in rows})):
+        alone = make_agg([r for r in rows if r[0] == name])
+        n1, q1 = user_statistics(alone, np.ones(alone.n_pairs, bool), 120.0)
+        assert (n1[0], q1[0]) == (n_joint[ui], q_joint[ui])
+        values = np.array([r[3] for r in rows if r[0] == name])
+        steps = np.clip(np.ceil(values / 7.5), 1, 16)
+        assert q1[0] == int(np.quantile(steps, 0.99, method="inverted_cdf")) and n1[0] == values.size
