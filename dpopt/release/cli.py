@@ -119,7 +119,9 @@ def _add_user_arguments(p: Any) -> None:
     u.add_argument("--bounds", default="histogram",
                    help="contribution bounds: histogram (default: noisy histograms of the contributions, then the "
                    "(k, c) of least predicted error), select (chosen under DP by predicted error), quantile "
-                   "(private quantiles), or K,C (public: at most K grids per user, C records per grid)")
+                   "(private quantiles), or K,C (public: at most K grids per user, C records per grid). The "
+                   "place release (the default with --partitions) chooses its own record cap and clamp under DP; "
+                   "any other --bounds runs --resolution adaptive there")
     u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
                    help="auto (default): place with --partitions (Laplace noise, default --bounds), else "
                    "adaptive. place, with --partitions: each H3 cell of --h3-resolution over the whole period "
