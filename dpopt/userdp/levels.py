@@ -304,7 +304,7 @@ def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: l
         local = np.full(len(hier.nodes), -1, dtype=np.int64)
         local[rows] = np.arange(rows.size)
         pair_node = np.where(node >= 0, local[np.maximum(node, 0)], -1)
-        if isinstance(b, int):  # a per-user cap of b records (models/hierarchy.md §13)
+        if _is_cap(b):  # a per-user cap of b records (models/hierarchy.md §13)
             gamma, py, pz = capped_records(agg, pair_node >= 0, b, rng, lat)
             vals = level_node_sums(agg, pair_node, rows.size, gamma, b, lat, (py, pz))
         else:
