@@ -11,8 +11,8 @@ over the whole period, and the map, spends the budget where both the signal and 
 Steps, each a DP query on the data or post-processing of earlier outputs (pure ε, Laplace):
 
 1. ε_b = ``bounds_fraction``·ε (default 0.15): :func:`dpopt.userdp.place_bounds.choose_place_bounds` picks the
-   per-user record cap T (DP median of records per user) and the inner clamp B ≤ U (DP 90th
-   percentile of users' own 99th percentiles), two ε_b/2-DP quantiles;
+   per-user record cap T (from an ε_b·2/3-DP histogram of records per user, by predicted noise)
+   and the inner clamp B ≤ U (the ε_b/3-DP 75th percentile of users' own 99th percentiles);
 2. the rest: :func:`dpopt.userdp.levels.measure_levels` over :func:`dpopt.hierarchy.tree.place_levels`
    with values clamped to [0, B]: pilot counts of the cells (R, period) and of the map, then the
    cells' share f of the rest by minimising the predicted BLUP error
@@ -42,8 +42,8 @@ from .user_multires import PUBLIC_FACTS, spend_with_bounds
 
 __all__ = ["measure_place", "PLACE_BOUNDS_FRACTION"]
 
-#: default share of ε for the two DP quantiles (T, B): ε_b·2/3 ≳ 0.1 keeps the DP median of
-#: records per user within a factor 4 on 146 users at ε = 1 (models/hierarchy.md §13.2)
+#: default share of ε for the choice of (T, B): at ε = 1 the histogram of records per user gets
+#: ε_T = 0.1, noise of scale 10 users per bin (models/hierarchy.md §13.2)
 PLACE_BOUNDS_FRACTION = 0.15
 
 
@@ -65,7 +65,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
                        seed=noise.seed, noise_mechanism=mech, granularity_bits=noise.granularity_bits,
                        weight_mean=options.weight_mean, weight_variance=options.weight_variance)
     spend = spend_with_bounds(m.spend, eps_b, mech.real_release, (delta_total, delta_conv))
-    info = {**m.info, "bounds_rule": "place (DP median records per user, DP clamp)", "shape": "place",
+    info = {**m.info, "bounds_rule": "place (cap from a DP histogram of records per user, DP clamp)", "shape": "place",
             "mechanism": "laplace", "seeded": noise.seed is not None, "partitions": "public list",
             "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"], "delta_selection": 0.0,
             "public": PUBLIC_FACTS, "record_cap": pb.cap, "clamp": pb.clamp, "declared_bound": U,

@@ -125,8 +125,8 @@ def _add_user_arguments(p: Any) -> None:
     u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
                    help="auto (default): place with --partitions (Laplace noise, default --bounds), else "
                    "adaptive. place, with --partitions: each H3 cell of --h3-resolution over the whole period "
-                   "and the map are measured (each user keeps at most T of its records, T the DP median of "
-                   "records per user; values clamped to a DP-chosen B <= U) and each listed grid is answered by "
+                   "and the map are measured (each user keeps at most T of its records, T chosen from a DP "
+                   "histogram of records per user; values clamped to a DP-chosen B <= U) and each listed grid is answered by "
                    "its cell's hierarchical estimate, or the map's where the budget is too small for cells "
                    "(release.csv: one row per published node, answers.csv: which node answers each listed "
                    "grid). adaptive, with --partitions: measures every level of the public hierarchy above the "

@@ -62,7 +62,7 @@ from ._thresholding import release_probability
 from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 
 __all__ = ["BoundsChoice", "BoundsRule", "candidate_grid", "private_quantile", "selection_utility", "release_probability", "choose_bounds",
-           "BOUND_RULES", "histogram_bins", "histogram_candidates", "contribution_bins", "measure_contributions", "optimise_bounds"]
+           "BOUND_RULES", "bin_representatives", "histogram_bins", "histogram_candidates", "contribution_bins", "measure_contributions", "optimise_bounds"]
 
 BOUND_RULES = ("histogram", "select", "quantile")
 
@@ -136,7 +136,7 @@ def histogram_candidates(limit: int) -> np.ndarray:
     return np.unique(np.minimum(histogram_bins(limit), check_positive_int(limit, "limit")))
 
 
-def _representatives(edges: np.ndarray) -> np.ndarray:
+def bin_representatives(edges: np.ndarray) -> np.ndarray:
     """Public value standing for each bin (lo, hi]: √((lo + 1)·hi) (1 for the first); the overflow
     bin (hi, ∞) stands at 2·hi."""
     lo = np.r_[0, edges[:-1]]
@@ -168,7 +168,7 @@ def measure_contributions(agg: Aggregate, ranks: np.ndarray, epsilon: float, *, 
     shape = (ge.size + 1, re.size + 1)
     exact = np.bincount(i * shape[1] + j, minlength=shape[0] * shape[1]).astype(np.int64)
     noisy = DiscreteLaplace(source).integer(exact, l1=1, l2=1.0, budget=eps).reshape(shape)
-    return ContributionHistogram(grids=_representatives(ge), records=_representatives(re), noisy=noisy,
+    return ContributionHistogram(grids=bin_representatives(ge), records=bin_representatives(re), noisy=noisy,
                                  counts=denoise_histogram(noisy, eps), epsilon=eps)
 
 
@@ -287,12 +287,10 @@ def _histogram_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: Intege
 
 
 def private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float, epsilon: float,
-                      source: IntegerSource, tilt: np.ndarray | None = None) -> int:
-    """The candidate v with the rank utility −|#{x ≤ v} − q·n| (sensitivity 1), by permute-and-flip;
-    ``tilt`` a public penalty per candidate subtracted from the utility (it does not depend on the
-    data, so the sensitivity stays 1)."""
+                     source: IntegerSource) -> int:
+    """The candidate v with the rank utility −|#{x ≤ v} − q·n| (sensitivity 1), by permute-and-flip."""
     below = np.searchsorted(np.sort(values), candidates, side="right")
-    utility = -np.abs(below - quantile * values.size) - (0.0 if tilt is None else np.asarray(tilt, dtype=float))
+    utility = -np.abs(below - quantile * values.size)
     return int(candidates[permute_and_flip(utility, epsilon, sensitivity=1.0, source=source)])
 
 

@@ -1,37 +1,46 @@
 """The two public parameters of the ``place`` release chosen under DP (models/hierarchy.md §13.2).
 
-ε_b buys two DP quantiles over users (2/3 and 1/3 of ε_b, basic composition: ε_b), each by
-:func:`dpopt.userdp.bounds.private_quantile`: permute-and-flip over public candidates with the rank
-utility −|#{users with value ≤ v} − q·n|, which one added or removed user moves by ≤ 1 (the
-"quantile" bounds rule's mechanism, models/user_level.md §6; exact, the release's integer source).
-Each user contributes one number computed from its own records only:
+ε_b is split 2/3 : 1/3 (exactly: the pieces sum to ε_b as rationals) between two measurements over
+users, each user contributing one number computed from its own records only (its eligible
+records: the pairs of the listed grids), so one added or removed user moves each by ≤ 1:
 
-* **records per user** n_ℓ (eligible records, the user's listed grids), candidates the public
-  powers of four 16 … 4096: the cap T is the DP **median**, with a public tilt toward smaller
-  candidates (each step up costs 2·ln 4/ε_T of utility: at equal rank utility a factor 4 of
-  probability; without it, on the Austin day at ε = 1, 1 run in 30 drew T = 4096, beyond every user,
-  and erred by 19 km/h; a small T costs little since the cap samples records evenly). A larger T keeps more of the heavy
-  users' records: less re-weighting and less subsampling of the cells (noise-free, the full Austin
-  data's finest grids are answered at 3.65 km/h with T = 256, against 2.1 with every record) at a
-  higher relative noise (models/hierarchy.md §13.1); chosen among the 25th, 50th and 75th
-  percentiles on the benchmark;
-* **a user's own 99th percentile** of its values, rounded up to the public steps U·j/16
-  (j = 1 … 16): the inner clamp B is the DP **75th percentile** over users (chosen against the 90th
-  on the benchmark: B ≈ 60–82 instead of 67–97 km/h), never below U/2
-  (a public floor: at small ε_b the quantile wanders, and a B too low biases every mean). Values are
-  measured clamped to [0, B]: the centred sums' sensitivity is B/2 instead of U/2 and the count's
-  noise is multiplied by |mean − B/2| instead of |mean − U/2| (41 km/h on the Austin buses), so
-  the noise of a mean falls about 2.5× where B ≈ U/2 (equivalent to 2.5× the budget). The price is
-  a one-sided bias −E[(x − B)⁺] per node: on the Austin day at B = 60 km/h, 0.0 km/h median and
-  0.18 p90 over the grids with ≥ 10 users (0.61 p90 on the full data), measured in
-  tests/benchmarks/results/multires.md.
+* **the cap T: a noisy histogram, then a predicted-error choice** (issue 21 item 3). Users are
+  binned by their number of records n_ℓ on the public powers of four, (0, 1], (1, 4], …,
+  (1024, 4096], (4096, ∞) (every user in one bin: ℓ1 sensitivity 1), and the histogram is released
+  with the exact discrete Laplace of scale 1/ε_T (:func:`measure_record_histogram`), denoised by
+  :func:`dpopt.userdp.predict.denoise_histogram`. T is then chosen among the public candidates
+  16, 64, …, 4096 by post-processing (:func:`choose_cap`): a cell's noise is T·(1, B/2)/ε over its
+  kept records π_c·S(T), S(T) = Σ_b h_b·min(r_b, T) (r_b the bin's public representative), so its
+  predicted noise is proportional to T/S(T) whatever the cell's share π_c and ε; T is the **largest**
+  candidate whose T/S(T) is within a factor 1 + ``CAP_NOISE_TOLERANCE`` (1.5) of the smallest. The
+  larger T keeps more of the heavy users' records: less re-weighting and less subsampling of the
+  cells (noise-free, the full Austin data's finest grids are answered at 3.65 km/h with T = 256,
+  against 2.1 with every record), a cost the histogram cannot measure, so the rule buys it with at
+  most 50 % more noise. Where the users hold far fewer records than a candidate, T/S(T) grows
+  like T and that candidate is out: the flat tail the earlier DP median drew (1 run in 30: T = 4096,
+  19 km/h on the Austin day at ε = 1) cannot be chosen. The choice is a deterministic function of a
+  histogram whose bins hold tens to hundreds of users, so it is stable: on the Austin sets over 20
+  seeds T takes one value per (data, ε) (tests/benchmarks/results/place_bounds.md), where the DP
+  median took {16, 64, 256} at ε = 1 on the day.
+* **the clamp B**: each user's own 99th percentile of its values, rounded up to the public steps
+  U·j/16 (j = 1 … 16); B is the DP **75th percentile** over users by
+  :func:`dpopt.userdp.bounds.private_quantile` (permute-and-flip over the steps, rank utility
+  −|#{users with value ≤ v} − q·n|, sensitivity 1; the "quantile" bounds rule's mechanism,
+  models/user_level.md §6), chosen against the 90th on the benchmark (B ≈ 60–82 instead of
+  67–97 km/h), never below U/2 (a public floor: at small ε_b the quantile wanders, and a B too low
+  biases every mean). Values are measured clamped to [0, B]: the centred sums' sensitivity is B/2
+  instead of U/2 and the count's noise is multiplied by |mean − B/2| instead of |mean − U/2|
+  (41 km/h on the Austin buses), so the noise of a mean falls about 2.5× where B ≈ U/2 (equivalent
+  to 2.5× the budget). The price is a one-sided bias −E[(x − B)⁺] per node: on the Austin day at
+  B = 60 km/h, 0.0 km/h median and 0.18 p90 over the grids with ≥ 10 users (0.61 p90 on the full
+  data), measured in tests/benchmarks/results/multires.md.
 
-Everything after the two selections is post-processing (no further budget).
+Both measurements run on the release's integer source (the OS CSPRNG for a real release).
+Everything after them is post-processing (no further budget).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,18 +48,24 @@ import numpy as np
 from .._validation import DpoptInputError, check_bound, check_epsilon
 from ..noise.sources import IntegerSource
 from ..records.aggregate import Aggregate
-from .bounds import private_quantile
+from .bounds import bin_representatives, private_quantile
+from .mechanism import DiscreteLaplace
+from .predict import denoise_histogram
 
-__all__ = ["PlaceBounds", "choose_place_bounds", "user_statistics", "RECORD_EDGES", "CLAMP_STEPS"]
+__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "cap_noise_factor", "measure_record_histogram",
+           "user_statistics", "RECORD_EDGES", "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS"]
 
-#: public candidates of the record cap T: 16, 64, 256, 1024, 4096 (powers of 4: few candidates keep
-#: the DP quantile near its target at small ε_b; a user with more records keeps 4096 of them)
+#: public candidates of the record cap T: 16, 64, 256, 1024, 4096 (a user with more records keeps
+#: 4096 of them)
 RECORD_EDGES = 4 ** np.arange(2, 7, dtype=np.int64)
+#: upper edges of the bins of records per user: (0, 1], (1, 4], …, (1024, 4096], then (4096, ∞)
+RECORD_BIN_EDGES = 4 ** np.arange(0, 7, dtype=np.int64)
+#: T is the largest candidate whose predicted noise T/S(T) is ≤ (1 + this)× the smallest
+CAP_NOISE_TOLERANCE = 0.5
+#: share of ε_b spent on the histogram of records per user (the rest buys the clamp's quantile)
+CAP_SHARE = 2.0 / 3.0
 #: the clamp candidates are U·j/CLAMP_STEPS, j = 1 … CLAMP_STEPS
 CLAMP_STEPS = 16
-#: quantile of records per user the cap T is set to, and its share of ε_b
-CAP_USER_QUANTILE = 0.5
-CAP_SHARE = 2.0 / 3.0
 #: quantile of users' own 99th percentiles the clamp B is set to
 CLAMP_USER_QUANTILE = 0.75
 #: quantile of a user's own values that user votes for
@@ -59,11 +74,16 @@ CLAMP_VALUE_QUANTILE = 0.99
 
 @dataclass(frozen=True)
 class PlaceBounds:
-    """``cap`` T (records per user), ``clamp`` B (values measured on [0, B]) and ``epsilon`` spent."""
+    """``cap`` T (records per user), ``clamp`` B (values measured on [0, B]) and ``epsilon`` spent;
+    ``histogram`` the noisy bin counts of records per user (a DP output, bins ``RECORD_BIN_EDGES``)
+    and ``cap_noise`` the predicted noise factor T/S(T) of each candidate in ``RECORD_EDGES`` (its
+    post-processing)."""
 
     cap: int
     clamp: float
     epsilon: float
+    histogram: np.ndarray
+    cap_noise: np.ndarray
 
 
 def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float) -> tuple[np.ndarray, np.ndarray]:
@@ -83,9 +103,45 @@ def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float) -> tuple[np.
     return n_user[present].astype(np.int64), own_q[present]
 
 
+def measure_record_histogram(n_user: np.ndarray, epsilon: float, source: IntegerSource) -> np.ndarray:
+    """ε-DP histogram of users by records per user on ``RECORD_BIN_EDGES`` (bins (lo, hi], then the
+    overflow): every user in one bin, so one added or removed user moves the counts by 1 in ℓ1;
+    exact discrete Laplace of scale 1/ε per bin. Returns the noisy integer counts."""
+    eps = check_epsilon(epsilon)
+    exact = np.bincount(np.searchsorted(RECORD_BIN_EDGES, np.asarray(n_user, dtype=np.int64), side="left"),
+                        minlength=RECORD_BIN_EDGES.size + 1).astype(np.int64)
+    return DiscreteLaplace(source).integer(exact, l1=1, l2=1.0, budget=eps)
+
+
+def cap_noise_factor(counts: np.ndarray, candidates: np.ndarray = RECORD_EDGES) -> np.ndarray:
+    """T/S(T) per candidate T, S(T) = Σ_b h_b·min(r_b, T) the records kept under the cap when the
+    h_b users of bin b hold r_b records each (:func:`dpopt.userdp.bounds.bin_representatives` of
+    ``RECORD_BIN_EDGES``): a cell's noise sd is proportional to it (module doc). ∞ where S(T) = 0."""
+    h = np.asarray(counts, dtype=float)
+    if h.shape != (RECORD_BIN_EDGES.size + 1,):
+        raise DpoptInputError(f"`counts` must hold {RECORD_BIN_EDGES.size + 1} bins (RECORD_BIN_EDGES and the "
+                              f"overflow); got shape {h.shape}")
+    T = np.asarray(candidates, dtype=float)
+    kept = np.minimum(bin_representatives(RECORD_BIN_EDGES)[None, :], T[:, None]) @ h
+    with np.errstate(divide="ignore"):
+        return np.where(kept > 0, T / np.where(kept > 0, kept, 1.0), np.inf)
+
+
+def choose_cap(counts: np.ndarray, tolerance: float = CAP_NOISE_TOLERANCE) -> tuple[int, np.ndarray]:
+    """The largest candidate of ``RECORD_EDGES`` whose :func:`cap_noise_factor` is within a factor
+    1 + ``tolerance`` of the smallest (the smallest candidate where the histogram is empty: nothing
+    to measure, the least noise per user). Returns (T, factors)."""
+    f = cap_noise_factor(counts)
+    if not np.isfinite(f).any():
+        return int(RECORD_EDGES[0]), f
+    ok = np.flatnonzero(f <= (1.0 + tolerance) * f.min())
+    return int(RECORD_EDGES[ok[-1]]), f
+
+
 def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *, bound: float,
                         source: IntegerSource) -> PlaceBounds:
-    """(T, B) of the ``place`` release from two ε/2-DP quantiles over users (module doc).
+    """(T, B) of the ``place`` release: an ε_T-DP histogram and an ε_B-DP quantile, ε_T + ε_B = ε_b
+    (module doc).
 
     Parameters
     ----------
@@ -94,7 +150,7 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     eligible : np.ndarray
         One boolean per pair: the pairs of listed grids (the public list).
     epsilon : float
-        ε_b, spent in total on the two quantiles.
+        ε_b, spent in total on the two measurements.
     bound : float
         U.
     source : IntegerSource
@@ -107,10 +163,9 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
                               "(dpopt.privacy.contributions(..., first_records=c) or keep_samples=True)")
     n_user, own_q = user_statistics(agg, eligible, U)
     eps_cap = eps * CAP_SHARE
-    # public tilt: each step up the candidates costs a factor 4 of probability at equal rank utility,
-    # so the flat tail above the largest user (T ≫ n: noise × T/n) is not drawn at small ε
-    tilt = 2.0 * math.log(4.0) / eps_cap * np.arange(RECORD_EDGES.size)
-    cap = private_quantile(n_user, RECORD_EDGES, CAP_USER_QUANTILE, eps_cap, source, tilt=tilt)
+    noisy = measure_record_histogram(n_user, eps_cap, source)
+    cap, factors = choose_cap(denoise_histogram(noisy, eps_cap))
     eps_clamp = eps - eps_cap  # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps), so the two pieces sum to ε_b
     steps = private_quantile(own_q, np.arange(1, CLAMP_STEPS + 1), CLAMP_USER_QUANTILE, eps_clamp, source)
-    return PlaceBounds(cap=int(cap), clamp=U * max(int(steps), CLAMP_STEPS // 2) / CLAMP_STEPS, epsilon=eps)
+    return PlaceBounds(cap=cap, clamp=U * max(int(steps), CLAMP_STEPS // 2) / CLAMP_STEPS, epsilon=eps,
+                       histogram=noisy, cap_noise=factors)

@@ -153,31 +153,108 @@ def test_explicit_level_shares_measure_only_those_levels():
     assert not any("pilot" in k for k in m.spend.pieces)
 
 
-def test_place_bounds_choose_median_cap_and_clamp():
-    """At a large ε_b the DP quantiles land on the exact ones: T the candidate at the median
-    records per user, B the U/16 step at the 90th percentile of users' own 99th percentiles
-    (brute force from the records)."""
-    from dpopt.userdp.place_bounds import CLAMP_STEPS, RECORD_EDGES, choose_place_bounds
+def _cap_by_definition(n_user, tolerance=0.5):
+    """The cap rule written out per user: user ℓ in bin (lo, hi] of 0, 1, 4, …, 4096 (or above)
+    stands at √((lo + 1)·hi) records (2·4096 above); S(T) sums min(that, T) over users; T is the
+    largest candidate with T/S(T) ≤ (1 + tolerance)·min."""
+    edges = [0, 1, 4, 16, 64, 256, 1024, 4096]
+    reps = []
+    for n in n_user:
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            if lo < n <= hi:
+                reps.append(np.sqrt((lo + 1.0) * hi))
+                break
+        else:
+            reps.append(2.0 * 4096)
+    factor = {T: T / sum(min(r, T) for r in reps) for T in (16, 64, 256, 1024, 4096)}
+    best = min(factor.values())
+    return max(T for T, f in factor.items() if f <= (1 + tolerance) * best)
+
+
+def test_place_bounds_choose_cap_and_clamp():
+    """At a large ε_b the histogram is exact and the quantile lands on the exact one: T the cap rule
+    applied to the users' record counts (written out per user), B the U/16 step at the 75th
+    percentile of users' own 99th percentiles (brute force from the records)."""
+    from dpopt.userdp.place_bounds import CLAMP_STEPS, choose_place_bounds
 
     rng = np.random.default_rng(5)
     rows = []
     for u in range(41):
         hi = float(rng.choice([30.0, 45.0, 60.0, 100.0], p=[0.3, 0.4, 0.2, 0.1]))
-        for t in range(int(rng.integers(20, 300))):
+        for t in range(int(rng.choice([rng.integers(20, 60), rng.integers(100, 900)]))):
             rows.append((f"u{u}", int(rng.integers(0, 12)), t, float(rng.uniform(0, hi))))
     agg = make_agg(rows)
     pb = choose_place_bounds(agg, np.ones(agg.n_pairs, bool), 200.0, bound=120.0, source=SeededSource(1))
     frame = pd.DataFrame(rows, columns=["user", "grid", "t", "value"])
     n_user = frame.groupby("user").size().to_numpy()
-    below = np.searchsorted(np.sort(n_user), RECORD_EDGES, side="right")
-    gap = np.abs(below - 0.5 * n_user.size)
-    assert pb.cap in RECORD_EDGES[gap == gap.min()]  # any best candidate (ties are broken at random)
+    assert pb.cap == _cap_by_definition(n_user)
+    np.testing.assert_array_equal(pb.histogram, np.bincount(np.searchsorted([1, 4, 16, 64, 256, 1024, 4096], n_user),
+                                                            minlength=8))
     own = frame.groupby("user")["value"].apply(
         lambda v: int(np.ceil(np.quantile(np.sort(np.ceil(v / 7.5)), 0.99, method="inverted_cdf")))).to_numpy()
     steps = np.arange(1, CLAMP_STEPS + 1)
     below = np.searchsorted(np.sort(own), steps, side="right")
-    gap = np.abs(below - 0.9 * own.size)
+    gap = np.abs(below - 0.75 * own.size)
     assert pb.clamp in [7.5 * max(int(s), 8) for s in steps[gap == gap.min()]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cap_rule_matches_its_definition(seed):
+    """choose_cap on exact histograms of random record counts = the rule written out per user."""
+    from dpopt.userdp.place_bounds import RECORD_BIN_EDGES, choose_cap
+
+    rng = np.random.default_rng(seed)
+    n_user = np.rint(np.exp(rng.normal(rng.uniform(2, 8), rng.uniform(0.3, 2.0), size=int(rng.integers(5, 300)))))
+    n_user = np.maximum(n_user, 1).astype(int)
+    hist = np.bincount(np.searchsorted(RECORD_BIN_EDGES, n_user), minlength=RECORD_BIN_EDGES.size + 1)
+    assert choose_cap(hist)[0] == _cap_by_definition(n_user)
+
+
+def test_cap_rule_hand_cases():
+    """Numbers worked by hand: 100 users in (256, 1024] (r = √(257·1024) = 513.0) and 100 in
+    (1024, 4096] (r = 2049.0): T/S = 256/51200 = 0.00500, 1024/153700 = 0.00666 (1.33×, kept),
+    4096/(51300 + 204900) = 0.0160 (3.2×) → T = 1024; users all far below 16 records → 16; users all
+    above 4096 → every T/S = 1/n, the largest; no users → 16."""
+    from dpopt.userdp.place_bounds import choose_cap, cap_noise_factor
+
+    h = np.zeros(8)
+    h[5] = h[6] = 100
+    T, f = choose_cap(h)
+    assert T == 1024
+    np.testing.assert_allclose(f[2:], [256 / 51300.0, 1024 / 153700.0, 4096 / 256200.0], rtol=2e-3)
+    assert choose_cap(np.array([0, 0, 50, 0, 0, 0, 0, 0]))[0] == 16
+    assert choose_cap(np.array([0, 0, 0, 0, 0, 0, 0, 30]))[0] == 4096
+    assert choose_cap(np.zeros(8))[0] == 16
+    with pytest.raises(ValueError, match="counts"):
+        cap_noise_factor(np.zeros(5))
+
+
+def test_record_histogram_sensitivity_one():
+    """One user sits in one bin: removing any user changes the exact histogram by exactly 1 in ℓ1
+    (measured at a huge ε, where the discrete Laplace draws 0)."""
+    from dpopt.userdp.place_bounds import measure_record_histogram
+
+    n_user = np.array([1, 3, 4, 5, 16, 17, 200, 1024, 1025, 4096, 4097, 10 ** 6])
+    full = measure_record_histogram(n_user, 1e6, SeededSource(0))
+    np.testing.assert_array_equal(full, [1, 2, 2, 1, 1, 1, 2, 2])
+    for i in range(n_user.size):
+        assert np.abs(full - measure_record_histogram(np.delete(n_user, i), 1e6, SeededSource(0))).sum() == 1
+
+
+def test_cap_choice_is_stable_at_small_epsilon():
+    """The issue's stability goal on a day-like population (146 users, median ≈ 390 records, 24 below
+    256, as on the Austin day) at ε_T = 0.1 (ε = 1): over 40 seeds T takes at most two adjacent
+    candidates."""
+    from dpopt.userdp.place_bounds import RECORD_EDGES, choose_cap, measure_record_histogram
+    from dpopt.userdp.predict import denoise_histogram
+
+    n_user = np.r_[np.full(5, 40), np.full(19, 150), np.linspace(260, 560, 122).astype(int)]
+    caps = set()
+    for seed in range(40):
+        noisy = measure_record_histogram(n_user, 0.1, SeededSource(seed))
+        caps.add(choose_cap(denoise_histogram(noisy, 0.1))[0])
+    idx = sorted(int(np.flatnonzero(RECORD_EDGES == c)[0]) for c in caps)
+    assert idx[-1] - idx[0] <= 1, caps
 
 
 def test_place_option_checks():
@@ -308,23 +385,27 @@ def test_cap_keeps_the_records_of_the_definition(seed, cap):
 
 @pytest.mark.parametrize("eps_b", [0.15, 0.1, 1.5, 0.3 * 7 / 3, 1e-3])
 def test_place_bounds_spend_exactly_eps_b(monkeypatch, eps_b):
-    """The two quantiles run at ε_T + ε_B = ε_b exactly (as rationals), whatever float ε_b is."""
+    """The histogram and the quantile run at ε_T + ε_B = ε_b exactly (as rationals), whatever float ε_b is."""
     from fractions import Fraction
 
     import dpopt.userdp.place_bounds as pb_mod
 
     seen = []
-    real = pb_mod.private_quantile
+    real_q, real_h = pb_mod.private_quantile, pb_mod.measure_record_histogram
 
-    def spy(values, candidates, quantile, epsilon, source, tilt=None):
+    def spy_q(values, candidates, quantile, epsilon, source):
         seen.append(epsilon)
-        return real(values, candidates, quantile, epsilon, source, tilt=tilt)
+        return real_q(values, candidates, quantile, epsilon, source)
 
-    monkeypatch.setattr(pb_mod, "private_quantile", spy)
+    def spy_h(n_user, epsilon, source):
+        seen.append(epsilon)
+        return real_h(n_user, epsilon, source)
+
+    monkeypatch.setattr(pb_mod, "private_quantile", spy_q)
+    monkeypatch.setattr(pb_mod, "measure_record_histogram", spy_h)
     agg = make_agg(_random_records(np.random.default_rng(2), 8))
     pb_mod.choose_place_bounds(agg, np.ones(agg.n_pairs, bool), eps_b, bound=120.0, source=SeededSource(3))
     assert len(seen) == 2 and Fraction(seen[0]) + Fraction(seen[1]) == Fraction(eps_b)
-
 
 
 @pytest.mark.parametrize("block", [1, 7, 50])
@@ -346,7 +427,7 @@ def test_cap_blocks_change_nothing(monkeypatch, block):
 @pytest.mark.parametrize("seed", range(4))
 def test_place_bounds_votes_are_each_users_own(seed):
     """The two quantiles' inputs: every user's (n_ℓ, own 99th-percentile step) is the same in a joint
-    run as alone, so one user moves each rank utility by at most 1 (private_quantile's sensitivity)."""
+    run as alone, so one user moves one histogram bin and each rank utility by at most 1."""
     from dpopt.userdp.place_bounds import user_statistics
 
     rng = np.random.default_rng(seed)
