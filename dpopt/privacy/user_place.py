@@ -29,12 +29,14 @@ summary.json ``clamp``); the variance is withheld when B < U (it would be biased
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..measurements import Measurements
 from ..records.aggregate import Aggregate
 from ..records.grid import slot_text
 from ..hierarchy.tree import place_levels
 from ..userdp.levels import PRIOR_SPREAD_DIVISOR, measure_levels
-from ..userdp.place_bounds import choose_place_bounds
+from ..userdp.place_bounds import RECORD_BIN_EDGES, RECORD_EDGES, choose_place_bounds
 from ..noise.sources import SeededSource
 from .options import Budget, NoiseOptions
 from .user import UserOptions, _partition_list, _samplers, _sampler_kind
@@ -69,6 +71,10 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
             "mechanism": "laplace", "seeded": noise.seed is not None, "partitions": "public list",
             "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"], "delta_selection": 0.0,
             "public": PUBLIC_FACTS, "record_cap": pb.cap, "clamp": pb.clamp, "declared_bound": U,
+            "record_histogram": {"upper_edges": [int(e) for e in RECORD_BIN_EDGES],
+                                 "noisy_users": [int(v) for v in pb.histogram],
+                                 "candidates": [int(t) for t in RECORD_EDGES],
+                                 "noise_factor": [float(f) if np.isfinite(f) else None for f in pb.cap_noise]},
             "k": 1, "c": pb.cap}
     return Measurements(privacy_model="user", bound=pb.clamp, nodes=m.nodes, statistics=m.statistics, spend=spend,
                         centre=m.centre, finest=m.finest, info=info)

@@ -85,6 +85,10 @@ class UserReleaseSummary:
     #: place: the DP-chosen clamp B ≤ U the values were measured on, and the per-user record cap T
     clamp: float | None = None
     record_cap: int | None = None
+    #: place: how T was chosen: the ε_T-DP histogram of records per user (``upper_edges`` of the bins
+    #: (lo, hi], then the overflow; ``noisy_users`` per bin) and the predicted noise factor T/S(T) of
+    #: each candidate (post-processing of the histogram; models/hierarchy.md §13.2)
+    record_histogram: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -202,7 +206,7 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
         rho_total=sp.total if sp.unit == "rho" else None, resolution="adaptive", method=est.method,
         levels=_levels(m), target=float(est.info["target"]), delta_selection=float(info.get("delta_selection", 0.0)),
         public=str(info.get("public", "")), shape=_shape(info), clamp=info.get("clamp"),
-        record_cap=info.get("record_cap"), **_outlook_fields(outlook))
+        record_cap=info.get("record_cap"), record_histogram=info.get("record_histogram"), **_outlook_fields(outlook))
     return UserRelease(table=table, summary=summary, diagnostics=dict(diagnostics or {}), measurements=m,
                        estimates=est, answers=answers)
 
@@ -292,7 +296,8 @@ def _bounds_line(s: UserReleaseSummary) -> str:
     if s.shape == "place":
         return (f"- contribution bounds: each user keeps at most **T = {s.record_cap}** of its records (spread over "
                 f"its grids in proportion) at each measured level, values clamped to **[0, B = {s.clamp:g}]** "
-                f"(U = {s.bound:g}); T and B chosen under DP (part of the total above). Means are of the values "
+                f"(U = {s.bound:g}); T and B chosen under DP (part of the total above; T from a noisy histogram of "
+                "records per user, in summary.json `record_histogram`). Means are of the values "
                 "clamped at B (slightly low where values above B are common); variances are withheld when B < U")
     return (f"- contribution bounds: at most **k = {s.k}** listed grids per user (a uniformly random k), at most "
             f"**c = {s.c}** records per user and grid; rule `{s.bounds_rule}`"

@@ -90,6 +90,14 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     # the default with a list is the place release (models/hierarchy.md §13): k = 1 node, c = T records
     assert s["k"] == 1 and s["c"] in (16, 64, 256, 1024, 4096) and s["bounds_rule"].startswith("place")
     assert "bounds" in s["budget"]
+    # T is post-processing of a published DP output: the rule applied to summary.json's noisy histogram
+    from dpopt.userdp.place_bounds import CAP_SHARE, choose_cap
+    from dpopt.userdp.predict import denoise_histogram
+
+    rh = s["record_histogram"]
+    assert rh["upper_edges"] == [1, 4, 16, 64, 256, 1024, 4096] and len(rh["noisy_users"]) == 8
+    eps_t = float(s["budget"]["bounds"]) * CAP_SHARE
+    assert choose_cap(denoise_histogram(np.array(rh["noisy_users"], float), eps_t))[0] == s["record_cap"]
     lev_total = sum((Fraction(lv["budget"]) for lv in s["levels"]), Fraction(0))
     assert lev_total + Fraction(s["budget"]["bounds"]) == pytest.approx(total, abs=1e-12)
     assert s["levels"][0]["h3_resolution"] == R and s["levels"][0]["slot"] == "1h"
