@@ -1,0 +1,104 @@
+"""The place release (the default with a public list) at scale: the whole CLI run on synthetic records.
+
+    nice PYTHONPATH=$PWD python tests/benchmarks/bench_place_scale.py --sizes 1e6 1e7
+
+Records: :func:`bench_scale.make_records` (Parquet, Zipf(1.5) users over n/100 ids, 20 clustered
+centres with per-user drift, 30 days, values in [0, 120]). The public list is every (res-7 cell,
+1 h slot) that holds a record, written by a separate process before the measurement (a benchmark
+harness's choice: a real list comes from outside the data). One job per size, a fresh process:
+
+    dpopt release records.parquet --privacy user --bound 120 --epsilon-total 10
+        --partitions list.csv --h3-resolution 7 --slot 1h --out DIR --seed 1
+
+(the default ``--resolution auto`` runs the place release: read and aggregate with the first
+``max_records`` records per (user, grid), the DP cap and clamp, the record cap, the levels, the tree
+BLUP, the writers with report.html and map.png). Wall clock, CPU (user + system) and peak RSS of the
+process (``wait4``). Appends to tests/benchmarks/results/place_scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from bench_scale import ROOT, run_job  # noqa: E402
+
+RESULTS = HERE / "results" / "place_scale.md"
+
+LIST = r"""
+import sys, pandas as pd
+from dpopt.records import GridSpec, ReadOptions, contributions
+agg, _ = contributions(sys.argv[1], GridSpec(7, "1h"), ReadOptions(chunk_rows=500_000), bound=120.0)
+cells, slots = agg.grid_labels()
+pd.DataFrame({"cell": cells, "slot": slots}).to_csv(sys.argv[2], index=False)
+print(agg.n_grids, agg.n_users, agg.n_records)
+"""
+
+CLI = r"""
+import sys
+from dpopt.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def one_size(n: int, tmp: Path, repeat: int) -> list[dict]:
+    data, plist = tmp / f"r{n}.parquet", tmp / f"list{n}.csv"
+    subprocess.run([sys.executable, str(HERE / "bench_scale.py"), "--make", str(data), str(n), "parquet"], check=True,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    _, _, facts = run_job(LIST, str(data), str(plist))
+    grids, users, records = (int(x) for x in facts.split())
+    rows = []
+    for rep in range(repeat):
+        out = tmp / f"out{n}_{rep}"
+        load = os.getloadavg()[0]
+        cpu: list[float] = []
+        sec, mib, _ = run_job(CLI, "release", str(data), "--privacy", "user", "--bound", "120", "--epsilon-total", "10",
+                              "--partitions", str(plist), "--h3-resolution", "7", "--slot", "1h", "--out", str(out),
+                              "--seed", "1", cpu=cpu)
+        summary = json.loads((out / "summary.json").read_text())
+        rows.append({"n": n, "grids": grids, "users": users, "records": records, "seconds": sec, "cpu": cpu[0],
+                     "peak_mib": mib, "load": f"{load:.1f}-{os.getloadavg()[0]:.1f}",
+                     "shape": summary.get("shape"), "record_cap": summary.get("record_cap"),
+                     "nodes": summary.get("grids_released")})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def write_markdown(rows: list[dict]) -> None:
+    lines = [f"## Place release at scale ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+             "`bench_place_scale.py`)", "",
+             "Whole CLI run (`dpopt release ... --privacy user --epsilon-total 10 --partitions list.csv "
+             "--h3-resolution 7 --slot 1h`, the default place release) on bench_scale.py's synthetic Parquet "
+             "records, one fresh process per run: wall, CPU (user + system), peak RSS; T and the released "
+             "nodes from summary.json.", "",
+             "| records | listed grids | users | wall | CPU | peak RSS | load | T | released nodes |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['records']:,} | {r['grids']:,} | {r['users']:,} | {r['seconds']:.1f} s | {r['cpu']:.1f} s "
+                     f"| {r['peak_mib']:,.0f} MiB | {r['load']} | {r['record_cap']} | {r['nodes']} |")
+    with RESULTS.open("a") as f:
+        f.write("\n".join(lines) + "\n\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            rows += one_size(int(size), Path(tmp), args.repeat)
+    write_markdown(rows)
+
+
+if __name__ == "__main__":
+    main()
