@@ -20,8 +20,10 @@ records: the pairs of the listed grids), so one added or removed user moves each
   like T and that candidate is out: the flat tail the earlier DP median drew (1 run in 30: T = 4096,
   19 km/h on the Austin day at ε = 1) cannot be chosen. The choice is a deterministic function of a
   histogram whose bins hold tens to hundreds of users, so it is stable: on the Austin sets over 20
-  seeds T takes one value per (data, ε) (tests/benchmarks/results/place_bounds.md), where the DP
-  median took {16, 64, 256} at ε = 1 on the day.
+  seeds T takes one value per (data, ε) in three settings and {1024: 19, 256: 1} in the fourth
+  (tests/benchmarks/results/place_bounds.md), where the DP median took {16, 64, 256} at ε = 1 on
+  the day. With fewer users than about 2·ln 8/ε_T the histogram is mostly noise and so is T
+  (models/hierarchy.md §13.2).
 * **the clamp B**: each user's own 99th percentile of its values, rounded up to the public steps
   U·j/16 (j = 1 … 16); B is the DP **75th percentile** over users by
   :func:`dpopt.userdp.bounds.private_quantile` (permute-and-flip over the steps, rank utility
