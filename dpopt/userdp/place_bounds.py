@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_bound, check_epsilon
+from .._validation import DpoptInputError, check_bound, check_epsilon, check_nonnegative_float
 from ..noise.sources import IntegerSource
 from ..records.aggregate import Aggregate
 from .bounds import bin_representatives, private_quantile
@@ -133,10 +133,11 @@ def choose_cap(counts: np.ndarray, tolerance: float = CAP_NOISE_TOLERANCE) -> tu
     """The largest candidate of ``RECORD_EDGES`` whose :func:`cap_noise_factor` is within a factor
     1 + ``tolerance`` of the smallest (the smallest candidate where the histogram is empty: nothing
     to measure, the least noise per user). Returns (T, factors)."""
+    tol = check_nonnegative_float(tolerance, "tolerance")
     f = cap_noise_factor(counts)
     if not np.isfinite(f).any():
         return int(RECORD_EDGES[0]), f
-    ok = np.flatnonzero(f <= (1.0 + tolerance) * f.min())
+    ok = np.flatnonzero(f <= (1.0 + tol) * f.min())
     return int(RECORD_EDGES[ok[-1]]), f
 
 

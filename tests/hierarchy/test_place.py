@@ -227,6 +227,8 @@ def test_cap_rule_hand_cases():
     assert choose_cap(np.zeros(8))[0] == 16
     with pytest.raises(ValueError, match="counts"):
         cap_noise_factor(np.zeros(5))
+    with pytest.raises(ValueError, match="tolerance"):
+        choose_cap(h, tolerance=-0.5)
 
 
 def test_record_histogram_sensitivity_one():
