@@ -36,7 +36,7 @@ from ..records.aggregate import Aggregate
 from ..records.grid import slot_text
 from ..hierarchy.tree import place_levels
 from ..userdp.levels import PRIOR_SPREAD_DIVISOR, measure_levels
-from ..userdp.place_bounds import RECORD_BIN_EDGES, RECORD_EDGES, choose_place_bounds
+from ..userdp.place_bounds import RECORD_BIN_EDGES, cap_candidates, choose_place_bounds
 from ..noise.sources import SeededSource
 from .options import Budget, NoiseOptions
 from .user import UserOptions, _partition_list, _samplers, _sampler_kind
@@ -56,10 +56,11 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     total, delta_total, _, delta_conv = options.check_budget(budget)
     mech, _, rng = _samplers(noise, _sampler_kind(budget, None), None)
     eps_b = (PLACE_BOUNDS_FRACTION if options.bounds_fraction is None else options.bounds_fraction) * total
+    candidates = cap_candidates(U, noise.granularity_bits)  # public (U, b): refused before any budget is spent
     plist, _, mask = _partition_list(agg, options)
     source = getattr(mech, "source", None)
     pb = choose_place_bounds(agg, mask, eps_b, bound=U, source=source if source is not None else
-                             SeededSource(int(rng.integers(0, 2**62))))
+                             SeededSource(int(rng.integers(0, 2**62))), candidates=candidates)
     levels = place_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution)
     m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b, levels=levels,
                        level_bounds=[None, pb.cap, pb.cap], level_split="place",
@@ -73,7 +74,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
             "public": PUBLIC_FACTS, "record_cap": pb.cap, "clamp": pb.clamp, "declared_bound": U,
             "record_histogram": {"upper_edges": [int(e) for e in RECORD_BIN_EDGES],
                                  "noisy_users": [int(v) for v in pb.histogram],
-                                 "candidates": [int(t) for t in RECORD_EDGES],
+                                 "candidates": [int(t) for t in pb.candidates],
                                  "noise_factor": [float(f) if np.isfinite(f) else None for f in pb.cap_noise]},
             "k": 1, "c": pb.cap}
     return Measurements(privacy_model="user", bound=pb.clamp, nodes=m.nodes, statistics=m.statistics, spend=spend,

@@ -267,6 +267,9 @@ def _attach_samples(agg: Aggregate, samples: pd.DataFrame) -> Aggregate:
                    samples["slot"].to_numpy())
     ts = samples["timestamp"].to_numpy(dtype=np.int64)
     val = samples["value"].to_numpy(dtype=float)
+    if not np.isfinite(val).all():  # ingestion drops them; a hand-built aggregate must too (clipping keeps NaN)
+        raise DpoptInputError("`samples` column 'value' must be finite (NaN or ±inf found): drop those records "
+                              "before building the contributions")
     order = np.lexsort((val, ts, p))
     offsets = np.zeros(agg.n_pairs + 1, dtype=np.int64)
     np.cumsum(agg.count, out=offsets[1:])

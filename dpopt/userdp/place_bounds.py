@@ -50,11 +50,12 @@ import numpy as np
 from .._validation import DpoptInputError, check_bound, check_epsilon, check_nonnegative_float
 from ..noise.sources import IntegerSource
 from ..records.aggregate import Aggregate
+from .bounding import CAPACITY, DEFAULT_GRANULARITY_BITS, lattice_halves
 from .bounds import bin_representatives, private_quantile
 from .mechanism import DiscreteLaplace
 from .predict import denoise_histogram
 
-__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "cap_noise_factor", "measure_record_histogram",
+__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "cap_candidates", "cap_noise_factor", "measure_record_histogram",
            "user_statistics", "RECORD_EDGES", "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS"]
 
 #: public candidates of the record cap T: 16, 64, 256, 1024, 4096 (a user with more records keeps
@@ -78,14 +79,15 @@ CLAMP_VALUE_QUANTILE = 0.99
 class PlaceBounds:
     """``cap`` T (records per user), ``clamp`` B (values measured on [0, B]) and ``epsilon`` spent;
     ``histogram`` the noisy bin counts of records per user (a DP output, bins ``RECORD_BIN_EDGES``)
-    and ``cap_noise`` the predicted noise factor T/S(T) of each candidate in ``RECORD_EDGES`` (its
-    post-processing)."""
+    and ``cap_noise`` the predicted noise factor T/S(T) of each candidate (its post-processing;
+    ``candidates`` those candidates, a prefix of ``RECORD_EDGES``)."""
 
     cap: int
     clamp: float
     epsilon: float
     histogram: np.ndarray
     cap_noise: np.ndarray
+    candidates: np.ndarray
 
 
 def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float) -> tuple[np.ndarray, np.ndarray]:
@@ -129,20 +131,38 @@ def cap_noise_factor(counts: np.ndarray, candidates: np.ndarray = RECORD_EDGES) 
         return np.where(kept > 0, T / np.where(kept > 0, kept, 1.0), np.inf)
 
 
-def choose_cap(counts: np.ndarray, tolerance: float = CAP_NOISE_TOLERANCE) -> tuple[int, np.ndarray]:
-    """The largest candidate of ``RECORD_EDGES`` whose :func:`cap_noise_factor` is within a factor
-    1 + ``tolerance`` of the smallest (the smallest candidate where the histogram is empty: nothing
-    to measure, the least noise per user). Returns (T, factors)."""
+def cap_candidates(bound: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> np.ndarray:
+    """The candidates of ``RECORD_EDGES`` the lattice can hold at bound U: T·H_Z < 2^62
+    (:data:`dpopt.userdp.bounding.CAPACITY`). Public (U and b only), so computed before any data is
+    read: a cap drawn from the data must never make the release refuse after budget was spent.
+    Refuses (one line) when not even the smallest fits."""
+    _, _, hz = lattice_halves(bound, granularity_bits)
+    fits = RECORD_EDGES[[int(t) * hz < CAPACITY for t in RECORD_EDGES]]  # Python ints: H_Z may exceed int64
+    if fits.size == 0:
+        raise DpoptInputError(f"`granularity_bits` = {granularity_bits} is too fine for bound {bound:g} in the place "
+                              f"release: {int(RECORD_EDGES[0])}·⌈U²·2^b/8⌉ must stay below 2^62; lower granularity_bits")
+    return fits
+
+
+def choose_cap(counts: np.ndarray, tolerance: float = CAP_NOISE_TOLERANCE,
+               candidates: np.ndarray = RECORD_EDGES) -> tuple[int, np.ndarray]:
+    """The largest of ``candidates`` (a prefix of ``RECORD_EDGES``, :func:`cap_candidates`) whose
+    :func:`cap_noise_factor` is within a factor 1 + ``tolerance`` of the smallest (the smallest
+    candidate where the histogram is empty: nothing to measure, the least noise per user).
+    Returns (T, factors)."""
     tol = check_nonnegative_float(tolerance, "tolerance")
-    f = cap_noise_factor(counts)
+    cand = np.asarray(candidates, dtype=np.int64)
+    if cand.size == 0 or not np.array_equal(cand, RECORD_EDGES[:cand.size]):
+        raise DpoptInputError(f"`candidates` must be a non-empty prefix of {RECORD_EDGES.tolist()}; got {cand.tolist()}")
+    f = cap_noise_factor(counts, cand)
     if not np.isfinite(f).any():
-        return int(RECORD_EDGES[0]), f
+        return int(cand[0]), f
     ok = np.flatnonzero(f <= (1.0 + tol) * f.min())
-    return int(RECORD_EDGES[ok[-1]]), f
+    return int(cand[ok[-1]]), f
 
 
 def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *, bound: float,
-                        source: IntegerSource) -> PlaceBounds:
+                        source: IntegerSource, candidates: np.ndarray = RECORD_EDGES) -> PlaceBounds:
     """(T, B) of the ``place`` release: an ε_T-DP histogram and an ε_B-DP quantile, ε_T + ε_B = ε_b
     (module doc).
 
@@ -158,6 +178,9 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
         U.
     source : IntegerSource
         The release's integer source (OS CSPRNG for a real release).
+    candidates : np.ndarray
+        The caps T may take: :func:`cap_candidates` of the release's lattice (default all of
+        ``RECORD_EDGES``).
     """
     eps = check_epsilon(epsilon)
     U = check_bound(bound)
@@ -167,8 +190,8 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     n_user, own_q = user_statistics(agg, eligible, U)
     eps_cap = eps * CAP_SHARE
     noisy = measure_record_histogram(n_user, eps_cap, source)
-    cap, factors = choose_cap(denoise_histogram(noisy, eps_cap))
+    cap, factors = choose_cap(denoise_histogram(noisy, eps_cap), candidates=candidates)
     eps_clamp = eps - eps_cap  # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps), so the two pieces sum to ε_b
     steps = private_quantile(own_q, np.arange(1, CLAMP_STEPS + 1), CLAMP_USER_QUANTILE, eps_clamp, source)
     return PlaceBounds(cap=cap, clamp=U * max(int(steps), CLAMP_STEPS // 2) / CLAMP_STEPS, epsilon=eps,
-                       histogram=noisy, cap_noise=factors)
+                       histogram=noisy, cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64))

@@ -3,6 +3,7 @@ the DP choice of (T, B), the levels, explicit level shares and the front door op
 
 from __future__ import annotations
 
+import h3
 import numpy as np
 import pandas as pd
 import pytest
@@ -443,3 +444,41 @@ def test_place_bounds_votes_are_each_users_own(seed):
         values = np.array([r[3] for r in rows if r[0] == name])
         steps = np.clip(np.ceil(values / 7.5), 1, 16)
         assert q1[0] == int(np.quantile(steps, 0.99, method="inverted_cdf")) and n1[0] == values.size
+
+
+def test_cap_candidates_fit_the_lattice_before_any_budget():
+    """The caps T may take are those the lattice holds at the declared U (T·H_Z < 2^62), computed from
+    U and b alone; a release whose users all hold more records than the largest fitting candidate
+    runs (review, session 6: at U = 2e6, b = 12, T = 4096 used to refuse after ε_T was spent)."""
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.privacy.user_place import measure_place
+    from dpopt.userdp.bounding import lattice_halves
+    from dpopt.userdp.place_bounds import RECORD_EDGES, cap_candidates, choose_cap
+
+    U = 2e6
+    hz = lattice_halves(U, 12)[2]
+    fits = cap_candidates(U, 12)
+    np.testing.assert_array_equal(fits, [t for t in RECORD_EDGES if t * hz < 2**62])
+    assert fits.size < RECORD_EDGES.size  # 4096 does not fit here
+    np.testing.assert_array_equal(cap_candidates(120.0), RECORD_EDGES)
+    with pytest.raises(ValueError, match="granularity_bits"):
+        cap_candidates(1e9, 40)
+    with pytest.raises(ValueError, match="candidates"):
+        choose_cap(np.ones(8), candidates=np.array([64, 256]))
+    rng = np.random.default_rng(4)
+    rows = [(f"u{u}", int(rng.integers(0, 12)), t, float(rng.uniform(0, U))) for u in range(30) for t in range(4200)]
+    agg = make_agg(rows)
+    labels = pd.DataFrame({"cell": [h3.int_to_str(int(c)) for c in agg.cells],
+                           "slot": pd.to_datetime(agg.slots, utc=True).strftime("%Y-%m-%dT%H:%M:%SZ")})
+    m = measure_place(agg, Budget(epsilon_total=50.0), UserOptions(partitions=labels, resolution="place"), U=U,
+                      noise=NoiseOptions(seed=1))
+    assert m.info["record_cap"] == int(fits[-1])
+    assert m.info["record_histogram"]["candidates"] == [int(t) for t in fits]
+
+
+def test_non_finite_sample_values_are_refused_at_construction():
+    """A hand-built aggregate with a NaN value is refused when built (the lattice would turn NaN
+    into −2^63, beyond every sensitivity; review, session 6)."""
+    with pytest.raises(ValueError, match="finite"):
+        make_agg([("a", 0, 0, 10.0), ("a", 0, 1, float("nan"))])
