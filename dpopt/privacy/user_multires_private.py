@@ -43,7 +43,7 @@ from ..hierarchy.tree import DAY_NS, Level, cell_parents
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
 from ..userdp.bounding import DEFAULT_GRANULARITY_BITS, lattice_values
-from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level
+from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level, simulation_keys
 from ..records.grid import slot_text
 from ..userdp.select_levels import LevelSelection, level_nodes, select_level
 from .options import Budget, NoiseOptions
@@ -185,7 +185,7 @@ def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat) ->
     """Noisy count and centred sum of every released node, level by level (module doc, step 2)."""
     k, c = bounds
     src = getattr(mech, "source", None)
-    rng = np.random.default_rng(seed) if src is None else src
+    rng = simulation_keys(seed) if src is None else src
     n = len(nodes)
     val = {s: np.full(n, np.nan) for s in ("count", "sum", "sumsq")}
     scale = {s: np.zeros(n) for s in ("count", "sum", "sumsq")}

@@ -163,6 +163,13 @@ def _sampler(kind: str, noise: str, seed: int | None) -> NoiseMechanism:
 KEYS_STREAM = 1
 
 
+def simulation_keys(seed: int | None) -> np.random.Generator:
+    """The tie keys' generator of a simulation (no integer source): its own stream. default_rng(seed)
+    is the simulated noise's, so keys drawn from it would repeat the noise's uniforms one draw apart
+    (review, session 6). A real release draws both from its one integer source, in sequence."""
+    return np.random.default_rng(None if seed is None else [int(seed), KEYS_STREAM])
+
+
 def _mechanism(given: NoiseMechanism | None, kind: str, noise: str, seed: int | None) -> NoiseMechanism:
     noise = check_choice(noise, "noise", ("discrete", "numpy"))
     mech = given if given is not None else _sampler(kind, noise, seed)
@@ -456,10 +463,7 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
     if src is None and mech.real_release:  # public: the sampler given, never the data
         raise DpoptInputError("`noise_mechanism` is a real-release sampler without an integer `source`: the "
                               "tie keys of a real release must come from it (the OS CSPRNG)")
-    # simulations: the keys from their own stream (default_rng(seed) is the noise's: the keys would
-    # repeat the noise's uniforms one draw apart; review, session 6)
-    keys_source = (np.random.default_rng(None if ns.seed is None else [int(ns.seed), KEYS_STREAM])
-                   if src is None else src)
+    keys_source = simulation_keys(ns.seed) if src is None else src
     sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, ns.granularity_bits, keys_source,
                                           check_choice(p.priority, "priority", ("random", "count")), p.level_bounds)
     linked = linked_levels(lb, L)

@@ -71,7 +71,9 @@ def test_fieller_interval_is_the_brute_force_set():
 
 def _bounded_truth(agg, m, seed, k, c):
     plist = PartitionList(cells=m.finest["cell"].to_numpy(), slots=m.finest["slot"].to_numpy())
-    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, 12, np.random.default_rng(seed), "random")
+    from dpopt.userdp.levels import simulation_keys
+
+    R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, 12, simulation_keys(seed), "random")  # the release's keys
     from dpopt.hierarchy.tree import build_hierarchy
 
     H = build_hierarchy(plist.cells, plist.slots, LEVELS)
@@ -161,7 +163,9 @@ def test_measurements_are_the_bounded_node_sums_plus_noise(agg):
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e7, noise="numpy", seed=5, levels=LEVELS,
                        first_level=0)
-    R, Y, Z, lat = _bounded_finest(agg, plist, 3, 2, U, 12, np.random.default_rng(5), "random")
+    from dpopt.userdp.levels import simulation_keys
+
+    R, Y, Z, lat = _bounded_finest(agg, plist, 3, 2, U, 12, simulation_keys(5), "random")  # the release's keys
     from dpopt.hierarchy.tree import build_hierarchy
 
     H = build_hierarchy(plist.cells, plist.slots, LEVELS)
