@@ -50,7 +50,7 @@ from .options import Budget, NoiseOptions
 from .user import UserOptions
 
 __all__ = ["measure_private_multires", "measure_private_adaptive", "private_levels", "selection_plan",
-           "DEFAULT_BOUNDS", "SELECTION_FRACTION", "PUBLIC_FACTS"]
+           "DEFAULT_BOUNDS", "SELECTION_FRACTION", "PUBLIC_FACTS", "PERIOD_NS"]
 
 #: public (k, c) of the value measurement when the front door's ``bounds`` is an automatic rule
 DEFAULT_BOUNDS = (4, 8)
@@ -62,25 +62,31 @@ PUBLIC_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the 
                 "records) is public")
 
 
+#: the public "period" of the coarse levels: 3640 days (10 × 364), epoch-aligned, UTC, so that one
+#: slot holds a data set of a few years unless it crosses a boundary (the data's own span is not public)
+PERIOD_NS = 3640 * DAY_NS
 #: the default coarse levels (H3 resolutions below the grid's, slot, k) and the selection shares of
-#: (finest, coarse…): chosen on the Austin day and the full Austin data (774 days) among seven
-#: variants (models/hierarchy.md §12)
-COARSE_LEVELS = ((3, DAY_NS, 2), (3, 7 * DAY_NS, 2), (4, 364 * DAY_NS, 1))
-SELECTION_SHARES = (0.8, 0.05, 0.05, 0.1)
+#: (finest, coarse…): the place chain of §13 under selection, every H3 cell of the grid's resolution
+#: over the period (k = 8), then the map (R−4 over the period, k = 1: one node per user, the lowest
+#: threshold). Chosen on the Austin day and the full Austin data (774 days) against session 4's
+#: (R−3, 1 d), (R−3, 7 d), (R−4, 364 d) (models/hierarchy.md §12)
+COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1))
+SELECTION_SHARES = (0.8, 0.1, 0.1)
 
 
 def private_levels(agg: Aggregate) -> tuple[tuple[tuple[Level, int], ...], tuple[float, ...]]:
     """Default (level, k) of the selection and their budget shares: the finest grid (k = 4), then
-    :data:`COARSE_LEVELS` ((R−3, 1 d, k = 2), (R−3, 7 d, k = 2), (R−4, 364 d, k = 1: one node per
-    user, the lowest threshold)); a coarse level whose slot is not a longer multiple of the previous
-    one (or whose resolution would be negative) is skipped and the shares renormalised."""
+    :data:`COARSE_LEVELS` ((R, period, k = 8), (R−4, period, k = 1)); a coarse level that is not
+    coarser than the previous one (a slot that is a multiple of the previous one, longer or at a
+    coarser resolution) or whose resolution would be negative is skipped and the shares
+    renormalised."""
     R, s = int(agg.h3_resolution), int(agg.slot_ns)
-    out, shares, prev = [(Level(R, s), 4)], [SELECTION_SHARES[0]], s
+    out, shares, prev, prev_res = [(Level(R, s), 4)], [SELECTION_SHARES[0]], s, R
     for (dr, sl, k), sh in zip(COARSE_LEVELS, SELECTION_SHARES[1:]):
-        if R - dr >= 0 and sl > prev and sl % prev == 0:
+        if R - dr >= 0 and sl % prev == 0 and (sl > prev or R - dr < prev_res):
             out.append((Level(R - dr, sl), k))
             shares.append(sh)
-            prev = sl
+            prev, prev_res = sl, R - dr
     tot = sum(shares)
     return tuple(out), tuple(x / tot for x in shares)
 

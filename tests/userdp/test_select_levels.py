@@ -133,14 +133,16 @@ def test_bad_inputs_are_refused_before_any_noise():
 def test_default_levels_and_shares_follow_the_grid():
     from types import SimpleNamespace
 
-    from dpopt.privacy.user_multires_private import SELECTION_SHARES, private_levels
+    from dpopt.privacy.user_multires_private import PERIOD_NS, SELECTION_SHARES, private_levels
 
+    assert PERIOD_NS == 3640 * DAY_NS
     lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=SLOT_NS))
-    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 4), (4, DAY_NS, 2), (4, 7 * DAY_NS, 2),
-                                                                (3, 364 * DAY_NS, 1)]
-    assert sh == pytest.approx(SELECTION_SHARES)
-    lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=DAY_NS))  # the 1-day level is the grid's
-    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, DAY_NS), (4, 7 * DAY_NS), (3, 364 * DAY_NS)]
-    assert sum(sh) == pytest.approx(1.0) and sh[0] == pytest.approx(0.8 / 0.95)
+    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 4), (7, PERIOD_NS, 8), (3, PERIOD_NS, 1)]
+    assert sh == pytest.approx(SELECTION_SHARES) and SELECTION_SHARES == (0.8, 0.1, 0.1)
+    lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=PERIOD_NS))  # the cells' level is the grid's
+    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, PERIOD_NS), (3, PERIOD_NS)]
+    assert sum(sh) == pytest.approx(1.0) and sh[0] == pytest.approx(0.8 / 0.9)
+    lv, _ = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=11 * SLOT_NS))  # 11 h does not divide the period
+    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, 11 * SLOT_NS)]
     lv, _ = private_levels(SimpleNamespace(h3_resolution=2, slot_ns=SLOT_NS))  # no resolution below 0
-    assert [x.h3_resolution for x, _ in lv] == [2]
+    assert [x.h3_resolution for x, _ in lv] == [2, 2]
