@@ -285,7 +285,8 @@ def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, 
         "variance": np.where(var_ok, dr["var"], np.nan),
         "variance_error_bound": np.where(var_ok, dr["var_hw"], np.nan),
         "variance_released": var_ok,
-        "variance_withheld_reason": np.where(var_ok, "", clamped or "interval not narrower than the range [0, U^2/4]"),
+        "variance_withheld_reason": np.where(var_ok, "", clamped or np.where(
+            np.isfinite(dr["var"]), "interval not narrower than the range [0, U^2/4]", "sum of squares not measured")),
         "method": np.where(m.nodes["parent"].to_numpy() < 0, "gls_direct", "gls_eb" if shrink else "gls_direct"),
         "level": m.nodes["level"].to_numpy(), "count_estimate": dr["n"],
     })
@@ -389,7 +390,9 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     tot = gls_totals(m)
     dr = _direct(m, tot, float(confidence))
     clamped = _clamp_reason(m)
-    var_ok = ((dr["var_hi"] - dr["var_lo"]) < U * U / 4.0) & (clamped is None)
+    # a node without a measured sum of squares has no variance estimate (the private selection
+    # release measures count and sum only), whatever its variance interval's width
+    var_ok = ((dr["var_hi"] - dr["var_lo"]) < U * U / 4.0) & (clamped is None) & np.isfinite(dr["var"])
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
     direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
     eb, info, ans, post_var = _model_means(m, tot, dr, estimator, shrink, tau)

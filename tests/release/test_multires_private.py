@@ -77,6 +77,10 @@ def test_cli_runs_private_multires_by_default(tmp_path, csv_path, capsys):
     keys = set(zip(table["cell"], table["slot"], table["slot_end"]))
     assert set(zip(answers["node_cell"], answers["node_slot"], answers["node_slot_end"])) <= keys
     assert "hash order" in (out / "report.md").read_text()
+    # no sum of squares is measured here: no variance is published, and each row says why (a node
+    # whose variance interval came out narrow used to be flagged released with an empty value)
+    assert not table["variance_released"].any() and table["variance"].isna().all()
+    assert (table["variance_withheld_reason"] == "sum of squares not measured").all()
 
 
 def _plan_delta(s: dict, delta: float) -> float:
