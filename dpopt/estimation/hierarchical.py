@@ -79,6 +79,16 @@ DEFAULT_BIAS_ALLOWANCE = 0.5
 MIN_COUNT_SNR = 1.5
 
 
+def count_snr_threshold(n_nodes: int) -> float:
+    """The count SNR a node must reach to count as measured in the BLUP: at least
+    :data:`MIN_COUNT_SNR`, and high enough that among ``n_nodes`` measured nodes with no records fewer than
+    one half passes by noise alone under a Laplace tail (½·exp(−t·√2) per node, the heaviest noise
+    law of the release): t = ln(N)/√2. A public function of the node count. With thousands of noisy
+    fine nodes a fixed 1.5 sds let hundreds of noise-only nodes in, whose ratio means Ŷ/n̂ sit near
+    the centre U/2 and outweighed the roots (models/hierarchy.md §8b, session 6)."""
+    return max(MIN_COUNT_SNR, math.log(max(int(n_nodes), 1)) / math.sqrt(2.0))
+
+
 def two_sided_z(confidence: float, family: str) -> float:
     """Half-width in standard deviations of a two-sided interval at ``confidence``: the normal
     quantile, or for the Laplace families the larger of it and the Laplace one ln(1/α)/√2 (a
@@ -200,7 +210,8 @@ def _blup(m: Measurements, tot: dict) -> dict:
     # a count within MIN_COUNT_SNR noise sds of 0 makes the ratio meaningless (its delta-method
     # variance is wrong exactly when n̂ is overestimated): such nodes count as unmeasured, and the
     # others use a lower confidence end n̂ − sd(n̂) of the count in the variance (conservative)
-    measured = np.isfinite(y_own) & np.isfinite(n) & (n >= MIN_COUNT_SNR * sd_n) & (n >= 1.0)
+    has = np.isfinite(y_own) & np.isfinite(n)  # the nodes tested: those with their own measurement
+    measured = has & (n >= count_snr_threshold(int(has.sum())) * sd_n) & (n >= 1.0)
     ne = np.maximum(n, 1.0)
     n_lo = np.maximum(n - sd_n, 1.0)
     d = np.clip(np.where(measured, y_own, 0.0) / ne, -h, h)

@@ -272,3 +272,24 @@ def test_posterior_interval_option(agg):
         estimate_hierarchical(m, estimator="shrink", interval="posterior")
     with pytest.raises(DpoptInputError, match="interval"):
         estimate_hierarchical(m, interval="bayes")
+
+
+def test_count_snr_threshold_grows_with_the_nodes_tested():
+    """The BLUP's "measured" rule: t = max(1.5, ln N/√2), so that among N nodes with no records the
+    expected number passing by Laplace noise alone, N·½·exp(−t√2), stays ≤ ½ (checked by simulation
+    at N = 5000: a fixed 1.5 sds lets ~300 through)."""
+    import math
+
+    from dpopt.estimation.hierarchical import MIN_COUNT_SNR, count_snr_threshold
+
+    assert count_snr_threshold(1) == MIN_COUNT_SNR and count_snr_threshold(10) == MIN_COUNT_SNR
+    for N in (100, 5000, 40000):
+        t = count_snr_threshold(N)
+        assert t == pytest.approx(math.log(N) / math.sqrt(2.0))
+        assert N * 0.5 * math.exp(-t * math.sqrt(2.0)) == pytest.approx(0.5)
+    rng = np.random.default_rng(0)
+    b = 3.0
+    noise = rng.laplace(0.0, b, size=(40, 5000))  # counts of empty nodes, sd = √2·b
+    sd = math.sqrt(2.0) * b
+    assert (noise >= count_snr_threshold(5000) * sd).sum(axis=1).mean() < 1.0
+    assert (noise >= MIN_COUNT_SNR * sd).sum(axis=1).mean() > 200
