@@ -33,7 +33,8 @@
    is the posterior mean of a Gaussian tree of nested random effects
    (:func:`dpopt.hierarchy.blup.tree_blup`) fed with every measured node's *own* centred mean
    Ŷ_v/n̂_v and a conservative variance ((V_Y + (U/2)²·V_n)/max(n̂ − sd(n̂), 1)²; nodes with a GLS
-   count under 1.5 sds are unmeasured), one unmeasured map-wide node above the roots, τ² per level by
+   count under :func:`count_snr_threshold` sds — at least 1.5, growing as ln N/√2 with the N nodes
+   tested — are unmeasured), one unmeasured map-wide node above the roots, τ² per level by
    maximum marginal likelihood (:func:`dpopt.hierarchy.blup.fit_tau2`, measurements only). Each
    finest grid is answered by its deepest ancestor-or-self whose subtree holds a measurement (that
    node's posterior mean is the grid's). Interval (``interval="direct"``): the direct one widened by
@@ -80,8 +81,8 @@ MIN_COUNT_SNR = 1.5
 
 
 def count_snr_threshold(n_nodes: int) -> float:
-    """The count SNR a node must reach to count as measured in the BLUP: at least
-    :data:`MIN_COUNT_SNR`, and high enough that among ``n_nodes`` measured nodes with no records fewer than
+    """The count SNR a node must reach to count as measured in the BLUP, per level: at least
+    :data:`MIN_COUNT_SNR`, and high enough that among the level's ``n_nodes`` measured nodes with no records fewer than
     one half passes by noise alone under a Laplace tail (½·exp(−t·√2) per node, the heaviest noise
     law of the release): t = ln(N)/√2. A public function of the node count. With thousands of noisy
     fine nodes a fixed 1.5 sds let hundreds of noise-only nodes in, whose ratio means Ŷ/n̂ sit near
@@ -211,7 +212,10 @@ def _blup(m: Measurements, tot: dict) -> dict:
     # variance is wrong exactly when n̂ is overestimated): such nodes count as unmeasured, and the
     # others use a lower confidence end n̂ − sd(n̂) of the count in the variance (conservative)
     has = np.isfinite(y_own) & np.isfinite(n)  # the nodes tested: those with their own measurement
-    measured = has & (n >= count_snr_threshold(int(has.sum())) * sd_n) & (n >= 1.0)
+    lev = m.nodes["level"].to_numpy()
+    tested = np.bincount(lev[has], minlength=int(lev.max()) + 1 if lev.size else 0)  # per level: a public count
+    t_node = np.array([count_snr_threshold(int(x)) for x in tested])[lev] if lev.size else np.zeros(0)
+    measured = has & (n >= t_node * sd_n) & (n >= 1.0)
     ne = np.maximum(n, 1.0)
     n_lo = np.maximum(n - sd_n, 1.0)
     d = np.clip(np.where(measured, y_own, 0.0) / ne, -h, h)
