@@ -208,7 +208,7 @@ def _blup(m: Measurements, tot: dict) -> dict:
     y_own, v_own = _measured(m.statistics["sum"])
     n, vn = tot["count"]
     sd_n = np.sqrt(np.where(np.isfinite(vn), vn, np.inf))
-    # a count within MIN_COUNT_SNR noise sds of 0 makes the ratio meaningless (its delta-method
+    # a count within count_snr_threshold(N_level) noise sds of 0 makes the ratio meaningless (its delta-method
     # variance is wrong exactly when n̂ is overestimated): such nodes count as unmeasured, and the
     # others use a lower confidence end n̂ − sd(n̂) of the count in the variance (conservative)
     has = np.isfinite(y_own) & np.isfinite(n)  # the nodes tested: those with their own measurement
