@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError
-from ..hierarchy.blup import fit_tau2, tree_blup
+from ..hierarchy.blup import MIN_COUNT_SNR, count_snr_threshold, fit_tau2, tree_blup
 from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
 from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
@@ -76,20 +76,6 @@ __all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_tota
 METHOD = "hierarchical"
 #: κ of the bounding-bias allowance κ·σ̂ (module doc item 3; models/hierarchy.md §7)
 DEFAULT_BIAS_ALLOWANCE = 0.5
-#: a node's own mean enters the BLUP only where its GLS count is at least this many noise sds
-MIN_COUNT_SNR = 1.5
-
-
-def count_snr_threshold(n_nodes: int) -> float:
-    """The count SNR a node must reach to count as measured in the BLUP, per level: at least
-    :data:`MIN_COUNT_SNR`, and high enough that among the level's ``n_nodes`` measured nodes with no records fewer than
-    one half passes by noise alone under a Laplace tail (½·exp(−t·√2) per node, the heaviest noise
-    law of the release): t = ln(N)/√2. A public function of the node count. With thousands of noisy
-    fine nodes a fixed 1.5 sds let hundreds of noise-only nodes in, whose ratio means Ŷ/n̂ sit near
-    the centre U/2 and outweighed the roots (models/hierarchy.md §8b, session 6)."""
-    return max(MIN_COUNT_SNR, math.log(max(int(n_nodes), 1)) / math.sqrt(2.0))
-
-
 def two_sided_z(confidence: float, family: str) -> float:
     """Half-width in standard deviations of a two-sided interval at ``confidence``: the normal
     quantile, or for the Laplace families the larger of it and the Laplace one ln(1/α)/√2 (a
@@ -286,7 +272,8 @@ def _clamp_reason(m: Measurements) -> str | None:
     clamp, declared = m.info.get("clamp"), m.info.get("declared_bound")
     if clamp is None or declared is None or float(clamp) >= float(declared):
         return None
-    return f"values measured clamped to [0, B = {float(clamp):g}] < U = {float(declared):g}: variance biased low"
+    return (f"values measured clamped to [0, B = {float(clamp):g}] < U = {float(declared):g}: variance biased low"
+            + ("" if m.info.get("sumsq_measured", True) else " (no budget spent on it)"))
 
 
 def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, clamped=None) -> pd.DataFrame:

@@ -26,13 +26,27 @@ best-supported coarser estimate, and if τ² of the coarse levels is estimated �
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._validation import DpoptInputError
 
-__all__ = ["TreeBLUP", "tree_blup", "fit_tau2"]
+__all__ = ["TreeBLUP", "tree_blup", "fit_tau2", "count_snr_threshold", "MIN_COUNT_SNR"]
+
+#: a node's own mean enters the BLUP only where its GLS count is at least this many noise sds
+MIN_COUNT_SNR = 1.5
+
+
+def count_snr_threshold(n_nodes: int) -> float:
+    """The count SNR a node must reach to count as measured in the BLUP, per level: at least
+    :data:`MIN_COUNT_SNR`, and high enough that among the level's ``n_nodes`` measured nodes with no records fewer than
+    one half passes by noise alone under a Laplace tail (½·exp(−t·√2) per node, the heaviest noise
+    law of the release): t = ln(N)/√2. A public function of the node count. With thousands of noisy
+    fine nodes a fixed 1.5 sds let hundreds of noise-only nodes in, whose ratio means Ŷ/n̂ sit near
+    the centre U/2 and outweighed the roots (models/hierarchy.md §8b, session 6)."""
+    return max(MIN_COUNT_SNR, math.log(max(int(n_nodes), 1)) / math.sqrt(2.0))
 
 _LOG2PI = float(np.log(2.0 * np.pi))
 
