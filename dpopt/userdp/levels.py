@@ -530,13 +530,17 @@ def _place_choice(ctx: _Phase, p: LevelPlan, pilot: np.ndarray, pilot_scale: np.
                   pilot_share: float) -> tuple[float, list[float]]:
     """The cells' share of the place release (:func:`.place_shares.place_share`) from the pilot
     counts of level 1 and of the root level (post-processing)."""
-    from .place_shares import place_share
+    from .place_shares import cell_sizes, place_share
 
     L = ctx.hier.n_levels
     lev = ctx.hier.nodes["level"].to_numpy()
     sd = np.sqrt(NoiseLaw(ctx.family, pilot_scale, lattice=1.0 if ctx.mech.real_release else 0.0).variance())
     low = np.maximum(np.where(np.isfinite(pilot), pilot - sd, 1.0), 1.0)
     rows = {"cells": np.flatnonzero(lev == 1), "map": np.flatnonzero(lev == L - 1)}
+    # the cells' sizes: their pilots shrunk toward the map's count spread by listed grids (public), by
+    # how much the pilots vary beyond their noise (Fay–Herriot; models/hierarchy.md §13.3)
+    sizes = np.maximum(cell_sizes(pilot[rows["cells"]], sd[rows["cells"]], ctx.hier.leaves_under[rows["cells"]],
+                                  float(np.sum(np.maximum(pilot[rows["map"]], 0.0)))), 1.0)
     budgets = {"count": (1.0 - pilot_share) * ctx.split.count, "sum": ctx.split.sum}
 
     def noise_var(level: str, stat: str, share: float) -> float:
@@ -551,7 +555,7 @@ def _place_choice(ctx: _Phase, p: LevelPlan, pilot: np.ndarray, pilot_scale: np.
     tau0 = (ctx.U / PRIOR_SPREAD_DIVISOR if p.prior_spread is None
             else check_nonnegative_float(p.prior_spread, "prior_spread"))
     map_low = float(np.sum(low[rows["map"]] * (pilot[rows["map"]] > 0))) or 1.0
-    return place_share(pilot[rows["cells"]], low[rows["cells"]], map_low, ctx.U / 2.0, tau0, noise_var)
+    return place_share(sizes, sizes, map_low, ctx.U / 2.0, tau0, noise_var)
 
 
 def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, k: int, c: int, U: float, bits: int,

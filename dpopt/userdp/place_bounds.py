@@ -24,18 +24,26 @@ records: the pairs of the listed grids), so one added or removed user moves each
   (tests/benchmarks/results/place_bounds.md), where the DP median took {16, 64, 256} at ε = 1 on
   the day. With fewer users than about 2·ln 8/ε_T the histogram is mostly noise and so is T
   (models/hierarchy.md §13.2).
-* **the clamp B**: each user's own 99th percentile of its values, rounded up to the public steps
-  U·j/16 (j = 1 … 16); B is the DP **75th percentile** over users by
-  :func:`dpopt.userdp.bounds.private_quantile` (permute-and-flip over the steps, rank utility
-  −|#{users with value ≤ v} − q·n|, sensitivity 1; the "quantile" bounds rule's mechanism,
-  models/user_level.md §6), chosen against the 90th on the benchmark (B ≈ 60–82 instead of
-  67–97 km/h), never below U/2 (a public floor: at small ε_b the quantile wanders, and a B too low
-  biases every mean). Values are measured clamped to [0, B]: the centred sums' sensitivity is B/2
-  instead of U/2 and the count's noise is multiplied by |mean − B/2| instead of |mean − U/2|
-  (41 km/h on the Austin buses), so the noise of a mean falls about 2.5× where B ≈ U/2 (equivalent
-  to 2.5× the budget). The price is a one-sided bias −E[(x − B)⁺] per node: on the Austin day at
-  B = 60 km/h, 0.0 km/h median and 0.18 p90 over the grids with ≥ 10 users (0.61 p90 on the full
-  data), measured in tests/benchmarks/results/multires.md.
+* **the clamp B: a noisy histogram, then its 75th percentile** (issue 21 item 3, the same shape
+  as T). Each user votes with its own 99th percentile in steps of U/16, raised to the public floor
+  U/2 (:func:`clamp_votes`: 9 bins, U/2, 9U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
+  histogram is released with the exact discrete Laplace of scale 1/ε_B
+  (:func:`measure_clamp_histogram`), denoised like T's, and B is the **75th percentile** of the
+  denoised histogram (:func:`choose_clamp`; post-processing). The 75th percentile was chosen
+  against the 90th on the benchmark (B ≈ 60–82 instead of 67–97 km/h); the floor U/2 is public
+  (a B too low biases every mean). Until session 7 B was a DP quantile by permute-and-flip over
+  the 16 steps at ε_B = ε_b/3 (0.05 at ε = 1): with 146 users its rank utility hardly separates
+  the steps, so B wandered over 60–120 km/h on the Austin day at ε = 1, and a run with B = 112.5
+  erred 4.9 km/h against 3.6 at B = 60 (the count's noise enters a mean multiplied by |mean − B/2|).
+  The denoised histogram keeps only the bins that hold tens of users, so its quantile is the
+  quantile of where most users are: B = 60–67.5 on the day and 67.5–75 on the full data at
+  ε = 1 (tests/benchmarks/results/place_bounds.md). Values are measured clamped to [0, B]: the
+  centred sums' sensitivity is B/2 instead of U/2 and the count's noise is multiplied by
+  |mean − B/2| instead of |mean − U/2| (41 km/h on the Austin buses), so the noise of a mean falls
+  about 2.5× where B ≈ U/2 (equivalent to 2.5× the budget). The price is a one-sided bias
+  −E[(x − B)⁺] per node: on the Austin day at B = 60 km/h, 0.0 km/h median and 0.18 p90 over the
+  grids with ≥ 10 users (0.61 p90 on the full data), measured in
+  tests/benchmarks/results/multires.md.
 
 Both measurements run on the release's integer source (the OS CSPRNG for a real release).
 Everything after them is post-processing (no further budget).
@@ -43,6 +51,7 @@ Everything after them is post-processing (no further budget).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,12 +60,14 @@ from .._validation import DpoptInputError, check_bound, check_epsilon, check_non
 from ..noise.sources import IntegerSource
 from ..records.aggregate import Aggregate
 from .bounding import CAPACITY, DEFAULT_GRANULARITY_BITS, lattice_halves
-from .bounds import bin_representatives, private_quantile
+from .bounds import bin_representatives
 from .mechanism import DiscreteLaplace
 from .predict import denoise_histogram
 
-__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "cap_candidates", "cap_noise_factor", "measure_record_histogram",
-           "user_statistics", "RECORD_EDGES", "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS"]
+__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "cap_candidates", "cap_noise_factor",
+           "clamp_votes", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
+           "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
+           "CLAMP_PHANTOM_RATE"]
 
 #: public candidates of the record cap T: 16, 64, 256, 1024, 4096 (a user with more records keeps
 #: 4096 of them)
@@ -69,6 +80,11 @@ CAP_NOISE_TOLERANCE = 0.5
 CAP_SHARE = 2.0 / 3.0
 #: the clamp candidates are U·j/CLAMP_STEPS, j = 1 … CLAMP_STEPS
 CLAMP_STEPS = 16
+#: the clamp is never below U·CLAMP_FLOOR_STEP/CLAMP_STEPS = U/2 (public floor)
+CLAMP_FLOOR_STEP = CLAMP_STEPS // 2
+#: a bin of the clamp histogram counts only where its noisy count is at least ln(#bins/this)/ε_B:
+#: at most one histogram in 100 shows a phantom bin (an empty bin above the threshold)
+CLAMP_PHANTOM_RATE = 0.02
 #: quantile of users' own 99th percentiles the clamp B is set to
 CLAMP_USER_QUANTILE = 0.75
 #: quantile of a user's own values that user votes for
@@ -80,7 +96,8 @@ class PlaceBounds:
     """``cap`` T (records per user), ``clamp`` B (values measured on [0, B]) and ``epsilon`` spent;
     ``histogram`` the noisy bin counts of records per user (a DP output, bins ``RECORD_BIN_EDGES``)
     and ``cap_noise`` the predicted noise factor T/S(T) of each candidate (its post-processing;
-    ``candidates`` those candidates, a prefix of ``RECORD_EDGES``)."""
+    ``candidates`` those candidates, a prefix of ``RECORD_EDGES``); ``clamp_histogram`` the noisy
+    bin counts of users' clamp votes (a DP output; bin i votes for B = U·(8 + i)/16)."""
 
     cap: int
     clamp: float
@@ -88,6 +105,7 @@ class PlaceBounds:
     histogram: np.ndarray
     cap_noise: np.ndarray
     candidates: np.ndarray
+    clamp_histogram: np.ndarray
 
 
 def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float) -> tuple[np.ndarray, np.ndarray]:
@@ -161,9 +179,49 @@ def choose_cap(counts: np.ndarray, tolerance: float = CAP_NOISE_TOLERANCE,
     return int(cand[ok[-1]]), f
 
 
+def clamp_votes(own_q: np.ndarray) -> np.ndarray:
+    """Each user's clamp vote as a bin index 0 … CLAMP_STEPS − CLAMP_FLOOR_STEP: its own 99th
+    percentile step (1 … 16, :func:`user_statistics`) raised to the public floor, minus the floor.
+    Bin i stands for B = U·(CLAMP_FLOOR_STEP + i)/CLAMP_STEPS."""
+    q = np.asarray(own_q, dtype=np.int64)
+    if q.size and (q.min() < 1 or q.max() > CLAMP_STEPS):
+        raise DpoptInputError(f"`own_q` must hold steps in 1 … {CLAMP_STEPS}; got {q.min()} … {q.max()}")
+    return np.maximum(q, CLAMP_FLOOR_STEP) - CLAMP_FLOOR_STEP
+
+
+def measure_clamp_histogram(own_q: np.ndarray, epsilon: float, source: IntegerSource) -> np.ndarray:
+    """ε-DP histogram of users by clamp vote (:func:`clamp_votes`, 9 bins): every user in one bin, so
+    one added or removed user moves the counts by 1 in ℓ1; exact discrete Laplace of scale 1/ε per
+    bin. Returns the noisy integer counts."""
+    eps = check_epsilon(epsilon)
+    exact = np.bincount(clamp_votes(own_q), minlength=CLAMP_STEPS - CLAMP_FLOOR_STEP + 1).astype(np.int64)
+    return DiscreteLaplace(source).integer(exact, l1=1, l2=1.0, budget=eps)
+
+
+def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE) -> float:
+    """B from the noisy clamp histogram (post-processing): the bins whose noisy count reaches
+    t = ln(#bins/CLAMP_PHANTOM_RATE)/ε are kept (an empty bin passes with probability
+    ≤ CLAMP_PHANTOM_RATE/(2·#bins), so a phantom bin in ≤ 1 % of histograms), the others zeroed, and
+    B is the ``quantile`` of the kept counts (the smallest bin whose cumulative count reaches
+    quantile × total), as U·(CLAMP_FLOOR_STEP + bin)/CLAMP_STEPS; the floor U/2 where no bin is
+    kept (the evidence does not show users above it, and the floor is the least noise)."""
+    h = np.asarray(counts, dtype=float)
+    if h.shape != (CLAMP_STEPS - CLAMP_FLOOR_STEP + 1,):
+        raise DpoptInputError(f"`counts` must hold {CLAMP_STEPS - CLAMP_FLOOR_STEP + 1} bins (the clamp votes); "
+                              f"got shape {h.shape}")
+    q = check_nonnegative_float(quantile, "quantile")
+    if not 0.0 < q <= 1.0:
+        raise DpoptInputError(f"`quantile` must be in (0, 1]; got {quantile!r}")
+    U = check_bound(bound)
+    kept = np.where(h >= math.log(h.size / CLAMP_PHANTOM_RATE) / check_epsilon(epsilon), h, 0.0)
+    total = float(kept.sum())
+    step = CLAMP_FLOOR_STEP + (int(np.argmax(np.cumsum(kept) >= q * total)) if total > 0 else 0)
+    return U * step / CLAMP_STEPS
+
+
 def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *, bound: float,
                         source: IntegerSource, candidates: np.ndarray = RECORD_EDGES) -> PlaceBounds:
-    """(T, B) of the ``place`` release: an ε_T-DP histogram and an ε_B-DP quantile, ε_T + ε_B = ε_b
+    """(T, B) of the ``place`` release: two DP histograms over users, at ε_T and ε_B, ε_T + ε_B = ε_b
     (module doc).
 
     Parameters
@@ -192,6 +250,6 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     noisy = measure_record_histogram(n_user, eps_cap, source)
     cap, factors = choose_cap(denoise_histogram(noisy, eps_cap), candidates=candidates)
     eps_clamp = eps - eps_cap  # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps), so the two pieces sum to ε_b
-    steps = private_quantile(own_q, np.arange(1, CLAMP_STEPS + 1), CLAMP_USER_QUANTILE, eps_clamp, source)
-    return PlaceBounds(cap=cap, clamp=U * max(int(steps), CLAMP_STEPS // 2) / CLAMP_STEPS, epsilon=eps,
-                       histogram=noisy, cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64))
+    votes = measure_clamp_histogram(own_q, eps_clamp, source)
+    return PlaceBounds(cap=cap, clamp=choose_clamp(votes, eps_clamp, U), epsilon=eps, histogram=noisy,
+                       cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes)

@@ -89,6 +89,10 @@ class UserReleaseSummary:
     #: (lo, hi], then the overflow; ``noisy_users`` per bin) and the predicted noise factor T/S(T) of
     #: each candidate (post-processing of the histogram; models/hierarchy.md §13.2)
     record_histogram: dict[str, Any] | None = None
+    #: place: how B was chosen: the ε_B-DP histogram of users' clamp votes (``clamps`` the B each bin
+    #: stands for, ``noisy_users`` per bin; B is its 75th percentile over the bins that clear the
+    #: noise, models/hierarchy.md §13.2)
+    clamp_histogram: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -206,7 +210,8 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
         rho_total=sp.total if sp.unit == "rho" else None, resolution="adaptive", method=est.method,
         levels=_levels(m), target=float(est.info["target"]), delta_selection=float(info.get("delta_selection", 0.0)),
         public=str(info.get("public", "")), shape=_shape(info), clamp=info.get("clamp"),
-        record_cap=info.get("record_cap"), record_histogram=info.get("record_histogram"), **_outlook_fields(outlook))
+        record_cap=info.get("record_cap"), record_histogram=info.get("record_histogram"),
+        clamp_histogram=info.get("clamp_histogram"), **_outlook_fields(outlook))
     return UserRelease(table=table, summary=summary, diagnostics=dict(diagnostics or {}), measurements=m,
                        estimates=est, answers=answers)
 
@@ -297,8 +302,9 @@ def _bounds_line(s: UserReleaseSummary) -> str:
         return (f"- contribution bounds: each user keeps at most **T = {s.record_cap}** of its records (spread over "
                 f"its grids in proportion) at each measured level, values clamped to **[0, B = {s.clamp:g}]** "
                 f"(U = {s.bound:g}); T and B chosen under DP (part of the total above; T from a noisy histogram of "
-                "records per user, in summary.json `record_histogram`). Means are of the values "
-                "clamped at B (slightly low where values above B are common); variances are withheld when B < U")
+                "records per user, B from a noisy histogram of users' high values, in summary.json `record_histogram` "
+                "and `clamp_histogram`). Means are of the values clamped at B (slightly low where values above B are "
+                "common); variances are withheld when B < U (their sums of squares are then not measured)")
     return (f"- contribution bounds: at most **k = {s.k}** listed grids per user (a uniformly random k), at most "
             f"**c = {s.c}** records per user and grid; rule `{s.bounds_rule}`"
             + (" under DP (part of the total above)" if s.bounds_rule != "fixed" else " (public)"))

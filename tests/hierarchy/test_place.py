@@ -193,10 +193,82 @@ def test_place_bounds_choose_cap_and_clamp():
                                                             minlength=8))
     own = frame.groupby("user")["value"].apply(
         lambda v: int(np.ceil(np.quantile(np.sort(np.ceil(v / 7.5)), 0.99, method="inverted_cdf")))).to_numpy()
-    steps = np.arange(1, CLAMP_STEPS + 1)
-    below = np.searchsorted(np.sort(own), steps, side="right")
-    gap = np.abs(below - 0.75 * own.size)
-    assert pb.clamp in [7.5 * max(int(s), 8) for s in steps[gap == gap.min()]]
+    # the clamp: 75th percentile of the users' votes (own step raised to the floor 8), brute force
+    votes = np.sort(np.maximum(own, 8))
+    assert pb.clamp == 7.5 * int(votes[int(np.ceil(0.75 * votes.size)) - 1])
+    np.testing.assert_array_equal(pb.clamp_histogram, np.bincount(np.maximum(own, 8) - 8, minlength=CLAMP_STEPS - 7))
+
+
+def _clamp_by_definition(votes: np.ndarray, eps: float, quantile: float = 0.75) -> int:
+    """The clamp rule written out on the vote histogram: bins with ≥ ln(9/0.1)/ε users count, B's
+    step is the smallest vote v with #{counted users ≤ v} ≥ quantile·#{counted users}; 8 if none."""
+    t = np.log(9 / 0.02) / eps
+    counted = [v for v in range(8, 17) if votes[v - 8] >= t]
+    pool = sorted(v for v in counted for _ in range(int(votes[v - 8])))
+    if not pool:
+        return 8
+    return min(v for v in range(8, 17) if sum(1 for x in pool if x <= v) >= quantile * len(pool))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_clamp_rule_matches_its_definition(seed):
+    """choose_clamp on random (noisy-looking) histograms = the rule written out user by user (bins with
+    ≥ ln(9/0.02)/ε users count)."""
+    from dpopt.userdp.place_bounds import choose_clamp
+
+    rng = np.random.default_rng(seed)
+    eps = float(rng.choice([0.05, 0.5, 5.0]))
+    h = np.maximum(rng.integers(-20, 120, size=9) * (rng.random(9) < 0.7), -5)
+    assert choose_clamp(h, eps, 120.0) == 7.5 * _clamp_by_definition(h, eps)
+
+
+def test_clamp_rule_hand_worked():
+    """Worked by hand at ε = 0.5 (threshold ln(9/0.02)/0.5 = 12.2 users): only the bins with ≥ 13
+    users count, B's step is the 75th percentile of the users in them."""
+    from dpopt.userdp.place_bounds import choose_clamp
+
+    assert choose_clamp(np.array([10, 45, 31, 15, 2, 0, 0, 0, 0]), 0.5, 120.0) == 75.0  # 91 users, the 69th: step 10
+    assert choose_clamp(np.array([118, 165, 106, 19, 10, 20, 27, 5, 14]), 0.5, 120.0) == 75.0  # 469, the 352nd
+    assert choose_clamp(np.array([12, 12, 12, 0, 0, 0, 0, 0, 0]), 0.5, 120.0) == 60.0  # nothing counts: the floor
+    assert choose_clamp(np.array([12, 12, 12, 0, 0, 0, 0, 0, 13]), 0.5, 120.0) == 120.0  # a lone top bin counts
+    assert choose_clamp(np.array([100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.5, 120.0) == 82.5  # the 150th of 200: step 11
+    assert choose_clamp(np.array([100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.05, 120.0) == 60.0  # threshold 122: floor
+    with pytest.raises(ValueError, match="`counts` must hold 9 bins"):
+        choose_clamp(np.zeros(8), 0.05, 120.0)
+    with pytest.raises(ValueError, match="`quantile` must be in"):
+        choose_clamp(np.zeros(9), 0.05, 120.0, quantile=1.5)
+
+
+def test_clamp_histogram_sensitivity_one():
+    """Removing any user moves the exact clamp-vote histogram by exactly 1 in ℓ1."""
+    from dpopt.userdp.place_bounds import clamp_votes, user_statistics
+
+    rows = _random_records(np.random.default_rng(4), 9)
+    agg = make_agg(rows)
+    _, q_all = user_statistics(agg, np.ones(agg.n_pairs, bool), 120.0)
+    full = np.bincount(clamp_votes(q_all), minlength=9)
+    for drop in sorted({r[0] for r in rows}):
+        sub = make_agg([r for r in rows if r[0] != drop])
+        _, q = user_statistics(sub, np.ones(sub.n_pairs, bool), 120.0)
+        assert np.abs(full - np.bincount(clamp_votes(q), minlength=9)).sum() == 1
+    with pytest.raises(ValueError, match="`own_q` must hold steps"):
+        clamp_votes(np.array([0, 3]))
+
+
+@pytest.mark.parametrize("exact, steps", [([97, 31, 15, 2, 1, 0, 0, 0, 0], (8, 9)),
+                                          ([118, 165, 106, 19, 10, 20, 27, 5, 14], (8, 9, 10))])
+def test_clamp_is_stable_at_eps_1(exact, steps):
+    """At ε_B = 0.05 (ε = 1) on the exact vote histograms of the Austin day (146 users: 97 at the
+    floor, then 31, 15, 2, 1) and of the full data (484 users), ≥ 97 % of 400 draws give B within
+    ``steps`` (two adjacent steps on the day, three on the full data); a phantom bin sends B higher
+    in ≤ 1 % of draws by design, plus the real upper bins that pass now and then. The
+    permute-and-flip quantile it replaced spread over 60–120 km/h."""
+    from dpopt.userdp.place_bounds import choose_clamp
+    from dpopt.userdp.mechanism import DiscreteLaplace
+
+    clamps = np.array([choose_clamp(DiscreteLaplace(SeededSource(s)).integer(np.array(exact), l1=1, l2=1.0, budget=0.05),
+                                    0.05, 120.0) for s in range(400)])
+    assert np.isin(clamps / 7.5, steps).mean() >= 0.97
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -283,16 +355,20 @@ def _noise_var(scale_cells: float, scale_map: float):
 
 
 def test_predicted_place_error_matches_its_formula():
-    """The predicted error is Σ_v w_v·τ₀²s_v²/(τ₀²+s_v²)/Σw + σ²_map, computed here by hand."""
+    """The predicted error is Σ_v w_v·MSE_v/Σw + σ²_map, MSE_v = τ₀²s_v²/(τ₀²+s_v²) for a cell whose
+    count clears the BLUP's SNR rule and τ₀² (answered by the map) for one that does not, computed
+    here by hand: three cells, threshold 1.5 sds; the count's sd at f = 0.7 is √2·2/0.7 = 4.04, so
+    the lower ends 80 and 380 clear 6.06 and 3 does not."""
     from dpopt.userdp.place_shares import predicted_place_error
 
-    cells = np.array([100.0, 400.0, 0.0])
-    low = np.array([80.0, 380.0, 1.0])
+    cells = np.array([100.0, 400.0, 5.0])
+    low = np.array([80.0, 380.0, 3.0])
     nv = _noise_var(2.0, 3.0)
     h, tau0, f = 30.0, 5.0, 0.7
+    assert np.sqrt(nv("cells", "count", f)) == pytest.approx(np.sqrt(2) * 2 / 0.7)
     s2 = (nv("cells", "sum", f) + h * h * nv("cells", "count", f)) / low**2
-    expect = np.sum(cells * 25.0 * s2 / (25.0 + s2)) / cells.sum() + \
-        (nv("map", "sum", 0.3) + h * h * nv("map", "count", 0.3)) / 2000.0**2
+    mse = np.array([25.0 * s2[0] / (25.0 + s2[0]), 25.0 * s2[1] / (25.0 + s2[1]), 25.0])
+    expect = np.sum(cells * mse) / cells.sum() + (nv("map", "sum", 0.3) + h * h * nv("map", "count", 0.3)) / 2000.0**2
     assert predicted_place_error(f, cells, low, 2000.0, h, tau0, nv) == pytest.approx(expect, rel=1e-12)
     assert predicted_place_error(0.0, cells, low, 2000.0, h, tau0, nv) == pytest.approx(
         25.0 + (nv("map", "sum", 1.0) + h * h * nv("map", "count", 1.0)) / 2000.0**2, rel=1e-12)
@@ -326,10 +402,13 @@ def test_auto_picks_place_only_where_it_applies():
     assert UserOptions(partitions="x.csv", resolution="place").place_for(lap)
 
 
-def test_place_release_end_to_end_withholds_clamped_variance():
+@pytest.mark.parametrize("U", [120.0, 40.0])
+def test_place_release_end_to_end_withholds_clamped_variance(U):
     """The front door on the embedded Austin day: the place release publishes cells or the map with
-    finite intervals, a budget recount within ε, T and B from the candidates, and every variance
-    withheld with the clamp reason when B < U."""
+    finite intervals, a budget recount within ε, T and B from the candidates. At U = 120 the users'
+    high values sit near 60 km/h, so B < U: every variance is withheld with the clamp reason and no
+    budget buys a sum of squares. At U = 40 most users reach U, so B = U: the sums of squares are
+    measured and some variances published."""
     from fractions import Fraction
 
     from dpopt.privacy.options import Budget, NoiseOptions
@@ -338,19 +417,24 @@ def test_place_release_end_to_end_withholds_clamped_variance():
     from dpopt.release import austin_sample_path, release_user
     from tests._legacy import aggregate_records
 
-    agg, _ = aggregate_records(austin_sample_path(), bound=120, keep_samples=True)
+    agg, _ = aggregate_records(austin_sample_path(), bound=U, keep_samples=True)
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
-    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts), bound=120.0,
+    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts), bound=U,
                      noise=NoiseOptions(seed=7))
     s, t = r.summary, r.table
-    assert s.shape == "place" and s.record_cap in (16, 64, 256, 1024, 4096) and 60 <= s.clamp <= 120
-    assert s.bound == 120.0
+    assert s.shape == "place" and s.record_cap in (16, 64, 256, 1024, 4096) and U / 2 <= s.clamp <= U
+    assert s.bound == U
     assert sum((Fraction(v) for v in s.budget.values()), Fraction(0)) <= 10
     assert set(t["h3_resolution"]) <= {7, 3} and len(t) > 0
     assert np.all(np.isfinite(t["mean_error_bound"])) and np.all(t["mean_error_bound"] > 0)
-    if s.clamp < 120:
+    sumsq = [k for k in s.budget if "sumsq" in k]
+    if U == 120.0:
+        assert s.clamp < U and not sumsq and not r.measurements.info["sumsq_measured"]
         assert not t["variance_released"].any()
         assert t["variance_withheld_reason"].str.contains("clamped").all()
+    else:
+        assert s.clamp == U and len(sumsq) >= 1 and r.measurements.info["sumsq_measured"]
+        assert t["variance_released"].any()
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -388,23 +472,23 @@ def test_cap_keeps_the_records_of_the_definition(seed, cap):
 
 @pytest.mark.parametrize("eps_b", [0.15, 0.1, 1.5, 0.3 * 7 / 3, 1e-3])
 def test_place_bounds_spend_exactly_eps_b(monkeypatch, eps_b):
-    """The histogram and the quantile run at ε_T + ε_B = ε_b exactly (as rationals), whatever float ε_b is."""
+    """The two histograms run at ε_T + ε_B = ε_b exactly (as rationals), whatever float ε_b is."""
     from fractions import Fraction
 
     import dpopt.userdp.place_bounds as pb_mod
 
     seen = []
-    real_q, real_h = pb_mod.private_quantile, pb_mod.measure_record_histogram
+    real_q, real_h = pb_mod.measure_clamp_histogram, pb_mod.measure_record_histogram
 
-    def spy_q(values, candidates, quantile, epsilon, source):
+    def spy_q(own_q, epsilon, source):
         seen.append(epsilon)
-        return real_q(values, candidates, quantile, epsilon, source)
+        return real_q(own_q, epsilon, source)
 
     def spy_h(n_user, epsilon, source):
         seen.append(epsilon)
         return real_h(n_user, epsilon, source)
 
-    monkeypatch.setattr(pb_mod, "private_quantile", spy_q)
+    monkeypatch.setattr(pb_mod, "measure_clamp_histogram", spy_q)
     monkeypatch.setattr(pb_mod, "measure_record_histogram", spy_h)
     agg = make_agg(_random_records(np.random.default_rng(2), 8))
     pb_mod.choose_place_bounds(agg, np.ones(agg.n_pairs, bool), eps_b, bound=120.0, source=SeededSource(3))
@@ -482,3 +566,70 @@ def test_non_finite_sample_values_are_refused_at_construction():
     into −2^63, beyond every sensitivity; review, session 6)."""
     with pytest.raises(ValueError, match="finite"):
         make_agg([("a", 0, 0, 10.0), ("a", 0, 1, float("nan"))])
+
+
+def test_cell_sizes_by_hand():
+    """cell_sizes = Fay–Herriot on the pilots around the map's count spread by listed grids, worked
+    by hand: map 1000 over g = (1, 1, 2) gives m = (250, 250, 500); pilots (650, 50, 500) with
+    σ = 100 leave residuals (400, −200, 0), mean square 200,000/3 − 10,000 = Â = 56,666.7, so every
+    residual is kept to the fraction Â/(Â + 10,000) = 0.85."""
+    from dpopt.userdp.place_shares import cell_sizes
+
+    n = cell_sizes(np.array([650.0, 50.0, 500.0]), np.full(3, 100.0), np.array([1, 1, 2]), 1000.0)
+    A = (400.0**2 + 200.0**2) / 3 - 100.0**2
+    k = A / (A + 100.0**2)
+    np.testing.assert_allclose(n, [250 + 400 * k, 250 - 200 * k, 500.0], rtol=1e-12)
+    assert k == pytest.approx(0.85)
+    # no noise: the pilots themselves; pilots no more spread than their noise: the synthetic shares
+    np.testing.assert_allclose(cell_sizes(np.array([650.0, 50.0, 500.0]), np.zeros(3), np.array([1, 1, 2]), 1000.0),
+                               [650.0, 50.0, 500.0])
+    np.testing.assert_allclose(cell_sizes(np.array([350.0, 150.0, 500.0]), np.full(3, 200.0), np.array([1, 1, 2]),
+                                          1000.0), [250.0, 250.0, 500.0])
+    # an unmeasured pilot (NaN / infinite sd) is its synthetic share
+    np.testing.assert_allclose(cell_sizes(np.array([np.nan, 50.0]), np.array([np.inf, 0.0]), np.array([1, 1]), 100.0),
+                               [50.0, 50.0])
+
+
+def test_cell_sizes_do_not_invent_busy_cells():
+    """92 cells of 100–3,000 records, listed grids a rough proxy of their sizes (log-correlation
+    0.87), 200 draws of Laplace pilots. At sd 20,000 (the Austin day at ε = 1) the one-sd lower ends
+    the share rule used before make the largest cell ≈ 40,000 records (median over draws, truth
+    2,972); the Fay–Herriot sizes stay within a few thousand. At every noise level their total
+    error is well below the lower ends'."""
+    from dpopt.userdp.place_shares import cell_sizes
+
+    rng = np.random.default_rng(0)
+    true = np.exp(rng.uniform(np.log(100), np.log(3000), 92))
+    g = np.maximum(np.round(true / 40 * np.exp(rng.normal(0, 0.7, true.size))), 1)
+    for sd in (20_000.0, 2_000.0, 200.0):
+        top_fh, top_low, err_fh, err_low = [], [], [], []
+        for _ in range(200):
+            y = true + rng.laplace(0, sd / np.sqrt(2), true.size)
+            n, low = cell_sizes(y, np.full(true.size, sd), g, true.sum()), np.maximum(y - sd, 1.0)
+            top_fh.append(n.max())
+            top_low.append(low.max())
+            err_fh.append(np.abs(n - true).sum())
+            err_low.append(np.abs(low - true).sum())
+        assert np.mean(err_fh) < 0.7 * np.mean(err_low), sd
+        if sd == 20_000.0:
+            assert np.median(top_low) > 10 * true.max() and np.median(top_fh) < 0.25 * np.median(top_low)
+
+
+@pytest.mark.parametrize("eps, cells", [(1.0, False), (10.0, True)])
+def test_place_choice_on_the_austin_day(eps, cells):
+    """On the embedded Austin day (146 users) the cells' share is f = 0 (the map alone) at ε = 1 and
+    f > 0 at ε = 10 in each of 8 seeds: at ε = 1 a cell's noise exceeds the cells' spread, at ε = 10
+    the busy cells are measured (the choice made on the exact counts, models/hierarchy.md §13.3).
+    Before session 7's Fay–Herriot sizes, seeds 5009 and 5050 measured cells at ε = 1."""
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.records.grid import cell_strings, slot_strings
+    from dpopt.release import austin_sample_path, release_user
+    from tests._legacy import aggregate_records
+
+    agg, _ = aggregate_records(austin_sample_path(), bound=120, keep_samples=True)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    for seed in (5009, 5050, 1, 2, 3, 4, 5, 6):
+        r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=120.0,
+                         noise=NoiseOptions(seed=seed))
+        assert (r.measurements.info["first_level"] == 1) == cells, seed

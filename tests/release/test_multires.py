@@ -98,6 +98,13 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     assert rh["upper_edges"] == [1, 4, 16, 64, 256, 1024, 4096] and len(rh["noisy_users"]) == 8
     eps_t = float(s["budget"]["bounds"]) * CAP_SHARE
     assert choose_cap(denoise_histogram(np.array(rh["noisy_users"], float), eps_t))[0] == s["record_cap"]
+    # so is B: the clamp rule applied to summary.json's noisy clamp-vote histogram at ε_B = ε_b − ε_T
+    from dpopt.userdp.place_bounds import choose_clamp
+
+    ch = s["clamp_histogram"]
+    assert ch["clamps"] == [120 * j / 16 for j in range(8, 17)] and len(ch["noisy_users"]) == 9
+    eps_b = float(s["budget"]["bounds"])
+    assert choose_clamp(np.array(ch["noisy_users"], float), eps_b - eps_t, 120.0) == s["clamp"]
     lev_total = sum((Fraction(lv["budget"]) for lv in s["levels"]), Fraction(0))
     assert lev_total + Fraction(s["budget"]["bounds"]) == pytest.approx(total, abs=1e-12)
     assert s["levels"][0]["h3_resolution"] == R and s["levels"][0]["slot"] == "1h"
