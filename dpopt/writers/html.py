@@ -522,7 +522,7 @@ _PLACE = ("place release", (
     "B, so slightly low where values above B are common; variances are therefore not published when B "
     "is below the declared bound. The interval of each mean is conservative: in the benchmark settings "
     "the 95 % intervals covered the truth of at least 99 % of the published nodes, and 90 % intervals "
-    "at least 94 % (measured on two bus data sets, not proven)."))
+    "at least 99 % (measured on two bus data sets, not proven)."))
 
 
 def _methods_section(summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:

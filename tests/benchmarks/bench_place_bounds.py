@@ -59,9 +59,10 @@ def write_markdown() -> None:
     lines = ["# Stability of the place release's DP choices: `tests/benchmarks/bench_place_bounds.py`", "",
              "Default front door (public list, pure ε, exact discrete noise), seeds 2000+. T: the record cap (from a "
              "DP histogram of records per user: the largest of 16, 64, 256, 1024, 4096 whose predicted noise "
-             "T/S(T) is within 1.5x of the least); B: the clamp (DP 75th percentile of users' "
-             "own 99th percentiles, steps of U/16, floor U/2); 'cells measured': runs whose pilot-based choice "
-             "measured the cells (else the map alone); error: mean over seeds of the median |error| on the finest "
+             "T/S(T) is within 1.5x of the least); B: the clamp (from a DP histogram of users' own 99th "
+             "percentiles in steps of U/16, floor U/2: the 75th percentile of the bins that clear the noise; "
+             "until session 7 a permute-and-flip quantile, which wandered over 60-120 at eps = 1); 'cells "
+             "measured': runs whose Fay-Herriot pilot-based choice measured the cells (else the map alone); error: mean over seeds of the median |error| on the finest "
              "grids with >= 10 users; half-width: median over runs of the median stated 95 % half-width of the "
              "published `mean`.", "",
              "| data | eps | seeds | T chosen: times | B chosen: times | cells measured | median error | median half-width |",
