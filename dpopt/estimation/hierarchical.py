@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError
-from ..hierarchy.blup import MIN_COUNT_SNR, count_snr_threshold, fit_tau2, tree_blup
+from ..hierarchy.blup import count_snr_threshold, fit_tau2, tree_blup
 from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
 from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements

@@ -57,7 +57,7 @@ from .._validation import (DpoptInputError, check_bound, check_choice, check_eps
 from ..noise.selection import permute_and_flip
 from ..noise.sources import IntegerSource, SeededSource
 from ..records.aggregate import Aggregate
-from .mechanism import DiscreteLaplace
+from .mechanism import user_histogram
 from ._thresholding import release_probability
 from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 
@@ -166,8 +166,7 @@ def measure_contributions(agg: Aggregate, ranks: np.ndarray, epsilon: float, *, 
     ge, re = histogram_bins(max_grids), histogram_bins(max_records)
     i, j = contribution_bins(agg, ranks, ge, re)
     shape = (ge.size + 1, re.size + 1)
-    exact = np.bincount(i * shape[1] + j, minlength=shape[0] * shape[1]).astype(np.int64)
-    noisy = DiscreteLaplace(source).integer(exact, l1=1, l2=1.0, budget=eps).reshape(shape)
+    noisy = user_histogram(i * shape[1] + j, shape[0] * shape[1], eps, source).reshape(shape)
     return ContributionHistogram(grids=bin_representatives(ge), records=bin_representatives(re), noisy=noisy,
                                  counts=denoise_histogram(noisy, eps), epsilon=eps)
 

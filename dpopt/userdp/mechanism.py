@@ -44,12 +44,12 @@ from typing import Protocol
 
 import numpy as np
 
-from .._validation import DpoptInputError
+from .._validation import DpoptInputError, check_epsilon
 from ..noise import IntegerSource, epsilon_rational
 from ..noise.discrete_gaussian import discrete_gaussian, discrete_gaussian_array, rho_rational
 from ..noise.discrete_laplace import discrete_laplace, discrete_laplace_array
 
-__all__ = ["NoiseMechanism", "DiscreteLaplace", "LaplaceSimulation", "DiscreteGaussian", "GaussianSimulation",
+__all__ = ["NoiseMechanism", "DiscreteLaplace", "user_histogram", "LaplaceSimulation", "DiscreteGaussian", "GaussianSimulation",
            "l2_squared", "discrete_laplace_abs_quantile", "discrete_laplace_upper_quantile",
            "discrete_laplace_upper_tail", "discrete_gaussian_upper_tail", "discrete_gaussian_quantile"]
 
@@ -160,6 +160,18 @@ class DiscreteLaplace(_ExactSampler):
     def upper_quantile(self, scale: float, prob: float) -> float:
         """Smallest integer j ≥ 0 with P(Z ≥ j) ≤ prob (:func:`discrete_laplace_upper_quantile`)."""
         return discrete_laplace_upper_quantile(scale, prob)
+
+
+def user_histogram(bins: np.ndarray, n_bins: int, epsilon: float, source: IntegerSource) -> np.ndarray:
+    """ε-DP histogram of users, ``bins`` holding one bin index in [0, n_bins) per user: every user in
+    exactly one bin, so adding or removing a user moves the vector of counts by 1 in ℓ1, and exact
+    discrete Laplace of scale 1/ε per bin is ε-DP (the place release's two choices and the
+    ``"histogram"`` bounds rule). Returns the noisy integer counts."""
+    b = np.asarray(bins, dtype=np.int64)
+    if b.size and (b.min() < 0 or b.max() >= n_bins):
+        raise DpoptInputError(f"`bins` must lie in [0, {n_bins}); got {b.min()} … {b.max()}")
+    exact = np.bincount(b, minlength=n_bins).astype(np.int64)
+    return DiscreteLaplace(source).integer(exact, l1=1, l2=1.0, budget=check_epsilon(epsilon))
 
 
 # --- tails of the discrete Laplace, stable at every scale ---------------------------------------------

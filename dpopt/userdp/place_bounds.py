@@ -51,7 +51,6 @@ Everything after them is post-processing (no further budget).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,8 +60,8 @@ from ..noise.sources import IntegerSource
 from ..records.aggregate import Aggregate
 from .bounding import CAPACITY, DEFAULT_GRANULARITY_BITS, lattice_halves
 from .bounds import bin_representatives
-from .mechanism import DiscreteLaplace
-from .predict import denoise_histogram
+from .mechanism import user_histogram
+from .predict import denoise_histogram, threshold_bins
 
 __all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "cap_candidates", "cap_noise_factor",
            "clamp_votes", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
@@ -129,10 +128,8 @@ def measure_record_histogram(n_user: np.ndarray, epsilon: float, source: Integer
     """ε-DP histogram of users by records per user on ``RECORD_BIN_EDGES`` (bins (lo, hi], then the
     overflow): every user in one bin, so one added or removed user moves the counts by 1 in ℓ1;
     exact discrete Laplace of scale 1/ε per bin. Returns the noisy integer counts."""
-    eps = check_epsilon(epsilon)
-    exact = np.bincount(np.searchsorted(RECORD_BIN_EDGES, np.asarray(n_user, dtype=np.int64), side="left"),
-                        minlength=RECORD_BIN_EDGES.size + 1).astype(np.int64)
-    return DiscreteLaplace(source).integer(exact, l1=1, l2=1.0, budget=eps)
+    bins = np.searchsorted(RECORD_BIN_EDGES, np.asarray(n_user, dtype=np.int64), side="left")
+    return user_histogram(bins, RECORD_BIN_EDGES.size + 1, epsilon, source)
 
 
 def cap_noise_factor(counts: np.ndarray, candidates: np.ndarray = RECORD_EDGES) -> np.ndarray:
@@ -193,9 +190,7 @@ def measure_clamp_histogram(own_q: np.ndarray, epsilon: float, source: IntegerSo
     """ε-DP histogram of users by clamp vote (:func:`clamp_votes`, 9 bins): every user in one bin, so
     one added or removed user moves the counts by 1 in ℓ1; exact discrete Laplace of scale 1/ε per
     bin. Returns the noisy integer counts."""
-    eps = check_epsilon(epsilon)
-    exact = np.bincount(clamp_votes(own_q), minlength=CLAMP_STEPS - CLAMP_FLOOR_STEP + 1).astype(np.int64)
-    return DiscreteLaplace(source).integer(exact, l1=1, l2=1.0, budget=eps)
+    return user_histogram(clamp_votes(own_q), CLAMP_STEPS - CLAMP_FLOOR_STEP + 1, epsilon, source)
 
 
 def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE) -> float:
@@ -213,7 +208,7 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     if not 0.0 < q <= 1.0:
         raise DpoptInputError(f"`quantile` must be in (0, 1]; got {quantile!r}")
     U = check_bound(bound)
-    kept = np.where(h >= math.log(h.size / CLAMP_PHANTOM_RATE) / check_epsilon(epsilon), h, 0.0)
+    kept = threshold_bins(h, epsilon, CLAMP_PHANTOM_RATE)
     total = float(kept.sum())
     step = CLAMP_FLOOR_STEP + (int(np.argmax(np.cumsum(kept) >= q * total)) if total > 0 else 0)
     return U * step / CLAMP_STEPS

@@ -45,11 +45,11 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.special import betainc
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_epsilon
+from .._validation import DpoptInputError, check_bound, check_choice, check_epsilon, check_nonnegative_float
 from ._thresholding import release_probability
 
 __all__ = ["ContributionHistogram", "NoiseBudgets", "project_histogram", "predicted_release_error",
-           "mean_error_bound_at", "denoise_histogram", "Outlook",
+           "mean_error_bound_at", "denoise_histogram", "threshold_bins", "Outlook",
            "ReleaseModel", "epsilon_for_target", "EPSILON_LADDER", "release_outlook", "PRIORITIES"]
 
 PRIORITIES = ("own", "shared")
@@ -100,16 +100,26 @@ class NoiseBudgets:
         return kc2 / (2.0 * self.count), kc2 * (bound / 2.0) ** 2 / (2.0 * self.sum)
 
 
+def threshold_bins(noisy: np.ndarray, epsilon: float, phantom_rate: float = 1.0) -> np.ndarray:
+    """Post-processing of a histogram with Laplace(1/ε) noise per bin: the bins whose noisy count
+    reaches t = ln(#bins/``phantom_rate``)/ε, the others zeroed. An empty bin passes with probability
+    ≤ phantom_rate/(2·#bins), so a phantom bin appears in at most about phantom_rate/2 of the
+    histograms (1: one in two)."""
+    h = np.asarray(noisy, dtype=float)
+    rate = check_nonnegative_float(phantom_rate, "phantom_rate")
+    if not 0.0 < rate <= 1.0:
+        raise DpoptInputError(f"`phantom_rate` must be in (0, 1]; got {phantom_rate!r}")
+    t = math.log(max(h.size, 2) / rate) / check_epsilon(epsilon)
+    return np.where(h >= t, h, 0.0)
+
+
 def denoise_histogram(noisy: np.ndarray, epsilon: float) -> np.ndarray:
-    """Post-processing of a histogram with Laplace(1/ε) noise per bin: keep the bins whose noisy
-    count reaches t = ln(#bins)/ε (an empty bin does so with probability ≤ 1/(2·#bins), so about
-    one phantom bin in two histograms), zero the others; if none survives, the projection of
+    """Post-processing of a histogram with Laplace(1/ε) noise per bin: :func:`threshold_bins` at
+    t = ln(#bins)/ε (about one phantom bin in two histograms); if none survives, the projection of
     :func:`project_histogram`. Empty bins matter: the objective weights a user by its grids, so a
     few phantom users in a high-G bin would outweigh the real ones."""
-    h = np.asarray(noisy, dtype=float)
-    t = math.log(max(h.size, 2)) / check_epsilon(epsilon)
-    kept = np.where(h >= t, h, 0.0)
-    return kept if kept.sum() > 0 else project_histogram(h)
+    kept = threshold_bins(noisy, epsilon)
+    return kept if kept.sum() > 0 else project_histogram(np.asarray(noisy, dtype=float))
 
 
 def project_histogram(noisy: np.ndarray) -> np.ndarray:

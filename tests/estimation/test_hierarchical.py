@@ -280,7 +280,7 @@ def test_count_snr_threshold_grows_with_the_nodes_tested():
     at N = 5000: a fixed 1.5 sds lets ~300 through)."""
     import math
 
-    from dpopt.estimation.hierarchical import MIN_COUNT_SNR, count_snr_threshold
+    from dpopt.hierarchy.blup import MIN_COUNT_SNR, count_snr_threshold
 
     assert count_snr_threshold(1) == MIN_COUNT_SNR and count_snr_threshold(8) == MIN_COUNT_SNR  # ln 8/√2 < 1.5
     for N in (100, 5000, 40000):

@@ -633,3 +633,20 @@ def test_place_choice_on_the_austin_day(eps, cells):
         r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=120.0,
                          noise=NoiseOptions(seed=seed))
         assert (r.measurements.info["first_level"] == 1) == cells, seed
+
+
+def test_threshold_bins_and_user_histogram_refuse_bad_input():
+    """threshold_bins keeps the bins at or above ln(#bins/rate)/ε (worked: 9 bins, rate 0.02, ε = 0.5:
+    t = 12.22); user_histogram counts each user once and refuses bins outside [0, n_bins)."""
+    from dpopt.userdp.mechanism import user_histogram
+    from dpopt.userdp.predict import threshold_bins
+
+    np.testing.assert_array_equal(threshold_bins(np.array([12, 13, 0, 40, 0, 0, 0, 0, 0]), 0.5, 0.02),
+                                  [0, 13, 0, 40, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(threshold_bins(np.array([1, 2, 3]), 1.0), [0, 2, 3])  # ln 3 = 1.10
+    with pytest.raises(ValueError, match="`phantom_rate` must be in"):
+        threshold_bins(np.ones(3), 1.0, 0.0)
+    exact = user_histogram(np.array([0, 2, 2, 1]), 4, 1e6, SeededSource(0))  # noise scale 1e-6: exact
+    np.testing.assert_array_equal(exact, [1, 1, 2, 0])
+    with pytest.raises(ValueError, match=r"`bins` must lie in \[0, 4\)"):
+        user_histogram(np.array([0, 4]), 4, 1.0, SeededSource(0))
