@@ -57,10 +57,11 @@ FIRST_LEVEL_MARGIN = 0.05
 PILOT_SHARE = 0.5
 #: the same for the place release (pilots of two levels only; models/hierarchy.md §13.3)
 PLACE_PILOT_SHARE = 0.1
-#: the place release's public prior spread τ₀ of a cell around the map: U / this (§13.3; the place
-#: release passes the declared U, not the DP clamp, so that a clamp drawn high does not make cells look
-#: worth measuring)
-PRIOR_SPREAD_DIVISOR = 30.0
+#: the place release's public prior spread τ₀ of a cell around the map: U / this (§13.3; 6 km/h at
+#: U = 120, where the Austin cells' means spread by 5.8 (day) and 6.9 km/h (full data) around the map's,
+#: record-weighted; the declared U, not the DP clamp, so that a clamp drawn high does not make cells
+#: look worth measuring)
+PRIOR_SPREAD_DIVISOR = 20.0
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
 __all__ = ["coarsest_near_best", "LevelPlan", "LevelNoise", "LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks",

@@ -28,7 +28,7 @@ a stricter lower end (the SNR threshold, 3.2 sds) removed them but made the pilo
 Fay–Herriot sizes the choice matches the one made on the exact counts: the map alone at ε = 1 on
 the day (59 of 60 runs), the cells at ε = 10 (30 of 30). The shares minimise Σ_v w_v·MSE_v over
 the public candidates :data:`CANDIDATES`, w_v = n_v (errors weighted per record: the busy cells,
-where the finest grids with many users are). τ₀ (the place release passes U/30) is used only
+where the finest grids with many users are). τ₀ (the place release passes U/20) is used only
 here; the estimator fits the spread from the measurements.
 """
 
