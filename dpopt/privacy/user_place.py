@@ -36,23 +36,50 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import DpoptInputError
 from ..measurements import Measurements
 from ..records.aggregate import Aggregate
 from ..records.grid import slot_text
 from ..hierarchy.tree import place_levels
-from ..userdp.levels import PRIOR_SPREAD_DIVISOR, measure_levels
-from ..userdp.place_bounds import (CLAMP_FLOOR_STEP, CLAMP_STEPS, RECORD_BIN_EDGES, cap_candidates,
+from ..userdp.levels import PLACE_PILOT_SHARE, PRIOR_SPREAD_DIVISOR, measure_levels
+from ..userdp.place_bounds import (CAP_SHARE, CLAMP_FLOOR_STEP, CLAMP_STEPS, RECORD_BIN_EDGES, cap_candidates,
                                     choose_place_bounds)
+from ..userdp.place_shares import CANDIDATES
+from ..userdp.split import split_budget
 from ..noise.sources import SeededSource
 from .options import Budget, NoiseOptions
 from .user import UserOptions, _partition_list, _samplers, _sampler_kind
 from .user_multires import PUBLIC_FACTS, spend_with_bounds
 
-__all__ = ["measure_place", "PLACE_BOUNDS_FRACTION"]
+__all__ = ["measure_place", "check_place_budget", "PLACE_BOUNDS_FRACTION"]
 
 #: default share of ε for the choice of (T, B): at ε = 1 the histogram of records per user gets
 #: ε_T = 0.1, noise of scale 10 users per bin (models/hierarchy.md §13.2)
 PLACE_BOUNDS_FRACTION = 0.15
+
+
+def check_place_budget(total: float, eps_b: float, U: float, options: UserOptions) -> None:
+    """Refuse, on public facts only and before any draw, a budget the place release could not spend:
+    every piece it may use, for every clamp B it may choose (U·j/16, j = 8 … 16: no sum of squares
+    below U) and every cells' share f, must be a positive multiple of 2^-30 for the exact sampler,
+    and the split must give the means a budget (``weight_mean`` > 0 where B < U). Otherwise the
+    refusal would come after the bounds histograms were drawn, and whether it came would depend on
+    the data through B (privacy review, session 7)."""
+    if options.weight_mean <= 0:
+        raise DpoptInputError(f"`weight_mean` = {options.weight_mean!r}: the place release needs weight_mean > 0 "
+                              "(with a clamp B < U it measures counts and sums only)")
+    share = min(min(f for f in CANDIDATES if f > 0), 1.0 - max(CANDIDATES))  # the least level share
+    pieces = [eps_b * CAP_SHARE, eps_b - eps_b * CAP_SHARE]
+    for j in range(CLAMP_FLOOR_STEP, CLAMP_STEPS + 1):
+        sp = split_budget(total - eps_b, bound=U * j / CLAMP_STEPS, weight_mean=options.weight_mean,
+                          weight_variance=options.weight_variance if j == CLAMP_STEPS else 0.0)
+        pieces += [PLACE_PILOT_SHARE * sp.count / 2.0, (1.0 - PLACE_PILOT_SHARE) * sp.count * share,
+                   sp.sum * share] + ([sp.sumsq * share] if sp.sumsq > 0 else [])
+    smallest = min(pieces)
+    if not smallest >= 2.0**-30:
+        raise DpoptInputError(f"`epsilon_total` = {total!r} is too small for the place release: its smallest "
+                              f"budget piece would be {smallest:.3g} < 2^-30, below the exact sampler's resolution; "
+                              "raise epsilon_total or the smallest weight")
 
 
 def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: float,
@@ -63,6 +90,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     mech, _, rng = _samplers(noise, _sampler_kind(budget, None), None)
     eps_b = (PLACE_BOUNDS_FRACTION if options.bounds_fraction is None else options.bounds_fraction) * total
     candidates = cap_candidates(U, noise.granularity_bits)  # public (U, b): refused before any budget is spent
+    check_place_budget(total, eps_b, U, options)  # public too: no refusal after the first draw
     plist, _, mask = _partition_list(agg, options)
     source = getattr(mech, "source", None)
     pb = choose_place_bounds(agg, mask, eps_b, bound=U, source=source if source is not None else

@@ -200,7 +200,7 @@ def test_place_bounds_choose_cap_and_clamp():
 
 
 def _clamp_by_definition(votes: np.ndarray, eps: float, quantile: float = 0.75) -> int:
-    """The clamp rule written out on the vote histogram: bins with ≥ ln(9/0.1)/ε users count, B's
+    """The clamp rule written out on the vote histogram: bins with ≥ ln(9/0.02)/ε users count, B's
     step is the smallest vote v with #{counted users ≤ v} ≥ quantile·#{counted users}; 8 if none."""
     t = np.log(9 / 0.02) / eps
     counted = [v for v in range(8, 17) if votes[v - 8] >= t]
@@ -650,3 +650,34 @@ def test_threshold_bins_and_user_histogram_refuse_bad_input():
     np.testing.assert_array_equal(exact, [1, 1, 2, 0])
     with pytest.raises(ValueError, match=r"`bins` must lie in \[0, 4\)"):
         user_histogram(np.array([0, 4]), 4, 1.0, SeededSource(0))
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+@pytest.mark.parametrize("kw, eps, match", [({"weight_mean": 0.0}, 10.0, "`weight_mean` = 0.0"),
+                                            ({}, 1e-8, "too small for the place release")])
+def test_place_refuses_unspendable_budgets_before_any_draw(monkeypatch, scale, kw, eps, match):
+    """Privacy review (session 7): weight_mean = 0 used to release when the DP clamp came out B = U
+    and refuse when B < U, after both bounds histograms were drawn; a tiny ε drew the record
+    histogram and then refused the clamp's. Both are now refused on public facts, before any draw,
+    for data whose B differs (values as they are, and halved)."""
+    import dpopt.userdp.mechanism as mech_mod
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.privacy.user_place import measure_place
+    from dpopt.records.grid import cell_strings, slot_strings
+
+    draws = []
+    real = mech_mod.DiscreteLaplace.integer
+
+    def spy(self, values, **k):
+        draws.append(k["budget"])
+        return real(self, values, **k)
+
+    monkeypatch.setattr(mech_mod.DiscreteLaplace, "integer", spy)
+    rows = [(u, g, t, min(v * scale, 120.0)) for u, g, t, v in _random_records(np.random.default_rng(0), 6)]
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    with pytest.raises(ValueError, match=match):
+        measure_place(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts, **kw), U=120.0,
+                      noise=NoiseOptions(seed=1))
+    assert draws == []
