@@ -239,18 +239,34 @@ def test_clamp_rule_hand_worked():
         choose_clamp(np.zeros(9), 0.05, 120.0, quantile=1.5)
 
 
-def test_clamp_histogram_sensitivity_one():
-    """Removing any user moves the exact clamp-vote histogram by exactly 1 in ℓ1."""
+@pytest.mark.parametrize("seed", range(4))
+def test_clamp_histogram_sensitivity_one(seed):
+    """Removing any user, or adding a new one, moves the exact clamp-vote histogram by exactly 1 in
+    ℓ1 when that user holds a record of a listed grid and by 0 otherwise; the public list is a
+    random part of the grids (unlisted grids' records cast no vote), values include 0, U and exact
+    steps U·j/16."""
     from dpopt.userdp.place_bounds import clamp_votes, user_statistics
+    from tests.userdp.conftest import CELLS, SLOT_NS
 
-    rows = _random_records(np.random.default_rng(4), 9)
-    agg = make_agg(rows)
-    _, q_all = user_statistics(agg, np.ones(agg.n_pairs, bool), 120.0)
-    full = np.bincount(clamp_votes(q_all), minlength=9)
+    rng = np.random.default_rng(seed)
+    rows = [(u, g, t, float(rng.choice([v, 0.0, 120.0, 7.5 * rng.integers(1, 17)]))) for u, g, t, v in
+            _random_records(rng, 9)]
+    newcomer = [("new", int(g), t, float(rng.uniform(0, 120))) for g in rng.choice(12, 3, replace=False)
+                for t in range(int(rng.integers(1, 5)))]
+    listed = set(rng.choice(12, 7, replace=False).tolist())
+
+    def votes(records):
+        agg = make_agg(records)
+        keys = {(CELLS[g % 6], (g // 6) * SLOT_NS) for g in listed}
+        eligible = np.array([(agg.cells[i], agg.slots[i]) in keys for i in agg.pair_grid])
+        _, q = user_statistics(agg, eligible, 120.0)
+        return np.bincount(clamp_votes(q), minlength=9)
+
+    base = votes(rows)
     for drop in sorted({r[0] for r in rows}):
-        sub = make_agg([r for r in rows if r[0] != drop])
-        _, q = user_statistics(sub, np.ones(sub.n_pairs, bool), 120.0)
-        assert np.abs(full - np.bincount(clamp_votes(q), minlength=9)).sum() == 1
+        mine = any(r[0] == drop and r[1] in listed for r in rows)
+        assert np.abs(base - votes([r for r in rows if r[0] != drop])).sum() == int(mine)
+    assert np.abs(votes(rows + newcomer) - base).sum() == int(any(r[1] in listed for r in newcomer))
     with pytest.raises(ValueError, match="`own_q` must hold steps"):
         clamp_votes(np.array([0, 3]))
 
