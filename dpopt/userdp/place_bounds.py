@@ -28,15 +28,16 @@ records: the pairs of the listed grids), so one added or removed user moves each
   as T). Each user votes with its own 99th percentile in steps of U/16, raised to the public floor
   U/2 (:func:`clamp_votes`: 9 bins, U/2, 9U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
   histogram is released with the exact discrete Laplace of scale 1/ε_B
-  (:func:`measure_clamp_histogram`), denoised like T's, and B is the **75th percentile** of the
-  denoised histogram (:func:`choose_clamp`; post-processing). The 75th percentile was chosen
+  (:func:`measure_clamp_histogram`); B is the **75th percentile** over the bins whose noisy count
+  clears ln(9/CLAMP_PHANTOM_RATE)/ε_B, the floor where none does (:func:`choose_clamp`;
+  post-processing). The 75th percentile was chosen
   against the 90th on the benchmark (B ≈ 60–82 instead of 67–97 km/h); the floor U/2 is public
   (a B too low biases every mean). Until session 7 B was a DP quantile by permute-and-flip over
   the 16 steps at ε_B = ε_b/3 (0.05 at ε = 1): with 146 users its rank utility hardly separates
   the steps, so B wandered over 60–120 km/h on the Austin day at ε = 1, and a run with B = 112.5
   erred 4.9 km/h against 3.6 at B = 60 (the count's noise enters a mean multiplied by |mean − B/2|).
   The denoised histogram keeps only the bins that hold tens of users, so its quantile is the
-  quantile of where most users are: B = 60–67.5 on the day and 67.5–75 on the full data at
+  quantile of where most users are: B = 60 on the day and 60–75 (mostly 67.5) on the full data at
   ε = 1 (tests/benchmarks/results/place_bounds.md). Values are measured clamped to [0, B]: the
   centred sums' sensitivity is B/2 instead of U/2 and the count's noise is multiplied by
   |mean − B/2| instead of |mean − U/2| (41 km/h on the Austin buses), so the noise of a mean falls
