@@ -12,6 +12,13 @@ noisy measurements.
 
 Steps and budget (pure ε pieces, δ from the selection only):
 
+0. the clamp B ≤ U (session 7): ``clamp_fraction``·ε (default 0.05) buys the place release's
+   histogram of users' clamp votes (:func:`dpopt.userdp.place_bounds.measure_clamp_histogram`:
+   every user in one bin, ℓ1 = 1; all of a user's records vote, as no list restricts them), and B is
+   its post-processing (:func:`~dpopt.userdp.place_bounds.choose_clamp`). Values are measured on
+   [0, B]: the centred sum's sensitivity is B/2 instead of U/2 and the count's noise enters a mean
+   multiplied by |mean − B/2| instead of |mean − U/2| (models/hierarchy.md §13.2); the means are of
+   values clamped at B;
 1. selection (:mod:`dpopt.userdp.select_levels`): level ℓ spends (share_ℓ·ε_sel, δ/L) — ε_sel =
    ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for the default levels (else equal), the
    finest level's share moved to the coarsest by the public :func:`selection_plan` when its
@@ -26,7 +33,7 @@ Steps and budget (pure ε pieces, δ from the selection only):
    post-processing): the released nodes of all levels and their public ancestors between the
    levels form a forest; no sum constraint between levels (each measured with its own bounding).
 
-Accounting: ε_total = Σ pieces (each rounded down to a multiple of 2^-30 by the exact samplers),
+Accounting: ε_total = Σ pieces (clamp, selection per level, count and sum per measured level) (each rounded down to a multiple of 2^-30 by the exact samplers),
 δ_total = δ. Every finest grid of the data is answered by the smallest released node containing it
 (the reader's rule, tests/benchmarks/scoring.py); grids under no released node stay unanswered.
 """
@@ -43,19 +50,27 @@ from ..hierarchy.tree import DAY_NS, Level, cell_parents
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
 from ..userdp.bounding import DEFAULT_GRANULARITY_BITS, lattice_values
+from ..noise.sources import SeededSource
 from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level, simulation_keys
+from ..userdp.place_bounds import (CLAMP_FLOOR_STEP, CLAMP_STEPS, choose_clamp, measure_clamp_histogram,
+                                   user_statistics)
 from ..records.grid import slot_text
 from ..userdp.select_levels import LevelSelection, level_nodes, select_level
 from .options import Budget, NoiseOptions
 from .user import UserOptions
 
 __all__ = ["measure_private_multires", "measure_private_adaptive", "private_levels", "selection_plan",
-           "DEFAULT_BOUNDS", "SELECTION_FRACTION", "PUBLIC_FACTS", "PERIOD_NS"]
+           "DEFAULT_BOUNDS", "SELECTION_FRACTION", "CLAMP_FRACTION", "PUBLIC_FACTS", "PERIOD_NS"]
 
 #: public (k, c) of the value measurement when the front door's ``bounds`` is an automatic rule
 DEFAULT_BOUNDS = (4, 8)
 #: share of ε spent on the selection (the rest measures the released nodes)
 SELECTION_FRACTION = 0.6
+#: share of ε spent on the clamp B's histogram (taken from the measurement's part; the place
+#: release's ε_B at its default bounds fraction: 0.15/3)
+CLAMP_FRACTION = 0.05
+#: the simulation stream of the clamp's integer source (a real release draws it from its one source)
+_CLAMP_STREAM = 2
 #: what the private multi-resolution release treats as public (summary.json ``public``)
 PUBLIC_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the levels of the hierarchy and "
                 "the hash order of the shared priority; nothing about occupancy (which grids hold users or "
@@ -146,12 +161,13 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
                              levels: tuple[tuple[Level, int], ...] | None = None,
                              bounds: tuple[int, int] = DEFAULT_BOUNDS, selection_fraction: float = SELECTION_FRACTION,
                              selection_shares: tuple[float, ...] | None = None, noise: str = "discrete",
-                             seed: int | None = None, granularity_bits: int = DEFAULT_GRANULARITY_BITS
-                             ) -> Measurements:
+                             seed: int | None = None, granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+                             clamp_fraction: float = CLAMP_FRACTION) -> Measurements:
     """Measurements of the private-selection multi-resolution release (module doc): the forest of
     released nodes (``nodes['released']``) and their placeholders, noisy count and centred sum of
     the released ones. ``levels``: (Level, k) pairs from the finest up (default
-    :func:`private_levels`); ``bounds`` the (k, c) of the value measurement (public). Estimate with
+    :func:`private_levels`); ``bounds`` the (k, c) of the value measurement (public);
+    ``clamp_fraction`` the share of ε for the clamp B (0: values on [0, U], no clamp). Estimate with
     ``estimate_hierarchical`` (post-processing, layer 3) and publish the released rows."""
     U = check_bound(agg.bound if bound is None else bound)
     eps = check_epsilon(epsilon)
@@ -159,6 +175,9 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         raise DpoptInputError(f"`delta` must be in (0, 1) for private selection; got {delta!r}")
     if not (0.0 < float(selection_fraction) < 1.0):
         raise DpoptInputError(f"`selection_fraction` must be in (0, 1); got {selection_fraction!r}")
+    if not (0.0 <= float(clamp_fraction) < 1.0 - float(selection_fraction)):
+        raise DpoptInputError(f"`clamp_fraction` must be in [0, 1 - selection_fraction = "
+                              f"{1.0 - float(selection_fraction):g}); got {clamp_fraction!r}")
     bounds = _check_bounds(bounds)
     _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
     lv, default_shares = private_levels(agg)
@@ -174,6 +193,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
                               f"{selection_shares!r}")
     e_sel, d_sel = eps * selection_fraction, float(delta) / len(lv)
     shares = selection_plan(lv, e_sel, float(delta), shares, mech)
+    B, clamp_info = _clamp(agg, U, eps * float(clamp_fraction), mech, seed, pieces)
     sel = []
     for i, (level, k) in enumerate(lv):
         if shares[i] <= 0:  # not selected: an empty level (public)
@@ -183,11 +203,30 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         s = select_level(agg, level, k=k, epsilon=e_sel * shares[i], delta=d_sel, mechanism=mech)
         pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
         sel.append(s)
-    lat = lattice_values(agg, U, granularity_bits=granularity_bits)
-    return _measure(agg, sel, _forest(sel), U, bounds, eps * (1.0 - selection_fraction), mech, seed, pieces, lat)
+    lat = lattice_values(agg, B, granularity_bits=granularity_bits)
+    return _measure(agg, sel, _forest(sel), B, bounds, eps * (1.0 - selection_fraction - float(clamp_fraction)), mech,
+                    seed, pieces, lat, clamp_info)
 
 
-def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat) -> Measurements:
+def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, pieces: dict) -> tuple[float, dict]:
+    """Step 0 (module doc): B and what the release publishes about it; (U, {}) when ``eps_clamp`` = 0.
+    The first draw of the release, so an ε_B under the exact sampler's 2^-30 is refused before any."""
+    if eps_clamp <= 0:
+        return U, {}
+    src = getattr(mech, "source", None)
+    if src is None:  # a simulation: its own stream, apart from the noise's and the tie keys'
+        src = SeededSource(int(np.random.default_rng(None if seed is None else [int(seed), _CLAMP_STREAM])
+                               .integers(0, 2**62)))
+    _, own_q = user_statistics(agg, np.ones(agg.n_pairs, dtype=bool), U)  # every record votes: no list
+    votes = measure_clamp_histogram(own_q, eps_clamp, src)
+    pieces["clamp"] = _used(eps_clamp, mech)
+    B = choose_clamp(votes, eps_clamp, U)
+    return B, {"clamp": B, "declared_bound": U, "sumsq_measured": False,
+               "clamp_histogram": {"clamps": [U * (CLAMP_FLOOR_STEP + i) / CLAMP_STEPS for i in range(votes.size)],
+                                   "noisy_users": [int(v) for v in votes]}}
+
+
+def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat, extra_info) -> Measurements:
     """Noisy count and centred sum of every released node, level by level (module doc, step 2)."""
     k, c = bounds
     src = getattr(mech, "source", None)
@@ -218,7 +257,7 @@ def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat) ->
     info = {"k": k, "c": c, "levels": [(s.level.h3_resolution, s.level.slot_ns) for s in sel],
             "selection": [{"k": s.k, "threshold": s.threshold, "released": int(s.cells.size)} for s in sel],
             "linked_levels": [False] * len(sel), "sumsq_centre": U * U / 8.0, "granularity": lat.lam,
-            "noise": mech.label, "h3_resolution": agg.h3_resolution, "slot_ns": agg.slot_ns}
+            "noise": mech.label, "h3_resolution": agg.h3_resolution, "slot_ns": agg.slot_ns, **extra_info}
     return Measurements(privacy_model="user", bound=U, nodes=nodes.drop(columns=["released"]).assign(
         released=nodes["released"]), statistics=stats, spend=BudgetSpend("epsilon", total, pieces, delta, total),
         centre=U / 2.0, finest=finest, info=info)

@@ -305,9 +305,13 @@ def _bounds_line(s: UserReleaseSummary) -> str:
                 "records per user, B from a noisy histogram of users' high values, in summary.json `record_histogram` "
                 "and `clamp_histogram`). Means are of the values clamped at B (slightly low where values above B are "
                 "common); variances are withheld when B < U (their sums of squares are then not measured)")
+    clamp = (f"; values clamped to **[0, B = {s.clamp:g}]** (U = {s.bound:g}), B chosen under DP from a noisy "
+             "histogram of users' high values (summary.json `clamp_histogram`; part of the total above): means "
+             "are of the clamped values" if s.clamp is not None and s.clamp < s.bound else "")
     return (f"- contribution bounds: at most **k = {s.k}** listed grids per user (a uniformly random k), at most "
             f"**c = {s.c}** records per user and grid; rule `{s.bounds_rule}`"
-            + (" under DP (part of the total above)" if s.bounds_rule != "fixed" else " (public)"))
+            + (" (public)" if s.bounds_rule in ("fixed", "public default") else " under DP (part of the total above)")
+            + clamp)
 
 
 def _multires_markdown(result: UserRelease) -> str:

@@ -98,15 +98,17 @@ def test_budget_recount_is_exact(eps):
     assert total <= Fraction(eps) and float(total) == s.epsilon_total
     assert s.delta == pytest.approx(_plan_delta(s.as_dict(), 1e-6), rel=1e-12) and 0 < s.delta <= 1e-6
     assert s.delta_selection == s.delta
-    # selection pieces: 0.6 of ε, shares of the public plan; measurement pieces: 0.4 of ε over the
-    # measured levels (count 0.4, sum 0.6 of it), each rounded down by the exact sampler
+    # selection pieces: 0.6 of ε, shares of the public plan; the clamp's histogram 0.05 of ε;
+    # measurement pieces: the other 0.35 over the measured levels (count 0.4, sum 0.6 of it), each
+    # rounded down by the exact sampler
     sel = sum(v for k, v in s.budget.items() if k.endswith("_selection"))
     assert sel <= 0.6 * eps and sel == pytest.approx(0.6 * eps, rel=1e-6)
+    assert s.budget["clamp"] <= 0.05 * eps and s.budget["clamp"] == pytest.approx(0.05 * eps, rel=1e-6)
     measured = {k.split("_")[0] for k in s.budget if k.endswith("_count")}
     for lv in measured:
-        assert s.budget[f"{lv}_count"] == pytest.approx(0.4 * 0.4 * eps / len(measured), rel=1e-6)
-        assert s.budget[f"{lv}_sum"] == pytest.approx(0.4 * 0.6 * eps / len(measured), rel=1e-6)
-    assert sum(lv["budget"] for lv in s.levels) == pytest.approx(s.epsilon_total, rel=1e-12)
+        assert s.budget[f"{lv}_count"] == pytest.approx(0.35 * 0.4 * eps / len(measured), rel=1e-6)
+        assert s.budget[f"{lv}_sum"] == pytest.approx(0.35 * 0.6 * eps / len(measured), rel=1e-6)
+    assert sum(lv["budget"] for lv in s.levels) + s.budget["clamp"] == pytest.approx(s.epsilon_total, rel=1e-12)
 
 
 def test_seeded_reproducibility_and_the_seed_matters(tmp_path, csv_path):
@@ -195,3 +197,33 @@ def test_front_door_publishes_the_library_release():
     np.testing.assert_array_equal(r.table["mean"].to_numpy(), t["mean"].to_numpy())
     np.testing.assert_array_equal(r.table["mean_error_bound"].to_numpy(), t["mean_error_bound"].to_numpy())
     assert r.summary.budget == dict(m.spend.pieces)
+
+
+def test_clamp_is_chosen_under_dp_and_recomputable():
+    """Step 0 (session 7): values mostly under 0.4·U give a clamp B < U, chosen from the published
+    noisy clamp-vote histogram (recomputed here from summary.json's fields); the means are of values
+    clamped at B and every variance says why it is withheld. With clamp_fraction = 0 the release
+    measures on [0, U] and spends nothing on a clamp; a fraction outside [0, 1 − selection) is
+    refused before any draw."""
+    from dpopt.privacy.user_multires_private import measure_private_multires
+    from dpopt.userdp.place_bounds import choose_clamp
+    from tests._legacy import aggregate_records
+
+    low = DF.assign(value=np.minimum(DF["value"] * 0.4, U))
+    r = _py(df=low, eps=20.0)
+    s = r.summary
+    assert s.clamp is not None and U / 2 <= s.clamp < U and s.bound == U
+    ch = s.clamp_histogram
+    assert ch["clamps"] == [U * j / 16 for j in range(8, 17)]
+    assert choose_clamp(np.array(ch["noisy_users"], float), s.budget["clamp"], U) == s.clamp
+    t = r.table
+    assert t["mean"].between(0, s.clamp).all()
+    assert t["variance_withheld_reason"].str.contains("clamped").all()
+    assert r.measurements.bound == s.clamp and r.measurements.centre == s.clamp / 2
+    # no clamp: the previous measurement on [0, U]
+    agg, _ = aggregate_records(low, bound=U, keep_samples=True)
+    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, clamp_fraction=0.0, noise="numpy", seed=1)
+    assert m.bound == U and "clamp" not in m.spend.pieces and "clamp" not in m.info
+    for bad in (-0.1, 0.4, float("nan")):
+        with pytest.raises(ValueError, match="`clamp_fraction` must be in"):
+            measure_private_multires(agg, epsilon=20.0, delta=1e-6, clamp_fraction=bad)
