@@ -193,6 +193,13 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
                               f"{selection_shares!r}")
     e_sel, d_sel = eps * selection_fraction, float(delta) / len(lv)
     shares = selection_plan(lv, e_sel, float(delta), shares, mech)
+    eps_values = eps * (1.0 - selection_fraction - float(clamp_fraction))
+    smallest = min([eps * float(clamp_fraction)] * (clamp_fraction > 0) + [e_sel * x for x in shares if x > 0]
+                   + [eps_values * 0.4 / len(lv)])
+    if mech.real_release and not smallest >= 2.0**-30:  # public: refused before the first draw
+        raise DpoptInputError(f"`epsilon` = {epsilon!r} is too small for the private multi-resolution release: its "
+                              f"smallest budget piece would be {smallest:.3g} < 2^-30, below the exact sampler's "
+                              "resolution; raise epsilon")
     B, clamp_info = _clamp(agg, U, eps * float(clamp_fraction), mech, seed, pieces)
     sel = []
     for i, (level, k) in enumerate(lv):
@@ -204,8 +211,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
         sel.append(s)
     lat = lattice_values(agg, B, granularity_bits=granularity_bits)
-    return _measure(agg, sel, _forest(sel), B, bounds, eps * (1.0 - selection_fraction - float(clamp_fraction)), mech,
-                    seed, pieces, lat, clamp_info)
+    return _measure(agg, sel, _forest(sel), B, bounds, eps_values, mech, seed, pieces, lat, clamp_info)
 
 
 def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, pieces: dict) -> tuple[float, dict]:

@@ -227,3 +227,20 @@ def test_clamp_is_chosen_under_dp_and_recomputable():
     for bad in (-0.1, 0.4, float("nan")):
         with pytest.raises(ValueError, match="`clamp_fraction` must be in"):
             measure_private_multires(agg, epsilon=20.0, delta=1e-6, clamp_fraction=bad)
+
+
+def test_a_budget_too_small_for_the_sampler_is_refused_before_any_draw(monkeypatch):
+    """An ε whose smallest piece (here the count of a measured level, 0.35·0.4/3 of ε) is under the
+    exact sampler's 2^-30 is refused on public facts before the clamp's or the selection's draw."""
+    import dpopt.userdp.mechanism as mech_mod
+    from dpopt.privacy.user_multires_private import measure_private_multires
+    from tests._legacy import aggregate_records
+
+    draws = []
+    real = mech_mod.DiscreteLaplace.integer
+    monkeypatch.setattr(mech_mod.DiscreteLaplace, "integer",
+                        lambda self, values, **k: draws.append(k["budget"]) or real(self, values, **k))
+    agg, _ = aggregate_records(DF, bound=U, keep_samples=True)
+    with pytest.raises(ValueError, match="too small for the private multi-resolution release"):
+        measure_private_multires(agg, epsilon=2.0**-30 / 0.048, delta=1e-6)
+    assert draws == []
