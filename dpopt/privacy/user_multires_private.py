@@ -52,8 +52,7 @@ from ..records.aggregate import Aggregate
 from ..userdp.bounding import DEFAULT_GRANULARITY_BITS, lattice_values
 from ..noise.sources import SeededSource
 from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level, simulation_keys
-from ..userdp.place_bounds import (CLAMP_FLOOR_STEP, CLAMP_STEPS, choose_clamp, measure_clamp_histogram,
-                                   user_statistics)
+from ..userdp.place_bounds import choose_clamp, clamp_histogram_fields, measure_clamp_histogram, user_statistics
 from ..records.grid import slot_text
 from ..userdp.select_levels import LevelSelection, level_nodes, select_level
 from .options import Budget, NoiseOptions
@@ -228,8 +227,7 @@ def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, p
     pieces["clamp"] = _used(eps_clamp, mech)
     B = choose_clamp(votes, eps_clamp, U)
     return B, {"clamp": B, "declared_bound": U, "sumsq_measured": False,
-               "clamp_histogram": {"clamps": [U * (CLAMP_FLOOR_STEP + i) / CLAMP_STEPS for i in range(votes.size)],
-                                   "noisy_users": [int(v) for v in votes]}}
+               "clamp_histogram": clamp_histogram_fields(votes, U)}
 
 
 def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat, extra_info) -> Measurements:

@@ -43,7 +43,7 @@ from ..records.grid import slot_text
 from ..hierarchy.tree import place_levels
 from ..userdp.levels import PLACE_PILOT_SHARE, PRIOR_SPREAD_DIVISOR, measure_levels
 from ..userdp.place_bounds import (CAP_SHARE, CLAMP_FLOOR_STEP, CLAMP_STEPS, RECORD_BIN_EDGES, cap_candidates,
-                                    choose_place_bounds)
+                                    choose_place_bounds, clamp_histogram_fields)
 from ..userdp.place_shares import CANDIDATES
 from ..userdp.split import split_budget
 from ..noise.sources import SeededSource
@@ -113,8 +113,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
                                  "noisy_users": [int(v) for v in pb.histogram],
                                  "candidates": [int(t) for t in pb.candidates],
                                  "noise_factor": [float(f) if np.isfinite(f) else None for f in pb.cap_noise]},
-            "clamp_histogram": {"clamps": [U * (CLAMP_FLOOR_STEP + i) / CLAMP_STEPS for i in range(pb.clamp_histogram.size)],
-                                "noisy_users": [int(v) for v in pb.clamp_histogram]},
+            "clamp_histogram": clamp_histogram_fields(pb.clamp_histogram, U),
             "sumsq_measured": bool(weight_variance > 0),
             "k": 1, "c": pb.cap}
     return Measurements(privacy_model="user", bound=pb.clamp, nodes=m.nodes, statistics=m.statistics, spend=spend,

@@ -65,7 +65,7 @@ from .mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
 __all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "cap_candidates", "cap_noise_factor",
-           "clamp_votes", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
+           "clamp_votes", "clamp_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
            "CLAMP_PHANTOM_RATE"]
 
@@ -192,6 +192,15 @@ def measure_clamp_histogram(own_q: np.ndarray, epsilon: float, source: IntegerSo
     one added or removed user moves the counts by 1 in ℓ1; exact discrete Laplace of scale 1/ε per
     bin. Returns the noisy integer counts."""
     return user_histogram(clamp_votes(own_q), CLAMP_STEPS - CLAMP_FLOOR_STEP + 1, epsilon, source)
+
+
+def clamp_histogram_fields(votes: np.ndarray, bound: float) -> dict:
+    """What a release publishes of the clamp's DP histogram (summary.json ``clamp_histogram``): the
+    clamp each bin stands for and its noisy count (a DP output), enough to recompute B with
+    :func:`choose_clamp`."""
+    U = check_bound(bound)
+    return {"clamps": [U * (CLAMP_FLOOR_STEP + i) / CLAMP_STEPS for i in range(int(np.size(votes)))],
+            "noisy_users": [int(v) for v in np.asarray(votes).ravel()]}
 
 
 def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE) -> float:
