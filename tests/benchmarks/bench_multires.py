@@ -49,7 +49,7 @@ import pandas as pd
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from bench_userdp import U, load, records_rows  # noqa: E402
+from bench_userdp import DATASETS, load, records_rows  # noqa: E402
 from scoring import finest_grids, score_table  # noqa: E402
 
 DELTA = 1e-6
@@ -67,7 +67,7 @@ def dpopt_tables(agg, eps, public, seed, bounds, priority):
 
     kw = {"partitions": labels_of(agg)} if public else {"delta": DELTA}
     t0 = time.perf_counter()
-    res = release_user(agg, bound=U, epsilon=eps, noise="numpy", seed=seed, bounds=bounds, priority=priority, **kw)
+    res = release_user(agg, bound=agg.bound, epsilon=eps, noise="numpy", seed=seed, bounds=bounds, priority=priority, **kw)
     wall = time.perf_counter() - t0
     t = res.table
     pooled = t.assign(mean=t["mean_pooled"])
@@ -81,7 +81,7 @@ def pdp_table(rows, agg, eps, k, c, public):
     engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
     params = pipeline_dp.AggregateParams(
         metrics=[pipeline_dp.Metrics.MEAN], noise_kind=pipeline_dp.NoiseKind.LAPLACE,
-        max_partitions_contributed=int(k), max_contributions_per_partition=int(c), min_value=0.0, max_value=U)
+        max_partitions_contributed=int(k), max_contributions_per_partition=int(c), min_value=0.0, max_value=agg.bound)
     ext = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0], partition_extractor=lambda r: r[1],
                                      value_extractor=lambda r: r[2])
     t0 = time.perf_counter()
@@ -91,7 +91,7 @@ def pdp_table(rows, agg, eps, k, c, public):
     wall = time.perf_counter() - t0
     lab = labels_of(agg)
     g = np.asarray([o[0] for o in out], dtype=np.int64)
-    m = np.clip(np.asarray([o[1].mean for o in out], dtype=float), 0.0, U)
+    m = np.clip(np.asarray([o[1].mean for o in out], dtype=float), 0.0, agg.bound)
     return pd.DataFrame({"cell": lab["cell"].to_numpy()[g], "slot": lab["slot"].to_numpy()[g], "mean": m}), wall
 
 
@@ -108,6 +108,7 @@ def opendp_table(agg, eps, k, c, public):
     from dpopt.userdp.priority import hash_priority, priority_ranks
 
     dp.enable_features("contrib")
+    U = agg.bound
     gamma = bounded_gamma(agg, priority_ranks(agg, hash_priority(agg)), int(k), int(c))
     start = agg.samples.offsets[:-1]
     pair = np.repeat(np.arange(agg.n_pairs), gamma)
@@ -150,7 +151,7 @@ def integrated_table(agg, eps, seed, resolution="auto"):
 
     t0 = time.perf_counter()
     r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg), resolution=resolution),
-                     bound=U, noise=NoiseOptions(seed=seed))
+                     bound=agg.bound, noise=NoiseOptions(seed=seed))
     wall = time.perf_counter() - t0
     t = r.table
     direct = t.assign(mean=t["mean_direct"], mean_error_bound=t["mean_direct_error_bound"])
@@ -188,7 +189,7 @@ def add_rows(args, prefix: str | tuple[str, ...], rows_of, meta_key: str) -> Non
     p = HERE / "results" / f"multires_{args.data}.json"
     out = json.loads(p.read_text())
     agg, _ = load(args.data)
-    fin = finest_grids(agg, bound=U)
+    fin = finest_grids(agg, bound=agg.bound)
     out["rows"] = rows_of(args, agg, fin) + [r for r in out["rows"] if not r["method"].startswith(prefix)]
     out["meta"][meta_key] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "reps": args.reps}
     p.write_text(json.dumps(out, indent=1))
@@ -204,7 +205,7 @@ def private_multires_table(agg, eps, seed, **kw) -> pd.DataFrame:
     from dpopt.estimation.hierarchical import estimate_hierarchical
     from dpopt.privacy.user_multires_private import measure_private_multires
 
-    m = measure_private_multires(agg, epsilon=eps, delta=DELTA, bound=U, seed=seed, **kw)
+    m = measure_private_multires(agg, epsilon=eps, delta=DELTA, bound=agg.bound, seed=seed, **kw)
     if m.n_nodes == 0:
         return pd.DataFrame({"cell": [], "slot": [], "mean": []})
     t = estimate_hierarchical(m, confidence=0.95).table
@@ -248,13 +249,13 @@ def summarise(scores, extra=None):
 
 def run(args) -> dict:
     agg, t_agg = load(args.data)
-    fin = finest_grids(agg, bound=U)
+    fin = finest_grids(agg, bound=agg.bound)
     rows = records_rows(agg)
     med_k, med_c = int(np.median(agg.user_grids())), int(np.median(agg.count))
     out = {"data": args.data, "users": agg.n_users, "grids": agg.n_grids, "records": agg.n_records,
            "scored": int(fin.scored.sum()), "median_bounds": [med_k, med_c], "rows": []}
     overall = float(fin.sums.sum() / fin.records.sum())
-    for name, val in (("constant U/2", U / 2.0), ("constant: exact map-wide mean (oracle)", overall)):
+    for name, val in (("constant U/2", agg.bound / 2.0), ("constant: exact map-wide mean (oracle)", overall)):
         s = score_table(constant_table(agg, val), fin)
         out["rows"].append({"eps": None, "setting": "any", "method": name, **summarise([s])})
     configs = [("dpopt select own", "select", "own"), ("dpopt histogram own", "histogram", "own"),
@@ -324,7 +325,7 @@ def add_opendp(args) -> None:
     p = HERE / "results" / f"multires_{args.data}.json"
     out = json.loads(p.read_text())
     agg, _ = load(args.data)
-    fin = finest_grids(agg, bound=U)
+    fin = finest_grids(agg, bound=agg.bound)
     med_k, med_c = out["median_bounds"]
     out["rows"] = [r for r in out["rows"] if not r["method"].startswith("OpenDP")]
     for eps in args.eps:
@@ -347,12 +348,12 @@ def chosen_k(args) -> dict:
     for eps in args.eps:
         for setting, public in SETTINGS:
             ep = 0.0 if public else 0.2 * eps
-            sp = split_budget(eps * 0.85 - ep, bound=U)
+            sp = split_budget(eps * 0.85 - ep, bound=agg.bound)
             for pr, rk in ranks.items():
                 for rule in ("histogram", "select"):
                     b = NoiseBudgets(count=sp.count, sum=sp.sum, selection=None if public else (ep, DELTA))
                     ch = [choose_bounds(agg, rk, 0.1 * eps, rule=rule, rng=np.random.default_rng(s), budgets=b,
-                                        bound=U, priority=pr, sum_budget=sp.sum,
+                                        bound=agg.bound, priority=pr, sum_budget=sp.sum,
                                         selection=None if public else (ep, DELTA)) for s in range(args.chosen_k)]
                     cnt = collections.Counter((x.k, x.c) for x in ch)
                     ks = sorted({x.k for x in ch})
@@ -371,21 +372,27 @@ def _own(row: dict, scored: int) -> str:
     return f"{row['answered'] * scored:.1f}"
 
 
+TITLES = {"day": "Embedded Austin day", "full": "Full Austin data",
+          "aircraft_a": "Aircraft A (ADS-B, Switzerland 2018-08-01, traffic's `switzerland` sample)",
+          "aircraft_b": "Aircraft B (ADS-B, Paris 2021-10-07 12-15 UTC, traffic's `quickstart` sample)"}
+
+
 def write_markdown() -> None:
     lines = ["# Accuracy on the finest grids (issue 21): `tests/benchmarks/bench_multires.py`", "",
              "Score: |error of the mean| on the finest grids (H3 res 7 x 1 h) with >= 10 users, each answered by the "
              "smallest published node containing it (flat releases: the grid itself); unanswered grids are charged "
              "the error of U/2 in the headline median/p90 and counted in 'answered'. 'median answered' is over "
              "answered grids only. Coverage: share of published nodes whose own truth lies in [mean +- "
-             "mean_error_bound] (95 % bounds; empty nodes skipped). U = 120 km/h. dpopt rows use numpy noise "
+             "mean_error_bound] (95 % bounds; empty nodes skipped). U = 120 km/h (buses), 1100 km/h (aircraft, "
+             "tests/benchmarks/aircraft.py). dpopt rows use numpy noise "
              "(simulation) and release_user's default shares (bounds 10 %, selection 20 %, totals 5 %).", ""]
-    for data in ("day", "full"):
+    for data in DATASETS:
         p = HERE / "results" / f"multires_{data}.json"
         if not p.exists():
             continue
         r = json.loads(p.read_text())
         m = r["meta"]
-        lines += [f"## {'Embedded Austin day' if data == 'day' else 'Full Austin data'}: {r['users']} users, "
+        lines += [f"## {TITLES[data]}: {r['users']} users, "
                   f"{r['grids']} grids, {r['records']} records, {r['scored']} grids with >= 10 users", "",
                   f"{m['date']}; dpopt repetitions {m['reps']}, PipelineDP repetitions {m['pdp_reps']}, PipelineDP "
                   f"sweep k in {m['sweep'][0]}, c in {m['sweep'][1]}; median bounds {tuple(r['median_bounds'])}.", "",
@@ -417,7 +424,7 @@ def write_markdown() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", choices=["day", "full"], default="day")
+    ap.add_argument("--data", choices=DATASETS, default="day")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--pdp-reps", type=int, default=2)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])

@@ -24,7 +24,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 from bench_multires import labels_of  # noqa: E402
-from bench_userdp import U, load  # noqa: E402
+from bench_userdp import DATASETS, load  # noqa: E402
 from scoring import finest_grids, score_table  # noqa: E402
 
 
@@ -34,12 +34,12 @@ def run(data: str, seeds: int, eps_list: list[float]) -> dict:
     from dpopt.release import release_user
 
     agg, _ = load(data)
-    fin = finest_grids(agg, bound=U)
+    fin = finest_grids(agg, bound=agg.bound)
     rows = []
     for eps in eps_list:
         caps, clamps, shares, err, width = [], [], [], [], []
         for seed in range(seeds):
-            r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg)), bound=U,
+            r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg)), bound=agg.bound,
                              noise=NoiseOptions(seed=2000 + seed))
             info = r.measurements.info
             caps.append(int(info["record_cap"]))
@@ -67,7 +67,7 @@ def write_markdown() -> None:
              "published `mean`.", "",
              "| data | eps | seeds | T chosen: times | B chosen: times | cells measured | median error | median half-width |",
              "|---|---|---|---|---|---|---|---|"]
-    for data in ("day", "full"):
+    for data in DATASETS:
         p = HERE / "results" / f"place_bounds_{data}.json"
         if not p.exists():
             continue
@@ -82,7 +82,7 @@ def write_markdown() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", choices=["day", "full"], default="day")
+    ap.add_argument("--data", choices=DATASETS, default="day")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
     args = ap.parse_args()

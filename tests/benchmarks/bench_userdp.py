@@ -41,19 +41,38 @@ HERE = Path(__file__).parent
 FULL = Path("/work/shared/data/austin_bus/capmetrics_vehicle_positions_clean.csv.gz")
 
 
+#: the benchmark data sets (aircraft: tests/benchmarks/aircraft.py) and their public bounds U
+DATASETS = ("day", "full", "aircraft_a", "aircraft_b")
+
+
+def bound_of(which: str) -> float:
+    """Public bound U of a benchmark data set (km/h)."""
+    from aircraft import AIRCRAFT_BOUND
+
+    return AIRCRAFT_BOUND if which.startswith("aircraft") else U
+
+
 def load(which: str):
+    """Aggregate of a benchmark data set at H3 res 7 × 1 h (``agg.bound`` is its U), and the seconds taken."""
     from dpopt.release import load_austin_sample
     from tests._legacy import aggregate_records
 
+    if which not in DATASETS:
+        raise ValueError(f"`which` must be one of {DATASETS}; got {which!r}")
     if which == "day":
         records = load_austin_sample()
+        cols = None
+    elif which.startswith("aircraft"):
+        from aircraft import aircraft_records
+
+        records = aircraft_records(which)
         cols = None
     else:
         records = str(FULL)
         cols = {"user_id": "vehicle_id", "timestamp": "timestamp_utc", "latitude": "latitude",
                 "longitude": "longitude", "value": "speed_kmh"}
     t0 = time.perf_counter()
-    agg, _ = aggregate_records(records, bound=U, h3_resolution=7, slot="1h", columns=cols, keep_samples=True)
+    agg, _ = aggregate_records(records, bound=bound_of(which), h3_resolution=7, slot="1h", columns=cols, keep_samples=True)
     return agg, time.perf_counter() - t0
 
 
@@ -69,7 +88,7 @@ def records_rows(agg):
     """(user, grid, value) per record, for PipelineDP."""
     owner = np.repeat(np.arange(agg.n_pairs), agg.count)
     return list(zip(agg.pair_user[owner].tolist(), agg.pair_grid[owner].tolist(),
-                    np.clip(agg.samples.values, 0.0, U).tolist()))
+                    np.clip(agg.samples.values, 0.0, agg.bound).tolist()))
 
 
 def score(est_mean, est_var, released, tmean, tvar, users):
