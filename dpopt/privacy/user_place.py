@@ -43,15 +43,16 @@ from ..records.grid import slot_text
 from ..hierarchy.tree import place_levels
 from ..userdp.levels import PLACE_PILOT_SHARE, PRIOR_SPREAD_DIVISOR, measure_levels
 from ..userdp.place_bounds import (CAP_SHARE, CLAMP_FLOOR_STEP, CLAMP_STEPS, RECORD_BIN_EDGES, cap_candidates,
-                                    choose_place_bounds, clamp_histogram_fields)
+                                    choose_map_cap, choose_place_bounds, clamp_histogram_fields)
 from ..userdp.place_shares import CANDIDATES
+from ..userdp.predict import denoise_histogram
 from ..userdp.split import split_budget
 from ..noise.sources import SeededSource
 from .options import Budget, NoiseOptions
 from .user import UserOptions, _partition_list, _samplers, _sampler_kind
 from .user_multires import PUBLIC_FACTS, spend_with_bounds
 
-__all__ = ["measure_place", "check_place_budget", "PLACE_BOUNDS_FRACTION"]
+__all__ = ["measure_place", "check_place_budget", "map_noise_scale", "PLACE_BOUNDS_FRACTION"]
 
 #: default share of ε for the choice of (T, B): at ε = 1 the histogram of records per user gets
 #: ε_T = 0.1, noise of scale 10 users per bin (models/hierarchy.md §13.2)
@@ -82,6 +83,23 @@ def check_place_budget(total: float, eps_b: float, U: float, options: UserOption
                               "raise epsilon_total or the smallest weight")
 
 
+def map_noise_scale(epsilon: float, clamp: float, *, weight_mean: float, weight_variance: float) -> float:
+    """The sd of the map's direct mean per unit of T/S(T) (:func:`dpopt.userdp.place_bounds.map_cap_error`):
+    the map measured alone with the levels' budget ``epsilon`` (the rest after the bounds), split as
+    the release splits it (:func:`dpopt.userdp.split.split_budget` at B, the pilots' share of the
+    count taken off), Laplace noise of scale T·B/2/ε_sum on the centred sum and T/ε_count on the
+    count, the count's entering the mean times B/2 (delta method, the estimator's worst case):
+    √2·(B/2)·√(1/ε_sum² + 1/ε_count²). Public facts and the DP clamp B only."""
+    sp = split_budget(epsilon, bound=clamp, weight_mean=weight_mean, weight_variance=weight_variance)
+    eps_count, eps_sum = (1.0 - PLACE_PILOT_SHARE) * sp.count, sp.sum
+    return float(np.sqrt(2.0) * clamp / 2.0 * np.sqrt(1.0 / eps_sum**2 + 1.0 / eps_count**2))
+
+
+def _finite(x: float) -> float | None:
+    """A float for JSON (None for ∞ / NaN)."""
+    return float(x) if np.isfinite(x) else None
+
+
 def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: float,
                   noise: NoiseOptions = NoiseOptions()) -> Measurements:
     """Measurements of the place release (module doc); ``info`` adds the cap, the clamp and the
@@ -98,9 +116,16 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     # B < U: the variance is withheld (biased low), so its sum of squares is not bought (a DP output's
     # post-processing decides it)
     weight_variance = options.weight_variance if pb.clamp >= U else 0.0
+    # the map's own cap (post-processing of the same histogram, B and public facts): less re-weighting
+    # where the map's noise allows it (models/hierarchy.md §13.2)
+    map_noise = map_noise_scale(total - eps_b, pb.clamp, weight_mean=options.weight_mean,
+                                weight_variance=weight_variance)
+    spread = U / PRIOR_SPREAD_DIVISOR
+    map_cap, map_error = choose_map_cap(denoise_histogram(pb.histogram, pb.epsilon * CAP_SHARE), pb.cap,
+                                        noise=map_noise, spread=spread, candidates=pb.candidates)
     levels = place_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution)
     m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b, levels=levels,
-                       level_bounds=[None, pb.cap, pb.cap], level_split="place",
+                       level_bounds=[None, pb.cap, map_cap], level_split="place",
                        prior_spread=U / PRIOR_SPREAD_DIVISOR, mechanism="laplace", noise=noise.noise,
                        seed=noise.seed, noise_mechanism=mech, granularity_bits=noise.granularity_bits,
                        weight_mean=options.weight_mean, weight_variance=weight_variance)
@@ -108,11 +133,14 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     info = {**m.info, "bounds_rule": "place (cap from a DP histogram of records per user, DP clamp)", "shape": "place",
             "mechanism": "laplace", "seeded": noise.seed is not None, "partitions": "public list",
             "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"], "delta_selection": 0.0,
-            "public": PUBLIC_FACTS, "record_cap": pb.cap, "clamp": pb.clamp, "declared_bound": U,
+            "public": PUBLIC_FACTS, "record_cap": pb.cap, "map_record_cap": map_cap, "clamp": pb.clamp,
+            "declared_bound": U,
             "record_histogram": {"upper_edges": [int(e) for e in RECORD_BIN_EDGES],
                                  "noisy_users": [int(v) for v in pb.histogram],
                                  "candidates": [int(t) for t in pb.candidates],
-                                 "noise_factor": [float(f) if np.isfinite(f) else None for f in pb.cap_noise]},
+                                 "noise_factor": [_finite(f) for f in pb.cap_noise],
+                                 "map_noise": map_noise, "map_spread": spread,
+                                 "map_error": [_finite(e) for e in map_error]},
             "clamp_histogram": clamp_histogram_fields(pb.clamp_histogram, U),
             "sumsq_measured": bool(weight_variance > 0),
             "k": 1, "c": pb.cap}

@@ -85,6 +85,9 @@ class UserReleaseSummary:
     #: place: the DP-chosen clamp B ≤ U the values were measured on, and the per-user record cap T
     clamp: float | None = None
     record_cap: int | None = None
+    #: place: the map's own record cap T_map ≥ T (least predicted noise + re-weighting error of the
+    #: map's mean on the same histogram; ``record_histogram`` ``map_error``, models/hierarchy.md §13.2)
+    map_record_cap: int | None = None
     #: place: how T was chosen: the ε_T-DP histogram of records per user (``upper_edges`` of the bins
     #: (lo, hi], then the overflow; ``noisy_users`` per bin) and the predicted noise factor T/S(T) of
     #: each candidate (post-processing of the histogram; models/hierarchy.md §13.2)
@@ -210,7 +213,8 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
         rho_total=sp.total if sp.unit == "rho" else None, resolution="adaptive", method=est.method,
         levels=_levels(m), target=float(est.info["target"]), delta_selection=float(info.get("delta_selection", 0.0)),
         public=str(info.get("public", "")), shape=_shape(info), clamp=info.get("clamp"),
-        record_cap=info.get("record_cap"), record_histogram=info.get("record_histogram"),
+        record_cap=info.get("record_cap"), map_record_cap=info.get("map_record_cap"),
+        record_histogram=info.get("record_histogram"),
         clamp_histogram=info.get("clamp_histogram"), **_outlook_fields(outlook))
     return UserRelease(table=table, summary=summary, diagnostics=dict(diagnostics or {}), measurements=m,
                        estimates=est, answers=answers)
@@ -299,8 +303,11 @@ def _outlook_lines(s: Any) -> list[str]:
 def _bounds_line(s: UserReleaseSummary) -> str:
     """The contribution bounds in words: the place release's cap T and clamp B, or (k, c)."""
     if s.shape == "place":
-        return (f"- contribution bounds: each user keeps at most **T = {s.record_cap}** of its records (spread over "
-                f"its grids in proportion) at each measured level, values clamped to **[0, B = {s.clamp:g}]** "
+        cap = (f"**T = {s.record_cap}** of its records (spread over its grids in proportion) at each measured level"
+               if s.map_record_cap in (None, s.record_cap) else
+               f"**T = {s.record_cap}** of its records (spread over its grids in proportion) in the cells and "
+               f"**T_map = {s.map_record_cap}** in the map")
+        return (f"- contribution bounds: each user keeps at most {cap}, values clamped to **[0, B = {s.clamp:g}]** "
                 f"(U = {s.bound:g}); T and B chosen under DP (part of the total above; T from a noisy histogram of "
                 "records per user, B from a noisy histogram of users' high values, in summary.json `record_histogram` "
                 "and `clamp_histogram`). Means are of the values clamped at B (slightly low where values above B are "

@@ -697,3 +697,133 @@ def test_place_refuses_unspendable_budgets_before_any_draw(monkeypatch, scale, k
         measure_place(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts, **kw), U=120.0,
                       noise=NoiseOptions(seed=1))
     assert draws == []
+
+
+# --- the map's own record cap T_map (models/hierarchy.md §13.2) ---------------------------------------------
+
+
+def _users_of(counts: np.ndarray) -> np.ndarray:
+    """Records per user of a histogram whose users hold exactly their bin's representative."""
+    from dpopt.userdp.bounds import bin_representatives
+    from dpopt.userdp.place_bounds import RECORD_BIN_EDGES
+
+    return np.repeat(bin_representatives(RECORD_BIN_EDGES), np.asarray(counts, dtype=np.int64))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reweighting_distance_matches_its_definition_and_bounds_the_bias(seed):
+    """D(T) = ½ Σ_ℓ |min(n_ℓ, T)/S(T) − n_ℓ/N| computed user by user, and the capped mean of any
+    user means μ_ℓ differs from the all-records mean by at most 2·D(T)·max|μ_ℓ − μ| (random
+    populations whose users hold their bin's representative, so the binning is exact)."""
+    from dpopt.userdp.place_bounds import RECORD_EDGES, reweighting_distance
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 30, size=8)
+    counts[rng.integers(0, 8)] += 1
+    n = _users_of(counts)
+    d = reweighting_distance(counts)
+    for i, T in enumerate(RECORD_EDGES):
+        w, v = np.minimum(n, T) / np.minimum(n, T).sum(), n / n.sum()
+        assert d[i] == pytest.approx(0.5 * np.abs(w - v).sum(), abs=1e-12)
+        for _ in range(20):
+            mu = rng.uniform(0, 100, n.size)
+            full = float(v @ mu)
+            assert abs(float(w @ mu) - full) <= 2.0 * d[i] * np.abs(mu - full).max() + 1e-9
+    assert np.all(np.diff(d) <= 1e-12)  # a larger cap re-weights less
+    assert reweighting_distance(np.zeros(8)).tolist() == [0.0] * 5
+
+
+def test_reweighting_distance_hand_worked():
+    """One user of 8,192 records (overflow bin) and one of 2 (bin (1, 4], representative √(2·4) = 2.83):
+    at T = 16 both keep all but the heavy one keeps 16 of 8,192 records."""
+    from dpopt.userdp.place_bounds import reweighting_distance
+
+    counts = np.array([0, 1, 0, 0, 0, 0, 0, 1])
+    r = np.array([np.sqrt(8.0), 8192.0])
+    d16 = 0.5 * (abs(r[0] / (r[0] + 16) - r[0] / r.sum()) + abs(16 / (r[0] + 16) - r[1] / r.sum()))
+    assert reweighting_distance(counts)[0] == pytest.approx(d16)
+    assert reweighting_distance(counts)[-1] > 0  # 4,096 still caps the overflow user
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_map_cap_rule_matches_its_definition(seed):
+    """T_map = argmin over the candidates ≥ T of √((noise·T/S(T))² + (spread·D(T))²), ties to the
+    smaller, by brute force over the users; with spread 0 it is T itself (T/S(T) never falls), with
+    noise 0 the smallest candidate that re-weights no more than any other, and it never falls as the
+    noise falls (more budget: a larger map cap)."""
+    from dpopt.userdp.place_bounds import RECORD_EDGES, choose_map_cap
+
+    rng = np.random.default_rng(100 + seed)
+    counts = rng.integers(0, 40, size=8)
+    counts[4] += 5
+    n = _users_of(counts)
+    for cap in (16, 64, 256):
+        for noise, spread in ((3.0, 6.0), (0.5, 55.0), (40.0, 6.0)):
+            brute = []
+            for T in RECORD_EDGES:
+                keep = np.minimum(n, T)
+                d = 0.5 * np.abs(keep / keep.sum() - n / n.sum()).sum()
+                brute.append(np.inf if T < cap else np.hypot(noise * T / keep.sum(), spread * d))
+            got, err = choose_map_cap(counts, cap, noise=noise, spread=spread)
+            np.testing.assert_allclose(err, brute, rtol=1e-12)
+            assert got == int(RECORD_EDGES[int(np.argmin(brute))])
+        assert choose_map_cap(counts, cap, noise=3.0, spread=0.0)[0] == cap
+        _, err0 = choose_map_cap(counts, cap, noise=0.0, spread=6.0)
+        assert choose_map_cap(counts, cap, noise=0.0, spread=6.0)[0] == int(RECORD_EDGES[np.flatnonzero(err0 == err0.min())[0]])
+        picks = [choose_map_cap(counts, cap, noise=s, spread=6.0)[0] for s in (100.0, 10.0, 1.0, 0.1, 0.01)]
+        assert picks == sorted(picks)
+
+
+def test_map_cap_refuses_bad_input():
+    from dpopt.userdp.place_bounds import choose_map_cap
+
+    with pytest.raises(DpoptInputError, match="candidates"):
+        choose_map_cap(np.ones(8), 32, noise=1.0, spread=1.0)
+    with pytest.raises(DpoptInputError, match="noise"):
+        choose_map_cap(np.ones(8), 16, noise=-1.0, spread=1.0)
+    with pytest.raises(DpoptInputError, match="counts"):
+        choose_map_cap(np.ones(3), 16, noise=1.0, spread=1.0)
+
+
+def test_map_noise_scale_by_hand():
+    """√2·(B/2)·√(1/ε_sum² + 1/ε_count²) with the release's own split at B, the pilots' share of the
+    count taken off (Laplace variance 2b², the count's noise entering the mean times B/2)."""
+    from dpopt.privacy.user_place import map_noise_scale
+    from dpopt.userdp.levels import PLACE_PILOT_SHARE
+    from dpopt.userdp.split import split_budget
+
+    sp = split_budget(2.0, bound=60.0, weight_mean=1.0, weight_variance=0.0)
+    ec, es = (1 - PLACE_PILOT_SHARE) * sp.count, sp.sum
+    var = (2 * (30.0 / es) ** 2 + 30.0**2 * 2 * (1 / ec) ** 2)  # per unit T/S(T)
+    assert map_noise_scale(2.0, 60.0, weight_mean=1.0, weight_variance=0.0) == pytest.approx(np.sqrt(var))
+
+
+def test_place_release_measures_the_map_at_its_own_cap():
+    """The release bounds the map at T_map (its level sensitivity is T_map) and the cells at T, and
+    T_map is the rule applied to what the release publishes (histogram, ε_T, B through the noise)."""
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.privacy.user_place import measure_place
+    from dpopt.userdp.place_bounds import CAP_SHARE, choose_map_cap
+    from dpopt.userdp.predict import denoise_histogram
+
+    from dpopt.records.grid import cell_strings, slot_strings
+    from dpopt.release import austin_sample_path
+    from tests._legacy import aggregate_records
+
+    agg, _ = aggregate_records(austin_sample_path(), bound=120, keep_samples=True)
+    plist = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    seen = set()
+    for eps in (1.0, 10.0, 200.0):
+        m = measure_place(agg, Budget(epsilon_total=eps), UserOptions(partitions=plist), U=120.0,
+                          noise=NoiseOptions(seed=7))
+        info, rh = m.info, m.info["record_histogram"]
+        T, Tm = info["record_cap"], info["map_record_cap"]
+        assert Tm >= T and info["level_bounds"] == [None, T, Tm]
+        assert [s[0] for s in info["level_sensitivity"][1:]] == [T, Tm]
+        eps_t = float(m.spend.pieces["bounds"]) * CAP_SHARE
+        got, _ = choose_map_cap(denoise_histogram(np.array(rh["noisy_users"], float), eps_t), T,
+                                noise=rh["map_noise"], spread=rh["map_spread"], candidates=np.array(rh["candidates"]))
+        assert got == Tm and rh["map_spread"] == 6.0
+        seen.add(Tm > T)
+    assert seen == {False, True}  # the map's cap is raised only where its noise allows (here: at ε = 200)
