@@ -13,13 +13,16 @@ Steps, each a DP query on the data or post-processing of earlier outputs (pure �
 1. ε_b = ``bounds_fraction``·ε (default 0.15): :func:`dpopt.userdp.place_bounds.choose_place_bounds` picks the
    per-user record cap T (from an ε_b·2/3-DP histogram of records per user, by predicted noise)
    and the inner clamp B ≤ U (the 75th percentile of an ε_b/3-DP histogram of users' own 99th
-   percentiles);
+   percentiles); then, post-processing, the map's own cap T_map ≥ T
+   (:func:`dpopt.userdp.place_bounds.choose_map_cap`: the least predicted noise + re-weighting
+   error of the map's mean, the noise from :func:`map_noise_scale`);
 2. the rest: :func:`dpopt.userdp.levels.measure_levels` over :func:`dpopt.hierarchy.tree.place_levels`
    with values clamped to [0, B]: pilot counts of the cells (R, period) and of the map, then the
    cells' share f of the rest by minimising the predicted BLUP error
-   (:mod:`dpopt.userdp.place_shares`; f = 0: the map alone), each user keeping ≤ T records of each by
+   (:mod:`dpopt.userdp.place_shares`; f = 0: the map alone), each user keeping ≤ T records of the
+   cells and ≤ T_map of the map by
    systematic sampling (:func:`dpopt.userdp.record_cap.capped_records`): ℓ1 sensitivity
-   T·(1, B/2, B²/8) per level, basic composition over (level, statistic). Where B < U the sums of
+   T·(1, B/2, B²/8) for the cells and T_map·(1, B/2, B²/8) for the map, basic composition over (level, statistic). Where B < U the sums of
    squares are not measured (``weight_variance`` = 0: the whole rest buys counts and sums): the
    variance of values clamped below U is biased low and withheld anyway, so a budget for it would
    buy nothing (on the Austin day at ε = 1 it was 17 % of the rest; the map's noise sd fell from 1.46
@@ -45,7 +48,6 @@ from ..userdp.levels import PLACE_PILOT_SHARE, PRIOR_SPREAD_DIVISOR, measure_lev
 from ..userdp.place_bounds import (CAP_SHARE, CLAMP_FLOOR_STEP, CLAMP_STEPS, RECORD_BIN_EDGES, cap_candidates,
                                     choose_map_cap, choose_place_bounds, clamp_histogram_fields)
 from ..userdp.place_shares import CANDIDATES
-from ..userdp.predict import denoise_histogram
 from ..userdp.split import split_budget
 from ..noise.sources import SeededSource
 from .options import Budget, NoiseOptions
@@ -121,8 +123,8 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     map_noise = map_noise_scale(total - eps_b, pb.clamp, weight_mean=options.weight_mean,
                                 weight_variance=weight_variance)
     spread = U / PRIOR_SPREAD_DIVISOR
-    map_cap, map_error = choose_map_cap(denoise_histogram(pb.histogram, pb.epsilon * CAP_SHARE), pb.cap,
-                                        noise=map_noise, spread=spread, candidates=pb.candidates)
+    map_cap, map_error = choose_map_cap(pb.histogram, pb.epsilon * CAP_SHARE, pb.cap, noise=map_noise, spread=spread,
+                                        candidates=pb.candidates)
     levels = place_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution)
     m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b, levels=levels,
                        level_bounds=[None, pb.cap, map_cap], level_split="place",

@@ -24,6 +24,12 @@ records: the pairs of the listed grids), so one added or removed user moves each
   (tests/benchmarks/results/place_bounds.md), where the DP median took {16, 64, 256} at ε = 1 on
   the day. With fewer users than about 2·ln 8/ε_T the histogram is mostly noise and so is T
   (models/hierarchy.md §13.2).
+* **the map's own cap T_map ≥ T, from the same histogram** (post-processing, session 8;
+  :func:`choose_map_cap`): the map holds every kept record, so its noise is small where the
+  cells' is not, and the cap's other cost dominates there: re-weighting, a capped mean weighing a
+  heavy user like a light one (:func:`reweighting_distance` D(T), which bounds the bias by
+  2·D(T)·max|μ_ℓ − μ|). T_map minimises √((κ·T/S(T))² + (τ₀·D(T))²) (:func:`map_cap_error`; κ the
+  map's noise per unit T/S(T), τ₀ = U/20 the public spread of §13.3).
 * **the clamp B: a noisy histogram, then its 75th percentile** (issue 21 item 3, the same shape
   as T). Each user votes with its own 99th percentile in steps of U/16, raised to the public floor
   U/2 (:func:`clamp_votes`: 9 bins, U/2, 9U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
@@ -65,7 +71,7 @@ from .mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
 __all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "cap_candidates", "cap_noise_factor",
-           "reweighting_distance", "map_cap_error", "choose_map_cap",
+           "reweighting_distance", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
            "clamp_votes", "clamp_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
            "CLAMP_PHANTOM_RATE"]
@@ -86,6 +92,8 @@ CLAMP_FLOOR_STEP = CLAMP_STEPS // 2
 #: a bin of the clamp histogram counts only where its noisy count is at least ln(#bins/this)/ε_B:
 #: at most one histogram in 100 shows a phantom bin (an empty bin above the threshold)
 CLAMP_PHANTOM_RATE = 0.02
+#: the map cap's histogram keeps the bins a phantom reaches in ≤ 1 % of histograms, as the clamp's
+MAP_CAP_PHANTOM_RATE = CLAMP_PHANTOM_RATE
 #: quantile of users' own 99th percentiles the clamp B is set to
 CLAMP_USER_QUANTILE = 0.75
 #: quantile of a user's own values that user votes for
@@ -211,19 +219,22 @@ def map_cap_error(counts: np.ndarray, *, noise: float, spread: float,
                    + np.square(check_nonnegative_float(spread, "spread") * d))
 
 
-def choose_map_cap(counts: np.ndarray, cap: int, *, noise: float, spread: float,
+def choose_map_cap(noisy: np.ndarray, epsilon: float, cap: int, *, noise: float, spread: float,
                    candidates: np.ndarray = RECORD_EDGES) -> tuple[int, np.ndarray]:
     """The map's record cap T_map (models/hierarchy.md §13.2): the candidate, at least the cells'
-    cap ``cap``, with the least :func:`map_cap_error` on the denoised record histogram ``counts``
-    (ties: the smaller). Post-processing of the ε_T-DP histogram, the DP clamp (through ``noise``)
-    and public facts. The map holds every kept record, so its noise is small where the cells' is
-    not; there a cap that re-weights the heavy users costs more than the noise it saves (aircraft
-    B at ε = 10: 85.8 → 73.5 km/h). Returns (T_map, the predicted error of every candidate; ∞ below
-    ``cap``)."""
+    cap ``cap``, with the least :func:`map_cap_error` (ties: the smaller) on the ε-DP record
+    histogram ``noisy`` with the bins under ln(#bins/MAP_CAP_PHANTOM_RATE)/ε zeroed
+    (:func:`dpopt.userdp.predict.threshold_bins`: a phantom bin in ≤ 1 % of histograms; a phantom
+    overflow bin of "users with 8,192 records" would make every cap look re-weighting); ``cap`` where
+    no bin clears it. Post-processing of the histogram, the DP clamp (through ``noise``) and public
+    facts. The map holds every kept record, so its noise is small where the cells' is not; there a
+    cap that re-weights the heavy users costs more than the noise it saves (aircraft B at ε = 10:
+    85.8 → 73.5 km/h). Returns (T_map, the predicted error of every candidate; ∞ below ``cap``)."""
     cand = np.asarray(candidates, dtype=np.int64)
     if cand.size == 0 or not np.array_equal(cand, RECORD_EDGES[:cand.size]) or int(cap) not in cand:
         raise DpoptInputError(f"`candidates` must be a non-empty prefix of {RECORD_EDGES.tolist()} holding `cap` = "
                               f"{cap!r}; got {cand.tolist()}")
+    counts = threshold_bins(noisy, epsilon, MAP_CAP_PHANTOM_RATE)
     err = map_cap_error(counts, noise=noise, spread=spread, candidates=cand)
     err = np.where(cand >= int(cap), err, np.inf)
     if not np.isfinite(err).any():

@@ -748,15 +748,17 @@ def test_reweighting_distance_hand_worked():
 @pytest.mark.parametrize("seed", range(6))
 def test_map_cap_rule_matches_its_definition(seed):
     """T_map = argmin over the candidates ≥ T of √((noise·T/S(T))² + (spread·D(T))²), ties to the
-    smaller, by brute force over the users; with spread 0 it is T itself (T/S(T) never falls), with
-    noise 0 the smallest candidate that re-weights no more than any other, and it never falls as the
-    noise falls (more budget: a larger map cap)."""
+    smaller, by brute force over the users of the bins that clear ln(8/0.02)/ε; with spread 0 it is
+    T itself (T/S(T) never falls), with noise 0 the smallest candidate that re-weights no more than
+    any other, and it never falls as the noise falls (more budget: a larger map cap)."""
     from dpopt.userdp.place_bounds import RECORD_EDGES, choose_map_cap
 
     rng = np.random.default_rng(100 + seed)
-    counts = rng.integers(0, 40, size=8)
-    counts[4] += 5
-    n = _users_of(counts)
+    eps = 0.5
+    noisy = rng.integers(0, 40, size=8)
+    noisy[4] += 15
+    t = np.log(8 / 0.02) / eps  # 12.0: bins under it are zeroed
+    n = _users_of(np.where(noisy >= t, noisy, 0))
     for cap in (16, 64, 256):
         for noise, spread in ((3.0, 6.0), (0.5, 55.0), (40.0, 6.0)):
             brute = []
@@ -764,25 +766,40 @@ def test_map_cap_rule_matches_its_definition(seed):
                 keep = np.minimum(n, T)
                 d = 0.5 * np.abs(keep / keep.sum() - n / n.sum()).sum()
                 brute.append(np.inf if T < cap else np.hypot(noise * T / keep.sum(), spread * d))
-            got, err = choose_map_cap(counts, cap, noise=noise, spread=spread)
+            got, err = choose_map_cap(noisy, eps, cap, noise=noise, spread=spread)
             np.testing.assert_allclose(err, brute, rtol=1e-12)
             assert got == int(RECORD_EDGES[int(np.argmin(brute))])
-        assert choose_map_cap(counts, cap, noise=3.0, spread=0.0)[0] == cap
-        _, err0 = choose_map_cap(counts, cap, noise=0.0, spread=6.0)
-        assert choose_map_cap(counts, cap, noise=0.0, spread=6.0)[0] == int(RECORD_EDGES[np.flatnonzero(err0 == err0.min())[0]])
-        picks = [choose_map_cap(counts, cap, noise=s, spread=6.0)[0] for s in (100.0, 10.0, 1.0, 0.1, 0.01)]
+        assert choose_map_cap(noisy, eps, cap, noise=3.0, spread=0.0)[0] == cap
+        _, err0 = choose_map_cap(noisy, eps, cap, noise=0.0, spread=6.0)
+        assert choose_map_cap(noisy, eps, cap, noise=0.0, spread=6.0)[0] == \
+            int(RECORD_EDGES[np.flatnonzero(err0 == err0.min())[0]])
+        picks = [choose_map_cap(noisy, eps, cap, noise=v, spread=6.0)[0] for v in (100.0, 10.0, 1.0, 0.1, 0.01)]
         assert picks == sorted(picks)
+
+
+def test_map_cap_ignores_a_phantom_heavy_bin():
+    """146 users of 150–560 records (the Austin day's shape) and a noisy overflow bin of 30 "users with
+    8,192 records" at ε_T = 0.1: the threshold ln(400)/0.1 = 59.9 zeroes the phantom (and the small
+    bins), so the map keeps the cells' cap; read as real, the phantom would pull T_map to 4,096,
+    the cap that erred 6.7 km/h on the day (models/hierarchy.md §13.2)."""
+    from dpopt.userdp.place_bounds import choose_map_cap, map_cap_error
+
+    noisy = np.array([0, 0, 0, 3, 24, 122, 0, 30])
+    assert choose_map_cap(noisy, 0.1, 256, noise=50.0, spread=6.0)[0] == 256
+    err = map_cap_error(noisy, noise=50.0, spread=6.0)
+    assert int(np.argmin(np.where(np.arange(5) >= 2, err, np.inf))) == 4  # the phantom read as real: 4096
+    assert choose_map_cap(np.zeros(8), 0.1, 64, noise=1.0, spread=6.0)[0] == 64  # no evidence: the cells' cap
 
 
 def test_map_cap_refuses_bad_input():
     from dpopt.userdp.place_bounds import choose_map_cap
 
     with pytest.raises(DpoptInputError, match="candidates"):
-        choose_map_cap(np.ones(8), 32, noise=1.0, spread=1.0)
+        choose_map_cap(np.ones(8), 1.0, 32, noise=1.0, spread=1.0)
     with pytest.raises(DpoptInputError, match="noise"):
-        choose_map_cap(np.ones(8), 16, noise=-1.0, spread=1.0)
+        choose_map_cap(np.full(8, 50), 1.0, 16, noise=-1.0, spread=1.0)
     with pytest.raises(DpoptInputError, match="counts"):
-        choose_map_cap(np.ones(3), 16, noise=1.0, spread=1.0)
+        choose_map_cap(np.full(3, 50), 1.0, 16, noise=1.0, spread=1.0)
 
 
 def test_map_noise_scale_by_hand():
@@ -805,8 +822,6 @@ def test_place_release_measures_the_map_at_its_own_cap():
     from dpopt.privacy.user import UserOptions
     from dpopt.privacy.user_place import measure_place
     from dpopt.userdp.place_bounds import CAP_SHARE, choose_map_cap
-    from dpopt.userdp.predict import denoise_histogram
-
     from dpopt.records.grid import cell_strings, slot_strings
     from dpopt.release import austin_sample_path
     from tests._legacy import aggregate_records
@@ -822,8 +837,8 @@ def test_place_release_measures_the_map_at_its_own_cap():
         assert Tm >= T and info["level_bounds"] == [None, T, Tm]
         assert [s[0] for s in info["level_sensitivity"][1:]] == [T, Tm]
         eps_t = float(m.spend.pieces["bounds"]) * CAP_SHARE
-        got, _ = choose_map_cap(denoise_histogram(np.array(rh["noisy_users"], float), eps_t), T,
-                                noise=rh["map_noise"], spread=rh["map_spread"], candidates=np.array(rh["candidates"]))
+        got, _ = choose_map_cap(np.array(rh["noisy_users"], float), eps_t, T, noise=rh["map_noise"],
+                                spread=rh["map_spread"], candidates=np.array(rh["candidates"]))
         assert got == Tm and rh["map_spread"] == 6.0
         seen.add(Tm > T)
     assert seen == {False, True}  # the map's cap is raised only where its noise allows (here: at ε = 200)
