@@ -10,7 +10,12 @@
    Ŷ − d_b·n̂ = e_Y − d_b·e_n exactly (no delta method), a zero-mean sum of independent noises of
    variance V_Y + d_b²·V_n, so the set covers d_b with the probability of that noise staying inside
    z standard deviations (z from :func:`two_sided_z`). Published as the half-width around μ̂ of the
-   smallest symmetric interval holding the set (U when the set is unbounded or empty).
+   smallest symmetric interval holding the set (U when the set is unbounded or empty). With a
+   clamp B < U (``info['declared_bound']`` = U, ``m.bound`` = B) the estimate lies in [0, B] but a
+   node's truth in [0, U]: a set that reaches B is extended to U (the clamped mean may be B, so the
+   all-records mean may be anything above), and every half-width is capped at U, the whole range
+   of the truths (a cap at B left truths above m + B outside it: aircraft B at ε = 1, 16 of 100
+   direct intervals; models/hierarchy.md §7).
 3. **Bias of bounding** (the truth of a node is the mean of *all* its records, the estimate that of
    the kept ones). What is proven: with κ = 0 the direct interval covers the mean of the node's
    **bounded** records (item 2), and the EB interval contains the direct one. The all-records mean
@@ -255,7 +260,10 @@ def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarr
     n_eff = np.maximum(n, 1.0)
     d = np.clip(y / n_eff, -h, h)
     lo, hi = fieller_interval(y, n, vy, vn, z, h)
-    mean_hw = _half_width(d, lo, hi, U)
+    # the truths lie in [0, U] (centred: [−h, U − h]); with a clamp B < U a set that reaches B says
+    # nothing about how far above B the all-records mean lies, so its upper end is U (B = U: unchanged)
+    reach = truth_range(m)
+    mean_hw = _half_width(d, lo, np.where(hi >= h, reach - h, hi), reach)
     dl, dh = fieller_interval(y, n, vy, vn, z_half, h)
     zl, zh = fieller_interval(zs, n, vz, vn, z_half, U * U / 8.0)
     zbar = np.clip(zs / n_eff, -U * U / 8.0, U * U / 8.0)
@@ -276,8 +284,15 @@ def _clamp_reason(m: Measurements) -> str | None:
             + ("" if m.info.get("sumsq_measured", True) else " (no budget spent on it)"))
 
 
+def truth_range(m: Measurements) -> float:
+    """U of the values as declared (``info['declared_bound']``, ≥ the clamp B = ``m.bound`` the
+    statistics were measured on): the width of the range the nodes' truths lie in, so a half-width of
+    U is the whole range whatever the estimate in [0, B]."""
+    return max(float(m.info.get("declared_bound", m.bound)), float(m.bound))
+
+
 def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, clamped=None) -> pd.DataFrame:
-    U, h = m.bound, m.bound / 2.0
+    U, h = truth_range(m), m.bound / 2.0
     table = pd.DataFrame({
         "node": np.arange(m.n_nodes), "cell": m.nodes["cell"].to_numpy(),
         "h3_resolution": m.nodes["h3_resolution"].to_numpy(), "slot": m.nodes["slot"].to_numpy(),
@@ -396,7 +411,11 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     # release measures count and sum only), whatever its variance interval's width
     var_ok = ((dr["var_hi"] - dr["var_lo"]) < U * U / 4.0) & (clamped is None) & np.isfinite(dr["var"])
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
-    direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, U)
+    # a half-width is capped at the range of the truths, [0, U] for the values as declared: with a clamp
+    # B < U the estimates lie in [0, B] but a node's truth may lie above B, so a cap at B left the truths
+    # in (m + B, U] outside "the whole range" (aircraft B at ε = 1: 16 of 100 direct intervals)
+    reach = truth_range(m)
+    direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, reach)
     eb, info, ans, post_var = _model_means(m, tot, dr, estimator, shrink, tau)
     # the interval contains the direct one (item 4): |m − θ| ≤ |m − μ̂| + |μ̂ − θ|
     eb_hw = np.abs(eb - dr["d"]) + direct_hw

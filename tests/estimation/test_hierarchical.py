@@ -293,3 +293,34 @@ def test_count_snr_threshold_grows_with_the_nodes_tested():
     sd = math.sqrt(2.0) * b
     assert (noise >= count_snr_threshold(5000) * sd).sum(axis=1).mean() < 1.0
     assert (noise >= MIN_COUNT_SNR * sd).sum(axis=1).mean() > 200
+
+
+def test_intervals_reach_the_declared_range_above_a_clamp(agg):
+    """Measured on values clamped to [0, B = 50] with the values declared on [0, U = 100] (the place
+    release's clamp): a node whose Fieller set for the clamped mean reaches B has an interval that
+    reaches U (the all-records mean may lie anywhere above), every half-width is at most U, the others
+    are exactly the half-widths of the clamped measurement, and without a declared U (B = U) nothing
+    changes. Before session 8 the cap was B: truths above m + B fell outside "the whole range"."""
+    from dataclasses import replace
+
+    from dpopt.estimation.hierarchical import two_sided_z
+
+    B, plist = 50.0, PartitionList(cells=agg.cells, slots=agg.slots)
+    m = measure_levels(agg, plist, bound=B, bounds=(3, 2), epsilon=3.0, noise="numpy", seed=4, levels=LEVELS,
+                       first_level=0)
+    plain = estimate_hierarchical(m, confidence=0.9, bias_allowance=0.0).table
+    wide = estimate_hierarchical(replace(m, info={**m.info, "declared_bound": U}), confidence=0.9,
+                                 bias_allowance=0.0).table
+    (n, vn), (y, vy) = gls_totals(m)["count"], gls_totals(m)["sum"]
+    _, hi = fieller_interval(y, n, vy, vn, two_sided_z(0.9, m.statistics["sum"].law.family), B / 2)
+    touch = ~(hi < B / 2)  # reaches B, or NaN (no information)
+    assert 0 < touch.sum() < touch.size
+    mean, hw = wide["mean_direct"].to_numpy(), wide["mean_direct_error_bound"].to_numpy()
+    assert np.all(hw <= U) and np.all(mean[touch] + hw[touch] >= U - 1e-9)
+    np.testing.assert_allclose(hw[~touch], plain["mean_direct_error_bound"].to_numpy()[~touch], rtol=1e-12)
+    assert np.all(hw >= plain["mean_direct_error_bound"].to_numpy() - 1e-9)
+    assert np.all(wide["mean_error_bound"].to_numpy() <= U)
+    # within the range [0, U] the EB interval still contains the direct one
+    me, he = wide["mean"].to_numpy(), wide["mean_error_bound"].to_numpy()
+    assert np.all(np.maximum(me - he, 0) <= np.maximum(mean - hw, 0) + 1e-9)
+    assert np.all(np.minimum(me + he, U) >= np.minimum(mean + hw, U) - 1e-9)
