@@ -122,13 +122,13 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     # where the map's noise allows it (models/hierarchy.md §13.2)
     map_noise = map_noise_scale(total - eps_b, pb.clamp, weight_mean=options.weight_mean,
                                 weight_variance=weight_variance)
-    spread = U / PRIOR_SPREAD_DIVISOR
+    spread = U / PRIOR_SPREAD_DIVISOR  # τ₀: the share rule's prior spread, here standing for users' means
     map_cap, map_error = choose_map_cap(pb.histogram, pb.epsilon * CAP_SHARE, pb.cap, noise=map_noise, spread=spread,
                                         candidates=pb.candidates)
     levels = place_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution)
     m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b, levels=levels,
                        level_bounds=[None, pb.cap, map_cap], level_split="place",
-                       prior_spread=U / PRIOR_SPREAD_DIVISOR, mechanism="laplace", noise=noise.noise,
+                       prior_spread=spread, mechanism="laplace", noise=noise.noise,
                        seed=noise.seed, noise_mechanism=mech, granularity_bits=noise.granularity_bits,
                        weight_mean=options.weight_mean, weight_variance=weight_variance)
     spend = spend_with_bounds(m.spend, eps_b, mech.real_release, (delta_total, delta_conv))
