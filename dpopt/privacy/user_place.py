@@ -139,6 +139,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
             "declared_bound": U,
             "record_histogram": {"upper_edges": [int(e) for e in RECORD_BIN_EDGES],
                                  "noisy_users": [int(v) for v in pb.histogram],
+                                 "epsilon": pb.epsilon * CAP_SHARE,
                                  "candidates": [int(t) for t in pb.candidates],
                                  "noise_factor": [_finite(f) for f in pb.cap_noise],
                                  "map_noise": map_noise, "map_spread": spread,

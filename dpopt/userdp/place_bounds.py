@@ -90,9 +90,9 @@ CLAMP_STEPS = 16
 #: the clamp is never below U·CLAMP_FLOOR_STEP/CLAMP_STEPS = U/2 (public floor)
 CLAMP_FLOOR_STEP = CLAMP_STEPS // 2
 #: a bin of the clamp histogram counts only where its noisy count is at least ln(#bins/this)/ε_B:
-#: at most one histogram in 100 shows a phantom bin (an empty bin above the threshold)
+#: at most 2 histograms in 100 (about 1 at small ε) show a phantom bin (an empty bin above it)
 CLAMP_PHANTOM_RATE = 0.02
-#: the map cap's histogram keeps the bins a phantom reaches in ≤ 1 % of histograms, as the clamp's
+#: the map cap's histogram keeps the bins a phantom reaches in ≤ 2 % of histograms, as the clamp's
 MAP_CAP_PHANTOM_RATE = CLAMP_PHANTOM_RATE
 #: quantile of users' own 99th percentiles the clamp B is set to
 CLAMP_USER_QUANTILE = 0.75
@@ -224,7 +224,7 @@ def choose_map_cap(noisy: np.ndarray, epsilon: float, cap: int, *, noise: float,
     """The map's record cap T_map (models/hierarchy.md §13.2): the candidate, at least the cells'
     cap ``cap``, with the least :func:`map_cap_error` (ties: the smaller) on the ε-DP record
     histogram ``noisy`` with the bins under ln(#bins/MAP_CAP_PHANTOM_RATE)/ε zeroed
-    (:func:`dpopt.userdp.predict.threshold_bins`: a phantom bin in ≤ 1 % of histograms; a phantom
+    (:func:`dpopt.userdp.predict.threshold_bins`: a phantom bin in ≤ 2 % of histograms; a phantom
     overflow bin of "users with 8,192 records" would make every cap look re-weighting); ``cap`` where
     no bin clears it. Post-processing of the histogram, the DP clamp (through ``noise``) and public
     facts. The map holds every kept record, so its noise is small where the cells' is not; there a
@@ -271,7 +271,7 @@ def clamp_histogram_fields(votes: np.ndarray, bound: float) -> dict:
 def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE) -> float:
     """B from the noisy clamp histogram (post-processing): the bins whose noisy count reaches
     t = ln(#bins/CLAMP_PHANTOM_RATE)/ε are kept (an empty bin passes with probability
-    ≤ CLAMP_PHANTOM_RATE/(2·#bins), so a phantom bin in ≤ 1 % of histograms), the others zeroed, and
+    ≤ CLAMP_PHANTOM_RATE/#bins, so a phantom bin in ≤ 2 % of histograms, about 1 % at small ε), the others zeroed, and
     B is the ``quantile`` of the kept counts (the smallest bin whose cumulative count reaches
     quantile × total), as U·(CLAMP_FLOOR_STEP + bin)/CLAMP_STEPS; the floor U/2 where no bin is
     kept (the evidence does not show users above it, and the floor is the least noise)."""

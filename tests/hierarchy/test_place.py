@@ -836,7 +836,8 @@ def test_place_release_measures_the_map_at_its_own_cap():
         T, Tm = info["record_cap"], info["map_record_cap"]
         assert Tm >= T and info["level_bounds"] == [None, T, Tm]
         assert [s[0] for s in info["level_sensitivity"][1:]] == [T, Tm]
-        eps_t = float(m.spend.pieces["bounds"]) * CAP_SHARE
+        eps_t = rh["epsilon"]  # the ε_T the histogram was drawn with (published)
+        assert eps_t == pytest.approx(float(m.spend.pieces["bounds"]) * CAP_SHARE, rel=1e-6)
         got, _ = choose_map_cap(np.array(rh["noisy_users"], float), eps_t, T, noise=rh["map_noise"],
                                 spread=rh["map_spread"], candidates=np.array(rh["candidates"]))
         assert got == Tm and rh["map_spread"] == 6.0

@@ -98,6 +98,13 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     assert rh["upper_edges"] == [1, 4, 16, 64, 256, 1024, 4096] and len(rh["noisy_users"]) == 8
     eps_t = float(s["budget"]["bounds"]) * CAP_SHARE
     assert choose_cap(denoise_histogram(np.array(rh["noisy_users"], float), eps_t))[0] == s["record_cap"]
+    # and so is the map's cap T_map, from the published ε_T, noise constant and spread
+    from dpopt.userdp.place_bounds import choose_map_cap
+
+    assert rh["epsilon"] == pytest.approx(eps_t, rel=1e-6)
+    assert choose_map_cap(np.array(rh["noisy_users"], float), rh["epsilon"], s["record_cap"], noise=rh["map_noise"],
+                          spread=rh["map_spread"], candidates=np.array(rh["candidates"]))[0] == s["map_record_cap"]
+    assert s["map_record_cap"] >= s["record_cap"]
     # so is B: the clamp rule applied to summary.json's noisy clamp-vote histogram at ε_B = ε_b − ε_T
     from dpopt.userdp.place_bounds import choose_clamp
 
