@@ -20,6 +20,10 @@ Methods (rows):
   user would read off the data); "tuned" = best (k, c) of a small sweep chosen on the truth;
 * OpenDP 0.16 (``--opendp``, Polars API, ``dp.mean`` per grid, one repetition): median bounds and
   the best of the sweep on the truth; rows truncated beforehand in a public hash order;
+* Tumult Analytics 0.21 (``--only-tumult PYTHON``, its own virtualenv, ``tumult_peer.py``; one
+  repetition): Tumult's own truncation (MaxGroupsPerID k, MaxRowsPerGroupPerID c) and ``average``
+  per grid, median bounds and the best of a sweep on the truth; private keys by ``get_groups`` at
+  half the budget;
 * the constants U/2 and the exact map-wide mean (an oracle);
 * ``--chosen-k SEEDS``: stability of the automatic k (the bounds choice only, SEEDS noise draws).
 
@@ -320,6 +324,56 @@ def opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c) -> list:
     return rows
 
 
+def tumult_rows(args, agg, fin, eps, setting, public, med_k, med_c) -> list:
+    """Tumult Analytics rows of one (eps, setting) (``tumult_peer.py`` in its own virtualenv, the
+    interpreter ``args.tumult``): median bounds and the best of the sweep on the truth; Tumult's
+    means clipped into [0, U] (post-processing), grids it returns no mean for charged U/2."""
+    import subprocess
+    import tempfile
+
+    bounds = [[med_k, med_c]] + [[k, c] for k in args.tumult_k for c in args.sweep_c]
+    with tempfile.TemporaryDirectory() as tmp:
+        owner = np.repeat(np.arange(agg.n_pairs), agg.count)
+        pd.DataFrame({"user": agg.pair_user[owner].astype(np.int64), "grid": agg.pair_grid[owner].astype(np.int64),
+                      "v": np.clip(agg.samples.values, 0.0, agg.bound)}).to_parquet(f"{tmp}/rec.parquet")
+        job = {"epsilon": eps, "delta": 0.0 if public else DELTA, "bound": agg.bound, "bounds": bounds,
+               "keys": list(range(agg.n_grids)) if public else None}
+        Path(f"{tmp}/job.json").write_text(json.dumps(job))
+        subprocess.run([args.tumult, str(HERE / "tumult_peer.py"), f"{tmp}/rec.parquet", f"{tmp}/job.json",
+                        f"{tmp}/out"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        walls = json.loads(Path(f"{tmp}/out_walls.json").read_text())
+        lab = labels_of(agg)
+        rows = []
+        for (k, c), wall in zip(bounds, walls):
+            out = pd.read_parquet(f"{tmp}/out_{k}_{c}.parquet")
+            g = out["grid"].to_numpy(dtype=np.int64)
+            m = np.clip(np.nan_to_num(out["mean"].to_numpy(dtype=float), nan=agg.bound / 2.0), 0.0, agg.bound)
+            t = pd.DataFrame({"cell": lab["cell"].to_numpy()[g], "slot": lab["slot"].to_numpy()[g], "mean": m})
+            rows.append({"eps": eps, "setting": setting, "bounds": [[k, c]], "wall": wall,
+                         **summarise([score_table(t, fin)])})
+    default = {**rows[0], "method": "Tumult (median bounds)"}
+    best = {**min(rows[1:], key=lambda r: r["median"]), "method": "Tumult tuned on the truth"}
+    print("Tumult", eps, setting, round(default["median"], 1), round(best["median"], 1), flush=True)
+    return [default, best]
+
+
+def add_tumult(args) -> None:
+    """Append Tumult rows to an existing results/multires_<data>.json."""
+    p = HERE / "results" / f"multires_{args.data}.json"
+    out = json.loads(p.read_text())
+    agg, _ = load(args.data)
+    fin = finest_grids(agg, bound=agg.bound)
+    med_k, med_c = out["median_bounds"]
+    out["rows"] = [r for r in out["rows"] if not r["method"].startswith("Tumult")]
+    for eps in args.eps:
+        for setting, public in SETTINGS:
+            if public or not args.tumult_public_only:
+                out["rows"] += tumult_rows(args, agg, fin, eps, setting, public, med_k, med_c)
+    out["meta"]["tumult"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "sweep_k": args.tumult_k,
+                             "sweep_c": args.sweep_c}
+    p.write_text(json.dumps(out, indent=1))
+
+
 def add_opendp(args) -> None:
     """Append OpenDP rows to an existing results/multires_<data>.json."""
     p = HERE / "results" / f"multires_{args.data}.json"
@@ -434,6 +488,11 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--opendp", action="store_true", help="also run OpenDP (1 repetition per setting)")
     ap.add_argument("--only-opendp", action="store_true", help="add OpenDP rows to an existing results json")
+    ap.add_argument("--only-tumult", dest="tumult", metavar="PYTHON",
+                    help="add Tumult Analytics rows to an existing results json, run by this interpreter (a "
+                         "virtualenv with tmlt.analytics and pyarrow: Tumult pins numpy < 2, see tumult_peer.py)")
+    ap.add_argument("--tumult-k", type=int, nargs="+", default=[4, 16, 64], help="Tumult's sweep over k")
+    ap.add_argument("--tumult-public-only", action="store_true", help="Tumult with the public list only")
     ap.add_argument("--only-private-multires", action="store_true",
                     help="add the private multi-resolution rows to an existing results json")
     ap.add_argument("--only-integrated", action="store_true",
@@ -448,6 +507,8 @@ def main() -> None:
         add_rows(args, ("dpopt default", ADAPTIVE), integrated_rows, "integrated")
     elif args.only_opendp:
         add_opendp(args)
+    elif args.tumult:
+        add_tumult(args)
     elif args.chosen_k:
         (HERE / "results" / f"multires_k_{args.data}.json").write_text(json.dumps(chosen_k(args), indent=1))
     else:
