@@ -357,34 +357,20 @@ def tumult_rows(args, agg, fin, eps, setting, public, med_k, med_c) -> list:
     return [default, best]
 
 
-def add_tumult(args) -> None:
-    """Append Tumult rows to an existing results/multires_<data>.json."""
+def add_peer(args, name: str, rows_of, public_only: bool = False) -> None:
+    """Replace the rows of peer ``name`` ("OpenDP", "Tumult") in an existing results/multires_<data>.json
+    with ``rows_of(args, agg, fin, eps, setting, public, med_k, med_c)`` for every (eps, setting)."""
     p = HERE / "results" / f"multires_{args.data}.json"
     out = json.loads(p.read_text())
     agg, _ = load(args.data)
     fin = finest_grids(agg, bound=agg.bound)
     med_k, med_c = out["median_bounds"]
-    out["rows"] = [r for r in out["rows"] if not r["method"].startswith("Tumult")]
+    out["rows"] = [r for r in out["rows"] if not r["method"].startswith(name)]
     for eps in args.eps:
         for setting, public in SETTINGS:
-            if public or not args.tumult_public_only:
-                out["rows"] += tumult_rows(args, agg, fin, eps, setting, public, med_k, med_c)
-    out["meta"]["tumult"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "sweep_k": args.tumult_k,
-                             "sweep_c": args.sweep_c}
-    p.write_text(json.dumps(out, indent=1))
-
-
-def add_opendp(args) -> None:
-    """Append OpenDP rows to an existing results/multires_<data>.json."""
-    p = HERE / "results" / f"multires_{args.data}.json"
-    out = json.loads(p.read_text())
-    agg, _ = load(args.data)
-    fin = finest_grids(agg, bound=agg.bound)
-    med_k, med_c = out["median_bounds"]
-    out["rows"] = [r for r in out["rows"] if not r["method"].startswith("OpenDP")]
-    for eps in args.eps:
-        for setting, public in SETTINGS:
-            out["rows"] += opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c)
+            if public or not public_only:
+                out["rows"] += rows_of(args, agg, fin, eps, setting, public, med_k, med_c)
+    out["meta"][name.lower()] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     p.write_text(json.dumps(out, indent=1))
 
 
@@ -506,9 +492,9 @@ def main() -> None:
     elif args.only_integrated:
         add_rows(args, ("dpopt default", ADAPTIVE), integrated_rows, "integrated")
     elif args.only_opendp:
-        add_opendp(args)
+        add_peer(args, "OpenDP", opendp_rows)
     elif args.tumult:
-        add_tumult(args)
+        add_peer(args, "Tumult", tumult_rows, public_only=args.tumult_public_only)
     elif args.chosen_k:
         (HERE / "results" / f"multires_k_{args.data}.json").write_text(json.dumps(chosen_k(args), indent=1))
     else:
