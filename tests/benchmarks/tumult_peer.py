@@ -36,7 +36,9 @@ def main(records_path: str, job_path: str, out_prefix: str) -> None:
     job = json.loads(open(job_path).read())
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable  # workers: this venv
     spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "6g")
-             .config("spark.sql.shuffle.partitions", "8").config("spark.ui.enabled", "false").getOrCreate())
+             .config("spark.sql.shuffle.partitions", "8").config("spark.ui.enabled", "false")
+             .config("spark.sql.warehouse.dir", os.path.join(os.path.dirname(os.path.abspath(out_prefix)), "warehouse"))
+             .getOrCreate())  # Tumult writes tables: keep them in the job's temporary folder, not the cwd
     spark.sparkContext.setLogLevel("ERROR")
     df = spark.createDataFrame(pd.read_parquet(records_path))
     eps, delta, U = float(job["epsilon"]), float(job.get("delta", 0.0)), float(job["bound"])
