@@ -8,6 +8,8 @@ stderr starting ``dpopt CMD: error:``, no traceback. Seeded and fast (a few seco
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable
 from typing import Any
 
@@ -482,7 +484,9 @@ def test_issue22_1_a_heavy_user_does_not_turn_a_user_release_into_an_error(tmp_p
         code, out, err = _r3_cli(capsys, [*argv, "--epsilon-total", "100"])
         assert code == 0, err
         text = out + err + (tmp_path / f"o_{name}" / "summary.json").read_text()
-        assert str(len(frame)) not in text and str(len(frame) + 1) not in text  # no private count
+        for n in (len(frame), len(frame) + 1):  # no private count, as a number of its own (a noisy float
+            # such as 190013371833.74 holds "9001" by chance: a substring test failed about one run in ten)
+            assert not re.search(rf"(?<![\d.,]){n}(?:\.0*)?(?![\d,])|(?<![\d.,]){n:,}(?![\d,])", text), n
 
 
 @pytest.mark.parametrize("ids,users", [(["0123", "123"], 2), (["1e3", "10e2", "1000"], 3), (["7", " 7"], 2)])
