@@ -5,8 +5,8 @@ two multi-aircraft collections in its wheel:
 
 * ``aircraft_a`` = ``collections/switzerland.json.gz``: 139,098 positions of 842 aircraft over
   Switzerland on 2018-08-01 05:00–22:00 UTC (mostly cruise: ground speed 449 ± 27 kt);
-* ``aircraft_b`` = ``collections/quickstart.json.gz``: 247,402 positions (with a ground speed) of
-  213 aircraft around Paris on 2021-10-07 12:00–15:00 UTC (arrivals, departures and overflights:
+* ``aircraft_b`` = ``collections/quickstart.json.gz``: 247,402 positions with a ground speed, of
+  210 aircraft (213 in the file) around Paris on 2021-10-07 12:00–15:00 UTC (arrivals, departures and overflights:
   265 ± 103 kt).
 
 An aircraft (``icao24``) is a user; the value is the ground speed in km/h (knots × 1.852), public

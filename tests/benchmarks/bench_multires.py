@@ -53,7 +53,7 @@ import pandas as pd
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from bench_userdp import DATASETS, load, records_rows  # noqa: E402
+from bench_userdp import DATASETS, load, records_frame, records_rows  # noqa: E402
 from scoring import finest_grids, score_table  # noqa: E402
 
 DELTA = 1e-6
@@ -333,9 +333,7 @@ def tumult_rows(args, agg, fin, eps, setting, public, med_k, med_c) -> list:
 
     bounds = [[med_k, med_c]] + [[k, c] for k in args.tumult_k for c in args.sweep_c]
     with tempfile.TemporaryDirectory() as tmp:
-        owner = np.repeat(np.arange(agg.n_pairs), agg.count)
-        pd.DataFrame({"user": agg.pair_user[owner].astype(np.int64), "grid": agg.pair_grid[owner].astype(np.int64),
-                      "v": np.clip(agg.samples.values, 0.0, agg.bound)}).to_parquet(f"{tmp}/rec.parquet")
+        records_frame(agg).to_parquet(f"{tmp}/rec.parquet")
         job = {"epsilon": eps, "delta": 0.0 if public else DELTA, "bound": agg.bound, "bounds": bounds,
                "keys": list(range(agg.n_grids)) if public else None}
         Path(f"{tmp}/job.json").write_text(json.dumps(job))

@@ -84,11 +84,17 @@ def truth(agg):
     return mean, np.maximum(s2 / N - mean**2, 0.0), agg.grid_users()
 
 
+def records_frame(agg) -> pd.DataFrame:
+    """One row per record: ``user``, ``grid`` (int64 indices) and ``v`` (the value in [0, U]), for the peers."""
+    owner = np.repeat(np.arange(agg.n_pairs), agg.count)
+    return pd.DataFrame({"user": agg.pair_user[owner].astype(np.int64), "grid": agg.pair_grid[owner].astype(np.int64),
+                         "v": np.clip(agg.samples.values, 0.0, agg.bound)})
+
+
 def records_rows(agg):
     """(user, grid, value) per record, for PipelineDP."""
-    owner = np.repeat(np.arange(agg.n_pairs), agg.count)
-    return list(zip(agg.pair_user[owner].tolist(), agg.pair_grid[owner].tolist(),
-                    np.clip(agg.samples.values, 0.0, agg.bound).tolist()))
+    f = records_frame(agg)
+    return list(zip(f["user"].tolist(), f["grid"].tolist(), f["v"].tolist()))
 
 
 def score(est_mean, est_var, released, tmean, tvar, users):
