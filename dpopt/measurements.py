@@ -22,6 +22,9 @@ h3_resolution   int, the node's H3 resolution (≤ the finest one)
 slot            int64, start of the node's time slot (ns since the epoch, UTC)
 slot_ns         int64, length of the slot (ns); the slot is [slot, slot + slot_ns)
 parent          int64, row of the node's parent in this table, -1 for a root
+cycle_ns        optional int64, 0 or the cycle of a recurring window (an hour-of-day profile
+                node covers [slot + j·cycle_ns, slot + j·cycle_ns + slot_ns) for j = 0, 1, …
+                up to the period's end; models/hierarchy.md §14); absent means 0
 =============== ===========================================================================
 
 Statistics (``Measurements.statistics``), each aligned with the node table (NaN: the node was not
@@ -69,7 +72,7 @@ NOISE_FAMILIES = ("discrete_laplace", "discrete_gaussian", "laplace", "gaussian"
 NODE_COLUMNS = ("cell", "h3_resolution", "slot", "slot_ns", "parent")
 #: columns every :class:`Estimates` table has (models/hierarchy.md)
 ESTIMATE_COLUMNS = (
-    "node", "cell", "h3_resolution", "slot", "slot_ns", "released",
+    "node", "cell", "h3_resolution", "slot", "slot_ns", "cycle_ns", "released",
     "mean", "mean_error_bound", "mean_direct", "mean_direct_error_bound",
     "variance", "variance_error_bound", "variance_released", "variance_withheld_reason", "method",
 )
@@ -182,6 +185,13 @@ class Measurements:
     @property
     def n_nodes(self) -> int:
         return int(len(self.nodes))
+
+    @property
+    def node_cycles(self) -> np.ndarray:
+        """Each node's ``cycle_ns`` (0 where the table has none: contiguous slots)."""
+        if "cycle_ns" in self.nodes.columns:
+            return self.nodes["cycle_ns"].to_numpy(dtype=np.int64)
+        return np.zeros(self.n_nodes, dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)

@@ -109,7 +109,7 @@ def _table(m: Measurements, mean_raw: np.ndarray, var_raw: np.ndarray, err_mean:
     return pd.DataFrame({
         "node": np.arange(n, dtype=np.int64), "cell": nodes["cell"].to_numpy(),
         "h3_resolution": nodes["h3_resolution"].to_numpy(), "slot": nodes["slot"].to_numpy(),
-        "slot_ns": nodes["slot_ns"].to_numpy(), "released": rel,
+        "slot_ns": nodes["slot_ns"].to_numpy(), "cycle_ns": m.node_cycles, "released": rel,
         # post-processing of DP outputs into the valid ranges (no privacy cost); raw kept beside
         "mean": np.clip(mean_raw, 0.0, U), "mean_error_bound": err_mean,
         "mean_direct": mean_raw, "mean_direct_error_bound": err_mean,

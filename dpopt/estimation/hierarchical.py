@@ -298,7 +298,7 @@ def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, 
     table = pd.DataFrame({
         "node": np.arange(m.n_nodes), "cell": m.nodes["cell"].to_numpy(),
         "h3_resolution": m.nodes["h3_resolution"].to_numpy(), "slot": m.nodes["slot"].to_numpy(),
-        "slot_ns": m.nodes["slot_ns"].to_numpy(), "released": released,
+        "slot_ns": m.nodes["slot_ns"].to_numpy(), "cycle_ns": m.node_cycles, "released": released,
         "mean": h + eb, "mean_error_bound": np.where(np.isfinite(dr["d"]), np.minimum(eb_hw, U), U),
         "mean_direct": h + dr["d"], "mean_direct_error_bound": direct_hw,
         "variance": np.where(var_ok, dr["var"], np.nan),

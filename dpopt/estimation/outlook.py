@@ -43,9 +43,9 @@ def levels_outlook(m: Measurements, est: Estimates) -> Outlook:
     n, b = t["count_estimate"].to_numpy(float), t["mean_error_bound"].to_numpy(float)
     levels = {"published": (n[on], b[on])}
     lev = t["level"].to_numpy()
-    for li, (res, slot_ns) in enumerate(m.info.get("levels", [])):
+    for li, (res, slot_ns, *cycle) in enumerate(m.info.get("levels", [])):
         rows = lev == li
-        name = f"H3 resolution {res} x {'the whole period' if slot_ns == 0 else _slot(slot_ns)}"
+        name = f"H3 resolution {res} x {'the whole period' if slot_ns == 0 else _slot(slot_ns, *cycle)}"
         levels[name] = (n[rows], b[rows])
     out = release_outlook(levels, bound=m.bound, epsilon=_epsilon(m))
     if not on.any() and m.info.get("selection"):
@@ -66,10 +66,10 @@ def _selection_hint(out: Outlook, m: Measurements) -> Outlook:
     if not thr:
         return out
     t, li = min(thr)
-    res, slot_ns = m.info["levels"][li]
+    res, slot_ns, *cycle = m.info["levels"][li]
     eps = m.info.get("epsilon_budget")  # the ε given (the spend omits unmeasured levels' value pieces)
     need = None if eps is None else eps * max(t - 1.0, 0.0) / (HINT_USERS - 1.0)
-    text = (f" Private selection released no node: at level H3 resolution {res} x {_slot(slot_ns)} a node needs "
+    text = (f" Private selection released no node: at level H3 resolution {res} x {_slot(slot_ns, *cycle)} a node needs "
             f"about {t:.3g} noisy users at this budget" + (
                 f"; epsilon ≈ {math.ceil(need * 10) / 10:g} (same shares and delta) would lower that to "
                 f"{HINT_USERS:g} users." if need is not None and need > eps else "."))
@@ -103,8 +103,8 @@ def _epsilon_needed(m: Measurements, est: Estimates, counts: np.ndarray, U4: flo
     return _epsilon(m) * hw / U4
 
 
-def _slot(slot_ns: int) -> str:
-    from ..records.grid import slot_text
+def _slot(slot_ns: int, cycle_ns: int = 0) -> str:
+    from ..records.grid import level_time_text
 
-    return slot_text(int(slot_ns)) + " slots"
+    return level_time_text(int(slot_ns), int(cycle_ns)) + (" windows" if cycle_ns else " slots")
 

@@ -1,4 +1,5 @@
-"""The public hierarchy of grids: H3 parents (aperture 7) × coarser time slots, and the choice of
+"""The public hierarchy of grids: H3 parents (aperture 7) × coarser time slots
+(or recurring windows: hour-of-day profiles), and the choice of
 which nodes to measure and publish (multi-resolution release, models/hierarchy.md).
 
 * :mod:`.tree`: levels, vectorised H3 parents, the node table (:func:`build_hierarchy`);
@@ -8,7 +9,8 @@ which nodes to measure and publish (multi-resolution release, models/hierarchy.m
 
 from .decompose import answer_nodes, published_mask
 from .gls import TreeGLS, tree_gls
-from .tree import DAY_NS, HOUR_NS, Hierarchy, Level, build_hierarchy, cell_parents, default_levels
+from .tree import (DAY_NS, HOUR_NS, PROFILES, WEEK_NS, Hierarchy, Level, build_hierarchy, cell_parents, default_levels,
+                   profile_cycle)
 
 __all__ = ["Level", "Hierarchy", "build_hierarchy", "cell_parents", "default_levels", "HOUR_NS", "DAY_NS",
-           "TreeGLS", "tree_gls", "answer_nodes", "published_mask"]
+           "WEEK_NS", "PROFILES", "profile_cycle", "TreeGLS", "tree_gls", "answer_nodes", "published_mask"]

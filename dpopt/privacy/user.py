@@ -41,6 +41,7 @@ import pandas as pd
 from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..noise import epsilon_rational, integer_source
+from ..hierarchy.tree import PROFILES
 from ..records.aggregate import Aggregate
 from ..records.grid import slot_text
 from ..userdp.bounding import BoundedGrids, bound_contributions, grid_ranks, lattice_values
@@ -88,6 +89,10 @@ class UserOptions:
     shared public hash order, then measured (:mod:`dpopt.privacy.user_multires_private`; public
     (k, c), default (4, 8); ``selection_fraction`` default 0.6; no bounds or pooling budget).
     ``selection_fraction`` None: 0.6 there, 0.2 for the flat private release.
+
+    ``profile`` "day" or "week" (with a list; "auto" then runs the adaptive release): the
+    hierarchy's time steps are windows that recur every day (hour-of-day, 3-h-of-day) or week
+    (hour-of-week, day-of-week) instead of longer contiguous slots (models/hierarchy.md §14).
     """
 
     partitions: Any = None
@@ -103,9 +108,17 @@ class UserOptions:
     max_records: int = 64
     resolution: str = "auto"
     coarsest_resolution: int | None = None
+    profile: str | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.resolution, "resolution", RESOLUTIONS)
+        if self.profile is not None:
+            check_choice(self.profile, "profile", tuple(PROFILES))
+            if self.private or self.resolution not in ("auto", "adaptive"):
+                raise DpoptInputError(f"`profile` = {self.profile!r} (hour-of-day windows) goes with the adaptive "
+                                      "multi-resolution release over a partition list (resolution 'auto' or "
+                                      f"'adaptive' and `partitions`); got resolution={self.resolution!r}"
+                                      + (" without a list" if self.private else ""))
         if self.coarsest_resolution is not None:
             check_positive_int(self.coarsest_resolution, "coarsest_resolution", minimum=0)
             if self.coarsest_resolution > 15 or not self.adaptive or self.private:
@@ -150,7 +163,7 @@ class UserOptions:
     def place(self) -> bool:
         """The ``place`` release under Laplace noise: ``resolution`` "place", or "auto" with a
         partition list and the default ``bounds``/``priority`` (module doc)."""
-        return self.resolution == "place" or (self.resolution == "auto" and not self.private
+        return self.resolution == "place" or (self.resolution == "auto" and not self.private and self.profile is None
                                               and self.bounds == "histogram" and self.priority == "own")
 
     def place_for(self, budget: Any) -> bool:

@@ -8,6 +8,7 @@ Steps, each a DP query on the data or post-processing of earlier outputs:
 2. (k, c): :func:`dpopt.userdp.bounds.choose_bounds` (the "histogram" rule by default, ε_b-DP) on
    the bounds share, predicting the error of the levels' finest-level noise; or the public pair;
 3. the levels: :func:`dpopt.userdp.levels.measure_levels` with (k, c) and the rest of the budget
+   (``profile`` "day"/"week": the levels' time steps are recurring windows, hour-of-day …, §14)
    (its own exact recount: every (level, statistic) piece);
 4. estimation (:func:`dpopt.estimation.estimate` with ``method="hierarchical"``) is done by the
    front door: post-processing only.
@@ -28,6 +29,7 @@ import numpy as np
 from .._validation import DpoptInputError, check_bound
 from ..measurements import BudgetSpend, Measurements
 from ..noise import epsilon_rational
+from ..hierarchy.tree import default_levels
 from ..records.aggregate import Aggregate
 from ..records.grid import slot_text
 from ..userdp.levels import measure_levels
@@ -130,6 +132,9 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
         raise DpoptInputError(f"`priority` = {options.priority!r} is an option of resolution='fixed'; the adaptive "
                               "release keeps a uniformly random k of each user's listed grids")
     U = check_bound(agg.bound if bound is None else bound)
+    if options.profile is not None:  # public (the grid and the option): refused before any budget is spent
+        default_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution,
+                       profile=options.profile)
     kind = _sampler_kind(budget, None)
     total, delta_total, _, delta_conv = options.check_budget(budget)
     mech, _, rng = _samplers(noise, kind, None)
@@ -146,6 +151,7 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
     plist, _, _ = _partition_list(agg, options)
     m = measure_levels(agg, plist, bound=U, bounds=(k, c), epsilon=None if gaussian else rest,
                        rho=rest if gaussian else None, coarsest_resolution=options.coarsest_resolution,
+                       profile=options.profile,
                        mechanism=kind, noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
                        granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
                        weight_variance=options.weight_variance)

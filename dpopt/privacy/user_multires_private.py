@@ -258,7 +258,7 @@ def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat, ex
     delta = float(sum(s.delta for s in sel))
     lev0 = np.flatnonzero(nodes["level"].to_numpy() == 0)
     finest = pd.DataFrame({"cell": nodes["cell"].to_numpy()[lev0], "slot": nodes["slot"].to_numpy()[lev0], "node": lev0})
-    info = {"k": k, "c": c, "levels": [(s.level.h3_resolution, s.level.slot_ns) for s in sel],
+    info = {"k": k, "c": c, "levels": [(s.level.h3_resolution, s.level.slot_ns, s.level.cycle_ns) for s in sel],
             "selection": [{"k": s.k, "threshold": s.threshold, "released": int(s.cells.size)} for s in sel],
             "linked_levels": [False] * len(sel), "sumsq_centre": U * U / 8.0, "granularity": lat.lam,
             "noise": mech.label, "h3_resolution": agg.h3_resolution, "slot_ns": agg.slot_ns, **extra_info}

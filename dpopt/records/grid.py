@@ -36,6 +36,8 @@ __all__ = [
     "cell_polygons",
     "cell_centres",
     "slot_text",
+    "level_time_text",
+    "iso_duration",
 ]
 
 _NS_PER_S = 1_000_000_000
@@ -147,3 +149,26 @@ def slot_text(slot_ns: int) -> str:
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def iso_duration(ns: int) -> str:
+    """A whole number of seconds as an ISO 8601 duration: "P1D", "P7D", "PT3H", "PT15M", "PT90S"
+    (what ``pandas.Timedelta`` and ``datetime``-aware readers parse)."""
+    seconds = int(ns) // 1_000_000_000
+    if seconds % 86400 == 0:
+        return f"P{seconds // 86400}D"
+    for unit, size in (("H", 3600), ("M", 60)):
+        if seconds % size == 0:
+            return f"PT{seconds // size}{unit}"
+    return f"PT{seconds}S"
+
+
+def level_time_text(slot_ns: int, cycle_ns: int = 0) -> str:
+    """A level's time in words: "period" (the whole period), "1h" (contiguous slots), or a recurring
+    window "1h of the day", "1d of the week", "2h of every 3d" (models/hierarchy.md §14)."""
+    if slot_ns == 0:
+        return "period"
+    if not cycle_ns:
+        return slot_text(slot_ns)
+    named = {86_400 * 10**9: "the day", 7 * 86_400 * 10**9: "the week"}
+    return f"{slot_text(slot_ns)} of {named.get(int(cycle_ns), 'every ' + slot_text(cycle_ns))}"

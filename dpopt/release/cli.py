@@ -139,6 +139,11 @@ def _add_user_arguments(p: Any) -> None:
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
                    help="multi-resolution releases: the coarsest H3 resolution of the hierarchy (default "
                    "--h3-resolution - 4)")
+    u.add_argument("--profile", default=None, metavar="{day,week}",
+                   help="with --partitions (runs the adaptive release): the hierarchy's time steps are windows "
+                   "that recur every day (hour-of-day, then 3-h-of-day, at --slot 1h) or week (hour-of-week, "
+                   "3-h-of-week, day-of-week) instead of longer contiguous slots; a node's window recurs every "
+                   "release.csv repeat_every (ISO 8601, P1D) until repeat_until (models/hierarchy.md section 14)")
 
 
 def _add_input_arguments(p: Any) -> None:
@@ -210,7 +215,8 @@ _FLAGS = {"epsilon_total": "--epsilon-total", "epsilon": "--epsilon", "rho": "--
           "criterion": "--criterion", "h3_resolution": "--h3-resolution", "slot": "--slot",
           "chunksize": "--chunksize", "partitions": "--partitions", "bounds": "--bounds",
           "out_of_range": "--out-of-range", "backend": "--backend", "timestamp_unit": "--timestamp-unit",
-          "seed": "--seed", "resolution": "--resolution", "coarsest_resolution": "--coarsest-resolution"}
+          "seed": "--seed", "resolution": "--resolution", "coarsest_resolution": "--coarsest-resolution",
+          "profile": "--profile"}
 
 
 def _flagged(exc: DpoptInputError) -> CliError:
@@ -237,7 +243,8 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
     return [f for f, on in common + [("--partitions", args.partitions is not None),
                                      ("--bounds", args.bounds != "histogram"),
                                      ("--resolution", args.resolution != "auto"),
-                                     ("--coarsest-resolution", args.coarsest_resolution is not None)] if on]
+                                     ("--coarsest-resolution", args.coarsest_resolution is not None),
+                                     ("--profile", args.profile is not None)] if on]
 
 
 def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, Any]:
@@ -267,7 +274,8 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
         else:
             budget = Budget(epsilon_total=args.epsilon_total, rho=args.rho, delta=args.delta, mechanism=args.mechanism)
         model: Any = UserOptions(partitions=args.partitions, bounds=_bounds_option(args.bounds),
-                                 resolution=args.resolution, coarsest_resolution=args.coarsest_resolution) \
+                                 resolution=args.resolution, coarsest_resolution=args.coarsest_resolution,
+                                 profile=args.profile) \
             if privacy == "user" else PublicOccupancyOptions(
                 plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
                 time_limit=args.time_limit, target=_positive(args.target, "target"),
@@ -275,6 +283,11 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
         if args.coarsest_resolution is not None and not 0 <= args.coarsest_resolution <= args.h3_resolution:
             raise DpoptInputError(f"`coarsest_resolution` must be an H3 resolution in [0, --h3-resolution = "
                                   f"{args.h3_resolution}]; got {args.coarsest_resolution!r}")
+        if args.profile is not None:  # the slot must divide the cycle: refused before any record is read
+            from ..hierarchy.tree import default_levels
+            from ..records.grid import parse_slot
+
+            default_levels(args.h3_resolution, parse_slot(args.slot), profile=args.profile)
         opts = {"budget": budget, "model": model, "grid": GridOptions(args.h3_resolution, args.slot),
                 "estimation": EstimationOptions(confidence=args.confidence), "noise": NoiseOptions(seed=args.seed),
                 "io": InputOptions(columns=columns, out_of_range=args.out_of_range,

@@ -384,7 +384,8 @@ def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list
 class LevelPlan:
     """Which levels :func:`measure_levels` measures and how its budget goes over them (public).
 
-    ``levels`` default :func:`dpopt.hierarchy.tree.default_levels`, up to ``coarsest_resolution``;
+    ``levels`` default :func:`dpopt.hierarchy.tree.default_levels`, up to ``coarsest_resolution``,
+    with recurring windows (hour-of-day …) for a ``profile`` "day" or "week" (models/hierarchy.md §14);
     ``target`` τ (default U/10) of the level choice; ``first_level`` fixes phase 2's finest measured
     level; ``priority``: a user keeps a random k of its grids (:func:`random_ranks`) or its top k by
     count ("count"); ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the
@@ -402,6 +403,7 @@ class LevelPlan:
 
     levels: tuple[Level, ...] | None = None
     coarsest_resolution: int | None = None
+    profile: str | None = None
     target: float | None = None
     first_level: int | None = None
     priority: str = "random"
@@ -455,7 +457,7 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
     tau = U / 10.0 if p.target is None else check_nonnegative_float(p.target, "target")
     k, c = _check_bounds(bounds)
     mech = _mechanism(ns.noise_mechanism, kind, ns.noise, ns.seed)
-    plist, hier = _tree(agg, partitions, p.levels, p.coarsest_resolution)
+    plist, hier = _tree(agg, partitions, p.levels, p.coarsest_resolution, p.profile)
     L, first_level = hier.n_levels, p.first_level
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
@@ -590,12 +592,15 @@ def _check_samples_limit(agg: Aggregate, cs: list[int]) -> None:
                               f"first_records >= {max(cs)}")
 
 
-def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any) -> tuple[PartitionList, Hierarchy]:
+def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any,
+          profile: str | None = None) -> tuple[PartitionList, Hierarchy]:
     """The public finest list and the tree over it."""
     plist = partitions if isinstance(partitions, PartitionList) else read_partitions(
         partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
-    levels = default_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=coarsest_resolution) \
-        if levels is None else tuple(levels)
+    if levels is not None and profile is not None:
+        raise DpoptInputError(f"give `levels` or `profile`, not both; got profile={profile!r}")
+    levels = default_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=coarsest_resolution,
+                            profile=profile) if levels is None else tuple(levels)
     if not levels or levels[0] != Level(agg.h3_resolution, agg.slot_ns):
         raise DpoptInputError(f"`levels[0]` must be the aggregate's grid ({agg.h3_resolution}, {agg.slot_ns}); "
                               f"got {levels[0] if levels else None}")
@@ -658,7 +663,7 @@ def _assemble(agg, plist, hier, mech, family, values, scales, budgets, lat, U, k
     unit = mech.unit
     spend = BudgetSpend(unit=unit, total=float(spent), pieces=pieces,
                         epsilon=float(spent) if unit == "epsilon" else None)
-    info = {"k": k, "c": c, "levels": [(lv.h3_resolution, lv.slot_ns) for lv in hier.levels],
+    info = {"k": k, "c": c, "levels": [(lv.h3_resolution, lv.slot_ns, lv.cycle_ns) for lv in hier.levels],
             "granularity": lat.lam, "noise": mech.label, "slot_ns": agg.slot_ns,
             "h3_resolution": agg.h3_resolution, "sumsq_centre": U * U / 8.0, **extra}
     finest = pd.DataFrame({"cell": plist.cells, "slot": plist.slots, "node": hier.finest_node})

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PublishedView", "published_view", "resolve_unit", "privacy_statement", "fmt_number",
-           "released_count", "nice_ticks", "slot_labels", "span_text", "time_steps"]
+           "released_count", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at"]
 
 #: the unit said when nobody gave one
 UNKNOWN_UNIT = "units of the value"
@@ -81,8 +81,9 @@ def released_count(summary: dict[str, Any]) -> int | None:
 
 @dataclass(frozen=True)
 class PublishedView:
-    """The released nodes of a release, one row each (``nodes``: cell, res, t0, t1, slot_label,
-    mean, bound, lo, hi and whatever optional columns were published), the withheld (cell, slot)
+    """The released nodes of a release, one row each (``nodes``: cell, res, t0, t1, cycle and until
+    (NaT unless the node's window recurs: :func:`active_at`), slot_label, mean, bound, lo, hi and
+    whatever optional columns were published), the withheld (cell, slot)
     rows when the table lists them (``withheld``), the time steps of the time control
     (``steps``, UTC; each finest slot when slot lengths mix, ends in ``step_ends``), the unit and the confidence of the intervals."""
 
@@ -133,13 +134,56 @@ def _times(table: pd.DataFrame, slot: pd.Timedelta) -> tuple[pd.Series, pd.Serie
     return t0, t1
 
 
+def _repeats(table: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(cycle, until) of each row: a profile node's window recurs every ``repeat_every`` (ISO 8601)
+    until ``repeat_until`` (models/hierarchy.md §14); NaT for contiguous slots."""
+    none = pd.Series(pd.NaT, index=table.index, dtype="datetime64[ns, UTC]")
+    if "repeat_every" not in table.columns:
+        return pd.Series(pd.NaT, index=table.index, dtype="timedelta64[ns]"), none
+    every = pd.to_timedelta(table["repeat_every"].where(table["repeat_every"].astype(str).str.startswith("P")),
+                            errors="coerce")
+    until = pd.to_datetime(table["repeat_until"], utc=True, errors="coerce") if "repeat_until" in table.columns \
+        else none
+    return every, until.where(every.notna())
+
+
+def _window_labels(t0: pd.Series, t1: pd.Series, every: pd.Series, until: pd.Series) -> pd.Series:
+    """A recurring window in words: "08:00–09:00 UTC every day from 2024-03-01 until 2024-03-04 00:00
+    UTC" (weekday names for a weekly cycle)."""
+    out = []
+    for a, b, e, u in zip(t0, t1, every, until):
+        fmt = "%a %H:%M" if e >= pd.Timedelta(days=7) else "%H:%M"
+        each = "day" if e == pd.Timedelta(days=1) else "week" if e == pd.Timedelta(days=7) else span_text(e)
+        out.append(f"{a:{fmt}}–{b:{fmt}} UTC every {each} from {a:%Y-%m-%d} until {u:%Y-%m-%d %H:%M} UTC")
+    return pd.Series(out, index=t0.index, dtype=object)
+
+
+def active_at(nodes: pd.DataFrame, t: pd.Timestamp) -> np.ndarray:
+    """Which rows of a view's ``nodes`` cover the instant ``t``: t0 ≤ t < t1, or for a recurring
+    window t0 ≤ t < until with (t − t0) mod cycle < t1 − t0."""
+    t0, t1 = nodes["t0"], nodes["t1"]
+    if "cycle" not in nodes.columns or not nodes["cycle"].notna().any():
+        return ((t0 <= t) & (t < t1)).to_numpy()
+    rep = nodes["cycle"].notna().to_numpy()
+    on = np.array((t0 <= t) & (t < t1), dtype=bool)  # a writable copy (pandas' arrays may be read-only)
+    r = nodes[rep]
+    phase = (t - r["t0"]) % r["cycle"]
+    on[rep] = ((r["t0"] <= t) & (t < r["until"]) & (phase < r["t1"] - r["t0"])).to_numpy()
+    return on
+
+
 def _normalise(table: pd.DataFrame, summary: dict[str, Any]) -> tuple[pd.DataFrame, pd.Timedelta]:
     slot = _slot_length(summary)
     df = table.reset_index(drop=True).copy()
     df["cell"] = df["cell"].astype(str)
     df["res"] = _resolutions(df["cell"], df)
     df["t0"], df["t1"] = _times(df, slot)
+    df["cycle"], df["until"] = _repeats(df)
     df["slot_label"] = slot_labels(df["t0"], df["t1"])
+    rep = df["cycle"].notna()
+    if rep.any():
+        df.loc[rep, "slot_label"] = _window_labels(df.loc[rep, "t0"], df.loc[rep, "t1"], df.loc[rep, "cycle"],
+                                                   df.loc[rep, "until"])
     return df, slot
 
 
@@ -167,16 +211,17 @@ def slot_labels(t0: pd.Series, t1: pd.Series) -> pd.Series:
 MAX_STEPS = 2000
 
 
-def time_steps(t0: pd.Series, t1: pd.Series, slot: pd.Timedelta
+def time_steps(t0: pd.Series, t1: pd.Series, slot: pd.Timedelta, *, recurring: bool = False
                ) -> tuple[tuple[pd.Timestamp, ...], tuple[pd.Timestamp, ...]]:
     """(starts, ends) of the time control's steps. One slot length everywhere: the slots that hold a node
-    (as before). Mixed lengths: every finest slot (length ``slot``) from the first start to the last
-    end, so a coarse node answers each finest slot it spans; past :data:`MAX_STEPS` the distinct
-    start and end times (each step then a span over which the same nodes answer)."""
+    (as before). Mixed lengths (or ``recurring`` windows, given with ``t1`` their last end): every
+    finest slot (length ``slot``) from the first start to the last end, so a coarse node answers
+    each finest slot it spans; past :data:`MAX_STEPS` the distinct start and end times (each step
+    then a span over which the same nodes answer)."""
     if not len(t0):
         return (), ()
     spans = set((t1 - t0).tolist())
-    if len(spans) <= 1 and spans <= {slot}:
+    if len(spans) <= 1 and spans <= {slot} and not recurring:
         starts = tuple(sorted(set(t0.tolist())))
         return starts, tuple(t + slot for t in starts)
     first, last = min(t0), max(t1)
@@ -215,8 +260,9 @@ def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | 
     if bound is not None:
         lo, hi = lo.clip(lower=0.0), hi.clip(upper=bound)
     nodes = nodes.assign(mean=mean, bound=err, lo=lo, hi=hi)
-    steps, ends = time_steps(pd.concat([nodes["t0"], withheld["t0"]]), pd.concat([nodes["t1"], withheld["t1"]]),
-                             slot)
+    last = nodes["until"].where(nodes["cycle"].notna(), nodes["t1"])  # a recurring window spans the period
+    steps, ends = time_steps(pd.concat([nodes["t0"], withheld["t0"]]), pd.concat([last, withheld["t1"]]), slot,
+                             recurring=bool(nodes["cycle"].notna().any()))
     u, known = resolve_unit(summary, unit)
     return PublishedView(nodes=nodes, withheld=withheld, steps=steps, unit=u, unit_known=known,
                          confidence=float(summary.get("confidence", 0.95)), bound=bound, slot=slot,

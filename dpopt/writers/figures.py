@@ -18,7 +18,8 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from ._published import PublishedView, fmt_number, nice_ticks, privacy_statement, published_view, slot_labels
+from ._published import (PublishedView, active_at, fmt_number, nice_ticks, privacy_statement, published_view,
+                         slot_labels)
 
 __all__ = ["map_figure", "frontier_figure", "write_figures"]
 
@@ -27,8 +28,7 @@ def _busiest(view: PublishedView, slot: Any = None) -> pd.Timestamp:
     if slot is not None:
         return pd.Timestamp(slot).tz_convert("UTC") if pd.Timestamp(slot).tzinfo else \
             pd.Timestamp(slot).tz_localize("UTC")
-    t0, t1 = view.nodes["t0"], view.nodes["t1"]
-    counts = [int(((t0 <= t) & (t < t1)).sum()) for t in view.steps]
+    counts = [int(active_at(view.nodes, t).sum()) for t in view.steps]
     return view.steps[int(np.argmax(counts))]
 
 
@@ -77,8 +77,7 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
         ax.set_axis_off()
         return fig
     t = _busiest(view, slot)
-    on = (view.nodes["t0"] <= t) & (t < view.nodes["t1"])
-    at = view.nodes[on.to_numpy()]
+    at = view.nodes[active_at(view.nodes, t)]
     wh = view.withheld[((view.withheld["t0"] <= t) & (t < view.withheld["t1"])).to_numpy()]
     k = float(np.cos(np.radians(view.nodes["cell"].map(_lat).mean())))
     m, b = view.nodes["mean"].to_numpy(float), view.nodes["bound"].to_numpy(float)

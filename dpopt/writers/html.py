@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._published import (PublishedView, fmt_number, nice_ticks, privacy_statement, published_view,
+from ._published import (PublishedView, active_at, fmt_number, nice_ticks, privacy_statement, published_view,
                          released_count, slot_labels, span_text)
 
 __all__ = ["render_html", "write_html_report"]
@@ -154,7 +154,7 @@ def _what(view: PublishedView, summary: dict[str, Any]) -> str:
     span = ""
     if view.steps:
         t0 = pd.concat([view.nodes["t0"], view.withheld["t0"]])
-        t1 = pd.concat([view.nodes["t1"], view.withheld["t1"]])
+        t1 = pd.concat([view.nodes["until"].where(view.nodes["cycle"].notna(), view.nodes["t1"]), view.withheld["t1"]])
         lengths = sorted(set((view.nodes["t1"] - view.nodes["t0"]).tolist()))
         if len(lengths) > 1:
             slots = f"in slots of {_E(span_text(lengths[0]))} to {_E(span_text(lengths[-1]))}"
@@ -193,6 +193,9 @@ def _shape(view: PublishedView, summary: dict[str, Any]) -> str:
     rs = sorted(set(n["res"].tolist()))
     here = [f"H3 resolution{'s' if len(rs) > 1 else ''} {', '.join(str(r) for r in rs)}",
             "slots of " + " to ".join(dict.fromkeys(span_text(x) for x in (lengths.min(), lengths.max())))]
+    if n["cycle"].notna().any():
+        here.append("some slots recur (the same hours of every "
+                    + ("week" if (n["cycle"] >= pd.Timedelta(days=7)).any() else "day") + ")")
     return ("<li><b>Resolution:</b> values are published at the finest resolution the data support"
             f"{finest}; where data are thin a coarser hexagon or a longer slot is published instead "
             f"(here: {_E('; '.join(here))}). A larger hexagon or a longer slot answers for every smaller "
@@ -325,14 +328,18 @@ def _panel(view: PublishedView, proj: _Projection, fills: list[str], cls: str, b
         f'data-tip="{_E(c)} · {_E(lab)}&#10;withheld (not published)"/>'
         for c, a, b, lab in zip(view.withheld["cell"], w0, w1, view.withheld["slot_label"]))
     order = _draw_order(nodes)
+    rep = nodes["cycle"].notna().to_numpy()  # a recurring window (hour-of-day …): its cycle and last end
+    cyc = np.where(rep, nodes["cycle"].fillna(pd.Timedelta(0)) // pd.Timedelta(seconds=1), 0)
+    until = np.where(rep, _epoch(nodes["until"].fillna(nodes["t1"])), 0)
     shapes, hatches = [], []
     for i in order:
         row = nodes.iloc[i]
         d = proj.path(row["cell"])
+        when = f' data-t0="{t0[i]}" data-t1="{t1[i]}"' + (f' data-c="{cyc[i]}" data-u="{until[i]}"' if rep[i] else "")
         shapes.append(f'<path class="{cls}" d="{d}" fill="{fills[i]}" data-i="{i}" data-cell="{_E(row["cell"])}"'
-                      f' data-t0="{t0[i]}" data-t1="{t1[i]}" data-tip="{_E(_tip(row, view))}"/>')
+                      f'{when} data-tip="{_E(_tip(row, view))}"/>')
         if hatch is not None and hatch[i]:
-            hatches.append(f'<path class="hatch" d="{d}" data-t0="{t0[i]}" data-t1="{t1[i]}"/>')
+            hatches.append(f'<path class="hatch" d="{d}"{when}/>')
     defs = ('<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
             'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="#fff" '
             'stroke-width="2"/></pattern></defs>') if hatch is not None else ""
@@ -582,7 +589,8 @@ steps.forEach(function(s,j){var o=document.createElement('option');o.value=Strin
 pick.addEventListener('change',function(){show(+pick.value);});
 var shapes=Array.prototype.slice.call(document.querySelectorAll('svg.map [data-t0]'));
 function show(k){k=Math.max(0,Math.min(steps.length-1,k));var t=steps[k].t,n=0;
- shapes.forEach(function(el){var on=(+el.dataset.t0<=t)&&(t<+el.dataset.t1);
+ shapes.forEach(function(el){var a=+el.dataset.t0,b=+el.dataset.t1,c=+(el.dataset.c||0);
+  var on=c?(a<=t&&t<+el.dataset.u&&((t-a)%c)<b-a):(a<=t&&t<b);
   el.style.display=on?'':'none';if(on&&el.classList.contains('node')){n++;}});
  range.value=String(k);pick.value=String(k);label.textContent=steps[k].label;
  count.textContent='('+n+' published cell'+(n===1?'':'s')+')';}
@@ -626,10 +634,7 @@ def _steps_json(view: PublishedView) -> str:
     labels = list(slot_labels(pd.to_datetime(pd.Series(list(view.steps), dtype=object), utc=True),
                               pd.to_datetime(pd.Series(list(view.step_ends), dtype=object), utc=True))
                   ) if view.steps else []
-    counts = [0] * len(ts)
-    t0, t1 = _epoch(view.nodes["t0"]), _epoch(view.nodes["t1"])
-    for j, t in enumerate(ts):
-        counts[j] = int(((t0 <= t) & (t < t1)).sum())
+    counts = [int(active_at(view.nodes, t).sum()) for t in view.steps]
     start = int(np.argmax(counts)) if counts else 0
     data = [{"t": t, "label": lab, "start": start} for t, lab in zip(ts, labels)]
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..cli_common import to_jsonable
 from ..measurements import Estimates, Measurements
-from ..records.grid import cell_centres, cell_strings, slot_strings, slot_text
+from ..records.grid import cell_centres, cell_strings, iso_duration, level_time_text, slot_strings, slot_text
 from .folder import DIAGNOSTICS, write_atomically
 from .hooks import extra_files
 
@@ -29,11 +30,15 @@ TABLE_COLUMNS = ["cell", "slot", "released", "mean", "variance", "mean_raw", "va
                  "noisy_count", "mean_error_bound", "variance_error_bound"]
 
 #: release.csv of the multi-resolution release: one row per published node (issue 21's contract)
-MULTIRES_COLUMNS = ["cell", "slot", "slot_end", "h3_resolution", "cell_lat", "cell_lng", "released", "mean",
-                    "mean_error_bound", "mean_direct", "mean_direct_error_bound", "variance", "variance_error_bound",
-                    "variance_released", "variance_withheld_reason", "method", "level", "count_estimate"]
+#: (``repeat_every``, ``repeat_until``: empty, or a profile node's cycle as an ISO 8601 duration ("P1D")
+#: and the period's end: the node covers [slot, slot_end) shifted by every whole multiple of the
+#: cycle that starts before ``repeat_until``; models/hierarchy.md §14)
+MULTIRES_COLUMNS = ["cell", "slot", "slot_end", "repeat_every", "repeat_until", "h3_resolution", "cell_lat", "cell_lng",
+                    "released", "mean", "mean_error_bound", "mean_direct", "mean_direct_error_bound", "variance",
+                    "variance_error_bound", "variance_released", "variance_withheld_reason", "method", "level",
+                    "count_estimate"]
 #: answers.csv: each finest grid of the partition list and the published node that answers it
-ANSWER_COLUMNS = ["cell", "slot", "node_cell", "node_slot", "node_slot_end", "node_h3_resolution"]
+ANSWER_COLUMNS = ["cell", "slot", "node_cell", "node_slot", "node_slot_end", "node_repeat_every", "node_h3_resolution"]
 
 
 @dataclass(frozen=True)
@@ -166,15 +171,21 @@ def _outlook_fields(outlook: Any) -> dict[str, Any]:
 
 def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(release.csv: the published nodes, answers.csv): formatting only. ``slot_end`` = start + the
-    node's slot length (public: the hierarchy over the public list)."""
+    node's slot length; a profile node's window recurs every ``repeat_every`` until ``repeat_until``,
+    the end of the list's period (public: the hierarchy over the public list)."""
     t = est.table
     on = t["released"].to_numpy(dtype=bool)
     cells = t["cell"].to_numpy(dtype="int64")
     start = t["slot"].to_numpy(dtype="int64")
     end = start + t["slot_ns"].to_numpy(dtype="int64")
+    cycle = t["cycle_ns"].to_numpy(dtype="int64")
+    repeat = pd.Series([iso_duration(int(c)) if c else "" for c in cycle], dtype=object).to_numpy()
+    period_end = int(m.finest["slot"].max()) + int(m.info["slot_ns"]) if (cycle > 0).any() else 0
+    until = np.where(cycle > 0, slot_strings(np.full(len(cycle), period_end)), "") if period_end else np.full(len(cycle), "")
     lat, lng = cell_centres(cells[on])
     table = pd.DataFrame({"cell": cell_strings(cells[on]), "slot": slot_strings(start[on]),
-                          "slot_end": slot_strings(end[on]), "cell_lat": lat, "cell_lng": lng})
+                          "slot_end": slot_strings(end[on]), "repeat_every": repeat[on], "repeat_until": until[on],
+                          "cell_lat": lat, "cell_lng": lng})
     for col in MULTIRES_COLUMNS:
         if col not in table.columns:
             table[col] = t[col].to_numpy()[on]
@@ -182,7 +193,7 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
     answers = pd.DataFrame({"cell": cell_strings(m.finest["cell"].to_numpy()),
                             "slot": slot_strings(m.finest["slot"].to_numpy()),
                             "node_cell": cell_strings(cells[node]), "node_slot": slot_strings(start[node]),
-                            "node_slot_end": slot_strings(end[node]),
+                            "node_slot_end": slot_strings(end[node]), "node_repeat_every": repeat[node],
                             "node_h3_resolution": t["h3_resolution"].to_numpy()[node]})
     return table[MULTIRES_COLUMNS], answers
 
@@ -190,10 +201,12 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
 def _levels(m: Measurements) -> list[dict[str, Any]]:
     """Each level's grid and budget (the sum of its pieces ``level{l}_…``)."""
     out = []
-    for li, (res, slot_ns) in enumerate(m.info["levels"]):
+    for li, (res, slot_ns, *cycle) in enumerate(m.info["levels"]):
         spent = sum(v for name, v in m.spend.pieces.items() if name.startswith(f"level{li}_"))
+        cycle_ns = int(cycle[0]) if cycle else 0
         out.append({"level": li, "h3_resolution": int(res), "slot": "period" if slot_ns == 0 else slot_text(slot_ns),
-                    "budget": float(spent)})
+                    "repeat_every": iso_duration(cycle_ns) if cycle_ns else None,
+                    "time": level_time_text(int(slot_ns), cycle_ns), "budget": float(spent)})
     return out
 
 
@@ -344,15 +357,17 @@ def _multires_markdown(result: UserRelease) -> str:
         "# dpopt release report (privacy model: user, multi-resolution)", "", intro, "",
         *_accounting_lines(s), *[f"  - {name}: {v:.6g}" for name, v in s.budget.items()],
         _bounds_line(s),
-        "- levels (finest first): " + "; ".join(f"{lv['level']}: res {lv['h3_resolution']} x {lv['slot']} "
-                                                f"(budget {lv['budget']:.6g})" for lv in s.levels),
+        "- levels (finest first): " + "; ".join(f"{lv['level']}: res {lv['h3_resolution']} x "
+                                                f"{lv.get('time') or lv['slot']} (budget {lv['budget']:.6g})"
+                                                for lv in s.levels),
         f"- estimation: {s.method} (tree GLS, Fieller intervals, empirical-Bayes `mean`; `mean_direct` unshrunk)",
         f"- nodes: {s.partitions}; public: {s.public}",
         f"- noise: {s.noise}", "", "## Accuracy", "",
         f"- nodes published: {s.grids_released}; every row carries {s.confidence:.0%} intervals (`mean_error_bound`)",
-        "", "| cell | res | slot | slot end | mean | ± | method |", "|---|---|---|---|---|---|---|"]
+        "", "| cell | res | slot | slot end | repeats | mean | ± | method |", "|---|---|---|---|---|---|---|---|"]
     for _, row in t.nsmallest(10, "mean_error_bound").iterrows():
-        lines.append(f"| {row['cell']} | {row['h3_resolution']} | {row['slot']} | {row['slot_end']} | "
+        repeats = f"every {row['repeat_every']} until {row['repeat_until']}" if row.get("repeat_every") else ""
+        lines.append(f"| {row['cell']} | {row['h3_resolution']} | {row['slot']} | {row['slot_end']} | {repeats} | "
                      f"{row['mean']:.3f} | {row['mean_error_bound']:.3g} | {row['method']} |")
     lines += ["", "## Files", "", "- `release.csv`: one row per published node", "- `answers.csv`: the node "
               "answering each listed grid", "- `summary.json`: the numbers above", ""]

@@ -34,6 +34,7 @@ Run: PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data day --reps
      PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data full --reps 2
      PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data day --chosen-k 20
      PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data day --only-integrated --reps 5
+     PYTHONPATH=$PWD python tests/benchmarks/bench_multires.py --data full --only-profile --reps 5
 Writes results/multires_<data>.json and assembles results/multires.md.
 """
 
@@ -144,7 +145,7 @@ def opendp_table(agg, eps, k, c, public):
 INTEGRATED = "dpopt default: place (cells over the period + map, DP cap T and clamp B, tree BLUP)"
 
 
-def integrated_table(agg, eps, seed, resolution="auto"):
+def integrated_table(agg, eps, seed, resolution="auto", profile=None):
     """The front door's release (``release_user`` with ``UserOptions(partitions=…, resolution=…)``;
     "auto": the default, the place release), exact discrete noise, seeded. Returns (published
     nodes, the same with ``mean`` = ``mean_direct``, the bounds chosen: (T, B) for the place
@@ -154,7 +155,8 @@ def integrated_table(agg, eps, seed, resolution="auto"):
     from dpopt.release import release_user
 
     t0 = time.perf_counter()
-    r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg), resolution=resolution),
+    r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg), resolution=resolution,
+                                                                 profile=profile),
                      bound=agg.bound, noise=NoiseOptions(seed=seed))
     wall = time.perf_counter() - t0
     t = r.table
@@ -168,14 +170,18 @@ def integrated_table(agg, eps, seed, resolution="auto"):
 ADAPTIVE = "dpopt resolution='adaptive': multi-level (histogram bounds, level choice, hierarchical)"
 
 
-def integrated_rows(args, agg, fin) -> list:
+#: the adaptive release over hour-of-day windows (``--profile day``, models/hierarchy.md §14)
+PROFILE = "dpopt --profile day: adaptive levels over hour-of-day windows"
+
+
+def integrated_rows(args, agg, fin, configs=((INTEGRATED, "auto", None), (ADAPTIVE, "adaptive", None))) -> list:
     """Rows of the default (place) release and of resolution='adaptive' (public list, pure ε)."""
     rows = []
-    for name, resolution in ((INTEGRATED, "auto"), (ADAPTIVE, "adaptive")):
+    for name, resolution, profile in configs:
         for eps in args.eps:
             sc, sd, chosen, walls = [], [], [], []
             for rep in range(args.reps):
-                t, td, kc, wall = integrated_table(agg, eps, 1000 + rep, resolution)
+                t, td, kc, wall = integrated_table(agg, eps, 1000 + rep, resolution, profile)
                 sc.append(score_table(t, fin))
                 sd.append(score_table(td, fin))
                 chosen.append(list(kc))
@@ -481,6 +487,8 @@ def main() -> None:
                     help="add the private multi-resolution rows to an existing results json")
     ap.add_argument("--only-integrated", action="store_true",
                     help="add the integrated default release's rows to an existing results json")
+    ap.add_argument("--only-profile", action="store_true",
+                    help="add the rows of the adaptive release with --profile day to an existing results json")
     args = ap.parse_args()
     if args.markdown:
         write_markdown()
@@ -489,6 +497,8 @@ def main() -> None:
         add_rows(args, PRIVATE, private_multires_rows, "private_multires")
     elif args.only_integrated:
         add_rows(args, ("dpopt default", ADAPTIVE), integrated_rows, "integrated")
+    elif args.only_profile:
+        add_rows(args, PROFILE, lambda a, g, f: integrated_rows(a, g, f, ((PROFILE, "adaptive", "day"),)), "profile")
     elif args.only_opendp:
         add_peer(args, "OpenDP", opendp_rows)
     elif args.tumult:

@@ -10,7 +10,8 @@ interval [mean ± mean_error_bound] is scored by coverage of the node's own trut
 all records inside the node).
 
 The published table needs ``cell`` (H3 string or int), ``slot`` (ISO 8601 UTC or ns) and ``mean``;
-optional ``slot_end`` (exclusive; default slot + S), ``h3_resolution`` (default: the cell's own),
+optional ``slot_end`` (exclusive; default slot + S), ``repeat_every`` / ``repeat_until`` (a window
+recurring every ISO 8601 duration until an end: hour-of-day nodes), ``h3_resolution`` (default: the cell's own),
 ``mean_error_bound`` and ``released`` (rows with False are ignored). A flat release at (R, S)
 therefore scores as "each grid answered only by itself". "Smallest" orders nodes by
 7^(R − r)·(slot_end − slot) (H3 aperture 7), finer resolution first on ties.
@@ -81,7 +82,14 @@ def node_keys(table: pd.DataFrame, finest: FinestGrids) -> pd.DataFrame:
     start = _to_ns(t["slot"])
     end = _to_ns(t["slot_end"]) if "slot_end" in t.columns else start + finest.slot_ns
     bnd = t["mean_error_bound"].to_numpy(dtype=float) if "mean_error_bound" in t.columns else np.full(len(t), np.nan)
-    return pd.DataFrame({"cell": cells, "res": res, "start": start, "end": end,
+    cycle, until = np.zeros(len(t), dtype=np.int64), np.zeros(len(t), dtype=np.int64)
+    if "repeat_every" in t.columns:  # hour-of-day windows (models/hierarchy.md §14)
+        every = pd.to_timedelta(t["repeat_every"].where(t["repeat_every"].astype(str).str.startswith("P")),
+                                errors="coerce")
+        rep = every.notna().to_numpy()
+        cycle[rep] = every[rep].to_numpy().astype("timedelta64[ns]").astype(np.int64)
+        until[rep] = _to_ns(t["repeat_until"][rep])
+    return pd.DataFrame({"cell": cells, "res": res, "start": start, "end": end, "cycle": cycle, "until": until,
                          "mean": t["mean"].to_numpy(dtype=float), "bound": bnd})
 
 
@@ -97,9 +105,25 @@ def _containing(nodes: pd.DataFrame, finest: FinestGrids) -> np.ndarray:
     best = np.full(G, -1, dtype=np.int64)
     best_size = np.full(G, np.inf)
     nodes = nodes.assign(dur=nodes["end"] - nodes["start"], row=np.arange(len(nodes)))
-    for (r, dur), grp in nodes.groupby(["res", "dur"], sort=False):
-        size = 7.0 ** (finest.resolution - int(r)) * float(dur) - 1e-9 * int(r)
+    if "cycle" not in nodes.columns:
+        nodes = nodes.assign(cycle=0, until=0)
+    for (r, dur, cyc), grp in nodes.groupby(["res", "dur", "cycle"], sort=False):
         par = _parents(finest.cells, int(r)) if int(r) != finest.resolution else finest.cells
+        if cyc:  # a recurring window: match the grid's phase in the cycle, before the node's last end
+            windows = -(-(grp["until"].to_numpy() - grp["start"].to_numpy()) // int(cyc))
+            size = 7.0 ** (finest.resolution - int(r)) * float(dur) * float(windows.max()) - 1e-9 * int(r)
+            key = pd.MultiIndex.from_arrays([grp["cell"].to_numpy(), grp["start"].to_numpy() % int(cyc)])
+            idx = key.get_indexer(pd.MultiIndex.from_arrays([par, (finest.slots % int(cyc)) // int(dur) * int(dur)]))
+            hit = idx >= 0
+            rows = np.full(G, -1, dtype=np.int64)
+            rows[hit] = grp["row"].to_numpy()[idx[hit]]
+            r_ = np.maximum(rows, 0)
+            ok = hit & (finest.slots >= nodes["start"].to_numpy()[r_]) & (finest.slots < nodes["until"].to_numpy()[r_]) \
+                & (size < best_size)
+            best[ok] = rows[ok]
+            best_size[ok] = size
+            continue
+        size = 7.0 ** (finest.resolution - int(r)) * float(dur) - 1e-9 * int(r)
         g = grp.sort_values(["cell", "start"])
         key = pd.MultiIndex.from_arrays([g["cell"].to_numpy(), g["start"].to_numpy()])
         # candidate node start: for aligned windows the floor of the slot; else search per cell
@@ -150,7 +174,7 @@ def score_table(table: pd.DataFrame, finest: FinestGrids) -> Score:
     # node truths: every occupied grid (not only scored ones) goes to each node containing it
     node_rec = np.zeros(len(nodes))
     node_sum = np.zeros(len(nodes))
-    for (r, dur), grp in nodes.assign(dur=nodes["end"] - nodes["start"]).groupby(["res", "dur"], sort=False):
+    for _, grp in nodes.assign(dur=nodes["end"] - nodes["start"]).groupby(["res", "dur", "cycle"], sort=False):
         sub = nodes.loc[grp.index].reset_index(drop=True)
         rows = _containing(sub, finest)
         hit = rows >= 0
@@ -161,7 +185,8 @@ def score_table(table: pd.DataFrame, finest: FinestGrids) -> Score:
     est = np.where(answered, nodes["mean"].to_numpy()[np.maximum(a, 0)], finest.bound / 2.0)
     err = np.abs(est - finest.truth[sc])
     own = answered & (nodes["res"].to_numpy()[np.maximum(a, 0)] == finest.resolution) & (
-        (nodes["end"] - nodes["start"]).to_numpy()[np.maximum(a, 0)] == finest.slot_ns)
+        (nodes["end"] - nodes["start"]).to_numpy()[np.maximum(a, 0)] == finest.slot_ns) & (
+        nodes["cycle"].to_numpy()[np.maximum(a, 0)] == 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         ntruth = node_sum / node_rec
     has = node_rec > 0

@@ -7,7 +7,7 @@ import h3
 import numpy as np
 import pytest
 
-from dpopt.hierarchy.tree import HOUR_NS, Level, build_hierarchy
+from dpopt.hierarchy.tree import DAY_NS, HOUR_NS, Level, build_hierarchy
 from dpopt.userdp.levels import level_sensitivity, max_merge_square, node_sums
 
 HY, HZ = 5, 7  # lattice half-ranges H_Y, H_Z (any positive integers)
@@ -15,13 +15,19 @@ HY, HZ = 5, 7  # lattice half-ranges H_Y, H_Z (any positive integers)
 TERMS = [(-HY, HZ), (0, -HZ), (HY, HZ)]
 
 
-def tiny_hierarchy():
+def tiny_hierarchy(profile: bool = False):
+    """Five finest grids; with ``profile`` over two days under hour-of-day levels (models/hierarchy.md
+    §14), where the same hour of both days merges."""
     base = h3.latlng_to_cell(30.27, -97.74, 8)
     sibs = [h3.str_to_int(c) for c in h3.cell_to_children(h3.cell_to_parent(base, 7), 8)][:2]
     other = h3.str_to_int(h3.latlng_to_cell(30.40, -97.60, 8))
     cells = np.array([sibs[0], sibs[1], other, sibs[0], other], dtype=np.int64)
-    slots = np.array([0, 0, 0, HOUR_NS, HOUR_NS], dtype=np.int64)
-    levels = (Level(8, HOUR_NS), Level(8, 2 * HOUR_NS), Level(7, 2 * HOUR_NS), Level(7, 0), Level(6, 0))
+    if profile:
+        slots = np.array([0, 0, 0, DAY_NS, DAY_NS + HOUR_NS], dtype=np.int64)
+        levels = (Level(8, HOUR_NS), Level(8, HOUR_NS, DAY_NS), Level(7, HOUR_NS, DAY_NS), Level(7, 0), Level(6, 0))
+    else:
+        slots = np.array([0, 0, 0, HOUR_NS, HOUR_NS], dtype=np.int64)
+        levels = (Level(8, HOUR_NS), Level(8, 2 * HOUR_NS), Level(7, 2 * HOUR_NS), Level(7, 0), Level(6, 0))
     return build_hierarchy(cells, slots, levels)
 
 
@@ -33,9 +39,12 @@ def per_grid_options(c):
     return opts
 
 
+@pytest.mark.parametrize("profile", [False, True])
 @pytest.mark.parametrize("k,c", [(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (5, 1)])
-def test_level_sensitivity_is_the_brute_force_maximum(k, c):
-    H = tiny_hierarchy()
+def test_level_sensitivity_is_the_brute_force_maximum(k, c, profile):
+    H = tiny_hierarchy(profile)
+    if profile:  # the same hour of both days is one node: the sensitivity must see the merge
+        assert H.leaves_under[H.nodes["level"].to_numpy() == 1].max() == 2
     G = H.finest_node.size
     lev = H.nodes["level"].to_numpy()
     best = {li: np.zeros(6) for li in range(H.n_levels)}  # l1 and l2² of R, Y, Z

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.hierarchy.tree import DAY_NS, HOUR_NS, Level, build_hierarchy, cell_parents, default_levels
+from dpopt.hierarchy.tree import (DAY_NS, HOUR_NS, WEEK_NS, Level, build_hierarchy, cell_parents, default_levels,
+                                  time_keys)
 
 
 def _cells(rng, n, res):
@@ -79,7 +80,85 @@ def test_whole_period_slot_and_day_alignment():
     (Level(7, HOUR_NS), Level(8, HOUR_NS)),
     (Level(7, HOUR_NS), Level(7, HOUR_NS)),
     (Level(7, 2 * HOUR_NS), Level(7, 3 * HOUR_NS)),
+    # a recurring window is not inside one contiguous day, nor inside a longer cycle's window
+    (Level(7, HOUR_NS), Level(7, HOUR_NS, DAY_NS), Level(7, DAY_NS)),
+    (Level(7, HOUR_NS), Level(7, HOUR_NS, DAY_NS), Level(7, HOUR_NS, WEEK_NS)),
+    (Level(7, HOUR_NS), Level(7, 0), Level(6, HOUR_NS, DAY_NS)),
+    (Level(7, HOUR_NS), Level(7, 2 * HOUR_NS, DAY_NS), Level(7, 3 * HOUR_NS, DAY_NS)),
+    (Level(7, 3 * HOUR_NS), Level(7, 2 * HOUR_NS, DAY_NS)),
+    (Level(7, HOUR_NS), Level(6, HOUR_NS, DAY_NS), Level(6, HOUR_NS, DAY_NS)),
 ])
 def test_bad_level_sequences_are_refused(levels):
     with pytest.raises(DpoptInputError, match="coarsen"):
         build_hierarchy(_cells(np.random.default_rng(0), 2, 8), np.array([0, HOUR_NS]), levels)
+
+
+def _in_window(t: int, start: int, length: int, cycle: int, end: int) -> bool:
+    """Brute force of a node's time extent (models/hierarchy.md §14): [start + j·cycle, start + j·cycle
+    + length) for j = 0, 1, … before the period's end (cycle 0: the one window)."""
+    j = 0
+    while start + j * cycle < end:
+        if start + j * cycle <= t < start + j * cycle + length:
+            return True
+        if cycle == 0:
+            return False
+        j += 1
+    return False
+
+
+@pytest.mark.parametrize("profile", ["day", "week"])
+def test_profile_levels_form_a_tree_whose_nodes_hold_exactly_their_windows(profile):
+    """Hour-of-day / hour-of-week levels (§14): every finest grid lies in each ancestor's recurring
+    windows, no finest grid lies in a same-level node that is not its ancestor, and a profile
+    node's slot is its first window that ends after the period's start."""
+    rng = np.random.default_rng(14)
+    cells = _cells(rng, 60, 8)
+    t0 = 1_441_065_600 * 10**9 + 5 * HOUR_NS  # a period starting mid-day, on no week boundary
+    slots = t0 + rng.integers(0, 24 * 20, 60) * HOUR_NS
+    keys = np.unique(np.stack([slots, cells], 1), axis=0)
+    slots, cells = keys[:, 0], keys[:, 1]
+    levels = default_levels(8, HOUR_NS, coarsest_resolution=5, profile=profile)
+    assert any(lv.profile for lv in levels) and levels[-1] == Level(5, 0)
+    H = build_hierarchy(cells, slots, levels)
+    N = H.nodes
+    end = int(slots.max()) + HOUR_NS
+    parent = N["parent"].to_numpy()
+    anc = [[] for _ in range(len(cells))]
+    for g in range(len(cells)):
+        v = H.finest_node[g]
+        while v >= 0:
+            anc[g].append(v)
+            v = parent[v]
+    for v in range(len(N)):
+        row = N.iloc[v]
+        if row.cycle_ns:  # the first window ends after the start, and no earlier one does
+            assert row.slot + row.slot_ns > slots.min() >= row.slot + row.slot_ns - row.cycle_ns
+        for g in range(len(cells)):
+            inside = (h3.cell_to_parent(h3.int_to_str(int(cells[g])), int(row.h3_resolution)) == h3.int_to_str(int(row.cell))
+                      and _in_window(int(slots[g]), int(row.slot), int(row.slot_ns), int(row.cycle_ns), end))
+            assert inside == (v in anc[g]), (v, g)
+    assert not N.duplicated(["level", "cell", "slot"]).any()
+
+
+def test_time_keys_of_a_profile_by_hand():
+    """Hour-of-day on a period starting 2015-09-01 05:00 UTC: 07:00 on day 3 is the window first
+    seen on day 1 at 07:00; 03:00 on day 2 the window first seen on day 2 (day 1's 03:00 ended
+    before the start)."""
+    day1 = 1_441_065_600 * 10**9
+    start = day1 + 5 * HOUR_NS
+    lv = Level(7, HOUR_NS, DAY_NS)
+    got = time_keys(np.array([day1 + 2 * DAY_NS + 7 * HOUR_NS, day1 + DAY_NS + 3 * HOUR_NS, start]), lv, start)
+    assert got.tolist() == [day1 + 7 * HOUR_NS, day1 + DAY_NS + 3 * HOUR_NS, start]
+
+
+def test_profile_needs_a_slot_that_divides_its_cycle():
+    with pytest.raises(DpoptInputError, match="profile"):
+        default_levels(7, 5 * HOUR_NS, profile="day")
+    with pytest.raises(DpoptInputError, match="profile"):
+        default_levels(7, HOUR_NS, profile="month")
+    H3 = 3 * HOUR_NS
+    assert default_levels(7, HOUR_NS, profile="day") == (
+        Level(7, HOUR_NS), Level(6, HOUR_NS), Level(5, HOUR_NS), Level(5, HOUR_NS, DAY_NS), Level(4, HOUR_NS, DAY_NS),
+        Level(4, H3, DAY_NS), Level(3, H3, DAY_NS), Level(3, 0))
+    assert [(lv.slot_ns, lv.cycle_ns) for lv in default_levels(7, HOUR_NS, profile="week")][-5:] == [
+        (HOUR_NS, WEEK_NS), (H3, WEEK_NS), (H3, WEEK_NS), (DAY_NS, WEEK_NS), (0, 0)]

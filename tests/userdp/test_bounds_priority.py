@@ -169,3 +169,30 @@ def test_scoring_answers_each_finest_grid_by_its_smallest_containing_node():
     assert err[g1] == pytest.approx(abs(3.5 - 8.0) if in_parent else abs(5.0 - 8.0))
     # coverage: node 0 truth 2 in [1.5, 3.5]; the parent's truth = mean of all its records
     assert 0.0 <= s.coverage <= 1.0 and s.answered_own == pytest.approx(1 / 3)
+
+
+def test_scoring_reads_recurring_windows():
+    """A node whose window recurs (release.csv ``repeat_every``/``repeat_until``, hour-of-day profiles)
+    answers the grids in any of its windows before ``repeat_until`` and no others; a smaller
+    contiguous node still wins where both contain a grid."""
+    from scoring import finest_grids, score_table
+
+    # grids 0 (cell 0, 00:00), 6 (cell 0, 01:00), 12 (cell 0, 02:00): 10 users each
+    recs = [(f"u{u}", g, 0, v) for u in range(10) for g, v in ((0, 2.0), (6, 4.0), (12, 6.0))]
+    agg = make_agg(recs)
+    fin = finest_grids(agg, bound=10.0, min_users=10)
+    parent = h3.cell_to_parent(h3.int_to_str(CELLS[0]), 5)
+    t0 = pd.Timestamp(0, tz="UTC")
+    # the 00:00–01:00 window every 2 h until 04:00 (holds grids 0 and 12), and grid 12 by itself
+    table = pd.DataFrame({"cell": [parent, h3.int_to_str(CELLS[0])], "slot": [t0.isoformat(), (t0 + pd.Timedelta(hours=2)).isoformat()],
+                          "slot_end": [(t0 + pd.Timedelta(hours=1)).isoformat(), (t0 + pd.Timedelta(hours=3)).isoformat()],
+                          "repeat_every": ["PT2H", ""], "repeat_until": [(t0 + pd.Timedelta(hours=4)).isoformat(), ""],
+                          "h3_resolution": [5, 7], "mean": [3.0, 6.5], "mean_error_bound": [0.5, 1.0]})
+    s = score_table(table, fin)
+    err = dict(zip(np.flatnonzero(fin.scored), s.errors))
+    assert err[grid_of(agg, 0)] == pytest.approx(1.0)           # the recurring node: 3 vs 2
+    assert err[grid_of(agg, 6)] == pytest.approx(abs(5.0 - 4.0))  # in no window: unanswered, charged U/2
+    assert err[grid_of(agg, 12)] == pytest.approx(0.5)          # its own node, smaller than the recurring one
+    assert s.answered == pytest.approx(2 / 3) and s.answered_own == pytest.approx(1 / 3)
+    # the recurring node's truth is the mean of both windows' records (2 and 6): 4, outside 3 ± 0.5
+    assert s.coverage == pytest.approx(0.5)

@@ -40,8 +40,24 @@ def multires() -> tuple[pd.DataFrame, dict]:
     return pd.concat([t, extra], ignore_index=True), s
 
 
-@pytest.fixture(params=["occupancy", "user", "multires"])
+def profile() -> tuple[pd.DataFrame, dict]:
+    """The multi-resolution table plus two hour-of-day nodes (models/hierarchy.md §14): resolution
+    5 windows 08:00–09:00 and 17:00–18:00 UTC recurring every day until 2015-09-09 05:00 (the
+    period of a three-day list), as release.csv publishes them."""
+    t, s = multires()
+    t = t.assign(repeat_every="", repeat_until="")
+    cell = h3.cell_to_parent("87489e346ffffff", 5)
+    extra = pd.DataFrame({
+        "cell": [cell, cell], "slot": ["2015-09-06T08:00:00Z", "2015-09-06T17:00:00Z"],
+        "slot_end": ["2015-09-06T09:00:00Z", "2015-09-06T18:00:00Z"], "repeat_every": ["P1D", "P1D"],
+        "repeat_until": ["2015-09-09T05:00:00Z"] * 2, "released": [True, True], "mean": [21.5, 27.0],
+        "mean_error_bound": [3.5, 4.0], "h3_resolution": [5, 5], "method": ["hierarchical"] * 2,
+        "variance_released": [False, False], "variance_withheld_reason": ["clamped", "clamped"]})
+    return pd.concat([t, extra], ignore_index=True), dict(s, resolution="adaptive")
+
+
+@pytest.fixture(params=["occupancy", "user", "multires", "profile"])
 def published(request) -> tuple[str, pd.DataFrame, dict]:
-    if request.param == "multires":
-        return (request.param, *multires())
+    if request.param in ("multires", "profile"):
+        return (request.param, *(multires() if request.param == "multires" else profile()))
     return (request.param, *load(request.param))

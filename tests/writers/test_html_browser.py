@@ -12,13 +12,13 @@ import pytest
 from dpopt.writers.html import write_html_report
 
 from ._cdp import Browser, chromium_binary
-from .conftest import load, multires
+from .conftest import load, multires, profile
 
 #: "adaptive": a real multi-resolution release (``dpopt release <embedded day> --privacy user --bound 120
 #: --epsilon-total 100 --partitions <every grid of the day> --seed 1``): 30 nodes at H3 resolutions 3–5
 #: over 1 h, 3 h and 24 h slots (at ε = 10 every node is a day long, too uniform to test the control)
 CASES = {"occupancy": lambda: load("occupancy"), "user": lambda: load("user"), "multires": multires,
-         "adaptive": lambda: load("adaptive")}
+         "adaptive": lambda: load("adaptive"), "profile": profile}
 
 
 @pytest.fixture(scope="module")
@@ -69,36 +69,65 @@ def test_report_in_chromium(browser, tmp_path, case):
             assert f"users {int(row['n_users'])}" in tip[1]
 
 
-def _expected_steps(table: pd.DataFrame, summary: dict) -> list[pd.Timestamp]:
-    """One slot length everywhere: the slots holding a row; mixed lengths: every finest slot from
-    the first start to the last end (the report's time control, written out independently)."""
-    slot = pd.Timedelta(summary["slot"])
+def _spans(table: pd.DataFrame, summary: dict) -> tuple[pd.Series, pd.Series, pd.Series, pd.Series]:
+    """(t0, t1, cycle, until) of each row as a reader takes them from release.csv: a row whose
+    ``repeat_every`` is set recurs every that many days until ``repeat_until``."""
     t0 = pd.to_datetime(table["slot"], utc=True)
     end = table["slot_end"] if "slot_end" in table else pd.Series(pd.NaT, index=table.index)
-    t1 = pd.to_datetime(end, utc=True).fillna(t0 + slot)
-    if set(t1 - t0) == {slot}:
+    t1 = pd.to_datetime(end, utc=True).fillna(t0 + pd.Timedelta(summary["slot"]))
+    every = table["repeat_every"] if "repeat_every" in table else pd.Series("", index=table.index)
+    days = every.fillna("").astype(str).str.extract(r"^P(\d+)D$")[0].astype(float)
+    until = pd.to_datetime(table["repeat_until"] if "repeat_until" in table else pd.Series(pd.NaT, index=table.index),
+                           utc=True, errors="coerce")
+    return t0, t1, days, until
+
+
+def _covers(t0, t1, days, until, t: pd.Timestamp) -> np.ndarray:
+    """Rows whose time span (every window of a recurring one) holds the instant ``t``."""
+    on = []
+    for a, b, d, u in zip(t0, t1, days, until):
+        if np.isnan(d):
+            on.append(a <= t < b)
+        else:
+            k = (t - a) // pd.Timedelta(days=d)
+            on.append(bool(k >= 0 and a + k * pd.Timedelta(days=d) <= t < b + k * pd.Timedelta(days=d) and t < u))
+    return np.array(on, dtype=bool)
+
+
+def _expected_steps(table: pd.DataFrame, summary: dict) -> list[pd.Timestamp]:
+    """One slot length everywhere: the slots holding a row; mixed lengths or recurring windows: every
+    finest slot from the first start to the last end (the report's time control, written out
+    independently)."""
+    slot = pd.Timedelta(summary["slot"])
+    t0, t1, days, until = _spans(table, summary)
+    if set(t1 - t0) == {slot} and days.isna().all():
         return sorted(set(t0))
-    return list(pd.date_range(t0.min(), t1.max(), freq=slot, inclusive="left"))
+    last = until.where(days.notna(), t1)
+    return list(pd.date_range(t0.min(), last.max(), freq=slot, inclusive="left"))
 
 
-@pytest.mark.parametrize("case", ["occupancy", "multires", "adaptive"])
+@pytest.mark.parametrize("case", ["occupancy", "multires", "adaptive", "profile"])
 def test_time_control_shows_the_slot_nodes(browser, tmp_path, case):
+    """At every step of the time control the map shows exactly the published nodes whose time span
+    holds it (for a profile, every day's window of an hour-of-day node)."""
     table, summary = CASES[case]()
     browser.open(write_html_report(tmp_path / "r.html", table, summary))
     rel = _released(table)
-    t0 = pd.to_datetime(rel["slot"], utc=True)
-    end = rel["slot_end"] if "slot_end" in rel else pd.Series(pd.NaT, index=rel.index)
-    t1 = pd.to_datetime(end, utc=True).fillna(t0 + pd.Timedelta(summary["slot"]))
+    t0, t1, days, until = _spans(rel, summary)
     n_steps = browser.eval("+document.getElementById('step').max") + 1
     steps = _expected_steps(table, summary)
     assert n_steps == len(steps)
+    recurring_shown = 0
     for k, t in enumerate(steps):
         shown = browser.eval(f"""(function(){{var r=document.getElementById('step'); r.value='{k}';
             r.dispatchEvent(new Event('input'));
             return Array.prototype.filter.call(document.querySelectorAll('#map-value path.node'),
               function(e){{return e.style.display!=='none';}}).map(function(e){{return e.dataset.cell;}});}})()""")
-        want = rel.loc[((t0 <= t) & (t < t1)).to_numpy(), "cell"]
-        assert sorted(shown) == sorted(want)
+        on = _covers(t0, t1, days, until, t)
+        assert sorted(shown) == sorted(rel.loc[on, "cell"])
+        recurring_shown += int((on & days.notna().to_numpy()).sum())
+    if case == "profile":  # both hour-of-day nodes, on each of the three days
+        assert recurring_shown == 6
     assert browser.errors() == []
 
 

@@ -31,3 +31,24 @@ def test_steps_one_length_keeps_the_occupied_slots_mixed_lengths_every_finest_sl
     monkeypatch.setattr(_published, "MAX_STEPS", 10)  # too many finest slots: the nodes' own cut points
     s, e = time_steps(t0, t1, h)
     assert [t.hour for t in s] == [0, 3, 4] and [t.hour for t in e] == [3, 4, 0]
+
+
+def test_recurring_windows_are_active_on_every_day_and_labelled_as_such():
+    """Hour-of-day nodes (release.csv ``repeat_every``/``repeat_until``, models/hierarchy.md §14): a
+    view marks them active at their hour of each day before ``repeat_until`` and at no other hour,
+    and says so in words; the time control spans every day."""
+    from dpopt.writers._published import active_at, published_view
+
+    from .conftest import profile
+
+    table, summary = profile()
+    view = published_view(table, summary)
+    rep = view.nodes[view.nodes["cycle"].notna()]
+    until = "until 2015-09-09 05:00 UTC"
+    assert rep["slot_label"].tolist() == [f"08:00–09:00 UTC every day from 2015-09-06 {until}",
+                                          f"17:00–18:00 UTC every day from 2015-09-06 {until}"]
+    assert max(view.step_ends) == pd.Timestamp("2015-09-09T05:00:00Z")
+    for t in pd.date_range("2015-09-06T05:00:00Z", "2015-09-09T07:00:00Z", freq="30min"):
+        on = active_at(view.nodes, t)[rep.index]
+        before = t < pd.Timestamp("2015-09-09T05:00:00Z")
+        assert on.tolist() == [before and t.hour == 8, before and t.hour == 17], t
