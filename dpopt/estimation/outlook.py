@@ -81,26 +81,35 @@ def _with_epsilon(out: Outlook, m: Measurements, est: Estimates, counts: np.ndar
     """Add the ε the best node's noise predicts when the outlook found none (every bound = U)."""
     if not out.empty or out.epsilon_needed is not None:
         return out
-    need = _epsilon_needed(m, est, counts, U4=m.bound / 4.0)
+    need, reference = _epsilon_needed(m, est, counts, U4=m.bound / 4.0)
     if need is None:
         return out
+    node = ("the best measured node's noise alone" if reference is None else
+            f"the noise alone, for a node of {reference:g} records (a public reference size: {HINT_USERS:g} users x "
+            "c records; no noisy count is readable at this budget),")
     return replace(out, epsilon_needed=need, message=out.message + (
-        f" The best measured node's noise alone would meet {m.bound / 4.0:g} at epsilon ≈ {math.ceil(need * 10) / 10:g} "
-        "(same grid and shares; the bounding allowance not counted)."))
+        f" At this grid and these shares {node} would meet {m.bound / 4.0:g} at epsilon ≈ "
+        f"{math.ceil(need * 10) / 10:g} (the bounding allowance not counted)."))
 
 
-def _epsilon_needed(m: Measurements, est: Estimates, counts: np.ndarray, U4: float) -> float | None:
-    """The total ε at which the measured node with the smallest noise half-width z·sd(Ỹ)/n̂ would
-    reach ``U4``: the half-width scales as 1/ε (Laplace scale Δ/ε; Gaussian σ ∝ 1/√ρ ∝ 1/ε). Uses
-    the public noise laws and the GLS counts (DP) only."""
+def _epsilon_needed(m: Measurements, est: Estimates, counts: np.ndarray, U4: float
+                    ) -> tuple[float | None, float | None]:
+    """(ε, reference size): the total ε at which the measured node with the smallest noise
+    half-width z·sd(Ỹ)/n̂ would reach ``U4``: the half-width scales as 1/ε (Laplace scale Δ/ε;
+    Gaussian σ ∝ 1/√ρ ∝ 1/ε). Uses the public noise laws and the GLS counts (DP) only; where no count
+    reaches 1 (noise swamps every count), a public reference node of :data:`HINT_USERS` users × c
+    records stands in for n̂ (reference size returned; None when the counts were used)."""
     sd = np.broadcast_to(np.sqrt(m.statistics["sum"].law.variance()), counts.shape)
-    n = counts
-    ok = np.isfinite(sd) & (sd > 0) & (n >= 1.0)
-    if not ok.any():
-        return None
+    usable = np.isfinite(sd) & (sd > 0)
+    ok = usable & (counts >= 1.0)
     z = NormalDist().inv_cdf(0.5 + est.confidence / 2.0)
-    hw = float(np.min(z * sd[ok] / n[ok]))
-    return _epsilon(m) * hw / U4
+    if ok.any():
+        return _epsilon(m) * float(np.min(z * sd[ok] / counts[ok])) / U4, None
+    c = m.info.get("c")
+    if not usable.any() or c is None:
+        return None, None
+    reference = HINT_USERS * float(c)
+    return _epsilon(m) * float(np.min(z * sd[usable])) / reference / U4, reference
 
 
 def _slot(slot_ns: int, cycle_ns: int = 0) -> str:

@@ -599,12 +599,25 @@ def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any
         partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
     if levels is not None and profile is not None:
         raise DpoptInputError(f"give `levels` or `profile`, not both; got profile={profile!r}")
-    levels = default_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=coarsest_resolution,
-                            profile=profile) if levels is None else tuple(levels)
+    if levels is None:
+        return plist, _distinct_levels(plist, default_levels(agg.h3_resolution, agg.slot_ns, profile=profile,
+                                                             coarsest_resolution=coarsest_resolution))
+    levels = tuple(levels)
     if not levels or levels[0] != Level(agg.h3_resolution, agg.slot_ns):
         raise DpoptInputError(f"`levels[0]` must be the aggregate's grid ({agg.h3_resolution}, {agg.slot_ns}); "
                               f"got {levels[0] if levels else None}")
     return plist, build_hierarchy(plist.cells, plist.slots, levels)
+
+
+def _distinct_levels(plist: PartitionList, levels: tuple[Level, ...]) -> Hierarchy:
+    """The tree over the default levels without a level that repeats the one below it: as many nodes
+    means every node has one child, the same grouping of the list (hour-of-day over a list of one
+    day; a day slot over a list inside one day); measuring it again would halve both budgets. A
+    function of the public list."""
+    hier = build_hierarchy(plist.cells, plist.slots, levels)
+    sizes = [hier.level_rows(li).size for li in range(hier.n_levels)]
+    keep = tuple(lv for li, lv in enumerate(levels) if li == 0 or sizes[li] != sizes[li - 1])
+    return hier if len(keep) == len(levels) else build_hierarchy(plist.cells, plist.slots, keep)
 
 
 def _fixed_shares(level_split: Any, n_levels: int) -> np.ndarray | None:

@@ -324,3 +324,26 @@ def test_intervals_reach_the_declared_range_above_a_clamp(agg):
     me, he = wide["mean"].to_numpy(), wide["mean_error_bound"].to_numpy()
     assert np.all(np.maximum(me - he, 0) <= np.maximum(mean - hw, 0) + 1e-9)
     assert np.all(np.minimum(me + he, U) >= np.minimum(mean + hw, U) - 1e-9)
+
+
+def test_outlook_names_an_epsilon_even_when_no_count_is_readable(agg):
+    """Issue 21 item 4 at a budget where noise swamps every count: the outlook still names the ε
+    at which the least noisy measured sum would give U/4, for a public reference node of 20 users x
+    c records (z·sd/(20c) scales as 1/ε), and with readable counts it uses the best node's."""
+    from statistics import NormalDist
+
+    from dpopt.estimation.outlook import HINT_USERS, _epsilon_needed
+
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, levels=LEVELS)
+    est = estimate_hierarchical(m)
+    sd = np.sqrt(m.statistics["sum"].law.variance())
+    sd = sd[np.isfinite(sd) & (sd > 0)]  # the measured sums (unmeasured levels carry no noise law)
+    assert sd.size
+    z = NormalDist().inv_cdf(0.5 + est.confidence / 2.0)
+    eps = float(m.spend.epsilon)
+    need, ref = _epsilon_needed(m, est, np.zeros(m.n_nodes), U4=U / 4.0)
+    assert ref == HINT_USERS * 2 and need == pytest.approx(eps * z * sd.min() / (HINT_USERS * 2) / (U / 4.0))
+    counts = np.full(m.n_nodes, 500.0)
+    need, ref = _epsilon_needed(m, est, counts, U4=U / 4.0)
+    assert ref is None and need == pytest.approx(eps * z * sd.min() / 500.0 / (U / 4.0))

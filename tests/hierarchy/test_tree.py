@@ -162,3 +162,25 @@ def test_profile_needs_a_slot_that_divides_its_cycle():
         Level(4, H3, DAY_NS), Level(3, H3, DAY_NS), Level(3, 0))
     assert [(lv.slot_ns, lv.cycle_ns) for lv in default_levels(7, HOUR_NS, profile="week")][-5:] == [
         (HOUR_NS, WEEK_NS), (H3, WEEK_NS), (H3, WEEK_NS), (DAY_NS, WEEK_NS), (0, 0)]
+
+
+def test_default_levels_that_repeat_the_level_below_are_not_measured_twice():
+    """A level with as many nodes as the level below groups the list the same way (every node one
+    child): the adaptive release's tree drops it (measuring both would halve both budgets). Over a
+    list of one day, hour-of-day is the hour and goes; over three days it stays."""
+    from dpopt.userdp.levels import _distinct_levels
+    from dpopt.userdp.partitions import PartitionList
+
+    parent = h3.latlng_to_cell(30.27, -97.74, 6)
+    kids = np.array([h3.str_to_int(c) for c in sorted(h3.cell_to_children(parent, 7))[:3]], dtype=np.int64)
+    levels = default_levels(7, HOUR_NS, profile="day")
+    for days, hod_kept in ((1, False), (3, True)):
+        hours = 1_441_065_600 * 10**9 + np.arange(24 * days) * HOUR_NS
+        cells, slots = np.repeat(kids, hours.size), np.tile(hours, kids.size)
+        full = build_hierarchy(cells, slots, levels)
+        sizes = [full.level_rows(li).size for li in range(full.n_levels)]
+        want = tuple(lv for li, lv in enumerate(levels) if li == 0 or sizes[li] != sizes[li - 1])
+        H = _distinct_levels(PartitionList(cells=cells, slots=slots), levels)
+        assert H.levels == want and (Level(5, HOUR_NS, DAY_NS) in H.levels) == hod_kept
+        kept = [H.level_rows(li).size for li in range(H.n_levels)]
+        assert all(a != b for a, b in zip(kept[:-1], kept[1:])) and H.leaves_under[H.nodes["parent"] < 0].sum() == cells.size
