@@ -67,9 +67,10 @@ class Hierarchy:
     """The node table of the tree built from a public finest list (module doc).
 
     ``nodes`` columns ``cell``, ``h3_resolution``, ``slot``, ``slot_ns``, ``parent`` (the contract
-    of :mod:`dpopt.measurements`) plus ``cycle_ns`` (0, or a profile window's cycle) and ``level``; rows level by level, finest first, so every
-    parent row is larger than its children's. ``finest_node`` row of each finest grid (input order);
-    ``levels`` the level sequence; ``leaves_under`` per node the number of finest grids below it.
+    of :mod:`dpopt.measurements`) plus ``cycle_ns`` (0, or a profile window's cycle) and ``level``;
+    rows level by level, finest first, so every parent row is larger than its children's.
+    ``finest_node`` row of each finest grid (input order); ``levels`` the level sequence;
+    ``leaves_under`` per node the number of finest grids below it.
     """
 
     nodes: pd.DataFrame

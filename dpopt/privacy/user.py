@@ -39,9 +39,9 @@ import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
+from ..hierarchy.tree import PROFILES
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..noise import epsilon_rational, integer_source
-from ..hierarchy.tree import PROFILES
 from ..records.aggregate import Aggregate
 from ..records.grid import slot_text
 from ..userdp.bounding import BoundedGrids, bound_contributions, grid_ranks, lattice_values

@@ -180,8 +180,10 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
     end = start + t["slot_ns"].to_numpy(dtype="int64")
     cycle = t["cycle_ns"].to_numpy(dtype="int64")
     repeat = pd.Series([iso_duration(int(c)) if c else "" for c in cycle], dtype=object).to_numpy()
-    period_end = int(m.finest["slot"].max()) + int(m.info["slot_ns"]) if (cycle > 0).any() else 0
-    until = np.where(cycle > 0, slot_strings(np.full(len(cycle), period_end)), "") if period_end else np.full(len(cycle), "")
+    until = np.full(len(cycle), "", dtype=object)
+    if (cycle > 0).any():  # the list's period end (public): every recurring window stops there
+        period_end = int(m.finest["slot"].max()) + int(m.info["slot_ns"])
+        until[cycle > 0] = slot_strings(np.full(int((cycle > 0).sum()), period_end))
     lat, lng = cell_centres(cells[on])
     table = pd.DataFrame({"cell": cell_strings(cells[on]), "slot": slot_strings(start[on]),
                           "slot_end": slot_strings(end[on]), "repeat_every": repeat[on], "repeat_until": until[on],
