@@ -11,6 +11,7 @@ at pure ε the place release (``measure_place``, models/hierarchy.md §13) and, 
 Scored by ``scoring.score_table`` (node truths from every occupied finest grid inside the node).
 
 Run: PYTHONPATH=$PWD python tests/benchmarks/bench_multires_interval.py --data day --reps 20
+     (``--settings 3``: only the adaptive release with ``--profile day``, other rows kept)
 Writes results/multires_interval_<data>.json and results/multires_interval.md.
 """
 
@@ -32,7 +33,8 @@ from bench_userdp import DATASETS, load  # noqa: E402
 from scoring import finest_grids, score_table  # noqa: E402
 
 
-SETTINGS = ("public list (place, default)", "public list (adaptive)", "private selection")
+SETTINGS = ("public list (place, default)", "public list (adaptive)", "private selection",
+            "public list (adaptive, --profile day)")
 
 
 def measurements(agg, eps, setting, seed):
@@ -45,9 +47,10 @@ def measurements(agg, eps, setting, seed):
     if setting == SETTINGS[0]:
         return measure_place(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg)), U=agg.bound,
                              noise=noise)
-    if setting == SETTINGS[1]:
-        return measure_multires(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg),
-                                                                            resolution="adaptive"), bound=agg.bound, noise=noise)
+    if setting in (SETTINGS[1], SETTINGS[3]):
+        profile = "day" if setting == SETTINGS[3] else None
+        return measure_multires(agg, Budget(epsilon_total=eps), UserOptions(
+            partitions=labels_of(agg), resolution="adaptive", profile=profile), bound=agg.bound, noise=noise)
     return measure_multires(agg, Budget(epsilon_total=eps, delta=DELTA), UserOptions(), bound=agg.bound, noise=noise)
 
 
@@ -90,8 +93,8 @@ def write_markdown() -> None:
         for r in out["rows"]:
             cells = " | ".join(f"{r[k]['coverage']:.2f} / {r[k]['median_half_width']:.1f}"
                                for k in ("direct", "posterior", "posterior, no allowance"))
-            lines.append(f"| {data} ({out['reps']} seeds) | {r['eps']:g} | {r['setting']} | {r['direct']['nodes']} | "
-                         f"{cells} |")
+            lines.append(f"| {data} ({r.get('reps', out['reps'])} seeds) | {r['eps']:g} | {r['setting']} | "
+                         f"{r['direct']['nodes']} | {cells} |")
     (HERE / "results" / "multires_interval.md").write_text("\n".join(lines) + "\n")
 
 
@@ -100,18 +103,24 @@ def main() -> None:
     ap.add_argument("--data", choices=DATASETS, default="day")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
+    ap.add_argument("--settings", nargs="+", type=int, default=[0, 1, 2],
+                    help=f"which settings (indices into {SETTINGS}); rows of the others are kept from the existing json")
     args = ap.parse_args()
     agg, _ = load(args.data)
     fin = finest_grids(agg, bound=agg.bound)
+    path = HERE / "results" / f"multires_interval_{args.data}.json"
+    chosen = [SETTINGS[i] for i in args.settings]
+    kept = [r for r in json.loads(path.read_text())["rows"] if r["setting"] not in chosen] if path.exists() else []
     rows = []
     for eps in args.eps:
-        for setting in SETTINGS:
+        for setting in chosen:
             t0 = time.process_time()
             r = cell(agg, fin, eps, setting, args.reps)
-            rows.append({"eps": eps, "setting": setting, **r, "cpu_s": time.process_time() - t0})
+            rows.append({"eps": eps, "setting": setting, **r, "cpu_s": time.process_time() - t0, "reps": args.reps})
             print(json.dumps(rows[-1]), flush=True)
-    (HERE / "results" / f"multires_interval_{args.data}.json").write_text(json.dumps(
-        {"reps": args.reps, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": rows}, indent=1))
+    old = json.loads(path.read_text()) if path.exists() else {"reps": args.reps}
+    path.write_text(json.dumps({"reps": old["reps"], "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                "rows": kept + rows}, indent=1))
     write_markdown()
 
 

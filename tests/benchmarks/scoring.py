@@ -11,7 +11,8 @@ all records inside the node).
 
 The published table needs ``cell`` (H3 string or int), ``slot`` (ISO 8601 UTC or ns) and ``mean``;
 optional ``slot_end`` (exclusive; default slot + S), ``repeat_every`` / ``repeat_until`` (a window
-recurring every ISO 8601 duration until an end: hour-of-day nodes), ``h3_resolution`` (default: the cell's own),
+recurring every ISO 8601 duration until an end: hour-of-day nodes; or an Estimates table's
+``cycle_ns``, recurring until the end of the finest grids), ``h3_resolution`` (default: the cell's own),
 ``mean_error_bound`` and ``released`` (rows with False are ignored). A flat release at (R, S)
 therefore scores as "each grid answered only by itself". "Smallest" orders nodes by
 7^(R − r)·(slot_end − slot) (H3 aperture 7), finer resolution first on ties.
@@ -83,6 +84,9 @@ def node_keys(table: pd.DataFrame, finest: FinestGrids) -> pd.DataFrame:
     end = _to_ns(t["slot_end"]) if "slot_end" in t.columns else start + finest.slot_ns
     bnd = t["mean_error_bound"].to_numpy(dtype=float) if "mean_error_bound" in t.columns else np.full(len(t), np.nan)
     cycle, until = np.zeros(len(t), dtype=np.int64), np.zeros(len(t), dtype=np.int64)
+    if "cycle_ns" in t.columns and "repeat_every" not in t.columns:  # an Estimates table: until the list's end
+        cycle = t["cycle_ns"].to_numpy(dtype=np.int64)
+        until = np.where(cycle > 0, int(finest.slots.max()) + finest.slot_ns, 0)
     if "repeat_every" in t.columns:  # hour-of-day windows (models/hierarchy.md §14)
         every = pd.to_timedelta(t["repeat_every"].where(t["repeat_every"].astype(str).str.startswith("P")),
                                 errors="coerce")

@@ -196,3 +196,7 @@ def test_scoring_reads_recurring_windows():
     assert s.answered == pytest.approx(2 / 3) and s.answered_own == pytest.approx(1 / 3)
     # the recurring node's truth is the mean of both windows' records (2 and 6): 4, outside 3 ± 0.5
     assert s.coverage == pytest.approx(0.5)
+    # the same nodes as an Estimates table (cycle_ns in ns; recurring until the finest grids' end)
+    est = table.drop(columns=["repeat_every", "repeat_until"]).assign(cycle_ns=[2 * SLOT_NS, 0])
+    s2 = score_table(est, fin)
+    assert s2.errors.tolist() == pytest.approx(s.errors.tolist()) and s2.coverage == pytest.approx(0.5)
