@@ -36,7 +36,7 @@ import pandas as pd
 from .._validation import DpoptInputError
 from ..plan import GridPlan
 from ..records.aggregate import Aggregate, _prefix_sums
-from ..records.grid import cell_strings, slot_strings
+from ..records.grid import cell_strings, iso_duration, slot_strings
 from .budgets import PrivacyBudget
 from .contributions import TruncatedSums
 
@@ -48,8 +48,9 @@ DEFAULT_TARGET_FRACTION = 0.05
 
 
 def plan_nodes(agg: Aggregate, budget: PrivacyBudget, *, bound: float, target: float | None, criterion: str,
-               confidence: float, time_limit: float | None) -> tuple[Any, Any]:
-    """(hierarchy, HierarchyPlan) of the aggregate's occupied finest grids (public counts only)."""
+               confidence: float, time_limit: float | None, profile: str | None = None) -> tuple[Any, Any]:
+    """(hierarchy, HierarchyPlan) of the aggregate's occupied finest grids (public counts only);
+    ``profile`` "day"/"week": recurring-window time steps (models/hierarchy.md §14)."""
     from ..budget import GaussianNoise, LaplaceNoise
     from ..budget.hierarchy import hierarchy_ancestors, plan_hierarchy
     from ..hierarchy import build_hierarchy, default_levels
@@ -60,7 +61,7 @@ def plan_nodes(agg: Aggregate, budget: PrivacyBudget, *, bound: float, target: f
     if agg.n_grids == 0:
         raise DpoptInputError("plan='hierarchy' needs at least one occupied grid; the contributions hold none")
     tau = DEFAULT_TARGET_FRACTION * bound if target is None else float(target)
-    h = build_hierarchy(agg.cells, agg.slots, default_levels(agg.h3_resolution, agg.slot_ns))
+    h = build_hierarchy(agg.cells, agg.slots, default_levels(agg.h3_resolution, agg.slot_ns, profile=profile))
     noise = LaplaceNoise() if budget.mechanism == "laplace" else GaussianNoise()
     hp = plan_hierarchy(agg.occupancy(), hierarchy_ancestors(h), bound, budget.total, target=tau,
                         criterion=criterion, confidence=confidence, noise=noise,
@@ -179,13 +180,14 @@ def hierarchy_tables(agg: Aggregate, hierarchy: Any, hp: Any) -> dict[str, Any]:
         parent[on] = cand[on]
     nodes = pd.DataFrame({"cell": rows["cell"].to_numpy(np.int64), "h3_resolution": rows["h3_resolution"].to_numpy(int),
                           "slot": rows["slot"].to_numpy(np.int64), "slot_ns": rows["slot_ns"].to_numpy(np.int64),
-                          "parent": parent, "level": lv})
+                          "cycle_ns": rows["cycle_ns"].to_numpy(np.int64), "parent": parent, "level": lv})
     ans = np.where(hp.answer >= 0, pos[np.maximum(hp.answer, 0)], -1)
     node_cells = np.append(cell_strings(nodes["cell"].to_numpy()), "")  # index -1: no answer
     node_slots = np.append(slot_strings(nodes["slot"].to_numpy()), "")
+    node_repeats = np.append([iso_duration(int(c)) if c else "" for c in nodes["cycle_ns"]], "")
     answers = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots), "node": ans,
                             "node_cell": node_cells[ans], "node_slot": node_slots[ans],
-                            "node_level": np.append(lv, -1)[ans]})
+                            "node_repeat_every": node_repeats[ans], "node_level": np.append(lv, -1)[ans]})
     finest = pd.DataFrame({"cell": np.asarray(agg.cells, dtype=np.int64), "slot": np.asarray(agg.slots, dtype=np.int64),
                            "slot_ns": np.int64(agg.slot_ns), "node": ans})
     return {"nodes": nodes, "answers": answers, "answer": ans, "finest": finest}
@@ -216,15 +218,16 @@ class PreparedHierarchy:
         return {"users": agg.n_users, "records": agg.n_records, "pairs": agg.n_pairs,
                 "target": float(hp.plan.error_bound), "grids_within_target": answered,
                 "finest_grids": agg.n_grids, "answered_grids": answered, "uncovered_grids": int(hp.uncovered.size),
-                "levels": [[int(lv.h3_resolution), int(lv.slot_ns)] for lv in self.hierarchy.levels],
+                "levels": [[int(lv.h3_resolution), int(lv.slot_ns), int(lv.cycle_ns)] for lv in self.hierarchy.levels],
                 "fallback": _jsonable_fallback(hp.fallback)}
 
 
 def prepare_hierarchy(agg: Aggregate, budget: PrivacyBudget, *, bound: float, target: float | None,
-                      criterion: str, confidence: float, time_limit: float | None) -> PreparedHierarchy:
+                      criterion: str, confidence: float, time_limit: float | None,
+                      profile: str | None = None) -> PreparedHierarchy:
     """Plan the hierarchy and aggregate its published nodes (module doc, steps 1–2)."""
     h, hp = plan_nodes(agg, budget, bound=bound, target=target, criterion=criterion, confidence=confidence,
-                       time_limit=time_limit)
+                       time_limit=time_limit, profile=profile)
     tables = hierarchy_tables(agg, h, hp)
     plan = _published_plan(hp)
     plan = dataclasses.replace(plan, info={**plan.info, "hierarchy": tables})

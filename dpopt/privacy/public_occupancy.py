@@ -39,6 +39,7 @@ import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
 from ..calculus import mean_bias_from_totals, variance_bias_from_totals
+from ..hierarchy.tree import PROFILES
 from ..mechanisms.grid import GridRelease, release_grids
 from ..noise import Noise, make_noise
 from ..plan import GridPlan
@@ -79,7 +80,9 @@ class PublicOccupancyOptions:
     pseudo-user clipping after the plan (eq. (15)); ``error_bound`` E every grid must meet;
     ``split`` of each grid's budget between mean and variance; ``time_limit`` seconds of planning;
     ``target``, ``target_variance`` τ of the budget planner; ``criterion`` of the published error
-    bounds ("noise" or "worst_case", also the budget planner's).
+    bounds ("noise" or "worst_case", also the budget planner's); ``profile`` "day" / "week" with
+    plan="hierarchy": the hierarchy's time steps recur every day (hour-of-day …) or week
+    (models/hierarchy.md §14).
     """
 
     plan: Any = None
@@ -90,8 +93,11 @@ class PublicOccupancyOptions:
     target: Any = None
     target_variance: Any = None
     criterion: str = "noise"
+    profile: str | None = None
 
     def __post_init__(self) -> None:
+        if self.profile is not None:
+            check_choice(self.profile, "profile", tuple(PROFILES))
         if isinstance(self.plan, GridPlan):
             if self.pseudo_users or self.time_limit is not None:
                 raise DpoptInputError("`pseudo_users` and `time_limit` are planner options: with a ready "
@@ -114,11 +120,13 @@ class PublicOccupancyOptions:
                 ("target_variance", self.target_variance is not None and plan != "budget"),
                 ("pseudo_users", self.pseudo_users and planned),
                 ("split", self.split != "equal" and planned),
-                ("error_bound", self.error_bound is not None and plan == "hierarchy")]
+                ("error_bound", self.error_bound is not None and plan == "hierarchy"),
+                ("profile", self.profile is not None and plan != "hierarchy")]
         given = [n for n, on in idle if on]
         if given:
-            raise DpoptInputError(f"`{given[0]}` does nothing with {name}: drop it"
-                                  + (" (`target` is an option of plan='budget' or 'hierarchy')" if "target" in given[0] else ""))
+            why = {"target": " (`target` is an option of plan='budget' or 'hierarchy')",
+                   "profile": " (`profile` is an option of plan='hierarchy')"}.get(given[0].split("_")[0], "")
+            raise DpoptInputError(f"`{given[0]}` does nothing with {name}: drop it" + why)
         return dataclasses.replace(self, plan=plan)
 
 
@@ -389,14 +397,14 @@ def _measure_hierarchy(agg: Aggregate, pb: PrivacyBudget, o: PublicOccupancyOpti
 
     t0 = time.perf_counter()
     prep = prepare_hierarchy(agg, pb, bound=bound, target=o.target, criterion=o.criterion, confidence=confidence,
-                             time_limit=o.time_limit)
+                             time_limit=o.time_limit, profile=o.profile)
     timings = {**(timings or {}), "plan": time.perf_counter() - t0}
     run = measure_release(prep.aggregate, pb, PublicOccupancyOptions(plan=prep.plan, criterion=o.criterion),
                           bound=bound, noise=noise, confidence=confidence,
                           truncated_sums=prep.truncated_sums(truncated_sums), timings=timings, progress=progress)
     m, tables = run.measurements, prep.tables
     info = {**m.info, "summary": {**m.info["summary"], **prep.summary_fields()}, "hierarchy": tables}
-    m = dataclasses.replace(m, nodes=tables["nodes"][list(NODE_COLUMNS)].reset_index(drop=True),
+    m = dataclasses.replace(m, nodes=tables["nodes"][[*NODE_COLUMNS, "cycle_ns"]].reset_index(drop=True),
                             finest=tables["finest"], info=info)
     return dataclasses.replace(run, measurements=m)
 

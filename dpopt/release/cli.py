@@ -140,7 +140,8 @@ def _add_user_arguments(p: Any) -> None:
                    help="multi-resolution releases: the coarsest H3 resolution of the hierarchy (default "
                    "--h3-resolution - 4)")
     u.add_argument("--profile", default=None, metavar="{day,week}",
-                   help="with --partitions (runs the adaptive release): the hierarchy's time steps are windows "
+                   help="with --partitions (runs the adaptive release), or under --privacy public-occupancy with "
+                   "--plan hierarchy: the hierarchy's time steps are windows "
                    "that recur every day (hour-of-day, then 3-h-of-day, at --slot 1h) or week (hour-of-week, "
                    "3-h-of-week, day-of-week) instead of longer contiguous slots; a node's window recurs every "
                    "release.csv repeat_every (ISO 8601, P1D) until repeat_until (models/hierarchy.md section 14)")
@@ -243,8 +244,7 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
     return [f for f, on in common + [("--partitions", args.partitions is not None),
                                      ("--bounds", args.bounds != "histogram"),
                                      ("--resolution", args.resolution != "auto"),
-                                     ("--coarsest-resolution", args.coarsest_resolution is not None),
-                                     ("--profile", args.profile is not None)] if on]
+                                     ("--coarsest-resolution", args.coarsest_resolution is not None)] if on]
 
 
 def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, Any]:
@@ -279,7 +279,8 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
             if privacy == "user" else PublicOccupancyOptions(
                 plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
                 time_limit=args.time_limit, target=_positive(args.target, "target"),
-                target_variance=_positive(args.target_variance, "target_variance"), criterion=args.criterion)
+                target_variance=_positive(args.target_variance, "target_variance"), criterion=args.criterion,
+                profile=args.profile)
         if args.coarsest_resolution is not None and not 0 <= args.coarsest_resolution <= args.h3_resolution:
             raise DpoptInputError(f"`coarsest_resolution` must be an H3 resolution in [0, --h3-resolution = "
                                   f"{args.h3_resolution}]; got {args.coarsest_resolution!r}")

@@ -27,7 +27,7 @@ from ..plan import GridPlan
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST
 from ..privacy.public_occupancy import pair_retained
 from ..records.aggregate import Aggregate
-from ..records.grid import cell_centres, cell_strings, slot_strings
+from ..records.grid import cell_centres, cell_strings, iso_duration, slot_strings
 from ..records.ingest import IngestReport
 
 __all__ = ["ReleaseSummary", "ReleaseResult", "public_occupancy_release", "release_table"]
@@ -229,13 +229,21 @@ def release_table(m: Measurements, est: Estimates) -> pd.DataFrame:
         "error_bound": t["error_bound"].to_numpy(), "array_length": pub["array_length"].to_numpy(),
     })
     tables = m.info.get("hierarchy")
-    return table if tables is None else _node_columns(table, tables["nodes"])
+    if tables is None:
+        return table
+    fin = tables["finest"]
+    return _node_columns(table, tables["nodes"], int(fin["slot"].max()) + int(fin["slot_ns"].iloc[0]))
 
 
-def _node_columns(table: pd.DataFrame, nodes: pd.DataFrame) -> pd.DataFrame:
-    """plan="hierarchy": the table with ``slot_end``, ``h3_resolution`` and ``level`` of every node."""
+def _node_columns(table: pd.DataFrame, nodes: pd.DataFrame, period_end: int) -> pd.DataFrame:
+    """plan="hierarchy": the table with ``slot_end``, ``repeat_every``/``repeat_until`` (a profile
+    node's cycle as ISO 8601 and ``period_end``, the occupancy's last slot end; empty for contiguous
+    slots: models/hierarchy.md §14), ``h3_resolution`` and ``level`` of every node."""
     out = table.copy()
+    cycle = nodes["cycle_ns"].to_numpy(np.int64) if "cycle_ns" in nodes.columns else np.zeros(len(nodes), np.int64)
     out.insert(3, "slot_end", slot_strings(nodes["slot"].to_numpy() + nodes["slot_ns"].to_numpy()))
-    out.insert(4, "h3_resolution", nodes["h3_resolution"].to_numpy())
-    out.insert(5, "level", nodes["level"].to_numpy())
+    out.insert(4, "repeat_every", [iso_duration(int(c)) if c else "" for c in cycle])
+    out.insert(5, "repeat_until", np.where(cycle > 0, slot_strings(np.full(len(cycle), period_end)), ""))
+    out.insert(6, "h3_resolution", nodes["h3_resolution"].to_numpy())
+    out.insert(7, "level", nodes["level"].to_numpy())
     return out

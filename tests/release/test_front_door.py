@@ -35,10 +35,19 @@ def unreadable(tmp_path):
     return path
 
 
+#: options both models take with one meaning: the hierarchy's recurring time windows (hour-of-day,
+#: models/hierarchy.md §14), for the user model's adaptive release and public-occupancy's plan="hierarchy"
+SHARED_OPTIONS = {"profile"}
+
+
 def test_a_model_cannot_receive_the_other_models_options():
     fields = {f.name for f in dataclasses.fields(UserOptions)}
     other = {f.name for f in dataclasses.fields(PublicOccupancyOptions)}
-    assert fields.isdisjoint(other)
+    assert fields & other == SHARED_OPTIONS
+    for bad in ("month", "Day", 1):  # a shared option is one validator's: the same refusal in both
+        for build in (lambda: UserOptions(partitions="p.csv", profile=bad), lambda: PublicOccupancyOptions(profile=bad)):
+            with pytest.raises(DpoptInputError, match="`profile` must be one of"):
+                build()
     with pytest.raises(TypeError):
         UserOptions(plan="greedy")  # type: ignore[call-arg]
     with pytest.raises(TypeError):

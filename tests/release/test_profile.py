@@ -167,3 +167,35 @@ def test_profile_without_a_list_or_under_public_occupancy_is_refused(capsys, dat
     with pytest.raises(DpoptInputError, match="profile"):
         UserOptions(profile="day")  # no list
     assert not UserOptions(partitions="x.csv", profile="day").place
+
+
+def test_public_occupancy_hierarchy_plan_takes_the_profile_too(capsys, data, tmp_path):
+    """Issue 21 item 5: both privacy models use the hierarchy. Under public-occupancy with --plan
+    hierarchy the planner (a MILP over the public counts) chooses among hour-of-day nodes; every
+    answered grid lies in its node's windows; without --plan hierarchy --profile is refused."""
+    records, _ = data
+    out = tmp_path / "po"
+    code = main(["release", str(records), "--privacy", "public-occupancy", "--bound", "120", "--epsilon-total", "2",
+                 "--plan", "hierarchy", "--h3-resolution", str(R), "--slot", "1h", "--profile", "day", "--seed", "1",
+                 "--quiet", "--out", str(out)])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    t = pd.read_csv(out / "release.csv", keep_default_na=False, na_values=[""], dtype={"repeat_every": str})
+    t = t[t["released"].astype(str) == "True"]
+    assert (t["repeat_every"] == "P1D").any(), "the plan published no hour-of-day node at this budget"
+    s = json.loads((out / "summary.json").read_text())
+    assert [1 * 3600 * 10**9, 86_400 * 10**9] in [lv[1:] for lv in s["levels"]]
+    ans = pd.read_csv(out / "answers.csv", keep_default_na=False, na_values=[""], dtype={"node_repeat_every": str})
+    rows = {(r["cell"], r["slot"], r["repeat_every"] if isinstance(r["repeat_every"], str) else ""): r
+            for _, r in t.iterrows()}
+    answered = ans[ans["node"] >= 0]
+    assert len(answered) > 0
+    for a in answered.itertuples():
+        key = (a.node_cell, a.node_slot, a.node_repeat_every if isinstance(a.node_repeat_every, str) else "")
+        g = pd.Timestamp(a.slot)
+        assert h3.cell_to_parent(a.cell, h3.get_resolution(key[0])) == key[0]
+        assert any(w0 <= g < w1 for w0, w1 in _windows(rows[key]))
+    code = main(["release", str(records), "--privacy", "public-occupancy", "--bound", "120", "--epsilon-total", "2",
+                 "--h3-resolution", str(R), "--slot", "1h", "--profile", "day", "--quiet", "--out", str(tmp_path / "x")])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--profile" in err and "hierarchy" in err and not (tmp_path / "x").exists()
