@@ -194,8 +194,8 @@ def _shape(view: PublishedView, summary: dict[str, Any]) -> str:
     here = [f"H3 resolution{'s' if len(rs) > 1 else ''} {', '.join(str(r) for r in rs)}",
             "slots of " + " to ".join(dict.fromkeys(span_text(x) for x in (lengths.min(), lengths.max())))]
     if n["cycle"].notna().any():
-        here.append("some slots recur (the same hours of every "
-                    + ("week" if (n["cycle"] >= pd.Timedelta(days=7)).any() else "day") + ")")
+        here.append("recurring slots: the same hours of every "
+                    + ("week" if (n["cycle"] >= pd.Timedelta(days=7)).any() else "day"))
     return ("<li><b>Resolution:</b> values are published at the finest resolution the data support"
             f"{finest}; where data are thin a coarser hexagon or a longer slot is published instead "
             f"(here: {_E('; '.join(here))}). A larger hexagon or a longer slot answers for every smaller "

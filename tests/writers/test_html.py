@@ -145,3 +145,16 @@ def test_page_is_self_contained_and_draws_a_given_basemap(published):
     assert not re.search(r"""@import|url\(\s*['"]?(https?:)?//""", page)
     assert "http://" not in page and "https://" not in page
     assert '<g class="basemap">' not in render_html(table, summary)
+
+
+def test_recurring_slots_are_said_in_words():
+    """Hour-of-day nodes (models/hierarchy.md §14): the resolution sentence says slots recur, each
+    such row names its hours, "every day" and its span, and its shapes carry the cycle for the
+    time control."""
+    from .conftest import profile
+
+    table, summary = profile()
+    html = render_html(table, summary, unit="km/h")
+    assert "recurring slots: the same hours of every day" in html
+    assert html.count("08:00–09:00 UTC every day from 2015-09-06 until 2015-09-09 05:00 UTC") >= 2  # table + tips
+    assert html.count('data-c="86400"') == 2 * 2  # two recurring nodes, on the value and the uncertainty map
