@@ -21,8 +21,8 @@ Steps and budget (pure ε pieces, δ from the selection only):
    values clamped at B;
 1. selection (:mod:`dpopt.userdp.select_levels`): level ℓ spends (share_ℓ·ε_sel, δ/L) — ε_sel =
    ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for the default levels (else equal), the
-   finest level's share moved to the coarsest by the public :func:`selection_plan` when its
-   threshold is out of reach; each level is (ε_ℓ, δ_ℓ)-DP, so (≤ ε_sel, δ) in total;
+   finest level's share moved to the map (the coarsest level below the root; for explicit levels
+   the coarsest) by the public :func:`selection_plan` when its threshold is out of reach; each level is (ε_ℓ, δ_ℓ)-DP, so (≤ ε_sel, δ) in total;
 2. measurement of the released nodes (a DP output, public from here on): at each level with
    released nodes a user keeps a uniformly random ≤ k of its released nodes and ≤ c records in
    each (:func:`dpopt.userdp.levels.bounded_level`: a rule of its own records and i.i.d. keys),
@@ -79,30 +79,38 @@ PUBLIC_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the 
 #: the public "period" of the coarse levels: 3640 days (10 × 364), epoch-aligned, UTC, so that one
 #: slot holds a data set of a few years unless it crosses a boundary (the data's own span is not public)
 PERIOD_NS = 3640 * DAY_NS
-#: the default coarse levels (H3 resolutions below the grid's, slot, k) and the selection shares of
-#: (finest, coarse…): the place chain of §13 under selection, every H3 cell of the grid's resolution
-#: over the period (k = 8), then the map (R−4 over the period, k = 1: one node per user, the lowest
-#: threshold). Chosen on the Austin day and the full Austin data (774 days) against session 4's
-#: (R−3, 1 d), (R−3, 7 d), (R−4, 364 d) (models/hierarchy.md §12)
-COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1))
-SELECTION_SHARES = (0.8, 0.1, 0.1)
+#: the default coarse levels (resolutions below the grid's, slot, k; None: the root, H3 resolution 0)
+#: and the selection shares of (finest, coarse…): the place chain of §13 under selection, every H3
+#: cell of the grid's resolution over the period (k = 8), the map (R−4 over the period, k = 1: one
+#: node per user, the lowest threshold), then the root (resolution 0 over the period, k = 1; session
+#: 9), so that a grid whose map node was not selected is still answered (aircraft A: 64 % of its
+#: scored grids had no released node). Chosen on the Austin day and the full Austin data (774 days)
+#: against session 4's (R−3, 1 d), (R−3, 7 d), (R−4, 364 d), and on the aircraft sets for the root
+#: (models/hierarchy.md §12)
+COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1), (None, PERIOD_NS, 1))
+SELECTION_SHARES = (0.8, 0.1, 0.05, 0.05)
 
 
-def private_levels(agg: Aggregate) -> tuple[tuple[tuple[Level, int], ...], tuple[float, ...]]:
-    """Default (level, k) of the selection and their budget shares: the finest grid (k = 4), then
-    :data:`COARSE_LEVELS` ((R, period, k = 8), (R−4, period, k = 1)); a coarse level that is not
-    coarser than the previous one (a slot that is a multiple of the previous one, longer or at a
-    coarser resolution) or whose resolution would be negative is skipped and the shares
-    renormalised."""
+def private_levels(agg: Aggregate) -> tuple[tuple[tuple[Level, int], ...], tuple[float, ...], int]:
+    """Default (level, k) of the selection, their budget shares and the level that receives the
+    finest level's share when :func:`selection_plan` drops it: the finest grid (k = 4), then
+    :data:`COARSE_LEVELS` ((R, period, k = 8), (R−4, period, k = 1), the root (0, period, k = 1)); a
+    coarse level that is not coarser than the previous one (a slot that is a multiple of the
+    previous one, longer or at a coarser resolution) or whose resolution would be negative is
+    skipped and the shares renormalised. The receiver is the map, the coarsest level before the
+    root (the root itself only when it is the map: R ≤ 4)."""
     R, s = int(agg.h3_resolution), int(agg.slot_ns)
     out, shares, prev, prev_res = [(Level(R, s), 4)], [SELECTION_SHARES[0]], s, R
+    root_added = False
     for (dr, sl, k), sh in zip(COARSE_LEVELS, SELECTION_SHARES[1:]):
-        if R - dr >= 0 and sl % prev == 0 and (sl > prev or R - dr < prev_res):
-            out.append((Level(R - dr, sl), k))
+        res = 0 if dr is None else R - dr
+        if res >= 0 and sl % prev == 0 and (sl > prev or res < prev_res):
+            out.append((Level(res, sl), k))
             shares.append(sh)
-            prev, prev_res = sl, R - dr
+            prev, prev_res, root_added = sl, res, dr is None
     tot = sum(shares)
-    return tuple(out), tuple(x / tot for x in shares)
+    receiver = len(out) - 2 if root_added and len(out) > 2 else len(out) - 1
+    return tuple(out), tuple(x / tot for x in shares), receiver
 
 
 #: the finest level is selected only if its threshold needs at most this many users (else its
@@ -111,16 +119,20 @@ MAX_FINEST_THRESHOLD = 20.0
 
 
 def selection_plan(levels: tuple[tuple[Level, int], ...], epsilon: float, delta: float, shares: np.ndarray,
-                   mech) -> np.ndarray:
+                   mech, receiver: int | None = None) -> np.ndarray:
     """Budget share per level (public): ``shares``, except that a finest level whose threshold at
-    its share exceeds :data:`MAX_FINEST_THRESHOLD` users gives its share to the coarsest level."""
+    its share exceeds :data:`MAX_FINEST_THRESHOLD` users gives its share to level ``receiver``
+    (default the coarsest; :func:`private_levels` names the map, not the root)."""
     from ..userdp.partitions import selection_threshold
 
     sh = np.array(shares, dtype=float)
     if len(levels) > 1:
         t0 = selection_threshold(levels[0][1], epsilon * sh[0], delta / len(levels), mech).threshold
         if t0 > MAX_FINEST_THRESHOLD:
-            sh[-1] += sh[0]
+            to = len(levels) - 1 if receiver is None else int(receiver)
+            if not 0 < to < len(levels):
+                raise DpoptInputError(f"`receiver` must be a coarse level in [1, {len(levels) - 1}]; got {receiver!r}")
+            sh[to] += sh[0]
             sh[0] = 0.0
     return sh
 
@@ -179,8 +191,8 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
                               f"{1.0 - float(selection_fraction):g}); got {clamp_fraction!r}")
     bounds = _check_bounds(bounds)
     _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
-    lv, default_shares = private_levels(agg)
-    lv = lv if levels is None else tuple(levels)
+    lv, default_shares, receiver = private_levels(agg)
+    lv, receiver = (lv, receiver) if levels is None else (tuple(levels), None)
     mech = _sampler("laplace", noise, seed)
     pieces: dict[str, float] = {}
     if selection_shares is None:
@@ -191,7 +203,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         raise DpoptInputError(f"`selection_shares` must be {len(lv)} shares >= 0 summing to <= 1; got "
                               f"{selection_shares!r}")
     e_sel, d_sel = eps * selection_fraction, float(delta) / len(lv)
-    shares = selection_plan(lv, e_sel, float(delta), shares, mech)
+    shares = selection_plan(lv, e_sel, float(delta), shares, mech, receiver)
     eps_values = eps * (1.0 - selection_fraction - float(clamp_fraction))
     smallest = min([eps * float(clamp_fraction)] * (clamp_fraction > 0) + [e_sel * x for x in shares if x > 0]
                    + [eps_values * 0.4 / len(lv)])

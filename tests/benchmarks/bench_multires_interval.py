@@ -90,7 +90,8 @@ def write_markdown() -> None:
         if not p.exists():
             continue
         out = json.loads(p.read_text())
-        for r in out["rows"]:
+        order = {name: i for i, name in enumerate(SETTINGS)}
+        for r in sorted(out["rows"], key=lambda r: (r["eps"], order.get(r["setting"], len(order)))):
             cells = " | ".join(f"{r[k]['coverage']:.2f} / {r[k]['median_half_width']:.1f}"
                                for k in ("direct", "posterior", "posterior, no allowance"))
             lines.append(f"| {data} ({r.get('reps', out['reps'])} seeds) | {r['eps']:g} | {r['setting']} | "

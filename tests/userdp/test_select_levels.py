@@ -7,6 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from dpopt import DpoptInputError
 from dpopt.hierarchy.tree import DAY_NS, Level
 from dpopt.noise import SeededSource
 from dpopt.estimation.hierarchical import estimate_hierarchical
@@ -115,6 +116,12 @@ def test_selection_plan_drops_a_finest_level_that_needs_too_many_users():
     high = selection_plan(lv, 6.0, 1e-6, np.array([0.8, 0.1, 0.1]), mech)
     np.testing.assert_allclose(low, [0.0, 0.1, 0.9])
     np.testing.assert_allclose(high, [0.8, 0.1, 0.1])
+    # with a root above the map the finest share goes to the map (receiver), never the root
+    lv4 = lv + ((Level(0, DAY_NS), 1),)
+    np.testing.assert_allclose(selection_plan(lv4, 0.6, 1e-6, np.array([0.8, 0.1, 0.05, 0.05]), mech, 2),
+                               [0.0, 0.1, 0.85, 0.05])
+    with pytest.raises(DpoptInputError, match="receiver"):
+        selection_plan(lv4, 0.6, 1e-6, np.array([0.8, 0.1, 0.05, 0.05]), mech, 0)
     # the rule reads (ε, δ, k) only: T at the finest share is 1 + (4/0.48)·ln(4·3/(2·1e-6)) > 20
     assert selection_threshold(4, 0.48, 1e-6 / 3, mech).threshold > 20
 
@@ -136,13 +143,17 @@ def test_default_levels_and_shares_follow_the_grid():
     from dpopt.privacy.user_multires_private import PERIOD_NS, SELECTION_SHARES, private_levels
 
     assert PERIOD_NS == 3640 * DAY_NS
-    lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=SLOT_NS))
-    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 4), (7, PERIOD_NS, 8), (3, PERIOD_NS, 1)]
-    assert sh == pytest.approx(SELECTION_SHARES) and SELECTION_SHARES == (0.8, 0.1, 0.1)
-    lv, sh = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=PERIOD_NS))  # the cells' level is the grid's
-    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, PERIOD_NS), (3, PERIOD_NS)]
-    assert sum(sh) == pytest.approx(1.0) and sh[0] == pytest.approx(0.8 / 0.9)
-    lv, _ = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=11 * SLOT_NS))  # 11 h does not divide the period
-    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, 11 * SLOT_NS)]
-    lv, _ = private_levels(SimpleNamespace(h3_resolution=2, slot_ns=SLOT_NS))  # no resolution below 0
-    assert [x.h3_resolution for x, _ in lv] == [2, 2]
+    lv, sh, to = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=SLOT_NS))
+    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 4), (7, PERIOD_NS, 8), (3, PERIOD_NS, 1),
+                                                                (0, PERIOD_NS, 1)]
+    assert sh == pytest.approx(SELECTION_SHARES) and SELECTION_SHARES == (0.8, 0.1, 0.05, 0.05)
+    assert to == 2  # a dropped finest share goes to the map, not the root
+    lv, sh, to = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=PERIOD_NS))  # the cells' level is the grid's
+    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, PERIOD_NS), (3, PERIOD_NS), (0, PERIOD_NS)]
+    assert sum(sh) == pytest.approx(1.0) and sh[0] == pytest.approx(0.8 / 0.9) and to == 1
+    lv, _, to = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=11 * SLOT_NS))  # 11 h does not divide the period
+    assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, 11 * SLOT_NS)] and to == 0
+    lv, _, to = private_levels(SimpleNamespace(h3_resolution=2, slot_ns=SLOT_NS))  # no resolution below 0
+    assert [x.h3_resolution for x, _ in lv] == [2, 2, 0] and to == 1
+    lv, _, to = private_levels(SimpleNamespace(h3_resolution=4, slot_ns=SLOT_NS))  # the map is the root: no second
+    assert [x.h3_resolution for x, _ in lv] == [4, 4, 0] and to == 2
