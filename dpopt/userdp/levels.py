@@ -457,7 +457,10 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
     tau = U / 10.0 if p.target is None else check_nonnegative_float(p.target, "target")
     k, c = _check_bounds(bounds)
     mech = _mechanism(ns.noise_mechanism, kind, ns.noise, ns.seed)
-    plist, hier = _tree(agg, partitions, p.levels, p.coarsest_resolution, p.profile)
+    # options that name levels by index (first_level, explicit shares or bounds) keep every default level
+    by_index = p.first_level is not None or not isinstance(p.level_split, str) or not (
+        p.level_bounds is None or isinstance(p.level_bounds, str))
+    plist, hier = _tree(agg, partitions, p.levels, p.coarsest_resolution, p.profile, drop_repeats=not by_index)
     L, first_level = hier.n_levels, p.first_level
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
@@ -476,7 +479,7 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
     ctx = _Phase(hier, mech, family, sens, split, U, lat.lam, tau, linked)
     first, scores, shares, b_pilot, pilot = _phase_one(ctx, p, fixed_shares, first_level, sums[0], values[3],
                                                        scales[3])
-    if shares is None or p.level_split == "equal":  # phase 2: levels first … root
+    if shares is None or _split_rule(p) == "equal":  # phase 2: levels first … root
         shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
     budgets = [shares * share for share in ((1.0 - pilot) * split.count, split.sum, split.sumsq)]
     for s, (stat, unit_size) in enumerate((("count", 1.0), ("sum", lat.lam), ("sumsq", lat.lam))):
@@ -511,14 +514,14 @@ def _phase_one(ctx: _Phase, p: LevelPlan, fixed_shares: np.ndarray | None, first
     L = ctx.hier.n_levels
     pilot = 0.0 if fixed_shares is not None else PILOT_SHARE  # explicit shares: no level choice, no pilot
     b_pilot = np.full(L, pilot * ctx.split.count / L)  # phase 1: pilot counts, every level, equal shares
-    if p.level_split == "place":
+    if _split_rule(p) == "place":
         pilot = PLACE_PILOT_SHARE
         b_pilot = np.zeros(L)
         b_pilot[[1, L - 1]] = pilot * ctx.split.count / 2.0
     _noisy_levels(ctx.mech, ctx.hier, counts, ctx.sens, "count", b_pilot, 1.0, pilot_out, pilot_scale)
     if fixed_shares is not None:
         return int(np.flatnonzero(fixed_shares > 0)[0]), [], fixed_shares, b_pilot, pilot
-    if p.level_split == "place":
+    if _split_rule(p) == "place":
         f, scores = _place_choice(ctx, p, pilot_out, pilot_scale, pilot)
         shares = np.zeros(L)
         shares[1], shares[L - 1] = f, 1.0 - f
@@ -592,16 +595,23 @@ def _check_samples_limit(agg: Aggregate, cs: list[int]) -> None:
                               f"first_records >= {max(cs)}")
 
 
+def _split_rule(p: LevelPlan) -> str | None:
+    """``level_split``'s rule name, or None for explicit shares (a sequence or an array)."""
+    return p.level_split if isinstance(p.level_split, str) else None
+
+
 def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any,
-          profile: str | None = None) -> tuple[PartitionList, Hierarchy]:
-    """The public finest list and the tree over it."""
+          profile: str | None = None, drop_repeats: bool = True) -> tuple[PartitionList, Hierarchy]:
+    """The public finest list and the tree over it (default levels: without the ones that repeat the
+    level below, unless ``drop_repeats`` is False)."""
     plist = partitions if isinstance(partitions, PartitionList) else read_partitions(
         partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
     if levels is not None and profile is not None:
         raise DpoptInputError(f"give `levels` or `profile`, not both; got profile={profile!r}")
     if levels is None:
-        return plist, _distinct_levels(plist, default_levels(agg.h3_resolution, agg.slot_ns, profile=profile,
-                                                             coarsest_resolution=coarsest_resolution))
+        levels = default_levels(agg.h3_resolution, agg.slot_ns, profile=profile, coarsest_resolution=coarsest_resolution)
+        return plist, (_distinct_levels(plist, levels) if drop_repeats else build_hierarchy(plist.cells, plist.slots,
+                                                                                             levels))
     levels = tuple(levels)
     if not levels or levels[0] != Level(agg.h3_resolution, agg.slot_ns):
         raise DpoptInputError(f"`levels[0]` must be the aggregate's grid ({agg.h3_resolution}, {agg.slot_ns}); "

@@ -347,3 +347,20 @@ def test_outlook_names_an_epsilon_even_when_no_count_is_readable(agg):
     counts = np.full(m.n_nodes, 500.0)
     need, ref = _epsilon_needed(m, est, counts, U4=U / 4.0)
     assert ref is None and need == pytest.approx(eps * z * sd.min() / 500.0 / (U / 4.0))
+
+
+def test_repeated_default_levels_are_dropped_unless_the_plan_names_levels_by_index(agg):
+    """Over this one-day list hour-of-day is the hour: the default tree drops the repeated level;
+    a plan that names levels by index (explicit shares, one per default level) keeps them all, so
+    its shares still mean what the caller wrote."""
+    from dpopt.hierarchy.tree import DAY_NS, default_levels
+
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    levels = default_levels(8, HOUR_NS, profile="day")
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, profile="day")
+    kept = [tuple(lv) for lv in m.info["levels"]]
+    assert (6, HOUR_NS, DAY_NS) not in kept and len(kept) < len(levels)
+    shares = np.full(len(levels), 1.0 / len(levels))  # an array: explicit shares as numpy gives them
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, profile="day",
+                       level_split=shares)
+    assert [tuple(lv) for lv in m.info["levels"]] == [(lv.h3_resolution, lv.slot_ns, lv.cycle_ns) for lv in levels]
