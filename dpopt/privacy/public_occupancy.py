@@ -194,6 +194,8 @@ def pair_retained(agg: Aggregate, plan: GridPlan) -> np.ndarray:
             f"`plan` is for {plan.retained.shape} users x grids; the aggregate has "
             f"{(agg.n_users, agg.n_grids)}"
         )
+    if agg.n_pairs == 0:  # e.g. a hierarchy plan that publishes no node (sparse indexing by [] is no array)
+        return np.zeros(0, dtype=np.int64)
     return np.asarray(plan.retained[agg.pair_user, agg.pair_grid]).ravel().astype(np.int64)
 
 

@@ -40,6 +40,7 @@ Accounting: ε_total = Σ pieces (clamp, selection per level, count and sum per 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -88,6 +89,8 @@ PERIOD_NS = 3640 * DAY_NS
 #: against session 4's (R−3, 1 d), (R−3, 7 d), (R−4, 364 d), and on the aircraft sets for the root
 #: (models/hierarchy.md §12)
 COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1), (None, PERIOD_NS, 1))
+#: the map's resolution offset in :data:`COARSE_LEVELS` (R − 4): the level that receives a dropped finest share
+MAP_OFFSET = 4
 SELECTION_SHARES = (0.8, 0.1, 0.05, 0.05)
 
 
@@ -97,20 +100,30 @@ def private_levels(agg: Aggregate) -> tuple[tuple[tuple[Level, int], ...], tuple
     :data:`COARSE_LEVELS` ((R, period, k = 8), (R−4, period, k = 1), the root (0, period, k = 1)); a
     coarse level that is not coarser than the previous one (a slot that is a multiple of the
     previous one, longer or at a coarser resolution) or whose resolution would be negative is
-    skipped and the shares renormalised. The receiver is the map, the coarsest level before the
-    root (the root itself only when it is the map: R ≤ 4)."""
+    skipped and the shares renormalised. The receiver is the map (R − 4); where there is none
+    (R < 4) the coarsest level, the root, which then plays the map."""
     R, s = int(agg.h3_resolution), int(agg.slot_ns)
     out, shares, prev, prev_res = [(Level(R, s), 4)], [SELECTION_SHARES[0]], s, R
-    root_added = False
+    receiver = None
     for (dr, sl, k), sh in zip(COARSE_LEVELS, SELECTION_SHARES[1:]):
         res = 0 if dr is None else R - dr
         if res >= 0 and sl % prev == 0 and (sl > prev or res < prev_res):
             out.append((Level(res, sl), k))
             shares.append(sh)
-            prev, prev_res, root_added = sl, res, dr is None
+            prev, prev_res = sl, res
+            if dr == MAP_OFFSET:
+                receiver = len(out) - 1
     tot = sum(shares)
-    receiver = len(out) - 2 if root_added and len(out) > 2 else len(out) - 1
-    return tuple(out), tuple(x / tot for x in shares), receiver
+    return tuple(out), tuple(x / tot for x in shares), len(out) - 1 if receiver is None else receiver
+
+
+def level_delta(delta: float, levels: int) -> float:
+    """Each level's δ_ℓ = δ/L, rounded down until L of them add up (in floating point, as the
+    accounting sums them) to at most δ: one ulp over δ for about 8 % of δ at L = 3 otherwise."""
+    d = float(delta) / levels
+    while sum([d] * levels) > float(delta):
+        d = math.nextafter(d, 0.0)
+    return d
 
 
 #: the finest level is selected only if its threshold needs at most this many users (else its
@@ -127,7 +140,7 @@ def selection_plan(levels: tuple[tuple[Level, int], ...], epsilon: float, delta:
 
     sh = np.array(shares, dtype=float)
     if len(levels) > 1:
-        t0 = selection_threshold(levels[0][1], epsilon * sh[0], delta / len(levels), mech).threshold
+        t0 = selection_threshold(levels[0][1], epsilon * sh[0], level_delta(delta, len(levels)), mech).threshold
         if t0 > MAX_FINEST_THRESHOLD:
             to = len(levels) - 1 if receiver is None else int(receiver)
             if not 0 < to < len(levels):
@@ -193,6 +206,9 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
     _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
     lv, default_shares, receiver = private_levels(agg)
     lv, receiver = (lv, receiver) if levels is None else (tuple(levels), None)
+    if any(getattr(level, "profile", False) for level, _ in lv):  # public: refused before any noise
+        raise DpoptInputError("`levels` of private selection must be contiguous slots: recurring windows (hour-of-day "
+                              "profiles) go with a partition list (UserOptions(partitions=..., profile=...))")
     mech = _sampler("laplace", noise, seed)
     pieces: dict[str, float] = {}
     if selection_shares is None:
@@ -202,7 +218,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
     if shares.shape != (len(lv),) or np.any(shares < 0) or shares.sum() > 1.0 + 1e-12:
         raise DpoptInputError(f"`selection_shares` must be {len(lv)} shares >= 0 summing to <= 1; got "
                               f"{selection_shares!r}")
-    e_sel, d_sel = eps * selection_fraction, float(delta) / len(lv)
+    e_sel, d_sel = eps * selection_fraction, level_delta(float(delta), len(lv))
     shares = selection_plan(lv, e_sel, float(delta), shares, mech, receiver)
     eps_values = eps * (1.0 - selection_fraction - float(clamp_fraction))
     smallest = min([eps * float(clamp_fraction)] * (clamp_fraction > 0) + [e_sel * x for x in shares if x > 0]

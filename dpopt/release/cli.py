@@ -385,10 +385,22 @@ def run(args: argparse.Namespace) -> int:
         emit((_user_payload if privacy == "user" else _payload)(result, paths, args.out), True)
     else:  # people: units, no field that does not apply, where the report is (issue 23.3)
         sys.stdout.write(_console(paths, unit, args.out))
-    outlook = getattr(result.summary, "outlook", "") if privacy == "user" else ""
+    outlook = getattr(result.summary, "outlook", "") if privacy == "user" else _nothing_released(result)
     if outlook:  # issue 21 item 4: never silently nothing
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)
     return 0
+
+
+def _nothing_released(result: Any) -> str:
+    """public-occupancy: the warning when no grid (node) is released, with what would change that
+    (the planner's own levers); empty otherwise."""
+    t = result.table
+    n = int(t["released"].astype(bool).sum()) if "released" in t.columns else len(t)
+    if n:
+        return ""
+    return ("this release publishes nothing: no grid (or node) can be served within the target at this budget; "
+            "raise --epsilon-total or --target, or coarsen --h3-resolution / --slot (with --plan hierarchy, "
+            "--profile day offers hour-of-day nodes)")
 
 
 def _console(paths: dict[str, Path], unit: str | None, out: str) -> str:

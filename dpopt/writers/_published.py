@@ -97,6 +97,9 @@ class PublishedView:
     slot: pd.Timedelta
     #: the end (exclusive) of each step of ``steps``
     step_ends: tuple[pd.Timestamp, ...] = ()
+    #: the time control stops before the last published end (recurring windows over more than
+    #: :data:`MAX_STEPS` finest slots): the end it reaches, else None
+    steps_cut: pd.Timestamp | None = None
 
     @property
     def suffix(self) -> str:
@@ -217,7 +220,9 @@ def time_steps(t0: pd.Series, t1: pd.Series, slot: pd.Timedelta, *, recurring: b
     (as before). Mixed lengths (or ``recurring`` windows, given with ``t1`` their last end): every
     finest slot (length ``slot``) from the first start to the last end, so a coarse node answers
     each finest slot it spans; past :data:`MAX_STEPS` the distinct start and end times (each step
-    then a span over which the same nodes answer)."""
+    then a span over which the same nodes answer) — except with recurring windows, whose nodes
+    change within such a span: then the first :data:`MAX_STEPS` finest slots only
+    (:attr:`PublishedView.steps_cut` says so)."""
     if not len(t0):
         return (), ()
     spans = set((t1 - t0).tolist())
@@ -225,8 +230,10 @@ def time_steps(t0: pd.Series, t1: pd.Series, slot: pd.Timedelta, *, recurring: b
         starts = tuple(sorted(set(t0.tolist())))
         return starts, tuple(t + slot for t in starts)
     first, last = min(t0), max(t1)
-    if slot > pd.Timedelta(0) and (last - first) / slot <= MAX_STEPS:
-        starts = tuple(pd.date_range(first, last, freq=slot, inclusive="left"))
+    if slot > pd.Timedelta(0) and (recurring or (last - first) / slot <= MAX_STEPS):
+        # recurring windows change within any longer span: every finest slot, the first MAX_STEPS of them
+        last_step = min(last, first + MAX_STEPS * slot)
+        starts = tuple(pd.date_range(first, last_step, freq=slot, inclusive="left"))
         return starts, tuple(min(t + slot, last) for t in starts)
     cuts = sorted(set(t0.tolist()) | set(t1.tolist()))
     return tuple(cuts[:-1]), tuple(cuts[1:])
@@ -264,9 +271,10 @@ def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | 
     steps, ends = time_steps(pd.concat([nodes["t0"], withheld["t0"]]), pd.concat([last, withheld["t1"]]), slot,
                              recurring=bool(nodes["cycle"].notna().any()))
     u, known = resolve_unit(summary, unit)
+    cut = ends[-1] if ends and ends[-1] < max(pd.concat([last, withheld["t1"]])) else None
     return PublishedView(nodes=nodes, withheld=withheld, steps=steps, unit=u, unit_known=known,
                          confidence=float(summary.get("confidence", 0.95)), bound=bound, slot=slot,
-                         step_ends=ends)
+                         step_ends=ends, steps_cut=cut)
 
 
 def _epsilon_words(summary: dict[str, Any]) -> str:

@@ -364,11 +364,15 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None) -> str:
     left = _panel(view, proj, fills, "node", base, hatch, "map-value")
     right = _panel(view, proj, ufills, "unode", base, None, "map-uncertainty")
     conf = _conf(view)
+    cut = "" if view.steps_cut is None else (
+        f" The time control stops at {view.steps_cut:%Y-%m-%d %H:%M} UTC: some slots recur every day over a longer "
+        "period than it can step through; after that the same hours repeat, and every published cell is in the "
+        "table below.")
     return f"""<section id="map-section"><h2>Map of the published values</h2>
 <p>Each coloured hexagon is one published cell for the time slot chosen below (the map is zoomed to
 the published cells); hover (or tap) it for its value, interval and resolution. Hatched hexagons are
 uncertain: their {conf} interval is wider than
-± a quarter of the range of values. Grey outlines are cells with data that were withheld.</p>
+± a quarter of the range of values. Grey outlines are cells with data that were withheld.{cut}</p>
 <div class="controls"><button type="button" id="prev" aria-label="previous slot">◀</button>
 <input type="range" id="step" min="0" max="{len(view.steps) - 1}" value="0" aria-label="time slot">
 <button type="button" id="next" aria-label="next slot">▶</button>

@@ -39,7 +39,7 @@ def node_truth(agg, measurements) -> tuple[np.ndarray, np.ndarray]:
     from dpopt.hierarchy.tree import Level
 
     hier = build_hierarchy(m.finest["cell"].to_numpy(), m.finest["slot"].to_numpy(),
-                           tuple(Level(r, s) for r, s in m.info["levels"]))
+                           tuple(Level(*lv) for lv in m.info["levels"]))
     key = pd.MultiIndex.from_arrays([agg.slots, agg.cells])
     idx = key.get_indexer(pd.MultiIndex.from_arrays([m.finest["slot"].to_numpy(), m.finest["cell"].to_numpy()]))
     rec, s, users = (np.zeros(len(m.finest)) for _ in range(3))
@@ -155,7 +155,7 @@ def kept_records(agg, plist, m, bounds, level_bounds, seed: int) -> np.ndarray:
     from dpopt.hierarchy.tree import Level
     from dpopt.userdp.levels import _bounded_finest, _per_level_sums, resolve_level_bounds
 
-    hier = build_hierarchy(plist.cells, plist.slots, tuple(Level(r, s) for r, s in m.info["levels"]))
+    hier = build_hierarchy(plist.cells, plist.slots, tuple(Level(*lv) for lv in m.info["levels"]))
     rng = np.random.default_rng(seed)
     R, Y, Z, lat = _bounded_finest(agg, plist, bounds[0], bounds[1], U, 12, rng)
     shared = [node_sums(hier, v) for v in (R, Y, Z)]
@@ -201,7 +201,7 @@ def level_diagnostics(records: pd.DataFrame, eps: float = 10.0, bounds=(8, 4), s
 def _levels(m):
     from dpopt.hierarchy.tree import Level
 
-    return tuple(Level(r, s) for r, s in m.info["levels"])
+    return tuple(Level(*lv) for lv in m.info["levels"])
 
 
 def match_index(agg, plist) -> np.ndarray:

@@ -199,3 +199,27 @@ def test_public_occupancy_hierarchy_plan_takes_the_profile_too(capsys, data, tmp
                  "--h3-resolution", str(R), "--slot", "1h", "--profile", "day", "--quiet", "--out", str(tmp_path / "x")])
     _, err = capsys.readouterr()
     assert code == 2 and "--profile" in err and "hierarchy" in err and not (tmp_path / "x").exists()
+
+
+def test_public_occupancy_hierarchy_that_publishes_nothing_says_so(capsys, tmp_path):
+    """A hierarchy plan with no node within the target (60 users at ε = 1) ran into a deep TypeError
+    (indexing a sparse plan by no pairs); now it writes its files and warns on stderr in one line."""
+    rng = np.random.default_rng(1)
+    cells = sorted(h3.grid_disk(h3.latlng_to_cell(30.27, -97.74, R), 1))
+    rows = []
+    for u in range(60):
+        for _ in range(int(rng.integers(4, 12))):
+            lat, lng = h3.cell_to_latlng(cells[int(rng.integers(len(cells)))])
+            rows.append((f"u{u}", lat, lng, f"2024-03-0{1 + int(rng.integers(3))}T{8 + int(rng.integers(4)):02d}:10:00Z",
+                         float(rng.uniform(0, 100))))
+    pd.DataFrame(rows, columns=["user_id", "latitude", "longitude", "timestamp", "value"]).to_csv(tmp_path / "r.csv",
+                                                                                                index=False)
+    for extra in ((), ("--profile", "day")):
+        out = tmp_path / f"o{len(extra)}"
+        code = main(["release", str(tmp_path / "r.csv"), "--privacy", "public-occupancy", "--bound", "120",
+                     "--epsilon-total", "1", "--plan", "hierarchy", "--quiet", "--out", str(out), *extra])
+        _, err = capsys.readouterr()
+        warn = [ln for ln in err.splitlines() if "warning" in ln]
+        assert code == 0 and len(warn) == 1 and "publishes nothing" in warn[0] and "--epsilon-total" in warn[0]
+        t = pd.read_csv(out / "release.csv")
+        assert len(t) == 0 or not t["released"].astype(bool).any()

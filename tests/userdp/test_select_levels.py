@@ -127,9 +127,10 @@ def test_selection_plan_drops_a_finest_level_that_needs_too_many_users():
 
 
 def test_bad_inputs_are_refused_before_any_noise():
-    from dpopt import DpoptInputError
-
     agg = _day_agg()
+    with pytest.raises(DpoptInputError, match="contiguous"):  # a recurring window under private selection
+        measure_private_multires(agg, epsilon=1.0, delta=1e-6, bound=100.0, seed=0,
+                                 levels=((Level(7, SLOT_NS), 4), (Level(6, SLOT_NS, DAY_NS), 2)))
     for kw, word in ((dict(delta=0.0), "delta"), (dict(bounds=(0, 2)), "k"), (dict(selection_fraction=1.0),
                      "selection_fraction"), (dict(selection_shares=(0.5, 0.6, 0.1)), "selection_shares")):
         args = {**dict(epsilon=1.0, delta=1e-6, bound=100.0, seed=0), **kw}
@@ -153,7 +154,22 @@ def test_default_levels_and_shares_follow_the_grid():
     assert sum(sh) == pytest.approx(1.0) and sh[0] == pytest.approx(0.8 / 0.9) and to == 1
     lv, _, to = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=11 * SLOT_NS))  # 11 h does not divide the period
     assert [(x.h3_resolution, x.slot_ns) for x, _ in lv] == [(7, 11 * SLOT_NS)] and to == 0
-    lv, _, to = private_levels(SimpleNamespace(h3_resolution=2, slot_ns=SLOT_NS))  # no resolution below 0
-    assert [x.h3_resolution for x, _ in lv] == [2, 2, 0] and to == 1
+    lv, _, to = private_levels(SimpleNamespace(h3_resolution=2, slot_ns=SLOT_NS))  # no map: the root plays it
+    assert [x.h3_resolution for x, _ in lv] == [2, 2, 0] and to == 2
     lv, _, to = private_levels(SimpleNamespace(h3_resolution=4, slot_ns=SLOT_NS))  # the map is the root: no second
     assert [x.h3_resolution for x, _ in lv] == [4, 4, 0] and to == 2
+
+
+def test_level_deltas_add_up_to_at_most_delta():
+    """δ split over L levels: the float sum of the L pieces never exceeds δ (δ/3 summed three times
+    is one ulp above δ for some δ)."""
+    from dpopt.privacy.user_multires_private import level_delta
+
+    rng = np.random.default_rng(0)
+    over = 0
+    for delta in rng.uniform(1e-9, 1e-3, 2000):
+        for L in (1, 2, 3, 4, 5):
+            d = level_delta(delta, L)
+            assert sum([d] * L) <= delta and d > 0.999999 * delta / L
+            over += sum([delta / L] * L) > delta
+    assert over > 0  # the naive split does exceed δ: the test would catch it

@@ -52,3 +52,29 @@ def test_recurring_windows_are_active_on_every_day_and_labelled_as_such():
         on = active_at(view.nodes, t)[rep.index]
         before = t < pd.Timestamp("2015-09-09T05:00:00Z")
         assert on.tolist() == [before and t.hour == 8, before and t.hour == 17], t
+
+
+def test_recurring_windows_over_a_long_period_never_claim_a_span_they_do_not_hold(monkeypatch):
+    """Past MAX_STEPS finest slots the time control used to cut only at the nodes' first starts
+    and last ends, so one 08:00 window was shown answering a 100-day span; with recurring windows it
+    now steps over finest slots only (the first MAX_STEPS) and says where it stops."""
+    from dpopt.writers._published import active_at, published_view
+
+    from .conftest import profile
+
+    monkeypatch.setattr(_published, "MAX_STEPS", 48)
+    table, summary = profile()
+    table = table.assign(repeat_until=table["repeat_until"].where(table["repeat_every"] == "", "2015-12-15T05:00:00Z"))
+    view = published_view(table, summary)
+    assert len(view.steps) == 48 and all(b - a == pd.Timedelta("1h") for a, b in zip(view.steps, view.step_ends))
+    assert view.steps_cut == view.step_ends[-1] < pd.Timestamp("2015-12-15T05:00:00Z")
+    rep = view.nodes["cycle"].notna().to_numpy()
+    for t in view.steps:  # at every step a recurring node shows exactly in its own hour
+        on = active_at(view.nodes, t)[rep]
+        assert on.tolist() == [t.hour == 8, t.hour == 17]
+    from dpopt.writers.html import render_html
+
+    html = render_html(table, summary)
+    assert f"The time control stops at {view.steps_cut:%Y-%m-%d %H:%M} UTC" in html
+    monkeypatch.setattr(_published, "MAX_STEPS", 2000)
+    assert "The time control stops" not in render_html(*profile())  # 72 slots: no cut, no note
