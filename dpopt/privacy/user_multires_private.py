@@ -22,7 +22,8 @@ Steps and budget (pure ε pieces, δ from the selection only):
 1. selection (:mod:`dpopt.userdp.select_levels`): level ℓ spends (share_ℓ·ε_sel, δ/L) — ε_sel =
    ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for the default levels (else equal), the
    finest level's share moved to the map (the coarsest level below the root; for explicit levels
-   the coarsest) by the public :func:`selection_plan` when its threshold is out of reach; each level is (ε_ℓ, δ_ℓ)-DP, so (≤ ε_sel, δ) in total;
+   the coarsest) by the public :func:`selection_plan` when its threshold is out of reach; each
+   level is (ε_ℓ, δ_ℓ)-DP, so (≤ ε_sel, δ) in total;
 2. measurement of the released nodes (a DP output, public from here on): at each level with
    released nodes a user keeps a uniformly random ≤ k of its released nodes and ≤ c records in
    each (:func:`dpopt.userdp.levels.bounded_level`: a rule of its own records and i.i.d. keys),
@@ -89,7 +90,7 @@ PERIOD_NS = 3640 * DAY_NS
 #: against session 4's (R−3, 1 d), (R−3, 7 d), (R−4, 364 d), and on the aircraft sets for the root
 #: (models/hierarchy.md §12)
 COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1), (None, PERIOD_NS, 1))
-#: the map's resolution offset in :data:`COARSE_LEVELS` (R − 4): the level that receives a dropped finest share
+#: the map's resolution offset in :data:`COARSE_LEVELS` (R − 4): it receives a dropped finest share
 MAP_OFFSET = 4
 SELECTION_SHARES = (0.8, 0.1, 0.05, 0.05)
 
