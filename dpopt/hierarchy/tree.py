@@ -102,7 +102,7 @@ def profile_cycle(profile: str | None) -> int:
     """The cycle (ns) of a profile name of :data:`PROFILES`; 0 for None."""
     if profile is None:
         return 0
-    if profile not in PROFILES:
+    if not isinstance(profile, str) or profile not in PROFILES:  # an unhashable value is refused too
         raise DpoptInputError(f"`profile` must be one of {sorted(PROFILES)} or None; got {profile!r}")
     return PROFILES[profile]
 

@@ -36,7 +36,7 @@ import pandas as pd
 from .._validation import DpoptInputError
 from ..plan import GridPlan
 from ..records.aggregate import Aggregate, _prefix_sums
-from ..records.grid import cell_strings, iso_duration, slot_strings
+from ..records.grid import cell_strings, repeat_strings, slot_strings
 from .budgets import PrivacyBudget
 from .contributions import TruncatedSums
 
@@ -184,7 +184,7 @@ def hierarchy_tables(agg: Aggregate, hierarchy: Any, hp: Any) -> dict[str, Any]:
     ans = np.where(hp.answer >= 0, pos[np.maximum(hp.answer, 0)], -1)
     node_cells = np.append(cell_strings(nodes["cell"].to_numpy()), "")  # index -1: no answer
     node_slots = np.append(slot_strings(nodes["slot"].to_numpy()), "")
-    node_repeats = np.append([iso_duration(int(c)) if c else "" for c in nodes["cycle_ns"]], "")
+    node_repeats = np.append(repeat_strings(nodes["cycle_ns"].to_numpy(), 0)[0], "")
     answers = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots), "node": ans,
                             "node_cell": node_cells[ans], "node_slot": node_slots[ans],
                             "node_repeat_every": node_repeats[ans], "node_level": np.append(lv, -1)[ans]})

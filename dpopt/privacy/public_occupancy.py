@@ -39,7 +39,7 @@ import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
 from ..calculus import mean_bias_from_totals, variance_bias_from_totals
-from ..hierarchy.tree import PROFILES
+from ..hierarchy.tree import profile_cycle
 from ..mechanisms.grid import GridRelease, release_grids
 from ..noise import Noise, make_noise
 from ..plan import GridPlan
@@ -97,7 +97,7 @@ class PublicOccupancyOptions:
 
     def __post_init__(self) -> None:
         if self.profile is not None:
-            check_choice(self.profile, "profile", tuple(PROFILES))
+            profile_cycle(self.profile)  # the one validator of a profile name
         if isinstance(self.plan, GridPlan):
             if self.pseudo_users or self.time_limit is not None:
                 raise DpoptInputError("`pseudo_users` and `time_limit` are planner options: with a ready "

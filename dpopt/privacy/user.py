@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
-from ..hierarchy.tree import PROFILES
+from ..hierarchy.tree import profile_cycle
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..noise import epsilon_rational, integer_source
 from ..records.aggregate import Aggregate
@@ -113,7 +113,7 @@ class UserOptions:
     def __post_init__(self) -> None:
         check_choice(self.resolution, "resolution", RESOLUTIONS)
         if self.profile is not None:
-            check_choice(self.profile, "profile", tuple(PROFILES))
+            profile_cycle(self.profile)  # the one validator of a profile name
             if self.private or self.resolution not in ("auto", "adaptive"):
                 raise DpoptInputError(f"`profile` = {self.profile!r} (hour-of-day windows) goes with the adaptive "
                                       "multi-resolution release over a partition list (resolution 'auto' or "

@@ -38,6 +38,7 @@ __all__ = [
     "slot_text",
     "level_time_text",
     "iso_duration",
+    "repeat_strings",
 ]
 
 _NS_PER_S = 1_000_000_000
@@ -161,6 +162,18 @@ def iso_duration(ns: int) -> str:
         if seconds % size == 0:
             return f"PT{seconds // size}{unit}"
     return f"PT{seconds}S"
+
+
+def repeat_strings(cycle_ns: np.ndarray, period_end: int) -> tuple[np.ndarray, np.ndarray]:
+    """(repeat_every, repeat_until) of release.csv per node: a recurring window's cycle as an ISO
+    8601 duration and ``period_end`` (ns, the public list's end) as ISO 8601 UTC; "" for contiguous
+    slots (models/hierarchy.md §14)."""
+    cycle = np.asarray(cycle_ns, dtype=np.int64)
+    every = np.array([iso_duration(int(c)) if c else "" for c in cycle], dtype=object)
+    until = np.full(cycle.size, "", dtype=object)
+    if (cycle > 0).any():
+        until[cycle > 0] = slot_strings(np.full(int((cycle > 0).sum()), int(period_end)))
+    return every, until
 
 
 def level_time_text(slot_ns: int, cycle_ns: int = 0) -> str:

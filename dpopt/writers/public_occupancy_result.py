@@ -27,7 +27,7 @@ from ..plan import GridPlan
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST
 from ..privacy.public_occupancy import pair_retained
 from ..records.aggregate import Aggregate
-from ..records.grid import cell_centres, cell_strings, iso_duration, slot_strings
+from ..records.grid import cell_centres, cell_strings, repeat_strings, slot_strings
 from ..records.ingest import IngestReport
 
 __all__ = ["ReleaseSummary", "ReleaseResult", "public_occupancy_release", "release_table"]
@@ -242,8 +242,9 @@ def _node_columns(table: pd.DataFrame, nodes: pd.DataFrame, period_end: int) -> 
     out = table.copy()
     cycle = nodes["cycle_ns"].to_numpy(np.int64) if "cycle_ns" in nodes.columns else np.zeros(len(nodes), np.int64)
     out.insert(3, "slot_end", slot_strings(nodes["slot"].to_numpy() + nodes["slot_ns"].to_numpy()))
-    out.insert(4, "repeat_every", [iso_duration(int(c)) if c else "" for c in cycle])
-    out.insert(5, "repeat_until", np.where(cycle > 0, slot_strings(np.full(len(cycle), period_end)), ""))
+    every, until = repeat_strings(cycle, period_end)
+    out.insert(4, "repeat_every", every)
+    out.insert(5, "repeat_until", until)
     out.insert(6, "h3_resolution", nodes["h3_resolution"].to_numpy())
     out.insert(7, "level", nodes["level"].to_numpy())
     return out

@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..cli_common import to_jsonable
 from ..measurements import Estimates, Measurements
-from ..records.grid import cell_centres, cell_strings, iso_duration, level_time_text, slot_strings, slot_text
+from ..records.grid import (cell_centres, cell_strings, iso_duration, level_time_text, repeat_strings,
+                           slot_strings, slot_text)
 from .folder import DIAGNOSTICS, write_atomically
 from .hooks import extra_files
 
@@ -179,11 +179,9 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
     start = t["slot"].to_numpy(dtype="int64")
     end = start + t["slot_ns"].to_numpy(dtype="int64")
     cycle = t["cycle_ns"].to_numpy(dtype="int64")
-    repeat = pd.Series([iso_duration(int(c)) if c else "" for c in cycle], dtype=object).to_numpy()
-    until = np.full(len(cycle), "", dtype=object)
-    if (cycle > 0).any():  # the list's period end (public): every recurring window stops there
-        period_end = int(m.finest["slot"].max()) + int(m.info["slot_ns"])
-        until[cycle > 0] = slot_strings(np.full(int((cycle > 0).sum()), period_end))
+    # the list's period end (public): every recurring window stops there
+    period_end = int(m.finest["slot"].max()) + int(m.info["slot_ns"]) if (cycle > 0).any() else 0
+    repeat, until = repeat_strings(cycle, period_end)
     lat, lng = cell_centres(cells[on])
     table = pd.DataFrame({"cell": cell_strings(cells[on]), "slot": slot_strings(start[on]),
                           "slot_end": slot_strings(end[on]), "repeat_every": repeat[on], "repeat_until": until[on],

@@ -44,7 +44,7 @@ def test_a_model_cannot_receive_the_other_models_options():
     fields = {f.name for f in dataclasses.fields(UserOptions)}
     other = {f.name for f in dataclasses.fields(PublicOccupancyOptions)}
     assert fields & other == SHARED_OPTIONS
-    for bad in ("month", "Day", 1):  # a shared option is one validator's: the same refusal in both
+    for bad in ("month", "Day", 1, ["day"]):  # a shared option is one validator's: the same refusal in both
         for build in (lambda: UserOptions(partitions="p.csv", profile=bad), lambda: PublicOccupancyOptions(profile=bad)):
             with pytest.raises(DpoptInputError, match="`profile` must be one of"):
                 build()
