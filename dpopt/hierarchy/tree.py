@@ -206,6 +206,16 @@ def time_keys(slots: np.ndarray, level: Level, start: int) -> np.ndarray:
     return np.where(first + w <= start, first + C, first)
 
 
+def windows_recur(slots: np.ndarray, level: Level, start: int) -> bool:
+    """Whether a recurring ``level`` has a window that holds slots of two cycles (some slot lies a
+    whole cycle or more after its window's first start, :func:`time_keys`); False for a contiguous
+    level. Over a list inside one cycle a profile is only a set of contiguous windows."""
+    if not level.profile:
+        return False
+    t = np.asarray(slots, dtype=np.int64)
+    return bool(np.any(t - time_keys(t, level, start) >= level.cycle_ns))
+
+
 def build_hierarchy(cells: np.ndarray, slots: np.ndarray, levels: tuple[Level, ...]) -> Hierarchy:
     """Node table of the tree over the finest grids (``cells``, ``slots``: int64, at ``levels[0]``)."""
     levels = tuple(levels)

@@ -388,7 +388,26 @@ def run(args: argparse.Namespace) -> int:
     outlook = getattr(result.summary, "outlook", "") if privacy == "user" else _nothing_released(result)
     if outlook:  # issue 21 item 4: never silently nothing
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)
+    if privacy == "user" and args.profile is not None and not _recurring_levels(result):
+        print(f"dpopt release: warning: --profile {args.profile} added no recurring window: the list lies within one "
+              "cycle, so every window is a single stretch of time and the release answers what the plain chain would",
+              file=sys.stderr)
     return 0
+
+
+def _recurring_levels(result: Any) -> int:
+    """How many measured levels of a ``user`` release have a window that recurs over the listed
+    slots (:func:`dpopt.hierarchy.tree.windows_recur`; public: the list and the levels)."""
+    import numpy as np
+
+    from ..hierarchy.tree import Level, windows_recur
+
+    m = getattr(result, "measurements", None)
+    if m is None or m.finest is None or not len(m.finest):
+        return 0
+    slots = m.finest["slot"].to_numpy(dtype=np.int64)
+    return sum(windows_recur(slots, Level(int(lv[0]), int(lv[1]), int(lv[2])), int(slots.min()))
+               for lv in m.info.get("levels", []) if len(lv) > 2 and int(lv[2]) > 0)
 
 
 def _nothing_released(result: Any) -> str:

@@ -184,3 +184,28 @@ def test_default_levels_that_repeat_the_level_below_are_not_measured_twice():
         assert H.levels == want and (Level(5, HOUR_NS, DAY_NS) in H.levels) == hod_kept
         kept = [H.level_rows(li).size for li in range(H.n_levels)]
         assert all(a != b for a, b in zip(kept[:-1], kept[1:])) and H.leaves_under[H.nodes["parent"] < 0].sum() == cells.size
+
+
+def test_windows_recur_by_brute_force():
+    """A profile window recurs over a list iff some listed slot lies a cycle or more after the
+    first occurrence of its window that ends after the list's start: the occurrences enumerated
+    one by one on random lists (not through time_keys)."""
+    from dpopt.hierarchy.tree import windows_recur
+
+    rng = np.random.default_rng(7)
+    seen = set()
+    for _ in range(300):
+        w = int(rng.choice([1, 2, 3, 6])) * HOUR_NS
+        lv = Level(7, w, DAY_NS)
+        slots = np.unique(rng.integers(0, int(rng.integers(2, 80)), size=int(rng.integers(1, 8)))) * HOUR_NS \
+            + 5 * DAY_NS + int(rng.integers(0, 24)) * HOUR_NS
+        start = int(slots.min())
+        want = False
+        for t in slots.tolist():
+            phase = (t % DAY_NS) // w * w
+            first = next(a for a in (phase + j * DAY_NS for j in range(100)) if a + w > start)
+            want |= t - first >= DAY_NS
+        assert windows_recur(slots, lv, start) == want
+        seen.add(want)
+    assert seen == {True, False}
+    assert not windows_recur(np.arange(100) * HOUR_NS, Level(7, HOUR_NS), 0)  # contiguous: never

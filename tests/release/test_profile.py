@@ -123,6 +123,23 @@ def test_profile_release_publishes_recurring_windows_that_answer_every_listed_gr
     assert (first.groupby("cell")["mean"].apply(lambda m: m.iloc[0] < m.iloc[1] - 5)).all()
 
 
+def test_profile_over_one_day_says_it_added_nothing(capsys, data, tmp_path):
+    """Over a list of one day no hour-of-day window recurs (a 1-h-of-day level repeats the finest
+    one and is dropped; a 3-h one is a plain 3-h slot): the release says so on stderr, and does not
+    over three days."""
+    records, parts = data
+    df, p = pd.read_csv(records), pd.read_csv(parts)
+    df[df["timestamp"].str.startswith("2024-03-01")].to_csv(tmp_path / "r1.csv", index=False)
+    p[p["slot"].str.startswith("2024-03-01")].to_csv(tmp_path / "p1.csv", index=False)
+    code, _, err = _run(capsys, tmp_path / "r1.csv", tmp_path / "p1.csv", tmp_path / "one", "--profile", "day",
+                        "--seed", "1")
+    assert code == 0, err
+    warn = [ln for ln in err.splitlines() if "--profile day added no recurring window" in ln]
+    assert len(warn) == 1 and warn[0].startswith("dpopt release: warning:")
+    code, _, err = _run(capsys, records, parts, tmp_path / "three", "--profile", "day", "--seed", "1")
+    assert code == 0 and "added no recurring window" not in err
+
+
 def test_profile_windows_carry_the_hour_of_day_signal_noise_free():
     """The estimator's input, not its noise: the hour-of-day node of 08:00 holds every 08:00 grid of
     the three days (exact node sums over the tree), and its mean is the 08:00 mean."""
