@@ -184,10 +184,13 @@ def hierarchy_tables(agg: Aggregate, hierarchy: Any, hp: Any) -> dict[str, Any]:
     ans = np.where(hp.answer >= 0, pos[np.maximum(hp.answer, 0)], -1)
     node_cells = np.append(cell_strings(nodes["cell"].to_numpy()), "")  # index -1: no answer
     node_slots = np.append(slot_strings(nodes["slot"].to_numpy()), "")
-    node_repeats = np.append(repeat_strings(nodes["cycle_ns"].to_numpy(), 0)[0], "")
+    node_ends = np.append(slot_strings(nodes["slot"].to_numpy() + nodes["slot_ns"].to_numpy()), "")
+    period_end = int(np.max(agg.slots)) + int(agg.slot_ns)  # the public occupancy's last slot end
+    every, until = (np.append(x, "") for x in repeat_strings(nodes["cycle_ns"].to_numpy(), period_end))
     answers = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots), "node": ans,
-                            "node_cell": node_cells[ans], "node_slot": node_slots[ans],
-                            "node_repeat_every": node_repeats[ans], "node_level": np.append(lv, -1)[ans]})
+                            "node_cell": node_cells[ans], "node_slot": node_slots[ans], "node_slot_end": node_ends[ans],
+                            "node_repeat_every": every[ans], "node_repeat_until": until[ans],
+                            "node_level": np.append(lv, -1)[ans]})
     finest = pd.DataFrame({"cell": np.asarray(agg.cells, dtype=np.int64), "slot": np.asarray(agg.slots, dtype=np.int64),
                            "slot_ns": np.int64(agg.slot_ns), "node": ans})
     return {"nodes": nodes, "answers": answers, "answer": ans, "finest": finest}

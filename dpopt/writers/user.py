@@ -38,7 +38,8 @@ MULTIRES_COLUMNS = ["cell", "slot", "slot_end", "repeat_every", "repeat_until", 
                     "variance_error_bound", "variance_released", "variance_withheld_reason", "method", "level",
                     "count_estimate"]
 #: answers.csv: each finest grid of the partition list and the published node that answers it
-ANSWER_COLUMNS = ["cell", "slot", "node_cell", "node_slot", "node_slot_end", "node_repeat_every", "node_h3_resolution"]
+ANSWER_COLUMNS = ["cell", "slot", "node_cell", "node_slot", "node_slot_end", "node_repeat_every", "node_repeat_until",
+                  "node_h3_resolution"]
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
                             "slot": slot_strings(m.finest["slot"].to_numpy()),
                             "node_cell": cell_strings(cells[node]), "node_slot": slot_strings(start[node]),
                             "node_slot_end": slot_strings(end[node]), "node_repeat_every": repeat[node],
-                            "node_h3_resolution": t["h3_resolution"].to_numpy()[node]})
+                            "node_repeat_until": until[node], "node_h3_resolution": t["h3_resolution"].to_numpy()[node]})
     return table[MULTIRES_COLUMNS], answers
 
 

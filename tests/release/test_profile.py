@@ -86,13 +86,15 @@ def test_profile_release_publishes_recurring_windows_that_answer_every_listed_gr
     assert total <= 10 and float(total) == pytest.approx(s["epsilon_total"], abs=1e-12)
     # every listed grid is answered by a published node whose windows hold it, and by the smallest one
     plist = pd.read_csv(parts)
-    ans = pd.read_csv(out / "answers.csv", keep_default_na=False, na_values=[""], dtype={"node_repeat_every": str})
+    ans = pd.read_csv(out / "answers.csv", keep_default_na=False, na_values=[""],
+                      dtype={"node_repeat_every": str, "node_repeat_until": str})
     assert len(ans) == len(plist)
     rows = {(r["cell"], r["slot"], r["slot_end"], r["repeat_every"]): r for _, r in t.iterrows()}
     period_end = pd.to_datetime(plist["slot"], utc=True).max() + pd.Timedelta("1h")
     for a in ans.itertuples():
         key = (a.node_cell, a.node_slot, a.node_slot_end, a.node_repeat_every)
         assert key in rows
+        assert a.node_repeat_until == rows[key]["repeat_until"]  # answers.csv reads alone
         g = pd.Timestamp(a.slot)
         holds = [k for k, r in rows.items() if h3.cell_to_parent(a.cell, h3.get_resolution(k[0])) == k[0]
                  and any(w0 <= g and g + pd.Timedelta("1h") <= w1 for w0, w1 in _windows(r))]
@@ -202,13 +204,16 @@ def test_public_occupancy_hierarchy_plan_takes_the_profile_too(capsys, data, tmp
     assert (t["repeat_every"] == "P1D").any(), "the plan published no hour-of-day node at this budget"
     s = json.loads((out / "summary.json").read_text())
     assert [1 * 3600 * 10**9, 86_400 * 10**9] in [lv[1:] for lv in s["levels"]]
-    ans = pd.read_csv(out / "answers.csv", keep_default_na=False, na_values=[""], dtype={"node_repeat_every": str})
+    ans = pd.read_csv(out / "answers.csv", keep_default_na=False, na_values=[""],
+                      dtype={"node_repeat_every": str, "node_repeat_until": str})
     rows = {(r["cell"], r["slot"], r["repeat_every"] if isinstance(r["repeat_every"], str) else ""): r
             for _, r in t.iterrows()}
     answered = ans[ans["node"] >= 0]
     assert len(answered) > 0
     for a in answered.itertuples():
         key = (a.node_cell, a.node_slot, a.node_repeat_every if isinstance(a.node_repeat_every, str) else "")
+        assert (a.node_slot_end, a.node_repeat_until) == (rows[key]["slot_end"], rows[key]["repeat_until"]) \
+            or not key[2] and pd.isna(a.node_repeat_until) and a.node_slot_end == rows[key]["slot_end"]
         g = pd.Timestamp(a.slot)
         assert h3.cell_to_parent(a.cell, h3.get_resolution(key[0])) == key[0]
         assert any(w0 <= g < w1 for w0, w1 in _windows(rows[key]))
