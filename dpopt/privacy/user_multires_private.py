@@ -47,7 +47,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_epsilon
+from .._validation import DpoptInputError, check_bound, check_epsilon, check_positive_int
 from ..hierarchy.tree import DAY_NS, Level, cell_parents
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
@@ -60,8 +60,8 @@ from ..userdp.select_levels import LevelSelection, level_nodes, select_level
 from .options import Budget, NoiseOptions
 from .user import UserOptions
 
-__all__ = ["measure_private_multires", "measure_private_adaptive", "private_levels", "selection_plan",
-           "DEFAULT_BOUNDS", "SELECTION_FRACTION", "CLAMP_FRACTION", "PUBLIC_FACTS", "PERIOD_NS"]
+__all__ = ["measure_private_multires", "measure_private_adaptive", "private_levels", "selection_plan", "FINEST_K",
+           "FINEST_OWN_TOP", "DEFAULT_BOUNDS", "SELECTION_FRACTION", "CLAMP_FRACTION", "PUBLIC_FACTS", "PERIOD_NS"]
 
 #: public (k, c) of the value measurement when the front door's ``bounds`` is an automatic rule
 DEFAULT_BOUNDS = (4, 8)
@@ -92,19 +92,24 @@ PERIOD_NS = 3640 * DAY_NS
 COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1), (None, PERIOD_NS, 1))
 #: the map's resolution offset in :data:`COARSE_LEVELS` (R − 4): it receives a dropped finest share
 MAP_OFFSET = 4
+#: the finest level's k and how many of them a user keeps by its own record count (the rest in the
+#: shared public order; :func:`dpopt.userdp.select_levels.user_node_counts`)
+FINEST_K = 4
+FINEST_OWN_TOP = 0
 SELECTION_SHARES = (0.8, 0.1, 0.05, 0.05)
 
 
-def private_levels(agg: Aggregate) -> tuple[tuple[tuple[Level, int], ...], tuple[float, ...], int]:
+def private_levels(agg: Aggregate, finest_k: int = FINEST_K) -> tuple[tuple[tuple[Level, int], ...],
+                                                                     tuple[float, ...], int]:
     """Default (level, k) of the selection, their budget shares and the level that receives the
-    finest level's share when :func:`selection_plan` drops it: the finest grid (k = 4), then
+    finest level's share when :func:`selection_plan` drops it: the finest grid (k = ``finest_k``), then
     :data:`COARSE_LEVELS` ((R, period, k = 8), (R−4, period, k = 1), the root (0, period, k = 1)); a
     coarse level that is not coarser than the previous one (a slot that is a multiple of the
     previous one, longer or at a coarser resolution) or whose resolution would be negative is
     skipped and the shares renormalised. The receiver is the map (R − 4); where there is none
     (R < 4) the coarsest level, the root, which then plays the map."""
     R, s = int(agg.h3_resolution), int(agg.slot_ns)
-    out, shares, prev, prev_res = [(Level(R, s), 4)], [SELECTION_SHARES[0]], s, R
+    out, shares, prev, prev_res = [(Level(R, s), int(finest_k))], [SELECTION_SHARES[0]], s, R
     receiver = None
     for (dr, sl, k), sh in zip(COARSE_LEVELS, SELECTION_SHARES[1:]):
         res = 0 if dr is None else R - dr
@@ -187,11 +192,15 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
                              bounds: tuple[int, int] = DEFAULT_BOUNDS, selection_fraction: float = SELECTION_FRACTION,
                              selection_shares: tuple[float, ...] | None = None, noise: str = "discrete",
                              seed: int | None = None, granularity_bits: int = DEFAULT_GRANULARITY_BITS,
-                             clamp_fraction: float = CLAMP_FRACTION) -> Measurements:
+                             clamp_fraction: float = CLAMP_FRACTION, finest_k: int | None = None,
+                             finest_own_top: int | None = None) -> Measurements:
     """Measurements of the private-selection multi-resolution release (module doc): the forest of
     released nodes (``nodes['released']``) and their placeholders, noisy count and centred sum of
     the released ones. ``levels``: (Level, k) pairs from the finest up (default
-    :func:`private_levels`); ``bounds`` the (k, c) of the value measurement (public);
+    :func:`private_levels` with the finest k ``finest_k``, default :data:`FINEST_K`);
+    ``finest_own_top`` how many of the finest level's k a user keeps by its own record count (default
+    :data:`FINEST_OWN_TOP`, 0 with explicit ``levels``; :func:`~dpopt.userdp.select_levels.select_level`);
+    ``bounds`` the (k, c) of the value measurement (public);
     ``clamp_fraction`` the share of ε for the clamp B (0: values on [0, U], no clamp). Estimate with
     ``estimate_hierarchical`` (post-processing, layer 3) and publish the released rows."""
     U = check_bound(agg.bound if bound is None else bound)
@@ -205,8 +214,15 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
                               f"{1.0 - float(selection_fraction):g}); got {clamp_fraction!r}")
     bounds = _check_bounds(bounds)
     _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
-    lv, default_shares, receiver = private_levels(agg)
+    if levels is not None and finest_k is not None:
+        raise DpoptInputError(f"give the finest level's k in `levels` or as `finest_k`, not both; got finest_k={finest_k!r}")
+    lv, default_shares, receiver = private_levels(agg, FINEST_K if finest_k is None else check_positive_int(
+        finest_k, "finest_k"))
     lv, receiver = (lv, receiver) if levels is None else (tuple(levels), None)
+    own_top = (FINEST_OWN_TOP if levels is None else 0) if finest_own_top is None else finest_own_top
+    if isinstance(own_top, bool) or not isinstance(own_top, (int, np.integer)) or not 0 <= own_top <= lv[0][1]:
+        raise DpoptInputError(f"`finest_own_top` must be an integer in [0, k = {lv[0][1]}] (the finest level's k); "
+                              f"got {finest_own_top!r}")
     if any(getattr(level, "profile", False) for level, _ in lv):  # public: refused before any noise
         raise DpoptInputError("`levels` of private selection must be contiguous slots: recurring windows (hour-of-day "
                               "profiles) go with a partition list (UserOptions(partitions=..., profile=...))")
@@ -235,7 +251,8 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
             sel.append(LevelSelection(level, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                                       k, 0.0, 0.0, float("inf"), float("inf")))
             continue
-        s = select_level(agg, level, k=k, epsilon=e_sel * shares[i], delta=d_sel, mechanism=mech)
+        s = select_level(agg, level, k=k, epsilon=e_sel * shares[i], delta=d_sel, mechanism=mech,
+                         own_top=int(own_top) if i == 0 else 0)
         pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
         sel.append(s)
     lat = lattice_values(agg, B, granularity_bits=granularity_bits)

@@ -11,13 +11,17 @@ record's grid key. Selection at level ℓ:
    node's coarse group — its H3 parent two resolutions up and a slot three times longer — then of
    the node itself; :func:`node_priority`) and keeps its first ``k_ℓ``: users of one coarse group
    keep the same nodes, so their counts pile up (the idea of OpenDP's truncation in a public order);
+   optionally (``own_top`` > 0) only its first k_ℓ − own_top in that order, then, of its other
+   nodes, the own_top where it has the most records (ties in the shared order): counts then also
+   pile up where users dwell (aircraft on the ground at an airport);
 2. the number of users u_v per node v (each kept node counts its user once);
 3. release v iff u_v + Z_v ≥ T_ℓ, Z_v Laplace of scale k_ℓ/ε_ℓ (exact discrete Laplace in a real
    release), T_ℓ = 1 + x with P[Z ≥ x] ≤ δ_ℓ/k_ℓ (:func:`dpopt.userdp.partitions.selection_threshold`).
 
 **Privacy** ((ε_ℓ, δ_ℓ)-DP per level; Korolova et al. 2009, Wilson et al. 2020, Desfontaines et al.
-2022). Add or remove one user ℓ*. The priority is a function of node keys only, so every other
-user's kept set is unchanged (no data-dependent or random choice reads another user). User ℓ*
+2022). Add or remove one user ℓ*. The priority is a function of node keys only and the own-records
+choice a function of the user's own records, so every other user's kept set is unchanged (no
+data-dependent or random choice reads another user). User ℓ*
 changes the counts of ≤ k_ℓ nodes, each by exactly 1: on the nodes present in both data sets the
 count vector has ℓ1 sensitivity k_ℓ, and Laplace noise of scale k_ℓ/ε_ℓ gives ε_ℓ-DP for the
 released set restricted to them; a node present only with ℓ* (≤ k_ℓ of them) has u_v = 1 and is
@@ -84,24 +88,44 @@ def node_priority(cells: np.ndarray, slots: np.ndarray, level: Level, *, salt: i
 
 
 def user_node_counts(pair_user: np.ndarray, pair_node: np.ndarray, n_nodes: int, priority: np.ndarray,
-                     k: int) -> np.ndarray:
-    """Users per node when every user keeps its first ``k`` distinct nodes by ``priority``."""
-    key = np.unique(np.asarray(pair_user, dtype=np.int64) * (n_nodes + 1) + np.asarray(pair_node, dtype=np.int64))
+                     k: int, *, records: np.ndarray | None = None, own_top: int = 0) -> np.ndarray:
+    """Users per node when every user keeps its first ``k − own_top`` distinct nodes by the shared
+    ``priority``, then, of its other nodes, the ``own_top`` where it has the most ``records`` (per
+    pair; ties by ``priority``): a rule of the user's own pairs and the public keys (module doc)."""
+    k, own_top = int(k), int(own_top)
+    if not 0 <= own_top <= k:
+        raise DpoptInputError(f"`own_top` must be in [0, k = {k}]; got {own_top!r}")
+    if own_top and records is None:
+        raise DpoptInputError("`records` (one count per pair) is needed when `own_top` > 0")
+    key, inv = np.unique(np.asarray(pair_user, dtype=np.int64) * (n_nodes + 1) + np.asarray(pair_node, dtype=np.int64),
+                         return_inverse=True)
     user, node = key // (n_nodes + 1), key % (n_nodes + 1)
-    order = np.lexsort((priority[node], user))
+    kept = _first(user, (priority[node],), k - own_top)
+    if own_top:
+        held = np.bincount(inv.reshape(-1), weights=np.asarray(records, dtype=float), minlength=key.size)
+        kept |= _first(user, (priority[node], -held, kept), own_top) & ~kept
+    return np.bincount(node[kept], minlength=n_nodes).astype(np.int64)
+
+
+def _first(user: np.ndarray, keys: tuple[np.ndarray, ...], n: int) -> np.ndarray:
+    """Mask of each user's first ``n`` rows ordered by ``keys`` (np.lexsort order: last key primary)."""
+    order = np.lexsort((*keys, user))
     u_sorted = user[order]
     rank = np.arange(order.size) - np.searchsorted(u_sorted, u_sorted, side="left")
-    kept = node[order][rank < k]
-    return np.bincount(kept, minlength=n_nodes).astype(np.int64)
+    out = np.zeros(user.size, dtype=bool)
+    out[order[rank < n]] = True
+    return out
 
 
 def select_level(agg: Aggregate, level: Level, *, k: int, epsilon: float, delta: float,
-                 mechanism: NoiseMechanism, salt: int = 0) -> LevelSelection:
-    """(ε, δ)-DP selection of the nodes of ``level`` (module doc)."""
+                 mechanism: NoiseMechanism, salt: int = 0, own_top: int = 0) -> LevelSelection:
+    """(ε, δ)-DP selection of the nodes of ``level`` (module doc); ``own_top`` of a user's k kept
+    nodes are those where it has the most records, the rest in the shared public order."""
     k = check_positive_int(k, "k")
     grid_node, cells, slots = level_nodes(agg, level)
     pr = node_priority(cells, slots, level, salt=salt)
-    counts = user_node_counts(agg.pair_user, grid_node[agg.pair_grid], cells.size, pr, k)
+    counts = user_node_counts(agg.pair_user, grid_node[agg.pair_grid], cells.size, pr, k,
+                              records=agg.count, own_top=own_top)
     rule = selection_threshold(k, epsilon, delta, mechanism)
     noisy = mechanism.integer(counts, l1=k, l2=float(np.sqrt(k)), budget=rule.epsilon)
     on = np.asarray(noisy, dtype=float) >= rule.threshold

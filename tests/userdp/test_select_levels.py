@@ -19,10 +19,11 @@ from dpopt.userdp.select_levels import level_nodes, node_priority, select_level,
 from .conftest import SLOT_NS, make_agg
 
 
-def _counts(pairs, n_nodes, priority, k):
-    users = np.array([u for u, _ in pairs], dtype=np.int64)
-    nodes = np.array([v for _, v in pairs], dtype=np.int64)
-    return user_node_counts(users, nodes, n_nodes, priority, k)
+def _counts(pairs, n_nodes, priority, k, own_top=0):
+    users = np.array([p[0] for p in pairs], dtype=np.int64)
+    nodes = np.array([p[1] for p in pairs], dtype=np.int64)
+    records = np.array([p[2] if len(p) > 2 else 1 for p in pairs], dtype=np.int64)
+    return user_node_counts(users, nodes, n_nodes, priority, k, records=records, own_top=own_top)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -42,6 +43,36 @@ def test_one_added_user_moves_at_most_k_counts_by_one(k):
             assert diff.sum() == min(k, len(subset))
             # the kept nodes are the user's first k by the public priority
             assert set(np.flatnonzero(diff)) == set(sorted(subset, key=lambda v: priority[v])[:k])
+
+
+@pytest.mark.parametrize("k,own_top", [(1, 1), (2, 1), (3, 1), (3, 2), (2, 2)])
+def test_own_top_keeps_the_shared_order_then_the_users_busiest_nodes(k, own_top):
+    """The mixed rule (``own_top`` of k by the user's own record count, the rest in the shared
+    order): every placement of an added user with random record counts, the same brute force. The
+    user's record count in a node sums its pairs there (a repeated pair adds)."""
+    n_nodes = 5
+    rng = np.random.default_rng(10 * k + own_top)
+    priority = rng.permutation(n_nodes)
+    base = [(u, int(v), int(rng.integers(1, 9))) for u in range(6) for v in rng.choice(n_nodes, size=rng.integers(1, 5))]
+    before = _counts(base, n_nodes, priority, k, own_top)
+    for r in range(1, n_nodes + 1):
+        for subset in itertools.combinations(range(n_nodes), r):
+            recs = {v: int(rng.integers(1, 4)) for v in subset}
+            added = [(99, v, recs[v]) for v in subset] + [(99, subset[0], 2)]  # a repeated pair adds records
+            recs[subset[0]] += 2
+            diff = _counts(base + added, n_nodes, priority, k, own_top) - before
+            assert set(np.unique(diff)) <= {0, 1}
+            assert diff.sum() == min(k, len(subset))
+            shared = sorted(subset, key=lambda v: priority[v])[:k - own_top]
+            rest = sorted(set(subset) - set(shared), key=lambda v: (-recs[v], priority[v]))[:own_top]
+            assert set(np.flatnonzero(diff)) == set(shared) | set(rest)
+
+
+def test_own_top_is_checked():
+    with pytest.raises(DpoptInputError, match="own_top"):
+        user_node_counts(np.zeros(2, np.int64), np.arange(2), 2, np.arange(2), 1, records=np.ones(2), own_top=2)
+    with pytest.raises(DpoptInputError, match="records"):
+        user_node_counts(np.zeros(2, np.int64), np.arange(2), 2, np.arange(2), 2, own_top=1)
 
 
 def test_a_node_only_the_added_user_holds_is_released_with_probability_at_most_delta_over_k():
@@ -173,3 +204,52 @@ def test_level_deltas_add_up_to_at_most_delta():
             assert sum([d] * L) <= delta and d > 0.999999 * delta / L
             over += sum([delta / L] * L) > delta
     assert over > 0  # the naive split does exceed δ: the test would catch it
+
+
+def _dwell_agg(n_users=60, seed=4):
+    """Every user passes through 6 grids once and dwells (20 records) in a grid of its own choosing
+    among two busy ones: the shared order alone spreads them, their own record counts pile them up."""
+    rng = np.random.default_rng(seed)
+    recs = []
+    for u in range(n_users):
+        for g in rng.choice(np.arange(2, 12), size=6, replace=False):
+            recs.append((f"u{u}", int(g), 0, float(rng.uniform(0, 100))))
+        busy = int(rng.integers(0, 2))
+        recs += [(f"u{u}", busy, t, float(rng.uniform(0, 100))) for t in range(1, 21)]
+    return make_agg(recs)
+
+
+def test_finest_own_top_piles_users_where_they_dwell():
+    """The finest level with ``finest_own_top`` = 1: the two dwell grids (each ~30 users) hold every
+    user's kept node and pass the threshold; in the shared order alone a user keeps one of its 7
+    grids (k = 1) at random by hash and the dwell grids fall short. Same ε, δ, seed."""
+    from dpopt.privacy.user_multires_private import measure_private_multires
+
+    agg = _dwell_agg()
+    node, cells, slots = level_nodes(agg, Level(7, SLOT_NS))
+    dwell = {(cells[i], slots[i]) for i in node[agg.pair_grid[agg.count == 20]]}
+    assert len(dwell) == 2
+    lv = Level(7, SLOT_NS)
+    pr = node_priority(cells, slots, lv)
+    for own_top, want in ((1, True), (0, False)):
+        counts = user_node_counts(agg.pair_user, node[agg.pair_grid], cells.size, pr, 1, records=agg.count,
+                                  own_top=own_top)
+        at_dwell = sum(int(counts[i]) for i in range(cells.size) if (cells[i], slots[i]) in dwell)
+        assert (at_dwell == agg.n_users) == want
+        m = measure_private_multires(agg, epsilon=40.0, delta=1e-6, bound=100.0, seed=2, finest_k=1,
+                                     finest_own_top=own_top, selection_fraction=0.9, clamp_fraction=0.0)
+        fin = m.nodes[(m.nodes["level"] == 0) & m.nodes["released"]]
+        assert (dwell <= set(zip(fin["cell"], fin["slot"]))) == want
+
+
+def test_finest_options_are_checked_before_any_noise():
+    from dpopt.privacy.user_multires_private import measure_private_multires, private_levels
+
+    agg = _day_agg()
+    base = dict(epsilon=1.0, delta=1e-6, bound=100.0, seed=0)
+    for kw, word in ((dict(finest_own_top=5), "finest_own_top"), (dict(finest_own_top=-1), "finest_own_top"),
+                     (dict(finest_own_top=True), "finest_own_top"), (dict(finest_k=0), "finest_k"),
+                     (dict(finest_k=2, levels=((Level(7, SLOT_NS), 2),)), "finest_k")):
+        with pytest.raises(DpoptInputError, match=word):
+            measure_private_multires(agg, **base, **kw)
+    assert private_levels(agg, 3)[0][0][1] == 3
