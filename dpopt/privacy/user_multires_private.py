@@ -19,7 +19,12 @@ Steps and budget (pure ε pieces, δ from the selection only):
    [0, B]: the centred sum's sensitivity is B/2 instead of U/2 and the count's noise enters a mean
    multiplied by |mean − B/2| instead of |mean − U/2| (models/hierarchy.md §13.2); the means are of
    values clamped at B;
-1. selection (:mod:`dpopt.userdp.select_levels`): level ℓ spends (share_ℓ·ε_sel, δ/L) — ε_sel =
+1. selection (:mod:`dpopt.userdp.select_levels`): at the finest level a user keeps 2 grids (the
+   :data:`FINEST_RULE`): the first in the shared public order, and the grid where it dwells (≥ 10×
+   its mean records per grid, e.g. an aircraft at its gate) if it has one, else the second in the
+   shared order — a rule of its own records and public keys, so sensitivity k = 2 as for the
+   shared order alone; at the coarse levels its first k_ℓ in the shared order. Level ℓ spends
+   (share_ℓ·ε_sel, δ/L) — ε_sel =
    ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for the default levels (else equal), the
    finest level's share moved to the map (the coarsest level below the root; for explicit levels
    the coarsest) by the public :func:`selection_plan` when its threshold is out of reach; each
@@ -43,25 +48,26 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_epsilon, check_positive_int
+from .._validation import DpoptInputError, check_bound, check_epsilon
 from ..hierarchy.tree import DAY_NS, Level, cell_parents
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
-from ..userdp.bounding import DEFAULT_GRANULARITY_BITS, lattice_values
+from ..userdp.bounding import lattice_values
 from ..noise.sources import SeededSource
 from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level, simulation_keys
 from ..userdp.place_bounds import choose_clamp, clamp_histogram_fields, measure_clamp_histogram, user_statistics
 from ..records.grid import slot_text
-from ..userdp.select_levels import LevelSelection, level_nodes, select_level
+from ..userdp.select_levels import KeepRule, LevelSelection, level_nodes, select_level
 from .options import Budget, NoiseOptions
 from .user import UserOptions
 
-__all__ = ["measure_private_multires", "measure_private_adaptive", "private_levels", "selection_plan", "FINEST_K",
-           "FINEST_OWN_TOP", "DEFAULT_BOUNDS", "SELECTION_FRACTION", "CLAMP_FRACTION", "PUBLIC_FACTS", "PERIOD_NS"]
+__all__ = ["measure_private_multires", "measure_private_adaptive", "private_levels", "selection_plan", "FINEST_RULE",
+           "DEFAULT_BOUNDS", "SELECTION_FRACTION", "CLAMP_FRACTION", "PUBLIC_FACTS", "PERIOD_NS"]
 
 #: public (k, c) of the value measurement when the front door's ``bounds`` is an automatic rule
 DEFAULT_BOUNDS = (4, 8)
@@ -92,14 +98,14 @@ PERIOD_NS = 3640 * DAY_NS
 COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1), (None, PERIOD_NS, 1))
 #: the map's resolution offset in :data:`COARSE_LEVELS` (R − 4): it receives a dropped finest share
 MAP_OFFSET = 4
-#: the finest level's k and how many of them a user keeps by its own record count (the rest in the
-#: shared public order; :func:`dpopt.userdp.select_levels.user_node_counts`)
-FINEST_K = 4
-FINEST_OWN_TOP = 0
+#: which finest grids a user keeps for the selection (:class:`~dpopt.userdp.select_levels.KeepRule`):
+#: k = 2, one of them the grid where it dwells (≥ 10× its mean records per grid: an aircraft at its
+#: gate) if it has one, else both in the shared public order (session 10; models/hierarchy.md §12)
+FINEST_RULE = KeepRule(2, own_top=1, dwell=10.0)
 SELECTION_SHARES = (0.8, 0.1, 0.05, 0.05)
 
 
-def private_levels(agg: Aggregate, finest_k: int = FINEST_K) -> tuple[tuple[tuple[Level, int], ...],
+def private_levels(agg: Aggregate, finest_k: int = FINEST_RULE.k) -> tuple[tuple[tuple[Level, int], ...],
                                                                      tuple[float, ...], int]:
     """Default (level, k) of the selection, their budget shares and the level that receives the
     finest level's share when :func:`selection_plan` drops it: the finest grid (k = ``finest_k``), then
@@ -190,17 +196,15 @@ def _forest(sel: list[LevelSelection]) -> pd.DataFrame:
 def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bound: float | None = None,
                              levels: tuple[tuple[Level, int], ...] | None = None,
                              bounds: tuple[int, int] = DEFAULT_BOUNDS, selection_fraction: float = SELECTION_FRACTION,
-                             selection_shares: tuple[float, ...] | None = None, noise: str = "discrete",
-                             seed: int | None = None, granularity_bits: int = DEFAULT_GRANULARITY_BITS,
-                             clamp_fraction: float = CLAMP_FRACTION, finest_k: int | None = None,
-                             finest_own_top: int | None = None) -> Measurements:
+                             selection_shares: tuple[float, ...] | None = None, noise: NoiseOptions = NoiseOptions(),
+                             clamp_fraction: float = CLAMP_FRACTION, finest: KeepRule | None = None) -> Measurements:
     """Measurements of the private-selection multi-resolution release (module doc): the forest of
     released nodes (``nodes['released']``) and their placeholders, noisy count and centred sum of
     the released ones. ``levels``: (Level, k) pairs from the finest up (default
-    :func:`private_levels` with the finest k ``finest_k``, default :data:`FINEST_K`);
-    ``finest_own_top`` how many of the finest level's k a user keeps by its own record count (default
-    :data:`FINEST_OWN_TOP`, 0 with explicit ``levels``; :func:`~dpopt.userdp.select_levels.select_level`);
-    ``bounds`` the (k, c) of the value measurement (public);
+    :func:`private_levels`); ``finest`` which finest grids a user keeps for the selection (a
+    :class:`~dpopt.userdp.select_levels.KeepRule`; default :data:`FINEST_RULE`, or the shared order
+    with the k of explicit ``levels``, whose k it must then repeat);
+    ``bounds`` the (k, c) of the value measurement (public); ``noise`` the sampler, seed and lattice;
     ``clamp_fraction`` the share of ε for the clamp B (0: values on [0, U], no clamp). Estimate with
     ``estimate_hierarchical`` (post-processing, layer 3) and publish the released rows."""
     U = check_bound(agg.bound if bound is None else bound)
@@ -214,22 +218,14 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
                               f"{1.0 - float(selection_fraction):g}); got {clamp_fraction!r}")
     bounds = _check_bounds(bounds)
     _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
-    if levels is not None and finest_k is not None:
-        raise DpoptInputError(f"give the finest level's k in `levels` or as `finest_k`, not both; got finest_k={finest_k!r}")
-    lv, default_shares, receiver = private_levels(agg, FINEST_K if finest_k is None else check_positive_int(
-        finest_k, "finest_k"))
-    lv, receiver = (lv, receiver) if levels is None else (tuple(levels), None)
-    own_top = (FINEST_OWN_TOP if levels is None else 0) if finest_own_top is None else finest_own_top
-    if isinstance(own_top, bool) or not isinstance(own_top, (int, np.integer)) or not 0 <= own_top <= lv[0][1]:
-        raise DpoptInputError(f"`finest_own_top` must be an integer in [0, k = {lv[0][1]}] (the finest level's k); "
-                              f"got {finest_own_top!r}")
-    if any(getattr(level, "profile", False) for level, _ in lv):  # public: refused before any noise
-        raise DpoptInputError("`levels` of private selection must be contiguous slots: recurring windows (hour-of-day "
-                              "profiles) go with a partition list (UserOptions(partitions=..., profile=...))")
-    mech = _sampler("laplace", noise, seed)
+    lv, default_shares, receiver, finest = _levels_and_rule(agg, levels, finest)
+    if not isinstance(noise, NoiseOptions):
+        raise DpoptInputError(f"`noise` must be a NoiseOptions (dpopt.privacy.options); got {noise!r}")
+    seed = noise.seed
+    mech = _sampler("laplace", noise.noise, seed)
     pieces: dict[str, float] = {}
     if selection_shares is None:
-        shares = np.asarray(default_shares if levels is None else np.full(len(lv), 1.0 / len(lv)), dtype=float)
+        shares = np.asarray(default_shares, dtype=float)
     else:
         shares = np.asarray(selection_shares, dtype=float)
     if shares.shape != (len(lv),) or np.any(shares < 0) or shares.sum() > 1.0 + 1e-12:
@@ -251,12 +247,34 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
             sel.append(LevelSelection(level, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                                       k, 0.0, 0.0, float("inf"), float("inf")))
             continue
-        s = select_level(agg, level, k=k, epsilon=e_sel * shares[i], delta=d_sel, mechanism=mech,
-                         own_top=int(own_top) if i == 0 else 0)
+        s = select_level(agg, level, k=finest if i == 0 else k, epsilon=e_sel * shares[i], delta=d_sel,
+                         mechanism=mech)
         pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
         sel.append(s)
-    lat = lattice_values(agg, B, granularity_bits=granularity_bits)
+    lat = lattice_values(agg, B, granularity_bits=noise.granularity_bits)
     return _measure(agg, sel, _forest(sel), B, bounds, eps_values, mech, seed, pieces, lat, clamp_info)
+
+
+def _levels_and_rule(agg: Aggregate, levels: Any, finest: Any) -> tuple[tuple, np.ndarray, int | None, KeepRule]:
+    """(levels, their default selection shares, the receiver of a dropped finest share, the finest
+    level's keep rule): :func:`private_levels` with ``finest`` (default :data:`FINEST_RULE`), or
+    explicit ``levels`` with equal shares, the coarsest receiving, and the shared order at
+    ``levels[0]``'s k unless ``finest`` names that k (public: refused before any noise)."""
+    if finest is not None and not isinstance(finest, KeepRule):
+        raise DpoptInputError(f"`finest` must be a KeepRule (dpopt.userdp.select_levels) or None; got {finest!r}")
+    if levels is None:
+        finest = FINEST_RULE if finest is None else finest
+        lv, shares, receiver = private_levels(agg, finest.k)
+    else:
+        lv, receiver = tuple(levels), None
+        shares = np.full(len(lv), 1.0 / max(len(lv), 1))
+        finest = KeepRule(lv[0][1]) if finest is None else finest
+        if finest.k != lv[0][1]:
+            raise DpoptInputError(f"`finest.k` must be the k of `levels[0]` ({lv[0][1]}); got {finest.k!r}")
+    if any(getattr(level, "profile", False) for level, _ in lv):
+        raise DpoptInputError("`levels` of private selection must be contiguous slots: recurring windows (hour-of-day "
+                              "profiles) go with a partition list (UserOptions(partitions=..., profile=...))")
+    return lv, np.asarray(shares, dtype=float), receiver, finest
 
 
 def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, pieces: dict) -> tuple[float, dict]:
@@ -324,11 +342,11 @@ def measure_private_adaptive(contributions: Aggregate, budget: Budget, options: 
     fixed = options.fixed_bounds  # the rules and the shared priority are refused by UserOptions itself
     total, delta, _, _ = options.check_budget(budget)
     m = measure_private_multires(contributions, epsilon=total, delta=delta, bound=bound,
-                                 bounds=fixed or DEFAULT_BOUNDS, selection_fraction=options.selection_share,
-                                 noise=noise.noise, seed=noise.seed, granularity_bits=noise.granularity_bits)
+                                 bounds=fixed or DEFAULT_BOUNDS, selection_fraction=options.selection_share, noise=noise)
     info = {**m.info, "bounds_rule": "fixed" if fixed else "public default", "split_rule": "count 0.4, sum 0.6",
             "shape": "adaptive", "mechanism": "laplace", "seeded": noise.seed is not None,
-            "partitions": "private selection (shared public hash order, Laplace thresholding per level)",
+            "partitions": "private selection (shared public hash order; at the finest level also the grid where a user "
+                          "dwells; Laplace thresholding per level)",
             "slot": slot_text(contributions.slot_ns), "lattice": m.info["granularity"],
             "delta_selection": float(m.spend.delta), "public": PUBLIC_FACTS,
             "epsilon_budget": total}

@@ -32,6 +32,7 @@ added user in a small tree and checks the count vector moves by ≤ 1 on ≤ k_�
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +44,28 @@ from .mechanism import NoiseMechanism
 from .partitions import selection_threshold
 from .priority import _key_hash
 
-__all__ = ["LevelSelection", "level_nodes", "node_priority", "user_node_counts", "select_level"]
+__all__ = ["KeepRule", "LevelSelection", "level_nodes", "node_priority", "user_node_counts", "select_level"]
+
+
+@dataclass(frozen=True)
+class KeepRule:
+    """Which of its nodes a user keeps at one level (module doc, step 1): ``k`` nodes, of which
+    ``own_top`` are those where it has the most records among the nodes where it dwells (at least
+    ``dwell`` × its mean records per node; 0: any node), the rest in the shared public order.
+    Public parameters; the ℓ1 sensitivity of the level's user counts is ``k``."""
+
+    k: int
+    own_top: int = 0
+    dwell: float = 0.0
+
+    def __post_init__(self) -> None:
+        k = check_positive_int(self.k, "k")
+        if isinstance(self.own_top, bool) or not isinstance(self.own_top, (int, np.integer)) \
+                or not 0 <= self.own_top <= k:
+            raise DpoptInputError(f"`own_top` must be an integer in [0, k = {k}]; got {self.own_top!r}")
+        if isinstance(self.dwell, bool) or not isinstance(self.dwell, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(self.dwell) or self.dwell < 0:
+            raise DpoptInputError(f"`dwell` must be a finite number >= 0; got {self.dwell!r}")
 
 
 @dataclass(frozen=True)
@@ -88,13 +110,14 @@ def node_priority(cells: np.ndarray, slots: np.ndarray, level: Level, *, salt: i
 
 
 def user_node_counts(pair_user: np.ndarray, pair_node: np.ndarray, n_nodes: int, priority: np.ndarray,
-                     k: int, *, records: np.ndarray | None = None, own_top: int = 0) -> np.ndarray:
-    """Users per node when every user keeps its first ``k − own_top`` distinct nodes by the shared
-    ``priority``, then, of its other nodes, the ``own_top`` where it has the most ``records`` (per
-    pair; ties by ``priority``): a rule of the user's own pairs and the public keys (module doc)."""
-    k, own_top = int(k), int(own_top)
-    if not 0 <= own_top <= k:
-        raise DpoptInputError(f"`own_top` must be in [0, k = {k}]; got {own_top!r}")
+                     rule: KeepRule | int, *, records: np.ndarray | None = None) -> np.ndarray:
+    """Users per node when every user keeps its nodes by ``rule`` (an int k: the shared order only):
+    its first ``k − own_top`` distinct nodes by the shared ``priority``, then, of its other nodes,
+    the ``own_top`` where it has the most ``records`` (per pair, summed per node; ties by
+    ``priority``) among those where it dwells, then the shared order up to k: a rule of the user's
+    own pairs and the public keys (module doc)."""
+    rule = rule if isinstance(rule, KeepRule) else KeepRule(rule)
+    k, own_top = int(rule.k), int(rule.own_top)
     if own_top and records is None:
         raise DpoptInputError("`records` (one count per pair) is needed when `own_top` > 0")
     key, inv = np.unique(np.asarray(pair_user, dtype=np.int64) * (n_nodes + 1) + np.asarray(pair_node, dtype=np.int64),
@@ -103,7 +126,10 @@ def user_node_counts(pair_user: np.ndarray, pair_node: np.ndarray, n_nodes: int,
     kept = _first(user, (priority[node],), k - own_top)
     if own_top:
         held = np.bincount(inv.reshape(-1), weights=np.asarray(records, dtype=float), minlength=key.size)
-        kept |= _first(user, (priority[node], -held, kept), own_top) & ~kept
+        mean = np.bincount(user, weights=held) / np.maximum(np.bincount(user), 1)
+        busy = held >= float(rule.dwell) * mean[user]
+        kept |= _first(user, (priority[node], -held, kept | ~busy), own_top) & ~kept & busy
+        kept = _first(user, (priority[node], ~kept), k)  # the kept ones, then the shared order up to k
     return np.bincount(node[kept], minlength=n_nodes).astype(np.int64)
 
 
@@ -117,17 +143,17 @@ def _first(user: np.ndarray, keys: tuple[np.ndarray, ...], n: int) -> np.ndarray
     return out
 
 
-def select_level(agg: Aggregate, level: Level, *, k: int, epsilon: float, delta: float,
-                 mechanism: NoiseMechanism, salt: int = 0, own_top: int = 0) -> LevelSelection:
-    """(ε, δ)-DP selection of the nodes of ``level`` (module doc); ``own_top`` of a user's k kept
-    nodes are those where it has the most records, the rest in the shared public order."""
-    k = check_positive_int(k, "k")
+def select_level(agg: Aggregate, level: Level, *, k: KeepRule | int, epsilon: float, delta: float,
+                 mechanism: NoiseMechanism, salt: int = 0) -> LevelSelection:
+    """(ε, δ)-DP selection of the nodes of ``level`` (module doc); ``k`` a :class:`KeepRule` or the
+    number of nodes a user keeps in the shared public order."""
+    rule = k if isinstance(k, KeepRule) else KeepRule(k)
+    k = rule.k
     grid_node, cells, slots = level_nodes(agg, level)
     pr = node_priority(cells, slots, level, salt=salt)
-    counts = user_node_counts(agg.pair_user, grid_node[agg.pair_grid], cells.size, pr, k,
-                              records=agg.count, own_top=own_top)
-    rule = selection_threshold(k, epsilon, delta, mechanism)
-    noisy = mechanism.integer(counts, l1=k, l2=float(np.sqrt(k)), budget=rule.epsilon)
-    on = np.asarray(noisy, dtype=float) >= rule.threshold
+    counts = user_node_counts(agg.pair_user, grid_node[agg.pair_grid], cells.size, pr, rule, records=agg.count)
+    thr = selection_threshold(k, epsilon, delta, mechanism)
+    noisy = mechanism.integer(counts, l1=k, l2=float(np.sqrt(k)), budget=thr.epsilon)
+    on = np.asarray(noisy, dtype=float) >= thr.threshold
     return LevelSelection(level=level, cells=cells[on], slots=slots[on], noisy_users=np.asarray(noisy)[on], k=k,
-                          epsilon=rule.epsilon, delta=rule.delta, scale=rule.scale, threshold=rule.threshold)
+                          epsilon=thr.epsilon, delta=thr.delta, scale=thr.scale, threshold=thr.threshold)

@@ -191,7 +191,7 @@ def test_front_door_publishes_the_library_release():
 
     r = _py(seed=9)
     agg, _ = contributions(DF, bound=U, first_records=8)
-    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=U, seed=9)
+    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=U, noise=NoiseOptions(seed=9))
     t = estimate_hierarchical(m, confidence=0.95).table
     t = t[t["released"]]
     np.testing.assert_array_equal(r.table["mean"].to_numpy(), t["mean"].to_numpy())
@@ -222,7 +222,8 @@ def test_clamp_is_chosen_under_dp_and_recomputable():
     assert r.measurements.bound == s.clamp and r.measurements.centre == s.clamp / 2
     # no clamp: the previous measurement on [0, U]
     agg, _ = aggregate_records(low, bound=U, keep_samples=True)
-    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, clamp_fraction=0.0, noise="numpy", seed=1)
+    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, clamp_fraction=0.0,
+                                 noise=NoiseOptions("numpy", seed=1))
     assert m.bound == U and "clamp" not in m.spend.pieces and "clamp" not in m.info
     for bad in (-0.1, 0.4, float("nan")):
         with pytest.raises(ValueError, match="`clamp_fraction` must be in"):

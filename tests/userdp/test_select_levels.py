@@ -10,11 +10,12 @@ import pytest
 from dpopt import DpoptInputError
 from dpopt.hierarchy.tree import DAY_NS, Level
 from dpopt.noise import SeededSource
+from dpopt.privacy.options import NoiseOptions
 from dpopt.estimation.hierarchical import estimate_hierarchical
 from dpopt.privacy.user_multires_private import measure_private_multires, selection_plan
 from dpopt.userdp.mechanism import DiscreteLaplace
 from dpopt.userdp.partitions import selection_threshold
-from dpopt.userdp.select_levels import level_nodes, node_priority, select_level, user_node_counts
+from dpopt.userdp.select_levels import KeepRule, level_nodes, node_priority, select_level, user_node_counts
 
 from .conftest import SLOT_NS, make_agg
 
@@ -23,7 +24,7 @@ def _counts(pairs, n_nodes, priority, k, own_top=0):
     users = np.array([p[0] for p in pairs], dtype=np.int64)
     nodes = np.array([p[1] for p in pairs], dtype=np.int64)
     records = np.array([p[2] if len(p) > 2 else 1 for p in pairs], dtype=np.int64)
-    return user_node_counts(users, nodes, n_nodes, priority, k, records=records, own_top=own_top)
+    return user_node_counts(users, nodes, n_nodes, priority, KeepRule(k, own_top), records=records)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -68,11 +69,43 @@ def test_own_top_keeps_the_shared_order_then_the_users_busiest_nodes(k, own_top)
             assert set(np.flatnonzero(diff)) == set(shared) | set(rest)
 
 
-def test_own_top_is_checked():
-    with pytest.raises(DpoptInputError, match="own_top"):
-        user_node_counts(np.zeros(2, np.int64), np.arange(2), 2, np.arange(2), 1, records=np.ones(2), own_top=2)
+def test_keep_rule_is_checked():
+    for kw, word in ((dict(k=1, own_top=2), "own_top"), (dict(k=2, own_top=-1), "own_top"), (dict(k=2, own_top=True),
+                     "own_top"), (dict(k=0), "k"), (dict(k=2, dwell=-1.0), "dwell"), (dict(k=2, dwell=float("nan")),
+                     "dwell"), (dict(k=2, dwell="10"), "dwell")):
+        with pytest.raises(DpoptInputError, match=word):
+            KeepRule(**kw)
     with pytest.raises(DpoptInputError, match="records"):
-        user_node_counts(np.zeros(2, np.int64), np.arange(2), 2, np.arange(2), 2, own_top=1)
+        user_node_counts(np.zeros(2, np.int64), np.arange(2), 2, np.arange(2), KeepRule(2, 1))
+
+
+@pytest.mark.parametrize("dwell", [1.5, 3.0])
+def test_dwell_keeps_a_busiest_node_only_where_the_user_dwells(dwell):
+    """``dwell``: the own-records pick goes to a node holding ≥ dwell × the user's mean records per
+    node, else the shared order fills it; brute force over an added user's placements and record
+    counts (the same neighbour properties)."""
+    n_nodes = 5
+    rng = np.random.default_rng(int(dwell))
+    priority = rng.permutation(n_nodes)
+    rule = KeepRule(2, own_top=1, dwell=dwell)
+    base = [(u, int(v), int(rng.integers(1, 30))) for u in range(6) for v in rng.choice(n_nodes, size=rng.integers(1, 5))]
+    users = np.array([p[0] for p in base]); nodes = np.array([p[1] for p in base]); recs = np.array([p[2] for p in base])
+    before = user_node_counts(users, nodes, n_nodes, priority, rule, records=recs)
+    seen = set()
+    for r in range(1, n_nodes + 1):
+        for subset in itertools.combinations(range(n_nodes), r):
+            held = {v: int(rng.choice([1, 1, 2, 60])) for v in subset}
+            a_users = np.append(users, [99] * r); a_nodes = np.append(nodes, subset)
+            a_recs = np.append(recs, [held[v] for v in subset])
+            diff = user_node_counts(a_users, a_nodes, n_nodes, priority, rule, records=a_recs) - before
+            assert set(np.unique(diff)) <= {0, 1} and diff.sum() == min(2, r)
+            order = sorted(subset, key=lambda v: priority[v])
+            mean = sum(held.values()) / r
+            busy = sorted((v for v in order[1:] if held[v] >= dwell * mean), key=lambda v: (-held[v], priority[v]))
+            want = {order[0]} | set(busy[:1]) if busy else set(order[:2])
+            assert set(np.flatnonzero(diff)) == want
+            seen.add(bool(busy))
+    assert seen == {True, False}  # both branches were exercised
 
 
 def test_a_node_only_the_added_user_holds_is_released_with_probability_at_most_delta_over_k():
@@ -118,7 +151,8 @@ def test_select_level_releases_only_counts_above_the_threshold():
 def test_private_multires_accounting_and_rows():
     agg = _day_agg(n_users=80, seed=2)
     levels = ((Level(7, SLOT_NS), 2), (Level(6, 2 * SLOT_NS), 2), (Level(5, DAY_NS), 1))
-    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=100.0, levels=levels, seed=5,
+    m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=100.0, levels=levels,
+                                 noise=NoiseOptions(seed=5),
                                  selection_shares=(0.5, 0.25, 0.25))
     total = sum((Fraction(v) for v in m.spend.pieces.values()), Fraction(0))
     assert total <= Fraction(20) and float(total) == pytest.approx(m.spend.total)
@@ -135,7 +169,7 @@ def test_private_multires_accounting_and_rows():
 
 def test_nothing_released_gives_no_node():
     agg = _day_agg(n_users=5)
-    m = measure_private_multires(agg, epsilon=0.5, delta=1e-6, bound=100.0, seed=1,
+    m = measure_private_multires(agg, epsilon=0.5, delta=1e-6, bound=100.0, noise=NoiseOptions(seed=1),
                                  levels=((Level(7, SLOT_NS), 4), (Level(5, DAY_NS), 2)))
     assert m.n_nodes == 0 and m.spend.total <= 0.5
 
@@ -160,11 +194,11 @@ def test_selection_plan_drops_a_finest_level_that_needs_too_many_users():
 def test_bad_inputs_are_refused_before_any_noise():
     agg = _day_agg()
     with pytest.raises(DpoptInputError, match="contiguous"):  # a recurring window under private selection
-        measure_private_multires(agg, epsilon=1.0, delta=1e-6, bound=100.0, seed=0,
+        measure_private_multires(agg, epsilon=1.0, delta=1e-6, bound=100.0, noise=NoiseOptions(seed=0),
                                  levels=((Level(7, SLOT_NS), 4), (Level(6, SLOT_NS, DAY_NS), 2)))
     for kw, word in ((dict(delta=0.0), "delta"), (dict(bounds=(0, 2)), "k"), (dict(selection_fraction=1.0),
                      "selection_fraction"), (dict(selection_shares=(0.5, 0.6, 0.1)), "selection_shares")):
-        args = {**dict(epsilon=1.0, delta=1e-6, bound=100.0, seed=0), **kw}
+        args = {**dict(epsilon=1.0, delta=1e-6, bound=100.0, noise=NoiseOptions(seed=0)), **kw}
         with pytest.raises(DpoptInputError, match=word):
             measure_private_multires(agg, **args)
 
@@ -176,7 +210,7 @@ def test_default_levels_and_shares_follow_the_grid():
 
     assert PERIOD_NS == 3640 * DAY_NS
     lv, sh, to = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=SLOT_NS))
-    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 4), (7, PERIOD_NS, 8), (3, PERIOD_NS, 1),
+    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 2), (7, PERIOD_NS, 8), (3, PERIOD_NS, 1),
                                                                 (0, PERIOD_NS, 1)]
     assert sh == pytest.approx(SELECTION_SHARES) and SELECTION_SHARES == (0.8, 0.1, 0.05, 0.05)
     assert to == 2  # a dropped finest share goes to the map, not the root
@@ -232,12 +266,12 @@ def test_finest_own_top_piles_users_where_they_dwell():
     lv = Level(7, SLOT_NS)
     pr = node_priority(cells, slots, lv)
     for own_top, want in ((1, True), (0, False)):
-        counts = user_node_counts(agg.pair_user, node[agg.pair_grid], cells.size, pr, 1, records=agg.count,
-                                  own_top=own_top)
+        counts = user_node_counts(agg.pair_user, node[agg.pair_grid], cells.size, pr, KeepRule(1, own_top),
+                                  records=agg.count)
         at_dwell = sum(int(counts[i]) for i in range(cells.size) if (cells[i], slots[i]) in dwell)
         assert (at_dwell == agg.n_users) == want
-        m = measure_private_multires(agg, epsilon=40.0, delta=1e-6, bound=100.0, seed=2, finest_k=1,
-                                     finest_own_top=own_top, selection_fraction=0.9, clamp_fraction=0.0)
+        m = measure_private_multires(agg, epsilon=40.0, delta=1e-6, bound=100.0, noise=NoiseOptions(seed=2),
+                                     finest=KeepRule(1, own_top), selection_fraction=0.9, clamp_fraction=0.0)
         fin = m.nodes[(m.nodes["level"] == 0) & m.nodes["released"]]
         assert (dwell <= set(zip(fin["cell"], fin["slot"]))) == want
 
@@ -246,10 +280,9 @@ def test_finest_options_are_checked_before_any_noise():
     from dpopt.privacy.user_multires_private import measure_private_multires, private_levels
 
     agg = _day_agg()
-    base = dict(epsilon=1.0, delta=1e-6, bound=100.0, seed=0)
-    for kw, word in ((dict(finest_own_top=5), "finest_own_top"), (dict(finest_own_top=-1), "finest_own_top"),
-                     (dict(finest_own_top=True), "finest_own_top"), (dict(finest_k=0), "finest_k"),
-                     (dict(finest_k=2, levels=((Level(7, SLOT_NS), 2),)), "finest_k")):
+    base = dict(epsilon=1.0, delta=1e-6, bound=100.0, noise=NoiseOptions(seed=0))
+    for kw, word in ((dict(finest=2), "finest"), (dict(finest=KeepRule(3), levels=((Level(7, SLOT_NS), 2),)),
+                                                  "finest.k")):
         with pytest.raises(DpoptInputError, match=word):
             measure_private_multires(agg, **base, **kw)
     assert private_levels(agg, 3)[0][0][1] == 3
