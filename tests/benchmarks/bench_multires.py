@@ -213,9 +213,10 @@ def private_multires_table(agg, eps, seed, **kw) -> pd.DataFrame:
     :func:`dpopt.privacy.user_multires_private.measure_private_multires` (no list, (ε, 1e-6), exact
     discrete noise), ``estimate_hierarchical`` at 95 %, the released rows with ``slot_end``."""
     from dpopt.estimation.hierarchical import estimate_hierarchical
+    from dpopt.privacy.options import NoiseOptions
     from dpopt.privacy.user_multires_private import measure_private_multires
 
-    m = measure_private_multires(agg, epsilon=eps, delta=DELTA, bound=agg.bound, seed=seed, **kw)
+    m = measure_private_multires(agg, epsilon=eps, delta=DELTA, bound=agg.bound, noise=NoiseOptions(seed=seed), **kw)
     if m.n_nodes == 0:
         return pd.DataFrame({"cell": [], "slot": [], "mean": []})
     t = estimate_hierarchical(m, confidence=0.95).table
@@ -223,19 +224,31 @@ def private_multires_table(agg, eps, seed, **kw) -> pd.DataFrame:
         {"cell": np.int64, "slot": np.int64, "slot_end": np.int64})
 
 
+#: alternatives to the default finest-level selection rule: (label, k, own_top, dwell) of a KeepRule
+PRIVATE_VARIANTS = (("finest k = 4, shared order (session 9)", 4, 0, 0.0), ("finest k = 2, shared order", 2, 0, 0.0),
+                    ("finest k = 2, one by own records wherever", 2, 1, 0.0),
+                    ("finest k = 3, one by own records wherever", 3, 1, 0.0))
+
+
 def private_multires_rows(args, agg, fin) -> list:
-    """Rows of :func:`private_multires_table` at its defaults, seeds 1000+rep."""
+    """Rows of :func:`private_multires_table` at its defaults, then with the finest level's
+    selection rules of :data:`PRIVATE_VARIANTS`; seeds 1000+rep."""
+    from dpopt.userdp.select_levels import KeepRule
+
     rows = []
-    for eps in args.eps:
-        sc, walls = [], []
-        for rep in range(args.reps):
-            t0 = time.perf_counter()
-            t = private_multires_table(agg, eps, 1000 + rep)
-            walls.append(time.perf_counter() - t0)
-            sc.append(score_table(t, fin))
-        rows.append({"eps": eps, "setting": SETTINGS[1][0], "method": PRIVATE, "bounds": [[4, 8]],
-                     "wall": float(np.mean(walls)), **summarise(sc)})
-        print(PRIVATE, eps, round(rows[-1]["median"], 2), rows[-1]["own_grids"], flush=True)
+    for label, *rule in ((None, None),) + PRIVATE_VARIANTS:
+        method = PRIVATE if label is None else f"{PRIVATE}: {label}"
+        kw = {} if label is None else {"finest": KeepRule(*rule)}
+        for eps in args.eps:
+            sc, walls = [], []
+            for rep in range(args.reps):
+                t0 = time.perf_counter()
+                t = private_multires_table(agg, eps, 1000 + rep, **kw)
+                walls.append(time.perf_counter() - t0)
+                sc.append(score_table(t, fin))
+            rows.append({"eps": eps, "setting": SETTINGS[1][0], "method": method, "bounds": [[4, 8]],
+                         "wall": float(np.mean(walls)), **summarise(sc)})
+            print(method, eps, round(rows[-1]["median"], 2), rows[-1]["own_grids"], flush=True)
     return rows
 
 
@@ -312,19 +325,18 @@ def run(args) -> dict:
 
 
 def opendp_rows(args, agg, fin, eps, setting, public, med_k, med_c) -> list:
-    """OpenDP rows of one (eps, setting): median bounds and the best of the sweep on the truth."""
-    rows = []
-    t, wall = opendp_table(agg, eps, med_k, med_c, public)
-    rows.append({"eps": eps, "setting": setting, "method": "OpenDP (median bounds)",
-                 "bounds": [[med_k, med_c]], "wall": wall, **summarise([score_table(t, fin)])})
-    best = None
-    for k in args.sweep_k:
-        for c in args.sweep_c:
-            t, wall = opendp_table(agg, eps, k, c, public)
-            row = {"eps": eps, "setting": setting, "method": "OpenDP tuned on the truth",
-                   "bounds": [[k, c]], "wall": wall, **summarise([score_table(t, fin)])}
-            if best is None or row["median"] < best["median"]:
-                best = row
+    """OpenDP rows of one (eps, setting): median bounds and the best of the sweep on the truth, each
+    over ``args.opendp_reps`` runs (OpenDP draws its own noise, unseeded)."""
+    def row(k, c, method):
+        runs = [opendp_table(agg, eps, k, c, public) for _ in range(args.opendp_reps)]
+        return {"eps": eps, "setting": setting, "method": method, "bounds": [[k, c]],
+                "wall": float(np.mean([w for _, w in runs])), **summarise([score_table(t, fin) for t, _ in runs])}
+
+    rows = [row(med_k, med_c, "OpenDP (median bounds)")]
+    sweep = [row(k, c, "OpenDP tuned on the truth") for k in args.sweep_k for c in args.sweep_c]
+    # the most grids at their own resolution any swept bounds gave (private selection: every run
+    # may charge U/2 everywhere, so the error alone does not pick the bounds)
+    best = {**min(sweep, key=lambda r: r["median"]), "own_grids_sweep_max": max(r["own_grids"] for r in sweep)}
     rows.append(best)
     print("OpenDP", eps, setting, round(rows[0]["median"], 1), round(best["median"], 1), flush=True)
     return rows
@@ -374,7 +386,8 @@ def add_peer(args, name: str, rows_of, public_only: bool = False) -> None:
         for setting, public in SETTINGS:
             if public or not public_only:
                 out["rows"] += rows_of(args, agg, fin, eps, setting, public, med_k, med_c)
-    out["meta"][name.lower()] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    out["meta"][name.lower()] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                 "reps": args.opendp_reps if name == "OpenDP" else 1}
     p.write_text(json.dumps(out, indent=1))
 
 
@@ -409,6 +422,8 @@ def chosen_k(args) -> dict:
 
 def _own(row: dict, scored: int) -> str:
     """Scored grids answered at their own resolution per run (flat releases: every answer)."""
+    if "own_grids_sweep_max" in row:  # OpenDP tuned: and the most any swept bounds gave
+        return f"{row['own_grids']:.1f} (sweep max {row['own_grids_sweep_max']:.1f})"
     if "own_grids" in row:
         return f"{row['own_grids']:.1f}"
     if row["method"].startswith("dpopt default") or row["method"].startswith("constant"):
@@ -439,7 +454,9 @@ def write_markdown() -> None:
         lines += [f"## {TITLES[data]}: {r['users']} users, "
                   f"{r['grids']} grids, {r['records']} records, {r['scored']} grids with >= 10 users", "",
                   f"{m['date']}; dpopt repetitions {m['reps']}, PipelineDP repetitions {m['pdp_reps']}, PipelineDP "
-                  f"sweep k in {m['sweep'][0]}, c in {m['sweep'][1]}; median bounds {tuple(r['median_bounds'])}.", "",
+                  f"sweep k in {m['sweep'][0]}, c in {m['sweep'][1]}; OpenDP and Tumult runs per setting "
+                  f"{m.get('opendp', {}).get('reps', 1)} and {m.get('tumult', {}).get('reps', 1)}; median bounds "
+                  f"{tuple(r['median_bounds'])}.", "",
                   "| eps | setting | method | (k, c) chosen | median / p90 err | median answered | answered | "
                   "coverage | nodes | grids at own resolution |", "|---|---|---|---|---|---|---|---|---|---|"]
         for row in r["rows"]:
@@ -476,7 +493,8 @@ def main() -> None:
     ap.add_argument("--sweep-c", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--chosen-k", type=int, default=0, help="only the stability of the automatic k over N seeds")
     ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--opendp", action="store_true", help="also run OpenDP (1 repetition per setting)")
+    ap.add_argument("--opendp", action="store_true", help="also run OpenDP (--opendp-reps runs per setting)")
+    ap.add_argument("--opendp-reps", type=int, default=1, help="OpenDP runs per (bounds, eps, setting)")
     ap.add_argument("--only-opendp", action="store_true", help="add OpenDP rows to an existing results json")
     ap.add_argument("--only-tumult", dest="tumult", metavar="PYTHON",
                     help="add Tumult Analytics rows to an existing results json, run by this interpreter (a "
