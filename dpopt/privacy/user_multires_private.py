@@ -19,11 +19,11 @@ Steps and budget (pure ε pieces, δ from the selection only):
    [0, B]: the centred sum's sensitivity is B/2 instead of U/2 and the count's noise enters a mean
    multiplied by |mean − B/2| instead of |mean − U/2| (models/hierarchy.md §13.2); the means are of
    values clamped at B;
-1. selection (:mod:`dpopt.userdp.select_levels`): at the finest level a user keeps 2 grids (the
-   :data:`FINEST_RULE`): the first in the shared public order, and the grid where it dwells (≥ 10×
-   its mean records per grid, e.g. an aircraft at its gate) if it has one, else the second in the
-   shared order — a rule of its own records and public keys, so sensitivity k = 2 as for the
-   shared order alone; at the coarse levels its first k_ℓ in the shared order. Level ℓ spends
+1. selection (:mod:`dpopt.userdp.select_levels`): at the finest level a user keeps one grid (the
+   :data:`FINEST_RULE`): the grid where it dwells (≥ 10× its mean records per grid, e.g. an
+   aircraft at its gate) if it has one, else its first in the shared public order — a rule of its
+   own records and public keys, so sensitivity k = 1 as for the shared order alone; at the coarse
+   levels its first k_ℓ in the shared order. Level ℓ spends
    (share_ℓ·ε_sel, δ/L) — ε_sel =
    ``selection_fraction``·ε, shares :data:`SELECTION_SHARES` for the default levels (else equal), the
    finest level's share moved to the map (the coarsest level below the root; for explicit levels
@@ -98,10 +98,10 @@ PERIOD_NS = 3640 * DAY_NS
 COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1), (None, PERIOD_NS, 1))
 #: the map's resolution offset in :data:`COARSE_LEVELS` (R − 4): it receives a dropped finest share
 MAP_OFFSET = 4
-#: which finest grids a user keeps for the selection (:class:`~dpopt.userdp.select_levels.KeepRule`):
-#: k = 2, one of them the grid where it dwells (≥ 10× its mean records per grid: an aircraft at its
-#: gate) if it has one, else both in the shared public order (session 10; models/hierarchy.md §12)
-FINEST_RULE = KeepRule(2, own_top=1, dwell=10.0)
+#: which finest grid a user keeps for the selection (:class:`~dpopt.userdp.select_levels.KeepRule`):
+#: one, the grid where it dwells (≥ 10× its mean records per grid: an aircraft at its gate) if it
+#: has one, else its first in the shared public order (session 10; models/hierarchy.md §12)
+FINEST_RULE = KeepRule(1, own_top=1, dwell=10.0)
 SELECTION_SHARES = (0.8, 0.1, 0.05, 0.05)
 
 
@@ -345,8 +345,8 @@ def measure_private_adaptive(contributions: Aggregate, budget: Budget, options: 
                                  bounds=fixed or DEFAULT_BOUNDS, selection_fraction=options.selection_share, noise=noise)
     info = {**m.info, "bounds_rule": "fixed" if fixed else "public default", "split_rule": "count 0.4, sum 0.6",
             "shape": "adaptive", "mechanism": "laplace", "seeded": noise.seed is not None,
-            "partitions": "private selection (shared public hash order; at the finest level also the grid where a user "
-                          "dwells; Laplace thresholding per level)",
+            "partitions": "private selection (shared public hash order; at the finest level the grid where a user "
+                          "dwells, if any; Laplace thresholding per level)",
             "slot": slot_text(contributions.slot_ns), "lattice": m.info["granularity"],
             "delta_selection": float(m.spend.delta), "public": PUBLIC_FACTS,
             "epsilon_budget": total}

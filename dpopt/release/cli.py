@@ -134,7 +134,8 @@ def _add_user_arguments(p: Any) -> None:
                    "node whose error meets the target; without --partitions (needs --delta, Laplace noise): "
                    "selects nodes of the finest grid, of every H3 cell over a public 3640-day period and of the "
                    "map (R-4 x period) privately, by noisy user counts in a shared public hash order (at the "
-                   "finest grid also the one where a user dwells, >= 10x its mean records per grid), and "
+                   "finest grid a user keeps the one where it dwells, >= 10x its mean records per grid, if "
+                   "any), and "
                    "measures the selected ones (--bounds K,C public, default 4,8). fixed: the flat release of every grid at "
                    "--h3-resolution (listed, or selected privately)")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",

@@ -225,9 +225,9 @@ def private_multires_table(agg, eps, seed, **kw) -> pd.DataFrame:
 
 
 #: alternatives to the default finest-level selection rule: (label, k, own_top, dwell) of a KeepRule
-PRIVATE_VARIANTS = (("finest k = 4, shared order (session 9)", 4, 0, 0.0), ("finest k = 2, shared order", 2, 0, 0.0),
-                    ("finest k = 2, one by own records wherever", 2, 1, 0.0),
-                    ("finest k = 3, one by own records wherever", 3, 1, 0.0))
+PRIVATE_VARIANTS = (("finest k = 4, shared order (session 9)", 4, 0, 0.0), ("finest k = 1, shared order", 1, 0, 0.0),
+                    ("finest k = 2, one where it dwells", 2, 1, 10.0),
+                    ("finest k = 2, one by own records wherever", 2, 1, 0.0))
 
 
 def private_multires_rows(args, agg, fin) -> list:

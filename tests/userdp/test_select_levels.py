@@ -210,7 +210,7 @@ def test_default_levels_and_shares_follow_the_grid():
 
     assert PERIOD_NS == 3640 * DAY_NS
     lv, sh, to = private_levels(SimpleNamespace(h3_resolution=7, slot_ns=SLOT_NS))
-    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 2), (7, PERIOD_NS, 8), (3, PERIOD_NS, 1),
+    assert [(x.h3_resolution, x.slot_ns, k) for x, k in lv] == [(7, SLOT_NS, 1), (7, PERIOD_NS, 8), (3, PERIOD_NS, 1),
                                                                 (0, PERIOD_NS, 1)]
     assert sh == pytest.approx(SELECTION_SHARES) and SELECTION_SHARES == (0.8, 0.1, 0.05, 0.05)
     assert to == 2  # a dropped finest share goes to the map, not the root
