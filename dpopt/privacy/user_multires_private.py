@@ -247,7 +247,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
             sel.append(LevelSelection(level, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                                       k, 0.0, 0.0, float("inf"), float("inf")))
             continue
-        s = select_level(agg, level, k=finest if i == 0 else k, epsilon=e_sel * shares[i], delta=d_sel,
+        s = select_level(agg, level, keep=finest if i == 0 else k, epsilon=e_sel * shares[i], delta=d_sel,
                          mechanism=mech)
         pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
         sel.append(s)

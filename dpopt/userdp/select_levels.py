@@ -11,9 +11,10 @@ record's grid key. Selection at level ℓ:
    node's coarse group — its H3 parent two resolutions up and a slot three times longer — then of
    the node itself; :func:`node_priority`) and keeps its first ``k_ℓ``: users of one coarse group
    keep the same nodes, so their counts pile up (the idea of OpenDP's truncation in a public order);
-   optionally (``own_top`` > 0) only its first k_ℓ − own_top in that order, then, of its other
-   nodes, the own_top where it has the most records (ties in the shared order): counts then also
-   pile up where users dwell (aircraft on the ground at an airport);
+   or, by a :class:`KeepRule` with ``own_top`` > 0, its first k_ℓ − own_top in that order, then,
+   of its other nodes, the own_top where it has the most records among those where it dwells (≥
+   ``dwell`` × its mean records per node; ties in the shared order), then that order again up to
+   k_ℓ: counts then also pile up where users stop (aircraft at the gates);
 2. the number of users u_v per node v (each kept node counts its user once);
 3. release v iff u_v + Z_v ≥ T_ℓ, Z_v Laplace of scale k_ℓ/ε_ℓ (exact discrete Laplace in a real
    release), T_ℓ = 1 + x with P[Z ≥ x] ≤ δ_ℓ/k_ℓ (:func:`dpopt.userdp.partitions.selection_threshold`).
@@ -143,11 +144,11 @@ def _first(user: np.ndarray, keys: tuple[np.ndarray, ...], n: int) -> np.ndarray
     return out
 
 
-def select_level(agg: Aggregate, level: Level, *, k: KeepRule | int, epsilon: float, delta: float,
+def select_level(agg: Aggregate, level: Level, *, keep: KeepRule | int, epsilon: float, delta: float,
                  mechanism: NoiseMechanism, salt: int = 0) -> LevelSelection:
-    """(ε, δ)-DP selection of the nodes of ``level`` (module doc); ``k`` a :class:`KeepRule` or the
-    number of nodes a user keeps in the shared public order."""
-    rule = k if isinstance(k, KeepRule) else KeepRule(k)
+    """(ε, δ)-DP selection of the nodes of ``level`` (module doc); ``keep`` a :class:`KeepRule` or
+    the number k of nodes a user keeps in the shared public order."""
+    rule = keep if isinstance(keep, KeepRule) else KeepRule(keep)
     k = rule.k
     grid_node, cells, slots = level_nodes(agg, level)
     pr = node_priority(cells, slots, level, salt=salt)

@@ -139,7 +139,7 @@ def test_level_nodes_and_priority_are_functions_of_the_keys():
 def test_select_level_releases_only_counts_above_the_threshold():
     agg = _day_agg(n_users=60)
     mech = DiscreteLaplace(SeededSource(3), seeded=True)
-    s = select_level(agg, Level(7, SLOT_NS), k=2, epsilon=50.0, delta=1e-6, mechanism=mech)
+    s = select_level(agg, Level(7, SLOT_NS), keep=2, epsilon=50.0, delta=1e-6, mechanism=mech)
     assert np.all(s.noisy_users >= s.threshold)
     node, cells, slots = level_nodes(agg, Level(7, SLOT_NS))
     exact = user_node_counts(agg.pair_user, node[agg.pair_grid], cells.size,
