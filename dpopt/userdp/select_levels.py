@@ -15,18 +15,21 @@ record's grid key. Selection at level ℓ:
    of its other nodes, the own_top where it has the most records among those where it dwells (≥
    ``dwell`` × its mean records per node; ties in the shared order), then that order again up to
    k_ℓ: counts then also pile up where users stop (aircraft at the gates);
-2. the number of users u_v per node v (each kept node counts its user once);
-3. release v iff u_v + Z_v ≥ T_ℓ, Z_v Laplace of scale k_ℓ/ε_ℓ (exact discrete Laplace in a real
+2. the number of users u_v per node v (each kept node counts its user once); only nodes with
+   u_v ≥ 1 are candidates (a node nobody kept is neither noised nor released);
+3. release a candidate v iff u_v + Z_v ≥ T_ℓ, Z_v Laplace of scale k_ℓ/ε_ℓ (exact discrete Laplace in a real
    release), T_ℓ = 1 + x with P[Z ≥ x] ≤ δ_ℓ/k_ℓ (:func:`dpopt.userdp.partitions.selection_threshold`).
 
 **Privacy** ((ε_ℓ, δ_ℓ)-DP per level; Korolova et al. 2009, Wilson et al. 2020, Desfontaines et al.
 2022). Add or remove one user ℓ*. The priority is a function of node keys only and the own-records
 choice a function of the user's own records, so every other user's kept set is unchanged (no
 data-dependent or random choice reads another user). User ℓ*
-changes the counts of ≤ k_ℓ nodes, each by exactly 1: on the nodes present in both data sets the
-count vector has ℓ1 sensitivity k_ℓ, and Laplace noise of scale k_ℓ/ε_ℓ gives ε_ℓ-DP for the
-released set restricted to them; a node present only with ℓ* (≤ k_ℓ of them) has u_v = 1 and is
-released with probability P[Z ≥ T_ℓ − 1] ≤ δ_ℓ/k_ℓ, at most δ_ℓ in total. Levels compose:
+changes the counts of ≤ k_ℓ nodes, each by exactly 1: on the nodes that are candidates in both
+data sets the count vector has ℓ1 sensitivity k_ℓ, and Laplace noise of scale k_ℓ/ε_ℓ gives
+ε_ℓ-DP for the released set restricted to them; a node that is a candidate only with ℓ* — kept by
+ℓ* and by no one else, ≤ k_ℓ of them — has u_v = 1 and is released with probability
+P[Z ≥ T_ℓ − 1] ≤ δ_ℓ/k_ℓ, at most δ_ℓ in total. (Nodes with u_v = 0 must not be candidates: ℓ*
+can bring any number of nodes it does not keep.) Levels compose:
 (Σ ε_ℓ, Σ δ_ℓ). Brute force: tests/userdp/test_select_levels.py enumerates every placement of an
 added user in a small tree and checks the count vector moves by ≤ 1 on ≤ k_ℓ nodes and nowhere else.
 """
@@ -154,7 +157,12 @@ def select_level(agg: Aggregate, level: Level, *, keep: KeepRule | int, epsilon:
     pr = node_priority(cells, slots, level, salt=salt)
     counts = user_node_counts(agg.pair_user, grid_node[agg.pair_grid], cells.size, pr, rule, records=agg.count)
     thr = selection_threshold(k, epsilon, delta, mechanism)
-    noisy = mechanism.integer(counts, l1=k, l2=float(np.sqrt(k)), budget=thr.epsilon)
-    on = np.asarray(noisy, dtype=float) >= thr.threshold
-    return LevelSelection(level=level, cells=cells[on], slots=slots[on], noisy_users=np.asarray(noisy)[on], k=k,
+    # candidates: nodes some user kept (u_v >= 1). A node nobody kept is never noised nor released: a
+    # user's nodes beyond its k would otherwise each be a chance of release only with that user
+    # present, unbounded in number (review, session 10; the flat release's _select_private alike)
+    cand = np.flatnonzero(counts > 0)
+    noisy = np.asarray(mechanism.integer(counts[cand], l1=k, l2=float(np.sqrt(k)), budget=thr.epsilon))
+    on = noisy.astype(float) >= thr.threshold
+    rows = cand[on]
+    return LevelSelection(level=level, cells=cells[rows], slots=slots[rows], noisy_users=noisy[on], k=k,
                           epsilon=thr.epsilon, delta=thr.delta, scale=thr.scale, threshold=thr.threshold)

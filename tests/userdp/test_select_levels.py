@@ -108,6 +108,29 @@ def test_dwell_keeps_a_busiest_node_only_where_the_user_dwells(dwell):
     assert seen == {True, False}  # both branches were exercised
 
 
+def test_nodes_nobody_kept_are_never_candidates():
+    """A user with many nodes of its own keeps k of them; the others (u_v = 0) must be neither noised
+    nor released, else each is a chance of release that exists only with that user (unbounded in
+    number: the δ bound would fail). Checked with a mechanism whose noise passes any threshold: the
+    released set is then exactly the nodes someone kept (review, session 10)."""
+
+    class Huge(DiscreteLaplace):
+        def integer(self, values, **kw):
+            return np.asarray(values, dtype=np.int64) + 10**6
+
+    recs = [("loner", g, 0, 50.0) for g in range(12)]  # 12 grids nobody else visits
+    recs += [(f"u{u}", 0, 1, 40.0) for u in range(5)]
+    agg = make_agg(recs)
+    node, cells, slots = level_nodes(agg, Level(7, SLOT_NS))
+    for keep in (1, 2, KeepRule(1, own_top=1, dwell=10.0)):
+        s = select_level(agg, Level(7, SLOT_NS), keep=keep, epsilon=1.0, delta=1e-6, mechanism=Huge(SeededSource(0)))
+        counts = user_node_counts(agg.pair_user, node[agg.pair_grid], cells.size,
+                                  node_priority(cells, slots, Level(7, SLOT_NS)), keep, records=agg.count)
+        kept = {(c, t) for c, t, n in zip(cells, slots, counts) if n > 0}
+        assert set(zip(s.cells.tolist(), s.slots.tolist())) == kept
+        assert len(kept) <= 1 + (keep if isinstance(keep, int) else keep.k)  # grid 0 (shared) + the loner's k
+
+
 def test_a_node_only_the_added_user_holds_is_released_with_probability_at_most_delta_over_k():
     mech = DiscreteLaplace(SeededSource(1), seeded=True)
     for k, eps, delta in ((1, 1.0, 1e-6), (4, 2.0, 1e-6), (4, 0.3, 1e-5)):
