@@ -206,14 +206,20 @@ def time_keys(slots: np.ndarray, level: Level, start: int) -> np.ndarray:
     return np.where(first + w <= start, first + C, first)
 
 
-def windows_recur(slots: np.ndarray, level: Level, start: int) -> bool:
-    """Whether a recurring ``level`` has a window that holds slots of two cycles (some slot lies a
-    whole cycle or more after its window's first start, :func:`time_keys`); False for a contiguous
-    level. Over a list inside one cycle a profile is only a set of contiguous windows."""
+def windows_recur(slots: np.ndarray, level: Level, start: int, cells: np.ndarray | None = None) -> bool:
+    """Whether a recurring ``level`` has a node that holds listed slots of two different
+    occurrences of its window (cycles): the node of a slot is its window (:func:`time_keys`) and,
+    given ``cells``, the slot's H3 parent at the level's resolution; False for a contiguous level.
+    Over a list inside one epoch-aligned cycle (one UTC day for "day") no node recurs: a profile is
+    then only a set of contiguous windows."""
     if not level.profile:
         return False
     t = np.asarray(slots, dtype=np.int64)
-    return bool(np.any(t - time_keys(t, level, start) >= level.cycle_ns))
+    key = time_keys(t, level, start)
+    occurrence = (t - key) // level.cycle_ns
+    node = [key] if cells is None else [cell_parents(np.asarray(cells, dtype=np.int64), level.h3_resolution), key]
+    pairs = np.unique(np.stack([*node, occurrence], axis=1), axis=0)
+    return bool(len(np.unique(pairs[:, :-1], axis=0)) < len(pairs))
 
 
 def build_hierarchy(cells: np.ndarray, slots: np.ndarray, levels: tuple[Level, ...]) -> Hierarchy:

@@ -86,8 +86,9 @@ class UserOptions:
     finest grid is answered by its finest node whose error meets the target
     (:mod:`dpopt.privacy.user_multires`). Adaptive without a list (private selection, Laplace noise
     and δ): nodes of a few public levels are selected by Laplace thresholding of user counts in a
-    shared public hash order, then measured (:mod:`dpopt.privacy.user_multires_private`; public
-    (k, c), default (4, 8); ``selection_fraction`` default 0.6; no bounds or pooling budget).
+    shared public hash order (at the finest grid a user keeps the one where it dwells, if any:
+    ``FINEST_RULE``), then measured (:mod:`dpopt.privacy.user_multires_private`; public (k, c) of
+    the measurement, default (4, 8); ``selection_fraction`` default 0.6; no bounds or pooling budget).
     ``selection_fraction`` None: 0.6 there, 0.2 for the flat private release.
 
     ``profile`` "day" or "week" (with a list; "auto" then runs the adaptive release): the
@@ -145,7 +146,8 @@ class UserOptions:
                                       "resolution='fixed'")
             if self.priority != "own":
                 raise DpoptInputError(f"`priority` = {self.priority!r} is an option of resolution='fixed'; private "
-                                      "multi-resolution selection always ranks nodes by the shared public hash order")
+                                      "multi-resolution selection keeps nodes by its own public rule (the shared hash order; at the "
+                                      "finest grid the one where a user dwells)")
         if self.fixed_bounds is None and not 0.0 < bf < 1.0:
             raise DpoptInputError(f"`bounds_fraction` must be in (0, 1) with automatic bounds; got {bf!r}")
         if self.private and not 0.0 < sf < 1.0:

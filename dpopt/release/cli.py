@@ -391,8 +391,8 @@ def run(args: argparse.Namespace) -> int:
     if outlook:  # issue 21 item 4: never silently nothing
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)
     if privacy == "user" and args.profile is not None and not _recurring_levels(result):
-        print(f"dpopt release: warning: --profile {args.profile} added no recurring window: the list lies within one "
-              "cycle, so every window is a single stretch of time and the release answers what the plain chain would",
+        print(f"dpopt release: warning: --profile {args.profile} added no recurring window: no node holds slots of two "
+              "cycles (e.g. a list within one UTC day), so the release answers what the plain chain would",
               file=sys.stderr)
     return 0
 
@@ -407,8 +407,8 @@ def _recurring_levels(result: Any) -> int:
     m = getattr(result, "measurements", None)
     if m is None or m.finest is None or not len(m.finest):
         return 0
-    slots = m.finest["slot"].to_numpy(dtype=np.int64)
-    return sum(windows_recur(slots, Level(int(lv[0]), int(lv[1]), int(lv[2])), int(slots.min()))
+    slots, cells = m.finest["slot"].to_numpy(dtype=np.int64), m.finest["cell"].to_numpy(dtype=np.int64)
+    return sum(windows_recur(slots, Level(int(lv[0]), int(lv[1]), int(lv[2])), int(slots.min()), cells)
                for lv in m.info.get("levels", []) if len(lv) > 2 and int(lv[2]) > 0)
 
 

@@ -187,25 +187,36 @@ def test_default_levels_that_repeat_the_level_below_are_not_measured_twice():
 
 
 def test_windows_recur_by_brute_force():
-    """A profile window recurs over a list iff some listed slot lies a cycle or more after the
-    first occurrence of its window that ends after the list's start: the occurrences enumerated
-    one by one on random lists (not through time_keys)."""
+    """A profile level recurs over a list iff one of its nodes (the slot's H3 parent at the level's
+    resolution and its window) holds slots of two different occurrences of the window: the
+    occurrences enumerated one by one on random lists (not through time_keys), with and without
+    cells. Sparse lists over several days that never put two cycles in one node do not recur."""
     from dpopt.hierarchy.tree import windows_recur
 
     rng = np.random.default_rng(7)
+    base = h3.latlng_to_cell(30.27, -97.74, 7)
+    pool = np.array([h3.str_to_int(c) for c in sorted(h3.grid_disk(base, 3))], dtype=np.int64)
     seen = set()
-    for _ in range(300):
+    for _ in range(400):
         w = int(rng.choice([1, 2, 3, 6])) * HOUR_NS
-        lv = Level(7, w, DAY_NS)
-        slots = np.unique(rng.integers(0, int(rng.integers(2, 80)), size=int(rng.integers(1, 8)))) * HOUR_NS \
-            + 5 * DAY_NS + int(rng.integers(0, 24)) * HOUR_NS
+        lv = Level(int(rng.choice([5, 6, 7])), w, DAY_NS)
+        n = int(rng.integers(1, 8))
+        slots = rng.integers(0, int(rng.integers(2, 80)), size=n) * HOUR_NS + 5 * DAY_NS + int(rng.integers(0, 24)) * HOUR_NS
+        cells = rng.choice(pool, size=n)
         start = int(slots.min())
-        want = False
-        for t in slots.tolist():
-            phase = (t % DAY_NS) // w * w
-            first = next(a for a in (phase + j * DAY_NS for j in range(100)) if a + w > start)
-            want |= t - first >= DAY_NS
-        assert windows_recur(slots, lv, start) == want
-        seen.add(want)
+        for use_cells in (False, True):
+            occ = {}
+            for t, c in zip(slots.tolist(), cells.tolist()):
+                phase = (t % DAY_NS) // w * w
+                first = next(a for a in (phase + j * DAY_NS for j in range(100)) if a + w > start)
+                parent = h3.str_to_int(h3.cell_to_parent(h3.int_to_str(c), lv.h3_resolution)) if use_cells else None
+                occ.setdefault((parent, first), set()).add((t - first) // DAY_NS)
+            want = any(len(v) > 1 for v in occ.values())
+            assert windows_recur(slots, lv, start, cells if use_cells else None) == want
+            seen.add(want)
     assert seen == {True, False}
+    # two days, one slot each in the same 3-h window on different days: recurs; in different windows: not
+    lv = Level(7, 3 * HOUR_NS, DAY_NS)
+    assert windows_recur(np.array([0, DAY_NS + HOUR_NS]), lv, 0)
+    assert not windows_recur(np.array([0, DAY_NS + 4 * HOUR_NS]), lv, 0)
     assert not windows_recur(np.arange(100) * HOUR_NS, Level(7, HOUR_NS), 0)  # contiguous: never

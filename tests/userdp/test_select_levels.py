@@ -79,30 +79,37 @@ def test_keep_rule_is_checked():
         user_node_counts(np.zeros(2, np.int64), np.arange(2), 2, np.arange(2), KeepRule(2, 1))
 
 
-@pytest.mark.parametrize("dwell", [1.5, 3.0])
-def test_dwell_keeps_a_busiest_node_only_where_the_user_dwells(dwell):
-    """``dwell``: the own-records pick goes to a node holding ≥ dwell × the user's mean records per
-    node, else the shared order fills it; brute force over an added user's placements and record
-    counts (the same neighbour properties)."""
+@pytest.mark.parametrize("k,dwell", [(2, 1.5), (2, 3.0), (1, 1.5), (1, 3.0)])
+def test_dwell_keeps_a_busiest_node_only_where_the_user_dwells(k, dwell):
+    """``KeepRule(k, own_top=1, dwell)``: the first k − 1 nodes in the shared order, then the node
+    with the most records among those holding ≥ dwell × the user's mean records per node, else the
+    shared order fills up to k; brute force over an added user's placements and record counts, its
+    records on a node split over two pairs (a node holding two of its grids), its id between the
+    base users' (the same neighbour properties; the rule written out here independently)."""
     n_nodes = 5
-    rng = np.random.default_rng(int(dwell))
+    rng = np.random.default_rng(int(10 * dwell) + k)
     priority = rng.permutation(n_nodes)
-    rule = KeepRule(2, own_top=1, dwell=dwell)
-    base = [(u, int(v), int(rng.integers(1, 30))) for u in range(6) for v in rng.choice(n_nodes, size=rng.integers(1, 5))]
+    rule = KeepRule(k, own_top=1, dwell=dwell)
+    base = [(2 * u, int(v), int(rng.integers(1, 30))) for u in range(6) for v in rng.choice(n_nodes, size=rng.integers(1, 5))]
     users = np.array([p[0] for p in base]); nodes = np.array([p[1] for p in base]); recs = np.array([p[2] for p in base])
     before = user_node_counts(users, nodes, n_nodes, priority, rule, records=recs)
     seen = set()
     for r in range(1, n_nodes + 1):
         for subset in itertools.combinations(range(n_nodes), r):
-            held = {v: int(rng.choice([1, 1, 2, 60])) for v in subset}
-            a_users = np.append(users, [99] * r); a_nodes = np.append(nodes, subset)
-            a_recs = np.append(recs, [held[v] for v in subset])
+            held = {v: int(rng.choice([1, 1, 2, 60, 200])) for v in subset}
+            split = subset[0]  # its records on this node come in two pairs
+            a_users = np.append(users, [5] * (r + 1))
+            a_nodes = np.append(nodes, list(subset) + [split])
+            a_recs = np.append(recs, [held[v] - (v == split) * (held[v] // 2) for v in subset] + [held[split] // 2])
             diff = user_node_counts(a_users, a_nodes, n_nodes, priority, rule, records=a_recs) - before
-            assert set(np.unique(diff)) <= {0, 1} and diff.sum() == min(2, r)
+            assert set(np.unique(diff)) <= {0, 1} and diff.sum() == min(k, r)
             order = sorted(subset, key=lambda v: priority[v])
+            first = order[:k - 1]
             mean = sum(held.values()) / r
-            busy = sorted((v for v in order[1:] if held[v] >= dwell * mean), key=lambda v: (-held[v], priority[v]))
-            want = {order[0]} | set(busy[:1]) if busy else set(order[:2])
+            busy = sorted((v for v in order if v not in first and held[v] >= dwell * mean),
+                          key=lambda v: (-held[v], priority[v]))
+            want = set(first) | set(busy[:1])
+            want |= set([v for v in order if v not in want][:k - len(want)])
             assert set(np.flatnonzero(diff)) == want
             seen.add(bool(busy))
     assert seen == {True, False}  # both branches were exercised
@@ -264,37 +271,37 @@ def test_level_deltas_add_up_to_at_most_delta():
 
 
 def _dwell_agg(n_users=60, seed=4):
-    """Every user passes through 6 grids once and dwells (20 records) in a grid of its own choosing
-    among two busy ones: the shared order alone spreads them, their own record counts pile them up."""
+    """Every user passes through 14 grids once and dwells (200 records, > 10× its mean per grid) in
+    one of two busy grids: the shared order alone spreads them, their own record counts pile them up."""
     rng = np.random.default_rng(seed)
     recs = []
     for u in range(n_users):
-        for g in rng.choice(np.arange(2, 12), size=6, replace=False):
+        for g in rng.choice(np.arange(2, 40), size=14, replace=False):
             recs.append((f"u{u}", int(g), 0, float(rng.uniform(0, 100))))
         busy = int(rng.integers(0, 2))
-        recs += [(f"u{u}", busy, t, float(rng.uniform(0, 100))) for t in range(1, 21)]
+        recs += [(f"u{u}", busy, t, float(rng.uniform(0, 100))) for t in range(1, 201)]
     return make_agg(recs)
 
 
-def test_finest_own_top_piles_users_where_they_dwell():
-    """The finest level with ``finest_own_top`` = 1: the two dwell grids (each ~30 users) hold every
-    user's kept node and pass the threshold; in the shared order alone a user keeps one of its 7
-    grids (k = 1) at random by hash and the dwell grids fall short. Same ε, δ, seed."""
-    from dpopt.privacy.user_multires_private import measure_private_multires
+def test_finest_rule_piles_users_where_they_dwell():
+    """``finest=KeepRule(1, own_top=1)`` (own records, dwell 0) and the default ``FINEST_RULE``
+    (dwell 10): the two dwell grids (each ~30 users) hold every user's kept node and pass the
+    threshold; in the shared order alone (k = 1) a user keeps one of its 15 grids by hash and the
+    dwell grids fall short. Same ε, δ, seed."""
+    from dpopt.privacy.user_multires_private import FINEST_RULE, measure_private_multires
 
     agg = _dwell_agg()
     node, cells, slots = level_nodes(agg, Level(7, SLOT_NS))
-    dwell = {(cells[i], slots[i]) for i in node[agg.pair_grid[agg.count == 20]]}
-    assert len(dwell) == 2
+    dwell = {(cells[i], slots[i]) for i in node[agg.pair_grid[agg.count == 200]]}
+    assert len(dwell) == 2 and FINEST_RULE == KeepRule(1, own_top=1, dwell=10.0)
     lv = Level(7, SLOT_NS)
     pr = node_priority(cells, slots, lv)
-    for own_top, want in ((1, True), (0, False)):
-        counts = user_node_counts(agg.pair_user, node[agg.pair_grid], cells.size, pr, KeepRule(1, own_top),
-                                  records=agg.count)
+    for rule, want in ((KeepRule(1, 1), True), (FINEST_RULE, True), (KeepRule(1), False)):
+        counts = user_node_counts(agg.pair_user, node[agg.pair_grid], cells.size, pr, rule, records=agg.count)
         at_dwell = sum(int(counts[i]) for i in range(cells.size) if (cells[i], slots[i]) in dwell)
         assert (at_dwell == agg.n_users) == want
         m = measure_private_multires(agg, epsilon=40.0, delta=1e-6, bound=100.0, noise=NoiseOptions(seed=2),
-                                     finest=KeepRule(1, own_top), selection_fraction=0.9, clamp_fraction=0.0)
+                                     finest=rule, selection_fraction=0.9, clamp_fraction=0.0)
         fin = m.nodes[(m.nodes["level"] == 0) & m.nodes["released"]]
         assert (dwell <= set(zip(fin["cell"], fin["slot"]))) == want
 
