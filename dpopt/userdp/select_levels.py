@@ -132,7 +132,8 @@ def user_node_counts(pair_user: np.ndarray, pair_node: np.ndarray, n_nodes: int,
         held = np.bincount(inv.reshape(-1), weights=np.asarray(records, dtype=float), minlength=key.size)
         mean = np.bincount(user, weights=held) / np.maximum(np.bincount(user), 1)
         busy = held >= float(rule.dwell) * mean[user]
-        kept |= _first(user, (priority[node], -held, kept | ~busy), own_top) & ~kept & busy
+        # its own_top busiest other nodes, those where it dwells (busy is monotone in held)
+        kept |= _first(user, (priority[node], -held, kept), own_top) & ~kept & busy
         kept = _first(user, (priority[node], ~kept), k)  # the kept ones, then the shared order up to k
     return np.bincount(node[kept], minlength=n_nodes).astype(np.int64)
 
