@@ -235,7 +235,8 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
         out.append(f"<b>{int(nw):,}</b> cells were withheld: {why}. Publishing them would publish "
                    "noise, not information.")
     elif model == "user":
-        if summary.get("selection_threshold") is not None:
+        # the flat release states its threshold; the multi-resolution one names private selection
+        if summary.get("selection_threshold") is not None or str(summary.get("partitions", "")).startswith("private"):
             out.append("Cells were selected privately: a cell is published only if its noisy number "
                        "of users passed a threshold, so rare cells cannot reveal anyone; the others "
                        "are not listed at all.")

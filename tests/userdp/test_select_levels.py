@@ -138,6 +138,26 @@ def test_nodes_nobody_kept_are_never_candidates():
         assert len(kept) <= 1 + (keep if isinstance(keep, int) else keep.k)  # grid 0 (shared) + the loner's k
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_flat_private_selection_has_the_same_candidates(k):
+    """The flat private release (``resolution="fixed"``, :func:`dpopt.privacy.user._select_private`):
+    with a selection noise that passes any threshold, exactly the grids some user kept after
+    bounding are released — the loner's k, not its 12 (audit, session 10: no test caught a change
+    of the candidates to every grid)."""
+    from dpopt.privacy.options import Budget
+    from dpopt.privacy.user import UserOptions, measure
+    from dpopt.userdp.mechanism import LaplaceSimulation
+
+    class Huge(LaplaceSimulation):
+        def integer(self, values, **kw):
+            return np.asarray(values, dtype=float) + 1e6
+
+    recs = [("loner", g, 0, 50.0) for g in range(12)] + [(f"u{u}", 0, 1, 40.0) for u in range(5)]
+    m = measure(make_agg(recs), Budget(epsilon_total=1.0, delta=1e-6), UserOptions(bounds=(k, 1), resolution="fixed"),
+                bound=100.0, sampler=Huge(np.random.default_rng(0)))
+    assert 1 <= m.n_nodes <= 1 + k  # grid 0 (the five users and maybe the loner) and the loner's k
+
+
 def test_a_node_only_the_added_user_holds_is_released_with_probability_at_most_delta_over_k():
     mech = DiscreteLaplace(SeededSource(1), seeded=True)
     for k, eps, delta in ((1, 1.0, 1e-6), (4, 2.0, 1e-6), (4, 0.3, 1e-5)):

@@ -158,3 +158,17 @@ def test_recurring_slots_are_said_in_words():
     assert "recurring slots: the same hours of every day" in html
     assert html.count("08:00–09:00 UTC every day from 2015-09-06 until 2015-09-09 05:00 UTC") >= 2  # table + tips
     assert html.count('data-c="86400"') == 2 * 2  # two recurring nodes, on the value and the uncertainty map
+
+
+def test_the_report_says_how_cells_were_chosen():
+    """The multi-resolution private release publishes no single threshold (``selection_threshold``
+    None) but names private selection in ``partitions``: the report must not claim a public list
+    (audit, session 10); with a list it says the list."""
+    t, s = multires()
+    private = {**s, "selection_threshold": None,
+               "partitions": "private selection (shared public hash order; Laplace thresholding per level)"}
+    text = _section(render_html(t, private), "summary")
+    assert "selected privately" in text and "public list" not in text
+    listed = {**s, "selection_threshold": None, "partitions": "public list (41 grids)"}
+    text = _section(render_html(t, listed), "summary")
+    assert "public list of partitions" in text and "selected privately" not in text
