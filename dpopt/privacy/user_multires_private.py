@@ -267,7 +267,9 @@ def _levels_and_rule(agg: Aggregate, levels: Any, finest: Any) -> tuple[tuple, n
         lv, shares, receiver = private_levels(agg, finest.k)
     else:
         lv, receiver = tuple(levels), None
-        shares = np.full(len(lv), 1.0 / max(len(lv), 1))
+        if not lv:
+            raise DpoptInputError("`levels` must hold at least the finest (Level, k) pair; got none")
+        shares = np.full(len(lv), 1.0 / len(lv))
         finest = KeepRule(lv[0][1]) if finest is None else finest
         if finest.k != lv[0][1]:
             raise DpoptInputError(f"`finest.k` must be the k of `levels[0]` ({lv[0][1]}); got {finest.k!r}")

@@ -332,7 +332,7 @@ def test_finest_options_are_checked_before_any_noise():
     agg = _day_agg()
     base = dict(epsilon=1.0, delta=1e-6, bound=100.0, noise=NoiseOptions(seed=0))
     for kw, word in ((dict(finest=2), "finest"), (dict(finest=KeepRule(3), levels=((Level(7, SLOT_NS), 2),)),
-                                                  "finest.k")):
+                                                  "finest.k"), (dict(levels=()), "levels")):
         with pytest.raises(DpoptInputError, match=word):
             measure_private_multires(agg, **base, **kw)
     assert private_levels(agg, 3)[0][0][1] == 3
