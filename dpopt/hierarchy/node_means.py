@@ -9,9 +9,11 @@ count ñ_n and noisy centred sum Ỹ_n (Σ (x − centre) of the kept records) g
 an observation of the record-weighted mean of its grids' means, y_n ≈ Σ_g w_g θ_g / Σ_g w_g + e_n.
 The weights w_g (each grid's share of its node's kept records) are themselves estimated from the
 finest grids' noisy counts. A node enters only where its noisy count is at least
-:func:`dpopt.hierarchy.blup.count_snr_threshold` noise sds, so that the ratio's linearisation holds
-(a public function of the number of nodes: fewer than one half of a marginal's empty nodes pass by
-noise alone).
+:func:`count_threshold` noise sds, so that the ratio's linearisation holds and a node whose count is
+noise alone rarely enters: such a node's ratio sits near the centre whatever the data, and where it
+is the only observation it would pull every answer there. (A real node that passes only because its
+noise was high still carries an inflated count; the strategy leaves out marginals none of whose nodes
+could pass with the whole budget, so that such nodes are not all the release has.)
 
 Two measurements of the same statistic (the pilot's and the main one, independent noise) combine
 by inverse-variance weighting (:func:`combine`), the minimum-variance unbiased linear combination.
@@ -19,12 +21,25 @@ by inverse-variance weighting (:func:`combine`), the minimum-variance unbiased l
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
-from .blup import count_snr_threshold
+from .blup import MIN_COUNT_SNR
 
-__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs"]
+__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "FALSE_PASSES"]
+
+#: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone
+FALSE_PASSES = 0.05
+
+
+def count_threshold(n_nodes: int) -> float:
+    """Noise sds a node's count must reach: t with N·½·exp(−t·√2) = :data:`FALSE_PASSES` for a
+    marginal of N nodes (the Laplace tail, the heaviest noise law of the release), at least
+    :data:`dpopt.hierarchy.blup.MIN_COUNT_SNR`. A public function of the node count; the rate is a
+    stated tolerance (one false node in twenty marginals), not a value fitted to data."""
+    return max(MIN_COUNT_SNR, math.log(max(int(n_nodes), 1) / (2.0 * FALSE_PASSES)) / math.sqrt(2.0))
 
 
 def combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +76,7 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     n_nodes = int(np.size(count))
     var_n = np.broadcast_to(np.asarray(count_var, dtype=float), (n_nodes,))
     var_y = np.broadcast_to(np.asarray(total_var, dtype=float), (n_nodes,))
-    thr = count_snr_threshold(n_nodes) * np.sqrt(var_n)
+    thr = count_threshold(n_nodes) * np.sqrt(var_n)
     kept = np.flatnonzero(np.isfinite(count) & np.isfinite(total) & (count >= np.maximum(thr, 1.0)))
     n = count[kept]
     d = np.clip(total[kept] / n, -half_range, half_range)

@@ -122,22 +122,16 @@ def _add_user_arguments(p: Any) -> None:
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid). The "
                    "place release (the default with --partitions) chooses its own record cap and clamp under DP; "
                    "any other --bounds runs --resolution adaptive there")
+    u.add_argument("--strategy", default="optimised", metavar="{optimised,place,adaptive,fixed}",
+                   help="what to measure. optimised (default, with --partitions): the place x time marginals of "
+                   "the list (cell and map x slot, day, hour-of-day, period) get budget shares from an "
+                   "optimisation model fitted on a small DP pilot; one crossed random-effects model answers "
+                   "every listed grid with its own interval (models/engine.md). The named strategies are the "
+                   "earlier fixed shapes, kept for comparison: place (cells over the period and the map), "
+                   "adaptive (the nested hierarchy; without --partitions, private selection of nodes, needs "
+                   "--delta), fixed (every grid alone). Without --partitions the default is adaptive")
     u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
-                   help="auto (default): place with --partitions (Laplace noise, default --bounds), else "
-                   "adaptive. place, with --partitions: each H3 cell of --h3-resolution over the whole period "
-                   "and the map are measured (each user keeps at most T of its records, T chosen from a DP "
-                   "histogram of records per user; values clamped to a DP-chosen B <= U) and each listed grid is answered by "
-                   "its cell's hierarchical estimate, or the map's where the budget is too small for cells "
-                   "(release.csv: one row per published node, answers.csv: which node answers each listed "
-                   "grid). adaptive, with --partitions: measures every level of the public hierarchy above the "
-                   "listed grids (H3 parents x 3h/day/period slots) and answers each listed grid by its finest "
-                   "node whose error meets the target; without --partitions (needs --delta, Laplace noise): "
-                   "selects nodes of the finest grid, of every H3 cell over a public 3640-day period and of the "
-                   "map (R-4 x period) privately, by noisy user counts in a shared public hash order (at the "
-                   "finest grid a user keeps the one where it dwells, >= 10x its mean records per grid, if "
-                   "any), and "
-                   "measures the selected ones (--bounds K,C public, default 4,8). fixed: the flat release of every grid at "
-                   "--h3-resolution (listed, or selected privately)")
+                   help="the old name of --strategy (auto = optimised); kept for one release cycle")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
                    help="multi-resolution releases: the coarsest H3 resolution of the hierarchy (default "
                    "--h3-resolution - 4)")
@@ -277,7 +271,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
             budget = Budget(epsilon_total=args.epsilon_total, rho=args.rho, delta=args.delta, mechanism=args.mechanism)
         model: Any = UserOptions(partitions=args.partitions, bounds=_bounds_option(args.bounds),
                                  resolution=args.resolution, coarsest_resolution=args.coarsest_resolution,
-                                 profile=args.profile) \
+                                 profile=args.profile, strategy=_strategy(args)) \
             if privacy == "user" else PublicOccupancyOptions(
                 plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
                 time_limit=args.time_limit, target=_positive(args.target, "target"),
@@ -342,6 +336,17 @@ def _records(args: argparse.Namespace) -> tuple[Any, float]:
                        "release, e.g. --epsilon-total 10), --rho with --mechanism gaussian, or seed 002's "
                        "per-grid --epsilon")
     return (args.records if remote else Path(args.records)), args.bound
+
+
+def _strategy(args: Any) -> str:
+    """``--strategy``; ``--resolution`` (its old name) says so on stderr when given."""
+    if args.resolution != "auto":
+        print(f"dpopt release: --resolution is the old name of --strategy; running --strategy {args.resolution}",
+              file=sys.stderr)
+        if args.strategy not in ("optimised", args.resolution):
+            raise DpoptInputError(f"--strategy {args.strategy} and --resolution {args.resolution} disagree: give one")
+        return str(args.resolution)
+    return str(args.strategy)
 
 
 def _bounds_option(text: str) -> Any:

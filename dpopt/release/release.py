@@ -38,6 +38,7 @@ from ..privacy.public_occupancy import _check_noise_options as _check_public_noi
 from ..privacy.user import UserOptions, measure
 from ..privacy.user_multires import measure_multires
 from ..privacy.user_place import measure_place
+from ..privacy.engine import measure_engine
 from ..records.aggregate import Aggregate
 from ..records.ingest import IngestReport
 from ..userdp.bounding import check_lattice_capacity
@@ -76,9 +77,14 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
                   estimation: EstimationOptions, io: InputOptions) -> float:
     """The combination of options, checked before any record is read; returns U."""
     U = check_bound(bound)
-    adaptive = isinstance(model, UserOptions) and model.adaptive
-    method = estimation.method_for(adaptive)
-    if (method == "hierarchical") != adaptive:
+    engine = isinstance(model, UserOptions) and model.engine
+    if engine != (estimation.method in (None, "crossed")) and (engine or estimation.method == "crossed"):
+        raise DpoptInputError(f"`estimation.method` = {estimation.method!r} " + (
+            "does not fit the optimised engine: use 'crossed' (its default) or name a fixed strategy" if engine
+            else "needs the engine's measurements (a partition list and strategy='optimised')"))
+    adaptive = isinstance(model, UserOptions) and model.adaptive and not engine
+    method = "hierarchical" if engine else estimation.method_for(adaptive)
+    if not engine and (method == "hierarchical") != adaptive:
         raise DpoptInputError(f"`estimation.method` = {method!r} " + (
             "does not fit the multi-resolution release: use 'hierarchical' (its default)" if adaptive else
             "needs the measurements of the levels of the public hierarchy: the multi-resolution user release "
@@ -205,10 +211,16 @@ def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, b
         raise DpoptInputError("`sampler` is an option of the flat release (resolution='fixed'); the "
                               "multi-resolution release draws from `noise`")
     t0 = time.perf_counter()
-    m = measure_place(agg, budget, options, U=check_bound(agg.bound if bound is None else bound), noise=noise) \
-        if options.place_for(budget) else measure_multires(agg, budget, options, bound=bound, noise=noise)
+    U = check_bound(agg.bound if bound is None else bound)
+    if options.engine:
+        m = measure_engine(agg, budget, options, U=U, noise=noise)
+    elif options.place_for(budget):
+        m = measure_place(agg, budget, options, U=U, noise=noise)
+    else:
+        m = measure_multires(agg, budget, options, bound=bound, noise=noise)
     t1 = time.perf_counter()
-    est = estimate(m, method=estimation.method_for(True), confidence=estimation.confidence)
+    est = estimate(m, method="crossed" if options.engine else estimation.method_for(True),
+                   confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
     return multires_release(m, est, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}},
                             outlook=levels_outlook(m, est))

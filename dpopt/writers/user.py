@@ -236,8 +236,8 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
 
 def _shape(info: dict[str, Any]) -> str:
     """The multi-resolution shape in words for summary.json (public: the options chose it)."""
-    if info.get("shape") == "place":
-        return "place"
+    if info.get("shape") in ("place", "engine"):
+        return "optimised marginals" if info["shape"] == "engine" else "place"
     return "private selection" if str(info.get("partitions", "")).startswith("private") else "levels"
 
 

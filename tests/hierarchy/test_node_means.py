@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpopt.hierarchy.blup import count_snr_threshold
-from dpopt.hierarchy.node_means import combine, crossed_inputs, grid_weights, node_observations
+from dpopt.hierarchy.node_means import (FALSE_PASSES, combine, count_threshold, crossed_inputs, grid_weights,
+                                        node_observations)
 
 
 def test_combine_is_the_minimum_variance_linear_combination() -> None:
@@ -35,7 +35,7 @@ def test_observation_rows_are_the_weighted_means_of_their_grids() -> None:
     total = rng.normal(0, 50, n_nodes) * count / 100
     w = grid_weights(rng.uniform(-3, 30, G), np.full(G, 4.0))
     A, y, s2, kept = node_observations(code, count, 9.0, total, 25.0, centre=60.0, half_range=60.0, weights=w)
-    thr = count_snr_threshold(n_nodes) * 3.0
+    thr = count_threshold(n_nodes) * 3.0
     assert kept.tolist() == [j for j in range(n_nodes) if count[j] >= max(thr, 1.0)]
     dense = A.toarray()
     for r, j in enumerate(kept):
@@ -70,3 +70,14 @@ def test_crossed_inputs_factors_are_the_coarser_marginals_with_several_nodes() -
     assert list(factors) == ["mid"] and (factors["mid"] == codes[1]).all()
     assert A.shape == (G + 3 + 1, G) and y.size == G + 4 and [k.size for k in kept] == [G, 3, 1]
     assert np.allclose(A.toarray()[-1], np.full(G, 1.0 / G))
+
+
+def test_count_threshold_lets_few_empty_nodes_pass() -> None:
+    """Empty nodes with Laplace count noise: the share passing is at most FALSE_PASSES / N each."""
+    rng = np.random.default_rng(4)
+    for n in (2, 50, 2000):
+        t = count_threshold(n)
+        draws = rng.laplace(0.0, 1.0 / np.sqrt(2.0), size=400_000)  # unit sd
+        passing = np.mean(draws >= t)
+        assert passing <= FALSE_PASSES / n * 1.3 + 3e-5
+        assert t >= 1.5
