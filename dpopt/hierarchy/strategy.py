@@ -213,6 +213,7 @@ class _Compiled:
     bias: np.ndarray        # (C,) Σ_g w_g bias2_c(g) / norm
     bias2: np.ndarray       # (C, G)
     grid_lev: np.ndarray    # (F', G) level of each grid per factor with σ² > 0
+    lev_group: np.ndarray   # (L,) factor (0..F'−1) of each level: one epigraph variable per factor
     norm: float
     use_z: bool
     laplace: bool
@@ -231,6 +232,20 @@ class _Compiled:
         dq = np.bincount(self.term_h, self.scale * self.term_v / den ** 2, minlength=n) * s2
         return q, dq
 
+    @property
+    def num_groups(self) -> int:
+        return int(self.grid_lev.shape[0])
+
+    def groups_at(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ψ_k(p) = Σ_{L of factor k} w_L/x̃_L(p) and its gradient in p, shape (F',) and (F', C)."""
+        t, dt = self.precision(p)
+        x = self.x_of(t)
+        value = np.bincount(self.lev_group, self.lev_w / x, minlength=self.num_groups)
+        slope = -(self.lev_w / x ** 2)[self.hyp_l] * dt  # chain rule: d(w/x)/dp_c = −w/x² · dt/dp_c
+        n = self.num_cand
+        grad = np.bincount(self.lev_group[self.hyp_l] * n + self.hyp_c, slope, minlength=self.num_groups * n)
+        return value, grad.reshape(self.num_groups, n)
+
     def x_of(self, t: np.ndarray) -> np.ndarray:
         """x̃_L = 1 + Σ_{h ∈ L} t_h (the level's posterior precision times σ²_L)."""
         return 1.0 + np.bincount(self.hyp_l, t, minlength=self.lev_w.size)
@@ -240,9 +255,9 @@ class _Compiled:
         return float(self.lev_w @ (1.0 / self.x_of(self.precision(p)[0])) + self.bias @ z)
 
 
-def _levels(pb: StrategyProblem) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """Global level id of each grid per factor with σ² > 0, and each level's W and σ²."""
-    grid_lev, w, s2, start = {}, [], [], 0
+def _levels(pb: StrategyProblem) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Global level id of each grid per factor with σ² > 0, and each level's W, σ² and factor."""
+    grid_lev, w, s2, grp, start = {}, [], [], [], 0
     for f, codes in pb.factors.items():
         if pb.sigma2[f] <= 0:
             continue
@@ -250,9 +265,10 @@ def _levels(pb: StrategyProblem) -> tuple[dict[str, np.ndarray], np.ndarray, np.
         grid_lev[f] = start + inv
         w.append(np.bincount(inv, pb.grid_weights, minlength=uniq.size))
         s2.append(np.full(uniq.size, pb.sigma2[f]))
+        grp.append(np.full(uniq.size, len(grp)))
         start += uniq.size
     cat = lambda a: np.concatenate(a) if a else np.zeros(0)  # noqa: E731
-    return grid_lev, cat(w), cat(s2)
+    return grid_lev, cat(w), cat(s2), cat(grp).astype(np.int64)
 
 
 def _node_levels(c: Candidate, i: int, f: str, glev: np.ndarray) -> np.ndarray:
@@ -270,7 +286,7 @@ def _node_levels(c: Candidate, i: int, f: str, glev: np.ndarray) -> np.ndarray:
 
 
 def _compile(pb: StrategyProblem) -> _Compiled:
-    grid_lev, lev_w, lev_s2 = _levels(pb)
+    grid_lev, lev_w, lev_s2, lev_group = _levels(pb)
     hyp_c, hyp_l, term_h, term_r, term_v, nh = [], [], [], [], [], 0
     for i, c in enumerate(pb.candidates):
         for f, r in c.informs.items():
@@ -298,7 +314,7 @@ def _compile(pb: StrategyProblem) -> _Compiled:
                      lev_s2=lev_s2, hyp_c=cat(hyp_c, np.int64), hyp_l=cat(hyp_l, np.int64),
                      term_h=cat(term_h, np.int64), term_r=cat(term_r), term_v=cat(term_v), bias=bias / norm,
                      bias2=bias2, grid_lev=np.array(list(grid_lev.values())).reshape(len(grid_lev), -1),
-                     norm=norm, use_z=use_z, laplace=laplace)
+                     lev_group=lev_group, norm=norm, use_z=use_z, laplace=laplace)
 
 
 def _grid_mse(comp: _Compiled, pb: StrategyProblem, shares: np.ndarray,
@@ -323,47 +339,31 @@ def predicted_mse(problem: StrategyProblem, shares: Any) -> np.ndarray:
 
 @dataclass(eq=False)
 class _Cuts:
-    """Tangents collected so far: t_h ≤ icpt + slope·p_c (hypographs), y_L ≥ 2/x0 − x̃_L/x0²
-    (epigraphs of 1/x). All are valid for every iterate (outer approximations of fixed functions)."""
+    """Tangent planes collected so far, Y_k ≥ a + g·p for the epigraph variable Y_k of factor k's
+    part Ψ_k(p) = Σ_{L of k} w_L / x̃_L(p) of the objective (convex: models/strategy.md §3). All stay
+    valid for every iterate (under-estimators of fixed convex functions)."""
 
-    hyp: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
-    epi: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    group: list[np.ndarray] = field(default_factory=list)
+    const: list[np.ndarray] = field(default_factory=list)
+    grad: list[np.ndarray] = field(default_factory=list)
 
-    def add_hyp(self, comp: _Compiled, p: np.ndarray, h: np.ndarray) -> None:
-        q, dq = comp.precision(p)
-        self.hyp.append((h, dq[h], q[h] - dq[h] * p[comp.hyp_c[h]]))
-
-    def add_epi(self, lev: np.ndarray, x0: np.ndarray) -> None:
-        self.epi.append((lev, x0))
+    def add(self, comp: _Compiled, p: np.ndarray, groups: np.ndarray | None = None) -> None:
+        value, grad = comp.groups_at(p)
+        k = np.arange(value.size) if groups is None else groups
+        self.group.append(k)
+        self.grad.append(grad[k])
+        self.const.append(value[k] - grad[k] @ p)
 
     def seed(self, comp: _Compiled, n_marg: int) -> None:
-        """Tangents at no budget, an equal split over the marginals and the whole budget."""
-        every_h = np.arange(comp.hyp_c.size)
-        every_l = np.arange(comp.lev_w.size)
-        for share in (0.0, 1.0 / n_marg, 1.0):
-            p = np.full(comp.num_cand, share)
-            self.add_hyp(comp, p, every_h)
-            self.add_epi(every_l, comp.x_of(comp.precision(p)[0]))
+        """Tangents at no budget, at an equal split over the marginals and at each candidate alone."""
+        n = comp.num_cand
+        for p in (np.zeros(n), np.full(n, 1.0 / n_marg), *np.eye(n)):
+            self.add(comp, p)
 
-
-def _stack(parts: list[tuple[np.ndarray, ...]], k: int) -> np.ndarray:
-    return np.concatenate([part[k] for part in parts]) if parts else np.zeros(0)
-
-
-def _epi_rows(comp: _Compiled, lev: np.ndarray, x0: np.ndarray, y0: int,
-              t0: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows y_L + Σ_{h∈L} t_h/x0² ≥ 2/x0 − 1/x0² in COO form (rows, cols, vals, lower)."""
-    order = np.argsort(comp.hyp_l, kind="stable")
-    cnt_all = np.bincount(comp.hyp_l, minlength=comp.lev_w.size)
-    ptr = np.concatenate([[0], np.cumsum(cnt_all)])
-    cnt = cnt_all[lev]
-    k = np.arange(lev.size)
-    offs = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    hyps = order[np.repeat(ptr[lev], cnt) + offs]
-    rows = np.concatenate([k, np.repeat(k, cnt)])
-    cols = np.concatenate([y0 + lev, t0 + hyps])
-    vals = np.concatenate([np.ones(lev.size), np.repeat(1.0 / x0 ** 2, cnt)])
-    return rows, cols, vals, 2.0 / x0 - 1.0 / x0 ** 2
+    def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not self.group:
+            return np.zeros(0, np.int64), np.zeros((0, 0)), np.zeros(0)
+        return np.concatenate(self.group), np.concatenate(self.grad), np.concatenate(self.const)
 
 
 @dataclass(frozen=True)
@@ -383,35 +383,30 @@ def _fix_of(pb: StrategyProblem) -> _Fix:
 
 def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) -> Any:
     """The master LP/MILP (models/strategy.md §3); ``tangent`` s0 for the pure-ε linearisation."""
-    n, nh, nl = comp.num_cand, comp.hyp_c.size, comp.lev_w.size
+    n, ng = comp.num_cand, comp.num_groups
     b = ModelBuilder("strategy")
     p = b.add_cols("p", n, upper=fix.z_upper)
     s = b.add_cols("s", n, upper=fix.z_upper) if comp.laplace else p
     z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=True)
          if comp.use_z else None)
-    t = b.add_cols("t", nh, upper=comp.precision(np.ones(n))[0])
-    y = b.add_cols("y", nl, upper=1.0, cost=comp.lev_w)  # y_L ≥ 1/x̃_L = V_L/σ²_L, in [0, 1]
+    y = b.add_cols("y", ng, upper=comp.groups_at(np.zeros(n))[0], cost=1.0)
     b.add_rows("budget", rows=np.zeros(n), cols=s, vals=1.0, lower=-np.inf, upper=1.0, count=1)
+    k, one = np.arange(n), np.ones(n)
     if z is not None:
-        one, k = np.ones(n), np.arange(n)
         b.add_rows("on", rows=np.r_[k, k], cols=np.r_[s, z], vals=np.r_[one, -one], lower=-np.inf, upper=0.0)
         b.add_rows("floor", rows=np.r_[k, k], cols=np.r_[s, z], vals=np.r_[one, -fix.floor * one],
                    lower=0.0, upper=np.inf)
         b.add_rows("option", rows=comp.marg, cols=z, vals=1.0, lower=-np.inf, upper=1.0)
     if comp.laplace:  # p ≤ s (relaxation, valid as s² ≤ s) or p ≤ 2 s0 s − s0² z (tangent of s²)
-        k = np.arange(n)
-        s0 = np.full(n, 0.5) if tangent is None else tangent
-        rows, cols = (np.r_[k, k], np.r_[p, s]) if tangent is None else (np.r_[k, k, k], np.r_[p, s, z])
-        vals = np.r_[np.ones(n), -np.ones(n)] if tangent is None else np.r_[np.ones(n), -2 * s0, s0 ** 2]
+        if tangent is None:
+            rows, cols, vals = np.r_[k, k], np.r_[p, s], np.r_[one, -one]
+        else:
+            rows, cols, vals = np.r_[k, k, k], np.r_[p, s, z], np.r_[one, -2 * tangent, tangent ** 2]
         b.add_rows("square", rows=rows, cols=cols, vals=vals, lower=-np.inf, upper=0.0)
-    h = _stack(cuts.hyp, 0).astype(np.int64)
-    k = np.arange(h.size)
-    b.add_rows("hyp", rows=np.r_[k, k], cols=np.r_[t[0] + h, p[comp.hyp_c[h]]],
-               vals=np.r_[np.ones(h.size), -_stack(cuts.hyp, 1)], lower=-np.inf, upper=_stack(cuts.hyp, 2),
-               count=h.size)
-    lev, x0 = _stack(cuts.epi, 0).astype(np.int64), _stack(cuts.epi, 1)
-    rows, cols, vals, lower = _epi_rows(comp, lev, x0, int(y[0]) if nl else 0, int(t[0]) if nh else 0)
-    b.add_rows("epi", rows=rows, cols=cols, vals=vals, lower=lower, upper=np.inf, count=lev.size)
+    group, grad, const = cuts.rows()
+    r = np.arange(group.size)
+    b.add_rows("tangent", rows=np.r_[r, np.repeat(r, n)], cols=np.r_[y[0] + group, np.tile(p, r.size)],
+               vals=np.r_[np.ones(r.size), -grad.ravel()], lower=const, upper=np.inf, count=r.size)
     return b.build()
 
 
@@ -447,24 +442,16 @@ def _read(comp: _Compiled, res: SolveResult) -> tuple[np.ndarray, np.ndarray, np
 
 
 def _add_cuts(comp: _Compiled, cuts: _Cuts, res: SolveResult, p: np.ndarray, centre: np.ndarray) -> bool:
-    """Tangents where the master's t, y violate the true functions at its point p, and at the midpoint
+    """Tangents of the factors whose Y undercuts Ψ at the master's point p, there and at the midpoint
     of p and the best point so far ``centre`` (in-out stabilisation of Kelley's method, which
     otherwise zig-zags); False if nothing is violated."""
-    t, y = res.value("t"), res.value("y")
-    q = comp.precision(p)[0]
-    active = comp.lev_w > 0
-    h = np.flatnonzero((t > q + CUT_TOL * (1.0 + q)) & active[comp.hyp_l])
-    lev = [np.flatnonzero(active & (y < (1.0 - CUT_TOL) / x)) for x in (comp.x_of(t), comp.x_of(q))]
-    if not h.size and not lev[0].size and not lev[1].size:
+    y = res.value("y")
+    value = comp.groups_at(p)[0]
+    bad = np.flatnonzero(y < value - CUT_TOL * (value + 1e-300))
+    if not bad.size:
         return False
-    mid = 0.5 * (p + centre)
-    q_mid = comp.precision(mid)[0]
-    for point, hyps in ((p, h), (mid, h)):
-        if hyps.size:
-            cuts.add_hyp(comp, point, hyps)
-    for x, levs in ((comp.x_of(t), lev[0]), (comp.x_of(q), lev[1]), (comp.x_of(q_mid), np.union1d(*lev))):
-        if levs.size:  # at the master's x̃, at the true x̃ of its point and of the midpoint
-            cuts.add_epi(levs, x[levs])
+    cuts.add(comp, p, bad)
+    cuts.add(comp, 0.5 * (p + centre), bad)
     return True
 
 
@@ -631,7 +618,8 @@ def _plan(pb: StrategyProblem, comp: _Compiled, run: _Run, t0: float) -> Strateg
         return StrategyPlan(labels, nan, np.zeros(len(labels), bool), {}, math.nan,
                             np.full(pb.num_grids, math.nan), bound, run.status, math.inf,
                             time.perf_counter() - t0, run.rounds, pb.noise, pb.budget)
-    measured = run.z > 0.5
+    forced = np.array([c.must == "measure" for c in pb.candidates])
+    measured = (run.z > 0.5) & ((run.s > ZERO_SHARE) | forced)  # a free z = 1 at share 0 is no measurement
     shares = np.where(measured, run.s, 0.0)
     grid = _grid_mse(comp, pb, shares, measured)
     mse = float(pb.grid_weights @ grid)
