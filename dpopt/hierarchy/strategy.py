@@ -172,6 +172,9 @@ def _validate(pb: StrategyProblem) -> None:
     labels = [c.label for c in cands]
     if len(set(labels)) != len(labels):
         raise _bad("candidates", "must not repeat a (marginal, option) pair", labels)
+    for i, c in enumerate(cands):
+        for f in c.informs:
+            _node_levels(c, i, f, factors[f])  # every node inside one level of each factor it informs
     for key, val in (("factors", factors), ("sigma2", sigma2), ("budget", float(budget)),
                      ("min_share", float(floor)), ("grid_weights", weights), ("candidates", cands)):
         object.__setattr__(pb, key, val)
