@@ -316,7 +316,7 @@ def _compile(pb: StrategyProblem) -> _Compiled:
     return _Compiled(scale=pb.budget ** 2 if laplace else pb.budget, marg=marg, lev_w=lev_w * lev_s2 / norm,
                      lev_s2=lev_s2, hyp_c=cat(hyp_c, np.int64), hyp_l=cat(hyp_l, np.int64),
                      term_h=cat(term_h, np.int64), term_r=cat(term_r), term_v=cat(term_v), bias=bias / norm,
-                     bias2=bias2, grid_lev=np.array(list(grid_lev.values())).reshape(len(grid_lev), -1),
+                     bias2=bias2, grid_lev=np.array(list(grid_lev.values()), dtype=np.int64).reshape(len(grid_lev), pb.num_grids),
                      lev_group=lev_group, norm=norm, use_z=use_z, laplace=laplace)
 
 
@@ -408,7 +408,8 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) 
         b.add_rows("square", rows=rows, cols=cols, vals=vals, lower=-np.inf, upper=0.0)
     group, grad, const = cuts.rows()
     r = np.arange(group.size)
-    b.add_rows("tangent", rows=np.r_[r, np.repeat(r, n)], cols=np.r_[y[0] + group, np.tile(p, r.size)],
+    y0 = int(y[0]) if ng else 0  # no factor with σ² > 0: no epigraph (and no tangent) at all
+    b.add_rows("tangent", rows=np.r_[r, np.repeat(r, n)], cols=np.r_[y0 + group, np.tile(p, r.size)],
                vals=np.r_[np.ones(r.size), -grad.ravel()], lower=const, upper=np.inf, count=r.size)
     return b.build()
 

@@ -371,3 +371,20 @@ def test_plan_reports_one_line_and_a_frame():
     for marg, opt in plan.chosen.items():
         rows = frame[(frame.marginal == marg) & frame.measured]
         assert (opt is None and rows.empty) or list(rows.option) == [opt]
+
+
+def test_hand_computed_instance_and_degenerate_ones():
+    """Two cells (2 grids and 1), one candidate, r = 0.1, v = (1, 2), bias 0.2 per grid, ρ = 1:
+    V = 1/(1 + 1/1.1) twice and 1/(1 + 1/2.1) once, plus 3 × 0.2 = 2.32504 < 3 (not measuring)."""
+    codes = np.array([0, 0, 1])
+    cand = Candidate("m", "k", codes, np.array([1.0, 2.0]), {"cell": 0.1}, bias2=0.2)
+    expect = 2 / (1 + 1 / 1.1) + 1 / (1 + 1 / 2.1) + 0.6
+    for noise in ("gaussian", "laplace"):
+        plan = solve_strategy(StrategyProblem({"cell": codes}, {"cell": 1.0}, [cand], 1.0, noise=noise))
+        assert plan.status is Status.OPTIMAL and plan.mse == pytest.approx(expect, rel=1e-12)
+        assert plan.chosen == {"m": "k"} and plan.shares == pytest.approx([1.0])
+    no_prior = solve_strategy(StrategyProblem({"cell": codes}, {"cell": 0.0}, [cand], 1.0))
+    assert no_prior.mse == 0.0 and not no_prior.measured.any()  # nothing to learn: bias would only hurt
+    useless = Candidate("m", "k", codes, np.ones(2), {})
+    plan = solve_strategy(StrategyProblem({"cell": codes}, {"cell": 1.0}, [useless], 1.0))
+    assert plan.mse == pytest.approx(3.0) and not plan.measured.any()
