@@ -1,0 +1,395 @@
+"""Crossed random effects of the finest-grid means, fitted from noisy node means (models/crossed.md).
+
+Post-processing only: the inputs are measured nodes' noisy means and their noise variances, never
+records. Two layers:
+
+* :func:`gls_posterior`, the kernel: observations y = H b + ε, ε ~ N(0, diag(s2)), effects
+  b = (fixed effects with a flat prior, random effects b_k ~ N(0, prior_var_k) independent). It
+  factors the sparse symmetric augmented system of Henderson's mixed-model equations once
+  (:func:`scipy.sparse.linalg.splu`) and returns the posterior mean of b, the REML log-likelihood
+  (Patterson & Thompson 1971; log det from the LU's diagonal) and, through
+  :meth:`GLSPosterior.variance`, the posterior variance of any sparse linear combinations L b
+  (batched solves). Nothing G × G is ever dense.
+* :func:`fit_crossed`: θ_g = μ + Σ_f u_f[code_f(g)] + e_g (Fay & Herriot 1979 with crossed factors;
+  lme4's ``(1|place) + (1|time)``, Bates et al. 2015), observed as y = A θ + ε. The variance
+  components are the REML maximisers over log-variances; the result carries the posterior mean and
+  variance of every grid, of μ and of every factor level, and answers any other node by
+  :meth:`CrossedFit.node`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.sparse.linalg import splu
+
+from .._validation import DpoptInputError, _fail, check_positive_int
+from .direct import check_confidence
+
+__all__ = ["GLSPosterior", "gls_posterior", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed",
+           "RESIDUAL"]
+
+_LOG2PI = math.log(2.0 * math.pi)
+#: the key of the grid-level (residual) component in :attr:`CrossedFit.sigma2`; no factor may use it
+RESIDUAL = "residual"
+#: at most this many numbers in one block of right-hand sides of the batched solves (80 MB)
+_RHS_BUDGET = 10_000_000
+#: REML searches σ² in [spread·10⁻¹⁰, spread·10⁴] (spread: the larger of var(y) and mean(s2)); a
+#: component ending at the lower bound is reported as 0 (the likelihood is flat below it)
+_LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
+
+
+# ------------------------------------------------------------------------------------------------ kernel
+@dataclass(frozen=True)
+class GLSPosterior:
+    """Posterior of the effects b of y = H b + ε (:func:`gls_posterior`).
+
+    ``mean`` is E[b | y]; ``loglik`` the REML log-likelihood
+    −½[(n − p) log 2π + log|V| + log|X'V⁻¹X| + r'V⁻¹r] (V = Cov(y), r = y − X β̂, p fixed effects);
+    :meth:`variance` / :meth:`covariance` give Var(L b | y) from the stored factorisation.
+    """
+
+    mean: np.ndarray
+    loglik: float
+    n_fixed: int
+    n_obs: int
+    scale: np.ndarray = field(repr=False)
+    lu: Any = field(repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return (f"GLSPosterior(n_obs={self.n_obs}, n_effects={self.mean.size}, n_fixed={self.n_fixed}, "
+                f"loglik={self.loglik:.6g})")
+
+    def _solve_block(self, rows: sp.csr_matrix) -> np.ndarray:
+        """Cov(v | y) · rowsᵀ for the scaled effects v (b = scale·v): −(K⁻¹)_vv rowsᵀ, dense q × k."""
+        rhs = np.zeros((self.n_obs + self.mean.size, rows.shape[0]))
+        rhs[self.n_obs:] = rows.T.toarray()
+        return -self.lu.solve(rhs)[self.n_obs:]
+
+    def _scaled(self, L: Any) -> sp.csr_matrix:
+        L = sp.csr_matrix(L, dtype=float)
+        if L.ndim != 2 or L.shape[1] != self.mean.size:
+            raise _fail("L", f"must have one column per effect ({self.mean.size})", L.shape)
+        return (L @ sp.diags(self.scale)).tocsr()
+
+    def variance(self, L: Any) -> np.ndarray:
+        """diag(L Cov(b | y) Lᵀ): the posterior variance of each row of ``L`` (k × q, sparse or
+        dense) times b, by solves with the stored factor in blocks of right-hand sides."""
+        M = self._scaled(L)
+        k = M.shape[0]
+        out = np.empty(k)
+        batch = max(1, min(512, _RHS_BUDGET // (self.n_obs + self.mean.size)))
+        for start in range(0, k, batch):
+            rows = M[start:start + batch]
+            x = self._solve_block(rows)
+            out[start:start + rows.shape[0]] = np.asarray(rows.multiply(x.T).sum(axis=1)).ravel()
+        return np.maximum(out, 0.0)
+
+    def covariance(self, L: Any) -> np.ndarray:
+        """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
+        M = self._scaled(L)
+        cov = np.asarray(M @ self._solve_block(M))
+        return 0.5 * (cov + cov.T)
+
+
+def _check_kernel(H, y, s2, prior_var, n_fixed):
+    if not sp.issparse(H):
+        H = np.asarray(H, dtype=float)
+        if H.ndim != 2:
+            raise _fail("H", "must be a 2-D matrix (observations × effects)", H.shape)
+    H = sp.csc_matrix(H, dtype=float)
+    n, q = H.shape
+    if not np.all(np.isfinite(H.data)):
+        raise _fail("H", "must hold finite numbers", H.data[~np.isfinite(H.data)])
+    y, s2, prior_var = (np.asarray(v, dtype=float) for v in (y, s2, prior_var))
+    if isinstance(n_fixed, bool) or not isinstance(n_fixed, int | np.integer) or not 0 < n_fixed <= q:
+        raise _fail("n_fixed", f"must be an int in 1 … {q} (the number of columns of `H`)", n_fixed)
+    if y.shape != (n,) or not np.all(np.isfinite(y)):
+        raise _fail("y", f"must hold {n} finite numbers (one per row of `H`)", y)
+    if s2.shape != (n,) or not np.all(np.isfinite(s2) & (s2 > 0)):
+        raise _fail("s2", f"must hold {n} finite numbers > 0 (one noise variance per row of `H`)", s2)
+    if prior_var.shape != (q - n_fixed,) or not np.all(np.isfinite(prior_var) & (prior_var >= 0)):
+        raise _fail("prior_var", f"must hold {q - n_fixed} finite numbers >= 0 (one per random effect)", prior_var)
+    X = H[:, :n_fixed].toarray()
+    if np.linalg.matrix_rank(X) < n_fixed:
+        raise _fail("H", "must have fixed-effect columns of full rank (μ identifiable from the rows)", H.shape)
+    return H, y, s2, prior_var, int(n_fixed)
+
+
+def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1) -> GLSPosterior:
+    """Posterior of b in y = H b + ε by the augmented mixed-model equations (models/crossed.md §2).
+
+    Parameters
+    ----------
+    H : sparse or dense matrix, n × q
+        Design: the first ``n_fixed`` columns are fixed effects (flat prior), the others random.
+    y, s2 : array-like, n
+        Observations and their independent noise variances (> 0).
+    prior_var : array-like, q − n_fixed
+        Prior variance of each random effect (≥ 0; 0 pins the effect at 0).
+    n_fixed : int
+        Number of fixed effects (≥ 1; REML needs one).
+
+    Returns
+    -------
+    GLSPosterior
+        With v = b / scale (scale = 1 for fixed effects, √prior_var for random ones) the symmetric
+        system K = [[diag(s2), H̃], [H̃ᵀ, −diag(0, I)]], H̃ = H·diag(scale), is factored once;
+        K [r; v̂] = [y; 0] gives b̂ = scale·v̂ (Henderson's equations) and r = S⁻¹(y − H b̂), and
+        log|det K| + yᵀr = log|V| + log|X'V⁻¹X| + r'V⁻¹r (Harville 1977), so REML costs one
+        factorisation and no dense n × n matrix.
+    """
+    H, y, s2, prior_var, n_fixed = _check_kernel(H, y, s2, prior_var, n_fixed)
+    n, q = H.shape
+    scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
+    Ht = (H @ sp.diags(scale)).tocsc()
+    lower = np.concatenate([np.zeros(n_fixed), -np.ones(q - n_fixed)])
+    K = sp.bmat([[sp.diags(s2), Ht], [Ht.T, sp.diags(lower)]], format="csc")
+    try:
+        lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1, options={"SymmetricMode": True})
+    except RuntimeError as exc:  # pragma: no cover - excluded by the rank check
+        raise DpoptInputError(f"`H`: the mixed-model equations are singular ({exc})") from exc
+    x = lu.solve(np.concatenate([y, np.zeros(q)]))
+    logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))) + np.sum(np.log(np.abs(lu.L.diagonal()))))
+    loglik = -0.5 * ((n - n_fixed) * _LOG2PI + logdet + float(y @ x[:n]))
+    return GLSPosterior(mean=scale * x[n:], loglik=loglik, n_fixed=n_fixed, n_obs=n, scale=scale, lu=lu)
+
+
+# ------------------------------------------------------------------------------------------------ crossed
+@dataclass(frozen=True)
+class FactorEffects:
+    """Posterior ``mean`` and ``var`` of u_f[j] for every level (the caller's codes in ``levels``)."""
+
+    levels: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+
+
+@dataclass(frozen=True)
+class NodeEstimate:
+    """Posterior ``mean`` and ``var`` of rows of A_new θ, and the interval ``halfwidth`` z·√var."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    halfwidth: np.ndarray
+
+
+@dataclass(frozen=True)
+class CrossedFit:
+    """The fitted crossed model (:func:`fit_crossed`).
+
+    ``sigma2`` maps each factor (and :data:`RESIDUAL` when fitted) to its variance component;
+    ``grid_mean``/``grid_var`` are E[θ_g | y] and Var(θ_g | y) (which holds σ²_e and the σ²_f of
+    levels the data says nothing about); ``grid_halfwidth`` = z·√grid_var with z the normal
+    quantile of (1 + confidence)/2: the grid's own interval before the engine's bounding allowance.
+    """
+
+    sigma2: dict[str, float]
+    mu: float
+    mu_var: float
+    effects: dict[str, FactorEffects]
+    grid_mean: np.ndarray
+    grid_var: np.ndarray
+    grid_halfwidth: np.ndarray
+    loglik: float
+    converged: bool
+    status: str
+    n_evaluations: int
+    confidence: float
+    z: float
+    posterior: GLSPosterior = field(repr=False)
+    grid_map: sp.csr_matrix = field(repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        comps = ", ".join(f"{k}={v:.4g}" for k, v in self.sigma2.items())
+        return (f"CrossedFit(grids={self.grid_mean.size}, mu={self.mu:.4g}, sigma2=({comps}), "
+                f"loglik={self.loglik:.6g}, converged={self.converged})")
+
+    def interval_halfwidth(self, var: Any) -> np.ndarray:
+        """z·√var at the fit's confidence (e.g. of :attr:`grid_var`)."""
+        return self.z * np.sqrt(np.maximum(np.asarray(var, dtype=float), 0.0))
+
+    def node(self, A_new: Any) -> NodeEstimate:
+        """Posterior of every row of ``A_new`` θ (k × G weights over the grids): a node's answer."""
+        A_new = _as_design(A_new, "A_new", self.grid_mean.size)
+        L = (A_new @ self.grid_map).tocsr()
+        var = self.posterior.variance(L)
+        return NodeEstimate(mean=A_new @ self.grid_mean, var=var, halfwidth=self.interval_halfwidth(var))
+
+
+def _as_design(A: Any, name: str, n_grids: int | None) -> sp.csr_matrix:
+    if not sp.issparse(A):
+        A = np.asarray(A, dtype=float)
+        if A.ndim != 2:
+            raise _fail(name, "must be a 2-D matrix (nodes × grids)", A.shape)
+    A = sp.csr_matrix(A, dtype=float)
+    if n_grids is not None and A.shape[1] != n_grids:
+        raise _fail(name, f"must have one column per grid ({n_grids})", A.shape)
+    if not np.all(np.isfinite(A.data)):
+        raise _fail(name, "must hold finite numbers", A.data[~np.isfinite(A.data)])
+    return A
+
+
+def _check_factors(factors: Any) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
+    """Names, compact codes 0 … J−1 and the caller's level values of every factor."""
+    if not isinstance(factors, Mapping):
+        raise _fail("factors", "must be a mapping name -> int code array (one code per grid)", factors)
+    names, codes, levels, size = [], [], [], None
+    for name, raw in factors.items():
+        if not isinstance(name, str) or not name or name == RESIDUAL:
+            raise _fail("factors", f"must have non-empty str names other than {RESIDUAL!r}", name)
+        arr = np.asarray(raw)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu" or (size is not None and arr.size != size):
+            raise _fail(f"factors[{name!r}]", "must be a 1-D int array of one code per grid, all of one length", arr)
+        size = arr.size
+        lev, inv = np.unique(arr, return_inverse=True)
+        names.append(name), codes.append(inv.ravel()), levels.append(lev)
+    return names, codes, levels
+
+
+def _check_crossed(factors, A, y, s2, residual, confidence):
+    names, codes, levels = _check_factors(factors)
+    A = _as_design(A, "A", codes[0].size if codes else None)
+    n, G = A.shape
+    if G == 0 or n == 0:
+        raise _fail("A", "must have at least one row and one grid", A.shape)
+    y, s2 = np.asarray(y, dtype=float), np.asarray(s2, dtype=float)
+    if y.shape != (n,) or not np.all(np.isfinite(y)):
+        raise _fail("y", f"must hold {n} finite numbers (one per row of `A`)", y)
+    if s2.shape != (n,) or not np.all(np.isfinite(s2) & (s2 > 0)):
+        raise _fail("s2", f"must hold {n} finite numbers > 0 (one noise variance per row of `A`)", s2)
+    if not isinstance(residual, bool):
+        raise _fail("residual", "must be True or False", residual)
+    return names, codes, levels, A, y, s2, check_confidence(confidence)
+
+
+def _design(codes: list[np.ndarray], G: int, residual: bool) -> tuple[sp.csr_matrix, list[int]]:
+    """grid_map (G × q): θ = grid_map · (μ, u_1 … u_F, e); and the size of each random block."""
+    blocks = [sp.csr_matrix(np.ones((G, 1)))]
+    sizes = []
+    for c in codes:
+        J = int(c.max()) + 1
+        blocks.append(sp.csr_matrix((np.ones(G), (np.arange(G), c)), shape=(G, J)))
+        sizes.append(J)
+    if residual:
+        blocks.append(sp.identity(G, format="csr"))
+        sizes.append(G)
+    return sp.hstack(blocks, format="csr"), sizes
+
+
+def _start(y: np.ndarray, s2: np.ndarray, n_comp: int, spread: float) -> np.ndarray:
+    """Moment start: the spread of y beyond its mean noise variance, shared equally (log σ²/spread)."""
+    excess = max(float(np.var(y)) - float(np.mean(s2)), 0.05 * spread)
+    return np.full(n_comp, math.log(excess / n_comp / spread))
+
+
+def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *,
+          max_iter: int) -> tuple[np.ndarray, bool, str, int]:
+    """σ² per block maximising the REML log-likelihood of :func:`gls_posterior` over log σ²
+    (L-BFGS-B in bounds; a component at the lower bound is 0): (σ², converged, status, evaluations)."""
+    spread = max(float(np.var(y)), float(np.mean(s2)))
+    calls = [0]
+
+    def negll(x: np.ndarray) -> float:
+        calls[0] += 1
+        return -gls_posterior(H, y, s2, np.repeat(spread * np.exp(x), sizes)).loglik
+
+    x0 = np.clip(_start(y, s2, len(sizes), spread), _LOG_LOW + 1.0, _LOG_HIGH - 1.0)
+    res = minimize(negll, x0, method="L-BFGS-B", bounds=[(_LOG_LOW, _LOG_HIGH)] * len(sizes),
+                   options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7, "eps": 1e-6})
+    converged, status = _stationary(negll, res.x), str(res.message)
+    sig = spread * np.exp(res.x)
+    sig[res.x <= _LOG_LOW + 1e-3] = 0.0
+    best = -negll(np.log(np.maximum(sig / spread, 1e-300)))
+    for k in np.flatnonzero((sig > 0) & (sig < 1e-3 * spread)):  # log σ² crawls towards 0: try 0 itself
+        trial = sig.copy()
+        trial[k] = 0.0
+        ll = gls_posterior(H, y, s2, np.repeat(trial, sizes)).loglik
+        if ll >= best:
+            sig, best = trial, ll
+    return sig, converged, status, calls[0]
+
+
+def _stationary(negll: Any, x: np.ndarray, *, step: float = 1e-4, tol: float = 1e-3) -> bool:
+    """The REML search's own test, with no trust in its stopping message (a line search stopped by
+    rounding reports failure at the optimum): every central-difference slope of −ℓ in log σ² is
+    below ``tol`` (a 1 % change of σ² moves ℓ by < 10⁻⁵), or pushes outward at a bound."""
+    for k in range(x.size):
+        up, down = x.copy(), x.copy()
+        up[k], down[k] = min(x[k] + step, _LOG_HIGH), max(x[k] - step, _LOG_LOW)
+        slope = (negll(up) - negll(down)) / (up[k] - down[k])
+        at_low, at_high = x[k] <= _LOG_LOW + step, x[k] >= _LOG_HIGH - step
+        if abs(slope) > tol and not (at_low and slope > 0) and not (at_high and slope < 0):
+            return False
+    return True
+
+
+def _fixed_sigma2(sigma2: Any, names: list[str], residual: bool) -> np.ndarray:
+    keys = names + ([RESIDUAL] if residual else [])
+    if not isinstance(sigma2, Mapping) or set(sigma2) != set(keys):
+        raise _fail("sigma2", f"must map exactly {keys} to variances", sigma2)
+    out = np.array([sigma2[k] for k in keys], dtype=float)
+    if not np.all(np.isfinite(out) & (out >= 0)):
+        raise _fail("sigma2", "must hold finite variances >= 0", sigma2)
+    return out
+
+
+def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray]) -> dict[str, FactorEffects]:
+    out, start = {}, 1
+    for name, lev in zip(names, levels):
+        rows = sp.csr_matrix((np.ones(lev.size), (np.arange(lev.size), start + np.arange(lev.size))),
+                             shape=(lev.size, post.mean.size))
+        out[name] = FactorEffects(levels=lev, mean=post.mean[start:start + lev.size], var=post.variance(rows))
+        start += lev.size
+    return out
+
+
+def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual: bool = True,
+                confidence: float = 0.95, sigma2: Mapping[str, float] | None = None,
+                max_iter: int = 200) -> CrossedFit:
+    """Fit θ_g = μ + Σ_f u_f[code_f(g)] + e_g to y = A θ + ε (models/crossed.md).
+
+    Parameters
+    ----------
+    factors : mapping str -> int array (G,)
+        Each factor's level code per grid (e.g. ``"cell"``, ``"slot"``, ``"cell:hour_of_day"``);
+        any ints, levels are their distinct values. May be empty (μ and e only).
+    A : sparse or dense matrix (n_obs × G)
+        Each measured node's weights over the grids (typically its rows sum to 1).
+    y, s2 : array-like (n_obs,)
+        Noisy node means and their noise variances (finite, > 0).
+    residual : bool
+        Fit the grid-level component e_g ~ N(0, σ²_e) (key :data:`RESIDUAL` of ``sigma2``).
+    confidence : float
+        Level of :attr:`CrossedFit.grid_halfwidth` and :meth:`CrossedFit.node` intervals.
+    sigma2 : mapping, optional
+        Given variance components (every factor, and :data:`RESIDUAL` if fitted): no REML.
+    max_iter : int
+        Iterations of the REML search (L-BFGS-B over log σ²).
+    """
+    names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
+    max_iter = check_positive_int(max_iter, "max_iter")
+    grid_map, sizes = _design(codes, A.shape[1], residual)
+    H = (A @ grid_map).tocsc()
+    if sigma2 is not None:
+        sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
+    elif sizes:
+        sig, converged, status, calls = _reml(H, y, s2, sizes, max_iter=max_iter)
+    else:
+        sig, converged, status, calls = np.zeros(0), True, "no variance component", 0
+    post = gls_posterior(H, y, s2, np.repeat(sig, sizes))
+    grid_var = post.variance(grid_map)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    keys = names + ([RESIDUAL] if residual else [])
+    mu_var = float(post.variance(sp.csr_matrix(([1.0], ([0], [0])), shape=(1, post.mean.size)))[0])
+    return CrossedFit(sigma2={k: float(v) for k, v in zip(keys, sig)}, mu=float(post.mean[0]), mu_var=mu_var,
+                      effects=_effects(post, names, levels), grid_mean=grid_map @ post.mean, grid_var=grid_var,
+                      grid_halfwidth=z * np.sqrt(grid_var), loglik=post.loglik, converged=converged, status=status,
+                      n_evaluations=calls, confidence=confidence, z=z, posterior=post, grid_map=grid_map)
