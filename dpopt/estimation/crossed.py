@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
+from scipy.linalg import lu_factor, lu_solve
 from scipy.sparse.linalg import splu
 
 from .._validation import DpoptInputError, _fail, check_positive_int
@@ -48,6 +49,31 @@ _LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
 
 # ------------------------------------------------------------------------------------------------ kernel
 @dataclass(frozen=True)
+class _Core:
+    """R, the symmetric system over w = (duals of the rows touching ≥ 2 local effects, the other
+    scaled effects) left once the local effects are eliminated: a dense LU or a sparse one."""
+
+    dense: tuple[np.ndarray, np.ndarray] | None
+    sparse: Any
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        if self.dense is not None:
+            return lu_solve(self.dense, rhs, check_finite=False)
+        return self.sparse.solve(rhs)
+
+
+def _factor(R: sp.spmatrix, dense_max: int) -> tuple[_Core, float]:
+    """Factor R (dense LAPACK LU up to ``dense_max`` rows, else SuperLU with a symmetric minimum
+    degree order) and log|det R| from the factors' diagonals."""
+    if R.shape[0] <= dense_max:
+        lu, piv = lu_factor(R.toarray(), check_finite=False)
+        return _Core(dense=(lu, piv), sparse=None), float(np.sum(np.log(np.abs(np.diag(lu)))))
+    lu = splu(sp.csc_matrix(R), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1, options={"SymmetricMode": True})
+    logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))) + np.sum(np.log(np.abs(lu.L.diagonal()))))
+    return _Core(dense=None, sparse=lu), logdet
+
+
+@dataclass(frozen=True)
 class GLSPosterior:
     """Posterior of the effects b of y = H b + ε (:func:`gls_posterior`).
 
@@ -59,23 +85,27 @@ class GLSPosterior:
     mean: np.ndarray
     loglik: float
     n_fixed: int
-    n_obs: int
+    n_local: int
     scale: np.ndarray = field(repr=False)
-    lu: Any = field(repr=False, compare=False)
+    n_dual: int = field(repr=False)
+    d: np.ndarray = field(repr=False)
+    K_we: sp.csr_matrix = field(repr=False, compare=False)
+    core: _Core = field(repr=False, compare=False)
 
     def __repr__(self) -> str:
-        return (f"GLSPosterior(n_obs={self.n_obs}, n_effects={self.mean.size}, n_fixed={self.n_fixed}, "
-                f"loglik={self.loglik:.6g})")
+        return (f"GLSPosterior(n_effects={self.mean.size}, n_fixed={self.n_fixed}, n_local={self.n_local}, "
+                f"core={self.K_we.shape[0]}, loglik={self.loglik:.6g})")
 
-    def _solve_block(self, rows: sp.csr_matrix) -> np.ndarray:
-        """Cov(v | y) · rowsᵀ for the scaled effects v (b = scale·v): −(K⁻¹)_vv rowsᵀ, dense q × k."""
-        rhs = np.zeros((self.n_obs + self.mean.size, rows.shape[0]))
-        rhs[self.n_obs:] = rows.T.toarray()
-        return -self.lu.solve(rhs)[self.n_obs:]
+    def _quad(self, M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """(T, R⁻¹T) with T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M in the core's coordinates."""
+        q_w = self.mean.size - self.n_local
+        lift = sp.vstack([sp.csr_matrix((self.n_dual, M.shape[0])), M[:, :q_w].T])
+        T = (lift - self.K_we @ (sp.diags(1.0 / self.d) @ M[:, q_w:].T)).toarray()
+        return T, self.core.solve(T)
 
     def _scaled(self, L: Any) -> sp.csr_matrix:
         L = sp.csr_matrix(L, dtype=float)
-        if L.ndim != 2 or L.shape[1] != self.mean.size:
+        if L.shape[1] != self.mean.size:
             raise _fail("L", f"must have one column per effect ({self.mean.size})", L.shape)
         return (L @ sp.diags(self.scale)).tocsr()
 
@@ -83,47 +113,71 @@ class GLSPosterior:
         """diag(L Cov(b | y) Lᵀ): the posterior variance of each row of ``L`` (k × q, sparse or
         dense) times b, by solves with the stored factor in blocks of right-hand sides."""
         M = self._scaled(L)
-        k = M.shape[0]
-        out = np.empty(k)
-        batch = max(1, min(512, _RHS_BUDGET // (self.n_obs + self.mean.size)))
-        for start in range(0, k, batch):
+        q_w, out = self.mean.size - self.n_local, np.empty(M.shape[0])
+        batch = max(1, min(2048, _RHS_BUDGET // max(self.K_we.shape[0], 1)))
+        for start in range(0, M.shape[0], batch):
             rows = M[start:start + batch]
-            x = self._solve_block(rows)
-            out[start:start + rows.shape[0]] = np.asarray(rows.multiply(x.T).sum(axis=1)).ravel()
+            T, RT = self._quad(rows)
+            local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:]) @ (1.0 / self.d)).ravel()
+            out[start:start + rows.shape[0]] = -(local + np.einsum("ij,ij->j", T, RT))
         return np.maximum(out, 0.0)
 
     def covariance(self, L: Any) -> np.ndarray:
         """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
         M = self._scaled(L)
-        cov = np.asarray(M @ self._solve_block(M))
+        Me = M[:, self.mean.size - self.n_local:]
+        T, RT = self._quad(M)
+        cov = -(np.asarray((Me @ sp.diags(1.0 / self.d) @ Me.T).todense()) + T.T @ RT)
         return 0.5 * (cov + cov.T)
 
 
-def _check_kernel(H, y, s2, prior_var, n_fixed):
+def _check_kernel(H, y, s2, prior_var, n_fixed, n_local):
     if not sp.issparse(H):
         H = np.asarray(H, dtype=float)
         if H.ndim != 2:
             raise _fail("H", "must be a 2-D matrix (observations × effects)", H.shape)
-    H = sp.csc_matrix(H, dtype=float)
+    H = sp.csr_matrix(H, dtype=float)
+    H.eliminate_zeros()
     n, q = H.shape
     if not np.all(np.isfinite(H.data)):
         raise _fail("H", "must hold finite numbers", H.data[~np.isfinite(H.data)])
     y, s2, prior_var = (np.asarray(v, dtype=float) for v in (y, s2, prior_var))
     if isinstance(n_fixed, bool) or not isinstance(n_fixed, int | np.integer) or not 0 < n_fixed <= q:
         raise _fail("n_fixed", f"must be an int in 1 … {q} (the number of columns of `H`)", n_fixed)
+    if isinstance(n_local, bool) or not isinstance(n_local, int | np.integer) or not 0 <= n_local <= q - n_fixed:
+        raise _fail("n_local", f"must be an int in 0 … {q - n_fixed} (trailing random effects)", n_local)
     if y.shape != (n,) or not np.all(np.isfinite(y)):
         raise _fail("y", f"must hold {n} finite numbers (one per row of `H`)", y)
     if s2.shape != (n,) or not np.all(np.isfinite(s2) & (s2 > 0)):
         raise _fail("s2", f"must hold {n} finite numbers > 0 (one noise variance per row of `H`)", s2)
     if prior_var.shape != (q - n_fixed,) or not np.all(np.isfinite(prior_var) & (prior_var >= 0)):
         raise _fail("prior_var", f"must hold {q - n_fixed} finite numbers >= 0 (one per random effect)", prior_var)
-    X = H[:, :n_fixed].toarray()
-    if np.linalg.matrix_rank(X) < n_fixed:
+    if np.linalg.matrix_rank(H[:, :n_fixed].toarray()) < n_fixed:
         raise _fail("H", "must have fixed-effect columns of full rank (μ identifiable from the rows)", H.shape)
-    return H, y, s2, prior_var, int(n_fixed)
+    return H, y, s2, prior_var, int(n_fixed), int(n_local)
 
 
-def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1) -> GLSPosterior:
+def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, n_local: int):
+    """The augmented system with the rows touching ≤ 1 local effect folded into the effects'
+    precision and the local effects eliminated (their block is then diagonal, ``d``):
+    (duals' rows, folded rows, d, K_we, R)."""
+    n, q = H.shape
+    q_w = q - n_local
+    agg = np.diff(H[:, q_w:].indptr) > 1 if n_local else np.zeros(n, dtype=bool)
+    a, f = np.flatnonzero(agg), np.flatnonzero(~agg)
+    Ht = (H @ sp.diags(scale)).tocsr()
+    Ha, Hf = Ht[a], Ht[f]
+    Kvv = -(sp.diags(np.concatenate([np.zeros(n_fixed), np.ones(q - n_fixed)])) + Hf.T @ sp.diags(1.0 / s2[f]) @ Hf)
+    Kvv = Kvv.tocsr()
+    d = Kvv[q_w:, q_w:].diagonal()
+    K_ww = sp.bmat([[sp.diags(s2[a]), Ha[:, :q_w]], [Ha[:, :q_w].T, Kvv[:q_w, :q_w]]], format="csr")
+    K_we = sp.vstack([Ha[:, q_w:], Kvv[:q_w, q_w:]], format="csr")
+    R = K_ww - K_we @ sp.diags(1.0 / d) @ K_we.T
+    return a, f, Ht, d, K_we, R
+
+
+def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, n_local: int = 0,
+                  dense_max: int = 4000) -> GLSPosterior:
     """Posterior of b in y = H b + ε by the augmented mixed-model equations (models/crossed.md §2).
 
     Parameters
@@ -136,30 +190,37 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1) 
         Prior variance of each random effect (≥ 0; 0 pins the effect at 0).
     n_fixed : int
         Number of fixed effects (≥ 1; REML needs one).
+    n_local : int
+        The last ``n_local`` random effects are eliminated exactly first (e.g. the grid-level
+        residuals): only rows touching two or more of them keep a dual variable. Any value gives
+        the same answer; it decides the size of the core system.
+    dense_max : int
+        The core system is factored dense (LAPACK) up to this many rows, else by SuperLU.
 
     Returns
     -------
     GLSPosterior
         With v = b / scale (scale = 1 for fixed effects, √prior_var for random ones) the symmetric
-        system K = [[diag(s2), H̃], [H̃ᵀ, −diag(0, I)]], H̃ = H·diag(scale), is factored once;
-        K [r; v̂] = [y; 0] gives b̂ = scale·v̂ (Henderson's equations) and r = S⁻¹(y − H b̂), and
-        log|det K| + yᵀr = log|V| + log|X'V⁻¹X| + r'V⁻¹r (Harville 1977), so REML costs one
-        factorisation and no dense n × n matrix.
+        system K = [[diag(s2), H̃], [H̃ᵀ, −diag(0, I)]], H̃ = H·diag(scale), gives
+        K [r; v̂] = [y; 0], b̂ = scale·v̂ (Henderson's equations) and r = S⁻¹(y − H b̂), and
+        log|det K| + yᵀr = log|V| + log|X'V⁻¹X| + r'V⁻¹r (Harville 1977): REML costs one
+        factorisation of K's Schur complement R and no dense n × n matrix.
     """
-    H, y, s2, prior_var, n_fixed = _check_kernel(H, y, s2, prior_var, n_fixed)
-    n, q = H.shape
+    H, y, s2, prior_var, n_fixed, n_local = _check_kernel(H, y, s2, prior_var, n_fixed, n_local)
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
-    Ht = (H @ sp.diags(scale)).tocsc()
-    lower = np.concatenate([np.zeros(n_fixed), -np.ones(q - n_fixed)])
-    K = sp.bmat([[sp.diags(s2), Ht], [Ht.T, sp.diags(lower)]], format="csc")
-    try:
-        lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1, options={"SymmetricMode": True})
-    except RuntimeError as exc:  # pragma: no cover - excluded by the rank check
-        raise DpoptInputError(f"`H`: the mixed-model equations are singular ({exc})") from exc
-    x = lu.solve(np.concatenate([y, np.zeros(q)]))
-    logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))) + np.sum(np.log(np.abs(lu.L.diagonal()))))
-    loglik = -0.5 * ((n - n_fixed) * _LOG2PI + logdet + float(y @ x[:n]))
-    return GLSPosterior(mean=scale * x[n:], loglik=loglik, n_fixed=n_fixed, n_obs=n, scale=scale, lu=lu)
+    a, f, Ht, d, K_we, R = _reduce(H, s2, scale, n_fixed, n_local)
+    core, logdet_r = _factor(R, dense_max)
+    q_w = H.shape[1] - n_local
+    rhs_v = -(Ht[f].T @ (y[f] / s2[f]))
+    rhs_w = np.concatenate([y[a], rhs_v[:q_w]]) - K_we @ (rhs_v[q_w:] / d)
+    z_w = core.solve(rhs_w)
+    v = np.concatenate([z_w[a.size:], (rhs_v[q_w:] - K_we.T @ z_w) / d])
+    r_f = (y[f] - Ht[f] @ v) / s2[f]
+    logdet = float(np.sum(np.log(s2[f])) + np.sum(np.log(np.abs(d)))) + logdet_r
+    quad = float(y[a] @ z_w[:a.size] + y[f] @ r_f)
+    loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + quad)
+    return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale,
+                        n_dual=a.size, d=d, K_we=K_we, core=core)
 
 
 # ------------------------------------------------------------------------------------------------ crossed
@@ -290,8 +351,8 @@ def _start(y: np.ndarray, s2: np.ndarray, n_comp: int, spread: float) -> np.ndar
     return np.full(n_comp, math.log(excess / n_comp / spread))
 
 
-def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *,
-          max_iter: int) -> tuple[np.ndarray, bool, str, int]:
+def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, max_iter: int,
+          kernel: dict[str, int]) -> tuple[np.ndarray, bool, str, int]:
     """σ² per block maximising the REML log-likelihood of :func:`gls_posterior` over log σ²
     (L-BFGS-B in bounds; a component at the lower bound is 0): (σ², converged, status, evaluations)."""
     spread = max(float(np.var(y)), float(np.mean(s2)))
@@ -299,7 +360,7 @@ def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *,
 
     def negll(x: np.ndarray) -> float:
         calls[0] += 1
-        return -gls_posterior(H, y, s2, np.repeat(spread * np.exp(x), sizes)).loglik
+        return -gls_posterior(H, y, s2, np.repeat(spread * np.exp(x), sizes), **kernel).loglik
 
     x0 = np.clip(_start(y, s2, len(sizes), spread), _LOG_LOW + 1.0, _LOG_HIGH - 1.0)
     res = minimize(negll, x0, method="L-BFGS-B", bounds=[(_LOG_LOW, _LOG_HIGH)] * len(sizes),
@@ -311,7 +372,7 @@ def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *,
     for k in np.flatnonzero((sig > 0) & (sig < 1e-3 * spread)):  # log σ² crawls towards 0: try 0 itself
         trial = sig.copy()
         trial[k] = 0.0
-        ll = gls_posterior(H, y, s2, np.repeat(trial, sizes)).loglik
+        ll = gls_posterior(H, y, s2, np.repeat(trial, sizes), **kernel).loglik
         if ll >= best:
             sig, best = trial, ll
     return sig, converged, status, calls[0]
@@ -353,7 +414,7 @@ def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray]) -> 
 
 def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual: bool = True,
                 confidence: float = 0.95, sigma2: Mapping[str, float] | None = None,
-                max_iter: int = 200) -> CrossedFit:
+                max_iter: int = 200, dense_max: int = 4000) -> CrossedFit:
     """Fit θ_g = μ + Σ_f u_f[code_f(g)] + e_g to y = A θ + ε (models/crossed.md).
 
     Parameters
@@ -373,18 +434,21 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
         Given variance components (every factor, and :data:`RESIDUAL` if fitted): no REML.
     max_iter : int
         Iterations of the REML search (L-BFGS-B over log σ²).
+    dense_max : int
+        Passed to :func:`gls_posterior` (the grid residuals are its local effects).
     """
     names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
     max_iter = check_positive_int(max_iter, "max_iter")
     grid_map, sizes = _design(codes, A.shape[1], residual)
-    H = (A @ grid_map).tocsc()
+    H = (A @ grid_map).tocsr()
+    kernel = {"n_local": A.shape[1] if residual else 0, "dense_max": check_positive_int(dense_max, "dense_max", minimum=0)}
     if sigma2 is not None:
         sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
     elif sizes:
-        sig, converged, status, calls = _reml(H, y, s2, sizes, max_iter=max_iter)
+        sig, converged, status, calls = _reml(H, y, s2, sizes, max_iter=max_iter, kernel=kernel)
     else:
         sig, converged, status, calls = np.zeros(0), True, "no variance component", 0
-    post = gls_posterior(H, y, s2, np.repeat(sig, sizes))
+    post = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel)
     grid_var = post.variance(grid_map)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     keys = names + ([RESIDUAL] if residual else [])

@@ -82,7 +82,8 @@ def test_posterior_matches_dense_reference(seed):
     sig_e = float(rng.uniform(0.1, 2.0)) if residual else 0.0
     names = ["place", "slot", "hour_of_day"]
     given = dict(zip(names, sig_f)) | ({RESIDUAL: sig_e} if residual else {})
-    fit = fit_crossed(dict(zip(names, codes)), sp.csr_matrix(A), y, s2, residual=residual, sigma2=given)
+    fit = fit_crossed(dict(zip(names, codes)), sp.csr_matrix(A), y, s2, residual=residual, sigma2=given,
+                      dense_max=0 if seed % 3 == 0 else 4000)  # the core factored sparse or dense
     mean, var, levels, (mu, mu_var), ll = dense_grid_posterior([np.unique(c, return_inverse=True)[1] for c in codes],
                                                                sig_f, sig_e, A, y, s2)
     np.testing.assert_allclose(fit.grid_mean, mean, rtol=RTOL, atol=ATOL)
@@ -115,23 +116,25 @@ def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed):
     d = rng.uniform(0.0, 2.0, size=q)
     s2 = rng.uniform(0.3, 1.5, size=n)
     y = rng.normal(size=n)
-    post = gls_posterior(sp.csr_matrix(np.hstack([X, Z])), y, s2, d, n_fixed=p)
     V = Z @ np.diag(d) @ Z.T + np.diag(s2)
     Vi = np.linalg.inv(V)
     B = np.linalg.inv(X.T @ Vi @ X)
     beta = B @ X.T @ Vi @ y
     r = y - X @ beta
     u = np.diag(d) @ Z.T @ Vi @ r
-    np.testing.assert_allclose(post.mean, np.concatenate([beta, u]), rtol=RTOL, atol=ATOL)
     # joint covariance of (β̂ − β, û − u) (Henderson 1975): C⁻¹ of the mixed-model equations
     C = np.block([[X.T @ np.diag(1 / s2) @ X, X.T @ np.diag(1 / s2) @ Z],
                   [Z.T @ np.diag(1 / s2) @ X, Z.T @ np.diag(1 / s2) @ Z + np.diag(1 / d)]])
     L = rng.normal(size=(4, p + q))
-    np.testing.assert_allclose(post.covariance(L), L @ np.linalg.inv(C) @ L.T, rtol=1e-6, atol=ATOL)
-    np.testing.assert_allclose(post.variance(L), np.diag(L @ np.linalg.inv(C) @ L.T), rtol=1e-6, atol=ATOL)
     ll = -0.5 * ((n - p) * np.log(2 * np.pi) + np.linalg.slogdet(V)[1] + np.linalg.slogdet(X.T @ Vi @ X)[1]
                  + r @ Vi @ r)
-    assert post.loglik == pytest.approx(ll, rel=1e-9)
+    for n_local, dense_max in [(0, 4000), (0, 0), (3, 4000), (3, 0), (q, 4000), (q, 0)]:
+        post = gls_posterior(sp.csr_matrix(np.hstack([X, Z])), y, s2, d, n_fixed=p, n_local=n_local,
+                             dense_max=dense_max)
+        np.testing.assert_allclose(post.mean, np.concatenate([beta, u]), rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(post.covariance(L), L @ np.linalg.inv(C) @ L.T, rtol=1e-6, atol=ATOL)
+        np.testing.assert_allclose(post.variance(L), np.diag(L @ np.linalg.inv(C) @ L.T), rtol=1e-6, atol=ATOL)
+        assert post.loglik == pytest.approx(ll, rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(4))
