@@ -31,7 +31,7 @@ from scipy.optimize import minimize
 from scipy.linalg import lu_factor, lu_solve
 from scipy.sparse.linalg import splu
 
-from .._validation import DpoptInputError, _fail, check_positive_int
+from .._validation import _fail, check_positive_int
 from .direct import check_confidence
 
 __all__ = ["GLSPosterior", "gls_posterior", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed",
@@ -51,15 +51,28 @@ _LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
 @dataclass(frozen=True)
 class _Core:
     """R, the symmetric system over w = (duals of the rows touching ≥ 2 local effects, the other
-    scaled effects) left once the local effects are eliminated: a dense LU or a sparse one."""
+    scaled effects) left once the local effects are eliminated: a dense LU or a sparse one. A dense
+    core keeps R⁻¹ once asked for many quadratic forms (``cache``)."""
 
     dense: tuple[np.ndarray, np.ndarray] | None
     sparse: Any
+    cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         if self.dense is not None:
             return lu_solve(self.dense, rhs, check_finite=False)
         return self.sparse.solve(rhs)
+
+    def quad(self, T: sp.csc_matrix) -> np.ndarray:
+        """diag(Tᵀ R⁻¹ T) for sparse columns T: through R⁻¹ (dense core, more columns than a
+        quarter of R's rows: O(nnz(T)·|R|) per block once R⁻¹ is kept), else by solves."""
+        n = T.shape[0]
+        if self.dense is not None and ("inverse" in self.cache or 4 * T.shape[1] >= n):
+            if "inverse" not in self.cache:
+                self.cache["inverse"] = self.solve(np.eye(n))
+            TR = T.T @ self.cache["inverse"]
+            return np.asarray(T.T.multiply(TR).sum(axis=1)).ravel()
+        return np.einsum("ij,ij->j", T.toarray(), self.solve(T.toarray()))
 
 
 def _factor(R: sp.spmatrix, dense_max: int) -> tuple[_Core, float]:
@@ -96,12 +109,11 @@ class GLSPosterior:
         return (f"GLSPosterior(n_effects={self.mean.size}, n_fixed={self.n_fixed}, n_local={self.n_local}, "
                 f"core={self.K_we.shape[0]}, loglik={self.loglik:.6g})")
 
-    def _quad(self, M: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """(T, R⁻¹T) with T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M in the core's coordinates."""
+    def _lift(self, M: sp.csr_matrix) -> sp.csc_matrix:
+        """T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M (scaled) in the core's coordinates."""
         q_w = self.mean.size - self.n_local
         lift = sp.vstack([sp.csr_matrix((self.n_dual, M.shape[0])), M[:, :q_w].T])
-        T = (lift - self.K_we @ (sp.diags(1.0 / self.d) @ M[:, q_w:].T)).toarray()
-        return T, self.core.solve(T)
+        return (lift - self.K_we @ (sp.diags(1.0 / self.d) @ M[:, q_w:].T)).tocsc()
 
     def _scaled(self, L: Any) -> sp.csr_matrix:
         L = sp.csr_matrix(L, dtype=float)
@@ -117,17 +129,16 @@ class GLSPosterior:
         batch = max(1, min(2048, _RHS_BUDGET // max(self.K_we.shape[0], 1)))
         for start in range(0, M.shape[0], batch):
             rows = M[start:start + batch]
-            T, RT = self._quad(rows)
             local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:]) @ (1.0 / self.d)).ravel()
-            out[start:start + rows.shape[0]] = -(local + np.einsum("ij,ij->j", T, RT))
+            out[start:start + rows.shape[0]] = -(local + self.core.quad(self._lift(rows)))
         return np.maximum(out, 0.0)
 
     def covariance(self, L: Any) -> np.ndarray:
         """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
         M = self._scaled(L)
         Me = M[:, self.mean.size - self.n_local:]
-        T, RT = self._quad(M)
-        cov = -(np.asarray((Me @ sp.diags(1.0 / self.d) @ Me.T).todense()) + T.T @ RT)
+        T = self._lift(M).toarray()
+        cov = -(np.asarray((Me @ sp.diags(1.0 / self.d) @ Me.T).todense()) + T.T @ self.core.solve(T))
         return 0.5 * (cov + cov.T)
 
 
@@ -321,6 +332,8 @@ def _check_crossed(factors, A, y, s2, residual, confidence):
     n, G = A.shape
     if G == 0 or n == 0:
         raise _fail("A", "must have at least one row and one grid", A.shape)
+    if not np.any(np.asarray(A.sum(axis=1)).ravel() != 0):
+        raise _fail("A", "must have a row of nonzero weight sum (else μ is not identifiable)", A.shape)
     y, s2 = np.asarray(y, dtype=float), np.asarray(s2, dtype=float)
     if y.shape != (n,) or not np.all(np.isfinite(y)):
         raise _fail("y", f"must hold {n} finite numbers (one per row of `A`)", y)
