@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.sparse.linalg import splu
 
 from .._validation import _fail, check_positive_int
@@ -51,23 +51,30 @@ _LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
 @dataclass(frozen=True)
 class _Core:
     """R, the symmetric system over w = (duals of the rows touching ≥ 2 local effects, the other
-    scaled effects) left once the local effects are eliminated: a dense LU or a sparse one. A dense
-    core keeps R⁻¹ once asked for many quadratic forms (``cache``)."""
+    scaled effects) left once the local effects are eliminated. Dense, R is quasi-definite
+    (R_aa > 0 over the duals, its Schur complement < 0 over the effects) and is factored by two
+    Cholesky factors (``chol`` = (L_a, W = L_a⁻¹R_ab, L_b), L_b L_bᵀ = WᵀW − R_bb); else SuperLU
+    (``sparse``). A dense core keeps R⁻¹ once asked for many quadratic forms (``cache``)."""
 
-    dense: tuple[np.ndarray, np.ndarray] | None
+    chol: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     sparse: Any
     cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
-        if self.dense is not None:
-            return lu_solve(self.dense, rhs, check_finite=False)
+        if self.chol is not None:
+            La, W, Lb = self.chol
+            n_a = La.shape[0]
+            ua = solve_triangular(La, rhs[:n_a], lower=True, check_finite=False)
+            zb = -cho_solve((Lb, True), rhs[n_a:] - W.T @ ua, check_finite=False)
+            za = solve_triangular(La, ua - W @ zb, lower=True, trans="T", check_finite=False)
+            return np.concatenate([za, zb])
         return self.sparse.solve(rhs)
 
     def quad(self, T: sp.csc_matrix) -> np.ndarray:
         """diag(Tᵀ R⁻¹ T) for sparse columns T: through R⁻¹ (dense core, more columns than a
         quarter of R's rows: O(nnz(T)·|R|) per block once R⁻¹ is kept), else by solves."""
         n = T.shape[0]
-        if self.dense is not None and ("inverse" in self.cache or 4 * T.shape[1] >= n):
+        if self.sparse is None and ("inverse" in self.cache or 4 * T.shape[1] >= n):
             if "inverse" not in self.cache:
                 self.cache["inverse"] = self.solve(np.eye(n))
             TR = T.T @ self.cache["inverse"]
@@ -75,15 +82,28 @@ class _Core:
         return np.einsum("ij,ij->j", T.toarray(), self.solve(T.toarray()))
 
 
-def _factor(R: sp.spmatrix, dense_max: int) -> tuple[_Core, float]:
-    """Factor R (dense LAPACK LU up to ``dense_max`` rows, else SuperLU with a symmetric minimum
-    degree order) and log|det R| from the factors' diagonals."""
-    if R.shape[0] <= dense_max:
-        lu, piv = lu_factor(R.toarray(), check_finite=False)
-        return _Core(dense=(lu, piv), sparse=None), float(np.sum(np.log(np.abs(np.diag(lu)))))
+def _chol_core(R: np.ndarray, n_a: int) -> tuple[_Core, float] | None:
+    """The two-Cholesky factorisation of a quasi-definite dense R (None if R is not numerically so)."""
+    try:
+        La = cholesky(R[:n_a, :n_a], lower=True, check_finite=False)
+        W = solve_triangular(La, R[:n_a, n_a:], lower=True, check_finite=False)
+        Lb = cholesky(W.T @ W - R[n_a:, n_a:], lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    logdet = 2.0 * float(np.sum(np.log(np.diag(La))) + np.sum(np.log(np.diag(Lb))))
+    return _Core(chol=(La, W, Lb), sparse=None), logdet
+
+
+def _factor(R: sp.spmatrix, n_a: int, dense_max: int) -> tuple[_Core, float]:
+    """Factor R (dense up to ``dense_max`` rows: two Cholesky factors; else, or should R not be
+    numerically quasi-definite, SuperLU with a symmetric minimum degree order) and log|det R|
+    from the factors' diagonals."""
+    out = _chol_core(R.toarray(), n_a) if R.shape[0] <= dense_max else None
+    if out is not None:
+        return out
     lu = splu(sp.csc_matrix(R), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1, options={"SymmetricMode": True})
     logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))) + np.sum(np.log(np.abs(lu.L.diagonal()))))
-    return _Core(dense=None, sparse=lu), logdet
+    return _Core(chol=None, sparse=lu), logdet
 
 
 @dataclass(frozen=True)
@@ -206,7 +226,7 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         residuals): only rows touching two or more of them keep a dual variable. Any value gives
         the same answer; it decides the size of the core system.
     dense_max : int
-        The core system is factored dense (LAPACK) up to this many rows, else by SuperLU.
+        The core system is factored dense (two Cholesky factors) up to this many rows, else by SuperLU.
 
     Returns
     -------
@@ -220,7 +240,7 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
     H, y, s2, prior_var, n_fixed, n_local = _check_kernel(H, y, s2, prior_var, n_fixed, n_local)
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
     a, f, Ht, d, K_we, R = _reduce(H, s2, scale, n_fixed, n_local)
-    core, logdet_r = _factor(R, dense_max)
+    core, logdet_r = _factor(R, a.size, dense_max)
     q_w = H.shape[1] - n_local
     rhs_v = -(Ht[f].T @ (y[f] / s2[f]))
     rhs_w = np.concatenate([y[a], rhs_v[:q_w]]) - K_we @ (rhs_v[q_w:] / d)
