@@ -107,6 +107,49 @@ def _factor(R: sp.spmatrix, n_a: int, dense_max: int) -> tuple[_Core, float]:
 
 
 @dataclass(frozen=True)
+class _System:
+    """The factored system: the core, the eliminated diagonal ``d`` of the local effects and
+    their coupling ``K_we`` to the core, the scaled design ``Ht`` and the rows kept as duals
+    (``agg``) or folded into the effects' precision (``fold``)."""
+
+    core: _Core
+    d: np.ndarray
+    K_we: sp.csr_matrix
+    Ht: sp.csr_matrix
+    s2: np.ndarray
+    agg: np.ndarray
+    fold: np.ndarray
+
+    def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(v, r) with K [r; v] = [y; 0]: v the scaled effects' posterior mean, r = P y."""
+        a, f, n_local = self.agg, self.fold, self.d.size
+        q_w = self.Ht.shape[1] - n_local
+        Hf = self.Ht[f]
+        rhs_v = -(Hf.T @ (y[f] / self.s2[f]))
+        z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) - self.K_we @ (rhs_v[q_w:] / self.d))
+        v = np.concatenate([z_w[a.size:], (rhs_v[q_w:] - self.K_we.T @ z_w) / self.d])
+        r = np.empty(y.size)
+        r[a], r[f] = z_w[:a.size], (y[f] - Hf @ v) / self.s2[f]
+        return v, r
+
+    def lift(self, M: sp.csr_matrix) -> sp.csc_matrix:
+        """T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M (scaled) in the core's coordinates."""
+        q_w = M.shape[1] - self.d.size
+        lift = sp.vstack([sp.csr_matrix((self.agg.size, M.shape[0])), M[:, :q_w].T])
+        return (lift - self.K_we @ (sp.diags(1.0 / self.d) @ M[:, q_w:].T)).tocsc()
+
+    def variance(self, M: sp.csr_matrix) -> np.ndarray:
+        """diag(M Cov(v | y) Mᵀ) in blocks of right-hand sides."""
+        q_w, out = M.shape[1] - self.d.size, np.empty(M.shape[0])
+        batch = max(1, min(2048, _RHS_BUDGET // max(self.K_we.shape[0], 1)))
+        for start in range(0, M.shape[0], batch):
+            rows = M[start:start + batch]
+            local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:]) @ (1.0 / self.d)).ravel()
+            out[start:start + rows.shape[0]] = -(local + self.core.quad(self.lift(rows)))
+        return np.maximum(out, 0.0)
+
+
+@dataclass(frozen=True)
 class GLSPosterior:
     """Posterior of the effects b of y = H b + ε (:func:`gls_posterior`).
 
@@ -120,20 +163,11 @@ class GLSPosterior:
     n_fixed: int
     n_local: int
     scale: np.ndarray = field(repr=False)
-    n_dual: int = field(repr=False)
-    d: np.ndarray = field(repr=False)
-    K_we: sp.csr_matrix = field(repr=False, compare=False)
-    core: _Core = field(repr=False, compare=False)
+    system: _System = field(repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"GLSPosterior(n_effects={self.mean.size}, n_fixed={self.n_fixed}, n_local={self.n_local}, "
-                f"core={self.K_we.shape[0]}, loglik={self.loglik:.6g})")
-
-    def _lift(self, M: sp.csr_matrix) -> sp.csc_matrix:
-        """T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M (scaled) in the core's coordinates."""
-        q_w = self.mean.size - self.n_local
-        lift = sp.vstack([sp.csr_matrix((self.n_dual, M.shape[0])), M[:, :q_w].T])
-        return (lift - self.K_we @ (sp.diags(1.0 / self.d) @ M[:, q_w:].T)).tocsc()
+                f"core={self.system.K_we.shape[0]}, loglik={self.loglik:.6g})")
 
     def _scaled(self, L: Any) -> sp.csr_matrix:
         L = sp.csr_matrix(L, dtype=float)
@@ -144,21 +178,15 @@ class GLSPosterior:
     def variance(self, L: Any) -> np.ndarray:
         """diag(L Cov(b | y) Lᵀ): the posterior variance of each row of ``L`` (k × q, sparse or
         dense) times b, by solves with the stored factor in blocks of right-hand sides."""
-        M = self._scaled(L)
-        q_w, out = self.mean.size - self.n_local, np.empty(M.shape[0])
-        batch = max(1, min(2048, _RHS_BUDGET // max(self.K_we.shape[0], 1)))
-        for start in range(0, M.shape[0], batch):
-            rows = M[start:start + batch]
-            local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:]) @ (1.0 / self.d)).ravel()
-            out[start:start + rows.shape[0]] = -(local + self.core.quad(self._lift(rows)))
-        return np.maximum(out, 0.0)
+        return self.system.variance(self._scaled(L))
 
     def covariance(self, L: Any) -> np.ndarray:
         """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
         M = self._scaled(L)
-        Me = M[:, self.mean.size - self.n_local:]
-        T = self._lift(M).toarray()
-        cov = -(np.asarray((Me @ sp.diags(1.0 / self.d) @ Me.T).todense()) + T.T @ self.core.solve(T))
+        d = self.system.d
+        Me = M[:, self.mean.size - d.size:]
+        T = self.system.lift(M).toarray()
+        cov = -(np.asarray((Me @ sp.diags(1.0 / d) @ Me.T).todense()) + T.T @ self.system.core.solve(T))
         return 0.5 * (cov + cov.T)
 
 
@@ -241,17 +269,11 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
     a, f, Ht, d, K_we, R = _reduce(H, s2, scale, n_fixed, n_local)
     core, logdet_r = _factor(R, a.size, dense_max)
-    q_w = H.shape[1] - n_local
-    rhs_v = -(Ht[f].T @ (y[f] / s2[f]))
-    rhs_w = np.concatenate([y[a], rhs_v[:q_w]]) - K_we @ (rhs_v[q_w:] / d)
-    z_w = core.solve(rhs_w)
-    v = np.concatenate([z_w[a.size:], (rhs_v[q_w:] - K_we.T @ z_w) / d])
-    r_f = (y[f] - Ht[f] @ v) / s2[f]
+    system = _System(core=core, d=d, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
+    v, r = system.solve(y)
     logdet = float(np.sum(np.log(s2[f])) + np.sum(np.log(np.abs(d)))) + logdet_r
-    quad = float(y[a] @ z_w[:a.size] + y[f] @ r_f)
-    loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + quad)
-    return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale,
-                        n_dual=a.size, d=d, K_we=K_we, core=core)
+    loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
+    return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale, system=system)
 
 
 # ------------------------------------------------------------------------------------------------ crossed
@@ -384,31 +406,90 @@ def _start(y: np.ndarray, s2: np.ndarray, n_comp: int, spread: float) -> np.ndar
     return np.full(n_comp, math.log(excess / n_comp / spread))
 
 
+@dataclass
+class _Objective:
+    """ℓ_R as a function of x = log(σ²/spread), counting factorisations."""
+
+    H: sp.csr_matrix
+    y: np.ndarray
+    s2: np.ndarray
+    sizes: list[int]
+    kernel: dict[str, int]
+    spread: float
+    calls: int = 0
+
+    def post(self, x: np.ndarray) -> GLSPosterior:
+        self.calls += 1
+        return gls_posterior(self.H, self.y, self.s2, np.repeat(self.spread * np.exp(x), self.sizes), **self.kernel)
+
+    def negll(self, x: np.ndarray) -> float:
+        return -self.post(x).loglik
+
+
+def _score(post: GLSPosterior, y: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient of −ℓ_R in x_k = log σ²_k, ½(J_k − tr Var(v_k | y) − |v̂_k|²), and the average
+    information ½ f_kᵀ P f_l, f_k = H̃_k v̂_k (Gilmour, Thompson & Cullis 1995), in the same x."""
+    system, nf = post.system, post.n_fixed
+    v, _ = system.solve(y)
+    var_v = system.variance(sp.identity(v.size, format="csr")[nf:])
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    g, F = np.empty(len(sizes)), np.empty((y.size, len(sizes)))
+    for k in range(len(sizes)):
+        vk = v[nf + edges[k]:nf + edges[k + 1]]
+        g[k] = 0.5 * (sizes[k] - var_v[edges[k]:edges[k + 1]].sum() - vk @ vk)
+        F[:, k] = system.Ht[:, nf + edges[k]:nf + edges[k + 1]] @ vk
+    PF = np.column_stack([system.solve(F[:, k])[1] for k in range(len(sizes))])
+    return g, 0.5 * F.T @ PF
+
+
+def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int, tol: float = 1e-4) -> tuple[np.ndarray, bool, str]:
+    """Average-information (Fisher-scoring) steps on x within the bounds, halved until ℓ_R does
+    not fall; stops when every free slope of −ℓ_R is below ``tol`` (at a bound, a slope pushing
+    outward is not free)."""
+    post = obj.post(x)
+    for it in range(max_iter):
+        g, AI = _score(post, obj.y, obj.sizes)
+        free = ~(((x <= _LOG_LOW) & (g > 0)) | ((x >= _LOG_HIGH) & (g < 0)))
+        if np.all(np.abs(g[free]) < tol):
+            return x, True, f"average-information steps converged in {it} iterations"
+        A = AI[np.ix_(free, free)]
+        step = np.zeros_like(x)
+        step[free] = -np.linalg.solve(A + (1e-10 * np.trace(A) + 1e-300) * np.eye(A.shape[0]), g[free])
+        for _ in range(30):
+            trial = np.clip(x + step, _LOG_LOW, _LOG_HIGH)
+            new = obj.post(trial)
+            if new.loglik >= post.loglik:
+                x, post = trial, new
+                break
+            step /= 2.0
+        else:
+            return x, bool(np.all(np.abs(g[free]) < 1e-2)), "average-information line search stalled"
+    return x, False, f"no convergence in {max_iter} average-information iterations"
+
+
 def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, max_iter: int,
           kernel: dict[str, int]) -> tuple[np.ndarray, bool, str, int]:
-    """σ² per block maximising the REML log-likelihood of :func:`gls_posterior` over log σ²
-    (L-BFGS-B in bounds; a component at the lower bound is 0): (σ², converged, status, evaluations)."""
-    spread = max(float(np.var(y)), float(np.mean(s2)))
-    calls = [0]
-
-    def negll(x: np.ndarray) -> float:
-        calls[0] += 1
-        return -gls_posterior(H, y, s2, np.repeat(spread * np.exp(x), sizes), **kernel).loglik
-
-    x0 = np.clip(_start(y, s2, len(sizes), spread), _LOG_LOW + 1.0, _LOG_HIGH - 1.0)
-    res = minimize(negll, x0, method="L-BFGS-B", bounds=[(_LOG_LOW, _LOG_HIGH)] * len(sizes),
-                   options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7, "eps": 1e-6})
-    converged, status = _stationary(negll, res.x), str(res.message)
-    sig = spread * np.exp(res.x)
-    sig[res.x <= _LOG_LOW + 1e-3] = 0.0
-    best = -negll(np.log(np.maximum(sig / spread, 1e-300)))
-    for k in np.flatnonzero((sig > 0) & (sig < 1e-3 * spread)):  # log σ² crawls towards 0: try 0 itself
+    """σ² per block maximising the REML log-likelihood of :func:`gls_posterior` over log σ²:
+    average-information steps, then (if they do not converge) L-BFGS-B in the same bounds; a
+    component at the lower bound, or below 10⁻³·spread where 0 is no worse, is 0:
+    (σ², converged, status, factorisations)."""
+    obj = _Objective(H=H, y=y, s2=s2, sizes=sizes, kernel=kernel, spread=max(float(np.var(y)), float(np.mean(s2))))
+    x0 = np.clip(_start(y, s2, len(sizes), obj.spread), _LOG_LOW + 1.0, _LOG_HIGH - 1.0)
+    x, converged, status = _ai_search(obj, x0, max_iter=max_iter)
+    if not converged:
+        res = minimize(obj.negll, x, method="L-BFGS-B", bounds=[(_LOG_LOW, _LOG_HIGH)] * len(sizes),
+                       options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7, "eps": 1e-6})
+        x, converged, status = res.x, _stationary(obj.negll, res.x), f"{status}; L-BFGS-B: {res.message}"
+    sig = obj.spread * np.exp(x)
+    sig[x <= _LOG_LOW + 1e-3] = 0.0
+    best = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel).loglik
+    for k in np.flatnonzero((sig > 0) & (sig < 1e-3 * obj.spread)):  # log σ² crawls towards 0: try 0 itself
         trial = sig.copy()
         trial[k] = 0.0
         ll = gls_posterior(H, y, s2, np.repeat(trial, sizes), **kernel).loglik
         if ll >= best:
             sig, best = trial, ll
-    return sig, converged, status, calls[0]
+    return sig, converged, status, obj.calls
 
 
 def _stationary(negll: Any, x: np.ndarray, *, step: float = 1e-4, tol: float = 1e-2) -> bool:
