@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from dpopt import DpoptInputError
+from dpopt.estimation import crossed
 from dpopt.estimation.crossed import RESIDUAL, fit_crossed, gls_posterior
 from dpopt.hierarchy.blup import tree_blup
 
@@ -148,6 +149,7 @@ def test_reml_fit_maximises_the_dense_restricted_likelihood(seed):
     factors = {"place": codes[0], "slot": codes[1]}
     fit = fit_crossed(factors, A, y, s2, residual=True)
     assert fit.converged, fit.status
+    assert fit.n_evaluations > 0
     ids = [np.unique(c, return_inverse=True)[1] for c in codes[:2]]
 
     def dense_ll(sig):
@@ -160,6 +162,34 @@ def test_reml_fit_maximises_the_dense_restricted_likelihood(seed):
             other = best.copy()
             other[i] = best[i] * factor if best[i] > 0 else 1e-3 * factor
             assert dense_ll(other) < fit.loglik + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reml_gradient_and_information_against_finite_differences(seed):
+    """The exact slope of −ℓ_R in log σ² (and the average information's diagonal, which is the
+    expected curvature: positive) against central differences of the kernel's loglik."""
+    rng = np.random.default_rng(250 + seed)
+    codes, A, y, s2 = random_instance(rng, n_place=6, n_slot=5)
+    ids = [np.unique(c, return_inverse=True)[1] for c in codes]
+    grid_map, sizes = crossed._design(ids, A.shape[1], True)
+    H = sp.csr_matrix(A) @ grid_map
+    x = np.log(rng.uniform(0.2, 3.0, size=len(sizes)))
+
+    def negll(x):
+        return -gls_posterior(H, y, s2, np.repeat(np.exp(x), sizes), n_local=A.shape[1]).loglik
+
+    g, AI = crossed._score(gls_posterior(H, y, s2, np.repeat(np.exp(x), sizes), n_local=A.shape[1]), y, sizes)
+    h = 1e-5
+    fd = [(negll(x + h * e) - negll(x - h * e)) / (2 * h) for e in np.eye(x.size)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    assert np.all(np.linalg.eigvalsh(AI) > -1e-12)
+
+
+def test_lbfgsb_fallback_also_maximises(monkeypatch):
+    """Should the average-information steps not converge, L-BFGS-B takes over from where they
+    stopped and still reaches the maximum (checked against the dense likelihood)."""
+    monkeypatch.setattr(crossed, "_ai_search", lambda obj, x, **_: (x, False, "forced"))
+    test_reml_fit_maximises_the_dense_restricted_likelihood(1)
 
 
 # ------------------------------------------------------------------ nested special case: the tree BLUP
