@@ -40,7 +40,8 @@ __all__ = ["GLSPosterior", "gls_posterior", "FactorEffects", "NodeEstimate", "Cr
 _LOG2PI = math.log(2.0 * math.pi)
 #: the key of the grid-level (residual) component in :attr:`CrossedFit.sigma2`; no factor may use it
 RESIDUAL = "residual"
-#: at most this many numbers in one block of right-hand sides of the batched solves (80 MB)
+#: at most this many numbers in one block of right-hand sides of the batched solves, or pairs of
+#: nonzeros in one block of quadratic forms (80 MB)
 _RHS_BUDGET = 10_000_000
 #: REML searches σ² in [spread·10⁻¹⁰, spread·10⁴] (spread: the larger of var(y) and mean(s2)); a
 #: component ending at the lower bound is reported as 0 (the likelihood is flat below it)
@@ -72,14 +73,38 @@ class _Core:
 
     def quad(self, T: sp.csc_matrix) -> np.ndarray:
         """diag(Tᵀ R⁻¹ T) for sparse columns T: through R⁻¹ (dense core, more columns than a
-        quarter of R's rows: O(nnz(T)·|R|) per block once R⁻¹ is kept), else by solves."""
-        n = T.shape[0]
-        if self.sparse is None and ("inverse" in self.cache or 4 * T.shape[1] >= n):
-            if "inverse" not in self.cache:
-                self.cache["inverse"] = self.solve(np.eye(n))
-            TR = T.T @ self.cache["inverse"]
-            return np.asarray(T.T.multiply(TR).sum(axis=1)).ravel()
+        quarter of R's rows, or R⁻¹ already kept) by pairs of nonzeros while they fit the budget,
+        else by a sparse-dense product; by solves otherwise."""
+        if self.chol is not None and ("inverse" in self.cache or 4 * T.shape[1] >= T.shape[0]):
+            counts = np.diff(T.indptr)
+            if int(counts @ counts) <= _RHS_BUDGET:
+                return _pair_quad(T, self.inverse())
+            return np.asarray(T.T.multiply(T.T @ self.inverse()).sum(axis=1)).ravel()
         return np.einsum("ij,ij->j", T.toarray(), self.solve(T.toarray()))
+
+    def inverse(self) -> np.ndarray:
+        """R⁻¹ of a dense core, kept: with Y = L_a⁻ᵀW, Z = Y L_b⁻ᵀ,
+        R⁻¹ = [[L_a⁻ᵀL_a⁻¹ − ZZᵀ, Z L_b⁻¹], [L_b⁻ᵀZᵀ, −L_b⁻ᵀL_b⁻¹]] (block inverse with the Schur
+        complement −L_b L_bᵀ), in matrix products."""
+        if "inverse" not in self.cache:
+            La, W, Lb = self.chol
+            Ia = solve_triangular(La, np.eye(La.shape[0]), lower=True, check_finite=False)
+            Ib = solve_triangular(Lb, np.eye(Lb.shape[0]), lower=True, check_finite=False)
+            Z = (Ia.T @ W) @ Ib.T
+            ZIb = Z @ Ib
+            self.cache["inverse"] = np.block([[Ia.T @ Ia - Z @ Z.T, ZIb], [ZIb.T, -(Ib.T @ Ib)]])
+        return self.cache["inverse"]
+
+
+def _pair_quad(T: sp.csc_matrix, Rinv: np.ndarray) -> np.ndarray:
+    """diag(Tᵀ R⁻¹ T) as Σ over each column's pairs of nonzeros t_i t_j (R⁻¹)_ij: O(Σ nnz(t)²)."""
+    counts = np.diff(T.indptr)
+    col = np.repeat(np.arange(T.shape[1]), counts)
+    reps = counts[col]
+    first = np.repeat(np.arange(T.nnz), reps)
+    second = np.repeat(T.indptr[col], reps) + np.arange(first.size) - np.repeat(np.cumsum(reps) - reps, reps)
+    vals = T.data[first] * T.data[second] * Rinv[T.indices[first], T.indices[second]]
+    return np.bincount(col[first], weights=vals, minlength=T.shape[1])
 
 
 def _chol_core(R: np.ndarray, n_a: int) -> tuple[_Core, float] | None:
@@ -556,7 +581,8 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     max_iter = check_positive_int(max_iter, "max_iter")
     grid_map, sizes = _design(codes, A.shape[1], residual)
     H = (A @ grid_map).tocsr()
-    kernel = {"n_local": A.shape[1] if residual else 0, "dense_max": check_positive_int(dense_max, "dense_max", minimum=0)}
+    kernel = {"n_local": A.shape[1] if residual else 0,
+              "dense_max": check_positive_int(dense_max, "dense_max", minimum=0)}
     if sigma2 is not None:
         sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
     elif sizes:

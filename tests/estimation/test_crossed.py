@@ -107,6 +107,14 @@ def test_posterior_matches_dense_reference(seed):
     np.testing.assert_allclose(node.halfwidth, 1.959963984540054 * np.sqrt(node.var), rtol=1e-12)
 
 
+@pytest.mark.parametrize("seed", [3, 4])
+def test_posterior_in_tiny_blocks(seed, monkeypatch):
+    """A budget of 50 numbers: one or two right-hand sides per block and quadratic forms by the
+    sparse-dense product instead of pairs of nonzeros; the same answers."""
+    monkeypatch.setattr(crossed, "_RHS_BUDGET", 50)
+    test_posterior_matches_dense_reference(seed)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed):
     """The kernel alone: y = X β + Z u + ε with two fixed effects, dense GLS/REML written out."""
