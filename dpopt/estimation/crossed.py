@@ -5,16 +5,17 @@ records. Two layers:
 
 * :func:`gls_posterior`, the kernel: observations y = H b + ε, ε ~ N(0, diag(s2)), effects
   b = (fixed effects with a flat prior, random effects b_k ~ N(0, prior_var_k) independent). It
-  factors the sparse symmetric augmented system of Henderson's mixed-model equations once
-  (:func:`scipy.sparse.linalg.splu`) and returns the posterior mean of b, the REML log-likelihood
-  (Patterson & Thompson 1971; log det from the LU's diagonal) and, through
-  :meth:`GLSPosterior.variance`, the posterior variance of any sparse linear combinations L b
-  (batched solves). Nothing G × G is ever dense.
+  solves Henderson's mixed-model equations in their augmented (dual) form, with the grid-level
+  effects eliminated exactly first, by one factorisation of the remaining core (two dense
+  Cholesky factors, or SuperLU), and returns the posterior mean of b, the REML log-likelihood
+  (Patterson & Thompson 1971; log det from the factors' diagonals) and, through
+  :meth:`GLSPosterior.variance`, the posterior variance of any sparse linear combinations L b.
+  Nothing G × G or n × n is ever dense.
 * :func:`fit_crossed`: θ_g = μ + Σ_f u_f[code_f(g)] + e_g (Fay & Herriot 1979 with crossed factors;
   lme4's ``(1|place) + (1|time)``, Bates et al. 2015), observed as y = A θ + ε. The variance
-  components are the REML maximisers over log-variances; the result carries the posterior mean and
-  variance of every grid, of μ and of every factor level, and answers any other node by
-  :meth:`CrossedFit.node`.
+  components are the REML maximisers over log-variances (average-information steps, Gilmour et
+  al. 1995); the result carries the posterior mean and variance of every grid, of μ and of every
+  factor level, and answers any other node by :meth:`CrossedFit.node`.
 """
 
 from __future__ import annotations
