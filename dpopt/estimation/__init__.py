@@ -19,12 +19,14 @@ from collections.abc import Callable
 
 from .._validation import check_choice
 from ..measurements import Estimates, Measurements
+from .crossed import CrossedFit, GLSPosterior, fit_crossed, gls_posterior
 from .direct import abs_quantile, check_confidence, direct
 from .crossed_estimate import estimate_crossed
 from .hierarchical import estimate_hierarchical
 from .pooling import pool_estimates, pooled
 
-__all__ = ["ESTIMATORS", "estimate", "direct", "pooled", "pool_estimates", "abs_quantile", "check_confidence"]
+__all__ = ["ESTIMATORS", "estimate", "direct", "pooled", "pool_estimates", "abs_quantile", "check_confidence",
+           "fit_crossed", "CrossedFit", "gls_posterior", "GLSPosterior"]
 
 #: the estimation methods: name -> f(measurements, *, confidence) -> Estimates
 ESTIMATORS: dict[str, Callable[..., Estimates]] = {

@@ -1,0 +1,601 @@
+"""Crossed random effects of the finest-grid means, fitted from noisy node means (models/crossed.md).
+
+Post-processing only: the inputs are measured nodes' noisy means and their noise variances, never
+records. Two layers:
+
+* :func:`gls_posterior`, the kernel: observations y = H b + ε, ε ~ N(0, diag(s2)), effects
+  b = (fixed effects with a flat prior, random effects b_k ~ N(0, prior_var_k) independent). It
+  solves Henderson's mixed-model equations in their augmented (dual) form, with the grid-level
+  effects eliminated exactly first, by one factorisation of the remaining core (two dense
+  Cholesky factors, or SuperLU), and returns the posterior mean of b, the REML log-likelihood
+  (Patterson & Thompson 1971; log det from the factors' diagonals) and, through
+  :meth:`GLSPosterior.variance`, the posterior variance of any sparse linear combinations L b.
+  Nothing G × G or n × n is ever dense.
+* :func:`fit_crossed`: θ_g = μ + Σ_f u_f[code_f(g)] + e_g (Fay & Herriot 1979 with crossed factors;
+  lme4's ``(1|place) + (1|time)``, Bates et al. 2015), observed as y = A θ + ε. The variance
+  components are the REML maximisers over log-variances (average-information steps, Gilmour et
+  al. 1995); the result carries the posterior mean and variance of every grid, of μ and of every
+  factor level, and answers any other node by :meth:`CrossedFit.node`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.sparse.linalg import splu
+
+from .._validation import _fail, check_positive_int
+from .direct import check_confidence
+
+__all__ = ["GLSPosterior", "gls_posterior", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed",
+           "RESIDUAL"]
+
+_LOG2PI = math.log(2.0 * math.pi)
+#: the key of the grid-level (residual) component in :attr:`CrossedFit.sigma2`; no factor may use it
+RESIDUAL = "residual"
+#: at most this many numbers in one block of right-hand sides of the batched solves, or pairs of
+#: nonzeros in one block of quadratic forms (80 MB)
+_RHS_BUDGET = 10_000_000
+#: REML searches σ² in [spread·10⁻¹⁰, spread·10⁴] (spread: the larger of var(y) and mean(s2)); a
+#: component ending at the lower bound is reported as 0 (the likelihood is flat below it)
+_LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
+
+
+# ------------------------------------------------------------------------------------------------ kernel
+@dataclass(frozen=True)
+class _Core:
+    """R, the symmetric system over w = (duals of the rows touching ≥ 2 local effects, the other
+    scaled effects) left once the local effects are eliminated. Dense, R is quasi-definite
+    (R_aa > 0 over the duals, its Schur complement < 0 over the effects) and is factored by two
+    Cholesky factors (``chol`` = (L_a, W = L_a⁻¹R_ab, L_b), L_b L_bᵀ = WᵀW − R_bb); else SuperLU
+    (``sparse``). A dense core keeps R⁻¹ once asked for many quadratic forms (``cache``)."""
+
+    chol: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    sparse: Any
+    cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        if self.chol is not None:
+            La, W, Lb = self.chol
+            n_a = La.shape[0]
+            ua = solve_triangular(La, rhs[:n_a], lower=True, check_finite=False)
+            zb = -cho_solve((Lb, True), rhs[n_a:] - W.T @ ua, check_finite=False)
+            za = solve_triangular(La, ua - W @ zb, lower=True, trans="T", check_finite=False)
+            return np.concatenate([za, zb])
+        return self.sparse.solve(rhs)
+
+    def quad(self, T: sp.csc_matrix) -> np.ndarray:
+        """diag(Tᵀ R⁻¹ T) for sparse columns T: through R⁻¹ (dense core, more columns than a
+        quarter of R's rows, or R⁻¹ already kept) by pairs of nonzeros while they fit the budget,
+        else by a sparse-dense product; by solves otherwise."""
+        if self.chol is not None and ("inverse" in self.cache or 4 * T.shape[1] >= T.shape[0]):
+            counts = np.diff(T.indptr)
+            if int(counts @ counts) <= _RHS_BUDGET:
+                return _pair_quad(T, self.inverse())
+            return np.asarray(T.T.multiply(T.T @ self.inverse()).sum(axis=1)).ravel()
+        return np.einsum("ij,ij->j", T.toarray(), self.solve(T.toarray()))
+
+    def inverse(self) -> np.ndarray:
+        """R⁻¹ of a dense core, kept: with Y = L_a⁻ᵀW, Z = Y L_b⁻ᵀ,
+        R⁻¹ = [[L_a⁻ᵀL_a⁻¹ − ZZᵀ, Z L_b⁻¹], [L_b⁻ᵀZᵀ, −L_b⁻ᵀL_b⁻¹]] (block inverse with the Schur
+        complement −L_b L_bᵀ), in matrix products."""
+        if "inverse" not in self.cache:
+            La, W, Lb = self.chol
+            Ia = solve_triangular(La, np.eye(La.shape[0]), lower=True, check_finite=False)
+            Ib = solve_triangular(Lb, np.eye(Lb.shape[0]), lower=True, check_finite=False)
+            Z = (Ia.T @ W) @ Ib.T
+            ZIb = Z @ Ib
+            self.cache["inverse"] = np.block([[Ia.T @ Ia - Z @ Z.T, ZIb], [ZIb.T, -(Ib.T @ Ib)]])
+        return self.cache["inverse"]
+
+
+def _pair_quad(T: sp.csc_matrix, Rinv: np.ndarray) -> np.ndarray:
+    """diag(Tᵀ R⁻¹ T) as Σ over each column's pairs of nonzeros t_i t_j (R⁻¹)_ij: O(Σ nnz(t)²)."""
+    counts = np.diff(T.indptr)
+    col = np.repeat(np.arange(T.shape[1]), counts)
+    reps = counts[col]
+    first = np.repeat(np.arange(T.nnz), reps)
+    second = np.repeat(T.indptr[col], reps) + np.arange(first.size) - np.repeat(np.cumsum(reps) - reps, reps)
+    vals = T.data[first] * T.data[second] * Rinv[T.indices[first], T.indices[second]]
+    return np.bincount(col[first], weights=vals, minlength=T.shape[1])
+
+
+def _chol_core(R: np.ndarray, n_a: int) -> tuple[_Core, float] | None:
+    """The two-Cholesky factorisation of a quasi-definite dense R (None if R is not numerically so)."""
+    try:
+        La = cholesky(R[:n_a, :n_a], lower=True, check_finite=False)
+        W = solve_triangular(La, R[:n_a, n_a:], lower=True, check_finite=False)
+        Lb = cholesky(W.T @ W - R[n_a:, n_a:], lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    logdet = 2.0 * float(np.sum(np.log(np.diag(La))) + np.sum(np.log(np.diag(Lb))))
+    return _Core(chol=(La, W, Lb), sparse=None), logdet
+
+
+def _factor(R: sp.spmatrix, n_a: int, dense_max: int) -> tuple[_Core, float]:
+    """Factor R (dense up to ``dense_max`` rows: two Cholesky factors; else, or should R not be
+    numerically quasi-definite, SuperLU with a symmetric minimum degree order) and log|det R|
+    from the factors' diagonals."""
+    out = _chol_core(R.toarray(), n_a) if R.shape[0] <= dense_max else None
+    if out is not None:
+        return out
+    lu = splu(sp.csc_matrix(R), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1, options={"SymmetricMode": True})
+    logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))) + np.sum(np.log(np.abs(lu.L.diagonal()))))
+    return _Core(chol=None, sparse=lu), logdet
+
+
+@dataclass(frozen=True)
+class _System:
+    """The factored system: the core, the eliminated diagonal ``d`` of the local effects and
+    their coupling ``K_we`` to the core, the scaled design ``Ht`` and the rows kept as duals
+    (``agg``) or folded into the effects' precision (``fold``)."""
+
+    core: _Core
+    d: np.ndarray
+    K_we: sp.csr_matrix
+    Ht: sp.csr_matrix
+    s2: np.ndarray
+    agg: np.ndarray
+    fold: np.ndarray
+
+    def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(v, r) with K [r; v] = [y; 0]: v the scaled effects' posterior mean, r = P y."""
+        a, f, n_local = self.agg, self.fold, self.d.size
+        q_w = self.Ht.shape[1] - n_local
+        Hf = self.Ht[f]
+        rhs_v = -(Hf.T @ (y[f] / self.s2[f]))
+        z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) - self.K_we @ (rhs_v[q_w:] / self.d))
+        v = np.concatenate([z_w[a.size:], (rhs_v[q_w:] - self.K_we.T @ z_w) / self.d])
+        r = np.empty(y.size)
+        r[a], r[f] = z_w[:a.size], (y[f] - Hf @ v) / self.s2[f]
+        return v, r
+
+    def lift(self, M: sp.csr_matrix) -> sp.csc_matrix:
+        """T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M (scaled) in the core's coordinates."""
+        q_w = M.shape[1] - self.d.size
+        lift = sp.vstack([sp.csr_matrix((self.agg.size, M.shape[0])), M[:, :q_w].T])
+        return (lift - self.K_we @ (sp.diags(1.0 / self.d) @ M[:, q_w:].T)).tocsc()
+
+    def variance(self, M: sp.csr_matrix) -> np.ndarray:
+        """diag(M Cov(v | y) Mᵀ) in blocks of right-hand sides."""
+        q_w, out = M.shape[1] - self.d.size, np.empty(M.shape[0])
+        batch = max(1, min(2048, _RHS_BUDGET // max(self.K_we.shape[0], 1)))
+        for start in range(0, M.shape[0], batch):
+            rows = M[start:start + batch]
+            local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:]) @ (1.0 / self.d)).ravel()
+            out[start:start + rows.shape[0]] = -(local + self.core.quad(self.lift(rows)))
+        return np.maximum(out, 0.0)
+
+
+@dataclass(frozen=True)
+class GLSPosterior:
+    """Posterior of the effects b of y = H b + ε (:func:`gls_posterior`).
+
+    ``mean`` is E[b | y]; ``loglik`` the REML log-likelihood
+    −½[(n − p) log 2π + log|V| + log|X'V⁻¹X| + r'V⁻¹r] (V = Cov(y), r = y − X β̂, p fixed effects);
+    :meth:`variance` / :meth:`covariance` give Var(L b | y) from the stored factorisation.
+    """
+
+    mean: np.ndarray
+    loglik: float
+    n_fixed: int
+    n_local: int
+    scale: np.ndarray = field(repr=False)
+    system: _System = field(repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return (f"GLSPosterior(n_effects={self.mean.size}, n_fixed={self.n_fixed}, n_local={self.n_local}, "
+                f"core={self.system.K_we.shape[0]}, loglik={self.loglik:.6g})")
+
+    def _scaled(self, L: Any) -> sp.csr_matrix:
+        L = sp.csr_matrix(L, dtype=float)
+        if L.shape[1] != self.mean.size:
+            raise _fail("L", f"must have one column per effect ({self.mean.size})", L.shape)
+        return (L @ sp.diags(self.scale)).tocsr()
+
+    def variance(self, L: Any) -> np.ndarray:
+        """diag(L Cov(b | y) Lᵀ): the posterior variance of each row of ``L`` (k × q, sparse or
+        dense) times b, by solves with the stored factor in blocks of right-hand sides."""
+        return self.system.variance(self._scaled(L))
+
+    def covariance(self, L: Any) -> np.ndarray:
+        """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
+        M = self._scaled(L)
+        d = self.system.d
+        Me = M[:, self.mean.size - d.size:]
+        T = self.system.lift(M).toarray()
+        cov = -(np.asarray((Me @ sp.diags(1.0 / d) @ Me.T).todense()) + T.T @ self.system.core.solve(T))
+        return 0.5 * (cov + cov.T)
+
+
+def _check_kernel(H, y, s2, prior_var, n_fixed, n_local):
+    if not sp.issparse(H):
+        H = np.asarray(H, dtype=float)
+        if H.ndim != 2:
+            raise _fail("H", "must be a 2-D matrix (observations × effects)", H.shape)
+    H = sp.csr_matrix(H, dtype=float)
+    H.eliminate_zeros()
+    n, q = H.shape
+    if not np.all(np.isfinite(H.data)):
+        raise _fail("H", "must hold finite numbers", H.data[~np.isfinite(H.data)])
+    y, s2, prior_var = (np.asarray(v, dtype=float) for v in (y, s2, prior_var))
+    if isinstance(n_fixed, bool) or not isinstance(n_fixed, int | np.integer) or not 0 < n_fixed <= q:
+        raise _fail("n_fixed", f"must be an int in 1 … {q} (the number of columns of `H`)", n_fixed)
+    if isinstance(n_local, bool) or not isinstance(n_local, int | np.integer) or not 0 <= n_local <= q - n_fixed:
+        raise _fail("n_local", f"must be an int in 0 … {q - n_fixed} (trailing random effects)", n_local)
+    if y.shape != (n,) or not np.all(np.isfinite(y)):
+        raise _fail("y", f"must hold {n} finite numbers (one per row of `H`)", y)
+    if s2.shape != (n,) or not np.all(np.isfinite(s2) & (s2 > 0)):
+        raise _fail("s2", f"must hold {n} finite numbers > 0 (one noise variance per row of `H`)", s2)
+    if prior_var.shape != (q - n_fixed,) or not np.all(np.isfinite(prior_var) & (prior_var >= 0)):
+        raise _fail("prior_var", f"must hold {q - n_fixed} finite numbers >= 0 (one per random effect)", prior_var)
+    if np.linalg.matrix_rank(H[:, :n_fixed].toarray()) < n_fixed:
+        raise _fail("H", "must have fixed-effect columns of full rank (μ identifiable from the rows)", H.shape)
+    return H, y, s2, prior_var, int(n_fixed), int(n_local)
+
+
+def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, n_local: int):
+    """The augmented system with the rows touching ≤ 1 local effect folded into the effects'
+    precision and the local effects eliminated (their block is then diagonal, ``d``):
+    (duals' rows, folded rows, d, K_we, R)."""
+    n, q = H.shape
+    q_w = q - n_local
+    agg = np.diff(H[:, q_w:].indptr) > 1 if n_local else np.zeros(n, dtype=bool)
+    a, f = np.flatnonzero(agg), np.flatnonzero(~agg)
+    Ht = (H @ sp.diags(scale)).tocsr()
+    Ha, Hf = Ht[a], Ht[f]
+    Kvv = -(sp.diags(np.concatenate([np.zeros(n_fixed), np.ones(q - n_fixed)])) + Hf.T @ sp.diags(1.0 / s2[f]) @ Hf)
+    Kvv = Kvv.tocsr()
+    d = Kvv[q_w:, q_w:].diagonal()
+    K_ww = sp.bmat([[sp.diags(s2[a]), Ha[:, :q_w]], [Ha[:, :q_w].T, Kvv[:q_w, :q_w]]], format="csr")
+    K_we = sp.vstack([Ha[:, q_w:], Kvv[:q_w, q_w:]], format="csr")
+    R = K_ww - K_we @ sp.diags(1.0 / d) @ K_we.T
+    return a, f, Ht, d, K_we, R
+
+
+def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, n_local: int = 0,
+                  dense_max: int = 4000) -> GLSPosterior:
+    """Posterior of b in y = H b + ε by the augmented mixed-model equations (models/crossed.md §2).
+
+    Parameters
+    ----------
+    H : sparse or dense matrix, n × q
+        Design: the first ``n_fixed`` columns are fixed effects (flat prior), the others random.
+    y, s2 : array-like, n
+        Observations and their independent noise variances (> 0).
+    prior_var : array-like, q − n_fixed
+        Prior variance of each random effect (≥ 0; 0 pins the effect at 0).
+    n_fixed : int
+        Number of fixed effects (≥ 1; REML needs one).
+    n_local : int
+        The last ``n_local`` random effects are eliminated exactly first (e.g. the grid-level
+        residuals): only rows touching two or more of them keep a dual variable. Any value gives
+        the same answer; it decides the size of the core system.
+    dense_max : int
+        The core system is factored dense (two Cholesky factors) up to this many rows, else by SuperLU.
+
+    Returns
+    -------
+    GLSPosterior
+        With v = b / scale (scale = 1 for fixed effects, √prior_var for random ones) the symmetric
+        system K = [[diag(s2), H̃], [H̃ᵀ, −diag(0, I)]], H̃ = H·diag(scale), gives
+        K [r; v̂] = [y; 0], b̂ = scale·v̂ (Henderson's equations) and r = S⁻¹(y − H b̂), and
+        log|det K| + yᵀr = log|V| + log|X'V⁻¹X| + r'V⁻¹r (Harville 1977): REML costs one
+        factorisation of K's Schur complement R and no dense n × n matrix.
+    """
+    H, y, s2, prior_var, n_fixed, n_local = _check_kernel(H, y, s2, prior_var, n_fixed, n_local)
+    scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
+    a, f, Ht, d, K_we, R = _reduce(H, s2, scale, n_fixed, n_local)
+    core, logdet_r = _factor(R, a.size, dense_max)
+    system = _System(core=core, d=d, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
+    v, r = system.solve(y)
+    logdet = float(np.sum(np.log(s2[f])) + np.sum(np.log(np.abs(d)))) + logdet_r
+    loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
+    return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale, system=system)
+
+
+# ------------------------------------------------------------------------------------------------ crossed
+@dataclass(frozen=True)
+class FactorEffects:
+    """Posterior ``mean`` and ``var`` of u_f[j] for every level (the caller's codes in ``levels``)."""
+
+    levels: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+
+
+@dataclass(frozen=True)
+class NodeEstimate:
+    """Posterior ``mean`` and ``var`` of rows of A_new θ, and the interval ``halfwidth`` z·√var."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    halfwidth: np.ndarray
+
+
+@dataclass(frozen=True)
+class CrossedFit:
+    """The fitted crossed model (:func:`fit_crossed`).
+
+    ``sigma2`` maps each factor (and :data:`RESIDUAL` when fitted) to its variance component;
+    ``grid_mean``/``grid_var`` are E[θ_g | y] and Var(θ_g | y) (which holds σ²_e and the σ²_f of
+    levels the data says nothing about); ``grid_halfwidth`` = z·√grid_var with z the normal
+    quantile of (1 + confidence)/2: the grid's own interval before the engine's bounding allowance.
+    """
+
+    sigma2: dict[str, float]
+    mu: float
+    mu_var: float
+    effects: dict[str, FactorEffects]
+    grid_mean: np.ndarray
+    grid_var: np.ndarray
+    grid_halfwidth: np.ndarray
+    loglik: float
+    converged: bool
+    status: str
+    n_evaluations: int
+    confidence: float
+    z: float
+    posterior: GLSPosterior = field(repr=False)
+    grid_map: sp.csr_matrix = field(repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        comps = ", ".join(f"{k}={v:.4g}" for k, v in self.sigma2.items())
+        return (f"CrossedFit(grids={self.grid_mean.size}, mu={self.mu:.4g}, sigma2=({comps}), "
+                f"loglik={self.loglik:.6g}, converged={self.converged})")
+
+    def interval_halfwidth(self, var: Any) -> np.ndarray:
+        """z·√var at the fit's confidence (e.g. of :attr:`grid_var`)."""
+        return self.z * np.sqrt(np.maximum(np.asarray(var, dtype=float), 0.0))
+
+    def node(self, A_new: Any) -> NodeEstimate:
+        """Posterior of every row of ``A_new`` θ (k × G weights over the grids): a node's answer."""
+        A_new = _as_design(A_new, "A_new", self.grid_mean.size)
+        L = (A_new @ self.grid_map).tocsr()
+        var = self.posterior.variance(L)
+        return NodeEstimate(mean=A_new @ self.grid_mean, var=var, halfwidth=self.interval_halfwidth(var))
+
+
+def _as_design(A: Any, name: str, n_grids: int | None) -> sp.csr_matrix:
+    if not sp.issparse(A):
+        A = np.asarray(A, dtype=float)
+        if A.ndim != 2:
+            raise _fail(name, "must be a 2-D matrix (nodes × grids)", A.shape)
+    A = sp.csr_matrix(A, dtype=float)
+    if n_grids is not None and A.shape[1] != n_grids:
+        raise _fail(name, f"must have one column per grid ({n_grids})", A.shape)
+    if not np.all(np.isfinite(A.data)):
+        raise _fail(name, "must hold finite numbers", A.data[~np.isfinite(A.data)])
+    return A
+
+
+def _check_factors(factors: Any) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
+    """Names, compact codes 0 … J−1 and the caller's level values of every factor."""
+    if not isinstance(factors, Mapping):
+        raise _fail("factors", "must be a mapping name -> int code array (one code per grid)", factors)
+    names, codes, levels, size = [], [], [], None
+    for name, raw in factors.items():
+        if not isinstance(name, str) or not name or name == RESIDUAL:
+            raise _fail("factors", f"must have non-empty str names other than {RESIDUAL!r}", name)
+        arr = np.asarray(raw)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu" or (size is not None and arr.size != size):
+            raise _fail(f"factors[{name!r}]", "must be a 1-D int array of one code per grid, all of one length", arr)
+        size = arr.size
+        lev, inv = np.unique(arr, return_inverse=True)
+        names.append(name), codes.append(inv.ravel()), levels.append(lev)
+    return names, codes, levels
+
+
+def _check_crossed(factors, A, y, s2, residual, confidence):
+    names, codes, levels = _check_factors(factors)
+    A = _as_design(A, "A", codes[0].size if codes else None)
+    n, G = A.shape
+    if G == 0 or n == 0:
+        raise _fail("A", "must have at least one row and one grid", A.shape)
+    if not np.any(np.asarray(A.sum(axis=1)).ravel() != 0):
+        raise _fail("A", "must have a row of nonzero weight sum (else μ is not identifiable)", A.shape)
+    y, s2 = np.asarray(y, dtype=float), np.asarray(s2, dtype=float)
+    if y.shape != (n,) or not np.all(np.isfinite(y)):
+        raise _fail("y", f"must hold {n} finite numbers (one per row of `A`)", y)
+    if s2.shape != (n,) or not np.all(np.isfinite(s2) & (s2 > 0)):
+        raise _fail("s2", f"must hold {n} finite numbers > 0 (one noise variance per row of `A`)", s2)
+    if not isinstance(residual, bool):
+        raise _fail("residual", "must be True or False", residual)
+    return names, codes, levels, A, y, s2, check_confidence(confidence)
+
+
+def _design(codes: list[np.ndarray], G: int, residual: bool) -> tuple[sp.csr_matrix, list[int]]:
+    """grid_map (G × q): θ = grid_map · (μ, u_1 … u_F, e); and the size of each random block."""
+    blocks = [sp.csr_matrix(np.ones((G, 1)))]
+    sizes = []
+    for c in codes:
+        J = int(c.max()) + 1
+        blocks.append(sp.csr_matrix((np.ones(G), (np.arange(G), c)), shape=(G, J)))
+        sizes.append(J)
+    if residual:
+        blocks.append(sp.identity(G, format="csr"))
+        sizes.append(G)
+    return sp.hstack(blocks, format="csr"), sizes
+
+
+def _start(y: np.ndarray, s2: np.ndarray, n_comp: int, spread: float) -> np.ndarray:
+    """Moment start: the spread of y beyond its mean noise variance, shared equally (log σ²/spread)."""
+    excess = max(float(np.var(y)) - float(np.mean(s2)), 0.05 * spread)
+    return np.full(n_comp, math.log(excess / n_comp / spread))
+
+
+@dataclass
+class _Objective:
+    """ℓ_R as a function of x = log(σ²/spread), counting factorisations."""
+
+    H: sp.csr_matrix
+    y: np.ndarray
+    s2: np.ndarray
+    sizes: list[int]
+    kernel: dict[str, int]
+    spread: float
+    calls: int = 0
+
+    def post(self, x: np.ndarray) -> GLSPosterior:
+        self.calls += 1
+        return gls_posterior(self.H, self.y, self.s2, np.repeat(self.spread * np.exp(x), self.sizes), **self.kernel)
+
+    def negll(self, x: np.ndarray) -> float:
+        return -self.post(x).loglik
+
+
+def _score(post: GLSPosterior, y: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient of −ℓ_R in x_k = log σ²_k, ½(J_k − tr Var(v_k | y) − |v̂_k|²), and the average
+    information ½ f_kᵀ P f_l, f_k = H̃_k v̂_k (Gilmour, Thompson & Cullis 1995), in the same x."""
+    system, nf = post.system, post.n_fixed
+    v, _ = system.solve(y)
+    var_v = system.variance(sp.identity(v.size, format="csr")[nf:])
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    g, F = np.empty(len(sizes)), np.empty((y.size, len(sizes)))
+    for k in range(len(sizes)):
+        vk = v[nf + edges[k]:nf + edges[k + 1]]
+        g[k] = 0.5 * (sizes[k] - var_v[edges[k]:edges[k + 1]].sum() - vk @ vk)
+        F[:, k] = system.Ht[:, nf + edges[k]:nf + edges[k + 1]] @ vk
+    PF = np.column_stack([system.solve(F[:, k])[1] for k in range(len(sizes))])
+    return g, 0.5 * F.T @ PF
+
+
+def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int, tol: float = 1e-4) -> tuple[np.ndarray, bool, str]:
+    """Average-information (Fisher-scoring) steps on x within the bounds, halved until ℓ_R does
+    not fall; stops when every free slope of −ℓ_R is below ``tol`` (at a bound, a slope pushing
+    outward is not free)."""
+    post = obj.post(x)
+    for it in range(max_iter):
+        g, AI = _score(post, obj.y, obj.sizes)
+        free = ~(((x <= _LOG_LOW) & (g > 0)) | ((x >= _LOG_HIGH) & (g < 0)))
+        if np.all(np.abs(g[free]) < tol):
+            return x, True, f"average-information steps converged in {it} iterations"
+        A = AI[np.ix_(free, free)]
+        step = np.zeros_like(x)
+        step[free] = -np.linalg.solve(A + (1e-10 * np.trace(A) + 1e-300) * np.eye(A.shape[0]), g[free])
+        for _ in range(30):
+            trial = np.clip(x + step, _LOG_LOW, _LOG_HIGH)
+            new = obj.post(trial)
+            if new.loglik >= post.loglik:
+                x, post = trial, new
+                break
+            step /= 2.0
+        else:
+            return x, bool(np.all(np.abs(g[free]) < 1e-2)), "average-information line search stalled"
+    return x, False, f"no convergence in {max_iter} average-information iterations"
+
+
+def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, max_iter: int,
+          kernel: dict[str, int]) -> tuple[np.ndarray, bool, str, int]:
+    """σ² per block maximising the REML log-likelihood of :func:`gls_posterior` over log σ²:
+    average-information steps, then (if they do not converge) L-BFGS-B in the same bounds; a
+    component at the lower bound, or below 10⁻³·spread where 0 is no worse, is 0:
+    (σ², converged, status, factorisations)."""
+    obj = _Objective(H=H, y=y, s2=s2, sizes=sizes, kernel=kernel, spread=max(float(np.var(y)), float(np.mean(s2))))
+    x0 = np.clip(_start(y, s2, len(sizes), obj.spread), _LOG_LOW + 1.0, _LOG_HIGH - 1.0)
+    x, converged, status = _ai_search(obj, x0, max_iter=max_iter)
+    if not converged:
+        res = minimize(obj.negll, x, method="L-BFGS-B", bounds=[(_LOG_LOW, _LOG_HIGH)] * len(sizes),
+                       options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7, "eps": 1e-6})
+        x, converged, status = res.x, _stationary(obj.negll, res.x), f"{status}; L-BFGS-B: {res.message}"
+    sig = obj.spread * np.exp(x)
+    sig[x <= _LOG_LOW + 1e-3] = 0.0
+    best = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel).loglik
+    for k in np.flatnonzero((sig > 0) & (sig < 1e-3 * obj.spread)):  # log σ² crawls towards 0: try 0 itself
+        trial = sig.copy()
+        trial[k] = 0.0
+        ll = gls_posterior(H, y, s2, np.repeat(trial, sizes), **kernel).loglik
+        if ll >= best:
+            sig, best = trial, ll
+    return sig, converged, status, obj.calls
+
+
+def _stationary(negll: Any, x: np.ndarray, *, step: float = 1e-4, tol: float = 1e-2) -> bool:
+    """The REML search's own test, with no trust in its stopping message (a line search stopped by
+    rounding reports failure at the optimum): every central-difference slope of −ℓ in log σ² is
+    below ``tol`` (a 1 % change of σ² moves ℓ by < 10⁻⁴, far inside a likelihood interval's ½), or
+    pushes outward at a bound."""
+    for k in range(x.size):
+        up, down = x.copy(), x.copy()
+        up[k], down[k] = min(x[k] + step, _LOG_HIGH), max(x[k] - step, _LOG_LOW)
+        slope = (negll(up) - negll(down)) / (up[k] - down[k])
+        at_low, at_high = x[k] <= _LOG_LOW + step, x[k] >= _LOG_HIGH - step
+        if abs(slope) > tol and not (at_low and slope > 0) and not (at_high and slope < 0):
+            return False
+    return True
+
+
+def _fixed_sigma2(sigma2: Any, names: list[str], residual: bool) -> np.ndarray:
+    keys = names + ([RESIDUAL] if residual else [])
+    if not isinstance(sigma2, Mapping) or set(sigma2) != set(keys):
+        raise _fail("sigma2", f"must map exactly {keys} to variances", sigma2)
+    out = np.array([sigma2[k] for k in keys], dtype=float)
+    if not np.all(np.isfinite(out) & (out >= 0)):
+        raise _fail("sigma2", "must hold finite variances >= 0", sigma2)
+    return out
+
+
+def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray]) -> dict[str, FactorEffects]:
+    out, start = {}, 1
+    for name, lev in zip(names, levels):
+        rows = sp.csr_matrix((np.ones(lev.size), (np.arange(lev.size), start + np.arange(lev.size))),
+                             shape=(lev.size, post.mean.size))
+        out[name] = FactorEffects(levels=lev, mean=post.mean[start:start + lev.size], var=post.variance(rows))
+        start += lev.size
+    return out
+
+
+def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual: bool = True,
+                confidence: float = 0.95, sigma2: Mapping[str, float] | None = None,
+                max_iter: int = 200, dense_max: int = 4000) -> CrossedFit:
+    """Fit θ_g = μ + Σ_f u_f[code_f(g)] + e_g to y = A θ + ε (models/crossed.md).
+
+    Parameters
+    ----------
+    factors : mapping str -> int array (G,)
+        Each factor's level code per grid (e.g. ``"cell"``, ``"slot"``, ``"cell:hour_of_day"``);
+        any ints, levels are their distinct values. May be empty (μ and e only).
+    A : sparse or dense matrix (n_obs × G)
+        Each measured node's weights over the grids (typically its rows sum to 1).
+    y, s2 : array-like (n_obs,)
+        Noisy node means and their noise variances (finite, > 0).
+    residual : bool
+        Fit the grid-level component e_g ~ N(0, σ²_e) (key :data:`RESIDUAL` of ``sigma2``).
+    confidence : float
+        Level of :attr:`CrossedFit.grid_halfwidth` and :meth:`CrossedFit.node` intervals.
+    sigma2 : mapping, optional
+        Given variance components (every factor, and :data:`RESIDUAL` if fitted): no REML.
+    max_iter : int
+        Iterations of the REML search (L-BFGS-B over log σ²).
+    dense_max : int
+        Passed to :func:`gls_posterior` (the grid residuals are its local effects).
+    """
+    names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
+    max_iter = check_positive_int(max_iter, "max_iter")
+    grid_map, sizes = _design(codes, A.shape[1], residual)
+    H = (A @ grid_map).tocsr()
+    kernel = {"n_local": A.shape[1] if residual else 0,
+              "dense_max": check_positive_int(dense_max, "dense_max", minimum=0)}
+    if sigma2 is not None:
+        sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
+    elif sizes:
+        sig, converged, status, calls = _reml(H, y, s2, sizes, max_iter=max_iter, kernel=kernel)
+    else:
+        sig, converged, status, calls = np.zeros(0), True, "no variance component", 0
+    post = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel)
+    grid_var = post.variance(grid_map)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    keys = names + ([RESIDUAL] if residual else [])
+    mu_var = float(post.variance(sp.csr_matrix(([1.0], ([0], [0])), shape=(1, post.mean.size)))[0])
+    return CrossedFit(sigma2={k: float(v) for k, v in zip(keys, sig)}, mu=float(post.mean[0]), mu_var=mu_var,
+                      effects=_effects(post, names, levels), grid_mean=grid_map @ post.mean, grid_var=grid_var,
+                      grid_halfwidth=z * np.sqrt(grid_var), loglik=post.loglik, converged=converged, status=status,
+                      n_evaluations=calls, confidence=confidence, z=z, posterior=post, grid_map=grid_map)

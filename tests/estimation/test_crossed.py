@@ -1,0 +1,360 @@
+"""Crossed random effects (dpopt.estimation.crossed) against dense Gaussian references written here,
+the tree BLUP as the nested special case, and a simulation of recovery and interval coverage."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dpopt import DpoptInputError
+from dpopt.estimation import crossed
+from dpopt.estimation.crossed import RESIDUAL, fit_crossed, gls_posterior
+from dpopt.hierarchy.blup import tree_blup
+
+#: agreement of two exact computations (sparse LU vs dense inverse) in floating point
+RTOL, ATOL = 1e-7, 1e-9
+
+
+# ------------------------------------------------------------------ dense references (independent)
+def dense_kriging(A, y, s2, prior_cov, cross, c):
+    """Universal kriging with one flat mean μ: posterior mean and variance of t = c·μ + ξ_t, where
+    ξ ~ N(0, prior_cov) over the grids, y = A(1μ + ξ) + ε, ``cross`` = Cov(ξ_t, ξ) (k × G) and the
+    prior variances of ξ_t are diag(cross_tt) given in ``c``'s companion. Returns (mean, var, loglik)."""
+    n = y.size
+    V = A @ prior_cov @ A.T + np.diag(s2)
+    Vi = np.linalg.inv(V)
+    X = A.sum(axis=1)
+    xvx = X @ Vi @ X
+    mu = (X @ Vi @ y) / xvx
+    r = y - X * mu
+    k = cross @ A.T  # Cov(ξ_t, y)
+    mean = c * mu + k @ Vi @ r
+    w = c - k @ Vi @ X
+    loglik = -0.5 * ((n - 1) * np.log(2 * np.pi) + np.linalg.slogdet(V)[1] + np.log(xvx) + r @ Vi @ r)
+    return mean, w, k, Vi, xvx, loglik
+
+
+def dense_grid_posterior(codes, sig_f, sig_e, A, y, s2):
+    """E[θ | y], Var(θ_g | y), E/Var of each factor level, μ's mean/variance and the REML loglik."""
+    G = A.shape[1]
+    Zs = [np.eye(c.max() + 1)[c] for c in codes]  # G × J one-hot
+    prior = sum(s * Z @ Z.T for s, Z in zip(sig_f, Zs)) + sig_e * np.eye(G)
+    mean, w, k, Vi, xvx, ll = dense_kriging(A, y, s2, prior, prior, np.ones(G))
+    var = np.diag(prior) - np.einsum("ij,jk,ik->i", k, Vi, k) + w * w / xvx
+    levels = []
+    for s, Z in zip(sig_f, Zs):
+        cross = s * Z.T  # Cov(u_f, ξ)
+        m, wl, kl, _, _, _ = dense_kriging(A, y, s2, prior, cross, np.zeros(Z.shape[1]))
+        levels.append((m, s - np.einsum("ij,jk,ik->i", kl, Vi, kl) + wl * wl / xvx))
+    X = A.sum(axis=1)
+    mu = (X @ Vi @ y) / xvx
+    return mean, var, levels, (mu, 1.0 / xvx), ll
+
+
+def random_instance(rng, *, n_place=None, n_slot=None):
+    """Grids on a place × slot lattice (a random subset), three factors, averaging rows A."""
+    P, T = n_place or int(rng.integers(3, 7)), n_slot or int(rng.integers(3, 6))
+    flat = np.sort(rng.choice(P * T, size=int(rng.integers(P * T // 2, P * T + 1)), replace=False))
+    place, slot = flat // T, flat % T
+    codes = [place * 7 + 3, slot, slot % 2]  # any ints; slot parity plays hour-of-day
+    G = flat.size
+    rows = []
+    for key in (place, slot):
+        for v in np.unique(key):
+            if rng.random() < 0.7:
+                rows.append(key == v)
+    for g in rng.choice(G, size=max(1, G // 3), replace=False):
+        rows.append(np.arange(G) == g)
+    rows.append(rng.random(G) < 0.4)
+    rows = [r for r in rows if r.any()]
+    A = np.array(rows, dtype=float)
+    A /= A.sum(axis=1, keepdims=True)
+    s2 = rng.uniform(0.2, 2.0, size=A.shape[0])
+    y = rng.normal(10.0, 2.0, size=A.shape[0])
+    return codes, A, y, s2
+
+
+# ------------------------------------------------------------------ posterior and REML vs dense
+@pytest.mark.parametrize("seed", range(24))
+def test_posterior_matches_dense_reference(seed):
+    rng = np.random.default_rng(seed)
+    codes, A, y, s2 = random_instance(rng)
+    residual = seed % 2 == 0
+    sig_f = rng.uniform(0.1, 3.0, size=3) * (rng.random(3) > 0.15)  # sometimes a component is exactly 0
+    sig_e = float(rng.uniform(0.1, 2.0)) if residual else 0.0
+    names = ["place", "slot", "hour_of_day"]
+    given = dict(zip(names, sig_f)) | ({RESIDUAL: sig_e} if residual else {})
+    fit = fit_crossed(dict(zip(names, codes)), sp.csr_matrix(A), y, s2, residual=residual, sigma2=given,
+                      dense_max=0 if seed % 3 == 0 else 4000)  # the core factored sparse or dense
+    mean, var, levels, (mu, mu_var), ll = dense_grid_posterior([np.unique(c, return_inverse=True)[1] for c in codes],
+                                                               sig_f, sig_e, A, y, s2)
+    np.testing.assert_allclose(fit.grid_mean, mean, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(fit.grid_var, var, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose([fit.mu, fit.mu_var], [mu, mu_var], rtol=RTOL, atol=ATOL)
+    for name, code, (m, v) in zip(names, codes, levels):
+        np.testing.assert_array_equal(fit.effects[name].levels, np.unique(code))
+        np.testing.assert_allclose(fit.effects[name].mean, m, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(fit.effects[name].var, v, rtol=RTOL, atol=ATOL)
+    assert fit.loglik == pytest.approx(ll, rel=1e-9, abs=1e-8)
+    # a node (any weights over grids): mean and variance of w·θ from the dense joint covariance
+    W = rng.random((3, A.shape[1])) * (rng.random((3, A.shape[1])) < 0.5)
+    node = fit.node(W)
+    Zs = [np.eye(c.max() + 1)[np.unique(c, return_inverse=True)[1]] for c in codes]
+    prior = sum(s * Z @ Z.T for s, Z in zip(sig_f, Zs)) + sig_e * np.eye(A.shape[1])
+    m, w, k, Vi, xvx, _ = dense_kriging(A, y, s2, prior, W @ prior, W.sum(axis=1))
+    np.testing.assert_allclose(node.mean, m, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(node.var, np.diag(W @ prior @ W.T) - np.einsum("ij,jk,ik->i", k, Vi, k) + w * w / xvx,
+                               rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(node.halfwidth, 1.959963984540054 * np.sqrt(node.var), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_posterior_in_tiny_blocks(seed, monkeypatch):
+    """A budget of 50 numbers: one or two right-hand sides per block and quadratic forms by the
+    sparse-dense product instead of pairs of nonzeros; the same answers."""
+    monkeypatch.setattr(crossed, "_RHS_BUDGET", 50)
+    test_posterior_matches_dense_reference(seed)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed):
+    """The kernel alone: y = X β + Z u + ε with two fixed effects, dense GLS/REML written out."""
+    rng = np.random.default_rng(100 + seed)
+    n, p, q = 14, 2, 6
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    Z = rng.normal(size=(n, q)) * (rng.random((n, q)) < 0.5)
+    d = rng.uniform(0.0, 2.0, size=q)
+    s2 = rng.uniform(0.3, 1.5, size=n)
+    y = rng.normal(size=n)
+    V = Z @ np.diag(d) @ Z.T + np.diag(s2)
+    Vi = np.linalg.inv(V)
+    B = np.linalg.inv(X.T @ Vi @ X)
+    beta = B @ X.T @ Vi @ y
+    r = y - X @ beta
+    u = np.diag(d) @ Z.T @ Vi @ r
+    # joint covariance of (β̂ − β, û − u) (Henderson 1975): C⁻¹ of the mixed-model equations
+    C = np.block([[X.T @ np.diag(1 / s2) @ X, X.T @ np.diag(1 / s2) @ Z],
+                  [Z.T @ np.diag(1 / s2) @ X, Z.T @ np.diag(1 / s2) @ Z + np.diag(1 / d)]])
+    L = rng.normal(size=(4, p + q))
+    ll = -0.5 * ((n - p) * np.log(2 * np.pi) + np.linalg.slogdet(V)[1] + np.linalg.slogdet(X.T @ Vi @ X)[1]
+                 + r @ Vi @ r)
+    for n_local, dense_max in [(0, 4000), (0, 0), (3, 4000), (3, 0), (q, 4000), (q, 0)]:
+        post = gls_posterior(sp.csr_matrix(np.hstack([X, Z])), y, s2, d, n_fixed=p, n_local=n_local,
+                             dense_max=dense_max)
+        np.testing.assert_allclose(post.mean, np.concatenate([beta, u]), rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(post.covariance(L), L @ np.linalg.inv(C) @ L.T, rtol=1e-6, atol=ATOL)
+        np.testing.assert_allclose(post.variance(L), np.diag(L @ np.linalg.inv(C) @ L.T), rtol=1e-6, atol=ATOL)
+        assert post.loglik == pytest.approx(ll, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reml_fit_maximises_the_dense_restricted_likelihood(seed):
+    rng = np.random.default_rng(200 + seed)
+    codes, A, _, s2 = random_instance(rng, n_place=8, n_slot=6)
+    G = A.shape[1]
+    theta = 10 + 2.0 * rng.normal(size=codes[0].max() + 1)[codes[0]] + rng.normal(size=codes[1].max() + 1)[codes[1]] \
+        + 0.7 * rng.normal(size=G)
+    y = A @ theta + rng.normal(size=A.shape[0]) * np.sqrt(s2)
+    factors = {"place": codes[0], "slot": codes[1]}
+    fit = fit_crossed(factors, A, y, s2, residual=True)
+    assert fit.converged, fit.status
+    assert fit.n_evaluations > 0
+    ids = [np.unique(c, return_inverse=True)[1] for c in codes[:2]]
+
+    def dense_ll(sig):
+        return dense_grid_posterior(ids, sig[:2], sig[2], A, y, s2)[-1]
+
+    best = np.array([fit.sigma2["place"], fit.sigma2["slot"], fit.sigma2[RESIDUAL]])
+    assert fit.loglik == pytest.approx(dense_ll(best), rel=1e-9, abs=1e-8)
+    for i in range(3):
+        for factor in (0.8, 1.25):
+            other = best.copy()
+            other[i] = best[i] * factor if best[i] > 0 else 1e-3 * factor
+            assert dense_ll(other) < fit.loglik + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reml_gradient_and_information_against_finite_differences(seed):
+    """The exact slope of −ℓ_R in log σ² (and the average information's diagonal, which is the
+    expected curvature: positive) against central differences of the kernel's loglik."""
+    rng = np.random.default_rng(250 + seed)
+    codes, A, y, s2 = random_instance(rng, n_place=6, n_slot=5)
+    ids = [np.unique(c, return_inverse=True)[1] for c in codes]
+    grid_map, sizes = crossed._design(ids, A.shape[1], True)
+    H = sp.csr_matrix(A) @ grid_map
+    x = np.log(rng.uniform(0.2, 3.0, size=len(sizes)))
+
+    def negll(x):
+        return -gls_posterior(H, y, s2, np.repeat(np.exp(x), sizes), n_local=A.shape[1]).loglik
+
+    g, AI = crossed._score(gls_posterior(H, y, s2, np.repeat(np.exp(x), sizes), n_local=A.shape[1]), y, sizes)
+    h = 1e-5
+    fd = [(negll(x + h * e) - negll(x - h * e)) / (2 * h) for e in np.eye(x.size)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    assert np.all(np.linalg.eigvalsh(AI) > -1e-12)
+
+
+def test_lbfgsb_fallback_also_maximises(monkeypatch):
+    """Should the average-information steps not converge, L-BFGS-B takes over from where they
+    stopped and still reaches the maximum (checked against the dense likelihood)."""
+    monkeypatch.setattr(crossed, "_ai_search", lambda obj, x, **_: (x, False, "forced"))
+    test_reml_fit_maximises_the_dense_restricted_likelihood(1)
+
+
+# ------------------------------------------------------------------ nested special case: the tree BLUP
+def random_tree(rng, depth):
+    """One root at level depth−1, leaves at level 0 (the layout of dpopt.hierarchy.blup)."""
+    parent, level, prev = [-1], [depth - 1], [0]
+    for lev in range(depth - 2, -1, -1):
+        count = int(rng.integers(len(prev), 3 * len(prev) + 1))
+        ids = list(range(len(parent), len(parent) + count))
+        parent += list(np.concatenate([prev, rng.choice(prev, size=count - len(prev))]))
+        level += [lev] * count
+        prev = ids
+    return np.array(parent), np.array(level)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_nested_special_case_equals_tree_blup(seed):
+    rng = np.random.default_rng(300 + seed)
+    parent, level = random_tree(rng, depth=int(rng.integers(2, 5)))
+    n = parent.size
+    tau2 = rng.uniform(0.2, 4.0, size=level.max() + 1) * (rng.random(level.max() + 1) > 0.2)
+    path = np.zeros((n, n))  # θ_v = Σ over v and its ancestors of their effects (the root's is μ)
+    for v in range(n):
+        w = v
+        while w >= 0:
+            path[v, w] = 1.0
+            w = parent[w]
+    measured = rng.random(n) < 0.6
+    measured[rng.integers(n)] = True
+    y = np.where(measured, rng.normal(20, 4, size=n), np.nan)
+    s2 = np.where(measured, rng.uniform(0.5, 3.0, size=n), np.nan)
+    post = gls_posterior(path[measured], y[measured], s2[measured], tau2[level[1:]], n_fixed=1)
+    ref = tree_blup(parent, level, y, s2, tau2)
+    np.testing.assert_allclose(path @ post.mean, ref.mean, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(post.variance(path), ref.variance, rtol=1e-6, atol=ATOL)
+    assert post.loglik == pytest.approx(ref.loglik, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nested_factors_of_leaves_equal_tree_blup(seed):
+    """Grids = leaves, factors = their ancestors per level, residual = the leaf level: fit_crossed
+    with given components equals the tree BLUP when only leaves are measured."""
+    rng = np.random.default_rng(400 + seed)
+    parent, level = random_tree(rng, depth=4)
+    n = parent.size
+    leaves = np.flatnonzero(level == 0)
+    anc = {1: parent[leaves]}
+    anc[2] = parent[anc[1]]
+    tau2 = rng.uniform(0.3, 3.0, size=4)
+    measured = rng.random(leaves.size) < 0.7
+    measured[0] = True
+    A = np.eye(leaves.size)[measured]
+    y_leaf = rng.normal(5, 2, size=leaves.size)
+    s2_leaf = rng.uniform(0.2, 1.5, size=leaves.size)
+    fit = fit_crossed({"l1": anc[1], "l2": anc[2]}, A, y_leaf[measured], s2_leaf[measured], residual=True,
+                      sigma2={"l1": tau2[1], "l2": tau2[2], RESIDUAL: tau2[0]})
+    y, s2 = np.full(n, np.nan), np.full(n, np.nan)
+    y[leaves[measured]], s2[leaves[measured]] = y_leaf[measured], s2_leaf[measured]
+    ref = tree_blup(parent, level, y, s2, tau2)
+    np.testing.assert_allclose(fit.grid_mean, ref.mean[leaves], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(fit.grid_var, ref.variance[leaves], rtol=1e-6, atol=ATOL)
+    assert fit.loglik == pytest.approx(ref.loglik, rel=1e-9)
+
+
+# ------------------------------------------------------------------ recovery and calibration
+def simulate(seed, P=40, T=30, sig=(4.0, 1.0, 0.5)):
+    rng = np.random.default_rng(seed)
+    place, slot = np.repeat(np.arange(P), T), np.tile(np.arange(T), P)
+    G = P * T
+    draws = [np.sqrt(s) * rng.normal(size=m) for s, m in zip(sig, (P, T, G))]
+    theta = 20 + draws[0][place] + draws[1][slot] + draws[2]
+    rows = [sp.csr_matrix((np.full(G, 1.0 / T), (place, np.arange(G))), shape=(P, G)),
+            sp.csr_matrix((np.full(G, 1.0 / P), (slot, np.arange(G))), shape=(T, G))]
+    fine = np.flatnonzero(rng.random(G) < 0.5)
+    rows.append(sp.csr_matrix((np.ones(fine.size), (np.arange(fine.size), fine)), shape=(fine.size, G)))
+    A = sp.vstack(rows, format="csr")
+    s2 = np.concatenate([np.full(P + T, 0.05), rng.uniform(0.2, 1.0, size=fine.size)])
+    y = A @ theta + rng.normal(size=A.shape[0]) * np.sqrt(s2)
+    drawn = dict(zip(("place", "slot", RESIDUAL), (float(np.var(d, ddof=1)) for d in draws)))
+    return {"place": place, "slot": slot}, A, y, s2, theta, drawn
+
+
+@pytest.mark.slow
+def test_recovery_and_coverage_by_simulation():
+    """σ² near the variance of the effects actually drawn (what the data can tell; 15 % for the
+    factors, 35 % for the residual, seen through noisier single-grid nodes), and the grids' own
+    95 % intervals cover their drawn θ_g at 0.93–0.97."""
+    covered, total = 0, 0
+    for seed in range(4):
+        factors, A, y, s2, theta, drawn = simulate(500 + seed)
+        fit = fit_crossed(factors, A, y, s2, residual=True, confidence=0.95)
+        assert fit.converged, fit.status
+        for key, tol in (("place", 0.15), ("slot", 0.15), (RESIDUAL, 0.35)):
+            assert abs(fit.sigma2[key] / drawn[key] - 1) < tol, (key, fit.sigma2, drawn)
+        covered += int(np.sum(np.abs(fit.grid_mean - theta) <= fit.grid_halfwidth))
+        total += theta.size
+    assert 0.93 <= covered / total <= 0.97, covered / total
+
+
+def test_a_component_without_signal_goes_to_zero():
+    """Slots drawn with no effect at all: REML puts σ²_slot at (or next to) 0, the others stay."""
+    factors, A, y, s2, _, _ = simulate(600, P=30, T=20, sig=(4.0, 0.0, 0.5))
+    fit = fit_crossed(factors, A, y, s2)
+    assert fit.converged, fit.status
+    assert fit.sigma2["slot"] < 0.02 < 1.0 < fit.sigma2["place"]
+    assert np.all(fit.effects["slot"].var <= fit.sigma2["slot"] + 1e-12)
+
+
+def test_unmeasured_grid_and_level_keep_their_prior_spread():
+    """A grid in no measured node and a level nobody measured: its variance holds σ²_e and σ²_f."""
+    factors, A, y, s2, _, _ = simulate(700, P=10, T=8)
+    codes = {k: np.append(v, v.max() + 1) for k, v in factors.items()}  # one extra grid, new place and slot
+    A = sp.hstack([A, sp.csr_matrix((A.shape[0], 1))], format="csr")
+    sig = {"place": 3.0, "slot": 1.0, RESIDUAL: 0.5}
+    fit = fit_crossed(codes, A, y, s2, sigma2=sig)
+    assert fit.grid_mean[-1] == pytest.approx(fit.mu)
+    assert fit.grid_var[-1] == pytest.approx(fit.mu_var + sum(sig.values()), rel=1e-9)
+
+
+# ------------------------------------------------------------------ bad input
+GOOD = {"factors": {"a": np.array([0, 1, 0])}, "A": np.eye(3), "y": np.ones(3), "s2": np.ones(3)}
+
+
+@pytest.mark.parametrize("change, name", [
+    ({"factors": [1, 2, 3]}, "factors"),
+    ({"factors": {"a": np.array([0.5, 1, 0])}}, "factors['a']"),
+    ({"factors": {"a": np.array([0, 1])}}, "A"),
+    ({"factors": {RESIDUAL: np.array([0, 1, 0])}}, "factors"),
+    ({"A": np.ones(3)}, "A"),
+    ({"A": np.full((3, 3), np.nan)}, "A"),
+    ({"A": np.array([[1.0, -1.0, 0.0]] * 3)}, "A"),
+    ({"y": np.ones(2)}, "y"),
+    ({"y": np.array([1.0, np.inf, 1.0])}, "y"),
+    ({"s2": np.array([1.0, 0.0, 1.0])}, "s2"),
+    ({"s2": np.array([1.0, -1.0, 1.0])}, "s2"),
+    ({"residual": 1}, "residual"),
+    ({"confidence": 1.5}, "confidence"),
+    ({"sigma2": {"a": 1.0}}, "sigma2"),
+    ({"sigma2": {"a": -1.0, RESIDUAL: 1.0}}, "sigma2"),
+    ({"max_iter": 0}, "max_iter"),
+])
+def test_bad_input_is_a_one_line_error(change, name):
+    args = GOOD | change
+    with pytest.raises(DpoptInputError) as err:
+        fit_crossed(args.pop("factors"), args.pop("A"), args.pop("y"), args.pop("s2"), **args)
+    assert f"`{name}`" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_kernel_bad_input():
+    H = np.ones((3, 2))
+    for args, name in [((H, np.ones(3), np.ones(3), [-1.0]), "prior_var"),
+                       ((np.ones((3, 2)), np.ones(3), np.ones(3), [1.0, 1.0]), "prior_var"),
+                       ((H, np.ones(3), np.zeros(3), [1.0]), "s2"),
+                       ((np.zeros((3, 2)), np.ones(3), np.ones(3), [1.0]), "H")]:
+        with pytest.raises(DpoptInputError, match=f"`{name}`"):
+            gls_posterior(*args)
+    with pytest.raises(DpoptInputError, match="`L`"):
+        gls_posterior(H, np.ones(3), np.ones(3), [1.0]).variance(np.ones((2, 3)))
+    with pytest.raises(DpoptInputError, match="`A_new`"):
+        fit_crossed(GOOD["factors"], GOOD["A"], GOOD["y"], GOOD["s2"]).node(np.ones((2, 4)))
