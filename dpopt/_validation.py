@@ -394,3 +394,11 @@ def check_delta(delta: Any, name: str = "delta") -> float:
     if not 0.0 < out < 1.0:
         raise _fail(name, rule, delta)
     return out
+
+
+def check_confidence(confidence: Any) -> float:
+    """q of the stated error bounds and intervals: a number in (0, 1)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, numbers.Real)) \
+            or not 0.0 < float(confidence) < 1.0:
+        raise DpoptInputError(f"`confidence` must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
+    return float(confidence)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from .._validation import check_choice
 from ..measurements import Estimates, Measurements
-from .crossed import CrossedFit, GLSPosterior, fit_crossed, gls_posterior
+from ..hierarchy.crossed import CrossedFit, GLSPosterior, fit_crossed, gls_posterior
 from .direct import abs_quantile, check_confidence, direct
 from .crossed_estimate import estimate_crossed
 from .hierarchical import estimate_hierarchical
