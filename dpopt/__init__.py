@@ -73,6 +73,10 @@ _LAZY: dict[str, str] = {
     "PseudoUserResult": "dpopt.suppression",
     "heavy_hitter_occupancy": "dpopt.suppression",
     "build_suppression_model": "dpopt.suppression",
+    "suppression_problem": "dpopt.suppression",
+    "SuppressionProblem": "dpopt.suppression",
+    "array_length_problem": "dpopt.arrays",
+    "ArrayLengthProblem": "dpopt.arrays",
     # budget planner (issue 13): one total budget, coverage vs accuracy
     "plan_budget": "dpopt.budget",
     "budget_frontier": "dpopt.budget",

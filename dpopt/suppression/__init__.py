@@ -6,6 +6,7 @@ contributions lowers K at the price of clipping bias. This package gives
 
 * :func:`clip_user` — the paper's greedy CLIP-USER (Algorithm 1, ERRATA E1/E2), incremental;
 * :func:`solve_suppression` — the exact MILP for the least K with every grid error ≤ E (HiGHS);
+* :func:`suppression_problem` — the MILP as a cvxpy model a researcher extends (labelled pairs);
 * :func:`suppression_frontier` — the least worst-case error E*(K) for every K;
 * :func:`pseudo_user_clipping` — the pseudo-user post-processing of eq. (15);
 * :func:`heavy_hitter_occupancy` — the paper's synthetic family (§VI-A2);
@@ -21,6 +22,7 @@ from .greedy import clip_user
 from .lagrange import verify_lower_bound
 from .milp import build_suppression_model, solve_suppression
 from .plan import SuppressionPlan
+from .problem import SuppressionProblem, suppression_problem
 from .pseudo import PseudoUserResult, pseudo_user_clipping
 from .synthetic import heavy_hitter_occupancy
 
@@ -36,4 +38,6 @@ __all__ = [
     "heavy_hitter_occupancy",
     "SuppressionPlan",
     "verify_lower_bound",
+    "suppression_problem",
+    "SuppressionProblem",
 ]

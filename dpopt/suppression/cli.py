@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..cli_common import CliError, emit
+from ..cli_common import CliError, add_solver_arguments, emit, solver_options
 
 __all__ = ["register", "run", "read_occupancy"]
 
@@ -47,8 +47,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--method", choices=("greedy", "milp", "frontier"), default="milp")
     p.add_argument("--skip-min-error-grid", action="store_true",
                    help="greedy: never suppress in the grid of smallest initial error (§VI-A3)")
-    p.add_argument("--time-limit", type=float, default=None,
-                   help="total seconds (MILP: default none; frontier: default 600)")
+    add_solver_arguments(p, tie_break=True)
     p.add_argument("--strategy", choices=("auto", "milp", "decomposition"), default="auto",
                    help="MILP: compact model, city-scale decomposition, or by size (default)")
     p.add_argument("--progress", action="store_true",
@@ -63,11 +62,12 @@ def run(args: argparse.Namespace) -> int:
     from .greedy import clip_user
     from .milp import solve_suppression
 
+    options = solver_options(args)
     occ = read_occupancy(args.occupancy)
     if args.method == "frontier":
         budget = {} if args.time_limit is None else {"time_limit": args.time_limit}
         fr = suppression_frontier(occ, args.bound, args.epsilon, error_bound=args.error_bound,
-                                  progress=args.progress, **budget)
+                                  progress=args.progress, options=options, **budget)
         payload: dict[str, Any] = {"method": "frontier", "epsilon": fr.epsilon,
                                    "error_bound": fr.error_bound, "points": fr.table(),
                                    "solve_time": fr.solve_time}
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         plan = solve_suppression(occ, args.bound, args.epsilon, error_bound=args.error_bound,
                                  time_limit=args.time_limit, strategy=args.strategy,
-                                 progress=args.progress)
+                                 progress=args.progress, options=options, tie_break=args.tie_break)
     payload = plan.summary()
     if args.list or args.json:
         payload["suppressed"] = sorted(([u, g] for u, g in plan.suppressed), key=repr)

@@ -29,7 +29,7 @@ from .._validation import DpoptInputError, check_positive_int
 from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import Status
-from ..solve import solve as _solve
+from ..solve import solve_bounded as _solve
 from ._kernel import (
     ERROR_RTOL,
     check_inputs,
