@@ -5,7 +5,8 @@ Grouping (:mod:`dpopt.arrays.grouping`): :func:`best_fit` (Algorithm 2), :func:`
 (Algorithm 1) -> :class:`ArrayGrouping`.
 Length (:mod:`dpopt.arrays.length`): :func:`array_averaging_error` (eq. (15)),
 :func:`optimal_array_length` (exact minimax m, Lemma V.2, MILP; convex surrogate (19), ERRATA E7;
-heuristic (9); median) -> :class:`ArrayLengthPlan`. See models/array_length.md.
+heuristic (9); median) -> :class:`ArrayLengthPlan`; :func:`array_length_problem`, the
+exact problem as a cvxpy model a researcher extends (:mod:`dpopt.arrays.problem`). See models/array_length.md.
 """
 
 from .grouping import ArrayGrouping, best_fit, processing_order, wrap_around
@@ -27,9 +28,13 @@ from .length import (
     surrogate_objective,
     switch_points,
 )
+from .problem import ArrayLengthInfeasible, ArrayLengthProblem, array_length_problem
 
 __all__ = [
     "ArrayGrouping",
+    "ArrayLengthInfeasible",
+    "ArrayLengthProblem",
+    "array_length_problem",
     "ArrayLengthPlan",
     "CountProfile",
     "array_averaging_error",

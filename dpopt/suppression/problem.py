@@ -41,7 +41,7 @@ import numpy as np
 from .._validation import DpoptInputError
 from ..calculus import Split
 from ..solve import SolveResult, Status, solve_bounded
-from ..solve.cvxpy_backend import from_cvxpy
+from ..solve.cvxpy_backend import from_cvxpy, point_of
 from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, check_time_limit, require_reachable
 from .plan import SuppressionPlan, label_pairs, recheck, rechecked_plan
 
@@ -193,21 +193,6 @@ def _rows(A: Any, parts: list[tuple[slice, Any]], rows: np.ndarray) -> cp.Expres
     return expr
 
 
-def _point(lm: Any, values: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    """A point of ``lm`` (from :func:`from_cvxpy`) from per-variable values; ``None`` if a column block
-    has no value (a variable the caller added) or the point violates a row."""
-    x = np.zeros(lm.num_cols)
-    covered = np.zeros(lm.num_cols, dtype=bool)
-    for name, sl in lm.col_blocks.items():
-        if name not in values:
-            return None
-        x[sl] = np.ravel(values[name], order="F")
-        covered[sl] = True
-    if not covered.all() or lm.max_violation(x) > CONSTRAINT_TOL:
-        return None
-    return x
-
-
 def _values_of(sm: Any, point: np.ndarray | None, mask: np.ndarray) -> dict[str, np.ndarray] | None:
     """Per-variable values (names of :func:`suppression_problem`) of a plan point of the compact model."""
     if point is None:
@@ -238,7 +223,8 @@ def _warm_start(problem: SuppressionProblem, lm: Any, notes: dict[str, list[str]
     g = clip_user(problem.occ, problem.bound, problem.epsilon, error_bound=problem.error_bound,
                   split=problem.split)
     mask = _mask_of(sm, g.suppressed) if g.feasible else None
-    point = _point(lm, _values_of(sm, sm.point(mask), mask)) if mask is not None else None
+    values = _values_of(sm, sm.point(mask), mask) if mask is not None else None
+    point = point_of(lm, values, tol=CONSTRAINT_TOL) if values is not None else None
     (notes["kept"] if point is not None else notes["dropped"]).append(
         "warm start (CLIP-USER)" if point is not None else
         "warm start (CLIP-USER's plan violates the added constraints or misses an added variable)")
@@ -252,7 +238,7 @@ def _tie_break(problem: SuppressionProblem, lm: Any, x: np.ndarray, K: int, limi
     tie = cp.Problem(cp.Minimize(counts @ problem.suppress),
                      list(problem.constraints) + [problem.degradation <= K])
     lm2 = from_cvxpy(tie, name="suppression_tie_break")
-    warm = _point(lm2, {name: x[sl] for name, sl in lm.col_blocks.items()})
+    warm = point_of(lm2, {name: x[sl] for name, sl in lm.col_blocks.items()})
     return solve_bounded(lm2, time_limit=limit, options=options, warm_start=warm), lm2
 
 
