@@ -28,7 +28,6 @@ from .length import (
     surrogate_objective,
     switch_points,
 )
-from .problem import ArrayLengthInfeasible, ArrayLengthProblem, array_length_problem
 
 __all__ = [
     "ArrayGrouping",
@@ -55,3 +54,15 @@ __all__ = [
     "switch_points",
     "wrap_around",
 ]
+
+
+#: names loaded on first use (:mod:`.problem` imports cvxpy, which the rest of the package does not need)
+_LAZY = ('ArrayLengthInfeasible', 'ArrayLengthProblem', 'array_length_problem')
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    if name in _LAZY:
+        from . import problem
+
+        return getattr(problem, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

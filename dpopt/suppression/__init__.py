@@ -22,7 +22,6 @@ from .greedy import clip_user
 from .lagrange import verify_lower_bound
 from .milp import build_suppression_model, solve_suppression
 from .plan import SuppressionPlan
-from .problem import SuppressionProblem, suppression_problem
 from .pseudo import PseudoUserResult, pseudo_user_clipping
 from .synthetic import heavy_hitter_occupancy
 
@@ -41,3 +40,15 @@ __all__ = [
     "suppression_problem",
     "SuppressionProblem",
 ]
+
+
+#: names loaded on first use (:mod:`.problem` imports cvxpy, which the rest of the package does not need)
+_LAZY = ('SuppressionProblem', 'suppression_problem')
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    if name in _LAZY:
+        from . import problem
+
+        return getattr(problem, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
