@@ -19,7 +19,10 @@ Built-in variants (each reduces to the base problem when its constraint is slack
 * ``user_bounds`` — heterogeneous ranges: user ℓ's samples lie in ``[0, U_ℓ]`` (``‖x‖₁ ≤ U_ℓ``);
 * ``bias_cap`` — ``user_bias[ℓ] ≤ cap`` for every user (no user may carry more bias than cap);
 * ``fixed`` — ``{ℓ: (a, b)}``: prescribed intervals for chosen users;
-* ``dim ≥ 2`` — the d-dimensional ℓ1 case with the corrected sensitivity.
+* ``dim ≥ 2`` — the d-dimensional ℓ1 case with the corrected sensitivity;
+* ``geometry="cube"`` (d ≥ 2) — samples in ``[0, U_ℓ]^d``, each coordinate clipped to the user's
+  interval: bias and sensitivity are d times the 1-D ones (models/clipping.md, "The cube"); the
+  optimum is ``d·E^OPT(ε/d)`` (per-coordinate intervals gain nothing, by symmetry and convexity).
 
 Objectives (``objective=``; or your own cvxpy expression through :meth:`ClippingProblem.with_objective`):
 
@@ -53,6 +56,7 @@ from .._validation import (
     DpoptInputError,
     as_counts,
     check_bound,
+    check_choice,
     check_dim,
     check_epsilon,
     check_nonnegative_float,
@@ -65,7 +69,8 @@ __all__ = ["ClippingProblem", "clipping_problem", "solve_problem", "export_probl
 
 
 #: the data a ClippingProblem remembers besides its cvxpy model
-_META = ("counts", "bound", "user_bounds", "epsilon", "dim", "objective_name", "failure_probability", "variants")
+_META = ("counts", "bound", "user_bounds", "epsilon", "dim", "objective_name", "failure_probability", "variants",
+         "geometry")
 #: the built-in objectives (module docstring)
 OBJECTIVES = ("worst_case", "mse", "high_probability")
 #: relative tolerance of the first-order certificate (the plan's linearised value vs the closed form)
@@ -189,6 +194,7 @@ def clipping_problem(
     fixed: Mapping[int, tuple[float, float]] | None = None,
     objective: str = "worst_case",
     failure_probability: float = 0.05,
+    geometry: str = "l1",
 ) -> ClippingProblem:
     """The per-user clipping LP as a cvxpy model with named variables (module docstring).
 
@@ -215,6 +221,8 @@ def clipping_problem(
         What to minimise (module docstring).
     failure_probability : float
         β in (0, 1) of ``"high_probability"``.
+    geometry : {"l1", "cube"}
+        d ≥ 2: samples in the ℓ1 ball (default) or the cube (module docstring).
 
     Returns
     -------
@@ -250,11 +258,13 @@ def clipping_problem(
         ub >= cp.multiply(w, a),
         ub >= cp.multiply(w, Ub - b),
     ]
-    if d == 1:
+    geometry = check_choice(geometry, "geometry", ("l1", "cube"))
+    k = d if geometry == "cube" else 1  # the cube: d coordinates, each the 1-D problem
+    if d == 1 or geometry == "cube":
         cons += [
-            bias >= w @ (Ub - b),
-            bias >= w @ a,
-            sens >= cp.multiply(w, b - a),
+            bias >= k * (w @ (Ub - b)),
+            bias >= k * (w @ a),
+            sens >= k * cp.multiply(w, b - a),
         ]
     else:
         cons += [
@@ -271,7 +281,8 @@ def clipping_problem(
                                      ("fixed", bool(fidx.size))) if on)
     prob = ClippingProblem(cp.Minimize(_objective_expr(name, bias, sens, eps, d, beta)), cons)
     return prob._attach({"counts": m, "bound": U, "user_bounds": Ub, "epsilon": eps, "dim": d,
-                         "objective_name": name, "failure_probability": beta, "variants": variants})
+                         "objective_name": name, "failure_probability": beta, "variants": variants,
+                         "geometry": geometry if d >= 2 else "l1"})
 
 
 def _check_objective(objective: Any) -> str:
@@ -320,14 +331,18 @@ def _slope(name: str, bias: float, sens: float, eps: float, d: int, beta: float)
 
 
 def interval_terms(counts: np.ndarray, user_bounds: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                   dim: int) -> tuple[float, float]:
+                   dim: int, geometry: str = "l1") -> tuple[float, float]:
     """Exact worst-case bias and ℓ1 sensitivity of per-user intervals with per-user ranges U_ℓ.
 
     d = 1 (seed 000 Lemma III.1, exact form, ERRATA E9): bias ``max{Σ m_ℓ(U_ℓ − b_ℓ),
     Σ m_ℓ a_ℓ}/n``, sensitivity ``max_ℓ m_ℓ(b_ℓ − a_ℓ)/n``; d ≥ 2 (seed 001 Lemma III.2, ERRATA E3):
-    bias ``Σ m_ℓ max{a_ℓ, U_ℓ − b_ℓ}/n``, sensitivity ``max_ℓ 2 m_ℓ b_ℓ/n``.
+    bias ``Σ m_ℓ max{a_ℓ, U_ℓ − b_ℓ}/n``, sensitivity ``max_ℓ 2 m_ℓ b_ℓ/n``; the cube (d ≥ 2): d times
+    the d = 1 terms (the coordinates are clipped independently).
     """
     w = counts / float(counts.sum())
+    if dim >= 2 and geometry == "cube":
+        bias, sens = interval_terms(counts, user_bounds, lower, upper, 1)
+        return dim * bias, dim * sens
     if dim == 1:
         return max(float(w @ (user_bounds - upper)), float(w @ lower)), float(np.max(w * (upper - lower)))
     return float(w @ np.maximum(lower, user_bounds - upper)), 2.0 * float(np.max(w * upper))
@@ -366,15 +381,16 @@ def solve_problem(
     upper = np.clip(np.asarray(problem.upper.value, float), lower, problem.user_bounds)
     # the release uses the returned intervals: never report less than their exact bias and
     # sensitivity (the solver meets its constraints only to its feasibility tolerance)
-    exact_bias, exact_sens = interval_terms(problem.counts, problem.user_bounds, lower, upper, d)
+    exact_bias, exact_sens = interval_terms(problem.counts, problem.user_bounds, lower, upper, d, problem.geometry)
     bias = max(float(problem.bias.value), exact_bias)
     sens = max(float(problem.sensitivity.value), exact_sens)
     n = float(problem.counts.sum())
-    width = problem.counts * (upper if d >= 2 else upper - lower)
+    width = problem.counts * (upper if d >= 2 and problem.geometry == "l1" else upper - lower)
     solver_value = float(problem.value)
     value = _exact_objective(problem, lower, upper, bias, sens)
     cert, eps_cert = _certificate(problem, bias, sens) if res.status is Status.OPTIMAL else (None, None)
-    info = {"result": res, "n": n, "objective": problem.objective_name, "solver_objective": solver_value}
+    info = {"result": res, "n": n, "objective": problem.objective_name, "solver_objective": solver_value,
+            "geometry": problem.geometry}
     if eps_cert is not None:
         info["certificate_epsilon"] = eps_cert
     return ClippingPlan(
@@ -422,7 +438,7 @@ def _certificate(problem: ClippingProblem, bias: float, sens: float) -> tuple[An
     if s is None:
         return None, None
     eps_cert = problem.dim / s
-    ref = optimal_clipping(problem.counts, problem.bound, eps_cert, dim=problem.dim)
+    ref = optimal_clipping(problem.counts, problem.bound, eps_cert, dim=problem.dim, geometry=problem.geometry)
     linear = bias + s * sens
     if ref.certificate is None or abs(linear - ref.error) > CERTIFICATE_RTOL * max(1.0, abs(ref.error)):
         return None, None
