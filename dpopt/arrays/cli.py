@@ -50,24 +50,7 @@ def run(args: argparse.Namespace) -> int:
     options = solver_options(args)
     plan = optimal_array_length(counts, args.bound, args.epsilon, method=args.method, solver=args.solver,
                                 time_limit=args.time_limit, options=options)
-    payload: dict[str, Any] = {
-        "method": plan.method,
-        "solver": plan.solver,
-        "status": plan.status,
-        "length": plan.length,
-        "error": plan.error,
-        "bias": plan.bias,
-        "noise": plan.noise,
-        "objective": plan.objective,
-        "optimal_length": plan.optimal_length,
-        "optimal_error": plan.optimal_error,
-        "excess": plan.excess,
-        "num_users": plan.num_users,
-        "total_samples": plan.total_samples,
-        "retained_total": plan.retained_total,
-        "bound": plan.bound,
-        "epsilon": plan.epsilon,
-    }
+    payload: dict[str, Any] = plan.summary()
     if not args.no_grouping:
         payload["arrays_wrap_around"] = wrap_around(counts, plan.length).num_arrays
         payload["arrays_best_fit"] = best_fit(counts, plan.length).num_arrays

@@ -289,6 +289,23 @@ class ArrayLengthPlan:
         """K^WA = ⌊Γ_m / m⌋ (eq. (3))."""
         return self.retained_total // self.length
 
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready digest (used by the CLI and :func:`dpopt.sweep`)."""
+        return {
+            "method": self.method, "solver": self.solver, "status": Status(self.status).value,
+            "length": self.length, "error": self.error, "bias": self.bias, "noise": self.noise,
+            "objective": self.objective, "optimal_length": self.optimal_length,
+            "optimal_error": self.optimal_error, "excess": self.excess, "gap": self.gap,
+            "num_users": self.num_users, "total_samples": self.total_samples,
+            "retained_total": self.retained_total, "bound": self.bound, "epsilon": self.epsilon,
+        }
+
+    def to_frame(self) -> Any:
+        """A one-row pandas DataFrame of :meth:`summary` (pandas imported on use)."""
+        from .._frames import frame
+
+        return frame([self.summary()])
+
 
 # --------------------------------------------------------------------------- exact
 

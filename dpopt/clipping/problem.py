@@ -69,7 +69,7 @@ __all__ = ["ClippingProblem", "clipping_problem", "solve_problem", "export_probl
 
 
 #: the data a ClippingProblem remembers besides its cvxpy model
-_META = ("counts", "bound", "user_bounds", "epsilon", "dim", "objective_name", "failure_probability", "variants",
+_META = ("counts", "bound", "user_bounds", "inv_epsilon", "dim", "objective_name", "failure_probability", "variants",
          "geometry")
 #: the built-in objectives (module docstring)
 OBJECTIVES = ("worst_case", "mse", "high_probability")
@@ -97,8 +97,20 @@ class ClippingProblem(cp.Problem):
     counts: np.ndarray
     bound: float
     user_bounds: np.ndarray
-    epsilon: float
+    #: 1/ε as a ``cp.Parameter`` (DPP): :meth:`set_epsilon` changes it, and a re-solve reuses
+    #: cvxpy's compiled problem (a sweep over ε compiles once)
+    inv_epsilon: cp.Parameter
     dim: int
+
+    @property
+    def epsilon(self) -> float:
+        """ε of the Laplace release (the value of the ``inv_epsilon`` parameter, inverted)."""
+        return 1.0 / float(self.inv_epsilon.value)
+
+    def set_epsilon(self, epsilon: float) -> ClippingProblem:
+        """Set ε in place (the parameter is shared by problems derived with ``with_*``); returns self."""
+        self.inv_epsilon.value = 1.0 / check_epsilon(epsilon)
+        return self
 
     def _attach(self, src: Mapping[str, Any]) -> ClippingProblem:
         for key in _META:
@@ -127,7 +139,7 @@ class ClippingProblem(cp.Problem):
         cvxpy expression of the named variables (minimised; no certificate)."""
         if isinstance(objective, str):
             name = _check_objective(objective)
-            goal = cp.Minimize(_objective_expr(name, self.bias, self.sensitivity, self.epsilon, self.dim,
+            goal = cp.Minimize(_objective_expr(name, self.bias, self.sensitivity, self.inv_epsilon, self.dim,
                                                self.failure_probability))
         else:
             name = "custom"
@@ -279,8 +291,9 @@ def clipping_problem(
     beta = _check_probability(failure_probability)
     variants = tuple(v for v, on in (("user_bounds", bool(np.any(Ub != U))), ("bias_cap", cap is not None),
                                      ("fixed", bool(fidx.size))) if on)
-    prob = ClippingProblem(cp.Minimize(_objective_expr(name, bias, sens, eps, d, beta)), cons)
-    return prob._attach({"counts": m, "bound": U, "user_bounds": Ub, "epsilon": eps, "dim": d,
+    inv_eps = cp.Parameter(nonneg=True, name="inv_epsilon", value=1.0 / eps)
+    prob = ClippingProblem(cp.Minimize(_objective_expr(name, bias, sens, inv_eps, d, beta)), cons)
+    return prob._attach({"counts": m, "bound": U, "user_bounds": Ub, "inv_epsilon": inv_eps, "dim": d,
                          "objective_name": name, "failure_probability": beta, "variants": variants,
                          "geometry": geometry if d >= 2 else "l1"})
 
@@ -308,15 +321,16 @@ def _tail_factor(d: int, beta: float) -> float:
     return laplace_l1_tail(1.0, 1.0, beta, dim=d)
 
 
-def _objective_expr(name: str, bias: Any, sens: Any, eps: float, d: int, beta: float) -> Any:
-    """The built-in objective ``name`` of (bias, Δ) — cvxpy expressions or floats alike."""
+def _objective_expr(name: str, bias: Any, sens: Any, inv_eps: Any, d: int, beta: float) -> Any:
+    """The built-in objective ``name`` of (bias, Δ) with ``inv_eps`` = 1/ε — cvxpy expressions (DPP:
+    the parameter multiplies a parameter-free variable) or floats alike."""
     if name == "worst_case":
-        return bias + d * sens / eps
+        return bias + d * (inv_eps * sens)
     if name == "high_probability":
-        return bias + _tail_factor(d, beta) * sens / eps
+        return bias + _tail_factor(d, beta) * (inv_eps * sens)
     if isinstance(bias, float):
-        return bias ** 2 + 2.0 * d * (sens / eps) ** 2
-    return cp.square(bias) + 2.0 * d * cp.square(sens / eps)
+        return bias ** 2 + 2.0 * d * (sens * inv_eps) ** 2
+    return cp.square(bias) + 2.0 * d * cp.square(inv_eps * sens)
 
 
 def _slope(name: str, bias: float, sens: float, eps: float, d: int, beta: float) -> float | None:
@@ -419,7 +433,7 @@ def _exact_objective(problem: ClippingProblem, lower: np.ndarray, upper: np.ndar
                      sens: float) -> float:
     """The problem's objective at the returned intervals with the exact bias and sensitivity."""
     if problem.objective_name != "custom":
-        return float(_objective_expr(problem.objective_name, bias, sens, problem.epsilon, problem.dim,
+        return float(_objective_expr(problem.objective_name, bias, sens, 1.0 / problem.epsilon, problem.dim,
                                      problem.failure_probability))
     w = problem.counts / float(problem.counts.sum())
     problem.lower.value, problem.upper.value = lower, upper

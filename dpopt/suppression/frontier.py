@@ -103,6 +103,17 @@ class SuppressionFrontier:
     def errors(self) -> np.ndarray:
         return np.array([p.error for p in self.points], dtype=float)
 
+    def to_frame(self) -> Any:
+        """:meth:`table` as a pandas DataFrame (pandas imported on use)."""
+        from .._frames import frame
+
+        return frame(self.table())
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready digest: ε, E, the number of points and the solve time."""
+        return {"epsilon": self.epsilon, "error_bound": self.error_bound, "points": len(self.points),
+                "solve_time": self.solve_time}
+
     def table(self) -> list[dict[str, Any]]:
         return [
             {"K": p.degradation, "privacy_loss": p.degradation * self.epsilon, "error": p.error,
