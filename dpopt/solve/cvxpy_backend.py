@@ -317,6 +317,8 @@ def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:
     dims = data["dims"]
     if dims.exp or dims.soc or dims.psd or dims.p3d:
         raise ValueError("from_cvxpy handles linear problems only (the problem has conic constraints)")
+    if data.get("P") is not None and sp.csc_array(data["P"]).nnz:
+        raise ValueError("from_cvxpy handles linear problems only (the objective is quadratic)")
     c = np.asarray(data["c"], float).ravel()
     _, offset, _, _ = data["param_prob"].apply_parameters()
     A = sp.csc_array(data["A"])

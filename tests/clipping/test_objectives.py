@@ -92,3 +92,10 @@ def test_objective_options_are_checked():
     with pytest.raises(dpopt.DpoptInputError, match="`failure_probability`"):
         dpopt.clipping_problem([1, 2], 1.0, 1.0, objective="high_probability", failure_probability=1.5)
     assert math.isfinite(dpopt.clipping_problem([1, 2], 1.0, 1.0, objective="mse").solve_plan().objective)
+
+
+def test_a_quadratic_objective_is_never_exported_as_its_linear_part(tmp_path):
+    p = dpopt.clipping_problem([1, 2, 3], 1.0, 1.0, objective="mse")
+    with pytest.raises(ValueError, match="quadratic"):
+        p.export(tmp_path / "mse.lp")
+    assert p.with_objective("worst_case").export(tmp_path / "wc.lp").exists()
