@@ -255,34 +255,8 @@ def clipping_problem(
     Ub = _as_user_bounds(user_bounds, L, U)
     cap = None if bias_cap is None else check_nonnegative_float(bias_cap, "bias_cap")
     fidx, flo, fhi = _as_fixed(fixed, L, Ub)
-    n = float(m.sum())
-    w = m.astype(float) / n  # m_ℓ/n
-
-    a = cp.Variable(L, name="lower")
-    b = cp.Variable(L, name="upper")
-    ub = cp.Variable(L, name="user_bias")
-    bias = cp.Variable(name="bias")
-    sens = cp.Variable(name="sensitivity")
-    cons: list[cp.Constraint] = [
-        a >= 0,
-        b >= a,
-        b <= Ub,
-        ub >= cp.multiply(w, a),
-        ub >= cp.multiply(w, Ub - b),
-    ]
     geometry = check_choice(geometry, "geometry", ("l1", "cube"))
-    k = d if geometry == "cube" else 1  # the cube: d coordinates, each the 1-D problem
-    if d == 1 or geometry == "cube":
-        cons += [
-            bias >= k * (w @ (Ub - b)),
-            bias >= k * (w @ a),
-            sens >= k * cp.multiply(w, b - a),
-        ]
-    else:
-        cons += [
-            bias >= cp.sum(ub),
-            sens >= 2.0 * cp.multiply(w, b),
-        ]
+    a, b, ub, bias, sens, cons = _base_model(m, Ub, d, geometry)
     if cap is not None:
         cons.append(ub <= cap)
     if fidx.size:
@@ -297,6 +271,23 @@ def clipping_problem(
                          "objective_name": name, "failure_probability": beta, "variants": variants,
                          "geometry": geometry if d >= 2 else "l1"})
 
+
+def _base_model(m: np.ndarray, Ub: np.ndarray, d: int, geometry: str) -> tuple[Any, ...]:
+    """Variables (lower, upper, user_bias, bias, sensitivity) and constraints of the base model."""
+    L = m.size
+    w = m.astype(float) / float(m.sum())  # m_ℓ/n
+    a = cp.Variable(L, name="lower")
+    b = cp.Variable(L, name="upper")
+    ub = cp.Variable(L, name="user_bias")
+    bias = cp.Variable(name="bias")
+    sens = cp.Variable(name="sensitivity")
+    cons: list[cp.Constraint] = [a >= 0, b >= a, b <= Ub, ub >= cp.multiply(w, a), ub >= cp.multiply(w, Ub - b)]
+    k = d if geometry == "cube" else 1  # the cube: d coordinates, each the 1-D problem
+    if d == 1 or geometry == "cube":
+        cons += [bias >= k * (w @ (Ub - b)), bias >= k * (w @ a), sens >= k * cp.multiply(w, b - a)]
+    else:
+        cons += [bias >= cp.sum(ub), sens >= 2.0 * cp.multiply(w, b)]
+    return a, b, ub, bias, sens, cons
 
 def _check_objective(objective: Any) -> str:
     if objective not in OBJECTIVES:
@@ -383,14 +374,9 @@ def solve_problem(
         raise DpoptInputError(f"`problem` must be a ClippingProblem (from clipping_problem); got "
                               f"{type(problem).__name__}")
     res = solve_cvxpy(problem, time_limit=time_limit, options=options)
-    L = problem.counts.size
     d, eps = problem.dim, problem.epsilon
     if res.x is None:
-        nan = np.full(L, math.nan)
-        return ClippingPlan(nan, nan, math.nan, math.nan, math.nan, math.nan, math.nan, None,
-                            problem.bound, eps, d, method="lp", status=res.status,
-                            formulation="custom", backend="cvxpy", solve_time=res.solve_time,
-                            info={"result": res})
+        return _no_solution(problem, res)
     lower = np.clip(np.asarray(problem.lower.value, float), 0.0, problem.user_bounds)
     upper = np.clip(np.asarray(problem.upper.value, float), lower, problem.user_bounds)
     # the release uses the returned intervals: never report less than their exact bias and
@@ -427,6 +413,13 @@ def solve_problem(
         solve_time=res.solve_time,
         info=info,
     )
+
+
+def _no_solution(problem: ClippingProblem, res: Any) -> ClippingPlan:
+    nan = np.full(problem.counts.size, math.nan)
+    return ClippingPlan(nan, nan, math.nan, math.nan, math.nan, math.nan, math.nan, None,
+                        problem.bound, problem.epsilon, problem.dim, method="lp", status=res.status,
+                        formulation="custom", backend="cvxpy", solve_time=res.solve_time, info={"result": res})
 
 
 def _exact_objective(problem: ClippingProblem, lower: np.ndarray, upper: np.ndarray, bias: float,
