@@ -163,12 +163,12 @@ def add_partition_command(subparsers: Any, name: str, *, help: str, description:
     return parser
 
 
-def add_solver_arguments(parser: Any, *, tie_break: bool = False) -> None:
+def add_solver_arguments(parser: Any, *, tie_break: bool = False, default_note: str = "none") -> None:
     """``--time-limit S`` (total seconds of the command's solves, a hard bound),
     ``--solver-option KEY=VALUE`` (repeatable, passed to HiGHS) and, for models with a tie-break
     stage, ``--no-tie-break``."""
     parser.add_argument("--time-limit", type=float, default=None, metavar="S",
-                        help="total seconds for the command's solves, a hard bound (default: none)")
+                        help=f"total seconds for the command's solves, a hard bound (default: {default_note})")
     parser.add_argument("--solver-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a HiGHS option, e.g. presolve=off or mip_rel_gap=0.01 (repeatable)")
     if tie_break:

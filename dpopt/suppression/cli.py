@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--method", choices=("greedy", "milp", "frontier"), default="milp")
     p.add_argument("--skip-min-error-grid", action="store_true",
                    help="greedy: never suppress in the grid of smallest initial error (§VI-A3)")
-    add_solver_arguments(p, tie_break=True)
+    add_solver_arguments(p, tie_break=True, default_note="none; the frontier: 600")
     p.add_argument("--strategy", choices=("auto", "milp", "decomposition"), default="auto",
                    help="MILP: compact model, city-scale decomposition, or by size (default)")
     p.add_argument("--progress", action="store_true",
