@@ -10,7 +10,7 @@ import pytest
 
 from dpopt._validation import DpoptInputError
 from dpopt.writers._published import fmt_number, nice_ticks, published_view
-from dpopt.writers.html import render_html
+from dpopt.writers.html import DEFAULT_TILES, render_html
 
 from .conftest import load, multires
 
@@ -138,13 +138,20 @@ def test_page_is_self_contained_and_draws_a_given_basemap(published):
     road = {"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "LineString",
                                          "coordinates": [[-97.76, 30.25], [-97.70, 30.30], [-97.66, 30.42]]}}]}
-    page = render_html(table, summary, basemap=road)
+    page = render_html(table, summary, basemap=road, tiles=None)
     assert re.search(r'<g class="basemap"><path d="M[\d.]+,[\d.]+L[\d.]+,[\d.]+L[\d.]+,[\d.]+"/></g>', page)
-    # nothing to fetch at view time: no external resource, no link, no import
+    # nothing to fetch at view time: no external resource, no link, no import (Leaflet is inlined)
     assert _fetching_attributes(page) == []
     assert not re.search(r"""@import|url\(\s*['"]?(https?:)?//""", page)
-    assert "http://" not in page and "https://" not in page
+    # the only addresses: SVG's namespace, comments and links in Leaflet's own code (never fetched)
+    urls = set(re.findall(r"https?://[^\s\"'<>)\\]+", page))
+    assert {u.split("/")[2] for u in urls} <= {"www.w3.org", "leafletjs.com", "bugs.chromium.org",
+                                               "bugzilla.mozilla.org"}, urls
     assert '<g class="basemap">' not in render_html(table, summary)
+    # with the street map on, the tile template is the one address added (and its licence's link)
+    added = set(re.findall(r"https?://[^\s\"'<>)\\]+", render_html(table, summary))) - urls
+    assert added == {DEFAULT_TILES, "https://www.openstreetmap.org/copyright"} if len(
+        table[table["released"].astype(bool)]) else added == set()
 
 
 def test_recurring_slots_are_said_in_words():
