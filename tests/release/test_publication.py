@@ -18,9 +18,10 @@ from dpopt.cli import main
 from dpopt.release import load_austin_sample, write_report
 from tests._legacy import release
 from dpopt.writers import public_occupancy as report_module
+from dpopt.writers.geo import GEO_FILES
 from dpopt.release.noise import epsilon_rational
 
-PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", "diagnostics"}
+PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", "diagnostics", *GEO_FILES}
 
 
 def _neighbours(tiny_records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
