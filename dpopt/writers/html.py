@@ -30,7 +30,7 @@ from ._published import (PublishedView, active_at, fmt_number, nice_ticks, priva
                          released_count, slot_labels, span_text)
 from .streetmap import DEFAULT_TILES, STREET_JS, leaflet_assets, street_map_html
 
-__all__ = ["render_html", "write_html_report", "DEFAULT_TILES"]
+__all__ = ["render_html", "write_html_report", "DEFAULT_TILES", "variance_published", "variance_reasons"]
 
 _E = html.escape
 #: viridis, 9 stops (value panel) and a light-to-dark orange ramp (uncertainty panel)
@@ -121,6 +121,33 @@ def _is_true(v: Any) -> bool:
     return str(v).strip().lower() in ("true", "1", "1.0", "yes")
 
 
+def _variance_shown(rows: pd.DataFrame) -> np.ndarray:
+    """Which released rows publish a variance: a value, and not marked withheld."""
+    if "variance" not in rows.columns:
+        return np.zeros(len(rows), dtype=bool)
+    shown = pd.to_numeric(rows["variance"], errors="coerce").notna().to_numpy().copy()
+    if "variance_released" in rows.columns:
+        shown &= rows["variance_released"].map(_is_true).to_numpy(dtype=bool)
+    return shown
+
+
+def variance_published(rows: pd.DataFrame) -> bool:
+    """Whether any of the released ``rows`` (release.csv) publishes a variance."""
+    return bool(_variance_shown(rows).any())
+
+
+def variance_reasons(rows: pd.DataFrame) -> dict[str, int]:
+    """Reason → number of released ``rows`` whose variance is withheld, in release.csv's own words
+    (``variance_withheld_reason``; "not published" where a row gives none)."""
+    if "variance" not in rows.columns and "variance_released" not in rows.columns:
+        return {}
+    hidden = ~_variance_shown(rows)
+    why = rows["variance_withheld_reason"] if "variance_withheld_reason" in rows.columns else pd.Series(
+        "", index=rows.index)
+    why = why.where(why.notna() & (why.astype(str).str.strip() != ""), "not published").astype(str)
+    return {str(k): int(v) for k, v in why[hidden].value_counts(sort=True).items()}
+
+
 def _tip(row: pd.Series, view: PublishedView) -> str:
     """Hover text of one released node (plain text; escaped when written)."""
     lines = [f"{row['cell']} · H3 resolution {int(row['res'])} · {row['slot_label']}",
@@ -167,7 +194,7 @@ def _what(view: PublishedView, summary: dict[str, Any]) -> str:
         else:
             slots = f"in {_E(span_text(lengths[0]))} slots"
         span = f", {min(t0):%Y-%m-%d %H:%M} to {max(t1):%Y-%m-%d %H:%M} UTC {slots}"
-    what = "mean" + (" and variance" if "variance" in view.nodes.columns else "")
+    what = "mean" + (" and variance" if variance_published(view.nodes) else "")
     src = ""
     if summary.get("records") and summary.get("users"):
         src = f" from {int(summary['records']):,} records of {int(summary['users']):,} users"
@@ -247,11 +274,11 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
         else:
             out.append("Only the cells of the public list of partitions given were considered; cells "
                        "outside it are not published.")
-    if "variance_released" in view.nodes.columns:
-        nv = int((~view.nodes["variance_released"].map(_is_true)).sum())
-        if nv:
-            out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld because its "
-                       "interval was as wide as its whole range (see the table's reason column).")
+    reasons = variance_reasons(view.nodes)
+    if reasons:
+        said = "; ".join(f"{_E(why)} ({k:,} cell{'s' if k > 1 else ''})" for why, k in reasons.items())
+        out.append(f"The variance of <b>{sum(reasons.values()):,}</b> published cell(s) was withheld, "
+                   f"one reason each (the same words as release.csv's variance_withheld_reason): {said}.")
     if not out:
         return ""
     return "<li><b>Withheld:</b> " + " ".join(out) + "</li>"
