@@ -23,12 +23,13 @@ import pandas as pd
 __all__ = ["extra_files"]
 
 
-def extra_files(result: Any, tmp: Path, *, unit: str | None = None) -> dict[str, str]:
+def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: bool = False) -> dict[str, str]:
     """Write report.html into ``tmp`` from ``tmp``/release.csv and ``tmp``/summary.json (already
     written); returns key -> path relative to ``tmp``. ``result`` is not read: the page is
     post-processing of the published files only. ``unit`` (e.g. "km/h"), when given, is added to
     summary.json as ``unit`` (a public label chosen by the data holder) and names the values' unit in
-    the page."""
+    the page. ``figures``: also map.png and (where the release has a frontier) frontier.png
+    (:func:`dpopt.writers.figures.write_figures`), from the same published files."""
     import os
 
     from .folder import folder_mode
@@ -46,4 +47,9 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None) -> dict[str,
     page = write_html_report(tmp / "report.html", table, summary, unit=unit,
                              tiles=None if tiles.strip().lower() in ("", "none") else tiles)
     os.chmod(page, folder_mode() & 0o666)  # written via mkstemp (0600): give it an ordinary file's mode
-    return {"html": "report.html", **write_geo_files(tmp)}
+    files = {"html": "report.html", **write_geo_files(tmp)}
+    if figures:
+        from .figures import write_figures
+
+        files.update({k: p.name for k, p in write_figures(tmp, table, summary, unit=unit).items()})
+    return files

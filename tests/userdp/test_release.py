@@ -139,7 +139,7 @@ def test_write_release_folder(tmp_path):
                        seed=3)
     paths = write_user_release(res, tmp_path / "out")
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
-                                                              "diagnostics", *GEO_FILES}
+                                                              "diagnostics", "map.png", *GEO_FILES}
     assert [p.name for p in (tmp_path / "out" / "diagnostics").iterdir()] == ["timings.json"]
     summary = json.loads(paths["summary"].read_text())
     assert "timings" not in summary  # the exact sampler's time depends on the noise drawn
