@@ -49,7 +49,7 @@ __all__ = ["direct", "abs_quantile", "check_confidence", "variance_interval_info
            "clip_error_bounds", "clip_worst_case_errors"]
 
 #: the row's reason when the variance interval is the whole range (same words as the GLS estimator)
-VARIANCE_WITHHELD_REASON = "interval not narrower than the range [0, U^2/4]"
+VARIANCE_WITHHELD_REASON = "its interval covers every possible variance, so it says nothing"
 #: the row's reason when the noisy variance is below 0 (its interval narrower than the range): clipped
 #: to 0 it would read "all values equal", which the data do not say (same words as the GLS estimator)
 VARIANCE_NEGATIVE_REASON = "noisy variance below 0: the noise is larger than the spread of the values"

@@ -261,7 +261,7 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
     if model == "public-occupancy" and nw:
         tau = summary.get("target")
         why = (f"at this budget their mean could not be published within ± {fmt_number(tau)} "
-               f"{_E(view.unit)} (the target τ)" if tau is not None else
+               f"{_E(view.unit)} (the accuracy target)" if tau is not None else
                "the plan kept no contribution in them")
         out.append(f"<b>{int(nw):,}</b> cells were withheld: {why}. Publishing them would publish "
                    "noise, not information.")
@@ -305,12 +305,22 @@ def _more(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any]
     return "<li><b>For more coverage:</b> " + "; ".join(tips) + ".</li>"
 
 
+#: what ε = 1 and ε = 10 mean in practice, with where the numbers come from (plain text, no link)
+EPSILON_IN_PRACTICE = (
+    "In practice: whatever anyone concludes from the release, one person's data can change the odds of that "
+    "conclusion by a factor of at most e<sup>ε</sup>: about 2.7 at ε = 1, a strong guarantee by common "
+    "practice, and about 22,000 at ε = 10, a weak one, though deployed releases have used such values and "
+    "more (the US Census Bureau's 2020 redistricting data used about ε = 17 for persons). Published "
+    "deployments and their ε: D. Desfontaines, “A list of real-world uses of differential privacy”, "
+    "desfontain.es/blog/real-world-differential-privacy.html.")
+
+
 def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
     nums, words = privacy_statement(summary)
     model = _E(str(summary.get("privacy_model", "")))
     items = [_what(view, summary), _shape(view, summary),
              f"<li><b>Privacy:</b> user-level differential privacy, model <i>{model}</i>, "
-             f"<b>{_E(nums)}</b>. {_E(words)}</li>",
+             f"<b>{_E(nums)}</b>. {_E(words)} {EPSILON_IN_PRACTICE}</li>",
              _accuracy(view), _withheld(view, summary), _more(view, summary, frontier),
              "<li><b>Look up one value:</b> on the map below, pick the time slot (slider or list), then "
              "hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
@@ -554,6 +564,13 @@ def _table_section(view: PublishedView) -> str:
 # ----------------------------------------------------------------------------- methods appendix
 
 _TERMS = [
+    ("ε (epsilon)", "The privacy budget: how much one user's data can change what the release shows "
+                    "(smaller is more private); summed over every statistic published."),
+    ("user-level differential privacy", "The guarantee holds for everything one user contributed, not "
+                                        "for each record separately."),
+    ("τ (tau)", "The accuracy target: the largest ± (at the stated probability) a published mean may have."),
+    ("H3", "Uber's hierarchical grid of hexagons; a resolution number sets their size (7: about 2.8 km "
+           "across, each step coarser is about 2.6 times wider)."),
     ("seed 002", "Rameshwar & Tandon, “On Improving the Composition Privacy Loss in Differential Privacy "
                  "for Fixed Estimation Error” (arXiv 2405.06261): the public-occupancy model, per-grid "
                  "worst-case error and suppression of (user, grid) contributions."),
@@ -644,6 +661,8 @@ th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}td{white-spac
 #table tbody tr:hover{background:#f3f7ff;cursor:pointer}
 th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}table.kv th{font-weight:500;color:#444}
 dt{font-weight:600}dd{margin:0 0 .5em 1em}
+#methods table.kv{table-layout:fixed;width:100%}#methods table.kv th{width:14em}
+#methods td,#methods th,#methods dd{white-space:normal;overflow-wrap:anywhere}
 #street-map{height:500px;border:1px solid #d8d8d8;border-radius:4px;background:#f2efe9}
 #street-map.plain{background:#f7f7f5}#street-map .grat{color:#555;font-size:11px;white-space:nowrap}
 #street-map .grat-lat span{position:absolute;right:4px;top:0}

@@ -74,7 +74,7 @@ def test_withheld_reason_and_variance_withholding_are_stated():
     table, summary = load("occupancy")
     text = _section(render_html(table, summary, unit="km/h"), "summary")
     assert f"<b>{summary['withheld_grids']:,}</b> cells were withheld" in text
-    assert f"± {fmt_number(summary['target'])} km/h (the target τ)" in text
+    assert f"± {fmt_number(summary['target'])} km/h (the accuracy target)" in text
     t, s = multires()
     text = _section(render_html(t, s), "summary")
     n = int((~t["variance_released"].astype(bool)).sum())
@@ -147,6 +147,7 @@ def test_page_is_self_contained_and_draws_a_given_basemap(published):
     urls = set(re.findall(r"https?://[^\s\"'<>)\\]+", page))
     assert {u.split("/")[2] for u in urls} <= {"www.w3.org", "leafletjs.com", "bugs.chromium.org",
                                                "bugzilla.mozilla.org"}, urls
+    assert "desfontain.es/blog/real-world-differential-privacy.html" in page  # a reference as text, not a link
     assert '<g class="basemap">' not in render_html(table, summary)
     # with the street map on, the tile template is the one address added (and its licence's link)
     added = set(re.findall(r"https?://[^\s\"'<>)\\]+", render_html(table, summary))) - urls
@@ -179,3 +180,14 @@ def test_the_report_says_how_cells_were_chosen():
     listed = {**s, "selection_threshold": None, "partitions": "public list (41 grids)"}
     text = _section(render_html(t, listed), "summary")
     assert "public list of partitions" in text and "selected privately" not in text
+
+
+def test_privacy_item_says_what_epsilon_1_and_10_mean_with_a_reference():
+    import math
+
+    table, summary = load("user")
+    text = _section(render_html(table, summary, tiles=None), "summary")
+    # the odds factors are e^1 and e^10, written out for people
+    assert f"about {math.e:.1f} at ε = 1" in text and f"about {round(math.exp(10), -3):,.0f} at ε = 10" in text
+    assert "a strong guarantee" in text and "a weak one" in text
+    assert "A list of real-world uses of differential privacy" in text

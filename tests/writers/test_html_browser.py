@@ -216,3 +216,19 @@ def test_adaptive_release_one_shape_per_covering_node_and_hover_matches_release_
     assert "05:00–05:00" not in text and "00:00–00:00" not in text
     assert "finest resolution the data support" in text and "--h3-resolution" not in text
     assert browser.errors() == []
+
+
+@pytest.mark.parametrize("case", ["occupancy", "adaptive"])
+def test_methods_appendix_wraps_inside_its_card(browser, tmp_path, case):
+    """Opened, the appendix (long summary.json fields: budgets, rules, noise) stays inside its card:
+    nothing in it reaches past the card's right edge and the card does not scroll sideways."""
+    table, summary = CASES[case]()
+    summary = dict(summary, noise="x" * 400)  # one unbreakable 400-character field
+    browser.open(write_html_report(tmp_path / "r.html", table, summary, tiles=None))
+    over = browser.eval("""(function(){var s=document.getElementById('methods');s.querySelector('details').open=true;
+        var r=s.getBoundingClientRect().right+0.5;
+        var out=Array.prototype.filter.call(s.querySelectorAll('td,th,dd,dt'),function(e){
+          return e.getBoundingClientRect().right>r;}).length;
+        return [out, s.scrollWidth-s.clientWidth];})()""")
+    assert over == [0, 0]
+    assert browser.errors() == []
