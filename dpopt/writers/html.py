@@ -277,8 +277,8 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
     reasons = variance_reasons(view.nodes)
     if reasons:
         said = "; ".join(f"{_E(why)} ({k:,} cell{'s' if k > 1 else ''})" for why, k in reasons.items())
-        out.append(f"The variance of <b>{sum(reasons.values()):,}</b> published cell(s) was withheld, "
-                   f"one reason each (the same words as release.csv's variance_withheld_reason): {said}.")
+        out.append(f"The variance of <b>{sum(reasons.values()):,}</b> published cell(s) was withheld "
+                   f"(one reason each, as in release.csv): {said}.")
     if not out:
         return ""
     return "<li><b>Withheld:</b> " + " ".join(out) + "</li>"
@@ -322,9 +322,9 @@ def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dic
              f"<li><b>Privacy:</b> user-level differential privacy, model <i>{model}</i>, "
              f"<b>{_E(nums)}</b>. {_E(words)} {EPSILON_IN_PRACTICE}</li>",
              _accuracy(view), _withheld(view, summary), _more(view, summary, frontier),
-             "<li><b>Look up one value:</b> on the map below, pick the time slot (slider or list), then "
-             "hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
-             "search box. The right-hand map shows how uncertain each hexagon is.</li>"]
+             "<li><b>Look up one value:</b> on the street map below, pick the time slot (slider or list), "
+             "then hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
+             "search box. Below the street map, the right-hand panel shows how uncertain each hexagon is.</li>"]
     if summary.get("outlook"):  # issue 21 item 4: a release with nothing worth reading says so first
         items.insert(0, f"<li><b>Nothing worth reading:</b> {_E(str(summary['outlook']))}</li>")
     unit_note = ("" if view.unit_known else
