@@ -194,3 +194,32 @@ def test_street_map_follows_the_time_control_and_hovers_mean_and_half_width(brow
     assert checked >= len(rel)
     assert browser.eval("document.querySelectorAll('img:not(.leaflet-tile)').length") == 0
     assert _other_errors(browser) == []
+
+
+def test_tile_url_option_reaches_the_page_through_the_folder_hook(tmp_path, monkeypatch):
+    """DPOPT_TILE_URL (documented in dpopt.writers.hooks) sets the street map's tile template of a
+    written release; "none" turns the street map off; unset, OpenStreetMap's template is used."""
+    import json as _json
+
+    from dpopt.writers.hooks import extra_files
+
+    table, summary = load("user")
+
+    def page(env: str | None) -> dict:
+        d = tmp_path / f"f{len(list(tmp_path.iterdir()))}"
+        d.mkdir()
+        table.to_csv(d / "release.csv", index=False)
+        (d / "summary.json").write_text(_json.dumps(summary))
+        if env is None:
+            monkeypatch.delenv("DPOPT_TILE_URL", raising=False)
+        else:
+            monkeypatch.setenv("DPOPT_TILE_URL", env)
+        extra_files(None, d)
+        text = (d / "report.html").read_text()
+        m = re.search(r'<script type="application/json" id="street-data">(.*?)</script>', text, re.S)
+        return _json.loads(m.group(1))
+
+    assert page(None)["tiles"] == DEFAULT_TILES
+    assert page("http://127.0.0.1:9/{z}/{x}/{y}.png")["tiles"] == "http://127.0.0.1:9/{z}/{x}/{y}.png"
+    off = page("none")
+    assert off["tiles"] is None and off["attribution"] == ""
