@@ -711,6 +711,7 @@ if(table){var body=table.tBodies[0];
   var el=document.querySelector('svg.map path.node[data-i="'+tr.dataset.i+'"]');if(!el){return;}
   var t0=+el.dataset.t0,k=0;steps.forEach(function(s,j){if(s.t<=t0){k=j;}});show(k);
   document.querySelectorAll('svg.map path.hl').forEach(function(p){p.classList.remove('hl');});mark(tr.dataset.i,true);
+  document.dispatchEvent(new CustomEvent('dpopt-focus',{detail:+tr.dataset.i}));
   document.getElementById('map-section').scrollIntoView({behavior:'smooth'});});
  var find=document.getElementById('find');find.addEventListener('input',function(){var q=find.value.trim().toLowerCase();
   Array.prototype.forEach.call(body.rows,function(r){r.hidden=q!==''&&r.cells[0].textContent.toLowerCase().indexOf(q)<0;});});}

@@ -8,7 +8,8 @@ never fails offline. The map opens on the extent of the cells at the finest publ
 (coarse nodes that cover a whole region do not set the zoom). Colour is the published mean (the
 value panel's scale); a hexagon's fill fades, and its outline turns dashed, as the half-width of
 its interval grows; hovering gives "mean ± half-width". The time control of the page
-(``dpopt-step`` events) picks which nodes are drawn, with the rule of the SVG panels.
+(``dpopt-step`` events) picks which nodes are drawn, with the rule of the SVG panels; a click on a
+row of the table (``dpopt-focus``) zooms to that row's hexagon and opens its tooltip.
 
 Like the rest of the page this reads only published data; every string from the data is set as
 text (never as HTML).
@@ -109,6 +110,8 @@ var shown=L.layerGroup().addTo(map);
 function on(n,t){return n.c?(n.t0<=t&&t<n.u&&((t-n.t0)%n.c)<n.t1-n.t0):(n.t0<=t&&t<n.t1);}
 document.addEventListener('dpopt-step',function(e){var t=e.detail;shown.clearLayers();
  d.nodes.forEach(function(n,j){if(on(n,t)){shown.addLayer(shapes[j]);}});});
+document.addEventListener('dpopt-focus',function(e){d.nodes.forEach(function(n,j){if(n.i===e.detail){
+ map.fitBounds(shapes[j].getBounds(),{padding:[60,60],maxZoom:14,animate:false});shapes[j].openTooltip();}});});
 window.dpoptStreetMap=map;
 })();
 """

@@ -223,3 +223,25 @@ def test_tile_url_option_reaches_the_page_through_the_folder_hook(tmp_path, monk
     assert page("http://127.0.0.1:9/{z}/{x}/{y}.png")["tiles"] == "http://127.0.0.1:9/{z}/{x}/{y}.png"
     off = page("none")
     assert off["tiles"] is None and off["attribution"] == ""
+
+
+def test_a_table_row_click_zooms_the_street_map_to_its_hexagon(browser, tmp_path):
+    """Look a value up from the table: clicking a row shows its slot, zooms the street map onto the
+    row's hexagon (h3's boundary inside the view, the view at most a few hexagons wide) and opens
+    its tooltip with the row's mean ± half-width."""
+    table, summary = load("adaptive")
+    browser.open(write_html_report(tmp_path / "r.html", table, summary, unit="km/h", tiles=None))
+    rel = _released(table)
+    for i in (0, len(rel) // 2, len(rel) - 1):
+        tip = browser.eval(f"""(function(){{var tr=document.querySelector('#table tbody tr[data-i="{i}"]');
+            tr.cells[0].click();var t=document.querySelectorAll('.leaflet-tooltip');
+            return t.length?t[t.length-1].textContent:'';}})()""")
+        row = rel.iloc[i]
+        assert tip.startswith(row["cell"]), tip
+        m = re.search(r"mean ([\d,.]+) km/h ± ([\d,.]+) km/h", tip)
+        assert float(m.group(1).replace(",", "")) == pytest.approx(row["mean"], rel=5e-3, abs=5e-3)
+        ring = np.asarray(h3.cell_to_boundary(row["cell"]))
+        _zoom, (s, w, n, e) = _view(browser)
+        assert s <= ring[:, 0].min() and ring[:, 0].max() <= n and w <= ring[:, 1].min() and ring[:, 1].max() <= e
+        assert (e - w) <= 6 * np.ptp(ring[:, 1]) or _zoom >= 14
+    assert _other_errors(browser) == []
