@@ -395,9 +395,11 @@ def _finest(view: PublishedView) -> list[str]:
     return sorted(set(n.loc[n["res"] == n["res"].max(), "cell"]))
 
 
-def _street_nodes(view: PublishedView, proj: _Projection, fills: list[str], full: float) -> list[dict[str, Any]]:
-    """The street map's nodes in drawing order (coarse first): ring, colour, opacity fading with
-    the half-width (0.8 at 0 down to 0.25 from half the range), dashed where uncertain."""
+def _street_nodes(view: PublishedView, proj: _Projection, fills: tuple[list[str], list[str]],
+                  full: float) -> list[dict[str, Any]]:
+    """The street map's nodes in drawing order (coarse first): ring, colours (``fills``: by mean,
+    by half-width), opacity fading with the half-width (0.8 at 0 down to 0.25 from half the
+    range), dashed where uncertain."""
     nodes = view.nodes
     t0, t1 = _epoch(nodes["t0"]), _epoch(nodes["t1"])
     rep = nodes["cycle"].notna().to_numpy()
@@ -408,7 +410,7 @@ def _street_nodes(view: PublishedView, proj: _Projection, fills: list[str], full
     out = []
     for i in _draw_order(nodes):
         row = nodes.iloc[i]
-        out.append({"ring": np.round(proj.rings[row["cell"]], 6).tolist(), "fill": fills[i],
+        out.append({"ring": np.round(proj.rings[row["cell"]], 6).tolist(), "fill": fills[0][i], "ufill": fills[1][i],
                     "opacity": round(float(opacity[i]), 3), "dashed": bool(b[i] > 0.25 * full),
                     "tip": _tip(row, view), "i": int(i), "t0": int(t0[i]), "t1": int(t1[i]),
                     "c": int(cyc[i]), "u": int(until[i])})
@@ -431,7 +433,7 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None, tiles: str
     hatch = np.nan_to_num(b, nan=np.inf) > 0.25 * full
     left = _panel(view, proj, fills, "node", base, hatch, "map-value")
     right = _panel(view, proj, ufills, "unode", base, None, "map-uncertainty")
-    street = street_map_html(_street_nodes(view, proj, fills, full), [proj.rings[c] for c in _finest(view)],
+    street = street_map_html(_street_nodes(view, proj, (fills, ufills), full), [proj.rings[c] for c in _finest(view)],
                              tiles=tiles)
     conf = _conf(view)
     cut = "" if view.steps_cut is None else (
@@ -448,7 +450,8 @@ outline is uncertain (its {conf} interval is wider than ± a quarter of the rang
 <button type="button" id="next" aria-label="next slot">▶</button>
 <select id="step-pick" aria-label="jump to a time slot"></select>
 <b id="step-label"></b> <span id="step-count"></span></div>
-{street}{_legend(_VIRIDIS, lo, hi, ticks, f"mean{view.label}", "gs")}
+{street}<div class="street-legend" data-show="mean">{_legend(_VIRIDIS, lo, hi, ticks, f"mean{view.label}", "gs")}</div>
+<div class="street-legend" data-show="bound" hidden>{_legend(_UNCERT, blo, bhi, bticks, f"± half-width of the {conf} interval{view.label}", "gsu")}</div>
 <p>The same cells side by side, value and uncertainty (hatched: uncertain; grey outlines: cells with
 data that were withheld):</p>
 <div class="panels"><figure><figcaption>Mean{_E(view.label)}</figcaption>{left}
@@ -668,6 +671,8 @@ dt{font-weight:600}dd{margin:0 0 .5em 1em}
 #street-map .grat-lat span{position:absolute;right:4px;top:0}
 #street-map .coords{background:#fffd;padding:1px 6px;font-size:12px;border-radius:3px}
 .leaflet-tooltip .street-tip{white-space:pre-line;max-width:420px}
+#street-map .colour-by{background:#fff;padding:4px 8px;border-radius:4px;box-shadow:0 1px 4px #0003;font-size:13px}
+#street-map .colour-by label{display:block;cursor:pointer}
 """
 
 _JS = """

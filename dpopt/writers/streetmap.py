@@ -6,8 +6,8 @@ when they cannot (offline, a blocked host, ``tiles=None``) the same map shows a 
 with a latitude/longitude grid, the pointer's coordinates and a scale bar, and says why: the page
 never fails offline. The map opens on the extent of the cells at the finest published resolution
 (coarse nodes that cover a whole region do not set the zoom). Colour is the published mean (the
-value panel's scale); a hexagon's fill fades, and its outline turns dashed, as the half-width of
-its interval grows; hovering gives "mean ± half-width". The time control of the page
+value panel's scale), or at the reader's choice the half-width of its interval (the uncertainty
+panel's scale); by mean, a hexagon's fill fades, and its outline turns dashed, as the half-width grows; hovering gives "mean ± half-width". The time control of the page
 (``dpopt-step`` events) picks which nodes are drawn, with the rule of the SVG panels; a click on a
 row of the table (``dpopt-focus``) zooms to that row's hexagon and opens its tooltip.
 
@@ -53,7 +53,7 @@ def street_map_html(nodes: list[dict[str, Any]], focus: list[np.ndarray], *, til
     Parameters
     ----------
     nodes : one dict per published node in drawing order: ``ring`` ([lat, lng] rows), ``fill``
-        (colour), ``opacity`` (fill opacity), ``dashed`` (bool), ``tip`` (plain text), ``i`` (row),
+        and ``ufill`` (colours by mean and by half-width), ``opacity`` (fill opacity), ``dashed`` (bool), ``tip`` (plain text), ``i`` (row),
         ``t0``, ``t1``, ``c``, ``u`` (epoch seconds: span, cycle and end of a recurring window; 0 if none).
     focus : the rings ([lat, lng] rows) whose extent the map opens on.
     tiles : tile URL template with ``{z}``, ``{x}``, ``{y}`` (e.g. :data:`DEFAULT_TILES`), or None
@@ -112,6 +112,15 @@ document.addEventListener('dpopt-step',function(e){var t=e.detail;shown.clearLay
  d.nodes.forEach(function(n,j){if(on(n,t)){shown.addLayer(shapes[j]);}});});
 document.addEventListener('dpopt-focus',function(e){d.nodes.forEach(function(n,j){if(n.i===e.detail){
  map.fitBounds(shapes[j].getBounds(),{padding:[60,60],maxZoom:14,animate:false});shapes[j].openTooltip();}});});
+var Colour=L.Control.extend({options:{position:'topright'},onAdd:function(){
+ var el=L.DomUtil.create('form','colour-by');L.DomEvent.disableClickPropagation(el);
+ el.innerHTML='<b>Colour</b><label><input type="radio" name="colour-by" value="mean" checked> mean</label>'+
+  '<label><input type="radio" name="colour-by" value="bound"> ± half-width</label>';
+ el.addEventListener('change',function(e){var by=e.target.value;
+  shapes.forEach(function(p,j){var n=d.nodes[j];p.setStyle({fillColor:by==='bound'?n.ufill:n.fill,fillOpacity:by==='bound'?0.8:n.opacity});});
+  document.querySelectorAll('.street-legend').forEach(function(g){g.hidden=g.dataset.show!==by;});});
+ return el;}});
+new Colour().addTo(map);
 window.dpoptStreetMap=map;
 })();
 """

@@ -245,3 +245,40 @@ def test_a_table_row_click_zooms_the_street_map_to_its_hexagon(browser, tmp_path
         assert s <= ring[:, 0].min() and ring[:, 0].max() <= n and w <= ring[:, 1].min() and ring[:, 1].max() <= e
         assert (e - w) <= 6 * np.ptp(ring[:, 1]) or _zoom >= 14
     assert _other_errors(browser) == []
+
+
+def _luminance(colour: str) -> float:
+    """Relative luminance of "#rrggbb" or "rgb(r, g, b)" (ITU-R BT.709 weights on 0–255 values)."""
+    if colour.startswith("#"):
+        r, g, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
+    else:
+        r, g, b = (int(x) for x in re.findall(r"\d+", colour)[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_colour_by_mean_or_half_width(browser, tmp_path):
+    """The street map's colour switch: by mean, brightness rises with the mean (viridis); by
+    ± half-width, it falls as the half-width grows (the orange ramp), and the legend follows."""
+    table, summary = load("adaptive")
+    browser.open(write_html_report(tmp_path / "r.html", table, summary, unit="km/h", tiles=None))
+    rel = _released(table)
+
+    def colours(by: str) -> tuple[list[tuple[int, str]], list[bool]]:
+        return browser.eval(f"""(function(){{var f=document.querySelector('#street-map .colour-by');
+            f.querySelector('input[value="{by}"]').click();
+            return [Array.prototype.map.call(document.querySelectorAll('#street-map path.street-node'),
+              function(p){{return [+p.dataset.i,p.getAttribute('fill')];}}),
+              Array.prototype.map.call(document.querySelectorAll('.street-legend'),function(g){{return g.hidden;}})];}})()""")
+
+    for by, col, sign in (("bound", "mean_error_bound", -1), ("mean", "mean", 1)):
+        shapes, hidden = colours(by)
+        assert len(shapes) >= 3
+        pairs = sorted((rel.loc[i, col], _luminance(c)) for i, c in shapes)
+        lum = [lu for _v, lu in pairs]
+        vals = [v for v, _lu in pairs]
+        for (v0, l0), (v1, l1) in zip(pairs, pairs[1:]):
+            if v1 > v0 * (1 + 1e-6):
+                assert sign * (l1 - l0) > -1.0, (by, pairs)  # monotone up to rounding of the ramp
+        assert sign * (lum[-1] - lum[0]) > 20 or vals[-1] - vals[0] < 1e-6
+        assert hidden == ([True, False] if by == "bound" else [False, True])
+    assert _other_errors(browser) == []
