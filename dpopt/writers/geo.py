@@ -15,7 +15,6 @@ split as RFC 7946 asks; no such cell occurs outside the Pacific.
 from __future__ import annotations
 
 import json
-import math
 import struct
 from pathlib import Path
 from typing import Any
@@ -50,26 +49,18 @@ def polygon_wkb(ring: np.ndarray) -> bytes:
     return struct.pack("<BIII", 1, 3, 1, len(pts)) + pts.tobytes()
 
 
-def _plain(v: Any) -> Any:
-    """A release.csv value as JSON: NaN → null, numpy scalars → Python."""
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return float(v) if math.isfinite(float(v)) else None
-    return None if v is None else str(v)
+def _rings(cells: pd.Series) -> list[list[list[float]]]:
+    """Each row's ring as nested lists, computed once per distinct cell (a cell recurs in every slot)."""
+    once = {c: cell_ring(c).tolist() for c in pd.unique(cells.astype(str))}
+    return [once[c] for c in cells.astype(str)]
 
 
 def geojson_text(table: pd.DataFrame) -> str:
     """release.csv (as read back) as a GeoJSON FeatureCollection: one Polygon feature per row."""
-    cols = list(table.columns)
-    feats = []
-    for row in table.itertuples(index=False, name=None):
-        props = {c: _plain(v) for c, v in zip(cols, row)}
-        ring = cell_ring(props["cell"])
-        feats.append({"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring.tolist()]},
-                      "properties": props})
+    finite = table.apply(lambda col: np.isfinite(col) if pd.api.types.is_float_dtype(col) else col.notna())
+    props = table.astype(object).where(finite, None).to_dict("records")  # Python scalars; NaN, ±inf → None
+    feats = [{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring]}, "properties": p}
+             for p, ring in zip(props, _rings(table["cell"]))]
     return json.dumps({"type": "FeatureCollection", "features": feats}, allow_nan=False) + "\n"
 
 
@@ -90,9 +81,11 @@ def _write_parquet(table: pd.DataFrame, path: Path) -> bool:
         import pyarrow.parquet as pq
     except ImportError:
         return False
-    rings = [cell_ring(c) for c in table["cell"].astype(str)]
+    once = {c: cell_ring(c) for c in pd.unique(table["cell"].astype(str))}
+    wkb = {c: polygon_wkb(r) for c, r in once.items()}
+    rings = list(once.values())
     at = pa.Table.from_pandas(table, preserve_index=False)
-    at = at.append_column("geometry", pa.array([polygon_wkb(r) for r in rings], type=pa.binary()))
+    at = at.append_column("geometry", pa.array([wkb[c] for c in table["cell"].astype(str)], type=pa.binary()))
     at = at.replace_schema_metadata({**(at.schema.metadata or {}), b"geo": _geo_metadata(rings)})
     pq.write_table(at, path)
     return True
