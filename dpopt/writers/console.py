@@ -55,6 +55,22 @@ def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) 
     return None
 
 
+def _variance_line(table: pd.DataFrame | None) -> str | None:
+    """Where the variance is published and, for the rest, release.csv's reasons with their counts
+    (the words of report.html's "Withheld" item)."""
+    from .html import variance_published, variance_reasons
+
+    if table is None or "variance" not in table.columns:
+        return None
+    rel = table[table["released"].astype(bool)] if "released" in table.columns else table
+    reasons = variance_reasons(rel)
+    why = "; ".join(f"{r} ({k:,})" for r, k in reasons.items())
+    if not variance_published(rel):
+        return f"not published (mean only): {why}" if why else "not published (mean only)"
+    shown = len(rel) - sum(reasons.values())
+    return f"published in {shown:,} of {len(rel):,} cells" + (f"; withheld: {why}" if why else "")
+
+
 def _report_path(paths: dict[str, Any]) -> Path | None:
     for key, p in paths.items():
         if key in ("html", "report_html") or Path(p).name == "report.html":
@@ -116,6 +132,9 @@ def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None
     acc = _accuracy(summary, table, suffix)
     if acc:
         rows.append(("accuracy", acc))
+    var = _variance_line(table)
+    if var:
+        rows.append(("variance", var))
     bound = summary.get("bound")
     if bound is not None:
         rows.append(("values", f"in 0 to {fmt_number(bound)}{suffix}" if known else

@@ -473,12 +473,6 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool, value_unit
     if tables is not None:  # plan="hierarchy": each finest grid -> its answering published node (public)
         tables["answers"].to_csv(tmp / "answers.csv", index=False)
         names["answers"] = "answers.csv"
-    if make_map:
-        plot_map(result, tmp / "map.png")
-        names["map"] = "map.png"
-        if result.summary.frontier is not None:
-            plot_frontier(result, tmp / "frontier.png")
-            names["frontier"] = "frontier.png"
     (tmp / "report.md").write_text(report_markdown(result))
     names["report"] = "report.md"
     result.suppressed_frame().to_csv(diag / "suppressed.csv", index=False)
@@ -491,7 +485,8 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool, value_unit
         "NOT FOR PUBLICATION. Diagnostics for the data holder: raw user ids with their record counts per "
         "grid (suppressed.csv, kept_pairs.csv) and counts that depend on values plus timings (ingest.json).\n"
     )
-    return {**names, **extra_files(result, tmp, unit=value_unit)}
+    # report.html, the GIS files and, with make_map, map.png and frontier.png (dpopt.writers.figures)
+    return {**names, **extra_files(result, tmp, unit=value_unit, figures=make_map)}
 
 
 def write_report(

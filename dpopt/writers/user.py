@@ -378,8 +378,8 @@ def _multires_markdown(result: UserRelease) -> str:
 def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool = False,
                        make_map: bool = True, unit: str | None = None) -> dict[str, Path]:
     """Write release.csv, summary.json and report.md into folder ``out`` atomically (refused if
-    ``out`` is not empty unless ``overwrite``; the multi-resolution release adds answers.csv and,
-    with ``make_map``, map.png), and ``diagnostics/timings.json`` for the data holder
+    ``out`` is not empty unless ``overwrite``; the multi-resolution release adds answers.csv; with
+    ``make_map``, map.png), and ``diagnostics/timings.json`` for the data holder
     (timings are never published: the exact sampler's time depends on the noise drawn)."""
     def write(tmp: Path) -> dict[str, str]:
         result.table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
@@ -389,15 +389,11 @@ def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool 
         (tmp / DIAGNOSTICS).mkdir()
         (tmp / DIAGNOSTICS / "timings.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
         files = {"release": "release.csv", "summary": "summary.json", "report": "report.md",
-                 "diagnostics": f"{DIAGNOSTICS}/timings.json", **extra_files(result, tmp, unit=unit)}
+                 "diagnostics": f"{DIAGNOSTICS}/timings.json",
+                 **extra_files(result, tmp, unit=unit, figures=make_map)}  # report.html, GIS files, map.png
         if result.answers is not None:
             result.answers.to_csv(tmp / "answers.csv", index=False)
             files["answers"] = "answers.csv"
-            if make_map:
-                from .figures import write_figures
-
-                write_figures(tmp, pd.read_csv(tmp / "release.csv"), payload)
-                files["map"] = "map.png"
         return files
 
     return write_atomically(out, write, overwrite=overwrite)

@@ -18,9 +18,11 @@ from dpopt.cli import main
 from dpopt.release import load_austin_sample, write_report
 from tests._legacy import release
 from dpopt.writers import public_occupancy as report_module
+from dpopt.writers import figures as figures_module
+from dpopt.writers.geo import GEO_FILES
 from dpopt.release.noise import epsilon_rational
 
-PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", "diagnostics"}
+PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", "diagnostics", *GEO_FILES}
 
 
 def _neighbours(tiny_records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -136,7 +138,7 @@ def test_failure_while_writing_map_leaves_nothing(tmp_path, tiny_records, monkey
     def boom(*a, **k):
         raise RuntimeError("plot failed")
 
-    monkeypatch.setattr(report_module, "plot_map", boom)
+    monkeypatch.setattr(figures_module, "write_figures", boom)  # map.png and frontier.png
     with pytest.raises(RuntimeError, match="plot failed"):
         write_report(r, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []

@@ -12,6 +12,7 @@ import pytest
 
 from dpopt._validation import DpoptInputError
 from dpopt.release import write_user_release
+from dpopt.writers.geo import GEO_FILES
 from tests._legacy import release_user
 from dpopt.writers.user import TABLE_COLUMNS
 
@@ -138,7 +139,7 @@ def test_write_release_folder(tmp_path):
                        seed=3)
     paths = write_user_release(res, tmp_path / "out")
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
-                                                              "diagnostics"}
+                                                              "diagnostics", "map.png", *GEO_FILES}
     assert [p.name for p in (tmp_path / "out" / "diagnostics").iterdir()] == ["timings.json"]
     summary = json.loads(paths["summary"].read_text())
     assert "timings" not in summary  # the exact sampler's time depends on the noise drawn
