@@ -26,7 +26,7 @@ def _rotl(x: int, b: int) -> int:
 
 
 def siphash24_ref(secret: bytes, message: bytes) -> int:
-    """SipHash-2-4 of ``message`` (a multiple of 8 bytes) as in Aumasson & Bernstein's reference."""
+    """SipHash-2-4 of ``message`` (any length) as in Aumasson & Bernstein's reference."""
     k0, k1 = struct.unpack("<QQ", secret)
     v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
 
@@ -36,7 +36,9 @@ def siphash24_ref(secret: bytes, message: bytes) -> int:
         v[0] = (v[0] + v[3]) & _M; v[3] = _rotl(v[3], 21) ^ v[0]  # noqa: E702
         v[2] = (v[2] + v[1]) & _M; v[1] = _rotl(v[1], 17) ^ v[2]; v[2] = _rotl(v[2], 32)  # noqa: E702
 
-    words = list(struct.unpack(f"<{len(message) // 8}Q", message)) + [(len(message) & 0xFF) << 56]
+    full = len(message) // 8 * 8
+    words = list(struct.unpack(f"<{full // 8}Q", message[:full]))
+    words.append(((len(message) & 0xFF) << 56) | int.from_bytes(message[full:], "little"))
     for m in words:
         v[3] ^= m
         rnd()
