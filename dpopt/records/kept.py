@@ -41,7 +41,7 @@ from .ingest import clean_chunk, iter_raw_chunks
 from .options import GridSpec, ReadOptions
 from .sample_key import SampleKey
 
-__all__ = ["kept_records", "node_sample_counts"]
+__all__ = ["kept_records", "node_sample_counts", "node_split_counts"]
 
 
 class _PairLookup:
@@ -164,3 +164,37 @@ def node_sample_counts(samples: PairSamples, group: np.ndarray, c: int, *,
     gs = g[order]
     rank = np.arange(total) - np.searchsorted(gs, gs, side="left")
     return np.bincount(owner[order[rank < int(c)]], minlength=group.size).astype(np.int64)
+
+
+def node_split_counts(count: np.ndarray, group: np.ndarray, want: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Γ_p per member p of its group: how many of the ``want[p]`` records its group keeps fall in p,
+    drawn from the multivariate hypergeometric law (module doc, "a user's c records in a node", when
+    only the counts are at hand: a second pass, or a model whose counts are public).
+
+    ``count`` m_p ≥ 0 per member; ``group`` its group (members of a group contiguous); ``want`` the
+    group's number of records to keep, repeated on each member (≤ the group's Σ m_p). The split
+    reads only the counts and ``rng`` (drawn independently of the data); each member then keeps its
+    Γ_p smallest-key records, so the group keeps a uniform sample of want records: the counts of a
+    uniform sample across the members have exactly this law, and given them the members' subsets are
+    independent uniform ones. Vectorised over groups, one step per member rank (sequential draws
+    x_j ~ Hypergeometric(m_j, rest_j − m_j, still wanted))."""
+    count, group = np.asarray(count, dtype=np.int64), np.asarray(group, dtype=np.int64)
+    want = np.asarray(want, dtype=np.int64)
+    n = count.size
+    start = np.r_[0, np.flatnonzero(group[1:] != group[:-1]) + 1] if n else np.zeros(0, np.int64)
+    size = np.diff(np.r_[start, n])
+    total = np.add.reduceat(count, start) if n else np.zeros(0, np.int64)
+    need = want[start] if n else np.zeros(0, np.int64)
+    if np.any(need > total) or np.any(need < 0):
+        raise DpoptInputError("`want` must be in 0..the group's record count")
+    out = count.copy()
+    cut = np.flatnonzero(need < total)  # groups that keep fewer than all of their records
+    rest, left = total[cut], need[cut]
+    for j in range(int(size[cut].max()) if cut.size else 0):
+        live = np.flatnonzero(size[cut] > j)
+        idx = start[cut[live]] + j
+        x = rng.hypergeometric(count[idx], rest[live] - count[idx], left[live])
+        out[idx] = x
+        rest[live] -= count[idx]
+        left[live] -= x
+    return out

@@ -81,6 +81,12 @@ class SampleKey:
         """16 bytes of a numpy Generator (tests and simulations)."""
         return cls(rng.bytes(16))
 
+    def generator(self, stream: int = 1) -> np.random.Generator:
+        """A numpy Generator seeded from the secret (``stream`` separates uses): draws that must be
+        independent of the data but need not be secret (e.g. :func:`.kept.node_split_counts`)."""
+        entropy = int.from_bytes(self.secret, "little")
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(int(stream),))))
+
     def user_words(self, labels: np.ndarray) -> np.ndarray:
         """One keyed 64-bit word per distinct user label (BLAKE2b keyed with s; one call a label)."""
         words = [hashlib.blake2b(str(x).encode(), digest_size=8, key=self.secret).digest() for x in labels]

@@ -5,6 +5,7 @@ the kept sets do not depend on the input's order, chunking or back-end."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,8 @@ import pytest
 from scipy import stats
 
 from dpopt import DpoptInputError
-from dpopt.records import GridSpec, PairSamples, ReadOptions, SampleKey, contributions, node_sample_counts
+from dpopt.records import (GridSpec, PairSamples, ReadOptions, SampleKey, contributions, node_sample_counts,
+                           node_split_counts)
 from dpopt.records.aggregate import prefix_sums
 from dpopt.records.contributions import smallest_c
 from dpopt.records.sample_key import record_keys, siphash24_words
@@ -222,3 +224,25 @@ def test_kept_means_on_the_embedded_day_lose_the_arrival_order_bias():
             mean = pd.Series(kept.sum / kept.retained, index=pd.MultiIndex.from_arrays([agg.cells, agg.slots]))
             errors.append((mean.reindex(busy) - target.reindex(busy).to_numpy()).mean())
         assert abs(np.mean(errors)) < 0.3, (c, errors)  # sd of the mean over 3 keys ≈ 0.07 km/h at c = 1
+
+
+def test_split_of_a_nodes_kept_records_has_the_hypergeometric_law():
+    """node_split_counts (counts only, e.g. public-occupancy's second pass): the joint counts kept in
+    the members of a group are those of a uniform sample of ``want`` of its records (chi-square over
+    every outcome against the multivariate hypergeometric pmf), and Σ = want, 0 ≤ Γ ≤ m always."""
+    rng = np.random.default_rng(99)
+    count = np.array([3, 5, 2, 4, 1, 1, 6])
+    group = np.array([0, 0, 0, 1, 2, 2, 3])
+    want = np.array([4, 4, 4, 2, 2, 2, 6])  # group 1 keeps 2 of 4 (one member), 3 keeps all
+    n = 4000
+    draws = np.array([node_split_counts(count, group, want, rng) for _ in range(n)])
+    assert np.all(draws <= count) and np.all(draws >= 0)
+    assert np.all(draws[:, :3].sum(axis=1) == 4) and np.all(draws[:, 3] == 2) and np.all(draws[:, 6] == 6)
+    assert np.all(draws[:, 4:6] == 1)
+    outcomes = [o for o in itertools.product(range(4), range(6), range(3)) if sum(o) == 4]
+    pmf = np.array([math.comb(3, a) * math.comb(5, b) * math.comb(2, c) for a, b, c in outcomes]) / math.comb(10, 4)
+    index = {o: i for i, o in enumerate(outcomes)}
+    observed = np.bincount([index[tuple(r)] for r in draws[:, :3]], minlength=len(outcomes))
+    assert stats.chisquare(observed, pmf * n).pvalue > ALPHA
+    with pytest.raises(DpoptInputError, match="`want` must be in 0..the group's record count"):
+        node_split_counts(count, group, want + 10, rng)
