@@ -35,7 +35,8 @@ import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice
 from .aggregate import Aggregate, PairSamples
-from .contributions import BACKENDS, Kept, _UserCodes, _empty_samples, _pair_dtype, chunk_keys, smallest_c, tree_stream
+from .contributions import (BACKENDS, Kept, _UserCodes, _empty_samples, _pair_dtype, chunk_keys, pair_key_order,
+                            smallest_c, tree_stream)
 from .grid import h3_cells, time_slots
 from .ingest import clean_chunk, iter_raw_chunks
 from .options import GridSpec, ReadOptions
@@ -130,7 +131,7 @@ def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggrega
         kept = tree_stream((step(raw) for raw in chunks), merge)
     kept = _empty_samples() if kept is None else kept
     p = kept.p
-    order = np.lexsort((kept.value, kept.key, p))
+    order = pair_key_order(p, kept.key, kept.value)
     offsets = np.zeros(table.n_pairs + 1, dtype=np.int64)
     np.cumsum(gamma, out=offsets[1:])
     if offsets[-1] != p.size:

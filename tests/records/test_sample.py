@@ -16,7 +16,7 @@ from dpopt import DpoptInputError
 from dpopt.records import (GridSpec, PairSamples, ReadOptions, SampleKey, contributions, node_sample_counts,
                            node_split_counts)
 from dpopt.records.aggregate import prefix_sums
-from dpopt.records.contributions import smallest_c
+from dpopt.records.contributions import pair_key_order, smallest_c
 from dpopt.records.sample_key import record_keys, siphash24_words
 
 from .conftest import BOUND, KEY, key_ref, random_records, siphash24_ref
@@ -246,3 +246,18 @@ def test_split_of_a_nodes_kept_records_has_the_hypergeometric_law():
     assert stats.chisquare(observed, pmf * n).pvalue > ALPHA
     with pytest.raises(DpoptInputError, match="`want` must be in 0..the group's record count"):
         node_split_counts(count, group, want + 10, rng)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_pair_key_order_is_the_three_key_lexsort(tied):
+    """The fast path (distinct top 32 bits within a pair) and the exact fallback (ties) both give
+    the (pair, key, value) order."""
+    rng = np.random.default_rng(int(tied))
+    n = 5000
+    pair = rng.integers(0, 300, n).astype(np.int32)
+    key = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+    if tied:  # equal top bits, and equal keys with other values
+        key[::7] = key[1::7][: key[::7].size] & np.uint64(0xFFFFFFFF00000000) | np.uint64(5)
+        key[3::11] = key[3]
+    value = rng.integers(0, 4, n) / 2.0
+    assert np.array_equal(pair_key_order(pair, key, value), np.lexsort((value, key, pair)))
