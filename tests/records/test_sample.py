@@ -261,3 +261,28 @@ def test_pair_key_order_is_the_three_key_lexsort(tied):
         key[3::11] = key[3]
     value = rng.integers(0, 4, n) / 2.0
     assert np.array_equal(pair_key_order(pair, key, value), np.lexsort((value, key, pair)))
+
+
+@pytest.mark.parametrize("c", [1, 3])
+def test_a_level_bounded_on_its_own_sums_each_users_c_smallest_keys_per_node(c):
+    """The user model's per-level bounding (dpopt.userdp.levels.bounded_level) with every node kept:
+    node n's (R, Y) are, by brute force over the stored records, the sums over users of the c
+    records with the smallest (key, value) among the user's records in n."""
+    from dpopt.userdp.bounding import lattice_values
+    from dpopt.userdp.levels import bounded_level
+
+    frame = random_records(8, n=1200)
+    agg, _ = contributions(frame, GRID, ReadOptions(chunk_rows=200), bound=BOUND, first_records=8, sample_key=KEY)
+    pair_node = np.where(agg.pair_grid % 7 == 6, -1, agg.pair_grid % 4)  # a public grouping, some grids unlisted
+    lat = lattice_values(agg, BOUND)
+    R, Y, _ = bounded_level(agg, pair_node, 4, 4, c, lat, np.random.default_rng(0))  # k = 4: every node kept
+    s = agg.samples
+    want_r, want_y = np.zeros(4, np.int64), np.zeros(4, np.int64)
+    for u in range(agg.n_users):
+        for node in range(4):
+            recs = sorted((int(s.keys[i]), float(s.values[i]), int(lat.y[i])) for p in
+                          np.flatnonzero((agg.pair_user == u) & (pair_node == node))
+                          for i in range(s.offsets[p], s.offsets[p + 1]))[:c]
+            want_r[node] += len(recs)
+            want_y[node] += sum(y for _, _, y in recs)
+    assert np.array_equal(R, want_r) and np.array_equal(Y, want_y)
