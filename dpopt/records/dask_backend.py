@@ -4,7 +4,9 @@ The models and the noise run on the contributions table (one row per occupied (u
 so only reading and reducing the records needs a cluster. :func:`dask_map_reduce` runs the local
 map step of :mod:`.contributions` (or of :mod:`.kept`) on every partition and merges the partials
 with the local reduce step in the same tree (:mod:`._tree`): counts, keys and kept records equal the
-local path's, the float sums agree up to the order of additions.
+local path's (the kept records are the smallest keyed sample keys of :mod:`.sample_key`, functions of
+the records and the release's secret only, so any partitioning keeps the same ones), the float sums
+agree up to the order of additions.
 
 Install: ``pip install 'dask[dataframe,distributed]'`` (the ``dask`` extra of dpopt). Point it at a
 cluster with ``distributed.Client("tcp://scheduler:8786")`` (``--scheduler`` on the command line);

@@ -41,6 +41,7 @@ from ..privacy.user_place import measure_place
 from ..privacy.engine import measure_engine
 from ..records.aggregate import Aggregate
 from ..records.ingest import IngestReport
+from ..records.sample_key import SampleKey
 from ..userdp.bounding import check_lattice_capacity
 from ..userdp.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
@@ -125,15 +126,16 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
     """
     U = check_options(bound, budget, model, noise, estimation, io)
     t0 = time.perf_counter()
+    key = SampleKey.from_seed(noise.seed)  # which records a user keeps: a keyed uniform sample
     if isinstance(model, UserOptions):
-        agg, _ = contributions(records, bound=U, grid=grid, io=io, first_records=model.first_records)
+        agg, _ = contributions(records, bound=U, grid=grid, io=io, first_records=model.first_records, sample_key=key)
         return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
                             timings={"aggregate": time.perf_counter() - t0})
     second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) in ("budget", "hierarchy")
     keep = second_pass and io.backend == "local" and _is_frame(records)
-    agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep)
+    agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep, sample_key=key)
     return release_aggregate(agg, budget, model, bound=U, noise=noise, confidence=estimation.confidence,
-                             ingest=ingest, truncated_sums=truncated_reader(records, bound=U, io=io) if second_pass
+                             ingest=ingest, truncated_sums=truncated_reader(records, bound=U, io=io, sample_key=key) if second_pass
                              else None, timings={"aggregate": time.perf_counter() - t0}, progress=io.progress)
 
 
