@@ -49,13 +49,15 @@ class InputOptions:
     sep: str = ","
     max_dropped: float | None = None
     time_window: Any = "default"
+    #: IANA zone of times written without a UTC offset (None: such times are refused)
+    timezone: str | None = None
 
     def read_options(self) -> Any:
         """These options as the records layer's :class:`dpopt.records.ReadOptions`."""
         from ..records import ReadOptions
 
         kw: dict[str, Any] = {"columns": self.columns, "sep": self.sep, "timestamp_unit": self.timestamp_unit,
-                              "out_of_range": self.out_of_range}
+                              "out_of_range": self.out_of_range, "timezone": self.timezone}
         if self.chunksize is not None:
             kw["chunk_rows"] = self.chunksize
         if self.max_dropped is not None:
@@ -68,6 +70,7 @@ class InputOptions:
         check_choice(self.out_of_range, "out_of_range", OUT_OF_RANGE)
         check_choice(self.timestamp_unit, "timestamp_unit", ("s", "ms", "us", "ns"))
         check_choice(self.backend, "backend", BACKENDS)
+        self.read_options()  # columns, separator, window, zone: checked before any record is read
         if self.chunksize is not None:
             check_positive_int(self.chunksize, "chunksize")
         if self.client is not None and self.backend != "dask":

@@ -50,7 +50,7 @@ import pandas as pd
 from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_texts
 from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
-from .ingest import IngestReport, check_dropped, clean_chunk, iter_raw_chunks
+from .ingest import IngestReport, check_dropped, clean_chunk, input_files, iter_raw_chunks
 from .options import GridSpec, ReadOptions
 from ._tree import COMPACT_EVERY, tree_stream
 
@@ -191,7 +191,8 @@ def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadO
     """Map step: one raw chunk (canonical columns) → its :class:`Partial`."""
     users = _UserCodes()
     chunk, report = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range,
-                                timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users)
+                                timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users,
+                                timezone=read.timezone, time_column=read.column_map().timestamp)
     report = replace(report, time_window=read.time_window)
     frame = pd.DataFrame({
         "u": np.asarray(chunk.user, dtype=np.int64),
@@ -348,6 +349,7 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
         part = Partial(users=np.empty(0, dtype=object), pairs=_empty_pairs(),
                        samples=None if first_records is None else _empty_samples(),
                        report=IngestReport(out_of_range_policy=read.out_of_range, time_window=read.time_window))
-    check_dropped(part.report, read)
+    report = replace(part.report, files=input_files(records))
+    check_dropped(report, read)
     agg = finalize_partial(part, grid=grid, bound=bound, out_of_range=read.out_of_range, first_records=first_records)
-    return agg, part.report
+    return agg, report

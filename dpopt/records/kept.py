@@ -73,7 +73,8 @@ def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOp
     """Map step: the rows of one raw chunk that may be among the first Γ_p of their pair p."""
     users = _UserCodes()
     chunk, _ = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range, timestamp_unit=read.timestamp_unit,
-                           time_window=read.window_ns, users=users)
+                           time_window=read.window_ns, users=users, timezone=read.timezone,
+                           time_column=read.column_map().timestamp)
     if len(chunk) == 0:
         return _empty_samples()
     cell = h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution)

@@ -23,7 +23,7 @@ read.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Union
 
 from .._validation import DpoptInputError, check_bound, check_choice
@@ -39,7 +39,7 @@ from ..privacy.user import UserOptions, measure
 from ..privacy.user_multires import measure_multires
 from ..privacy.user_place import measure_place
 from ..records.aggregate import Aggregate
-from ..records.ingest import IngestReport
+from ..records.ingest import IngestReport, as_frame
 from ..userdp.bounding import check_lattice_capacity
 from ..userdp.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
@@ -92,6 +92,10 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
         if io.out_of_range != "clip":
             raise DpoptInputError(f"`out_of_range` = {io.out_of_range!r} makes which records count depend on "
                                   "their values; the user model clips values to [0, U]: use 'clip'")
+        if io.max_dropped is not None:
+            raise DpoptInputError(f"`max_dropped` = {io.max_dropped!r} would refuse a release by how many records "
+                                  "were dropped, a private count under the user model; drop it (dropped records are "
+                                  "counted in the diagnostics folder, never published)")
         return U
     if not isinstance(model, PublicOccupancyOptions):
         raise DpoptInputError(f"`model` must be UserOptions or PublicOccupancyOptions; got {type(model).__name__}")
@@ -118,11 +122,13 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
     :class:`UserRelease` or a :class:`ReleaseResult`; write it with :func:`dpopt.release.write_release`.
     """
     U = check_options(bound, budget, model, noise, estimation, io)
+    records = as_frame(records, io.columns)  # polars / GeoPandas frames as pandas, read once
     t0 = time.perf_counter()
-    if isinstance(model, UserOptions):
-        agg, _ = contributions(records, bound=U, grid=grid, io=io, first_records=model.first_records)
+    if isinstance(model, UserOptions):  # no refusal by a dropped share: whether a release happens is public
+        agg, ingest = contributions(records, bound=U, grid=grid, io=replace(io, max_dropped=1.0),
+                                    first_records=model.first_records)
         return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
-                            timings={"aggregate": time.perf_counter() - t0})
+                            timings={"aggregate": time.perf_counter() - t0}, ingest=ingest)
     second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) in ("budget", "hierarchy")
     keep = second_pass and io.backend == "local" and _is_frame(records)
     agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep)
@@ -179,20 +185,23 @@ def _is_frame(records: Any) -> bool:
 def release_user(contributions_table: Aggregate, budget: Budget, options: UserOptions = UserOptions(), *,
                  bound: float | None = None, noise: NoiseOptions = NoiseOptions(),
                  estimation: EstimationOptions = EstimationOptions(), sampler: NoiseMechanism | None = None,
-                 timings: dict[str, float] | None = None) -> UserRelease:
+                 timings: dict[str, float] | None = None, ingest: IngestReport | None = None) -> UserRelease:
     """The ``user`` model on a contributions table (samples kept): measure, estimate (the chosen
-    method for ``mean``/``variance``, the pooled values beside them), format."""
+    method for ``mean``/``variance``, the pooled values beside them), format. ``ingest`` (what
+    reading dropped, by cause: private counts) goes to the diagnostics only."""
     t0 = time.perf_counter()
+    held = {} if ingest is None else {"ingest": ingest.as_dict()}
     if options.adaptive:
-        return _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
-                                 estimation=estimation, sampler=sampler, timings=timings)
+        r = _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
+                              estimation=estimation, sampler=sampler, timings=timings)
+        return replace(r, diagnostics={**r.diagnostics, **held})
     m = measure(contributions_table, budget, options, bound=bound, noise=noise, sampler=sampler)
     t1 = time.perf_counter()
     method = estimation.method_for(False)
     est = estimate(m, method=method, confidence=estimation.confidence)
     pooled = est if method == "pooled" else estimate(m, method="pooled", confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
-    return user_release(m, est, pooled, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}},
+    return user_release(m, est, pooled, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}, **held},
                         outlook=flat_outlook(m, est))
 
 

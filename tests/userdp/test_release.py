@@ -137,9 +137,8 @@ def test_write_release_folder(tmp_path):
     res = release_user(make_agg(_records()), bound=U, epsilon=1.0, partitions=_plist(range(5)), noise="discrete",
                        seed=3)
     paths = write_user_release(res, tmp_path / "out")
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
-                                                              "diagnostics"}
-    assert [p.name for p in (tmp_path / "out" / "diagnostics").iterdir()] == ["timings.json"]
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html"}
+    assert [p.name for p in (tmp_path / "out.diagnostics").iterdir()] == ["diagnostics.json"]
     summary = json.loads(paths["summary"].read_text())
     assert "timings" not in summary  # the exact sampler's time depends on the noise drawn
     assert summary["privacy_model"] == "user" and summary["k"] == res.summary.k
