@@ -197,7 +197,7 @@ def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadO
     frame = pd.DataFrame({
         "u": np.asarray(chunk.user, dtype=np.int64),
         "cell": h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution),
-        "slot": time_slots(chunk.timestamp, grid.slot_ns),
+        "slot": time_slots(chunk.timestamp, grid.slot_ns, read.timezone),
     })
     if not len(frame):
         return Partial(users=users.labels, pairs=_empty_pairs(),
@@ -352,4 +352,4 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     report = replace(part.report, files=input_files(records))
     check_dropped(report, read)
     agg = finalize_partial(part, grid=grid, bound=bound, out_of_range=read.out_of_range, first_records=first_records)
-    return agg, report
+    return replace(agg, timezone=read.timezone), report

@@ -52,6 +52,14 @@ __all__ = [
     "count_rows",
     "check_dropped",
     "DEFAULT_CHUNKSIZE",
+    "parse_times",
+    "check_timezone",
+    "as_frame",
+    "input_files",
+    "is_csv_name",
+    "parquet_files",
+    "csv_options",
+    "check_id_kinds",
 ]
 
 #: canonical field names of a record
@@ -650,6 +658,13 @@ def _text_times(col: pd.Series, unit: str, timezone: str | None, column: str) ->
     if naive.any():
         out[naive] = _localize(_iso(text[naive], utc=False), timezone, column)
     return out
+
+
+def parse_times(col: pd.Series, *, unit: str = "s", timezone: str | None = None, column: str = "timestamp") -> np.ndarray:
+    """A column of times as int64 ns since the epoch (UTC), read as record timestamps are: ISO 8601
+    with an offset, naive ISO 8601 in ``timezone`` (refused without one), Unix times in ``unit``;
+    INT64 min where a time does not parse."""
+    return _parse_time(pd.Series(col), unit, check_timezone(timezone), column)
 
 
 def _parse_time(col: pd.Series, unit: str, timezone: str | None = None, column: str = "timestamp") -> np.ndarray:

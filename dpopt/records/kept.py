@@ -78,7 +78,7 @@ def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOp
     if len(chunk) == 0:
         return _empty_samples()
     cell = h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution)
-    slot = time_slots(chunk.timestamp, grid.slot_ns)
+    slot = time_slots(chunk.timestamp, grid.slot_ns, read.timezone)
     p = lookup(users.labels, np.asarray(chunk.user, dtype=np.int64), cell, slot)
     if np.any(p < 0):
         raise DpoptInputError("`records` changed between the two passes (a record has no pair in the table)")

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Union
+
+import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice
 from ..estimation import ESTIMATORS, estimate
@@ -39,7 +42,8 @@ from ..privacy.user import UserOptions, measure
 from ..privacy.user_multires import measure_multires
 from ..privacy.user_place import measure_place
 from ..records.aggregate import Aggregate
-from ..records.ingest import IngestReport, as_frame
+from ..records.grid import local_time_strings, slot_strings, wall_clock
+from ..records.ingest import IngestReport, as_frame, parse_times
 from ..userdp.bounding import check_lattice_capacity
 from ..userdp.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
@@ -125,6 +129,7 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
     records = as_frame(records, io.columns)  # polars / GeoPandas frames as pandas, read once
     t0 = time.perf_counter()
     if isinstance(model, UserOptions):  # no refusal by a dropped share: whether a release happens is public
+        model = _local_list(model, io.timezone)
         agg, ingest = contributions(records, bound=U, grid=grid, io=replace(io, max_dropped=1.0),
                                     first_records=model.first_records)
         return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
@@ -158,8 +163,8 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     times = {**run.timings, "estimate": time.perf_counter() - t0}
     ingest = ingest or IngestReport()
     diagnostics = {"timings": {key: round(v, 4) for key, v in times.items()}, "ingest": ingest.as_dict()}
-    return public_occupancy_release(run.measurements, est, contributions=run.contributions, grids=run.grids,
-                                    ingest=ingest, diagnostics=diagnostics)
+    return local_times(public_occupancy_release(run.measurements, est, contributions=run.contributions,
+                                                grids=run.grids, ingest=ingest, diagnostics=diagnostics), agg.timezone)
 
 
 def _check_error_bound(errors: Any, error_bound: float | None, plan: GridPlan) -> None:
@@ -191,18 +196,72 @@ def release_user(contributions_table: Aggregate, budget: Budget, options: UserOp
     reading dropped, by cause: private counts) goes to the diagnostics only."""
     t0 = time.perf_counter()
     held = {} if ingest is None else {"ingest": ingest.as_dict()}
+    zone = contributions_table.timezone
     if options.adaptive:
         r = _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
                               estimation=estimation, sampler=sampler, timings=timings)
-        return replace(r, diagnostics={**r.diagnostics, **held})
+        return local_times(replace(r, diagnostics={**r.diagnostics, **held}), zone)
     m = measure(contributions_table, budget, options, bound=bound, noise=noise, sampler=sampler)
     t1 = time.perf_counter()
     method = estimation.method_for(False)
     est = estimate(m, method=method, confidence=estimation.confidence)
     pooled = est if method == "pooled" else estimate(m, method="pooled", confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
-    return user_release(m, est, pooled, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}, **held},
-                        outlook=flat_outlook(m, est))
+    return local_times(user_release(m, est, pooled, outlook=flat_outlook(m, est),
+                                    diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}, **held}), zone)
+
+
+#: the time columns of release.csv and answers.csv (ISO 8601 start and end times)
+TIME_COLUMNS = ("slot", "slot_end", "repeat_until", "node_slot", "node_slot_end", "node_repeat_until")
+
+
+def local_times(result: Any, timezone: str | None) -> Any:
+    """With ``timezone`` (slots cut on its wall clock, :func:`dpopt.records.grid.time_slots`): every
+    time column of release.csv and answers.csv written with the zone's UTC offset, and the zone
+    recorded in the measurements' facts (summary.json's ``timezone``). Without one: unchanged."""
+    if timezone is None:
+        return result
+
+    def fix(table: Any) -> Any:
+        if table is None:
+            return None
+        table = table.copy()
+        for col in TIME_COLUMNS:
+            if col in table.columns:
+                table[col] = local_time_strings(table[col].to_numpy(dtype=object), timezone)
+        return table
+
+    m = result.measurements if isinstance(result, UserRelease) else result.measured
+    if m is not None:
+        m.info["timezone"] = timezone
+    if isinstance(result, UserRelease):
+        return replace(result, table=fix(result.table), answers=fix(result.answers))
+    hierarchy = result.plan.info.get("hierarchy")
+    if isinstance(hierarchy, dict) and "answers" in hierarchy:
+        hierarchy["answers"] = fix(hierarchy["answers"])
+    return replace(result, table=fix(result.table))
+
+
+def _local_list(model: UserOptions, timezone: str | None) -> UserOptions:
+    """The public partition list's slot times on the wall clock of ``timezone`` (an offset
+    converted, a naive time read in the zone), as the records' slots are, so the two match."""
+    if timezone is None or model.partitions is None or not isinstance(model.partitions, (str, Path, pd.DataFrame)):
+        return model
+    import numpy as np
+
+    frame = model.partitions
+    if not isinstance(frame, pd.DataFrame):
+        if not Path(frame).is_file():
+            return model  # the user model refuses it with its own message
+        frame = pd.read_csv(frame, dtype=str)
+    if "slot" not in frame.columns:
+        return model
+    text = frame["slot"].astype(str)
+    ns = parse_times(text, timezone=timezone)
+    ok = ns != np.iinfo(np.int64).min
+    slots = text.to_numpy(dtype=object).copy()
+    slots[ok] = slot_strings(wall_clock(ns[ok], timezone))
+    return replace(model, partitions=frame.assign(slot=slots))
 
 
 def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None,

@@ -154,10 +154,11 @@ def _window_labels(t0: pd.Series, t1: pd.Series, every: pd.Series, until: pd.Ser
     """A recurring window in words: "08:00–09:00 UTC every day from 2024-03-01 until 2024-03-04 00:00
     UTC" (weekday names for a weekly cycle)."""
     out = []
+    zone = _zone_text(t0)
     for a, b, e, u in zip(t0, t1, every, until):
         fmt = "%a %H:%M" if e >= pd.Timedelta(days=7) else "%H:%M"
         each = "day" if e == pd.Timedelta(days=1) else "week" if e == pd.Timedelta(days=7) else span_text(e)
-        out.append(f"{a:{fmt}}–{b:{fmt}} UTC every {each} from {a:%Y-%m-%d} until {u:%Y-%m-%d %H:%M} UTC")
+        out.append(f"{a:{fmt}}–{b:{fmt}} {zone} every {each} from {a:%Y-%m-%d} until {u:%Y-%m-%d %H:%M} {zone}")
     return pd.Series(out, index=t0.index, dtype=object)
 
 
@@ -175,13 +176,35 @@ def active_at(nodes: pd.DataFrame, t: pd.Timestamp) -> np.ndarray:
     return on
 
 
+def _zone(summary: dict[str, Any]) -> str:
+    """The zone times are shown in: summary.json's ``timezone`` (the one slots were cut in), else UTC."""
+    zone = summary.get("timezone")
+    if isinstance(zone, str) and zone:
+        from ..records.ingest import check_timezone
+        from .._validation import DpoptInputError
+
+        try:
+            return str(check_timezone(zone))
+        except DpoptInputError:
+            return "UTC"
+    return "UTC"
+
+
+def _zone_text(t: pd.Series) -> str:
+    tz = t.dt.tz
+    return "UTC" if tz is None or str(tz) in ("UTC", "utc") else str(tz)
+
+
 def _normalise(table: pd.DataFrame, summary: dict[str, Any]) -> tuple[pd.DataFrame, pd.Timedelta]:
     slot = _slot_length(summary)
+    zone = _zone(summary)
     df = table.reset_index(drop=True).copy()
     df["cell"] = df["cell"].astype(str)
     df["res"] = _resolutions(df["cell"], df)
-    df["t0"], df["t1"] = _times(df, slot)
+    t0, t1 = _times(df, slot)
+    df["t0"], df["t1"] = t0.dt.tz_convert(zone), t1.dt.tz_convert(zone)  # local wall times, as the slots were cut
     df["cycle"], df["until"] = _repeats(df)
+    df["until"] = df["until"].dt.tz_convert(zone)
     df["slot_label"] = slot_labels(df["t0"], df["t1"])
     rep = df["cycle"].notna()
     if rep.any():
@@ -201,13 +224,14 @@ def span_text(span: pd.Timedelta) -> str:
 def slot_labels(t0: pd.Series, t1: pd.Series) -> pd.Series:
     """Each slot [t0, t1) in words: "2015-09-06 05:00–06:00 UTC" within one day, else
     "2015-09-06 05:00 → 2015-09-07 05:00 UTC (24 h)" (so a day-long node never reads "05:00–05:00")."""
+    zone = " " + _zone_text(t0)  # the series' own zone: UTC, or the one the slots were cut in
     start = t0.dt.strftime("%Y-%m-%d %H:%M").astype(object)
     same_day = (t1 - t0 < pd.Timedelta(days=1)) & (t0.dt.normalize() == (t1 - pd.Timedelta(1, "ns")).dt.normalize())
-    short = start + "–" + t1.dt.strftime("%H:%M").astype(object) + " UTC"
+    short = start + "–" + t1.dt.strftime("%H:%M").astype(object) + zone
     length = pd.Series([span_text(x) for x in t1 - t0], index=t0.index, dtype=object)
-    long = start + " → " + t1.dt.strftime("%Y-%m-%d %H:%M").astype(object) + " UTC (" + length + ")"
+    long = start + " → " + t1.dt.strftime("%Y-%m-%d %H:%M").astype(object) + zone + " (" + length + ")"
     out = short.where(same_day, long)
-    return out.where(t1 > t0, start + " UTC")
+    return out.where(t1 > t0, start + zone)
 
 
 #: more finest slots than this: the time control steps over the nodes' own start and end times
