@@ -70,11 +70,11 @@ class InputOptions:
         check_choice(self.out_of_range, "out_of_range", OUT_OF_RANGE)
         check_choice(self.timestamp_unit, "timestamp_unit", ("s", "ms", "us", "ns"))
         check_choice(self.backend, "backend", BACKENDS)
-        self.read_options()  # columns, separator, window, zone: checked before any record is read
         if self.chunksize is not None:
             check_positive_int(self.chunksize, "chunksize")
         if self.client is not None and self.backend != "dask":
             raise DpoptInputError("`client` is a Dask client: it needs backend='dask'")
+        self.read_options()  # columns, separator, window, zone: checked before any record is read
 
 
 #: ``first_records`` that keeps every record of every pair (``keep_samples=True``)

@@ -108,10 +108,11 @@ def check_out(out: Any, *, overwrite: bool = False, inputs: Iterable[Any] = ()) 
     if here == Path.cwd().resolve() or here in Path.cwd().resolve().parents or here.parent == here:
         raise DpoptInputError(f"`out` must be a new folder, not the current folder or one above it; got {str(out)!r}")
     _check_inputs(path, inputs)
+    fresh = not _is_nonempty_dir(path)  # then a left-over diagnostics folder of a removed release may go
     for folder, allowed in ((path, PUBLISHED_FILES), (diagnostics_folder(path), DIAGNOSTIC_FILES)):
         if not _is_nonempty_dir(folder):
             continue
-        if not overwrite:
+        if not overwrite and not (fresh and folder != path and _foreign(folder, allowed) is None):
             raise DpoptInputError(
                 f"`out` must be an empty or new folder; got {str(out)!r} ({str(folder)!r} is not empty). Pass "
                 "overwrite=True (CLI: --overwrite) to replace a previous release")
