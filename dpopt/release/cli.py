@@ -308,7 +308,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
                                    backend=args.backend, progress=_progress(args), sep=args.sep,
                                    max_dropped=args.max_dropped, time_window=_window(args.time_window),
                                    timezone=args.timezone)}
-        check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"])
+        check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"], opts["grid"])
     except DpoptInputError as exc:
         raise _flagged(exc) from None
     return opts
@@ -403,6 +403,7 @@ def run(args: argparse.Namespace) -> int:
     else:  # people: units, no field that does not apply, where the report is (issue 23.3)
         sys.stdout.write(_console(paths, unit, args.out))
     _say_inputs(result, paths, privacy)
+    _say_delta(result, args, privacy)
     outlook = getattr(result.summary, "outlook", "") if privacy == "user" else _nothing_released(result)
     if outlook:  # issue 21 item 4: never silently nothing
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)
@@ -424,6 +425,17 @@ def _say_inputs(result: Any, paths: dict[str, Path], privacy: str) -> None:
     if privacy == "user" and where:
         print(f"dpopt release: records that fail cleaning are dropped and counted by cause in {where} (not for "
               "publication)", file=sys.stderr)
+
+
+def _say_delta(result: Any, args: argparse.Namespace, privacy: str) -> None:
+    """When a ``user`` release spends less δ than --delta allows, say so and why (the private
+    selection spends an equal share of δ at each level it selects: public, from the plan)."""
+    spent = getattr(result.summary, "delta", None) if privacy == "user" else None
+    if args.delta is None or spent is None or not spent < float(args.delta) * (1 - 1e-9):
+        return
+    print(f"dpopt release: note: this release spends δ = {spent:g} of the --delta {args.delta:g} allowed: the "
+          "private selection of grids spends an equal share of δ at each level of the hierarchy it selects, and "
+          "levels it does not select spend none", file=sys.stderr)
 
 
 def _recurring_levels(result: Any) -> int:

@@ -77,9 +77,14 @@ class EstimationOptions:
 
 
 def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOptions, noise: NoiseOptions,
-                  estimation: EstimationOptions, io: InputOptions) -> float:
+                  estimation: EstimationOptions, io: InputOptions, grid: GridOptions | None = None) -> float:
     """The combination of options, checked before any record is read; returns U."""
     U = check_bound(bound)
+    if grid is not None and isinstance(model, UserOptions) and model.partitions is not None \
+            and model.place_for(budget) and int(grid.h3_resolution) == 0:
+        raise DpoptInputError("`h3_resolution` = 0 leaves no coarser H3 level for the map above the listed cells "
+                              "that the place release measures; use `h3_resolution` >= 1, or resolution='fixed' "
+                              "or 'adaptive'")
     adaptive = isinstance(model, UserOptions) and model.adaptive
     method = estimation.method_for(adaptive)
     if (method == "hierarchical") != adaptive:
@@ -125,7 +130,7 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
     estimated; ``noise`` the sampler and seed; ``io`` how records are read. Returns a
     :class:`UserRelease` or a :class:`ReleaseResult`; write it with :func:`dpopt.release.write_release`.
     """
-    U = check_options(bound, budget, model, noise, estimation, io)
+    U = check_options(bound, budget, model, noise, estimation, io, grid)
     records = as_frame(records, io.columns)  # polars / GeoPandas frames as pandas, read once
     t0 = time.perf_counter()
     if isinstance(model, UserOptions):  # no refusal by a dropped share: whether a release happens is public

@@ -244,10 +244,13 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
             out.append("Only the cells of the public list of partitions given were considered; cells "
                        "outside it are not published.")
     if "variance_released" in view.nodes.columns:
-        nv = int((~view.nodes["variance_released"].map(_is_true)).sum())
-        if nv:
-            out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld because its "
-                       "interval was as wide as its whole range (see the table's reason column).")
+        off = ~view.nodes["variance_released"].map(_is_true)
+        nv = int(off.sum())
+        if nv:  # each reason as release.csv states it (the interval's, the clamp's, ...), with its count
+            why = view.nodes.loc[off, "variance_withheld_reason"].fillna("").astype(str).replace("", "no reason given") \
+                if "variance_withheld_reason" in view.nodes.columns else pd.Series(["no reason given"] * nv)
+            text = "; ".join(f"{_E(r)} ({c:,})" for r, c in why.value_counts().items())
+            out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld: {text}.")
     if not out:
         return ""
     return "<li><b>Withheld:</b> " + " ".join(out) + "</li>"
