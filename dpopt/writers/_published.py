@@ -210,7 +210,27 @@ def _normalise(table: pd.DataFrame, summary: dict[str, Any]) -> tuple[pd.DataFra
     if rep.any():
         df.loc[rep, "slot_label"] = _window_labels(df.loc[rep, "t0"], df.loc[rep, "t1"], df.loc[rep, "cycle"],
                                                    df.loc[rep, "until"])
-    return df, slot
+    return _public_period(df), slot
+
+
+def _public_period(df: pd.DataFrame) -> pd.DataFrame:
+    """Nodes over the private selection's fixed public bucket (3640 days, epoch-aligned: not the
+    data's period) shown over the period of the other published slots, or as "the whole period"."""
+    from ..privacy.user_multires_private import PERIOD_NS
+
+    bucket = ((df["t1"] - df["t0"]) == pd.Timedelta(PERIOD_NS, "ns")).to_numpy()
+    if not bucket.any():
+        return df
+    other = df[~bucket]
+    if not len(other):
+        df.loc[bucket, "slot_label"] = "the whole period"
+        return df
+    last = other["until"].where(other["cycle"].notna(), other["t1"])
+    lo, hi = other["t0"].min(), last.max()
+    df.loc[bucket, "t0"], df.loc[bucket, "t1"] = lo, hi
+    label = slot_labels(pd.Series([lo]), pd.Series([hi])).iloc[0]
+    df.loc[bucket, "slot_label"] = f"the whole period (published slots: {label})"
+    return df
 
 
 def span_text(span: pd.Timedelta) -> str:

@@ -85,3 +85,28 @@ def test_console_says_why_it_spends_less_delta_than_asked(tmp_path, capsys):
     spent = json.loads((tmp_path / "o" / "summary.json").read_text())["delta"]
     assert spent < 1e-6  # the fixture: a level the selection plan leaves out spends no δ
     assert f"spends δ = {spent:g} of the --delta 1e-06 allowed" in err
+
+
+def test_report_never_shows_the_private_selections_public_bucket_as_the_period(tmp_path, capsys):
+    """Before: report.html showed the coarse nodes' fixed 3640-day bucket ("2019-10-31 → 2029-10-18")
+    as if it were the data's period; it shows the published slots' period instead."""
+    rng = np.random.default_rng(1)
+    n = 6000
+    frame = pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 400, n)],
+                          "latitude": 30.25 + 0.05 * rng.integers(0, 3, n), "longitude": -97.75,
+                          "timestamp": (T0 + pd.to_timedelta(rng.integers(0, 3 * 3600, n), unit="s")).strftime(
+                              "%Y-%m-%dT%H:%M:%SZ"), "value": rng.uniform(0, U, n).round(2)})
+    data = tmp_path / "d.csv"
+    frame.to_csv(data, index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "5", "--delta", "1e-6",
+                 "--seed", "1", "--quiet", "--out", str(tmp_path / "o")])
+    assert code == 0, capsys.readouterr().err
+    table = pd.read_csv(tmp_path / "o" / "release.csv")
+    days = 3640
+    start = pd.Timestamp(0, tz="UTC") + pd.Timedelta(days=(T0 - pd.Timestamp(0, tz="UTC")).days // days * days)
+    bucket = table["slot"] == start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert bucket.any(), "the fixture must publish a node over the bucket"
+    page = (tmp_path / "o" / "report.html").read_text()
+    end = start + pd.Timedelta(days=days)
+    assert f"{start:%Y-%m-%d}" not in page and f"{end:%Y-%m-%d}" not in page
+    assert "the whole period (published slots: 2020-01-01 10:00" in html.unescape(page)
