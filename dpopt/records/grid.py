@@ -1,9 +1,10 @@
-"""Grids g = (H3 hexagon, UTC time slot) of seed 002 §II-B.
+"""Grids g = (H3 hexagon, time slot) of seed 002 §II-B.
 
 The area is divided into hexagons of Uber's H3 index at a chosen resolution (seed 002 cites H3,
 ref. [17]) and time into slots of fixed length (``"1h"``, ``"15min"``, ...), anchored at the Unix
-epoch in UTC: the slot of a timestamp t is ``floor(t / slot) * slot``. A grid is the pair
-(cell, slot start).
+epoch in UTC: the slot of a timestamp t is ``floor(t / slot) * slot``; with a time zone, of its
+local wall-clock time (:func:`wall_clock`), so slots, days and hour-of-day windows are local. A grid
+is the pair (cell, slot start).
 
 :func:`h3_cells` uses h3ronpy's vectorised ``coordinates_to_cells`` when installed (≈ 0.4 µs per
 point; tests/records check it equals h3's ``latlng_to_cell`` on 10^5 random points at several

@@ -20,12 +20,20 @@ Cleaning (counted in :class:`IngestReport`, never silent):
   the occupancy array independent of the values (seed 002's neighbours share it); dropping by value
   does not, so keep ``"drop"`` for sentinels that are invalid by definition.
 
-Timestamps: ISO 8601 strings (an offset is converted to UTC; a naive time is taken as UTC), pandas
-datetimes, or numbers (Unix time in ``timestamp_unit``, seconds by default). User identifiers are
+Timestamps, row by row: ISO 8601 strings (an offset is converted to UTC; a time without one,
+compact dates such as ``20150906`` included, is read in ``timezone`` and refused without one), pandas
+datetimes (naive ones likewise), or numbers and digit strings (Unix time in ``timestamp_unit``,
+seconds by default); one column may mix them. User identifiers are
 kept as strings under dpopt's one label rule (:func:`dpopt._validation.label_parts`): text is
 kept exactly as written ("0123" and "123" are two users), a number is its value (7 and 7.0 from one
 numeric column are one user), so no two distinct ids of a column ever merge (issue 22.2); a column
-mixing numbers and text is refused. Empty ids are missing. Chunks and back-ends agree on the labels.
+mixing numbers and text is refused, within a chunk and across chunks and files. Only an empty field
+is missing: ``NA``, ``null``, ``None``, ``nan`` ... are ids like any other text. Chunks and back-ends
+agree on the labels.
+
+Sources: a DataFrame (pandas; polars and GeoPandas converted by :func:`as_frame`), a CSV or Parquet
+file, or a folder read by suffix (:func:`is_csv_name`, :func:`parquet_files`); a column the release
+reads twice (two fields, one column; a duplicated name) is refused before any record is read.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
         help="user-level DP release of per-(H3 cell, time slot) means and variances from records",
         description=textwrap.fill(
             "Read records (user, latitude, longitude, timestamp, value), grid them into H3 cells x "
-            "UTC time slots and release every grid's mean and variance with user-level DP. Under "
+            "time slots (UTC, or local with --timezone) and release every grid's mean and variance with user-level DP. Under "
             "--privacy user (default) contribution bounds and grids are chosen under DP and counts "
             "are noised; under --privacy public-occupancy a plan from the public counts chooses which "
             "contributions to keep and how to spend the budget, and the CLIP mechanism adds exact "
@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty --out (only once the new release is complete)")
     p.add_argument("--h3-resolution", type=int, default=7, help="H3 resolution 0..15 (default 7)")
-    p.add_argument("--slot", default="1h", help="time slot length, e.g. 1h, 15min (default 1h, UTC)")
+    p.add_argument("--slot", default="1h", help="time slot length, e.g. 1h, 15min (default 1h; cut in UTC, or in local time with --timezone)")
     _add_plan_arguments(p)
     _add_input_arguments(p)
     p.set_defaults(func=run)
