@@ -247,8 +247,8 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
         off = ~view.nodes["variance_released"].map(_is_true)
         nv = int(off.sum())
         if nv:  # each reason as release.csv states it (the interval's, the clamp's, ...), with its count
-            why = view.nodes.loc[off, "variance_withheld_reason"].fillna("").astype(str).replace("", "no reason given") \
-                if "variance_withheld_reason" in view.nodes.columns else pd.Series(["no reason given"] * nv)
+            col = view.nodes.get("variance_withheld_reason", pd.Series("", index=view.nodes.index))
+            why = col[off].fillna("").astype(str).replace("", "no reason given")
             text = "; ".join(f"{_E(r)} ({c:,})" for r, c in why.value_counts().items())
             out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld: {text}.")
     if not out:
