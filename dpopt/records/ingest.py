@@ -209,8 +209,12 @@ class IngestReport:
             "outside_time_window": self.outside_time_window,
             "time_window": None if self.time_window is None else list(self.time_window),
             "chunks": self.chunks,
-            "files": list(self.files),
         }
+
+    def for_diagnostics(self) -> dict[str, Any]:
+        """:meth:`as_dict` with the files read: for the data holder's diagnostics only (the paths are
+        the holder's own, never published)."""
+        return {**self.as_dict(), "files": list(self.files)}
 
     def dropped_by_cause(self) -> dict[str, int]:
         """Dropped records by cause (a record missing several fields counts under each)."""

@@ -167,7 +167,7 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     _check_error_bound(est.table["error_bound"].to_numpy(), options.error_bound, run.measurements.info["plan"])
     times = {**run.timings, "estimate": time.perf_counter() - t0}
     ingest = ingest or IngestReport()
-    diagnostics = {"timings": {key: round(v, 4) for key, v in times.items()}, "ingest": ingest.as_dict()}
+    diagnostics = {"timings": {key: round(v, 4) for key, v in times.items()}, "ingest": ingest.for_diagnostics()}
     return local_times(public_occupancy_release(run.measurements, est, contributions=run.contributions,
                                                 grids=run.grids, ingest=ingest, diagnostics=diagnostics), agg.timezone)
 
@@ -200,7 +200,7 @@ def release_user(contributions_table: Aggregate, budget: Budget, options: UserOp
     method for ``mean``/``variance``, the pooled values beside them), format. ``ingest`` (what
     reading dropped, by cause: private counts) goes to the diagnostics only."""
     t0 = time.perf_counter()
-    held = {} if ingest is None else {"ingest": ingest.as_dict()}
+    held = {} if ingest is None else {"ingest": ingest.for_diagnostics()}
     zone = contributions_table.timezone
     if options.adaptive:
         r = _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
