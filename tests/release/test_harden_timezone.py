@@ -100,3 +100,26 @@ def test_user_model_list_in_local_time_matches_the_records(tmp_path):
             for col in [c for c in t.columns if c in ("slot", "slot_end", "node_slot", "node_slot_end")]:
                 assert t[col].str.endswith("+05:30").all(), (key, col)
     assert json.loads(paths["summary"].read_text())["timezone"] == zone
+
+
+def test_hour_of_day_profiles_are_cut_in_local_time():
+    """--profile day with a zone: the hour-of-day windows are local hours (a window starting at local
+    midnight counts the records whose local hour is 0, on every day), written with the offset."""
+    zone = "America/Chicago"
+    rng = np.random.default_rng(0)
+    n = 3000
+    utc = pd.Timestamp("2020-06-01T05:00:00Z") + pd.to_timedelta(rng.integers(0, 3 * 86400, n), unit="s")
+    frame = pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 300, n)], "latitude": LAT, "longitude": LNG,
+                          "timestamp": utc.strftime("%Y-%m-%dT%H:%M:%SZ"), "value": rng.uniform(0, 50, n)})
+    r = release(frame, bound=50, budget=Budget(epsilon_total=10), noise=NoiseOptions(seed=1),
+                model=PublicOccupancyOptions(plan="hierarchy", profile="day"), io=InputOptions(timezone=zone))
+    table = r.table
+    windows = table[table["repeat_every"] == "P1D"]
+    assert len(windows) and windows["slot"].str.endswith("-05:00").all()
+    local_hour = pd.Series([t.astimezone(ZoneInfo(zone)).hour for t in utc.to_pydatetime()])
+    for row in windows.itertuples():
+        start = datetime.fromisoformat(row.slot)
+        hours = (datetime.fromisoformat(row.slot_end) - start) // timedelta(hours=1)
+        inside = (local_hour >= start.hour) & (local_hour < start.hour + hours)
+        cells = np.array([h3.cell_to_parent(h3.latlng_to_cell(LAT, LNG, 15), row.h3_resolution)] * n)
+        assert row.n_records == int((inside & (cells == row.cell)).sum()), row.slot
