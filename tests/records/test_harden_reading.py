@@ -227,3 +227,20 @@ def test_geodataframe_point_geometry_gives_latitude_and_longitude():
                              geometry=projected.geometry.buffer(10.0), crs=3857)
     with pytest.raises(DpoptInputError, match="geometry must be points"):
         _po(lines)
+
+
+# ------------------------------------------------------------------------------- item 8
+
+
+def test_out_of_range_refusal_prints_no_private_value(tmp_path, capsys):
+    """Before: --out-of-range error printed the offending values' count, min and max on stderr."""
+    frame = _frame(["a", "b", "c"])
+    frame.loc[[0, 4], "value"] = [61.75, 987.5]
+    path = tmp_path / "r.csv"
+    frame.to_csv(path, index=False)
+    code, _, err = _cli(capsys, str(path), "--out-of-range", "error", "--out", str(tmp_path / "o"))
+    assert code == 2 and "values outside [0, bound] = [0, 50]" in err
+    with pytest.raises(DpoptInputError) as info:
+        _po(frame, out_of_range="error")
+    for text in (err, str(info.value)):
+        assert not any(v in text for v in ("61.75", "987.5", "987", "61.8", " 2 value")), text
