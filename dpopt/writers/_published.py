@@ -201,19 +201,18 @@ def _normalise(table: pd.DataFrame, summary: dict[str, Any]) -> tuple[pd.DataFra
     df = table.reset_index(drop=True).copy()
     df["cell"] = df["cell"].astype(str)
     df["res"] = _resolutions(df["cell"], df)
-    t0, t1 = _times(df, slot)
-    df["t0"], df["t1"] = t0.dt.tz_convert(zone), t1.dt.tz_convert(zone)  # local wall times, as the slots were cut
+    df["t0"], df["t1"] = _times(df, slot)  # instants (UTC); the labels in the zone the slots were cut in
     df["cycle"], df["until"] = _repeats(df)
-    df["until"] = df["until"].dt.tz_convert(zone)
-    df["slot_label"] = slot_labels(df["t0"], df["t1"])
+    local = {c: df[c].dt.tz_convert(zone) for c in ("t0", "t1", "until")}
+    df["slot_label"] = slot_labels(local["t0"], local["t1"])
     rep = df["cycle"].notna()
     if rep.any():
-        df.loc[rep, "slot_label"] = _window_labels(df.loc[rep, "t0"], df.loc[rep, "t1"], df.loc[rep, "cycle"],
-                                                   df.loc[rep, "until"])
-    return _public_period(df), slot
+        df.loc[rep, "slot_label"] = _window_labels(local["t0"][rep], local["t1"][rep], df.loc[rep, "cycle"],
+                                                   local["until"][rep])
+    return _public_period(df, zone), slot
 
 
-def _public_period(df: pd.DataFrame) -> pd.DataFrame:
+def _public_period(df: pd.DataFrame, zone: str = "UTC") -> pd.DataFrame:
     """Nodes over the private selection's fixed public bucket (3640 days, epoch-aligned: not the
     data's period) shown over the period of the other published slots, or as "the whole period"."""
     from ..privacy.user_multires_private import PERIOD_NS
@@ -228,7 +227,7 @@ def _public_period(df: pd.DataFrame) -> pd.DataFrame:
     last = other["until"].where(other["cycle"].notna(), other["t1"])
     lo, hi = other["t0"].min(), last.max()
     df.loc[bucket, "t0"], df.loc[bucket, "t1"] = lo, hi
-    label = slot_labels(pd.Series([lo]), pd.Series([hi])).iloc[0]
+    label = slot_labels(pd.Series([lo]).dt.tz_convert(zone), pd.Series([hi]).dt.tz_convert(zone)).iloc[0]
     df.loc[bucket, "slot_label"] = f"the whole period (published slots: {label})"
     return df
 

@@ -74,6 +74,9 @@ def test_naive_local_times_equal_their_offset_form(tmp_path, capsys):
     table = pd.read_csv(tmp_path / "o" / "release.csv")
     assert table["slot"].tolist() == a["slot"].tolist()
     assert table["slot"].str.match(r"^\d{4}-\d\d-\d\dT\d\d:00:00-0[56]:00$").all()
+    first = datetime.fromisoformat(table["slot"].iloc[0])  # the report labels slots in local time
+    label = f"{first:%Y-%m-%d %H:%M}–{first + timedelta(hours=1):%H:%M} {zone}"
+    assert label in (tmp_path / "o" / "report.html").read_text()
 
 
 def test_user_model_list_in_local_time_matches_the_records(tmp_path):
