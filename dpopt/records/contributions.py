@@ -27,14 +27,13 @@ Counts, keys and kept records are exact whatever the chunking; the float sums Σ
 of the same numbers in a tree whose shape is fixed by the chunk boundaries (identical when the
 chunks are; within float rounding otherwise).
 
-Ingestion hygiene (issue 22): after the whole input is read the run is refused
-(:func:`.ingest.check_dropped`) when more than ``max_dropped`` of the rows were dropped. The
-message names the flag and the causes with their counts. Those counts are private under the
-``user`` model, but the message goes only to the data holder's own console (like the diagnostics
-folder), never into a published file; the refusal makes whether a release happens depend on the
-data, which is acceptable as hygiene under the data holder's control: they set the share
-(``--max-dropped 1`` disables it) and the time window. Empty input (no record, or none valid
-within the share) is not refused here: it yields an empty table.
+Ingestion hygiene: after the whole input is read the run is refused (:func:`.ingest.check_dropped`)
+when more than ``max_dropped`` of the rows were dropped; the message names the flag and the causes
+with their counts. That makes whether a release happens depend on the data, acceptable only where
+the occupancy is public (``public-occupancy``): the ``user`` model's front door reads with
+``max_dropped=1`` (never refused) and keeps the counts for the data holder's diagnostics only.
+Empty input (no record, or none valid within the share) is not refused here: it yields an empty
+table. The files read are listed in the report (``IngestReport.files``).
 """
 
 from __future__ import annotations
