@@ -659,9 +659,12 @@ def _text_times(col: pd.Series, unit: str, timezone: str | None, column: str) ->
     """Text times row by row: Unix numbers (``unit``), ISO 8601 with an offset (to UTC), ISO 8601
     without one (compact dates such as 20150906 included) read in ``timezone``."""
     text = col.astype("string")
+    zulu = text.str.endswith("Z").fillna(False).to_numpy(dtype=bool)  # the common case, without a regex
+    if zulu.all():
+        return _iso(text)
     out = pd.Series(pd.NaT, index=col.index, dtype="datetime64[ns, UTC]")
-    unix = text.str.fullmatch(_UNIX).fillna(False).to_numpy(dtype=bool)
-    aware = ~unix & text.str.contains(_AWARE, regex=True).fillna(False).to_numpy(dtype=bool)
+    unix = ~zulu & text.str.fullmatch(_UNIX).fillna(False).to_numpy(dtype=bool)
+    aware = zulu | (~unix & text.str.contains(_AWARE, regex=True).fillna(False).to_numpy(dtype=bool))
     naive = ~unix & ~aware & text.notna().to_numpy(dtype=bool)
     if unix.any():
         out[unix] = _unix(text[unix], unit)
