@@ -49,13 +49,15 @@ class InputOptions:
     sep: str = ","
     max_dropped: float | None = None
     time_window: Any = "default"
+    #: IANA zone of times written without a UTC offset (None: such times are refused)
+    timezone: str | None = None
 
     def read_options(self) -> Any:
         """These options as the records layer's :class:`dpopt.records.ReadOptions`."""
         from ..records import ReadOptions
 
         kw: dict[str, Any] = {"columns": self.columns, "sep": self.sep, "timestamp_unit": self.timestamp_unit,
-                              "out_of_range": self.out_of_range}
+                              "out_of_range": self.out_of_range, "timezone": self.timezone}
         if self.chunksize is not None:
             kw["chunk_rows"] = self.chunksize
         if self.max_dropped is not None:
@@ -72,6 +74,7 @@ class InputOptions:
             check_positive_int(self.chunksize, "chunksize")
         if self.client is not None and self.backend != "dask":
             raise DpoptInputError("`client` is a Dask client: it needs backend='dask'")
+        self.read_options()  # columns, separator, window, zone: checked before any record is read
 
 
 #: ``first_records`` that keeps every record of every pair (``keep_samples=True``)

@@ -517,7 +517,7 @@ def measure(contributions: Aggregate, budget: Budget, options: UserOptions = Use
             "partitions": _partitions_text(options.private, kind == "gaussian", delta_sel),
             "selection_threshold": g.threshold, "noisy_users": g.noisy_users, "totals": totals,
             "noise": mech.label, "seeded": noise.seed is not None, "mechanism": kind,
-            "delta_selection": delta_sel if kind == "gaussian" else 0.0,
+            "delta_selection": delta_sel,  # Laplace: all of δ goes to the private selection (0 with a list)
             "h3_resolution": agg.h3_resolution, "slot": slot_text(agg.slot_ns)}
     return Measurements(privacy_model="user", bound=U, nodes=nodes, statistics=stats, spend=spend,
                         centre=U / 2.0, finest=finest, info=info)

@@ -87,6 +87,8 @@ class Aggregate:
     bound : the U every value was brought into [0, U] with at ingestion (None: not known, e.g. an
         aggregate built by hand); a release must use this U (issue 12.1).
     out_of_range : the policy ("clip" | "drop" | "error") that brought the values into [0, U].
+    timezone : the IANA zone whose wall clock ``slots`` count (:func:`dpopt.records.grid.time_slots`),
+        or None: UTC.
     """
 
     users: np.ndarray
@@ -102,6 +104,7 @@ class Aggregate:
     samples: PairSamples | None = None
     bound: float | None = None
     out_of_range: str | None = None
+    timezone: str | None = None
 
     @property
     def n_users(self) -> int:

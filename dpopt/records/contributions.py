@@ -29,14 +29,13 @@ the records and the release's secret, never of their order); the float sums Σ S
 of the same numbers in a tree whose shape is fixed by the chunk boundaries (identical when the
 chunks are; within float rounding otherwise).
 
-Ingestion hygiene (issue 22): after the whole input is read the run is refused
-(:func:`.ingest.check_dropped`) when more than ``max_dropped`` of the rows were dropped. The
-message names the flag and the causes with their counts. Those counts are private under the
-``user`` model, but the message goes only to the data holder's own console (like the diagnostics
-folder), never into a published file; the refusal makes whether a release happens depend on the
-data, which is acceptable as hygiene under the data holder's control: they set the share
-(``--max-dropped 1`` disables it) and the time window. Empty input (no record, or none valid
-within the share) is not refused here: it yields an empty table.
+Ingestion hygiene: after the whole input is read the run is refused (:func:`.ingest.check_dropped`)
+when more than ``max_dropped`` of the rows were dropped; the message names the flag and the causes
+with their counts. That makes whether a release happens depend on the data, acceptable only where
+the occupancy is public (``public-occupancy``): the ``user`` model's front door reads with
+``max_dropped=1`` (never refused) and keeps the counts for the data holder's diagnostics only.
+Empty input (no record, or none valid within the share) is not refused here: it yields an empty
+table. The files read are listed in the report (``IngestReport.files``).
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ import pandas as pd
 from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_texts
 from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
-from .ingest import IngestReport, check_dropped, clean_chunk, iter_raw_chunks
+from .ingest import IngestReport, check_dropped, clean_chunk, input_files, iter_raw_chunks
 from .options import GridSpec, ReadOptions
 from .sample_key import SampleKey, record_keys
 from ._tree import COMPACT_EVERY, tree_stream
@@ -222,12 +221,13 @@ def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadO
     with ``first_records``)."""
     users = _UserCodes()
     chunk, report = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range,
-                                timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users)
+                                timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users,
+                                timezone=read.timezone, time_column=read.column_map().timestamp)
     report = replace(report, time_window=read.time_window)
     frame = pd.DataFrame({
         "u": np.asarray(chunk.user, dtype=np.int64),
         "cell": h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution),
-        "slot": time_slots(chunk.timestamp, grid.slot_ns),
+        "slot": time_slots(chunk.timestamp, grid.slot_ns, read.timezone),
     })
     if not len(frame):
         return Partial(users=users.labels, pairs=_empty_pairs(),
@@ -380,6 +380,7 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
         part = Partial(users=np.empty(0, dtype=object), pairs=_empty_pairs(),
                        samples=None if first_records is None else _empty_samples(),
                        report=IngestReport(out_of_range_policy=read.out_of_range, time_window=read.time_window))
-    check_dropped(part.report, read)
+    report = replace(part.report, files=input_files(records))
+    check_dropped(report, read)
     agg = finalize_partial(part, grid=grid, bound=bound, out_of_range=read.out_of_range, first_records=first_records)
-    return agg, part.report
+    return replace(agg, timezone=read.timezone), report

@@ -84,11 +84,12 @@ def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOp
     """Map step: the rows of one raw chunk that may be among the Γ_p smallest keys of their pair p."""
     users = _UserCodes()
     chunk, _ = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range, timestamp_unit=read.timestamp_unit,
-                           time_window=read.window_ns, users=users)
+                           time_window=read.window_ns, users=users, timezone=read.timezone,
+                           time_column=read.column_map().timestamp)
     if len(chunk) == 0:
         return _empty_samples()
     cell = h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution)
-    slot = time_slots(chunk.timestamp, grid.slot_ns)
+    slot = time_slots(chunk.timestamp, grid.slot_ns, read.timezone)
     p = lookup(users.labels, np.asarray(chunk.user, dtype=np.int64), cell, slot)
     if np.any(p < 0):
         raise DpoptInputError("`records` changed between the two passes (a record has no pair in the table)")

@@ -143,12 +143,14 @@ def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None
         gap = summary.get("plan_gap")
         rows.append(("plan", f"{summary.get('plan')} ({str(summary['plan_status']).replace('_', ' ')}"
                      + (f", gap {gap:.1%})" if isinstance(gap, (int, float)) and np.isfinite(gap) else ")")))
-    files = sorted(Path(p).name for p in (paths or {}).values()
-                   if "diagnostics" not in Path(p).parts)
+    from .folder import is_diagnostic
+
+    files = sorted(Path(p).name for p in (paths or {}).values() if not is_diagnostic(p))
     if files:
-        rows.append(("files", ", ".join(files)))
-    if any("diagnostics" in Path(p).parts for p in (paths or {}).values()):
-        rows.append(("diagnostics", "diagnostics/ is for the data holder only: NOT for publication"))
+        rows.append(("files", ", ".join(files) + (f" (publish the folder {out} as it is)" if out else "")))
+    diag = sorted({str(Path(p).parent) for p in (paths or {}).values() if is_diagnostic(p)})
+    if diag:
+        rows.append(("diagnostics", f"{diag[0]} is for the data holder only (owner-only): NOT for publication"))
     rep = _report_path(paths or {})
     if rep is not None:
         rows.append(("report", f"open {rep} in a browser"))

@@ -25,8 +25,9 @@ __all__ = ["extra_files"]
 
 def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: bool = False) -> dict[str, str]:
     """Write report.html into ``tmp`` from ``tmp``/release.csv and ``tmp``/summary.json (already
-    written); returns key -> path relative to ``tmp``. ``result`` is not read: the page is
-    post-processing of the published files only. ``unit`` (e.g. "km/h"), when given, is added to
+    written); returns key -> path relative to ``tmp``. ``result`` is read only for the time zone
+    the slots are cut in (a public option, added to summary.json): the page is post-processing of
+    the published files only. ``unit`` (e.g. "km/h"), when given, is added to
     summary.json as ``unit`` (a public label chosen by the data holder) and names the values' unit in
     the page. ``figures``: also map.png and (where the release has a frontier) frontier.png
     (:func:`dpopt.writers.figures.write_figures`), from the same published files."""
@@ -37,8 +38,10 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: boo
 
     table = pd.read_csv(tmp / "release.csv")
     summary = json.loads((tmp / "summary.json").read_text())
-    if unit:
-        summary["unit"] = str(unit)
+    m = getattr(result, "measured", None) or getattr(result, "measurements", None)
+    zone = getattr(m, "info", {}).get("timezone") if m is not None and not callable(m) else None
+    if unit or zone:  # public labels: the unit the data holder names, the zone slots are cut in
+        summary.update({k: str(v) for k, v in (("unit", unit), ("timezone", zone)) if v})
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     from .geo import write_geo_files
     from .html import DEFAULT_TILES

@@ -521,7 +521,7 @@ def _table_columns(view: PublishedView) -> list[tuple[str, str, Any]]:
     n, u = view.nodes.columns, view.label
     cols: list[tuple[str, str, Any]] = [
         ("cell", "s", lambda r: r["cell"]), ("resolution", "n", lambda r: r["res"]),
-        ("time slot (UTC)", "s", lambda r: r["slot_label"]),
+        ("time slot", "s", lambda r: r["slot_label"]),
         (f"mean{u}", "n", lambda r: r["mean"]), (f"± ({_conf(view)})", "n", lambda r: r["bound"]),
         ("interval", "s", lambda r: f"{fmt_number(r['lo'])} – {fmt_number(r['hi'])}")]
     if "variance" in n:

@@ -1,6 +1,7 @@
 """A ``user``-model release as published: the table and summary (:class:`UserRelease`, assembled
 from the model's Measurements and the estimation layer's Estimates by :func:`user_release`) and its
-files release.csv, summary.json, report.md (all publishable) with diagnostics/timings.json.
+files release.csv, summary.json, report.md (all publishable) with diagnostics.json (timings, what reading dropped)
+in the data holder's diagnostics folder.
 
 Written atomically (:mod:`.folder`). Nothing here is computed and nothing is un-noised data: the
 table holds DP outputs and post-processing of them (formatted: H3 cells and slots as text, cell
@@ -379,7 +380,7 @@ def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool 
                        make_map: bool = True, unit: str | None = None) -> dict[str, Path]:
     """Write release.csv, summary.json and report.md into folder ``out`` atomically (refused if
     ``out`` is not empty unless ``overwrite``; the multi-resolution release adds answers.csv; with
-    ``make_map``, map.png), and ``diagnostics/timings.json`` for the data holder
+    ``make_map``, map.png), and ``diagnostics.json`` in the diagnostics folder for the data holder
     (timings are never published: the exact sampler's time depends on the noise drawn)."""
     def write(tmp: Path) -> dict[str, str]:
         result.table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
@@ -387,9 +388,9 @@ def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool 
         (tmp / "summary.json").write_text(json.dumps(payload, indent=2) + "\n")
         (tmp / "report.md").write_text(user_report_markdown(result))
         (tmp / DIAGNOSTICS).mkdir()
-        (tmp / DIAGNOSTICS / "timings.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
+        (tmp / DIAGNOSTICS / "diagnostics.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
         files = {"release": "release.csv", "summary": "summary.json", "report": "report.md",
-                 "diagnostics": f"{DIAGNOSTICS}/timings.json",
+                 "diagnostics": f"{DIAGNOSTICS}/diagnostics.json",
                  **extra_files(result, tmp, unit=unit, figures=make_map)}  # report.html, GIS files, map.png
         if result.answers is not None:
             result.answers.to_csv(tmp / "answers.csv", index=False)

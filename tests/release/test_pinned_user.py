@@ -13,6 +13,8 @@ seeded stream. Before re-pinning, the layered code's four releases were checked 
 (``dpopt.release.release(..., privacy="user")`` on main at bc69c1c). Re-pinned a second time for
 issue 22 item 10 (harden: the bounding tie-break keys come from the release's integer source, which
 shifts every seeded draw), again after checking byte-identity with main's pre-layer code at 228297f.
+One summary field corrected by hand, not re-pinned: the flat private Laplace release's
+``delta_selection`` is its δ (all of it goes to the private selection), where 0.0 was written before.
 """
 
 from __future__ import annotations
