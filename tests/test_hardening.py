@@ -152,7 +152,7 @@ def test_huge_epsilon_refused_before_reading_data(tmp_path, capsys):
 
 
 def test_error_bound_inf_is_refused_on_the_release_cli(tmp_path, capsys):
-    code = main(["release", "--example", "--error-bound", "inf", "--quiet", "--out", str(tmp_path / "o")])
+    code = main(["release", "--example", "--privacy", "public-occupancy", "--error-bound", "inf", "--quiet", "--out", str(tmp_path / "o")])
     assert code == 2 and "error-bound" in capsys.readouterr().err
 
 

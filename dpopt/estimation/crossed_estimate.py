@@ -25,7 +25,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .._validation import DpoptInputError
-from ..hierarchy.crossed import fit_crossed, gls_posterior
+from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
 from ..hierarchy.node_means import combine, crossed_inputs, grid_weights
 from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
 
@@ -106,7 +106,7 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
 
 #: points of the grid in log σ² over which each component's likelihood is integrated (a quadrature
 #: resolution, not a modelling choice)
-COMPONENT_GRID = 24
+COMPONENT_GRID = 12
 
 
 def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
@@ -144,6 +144,7 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
     sizes = [fit.effects[k].levels.size if k in fit.effects else fit.grid_mean.size for k in names]
     H = (A @ fit.grid_map).tocsc()
     base = np.array([min(max(fit.sigma2[k], 0.0), cap) for k in names])
+    local = fit.grid_mean.size if RESIDUAL in fit.sigma2 else 0  # the grid residuals, eliminated first
     out = {}
     for j, k in enumerate(names):
         grid = cap * np.logspace(-6, 0, COMPONENT_GRID)  # σ² values; flat prior on σ²: weight ∝ σ² in log space
@@ -151,7 +152,7 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
         for i, v in enumerate(grid):
             trial = base.copy()
             trial[j] = v
-            ll[i] = float(gls_posterior(H, y, s2, np.repeat(trial, sizes)).loglik)
+            ll[i] = float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=local).loglik)
         w = np.exp(ll - ll.max()) * grid
         out[k] = float(np.sum(w * grid) / np.sum(w))
     return out

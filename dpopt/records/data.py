@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["austin_sample_path", "load_austin_sample", "EXAMPLE_BOUND", "EXAMPLE_EPSILON", "EXAMPLE_EPSILON_TOTAL"]
+__all__ = ["austin_sample_path", "load_austin_sample", "EXAMPLE_BOUND", "EXAMPLE_EPSILON", "EXAMPLE_EPSILON_TOTAL",
+           "EXAMPLE_AREA", "EXAMPLE_TIMEZONE", "EXAMPLE_DAY", "EXAMPLE_HOURS", "EXAMPLE_PLACE", "example_partitions",
+           "example_partitions_path"]
 
 #: default public bound U for the example (km/h)
 EXAMPLE_BOUND = 120.0
@@ -39,3 +41,35 @@ def load_austin_sample() -> pd.DataFrame:
     frame = pd.read_csv(austin_sample_path(), dtype={"user_id": str})
     frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
     return frame
+
+
+#: the example's public list, from public facts only (never from the records): the H3 res-7 cells whose
+#: centre lies in a box around Austin's bus network (south, north latitude; west, east longitude) ...
+EXAMPLE_AREA = (30.15, 30.50, -97.90, -97.60)
+#: ... × the network's service hours (local time, start hour inclusive, end exclusive) of the day
+EXAMPLE_HOURS = (5, 23)
+EXAMPLE_DAY = "2015-09-06"
+EXAMPLE_TIMEZONE = "America/Chicago"
+#: the place the example's console answers for: Congress Avenue at 6th Street, downtown, at 17:00
+EXAMPLE_PLACE = (30.2686, -97.7428, 17)
+
+
+def example_partitions() -> pd.DataFrame:
+    """The example's public partition list (columns ``cell``, ``slot``: local time with its offset):
+    :data:`EXAMPLE_AREA`'s res-7 cells × the hours :data:`EXAMPLE_HOURS` of :data:`EXAMPLE_DAY` in
+    :data:`EXAMPLE_TIMEZONE`. A function of those public constants only; the shipped
+    ``austin_example_partitions.csv`` is its output (checked in tests)."""
+    import h3
+
+    south, north, west, east = EXAMPLE_AREA
+    box = h3.LatLngPoly([(south, west), (south, east), (north, east), (north, west)])
+    cells = sorted(h3.h3shape_to_cells(box, 7))
+    hours = pd.date_range(f"{EXAMPLE_DAY} {EXAMPLE_HOURS[0]:02d}:00", periods=EXAMPLE_HOURS[1] - EXAMPLE_HOURS[0],
+                          freq="h", tz=EXAMPLE_TIMEZONE)
+    slots = [t.isoformat() for t in hours]
+    return pd.DataFrame({"cell": [c for _ in slots for c in cells], "slot": [t for t in slots for _ in cells]})
+
+
+def example_partitions_path() -> Path:
+    """Path of the shipped ``austin_example_partitions.csv`` (:func:`example_partitions`)."""
+    return Path(str(resources.files("dpopt").joinpath("datasets", "austin_example_partitions.csv")))

@@ -349,6 +349,44 @@ def _records(args: argparse.Namespace) -> tuple[Any, float]:
     return (args.records if remote else Path(args.records)), args.bound
 
 
+def _example_list(args: argparse.Namespace, privacy: str) -> None:
+    """``--example`` under ``user``: the shipped public list (the bus network's cells x its service
+    hours, :func:`dpopt.records.data.example_partitions`) and the city's time zone, unless given."""
+    from ..records.data import EXAMPLE_TIMEZONE, example_partitions_path
+
+    if not args.example or privacy != "user":
+        return
+    if args.partitions is None:
+        args.partitions = str(example_partitions_path())
+    if args.timezone is None:
+        args.timezone = EXAMPLE_TIMEZONE
+
+
+def _example_answer(result: Any, unit: str | None) -> str:
+    """The example's question in words: how fast do buses go at one downtown place at 17:00 local
+    time, and how sure is that (the release row answers.csv names for that grid)."""
+    import h3
+
+    from ..records.data import EXAMPLE_PLACE
+
+    lat, lng, hour = EXAMPLE_PLACE
+    cell = h3.latlng_to_cell(lat, lng, 7)
+    ans = result.answers
+    hit = ans[(ans["cell"].astype(str) == cell) & ans["slot"].astype(str).str.contains(f"T{hour:02d}:00")]
+    if hit.empty:
+        return ""
+    row = hit.iloc[0]
+    t = result.table
+    node = t[(t["cell"].astype(str) == str(row["node_cell"])) & (t["slot"].astype(str) == str(row["node_slot"]))
+             & (t["slot_end"].astype(str) == str(row["node_slot_end"]))]
+    if node.empty:
+        return ""
+    mean, bound = float(node["mean"].iloc[0]), float(node["mean_error_bound"].iloc[0])
+    u = f" {unit}" if unit else ""
+    return (f"Congress Ave at 6th St (H3 {cell}), {hour}:00-{hour + 1}:00 local time: buses averaged "
+            f"{mean:.1f}{u}, within ±{bound:.1f}{u} of the true mean with 95 % confidence.")
+
+
 def _strategy(args: Any) -> str:
     """``--strategy``; ``--resolution`` (its old name) says so on stderr when given."""
     if args.resolution != "auto":
@@ -378,7 +416,8 @@ def run(args: argparse.Namespace) -> int:
     from .release import release
 
     records, bound = _records(args)
-    privacy = args.privacy or ("public-occupancy" if args.example else "user")
+    privacy = args.privacy or "user"
+    _example_list(args, privacy)
     opts = _options(args, privacy, bound)
     try:  # before any record is read: never an input, nor a folder holding one (issue 36.1)
         check_out(args.out, overwrite=args.overwrite, inputs=(records, args.partitions))
@@ -409,6 +448,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(_console(paths, unit, args.out))
     _say_inputs(result, paths, privacy)
     _say_delta(result, args, privacy)
+    if args.example and privacy == "user" and not args.json:
+        print(_example_answer(result, unit))
     outlook = getattr(result.summary, "outlook", "") if privacy == "user" else _nothing_released(result)
     if outlook:  # issue 21 item 4: never silently nothing
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)

@@ -404,18 +404,21 @@ def test_place_share_measures_cells_only_when_they_pay():
         assert f == CANDIDATES[int(np.argmin(scores))]
 
 
-def test_auto_picks_place_only_where_it_applies():
+def test_the_engine_is_the_default_with_a_list_and_place_only_when_named():
     from dpopt.privacy.options import Budget
     from dpopt.privacy.user import UserOptions
 
     lap, gau = Budget(epsilon_total=1.0), Budget(rho=0.5, mechanism="gaussian")
-    assert UserOptions(partitions="x.csv").place_for(lap)
-    assert not UserOptions(partitions="x.csv").place_for(gau)          # Gaussian: the adaptive release
-    assert not UserOptions(partitions="x.csv", bounds=(4, 8)).place    # public (k, c): the adaptive release
-    assert not UserOptions(partitions="x.csv", priority="shared").place
-    assert not UserOptions().place                                      # no list: private selection
+    assert UserOptions(partitions="x.csv").engine and not UserOptions(partitions="x.csv").place_for(lap)
+    assert UserOptions(partitions="x.csv").engine and not UserOptions(partitions="x.csv").place_for(gau)
+    assert not UserOptions(partitions="x.csv", bounds=(4, 8)).engine    # public (k, c): the adaptive release
+    assert not UserOptions(partitions="x.csv", priority="shared").engine
+    assert not UserOptions().engine and not UserOptions().place         # no list: private selection
     assert not UserOptions(partitions="x.csv", resolution="adaptive").place
-    assert UserOptions(partitions="x.csv", resolution="place").place_for(lap)
+    assert UserOptions(partitions="x.csv", strategy="place").place_for(lap)
+    assert UserOptions(partitions="x.csv", resolution="place").place_for(lap)  # the old name of strategy
+    with pytest.raises(DpoptInputError, match="disagree"):
+        UserOptions(partitions="x.csv", strategy="place", resolution="fixed")
 
 
 @pytest.mark.parametrize("U", [120.0, 40.0])
@@ -435,7 +438,7 @@ def test_place_release_end_to_end_withholds_clamped_variance(U):
 
     agg, _ = aggregate_records(austin_sample_path(), bound=U, keep_samples=True)
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
-    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts), bound=U,
+    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts, strategy="place"), bound=U,
                      noise=NoiseOptions(seed=7))
     s, t = r.summary, r.table
     assert s.shape == "place" and s.record_cap in (16, 64, 256, 1024, 4096) and U / 2 <= s.clamp <= U
@@ -646,7 +649,7 @@ def test_place_choice_on_the_austin_day(eps, cells):
     agg, _ = aggregate_records(austin_sample_path(), bound=120, keep_samples=True)
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     for seed in (5009, 5050, 1, 2, 3, 4, 5, 6):
-        r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=120.0,
+        r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts, strategy="place"), bound=120.0,
                          noise=NoiseOptions(seed=seed))
         assert (r.measurements.info["first_level"] == 1) == cells, seed
 

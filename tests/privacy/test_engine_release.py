@@ -82,3 +82,20 @@ def make_cells() -> list[int]:
     from tests.userdp.conftest import CELLS
 
     return CELLS
+
+
+def test_gaussian_engine_spend_recounts_in_rho() -> None:
+    """ρ-zCDP: every noised piece in ρ, the bounds' pure-ε histograms as ε_b²/2, the total within ρ."""
+    from fractions import Fraction
+
+    rows, _ = _additive_records(np.random.default_rng(5))
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(rho=0.5, mechanism="gaussian"), UserOptions(partitions=parts), bound=100.0,
+                     noise=NoiseOptions(seed=4))
+    spend = r.measurements.spend
+    pieces = dict(spend.pieces)
+    eps_b = Fraction(pieces.pop("bounds_epsilon"))
+    rho = sum((Fraction(v) for v in pieces.values()), Fraction(0)) + eps_b**2 / 2
+    assert spend.unit == "rho" and float(rho) == spend.total and spend.total <= 0.5 + 1e-12
+    assert all(k.endswith("_rho") for k in pieces)

@@ -79,7 +79,7 @@ def test_cli_dask_backend(tmp_path, capsys):
 
     from dpopt.cli import main
 
-    code = main(["release", "--example", "--epsilon", "1", "--backend", "dask", "--out", str(tmp_path / "o"), "--quiet",
+    code = main(["release", "--example", "--privacy", "public-occupancy", "--epsilon", "1", "--backend", "dask", "--out", str(tmp_path / "o"), "--quiet",
                  "--no-map", "--json", "--seed", "1"])
     out, err = capsys.readouterr()
     assert code == 0, err

@@ -139,7 +139,7 @@ def test_seed_planners_spend_rho_as_b_over_k(written):
 
 def test_cli_gaussian_example(tmp_path, capsys):
     out = tmp_path / "g"
-    code = main(["release", "--example", "--mechanism", "gaussian", "--epsilon-total", "10", "--delta", "1e-6",
+    code = main(["release", "--example", "--privacy", "public-occupancy", "--mechanism", "gaussian", "--epsilon-total", "10", "--delta", "1e-6",
                  "--quiet", "--json", "--no-map", "--time-limit", "5", "--out", str(out)])
     stdout, err = capsys.readouterr()
     assert code == 0, err

@@ -232,7 +232,8 @@ def test_python_door_gaussian_spend_recounts(data):
 
     records, parts = data
     r = release(str(records), bound=120, budget=Budget(epsilon_total=5.0, delta=1e-6, mechanism="gaussian"),
-                model=UserOptions(partitions=str(parts)), grid=GridOptions(R, "1h"), noise=NoiseOptions(seed=1))
+                model=UserOptions(partitions=str(parts), strategy="adaptive"), grid=GridOptions(R, "1h"),
+                noise=NoiseOptions(seed=1))
     s = r.summary
     assert s.resolution == "adaptive" and s.mechanism == "gaussian"
     pieces = dict(s.budget)

@@ -176,7 +176,7 @@ def test_cli_refuses_non_empty_out_before_reading(tmp_path, capsys):
                  "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2  # not found is reported first; with --example the out check
-    code = main(["release", "--example", "--epsilon", "1", "--out", str(out), "--quiet"])
+    code = main(["release", "--example", "--privacy", "public-occupancy", "--epsilon", "1", "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "not empty" in err and err.count("\n") == 1
 
