@@ -134,12 +134,12 @@ def _factor(R: sp.spmatrix, n_a: int, dense_max: int) -> tuple[_Core, float]:
 
 @dataclass(frozen=True)
 class _System:
-    """The factored system: the core, the eliminated diagonal ``d`` of the local effects and
-    their coupling ``K_we`` to the core, the scaled design ``Ht`` and the rows kept as duals
-    (``agg``) or folded into the effects' precision (``fold``)."""
+    """The factored system: the core, the inverse ``Dinv`` of the eliminated block-diagonal
+    local block and its coupling ``K_we`` to the core, the scaled design ``Ht`` and the rows kept
+    as duals (``agg``) or folded into the effects' precision (``fold``)."""
 
     core: _Core
-    d: np.ndarray
+    Dinv: sp.csr_matrix
     K_we: sp.csr_matrix
     Ht: sp.csr_matrix
     s2: np.ndarray
@@ -148,29 +148,29 @@ class _System:
 
     def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(v, r) with K [r; v] = [y; 0]: v the scaled effects' posterior mean, r = P y."""
-        a, f, n_local = self.agg, self.fold, self.d.size
+        a, f, n_local = self.agg, self.fold, self.Dinv.shape[0]
         q_w = self.Ht.shape[1] - n_local
         Hf = self.Ht[f]
         rhs_v = -(Hf.T @ (y[f] / self.s2[f]))
-        z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) - self.K_we @ (rhs_v[q_w:] / self.d))
-        v = np.concatenate([z_w[a.size:], (rhs_v[q_w:] - self.K_we.T @ z_w) / self.d])
+        z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) - self.K_we @ (self.Dinv @ rhs_v[q_w:]))
+        v = np.concatenate([z_w[a.size:], self.Dinv @ (rhs_v[q_w:] - self.K_we.T @ z_w)])
         r = np.empty(y.size)
         r[a], r[f] = z_w[:a.size], (y[f] - Hf @ v) / self.s2[f]
         return v, r
 
     def lift(self, M: sp.csr_matrix) -> sp.csc_matrix:
         """T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M (scaled) in the core's coordinates."""
-        q_w = M.shape[1] - self.d.size
+        q_w = M.shape[1] - self.Dinv.shape[0]
         lift = sp.vstack([sp.csr_matrix((self.agg.size, M.shape[0])), M[:, :q_w].T])
-        return (lift - self.K_we @ (sp.diags(1.0 / self.d) @ M[:, q_w:].T)).tocsc()
+        return (lift - self.K_we @ (self.Dinv @ M[:, q_w:].T)).tocsc()
 
     def variance(self, M: sp.csr_matrix) -> np.ndarray:
         """diag(M Cov(v | y) Mᵀ) in blocks of right-hand sides."""
-        q_w, out = M.shape[1] - self.d.size, np.empty(M.shape[0])
+        q_w, out = M.shape[1] - self.Dinv.shape[0], np.empty(M.shape[0])
         batch = max(1, min(2048, _RHS_BUDGET // max(self.K_we.shape[0], 1)))
         for start in range(0, M.shape[0], batch):
             rows = M[start:start + batch]
-            local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:]) @ (1.0 / self.d)).ravel()
+            local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:] @ self.Dinv).sum(axis=1)).ravel()
             out[start:start + rows.shape[0]] = -(local + self.core.quad(self.lift(rows)))
         return np.maximum(out, 0.0)
 
@@ -209,10 +209,10 @@ class GLSPosterior:
     def covariance(self, L: Any) -> np.ndarray:
         """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
         M = self._scaled(L)
-        d = self.system.d
-        Me = M[:, self.mean.size - d.size:]
+        Dinv = self.system.Dinv
+        Me = M[:, self.mean.size - Dinv.shape[0]:]
         T = self.system.lift(M).toarray()
-        cov = -(np.asarray((Me @ sp.diags(1.0 / d) @ Me.T).todense()) + T.T @ self.system.core.solve(T))
+        cov = -(np.asarray((Me @ Dinv @ Me.T).todense()) + T.T @ self.system.core.solve(T))
         return 0.5 * (cov + cov.T)
 
 
@@ -242,27 +242,66 @@ def _check_kernel(H, y, s2, prior_var, n_fixed, n_local):
     return H, y, s2, prior_var, int(n_fixed), int(n_local)
 
 
-def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, n_local: int):
-    """The augmented system with the rows touching ≤ 1 local effect folded into the effects'
-    precision and the local effects eliminated (their block is then diagonal, ``d``):
-    (duals' rows, folded rows, d, K_we, R)."""
+def _folded(H_local: sp.csr_matrix, blocks: np.ndarray) -> np.ndarray:
+    """Rows whose local nonzeros all lie in one block (or none): folded into the precision."""
+    counts = np.diff(H_local.indptr)
+    fold = counts == 0
+    busy = np.flatnonzero(~fold)
+    if busy.size:
+        lab = blocks[H_local.indices]
+        starts = H_local.indptr[busy]
+        fold[busy] = np.minimum.reduceat(lab, starts) == np.maximum.reduceat(lab, starts)
+    return fold
+
+
+def _block_inverse(D: sp.csr_matrix, blocks: np.ndarray) -> tuple[sp.csr_matrix, float]:
+    """Inverse and log|det| of the block-diagonal D (a block: equal ``blocks`` labels), in
+    stacks of blocks of one size (numpy's batched ``inv``/``slogdet``)."""
+    n = D.shape[0]
+    lab = np.unique(blocks, return_inverse=True)[1].ravel()
+    order, size = np.argsort(lab, kind="stable"), np.bincount(lab, minlength=1)
+    start = np.cumsum(size) - size
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n) - np.repeat(start, size)
+    coo = D.tocoo()
+    rows, cols, vals, logdet = [], [], [], 0.0
+    for s in np.unique(size[size > 0]):
+        ids = np.flatnonzero(size == s)
+        slot = np.full(size.size, -1)
+        slot[ids] = np.arange(ids.size)
+        on = slot[lab[coo.row]] >= 0
+        stack = np.zeros((ids.size, s, s))
+        stack[slot[lab[coo.row[on]]], pos[coo.row[on]], pos[coo.col[on]]] = coo.data[on]
+        logdet += float(np.sum(np.linalg.slogdet(stack)[1]))
+        members = order[start[ids][:, None] + np.arange(s)]
+        rows.append(np.repeat(members, s, axis=1).ravel())
+        cols.append(np.tile(members, (1, s)).ravel())
+        vals.append(np.linalg.inv(stack).ravel())
+    if not rows:
+        return sp.csr_matrix((n, n)), 0.0
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)), logdet
+
+
+def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, blocks: np.ndarray):
+    """The augmented system with the rows whose local effects lie in one block folded into the
+    effects' precision and the local effects (the last ``blocks.size``) eliminated, their block
+    then block-diagonal: (duals' rows, folded rows, Ht, D⁻¹, log|det D|, K_we, R)."""
     n, q = H.shape
-    q_w = q - n_local
-    agg = np.diff(H[:, q_w:].indptr) > 1 if n_local else np.zeros(n, dtype=bool)
-    a, f = np.flatnonzero(agg), np.flatnonzero(~agg)
+    q_w = q - blocks.size
+    fold = _folded(H[:, q_w:], blocks)
+    a, f = np.flatnonzero(~fold), np.flatnonzero(fold)
     Ht = (H @ sp.diags(scale)).tocsr()
     Ha, Hf = Ht[a], Ht[f]
     Kvv = -(sp.diags(np.concatenate([np.zeros(n_fixed), np.ones(q - n_fixed)])) + Hf.T @ sp.diags(1.0 / s2[f]) @ Hf)
     Kvv = Kvv.tocsr()
-    d = Kvv[q_w:, q_w:].diagonal()
+    Dinv, logdet_d = _block_inverse(Kvv[q_w:, q_w:], blocks)
     K_ww = sp.bmat([[sp.diags(s2[a]), Ha[:, :q_w]], [Ha[:, :q_w].T, Kvv[:q_w, :q_w]]], format="csr")
     K_we = sp.vstack([Ha[:, q_w:], Kvv[:q_w, q_w:]], format="csr")
-    R = K_ww - K_we @ sp.diags(1.0 / d) @ K_we.T
-    return a, f, Ht, d, K_we, R
+    return a, f, Ht, Dinv, logdet_d, K_we, K_ww - K_we @ Dinv @ K_we.T
 
 
 def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, n_local: int = 0,
-                  dense_max: int = 4000) -> GLSPosterior:
+                  local_blocks: Any = None, dense_max: int = 4000) -> GLSPosterior:
     """Posterior of b in y = H b + ε by the augmented mixed-model equations (models/crossed.md §2).
 
     Parameters
@@ -277,8 +316,11 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         Number of fixed effects (≥ 1; REML needs one).
     n_local : int
         The last ``n_local`` random effects are eliminated exactly first (e.g. the grid-level
-        residuals): only rows touching two or more of them keep a dual variable. Any value gives
-        the same answer; it decides the size of the core system.
+        residuals): only rows touching local effects of two or more blocks keep a dual variable.
+        Any value gives the same answer; it decides the size of the core system.
+    local_blocks : array-like of int, n_local, optional
+        Block label of each local effect (default: each its own block), e.g. an interaction level
+        and its grids' residuals: the local block is inverted block by block.
     dense_max : int
         The core system is factored dense (two Cholesky factors) up to this many rows, else by SuperLU.
 
@@ -292,12 +334,15 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         factorisation of K's Schur complement R and no dense n × n matrix.
     """
     H, y, s2, prior_var, n_fixed, n_local = _check_kernel(H, y, s2, prior_var, n_fixed, n_local)
+    blocks = np.arange(n_local) if local_blocks is None else np.asarray(local_blocks)
+    if blocks.shape != (n_local,) or blocks.dtype.kind not in "iu":
+        raise _fail("local_blocks", f"must hold {n_local} int labels (one per local effect)", blocks)
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
-    a, f, Ht, d, K_we, R = _reduce(H, s2, scale, n_fixed, n_local)
+    a, f, Ht, Dinv, logdet_d, K_we, R = _reduce(H, s2, scale, n_fixed, blocks)
     core, logdet_r = _factor(R, a.size, dense_max)
-    system = _System(core=core, d=d, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
+    system = _System(core=core, Dinv=Dinv, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
     v, r = system.solve(y)
-    logdet = float(np.sum(np.log(s2[f])) + np.sum(np.log(np.abs(d)))) + logdet_r
+    logdet = float(np.sum(np.log(s2[f]))) + logdet_d + logdet_r
     loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
     return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale, system=system)
 
@@ -369,7 +414,8 @@ def _as_design(A: Any, name: str, n_grids: int | None) -> sp.csr_matrix:
         A = np.asarray(A, dtype=float)
         if A.ndim != 2:
             raise _fail(name, "must be a 2-D matrix (nodes × grids)", A.shape)
-    A = sp.csr_matrix(A, dtype=float)
+    A = sp.csr_matrix(A, dtype=float, copy=True)
+    A.eliminate_zeros()
     if n_grids is not None and A.shape[1] != n_grids:
         raise _fail(name, f"must have one column per grid ({n_grids})", A.shape)
     if not np.all(np.isfinite(A.data)):
@@ -424,6 +470,37 @@ def _design(codes: list[np.ndarray], G: int, residual: bool) -> tuple[sp.csr_mat
         blocks.append(sp.identity(G, format="csr"))
         sizes.append(G)
     return sp.hstack(blocks, format="csr"), sizes
+
+
+def _local_factor(codes: list[np.ndarray], A: sp.csr_matrix) -> int | None:
+    """The factor whose levels, each with its grids' residuals, make the smallest core when
+    eliminated as local blocks (rows inside one level fold; the level's effect leaves the core),
+    or None if the residuals alone do better. Blocks must fit the budget (Σ (grids + 1)²)."""
+    best, best_core = None, int(np.sum(np.diff(A.indptr) > 1))
+    for i, c in enumerate(codes):
+        counts = np.bincount(c)
+        if float(np.sum((counts + 1.0) ** 2)) > _RHS_BUDGET:
+            continue
+        core = int(np.sum(~_folded(A, c))) - counts.size
+        if core < best_core:
+            best, best_core = i, core
+    return best
+
+
+def _plan(names: list[str], codes: list[np.ndarray], levels: list[np.ndarray], A: sp.csr_matrix,
+          residual: bool) -> tuple[list[str], list[np.ndarray], list[np.ndarray], dict[str, Any]]:
+    """Factors reordered so that the local factor (:func:`_local_factor`) comes last, and the
+    kernel's ``n_local``/``local_blocks``: the residuals, with that factor's levels as blocks."""
+    G = A.shape[1]
+    if not residual:
+        return names, codes, levels, {"n_local": 0}
+    k = _local_factor(codes, A)
+    if k is None:
+        return names, codes, levels, {"n_local": G}
+    order = [i for i in range(len(names)) if i != k] + [k]
+    names, codes, levels = ([x[i] for i in order] for x in (names, codes, levels))
+    J = levels[-1].size
+    return names, codes, levels, {"n_local": J + G, "local_blocks": np.concatenate([np.arange(J), codes[-1]])}
 
 
 def _start(y: np.ndarray, s2: np.ndarray, n_comp: int, spread: float) -> np.ndarray:
@@ -580,10 +657,11 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     """
     names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
     max_iter = check_positive_int(max_iter, "max_iter")
+    dense_max, given_order = check_positive_int(dense_max, "dense_max", minimum=0), list(names)
+    names, codes, levels, kernel = _plan(names, codes, levels, A, residual)
     grid_map, sizes = _design(codes, A.shape[1], residual)
     H = (A @ grid_map).tocsr()
-    kernel = {"n_local": A.shape[1] if residual else 0,
-              "dense_max": check_positive_int(dense_max, "dense_max", minimum=0)}
+    kernel["dense_max"] = dense_max
     if sigma2 is not None:
         sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
     elif sizes:
@@ -593,9 +671,11 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     post = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel)
     grid_var = post.variance(grid_map)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    keys = names + ([RESIDUAL] if residual else [])
+    found = dict(zip(names + [RESIDUAL], sig.tolist()))
+    effects = _effects(post, names, levels)
     mu_var = float(post.variance(sp.csr_matrix(([1.0], ([0], [0])), shape=(1, post.mean.size)))[0])
-    return CrossedFit(sigma2={k: float(v) for k, v in zip(keys, sig)}, mu=float(post.mean[0]), mu_var=mu_var,
-                      effects=_effects(post, names, levels), grid_mean=grid_map @ post.mean, grid_var=grid_var,
+    return CrossedFit(sigma2={k: found[k] for k in given_order + ([RESIDUAL] if residual else [])},
+                      mu=float(post.mean[0]), mu_var=mu_var, effects={k: effects[k] for k in given_order},
+                      grid_mean=grid_map @ post.mean, grid_var=grid_var,
                       grid_halfwidth=z * np.sqrt(grid_var), loglik=post.loglik, converged=converged, status=status,
                       n_evaluations=calls, confidence=confidence, z=z, posterior=post, grid_map=grid_map)

@@ -107,6 +107,21 @@ def test_posterior_matches_dense_reference(seed):
     np.testing.assert_allclose(node.halfwidth, 1.959963984540054 * np.sqrt(node.var), rtol=1e-12)
 
 
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_posterior_with_residuals_alone_local(seed, monkeypatch):
+    """No factor eliminated with the residuals (each residual its own block): the same answers."""
+    monkeypatch.setattr(crossed, "_local_factor", lambda codes, A: None)
+    test_posterior_matches_dense_reference(seed)
+
+
+@pytest.mark.parametrize("seed", [2, 6])
+def test_each_factor_as_local_blocks(seed, monkeypatch):
+    """Every factor in turn eliminated with the residuals as blocks: the same answers."""
+    for k in range(3):
+        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, k=k: k)
+        test_posterior_matches_dense_reference(seed)
+
+
 @pytest.mark.parametrize("seed", [3, 4])
 def test_posterior_in_tiny_blocks(seed, monkeypatch):
     """A budget of 50 numbers: one or two right-hand sides per block and quadratic forms by the
@@ -137,9 +152,11 @@ def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed):
     L = rng.normal(size=(4, p + q))
     ll = -0.5 * ((n - p) * np.log(2 * np.pi) + np.linalg.slogdet(V)[1] + np.linalg.slogdet(X.T @ Vi @ X)[1]
                  + r @ Vi @ r)
-    for n_local, dense_max in [(0, 4000), (0, 0), (3, 4000), (3, 0), (q, 4000), (q, 0)]:
+    cases = [(0, None, 4000), (0, None, 0), (3, None, 4000), (3, None, 0), (q, None, 4000), (q, None, 0),
+             (3, [5, 1, 5], 4000), (q, rng.integers(0, 3, size=q), 4000), (q, rng.integers(0, 3, size=q), 0)]
+    for n_local, blocks, dense_max in cases:  # any blocks: rows across blocks keep their duals
         post = gls_posterior(sp.csr_matrix(np.hstack([X, Z])), y, s2, d, n_fixed=p, n_local=n_local,
-                             dense_max=dense_max)
+                             local_blocks=blocks, dense_max=dense_max)
         np.testing.assert_allclose(post.mean, np.concatenate([beta, u]), rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(post.covariance(L), L @ np.linalg.inv(C) @ L.T, rtol=1e-6, atol=ATOL)
         np.testing.assert_allclose(post.variance(L), np.diag(L @ np.linalg.inv(C) @ L.T), rtol=1e-6, atol=ATOL)
@@ -354,6 +371,8 @@ def test_kernel_bad_input():
                        ((np.zeros((3, 2)), np.ones(3), np.ones(3), [1.0]), "H")]:
         with pytest.raises(DpoptInputError, match=f"`{name}`"):
             gls_posterior(*args)
+    with pytest.raises(DpoptInputError, match="`local_blocks`"):
+        gls_posterior(H, np.ones(3), np.ones(3), [1.0], n_local=1, local_blocks=[0.5])
     with pytest.raises(DpoptInputError, match="`L`"):
         gls_posterior(H, np.ones(3), np.ones(3), [1.0]).variance(np.ones((2, 3)))
     with pytest.raises(DpoptInputError, match="`A_new`"):
