@@ -6,7 +6,8 @@ records. Two layers:
 * :func:`gls_posterior`, the kernel: observations y = H b + ε, ε ~ N(0, diag(s2)), effects
   b = (fixed effects with a flat prior, random effects b_k ~ N(0, prior_var_k) independent). It
   solves Henderson's mixed-model equations in their augmented (dual) form, with the grid-level
-  effects eliminated exactly first, by one factorisation of the remaining core (two dense
+  effects (blocked with one factor's levels) eliminated exactly first, by one factorisation of
+  the remaining core (two dense
   Cholesky factors, or SuperLU), and returns the posterior mean of b, the REML log-likelihood
   (Patterson & Thompson 1971; log det from the factors' diagonals) and, through
   :meth:`GLSPosterior.variance`, the posterior variance of any sparse linear combinations L b.
@@ -52,7 +53,7 @@ _LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
 # ------------------------------------------------------------------------------------------------ kernel
 @dataclass(frozen=True)
 class _Core:
-    """R, the symmetric system over w = (duals of the rows touching ≥ 2 local effects, the other
+    """R, the symmetric system over w = (duals of the rows spanning ≥ 2 local blocks, the other
     scaled effects) left once the local effects are eliminated. Dense, R is quasi-definite
     (R_aa > 0 over the duals, its Schur complement < 0 over the effects) and is factored by two
     Cholesky factors (``chol`` = (L_a, W = L_a⁻¹R_ab, L_b), L_b L_bᵀ = WᵀW − R_bb); else SuperLU
