@@ -45,6 +45,10 @@ RESIDUAL = "residual"
 #: at most this many numbers in one block of right-hand sides of the batched solves, or pairs of
 #: nonzeros in one block of quadratic forms (80 MB)
 _RHS_BUDGET = 10_000_000
+#: a factor's levels are eliminated with their grids' residuals only if they hold at most this
+#: many grids on average: larger blocks shrink the core but fill the sparse products that build
+#: it. It decides the work, never the answer (every choice gives the same posterior, tested)
+_LOCAL_MEAN_GRIDS = 8
 #: REML searches σ² in [spread·10⁻¹⁰, spread·10⁴] (spread: the larger of var(y) and mean(s2)); a
 #: component ending at the lower bound is reported as 0 (the likelihood is flat below it)
 _LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
@@ -476,11 +480,12 @@ def _design(codes: list[np.ndarray], G: int, residual: bool) -> tuple[sp.csr_mat
 def _local_factor(codes: list[np.ndarray], A: sp.csr_matrix) -> int | None:
     """The factor whose levels, each with its grids' residuals, make the smallest core when
     eliminated as local blocks (rows inside one level fold; the level's effect leaves the core),
-    or None if the residuals alone do better. Blocks must fit the budget (Σ (grids + 1)²)."""
+    or None if the residuals alone do better. Only factors of at most :data:`_LOCAL_MEAN_GRIDS`
+    grids per level on average qualify, and their blocks must fit the budget (Σ (grids + 1)²)."""
     best, best_core = None, int(np.sum(np.diff(A.indptr) > 1))
     for i, c in enumerate(codes):
         counts = np.bincount(c)
-        if float(np.sum((counts + 1.0) ** 2)) > _RHS_BUDGET:
+        if c.size > _LOCAL_MEAN_GRIDS * counts.size or float(np.sum((counts + 1.0) ** 2)) > _RHS_BUDGET:
             continue
         core = int(np.sum(~_folded(A, c))) - counts.size
         if core < best_core:
