@@ -9,8 +9,9 @@ Error calculus (one partition): :func:`mean_sensitivity`, :func:`variance_sensit
 
 Models: clipping strategy (:func:`optimal_clipping`, :func:`solve_clipping`,
 :func:`clipping_problem`), array length (:func:`best_fit`, :func:`wrap_around`,
-:func:`array_averaging_error`, :func:`optimal_array_length`), grid suppression (:func:`clip_user`,
-:func:`solve_suppression`).
+:func:`array_averaging_error`, :func:`optimal_array_length`, :func:`array_length_problem`), grid
+suppression (:func:`clip_user`, :func:`solve_suppression`, :func:`suppression_problem`); sweeps over
+instances × ε (:func:`sweep`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ _LAZY: dict[str, str] = {
     "PseudoUserResult": "dpopt.suppression",
     "heavy_hitter_occupancy": "dpopt.suppression",
     "build_suppression_model": "dpopt.suppression",
+    "suppression_problem": "dpopt.suppression",
+    "SuppressionProblem": "dpopt.suppression",
+    "array_length_problem": "dpopt.arrays",
+    "ArrayLengthProblem": "dpopt.arrays",
+    # sweeps: models over instances x epsilon into one tidy table
+    "sweep": "dpopt.experiments.sweep",
     # budget planner (issue 13): one total budget, coverage vs accuracy
     "plan_budget": "dpopt.budget",
     "budget_frontier": "dpopt.budget",

@@ -306,8 +306,7 @@ def label_parts(values: Any) -> tuple[np.ndarray, np.ndarray]:
     sensitivity the noise is calibrated to.
     Returns (object array of labels, boolean mask of missing ones).
     """
-    import pandas as pd
-
+    pd = _optional_pandas()
     if hasattr(values, "to_numpy") and not isinstance(values, np.ndarray):
         values = values.to_numpy()
     if isinstance(values, np.ndarray):
@@ -321,7 +320,7 @@ def label_parts(values: Any) -> tuple[np.ndarray, np.ndarray]:
         raise DpoptInputError("labels must not be booleans (True would equal the label 1); got a boolean label")
     if arr.dtype.kind in "iuf":
         return _number_labels(arr)
-    if arr.dtype == object and arr.size > 64:  # each distinct label once (ids repeat)
+    if pd is not None and arr.dtype == object and arr.size > 64:  # each distinct label once (ids repeat)
         codes, uniq = pd.factorize(arr, use_na_sentinel=True)
         if uniq.size < arr.size:
             labels, missing = label_parts(np.asarray(uniq, dtype=object))
@@ -351,8 +350,8 @@ def _number_labels(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _one_label(v: Any) -> tuple[Any, bool]:
     """(label, missing) of one value under :func:`label_parts`' rule."""
-    import pandas as pd
-
+    if v is None:
+        return None, True
     if isinstance(v, str):
         return (None, True) if v.strip() == "" else (v, False)
     if isinstance(v, tuple):
@@ -364,12 +363,22 @@ def _one_label(v: Any) -> tuple[Any, bool]:
         if not math.isfinite(x):
             return None, True
         return (int(x), False) if x == math.floor(x) else (x, False)
+    pd = _optional_pandas()
     try:
-        if pd.isna(v):
+        if pd is not None and pd.isna(v):
             return None, True
     except (TypeError, ValueError):  # array-like objects: not missing
         pass
     return v, False
+
+
+def _optional_pandas() -> Any:
+    """pandas, or ``None`` on the light install (no ``release`` extra: labels are then read without it)."""
+    try:
+        import pandas
+    except ImportError:
+        return None
+    return pandas
 
 
 def normalise_labels(values: Any, name: str) -> np.ndarray:
@@ -394,3 +403,11 @@ def check_delta(delta: Any, name: str = "delta") -> float:
     if not 0.0 < out < 1.0:
         raise _fail(name, rule, delta)
     return out
+
+
+def check_confidence(confidence: Any) -> float:
+    """q of the stated error bounds and intervals: a number in (0, 1)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, numbers.Real)) \
+            or not 0.0 < float(confidence) < 1.0:
+        raise DpoptInputError(f"`confidence` must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
+    return float(confidence)

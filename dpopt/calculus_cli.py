@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    counts = as_counts(read_numbers(args.counts, "counts"))
+    counts = as_counts(read_numbers(args.counts, "counts", column=args.counts_column))
     retained = counts if args.retained is None else as_retained(read_numbers(args.retained, "retained"), counts)
     U = check_bound(args.bound)
     eps = check_epsilon(args.epsilon)

@@ -1,7 +1,8 @@
 """The ``dpopt`` command line.
 
 Sub-commands live next to the code they drive; this module only collects them. Each module in
-:data:`COMMANDS` defines ``register(subparsers)``. Input errors print one line
+:data:`COMMANDS` defines ``register(subparsers)``; :func:`main` imports only the module of the
+command it runs (``dpopt --help`` lists the commands from :data:`HELP` without importing any). Input errors print one line
 (``dpopt: error: ...``) and exit with status 2; ``--json`` prints machine-readable output on stdout.
 """
 
@@ -28,7 +29,21 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: one-line help of each sub-command (shown by ``dpopt --help`` without importing the commands)
+HELP: dict[str, str] = {
+    "errors": "exact sensitivities and worst-case errors of a clipped mean/variance",
+    "demo": "a short tour of dpopt's models on small built-in instances",
+    "clipping": "optimal per-user clipping intervals (seeds 000/001)",
+    "arrays": "array length m for pseudo-user Array-Averaging (seed 003)",
+    "suppress": "grid suppression (seed 002): greedy CLIP-USER, exact MILP, or the privacy–error frontier",
+    "reproduce": "rerun a figure of the seed papers (CSV + PNG + notes)",
+    "release": "user-level DP release of per-(H3 cell, time slot) means and variances from records",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``dpopt`` parser; with ``command``, only that sub-command's module is imported (the others
+    are listed with their :data:`HELP` line)."""
     from . import __version__
 
     parser = argparse.ArgumentParser(
@@ -38,8 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dpopt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
-        importlib.import_module(module_name).register(sub)
+        if command is None or name == command:
+            importlib.import_module(module_name).register(sub)
+        else:
+            sub.add_parser(name, help=HELP.get(name), add_help=False)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str:
+    """The sub-command named in ``argv`` ("" when none: ``dpopt --help``, ``dpopt --version``)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else ""
+    return ""
 
 
 def _unknown_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
@@ -57,7 +83,8 @@ def _unknown_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, un
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _unknown_flags(parser, args, unknown)

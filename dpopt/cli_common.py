@@ -19,32 +19,29 @@ import numpy as np
 
 from ._validation import DpoptInputError
 
-__all__ = ["read_numbers", "emit", "to_jsonable", "CliError", "add_partition_arguments", "add_partition_command"]
+__all__ = ["read_numbers", "emit", "to_jsonable", "CliError", "add_partition_arguments", "add_partition_command",
+           "add_solver_arguments", "solver_options"]
+
+#: column names taken as the counts column of a CSV with a header (first match, case-insensitive)
+COUNT_COLUMNS = ("count", "counts", "m", "samples", "n")
 
 
 class CliError(DpoptInputError):
     """A bad command-line argument or file (reported without a traceback)."""
 
 
-def read_numbers(path: str | Path, name: str) -> np.ndarray:
+def read_numbers(path: str | Path, name: str, *, column: str | None = None) -> np.ndarray:
     """Read a 1-D column of numbers from a text/CSV file (one per line or comma/space separated).
 
-    A first line that is not numeric is taken as a header and skipped. ``-`` reads stdin.
+    A first line that is not numeric is taken as a header and skipped. A CSV whose header names
+    several columns (``user,count``) is read by column: ``column``, else the first of
+    :data:`COUNT_COLUMNS` present. ``-`` reads stdin.
     """
-    if str(path) == "-":
-        raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise CliError(f"`{name}` must be a readable file; got {str(path)!r} (not found)")
-        raw = p.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CliError(
-            f"`{name}` file {str(path)!r} is not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r} at offset "
-            f"{exc.start}); write the numbers as plain text"
-        ) from None
+    text = _read_text(path, name)
+    lines = text.splitlines()
+    header = lines[0].split(",") if lines else []
+    if column is not None or (len(header) > 1 and not _is_number(header[0].strip())):
+        return _read_column(lines, path, name, column)
     tokens = text.replace(",", " ").replace(";", " ").split("\n")
     values: list[float] = []
     for i, line in enumerate(tokens):
@@ -57,6 +54,54 @@ def read_numbers(path: str | Path, name: str) -> np.ndarray:
                 raise CliError(f"`{name}` file {str(path)!r} line {i + 1}: not a number: {tok!r}") from None
     if not values:
         raise CliError(f"`{name}` file {str(path)!r} holds no numbers")
+    return np.asarray(values)
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_text(path: str | Path, name: str) -> str:
+    if str(path) == "-":
+        raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise CliError(f"`{name}` must be a readable file; got {str(path)!r} (not found)")
+        raw = p.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliError(
+            f"`{name}` file {str(path)!r} is not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r} at offset "
+            f"{exc.start}); write the numbers as plain text"
+        ) from None
+
+
+def _read_column(lines: list[str], path: str | Path, name: str, column: str | None) -> np.ndarray:
+    """The numbers of one named column of a CSV with a header row (standard library csv)."""
+    import csv
+
+    rows = [r for r in csv.reader(lines) if r]
+    header = [h.strip() for h in rows[0]] if rows else []
+    lower = [h.lower() for h in header]
+    wanted = [column.lower()] if column is not None else list(COUNT_COLUMNS)
+    hit = next((lower.index(w) for w in wanted if w in lower), None)
+    if hit is None:
+        want = repr(column) if column is not None else " or ".join(COUNT_COLUMNS)
+        raise CliError(f"`{name}` file {str(path)!r} has no column {want}; got columns {header}")
+    values = []
+    for i, row in enumerate(rows[1:], start=2):
+        tok = row[hit].strip() if hit < len(row) else ""
+        if not _is_number(tok):
+            raise CliError(f"`{name}` file {str(path)!r} line {i}, column {header[hit]!r}: not a number: {tok!r}")
+        values.append(float(tok))
+    if not values:
+        raise CliError(f"`{name}` file {str(path)!r} holds no numbers in column {header[hit]!r}")
     return np.asarray(values)
 
 
@@ -101,7 +146,11 @@ def emit(payload: dict[str, Any], as_json: bool, out: TextIO | None = None) -> N
 
 def add_partition_arguments(parser: Any) -> None:
     """The flags every one-partition command shares: ``--counts FILE --bound U --epsilon E``."""
-    parser.add_argument("--counts", required=True, metavar="FILE", help="per-user sample counts m_l ('-' = stdin)")
+    parser.add_argument("--counts", required=True, metavar="FILE",
+                        help="per-user sample counts m_l ('-' = stdin): one per line, or a CSV with a header "
+                             "and a column count (or --counts-column)")
+    parser.add_argument("--counts-column", default=None, metavar="NAME",
+                        help="the column of the counts CSV holding m_l (default: count, counts, m, samples or n)")
     parser.add_argument("--bound", required=True, type=float, metavar="U", help="sample bound U > 0")
     parser.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy parameter epsilon > 0")
 
@@ -112,3 +161,44 @@ def add_partition_command(subparsers: Any, name: str, *, help: str, description:
     add_partition_arguments(parser)
     parser.set_defaults(func=run)
     return parser
+
+
+def add_solver_arguments(parser: Any, *, tie_break: bool = False, default_note: str = "none") -> None:
+    """``--time-limit S`` (total seconds of the command's solves, a hard bound),
+    ``--solver-option KEY=VALUE`` (repeatable, passed to HiGHS) and, for models with a tie-break
+    stage, ``--no-tie-break``."""
+    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+                        help=f"total seconds for the command's solves, a hard bound (default: {default_note})")
+    parser.add_argument("--solver-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a HiGHS option, e.g. presolve=off or mip_rel_gap=0.01 (repeatable)")
+    if tie_break:
+        parser.add_argument("--no-tie-break", dest="tie_break", action="store_false",
+                            help="skip the second solve that minimises the suppressed samples at the optimal K")
+
+
+def _option_value(text: str) -> Any:
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def solver_options(args: Any) -> dict[str, Any] | None:
+    """The ``--solver-option KEY=VALUE`` pairs as a dict of typed values (``None`` when there are none);
+    ``--time-limit`` is checked to be a non-negative number."""
+    from ._validation import check_nonnegative_float
+
+    if getattr(args, "time_limit", None) is not None:
+        check_nonnegative_float(args.time_limit, "--time-limit")
+    out: dict[str, Any] = {}
+    for item in getattr(args, "solver_option", []) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"`--solver-option` must be KEY=VALUE; got {item!r}")
+        out[key.strip()] = _option_value(value)
+    return out or None

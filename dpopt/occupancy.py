@@ -89,10 +89,14 @@ def _coded_labels(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     and only the distinct labels are normalised, then merged where normalisation makes them equal
     (" 7" and "7.0" are the user 7): the same labels and codes as normalising every value.
     """
-    import pandas as pd
-
     arr = _raw(values, name)
-    if arr.dtype.kind not in "OUS" or arr.size <= 64 or pd.api.types.infer_dtype(arr, skipna=True) != "string":
+    if arr.dtype.kind not in "OUS" or arr.size <= 64:
+        return _factorize(_labels(arr, name))
+    try:
+        import pandas as pd
+    except ImportError:  # the light install (no `release` extra): the same labels, more slowly
+        return _factorize(_labels(arr, name))
+    if pd.api.types.infer_dtype(arr, skipna=True) != "string":
         return _factorize(_labels(arr, name))
     codes, uniq = pd.factorize(arr, use_na_sentinel=False)
     try:
@@ -108,15 +112,17 @@ def _coded_labels(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique labels and the code of each value (labels of mixed types fall back to pandas)."""
+    """Sorted unique labels and the code of each value (labels of mixed types: first-seen order)."""
     try:
         uniq, codes = np.unique(values, return_inverse=True)
         return uniq, codes.astype(np.int64)
     except TypeError:
-        import pandas as pd
-
-        codes, uniq = pd.factorize(values, sort=False)
-        return np.asarray(uniq, dtype=object), codes.astype(np.int64)
+        first: dict[Any, int] = {}  # first-seen order, as pandas.factorize(sort=False)
+        codes = np.fromiter((first.setdefault(v, len(first)) for v in values.tolist()), dtype=np.int64,
+                            count=len(values))
+        uniq = np.empty(len(first), dtype=object)
+        uniq[:] = list(first)
+        return uniq, codes
 
 
 def _compact(labels: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -80,7 +80,7 @@ def release(records: Any, *, bound: float, privacy: str = "user", **kw: Any) -> 
     grid = GridOptions(**_take(kw, ("h3_resolution", "slot")))
     noise = _noise(kw)
     io = InputOptions(**_take(kw, ("columns", "out_of_range", "timestamp_unit", "chunksize", "backend", "client",
-                                   "progress", "sep", "max_dropped", "time_window")))
+                                   "progress", "sep", "max_dropped", "time_window", "timezone")))
     if kw:
         raise TypeError(f"unexpected keywords {sorted(kw)}")
     return _release(records, bound=bound, budget=budget, model=model, grid=grid, estimation=est, noise=noise, io=io)

@@ -70,3 +70,47 @@ def test_errors_bad_files(tmp_path, capsys):
 def test_python_dash_m_entry_point():
     proc = subprocess.run([sys.executable, "-m", "dpopt", "--version"], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == f"dpopt {dpopt.__version__}"
+
+
+def test_top_level_help_lists_every_command_with_its_own_help_line():
+    """`dpopt --help` imports no command module; its lines are the commands' own help strings."""
+    import argparse
+
+    from dpopt import cli
+
+    full = cli.build_parser()
+    sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    own = {c.dest: c.help for c in sub._choices_actions}
+    assert own == cli.HELP and set(cli.HELP) == set(cli.COMMANDS)
+
+
+def test_counts_files_may_be_a_csv_with_a_named_column(tmp_path, capsys):
+    import json
+
+    from dpopt.cli import main
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("3\n7\n2\n9\n")
+    csv = tmp_path / "users.csv"
+    csv.write_text("user,count,other\na,3,100\nb,7,100\nc,2,100\nd,9,100\n")
+    named = tmp_path / "named.csv"
+    named.write_text("id,m_l\na,3\nb,7\nc,2\nd,9\n")
+    outs = []
+    for path, extra in ((plain, []), (csv, []), (named, ["--counts-column", "m_l"])):
+        assert main(["clipping", "--counts", str(path), "--bound", "1", "--epsilon", "1", "--json", *extra]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1] == outs[2] and outs[0]["samples"] == 21
+    assert main(["arrays", "--counts", str(named), "--bound", "1", "--epsilon", "1"]) == 2
+    assert "no column" in capsys.readouterr().err
+    assert main(["clipping", "--counts", str(csv), "--bound", "1", "--epsilon", "1", "--solver-option", "bad"]) == 2
+
+
+def test_solver_options_and_time_limit_are_parsed_alike_in_every_command(tmp_path, capsys):
+    import argparse
+
+    from dpopt.cli_common import solver_options
+
+    ns = argparse.Namespace(time_limit=5.0, solver_option=["presolve=off", "mip_rel_gap=0.01", "threads=2",
+                                                           "mip_detect_symmetry=false"])
+    assert solver_options(ns) == {"presolve": "off", "mip_rel_gap": 0.01, "threads": 2, "mip_detect_symmetry": False}
+    assert solver_options(argparse.Namespace(time_limit=None, solver_option=[])) is None

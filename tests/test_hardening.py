@@ -131,7 +131,7 @@ def test_frame_timestamps_outside_range_in_every_dtype_are_counted():
                [datetime.datetime(2020, 1, 1), datetime.datetime(2300, 1, 1)],
                np.array(["2020-01-01", "2300-01-01"], dtype="datetime64[s]")):
         r = release(base.assign(timestamp=ts), privacy="public-occupancy", bound=10, epsilon=1.0, seed=1,
-                    max_dropped=1.0)  # 1 of 2 dropped: above the default share
+                    max_dropped=1.0, timezone="UTC")  # 1 of 2 dropped: above the default share; naive: UTC
         assert r.summary.ingest["missing"]["timestamp"] == 1 and r.summary.records == 1
 
 

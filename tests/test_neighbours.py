@@ -116,3 +116,31 @@ def test_public_occupancy_neighbours(extra, who):
         x, y = getattr(sa, key), getattr(sb, key)
         assert x == y or (x != x and y != y), key  # NaN (no MILP gap) on both sides
     assert not np.allclose(a.table["mean_raw"].fillna(0), b.table["mean_raw"].fillna(0))
+
+
+def _dropped_user(kind: str) -> pd.DataFrame:
+    """A user every record of which cleaning drops: invalid fields, or a clock reset to 1970."""
+    n = 672
+    frame = _user(f"gone-{kind}", n, 11)
+    if kind == "invalid":
+        frame["latitude"] = np.where(np.arange(n) % 2, 123.0, frame["latitude"])  # bad coordinates
+        frame["value"] = np.where(np.arange(n) % 2, frame["value"], np.nan)  # or a missing value
+    else:
+        frame["timestamp"] = pd.Timestamp("1970-01-01T00:00:00Z") + pd.to_timedelta(np.arange(n), unit="min")
+    return frame
+
+
+@pytest.mark.parametrize("kind", ["invalid", "outside-window"])
+def test_user_model_neighbour_whose_records_are_all_dropped_publishes_the_same_files(tmp_path, kind):
+    """Issue 36.3 through the Python door: D vs D + a user whose every record is dropped. The same
+    seed draws the same noise on the same contributions table: the published files are equal byte
+    for byte (before: the second release was refused by --max-dropped, naming the user's count)."""
+    from dpopt.release import Budget, NoiseOptions, UserOptions, release as front_door, write_release
+
+    model = UserOptions(partitions=_partitions(), bounds=(2, 3), resolution="fixed")
+    files = []
+    for name, frame in (("a", BASE), ("b", pd.concat([BASE, _dropped_user(kind)], ignore_index=True))):
+        r = front_door(frame, bound=U, budget=Budget(epsilon_total=2.0), model=model, noise=NoiseOptions(seed=5))
+        write_release(r, tmp_path / name / "out")
+        files.append({p.name: p.read_bytes() for p in sorted((tmp_path / name / "out").iterdir())})
+    assert files[0] == files[1] and "release.csv" in files[0]

@@ -1,4 +1,4 @@
-"""Executable checks of numbered statements of the seeds, and the errata E9-E12 (models/errata.md).
+"""Executable checks of numbered statements of the seeds, and the errata E9-E14 (models/errata.md).
 
 Each check is by brute force (dpopt.verify, grid enumeration) or an LP, on small instances; none
 re-types the statement's formula as its own expected value. Seeds: 000/001 Rameshwar & Tandon
@@ -400,3 +400,67 @@ def test_levy_tau_is_a_valid_concentration_radius(m, K):
     means = rng.binomial(m, 0.5, size=(20_000, K)) / m
     fail = np.mean(np.any(np.abs(means - 0.5) >= tau, axis=1))
     assert fail <= gamma
+
+
+# ============================================================================ E13 (seed 000, remark after Lemma III.1)
+def _all_u_error(lo, hi, counts, U):
+    """|f(D) − f̄(D)| on the dataset with every sample equal to U (the remark's "worst-case dataset")."""
+    f = est.interval_clipped_mean(lo, hi)
+    x = np.full((1, int(np.sum(counts))), U)
+    return float(abs(x.mean() - f(x, np.asarray(counts))[0]))
+
+
+def test_e13_all_u_dataset_is_not_the_worst_case_of_class_b():
+    counts, U = [2, 2], 1.0
+    lo, hi = [0.369, 0.374], [1.0, 1.0]
+    worst = verify.worst_case_error(est.interval_clipped_mean(lo, hi), counts, U, levels=5)
+    assert worst.value == pytest.approx((2 * 0.369 + 2 * 0.374) / 4)  # 0.3715: every sample at 0
+    assert np.allclose(np.concatenate(worst.dataset), 0.0)
+    assert _all_u_error(lo, hi, counts, U) == 0.0  # the remark would report 0
+    assert _all_u_error(lo, hi, counts, U) < worst.value
+
+
+def test_e13_the_remark_fails_for_most_random_strategies_and_holds_for_the_symmetric_ones():
+    rng = np.random.default_rng(13)
+    fails = 0
+    for _ in range(60):
+        counts = rng.integers(1, 3, 2)
+        lo = rng.uniform(0, 0.5, 2)
+        hi = rng.uniform(0.5, 1.0, 2)
+        worst = verify.worst_case_error(est.interval_clipped_mean(lo, hi), counts, 1.0, levels=3)
+        fails += _all_u_error(lo, hi, counts, 1.0) < worst.value - 1e-12
+    assert fails >= 30
+    counts = [3, 1, 2]
+    plan = dpopt.optimal_clipping(counts, 1.0, 1.0)  # a + b = U (Theorem III.1): the remark holds
+    worst = verify.worst_case_error(est.interval_clipped_mean(plan.lower, plan.upper), counts, 1.0, levels=5)
+    assert _all_u_error(plan.lower, plan.upper, counts, 1.0) == pytest.approx(worst.value)
+    akmv = ([0.0] * 3, [0.6] * 3)  # AKMV's [0, τ]: every bias pushes down, all-U attains it
+    worst = verify.worst_case_error(est.interval_clipped_mean(*akmv), counts, 1.0, levels=5)
+    assert _all_u_error(*akmv, counts, 1.0) == pytest.approx(worst.value)
+
+
+# ============================================================================ E14 (seed 003, proof of Prop. IV.2)
+def _reference_best_fit(counts, m):
+    """Algorithm 2 as stated, quadratic: users by non-increasing min(m_ℓ, m), each into the fullest
+    array with room (least index among equally full ones), else a new array. Returns the array count."""
+    fills = []
+    for c in sorted((min(int(x), m) for x in counts), reverse=True):
+        best = -1
+        for k, f in enumerate(fills):
+            if f + c <= m and (best < 0 or f > fills[best]):
+                best = k
+        if best < 0:
+            fills.append(c)
+        else:
+            fills[best] += c
+    return len(fills)
+
+
+def test_e14_user_scaling_does_not_multiply_the_best_fit_arrays():
+    counts = dpopt.load_itms_counts()
+    m, kappa = 114, 10
+    base = _reference_best_fit(counts, m)
+    scaled = _reference_best_fit(np.repeat(counts, kappa), m)
+    assert (base, scaled) == (111, 1106)  # BestFit on 10 copies of every ITMS user
+    assert scaled != kappa * base  # the proof's K^{u,BF} = κ·K^{BF} would give 1110
+    assert (dpopt.best_fit(counts, m).num_arrays, dpopt.best_fit(np.repeat(counts, kappa), m).num_arrays) == (base, scaled)

@@ -5,7 +5,8 @@ Grouping (:mod:`dpopt.arrays.grouping`): :func:`best_fit` (Algorithm 2), :func:`
 (Algorithm 1) -> :class:`ArrayGrouping`.
 Length (:mod:`dpopt.arrays.length`): :func:`array_averaging_error` (eq. (15)),
 :func:`optimal_array_length` (exact minimax m, Lemma V.2, MILP; convex surrogate (19), ERRATA E7;
-heuristic (9); median) -> :class:`ArrayLengthPlan`. See models/array_length.md.
+heuristic (9); median) -> :class:`ArrayLengthPlan`; :func:`array_length_problem`, the
+exact problem as a cvxpy model a researcher extends (:mod:`dpopt.arrays.problem`). See models/array_length.md.
 """
 
 from .grouping import ArrayGrouping, best_fit, processing_order, wrap_around
@@ -30,6 +31,9 @@ from .length import (
 
 __all__ = [
     "ArrayGrouping",
+    "ArrayLengthInfeasible",
+    "ArrayLengthProblem",
+    "array_length_problem",
     "ArrayLengthPlan",
     "CountProfile",
     "array_averaging_error",
@@ -50,3 +54,15 @@ __all__ = [
     "switch_points",
     "wrap_around",
 ]
+
+
+#: names loaded on first use (:mod:`.problem` imports cvxpy, which the rest of the package does not need)
+_LAZY = ('ArrayLengthInfeasible', 'ArrayLengthProblem', 'array_length_problem')
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    if name in _LAZY:
+        from . import problem
+
+        return getattr(problem, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """``dpopt arrays``: choose the pseudo-user array length m for a file of per-user counts (seed 003).
 
     dpopt arrays --counts FILE --bound U --epsilon E [--method exact|surrogate|heuristic|median]
-                 [--solver NAME] [--json]
+                 [--solver NAME] [--time-limit S] [--solver-option KEY=VALUE] [--json]
 
 Prints the chosen length, its worst-case error E_ε(m) (eq. (15)) with bias and noise terms, the exact
 minimax length for comparison, and the number of WrapAround and BestFit arrays at that length.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_common import add_partition_command, emit, read_numbers
+from ..cli_common import add_partition_command, add_solver_arguments, emit, read_numbers, solver_options
 
 __all__ = ["register", "run"]
 
@@ -37,6 +37,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help="exact: enumeration|scan|milp; surrogate: closed-form|lp; heuristic: enumeration|scan",
     )
+    add_solver_arguments(p)
     p.add_argument("--no-grouping", action="store_true", help="skip running BestFit/WrapAround at the chosen m")
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -45,26 +46,11 @@ def run(args: argparse.Namespace) -> int:
     from .grouping import best_fit, wrap_around
     from .length import optimal_array_length
 
-    counts = read_numbers(args.counts, "counts")
-    plan = optimal_array_length(counts, args.bound, args.epsilon, method=args.method, solver=args.solver)
-    payload: dict[str, Any] = {
-        "method": plan.method,
-        "solver": plan.solver,
-        "status": plan.status,
-        "length": plan.length,
-        "error": plan.error,
-        "bias": plan.bias,
-        "noise": plan.noise,
-        "objective": plan.objective,
-        "optimal_length": plan.optimal_length,
-        "optimal_error": plan.optimal_error,
-        "excess": plan.excess,
-        "num_users": plan.num_users,
-        "total_samples": plan.total_samples,
-        "retained_total": plan.retained_total,
-        "bound": plan.bound,
-        "epsilon": plan.epsilon,
-    }
+    counts = read_numbers(args.counts, "counts", column=args.counts_column)
+    options = solver_options(args)
+    plan = optimal_array_length(counts, args.bound, args.epsilon, method=args.method, solver=args.solver,
+                                time_limit=args.time_limit, options=options)
+    payload: dict[str, Any] = plan.summary()
     if not args.no_grouping:
         payload["arrays_wrap_around"] = wrap_around(counts, plan.length).num_arrays
         payload["arrays_best_fit"] = best_fit(counts, plan.length).num_arrays

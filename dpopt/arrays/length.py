@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -287,6 +288,23 @@ class ArrayLengthPlan:
     def wrap_around_arrays(self) -> int:
         """K^WA = ⌊Γ_m / m⌋ (eq. (3))."""
         return self.retained_total // self.length
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready digest (used by the CLI and :func:`dpopt.sweep`)."""
+        return {
+            "method": self.method, "solver": self.solver, "status": Status(self.status).value,
+            "length": self.length, "error": self.error, "bias": self.bias, "noise": self.noise,
+            "objective": self.objective, "optimal_length": self.optimal_length,
+            "optimal_error": self.optimal_error, "excess": self.excess, "gap": self.gap,
+            "num_users": self.num_users, "total_samples": self.total_samples,
+            "retained_total": self.retained_total, "bound": self.bound, "epsilon": self.epsilon,
+        }
+
+    def to_frame(self) -> Any:
+        """A one-row pandas DataFrame of :meth:`summary` (pandas imported on use)."""
+        from .._frames import frame
+
+        return frame([self.summary()])
 
 
 # --------------------------------------------------------------------------- exact
@@ -575,6 +593,7 @@ def optimal_array_length(
     time_limit: float | None = None,
     low: int | None = None,
     high: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> ArrayLengthPlan:
     """Choose the array length m of pseudo-user Array-Averaging (seed 003).
 
@@ -596,10 +615,12 @@ def optimal_array_length(
         ``"milp"`` (HiGHS); surrogate: ``"closed-form"`` (default) or ``"lp"`` (HiGHS); heuristic:
         ``"enumeration"`` (default) or ``"scan"``.
     time_limit : float, keyword-only
-        Total seconds for the solve (HiGHS solvers only; the exact enumeration used for comparison
-        is not limited).
+        Total seconds for the solve, a hard bound (HiGHS solvers only, :func:`dpopt.solve.solve_bounded`;
+        the exact enumeration used for comparison is not limited).
     low, high : int, keyword-only
         Search range of the heuristic (9).
+    options : mapping, keyword-only
+        HiGHS options (HiGHS solvers only).
 
     Returns
     -------
@@ -618,8 +639,8 @@ def optimal_array_length(
     1
     """
     method = check_choice(method, "method", _METHODS)  # type: ignore[assignment]
-    options = _SOLVERS[method]
-    solver = options[0] if solver is None else check_choice(solver, "solver", options)
+    choices = _SOLVERS[method]
+    solver = choices[0] if solver is None else check_choice(solver, "solver", choices)
     U, eps, prof = _setup(counts, bound, epsilon)
     m_opt, e_opt = _exact_enumeration(prof, U, eps)
     status = Status.OPTIMAL
@@ -631,9 +652,9 @@ def optimal_array_length(
         elif solver == "scan":
             m, objective = _exact_scan(prof, U, eps)
         else:
-            from ..solve import solve
+            from ..solve import solve_bounded as solve
 
-            res = solve(array_length_milp(prof.sorted_counts, U, eps), time_limit=time_limit)
+            res = solve(array_length_milp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
             status, gap = res.status, float(res.gap)
             if res.x is None:
                 m, objective = m_opt, math.nan
@@ -645,9 +666,9 @@ def optimal_array_length(
             m = surrogate_length(prof.sorted_counts, eps)
             objective = float(surrogate_objective(prof.sorted_counts, U, eps, m))
         else:
-            from ..solve import solve
+            from ..solve import solve_bounded as solve
 
-            res = solve(surrogate_lp(prof.sorted_counts, U, eps), time_limit=time_limit)
+            res = solve(surrogate_lp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
             status = res.status
             if res.x is None:
                 m, objective = surrogate_length(prof.sorted_counts, eps), math.nan

@@ -2,6 +2,7 @@
 
     dpopt clipping --counts FILE --bound U --epsilon E [--dim d] [--method closed-form|lp]
                    [--formulation per-user|per-sample] [--backend highspy|cvxpy]
+                   [--time-limit S] [--solver-option KEY=VALUE]
                    [--export FILE.mps|FILE.lp] [--per-user] [--json]
 
 Prints T_ε, the worst-case error with its bias/noise terms and sensitivity, the number of users
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_common import CliError, add_partition_command, emit, read_numbers
+from ..cli_common import CliError, add_partition_command, add_solver_arguments, emit, read_numbers, solver_options
 
 __all__ = ["register", "run"]
 
@@ -36,29 +37,28 @@ def register(subparsers: Any) -> None:
     p.add_argument("--formulation", default="per-user", choices=["per-user", "per-sample"],
                    help="LP formulation (--method lp, --export)")
     p.add_argument("--backend", default="highspy", choices=["highspy", "cvxpy"], help="LP back-end")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="LP time limit in seconds")
+    add_solver_arguments(p)
     p.add_argument("--export", metavar="FILE", help="write the LP to FILE (.mps or .lp)")
     p.add_argument("--per-user", action="store_true", help="also print the per-user intervals")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._validation import as_counts, check_nonnegative_float
+    from .._validation import as_counts
     from ..solve import write_model
     from .closed_form import optimal_clipping
     from .lp import clipping_model, solve_clipping
 
     if args.export and not str(args.export).lower().endswith((".mps", ".lp")):
         raise CliError(f"`--export` must end in .mps or .lp; got {args.export!r}")
-    if args.time_limit is not None:
-        check_nonnegative_float(args.time_limit, "--time-limit")
-    counts = as_counts(read_numbers(args.counts, "counts"))
+    options = solver_options(args)
+    counts = as_counts(read_numbers(args.counts, "counts", column=args.counts_column))
     if args.method == "closed-form":
         plan = optimal_clipping(counts, args.bound, args.epsilon, dim=args.dim)
     else:
         plan = solve_clipping(counts, args.bound, args.epsilon, dim=args.dim,
                               formulation=args.formulation, backend=args.backend,
-                              time_limit=args.time_limit)
+                              time_limit=args.time_limit, options=options)
     payload: dict[str, Any] = plan.summary()
     payload["samples"] = int(counts.sum())
     if args.export:

@@ -31,12 +31,13 @@ The certificate (ERRATA E4, generalised to κ, c): with ``G = {U m_ℓ > T}``,
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._validation import as_counts, as_epsilons, check_bound, check_dim, check_epsilon
+from .._validation import as_counts, as_epsilons, check_bound, check_choice, check_dim, check_epsilon
 from ..solve.result import Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -369,7 +370,8 @@ class ClippingPlan:
         }
 
 
-def optimal_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1) -> ClippingPlan:
+def optimal_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1,
+                     geometry: str = "l1") -> ClippingPlan:
     """The optimal clipping strategy of seed 001 Theorem III.1 (d = 1) / ERRATA E3 (d ≥ 2).
 
     Parameters
@@ -382,6 +384,11 @@ def optimal_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1)
         ε > 0 of the Laplace release.
     dim : int
         Sample dimension d ≥ 1.
+    geometry : {"l1", "cube"}
+        d ≥ 2: samples in the ℓ1 ball ``{x ≥ 0, ‖x‖₁ ≤ U}`` (seed 001) or in the cube ``[0, U]^d``
+        (each coordinate clipped to the user's interval; models/clipping.md, "The cube"): the
+        optimum is ``d·E^OPT(ε/d)``, attained by Theorem III.1's intervals at ε/d on every
+        coordinate; ``certificate`` is that 1-D plan's KKT pair (``info["certificate_epsilon"]``).
 
     Returns
     -------
@@ -399,6 +406,8 @@ def optimal_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1)
     U = check_bound(bound)
     eps = check_epsilon(epsilon)
     d = check_dim(dim)
+    if check_choice(geometry, "geometry", ("l1", "cube")) == "cube" and d >= 2:
+        return _cube_plan(optimal_clipping(m, U, eps / d), d, eps)
     n = float(m.sum())
     T = _threshold(m, U, eps, d)
     mf = m.astype(float)
@@ -485,3 +494,15 @@ def optimal_error(counts: Any, bound: float, epsilons: Any, *, dim: int = 1) -> 
     excess = csum[c] - c * T
     err = (excess / 2.0 + d * T / eps) / n
     return err if d == 1 else 2.0 * err
+
+
+def _cube_plan(one: ClippingPlan, d: int, eps: float) -> ClippingPlan:
+    """The cube plan from the 1-D optimum at ε/d: the same intervals on each of d coordinates.
+
+    Bias and ℓ1 sensitivity add over coordinates (d times the 1-D ones), the noise is d Laplace
+    coordinates of scale Δ/ε, so every term is d times the 1-D plan's at ε/d (models/clipping.md).
+    """
+    return dataclasses.replace(
+        one, error=d * one.error, bias=d * one.bias, noise=d * one.noise, sensitivity=d * one.sensitivity,
+        epsilon=eps, dim=d, objective=d * one.objective,
+        info={**one.info, "geometry": "cube", "certificate_epsilon": one.epsilon})

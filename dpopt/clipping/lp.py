@@ -50,7 +50,7 @@ from .._validation import (
 )
 from ..calculus import clipping_error_terms
 from ..solve import LinearModel, ModelBuilder, SolveResult
-from ..solve import solve as _solve_highs
+from ..solve import solve_bounded as _solve_highs
 from .closed_form import ClippingPlan, KKTCertificate, _lp_constants
 
 __all__ = [

@@ -8,7 +8,9 @@ methods (name → ``f(measurements, *, confidence) -> Estimates``):
   worst-case bounds and seed 002's E_g, :func:`.direct.clip_error_bounds`);
 * ``"pooled"`` (:mod:`.pooling`): empirical-Bayes shrinkage toward the map-wide values (``user``);
 * ``"hierarchical"`` (:mod:`.hierarchical`, issue 21): tree GLS and empirical Bayes over the
-  measured levels (:func:`dpopt.userdp.levels.measure_levels`).
+  measured levels (:func:`dpopt.userdp.levels.measure_levels`);
+* ``"crossed"`` (:mod:`.crossed_estimate`): the engine's release — one crossed random-effects model
+  of the listed grids over every measured marginal (:func:`dpopt.privacy.engine.measure_engine`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from collections.abc import Callable
 
 from .._validation import check_choice
 from ..measurements import Estimates, Measurements
-from .crossed import CrossedFit, GLSPosterior, fit_crossed, gls_posterior
+from ..hierarchy.crossed import CrossedFit, GLSPosterior, fit_crossed, gls_posterior
 from .direct import abs_quantile, check_confidence, direct
+from .crossed_estimate import estimate_crossed
 from .hierarchical import estimate_hierarchical
 from .pooling import pool_estimates, pooled
 
@@ -30,6 +33,7 @@ ESTIMATORS: dict[str, Callable[..., Estimates]] = {
     "direct": direct,
     "pooled": pooled,
     "hierarchical": estimate_hierarchical,
+    "crossed": estimate_crossed,
 }
 
 

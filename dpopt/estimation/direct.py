@@ -13,8 +13,8 @@ quantile q_n, q_Y, q_Z (:func:`abs_quantile`): where ñ ≥ 1,
 rounding λ/2 (resp. λ/2·(1 + U)), capped at the range (U, U²/4); where ñ < 1 the bound is the range.
 They hold against the bounded data's statistics (noise only, not the bias of bounding). The variance
 is published only where its interval clipped to the range is narrower than [0, U²/4]
-(:func:`variance_interval_informative`, issue 23.4); elsewhere ``variance_released`` is False with the
-reason and ``variance``, its bound and ``variance_raw`` are NaN (post-processing: a function of the
+(:func:`variance_interval_informative`, issue 23.4) and its noisy value is not below 0 (a clipped 0
+would claim that all values are equal); elsewhere ``variance_released`` is False with one reason and ``variance``, its bound and ``variance_raw`` are NaN (post-processing: a function of the
 published value and bound only).
 
 ``public-occupancy`` (seed 002, models/release.md): the noisy CLIP mean μ̃ and variance Ṽ of each
@@ -45,10 +45,14 @@ from ..privacy.options import check_confidence
 from ..userdp.mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation
 
 __all__ = ["direct", "abs_quantile", "check_confidence", "variance_interval_informative", "VARIANCE_WITHHELD_REASON",
+           "VARIANCE_NEGATIVE_REASON",
            "clip_error_bounds", "clip_worst_case_errors"]
 
 #: the row's reason when the variance interval is the whole range (same words as the GLS estimator)
-VARIANCE_WITHHELD_REASON = "interval not narrower than the range [0, U^2/4]"
+VARIANCE_WITHHELD_REASON = "its interval covers every possible variance, so it says nothing"
+#: the row's reason when the noisy variance is below 0 (its interval narrower than the range): clipped
+#: to 0 it would read "all values equal", which the data do not say (same words as the GLS estimator)
+VARIANCE_NEGATIVE_REASON = "noisy variance below 0: the noise is larger than the spread of the values"
 
 _QUANTILES = {"discrete_laplace": DiscreteLaplace, "laplace": LaplaceSimulation,
               "discrete_gaussian": DiscreteGaussian, "gaussian": GaussianSimulation}
@@ -103,9 +107,13 @@ def _table(m: Measurements, mean_raw: np.ndarray, var_raw: np.ndarray, err_mean:
     rel = np.ones(n, dtype=bool) if released is None else np.asarray(released, dtype=bool)
     nodes = m.nodes
     var = np.clip(var_raw, 0.0, U * U / 4.0)
-    informative = variance_interval_informative(var, err_var, U)
+    whole = ~variance_interval_informative(var, err_var, U)
+    with np.errstate(invalid="ignore"):
+        negative = ~whole & (np.asarray(var_raw, dtype=float) < 0.0)  # never published as a clipped 0
+    informative = ~whole & ~negative
     shown = informative | ~rel  # unreleased rows keep their reason and values, as before
-    reason = np.where(~rel, "not released", np.where(informative, "", VARIANCE_WITHHELD_REASON))
+    reason = np.where(~rel, "not released", np.where(informative, "", np.where(
+        whole, VARIANCE_WITHHELD_REASON, VARIANCE_NEGATIVE_REASON)))
     return pd.DataFrame({
         "node": np.arange(n, dtype=np.int64), "cell": nodes["cell"].to_numpy(),
         "h3_resolution": nodes["h3_resolution"].to_numpy(), "slot": nodes["slot"].to_numpy(),

@@ -55,7 +55,8 @@
    width (tests/benchmarks/results/multires.md). Hence not the default.
 5. **Variance** σ̂² = Ẑ/n̂ + U²/8 − d̂²; interval from Fieller intervals of z̄ = Z/R and d (each at
    half the error probability, Bonferroni); published only where the interval is narrower than
-   the range [0, U²/4], else ``variance_released`` False with the reason (issue 21.2, 23.4).
+   the range [0, U²/4] and σ̂² before clipping is not below 0 (a clipped 0 would claim all values
+   equal), else ``variance_released`` False with one reason (issue 21.2, 23.4).
 6. **Decomposition** (:func:`dpopt.hierarchy.decompose.answer_nodes`): each finest grid is answered
    by its finest ancestor-or-self whose direct half-width is ≤ ``target`` (item 4b: its deepest
    informed one); those nodes are released — unless the node table carries a ``released`` column
@@ -75,6 +76,7 @@ from ..hierarchy.blup import count_snr_threshold, fit_tau2, tree_blup
 from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
 from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
+from .direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON
 
 __all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_totals", "released_ancestor"]
 
@@ -270,7 +272,8 @@ def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarr
     var = np.clip(zbar + U * U / 8.0 - d * d, 0.0, U * U / 4.0)
     vlo, vhi = _variance_interval(dl, dh, zl, zh, U)
     s2 = (vy + d * d * vn) / n_eff**2
-    return {"n": n, "d": d, "mean_hw": mean_hw, "var": var, "var_lo": vlo, "var_hi": vhi,
+    return {"n": n, "d": d, "mean_hw": mean_hw, "var": var, "var_negative": zbar + U * U / 8.0 - d * d < 0.0,
+            "var_lo": vlo, "var_hi": vhi,
             "var_hw": _half_width(var, vlo, vhi, U * U / 4.0), "s2": s2, "z": np.full(n.shape, z)}
 
 
@@ -304,8 +307,9 @@ def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, 
         "variance": np.where(var_ok, dr["var"], np.nan),
         "variance_error_bound": np.where(var_ok, dr["var_hw"], np.nan),
         "variance_released": var_ok,
-        "variance_withheld_reason": np.where(var_ok, "", clamped or np.where(
-            np.isfinite(dr["var"]), "interval not narrower than the range [0, U^2/4]", "sum of squares not measured")),
+        "variance_withheld_reason": np.where(var_ok, "", clamped or np.where(~np.isfinite(dr["var"]), "sum of squares "
+            "not measured", np.where(dr["var_hi"] - dr["var_lo"] >= m.bound**2 / 4.0, VARIANCE_WITHHELD_REASON,
+                                     VARIANCE_NEGATIVE_REASON))),
         "method": np.where(m.nodes["parent"].to_numpy() < 0, "gls_direct", "gls_eb" if shrink else "gls_direct"),
         "level": m.nodes["level"].to_numpy(), "count_estimate": dr["n"],
     })
@@ -411,7 +415,8 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     clamped = _clamp_reason(m)
     # a node without a measured sum of squares has no variance estimate (the private selection
     # release measures count and sum only), whatever its variance interval's width
-    var_ok = ((dr["var_hi"] - dr["var_lo"]) < U * U / 4.0) & (clamped is None) & np.isfinite(dr["var"])
+    var_ok = ((dr["var_hi"] - dr["var_lo"]) < U * U / 4.0) & (clamped is None) & np.isfinite(dr["var"]) \
+        & ~dr["var_negative"]  # a noisy variance below 0 is withheld, never published as a clipped 0
     sd = np.sqrt(dr["var_hi"])  # the upper end of the variance interval: a noisy σ̂² near 0 must not remove the allowance
     direct_hw = np.minimum(dr["mean_hw"] + kappa * sd, truth_range(m))  # the truths' range, not B (module doc)
     eb, info, ans, post_var = _model_means(m, tot, dr, estimator, shrink, tau)

@@ -126,8 +126,10 @@ def _headless_backend() -> None:
 
     if os.name != "nt" and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") \
             and "MPLBACKEND" not in os.environ:
-        import matplotlib
-
+        try:
+            import matplotlib
+        except ImportError:  # no figures without it: plotting says how to install it
+            return
         matplotlib.use("Agg")
 
 

@@ -19,6 +19,17 @@ from .base import FigureSpec, figure_title
 __all__ = ["plot_frame", "save_figure"]
 
 
+def pyplot() -> Any:
+    """``matplotlib.pyplot``, or an ImportError that says how to get it (figures only; the tables of
+    :func:`dpopt.experiments.reproduce` need no matplotlib)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("figures need matplotlib: pip install 'dpopt[release]' (or pip install matplotlib); "
+                          "the figure tables (reproduce(...).frame) work without it") from None
+    return plt
+
+
 def plot_frame(frame: pd.DataFrame, spec: FigureSpec, ax: Any = None, *,
                params: Mapping[str, Any] | None = None) -> Any:
     """Draw every series of a tidy figure table on ``ax`` (a new pyplot figure if None); returns the axes.
@@ -28,8 +39,7 @@ def plot_frame(frame: pd.DataFrame, spec: FigureSpec, ax: Any = None, *,
     parameter is never mislabelled.
     """
     if ax is None:
-        import matplotlib.pyplot as plt
-
+        plt = pyplot()
         _, ax = plt.subplots(figsize=(6.4, 4.4))
     markers = "osD^v<>ph*"
     for i, (series, part) in enumerate(frame.groupby("series", sort=False)):

@@ -8,6 +8,7 @@ which nodes to measure and publish (multi-resolution release, models/hierarchy.m
 """
 
 from .decompose import answer_nodes, published_mask
+from .strategy import Candidate, StrategyPlan, StrategyProblem, greedy_strategy, predicted_mse, solve_strategy  # noqa: F401
 from .gls import TreeGLS, tree_gls
 from .tree import (DAY_NS, HOUR_NS, PROFILES, WEEK_NS, Hierarchy, Level, build_hierarchy, cell_parents, default_levels,
                    profile_cycle)

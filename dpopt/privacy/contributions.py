@@ -3,8 +3,8 @@ goes through :func:`contributions` (and, for the pseudo-user second pass of ``pu
 :func:`truncated_reader`), so the ingestion layer can be swapped in one place.
 
 The contributions table is :class:`dpopt.records.aggregate.Aggregate` (one row per (user, finest
-grid) with the record count, Σx and Σx² of the values clipped to [0, U], and optionally the first
-records of each pair in time order), built by :func:`dpopt.records.contributions` for both privacy
+grid) with the record count, Σx and Σx² of the values clipped to [0, U], and optionally a uniform
+sample of each pair's records: the smallest keyed sample keys, :mod:`dpopt.records.sample_key`), built by :func:`dpopt.records.contributions` for both privacy
 models, locally or on Dask, with the same reading options (separator, dropped share, time window).
 """
 
@@ -49,13 +49,15 @@ class InputOptions:
     sep: str = ","
     max_dropped: float | None = None
     time_window: Any = "default"
+    #: IANA zone of times written without a UTC offset (None: such times are refused)
+    timezone: str | None = None
 
     def read_options(self) -> Any:
         """These options as the records layer's :class:`dpopt.records.ReadOptions`."""
         from ..records import ReadOptions
 
         kw: dict[str, Any] = {"columns": self.columns, "sep": self.sep, "timestamp_unit": self.timestamp_unit,
-                              "out_of_range": self.out_of_range}
+                              "out_of_range": self.out_of_range, "timezone": self.timezone}
         if self.chunksize is not None:
             kw["chunk_rows"] = self.chunksize
         if self.max_dropped is not None:
@@ -72,6 +74,7 @@ class InputOptions:
             check_positive_int(self.chunksize, "chunksize")
         if self.client is not None and self.backend != "dask":
             raise DpoptInputError("`client` is a Dask client: it needs backend='dask'")
+        self.read_options()  # columns, separator, window, zone: checked before any record is read
 
 
 #: ``first_records`` that keeps every record of every pair (``keep_samples=True``)
@@ -80,13 +83,15 @@ ALL_RECORDS = 2**53
 
 def contributions(records: Any, *, bound: float, grid: GridOptions = GridOptions(),
                   io: InputOptions = InputOptions(), keep_samples: bool = False,
-                  first_records: int | None = None) -> tuple[Aggregate, IngestReport]:
+                  first_records: int | None = None, sample_key: Any = None) -> tuple[Aggregate, IngestReport]:
     """Read, clean, grid and aggregate ``records`` into the contributions table with the records
     layer's one entry :func:`dpopt.records.contributions` (streamed in chunks, or on Dask). The
     table carries ``bound`` and ``io.out_of_range``: a release uses that U.
 
-    ``first_records`` c (the ``user`` model) keeps the c earliest records of every pair;
-    ``keep_samples`` (``public-occupancy``'s pseudo-user clipping on a DataFrame) keeps all of them.
+    ``first_records`` c (the ``user`` model) keeps a uniform sample of c records of every pair (the
+    c smallest keys under ``sample_key``, a :class:`dpopt.records.SampleKey`; None: the public key);
+    ``keep_samples`` (``public-occupancy``'s pseudo-user clipping on a DataFrame) keeps all of them,
+    in key order.
     Without ``first_records`` (``public-occupancy``, whose plan needs a non-empty occupancy) an
     input with no valid record is refused; the ``user`` model releases an empty table.
     """
@@ -95,7 +100,8 @@ def contributions(records: Any, *, bound: float, grid: GridOptions = GridOptions
     if keep_samples and public:
         first_records = ALL_RECORDS
     agg, report = records_contributions(records, _grid_spec(grid.h3_resolution, grid.slot), io.read_options(),
-                                        bound=bound, first_records=first_records, backend=io.backend,
+                                        bound=bound, first_records=first_records, sample_key=sample_key,
+                                        backend=io.backend,
                                         client=io.client)
     if public and agg.n_pairs == 0:
         raise DpoptInputError("`records` hold no valid record after cleaning (nothing to release)")
@@ -108,10 +114,11 @@ def _grid_spec(h3_resolution: int, slot: Any) -> Any:
     return GridSpec(h3_resolution, slot)
 
 
-def truncated_reader(records: Any, *, bound: float, io: InputOptions) -> TruncatedSums:
+def truncated_reader(records: Any, *, bound: float, io: InputOptions, sample_key: Any = None) -> TruncatedSums:
     """A second pass over the records (locally or on Dask) for the pseudo-user truncated pairs:
-    Σ and Σ² of the first ``keep[i]`` records (by timestamp, ties by value) of pair ``pairs[i]``,
-    read with :func:`dpopt.records.kept_records` (only those records are held)."""
+    Σ and Σ² of the ``keep[i]`` records with the smallest sample keys (``sample_key``, the release's;
+    ties by value) of pair ``pairs[i]``, read with :func:`dpopt.records.kept_records` (only those
+    records are held)."""
 
     def second_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from ..records import kept_records
@@ -121,7 +128,7 @@ def truncated_reader(records: Any, *, bound: float, io: InputOptions) -> Truncat
         gamma = np.zeros(a.n_pairs, dtype=np.int64)
         gamma[pairs] = keep
         kept = kept_records(records, _grid_spec(a.h3_resolution, slot_text(a.slot_ns)), io.read_options(), a, gamma,
-                            bound=bound, backend=io.backend, client=io.client)
+                            bound=bound, sample_key=sample_key, backend=io.backend, client=io.client)
         return prefix_sums(kept.samples, pairs, keep)
 
     return second_pass

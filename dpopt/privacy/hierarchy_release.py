@@ -13,11 +13,12 @@
    the exact samplers), the exact per-user spend recounted and checked ≤ the total; the node table
    and the answers join the Measurements. The error bounds are the estimation layer's.
 
-Truncation to the cap keeps a user's *first* Γ = min(m, c_n) records of the node: its finest pairs
-in the public grid order (slot, then cell), each pair's records in the order of
-:mod:`dpopt.records.aggregate` (timestamp, ties by value); a partially kept finest pair is read by
-the same prefix sums (or second pass over the records) as pseudo-user clipping. The rule picks a
-user's kept records from that user's own records only, so the node's sensitivities (seed 002 (9),
+Truncation to the cap keeps a uniform sample of Γ = min(m, c_n) of a user's records in the node:
+the split of Γ over its finest pairs is drawn from the multivariate hypergeometric law from the
+public counts and the release's randomness (:func:`dpopt.records.node_split_counts`), and each pair
+keeps its Γ_p smallest sample keys (:mod:`dpopt.records.sample_key`); a partially kept finest pair
+is read by the same prefix sums (or second pass over the records) as pseudo-user clipping. The rule
+picks a user's kept records from that user's own records only, so the node's sensitivities (seed 002 (9),
 Lemma III.3, in terms of Γ* ≤ c_n) hold; the node's statistics are ε_n-DP in a user's values, a user
 reaches only the published nodes that contain one of its grids, and composition gives the recounted
 Σ ε_n ≤ ε_total (models/release.md §hierarchy plan). Everything else published — the node table, the
@@ -36,6 +37,7 @@ import pandas as pd
 from .._validation import DpoptInputError
 from ..plan import GridPlan
 from ..records.aggregate import Aggregate, _prefix_sums
+from ..records.kept import node_split_counts
 from ..records.grid import cell_strings, repeat_strings, slot_strings
 from .budgets import PrivacyBudget
 from .contributions import TruncatedSums
@@ -110,9 +112,9 @@ def node_aggregate(agg: Aggregate, hierarchy: Any, hp: Any) -> tuple[Aggregate, 
     return node_agg, {**ex, "q": q}
 
 
-def _node_truncated_sums(agg: Aggregate, ex: dict[str, np.ndarray],
-                         finest_sums: TruncatedSums | None) -> TruncatedSums:
-    """Retained (sum, sumsq) of node pairs keeping their first Γ records (module doc)."""
+def _node_truncated_sums(agg: Aggregate, ex: dict[str, np.ndarray], finest_sums: TruncatedSums | None,
+                         rng: np.random.Generator) -> TruncatedSums:
+    """Retained (sum, sumsq) of node pairs keeping a uniform sample of Γ records (module doc)."""
     cnt = agg.count[ex["pair"]]
     q = ex["q"]
 
@@ -121,11 +123,7 @@ def _node_truncated_sums(agg: Aggregate, ex: dict[str, np.ndarray],
         on = np.zeros(want.size, dtype=bool)
         want[part], on[part] = keep, True
         rows = np.flatnonzero(on[q])
-        cum = np.cumsum(cnt[rows])
-        start = np.r_[0, np.flatnonzero(q[rows][1:] != q[rows][:-1]) + 1]
-        base = np.repeat(cum[start] - cnt[rows][start], np.diff(np.r_[start, rows.size]))
-        before = cum - cnt[rows] - base  # records of earlier finest pairs of the same node pair
-        g = np.clip(want[q[rows]] - before, 0, cnt[rows])
+        g = node_split_counts(cnt[rows], q[rows], want[q[rows]], rng)  # Γ_p per finest pair of a node pair
         t1 = np.where(g == cnt[rows], agg.sum[ex["pair"][rows]], 0.0)
         t2 = np.where(g == cnt[rows], agg.sumsq[ex["pair"][rows]], 0.0)
         partial = np.flatnonzero((g > 0) & (g < cnt[rows]))
@@ -210,9 +208,10 @@ class PreparedHierarchy:
     finest: Aggregate
     expansion: dict[str, np.ndarray]
 
-    def truncated_sums(self, finest_sums: TruncatedSums | None) -> TruncatedSums:
-        """Node-pair truncated sums (module doc) from the finest pairs' samples or ``finest_sums``."""
-        return _node_truncated_sums(self.finest, self.expansion, finest_sums)
+    def truncated_sums(self, finest_sums: TruncatedSums | None, rng: np.random.Generator) -> TruncatedSums:
+        """Node-pair truncated sums (module doc) from the finest pairs' samples or ``finest_sums``;
+        ``rng`` draws the split of a node pair's kept records over its finest pairs."""
+        return _node_truncated_sums(self.finest, self.expansion, finest_sums, rng)
 
     def summary_fields(self) -> dict[str, Any]:
         """The summary's counts of the finest data and the coverage of the plan (public)."""

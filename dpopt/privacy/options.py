@@ -21,7 +21,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from .._validation import DpoptInputError, check_choice, check_delta, check_epsilon, check_positive_int
+from .._validation import DpoptInputError, check_choice, check_confidence, check_delta, check_epsilon, check_positive_int
 from ..noise import DEFAULT_GRANULARITY_BITS, MECHANISMS
 from ..records.grid import check_resolution, parse_slot
 
@@ -110,9 +110,3 @@ class NoiseOptions:
             raise DpoptInputError(f"`seed` must be an integer or None; got {self.seed!r}")
 
 
-def check_confidence(confidence: Any) -> float:
-    """q of the stated error bounds and intervals: a number in (0, 1)."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, numbers.Real)) \
-            or not 0.0 < float(confidence) < 1.0:
-        raise DpoptInputError(f"`confidence` must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
-    return float(confidence)

@@ -46,6 +46,7 @@ from ..plan import GridPlan
 from ..measurements import NODE_COLUMNS, BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate, RetainedStats
 from ..records.grid import slot_text
+from ..records.sample_key import SampleKey
 from .contributions import TruncatedSums, progress_bar
 from .model_text import PRIVACY_MODEL, PRIVACY_MODEL_SUMMARY
 from .options import Budget, NoiseOptions, PerGridBudget, check_confidence
@@ -403,7 +404,8 @@ def _measure_hierarchy(agg: Aggregate, pb: PrivacyBudget, o: PublicOccupancyOpti
     timings = {**(timings or {}), "plan": time.perf_counter() - t0}
     run = measure_release(prep.aggregate, pb, PublicOccupancyOptions(plan=prep.plan, criterion=o.criterion),
                           bound=bound, noise=noise, confidence=confidence,
-                          truncated_sums=prep.truncated_sums(truncated_sums), timings=timings, progress=progress)
+                          truncated_sums=prep.truncated_sums(truncated_sums, SampleKey.from_seed(noise.seed).generator()),
+                          timings=timings, progress=progress)
     m, tables = run.measurements, prep.tables
     info = {**m.info, "summary": {**m.info["summary"], **prep.summary_fields()}, "hierarchy": tables}
     m = dataclasses.replace(m, nodes=tables["nodes"][[*NODE_COLUMNS, "cycle_ns"]].reset_index(drop=True),

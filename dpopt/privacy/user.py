@@ -58,6 +58,9 @@ __all__ = ["UserOptions", "RESOLUTIONS", "Shares", "measure", "SELECTION_DELTA_S
 
 #: shapes of the release over a public partition list (UserOptions.resolution)
 RESOLUTIONS = ("auto", "place", "adaptive", "fixed")
+#: how the release chooses what to measure: "optimised" (the engine, :mod:`dpopt.privacy.engine`: the
+#: marginals and their budgets chosen by the strategy model) or one of the named fixed strategies
+STRATEGIES = ("optimised", "place", "adaptive", "fixed")
 #: share of δ spent by private partition selection under Gaussian noise (the rest converts ρ)
 SELECTION_DELTA_SHARE = 0.5
 
@@ -110,9 +113,16 @@ class UserOptions:
     resolution: str = "auto"
     coarsest_resolution: int | None = None
     profile: str | None = None
+    strategy: str = "optimised"
 
     def __post_init__(self) -> None:
         check_choice(self.resolution, "resolution", RESOLUTIONS)
+        check_choice(self.strategy, "strategy", STRATEGIES)
+        if self.strategy != "optimised":  # a named strategy is the old `resolution` of that name
+            if self.resolution not in ("auto", self.strategy):
+                raise DpoptInputError(f"`strategy` = {self.strategy!r} and `resolution` = {self.resolution!r} "
+                                      "disagree: `resolution` is the old name of `strategy`; give one")
+            object.__setattr__(self, "resolution", self.strategy)
         if self.profile is not None:
             profile_cycle(self.profile)  # the one validator of a profile name
             if self.private or self.resolution not in ("auto", "adaptive"):
@@ -162,17 +172,20 @@ class UserOptions:
         return self.resolution != "fixed"
 
     @property
+    def engine(self) -> bool:
+        """The optimised engine (:mod:`dpopt.privacy.engine`): a partition list, ``strategy``
+        "optimised" (``resolution`` "auto") and the default ``bounds``/``priority``/``profile``."""
+        return (self.resolution == "auto" and not self.private and self.profile is None
+                and self.bounds == "histogram" and self.priority == "own")
+
+    @property
     def place(self) -> bool:
-        """The ``place`` release under Laplace noise: ``resolution`` "place", or "auto" with a
-        partition list and the default ``bounds``/``priority`` (module doc)."""
-        return self.resolution == "place" or (self.resolution == "auto" and not self.private and self.profile is None
-                                              and self.bounds == "histogram" and self.priority == "own")
+        """The named ``place`` strategy (``strategy`` / ``resolution`` "place")."""
+        return self.resolution == "place"
 
     def place_for(self, budget: Any) -> bool:
-        """Does this budget run the place release? (:attr:`place`, and not Gaussian noise under
-        "auto", which runs the adaptive release.)"""
-        gaussian = isinstance(budget, Budget) and budget.gaussian
-        return self.place and not (gaussian and self.resolution == "auto")
+        """Does this budget run the place release? (:attr:`place`.)"""
+        return self.place
 
     @property
     def bounds_share(self) -> float:
@@ -504,7 +517,7 @@ def measure(contributions: Aggregate, budget: Budget, options: UserOptions = Use
             "partitions": _partitions_text(options.private, kind == "gaussian", delta_sel),
             "selection_threshold": g.threshold, "noisy_users": g.noisy_users, "totals": totals,
             "noise": mech.label, "seeded": noise.seed is not None, "mechanism": kind,
-            "delta_selection": delta_sel if kind == "gaussian" else 0.0,
+            "delta_selection": delta_sel,  # Laplace: all of δ goes to the private selection (0 with a list)
             "h3_resolution": agg.h3_resolution, "slot": slot_text(agg.slot_ns)}
     return Measurements(privacy_model="user", bound=U, nodes=nodes, statistics=stats, spend=spend,
                         centre=U / 2.0, finest=finest, info=info)

@@ -9,8 +9,9 @@ memory) and on Dask. The one entry is :func:`contributions` (options :class:`Gri
 from .aggregate import Aggregate, PairSamples
 from .contributions import contributions
 from .ingest import ColumnMap, IngestReport
-from .kept import kept_records
+from .kept import kept_records, node_sample_counts, node_split_counts
+from .sample_key import SampleKey
 from .options import DEFAULT_MAX_DROPPED, DEFAULT_TIME_WINDOW, GridSpec, ReadOptions, read_options_from_args
 
-__all__ = ["contributions", "kept_records", "GridSpec", "ReadOptions", "Aggregate", "PairSamples", "IngestReport", "ColumnMap",
+__all__ = ["contributions", "kept_records", "node_sample_counts", "node_split_counts", "SampleKey", "GridSpec", "ReadOptions", "Aggregate", "PairSamples", "IngestReport", "ColumnMap",
            "read_options_from_args", "DEFAULT_MAX_DROPPED", "DEFAULT_TIME_WINDOW"]

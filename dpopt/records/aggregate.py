@@ -7,12 +7,13 @@ whole pairs (BASELINE, CLIP-USER, the MILP): the CLIP estimates (6)-(7) of a gri
     μ_clip = S1/R,   Var_clip = S2/R − μ_clip²,   R = Σ_ℓ Γ_ℓ,  S1, S2 the retained sums.
 
 Pseudo-user clipping (seed 002 §V-B3) keeps the *first* Γ̄_{g,ℓ} = min(Γ_{g,ℓ}, m_g) samples of a
-user in a grid; "first" is by timestamp (ties by value). The privacy argument holds for any rule
-that picks a user's retained samples from that user's own records (the sensitivities (9) and Lemma
-III.3 are worst cases over all values of the changed user's Γ_ℓ retained samples). For that the
-table keeps the first records of each pair in that order (:func:`dpopt.records.contributions` with
-``first_records``), or a second pass (:func:`dpopt.records.kept_records`) reads those of the
-truncated pairs only. The table is built by :func:`dpopt.records.contributions`; :func:`finalize`
+user in a grid; "first" is in the samples' order: by keyed sample key (ties by value), a uniform
+sample (:mod:`dpopt.records.sample_key`), in tables built by :func:`dpopt.records.contributions`
+(``first_records``) or by a second pass (:func:`dpopt.records.kept_records`, the truncated pairs
+only); by timestamp (ties by value) in a table built by hand (:func:`finalize`). The privacy
+argument holds for any rule that picks a user's retained samples from that user's own records (the
+sensitivities (9) and Lemma III.3 are worst cases over all values of the changed user's Γ_ℓ
+retained samples). The table is built by :func:`dpopt.records.contributions`; :func:`finalize`
 builds one by hand from a pair table (tests, small examples).
 
 Grids are ordered by (slot, cell) and users by label, so every back-end numbers them alike.
@@ -33,13 +34,16 @@ __all__ = ["PairSamples", "Aggregate", "RetainedStats", "finalize", "prefix_sums
 
 @dataclass(frozen=True)
 class PairSamples:
-    """Samples of every pair, ordered by (pair, timestamp, value): pair p owns
-    ``values[offsets[p]:offsets[p+1]]``: its first records, all of them, or the first min(m_p, ``limit``)
-    (``contributions(first_records=limit)``), or as many as asked of ``kept_records``."""
+    """Samples of every pair: pair p owns ``values[offsets[p]:offsets[p+1]]``: all its records, the
+    min(m_p, ``limit``) with the smallest sample keys (``contributions(first_records=limit)``), or as
+    many as asked of ``kept_records``. Ordered by (pair, key, value) with ``keys`` (uint64, aligned
+    with ``values``) when read by :mod:`dpopt.records`; by (pair, timestamp, value) in a table built
+    by hand (``keys`` None)."""
 
     values: np.ndarray
     offsets: np.ndarray
     limit: int | None = None
+    keys: np.ndarray | None = None
 
     def check_first(self, gamma: np.ndarray) -> None:
         """Refuse reading the first ``gamma[p]`` records of pair p when fewer were kept."""
@@ -83,6 +87,8 @@ class Aggregate:
     bound : the U every value was brought into [0, U] with at ingestion (None: not known, e.g. an
         aggregate built by hand); a release must use this U (issue 12.1).
     out_of_range : the policy ("clip" | "drop" | "error") that brought the values into [0, U].
+    timezone : the IANA zone whose wall clock ``slots`` count (:func:`dpopt.records.grid.time_slots`),
+        or None: UTC.
     """
 
     users: np.ndarray
@@ -98,6 +104,7 @@ class Aggregate:
     samples: PairSamples | None = None
     bound: float | None = None
     out_of_range: str | None = None
+    timezone: str | None = None
 
     @property
     def n_users(self) -> int:

@@ -2,39 +2,40 @@
 
 The contributions table (:class:`~dpopt.records.aggregate.Aggregate`) holds one row per (user ℓ,
 finest grid g) with m_{g,ℓ} > 0: the record count, Σ S and Σ S² of the cleaned values, and (for the
-``user`` model's first-c rule, ``first_records=c``) the c earliest records of the pair (by
-timestamp, ties by value) — never more. Nothing here is privacy-specific.
+``user`` model's bounding, ``first_records=c``) a uniform sample of c records of the pair: those with
+the smallest keyed sample keys (:mod:`.sample_key`, ties by value) — never more. Nothing here is
+privacy-specific.
 
 Algorithm (a map-reduce; the same functions run on a local stream and on Dask partitions):
 
 1. **map** (:func:`reduce_chunk`): clean a chunk of raw rows (:func:`.ingest.clean_chunk`), grid it
    (vectorised H3, :func:`.grid.h3_cells`), factorise the user ids of the chunk (one Python str per
    *distinct* id of the chunk, none per row) and reduce it to a :class:`Partial`: per-pair count,
-   sum and sum of squares (pandas groupby), plus each pair's first c records of the chunk;
+   sum and sum of squares (pandas groupby), plus each pair's c smallest-key records of the chunk;
 2. **reduce** (:func:`merge_partials`): union the user dictionaries, remap codes, sum equal pairs,
-   keep the first c records of each pair among the partials' (the first c of a union are among
-   the first c of each part, so the bounded top-c is exact);
+   keep the c smallest-key records of each pair among the partials' (the c smallest of a union are
+   among the c smallest of each part, so the bounded top-c is exact);
 3. **finish** (:func:`finalize_partial`): number users by label and grids by (slot, cell), sort the
-   pairs by (grid, user) and lay out the kept records per pair in (timestamp, value) order.
+   pairs by (grid, user) and lay out the kept records per pair in (key, value) order.
 
 Memory: a partial holds its distinct pairs and at most c records per pair (:class:`Kept`, 20 bytes
 a record); the stream merges every :data:`COMPACT_EVERY` chunks (a tree, the same shape as on
 Dask), so peak memory is bounded by the pairs × (1 + c), not by the records: Parquet is read one
-row group at a time (:mod:`.ingest`), and the first-c reduce (:func:`first_c`) writes into one
+row group at a time (:mod:`.ingest`), and the top-c reduce (:func:`smallest_c`) writes into one
 preallocated output and sorts only the records of pairs over c, in blocks of
 :data:`SELECT_BLOCK` (measured at 10^8 records / 3.7·10^6 pairs: tests/benchmarks/results/scale.md).
-Counts, keys and kept records are exact whatever the chunking; the float sums Σ S, Σ S² are sums
+Counts, keys and kept records are exact whatever the chunking (the sample keys are functions of
+the records and the release's secret, never of their order); the float sums Σ S, Σ S² are sums
 of the same numbers in a tree whose shape is fixed by the chunk boundaries (identical when the
 chunks are; within float rounding otherwise).
 
-Ingestion hygiene (issue 22): after the whole input is read the run is refused
-(:func:`.ingest.check_dropped`) when more than ``max_dropped`` of the rows were dropped. The
-message names the flag and the causes with their counts. Those counts are private under the
-``user`` model, but the message goes only to the data holder's own console (like the diagnostics
-folder), never into a published file; the refusal makes whether a release happens depend on the
-data, which is acceptable as hygiene under the data holder's control: they set the share
-(``--max-dropped 1`` disables it) and the time window. Empty input (no record, or none valid
-within the share) is not refused here: it yields an empty table.
+Ingestion hygiene: after the whole input is read the run is refused (:func:`.ingest.check_dropped`)
+when more than ``max_dropped`` of the rows were dropped; the message names the flag and the causes
+with their counts. That makes whether a release happens depend on the data, acceptable only where
+the occupancy is public (``public-occupancy``): the ``user`` model's front door reads with
+``max_dropped=1`` (never refused) and keeps the counts for the data holder's diagnostics only.
+Empty input (no record, or none valid within the share) is not refused here: it yields an empty
+table. The files read are listed in the report (``IngestReport.files``).
 """
 
 from __future__ import annotations
@@ -50,11 +51,12 @@ import pandas as pd
 from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_texts
 from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
-from .ingest import IngestReport, check_dropped, clean_chunk, iter_raw_chunks
+from .ingest import IngestReport, check_dropped, clean_chunk, input_files, iter_raw_chunks
 from .options import GridSpec, ReadOptions
+from .sample_key import SampleKey, record_keys
 from ._tree import COMPACT_EVERY, tree_stream
 
-__all__ = ["Partial", "contributions", "reduce_chunk", "merge_partials", "finalize_partial", "COMPACT_EVERY",
+__all__ = ["Partial", "contributions", "reduce_chunk", "merge_partials", "finalize_partial", "smallest_c", "COMPACT_EVERY",
            "BACKENDS"]
 
 BACKENDS = ("local", "dask")
@@ -68,7 +70,7 @@ class Partial:
 
     ``users``: object array of distinct user labels (str); ``pairs``: DataFrame u (code into
     ``users``), cell, slot, count, sum, sumsq (one row per pair); ``samples``: :class:`Kept`, at
-    most ``first_records`` records per pair (the earliest), or None.
+    most ``first_records`` records per pair (the smallest keys), or None.
     """
 
     users: np.ndarray
@@ -81,10 +83,11 @@ class Partial:
 class Kept:
     """Kept records of a :class:`Partial` as three aligned arrays: ``p`` the row of the record's
     pair in the partial's ``pairs`` (int32 while the partial has < 2^31 pairs, else int64),
-    ``timestamp`` (int64 ns) and ``value`` (float64). 20 bytes a record; in no particular order."""
+    ``key`` (uint64, :func:`.sample_key.record_keys`) and ``value`` (float64). 20 bytes a record; in
+    no particular order."""
 
     p: np.ndarray
-    timestamp: np.ndarray
+    key: np.ndarray
     value: np.ndarray
 
     def __len__(self) -> int:
@@ -97,7 +100,7 @@ def _empty_pairs() -> pd.DataFrame:
 
 
 def _empty_samples() -> Kept:
-    return Kept(p=np.empty(0, np.int32), timestamp=np.empty(0, np.int64), value=np.empty(0))
+    return Kept(p=np.empty(0, np.int32), key=np.empty(0, np.uint64), value=np.empty(0))
 
 
 def _pair_dtype(n_pairs: int) -> type:
@@ -105,7 +108,7 @@ def _pair_dtype(n_pairs: int) -> type:
     return np.int32 if n_pairs < 2**31 else np.int64
 
 
-#: kept records of the pairs over c sorted at once by :func:`first_c` (bounds its temporaries)
+#: kept records of the pairs over c sorted at once by :func:`smallest_c` (bounds its temporaries)
 SELECT_BLOCK = 4_000_000
 
 
@@ -128,10 +131,25 @@ class _UserCodes:
         return np.where(na, -1, lcodes[safe]).astype(np.int64), na | missing[safe]
 
 
-def first_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs: int, c: Any) -> Kept:
-    """The first ``c`` records by (timestamp, value) of every pair among ``pieces`` — (p, timestamp,
-    value) arrays with p in 0..n_pairs-1 — as one :class:`Kept` (the bounded top-c reduce). ``c``
-    one limit for every pair, or an int array of one limit per pair (Γ_p of :func:`.kept_records`).
+def pair_key_order(pair: np.ndarray, key: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """The permutation sorting records by (pair, sample key, value). Fast path: one argsort of
+    pair·2^32 + the key's top 32 bits instead of a three-key lexsort; exact: when two records of a
+    pair share those bits (rare: equal records, or 2^-32 per two records) the full lexsort decides."""
+    pair = np.asarray(pair)
+    if pair.size and int(pair.max()) < 2**31:
+        comb = (pair.astype(np.uint64) << np.uint64(32)) | (np.asarray(key, dtype=np.uint64) >> np.uint64(32))
+        order = np.argsort(comb)
+        s = comb[order]
+        if not np.any(s[1:] == s[:-1]):
+            return order
+    return np.lexsort((value, key, pair))
+
+
+def smallest_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs: int, c: Any) -> Kept:
+    """The ``c`` records with the smallest (key, value) of every pair among ``pieces`` — (p, key,
+    value) arrays with p in 0..n_pairs-1 — as one :class:`Kept` (the bounded top-c reduce): a uniform
+    sample of each pair's records (:mod:`.sample_key`). ``c`` one limit for every pair, or an int
+    array of one limit per pair (Γ_p of :func:`.kept_records`).
 
     Memory: the output is allocated once (Σ_p min(candidates_p, c) records); the records of pairs
     with at most c candidates are copied through unsorted, those of the other pairs are sorted in
@@ -143,27 +161,27 @@ def first_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs: in
         cand += np.bincount(p, minlength=n_pairs)
     big = cand > c
     total = int(np.minimum(cand, c).sum()) if n_pairs else 0
-    out = Kept(p=np.empty(total, _pair_dtype(n_pairs)), timestamp=np.empty(total, np.int64), value=np.empty(total))
+    out = Kept(p=np.empty(total, _pair_dtype(n_pairs)), key=np.empty(total, np.uint64), value=np.empty(total))
     pos = 0
     rows_big = []
     for p, t, v in pieces:
         over = big[p]
         small = ~over
         k = int(small.sum())
-        for dst, src in ((out.p, p), (out.timestamp, t), (out.value, v)):
+        for dst, src in ((out.p, p), (out.key, t), (out.value, v)):
             dst[pos:pos + k] = src[small]
         pos += k
         rows_big.append(np.flatnonzero(over))
     if big.any():
-        pos = _first_c_of_big(pieces, rows_big, big, cand, c, out, pos)
+        pos = _smallest_c_of_big(pieces, rows_big, big, cand, c, out, pos)
     if pos != total:  # pragma: no cover - internal consistency
-        raise RuntimeError("first-c selection lost records")
+        raise RuntimeError("top-c selection lost records")
     return out
 
 
-def _first_c_of_big(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], rows_big: list[np.ndarray],
-                    big: np.ndarray, cand: np.ndarray, c: Any, out: Kept, pos: int) -> int:
-    """Write the first c records of every pair over c into ``out`` from ``pos``, block by block of
+def _smallest_c_of_big(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], rows_big: list[np.ndarray],
+                       big: np.ndarray, cand: np.ndarray, c: Any, out: Kept, pos: int) -> int:
+    """Write the c smallest-key records of every pair over c into ``out`` from ``pos``, block by block of
     pair ids (≈ :data:`SELECT_BLOCK` candidate records a block); returns the next position."""
     ids = np.flatnonzero(big)
     cum = np.cumsum(cand[ids])
@@ -176,27 +194,40 @@ def _first_c_of_big(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], row
         bp = np.concatenate([p[r] for (p, _, _), r in zip(pieces, sel)])
         bt = np.concatenate([t[r] for (_, t, _), r in zip(pieces, sel)])
         bv = np.concatenate([v[r] for (_, _, v), r in zip(pieces, sel)])
-        order = np.lexsort((bv, bt, bp))
+        order = pair_key_order(bp, bt, bv)
         ps = bp[order]
         rank = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
         keep = order[rank < (c if np.isscalar(c) else c[ps])]
         k = keep.size
-        out.p[pos:pos + k], out.timestamp[pos:pos + k], out.value[pos:pos + k] = bp[keep], bt[keep], bv[keep]
+        out.p[pos:pos + k], out.key[pos:pos + k], out.value[pos:pos + k] = bp[keep], bt[keep], bv[keep]
         pos += k
     return pos
 
 
+def chunk_keys(chunk: Any, labels: np.ndarray, sample_key: SampleKey | None, rows: Any = slice(None)) -> np.ndarray:
+    """The sample key of the ``rows`` of a cleaned chunk (:func:`.sample_key.record_keys`);
+    ``labels`` the chunk's distinct user labels (the codes of ``chunk.user`` index them)."""
+    if not isinstance(sample_key, SampleKey):
+        raise DpoptInputError(f"`sample_key` must be a dpopt.records.SampleKey; got {type(sample_key).__name__}")
+    codes = np.asarray(chunk.user, dtype=np.int64)[rows]
+    words = sample_key.user_words(labels)[codes] if codes.size else np.empty(0, np.uint64)
+    return record_keys(sample_key, words, chunk.timestamp[rows], chunk.value[rows], chunk.latitude[rows],
+                       chunk.longitude[rows])
+
+
 def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions,
-                 first_records: int | None = None) -> Partial:
-    """Map step: one raw chunk (canonical columns) → its :class:`Partial`."""
+                 first_records: int | None = None, sample_key: SampleKey | None = None) -> Partial:
+    """Map step: one raw chunk (canonical columns) → its :class:`Partial` (``sample_key`` needed
+    with ``first_records``)."""
     users = _UserCodes()
     chunk, report = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range,
-                                timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users)
+                                timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users,
+                                timezone=read.timezone, time_column=read.column_map().timestamp)
     report = replace(report, time_window=read.time_window)
     frame = pd.DataFrame({
         "u": np.asarray(chunk.user, dtype=np.int64),
         "cell": h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution),
-        "slot": time_slots(chunk.timestamp, grid.slot_ns),
+        "slot": time_slots(chunk.timestamp, grid.slot_ns, read.timezone),
     })
     if not len(frame):
         return Partial(users=users.labels, pairs=_empty_pairs(),
@@ -207,12 +238,13 @@ def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadO
     samples = None
     if first_records is not None:  # ngroup numbers the groups in the order of sum(sort=False)
         p = groups.ngroup().to_numpy().astype(_pair_dtype(len(pairs)))
-        samples = first_c([(p, chunk.timestamp, chunk.value)], len(pairs), first_records)
+        samples = smallest_c([(p, chunk_keys(chunk, users.labels, sample_key), chunk.value)], len(pairs),
+                             first_records)
     return Partial(users=users.labels, pairs=pairs, samples=samples, report=report)
 
 
 def merge_partials(parts: list[Partial], first_records: int | None = None) -> Partial:
-    """Reduce step: sum equal pairs, keep the first ``first_records`` records of each pair."""
+    """Reduce step: sum equal pairs, keep the ``first_records`` smallest-key records of each pair."""
     parts = list(parts)
     if len(parts) == 1:
         return parts[0]
@@ -238,18 +270,17 @@ def merge_partials(parts: list[Partial], first_records: int | None = None) -> Pa
     if first_records is not None:
         pieces, start, code = [], 0, _pair_dtype(len(pairs))
         for p, _ in live:
-            pieces.append((new_row[np.add(p.samples.p, start, dtype=np.int64)].astype(code), p.samples.timestamp,
+            pieces.append((new_row[np.add(p.samples.p, start, dtype=np.int64)].astype(code), p.samples.key,
                            p.samples.value))
             start += len(p.pairs)
-        samples = first_c(pieces, len(pairs), first_records)
+        samples = smallest_c(pieces, len(pairs), first_records)
     return Partial(users=np.asarray(labels, dtype=object), pairs=pairs, samples=samples, report=report)
 
 
 def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_range: str,
                      first_records: int | None = None) -> Aggregate:
     """Finish: users numbered by label, grids by (slot, cell), pairs sorted by (grid, user); the
-    kept records laid out per pair in (timestamp, value) order. An empty partial gives an empty
-    table."""
+    kept records laid out per pair in (key, value) order. An empty partial gives an empty table."""
     labels = np.asarray(part.users, dtype=object)
     pairs = part.pairs
     used = np.unique(pairs["u"].to_numpy(dtype=np.int64))
@@ -277,29 +308,28 @@ def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_rang
 
 
 def _lay_out(kept: Kept | None, order: np.ndarray, count: np.ndarray, c: int) -> PairSamples:
-    """Kept records sorted by (final pair, timestamp, value): pair p owns the next min(m_p, c).
+    """Kept records sorted by (final pair, key, value): pair p owns the next min(m_p, c).
     ``order``: the partial's pair rows in final order."""
     kept = _empty_samples() if kept is None else kept
     final = np.empty(order.size, dtype=_pair_dtype(order.size))
     final[order] = np.arange(order.size)
     val = kept.value
-    idx = np.lexsort((val, kept.timestamp, final[kept.p]))
+    idx = pair_key_order(final[kept.p], kept.key, val)
     offsets = np.zeros(count.size + 1, dtype=np.int64)
     np.cumsum(np.minimum(count, c), out=offsets[1:])
     if offsets[-1] != val.size:  # pragma: no cover - internal consistency
         raise RuntimeError("kept records do not match the pair counts")
-    return PairSamples(values=val[idx], offsets=offsets, limit=int(c))
+    return PairSamples(values=val[idx], offsets=offsets, limit=int(c), keys=kept.key[idx])
 
 
-def _local_partials(records: Any, *, bound: float, grid: GridSpec, read: ReadOptions,
-                    first_records: int | None) -> Iterator[Partial]:
+def _local_partials(records: Any, read: ReadOptions, step: Any) -> Iterator[Partial]:
     cmap = read.column_map()
     for raw in iter_raw_chunks(records, columns=cmap, chunksize=read.chunk_rows, sep=read.sep):
-        yield reduce_chunk(raw, bound=bound, grid=grid, read=read, first_records=first_records)
+        yield step(raw)
 
 
 def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: float,
-                  first_records: int | None = None, backend: str = "local",
+                  first_records: int | None = None, sample_key: SampleKey | None = None, backend: str = "local",
                   client: Any = None) -> tuple[Aggregate, IngestReport]:
     """Read, clean and grid ``records`` into the contributions table (layer 1's one entry).
 
@@ -311,8 +341,10 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     read : :class:`ReadOptions` (columns, separator, timestamp unit, out-of-range policy, chunk
         rows, max dropped share, time window).
     bound : U; values are brought into [0, U] by ``read.out_of_range``.
-    first_records : c; keep the c earliest records (timestamp, ties by value) of every pair in
-        ``Aggregate.samples`` (the ``user`` model's first-c rule); None keeps none.
+    first_records : c; keep a uniform sample of c records of every pair in ``Aggregate.samples``:
+        the c smallest sample keys, ties by value (:mod:`.sample_key`); None keeps none.
+    sample_key : the release's :class:`SampleKey` (its secret); None: the public key
+        :meth:`SampleKey.public` (reproducible; a second pass over the same records must use the same key).
     backend : "local" (streamed in chunks of ``read.chunk_rows``) or "dask" (``client`` a
         ``distributed.Client``; None: Dask's threaded scheduler in this process).
 
@@ -333,21 +365,22 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
         raise DpoptInputError(f"`read` must be a dpopt.records.ReadOptions; got {type(read).__name__}")
     if first_records is not None:
         first_records = check_positive_int(first_records, "first_records")
+        sample_key = SampleKey.public() if sample_key is None else sample_key
     backend = check_choice(backend, "backend", BACKENDS)
+    step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records, sample_key=sample_key)
     if backend == "dask":
         from .dask_backend import dask_map_reduce
 
-        step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records)
         part = dask_map_reduce(records, read, step, partial(merge_partials, first_records=first_records), client)
     else:
         if client is not None:
             raise DpoptInputError("`client` needs backend='dask'")
-        part = tree_stream(_local_partials(records, bound=bound, grid=grid, read=read, first_records=first_records),
-                           partial(merge_partials, first_records=first_records))
+        part = tree_stream(_local_partials(records, read, step), partial(merge_partials, first_records=first_records))
     if part is None:  # no chunk at all (an empty directory or file)
         part = Partial(users=np.empty(0, dtype=object), pairs=_empty_pairs(),
                        samples=None if first_records is None else _empty_samples(),
                        report=IngestReport(out_of_range_policy=read.out_of_range, time_window=read.time_window))
-    check_dropped(part.report, read)
+    report = replace(part.report, files=input_files(records))
+    check_dropped(report, read)
     agg = finalize_partial(part, grid=grid, bound=bound, out_of_range=read.out_of_range, first_records=first_records)
-    return agg, part.report
+    return replace(agg, timezone=read.timezone), report

@@ -4,7 +4,9 @@ The models and the noise run on the contributions table (one row per occupied (u
 so only reading and reducing the records needs a cluster. :func:`dask_map_reduce` runs the local
 map step of :mod:`.contributions` (or of :mod:`.kept`) on every partition and merges the partials
 with the local reduce step in the same tree (:mod:`._tree`): counts, keys and kept records equal the
-local path's, the float sums agree up to the order of additions.
+local path's (the kept records are the smallest keyed sample keys of :mod:`.sample_key`, functions of
+the records and the release's secret only, so any partitioning keeps the same ones), the float sums
+agree up to the order of additions.
 
 Install: ``pip install 'dask[dataframe,distributed]'`` (the ``dask`` extra of dpopt). Point it at a
 cluster with ``distributed.Client("tcp://scheduler:8786")`` (``--scheduler`` on the command line);
@@ -22,7 +24,8 @@ import pandas as pd
 
 from .._validation import DpoptInputError
 from ._tree import COMPACT_EVERY
-from .ingest import FIELDS, ColumnMap, _check_columns, _csv_files
+from .ingest import FIELDS, ColumnMap, _check_columns, _check_unique, _csv_files, as_frame, csv_options, \
+    is_csv_name, parquet_files
 
 __all__ = ["read_dask", "dask_map_reduce", "tree"]
 
@@ -46,8 +49,7 @@ def _is_remote(path: Any) -> bool:
 
 
 def _is_csv(name: str) -> bool:
-    lower = name.lower()
-    return any(ext in lower for ext in (".csv", ".tsv", ".txt"))
+    return is_csv_name(name)
 
 
 def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None,
@@ -65,10 +67,12 @@ def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None
     cmap = ColumnMap.from_any(columns)
     rename = {c: f for f, c in cmap.names().items()}
     usecols = list(rename)
+    records = as_frame(records, cmap)
     if hasattr(records, "to_delayed") and hasattr(records, "npartitions"):  # a Dask DataFrame
         _check_columns([str(c) for c in records.columns], cmap, "Dask DataFrame")
         return records[usecols].rename(columns=rename)[list(FIELDS)]
     if isinstance(records, pd.DataFrame):
+        _check_unique([str(c) for c in records.columns], cmap, "DataFrame")
         _check_columns([str(c) for c in records.columns], cmap, "DataFrame")
         frame = records[usecols].rename(columns=rename)
         n = npartitions or max(1, min(32, len(frame) // 100_000 + 1))
@@ -87,26 +91,38 @@ def read_dask(records: Any, columns: ColumnMap | Mapping[str, str] | None = None
         if (local_dir and not csv_dir) or lower.endswith((".parquet", ".pq", ".parq")) or (
                 _is_remote(name) and not _is_csv(name)):
             # partitions of about ``blocksize`` (Dask's default made one partition of a 10^7-row file)
-            ddf = dd.read_parquet(name, columns=usecols, blocksize=blocksize)
+            source = [str(p) for p in parquet_files(Path(name))] if local_dir else name
+            ddf = dd.read_parquet(source, columns=usecols, blocksize=blocksize)
         else:
-            if csv_dir:  # a directory of CSV files: one input
-                name = str(Path(name) / "*")
-                files = _csv_files(Path(records))
-                first = files[0] if files else None
-            else:
-                first = None if _is_remote(name) else name
-            if first is not None:
-                _check_columns([str(c) for c in pd.read_csv(first, nrows=0, sep=sep).columns], cmap,
-                               f"file {str(first)!r}", sep=sep)
-            compression = "infer"
-            bs = None if lower.endswith((".gz", ".bz2", ".xz", ".zip", ".zst")) else blocksize
-            ddf = dd.read_csv(name, usecols=usecols, dtype={cmap.user_id: str, cmap.timestamp: str},
-                              blocksize=bs, compression=compression, sep=sep)
+            ddf = _read_csv(records, cmap, blocksize=blocksize, sep=sep, csv_dir=csv_dir)
     except DpoptInputError:
         raise
     except Exception as exc:
         raise DpoptInputError(f"`records` {name!r} could not be opened with Dask: {exc}") from None
     return ddf.rename(columns=rename)[list(FIELDS)]
+
+
+def _read_csv(records: Any, cmap: ColumnMap, *, blocksize: Any, sep: str, csv_dir: bool) -> Any:
+    """A CSV file, URL or glob, or a directory's CSV files (by suffix), as a Dask DataFrame with the
+    local reader's options; the header is checked first when local."""
+    import dask.dataframe as dd
+
+    name = str(records)
+    source: Any = name
+    if csv_dir:  # a directory of CSV files (by suffix): one input
+        files = _csv_files(Path(records))
+        source, first = [str(f) for f in files], files[0]
+    else:
+        first = None if _is_remote(name) else name
+    if first is not None:
+        head = pd.read_csv(first, nrows=1, header=None, sep=sep, dtype=str, keep_default_na=False)
+        names = [str(c) for c in head.iloc[0]] if len(head) else []
+        _check_unique(names, cmap, f"file {str(first)!r}")
+        _check_columns(names, cmap, f"file {str(first)!r}", sep=sep)
+    zipped = any(str(f).lower().endswith((".gz", ".bz2", ".xz", ".zip", ".zst"))
+                 for f in (source if isinstance(source, list) else [name]))
+    return dd.read_csv(source, usecols=list(cmap.names().values()), blocksize=None if zipped else blocksize,
+                       compression="infer", sep=sep, **csv_options(cmap))
 
 
 def _compute(obj: Any, client: Any) -> Any:

@@ -1,9 +1,10 @@
-"""Grids g = (H3 hexagon, UTC time slot) of seed 002 §II-B.
+"""Grids g = (H3 hexagon, time slot) of seed 002 §II-B.
 
 The area is divided into hexagons of Uber's H3 index at a chosen resolution (seed 002 cites H3,
 ref. [17]) and time into slots of fixed length (``"1h"``, ``"15min"``, ...), anchored at the Unix
-epoch in UTC: the slot of a timestamp t is ``floor(t / slot) * slot``. A grid is the pair
-(cell, slot start).
+epoch in UTC: the slot of a timestamp t is ``floor(t / slot) * slot``; with a time zone, of its
+local wall-clock time (:func:`wall_clock`), so slots, days and hour-of-day windows are local. A grid
+is the pair (cell, slot start).
 
 :func:`h3_cells` uses h3ronpy's vectorised ``coordinates_to_cells`` when installed (≈ 0.4 µs per
 point; tests/records check it equals h3's ``latlng_to_cell`` on 10^5 random points at several
@@ -33,6 +34,8 @@ __all__ = [
     "time_slots",
     "cell_strings",
     "slot_strings",
+    "local_time_strings",
+    "wall_clock",
     "cell_polygons",
     "cell_centres",
     "slot_text",
@@ -106,9 +109,22 @@ def h3_cells(latitude: np.ndarray, longitude: np.ndarray, resolution: int) -> np
     return cells[codes]
 
 
-def time_slots(timestamp_ns: np.ndarray, slot_ns: int) -> np.ndarray:
-    """Start (int64 ns since epoch, UTC) of the slot of each timestamp: floor(t/slot)·slot."""
+def wall_clock(timestamp_ns: np.ndarray, timezone: str | None = None) -> np.ndarray:
+    """UTC instants (int64 ns) as the wall-clock time of ``timezone`` (IANA), counted in ns from
+    1970-01-01 00:00 of that wall clock: t + the zone's UTC offset at t. Without a zone: ``t``."""
     ts = np.asarray(timestamp_ns, dtype=np.int64)
+    if timezone is None or ts.size == 0:
+        return ts
+    local = pd.DatetimeIndex(ts.view("datetime64[ns]")).tz_localize("UTC").tz_convert(timezone).tz_localize(None)
+    return np.asarray(local.asi8, dtype=np.int64)
+
+
+def time_slots(timestamp_ns: np.ndarray, slot_ns: int, timezone: str | None = None) -> np.ndarray:
+    """Start of the slot of each timestamp: floor(t/slot)·slot, in ns since the epoch (UTC), or with
+    ``timezone`` of its wall clock (:func:`wall_clock`): slots, days and hours of the day are then cut in
+    local time. A wall-clock slot is written with its UTC offset by :func:`slot_strings`; on the night
+    clocks go back, the repeated local hour's two UTC hours share one slot (written with the first offset)."""
+    ts = wall_clock(timestamp_ns, timezone)
     return np.floor_divide(ts, np.int64(slot_ns)) * np.int64(slot_ns)
 
 
@@ -117,10 +133,34 @@ def cell_strings(cells: np.ndarray) -> np.ndarray:
     return np.array([h3.int_to_str(int(c)) for c in np.asarray(cells, dtype=np.int64)], dtype=object)
 
 
-def slot_strings(slots_ns: np.ndarray) -> np.ndarray:
-    """ISO 8601 UTC start times (``'2016-02-07T14:00:00Z'``) of int64-ns slots."""
-    idx = pd.to_datetime(np.asarray(slots_ns, dtype=np.int64), unit="ns", utc=True)
-    return np.asarray(idx.strftime("%Y-%m-%dT%H:%M:%SZ"), dtype=object)
+def slot_strings(slots_ns: np.ndarray, timezone: str | None = None) -> np.ndarray:
+    """ISO 8601 start times of int64-ns slots: UTC (``'2016-02-07T14:00:00Z'``), or with
+    ``timezone`` wall-clock times (:func:`time_slots`) with their UTC offset
+    (``'2016-02-07T08:00:00-06:00'``; a wall time that does not exist, in the hour clocks skip, is
+    moved forward to one that does, an ambiguous one takes the first offset)."""
+    ns = np.asarray(slots_ns, dtype=np.int64)
+    if timezone is None:
+        idx = pd.to_datetime(ns, unit="ns", utc=True)
+        return np.asarray(idx.strftime("%Y-%m-%dT%H:%M:%SZ"), dtype=object)
+    wall = pd.DatetimeIndex(ns.view("datetime64[ns]"))
+    local = wall.tz_localize(timezone, ambiguous=np.ones(ns.size, dtype=bool), nonexistent="shift_forward")
+    offset = pd.Index(local.strftime("%z")).str.replace(r"^([+-]\d\d)(\d\d)$", r"\1:\2", regex=True)
+    return np.asarray(local.strftime("%Y-%m-%dT%H:%M:%S") + offset, dtype=object)
+
+
+def local_time_strings(values: Any, timezone: str | None) -> Any:
+    """A column of wall-clock times written as UTC (``...Z``, as :func:`slot_strings` without a
+    zone writes them) rewritten with ``timezone``'s UTC offset; empty entries stay empty. Without a
+    zone the column is returned unchanged."""
+    if timezone is None:
+        return values
+    text = pd.Series(values, dtype=object)
+    full = text.notna() & (text.astype(str) != "")
+    out = text.copy()
+    if full.any():
+        ns = pd.to_datetime(text[full].astype(str), utc=True, format="ISO8601").dt.as_unit("ns").array.asi8
+        out[full] = slot_strings(ns, timezone)
+    return out.to_numpy(dtype=object)
 
 
 def cell_polygons(cells: np.ndarray) -> list[np.ndarray]:

@@ -20,12 +20,20 @@ Cleaning (counted in :class:`IngestReport`, never silent):
   the occupancy array independent of the values (seed 002's neighbours share it); dropping by value
   does not, so keep ``"drop"`` for sentinels that are invalid by definition.
 
-Timestamps: ISO 8601 strings (an offset is converted to UTC; a naive time is taken as UTC), pandas
-datetimes, or numbers (Unix time in ``timestamp_unit``, seconds by default). User identifiers are
+Timestamps, row by row: ISO 8601 strings (an offset is converted to UTC; a time without one,
+compact dates such as ``20150906`` included, is read in ``timezone`` and refused without one), pandas
+datetimes (naive ones likewise), or numbers and digit strings (Unix time in ``timestamp_unit``,
+seconds by default); one column may mix them. User identifiers are
 kept as strings under dpopt's one label rule (:func:`dpopt._validation.label_parts`): text is
 kept exactly as written ("0123" and "123" are two users), a number is its value (7 and 7.0 from one
 numeric column are one user), so no two distinct ids of a column ever merge (issue 22.2); a column
-mixing numbers and text is refused. Empty ids are missing. Chunks and back-ends agree on the labels.
+mixing numbers and text is refused, within a chunk and across chunks and files. Only an empty field
+is missing: ``NA``, ``null``, ``None``, ``nan`` ... are ids like any other text. Chunks and back-ends
+agree on the labels.
+
+Sources: a DataFrame (pandas; polars and GeoPandas converted by :func:`as_frame`), a CSV or Parquet
+file, or a folder read by suffix (:func:`is_csv_name`, :func:`parquet_files`); a column the release
+reads twice (two fields, one column; a duplicated name) is refused before any record is read.
 """
 
 from __future__ import annotations
@@ -52,10 +60,22 @@ __all__ = [
     "count_rows",
     "check_dropped",
     "DEFAULT_CHUNKSIZE",
+    "parse_times",
+    "check_timezone",
+    "as_frame",
+    "input_files",
+    "is_csv_name",
+    "parquet_files",
+    "csv_options",
+    "check_id_kinds",
 ]
 
 #: canonical field names of a record
 FIELDS: tuple[str, ...] = ("user_id", "latitude", "longitude", "timestamp", "value")
+
+#: the CLI flag naming each field's column (for one-line errors)
+_FLAG = {"user_id": "--user-col", "latitude": "--lat-col", "longitude": "--lng-col", "timestamp": "--time-col",
+         "value": "--value-col"}
 
 #: rows per chunk when reading files
 DEFAULT_CHUNKSIZE = 500_000
@@ -104,6 +124,16 @@ class ColumnMap:
                 raise DpoptInputError(f"`columns[{key!r}]` must be a non-empty column name; got {name!r}")
         return replace(cls(), **dict(columns))
 
+    def __post_init__(self) -> None:
+        names = self.names()
+        for name in dict.fromkeys(names.values()):
+            fields = [f for f, c in names.items() if c == name]
+            if len(fields) > 1:
+                flags = ", ".join(f"{_FLAG[f]} {name}" for f in fields)
+                raise DpoptInputError(
+                    f"`columns` reads {' and '.join(fields)} from one column {name!r} ({flags}); each field needs "
+                    "its own column")
+
     def names(self) -> dict[str, str]:
         """``field -> input column``."""
         return {f: getattr(self, f) for f in FIELDS}
@@ -131,6 +161,10 @@ class IngestReport:
     time_window: tuple[str, str] | None = None
     #: up to two raw timestamp texts that did not parse (console diagnostics only, never published)
     timestamp_examples: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    #: kinds of the user ids read ("text", "number"): two kinds across chunks or files are refused
+    id_kinds: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    #: the files read, in order (none for a DataFrame)
+    files: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def dropped_records(self) -> int:
@@ -154,6 +188,8 @@ class IngestReport:
             outside_time_window=self.outside_time_window + other.outside_time_window,
             time_window=other.time_window if other.chunks else self.time_window,
             timestamp_examples=(self.timestamp_examples + other.timestamp_examples)[:2],
+            id_kinds=check_id_kinds(self.id_kinds | other.id_kinds),
+            files=self.files + tuple(f for f in other.files if f not in self.files),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -175,6 +211,11 @@ class IngestReport:
             "chunks": self.chunks,
         }
 
+    def for_diagnostics(self) -> dict[str, Any]:
+        """:meth:`as_dict` with the files read: for the data holder's diagnostics only (the paths are
+        the holder's own, never published)."""
+        return {**self.as_dict(), "files": list(self.files)}
+
     def dropped_by_cause(self) -> dict[str, int]:
         """Dropped records by cause (a record missing several fields counts under each)."""
         causes = {f"missing {f}": self.missing.get(f, 0) - self.unparseable.get(f, 0) for f in FIELDS}
@@ -183,6 +224,28 @@ class IngestReport:
         causes["value out of range (dropped)"] = self.dropped_out_of_range
         causes["timestamp outside the time window"] = self.outside_time_window
         return {k: v for k, v in causes.items() if v}
+
+
+def check_id_kinds(kinds: frozenset[str]) -> frozenset[str]:
+    """Refuse user ids of two kinds across chunks or files (the integer 7 in one Parquet file and
+    the text "7" in another would become one user); returns ``kinds``."""
+    if len(kinds) > 1:
+        raise DpoptInputError(
+            f"the `user` ids are {' in some chunks or files and '.join(sorted(kinds))} in others; convert them to one "
+            "type (e.g. all text) so no two distinct ids can become one user")
+    return kinds
+
+
+def _id_kinds(col: pd.Series) -> frozenset[str]:
+    """The kind of a raw user column's ids: text, number, or none (no id present)."""
+    kind = pd.api.types.infer_dtype(col, skipna=True)
+    if kind == "empty":
+        return frozenset()
+    if kind in ("string", "unicode"):
+        return frozenset({"text"})
+    if kind in ("integer", "floating", "mixed-integer-float", "decimal", "integer-na"):
+        return frozenset({"number"})
+    return frozenset({kind})
 
 
 @dataclass(frozen=True)
@@ -214,30 +277,109 @@ def _source_kind(source: Any) -> str:
         path = Path(source)
         if not path.exists():
             raise DpoptInputError(f"`records` must be an existing CSV or Parquet path; got {str(source)!r} (not found)")
-        name = path.name.lower()
         if path.is_dir():
-            return "csvdir" if _csv_files(path) else "parquet"
-        if name.endswith(_PARQUET):
+            if _csv_files(path):
+                return "csvdir"
+            if not parquet_files(path):
+                raise DpoptInputError(f"`records` folder {str(source)!r} holds no CSV ({', '.join(_CSV)}, optionally "
+                                      f"compressed) or Parquet ({', '.join(_PARQUET)}) file")
             return "parquet"
-        return "csv"
+        return "parquet" if path.name.lower().endswith(_PARQUET) else "csv"
     raise DpoptInputError(
-        f"`records` must be a pandas DataFrame or a path to a CSV/Parquet file; got {type(source).__name__}"
-    )
+        "`records` must be a DataFrame (pandas, polars or GeoPandas) or a path to a CSV/Parquet file; got "
+        f"{type(source).__module__.split('.')[0]}.{type(source).__name__}")
 
 
 _PARQUET = (".parquet", ".pq", ".parq")
+_CSV = (".csv", ".tsv", ".txt")
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zip", ".zst")
+
+
+def is_csv_name(name: str) -> bool:
+    """Whether a file name ends in a CSV suffix (.csv, .tsv, .txt), optionally with a compression
+    suffix (.gz, .bz2, .xz, .zip, .zst): ``day.csv.gz`` is, ``day.csv.bak`` is not."""
+    lower = name.lower()
+    for z in _COMPRESSED:
+        if lower.endswith(z):
+            lower = lower[: -len(z)]
+            break
+    return lower.endswith(_CSV)
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith((".", "_")) for part in path.relative_to(root).parts)
 
 
 def _csv_files(path: Path) -> list[Path]:
-    """The CSV files of a directory (sorted by name; hidden files skipped); [] if it holds Parquet.
-
-    A directory mixing CSV and Parquet files is refused."""
-    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
+    """The CSV files directly in a directory, by suffix (:func:`is_csv_name`; sorted by name,
+    hidden files skipped); [] if it holds Parquet. A directory mixing CSV and Parquet is refused."""
+    files = sorted(p for p in path.iterdir() if p.is_file() and not _hidden(p, path))
     parquet = [p for p in files if p.name.lower().endswith(_PARQUET)]
-    csv = [p for p in files if ".csv" in p.name.lower() or ".tsv" in p.name.lower() or ".txt" in p.name.lower()]
+    csv = [p for p in files if is_csv_name(p.name)]
     if parquet and csv:
         raise DpoptInputError(f"`records` directory {str(path)!r} mixes CSV and Parquet files; keep one format")
     return csv
+
+
+def parquet_files(path: Path) -> list[Path]:
+    """The Parquet files of a directory and its sub-folders (partitioned datasets), by suffix
+    (.parquet, .pq, .parq), sorted; hidden files and folders (``.x``, ``_x``) skipped."""
+    return sorted(p for p in Path(path).rglob("*")
+                  if p.is_file() and p.name.lower().endswith(_PARQUET) and not _hidden(p, Path(path)))
+
+
+def input_files(source: Any) -> tuple[str, ...]:
+    """The files :func:`iter_raw_chunks` reads from ``source`` (none for a DataFrame), in order."""
+    if not isinstance(source, (str, Path)) or not Path(source).exists():
+        return ()
+    path = Path(source)
+    if not path.is_dir():
+        return (str(path),)
+    return tuple(str(p) for p in (_csv_files(path) or parquet_files(path)))
+
+
+def as_frame(source: Any, columns: ColumnMap | Mapping[str, str] | None = None) -> Any:
+    """A polars DataFrame or LazyFrame, or a GeoDataFrame, as a pandas DataFrame; anything else
+    unchanged. Detected by module name, so neither polars nor GeoPandas is needed to import dpopt.
+
+    A GeoDataFrame whose columns lack the ones named for latitude and longitude gives them from its
+    point geometry (y, x), in WGS84 (a projected CRS is converted to EPSG:4326 first)."""
+    module = type(source).__module__.split(".")[0]
+    if module == "polars":
+        frame = source.collect() if hasattr(source, "collect") else source
+        try:
+            return frame.to_pandas()
+        except Exception as exc:  # polars raises its own types (e.g. a missing pyarrow)
+            raise DpoptInputError(f"`records` polars frame could not be converted to pandas: {exc}") from None
+    if module == "geopandas" and isinstance(source, pd.DataFrame) and hasattr(source, "geometry"):
+        return _geo_frame(source, ColumnMap.from_any(columns))
+    return source
+
+
+def _geo_frame(gdf: Any, cmap: ColumnMap) -> pd.DataFrame:
+    """A GeoDataFrame's point geometry as the latitude/longitude columns (:func:`as_frame`)."""
+    name = gdf.geometry.name
+    if cmap.latitude in gdf.columns and cmap.longitude in gdf.columns:
+        return pd.DataFrame(gdf.drop(columns=name))
+    geo = gdf.geometry
+    if geo.crs is not None and not geo.crs.is_geographic:
+        geo = geo.to_crs(4326)
+    kinds = set(geo.geom_type.dropna())
+    if not kinds <= {"Point"}:
+        raise DpoptInputError(f"`records` GeoDataFrame geometry must be points (one position per record); got "
+                              f"{', '.join(sorted(kinds))}")
+    frame = pd.DataFrame(gdf.drop(columns=name))
+    frame[cmap.latitude] = geo.y.to_numpy()
+    frame[cmap.longitude] = geo.x.to_numpy()
+    return frame
+
+
+def _check_unique(names: list[str], cmap: ColumnMap, where: str) -> None:
+    """Refuse an input holding a column the release reads twice (pandas would pick one copy)."""
+    twice = sorted({c for c in cmap.names().values() if names.count(c) > 1})
+    if twice:
+        raise DpoptInputError(f"`records` ({where}) has the column {twice[0]!r} more than once; rename the copies "
+                              "so the one to read is unambiguous")
 
 
 def _check_columns(available: list[str], cmap: ColumnMap, where: str, sep: str | None = None) -> None:
@@ -260,6 +402,7 @@ def _check_columns(available: list[str], cmap: ColumnMap, where: str, sep: str |
 
 def count_rows(source: Any) -> int | None:
     """Number of rows when known cheaply (DataFrame, Parquet metadata), else ``None``."""
+    source = as_frame(source)
     kind = _source_kind(source)
     if kind == "frame":
         return int(len(source))
@@ -267,7 +410,7 @@ def count_rows(source: Any) -> int | None:
         try:
             import pyarrow.dataset as ds
 
-            return int(ds.dataset(str(source), format="parquet").count_rows())
+            return int(ds.dataset(_parquet_source(source), format="parquet").count_rows())
         except Exception:  # pragma: no cover - metadata unreadable; reading will report it
             return None
     return None
@@ -293,8 +436,10 @@ def iter_raw_chunks(
         chunksize = check_positive_int(chunksize, "chunksize")
     rename = {c: f for f, c in cmap.names().items()}
     usecols = list(rename)
+    source = as_frame(source, cmap)
     kind = _source_kind(source)
     if kind == "frame":
+        _check_unique([str(c) for c in source.columns], cmap, "DataFrame")
         _check_columns([str(c) for c in source.columns], cmap, "DataFrame")
         frame = source[usecols].rename(columns=rename)
         step = chunksize or max(len(frame), 1)
@@ -323,7 +468,8 @@ def _parquet_chunks(source: Any, cmap: ColumnMap, chunksize: int) -> Iterator[pd
     try:
         import pyarrow.dataset as ds
 
-        dataset = ds.dataset(str(source), format="parquet")
+        dataset = ds.dataset(_parquet_source(source), format="parquet")
+        _check_unique(list(dataset.schema.names), cmap, f"Parquet {str(source)!r}")
         _check_columns(list(dataset.schema.names), cmap, f"Parquet {str(source)!r}")
         files = list(dataset.files)
     except DpoptInputError:
@@ -333,6 +479,12 @@ def _parquet_chunks(source: Any, cmap: ColumnMap, chunksize: int) -> Iterator[pd
     for path in files:
         for table in _parquet_file_chunks(path, list(rename), chunksize):
             yield table.to_pandas().rename(columns=rename)[list(FIELDS)]
+
+
+def _parquet_source(source: Any) -> Any:
+    """A Parquet path for pyarrow: a file, or a directory's Parquet files by suffix (:func:`parquet_files`)."""
+    path = Path(source)
+    return [str(p) for p in parquet_files(path)] if path.is_dir() else str(path)
 
 
 def _parquet_file_chunks(path: str, columns: list[str], chunksize: int) -> Iterator[Any]:
@@ -373,24 +525,24 @@ def _csv_chunks(source: Path, cmap: ColumnMap, chunksize: int, sep: str) -> Iter
     rename = {c: f for f, c in cmap.names().items()}
     usecols = list(rename)
     try:
-        header = pd.read_csv(source, nrows=0, sep=sep)
+        header = pd.read_csv(source, nrows=1, header=None, sep=sep, dtype=str, keep_default_na=False)
     except UnicodeDecodeError:
         raise DpoptInputError(f"`records` file {str(source)!r} is not UTF-8 text; convert it to UTF-8") from None
     except pd.errors.EmptyDataError:
         return  # an empty file holds no record
     except (pd.errors.ParserError, OSError, EOFError) as exc:
         raise DpoptInputError(f"`records` file {str(source)!r} is not a readable CSV: {exc}") from None
-    _check_columns([str(c) for c in header.columns], cmap, f"file {str(source)!r}", sep=sep)
+    names = [str(c) for c in header.iloc[0]] if len(header) else []
+    _check_unique(names, cmap, f"file {str(source)!r}")
+    _check_columns(names, cmap, f"file {str(source)!r}", sep=sep)
     # ids and times as text; numbers inferred (a column with a bad entry stays text and
     # clean_chunk counts the entry). The Dask back-end passes the same options.
     # every column is read (``usecols`` would hide rows with more fields than the header, and a
     # first row with one extra field would shift the columns); such rows stop the run
-    dtype = {cmap.user_id: str, cmap.timestamp: str}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            reader = pd.read_csv(source, dtype=dtype, chunksize=chunksize, keep_default_na=True,
-                                 index_col=False, sep=sep)
+            reader = pd.read_csv(source, chunksize=chunksize, index_col=False, sep=sep, **csv_options(cmap))
         with reader:
             while True:
                 with warnings.catch_warnings():
@@ -414,6 +566,14 @@ def _csv_chunks(source: Path, cmap: ColumnMap, chunksize: int, sep: str) -> Iter
         raise DpoptInputError(f"`records` file {str(source)!r} could not be parsed as CSV: {text}") from None
 
 
+def csv_options(cmap: ColumnMap) -> dict[str, Any]:
+    """pandas ``read_csv`` options of both back-ends: ids and times as text, numbers inferred, and
+    only an empty field missing (``NA``, ``null``, ``None``, ``nan`` ... are text: user ids such as
+    "NA" are users, and such text in a number column is counted as unparseable)."""
+    return {"dtype": {cmap.user_id: str, cmap.timestamp: str}, "keep_default_na": False,
+            "na_values": {c: [""] for c in cmap.names().values()}}
+
+
 # ----------------------------------------------------------------------------------------------
 # cleaning
 
@@ -422,45 +582,117 @@ def _csv_chunks(source: Path, cmap: ColumnMap, chunksize: int, sep: str) -> Iter
 _YEAR_RANGE = (1678, 2261)
 
 
-def _iso(col: pd.Series) -> pd.Series:
-    """ISO 8601 text -> UTC timestamps; unparseable or outside pandas' range (1677-2262) -> NaT."""
+def _iso_text(col: pd.Series) -> pd.Series:
+    """ISO 8601 text with years outside pandas' range (1677-2262) made missing."""
     text = col.astype("string")
-    year = pd.to_numeric(text.str.extract(r"^\s*([+-]?\d{4,})", expand=False), errors="coerce")
+    year = pd.to_numeric(text.str.extract(r"^\s*([+-]?\d{4,})-", expand=False), errors="coerce")
     inside = ~((year < _YEAR_RANGE[0]) | (year > _YEAR_RANGE[1])).fillna(False).to_numpy(dtype=bool)
-    text = text.where(inside)
+    return text.where(inside)
+
+
+def _iso(col: pd.Series, utc: bool = True) -> pd.Series:
+    """ISO 8601 text -> UTC timestamps (``utc``) or naive ones (text without an offset);
+    unparseable or outside pandas' range (1677-2262) -> NaT."""
+    text = _iso_text(col)
+    dtype = "datetime64[ns, UTC]" if utc else "datetime64[ns]"
     try:
-        return pd.to_datetime(text, utc=True, errors="coerce", format="ISO8601")
+        return pd.to_datetime(text, utc=utc, errors="coerce", format="ISO8601").astype(dtype)
     except (pd.errors.OutOfBoundsDatetime, OverflowError):  # a boundary date: one by one
-        return pd.Series([_one_iso(v) for v in text], index=col.index, dtype="datetime64[ns, UTC]")
+        return pd.Series([_one_iso(v, utc) for v in text], index=col.index, dtype=dtype)
 
 
-def _one_iso(value: Any) -> Any:
+def _one_iso(value: Any, utc: bool = True) -> Any:
     try:
-        return pd.to_datetime(value, utc=True, errors="coerce", format="ISO8601")
+        return pd.to_datetime(value, utc=utc, errors="coerce", format="ISO8601")
     except (pd.errors.OutOfBoundsDatetime, OverflowError, ValueError, TypeError):
         return pd.NaT
 
 
-def _parse_time(col: pd.Series, unit: str) -> np.ndarray:
-    """Timestamps -> int64 ns since epoch UTC; unparseable or outside pandas' range -> INT64 min (NaT)."""
-    if not pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_datetime64_any_dtype(col):
-        # text: ISO 8601, or Unix times written as text ("1441515647") when nothing parses as ISO
-        iso = _iso(col)
-        if iso.notna().any() or not col.notna().any():
-            return _as_ns(iso)
-        col = pd.to_numeric(col, errors="coerce")
-    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
-        num = pd.to_numeric(col, errors="coerce").astype(float)
-        per_unit = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
-        lo, hi = pd.Timestamp.min.value / per_unit, pd.Timestamp.max.value / per_unit
-        num = num.where(np.isfinite(num) & (num > lo) & (num < hi))
-        ts = pd.to_datetime(num, unit=unit, utc=True, errors="coerce")
-    elif isinstance(col.dtype, pd.DatetimeTZDtype):
+#: ISO 8601 text that ends in a UTC offset after a time (``...T05:00:47Z``, ``... 05:00+05:30``)
+_AWARE = r"[Tt\s]\d{2}(?::?\d{2}){0,2}(?:[.,]\d+)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\s*$"
+#: Unix times written as text (a compact ISO date, 8 digits such as 20150906, is a date, not one)
+_UNIX = r"\s*[+-]?(?:\d{1,7}|\d{9,})(?:\.\d*)?\s*"
+
+
+def check_timezone(timezone: Any) -> str | None:
+    """``timezone``: None, or an IANA zone name ("America/Chicago", "UTC") known to zoneinfo."""
+    if timezone is None:
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        if not isinstance(timezone, str) or not timezone:
+            raise ValueError
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise DpoptInputError(f"`timezone` must be an IANA time zone such as 'America/Chicago' or 'UTC' (CLI: "
+                              f"--timezone Area/City); got {timezone!r}") from None
+    return timezone
+
+
+def _naive_refused(column: str) -> DpoptInputError:
+    return DpoptInputError(
+        f"`records` column {column!r} holds times without a UTC offset (ISO text without Z or +hh:mm, or a datetime "
+        "column without a zone); say in which zone they were written with timezone='Area/City' (CLI: --timezone "
+        "Area/City, e.g. --timezone America/Chicago or --timezone UTC)")
+
+
+def _localize(ts: pd.Series, timezone: str | None, column: str) -> pd.Series:
+    """Naive datetimes read in ``timezone`` (refused without one) as UTC; times that do not exist
+    or are ambiguous there (DST changes) become NaT (counted as unparseable)."""
+    if timezone is None:
+        if ts.notna().any():
+            raise _naive_refused(column)
+        return ts.dt.tz_localize("UTC")
+    return ts.dt.tz_localize(timezone, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+
+
+def _unix(num: pd.Series, unit: str) -> pd.Series:
+    num = pd.to_numeric(num, errors="coerce").astype(float)
+    per_unit = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
+    lo, hi = pd.Timestamp.min.value / per_unit, pd.Timestamp.max.value / per_unit
+    num = num.where(np.isfinite(num) & (num > lo) & (num < hi))
+    return pd.to_datetime(num, unit=unit, utc=True, errors="coerce")
+
+
+def _text_times(col: pd.Series, unit: str, timezone: str | None, column: str) -> pd.Series:
+    """Text times row by row: Unix numbers (``unit``), ISO 8601 with an offset (to UTC), ISO 8601
+    without one (compact dates such as 20150906 included) read in ``timezone``."""
+    text = col.astype("string")
+    zulu = text.str.endswith("Z").fillna(False).to_numpy(dtype=bool)  # the common case, without a regex
+    if zulu.all():
+        return _iso(text)
+    out = pd.Series(pd.NaT, index=col.index, dtype="datetime64[ns, UTC]")
+    unix = ~zulu & text.str.fullmatch(_UNIX).fillna(False).to_numpy(dtype=bool)
+    aware = zulu | (~unix & text.str.contains(_AWARE, regex=True).fillna(False).to_numpy(dtype=bool))
+    naive = ~unix & ~aware & text.notna().to_numpy(dtype=bool)
+    if unix.any():
+        out[unix] = _unix(text[unix], unit)
+    if aware.any():
+        out[aware] = _iso(text[aware])
+    if naive.any():
+        out[naive] = _localize(_iso(text[naive], utc=False), timezone, column)
+    return out
+
+
+def parse_times(col: pd.Series, *, unit: str = "s", timezone: str | None = None, column: str = "timestamp") -> np.ndarray:
+    """A column of times as int64 ns since the epoch (UTC), read as record timestamps are: ISO 8601
+    with an offset, naive ISO 8601 in ``timezone`` (refused without one), Unix times in ``unit``;
+    INT64 min where a time does not parse."""
+    return _parse_time(pd.Series(col), unit, check_timezone(timezone), column)
+
+
+def _parse_time(col: pd.Series, unit: str, timezone: str | None = None, column: str = "timestamp") -> np.ndarray:
+    """Timestamps -> int64 ns since epoch UTC; unparseable or outside pandas' range -> INT64 min (NaT).
+    Naive times are read in ``timezone`` and refused without one (``column`` names the input's column)."""
+    if isinstance(col.dtype, pd.DatetimeTZDtype):
         ts = col.dt.tz_convert("UTC")
     elif pd.api.types.is_datetime64_dtype(col):
-        ts = col.dt.tz_localize("UTC")
+        ts = _localize(col, timezone, column)
+    elif pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+        ts = _unix(col, unit)
     else:
-        ts = _iso(col)
+        ts = _text_times(col, unit, timezone, column)
     return _as_ns(ts)
 
 
@@ -504,11 +736,9 @@ def _into_range(val: np.ndarray, ok: np.ndarray, bound: float,
     n_oor = int(oor.sum())
     if not n_oor:
         return val, ok, 0, 0, 0
-    if policy == "error":
-        bad = val[oor]
+    if policy == "error":  # no value, count or position: the records are private
         raise DpoptInputError(
-            f"`records` hold {n_oor} value(s) outside [0, bound] = [0, {bound:g}] in this chunk "
-            f"(e.g. {bad[0]:g}; min {bad.min():g}, max {bad.max():g}); use out_of_range='clip' or 'drop' "
+            f"`records` hold values outside [0, bound] = [0, {bound:g}]; use out_of_range='clip' or 'drop' "
             "(CLI: --out-of-range clip|drop) or a larger bound"
         )
     if policy == "clip":
@@ -524,11 +754,14 @@ def clean_chunk(
     timestamp_unit: str = "s",
     time_window: tuple[int, int] | None = None,
     users: Any = None,
+    timezone: str | None = None,
+    time_column: str = "timestamp",
 ) -> tuple[CleanChunk, IngestReport]:
     """Clean one raw chunk (canonical columns); count what was dropped or clipped (module doc).
 
     ``time_window`` (int64 ns [start, end)): records outside are dropped and counted. ``users``:
-    raw user column -> (labels, missing mask) (default :func:`_user_strings`, a str per row)."""
+    raw user column -> (labels, missing mask) (default :func:`_user_strings`, a str per row).
+    ``timezone`` (IANA) reads naive times; without it they are refused (naming ``time_column``)."""
     bound = check_bound(bound)
     out_of_range = check_choice(out_of_range, "out_of_range", OUT_OF_RANGE)
     timestamp_unit = check_choice(timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
@@ -536,7 +769,7 @@ def clean_chunk(
     user, miss_user = (users or _user_strings)(raw["user_id"])
     lat = _float(raw["latitude"])
     lng = _float(raw["longitude"])
-    ts = _parse_time(raw["timestamp"], timestamp_unit)
+    ts = _parse_time(raw["timestamp"], timestamp_unit, check_timezone(timezone), time_column)
     val = _float(raw["value"])
     miss = {
         "user_id": miss_user,
@@ -557,23 +790,13 @@ def clean_chunk(
         ok &= ~outside
     val, ok, n_oor, clipped, dropped_oor = _into_range(val, ok, bound, out_of_range)
     report = IngestReport(
-        records_read=n,
-        records_kept=int(ok.sum()),
-        dropped_missing=int(any_missing.sum()),
-        missing={f: int(m.sum()) for f, m in miss.items()},
-        invalid_coordinates=int(bad_coord.sum()),
-        out_of_range=n_oor,
-        clipped=clipped,
-        dropped_out_of_range=dropped_oor,
-        chunks=1,
-        out_of_range_policy=out_of_range,
-        unparseable=unparseable,
-        outside_time_window=int(outside.sum()),
-        timestamp_examples=examples,
+        records_read=n, records_kept=int(ok.sum()), dropped_missing=int(any_missing.sum()),
+        missing={f: int(m.sum()) for f, m in miss.items()}, invalid_coordinates=int(bad_coord.sum()),
+        out_of_range=n_oor, clipped=clipped, dropped_out_of_range=dropped_oor, chunks=1,
+        out_of_range_policy=out_of_range, unparseable=unparseable, outside_time_window=int(outside.sum()),
+        timestamp_examples=examples, id_kinds=_id_kinds(raw["user_id"]),
     )
-    chunk = CleanChunk(
-        user=user[ok], latitude=lat[ok], longitude=lng[ok], timestamp=ts[ok], value=val[ok]
-    )
+    chunk = CleanChunk(user=user[ok], latitude=lat[ok], longitude=lng[ok], timestamp=ts[ok], value=val[ok])
     return chunk, report
 
 
@@ -585,6 +808,7 @@ def read_records(
     out_of_range: str = "clip",
     timestamp_unit: str = "s",
     chunksize: int | None = None,
+    timezone: str | None = None,
 ) -> Iterator[tuple[CleanChunk, IngestReport]]:
     """Stream ``(clean chunk, its ingest counts)`` from a DataFrame, CSV or Parquet source.
 
@@ -593,8 +817,11 @@ def read_records(
     bound = check_bound(bound)
     check_choice(out_of_range, "out_of_range", OUT_OF_RANGE)
     check_choice(timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
+    timezone = check_timezone(timezone)
+    time_column = ColumnMap.from_any(columns).timestamp
     for raw in iter_raw_chunks(source, columns=columns, chunksize=chunksize):
-        yield clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit)
+        yield clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit,
+                          timezone=timezone, time_column=time_column)
 
 
 def check_dropped(report: IngestReport, read: Any) -> None:

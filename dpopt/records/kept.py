@@ -1,22 +1,31 @@
-"""Second pass: the first records of chosen pairs only (bounded memory for the ``user`` model).
+"""Kept records: a second pass over chosen pairs, and a user's c records in a node (uniform samples).
 
 :func:`dpopt.records.contributions` with ``first_records=c`` keeps up to c records of *every*
 pair in one pass: memory ≈ pairs × c, which is all the records when pairs are small (moving users).
-The ``user`` model needs records only of the pairs it keeps, k per user at most, and their first
-c; it chooses (k, c) and the kept pairs from the counts alone. So a caller can read the input twice:
+The ``user`` model needs records only of the pairs it keeps, k per user at most, and c of each; it
+chooses (k, c) and the kept pairs from the counts alone. So a caller can read the input twice:
 
 1. ``table, report = contributions(records, grid, read, bound=U)`` — counts and sums, no records;
 2. choose (k, c) and the kept pairs from ``table`` (their Γ_p = min(m_p, c) for kept pairs, 0
-   otherwise), then ``kept_records(records, grid, read, table, gamma, bound=U)`` — the table with
-   ``samples`` holding the first Γ_p records of pair p (by timestamp, ties by value).
+   otherwise), then ``kept_records(records, grid, read, table, gamma, bound=U, sample_key=s)`` —
+   the table with ``samples`` holding the Γ_p records of pair p with the smallest sample keys
+   (:mod:`.sample_key`, ties by value): a uniform sample of the pair's records.
 
 Memory: Σ_p Γ_p ≤ L·k·c records, whatever the size of the input. The map and reduce steps are the
 same on a local stream and on Dask partitions (:func:`dpopt.records.contributions.tree_stream`,
-:func:`dpopt.records.dask_backend.tree`).
+:func:`dpopt.records.dask_backend.tree`); the kept sets are bit-identical on both.
+
+**A user's c records in a node** (:func:`node_sample_counts`): at a coarser level a user's kept
+records in a node are the c with the smallest keys among its records in the node's finest grids, a
+uniform sample of them. Each pair's stored records are its smallest keys in order, so the node's c
+smallest hold the first Γ_p of each pair p: the rule is a vector Γ_p, read like every other.
+Sensitivity: Γ depends only on the user's own records and the release's secret, and
+Σ_{p in the node} Γ_p ≤ c, so every level's sensitivity argument holds unchanged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -26,12 +35,14 @@ import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice
 from .aggregate import Aggregate, PairSamples
-from .contributions import BACKENDS, Kept, _UserCodes, _empty_samples, _pair_dtype, first_c, tree_stream
+from .contributions import (BACKENDS, Kept, _UserCodes, _empty_samples, _pair_dtype, chunk_keys, pair_key_order,
+                            smallest_c, tree_stream)
 from .grid import h3_cells, time_slots
 from .ingest import clean_chunk, iter_raw_chunks
 from .options import GridSpec, ReadOptions
+from .sample_key import SampleKey
 
-__all__ = ["kept_records"]
+__all__ = ["kept_records", "node_sample_counts", "node_split_counts"]
 
 
 class _PairLookup:
@@ -69,43 +80,48 @@ class _PairLookup:
 
 
 def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions, lookup: _PairLookup,
-                gamma: np.ndarray) -> Kept:
-    """Map step: the rows of one raw chunk that may be among the first Γ_p of their pair p."""
+                gamma: np.ndarray, sample_key: SampleKey) -> Kept:
+    """Map step: the rows of one raw chunk that may be among the Γ_p smallest keys of their pair p."""
     users = _UserCodes()
     chunk, _ = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range, timestamp_unit=read.timestamp_unit,
-                           time_window=read.window_ns, users=users)
+                           time_window=read.window_ns, users=users, timezone=read.timezone,
+                           time_column=read.column_map().timestamp)
     if len(chunk) == 0:
         return _empty_samples()
     cell = h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution)
-    slot = time_slots(chunk.timestamp, grid.slot_ns)
+    slot = time_slots(chunk.timestamp, grid.slot_ns, read.timezone)
     p = lookup(users.labels, np.asarray(chunk.user, dtype=np.int64), cell, slot)
     if np.any(p < 0):
         raise DpoptInputError("`records` changed between the two passes (a record has no pair in the table)")
     want = gamma[p] > 0
-    return _merge([Kept(p=p[want].astype(_pair_dtype(gamma.size)), timestamp=chunk.timestamp[want],
-                        value=chunk.value[want])], gamma)
+    keys = chunk_keys(chunk, users.labels, sample_key, want)
+    return _merge([Kept(p=p[want].astype(_pair_dtype(gamma.size)), key=keys, value=chunk.value[want])], gamma)
 
 
 def _merge(parts: list[Kept], gamma: np.ndarray) -> Kept:
-    """Reduce step: keep the first Γ_p rows of every pair p among the parts' (:func:`first_c`)."""
-    return first_c([(k.p, k.timestamp, k.value) for k in parts], gamma.size, gamma)
+    """Reduce step: keep the Γ_p smallest-key rows of every pair p among the parts' (:func:`smallest_c`)."""
+    return smallest_c([(k.p, k.key, k.value) for k in parts], gamma.size, gamma)
 
 
 def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggregate, gamma: np.ndarray, *,
-                 bound: float, backend: str = "local", client: Any = None) -> Aggregate:
-    """``table`` with ``samples`` = the first ``gamma[p]`` records of every pair p (module doc).
+                 bound: float, sample_key: SampleKey | None = None, backend: str = "local",
+                 client: Any = None) -> Aggregate:
+    """``table`` with ``samples`` = the ``gamma[p]`` smallest-key records of every pair p (module doc).
 
     ``table`` must come from :func:`dpopt.records.contributions` on the same ``records``, ``grid``,
-    ``read`` and ``bound``; ``gamma`` holds one integer in 0..count per pair.
+    ``read`` and ``bound``; ``gamma`` holds one integer in 0..count per pair; ``sample_key`` the
+    release's key (the one given to ``contributions``; None: :meth:`.SampleKey.public`).
     """
     bound = check_bound(bound)
+    sample_key = SampleKey.public() if sample_key is None else sample_key
     backend = check_choice(backend, "backend", BACKENDS)
     gamma = np.asarray(gamma)
     if gamma.shape != table.count.shape or gamma.dtype.kind not in "iu" or np.any(gamma < 0) \
             or np.any(gamma > table.count):
         raise DpoptInputError("`gamma` must hold one integer in 0..count per pair of `table`")
     gamma = gamma.astype(np.int64)
-    step = partial(_kept_chunk, bound=bound, grid=grid, read=read, lookup=_PairLookup(table), gamma=gamma)
+    step = partial(_kept_chunk, bound=bound, grid=grid, read=read, lookup=_PairLookup(table), gamma=gamma,
+                   sample_key=sample_key)
     merge = partial(_merge, gamma=gamma)
     if backend == "dask":
         from .dask_backend import dask_map_reduce
@@ -116,9 +132,71 @@ def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggrega
         kept = tree_stream((step(raw) for raw in chunks), merge)
     kept = _empty_samples() if kept is None else kept
     p = kept.p
-    order = np.lexsort((kept.value, kept.timestamp, p))
+    order = pair_key_order(p, kept.key, kept.value)
     offsets = np.zeros(table.n_pairs + 1, dtype=np.int64)
     np.cumsum(gamma, out=offsets[1:])
     if offsets[-1] != p.size:
         raise DpoptInputError("`records` changed between the two passes (fewer records than counted)")
-    return replace(table, samples=PairSamples(values=kept.value[order], offsets=offsets))
+    return replace(table, samples=PairSamples(values=kept.value[order], offsets=offsets, keys=kept.key[order]))
+
+
+def node_sample_counts(samples: PairSamples, group: np.ndarray, c: int, *,
+                       fallback_keys: Callable[[int], np.ndarray] | None = None) -> np.ndarray:
+    """Γ_p per pair: how many of pair p's records are among the ``c`` records with the smallest
+    (key, value) of its group (module doc). ``group[p]`` ≥ 0 names the group (a (user, node)) whose
+    records pair p's join; −1 keeps none of p. The pairs' stored records must hold each pair's
+    smallest keys in order (``samples.limit`` ≥ c). Without ``samples.keys`` (a table built by
+    hand, stored in time order) ``fallback_keys(n)`` draws n i.i.d. keys, sorted within each pair:
+    the counts Γ_p then have the law of a uniform sample's, within a pair its stored order."""
+    group = np.asarray(group, dtype=np.int64)
+    offsets = np.asarray(samples.offsets, dtype=np.int64)
+    take = np.where(group >= 0, np.minimum(np.diff(offsets), int(c)), 0)
+    total = int(take.sum())
+    owner = np.repeat(np.arange(group.size), take)
+    pos = offsets[owner] + np.arange(total) - np.repeat(np.cumsum(take) - take, take)
+    if samples.keys is not None:
+        keys = samples.keys[pos]
+    elif fallback_keys is not None:
+        r = np.asarray(fallback_keys(total))
+        keys = r[np.lexsort((r, owner))]  # owner is sorted: the j-th smallest draw of a pair at its j-th record
+    else:
+        raise DpoptInputError("the contributions carry no sample keys: build them with dpopt.records.contributions")
+    g = group[owner]
+    order = np.lexsort((samples.values[pos], keys, g))
+    gs = g[order]
+    rank = np.arange(total) - np.searchsorted(gs, gs, side="left")
+    return np.bincount(owner[order[rank < int(c)]], minlength=group.size).astype(np.int64)
+
+
+def node_split_counts(count: np.ndarray, group: np.ndarray, want: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Γ_p per member p of its group: how many of the ``want[p]`` records its group keeps fall in p,
+    drawn from the multivariate hypergeometric law (module doc, "a user's c records in a node", when
+    only the counts are at hand: a second pass, or a model whose counts are public).
+
+    ``count`` m_p ≥ 0 per member; ``group`` its group (members of a group contiguous); ``want`` the
+    group's number of records to keep, repeated on each member (≤ the group's Σ m_p). The split
+    reads only the counts and ``rng`` (drawn independently of the data); each member then keeps its
+    Γ_p smallest-key records, so the group keeps a uniform sample of want records: the counts of a
+    uniform sample across the members have exactly this law, and given them the members' subsets are
+    independent uniform ones. Vectorised over groups, one step per member rank (sequential draws
+    x_j ~ Hypergeometric(m_j, rest_j − m_j, still wanted))."""
+    count, group = np.asarray(count, dtype=np.int64), np.asarray(group, dtype=np.int64)
+    want = np.asarray(want, dtype=np.int64)
+    n = count.size
+    start = np.r_[0, np.flatnonzero(group[1:] != group[:-1]) + 1] if n else np.zeros(0, np.int64)
+    size = np.diff(np.r_[start, n])
+    total = np.add.reduceat(count, start) if n else np.zeros(0, np.int64)
+    need = want[start] if n else np.zeros(0, np.int64)
+    if np.any(need > total) or np.any(need < 0):
+        raise DpoptInputError("`want` must be in 0..the group's record count")
+    out = count.copy()
+    cut = np.flatnonzero(need < total)  # groups that keep fewer than all of their records
+    rest, left = total[cut], need[cut]
+    for j in range(int(size[cut].max()) if cut.size else 0):
+        live = np.flatnonzero(size[cut] > j)
+        idx = start[cut[live]] + j
+        x = rng.hypergeometric(count[idx], rest[live] - count[idx], left[live])
+        out[idx] = x
+        rest[live] -= count[idx]
+        left[live] -= x
+    return out

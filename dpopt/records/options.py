@@ -14,7 +14,7 @@ import pandas as pd
 
 from .._validation import DpoptInputError, check_choice, check_positive_int
 from .grid import check_resolution, parse_slot, slot_text
-from .ingest import DEFAULT_CHUNKSIZE, OUT_OF_RANGE, TIMESTAMP_UNITS, ColumnMap
+from .ingest import DEFAULT_CHUNKSIZE, OUT_OF_RANGE, TIMESTAMP_UNITS, ColumnMap, check_timezone
 
 __all__ = ["GridSpec", "ReadOptions", "DEFAULT_TIME_WINDOW", "DEFAULT_MAX_DROPPED", "read_options_from_args"]
 
@@ -79,6 +79,8 @@ class ReadOptions:
         (default 0.01; 1 disables the check).
     time_window : (start, end) of plausible timestamps, years or ISO dates (default 1990 to 2100);
         records outside are dropped (counted) and count towards ``max_dropped``; None: no window.
+    timezone : IANA zone ("America/Chicago") in which times without a UTC offset were written;
+        None (default): such times are refused.
     """
 
     columns: Any = None
@@ -88,8 +90,10 @@ class ReadOptions:
     chunk_rows: int = DEFAULT_CHUNKSIZE
     max_dropped: float = DEFAULT_MAX_DROPPED
     time_window: tuple[Any, Any] | None = field(default=DEFAULT_TIME_WINDOW)
+    timezone: str | None = None
 
     def __post_init__(self) -> None:
+        check_timezone(self.timezone)
         object.__setattr__(self, "columns", ColumnMap.from_any(self.columns))
         if self.sep == "\\t":  # the CLI's --sep '\t'
             object.__setattr__(self, "sep", "\t")
@@ -137,6 +141,7 @@ def read_options_from_args(args: Any) -> ReadOptions:
     return ReadOptions(
         columns=columns, sep=args.sep, timestamp_unit=args.timestamp_unit, out_of_range=args.out_of_range,
         chunk_rows=args.chunksize if args.chunksize is not None else DEFAULT_CHUNKSIZE,
-        max_dropped=args.max_dropped,
+        max_dropped=DEFAULT_MAX_DROPPED if getattr(args, "max_dropped", None) is None else args.max_dropped,
         time_window=None if str(args.time_window).lower() == "none" else args.time_window,
+        timezone=getattr(args, "timezone", None),
     )

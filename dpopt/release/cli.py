@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
         help="user-level DP release of per-(H3 cell, time slot) means and variances from records",
         description=textwrap.fill(
             "Read records (user, latitude, longitude, timestamp, value), grid them into H3 cells x "
-            "UTC time slots and release every grid's mean and variance with user-level DP. Under "
+            "time slots (UTC, or local with --timezone) and release every grid's mean and variance with user-level DP. Under "
             "--privacy user (default) contribution bounds and grids are chosen under DP and counts "
             "are noised; under --privacy public-occupancy a plan from the public counts chooses which "
             "contributions to keep and how to spend the budget, and the CLIP mechanism adds exact "
@@ -41,9 +41,9 @@ def register(subparsers: Any) -> None:
             "one user may lose over the whole release (--epsilon-total, or --rho / --delta with "
             "--mechanism gaussian; planned by --plan budget, the default) or seed 002's per-grid "
             "--epsilon (then the release costs K*epsilon, Thm II.3). Writes release.csv, "
-            "summary.json, map.png and report.md into --out (for publication) and diagnostics/ "
-            "(suppressed.csv, kept_pairs.csv, ingest.json: raw user ids and value-dependent counts, "
-            "NOT for publication).",
+            "summary.json, report.html, map.png and report.md into --out: publish that folder as it is. "
+            "Files for the data holder only (raw user ids, what reading dropped, timings: NOT for "
+            "publication) go to the sibling folder OUT.diagnostics (owner-only).",
             90,
         ),
         epilog="\n\n".join(textwrap.fill(t, 90) for t in (*USER_MODEL_TEXT, *PRIVACY_MODEL_TEXT, USER_ID_RULE)),
@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty --out (only once the new release is complete)")
     p.add_argument("--h3-resolution", type=int, default=7, help="H3 resolution 0..15 (default 7)")
-    p.add_argument("--slot", default="1h", help="time slot length, e.g. 1h, 15min (default 1h, UTC)")
+    p.add_argument("--slot", default="1h", help="time slot length, e.g. 1h, 15min (default 1h; cut in UTC, or in local time with --timezone)")
     _add_plan_arguments(p)
     _add_input_arguments(p)
     p.set_defaults(func=run)
@@ -122,22 +122,16 @@ def _add_user_arguments(p: Any) -> None:
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid). The "
                    "place release (the default with --partitions) chooses its own record cap and clamp under DP; "
                    "any other --bounds runs --resolution adaptive there")
+    u.add_argument("--strategy", default="optimised", metavar="{optimised,place,adaptive,fixed}",
+                   help="what to measure. optimised (default, with --partitions): the place x time marginals of "
+                   "the list (cell and map x slot, day, hour-of-day, period) get budget shares from an "
+                   "optimisation model fitted on a small DP pilot; one crossed random-effects model answers "
+                   "every listed grid with its own interval (models/engine.md). The named strategies are the "
+                   "earlier fixed shapes, kept for comparison: place (cells over the period and the map), "
+                   "adaptive (the nested hierarchy; without --partitions, private selection of nodes, needs "
+                   "--delta), fixed (every grid alone). Without --partitions the default is adaptive")
     u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
-                   help="auto (default): place with --partitions (Laplace noise, default --bounds), else "
-                   "adaptive. place, with --partitions: each H3 cell of --h3-resolution over the whole period "
-                   "and the map are measured (each user keeps at most T of its records, T chosen from a DP "
-                   "histogram of records per user; values clamped to a DP-chosen B <= U) and each listed grid is answered by "
-                   "its cell's hierarchical estimate, or the map's where the budget is too small for cells "
-                   "(release.csv: one row per published node, answers.csv: which node answers each listed "
-                   "grid). adaptive, with --partitions: measures every level of the public hierarchy above the "
-                   "listed grids (H3 parents x 3h/day/period slots) and answers each listed grid by its finest "
-                   "node whose error meets the target; without --partitions (needs --delta, Laplace noise): "
-                   "selects nodes of the finest grid, of every H3 cell over a public 3640-day period and of the "
-                   "map (R-4 x period) privately, by noisy user counts in a shared public hash order (at the "
-                   "finest grid a user keeps the one where it dwells, >= 10x its mean records per grid, if "
-                   "any), and "
-                   "measures the selected ones (--bounds K,C public, default 4,8). fixed: the flat release of every grid at "
-                   "--h3-resolution (listed, or selected privately)")
+                   help="the old name of --strategy (auto = optimised); kept for one release cycle")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
                    help="multi-resolution releases: the coarsest H3 resolution of the hierarchy (default "
                    "--h3-resolution - 4)")
@@ -170,9 +164,15 @@ def _add_input_arguments(p: Any) -> None:
                    help="values outside [0, U], +-inf included: clip (default), drop, or stop with an error. "
                    "drop makes the public counts depend on values (not covered by the DP guarantee "
                    "unless validity is public); use it only for sentinels")
-    g.add_argument("--max-dropped", type=float, default=0.01, metavar="SHARE",
-                   help="refuse the run when more than this share of the rows is dropped as invalid "
-                   "(default 0.01; 1 disables the check); the causes are printed")
+    g.add_argument("--max-dropped", type=float, default=None, metavar="SHARE",
+                   help="--privacy public-occupancy: refuse the run when more than this share of the rows is "
+                   "dropped as invalid (default 0.01; 1 disables the check); the causes are printed. Under "
+                   "--privacy user dropped records are counted in OUT.diagnostics only (whether a release "
+                   "happens may not depend on the data)")
+    g.add_argument("--timezone", metavar="AREA/CITY", default=None,
+                   help="IANA time zone (e.g. America/Chicago, or UTC) in which times without a UTC offset "
+                   "were written; without it such times are refused. Times with Z or +hh:mm and Unix "
+                   "times need no zone")
     g.add_argument("--time-window", default="1990,2100", metavar="START,END",
                    help="plausible timestamps, years or ISO dates (default 1990,2100): records outside are "
                    "dropped and counted (a wrong --timestamp-unit lands in 1970); 'none' for no window")
@@ -219,7 +219,8 @@ _FLAGS = {"epsilon_total": "--epsilon-total", "epsilon": "--epsilon", "rho": "--
           "chunksize": "--chunksize", "partitions": "--partitions", "bounds": "--bounds",
           "out_of_range": "--out-of-range", "backend": "--backend", "timestamp_unit": "--timestamp-unit",
           "seed": "--seed", "resolution": "--resolution", "coarsest_resolution": "--coarsest-resolution",
-          "profile": "--profile"}
+          "profile": "--profile", "timezone": "--timezone", "max_dropped": "--max-dropped",
+          "time_window": "--time-window", "sep": "--sep"}
 
 
 def _flagged(exc: DpoptInputError) -> CliError:
@@ -240,6 +241,7 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
             ("--split", args.split != "equal"), ("--target", args.target is not None),
             ("--target-variance", args.target_variance is not None), ("--time-limit", args.time_limit is not None),
             ("--criterion", args.criterion != "noise"), ("--out-of-range", args.out_of_range != "clip"),
+            ("--max-dropped", args.max_dropped is not None),
             ("--no-map", args.no_map and args.resolution == "fixed"),
             ("--coarsest-resolution", args.coarsest_resolution is not None
              and not (args.partitions and args.resolution != "fixed"))] if on]
@@ -261,6 +263,8 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     if idle:
         other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
         why = {"--chunksize": "", "--no-map": " (no map is drawn with --resolution fixed)",
+               "--max-dropped": " (a refusal by the share of dropped records would depend on the private data; "
+                                "they are counted in the diagnostics folder)",
                "--coarsest-resolution": " (it goes with --partitions and a multi-resolution --resolution)"}
         raise CliError(f"`{idle[0]}` does nothing under --privacy {privacy}: drop it"
                        + why.get(idle[0], f" (it is an option of {other})"))
@@ -277,7 +281,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
             budget = Budget(epsilon_total=args.epsilon_total, rho=args.rho, delta=args.delta, mechanism=args.mechanism)
         model: Any = UserOptions(partitions=args.partitions, bounds=_bounds_option(args.bounds),
                                  resolution=args.resolution, coarsest_resolution=args.coarsest_resolution,
-                                 profile=args.profile) \
+                                 profile=args.profile, strategy=_strategy(args)) \
             if privacy == "user" else PublicOccupancyOptions(
                 plan=args.plan, pseudo_users=args.pseudo_users, error_bound=args.error_bound, split=args.split,
                 time_limit=args.time_limit, target=_positive(args.target, "target"),
@@ -296,8 +300,9 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
                 "io": InputOptions(columns=columns, out_of_range=args.out_of_range,
                                    timestamp_unit=args.timestamp_unit, chunksize=args.chunksize,
                                    backend=args.backend, progress=_progress(args), sep=args.sep,
-                                   max_dropped=args.max_dropped, time_window=_window(args.time_window))}
-        check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"])
+                                   max_dropped=args.max_dropped, time_window=_window(args.time_window),
+                                   timezone=args.timezone)}
+        check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"], opts["grid"])
     except DpoptInputError as exc:
         raise _flagged(exc) from None
     return opts
@@ -344,6 +349,17 @@ def _records(args: argparse.Namespace) -> tuple[Any, float]:
     return (args.records if remote else Path(args.records)), args.bound
 
 
+def _strategy(args: Any) -> str:
+    """``--strategy``; ``--resolution`` (its old name) says so on stderr when given."""
+    if args.resolution != "auto":
+        print(f"dpopt release: --resolution is the old name of --strategy; running --strategy {args.resolution}",
+              file=sys.stderr)
+        if args.strategy not in ("optimised", args.resolution):
+            raise DpoptInputError(f"--strategy {args.strategy} and --resolution {args.resolution} disagree: give one")
+        return str(args.resolution)
+    return str(args.strategy)
+
+
 def _bounds_option(text: str) -> Any:
     if text in ("histogram", "select", "quantile"):
         return text
@@ -364,7 +380,11 @@ def run(args: argparse.Namespace) -> int:
     records, bound = _records(args)
     privacy = args.privacy or ("public-occupancy" if args.example else "user")
     opts = _options(args, privacy, bound)
-    check_out(args.out, overwrite=args.overwrite)
+    try:  # before any record is read: never an input, nor a folder holding one (issue 36.1)
+        check_out(args.out, overwrite=args.overwrite, inputs=(records, args.partitions))
+    except DpoptInputError as exc:
+        raise CliError(str(exc).replace("`out`", "`--out`").replace("overwrite=True (CLI: --overwrite)",
+                                                                      "--overwrite")) from None
     client = _client(args)
     if client is not None:
         import dataclasses
@@ -387,6 +407,8 @@ def run(args: argparse.Namespace) -> int:
         emit((_user_payload if privacy == "user" else _payload)(result, paths, args.out), True)
     else:  # people: units, no field that does not apply, where the report is (issue 23.3)
         sys.stdout.write(_console(paths, unit, args.out))
+    _say_inputs(result, paths, privacy)
+    _say_delta(result, args, privacy)
     outlook = getattr(result.summary, "outlook", "") if privacy == "user" else _nothing_released(result)
     if outlook:  # issue 21 item 4: never silently nothing
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)
@@ -395,6 +417,30 @@ def run(args: argparse.Namespace) -> int:
               "cycles (e.g. a list within one UTC day), so the release answers what the plain chain would",
               file=sys.stderr)
     return 0
+
+
+def _say_inputs(result: Any, paths: dict[str, Path], privacy: str) -> None:
+    """On stderr: the files read (public: the data holder's own paths) and, under ``user``, where
+    the dropped records are counted (never how many: a private count)."""
+    files = (getattr(result, "diagnostics", None) or {}).get("ingest", {}).get("files") or []
+    if files:
+        shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        print(f"dpopt release: read {len(files)} file{'s' if len(files) > 1 else ''}: {shown}", file=sys.stderr)
+    where = _diagnostics_dir(paths)
+    if privacy == "user" and where:
+        print(f"dpopt release: records that fail cleaning are dropped and counted by cause in {where} (not for "
+              "publication)", file=sys.stderr)
+
+
+def _say_delta(result: Any, args: argparse.Namespace, privacy: str) -> None:
+    """When a ``user`` release spends less δ than --delta allows, say so and why (the private
+    selection spends an equal share of δ at each level it selects: public, from the plan)."""
+    spent = getattr(result.summary, "delta", None) if privacy == "user" else None
+    if args.delta is None or spent is None or not spent < float(args.delta) * (1 - 1e-9):
+        return
+    print(f"dpopt release: note: this release spends δ = {spent:g} of the --delta {args.delta:g} allowed: the "
+          "private selection of grids spends an equal share of δ at each level of the hierarchy it selects, and "
+          "levels it does not select spend none", file=sys.stderr)
 
 
 def _recurring_levels(result: Any) -> int:
@@ -437,11 +483,25 @@ def _console(paths: dict[str, Path], unit: str | None, out: str) -> str:
     return console_summary(summary, paths, unit=unit, table=table, out=out)
 
 
+def _published_names(paths: dict[str, Path]) -> list[str]:
+    """The files of the published folder (names), for --json."""
+    from ..writers.folder import is_diagnostic
+
+    return sorted(Path(p).name for p in paths.values() if not is_diagnostic(p))
+
+
+def _diagnostics_dir(paths: dict[str, Path]) -> str | None:
+    """The data holder's diagnostics folder (not for publication), for --json."""
+    from ..writers.folder import is_diagnostic
+
+    return next((str(Path(p).parent) for p in paths.values() if is_diagnostic(p)), None)
+
+
 def _user_payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:
     """What ``dpopt release`` prints (user): the published headline numbers."""
     s = result.summary
     return {"out": str(Path(out).resolve()),
-            "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
+            "files": _published_names(paths), "diagnostics": _diagnostics_dir(paths),
             "privacy_model": s.privacy_model, "mechanism": s.mechanism, "rho_total": s.rho_total,
             "epsilon_total": s.epsilon_total, "delta": s.delta, "k": s.k, "c": s.c, "bounds_rule": s.bounds_rule,
             "partitions": s.partitions, "resolution": s.resolution, "method": s.method,
@@ -454,7 +514,7 @@ def _payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:
     ing = result.ingest
     payload = {
         "out": str(Path(out).resolve()),
-        "files": sorted(str(p.relative_to(paths["release"].parent)) for p in paths.values()),
+        "files": _published_names(paths), "diagnostics": _diagnostics_dir(paths),
         "users": s.users,
         "grids": s.grids,
         "records_read": ing.records_read,

@@ -23,8 +23,11 @@ read.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Union
+
+import pandas as pd
 
 from .._validation import DpoptInputError, check_bound, check_choice
 from ..estimation import ESTIMATORS, estimate
@@ -38,8 +41,11 @@ from ..privacy.public_occupancy import _check_noise_options as _check_public_noi
 from ..privacy.user import UserOptions, measure
 from ..privacy.user_multires import measure_multires
 from ..privacy.user_place import measure_place
+from ..privacy.engine import measure_engine
 from ..records.aggregate import Aggregate
-from ..records.ingest import IngestReport
+from ..records.grid import local_time_strings, slot_strings, wall_clock
+from ..records.ingest import IngestReport, as_frame, parse_times
+from ..records.sample_key import SampleKey
 from ..userdp.bounding import check_lattice_capacity
 from ..userdp.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
@@ -73,12 +79,22 @@ class EstimationOptions:
 
 
 def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOptions, noise: NoiseOptions,
-                  estimation: EstimationOptions, io: InputOptions) -> float:
+                  estimation: EstimationOptions, io: InputOptions, grid: GridOptions | None = None) -> float:
     """The combination of options, checked before any record is read; returns U."""
     U = check_bound(bound)
-    adaptive = isinstance(model, UserOptions) and model.adaptive
-    method = estimation.method_for(adaptive)
-    if (method == "hierarchical") != adaptive:
+    if grid is not None and isinstance(model, UserOptions) and model.partitions is not None \
+            and model.place_for(budget) and int(grid.h3_resolution) == 0:
+        raise DpoptInputError("`h3_resolution` = 0 leaves no coarser H3 level for the map above the listed cells "
+                              "that the place release measures; use `h3_resolution` >= 1, or strategy='fixed' "
+                              "or 'adaptive'")
+    engine = isinstance(model, UserOptions) and model.engine
+    if engine != (estimation.method in (None, "crossed")) and (engine or estimation.method == "crossed"):
+        raise DpoptInputError(f"`estimation.method` = {estimation.method!r} " + (
+            "does not fit the optimised engine: use 'crossed' (its default) or name a fixed strategy" if engine
+            else "needs the engine's measurements (a partition list and strategy='optimised')"))
+    adaptive = isinstance(model, UserOptions) and model.adaptive and not engine
+    method = "hierarchical" if engine else estimation.method_for(adaptive)
+    if not engine and (method == "hierarchical") != adaptive:
         raise DpoptInputError(f"`estimation.method` = {method!r} " + (
             "does not fit the multi-resolution release: use 'hierarchical' (its default)" if adaptive else
             "needs the measurements of the levels of the public hierarchy: the multi-resolution user release "
@@ -92,6 +108,10 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
         if io.out_of_range != "clip":
             raise DpoptInputError(f"`out_of_range` = {io.out_of_range!r} makes which records count depend on "
                                   "their values; the user model clips values to [0, U]: use 'clip'")
+        if io.max_dropped is not None:
+            raise DpoptInputError(f"`max_dropped` = {io.max_dropped!r} would refuse a release by how many records "
+                                  "were dropped, a private count under the user model; drop it (dropped records are "
+                                  "counted in the diagnostics folder, never published)")
         return U
     if not isinstance(model, PublicOccupancyOptions):
         raise DpoptInputError(f"`model` must be UserOptions or PublicOccupancyOptions; got {type(model).__name__}")
@@ -117,17 +137,21 @@ def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model
     estimated; ``noise`` the sampler and seed; ``io`` how records are read. Returns a
     :class:`UserRelease` or a :class:`ReleaseResult`; write it with :func:`dpopt.release.write_release`.
     """
-    U = check_options(bound, budget, model, noise, estimation, io)
+    U = check_options(bound, budget, model, noise, estimation, io, grid)
+    records = as_frame(records, io.columns)  # polars / GeoPandas frames as pandas, read once
     t0 = time.perf_counter()
-    if isinstance(model, UserOptions):
-        agg, _ = contributions(records, bound=U, grid=grid, io=io, first_records=model.first_records)
+    key = SampleKey.from_seed(noise.seed)  # which records a user keeps: a keyed uniform sample
+    if isinstance(model, UserOptions):  # no refusal by a dropped share: whether a release happens is public
+        model = _local_list(model, io.timezone)
+        agg, ingest = contributions(records, bound=U, grid=grid, io=replace(io, max_dropped=1.0),
+                                    first_records=model.first_records, sample_key=key)
         return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
-                            timings={"aggregate": time.perf_counter() - t0})
+                            timings={"aggregate": time.perf_counter() - t0}, ingest=ingest)
     second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) in ("budget", "hierarchy")
     keep = second_pass and io.backend == "local" and _is_frame(records)
-    agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep)
+    agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep, sample_key=key)
     return release_aggregate(agg, budget, model, bound=U, noise=noise, confidence=estimation.confidence,
-                             ingest=ingest, truncated_sums=truncated_reader(records, bound=U, io=io) if second_pass
+                             ingest=ingest, truncated_sums=truncated_reader(records, bound=U, io=io, sample_key=key) if second_pass
                              else None, timings={"aggregate": time.perf_counter() - t0}, progress=io.progress)
 
 
@@ -151,9 +175,9 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     _check_error_bound(est.table["error_bound"].to_numpy(), options.error_bound, run.measurements.info["plan"])
     times = {**run.timings, "estimate": time.perf_counter() - t0}
     ingest = ingest or IngestReport()
-    diagnostics = {"timings": {key: round(v, 4) for key, v in times.items()}, "ingest": ingest.as_dict()}
-    return public_occupancy_release(run.measurements, est, contributions=run.contributions, grids=run.grids,
-                                    ingest=ingest, diagnostics=diagnostics)
+    diagnostics = {"timings": {key: round(v, 4) for key, v in times.items()}, "ingest": ingest.for_diagnostics()}
+    return local_times(public_occupancy_release(run.measurements, est, contributions=run.contributions,
+                                                grids=run.grids, ingest=ingest, diagnostics=diagnostics), agg.timezone)
 
 
 def _check_error_bound(errors: Any, error_bound: float | None, plan: GridPlan) -> None:
@@ -179,21 +203,78 @@ def _is_frame(records: Any) -> bool:
 def release_user(contributions_table: Aggregate, budget: Budget, options: UserOptions = UserOptions(), *,
                  bound: float | None = None, noise: NoiseOptions = NoiseOptions(),
                  estimation: EstimationOptions = EstimationOptions(), sampler: NoiseMechanism | None = None,
-                 timings: dict[str, float] | None = None) -> UserRelease:
+                 timings: dict[str, float] | None = None, ingest: IngestReport | None = None) -> UserRelease:
     """The ``user`` model on a contributions table (samples kept): measure, estimate (the chosen
-    method for ``mean``/``variance``, the pooled values beside them), format."""
+    method for ``mean``/``variance``, the pooled values beside them), format. ``ingest`` (what
+    reading dropped, by cause: private counts) goes to the diagnostics only."""
     t0 = time.perf_counter()
+    held = {} if ingest is None else {"ingest": ingest.for_diagnostics()}
+    zone = contributions_table.timezone
     if options.adaptive:
-        return _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
-                                 estimation=estimation, sampler=sampler, timings=timings)
+        r = _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
+                              estimation=estimation, sampler=sampler, timings=timings)
+        return local_times(replace(r, diagnostics={**r.diagnostics, **held}), zone)
     m = measure(contributions_table, budget, options, bound=bound, noise=noise, sampler=sampler)
     t1 = time.perf_counter()
     method = estimation.method_for(False)
     est = estimate(m, method=method, confidence=estimation.confidence)
     pooled = est if method == "pooled" else estimate(m, method="pooled", confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
-    return user_release(m, est, pooled, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}},
-                        outlook=flat_outlook(m, est))
+    return local_times(user_release(m, est, pooled, outlook=flat_outlook(m, est),
+                                    diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}, **held}), zone)
+
+
+#: the time columns of release.csv and answers.csv (ISO 8601 start and end times)
+TIME_COLUMNS = ("slot", "slot_end", "repeat_until", "node_slot", "node_slot_end", "node_repeat_until")
+
+
+def local_times(result: Any, timezone: str | None) -> Any:
+    """With ``timezone`` (slots cut on its wall clock, :func:`dpopt.records.grid.time_slots`): every
+    time column of release.csv and answers.csv written with the zone's UTC offset, and the zone
+    recorded in the measurements' facts (summary.json's ``timezone``). Without one: unchanged."""
+    if timezone is None:
+        return result
+
+    def fix(table: Any) -> Any:
+        if table is None:
+            return None
+        table = table.copy()
+        for col in TIME_COLUMNS:
+            if col in table.columns:
+                table[col] = local_time_strings(table[col].to_numpy(dtype=object), timezone)
+        return table
+
+    m = result.measurements if isinstance(result, UserRelease) else result.measured
+    if m is not None:
+        m.info["timezone"] = timezone
+    if isinstance(result, UserRelease):
+        return replace(result, table=fix(result.table), answers=fix(result.answers))
+    hierarchy = result.plan.info.get("hierarchy")
+    if isinstance(hierarchy, dict) and "answers" in hierarchy:
+        hierarchy["answers"] = fix(hierarchy["answers"])
+    return replace(result, table=fix(result.table))
+
+
+def _local_list(model: UserOptions, timezone: str | None) -> UserOptions:
+    """The public partition list's slot times on the wall clock of ``timezone`` (an offset
+    converted, a naive time read in the zone), as the records' slots are, so the two match."""
+    if timezone is None or model.partitions is None or not isinstance(model.partitions, (str, Path, pd.DataFrame)):
+        return model
+    import numpy as np
+
+    frame = model.partitions
+    if not isinstance(frame, pd.DataFrame):
+        if not Path(frame).is_file():
+            return model  # the user model refuses it with its own message
+        frame = pd.read_csv(frame, dtype=str)
+    if "slot" not in frame.columns:
+        return model
+    text = frame["slot"].astype(str)
+    ns = parse_times(text, timezone=timezone)
+    ok = ns != np.iinfo(np.int64).min
+    slots = text.to_numpy(dtype=object).copy()
+    slots[ok] = slot_strings(wall_clock(ns[ok], timezone))
+    return replace(model, partitions=frame.assign(slot=slots))
 
 
 def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None,
@@ -205,10 +286,16 @@ def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, b
         raise DpoptInputError("`sampler` is an option of the flat release (resolution='fixed'); the "
                               "multi-resolution release draws from `noise`")
     t0 = time.perf_counter()
-    m = measure_place(agg, budget, options, U=check_bound(agg.bound if bound is None else bound), noise=noise) \
-        if options.place_for(budget) else measure_multires(agg, budget, options, bound=bound, noise=noise)
+    U = check_bound(agg.bound if bound is None else bound)
+    if options.engine:
+        m = measure_engine(agg, budget, options, U=U, noise=noise)
+    elif options.place_for(budget):
+        m = measure_place(agg, budget, options, U=U, noise=noise)
+    else:
+        m = measure_multires(agg, budget, options, bound=bound, noise=noise)
     t1 = time.perf_counter()
-    est = estimate(m, method=estimation.method_for(True), confidence=estimation.confidence)
+    est = estimate(m, method="crossed" if options.engine else estimation.method_for(True),
+                   confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
     return multires_release(m, est, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}},
                             outlook=levels_outlook(m, est))

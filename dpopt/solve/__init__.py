@@ -3,7 +3,7 @@
 from .model import LinearModel, ModelBuilder
 from .result import SolveResult, Status
 
-__all__ = ["LinearModel", "ModelBuilder", "SolveResult", "Status", "solve", "write_model"]
+__all__ = ["LinearModel", "ModelBuilder", "SolveResult", "Status", "solve", "solve_bounded", "write_model"]
 
 
 def solve(model: LinearModel, **kwargs):  # type: ignore[no-untyped-def]
@@ -11,6 +11,13 @@ def solve(model: LinearModel, **kwargs):  # type: ignore[no-untyped-def]
     from .highs import solve_highs
 
     return solve_highs(model, **kwargs)
+
+
+def solve_bounded(model: LinearModel, **kwargs):  # type: ignore[no-untyped-def]
+    """Solve with a hard ``time_limit`` (see :func:`dpopt.solve.bounded.solve_bounded`)."""
+    from .bounded import solve_bounded as _bounded
+
+    return _bounded(model, **kwargs)
 
 
 def write_model(model: LinearModel, path):  # type: ignore[no-untyped-def]

@@ -38,7 +38,7 @@ from .highs import _quiet_stdout
 from .model import LinearModel
 from .result import SolveResult, Status
 
-__all__ = ["map_status", "solve_cvxpy", "to_cvxpy", "from_cvxpy", "CvxpyModel", "solve_linear_model"]
+__all__ = ["map_status", "solve_cvxpy", "to_cvxpy", "from_cvxpy", "CvxpyModel", "solve_linear_model", "point_of"]
 
 _STATUS = {
     cps.OPTIMAL: Status.OPTIMAL,
@@ -317,6 +317,8 @@ def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:
     dims = data["dims"]
     if dims.exp or dims.soc or dims.psd or dims.p3d:
         raise ValueError("from_cvxpy handles linear problems only (the problem has conic constraints)")
+    if data.get("P") is not None and sp.csc_array(data["P"]).nnz:
+        raise ValueError("from_cvxpy handles linear problems only (the objective is quadratic)")
     c = np.asarray(data["c"], float).ravel()
     _, offset, _, _ = data["param_prob"].apply_parameters()
     A = sp.csc_array(data["A"])
@@ -358,3 +360,21 @@ def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:
         row_blocks={"equalities": slice(0, nz), "inequalities": slice(nz, nz + nn)},
         name=name,
     )
+
+
+def point_of(model: LinearModel, values: Mapping[str, Any], *, tol: float = 1e-6) -> np.ndarray | None:
+    """A point of ``model`` (from :func:`from_cvxpy`) from values by variable name, for a warm start.
+
+    ``None`` when a column block has no value (a variable the caller did not name) or the point
+    violates a row, a bound or integrality by more than ``tol``.
+    """
+    x = np.zeros(model.num_cols)
+    covered = np.zeros(model.num_cols, dtype=bool)
+    for name, sl in model.col_blocks.items():
+        if name not in values:
+            return None
+        x[sl] = np.ravel(np.asarray(values[name], float), order="F")
+        covered[sl] = True
+    if not covered.all() or model.max_violation(x) > tol:
+        return None
+    return x

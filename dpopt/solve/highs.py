@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -167,6 +167,7 @@ def solve_highs(
     warm_start: np.ndarray | None = None,
     verbose: bool = False,
     deadline: float | None = None,
+    heartbeat: Callable[[], Any] | None = None,
 ) -> SolveResult:
     """Solve ``model`` with HiGHS.
 
@@ -191,6 +192,9 @@ def solve_highs(
         limit, a backstop. An interrupt at the deadline is reported as ``time_limit`` (with the
         incumbent, bound and gap) and ``info["interrupted"] = 1``. HiGHS checks these callbacks
         only where it iterates: presolve and the MIP set-up before the root LP are not interrupted.
+    heartbeat : callable, optional
+        Called once, at HiGHS's first interrupt check (with ``deadline``): the solve is then past
+        presolve and interruptible (:mod:`dpopt.solve.isolated` watches for it).
     """
     t0 = time.perf_counter()
     h = _highs_for(model, options, time_limit, verbose=verbose)
@@ -201,7 +205,7 @@ def solve_highs(
         sol.col_value = list(np.asarray(warm_start, float))
         sol.value_valid = True
         h.setSolution(sol)
-    fired = _interrupt_at(h, deadline) if deadline is not None else [False]
+    fired = _interrupt_at(h, deadline, heartbeat) if deadline is not None else [False]
     h.run()
     elapsed = time.perf_counter() - t0
     raw = h.getModelStatus()
@@ -257,14 +261,19 @@ def solve_highs(
     )
 
 
-def _interrupt_at(h: highspy.Highs, deadline: float) -> list[bool]:
+def _interrupt_at(h: highspy.Highs, deadline: float, heartbeat: Callable[[], Any] | None = None) -> list[bool]:
     """Interrupt ``h`` at the first simplex/IPM/MIP interrupt check at or after ``deadline``.
 
-    Returns a one-element list that becomes ``[True]`` when the callback interrupted the solve.
+    Returns a one-element list that becomes ``[True]`` when the callback interrupted the solve;
+    ``heartbeat`` is called at the first check.
     """
     fired = [False]
+    beat = [heartbeat]
 
     def check(event: Any) -> None:
+        if beat[0] is not None:
+            beat[0]()
+            beat[0] = None
         if time.perf_counter() >= deadline:
             fired[0] = True
             event.interrupt()

@@ -6,6 +6,7 @@ contributions lowers K at the price of clipping bias. This package gives
 
 * :func:`clip_user` — the paper's greedy CLIP-USER (Algorithm 1, ERRATA E1/E2), incremental;
 * :func:`solve_suppression` — the exact MILP for the least K with every grid error ≤ E (HiGHS);
+* :func:`suppression_problem` — the MILP as a cvxpy model a researcher extends (labelled pairs);
 * :func:`suppression_frontier` — the least worst-case error E*(K) for every K;
 * :func:`pseudo_user_clipping` — the pseudo-user post-processing of eq. (15);
 * :func:`heavy_hitter_occupancy` — the paper's synthetic family (§VI-A2);
@@ -36,4 +37,18 @@ __all__ = [
     "heavy_hitter_occupancy",
     "SuppressionPlan",
     "verify_lower_bound",
+    "suppression_problem",
+    "SuppressionProblem",
 ]
+
+
+#: names loaded on first use (:mod:`.problem` imports cvxpy, which the rest of the package does not need)
+_LAZY = ('SuppressionProblem', 'suppression_problem')
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    if name in _LAZY:
+        from . import problem
+
+        return getattr(problem, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,14 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..cli_common import CliError, emit
+from ..cli_common import CliError, add_solver_arguments, emit, solver_options
 
 __all__ = ["register", "run", "read_occupancy"]
 
 
 def read_occupancy(path: str | Path) -> Any:
-    """Read an occupancy CSV with columns user, grid, count (a header row is required)."""
-    import pandas as pd
+    """Read an occupancy CSV with columns user, grid, count (a header row is required; standard-library
+    csv, so the light install reads it too)."""
+    import csv
 
     from ..occupancy import Occupancy
 
@@ -21,15 +22,35 @@ def read_occupancy(path: str | Path) -> Any:
     if not p.is_file():
         raise CliError(f"`--occupancy` must be a readable CSV file; got {str(path)!r} (not found)")
     try:
-        frame = pd.read_csv(p)
-    except Exception as exc:  # pandas raises several types for malformed files
+        with open(p, newline="", encoding="utf-8-sig") as f:
+            rows = [r for r in csv.reader(f) if r]
+    except (csv.Error, UnicodeDecodeError) as exc:
         raise CliError(f"`--occupancy` file {str(path)!r} is not a readable CSV: {exc}") from None
-    cols = {c.strip().lower(): c for c in frame.columns}
-    if not {"user", "grid", "count"} <= set(cols):
+    header = [h.strip().lower() for h in rows[0]] if rows else []
+    if not {"user", "grid", "count"} <= set(header):
         raise CliError(
-            f"`--occupancy` file {str(path)!r} must have columns user, grid, count; got {list(frame.columns)}"
+            f"`--occupancy` file {str(path)!r} must have columns user, grid, count; got {rows[0] if rows else []}"
         )
-    return Occupancy.from_frame(frame, user=cols["user"], grid=cols["grid"], count=cols["count"])
+    idx = [header.index(c) for c in ("user", "grid", "count")]
+    body = rows[1:]
+    if any(len(r) <= max(idx) for r in body):
+        raise CliError(f"`--occupancy` file {str(path)!r} has a row with fewer than {len(header)} fields")
+    users, grids, counts = ([r[i].strip() for r in body] for i in idx)
+    try:
+        values = [float(c) for c in counts]
+    except ValueError as exc:
+        raise CliError(f"`--occupancy` file {str(path)!r}: a count is not a number ({exc})") from None
+    return Occupancy.from_triples(_typed(users), _typed(grids), values)
+
+
+def _typed(column: list[str]) -> list[Any]:
+    """A label column as pandas would read it: all integers → int, all numbers → float, else text."""
+    for kind in (int, float):
+        try:
+            return [kind(v) for v in column]
+        except ValueError:
+            pass
+    return column
 
 
 def register(subparsers: Any) -> None:
@@ -47,8 +68,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--method", choices=("greedy", "milp", "frontier"), default="milp")
     p.add_argument("--skip-min-error-grid", action="store_true",
                    help="greedy: never suppress in the grid of smallest initial error (§VI-A3)")
-    p.add_argument("--time-limit", type=float, default=None,
-                   help="total seconds (MILP: default none; frontier: default 600)")
+    add_solver_arguments(p, tie_break=True, default_note="none; the frontier: 600")
     p.add_argument("--strategy", choices=("auto", "milp", "decomposition"), default="auto",
                    help="MILP: compact model, city-scale decomposition, or by size (default)")
     p.add_argument("--progress", action="store_true",
@@ -63,11 +83,12 @@ def run(args: argparse.Namespace) -> int:
     from .greedy import clip_user
     from .milp import solve_suppression
 
+    options = solver_options(args)
     occ = read_occupancy(args.occupancy)
     if args.method == "frontier":
         budget = {} if args.time_limit is None else {"time_limit": args.time_limit}
         fr = suppression_frontier(occ, args.bound, args.epsilon, error_bound=args.error_bound,
-                                  progress=args.progress, **budget)
+                                  progress=args.progress, options=options, **budget)
         payload: dict[str, Any] = {"method": "frontier", "epsilon": fr.epsilon,
                                    "error_bound": fr.error_bound, "points": fr.table(),
                                    "solve_time": fr.solve_time}
@@ -84,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         plan = solve_suppression(occ, args.bound, args.epsilon, error_bound=args.error_bound,
                                  time_limit=args.time_limit, strategy=args.strategy,
-                                 progress=args.progress)
+                                 progress=args.progress, options=options, tie_break=args.tie_break)
     payload = plan.summary()
     if args.list or args.json:
         payload["suppressed"] = sorted(([u, g] for u, g in plan.suppressed), key=repr)

@@ -29,7 +29,7 @@ from .._validation import DpoptInputError, check_positive_int
 from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import Status
-from ..solve import solve as _solve
+from ..solve import solve_bounded as _solve
 from ._kernel import (
     ERROR_RTOL,
     check_inputs,
@@ -102,6 +102,17 @@ class SuppressionFrontier:
     @property
     def errors(self) -> np.ndarray:
         return np.array([p.error for p in self.points], dtype=float)
+
+    def to_frame(self) -> Any:
+        """:meth:`table` as a pandas DataFrame (pandas imported on use)."""
+        from .._frames import frame
+
+        return frame(self.table())
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready digest: ε, E, the number of points and the solve time."""
+        return {"epsilon": self.epsilon, "error_bound": self.error_bound, "points": len(self.points),
+                "solve_time": self.solve_time}
 
     def table(self) -> list[dict[str, Any]]:
         return [

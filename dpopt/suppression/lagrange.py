@@ -265,7 +265,7 @@ def solve_pattern_lp(pool: PatternPool, *, time_limit: float | None = None) -> S
     ``min K`` s.t. ``Σ_p z_{g,p} = 1`` (row block ``one``, duals π_g) and
     ``K − Σ_{g, p ∋ ℓ} z_{g,p} ≥ 0`` (row block ``user``, duals λ_ℓ ≥ 0, Σ λ = 1 at an optimum).
     """
-    from ..solve import ModelBuilder, solve
+    from ..solve import ModelBuilder, solve_bounded
 
     o = pool.oracle
     col_grid, e_col, e_user = pool.arrays()
@@ -278,4 +278,4 @@ def solve_pattern_lp(pool: PatternPool, *, time_limit: float | None = None) -> S
                cols=np.concatenate([z[e_col], np.repeat(K, L)]),
                vals=np.concatenate([-np.ones(e_user.size), np.ones(L)]), lower=0.0, upper=np.inf,
                count=L)
-    return solve(b.build(), time_limit=time_limit)
+    return solve_bounded(b.build(), time_limit=time_limit)

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import LinearModel, ModelBuilder, SolveResult, Status
-from ..solve import solve as _solve
+from ..solve import solve_bounded as _solve
 from ._kernel import (
     ERROR_RTOL,
     baseline_errors,
@@ -487,12 +487,15 @@ class _CompResult:
     time: float
     lagrangian: float = 0.0
     warm: np.ndarray | None = None
+    raw: str = ""
 
 
 #: components with at least this many grids use the decomposition under ``"auto"`` (the paper's
 #: synthetic family has 12 grids and ~8 200 pairs, closed by the compact MILP in ~1.5 s; a 3-day
 #: Austin window has 1 392 grids and 11 638 pairs: compact MILP 10.7 s, decomposition 1.4 s)
 DECOMPOSE_GRIDS = 200
+#: the tie-break stage of a component gets the time its main solve took, and at least this
+TIE_BREAK_MIN_SECONDS = 0.1
 
 
 def _solve_decomposed(
@@ -574,6 +577,16 @@ def _solve_stage(
     return res
 
 
+def _tie_break_limit(main_time: float, cap: float | None, deadline: float | None) -> float:
+    """Seconds for a component's tie-break stage: never more than its main solve took (at least
+    :data:`TIE_BREAK_MIN_SECONDS`), nor ``cap``, nor the time left."""
+    limit = max(main_time, TIE_BREAK_MIN_SECONDS)
+    if cap is not None:
+        limit = min(limit, cap)
+    left = _remaining(deadline)
+    return limit if left is None else min(limit, left)
+
+
 def _unsuppressed_plan(
     occ: Occupancy, U: float, eps: float, E: float, split: str, status: Status, bound: float,
     t0: float, info: dict[str, Any],
@@ -612,7 +625,9 @@ def solve_suppression(
     error_bound : float, optional
         E; default max_g E_g of BASELINE, as in the paper (Algorithm 1, line 3).
     time_limit : float, optional
-        Total seconds for all solves. A limited solve returns its incumbent with status
+        Total seconds for all solves, a hard bound (:func:`dpopt.solve.solve_bounded`: a solve that
+        stalls in HiGHS's presolve is killed and retried with presolve off within the same limit).
+        A limited solve returns its incumbent (or the warm start) with status
         ``Status.TIME_LIMIT``, the proven lower bound on K and the gap. ``None``: no limit.
     options : mapping, optional
         HiGHS options (e.g. ``{"mip_rel_gap": 0}``), checked by the back-end.
@@ -623,10 +638,12 @@ def solve_suppression(
         (a second MILP per component, warm-started with the first plan after
         :func:`prune_plan` has returned every suppression that is not needed).
     tie_break_time_limit : float or None
-        Seconds for the tie-break stage (``None``: no limit). This stage is a multiple-knapsack
-        problem and can be much harder than the first; when limited, the plan still has the
-        optimal K and ``info["tie_break"]`` reports the status and ``info["tie_break_gap"]`` the
-        relative gap on the suppressed samples.
+        Cap on the seconds of each component's tie-break stage (``None``: no cap). The stage never
+        gets more time than the component's main solve took (at least
+        :data:`TIE_BREAK_MIN_SECONDS`), so it at most doubles a solve: it is a multiple-knapsack
+        problem and can be much harder than the first. When limited, the plan still has the
+        optimal K (the pruned first plan is its warm start) and ``info["tie_break"]`` reports the
+        status and ``info["tie_break_gap"]`` the relative gap on the suppressed samples.
     warm_start : SuppressionPlan, optional
         A plan to start from (default: CLIP-USER's plan at the same E on each component solved by
         the compact MILP, when it meets E; ``info["greedy_degradation"]`` is the largest such K).
@@ -714,11 +731,11 @@ def solve_suppression(
             Kc = max(1, int(np.bincount(sm.pair_rows[~mask], minlength=sub.n_users).max()))
             lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0
             results.append((sm, sub, _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time,
-                                                 warm=wmask)))
+                                                 warm=wmask, raw=res.raw_status)))
         else:
             st = res.status if res.status is not Status.OPTIMAL else Status.ERROR
             results.append((sm, sub, _CompResult(st, -1, math.inf, None, res.solve_time,
-                                                 warm=wmask)))
+                                                 warm=wmask, raw=res.raw_status)))
         prog.update("milp", results[-1][2].K if results[-1][2].mask is not None else None,
                     results[-1][2].bound)
 
@@ -764,10 +781,7 @@ def solve_suppression(
                                           row_threshold=K_star)
             r.mask = prune_plan(sm2, r.mask, K_star, U, eps, E, split)
             warm2 = sm2.point(r.mask)
-            limit = _remaining(deadline)
-            if tie_break_time_limit is not None:
-                limit = tie_break_time_limit if limit is None else min(limit, tie_break_time_limit)
-            res2 = _solve_stage(sm2, warm2, limit, opts)
+            res2 = _solve_stage(sm2, warm2, _tie_break_limit(r.time, tie_break_time_limit, deadline), opts)
             if res2.has_solution:
                 r.mask = sm2.suppressed_mask(res2.x)
                 tie_gap = max(tie_gap, res2.gap)
@@ -802,6 +816,7 @@ def solve_suppression(
             "tie_break_gap": tie_gap,
             "greedy_degradation": max(greedy_K) if greedy_K else None,
             "component_times": [r.time for _, _, r in results],
+            "solver_status": [r.raw for _, _, r in results],
             "split": split,
             "strategy": strategy,
             "log": prog.log,

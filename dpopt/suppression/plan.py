@@ -101,6 +101,13 @@ class SuppressionPlan:
         """The plan is a proven optimum (``status is Status.OPTIMAL``)."""
         return self.status is Status.OPTIMAL
 
+    def to_frame(self) -> Any:
+        """One row per suppressed (user, grid) pair, columns ``user``, ``grid`` (pandas on use)."""
+        from .._frames import frame
+
+        pairs = sorted(self.suppressed, key=repr)
+        return frame([{"user": u, "grid": g} for u, g in pairs], columns=["user", "grid"])
+
     def summary(self) -> dict[str, Any]:
         """A JSON-ready digest (used by the CLI)."""
         return {

@@ -29,7 +29,10 @@ class Progress:
         self.context: dict[str, Any] = {}
         self._bar = None
         if enabled:
-            from tqdm.auto import tqdm
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                raise ImportError("progress=True needs tqdm: pip install 'dpopt[release]' (or pip install tqdm)") from None
 
             tot = None if total is None or not math.isfinite(total) else float(total)
             fmt = "{l_bar}{bar}| {n:.0f}/{total_fmt} s {postfix}" if tot else "{desc}: {n:.0f} s {postfix}"

@@ -50,6 +50,22 @@ class PseudoUserResult:
     errors_before: np.ndarray
     max_error: float
 
+    def __repr__(self) -> str:  # one line: never the per-grid arrays
+        return (f"PseudoUserResult(grids={self.grids.size}, max_error={self.max_error:.6g}, "
+                f"max_error_before={float(np.max(self.errors_before, initial=0.0)):.6g})")
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready digest."""
+        return {"grids": int(self.grids.size), "max_error": float(self.max_error),
+                "max_error_before": float(np.max(self.errors_before, initial=0.0))}
+
+    def to_frame(self) -> Any:
+        """One row per grid: ``grid``, ``clip``, ``error``, ``error_before`` (pandas on use)."""
+        from .._frames import frame
+
+        return frame({"grid": self.grids, "clip": self.clip, "error": self.grid_errors,
+                      "error_before": self.errors_before})
+
 
 def pseudo_user_clipping(
     occ: Any,

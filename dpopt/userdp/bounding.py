@@ -10,8 +10,9 @@ own records only (and public parameters):
    release's integer source (:func:`tie_keys`: the OS CSPRNG for a real release, the seeded
    source when a seed is given); it keeps the grids of rank < k (only grids of the public partition list, when
    one is given);
-3. **at most c records per kept (user, grid) pair**: the first c records by timestamp (ties by
-   value), the order of :class:`dpopt.records.aggregate.PairSamples`.
+3. **at most c records per kept (user, grid) pair**: the first c in the order of
+   :class:`dpopt.records.aggregate.PairSamples`, i.e. the c smallest keyed sample keys (ties by
+   value), a uniform sample of the pair's records (:mod:`dpopt.records.sample_key`).
 
 The tie-break keys are i.i.d. per pair, so the bounded contribution of every other user has the same
 law whether or not a given user is present; conditioned on the keys, adding or removing one user

@@ -41,6 +41,7 @@ from ..hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..noise import epsilon_rational, integer_source
 from ..records.aggregate import Aggregate
+from ..records.kept import node_sample_counts
 from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, _grid_sum, _pair_sums, bound_contributions, grid_ranks,
                        lattice_values, tie_keys, user_ranks)
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
@@ -253,8 +254,8 @@ def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c
     """(R, Y, Z) per node of one level, each user bounded **at that level** (models/hierarchy.md §3b):
     ``pair_node`` is the level node of every (user, finest grid) pair (−1 off the list); user ℓ keeps
     a uniformly random set of ≤ ``k`` of its level nodes (i.i.d. key per (user, node)) and in each
-    kept node its first ≤ ``c`` records, its finest pairs taken in an i.i.d. random order and each
-    pair's records in :class:`PairSamples` order. A rule of each user's own records and independent
+    kept node the ≤ ``c`` of its records there with the smallest sample keys, a uniform sample
+    (:func:`dpopt.records.node_sample_counts`). A rule of each user's own records and independent
     keys, so adding/removing a user leaves the others' kept records unchanged (user_level.md §2)."""
     ok = pair_node >= 0
     lp_key = agg.pair_user.astype(np.int64) * (n_nodes + 1) + np.where(ok, pair_node, n_nodes)
@@ -265,13 +266,8 @@ def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c
     rank = np.empty(uniq.size, dtype=np.int64)
     rank[order] = np.arange(uniq.size) - start
     keep_lp = lp_ok & (rank < k)
-    po = np.lexsort((tie_keys(rng, agg.n_pairs), lp))  # pairs grouped by level pair, random order within
-    cnt = agg.count[po].astype(np.int64)
-    cum = np.cumsum(cnt)
-    first = np.searchsorted(lp[po], lp[po], side="left")
-    before = cum - cnt - (cum[first] - cnt[first])
-    gamma = np.zeros(agg.n_pairs, dtype=np.int64)
-    gamma[po] = np.where(keep_lp[lp[po]], np.clip(c - before, 0, cnt), 0)
+    gamma = node_sample_counts(agg.samples, np.where(keep_lp[lp], lp, -1), int(c),
+                               fallback_keys=lambda n: tie_keys(rng, n))
     return level_node_sums(agg, pair_node, n_nodes, gamma, int(c), lat)
 
 

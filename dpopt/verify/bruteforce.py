@@ -165,16 +165,19 @@ class BruteForceResult:
         return self.value <= self.formula + atol
 
 
-def value_grid(bound: float, *, levels: int = 5, dim: int = 1, extra: Sequence[Any] = ()) -> np.ndarray:
+def value_grid(bound: float, *, levels: int = 5, dim: int = 1, extra: Sequence[Any] = (),
+               geometry: str = "l1") -> np.ndarray:
     """A grid of sample values that contains 0 and U.
 
     d = 1: ``levels`` equally spaced values ``0, U/(levels−1), …, U``.
-    d ≥ 2: the points of the simplex ``{x ≥ 0, ‖x‖₁ ≤ U}`` whose coordinates are multiples of
-    ``U/(levels−1)``; ``extra`` adds points (e.g. ``1e-6·e₂``, near the origin along one axis).
+    d ≥ 2: the points of the simplex ``{x ≥ 0, ‖x‖₁ ≤ U}`` (``geometry="l1"``) or of the cube
+    ``[0, U]^d`` (``geometry="cube"``) whose coordinates are multiples of ``U/(levels−1)``;
+    ``extra`` adds points (e.g. ``1e-6·e₂``, near the origin along one axis).
     """
     U = check_bound(bound)
     k = check_positive_int(levels, "levels", minimum=2)
     d = check_dim(dim)
+    geometry = check_geometry(geometry)
     step = U / (k - 1)
     if d == 1:
         pts = np.linspace(0.0, U, k)
@@ -182,7 +185,7 @@ def value_grid(bound: float, *, levels: int = 5, dim: int = 1, extra: Sequence[A
             pts = np.unique(np.concatenate([pts, np.asarray(extra, float).ravel()]))
         return pts
     ticks = np.stack(np.meshgrid(*[np.arange(k)] * d, indexing="ij"), axis=-1).reshape(-1, d)
-    pts = ticks[ticks.sum(axis=1) <= k - 1] * step
+    pts = (ticks if geometry == "cube" else ticks[ticks.sum(axis=1) <= k - 1]) * step
     if len(extra):
         pts = np.unique(np.concatenate([pts, np.asarray(extra, float).reshape(-1, d)]), axis=0)
     return pts
@@ -239,12 +242,12 @@ def _spacing(vals: np.ndarray) -> float:
 
 
 def _refine(objective: Callable[[np.ndarray], np.ndarray], start: np.ndarray, bound: float, dim: int,
-            *, max_sweeps: int = 400, tol: float = 1e-9) -> tuple[float, np.ndarray]:
+            *, max_sweeps: int = 400, tol: float = 1e-9, geometry: str = "l1") -> tuple[float, np.ndarray]:
     """Maximise ``objective`` (batched over rows of shape ``(B, P·d)``) from ``start`` by pattern search.
 
     Each sweep evaluates, in one batch, every coordinate moved alone to ``_LINE_POINTS`` points of a
-    line within its feasible range ([0, U] for d = 1; keeping x ≥ 0 and ‖x‖₁ ≤ U per sample for
-    d ≥ 2) and takes the best move; the step starts at U (a line search over the whole range) and
+    line within its feasible range ([0, U] for d = 1 and the cube; keeping x ≥ 0 and ‖x‖₁ ≤ U per
+    sample for the ℓ1 ball, d ≥ 2) and takes the best move; the step starts at U (a line search over the whole range) and
     shrinks eightfold after a sweep with no improvement, down to ``tol·U``.
     """
     x = np.asarray(start, float).copy()
@@ -254,7 +257,7 @@ def _refine(objective: Callable[[np.ndarray], np.ndarray], start: np.ndarray, bo
     offsets = np.linspace(-1.0, 1.0, _LINE_POINTS)
     cols = np.repeat(np.arange(P), _LINE_POINTS)
     for _ in range(max_sweeps):
-        if dim == 1:
+        if dim == 1 or geometry == "cube":
             hi = np.full(P, bound)
         else:
             per = x.reshape(-1, dim)
@@ -284,8 +287,12 @@ def sensitivity(
     formula: float | None = None,
     max_datasets: int = DEFAULT_MAX_DATASETS,
     refine: bool = True,
+    geometry: str = "l1",
 ) -> BruteForceResult:
     """Largest ``‖f(D) − f(D')‖₁`` over user-level neighbours D ~ D' (brute force).
+
+    ``geometry`` (d ≥ 2): samples in the ℓ1 ball ``{x ≥ 0, ‖x‖₁ ≤ U}`` (``"l1"``) or the cube
+    ``[0, U]^d`` (``"cube"``), for the default grid and the refinement.
 
     Parameters
     ----------
@@ -309,7 +316,7 @@ def sensitivity(
     for vector outputs ``max_{u,v} ‖u − v‖₁ = max_s (max s·u − min s·v)`` over sign vectors s.
     """
     m = as_counts(counts)
-    vals = value_grid(bound, levels=levels, dim=dim) if values is None else np.asarray(values, float)
+    vals = value_grid(bound, levels=levels, dim=dim, geometry=geometry) if values is None else np.asarray(values, float)
     data = enumerate_datasets(m, vals, max_datasets=max_datasets)
     B = data.shape[0]
     out = _as_2d(estimator(data, m), B)
@@ -362,7 +369,7 @@ def sensitivity(
             return np.abs(_as_2d(estimator(a, m), z.shape[0]) - _as_2d(estimator(b, m), z.shape[0])).sum(axis=1)
 
         z0 = np.concatenate([D.ravel(), D2[sl].ravel()])
-        ref_value, z = _refine(objective, z0, check_bound(bound), d)
+        ref_value, z = _refine(objective, z0, check_bound(bound), d, geometry=geometry)
         if ref_value > best_value:
             a, b = pair(z[None, :])
             best_value, D, D2 = ref_value, a[0], b[0]
@@ -403,6 +410,7 @@ def worst_case_error(
     side: str = "both",
     refine: bool = True,
     starts: int = 1,
+    geometry: str = "l1",
 ) -> BruteForceResult:
     """Largest error of an estimator f against a target θ over all datasets (its worst-case bias).
 
@@ -413,7 +421,7 @@ def worst_case_error(
     Var − Var_clip reaches ``U²R(N−R)/N²``, Var_clip − Var only ``(N−R)/N·U²/4``).
     ``refine`` (default True) continues from the best grid datasets by a continuous pattern search
     (module docstring), so a maximiser between the levels is found; ``starts`` is the number of best
-    grid datasets it starts from.
+    grid datasets it starts from. ``geometry`` (d ≥ 2): ``"l1"`` (the ball) or ``"cube"`` ([0, U]^d).
 
     Examples
     --------
@@ -426,7 +434,7 @@ def worst_case_error(
     side = _check_side(side)
     m = as_counts(counts)
     U = check_bound(bound)
-    vals = value_grid(U, levels=levels, dim=dim) if values is None else np.asarray(values, float)
+    vals = value_grid(U, levels=levels, dim=dim, geometry=geometry) if values is None else np.asarray(values, float)
     data = enumerate_datasets(m, vals, max_datasets=max_datasets)
     B = data.shape[0]
     theta = _target(target)
@@ -456,7 +464,7 @@ def worst_case_error(
             return error(z.reshape((z.shape[0],) + shape))
 
         for i in order[: min(starts, B)]:
-            ref_value, z = _refine(objective, data[i].astype(float).ravel(), U, d)
+            ref_value, z = _refine(objective, data[i].astype(float).ravel(), U, d, geometry=geometry)
             if ref_value > best_value:
                 best_value, best_data = ref_value, z.reshape(shape)
     return BruteForceResult(
@@ -491,3 +499,13 @@ def batched(func: Callable[[list[np.ndarray]], Any]) -> Estimator:
 
     wrapper.__doc__ = func.__doc__
     return wrapper
+
+
+GEOMETRIES = ("l1", "cube")
+
+
+def check_geometry(geometry: Any) -> str:
+    """``"l1"`` (samples in the ℓ1 ball, seed 001) or ``"cube"`` (samples in [0, U]^d)."""
+    if geometry not in GEOMETRIES:
+        raise DpoptInputError(f"`geometry` must be 'l1' or 'cube'; got {geometry!r}")
+    return str(geometry)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_counts, as_retained
+from .._validation import DpoptInputError, as_counts, as_retained
 
 __all__ = [
     "mean",
@@ -71,17 +71,34 @@ def _per_sample(values: Any, counts: np.ndarray) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if arr.ndim == 0:
         return np.full(int(counts.sum()), float(arr))
-    if arr.shape == counts.shape:
-        return np.repeat(arr, counts)
+    if arr.shape[0] == counts.shape[0] and (arr.ndim == 2 or arr.shape == counts.shape):
+        return np.repeat(arr, counts, axis=0)
     return arr  # already per sample
 
 
+def _per_coordinate(bounds: np.ndarray, d: int) -> np.ndarray:
+    """Per-sample bounds ``(N,)`` or ``(N, d)`` as ``(N, d)``; any other shape is refused."""
+    if bounds.ndim == 1:
+        return np.repeat(bounds[:, None], d, axis=1)
+    if bounds.ndim == 2 and bounds.shape[1] == d:
+        return bounds
+    raise DpoptInputError(f"clipping bounds of shape {bounds.shape} do not fit samples of dimension {d}: "
+                          f"give one bound per user or sample, or one per (user or sample, coordinate)")
+
+
 def interval_clipped_mean(lower: Any, upper: Any) -> Estimator:
-    """Mean after clipping each sample of user ℓ to ``[a_ℓ, b_ℓ]`` (per-user or per-sample bounds)."""
+    """Mean after clipping each sample of user ℓ to ``[a_ℓ, b_ℓ]`` (per-user or per-sample bounds).
+
+    Vector samples (``samples`` of shape ``(B, N, d)``, e.g. a cube grid, ``value_grid(...,
+    geometry="cube")``) are clipped coordinate by coordinate: bounds per user or per sample apply to
+    every coordinate, bounds of shape ``(L, d)`` or ``(N, d)`` per coordinate.
+    """
 
     def f(samples: np.ndarray, counts: np.ndarray) -> np.ndarray:
         lo = _per_sample(lower, counts)
         hi = _per_sample(upper, counts)
+        if samples.ndim == 3:
+            lo, hi = _per_coordinate(lo, samples.shape[2]), _per_coordinate(hi, samples.shape[2])
         return np.clip(samples, lo, hi).mean(axis=1)
 
     return f

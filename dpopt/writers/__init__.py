@@ -1,5 +1,6 @@
-"""Layer 4 — writers: the published folder (csv, json, report.md, map.png, frontier.png) and
-diagnostics/, written atomically (:mod:`.folder`). Nothing is computed here.
+"""Layer 4 — writers: the published folder (csv, json, report.md, map.png, frontier.png; only the
+files of :data:`.folder.PUBLISHED_FILES`) and its owner-only sibling ``<out>.diagnostics/``, written
+atomically (:mod:`.folder`). Nothing is computed here.
 
 * :func:`write_release` — either model's result into a folder (dispatch on its type);
 * :mod:`.user` — the ``user`` model's table, summary and files;

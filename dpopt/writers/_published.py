@@ -154,10 +154,11 @@ def _window_labels(t0: pd.Series, t1: pd.Series, every: pd.Series, until: pd.Ser
     """A recurring window in words: "08:00–09:00 UTC every day from 2024-03-01 until 2024-03-04 00:00
     UTC" (weekday names for a weekly cycle)."""
     out = []
+    zone = _zone_text(t0)
     for a, b, e, u in zip(t0, t1, every, until):
         fmt = "%a %H:%M" if e >= pd.Timedelta(days=7) else "%H:%M"
         each = "day" if e == pd.Timedelta(days=1) else "week" if e == pd.Timedelta(days=7) else span_text(e)
-        out.append(f"{a:{fmt}}–{b:{fmt}} UTC every {each} from {a:%Y-%m-%d} until {u:%Y-%m-%d %H:%M} UTC")
+        out.append(f"{a:{fmt}}–{b:{fmt}} {zone} every {each} from {a:%Y-%m-%d} until {u:%Y-%m-%d %H:%M} {zone}")
     return pd.Series(out, index=t0.index, dtype=object)
 
 
@@ -175,19 +176,60 @@ def active_at(nodes: pd.DataFrame, t: pd.Timestamp) -> np.ndarray:
     return on
 
 
+def _zone(summary: dict[str, Any]) -> str:
+    """The zone times are shown in: summary.json's ``timezone`` (the one slots were cut in), else UTC."""
+    zone = summary.get("timezone")
+    if isinstance(zone, str) and zone:
+        from ..records.ingest import check_timezone
+        from .._validation import DpoptInputError
+
+        try:
+            return str(check_timezone(zone))
+        except DpoptInputError:
+            return "UTC"
+    return "UTC"
+
+
+def _zone_text(t: pd.Series) -> str:
+    tz = t.dt.tz
+    return "UTC" if tz is None or str(tz) in ("UTC", "utc") else str(tz)
+
+
 def _normalise(table: pd.DataFrame, summary: dict[str, Any]) -> tuple[pd.DataFrame, pd.Timedelta]:
     slot = _slot_length(summary)
+    zone = _zone(summary)
     df = table.reset_index(drop=True).copy()
     df["cell"] = df["cell"].astype(str)
     df["res"] = _resolutions(df["cell"], df)
-    df["t0"], df["t1"] = _times(df, slot)
+    df["t0"], df["t1"] = _times(df, slot)  # instants (UTC); the labels in the zone the slots were cut in
     df["cycle"], df["until"] = _repeats(df)
-    df["slot_label"] = slot_labels(df["t0"], df["t1"])
+    local = {c: df[c].dt.tz_convert(zone) for c in ("t0", "t1", "until")}
+    df["slot_label"] = slot_labels(local["t0"], local["t1"])
     rep = df["cycle"].notna()
     if rep.any():
-        df.loc[rep, "slot_label"] = _window_labels(df.loc[rep, "t0"], df.loc[rep, "t1"], df.loc[rep, "cycle"],
-                                                   df.loc[rep, "until"])
-    return df, slot
+        df.loc[rep, "slot_label"] = _window_labels(local["t0"][rep], local["t1"][rep], df.loc[rep, "cycle"],
+                                                   local["until"][rep])
+    return _public_period(df, zone), slot
+
+
+def _public_period(df: pd.DataFrame, zone: str = "UTC") -> pd.DataFrame:
+    """Nodes over the private selection's fixed public bucket (3640 days, epoch-aligned: not the
+    data's period) shown over the period of the other published slots, or as "the whole period"."""
+    from ..privacy.user_multires_private import PERIOD_NS
+
+    bucket = ((df["t1"] - df["t0"]) == pd.Timedelta(PERIOD_NS, "ns")).to_numpy()
+    if not bucket.any():
+        return df
+    other = df[~bucket]
+    if not len(other):
+        df.loc[bucket, "slot_label"] = "the whole period"
+        return df
+    last = other["until"].where(other["cycle"].notna(), other["t1"])
+    lo, hi = other["t0"].min(), last.max()
+    df.loc[bucket, "t0"], df.loc[bucket, "t1"] = lo, hi
+    label = slot_labels(pd.Series([lo]).dt.tz_convert(zone), pd.Series([hi]).dt.tz_convert(zone)).iloc[0]
+    df.loc[bucket, "slot_label"] = f"the whole period (published slots: {label})"
+    return df
 
 
 def span_text(span: pd.Timedelta) -> str:
@@ -201,13 +243,14 @@ def span_text(span: pd.Timedelta) -> str:
 def slot_labels(t0: pd.Series, t1: pd.Series) -> pd.Series:
     """Each slot [t0, t1) in words: "2015-09-06 05:00–06:00 UTC" within one day, else
     "2015-09-06 05:00 → 2015-09-07 05:00 UTC (24 h)" (so a day-long node never reads "05:00–05:00")."""
+    zone = " " + _zone_text(t0)  # the series' own zone: UTC, or the one the slots were cut in
     start = t0.dt.strftime("%Y-%m-%d %H:%M").astype(object)
     same_day = (t1 - t0 < pd.Timedelta(days=1)) & (t0.dt.normalize() == (t1 - pd.Timedelta(1, "ns")).dt.normalize())
-    short = start + "–" + t1.dt.strftime("%H:%M").astype(object) + " UTC"
+    short = start + "–" + t1.dt.strftime("%H:%M").astype(object) + zone
     length = pd.Series([span_text(x) for x in t1 - t0], index=t0.index, dtype=object)
-    long = start + " → " + t1.dt.strftime("%Y-%m-%d %H:%M").astype(object) + " UTC (" + length + ")"
+    long = start + " → " + t1.dt.strftime("%Y-%m-%d %H:%M").astype(object) + zone + " (" + length + ")"
     out = short.where(same_day, long)
-    return out.where(t1 > t0, start + " UTC")
+    return out.where(t1 > t0, start + zone)
 
 
 #: more finest slots than this: the time control steps over the nodes' own start and end times

@@ -55,6 +55,22 @@ def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) 
     return None
 
 
+def _variance_line(table: pd.DataFrame | None) -> str | None:
+    """Where the variance is published and, for the rest, release.csv's reasons with their counts
+    (the words of report.html's "Withheld" item)."""
+    from .html import variance_published, variance_reasons
+
+    if table is None or "variance" not in table.columns:
+        return None
+    rel = table[table["released"].astype(bool)] if "released" in table.columns else table
+    reasons = variance_reasons(rel)
+    why = "; ".join(f"{r} ({k:,})" for r, k in reasons.items())
+    if not variance_published(rel):
+        return f"not published (mean only): {why}" if why else "not published (mean only)"
+    shown = len(rel) - sum(reasons.values())
+    return f"published in {shown:,} of {len(rel):,} cells" + (f"; withheld: {why}" if why else "")
+
+
 def _report_path(paths: dict[str, Any]) -> Path | None:
     for key, p in paths.items():
         if key in ("html", "report_html") or Path(p).name == "report.html":
@@ -116,6 +132,9 @@ def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None
     acc = _accuracy(summary, table, suffix)
     if acc:
         rows.append(("accuracy", acc))
+    var = _variance_line(table)
+    if var:
+        rows.append(("variance", var))
     bound = summary.get("bound")
     if bound is not None:
         rows.append(("values", f"in 0 to {fmt_number(bound)}{suffix}" if known else
@@ -124,12 +143,14 @@ def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None
         gap = summary.get("plan_gap")
         rows.append(("plan", f"{summary.get('plan')} ({str(summary['plan_status']).replace('_', ' ')}"
                      + (f", gap {gap:.1%})" if isinstance(gap, (int, float)) and np.isfinite(gap) else ")")))
-    files = sorted(Path(p).name for p in (paths or {}).values()
-                   if "diagnostics" not in Path(p).parts)
+    from .folder import is_diagnostic
+
+    files = sorted(Path(p).name for p in (paths or {}).values() if not is_diagnostic(p))
     if files:
-        rows.append(("files", ", ".join(files)))
-    if any("diagnostics" in Path(p).parts for p in (paths or {}).values()):
-        rows.append(("diagnostics", "diagnostics/ is for the data holder only: NOT for publication"))
+        rows.append(("files", ", ".join(files) + (f" (publish the folder {out} as it is)" if out else "")))
+    diag = sorted({str(Path(p).parent) for p in (paths or {}).values() if is_diagnostic(p)})
+    if diag:
+        rows.append(("diagnostics", f"{diag[0]} is for the data holder only (owner-only): NOT for publication"))
     rep = _report_path(paths or {})
     if rep is not None:
         rows.append(("report", f"open {rep} in a browser"))

@@ -42,6 +42,21 @@ def _polys(cells: pd.Series, k: float) -> list[np.ndarray]:
     return out
 
 
+def _degree_axes(ax: Any, k: float) -> None:
+    """Longitude and latitude ticks in degrees (x is longitude·k), at most four each, so a print
+    can be placed on any map."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    def fmt(v: float, pos: str, neg: str) -> str:
+        return f"{abs(v):.2f}° {pos if v >= 0 else neg}"
+
+    ax.xaxis.set_major_locator(MaxNLocator(3))
+    ax.yaxis.set_major_locator(MaxNLocator(4))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _i: fmt(v / k, "E", "W")))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _i: fmt(v, "N", "S")))
+    ax.tick_params(labelsize=8)
+
+
 def _panel(ax: Any, view: PublishedView, at: pd.DataFrame, wh: pd.DataFrame, values: np.ndarray,
            cmap: str, lo: float, hi: float, ticks: list[float], label: str, k: float) -> None:
     fig = ax.get_figure()
@@ -58,8 +73,7 @@ def _panel(ax: Any, view: PublishedView, at: pd.DataFrame, wh: pd.DataFrame, val
     ax.set_xlim(pts[:, 0].min() - pad, pts[:, 0].max() + pad)
     ax.set_ylim(pts[:, 1].min() - pad, pts[:, 1].max() + pad)
     ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
+    _degree_axes(ax, k)
     cb = fig.colorbar(pc, ax=ax, orientation="horizontal", fraction=0.05, pad=0.04, ticks=ticks)
     cb.set_label(label)
 
@@ -134,7 +148,7 @@ def frontier_figure(summary: dict[str, Any], *, frontier: dict[str, Any] | None 
     if len(nice) >= 2:
         ax.set_xticks(nice, [fmt_number(v) for v in nice])
         ax.set_xticks([], minor=True)
-    ax.set_xlabel(f"τ, accuracy target{f' ({view_unit})' if view_unit else ''}")
+    ax.set_xlabel(f"τ, accuracy target of the mean ({view_unit or 'no unit given: units of the value'})")
     ax.set_ylabel("cells published")
     chosen = summary.get("target")
     if chosen is not None:

@@ -1,8 +1,15 @@
-"""Files the report writers of issue 23 add to a release folder: ``report.html``
-(:func:`dpopt.writers.html.write_html_report`), rendered from the folder's own published
-release.csv and summary.json, so it shows nothing the folder does not already publish. Both folder
-writers call :func:`extra_files` inside the temporary folder, before it is renamed into place, so
-the page is written atomically with the rest.
+"""Files the report writers add to a release folder: ``report.html``
+(:func:`dpopt.writers.html.write_html_report`), and the GIS copies of release.csv
+(:data:`dpopt.writers.geo.GEO_FILES`: release.geojson always, release.parquet as GeoParquet where
+pyarrow is installed), all rendered from the folder's own published release.csv and summary.json, so
+they show nothing the folder does not already publish. Both folder writers call :func:`extra_files`
+inside the temporary folder, before it is renamed into place, so these files are written
+atomically with the rest.
+
+The page's street map loads its tiles from OpenStreetMap
+(:data:`dpopt.writers.html.DEFAULT_TILES`); the environment variable ``DPOPT_TILE_URL`` replaces the
+URL template (``{z}/{x}/{y}``, e.g. a local tile server), and ``DPOPT_TILE_URL=none`` turns the street
+map off (the hexagons are then drawn on a plain background with coordinates and a scale bar).
 """
 
 from __future__ import annotations
@@ -16,12 +23,14 @@ import pandas as pd
 __all__ = ["extra_files"]
 
 
-def extra_files(result: Any, tmp: Path, *, unit: str | None = None) -> dict[str, str]:
+def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: bool = False) -> dict[str, str]:
     """Write report.html into ``tmp`` from ``tmp``/release.csv and ``tmp``/summary.json (already
-    written); returns key -> path relative to ``tmp``. ``result`` is not read: the page is
-    post-processing of the published files only. ``unit`` (e.g. "km/h"), when given, is added to
+    written); returns key -> path relative to ``tmp``. ``result`` is read only for the time zone
+    the slots are cut in (a public option, added to summary.json): the page is post-processing of
+    the published files only. ``unit`` (e.g. "km/h"), when given, is added to
     summary.json as ``unit`` (a public label chosen by the data holder) and names the values' unit in
-    the page."""
+    the page. ``figures``: also map.png and (where the release has a frontier) frontier.png
+    (:func:`dpopt.writers.figures.write_figures`), from the same published files."""
     import os
 
     from .folder import folder_mode
@@ -29,9 +38,21 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None) -> dict[str,
 
     table = pd.read_csv(tmp / "release.csv")
     summary = json.loads((tmp / "summary.json").read_text())
-    if unit:
-        summary["unit"] = str(unit)
+    m = getattr(result, "measured", None) or getattr(result, "measurements", None)
+    zone = getattr(m, "info", {}).get("timezone") if m is not None and not callable(m) else None
+    if unit or zone:  # public labels: the unit the data holder names, the zone slots are cut in
+        summary.update({k: str(v) for k, v in (("unit", unit), ("timezone", zone)) if v})
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    page = write_html_report(tmp / "report.html", table, summary, unit=unit)
+    from .geo import write_geo_files
+    from .html import DEFAULT_TILES
+
+    tiles = os.environ.get("DPOPT_TILE_URL", DEFAULT_TILES)
+    page = write_html_report(tmp / "report.html", table, summary, unit=unit,
+                             tiles=None if tiles.strip().lower() in ("", "none") else tiles)
     os.chmod(page, folder_mode() & 0o666)  # written via mkstemp (0600): give it an ordinary file's mode
-    return {"html": "report.html"}
+    files = {"html": "report.html", **write_geo_files(tmp)}
+    if figures:
+        from .figures import write_figures
+
+        files.update({k: p.name for k, p in write_figures(tmp, table, summary, unit=unit).items()})
+    return files

@@ -1,5 +1,7 @@
-"""report.html: one self-contained page (inline SVG, CSS and JS; no CDN, no network at view time)
-that a manager reads in a minute and an analyst uses to look a value up.
+"""report.html: one self-contained page (inline SVG, CSS and JS, Leaflet included; no CDN) that a
+manager reads in a minute and an analyst uses to look a value up. The only request at view time is
+for the street map's tiles (:mod:`.streetmap`); offline the page works the same on a plain
+background.
 
 It takes only what is published — release.csv as a DataFrame and summary.json as a dict — so it is
 post-processing of DP outputs and public data and cannot reveal more than those files. Every string
@@ -8,8 +10,9 @@ reads only attributes the server wrote and sets text with ``textContent``.
 
 Sections: the one-minute summary (what, privacy in words and numbers, accuracy in the data's unit,
 what was withheld and why, how to get more coverage); the map of released nodes (H3 hexagons at
-their own resolution, coloured by value on a scale fitted to the released values, a second panel
-coloured by the interval's half-width, hover = value ± interval, a time control over the slots);
+their own resolution over a street map, coloured by value on a scale fitted to the released values,
+then the value and a second panel coloured by the interval's half-width side by side, hover = value
+± interval, a time control over the slots);
 the coverage–accuracy frontier with τ in one sentence; the sortable table; the methods appendix.
 """
 
@@ -25,8 +28,9 @@ import pandas as pd
 
 from ._published import (PublishedView, active_at, fmt_number, nice_ticks, privacy_statement, published_view,
                          released_count, slot_labels, span_text)
+from .streetmap import DEFAULT_TILES, STREET_JS, leaflet_assets, street_map_html
 
-__all__ = ["render_html", "write_html_report"]
+__all__ = ["render_html", "write_html_report", "DEFAULT_TILES", "variance_published", "variance_reasons"]
 
 _E = html.escape
 #: viridis, 9 stops (value panel) and a light-to-dark orange ramp (uncertainty panel)
@@ -117,6 +121,33 @@ def _is_true(v: Any) -> bool:
     return str(v).strip().lower() in ("true", "1", "1.0", "yes")
 
 
+def _variance_shown(rows: pd.DataFrame) -> np.ndarray:
+    """Which released rows publish a variance: a value, and not marked withheld."""
+    if "variance" not in rows.columns:
+        return np.zeros(len(rows), dtype=bool)
+    shown = pd.to_numeric(rows["variance"], errors="coerce").notna().to_numpy().copy()
+    if "variance_released" in rows.columns:
+        shown &= rows["variance_released"].map(_is_true).to_numpy(dtype=bool)
+    return shown
+
+
+def variance_published(rows: pd.DataFrame) -> bool:
+    """Whether any of the released ``rows`` (release.csv) publishes a variance."""
+    return bool(_variance_shown(rows).any())
+
+
+def variance_reasons(rows: pd.DataFrame) -> dict[str, int]:
+    """Reason → number of released ``rows`` whose variance is withheld, in release.csv's own words
+    (``variance_withheld_reason``; "not published" where a row gives none)."""
+    if "variance" not in rows.columns and "variance_released" not in rows.columns:
+        return {}
+    hidden = ~_variance_shown(rows)
+    why = rows["variance_withheld_reason"] if "variance_withheld_reason" in rows.columns else pd.Series(
+        "", index=rows.index)
+    why = why.where(why.notna() & (why.astype(str).str.strip() != ""), "not published").astype(str)
+    return {str(k): int(v) for k, v in why[hidden].value_counts(sort=True).items()}
+
+
 def _tip(row: pd.Series, view: PublishedView) -> str:
     """Hover text of one released node (plain text; escaped when written)."""
     lines = [f"{row['cell']} · H3 resolution {int(row['res'])} · {row['slot_label']}",
@@ -163,7 +194,7 @@ def _what(view: PublishedView, summary: dict[str, Any]) -> str:
         else:
             slots = f"in {_E(span_text(lengths[0]))} slots"
         span = f", {min(t0):%Y-%m-%d %H:%M} to {max(t1):%Y-%m-%d %H:%M} UTC {slots}"
-    what = "mean" + (" and variance" if "variance" in view.nodes.columns else "")
+    what = "mean" + (" and variance" if variance_published(view.nodes) else "")
     src = ""
     if summary.get("records") and summary.get("users"):
         src = f" from {int(summary['records']):,} records of {int(summary['users']):,} users"
@@ -230,7 +261,7 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
     if model == "public-occupancy" and nw:
         tau = summary.get("target")
         why = (f"at this budget their mean could not be published within ± {fmt_number(tau)} "
-               f"{_E(view.unit)} (the target τ)" if tau is not None else
+               f"{_E(view.unit)} (the accuracy target)" if tau is not None else
                "the plan kept no contribution in them")
         out.append(f"<b>{int(nw):,}</b> cells were withheld: {why}. Publishing them would publish "
                    "noise, not information.")
@@ -243,11 +274,11 @@ def _withheld(view: PublishedView, summary: dict[str, Any]) -> str:
         else:
             out.append("Only the cells of the public list of partitions given were considered; cells "
                        "outside it are not published.")
-    if "variance_released" in view.nodes.columns:
-        nv = int((~view.nodes["variance_released"].map(_is_true)).sum())
-        if nv:
-            out.append(f"The variance of <b>{nv:,}</b> published cell(s) was withheld because its "
-                       "interval was as wide as its whole range (see the table's reason column).")
+    reasons = variance_reasons(view.nodes)
+    if reasons:
+        said = "; ".join(f"{_E(why)} ({k:,} cell{'s' if k > 1 else ''})" for why, k in reasons.items())
+        out.append(f"The variance of <b>{sum(reasons.values()):,}</b> published cell(s) was withheld "
+                   f"(one reason each, as in release.csv): {said}.")
     if not out:
         return ""
     return "<li><b>Withheld:</b> " + " ".join(out) + "</li>"
@@ -274,16 +305,26 @@ def _more(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any]
     return "<li><b>For more coverage:</b> " + "; ".join(tips) + ".</li>"
 
 
+#: what ε = 1 and ε = 10 mean in practice, with where the numbers come from (plain text, no link)
+EPSILON_IN_PRACTICE = (
+    "In practice: whatever anyone concludes from the release, one person's data can change the odds of that "
+    "conclusion by a factor of at most e<sup>ε</sup>: about 2.7 at ε = 1, a strong guarantee by common "
+    "practice, and about 22,000 at ε = 10, a weak one, though deployed releases have used such values and "
+    "more (the US Census Bureau's 2020 redistricting data used about ε = 17 for persons). Published "
+    "deployments and their ε: D. Desfontaines, “A list of real-world uses of differential privacy”, "
+    "desfontain.es/blog/real-world-differential-privacy.html.")
+
+
 def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
     nums, words = privacy_statement(summary)
     model = _E(str(summary.get("privacy_model", "")))
     items = [_what(view, summary), _shape(view, summary),
              f"<li><b>Privacy:</b> user-level differential privacy, model <i>{model}</i>, "
-             f"<b>{_E(nums)}</b>. {_E(words)}</li>",
+             f"<b>{_E(nums)}</b>. {_E(words)} {EPSILON_IN_PRACTICE}</li>",
              _accuracy(view), _withheld(view, summary), _more(view, summary, frontier),
-             "<li><b>Look up one value:</b> on the map below, pick the time slot (slider or list), then "
-             "hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
-             "search box. The right-hand map shows how uncertain each hexagon is.</li>"]
+             "<li><b>Look up one value:</b> on the street map below, pick the time slot (slider or list), "
+             "then hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
+             "search box. Below the street map, the right-hand panel shows how uncertain each hexagon is.</li>"]
     if summary.get("outlook"):  # issue 21 item 4: a release with nothing worth reading says so first
         items.insert(0, f"<li><b>Nothing worth reading:</b> {_E(str(summary['outlook']))}</li>")
     unit_note = ("" if view.unit_known else
@@ -348,11 +389,39 @@ def _panel(view: PublishedView, proj: _Projection, fills: list[str], cls: str, b
             f'role="img">{defs}{base}<g>{wh}</g><g>{"".join(shapes)}</g><g>{"".join(hatches)}</g></svg>')
 
 
-def _map_section(view: PublishedView, basemap: dict[str, Any] | None) -> str:
+def _finest(view: PublishedView) -> list[str]:
+    """The published cells at the finest published resolution: the map opens on their extent."""
+    n = view.nodes
+    return sorted(set(n.loc[n["res"] == n["res"].max(), "cell"]))
+
+
+def _street_nodes(view: PublishedView, proj: _Projection, fills: tuple[list[str], list[str]],
+                  full: float) -> list[dict[str, Any]]:
+    """The street map's nodes in drawing order (coarse first): ring, colours (``fills``: by mean,
+    by half-width), opacity fading with the half-width (0.8 at 0 down to 0.25 from half the
+    range), dashed where uncertain."""
+    nodes = view.nodes
+    t0, t1 = _epoch(nodes["t0"]), _epoch(nodes["t1"])
+    rep = nodes["cycle"].notna().to_numpy()
+    cyc = np.where(rep, nodes["cycle"].fillna(pd.Timedelta(0)) // pd.Timedelta(seconds=1), 0)
+    until = np.where(rep, _epoch(nodes["until"].fillna(nodes["t1"])), 0)
+    b = np.nan_to_num(nodes["bound"].to_numpy(float), nan=np.inf)
+    opacity = 0.8 - 0.55 * np.minimum(1.0, b / (0.5 * full))
+    out = []
+    for i in _draw_order(nodes):
+        row = nodes.iloc[i]
+        out.append({"ring": np.round(proj.rings[row["cell"]], 6).tolist(), "fill": fills[0][i], "ufill": fills[1][i],
+                    "opacity": round(float(opacity[i]), 3), "dashed": bool(b[i] > 0.25 * full),
+                    "tip": _tip(row, view), "i": int(i), "t0": int(t0[i]), "t1": int(t1[i]),
+                    "c": int(cyc[i]), "u": int(until[i])})
+    return out
+
+
+def _map_section(view: PublishedView, basemap: dict[str, Any] | None, tiles: str | None = DEFAULT_TILES) -> str:
     nodes = view.nodes
     if not len(nodes):
         return '<section id="map-section"><h2>Map</h2><p>No cell was published.</p></section>'
-    proj = _Projection(sorted(set(nodes["cell"]) | set(view.withheld["cell"])), sorted(set(nodes["cell"])))
+    proj = _Projection(sorted(set(nodes["cell"]) | set(view.withheld["cell"])), _finest(view))
     base = _basemap_paths(basemap, proj)
     m = nodes["mean"].to_numpy(float)
     lo, hi, ticks = nice_ticks(np.nanmin(m), np.nanmax(m))
@@ -364,21 +433,27 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None) -> str:
     hatch = np.nan_to_num(b, nan=np.inf) > 0.25 * full
     left = _panel(view, proj, fills, "node", base, hatch, "map-value")
     right = _panel(view, proj, ufills, "unode", base, None, "map-uncertainty")
+    street = street_map_html(_street_nodes(view, proj, (fills, ufills), full), [proj.rings[c] for c in _finest(view)],
+                             tiles=tiles)
     conf = _conf(view)
     cut = "" if view.steps_cut is None else (
         f" The time control stops at {view.steps_cut:%Y-%m-%d %H:%M} UTC: some slots recur every day over a longer "
         "period than it can step through; after that the same hours repeat, and every published cell is in the "
         "table below.")
     return f"""<section id="map-section"><h2>Map of the published values</h2>
-<p>Each coloured hexagon is one published cell for the time slot chosen below (the map is zoomed to
-the published cells); hover (or tap) it for its value, interval and resolution. Hatched hexagons are
-uncertain: their {conf} interval is wider than
-± a quarter of the range of values. Grey outlines are cells with data that were withheld.{cut}</p>
+<p>Each coloured hexagon is one published cell for the time slot chosen below; hover (or tap) it for
+its value, interval and resolution. The street map opens on the cells of the finest published
+resolution; drag and zoom it to place them. Its colour is the mean; a faded hexagon with a dashed
+outline is uncertain (its {conf} interval is wider than ± a quarter of the range of values).{cut}</p>
 <div class="controls"><button type="button" id="prev" aria-label="previous slot">◀</button>
 <input type="range" id="step" min="0" max="{len(view.steps) - 1}" value="0" aria-label="time slot">
 <button type="button" id="next" aria-label="next slot">▶</button>
 <select id="step-pick" aria-label="jump to a time slot"></select>
 <b id="step-label"></b> <span id="step-count"></span></div>
+{street}<div class="street-legend" data-show="mean">{_legend(_VIRIDIS, lo, hi, ticks, f"mean{view.label}", "gs")}</div>
+<div class="street-legend" data-show="bound" hidden>{_legend(_UNCERT, blo, bhi, bticks, f"± half-width of the {conf} interval{view.label}", "gsu")}</div>
+<p>The same cells side by side, value and uncertainty (hatched: uncertain; grey outlines: cells with
+data that were withheld):</p>
 <div class="panels"><figure><figcaption>Mean{_E(view.label)}</figcaption>{left}
 {_legend(_VIRIDIS, lo, hi, ticks, f"mean{view.label}", "gv")}</figure>
 <figure><figcaption>Uncertainty: ± half-width of the {conf} interval{_E(view.label)}</figcaption>{right}
@@ -446,7 +521,7 @@ def _table_columns(view: PublishedView) -> list[tuple[str, str, Any]]:
     n, u = view.nodes.columns, view.label
     cols: list[tuple[str, str, Any]] = [
         ("cell", "s", lambda r: r["cell"]), ("resolution", "n", lambda r: r["res"]),
-        ("time slot (UTC)", "s", lambda r: r["slot_label"]),
+        ("time slot", "s", lambda r: r["slot_label"]),
         (f"mean{u}", "n", lambda r: r["mean"]), (f"± ({_conf(view)})", "n", lambda r: r["bound"]),
         ("interval", "s", lambda r: f"{fmt_number(r['lo'])} – {fmt_number(r['hi'])}")]
     if "variance" in n:
@@ -492,6 +567,13 @@ def _table_section(view: PublishedView) -> str:
 # ----------------------------------------------------------------------------- methods appendix
 
 _TERMS = [
+    ("ε (epsilon)", "The privacy budget: how much one user's data can change what the release shows "
+                    "(smaller is more private); summed over every statistic published."),
+    ("user-level differential privacy", "The guarantee holds for everything one user contributed, not "
+                                        "for each record separately."),
+    ("τ (tau)", "The accuracy target: the largest ± (at the stated probability) a published mean may have."),
+    ("H3", "Uber's hierarchical grid of hexagons; a resolution number sets their size (7: about 2.8 km "
+           "across, each step coarser is about 2.6 times wider)."),
     ("seed 002", "Rameshwar & Tandon, “On Improving the Composition Privacy Loss in Differential Privacy "
                  "for Fixed Estimation Error” (arXiv 2405.06261): the public-occupancy model, per-grid "
                  "worst-case error and suppression of (user, grid) contributions."),
@@ -582,6 +664,15 @@ th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}td{white-spac
 #table tbody tr:hover{background:#f3f7ff;cursor:pointer}
 th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}table.kv th{font-weight:500;color:#444}
 dt{font-weight:600}dd{margin:0 0 .5em 1em}
+#methods table.kv{table-layout:fixed;width:100%}#methods table.kv th{width:14em}
+#methods td,#methods th,#methods dd{white-space:normal;overflow-wrap:anywhere}
+#street-map{height:500px;border:1px solid #d8d8d8;border-radius:4px;background:#f2efe9}
+#street-map.plain{background:#f7f7f5}#street-map .grat{color:#555;font-size:11px;white-space:nowrap}
+#street-map .grat-lat span{position:absolute;right:4px;top:0}
+#street-map .coords{background:#fffd;padding:1px 6px;font-size:12px;border-radius:3px}
+.leaflet-tooltip .street-tip{white-space:pre-line;max-width:420px}
+#street-map .colour-by{background:#fff;padding:4px 8px;border-radius:4px;box-shadow:0 1px 4px #0003;font-size:13px}
+#street-map .colour-by label{display:block;cursor:pointer}
 """
 
 _JS = """
@@ -598,7 +689,8 @@ function show(k){k=Math.max(0,Math.min(steps.length-1,k));var t=steps[k].t,n=0;
   var on=c?(a<=t&&t<+el.dataset.u&&((t-a)%c)<b-a):(a<=t&&t<b);
   el.style.display=on?'':'none';if(on&&el.classList.contains('node')){n++;}});
  range.value=String(k);pick.value=String(k);label.textContent=steps[k].label;
- count.textContent='('+n+' published cell'+(n===1?'':'s')+')';}
+ count.textContent='('+n+' published cell'+(n===1?'':'s')+')';
+ document.dispatchEvent(new CustomEvent('dpopt-step',{detail:t}));}
 range.addEventListener('input',function(){show(+range.value);});
 document.getElementById('prev').addEventListener('click',function(){show(+range.value-1);});
 document.getElementById('next').addEventListener('click',function(){show(+range.value+1);});
@@ -624,6 +716,7 @@ if(table){var body=table.tBodies[0];
   var el=document.querySelector('svg.map path.node[data-i="'+tr.dataset.i+'"]');if(!el){return;}
   var t0=+el.dataset.t0,k=0;steps.forEach(function(s,j){if(s.t<=t0){k=j;}});show(k);
   document.querySelectorAll('svg.map path.hl').forEach(function(p){p.classList.remove('hl');});mark(tr.dataset.i,true);
+  document.dispatchEvent(new CustomEvent('dpopt-focus',{detail:+tr.dataset.i}));
   document.getElementById('map-section').scrollIntoView({behavior:'smooth'});});
  var find=document.getElementById('find');find.addEventListener('input',function(){var q=find.value.trim().toLowerCase();
   Array.prototype.forEach.call(body.rows,function(r){r.hidden=q!==''&&r.cells[0].textContent.toLowerCase().indexOf(q)<0;});});}
@@ -647,7 +740,7 @@ def _steps_json(view: PublishedView) -> str:
 
 def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[str, Any] | None = None,
                 basemap: dict[str, Any] | None = None, unit: str | None = None,
-                title: str | None = None) -> str:
+                title: str | None = None, tiles: str | None = DEFAULT_TILES) -> str:
     """The report page as a string (see the module docstring).
 
     Parameters
@@ -656,8 +749,13 @@ def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[
     summary : summary.json as a dict; ``summary["frontier"]`` is used when ``frontier`` is None.
     frontier : the coverage–accuracy frontier (``tau``, ``coverage``, ``knee``, ``knee_rule``).
     basemap : optional GeoJSON FeatureCollection (lines/polygons, [lng, lat]) drawn under the
-        hexagons; nothing is ever fetched.
+        hexagons of the side-by-side panels; nothing is ever fetched for them.
     unit : unit of the values (else ``summary["unit"]``, else "units of the value").
+    title : the page's heading (default: the number of published cells).
+    tiles : the street map's tile URL template (``{z}``, ``{x}``, ``{y}``; default OpenStreetMap's,
+        :data:`DEFAULT_TILES`), fetched by the viewer's browser only; e.g.
+        ``"http://127.0.0.1:8080/{z}/{x}/{y}.png"`` for a local tile server, or None for no street
+        map (a plain background with coordinates and a scale bar, as when the browser is offline).
     """
     view = published_view(table, summary, unit=unit)
     if frontier is None:
@@ -667,20 +765,21 @@ def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[
     if n is not None and n != len(view.nodes):
         head += f" (summary.json says {n:,})"
     body = "".join([
-        _summary_section(view, summary, frontier), _map_section(view, basemap),
+        _summary_section(view, summary, frontier), _map_section(view, basemap, tiles),
         _frontier_section(view, summary, frontier), _table_section(view),
         _methods_section(summary, frontier)])
+    css, js = leaflet_assets()
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-            f"<title>{_E(head)}</title><style>{_CSS}</style></head><body><main>"
+            f"<title>{_E(head)}</title><style>{css}</style><style>{_CSS}</style></head><body><main>"
             f"<h1>{_E(head)}</h1>{body}</main>"
             f'<script type="application/json" id="steps-data">{_steps_json(view)}</script>'
-            f"<script>{_JS}</script></body></html>\n")
+            f"<script>{js}</script><script>{STREET_JS}</script><script>{_JS}</script></body></html>\n")
 
 
 def write_html_report(path: str | Path, table: pd.DataFrame, summary: dict[str, Any], *,
                       frontier: dict[str, Any] | None = None, basemap: dict[str, Any] | None = None,
-                      unit: str | None = None) -> Path:
+                      unit: str | None = None, tiles: str | None = DEFAULT_TILES) -> Path:
     """Write :func:`render_html` to ``path`` (UTF-8; a directory gets ``report.html``) and return
     the file's path. Atomic: written beside the target, then renamed."""
     import os
@@ -689,7 +788,7 @@ def write_html_report(path: str | Path, table: pd.DataFrame, summary: dict[str, 
     p = Path(path)
     if p.is_dir():
         p = p / "report.html"
-    text = render_html(table, summary, frontier=frontier, basemap=basemap, unit=unit)
+    text = render_html(table, summary, frontier=frontier, basemap=basemap, unit=unit, tiles=tiles)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".report-", suffix=".html")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)

@@ -7,7 +7,8 @@ public-occupancy model (counts, sensitivities, noise scales, error bounds; see
 averages are post-processing of DP outputs. See models/release.md, "What is published, and why it
 may be".
 
-Not for publication (``out/diagnostics/``): suppressed.csv and kept_pairs.csv (raw user ids and
+Not for publication (the sibling folder ``<out>.diagnostics/``, :func:`.folder.diagnostics_folder`):
+suppressed.csv and kept_pairs.csv (raw user ids and
 their record counts per grid: anyone holding the data can recount the privacy loss K from them) and
 ingest.json (counts that depend on values, e.g. how many values were clipped, and timings, which
 correlate with the drawn noise).
@@ -194,7 +195,7 @@ def _accounting_lines(result: ReleaseResult) -> list[str]:
         f"- K = the most released grids any user is kept in = **{s.degradation}** (every record kept: "
         f"{s.degradation_baseline})",
         f"- **{_spend_text(s)}**, recounted from the kept (user, grid) pairs and the budgets the "
-        "samplers use (diagnostics/kept_pairs.csv lets anyone holding the data recount it)",
+        "samplers use (kept_pairs.csv in the diagnostics folder lets anyone holding the data recount it)",
     ]
     if s.budget_mode == "per-grid":
         lines.append(f"- without a plan: {s.epsilon_total_baseline:g}; basic composition over all {s.grids} "
@@ -202,7 +203,7 @@ def _accounting_lines(result: ReleaseResult) -> list[str]:
     lines += [
         f"- noise: {s.noise}",
         "- public by assumption (seed 002 §II-C): the occupancy array, i.e. n_users, n_records and "
-        "max_user_records per grid (the suppressed and kept pairs, with raw user ids, are in diagnostics/, "
+        "max_user_records per grid (the suppressed and kept pairs, with raw user ids, are in the diagnostics folder, "
         "not published)",
         *_value_drop_caveat(ing),
     ]
@@ -261,7 +262,7 @@ def _input_lines(s: Any, ing: dict[str, Any]) -> list[str]:
            if ing.get("out_of_range_policy", "clip") == "drop" else "")
         + ")",
         f"- values outside [0, {s.bound:g}]: policy {ing.get('out_of_range_policy', 'clip')}; how many were "
-        "out of range depends on values and is not published (diagnostics/ingest.json)",
+        "out of range depends on values and is not published (ingest.json in the diagnostics folder)",
         f"- users {s.users}, grids {s.grids}, occupied (user, grid) pairs {s.pairs}, records aggregated {s.records}",
         "",
     ]
@@ -319,7 +320,8 @@ def report_markdown(result: ReleaseResult) -> str:
         "- `map.png`: released means on the hexagons (withheld grids grey)",
         *(["- `frontier.png`: grids within the target against the target (budget plan, public counts only)"]
           if s.frontier is not None else []),
-        f"- `{DIAGNOSTICS}/` (NOT for publication, for the data holder): `suppressed.csv` and "
+        "- the folder `<out>.diagnostics/` beside this one (NOT for publication, for the data holder): "
+        "`suppressed.csv` and "
         "`kept_pairs.csv` (raw user ids, records per grid; recount K from them), `ingest.json` "
         "(value-dependent counts such as clipped values, and timings)",
         "",
@@ -473,12 +475,6 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool, value_unit
     if tables is not None:  # plan="hierarchy": each finest grid -> its answering published node (public)
         tables["answers"].to_csv(tmp / "answers.csv", index=False)
         names["answers"] = "answers.csv"
-    if make_map:
-        plot_map(result, tmp / "map.png")
-        names["map"] = "map.png"
-        if result.summary.frontier is not None:
-            plot_frontier(result, tmp / "frontier.png")
-            names["frontier"] = "frontier.png"
     (tmp / "report.md").write_text(report_markdown(result))
     names["report"] = "report.md"
     result.suppressed_frame().to_csv(diag / "suppressed.csv", index=False)
@@ -491,7 +487,8 @@ def _write_files(result: ReleaseResult, tmp: Path, *, make_map: bool, value_unit
         "NOT FOR PUBLICATION. Diagnostics for the data holder: raw user ids with their record counts per "
         "grid (suppressed.csv, kept_pairs.csv) and counts that depend on values plus timings (ingest.json).\n"
     )
-    return {**names, **extra_files(result, tmp, unit=value_unit)}
+    # report.html, the GIS files and, with make_map, map.png and frontier.png (dpopt.writers.figures)
+    return {**names, **extra_files(result, tmp, unit=value_unit, figures=make_map)}
 
 
 def write_report(
@@ -502,7 +499,7 @@ def write_report(
     paths of the files.
 
     Published files at the top of ``out`` (release.csv, summary.json, map.png, report.md);
-    ``out/diagnostics/`` holds suppressed.csv, kept_pairs.csv and ingest.json for the data holder
+    ``<out>.diagnostics/`` beside it holds suppressed.csv, kept_pairs.csv and ingest.json for the data holder
     only (module doc).
     """
     return write_atomically(out, lambda tmp: _write_files(result, tmp, make_map=make_map, value_unit=unit), overwrite=overwrite)

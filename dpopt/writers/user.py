@@ -1,6 +1,7 @@
 """A ``user``-model release as published: the table and summary (:class:`UserRelease`, assembled
 from the model's Measurements and the estimation layer's Estimates by :func:`user_release`) and its
-files release.csv, summary.json, report.md (all publishable) with diagnostics/timings.json.
+files release.csv, summary.json, report.md (all publishable) with diagnostics.json (timings, what reading dropped)
+in the data holder's diagnostics folder.
 
 Written atomically (:mod:`.folder`). Nothing here is computed and nothing is un-noised data: the
 table holds DP outputs and post-processing of them (formatted: H3 cells and slots as text, cell
@@ -236,8 +237,8 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
 
 def _shape(info: dict[str, Any]) -> str:
     """The multi-resolution shape in words for summary.json (public: the options chose it)."""
-    if info.get("shape") == "place":
-        return "place"
+    if info.get("shape") in ("place", "engine"):
+        return "optimised marginals" if info["shape"] == "engine" else "place"
     return "private selection" if str(info.get("partitions", "")).startswith("private") else "levels"
 
 
@@ -378,8 +379,8 @@ def _multires_markdown(result: UserRelease) -> str:
 def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool = False,
                        make_map: bool = True, unit: str | None = None) -> dict[str, Path]:
     """Write release.csv, summary.json and report.md into folder ``out`` atomically (refused if
-    ``out`` is not empty unless ``overwrite``; the multi-resolution release adds answers.csv and,
-    with ``make_map``, map.png), and ``diagnostics/timings.json`` for the data holder
+    ``out`` is not empty unless ``overwrite``; the multi-resolution release adds answers.csv; with
+    ``make_map``, map.png), and ``diagnostics.json`` in the diagnostics folder for the data holder
     (timings are never published: the exact sampler's time depends on the noise drawn)."""
     def write(tmp: Path) -> dict[str, str]:
         result.table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
@@ -387,17 +388,13 @@ def write_user_release(result: UserRelease, out: str | Path, *, overwrite: bool 
         (tmp / "summary.json").write_text(json.dumps(payload, indent=2) + "\n")
         (tmp / "report.md").write_text(user_report_markdown(result))
         (tmp / DIAGNOSTICS).mkdir()
-        (tmp / DIAGNOSTICS / "timings.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
+        (tmp / DIAGNOSTICS / "diagnostics.json").write_text(json.dumps(to_jsonable(result.diagnostics), indent=2) + "\n")
         files = {"release": "release.csv", "summary": "summary.json", "report": "report.md",
-                 "diagnostics": f"{DIAGNOSTICS}/timings.json", **extra_files(result, tmp, unit=unit)}
+                 "diagnostics": f"{DIAGNOSTICS}/diagnostics.json",
+                 **extra_files(result, tmp, unit=unit, figures=make_map)}  # report.html, GIS files, map.png
         if result.answers is not None:
             result.answers.to_csv(tmp / "answers.csv", index=False)
             files["answers"] = "answers.csv"
-            if make_map:
-                from .figures import write_figures
-
-                write_figures(tmp, pd.read_csv(tmp / "release.csv"), payload)
-                files["map"] = "map.png"
         return files
 
     return write_atomically(out, write, overwrite=overwrite)

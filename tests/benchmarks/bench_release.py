@@ -81,7 +81,7 @@ def recount(out: Path) -> int:
     d["cell"] = [h3.latlng_to_cell(a, b, 7) for a, b in zip(d.latitude, d.longitude)]
     d["slot"] = pd.to_datetime(d.timestamp_utc, utc=True).dt.floor("1h").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
     grids = d[["vehicle_id", "cell", "slot"]].drop_duplicates()
-    sup = pd.read_csv(out / "diagnostics" / "suppressed.csv", dtype={"user": str})
+    sup = pd.read_csv(Path(out).with_name(Path(out).name + ".diagnostics") / "suppressed.csv", dtype={"user": str})
     drop = set(zip(sup.user, sup.cell, sup.slot))
     keep = [k not in drop for k in zip(grids.vehicle_id, grids.cell, grids.slot)]
     return int(grids[keep].groupby("vehicle_id").size().max())

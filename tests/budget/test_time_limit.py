@@ -2,7 +2,7 @@
 
 Two layers: :func:`dpopt.solve.highs.solve_highs` interrupts HiGHS through its simplex/IPM/MIP
 interrupt callbacks at ``deadline``; the planner solves large models in a child process killed at
-the deadline (:mod:`dpopt.budget.isolated`), because HiGHS checks no interrupt in presolve and the
+the deadline (:mod:`dpopt.solve.isolated`), because HiGHS checks no interrupt in presolve and the
 MIP set-up. No assertion on seconds: the tests check that the callback fired, that a killed solve
 leaves the greedy plan with status ``time_limit``, and that the isolated solve gives the same plan.
 """
@@ -14,7 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from dpopt.budget import isolated, planner, plan_budget
+from dpopt.budget import planner, plan_budget
+from dpopt.solve import isolated
 from dpopt.solve import ModelBuilder, Status, solve
 from tests.budget._synthetic import city_occupancy
 

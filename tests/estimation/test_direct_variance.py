@@ -1,4 +1,5 @@
-"""Issue 23.4: a flat release publishes the variance only where its interval says more than its range.
+"""Issue 23.4: a flat release publishes the variance only where its interval says more than its range,
+and never as a clipped 0 (a noisy value below 0 is withheld with its own reason).
 
 The rule is recomputed here in its other form: the interval [max(v − e, 0), min(v + e, U²/4)] is the
 whole range [0, U²/4] exactly when v − e ≤ 0 and v + e ≥ U²/4 (v in the range, e ≥ 0).
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpopt.estimation.direct import VARIANCE_WITHHELD_REASON, variance_interval_informative
+from dpopt.estimation.direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON, variance_interval_informative
 from dpopt.release import austin_sample_path
 from dpopt.writers.public_occupancy import write_report
 from tests._legacy import release
@@ -46,7 +47,15 @@ def test_user_release_withholds_exactly_the_whole_range_rows():
     assert not _whole_range(shown["variance"].to_numpy(float), shown["variance_error_bound"].to_numpy(float)).any()
     hidden = t[t["released"] & ~t["variance_released"]]
     assert hidden[["variance", "variance_error_bound", "variance_raw"]].isna().all().all()
-    assert set(hidden["variance_withheld_reason"]) <= {VARIANCE_WITHHELD_REASON}
+    assert set(hidden["variance_withheld_reason"]) <= {VARIANCE_WITHHELD_REASON, VARIANCE_NEGATIVE_REASON}
+    # never a clipped 0: every published variance comes from a noisy value at or above 0, recomputed
+    # here from the noisy statistics (models/user_level.md §5): Z/n + U²/8 − (Y/n)²
+    n_eff = np.maximum(n_t, 1.0)
+    ybar = m.statistics["sum"].value / n_eff
+    raw = m.statistics["sumsq"].value / n_eff + U * U / 8.0 - ybar**2
+    assert (raw[ok] >= 0).all() and (raw < 0).any()  # the negative branch is exercised
+    said = (t["variance_withheld_reason"] == VARIANCE_NEGATIVE_REASON).to_numpy()
+    assert said.any() and (raw[said] < 0).all()
 
 
 def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
@@ -55,11 +64,38 @@ def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
     csv = pd.read_csv(tmp_path / "out" / "release.csv")
     t = r.table  # the in-memory result keeps every noisy value; release.csv applies the rule
     rel = t["released"].to_numpy(bool)
-    withheld = rel & _whole_range(t["variance"].to_numpy(float), t["variance_error_bound"].to_numpy(float))
-    assert withheld.any() and (rel & ~withheld).any()  # both branches exercised
+    whole = rel & _whole_range(t["variance"].to_numpy(float), t["variance_error_bound"].to_numpy(float))
+    negative = rel & ~whole & (t["variance_raw"].to_numpy(float) < 0)  # never published as a clipped 0
+    withheld = whole | negative
+    assert whole.any() and negative.any() and (rel & ~withheld).any()  # every branch exercised
     np.testing.assert_array_equal(csv["variance_released"].to_numpy(bool), rel & ~withheld)
     for col in ("variance", "variance_raw", "variance_error_bound"):
         assert csv.loc[withheld, col].isna().all(), col
         np.testing.assert_allclose(csv.loc[~withheld, col], t.loc[~withheld, col], rtol=1e-9, err_msg=col)
-    assert (csv.loc[withheld, "variance_withheld_reason"] == VARIANCE_WITHHELD_REASON).all()
+    assert (csv.loc[whole, "variance_withheld_reason"] == VARIANCE_WITHHELD_REASON).all()
+    assert (csv.loc[negative, "variance_withheld_reason"] == VARIANCE_NEGATIVE_REASON).all()
     assert csv.loc[rel & ~withheld, "variance_withheld_reason"].isna().all()
+
+
+def test_hierarchical_estimates_never_publish_a_clipped_zero_variance():
+    """The GLS estimator follows the same rule: at a small ε some noisy variances fall below 0; they
+    are withheld with the negative-variance reason, and every published variance is above 0."""
+    from dpopt.estimation.hierarchical import estimate_hierarchical
+    from dpopt.userdp.levels import measure_levels
+    from dpopt.userdp.partitions import PartitionList
+    from tests.estimation.test_hierarchical import LEVELS
+    from tests.estimation.test_hierarchical import U as HU
+    from tests.estimation.test_hierarchical import agg as make_agg
+
+    agg = make_agg.__wrapped__()  # the fixture's records (120 users, 8 cells × 8 hours)
+    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    said = 0
+    for seed in range(4):
+        m = measure_levels(agg, plist, bound=HU, bounds=(3, 2), epsilon=2.0, noise="numpy", seed=seed,
+                           levels=LEVELS, first_level=0)
+        t = estimate_hierarchical(m, confidence=0.9, bias_allowance=0.0).table
+        ok = t["variance_released"].to_numpy(bool)
+        assert (t.loc[ok, "variance"] > 0).all() and t.loc[~ok, "variance"].isna().all()
+        assert set(t.loc[~ok, "variance_withheld_reason"]) <= {VARIANCE_WITHHELD_REASON, VARIANCE_NEGATIVE_REASON}
+        said += int((t["variance_withheld_reason"] == VARIANCE_NEGATIVE_REASON).sum())
+    assert said > 0  # the branch is exercised

@@ -1,15 +1,59 @@
-"""Seeded random records for the records-layer tests, and an independent brute-force table."""
+"""Seeded random records for the records-layer tests, and an independent brute-force table (with a
+row-by-row pure-Python SipHash-2-4 of the sample keys, independent of the vectorised one)."""
 
 from __future__ import annotations
+
+import hashlib
+import struct
 
 import h3
 import numpy as np
 import pandas as pd
 import pytest
 
+from dpopt.records import SampleKey
+
 BOUND = 50.0
 RES = 7
 SLOT_NS = 3600 * 10**9
+#: the sample key of the records-layer tests (a fixed secret: reproducible kept sets)
+KEY = SampleKey(bytes(range(16)))
+_M = (1 << 64) - 1
+
+
+def _rotl(x: int, b: int) -> int:
+    return ((x << b) | (x >> (64 - b))) & _M
+
+
+def siphash24_ref(secret: bytes, message: bytes) -> int:
+    """SipHash-2-4 of ``message`` (any length) as in Aumasson & Bernstein's reference."""
+    k0, k1 = struct.unpack("<QQ", secret)
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rnd() -> None:
+        v[0] = (v[0] + v[1]) & _M; v[1] = _rotl(v[1], 13) ^ v[0]; v[0] = _rotl(v[0], 32)  # noqa: E702
+        v[2] = (v[2] + v[3]) & _M; v[3] = _rotl(v[3], 16) ^ v[2]  # noqa: E702
+        v[0] = (v[0] + v[3]) & _M; v[3] = _rotl(v[3], 21) ^ v[0]  # noqa: E702
+        v[2] = (v[2] + v[1]) & _M; v[1] = _rotl(v[1], 17) ^ v[2]; v[2] = _rotl(v[2], 32)  # noqa: E702
+
+    full = len(message) // 8 * 8
+    words = list(struct.unpack(f"<{full // 8}Q", message[:full]))
+    words.append(((len(message) & 0xFF) << 56) | int.from_bytes(message[full:], "little"))
+    for m in words:
+        v[3] ^= m
+        rnd()
+        rnd()
+        v[0] ^= m
+    v[2] ^= 0xFF
+    for _ in range(4):
+        rnd()
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def key_ref(key: SampleKey, user: str, t_ns: int, value: float, lat: float, lng: float) -> int:
+    """The sample key of one record, row by row (dpopt.records.sample_key's definition)."""
+    u = hashlib.blake2b(str(user).encode(), digest_size=8, key=key.secret).digest()
+    return siphash24_ref(key.secret, u + struct.pack("<qddd", t_ns, value + 0.0, lat + 0.0, lng + 0.0))
 
 
 def random_records(seed: int, n: int = 3000, users: int = 40) -> pd.DataFrame:
@@ -29,19 +73,22 @@ def random_records(seed: int, n: int = 3000, users: int = 40) -> pd.DataFrame:
                          "value": value})
 
 
-def brute_force(frame: pd.DataFrame, c: int | None) -> dict[tuple[str, int, int], tuple[int, float, list[float]]]:
-    """(user, cell, slot) -> (count, sum, first c values by (time, value)) computed row by row with h3."""
+def brute_force(frame: pd.DataFrame, c: int | None,
+                key: SampleKey = KEY) -> dict[tuple[str, int, int], tuple[int, float, list[float]]]:
+    """(user, cell, slot) -> (count, sum, the c values with the smallest (sample key, value))
+    computed row by row with h3 and :func:`key_ref`."""
     out: dict = {}
     for row in frame.itertuples(index=False):
         cell = int(h3.str_to_int(h3.latlng_to_cell(row.latitude, row.longitude, RES)))
         t = pd.Timestamp(row.timestamp).value
-        key = (str(row.user_id), cell, t // SLOT_NS * SLOT_NS)
-        out.setdefault(key, []).append((t, min(max(float(row.value), 0.0), BOUND)))
+        pair = (str(row.user_id), cell, t // SLOT_NS * SLOT_NS)
+        v = min(max(float(row.value), 0.0), BOUND)
+        out.setdefault(pair, []).append((key_ref(key, str(row.user_id), t, v, row.latitude, row.longitude), v))
     table = {}
-    for key, recs in out.items():
+    for pair, recs in out.items():
         recs.sort()
         vals = [v for _, v in recs]
-        table[key] = (len(vals), sum(vals), vals[:c] if c is not None else None)
+        table[pair] = (len(vals), sum(vals), vals[:c] if c is not None else None)
     return table
 
 

@@ -12,7 +12,7 @@ import pytest
 from dpopt.records import GridSpec, ReadOptions, contributions
 from dpopt.records.ingest import iter_raw_chunks
 
-from .conftest import BOUND, RES, random_records
+from .conftest import BOUND, KEY, RES, random_records
 
 GRID = GridSpec(RES, "1h")
 EXACT = ("users", "cells", "slots", "pair_user", "pair_grid", "count")
@@ -20,13 +20,13 @@ MODULE = importlib.import_module("dpopt.records.contributions")  # the package r
 
 
 def _run(source, c, rows):
-    return contributions(source, GRID, ReadOptions(chunk_rows=rows), bound=BOUND, first_records=c)[0]
+    return contributions(source, GRID, ReadOptions(chunk_rows=rows), bound=BOUND, first_records=c, sample_key=KEY)[0]
 
 
 @pytest.mark.parametrize("seed", [21])
 @pytest.mark.parametrize("c", [None, 1, 4])
 def test_random_chunk_sizes_equal_the_one_shot_table(tmp_path, monkeypatch, seed, c):
-    monkeypatch.setattr(MODULE, "SELECT_BLOCK", 11)  # the first-c selection runs in many blocks
+    monkeypatch.setattr(MODULE, "SELECT_BLOCK", 11)  # the top-c selection runs in many blocks
     rng = np.random.default_rng(seed)
     frame = random_records(seed, n=1200)
     frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True)
@@ -43,6 +43,7 @@ def test_random_chunk_sizes_equal_the_one_shot_table(tmp_path, monkeypatch, seed
         if c is not None:
             assert np.array_equal(agg.samples.values, whole.samples.values)
             assert np.array_equal(agg.samples.offsets, whole.samples.offsets)
+            assert np.array_equal(agg.samples.keys, whole.samples.keys)
 
 
 @pytest.mark.parametrize("groups", [5, 1000])
@@ -67,18 +68,19 @@ def test_parquet_chunks_are_exact_whatever_the_row_groups(tmp_path, groups, rows
 
 @pytest.mark.parametrize("per_pair", [False, True])
 @pytest.mark.parametrize("block", [1, 5, 10**6])
-def test_first_c_in_blocks_equals_brute_force(monkeypatch, block, per_pair):
+def test_smallest_c_in_blocks_equals_brute_force(monkeypatch, block, per_pair):
     """One limit c for all pairs, or one limit per pair (the second pass's Γ_p, zeros included)."""
     monkeypatch.setattr(MODULE, "SELECT_BLOCK", block)
     rng = np.random.default_rng(block)
     n_pairs = 40
     c = rng.integers(0, 6, n_pairs) if per_pair else 3
     pieces = [(rng.integers(0, n_pairs, m).astype(np.int32), rng.integers(0, 5, m), rng.integers(0, 3, m) / 2.0)
-              for m in (0, 50, 120, 7)]  # many ties in (timestamp, value)
-    kept = MODULE.first_c(pieces, n_pairs, c)
+              for m in (0, 50, 120, 7)]  # many ties in (key, value)
+    pieces = [(p, k.astype(np.uint64), v) for p, k, v in pieces]
+    kept = MODULE.smallest_c(pieces, n_pairs, c)
     cap = np.broadcast_to(c, n_pairs)
     assert len(kept) == sum(min(sum(int((p == q).sum()) for p, _, _ in pieces), cap[q]) for q in range(n_pairs))
     for q in range(n_pairs):
         want = sorted((int(t), float(v)) for p, ts, vs in pieces for pp, t, v in zip(p, ts, vs) if pp == q)[:cap[q]]
-        got = sorted(zip(kept.timestamp[kept.p == q].tolist(), kept.value[kept.p == q].tolist()))
+        got = sorted(zip(kept.key[kept.p == q].tolist(), kept.value[kept.p == q].tolist()))
         assert got == want

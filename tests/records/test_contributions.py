@@ -1,4 +1,5 @@
-"""dpopt.records.contributions: streaming = in-memory = brute force; bounded first-c records."""
+"""dpopt.records.contributions: streaming = in-memory = brute force; bounded samples of c records (the
+c smallest keyed sample keys of each pair)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from dpopt import DpoptInputError
 from dpopt.records import GridSpec, ReadOptions, contributions
 from dpopt.privacy.contributions import ALL_RECORDS
 
-from .conftest import BOUND, RES, as_table, brute_force, random_records
+from .conftest import BOUND, KEY, RES, as_table, brute_force, random_records
 
 GRID = GridSpec(RES, "1h")
 
 
 def _run(source, c=None, **read):
-    return contributions(source, GRID, ReadOptions(**read), bound=BOUND, first_records=c)
+    return contributions(source, GRID, ReadOptions(**read), bound=BOUND, first_records=c, sample_key=KEY)
 
 
 def _check_exact(agg, truth):
@@ -67,9 +68,9 @@ def test_files_stream_like_memory(tmp_path, c):
                 assert np.array_equal(agg.samples.offsets, whole.samples.offsets)
 
 
-def test_first_c_equals_the_first_c_of_all_records(records):
-    """The bounded top-c keeps exactly the first c of what keeping every record keeps (the
-    ``public-occupancy`` ``keep_samples=True``: first_records=ALL_RECORDS)."""
+def test_top_c_equals_the_c_smallest_keys_of_all_records(records):
+    """The bounded top-c keeps exactly the first c (smallest keys) of what keeping every record keeps
+    (the ``public-occupancy`` ``keep_samples=True``: first_records=ALL_RECORDS), keys included."""
     old, _ = _run(records, ALL_RECORDS, chunk_rows=375)
     assert old.samples.values.size == old.n_records
     for c in (1, 2, 5, 1000):
@@ -79,6 +80,9 @@ def test_first_c_equals_the_first_c_of_all_records(records):
         for p in range(old.n_pairs):
             want = old.samples.values[old.samples.offsets[p]:old.samples.offsets[p + 1]][:c]
             assert np.array_equal(new.samples.values[new.samples.offsets[p]:new.samples.offsets[p + 1]], want)
+            keys = old.samples.keys[old.samples.offsets[p]:old.samples.offsets[p + 1]]
+            assert np.all(np.diff(keys.astype(object)) >= 0)  # stored in key order
+            assert np.array_equal(new.samples.keys[new.samples.offsets[p]:new.samples.offsets[p + 1]], keys[:c])
         # bounded memory: never more than c records per pair
         assert new.samples.values.size == np.minimum(old.count, c).sum() <= c * new.n_pairs
 

@@ -44,12 +44,13 @@ def test_dask_equals_local_on_parquet_and_csv_directories(tmp_path, client, c):
         if c is not None:
             assert np.array_equal(dask.samples.values, local.samples.values)
             assert np.array_equal(dask.samples.offsets, local.samples.offsets)
+            assert np.array_equal(dask.samples.keys, local.samples.keys)
         assert dask.bound == local.bound == BOUND
 
 
 def test_dask_dataframe_input_any_partitioning(client):
-    """Other partitionings: counts, keys and the first-c records are still identical; the float sums
-    agree to rounding (added in another order)."""
+    """Other partitionings: counts, keys and the kept samples (c smallest sample keys) are still
+    identical; the float sums agree to rounding (added in another order)."""
     dd = pytest.importorskip("dask.dataframe")
     frame = random_records(22, n=3000)
     local, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=2)
@@ -60,6 +61,7 @@ def test_dask_dataframe_input_any_partitioning(client):
         assert np.array_equal(getattr(dask, f), getattr(local, f)), f
     np.testing.assert_allclose(dask.sum, local.sum, rtol=1e-12)
     assert np.array_equal(dask.samples.values, local.samples.values)
+    assert np.array_equal(dask.samples.keys, local.samples.keys)
 
 
 def test_dask_refuses_like_local(client):

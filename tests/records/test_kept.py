@@ -1,4 +1,4 @@
-"""kept_records (second pass): the first Γ_p records of chosen pairs, locally and on Dask."""
+"""kept_records (second pass): the Γ_p smallest-key records of chosen pairs, locally and on Dask."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from dpopt import DpoptInputError
 from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
 
-from .conftest import BOUND, RES, SLOT_NS, random_records
+from .conftest import BOUND, KEY, RES, SLOT_NS, brute_force, random_records
 
 GRID = GridSpec(7, "1h")
 
@@ -20,19 +20,23 @@ def _prefixes(agg, gamma):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_kept_records_are_the_first_gamma_of_each_pair(tmp_path, seed):
+def test_kept_records_are_the_gamma_smallest_keys_of_each_pair(tmp_path, seed):
     frame = random_records(seed, n=1200)
     frame.to_csv(tmp_path / "r.csv", index=False)
     read = ReadOptions(chunk_rows=150)  # pairs split across chunks
-    full, _ = contributions(frame, GRID, read, bound=BOUND, first_records=10**6)
+    full, _ = contributions(frame, GRID, read, bound=BOUND, first_records=10**6, sample_key=KEY)
     table, _ = contributions(tmp_path / "r.csv", GRID, read, bound=BOUND)
     assert table.samples is None
     rng = np.random.default_rng(seed)
     gamma = np.where(rng.random(table.n_pairs) < 0.5, 0, np.minimum(table.count, rng.integers(1, 4, table.n_pairs)))
-    kept = kept_records(tmp_path / "r.csv", GRID, read, table, gamma, bound=BOUND)
+    kept = kept_records(tmp_path / "r.csv", GRID, read, table, gamma, bound=BOUND, sample_key=KEY)
     assert np.array_equal(np.diff(kept.samples.offsets), gamma)
     got = [list(kept.samples.values[a:b]) for a, b in zip(kept.samples.offsets[:-1], kept.samples.offsets[1:])]
     assert got == _prefixes(full, gamma)
+    truth = brute_force(frame, 10**6, KEY)  # row by row: the values in (key, value) order
+    for p, g in enumerate(gamma):
+        pair = (table.users[table.pair_user[p]], int(table.cells[table.pair_grid[p]]), int(table.slots[table.pair_grid[p]]))
+        assert got[p] == truth[pair][2][:g]
     assert kept.samples.values.size == gamma.sum() < len(frame)
     # reading more than kept is refused where the model reads (retained_stats, bounding)
     more = np.where(gamma > 0, np.minimum(gamma + 1, table.count), 0)
@@ -46,12 +50,14 @@ def test_kept_records_on_dask_equal_local():
     frame = random_records(7, n=1500)
     table, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND)
     gamma = np.minimum(table.count, 2)
-    local = kept_records(frame, GRID, ReadOptions(), table, gamma, bound=BOUND)
+    local = kept_records(frame, GRID, ReadOptions(chunk_rows=100), table, gamma, bound=BOUND, sample_key=KEY)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
-        dask = kept_records(frame, GRID, ReadOptions(), table, gamma, bound=BOUND, backend="dask", client=client)
+        dask = kept_records(frame, GRID, ReadOptions(), table, gamma, bound=BOUND, sample_key=KEY, backend="dask",
+                            client=client)
     assert np.array_equal(dask.samples.values, local.samples.values)
     assert np.array_equal(dask.samples.offsets, local.samples.offsets)
+    assert np.array_equal(dask.samples.keys, local.samples.keys)
 
 
 def test_kept_records_refuses_bad_gamma_and_changed_input():

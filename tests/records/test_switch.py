@@ -1,6 +1,6 @@
 """What the callers of the old aggregate_records get from contributions(): the same table, so a
 release switched to the new entry stays bit-identical (the pinned releases), and the `user`
-model's release from the bounded first-c records equals the one from all samples."""
+model's release from the bounded samples (c smallest keys) equals the one from all samples."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_austin_table_is_identical_to_aggregate_records(austin):
 
 
 @pytest.mark.parametrize("bounds", [(3, 2), (5, 8)])
-def test_user_release_from_first_c_equals_release_from_all_samples(austin, bounds):
+def test_user_release_from_c_samples_equals_release_from_all_samples(austin, bounds):
     old, _ = austin
     k, c = bounds
     new, _ = contributions(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), bound=EXAMPLE_BOUND,

@@ -10,8 +10,9 @@ import pytest
 
 from dpopt import DpoptInputError
 from dpopt.privacy.contributions import ALL_RECORDS
-from dpopt.records import GridSpec, ReadOptions, contributions
+from dpopt.records import GridSpec, ReadOptions, SampleKey, contributions
 
+from ..records.conftest import key_ref
 from .conftest import SUM_RTOL
 
 
@@ -65,16 +66,19 @@ def test_matches_direct_pandas(records, chunksize):
     np.testing.assert_allclose(got["sumsq"], want["sumsq"], rtol=SUM_RTOL)
 
 
-def test_retained_stats_first_samples_by_time(records, rng):
+def test_retained_stats_keep_the_smallest_sample_keys(records, rng):
     agg = _aggregate(records, keep_samples=True, chunksize=500)
     gamma = np.array([rng.integers(0, c + 1) for c in agg.count])
     st = agg.retained_stats(gamma)
-    # brute force: per pair, sort its records by (timestamp, value), keep the first gamma
+    # brute force: per pair, sort its records by (sample key, value), keep the first gamma; the key
+    # row by row under the records layer's default (public) key
     cells, slots = agg.grid_labels()
     d = records.copy()
     d["cell"] = [h3.latlng_to_cell(a, b, 7) for a, b in zip(d.latitude, d.longitude)]
     d["slot"] = d.timestamp.dt.floor("1h").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    d = d.sort_values(["timestamp", "value"], kind="stable")
+    d["key"] = [key_ref(SampleKey.public(), str(u), pd.Timestamp(t).value, min(max(float(x), 0.0), 100.0), la, lo)
+                for u, t, x, la, lo in zip(d.user_id, d.timestamp, d.value, d.latitude, d.longitude)]
+    d = d.sort_values(["key", "value"], kind="stable")
     key = {(agg.users[u], cells[g], slots[g]): p for p, (u, g) in enumerate(zip(agg.pair_user, agg.pair_grid))}
     d["pair"] = [key[k] for k in zip(d.user_id, d.cell, d.slot)]
     d["rank"] = d.groupby("pair").cumcount()

@@ -71,7 +71,7 @@ def test_records_file_with_mapped_columns(tmp_path, capsys, tiny_records):
         (["{csv}", "--bound", "100", "--epsilon", "0"], "`--epsilon` must be a positive finite number"),
         (["{dir}/missing.csv", "--bound", "1", "--epsilon", "1"], "not found"),
         (["{csv}", "--bound", "100", "--epsilon", "1", "--user-col", "who"], r"lacks the column\(s\) user_id -> 'who'"),
-        (["{csv}", "--bound", "10", "--epsilon", "1", "--out-of-range", "error"], r"value\(s\) outside \[0, bound\]"),
+        (["{csv}", "--bound", "10", "--epsilon", "1", "--out-of-range", "error"], r"values outside \[0, bound\]"),
         (["{csv}", "--bound", "100", "--epsilon", "1", "--slot", "often"], "`--slot` must be a duration"),
         (["{csv}", "--bound", "100", "--epsilon", "1", "--h3-resolution", "20"], "`--h3-resolution` must be"),
         (["{csv}", "--bound", "100", "--epsilon", "1", "--scheduler", "tcp://x:1"], "needs `--backend dask`"),

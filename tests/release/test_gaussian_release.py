@@ -38,7 +38,7 @@ def written(request, tmp_path_factory):
     write_report(res, out, make_map=False)
     text = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
     summary = json.loads((out / "summary.json").read_text())
-    kept = pd.read_csv(out / "diagnostics" / "kept_pairs.csv", dtype={"user": str})
+    kept = pd.read_csv(out.with_name(out.name + ".diagnostics") / "kept_pairs.csv", dtype={"user": str})
     return budget, res, text, summary, kept
 
 

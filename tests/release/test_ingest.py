@@ -60,19 +60,22 @@ def test_out_of_range_clip_or_drop(tiny_records, policy, kept, clipped, dropped)
         assert v[0] == 0.0 and v[1] == 100.0
 
 
-def test_out_of_range_error_names_count_and_bound(tiny_records):
+def test_out_of_range_error_names_the_bound_and_no_value(tiny_records):
+    """The message names the public bound, never a private value or count (issue 36.8)."""
     df = tiny_records.copy()
-    df.loc[[0, 1], "value"] = 150.0
-    with pytest.raises(DpoptInputError, match=r"2 value\(s\) outside \[0, bound\] = \[0, 100\]"):
+    df.loc[[0, 1], "value"] = [150.0, 173.25]
+    with pytest.raises(DpoptInputError, match=r"values outside \[0, bound\] = \[0, 100\]") as info:
         _read(df, bound=100, out_of_range="error")
+    assert "150" not in str(info.value) and "173" not in str(info.value) and " 2 " not in str(info.value)
 
 
 def test_timestamps_iso_offsets_epoch_and_text_epoch(tiny_records):
     want = pd.Timestamp("2020-01-01T10:05:00Z").value
-    for ts in ["2020-01-01T11:05:00+01:00", "2020-01-01T10:05:00", "2020-01-01 10:05:00Z"]:
+    for ts, zone in [("2020-01-01T11:05:00+01:00", None), ("2020-01-01T10:05:00", "UTC"),
+                     ("2020-01-01 10:05:00Z", None), ("2020-01-01T04:05:00", "America/Chicago")]:
         df = tiny_records.iloc[:1].copy()
         df["timestamp"] = [ts]
-        chunks, _ = _read(df, bound=100)
+        chunks, _ = _read(df, bound=100, timezone=zone)
         assert chunks[0].timestamp[0] == want, ts
     sec = want // 1_000_000_000
     for col, unit in [([sec], "s"), ([sec * 1000], "ms"), ([str(sec)], "s")]:
@@ -147,7 +150,7 @@ def test_bad_options(tiny_records, kwargs, match):
 def test_bad_sources(tmp_path):
     with pytest.raises(DpoptInputError, match="not found"):
         _read(tmp_path / "nope.csv", bound=1)
-    with pytest.raises(DpoptInputError, match="must be a pandas DataFrame or a path"):
+    with pytest.raises(DpoptInputError, match=r"must be a DataFrame \(pandas, polars or GeoPandas\) or a path"):
         _read(42, bound=1)
     empty = tmp_path / "empty.csv"
     empty.write_text("")

@@ -190,7 +190,9 @@ def test_front_door_publishes_the_library_release():
     from dpopt.privacy.user_multires_private import measure_private_multires
 
     r = _py(seed=9)
-    agg, _ = contributions(DF, bound=U, first_records=8)
+    from dpopt.records import SampleKey
+
+    agg, _ = contributions(DF, bound=U, first_records=8, sample_key=SampleKey.from_seed(9))  # the release's key
     m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, bound=U, noise=NoiseOptions(seed=9))
     t = estimate_hierarchical(m, confidence=0.95).table
     t = t[t["released"]]

@@ -13,6 +13,8 @@ seeded stream. Before re-pinning, the layered code's four releases were checked 
 (``dpopt.release.release(..., privacy="user")`` on main at bc69c1c). Re-pinned a second time for
 issue 22 item 10 (harden: the bounding tie-break keys come from the release's integer source, which
 shifts every seeded draw), again after checking byte-identity with main's pre-layer code at 228297f.
+One summary field corrected by hand, not re-pinned: the flat private Laplace release's
+``delta_selection`` is its δ (all of it goes to the private selection), where 0.0 was written before.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pandas as pd
 import pytest
 
 from dpopt.release import austin_sample_path
+from dpopt.estimation.direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON
 from tests._legacy import release
 
 DATA = Path(__file__).parent / "data"
@@ -68,13 +71,15 @@ def _write(name: str) -> None:  # pragma: no cover - run by hand on the referenc
     (DATA / f"pinned_user_{name}.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
 
 
-def _withheld_by_pins(want: pd.DataFrame) -> np.ndarray:
+def _withheld_by_pins(want: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Issue 23.4, computed here from the pinned (pre-rule) values, not by the code under test: a
-    released row's variance is withheld where min(v + e, U²/4) − max(v − e, 0) is not below U²/4."""
+    released row's variance is withheld where min(v + e, U²/4) − max(v − e, 0) is not below U²/4
+    (first mask), or else where its noisy value is below 0 (second mask: never a clipped 0)."""
     top = 120.0**2 / 4.0
     v, e = want["variance"].to_numpy(float), want["variance_error_bound"].to_numpy(float)
     lo, hi = _at_least_zero(v - e), np.minimum(v + e, top)
-    return want["released"].to_numpy(bool) & ~(hi - lo < top)
+    whole = want["released"].to_numpy(bool) & ~(hi - lo < top)
+    return whole, want["released"].to_numpy(bool) & ~whole & (want["variance_raw"].to_numpy(float) < 0)
 
 
 def _at_least_zero(x: np.ndarray) -> np.ndarray:
@@ -89,14 +94,17 @@ def test_seeded_user_release_is_pinned(name):
     assert list(table.columns[: len(want.columns)]) == list(want.columns)
     assert set(table.columns[len(want.columns):]) <= {"variance_released", "variance_withheld_reason"}
     assert len(table) == len(want)
-    withheld = _withheld_by_pins(want)
+    whole, negative = _withheld_by_pins(want)
+    withheld = whole | negative
     for col in ("variance", "variance_raw", "variance_error_bound"):
         assert np.isnan(table[col].to_numpy(dtype=float)[withheld]).all(), col
         want.loc[withheld, col] = np.nan  # every other row stays exactly the pinned value
     if "variance_released" in table.columns:
         assert [bool(x) for x in table["variance_released"]] == list(want["released"].to_numpy(bool) & ~withheld)
-        assert {str(x) for x in table.loc[withheld, "variance_withheld_reason"]} <= {
-            "interval not narrower than the range [0, U^2/4]"}
+        assert {str(x) for x in table.loc[whole, "variance_withheld_reason"]} <= {
+            VARIANCE_WITHHELD_REASON}
+        assert {str(x) for x in table.loc[negative, "variance_withheld_reason"]} <= {
+            VARIANCE_NEGATIVE_REASON}
     for col in want.columns:
         a, b = table[col].to_numpy(), want[col].to_numpy()
         if b.dtype.kind in "fiub":

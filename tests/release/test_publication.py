@@ -18,9 +18,11 @@ from dpopt.cli import main
 from dpopt.release import load_austin_sample, write_report
 from tests._legacy import release
 from dpopt.writers import public_occupancy as report_module
+from dpopt.writers import figures as figures_module
+from dpopt.writers.geo import GEO_FILES
 from dpopt.release.noise import epsilon_rational
 
-PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", "diagnostics"}
+PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", *GEO_FILES}
 
 
 def _neighbours(tiny_records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -44,7 +46,7 @@ def test_neighbours_publish_identical_summary_and_counts(tmp_path, tiny_records)
         assert "timings" not in summary
         assert "clipped" not in summary["ingest"] and "out_of_range" not in summary["ingest"]
         assert summary["privacy_model"] == "public-occupancy"
-        diag = json.loads((tmp_path / name / "diagnostics" / "ingest.json").read_text())
+        diag = json.loads((tmp_path / f"{name}.diagnostics" / "ingest.json").read_text())
         assert diag["ingest"]["clipped"] == (name == "hi") and "timings" in diag
     assert texts[0][0] == texts[1][0]  # seeded: the same draws; nothing value-dependent left
     # report.md differs only in the released (noisy) numbers of the largest-grids table
@@ -82,8 +84,9 @@ def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
     paths = write_report(r, tmp_path / "out")
     out = tmp_path / "out"
     assert {p.name for p in out.iterdir()} == PUBLISHED
-    assert paths["suppressed"] == out / "diagnostics" / "suppressed.csv"
-    assert {p.name for p in (out / "diagnostics").iterdir()} >= {"suppressed.csv", "kept_pairs.csv", "ingest.json"}
+    assert paths["suppressed"] == tmp_path / "out.diagnostics" / "suppressed.csv"
+    assert {p.name for p in (tmp_path / "out.diagnostics").iterdir()} >= {"suppressed.csv", "kept_pairs.csv",
+                                                                          "ingest.json"}
     kept = pd.read_csv(paths["kept_pairs"], dtype={"user": str})
     assert list(kept.columns) == ["user", "cell", "slot", "records_kept"]
     # K recounted from kept_pairs.csv alone: the grids each user keeps
@@ -136,7 +139,7 @@ def test_failure_while_writing_map_leaves_nothing(tmp_path, tiny_records, monkey
     def boom(*a, **k):
         raise RuntimeError("plot failed")
 
-    monkeypatch.setattr(report_module, "plot_map", boom)
+    monkeypatch.setattr(figures_module, "write_figures", boom)  # map.png and frontier.png
     with pytest.raises(RuntimeError, match="plot failed"):
         write_report(r, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
@@ -153,11 +156,13 @@ def test_non_empty_out_refused_unless_overwrite(tmp_path, tiny_records, monkeypa
     monkeypatch.setattr(report_module, "report_markdown", lambda result: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         write_report(r, out, make_map=False, overwrite=True)
-    assert (out / "release.csv").read_text() == first and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (out / "release.csv").read_text() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.diagnostics"]
     monkeypatch.undo()
     r2 = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=2)
     write_report(r2, out, make_map=False, overwrite=True)
-    assert (out / "release.csv").read_text() != first and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (out / "release.csv").read_text() != first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.diagnostics"]
     # an empty existing folder is fine
     (tmp_path / "empty").mkdir()
     write_report(r, tmp_path / "empty", make_map=False)

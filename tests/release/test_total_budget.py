@@ -48,7 +48,7 @@ def written(request, tmp_path_factory):
     text = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
     numbers = pd.read_csv(out / "release.csv")
     summary = json.loads((out / "summary.json").read_text())
-    kept = pd.read_csv(out / "diagnostics" / "kept_pairs.csv", dtype={"user": str})
+    kept = pd.read_csv(out.with_name(out.name + ".diagnostics") / "kept_pairs.csv", dtype={"user": str})
     return res, text, numbers, summary, kept
 
 

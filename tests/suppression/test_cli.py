@@ -55,7 +55,7 @@ def test_cli_bad_file(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     ("extra", "message"),
-    [(["--time-limit", "-1"], "time_limit"), (["--error-bound", "0"], "error_bound"),
+    [(["--time-limit", "-1"], "--time-limit"), (["--error-bound", "0"], "error_bound"),
      (["--method", "anneal"], "method")],
 )
 def test_cli_bad_options(occ_csv, capsys, extra, message):

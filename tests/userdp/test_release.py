@@ -12,6 +12,7 @@ import pytest
 
 from dpopt._validation import DpoptInputError
 from dpopt.release import write_user_release
+from dpopt.writers.geo import GEO_FILES
 from tests._legacy import release_user
 from dpopt.writers.user import TABLE_COLUMNS
 
@@ -138,8 +139,8 @@ def test_write_release_folder(tmp_path):
                        seed=3)
     paths = write_user_release(res, tmp_path / "out")
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
-                                                              "diagnostics"}
-    assert [p.name for p in (tmp_path / "out" / "diagnostics").iterdir()] == ["timings.json"]
+                                                              "map.png", *GEO_FILES}
+    assert [p.name for p in (tmp_path / "out.diagnostics").iterdir()] == ["diagnostics.json"]
     summary = json.loads(paths["summary"].read_text())
     assert "timings" not in summary  # the exact sampler's time depends on the noise drawn
     assert summary["privacy_model"] == "user" and summary["k"] == res.summary.k
@@ -148,7 +149,7 @@ def test_write_release_folder(tmp_path):
     with pytest.raises(DpoptInputError, match="overwrite"):
         write_user_release(res, tmp_path / "out")  # a non-empty folder is not replaced silently
     write_user_release(res, tmp_path / "out", overwrite=True)  # replaces atomically, leaves no temporary
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.diagnostics"]
     # the discrete sampler's counts are integers and its budgets sum to at most ε
     assert np.all(res.table["noisy_count"] == np.round(res.table["noisy_count"]))
     assert res.summary.epsilon_total <= 1.0

@@ -1,6 +1,8 @@
 """A minimal Chrome DevTools Protocol client for the browser tests: headless Chromium (Debian's
-``chromium`` package) driven over ``websocket-client``. No network: the page is a local file and
-Chromium runs with background networking, component updates and sync off."""
+``chromium`` package) driven over ``websocket-client``. No network: the page is a local file,
+Chromium runs with background networking, component updates and sync off, and requests to the
+street map's tile host (OpenStreetMap) are blocked, so every test sees the page as an offline
+browser does (the online case is simulated with a tile server on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+#: URL patterns blocked in every test browser: the report's default tile host
+BLOCKED = ["*://tile.openstreetmap.org/*", "*://*.tile.openstreetmap.org/*"]
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
@@ -53,8 +58,9 @@ class Browser:
                                               suppress_origin=True)
         self._id = 0
         self.events: list[dict[str, Any]] = []
-        for domain in ("Page", "Runtime", "Log"):
+        for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable")
+        self.call("Network.setBlockedURLs", urls=BLOCKED)
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         self._id += 1

@@ -72,3 +72,26 @@ def test_map_figure_for_a_given_slot(model):
     slot = sorted(rel["slot"])[0]
     fig = map_figure(table, summary, slot=slot)
     assert len(_filled(fig.axes[0]).get_paths()) == int((rel["slot"] == slot).sum())
+
+
+def test_frontier_axis_names_the_unit_and_map_axes_are_in_degrees():
+    """frontier.png names the value's unit (never "data units"); map.png's axes read in degrees and
+    span the published cells' own latitudes and longitudes (h3 centres), so the print can be placed."""
+    import h3
+
+    table, summary = load("occupancy")
+    assert frontier_figure(summary, unit="km/h").axes[0].get_xlabel() == "τ, accuracy target of the mean (km/h)"
+    label = frontier_figure(summary).axes[0].get_xlabel()
+    assert "no unit given" in label and "data units" not in label
+    fig = map_figure(table, summary, unit="km/h")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    lats = [float(t.get_text().split("°")[0]) for t in ax.get_yticklabels() if t.get_text()]
+    lngs = [-float(t.get_text().split("°")[0]) for t in ax.get_xticklabels() if t.get_text()]
+    assert all(t.get_text().endswith("N") for t in ax.get_yticklabels() if t.get_text())
+    assert all(t.get_text().endswith("W") for t in ax.get_xticklabels() if t.get_text())
+    centres = np.array([h3.cell_to_latlng(c) for c in table.loc[table["released"].astype(bool), "cell"]])
+    assert len(lats) >= 2 and len(lngs) >= 2
+    span_lat, span_lng = np.ptp(centres[:, 0]), np.ptp(centres[:, 1])
+    assert centres[:, 0].min() - span_lat <= min(lats) and max(lats) <= centres[:, 0].max() + span_lat
+    assert centres[:, 1].min() - span_lng <= min(lngs) and max(lngs) <= centres[:, 1].max() + span_lng

@@ -10,7 +10,7 @@ import pytest
 
 from dpopt._validation import DpoptInputError
 from dpopt.writers._published import fmt_number, nice_ticks, published_view
-from dpopt.writers.html import render_html
+from dpopt.writers.html import DEFAULT_TILES, render_html
 
 from .conftest import load, multires
 
@@ -74,7 +74,7 @@ def test_withheld_reason_and_variance_withholding_are_stated():
     table, summary = load("occupancy")
     text = _section(render_html(table, summary, unit="km/h"), "summary")
     assert f"<b>{summary['withheld_grids']:,}</b> cells were withheld" in text
-    assert f"± {fmt_number(summary['target'])} km/h (the target τ)" in text
+    assert f"± {fmt_number(summary['target'])} km/h (the accuracy target)" in text
     t, s = multires()
     text = _section(render_html(t, s), "summary")
     n = int((~t["variance_released"].astype(bool)).sum())
@@ -138,13 +138,21 @@ def test_page_is_self_contained_and_draws_a_given_basemap(published):
     road = {"type": "FeatureCollection", "features": [
         {"type": "Feature", "geometry": {"type": "LineString",
                                          "coordinates": [[-97.76, 30.25], [-97.70, 30.30], [-97.66, 30.42]]}}]}
-    page = render_html(table, summary, basemap=road)
+    page = render_html(table, summary, basemap=road, tiles=None)
     assert re.search(r'<g class="basemap"><path d="M[\d.]+,[\d.]+L[\d.]+,[\d.]+L[\d.]+,[\d.]+"/></g>', page)
-    # nothing to fetch at view time: no external resource, no link, no import
+    # nothing to fetch at view time: no external resource, no link, no import (Leaflet is inlined)
     assert _fetching_attributes(page) == []
     assert not re.search(r"""@import|url\(\s*['"]?(https?:)?//""", page)
-    assert "http://" not in page and "https://" not in page
+    # the only addresses: SVG's namespace, comments and links in Leaflet's own code (never fetched)
+    urls = set(re.findall(r"https?://[^\s\"'<>)\\]+", page))
+    assert {u.split("/")[2] for u in urls} <= {"www.w3.org", "leafletjs.com", "bugs.chromium.org",
+                                               "bugzilla.mozilla.org"}, urls
+    assert "desfontain.es/blog/real-world-differential-privacy.html" in page  # a reference as text, not a link
     assert '<g class="basemap">' not in render_html(table, summary)
+    # with the street map on, the tile template is the one address added (and its licence's link)
+    added = set(re.findall(r"https?://[^\s\"'<>)\\]+", render_html(table, summary))) - urls
+    assert added == {DEFAULT_TILES, "https://www.openstreetmap.org/copyright"} if len(
+        table[table["released"].astype(bool)]) else added == set()
 
 
 def test_recurring_slots_are_said_in_words():
@@ -172,3 +180,14 @@ def test_the_report_says_how_cells_were_chosen():
     listed = {**s, "selection_threshold": None, "partitions": "public list (41 grids)"}
     text = _section(render_html(t, listed), "summary")
     assert "public list of partitions" in text and "selected privately" not in text
+
+
+def test_privacy_item_says_what_epsilon_1_and_10_mean_with_a_reference():
+    import math
+
+    table, summary = load("user")
+    text = _section(render_html(table, summary, tiles=None), "summary")
+    # the odds factors are e^1 and e^10, written out for people
+    assert f"about {math.e:.1f} at ε = 1" in text and f"about {round(math.exp(10), -3):,.0f} at ε = 10" in text
+    assert "a strong guarantee" in text and "a weak one" in text
+    assert "A list of real-world uses of differential privacy" in text

@@ -49,8 +49,8 @@ def test_report_in_chromium(browser, tmp_path, case):
     text = browser.eval("document.documentElement.outerHTML")
     for cell in rel["cell"]:
         assert cell in text
-    # hostile strings from the data stay text
-    assert browser.eval("document.querySelectorAll('img, main b + script').length") == 0
+    # hostile strings from the data stay text (the only images are the street map's tiles)
+    assert browser.eval("document.querySelectorAll('img:not(.leaflet-tile), main b + script').length") == 0
     # hover: the tooltip of a few shapes carries the row's value and interval half-width
     for i in range(0, len(rel), max(1, len(rel) // 4)):
         tip = browser.eval(f"""(function(){{var el=document.querySelector('#map-value path.node[data-i="{i}"]');
@@ -215,4 +215,20 @@ def test_adaptive_release_one_shape_per_covering_node_and_hover_matches_release_
     text = browser.eval("document.body.textContent")
     assert "05:00–05:00" not in text and "00:00–00:00" not in text
     assert "finest resolution the data support" in text and "--h3-resolution" not in text
+    assert browser.errors() == []
+
+
+@pytest.mark.parametrize("case", ["occupancy", "adaptive"])
+def test_methods_appendix_wraps_inside_its_card(browser, tmp_path, case):
+    """Opened, the appendix (long summary.json fields: budgets, rules, noise) stays inside its card:
+    nothing in it reaches past the card's right edge and the card does not scroll sideways."""
+    table, summary = CASES[case]()
+    summary = dict(summary, noise="x" * 400)  # one unbreakable 400-character field
+    browser.open(write_html_report(tmp_path / "r.html", table, summary, tiles=None))
+    over = browser.eval("""(function(){var s=document.getElementById('methods');s.querySelector('details').open=true;
+        var r=s.getBoundingClientRect().right+0.5;
+        var out=Array.prototype.filter.call(s.querySelectorAll('td,th,dd,dt'),function(e){
+          return e.getBoundingClientRect().right>r;}).length;
+        return [out, s.scrollWidth-s.clientWidth];})()""")
+    assert over == [0, 0]
     assert browser.errors() == []

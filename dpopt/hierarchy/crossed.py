@@ -33,8 +33,7 @@ from scipy.optimize import minimize
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 from scipy.sparse.linalg import splu
 
-from .._validation import _fail, check_positive_int
-from .direct import check_confidence
+from .._validation import _fail, check_confidence, check_positive_int
 
 __all__ = ["GLSPosterior", "gls_posterior", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed",
            "RESIDUAL"]

@@ -1,4 +1,4 @@
-"""Crossed random effects (dpopt.estimation.crossed) against dense Gaussian references written here,
+"""Crossed random effects (dpopt.hierarchy.crossed) against dense Gaussian references written here,
 the tree BLUP as the nested special case, and a simulation of recovery and interval coverage."""
 
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 import scipy.sparse as sp
 
 from dpopt import DpoptInputError
-from dpopt.estimation import crossed
-from dpopt.estimation.crossed import RESIDUAL, fit_crossed, gls_posterior
+from dpopt.hierarchy import crossed
+from dpopt.hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
 from dpopt.hierarchy.blup import tree_blup
 
 #: agreement of two exact computations (sparse LU vs dense inverse) in floating point

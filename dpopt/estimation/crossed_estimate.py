@@ -1,0 +1,171 @@
+"""Estimates of the engine's release: one crossed random-effects model of the listed grids' means
+(models/engine.md §4; the model and its REML fit: models/crossed.md). Post-processing only.
+
+Every measured marginal's nodes (pilot and main measurements combined by inverse variance) become
+observations of weighted means of their grids (:func:`dpopt.hierarchy.node_means.crossed_inputs`);
+:func:`dpopt.hierarchy.crossed.fit_crossed` fits μ + one random effect per coarser marginal + the
+grid's own residual, variance components by REML from these observations alone. Every listed grid
+is answered by its own row: the posterior mean of its θ_g, clamped to [0, B], with the interval
+
+    z_{(1+conf)/2} · √Var(θ_g | measurements)
+
+whose variance holds the estimation error of μ and of every effect *and* the grid-level variance
+the model leaves unexplained (σ²_e, where the grid's own measurement says little): an interval
+for that grid's truth, not for a coarser node's. Every measured coarser node is published too,
+with the posterior of its weighted mean.
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from .._validation import DpoptInputError
+from ..hierarchy.crossed import fit_crossed, gls_posterior
+from ..hierarchy.node_means import combine, crossed_inputs, grid_weights
+from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
+
+__all__ = ["estimate_crossed", "METHOD", "VARIANCE_REASON"]
+
+METHOD = "crossed"
+#: the one reason a variance is not published by the engine
+VARIANCE_REASON = "not measured: this release publishes means"
+
+
+def _phases(m: Measurements, rows: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(count, its variance, centred sum, its variance) of the nodes in ``rows``, both phases combined."""
+    st = m.statistics
+    n, vn = combine([st["count_pilot"].value[rows], st["count"].value[rows]],
+                    [st["count_pilot"].law.variance()[rows], st["count"].law.variance()[rows]])
+    t, vt = combine([st["sum_pilot"].value[rows], st["sum"].value[rows]],
+                    [st["sum_pilot"].law.variance()[rows], st["sum"].law.variance()[rows]])
+    return n, vn, t, vt
+
+
+def _node_matrix(code: np.ndarray, n_nodes: int, weights: np.ndarray) -> sp.csr_matrix:
+    """Row n: the weights of node n's grids, normalised (its weighted mean)."""
+    wsum = np.bincount(code, weights=weights, minlength=n_nodes)
+    return sp.csr_matrix((weights / wsum[code], (code, np.arange(code.size))), shape=(n_nodes, code.size))
+
+
+def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) -> Estimates:
+    """Posterior means and intervals of every listed grid and measured node (module doc)."""
+    m = measurements
+    info = m.info.get("engine") if isinstance(m, Measurements) else None
+    if info is None:
+        raise DpoptInputError("`measurements` must come from the engine (dpopt.privacy.engine.measure_engine)")
+    B = float(info.clamp)
+    K = len(info.codes)
+    sizes = [int(n) for n in np.diff(np.append(info.offsets, m.n_nodes))]
+    parts = [_phases(m, slice(int(o), int(o) + s)) for o, s in zip(info.offsets, sizes)]
+    factors, A, y, s2, kept = crossed_inputs(list(info.codes), list(info.names), [p[0] for p in parts],
+                                             [p[1] for p in parts], [p[2] for p in parts], [p[3] for p in parts],
+                                             centre=B / 2.0, half_range=B / 2.0)
+    if y.size == 0:
+        raise DpoptInputError("no measured node passed its count threshold: the budget is too small for this list")
+    fit = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence))
+    cap = spread_bound(m, info, parts)
+    upper = component_upper_bounds(fit, A, y, s2, cap=cap)
+    wide = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), sigma2=upper)
+    z = NormalDist().inv_cdf(0.5 + float(confidence) / 2.0)
+    w = grid_weights(parts[0][0], parts[0][1])
+    mean, var = np.empty(m.n_nodes), np.empty(m.n_nodes)
+    for i in range(K):
+        rows = slice(int(info.offsets[i]), int(info.offsets[i]) + sizes[i])
+        W = _node_matrix(info.codes[i], sizes[i], w)
+        mean[rows] = fit.node(W).mean
+        var[rows] = np.minimum(wide.node(W).var, cap + fit.mu_var)  # a mean in [0, B] varies by ≤ cap
+    direct = np.full(m.n_nodes, np.nan)
+    direct_hw = np.full(m.n_nodes, np.inf)
+    offset = 0
+    for i, k in enumerate(kept):
+        rows = int(info.offsets[i]) + k
+        direct[rows] = y[offset: offset + k.size]
+        direct_hw[rows] = z * np.sqrt(s2[offset: offset + k.size])
+        offset += k.size
+    released = np.zeros(m.n_nodes, dtype=bool)
+    released[: sizes[0]] = True  # every listed grid
+    for i, k in enumerate(kept):
+        released[int(info.offsets[i]) + k] = True
+    table = _table(m, released, mean, z * np.sqrt(np.maximum(var, 0.0)), direct, direct_hw, B)
+    table["count_estimate"] = np.concatenate([p[0] for p in parts])
+    table["level"] = m.nodes["marginal"].to_numpy()
+    answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
+                            "node": m.finest["node"].to_numpy(dtype=np.int64)})
+    summary = {"components": dict(fit.sigma2), "components_upper": upper, "spread_bound": cap, "z": z,
+               "fit": fit.status,
+               "interval": "z * sqrt(posterior variance of the grid's mean under the crossed model)",
+               "nodes_released": int(released.sum()), "target": float("nan")}
+    return Estimates(table=table, answers=answers, confidence=float(confidence), method=METHOD, measurements=m,
+                     info=summary)
+
+
+#: points of the grid in log σ² over which each component's likelihood is integrated (a quadrature
+#: resolution, not a modelling choice)
+COMPONENT_GRID = 24
+
+
+def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
+    """A DP upper bound of the variance of the grids' means: the variance of the kept values, from the
+    smallest marginal's noisy count, sum and sum of squares (law of total variance: the grid means'
+    record-weighted variance is at most the values' variance), at most B²/4 (Popoviciu) where the
+    noisy statistics give nothing usable."""
+    B = float(info.clamp)
+    top = B * B / 4.0
+    st = m.statistics.get("sumsq_pilot")
+    if st is None:
+        return top
+    rows = np.flatnonzero(np.isfinite(st.value))
+    i = int(np.searchsorted(info.offsets, rows[0], side="right")) - 1 if rows.size else -1
+    if i < 0:
+        return top
+    n = float(np.nansum(parts[i][0]))
+    if not n > 0:
+        return top
+    mean_dev = float(np.nansum(parts[i][2])) / n
+    second = (float(np.nansum(st.value[rows])) + B * B / 8.0 * float(np.nansum(m.statistics["count_pilot"].value[rows]))) / \
+        max(float(np.nansum(m.statistics["count_pilot"].value[rows])), 1.0)
+    v = second - mean_dev * mean_dev
+    return float(min(max(v, 0.0), top)) if np.isfinite(v) and v > 0 else top
+
+
+def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float) -> dict[str, float]:
+    """The variance components the intervals use: each component's posterior mean given the
+    measurements, under a flat prior on [0, ``cap``] with the other components at their REML values
+    (the restricted likelihood integrated over a log grid). Where the measurements say nothing about
+    a component its likelihood is flat and the value is cap/2; where they pin it, its REML value.
+    So a grid's interval never rests on a component the data cannot see being 0, the plug-in
+    empirical-Bayes error (models/engine.md §4)."""
+    names = list(fit.sigma2)
+    sizes = [fit.effects[k].levels.size if k in fit.effects else fit.grid_mean.size for k in names]
+    H = (A @ fit.grid_map).tocsc()
+    base = np.array([min(max(fit.sigma2[k], 0.0), cap) for k in names])
+    out = {}
+    for j, k in enumerate(names):
+        grid = cap * np.logspace(-6, 0, COMPONENT_GRID)  # σ² values; flat prior on σ²: weight ∝ σ² in log space
+        ll = np.empty(grid.size)
+        for i, v in enumerate(grid):
+            trial = base.copy()
+            trial[j] = v
+            ll[i] = float(gls_posterior(H, y, s2, np.repeat(trial, sizes)).loglik)
+        w = np.exp(ll - ll.max()) * grid
+        out[k] = float(np.sum(w * grid) / np.sum(w))
+    return out
+
+
+def _table(m: Measurements, released: np.ndarray, mean: np.ndarray, hw: np.ndarray, direct: np.ndarray,
+           direct_hw: np.ndarray, B: float) -> pd.DataFrame:
+    nodes = m.nodes
+    n = m.n_nodes
+    return pd.DataFrame({
+        "node": np.arange(n), "cell": nodes["cell"].to_numpy(), "h3_resolution": nodes["h3_resolution"].to_numpy(),
+        "slot": nodes["slot"].to_numpy(), "slot_ns": nodes["slot_ns"].to_numpy(), "cycle_ns": m.node_cycles,
+        "released": released, "mean": np.clip(mean, 0.0, B), "mean_error_bound": hw,
+        "mean_direct": direct, "mean_direct_error_bound": direct_hw,
+        "variance": np.full(n, np.nan), "variance_error_bound": np.full(n, np.nan),
+        "variance_released": np.zeros(n, dtype=bool), "variance_withheld_reason": VARIANCE_REASON,
+        "method": METHOD}, columns=list(ESTIMATE_COLUMNS))

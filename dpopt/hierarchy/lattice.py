@@ -1,0 +1,146 @@
+"""The public lattice of marginals over a finest-grid list (models/engine.md §1).
+
+A finest grid is (H3 cell at resolution R) × (time slot of length s). A **marginal** is a pair
+(place level, time level): the place level an H3 resolution r ≤ R (a grid's place is its parent at
+r), the time level the slot itself, a longer contiguous slot, a recurring window (hour-of-day:
+``slot_ns`` = 1 h, ``cycle_ns`` = 1 d) or the whole period (``slot_ns`` = 0). A marginal partitions
+the listed grids into **nodes** (equal place and time key); measuring it means one noisy count and
+sum per node. The old release shapes are particular sets of marginals: "place" = {(R, period),
+(map, period)}; "fixed" = {(R, s)}; the nested chain of :func:`dpopt.hierarchy.tree.default_levels`.
+
+Unlike the tree of :mod:`dpopt.hierarchy.tree`, the marginals need not nest: (R, period) and
+(map, s) cross, and a grid belongs to one node of each. Everything here reads the public list only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import DpoptInputError
+from .tree import DAY_NS, HOUR_NS, Level, cell_parents, time_keys
+
+__all__ = ["Marginal", "MarginalNodes", "marginal_nodes", "candidate_marginals", "MAP_STEPS"]
+
+#: the map's place level is this many H3 resolutions above the finest (aperture 7: 7^4 = 2,401 finest
+#: cells per map cell), floored at resolution 0. A public convention of the lattice, not a tuned
+#: value: the strategy decides how much budget the map gets, including none.
+MAP_STEPS = 4
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """One (place level × time level) marginal: H3 resolution, slot length in ns (0: the whole
+    period) and the cycle in ns of a recurring window (0: contiguous slots)."""
+
+    h3_resolution: int
+    slot_ns: int
+    cycle_ns: int = 0
+
+    @property
+    def level(self) -> Level:
+        """The same marginal as a :class:`~dpopt.hierarchy.tree.Level` (for :func:`time_keys`)."""
+        return Level(self.h3_resolution, self.slot_ns, self.cycle_ns)
+
+    def name(self, finest_resolution: int, finest_slot_ns: int) -> str:
+        """A readable name: "cell × slot", "cell × period", "r3 × hour-of-day", ..."""
+        place = "cell" if self.h3_resolution == finest_resolution else f"r{self.h3_resolution}"
+        return f"{place} × {_time_name(self.slot_ns, self.cycle_ns, finest_slot_ns)}"
+
+
+def _time_name(slot_ns: int, cycle_ns: int, finest_slot_ns: int) -> str:
+    if slot_ns == 0:
+        return "period"
+    if slot_ns == finest_slot_ns and cycle_ns == 0:
+        return "slot"
+    unit = f"{slot_ns // HOUR_NS} h" if slot_ns % DAY_NS else f"{slot_ns // DAY_NS} d"
+    if cycle_ns == DAY_NS:
+        return "hour-of-day" if slot_ns == HOUR_NS else f"{unit}-of-day"
+    if cycle_ns:
+        return f"{unit}-of-week" if cycle_ns == 7 * DAY_NS else f"{unit}-of-{cycle_ns // HOUR_NS} h"
+    return unit
+
+
+@dataclass(frozen=True, eq=False)
+class MarginalNodes:
+    """The nodes of one marginal over a list: ``code`` (per listed grid, its node's row) and
+    ``nodes`` (cell, h3_resolution, slot, slot_ns, cycle_ns per node; the contract of
+    :mod:`dpopt.measurements`)."""
+
+    marginal: Marginal
+    code: np.ndarray
+    nodes: pd.DataFrame
+
+    @property
+    def n_nodes(self) -> int:
+        return int(len(self.nodes))
+
+
+def marginal_nodes(cells: np.ndarray, slots: np.ndarray, marginal: Marginal, *, finest_resolution: int,
+                   finest_slot_ns: int) -> MarginalNodes:
+    """Partition the listed grids (``cells``, ``slots``: int64 at the finest level) by ``marginal``.
+
+    The period of the list is [min slot, max slot + ``finest_slot_ns``); a period node's
+    ``slot_ns`` is its length, a recurring node's ``slot`` the start of its first window that ends
+    after the period's start (:func:`dpopt.hierarchy.tree.time_keys`).
+    """
+    cells = np.asarray(cells, dtype=np.int64)
+    slots = np.asarray(slots, dtype=np.int64)
+    if cells.shape != slots.shape or cells.ndim != 1 or cells.size == 0:
+        raise DpoptInputError(f"`cells` and `slots` must be equal-length non-empty 1-d arrays; got "
+                              f"{cells.shape}, {slots.shape}")
+    if not 0 <= marginal.h3_resolution <= finest_resolution:
+        raise DpoptInputError(f"`marginal.h3_resolution` must be in [0, {finest_resolution}]; got {marginal.h3_resolution}")
+    start, end = int(slots.min()), int(slots.max()) + int(finest_slot_ns)
+    place = cells if marginal.h3_resolution == finest_resolution else cell_parents(cells, marginal.h3_resolution)
+    when = slots if (marginal.slot_ns, marginal.cycle_ns) == (finest_slot_ns, 0) else \
+        time_keys(slots, marginal.level, start)
+    uniq, code = np.unique(np.stack([when, place], axis=1), axis=0, return_inverse=True)
+    slot_ns = (end - start) if marginal.slot_ns == 0 else marginal.slot_ns
+    nodes = pd.DataFrame({"cell": uniq[:, 1], "h3_resolution": int(marginal.h3_resolution), "slot": uniq[:, 0],
+                          "slot_ns": np.int64(slot_ns), "cycle_ns": np.int64(marginal.cycle_ns)})
+    return MarginalNodes(marginal=marginal, code=code.reshape(-1).astype(np.int64), nodes=nodes)
+
+
+def _time_levels(slots: np.ndarray, slot_ns: int) -> list[tuple[int, int]]:
+    """(slot_ns, cycle_ns) of the time levels: the slot, hour-of-day where a day holds several slots,
+    the day where the list spans more than one, and the period."""
+    out = [(int(slot_ns), 0)]
+    if slot_ns < DAY_NS and DAY_NS % slot_ns == 0:
+        days = np.unique(np.asarray(slots, dtype=np.int64) // DAY_NS)
+        if days.size > 1:
+            out += [(int(slot_ns), DAY_NS), (DAY_NS, 0)]
+    return out + [(0, 0)]
+
+
+def candidate_marginals(cells: np.ndarray, slots: np.ndarray, *, h3_resolution: int, slot_ns: int,
+                        map_resolution: int | None = None) -> tuple[MarginalNodes, ...]:
+    """The candidate marginals of a public list (models/engine.md §1): place levels {R, map} ×
+    time levels {slot, hour-of-day, day, period} (the last three where the list makes them differ
+    from the slot), minus any whose partition of the list repeats an earlier one (e.g. the map over
+    a list inside one map cell repeats the period). The finest (R, s) comes first.
+    ``map_resolution`` defaults to max(R − :data:`MAP_STEPS`, 0)."""
+    R = int(h3_resolution)
+    top = max(R - MAP_STEPS, 0) if map_resolution is None else int(map_resolution)
+    if not 0 <= top <= R:
+        raise DpoptInputError(f"`map_resolution` must be in [0, {R}]; got {map_resolution!r}")
+    out: list[MarginalNodes] = []
+    seen: set[tuple[int, ...]] = set()
+    for res in dict.fromkeys([R, top]):
+        for t, cyc in _time_levels(slots, slot_ns):
+            mn = marginal_nodes(cells, slots, Marginal(res, t, cyc), finest_resolution=R, finest_slot_ns=slot_ns)
+            key = _partition_key(mn.code)
+            if key not in seen:
+                seen.add(key)
+                out.append(mn)
+    return tuple(out)
+
+
+def _partition_key(code: np.ndarray) -> tuple[int, ...]:
+    """The partition a code vector induces, in canonical form (first-occurrence relabelling)."""
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return tuple(rank[inv.reshape(-1)].tolist())

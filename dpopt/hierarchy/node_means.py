@@ -1,0 +1,112 @@
+"""Noisy node counts and sums → node means and the observation matrix of the crossed model
+(models/engine.md §3). Post-processing only: it reads DP outputs and the public list.
+
+A measured node n of a marginal holds the kept records of the grids g with code(g) = n. Its noisy
+count ñ_n and noisy centred sum Ỹ_n (Σ (x − centre) of the kept records) give the ratio mean
+
+    y_n = centre + Ỹ_n / ñ_n,   s²_n = (Var Ỹ_n + (y_n − centre)² Var ñ_n) / ñ_n²     (delta method),
+
+an observation of the record-weighted mean of its grids' means, y_n ≈ Σ_g w_g θ_g / Σ_g w_g + e_n.
+The weights w_g (each grid's share of its node's kept records) are themselves estimated from the
+finest grids' noisy counts. A node enters only where its noisy count is at least
+:func:`count_threshold` noise sds, so that the ratio's linearisation holds and a node whose count is
+noise alone rarely enters: such a node's ratio sits near the centre whatever the data, and where it
+is the only observation it would pull every answer there. (A real node that passes only because its
+noise was high still carries an inflated count; the strategy leaves out marginals none of whose nodes
+could pass with the whole budget, so that such nodes are not all the release has.)
+
+Two measurements of the same statistic (the pilot's and the main one, independent noise) combine
+by inverse-variance weighting (:func:`combine`), the minimum-variance unbiased linear combination.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from .blup import MIN_COUNT_SNR
+
+__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "FALSE_PASSES"]
+
+#: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone
+FALSE_PASSES = 0.05
+
+
+def count_threshold(n_nodes: int) -> float:
+    """Noise sds a node's count must reach: t with N·½·exp(−t·√2) = :data:`FALSE_PASSES` for a
+    marginal of N nodes (the Laplace tail, the heaviest noise law of the release), at least
+    :data:`dpopt.hierarchy.blup.MIN_COUNT_SNR`. A public function of the node count; the rate is a
+    stated tolerance (one false node in twenty marginals), not a value fitted to data."""
+    return max(MIN_COUNT_SNR, math.log(max(int(n_nodes), 1) / (2.0 * FALSE_PASSES)) / math.sqrt(2.0))
+
+
+def combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse-variance weighted mean of independent unbiased measurements (NaN = not measured) and
+    its variance; NaN where none was measured."""
+    num = np.zeros(np.shape(values[0]), dtype=float)
+    prec = np.zeros_like(num)
+    for v, var in zip(values, variances):
+        v = np.asarray(v, dtype=float)
+        var = np.broadcast_to(np.asarray(var, dtype=float), v.shape)
+        ok = np.isfinite(v) & (var > 0)
+        num[ok] += v[ok] / var[ok]
+        prec[ok] += 1.0 / var[ok]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(prec > 0, num / prec, np.nan), np.where(prec > 0, 1.0 / prec, np.nan)
+
+
+def grid_weights(count: np.ndarray, count_var: np.ndarray) -> np.ndarray:
+    """Each grid's weight in its nodes: its noisy kept count, floored at one noise sd (a grid whose
+    count is lost in the noise weighs as much as a grid with one sd of records)."""
+    sd = np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), np.shape(count)))
+    c = np.where(np.isfinite(count), count, 0.0)
+    return np.maximum(c, np.maximum(sd, 1.0))
+
+
+def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray, total: np.ndarray,
+                      total_var: np.ndarray, *, centre: float, half_range: float,
+                      weights: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
+    """(A, y, s², kept) of one marginal: the rows of the nodes that pass the count threshold,
+    A[i, g] = w_g / Σ_{g' in node} w_g' for the grids g of the i-th kept node, y and s² as in the
+    module doc with (y − centre)² capped at ``half_range``² (the values lie within centre ±
+    half_range), and ``kept`` the node rows used."""
+    code = np.asarray(code, dtype=np.int64)
+    n_nodes = int(np.size(count))
+    var_n = np.broadcast_to(np.asarray(count_var, dtype=float), (n_nodes,))
+    var_y = np.broadcast_to(np.asarray(total_var, dtype=float), (n_nodes,))
+    thr = count_threshold(n_nodes) * np.sqrt(var_n)
+    kept = np.flatnonzero(np.isfinite(count) & np.isfinite(total) & (count >= np.maximum(thr, 1.0)))
+    n = count[kept]
+    d = np.clip(total[kept] / n, -half_range, half_range)
+    y = centre + total[kept] / n
+    s2 = (var_y[kept] + d * d * var_n[kept]) / (n * n)
+    row_of = np.full(n_nodes, -1, dtype=np.int64)
+    row_of[kept] = np.arange(kept.size)
+    g = np.flatnonzero(row_of[code] >= 0)
+    w = np.asarray(weights, dtype=float)[g]
+    r = row_of[code[g]]
+    wsum = np.bincount(r, weights=w, minlength=kept.size)
+    A = sp.csr_matrix((w / wsum[r], (r, g)), shape=(kept.size, code.size))
+    return A, y, s2, kept
+
+
+def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.ndarray], count_vars: list[np.ndarray],
+                   totals: list[np.ndarray], total_vars: list[np.ndarray], *, centre: float, half_range: float
+                   ) -> tuple[dict[str, np.ndarray], sp.csr_matrix, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """The crossed model's inputs from every measured marginal (the first is the finest grid itself):
+    ``factors`` (one random effect per coarser marginal with more than one node; the finest grid's
+    own deviation is the model's residual), the stacked observation matrix A, y, s² and, per
+    marginal, the node rows that entered. Grid weights come from the finest marginal's counts."""
+    w = grid_weights(counts[0], count_vars[0])
+    factors = {name: np.asarray(code, dtype=np.int64) for name, code, cnt in zip(names[1:], codes[1:], counts[1:])
+               if np.size(cnt) > 1}
+    blocks, ys, s2s, kept = [], [], [], []
+    for code, n, vn, t, vt in zip(codes, counts, count_vars, totals, total_vars):
+        A, y, s2, k = node_observations(code, n, vn, t, vt, centre=centre, half_range=half_range, weights=w)
+        blocks.append(A)
+        ys.append(y)
+        s2s.append(s2)
+        kept.append(k)
+    return factors, sp.vstack(blocks, format="csr"), np.concatenate(ys), np.concatenate(s2s), kept

@@ -1,0 +1,175 @@
+"""The engine's release against the raw truth, the noise-free floors and the old default.
+
+Score (the engine's goals, models/engine.md §6): each listed finest grid with ≥ 10 users, answered
+by the release row answers.csv names for it, against that grid's own truth (exact mean of its
+clamped records); median over grids, then over seeds; public list (the occupied grids); pure ε.
+Intervals: coverage of the grids' own truths by [mean ± mean_error_bound] and the median
+half-width over the median |error|.
+
+Floors (noise-free, exact means of all records, scored on the same grids): the map-wide constant;
+each grid's cell over the period; its slot over all cells; the additive model cell + slot (weighted
+least squares of the grid means on the two factors, weights = records); cell + slot + cell ×
+hour-of-day where the list spans several days. The old default (``strategy="place"``) is run on
+the same seeds for the no-regression goal.
+
+Run: PYTHONPATH=$PWD python tests/benchmarks/bench_engine.py --data day --reps 10
+Writes results/engine_<data>.json and assembles results/engine.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.sparse.linalg import lsqr
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+from bench_userdp import DATASETS, load  # noqa: E402
+from scoring import finest_grids  # noqa: E402
+
+DAY_NS = 24 * 3600 * 10**9
+
+
+def labels_of(agg) -> pd.DataFrame:
+    from dpopt.records.grid import cell_strings, slot_strings
+
+    return pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+
+
+def _codes(x: np.ndarray) -> np.ndarray:
+    return np.unique(x, return_inverse=True)[1].reshape(-1)
+
+
+def additive_floor(fin, factors: list[np.ndarray]) -> np.ndarray:
+    """Exact-data fit of μ + Σ factor effects to the grid means (weighted least squares, weights = records)."""
+    rows = np.arange(fin.cells.size)
+    blocks = [sp.csr_matrix(np.ones((rows.size, 1)))]
+    for f in factors:
+        c = _codes(f)
+        blocks.append(sp.csr_matrix((np.ones(rows.size), (rows, c)), shape=(rows.size, c.max() + 1)))
+    X = sp.hstack(blocks).tocsr()
+    w = np.sqrt(fin.records)
+    beta = lsqr(sp.diags(w) @ X, w * fin.truth, atol=1e-12, btol=1e-12, iter_lim=20000)[0]
+    return X @ beta
+
+
+def floors(fin) -> dict[str, float]:
+    sc = fin.scored
+    t = fin.truth
+    err = lambda est: float(np.median(np.abs(est[sc] - t[sc])))  # noqa: E731
+    mean_by = lambda key: (pd.Series(fin.sums).groupby(key).transform("sum")  # noqa: E731
+                           / pd.Series(fin.records).groupby(key).transform("sum")).to_numpy()
+    out = {"constant (exact map mean)": err(np.full(t.size, fin.sums.sum() / fin.records.sum())),
+           "cell over the period": err(mean_by(fin.cells)), "slot over all cells": err(mean_by(fin.slots)),
+           "additive cell + slot": err(additive_floor(fin, [fin.cells, fin.slots]))}
+    hod = (fin.slots % DAY_NS) // (3600 * 10**9)
+    if np.unique(fin.slots // DAY_NS).size > 1:
+        out["additive cell + slot + cell x hour-of-day"] = err(additive_floor(
+            fin, [fin.cells, fin.slots, fin.cells * 24 + hod]))
+    return out
+
+
+def run_release(agg, eps: float, seed: int, strategy: str):
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.release import release_user
+
+    t0 = time.perf_counter()
+    r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=labels_of(agg), strategy=strategy),
+                     bound=agg.bound, noise=NoiseOptions(seed=seed))
+    return r, time.perf_counter() - t0
+
+
+def grid_answers(r, agg) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, half-width) answering each occupied grid of ``agg`` (the list is the occupied grids)."""
+    est = r.estimates
+    ans = est.answers
+    key = pd.MultiIndex.from_arrays([ans["slot"].to_numpy(np.int64), ans["cell"].to_numpy(np.int64)])
+    idx = key.get_indexer(pd.MultiIndex.from_arrays([agg.slots, agg.cells]))
+    node = ans["node"].to_numpy()[idx]
+    t = est.table
+    return t["mean"].to_numpy()[node], t["mean_error_bound"].to_numpy()[node]
+
+
+def score(r, agg, fin) -> dict[str, float]:
+    mean, hw = grid_answers(r, agg)
+    sc = fin.scored
+    err = np.abs(mean[sc] - fin.truth[sc])
+    return {"median": float(np.median(err)), "coverage": float(np.mean(err <= hw[sc])),
+            "median_halfwidth": float(np.median(hw[sc])), "width_ratio": float(np.median(hw[sc]) / np.median(err)),
+            "mean_signed": float(np.mean(mean[sc] - fin.truth[sc]))}
+
+
+def run(args) -> dict:
+    agg, _ = load(args.data)
+    fin = finest_grids(agg, bound=agg.bound)
+    out = {"data": args.data, "grids": int(agg.n_grids), "scored": int(fin.scored.sum()), "users": int(agg.n_users),
+           "floors": floors(fin), "rows": []}
+    print(args.data, out["floors"], flush=True)
+    for strategy in args.strategies:
+        for eps in args.eps:
+            scores, walls, extra = [], [], {}
+            for rep in range(args.reps):
+                r, wall = run_release(agg, eps, 1000 + rep, strategy)
+                scores.append(score(r, agg, fin))
+                walls.append(wall)
+                eng = r.measurements.info.get("engine")
+                if eng is not None:
+                    extra = {"marginals": list(eng.names), "main": [float(x) for x in eng.main],
+                             "plan": eng.strategy, "components": r.estimates.info.get("components")}
+            row = {"strategy": strategy, "eps": eps, "reps": args.reps, "wall": float(np.mean(walls)),
+                   **{k: float(np.median([s[k] for s in scores])) for k in scores[0]}, **extra}
+            out["rows"].append(row)
+            print({k: v for k, v in row.items() if k not in ("components",)}, flush=True)
+    return out
+
+
+def write_markdown() -> None:
+    lines = ["# engine benchmark", "",
+             f"`python tests/benchmarks/bench_engine.py --data D --reps N`. Python {platform.python_version()}, "
+             "2 shared cores. Public list = the occupied grids; pure ε; exact (discrete) noise, seeds 1000+.", "",
+             "Score: median |error| over grids with ≥ 10 users, answered by the row answers.csv names, against the "
+             "grid's own truth; coverage of the grids' own truths at a stated 0.95; width ratio = median half-width "
+             "/ median |error|. Each cell: median over the seeds.", ""]
+    for p in sorted((HERE / "results").glob("engine_*.json")):
+        d = json.loads(p.read_text())
+        lines += [f"## {d['data']} ({d['grids']} grids, {d['scored']} scored, {d['users']} users)", "",
+                  "Noise-free floors: " + "; ".join(f"{k} {v:.3f}" for k, v in d["floors"].items()), "",
+                  "| strategy | ε | median error | coverage | median half-width | width ratio | mean signed error "
+                  "| wall (s) |", "|---|---|---|---|---|---|---|---|"]
+        for r in d["rows"]:
+            lines.append(f"| {r['strategy']} | {r['eps']:g} | {r['median']:.3f} | {r['coverage']:.3f} | "
+                         f"{r['median_halfwidth']:.3f} | {r['width_ratio']:.2f} | {r['mean_signed']:+.3f} | "
+                         f"{r['wall']:.1f} |")
+        eng = [r for r in d["rows"] if "marginals" in r]
+        for r in eng:
+            lines.append(f"\nε = {r['eps']:g}: marginals {r['marginals']}, main budgets "
+                         f"{[round(x, 4) for x in r['main']]}; {r['plan']}")
+        lines.append("")
+    (HERE / "results" / "engine.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", choices=DATASETS, default="day")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
+    ap.add_argument("--strategies", nargs="+", default=["optimised", "place"])
+    args = ap.parse_args()
+    out = run(args)
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / f"engine_{args.data}.json").write_text(json.dumps(out, indent=1))
+    write_markdown()
+
+
+if __name__ == "__main__":
+    main()

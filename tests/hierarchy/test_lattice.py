@@ -1,0 +1,84 @@
+"""The lattice of marginals: every grid lies in exactly the node whose place and time keys it has,
+checked against keys computed one grid at a time with h3's own parent function."""
+
+from __future__ import annotations
+
+import h3
+import numpy as np
+import pytest
+
+from dpopt._validation import DpoptInputError
+from dpopt.hierarchy.lattice import Marginal, candidate_marginals, marginal_nodes
+from dpopt.hierarchy.tree import DAY_NS, HOUR_NS
+
+R = 7
+
+
+def _grids(rng: np.random.Generator, n_cells: int = 12, n_slots: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """Random listed grids: cells around two distant points, hourly slots over three days."""
+    cells = set()
+    for lat, lng in ((30.27, -97.74), (48.85, 2.35)):
+        base = h3.latlng_to_cell(lat, lng, R)
+        cells |= set(h3.grid_disk(base, 2))
+    cells = np.array([h3.str_to_int(c) for c in sorted(cells)][:n_cells], dtype=np.int64)
+    t0 = 1_700_000_000 // 3600 * 3600 * 10**9
+    slots = t0 + HOUR_NS * np.arange(n_slots, dtype=np.int64)
+    pick = rng.random((cells.size, slots.size)) < 0.3
+    ci, si = np.nonzero(pick)
+    return cells[ci], slots[si]
+
+
+def _key(cell: int, slot: int, m: Marginal, start: int) -> tuple[int, int]:
+    """Node key of one grid, written out case by case."""
+    place = cell if m.h3_resolution == R else h3.str_to_int(h3.cell_to_parent(h3.int_to_str(int(cell)), m.h3_resolution))
+    if m.slot_ns == 0:
+        when = start
+    elif m.cycle_ns == 0:
+        when = slot // m.slot_ns * m.slot_ns
+    else:  # the phase's first window ending after the period's start
+        phase = (slot % m.cycle_ns) // m.slot_ns * m.slot_ns
+        when = start // m.cycle_ns * m.cycle_ns + phase
+        if when + m.slot_ns <= start:
+            when += m.cycle_ns
+    return int(place), int(when)
+
+
+@pytest.mark.parametrize("m", [Marginal(R, HOUR_NS), Marginal(R, 0), Marginal(5, HOUR_NS), Marginal(3, 0),
+                               Marginal(R, HOUR_NS, DAY_NS), Marginal(4, DAY_NS), Marginal(0, 3 * HOUR_NS, DAY_NS)])
+def test_nodes_match_keys_grid_by_grid(m: Marginal) -> None:
+    cells, slots = _grids(np.random.default_rng(3))
+    mn = marginal_nodes(cells, slots, m, finest_resolution=R, finest_slot_ns=HOUR_NS)
+    start = int(slots.min())
+    keys = [_key(c, s, m, start) for c, s in zip(cells, slots)]
+    node_keys = list(zip(mn.nodes["cell"].to_numpy()[mn.code].tolist(), mn.nodes["slot"].to_numpy()[mn.code].tolist()))
+    assert node_keys == keys
+    assert len(set(keys)) == mn.n_nodes  # one node per distinct key, none empty
+    assert (mn.nodes["h3_resolution"] == m.h3_resolution).all()
+    period = int(slots.max()) + HOUR_NS - start
+    assert (mn.nodes["slot_ns"] == (period if m.slot_ns == 0 else m.slot_ns)).all()
+
+
+def test_candidates_drop_repeated_partitions_and_start_with_the_finest() -> None:
+    cells, slots = _grids(np.random.default_rng(5))
+    cands = candidate_marginals(cells, slots, h3_resolution=R, slot_ns=HOUR_NS)
+    assert cands[0].marginal == Marginal(R, HOUR_NS)
+    assert (cands[0].nodes.shape[0] == cells.size)
+    parts = []
+    for mn in cands:  # every pair of candidates partitions the grids differently
+        pairs = {frozenset(np.flatnonzero(mn.code == j).tolist()) for j in range(mn.n_nodes)}
+        assert pairs not in parts
+        parts.append(pairs)
+    names = {mn.marginal.name(R, HOUR_NS) for mn in cands}
+    assert {"cell × slot", "cell × period", "cell × hour-of-day", "r3 × slot", "r3 × period"} <= names
+    one_day = slots // DAY_NS == slots.min() // DAY_NS  # inside one UTC day: no day or hour-of-day level
+    c1 = candidate_marginals(cells[one_day], slots[one_day], h3_resolution=R, slot_ns=HOUR_NS)
+    assert not any(mn.marginal.cycle_ns or mn.marginal.slot_ns == DAY_NS for mn in c1)
+
+
+def test_bad_input_is_one_line() -> None:
+    with pytest.raises(DpoptInputError, match="h3_resolution"):
+        marginal_nodes(np.array([1], dtype=np.int64), np.array([0], dtype=np.int64), Marginal(9, HOUR_NS),
+                       finest_resolution=R, finest_slot_ns=HOUR_NS)
+    with pytest.raises(DpoptInputError, match="equal-length"):
+        marginal_nodes(np.array([1, 2], dtype=np.int64), np.array([0], dtype=np.int64), Marginal(R, HOUR_NS),
+                       finest_resolution=R, finest_slot_ns=HOUR_NS)

@@ -1,0 +1,83 @@
+"""Node means from noisy counts and sums: the observation matrix against node-by-node loops, the
+inverse-variance combination against its closed form, the delta-method variance by simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpopt.hierarchy.node_means import (FALSE_PASSES, combine, count_threshold, crossed_inputs, grid_weights,
+                                        node_observations)
+
+
+def test_combine_is_the_minimum_variance_linear_combination() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=50), rng.normal(size=50)
+    va, vb = rng.uniform(0.1, 3.0, 50), rng.uniform(0.1, 3.0, 50)
+    a[3] = np.nan  # not measured in the first phase
+    m, v = combine([a, b], [va, vb])
+    for i in range(50):  # the weight t minimising t² va + (1 − t)² vb is vb / (va + vb)
+        if i == 3:
+            assert m[i] == b[i] and v[i] == vb[i]
+            continue
+        t = vb[i] / (va[i] + vb[i])
+        assert np.isclose(m[i], t * a[i] + (1 - t) * b[i])
+        assert np.isclose(v[i], t * t * va[i] + (1 - t) ** 2 * vb[i])
+    m2, v2 = combine([np.full(2, np.nan)], [np.ones(2)])
+    assert np.isnan(m2).all() and np.isnan(v2).all()
+
+
+def test_observation_rows_are_the_weighted_means_of_their_grids() -> None:
+    rng = np.random.default_rng(1)
+    G, n_nodes = 40, 7
+    code = rng.integers(0, n_nodes, G)
+    code[:n_nodes] = np.arange(n_nodes)
+    count = rng.uniform(-5, 400, n_nodes)
+    total = rng.normal(0, 50, n_nodes) * count / 100
+    w = grid_weights(rng.uniform(-3, 30, G), np.full(G, 4.0))
+    A, y, s2, kept = node_observations(code, count, 9.0, total, 25.0, centre=60.0, half_range=60.0, weights=w)
+    thr = count_threshold(n_nodes) * 3.0
+    assert kept.tolist() == [j for j in range(n_nodes) if count[j] >= max(thr, 1.0)]
+    dense = A.toarray()
+    for r, j in enumerate(kept):
+        members = np.flatnonzero(code == j)
+        expect = np.zeros(G)
+        expect[members] = w[members] / w[members].sum()
+        assert np.allclose(dense[r], expect)
+        d = np.clip(total[j] / count[j], -60.0, 60.0)
+        assert np.isclose(y[r], 60.0 + total[j] / count[j])
+        assert np.isclose(s2[r], (25.0 + d * d * 9.0) / count[j] ** 2)
+    assert (w >= 2.0).all()  # floored at one noise sd
+
+
+def test_delta_method_variance_matches_simulation() -> None:
+    """The ratio mean's spread over noise draws is the delta-method s² for a well-measured node."""
+    rng = np.random.default_rng(2)
+    n, tot, vn, vt = 800.0, 800.0 * 7.5, 30.0**2, 400.0**2
+    draws = (tot + rng.normal(0, np.sqrt(vt), 200_000)) / (n + rng.normal(0, np.sqrt(vn), 200_000))
+    _, _, s2, _ = node_observations(np.zeros(1, dtype=np.int64), np.array([n]), vn, np.array([tot]), vt,
+                                    centre=0.0, half_range=60.0, weights=np.ones(1))
+    assert abs(np.var(draws) / s2[0] - 1.0) < 0.05
+
+
+def test_crossed_inputs_factors_are_the_coarser_marginals_with_several_nodes() -> None:
+    rng = np.random.default_rng(3)
+    G = 12
+    codes = [np.arange(G), np.repeat(np.arange(3), 4), np.zeros(G, dtype=np.int64)]
+    counts = [np.full(G, 50.0), np.full(3, 200.0), np.array([600.0])]
+    sums = [rng.normal(0, 10, G), rng.normal(0, 10, 3), np.array([3.0])]
+    factors, A, y, s2, kept = crossed_inputs(codes, ["fine", "mid", "map"], counts, [1.0] * 3, sums, [4.0] * 3,
+                                             centre=10.0, half_range=10.0)
+    assert list(factors) == ["mid"] and (factors["mid"] == codes[1]).all()
+    assert A.shape == (G + 3 + 1, G) and y.size == G + 4 and [k.size for k in kept] == [G, 3, 1]
+    assert np.allclose(A.toarray()[-1], np.full(G, 1.0 / G))
+
+
+def test_count_threshold_lets_few_empty_nodes_pass() -> None:
+    """Empty nodes with Laplace count noise: the share passing is at most FALSE_PASSES / N each."""
+    rng = np.random.default_rng(4)
+    for n in (2, 50, 2000):
+        t = count_threshold(n)
+        draws = rng.laplace(0.0, 1.0 / np.sqrt(2.0), size=400_000)  # unit sd
+        passing = np.mean(draws >= t)
+        assert passing <= FALSE_PASSES / n * 1.3 + 3e-5
+        assert t >= 1.5

@@ -1,0 +1,112 @@
+"""Small wrong texts of a release (issue 36 item 11), through ``dpopt.cli.main`` and
+:func:`dpopt.release.release`. Each test fails on the code before the fix."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import h3
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt import DpoptInputError
+from dpopt.cli import main
+from dpopt.release import Budget, GridOptions, NoiseOptions, UserOptions, release
+
+U = 50.0
+T0 = pd.Timestamp("2020-01-01T10:00:00Z")
+CELL = h3.latlng_to_cell(30.25, -97.75, 7)
+
+
+def _frame(seed: int = 0, n: int = 300) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 30, n)], "latitude": 30.25, "longitude": -97.75,
+                         "timestamp": (T0 + pd.to_timedelta(rng.integers(0, 7200, n), unit="s")).strftime(
+                             "%Y-%m-%dT%H:%M:%SZ"), "value": rng.uniform(0, U, n).round(2)})
+
+
+def _list(path, cell: str = CELL):
+    pd.DataFrame({"cell": [cell, cell], "slot": ["2020-01-01T10:00:00Z", "2020-01-01T11:00:00Z"]}).to_csv(path,
+                                                                                                          index=False)
+    return path
+
+
+def test_report_gives_each_withheld_variance_the_reason_release_csv_gives(tmp_path, capsys):
+    """Before: report.html said "its interval was as wide as its whole range" for a variance
+    withheld because the values were clamped."""
+    data = tmp_path / "d.csv"
+    _frame().to_csv(data, index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "3", "--seed", "1",
+                 "--partitions", str(_list(tmp_path / "p.csv")), "--quiet", "--out", str(tmp_path / "o")])
+    assert code == 0, capsys.readouterr().err
+    table = pd.read_csv(tmp_path / "o" / "release.csv")
+    reasons = set(table.loc[~table["variance_released"].astype(bool), "variance_withheld_reason"].dropna())
+    assert reasons, "the fixture must withhold a variance"
+    page = html.unescape(re.sub(r"<[^>]+>", "", (tmp_path / "o" / "report.html").read_text()))
+    bullet = page[page.index("Withheld:"):]
+    for reason in reasons:
+        assert reason in bullet
+    if not any("interval" in r for r in reasons):
+        assert "as wide as its whole range" not in bullet
+
+
+def test_flat_private_laplace_release_reports_its_selection_delta():
+    """Before: delta_selection 0.0 though all of δ goes to the private selection under Laplace."""
+    r = release(_frame(), bound=U, budget=Budget(epsilon_total=2.0, delta=1e-6),
+                model=UserOptions(resolution="fixed", bounds=(2, 3)), noise=NoiseOptions(seed=1))
+    assert r.summary.delta == pytest.approx(1e-6) and r.summary.delta_selection == pytest.approx(1e-6)
+
+
+def test_h3_resolution_zero_with_a_list_is_refused_first_naming_the_flag_given(tmp_path, capsys):
+    """Before: refused after two histograms were drawn, naming --coarsest-resolution (never given)."""
+    data = tmp_path / "d.csv"
+    data.write_bytes(b"\x00\xff not even a CSV")  # never read: the refusal comes first
+    plist = _list(tmp_path / "p0.csv", h3.latlng_to_cell(30.25, -97.75, 0))
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1",
+                 "--h3-resolution", "0", "--partitions", str(plist), "--quiet", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "`--h3-resolution` = 0" in err and "coarsest" not in err and err.count("\n") == 1, err
+    with pytest.raises(DpoptInputError, match="`h3_resolution` = 0"):
+        release(data, bound=U, budget=Budget(epsilon_total=1.0), grid=GridOptions(0, "1h"),
+                model=UserOptions(partitions=plist))
+
+
+def test_console_says_why_it_spends_less_delta_than_asked(tmp_path, capsys):
+    """Before: at ε = 1 without a list the console printed δ = 7.5e-07 for --delta 1e-6 without a word."""
+    data = tmp_path / "d.csv"
+    _frame().to_csv(data, index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1", "--delta", "1e-6",
+                 "--seed", "1", "--quiet", "--json", "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    spent = json.loads((tmp_path / "o" / "summary.json").read_text())["delta"]
+    assert spent < 1e-6  # the fixture: a level the selection plan leaves out spends no δ
+    assert f"spends δ = {spent:g} of the --delta 1e-06 allowed" in err
+
+
+def test_report_never_shows_the_private_selections_public_bucket_as_the_period(tmp_path, capsys):
+    """Before: report.html showed the coarse nodes' fixed 3640-day bucket ("2019-10-31 → 2029-10-18")
+    as if it were the data's period; it shows the published slots' period instead."""
+    rng = np.random.default_rng(1)
+    n = 6000
+    frame = pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 400, n)],
+                          "latitude": 30.25 + 0.05 * rng.integers(0, 3, n), "longitude": -97.75,
+                          "timestamp": (T0 + pd.to_timedelta(rng.integers(0, 3 * 3600, n), unit="s")).strftime(
+                              "%Y-%m-%dT%H:%M:%SZ"), "value": rng.uniform(0, U, n).round(2)})
+    data = tmp_path / "d.csv"
+    frame.to_csv(data, index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "5", "--delta", "1e-6",
+                 "--seed", "1", "--quiet", "--out", str(tmp_path / "o")])
+    assert code == 0, capsys.readouterr().err
+    table = pd.read_csv(tmp_path / "o" / "release.csv")
+    days = 3640
+    start = pd.Timestamp(0, tz="UTC") + pd.Timedelta(days=(T0 - pd.Timestamp(0, tz="UTC")).days // days * days)
+    bucket = table["slot"] == start.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert bucket.any(), "the fixture must publish a node over the bucket"
+    page = (tmp_path / "o" / "report.html").read_text()
+    end = start + pd.Timedelta(days=days)
+    assert f"{start:%Y-%m-%d}" not in page and f"{end:%Y-%m-%d}" not in page
+    assert "the whole period (published slots: 2020-01-01 10:00" in html.unescape(page)

@@ -1,0 +1,128 @@
+"""Local time (``--timezone`` / ``InputOptions(timezone=...)``): naive times read in the zone, slots
+cut on its wall clock, every time column written with its UTC offset, summary.json naming the zone.
+
+The expected slots are computed here independently (zoneinfo + plain datetime arithmetic), never
+read back from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import h3
+import numpy as np
+import pandas as pd
+
+from dpopt.cli import main
+from dpopt.privacy.contributions import InputOptions
+from dpopt.release import (Budget, NoiseOptions, PerGridBudget, PublicOccupancyOptions, UserOptions, release,
+                           write_release)
+
+LAT, LNG = 30.25, -97.75
+CELL = h3.latlng_to_cell(LAT, LNG, 7)
+
+
+def _local_slot(utc: datetime, zone: str) -> str:
+    """The start of the local hour holding ``utc``, with its offset (an independent oracle)."""
+    local = utc.astimezone(ZoneInfo(zone))
+    start = local.replace(minute=0, second=0, microsecond=0)
+    return start.isoformat()
+
+
+def _records(zone: str, seed: int = 0, n: int = 200) -> pd.DataFrame:
+    """Records over two days in UTC (offset-aware text), spread over the hours."""
+    rng = np.random.default_rng(seed)
+    t0 = datetime(2020, 3, 7, 0, 0, tzinfo=ZoneInfo("UTC"))
+    times = [t0 + timedelta(seconds=int(s)) for s in rng.integers(0, 2 * 86400, n)]
+    return pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 30, n)], "latitude": LAT, "longitude": LNG,
+                         "timestamp": [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times],
+                         "value": rng.uniform(0, 10, n).round(2), "utc": times})
+
+
+def test_slots_are_cut_on_the_local_wall_clock_with_offsets():
+    """Asia/Kolkata (+05:30): local hours are not UTC hours, so the counts per slot differ from a
+    UTC cut; each slot's count must equal the records whose local hour it is."""
+    for zone in ("Asia/Kolkata", "America/Chicago"):  # Chicago crosses the 2020-03-08 DST change
+        frame = _records(zone)
+        want = pd.Series([_local_slot(t, zone) for t in frame["utc"]]).value_counts().sort_index()
+        r = release(frame.drop(columns="utc"), bound=10, budget=PerGridBudget(1.0),
+                    model=PublicOccupancyOptions(plan="greedy"), io=InputOptions(timezone=zone),
+                    noise=NoiseOptions(seed=1))
+        got = r.table.set_index("slot")["n_records"].sort_index()
+        assert got.index.tolist() == want.index.tolist(), zone
+        assert got.tolist() == want.tolist(), zone
+    assert any(s.endswith("-06:00") for s in got.index) and any(s.endswith("-05:00") for s in got.index)
+
+
+def test_naive_local_times_equal_their_offset_form(tmp_path, capsys):
+    zone = "America/Chicago"
+    frame = _records(zone, seed=2)
+    naive = frame.assign(timestamp=[t.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S") for t in frame["utc"]])
+    a, b = (release(f.drop(columns="utc"), bound=10, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(
+        plan="greedy"), io=InputOptions(timezone=zone), noise=NoiseOptions(seed=1)).table for f in (frame, naive))
+    pd.testing.assert_frame_equal(a, b)
+    path = tmp_path / "naive.csv"
+    naive.drop(columns="utc").to_csv(path, index=False)
+    code = main(["release", str(path), "--privacy", "public-occupancy", "--bound", "10", "--epsilon", "1", "--plan",
+                 "greedy", "--timezone", zone, "--quiet", "--no-map", "--out", str(tmp_path / "o")])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["timezone"] == zone
+    table = pd.read_csv(tmp_path / "o" / "release.csv")
+    assert table["slot"].tolist() == a["slot"].tolist()
+    assert table["slot"].str.match(r"^\d{4}-\d\d-\d\dT\d\d:00:00-0[56]:00$").all()
+    first = datetime.fromisoformat(table["slot"].iloc[0])  # the report labels slots in local time
+    label = f"{first:%Y-%m-%d %H:%M}–{first + timedelta(hours=1):%H:%M} {zone}"
+    assert label in (tmp_path / "o" / "report.html").read_text()
+
+
+def test_user_model_list_in_local_time_matches_the_records(tmp_path):
+    """The public list written in local time with offsets (or naive, in the zone) selects the same
+    grids as the records' local slots; release.csv and answers.csv carry the offsets."""
+    zone = "Asia/Kolkata"
+    frame = _records(zone, seed=3)
+    hours = sorted({_local_slot(t, zone) for t in frame["utc"]})[:6]
+    naive_list = pd.DataFrame({"cell": CELL, "slot": [h[:19] for h in hours]})
+    for plist in (pd.DataFrame({"cell": CELL, "slot": hours}), naive_list):
+        r = release(frame.drop(columns="utc"), bound=10, budget=Budget(epsilon_total=2.0),
+                    model=UserOptions(partitions=plist, bounds=(2, 3), resolution="fixed"),
+                    io=InputOptions(timezone=zone), noise=NoiseOptions(seed=1))
+        assert r.table["slot"].tolist() == hours
+    counts = pd.Series([_local_slot(t, zone) for t in frame["utc"]]).value_counts()
+    assert (r.table["noisy_count"] - counts[hours].to_numpy()).abs().max() < 60  # the noise is small at c=3
+    r = release(frame.drop(columns="utc"), bound=10, budget=Budget(epsilon_total=2.0),
+                model=UserOptions(partitions=pd.DataFrame({"cell": CELL, "slot": hours})),
+                io=InputOptions(timezone=zone), noise=NoiseOptions(seed=1))
+    paths = write_release(r, tmp_path / "o", make_map=False)
+    for key in ("release", "answers"):
+        if key in paths:
+            t = pd.read_csv(paths[key], dtype=str, keep_default_na=False)
+            for col in [c for c in t.columns if c in ("slot", "slot_end", "node_slot", "node_slot_end")]:
+                assert t[col].str.endswith("+05:30").all(), (key, col)
+    assert json.loads(paths["summary"].read_text())["timezone"] == zone
+
+
+def test_hour_of_day_profiles_are_cut_in_local_time():
+    """--profile day with a zone: the hour-of-day windows are local hours (a window starting at local
+    midnight counts the records whose local hour is 0, on every day), written with the offset."""
+    zone = "America/Chicago"
+    rng = np.random.default_rng(0)
+    n = 3000
+    utc = pd.Timestamp("2020-06-01T05:00:00Z") + pd.to_timedelta(rng.integers(0, 3 * 86400, n), unit="s")
+    frame = pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 300, n)], "latitude": LAT, "longitude": LNG,
+                          "timestamp": utc.strftime("%Y-%m-%dT%H:%M:%SZ"), "value": rng.uniform(0, 50, n)})
+    r = release(frame, bound=50, budget=Budget(epsilon_total=10), noise=NoiseOptions(seed=1),
+                model=PublicOccupancyOptions(plan="hierarchy", profile="day"), io=InputOptions(timezone=zone))
+    table = r.table
+    windows = table[table["repeat_every"] == "P1D"]
+    assert len(windows) and windows["slot"].str.endswith("-05:00").all()
+    local_hour = pd.Series([t.astimezone(ZoneInfo(zone)).hour for t in utc.to_pydatetime()])
+    for row in windows.itertuples():
+        start = datetime.fromisoformat(row.slot)
+        hours = (datetime.fromisoformat(row.slot_end) - start) // timedelta(hours=1)
+        inside = (local_hour >= start.hour) & (local_hour < start.hour + hours)
+        cells = np.array([h3.cell_to_parent(h3.latlng_to_cell(LAT, LNG, 15), row.h3_resolution)] * n)
+        assert row.n_records == int((inside & (cells == row.cell)).sum()), row.slot
