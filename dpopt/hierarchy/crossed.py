@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -48,9 +48,14 @@ _RHS_BUDGET = 10_000_000
 #: many grids on average: larger blocks shrink the core but fill the sparse products that build
 #: it. It decides the work, never the answer (every choice gives the same posterior, tested)
 _LOCAL_MEAN_GRIDS = 8
-#: REML searches σ² in [spread·10⁻¹⁰, spread·10⁴] (spread: the larger of var(y) and mean(s2)); a
-#: component ending at the lower bound is reported as 0 (the likelihood is flat below it)
-_LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
+#: REML searches σ² in [min(spread·10⁻¹⁰, min(s2)·10⁻⁴), spread·10⁴] (spread: the larger of var(y)
+#: and mean(s2)); a component ending at the lower bound, negligible beside every noise variance,
+#: is reported as 0
+_FLOOR, _FLOOR_NOISE, _LOG_HIGH = 1e-10, 1e-4, math.log(1e4)
+#: REML is at its maximum when a further average-information step would raise ℓ_R by less than
+#: this (a likelihood interval spans ½ unit; rounding of ℓ_R itself can reach 10⁻⁴ when the noise
+#: variances are 10⁻⁹ of the components)
+_GAIN = 1e-3
 
 
 # ------------------------------------------------------------------------------------------------ kernel
@@ -89,7 +94,7 @@ class _Core:
 
     def inverse(self) -> np.ndarray:
         """R⁻¹ of a dense core, kept: with Y = L_a⁻ᵀW, Z = Y L_b⁻ᵀ,
-        R⁻¹ = [[L_a⁻ᵀL_a⁻¹ − ZZᵀ, Z L_b⁻¹], [L_b⁻ᵀZᵀ, −L_b⁻ᵀL_b⁻¹]] (block inverse with the Schur
+        R⁻¹ = [[L_a⁻ᵀL_a⁻¹ − ZZᵀ, Z L_b⁻¹], [L_b⁻ᵀZᵀ, −L_b⁻ᵀL_b⁻¹]] (block inverse, Schur
         complement −L_b L_bᵀ), in matrix products."""
         if "inverse" not in self.cache:
             La, W, Lb = self.chol
@@ -138,12 +143,14 @@ def _factor(R: sp.spmatrix, n_a: int, dense_max: int) -> tuple[_Core, float]:
 
 @dataclass(frozen=True)
 class _System:
-    """The factored system: the core, the inverse ``Dinv`` of the eliminated block-diagonal
-    local block and its coupling ``K_we`` to the core, the scaled design ``Ht`` and the rows kept
-    as duals (``agg``) or folded into the effects' precision (``fold``)."""
+    """The factored system: the core, the eliminated block-diagonal local block D = −L Lᵀ through
+    ``Linv`` = L⁻¹ (block-diagonal, lower) and ``KL`` = K_we L⁻ᵀ (so K_we D⁻¹ = −KL L⁻¹), the
+    coupling ``K_we``, the scaled design ``Ht`` and the rows kept as duals (``agg``) or folded
+    into the effects' precision (``fold``)."""
 
     core: _Core
-    Dinv: sp.csr_matrix
+    Linv: sp.csr_matrix
+    KL: sp.csr_matrix
     K_we: sp.csr_matrix
     Ht: sp.csr_matrix
     s2: np.ndarray
@@ -152,29 +159,30 @@ class _System:
 
     def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(v, r) with K [r; v] = [y; 0]: v the scaled effects' posterior mean, r = P y."""
-        a, f, n_local = self.agg, self.fold, self.Dinv.shape[0]
+        a, f, n_local = self.agg, self.fold, self.Linv.shape[0]
         q_w = self.Ht.shape[1] - n_local
         Hf = self.Ht[f]
         rhs_v = -(Hf.T @ (y[f] / self.s2[f]))
-        z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) - self.K_we @ (self.Dinv @ rhs_v[q_w:]))
-        v = np.concatenate([z_w[a.size:], self.Dinv @ (rhs_v[q_w:] - self.K_we.T @ z_w)])
+        z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) + self.KL @ (self.Linv @ rhs_v[q_w:]))
+        v = np.concatenate([z_w[a.size:], -(self.Linv.T @ (self.Linv @ (rhs_v[q_w:] - self.K_we.T @ z_w)))])
         r = np.empty(y.size)
         r[a], r[f] = z_w[:a.size], (y[f] - Hf @ v) / self.s2[f]
         return v, r
 
     def lift(self, M: sp.csr_matrix) -> sp.csc_matrix:
         """T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M (scaled) in the core's coordinates."""
-        q_w = M.shape[1] - self.Dinv.shape[0]
+        q_w = M.shape[1] - self.Linv.shape[0]
         lift = sp.vstack([sp.csr_matrix((self.agg.size, M.shape[0])), M[:, :q_w].T])
-        return (lift - self.K_we @ (self.Dinv @ M[:, q_w:].T)).tocsc()
+        return (lift + self.KL @ (self.Linv @ M[:, q_w:].T)).tocsc()
 
     def variance(self, M: sp.csr_matrix) -> np.ndarray:
         """diag(M Cov(v | y) Mᵀ) in blocks of right-hand sides."""
-        q_w, out = M.shape[1] - self.Dinv.shape[0], np.empty(M.shape[0])
+        q_w, out = M.shape[1] - self.Linv.shape[0], np.empty(M.shape[0])
         batch = max(1, min(2048, _RHS_BUDGET // max(self.K_we.shape[0], 1)))
         for start in range(0, M.shape[0], batch):
             rows = M[start:start + batch]
-            local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:] @ self.Dinv).sum(axis=1)).ravel()
+            half = self.Linv @ rows[:, q_w:].T
+            local = -np.asarray(half.multiply(half).sum(axis=0)).ravel()
             out[start:start + rows.shape[0]] = -(local + self.core.quad(self.lift(rows)))
         return np.maximum(out, 0.0)
 
@@ -185,7 +193,9 @@ class GLSPosterior:
 
     ``mean`` is E[b | y]; ``loglik`` the REML log-likelihood
     −½[(n − p) log 2π + log|V| + log|X'V⁻¹X| + r'V⁻¹r] (V = Cov(y), r = y − X β̂, p fixed effects);
-    :meth:`variance` / :meth:`covariance` give Var(L b | y) from the stored factorisation.
+    :meth:`variance` / :meth:`covariance` give Var(L b | y) from the stored factorisation. With
+    ``perm`` the factorisation holds the effects in the order ``perm`` (local ones last) while
+    ``mean`` and the columns of L stay in the caller's order.
     """
 
     mean: np.ndarray
@@ -194,6 +204,7 @@ class GLSPosterior:
     n_local: int
     scale: np.ndarray = field(repr=False)
     system: _System = field(repr=False, compare=False)
+    perm: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"GLSPosterior(n_effects={self.mean.size}, n_fixed={self.n_fixed}, n_local={self.n_local}, "
@@ -203,6 +214,8 @@ class GLSPosterior:
         L = sp.csr_matrix(L, dtype=float)
         if L.shape[1] != self.mean.size:
             raise _fail("L", f"must have one column per effect ({self.mean.size})", L.shape)
+        if self.perm is not None:
+            L = L[:, self.perm]
         return (L @ sp.diags(self.scale)).tocsr()
 
     def variance(self, L: Any) -> np.ndarray:
@@ -213,10 +226,10 @@ class GLSPosterior:
     def covariance(self, L: Any) -> np.ndarray:
         """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
         M = self._scaled(L)
-        Dinv = self.system.Dinv
-        Me = M[:, self.mean.size - Dinv.shape[0]:]
+        Linv = self.system.Linv
+        half = (Linv @ M[:, self.mean.size - Linv.shape[0]:].T).toarray()
         T = self.system.lift(M).toarray()
-        cov = -(np.asarray((Me @ Dinv @ Me.T).todense()) + T.T @ self.system.core.solve(T))
+        cov = half.T @ half - T.T @ self.system.core.solve(T)
         return 0.5 * (cov + cov.T)
 
 
@@ -258,9 +271,12 @@ def _folded(H_local: sp.csr_matrix, blocks: np.ndarray) -> np.ndarray:
     return fold
 
 
-def _block_inverse(D: sp.csr_matrix, blocks: np.ndarray) -> tuple[sp.csr_matrix, float]:
-    """Inverse and log|det| of the block-diagonal D (a block: equal ``blocks`` labels), in
-    stacks of blocks of one size (numpy's batched ``inv``/``slogdet``)."""
+def _block_cholesky(D: sp.csr_matrix, blocks: np.ndarray) -> tuple[sp.csr_matrix, float]:
+    """L⁻¹ with L Lᵀ = −D, and log|det D|, for the block-diagonal D < 0 (a block: equal
+    ``blocks`` labels; −D = I + a Gram matrix, so every block is well inside the definite cone),
+    in stacks of blocks of one size (numpy's batched Cholesky). Kept as a factor, not as D⁻¹:
+    an explicit inverse of a block whose data terms dwarf its prior loses the digits the Schur
+    complement needs when the noise variances are tiny."""
     n = D.shape[0]
     lab = np.unique(blocks, return_inverse=True)[1].ravel()
     order, size = np.argsort(lab, kind="stable"), np.bincount(lab, minlength=1)
@@ -276,11 +292,12 @@ def _block_inverse(D: sp.csr_matrix, blocks: np.ndarray) -> tuple[sp.csr_matrix,
         on = slot[lab[coo.row]] >= 0
         stack = np.zeros((ids.size, s, s))
         stack[slot[lab[coo.row[on]]], pos[coo.row[on]], pos[coo.col[on]]] = coo.data[on]
-        logdet += float(np.sum(np.linalg.slogdet(stack)[1]))
+        L = np.linalg.cholesky(-stack)
+        logdet += 2.0 * float(np.sum(np.log(np.diagonal(L, axis1=1, axis2=2))))
         members = order[start[ids][:, None] + np.arange(s)]
         rows.append(np.repeat(members, s, axis=1).ravel())
         cols.append(np.tile(members, (1, s)).ravel())
-        vals.append(np.linalg.inv(stack).ravel())
+        vals.append(np.linalg.solve(L, np.broadcast_to(np.eye(s), L.shape)).ravel())
     if not rows:
         return sp.csr_matrix((n, n)), 0.0
     return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)), logdet
@@ -289,7 +306,8 @@ def _block_inverse(D: sp.csr_matrix, blocks: np.ndarray) -> tuple[sp.csr_matrix,
 def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, blocks: np.ndarray):
     """The augmented system with the rows whose local effects lie in one block folded into the
     effects' precision and the local effects (the last ``blocks.size``) eliminated, their block
-    then block-diagonal: (duals' rows, folded rows, Ht, D⁻¹, log|det D|, K_we, R)."""
+    then block-diagonal, D = −L Lᵀ: (duals' rows, folded rows, Ht, L⁻¹, log|det D|, K_we, KL = K_we L⁻ᵀ,
+    R = K_ww − K_we D⁻¹ K_ew = K_ww + KL KLᵀ)."""
     n, q = H.shape
     q_w = q - blocks.size
     fold = _folded(H[:, q_w:], blocks)
@@ -298,10 +316,11 @@ def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, b
     Ha, Hf = Ht[a], Ht[f]
     Kvv = -(sp.diags(np.concatenate([np.zeros(n_fixed), np.ones(q - n_fixed)])) + Hf.T @ sp.diags(1.0 / s2[f]) @ Hf)
     Kvv = Kvv.tocsr()
-    Dinv, logdet_d = _block_inverse(Kvv[q_w:, q_w:], blocks)
+    Linv, logdet_d = _block_cholesky(Kvv[q_w:, q_w:], blocks)
     K_ww = sp.bmat([[sp.diags(s2[a]), Ha[:, :q_w]], [Ha[:, :q_w].T, Kvv[:q_w, :q_w]]], format="csr")
     K_we = sp.vstack([Ha[:, q_w:], Kvv[:q_w, q_w:]], format="csr")
-    return a, f, Ht, Dinv, logdet_d, K_we, K_ww - K_we @ Dinv @ K_we.T
+    KL = (K_we @ Linv.T).tocsr()
+    return a, f, Ht, Linv, logdet_d, K_we, KL, K_ww + KL @ KL.T
 
 
 def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, n_local: int = 0,
@@ -342,9 +361,9 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
     if blocks.shape != (n_local,) or blocks.dtype.kind not in "iu":
         raise _fail("local_blocks", f"must hold {n_local} int labels (one per local effect)", blocks)
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
-    a, f, Ht, Dinv, logdet_d, K_we, R = _reduce(H, s2, scale, n_fixed, blocks)
+    a, f, Ht, Linv, logdet_d, K_we, KL, R = _reduce(H, s2, scale, n_fixed, blocks)
     core, logdet_r = _factor(R, a.size, dense_max)
-    system = _System(core=core, Dinv=Dinv, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
+    system = _System(core=core, Linv=Linv, KL=KL, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
     v, r = system.solve(y)
     logdet = float(np.sum(np.log(s2[f]))) + logdet_d + logdet_r
     loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
@@ -492,20 +511,23 @@ def _local_factor(codes: list[np.ndarray], A: sp.csr_matrix) -> int | None:
     return best
 
 
-def _plan(names: list[str], codes: list[np.ndarray], levels: list[np.ndarray], A: sp.csr_matrix,
-          residual: bool) -> tuple[list[str], list[np.ndarray], list[np.ndarray], dict[str, Any]]:
-    """Factors reordered so that the local factor (:func:`_local_factor`) comes last, and the
-    kernel's ``n_local``/``local_blocks``: the residuals, with that factor's levels as blocks."""
-    G = A.shape[1]
+def _plan(codes: list[np.ndarray], sizes: list[int], A: sp.csr_matrix,
+          residual: bool) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The kernel's order of the components (the local factor, :func:`_local_factor`, moved last
+    before the residuals), the matching column permutation of the effects (μ first) and its
+    ``n_local``/``local_blocks``: the residuals, with that factor's levels as blocks."""
+    comps = np.arange(len(sizes))
+    k = _local_factor(codes, A) if residual else None
+    if k is not None:
+        comps = np.concatenate([comps[(comps != k) & (comps < len(codes))], [k, len(codes)]])
+    starts = 1 + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    perm = np.concatenate([[0]] + [starts[c] + np.arange(sizes[c]) for c in comps]).astype(np.int64)
     if not residual:
-        return names, codes, levels, {"n_local": 0}
-    k = _local_factor(codes, A)
+        return comps, perm, {"n_local": 0}
     if k is None:
-        return names, codes, levels, {"n_local": G}
-    order = [i for i in range(len(names)) if i != k] + [k]
-    names, codes, levels = ([x[i] for i in order] for x in (names, codes, levels))
-    J = levels[-1].size
-    return names, codes, levels, {"n_local": J + G, "local_blocks": np.concatenate([np.arange(J), codes[-1]])}
+        return comps, perm, {"n_local": A.shape[1]}
+    blocks = np.concatenate([np.arange(sizes[k]), codes[k]])
+    return comps, perm, {"n_local": sizes[k] + A.shape[1], "local_blocks": blocks}
 
 
 def _start(y: np.ndarray, s2: np.ndarray, n_comp: int, spread: float) -> np.ndarray:
@@ -524,6 +546,7 @@ class _Objective:
     sizes: list[int]
     kernel: dict[str, int]
     spread: float
+    low: float
     calls: int = 0
 
     def post(self, x: np.ndarray) -> GLSPosterior:
@@ -550,28 +573,35 @@ def _score(post: GLSPosterior, y: np.ndarray, sizes: list[int]) -> tuple[np.ndar
     return g, 0.5 * F.T @ PF
 
 
+def _newton(obj: _Objective, x: np.ndarray, post: GLSPosterior) -> tuple[np.ndarray, np.ndarray, float]:
+    """At x: the exact slopes g of −ℓ_R, the average-information step on the free coordinates (at
+    a bound, a slope pushing outward is not free) and the rise of ℓ_R it predicts, ½ gᵀ AI⁻¹ g."""
+    g, AI = _score(post, obj.y, obj.sizes)
+    free = ~(((x <= obj.low + 1e-9) & (g > 0)) | ((x >= _LOG_HIGH - 1e-9) & (g < 0)))
+    A = AI[np.ix_(free, free)]
+    step = np.zeros_like(x)
+    step[free] = -np.linalg.solve(A + (1e-10 * np.trace(A) + 1e-300) * np.eye(A.shape[0]), g[free])
+    return np.where(free, g, 0.0), step, -0.5 * float(g @ step)
+
+
 def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int, tol: float = 1e-4) -> tuple[np.ndarray, bool, str]:
     """Average-information (Fisher-scoring) steps on x within the bounds, halved until ℓ_R does
-    not fall; stops when every free slope of −ℓ_R is below ``tol`` (at a bound, a slope pushing
-    outward is not free)."""
+    not fall; converged when every free slope of −ℓ_R is below ``tol``, or, should rounding stop
+    the halving, when the step would raise ℓ_R by less than :data:`_GAIN` (:func:`_newton`)."""
     post = obj.post(x)
     for it in range(max_iter):
-        g, AI = _score(post, obj.y, obj.sizes)
-        free = ~(((x <= _LOG_LOW) & (g > 0)) | ((x >= _LOG_HIGH) & (g < 0)))
-        if np.all(np.abs(g[free]) < tol):
+        g, step, gain = _newton(obj, x, post)
+        if np.all(np.abs(g) < tol):
             return x, True, f"average-information steps converged in {it} iterations"
-        A = AI[np.ix_(free, free)]
-        step = np.zeros_like(x)
-        step[free] = -np.linalg.solve(A + (1e-10 * np.trace(A) + 1e-300) * np.eye(A.shape[0]), g[free])
         for _ in range(30):
-            trial = np.clip(x + step, _LOG_LOW, _LOG_HIGH)
+            trial = np.clip(x + step, obj.low, _LOG_HIGH)
             new = obj.post(trial)
             if new.loglik >= post.loglik:
                 x, post = trial, new
                 break
             step /= 2.0
         else:
-            return x, bool(np.all(np.abs(g[free]) < 1e-2)), "average-information line search stalled"
+            return x, gain < _GAIN, f"average-information line search stopped by rounding (predicted rise {gain:.1e})"
     return x, False, f"no convergence in {max_iter} average-information iterations"
 
 
@@ -581,15 +611,17 @@ def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, 
     average-information steps, then (if they do not converge) L-BFGS-B in the same bounds; a
     component at the lower bound, or below 10⁻³·spread where 0 is no worse, is 0:
     (σ², converged, status, factorisations)."""
-    obj = _Objective(H=H, y=y, s2=s2, sizes=sizes, kernel=kernel, spread=max(float(np.var(y)), float(np.mean(s2))))
-    x0 = np.clip(_start(y, s2, len(sizes), obj.spread), _LOG_LOW + 1.0, _LOG_HIGH - 1.0)
+    spread = max(float(np.var(y)), float(np.mean(s2)))
+    low = math.log(min(_FLOOR, _FLOOR_NOISE * float(np.min(s2)) / spread))
+    obj = _Objective(H=H, y=y, s2=s2, sizes=sizes, kernel=kernel, spread=spread, low=low)
+    x0 = np.clip(_start(y, s2, len(sizes), obj.spread), obj.low + 1.0, _LOG_HIGH - 1.0)
     x, converged, status = _ai_search(obj, x0, max_iter=max_iter)
     if not converged:
-        res = minimize(obj.negll, x, method="L-BFGS-B", bounds=[(_LOG_LOW, _LOG_HIGH)] * len(sizes),
+        res = minimize(obj.negll, x, method="L-BFGS-B", bounds=[(obj.low, _LOG_HIGH)] * len(sizes),
                        options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7, "eps": 1e-6})
-        x, converged, status = res.x, _stationary(obj.negll, res.x), f"{status}; L-BFGS-B: {res.message}"
+        x, converged, status = res.x, _stationary(obj, res.x), f"{status}; L-BFGS-B: {res.message}"
     sig = obj.spread * np.exp(x)
-    sig[x <= _LOG_LOW + 1e-3] = 0.0
+    sig[x <= obj.low + 1e-3] = 0.0
     best = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel).loglik
     for k in np.flatnonzero((sig > 0) & (sig < 1e-3 * obj.spread)):  # log σ² crawls towards 0: try 0 itself
         trial = sig.copy()
@@ -600,19 +632,12 @@ def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, 
     return sig, converged, status, obj.calls
 
 
-def _stationary(negll: Any, x: np.ndarray, *, step: float = 1e-4, tol: float = 1e-2) -> bool:
-    """The REML search's own test, with no trust in its stopping message (a line search stopped by
-    rounding reports failure at the optimum): every central-difference slope of −ℓ in log σ² is
-    below ``tol`` (a 1 % change of σ² moves ℓ by < 10⁻⁴, far inside a likelihood interval's ½), or
-    pushes outward at a bound."""
-    for k in range(x.size):
-        up, down = x.copy(), x.copy()
-        up[k], down[k] = min(x[k] + step, _LOG_HIGH), max(x[k] - step, _LOG_LOW)
-        slope = (negll(up) - negll(down)) / (up[k] - down[k])
-        at_low, at_high = x[k] <= _LOG_LOW + step, x[k] >= _LOG_HIGH - step
-        if abs(slope) > tol and not (at_low and slope > 0) and not (at_high and slope < 0):
-            return False
-    return True
+def _stationary(obj: _Objective, x: np.ndarray, *, tol: float = 1e-2) -> bool:
+    """The REML search's own test, with no trust in the optimiser's message: every exact free
+    slope of −ℓ_R in log σ² is below ``tol`` (a 1 % change of any σ² moves ℓ_R by < 10⁻⁴), or an
+    average-information step would raise ℓ_R by less than :data:`_GAIN` (:func:`_newton`)."""
+    g, _, gain = _newton(obj, x, obj.post(x))
+    return bool(np.all(np.abs(g) < tol) or gain < _GAIN)
 
 
 def _fixed_sigma2(sigma2: Any, names: list[str], residual: bool) -> np.ndarray:
@@ -662,25 +687,24 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     """
     names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
     max_iter = check_positive_int(max_iter, "max_iter")
-    dense_max, given_order = check_positive_int(dense_max, "dense_max", minimum=0), list(names)
-    names, codes, levels, kernel = _plan(names, codes, levels, A, residual)
+    dense_max = check_positive_int(dense_max, "dense_max", minimum=0)
     grid_map, sizes = _design(codes, A.shape[1], residual)
-    H = (A @ grid_map).tocsr()
+    comps, perm, kernel = _plan(codes, sizes, A, residual)
+    H, inner = (A @ grid_map).tocsr()[:, perm], [sizes[c] for c in comps]  # the kernel's order
     kernel["dense_max"] = dense_max
+    sig = np.zeros(len(sizes))
     if sigma2 is not None:
         sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
     elif sizes:
-        sig, converged, status, calls = _reml(H, y, s2, sizes, max_iter=max_iter, kernel=kernel)
+        sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel)
     else:
-        sig, converged, status, calls = np.zeros(0), True, "no variance component", 0
-    post = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel)
+        converged, status, calls = True, "no variance component", 0
+    post = gls_posterior(H, y, s2, np.repeat(sig[comps], inner), **kernel)
+    post = replace(post, mean=post.mean[np.argsort(perm)], perm=perm)  # the caller's order again
     grid_var = post.variance(grid_map)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    found = dict(zip(names + [RESIDUAL], sig.tolist()))
-    effects = _effects(post, names, levels)
     mu_var = float(post.variance(sp.csr_matrix(([1.0], ([0], [0])), shape=(1, post.mean.size)))[0])
-    return CrossedFit(sigma2={k: found[k] for k in given_order + ([RESIDUAL] if residual else [])},
-                      mu=float(post.mean[0]), mu_var=mu_var, effects={k: effects[k] for k in given_order},
-                      grid_mean=grid_map @ post.mean, grid_var=grid_var,
+    return CrossedFit(sigma2=dict(zip(names + [RESIDUAL], sig.tolist())), mu=float(post.mean[0]), mu_var=mu_var,
+                      effects=_effects(post, names, levels), grid_mean=grid_map @ post.mean, grid_var=grid_var,
                       grid_halfwidth=z * np.sqrt(grid_var), loglik=post.loglik, converged=converged, status=status,
                       n_evaluations=calls, confidence=confidence, z=z, posterior=post, grid_map=grid_map)
