@@ -586,12 +586,13 @@ def _newton(obj: _Objective, x: np.ndarray, post: GLSPosterior) -> tuple[np.ndar
 
 def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int, tol: float = 1e-4) -> tuple[np.ndarray, bool, str]:
     """Average-information (Fisher-scoring) steps on x within the bounds, halved until ℓ_R does
-    not fall; converged when every free slope of −ℓ_R is below ``tol``, or, should rounding stop
-    the halving, when the step would raise ℓ_R by less than :data:`_GAIN` (:func:`_newton`)."""
+    not fall; converged when every free slope of −ℓ_R is below ``tol`` or the step would raise ℓ_R
+    by less than 10⁻³·:data:`_GAIN`, or, should rounding stop the halving, by less than
+    :data:`_GAIN` (:func:`_newton`)."""
     post = obj.post(x)
     for it in range(max_iter):
         g, step, gain = _newton(obj, x, post)
-        if np.all(np.abs(g) < tol):
+        if np.all(np.abs(g) < tol) or gain < 1e-3 * _GAIN:
             return x, True, f"average-information steps converged in {it} iterations"
         for _ in range(30):
             trial = np.clip(x + step, obj.low, _LOG_HIGH)
