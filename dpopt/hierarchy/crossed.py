@@ -6,7 +6,8 @@ records. Two layers:
 * :func:`gls_posterior`, the kernel: observations y = H b + ε, ε ~ N(0, diag(s2)), effects
   b = (fixed effects with a flat prior, random effects b_k ~ N(0, prior_var_k) independent). It
   solves Henderson's mixed-model equations in their augmented (dual) form, with the grid-level
-  effects eliminated exactly first, by one factorisation of the remaining core (two dense
+  effects (blocked with one factor's levels) eliminated exactly first, by one factorisation of
+  the remaining core (two dense
   Cholesky factors, or SuperLU), and returns the posterior mean of b, the REML log-likelihood
   (Patterson & Thompson 1971; log det from the factors' diagonals) and, through
   :meth:`GLSPosterior.variance`, the posterior variance of any sparse linear combinations L b.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -43,15 +44,24 @@ RESIDUAL = "residual"
 #: at most this many numbers in one block of right-hand sides of the batched solves, or pairs of
 #: nonzeros in one block of quadratic forms (80 MB)
 _RHS_BUDGET = 10_000_000
-#: REML searches σ² in [spread·10⁻¹⁰, spread·10⁴] (spread: the larger of var(y) and mean(s2)); a
-#: component ending at the lower bound is reported as 0 (the likelihood is flat below it)
-_LOG_LOW, _LOG_HIGH = math.log(1e-10), math.log(1e4)
+#: a factor's levels are eliminated with their grids' residuals only if they hold at most this
+#: many grids on average: larger blocks shrink the core but fill the sparse products that build
+#: it. It decides the work, never the answer (every choice gives the same posterior, tested)
+_LOCAL_MEAN_GRIDS = 8
+#: REML searches σ² in [min(spread·10⁻¹⁰, min(s2)·10⁻⁴), spread·10⁴] (spread: the larger of var(y)
+#: and mean(s2)); a component ending at the lower bound, negligible beside every noise variance,
+#: is reported as 0
+_FLOOR, _FLOOR_NOISE, _LOG_HIGH = 1e-10, 1e-4, math.log(1e4)
+#: REML is at its maximum when a further average-information step would raise ℓ_R by less than
+#: this (a likelihood interval spans ½ unit; rounding of ℓ_R itself can reach 10⁻⁴ when the noise
+#: variances are 10⁻⁹ of the components)
+_GAIN = 1e-3
 
 
 # ------------------------------------------------------------------------------------------------ kernel
 @dataclass(frozen=True)
 class _Core:
-    """R, the symmetric system over w = (duals of the rows touching ≥ 2 local effects, the other
+    """R, the symmetric system over w = (duals of the rows spanning ≥ 2 local blocks, the other
     scaled effects) left once the local effects are eliminated. Dense, R is quasi-definite
     (R_aa > 0 over the duals, its Schur complement < 0 over the effects) and is factored by two
     Cholesky factors (``chol`` = (L_a, W = L_a⁻¹R_ab, L_b), L_b L_bᵀ = WᵀW − R_bb); else SuperLU
@@ -84,7 +94,7 @@ class _Core:
 
     def inverse(self) -> np.ndarray:
         """R⁻¹ of a dense core, kept: with Y = L_a⁻ᵀW, Z = Y L_b⁻ᵀ,
-        R⁻¹ = [[L_a⁻ᵀL_a⁻¹ − ZZᵀ, Z L_b⁻¹], [L_b⁻ᵀZᵀ, −L_b⁻ᵀL_b⁻¹]] (block inverse with the Schur
+        R⁻¹ = [[L_a⁻ᵀL_a⁻¹ − ZZᵀ, Z L_b⁻¹], [L_b⁻ᵀZᵀ, −L_b⁻ᵀL_b⁻¹]] (block inverse, Schur
         complement −L_b L_bᵀ), in matrix products."""
         if "inverse" not in self.cache:
             La, W, Lb = self.chol
@@ -133,12 +143,14 @@ def _factor(R: sp.spmatrix, n_a: int, dense_max: int) -> tuple[_Core, float]:
 
 @dataclass(frozen=True)
 class _System:
-    """The factored system: the core, the eliminated diagonal ``d`` of the local effects and
-    their coupling ``K_we`` to the core, the scaled design ``Ht`` and the rows kept as duals
-    (``agg``) or folded into the effects' precision (``fold``)."""
+    """The factored system: the core, the eliminated block-diagonal local block D = −L Lᵀ through
+    ``Linv`` = L⁻¹ (block-diagonal, lower) and ``KL`` = K_we L⁻ᵀ (so K_we D⁻¹ = −KL L⁻¹), the
+    coupling ``K_we``, the scaled design ``Ht`` and the rows kept as duals (``agg``) or folded
+    into the effects' precision (``fold``)."""
 
     core: _Core
-    d: np.ndarray
+    Linv: sp.csr_matrix
+    KL: sp.csr_matrix
     K_we: sp.csr_matrix
     Ht: sp.csr_matrix
     s2: np.ndarray
@@ -147,29 +159,30 @@ class _System:
 
     def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(v, r) with K [r; v] = [y; 0]: v the scaled effects' posterior mean, r = P y."""
-        a, f, n_local = self.agg, self.fold, self.d.size
+        a, f, n_local = self.agg, self.fold, self.Linv.shape[0]
         q_w = self.Ht.shape[1] - n_local
         Hf = self.Ht[f]
         rhs_v = -(Hf.T @ (y[f] / self.s2[f]))
-        z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) - self.K_we @ (rhs_v[q_w:] / self.d))
-        v = np.concatenate([z_w[a.size:], (rhs_v[q_w:] - self.K_we.T @ z_w) / self.d])
+        z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) + self.KL @ (self.Linv @ rhs_v[q_w:]))
+        v = np.concatenate([z_w[a.size:], -(self.Linv.T @ (self.Linv @ (rhs_v[q_w:] - self.K_we.T @ z_w)))])
         r = np.empty(y.size)
         r[a], r[f] = z_w[:a.size], (y[f] - Hf @ v) / self.s2[f]
         return v, r
 
     def lift(self, M: sp.csr_matrix) -> sp.csc_matrix:
         """T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M (scaled) in the core's coordinates."""
-        q_w = M.shape[1] - self.d.size
+        q_w = M.shape[1] - self.Linv.shape[0]
         lift = sp.vstack([sp.csr_matrix((self.agg.size, M.shape[0])), M[:, :q_w].T])
-        return (lift - self.K_we @ (sp.diags(1.0 / self.d) @ M[:, q_w:].T)).tocsc()
+        return (lift + self.KL @ (self.Linv @ M[:, q_w:].T)).tocsc()
 
     def variance(self, M: sp.csr_matrix) -> np.ndarray:
         """diag(M Cov(v | y) Mᵀ) in blocks of right-hand sides."""
-        q_w, out = M.shape[1] - self.d.size, np.empty(M.shape[0])
+        q_w, out = M.shape[1] - self.Linv.shape[0], np.empty(M.shape[0])
         batch = max(1, min(2048, _RHS_BUDGET // max(self.K_we.shape[0], 1)))
         for start in range(0, M.shape[0], batch):
             rows = M[start:start + batch]
-            local = np.asarray(rows[:, q_w:].multiply(rows[:, q_w:]) @ (1.0 / self.d)).ravel()
+            half = self.Linv @ rows[:, q_w:].T
+            local = -np.asarray(half.multiply(half).sum(axis=0)).ravel()
             out[start:start + rows.shape[0]] = -(local + self.core.quad(self.lift(rows)))
         return np.maximum(out, 0.0)
 
@@ -180,7 +193,9 @@ class GLSPosterior:
 
     ``mean`` is E[b | y]; ``loglik`` the REML log-likelihood
     −½[(n − p) log 2π + log|V| + log|X'V⁻¹X| + r'V⁻¹r] (V = Cov(y), r = y − X β̂, p fixed effects);
-    :meth:`variance` / :meth:`covariance` give Var(L b | y) from the stored factorisation.
+    :meth:`variance` / :meth:`covariance` give Var(L b | y) from the stored factorisation. With
+    ``perm`` the factorisation holds the effects in the order ``perm`` (local ones last) while
+    ``mean`` and the columns of L stay in the caller's order.
     """
 
     mean: np.ndarray
@@ -189,6 +204,7 @@ class GLSPosterior:
     n_local: int
     scale: np.ndarray = field(repr=False)
     system: _System = field(repr=False, compare=False)
+    perm: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"GLSPosterior(n_effects={self.mean.size}, n_fixed={self.n_fixed}, n_local={self.n_local}, "
@@ -198,6 +214,8 @@ class GLSPosterior:
         L = sp.csr_matrix(L, dtype=float)
         if L.shape[1] != self.mean.size:
             raise _fail("L", f"must have one column per effect ({self.mean.size})", L.shape)
+        if self.perm is not None:
+            L = L[:, self.perm]
         return (L @ sp.diags(self.scale)).tocsr()
 
     def variance(self, L: Any) -> np.ndarray:
@@ -208,10 +226,10 @@ class GLSPosterior:
     def covariance(self, L: Any) -> np.ndarray:
         """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
         M = self._scaled(L)
-        d = self.system.d
-        Me = M[:, self.mean.size - d.size:]
+        Linv = self.system.Linv
+        half = (Linv @ M[:, self.mean.size - Linv.shape[0]:].T).toarray()
         T = self.system.lift(M).toarray()
-        cov = -(np.asarray((Me @ sp.diags(1.0 / d) @ Me.T).todense()) + T.T @ self.system.core.solve(T))
+        cov = half.T @ half - T.T @ self.system.core.solve(T)
         return 0.5 * (cov + cov.T)
 
 
@@ -241,27 +259,72 @@ def _check_kernel(H, y, s2, prior_var, n_fixed, n_local):
     return H, y, s2, prior_var, int(n_fixed), int(n_local)
 
 
-def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, n_local: int):
-    """The augmented system with the rows touching ≤ 1 local effect folded into the effects'
-    precision and the local effects eliminated (their block is then diagonal, ``d``):
-    (duals' rows, folded rows, d, K_we, R)."""
+def _folded(H_local: sp.csr_matrix, blocks: np.ndarray) -> np.ndarray:
+    """Rows whose local nonzeros all lie in one block (or none): folded into the precision."""
+    counts = np.diff(H_local.indptr)
+    fold = counts == 0
+    busy = np.flatnonzero(~fold)
+    if busy.size:
+        lab = blocks[H_local.indices]
+        starts = H_local.indptr[busy]
+        fold[busy] = np.minimum.reduceat(lab, starts) == np.maximum.reduceat(lab, starts)
+    return fold
+
+
+def _block_cholesky(D: sp.csr_matrix, blocks: np.ndarray) -> tuple[sp.csr_matrix, float]:
+    """L⁻¹ with L Lᵀ = −D, and log|det D|, for the block-diagonal D < 0 (a block: equal
+    ``blocks`` labels; −D = I + a Gram matrix, so every block is well inside the definite cone),
+    in stacks of blocks of one size (numpy's batched Cholesky). Kept as a factor, not as D⁻¹:
+    an explicit inverse of a block whose data terms dwarf its prior loses the digits the Schur
+    complement needs when the noise variances are tiny."""
+    n = D.shape[0]
+    lab = np.unique(blocks, return_inverse=True)[1].ravel()
+    order, size = np.argsort(lab, kind="stable"), np.bincount(lab, minlength=1)
+    start = np.cumsum(size) - size
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n) - np.repeat(start, size)
+    coo = D.tocoo()
+    rows, cols, vals, logdet = [], [], [], 0.0
+    for s in np.unique(size[size > 0]):
+        ids = np.flatnonzero(size == s)
+        slot = np.full(size.size, -1)
+        slot[ids] = np.arange(ids.size)
+        on = slot[lab[coo.row]] >= 0
+        stack = np.zeros((ids.size, s, s))
+        stack[slot[lab[coo.row[on]]], pos[coo.row[on]], pos[coo.col[on]]] = coo.data[on]
+        L = np.linalg.cholesky(-stack)
+        logdet += 2.0 * float(np.sum(np.log(np.diagonal(L, axis1=1, axis2=2))))
+        members = order[start[ids][:, None] + np.arange(s)]
+        rows.append(np.repeat(members, s, axis=1).ravel())
+        cols.append(np.tile(members, (1, s)).ravel())
+        vals.append(np.linalg.solve(L, np.broadcast_to(np.eye(s), L.shape)).ravel())
+    if not rows:
+        return sp.csr_matrix((n, n)), 0.0
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)), logdet
+
+
+def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, blocks: np.ndarray):
+    """The augmented system with the rows whose local effects lie in one block folded into the
+    effects' precision and the local effects (the last ``blocks.size``) eliminated, their block
+    then block-diagonal, D = −L Lᵀ: (duals' rows, folded rows, Ht, L⁻¹, log|det D|, K_we, KL = K_we L⁻ᵀ,
+    R = K_ww − K_we D⁻¹ K_ew = K_ww + KL KLᵀ)."""
     n, q = H.shape
-    q_w = q - n_local
-    agg = np.diff(H[:, q_w:].indptr) > 1 if n_local else np.zeros(n, dtype=bool)
-    a, f = np.flatnonzero(agg), np.flatnonzero(~agg)
+    q_w = q - blocks.size
+    fold = _folded(H[:, q_w:], blocks)
+    a, f = np.flatnonzero(~fold), np.flatnonzero(fold)
     Ht = (H @ sp.diags(scale)).tocsr()
     Ha, Hf = Ht[a], Ht[f]
     Kvv = -(sp.diags(np.concatenate([np.zeros(n_fixed), np.ones(q - n_fixed)])) + Hf.T @ sp.diags(1.0 / s2[f]) @ Hf)
     Kvv = Kvv.tocsr()
-    d = Kvv[q_w:, q_w:].diagonal()
+    Linv, logdet_d = _block_cholesky(Kvv[q_w:, q_w:], blocks)
     K_ww = sp.bmat([[sp.diags(s2[a]), Ha[:, :q_w]], [Ha[:, :q_w].T, Kvv[:q_w, :q_w]]], format="csr")
     K_we = sp.vstack([Ha[:, q_w:], Kvv[:q_w, q_w:]], format="csr")
-    R = K_ww - K_we @ sp.diags(1.0 / d) @ K_we.T
-    return a, f, Ht, d, K_we, R
+    KL = (K_we @ Linv.T).tocsr()
+    return a, f, Ht, Linv, logdet_d, K_we, KL, K_ww + KL @ KL.T
 
 
 def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, n_local: int = 0,
-                  dense_max: int = 4000) -> GLSPosterior:
+                  local_blocks: Any = None, dense_max: int = 4000) -> GLSPosterior:
     """Posterior of b in y = H b + ε by the augmented mixed-model equations (models/crossed.md §2).
 
     Parameters
@@ -276,8 +339,11 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         Number of fixed effects (≥ 1; REML needs one).
     n_local : int
         The last ``n_local`` random effects are eliminated exactly first (e.g. the grid-level
-        residuals): only rows touching two or more of them keep a dual variable. Any value gives
-        the same answer; it decides the size of the core system.
+        residuals): only rows touching local effects of two or more blocks keep a dual variable.
+        Any value gives the same answer; it decides the size of the core system.
+    local_blocks : array-like of int, n_local, optional
+        Block label of each local effect (default: each its own block), e.g. an interaction level
+        and its grids' residuals: the local block is inverted block by block.
     dense_max : int
         The core system is factored dense (two Cholesky factors) up to this many rows, else by SuperLU.
 
@@ -291,12 +357,15 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         factorisation of K's Schur complement R and no dense n × n matrix.
     """
     H, y, s2, prior_var, n_fixed, n_local = _check_kernel(H, y, s2, prior_var, n_fixed, n_local)
+    blocks = np.arange(n_local) if local_blocks is None else np.asarray(local_blocks)
+    if blocks.shape != (n_local,) or blocks.dtype.kind not in "iu":
+        raise _fail("local_blocks", f"must hold {n_local} int labels (one per local effect)", blocks)
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
-    a, f, Ht, d, K_we, R = _reduce(H, s2, scale, n_fixed, n_local)
+    a, f, Ht, Linv, logdet_d, K_we, KL, R = _reduce(H, s2, scale, n_fixed, blocks)
     core, logdet_r = _factor(R, a.size, dense_max)
-    system = _System(core=core, d=d, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
+    system = _System(core=core, Linv=Linv, KL=KL, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
     v, r = system.solve(y)
-    logdet = float(np.sum(np.log(s2[f])) + np.sum(np.log(np.abs(d)))) + logdet_r
+    logdet = float(np.sum(np.log(s2[f]))) + logdet_d + logdet_r
     loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
     return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale, system=system)
 
@@ -368,7 +437,8 @@ def _as_design(A: Any, name: str, n_grids: int | None) -> sp.csr_matrix:
         A = np.asarray(A, dtype=float)
         if A.ndim != 2:
             raise _fail(name, "must be a 2-D matrix (nodes × grids)", A.shape)
-    A = sp.csr_matrix(A, dtype=float)
+    A = sp.csr_matrix(A, dtype=float, copy=True)
+    A.eliminate_zeros()
     if n_grids is not None and A.shape[1] != n_grids:
         raise _fail(name, f"must have one column per grid ({n_grids})", A.shape)
     if not np.all(np.isfinite(A.data)):
@@ -425,6 +495,41 @@ def _design(codes: list[np.ndarray], G: int, residual: bool) -> tuple[sp.csr_mat
     return sp.hstack(blocks, format="csr"), sizes
 
 
+def _local_factor(codes: list[np.ndarray], A: sp.csr_matrix) -> int | None:
+    """The factor whose levels, each with its grids' residuals, make the smallest core when
+    eliminated as local blocks (rows inside one level fold; the level's effect leaves the core),
+    or None if the residuals alone do better. Only factors of at most :data:`_LOCAL_MEAN_GRIDS`
+    grids per level on average qualify, and their blocks must fit the budget (Σ (grids + 1)²)."""
+    best, best_core = None, int(np.sum(np.diff(A.indptr) > 1))
+    for i, c in enumerate(codes):
+        counts = np.bincount(c)
+        if c.size > _LOCAL_MEAN_GRIDS * counts.size or float(np.sum((counts + 1.0) ** 2)) > _RHS_BUDGET:
+            continue
+        core = int(np.sum(~_folded(A, c))) - counts.size
+        if core < best_core:
+            best, best_core = i, core
+    return best
+
+
+def _plan(codes: list[np.ndarray], sizes: list[int], A: sp.csr_matrix,
+          residual: bool) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The kernel's order of the components (the local factor, :func:`_local_factor`, moved last
+    before the residuals), the matching column permutation of the effects (μ first) and its
+    ``n_local``/``local_blocks``: the residuals, with that factor's levels as blocks."""
+    comps = np.arange(len(sizes))
+    k = _local_factor(codes, A) if residual else None
+    if k is not None:
+        comps = np.concatenate([comps[(comps != k) & (comps < len(codes))], [k, len(codes)]])
+    starts = 1 + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    perm = np.concatenate([[0]] + [starts[c] + np.arange(sizes[c]) for c in comps]).astype(np.int64)
+    if not residual:
+        return comps, perm, {"n_local": 0}
+    if k is None:
+        return comps, perm, {"n_local": A.shape[1]}
+    blocks = np.concatenate([np.arange(sizes[k]), codes[k]])
+    return comps, perm, {"n_local": sizes[k] + A.shape[1], "local_blocks": blocks}
+
+
 def _start(y: np.ndarray, s2: np.ndarray, n_comp: int, spread: float) -> np.ndarray:
     """Moment start: the spread of y beyond its mean noise variance, shared equally (log σ²/spread)."""
     excess = max(float(np.var(y)) - float(np.mean(s2)), 0.05 * spread)
@@ -441,6 +546,7 @@ class _Objective:
     sizes: list[int]
     kernel: dict[str, int]
     spread: float
+    low: float
     calls: int = 0
 
     def post(self, x: np.ndarray) -> GLSPosterior:
@@ -467,28 +573,36 @@ def _score(post: GLSPosterior, y: np.ndarray, sizes: list[int]) -> tuple[np.ndar
     return g, 0.5 * F.T @ PF
 
 
+def _newton(obj: _Objective, x: np.ndarray, post: GLSPosterior) -> tuple[np.ndarray, np.ndarray, float]:
+    """At x: the exact slopes g of −ℓ_R, the average-information step on the free coordinates (at
+    a bound, a slope pushing outward is not free) and the rise of ℓ_R it predicts, ½ gᵀ AI⁻¹ g."""
+    g, AI = _score(post, obj.y, obj.sizes)
+    free = ~(((x <= obj.low + 1e-9) & (g > 0)) | ((x >= _LOG_HIGH - 1e-9) & (g < 0)))
+    A = AI[np.ix_(free, free)]
+    step = np.zeros_like(x)
+    step[free] = -np.linalg.solve(A + (1e-10 * np.trace(A) + 1e-300) * np.eye(A.shape[0]), g[free])
+    return np.where(free, g, 0.0), step, -0.5 * float(g @ step)
+
+
 def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int, tol: float = 1e-4) -> tuple[np.ndarray, bool, str]:
     """Average-information (Fisher-scoring) steps on x within the bounds, halved until ℓ_R does
-    not fall; stops when every free slope of −ℓ_R is below ``tol`` (at a bound, a slope pushing
-    outward is not free)."""
+    not fall; converged when every free slope of −ℓ_R is below ``tol`` or the step would raise ℓ_R
+    by less than 10⁻³·:data:`_GAIN`, or, should rounding stop the halving, by less than
+    :data:`_GAIN` (:func:`_newton`)."""
     post = obj.post(x)
     for it in range(max_iter):
-        g, AI = _score(post, obj.y, obj.sizes)
-        free = ~(((x <= _LOG_LOW) & (g > 0)) | ((x >= _LOG_HIGH) & (g < 0)))
-        if np.all(np.abs(g[free]) < tol):
+        g, step, gain = _newton(obj, x, post)
+        if np.all(np.abs(g) < tol) or gain < 1e-3 * _GAIN:
             return x, True, f"average-information steps converged in {it} iterations"
-        A = AI[np.ix_(free, free)]
-        step = np.zeros_like(x)
-        step[free] = -np.linalg.solve(A + (1e-10 * np.trace(A) + 1e-300) * np.eye(A.shape[0]), g[free])
         for _ in range(30):
-            trial = np.clip(x + step, _LOG_LOW, _LOG_HIGH)
+            trial = np.clip(x + step, obj.low, _LOG_HIGH)
             new = obj.post(trial)
             if new.loglik >= post.loglik:
                 x, post = trial, new
                 break
             step /= 2.0
         else:
-            return x, bool(np.all(np.abs(g[free]) < 1e-2)), "average-information line search stalled"
+            return x, gain < _GAIN, f"average-information line search stopped by rounding (predicted rise {gain:.1e})"
     return x, False, f"no convergence in {max_iter} average-information iterations"
 
 
@@ -498,15 +612,17 @@ def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, 
     average-information steps, then (if they do not converge) L-BFGS-B in the same bounds; a
     component at the lower bound, or below 10⁻³·spread where 0 is no worse, is 0:
     (σ², converged, status, factorisations)."""
-    obj = _Objective(H=H, y=y, s2=s2, sizes=sizes, kernel=kernel, spread=max(float(np.var(y)), float(np.mean(s2))))
-    x0 = np.clip(_start(y, s2, len(sizes), obj.spread), _LOG_LOW + 1.0, _LOG_HIGH - 1.0)
+    spread = max(float(np.var(y)), float(np.mean(s2)))
+    low = math.log(min(_FLOOR, _FLOOR_NOISE * float(np.min(s2)) / spread))
+    obj = _Objective(H=H, y=y, s2=s2, sizes=sizes, kernel=kernel, spread=spread, low=low)
+    x0 = np.clip(_start(y, s2, len(sizes), obj.spread), obj.low + 1.0, _LOG_HIGH - 1.0)
     x, converged, status = _ai_search(obj, x0, max_iter=max_iter)
     if not converged:
-        res = minimize(obj.negll, x, method="L-BFGS-B", bounds=[(_LOG_LOW, _LOG_HIGH)] * len(sizes),
+        res = minimize(obj.negll, x, method="L-BFGS-B", bounds=[(obj.low, _LOG_HIGH)] * len(sizes),
                        options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7, "eps": 1e-6})
-        x, converged, status = res.x, _stationary(obj.negll, res.x), f"{status}; L-BFGS-B: {res.message}"
+        x, converged, status = res.x, _stationary(obj, res.x), f"{status}; L-BFGS-B: {res.message}"
     sig = obj.spread * np.exp(x)
-    sig[x <= _LOG_LOW + 1e-3] = 0.0
+    sig[x <= obj.low + 1e-3] = 0.0
     best = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel).loglik
     for k in np.flatnonzero((sig > 0) & (sig < 1e-3 * obj.spread)):  # log σ² crawls towards 0: try 0 itself
         trial = sig.copy()
@@ -517,19 +633,12 @@ def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, 
     return sig, converged, status, obj.calls
 
 
-def _stationary(negll: Any, x: np.ndarray, *, step: float = 1e-4, tol: float = 1e-2) -> bool:
-    """The REML search's own test, with no trust in its stopping message (a line search stopped by
-    rounding reports failure at the optimum): every central-difference slope of −ℓ in log σ² is
-    below ``tol`` (a 1 % change of σ² moves ℓ by < 10⁻⁴, far inside a likelihood interval's ½), or
-    pushes outward at a bound."""
-    for k in range(x.size):
-        up, down = x.copy(), x.copy()
-        up[k], down[k] = min(x[k] + step, _LOG_HIGH), max(x[k] - step, _LOG_LOW)
-        slope = (negll(up) - negll(down)) / (up[k] - down[k])
-        at_low, at_high = x[k] <= _LOG_LOW + step, x[k] >= _LOG_HIGH - step
-        if abs(slope) > tol and not (at_low and slope > 0) and not (at_high and slope < 0):
-            return False
-    return True
+def _stationary(obj: _Objective, x: np.ndarray, *, tol: float = 1e-2) -> bool:
+    """The REML search's own test, with no trust in the optimiser's message: every exact free
+    slope of −ℓ_R in log σ² is below ``tol`` (a 1 % change of any σ² moves ℓ_R by < 10⁻⁴), or an
+    average-information step would raise ℓ_R by less than :data:`_GAIN` (:func:`_newton`)."""
+    g, _, gain = _newton(obj, x, obj.post(x))
+    return bool(np.all(np.abs(g) < tol) or gain < _GAIN)
 
 
 def _fixed_sigma2(sigma2: Any, names: list[str], residual: bool) -> np.ndarray:
@@ -579,22 +688,24 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     """
     names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
     max_iter = check_positive_int(max_iter, "max_iter")
+    dense_max = check_positive_int(dense_max, "dense_max", minimum=0)
     grid_map, sizes = _design(codes, A.shape[1], residual)
-    H = (A @ grid_map).tocsr()
-    kernel = {"n_local": A.shape[1] if residual else 0,
-              "dense_max": check_positive_int(dense_max, "dense_max", minimum=0)}
+    comps, perm, kernel = _plan(codes, sizes, A, residual)
+    H, inner = (A @ grid_map).tocsr()[:, perm], [sizes[c] for c in comps]  # the kernel's order
+    kernel["dense_max"] = dense_max
+    sig = np.zeros(len(sizes))
     if sigma2 is not None:
         sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
     elif sizes:
-        sig, converged, status, calls = _reml(H, y, s2, sizes, max_iter=max_iter, kernel=kernel)
+        sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel)
     else:
-        sig, converged, status, calls = np.zeros(0), True, "no variance component", 0
-    post = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel)
+        converged, status, calls = True, "no variance component", 0
+    post = gls_posterior(H, y, s2, np.repeat(sig[comps], inner), **kernel)
+    post = replace(post, mean=post.mean[np.argsort(perm)], perm=perm)  # the caller's order again
     grid_var = post.variance(grid_map)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    keys = names + ([RESIDUAL] if residual else [])
     mu_var = float(post.variance(sp.csr_matrix(([1.0], ([0], [0])), shape=(1, post.mean.size)))[0])
-    return CrossedFit(sigma2={k: float(v) for k, v in zip(keys, sig)}, mu=float(post.mean[0]), mu_var=mu_var,
+    return CrossedFit(sigma2=dict(zip(names + [RESIDUAL], sig.tolist())), mu=float(post.mean[0]), mu_var=mu_var,
                       effects=_effects(post, names, levels), grid_mean=grid_map @ post.mean, grid_var=grid_var,
                       grid_halfwidth=z * np.sqrt(grid_var), loglik=post.loglik, converged=converged, status=status,
                       n_evaluations=calls, confidence=confidence, z=z, posterior=post, grid_map=grid_map)

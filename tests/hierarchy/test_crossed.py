@@ -107,6 +107,70 @@ def test_posterior_matches_dense_reference(seed):
     np.testing.assert_allclose(node.halfwidth, 1.959963984540054 * np.sqrt(node.var), rtol=1e-12)
 
 
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_posterior_with_residuals_alone_local(seed, monkeypatch):
+    """No factor eliminated with the residuals (each residual its own block): the same answers."""
+    monkeypatch.setattr(crossed, "_local_factor", lambda codes, A: None)
+    test_posterior_matches_dense_reference(seed)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_public_order_of_effects_whatever_the_kernel_order(seed, monkeypatch):
+    """``grid_map``, ``posterior.mean`` and ``sigma2`` keep the caller's order (μ, the factors as
+    given, the residual) whichever factor the kernel eliminates with the residuals: the plain
+    kernel on A·grid_map with the components in that order gives the same fit."""
+    rng = np.random.default_rng(900 + seed)
+    codes, A, y, s2 = random_instance(rng)
+    factors = dict(zip(["place", "slot", "hour_of_day"], codes))
+    for k in (None, 0, 1, 2):
+        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, k=k: k)
+        fit = fit_crossed(factors, A, y, s2, sigma2={"place": 2.0, "slot": 0.5, "hour_of_day": 0.3, RESIDUAL: 0.7})
+        assert list(fit.sigma2) == ["place", "slot", "hour_of_day", RESIDUAL]
+        sizes = [fit.effects[n].levels.size for n in factors] + [A.shape[1]]
+        plain = gls_posterior(sp.csr_matrix(A) @ fit.grid_map, y, s2, np.repeat(list(fit.sigma2.values()), sizes))
+        np.testing.assert_allclose(fit.posterior.mean, plain.mean, rtol=RTOL, atol=ATOL)
+        assert fit.loglik == pytest.approx(plain.loglik, rel=1e-9)
+        np.testing.assert_allclose(fit.grid_var, plain.variance(fit.grid_map), rtol=1e-6, atol=ATOL)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_tiny_noise_agrees_whatever_the_kernel_order(seed, monkeypatch):
+    """Noise variances 10⁻⁹ of the components (a huge ε): every choice of local blocks gives the
+    same posterior and REML fit (an explicit inverse of the blocks lost the digits here), and the
+    grid means follow the data."""
+    rng = np.random.default_rng(950 + seed)
+    codes, A, _, s2 = random_instance(rng, n_place=6, n_slot=5)
+    G = A.shape[1]
+    theta = 30 + 8 * rng.normal(size=codes[0].max() + 1)[codes[0]] + 3 * rng.normal(size=G)
+    s2 = s2 * 1e-8
+    y = A @ theta + rng.normal(size=A.shape[0]) * np.sqrt(s2)
+    factors = dict(zip(["place", "slot", "hour_of_day"], codes))
+    given = {"place": 64.0, "slot": 1e-6, "hour_of_day": 0.0, RESIDUAL: 9.0}
+    fits, reml = [], []
+    for k in (None, 0, 1, 2):
+        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, k=k: k)
+        fits.append(fit_crossed(factors, A, y, s2, sigma2=given))
+        reml.append(fit_crossed(factors, A, y, s2))
+    for fit, est in zip(fits, reml):  # log-determinants of terms ~10⁹ apart: 10⁻⁷ of them is 10⁻⁴
+        assert abs(fit.loglik - fits[0].loglik) < 1e-3
+        np.testing.assert_allclose(fit.grid_mean, fits[0].grid_mean, rtol=1e-6)
+        np.testing.assert_allclose(fit.grid_var, fits[0].grid_var, rtol=1e-4, atol=1e-12)
+        assert est.converged, est.status
+        assert abs(est.loglik - reml[0].loglik) < 1e-3  # the same maximum (slopes below 10⁻⁴ there)
+    measured = np.flatnonzero(np.asarray((A > 0).sum(axis=0)).ravel() > 0)
+    single = [int(np.flatnonzero(row)[0]) for row in A if np.count_nonzero(row) == 1]
+    np.testing.assert_allclose(fits[0].grid_mean[single], theta[single], atol=1e-3)
+    assert measured.size > 0
+
+
+@pytest.mark.parametrize("seed", [2, 6])
+def test_each_factor_as_local_blocks(seed, monkeypatch):
+    """Every factor in turn eliminated with the residuals as blocks: the same answers."""
+    for k in range(3):
+        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, k=k: k)
+        test_posterior_matches_dense_reference(seed)
+
+
 @pytest.mark.parametrize("seed", [3, 4])
 def test_posterior_in_tiny_blocks(seed, monkeypatch):
     """A budget of 50 numbers: one or two right-hand sides per block and quadratic forms by the
@@ -137,9 +201,11 @@ def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed):
     L = rng.normal(size=(4, p + q))
     ll = -0.5 * ((n - p) * np.log(2 * np.pi) + np.linalg.slogdet(V)[1] + np.linalg.slogdet(X.T @ Vi @ X)[1]
                  + r @ Vi @ r)
-    for n_local, dense_max in [(0, 4000), (0, 0), (3, 4000), (3, 0), (q, 4000), (q, 0)]:
+    cases = [(0, None, 4000), (0, None, 0), (3, None, 4000), (3, None, 0), (q, None, 4000), (q, None, 0),
+             (3, [5, 1, 5], 4000), (q, rng.integers(0, 3, size=q), 4000), (q, rng.integers(0, 3, size=q), 0)]
+    for n_local, blocks, dense_max in cases:  # any blocks: rows across blocks keep their duals
         post = gls_posterior(sp.csr_matrix(np.hstack([X, Z])), y, s2, d, n_fixed=p, n_local=n_local,
-                             dense_max=dense_max)
+                             local_blocks=blocks, dense_max=dense_max)
         np.testing.assert_allclose(post.mean, np.concatenate([beta, u]), rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(post.covariance(L), L @ np.linalg.inv(C) @ L.T, rtol=1e-6, atol=ATOL)
         np.testing.assert_allclose(post.variance(L), np.diag(L @ np.linalg.inv(C) @ L.T), rtol=1e-6, atol=ATOL)
@@ -354,6 +420,8 @@ def test_kernel_bad_input():
                        ((np.zeros((3, 2)), np.ones(3), np.ones(3), [1.0]), "H")]:
         with pytest.raises(DpoptInputError, match=f"`{name}`"):
             gls_posterior(*args)
+    with pytest.raises(DpoptInputError, match="`local_blocks`"):
+        gls_posterior(H, np.ones(3), np.ones(3), [1.0], n_local=1, local_blocks=[0.5])
     with pytest.raises(DpoptInputError, match="`L`"):
         gls_posterior(H, np.ones(3), np.ones(3), [1.0]).variance(np.ones((2, 3)))
     with pytest.raises(DpoptInputError, match="`A_new`"):
