@@ -65,8 +65,8 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     factors, A, y, s2, kept = crossed_inputs(list(info.codes), list(info.names), [p[0] for p in parts],
                                              [p[1] for p in parts], [p[2] for p in parts], [p[3] for p in parts],
                                              centre=B / 2.0, half_range=B / 2.0)
-    if y.size == 0:
-        raise DpoptInputError("no measured node passed its count threshold: the budget is too small for this list")
+    if y.size == 0:  # nothing readable at this budget: every grid gets the whole declared range
+        return _nothing(m, info, parts, float(confidence))
     fit = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence))
     cap = spread_bound(m, info, parts)
     upper = component_upper_bounds(fit, A, y, s2, cap=cap)
@@ -156,6 +156,25 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
         w = np.exp(ll - ll.max()) * grid
         out[k] = float(np.sum(w * grid) / np.sum(w))
     return out
+
+
+def _nothing(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], confidence: float) -> Estimates:
+    """No node's count passed its threshold: every node is answered by the centre of the declared
+    range with the whole range as its interval (a release that says it publishes nothing useful)."""
+    U = float(m.info.get("declared_bound", m.bound))
+    n = m.n_nodes
+    released = np.zeros(n, dtype=bool)
+    released[: int(np.bincount(info.codes[0]).size)] = True
+    table = _table(m, released, np.full(n, U / 2.0), np.full(n, U / 2.0), np.full(n, np.nan), np.full(n, np.inf), U)
+    table["count_estimate"] = np.concatenate([p[0] for p in parts])
+    table["level"] = m.nodes["marginal"].to_numpy()
+    answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
+                            "node": m.finest["node"].to_numpy(dtype=np.int64)})
+    summary = {"components": {}, "components_upper": {}, "spread_bound": float("nan"), "z": float("nan"),
+               "fit": "no node measured above its noise: nothing estimated", "nodes_released": int(released.sum()),
+               "target": float("nan"),
+               "interval": "the whole declared range (no node measured above its noise)"}
+    return Estimates(table=table, answers=answers, confidence=confidence, method=METHOD, measurements=m, info=summary)
 
 
 def _table(m: Measurements, released: np.ndarray, mean: np.ndarray, hw: np.ndarray, direct: np.ndarray,

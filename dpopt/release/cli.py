@@ -389,9 +389,7 @@ def _example_answer(result: Any, unit: str | None) -> str:
 
 def _strategy(args: Any) -> str:
     """``--strategy``; ``--resolution`` (its old name) says so on stderr when given."""
-    if args.resolution != "auto":
-        print(f"dpopt release: --resolution is the old name of --strategy; running --strategy {args.resolution}",
-              file=sys.stderr)
+    if args.resolution != "auto":  # said on stderr once the release ran (an error stays one line)
         if args.strategy not in ("optimised", args.resolution):
             raise DpoptInputError(f"--strategy {args.strategy} and --resolution {args.resolution} disagree: give one")
         return str(args.resolution)
@@ -450,6 +448,9 @@ def run(args: argparse.Namespace) -> int:
     _say_delta(result, args, privacy)
     if args.example and privacy == "user" and not args.json:
         print(_example_answer(result, unit))
+    if privacy == "user" and args.resolution != "auto":
+        print(f"dpopt release: note: --resolution is the old name of --strategy; ran --strategy {args.resolution}",
+              file=sys.stderr)
     outlook = getattr(result.summary, "outlook", "") if privacy == "user" else _nothing_released(result)
     if outlook:  # issue 21 item 4: never silently nothing
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)

@@ -61,17 +61,20 @@ def test_flat_private_laplace_release_reports_its_selection_delta():
 
 
 def test_h3_resolution_zero_with_a_list_is_refused_first_naming_the_flag_given(tmp_path, capsys):
-    """Before: refused after two histograms were drawn, naming --coarsest-resolution (never given)."""
+    """Before: refused after two histograms were drawn, naming --coarsest-resolution (never given).
+    The place strategy needs a map above the cells; the optimised engine does not (its map level is
+    the cells' own resolution then)."""
     data = tmp_path / "d.csv"
     data.write_bytes(b"\x00\xff not even a CSV")  # never read: the refusal comes first
     plist = _list(tmp_path / "p0.csv", h3.latlng_to_cell(30.25, -97.75, 0))
     code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1",
-                 "--h3-resolution", "0", "--partitions", str(plist), "--quiet", "--out", str(tmp_path / "o")])
+                 "--h3-resolution", "0", "--partitions", str(plist), "--strategy", "place", "--quiet",
+                 "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "`--h3-resolution` = 0" in err and "coarsest" not in err and err.count("\n") == 1, err
     with pytest.raises(DpoptInputError, match="`h3_resolution` = 0"):
         release(data, bound=U, budget=Budget(epsilon_total=1.0), grid=GridOptions(0, "1h"),
-                model=UserOptions(partitions=plist))
+                model=UserOptions(partitions=plist, strategy="place"))
 
 
 def test_console_says_why_it_spends_less_delta_than_asked(tmp_path, capsys):
