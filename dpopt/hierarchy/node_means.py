@@ -26,20 +26,23 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .blup import MIN_COUNT_SNR
 
-__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "FALSE_PASSES"]
+__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "total_upper", "FALSE_PASSES", "MIN_SNR"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone
-FALSE_PASSES = 0.05
+FALSE_PASSES = 0.5
+#: the least count-to-noise ratio of a node that enters, whatever the number of nodes: below 3 sds
+#: the ratio's linearisation error is over 10 % and a node passes by Laplace noise alone with
+#: probability ½·exp(−3√2) ≈ 0.7 % (a statement about the approximation, not about data)
+MIN_SNR = 3.0
 
 
 def count_threshold(n_nodes: int) -> float:
     """Noise sds a node's count must reach: t with N·½·exp(−t·√2) = :data:`FALSE_PASSES` for a
     marginal of N nodes (the Laplace tail, the heaviest noise law of the release), at least
-    :data:`dpopt.hierarchy.blup.MIN_COUNT_SNR`. A public function of the node count; the rate is a
-    stated tolerance (one false node in twenty marginals), not a value fitted to data."""
-    return max(MIN_COUNT_SNR, math.log(max(int(n_nodes), 1) / (2.0 * FALSE_PASSES)) / math.sqrt(2.0))
+    :data:`MIN_SNR`. A public function of the node count; the rate is a stated tolerance (half a false
+    node per marginal), not a value fitted to data."""
+    return max(MIN_SNR, math.log(max(int(n_nodes), 1) / (2.0 * FALSE_PASSES)) / math.sqrt(2.0))
 
 
 def combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -60,15 +63,18 @@ def combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.n
 def grid_weights(count: np.ndarray, count_var: np.ndarray) -> np.ndarray:
     """Each grid's weight in its nodes: its noisy kept count, floored at one noise sd (a grid whose
     count is lost in the noise weighs as much as a grid with one sd of records)."""
-    sd = np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), np.shape(count)))
+    sd = np.nan_to_num(np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), np.shape(count))))  # unmeasured: 0
     c = np.where(np.isfinite(count), count, 0.0)
     return np.maximum(c, np.maximum(sd, 1.0))
 
 
 def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray, total: np.ndarray,
-                      total_var: np.ndarray, *, centre: float, half_range: float,
-                      weights: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
-    """(A, y, s², kept) of one marginal: the rows of the nodes that pass the count threshold,
+                      total_var: np.ndarray, *, centre: float, half_range: float, weights: np.ndarray,
+                      most: float = np.inf) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
+    """(A, y, s², kept) of one marginal: the rows of the nodes that pass the count threshold and
+    whose count, less the same number of its noise sds, is at most ``most`` (a node cannot hold more
+    records than all the nodes together: one that seems to is its noise), of marginals whose threshold
+    is at most ``most`` (a node that could not pass even holding every record passes only by its noise),
     A[i, g] = w_g / Σ_{g' in node} w_g' for the grids g of the i-th kept node, y and s² as in the
     module doc with (y − centre)² capped at ``half_range``² (the values lie within centre ±
     half_range), and ``kept`` the node rows used."""
@@ -77,7 +83,8 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     var_n = np.broadcast_to(np.asarray(count_var, dtype=float), (n_nodes,))
     var_y = np.broadcast_to(np.asarray(total_var, dtype=float), (n_nodes,))
     thr = count_threshold(n_nodes) * np.sqrt(var_n)
-    kept = np.flatnonzero(np.isfinite(count) & np.isfinite(total) & (count >= np.maximum(thr, 1.0)))
+    kept = np.flatnonzero(np.isfinite(count) & np.isfinite(total) & (count >= np.maximum(thr, 1.0))
+                          & (count - thr <= most) & (thr <= most))
     n = count[kept]
     d = np.clip(total[kept] / n, -half_range, half_range)
     y = centre + total[kept] / n
@@ -92,6 +99,22 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     return A, y, s2, kept
 
 
+def total_upper(counts: list[np.ndarray], count_vars: list[np.ndarray]) -> float:
+    """An upper bound of the total kept count: every marginal's node counts add up to the same total;
+    their sums, combined by inverse variance, estimate it, plus :data:`MIN_SNR` sds of that estimate
+    (post-processing of the noisy counts; ∞ where nothing was measured)."""
+    sums, variances = [], []
+    for n, vn in zip(counts, count_vars):
+        vn = np.broadcast_to(np.asarray(vn, dtype=float), np.shape(n))
+        if np.all(np.isfinite(n)) and np.all(vn > 0):
+            sums.append(np.array([float(np.sum(n))]))
+            variances.append(np.array([float(np.sum(vn))]))
+    if not sums:
+        return float("inf")
+    total, var = combine(sums, variances)
+    return float(total[0] + MIN_SNR * np.sqrt(var[0]))
+
+
 def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.ndarray], count_vars: list[np.ndarray],
                    totals: list[np.ndarray], total_vars: list[np.ndarray], *, centre: float, half_range: float
                    ) -> tuple[dict[str, np.ndarray], sp.csr_matrix, np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -100,11 +123,13 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
     own deviation is the model's residual), the stacked observation matrix A, y, s² and, per
     marginal, the node rows that entered. Grid weights come from the finest marginal's counts."""
     w = grid_weights(counts[0], count_vars[0])
+    most = total_upper(counts, count_vars)
     factors = {name: np.asarray(code, dtype=np.int64) for name, code, cnt in zip(names[1:], codes[1:], counts[1:])
                if np.size(cnt) > 1}
     blocks, ys, s2s, kept = [], [], [], []
     for code, n, vn, t, vt in zip(codes, counts, count_vars, totals, total_vars):
-        A, y, s2, k = node_observations(code, n, vn, t, vt, centre=centre, half_range=half_range, weights=w)
+        A, y, s2, k = node_observations(code, n, vn, t, vt, centre=centre, half_range=half_range, weights=w,
+                                        most=most)
         blocks.append(A)
         ys.append(y)
         s2s.append(s2)

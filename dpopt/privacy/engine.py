@@ -195,6 +195,17 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
     return out
 
 
+def _pilot_budgets(b: _Bounded, budget: float) -> np.ndarray:
+    """The pilot's budget per candidate: an even split over the main effects — the marginals that
+    are place alone (a place level over the whole period) or time alone (the coarsest place level
+    over a time level) — and nothing on their interactions. Main effects first (the hierarchical
+    ordering principle of experimental design): they are what the pilot can measure at all, and
+    what the strategy most needs to tell apart (does the place or the time set the value?)."""
+    top = min(mn.marginal.h3_resolution for mn in b.cands)
+    main = np.array([mn.marginal.slot_ns == 0 or mn.marginal.h3_resolution == top for mn in b.cands])
+    return np.where(main, budget / max(int(main.sum()), 1), 0.0)
+
+
 def _split_total(budget: Budget, options: UserOptions) -> tuple[float, float, str, tuple[float, float]]:
     """(the bounds' ε_b, the rest in the noise's unit, that unit, (δ total, δ of the ρ → ε conversion))."""
     total, delta_total, _, delta_conv = options.check_budget(budget)
@@ -224,8 +235,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     _, _, eligible = _partition_list(agg, options)
     pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates)
     b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits)
-    K = len(b.cands)
-    pilot_budgets = np.full(K, PILOT_SHARE * rest / K)
+    pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     main_budgets, summary = _plan(b, pilot, (1.0 - PILOT_SHARE) * rest, unit)
     main = _measure(b, mech, main_budgets, tag="main")
@@ -306,30 +316,35 @@ def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:
     return np.full(G, max(float(np.nansum(pilot.count[smallest])), 1.0) / G)
 
 
-def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[str, float], float]:
-    """(variance components, μ) of the crossed model fitted to the pilot alone (REML); every component
-    0 where the pilot measured fewer nodes than the model has parameters (nothing is then known to
-    vary, and the strategy spends on the map-wide mean, the one quantity every answer needs)."""
+def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[str, float], float, set[str]]:
+    """(variance components, μ, the factors the pilot saw) of the crossed model fitted to the pilot
+    alone (REML). A factor is seen where at least two of its marginal's nodes entered the fit; the
+    fit runs only where the pilot measured more nodes than the model has parameters."""
     codes = [mn.code for mn in b.cands]
     var = lambda laws: [law.variance() for law in laws]  # noqa: E731
-    factors, A, y, s2, _ = crossed_inputs(codes, names, pilot.count, var(pilot.count_law), pilot.total,
-                                          var(pilot.total_law), centre=b.clamp / 2.0, half_range=b.clamp / 2.0)
+    factors, A, y, s2, kept = crossed_inputs(codes, names, pilot.count, var(pilot.count_law), pilot.total,
+                                             var(pilot.total_law), centre=b.clamp / 2.0, half_range=b.clamp / 2.0)
+    zero = {**{f: 0.0 for f in factors}, "residual": 0.0}
     if y.size < len(factors) + 3:
-        return {**{f: 0.0 for f in factors}, "residual": 0.0}, b.clamp / 2.0
+        return zero, b.clamp / 2.0, set()
     fit = fit_crossed(factors, A, y, s2, residual=True)
-    return {**{f: float(fit.sigma2[f]) for f in factors}, "residual": float(fit.sigma2[RESIDUAL])}, float(fit.mu)
+    seen = {name for name, k in zip(names, kept) if name in factors and k.size >= 2}
+    return {**{f: float(fit.sigma2[f]) for f in factors}, "residual": float(fit.sigma2[RESIDUAL])}, float(fit.mu), seen
 
 
 def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarray, str]:
     """Step 5: the main budget per marginal from the pilot's outputs and public facts only
-    (models/strategy.md): the pilot's variance components, the map-wide mean as a factor of prior
-    variance B²/4 (the largest variance of a mean in [0, B]: Popoviciu), predicted node counts."""
+    (models/strategy.md): each factor's variance component as the pilot's REML fit estimates it where
+    the pilot saw that factor, else a public prior (B²/4, the largest variance of a mean in [0, B]
+    (Popoviciu), split evenly over the factors: no preference between place and time); the map-wide
+    mean as a factor of prior variance B²/4; predicted node counts."""
     names = [mn.marginal.name(b.cands[0].marginal.h3_resolution, b.cands[0].marginal.slot_ns) for mn in b.cands]
     codes = [mn.code for mn in b.cands]
-    fitted, mu = _pilot_components(b, pilot, names)
+    fitted, mu, seen = _pilot_components(b, pilot, names)
     factors = {name: code for name, code in zip(names[1:], codes[1:]) if name in fitted}
     factors["residual"] = np.arange(codes[0].size)
-    sigma2 = {f: max(fitted[f], b.clamp * b.clamp / 4.0 / (len(factors) + 1)) for f in factors}
+    prior = b.clamp * b.clamp / 4.0 / (len(factors) + 1)  # B²/4 (Popoviciu) split evenly: no preference
+    sigma2 = {f: fitted[f] if f in seen else prior for f in factors}
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
