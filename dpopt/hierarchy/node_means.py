@@ -27,10 +27,12 @@ import numpy as np
 import scipy.sparse as sp
 
 
-__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "total_upper", "FALSE_PASSES", "MIN_SNR"]
+__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone
 FALSE_PASSES = 0.5
+#: the least noise variance of a measured statistic (a numerical floor, far below any data's)
+VARIANCE_FLOOR = 1e-12
 #: the least count-to-noise ratio of a node that enters, whatever the number of nodes: below 3 sds
 #: the ratio's linearisation error is over 10 % and a node passes by Laplace noise alone with
 #: probability ½·exp(−3√2) ≈ 0.7 % (a statement about the approximation, not about data)
@@ -52,8 +54,10 @@ def combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.n
     prec = np.zeros_like(num)
     for v, var in zip(values, variances):
         v = np.asarray(v, dtype=float)
-        var = np.broadcast_to(np.asarray(var, dtype=float), v.shape)
-        ok = np.isfinite(v) & (var > 0)
+        # a measured value (finite) whose noise variance underflows to 0 (a discrete Laplace of tiny
+        # scale) is as good as exact: floored at a variance far below any data's
+        var = np.maximum(np.broadcast_to(np.asarray(var, dtype=float), v.shape), VARIANCE_FLOOR)
+        ok = np.isfinite(v) & np.isfinite(var)
         num[ok] += v[ok] / var[ok]
         prec[ok] += 1.0 / var[ok]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -99,6 +103,20 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     return A, y, s2, kept
 
 
+def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray]) -> np.ndarray:
+    """Grid weights where the grids' own counts were not measured: one sweep of iterative
+    proportional fitting to the measured marginals' noisy counts (each clipped at 1 record), from
+    equal weights — the independence model of place and time (Private-PGM's maximum-entropy answer
+    for two margins)."""
+    w = np.ones(np.size(codes[0]) if codes else 0)
+    for code, n in zip(codes, counts):
+        if not np.all(np.isfinite(n)):
+            continue
+        now = np.bincount(code, weights=w, minlength=np.size(n))
+        w = w * np.maximum(n, 1.0)[code] / np.maximum(now[code], 1e-12)
+    return w
+
+
 def total_upper(counts: list[np.ndarray], count_vars: list[np.ndarray]) -> float:
     """An upper bound of the total kept count: every marginal's node counts add up to the same total;
     their sums, combined by inverse variance, estimate it, plus :data:`MIN_SNR` sds of that estimate
@@ -122,7 +140,8 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
     ``factors`` (one random effect per coarser marginal with more than one node; the finest grid's
     own deviation is the model's residual), the stacked observation matrix A, y, s² and, per
     marginal, the node rows that entered. Grid weights come from the finest marginal's counts."""
-    w = grid_weights(counts[0], count_vars[0])
+    w = grid_weights(counts[0], count_vars[0]) if np.isfinite(counts[0]).any() else \
+        proportional_weights(codes[1:], counts[1:])
     most = total_upper(counts, count_vars)
     factors = {name: np.asarray(code, dtype=np.int64) for name, code, cnt in zip(names[1:], codes[1:], counts[1:])
                if np.size(cnt) > 1}

@@ -103,3 +103,14 @@ def test_a_node_that_could_not_pass_holding_every_record_never_enters() -> None:
     _, _, _, kept = node_observations(code, np.array([1200.0, 500.0]), np.full(2, 25.0), np.array([5.0, 1.0]),
                                       np.ones(2), centre=0.0, half_range=60.0, weights=np.ones(3), most=most)
     assert kept.tolist() == [0, 1]
+
+
+def test_proportional_weights_fit_two_exact_margins_of_an_independent_table() -> None:
+    """Counts N[c, t] = a_c·b_t (independence): one IPF sweep from equal weights recovers them."""
+    from dpopt.hierarchy.node_means import proportional_weights
+
+    a, b = np.array([3.0, 1.0, 6.0]), np.array([2.0, 5.0, 1.0, 4.0])
+    cells, slots = np.repeat(np.arange(3), 4), np.tile(np.arange(4), 3)
+    truth = a[cells] * b[slots]
+    w = proportional_weights([cells, slots], [np.bincount(cells, truth), np.bincount(slots, truth)])
+    np.testing.assert_allclose(w, truth)
