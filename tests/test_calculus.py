@@ -135,6 +135,7 @@ def _random_intervals(rng, L, U):
     return lo, hi
 
 
+@pytest.mark.slow
 def test_clipping_error_d1_equals_brute_force():
     rng = np.random.default_rng(6)
     for _ in range(N_RANDOM):

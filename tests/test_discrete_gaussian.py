@@ -61,6 +61,7 @@ SIGMA2 = [Fraction(1, 4), Fraction(9), Fraction(7, 3), Fraction(1600), Fraction(
 
 
 @pytest.mark.parametrize("sigma2", SIGMA2, ids=lambda s: f"s2={s}")
+@pytest.mark.slow
 def test_chi2_against_exact_pmf(sigma2):
     x = draw(sigma2, 20_000, seed=11)
     assert chi2_pvalue(x, sigma2) > 1e-3

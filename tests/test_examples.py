@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import re
 import subprocess
 import sys
@@ -38,6 +40,7 @@ def test_fresh_output_dir_never_reuses_a_folder(tmp_path):
     assert output_dir(tmp_path / "given", "x.py") == tmp_path / "given"
 
 
+@pytest.mark.slow
 def test_figure_script_writes_to_a_fresh_folder_under_the_cwd(tmp_path):
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     out = subprocess.run([sys.executable, str(EXAMPLES / "figures_003.py"), "--runs", "4"],

@@ -663,6 +663,7 @@ def test_issue22_9_a_timestamp_column_that_parses_to_nothing_is_named_with_raw_v
     assert "'day 0'" in line and "'day 1'" in line, line
 
 
+@pytest.mark.slow
 def test_issue22_10_a_real_release_never_seeds_numpy_from_the_os(tmp_path, capsys, monkeypatch):
     """22.10: bounding's tie-break keys came from np.random.default_rng(None) (PCG64 seeded by the OS)."""
     records = _r3_write(pd.concat([_r3_frame(8, 3), _r3_frame(8, 2, prefix="v")], ignore_index=True),

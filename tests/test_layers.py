@@ -18,6 +18,8 @@ run only inside functions.
 
 from __future__ import annotations
 
+import pytest
+
 import ast
 from pathlib import Path
 
@@ -124,6 +126,7 @@ def layer(module: str) -> int:
     return LAYERS.get(parts[1], 0)
 
 
+@pytest.mark.slow
 def test_graph_sees_function_level_imports():
     graph = import_graph()
     # dpopt.release.cli imports dpopt.release.release inside run() only
@@ -131,6 +134,7 @@ def test_graph_sees_function_level_imports():
     assert any(m.startswith("dpopt.userdp") for m in graph["dpopt.privacy.user"])
 
 
+@pytest.mark.slow
 def test_no_import_cycle():
     cycles = _cycles(import_graph())
     assert cycles == [], "import cycles in dpopt/: " + "; ".join(" <-> ".join(c) for c in cycles)

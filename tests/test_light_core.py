@@ -7,6 +7,8 @@ models, their custom problems and the CLI's reading of counts and occupancy file
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 import textwrap
@@ -54,6 +56,7 @@ CHILD = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_the_models_run_without_the_release_extra(tmp_path):
     counts = tmp_path / "counts.csv"
     counts.write_text("user,count\na,3\nb,7\nc,2\n")

@@ -55,6 +55,7 @@ def test_isolated_and_in_process_bounded_solves_equal_brute_force(seed):
     assert solve_bounded(model).objective == pytest.approx(best)  # no limit: in this process
 
 
+@pytest.mark.slow
 def test_a_stalled_child_is_retried_with_the_fallback_then_killed(monkeypatch):
     model, w, v = knapsack(10, 0)
     monkeypatch.setattr(isolated, "_CHILD", "import time; time.sleep(600)")  # never reaches a check
@@ -67,6 +68,7 @@ def test_a_stalled_child_is_retried_with_the_fallback_then_killed(monkeypatch):
     assert "presolve" in res.raw_status
 
 
+@pytest.mark.slow
 def test_the_fallback_answers_after_a_stall(monkeypatch):
     model, w, v = knapsack(10, 1)
     # the first try (presolve on) sleeps; the fallback (presolve off) runs the real child
@@ -83,6 +85,7 @@ def _hang_occupancy():
     return dpopt.heavy_hitter_occupancy(np.random.default_rng(0), gamma=3.0, q=0.01)
 
 
+@pytest.mark.slow
 def test_the_presolve_hang_returns_within_the_limit():
     occ = _hang_occupancy()
     t0 = time.perf_counter()
@@ -95,6 +98,7 @@ def test_the_presolve_hang_returns_within_the_limit():
     assert plan.info["solver_status"] and all(isinstance(s, str) for s in plan.info["solver_status"])
 
 
+@pytest.mark.slow
 def test_the_presolve_hang_returns_within_the_limit_through_the_cli(tmp_path):
     occ = _hang_occupancy()
     coo = occ.matrix.tocoo()

@@ -89,6 +89,7 @@ def test_public_names_resolve():
 
 
 # --------------------------------------------------------------------------- exact: enumeration = scan = MILP
+@pytest.mark.slow
 def test_exact_enumeration_equals_integer_scan_and_milp(instances):
     for counts, U, eps in instances:
         enum = optimal_array_length(counts, U, eps, method="exact")

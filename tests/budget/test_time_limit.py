@@ -62,6 +62,7 @@ def _plans_equal(a, b) -> bool:
                 and np.array_equal(a.plan.budget, b.plan.budget))
 
 
+@pytest.mark.slow
 def test_a_solver_that_never_answers_is_killed_and_the_greedy_plan_returned(monkeypatch):
     occ = city_occupancy(300, seed=3)
     solved = plan_budget(occ, 120.0, 10.0, target=20.0, method="milp", time_limit=60.0)
@@ -89,6 +90,7 @@ def test_isolated_solve_gives_the_in_process_plan(monkeypatch):
     assert _plans_equal(here, there) and here.coverage == there.coverage
 
 
+@pytest.mark.slow
 def test_hierarchy_plan_keeps_its_greedy_choice_when_the_solver_is_killed(monkeypatch):
     from dpopt.budget.hierarchy import plan_hierarchy
 

@@ -7,6 +7,8 @@ whole range [0, U²/4] exactly when v − e ≤ 0 and v + e ≥ U²/4 (v in the 
 
 from __future__ import annotations
 
+import pytest
+
 import numpy as np
 import pandas as pd
 
@@ -58,6 +60,7 @@ def test_user_release_withholds_exactly_the_whole_range_rows():
     assert said.any() and (raw[said] < 0).all()
 
 
+@pytest.mark.slow
 def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
     r = release(austin_sample_path(), privacy="public-occupancy", bound=U, epsilon=0.2, seed=7, plan="greedy")
     write_report(r, tmp_path / "out", make_map=False)
@@ -77,6 +80,7 @@ def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
     assert csv.loc[rel & ~withheld, "variance_withheld_reason"].isna().all()
 
 
+@pytest.mark.slow
 def test_hierarchical_estimates_never_publish_a_clipped_zero_variance():
     """The GLS estimator follows the same rule: at a small ε some noisy variances fall below 0; they
     are withheld with the negative-variance reason, and every published variance is above 0."""

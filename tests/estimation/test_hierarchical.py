@@ -84,6 +84,7 @@ def _bounded_truth(agg, m, seed, k, c):
     return mean, var, r
 
 
+@pytest.mark.slow
 def test_coverage_consistency_and_withholding(agg):
     """90 % intervals of both means cover the bounded truth on ≥ 90 % of nodes (pooled over seeds),
     and the test can fail: a good share of intervals is far narrower than the range."""
@@ -222,6 +223,7 @@ def test_level_bounds_option(agg):
                        level_bounds=[(1, 1)])
 
 
+@pytest.mark.slow
 def test_blup_answers_at_the_deepest_informed_node_and_beats_the_direct_mean(agg):
     """With every level measured at a large ε the finest nodes are informed and answer themselves;
     at a small ε the answers move up; the BLUP ``mean`` is closer to the bounded truth than
@@ -248,6 +250,7 @@ def test_blup_answers_at_the_deepest_informed_node_and_beats_the_direct_mean(agg
         estimate_hierarchical(m, estimator="gls")
 
 
+@pytest.mark.slow
 def test_posterior_interval_option(agg):
     """interval="posterior": same means, bound = min(default bound, z·√(posterior var) + allowance),
     so never wider; refused with the top-down shrinkage (it has no posterior variance)."""

@@ -90,6 +90,7 @@ def test_seed003_scaling_figures_use_datasets_as_units(monkeypatch):
     assert calls and all(c == 3 for c in calls)
 
 
+@pytest.mark.slow
 def test_saving_a_figure_keeps_the_users_backend(tmp_path):
     code = (
         "import matplotlib\nmatplotlib.use('svg')\n"

@@ -59,6 +59,7 @@ def test_registry_has_every_figure():
     assert list(FIGURES) == expected
 
 
+@pytest.mark.slow
 def test_tables_are_tidy(small_results):
     for fig, res in small_results.items():
         f = res.frame
@@ -219,6 +220,7 @@ def test_003_fig2_claim_clipping_mechanisms_close_to_each_other(small_results):
     not AUSTIN.is_file() and not os.environ.get("CI"),
     reason="full Austin merge (../shared) not available; CI always runs this test",
 )
+@pytest.mark.slow
 def test_002_fig1_on_the_full_austin_file():
     from dpopt.experiments.seed002 import austin_occupancy
 

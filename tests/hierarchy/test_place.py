@@ -635,6 +635,7 @@ def test_cell_sizes_do_not_invent_busy_cells():
 
 
 @pytest.mark.parametrize("eps, cells", [(1.0, False), (10.0, True)])
+@pytest.mark.slow
 def test_place_choice_on_the_austin_day(eps, cells):
     """On the embedded Austin day (146 users) the cells' share is f = 0 (the map alone) at ε = 1 and
     f > 0 at ε = 10 in each of 8 seeds: at ε = 1 a cell's noise exceeds the cells' spread, at ε = 10

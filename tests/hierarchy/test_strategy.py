@@ -158,6 +158,7 @@ FINE_NOISE = [8.0, 4.0, 20.0, 1.0, 10.0, 6.0]
 
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.slow
 def test_no_worse_than_a_fine_simplex_grid(seed, noise):
     rng = np.random.default_rng(100 + seed)
     options, marginals = ((2, ("cell x period", "cell x slot")) if seed % 2 else
@@ -192,6 +193,7 @@ def test_laplace_prefers_concentration_that_gaussian_splits():
 # --- (3) greedy -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", range(8))
+@pytest.mark.slow
 def test_optimum_matches_or_beats_greedy(seed):
     rng = np.random.default_rng(200 + seed)
     pb = instance(rng, options=2, bias=0.2 * (seed % 2), floor=0.02 * (seed % 3),

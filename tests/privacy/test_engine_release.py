@@ -54,6 +54,7 @@ def test_every_listed_grid_has_its_own_row_and_the_budget_recounts() -> None:
     assert np.all((mean >= 0) & (mean <= info.clamp)) and np.all(np.isfinite(hw) & (hw > 0))
 
 
+@pytest.mark.slow
 def test_same_seed_same_release() -> None:
     rows, _ = _additive_records(np.random.default_rng(1))
     agg = make_agg(rows)

@@ -25,6 +25,7 @@ def client():
 
 
 @pytest.mark.parametrize("c", [None, 3])
+@pytest.mark.slow
 def test_dask_equals_local_on_parquet_and_csv_directories(tmp_path, client, c):
     frame = random_records(21, n=4000)
     (tmp_path / "pq").mkdir()

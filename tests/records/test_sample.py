@@ -91,6 +91,7 @@ def test_each_record_of_a_pair_is_kept_with_probability_c_over_m(c):
     assert stats.chisquare(counts).pvalue > ALPHA
 
 
+@pytest.mark.slow
 def test_first_records_in_time_are_not_favoured_through_contributions():
     """The full path (contributions with a release key): the earliest record is kept ~ c/m."""
     rng = np.random.default_rng(7)
@@ -109,6 +110,7 @@ def test_first_records_in_time_are_not_favoured_through_contributions():
             assert stats.binomtest(int(k), n, share).pvalue > ALPHA
 
 
+@pytest.mark.slow
 def test_a_users_records_in_a_node_are_a_uniform_sample_of_the_node():
     """node_sample_counts: the user's m = 3 + 5 + 2 records in three finest pairs of one node; the c
     smallest keys over the node keep each record with probability c/m, whatever pair it is in."""
@@ -154,6 +156,7 @@ def test_node_counts_equal_brute_force_and_refuse_without_keys():
 
 
 @pytest.mark.parametrize("c", [1, 3])
+@pytest.mark.slow
 def test_order_chunking_and_dask_keep_bit_identical_samples(c):
     """Shuffled rows, exact duplicate records, chunks of 9 (3 merge levels), 37, 200 and all rows, and Dask:
     the same kept values, keys and offsets, the same node counts and kept sums (bit for bit)."""
@@ -195,6 +198,7 @@ def test_another_key_keeps_another_sample_and_bad_keys_are_refused():
         contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=1, sample_key=b"0" * 16)
 
 
+@pytest.mark.slow
 def test_kept_means_on_the_embedded_day_lose_the_arrival_order_bias():
     """Embedded Austin day, busy grids (≥ 10 buses): the kept mean of a grid (≤ c records per bus) is
     unbiased for its target, the Γ-weighted mean of the buses' own means (what any sample of min(m, c)

@@ -20,6 +20,7 @@ def _run(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_example_spends_a_total_budget_by_default(tmp_path, capsys, monkeypatch):
     """Issue 13.6: --example runs the budget planner at the total ε of data.EXAMPLE_EPSILON_TOTAL."""
     monkeypatch.chdir(tmp_path)
@@ -33,6 +34,7 @@ def test_example_spends_a_total_budget_by_default(tmp_path, capsys, monkeypatch)
     assert summary["budget_mode"] == "total" and summary["privacy_model"] == "public-occupancy"
 
 
+@pytest.mark.slow
 def test_example_in_seed_002_per_grid_mode(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = _run(capsys, "--example", "--epsilon", "1", "--quiet", "--json", "--seed", "3")

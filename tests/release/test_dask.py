@@ -74,6 +74,7 @@ def test_dask_bad_input(client, tmp_path):
                           columns={"value": "speed"})
 
 
+@pytest.mark.slow
 def test_cli_dask_backend(tmp_path, capsys):
     import json
 

@@ -37,6 +37,7 @@ def inputs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("extra", [["--bounds", "4,8"], ["--mechanism", "gaussian", "--delta", "1e-6"]])
+@pytest.mark.slow
 def test_user_release_on_dask_equals_local(cluster, inputs, tmp_path, extra):
     records, parts = inputs
     base = ["release", str(records), "--privacy", "user", "--bound", "120", "--epsilon-total", "10",

@@ -42,6 +42,7 @@ def written(request, tmp_path_factory):
     return budget, res, text, summary, kept
 
 
+@pytest.mark.slow
 def test_table_has_rho_columns_not_epsilon_columns(written):
     _, res, text, _, _ = written
     for t in (res.table, text):
@@ -87,6 +88,7 @@ def test_optimal_split_refused_for_the_seed_planners(tiny_records, plan):
                 split="optimal")
 
 
+@pytest.mark.slow
 def test_empirical_noise_matches_the_reported_scale():
     """Over many seeded numpy-sampler releases, std(mean_raw − kept mean) ≈ mean_noise_scale (σ)."""
     records = small_records(np.random.default_rng(3))
@@ -137,6 +139,7 @@ def test_seed_planners_spend_rho_as_b_over_k(written):
         assert b - 2 * unit <= exact(m) + exact(v) <= b
 
 
+@pytest.mark.slow
 def test_cli_gaussian_example(tmp_path, capsys):
     out = tmp_path / "g"
     code = main(["release", "--example", "--privacy", "public-occupancy", "--mechanism", "gaussian", "--epsilon-total", "10", "--delta", "1e-6",

@@ -34,6 +34,7 @@ def _list(path, cell: str = CELL):
     return path
 
 
+@pytest.mark.slow
 def test_report_gives_each_withheld_variance_the_reason_release_csv_gives(tmp_path, capsys):
     """Before: report.html said "its interval was as wide as its whole range" for a variance
     withheld because the values were clamped."""
@@ -90,6 +91,7 @@ def test_console_says_why_it_spends_less_delta_than_asked(tmp_path, capsys):
     assert f"spends δ = {spent:g} of the --delta 1e-06 allowed" in err
 
 
+@pytest.mark.slow
 def test_report_never_shows_the_private_selections_public_bucket_as_the_period(tmp_path, capsys):
     """Before: report.html showed the coarse nodes' fixed 3640-day bucket ("2019-10-31 → 2029-10-18")
     as if it were the data's period; it shows the published slots' period instead."""

@@ -7,6 +7,8 @@ read back from the code under test.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -105,6 +107,7 @@ def test_user_model_list_in_local_time_matches_the_records(tmp_path):
     assert json.loads(paths["summary"].read_text())["timezone"] == zone
 
 
+@pytest.mark.slow
 def test_hour_of_day_profiles_are_cut_in_local_time():
     """--profile day with a zone: the hour-of-day windows are local hours (a window starting at local
     midnight counts the records whose local hour is 0, on every day), written with the offset."""

@@ -76,6 +76,7 @@ def _in_node(d: pd.DataFrame, row: pd.Series) -> np.ndarray:
     return (par == row["cell"]) & (d["t"].to_numpy() >= lo) & (d["t"].to_numpy() < hi)
 
 
+@pytest.mark.slow
 def test_mixed_resolutions_every_grid_answered(result):
     s = result.summary
     assert s.plan.startswith("hierarchy") and s.finest_grids == result.plan.info["hierarchy"]["answers"].shape[0]
@@ -154,6 +155,7 @@ def test_plan_predicted_errors_match_the_stated_bounds(result):
     assert np.all(pred <= TAU * (1 + 1e-9))
 
 
+@pytest.mark.slow
 def test_neighbour_changes_only_noisy_outputs(records, result):
     """Change every value of one user: the public outputs (plan, nodes, counts, budgets, bounds,
     answers, summary) are identical; only the noisy statistics may differ."""
@@ -167,6 +169,7 @@ def test_neighbour_changes_only_noisy_outputs(records, result):
     assert result.summary == r2.summary
 
 
+@pytest.mark.slow
 def test_seeded_runs_reproduce_and_files_render(records, result, written):
     r2 = _release(records)
     pd.testing.assert_frame_equal(result.table, r2.table)
@@ -204,6 +207,7 @@ def test_options_refused_where_idle():
         PublicOccupancyOptions(plan="hierarchy", target_variance=3.0).for_plan("hierarchy")
 
 
+@pytest.mark.slow
 def test_cli_runs_the_hierarchy_plan(records, tmp_path):
     path = tmp_path / "r.csv"
     records.to_csv(path, index=False)
@@ -220,6 +224,7 @@ def test_cli_runs_the_hierarchy_plan(records, tmp_path):
     assert np.array_equal(csv["n_records_retained"], same["n_records_retained"])
 
 
+@pytest.mark.slow
 def test_gaussian_noise_spends_rho_within_the_total(records):
     """zCDP: the same plan in ρ; every user's recounted ρ ≤ the total the (ε, δ) budget gives."""
     from dpopt.privacy.public_occupancy import to_privacy_budget

@@ -125,6 +125,7 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     assert f"T = {s['record_cap']}" in md and f"B = {s['clamp']:g}" in md
 
 
+@pytest.mark.slow
 def test_the_contract_command_runs_the_engine_and_answers_every_grid_by_its_own_row(data, tmp_path, capsys):
     """`dpopt release RECORDS --privacy user --epsilon-total E --partitions FINEST.csv --h3-resolution R
     --slot S`: the optimised engine; answers.csv maps each listed grid to its own release.csv row."""
@@ -145,6 +146,7 @@ def test_the_contract_command_runs_the_engine_and_answers_every_grid_by_its_own_
     assert total <= 10
 
 
+@pytest.mark.slow
 def test_contract_command_on_synthetic_records(data, tmp_path, capsys):
     records, parts = data
     code, out, err = _run(capsys, records, parts, tmp_path / "a", "--seed", "3", "--strategy", "place")
@@ -155,6 +157,7 @@ def test_contract_command_on_synthetic_records(data, tmp_path, capsys):
         pd.read_csv(tmp_path / "a" / "release.csv"))
 
 
+@pytest.mark.slow
 def test_seeded_runs_reproduce_and_bounds_can_be_given(data, tmp_path, capsys):
     records, parts = data
     texts = []
@@ -169,6 +172,7 @@ def test_seeded_runs_reproduce_and_bounds_can_be_given(data, tmp_path, capsys):
     assert total <= 10
 
 
+@pytest.mark.slow
 def test_contract_on_the_embedded_austin_day(tmp_path, capsys):
     from dpopt.records.grid import cell_strings, slot_strings
     from dpopt.release import austin_sample_path
@@ -182,6 +186,7 @@ def test_contract_on_the_embedded_austin_day(tmp_path, capsys):
     _check_contract(tmp_path / "o", parts, 10.0)
 
 
+@pytest.mark.slow
 def test_fixed_shape_is_the_flat_release(data, tmp_path, capsys):
     """--resolution fixed: one row per listed grid at R, the flat columns, no answers.csv; the same
     as the Python door's UserOptions(resolution='fixed')."""
@@ -219,6 +224,7 @@ def test_bad_values_are_one_line_errors(data, tmp_path, capsys, extra, flag):
 
 
 @pytest.mark.parametrize("shape", ["adaptive", "fixed"])
+@pytest.mark.slow
 def test_nothing_useful_says_so(data, tmp_path, capsys, shape):
     """Issue 21 item 4: a tiny epsilon publishes nothing better than the range: one stderr line and
     the summary's outlook say so, with an epsilon that would do."""
@@ -235,6 +241,7 @@ def test_nothing_useful_says_so(data, tmp_path, capsys, shape):
     assert "nothing worth reading" in (tmp_path / "t" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_useful_release_has_no_outlook(data, tmp_path, capsys):
     records, parts = data
     code, _, err = _run(capsys, records, parts, tmp_path / "u", "--seed", "3", "--epsilon-total", "50")
@@ -263,6 +270,7 @@ def test_python_door_gaussian_spend_recounts(data):
     assert s.epsilon_total <= 5.0
 
 
+@pytest.mark.slow
 def test_report_html_says_nothing_useful(data, tmp_path, capsys):
     records, parts = data
     main(["release", str(records), "--privacy", "user", "--bound", "120", "--epsilon-total", "0.01",
@@ -271,6 +279,7 @@ def test_report_html_says_nothing_useful(data, tmp_path, capsys):
     assert "Nothing worth reading:</b> this release publishes nothing" in (tmp_path / "t" / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_console_summary_names_the_unit_and_the_report(data, tmp_path, capsys):
     """Without --json the CLI prints the people's summary (issue 23.3): the unit from --unit, no
     field that does not apply ("None"), and where report.html is; summary.json carries the unit."""

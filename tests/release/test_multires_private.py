@@ -111,6 +111,7 @@ def test_budget_recount_is_exact(eps):
     assert sum(lv["budget"] for lv in s.levels) + s.budget["clamp"] == pytest.approx(s.epsilon_total, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_seeded_reproducibility_and_the_seed_matters(tmp_path, csv_path):
     for out in ("a", "b"):
         assert _run(tmp_path, csv_path, "--epsilon-total", "20", "--delta", "1e-6", "--seed", "4", "--no-map",
@@ -128,6 +129,7 @@ PUBLIC_SUMMARY = ("privacy_model", "k", "c", "bounds_rule", "split_rule", "parti
                   "target", "public", "delta", "delta_selection", "selection_threshold", "pooling", "rho_total")
 
 
+@pytest.mark.slow
 def test_neighbours_differ_only_in_dp_outputs():
     gone = DF["user_id"].iloc[0]
     ref, nb = _py(seed=7), _py(DF[DF.user_id != gone], seed=7)
@@ -182,6 +184,7 @@ def test_fixed_keeps_the_flat_private_release():
     assert r.summary.resolution == "fixed" and r.answers is None and "noisy_count" in r.table.columns
 
 
+@pytest.mark.slow
 def test_front_door_publishes_the_library_release():
     """One implementation: the front door's table is the library's measure_private_multires +
     estimate_hierarchical (what tests/benchmarks/bench_multires.py scores), released rows only."""

@@ -39,6 +39,7 @@ def test_bernoulli_exp_frequency(gamma):
 
 
 @pytest.mark.parametrize("scale", [Fraction(1, 2), Fraction(3), Fraction(7, 3)])
+@pytest.mark.slow
 def test_discrete_laplace_pmf(scale):
     src = integer_source(5)
     n = 30000

@@ -79,6 +79,7 @@ def _write(name: str) -> None:  # pragma: no cover - run by hand on the referenc
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
+@pytest.mark.slow
 def test_seeded_user_release_is_pinned(name):
     want = pd.read_csv(DATA / f"pinned_user_{name}.csv.gz", keep_default_na=True)
     if "variance_withheld_reason" in want.columns:  # the empty reason reads back as NaN

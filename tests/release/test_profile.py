@@ -125,6 +125,7 @@ def test_profile_release_publishes_recurring_windows_that_answer_every_listed_gr
     assert (first.groupby("cell")["mean"].apply(lambda m: m.iloc[0] < m.iloc[1] - 5)).all()
 
 
+@pytest.mark.slow
 def test_profile_over_one_day_says_it_added_nothing(capsys, data, tmp_path):
     """Over a list of one day no hour-of-day window recurs (a 1-h-of-day level repeats the finest
     one and is dropped; a 3-h one is a plain 3-h slot): the release says so on stderr, and does not
@@ -188,6 +189,7 @@ def test_profile_without_a_list_or_under_public_occupancy_is_refused(capsys, dat
     assert not UserOptions(partitions="x.csv", profile="day").place
 
 
+@pytest.mark.slow
 def test_public_occupancy_hierarchy_plan_takes_the_profile_too(capsys, data, tmp_path):
     """Issue 21 item 5: both privacy models use the hierarchy. Under public-occupancy with --plan
     hierarchy the planner (a MILP over the public counts) chooses among hour-of-day nodes; every

@@ -42,6 +42,7 @@ def test_numpy_laplace_law_is_sensitivity_over_budget(records):
     assert "error_bounds" not in m.info  # the bounds are the estimation layer's
 
 
+@pytest.mark.slow
 def test_discrete_laws_sit_on_the_lattice(records):
     m = _measure(records, Budget(epsilon_total=4.0), plan="budget")
     on = m.public["released"].to_numpy(bool)

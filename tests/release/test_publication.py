@@ -78,6 +78,7 @@ def test_cli_neighbours_print_identical_json(tmp_path, capsys, tiny_records):
     assert outs[0] == outs[1]
 
 
+@pytest.mark.slow
 def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
     frame = load_austin_sample()
     r = release(frame, privacy="public-occupancy", bound=120, epsilon=1.0, plan="greedy", seed=1)
@@ -99,6 +100,7 @@ def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
 
 @pytest.mark.parametrize("noise", ["discrete", "numpy"])
 @pytest.mark.parametrize("epsilon", [1.0, 0.3, 7.1])
+@pytest.mark.slow
 def test_budgets_read_back_never_exceed_epsilon(tmp_path, noise, epsilon):
     """Regression (12.4): with split="optimal" ε_mean + ε_variance read back as 1.00000000005."""
     frame = load_austin_sample().head(20000)

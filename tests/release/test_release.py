@@ -89,6 +89,7 @@ def test_plans_accounting_matches_independent_recount(records, plan):
         assert s.degradation <= s.degradation_baseline
 
 
+@pytest.mark.slow
 def test_milp_no_worse_than_greedy(records):
     agg, ing = aggregate_records(records, bound=100)
     g = release_aggregate(agg, ing, bound=100, epsilon=1.0, plan="greedy", seed=1)
@@ -139,6 +140,7 @@ def test_discrete_noise_seeded_reproducible_and_on_grid(records):
     assert "NOT for a real release" in a.summary.noise
 
 
+@pytest.mark.slow
 def test_example_sample_end_to_end(tmp_path):
     frame = load_austin_sample()
     assert len(frame) == 53569 and frame.user_id.nunique() == 146

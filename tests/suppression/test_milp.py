@@ -191,6 +191,7 @@ def test_milp_equals_brute_force_optimal_split(seed):
         assert (plan.degradation, plan.suppressed_samples) == (Kb, sb)
 
 
+@pytest.mark.slow
 def test_time_limit_returns_checked_incumbent_with_gap():
     occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=9, gamma=3)
     full = solve_suppression(occ, 65, 0.5, tie_break=False)

@@ -85,6 +85,7 @@ def test_without_added_constraints_it_is_solve_suppression(seed):
     assert "components" in plan.info["kept"]
 
 
+@pytest.mark.slow
 def test_the_constraint_binds_somewhere():
     """The family is not trivial: on some seed the added constraints change the optimum."""
     changed = 0

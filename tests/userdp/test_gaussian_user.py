@@ -36,6 +36,7 @@ U = 10.0
 # --- ℓ2 sensitivities -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("k", "c", "values", "grids", "extra"), CASES)
+@pytest.mark.slow
 def test_l2_sensitivities_by_enumeration(k, c, values, grids, extra):
     """max over one added user of Σ_g (change in grid g)², per statistic, is exactly the squared ℓ2
     sensitivity k·c²·(1, H_Y², H_Z²) and k of the users; the floats square to at least that."""
@@ -72,6 +73,7 @@ def test_sqrt_up_is_an_upper_bound_and_tight():
 @pytest.mark.parametrize(("k", "c", "typical", "wm", "wv"), [(1, 1, None, 1.0, 1.0), (9, 3, None, 1.0, 1.0),
                                                             (16, 2, (30.0, 20.0), 1.0, 1.0),
                                                             (4, 5, (90.0, 10.0), 0.3, 2.0)])
+@pytest.mark.slow
 def test_rho_split_matches_numeric_minimisation(k, c, typical, wm, wv):
     """Σ w_i·Var_i with Var_i = Δ2_i²/(2ρ_i), Δ2 = √k·c·(1, U/2, U²/8), written from scratch and
     minimised numerically on the simplex, against the closed form ρ_i ∝ √(w_i)·Δ2_i."""
@@ -234,6 +236,7 @@ def test_discrete_tail_bounds_hold_against_the_pmf(sigma):
 
 # --- the release -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_error_bounds_cover_at_least_95_percent_with_gaussian_noise():
     recs = _records(seed=2, users=40, grids=5)
     mean, var = _truth(recs)

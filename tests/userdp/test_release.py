@@ -84,6 +84,7 @@ def test_nothing_exact_is_published():
     assert not {"n_users", "n_records", "users", "records"} & set(res.table.columns)
 
 
+@pytest.mark.slow
 def test_private_selection_releases_a_single_user_grid_at_most_delta_over_k():
     # grid 0: one user; grid 1: 300 users. k = 1, δ = 0.1, continuous Laplace: P = δ/k = 0.1 exactly
     recs = [("solo", 0, 0, 1.0)] + [(f"m{i:03d}", 1, 0, 5.0) for i in range(300)]
@@ -117,6 +118,7 @@ def _order(table):
     return [cells.index(c) for c in table["cell"]]  # grids 0..4 are in slot 0
 
 
+@pytest.mark.slow
 def test_error_bounds_cover_at_least_95_percent():
     recs = _records(seed=2, users=40, grids=5)
     mean, var = _truth(recs)
@@ -134,6 +136,7 @@ def test_error_bounds_cover_at_least_95_percent():
     assert cover_m / total >= 0.95 and cover_v / total >= 0.95
 
 
+@pytest.mark.slow
 def test_write_release_folder(tmp_path):
     res = release_user(make_agg(_records()), bound=U, epsilon=1.0, partitions=_plist(range(5)), noise="discrete",
                        seed=3)

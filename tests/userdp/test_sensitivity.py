@@ -53,6 +53,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("k", "c", "values", "grids", "extra"), CASES)
+@pytest.mark.slow
 def test_l1_sensitivities_by_enumeration(k, c, values, grids, extra):
     s = sensitivities(k, c, U, lam=2.0**-BITS)
     base = _stats(_base(), k, c)

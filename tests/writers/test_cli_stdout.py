@@ -48,6 +48,7 @@ COMMANDS = {
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
+@pytest.mark.slow
 def test_stdout_holds_only_the_json(tmp_path, name):
     (tmp_path / "m.txt").write_text("6\n3\n2\n1\n")
     (tmp_path / "occ.csv").write_text("user,grid,count\na,1,5\na,2,1\nb,1,2\nc,2,3\n")
@@ -76,6 +77,7 @@ def test_reproduce_help_lists_every_figure_id(capsys):
 SOLVER_LOG = ("Running HiGHS", "Copyright (c)", "Presolving", "Coefficient ranges", "Solving MIP", "Model status")
 
 
+@pytest.mark.slow
 def test_demo_stdout_has_no_solver_log_and_speeds_in_range(tmp_path):
     """``dpopt demo`` solves LPs and MILPs (fresh process): its stdout is the tour only, and every
     value it prints in km/h lies in the data's range [0, U = 120] (an interval half-width beyond U

@@ -37,6 +37,7 @@ def _num(s: str) -> float:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.slow
 def test_report_in_chromium(browser, tmp_path, case):
     table, summary = CASES[case]()
     page = write_html_report(tmp_path / "report.html", table, summary, unit="km/h")

@@ -3,6 +3,8 @@ the figure and a folder whose published files the report was rendered from."""
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_release_notebook_runs(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DPOPT_OUT": str(tmp_path), "DPOPT_OPEN_REPORT": "0",
            "MPLBACKEND": "Agg"}
