@@ -67,7 +67,7 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
                                              centre=B / 2.0, half_range=B / 2.0)
     if y.size == 0:  # nothing readable at this budget: every grid gets the whole declared range
         return _nothing(m, info, parts, float(confidence))
-    fit = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence))
+    fit = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), variances=False)
     cap = spread_bound(m, info, parts)
     upper = component_upper_bounds(fit, A, y, s2, cap=cap)
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), sigma2=upper)
@@ -77,8 +77,9 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     for i in range(K):
         rows = slice(int(info.offsets[i]), int(info.offsets[i]) + sizes[i])
         W = _node_matrix(info.codes[i], sizes[i], w)
-        mean[rows] = fit.node(W).mean
-        var[rows] = np.minimum(wide.node(W).var, cap + fit.mu_var)  # a mean in [0, B] varies by ≤ cap
+        mean[rows] = W @ fit.grid_mean
+        v = wide.grid_var[np.argsort(info.codes[i])] if i == 0 else wide.node(W).var  # the finest: the grids
+        var[rows] = np.minimum(v, cap + fit.mu_var)  # a mean in [0, B] varies by ≤ cap
     direct = np.full(m.n_nodes, np.nan)
     direct_hw = np.full(m.n_nodes, np.inf)
     offset = 0

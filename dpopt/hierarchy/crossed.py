@@ -651,19 +651,21 @@ def _fixed_sigma2(sigma2: Any, names: list[str], residual: bool) -> np.ndarray:
     return out
 
 
-def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray]) -> dict[str, FactorEffects]:
+def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray], variances: bool = True
+             ) -> dict[str, FactorEffects]:
     out, start = {}, 1
     for name, lev in zip(names, levels):
         rows = sp.csr_matrix((np.ones(lev.size), (np.arange(lev.size), start + np.arange(lev.size))),
                              shape=(lev.size, post.mean.size))
-        out[name] = FactorEffects(levels=lev, mean=post.mean[start:start + lev.size], var=post.variance(rows))
+        var = post.variance(rows) if variances else np.full(lev.size, np.nan)
+        out[name] = FactorEffects(levels=lev, mean=post.mean[start:start + lev.size], var=var)
         start += lev.size
     return out
 
 
 def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual: bool = True,
                 confidence: float = 0.95, sigma2: Mapping[str, float] | None = None,
-                max_iter: int = 200, dense_max: int = 4000) -> CrossedFit:
+                max_iter: int = 200, dense_max: int = 4000, variances: bool = True) -> CrossedFit:
     """Fit θ_g = μ + Σ_f u_f[code_f(g)] + e_g to y = A θ + ε (models/crossed.md).
 
     Parameters
@@ -685,6 +687,9 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
         Iterations of the REML search (L-BFGS-B over log σ²).
     dense_max : int
         Passed to :func:`gls_posterior` (the grid residuals are its local effects).
+    variances : bool
+        Compute the grids' and levels' posterior variances (False: NaN, for a caller that needs only
+        the posterior means and the components; :meth:`CrossedFit.node` still gives variances).
     """
     names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
     max_iter = check_positive_int(max_iter, "max_iter")
@@ -702,10 +707,10 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
         converged, status, calls = True, "no variance component", 0
     post = gls_posterior(H, y, s2, np.repeat(sig[comps], inner), **kernel)
     post = replace(post, mean=post.mean[np.argsort(perm)], perm=perm)  # the caller's order again
-    grid_var = post.variance(grid_map)
+    grid_var = post.variance(grid_map) if variances else np.full(grid_map.shape[0], np.nan)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     mu_var = float(post.variance(sp.csr_matrix(([1.0], ([0], [0])), shape=(1, post.mean.size)))[0])
     return CrossedFit(sigma2=dict(zip(names + [RESIDUAL], sig.tolist())), mu=float(post.mean[0]), mu_var=mu_var,
-                      effects=_effects(post, names, levels), grid_mean=grid_map @ post.mean, grid_var=grid_var,
+                      effects=_effects(post, names, levels, variances), grid_mean=grid_map @ post.mean, grid_var=grid_var,
                       grid_halfwidth=z * np.sqrt(grid_var), loglik=post.loglik, converged=converged, status=status,
                       n_evaluations=calls, confidence=confidence, z=z, posterior=post, grid_map=grid_map)
