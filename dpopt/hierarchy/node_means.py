@@ -137,14 +137,12 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
                    totals: list[np.ndarray], total_vars: list[np.ndarray], *, centre: float, half_range: float
                    ) -> tuple[dict[str, np.ndarray], sp.csr_matrix, np.ndarray, np.ndarray, list[np.ndarray]]:
     """The crossed model's inputs from every measured marginal (the first is the finest grid itself):
-    ``factors`` (one random effect per coarser marginal with more than one node; the finest grid's
-    own deviation is the model's residual), the stacked observation matrix A, y, s² and, per
+    ``factors`` (one random effect per coarser marginal with more than one node of which some entered;
+    the finest grid's own deviation is the model's residual), the stacked observation matrix A, y, s² and, per
     marginal, the node rows that entered. Grid weights come from the finest marginal's counts."""
     w = grid_weights(counts[0], count_vars[0]) if np.isfinite(counts[0]).any() else \
         proportional_weights(codes[1:], counts[1:])
     most = total_upper(counts, count_vars)
-    factors = {name: np.asarray(code, dtype=np.int64) for name, code, cnt in zip(names[1:], codes[1:], counts[1:])
-               if np.size(cnt) > 1}
     blocks, ys, s2s, kept = [], [], [], []
     for code, n, vn, t, vt in zip(codes, counts, count_vars, totals, total_vars):
         A, y, s2, k = node_observations(code, n, vn, t, vt, centre=centre, half_range=half_range, weights=w,
@@ -153,4 +151,8 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
         ys.append(y)
         s2s.append(s2)
         kept.append(k)
+    # a marginal none of whose nodes entered is no factor: nothing estimates its variance, and its
+    # effects would only enlarge the system (the residual holds what it would explain)
+    factors = {name: np.asarray(code, dtype=np.int64) for name, code, cnt, k in
+               zip(names[1:], codes[1:], counts[1:], kept[1:]) if np.size(cnt) > 1 and k.size > 0}
     return factors, sp.vstack(blocks, format="csr"), np.concatenate(ys), np.concatenate(s2s), kept

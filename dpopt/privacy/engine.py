@@ -324,12 +324,13 @@ def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dic
     var = lambda laws: [law.variance() for law in laws]  # noqa: E731
     factors, A, y, s2, kept = crossed_inputs(codes, names, pilot.count, var(pilot.count_law), pilot.total,
                                              var(pilot.total_law), centre=b.clamp / 2.0, half_range=b.clamp / 2.0)
-    zero = {**{f: 0.0 for f in factors}, "residual": 0.0}
+    every = {name: 0.0 for name, mn in zip(names[1:], b.cands[1:]) if mn.n_nodes > 1}  # every candidate factor
     if y.size < len(factors) + 3:
-        return zero, b.clamp / 2.0, set()
-    fit = fit_crossed(factors, A, y, s2, residual=True)
+        return {**every, "residual": 0.0}, b.clamp / 2.0, set()
+    fit = fit_crossed(factors, A, y, s2, residual=True, variances=False)
     seen = {name for name, k in zip(names, kept) if name in factors and k.size >= 2}
-    return {**{f: float(fit.sigma2[f]) for f in factors}, "residual": float(fit.sigma2[RESIDUAL])}, float(fit.mu), seen
+    return ({**every, **{f: float(fit.sigma2[f]) for f in factors}, "residual": float(fit.sigma2[RESIDUAL])},
+            float(fit.mu), seen)
 
 
 def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarray, str]:
