@@ -357,7 +357,9 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarra
     plan = solve_strategy(problem, gap_tol=STRATEGY_GAP)
     shares = np.asarray(plan.shares, dtype=float)
     if not (np.all(np.isfinite(shares)) and np.all(shares >= 0) and 0 < shares.sum() <= 1 + 1e-9):
-        return np.full(len(b.cands), rest / len(b.cands)), f"equal shares (the strategy model ended {plan.status})"
+        why = "no marginal can be measured above its noise" if np.all(shares == 0) else \
+            f"the strategy model ended {plan.status}"
+        return np.full(len(b.cands), rest / len(b.cands)), f"equal shares ({why} at this budget)"
     return shares / max(shares.sum(), 1.0) * rest, plan.summary()
 
 
