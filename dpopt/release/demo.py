@@ -49,4 +49,5 @@ def demo(out: TextIO) -> None:
             f"median 95% noise bound of the mean on grids with >= 20 buses {med_txt}\n"
         )
     out.write("  the budget planner publishes only the grids it can serve within a target error instead:\n"
-              "  dpopt release --example [--target 10] [--mechanism gaussian --delta 1e-6] --out DIR\n")
+              "  dpopt release --example --privacy public-occupancy [--target 10] [--mechanism gaussian --delta 1e-6] "
+              "--out DIR\n")
