@@ -49,11 +49,10 @@ from ..hierarchy.lattice import MarginalNodes, candidate_marginals
 from ..hierarchy.node_means import count_threshold, crossed_inputs
 from ..hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
 from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
-from ..noise import epsilon_rational
 from ..records.aggregate import Aggregate
 from ..records.grid import slot_text
 from ..userdp.bounding import lattice_values
-from ..userdp.levels import level_node_sums
+from ..userdp.levels import level_node_sums, used_budget
 from ..userdp.place_bounds import cap_candidates, choose_place_bounds
 from ..userdp.record_cap import capped_records
 from ..userdp.split import split_budget
@@ -150,11 +149,6 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
                     half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp))
 
 
-def _used(budget: float, mech: Any) -> float:
-    """The budget the sampler really runs at (exact samplers round down to a multiple of 2^-30)."""
-    return float(epsilon_rational(budget)) if mech.real_release else float(budget)
-
-
 def _noisy(mech: Any, exact: np.ndarray, l1: int, budget: float, unit_size: float, n: int
            ) -> tuple[np.ndarray, NoiseLaw]:
     """One query: ``exact`` (lattice integers) with noise of ℓ1 = ℓ2 = ``l1`` (models/engine.md §2),
@@ -184,12 +178,12 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
         for key, exact, l1, budget, unit_size, target in (
                 ("count", b.R[i], T, sp.count, 1.0, (out.count, out.count_law)),
                 ("sum", b.Y[i], T * b.half_sum, sp.sum, b.lam, (out.total, out.total_law))):
-            used = _used(budget, mech)
+            used = used_budget(budget, mech)
             value, law = _noisy(mech, exact, l1, used, unit_size, mn.n_nodes)
             target[0].append(value), target[1].append(law)
             out.spent[f"{tag} {key} {name}"] = used
         if sq:
-            used = _used(sp.sumsq, mech)
+            used = used_budget(sp.sumsq, mech)
             out.spread, out.spread_law = _noisy(mech, b.Z, T * b.half_sumsq, used, b.lam, mn.n_nodes)
             out.spent[f"{tag} sum of squares {name}"] = used
     return out

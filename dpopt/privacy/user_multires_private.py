@@ -59,7 +59,7 @@ from ..measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ..records.aggregate import Aggregate
 from ..userdp.bounding import lattice_values
 from ..noise.sources import SeededSource
-from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, _used, bounded_level, simulation_keys
+from ..userdp.levels import _check_bounds, _check_samples_limit, _sampler, bounded_level, simulation_keys, used_budget
 from ..userdp.place_bounds import choose_clamp, clamp_histogram_fields, measure_clamp_histogram, user_statistics
 from ..records.grid import slot_text
 from ..userdp.select_levels import KeepRule, LevelSelection, level_nodes, select_level
@@ -249,7 +249,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
             continue
         s = select_level(agg, level, keep=finest if i == 0 else k, epsilon=e_sel * shares[i], delta=d_sel,
                          mechanism=mech)
-        pieces[f"level{i}_selection"] = _used(s.epsilon, mech)
+        pieces[f"level{i}_selection"] = used_budget(s.epsilon, mech)
         sel.append(s)
     lat = lattice_values(agg, B, granularity_bits=noise.granularity_bits)
     return _measure(agg, sel, _forest(sel), B, bounds, eps_values, mech, seed, pieces, lat, clamp_info)
@@ -290,7 +290,7 @@ def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, p
                                .integers(0, 2**62)))
     _, own_q = user_statistics(agg, np.ones(agg.n_pairs, dtype=bool), U)  # every record votes: no list
     votes = measure_clamp_histogram(own_q, eps_clamp, src)
-    pieces["clamp"] = _used(eps_clamp, mech)
+    pieces["clamp"] = used_budget(eps_clamp, mech)
     B = choose_clamp(votes, eps_clamp, U)
     return B, {"clamp": B, "declared_bound": U, "sumsq_measured": False,
                "clamp_histogram": clamp_histogram_fields(votes, U)}
@@ -316,7 +316,7 @@ def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat, ex
             val[stat][rows] = unit * np.asarray(mech.integer(np.asarray(R if stat == "count" else Y), l1=k * c * h,
                                                             l2=float(np.sqrt(k)) * c * h, budget=b), dtype=float)
             scale[stat][rows] = unit * mech.scale(l1=k * c * h, l2=float(np.sqrt(k)) * c * h, budget=b)
-            pieces[f"level{i}_{stat}"] = _used(b, mech)
+            pieces[f"level{i}_{stat}"] = used_budget(b, mech)
     fam = ("discrete_" if mech.real_release else "") + "laplace"
     stats = {s: Statistic(s, val[s], NoiseLaw(fam, scale[s], lattice=(1.0 if s == "count" else lat.lam)
                                               if mech.real_release else 0.0)) for s in val}

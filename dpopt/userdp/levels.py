@@ -181,7 +181,7 @@ def _mechanism(given: NoiseMechanism | None, kind: str, noise: str, seed: int | 
     return mech
 
 
-def _used(budget: float, mech: NoiseMechanism) -> float:
+def used_budget(budget: float, mech: NoiseMechanism) -> float:
     """The budget the sampler really runs at (exact samplers round down to a multiple of 2^-30)."""
     return float(epsilon_rational(budget)) if mech.real_release else float(budget)
 
@@ -672,7 +672,7 @@ def _assemble(agg, plist, hier, mech, family, values, scales, budgets, lat, U, k
     for name, bs in zip(STAT_NAMES, budgets):
         for li, b in enumerate(bs):
             if b > 0:
-                used = _used(float(b), mech)
+                used = used_budget(float(b), mech)
                 pieces[f"level{li}_{name}"] = used
                 spent += Fraction(used)
     stats = {}
