@@ -131,7 +131,6 @@ def _dropped_user(kind: str) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("kind", ["invalid", "outside-window"])
-@pytest.mark.slow
 def test_user_model_neighbour_whose_records_are_all_dropped_publishes_the_same_files(tmp_path, kind):
     """Issue 36.3 through the Python door: D vs D + a user whose every record is dropped. The same
     seed draws the same noise on the same contributions table: the published files are equal byte

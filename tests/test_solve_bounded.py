@@ -85,7 +85,6 @@ def _hang_occupancy():
     return dpopt.heavy_hitter_occupancy(np.random.default_rng(0), gamma=3.0, q=0.01)
 
 
-@pytest.mark.slow
 def test_the_presolve_hang_returns_within_the_limit():
     occ = _hang_occupancy()
     t0 = time.perf_counter()
@@ -98,7 +97,6 @@ def test_the_presolve_hang_returns_within_the_limit():
     assert plan.info["solver_status"] and all(isinstance(s, str) for s in plan.info["solver_status"])
 
 
-@pytest.mark.slow
 def test_the_presolve_hang_returns_within_the_limit_through_the_cli(tmp_path):
     occ = _hang_occupancy()
     coo = occ.matrix.tocoo()

@@ -111,7 +111,6 @@ def test_python_door_writes_the_same_split(tmp_path):
 
 
 @pytest.mark.parametrize("where", ["equal", "inside", "above"])
-@pytest.mark.slow
 def test_overwrite_never_removes_or_writes_an_input(tmp_path, capsys, where):
     """``--out`` equal to the input's folder, inside it, or above it, with --overwrite: the inputs
     are untouched (before: `--out lossdir --overwrite` deleted D.csv and parts.csv)."""
@@ -181,7 +180,6 @@ def test_out_inside_an_input_folder_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra", [_invalid_user, _reset_user])
-@pytest.mark.slow
 def test_user_model_neighbour_whose_records_are_all_dropped(tmp_path, capsys, extra):
     """D vs D + a user whose every record is dropped: identical exit codes, identical messages and
     byte-identical published files (the same seed draws the same noise on the same table); the
