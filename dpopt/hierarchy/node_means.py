@@ -31,10 +31,6 @@ __all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "co
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone
 FALSE_PASSES = 0.5
-#: the fewest measured nodes that make a marginal a factor of the crossed model: a variance estimated
-#: from fewer levels is not identified (REML's answer then swings between seeds); a marginal with
-#: fewer still enters as observations, its effect held by μ and the residual
-MIN_LEVELS = 5
 #: the least noise variance of a measured statistic (a numerical floor, far below any data's)
 VARIANCE_FLOOR = 1e-12
 #: the least count-to-noise ratio of a node that enters, whatever the number of nodes: below 3 sds
@@ -158,5 +154,5 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
     # a marginal none of whose nodes entered is no factor: nothing estimates its variance, and its
     # effects would only enlarge the system (the residual holds what it would explain)
     factors = {name: np.asarray(code, dtype=np.int64) for name, code, cnt, k in
-               zip(names[1:], codes[1:], counts[1:], kept[1:]) if np.size(cnt) > 1 and k.size >= MIN_LEVELS}
+               zip(names[1:], codes[1:], counts[1:], kept[1:]) if np.size(cnt) > 1 and k.size > 0}
     return factors, sp.vstack(blocks, format="csr"), np.concatenate(ys), np.concatenate(s2s), kept

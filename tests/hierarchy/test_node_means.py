@@ -59,20 +59,16 @@ def test_delta_method_variance_matches_simulation() -> None:
     assert abs(np.var(draws) / s2[0] - 1.0) < 0.05
 
 
-def test_crossed_inputs_factors_are_the_coarser_marginals_with_enough_measured_nodes() -> None:
-    """A coarser marginal is a factor where at least MIN_LEVELS of its nodes entered; one with fewer
-    (3 nodes) and the single-node map enter as observations only."""
-    from dpopt.hierarchy.node_means import MIN_LEVELS
-
+def test_crossed_inputs_factors_are_the_coarser_marginals_with_several_nodes() -> None:
     rng = np.random.default_rng(3)
     G = 12
-    codes = [np.arange(G), np.repeat(np.arange(6), 2), np.repeat(np.arange(3), 4), np.zeros(G, dtype=np.int64)]
-    counts = [np.full(G, 50.0), np.full(6, 100.0), np.full(3, 200.0), np.array([600.0])]
-    sums = [rng.normal(0, 10, G), rng.normal(0, 10, 6), rng.normal(0, 10, 3), np.array([3.0])]
-    factors, A, y, s2, kept = crossed_inputs(codes, ["fine", "six", "three", "map"], counts, [1.0] * 4, sums,
-                                             [4.0] * 4, centre=10.0, half_range=10.0)
-    assert MIN_LEVELS == 5 and list(factors) == ["six"] and (factors["six"] == codes[1]).all()
-    assert A.shape == (G + 6 + 3 + 1, G) and y.size == G + 10 and [k.size for k in kept] == [G, 6, 3, 1]
+    codes = [np.arange(G), np.repeat(np.arange(3), 4), np.zeros(G, dtype=np.int64)]
+    counts = [np.full(G, 50.0), np.full(3, 200.0), np.array([600.0])]
+    sums = [rng.normal(0, 10, G), rng.normal(0, 10, 3), np.array([3.0])]
+    factors, A, y, s2, kept = crossed_inputs(codes, ["fine", "mid", "map"], counts, [1.0] * 3, sums, [4.0] * 3,
+                                             centre=10.0, half_range=10.0)
+    assert list(factors) == ["mid"] and (factors["mid"] == codes[1]).all()
+    assert A.shape == (G + 3 + 1, G) and y.size == G + 4 and [k.size for k in kept] == [G, 3, 1]
     assert np.allclose(A.toarray()[-1], np.full(G, 1.0 / G))
 
 
