@@ -45,6 +45,9 @@ GAP_TOL = 1e-6
 MAX_ROUNDS = 300
 #: convex-concave rounds per start for pure ε (each round solves a convex problem to ``gap_tol``)
 MAX_CCP_ROUNDS = 50
+#: inner tolerance of the pure-ε steps while they still gain more than it (the relaxation that gives
+#: the bound and the start; early convex-concave rounds): a relative gap, unitless like ``GAP_TOL``
+COARSE_TOL = 1e-3
 #: a share at or below this is "not measured" when no binary says so (HiGHS's primal tolerance scale)
 ZERO_SHARE = 1e-9
 NOISES = ("gaussian", "laplace")
@@ -506,20 +509,23 @@ def _cutting_plane(comp: _Compiled, cuts: _Cuts, fix: _Fix, *, tangent: np.ndarr
 def _ccp(comp: _Compiled, cuts: _Cuts, fix: _Fix, s0: np.ndarray, *, deadline: float,
          gap_tol: float) -> _Run:
     """Convex-concave procedure for pure ε: b_c = (s_c ε)², s² replaced by its tangent at s0 (a lower
-    bound, so every iterate is feasible); stop when the true objective stops improving."""
+    bound, so every iterate is feasible); stop when the true objective stops improving. Inexact: the
+    convex problems are solved to ``COARSE_TOL`` while the procedure still gains more, then to
+    ``gap_tol`` (every iterate stays feasible whatever the inner accuracy)."""
     run: _Run | None = None
-    rounds = 0
+    rounds, tol = 0, max(gap_tol, COARSE_TOL)
     for _ in range(MAX_CCP_ROUNDS):
-        r = _cutting_plane(comp, cuts, fix, tangent=s0, deadline=deadline, gap_tol=gap_tol)
+        r = _cutting_plane(comp, cuts, fix, tangent=s0, deadline=deadline, gap_tol=tol)
         rounds += r.rounds
         if r.s is None:
             break
         val = comp.objective(r.z, r.s ** 2)
-        improved = run is None or run.value - val > gap_tol * val
+        gain = math.inf if run is None else (run.value - val) / val
         if run is None or val < run.value:
             run = _Run(r.status, val, math.nan, r.z, r.s ** 2, r.s, rounds)
-        if not improved or not r.status.is_optimal:
+        if not r.status.is_optimal or (gain <= gap_tol and tol <= gap_tol):
             break
+        tol = gap_tol if gain <= gap_tol else max(gap_tol, min(tol, 0.1 * gain))
         s0 = np.where(r.s > ZERO_SHARE, r.s, s0)
     if run is None:
         return _Run(Status.INFEASIBLE if r.status.is_optimal else r.status, math.nan, math.nan,
@@ -528,10 +534,13 @@ def _ccp(comp: _Compiled, cuts: _Cuts, fix: _Fix, s0: np.ndarray, *, deadline: f
 
 
 def _solve_laplace(comp: _Compiled, fix: _Fix, n_marg: int, *, deadline: float, gap_tol: float) -> _Run:
-    """Relaxation b_c ≤ s_c ε² for the bound, then the CCP from its point and from an equal split."""
+    """Relaxation b_c ≤ s_c ε² for the bound, then the CCP from its point and from an equal split;
+    the relaxation is solved to ``COARSE_TOL`` and refined to ``gap_tol`` only when the plan comes
+    that close to it (then the bound may certify the plan optimal)."""
     cuts = _Cuts()
     cuts.seed(comp, n_marg)
-    relax = _cutting_plane(comp, cuts, fix, tangent=None, deadline=deadline, gap_tol=gap_tol)
+    coarse = max(gap_tol, COARSE_TOL)
+    relax = _cutting_plane(comp, cuts, fix, tangent=None, deadline=deadline, gap_tol=coarse)
     if relax.s is None:
         return relax
     even = np.full(comp.num_cand, 1.0 / n_marg)
@@ -544,10 +553,14 @@ def _solve_laplace(comp: _Compiled, fix: _Fix, n_marg: int, *, deadline: float, 
             best = run
     if best is None:
         return replace(relax, status=Status.UNKNOWN, z=None, p=None, s=None, value=math.nan)
-    gap = (best.value - relax.bound) / best.value if best.value > 0 else 0.0
-    status = (Status.OPTIMAL if gap <= gap_tol else
+    gap = lambda bound: (best.value - bound) / best.value if best.value > 0 else 0.0  # noqa: E731
+    bound = relax.bound
+    if gap_tol < gap(bound) <= 2 * coarse:
+        fine = _cutting_plane(comp, cuts, fix, tangent=None, deadline=deadline, gap_tol=gap_tol)
+        bound, rounds = max(bound, fine.bound), rounds + fine.rounds
+    status = (Status.OPTIMAL if gap(bound) <= gap_tol else
               best.status if best.status.is_limit else Status.HEURISTIC)
-    return replace(best, status=status, bound=relax.bound, rounds=rounds)
+    return replace(best, status=status, bound=bound, rounds=rounds)
 
 
 @dataclass(frozen=True, eq=False)
