@@ -379,6 +379,7 @@ class _Fix:
     floor: float
     z_lower: np.ndarray
     z_upper: np.ndarray
+    integer: bool = True  # False when z is fixed by its bounds: the master is an LP
 
 
 def _fix_of(pb: StrategyProblem) -> _Fix:
@@ -393,7 +394,7 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) 
     b = ModelBuilder("strategy")
     p = b.add_cols("p", n, upper=fix.z_upper)
     s = b.add_cols("s", n, upper=fix.z_upper) if comp.laplace else p
-    z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=True)
+    z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=fix.integer)
          if comp.use_z else None)
     y = b.add_cols("y", ng, upper=comp.groups_at(np.zeros(n))[0], cost=1.0)
     b.add_rows("budget", rows=np.zeros(n), cols=s, vals=1.0, lower=-np.inf, upper=1.0, count=1)
@@ -511,11 +512,13 @@ def _ccp(comp: _Compiled, cuts: _Cuts, fix: _Fix, s0: np.ndarray, *, deadline: f
     """Convex-concave procedure for pure ε: b_c = (s_c ε)², s² replaced by its tangent at s0 (a lower
     bound, so every iterate is feasible); stop when the true objective stops improving. Inexact: the
     convex problems are solved to ``COARSE_TOL`` while the procedure still gains more, then to
-    ``gap_tol`` (every iterate stays feasible whatever the inner accuracy)."""
+    ``gap_tol`` (every iterate stays feasible whatever the inner accuracy). The option choice z is
+    free (MILP) until two successive rounds choose the same z, then fixed (LP masters) until the
+    shares settle, then free again; the procedure stops when a free round gains nothing."""
     run: _Run | None = None
-    rounds, tol = 0, max(gap_tol, COARSE_TOL)
+    rounds, tol, now, last_z = 0, max(gap_tol, COARSE_TOL), fix, None
     for _ in range(MAX_CCP_ROUNDS):
-        r = _cutting_plane(comp, cuts, fix, tangent=s0, deadline=deadline, gap_tol=tol)
+        r = _cutting_plane(comp, cuts, now, tangent=s0, deadline=deadline, gap_tol=tol)
         rounds += r.rounds
         if r.s is None:
             break
@@ -523,8 +526,12 @@ def _ccp(comp: _Compiled, cuts: _Cuts, fix: _Fix, s0: np.ndarray, *, deadline: f
         gain = math.inf if run is None else (run.value - val) / val
         if run is None or val < run.value:
             run = _Run(r.status, val, math.nan, r.z, r.s ** 2, r.s, rounds)
-        if not r.status.is_optimal or (gain <= gap_tol and tol <= gap_tol):
+        settled = gain <= gap_tol and tol <= gap_tol
+        if not r.status.is_optimal or (settled and now is fix):
             break
+        stable = last_z is not None and np.array_equal(r.z, last_z)  # two free rounds chose alike
+        now = fix if settled or not stable else replace(fix, z_lower=r.z, z_upper=r.z, integer=False)
+        last_z = r.z if now is fix else None
         tol = gap_tol if gain <= gap_tol else max(gap_tol, min(tol, 0.1 * gain))
         s0 = np.where(r.s > ZERO_SHARE, r.s, s0)
     if run is None:
