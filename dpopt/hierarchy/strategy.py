@@ -12,17 +12,20 @@ surrogate of the crossed model's posterior variance (models/strategy.md §2) is
 
 and :func:`solve_strategy` minimises Σ_g w_g MSE(g) subject to Σ_c s_c ≤ 1, at most one option per
 marginal (binaries), a share floor and must/must-not flags. The model is an LP/MILP solved with
-HiGHS (:mod:`dpopt.solve`) by Kelley's cutting planes: the concave per-level precision of each
-candidate by its hypograph, 1/x by its epigraph, tangents added until the LP bound is within
-``gap_tol`` of the true objective (exact for ``"gaussian"``, where the problem is convex). For
-``"laplace"`` the budget power (s_c ε)² is not concave in s_c; the convex-concave procedure
-linearises s² from below (every iterate feasible), and a relaxation (b_c ≤ s_c ε²) gives a valid
-lower bound, so the reported gap is honest (status ``heuristic`` unless it closes).
+HiGHS (:mod:`dpopt.solve`) by Kelley's cutting planes (outer approximation): one epigraph variable
+per factor, cut by the tangent planes of its convex part of the objective (the tangents of the
+concave precisions' hypographs composed with those of 1/x by the chain rule), added until the
+master's bound is within ``gap_tol`` of the true objective (a certificate for ``"gaussian"``, where
+the problem is convex). For ``"laplace"`` the budget power (s_c ε)² is not concave in s_c; the
+convex-concave procedure linearises s² from below (every iterate feasible), and a relaxation
+(b_c ≤ s_c ε²) gives a valid lower bound, so the reported gap is honest (status ``heuristic``
+unless it closes).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -70,8 +73,11 @@ def _codes(value: Any, name: str, size: int | None = None) -> np.ndarray:
 
 
 def _reals(value: Any, name: str, size: int, *, positive: bool = False) -> np.ndarray:
-    arr = np.asarray(value, dtype=float) if np.ndim(value) else np.full(size, float(value))
     rule = "> 0" if positive else ">= 0"
+    try:
+        arr = np.asarray(value, dtype=float) if np.ndim(value) else np.full(size, float(value))
+    except (TypeError, ValueError):
+        arr = np.full(1, np.nan)
     if arr.shape != (size,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0 if positive else arr < 0):
         raise _bad(name, f"must be a finite number {rule} or an array of them of length {size}", value)
     return arr
@@ -163,10 +169,10 @@ def _validate(pb: StrategyProblem) -> None:
         raise _bad("sigma2", f"must map each factor {sorted(factors)} to a variance", pb.sigma2)
     sigma2 = {f: float(_reals(pb.sigma2[f], f"sigma2[{f!r}]", 1)[0]) for f in factors}
     budget = pb.budget
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget < math.inf:
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not 0 < budget < math.inf:
         raise _bad("budget", "must be a positive finite number", budget)
     floor = pb.min_share
-    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1:
+    if isinstance(floor, bool) or not isinstance(floor, numbers.Real) or not 0 <= floor <= 1:
         raise _bad("min_share", "must be a number in [0, 1]", floor)
     weights = np.ones(size) if pb.grid_weights is None else _reals(pb.grid_weights, "grid_weights", size)
     if not isinstance(pb.candidates, Sequence) or not pb.candidates:
@@ -678,10 +684,10 @@ def solve_strategy(problem: StrategyProblem, *, time_limit: float | None = None,
         ``"laplace"`` by the convex-concave procedure with the relaxation's bound (§4).
     """
     t0 = time.perf_counter()
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
                                    or not time_limit >= 0):
         raise _bad("time_limit", "must be a number >= 0 or None", time_limit)
-    if isinstance(gap_tol, bool) or not isinstance(gap_tol, (int, float)) or not 0 < gap_tol < 1:
+    if isinstance(gap_tol, bool) or not isinstance(gap_tol, numbers.Real) or not 0 < gap_tol < 1:
         raise _bad("gap_tol", "must be a number in (0, 1)", gap_tol)
     comp = _compile(problem)
     deadline = t0 + (math.inf if time_limit is None else float(time_limit))

@@ -285,6 +285,8 @@ BAD = [
     (dict(min_share=1.5), "`min_share` must be a number in [0, 1]"),
     (dict(sigma2={"place": 1.0}), "`sigma2` must map each factor"),
     (dict(sigma2={"cell": -1.0}), "`sigma2['cell']` must be a finite number >= 0"),
+    (dict(sigma2={"cell": "big"}), "`sigma2['cell']` must be a finite number >= 0"),
+    (dict(budget=np.int64(0)), "`budget` must be a positive finite number"),
     (dict(factors={"cell": np.array([0.5, 1, 2])}), "`factors['cell']` must be a 1-D integer array"),
     (dict(factors={}), "`factors` must be a non-empty mapping"),
     (dict(candidates=[]), "`candidates` must be a non-empty sequence"),
