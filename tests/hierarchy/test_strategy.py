@@ -111,6 +111,9 @@ def cvxpy_optimum(pb: StrategyProblem) -> tuple[float, np.ndarray]:
 def test_highs_cutting_planes_agree_with_cvxpy(seed):
     rng = np.random.default_rng(seed)
     pb = instance(rng, marginals=("cell x period", "map x slot", "cell x slot", "map x period")[: 2 + seed % 3])
+    if seed % 2:  # weighted grids (some weight 0) on every other instance
+        weights = rng.uniform(0, 3, pb.num_grids) * (rng.random(pb.num_grids) < 0.8)
+        pb = StrategyProblem(pb.factors, pb.sigma2, pb.candidates, pb.budget, grid_weights=weights)
     plan = solve_strategy(pb)
     ref, ref_shares = cvxpy_optimum(pb)
     assert plan.status is Status.OPTIMAL and plan.gap <= GAP_TOL
@@ -118,6 +121,7 @@ def test_highs_cutting_planes_agree_with_cvxpy(seed):
     assert plan.mse == pytest.approx(total(pb, plan.shares), rel=1e-12)  # the plan's MSE is its shares' MSE
     assert plan.bound <= ref * (1 + TOL_SOLVERS)
     assert total(pb, ref_shares) >= plan.mse * (1 - TOL_SOLVERS)
+    assert plan.measured.any() and plan.shares.sum() == pytest.approx(1.0, abs=1e-7)  # MSE falls in every share
 
 
 # --- (2) brute force over a simplex grid ---------------------------------------------------------
