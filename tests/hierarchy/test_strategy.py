@@ -331,10 +331,11 @@ def test_predicted_mse_rejects_shares_over_budget():
         predicted_mse(_base(), [1.5])
 
 
-def test_infeasible_floor_reports_status_and_no_plan():
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_infeasible_floor_reports_status_and_no_plan(noise):
     codes = np.array([0, 1])
     cands = [Candidate(m, "k", codes, np.ones(2), {"cell": 0.0}, must="measure") for m in ("a", "b")]
-    pb = StrategyProblem({"cell": codes}, {"cell": 1.0}, cands, 1.0, min_share=0.6)
+    pb = StrategyProblem({"cell": codes}, {"cell": 1.0}, cands, 1.0, min_share=0.6, noise=noise)
     plan = solve_strategy(pb)
     assert plan.status is Status.INFEASIBLE and plan.gap == np.inf
     assert np.isnan(plan.shares).all() and np.isnan(plan.mse)
