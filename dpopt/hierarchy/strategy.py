@@ -320,12 +320,13 @@ def _compile(pb: StrategyProblem) -> _Compiled:
     marg_names = list(dict.fromkeys(c.marginal for c in pb.candidates))
     marg = np.array([marg_names.index(c.marginal) for c in pb.candidates])
     laplace = pb.noise == "laplace"
+    grid = np.array(list(grid_lev.values()), dtype=np.int64).reshape(len(grid_lev), pb.num_grids)
     use_z = bool(laplace or pb.min_share > 0 or bias.any() or np.bincount(marg).max() > 1
                  or any(c.must == "measure" for c in pb.candidates))
     return _Compiled(scale=pb.budget ** 2 if laplace else pb.budget, marg=marg, lev_w=lev_w * lev_s2 / norm,
                      lev_s2=lev_s2, hyp_c=cat(hyp_c, np.int64), hyp_l=cat(hyp_l, np.int64),
                      term_h=cat(term_h, np.int64), term_r=cat(term_r), term_v=cat(term_v), bias=bias / norm,
-                     bias2=bias2, grid_lev=np.array(list(grid_lev.values()), dtype=np.int64).reshape(len(grid_lev), pb.num_grids),
+                     bias2=bias2, grid_lev=grid,
                      lev_group=lev_group, norm=norm, use_z=use_z, laplace=laplace)
 
 
