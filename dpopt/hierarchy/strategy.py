@@ -12,17 +12,20 @@ surrogate of the crossed model's posterior variance (models/strategy.md §2) is
 
 and :func:`solve_strategy` minimises Σ_g w_g MSE(g) subject to Σ_c s_c ≤ 1, at most one option per
 marginal (binaries), a share floor and must/must-not flags. The model is an LP/MILP solved with
-HiGHS (:mod:`dpopt.solve`) by Kelley's cutting planes: the concave per-level precision of each
-candidate by its hypograph, 1/x by its epigraph, tangents added until the LP bound is within
-``gap_tol`` of the true objective (exact for ``"gaussian"``, where the problem is convex). For
-``"laplace"`` the budget power (s_c ε)² is not concave in s_c; the convex-concave procedure
-linearises s² from below (every iterate feasible), and a relaxation (b_c ≤ s_c ε²) gives a valid
-lower bound, so the reported gap is honest (status ``heuristic`` unless it closes).
+HiGHS (:mod:`dpopt.solve`) by Kelley's cutting planes (outer approximation): one epigraph variable
+per factor, cut by the tangent planes of its convex part of the objective (the tangents of the
+concave precisions' hypographs composed with those of 1/x by the chain rule), added until the
+master's bound is within ``gap_tol`` of the true objective (a certificate for ``"gaussian"``, where
+the problem is convex). For ``"laplace"`` the budget power (s_c ε)² is not concave in s_c; the
+convex-concave procedure linearises s² from below (every iterate feasible), and a relaxation
+(b_c ≤ s_c ε²) gives a valid lower bound, so the reported gap is honest (status ``heuristic``
+unless it closes).
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,6 +48,9 @@ GAP_TOL = 1e-6
 MAX_ROUNDS = 300
 #: convex-concave rounds per start for pure ε (each round solves a convex problem to ``gap_tol``)
 MAX_CCP_ROUNDS = 50
+#: inner tolerance of the pure-ε steps while they still gain more than it (the relaxation that gives
+#: the bound and the start; early convex-concave rounds): a relative gap, unitless like ``GAP_TOL``
+COARSE_TOL = 1e-3
 #: a share at or below this is "not measured" when no binary says so (HiGHS's primal tolerance scale)
 ZERO_SHARE = 1e-9
 NOISES = ("gaussian", "laplace")
@@ -67,8 +73,11 @@ def _codes(value: Any, name: str, size: int | None = None) -> np.ndarray:
 
 
 def _reals(value: Any, name: str, size: int, *, positive: bool = False) -> np.ndarray:
-    arr = np.asarray(value, dtype=float) if np.ndim(value) else np.full(size, float(value))
     rule = "> 0" if positive else ">= 0"
+    try:
+        arr = np.asarray(value, dtype=float) if np.ndim(value) else np.full(size, float(value))
+    except (TypeError, ValueError):
+        arr = np.full(1, np.nan)
     if arr.shape != (size,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0 if positive else arr < 0):
         raise _bad(name, f"must be a finite number {rule} or an array of them of length {size}", value)
     return arr
@@ -160,10 +169,10 @@ def _validate(pb: StrategyProblem) -> None:
         raise _bad("sigma2", f"must map each factor {sorted(factors)} to a variance", pb.sigma2)
     sigma2 = {f: float(_reals(pb.sigma2[f], f"sigma2[{f!r}]", 1)[0]) for f in factors}
     budget = pb.budget
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget < math.inf:
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not 0 < budget < math.inf:
         raise _bad("budget", "must be a positive finite number", budget)
     floor = pb.min_share
-    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1:
+    if isinstance(floor, bool) or not isinstance(floor, numbers.Real) or not 0 <= floor <= 1:
         raise _bad("min_share", "must be a number in [0, 1]", floor)
     weights = np.ones(size) if pb.grid_weights is None else _reals(pb.grid_weights, "grid_weights", size)
     if not isinstance(pb.candidates, Sequence) or not pb.candidates:
@@ -311,12 +320,13 @@ def _compile(pb: StrategyProblem) -> _Compiled:
     marg_names = list(dict.fromkeys(c.marginal for c in pb.candidates))
     marg = np.array([marg_names.index(c.marginal) for c in pb.candidates])
     laplace = pb.noise == "laplace"
+    grid = np.array(list(grid_lev.values()), dtype=np.int64).reshape(len(grid_lev), pb.num_grids)
     use_z = bool(laplace or pb.min_share > 0 or bias.any() or np.bincount(marg).max() > 1
                  or any(c.must == "measure" for c in pb.candidates))
     return _Compiled(scale=pb.budget ** 2 if laplace else pb.budget, marg=marg, lev_w=lev_w * lev_s2 / norm,
                      lev_s2=lev_s2, hyp_c=cat(hyp_c, np.int64), hyp_l=cat(hyp_l, np.int64),
                      term_h=cat(term_h, np.int64), term_r=cat(term_r), term_v=cat(term_v), bias=bias / norm,
-                     bias2=bias2, grid_lev=np.array(list(grid_lev.values()), dtype=np.int64).reshape(len(grid_lev), pb.num_grids),
+                     bias2=bias2, grid_lev=grid,
                      lev_group=lev_group, norm=norm, use_z=use_z, laplace=laplace)
 
 
@@ -376,6 +386,7 @@ class _Fix:
     floor: float
     z_lower: np.ndarray
     z_upper: np.ndarray
+    integer: bool = True  # False when z is fixed by its bounds: the master is an LP
 
 
 def _fix_of(pb: StrategyProblem) -> _Fix:
@@ -390,7 +401,7 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) 
     b = ModelBuilder("strategy")
     p = b.add_cols("p", n, upper=fix.z_upper)
     s = b.add_cols("s", n, upper=fix.z_upper) if comp.laplace else p
-    z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=True)
+    z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=fix.integer)
          if comp.use_z else None)
     y = b.add_cols("y", ng, upper=comp.groups_at(np.zeros(n))[0], cost=1.0)
     b.add_rows("budget", rows=np.zeros(n), cols=s, vals=1.0, lower=-np.inf, upper=1.0, count=1)
@@ -506,20 +517,29 @@ def _cutting_plane(comp: _Compiled, cuts: _Cuts, fix: _Fix, *, tangent: np.ndarr
 def _ccp(comp: _Compiled, cuts: _Cuts, fix: _Fix, s0: np.ndarray, *, deadline: float,
          gap_tol: float) -> _Run:
     """Convex-concave procedure for pure ε: b_c = (s_c ε)², s² replaced by its tangent at s0 (a lower
-    bound, so every iterate is feasible); stop when the true objective stops improving."""
+    bound, so every iterate is feasible); stop when the true objective stops improving. Inexact: the
+    convex problems are solved to ``COARSE_TOL`` while the procedure still gains more, then to
+    ``gap_tol`` (every iterate stays feasible whatever the inner accuracy). The option choice z is
+    free (MILP) until two successive rounds choose the same z, then fixed (LP masters) until the
+    shares settle, then free again; the procedure stops when a free round gains nothing."""
     run: _Run | None = None
-    rounds = 0
+    rounds, tol, now, last_z = 0, max(gap_tol, COARSE_TOL), fix, None
     for _ in range(MAX_CCP_ROUNDS):
-        r = _cutting_plane(comp, cuts, fix, tangent=s0, deadline=deadline, gap_tol=gap_tol)
+        r = _cutting_plane(comp, cuts, now, tangent=s0, deadline=deadline, gap_tol=tol)
         rounds += r.rounds
         if r.s is None:
             break
         val = comp.objective(r.z, r.s ** 2)
-        improved = run is None or run.value - val > gap_tol * val
+        gain = math.inf if run is None else (run.value - val) / val
         if run is None or val < run.value:
             run = _Run(r.status, val, math.nan, r.z, r.s ** 2, r.s, rounds)
-        if not improved or not r.status.is_optimal:
+        settled = gain <= gap_tol and tol <= gap_tol
+        if not r.status.is_optimal or (settled and now is fix):
             break
+        stable = last_z is not None and np.array_equal(r.z, last_z)  # two free rounds chose alike
+        now = fix if settled or not stable else replace(fix, z_lower=r.z, z_upper=r.z, integer=False)
+        last_z = r.z if now is fix else None
+        tol = gap_tol if gain <= gap_tol else max(gap_tol, min(tol, 0.1 * gain))
         s0 = np.where(r.s > ZERO_SHARE, r.s, s0)
     if run is None:
         return _Run(Status.INFEASIBLE if r.status.is_optimal else r.status, math.nan, math.nan,
@@ -528,10 +548,13 @@ def _ccp(comp: _Compiled, cuts: _Cuts, fix: _Fix, s0: np.ndarray, *, deadline: f
 
 
 def _solve_laplace(comp: _Compiled, fix: _Fix, n_marg: int, *, deadline: float, gap_tol: float) -> _Run:
-    """Relaxation b_c ≤ s_c ε² for the bound, then the CCP from its point and from an equal split."""
+    """Relaxation b_c ≤ s_c ε² for the bound, then the CCP from its point and from an equal split;
+    the relaxation is solved to ``COARSE_TOL`` and refined to ``gap_tol`` only when the plan comes
+    that close to it (then the bound may certify the plan optimal)."""
     cuts = _Cuts()
     cuts.seed(comp, n_marg)
-    relax = _cutting_plane(comp, cuts, fix, tangent=None, deadline=deadline, gap_tol=gap_tol)
+    coarse = max(gap_tol, COARSE_TOL)
+    relax = _cutting_plane(comp, cuts, fix, tangent=None, deadline=deadline, gap_tol=coarse)
     if relax.s is None:
         return relax
     even = np.full(comp.num_cand, 1.0 / n_marg)
@@ -544,10 +567,14 @@ def _solve_laplace(comp: _Compiled, fix: _Fix, n_marg: int, *, deadline: float, 
             best = run
     if best is None:
         return replace(relax, status=Status.UNKNOWN, z=None, p=None, s=None, value=math.nan)
-    gap = (best.value - relax.bound) / best.value if best.value > 0 else 0.0
-    status = (Status.OPTIMAL if gap <= gap_tol else
+    gap = lambda bound: (best.value - bound) / best.value if best.value > 0 else 0.0  # noqa: E731
+    bound = relax.bound
+    if gap_tol < gap(bound) <= 2 * coarse:
+        fine = _cutting_plane(comp, cuts, fix, tangent=None, deadline=deadline, gap_tol=gap_tol)
+        bound, rounds = max(bound, fine.bound), rounds + fine.rounds
+    status = (Status.OPTIMAL if gap(bound) <= gap_tol else
               best.status if best.status.is_limit else Status.HEURISTIC)
-    return replace(best, status=status, bound=relax.bound, rounds=rounds)
+    return replace(best, status=status, bound=bound, rounds=rounds)
 
 
 @dataclass(frozen=True, eq=False)
@@ -658,10 +685,10 @@ def solve_strategy(problem: StrategyProblem, *, time_limit: float | None = None,
         ``"laplace"`` by the convex-concave procedure with the relaxation's bound (§4).
     """
     t0 = time.perf_counter()
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
                                    or not time_limit >= 0):
         raise _bad("time_limit", "must be a number >= 0 or None", time_limit)
-    if isinstance(gap_tol, bool) or not isinstance(gap_tol, (int, float)) or not 0 < gap_tol < 1:
+    if isinstance(gap_tol, bool) or not isinstance(gap_tol, numbers.Real) or not 0 < gap_tol < 1:
         raise _bad("gap_tol", "must be a number in (0, 1)", gap_tol)
     comp = _compile(problem)
     deadline = t0 + (math.inf if time_limit is None else float(time_limit))
