@@ -32,6 +32,13 @@ from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
 __all__ = ["estimate_crossed", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
+#: the fewest observed levels (nodes that entered) of a marginal whose variance component REML
+#: estimates: from k levels a variance has relative standard error about √(2/(k − 1)), over 70 % below
+#: 5 levels, and a mixed model's advice is not to fit a random effect with fewer than 5–6 levels
+#: (lme4's GLMM FAQ; Bolker et al. 2009). Such a marginal's nodes still enter as observations; its
+#: effect is 0 in the point estimate and its variance enters the interval (module doc). A statement
+#: about estimating a variance, not about any data
+MIN_LEVELS = 5
 #: the one reason a variance is not published by the engine
 VARIANCE_REASON = "not measured: this release publishes means"
 
@@ -67,9 +74,15 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
                                              centre=B / 2.0, half_range=B / 2.0)
     if y.size == 0:  # nothing readable at this budget: every grid gets the whole declared range
         return _nothing(m, info, parts, float(confidence))
-    fit = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), variances=False)
+    # the point estimate fits by REML only the components the measurements identify (module doc)
+    names = {name: k.size for name, k in zip(info.names, kept)}
+    seen = {f: code for f, code in factors.items() if names[f] >= MIN_LEVELS}
+    grid_seen = kept[0].size >= MIN_LEVELS
+    fit = fit_crossed(seen, A, y, s2, residual=grid_seen, confidence=float(confidence), variances=False)
     cap = spread_bound(m, info, parts)
-    upper = component_upper_bounds(fit, A, y, s2, cap=cap)
+    given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
+    every = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), sigma2=given, variances=False)
+    upper = component_upper_bounds(every, A, y, s2, cap=cap)
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), sigma2=upper)
     z = NormalDist().inv_cdf(0.5 + float(confidence) / 2.0)
     w = grid_weights(parts[0][0], parts[0][1])

@@ -346,6 +346,12 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarra
     unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
     sd_all = _count_sd(b, unit, rest)
     cands = [_candidate(name, code, grid_n, unit_v, factors, sigma2, reachable=sd_all) for name, code in zip(names, codes)]
+    if all(c.must == "not" for c in cands):  # no node of any marginal can rise above its noise
+        smallest = b.smallest
+        shares = np.zeros(len(b.cands))
+        shares[smallest] = rest
+        return shares, (f"all to {names[smallest]} (no marginal can be measured above its noise at this budget: "
+                        "the release answers with the map-wide means)")
     problem = StrategyProblem(factors=factors, sigma2=sigma2, candidates=cands, budget=rest,
                               noise="laplace" if unit == "epsilon" else "gaussian")
     plan = solve_strategy(problem, gap_tol=STRATEGY_GAP)

@@ -45,18 +45,21 @@ def test_observation_rows_are_the_weighted_means_of_their_grids() -> None:
         assert np.allclose(dense[r], expect)
         d = np.clip(total[j] / count[j], -60.0, 60.0)
         assert np.isclose(y[r], 60.0 + total[j] / count[j])
-        assert np.isclose(s2[r], (25.0 + d * d * 9.0) / count[j] ** 2)
+        # the delta method's variance at the count's lower end n − sd(n) = n − 3 (conservative)
+        assert np.isclose(s2[r], (25.0 + d * d * 9.0) / (count[j] - 3.0) ** 2)
     assert (w >= 2.0).all()  # floored at one noise sd
 
 
 def test_delta_method_variance_matches_simulation() -> None:
-    """The ratio mean's spread over noise draws is the delta-method s² for a well-measured node."""
+    """The ratio mean's spread over noise draws is the delta-method variance for a well-measured
+    node; s² is that variance at the count's lower end n − sd(n), so conservative by (n/(n − sd))²."""
     rng = np.random.default_rng(2)
     n, tot, vn, vt = 800.0, 800.0 * 7.5, 30.0**2, 400.0**2
     draws = (tot + rng.normal(0, np.sqrt(vt), 200_000)) / (n + rng.normal(0, np.sqrt(vn), 200_000))
     _, _, s2, _ = node_observations(np.zeros(1, dtype=np.int64), np.array([n]), vn, np.array([tot]), vt,
                                     centre=0.0, half_range=60.0, weights=np.ones(1))
-    assert abs(np.var(draws) / s2[0] - 1.0) < 0.05
+    inflation = (n / (n - np.sqrt(vn))) ** 2
+    assert abs(np.var(draws) * inflation / s2[0] - 1.0) < 0.05
 
 
 def test_crossed_inputs_factors_are_the_coarser_marginals_with_several_nodes() -> None:

@@ -100,3 +100,41 @@ def test_gaussian_engine_spend_recounts_in_rho() -> None:
     rho = sum((Fraction(v) for v in pieces.values()), Fraction(0)) + eps_b**2 / 2
     assert spend.unit == "rho" and float(rho) == spend.total and spend.total <= 0.5 + 1e-12
     assert all(k.endswith("_rho") for k in pieces)
+
+
+def test_a_budget_too_small_for_any_marginal_buys_the_map_wide_mean() -> None:
+    """ε = 0.05 over 60 users: no node of any marginal can pass its count threshold even with the
+    whole budget, so the strategy puts the whole main budget on the marginal with the fewest nodes
+    and every grid is answered near the map-wide mean (never by the centre of the range alone)."""
+    rows, truth = _additive_records(np.random.default_rng(4))
+    agg = make_agg(rows)
+    r = _release(agg, 0.05)
+    info = r.measurements.info["engine"]
+    fewest = int(np.argmin([len(c) and int(np.max(c)) + 1 for c in info.codes]))
+    assert info.strategy.startswith(f"all to {info.names[fewest]}")
+    main = np.asarray(info.main)
+    assert main[fewest] > 0 and np.count_nonzero(main) == 1
+
+
+def test_a_component_is_fitted_only_where_its_marginal_shows_enough_levels() -> None:
+    """The estimate fits by REML the components of marginals with at least MIN_LEVELS entered nodes
+    and the grids' residual only where MIN_LEVELS grids entered; the others are 0 in the point fit
+    but positive in the interval's components (the data cannot rule them out)."""
+    from dpopt.estimation.crossed_estimate import MIN_LEVELS
+
+    rows, _ = _additive_records(np.random.default_rng(5), n_users=120)
+    agg = make_agg(rows)
+    r = _release(agg, 1.0, seed=11)
+    est, m = r.estimates, r.measurements
+    info = m.info["engine"]
+    t = est.table
+    entered = np.bincount(t["level"].to_numpy()[np.isfinite(t["mean_direct"].to_numpy())], minlength=len(info.names))
+    comps, upper = est.info["components"], est.info["components_upper"]
+    checked = 0
+    for i, name in enumerate(info.names[1:], start=1):
+        if name in upper and entered[i] < MIN_LEVELS:
+            assert comps.get(name, 0.0) == 0.0 and upper[name] > 0.0
+            checked += 1
+    assert entered[0] < MIN_LEVELS  # no listed grid is measured above its noise at this budget
+    assert comps.get("residual", 0.0) == 0.0 and upper["residual"] > 0.0
+    assert checked >= 1
