@@ -44,7 +44,8 @@ def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) 
         b = b[np.isfinite(b)]
         if len(b):
             med = float(np.median(b))
-            wide = summary.get("bound") is not None and med >= float(summary["bound"]) - float(summary.get("lower") or 0)
+            span = float(summary["bound"]) - float(summary.get("lower") or 0) if summary.get("bound") is not None else None
+            wide = span is not None and med >= span
             return (f"mean within ± {fmt_number(med)}{suffix} in the typical cell "
                     f"(± {fmt_number(b.min())} to ± {fmt_number(b.max())}; {conf})"
                     + ("; wider than the whole range of the values: no information" if wide else ""))
