@@ -341,9 +341,8 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     read : :class:`ReadOptions` (columns, separator, timestamp unit, out-of-range policy, chunk
         rows, max dropped share, time window).
     bound : U; values are brought into [0, U] by ``read.out_of_range``.
-    lower : L (default 0); every value x is read as x − L first, so the table holds values in
-        [0, U] for records whose values lie in [L, L + U] (``Aggregate.lower`` records L; L = 0
-        subtracts nothing).
+    lower : L (default 0, nothing subtracted): every value x is read as x − L first, the records'
+        range being [L, L + U]; ``Aggregate.lower`` records L.
     first_records : c; keep a uniform sample of c records of every pair in ``Aggregate.samples``:
         the c smallest sample keys, ties by value (:mod:`.sample_key`); None keeps none.
     sample_key : the release's :class:`SampleKey` (its secret); None: the public key
@@ -361,8 +360,7 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     DpoptInputError
         Bad options, an unreadable input, or more than ``read.max_dropped`` of the rows dropped.
     """
-    bound = check_bound(bound)
-    lower = check_lower(lower)
+    bound, lower = check_bound(bound), check_lower(lower)
     if not isinstance(grid, GridSpec):
         raise DpoptInputError(f"`grid` must be a dpopt.records.GridSpec; got {type(grid).__name__}")
     if not isinstance(read, ReadOptions):
