@@ -51,11 +51,11 @@ def register(subparsers: Any) -> None:
                    help="use the embedded Austin bus day (defaults: --bound 120 --epsilon-total 10; under "
                    "--privacy user also its public list of grids and its time zone)")
     p.add_argument("--bound", type=float, metavar="U",
-                   help="upper bound U of the values: they lie in [0, U] (e.g. 120 for km/h); the same as --upper")
+                   help="upper bound U of the values: they lie in [0, U] (e.g. 120 for km/h)")
     p.add_argument("--lower", type=float, metavar="L",
                    help="lower bound L of the values, with --upper (or --bound) U: values lie in [L, U], "
                    "e.g. --lower -20 --upper 40 (default 0)")
-    p.add_argument("--upper", type=float, metavar="U", help="upper bound U of the values (give --upper or --bound)")
+    p.add_argument("--upper", type=float, metavar="U", help="the same as --bound (give one of them)")
     p.add_argument("--privacy", choices=["user", "public-occupancy"],
                    help="who is protected. user (default): adding or removing all of one user's records; "
                    "nothing about who is where is public (payments, phones, app traces). public-occupancy: "
@@ -129,13 +129,12 @@ def _add_user_arguments(p: Any) -> None:
                    "optimised and place strategies choose their own record cap and value clamp under DP; "
                    "another --bounds with --partitions runs the adaptive strategy")
     u.add_argument("--strategy", default="optimised", metavar="{optimised,place,adaptive,fixed}",
-                   help="what to measure. optimised (default with --partitions): totals by cell and by the whole "
-                   "map over slots, days, hours of the day and the whole period, with budget shares chosen "
-                   "from a small private pilot; one statistical model combines them into every listed grid's "
-                   "answer with its own interval. The others are earlier fixed shapes, kept for comparison: "
-                   "place (each cell over the whole period, and the map), adaptive (larger hexagons and "
-                   "longer slots where data are thin; without --partitions the published grids are chosen "
-                   "privately, needs --delta; the default then), fixed (every grid alone)")
+                   help="what to measure. optimised (default with --partitions): totals by cell and for the map "
+                   "over slots, days, hours of the day and the whole period, budget shares chosen on a small "
+                   "private pilot; one model combines them into each listed grid's answer and interval. Earlier "
+                   "shapes, for comparison: place (each cell over the whole period, and the map), adaptive "
+                   "(larger hexagons and longer slots where data are thin; the default without --partitions, "
+                   "then needs --delta), fixed (every grid alone)")
     u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
                    help="the old name of --strategy (auto = optimised); kept for one release cycle")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
