@@ -24,6 +24,8 @@ __all__ = [
     "as_retained",
     "as_interval_bounds",
     "check_bound",
+    "check_lower",
+    "value_range",
     "check_epsilon",
     "as_epsilons",
     "check_dim",
@@ -184,6 +186,48 @@ def _in_scale(out: float, name: str, value: Any) -> float:
 def check_bound(bound: Any, name: str = "bound") -> float:
     """Validate the sample bound U: a finite number in (0, 1e100]."""
     return _in_scale(_finite_real(bound, name, "must be a positive finite number"), name, bound)
+
+
+def check_lower(lower: Any, name: str = "lower") -> float:
+    """Validate the lower end L of the values: a finite number with |L| <= 1e100 (-0.0 read as 0.0)."""
+    out = _finite_real(lower, name, "must be a finite number")
+    if abs(out) > SCALE_LIMIT:
+        raise _fail(name, "must be a finite number within +-1e100 (no overflow later)", lower)
+    return out + 0.0
+
+
+def value_range(bound: Any = None, lower: Any = None, upper: Any = None) -> tuple[float, float]:
+    """The range [L, U] of the released values from a release's ``bound``, ``lower`` and ``upper``.
+
+    ``bound`` U or ``upper`` U alone: [0, U] (U > 0); ``lower`` L with ``upper`` (or ``bound``) U:
+    [L, U] with L < U. Giving both ``bound`` and ``upper``, ``lower`` alone, a non-finite number or
+    L >= U raises :class:`DpoptInputError` naming the arguments and their values.
+
+    Returns
+    -------
+    (L, U) : tuple of float
+        The width U - L (the bound every privacy model sees, values being shifted by -L when read)
+        is a positive finite number <= 1e100.
+    """
+    if bound is not None and upper is not None:
+        raise DpoptInputError(f"give `bound` or `upper`, not both (`bound` U is the range [0, U], the same as `upper` "
+                              f"U alone); got bound={_show(bound)}, upper={_show(upper)}")
+    name, top = ("upper", upper) if upper is not None else ("bound", bound)
+    if top is None:
+        if lower is not None:
+            raise DpoptInputError(f"`lower` needs `upper` (or `bound`): the values lie in [L, U]; got "
+                                  f"lower={_show(lower)} and no upper")
+        raise DpoptInputError("`bound` (or `upper`) is required: the public upper end U of the values")
+    if lower is None:
+        return 0.0, check_bound(top, name)
+    L = check_lower(lower)
+    U = _finite_real(top, name, "must be a finite number")
+    if not L < U:
+        raise DpoptInputError(f"`lower` must be less than `{name}`; got lower={_show(lower)}, {name}={_show(top)}")
+    if not U - L <= SCALE_LIMIT:
+        raise DpoptInputError(f"`{name}` - `lower` must be at most 1e100 (no overflow later); got lower="
+                              f"{_show(lower)}, {name}={_show(top)}")
+    return L, U
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:

@@ -83,10 +83,15 @@ ALL_RECORDS = 2**53
 
 def contributions(records: Any, *, bound: float, grid: GridOptions = GridOptions(),
                   io: InputOptions = InputOptions(), keep_samples: bool = False,
-                  first_records: int | None = None, sample_key: Any = None) -> tuple[Aggregate, IngestReport]:
+                  first_records: int | None = None, sample_key: Any = None,
+                  lower: float = 0.0) -> tuple[Aggregate, IngestReport]:
     """Read, clean, grid and aggregate ``records`` into the contributions table with the records
     layer's one entry :func:`dpopt.records.contributions` (streamed in chunks, or on Dask). The
     table carries ``bound`` and ``io.out_of_range``: a release uses that U.
+
+    ``lower`` L: the values' range is [L, L + ``bound``]; every value x is read as x − L (the
+    table records L as ``lower``), so both privacy models see values in [0, ``bound``] and the
+    release adds L back to every published mean (:func:`dpopt.writers.values.with_value_range`).
 
     ``first_records`` c (the ``user`` model) keeps a uniform sample of c records of every pair (the
     c smallest keys under ``sample_key``, a :class:`dpopt.records.SampleKey`; None: the public key);
@@ -100,7 +105,7 @@ def contributions(records: Any, *, bound: float, grid: GridOptions = GridOptions
     if keep_samples and public:
         first_records = ALL_RECORDS
     agg, report = records_contributions(records, _grid_spec(grid.h3_resolution, grid.slot), io.read_options(),
-                                        bound=bound, first_records=first_records, sample_key=sample_key,
+                                        bound=bound, lower=lower, first_records=first_records, sample_key=sample_key,
                                         backend=io.backend,
                                         client=io.client)
     if public and agg.n_pairs == 0:
@@ -114,11 +119,12 @@ def _grid_spec(h3_resolution: int, slot: Any) -> Any:
     return GridSpec(h3_resolution, slot)
 
 
-def truncated_reader(records: Any, *, bound: float, io: InputOptions, sample_key: Any = None) -> TruncatedSums:
+def truncated_reader(records: Any, *, bound: float, io: InputOptions, sample_key: Any = None,
+                     lower: float = 0.0) -> TruncatedSums:
     """A second pass over the records (locally or on Dask) for the pseudo-user truncated pairs:
     Σ and Σ² of the ``keep[i]`` records with the smallest sample keys (``sample_key``, the release's;
     ties by value) of pair ``pairs[i]``, read with :func:`dpopt.records.kept_records` (only those
-    records are held)."""
+    records are held; values read as x − ``lower``, as the table's)."""
 
     def second_pass(a: Aggregate, pairs: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from ..records import kept_records
@@ -128,7 +134,7 @@ def truncated_reader(records: Any, *, bound: float, io: InputOptions, sample_key
         gamma = np.zeros(a.n_pairs, dtype=np.int64)
         gamma[pairs] = keep
         kept = kept_records(records, _grid_spec(a.h3_resolution, slot_text(a.slot_ns)), io.read_options(), a, gamma,
-                            bound=bound, sample_key=sample_key, backend=io.backend, client=io.client)
+                            bound=bound, lower=lower, sample_key=sample_key, backend=io.backend, client=io.client)
         return prefix_sums(kept.samples, pairs, keep)
 
     return second_pass

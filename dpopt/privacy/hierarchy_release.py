@@ -108,7 +108,7 @@ def node_aggregate(agg: Aggregate, hierarchy: Any, hp: Any) -> tuple[Aggregate, 
     node_agg = Aggregate(users=agg.users, cells=rows["cell"].to_numpy(np.int64), slots=rows["slot"].to_numpy(np.int64),
                          pair_user=u[first], pair_grid=ex["node"][first], count=count, sum=s1, sumsq=s2,
                          h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns, samples=None, bound=agg.bound,
-                         out_of_range=agg.out_of_range)
+                         out_of_range=agg.out_of_range, lower=agg.lower)
     return node_agg, {**ex, "q": q}
 
 

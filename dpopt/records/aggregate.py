@@ -87,6 +87,9 @@ class Aggregate:
     bound : the U every value was brought into [0, U] with at ingestion (None: not known, e.g. an
         aggregate built by hand); a release must use this U (issue 12.1).
     out_of_range : the policy ("clip" | "drop" | "error") that brought the values into [0, U].
+    lower : the L subtracted from every value at ingestion (0: none): the table holds x − L, so the
+        records' values lie in [lower, lower + bound] and a published mean is L + the table's mean
+        (variances and error bounds are unchanged by the shift).
     timezone : the IANA zone whose wall clock ``slots`` count (:func:`dpopt.records.grid.time_slots`),
         or None: UTC.
     """
@@ -105,6 +108,7 @@ class Aggregate:
     bound: float | None = None
     out_of_range: str | None = None
     timezone: str | None = None
+    lower: float = 0.0
 
     @property
     def n_users(self) -> int:

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_texts
+from .._validation import DpoptInputError, check_bound, check_choice, check_lower, check_positive_int, label_texts
 from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
 from .ingest import IngestReport, check_dropped, clean_chunk, input_files, iter_raw_chunks
@@ -216,11 +216,11 @@ def chunk_keys(chunk: Any, labels: np.ndarray, sample_key: SampleKey | None, row
 
 
 def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions,
-                 first_records: int | None = None, sample_key: SampleKey | None = None) -> Partial:
+                 first_records: int | None = None, sample_key: SampleKey | None = None, lower: float = 0.0) -> Partial:
     """Map step: one raw chunk (canonical columns) → its :class:`Partial` (``sample_key`` needed
-    with ``first_records``)."""
+    with ``first_records``; values read as x − ``lower``, :func:`.ingest.clean_chunk`)."""
     users = _UserCodes()
-    chunk, report = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range,
+    chunk, report = clean_chunk(raw, bound=bound, lower=lower, out_of_range=read.out_of_range,
                                 timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users,
                                 timezone=read.timezone, time_column=read.column_map().timestamp)
     report = replace(report, time_window=read.time_window)
@@ -278,7 +278,7 @@ def merge_partials(parts: list[Partial], first_records: int | None = None) -> Pa
 
 
 def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_range: str,
-                     first_records: int | None = None) -> Aggregate:
+                     first_records: int | None = None, lower: float = 0.0) -> Aggregate:
     """Finish: users numbered by label, grids by (slot, cell), pairs sorted by (grid, user); the
     kept records laid out per pair in (key, value) order. An empty partial gives an empty table."""
     labels = np.asarray(part.users, dtype=object)
@@ -303,7 +303,7 @@ def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_rang
         users=labels[order_u].astype(object), cells=cell[new], slots=slot[new], pair_user=u, pair_grid=g.astype(np.int64),
         count=count, sum=pairs["sum"].to_numpy(dtype=float)[order], sumsq=pairs["sumsq"].to_numpy(dtype=float)[order],
         h3_resolution=grid.h3_resolution, slot_ns=grid.slot_ns, samples=samples, bound=float(bound),
-        out_of_range=out_of_range,
+        out_of_range=out_of_range, lower=float(lower),
     )
 
 
@@ -328,7 +328,7 @@ def _local_partials(records: Any, read: ReadOptions, step: Any) -> Iterator[Part
         yield step(raw)
 
 
-def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: float,
+def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: float, lower: float = 0.0,
                   first_records: int | None = None, sample_key: SampleKey | None = None, backend: str = "local",
                   client: Any = None) -> tuple[Aggregate, IngestReport]:
     """Read, clean and grid ``records`` into the contributions table (layer 1's one entry).
@@ -341,6 +341,8 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     read : :class:`ReadOptions` (columns, separator, timestamp unit, out-of-range policy, chunk
         rows, max dropped share, time window).
     bound : U; values are brought into [0, U] by ``read.out_of_range``.
+    lower : L (default 0, nothing subtracted): every value x is read as x − L first, the records'
+        range being [L, L + U]; ``Aggregate.lower`` records L.
     first_records : c; keep a uniform sample of c records of every pair in ``Aggregate.samples``:
         the c smallest sample keys, ties by value (:mod:`.sample_key`); None keeps none.
     sample_key : the release's :class:`SampleKey` (its secret); None: the public key
@@ -358,7 +360,7 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     DpoptInputError
         Bad options, an unreadable input, or more than ``read.max_dropped`` of the rows dropped.
     """
-    bound = check_bound(bound)
+    bound, lower = check_bound(bound), check_lower(lower)
     if not isinstance(grid, GridSpec):
         raise DpoptInputError(f"`grid` must be a dpopt.records.GridSpec; got {type(grid).__name__}")
     if not isinstance(read, ReadOptions):
@@ -367,7 +369,8 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
         first_records = check_positive_int(first_records, "first_records")
         sample_key = SampleKey.public() if sample_key is None else sample_key
     backend = check_choice(backend, "backend", BACKENDS)
-    step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records, sample_key=sample_key)
+    step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records, sample_key=sample_key,
+                   lower=lower)
     if backend == "dask":
         from .dask_backend import dask_map_reduce
 
@@ -382,5 +385,6 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
                        report=IngestReport(out_of_range_policy=read.out_of_range, time_window=read.time_window))
     report = replace(part.report, files=input_files(records))
     check_dropped(report, read)
-    agg = finalize_partial(part, grid=grid, bound=bound, out_of_range=read.out_of_range, first_records=first_records)
+    agg = finalize_partial(part, grid=grid, bound=bound, out_of_range=read.out_of_range, first_records=first_records,
+                           lower=lower)
     return replace(agg, timezone=read.timezone), report

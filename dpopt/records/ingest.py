@@ -19,6 +19,9 @@ Cleaning (counted in :class:`IngestReport`, never silent):
   (``"drop"``) or stops the run with a :class:`~dpopt.DpoptInputError` (``"error"``). Clipping keeps
   the occupancy array independent of the values (seed 002's neighbours share it); dropping by value
   does not, so keep ``"drop"`` for sentinels that are invalid by definition.
+* with a lower end L (``lower``, values in [L, L + U]) every value x is read as x − L before the
+  range check, so everything downstream sees values in [0, U]; L = 0 (the default) subtracts
+  nothing (no float changes).
 
 Timestamps, row by row: ISO 8601 strings (an offset is converted to UTC; a time without one,
 compact dates such as ``20150906`` included, is read in ``timezone`` and refused without one), pandas
@@ -47,7 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int, label_texts
+from .._validation import DpoptInputError, check_bound, check_choice, check_lower, check_positive_int, label_texts
 
 __all__ = [
     "FIELDS",
@@ -728,18 +731,20 @@ def _unparseable(raw: pd.DataFrame, miss: dict[str, np.ndarray]) -> tuple[dict[s
 
 
 def _into_range(val: np.ndarray, ok: np.ndarray, bound: float,
-                policy: str) -> tuple[np.ndarray, np.ndarray, int, int, int]:
-    """Values of kept records outside [0, U] (±inf included) clipped, dropped or refused:
-    (values, kept mask, out of range, clipped, dropped)."""
+                policy: str, lower: float = 0.0) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """Values of kept records (already shifted by −``lower``) outside [0, U] (±inf included)
+    clipped, dropped or refused: (values, kept mask, out of range, clipped, dropped)."""
     with np.errstate(invalid="ignore"):
         oor = ok & ((val < 0.0) | (val > bound))
     n_oor = int(oor.sum())
     if not n_oor:
         return val, ok, 0, 0, 0
     if policy == "error":  # no value, count or position: the records are private
+        where = (f"[0, bound] = [0, {bound:g}]" if lower == 0 else
+                 f"[lower, upper] = [{lower:g}, {lower + bound:g}]")
         raise DpoptInputError(
-            f"`records` hold values outside [0, bound] = [0, {bound:g}]; use out_of_range='clip' or 'drop' "
-            "(CLI: --out-of-range clip|drop) or a larger bound"
+            f"`records` hold values outside {where}; use out_of_range='clip' or 'drop' "
+            "(CLI: --out-of-range clip|drop) or a wider range"
         )
     if policy == "clip":
         return np.clip(val, 0.0, bound), ok, n_oor, n_oor, 0
@@ -750,6 +755,7 @@ def clean_chunk(
     raw: pd.DataFrame,
     *,
     bound: float,
+    lower: float = 0.0,
     out_of_range: str = "clip",
     timestamp_unit: str = "s",
     time_window: tuple[int, int] | None = None,
@@ -759,10 +765,13 @@ def clean_chunk(
 ) -> tuple[CleanChunk, IngestReport]:
     """Clean one raw chunk (canonical columns); count what was dropped or clipped (module doc).
 
+    ``bound`` U and ``lower`` L: a value x is kept as x − L, brought into [0, U] by
+    ``out_of_range`` (the values' range is [L, L + U]; L = 0 subtracts nothing).
     ``time_window`` (int64 ns [start, end)): records outside are dropped and counted. ``users``:
     raw user column -> (labels, missing mask) (default :func:`_user_strings`, a str per row).
     ``timezone`` (IANA) reads naive times; without it they are refused (naming ``time_column``)."""
     bound = check_bound(bound)
+    lower = check_lower(lower)
     out_of_range = check_choice(out_of_range, "out_of_range", OUT_OF_RANGE)
     timestamp_unit = check_choice(timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
     n = len(raw)
@@ -788,7 +797,9 @@ def clean_chunk(
     if time_window is not None:
         outside = ok & ((ts < time_window[0]) | (ts >= time_window[1]))
         ok &= ~outside
-    val, ok, n_oor, clipped, dropped_oor = _into_range(val, ok, bound, out_of_range)
+    if lower != 0.0:  # the one shift of the values: everything downstream sees [0, U]
+        val = val - lower
+    val, ok, n_oor, clipped, dropped_oor = _into_range(val, ok, bound, out_of_range, lower)
     report = IngestReport(
         records_read=n, records_kept=int(ok.sum()), dropped_missing=int(any_missing.sum()),
         missing={f: int(m.sum()) for f, m in miss.items()}, invalid_coordinates=int(bad_coord.sum()),
@@ -804,6 +815,7 @@ def read_records(
     source: Any,
     *,
     bound: float,
+    lower: float = 0.0,
     columns: ColumnMap | Mapping[str, str] | None = None,
     out_of_range: str = "clip",
     timestamp_unit: str = "s",
@@ -812,15 +824,17 @@ def read_records(
 ) -> Iterator[tuple[CleanChunk, IngestReport]]:
     """Stream ``(clean chunk, its ingest counts)`` from a DataFrame, CSV or Parquet source.
 
-    Sum the reports (``sum(reports, IngestReport())``) for the totals; see :func:`clean_chunk`.
+    Sum the reports (``sum(reports, IngestReport())``) for the totals; see :func:`clean_chunk`
+    (``lower`` L: values kept as x − L in [0, ``bound``]).
     """
     bound = check_bound(bound)
+    lower = check_lower(lower)
     check_choice(out_of_range, "out_of_range", OUT_OF_RANGE)
     check_choice(timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
     timezone = check_timezone(timezone)
     time_column = ColumnMap.from_any(columns).timestamp
     for raw in iter_raw_chunks(source, columns=columns, chunksize=chunksize):
-        yield clean_chunk(raw, bound=bound, out_of_range=out_of_range, timestamp_unit=timestamp_unit,
+        yield clean_chunk(raw, bound=bound, lower=lower, out_of_range=out_of_range, timestamp_unit=timestamp_unit,
                           timezone=timezone, time_column=time_column)
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_choice
+from .._validation import DpoptInputError, check_bound, check_choice, check_lower
 from .aggregate import Aggregate, PairSamples
 from .contributions import (BACKENDS, Kept, _UserCodes, _empty_samples, _pair_dtype, chunk_keys, pair_key_order,
                             smallest_c, tree_stream)
@@ -80,10 +80,11 @@ class _PairLookup:
 
 
 def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions, lookup: _PairLookup,
-                gamma: np.ndarray, sample_key: SampleKey) -> Kept:
+                gamma: np.ndarray, sample_key: SampleKey, lower: float = 0.0) -> Kept:
     """Map step: the rows of one raw chunk that may be among the Γ_p smallest keys of their pair p."""
     users = _UserCodes()
-    chunk, _ = clean_chunk(raw, bound=bound, out_of_range=read.out_of_range, timestamp_unit=read.timestamp_unit,
+    chunk, _ = clean_chunk(raw, bound=bound, lower=lower, out_of_range=read.out_of_range,
+                           timestamp_unit=read.timestamp_unit,
                            time_window=read.window_ns, users=users, timezone=read.timezone,
                            time_column=read.column_map().timestamp)
     if len(chunk) == 0:
@@ -104,15 +105,20 @@ def _merge(parts: list[Kept], gamma: np.ndarray) -> Kept:
 
 
 def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggregate, gamma: np.ndarray, *,
-                 bound: float, sample_key: SampleKey | None = None, backend: str = "local",
-                 client: Any = None) -> Aggregate:
+                 bound: float, lower: float | None = None, sample_key: SampleKey | None = None,
+                 backend: str = "local", client: Any = None) -> Aggregate:
     """``table`` with ``samples`` = the ``gamma[p]`` smallest-key records of every pair p (module doc).
 
     ``table`` must come from :func:`dpopt.records.contributions` on the same ``records``, ``grid``,
-    ``read`` and ``bound``; ``gamma`` holds one integer in 0..count per pair; ``sample_key`` the
-    release's key (the one given to ``contributions``; None: :meth:`.SampleKey.public`).
+    ``read``, ``bound`` and ``lower`` (None: the table's ``lower``); ``gamma`` holds one integer in
+    0..count per pair; ``sample_key`` the release's key (the one given to ``contributions``; None:
+    :meth:`.SampleKey.public`).
     """
     bound = check_bound(bound)
+    lower = float(table.lower) if lower is None else check_lower(lower)
+    if lower != table.lower:
+        raise DpoptInputError(f"`lower` must be the L the table's values were shifted by ({table.lower:g}); got "
+                              f"{lower:g}")
     sample_key = SampleKey.public() if sample_key is None else sample_key
     backend = check_choice(backend, "backend", BACKENDS)
     gamma = np.asarray(gamma)
@@ -121,7 +127,7 @@ def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggrega
         raise DpoptInputError("`gamma` must hold one integer in 0..count per pair of `table`")
     gamma = gamma.astype(np.int64)
     step = partial(_kept_chunk, bound=bound, grid=grid, read=read, lookup=_PairLookup(table), gamma=gamma,
-                   sample_key=sample_key)
+                   sample_key=sample_key, lower=lower)
     merge = partial(_merge, gamma=gamma)
     if backend == "dask":
         from .dask_backend import dask_map_reduce

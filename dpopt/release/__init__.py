@@ -2,7 +2,8 @@
 writers. See models/README.md for the layers and models/release.md, models/user_level.md for the
 two privacy models.
 
-* :func:`release` — records → contributions → privacy model → measurements → estimates;
+* :func:`release` — records → contributions → privacy model → measurements → estimates, values
+  in [0, ``bound``] or [``lower``, ``upper``];
 * options: :class:`Budget` / :class:`PerGridBudget`, :class:`UserOptions` /
   :class:`PublicOccupancyOptions`, :class:`GridOptions`, :class:`EstimationOptions`,
   :class:`NoiseOptions`, :class:`InputOptions`;

@@ -5,7 +5,8 @@ Examples::
     dpopt release --example                      # the embedded Austin bus day (see data.EXAMPLE_*)
     dpopt release buses.csv --bound 120 --epsilon-total 10 --target 10 --out out/
     dpopt release buses.csv --bound 120 --mechanism gaussian --epsilon-total 10 --delta 1e-6 --out out/
-    dpopt release buses.csv --bound 120 --epsilon 1 --out out/ --plan greedy --seed 7   # seed 002's mode
+    dpopt release temps.csv --lower -20 --upper 40 --epsilon-total 10 --out out/   # values in [-20, 40]
+    dpopt release buses.csv --bound 120 --epsilon 1 --out out/ --plan greedy --seed 7   # a budget per grid
     dpopt release buses.parquet --bound 120 --epsilon 0.5 --user-col vehicle_id \\
         --time-col timestamp_utc --value-col speed_kmh --backend dask --scheduler tcp://host:8786
 """
@@ -32,18 +33,14 @@ def register(subparsers: Any) -> None:
         "release", allow_abbrev=False,
         help="user-level DP release of per-(H3 cell, time slot) means and variances from records",
         description=textwrap.fill(
-            "Read records (user, latitude, longitude, timestamp, value), grid them into H3 cells x "
-            "time slots (UTC, or local with --timezone) and release every grid's mean and variance with user-level DP. Under "
-            "--privacy user (default) contribution bounds and grids are chosen under DP and counts "
-            "are noised; under --privacy public-occupancy a plan from the public counts chooses which "
-            "contributions to keep and how to spend the budget, and the CLIP mechanism adds exact "
-            "discrete Laplace or Gaussian noise. The budget is either what "
-            "one user may lose over the whole release (--epsilon-total, or --rho / --delta with "
-            "--mechanism gaussian; planned by --plan budget, the default) or seed 002's per-grid "
-            "--epsilon (then the release costs K*epsilon, Thm II.3). Writes release.csv, "
+            "Read records (user, latitude, longitude, timestamp, value), group them into H3 hexagons x "
+            "time slots (UTC, or local with --timezone) and release every grid's mean and variance with "
+            "user-level differential privacy. The budget is what one user may lose over the whole release "
+            "(--epsilon-total, or --rho / --delta with --mechanism gaussian), or a budget per grid "
+            "(--epsilon, public-occupancy only: a user in K grids spends K times it). Writes release.csv, "
             "summary.json, report.html, map.png and report.md into --out: publish that folder as it is. "
-            "Files for the data holder only (raw user ids, what reading dropped, timings: NOT for "
-            "publication) go to the sibling folder OUT.diagnostics (owner-only).",
+            "Files for the data holder only (raw user ids, what reading dropped, timings) go to the "
+            "owner-only folder OUT.diagnostics: NOT for publication.",
             90,
         ),
         epilog="\n\n".join(textwrap.fill(t, 90) for t in (*USER_MODEL_TEXT, *PRIVACY_MODEL_TEXT, USER_ID_RULE)),
@@ -51,14 +48,19 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("records", nargs="?", help="CSV (.csv, .csv.gz) or Parquet file/directory of records")
     p.add_argument("--example", action="store_true",
-                   help="use the embedded Austin bus day (defaults: --privacy public-occupancy --bound 120 "
-                   "--epsilon-total 10, the budget planner)")
-    p.add_argument("--bound", type=float, help="public bound U of the values (e.g. 120 km/h)")
+                   help="use the embedded Austin bus day (defaults: --bound 120 --epsilon-total 10; under "
+                   "--privacy user also its public list of grids and its time zone)")
+    p.add_argument("--bound", type=float, metavar="U",
+                   help="upper bound U of the values: they lie in [0, U] (e.g. 120 for km/h)")
+    p.add_argument("--lower", type=float, metavar="L",
+                   help="lower bound L of the values, with --upper (or --bound) U: values lie in [L, U], "
+                   "e.g. --lower -20 --upper 40 (default 0)")
+    p.add_argument("--upper", type=float, metavar="U", help="the same as --bound (give one of them)")
     p.add_argument("--privacy", choices=["user", "public-occupancy"],
-                   help="who the neighbours are. user (the default for RECORDS): add or remove all of one "
-                   "user's records, nothing about who is where is public (payments, phones, app traces); "
-                   "public-occupancy (seed 002; the default of --example): one user's values change, which "
-                   "user has how many records in which grid is public (broadcast vehicle positions)")
+                   help="who is protected. user (default): adding or removing all of one user's records; "
+                   "nothing about who is where is public (payments, phones, app traces). public-occupancy: "
+                   "one user's values change; which user has how many records in which grid is public "
+                   "(broadcast vehicle positions)")
     _add_budget_arguments(p)
     p.add_argument("--out", default="dpopt-release", help="output directory (default ./dpopt-release); "
                    "written atomically, refused if it exists and is not empty unless --overwrite")
@@ -80,7 +82,7 @@ def _add_budget_arguments(p: Any) -> None:
     b.add_argument("--rho", type=float, help="total rho of zero-concentrated DP (--mechanism gaussian)")
     b.add_argument("--delta", type=float, help="delta of (epsilon, delta)-DP (--mechanism gaussian)")
     b.add_argument("--epsilon", type=float,
-                   help="seed 002's mode: the budget of EACH grid's release (total K*epsilon)")
+                   help="public-occupancy: the budget of EACH grid; a user in K released grids spends K*epsilon")
     b.add_argument("--mechanism", default="laplace", choices=["laplace", "gaussian"],
                    help="laplace (pure epsilon-DP, default) or gaussian (rho-zCDP; error grows like "
                    "sqrt(K) instead of K over the grids a user is in)")
@@ -89,21 +91,25 @@ def _add_budget_arguments(p: Any) -> None:
 def _add_plan_arguments(p: Any) -> None:
     """The planner flags (--privacy public-occupancy) and the error bounds reported."""
     p.add_argument("--plan", choices=["budget", "hierarchy", "baseline", "greedy", "milp"],
-                   help="budget: the total-budget planner (default with a total budget); hierarchy: publish "
-                   "H3 parents x coarser slots so every grid is answered within --target (default U/20); "
-                   "baseline: keep everything (default with --epsilon); greedy: CLIP-USER; milp: least-K suppression")
-    p.add_argument("--target", type=float, help="--plan budget: the error tau the mean of a grid must "
-                   "meet (data units) for the grid to be released (default: the knee of the "
-                   "coverage-tau frontier, reported)")
+                   help="public-occupancy: which records to keep and where to spend the budget. budget "
+                   "(default with a total budget): spend it on the grids that can meet --target; hierarchy: "
+                   "also publish larger hexagons and longer slots so every grid is answered within --target "
+                   "(default a twentieth of the value range); baseline: keep every record (default with "
+                   "--epsilon); greedy: drop some users' records from some grids so that no user is in too "
+                   "many (fast); milp: the same with the fewest grids per user, solved exactly")
+    p.add_argument("--target", type=float, help="--plan budget or hierarchy: the largest error (+-, in the "
+                   "values' units) a released mean may have (default: chosen from the public counts where a "
+                   "looser target would release few more grids; reported)")
     p.add_argument("--target-variance", type=float, help="--plan budget: a target for the variance too")
     p.add_argument("--criterion", default="noise", choices=["noise", "worst_case"],
                    help="error bounds (and --target) count the noise only (default) or the worst-case "
                    "clipping bias plus noise")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="probability of the per-grid error bounds (default 0.95)")
-    p.add_argument("--pseudo-users", action="store_true", help="pseudo-user clipping per grid (eq. 15)")
-    p.add_argument("--error-bound", type=float, help="worst-case error E every grid must meet "
-                   "(default: max grid error of BASELINE)")
+    p.add_argument("--pseudo-users", action="store_true",
+                   help="cap the records each user keeps in a grid (a cap per grid, from the public counts)")
+    p.add_argument("--error-bound", type=float, help="worst-case error every grid must meet (default: the "
+                   "largest grid error when every record is kept)")
     p.add_argument("--split", default="equal", choices=["equal", "optimal"],
                    help="budget split between mean and variance (default equal)")
     p.add_argument("--time-limit", type=float, help="total seconds for planning (MILP or budget planner)")
@@ -120,16 +126,15 @@ def _add_user_arguments(p: Any) -> None:
                    help="contribution bounds: histogram (default: noisy histograms of the contributions, then the "
                    "(k, c) of least predicted error), select (chosen under DP by predicted error), quantile "
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid). The "
-                   "place release (the default with --partitions) chooses its own record cap and clamp under DP; "
-                   "any other --bounds runs --resolution adaptive there")
+                   "optimised and place strategies choose their own record cap and value clamp under DP; "
+                   "another --bounds with --partitions runs the adaptive strategy")
     u.add_argument("--strategy", default="optimised", metavar="{optimised,place,adaptive,fixed}",
-                   help="what to measure. optimised (default, with --partitions): the place x time marginals of "
-                   "the list (cell and map x slot, day, hour-of-day, period) get budget shares from an "
-                   "optimisation model fitted on a small DP pilot; one crossed random-effects model answers "
-                   "every listed grid with its own interval (models/engine.md). The named strategies are the "
-                   "earlier fixed shapes, kept for comparison: place (cells over the period and the map), "
-                   "adaptive (the nested hierarchy; without --partitions, private selection of nodes, needs "
-                   "--delta), fixed (every grid alone). Without --partitions the default is adaptive")
+                   help="what to measure. optimised (default with --partitions): totals by cell and for the map "
+                   "over slots, days, hours of the day and the whole period, budget shares chosen on a small "
+                   "private pilot; one model combines them into each listed grid's answer and interval. Earlier "
+                   "shapes, for comparison: place (each cell over the whole period, and the map), adaptive "
+                   "(larger hexagons and longer slots where data are thin; the default without --partitions, "
+                   "then needs --delta), fixed (every grid alone)")
     u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
                    help="the old name of --strategy (auto = optimised); kept for one release cycle")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
@@ -137,10 +142,9 @@ def _add_user_arguments(p: Any) -> None:
                    "--h3-resolution - 4)")
     u.add_argument("--profile", default=None, metavar="{day,week}",
                    help="with --partitions (runs the adaptive release), or under --privacy public-occupancy with "
-                   "--plan hierarchy: the hierarchy's time steps are windows "
-                   "that recur every day (hour-of-day, then 3-h-of-day, at --slot 1h) or week (hour-of-week, "
-                   "3-h-of-week, day-of-week) instead of longer contiguous slots; a node's window recurs every "
-                   "release.csv repeat_every (ISO 8601, P1D) until repeat_until (models/hierarchy.md section 14)")
+                   "--plan hierarchy: the longer time slots are windows that recur every day (hour of the day, "
+                   "then 3 hours of the day, at --slot 1h) or week (hour, 3 hours, day of the week); "
+                   "release.csv's repeat_every and repeat_until say when a window recurs")
 
 
 def _add_input_arguments(p: Any) -> None:
@@ -155,13 +159,13 @@ def _add_input_arguments(p: Any) -> None:
                              ("--lat-col", "latitude", "latitude, WGS84 degrees"),
                              ("--lng-col", "longitude", "longitude, WGS84 degrees"),
                              ("--time-col", "timestamp", "time: ISO 8601 text or Unix time (--timestamp-unit)"),
-                             ("--value-col", "value", "values released, in [0, U]")):
+                             ("--value-col", "value", "values released, in [L, U]")):
         g.add_argument(flag, default=name, metavar="NAME", help=f"column of the {what} (default: {name})")
     g.add_argument("--sep", default=",", help="CSV field separator, e.g. ';' (default: ',')")
     g.add_argument("--timestamp-unit", default="s", choices=["s", "ms", "us", "ns"],
                    help="unit of numeric timestamps (Unix time; default s)")
     g.add_argument("--out-of-range", default="clip", choices=["clip", "drop", "error"],
-                   help="values outside [0, U], +-inf included: clip (default), drop, or stop with an error. "
+                   help="values outside [L, U], +-inf included: clip (default), drop, or stop with an error. "
                    "drop makes the public counts depend on values (not covered by the DP guarantee "
                    "unless validity is public); use it only for sentinels")
     g.add_argument("--max-dropped", type=float, default=None, metavar="SHARE",
@@ -212,7 +216,8 @@ def _client(args: argparse.Namespace) -> Any:
 
 #: API option name -> CLI flag, for one-line errors that name the flag the user typed
 _FLAGS = {"epsilon_total": "--epsilon-total", "epsilon": "--epsilon", "rho": "--rho", "delta": "--delta",
-          "mechanism": "--mechanism", "bound": "--bound", "confidence": "--confidence", "plan": "--plan",
+          "mechanism": "--mechanism", "bound": "--bound", "lower": "--lower", "upper": "--upper",
+          "confidence": "--confidence", "plan": "--plan",
           "target": "--target", "target_variance": "--target-variance", "time_limit": "--time-limit",
           "pseudo_users": "--pseudo-users", "error_bound": "--error-bound", "split": "--split",
           "criterion": "--criterion", "h3_resolution": "--h3-resolution", "slot": "--slot",
@@ -302,7 +307,8 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
                                    backend=args.backend, progress=_progress(args), sep=args.sep,
                                    max_dropped=args.max_dropped, time_window=_window(args.time_window),
                                    timezone=args.timezone)}
-        check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"], opts["grid"])
+        check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"], opts["grid"],
+                      lower=args.lower, upper=args.upper)
     except DpoptInputError as exc:
         raise _flagged(exc) from None
     return opts
@@ -325,8 +331,9 @@ def _positive(value: Any, name: str) -> Any:
     return value
 
 
-def _records(args: argparse.Namespace) -> tuple[Any, float]:
-    """RECORDS (or the embedded example) and U; the example's budget defaults are filled into args."""
+def _records(args: argparse.Namespace) -> tuple[Any, float | None]:
+    """RECORDS (or the embedded example) and --bound (None with --upper; the range itself is
+    checked with the options); the example's budget and bound defaults are filled into args."""
     from ..records.data import EXAMPLE_BOUND, EXAMPLE_EPSILON_TOTAL, austin_sample_path
 
     if args.example:
@@ -334,14 +341,16 @@ def _records(args: argparse.Namespace) -> tuple[Any, float]:
             raise CliError(f"give either RECORDS or --example, not both; got RECORDS {args.records!r}")
         if all(getattr(args, k) is None for k in ("epsilon", "epsilon_total", "rho")):
             args.epsilon_total = EXAMPLE_EPSILON_TOTAL
-        return austin_sample_path(), EXAMPLE_BOUND if args.bound is None else args.bound
+        ranged = args.bound is not None or args.upper is not None or args.lower is not None
+        return austin_sample_path(), args.bound if ranged else EXAMPLE_BOUND
     if not args.records:
         raise CliError("RECORDS is required (a CSV or Parquet path), or use --example for the embedded sample")
     remote = args.backend == "dask" and ("://" in args.records or "*" in args.records)
     if not remote and not Path(args.records).exists():
         raise CliError(f"RECORDS must be an existing CSV or Parquet path; got {args.records!r} (not found)")
-    if args.bound is None:
-        raise CliError("`--bound` is required: the public upper bound U of the values (e.g. --bound 120)")
+    if args.bound is None and args.upper is None and args.lower is None:
+        raise CliError("`--bound` is required: the public upper bound U of the values (e.g. --bound 120, or "
+                       "--lower -20 --upper 40 for values in [-20, 40])")
     if all(getattr(args, k) is None for k in ("epsilon", "epsilon_total", "rho")):
         raise CliError("a privacy budget is required: --epsilon-total (what one user may lose over the whole "
                        "release, e.g. --epsilon-total 10), --rho with --mechanism gaussian, or seed 002's "
@@ -428,7 +437,7 @@ def run(args: argparse.Namespace) -> int:
 
         opts["io"] = dataclasses.replace(opts["io"], client=client)
     try:
-        result = release(records, bound=bound, **opts)
+        result = release(records, bound=bound, lower=args.lower, upper=args.upper, **opts)
         unit = args.unit or ("km/h" if args.example else None)
         paths = write_release(result, args.out, make_map=not args.no_map, overwrite=args.overwrite, unit=unit)
     except (CliError, DpoptInputError):
@@ -547,6 +556,7 @@ def _user_payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, An
             "privacy_model": s.privacy_model, "mechanism": s.mechanism, "rho_total": s.rho_total,
             "epsilon_total": s.epsilon_total, "delta": s.delta, "k": s.k, "c": s.c, "bounds_rule": s.bounds_rule,
             "partitions": s.partitions, "resolution": s.resolution, "method": s.method,
+            "lower": s.lower, "bound": s.bound,
             "grids_released": s.grids_released, "noise": s.noise}
 
 
@@ -578,5 +588,7 @@ def _payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:
         "error_bound": s.error_bound,
         "suppressed_pairs": s.suppressed_pairs,
         "noise": s.noise,
+        "lower": s.lower,
+        "bound": s.bound,
     }
     return payload

@@ -6,6 +6,7 @@
     r = release("records.csv", bound=120, budget=Budget(epsilon_total=10, delta=1e-6),
                 model=UserOptions(bounds=(4, 8)))
     write_release(r, "out/")
+    r = release("temperatures.csv", lower=-20, upper=40, budget=Budget(epsilon_total=10))  # values in [L, U]
 
 The layers it composes, top to bottom: records are read once through
 :func:`dpopt.privacy.contributions.contributions` (the release's only door to the records) into the
@@ -18,6 +19,10 @@ estimates; the writers (:mod:`dpopt.writers`) format and write them. :func:`rele
 :func:`release_aggregate` run the same three steps on a contributions table. Every option object validates
 itself when it is built, and :func:`check_options` checks the combination, before any record is
 read.
+
+Values in [L, U] (``lower``/``upper``; ``bound`` U alone is [0, U]) are read as x − L, so every
+model, sensitivity and noise draw sees values in [0, U − L]; L is added back to every published
+mean at the end (:func:`dpopt.writers.values.with_value_range`), the one place of the shift.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any, Union
 
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_choice
+from .._validation import DpoptInputError, check_bound, check_choice, value_range
 from ..estimation import ESTIMATORS, estimate
 from ..privacy.contributions import InputOptions, contributions, truncated_reader
 from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget, check_confidence
@@ -51,6 +56,7 @@ from ..userdp.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
 from ..writers.public_occupancy_result import ReleaseResult, public_occupancy_release
 from ..writers.user import UserRelease, multires_release, user_release
+from ..writers.values import with_value_range
 
 __all__ = ["EstimationOptions", "ModelOptions", "release", "release_user", "release_aggregate", "check_options"]
 
@@ -78,10 +84,14 @@ class EstimationOptions:
         return self.method or ("hierarchical" if adaptive else "direct")
 
 
-def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOptions, noise: NoiseOptions,
-                  estimation: EstimationOptions, io: InputOptions, grid: GridOptions | None = None) -> float:
-    """The combination of options, checked before any record is read; returns U."""
-    U = check_bound(bound)
+def check_options(bound: float | None, budget: Budget | PerGridBudget, model: ModelOptions, noise: NoiseOptions,
+                  estimation: EstimationOptions, io: InputOptions, grid: GridOptions | None = None, *,
+                  lower: float | None = None, upper: float | None = None) -> float:
+    """The combination of options, checked before any record is read; returns the bound the
+    privacy models see: U − L for values in [L, U] (:func:`dpopt._validation.value_range` of
+    ``bound``, ``lower``, ``upper``), U itself without a lower end."""
+    L, top = value_range(bound, lower, upper)
+    U = top - L if L else top
     if grid is not None and isinstance(model, UserOptions) and model.partitions is not None \
             and model.place_for(budget) and int(grid.h3_resolution) == 0:
         raise DpoptInputError("`h3_resolution` = 0 leaves no coarser H3 level for the map above the listed cells "
@@ -107,7 +117,7 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
         check_lattice_capacity(k, c, U, noise.granularity_bits)
         if io.out_of_range != "clip":
             raise DpoptInputError(f"`out_of_range` = {io.out_of_range!r} makes which records count depend on "
-                                  "their values; the user model clips values to [0, U]: use 'clip'")
+                                  "their values; the user model clips values to their range: use 'clip'")
         if io.max_dropped is not None:
             raise DpoptInputError(f"`max_dropped` = {io.max_dropped!r} would refuse a release by how many records "
                                   "were dropped, a private count under the user model; drop it (dropped records are "
@@ -124,34 +134,56 @@ def check_options(bound: float, budget: Budget | PerGridBudget, model: ModelOpti
     return U
 
 
-def release(records: Any, *, bound: float, budget: Budget | PerGridBudget, model: ModelOptions = UserOptions(),
-            grid: GridOptions = GridOptions(), estimation: EstimationOptions = EstimationOptions(),
-            noise: NoiseOptions = NoiseOptions(), io: InputOptions = InputOptions()) -> UserRelease | ReleaseResult:
+def release(records: Any, *, bound: float | None = None, budget: Budget | PerGridBudget,
+            model: ModelOptions = UserOptions(), grid: GridOptions = GridOptions(),
+            estimation: EstimationOptions = EstimationOptions(), noise: NoiseOptions = NoiseOptions(),
+            io: InputOptions = InputOptions(), lower: float | None = None,
+            upper: float | None = None) -> UserRelease | ReleaseResult:
     """User-level DP release of the mean and variance of every (H3 cell, time slot) grid.
 
-    ``records`` a DataFrame, a CSV or Parquet path (or a directory of them); ``bound`` U (values in
-    [0, U]); ``budget`` what one user may lose (:class:`Budget`; the seeds' :class:`PerGridBudget`
-    under public-occupancy only); ``model`` :class:`UserOptions` (the default: add/remove one user,
-    nothing about who is where is public) or :class:`PublicOccupancyOptions` (seed 002: the
-    occupancy is public); ``grid`` the finest grid; ``estimation`` how values and intervals are
-    estimated; ``noise`` the sampler and seed; ``io`` how records are read. Returns a
-    :class:`UserRelease` or a :class:`ReleaseResult`; write it with :func:`dpopt.release.write_release`.
+    Parameters
+    ----------
+    records : a DataFrame, a CSV or Parquet path (or a directory of them).
+    bound : U: the values lie in [0, U] (values outside are clipped by default, ``io.out_of_range``).
+    lower, upper : L and U: the values lie in [L, U] (L < U, either sign). ``upper`` alone is
+        ``bound``; give ``bound`` or ``upper``, not both; ``lower`` needs one of them.
+    budget : what one user may lose (:class:`Budget`; the seeds' :class:`PerGridBudget` under
+        public-occupancy only).
+    model : :class:`UserOptions` (the default: add/remove one user, nothing about who is where is
+        public) or :class:`PublicOccupancyOptions` (seed 002: the occupancy is public).
+    grid, estimation, noise, io : the finest grid; how values and intervals are estimated; the
+        sampler and seed; how records are read.
+
+    Returns
+    -------
+    UserRelease or ReleaseResult
+        Means in [L, U] (every mean-like column; variances and error bounds do not depend on L),
+        the range in ``summary.lower`` and ``summary.bound``. Write it with
+        :func:`dpopt.release.write_release`.
+
+    Raises
+    ------
+    ValueError
+        (:class:`dpopt.DpoptInputError`) bad options, before any record is read: ``bound`` with
+        ``upper``, ``lower`` alone, L >= U, a non-finite number.
     """
-    U = check_options(bound, budget, model, noise, estimation, io, grid)
+    U = check_options(bound, budget, model, noise, estimation, io, grid, lower=lower, upper=upper)
+    L, top = value_range(bound, lower, upper)  # U is top − L: the bound the models see
     records = as_frame(records, io.columns)  # polars / GeoPandas frames as pandas, read once
     t0 = time.perf_counter()
     key = SampleKey.from_seed(noise.seed)  # which records a user keeps: a keyed uniform sample
     if isinstance(model, UserOptions):  # no refusal by a dropped share: whether a release happens is public
         model = _local_list(model, io.timezone)
         agg, ingest = contributions(records, bound=U, grid=grid, io=replace(io, max_dropped=1.0),
-                                    first_records=model.first_records, sample_key=key)
-        return release_user(agg, budget, model, bound=U, noise=noise, estimation=estimation,
+                                    first_records=model.first_records, sample_key=key, lower=L)
+        return release_user(agg, budget, model, lower=L, upper=top, noise=noise, estimation=estimation,
                             timings={"aggregate": time.perf_counter() - t0}, ingest=ingest)
     second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) in ("budget", "hierarchy")
     keep = second_pass and io.backend == "local" and _is_frame(records)
-    agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep, sample_key=key)
-    return release_aggregate(agg, budget, model, bound=U, noise=noise, confidence=estimation.confidence,
-                             ingest=ingest, truncated_sums=truncated_reader(records, bound=U, io=io, sample_key=key) if second_pass
+    agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep, sample_key=key, lower=L)
+    return release_aggregate(agg, budget, model, lower=L, upper=top, noise=noise, confidence=estimation.confidence,
+                             ingest=ingest, truncated_sums=truncated_reader(records, bound=U, io=io, sample_key=key,
+                                                                            lower=L) if second_pass
                              else None, timings={"aggregate": time.perf_counter() - t0}, progress=io.progress)
 
 
@@ -159,15 +191,19 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
                       options: PublicOccupancyOptions = PublicOccupancyOptions(), *, bound: float | None = None,
                       noise: NoiseOptions = NoiseOptions(), confidence: float = 0.95,
                       ingest: IngestReport | None = None, truncated_sums: TruncatedSums | None = None,
-                      timings: dict[str, float] | None = None, progress: bool = False) -> ReleaseResult:
+                      timings: dict[str, float] | None = None, progress: bool = False,
+                      lower: float | None = None, upper: float | None = None) -> ReleaseResult:
     """The ``public-occupancy`` model on a contributions table: measure
     (:func:`dpopt.privacy.public_occupancy.measure_release`), estimate (direct, at ``confidence``,
     from the Measurements only), check ``options.error_bound`` on seed 002's worst-case errors,
-    format (:func:`dpopt.writers.public_occupancy_result.public_occupancy_release`).
+    format (:func:`dpopt.writers.public_occupancy_result.public_occupancy_release`), add the
+    table's lower end L back to the means (:func:`dpopt.writers.values.with_value_range`).
 
-    ``bound`` defaults to the U the aggregate was clipped with and must equal it when given;
-    ``options.plan`` is a planner name or a ready :class:`GridPlan` for this aggregate.
+    ``bound`` (or ``lower``/``upper``, as in :func:`release`) defaults to the range the aggregate
+    was read with and must equal it when given; ``options.plan`` is a planner name or a ready
+    :class:`GridPlan` for this aggregate.
     """
+    L, U, bound = _table_range(agg, bound, lower, upper)
     run = measure_release(agg, budget, options, bound=bound, noise=noise, confidence=confidence,
                           truncated_sums=truncated_sums, timings=timings, progress=progress)
     t0 = time.perf_counter()
@@ -176,8 +212,23 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
     times = {**run.timings, "estimate": time.perf_counter() - t0}
     ingest = ingest or IngestReport()
     diagnostics = {"timings": {key: round(v, 4) for key, v in times.items()}, "ingest": ingest.for_diagnostics()}
-    return local_times(public_occupancy_release(run.measurements, est, contributions=run.contributions,
-                                                grids=run.grids, ingest=ingest, diagnostics=diagnostics), agg.timezone)
+    result = public_occupancy_release(run.measurements, est, contributions=run.contributions, grids=run.grids,
+                                      ingest=ingest, diagnostics=diagnostics)
+    return local_times(with_value_range(result, L, U), agg.timezone)
+
+
+def _table_range(table: Aggregate, bound: float | None, lower: float | None,
+                 upper: float | None) -> tuple[float, float | None, float | None]:
+    """(L, U, the bound the models see) of a release on a contributions table: the table's own
+    range (``table.lower``; U None: the models use ``table.bound``) unless ``bound``/``lower``/``upper``
+    are given (:func:`dpopt._validation.value_range`); L must be the one the table was read with."""
+    if bound is None and lower is None and upper is None:
+        return float(table.lower), None, None
+    L, U = value_range(bound, lower, upper)
+    if L != table.lower:
+        raise DpoptInputError(f"`lower` must be the L the contributions table was read with ({table.lower:g}); "
+                              f"got {L:g} (read the records again with that lower end)")
+    return L, U, (U - L if L else U)
 
 
 def _check_error_bound(errors: Any, error_bound: float | None, plan: GridPlan) -> None:
@@ -203,25 +254,56 @@ def _is_frame(records: Any) -> bool:
 def release_user(contributions_table: Aggregate, budget: Budget, options: UserOptions = UserOptions(), *,
                  bound: float | None = None, noise: NoiseOptions = NoiseOptions(),
                  estimation: EstimationOptions = EstimationOptions(), sampler: NoiseMechanism | None = None,
-                 timings: dict[str, float] | None = None, ingest: IngestReport | None = None) -> UserRelease:
+                 timings: dict[str, float] | None = None, ingest: IngestReport | None = None,
+                 lower: float | None = None, upper: float | None = None) -> UserRelease:
     """The ``user`` model on a contributions table (samples kept): measure, estimate (the chosen
-    method for ``mean``/``variance``, the pooled values beside them), format. ``ingest`` (what
-    reading dropped, by cause: private counts) goes to the diagnostics only."""
+    method for ``mean``/``variance``, the pooled values beside them), format, add the table's lower
+    end L back to the means (:func:`dpopt.writers.values.with_value_range`). ``bound`` (or
+    ``lower``/``upper``, as in :func:`release`; L must be the table's) defaults to the table's
+    range. ``ingest`` (what reading dropped, by cause: private counts) goes to the diagnostics only."""
+    L, U, bound = _table_range(contributions_table, bound, lower, upper)
+    given = options.typical
+    options = _shifted_typical(options, L, U if U is not None else L + float(contributions_table.bound or 0.0))
     t0 = time.perf_counter()
     held = {} if ingest is None else {"ingest": ingest.for_diagnostics()}
     zone = contributions_table.timezone
     if options.adaptive:
         r = _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
                               estimation=estimation, sampler=sampler, timings=timings)
-        return local_times(replace(r, diagnostics={**r.diagnostics, **held}), zone)
+        r = _typical_text(with_value_range(replace(r, diagnostics={**r.diagnostics, **held}), L, U), options, given)
+        return local_times(r, zone)
     m = measure(contributions_table, budget, options, bound=bound, noise=noise, sampler=sampler)
     t1 = time.perf_counter()
     method = estimation.method_for(False)
     est = estimate(m, method=method, confidence=estimation.confidence)
     pooled = est if method == "pooled" else estimate(m, method="pooled", confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
-    return local_times(user_release(m, est, pooled, outlook=flat_outlook(m, est),
-                                    diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}, **held}), zone)
+    r = user_release(m, est, pooled, outlook=flat_outlook(m, est),
+                     diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}, **held})
+    return local_times(_typical_text(with_value_range(r, L, U), options, given), zone)
+
+
+def _shifted_typical(options: UserOptions, L: float, U: float) -> UserOptions:
+    """``options.typical`` (a public guess of a grid's (mean, sd), in the values' units) in the
+    units the model sees, values shifted by −L: (mean − L, sd); checked against [L, U] first."""
+    if not L or options.typical is None:
+        return options
+    try:
+        mu, sd = (float(v) for v in options.typical)
+    except (TypeError, ValueError):
+        raise DpoptInputError(f"`typical` must be a (mean, sd) pair of numbers; got {options.typical!r}") from None
+    if not (L <= mu <= U) or not (0.0 <= sd <= (U - L) / 2.0):
+        raise DpoptInputError(f"`typical` must have mean in [L, U] = [{L:g}, {U:g}] and sd in [0, (U - L)/2]; "
+                              f"got {options.typical!r}")
+    return replace(options, typical=(mu - L, sd))
+
+
+def _typical_text(r: UserRelease, options: UserOptions, given: Any) -> UserRelease:
+    """summary.json's split rule naming the guessed mean in the values' units (not shifted by −L)."""
+    if given is None or options.typical == given:
+        return r
+    shown, meant = f"public guess mean={options.typical[0]:g}", f"public guess mean={float(given[0]):g}"
+    return replace(r, summary=replace(r.summary, split_rule=r.summary.split_rule.replace(shown, meant)))
 
 
 #: the time columns of release.csv and answers.csv (ISO 8601 start and end times)

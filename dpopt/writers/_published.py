@@ -93,6 +93,7 @@ class PublishedView:
     unit: str
     unit_known: bool
     confidence: float
+    #: the upper end U of the values' range [lower, bound] (None: not stated)
     bound: float | None
     slot: pd.Timedelta
     #: the end (exclusive) of each step of ``steps``
@@ -100,6 +101,13 @@ class PublishedView:
     #: the time control stops before the last published end (recurring windows over more than
     #: :data:`MAX_STEPS` finest slots): the end it reaches, else None
     steps_cut: pd.Timestamp | None = None
+    #: the lower end L of the values' range (summary.json ``lower``; 0 when absent)
+    lower: float = 0.0
+
+    @property
+    def span(self) -> float | None:
+        """U − L, the width of the values' range (None when U is not stated)."""
+        return None if self.bound is None else self.bound - self.lower
 
     @property
     def suffix(self) -> str:
@@ -287,8 +295,8 @@ def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | 
     """Read release.csv (as published) and summary.json into a :class:`PublishedView`.
 
     Rows with ``released`` false (public-occupancy lists every grid) become ``withheld``; the
-    interval of a released mean is ``mean ± mean_error_bound`` cut to the public range [0, bound]
-    (the release already post-processes the mean into it).
+    interval of a released mean is ``mean ± mean_error_bound`` cut to the public range [lower, bound]
+    (the release already post-processes the mean into it; ``lower`` 0 when summary.json has none).
     """
     from .._validation import DpoptInputError
 
@@ -302,13 +310,14 @@ def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | 
     withheld = df[~rel.to_numpy()][["cell", "res", "t0", "t1", "slot_label"]].reset_index(drop=True)
     bound = summary.get("bound")
     bound = float(bound) if bound is not None else None
+    lower = float(summary.get("lower") or 0.0)
     mean = pd.to_numeric(nodes.get("mean"), errors="coerce") if "mean" in nodes else pd.Series(
         np.nan, index=nodes.index)
     err = (pd.to_numeric(nodes["mean_error_bound"], errors="coerce") if "mean_error_bound" in nodes
            else pd.Series(np.nan, index=nodes.index))
     lo, hi = mean - err, mean + err
     if bound is not None:
-        lo, hi = lo.clip(lower=0.0), hi.clip(upper=bound)
+        lo, hi = lo.clip(lower=lower), hi.clip(upper=bound)
     nodes = nodes.assign(mean=mean, bound=err, lo=lo, hi=hi)
     last = nodes["until"].where(nodes["cycle"].notna(), nodes["t1"])  # a recurring window spans the period
     steps, ends = time_steps(pd.concat([nodes["t0"], withheld["t0"]]), pd.concat([last, withheld["t1"]]), slot,
@@ -317,7 +326,7 @@ def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | 
     cut = ends[-1] if ends and ends[-1] < max(pd.concat([last, withheld["t1"]])) else None
     return PublishedView(nodes=nodes, withheld=withheld, steps=steps, unit=u, unit_known=known,
                          confidence=float(summary.get("confidence", 0.95)), bound=bound, slot=slot,
-                         step_ends=ends, steps_cut=cut)
+                         step_ends=ends, steps_cut=cut, lower=lower)
 
 
 def _epsilon_words(summary: dict[str, Any]) -> str:

@@ -44,7 +44,8 @@ def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) 
         b = b[np.isfinite(b)]
         if len(b):
             med = float(np.median(b))
-            wide = summary.get("bound") is not None and med >= float(summary["bound"])
+            span = float(summary["bound"]) - float(summary.get("lower") or 0) if summary.get("bound") is not None else None
+            wide = span is not None and med >= span
             return (f"mean within ± {fmt_number(med)}{suffix} in the typical cell "
                     f"(± {fmt_number(b.min())} to ± {fmt_number(b.max())}; {conf})"
                     + ("; wider than the whole range of the values: no information" if wide else ""))
@@ -137,8 +138,8 @@ def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None
         rows.append(("variance", var))
     bound = summary.get("bound")
     if bound is not None:
-        rows.append(("values", f"in 0 to {fmt_number(bound)}{suffix}" if known else
-                     f"in 0 to {fmt_number(bound)} (no unit given)"))
+        span = f"in {fmt_number(summary.get('lower') or 0)} to {fmt_number(bound)}"
+        rows.append(("values", f"{span}{suffix}" if known else f"{span} (no unit given)"))
     if summary.get("plan_status") not in (None, "optimal"):
         gap = summary.get("plan_gap")
         rows.append(("plan", f"{summary.get('plan')} ({str(summary['plan_status']).replace('_', ' ')}"

@@ -102,7 +102,7 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
     _panel(a1, view, at, wh, at["mean"].to_numpy(float), "viridis", lo, hi, ticks, f"mean{view.label}", k)
     _panel(a2, view, at, wh, at["bound"].to_numpy(float), "Oranges", blo, bhi, bticks,
            f"± half-width of the {conf} interval{view.label}", k)
-    full = view.bound if view.bound is not None else hi - lo
+    full = view.span if view.span is not None else hi - lo
     wide = np.nan_to_num(at["bound"].to_numpy(float), nan=np.inf) > 0.25 * full
     if wide.any():  # the same rule as report.html: ± more than a quarter of the range
         a1.add_collection(PolyCollection([p for p, w in zip(_polys(at["cell"], k), wide) if w],

@@ -246,8 +246,8 @@ def _accuracy(view: PublishedView) -> str:
            f"of the true mean in the typical cell (median; from ± {fmt_number(b.min())} to "
            f"± {fmt_number(b.max())} {unit}), with {_conf(view)} probability")
     if view.bound is not None:
-        wide = int(((view.nodes["lo"] <= 0) & (view.nodes["hi"] >= view.bound)).sum())
-        txt += f". Values lie in 0 to {fmt_number(view.bound)} {unit}"
+        wide = int(((view.nodes["lo"] <= view.lower) & (view.nodes["hi"] >= view.bound)).sum())
+        txt += f". Values lie in {fmt_number(view.lower)} to {fmt_number(view.bound)} {unit}"
         if wide:
             txt += (f"; <b>{wide:,}</b> cell(s) have an interval as wide as that whole range — "
                     "read them as “no information”")
@@ -429,7 +429,7 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None, tiles: str
     b = nodes["bound"].to_numpy(float)
     blo, bhi, bticks = nice_ticks(0.0, np.nanmax(b) if np.isfinite(b).any() else 1.0)
     ufills = _ramp(_UNCERT, (b - blo) / (bhi - blo))
-    full = view.bound if view.bound is not None else (hi - lo)
+    full = view.span if view.span is not None else (hi - lo)
     hatch = np.nan_to_num(b, nan=np.inf) > 0.25 * full
     left = _panel(view, proj, fills, "node", base, hatch, "map-value")
     right = _panel(view, proj, ufills, "unode", base, None, "map-uncertainty")

@@ -82,7 +82,7 @@ def plot_map(result: ReleaseResult, path: str | Path) -> Path:
 
     from ..records.grid import cell_polygons
 
-    U = result.summary.bound
+    L, U = result.summary.lower, result.summary.bound
     cells = cell_summary(result)
     table = result.table
     rel = table[table["released"]]
@@ -101,11 +101,11 @@ def plot_map(result: ReleaseResult, path: str | Path) -> Path:
     for ax, cell_hex, values, grey_hex, title in panels:
         allpolys = []
         for hexes, kwargs in ((grey_hex, {"facecolors": "0.85"}),
-                              (cell_hex, {"array": np.clip(values, 0.0, U), "cmap": "viridis"})):
+                              (cell_hex, {"array": np.clip(values, L, U), "cmap": "viridis"})):
             polys = cell_polygons(np.asarray([h3.str_to_int(c) for c in hexes], dtype=np.int64))
             coll = PolyCollection(polys, edgecolors="0.3", linewidths=0.2, **kwargs)
             if "array" in kwargs:
-                coll.set_clim(0.0, U)
+                coll.set_clim(L, U)
                 mappable = coll
             ax.add_collection(coll)
             allpolys += polys
@@ -119,7 +119,7 @@ def plot_map(result: ReleaseResult, path: str | Path) -> Path:
         ax.set_title(title + " (grey: withheld)", fontsize=10)
     s = result.summary
     fig.suptitle(
-        f"DP released mean (in [0, {U:g}]), H3 res {s.h3_resolution}, slot {s.slot}, plan {s.plan}"
+        f"DP released mean (in [{L:g}, {U:g}]), H3 res {s.h3_resolution}, slot {s.slot}, plan {s.plan}"
         f"{' + pseudo-users' if s.pseudo_users else ''}; {_spend_text(s)}",
         fontsize=10,
     )
@@ -228,7 +228,7 @@ def _accuracy_lines(result: ReleaseResult) -> list[str]:
     if len(rel):
         b = rel["mean_error_bound"].to_numpy(dtype=float)
         lines.append(f"- mean error bound over released grids: median {np.median(b):.4g}, "
-                     f"best {b.min():.4g}, worst {b.max():.4g} (values in [0, {s.bound:g}])")
+                     f"best {b.min():.4g}, worst {b.max():.4g} (values in [{s.lower:g}, {s.bound:g}])")
     if s.target is not None:
         bp = result.plan.info.get("budget_plan")
         rule = bp.info.get("target_rule") if bp is not None else None
@@ -243,8 +243,10 @@ def _accuracy_lines(result: ReleaseResult) -> list[str]:
                                       if s.budget_mode == "per-grid" and np.isfinite(s.error_bound_target) else ""),
         f"- suppressed (user, grid) pairs: {s.suppressed_pairs} ({s.suppressed_records} records); "
         f"records cut by per-grid caps: {s.truncated_records}",
-        "- released values are clipped into [0, U] (mean) and [0, U^2/4] (variance), post-processing "
-        "of DP outputs; the noisy values before clipping are `mean_raw`, `variance_raw`",
+        "- released values are clipped into "
+        + ("[0, U] (mean) and [0, U^2/4]" if s.lower == 0 else
+           f"[L, U] = [{s.lower:g}, {s.bound:g}] (mean) and [0, (U - L)^2/4]") + " (variance), "
+        "post-processing of DP outputs; the noisy values before clipping are `mean_raw`, `variance_raw`",
     ]
     return lines
 
@@ -258,10 +260,10 @@ def _input_lines(s: Any, ing: dict[str, Any]) -> list[str]:
         f"dropped {s.dropped_records} (missing fields {ing.get('dropped_missing', 0)}: "
         + ", ".join(f"{k} {v}" for k, v in ing.get("missing", {}).items())
         + f"; invalid coordinates {ing.get('invalid_coordinates', 0)}"
-        + (f"; out of [0, {s.bound:g}] dropped {ing.get('dropped_out_of_range', 0)}"
+        + (f"; out of [{s.lower:g}, {s.bound:g}] dropped {ing.get('dropped_out_of_range', 0)}"
            if ing.get("out_of_range_policy", "clip") == "drop" else "")
         + ")",
-        f"- values outside [0, {s.bound:g}]: policy {ing.get('out_of_range_policy', 'clip')}; how many were "
+        f"- values outside [{s.lower:g}, {s.bound:g}]: policy {ing.get('out_of_range_policy', 'clip')}; how many were "
         "out of range depends on values and is not published (ingest.json in the diagnostics folder)",
         f"- users {s.users}, grids {s.grids}, occupied (user, grid) pairs {s.pairs}, records aggregated {s.records}",
         "",

@@ -111,6 +111,8 @@ class ReleaseSummary:
     uncovered_grids: int | None = None
     levels: list[Any] | None = None
     fallback: dict[str, Any] | None = None
+    #: the lower end L of the values: they lie in [lower, bound] (0 unless a lower end was given)
+    lower: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """All fields as a plain dict (summary.json)."""

@@ -103,6 +103,9 @@ class UserReleaseSummary:
     #: stands for, ``noisy_users`` per bin; B is its 75th percentile over the bins that clear the
     #: noise, models/hierarchy.md §13.2)
     clamp_histogram: dict[str, Any] | None = None
+    #: the lower end L of the values: they lie in [lower, bound] (0 unless a lower end was given;
+    #: then ``clamp`` and the histogram's ``clamps`` are upper ends too, values clamped to [lower, clamp])
+    lower: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -284,7 +287,7 @@ def user_report_markdown(result: UserRelease) -> str:
         f"- partitions: {s.partitions}" + (f", threshold {s.selection_threshold:.6g} noisy users"
                                           if s.selection_threshold is not None else ""),
         f"- noise: {s.noise}",
-        "- public: the grid definition, U = " f"{s.bound:g}, the parameters above"
+        "- public: the grid definition, " + _range_text(s) + ", the parameters above"
         + (", the partition list" if s.partitions == "public list" else ""),
         "",
         "## Accuracy",
@@ -304,7 +307,8 @@ def user_report_markdown(result: UserRelease) -> str:
         "## Files",
         "",
         "- `release.csv`: one row per released grid (cell, slot, mean, variance post-processed into "
-        f"[0, U] and [0, U²/4], their raw noisy values, the noisy record count, {s.confidence:.0%} error bounds)",
+        + ("[0, U] and [0, U²/4]" if s.lower == 0 else f"[L, U] = [{s.lower:g}, {s.bound:g}] and [0, (U − L)²/4]")
+        + f", their raw noisy values, the noisy record count, {s.confidence:.0%} error bounds)",
         "- `summary.json`: the numbers above",
         "",
     ]
@@ -315,6 +319,17 @@ def _outlook_lines(s: Any) -> list[str]:
     return ["## Outlook: nothing worth reading", "", s.outlook, ""] if s.outlook else []
 
 
+def _range_text(s: UserReleaseSummary) -> str:
+    """The values' range in words: "U = 120", or "values in [L, U] = [-20, 40]" with a lower end."""
+    return f"U = {s.bound:g}" if s.lower == 0 else f"values in [L, U] = [{s.lower:g}, {s.bound:g}]"
+
+
+def _clamped(s: UserReleaseSummary) -> str:
+    """The DP-chosen clamp as the range values were clamped to: [0, B] or, with a lower end L, [L, L + B]
+    (``s.clamp`` is then L + B)."""
+    return f"[0, B = {s.clamp:g}]" if s.lower == 0 else f"[L, L + B] = [{s.lower:g}, {s.clamp:g}]"
+
+
 def _bounds_line(s: UserReleaseSummary) -> str:
     """The contribution bounds in words: the place release's cap T and clamp B, or (k, c)."""
     if s.shape == "place":
@@ -322,12 +337,12 @@ def _bounds_line(s: UserReleaseSummary) -> str:
                if s.map_record_cap in (None, s.record_cap) else
                f"**T = {s.record_cap}** of its records (spread over its grids in proportion) in the cells and "
                f"**T_map = {s.map_record_cap}** in the map")
-        return (f"- contribution bounds: each user keeps at most {cap}, values clamped to **[0, B = {s.clamp:g}]** "
-                f"(U = {s.bound:g}); T and B chosen under DP (part of the total above; T from a noisy histogram of "
+        return (f"- contribution bounds: each user keeps at most {cap}, values clamped to **{_clamped(s)}** "
+                f"({_range_text(s)}); T and B chosen under DP (part of the total above; T from a noisy histogram of "
                 "records per user, B from a noisy histogram of users' high values, in summary.json `record_histogram` "
                 "and `clamp_histogram`). Means are of the values clamped at B (slightly low where values above B are "
                 "common); variances are withheld when B < U (their sums of squares are then not measured)")
-    clamp = (f"; values clamped to **[0, B = {s.clamp:g}]** (U = {s.bound:g}), B chosen under DP from a noisy "
+    clamp = (f"; values clamped to **{_clamped(s)}** ({_range_text(s)}), B chosen under DP from a noisy "
              "histogram of users' high values (summary.json `clamp_histogram`; part of the total above): means "
              "are of the clamped values" if s.clamp is not None and s.clamp < s.bound else "")
     return (f"- contribution bounds: at most **k = {s.k}** listed grids per user (a uniformly random k), at most "
