@@ -1,4 +1,4 @@
-"""Values in [L, U]: the published means moved back to the data's own range (issue 37).
+"""Values in [L, U]: the published means moved back to the data's own range.
 
 A release with a lower end L reads every value x as x − L (:func:`dpopt.records.ingest.clean_chunk`),
 so both privacy models, every sensitivity and every noise draw see values in [0, U − L] with bound
