@@ -80,12 +80,12 @@ _LAZY: dict[str, str] = {
     "ArrayLengthProblem": "dpopt.arrays",
     # sweeps: models over instances x epsilon into one tidy table
     "sweep": "dpopt.experiments.sweep",
-    # budget planner (issue 13): one total budget, coverage vs accuracy
+    # budget planner (models/budget.md): one total budget, coverage vs accuracy
     "plan_budget": "dpopt.budget",
     "budget_frontier": "dpopt.budget",
     "BudgetPlan": "dpopt.budget",
     "BudgetFrontier": "dpopt.budget",
-    # the plan contract, noise and accounting (issues 11, 15)
+    # the plan contract, noise and accounting
     "GridPlan": "dpopt.plan",
     "make_noise": "dpopt.noise",
     "zcdp_epsilon": "dpopt.accounting",

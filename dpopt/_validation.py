@@ -345,7 +345,7 @@ def label_parts(values: Any) -> tuple[np.ndarray, np.ndarray]:
        booleans are refused (True would equal the label 1);
     4. tuples (composite labels such as (cell, slot)) and other objects are kept as given.
 
-    No rule merges two distinct values of one column (issue 22): a merge puts two real users under
+    No rule merges two distinct values of one column: a merge puts two real users under
     one label, and removing one of them then changes the other's bounded records, beyond the
     sensitivity the noise is calibrated to.
     Returns (object array of labels, boolean mask of missing ones).

@@ -1,4 +1,4 @@
-"""The contract between the privacy models and the estimation layer (DESIGN.md, round 3).
+"""The contract between the privacy models and the estimation layer (models/README.md, "The release in layers").
 
 Every privacy model (``public-occupancy``, ``user``) turns the contributions table into
 :class:`Measurements`: for each *measured node* (a finest grid or one of its public ancestors, an

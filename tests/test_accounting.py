@@ -94,7 +94,7 @@ def test_round_trip_rho_epsilon_rho(rho):
     assert rho_from_epsilon(eps, 1e-6) == pytest.approx(rho, rel=1e-8)
 
 
-def test_issue_headline_budget():
+def test_headline_budget_eps_10_delta_1e6_in_zcdp():
     # (ε, δ) = (10, 10⁻⁶) is ρ ≈ 1.5393-zCDP by the tight conversion; the simple bound gives less
     rho = rho_from_epsilon(10.0, 1e-6)
     assert rho == pytest.approx(1.5392787638662846, rel=1e-9)

@@ -14,7 +14,7 @@ from dpopt.verify import estimators as est
 
 from .conftest import EXACT_ATOL, EXACT_RTOL, random_partition
 
-N_RANDOM = 220  # ≥ 200 instances per formula (issue 2)
+N_RANDOM = 220  # ≥ 200 instances per formula
 
 
 def _instances(seed: int, n: int = N_RANDOM):

@@ -1,4 +1,4 @@
-"""Function size in the release layers (issue 20 acceptance): no function over 60 lines and no
+"""Function size in the release layers: no function over 60 lines and no
 public function with more than 12 parameters in records, the privacy models, the user model's
 library (dpopt/userdp), the hierarchy library, estimation, the writers and the front doors (a
 sibling of tests/test_layers.py; :mod:`ast` only, nothing imported).
@@ -14,8 +14,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "dpopt"
-#: the release layers, top-level parts of dpopt (userdp and hierarchy since wire21: choose_bounds
-#: and measure_levels take typed option objects, BoundsRule and LevelPlan/LevelNoise)
+#: the release layers, top-level parts of dpopt (userdp and hierarchy included: choose_bounds and
+#: measure_levels take typed option objects, BoundsRule and LevelPlan/LevelNoise)
 RELEASE_LAYERS = ("records", "privacy", "userdp", "hierarchy", "estimation", "writers", "release")
 FRONT_MODULES = ("cli.py", "cli_common.py", "__main__.py")
 MAX_LINES = 60

@@ -1,4 +1,4 @@
-"""Fuzz every public entry point with bad input (issue 12): NaN, ±inf, zero/negative bounds and
+"""Fuzz every public entry point with bad input: NaN, ±inf, zero/negative bounds and
 budgets, empty and mismatched inputs, wrong types, huge values, non-UTF-8 and malformed files.
 
 API: each call must raise a :class:`ValueError` (``DpoptInputError``) whose message is ONE line and
@@ -19,7 +19,8 @@ import pytest
 
 import dpopt
 from dpopt.cli import main
-from tests._legacy import release
+from dpopt.release import (GridOptions, InputOptions, NoiseOptions, PerGridBudget, PublicOccupancyOptions,
+                           release)
 
 NAN, INF = float("nan"), float("inf")
 RNG = np.random.default_rng(20261123)
@@ -181,18 +182,31 @@ RELEASE_BAD: dict[str, list[Any]] = {
     "granularity_bits": [-1, 41, "x"],
     "noise": ["gauss"],
 }
+#: the option object of the front door that owns each argument (besides ``bound`` and ``records``)
+RELEASE_OWNER = {"epsilon": "budget", "error_bound": "model", "time_limit": "model", "plan": "model", "split": "model",
+                 "h3_resolution": "grid", "slot": "grid", "seed": "noise", "granularity_bits": "noise",
+                 "noise": "noise", "out_of_range": "io", "timestamp_unit": "io", "chunksize": "io", "columns": "io"}
 
 
 @pytest.mark.parametrize("arg,value", [pytest.param(a, v, id=f"{a}-{i}") for a, vs in RELEASE_BAD.items()
                                        for i, v in enumerate(vs)])
 def test_release_bad_input_is_one_clean_line(arg, value):
-    kwargs: dict[str, Any] = {"bound": 100.0, "epsilon": 1.0, "seed": 1}
-    records = _records()
-    if arg == "records":
+    options: dict[str, dict[str, Any]] = {"budget": {"epsilon": 1.0}, "model": {}, "grid": {}, "noise": {"seed": 1},
+                                          "io": {}}
+    bound, records = 100.0, _records()
+    if arg == "bound":
+        bound = value
+    elif arg == "records":
         records = value
     else:
-        kwargs[arg] = value
-    _check_error(lambda: release(records, privacy="public-occupancy", **kwargs), arg)
+        options[RELEASE_OWNER[arg]][arg] = value
+
+    def call() -> Any:
+        return release(records, bound=bound, budget=PerGridBudget(**options["budget"]),
+                       model=PublicOccupancyOptions(**options["model"]), grid=GridOptions(**options["grid"]),
+                       noise=NoiseOptions(**options["noise"]), io=InputOptions(**options["io"]))
+
+    _check_error(call, arg)
 
 
 def test_release_records_that_clean_to_nothing_or_mismatch():
@@ -200,8 +214,9 @@ def test_release_records_that_clean_to_nothing_or_mismatch():
     for bad in (df.assign(value=NAN), df.assign(latitude=200.0), df.iloc[:0], df.assign(timestamp="no"),
                 df.assign(user_id=None)):
         with pytest.raises(ValueError) as info:
-            release(bad, privacy="public-occupancy", bound=100.0, epsilon=1.0, seed=1)
-        # one line naming the argument: the records, or the share of them dropped (issue 22)
+            release(bad, bound=100.0, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                    noise=NoiseOptions(seed=1))
+        # one line naming the argument: the records, or the share of them dropped
         assert "\n" not in str(info.value) and ("`records`" in str(info.value) or "`max_dropped`" in str(info.value))
 
 
@@ -405,8 +420,9 @@ def test_message_shows_the_value_not_int64_min(huge):
     assert "-9223372036854775808" not in msg and "`counts`" in msg and "2^40" in msg
 
 
-# ---------------------------------------------------------------------------------------------- issue 22 (round 3)
-# Each of the ten items of issue 22 through the public doors: ``dpopt release`` in process (exit 2 and
+# ---------------------------------------------------------------------------- the release doors, hardened
+# What a release must never do with awkward data (refuse by a private count, merge distinct ids, drop
+# ±inf, seed numpy from the OS, …), through the public doors: ``dpopt release`` in process (exit 2 and
 # one line naming the flag for refusals), or ``dpopt.records.contributions`` where the CLI cannot show it.
 
 import json  # noqa: E402
@@ -418,36 +434,36 @@ import h3  # noqa: E402
 
 from dpopt.records import GridSpec, ReadOptions, contributions  # noqa: E402
 
-R3_CELLS = [h3.latlng_to_cell(30.27, -97.74, 7), h3.latlng_to_cell(30.35, -97.70, 7)]
-R3_T0 = pd.Timestamp("2024-03-01T08:00:00Z")
+LISTED_CELLS = [h3.latlng_to_cell(30.27, -97.74, 7), h3.latlng_to_cell(30.35, -97.70, 7)]
+LISTED_T0 = pd.Timestamp("2024-03-01T08:00:00Z")
 
 
-def _r3_frame(n_users: int, per_user: int, prefix: str = "u", value: float = 3.0) -> pd.DataFrame:
+def _one_grid_records(n_users: int, per_user: int, prefix: str = "u", value: float = 3.0) -> pd.DataFrame:
     """``per_user`` records of each user in the first listed grid (cell 0, 08:00-09:00)."""
-    lat, lng = h3.cell_to_latlng(R3_CELLS[0])
+    lat, lng = h3.cell_to_latlng(LISTED_CELLS[0])
     n = n_users * per_user
     return pd.DataFrame({
         "user_id": [f"{prefix}{u}" for u in range(n_users) for _ in range(per_user)],
         "latitude": np.full(n, lat), "longitude": np.full(n, lng),
-        "timestamp": [(R3_T0 + pd.Timedelta(seconds=int(i % 3600))).strftime("%Y-%m-%dT%H:%M:%SZ") for i in range(n)],
+        "timestamp": [(LISTED_T0 + pd.Timedelta(seconds=int(i % 3600))).strftime("%Y-%m-%dT%H:%M:%SZ") for i in range(n)],
         "value": np.full(n, value),
     })
 
 
-def _r3_parts(tmp: Path) -> Path:
+def _listed_grids(tmp: Path) -> Path:
     """The public list: both cells at 08:00 and 09:00 (three of the four grids hold no record)."""
     path = tmp / "parts.csv"
-    slots = [R3_T0.strftime("%Y-%m-%dT%H:%M:%SZ"), (R3_T0 + pd.Timedelta("1h")).strftime("%Y-%m-%dT%H:%M:%SZ")]
-    pd.DataFrame([(c, s) for c in R3_CELLS for s in slots], columns=["cell", "slot"]).to_csv(path, index=False)
+    slots = [LISTED_T0.strftime("%Y-%m-%dT%H:%M:%SZ"), (LISTED_T0 + pd.Timedelta("1h")).strftime("%Y-%m-%dT%H:%M:%SZ")]
+    pd.DataFrame([(c, s) for c in LISTED_CELLS for s in slots], columns=["cell", "slot"]).to_csv(path, index=False)
     return path
 
 
-def _r3_write(frame: pd.DataFrame, path: Path, **kw: Any) -> Path:
+def _write_csv(frame: pd.DataFrame, path: Path, **kw: Any) -> Path:
     frame.to_csv(path, index=False, **kw)
     return path
 
 
-def _r3_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
+def _release_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     try:
         code = main(["release", *argv])
     except SystemExit as exc:  # argparse's own errors (unknown flag)
@@ -457,31 +473,31 @@ def _r3_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     return code, out, err
 
 
-def _r3_user(records: Path, parts: Path, out: Path, *extra: str) -> list[str]:
+def _user_argv(records: Path, parts: Path, out: Path, *extra: str) -> list[str]:
     return [str(records), "--privacy", "user", "--bound", "100", "--partitions", str(parts), "--h3-resolution",
             "7", "--slot", "1h", "--resolution", "fixed", "--quiet", "--out", str(out), *extra]
 
 
-def _r3_refused(code: int, err: str, flag: str) -> str:
+def _refused_line(code: int, err: str, flag: str) -> str:
     assert code == 2, err
     line = err.strip().splitlines()[-1]
     assert line.startswith("dpopt release: error:") and flag in line, err
     return line
 
 
-def test_issue22_1_a_heavy_user_does_not_turn_a_user_release_into_an_error(tmp_path, capsys):
-    """22.1: the old rule refused when (n + 1)·H_Z >= 2^62 with n the private record count: at U = 1e6
-    from about 9,007 records on. 9,000 records then 9,010 (one more 10-record user): both release,
-    and no record count appears in any message."""
-    parts = _r3_parts(tmp_path)
-    base = _r3_frame(900, 10)
-    heavy = pd.concat([base, _r3_frame(1, 10, prefix="heavy", value=5.0)], ignore_index=True)
+def test_a_heavy_user_does_not_turn_a_user_release_into_an_error(tmp_path, capsys):
+    """The capacity check never uses the private record count n: a rule refusing when
+    (n + 1)·H_Z >= 2^62 would refuse from about 9,007 records on at U = 1e6. 9,000 records then
+    9,010 (one more 10-record user): both release, and no record count appears in any message."""
+    parts = _listed_grids(tmp_path)
+    base = _one_grid_records(900, 10)
+    heavy = pd.concat([base, _one_grid_records(1, 10, prefix="heavy", value=5.0)], ignore_index=True)
     assert (len(base), len(heavy)) == (9000, 9010)
     for name, frame in (("base", base), ("heavy", heavy)):
-        records = _r3_write(frame, tmp_path / f"{name}.csv")
-        argv = _r3_user(records, parts, tmp_path / f"o_{name}", "--bounds", "1,1")
+        records = _write_csv(frame, tmp_path / f"{name}.csv")
+        argv = _user_argv(records, parts, tmp_path / f"o_{name}", "--bounds", "1,1")
         argv[argv.index("--bound") + 1] = "1e6"
-        code, out, err = _r3_cli(capsys, [*argv, "--epsilon-total", "100"])
+        code, out, err = _release_cli(capsys, [*argv, "--epsilon-total", "100"])
         assert code == 0, err
         text = out + err + (tmp_path / f"o_{name}" / "summary.json").read_text()
         for n in (len(frame), len(frame) + 1):  # no private count, as a number of its own (a noisy float
@@ -491,16 +507,16 @@ def test_issue22_1_a_heavy_user_does_not_turn_a_user_release_into_an_error(tmp_p
 
 @pytest.mark.parametrize("ids,users", [(["0123", "123"], 2), (["1e3", "10e2", "1000"], 3), (["7", " 7"], 2)])
 @pytest.mark.parametrize("as_file", [False, True], ids=["frame", "csv"])
-def test_issue22_2_text_ids_that_parse_to_one_number_stay_distinct_users(tmp_path, ids, users, as_file):
-    frame = _r3_frame(len(ids), 2)
+def test_text_ids_that_parse_to_one_number_stay_distinct_users(tmp_path, ids, users, as_file):
+    frame = _one_grid_records(len(ids), 2)
     frame["user_id"] = np.repeat(np.array(ids, dtype=object), 2)
-    source: Any = _r3_write(frame, tmp_path / "r.csv") if as_file else frame
+    source: Any = _write_csv(frame, tmp_path / "r.csv") if as_file else frame
     agg, _ = contributions(source, GridSpec(7, "1h"), ReadOptions(), bound=100.0)
     assert len(agg.users) == users and agg.n_records == 2 * users
 
 
-def test_issue22_2_a_user_column_mixing_numbers_and_text_is_refused():
-    frame = _r3_frame(3, 1)
+def test_a_user_column_mixing_numbers_and_text_is_refused():
+    frame = _one_grid_records(3, 1)
     frame["user_id"] = pd.Series([1, "1", 2], dtype=object)
     with pytest.raises(dpopt.DpoptInputError) as info:
         contributions(frame, GridSpec(7, "1h"), ReadOptions(), bound=100.0)
@@ -508,17 +524,17 @@ def test_issue22_2_a_user_column_mixing_numbers_and_text_is_refused():
 
 
 @pytest.mark.parametrize("case", ["header-only", "one-user-all-invalid"])
-def test_issue22_3_no_valid_record_releases_every_listed_grid(tmp_path, capsys, case):
-    """22.3: the empty dataset and a one-user dataset are add/remove neighbours: both release."""
-    parts = _r3_parts(tmp_path)
-    frame = _r3_frame(1, 4)
+def test_no_valid_record_releases_every_listed_grid(tmp_path, capsys, case):
+    """The empty dataset and a one-user dataset are add/remove neighbours: both release."""
+    parts = _listed_grids(tmp_path)
+    frame = _one_grid_records(1, 4)
     extra: list[str] = []
     if case == "header-only":
         frame = frame.iloc[:0]
     else:
-        frame["value"] = "n/a"  # every record of the only user is invalid (no --max-dropped under user: 36.3)
-    records = _r3_write(frame, tmp_path / "r.csv")
-    code, _, err = _r3_cli(capsys, _r3_user(records, parts, tmp_path / "o", "--epsilon-total", "1", *extra))
+        frame["value"] = "n/a"  # every record of the only user is invalid (no --max-dropped under user: it would refuse by a private count)
+    records = _write_csv(frame, tmp_path / "r.csv")
+    code, _, err = _release_cli(capsys, _user_argv(records, parts, tmp_path / "o", "--epsilon-total", "1", *extra))
     assert code == 0, err
     table = pd.read_csv(tmp_path / "o" / "release.csv")
     listed = pd.read_csv(parts)
@@ -526,94 +542,94 @@ def test_issue22_3_no_valid_record_releases_every_listed_grid(tmp_path, capsys, 
 
 
 @pytest.mark.parametrize("noise", [["--mechanism", "laplace"], ["--mechanism", "gaussian", "--delta", "1e-6"]])
-def test_issue22_4_an_accepted_huge_budget_releases(tmp_path, capsys, noise):
-    """22.4: ε = 1e100 gave r = exp(−1/scale) = 0 and log(0) failed after the noise was drawn."""
-    records = _r3_write(_r3_frame(6, 3), tmp_path / "r.csv")
-    argv = _r3_user(records, _r3_parts(tmp_path), tmp_path / "o", "--epsilon-total", "1e100", *noise)
+def test_an_accepted_huge_budget_releases(tmp_path, capsys, noise):
+    """ε = 1e100 gives r = exp(−1/scale) = 0: log(0) must not fail after the noise was drawn."""
+    records = _write_csv(_one_grid_records(6, 3), tmp_path / "r.csv")
+    argv = _user_argv(records, _listed_grids(tmp_path), tmp_path / "o", "--epsilon-total", "1e100", *noise)
     if "gaussian" in noise:  # Gaussian: δ converts ρ; keep the public list out (private selection)
         i = argv.index("--partitions")
         del argv[i:i + 2]
-    code, _, err = _r3_cli(capsys, argv)
+    code, _, err = _release_cli(capsys, argv)
     assert code == 0, err
     table = pd.read_csv(tmp_path / "o" / "release.csv")
     assert len(table) and np.isfinite(table["mean_error_bound"]).all()
 
 
-def _r3_po(records: Path, out: Path, *extra: str) -> list[str]:
+def _public_occupancy_argv(records: Path, out: Path, *extra: str) -> list[str]:
     return [str(records), "--privacy", "public-occupancy", "--bound", "100", "--epsilon", "1", "--seed", "7",
             "--h3-resolution", "7", "--slot", "1h", "--no-map", "--quiet", "--out", str(out), *extra]
 
 
-def test_issue22_5_ten_percent_unparseable_values_are_refused_naming_max_dropped(tmp_path, capsys):
-    """public-occupancy refuses by the dropped share (hygiene); the user model may not (36.3): it
+def test_ten_percent_unparseable_values_are_refused_naming_max_dropped(tmp_path, capsys):
+    """public-occupancy refuses by the dropped share (hygiene); the user model may not (a private count): it
     releases, and no message names a count."""
-    frame = _r3_frame(20, 5).astype({"value": object})
+    frame = _one_grid_records(20, 5).astype({"value": object})
     frame.loc[frame.index[::10], "value"] = "n/a"
-    records = _r3_write(frame, tmp_path / "r.csv")
-    code, _, err = _r3_cli(capsys, _r3_po(records, tmp_path / "o"))
-    _r3_refused(code, err, "--max-dropped")
+    records = _write_csv(frame, tmp_path / "r.csv")
+    code, _, err = _release_cli(capsys, _public_occupancy_argv(records, tmp_path / "o"))
+    _refused_line(code, err, "--max-dropped")
     assert not (tmp_path / "o").exists()
-    code, _, err = _r3_cli(capsys, _r3_po(records, tmp_path / "o", "--max-dropped", "0.1"))
+    code, _, err = _release_cli(capsys, _public_occupancy_argv(records, tmp_path / "o", "--max-dropped", "0.1"))
     assert code == 0, err
     (tmp_path / "clean").mkdir()
-    clean = _r3_write(frame[frame["value"] != "n/a"], tmp_path / "clean" / "r.csv")
+    clean = _write_csv(frame[frame["value"] != "n/a"], tmp_path / "clean" / "r.csv")
     errs = []
     for path, folder in ((records, tmp_path), (clean, tmp_path / "clean")):  # the same messages with and without
-        code, _, err = _r3_cli(capsys, _r3_user(path, _r3_parts(tmp_path), folder / "u", "--epsilon-total", "1",
+        code, _, err = _release_cli(capsys, _user_argv(path, _listed_grids(tmp_path), folder / "u", "--epsilon-total", "1",
                                                 "--seed", "3"))
         assert code == 0, err
         errs.append(err.replace(str(folder), "DIR"))
     assert errs[0] == errs[1]
 
 
-def test_issue22_5_milliseconds_read_as_seconds_are_refused_naming_the_unit(tmp_path, capsys):
-    frame = _r3_frame(20, 5)
+def test_milliseconds_read_as_seconds_are_refused_naming_the_unit(tmp_path, capsys):
+    frame = _one_grid_records(20, 5)
     frame["timestamp"] = (pd.to_datetime(frame["timestamp"]) - pd.Timestamp(0, tz="UTC")) // pd.Timedelta("1ms")
-    records = _r3_write(frame, tmp_path / "r.csv")  # epoch milliseconds, read as seconds: year ~56,000
-    parts = _r3_parts(tmp_path)
-    code, _, err = _r3_cli(capsys, _r3_po(records, tmp_path / "o", "--timestamp-unit", "s"))
-    line = _r3_refused(code, err, "--")  # public-occupancy: the dropped-share hygiene (never under user, 36.3)
+    records = _write_csv(frame, tmp_path / "r.csv")  # epoch milliseconds, read as seconds: year ~56,000
+    parts = _listed_grids(tmp_path)
+    code, _, err = _release_cli(capsys, _public_occupancy_argv(records, tmp_path / "o", "--timestamp-unit", "s"))
+    line = _refused_line(code, err, "--")  # public-occupancy: the dropped-share hygiene (never under user)
     assert "--timestamp-unit" in line or "--time-window" in line, line
-    code, _, err = _r3_cli(capsys, _r3_user(records, parts, tmp_path / "o", "--epsilon-total", "1",
+    code, _, err = _release_cli(capsys, _user_argv(records, parts, tmp_path / "o", "--epsilon-total", "1",
                                             "--timestamp-unit", "ms"))
     assert code == 0, err
-    # the issue's own case: epoch seconds read as milliseconds (grids dated January 1970)
+    # the reverse case: epoch seconds read as milliseconds (grids dated January 1970)
     frame["timestamp"] = frame["timestamp"] // 1000
-    records = _r3_write(frame, tmp_path / "s.csv")
-    code, _, err = _r3_cli(capsys, _r3_po(records, tmp_path / "o2", "--timestamp-unit", "ms"))
-    line = _r3_refused(code, err, "--timestamp-unit")
+    records = _write_csv(frame, tmp_path / "s.csv")
+    code, _, err = _release_cli(capsys, _public_occupancy_argv(records, tmp_path / "o2", "--timestamp-unit", "ms"))
+    line = _refused_line(code, err, "--timestamp-unit")
     assert not (tmp_path / "o2").exists(), line
 
 
 @pytest.mark.parametrize("sign", [1, -1])
-def test_issue22_6_inf_is_clipped_like_any_out_of_range_number(tmp_path, capsys, sign):
-    """22.6: under public-occupancy (clip policy) ±inf was dropped as missing; 1e9 was clipped."""
+def test_inf_is_clipped_like_any_out_of_range_number(tmp_path, capsys, sign):
+    """Under public-occupancy (clip policy) ±inf is clipped as 1e9 is, not dropped as missing."""
     tables = []
     for name, big in (("inf", sign * np.inf), ("big", sign * 1e9)):
-        frame = _r3_frame(20, 5, value=40.0)
+        frame = _one_grid_records(20, 5, value=40.0)
         frame.loc[frame.index[:5], "value"] = big
-        records = _r3_write(frame, tmp_path / f"{name}.csv")
-        code, _, err = _r3_cli(capsys, _r3_po(records, tmp_path / f"o_{name}"))
+        records = _write_csv(frame, tmp_path / f"{name}.csv")
+        code, _, err = _release_cli(capsys, _public_occupancy_argv(records, tmp_path / f"o_{name}"))
         assert code == 0, err
         tables.append(pd.read_csv(tmp_path / f"o_{name}" / "release.csv"))
     assert {"n_users", "n_records"} <= set(tables[0].columns) and len(tables[0])
     pd.testing.assert_frame_equal(tables[0], tables[1])  # same seed, same clipped data: same release
 
 
-def test_issue22_7_delta_with_laplace_and_a_public_list_is_refused(tmp_path, capsys):
-    records = _r3_write(_r3_frame(6, 3), tmp_path / "r.csv")
-    argv = _r3_user(records, _r3_parts(tmp_path), tmp_path / "o", "--epsilon-total", "1", "--mechanism", "laplace",
+def test_delta_with_laplace_and_a_public_list_is_refused(tmp_path, capsys):
+    records = _write_csv(_one_grid_records(6, 3), tmp_path / "r.csv")
+    argv = _user_argv(records, _listed_grids(tmp_path), tmp_path / "o", "--epsilon-total", "1", "--mechanism", "laplace",
                     "--delta", "1e-6")
-    code, _, err = _r3_cli(capsys, argv)
-    _r3_refused(code, err, "--delta")
+    code, _, err = _release_cli(capsys, argv)
+    _refused_line(code, err, "--delta")
     assert not (tmp_path / "o").exists()
 
 
-def test_issue22_8_the_output_folder_honours_the_umask(tmp_path, capsys):
-    records = _r3_write(_r3_frame(6, 3), tmp_path / "r.csv")
+def test_the_output_folder_honours_the_umask(tmp_path, capsys):
+    records = _write_csv(_one_grid_records(6, 3), tmp_path / "r.csv")
     old = os.umask(0o022)
     try:
-        code, _, err = _r3_cli(capsys, _r3_po(records, tmp_path / "o"))
+        code, _, err = _release_cli(capsys, _public_occupancy_argv(records, tmp_path / "o"))
     finally:
         os.umask(old)
     assert code == 0, err
@@ -622,51 +638,51 @@ def test_issue22_8_the_output_folder_honours_the_umask(tmp_path, capsys):
         assert stat.S_IMODE(os.stat(path).st_mode) & 0o044 == 0o044, path  # readable by group and others
 
 
-def test_issue22_9_budget_is_validated_before_the_file_is_read(tmp_path, capsys):
-    """22.9: ε = −1 failed only after the whole input was read. The file here fails whoever reads it,
-    so the refusal naming --epsilon-total proves it was never read. (A path that does not exist is
-    refused first as RECORDS, from a stat, not a read: see the report of this test's author.)"""
+def test_budget_is_validated_before_the_file_is_read(tmp_path, capsys):
+    """ε = −1 is refused before the input is read. The file here fails whoever reads it, so the
+    refusal naming --epsilon-total proves it was never read. (A path that does not exist is refused
+    first as RECORDS, from a stat, not a read.)"""
     unreadable = tmp_path / "bad.csv"
     unreadable.write_bytes(b"\x00\xff\xfe not records at all")
     for model in (["--privacy", "user"], ["--privacy", "public-occupancy"]):
         flag = "--epsilon-total" if "user" in model else "--epsilon"
-        code, _, err = _r3_cli(capsys, [str(unreadable), *model, "--bound", "10", flag, "-1",
+        code, _, err = _release_cli(capsys, [str(unreadable), *model, "--bound", "10", flag, "-1",
                                         "--out", str(tmp_path / "o")])
-        line = _r3_refused(code, err, flag)
+        line = _refused_line(code, err, flag)
         assert "UTF-8" not in line and "bad.csv" not in line, line
-    code, _, err = _r3_cli(capsys, [str(tmp_path / "missing.csv"), "--privacy", "user", "--bound", "10",
+    code, _, err = _release_cli(capsys, [str(tmp_path / "missing.csv"), "--privacy", "user", "--bound", "10",
                                     "--epsilon-total", "-1", "--out", str(tmp_path / "o")])
     assert code == 2 and not (tmp_path / "o").exists(), err
 
 
-def test_issue22_9_an_unknown_flag_suggests_the_nearest(tmp_path, capsys):
-    records = _r3_write(_r3_frame(6, 3), tmp_path / "r.csv")
-    code, _, err = _r3_cli(capsys, [str(records), "--bound", "10", "--epsilon-totl", "1"])
+def test_an_unknown_flag_suggests_the_nearest(tmp_path, capsys):
+    records = _write_csv(_one_grid_records(6, 3), tmp_path / "r.csv")
+    code, _, err = _release_cli(capsys, [str(records), "--bound", "10", "--epsilon-totl", "1"])
     assert code == 2 and "did you mean --epsilon-total" in err, err
 
 
-def test_issue22_9_a_semicolon_file_gets_a_sep_hint(tmp_path, capsys):
-    records = _r3_write(_r3_frame(6, 3), tmp_path / "r.csv", sep=";")
-    argv = _r3_user(records, _r3_parts(tmp_path), tmp_path / "o", "--epsilon-total", "1")
-    code, _, err = _r3_cli(capsys, argv)
-    _r3_refused(code, err, "--sep")
-    code, _, err = _r3_cli(capsys, [*argv, "--sep", ";"])
+def test_a_semicolon_file_gets_a_sep_hint(tmp_path, capsys):
+    records = _write_csv(_one_grid_records(6, 3), tmp_path / "r.csv", sep=";")
+    argv = _user_argv(records, _listed_grids(tmp_path), tmp_path / "o", "--epsilon-total", "1")
+    code, _, err = _release_cli(capsys, argv)
+    _refused_line(code, err, "--sep")
+    code, _, err = _release_cli(capsys, [*argv, "--sep", ";"])
     assert code == 0, err
 
 
-def test_issue22_9_a_timestamp_column_that_parses_to_nothing_is_named_with_raw_values(tmp_path, capsys):
-    frame = _r3_frame(6, 3).rename(columns={"timestamp": "when"})
+def test_a_timestamp_column_that_parses_to_nothing_is_named_with_raw_values(tmp_path, capsys):
+    frame = _one_grid_records(6, 3).rename(columns={"timestamp": "when"})
     frame["when"] = [f"day {i}" for i in range(len(frame))]
-    records = _r3_write(frame, tmp_path / "r.csv")
-    code, _, err = _r3_cli(capsys, _r3_po(records, tmp_path / "o", "--time-col", "when"))
-    line = _r3_refused(code, err, "'when'")  # public-occupancy: a refusal by the data is never made under user
+    records = _write_csv(frame, tmp_path / "r.csv")
+    code, _, err = _release_cli(capsys, _public_occupancy_argv(records, tmp_path / "o", "--time-col", "when"))
+    line = _refused_line(code, err, "'when'")  # public-occupancy: a refusal by the data is never made under user
     assert "'day 0'" in line and "'day 1'" in line, line
 
 
 @pytest.mark.slow
-def test_issue22_10_a_real_release_never_seeds_numpy_from_the_os(tmp_path, capsys, monkeypatch):
-    """22.10: bounding's tie-break keys came from np.random.default_rng(None) (PCG64 seeded by the OS)."""
-    records = _r3_write(pd.concat([_r3_frame(8, 3), _r3_frame(8, 2, prefix="v")], ignore_index=True),
+def test_a_real_release_never_seeds_numpy_from_the_os(tmp_path, capsys, monkeypatch):
+    """Bounding's tie-break keys never come from np.random.default_rng(None) (PCG64 seeded by the OS)."""
+    records = _write_csv(pd.concat([_one_grid_records(8, 3), _one_grid_records(8, 2, prefix="v")], ignore_index=True),
                         tmp_path / "r.csv")
     calls = {"none": 0, "all": 0}
     real = np.random.default_rng
@@ -677,18 +693,18 @@ def test_issue22_10_a_real_release_never_seeds_numpy_from_the_os(tmp_path, capsy
         return real(seed, *args, **kwargs)
 
     monkeypatch.setattr(np.random, "default_rng", counted)
-    parts = str(_r3_parts(tmp_path))
+    parts = str(_listed_grids(tmp_path))
     modes = {"fixed": ["--partitions", parts, "--bounds", "2,2", "--resolution", "fixed"],
              "adaptive": ["--partitions", parts, "--bounds", "2,2", "--resolution", "adaptive"],
              "selection": ["--delta", "1e-6", "--resolution", "fixed"],
              "selection_adaptive": ["--delta", "1e-6", "--resolution", "adaptive"]}
     for name, mode in modes.items():
-        argv = _r3_user(records, _r3_parts(tmp_path), tmp_path / name, "--epsilon-total", "5")
+        argv = _user_argv(records, _listed_grids(tmp_path), tmp_path / name, "--epsilon-total", "5")
         i = argv.index("--partitions")
         del argv[i:i + 2]
         i = argv.index("--resolution")
         del argv[i:i + 2]
-        code, _, err = _r3_cli(capsys, [*argv, *mode])
+        code, _, err = _release_cli(capsys, [*argv, *mode])
         assert code == 0, (name, err)
         assert json.loads((tmp_path / name / "summary.json").read_text())["seeded"] is False, name
     assert calls["none"] == 0, calls

@@ -1,6 +1,5 @@
-"""Regression tests of issue 12.7/12.8: inputs that gave a silent wrong result or a traceback.
-
-Each test fails on the code before the fix (the behaviour quoted in its docstring)."""
+"""Inputs that could give a silent wrong result or a traceback: each is refused in one line or
+handled right (the wrong behaviour each test guards against is quoted in its docstring)."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ import pytest
 import dpopt
 from dpopt import DpoptInputError
 from dpopt.cli import main
-from tests._legacy import release
 from dpopt.records.ingest import IngestReport, read_records
+from dpopt.release import InputOptions, NoiseOptions, PerGridBudget, PublicOccupancyOptions, release
 
 ROW = "30.2672,-97.7431,2020-01-01T10:05:00Z,10\n"
 HEADER = "user_id,latitude,longitude,timestamp,value\n"
@@ -69,16 +68,16 @@ def test_one_number_written_two_ways_is_one_user(users):
 @pytest.mark.parametrize("users", [["1", "1.0"], ["1", " 1 "], ["0123", "123"], np.array(["7", "7.0"], dtype=object),
                                    pd.Series([1, "1.0"], dtype=object)])
 def test_distinct_text_ids_are_distinct_users(users):
-    """Issue 22 item 2 (replaces round 2's merge rule): ids read as text stay exact strings."""
+    """Ids read as text stay exact strings (no merging of ids that parse to one number)."""
     occ = dpopt.Occupancy.from_triples(users, ["a", "b"], [1, 1])
     assert occ.n_users == 2 and occ.degradation == 1
 
 
 def test_csv_user_ids_1_and_1_0_are_two_users(tmp_path):
-    """CSV ids are text: "1" and "1.0" are two users under the exact-string rule (issue 22)."""
+    """CSV ids are text: "1" and "1.0" are two users under the exact-string rule."""
     path = tmp_path / "r.csv"
     path.write_text(HEADER + "1," + ROW + "1.0," + ROW.replace("30.2672", "30.3500").replace("-97.7431", "-97.7000"))
-    r = release(path, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
+    r = release(path, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(), noise=NoiseOptions(seed=1))
     assert r.summary.users == 2 and r.summary.degradation == 1
 
 
@@ -130,8 +129,8 @@ def test_frame_timestamps_outside_range_in_every_dtype_are_counted():
     for ts in (["2020-01-01T00:00:00Z", "2300-01-01T00:00:00Z"], [1577872800, 1e11],
                [datetime.datetime(2020, 1, 1), datetime.datetime(2300, 1, 1)],
                np.array(["2020-01-01", "2300-01-01"], dtype="datetime64[s]")):
-        r = release(base.assign(timestamp=ts), privacy="public-occupancy", bound=10, epsilon=1.0, seed=1,
-                    max_dropped=1.0, timezone="UTC")  # 1 of 2 dropped: above the default share; naive: UTC
+        r = release(base.assign(timestamp=ts), bound=10, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                    noise=NoiseOptions(seed=1), io=InputOptions(max_dropped=1.0, timezone="UTC"))  # 1 of 2 dropped: above the default share; naive: UTC
         assert r.summary.ingest["missing"]["timestamp"] == 1 and r.summary.records == 1
 
 
@@ -148,7 +147,7 @@ def test_huge_epsilon_refused_before_reading_data(tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2 and "`epsilon`" in err or "`--epsilon`" in err, err
     with pytest.raises(DpoptInputError, match=r"`epsilon` must be a positive finite number <= 1e100"):
-        release(pd.DataFrame({"x": [1]}), privacy="public-occupancy", bound=100, epsilon=1e300)
+        release(pd.DataFrame({"x": [1]}), bound=100, budget=PerGridBudget(1e300), model=PublicOccupancyOptions())
 
 
 def test_error_bound_inf_is_refused_on_the_release_cli(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""The layer order of dpopt, checked on the import graph built from the source (issue 20).
+"""The layer order of dpopt, checked on the import graph built from the source.
 
 Every ``import`` and ``from … import`` of every module under dpopt/ — module-level and inside
 functions — is an edge from the importing module to the imported one (``from pkg import name``

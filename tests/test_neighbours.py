@@ -1,4 +1,4 @@
-"""Neighbouring datasets publish identical non-noisy outputs, for both privacy models (issue 22),
+"""Neighbouring datasets publish identical non-noisy outputs, for both privacy models,
 through the public front door :func:`dpopt.release.release`.
 
 * ``user`` (add/remove one user): D vs D minus a user, D plus a heavy user (many grids, many
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._legacy import release
+from dpopt.release import Budget, NoiseOptions, PerGridBudget, PublicOccupancyOptions, UserOptions, release
 
 U = 50.0
 T0 = pd.Timestamp("2020-01-01T10:00:00Z")
@@ -60,9 +60,9 @@ USER_NOISY = {"mean", "variance", "mean_raw", "variance_raw", "noisy_count", "me
 
 
 def _user_release(df: pd.DataFrame, mechanism: str):
-    kw = {"rho": 0.5} if mechanism == "gaussian" else {"epsilon_total": 2.0}
-    return release(df, privacy="user", bound=U, partitions=_partitions(), bounds=(2, 3), mechanism=mechanism,
-                   seed=5, **kw)
+    budget = Budget(rho=0.5, mechanism="gaussian") if mechanism == "gaussian" else Budget(epsilon_total=2.0)
+    model = UserOptions(partitions=_partitions(), bounds=(2, 3), strategy="fixed")
+    return release(df, bound=U, budget=budget, model=model, noise=NoiseOptions(seed=5))
 
 
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
@@ -94,7 +94,8 @@ PO_NOISY = {"mean", "variance", "mean_raw", "variance_raw"}
 
 def _po_release(df: pd.DataFrame):
     # the per-grid ε mode with the greedy CLIP-USER plan: fast (the total-budget MILP takes ~10 s)
-    return release(df, privacy="public-occupancy", bound=U, epsilon=1.0, plan="greedy", seed=5)
+    return release(df, bound=U, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                   noise=NoiseOptions(seed=5))
 
 
 def _revalue(df: pd.DataFrame, user: str, seed: int) -> pd.DataFrame:
@@ -132,15 +133,15 @@ def _dropped_user(kind: str) -> pd.DataFrame:
 
 @pytest.mark.parametrize("kind", ["invalid", "outside-window"])
 def test_user_model_neighbour_whose_records_are_all_dropped_publishes_the_same_files(tmp_path, kind):
-    """Issue 36.3 through the Python door: D vs D + a user whose every record is dropped. The same
-    seed draws the same noise on the same contributions table: the published files are equal byte
-    for byte (before: the second release was refused by --max-dropped, naming the user's count)."""
-    from dpopt.release import Budget, NoiseOptions, UserOptions, release as front_door, write_release
+    """Through the Python door: D vs D + a user whose every record is dropped. The same seed draws
+    the same noise on the same contributions table: the published files are equal byte for byte (a
+    refusal by --max-dropped would name the user's count)."""
+    from dpopt.release import write_release
 
     model = UserOptions(partitions=_partitions(), bounds=(2, 3), resolution="fixed")
     files = []
     for name, frame in (("a", BASE), ("b", pd.concat([BASE, _dropped_user(kind)], ignore_index=True))):
-        r = front_door(frame, bound=U, budget=Budget(epsilon_total=2.0), model=model, noise=NoiseOptions(seed=5))
+        r = release(frame, bound=U, budget=Budget(epsilon_total=2.0), model=model, noise=NoiseOptions(seed=5))
         write_release(r, tmp_path / name / "out")
         files.append({p.name: p.read_bytes() for p in sorted((tmp_path / name / "out").iterdir())})
     assert files[0] == files[1] and "release.csv" in files[0]

@@ -1,4 +1,4 @@
-"""Release under one total privacy budget: the budget planner (issue 13; models/budget.md).
+"""Release under one total privacy budget: the budget planner (models/budget.md).
 
 From public counts only, choose per (user, grid) keep/suppress, per-grid pseudo-user caps, withheld
 grids and per-grid budgets so that every user spends at most ``epsilon_total`` and the most grids

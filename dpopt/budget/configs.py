@@ -128,7 +128,7 @@ class ConfigTable:
 
     @cached_property
     def cfg_cap(self) -> np.ndarray:
-        """Cap of every configuration (built once; issue 24: rebuilding it per access cost 43 %)."""
+        """Cap of every configuration (built once: rebuilding it per access cost 43 % of the planner's time)."""
         return self.gc_cap[self.cfg_gc]
 
 

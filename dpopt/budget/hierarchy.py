@@ -1,4 +1,4 @@
-"""The budget planner over a public hierarchy of grids (issue 21.1, ``public-occupancy``; models/budget.md §9).
+"""The budget planner over a public hierarchy of grids (``public-occupancy``; models/budget.md §9).
 
 The finest grids (e.g. H3 res-7 cell × 1 h) have public ancestors at coarser levels (H3 parents,
 aperture 7 × longer slots). A node's public occupancy is the sum of its finest grids' occupancy (a

@@ -49,7 +49,7 @@ FRONTIER_SHARE = 0.5
 #: the MILP is skipped when less time than this is left
 MIN_MILP_SECONDS = 1.0
 #: the MILP is skipped when it would have more columns than this many per second left. Measured
-#: (issue 24.4, 2 shared cores): no time-limited solve of ≥ 1.1e5 columns improved the greedy within
+#: (2 shared cores): no time-limited solve of ≥ 1.1e5 columns improved the greedy within
 #: a minute — HiGHS's presolve and MIP set-up alone took 11 s+ (1.1e5 columns, killed), 40-110 s
 #: (1.9e5) and ≈ 30 s (4.5e5, full Austin); with 300 s the Austin MILP gained 1-2 grids. At 5,000/s
 #: the default release (25 s) tries the MILP up to ≈ 6e4 columns and a 300 s plan up to 1.5e6.
@@ -246,7 +246,7 @@ def plan_budget(
     noise : NoiseModel, optional
         Default :class:`LaplaceNoise` (unit "epsilon").
     time_limit : float or None
-        Total seconds for the whole plan, frontier included (issue 24): the knee frontier's greedy
+        Total seconds for the whole plan, frontier included: the knee frontier's greedy
         passes stop at :data:`FRONTIER_SHARE` of it (the knee is then taken on the τ reached,
         ``info["frontier"].complete`` is False), the greedy stops trying further ladder levels at
         the limit, and the MILP gets what remains (skipped, status ``time_limit``, with less than
@@ -377,7 +377,7 @@ def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: A
     info["warm_start_violation"] = bm.model.max_violation(warm)
     # the root LP of large instances is degenerate for dual simplex: use the interior point, after
     # presolve (full Austin data, 4.5e5 columns: 0.7 GiB peak and 28 s for a 20 s limit, against
-    # 1.6 GiB / 61 s without presolve and 1.9 GiB / 90 s with dual simplex; issue 24.4)
+    # 1.6 GiB / 61 s without presolve and 1.9 GiB / 90 s with dual simplex)
     res = solve_by_deadline(bm.model, warm, deadline, info, options={"mip_lp_solver": "ipm"} if large else None)
     best = greedy
     gcov = greedy.coverage(w)

@@ -13,7 +13,7 @@ quantile q_n, q_Y, q_Z (:func:`abs_quantile`): where ñ ≥ 1,
 rounding λ/2 (resp. λ/2·(1 + U)), capped at the range (U, U²/4); where ñ < 1 the bound is the range.
 They hold against the bounded data's statistics (noise only, not the bias of bounding). The variance
 is published only where its interval clipped to the range is narrower than [0, U²/4]
-(:func:`variance_interval_informative`, issue 23.4) and its noisy value is not below 0 (a clipped 0
+(:func:`variance_interval_informative`) and its noisy value is not below 0 (a clipped 0
 would claim that all values are equal); elsewhere ``variance_released`` is False with one reason and ``variance``, its bound and ``variance_raw`` are NaN (post-processing: a function of the
 published value and bound only).
 
@@ -70,7 +70,7 @@ def abs_quantile(law: NoiseLaw, prob: float) -> float:
 
 def variance_interval_informative(variance: np.ndarray, error_bound: np.ndarray, bound: float) -> np.ndarray:
     """True where the variance interval clipped to its range, min(v + e, U²/4) − max(v − e, 0), is
-    narrower than the range [0, U²/4] itself (issue 23.4): elsewhere the interval says nothing the
+    narrower than the range [0, U²/4] itself: elsewhere the interval says nothing the
     range does not, and the variance is withheld. Post-processing of the published v and e only."""
     top = bound * bound / 4.0
     v = np.asarray(variance, dtype=float)

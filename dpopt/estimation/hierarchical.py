@@ -56,7 +56,7 @@
 5. **Variance** σ̂² = Ẑ/n̂ + U²/8 − d̂²; interval from Fieller intervals of z̄ = Z/R and d (each at
    half the error probability, Bonferroni); published only where the interval is narrower than
    the range [0, U²/4] and σ̂² before clipping is not below 0 (a clipped 0 would claim all values
-   equal), else ``variance_released`` False with one reason (issue 21.2, 23.4).
+   equal), else ``variance_released`` False with one reason.
 6. **Decomposition** (:func:`dpopt.hierarchy.decompose.answer_nodes`): each finest grid is answered
    by its finest ancestor-or-self whose direct half-width is ≤ ``target`` (item 4b: its deepest
    informed one); those nodes are released — unless the node table carries a ``released`` column

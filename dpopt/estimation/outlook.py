@@ -1,4 +1,4 @@
-"""Never silently nothing (issue 21 item 4): does a ``user`` release publish anything better than
+"""Never silently nothing: does a ``user`` release publish anything better than
 the whole range, and what would? Post-processing of DP outputs only: the noisy (or GLS) counts and
 the stated error bounds of the estimates, fed to :func:`dpopt.userdp.predict.release_outlook`.
 """

@@ -45,7 +45,7 @@ def count_snr_threshold(n_nodes: int) -> float:
     one half passes by noise alone under a Laplace tail (½·exp(−t·√2) per node, the heaviest noise
     law of the release): t = ln(N)/√2. A public function of the node count. With thousands of noisy
     fine nodes a fixed 1.5 sds let hundreds of noise-only nodes in, whose ratio means Ŷ/n̂ sit near
-    the centre U/2 and outweighed the roots (models/hierarchy.md §8b, session 6)."""
+    the centre U/2 and outweighed the roots (models/hierarchy.md §8b)."""
     return max(MIN_COUNT_SNR, math.log(max(int(n_nodes), 1)) / math.sqrt(2.0))
 
 _LOG2PI = float(np.log(2.0 * np.pi))

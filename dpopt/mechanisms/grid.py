@@ -17,7 +17,7 @@ of Lemma III.3 / Proposition III.1. Noise: ``Δ/ε_μ`` and ``Δ_Var/ε_Var`` th
 (ε_μ + ε_Var)-DP by basic composition.
 
 Before adding noise the mechanism checks 0 ≤ S1 ≤ U·R and 0 ≤ S2 ≤ U²·R in every grid (the
-values must have been clipped to [0, U] with the U the sensitivities use, issue 12.1).
+values must have been clipped to [0, U] with the U the sensitivities use).
 """
 
 from __future__ import annotations

@@ -319,7 +319,7 @@ def grid_inputs(values: Sequence[float] | np.ndarray, sensitivities: Sequence[fl
     out = np.full(vals.shape, np.nan)
     ok = np.isfinite(vals)
     big = np.abs(np.where(ok, vals, 0.0)) >= 2.0 ** (62 - k)
-    if np.any(big):  # round(f/λ) would overflow int64 (a garbage q, not an error, before the review)
+    if np.any(big):  # round(f/λ) would overflow int64 (a garbage q, not an error)
         raise DpoptInputError(f"`values` must be below 2^{62 - k} in magnitude for the 2^-{k} output grid; "
                               f"got {float(vals[big].flat[0])!r}")
     q = np.zeros(vals.shape, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""The release's one door to the records (issue 20): every read of private records by the release
+"""The release's one door to the records: every read of private records by the release
 goes through :func:`contributions` (and, for the pseudo-user second pass of ``public-occupancy``,
 :func:`truncated_reader`), so the ingestion layer can be swapped in one place.
 

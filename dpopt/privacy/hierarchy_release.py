@@ -1,4 +1,4 @@
-"""``public-occupancy`` with ``plan="hierarchy"``: the hierarchy plan executed (issue 21 items 1, 2, 5).
+"""``public-occupancy`` with ``plan="hierarchy"``: the hierarchy plan executed (models/budget.md §9).
 
 1. The public hierarchy over the occupied finest grids (:func:`dpopt.hierarchy.build_hierarchy`,
    :func:`dpopt.hierarchy.default_levels`: H3 parents × coarser slots) and the plan

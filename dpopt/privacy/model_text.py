@@ -56,7 +56,7 @@ USER_MODEL_TEXT: tuple[str, ...] = (
     "It fits any data, including payments, phone locations and app traces.",
 )
 
-#: the one rule for user ids (issue 22.2; :func:`dpopt._validation.label_parts`), shown in --help and README
+#: the one rule for user ids (:func:`dpopt._validation.label_parts`), shown in --help and README
 USER_ID_RULE = (
     "User ids: dpopt never merges two distinct ids. An id read as text (every CSV column; string columns "
     "of Parquet or DataFrames) is kept exactly as written: \"0123\", \"123\", \"1e3\" and \" 123\" are four "

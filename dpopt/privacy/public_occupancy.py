@@ -64,7 +64,7 @@ __all__ = [
     "to_privacy_budget",
 ]
 
-#: the plans: the seed-002 planners and the total-budget planner (issue 13)
+#: the plans: the seed-002 planners, the total-budget planner (models/budget.md) and the hierarchy plan
 PLANS = (*PLANNERS, "budget", "hierarchy")
 #: seconds the budget planner may take when no `time_limit` is given
 DEFAULT_BUDGET_TIME_LIMIT = 25.0
@@ -114,7 +114,7 @@ class PublicOccupancyOptions:
 
     def for_plan(self, plan: Any) -> PublicOccupancyOptions:
         """These options with ``plan`` filled in (the default for the budget); an option that would
-        do nothing under that plan is refused (issue 22 item 7)."""
+        do nothing under that plan is refused."""
         name = "a ready GridPlan" if isinstance(plan, GridPlan) else f"plan={plan!r}"
         planned = plan in ("budget", "hierarchy")
         idle = [("target", self.target is not None and not planned),

@@ -325,7 +325,7 @@ def _samplers(noise: NoiseOptions, kind: str, sampler: NoiseMechanism | None
               ) -> tuple[NoiseMechanism, NoiseMechanism, np.random.Generator | None]:
     """(statistics' sampler, selection's Laplace sampler of the same family, numpy rng for ties)."""
     # numpy's generator only for simulation noise: every random choice of a real release (noise,
-    # tie-break keys, selection) comes from the integer source (issue 22 item 10)
+    # tie-break keys, selection) comes from the integer source
     if sampler is not None and sampler.real_release and getattr(sampler, "source", None) is None:
         raise DpoptInputError("`sampler` is marked real_release but has no integer `source`: a real release draws its "
                               "tie-break keys and bounds choice from the sampler's OS-CSPRNG source (dpopt.noise.integer_source)")
@@ -530,7 +530,7 @@ def _ranks(agg: Aggregate, options: UserOptions, rng: np.random.Generator | None
         from ..userdp.priority import hash_priority, priority_ranks
 
         return priority_ranks(agg, hash_priority(agg), mask=mask)
-    source = getattr(mech, "source", None)  # issue 22 item 10: the OS CSPRNG in a real release
+    source = getattr(mech, "source", None)  # the OS CSPRNG in a real release
     return grid_ranks(agg, rng if source is None else source, mask=mask)
 
 

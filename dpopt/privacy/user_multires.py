@@ -1,4 +1,4 @@
-"""The ``user`` model's multi-resolution release (issue 21, models/hierarchy.md §wiring): the
+"""The ``user`` model's multi-resolution release (models/hierarchy.md §11): the
 default shape when a public partition list is given (``UserOptions(resolution="adaptive")``).
 
 Steps, each a DP query on the data or post-processing of earlier outputs:

@@ -1,4 +1,4 @@
-"""The ``user`` model's multi-resolution release **without** a partition list (issue 21; models/
+"""The ``user`` model's multi-resolution release **without** a partition list (models/
 hierarchy.md §12): private selection of nodes at a few levels, then one measurement per released
 node and the tree BLUP. The front door's default without a list (``dpopt release --privacy user
 --epsilon-total E --delta D``, ``UserOptions(resolution="adaptive")``): :func:`measure_private_adaptive`
@@ -12,7 +12,7 @@ noisy measurements.
 
 Steps and budget (pure ε pieces, δ from the selection only):
 
-0. the clamp B ≤ U (session 7): ``clamp_fraction``·ε (default 0.05) buys the place release's
+0. the clamp B ≤ U: ``clamp_fraction``·ε (default 0.05) buys the place release's
    histogram of users' clamp votes (:func:`dpopt.userdp.place_bounds.measure_clamp_histogram`:
    every user in one bin, ℓ1 = 1; all of a user's records vote, as no list restricts them), and B is
    its post-processing (:func:`~dpopt.userdp.place_bounds.choose_clamp`). Values are measured on
@@ -90,17 +90,17 @@ PERIOD_NS = 3640 * DAY_NS
 #: the default coarse levels (resolutions below the grid's, slot, k; None: the root, H3 resolution 0)
 #: and the selection shares of (finest, coarse…): the place chain of §13 under selection, every H3
 #: cell of the grid's resolution over the period (k = 8), the map (R−4 over the period, k = 1: one
-#: node per user, the lowest threshold), then the root (resolution 0 over the period, k = 1; session
-#: 9), so that a grid whose map node was not selected is still answered (aircraft A: 64 % of its
-#: scored grids had no released node). Chosen on the Austin day and the full Austin data (774 days)
-#: against session 4's (R−3, 1 d), (R−3, 7 d), (R−4, 364 d), and on the aircraft sets for the root
+#: node per user, the lowest threshold), then the root (resolution 0 over the period, k = 1), so
+#: that a grid whose map node was not selected is still answered (aircraft A: 64 % of its scored
+#: grids had no released node). Chosen on the Austin day and the full Austin data (774 days) against
+#: the levels (R−3, 1 d), (R−3, 7 d), (R−4, 364 d), and on the aircraft sets for the root
 #: (models/hierarchy.md §12)
 COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1), (None, PERIOD_NS, 1))
 #: the map's resolution offset in :data:`COARSE_LEVELS` (R − 4): it receives a dropped finest share
 MAP_OFFSET = 4
 #: which finest grid a user keeps for the selection (:class:`~dpopt.userdp.select_levels.KeepRule`):
 #: one, the grid where it dwells (≥ 10× its mean records per grid: an aircraft at its gate) if it
-#: has one, else its first in the shared public order (session 10; models/hierarchy.md §12)
+#: has one, else its first in the shared public order (models/hierarchy.md §12)
 FINEST_RULE = KeepRule(1, own_top=1, dwell=10.0)
 SELECTION_SHARES = (0.8, 0.1, 0.05, 0.05)
 
@@ -217,7 +217,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         raise DpoptInputError(f"`clamp_fraction` must be in [0, 1 - selection_fraction = "
                               f"{1.0 - float(selection_fraction):g}); got {clamp_fraction!r}")
     bounds = _check_bounds(bounds)
-    _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data (review, session 3)
+    _check_samples_limit(agg, [bounds[1]])  # refuse on the public limit, never on the data
     lv, default_shares, receiver, finest = _levels_and_rule(agg, levels, finest)
     if not isinstance(noise, NoiseOptions):
         raise DpoptInputError(f"`noise` must be a NoiseOptions (dpopt.privacy.options); got {noise!r}")

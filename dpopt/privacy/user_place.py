@@ -1,4 +1,4 @@
-"""The ``place`` release of the ``user`` model over a public list (issue 21; models/hierarchy.md §13):
+"""The ``place`` release of the ``user`` model over a public list (models/hierarchy.md §13):
 the default shape with a public list under Laplace noise (``UserOptions(resolution="auto" | "place")``).
 
 Why this shape: on the Austin buses the finest grids' means differ by **place**, not by hour. A
@@ -67,7 +67,7 @@ def check_place_budget(total: float, eps_b: float, U: float, options: UserOption
     below U) and every cells' share f, must be a positive multiple of 2^-30 for the exact sampler,
     and the split must give the means a budget (``weight_mean`` > 0 where B < U). Otherwise the
     refusal would come after the bounds histograms were drawn, and whether it came would depend on
-    the data through B (privacy review, session 7)."""
+    the data through B."""
     if options.weight_mean <= 0:
         raise DpoptInputError(f"`weight_mean` = {options.weight_mean!r}: the place release needs weight_mean > 0 "
                               "(with a clamp B < U it measures counts and sums only)")

@@ -39,8 +39,8 @@ class SuppressionPlan:
     gap : float
         (K − lower_bound)/max(1, K) for the MILP (0 when optimal); ``nan`` for the greedy plan.
     lower_bound : float
-        Proven lower bound on the least K (MILP); ``nan`` for the greedy plan. (Called ``bound``
-        before; :attr:`bound` remains as a deprecated alias for one release.)
+        Proven lower bound on the least K (MILP); ``nan`` for the greedy plan. (:attr:`bound` is its
+        deprecated alias: deprecated in 0.4, removed in 0.5.)
     method : str
         ``"greedy"`` or ``"milp"``.
     epsilon, U : float
@@ -74,7 +74,7 @@ class SuppressionPlan:
     def bound(self) -> float:
         """Deprecated alias of :attr:`lower_bound` (renamed: ``bound`` means U elsewhere)."""
         warnings.warn(
-            "SuppressionPlan.bound is deprecated and will be removed in the next release; "
+            "SuppressionPlan.bound is deprecated in 0.4 and will be removed in 0.5; "
             "use SuppressionPlan.lower_bound",
             DeprecationWarning,
             stacklevel=2,

@@ -29,7 +29,7 @@ R_g (records), L_g (users), Y_g = Σ y_q, Z_g = Σ z_q are exact integer sums. S
 ≤ λ/2 (a bias below 2^-13 for b = 12). The sensitivities (:mod:`.sensitivity`) hold by construction
 and no floating-point rounding reaches the noise.
 
-Exactness without a data-dependent refusal (issue 22 item 1). The only refusal is
+Exactness without a data-dependent refusal. The only refusal is
 :func:`check_lattice_capacity`, a function of public quantities (c, U, b) that a front door calls
 before reading data: c·H_Z < 2^62. Then every term fits int64 and so does every bounded **pair** sum
 (Σ of Γ ≤ c terms, |·| ≤ c·H ≤ c·H_Z < 2^62): no sum over a user's unbounded records is ever formed.

@@ -132,7 +132,7 @@ def histogram_candidates(limit: int) -> np.ndarray:
     (1, 2, 4, 8, 10 for 10). Never above the cap: the front door keeps only the first
     ``max_records`` records of a pair (:attr:`dpopt.privacy.user.UserOptions.first_records`), so a
     c above it would make the bounding refuse exactly when some pair holds more records than the
-    cap — a refusal that depends on private data (review, session 3)."""
+    cap — a refusal that depends on private data."""
     return np.unique(np.minimum(histogram_bins(limit), check_positive_int(limit, "limit")))
 
 

@@ -167,8 +167,8 @@ KEYS_STREAM = 1
 
 def simulation_keys(seed: int | None) -> np.random.Generator:
     """The tie keys' generator of a simulation (no integer source): its own stream. default_rng(seed)
-    is the simulated noise's, so keys drawn from it would repeat the noise's uniforms one draw apart
-    (review, session 6). A real release draws both from its one integer source, in sequence."""
+    is the simulated noise's, so keys drawn from it would repeat the noise's uniforms one draw apart.
+    A real release draws both from its one integer source, in sequence."""
     return np.random.default_rng(None if seed is None else [int(seed), KEYS_STREAM])
 
 
@@ -461,7 +461,7 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
     if first_level is not None and not (isinstance(first_level, int) and 0 <= first_level < L):
         raise DpoptInputError(f"`first_level` must be an integer in [0, {L - 1}]; got {first_level!r}")
     fixed_shares = _fixed_shares(p.level_split, L)
-    src = getattr(mech, "source", None)  # issue 22 item 10: a real release's keys from the OS CSPRNG
+    src = getattr(mech, "source", None)  # a real release's keys from the OS CSPRNG
     if src is None and mech.real_release:  # public: the sampler given, never the data
         raise DpoptInputError("`noise_mechanism` is a real-release sampler without an integer `source`: the "
                               "tie keys of a real release must come from it (the OS CSPRNG)")
@@ -583,7 +583,7 @@ def _check_samples_limit(agg: Aggregate, cs: list[int]) -> None:
     """Refuse, on public facts only, bounds that read more records per pair than the contributions
     kept (``first_records``): every c (and c_l of ``level_bounds``) must be ≤ the public limit.
     Without this check the bounding's own check refuses exactly when some pair holds more records
-    than the limit — a refusal that depends on the data (review, session 3)."""
+    than the limit — a refusal that depends on the data."""
     limit = getattr(agg.samples, "limit", None)
     if limit is not None and max(cs) > int(limit):
         raise DpoptInputError(f"the contributions keep the first {int(limit)} records per pair, fewer than the "

@@ -29,7 +29,7 @@ and two Gaussian, ρ-zCDP (``unit = "rho"``, σ = Δ2/√(2ρ) with Δ2 = ``l2``
 * :class:`GaussianSimulation` — numpy's continuous N(0, σ²): simulations and benchmarks only.
 
 Tail bound of the discrete Gaussian used for the error bounds (models/release.md §5 and
-:func:`dpopt.privacy.public_occupancy.confidence_bounds`): for integer j ≥ 1,
+:func:`dpopt.estimation.direct.abs_quantile`): for integer j ≥ 1,
 P(|Z| ≥ j) ≤ P(|N(0, σ²)| ≥ j − 1), since Σ_{z≥j} e^{−z²/2σ²} ≤ ∫_{j−1}^∞ e^{−t²/2σ²} dt and the
 normaliser Σ_z e^{−z²/2σ²} ≥ √(2π)·σ (Poisson summation).
 """

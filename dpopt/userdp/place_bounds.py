@@ -4,7 +4,7 @@
 users, each user contributing one number computed from its own records only (its eligible
 records: the pairs of the listed grids), so one added or removed user moves each by ≤ 1:
 
-* **the cap T: a noisy histogram, then a predicted-error choice** (issue 21 item 3). Users are
+* **the cap T: a noisy histogram, then a predicted-error choice**. Users are
   binned by their number of records n_ℓ on the public powers of four, (0, 1], (1, 4], …,
   (1024, 4096], (4096, ∞) (every user in one bin: ℓ1 sensitivity 1), and the histogram is released
   with the exact discrete Laplace of scale 1/ε_T (:func:`measure_record_histogram`), denoised by
@@ -17,20 +17,20 @@ records: the pairs of the listed grids), so one added or removed user moves each
   cells (noise-free, the full Austin data's finest grids are answered at 3.65 km/h with T = 256,
   against 2.1 with every record), a cost the histogram cannot measure, so the rule buys it with at
   most 50 % more noise. Where the users hold far fewer records than a candidate, T/S(T) grows
-  like T and that candidate is out: the flat tail the earlier DP median drew (1 run in 30: T = 4096,
+  like T and that candidate is out: the flat tail a DP median draws (1 run in 30: T = 4096,
   19 km/h on the Austin day at ε = 1) cannot be chosen. The choice is a deterministic function of a
   histogram whose bins hold tens to hundreds of users, so it is stable: on the Austin sets over 20
   seeds T takes one value per (data, ε) in three settings and {1024: 19, 256: 1} in the fourth
-  (tests/benchmarks/results/place_bounds.md), where the DP median took {16, 64, 256} at ε = 1 on
+  (tests/benchmarks/results/place_bounds.md), where a DP median took {16, 64, 256} at ε = 1 on
   the day. With fewer users than about 2·ln 8/ε_T the histogram is mostly noise and so is T
   (models/hierarchy.md §13.2).
-* **the map's own cap T_map ≥ T, from the same histogram** (post-processing, session 8;
+* **the map's own cap T_map ≥ T, from the same histogram** (post-processing;
   :func:`choose_map_cap`): the map holds every kept record, so its noise is small where the
   cells' is not, and the cap's other cost dominates there: re-weighting, a capped mean weighing a
   heavy user like a light one (:func:`reweighting_distance` D(T), which bounds the bias by
   2·D(T)·max|μ_ℓ − μ|). T_map minimises √((κ·T/S(T))² + (τ₀·D(T))²) (:func:`map_cap_error`; κ the
   map's noise per unit T/S(T), τ₀ = U/20 the public spread of §13.3).
-* **the clamp B: a noisy histogram, then its 75th percentile** (issue 21 item 3, the same shape
+* **the clamp B: a noisy histogram, then its 75th percentile** (the same shape
   as T). Each user votes with its own 99th percentile in steps of U/16, raised to the public floor
   U/2 (:func:`clamp_votes`: 9 bins, U/2, 9U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
   histogram is released with the exact discrete Laplace of scale 1/ε_B
@@ -38,8 +38,8 @@ records: the pairs of the listed grids), so one added or removed user moves each
   clears ln(9/CLAMP_PHANTOM_RATE)/ε_B, the floor where none does (:func:`choose_clamp`;
   post-processing). The 75th percentile was chosen
   against the 90th on the benchmark (B ≈ 60–82 instead of 67–97 km/h); the floor U/2 is public
-  (a B too low biases every mean). Until session 7 B was a DP quantile by permute-and-flip over
-  the 16 steps at ε_B = ε_b/3 (0.05 at ε = 1): with 146 users its rank utility hardly separates
+  (a B too low biases every mean). A DP quantile by permute-and-flip over the 16 steps at
+  ε_B = ε_b/3 (0.05 at ε = 1) is not stable: with 146 users its rank utility hardly separates
   the steps, so B wandered over 60–120 km/h on the Austin day at ε = 1, and a run with B = 112.5
   erred 4.9 km/h against 3.6 at B = 60 (the count's noise enters a mean multiplied by |mean − B/2|).
   The denoised histogram keeps only the bins that hold tens of users, so its quantile is the

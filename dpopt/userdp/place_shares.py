@@ -18,11 +18,11 @@ t·sd(ñ_v) is not used by the BLUP, so its grids are answered by the map, measu
 The cells' sizes n_v are **empirical-Bayes estimates** from their pilot counts
 (:func:`cell_sizes`): each pilot shrunk toward the map's pilot count spread over the cells by
 their listed grids (public), as much as the pilots' spread beyond their noise warrants
-(Fay–Herriot). Until session 7 n_v was the pilot's one-sd lower end, weighted by the pilot: at
-ε = 1 the cells' pilots are noise of sd ≈ 20,000 records against cells of 200–3,000 on the Austin
-day, and a lucky draw posed as a busy cell, so 2 runs in 60 measured the cells at f = 0.5 for a
-predicted gain of 5 %, leaving the map half its budget (5.2–5.3 km/h against 3.6). Neither
-half of the fix alone was enough: with the SNR case but raw pilots the same 2 runs chose cells;
+(Fay–Herriot). Why not the pilot's one-sd lower end, weighted by the pilot: at ε = 1 the cells'
+pilots are noise of sd ≈ 20,000 records against cells of 200–3,000 on the Austin day, and a lucky
+draw posed as a busy cell, so 2 runs in 60 measured the cells at f = 0.5 for a predicted gain of
+5 %, leaving the map half its budget (5.2–5.3 km/h against 3.6). Neither half of the remedy alone
+was enough: with the SNR case but raw pilots the same 2 runs chose cells;
 a stricter lower end (the SNR threshold, 3.2 sds) removed them but made the pilots blind at
 ε = 10 too (13 of 30 day runs fell back to the map, 3.19 km/h against 2.77). With the
 Fay–Herriot sizes the choice matches the one made on the exact counts: the map alone at ε = 1 on

@@ -105,8 +105,8 @@ def threshold_bins(noisy: np.ndarray, epsilon: float, phantom_rate: float = 1.0)
     reaches t = ln(#bins/``phantom_rate``)/ε, the others zeroed. An empty bin passes with probability
     ≤ phantom_rate/#bins (continuous Laplace: ½·e^{−εt} = phantom_rate/(2·#bins); the discrete
     Laplace of a real release: r^⌈t⌉/(1 + r) ≤ phantom_rate/#bins, r = e^{−ε}), so a phantom bin
-    appears in at most phantom_rate of the histograms, about half of it at small ε (computed in the
-    session-8 review: 1.04 % of 8-bin histograms at ε = 0.1 and rate 0.02, 1.87 % at ε = 3)."""
+    appears in at most phantom_rate of the histograms, about half of it at small ε (computed: 1.04 %
+    of 8-bin histograms at ε = 0.1 and rate 0.02, 1.87 % at ε = 3)."""
     h = np.asarray(noisy, dtype=float)
     rate = check_nonnegative_float(phantom_rate, "phantom_rate")
     if not 0.0 < rate <= 1.0:

@@ -1,4 +1,4 @@
-"""Private partition selection over the levels of the hierarchy (no partition list; issue 21,
+"""Private partition selection over the levels of the hierarchy (no partition list;
 models/hierarchy.md §12). :func:`dpopt.privacy.user_multires_private.measure_private_multires`
 selects with it, measures the released nodes with :func:`dpopt.userdp.levels.bounded_level`, and
 leaves the estimation (:func:`dpopt.estimation.hierarchical.estimate_hierarchical`) to the caller.
@@ -160,7 +160,7 @@ def select_level(agg: Aggregate, level: Level, *, keep: KeepRule | int, epsilon:
     thr = selection_threshold(k, epsilon, delta, mechanism)
     # candidates: nodes some user kept (u_v >= 1). A node nobody kept is never noised nor released: a
     # user's nodes beyond its k would otherwise each be a chance of release only with that user
-    # present, unbounded in number (review, session 10; the flat release's _select_private alike)
+    # present, unbounded in number (the flat release's _select_private alike)
     cand = np.flatnonzero(counts > 0)
     noisy = np.asarray(mechanism.integer(counts[cand], l1=k, l2=float(np.sqrt(k)), budget=thr.epsilon))
     on = noisy.astype(float) >= thr.threshold

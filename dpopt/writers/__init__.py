@@ -6,7 +6,7 @@ atomically (:mod:`.folder`). Nothing is computed here.
 * :mod:`.user` — the ``user`` model's table, summary and files;
 * :mod:`.public_occupancy` — the ``public-occupancy`` model's files, map and frontier.
 
-Hook for the report writers of issue 23 (report.html, figures, console):
+Hook for the report writers (report.html, figures, console):
 :func:`dpopt.writers.hooks.extra_files`, called by both writers inside the temporary folder.
 """
 

@@ -325,7 +325,7 @@ def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dic
              "<li><b>Look up one value:</b> on the street map below, pick the time slot (slider or list), "
              "then hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
              "search box. Below the street map, the right-hand panel shows how uncertain each hexagon is.</li>"]
-    if summary.get("outlook"):  # issue 21 item 4: a release with nothing worth reading says so first
+    if summary.get("outlook"):  # a release with nothing worth reading says so first
         items.insert(0, f"<li><b>Nothing worth reading:</b> {_E(str(summary['outlook']))}</li>")
     unit_note = ("" if view.unit_known else
                  '<p class="note">No unit was given for the values: numbers are in the units of '

@@ -437,7 +437,7 @@ def _diagnostics_ingest(result: ReleaseResult) -> dict[str, Any]:
 
 
 def withhold_variance(result: ReleaseResult) -> pd.DataFrame:
-    """release.csv's variance columns under issue 23.4, as the estimation layer decided them
+    """release.csv's variance columns as the estimation layer decided them
     (:func:`dpopt.estimation.direct.direct`: ``variance_released`` and ``variance_withheld_reason``
     of the Estimates): where a released grid's variance interval is not narrower than [0, U²/4],
     ``variance``, its bound and ``variance_raw`` are blank and the reason says why."""

@@ -30,7 +30,7 @@ __all__ = ["UserRelease", "UserReleaseSummary", "TABLE_COLUMNS", "MULTIRES_COLUM
 TABLE_COLUMNS = ["cell", "slot", "released", "mean", "variance", "mean_raw", "variance_raw",
                  "noisy_count", "mean_error_bound", "variance_error_bound"]
 
-#: release.csv of the multi-resolution release: one row per published node (issue 21's contract)
+#: release.csv of the multi-resolution release: one row per published node (a contract for outside checks)
 #: (``repeat_every``, ``repeat_until``: empty, or a profile node's cycle as an ISO 8601 duration ("P1D")
 #: and the period's end: the node covers [slot, slot_end) shifted by every whole multiple of the
 #: cycle that starts before ``repeat_until``; models/hierarchy.md §14)
@@ -83,7 +83,7 @@ class UserReleaseSummary:
     target: float | None = None
     #: adaptive: what the privacy model treats as public, in words ('' for the flat release: see report.md)
     public: str = ""
-    #: issue 21 item 4: '' when some published node is better than the range, else what would be
+    #: '' when some published node is better than the range, else what would be
     outlook: str = ""
     #: the total epsilon the outlook predicts would make the release useful (None: not needed / unknown)
     outlook_epsilon_needed: float | None = None
@@ -144,7 +144,7 @@ def _table(m: Measurements, est: Estimates, pooled: Estimates) -> pd.DataFrame:
     lat, lng = cell_centres(cells)
     table.insert(2, "cell_lat", lat)
     table.insert(3, "cell_lng", lng)
-    # issue 23.4: the variance is withheld (NaN above) where its interval is the whole range
+    # the variance is withheld (NaN above) where its interval is the whole range
     table["variance_released"] = t["variance_released"].to_numpy()
     table["variance_withheld_reason"] = t["variance_withheld_reason"].to_numpy()
     return table

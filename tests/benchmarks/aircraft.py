@@ -1,4 +1,4 @@
-"""Two real aircraft (ADS-B) data sets for the benchmarks of issue 21, read from a public package.
+"""Two real aircraft (ADS-B) data sets for the multi-resolution benchmarks, read from a public package.
 
 The ``traffic`` package (MIT licence; its samples are OpenSky Network ADS-B state vectors) ships
 two multi-aircraft collections in its wheel:

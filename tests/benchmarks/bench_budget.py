@@ -1,4 +1,4 @@
-"""Benchmark of the budget planner (issue 13): coverage and accuracy at one total budget.
+"""Benchmark of the budget planner (models/budget.md): coverage and accuracy at one total budget.
 
     PYTHONPATH=$PWD python tests/benchmarks/bench_budget.py --data embedded   # ~3 min
     nice PYTHONPATH=$PWD python tests/benchmarks/bench_budget.py --data both --full-time-limit 300
@@ -42,13 +42,13 @@ MEAN_SHARE = 0.5
 
 def load(which: str):
     from dpopt.datasets import load_austin_sample
-    from tests._legacy import aggregate_records
+    from dpopt.release import GridOptions, InputOptions, contributions
 
     if which == "embedded":
-        agg, _ = aggregate_records(load_austin_sample(), bound=U, h3_resolution=7, slot="1h", keep_samples=True)
+        agg, _ = contributions(load_austin_sample(), bound=U, grid=GridOptions(7, "1h"), keep_samples=True)
     else:
-        agg, _ = aggregate_records(str(DATA), bound=U, h3_resolution=7, slot="1h", columns=COLUMNS,
-                                   keep_samples=True)
+        agg, _ = contributions(str(DATA), bound=U, grid=GridOptions(7, "1h"), io=InputOptions(columns=COLUMNS),
+                               keep_samples=True)
     return agg
 
 

@@ -1,4 +1,4 @@
-"""Speed and memory of the budget planner at city scale (issue 24.4), before/after in one run.
+"""Speed and memory of the budget planner at city scale, before/after in one run.
 
     nice PYTHONPATH=$PWD python tests/benchmarks/bench_budget_scale.py            # ~10-15 min
     nice PYTHONPATH=$PWD python tests/benchmarks/bench_budget_scale.py --quick    # ~3 min
@@ -158,9 +158,9 @@ def austin_npz(path: Path) -> Path | None:
         return None
     if path.exists():
         return path
-    from dpopt.release import aggregate_records
+    from dpopt.release import GridOptions, InputOptions, contributions
 
-    agg, _ = aggregate_records(str(DATA), bound=U, h3_resolution=7, slot="1h", columns=COLUMNS)
+    agg, _ = contributions(str(DATA), bound=U, grid=GridOptions(7, "1h"), io=InputOptions(columns=COLUMNS))
     occ = agg.occupancy()
     m = occ.matrix
     np.savez(path, data=m.data, indices=m.indices, indptr=m.indptr, shape=np.array(m.shape),

@@ -1,4 +1,4 @@
-"""City-scale suppression benchmark (issue 17): full Austin bus data, H3 res 7 × 1 h, U = 120.
+"""City-scale suppression benchmark: full Austin bus data, H3 res 7 × 1 h, U = 120.
 
 Run: ``nice python tests/benchmarks/bench_city.py [--time-limit 600] [--compact SECONDS]``.
 Cases: the full data at ε ∈ {0.5, 1, 2}, and growing windows (the first 1, 3, 7, 21 distinct UTC
@@ -35,9 +35,9 @@ def occupancy(days: int | None):
 
     sys.path.insert(0, str(ROOT))
     from dpopt import Occupancy
-    from tests._legacy import aggregate_records
+    from dpopt.release import InputOptions, contributions
 
-    agg, _ = aggregate_records(str(DATA), bound=U, columns=COLUMNS)
+    agg, _ = contributions(str(DATA), bound=U, io=InputOptions(columns=COLUMNS))
     occ = agg.occupancy()
     if days is None:
         return occ

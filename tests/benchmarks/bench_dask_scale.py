@@ -1,4 +1,4 @@
-"""Both privacy models on a 2-worker Dask LocalCluster at scale (issue 24.2), beside the local run.
+"""Both privacy models on a 2-worker Dask LocalCluster at scale, beside the local run.
 
 n synthetic records (the generator of ``bench_scale.py``: Zipf users, clustered moving positions,
 30 days, text ids; Parquet) go through the Python entry :func:`dpopt.release.release` with

@@ -1,4 +1,4 @@
-"""Benchmarks of the foundation (issue 2). Run: python tests/benchmarks/bench_foundation.py
+"""Benchmarks of the occupancy and grid errors at scale. Run: python tests/benchmarks/bench_foundation.py
 
 * building an Occupancy from 10^6 (user, grid, count) triples (target < 2 s on 2 cores);
 * grid_errors on 10^6 (user, grid) pairs over 10^4 grids (target < 1 s), BASELINE and with

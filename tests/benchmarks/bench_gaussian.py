@@ -1,4 +1,4 @@
-"""Benchmark (issue 15): Laplace at pure ε vs Gaussian at (ε, δ) on the same BASELINE plan.
+"""Benchmark (models/gaussian.md): Laplace at pure ε vs Gaussian at (ε, δ) on the same BASELINE plan.
 
     PYTHONPATH=$PWD python tests/benchmarks/bench_gaussian.py [--reps 50] [--no-full]
 
@@ -37,7 +37,7 @@ from dpopt.accounting import rho_from_epsilon, zcdp_account, zcdp_epsilon, zcdp_
 from dpopt.calculus import gaussian_grid_error_terms, grid_error_terms  # noqa: E402
 from dpopt.noise.discrete_gaussian import gaussian_simulation  # noqa: E402
 from dpopt.plan import GridPlan  # noqa: E402
-from tests._legacy import aggregate_records  # noqa: E402
+from dpopt.release import InputOptions, contributions  # noqa: E402
 from dpopt.records.data import austin_sample_path  # noqa: E402
 from dpopt.noise import laplace_simulation  # noqa: E402
 from dpopt.solve.result import Status  # noqa: E402
@@ -60,8 +60,8 @@ def baseline_plan(agg, unit: str, per_grid: float) -> GridPlan:
 
 def load(path: Path, columns) -> dict:
     t0 = time.perf_counter()
-    agg, ingest = aggregate_records(str(path), bound=BOUND, columns=columns)
-    raw, _ = aggregate_records(str(path), bound=1e9, columns=columns)
+    agg, ingest = contributions(str(path), bound=BOUND, io=InputOptions(columns=columns))
+    raw, _ = contributions(str(path), bound=1e9, io=InputOptions(columns=columns))
     assert raw.n_grids == agg.n_grids and np.array_equal(raw.pair_grid, agg.pair_grid)
     st = agg.retained_stats(agg.count)
     truth = np.bincount(raw.pair_grid, weights=raw.sum, minlength=raw.n_grids) / raw.grid_records()

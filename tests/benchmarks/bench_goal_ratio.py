@@ -1,4 +1,4 @@
-"""How sure is "dpopt beats (or loses to) the constant"? Issue 21's goal compares the median
+"""How sure is "dpopt beats (or loses to) the constant"? The accuracy goal (models/hierarchy.md) compares the median
 finest-grid error of the default release with the exact map-wide mean's (≤ 0.9× at ε = 10, ≤ 1.0× at
 ε = 1). This benchmark states that ratio with a 90 % bootstrap interval over the scored grids: the
 grids are resampled with replacement (2,000 times) and the same resample scores both answers, the

@@ -1,4 +1,4 @@
-"""Benchmark of the multi-resolution `user` release on the embedded Austin day (issue 21.1-21.2).
+"""Benchmark of the multi-resolution `user` release on the embedded Austin day (models/hierarchy.md).
 
 Run: ``PYTHONPATH=. python tests/benchmarks/bench_hierarchy.py`` (a few minutes at most; numpy noise,
 simulation only). Writes tests/benchmarks/results/hierarchy.md.
@@ -23,8 +23,7 @@ import pandas as pd
 from dpopt.datasets import load_austin_sample
 from dpopt.estimation.hierarchical import estimate_hierarchical
 from dpopt.hierarchy.tree import build_hierarchy
-from tests._legacy import aggregate_records
-from tests._legacy import release_user
+from dpopt.release import Budget, GridOptions, InputOptions, NoiseOptions, UserOptions, contributions, release_user
 from dpopt.userdp.levels import measure_levels, node_sums
 from dpopt.userdp.partitions import PartitionList
 
@@ -74,10 +73,11 @@ def score_release(est, truth: np.ndarray, users: np.ndarray, *, min_users: int =
 
 
 def flat_error(agg, plist, bounds, eps, seed, truth_fin, sel) -> float:
-    r = release_user(agg, bound=U, epsilon=eps, partitions=pd.DataFrame({
-        "cell": [__import__("h3").int_to_str(int(c)) for c in plist.cells],
-        "slot": pd.to_datetime(plist.slots, utc=True).strftime("%Y-%m-%dT%H:%M:%SZ")}),
-        bounds=bounds, noise="numpy", seed=seed, pool_fraction=0.0)
+    listed = pd.DataFrame({"cell": [__import__("h3").int_to_str(int(c)) for c in plist.cells],
+                           "slot": pd.to_datetime(plist.slots, utc=True).strftime("%Y-%m-%dT%H:%M:%SZ")})
+    r = release_user(agg, Budget(epsilon_total=eps),
+                     UserOptions(partitions=listed, bounds=bounds, pool_fraction=0.0, strategy="fixed"), bound=U,
+                     noise=NoiseOptions("numpy", seed=seed))
     return float(np.median(np.abs(r.table["mean"].to_numpy() - truth_fin)[sel]))
 
 
@@ -127,7 +127,8 @@ def time_first_levels():
 
 def run_level_bounds(records: pd.DataFrame, seeds: int = 5, kappa: float = 0.5) -> pd.DataFrame:
     """Shared (k, c) vs per-level bounds (measure_levels' ``level_bounds``), levels chosen by phase 1."""
-    agg, _ = aggregate_records(records, bound=U, h3_resolution=RES, slot="1h", out_of_range="clip", keep_samples=True)
+    agg, _ = contributions(records, bound=U, grid=GridOptions(RES, "1h"), io=InputOptions(out_of_range="clip"),
+                           keep_samples=True)
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     rows = []
     for eps in (1.0, 10.0):
@@ -171,7 +172,8 @@ def level_diagnostics(records: pd.DataFrame, eps: float = 10.0, bounds=(8, 4), s
     the share of all records that bounding keeps at that level (shared (k, c) vs per-level "scaled"),
     and the median direct half-width (κ = 0) of those ancestors when every level is measured with
     equal shares at ``eps`` (a diagnostic on private data, not a release)."""
-    agg, _ = aggregate_records(records, bound=U, h3_resolution=RES, slot="1h", out_of_range="clip", keep_samples=True)
+    agg, _ = contributions(records, bound=U, grid=GridOptions(RES, "1h"), io=InputOptions(out_of_range="clip"),
+                           keep_samples=True)
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     out = {}
     for lb in (None, "scaled"):
@@ -228,7 +230,8 @@ def main(seeds: int = 5) -> str:
 
 
 def run(name: str, records: pd.DataFrame, seeds: int) -> str:
-    agg, _ = aggregate_records(records, bound=U, h3_resolution=RES, slot="1h", out_of_range="clip", keep_samples=True)
+    agg, _ = contributions(records, bound=U, grid=GridOptions(RES, "1h"), io=InputOptions(out_of_range="clip"),
+                           keep_samples=True)
     plist = PartitionList(cells=agg.cells, slots=agg.slots)  # the occupied grids as the public list
     rows = []
     for eps in (1.0, 10.0):

@@ -1,5 +1,5 @@
 """public-occupancy on the embedded Austin day at ε_total = 10: the budget plan vs the hierarchy plan
-(issue 21: coverage and finest-grid error against the truth). Not part of the default test run.
+(coverage and finest-grid error against the truth). Not part of the default test run.
 
 Each occupied finest grid (H3 res 7 × 1 h) is answered by the budget plan where it releases the
 grid within τ, by the hierarchy plan by its answering node; its error is |answer's released mean −

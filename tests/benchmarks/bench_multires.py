@@ -1,4 +1,4 @@
-"""Accuracy benchmark of issue 21 ("How it is measured"): releases scored on the finest grids.
+"""Accuracy benchmark of the multi-resolution release: releases scored on the finest grids.
 
 Every method answers the finest grids the user asked for (H3 res 7 × 1 h) that hold ≥ 10 users; a
 grid is answered by the smallest published node containing it (``scoring.score_table``: for a flat
@@ -68,11 +68,13 @@ def labels_of(agg) -> pd.DataFrame:
 
 
 def dpopt_tables(agg, eps, public, seed, bounds, priority):
-    from tests._legacy import release_user
+    from dpopt.release import Budget, NoiseOptions, UserOptions, release_user
 
-    kw = {"partitions": labels_of(agg)} if public else {"delta": DELTA}
+    budget = Budget(epsilon_total=eps) if public else Budget(epsilon_total=eps, delta=DELTA)
+    options = UserOptions(partitions=labels_of(agg) if public else None, bounds=bounds, priority=priority,
+                          strategy="fixed")
     t0 = time.perf_counter()
-    res = release_user(agg, bound=agg.bound, epsilon=eps, noise="numpy", seed=seed, bounds=bounds, priority=priority, **kw)
+    res = release_user(agg, budget, options, bound=agg.bound, noise=NoiseOptions("numpy", seed=seed))
     wall = time.perf_counter() - t0
     t = res.table
     pooled = t.assign(mean=t["mean_pooled"])

@@ -1,4 +1,4 @@
-"""Calibration of the multi-resolution ``user`` release's ``mean`` intervals (issue 21 item 2):
+"""Calibration of the multi-resolution ``user`` release's ``mean`` intervals:
 coverage of each published node's all-records truth by [mean ± mean_error_bound] at 90 %, and the
 median stated half-width, over nodes and seeds, for ``estimate_hierarchical(interval="direct")``
 (the default: direct Fieller + bias allowance widened by |BLUP − direct|) and

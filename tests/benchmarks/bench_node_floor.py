@@ -1,5 +1,5 @@
-"""What any node of the hierarchy could score, before and after user-level noise (issue 21, "report
-where dpopt loses"): a floor for the finest-grid metric on each benchmark data set.
+"""What any node of the hierarchy could score, before and after user-level noise (to
+report where dpopt loses): a floor for the finest-grid metric on each benchmark data set.
 
 For every candidate node shape (H3 resolution r ≤ R) × (time: the finest slot, 3 h, day, the whole
 period, hour-of-day) each scored finest grid (≥ 10 users) is answered by the exact mean of all
@@ -14,7 +14,7 @@ an optimistic bound for the mechanisms dpopt and its peers use (no count noise, 
 bounds budget). The **floor** of a shape at ε is the median over scored grids of |e_g + Z|, e_g the
 grid's noise-free error and Z ~ Laplace of sd sd_min(n_eff of its node) (200 draws). A release whose
 answers come from one shape cannot beat that shape's floor in expectation; the best floor over shapes
-against the exact map-wide mean says whether issue 21's goal (≤ 0.9× / 1.0× of it) is reachable.
+against the exact map-wide mean says whether the accuracy goal (≤ 0.9× / 1.0× of it, models/hierarchy.md) is reachable.
 
 Run: PYTHONPATH=$PWD python tests/benchmarks/bench_node_floor.py [--data day full aircraft_a aircraft_b]
 Writes results/node_floor.md.

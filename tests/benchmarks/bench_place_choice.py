@@ -1,4 +1,4 @@
-"""The place release at ε = 1 against the oracle constant, and its prior spread τ₀ (issue 21's goal;
+"""The place release at ε = 1 against the oracle constant, and its prior spread τ₀ (the accuracy goal;
 models/hierarchy.md §13.3, §13.5).
 
 Two measurements, both scored like results/multires.md (pooled median |error| over the finest

@@ -1,4 +1,4 @@
-"""The default `public-occupancy` release of 10^6 synthetic records, end to end (issue 24.4).
+"""The default `public-occupancy` release of 10^6 synthetic records, end to end.
 
     nice PYTHONPATH=$PWD python tests/benchmarks/bench_po_release_scale.py              # ~5 min
     nice PYTHONPATH=$PWD python tests/benchmarks/bench_po_release_scale.py --records 1e5 --repeat 1

@@ -31,10 +31,10 @@ EPSILON = 1.0
 def aggregate_only(chunksize: int) -> dict:
     """Streaming aggregation alone (no plan, no release): peak memory vs chunk size."""
     sys.path.insert(0, str(ROOT))
-    from tests._legacy import aggregate_records
+    from dpopt.release import InputOptions, contributions
 
     t0 = time.perf_counter()
-    agg, ingest = aggregate_records(str(DATA), bound=BOUND, columns=COLUMNS, chunksize=chunksize)
+    agg, ingest = contributions(str(DATA), bound=BOUND, io=InputOptions(columns=COLUMNS, chunksize=chunksize))
     return {
         "plan": f"aggregate@{chunksize}", "wall_s": time.perf_counter() - t0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -47,13 +47,13 @@ def one(plan: str, out: Path, time_limit: float) -> dict:
     if plan.startswith("aggregate@"):
         return aggregate_only(int(plan.split("@")[1]))
     sys.path.insert(0, str(ROOT))
-    from dpopt.release import write_report
-    from tests._legacy import release
+    from dpopt.release import GridOptions, InputOptions, PerGridBudget, PublicOccupancyOptions, release, write_report
 
     base, _, pseudo = plan.partition("+")
     t0 = time.perf_counter()
-    r = release(str(DATA), privacy="public-occupancy", bound=BOUND, epsilon=EPSILON, h3_resolution=7, slot="1h", plan=base,
-                pseudo_users=bool(pseudo), columns=COLUMNS, time_limit=time_limit)
+    r = release(str(DATA), bound=BOUND, budget=PerGridBudget(EPSILON),
+                model=PublicOccupancyOptions(plan=base, pseudo_users=bool(pseudo), time_limit=time_limit),
+                grid=GridOptions(h3_resolution=7, slot="1h"), io=InputOptions(columns=COLUMNS))
     t_release = time.perf_counter() - t0
     write_report(r, out)
     wall = time.perf_counter() - t0

@@ -1,4 +1,4 @@
-"""Benchmark of the exact samplers (issue 24.3). Run: python tests/benchmarks/bench_samplers.py
+"""Benchmark of the exact samplers (models/samplers.md). Run: python tests/benchmarks/bench_samplers.py
 
 Draws per second, one process, of
 * the vectorised exact samplers ``discrete_laplace_array`` / ``discrete_gaussian_array`` with the

@@ -1,4 +1,4 @@
-"""Records → contributions at scale (issue 24.1): dpopt.records.contributions against a floor.
+"""Records → contributions at scale: dpopt.records.contributions against a floor.
 
 The floor is written by hand for this benchmark: pyarrow reads the same Parquet file in the same
 batches, h3ronpy indexes the points, user ids are dictionary-encoded by pyarrow, pandas groups by

@@ -55,7 +55,7 @@ def bound_of(which: str) -> float:
 def load(which: str):
     """Aggregate of a benchmark data set at H3 res 7 × 1 h (``agg.bound`` is its U), and the seconds taken."""
     from dpopt.release import load_austin_sample
-    from tests._legacy import aggregate_records
+    from dpopt.release import GridOptions, InputOptions, contributions
 
     if which not in DATASETS:
         raise ValueError(f"`which` must be one of {DATASETS}; got {which!r}")
@@ -72,7 +72,8 @@ def load(which: str):
         cols = {"user_id": "vehicle_id", "timestamp": "timestamp_utc", "latitude": "latitude",
                 "longitude": "longitude", "value": "speed_kmh"}
     t0 = time.perf_counter()
-    agg, _ = aggregate_records(records, bound=bound_of(which), h3_resolution=7, slot="1h", columns=cols, keep_samples=True)
+    agg, _ = contributions(records, bound=bound_of(which), grid=GridOptions(7, "1h"), io=InputOptions(columns=cols),
+                           keep_samples=True)
     return agg, time.perf_counter() - t0
 
 
@@ -112,12 +113,13 @@ def score(est_mean, est_var, released, tmean, tvar, users):
 
 def run_dpopt(agg, eps, rep, public, noise="numpy"):
     from dpopt.records.grid import cell_strings, slot_strings
-    from tests._legacy import release_user
+    from dpopt.release import Budget, NoiseOptions, UserOptions, release_user
 
     labels = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     t0 = time.perf_counter()
-    kw = {"partitions": labels} if public else {"delta": DELTA}
-    res = release_user(agg, bound=U, epsilon=eps, noise=noise, seed=1000 + rep, **kw)
+    budget = Budget(epsilon_total=eps) if public else Budget(epsilon_total=eps, delta=DELTA)
+    options = UserOptions(partitions=labels if public else None, strategy="fixed")
+    res = release_user(agg, budget, options, bound=U, noise=NoiseOptions(noise, seed=1000 + rep))
     wall = time.perf_counter() - t0
     key = pd.MultiIndex.from_arrays([labels["cell"], labels["slot"]])
     idx = key.get_indexer(pd.MultiIndex.from_arrays([res.table["cell"], res.table["slot"]]))

@@ -37,14 +37,12 @@ FIXED = (64, 1)
 
 
 def run(agg, labels, eps, rep, mechanism, bounds):
-    from tests._legacy import release_user
+    from dpopt.release import Budget, NoiseOptions, UserOptions, release_user
 
-    kw = {"mechanism": mechanism, "epsilon": eps, "partitions": labels, "bounds": bounds, "noise": "numpy",
-          "seed": 2000 + rep}
-    if mechanism == "gaussian":
-        kw["delta"] = DELTA
+    budget = Budget(epsilon_total=eps, delta=DELTA if mechanism == "gaussian" else None, mechanism=mechanism)
+    options = UserOptions(partitions=labels, bounds=bounds, strategy="fixed")
     t0 = time.perf_counter()
-    res = release_user(agg, bound=U, **kw)
+    res = release_user(agg, budget, options, bound=U, noise=NoiseOptions("numpy", seed=2000 + rep))
     wall = time.perf_counter() - t0
     key = pd.MultiIndex.from_arrays([labels["cell"], labels["slot"]])
     idx = key.get_indexer(pd.MultiIndex.from_arrays([res.table["cell"], res.table["slot"]]))

@@ -1,4 +1,4 @@
-"""Score a published table on the finest grids the user asked for (issue 21, "How it is measured").
+"""Score a published table on the finest grids the user asked for (how the multi-resolution release is measured).
 
 A release answers every finest grid (H3 cell at resolution R × slot of length S) that holds at
 least ``min_users`` users by the **smallest published node containing it** — itself, or an

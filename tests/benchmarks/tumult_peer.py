@@ -1,4 +1,4 @@
-"""Tumult Analytics as a benchmark peer (issue 21), run in its own virtualenv.
+"""Tumult Analytics as a benchmark peer, run in its own virtualenv.
 
 Tumult Analytics 0.21 pins numpy < 2 and pandas < 2, which dpopt cannot run with, so it lives in a
 separate environment and ``bench_multires.py --tumult PYTHON`` calls this script with that

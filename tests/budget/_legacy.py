@@ -1,4 +1,4 @@
-"""The budget planner's configuration table and greedy as they were before issue 24.4 (commit e1d8682).
+"""The budget planner's configuration table and greedy before their optimisation (commit e1d8682).
 
 Kept verbatim (only imports adjusted) as the reference the optimised code must reproduce bit for bit:
 the plans must stay identical where the algorithm is unchanged (tests/budget/test_speed_identity.py).

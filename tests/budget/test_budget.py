@@ -1,4 +1,4 @@
-"""Budget planner (issue 13): error bounds, exactness against exhaustive search, the seed-002
+"""Budget planner (models/budget.md): error bounds, exactness against exhaustive search, the seed-002
 special case, greedy ≤ MILP, accounting and validation."""
 
 from __future__ import annotations

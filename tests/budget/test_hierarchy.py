@@ -1,4 +1,4 @@
-"""Hierarchical budget plan (issue 21.1, public-occupancy): MILP = brute force on tiny instances,
+"""Hierarchical budget plan (public-occupancy, models/hierarchy.md): MILP = brute force on tiny instances,
 greedy ≥ MILP, accounting recounted, node occupancy = sums of children, fallback, H3 ancestors."""
 
 from __future__ import annotations

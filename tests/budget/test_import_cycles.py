@@ -1,4 +1,4 @@
-"""Issue 20: no import cycle inside dpopt.budget, dpopt.suppression, dpopt.verify (function-level
+"""No import cycle inside dpopt.budget, dpopt.suppression, dpopt.verify (function-level
 imports included), read from the source with ``ast``."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _graph(package: str) -> dict[str, set[str]]:
                     anchor = anchor[: len(anchor) - (node.level - 1)]
                     base = ".".join(anchor + ([base] if base else []))
                 # "from . import x" reads x from the package object: an edge to the package (its
-                # __init__, as issue 20 counts it) and to the submodule x when it is one
+                # __init__) and to the submodule x when it is one
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
                 if node.module is None:
                     targets.append(base)

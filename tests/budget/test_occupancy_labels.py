@@ -1,4 +1,4 @@
-"""Issue 24.4: ``Occupancy.from_triples`` factorises text labels before normalising them; the
+"""``Occupancy.from_triples`` factorises text labels before normalising them; the
 labels and the matrix are those of normalising every value first (the code before the change)."""
 
 from __future__ import annotations

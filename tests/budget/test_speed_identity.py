@@ -1,5 +1,6 @@
-"""Issue 24.4: the optimised budget planner makes the same plans as before (tests/budget/_legacy.py,
-the code of commit e1d8682 kept verbatim), and ``time_limit`` bounds the whole plan."""
+"""The optimised budget planner makes the same plans as the unoptimised reference
+(tests/budget/_legacy.py, the code of commit e1d8682 kept verbatim), and ``time_limit`` bounds the
+whole plan."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`time_limit` is a hard bound on the planner's HiGHS solves (issue 24.4).
+"""`time_limit` is a hard bound on the planner's HiGHS solves.
 
 Two layers: :func:`dpopt.solve.highs.solve_highs` interrupts HiGHS through its simplex/IPM/MIP
 interrupt callbacks at ``deadline``; the planner solves large models in a child process killed at

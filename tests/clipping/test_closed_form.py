@@ -35,7 +35,7 @@ def brute_min_g(m: np.ndarray, U: float, eps: float, d: int) -> float:
     return min(g(v, eps, d, t) for t in np.concatenate([[0.0], v])) / m.sum()
 
 
-# ---------------------------------------------------------------- regression anchors (issue 3)
+# ---------------------------------------------------------------- regression anchors
 @pytest.mark.parametrize("eps, expected", [(0.1, 20.02232), (0.5, 10.44643), (1.0, 6.96429), (2.0, 4.64286)])
 def test_geometric_anchor(eps: float, expected: float) -> None:
     plan = optimal_clipping(geometric(6), U_PAPER, eps)

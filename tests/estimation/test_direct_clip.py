@@ -1,4 +1,4 @@
-"""``public-occupancy`` estimation reads Measurements only (issue 20).
+"""``public-occupancy`` estimation reads Measurements only.
 
 A :class:`~dpopt.measurements.Measurements` is built by hand — made-up noisy CLIP means and
 variances, their noise laws, the public columns, nothing else (no plan, no records, no bounds of the
@@ -107,7 +107,7 @@ def test_hand_built_measurements_give_the_closed_form(family, lattice, slack, cr
 
 def test_variance_withheld_where_its_interval_is_the_whole_range():
     """Grid 1: Ṽ = −1.25 clips to 0, and its bound (scale 6) exceeds U²/4 = 25 at q = 0.99: the
-    interval [0, U²/4] says nothing, so the variance is withheld (issue 23.4); grid 0 keeps it."""
+    interval [0, U²/4] says nothing, so the variance is withheld; grid 0 keeps it."""
     t = estimate(_measurements("laplace", 0.0, "noise"), confidence=0.99).table
     assert 6.0 * math.log(100) >= U * U / 4
     assert not t["variance_released"][1] and np.isnan(t["variance"][1]) and t["variance_in_range"][1] == 0.0

@@ -1,4 +1,4 @@
-"""Issue 23.4: a flat release publishes the variance only where its interval says more than its range,
+"""A flat release publishes the variance only where its interval says more than its range,
 and never as a clipped 0 (a noisy value below 0 is withheld with its own reason).
 
 The rule is recomputed here in its other form: the interval [max(v − e, 0), min(v + e, U²/4)] is the
@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from dpopt.estimation.direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON, variance_interval_informative
-from dpopt.release import austin_sample_path
+from dpopt.release import (Budget, NoiseOptions, PerGridBudget, PublicOccupancyOptions, UserOptions, austin_sample_path,
+                           release)
 from dpopt.writers.public_occupancy import write_report
-from tests._legacy import release
 from tests.release.test_pinned_user import VARIANTS, _partitions
 
 U = 120.0
@@ -36,8 +36,10 @@ def test_rule_matches_its_other_form_on_random_and_edge_values():
 
 
 def test_user_release_withholds_exactly_the_whole_range_rows():
-    opts = dict(VARIANTS["laplace_list_fixed"], partitions=_partitions(), epsilon_total=100.0)
-    r = release(austin_sample_path(), privacy="user", bound=U, seed=3, **opts)
+    _, given, noise = VARIANTS["laplace_list_fixed"]
+    model = UserOptions(**{**given, "partitions": _partitions()}, strategy="fixed")
+    r = release(austin_sample_path(), bound=U, budget=Budget(epsilon_total=100.0), model=model,
+                noise=NoiseOptions(noise, seed=3))
     t = r.estimates.table
     m = r.measurements
     n_t = m.statistics["count"].value
@@ -62,7 +64,8 @@ def test_user_release_withholds_exactly_the_whole_range_rows():
 
 @pytest.mark.slow
 def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
-    r = release(austin_sample_path(), privacy="public-occupancy", bound=U, epsilon=0.2, seed=7, plan="greedy")
+    r = release(austin_sample_path(), bound=U, budget=PerGridBudget(0.2), model=PublicOccupancyOptions(plan="greedy"),
+                noise=NoiseOptions(seed=7))
     write_report(r, tmp_path / "out", make_map=False)
     csv = pd.read_csv(tmp_path / "out" / "release.csv")
     t = r.table  # the in-memory result keeps every noisy value; release.csv applies the rule

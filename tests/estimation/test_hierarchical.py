@@ -8,7 +8,7 @@ import pytest
 
 from dpopt.estimation.hierarchical import estimate_hierarchical, fieller_interval, gls_totals
 from dpopt.hierarchy.tree import HOUR_NS, Level
-from tests._legacy import aggregate_records
+from dpopt.release import GridOptions, InputOptions, contributions
 from dpopt.userdp.levels import _bounded_finest, measure_levels, node_sums
 from dpopt.userdp.partitions import PartitionList
 
@@ -30,7 +30,8 @@ def agg():
     lat, lng = np.array([h3.cell_to_latlng(cells[i]) for i in cell]).T
     df = pd.DataFrame({"user_id": user.astype(str), "timestamp": pd.to_datetime(1_441_065_600 + hour * 3600 + rng.integers(0, 3600, n), unit="s", utc=True),
                        "latitude": lat, "longitude": lng, "value": np.clip(rng.normal(mu, 12), 0, U)})
-    a, _ = aggregate_records(df, bound=U, h3_resolution=8, slot="1h", out_of_range="clip", keep_samples=True)
+    a, _ = contributions(df, bound=U, grid=GridOptions(8, "1h"), io=InputOptions(out_of_range="clip"),
+                         keep_samples=True)
     return a
 
 
@@ -303,7 +304,7 @@ def test_intervals_reach_the_declared_range_above_a_clamp(agg):
     release's clamp): a node whose Fieller set for the clamped mean reaches B has an interval that
     reaches U (the all-records mean may lie anywhere above), every half-width is at most U, the others
     are exactly the half-widths of the clamped measurement, and without a declared U (B = U) nothing
-    changes. Before session 8 the cap was B: truths above m + B fell outside "the whole range"."""
+    changes. (A cap at B would leave truths above m + B outside "the whole range".)"""
     from dataclasses import replace
 
     from dpopt.estimation.hierarchical import two_sided_z
@@ -330,7 +331,7 @@ def test_intervals_reach_the_declared_range_above_a_clamp(agg):
 
 
 def test_outlook_names_an_epsilon_even_when_no_count_is_readable(agg):
-    """Issue 21 item 4 at a budget where noise swamps every count: the outlook still names the ε
+    """At a budget where noise swamps every count: the outlook still names the ε
     at which the least noisy measured sum would give U/4, for a public reference node of 20 users x
     c records (z·sd/(20c) scales as 1/ε), and with readable counts it uses the best node's."""
     from statistics import NormalDist

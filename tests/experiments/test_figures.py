@@ -69,7 +69,7 @@ def test_tables_are_tidy(small_results):
         assert res.notes.strip()
 
 
-def test_series_names_fixed_by_the_issue(small_results):
+def test_series_names_are_the_papers_method_names(small_results):
     for fig in ("000-fig2", "000-fig3"):
         assert set(small_results[fig].frame["series"]) == {"Laplace", "OPT-worst-case", "AKMV"}
     assert set(small_results["003-fig1"].frame["series"]) == {

@@ -123,7 +123,7 @@ def test_per_level_bounds_one_user_and_totals(seed):
     attained by a user with enough records; with many users every node's R is at most Σ_u c_l and
     every level keeps Σ_u min(records_u, k_l·c_l) at most."""
     from dpopt.hierarchy.tree import default_levels
-    from tests._legacy import aggregate_records
+    from dpopt.release import GridOptions, InputOptions, contributions
     from dpopt.userdp.bounding import lattice_values
     from dpopt.userdp.levels import _per_level_sums
     from dpopt.userdp.partitions import PartitionList
@@ -132,7 +132,8 @@ def test_per_level_bounds_one_user_and_totals(seed):
     frame = _records(rng, 5)
     lb = [(int(rng.integers(1, 4)), int(rng.integers(1, 6))) for _ in range(5)]
     for data, single in [(frame[frame["user_id"] == u], True) for u in frame["user_id"].unique()] + [(frame, False)]:
-        agg, _ = aggregate_records(data, bound=120.0, h3_resolution=8, slot="1h", out_of_range="clip", keep_samples=True)
+        agg, _ = contributions(data, bound=120.0, grid=GridOptions(8, "1h"), io=InputOptions(out_of_range="clip"),
+                               keep_samples=True)
         H = build_hierarchy(agg.cells, agg.slots, default_levels(8, HOUR_NS, coarsest_resolution=6)[:5])
         lev = H.nodes["level"].to_numpy()
         lat = lattice_values(agg, 120.0, granularity_bits=0)

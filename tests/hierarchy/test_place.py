@@ -433,10 +433,9 @@ def test_place_release_end_to_end_withholds_clamped_variance(U):
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
     from dpopt.records.grid import cell_strings, slot_strings
-    from dpopt.release import austin_sample_path, release_user
-    from tests._legacy import aggregate_records
+    from dpopt.release import austin_sample_path, contributions, release_user
 
-    agg, _ = aggregate_records(austin_sample_path(), bound=U, keep_samples=True)
+    agg, _ = contributions(austin_sample_path(), bound=U, keep_samples=True)
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts, strategy="place"), bound=U,
                      noise=NoiseOptions(seed=7))
@@ -552,7 +551,7 @@ def test_place_bounds_votes_are_each_users_own(seed):
 def test_cap_candidates_fit_the_lattice_before_any_budget():
     """The caps T may take are those the lattice holds at the declared U (T·H_Z < 2^62), computed from
     U and b alone; a release whose users all hold more records than the largest fitting candidate
-    runs (review, session 6: at U = 2e6, b = 12, T = 4096 used to refuse after ε_T was spent)."""
+    runs (at U = 2e6, b = 12, T = 4096 must not be refused after ε_T was spent)."""
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
     from dpopt.privacy.user_place import measure_place
@@ -582,7 +581,7 @@ def test_cap_candidates_fit_the_lattice_before_any_budget():
 
 def test_non_finite_sample_values_are_refused_at_construction():
     """A hand-built aggregate with a NaN value is refused when built (the lattice would turn NaN
-    into −2^63, beyond every sensitivity; review, session 6)."""
+    into −2^63, beyond every sensitivity)."""
     with pytest.raises(ValueError, match="finite"):
         make_agg([("a", 0, 0, 10.0), ("a", 0, 1, float("nan"))])
 
@@ -640,14 +639,13 @@ def test_place_choice_on_the_austin_day(eps, cells):
     """On the embedded Austin day (146 users) the cells' share is f = 0 (the map alone) at ε = 1 and
     f > 0 at ε = 10 in each of 8 seeds: at ε = 1 a cell's noise exceeds the cells' spread, at ε = 10
     the busy cells are measured (the choice made on the exact counts, models/hierarchy.md §13.3).
-    Before session 7's Fay–Herriot sizes, seeds 5009 and 5050 measured cells at ε = 1."""
+    Without the Fay–Herriot sizes of §13.3, seeds 5009 and 5050 measured cells at ε = 1."""
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
     from dpopt.records.grid import cell_strings, slot_strings
-    from dpopt.release import austin_sample_path, release_user
-    from tests._legacy import aggregate_records
+    from dpopt.release import austin_sample_path, contributions, release_user
 
-    agg, _ = aggregate_records(austin_sample_path(), bound=120, keep_samples=True)
+    agg, _ = contributions(austin_sample_path(), bound=120, keep_samples=True)
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     for seed in (5009, 5050, 1, 2, 3, 4, 5, 6):
         r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts, strategy="place"), bound=120.0,
@@ -676,10 +674,10 @@ def test_threshold_bins_and_user_histogram_refuse_bad_input():
 @pytest.mark.parametrize("kw, eps, match", [({"weight_mean": 0.0}, 10.0, "`weight_mean` = 0.0"),
                                             ({}, 1e-8, "too small for the place release")])
 def test_place_refuses_unspendable_budgets_before_any_draw(monkeypatch, scale, kw, eps, match):
-    """Privacy review (session 7): weight_mean = 0 used to release when the DP clamp came out B = U
-    and refuse when B < U, after both bounds histograms were drawn; a tiny ε drew the record
-    histogram and then refused the clamp's. Both are now refused on public facts, before any draw,
-    for data whose B differs (values as they are, and halved)."""
+    """weight_mean = 0, and a tiny ε, are refused on public facts before any draw, for data whose
+    DP clamp B differs (values as they are, and halved). Refused after the draws, they would leak:
+    weight_mean = 0 would release when the clamp came out B = U and refuse when B < U, after both
+    bounds histograms were drawn; a tiny ε would draw the record histogram, then refuse the clamp's."""
     import dpopt.userdp.mechanism as mech_mod
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
@@ -827,10 +825,9 @@ def test_place_release_measures_the_map_at_its_own_cap():
     from dpopt.privacy.user_place import measure_place
     from dpopt.userdp.place_bounds import CAP_SHARE, choose_map_cap
     from dpopt.records.grid import cell_strings, slot_strings
-    from dpopt.release import austin_sample_path
-    from tests._legacy import aggregate_records
+    from dpopt.release import austin_sample_path, contributions
 
-    agg, _ = aggregate_records(austin_sample_path(), bound=120, keep_samples=True)
+    agg, _ = contributions(austin_sample_path(), bound=120, keep_samples=True)
     plist = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     seen = set()
     for eps in (1.0, 10.0, 200.0):

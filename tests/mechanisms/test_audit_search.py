@@ -1,4 +1,4 @@
-"""The audit tests vector releases jointly and searches neighbours itself (issue 12.9): a release
+"""The audit tests vector releases jointly and searches neighbours itself: a release
 giving the full ε to both mean and variance (2ε in truth) and an under-noised Laplace audited on a
 pair that is not its worst must both fail; correct mechanisms pass the searched family."""
 

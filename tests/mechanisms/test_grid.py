@@ -77,7 +77,7 @@ def test_release_grids_withholds_empty_and_unreleased_grids():
 
 @pytest.mark.parametrize("sums,sumsq", [([25.0], [100.0]), ([5.0], [101.0]), ([-1.0], [1.0])])
 def test_release_grids_refuses_sums_outside_the_bound(sums, sumsq):
-    """Last line of defence (issue 12.1): S1 ≤ U·R and S2 ≤ U²·R (U = 10, R = 2), S1, S2 ≥ 0."""
+    """Last line of defence: S1 ≤ U·R and S2 ≤ U²·R (U = 10, R = 2), S1, S2 ≥ 0."""
     with pytest.raises(DpoptInputError, match="does not bound the retained values"):
         release_grids(retained=[2], retained_max=[1], sums=sums, sums_of_squares=np.array(sumsq) * 2,
                       bound=U, budget_mean=1.0, budget_variance=1.0, noise=make_noise(seed=1))

@@ -1,6 +1,6 @@
-"""The vectorised discrete Laplace for reduced numerators a in [2^56, 2^63) (issue 24.3).
+"""The vectorised discrete Laplace for reduced numerators a in [2^56, 2^63) .
 
-Before, a ≥ 2^56 (e.g. a release with t ≥ 2^26 grid units and an odd ⌊ε·2^30⌋, or a `user` sum of
+Without it, a ≥ 2^56 (e.g. a release with t ≥ 2^26 grid units and an odd ⌊ε·2^30⌋, or a `user` sum of
 squares) took the scalar sampler at ~20,000 draws/s. The pieces that make the int64 path exact up
 to 2^63 are checked against Python integers (brute force), the law by χ² against the exact pmf at
 small scales with huge numerators and by tails at large ones; the seeded stream below 2^56 is the
@@ -22,7 +22,7 @@ from dpopt.noise import discrete_laplace as dl
 from dpopt.noise import SecureRandom, exact, integer_source
 from dpopt.noise.discrete_laplace import discrete_laplace_array, discrete_laplace_rational, release_on_grid
 from tests.noise.test_exact import chi2_binned, laplace_pmf
-from tests.noise.test_exact_review import _forbid_numpy_rngs
+from tests.noise.test_exact_whitebox import _forbid_numpy_rngs
 from tests._spy import record_calls
 
 I64 = 2**63 - 1

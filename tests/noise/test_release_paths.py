@@ -1,4 +1,4 @@
-"""The release paths around the exact samplers (issue 24.3): what a release adds to the draws.
+"""The release paths around the exact samplers: what a release adds to the draws.
 
 ``dpopt.userdp.mechanism._add_exact`` (the `user` model's v + Z) is vectorised for int64 inputs;
 it must give the float of the exact integer sum, as the Python-int path does, at every size.

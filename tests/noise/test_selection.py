@@ -71,8 +71,7 @@ def test_real_release_source_and_bad_input():
 def test_the_user_model_selects_its_bounds_with_the_release_source(monkeypatch):
     """A real user-model release draws the bounds selection from the OS CSPRNG, not numpy."""
     import dpopt.userdp.bounds as bounds
-    from dpopt.release import austin_sample_path
-    from tests._legacy import release
+    from dpopt.release import Budget, UserOptions, austin_sample_path, release
 
     seen = []
     real = bounds.permute_and_flip
@@ -82,5 +81,6 @@ def test_the_user_model_selects_its_bounds_with_the_release_source(monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(bounds, "permute_and_flip", spy)
-    release(austin_sample_path(), bound=120, epsilon_total=5.0, delta=1e-6)
+    release(austin_sample_path(), bound=120, budget=Budget(epsilon_total=5.0, delta=1e-6),
+            model=UserOptions(bounds="select", strategy="fixed"))
     assert seen and set(seen) == {"SecureRandom"}

@@ -1,5 +1,5 @@
 """Streaming in chunks changes nothing: any chunk size gives the one-shot contributions table, and
-the Parquet reader cuts files into exact chunks whatever their row groups (issue 24.1)."""
+the Parquet reader cuts files into exact chunks whatever their row groups."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def test_user_ids_follow_the_one_label_rule_without_a_str_per_row():
     frame = random_records(5, n=40)
     frame["user_id"] = ["1", "1.0", " 001", "2"] * 10
     agg, _ = _run(frame)
-    # issue 22 item 2: text ids are exact strings (distinct ids never merge)
+    # text ids are exact strings (distinct ids never merge)
     assert list(agg.users) == [" 001", "1", "1.0", "2"]
 
 

@@ -198,7 +198,7 @@ def test_compact_dates_and_mixed_iso_unix_columns(tmp_path):
         _po(path)
 
 
-# ------------------------------------------------------------------------------- issue 37 inputs
+# ------------------------------------------------------------------------------- other frame types
 
 
 def test_polars_frames_are_read_like_pandas():

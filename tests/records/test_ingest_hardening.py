@@ -1,6 +1,8 @@
-"""Issue 22 items 5, 6 and 9 (ingestion parts) and issue 23 item 5 (columns=, --help): each test
-fails on the code before this change (silent drops, inf dropped as missing, no --sep hint, no
-timestamp diagnosis, columns given the other way round accepted as unknown keys)."""
+"""Ingestion refuses or explains what would otherwise go wrong silently: a refused share of dropped
+rows, a wrong timestamp unit named, ±inf clipped like any out-of-range number (not dropped as
+missing), a --sep hint, a diagnosis of timestamps that parse to nothing, ``columns=`` given the
+other way round (our name → theirs is the rule) named as such instead of accepted as unknown keys,
+and the release's --help showing the default columns."""
 
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ def test_a_timestamp_column_that_parses_to_nothing_names_it_and_shows_two_values
 
 @pytest.mark.parametrize("inf", [np.inf, -np.inf])
 def test_infinite_values_are_out_of_range_like_any_number(records, inf):
-    """Issue 22.6: under the clip policy ±inf is clipped (the counts do not change), as 1e9 is."""
+    """Under the clip policy ±inf is clipped (the counts do not change), as 1e9 is."""
     big = records.copy()
     big.loc[big.index[:5], "value"] = 1e9 if inf > 0 else -1e9
     inf_frame = records.copy()

@@ -22,7 +22,7 @@ def _run(capsys, *argv):
 
 @pytest.mark.slow
 def test_example_spends_a_total_budget_by_default(tmp_path, capsys, monkeypatch):
-    """Issue 13.6: --example runs the budget planner at the total ε of data.EXAMPLE_EPSILON_TOTAL."""
+    """--example runs the budget planner at the total ε of data.EXAMPLE_EPSILON_TOTAL."""
     monkeypatch.chdir(tmp_path)
     code, out, err = _run(capsys, "--example", "--quiet", "--json", "--seed", "3", "--no-map", "--time-limit", "5")
     assert code == 0, err

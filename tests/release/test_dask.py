@@ -9,9 +9,8 @@ pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 from dpopt import DpoptInputError  # noqa: E402
-from dpopt.release import austin_sample_path  # noqa: E402
-from tests._legacy import release  # noqa: E402
-from tests._legacy import aggregate_records  # noqa: E402
+from dpopt.release import (InputOptions, NoiseOptions, PerGridBudget, PublicOccupancyOptions,  # noqa: E402
+                           austin_sample_path, contributions, release)
 
 from .conftest import SUM_RTOL  # noqa: E402
 
@@ -36,29 +35,30 @@ def test_dataframe_and_csv_same_as_local(client, records, tmp_path):
     dirty = records.copy()
     dirty.loc[[3, 50], "value"] = 250.0
     dirty.loc[7, "latitude"] = np.nan
-    local, rep_l = aggregate_records(dirty, bound=100, chunksize=300)
-    remote, rep_d = aggregate_records(dirty, bound=100, backend="dask", client=client)
+    local, rep_l = contributions(dirty, bound=100, io=InputOptions(chunksize=300))
+    remote, rep_d = contributions(dirty, bound=100, io=InputOptions(backend="dask", client=client))
     _same(local, remote)
     assert rep_l.as_dict() | {"chunks": 0} == rep_d.as_dict() | {"chunks": 0}
     assert rep_d.clipped == 2 and rep_d.missing["latitude"] == 1
     path = tmp_path / "r.csv"
     dirty.assign(timestamp=dirty.timestamp.dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(path, index=False)
-    from_csv, rep_c = aggregate_records(path, bound=100, backend="dask", client=client)
+    from_csv, rep_c = contributions(path, bound=100, io=InputOptions(backend="dask", client=client))
     _same(local, from_csv)
     assert rep_c.records_kept == rep_l.records_kept
 
 
 def test_embedded_sample_identical_counts(client):
-    local, rep_l = aggregate_records(austin_sample_path(), bound=120)
-    remote, rep_d = aggregate_records(austin_sample_path(), bound=120, backend="dask", client=client)
+    local, rep_l = contributions(austin_sample_path(), bound=120)
+    remote, rep_d = contributions(austin_sample_path(), bound=120, io=InputOptions(backend="dask", client=client))
     _same(local, remote)
     assert rep_l.records_kept == rep_d.records_kept == 53569
 
 
 def test_pseudo_users_second_pass_same_release(client, records):
-    kw = dict(bound=100, epsilon=1.0, plan="greedy", pseudo_users=True, noise="numpy", seed=3)
-    a = release(records, privacy="public-occupancy", **kw)
-    b = release(records, privacy="public-occupancy", backend="dask", client=client, **kw)
+    kw = dict(bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy", pseudo_users=True),
+              noise=NoiseOptions("numpy", seed=3))
+    a = release(records, **kw)
+    b = release(records, io=InputOptions(backend="dask", client=client), **kw)
     assert a.summary.truncated_records > 0
     np.testing.assert_array_equal(a.table["n_records_retained"], b.table["n_records_retained"])
     np.testing.assert_allclose(a.table["mean"], b.table["mean"], rtol=1e-9)
@@ -68,10 +68,10 @@ def test_pseudo_users_second_pass_same_release(client, records):
 
 def test_dask_bad_input(client, tmp_path):
     with pytest.raises(DpoptInputError, match="not found"):
-        aggregate_records(tmp_path / "nope.csv", bound=1, backend="dask", client=client)
+        contributions(tmp_path / "nope.csv", bound=1, io=InputOptions(backend="dask", client=client))
     with pytest.raises(DpoptInputError, match="lacks the column"):
-        aggregate_records(austin_sample_path(), bound=1, backend="dask", client=client,
-                          columns={"value": "speed"})
+        contributions(austin_sample_path(), bound=1,
+                      io=InputOptions(backend="dask", client=client, columns={"value": "speed"}))
 
 
 @pytest.mark.slow
@@ -91,7 +91,7 @@ def test_glob_of_csv_files(client, records, tmp_path):
     half = len(records) // 2
     for i, part in enumerate((records.iloc[:half], records.iloc[half:])):
         part.assign(timestamp=part.timestamp.dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(tmp_path / f"p{i}.csv", index=False)
-    local, _ = aggregate_records(records, bound=100)
-    remote, rep = aggregate_records(str(tmp_path / "p*.csv"), bound=100, backend="dask", client=client)
+    local, _ = contributions(records, bound=100)
+    remote, rep = contributions(str(tmp_path / "p*.csv"), bound=100, io=InputOptions(backend="dask", client=client))
     _same(local, remote)
     assert rep.chunks == 2

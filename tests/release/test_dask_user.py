@@ -1,4 +1,4 @@
-"""The ``user`` model on Dask (issue 20 acceptance): the same release.csv as the local path, given
+"""The ``user`` model on Dask: the same release.csv as the local path, given
 the same seed, from ``dpopt release R.csv --privacy user ... --backend dask`` on a 2-worker
 ``distributed.LocalCluster``."""
 

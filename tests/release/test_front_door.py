@@ -1,4 +1,4 @@
-"""The layered front door (issue 20): typed option groups, validation before any data is read,
+"""The layered front door: typed option groups, validation before any data is read,
 idle options refused, the estimation registry, the folder's permissions."""
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def test_public_occupancy_measurements_estimate_to_the_published_table(tiny):
     m = r.measurements()
     est = estimate(m)
     np.testing.assert_array_equal(est.table["mean"], r.table["mean"])
-    # issue 23.4: the estimate withholds a variance whose interval is the whole range [0, U²/4]
+    # the estimate withholds a variance whose interval is the whole range [0, U²/4]
     shown = est.table["variance_released"].to_numpy(bool) | ~r.table["released"].to_numpy(bool)
     np.testing.assert_array_equal(est.table["variance_error_bound"][shown], r.table["variance_error_bound"][shown])
     from dpopt.estimation.direct import VARIANCE_WITHHELD_REASON
@@ -191,7 +191,7 @@ def _empty_table():
 
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
 def test_user_model_releases_an_empty_contributions_table(mechanism):
-    """Issue 22 item 3: empty input and a one-user input are neighbours; the model measures both
+    """Empty input and a one-user input are neighbours; the model measures both
     (the records layer delivers the empty table). Public list: every listed grid as noise, the same
     public columns as with one user; private selection: no grid."""
     from dpopt.release import release_user

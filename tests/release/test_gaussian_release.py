@@ -17,8 +17,8 @@ from ._spend import exact, user_spend
 from dpopt import DpoptInputError
 from dpopt.accounting import zcdp_epsilon
 from dpopt.cli import main
-from dpopt.release import austin_sample_path, write_report
-from tests._legacy import aggregate_records, release, release_aggregate
+from dpopt.release import (Budget, EstimationOptions, NoiseOptions, PublicOccupancyOptions, austin_sample_path,
+                           contributions, release, release_aggregate, write_report)
 
 from .test_total_budget import small_records
 
@@ -32,8 +32,8 @@ BUDGETS = {"rho": {"rho": 0.5}, "epsilon_delta": {"epsilon_total": 10.0, "delta"
                 ids=lambda bp: f"{bp[0]}-{bp[1]}")
 def written(request, tmp_path_factory):
     budget, plan = request.param
-    res = release(austin_sample_path(), bound=U, privacy="public-occupancy", mechanism="gaussian", plan=plan,
-                  time_limit=2, seed=11, **BUDGETS[budget])
+    res = release(austin_sample_path(), bound=U, budget=Budget(mechanism="gaussian", **BUDGETS[budget]),
+                  model=PublicOccupancyOptions(plan=plan, time_limit=2), noise=NoiseOptions(seed=11))
     out = tmp_path_factory.mktemp("gauss") / "out"
     write_report(res, out, make_map=False)
     text = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
@@ -84,17 +84,18 @@ def test_noise_label_says_discrete_gaussian(written):
 @pytest.mark.parametrize("plan", ["greedy", "milp"])
 def test_optimal_split_refused_for_the_seed_planners(tiny_records, plan):
     with pytest.raises(DpoptInputError, match="`split`"):
-        release(tiny_records, bound=100.0, privacy="public-occupancy", mechanism="gaussian", rho=1.0, plan=plan,
-                split="optimal")
+        release(tiny_records, bound=100.0, budget=Budget(rho=1.0, mechanism="gaussian"),
+                model=PublicOccupancyOptions(plan=plan, split="optimal"))
 
 
 @pytest.mark.slow
 def test_empirical_noise_matches_the_reported_scale():
     """Over many seeded numpy-sampler releases, std(mean_raw − kept mean) ≈ mean_noise_scale (σ)."""
     records = small_records(np.random.default_rng(3))
-    agg, ingest = aggregate_records(records, bound=100.0)
+    agg, ingest = contributions(records, bound=100.0)
     truth = records.assign(value=records["value"].clip(0, 100.0))
-    runs = [release_aggregate(agg, ingest, rho=0.02, mechanism="gaussian", plan="baseline", noise="numpy", seed=s)
+    runs = [release_aggregate(agg, Budget(rho=0.02, mechanism="gaussian"), PublicOccupancyOptions(plan="baseline"),
+                              noise=NoiseOptions("numpy", seed=s), ingest=ingest)
             for s in range(400)]
     cells, slots = agg.grid_labels()
     import h3
@@ -162,8 +163,9 @@ def test_noise_bound_of_the_discrete_gaussian_holds_exactly(tiny_records, rho):
     with probability at most P(|Z| > (B − λ/2)/λ), summed here from the pmf; it must be ≤ 1 − q.
     A coarse output grid (λ = 1) makes the discreteness visible."""
     q = 0.8
-    res = release(tiny_records, bound=100.0, privacy="public-occupancy", mechanism="gaussian", rho=rho,
-                  plan="baseline", granularity_bits=0, seed=1, confidence=q)
+    res = release(tiny_records, bound=100.0, budget=Budget(rho=rho, mechanism="gaussian"),
+                  model=PublicOccupancyOptions(plan="baseline"), estimation=EstimationOptions(confidence=q),
+                  noise=NoiseOptions(seed=1, granularity_bits=0))
     lam = res.summary.granularity
     assert lam == 1.0
     t = res.table[res.table["released"]]

@@ -1,5 +1,5 @@
-"""Small wrong texts of a release (issue 36 item 11), through ``dpopt.cli.main`` and
-:func:`dpopt.release.release`. Each test fails on the code before the fix."""
+"""The small texts of a release say what the release did, through ``dpopt.cli.main`` and
+:func:`dpopt.release.release`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""public-occupancy --plan hierarchy: the hierarchy plan executed end to end (issue 21 items 1, 2, 5).
+"""public-occupancy --plan hierarchy: the hierarchy plan executed end to end (models/hierarchy.md).
 
 Every expected value is recomputed from the records by brute force (h3 parents, slot arithmetic,
 per-user kept records), not read from the code under test.

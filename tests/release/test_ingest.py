@@ -28,7 +28,7 @@ def test_missing_fields_counted_per_field_and_once_per_record(tiny_records):
     df.loc[1, "latitude"] = np.nan
     df.loc[1, "value"] = np.nan  # same record: two fields, one dropped record
     df.loc[2, "timestamp"] = "not a time"
-    df.loc[3, "value"] = np.inf  # a number out of range (issue 22.6): clipped, not missing
+    df.loc[3, "value"] = np.inf  # a number out of range: clipped, not missing
     df.loc[4, "user_id"] = "   "
     chunks, rep = _read(df, bound=100)
     assert rep.dropped_missing == 4
@@ -61,7 +61,7 @@ def test_out_of_range_clip_or_drop(tiny_records, policy, kept, clipped, dropped)
 
 
 def test_out_of_range_error_names_the_bound_and_no_value(tiny_records):
-    """The message names the public bound, never a private value or count (issue 36.8)."""
+    """The message names the public bound, never a private value or count."""
     df = tiny_records.copy()
     df.loc[[0, 1], "value"] = [150.0, 173.25]
     with pytest.raises(DpoptInputError, match=r"values outside \[0, bound\] = \[0, 100\]") as info:
@@ -154,7 +154,7 @@ def test_bad_sources(tmp_path):
         _read(42, bound=1)
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    assert list(read_records(empty, bound=1)) == []  # no record: nothing to read, not an error (issue 22.3)
+    assert list(read_records(empty, bound=1)) == []  # no record: nothing to read, not an error
     junk = tmp_path / "junk.parquet"
     junk.write_text("not parquet")
     with pytest.raises(DpoptInputError, match="not readable Parquet"):

@@ -1,4 +1,4 @@
-"""Issue 22.1: the lattice's int64 capacity is checked from public numbers only (k, c, U, the
+"""The lattice's int64 capacity is checked from public numbers only (k, c, U, the
 granularity), before any record is read: a file that does not exist is never opened."""
 
 import pytest

@@ -1,5 +1,5 @@
-"""The multi-resolution ``user`` release through the front doors (issue 21's contract for outside
-checks, items 1, 2 and 4): ``dpopt release RECORDS --privacy user --epsilon-total E --partitions
+"""The multi-resolution ``user`` release through the front doors (the contract outside checks rely
+on): ``dpopt release RECORDS --privacy user --epsilon-total E --partitions
 FINEST.csv --h3-resolution R --slot 1h`` runs it by default."""
 
 from __future__ import annotations
@@ -175,10 +175,9 @@ def test_seeded_runs_reproduce_and_bounds_can_be_given(data, tmp_path, capsys):
 @pytest.mark.slow
 def test_contract_on_the_embedded_austin_day(tmp_path, capsys):
     from dpopt.records.grid import cell_strings, slot_strings
-    from dpopt.release import austin_sample_path
-    from tests._legacy import aggregate_records
+    from dpopt.release import austin_sample_path, contributions
 
-    agg, _ = aggregate_records(austin_sample_path(), bound=120)
+    agg, _ = contributions(austin_sample_path(), bound=120)
     parts = tmp_path / "parts.csv"
     pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)}).to_csv(parts, index=False)
     code, _, err = _run(capsys, Path(austin_sample_path()), parts, tmp_path / "o", "--seed", "1", "--strategy", "place")
@@ -226,7 +225,7 @@ def test_bad_values_are_one_line_errors(data, tmp_path, capsys, extra, flag):
 @pytest.mark.parametrize("shape", ["adaptive", "fixed"])
 @pytest.mark.slow
 def test_nothing_useful_says_so(data, tmp_path, capsys, shape):
-    """Issue 21 item 4: a tiny epsilon publishes nothing better than the range: one stderr line and
+    """A tiny epsilon publishes nothing better than the range: one stderr line and
     the summary's outlook say so, with an epsilon that would do."""
     records, parts = data
     code = main(["release", str(records), "--privacy", "user", "--bound", "120", "--epsilon-total", "0.01",
@@ -281,7 +280,7 @@ def test_report_html_says_nothing_useful(data, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_console_summary_names_the_unit_and_the_report(data, tmp_path, capsys):
-    """Without --json the CLI prints the people's summary (issue 23.3): the unit from --unit, no
+    """Without --json the CLI prints the people's summary: the unit from --unit, no
     field that does not apply ("None"), and where report.html is; summary.json carries the unit."""
     records, parts = data
     code = main(["release", str(records), "--privacy", "user", "--bound", "120", "--epsilon-total", "10",

@@ -1,4 +1,4 @@
-"""The private multi-resolution release through the front doors (issue 21; models/hierarchy.md §12):
+"""The private multi-resolution release through the front doors (models/hierarchy.md §12):
 ``dpopt release RECORDS --privacy user --epsilon-total E --delta D`` (no ``--partitions``, default
 ``--resolution adaptive``) and ``release(records, budget=Budget(E, delta=D), model=UserOptions())``.
 
@@ -19,7 +19,7 @@ import pytest
 
 from dpopt.cli import main
 from dpopt.records.grid import parse_slot
-from dpopt.release import Budget, NoiseOptions, UserOptions, release
+from dpopt.release import Budget, NoiseOptions, UserOptions, contributions, release
 from dpopt.writers.user import ANSWER_COLUMNS, MULTIRES_COLUMNS
 
 U = 50.0
@@ -205,14 +205,13 @@ def test_front_door_publishes_the_library_release():
 
 
 def test_clamp_is_chosen_under_dp_and_recomputable():
-    """Step 0 (session 7): values mostly under 0.4·U give a clamp B < U, chosen from the published
+    """The DP clamp (models/hierarchy.md §12): values mostly under 0.4·U give a clamp B < U, chosen from the published
     noisy clamp-vote histogram (recomputed here from summary.json's fields); the means are of values
     clamped at B and every variance says why it is withheld. With clamp_fraction = 0 the release
     measures on [0, U] and spends nothing on a clamp; a fraction outside [0, 1 − selection) is
     refused before any draw."""
     from dpopt.privacy.user_multires_private import measure_private_multires
     from dpopt.userdp.place_bounds import choose_clamp
-    from tests._legacy import aggregate_records
 
     low = DF.assign(value=np.minimum(DF["value"] * 0.4, U))
     r = _py(df=low, eps=20.0)
@@ -226,7 +225,7 @@ def test_clamp_is_chosen_under_dp_and_recomputable():
     assert t["variance_withheld_reason"].str.contains("clamped").all()
     assert r.measurements.bound == s.clamp and r.measurements.centre == s.clamp / 2
     # no clamp: the previous measurement on [0, U]
-    agg, _ = aggregate_records(low, bound=U, keep_samples=True)
+    agg, _ = contributions(low, bound=U, keep_samples=True)
     m = measure_private_multires(agg, epsilon=20.0, delta=1e-6, clamp_fraction=0.0,
                                  noise=NoiseOptions("numpy", seed=1))
     assert m.bound == U and "clamp" not in m.spend.pieces and "clamp" not in m.info
@@ -240,13 +239,12 @@ def test_a_budget_too_small_for_the_sampler_is_refused_before_any_draw(monkeypat
     exact sampler's 2^-30 is refused on public facts before the clamp's or the selection's draw."""
     import dpopt.userdp.mechanism as mech_mod
     from dpopt.privacy.user_multires_private import measure_private_multires
-    from tests._legacy import aggregate_records
 
     draws = []
     real = mech_mod.DiscreteLaplace.integer
     monkeypatch.setattr(mech_mod.DiscreteLaplace, "integer",
                         lambda self, values, **k: draws.append(k["budget"]) or real(self, values, **k))
-    agg, _ = aggregate_records(DF, bound=U, keep_samples=True)
+    agg, _ = contributions(DF, bound=U, keep_samples=True)
     with pytest.raises(ValueError, match="too small for the private multi-resolution release"):
         measure_private_multires(agg, epsilon=2.0**-30 / 0.048, delta=1e-6)
     assert draws == []

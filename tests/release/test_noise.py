@@ -167,14 +167,14 @@ def test_real_release_draws_from_the_os(records, monkeypatch):
     one 32-bit value per noised statistic; a seeded release reads none."""
     import os
 
-    from tests._legacy import release
+    from dpopt.release import NoiseOptions, PerGridBudget, PublicOccupancyOptions, release
     from tests._spy import record_calls
 
     calls = record_calls(monkeypatch, os, "urandom")
-    r = release(records, privacy="public-occupancy", bound=100, epsilon=1.0)
+    r = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions())
     assert sum(calls) >= 4 * 2 * r.summary.grids
     assert len(calls) < r.summary.grids  # in bulk, not one call per draw
     assert not r.summary.seeded and "CSPRNG" in r.summary.noise
     calls.clear()
-    release(records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
+    release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(), noise=NoiseOptions(seed=1))
     assert calls == []

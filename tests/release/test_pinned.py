@@ -2,7 +2,7 @@
 
 The files in ``tests/release/data/pinned_*.csv.gz`` were written by this module
 (``python -m tests.release.test_pinned``) on the code *before* the release path was restructured
-(issue 11), so they are an independent record of what the release published, not values copied
+(before the split into layers), so they are an independent record of what the release published, not values copied
 from the code under test. Every variant of the release path is pinned: the CLI's
 ``dpopt release --example --plan greedy --epsilon 1 --seed 7``, BASELINE, numpy noise, the
 optimal split and pseudo-user clipping (which also exercises the second streaming pass).
@@ -27,18 +27,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.release import austin_sample_path
-from tests._legacy import release
+from dpopt.release import NoiseOptions, PerGridBudget, PublicOccupancyOptions, austin_sample_path, release
 
 DATA = Path(__file__).parent / "data"
 
-#: name -> options of :func:`dpopt.release.release` (bound 120, ε = 1, seed 7 for all)
+#: name -> (PublicOccupancyOptions, sampler) of :func:`dpopt.release.release` (bound 120, per-grid ε = 1,
+#: seed 7 for all)
 VARIANTS = {
-    "greedy": {"plan": "greedy"},
-    "baseline": {"plan": "baseline"},
-    "greedy_numpy": {"plan": "greedy", "noise": "numpy"},
-    "greedy_optimal_split": {"plan": "greedy", "split": "optimal"},
-    "greedy_pseudo": {"plan": "greedy", "pseudo_users": True},
+    "greedy": ({"plan": "greedy"}, "discrete"),
+    "baseline": ({"plan": "baseline"}, "discrete"),
+    "greedy_numpy": ({"plan": "greedy"}, "numpy"),
+    "greedy_optimal_split": ({"plan": "greedy", "split": "optimal"}, "discrete"),
+    "greedy_pseudo": ({"plan": "greedy", "pseudo_users": True}, "discrete"),
 }
 
 COLUMNS = ["n_records_retained", "mean", "variance", "released", "mean_sensitivity",
@@ -51,7 +51,9 @@ SUMMARY = ["users", "grids", "records", "pairs", "plan", "plan_status", "degrada
 
 
 def _run(name: str):
-    return release(austin_sample_path(), privacy="public-occupancy", bound=120, epsilon=1, seed=7, **VARIANTS[name])
+    model, noise = VARIANTS[name]
+    return release(austin_sample_path(), bound=120, budget=PerGridBudget(1), model=PublicOccupancyOptions(**model),
+                   noise=NoiseOptions(noise, seed=7))
 
 
 def _labels(r) -> str:
@@ -73,7 +75,7 @@ def _write(name: str) -> None:  # pragma: no cover - run by hand on the referenc
 def test_seeded_release_is_pinned(name):
     want = pd.read_csv(DATA / f"pinned_{name}.csv.gz", keep_default_na=True)
     r = _run(name)
-    # since issue 13 the released values are post-processed into [0, U] and [0, U²/4]; the noisy
+    # the released values are post-processed into [0, U] and [0, U²/4]; the noisy
     # values the files pin are kept beside them as mean_raw / variance_raw
     t = r.table
     np.testing.assert_array_equal(t["mean"], np.clip(t["mean_raw"], 0, 120))

@@ -2,18 +2,15 @@
 
 The files ``tests/release/data/pinned_user_*.csv.gz`` / ``.json`` were written by this module
 (``python -m tests.release.test_pinned_user``) on the code *before* the release was moved into the
-layered shape (issue 20: privacy models → Measurements → estimation → writers), so they are an
-independent record of what the ``user`` model published, not values copied from the code under
-test. Every number of release.csv and summary.json is compared exactly (floats through their
-17-digit text).
+layered shape (privacy models → Measurements → estimation → writers), so they are an independent
+record of what the ``user`` model published, not values copied from the code under test. Every
+number of release.csv and summary.json is compared exactly (floats through their 17-digit text).
 
-Re-pinned once, on purpose: the vectorised exact samplers of issue 24.3 (merged from main) change the
-seeded stream. Before re-pinning, the layered code's four releases were checked byte-identical
-(release.csv text and summary.json) to those of main's pre-layer code with the new samplers
-(``dpopt.release.release(..., privacy="user")`` on main at bc69c1c). Re-pinned a second time for
-issue 22 item 10 (harden: the bounding tie-break keys come from the release's integer source, which
-shifts every seeded draw), again after checking byte-identity with main's pre-layer code at 228297f.
-One summary field corrected by hand, not re-pinned: the flat private Laplace release's
+Re-pinned on purpose when the seeded stream changed: for the vectorised exact samplers, and again when
+the bounding tie-break keys began to come from the release's integer source (which shifts every
+seeded draw). Each time the layered code's four releases were first checked byte-identical
+(release.csv text and summary.json) to those of the pre-layer code with the same samplers. One
+summary field corrected by hand, not re-pinned: the flat private Laplace release's
 ``delta_selection`` is its δ (all of it goes to the private selection), where 0.0 was written before.
 
 Re-pinned a third time, on purpose: a user's kept records in a grid are a keyed uniform sample, not
@@ -33,9 +30,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.release import austin_sample_path
 from dpopt.estimation.direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON
-from tests._legacy import release
+from dpopt.release import Budget, NoiseOptions, UserOptions, austin_sample_path, contributions, release
 
 DATA = Path(__file__).parent / "data"
 
@@ -43,28 +39,31 @@ DATA = Path(__file__).parent / "data"
 def _partitions() -> pd.DataFrame:
     """A public list: the (cell, slot) of every 7th record of the embedded sample plus one empty grid."""
     from dpopt.records.grid import cell_strings, slot_strings
-    from tests._legacy import aggregate_records
 
-    agg, _ = aggregate_records(austin_sample_path(), bound=120)
+    agg, _ = contributions(austin_sample_path(), bound=120)
     rows = np.arange(0, agg.n_grids, 7)
     return pd.DataFrame({"cell": cell_strings(agg.cells[rows]), "slot": slot_strings(agg.slots[rows])})
 
 
-#: name -> options of the user-model release (bound 120, seed 3 for all)
+#: name -> (budget, options of the flat user-model release, sampler); bound 120 and seed 3 for all,
+#: bounds "select" unless given, "list" the public list of :func:`_partitions`
 VARIANTS = {
-    "laplace_private": {"epsilon_total": 100.0, "delta": 1e-6},
-    "laplace_list_fixed": {"epsilon_total": 10.0, "partitions": "list", "bounds": (4, 8)},
-    "gaussian_private": {"epsilon_total": 100.0, "delta": 1e-3, "mechanism": "gaussian", "bounds": (1, 2)},
-    "gaussian_list_numpy": {"epsilon_total": 5.0, "delta": 1e-6, "mechanism": "gaussian",
-                            "partitions": "list", "noise": "numpy"},
+    "laplace_private": (Budget(epsilon_total=100.0, delta=1e-6), {}, "discrete"),
+    "laplace_list_fixed": (Budget(epsilon_total=10.0), {"partitions": "list", "bounds": (4, 8)}, "discrete"),
+    "gaussian_private": (Budget(epsilon_total=100.0, delta=1e-3, mechanism="gaussian"), {"bounds": (1, 2)},
+                         "discrete"),
+    "gaussian_list_numpy": (Budget(epsilon_total=5.0, delta=1e-6, mechanism="gaussian"), {"partitions": "list"},
+                            "numpy"),
 }
 
 
 def _run(name: str):
-    opts = dict(VARIANTS[name])
+    budget, given, noise = VARIANTS[name]
+    opts = {"bounds": "select", **given}
     if opts.get("partitions") == "list":
         opts["partitions"] = _partitions()
-    return release(austin_sample_path(), privacy="user", bound=120, seed=3, **opts)
+    return release(austin_sample_path(), bound=120, budget=budget, model=UserOptions(**opts, strategy="fixed"),
+                   noise=NoiseOptions(noise, seed=3))
 
 
 def _frames(r) -> tuple[pd.DataFrame, dict]:

@@ -13,9 +13,8 @@ from dpopt import DpoptInputError, Occupancy
 from dpopt.calculus import grid_error_terms
 from dpopt.noise import epsilon_rational
 from dpopt.plan import GridPlan
-from dpopt.release import baseline_plan, greedy_plan, milp_plan, pseudo_user_plan, write_report
-from tests._legacy import release, release_aggregate
-from tests._legacy import aggregate_records
+from dpopt.release import (NoiseOptions, PerGridBudget, PublicOccupancyOptions, baseline_plan, contributions, greedy_plan,
+                           milp_plan, pseudo_user_plan, release, release_aggregate, write_report)
 from dpopt.solve.result import Status
 
 # 4 users x 3 grids (seed 002 style): user 0 is heavy everywhere
@@ -73,46 +72,49 @@ def test_pseudo_user_plan_truncates_to_the_array_length():
 
 
 def test_release_consumes_a_ready_grid_plan(records):
-    agg, ing = aggregate_records(records, bound=100)
+    agg, ing = contributions(records, bound=100)
     occ = agg.occupancy()
     plan = greedy_plan(occ, 100, 1.0)
-    a = release_aggregate(agg, ing, epsilon=1.0, plan=plan, seed=3)
-    b = release_aggregate(agg, ing, epsilon=1.0, plan="greedy", seed=3)
+    a = release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan=plan), noise=NoiseOptions(seed=3),
+                          ingest=ing)
+    b = release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan="greedy"), noise=NoiseOptions(seed=3),
+                          ingest=ing)
     np.testing.assert_array_equal(a.table["mean"], b.table["mean"])
     assert a.summary.degradation == plan.degradation
     with pytest.raises(DpoptInputError, match="pseudo_users"):
-        release_aggregate(agg, ing, epsilon=1.0, plan=plan, pseudo_users=True)
+        release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan=plan, pseudo_users=True), ingest=ing)
     # a plan that spends more than ε in a grid would make ε_total = K·ε a lie
     with pytest.raises(DpoptInputError, match="above `epsilon`"):
-        release_aggregate(agg, ing, epsilon=0.5, plan=plan, seed=3)
+        release_aggregate(agg, PerGridBudget(0.5), PublicOccupancyOptions(plan=plan), noise=NoiseOptions(seed=3),
+                          ingest=ing)
 
 
 def test_release_refuses_a_bound_other_than_the_aggregates(records):
-    """Issue 12.1: an aggregate clipped with U = 120 released with bound = 1 would add noise 120x
+    """An aggregate clipped with U = 120 released with bound = 1 would add noise 120x
     too small. Today's code accepted it; now the aggregate carries U and a different bound fails."""
-    agg, ing = aggregate_records(records, bound=120)
+    agg, ing = contributions(records, bound=120)
     assert agg.bound == 120.0 and agg.out_of_range == "clip"
     with pytest.raises(DpoptInputError, match=r"`bound` must be the U the aggregate"):
-        release_aggregate(agg, ing, bound=1, epsilon=1.0, seed=1)
-    r = release_aggregate(agg, ing, epsilon=1.0, seed=1)  # default: the aggregate's U
+        release_aggregate(agg, PerGridBudget(1.0), bound=1, noise=NoiseOptions(seed=1), ingest=ing)
+    r = release_aggregate(agg, PerGridBudget(1.0), noise=NoiseOptions(seed=1), ingest=ing)  # default: the aggregate's U
     assert r.summary.bound == 120.0
 
 
 def test_last_line_check_of_the_retained_sums(records):
     """An aggregate that does not record its U (built by hand) released with a bound below its
     values: the mechanism finds S1 > U·R before adding noise."""
-    agg, ing = aggregate_records(records, bound=120)
+    agg, ing = contributions(records, bound=120)
     bare = dataclasses.replace(agg, bound=None, out_of_range=None)
     with pytest.raises(DpoptInputError, match="does not bound the retained values"):
-        release_aggregate(bare, ing, bound=1, epsilon=1.0, seed=1)
+        release_aggregate(bare, PerGridBudget(1.0), bound=1, noise=NoiseOptions(seed=1), ingest=ing)
     with pytest.raises(DpoptInputError, match="`bound` is required"):
-        release_aggregate(bare, ing, epsilon=1.0, seed=1)
+        release_aggregate(bare, PerGridBudget(1.0), noise=NoiseOptions(seed=1), ingest=ing)
 
 
 def test_summary_publishes_the_privacy_model_and_no_value_dependent_counts(tiny_records, tmp_path):
     df = tiny_records.copy()
     df.loc[1, "value"] = 500.0  # clipped: a value-dependent count
-    r = release(df, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
+    r = release(df, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(), noise=NoiseOptions(seed=1))
     assert r.diagnostics["ingest"]["clipped"] == 1 and set(r.diagnostics["timings"]) >= {"plan", "noise"}
     paths = write_report(r, tmp_path / "o", make_map=False)
     summary = json.loads(paths["summary"].read_text())
@@ -123,10 +125,10 @@ def test_summary_publishes_the_privacy_model_and_no_value_dependent_counts(tiny_
 
 
 def test_plan_retained_matrix_matches_the_pairs(records):
-    agg, _ = aggregate_records(records, bound=100)
+    agg, _ = contributions(records, bound=100)
     plan = greedy_plan(agg.occupancy(), 100, 1.0)
     dense = plan.retained.toarray()
-    r = release_aggregate(agg, epsilon=1.0, plan=plan, seed=1)
+    r = release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan=plan), noise=NoiseOptions(seed=1))
     np.testing.assert_array_equal(r.gamma(), dense[agg.pair_user, agg.pair_grid])
     assert isinstance(plan.retained, sp.csr_array)
 

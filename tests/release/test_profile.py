@@ -1,4 +1,4 @@
-"""Hour-of-day profiles (issue 21 item 1, models/hierarchy.md §14): ``dpopt release … --partitions
+"""Hour-of-day profiles (models/hierarchy.md §14): ``dpopt release … --partitions
 FINEST.csv --profile day`` runs the adaptive release over a hierarchy whose time steps are windows
 recurring every day, and release.csv says where each node's window recurs."""
 
@@ -191,7 +191,7 @@ def test_profile_without_a_list_or_under_public_occupancy_is_refused(capsys, dat
 
 @pytest.mark.slow
 def test_public_occupancy_hierarchy_plan_takes_the_profile_too(capsys, data, tmp_path):
-    """Issue 21 item 5: both privacy models use the hierarchy. Under public-occupancy with --plan
+    """Both privacy models use the hierarchy. Under public-occupancy with --plan
     hierarchy the planner (a MILP over the public counts) chooses among hour-of-day nodes; every
     answered grid lies in its node's windows; without --plan hierarchy --profile is refused."""
     records, _ = data

@@ -1,6 +1,6 @@
 """The ``public-occupancy`` model's own output: :func:`dpopt.privacy.public_occupancy.measure`
 returns Measurements that state the noise law exactly, what is public and the spend, and nothing
-that depends on the values except the noisy statistics (issue 20)."""
+that depends on the values except the noisy statistics."""
 
 from __future__ import annotations
 

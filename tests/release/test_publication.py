@@ -1,4 +1,4 @@
-"""What a release publishes (issue 12.2-12.5): no value-dependent counts or timings, diagnostics in
+"""What a release publishes: no value-dependent counts or timings, diagnostics in
 their own folder, budgets that never exceed ε when read back, atomic writes, the privacy model."""
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import pytest
 
 from dpopt import DpoptInputError
 from dpopt.cli import main
-from dpopt.release import load_austin_sample, write_report
-from tests._legacy import release
+from dpopt.release import NoiseOptions, PerGridBudget, PublicOccupancyOptions, load_austin_sample, release, write_report
 from dpopt.writers import public_occupancy as report_module
 from dpopt.writers import figures as figures_module
 from dpopt.writers.geo import GEO_FILES
@@ -39,7 +38,8 @@ def test_neighbours_publish_identical_summary_and_counts(tmp_path, tiny_records)
     lo, hi = _neighbours(tiny_records)
     texts = []
     for name, df in (("lo", lo), ("hi", hi)):
-        r = release(df, privacy="public-occupancy", bound=120, epsilon=1.0, seed=4)
+        r = release(df, bound=120, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                    noise=NoiseOptions(seed=4))
         paths = write_report(r, tmp_path / name, make_map=False)
         texts.append((paths["summary"].read_text(), paths["report"].read_text()))
         summary = json.loads(texts[-1][0])
@@ -81,7 +81,8 @@ def test_cli_neighbours_print_identical_json(tmp_path, capsys, tiny_records):
 @pytest.mark.slow
 def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
     frame = load_austin_sample()
-    r = release(frame, privacy="public-occupancy", bound=120, epsilon=1.0, plan="greedy", seed=1)
+    r = release(frame, bound=120, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                noise=NoiseOptions(seed=1))
     paths = write_report(r, tmp_path / "out")
     out = tmp_path / "out"
     assert {p.name for p in out.iterdir()} == PUBLISHED
@@ -104,7 +105,8 @@ def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
 def test_budgets_read_back_never_exceed_epsilon(tmp_path, noise, epsilon):
     """Regression (12.4): with split="optimal" ε_mean + ε_variance read back as 1.00000000005."""
     frame = load_austin_sample().head(20000)
-    r = release(frame, privacy="public-occupancy", bound=120, epsilon=epsilon, split="optimal", noise=noise, seed=3)
+    r = release(frame, bound=120, budget=PerGridBudget(epsilon), model=PublicOccupancyOptions(split="optimal"),
+                noise=NoiseOptions(noise, seed=3))
     paths = write_report(r, tmp_path / "out", make_map=False)
     raw = pd.read_csv(paths["release"], dtype={"epsilon_mean": str, "epsilon_variance": str})
     rel = raw[raw["released"]]
@@ -136,7 +138,8 @@ def test_published_budgets_floor_and_cap():
 
 def test_failure_while_writing_map_leaves_nothing(tmp_path, tiny_records, monkeypatch):
     """Regression (12.5): a failure in map.png left release.csv, suppressed.csv, summary.json behind."""
-    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
+    r = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions(seed=1))
 
     def boom(*a, **k):
         raise RuntimeError("plot failed")
@@ -148,7 +151,8 @@ def test_failure_while_writing_map_leaves_nothing(tmp_path, tiny_records, monkey
 
 
 def test_non_empty_out_refused_unless_overwrite(tmp_path, tiny_records, monkeypatch):
-    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
+    r = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions(seed=1))
     out = tmp_path / "out"
     write_report(r, out, make_map=False)
     first = (out / "release.csv").read_text()
@@ -161,7 +165,8 @@ def test_non_empty_out_refused_unless_overwrite(tmp_path, tiny_records, monkeypa
     assert (out / "release.csv").read_text() == first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.diagnostics"]
     monkeypatch.undo()
-    r2 = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=2)
+    r2 = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                 noise=NoiseOptions(seed=2))
     write_report(r2, out, make_map=False, overwrite=True)
     assert (out / "release.csv").read_text() != first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.diagnostics"]
@@ -188,7 +193,8 @@ def test_privacy_model_where_the_user_meets_it(tmp_path, tiny_records, capsys):
         main(["release", "--help"])
     help_text = capsys.readouterr().out
     assert "public-occupancy" in help_text and "payments" in help_text
-    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
+    r = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions(seed=1))
     md = report_module.report_markdown(r)
     assert "## Privacy model" in md and "public-occupancy" in md and "payments" in md
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()

@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.release import load_austin_sample, write_report
-from tests._legacy import release
-from tests._legacy import aggregate_records, release_aggregate
+from dpopt.release import (GridOptions, InputOptions, NoiseOptions, PerGridBudget, PublicOccupancyOptions, contributions,
+                           load_austin_sample, release, release_aggregate, write_report)
 
 from .conftest import NEAR_EXACT_ATOL
 
@@ -25,7 +24,8 @@ def _by_key(result):
 
 
 def test_tiny_baseline_near_exact(tiny_records, cells):
-    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=BIG_EPS, seed=1)
+    r = release(tiny_records, bound=100, budget=PerGridBudget(BIG_EPS), model=PublicOccupancyOptions(),
+                noise=NoiseOptions(seed=1))
     t = _by_key(r)
     c1, c2 = cells
     want = {
@@ -48,7 +48,8 @@ def test_tiny_error_bound_by_hand(tiny_records, cells):
     """U = 100, ε = 1. Grid (P1,10h): N=3, m*=2: Δμ = 200/3, ΔVar = 2500(1 − 1/9) (R ≤ 2Γ*, odd).
     Grid (P2,10h): N=4, m*=2: Δμ = 50, ΔVar = 2500 (R ≤ 2Γ*, even). Grid (P1,11h): Δμ = 100, ΔVar = 0.
     E_g = 2Δμ/ε + 2ΔVar/ε (seed 002 eq. (12))."""
-    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=2)
+    r = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions(seed=2))
     t = _by_key(r)
     c1, c2 = cells
     dmu = {(c1, "2020-01-01T10:00:00Z"): 200 / 3, (c2, "2020-01-01T10:00:00Z"): 50.0, (c1, "2020-01-01T11:00:00Z"): 100.0}
@@ -77,7 +78,8 @@ def _recount(frame: pd.DataFrame, suppressed: pd.DataFrame, res=7, slot="1h") ->
 
 @pytest.mark.parametrize("plan", ["baseline", "greedy", "milp"])
 def test_plans_accounting_matches_independent_recount(records, plan):
-    r = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, plan=plan, seed=4, time_limit=20)
+    r = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan=plan, time_limit=20),
+                noise=NoiseOptions(seed=4))
     s = r.summary
     assert s.degradation == _recount(records, r.suppressed_frame())
     assert s.epsilon_total == s.degradation * s.epsilon
@@ -91,14 +93,17 @@ def test_plans_accounting_matches_independent_recount(records, plan):
 
 @pytest.mark.slow
 def test_milp_no_worse_than_greedy(records):
-    agg, ing = aggregate_records(records, bound=100)
-    g = release_aggregate(agg, ing, bound=100, epsilon=1.0, plan="greedy", seed=1)
-    m = release_aggregate(agg, ing, bound=100, epsilon=1.0, plan="milp", seed=1, time_limit=20)
+    agg, ing = contributions(records, bound=100)
+    g = release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan="greedy"), bound=100,
+                          noise=NoiseOptions(seed=1), ingest=ing)
+    m = release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan="milp", time_limit=20), bound=100,
+                          noise=NoiseOptions(seed=1), ingest=ing)
     assert m.summary.degradation <= g.summary.degradation
 
 
 def test_pseudo_users_release_first_samples(records):
-    r = release(records, privacy="public-occupancy", bound=100, epsilon=BIG_EPS, plan="greedy", pseudo_users=True, seed=5)
+    r = release(records, bound=100, budget=PerGridBudget(BIG_EPS),
+                model=PublicOccupancyOptions(plan="greedy", pseudo_users=True), noise=NoiseOptions(seed=5))
     agg = r.aggregate
     clip = r.plan.array_length
     gamma = r.gamma()
@@ -125,15 +130,19 @@ def test_pseudo_users_release_first_samples(records):
 
 
 def test_numpy_noise_is_seeded_simulation(records):
-    a = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, noise="numpy", seed=9)
-    b = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, noise="numpy", seed=9)
+    a = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions("numpy", seed=9))
+    b = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions("numpy", seed=9))
     np.testing.assert_array_equal(a.table["mean"], b.table["mean"])
     assert "simulation only" in a.summary.noise
 
 
 def test_discrete_noise_seeded_reproducible_and_on_grid(records):
-    a = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=9, granularity_bits=8)
-    b = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=9, granularity_bits=8)
+    a = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions(seed=9, granularity_bits=8))
+    b = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions(seed=9, granularity_bits=8))
     np.testing.assert_array_equal(a.table["mean"], b.table["mean"])
     v = a.table["variance"].to_numpy() * 2**8
     assert np.all(v == np.round(v))
@@ -144,7 +153,8 @@ def test_discrete_noise_seeded_reproducible_and_on_grid(records):
 def test_example_sample_end_to_end(tmp_path):
     frame = load_austin_sample()
     assert len(frame) == 53569 and frame.user_id.nunique() == 146
-    r = release(frame, privacy="public-occupancy", bound=120, epsilon=1.0, plan="greedy", seed=1)
+    r = release(frame, bound=120, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                noise=NoiseOptions(seed=1))
     s = r.summary
     assert s.degradation == _recount(frame, r.suppressed_frame()) < s.degradation_baseline
     paths = write_report(r, tmp_path / "out")
@@ -166,40 +176,41 @@ def test_dropped_records_reach_summary(tiny_records):
     df = tiny_records.copy()
     df.loc[0, "value"] = np.nan
     df.loc[1, "value"] = 500.0
-    r = release(df, privacy="public-occupancy", bound=100, epsilon=1.0, out_of_range="drop", seed=1,
-                max_dropped=0.3)  # 2 of 8 dropped: above the default share
+    r = release(df, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(), noise=NoiseOptions(seed=1),
+                io=InputOptions(out_of_range="drop", max_dropped=0.3))  # 2 of 8 dropped: above the default share
     assert r.summary.dropped_records == 2
     assert r.summary.ingest["missing"]["value"] == 1 and r.diagnostics["ingest"]["dropped_out_of_range"] == 1
 
 
 @pytest.mark.parametrize(
-    "kwargs,match",
+    "options,match",
     [
-        ({"plan": "best"}, r"`plan` must be one of"),
-        ({"epsilon": 0}, r"`epsilon` must be a positive finite number"),
-        ({"bound": float("nan")}, r"`bound` must be a positive finite number"),
-        ({"noise": "gauss"}, r"`noise` must be one of"),
-        ({"granularity_bits": 50}, r"`granularity_bits` must be an integer in 0..40"),
-        ({"error_bound": -1.0}, r"`error_bound` must be a finite number >= 0"),
-        ({"backend": "spark"}, r"`backend` must be one of"),
-        ({"split": "half"}, r"`split` must be one of"),
-        ({"slot": "often"}, r"`slot` must be a duration"),
-        ({"h3_resolution": 16}, r"`h3_resolution` must be an integer in 0..15"),
-        ({"seed": "x"}, r"`seed` must be an integer or None"),
+        (lambda: {"model": PublicOccupancyOptions(plan="best")}, r"`plan` must be one of"),
+        (lambda: {"budget": PerGridBudget(0)}, r"`epsilon` must be a positive finite number"),
+        (lambda: {"bound": float("nan")}, r"`bound` must be a positive finite number"),
+        (lambda: {"noise": NoiseOptions(noise="gauss")}, r"`noise` must be one of"),
+        (lambda: {"noise": NoiseOptions(granularity_bits=50)}, r"`granularity_bits` must be an integer in 0..40"),
+        (lambda: {"model": PublicOccupancyOptions(error_bound=-1.0)}, r"`error_bound` must be a finite number >= 0"),
+        (lambda: {"io": InputOptions(backend="spark")}, r"`backend` must be one of"),
+        (lambda: {"model": PublicOccupancyOptions(split="half")}, r"`split` must be one of"),
+        (lambda: {"grid": GridOptions(slot="often")}, r"`slot` must be a duration"),
+        (lambda: {"grid": GridOptions(h3_resolution=16)}, r"`h3_resolution` must be an integer in 0..15"),
+        (lambda: {"noise": NoiseOptions(seed="x")}, r"`seed` must be an integer or None"),
     ],
 )
-def test_bad_release_options(tiny_records, kwargs, match):
-    opts = {"bound": 100, "epsilon": 1.0, **kwargs}
+def test_bad_release_options(tiny_records, options, match):
     with pytest.raises(DpoptInputError, match=match):
-        release(tiny_records, privacy="public-occupancy", **opts)
+        release(tiny_records, **{"bound": 100, "budget": PerGridBudget(1.0), "model": PublicOccupancyOptions(),
+                                 **options()})
 
 
 def test_pseudo_users_from_file_second_pass_equals_in_memory(records, tmp_path):
     path = tmp_path / "r.csv"
     records.assign(timestamp=records.timestamp.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")).to_csv(path, index=False)
-    kw = dict(bound=100, epsilon=1.0, plan="greedy", pseudo_users=True, noise="numpy", seed=2)
-    a = release(records, privacy="public-occupancy", **kw)
-    b = release(path, privacy="public-occupancy", chunksize=300, **kw)
+    kw = dict(bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy", pseudo_users=True),
+              noise=NoiseOptions("numpy", seed=2))
+    a = release(records, **kw)
+    b = release(path, io=InputOptions(chunksize=300), **kw)
     assert a.aggregate.samples is not None and b.aggregate.samples is None
     assert a.summary.truncated_records == b.summary.truncated_records > 0
     np.testing.assert_allclose(a.table["mean"], b.table["mean"], rtol=1e-9)
@@ -208,7 +219,8 @@ def test_pseudo_users_from_file_second_pass_equals_in_memory(records, tmp_path):
 
 def test_granularity_too_fine_for_bound(tiny_records):
     with pytest.raises(DpoptInputError, match="too fine for bound"):
-        release(tiny_records, privacy="public-occupancy", bound=1e9, epsilon=1.0, granularity_bits=12)
+        release(tiny_records, bound=1e9, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                noise=NoiseOptions(granularity_bits=12))
 
 
 @pytest.mark.parametrize("plan", ["baseline", "greedy", "milp"])
@@ -216,22 +228,28 @@ def test_unreachable_error_bound_is_refused(tiny_records, plan):
     # grid (P1, 11h) holds one record: its error survives any plan that keeps it (and emptying it is
     # not a plan), so no plan meets E = 10; greedy/milp refuse it in dpopt.suppression, baseline here
     with pytest.raises(DpoptInputError, match=r"`error_bound`( = 10 cannot be met| must be at least [0-9.]+, .*; got 10\.0)"):
-        release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, plan=plan, error_bound=10.0, seed=1)
+        release(tiny_records, bound=100, budget=PerGridBudget(1.0),
+                model=PublicOccupancyOptions(plan=plan, error_bound=10.0), noise=NoiseOptions(seed=1))
 
 
 def test_reachable_error_bound_is_met(records):
-    base = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, seed=1)
+    base = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
+                   noise=NoiseOptions(seed=1))
     target = 1.5 * base.summary.error_bound
-    r = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, plan="greedy", error_bound=target, seed=1)
+    r = release(records, bound=100, budget=PerGridBudget(1.0),
+                model=PublicOccupancyOptions(plan="greedy", error_bound=target), noise=NoiseOptions(seed=1))
     assert r.summary.error_bound <= target and r.summary.error_bound_target == target
-    assert r.summary.degradation <= release(records, privacy="public-occupancy", bound=100, epsilon=1.0, plan="greedy", seed=1).summary.degradation
+    greedy = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                     noise=NoiseOptions(seed=1))
+    assert r.summary.degradation <= greedy.summary.degradation
 
 
 @pytest.mark.parametrize("noise", ["discrete", "numpy"])
 def test_optimal_split_single_record_grid(tiny_records, cells, noise):
     """A grid with one record has Δ_Var = 0: the optimal split gives the variance no budget and
     its released variance is exactly 0 (data-independent), the mean gets all of ε."""
-    r = release(tiny_records, privacy="public-occupancy", bound=100, epsilon=1.0, split="optimal", noise=noise, seed=1)
+    r = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(split="optimal"),
+                noise=NoiseOptions(noise, seed=1))
     row = r.table.set_index(["cell", "slot"]).loc[(cells[0], "2020-01-01T11:00:00Z")]
     assert row["variance"] == 0.0 and row["epsilon_variance"] == 0.0 and row["epsilon_mean"] == 1.0
     assert row["error_bound"] == pytest.approx(100.0)  # (√Δμ + 0)²/ε = U/ε
@@ -242,7 +260,8 @@ def test_optimal_split_single_record_grid(tiny_records, cells, noise):
 def test_grid_errors_agree_with_the_plan_objects(records, pseudo):
     """The per-grid errors of the released retained counts equal those the planners computed
     (dpopt.grid_errors for the suppression plan, eq. (15) minimisers for pseudo-users)."""
-    r = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, plan="greedy", pseudo_users=pseudo, seed=1)
+    r = release(records, bound=100, budget=PerGridBudget(1.0),
+                model=PublicOccupancyOptions(plan="greedy", pseudo_users=pseudo), noise=NoiseOptions(seed=1))
     want = r.plan.info["pseudo"].grid_errors if pseudo else r.plan.info["suppression"].grid_errors
     np.testing.assert_allclose(r.table["error_bound"], want, rtol=1e-12)
     if pseudo:
@@ -256,7 +275,8 @@ def test_suppressed_pairs_are_removed_from_the_statistics(records, monkeypatch):
     from dpopt.noise import discrete_laplace as noise_module
 
     monkeypatch.setattr(noise_module, "discrete_laplace_rational", lambda num, den, rng: np.zeros(np.shape(num), int))
-    r = release(records, privacy="public-occupancy", bound=100, epsilon=1.0, plan="greedy", seed=6)
+    r = release(records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                noise=NoiseOptions(seed=6))
     sup = r.suppressed_frame()
     assert len(sup) > 0
     d = records.copy()
@@ -277,7 +297,8 @@ def test_suppressed_pairs_are_removed_from_the_statistics(records, monkeypatch):
 
 def test_epsilon_too_small_for_discrete_sampler_is_refused_before_reading(tiny_records):
     with pytest.raises(DpoptInputError, match=r"`epsilon` must be >= 2\^-29"):
-        release(tiny_records.assign(value="oops"), privacy="public-occupancy", bound=100, epsilon=1e-12)
+        release(tiny_records.assign(value="oops"), bound=100, budget=PerGridBudget(1e-12),
+                model=PublicOccupancyOptions())
 
 
 def test_neighbours_snapped_statistics_differ_by_at_most_t(records, monkeypatch):
@@ -291,8 +312,10 @@ def test_neighbours_snapped_statistics_differ_by_at_most_t(records, monkeypatch)
     user = records.user_id.value_counts().index[0]
     lo = records.assign(value=np.where(records.user_id == user, 0.0, records.value))
     hi = records.assign(value=np.where(records.user_id == user, 100.0, records.value))
-    a = release(lo, privacy="public-occupancy", bound=100, epsilon=1.0, plan="greedy", seed=1).table
-    b = release(hi, privacy="public-occupancy", bound=100, epsilon=1.0, plan="greedy", seed=1).table
+    a = release(lo, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                noise=NoiseOptions(seed=1)).table
+    b = release(hi, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                noise=NoiseOptions(seed=1)).table
     np.testing.assert_array_equal(a["n_records_retained"], b["n_records_retained"])
     ok = a["released"].to_numpy()
     for stat in ("mean", "variance"):

@@ -1,6 +1,6 @@
 """A caller-supplied real-release sampler must carry the integer source every random choice of the
-release draws from (privacy review 2, session 3): without one it was silently treated as a
-simulation and the tie-break keys came from numpy."""
+release draws from: without one it would be silently treated as a simulation and the tie-break keys
+would come from numpy."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Total-budget releases under privacy="public-occupancy" (issue 13.5): the published files are
+"""Total-budget releases under privacy="public-occupancy" (models/budget.md): the published files are
 checked against what they promise, recounted here from the files and the records, never from the
 code under test.
 
@@ -24,8 +24,8 @@ import pytest
 from ._spend import exact, user_spend
 
 from dpopt import DpoptInputError
-from dpopt.release import austin_sample_path, write_report
-from tests._legacy import aggregate_records, release, release_aggregate
+from dpopt.release import (Budget, EstimationOptions, NoiseOptions, PerGridBudget, PublicOccupancyOptions,
+                           austin_sample_path, contributions, release, release_aggregate, write_report)
 
 from .conftest import P1, P2
 
@@ -34,9 +34,10 @@ EPS_TOTAL = 10.0
 PLANS = ("baseline", "greedy", "milp", "budget")
 
 
-def _release(plan: str, **kw):
-    return release(austin_sample_path(), bound=U, privacy="public-occupancy", epsilon_total=EPS_TOTAL,
-                   plan=plan, time_limit=5, seed=7, **kw)
+def _release(plan: str, *, criterion: str = "noise", confidence: float = 0.95):
+    return release(austin_sample_path(), bound=U, budget=Budget(epsilon_total=EPS_TOTAL),
+                   model=PublicOccupancyOptions(plan=plan, time_limit=5, criterion=criterion),
+                   estimation=EstimationOptions(confidence=confidence), noise=NoiseOptions(seed=7))
 
 
 @pytest.fixture(scope="module", params=PLANS)
@@ -110,7 +111,7 @@ def test_withheld_grids_publish_nothing(written):
     cols = ["mean", "variance", "mean_raw", "variance_raw", "mean_error_bound", "variance_error_bound",
             "mean_error_bound_worst_case", "variance_error_bound_worst_case"]
     assert t.loc[off, cols].isna().all().all()
-    # issue 23.4: a released variance is blank exactly where its interval is the whole range
+    # a released variance is blank exactly where its interval is the whole range
     vcols = ["variance", "variance_raw", "variance_error_bound"]
     shown = t["variance_released"].astype(bool)
     assert t.loc[~off & shown, cols].notna().all().all()
@@ -138,7 +139,7 @@ def test_values_are_post_processed_into_their_ranges(written, source):
     mean = t.loc[on, "mean"]
     assert mean.between(0, U).all()
     assert (mean == t.loc[on, "mean_raw"].clip(0, U)).all()
-    if source == "csv":  # issue 23.4: withheld variances are blank in release.csv
+    if source == "csv":  # withheld variances are blank in release.csv
         on = on & t["variance_released"].astype(bool)
     var = t.loc[on, "variance"]
     assert var.between(0, U * U / 4).all()
@@ -240,9 +241,10 @@ def test_noise_bound_covers_the_kept_mean_at_its_confidence(plan):
     """numpy sampler, 300 seeds: `noise` bounds cover the kept records' mean, `worst_case` bounds
     the mean of all records, each at least a fraction q of the time (binomial tolerance, 4 s.d.)."""
     records = small_records(np.random.default_rng(5), hours=4, roamer=True)
-    agg, ingest = aggregate_records(records, bound=100.0)
+    agg, ingest = contributions(records, bound=100.0)
     q = 0.8
-    first = release_aggregate(agg, ingest, epsilon_total=4.0, plan=plan, confidence=q, noise="numpy", seed=0)
+    first = release_aggregate(agg, Budget(epsilon_total=4.0), PublicOccupancyOptions(plan=plan),
+                              noise=NoiseOptions("numpy", seed=0), confidence=q, ingest=ingest)
     truth = _kept_record_means(records, first)
     everyone = _kept_record_means(records, first, everyone=True)
     on = first.table["released"].to_numpy(dtype=bool)
@@ -251,7 +253,8 @@ def test_noise_bound_covers_the_kept_mean_at_its_confidence(plan):
         assert first.summary.suppressed_pairs > 0  # kept mean ≠ all-records mean somewhere
     hits = hits_wc = trials = 0
     for seed in range(300):
-        r = release_aggregate(agg, ingest, epsilon_total=4.0, plan=plan, confidence=q, noise="numpy", seed=seed)
+        r = release_aggregate(agg, Budget(epsilon_total=4.0), PublicOccupancyOptions(plan=plan),
+                              noise=NoiseOptions("numpy", seed=seed), confidence=q, ingest=ingest)
         released = r.table["mean_raw"].to_numpy()[on]
         hits += int((np.abs(released - truth[on]) <= r.table["mean_error_bound"].to_numpy()[on]).sum())
         hits_wc += int((np.abs(released - everyone[on])
@@ -269,21 +272,21 @@ def test_noise_bound_covers_the_kept_mean_at_its_confidence(plan):
 # refused combinations: one line naming the argument, before any data is read
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"plan": "budget", "epsilon": 1.0}, "epsilon"),
-    ({"plan": "baseline", "epsilon_total": 10.0, "target": 5.0}, "target"),
-    ({"epsilon_total": 10.0, "rho": 0.5}, "rho"),
-    ({"rho": 0.5}, "rho"),
-    ({"epsilon_total": 10.0, "delta": 1e-6}, "delta"),
-    ({"epsilon": 1.0, "mechanism": "gaussian"}, "epsilon"),
-    ({"epsilon": 1.0, "epsilon_total": 10.0}, "epsilon_total"),
-    ({"epsilon_total": 10.0, "confidence": 0.0}, "confidence"),
-    ({"epsilon_total": 10.0, "confidence": 1.0}, "confidence"),
-    ({"epsilon_total": 10.0, "confidence": float("nan")}, "confidence"),
+@pytest.mark.parametrize("options, name", [
+    (lambda: {"budget": PerGridBudget(1.0), "model": PublicOccupancyOptions(plan="budget")}, "epsilon"),
+    (lambda: {"budget": Budget(epsilon_total=10.0), "model": PublicOccupancyOptions(plan="baseline", target=5.0)},
+     "target"),
+    (lambda: {"budget": Budget(epsilon_total=10.0, rho=0.5)}, "rho"),
+    (lambda: {"budget": Budget(rho=0.5)}, "rho"),
+    (lambda: {"budget": Budget(epsilon_total=10.0, delta=1e-6)}, "delta"),
+    (lambda: {"budget": Budget(epsilon_total=10.0), "estimation": EstimationOptions(confidence=0.0)}, "confidence"),
+    (lambda: {"budget": Budget(epsilon_total=10.0), "estimation": EstimationOptions(confidence=1.0)}, "confidence"),
+    (lambda: {"budget": Budget(epsilon_total=10.0), "estimation": EstimationOptions(confidence=float("nan"))},
+     "confidence"),
 ])
-def test_bad_combinations_are_refused(tiny_records, kwargs, name):
+def test_bad_combinations_are_refused(tiny_records, options, name):
     with pytest.raises(DpoptInputError) as exc:
-        release(tiny_records, bound=100.0, privacy="public-occupancy", **kwargs)
+        release(tiny_records, bound=100.0, **{"model": PublicOccupancyOptions(), **options()})
     msg = str(exc.value)
     assert f"`{name}`" in msg and "\n" not in msg
 
@@ -295,8 +298,9 @@ def test_noise_bound_of_the_discrete_laplace_holds_exactly(tiny_records, eps_tot
     with probability at most P(|Z| > (B − λ/2)/λ) = 2r^{⌊x⌋+1}/(1 + r), computed here exactly; it
     must be ≤ 1 − q. A coarse output grid (λ = 1) makes the discreteness visible."""
     q = 0.95
-    res = release(tiny_records, bound=100.0, privacy="public-occupancy", epsilon_total=eps_total, plan="baseline",
-                  granularity_bits=0, seed=1, confidence=q)
+    res = release(tiny_records, bound=100.0, budget=Budget(epsilon_total=eps_total),
+                  model=PublicOccupancyOptions(plan="baseline"), estimation=EstimationOptions(confidence=q),
+                  noise=NoiseOptions(seed=1, granularity_bits=0))
     lam = res.summary.granularity
     assert lam == 1.0
     t = res.table[res.table["released"]]
@@ -320,7 +324,8 @@ def test_neighbours_in_values_publish_the_same_plan_and_summary(plan):
     one = other["user_id"] == other["user_id"].iloc[0]
     other.loc[one, "value"] = 100.0 - other.loc[one, "value"].clip(0, 100)
     assert not np.allclose(records["value"], other["value"])
-    a, b = (release(r, bound=100.0, privacy="public-occupancy", epsilon_total=4.0, plan=plan, time_limit=5, seed=3)
+    a, b = (release(r, bound=100.0, budget=Budget(epsilon_total=4.0),
+                    model=PublicOccupancyOptions(plan=plan, time_limit=5), noise=NoiseOptions(seed=3))
             for r in (records, other))
     assert a.summary.released_grids >= 1
     assert published_summary(a) == published_summary(b)

@@ -119,7 +119,7 @@ def test_bad_occupancy_type():
 
 
 def test_infinite_error_bound_is_refused_not_a_licence_to_suppress_everything():
-    """Issue 12.7: E = inf made every suppression feasible (every grid withheld)."""
+    """E = inf is refused: it would make every suppression feasible (every grid withheld)."""
     import dpopt
 
     occ = dpopt.Occupancy.from_dense([[3, 1], [1, 2]])

@@ -81,10 +81,10 @@ def test_select_concentrates_on_the_best_candidate_at_large_epsilon():
 
 @pytest.mark.parametrize("max_grids,max_records", [(3, 3), (5, 6), (6, 10)])
 def test_histogram_rule_never_exceeds_the_public_caps(max_grids, max_records):
-    """Review (session 3): the "histogram" rule took its candidates from the bin edges 1, 2, 4, …,
-    2^⌈log2 cap⌉, above a cap that is not a power of two (k = 4 > 3, c = 16 > 10 here). The front
-    door keeps only the first ``max_records`` records per pair, so such a c made the bounding
-    refuse exactly when some pair held more records than the cap: a data-dependent refusal."""
+    """The "histogram" rule's candidates never exceed the caps, even when a cap is not a power of
+    two: bin edges 1, 2, 4, …, 2^⌈log2 cap⌉ would go above it (k = 4 > 3, c = 16 > 10 here). The
+    front door keeps only the first ``max_records`` records per pair, so such a c would make the
+    bounding refuse exactly when some pair held more records than the cap: a data-dependent refusal."""
     recs = [(f"u{u}", g, t, 1.0) for u in range(60) for g in range(5) for t in range(12)]
     agg = make_agg(recs)
     ranks = grid_ranks(agg, np.random.default_rng(1))

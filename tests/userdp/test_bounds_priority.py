@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dpopt.records.grid import cell_strings, slot_strings
-from tests._legacy import release_user
+from dpopt.release import Budget, NoiseOptions, UserOptions, release_user
 from dpopt.userdp.bounding import bound_contributions, lattice_values
 from dpopt.userdp.predict import (
     ContributionHistogram,
@@ -127,13 +127,15 @@ def test_release_user_with_the_histogram_rule_and_shared_priority():
     rng = np.random.default_rng(5)
     agg = make_agg(_records(rng, users=60))
     for priority in ("own", "shared"):
-        res = release_user(agg, bound=10.0, epsilon=5.0, noise="numpy", seed=3, priority=priority,
-                           partitions=pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)}))
+        plist = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+        res = release_user(agg, Budget(epsilon_total=5.0), UserOptions(priority=priority, partitions=plist, strategy="fixed"),
+                           bound=10.0, noise=NoiseOptions("numpy", seed=3))
         assert res.summary.bounds_rule == "histogram"
         assert res.summary.budget["bounds"] == pytest.approx(0.5)
         assert sum(res.summary.budget.values()) <= 5.0 + 1e-9
     with pytest.raises(ValueError, match="priority"):
-        release_user(agg, bound=10.0, epsilon=5.0, noise="numpy", seed=3, priority="nope", delta=1e-6)
+        release_user(agg, Budget(epsilon_total=5.0, delta=1e-6), UserOptions(priority="nope", strategy="fixed"),
+                     bound=10.0, noise=NoiseOptions("numpy", seed=3))
 
 
 # --- the benchmark's scoring function (tests/benchmarks/scoring.py) ---

@@ -1,4 +1,4 @@
-"""`dpopt release RECORDS` under the default privacy model "user" (issue 16): what the command line
+"""`dpopt release RECORDS` under the default privacy model "user": what the command line
 accepts, refuses and publishes; and the API's return type for that model."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 
 from dpopt.cli import main
-from tests._legacy import release
-from dpopt.release import UserRelease
+from dpopt.release import Budget, EstimationOptions, NoiseOptions, UserOptions, UserRelease, release
 
 from .conftest import CELLS
 
@@ -119,7 +118,7 @@ def test_public_partition_absent_from_the_data_is_released_as_noise(tmp_path, ca
     parts.to_csv(path, index=False)
     out = tmp_path / "o"
     code, _, err = _run(capsys, csv, "--bound", U, "--epsilon-total", 2, "--partitions", path, "--out", out,
-                        "--seed", 3, "--resolution", "fixed")  # the flat release (issue 21: adaptive is the default)
+                        "--seed", 3, "--resolution", "fixed")  # the flat release (adaptive is the default)
     assert code == 0, err
     table = pd.read_csv(out / "release.csv")
     assert len(table) == 2
@@ -131,20 +130,11 @@ def test_public_partition_absent_from_the_data_is_released_as_noise(tmp_path, ca
 
 
 def test_api_returns_a_user_release():
-    res = release(_records(), bound=U, epsilon_total=2.0, delta=1e-6, seed=4)
+    res = release(_records(), bound=U, budget=Budget(epsilon_total=2.0, delta=1e-6),
+                  model=UserOptions(bounds="select", strategy="fixed"), noise=NoiseOptions(seed=4))
     assert isinstance(res, UserRelease)
     assert res.summary.privacy_model == "user" and 0 < res.summary.epsilon_total <= 2.0
     assert not {"n_users", "n_records"} & set(res.table.columns)
-
-
-def test_api_refuses_the_other_models_options():
-    from dpopt import DpoptInputError
-
-    for kwargs, name in (({"plan": "greedy"}, "plan"), ({"epsilon": 1.0, "epsilon_total": None}, "epsilon"),
-                         ({"criterion": "worst_case"}, "criterion"), ({"rho": 1.0}, "rho")):
-        opts = {"epsilon_total": 2.0, "delta": 1e-6, **kwargs}
-        with pytest.raises(DpoptInputError, match=f"`{name}`"):
-            release(_records(), bound=U, **opts)
 
 
 def test_confidence_is_honoured_or_refused_never_ignored(tmp_path, capsys, csv):
@@ -152,7 +142,9 @@ def test_confidence_is_honoured_or_refused_never_ignored(tmp_path, capsys, csv):
     from dpopt import DpoptInputError
 
     try:
-        res = release(_records(), bound=U, epsilon_total=2.0, delta=1e-6, confidence=0.5, seed=5)
+        res = release(_records(), bound=U, budget=Budget(epsilon_total=2.0, delta=1e-6),
+                      model=UserOptions(bounds="select", strategy="fixed"), estimation=EstimationOptions(confidence=0.5),
+                      noise=NoiseOptions(seed=5))
     except DpoptInputError as exc:
         assert "`confidence`" in str(exc)
     else:

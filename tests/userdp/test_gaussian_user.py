@@ -1,4 +1,4 @@
-"""Gaussian noise with zCDP accounting in the ``user`` model (issue 16 with issue 15's mechanism):
+"""Gaussian noise with zCDP accounting in the ``user`` model (models/gaussian.md, models/user_level.md):
 ℓ2 sensitivities by enumeration, the ρ split against numeric minimisation, the accounting, the
 noise law, the error-bound coverage, neighbours and the command line."""
 
@@ -18,8 +18,7 @@ from dpopt._validation import DpoptInputError
 from dpopt.accounting import rho_from_epsilon, zcdp_epsilon
 from dpopt.noise import SeededSource
 from dpopt.noise.discrete_gaussian import discrete_gaussian_pmf
-from dpopt.release import write_user_release
-from tests._legacy import release_user
+from dpopt.release import Budget, NoiseOptions, UserOptions, release_user, write_user_release
 from dpopt.userdp.mechanism import DiscreteGaussian, GaussianSimulation, LaplaceSimulation, l2_squared
 from dpopt.userdp.sensitivity import sensitivities, sqrt_up
 from dpopt.userdp.split import split_budget
@@ -128,8 +127,9 @@ def test_rho_total_never_exceeds_the_budget(noise, private, bounds):
     agg = make_agg(_records(seed=1, users=30))
     parts = None if private else _plist(range(6))
     for rho in (0.05, 1.0, 7.3):
-        res = release_user(agg, bound=U, mechanism="gaussian", rho=rho, delta=1e-6, partitions=parts,
-                           bounds=bounds, noise=noise, seed=5)
+        res = release_user(agg, Budget(rho=rho, delta=1e-6, mechanism="gaussian"),
+                           UserOptions(partitions=parts, bounds=bounds, strategy="fixed"), bound=U,
+                           noise=NoiseOptions(noise, seed=5))
         s = res.summary
         assert s.mechanism == "gaussian" and s.privacy_model == "user"
         exact = _rho_recount(s)
@@ -148,8 +148,9 @@ def test_epsilon_delta_budget_is_met(private):
     agg = make_agg(_records(seed=1, users=30))
     parts = None if private else _plist(range(6))
     for eps in (1.0, 10.0):
-        s = release_user(agg, bound=U, mechanism="gaussian", epsilon=eps, delta=1e-6, partitions=parts,
-                         noise="discrete", seed=2).summary
+        s = release_user(agg, Budget(epsilon_total=eps, delta=1e-6, mechanism="gaussian"),
+                         UserOptions(partitions=parts, strategy="fixed"), bound=U,
+                         noise=NoiseOptions("discrete", seed=2)).summary
         d_conv = 1e-6 * (0.5 if private else 1.0)
         assert s.epsilon_total <= eps
         assert s.epsilon_total == pytest.approx(eps, rel=1e-6)
@@ -160,33 +161,36 @@ def test_epsilon_delta_budget_is_met(private):
 
 def test_rho_without_delta_states_zcdp_only_and_bad_budgets_are_refused():
     agg = make_agg(_records(seed=1))
-    s = release_user(agg, bound=U, mechanism="gaussian", rho=0.5, partitions=_plist(range(5)), noise="numpy",
-                     seed=1).summary
+    s = release_user(agg, Budget(rho=0.5, mechanism="gaussian"),
+                     UserOptions(partitions=_plist(range(5)), strategy="fixed"), bound=U,
+                     noise=NoiseOptions("numpy", seed=1)).summary
     assert s.epsilon_total is None and s.delta == 0.0 and s.rho_total <= 0.5
-    cases = [({"mechanism": "gaussian", "epsilon": 1.0, "partitions": _plist(range(5))}, "delta"),
-             ({"mechanism": "gaussian", "rho": 1.0}, "delta"),  # private selection needs δ
-             ({"mechanism": "gaussian", "rho": 1.0, "epsilon": 1.0, "delta": 1e-6}, "epsilon"),
-             ({"mechanism": "gaussian", "rho": -1.0, "partitions": _plist(range(5))}, "rho"),
-             ({"mechanism": "laplace", "rho": 1.0, "partitions": _plist(range(5))}, "rho"),
-             ({"mechanism": "cauchy", "epsilon": 1.0, "partitions": _plist(range(5))}, "mechanism"),
-             ({"mechanism": "gaussian", "noise_mechanism": LaplaceSimulation(np.random.default_rng(0)),
-               "epsilon": 1.0, "partitions": _plist(range(5))}, "sampler")]
-    for kwargs, name in cases:
+    listed = {"partitions": _plist(range(5))}
+    cases = [({"mechanism": "gaussian", "epsilon_total": 1.0}, listed, None, "delta"),
+             ({"mechanism": "gaussian", "rho": 1.0}, {}, None, "delta"),  # private selection needs δ
+             ({"mechanism": "gaussian", "rho": 1.0, "epsilon_total": 1.0, "delta": 1e-6}, {}, None, "epsilon"),
+             ({"mechanism": "gaussian", "rho": -1.0}, listed, None, "rho"),
+             ({"mechanism": "laplace", "rho": 1.0}, listed, None, "rho"),
+             ({"mechanism": "cauchy", "epsilon_total": 1.0}, listed, None, "mechanism"),
+             ({"mechanism": "gaussian", "epsilon_total": 1.0}, listed, LaplaceSimulation(np.random.default_rng(0)),
+              "sampler")]
+    for budget, options, sampler, name in cases:
         with pytest.raises(DpoptInputError, match=f"`{name}"):
-            release_user(agg, bound=U, noise="numpy", **kwargs)
+            release_user(agg, Budget(**budget), UserOptions(**options, strategy="fixed"), bound=U,
+                         noise=NoiseOptions("numpy"), sampler=sampler)
 
 
-def test_noise_mechanism_override_and_old_keyword():
-    """An explicit sampler object decides the unit; the older ``mechanism=<object>`` still works."""
+def test_a_sampler_object_replaces_the_noise_of_its_budget_unit():
+    """An explicit sampler object draws the noise (the same seeded sampler, the same counts) in the
+    unit of the budget's mechanism: a Gaussian sampler under ρ, a Laplace one under ε."""
     agg = make_agg(_records(seed=1))
-    a = release_user(agg, bound=U, rho=0.5, partitions=_plist(range(5)), bounds=(2, 2), seed=0,
-                     noise_mechanism=GaussianSimulation(np.random.default_rng(3)))
-    b = release_user(agg, bound=U, rho=0.5, partitions=_plist(range(5)), bounds=(2, 2), seed=0,
-                     mechanism=GaussianSimulation(np.random.default_rng(3)))
+    options = UserOptions(partitions=_plist(range(5)), bounds=(2, 2), strategy="fixed")
+    a, b = (release_user(agg, Budget(rho=0.5, mechanism="gaussian"), options, bound=U, noise=NoiseOptions(seed=0),
+                         sampler=GaussianSimulation(np.random.default_rng(3))) for _ in range(2))
     assert a.summary.mechanism == b.summary.mechanism == "gaussian"
     assert np.array_equal(a.table["noisy_count"], b.table["noisy_count"])
-    c = release_user(agg, bound=U, epsilon=1.0, partitions=_plist(range(5)), bounds=(2, 2),
-                     mechanism=LaplaceSimulation(np.random.default_rng(3)))
+    c = release_user(agg, Budget(epsilon_total=1.0), options, bound=U, noise=NoiseOptions(),
+                     sampler=LaplaceSimulation(np.random.default_rng(3)))
     assert c.summary.mechanism == "laplace" and c.summary.rho_total is None
 
 
@@ -244,11 +248,12 @@ def test_error_bounds_cover_at_least_95_percent_with_gaussian_noise():
     plist = _plist(range(5))
     cover_m = cover_v = total = 0
     for s in range(300):
-        t = release_user(agg, bound=U, mechanism="gaussian", rho=0.5, partitions=plist, bounds=(5, 3),
-                         noise="numpy", seed=s).table
+        t = release_user(agg, Budget(rho=0.5, mechanism="gaussian"),
+                         UserOptions(partitions=plist, bounds=(5, 3), strategy="fixed"), bound=U,
+                         noise=NoiseOptions("numpy", seed=s)).table
         o = _order(t)
         cover_m += int((np.abs(t["mean"].to_numpy() - mean.to_numpy()[o]) <= t["mean_error_bound"].to_numpy()).sum())
-        # issue 23.4: a withheld variance (NaN) has the whole range [0, U²/4] as interval, which covers
+        # a withheld variance (NaN) has the whole range [0, U²/4] as interval, which covers
         cover_v += int((np.abs(t["variance"].to_numpy() - var.to_numpy()[o]) <= t["variance_error_bound"].to_numpy()).sum())
         cover_v += int(np.isnan(t["variance"].to_numpy()).sum())
         total += len(t)
@@ -258,8 +263,9 @@ def test_error_bounds_cover_at_least_95_percent_with_gaussian_noise():
 def test_accurate_at_huge_rho():
     recs = _records(seed=3, users=30, grids=5)
     mean, var = _truth(recs)
-    t = release_user(make_agg(recs), bound=U, mechanism="gaussian", rho=1e8, partitions=_plist(range(5)),
-                     bounds=(5, 10), noise="discrete", seed=0).table
+    t = release_user(make_agg(recs), Budget(rho=1e8, mechanism="gaussian"),
+                     UserOptions(partitions=_plist(range(5)), bounds=(5, 10), strategy="fixed"), bound=U,
+                     noise=NoiseOptions("discrete", seed=0)).table
     o = _order(t)
     assert np.allclose(t["mean"], mean.to_numpy()[o], atol=1e-2)
     assert np.allclose(t["variance"], var.to_numpy()[o], atol=0.1)
@@ -270,8 +276,9 @@ def test_neighbours_publish_identical_non_noisy_fields_gaussian(noise):
     base = _records()
     extra = [("zz", 1, 0, 9.0), ("zz", 1, 1, 8.0), ("zz", 2, 0, 0.5), ("zz", 4, 0, 1.0)]
     plist = _plist([0, 1, 2, 3, 4, 5])
-    a, b = (release_user(make_agg(recs), bound=U, mechanism="gaussian", epsilon=3.0, delta=1e-6, partitions=plist,
-                         bounds=(2, 2), noise=noise, seed=11) for recs in (base, base + extra))
+    a, b = (release_user(make_agg(recs), Budget(epsilon_total=3.0, delta=1e-6, mechanism="gaussian"),
+                         UserOptions(partitions=plist, bounds=(2, 2), strategy="fixed"), bound=U,
+                         noise=NoiseOptions(noise, seed=11)) for recs in (base, base + extra))
     assert list(a.table.columns) == list(b.table.columns)
     for col in PUBLIC_FIELDS:
         assert a.table[col].tolist() == b.table[col].tolist()
@@ -283,8 +290,9 @@ def test_neighbours_publish_identical_non_noisy_fields_gaussian(noise):
 
 
 def test_written_files_state_the_zcdp_accounting(tmp_path):
-    res = release_user(make_agg(_records()), bound=U, mechanism="gaussian", epsilon=2.0, delta=1e-6,
-                       partitions=_plist(range(5)), noise="discrete", seed=3)
+    res = release_user(make_agg(_records()), Budget(epsilon_total=2.0, delta=1e-6, mechanism="gaussian"),
+                       UserOptions(partitions=_plist(range(5)), strategy="fixed"), bound=U,
+                       noise=NoiseOptions("discrete", seed=3))
     paths = write_user_release(res, tmp_path / "out")
     summary = json.loads(paths["summary"].read_text())
     assert summary["mechanism"] == "gaussian" and summary["delta"] == 1e-6
@@ -317,7 +325,7 @@ def test_cli_gaussian_end_to_end(tmp_path, capsys, csv, partitions):
     out = tmp_path / "o"
     code, stdout, err = _run(capsys, csv, "--bound", 100, "--mechanism", "gaussian", "--epsilon-total", 10,
                              "--delta", 1e-6, "--partitions", partitions, "--out", out, "--seed", 1, "--json",
-                             "--resolution", "fixed")  # the flat release (issue 21: adaptive is the default)
+                             "--resolution", "fixed")  # the flat release (adaptive is the default)
     assert code == 0, err
     printed = json.loads(stdout)
     summary = json.loads((out / "summary.json").read_text())

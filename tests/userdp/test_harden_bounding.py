@@ -1,4 +1,4 @@
-"""Issue 22 item 1: whether a ``user`` release happens never depends on the private data, and the
+"""Whether a ``user`` release happens never depends on the private data, and the
 lattice sums are exact whatever the record counts (no int64 overflow, no private number printed).
 """
 
@@ -18,7 +18,7 @@ from dpopt.userdp.bounding import (
     lattice_values,
 )
 from dpopt.userdp.partitions import PartitionList
-from tests._legacy import release_user
+from dpopt.release import Budget, NoiseOptions, UserOptions, release_user
 
 from .conftest import CELLS, make_agg
 
@@ -33,14 +33,16 @@ def _plist() -> PartitionList:
     return PartitionList(cells=np.asarray(CELLS[:1], dtype=np.int64), slots=np.zeros(1, dtype=np.int64))
 
 
-def test_issue_reproduction_one_heavy_user_does_not_turn_a_release_into_an_error():
-    # U = 1e6, ε = 100, bounds (1, 1), a public partition list: the old rule (n + 1)·H_Z ≥ 2^62
-    # refused from n ≈ 9,007 records on (9,000 records released, one more 10-record user refused)
+def test_one_heavy_user_does_not_turn_a_release_into_an_error():
+    # U = 1e6, ε = 100, bounds (1, 1), a public partition list: a rule (n + 1)·H_Z ≥ 2^62 on the private
+    # record count n would refuse from n ≈ 9,007 records on (9,000 released, one more 10-record user refused)
     base = _records(900, 10, value=3.0)
     heavy = base + _records(1, 10, value=5.0, prefix="heavy")
     out = []
     for recs in (base, heavy):
-        rel = release_user(make_agg(recs), bound=U, epsilon=100.0, bounds=(1, 1), partitions=_plist(), seed=1)
+        rel = release_user(make_agg(recs), Budget(epsilon_total=100.0),
+                           UserOptions(bounds=(1, 1), partitions=_plist(), strategy="fixed"), bound=U,
+                           noise=NoiseOptions(seed=1))
         assert rel.summary.grids_released == 1
         out.append(rel)
     assert out[0].summary.k == out[1].summary.k == 1
@@ -79,6 +81,7 @@ def test_grid_sums_are_exact_beyond_int64(n_users, per_user, c):
     assert int(bg.sum_q[0]) == -kept * lat.half_sum
     if n_users == 300:
         assert kept * lat.half_sumsq >= 2**63  # really beyond int64
-        rel = release_user(agg, bound=U, epsilon=1e6, bounds=(1, c), partitions=_plist(), seed=2)
+        rel = release_user(agg, Budget(epsilon_total=1e6), UserOptions(bounds=(1, c), partitions=_plist(), strategy="fixed"),
+                           bound=U, noise=NoiseOptions(seed=2))
         row = rel.table.iloc[0]
         assert row["mean"] == pytest.approx(0.0, abs=1.0) and math.isfinite(row["variance_raw"])

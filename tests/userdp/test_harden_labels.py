@@ -1,6 +1,6 @@
-"""Issue 22 item 2: distinct user ids never merge (text ids are exact strings; numbers by value).
+"""Distinct user ids never merge (text ids are exact strings; numbers by value).
 
-The neighbour measurement of the issue: with k = 1, c = 3, removing one real user may move the
+The neighbour measurement: with k = 1, c = 3, removing one real user may move the
 bounded record counts R by at most k·c = 3 in total. When "0123" and "123" were one user, removing
 "0123" moved R by 6 (the merged user's kept grid switched).
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpopt._validation import label_parts
-from tests._legacy import aggregate_records
+from dpopt.release import GridOptions, contributions
 from dpopt.userdp.bounding import bound_contributions, grid_ranks, lattice_values
 
 GRID_A = "30.2672,-97.7431,2020-01-01T10:{m:02d}:00Z,10\n"
@@ -29,7 +29,7 @@ def _csv(tmp_path, users: dict[str, tuple[str, int]], name: str):
 
 
 def _records_by_grid(path) -> dict[tuple[int, int], int]:
-    agg, _ = aggregate_records(path, bound=100.0, h3_resolution=7, slot="1h", keep_samples=True)
+    agg, _ = contributions(path, bound=100.0, grid=GridOptions(7, "1h"), keep_samples=True)
     bg = bound_contributions(agg, k=1, c=3, ranks=grid_ranks(agg, np.random.default_rng(0)),
                              lattice=lattice_values(agg, 100.0))
     return {(int(c), int(s)): int(r) for c, s, r in zip(agg.cells, agg.slots, bg.records)}
@@ -79,7 +79,7 @@ def test_a_user_column_mixing_numbers_and_text_is_refused_not_merged():
 
 
 def test_the_user_id_rule_is_stated_in_help_and_readme(capsys):
-    """Issue 22.2: the one rule for ids is stated where a user meets it (README and --help)."""
+    """The one rule for ids is stated where a user meets it (README and --help)."""
     from pathlib import Path
 
     from dpopt.cli import main

@@ -1,4 +1,4 @@
-"""Issue 22 item 10: every random choice of a real ``user`` release comes from the OS CSPRNG.
+"""Every random choice of a real ``user`` release comes from the OS CSPRNG.
 
 The release is instrumented: numpy's ``default_rng`` must not be called without a seed (an
 OS-seeded PCG64; numpy Generators are immutable types, so this is where one would come from), and
@@ -17,7 +17,7 @@ import pytest
 from dpopt.noise import SecureRandom, SeededSource
 from dpopt.userdp import bounding
 from dpopt.userdp.bounding import grid_ranks, tie_keys
-from tests._legacy import release_user
+from dpopt.release import Budget, GridOptions, InputOptions, NoiseOptions, UserOptions, contributions, release_user
 
 from .conftest import make_agg
 
@@ -29,12 +29,8 @@ def _agg():
     return make_agg(recs)
 
 
-@pytest.mark.parametrize("options", [
-    {"bounds": "select", "delta": 1e-6},
-    {"bounds": (2, 2), "delta": 1e-6},
-    {"bounds": "quantile", "delta": 1e-6, "mechanism": "gaussian"},
-])
-def test_a_real_release_draws_only_from_secrets(monkeypatch, options):
+@pytest.mark.parametrize(("bounds", "mechanism"), [("select", "laplace"), ((2, 2), "laplace"), ("quantile", "gaussian")])
+def test_a_real_release_draws_only_from_secrets(monkeypatch, bounds, mechanism):
     agg = _agg()
     calls = {"secrets": 0}
     keys_from = []
@@ -59,7 +55,8 @@ def test_a_real_release_draws_only_from_secrets(monkeypatch, options):
 
     monkeypatch.setattr(secrets, "randbelow", counted)
     monkeypatch.setattr(np.random, "default_rng", guarded_default_rng)
-    rel = release_user(agg, bound=50.0, epsilon=2.0, **options)
+    rel = release_user(agg, Budget(epsilon_total=2.0, delta=1e-6, mechanism=mechanism),
+                       UserOptions(bounds=bounds, strategy="fixed"), bound=50.0)
     monkeypatch.undo()
     assert not rel.summary.seeded and "OS CSPRNG" in rel.summary.noise
     assert keys_from == [SecureRandom]  # the tie-break keys: from secrets
@@ -85,8 +82,8 @@ def test_ties_are_broken_uniformly():
 
 
 def test_seeded_releases_reproduce():
-    a = release_user(_agg(), bound=50.0, epsilon=2.0, delta=1e-6, seed=4)
-    b = release_user(_agg(), bound=50.0, epsilon=2.0, delta=1e-6, seed=4)
+    a, b = (release_user(_agg(), Budget(epsilon_total=2.0, delta=1e-6), UserOptions(strategy="fixed"), bound=50.0,
+                         noise=NoiseOptions(seed=4)) for _ in range(2))
     assert a.table.equals(b.table) and a.summary == b.summary
 
 
@@ -95,7 +92,6 @@ def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, pr
     import h3
 
     from dpopt.hierarchy.tree import HOUR_NS, Level
-    from tests._legacy import aggregate_records
     from dpopt.userdp import levels
     from dpopt.userdp.levels import measure_levels
     from dpopt.userdp.partitions import PartitionList
@@ -108,7 +104,8 @@ def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, pr
     df = pd.DataFrame({"user_id": rng.integers(0, 40, n).astype(str), "latitude": lat, "longitude": lng,
                        "timestamp": pd.to_datetime(1_441_065_600 + rng.integers(0, 4 * 3600, n), unit="s", utc=True),
                        "value": rng.uniform(0, 50, n)})
-    agg, _ = aggregate_records(df, bound=50.0, h3_resolution=8, slot="1h", out_of_range="clip", keep_samples=True)
+    agg, _ = contributions(df, bound=50.0, grid=GridOptions(8, "1h"), io=InputOptions(out_of_range="clip"),
+                           keep_samples=True)
     keys_from = []
     real_default_rng = np.random.default_rng
     real_tie_keys = bounding.tie_keys

@@ -1,4 +1,4 @@
-"""Issue 22 item 4: the noise quantiles and tails of the user model are stable at every scale
+"""The noise quantiles and tails of the user model are stable at every scale
 validation accepts (ε up to 1e100, scales beyond 9e15 where r = exp(−1/s) rounds to 1.0).
 
 Reference: the exact discrete Laplace tail P(|Z| ≥ j) = 2r^j/(1+r), r = e^{−1/s}, evaluated in
@@ -22,7 +22,7 @@ from dpopt.userdp.mechanism import (
     discrete_laplace_upper_quantile,
     discrete_laplace_upper_tail,
 )
-from tests._legacy import release_user
+from dpopt.release import Budget, NoiseOptions, UserOptions, release_user
 
 from .conftest import make_agg
 
@@ -115,12 +115,13 @@ def _agg():
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
 def test_release_at_extreme_budgets(bound, epsilon, bounds, mechanism):
     # Laplace with a public list, Gaussian with private selection (δ for both selection and ρ)
-    rel = release_user(_agg(), bound=bound, epsilon=epsilon, bounds=bounds, mechanism=mechanism,
-                       partitions=None if mechanism == "gaussian" else _plist(), seed=3,
-                       delta=1e-6 if mechanism == "gaussian" else None)
+    rel = release_user(_agg(), Budget(epsilon_total=epsilon, delta=1e-6 if mechanism == "gaussian" else None,
+                                      mechanism=mechanism),
+                       UserOptions(bounds=bounds, partitions=None if mechanism == "gaussian" else _plist(), strategy="fixed"),
+                       bound=bound, noise=NoiseOptions(seed=3))
     t = rel.table
     assert np.all(np.isfinite(t["mean_error_bound"])) and np.all(t["mean_error_bound"] >= 0)
-    # finite wherever the variance is published (issue 23.4 withholds it, NaN, where its interval is the range)
+    # finite wherever the variance is published (withheld, NaN, where its interval is the range)
     assert np.all(np.isfinite(t["variance_error_bound"]) | np.isnan(t["variance"]))
     if epsilon == 1e100 and len(t):
         assert np.all(t["mean_error_bound"] <= 1e-3 * bound)

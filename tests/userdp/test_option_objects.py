@@ -1,4 +1,4 @@
-"""The typed option objects of the user model's library (wire21, issue 20 function size):
+"""The typed option objects of the user model's library (they keep functions small):
 :class:`~dpopt.userdp.bounds.BoundsRule` for ``choose_bounds`` and
 :class:`~dpopt.userdp.levels.LevelPlan` / :class:`~dpopt.userdp.levels.LevelNoise` for
 ``measure_levels`` give the same seeded outputs as the keywords they group (still accepted), and

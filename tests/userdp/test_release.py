@@ -11,9 +11,8 @@ import pandas as pd
 import pytest
 
 from dpopt._validation import DpoptInputError
-from dpopt.release import write_user_release
+from dpopt.release import Budget, NoiseOptions, UserOptions, release, release_user, write_user_release
 from dpopt.writers.geo import GEO_FILES
-from tests._legacy import release_user
 from dpopt.writers.user import TABLE_COLUMNS
 
 from .conftest import CELLS, SLOT_NS, make_agg
@@ -53,8 +52,9 @@ def test_neighbours_publish_identical_non_noisy_fields(noise):
     plist = _plist([0, 1, 2, 3, 4, 5])  # grid 5 holds no record: released as noise
     out = []
     for recs in (base, base + extra):
-        res = release_user(make_agg(recs), bound=U, epsilon=1.0, partitions=plist, bounds=(2, 2),
-                           noise=noise, seed=11)
+        res = release_user(make_agg(recs), Budget(epsilon_total=1.0),
+                           UserOptions(partitions=plist, bounds=(2, 2), strategy="fixed"), bound=U,
+                           noise=NoiseOptions(noise, seed=11))
         out.append(res)
     a, b = out
     assert list(a.table.columns) == list(b.table.columns)
@@ -70,13 +70,14 @@ def test_neighbours_publish_identical_non_noisy_fields(noise):
     assert all(not np.allclose(a.table[c], b.table[c]) for c in ("noisy_count", "mean_raw", "variance_raw"))
     assert set(noisy) <= {"mean", "variance", "mean_raw", "variance_raw", "noisy_count", "mean_error_bound",
                           "variance_error_bound", "mean_pooled", "variance_pooled",
-                          "variance_released", "variance_withheld_reason"}  # post-processing of noisy values (issue 23.4)
+                          "variance_released", "variance_withheld_reason"}  # post-processing of noisy values
     # the empty listed grid is released (as noise), every listed grid is there once
     assert len(a.table) == 6 and a.table["released"].all()
 
 
 def test_nothing_exact_is_published():
-    res = release_user(make_agg(_records()), bound=U, epsilon=1.0, delta=1e-3, noise="numpy", seed=0)
+    res = release_user(make_agg(_records()), Budget(epsilon_total=1.0, delta=1e-3), UserOptions(strategy="fixed"),
+                       bound=U, noise=NoiseOptions("numpy", seed=0))
     text = json.dumps(res.summary.as_dict(), default=str)
     for word in ("n_users", "n_records", "records", "users\"", "pairs", "ingest"):
         assert word not in text
@@ -93,8 +94,9 @@ def test_private_selection_releases_a_single_user_grid_at_most_delta_over_k():
     hits = busy = 0
     n = 800
     for s in range(n):
-        t = release_user(agg, bound=U, epsilon=4.0, delta=0.1, bounds=(1, 1), selection_fraction=0.5,
-                         noise="numpy", seed=s).table
+        t = release_user(agg, Budget(epsilon_total=4.0, delta=0.1),
+                         UserOptions(bounds=(1, 1), selection_fraction=0.5, strategy="fixed"), bound=U,
+                         noise=NoiseOptions("numpy", seed=s)).table
         hits += int((t["cell"] == g0).any())
         busy += int((t["cell"] == h3.int_to_str(CELLS[1])).any())
     assert hits / n <= 0.1 + 4 * np.sqrt(0.1 * 0.9 / n)
@@ -105,8 +107,9 @@ def test_private_selection_releases_a_single_user_grid_at_most_delta_over_k():
 def test_accurate_at_huge_epsilon_with_bounds_covering_everything():
     recs = _records(seed=4)
     mean, var = _truth(recs)
-    res = release_user(make_agg(recs), bound=U, epsilon=1e9, partitions=_plist(range(5)), bounds=(10, 10),
-                       noise="numpy", seed=0, pool_fraction=0.0)
+    res = release_user(make_agg(recs), Budget(epsilon_total=1e9),
+                       UserOptions(partitions=_plist(range(5)), bounds=(10, 10), pool_fraction=0.0, strategy="fixed"),
+                       bound=U, noise=NoiseOptions("numpy", seed=0))
     t = res.table
     assert np.allclose(t["mean"].to_numpy(), mean.to_numpy()[_order(t)], atol=1e-3)
     assert np.allclose(t["variance"].to_numpy(), var.to_numpy()[_order(t)], atol=1e-2)
@@ -126,10 +129,11 @@ def test_error_bounds_cover_at_least_95_percent():
     plist = _plist(range(5))
     cover_m = cover_v = total = 0
     for s in range(300):
-        t = release_user(agg, bound=U, epsilon=2.0, partitions=plist, bounds=(5, 3), noise="numpy", seed=s).table
+        t = release_user(agg, Budget(epsilon_total=2.0), UserOptions(partitions=plist, bounds=(5, 3), strategy="fixed"),
+                         bound=U, noise=NoiseOptions("numpy", seed=s)).table
         o = _order(t)
         cover_m += int((np.abs(t["mean"].to_numpy() - mean.to_numpy()[o]) <= t["mean_error_bound"].to_numpy()).sum())
-        # issue 23.4: a withheld variance (NaN) has the whole range [0, U²/4] as interval, which covers
+        # a withheld variance (NaN) has the whole range [0, U²/4] as interval, which covers
         cover_v += int((np.abs(t["variance"].to_numpy() - var.to_numpy()[o]) <= t["variance_error_bound"].to_numpy()).sum())
         cover_v += int(np.isnan(t["variance"].to_numpy()).sum())
         total += len(t)
@@ -138,8 +142,9 @@ def test_error_bounds_cover_at_least_95_percent():
 
 @pytest.mark.slow
 def test_write_release_folder(tmp_path):
-    res = release_user(make_agg(_records()), bound=U, epsilon=1.0, partitions=_plist(range(5)), noise="discrete",
-                       seed=3)
+    res = release_user(make_agg(_records()), Budget(epsilon_total=1.0),
+                       UserOptions(partitions=_plist(range(5)), strategy="fixed"), bound=U,
+                       noise=NoiseOptions("discrete", seed=3))
     paths = write_user_release(res, tmp_path / "out")
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
                                                               "map.png", *GEO_FILES}
@@ -161,24 +166,24 @@ def test_write_release_folder(tmp_path):
 def test_bad_inputs():
     agg = make_agg(_records())
     with pytest.raises(DpoptInputError, match="delta"):
-        release_user(agg, bound=U, epsilon=1.0)
+        release_user(agg, Budget(epsilon_total=1.0), UserOptions(strategy="fixed"), bound=U)
     with pytest.raises(DpoptInputError, match="bounds"):
-        release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds="median")
+        release_user(agg, Budget(epsilon_total=1.0, delta=1e-3), UserOptions(bounds="median", strategy="fixed"), bound=U)
     with pytest.raises(DpoptInputError, match="k"):
-        release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds=(0, 2))
+        release_user(agg, Budget(epsilon_total=1.0, delta=1e-3), UserOptions(bounds=(0, 2), strategy="fixed"), bound=U)
     with pytest.raises(DpoptInputError, match="pair"):
-        release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds=(3,))
+        release_user(agg, Budget(epsilon_total=1.0, delta=1e-3), UserOptions(bounds=(3,), strategy="fixed"), bound=U)
     with pytest.raises(DpoptInputError, match="delta"):
-        release_user(agg, bound=U, epsilon=1.0, delta="0.1")
+        release_user(agg, Budget(epsilon_total=1.0, delta="0.1"), UserOptions(strategy="fixed"), bound=U)
     with pytest.raises(DpoptInputError, match="must be < 1"):
-        release_user(agg, bound=U, epsilon=1.0, delta=1e-3, bounds_fraction=0.5, selection_fraction=0.5)
+        release_user(agg, Budget(epsilon_total=1.0, delta=1e-3),
+                     UserOptions(bounds_fraction=0.5, selection_fraction=0.5, strategy="fixed"), bound=U)
     with pytest.raises(DpoptInputError, match="keep_samples"):
-        release_user(replace(agg, samples=None), bound=U, epsilon=1.0, delta=1e-3)
+        release_user(replace(agg, samples=None), Budget(epsilon_total=1.0, delta=1e-3), UserOptions(strategy="fixed"),
+                     bound=U)
 
 
 def test_from_records_through_ingestion():
-    from tests._legacy import release_user_records
-
     rows = []
     for u in range(6):
         for j in range(3):
@@ -187,8 +192,9 @@ def test_from_records_through_ingestion():
     frame = pd.DataFrame(rows, columns=["user_id", "latitude", "longitude", "timestamp", "value"])
     cell = h3.latlng_to_cell(30.2672, -97.7431, 7)
     plist = pd.DataFrame({"cell": [cell], "slot": ["2020-01-01T10:00:00Z"]})
-    res = release_user_records(frame, bound=100.0, epsilon=1e9, partitions=plist, bounds=(1, 3), noise="numpy",
-                               seed=0, pool_fraction=0.0)
+    res = release(frame, bound=100.0, budget=Budget(epsilon_total=1e9),
+                  model=UserOptions(partitions=plist, bounds=(1, 3), pool_fraction=0.0, strategy="fixed"),
+                  noise=NoiseOptions("numpy", seed=0))
     expected = (sum(3 * (10.0 + u) for u in range(6)) + 100.0) / 19
     assert res.table["mean"].iloc[0] == pytest.approx(expected, abs=1e-3)
     assert res.table["noisy_count"].iloc[0] == pytest.approx(19, abs=1e-3)

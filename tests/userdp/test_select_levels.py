@@ -119,7 +119,7 @@ def test_nodes_nobody_kept_are_never_candidates():
     """A user with many nodes of its own keeps k of them; the others (u_v = 0) must be neither noised
     nor released, else each is a chance of release that exists only with that user (unbounded in
     number: the δ bound would fail). Checked with a mechanism whose noise passes any threshold: the
-    released set is then exactly the nodes someone kept (review, session 10)."""
+    released set is then exactly the nodes someone kept."""
 
     class Huge(DiscreteLaplace):
         def integer(self, values, **kw):
@@ -142,8 +142,7 @@ def test_nodes_nobody_kept_are_never_candidates():
 def test_flat_private_selection_has_the_same_candidates(k):
     """The flat private release (``resolution="fixed"``, :func:`dpopt.privacy.user._select_private`):
     with a selection noise that passes any threshold, exactly the grids some user kept after
-    bounding are released — the loner's k, not its 12 (audit, session 10: no test caught a change
-    of the candidates to every grid)."""
+    bounding are released — the loner's k, not its 12 (the candidates are not every grid)."""
     from dpopt.privacy.options import Budget
     from dpopt.privacy.user import UserOptions, measure
     from dpopt.userdp.mechanism import LaplaceSimulation

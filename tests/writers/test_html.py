@@ -170,8 +170,8 @@ def test_recurring_slots_are_said_in_words():
 
 def test_the_report_says_how_cells_were_chosen():
     """The multi-resolution private release publishes no single threshold (``selection_threshold``
-    None) but names private selection in ``partitions``: the report must not claim a public list
-    (audit, session 10); with a list it says the list."""
+    None) but names private selection in ``partitions``: the report must not claim a public list;
+    with a list it says the list."""
     t, s = multires()
     private = {**s, "selection_threshold": None,
                "partitions": "private selection (shared public hash order; Laplace thresholding per level)"}

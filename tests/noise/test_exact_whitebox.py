@@ -1,6 +1,6 @@
-"""Independent review of the exact samplers (models/samplers.md, "Review").
+"""White-box checks of the exact samplers (models/samplers.md, "Review").
 
-White-box checks of the places where a wrong decision would change the law by far less than a χ²
+The places where a wrong decision would change the law by far less than a χ²
 test can see (table boundaries and ties, the float filter's error bound, the exact fallbacks and
 their index bookkeeping), exact tail probabilities against frequencies, and the randomness: a real
 release draws every bit from the OS, a seeded one never touches it. Longer statistical checks (1 %

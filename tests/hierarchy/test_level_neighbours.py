@@ -1,4 +1,5 @@
-"""Review (session 3): end-to-end neighbour enumeration of the level measurements.
+"""End-to-end neighbour enumeration of the level measurements: the noise is calibrated to sensitivities
+that hold for every placement of one added user.
 
 Through :func:`dpopt.userdp.levels._bounded_levels` — the function :func:`measure_levels` calls,
 returning the exact node sums AND the sensitivities it calibrates the noise to — for every
@@ -103,9 +104,9 @@ def _truncated(H, counts, limit):
 
 @pytest.mark.parametrize("level_bounds,bounds", [([None, None, (1, 4), None, None], (1, 2)), (None, (1, 3))])
 def test_bounds_above_the_kept_records_are_refused_whatever_the_data(level_bounds, bounds):
-    """Review (session 3): with contributions keeping the first 2 records per pair, a c (or c_l) of
-    3–4 used to be refused only when some pair held more than 2 records — a data-dependent refusal
-    (whether anything is released revealed that). Now both data sets are refused, before any noise."""
+    """With contributions keeping the first 2 records per pair, a c (or c_l) of 3–4 is refused for
+    both data sets, before any noise: refusing only when some pair held more than 2 records would be
+    a data-dependent refusal (whether anything is released would reveal it)."""
     from dpopt import DpoptInputError
     from dpopt.userdp.levels import measure_levels
 
@@ -123,7 +124,7 @@ def test_bounds_above_the_kept_records_are_refused_whatever_the_data(level_bound
 
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
 def test_spend_recount_matches_every_draw(mechanism):
-    """Review (session 3), accounting: with the exact samplers every (statistic, level) drawn has a
+    """Accounting: with the exact samplers every (statistic, level) drawn has a
     piece and vice versa, the piece is the budget the sampler ran at (its law's scale is
     Δ1/piece, resp. √(⌊Δ2²⌋/(2·piece)) with the Δ of that level, recomputed here), and the exact
     sum of the pieces equals ``spend.total`` and never exceeds the budget asked for."""
@@ -166,8 +167,8 @@ def test_spend_recount_matches_every_draw(mechanism):
 
 
 def test_real_release_sampler_without_a_source_is_refused():
-    """Review (session 3): the tie keys of a real release come from the sampler's integer source; a
-    real-release sampler without one used to fall back to numpy's generator."""
+    """The tie keys of a real release come from the sampler's integer source; a real-release
+    sampler without one is refused (it must not fall back to numpy's generator)."""
     from dpopt import DpoptInputError
     from dpopt.noise import SeededSource
     from dpopt.userdp.levels import measure_levels
