@@ -1,7 +1,7 @@
-"""Typed options shared by both privacy models and the front door (issue 20).
+"""Typed options shared by both privacy models and the front door.
 
 Each is a small frozen dataclass that validates itself on construction, so a bad option fails
-before any record is read (issue 22 item 9). The privacy models' own options are
+before any record is read. The privacy models' own options are
 :class:`dpopt.privacy.user.UserOptions` and
 :class:`dpopt.privacy.public_occupancy.PublicOccupancyOptions`; the budget is common:
 

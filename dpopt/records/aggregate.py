@@ -85,7 +85,7 @@ class Aggregate:
     h3_resolution, slot_ns : the gridding.
     samples : per-pair ordered samples, or None.
     bound : the U every value was brought into [0, U] with at ingestion (None: not known, e.g. an
-        aggregate built by hand); a release must use this U (issue 12.1).
+        aggregate built by hand); a release must use this U.
     out_of_range : the policy ("clip" | "drop" | "error") that brought the values into [0, U].
     lower : the L subtracted from every value at ingestion (0: none): the table holds x − L, so the
         records' values lie in [lower, lower + bound] and a published mean is L + the table's mean

@@ -15,7 +15,7 @@ Cleaning (counted in :class:`IngestReport`, never silent):
   timestamped outside it is dropped (``outside_time_window``);
 * a record with a latitude outside [-90, 90] or a longitude outside [-180, 180] is dropped
   (``invalid_coordinates``);
-* a value outside [0, U], ±inf included (a number out of range, issue 22.6), is clipped to [0, U] (``out_of_range="clip"``, the default), dropped
+* a value outside [0, U], ±inf included (a number out of range), is clipped to [0, U] (``out_of_range="clip"``, the default), dropped
   (``"drop"``) or stops the run with a :class:`~dpopt.DpoptInputError` (``"error"``). Clipping keeps
   the occupancy array independent of the values (seed 002's neighbours share it); dropping by value
   does not, so keep ``"drop"`` for sentinels that are invalid by definition.
@@ -29,7 +29,7 @@ datetimes (naive ones likewise), or numbers and digit strings (Unix time in ``ti
 seconds by default); one column may mix them. User identifiers are
 kept as strings under dpopt's one label rule (:func:`dpopt._validation.label_parts`): text is
 kept exactly as written ("0123" and "123" are two users), a number is its value (7 and 7.0 from one
-numeric column are one user), so no two distinct ids of a column ever merge (issue 22.2); a column
+numeric column are one user), so no two distinct ids of a column ever merge; a column
 mixing numbers and text is refused, within a chunk and across chunks and files. Only an empty field
 is missing: ``NA``, ``null``, ``None``, ``nan`` ... are ids like any other text. Chunks and back-ends
 agree on the labels.

@@ -237,7 +237,7 @@ def _flagged(exc: DpoptInputError) -> CliError:
 
 
 def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
-    """Flags given that would do nothing under ``privacy`` (refused, issue 22 item 7)."""
+    """Flags given that would do nothing under ``privacy`` (refused)."""
     common = [("--chunksize", args.chunksize is not None and args.backend == "dask")]
     if privacy == "user":
         return [f for f, on in common + [
@@ -426,7 +426,7 @@ def run(args: argparse.Namespace) -> int:
     privacy = args.privacy or "user"
     _example_list(args, privacy)
     opts = _options(args, privacy, bound)
-    try:  # before any record is read: never an input, nor a folder holding one (issue 36.1)
+    try:  # before any record is read: never an input, nor a folder holding one
         check_out(args.out, overwrite=args.overwrite, inputs=(records, args.partitions))
     except DpoptInputError as exc:
         raise CliError(str(exc).replace("`out`", "`--out`").replace("overwrite=True (CLI: --overwrite)",
@@ -451,7 +451,7 @@ def run(args: argparse.Namespace) -> int:
             client.close()
     if args.json:
         emit((_user_payload if privacy == "user" else _payload)(result, paths, args.out), True)
-    else:  # people: units, no field that does not apply, where the report is (issue 23.3)
+    else:  # people: units, no field that does not apply, where the report is
         sys.stdout.write(_console(paths, unit, args.out))
     _say_inputs(result, paths, privacy)
     _say_delta(result, args, privacy)
@@ -461,7 +461,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dpopt release: note: --resolution is the old name of --strategy; ran --strategy {args.resolution}",
               file=sys.stderr)
     outlook = getattr(result.summary, "outlook", "") if privacy == "user" else _nothing_released(result)
-    if outlook:  # issue 21 item 4: never silently nothing
+    if outlook:  # never silently nothing
         print(f"dpopt release: warning: {outlook}", file=sys.stderr)
     if privacy == "user" and args.profile is not None and not _recurring_levels(result):
         print(f"dpopt release: warning: --profile {args.profile} added no recurring window: no node holds slots of two "

@@ -1,4 +1,4 @@
-"""Moved to :mod:`dpopt.noise` (issue 11). This re-export is kept for one release and will go."""
+"""Moved to :mod:`dpopt.noise`. This re-export is deprecated in 0.4 and removed in 0.5."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Python front door: one entry, options grouped by concern (issue 20).
+"""The Python front door: one entry, options grouped by concern.
 
 ::
 
@@ -111,7 +111,7 @@ def check_options(bound: float | None, budget: Budget | PerGridBudget, model: Mo
             "(UserOptions(resolution='adaptive'), with or without a partition list)"))
     if isinstance(model, UserOptions):
         model.check_budget(budget)
-        # the lattice's int64 capacity from public numbers only, before any record is read (issue 22.1):
+        # the lattice's int64 capacity from public numbers only, before any record is read:
         # fixed bounds, or the caps the automatic rules choose within
         k, c = model.fixed_bounds or (model.max_grids, model.max_records)
         check_lattice_capacity(k, c, U, noise.granularity_bits)

@@ -1,4 +1,4 @@
-"""The records layer's lower end L (issue 37, bounds [L, U]): every value x is read as x − L, so the
+"""The records layer's lower end L: every value x is read as x − L, so the
 contributions table of records in [L, L + U] is the table of the records x − L in [0, U], bit for bit
 (sums, kept records and their sample keys), on both passes; L = 0 subtracts nothing."""
 

@@ -1,4 +1,4 @@
-"""Values in [L, U] (issue 37, "Bounds [L, U]"): ``--lower L --upper U`` / ``lower=``/``upper=``.
+"""Values in [L, U]: ``--lower L --upper U`` / ``lower=``/``upper=``.
 
 The implementation reads every value x as x − L and adds L back to every published mean, so the
 checks are: (1) the identity release(x, [L, U]) = release(x − L, [0, U − L]) + L, bit for bit with
