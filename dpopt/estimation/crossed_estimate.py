@@ -79,7 +79,7 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     seen = {f: code for f, code in factors.items() if names[f] >= MIN_LEVELS}
     grid_seen = kept[0].size >= MIN_LEVELS
     fit = fit_crossed(seen, A, y, s2, residual=grid_seen, confidence=float(confidence), variances=False)
-    cap = spread_bound(m, info, parts)
+    cap = min(spread_bound(m, info, parts), between_bound(info, parts))
     given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
     every = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), sigma2=given, variances=False)
     upper = component_upper_bounds(every, A, y, s2, cap=cap)
@@ -145,6 +145,33 @@ def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
         max(float(np.nansum(m.statistics["count_pilot"].value[rows])), 1.0)
     v = second - mean_dev * mean_dev
     return float(min(max(v, 0.0), top)) if np.isfinite(v) and v > 0 else top
+
+
+#: noise sds above the noisy between-grid variance that :func:`between_bound` takes as its upper end
+#: (one-sided: P(noise > 2 sd) is 2.3 % for Gaussian noise and ½·exp(−2√2) = 3 % for Laplace noise)
+BETWEEN_SDS = 2.0
+
+
+def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
+    """A DP upper end of the record-weighted variance of the listed grids' kept means, from the noisy
+    between-grid statistic Q̃ (:func:`dpopt.privacy.engine.between_sumsq`) and the total kept count
+    and sum of the marginal with the fewest nodes (post-processing):
+
+        V̂ = (Q̃ − C·N)/N − (Y/N)²,   upper end V̂ + BETWEEN_SDS · sd(Q̃)/N.
+
+    Σ_g R_g·ȳ_g² holds the grids' sampling noise too (about one within-grid variance per grid), so
+    V̂ overstates the between variance of the grids' means: an upper end, never a lower one. ∞ where
+    Q̃ was not measured or the count is not positive (the caller then keeps the spread bound)."""
+    if not np.isfinite(getattr(info, "between", np.nan)):
+        return float("inf")
+    fewest = int(np.argmin([int(np.max(c)) + 1 if np.size(c) else 0 for c in info.codes]))
+    n = float(np.nansum(parts[fewest][0]))
+    if not n > 0:
+        return float("inf")
+    mean_dev = float(np.nansum(parts[fewest][2])) / n
+    v = (info.between - info.between_shift * n) / n - mean_dev * mean_dev
+    upper = v + BETWEEN_SDS * info.between_sd / n
+    return float(max(upper, info.between_sd / n))  # positive: the components' prior needs a range
 
 
 def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float) -> dict[str, float]:

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 
-__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR"]
+__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone:
 #: one release in twenty has one such node in a given marginal (the conventional 5 % error rate). A
@@ -111,6 +111,39 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     return A, y, s2, kept
 
 
+def pooled_observation(code: np.ndarray, count: np.ndarray, count_var: np.ndarray, total: np.ndarray,
+                       total_var: np.ndarray, kept: np.ndarray, *, centre: float, half_range: float,
+                       weights: np.ndarray, most: float = np.inf
+                       ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray] | None:
+    """(A, y, s²) of one row, the pool of a marginal's measured nodes that did not enter on their own
+    (not in ``kept``): their counts and centred sums added (independent noises, variances added) make
+    one node, an observation of the weighted mean of all their grids, by the same ratio, threshold
+    (:func:`count_threshold` of one node) and conservative variance as :func:`node_observations`.
+    Independent of the entered nodes' noise, so nothing is counted twice. Where no single node is
+    above its noise (a budget too small for the marginal's nodes) the pool is the marginal's total,
+    the map-wide mean. None where fewer than two nodes are pooled or the pool does not pass."""
+    code = np.asarray(code, dtype=np.int64)
+    n_nodes = int(np.size(count))
+    var_n = np.broadcast_to(np.asarray(count_var, dtype=float), (n_nodes,))
+    var_y = np.broadcast_to(np.asarray(total_var, dtype=float), (n_nodes,))
+    rest = np.ones(n_nodes, dtype=bool)
+    rest[np.asarray(kept, dtype=np.int64)] = False
+    rest &= np.isfinite(count) & np.isfinite(total) & np.isfinite(var_n) & np.isfinite(var_y)
+    if rest.sum() < 2:
+        return None
+    n, vn = float(count[rest].sum()), float(var_n[rest].sum())
+    t, vt = float(total[rest].sum()), float(var_y[rest].sum())
+    thr = count_threshold(1) * math.sqrt(vn)
+    if not (n >= max(thr, 1.0) and n - thr <= most and thr <= most):
+        return None
+    d = min(max(t / n, -half_range), half_range)
+    n_lo = max(n - math.sqrt(vn), 1.0)
+    g = np.flatnonzero(rest[code])
+    w = np.asarray(weights, dtype=float)[g]
+    A = sp.csr_matrix((w / w.sum(), (np.zeros(g.size, dtype=np.int64), g)), shape=(1, code.size))
+    return A, np.array([centre + t / n]), np.array([(vt + d * d * vn) / (n_lo * n_lo)])
+
+
 def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray]) -> np.ndarray:
     """Grid weights where the grids' own counts were not measured: one sweep of iterative
     proportional fitting to the measured marginals' noisy counts (each clipped at 1 record), from
@@ -147,11 +180,13 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
     """The crossed model's inputs from every measured marginal (the first is the finest grid itself):
     ``factors`` (one random effect per coarser marginal with more than one node of which some entered;
     the finest grid's own deviation is the model's residual), the stacked observation matrix A, y, s² and, per
-    marginal, the node rows that entered. Grid weights come from the finest marginal's counts."""
+    marginal, the node rows that entered; after every marginal's node rows come the rows of the pools
+    of the nodes that did not enter (:func:`pooled_observation`). Grid weights come from the finest
+    marginal's counts."""
     w = grid_weights(counts[0], count_vars[0]) if np.isfinite(counts[0]).any() else \
         proportional_weights(codes[1:], counts[1:])
     most = total_upper(counts, count_vars)
-    blocks, ys, s2s, kept = [], [], [], []
+    blocks, ys, s2s, kept, pools = [], [], [], [], []
     for code, n, vn, t, vt in zip(codes, counts, count_vars, totals, total_vars):
         A, y, s2, k = node_observations(code, n, vn, t, vt, centre=centre, half_range=half_range, weights=w,
                                         most=most)
@@ -159,6 +194,13 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
         ys.append(y)
         s2s.append(s2)
         kept.append(k)
+        pool = pooled_observation(code, n, vn, t, vt, k, centre=centre, half_range=half_range, weights=w, most=most)
+        if pool is not None:
+            pools.append(pool)
+    # the pools' rows last, after every marginal's node rows (whose order ``kept`` gives)
+    blocks += [p[0] for p in pools]
+    ys += [p[1] for p in pools]
+    s2s += [p[2] for p in pools]
     # a marginal none of whose nodes entered is no factor: nothing estimates its variance, and its
     # effects would only enlarge the system (the residual holds what it would explain)
     factors = {name: np.asarray(code, dtype=np.int64) for name, code, cnt, k in

@@ -15,6 +15,9 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 4. **Pilot** (:data:`PILOT_SHARE` of the rest, equal per candidate): noisy counts and centred sums
    of every candidate. Fitted by the crossed model (:func:`dpopt.hierarchy.crossed.fit_crossed`),
    they give the variance components and node counts that predict each candidate's worth.
+4b. **Between-grid statistic** (:data:`BETWEEN_SHARE` of the rest, one scalar): the record-weighted
+   sum of squares of the listed grids' kept means (:func:`between_sumsq`), from which the estimator
+   bounds how much the grids' means differ (the intervals' scale).
 5. **Strategy**: the budget shares of the rest by :func:`dpopt.hierarchy.strategy.solve_strategy`
    (an LP/MILP solved with HiGHS, models/strategy.md) from the pilot's outputs only.
 6. **Main measurement** with those shares. The pilot's measurements are kept: the estimator
@@ -23,7 +26,8 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 **Sensitivity** (add/remove one user): the user keeps ≤ T records, so every marginal's count
 vector moves by ≤ T in ℓ1 and ℓ2 (all in one node at worst) and its centred-sum vector by ≤ T·H_Y
 lattice units; no other user's kept records change (the sample reads only the user's own records
-and keys). Each (marginal, statistic, phase) is one query: basic composition under Laplace
+and keys); the between-grid statistic moves by at most ⌈T·(2.5K + 2)⌉ (:func:`between_sumsq`). Each
+(marginal, statistic, phase) and the between-grid statistic is one query: basic composition under Laplace
 (ε = Σ ε_i), ρ = Σ ρ_i under the Gaussian; the strategy's shares depend on DP outputs only
 (adaptive composition, same total). Published means are of values clamped to [0, B].
 
@@ -61,12 +65,18 @@ from .options import Budget, NoiseOptions
 from .user import UserOptions, _partition_list, _sampler_kind, _samplers, noise_family
 from .user_multires import PUBLIC_FACTS, spend_with_bounds
 
-__all__ = ["EngineInfo", "measure_engine", "BOUNDS_FRACTION", "PILOT_SHARE"]
+__all__ = ["EngineInfo", "measure_engine", "between_sumsq", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
 
 #: share of the total budget for the record cap T and the clamp B (two DP histograms over users)
 BOUNDS_FRACTION = 0.15
 #: share of the rest spent evenly on every candidate marginal to learn the strategy (reused in the fit)
 PILOT_SHARE = 0.1
+#: share of the rest spent on one scalar, the between-grid sum of squares of the listed grids
+#: (:func:`between_sumsq`): a DP upper end of how much the grids' means differ, which bounds the
+#: variance components the intervals integrate over (models/engine.md §4). A fixed fraction whose
+#: cost is 10 % less budget for the means and whose gain is intervals that need not assume the
+#: grids differ as much as single values do; not tuned on data
+BETWEEN_SHARE = 0.1
 #: the strategy model's relative optimality gap: its objective is a predicted MSE, a surrogate, so a
 #: plan within 1 % of the surrogate's optimum is as good as the optimum (a solver tolerance); the solve
 #: stops on this gap or its round limit, never on the clock, so a seeded release is reproducible
@@ -80,7 +90,9 @@ class EngineInfo:
     ``names``/``levels`` per measured marginal (the finest first), ``codes`` per marginal the node
     row (within the marginal) of each listed grid, ``offsets`` the first row of each marginal in
     the node table, ``cap`` T, ``clamp`` B, ``pilot``/``main`` the budget per marginal of each
-    phase (count + sum, in ``unit``), ``strategy`` the strategy's one-line summary."""
+    phase (count + sum, in ``unit``), ``strategy`` the strategy's one-line summary; ``between`` the
+    noisy between-grid statistic Q̃ of :func:`between_sumsq` in value² units, ``between_shift`` its
+    per-record shift C (value²) and ``between_sd`` its noise sd (value²; NaN where not measured)."""
 
     names: tuple[str, ...]
     levels: tuple[tuple[int, int, int], ...]
@@ -92,6 +104,9 @@ class EngineInfo:
     pilot: np.ndarray
     main: np.ndarray
     strategy: str
+    between: float = math.nan
+    between_shift: float = 0.0
+    between_sd: float = math.nan
 
 
 @dataclass(eq=False)
@@ -189,6 +204,45 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
     return out
 
 
+def between_sumsq(R: np.ndarray, Y: np.ndarray, *, half_sum: int, bits: int, cap: int) -> tuple[int, int, int]:
+    """(Q, its ℓ1 = ℓ2 sensitivity, the shift C) of the listed grids' between-grid sum of squares.
+
+    With R_g kept records and Y_g their centred sum in lattice units (λ = 2^-``bits``, |y| ≤ H =
+    ``half_sum``) per listed grid,
+
+        Q = Σ_{g: R_g > 0} ⌊Y_g² / (R_g·2^b)⌋ + C·Σ_g R_g,   C = round(1.5·K),  K = H²/2^b,
+
+    in units of λ (value² / λ): Σ_g R_g·ȳ_g², the record-weighted sum of squares of the grids' centred
+    means, shifted by C per record. **Sensitivity.** Adding one record of centred value x to a grid
+    holding n records of mean m (|x|, |m| ≤ H) moves Y²/n by Δ = x² − n(m − x)²/(n + 1) ∈ [−4H², H²]
+    (a new grid: x² ∈ [0, H²]), so, with the shift and the floor (which moves the grid's term by at
+    most 1 more), one record moves Q by at most 2.5K + 2 (|C − 1.5K| ≤ ½); removing a record is the
+    reverse step. A user keeps at most T = ``cap`` records and no other user's kept records change
+    (module doc), so one user moves Q by at most ⌈T·(2.5K + 2)⌉. Exact in Python integers."""
+    K = Fraction(int(half_sum) ** 2, 2 ** int(bits))
+    C = round(Fraction(3, 2) * K)
+    ok = np.flatnonzero(np.asarray(R) > 0)
+    q = sum(int(Y[i]) * int(Y[i]) // (int(R[i]) << int(bits)) for i in ok)
+    total = int(np.sum(np.asarray(R, dtype=np.int64)))
+    sens = math.ceil(int(cap) * (Fraction(5, 2) * K + 2))
+    return q + C * total, sens, C
+
+
+def _measure_between(b: _Bounded, mech: Any, budget: float) -> tuple[dict[str, float], dict[str, float]]:
+    """The noisy :func:`between_sumsq` of the listed grids (one query), in value² units, for
+    :class:`EngineInfo`; and its budget piece."""
+    if budget <= 0:
+        return {}, {}
+    bits = int(round(-math.log2(b.lam)))
+    q, sens, shift = between_sumsq(b.R[0], b.Y[0], half_sum=b.half_sum, bits=bits, cap=b.cap)
+    used = used_budget(budget, mech)
+    noisy = mech.integer(np.array([q], dtype=object if abs(q) >= 2**62 else np.int64), l1=sens, l2=float(sens),
+                         budget=used)
+    sd = mech.scale(l1=sens, l2=float(sens), budget=used) * (math.sqrt(2.0) if mech.unit == "epsilon" else 1.0)
+    return ({"between": b.lam * float(np.asarray(noisy, dtype=float)[0]), "between_shift": b.lam * shift,
+             "between_sd": b.lam * sd}, {"pilot between-grid sum of squares": used})
+
+
 def _pilot_budgets(b: _Bounded, budget: float) -> np.ndarray:
     """The pilot's budget per candidate: an even split over the main effects — the marginals that
     are place alone (a place level over the whole period) or time alone (the coarsest place level
@@ -231,14 +285,16 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits)
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
-    main_budgets, summary = _plan(b, pilot, (1.0 - PILOT_SHARE) * rest, unit)
+    between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
+    main_budgets, summary = _plan(b, pilot, (1.0 - PILOT_SHARE - BETWEEN_SHARE) * rest, unit)
     main = _measure(b, mech, main_budgets, tag="main")
-    spend = spend_with_bounds(_levels_spend(unit, {**pilot.spent, **main.spent}), eps_b, mech.real_release, deltas)
+    spend = spend_with_bounds(_levels_spend(unit, {**pilot.spent, **between_spent, **main.spent}), eps_b,
+                              mech.real_release, deltas)
     return _assemble(agg, b, pilot, main, spend, EngineInfo(
         names=tuple(mn.marginal.name(agg.h3_resolution, agg.slot_ns) for mn in b.cands),
         levels=tuple((mn.marginal.h3_resolution, mn.marginal.slot_ns, mn.marginal.cycle_ns) for mn in b.cands),
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
-        cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, strategy=summary),
+        cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, strategy=summary, **between),
         mech=mech, noise=noise, U=U, bounds=pb)
 
 

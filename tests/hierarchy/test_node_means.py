@@ -4,9 +4,10 @@ inverse-variance combination against its closed form, the delta-method variance 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dpopt.hierarchy.node_means import (FALSE_PASSES, combine, count_threshold, crossed_inputs, grid_weights,
-                                        node_observations)
+                                        node_observations, pooled_observation)
 
 
 def test_combine_is_the_minimum_variance_linear_combination() -> None:
@@ -117,3 +118,30 @@ def test_proportional_weights_fit_two_exact_margins_of_an_independent_table() ->
     truth = a[cells] * b[slots]
     w = proportional_weights([cells, slots], [np.bincount(cells, truth), np.bincount(slots, truth)])
     np.testing.assert_allclose(w, truth)
+
+
+def test_the_nodes_that_did_not_enter_are_pooled_into_one_observation() -> None:
+    """The pool adds the remaining nodes' counts and sums (variances added): one ratio over all their
+    grids, its row the grids' normalised weights, its variance at the count's lower end; nothing when
+    fewer than two nodes remain or the pooled count is within 3 sds of 0."""
+    rng = np.random.default_rng(7)
+    G, n_nodes = 30, 6
+    code = np.arange(G) % n_nodes
+    count = np.array([900.0, 40.0, 35.0, 50.0, 20.0, 45.0])
+    total = count * rng.uniform(-20, 20, n_nodes)
+    w = rng.uniform(1, 5, G)
+    kept = np.array([0])
+    A, y, s2 = pooled_observation(code, count, 100.0, total, 400.0, kept, centre=50.0, half_range=50.0, weights=w)
+    rest = np.arange(1, n_nodes)
+    n, t = count[rest].sum(), total[rest].sum()
+    assert y[0] == pytest.approx(50.0 + t / n)
+    d = np.clip(t / n, -50, 50)
+    assert s2[0] == pytest.approx((400.0 * 5 + d * d * 100.0 * 5) / (n - np.sqrt(500.0)) ** 2)
+    row = A.toarray()[0]
+    members = np.isin(code, rest)
+    np.testing.assert_allclose(row[members], w[members] / w[members].sum())
+    assert np.all(row[~members] == 0)
+    assert pooled_observation(code, count, 100.0, total, 400.0, np.arange(5), centre=50.0, half_range=50.0,
+                              weights=w) is None  # one node left
+    assert pooled_observation(code, count, 1e6, total, 400.0, kept, centre=50.0, half_range=50.0,
+                              weights=w) is None  # 190 records against a pooled sd of 2,236
