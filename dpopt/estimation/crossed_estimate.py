@@ -26,19 +26,12 @@ import scipy.sparse as sp
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
-from ..hierarchy.node_means import combine, crossed_inputs, grid_weights
+from ..hierarchy.node_means import MIN_LEVELS, between_upper, combine, crossed_inputs, grid_weights, values_variance
 from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
 
 __all__ = ["estimate_crossed", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
-#: the fewest observed levels (nodes that entered) of a marginal whose variance component REML
-#: estimates: from k levels a variance has relative standard error about √(2/(k − 1)), over 70 % below
-#: 5 levels, and a mixed model's advice is not to fit a random effect with fewer than 5–6 levels
-#: (lme4's GLMM FAQ; Bolker et al. 2009). Such a marginal's nodes still enter as observations; its
-#: effect is 0 in the point estimate and its variance enters the interval (module doc). A statement
-#: about estimating a variance, not about any data
-MIN_LEVELS = 5
 #: the one reason a variance is not published by the engine
 VARIANCE_REASON = "not measured: this release publishes means"
 
@@ -123,55 +116,35 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
 COMPONENT_GRID = 12
 
 
+def _smallest_totals(info: Any, parts: list[tuple[np.ndarray, ...]]) -> tuple[int, float, float]:
+    """(index, total count, total centred sum) of the marginal with the fewest nodes (the best-measured
+    totals; both phases combined)."""
+    i = int(np.argmin([int(np.max(c)) + 1 if np.size(c) else 0 for c in info.codes]))
+    return i, float(np.nansum(parts[i][0])), float(np.nansum(parts[i][2]))
+
+
 def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
-    """A DP upper bound of the variance of the grids' means: the variance of the kept values, from the
-    smallest marginal's noisy count, sum and sum of squares (law of total variance: the grid means'
-    record-weighted variance is at most the values' variance), at most B²/4 (Popoviciu) where the
-    noisy statistics give nothing usable."""
+    """The variance of the kept values (:func:`dpopt.hierarchy.node_means.values_variance`) from the
+    pilot's sum of squares of the smallest marginal and its counts and sums: by the law of total
+    variance the grid means' record-weighted variance is at most this; B²/4 (Popoviciu) where the noisy
+    statistics give nothing usable."""
     B = float(info.clamp)
-    top = B * B / 4.0
     st = m.statistics.get("sumsq_pilot")
-    if st is None:
-        return top
-    rows = np.flatnonzero(np.isfinite(st.value))
-    i = int(np.searchsorted(info.offsets, rows[0], side="right")) - 1 if rows.size else -1
-    if i < 0:
-        return top
+    rows = np.flatnonzero(np.isfinite(st.value)) if st is not None else np.zeros(0, dtype=np.int64)
+    if rows.size == 0:
+        return B * B / 4.0
+    i = int(np.searchsorted(info.offsets, rows[0], side="right")) - 1
     n = float(np.nansum(parts[i][0]))
-    if not n > 0:
-        return top
-    mean_dev = float(np.nansum(parts[i][2])) / n
-    second = (float(np.nansum(st.value[rows])) + B * B / 8.0 * float(np.nansum(m.statistics["count_pilot"].value[rows]))) / \
-        max(float(np.nansum(m.statistics["count_pilot"].value[rows])), 1.0)
-    v = second - mean_dev * mean_dev
-    return float(min(max(v, 0.0), top)) if np.isfinite(v) and v > 0 else top
-
-
-#: noise sds above the noisy between-grid variance that :func:`between_bound` takes as its upper end
-#: (one-sided: P(noise > 2 sd) is 2.3 % for Gaussian noise and ½·exp(−2√2) = 3 % for Laplace noise)
-BETWEEN_SDS = 2.0
+    return values_variance(n, float(np.nansum(parts[i][2])), float(np.nansum(st.value[rows])) * n /
+                           max(float(np.nansum(m.statistics["count_pilot"].value[rows])), 1.0), clamp=B)
 
 
 def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
-    """A DP upper end of the record-weighted variance of the listed grids' kept means, from the noisy
-    between-grid statistic Q̃ (:func:`dpopt.privacy.engine.between_sumsq`) and the total kept count
-    and sum of the marginal with the fewest nodes (post-processing):
-
-        V̂ = (Q̃ − C·N)/N − (Y/N)²,   upper end V̂ + BETWEEN_SDS · sd(Q̃)/N.
-
-    Σ_g R_g·ȳ_g² holds the grids' sampling noise too (about one within-grid variance per grid), so
-    V̂ overstates the between variance of the grids' means: an upper end, never a lower one. ∞ where
-    Q̃ was not measured or the count is not positive (the caller then keeps the spread bound)."""
-    if not np.isfinite(getattr(info, "between", np.nan)):
-        return float("inf")
-    fewest = int(np.argmin([int(np.max(c)) + 1 if np.size(c) else 0 for c in info.codes]))
-    n = float(np.nansum(parts[fewest][0]))
-    if not n > 0:
-        return float("inf")
-    mean_dev = float(np.nansum(parts[fewest][2])) / n
-    v = (info.between - info.between_shift * n) / n - mean_dev * mean_dev
-    upper = v + BETWEEN_SDS * info.between_sd / n
-    return float(max(upper, info.between_sd / n))  # positive: the components' prior needs a range
+    """:func:`dpopt.hierarchy.node_means.between_upper` of the engine's between-grid statistic with the
+    totals of the marginal with the fewest nodes (post-processing)."""
+    _, n, t = _smallest_totals(info, parts)
+    return between_upper(float(getattr(info, "between", np.nan)), float(getattr(info, "between_shift", 0.0)),
+                         float(getattr(info, "between_sd", np.nan)), n, t)
 
 
 def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float) -> dict[str, float]:

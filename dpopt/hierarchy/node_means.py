@@ -27,7 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 
 
-__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR"]
+__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
+           "values_variance", "between_upper"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone:
 #: one release in twenty has one such node in a given marginal (the conventional 5 % error rate). A
@@ -35,6 +36,15 @@ __all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "co
 #: (its count is inflated), so where few real nodes enter it sets the map-wide mean: at half a false
 #: node per marginal the full Austin data at ε = 1 erred 7–12 km/h in one seed in three
 FALSE_PASSES = 0.05
+#: the fewest nodes of a marginal that enter on their own where the threshold left some of its
+#: measured nodes out; a marginal with fewer above the threshold enters as the pool of all its nodes
+#: (one with every node above it keeps them: nothing was selected). Two reasons, neither about data: a variance component from k
+#: levels has relative standard error about √(2/(k − 1)), over 70 % below 5 (mixed-model practice,
+#: lme4's FAQ, does not fit random effects with fewer than 5–6 levels); and the few nodes that pass
+#: a threshold set on their own noisy count are those whose count noise was high (the winner's curse),
+#: so their ratios sit toward the centre B/2 — on the full Austin data at ε = 1 three such nodes
+#: moved every answer by +8 km/h, where the pool of all the marginal's nodes is not selected at all
+MIN_LEVELS = 5
 #: the least noise variance of a measured statistic (a numerical floor, far below any data's)
 VARIANCE_FLOOR = 1e-12
 #: the least count-to-noise ratio of a node that enters, whatever the number of nodes: below 3 sds
@@ -111,37 +121,86 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     return A, y, s2, kept
 
 
-def pooled_observation(code: np.ndarray, count: np.ndarray, count_var: np.ndarray, total: np.ndarray,
-                       total_var: np.ndarray, kept: np.ndarray, *, centre: float, half_range: float,
-                       weights: np.ndarray, most: float = np.inf
-                       ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray] | None:
-    """(A, y, s²) of one row, the pool of a marginal's measured nodes that did not enter on their own
-    (not in ``kept``): their counts and centred sums added (independent noises, variances added) make
-    one node, an observation of the weighted mean of all their grids, by the same ratio, threshold
-    (:func:`count_threshold` of one node) and conservative variance as :func:`node_observations`.
-    Independent of the entered nodes' noise, so nothing is counted twice. Where no single node is
-    above its noise (a budget too small for the marginal's nodes) the pool is the marginal's total,
-    the map-wide mean. None where fewer than two nodes are pooled or the pool does not pass."""
-    code = np.asarray(code, dtype=np.int64)
+def pooled_sums(count: np.ndarray, count_var: np.ndarray, total: np.ndarray, total_var: np.ndarray,
+                kept: np.ndarray) -> tuple[np.ndarray, float, float, float, float] | None:
+    """(mask of the pooled nodes, their count, its variance, their centred sum, its variance): the
+    measured nodes not in ``kept`` added up (independent noises: variances add); None where none
+    remains. A single remaining node is tested again alone: it is the remainder, not chosen by its
+    value, so the one-node threshold is the right one."""
     n_nodes = int(np.size(count))
     var_n = np.broadcast_to(np.asarray(count_var, dtype=float), (n_nodes,))
     var_y = np.broadcast_to(np.asarray(total_var, dtype=float), (n_nodes,))
     rest = np.ones(n_nodes, dtype=bool)
     rest[np.asarray(kept, dtype=np.int64)] = False
     rest &= np.isfinite(count) & np.isfinite(total) & np.isfinite(var_n) & np.isfinite(var_y)
-    if rest.sum() < 2:
+    if not rest.any():
         return None
-    n, vn = float(count[rest].sum()), float(var_n[rest].sum())
-    t, vt = float(total[rest].sum()), float(var_y[rest].sum())
+    return rest, float(count[rest].sum()), float(var_n[rest].sum()), float(total[rest].sum()), float(var_y[rest].sum())
+
+
+def ratio_row(grids: np.ndarray, n: float, vn: float, t: float, vt: float, *, centre: float, half_range: float,
+              weights: np.ndarray, most: float = np.inf) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray] | None:
+    """(A, y, s²) of one node over the grids ``grids`` (bool, one per listed grid) with noisy count n
+    and centred sum t (variances vn, vt): the ratio mean, the one-node threshold (:func:`count_threshold`
+    of 1) and the conservative variance of :func:`node_observations`; None where it does not pass."""
     thr = count_threshold(1) * math.sqrt(vn)
     if not (n >= max(thr, 1.0) and n - thr <= most and thr <= most):
         return None
     d = min(max(t / n, -half_range), half_range)
     n_lo = max(n - math.sqrt(vn), 1.0)
-    g = np.flatnonzero(rest[code])
+    g = np.flatnonzero(grids)
     w = np.asarray(weights, dtype=float)[g]
-    A = sp.csr_matrix((w / w.sum(), (np.zeros(g.size, dtype=np.int64), g)), shape=(1, code.size))
+    A = sp.csr_matrix((w / w.sum(), (np.zeros(g.size, dtype=np.int64), g)), shape=(1, np.size(grids)))
     return A, np.array([centre + t / n]), np.array([(vt + d * d * vn) / (n_lo * n_lo)])
+
+
+def pooled_observation(code: np.ndarray, count: np.ndarray, count_var: np.ndarray, total: np.ndarray,
+                       total_var: np.ndarray, kept: np.ndarray, *, centre: float, half_range: float,
+                       weights: np.ndarray, most: float = np.inf
+                       ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray] | None:
+    """(A, y, s²) of one row, the pool of a marginal's measured nodes that did not enter on their own
+    (not in ``kept``; :func:`pooled_sums`): one node, an observation of the weighted mean of all their
+    grids (:func:`ratio_row`). Independent of the entered nodes' noise, so nothing is counted twice.
+    None where no node is pooled or the pool does not pass."""
+    pool = pooled_sums(count, count_var, total, total_var, kept)
+    if pool is None:
+        return None
+    rest, n, vn, t, vt = pool
+    return ratio_row(rest[np.asarray(code, dtype=np.int64)], n, vn, t, vt, centre=centre, half_range=half_range,
+                     weights=weights, most=most)
+
+
+#: noise sds above a noisy variance that :func:`between_upper` takes as its upper end (one-sided:
+#: P(noise > 2 sd) is 2.3 % for Gaussian noise and ½·exp(−2√2) = 3 % for Laplace noise)
+BETWEEN_SDS = 2.0
+
+
+def values_variance(count: float, total: float, sumsq: float, *, clamp: float) -> float:
+    """The variance of the kept values from their noisy count n, centred sum t (Σ (x − B/2)) and
+    shifted sum of squares z (Σ ((x − B/2)² − B²/8)): (z + n·B²/8)/n − (t/n)², within [0, B²/4]
+    (Popoviciu); B²/4 where the noisy statistics give nothing usable. By the law of total variance
+    the record-weighted variance of any grouping's means is at most this. Post-processing."""
+    top = clamp * clamp / 4.0
+    if not (np.isfinite(count) and np.isfinite(total) and np.isfinite(sumsq) and count > 0):
+        return top
+    v = (sumsq + clamp * clamp / 8.0 * count) / max(count, 1.0) - (total / count) ** 2
+    return float(min(v, top)) if np.isfinite(v) and v > 0 else top
+
+
+def between_upper(between: float, shift: float, sd: float, count: float, total: float) -> float:
+    """A DP upper end of the record-weighted variance of the listed grids' kept means, from the noisy
+    between-grid statistic Q̃ (``between``, value², :func:`dpopt.privacy.engine.between_sumsq`; its
+    per-record shift C and noise sd) and the noisy total kept count n and centred sum t:
+
+        V̂ = (Q̃ − C·n)/n − (t/n)²,   upper end V̂ + BETWEEN_SDS · sd/n.
+
+    Σ_g R_g·ȳ_g² holds the grids' sampling noise too (about one within-grid variance per grid), so V̂
+    overstates the spread of the grids' means, never understates it. ∞ where Q̃ was not measured or the
+    count is not positive. Positive (at least sd/n): a prior's range."""
+    if not (np.isfinite(between) and np.isfinite(count) and count > 0):
+        return float("inf")
+    v = (between - shift * count) / count - (total / count) ** 2
+    return float(max(v + BETWEEN_SDS * sd / count, sd / count))
 
 
 def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray]) -> np.ndarray:
@@ -181,22 +240,40 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
     ``factors`` (one random effect per coarser marginal with more than one node of which some entered;
     the finest grid's own deviation is the model's residual), the stacked observation matrix A, y, s² and, per
     marginal, the node rows that entered; after every marginal's node rows come the rows of the pools
-    of the nodes that did not enter (:func:`pooled_observation`). Grid weights come from the finest
-    marginal's counts."""
+    of the nodes that did not enter (:func:`pooled_observation`), the totals of the marginals none of
+    whose nodes entered combined into one row (inverse variance, before the ratio: one total measured
+    several times). Grid weights come from the finest marginal's counts."""
     w = grid_weights(counts[0], count_vars[0]) if np.isfinite(counts[0]).any() else \
         proportional_weights(codes[1:], counts[1:])
     most = total_upper(counts, count_vars)
-    blocks, ys, s2s, kept, pools = [], [], [], [], []
+    blocks, ys, s2s, kept, pools, whole = [], [], [], [], [], []
     for code, n, vn, t, vt in zip(codes, counts, count_vars, totals, total_vars):
         A, y, s2, k = node_observations(code, n, vn, t, vt, centre=centre, half_range=half_range, weights=w,
                                         most=most)
+        measured = int(np.sum(np.isfinite(n) & np.isfinite(t)))
+        if 0 < k.size < min(MIN_LEVELS, measured):  # a few selected by their noise: pooled (MIN_LEVELS)
+            A, y, s2, k = A[:0], y[:0], s2[:0], k[:0]
         blocks.append(A)
         ys.append(y)
         s2s.append(s2)
         kept.append(k)
-        pool = pooled_observation(code, n, vn, t, vt, k, centre=centre, half_range=half_range, weights=w, most=most)
-        if pool is not None:
-            pools.append(pool)
+        sums = pooled_sums(n, vn, t, vt, k)
+        if sums is None:
+            continue
+        if k.size == 0 and sums[0].all():  # no node entered: the pool is the marginal's total
+            whole.append(sums[1:])
+            continue
+        row = ratio_row(sums[0][np.asarray(code, dtype=np.int64)], *sums[1:], centre=centre, half_range=half_range,
+                        weights=w, most=most)
+        if row is not None:
+            pools.append(row)
+    if whole:  # the totals of several marginals measure one total: combined before the ratio is taken
+        (cnt,), (vcnt,) = combine([np.array([x[0]]) for x in whole], [np.array([x[1]]) for x in whole])
+        (tot,), (vtot,) = combine([np.array([x[2]]) for x in whole], [np.array([x[3]]) for x in whole])
+        row = ratio_row(np.ones(np.size(codes[0]), dtype=bool), float(cnt), float(vcnt), float(tot), float(vtot),
+                        centre=centre, half_range=half_range, weights=w, most=most)
+        if row is not None:
+            pools.append(row)
     # the pools' rows last, after every marginal's node rows (whose order ``kept`` gives)
     blocks += [p[0] for p in pools]
     ys += [p[1] for p in pools]

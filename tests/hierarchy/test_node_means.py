@@ -123,7 +123,7 @@ def test_proportional_weights_fit_two_exact_margins_of_an_independent_table() ->
 def test_the_nodes_that_did_not_enter_are_pooled_into_one_observation() -> None:
     """The pool adds the remaining nodes' counts and sums (variances added): one ratio over all their
     grids, its row the grids' normalised weights, its variance at the count's lower end; nothing when
-    fewer than two nodes remain or the pooled count is within 3 sds of 0."""
+    no node remains or the pooled count is within 3 sds of 0."""
     rng = np.random.default_rng(7)
     G, n_nodes = 30, 6
     code = np.arange(G) % n_nodes
@@ -141,7 +141,38 @@ def test_the_nodes_that_did_not_enter_are_pooled_into_one_observation() -> None:
     members = np.isin(code, rest)
     np.testing.assert_allclose(row[members], w[members] / w[members].sum())
     assert np.all(row[~members] == 0)
-    assert pooled_observation(code, count, 100.0, total, 400.0, np.arange(5), centre=50.0, half_range=50.0,
-                              weights=w) is None  # one node left
+    assert pooled_observation(code, count, 100.0, total, 400.0, np.arange(6), centre=50.0, half_range=50.0,
+                              weights=w) is None  # no node left
     assert pooled_observation(code, count, 1e6, total, 400.0, kept, centre=50.0, half_range=50.0,
                               weights=w) is None  # 190 records against a pooled sd of 2,236
+
+
+def test_a_marginal_with_too_few_nodes_above_noise_enters_as_one_pooled_total() -> None:
+    """Three of twenty nodes pass their threshold (fewer than MIN_LEVELS): none enters on its own and
+    the marginal's total is one row over every grid (totals of several such marginals are combined by
+    inverse variance before the ratio); a marginal with many passing nodes keeps them, and so does one
+    all of whose nodes pass (none was selected)."""
+    from dpopt.hierarchy.node_means import MIN_LEVELS
+
+    G = 40
+    fine = np.arange(G)
+    few = np.arange(G) % 20
+    many = np.arange(G) % 8
+    c_few = np.where(np.arange(20) < 3, 5000.0, 10.0)
+    c_many = np.full(8, 4000.0)
+    counts = [np.full(G, np.nan), c_few, c_many, np.array([9000.0, 8000.0])]
+    cvars = [np.full(G, np.nan), np.full(20, 100.0**2), np.full(8, 100.0**2), np.full(2, 50.0**2)]
+    totals = [np.full(G, np.nan), -10.0 * c_few, -12.0 * c_many, np.array([-95000.0, -80000.0])]
+    tvars = [np.full(G, np.nan), np.full(20, 500.0**2), np.full(8, 500.0**2), np.full(2, 300.0**2)]
+    codes = [fine, few, many, np.arange(G) % 2]
+    factors, A, y, s2, kept = crossed_inputs(codes, ["g", "few", "many", "two"], counts, cvars, totals, tvars,
+                                             centre=50.0, half_range=50.0)
+    assert kept[1].size == 0 and kept[2].size == 8 >= MIN_LEVELS and kept[3].size == 2
+    assert "few" not in factors and "many" in factors
+    assert A.shape[0] == 8 + 2 + 1  # the 8 and 2 nodes, then the pooled total of "few"
+    n_c, t_c = c_few.sum(), -10.0 * c_few.sum()
+    assert y[-1] == pytest.approx(50.0 + t_c / n_c)
+    d = -10.0
+    assert s2[-1] == pytest.approx((20 * 500.0**2 + d * d * 20 * 100.0**2) / (n_c - np.sqrt(20 * 100.0**2)) ** 2)
+    np.testing.assert_allclose(A.toarray()[-1].sum(), 1.0)
+    assert np.all(A.toarray()[-1] > 0)

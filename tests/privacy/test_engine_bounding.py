@@ -140,7 +140,8 @@ def test_the_between_grid_upper_end_covers_the_kept_means_spread() -> None:
     """With a sampler that adds no noise the estimate under the upper end is the record-weighted
     spread of the kept grids' means plus their sampling noise: at least the spread itself, at most the
     values' own variance (what the interval used before); the upper end adds BETWEEN_SDS noise sds."""
-    from dpopt.estimation.crossed_estimate import BETWEEN_SDS, between_bound
+    from dpopt.estimation.crossed_estimate import between_bound
+    from dpopt.hierarchy.node_means import BETWEEN_SDS
     from dpopt.privacy.engine import EngineInfo, _measure_between
 
     rng = np.random.default_rng(3)

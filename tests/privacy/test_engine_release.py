@@ -117,24 +117,27 @@ def test_a_budget_too_small_for_any_marginal_buys_the_map_wide_mean() -> None:
 
 
 def test_a_component_is_fitted_only_where_its_marginal_shows_enough_levels() -> None:
-    """The estimate fits by REML the components of marginals with at least MIN_LEVELS entered nodes
-    and the grids' residual only where MIN_LEVELS grids entered; the others are 0 in the point fit
-    but positive in the interval's components (the data cannot rule them out)."""
-    from dpopt.estimation.crossed_estimate import MIN_LEVELS
+    """Every marginal enters with no node of its own, all of them, or at least MIN_LEVELS (fewer
+    selected by the threshold are pooled);
+    REML fits a marginal's component only where it shows that many; with no listed grid measured above its
+    noise the grids' residual is 0 in the point fit but positive in the interval's components."""
+    from dpopt.hierarchy.node_means import MIN_LEVELS
 
     rows, _ = _additive_records(np.random.default_rng(5), n_users=120)
     agg = make_agg(rows)
-    r = _release(agg, 1.0, seed=11)
-    est, m = r.estimates, r.measurements
-    info = m.info["engine"]
-    t = est.table
-    entered = np.bincount(t["level"].to_numpy()[np.isfinite(t["mean_direct"].to_numpy())], minlength=len(info.names))
-    comps, upper = est.info["components"], est.info["components_upper"]
-    checked = 0
-    for i, name in enumerate(info.names[1:], start=1):
-        if name in upper and entered[i] < MIN_LEVELS:
-            assert comps.get(name, 0.0) == 0.0 and upper[name] > 0.0
-            checked += 1
-    assert entered[0] < MIN_LEVELS  # no listed grid is measured above its noise at this budget
-    assert comps.get("residual", 0.0) == 0.0 and upper["residual"] > 0.0
-    assert checked >= 1
+    for eps in (1.0, 3.0, 8.0):
+        r = _release(agg, eps, seed=11)
+        est, m = r.estimates, r.measurements
+        info = m.info["engine"]
+        t = est.table
+        entered = np.bincount(t["level"].to_numpy()[np.isfinite(t["mean_direct"].to_numpy())],
+                              minlength=len(info.names))
+        n_nodes = [int(np.max(c)) + 1 for c in info.codes]
+        assert all(e == 0 or e >= MIN_LEVELS or e == n for e, n in zip(entered, n_nodes))
+        comps, upper = est.info["components"], est.info["components_upper"]
+        for i, name in enumerate(info.names[1:], start=1):
+            assert (name in upper) == (entered[i] > 0 and n_nodes[i] > 1)  # a factor of the interval's model
+            if entered[i] < MIN_LEVELS:
+                assert comps.get(name, 0.0) == 0.0  # not fitted by REML
+        if entered[0] < MIN_LEVELS:
+            assert comps.get("residual", 0.0) == 0.0 and upper["residual"] > 0.0
