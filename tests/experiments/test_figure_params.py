@@ -12,7 +12,7 @@ import pytest
 
 from dpopt.experiments import FIGURES, figure_parameters, reproduce
 from dpopt.experiments.base import dataset_unit_mean, figure_title
-from dpopt.experiments.cli import write_outputs
+from dpopt.experiments.outputs import write_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 
