@@ -2,7 +2,7 @@
 
 A sub-command module defines ``register(subparsers)``, which adds its parser and sets
 ``func=run`` with ``run(args) -> int``. Errors in user input are reported as one line on stderr
-with exit code 2, never as a traceback (see :func:`dpopt.cli.main`).
+with exit code 2, never as a traceback (see :func:`dpopt.cli.main.main`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ._json import to_jsonable
-from ._validation import DpoptInputError
+from .._json import to_jsonable
+from .._validation import DpoptInputError
 
 __all__ = ["read_numbers", "emit", "CliError", "add_partition_arguments", "add_partition_command",
            "add_solver_arguments", "solver_options"]
@@ -167,7 +167,7 @@ def _option_value(text: str) -> Any:
 def solver_options(args: Any) -> dict[str, Any] | None:
     """The ``--solver-option KEY=VALUE`` pairs as a dict of typed values (``None`` when there are none);
     ``--time-limit`` is checked to be a non-negative number."""
-    from ._validation import check_nonnegative_float
+    from .._validation import check_nonnegative_float
 
     if getattr(args, "time_limit", None) is not None:
         check_nonnegative_float(args.time_limit, "--time-limit")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cli_common import CliError
+from .common import CliError
 
 __all__ = ["register", "run"]
 
@@ -35,8 +35,8 @@ def _parse_param(text: str) -> tuple[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import FIGURES, reproduce
-    from .outputs import write_outputs
+    from ..experiments import FIGURES, reproduce
+    from ..experiments.outputs import write_outputs
 
     figures = list(FIGURES) if args.figure == "all" else [args.figure]
     if args.figure != "all" and args.figure not in FIGURES:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if params and args.figure == "all":
         raise CliError("`--param` needs one FIGURE (parameters differ between figures); got 'all'")
     if params:
-        from . import figure_parameters
+        from ..experiments import figure_parameters
 
         valid = figure_parameters(args.figure)
         unknown = sorted(set(params) - set(valid))
@@ -92,8 +92,8 @@ def _headless_backend() -> None:
 
 def figure_list() -> str:
     """One line per figure id: ``id  paper: title`` (titles filled with the default parameters)."""
-    from . import FIGURES, figure_parameters
-    from .base import figure_title
+    from ..experiments import FIGURES, figure_parameters
+    from ..experiments.base import figure_title
 
     width = max(len(f) for f in FIGURES)
     lines = []
