@@ -45,9 +45,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._validation import as_counts
-    from ..solve import write_model
     from ..clipping.closed_form import optimal_clipping
     from ..clipping.lp import clipping_model, solve_clipping
+    from ..solve import write_model
 
     if args.export and not str(args.export).lower().endswith((".mps", ".lp")):
         raise CliError(f"`--export` must end in .mps or .lp; got {args.export!r}")

@@ -83,6 +83,19 @@ def _unknown_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, un
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``dpopt`` command line.
+
+    Parameters
+    ----------
+    argv
+        The arguments after the program name; ``None`` reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for bad input (one line on stderr, no traceback); argparse
+        exits 2 itself on a bad flag.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_command_of(argv))
     args, unknown = parser.parse_known_args(argv)

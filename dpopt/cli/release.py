@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import DpoptInputError
-from .common import CliError, emit
 from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_ID_RULE, USER_MODEL_TEXT
+from .common import CliError, emit
 
 __all__ = ["register", "run"]
 
