@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {

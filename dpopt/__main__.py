@@ -1,5 +1,5 @@
-"""``python -m dpopt``: the command line (see :mod:`dpopt.cli`)."""
+"""``python -m dpopt``: the command line (see :mod:`dpopt.cli.main`)."""
 
-from dpopt.cli import main
+from dpopt.cli.main import main
 
 raise SystemExit(main())

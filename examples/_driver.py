@@ -40,7 +40,7 @@ def figure_family_main(prefix: str, doc: str, script: str, argv: Sequence[str] |
     ``--runs N --seed S --out DIR``; reproduces every figure whose id starts with ``prefix`` (the same
     as ``dpopt reproduce FIGURE --out DIR`` for each). To refresh the gallery: ``--out examples/gallery``.
     """
-    from dpopt.experiments.cli import reproduce_family
+    from dpopt.experiments.outputs import reproduce_family
 
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--runs", type=int, default=None, help="runs per point (default: the papers')")

@@ -108,7 +108,7 @@ def test_counts_files_may_be_a_csv_with_a_named_column(tmp_path, capsys):
 def test_solver_options_and_time_limit_are_parsed_alike_in_every_command(tmp_path, capsys):
     import argparse
 
-    from dpopt.cli_common import solver_options
+    from dpopt.cli.common import solver_options
 
     ns = argparse.Namespace(time_limit=5.0, solver_option=["presolve=off", "mip_rel_gap=0.01", "threads=2",
                                                            "mip_detect_symmetry=false"])

@@ -46,7 +46,7 @@ CHILD = textwrap.dedent('''
     assert sp.degradation <= gp.degradation
     sq = dpopt.suppression_problem(occ, 1.0, 1.0)
     sq.with_constraints(cp.sum(sq.suppress) <= 2).solve_plan()
-    from dpopt.suppression.cli import read_occupancy
+    from dpopt.cli.suppress import read_occupancy
     from dpopt.cli import main
     assert main(["clipping", "--counts", sys.argv[1], "--bound", "1", "--epsilon", "1", "--json"]) == 0
     assert read_occupancy(sys.argv[2]).n_users == 2

@@ -7,7 +7,8 @@
 
 :data:`FIGURES` maps each figure id to its :class:`~dpopt.experiments.base.FigureSpec` (function,
 axis labels and scales, the paper's claim). Drawing lives in :mod:`dpopt.experiments.plotting`;
-the command line ``dpopt reproduce FIGURE --out DIR`` in :mod:`dpopt.experiments.cli`.
+the files of a figure (CSV, PNG, notes) in :mod:`dpopt.experiments.outputs`; the command line
+``dpopt reproduce FIGURE --out DIR`` in :mod:`dpopt.cli.reproduce`.
 """
 
 from __future__ import annotations

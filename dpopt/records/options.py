@@ -135,7 +135,7 @@ class ReadOptions:
 
 
 def read_options_from_args(args: Any) -> ReadOptions:
-    """:class:`ReadOptions` from the flags of ``_add_input_arguments`` (dpopt/release/cli.py)."""
+    """:class:`ReadOptions` from the flags of ``_add_input_arguments`` (dpopt/cli/release.py)."""
     columns: Mapping[str, str] = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                                   "timestamp": args.time_col, "value": args.value_col}
     return ReadOptions(

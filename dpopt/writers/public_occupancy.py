@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..cli_common import to_jsonable
+from .._json import to_jsonable
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST, privacy_model_lines
 from .public_occupancy_result import ReleaseResult
 from .folder import DIAGNOSTICS, check_out, write_atomically

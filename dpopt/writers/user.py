@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..cli_common import to_jsonable
+from .._json import to_jsonable
 from ..measurements import Estimates, Measurements
 from ..records.grid import (cell_centres, cell_strings, iso_duration, level_time_text, repeat_strings,
                            slot_strings, slot_text)

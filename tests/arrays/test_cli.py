@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from dpopt.arrays.demo import demo
+from dpopt.cli.demo import arrays_demo as demo
 from dpopt.cli import main
 from dpopt.datasets import dataset_path
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from dpopt.experiments import FIGURES, reproduce  # noqa: E402
-from dpopt.experiments.cli import write_outputs  # noqa: E402
+from dpopt.experiments.outputs import write_outputs  # noqa: E402
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from dpopt.cli import main
 from dpopt.clipping import optimal_clipping
-from dpopt.clipping.demo import demo
+from dpopt.cli.demo import clipping_demo as demo
 
 from .conftest import ANCHOR_ATOL, geometric
 

@@ -32,7 +32,7 @@ def test_reproduce_bad_param(tmp_path, capsys):
 
 
 def test_reproduce_family_writes_every_matching_figure(tmp_path, capsys):
-    from dpopt.experiments.cli import reproduce_family
+    from dpopt.experiments.outputs import reproduce_family
 
     pngs = reproduce_family("003-fig5", tmp_path)  # a prefix matching one deterministic figure
     assert [p.name for p in pngs] == ["003-fig5.png"]

@@ -13,7 +13,7 @@ import pytest
 
 from dpopt import DpoptInputError
 from dpopt.experiments import COLUMNS, FIGURES, reproduce
-from dpopt.experiments.cli import write_outputs
+from dpopt.experiments.outputs import write_outputs
 
 AUSTIN = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "austin_bus" / \
     "capmetrics_vehicle_positions_clean.csv.gz"

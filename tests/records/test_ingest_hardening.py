@@ -123,7 +123,7 @@ def test_grid_spec_validates_and_normalises():
 
 
 def test_release_help_shows_the_default_columns_and_new_flags():
-    from dpopt.release.cli import _add_input_arguments
+    from dpopt.cli.release import _add_input_arguments
 
     parser = argparse.ArgumentParser(prog="dpopt release")
     _add_input_arguments(parser)

@@ -8,7 +8,7 @@ import pytest
 
 from dpopt.calculus import grid_errors
 from dpopt.cli import main
-from dpopt.suppression.cli import read_occupancy
+from dpopt.cli.suppress import read_occupancy
 
 from ._reference import brute_force
 

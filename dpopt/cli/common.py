@@ -2,24 +2,22 @@
 
 A sub-command module defines ``register(subparsers)``, which adds its parser and sets
 ``func=run`` with ``run(args) -> int``. Errors in user input are reported as one line on stderr
-with exit code 2, never as a traceback (see :func:`dpopt.cli.main`).
+with exit code 2, never as a traceback (see :func:`dpopt.cli.main.main`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import sys
-from dataclasses import asdict, is_dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
-from ._validation import DpoptInputError
+from .._json import to_jsonable
+from .._validation import DpoptInputError
 
-__all__ = ["read_numbers", "emit", "to_jsonable", "CliError", "add_partition_arguments", "add_partition_command",
+__all__ = ["read_numbers", "emit", "CliError", "add_partition_arguments", "add_partition_command",
            "add_solver_arguments", "solver_options"]
 
 #: column names taken as the counts column of a CSV with a header (first match, case-insensitive)
@@ -105,28 +103,6 @@ def _read_column(lines: list[str], path: str | Path, name: str, column: str | No
     return np.asarray(values)
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Convert results (dataclasses, numpy, enums, sets of pairs) to JSON-ready values."""
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return {k: to_jsonable(v) for k, v in asdict(obj).items()}
-    if isinstance(obj, Enum):
-        return obj.value
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        items = [to_jsonable(v) for v in obj]
-        return sorted(items, key=repr) if isinstance(obj, (set, frozenset)) else items
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, slice):
-        return [obj.start, obj.stop]
-    return obj
-
-
 def emit(payload: dict[str, Any], as_json: bool, out: TextIO | None = None) -> None:
     """Print ``payload`` as JSON (``--json``) or as aligned ``key: value`` lines."""
     out = out or sys.stdout
@@ -191,7 +167,7 @@ def _option_value(text: str) -> Any:
 def solver_options(args: Any) -> dict[str, Any] | None:
     """The ``--solver-option KEY=VALUE`` pairs as a dict of typed values (``None`` when there are none);
     ``--time-limit`` is checked to be a non-negative number."""
-    from ._validation import check_nonnegative_float
+    from .._validation import check_nonnegative_float
 
     if getattr(args, "time_limit", None) is not None:
         check_nonnegative_float(args.time_limit, "--time-limit")

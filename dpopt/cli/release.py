@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import DpoptInputError
-from ..cli_common import CliError, emit
 from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_ID_RULE, USER_MODEL_TEXT
+from .common import CliError, emit
 
 __all__ = ["register", "run"]
 
@@ -262,7 +262,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget
     from ..privacy.public_occupancy import PublicOccupancyOptions
     from ..privacy.user import UserOptions
-    from .release import EstimationOptions, check_options
+    from ..release.release import EstimationOptions, check_options
 
     idle = _idle_flags(args, privacy)
     if idle:
@@ -420,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``dpopt release``: every option validated, then release, write the files into ``--out``
     atomically, print the summary; 0 on success."""
     from ..writers import check_out, write_release
-    from .release import release
+    from ..release.release import release
 
     records, bound = _records(args)
     privacy = args.privacy or "user"

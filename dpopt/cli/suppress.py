@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..cli_common import CliError, add_solver_arguments, emit, solver_options
+from .common import CliError, add_solver_arguments, emit, solver_options
 
 __all__ = ["register", "run", "read_occupancy"]
 
@@ -79,9 +79,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .frontier import suppression_frontier
-    from .greedy import clip_user
-    from .milp import solve_suppression
+    from ..suppression.frontier import suppression_frontier
+    from ..suppression.greedy import clip_user
+    from ..suppression.milp import solve_suppression
 
     options = solver_options(args)
     occ = read_occupancy(args.occupancy)

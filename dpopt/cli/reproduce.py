@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cli_common import CliError
+from .common import CliError
 
-__all__ = ["register", "run", "write_outputs", "reproduce_family"]
+__all__ = ["register", "run"]
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
@@ -34,52 +34,9 @@ def _parse_param(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def write_outputs(result: Any, out: Path) -> dict[str, Path]:
-    """Write the CSV, PNG and notes of a :class:`~dpopt.experiments.base.FigureResult` into ``out``."""
-    from . import FIGURES
-    from .base import figure_title, parameters_markdown
-    from .plotting import save_figure
-
-    out.mkdir(parents=True, exist_ok=True)
-    spec = FIGURES[result.figure]
-    params = dict(getattr(result, "params", {}) or {})
-    changed = dict(getattr(result, "changed", {}) or {})
-    title_params = {**params, "_changed": changed}
-    csv = out / f"{result.figure}.csv"
-    result.frame.to_csv(csv, index=False)
-    png = save_figure(result.frame, spec, out / f"{result.figure}.png", params=title_params)
-    notes = out / f"{result.figure}.notes.md"
-    title = figure_title(spec, title_params).replace("\n", " ")
-    notes.write_text(
-        f"# {title}\n\nPaper: {spec.paper}. Claim: {spec.claim}\n\n"
-        "## Choices and ambiguities\n\n" + result.notes.strip() + "\n\n"
-        + parameters_markdown(params, changed)
-    )
-    return {"csv": csv, "png": png, "notes": notes}
-
-
-def reproduce_family(prefix: str, out: str | Path, *, runs: int | None = None, seed: int = 0) -> list[Path]:
-    """Reproduce every figure whose id starts with ``prefix`` (e.g. ``"003-"``, ``""`` for all) into ``out``.
-
-    Prints, per figure, the wall time, the PNG path and the first, middle and last rows of the
-    table (used by ``examples/figures_*.py``). Returns the PNG paths.
-    """
-    from . import FIGURES, reproduce
-
-    pngs = []
-    for fig in [f for f in FIGURES if f.startswith(prefix)]:
-        t0 = time.perf_counter()
-        result = reproduce(fig, runs=runs, seed=seed)
-        paths = write_outputs(result, Path(out))
-        table = result.frame.pivot(index="epsilon", columns="series", values="value")
-        print(f"{fig} ({time.perf_counter() - t0:.1f} s) -> {paths['png']}")
-        print(table.iloc[[0, len(table) // 2, -1]].round(4).to_string(), "\n")
-        pngs.append(paths["png"])
-    return pngs
-
-
 def run(args: argparse.Namespace) -> int:
-    from . import FIGURES, reproduce
+    from ..experiments import FIGURES, reproduce
+    from ..experiments.outputs import write_outputs
 
     figures = list(FIGURES) if args.figure == "all" else [args.figure]
     if args.figure != "all" and args.figure not in FIGURES:
@@ -88,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if params and args.figure == "all":
         raise CliError("`--param` needs one FIGURE (parameters differ between figures); got 'all'")
     if params:
-        from . import figure_parameters
+        from ..experiments import figure_parameters
 
         valid = figure_parameters(args.figure)
         unknown = sorted(set(params) - set(valid))
@@ -135,8 +92,8 @@ def _headless_backend() -> None:
 
 def figure_list() -> str:
     """One line per figure id: ``id  paper: title`` (titles filled with the default parameters)."""
-    from . import FIGURES, figure_parameters
-    from .base import figure_title
+    from ..experiments import FIGURES, figure_parameters
+    from ..experiments.base import figure_title
 
     width = max(len(f) for f in FIGURES)
     lines = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_common import add_partition_command, add_solver_arguments, emit, read_numbers, solver_options
+from .common import add_partition_command, add_solver_arguments, emit, read_numbers, solver_options
 
 __all__ = ["register", "run"]
 
@@ -43,8 +43,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .grouping import best_fit, wrap_around
-    from .length import optimal_array_length
+    from ..arrays.grouping import best_fit, wrap_around
+    from ..arrays.length import optimal_array_length
 
     counts = read_numbers(args.counts, "counts", column=args.counts_column)
     options = solver_options(args)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_common import CliError, add_partition_command, add_solver_arguments, emit, read_numbers, solver_options
+from .common import CliError, add_partition_command, add_solver_arguments, emit, read_numbers, solver_options
 
 __all__ = ["register", "run"]
 
@@ -45,9 +45,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._validation import as_counts
+    from ..clipping.closed_form import optimal_clipping
+    from ..clipping.lp import clipping_model, solve_clipping
     from ..solve import write_model
-    from .closed_form import optimal_clipping
-    from .lp import clipping_model, solve_clipping
 
     if args.export and not str(args.export).lower().endswith((".mps", ".lp")):
         raise CliError(f"`--export` must end in .mps or .lp; got {args.export!r}")

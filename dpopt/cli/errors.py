@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from . import calculus
-from ._validation import as_counts, as_retained, check_bound, check_epsilon
-from .cli_common import add_partition_command, emit, read_numbers
+from .. import calculus
+from .._validation import as_counts, as_retained, check_bound, check_epsilon
+from .common import add_partition_command, emit, read_numbers
 
 
 def register(sub: argparse._SubParsersAction) -> None:

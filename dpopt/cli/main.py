@@ -1,8 +1,8 @@
-"""The ``dpopt`` command line.
+"""The ``dpopt`` entry point: the parser and the dispatch to one sub-command.
 
-Sub-commands live next to the code they drive; this module only collects them. Each module in
-:data:`COMMANDS` defines ``register(subparsers)``; :func:`main` imports only the module of the
-command it runs (``dpopt --help`` lists the commands from :data:`HELP` without importing any). Input errors print one line
+Each sub-command is one module of :mod:`dpopt.cli` (listed in :data:`COMMANDS`) that defines
+``register(subparsers)``; :func:`main` imports only the module of the command it runs (``dpopt --help``
+lists the commands from :data:`HELP` without importing any). Input errors print one line
 (``dpopt: error: ...``) and exit with status 2; ``--json`` prints machine-readable output on stdout.
 """
 
@@ -13,19 +13,19 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ._validation import DpoptInputError
+from .._validation import DpoptInputError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: sub-command name -> module defining ``register(subparsers)``
 COMMANDS: dict[str, str] = {
-    "errors": "dpopt.calculus_cli",
-    "demo": "dpopt.demo",
-    "clipping": "dpopt.clipping.cli",
-    "arrays": "dpopt.arrays.cli",
-    "suppress": "dpopt.suppression.cli",
-    "reproduce": "dpopt.experiments.cli",
-    "release": "dpopt.release.cli",
+    "errors": "dpopt.cli.errors",
+    "demo": "dpopt.cli.demo",
+    "clipping": "dpopt.cli.clipping",
+    "arrays": "dpopt.cli.arrays",
+    "suppress": "dpopt.cli.suppress",
+    "reproduce": "dpopt.cli.reproduce",
+    "release": "dpopt.cli.release",
 }
 
 
@@ -44,7 +44,7 @@ HELP: dict[str, str] = {
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``dpopt`` parser; with ``command``, only that sub-command's module is imported (the others
     are listed with their :data:`HELP` line)."""
-    from . import __version__
+    from .. import __version__
 
     parser = argparse.ArgumentParser(
         prog="dpopt", allow_abbrev=False,
@@ -83,6 +83,19 @@ def _unknown_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, un
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``dpopt`` command line.
+
+    Parameters
+    ----------
+    argv
+        The arguments after the program name; ``None`` reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for bad input (one line on stderr, no traceback); argparse
+        exits 2 itself on a bad flag.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_command_of(argv))
     args, unknown = parser.parse_known_args(argv)
@@ -110,6 +123,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

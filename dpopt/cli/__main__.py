@@ -1,0 +1,5 @@
+"""``python -m dpopt.cli``: the command line (see :mod:`dpopt.cli.main`)."""
+
+from dpopt.cli.main import main
+
+raise SystemExit(main())
