@@ -114,3 +114,29 @@ def test_solver_options_and_time_limit_are_parsed_alike_in_every_command(tmp_pat
                                                            "mip_detect_symmetry=false"])
     assert solver_options(ns) == {"presolve": "off", "mip_rel_gap": 0.01, "threads": 2, "mip_detect_symmetry": False}
     assert solver_options(argparse.Namespace(time_limit=None, solver_option=[])) is None
+
+
+def test_demo_skips_a_section_whose_packages_are_missing(monkeypatch) -> None:
+    """Without the ``release`` extra (no pandas) the array-length section, which reads the ITMS data
+    through dpopt.datasets, prints "(not part of this build)" instead of a traceback."""
+    import importlib
+    import io
+
+    from dpopt.cli import demo as demo_module
+
+    real = importlib.import_module
+
+    def without_datasets(name, *args, **kwargs):
+        if name in ("dpopt.datasets", "dpopt.release"):
+            raise ModuleNotFoundError(f"No module named 'pandas' (while importing {name})")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(demo_module.importlib, "import_module", without_datasets)
+    called = []
+    monkeypatch.setattr(demo_module, "SECTIONS", [(t, p, (lambda out, t=t: called.append(t)))
+                                                  for t, p, _ in demo_module.SECTIONS])
+    out = io.StringIO()
+    demo_module.demo(out)
+    text = out.getvalue()
+    assert text.count("(not part of this build)") == 2
+    assert not any(t.startswith("Array length") or t.startswith("Release") for t in called)

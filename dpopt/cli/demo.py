@@ -194,24 +194,25 @@ def release_demo(out: TextIO) -> None:
               "--out DIR\n")
 
 
-#: (title, the package the section tours, the section), in the order printed
-SECTIONS: list[tuple[str, str, Callable[[TextIO], None]]] = [
-    ("Error calculus (seed 002, ERRATA E1)", "dpopt.calculus", calculus_demo),
-    ("Clipping strategy (seeds 000/001)", "dpopt.clipping", clipping_demo),
-    ("Array length (seed 003)", "dpopt.arrays", arrays_demo),
-    ("Grid suppression (seed 002)", "dpopt.suppression", suppression_demo),
-    ("Mechanisms and experiments", "dpopt.experiments", mechanisms_demo),
-    ("Release pipeline", "dpopt.release", release_demo),
+#: (title, the packages the section needs, the section), in the order printed
+SECTIONS: list[tuple[str, tuple[str, ...], Callable[[TextIO], None]]] = [
+    ("Error calculus (seed 002, ERRATA E1)", ("dpopt.calculus",), calculus_demo),
+    ("Clipping strategy (seeds 000/001)", ("dpopt.clipping",), clipping_demo),
+    ("Array length (seed 003)", ("dpopt.arrays", "dpopt.datasets"), arrays_demo),
+    ("Grid suppression (seed 002)", ("dpopt.suppression",), suppression_demo),
+    ("Mechanisms and experiments", ("dpopt.experiments", "dpopt.experiments.seed003"), mechanisms_demo),
+    ("Release pipeline", ("dpopt.release",), release_demo),
 ]
 
 
 def demo(out: TextIO | None = None) -> None:
     """Print every section of :data:`SECTIONS` to ``out`` (default: stdout)."""
     out = out or sys.stdout
-    for title, package, section in SECTIONS:
+    for title, packages, section in SECTIONS:
         out.write(f"\n== {title} ==\n")
         try:
-            importlib.import_module(package)
+            for package in packages:
+                importlib.import_module(package)
         except ModuleNotFoundError:
             out.write("  (not part of this build)\n")
             continue
