@@ -574,17 +574,20 @@ _TERMS = [
     ("τ (tau)", "The accuracy target: the largest ± (at the stated probability) a published mean may have."),
     ("H3", "Uber's hierarchical grid of hexagons; a resolution number sets their size (7: about 2.8 km "
            "across, each step coarser is about 2.6 times wider)."),
-    ("seed 002", "Rameshwar & Tandon, “On Improving the Composition Privacy Loss in Differential Privacy "
-                 "for Fixed Estimation Error” (arXiv 2405.06261): the public-occupancy model, per-grid "
-                 "worst-case error and suppression of (user, grid) contributions."),
-    ("knee rule", "Without a target τ, dpopt takes the knee of the coverage-against-τ curve (Kneedle, "
-                  "Satopää et al. 2011): the τ farthest from the straight line joining the curve's ends "
-                  "(τ on a log scale); the exact rule is the knee_rule field below."),
+    ("public-occupancy model", "Who holds records in which grid is treated as public (for data whose "
+                               "occupancy is public anyway, such as broadcast vehicle positions); only the "
+                               "values are protected. From Rameshwar & Tandon, “On Improving the Composition "
+                               "Privacy Loss in Differential Privacy for Fixed Estimation Error” (arXiv "
+                               "2405.06261)."),
+    ("knee rule", "Without a target τ, dpopt takes the knee of the coverage-against-τ curve: the τ farthest "
+                  "from the straight line joining the curve's ends (τ on a log scale; Satopää et al. 2011); "
+                  "the exact rule is the knee_rule field below."),
     ("CKS sampler", "Exact discrete Laplace and Gaussian noise of Canonne, Kamath & Steinke, “The Discrete "
                     "Gaussian for Differential Privacy” (NeurIPS 2020), fed by the OS CSPRNG: safe against "
                     "floating-point attacks."),
-    ("CLIP mechanism", "Each user's records in a cell are clipped to the public range and capped in number "
-                       "so that one user's influence (the sensitivity) is bounded before noise is added."),
+    ("contribution bounding", "Each user's values are clamped to the public range and its records capped in "
+                              "number, so that one user's influence (the sensitivity) is bounded before noise "
+                              "is added."),
 ]
 
 

@@ -202,7 +202,7 @@ def _accounting_lines(result: ReleaseResult) -> list[str]:
                      f"grids would give {s.epsilon_basic_composition:g}")
     lines += [
         f"- noise: {s.noise}",
-        "- public by assumption (seed 002 §II-C): the occupancy array, i.e. n_users, n_records and "
+        "- public by assumption (the public-occupancy model): the occupancy array, i.e. n_users, n_records and "
         "max_user_records per grid (the suppressed and kept pairs, with raw user ids, are in the diagnostics folder, "
         "not published)",
         *_value_drop_caveat(ing),
@@ -238,7 +238,7 @@ def _accuracy_lines(result: ReleaseResult) -> list[str]:
         pts = ", ".join(f"{t:.3g}: {int(c)}" for t, c in zip(s.frontier["tau"], s.frontier["coverage"]))
         lines.append(f"- frontier (tau: grids within tau), from public counts only: {pts} (frontier.png)")
     lines += [
-        f"- seed 002's worst-case error (bias + expected |noise|, mean + variance): largest "
+        f"- worst-case error (bias + expected |noise|, mean + variance): largest "
         f"**{s.error_bound:.6g}**" + (f" (target {s.error_bound_target:.6g})"
                                       if s.budget_mode == "per-grid" and np.isfinite(s.error_bound_target) else ""),
         f"- suppressed (user, grid) pairs: {s.suppressed_pairs} ({s.suppressed_records} records); "
@@ -281,7 +281,8 @@ def report_markdown(result: ReleaseResult) -> str:
         "",
         f"Mean and variance of the values in every (H3 cell at resolution {s.h3_resolution}) x "
         f"({s.slot} UTC slot) grid, released with user-level differential privacy "
-        "(seed 002: CLIP mechanism per grid, composition by Theorem II.3).",
+        "(each user's contribution bounded in every grid; one user's privacy loss added up over the grids it "
+        "appears in).",
         "",
         "## Privacy model",
         "",

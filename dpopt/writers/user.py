@@ -360,7 +360,7 @@ def _multires_markdown(result: UserRelease) -> str:
              f"tau = {s.target:g} (`answers.csv`); only those nodes are published (`release.csv`).")
     if s.shape == "place":
         intro = (f"Mean of the values of every H3 cell at resolution {s.h3_resolution} over the whole period, and of "
-                 "the map, with **user-level** differential privacy, estimated together (tree BLUP: a cell's "
+                 "the map, with **user-level** differential privacy, estimated together (a shrinkage model: a cell's "
                  f"`mean` borrows from the map where its own measurement is noisy). Each listed ({s.slot} UTC) grid "
                  "is answered by its cell, or by the map where the budget chose not to measure cells or the cell "
                  "is too thin (`answers.csv`); only those nodes are published (`release.csv`).")
