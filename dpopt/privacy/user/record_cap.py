@@ -28,7 +28,8 @@ one point per record; N telescopes to ≤ T), = min(T, n_ℓ) up to floating-poi
 reads only the user's own records and its own i.i.d. keys, so every other user's kept records have
 the same law with or without user ℓ; adding or removing ℓ moves a level's vector of node counts by
 Σ_p Γ_p ≤ T in ℓ1 and in ℓ2 (worst case: all in one node), its centred sums by ≤ T·H_Y and
-T·H_Z. Checked by brute force in tests/privacy/user/test_record_cap.py.
+T·H_Z. Checked by brute force in tests/hierarchy/test_place.py (``test_cap_invariants``,
+``test_capped_level_sensitivity_one_user``, ``test_cap_keeps_the_records_of_the_definition``).
 """
 
 from __future__ import annotations
