@@ -95,7 +95,7 @@ _LAZY: dict[str, str] = {
 _SUBMODULES = {
     "calculus", "occupancy", "verify", "solve", "clipping", "arrays", "suppression",
     "mechanisms", "datasets", "experiments", "release", "cli", "budget",
-    "plan", "noise", "accounting", "userdp",
+    "plan", "noise", "accounting",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

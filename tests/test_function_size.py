@@ -1,6 +1,6 @@
 """Function size in the release layers: no function over 60 lines and no
 public function with more than 12 parameters in records, the privacy models, the user model's
-library (dpopt/userdp), the hierarchy library, estimation, the writers, the release front door and
+library (dpopt/privacy/user), the hierarchy library, estimation, the writers, the release front door and
 the command line (dpopt/cli, ``python -m dpopt``) (a sibling of tests/test_layers.py; :mod:`ast`
 only, nothing imported).
 
@@ -15,9 +15,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "dpopt"
-#: the release layers, top-level parts of dpopt (userdp and hierarchy included: choose_bounds and
-#: measure_levels take typed option objects, BoundsRule and LevelPlan/LevelNoise)
-RELEASE_LAYERS = ("records", "privacy", "userdp", "hierarchy", "estimation", "writers", "release", "cli")
+#: the release layers, top-level parts of dpopt (privacy holds the user model's library, and hierarchy is
+#: included: choose_bounds and measure_levels take typed option objects, BoundsRule and LevelPlan/LevelNoise)
+RELEASE_LAYERS = ("records", "privacy", "hierarchy", "estimation", "writers", "release", "cli")
 FRONT_MODULES = ("__main__.py",)
 MAX_LINES = 60
 MAX_PARAMETERS = 12
@@ -57,7 +57,8 @@ def test_release_layers_have_small_functions():
 
 def test_the_user_model_library_and_the_hierarchy_are_checked():
     names = {p.relative_to(ROOT).as_posix() for p in _files()}
-    assert {"userdp/bounds.py", "userdp/levels.py", "userdp/mechanism.py", "hierarchy/blup.py"} <= names
+    assert {"privacy/user/bounds.py", "privacy/user/levels.py", "privacy/user/mechanism.py", "privacy/user/engine.py",
+            "privacy/user/strategies/fixed.py", "hierarchy/blup.py"} <= names
 
 
 def test_the_check_finds_a_long_function_and_a_wide_one(tmp_path):

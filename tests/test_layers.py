@@ -8,11 +8,14 @@ points at ``pkg.name`` when that is a module, else at ``pkg``). Two checks:
   than one module (a package's ``__init__`` counts as the module ``pkg``);
 * layers: a module imports only modules of its own layer or below, bottom to top
   core (incl. :mod:`dpopt.measurements` and :mod:`dpopt.hierarchy`) → records → privacy models
-  (:mod:`dpopt.privacy`, the model library :mod:`dpopt.userdp`) → estimation → writers → front
-  doors (:mod:`dpopt.release`, :mod:`dpopt.experiments`, the package ``dpopt`` itself) → the
+  (:mod:`dpopt.privacy`, the ``user`` model and its library in :mod:`dpopt.privacy.user`) → estimation
+  → writers → front doors (:mod:`dpopt.release`, :mod:`dpopt.experiments`, the package ``dpopt`` itself) → the
   command line (:mod:`dpopt.cli`, every sub-command and the demo, and ``python -m dpopt``).
   :mod:`dpopt.datasets` (bundled data) sits with records. A module's layer is its top-level
   part's, whatever its file name: nothing of a library package is exempt.
+* inside the privacy layer, the ``user`` model's library (:data:`USER_LIBRARY`: bounding,
+  sensitivity, mechanism, selection …) sits below the model (its options, engine and strategies):
+  it imports of :mod:`dpopt.privacy` only its own modules.
 
 The test builds the graph with :mod:`ast` only (nothing is imported), so it also sees imports that
 run only inside functions.
@@ -28,8 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "dpopt"
 
 #: layer of each top-level part of dpopt (absent: core = 0)
-LAYERS = {"records": 1, "datasets": 1, "privacy": 2, "userdp": 2, "estimation": 3, "writers": 4,
+LAYERS = {"records": 1, "datasets": 1, "privacy": 2, "estimation": 3, "writers": 4,
           "release": 5, "experiments": 5, "": 5, "cli": 6, "__main__": 6}
+#: the ``user`` model's library in the privacy layer, below the model's options, engine and strategies
+USER_LIBRARY = {f"dpopt.privacy.user.{name}" for name in (
+    "_thresholding", "bounding", "bounds", "levels", "mechanism", "partitions", "place_bounds", "place_shares",
+    "predict", "priority", "record_cap", "select_levels", "sensitivity", "split")}
 LAYER_NAMES = ["core", "records", "privacy", "estimation", "writers", "front door", "command line"]
 
 
@@ -129,7 +136,8 @@ def test_graph_sees_function_level_imports():
     graph = import_graph()
     # dpopt.cli.release imports dpopt.release.release inside run() only
     assert "dpopt.release.release" in graph["dpopt.cli.release"]
-    assert any(m.startswith("dpopt.userdp") for m in graph["dpopt.privacy.user"])
+    # dpopt.privacy.user.options imports the priority order inside _ranks() only
+    assert "dpopt.privacy.user.priority" in graph["dpopt.privacy.user.options"]
 
 
 @pytest.mark.slow
@@ -143,6 +151,15 @@ def test_layers_import_only_downward():
     bad = sorted(f"{m} ({LAYER_NAMES[layer(m)]}) imports {t} ({LAYER_NAMES[layer(t)]})"
                  for m, ts in graph.items() for t in ts if layer(t) > layer(m))
     assert bad == [], "imports climbing a layer:\n" + "\n".join(bad)
+
+
+def test_user_model_library_sits_below_the_model():
+    graph = import_graph()
+    assert USER_LIBRARY <= set(graph)
+    bad = sorted(f"{m} imports {t}" for m in USER_LIBRARY for t in graph[m]
+                 if (t == "dpopt.privacy" or t.startswith("dpopt.privacy.")) and t not in USER_LIBRARY)
+    assert bad == [], "the user model's library imports the model:\n" + "\n".join(bad)
+    assert graph["dpopt.privacy.user.engine"] & USER_LIBRARY  # the model does import its library
 
 
 def test_only_the_command_line_imports_it():

@@ -261,7 +261,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     from ..privacy.contributions import InputOptions
     from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget
     from ..privacy.public_occupancy import PublicOccupancyOptions
-    from ..privacy.user import UserOptions
+    from ..privacy.user.options import UserOptions
     from ..release.release import EstimationOptions, check_options
 
     idle = _idle_flags(args, privacy)

@@ -8,9 +8,9 @@ methods (name → ``f(measurements, *, confidence) -> Estimates``):
   worst-case bounds and seed 002's E_g, :func:`.direct.clip_error_bounds`);
 * ``"pooled"`` (:mod:`.pooling`): empirical-Bayes shrinkage toward the map-wide values (``user``);
 * ``"hierarchical"`` (:mod:`.hierarchical`, models/hierarchy.md): tree GLS and empirical Bayes over the
-  measured levels (:func:`dpopt.userdp.levels.measure_levels`);
+  measured levels (:func:`dpopt.privacy.user.levels.measure_levels`);
 * ``"crossed"`` (:mod:`.crossed_estimate`): the engine's release — one crossed random-effects model
-  of the listed grids over every measured marginal (:func:`dpopt.privacy.engine.measure_engine`).
+  of the listed grids over every measured marginal (:func:`dpopt.privacy.user.engine.measure_engine`).
 """
 
 from __future__ import annotations

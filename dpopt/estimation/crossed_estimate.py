@@ -57,7 +57,7 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     m = measurements
     info = m.info.get("engine") if isinstance(m, Measurements) else None
     if info is None:
-        raise DpoptInputError("`measurements` must come from the engine (dpopt.privacy.engine.measure_engine)")
+        raise DpoptInputError("`measurements` must come from the engine (dpopt.privacy.user.engine.measure_engine)")
     B = float(info.clamp)
     K = len(info.codes)
     sizes = [int(n) for n in np.diff(np.append(info.offsets, m.n_nodes))]

@@ -42,7 +42,7 @@ import pandas as pd
 from ..budget.noise import GaussianNoise, LaplaceNoise
 from ..measurements import Estimates, Measurements, NoiseLaw
 from ..privacy.options import check_confidence
-from ..userdp.mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation
+from ..privacy.user.mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation
 
 __all__ = ["direct", "abs_quantile", "check_confidence", "variance_interval_informative", "VARIANCE_WITHHELD_REASON",
            "VARIANCE_NEGATIVE_REASON",
@@ -60,7 +60,7 @@ _QUANTILES = {"discrete_laplace": DiscreteLaplace, "laplace": LaplaceSimulation,
 
 def abs_quantile(law: NoiseLaw, prob: float) -> float:
     """x (value units) with P(|noise| > x) ≤ ``prob`` under ``law`` (one scale for all nodes): the
-    samplers' exact tail quantiles (:mod:`dpopt.userdp.mechanism`) in lattice units, times λ. The
+    samplers' exact tail quantiles (:mod:`dpopt.privacy.user.mechanism`) in lattice units, times λ. The
     quantile functions are stateless: an instance without a source serves."""
     cls = _QUANTILES[law.family]
     scale = float(np.max(law.scale)) if np.ndim(law.scale) else float(law.scale)

@@ -24,7 +24,7 @@
    models/hierarchy.md §7). ``bias_allowance`` κ adds κ·σ̄_v (σ̄_v² the upper end of the node's
    variance interval) to both half-widths: a stated, benchmark-calibrated allowance, not a bound.
    The decomposition (item 6) is decided on the noise half-width alone. Levels that
-   :func:`~dpopt.userdp.levels.measure_levels` bounded on their own (``level_bounds``) are not tied
+   :func:`~dpopt.privacy.user.levels.measure_levels` bounded on their own (``level_bounds``) are not tied
    to their parents in the GLS (``info['linked_levels']``).
 4. **Empirical Bayes** (the published ``mean``): top-down, each node's direct centred mean shrinks
    toward its parent's published one, m_v = m_p + B_v·(d̂_v − m_p), B_v = τ_l²/(τ_l² + s_v²),
@@ -60,7 +60,7 @@
 6. **Decomposition** (:func:`dpopt.hierarchy.decompose.answer_nodes`): each finest grid is answered
    by its finest ancestor-or-self whose direct half-width is ≤ ``target`` (item 4b: its deepest
    informed one); those nodes are released — unless the node table carries a ``released`` column
-   (nodes chosen by a DP selection, :mod:`dpopt.privacy.user_multires_private`), which then decides.
+   (nodes chosen by a DP selection, :mod:`dpopt.privacy.user.strategies.private_adaptive`), which then decides.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarr
     (n, vn), (y, vy), (zz, vz) = tot["count"], tot["sum"], tot["sumsq"]
     if not math.isclose(float(m.info.get("sumsq_centre", math.nan)), U * U / 8.0):
         raise DpoptInputError("`measurements.info['sumsq_centre']` must be U^2/8 (sums of squares centred as "
-                              "dpopt.userdp.bounding does)")
+                              "dpopt.privacy.user.bounding does)")
     zs = zz
     fam = m.statistics["sum"].law.family
     z = two_sided_z(confidence, fam)
@@ -388,7 +388,7 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     Parameters
     ----------
     measurements : Measurements
-        From :func:`dpopt.userdp.levels.measure_levels` (nodes with ``parent`` and ``level``).
+        From :func:`dpopt.privacy.user.levels.measure_levels` (nodes with ``parent`` and ``level``).
     confidence : float
         Confidence of every published interval (default 0.9).
     target : float, optional
@@ -426,7 +426,7 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
         eb_hw = np.minimum(eb_hw, posterior_half_width(post_var, float(dr["z"][0]) if dr["z"].size else 0.0,
                                                        kappa * sd))
     released = published_mask(m.n_nodes, ans)
-    if "released" in m.nodes.columns:  # nodes published by a DP selection (user_multires_private): those,
+    if "released" in m.nodes.columns:  # nodes published by a DP selection (strategies.private_adaptive): those,
         released = m.nodes["released"].to_numpy(dtype=bool)  # and each grid answered by the reader's rule
         ans = released_ancestor(m.nodes["parent"].to_numpy(), m.finest["node"].to_numpy(), released)
     table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, clamped)

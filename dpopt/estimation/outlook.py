@@ -1,6 +1,6 @@
 """Never silently nothing: does a ``user`` release publish anything better than
 the whole range, and what would? Post-processing of DP outputs only: the noisy (or GLS) counts and
-the stated error bounds of the estimates, fed to :func:`dpopt.userdp.predict.release_outlook`.
+the stated error bounds of the estimates, fed to :func:`dpopt.privacy.user.predict.release_outlook`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from .._validation import SCALE_LIMIT
 from ..measurements import Estimates, Measurements
-from ..userdp.predict import Outlook, release_outlook
+from ..privacy.user.predict import Outlook, release_outlook
 
 __all__ = ["flat_outlook", "levels_outlook"]
 

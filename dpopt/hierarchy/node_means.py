@@ -189,7 +189,7 @@ def values_variance(count: float, total: float, sumsq: float, *, clamp: float) -
 
 def between_upper(between: float, shift: float, sd: float, count: float, total: float) -> float:
     """A DP upper end of the record-weighted variance of the listed grids' kept means, from the noisy
-    between-grid statistic Q̃ (``between``, value², :func:`dpopt.privacy.engine.between_sumsq`; its
+    between-grid statistic Q̃ (``between``, value², :func:`dpopt.privacy.user.engine.between_sumsq`; its
     per-record shift C and noise sd) and the noisy total kept count n and centred sum t:
 
         V̂ = (Q̃ − C·n)/n − (t/n)²,   upper end V̂ + BETWEEN_SDS · sd/n.

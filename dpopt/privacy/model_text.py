@@ -42,7 +42,7 @@ PRIVACY_MODEL_TEXT: tuple[str, ...] = (
 )
 
 
-#: the ``user`` model (dpopt.userdp) in plain words
+#: the ``user`` model (dpopt.privacy.user) in plain words
 USER_MODEL_TEXT: tuple[str, ...] = (
     "Privacy model: user (the default). Neighbouring datasets differ by adding or removing ALL the "
     "records of one user. Nothing about who was where is public: contribution bounds (grids per user, "

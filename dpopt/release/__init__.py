@@ -20,7 +20,7 @@ from ..privacy.contributions import InputOptions, contributions
 from ..privacy.options import Budget, GridOptions, NoiseOptions, PerGridBudget
 from ..privacy.planners import baseline_plan, greedy_plan, milp_plan, pseudo_user_plan
 from ..privacy.public_occupancy import PublicOccupancyOptions, plan_release
-from ..privacy.user import UserOptions
+from ..privacy.user.options import UserOptions
 from ..records.aggregate import Aggregate
 from ..records.data import austin_sample_path, load_austin_sample
 from ..records.ingest import ColumnMap, IngestReport, read_records

@@ -43,16 +43,17 @@ from ..privacy.contributions import TruncatedSums
 from ..privacy.budgets import PrivacyBudget
 from ..privacy.public_occupancy import PublicOccupancyOptions, default_plan, measure_release, to_privacy_budget
 from ..privacy.public_occupancy import _check_noise_options as _check_public_noise
-from ..privacy.user import UserOptions, measure
-from ..privacy.user_multires import measure_multires
-from ..privacy.user_place import measure_place
-from ..privacy.engine import measure_engine
+from ..privacy.user.options import UserOptions
+from ..privacy.user.strategies.fixed import measure
+from ..privacy.user.strategies.adaptive import measure_multires
+from ..privacy.user.strategies.place import measure_place
+from ..privacy.user.engine import measure_engine
 from ..records.aggregate import Aggregate
 from ..records.grid import local_time_strings, slot_strings, wall_clock
 from ..records.ingest import IngestReport, as_frame, parse_times
 from ..records.sample_key import SampleKey
-from ..userdp.bounding import check_lattice_capacity
-from ..userdp.mechanism import NoiseMechanism
+from ..privacy.user.bounding import check_lattice_capacity
+from ..privacy.user.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
 from ..writers.public_occupancy_result import ReleaseResult, public_occupancy_release
 from ..writers.user import UserRelease, multires_release, user_release
@@ -363,7 +364,7 @@ def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, b
                       noise: NoiseOptions, estimation: EstimationOptions, sampler: NoiseMechanism | None,
                       timings: dict[str, float] | None) -> UserRelease:
     """The multi-resolution ``user`` release: every level measured
-    (:func:`dpopt.privacy.user_multires.measure_multires`), hierarchical estimation, formatting."""
+    (:func:`dpopt.privacy.user.strategies.adaptive.measure_multires`), hierarchical estimation, formatting."""
     if sampler is not None:
         raise DpoptInputError("`sampler` is an option of the flat release (resolution='fixed'); the "
                               "multi-resolution release draws from `noise`")

@@ -5,7 +5,7 @@ unit, the privacy statement in words and numbers.
 Everything here is post-processing of published data: the writers built on it (report.html, the
 print figures, the console summary) cannot leak more than release.csv and summary.json already do.
 Both privacy models are read (``public-occupancy``: :class:`dpopt.writers.public_occupancy_result.ReleaseSummary`;
-``user``: :class:`dpopt.userdp.release.UserReleaseSummary`), and the multi-resolution release's
+``user``: :class:`dpopt.writers.user.UserReleaseSummary`), and the multi-resolution release's
 columns (``h3_resolution``, ``slot_end``, ``method``, ``variance_released``,
 ``variance_withheld_reason``) are used when present.
 """
@@ -223,7 +223,7 @@ def _normalise(table: pd.DataFrame, summary: dict[str, Any]) -> tuple[pd.DataFra
 def _public_period(df: pd.DataFrame, zone: str = "UTC") -> pd.DataFrame:
     """Nodes over the private selection's fixed public bucket (3640 days, epoch-aligned: not the
     data's period) shown over the period of the other published slots, or as "the whole period"."""
-    from ..privacy.user_multires_private import PERIOD_NS
+    from ..privacy.user.strategies.private_adaptive import PERIOD_NS
 
     bucket = ((df["t1"] - df["t0"]) == pd.Timedelta(PERIOD_NS, "ns")).to_numpy()
     if not bucket.any():

@@ -24,8 +24,8 @@ from dpopt.datasets import load_austin_sample
 from dpopt.estimation.hierarchical import estimate_hierarchical
 from dpopt.hierarchy.tree import build_hierarchy
 from dpopt.release import Budget, GridOptions, InputOptions, NoiseOptions, UserOptions, contributions, release_user
-from dpopt.userdp.levels import measure_levels, node_sums
-from dpopt.userdp.partitions import PartitionList
+from dpopt.privacy.user.levels import measure_levels, node_sums
+from dpopt.privacy.user.partitions import PartitionList
 
 U = 120.0
 RES = 8
@@ -154,7 +154,7 @@ def run_level_bounds(records: pd.DataFrame, seeds: int = 5, kappa: float = 0.5) 
 def kept_records(agg, plist, m, bounds, level_bounds, seed: int) -> np.ndarray:
     """Records kept by bounding per node (the private R_v that ``measure_levels`` noises; diagnostic)."""
     from dpopt.hierarchy.tree import Level
-    from dpopt.userdp.levels import _bounded_finest, _per_level_sums, resolve_level_bounds
+    from dpopt.privacy.user.levels import _bounded_finest, _per_level_sums, resolve_level_bounds
 
     hier = build_hierarchy(plist.cells, plist.slots, tuple(Level(*lv) for lv in m.info["levels"]))
     rng = np.random.default_rng(seed)
@@ -208,7 +208,7 @@ def _levels(m):
 
 def match_index(agg, plist) -> np.ndarray:
     """Aggregate grid of every listed grid (the list here is the occupied grids, so all exist)."""
-    from dpopt.userdp.partitions import match_partitions
+    from dpopt.privacy.user.partitions import match_partitions
 
     return match_partitions(agg, plist)[0]
 

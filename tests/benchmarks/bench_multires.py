@@ -111,8 +111,8 @@ def opendp_table(agg, eps, k, c, public):
     import opendp.prelude as dp
     import polars as pl
 
-    from dpopt.userdp.bounding import bounded_gamma
-    from dpopt.userdp.priority import hash_priority, priority_ranks
+    from dpopt.privacy.user.bounding import bounded_gamma
+    from dpopt.privacy.user.priority import hash_priority, priority_ranks
 
     dp.enable_features("contrib")
     U = agg.bound
@@ -212,11 +212,11 @@ PRIVATE = "dpopt multi-resolution, private selection (library: private_multires)
 
 def private_multires_table(agg, eps, seed, **kw) -> pd.DataFrame:
     """Published rows of the private-selection multi-resolution release: the measurements of
-    :func:`dpopt.privacy.user_multires_private.measure_private_multires` (no list, (ε, 1e-6), exact
+    :func:`dpopt.privacy.user.strategies.private_adaptive.measure_private_multires` (no list, (ε, 1e-6), exact
     discrete noise), ``estimate_hierarchical`` at 95 %, the released rows with ``slot_end``."""
     from dpopt.estimation.hierarchical import estimate_hierarchical
     from dpopt.privacy.options import NoiseOptions
-    from dpopt.privacy.user_multires_private import measure_private_multires
+    from dpopt.privacy.user.strategies.private_adaptive import measure_private_multires
 
     m = measure_private_multires(agg, epsilon=eps, delta=DELTA, bound=agg.bound, noise=NoiseOptions(seed=seed), **kw)
     if m.n_nodes == 0:
@@ -235,7 +235,7 @@ PRIVATE_VARIANTS = (("finest k = 4, shared order (session 9)", 4, 0, 0.0), ("fin
 def private_multires_rows(args, agg, fin) -> list:
     """Rows of :func:`private_multires_table` at its defaults, then with the finest level's
     selection rules of :data:`PRIVATE_VARIANTS`; seeds 1000+rep."""
-    from dpopt.userdp.select_levels import KeepRule
+    from dpopt.privacy.user.select_levels import KeepRule
 
     rows = []
     for label, *rule in ((None, None),) + PRIVATE_VARIANTS:
@@ -395,11 +395,11 @@ def add_peer(args, name: str, rows_of, public_only: bool = False) -> None:
 
 def chosen_k(args) -> dict:
     """Distribution of the automatic (k, c) over noise draws (the bounds choice only)."""
-    from dpopt.userdp.bounding import grid_ranks
-    from dpopt.userdp.bounds import choose_bounds
-    from dpopt.userdp.predict import NoiseBudgets
-    from dpopt.userdp.priority import hash_priority, priority_ranks
-    from dpopt.userdp.split import split_budget
+    from dpopt.privacy.user.bounding import grid_ranks
+    from dpopt.privacy.user.bounds import choose_bounds
+    from dpopt.privacy.user.predict import NoiseBudgets
+    from dpopt.privacy.user.priority import hash_priority, priority_ranks
+    from dpopt.privacy.user.split import split_budget
 
     agg, _ = load(args.data)
     ranks = {"own": grid_ranks(agg, np.random.default_rng(0)), "shared": priority_ranks(agg, hash_priority(agg))}

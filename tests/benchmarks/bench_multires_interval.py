@@ -40,8 +40,8 @@ SETTINGS = ("public list (place, default)", "public list (adaptive)", "private s
 def measurements(agg, eps, setting, seed):
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
-    from dpopt.privacy.user_multires import measure_multires
-    from dpopt.privacy.user_place import measure_place
+    from dpopt.privacy.user.strategies.adaptive import measure_multires
+    from dpopt.privacy.user.strategies.place import measure_place
 
     noise = NoiseOptions(seed=seed)
     if setting == SETTINGS[0]:

@@ -51,7 +51,7 @@ def constant_floor(fin) -> dict:
 
 
 def sweep(agg, fin, divisor: float, eps: float, base: int, seeds: int) -> dict:
-    import dpopt.privacy.user_place as place
+    import dpopt.privacy.user.strategies.place as place
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
     from dpopt.release import release_user

@@ -5,7 +5,7 @@ Draws per second, one process, of
   OS CSPRNG (``SecureRandom``, what a real release uses) and the seeded PCG64 source;
 * the two release paths, exactly as a release calls them, with the OS CSPRNG:
   ``dpopt.noise.make_noise(...).add`` (statistics snapped to λ·ℤ, per-entry Δ and ε or ρ: the
-  grid and public-occupancy releases) and ``dpopt.userdp.mechanism`` ``DiscreteLaplace.integer`` /
+  grid and public-occupancy releases) and ``dpopt.privacy.user.mechanism`` ``DiscreteLaplace.integer`` /
   ``DiscreteGaussian.integer`` (integer statistics, the ``user`` model), each with parameters that
   give the row's law exactly (Laplace scale t/ε', Gaussian σ² = t²/(2ρ'));
 * the scalar path (``discrete_laplace`` / ``discrete_gaussian``, one Python call per draw);
@@ -35,7 +35,7 @@ import numpy as np
 from dpopt.noise import SecureRandom, integer_source, make_noise
 from dpopt.noise.discrete_gaussian import discrete_gaussian, discrete_gaussian_array, rho_rational
 from dpopt.noise.discrete_laplace import discrete_laplace, discrete_laplace_array, epsilon_rational
-from dpopt.userdp import mechanism as udp
+from dpopt.privacy.user import mechanism as udp
 
 N = 1_000_000
 N_SCALAR = 3_000
@@ -159,7 +159,7 @@ def main() -> None:
              "Laplace scale t/ε' and Gaussian σ² = t²/(2ρ') in lattice units, ε' and ρ' rounded down to "
              "multiples of 2^-30 as a release does. 'release, noise' = `make_noise(...).add` on float "
              "statistics with the Δ that gives grid sensitivity t at k = 12 (the grid and public-occupancy "
-             "releases); 'release, userdp' = `dpopt.userdp.mechanism` `.integer` on int64 statistics with "
+             "releases); 'release, userdp' = `dpopt.privacy.user.mechanism` `.integer` on int64 statistics with "
              "l1 = l2 = t (the `user` model). All release columns draw from the OS CSPRNG.", "",
              "| law | parameter | exact array, OS CSPRNG | exact array, seeded (CPU) | release, noise | "
              "release, userdp | scalar (CPU) | numpy continuous (CPU) | OpenDP (CPU) |",

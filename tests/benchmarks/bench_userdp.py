@@ -1,4 +1,4 @@
-"""Benchmark: dpopt's ``user``-model release (dpopt.userdp) against PipelineDP on Austin buses.
+"""Benchmark: dpopt's ``user``-model release (dpopt.privacy.user) against PipelineDP on Austin buses.
 
 Both protect a whole user (add/remove all of one bus's records) and release per-grid mean and
 variance of speeds (U = 120 km/h, H3 resolution 7 x 1 h). Scored against the raw truth (mean and
@@ -258,7 +258,7 @@ def main() -> None:
 
 
 def write_markdown() -> None:
-    lines = ["# User-level DP (`dpopt.userdp`, privacy model `user`) vs PipelineDP (issue 16)", "",
+    lines = ["# User-level DP (`dpopt.privacy.user`, privacy model `user`) vs PipelineDP (issue 16)", "",
              "`python tests/benchmarks/bench_userdp.py --data day|full` (rows pooled over repetitions; "
              "errors in km/h for the mean and (km/h)^2 for the variance, against the raw truth of each grid).",
              ""]

@@ -88,8 +88,8 @@ def test_hierarchical_estimates_never_publish_a_clipped_zero_variance():
     """The GLS estimator follows the same rule: at a small ε some noisy variances fall below 0; they
     are withheld with the negative-variance reason, and every published variance is above 0."""
     from dpopt.estimation.hierarchical import estimate_hierarchical
-    from dpopt.userdp.levels import measure_levels
-    from dpopt.userdp.partitions import PartitionList
+    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.partitions import PartitionList
     from tests.estimation.test_hierarchical import LEVELS
     from tests.estimation.test_hierarchical import U as HU
     from tests.estimation.test_hierarchical import agg as make_agg

@@ -9,8 +9,8 @@ import pytest
 from dpopt.estimation.hierarchical import estimate_hierarchical, fieller_interval, gls_totals
 from dpopt.hierarchy.tree import HOUR_NS, Level
 from dpopt.release import GridOptions, InputOptions, contributions
-from dpopt.userdp.levels import _bounded_finest, measure_levels, node_sums
-from dpopt.userdp.partitions import PartitionList
+from dpopt.privacy.user.levels import _bounded_finest, measure_levels, node_sums
+from dpopt.privacy.user.partitions import PartitionList
 
 U = 100.0
 LEVELS = (Level(8, HOUR_NS), Level(8, 4 * HOUR_NS), Level(7, 4 * HOUR_NS), Level(6, 0))
@@ -72,7 +72,7 @@ def test_fieller_interval_is_the_brute_force_set():
 
 def _bounded_truth(agg, m, seed, k, c):
     plist = PartitionList(cells=m.finest["cell"].to_numpy(), slots=m.finest["slot"].to_numpy())
-    from dpopt.userdp.levels import simulation_keys
+    from dpopt.privacy.user.levels import simulation_keys
 
     R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, 12, simulation_keys(seed), "random")  # the release's keys
     from dpopt.hierarchy.tree import build_hierarchy
@@ -165,7 +165,7 @@ def test_measurements_are_the_bounded_node_sums_plus_noise(agg):
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e7, noise="numpy", seed=5, levels=LEVELS,
                        first_level=0)
-    from dpopt.userdp.levels import simulation_keys
+    from dpopt.privacy.user.levels import simulation_keys
 
     R, Y, Z, lat = _bounded_finest(agg, plist, 3, 2, U, 12, simulation_keys(5), "random")  # the release's keys
     from dpopt.hierarchy.tree import build_hierarchy
@@ -181,7 +181,7 @@ def test_level_bounds_option(agg):
     """level_bounds: each level measured with its own (k_l, c_l); noise scales follow ℓ1 = k_l·c_l;
     the estimate does not link levels (tree_consistent False) and equals each node's own ratio."""
     from dpopt import DpoptInputError
-    from dpopt.userdp.levels import resolve_level_bounds
+    from dpopt.privacy.user.levels import resolve_level_bounds
 
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     lb = [(2, 2), (2, 6), (1, 20), (1, 60)]

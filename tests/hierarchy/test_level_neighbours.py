@@ -1,7 +1,7 @@
 """End-to-end neighbour enumeration of the level measurements: the noise is calibrated to sensitivities
 that hold for every placement of one added user.
 
-Through :func:`dpopt.userdp.levels._bounded_levels` — the function :func:`measure_levels` calls,
+Through :func:`dpopt.privacy.user.levels._bounded_levels` — the function :func:`measure_levels` calls,
 returning the exact node sums AND the sensitivities it calibrates the noise to — for every
 placement of one added user (0–2 records at an extreme value in each of the 5 finest grids of a
 5-level tree): the change of every level's (R, Y, Z) vector is within the ℓ1 / ℓ2 sensitivities
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from dpopt.records.aggregate import Aggregate, PairSamples
-from dpopt.userdp.levels import _bounded_levels
-from dpopt.userdp.partitions import PartitionList
+from dpopt.privacy.user.levels import _bounded_levels
+from dpopt.privacy.user.partitions import PartitionList
 
 from .test_level_sensitivity import tiny_hierarchy
 
@@ -108,7 +108,7 @@ def test_bounds_above_the_kept_records_are_refused_whatever_the_data(level_bound
     both data sets, before any noise: refusing only when some pair held more than 2 records would be
     a data-dependent refusal (whether anything is released would reveal it)."""
     from dpopt import DpoptInputError
-    from dpopt.userdp.levels import measure_levels
+    from dpopt.privacy.user.levels import measure_levels
 
     H = tiny_hierarchy()
     fin = H.nodes.iloc[H.finest_node]
@@ -131,9 +131,9 @@ def test_spend_recount_matches_every_draw(mechanism):
     import math
     from fractions import Fraction
 
-    from dpopt.userdp.bounding import lattice_halves
-    from dpopt.userdp.levels import level_sensitivity, measure_levels
-    from dpopt.userdp.mechanism import l2_squared
+    from dpopt.privacy.user.bounding import lattice_halves
+    from dpopt.privacy.user.levels import level_sensitivity, measure_levels
+    from dpopt.privacy.user.mechanism import l2_squared
 
     H = tiny_hierarchy()
     fin = H.nodes.iloc[H.finest_node]
@@ -171,8 +171,8 @@ def test_real_release_sampler_without_a_source_is_refused():
     sampler without one is refused (it must not fall back to numpy's generator)."""
     from dpopt import DpoptInputError
     from dpopt.noise import SeededSource
-    from dpopt.userdp.levels import measure_levels
-    from dpopt.userdp.mechanism import DiscreteLaplace
+    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.mechanism import DiscreteLaplace
 
     class NoSource:
         unit, real_release, label = "epsilon", True, "test"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpopt.hierarchy.tree import DAY_NS, HOUR_NS, Level, build_hierarchy
-from dpopt.userdp.levels import level_sensitivity, max_merge_square, node_sums
+from dpopt.privacy.user.levels import level_sensitivity, max_merge_square, node_sums
 
 HY, HZ = 5, 7  # lattice half-ranges H_Y, H_Z (any positive integers)
 #: per record (y, z): value 0 → (−H_Y, +H_Z), U/2 → (0, −H_Z), U → (+H_Y, +H_Z)
@@ -84,7 +84,7 @@ def test_max_merge_square_brute_force(seed):
 def test_answer_shares_minimise_the_predicted_error(unit):
     """Shares ∝ w^(1/3) (Laplace) or w^(1/2) (Gaussian) beat every random feasible split of the
     objective Σ w_l/ε_l² resp. Σ w_l/ρ_l (written here from scratch)."""
-    from dpopt.userdp.levels import answer_shares
+    from dpopt.privacy.user.levels import answer_shares
 
     rng = np.random.default_rng(1)
     lev = rng.integers(2, 6, 200)
@@ -124,9 +124,9 @@ def test_per_level_bounds_one_user_and_totals(seed):
     every level keeps Σ_u min(records_u, k_l·c_l) at most."""
     from dpopt.hierarchy.tree import default_levels
     from dpopt.release import GridOptions, InputOptions, contributions
-    from dpopt.userdp.bounding import lattice_values
-    from dpopt.userdp.levels import _per_level_sums
-    from dpopt.userdp.partitions import PartitionList
+    from dpopt.privacy.user.bounding import lattice_values
+    from dpopt.privacy.user.levels import _per_level_sums
+    from dpopt.privacy.user.partitions import PartitionList
 
     rng = np.random.default_rng(seed)
     frame = _records(rng, 5)
@@ -162,8 +162,8 @@ def test_per_level_bounding_brute_force(kc):
     the largest change of level l is exactly Σ over the min(k_l, ·) fullest nodes of min(c_l, records)
     (computed here by enumeration), never more than the ℓ1/ℓ2 of level_sensitivity(ones, k_l, c_l)."""
     from dpopt.records.aggregate import Aggregate, PairSamples
-    from dpopt.userdp.bounding import lattice_values
-    from dpopt.userdp.levels import bounded_level
+    from dpopt.privacy.user.bounding import lattice_values
+    from dpopt.privacy.user.levels import bounded_level
 
     H = tiny_hierarchy()
     lev, parent = H.nodes["level"].to_numpy(), H.nodes["parent"].to_numpy()
@@ -203,7 +203,7 @@ def test_per_level_bounding_brute_force(kc):
 def test_first_level_near_ties_go_to_the_coarsest():
     """Seed 1010's scores (full data, ε = 10): 6.991 for the finest level against 7.003 for the
     rest is a near-tie, so the coarsest candidate wins; a real gain (a level finer) still wins."""
-    from dpopt.userdp.levels import FIRST_LEVEL_MARGIN, coarsest_near_best
+    from dpopt.privacy.user.levels import FIRST_LEVEL_MARGIN, coarsest_near_best
 
     seed_1010 = [6.991, 7.003, 7.003, 7.003, 7.003, 7.002, 7.002, 7.002]
     assert coarsest_near_best(seed_1010, FIRST_LEVEL_MARGIN) == 7

@@ -11,9 +11,9 @@ import pytest
 from dpopt._validation import DpoptInputError
 from dpopt.hierarchy.tree import HOUR_NS, Level, build_hierarchy, place_levels
 from dpopt.noise.sources import SeededSource
-from dpopt.userdp.levels import level_sensitivity
-from dpopt.userdp.record_cap import capped_records
-from tests.userdp.conftest import make_agg
+from dpopt.privacy.user.levels import level_sensitivity
+from dpopt.privacy.user.record_cap import capped_records
+from tests.privacy.user.conftest import make_agg
 
 
 def _random_records(rng, n_users, n_grids=12):
@@ -91,9 +91,9 @@ def test_a_users_kept_records_depend_on_its_own_records_and_keys_only(seed):
 def test_capped_level_sensitivity_one_user(seed):
     """A user alone moves a capped level by at most ℓ1 = ℓ2 = T·(1, H_Y, H_Z)
     (level_sensitivity(ones, 1, T)), attained when all its kept records fall in one node."""
-    from dpopt.userdp.bounding import lattice_values
-    from dpopt.userdp.levels import _per_level_sums
-    from dpopt.userdp.partitions import PartitionList
+    from dpopt.privacy.user.bounding import lattice_values
+    from dpopt.privacy.user.levels import _per_level_sums
+    from dpopt.privacy.user.partitions import PartitionList
 
     rng = np.random.default_rng(seed)
     agg = make_agg(_random_records(rng, 1))
@@ -128,7 +128,7 @@ def test_place_levels():
 @pytest.mark.parametrize("bad", [[0.5, 0.5], [0.2, 0.2, 0.2, 0.2, 0.1, -0.1], [0, 0, 0, 0, 0, 0], "x",
                                  [0.1] * 5 + [float("nan")]])
 def test_explicit_level_shares_refused(bad):
-    from dpopt.userdp.levels import _fixed_shares
+    from dpopt.privacy.user.levels import _fixed_shares
 
     with pytest.raises(DpoptInputError, match="level_split"):
         _fixed_shares(bad, 6)
@@ -137,8 +137,8 @@ def test_explicit_level_shares_refused(bad):
 def test_explicit_level_shares_measure_only_those_levels():
     """Shares (0, 0.7, 0, 0.3): only levels 1 and the last carry budget, no pilot counts, and the
     recounted spend equals the total."""
-    from dpopt.userdp.levels import measure_levels
-    from dpopt.userdp.partitions import PartitionList
+    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.partitions import PartitionList
 
     rng = np.random.default_rng(3)
     agg = make_agg(_random_records(rng, 30))
@@ -176,7 +176,7 @@ def test_place_bounds_choose_cap_and_clamp():
     """At a large ε_b the histogram is exact and the quantile lands on the exact one: T the cap rule
     applied to the users' record counts (written out per user), B the U/16 step at the 75th
     percentile of users' own 99th percentiles (brute force from the records)."""
-    from dpopt.userdp.place_bounds import CLAMP_STEPS, choose_place_bounds
+    from dpopt.privacy.user.place_bounds import CLAMP_STEPS, choose_place_bounds
 
     rng = np.random.default_rng(5)
     rows = []
@@ -214,7 +214,7 @@ def _clamp_by_definition(votes: np.ndarray, eps: float, quantile: float = 0.75) 
 def test_clamp_rule_matches_its_definition(seed):
     """choose_clamp on random (noisy-looking) histograms = the rule written out user by user (bins with
     ≥ ln(9/0.02)/ε users count)."""
-    from dpopt.userdp.place_bounds import choose_clamp
+    from dpopt.privacy.user.place_bounds import choose_clamp
 
     rng = np.random.default_rng(seed)
     eps = float(rng.choice([0.05, 0.5, 5.0]))
@@ -225,7 +225,7 @@ def test_clamp_rule_matches_its_definition(seed):
 def test_clamp_rule_hand_worked():
     """Worked by hand at ε = 0.5 (threshold ln(9/0.02)/0.5 = 12.2 users): only the bins with ≥ 13
     users count, B's step is the 75th percentile of the users in them."""
-    from dpopt.userdp.place_bounds import choose_clamp
+    from dpopt.privacy.user.place_bounds import choose_clamp
 
     assert choose_clamp(np.array([10, 45, 31, 15, 2, 0, 0, 0, 0]), 0.5, 120.0) == 75.0  # 91 users, the 69th: step 10
     assert choose_clamp(np.array([118, 165, 106, 19, 10, 20, 27, 5, 14]), 0.5, 120.0) == 75.0  # 469, the 352nd
@@ -245,8 +245,8 @@ def test_clamp_histogram_sensitivity_one(seed):
     ℓ1 when that user holds a record of a listed grid and by 0 otherwise; the public list is a
     random part of the grids (unlisted grids' records cast no vote), values include 0, U and exact
     steps U·j/16."""
-    from dpopt.userdp.place_bounds import clamp_votes, user_statistics
-    from tests.userdp.conftest import CELLS, SLOT_NS
+    from dpopt.privacy.user.place_bounds import clamp_votes, user_statistics
+    from tests.privacy.user.conftest import CELLS, SLOT_NS
 
     rng = np.random.default_rng(seed)
     rows = [(u, g, t, float(rng.choice([v, 0.0, 120.0, 7.5 * rng.integers(1, 17)]))) for u, g, t, v in
@@ -279,8 +279,8 @@ def test_clamp_is_stable_at_eps_1(exact, steps):
     ``steps`` (two adjacent steps on the day, three on the full data); a phantom bin sends B higher
     in ≤ 1 % of draws by design, plus the real upper bins that pass now and then. The
     permute-and-flip quantile it replaced spread over 60–120 km/h."""
-    from dpopt.userdp.place_bounds import choose_clamp
-    from dpopt.userdp.mechanism import DiscreteLaplace
+    from dpopt.privacy.user.place_bounds import choose_clamp
+    from dpopt.privacy.user.mechanism import DiscreteLaplace
 
     clamps = np.array([choose_clamp(DiscreteLaplace(SeededSource(s)).integer(np.array(exact), l1=1, l2=1.0, budget=0.05),
                                     0.05, 120.0) for s in range(400)])
@@ -290,7 +290,7 @@ def test_clamp_is_stable_at_eps_1(exact, steps):
 @pytest.mark.parametrize("seed", range(6))
 def test_cap_rule_matches_its_definition(seed):
     """choose_cap on exact histograms of random record counts = the rule written out per user."""
-    from dpopt.userdp.place_bounds import RECORD_BIN_EDGES, choose_cap
+    from dpopt.privacy.user.place_bounds import RECORD_BIN_EDGES, choose_cap
 
     rng = np.random.default_rng(seed)
     n_user = np.rint(np.exp(rng.normal(rng.uniform(2, 8), rng.uniform(0.3, 2.0), size=int(rng.integers(5, 300)))))
@@ -304,7 +304,7 @@ def test_cap_rule_hand_cases():
     (1024, 4096] (r = 2049.0): T/S = 256/51200 = 0.00500, 1024/153700 = 0.00666 (1.33×, kept),
     4096/(51300 + 204900) = 0.0160 (3.2×) → T = 1024; users all far below 16 records → 16; users all
     above 4096 → every T/S = 1/n, the largest; no users → 16."""
-    from dpopt.userdp.place_bounds import choose_cap, cap_noise_factor
+    from dpopt.privacy.user.place_bounds import choose_cap, cap_noise_factor
 
     h = np.zeros(8)
     h[5] = h[6] = 100
@@ -323,7 +323,7 @@ def test_cap_rule_hand_cases():
 def test_record_histogram_sensitivity_one():
     """One user sits in one bin: removing any user changes the exact histogram by exactly 1 in ℓ1
     (measured at a huge ε, where the discrete Laplace draws 0)."""
-    from dpopt.userdp.place_bounds import measure_record_histogram
+    from dpopt.privacy.user.place_bounds import measure_record_histogram
 
     n_user = np.array([1, 3, 4, 5, 16, 17, 200, 1024, 1025, 4096, 4097, 10 ** 6])
     full = measure_record_histogram(n_user, 1e6, SeededSource(0))
@@ -336,8 +336,8 @@ def test_cap_choice_is_stable_at_small_epsilon():
     """The issue's stability goal on a day-like population (146 users, median ≈ 390 records, 24 below
     256, as on the Austin day) at ε_T = 0.1 (ε = 1): over 40 seeds T takes at most two adjacent
     candidates."""
-    from dpopt.userdp.place_bounds import RECORD_EDGES, choose_cap, measure_record_histogram
-    from dpopt.userdp.predict import denoise_histogram
+    from dpopt.privacy.user.place_bounds import RECORD_EDGES, choose_cap, measure_record_histogram
+    from dpopt.privacy.user.predict import denoise_histogram
 
     n_user = np.r_[np.full(5, 40), np.full(19, 150), np.linspace(260, 560, 122).astype(int)]
     caps = set()
@@ -375,7 +375,7 @@ def test_predicted_place_error_matches_its_formula():
     count clears the BLUP's SNR rule and τ₀² (answered by the map) for one that does not, computed
     here by hand: three cells, threshold 1.5 sds; the count's sd at f = 0.7 is √2·2/0.7 = 4.04, so
     the lower ends 80 and 380 clear 6.06 and 3 does not."""
-    from dpopt.userdp.place_shares import predicted_place_error
+    from dpopt.privacy.user.place_shares import predicted_place_error
 
     cells = np.array([100.0, 400.0, 5.0])
     low = np.array([80.0, 380.0, 3.0])
@@ -393,7 +393,7 @@ def test_predicted_place_error_matches_its_formula():
 def test_place_share_measures_cells_only_when_they_pay():
     """Noisy cells (small counts or budget): f = 0, the map alone; precise cells: f > 0. The choice
     is the exhaustive argmin over the public candidates."""
-    from dpopt.userdp.place_shares import CANDIDATES, place_share, predicted_place_error
+    from dpopt.privacy.user.place_shares import CANDIDATES, place_share, predicted_place_error
 
     cells = np.full(20, 500.0)
     for scale, expect_cells in ((500.0, False), (0.05, True)):
@@ -463,7 +463,7 @@ def test_cap_keeps_the_records_of_the_definition(seed, cap):
     same Γ per pair and the exact lattice sums of exactly those records."""
     import math
 
-    from dpopt.userdp.bounding import lattice_values, tie_keys
+    from dpopt.privacy.user.bounding import lattice_values, tie_keys
 
     rng = np.random.default_rng(seed)
     agg = make_agg(_random_records(rng, 6))
@@ -493,7 +493,7 @@ def test_place_bounds_spend_exactly_eps_b(monkeypatch, eps_b):
     """The two histograms run at ε_T + ε_B = ε_b exactly (as rationals), whatever float ε_b is."""
     from fractions import Fraction
 
-    import dpopt.userdp.place_bounds as pb_mod
+    import dpopt.privacy.user.place_bounds as pb_mod
 
     seen = []
     real_q, real_h = pb_mod.measure_clamp_histogram, pb_mod.measure_record_histogram
@@ -516,8 +516,8 @@ def test_place_bounds_spend_exactly_eps_b(monkeypatch, eps_b):
 @pytest.mark.parametrize("block", [1, 7, 50])
 def test_cap_blocks_change_nothing(monkeypatch, block):
     """Processing the records in blocks of pairs (memory O(block)) gives the same Γ and sums."""
-    import dpopt.userdp.record_cap as rc
-    from dpopt.userdp.bounding import lattice_values
+    import dpopt.privacy.user.record_cap as rc
+    from dpopt.privacy.user.bounding import lattice_values
 
     agg = make_agg(_random_records(np.random.default_rng(11), 9))
     lat = lattice_values(agg, 120.0, granularity_bits=4)
@@ -533,7 +533,7 @@ def test_cap_blocks_change_nothing(monkeypatch, block):
 def test_place_bounds_votes_are_each_users_own(seed):
     """The two quantiles' inputs: every user's (n_ℓ, own 99th-percentile step) is the same in a joint
     run as alone, so one user moves one histogram bin and each rank utility by at most 1."""
-    from dpopt.userdp.place_bounds import user_statistics
+    from dpopt.privacy.user.place_bounds import user_statistics
 
     rng = np.random.default_rng(seed)
     rows = _random_records(rng, 6)
@@ -554,9 +554,9 @@ def test_cap_candidates_fit_the_lattice_before_any_budget():
     runs (at U = 2e6, b = 12, T = 4096 must not be refused after ε_T was spent)."""
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
-    from dpopt.privacy.user_place import measure_place
-    from dpopt.userdp.bounding import lattice_halves
-    from dpopt.userdp.place_bounds import RECORD_EDGES, cap_candidates, choose_cap
+    from dpopt.privacy.user.strategies.place import measure_place
+    from dpopt.privacy.user.bounding import lattice_halves
+    from dpopt.privacy.user.place_bounds import RECORD_EDGES, cap_candidates, choose_cap
 
     U = 2e6
     hz = lattice_halves(U, 12)[2]
@@ -591,7 +591,7 @@ def test_cell_sizes_by_hand():
     by hand: map 1000 over g = (1, 1, 2) gives m = (250, 250, 500); pilots (650, 50, 500) with
     σ = 100 leave residuals (400, −200, 0), mean square 200,000/3 − 10,000 = Â = 56,666.7, so every
     residual is kept to the fraction Â/(Â + 10,000) = 0.85."""
-    from dpopt.userdp.place_shares import cell_sizes
+    from dpopt.privacy.user.place_shares import cell_sizes
 
     n = cell_sizes(np.array([650.0, 50.0, 500.0]), np.full(3, 100.0), np.array([1, 1, 2]), 1000.0)
     A = (400.0**2 + 200.0**2) / 3 - 100.0**2
@@ -614,7 +614,7 @@ def test_cell_sizes_do_not_invent_busy_cells():
     the share rule used before make the largest cell ≈ 40,000 records (median over draws, truth
     2,972); the Fay–Herriot sizes stay within a few thousand. At every noise level their total
     error is well below the lower ends'."""
-    from dpopt.userdp.place_shares import cell_sizes
+    from dpopt.privacy.user.place_shares import cell_sizes
 
     rng = np.random.default_rng(0)
     true = np.exp(rng.uniform(np.log(100), np.log(3000), 92))
@@ -656,8 +656,8 @@ def test_place_choice_on_the_austin_day(eps, cells):
 def test_threshold_bins_and_user_histogram_refuse_bad_input():
     """threshold_bins keeps the bins at or above ln(#bins/rate)/ε (worked: 9 bins, rate 0.02, ε = 0.5:
     t = 12.22); user_histogram counts each user once and refuses bins outside [0, n_bins)."""
-    from dpopt.userdp.mechanism import user_histogram
-    from dpopt.userdp.predict import threshold_bins
+    from dpopt.privacy.user.mechanism import user_histogram
+    from dpopt.privacy.user.predict import threshold_bins
 
     np.testing.assert_array_equal(threshold_bins(np.array([12, 13, 0, 40, 0, 0, 0, 0, 0]), 0.5, 0.02),
                                   [0, 13, 0, 40, 0, 0, 0, 0, 0])
@@ -678,10 +678,10 @@ def test_place_refuses_unspendable_budgets_before_any_draw(monkeypatch, scale, k
     DP clamp B differs (values as they are, and halved). Refused after the draws, they would leak:
     weight_mean = 0 would release when the clamp came out B = U and refuse when B < U, after both
     bounds histograms were drawn; a tiny ε would draw the record histogram, then refuse the clamp's."""
-    import dpopt.userdp.mechanism as mech_mod
+    import dpopt.privacy.user.mechanism as mech_mod
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
-    from dpopt.privacy.user_place import measure_place
+    from dpopt.privacy.user.strategies.place import measure_place
     from dpopt.records.grid import cell_strings, slot_strings
 
     draws = []
@@ -706,8 +706,8 @@ def test_place_refuses_unspendable_budgets_before_any_draw(monkeypatch, scale, k
 
 def _users_of(counts: np.ndarray) -> np.ndarray:
     """Records per user of a histogram whose users hold exactly their bin's representative."""
-    from dpopt.userdp.bounds import bin_representatives
-    from dpopt.userdp.place_bounds import RECORD_BIN_EDGES
+    from dpopt.privacy.user.bounds import bin_representatives
+    from dpopt.privacy.user.place_bounds import RECORD_BIN_EDGES
 
     return np.repeat(bin_representatives(RECORD_BIN_EDGES), np.asarray(counts, dtype=np.int64))
 
@@ -717,7 +717,7 @@ def test_reweighting_distance_matches_its_definition_and_bounds_the_bias(seed):
     """D(T) = ½ Σ_ℓ |min(n_ℓ, T)/S(T) − n_ℓ/N| computed user by user, and the capped mean of any
     user means μ_ℓ differs from the all-records mean by at most 2·D(T)·max|μ_ℓ − μ| (random
     populations whose users hold their bin's representative, so the binning is exact)."""
-    from dpopt.userdp.place_bounds import RECORD_EDGES, reweighting_distance
+    from dpopt.privacy.user.place_bounds import RECORD_EDGES, reweighting_distance
 
     rng = np.random.default_rng(seed)
     counts = rng.integers(0, 30, size=8)
@@ -738,7 +738,7 @@ def test_reweighting_distance_matches_its_definition_and_bounds_the_bias(seed):
 def test_reweighting_distance_hand_worked():
     """One user of 8,192 records (overflow bin) and one of 2 (bin (1, 4], representative √(2·4) = 2.83):
     at T = 16 both keep all but the heavy one keeps 16 of 8,192 records."""
-    from dpopt.userdp.place_bounds import reweighting_distance
+    from dpopt.privacy.user.place_bounds import reweighting_distance
 
     counts = np.array([0, 1, 0, 0, 0, 0, 0, 1])
     r = np.array([np.sqrt(8.0), 8192.0])
@@ -753,7 +753,7 @@ def test_map_cap_rule_matches_its_definition(seed):
     smaller, by brute force over the users of the bins that clear ln(8/0.02)/ε; with spread 0 it is
     T itself (T/S(T) never falls), with noise 0 the smallest candidate that re-weights no more than
     any other, and it never falls as the noise falls (more budget: a larger map cap)."""
-    from dpopt.userdp.place_bounds import RECORD_EDGES, choose_map_cap
+    from dpopt.privacy.user.place_bounds import RECORD_EDGES, choose_map_cap
 
     rng = np.random.default_rng(100 + seed)
     eps = 0.5
@@ -784,7 +784,7 @@ def test_map_cap_ignores_a_phantom_heavy_bin():
     8,192 records" at ε_T = 0.1: the threshold ln(400)/0.1 = 59.9 zeroes the phantom (and the small
     bins), so the map keeps the cells' cap; read as real, the phantom would pull T_map to 4,096,
     the cap that erred 6.7 km/h on the day (models/hierarchy.md §13.2)."""
-    from dpopt.userdp.place_bounds import choose_map_cap, map_cap_error
+    from dpopt.privacy.user.place_bounds import choose_map_cap, map_cap_error
 
     noisy = np.array([0, 0, 0, 3, 24, 122, 0, 30])
     assert choose_map_cap(noisy, 0.1, 256, noise=50.0, spread=6.0)[0] == 256
@@ -794,7 +794,7 @@ def test_map_cap_ignores_a_phantom_heavy_bin():
 
 
 def test_map_cap_refuses_bad_input():
-    from dpopt.userdp.place_bounds import choose_map_cap
+    from dpopt.privacy.user.place_bounds import choose_map_cap
 
     with pytest.raises(DpoptInputError, match="candidates"):
         choose_map_cap(np.ones(8), 1.0, 32, noise=1.0, spread=1.0)
@@ -807,9 +807,9 @@ def test_map_cap_refuses_bad_input():
 def test_map_noise_scale_by_hand():
     """√2·(B/2)·√(1/ε_sum² + 1/ε_count²) with the release's own split at B, the pilots' share of the
     count taken off (Laplace variance 2b², the count's noise entering the mean times B/2)."""
-    from dpopt.privacy.user_place import map_noise_scale
-    from dpopt.userdp.levels import PLACE_PILOT_SHARE
-    from dpopt.userdp.split import split_budget
+    from dpopt.privacy.user.strategies.place import map_noise_scale
+    from dpopt.privacy.user.levels import PLACE_PILOT_SHARE
+    from dpopt.privacy.user.split import split_budget
 
     sp = split_budget(2.0, bound=60.0, weight_mean=1.0, weight_variance=0.0)
     ec, es = (1 - PLACE_PILOT_SHARE) * sp.count, sp.sum
@@ -822,8 +822,8 @@ def test_place_release_measures_the_map_at_its_own_cap():
     T_map is the rule applied to what the release publishes (histogram, ε_T, B through the noise)."""
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
-    from dpopt.privacy.user_place import measure_place
-    from dpopt.userdp.place_bounds import CAP_SHARE, choose_map_cap
+    from dpopt.privacy.user.strategies.place import measure_place
+    from dpopt.privacy.user.place_bounds import CAP_SHARE, choose_map_cap
     from dpopt.records.grid import cell_strings, slot_strings
     from dpopt.release import austin_sample_path, contributions
 

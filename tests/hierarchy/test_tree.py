@@ -168,8 +168,8 @@ def test_default_levels_that_repeat_the_level_below_are_not_measured_twice():
     """A level with as many nodes as the level below groups the list the same way (every node one
     child): the adaptive release's tree drops it (measuring both would halve both budgets). Over a
     list of one day, hour-of-day is the hour and goes; over three days it stays."""
-    from dpopt.userdp.levels import _distinct_levels
-    from dpopt.userdp.partitions import PartitionList
+    from dpopt.privacy.user.levels import _distinct_levels
+    from dpopt.privacy.user.partitions import PartitionList
 
     parent = h3.latlng_to_cell(30.27, -97.74, 6)
     kids = np.array([h3.str_to_int(c) for c in sorted(h3.cell_to_children(parent, 7))[:3]], dtype=np.int64)

@@ -70,7 +70,7 @@ def test_real_release_source_and_bad_input():
 
 def test_the_user_model_selects_its_bounds_with_the_release_source(monkeypatch):
     """A real user-model release draws the bounds selection from the OS CSPRNG, not numpy."""
-    import dpopt.userdp.bounds as bounds
+    import dpopt.privacy.user.bounds as bounds
     from dpopt.release import Budget, UserOptions, austin_sample_path, release
 
     seen = []

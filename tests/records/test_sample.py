@@ -269,11 +269,11 @@ def test_pair_key_order_is_the_three_key_lexsort(tied):
 
 @pytest.mark.parametrize("c", [1, 3])
 def test_a_level_bounded_on_its_own_sums_each_users_c_smallest_keys_per_node(c):
-    """The user model's per-level bounding (dpopt.userdp.levels.bounded_level) with every node kept:
+    """The user model's per-level bounding (dpopt.privacy.user.levels.bounded_level) with every node kept:
     node n's (R, Y) are, by brute force over the stored records, the sums over users of the c
     records with the smallest (key, value) among the user's records in n."""
-    from dpopt.userdp.bounding import lattice_values
-    from dpopt.userdp.levels import bounded_level
+    from dpopt.privacy.user.bounding import lattice_values
+    from dpopt.privacy.user.levels import bounded_level
 
     frame = random_records(8, n=1200)
     agg, _ = contributions(frame, GRID, ReadOptions(chunk_rows=200), bound=BOUND, first_records=8, sample_key=KEY)

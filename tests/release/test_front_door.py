@@ -195,7 +195,7 @@ def test_user_model_releases_an_empty_contributions_table(mechanism):
     (the records layer delivers the empty table). Public list: every listed grid as noise, the same
     public columns as with one user; private selection: no grid."""
     from dpopt.release import release_user
-    from tests.userdp.conftest import make_agg
+    from tests.privacy.user.conftest import make_agg
 
     one = make_agg([("u0", 0, 0, 3.0), ("u0", 0, 1, 4.0)])
     plist = pd.DataFrame({"cell": [h3_str(one.cells[0])], "slot": ["1970-01-01T00:00:00Z"]})

@@ -91,22 +91,22 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     assert s["k"] == 1 and s["c"] in (16, 64, 256, 1024, 4096) and s["bounds_rule"].startswith("place")
     assert "bounds" in s["budget"]
     # T is post-processing of a published DP output: the rule applied to summary.json's noisy histogram
-    from dpopt.userdp.place_bounds import CAP_SHARE, choose_cap
-    from dpopt.userdp.predict import denoise_histogram
+    from dpopt.privacy.user.place_bounds import CAP_SHARE, choose_cap
+    from dpopt.privacy.user.predict import denoise_histogram
 
     rh = s["record_histogram"]
     assert rh["upper_edges"] == [1, 4, 16, 64, 256, 1024, 4096] and len(rh["noisy_users"]) == 8
     eps_t = float(s["budget"]["bounds"]) * CAP_SHARE
     assert choose_cap(denoise_histogram(np.array(rh["noisy_users"], float), eps_t))[0] == s["record_cap"]
     # and so is the map's cap T_map, from the published ε_T, noise constant and spread
-    from dpopt.userdp.place_bounds import choose_map_cap
+    from dpopt.privacy.user.place_bounds import choose_map_cap
 
     assert rh["epsilon"] == pytest.approx(eps_t, rel=1e-6)
     assert choose_map_cap(np.array(rh["noisy_users"], float), rh["epsilon"], s["record_cap"], noise=rh["map_noise"],
                           spread=rh["map_spread"], candidates=np.array(rh["candidates"]))[0] == s["map_record_cap"]
     assert s["map_record_cap"] >= s["record_cap"]
     # so is B: the clamp rule applied to summary.json's noisy clamp-vote histogram at ε_B = ε_b − ε_T
-    from dpopt.userdp.place_bounds import choose_clamp
+    from dpopt.privacy.user.place_bounds import choose_clamp
 
     ch = s["clamp_histogram"]
     assert ch["clamps"] == [120 * j / 16 for j in range(8, 17)] and len(ch["noisy_users"]) == 9

@@ -190,7 +190,7 @@ def test_front_door_publishes_the_library_release():
     estimate_hierarchical (what tests/benchmarks/bench_multires.py scores), released rows only."""
     from dpopt.estimation.hierarchical import estimate_hierarchical
     from dpopt.privacy.contributions import contributions
-    from dpopt.privacy.user_multires_private import measure_private_multires
+    from dpopt.privacy.user.strategies.private_adaptive import measure_private_multires
 
     r = _py(seed=9)
     from dpopt.records import SampleKey
@@ -210,8 +210,8 @@ def test_clamp_is_chosen_under_dp_and_recomputable():
     clamped at B and every variance says why it is withheld. With clamp_fraction = 0 the release
     measures on [0, U] and spends nothing on a clamp; a fraction outside [0, 1 − selection) is
     refused before any draw."""
-    from dpopt.privacy.user_multires_private import measure_private_multires
-    from dpopt.userdp.place_bounds import choose_clamp
+    from dpopt.privacy.user.strategies.private_adaptive import measure_private_multires
+    from dpopt.privacy.user.place_bounds import choose_clamp
 
     low = DF.assign(value=np.minimum(DF["value"] * 0.4, U))
     r = _py(df=low, eps=20.0)
@@ -237,8 +237,8 @@ def test_clamp_is_chosen_under_dp_and_recomputable():
 def test_a_budget_too_small_for_the_sampler_is_refused_before_any_draw(monkeypatch):
     """An ε whose smallest piece (here the count of a measured level, 0.35·0.4/3 of ε) is under the
     exact sampler's 2^-30 is refused on public facts before the clamp's or the selection's draw."""
-    import dpopt.userdp.mechanism as mech_mod
-    from dpopt.privacy.user_multires_private import measure_private_multires
+    import dpopt.privacy.user.mechanism as mech_mod
+    from dpopt.privacy.user.strategies.private_adaptive import measure_private_multires
 
     draws = []
     real = mech_mod.DiscreteLaplace.integer

@@ -147,7 +147,7 @@ def test_profile_windows_carry_the_hour_of_day_signal_noise_free():
     """The estimator's input, not its noise: the hour-of-day node of 08:00 holds every 08:00 grid of
     the three days (exact node sums over the tree), and its mean is the 08:00 mean."""
     from dpopt.hierarchy.tree import DAY_NS, HOUR_NS, Level, build_hierarchy
-    from dpopt.userdp.levels import node_sums
+    from dpopt.privacy.user.levels import node_sums
 
     start = pd.Timestamp("2024-03-01T00:00Z").value
     cells = np.full(6, h3.str_to_int(h3.latlng_to_cell(30.27, -97.74, R)), dtype=np.int64)

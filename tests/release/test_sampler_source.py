@@ -9,7 +9,7 @@ from dpopt import DpoptInputError
 from dpopt.noise import integer_source
 from dpopt.privacy.options import NoiseOptions
 from dpopt.privacy.user import _samplers
-from dpopt.userdp.mechanism import DiscreteLaplace
+from dpopt.privacy.user.mechanism import DiscreteLaplace
 
 
 class _NoSource:

@@ -1,0 +1,464 @@
+"""The ``user`` model's release engine over a public list (models/engine.md).
+
+Choose which place × time marginals to measure and with what budget by an explicit optimisation
+model, measure them, and leave to the estimation layer one crossed random-effects model of the
+listed grids' means. Steps, each a DP query on the data or post-processing of earlier outputs:
+
+1. **Bounds** (ε_b = :data:`BOUNDS_FRACTION` of the total): the per-user record cap T and the
+   value clamp B ≤ U from two DP histograms over users
+   (:func:`dpopt.privacy.user.place_bounds.choose_place_bounds`).
+2. **One bounded data set.** Each user keeps at most T of its records in listed grids, a
+   systematic sample over its own records (:func:`dpopt.privacy.user.record_cap.capped_records`); values
+   clamped to [0, B] on the lattice of :func:`dpopt.privacy.user.bounding.lattice_values`. Every
+   marginal's node sums are sums of the same kept records.
+3. **Candidates**: the public lattice's marginals (:func:`dpopt.hierarchy.lattice.candidate_marginals`).
+4. **Pilot** (:data:`PILOT_SHARE` of the rest, equal per candidate): noisy counts and centred sums
+   of every candidate. Fitted by the crossed model (:func:`dpopt.hierarchy.crossed.fit_crossed`),
+   they give the variance components and node counts that predict each candidate's worth.
+4b. **Between-grid statistic** (:data:`BETWEEN_SHARE` of the rest, one scalar): the record-weighted
+   sum of squares of the listed grids' kept means (:func:`between_sumsq`), from which the estimator
+   bounds how much the grids' means differ (the intervals' scale).
+5. **Strategy**: the budget shares of the rest by :func:`dpopt.hierarchy.strategy.solve_strategy`
+   (an LP/MILP solved with HiGHS, models/strategy.md) from the pilot's outputs only.
+6. **Main measurement** with those shares. The pilot's measurements are kept: the estimator
+   combines both (inverse-variance), so the pilot's budget is not lost, only allocated evenly.
+
+**Sensitivity** (add/remove one user): the user keeps ≤ T records, so every marginal's count
+vector moves by ≤ T in ℓ1 and ℓ2 (all in one node at worst) and its centred-sum vector by ≤ T·H_Y
+lattice units; no other user's kept records change (the sample reads only the user's own records
+and keys); the between-grid statistic moves by at most ⌈T·(2.5K + 2)⌉ (:func:`between_sumsq`). Each
+(marginal, statistic, phase) and the between-grid statistic is one query: basic composition under Laplace
+(ε = Σ ε_i), ρ = Σ ρ_i under the Gaussian; the strategy's shares depend on DP outputs only
+(adaptive composition, same total). Published means are of values clamped to [0, B].
+
+Constants: :data:`BOUNDS_FRACTION` and :data:`PILOT_SHARE` are fixed fractions of the budget spent
+to learn the bounds and the strategy; they are not tuned on data: a larger pilot buys a better
+allocation of the rest at the cost of an even split of itself, and the pilot's measurements are
+reused in the estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..._validation import DpoptInputError
+from ...hierarchy.crossed import RESIDUAL, fit_crossed
+from ...hierarchy.lattice import MarginalNodes, candidate_marginals
+from ...hierarchy.node_means import count_threshold, crossed_inputs
+from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
+from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
+from ...records.aggregate import Aggregate
+from ...records.grid import slot_text
+from .bounding import lattice_values
+from .levels import level_node_sums, used_budget
+from .place_bounds import cap_candidates, choose_place_bounds
+from .record_cap import capped_records
+from .split import split_budget
+from ...noise.sources import SeededSource
+from ..options import Budget, NoiseOptions
+from .options import UserOptions, _partition_list, _sampler_kind, _samplers, noise_family
+from .strategies.adaptive import PUBLIC_FACTS, spend_with_bounds
+
+__all__ = ["EngineInfo", "measure_engine", "between_sumsq", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
+
+#: share of the total budget for the record cap T and the clamp B (two DP histograms over users)
+BOUNDS_FRACTION = 0.15
+#: share of the rest spent evenly on every candidate marginal to learn the strategy (reused in the fit)
+PILOT_SHARE = 0.1
+#: share of the rest spent on one scalar, the between-grid sum of squares of the listed grids
+#: (:func:`between_sumsq`): a DP upper end of how much the grids' means differ, which bounds the
+#: variance components the intervals integrate over (models/engine.md §4). A fixed fraction whose
+#: cost is 10 % less budget for the means and whose gain is intervals that need not assume the
+#: grids differ as much as single values do; not tuned on data
+BETWEEN_SHARE = 0.1
+#: the strategy model's relative optimality gap: its objective is a predicted MSE, a surrogate, so a
+#: plan within 1 % of the surrogate's optimum is as good as the optimum (a solver tolerance); the solve
+#: stops on this gap or its round limit, never on the clock, so a seeded release is reproducible
+STRATEGY_GAP = 0.01
+
+
+@dataclass(frozen=True, eq=False)
+class EngineInfo:
+    """What the engine measured, for the estimator and the writers (public or DP outputs only).
+
+    ``names``/``levels`` per measured marginal (the finest first), ``codes`` per marginal the node
+    row (within the marginal) of each listed grid, ``offsets`` the first row of each marginal in
+    the node table, ``cap`` T, ``clamp`` B, ``pilot``/``main`` the budget per marginal of each
+    phase (count + sum, in ``unit``), ``strategy`` the strategy's one-line summary; ``between`` the
+    noisy between-grid statistic Q̃ of :func:`between_sumsq` in value² units, ``between_shift`` its
+    per-record shift C (value²) and ``between_sd`` its noise sd (value²; NaN where not measured)."""
+
+    names: tuple[str, ...]
+    levels: tuple[tuple[int, int, int], ...]
+    codes: tuple[np.ndarray, ...]
+    offsets: np.ndarray
+    cap: int
+    clamp: float
+    unit: str
+    pilot: np.ndarray
+    main: np.ndarray
+    strategy: str
+    between: float = math.nan
+    between_shift: float = 0.0
+    between_sd: float = math.nan
+
+
+@dataclass(eq=False)
+class _Phase:
+    """One phase's noisy statistics per marginal (value units) and their noise laws; ``spread`` the
+    noisy centred sum of squares Σ (x − B/2)² of the marginal with the fewest nodes (pilot only)."""
+
+    count: list[np.ndarray]
+    total: list[np.ndarray]
+    count_law: list[NoiseLaw]
+    total_law: list[NoiseLaw]
+    spent: dict[str, float]
+    spread: np.ndarray | None = None
+    spread_law: NoiseLaw | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class _Bounded:
+    """Exact node sums (R, Y lattice units) of every candidate; private, never published."""
+
+    cands: tuple[MarginalNodes, ...]
+    R: list[np.ndarray]
+    Y: list[np.ndarray]
+    Z: np.ndarray
+    lam: float
+    half_sum: int
+    half_sumsq: int
+    cap: int
+    clamp: float
+
+    @property
+    def smallest(self) -> int:
+        """The candidate with the fewest nodes (its sum of squares gives the spread of the values)."""
+        return int(np.argmin([mn.n_nodes for mn in self.cands]))
+
+
+def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, source: Any, bits: int) -> _Bounded:
+    """Step 2–3: the kept records (≤ ``cap`` per user) summed over every candidate's nodes."""
+    plist, idx, eligible = _partition_list(agg, options)
+    lat = lattice_values(agg, clamp, granularity_bits=bits)
+    gamma, py, pz = capped_records(agg, eligible, cap, source, lat)
+    pos = np.full(agg.n_grids, -1, dtype=np.int64)
+    pos[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
+    pair_pos = pos[agg.pair_grid]
+    cands = candidate_marginals(plist.cells, plist.slots, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
+    R, Y, Z = [], [], []
+    for mn in cands:
+        pair_node = np.where(pair_pos >= 0, mn.code[np.maximum(pair_pos, 0)], -1)
+        r, y, z = level_node_sums(agg, pair_node, mn.n_nodes, gamma, cap, lat, (py, pz))
+        R.append(np.asarray(r, dtype=np.int64))
+        Y.append(np.asarray(y, dtype=np.int64))
+        Z.append(np.asarray(z, dtype=np.int64))
+    smallest = int(np.argmin([mn.n_nodes for mn in cands]))
+    return _Bounded(cands=cands, R=R, Y=Y, Z=Z[smallest], lam=lat.lam, half_sum=int(lat.half_sum),
+                    half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp))
+
+
+def _noisy(mech: Any, exact: np.ndarray, l1: int, budget: float, unit_size: float, n: int
+           ) -> tuple[np.ndarray, NoiseLaw]:
+    """One query: ``exact`` (lattice integers) with noise of ℓ1 = ℓ2 = ``l1`` (models/engine.md §2),
+    in value units, and its exact law."""
+    noisy = unit_size * np.asarray(mech.integer(exact, l1=l1, l2=float(l1), budget=budget), dtype=float)
+    law = NoiseLaw(noise_family(mech), np.full(n, unit_size * mech.scale(l1=l1, l2=float(l1), budget=budget)),
+                   unit_size if mech.real_release else 0.0)
+    return noisy, law
+
+
+def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: bool = False) -> _Phase:
+    """Noisy count and centred sum of every marginal with budget > 0 (split between them by
+    :func:`dpopt.privacy.user.split.split_budget`), and with ``spread`` the centred sum of squares of the
+    smallest marginal; NaN where a marginal got nothing."""
+    T = b.cap
+    out = _Phase([], [], [], [], {})
+    fin = b.cands[0].marginal
+    for i, (mn, bud) in enumerate(zip(b.cands, budgets)):
+        if bud <= 0:
+            out.count.append(np.full(mn.n_nodes, np.nan)), out.total.append(np.full(mn.n_nodes, np.nan))
+            zero = NoiseLaw(noise_family(mech), np.zeros(mn.n_nodes), 0.0)
+            out.count_law.append(zero), out.total_law.append(zero)
+            continue
+        sq = spread and i == b.smallest
+        sp = split_budget(float(bud), bound=b.clamp, unit=mech.unit, weight_mean=1.0, weight_variance=1.0 if sq else 0.0)
+        name = mn.marginal.name(fin.h3_resolution, fin.slot_ns)
+        for key, exact, l1, budget, unit_size, target in (
+                ("count", b.R[i], T, sp.count, 1.0, (out.count, out.count_law)),
+                ("sum", b.Y[i], T * b.half_sum, sp.sum, b.lam, (out.total, out.total_law))):
+            used = used_budget(budget, mech)
+            value, law = _noisy(mech, exact, l1, used, unit_size, mn.n_nodes)
+            target[0].append(value), target[1].append(law)
+            out.spent[f"{tag} {key} {name}"] = used
+        if sq:
+            used = used_budget(sp.sumsq, mech)
+            out.spread, out.spread_law = _noisy(mech, b.Z, T * b.half_sumsq, used, b.lam, mn.n_nodes)
+            out.spent[f"{tag} sum of squares {name}"] = used
+    return out
+
+
+def between_sumsq(R: np.ndarray, Y: np.ndarray, *, half_sum: int, bits: int, cap: int) -> tuple[int, int, int]:
+    """(Q, its ℓ1 = ℓ2 sensitivity, the shift C) of the listed grids' between-grid sum of squares.
+
+    With R_g kept records and Y_g their centred sum in lattice units (λ = 2^-``bits``, |y| ≤ H =
+    ``half_sum``) per listed grid,
+
+        Q = Σ_{g: R_g > 0} ⌊Y_g² / (R_g·2^b)⌋ + C·Σ_g R_g,   C = round(1.5·K),  K = H²/2^b,
+
+    in units of λ (value² / λ): Σ_g R_g·ȳ_g², the record-weighted sum of squares of the grids' centred
+    means, shifted by C per record. **Sensitivity.** Adding one record of centred value x to a grid
+    holding n records of mean m (|x|, |m| ≤ H) moves Y²/n by Δ = x² − n(m − x)²/(n + 1) ∈ [−4H², H²]
+    (a new grid: x² ∈ [0, H²]), so, with the shift and the floor (which moves the grid's term by at
+    most 1 more), one record moves Q by at most 2.5K + 2 (|C − 1.5K| ≤ ½); removing a record is the
+    reverse step. A user keeps at most T = ``cap`` records and no other user's kept records change
+    (module doc), so one user moves Q by at most ⌈T·(2.5K + 2)⌉. Exact in Python integers."""
+    K = Fraction(int(half_sum) ** 2, 2 ** int(bits))
+    C = round(Fraction(3, 2) * K)
+    ok = np.flatnonzero(np.asarray(R) > 0)
+    q = sum(int(Y[i]) * int(Y[i]) // (int(R[i]) << int(bits)) for i in ok)
+    total = int(np.sum(np.asarray(R, dtype=np.int64)))
+    sens = math.ceil(int(cap) * (Fraction(5, 2) * K + 2))
+    return q + C * total, sens, C
+
+
+def _measure_between(b: _Bounded, mech: Any, budget: float) -> tuple[dict[str, float], dict[str, float]]:
+    """The noisy :func:`between_sumsq` of the listed grids (one query), in value² units, for
+    :class:`EngineInfo`; and its budget piece."""
+    if budget <= 0:
+        return {}, {}
+    bits = int(round(-math.log2(b.lam)))
+    q, sens, shift = between_sumsq(b.R[0], b.Y[0], half_sum=b.half_sum, bits=bits, cap=b.cap)
+    used = used_budget(budget, mech)
+    noisy = mech.integer(np.array([q], dtype=object if abs(q) >= 2**62 else np.int64), l1=sens, l2=float(sens),
+                         budget=used)
+    sd = mech.scale(l1=sens, l2=float(sens), budget=used) * (math.sqrt(2.0) if mech.unit == "epsilon" else 1.0)
+    return ({"between": b.lam * float(np.asarray(noisy, dtype=float)[0]), "between_shift": b.lam * shift,
+             "between_sd": b.lam * sd}, {"pilot between-grid sum of squares": used})
+
+
+def _pilot_budgets(b: _Bounded, budget: float) -> np.ndarray:
+    """The pilot's budget per candidate: an even split over the main effects — the marginals that
+    are place alone (a place level over the whole period) or time alone (the coarsest place level
+    over a time level) — and nothing on their interactions. Main effects first (the hierarchical
+    ordering principle of experimental design): they are what the pilot can measure at all, and
+    what the strategy most needs to tell apart (does the place or the time set the value?)."""
+    top = min(mn.marginal.h3_resolution for mn in b.cands)
+    main = np.array([mn.marginal.slot_ns == 0 or mn.marginal.h3_resolution == top for mn in b.cands])
+    return np.where(main, budget / max(int(main.sum()), 1), 0.0)
+
+
+def _split_total(budget: Budget, options: UserOptions) -> tuple[float, float, str, tuple[float, float]]:
+    """(the bounds' ε_b, the rest in the noise's unit, that unit, (δ total, δ of the ρ → ε conversion))."""
+    total, delta_total, _, delta_conv = options.check_budget(budget)
+    frac = BOUNDS_FRACTION if options.bounds_fraction is None else float(options.bounds_fraction)
+    if budget.gaussian:  # the bounds' histograms are pure ε: ε_b²/2 of ρ
+        rho_b = frac * total
+        return math.sqrt(2.0 * rho_b), total - rho_b, "rho", (delta_total, delta_conv)
+    return frac * total, total - frac * total, "epsilon", (delta_total, delta_conv)
+
+
+def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: float,
+                   noise: NoiseOptions = NoiseOptions()) -> Measurements:
+    """Measurements of the engine over the public list ``options.partitions`` (module doc).
+
+    ``agg`` the contributions with samples (values in [0, ``U``]); ``budget`` the whole release's
+    (pure ε with Laplace noise, or ρ / (ε, δ) with Gaussian noise). Returns the node table of every
+    measured marginal (column ``marginal``), the statistics ``count``/``sum`` (main phase) and
+    ``count_pilot``/``sum_pilot``, and :class:`EngineInfo` in ``info["engine"]``.
+    """
+    if options.private:
+        raise DpoptInputError("the engine measures marginals of a public list: give `partitions`")
+    eps_b, rest, unit, deltas = _split_total(budget, options)
+    mech, _, rng = _samplers(noise, _sampler_kind(budget, None), None)
+    source = getattr(mech, "source", None)
+    source = source if source is not None else SeededSource(int(rng.integers(0, 2**62)))
+    candidates = cap_candidates(U, noise.granularity_bits)
+    _, _, eligible = _partition_list(agg, options)
+    pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates)
+    b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits)
+    pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
+    pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
+    between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
+    main_budgets, summary = _plan(b, pilot, (1.0 - PILOT_SHARE - BETWEEN_SHARE) * rest, unit)
+    main = _measure(b, mech, main_budgets, tag="main")
+    spend = spend_with_bounds(_levels_spend(unit, {**pilot.spent, **between_spent, **main.spent}), eps_b,
+                              mech.real_release, deltas)
+    return _assemble(agg, b, pilot, main, spend, EngineInfo(
+        names=tuple(mn.marginal.name(agg.h3_resolution, agg.slot_ns) for mn in b.cands),
+        levels=tuple((mn.marginal.h3_resolution, mn.marginal.slot_ns, mn.marginal.cycle_ns) for mn in b.cands),
+        codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
+        cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, strategy=summary, **between),
+        mech=mech, noise=noise, U=U, bounds=pb)
+
+
+def _levels_spend(unit: str, pieces: dict[str, float]) -> BudgetSpend:
+    total = float(sum((Fraction(v) for v in pieces.values()), Fraction(0)))
+    return BudgetSpend(unit, total, pieces, 0.0, total if unit == "epsilon" else None)
+
+
+def _stack(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([np.asarray(p, dtype=float) for p in parts])
+
+
+def _law(laws: list[NoiseLaw]) -> NoiseLaw:
+    """One law over the stacked node table (per-node scales; one family and lattice per phase)."""
+    lattice = max(law.lattice for law in laws)
+    return NoiseLaw(laws[0].family, _stack([law.scale for law in laws]), lattice)
+
+
+def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: BudgetSpend, info: EngineInfo, *,
+              mech: Any, noise: NoiseOptions, U: float, bounds: Any) -> Measurements:
+    nodes = pd.concat([mn.nodes.assign(marginal=i) for i, mn in enumerate(b.cands)], ignore_index=True)
+    nodes["parent"] = np.int64(-1)
+    stats = {"count": Statistic("count", _stack(main.count), _law(main.count_law)),
+             "sum": Statistic("sum", _stack(main.total), _law(main.total_law)),
+             "count_pilot": Statistic("count_pilot", _stack(pilot.count), _law(pilot.count_law)),
+             "sum_pilot": Statistic("sum_pilot", _stack(pilot.total), _law(pilot.total_law))}
+    if pilot.spread is not None:  # the smallest marginal's sum of squares, NaN on every other node
+        rows = np.arange(info.offsets[b.smallest], info.offsets[b.smallest] + b.cands[b.smallest].n_nodes)
+        value = np.full(len(nodes), np.nan)
+        value[rows] = pilot.spread
+        scale = np.zeros(len(nodes))
+        scale[rows] = pilot.spread_law.scale
+        stats["sumsq_pilot"] = Statistic("sumsq_pilot", value, NoiseLaw(pilot.spread_law.family, scale,
+                                                                         pilot.spread_law.lattice))
+    fin = b.cands[0]
+    finest = pd.DataFrame({"cell": fin.nodes["cell"].to_numpy()[fin.code], "slot": fin.nodes["slot"].to_numpy()[fin.code],
+                           "node": fin.code.astype(np.int64)})
+    gaussian = mech.unit == "rho"
+    meta = {"engine": info, "k": 1, "c": b.cap, "record_cap": b.cap, "clamp": b.clamp, "declared_bound": U,
+            "bounds_rule": "record cap T and clamp B from DP histograms over users", "shape": "engine",
+            "split_rule": "count and sum per marginal (closed form)", "partitions": "public list",
+            "h3_resolution": agg.h3_resolution, "slot": slot_text(agg.slot_ns), "slot_ns": agg.slot_ns,
+            "noise": noise.noise, "lattice": b.lam, "granularity": b.lam, "seeded": noise.seed is not None,
+            "mechanism": "gaussian" if gaussian else "laplace", "delta_selection": 0.0, "public": PUBLIC_FACTS,
+            "levels": [list(lv) for lv in info.levels], "sumsq_measured": False, "sumsq_centre": b.clamp * b.clamp / 8.0,
+            "selection_threshold": None}
+    return Measurements(privacy_model="user", bound=b.clamp, nodes=nodes, statistics=stats, spend=spend,
+                        centre=b.clamp / 2.0, finest=finest, info=meta)
+
+
+def _unit_noise(b: _Bounded, unit: str, *, centre_gap: float) -> float:
+    """Var(ñ)·(centre gap)² + Var(Ỹ) of one node at unit budget (ε = 1 or ρ = 1), split as
+    :func:`_measure` splits it: the numerator of a node's mean's noise variance (module doc)."""
+    sp = split_budget(1.0, bound=b.clamp, unit=unit, weight_mean=1.0, weight_variance=0.0)
+    T, half = float(b.cap), b.clamp / 2.0
+    if unit == "epsilon":  # Laplace: Var = 2 (Δ/ε)²
+        return 2.0 * (T / sp.count) ** 2 * centre_gap ** 2 + 2.0 * (T * half / sp.sum) ** 2
+    return (T * T / (2.0 * sp.count)) * centre_gap ** 2 + T * T * half * half / (2.0 * sp.sum)  # σ² = Δ²/(2ρ)
+
+
+def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:
+    """Each listed grid's kept count predicted from the pilot (post-processing): the total kept
+    count, read off the candidate with the fewest nodes (the best-measured total), spread evenly over
+    the listed grids. Finer predictions need node counts the pilot can see, which at the budgets of
+    user-level DP it mostly cannot (a node's count signal-to-noise ratio is ε times its effective
+    users, models/engine.md §5)."""
+    smallest = int(np.argmin([mn.n_nodes for mn in b.cands]))
+    G = b.cands[0].code.size
+    return np.full(G, max(float(np.nansum(pilot.count[smallest])), 1.0) / G)
+
+
+def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[str, float], float, set[str]]:
+    """(variance components, μ, the factors the pilot saw) of the crossed model fitted to the pilot
+    alone (REML). A factor is seen where at least two of its marginal's nodes entered the fit; the
+    fit runs only where the pilot measured more nodes than the model has parameters."""
+    codes = [mn.code for mn in b.cands]
+    var = lambda laws: [law.variance() for law in laws]  # noqa: E731
+    factors, A, y, s2, kept = crossed_inputs(codes, names, pilot.count, var(pilot.count_law), pilot.total,
+                                             var(pilot.total_law), centre=b.clamp / 2.0, half_range=b.clamp / 2.0)
+    every = {name: 0.0 for name, mn in zip(names[1:], b.cands[1:]) if mn.n_nodes > 1}  # every candidate factor
+    if y.size < len(factors) + 3:
+        return {**every, "residual": 0.0}, b.clamp / 2.0, set()
+    fit = fit_crossed(factors, A, y, s2, residual=True, variances=False)
+    seen = {name for name, k in zip(names, kept) if name in factors and k.size >= 2}
+    return ({**every, **{f: float(fit.sigma2[f]) for f in factors}, "residual": float(fit.sigma2[RESIDUAL])},
+            float(fit.mu), seen)
+
+
+def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarray, str]:
+    """Step 5: the main budget per marginal from the pilot's outputs and public facts only
+    (models/strategy.md): each factor's variance component as the pilot's REML fit estimates it where
+    the pilot saw that factor, else a public prior (B²/4, the largest variance of a mean in [0, B]
+    (Popoviciu), split evenly over the factors: no preference between place and time; a split even
+    over place, time and their interactions instead erred 5.1 against 4.4 km/h on the full Austin data
+    at ε = 1, 12 seeds); the map-wide mean as a factor of prior variance B²/4; predicted node counts."""
+    names = [mn.marginal.name(b.cands[0].marginal.h3_resolution, b.cands[0].marginal.slot_ns) for mn in b.cands]
+    codes = [mn.code for mn in b.cands]
+    fitted, mu, seen = _pilot_components(b, pilot, names)
+    factors = {name: code for name, code in zip(names[1:], codes[1:]) if name in fitted}
+    factors["residual"] = np.arange(codes[0].size)
+    prior = b.clamp * b.clamp / 4.0 / (len(factors) + 1)  # B²/4 (Popoviciu) split evenly: no preference
+    sigma2 = {f: fitted[f] if f in seen else prior for f in factors}
+    factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
+    sigma2["mean"] = b.clamp * b.clamp / 4.0
+    grid_n = _predicted_counts(b, pilot)
+    unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
+    sd_all = _count_sd(b, unit, rest)
+    cands = [_candidate(name, code, grid_n, unit_v, factors, sigma2, reachable=sd_all) for name, code in zip(names, codes)]
+    if all(c.must == "not" for c in cands):  # no node of any marginal can rise above its noise
+        return _map_only(b, names, rest, "no marginal can be measured above its noise at this budget")
+    problem = StrategyProblem(factors=factors, sigma2=sigma2, candidates=cands, budget=rest,
+                              noise="laplace" if unit == "epsilon" else "gaussian")
+    plan = solve_strategy(problem, gap_tol=STRATEGY_GAP)
+    shares = np.asarray(plan.shares, dtype=float)
+    if not (np.all(np.isfinite(shares)) and np.all(shares >= 0) and 0 < shares.sum() <= 1 + 1e-9):
+        why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
+            f"the strategy model ended {plan.status.value}"
+        return _map_only(b, names, rest, why)
+    return shares / max(shares.sum(), 1.0) * rest, plan.summary()
+
+
+def _map_only(b: _Bounded, names: list[str], rest: float, why: str) -> tuple[np.ndarray, str]:
+    """The whole main budget on the marginal with the fewest nodes (the map): what a release can say
+    where the strategy has no plan — the map-wide means, measured as well as the budget allows."""
+    shares = np.zeros(len(b.cands))
+    shares[b.smallest] = rest
+    return shares, f"all to {names[b.smallest]} ({why}: the release answers with the map-wide means)"
+
+
+def _count_sd(b: _Bounded, unit: str, budget: float) -> float:
+    """The noise sd of a node count measured with all of ``budget`` on one marginal (split as
+    :func:`_measure` splits it): √2·T/ε_count (Laplace) or T/√(2ρ_count) (Gaussian)."""
+    sp = split_budget(float(budget), bound=b.clamp, unit=unit, weight_mean=1.0, weight_variance=0.0)
+    return math.sqrt(2.0) * b.cap / sp.count if unit == "epsilon" else b.cap / math.sqrt(2.0 * sp.count)
+
+
+def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, factors: dict[str, np.ndarray],
+               sigma2: dict[str, float], *, reachable: float) -> Candidate:
+    """One marginal as a strategy candidate (models/strategy.md §3): its nodes' predicted noise at
+    unit budget and, for every factor f constant on its nodes (informed), the variance r of what a
+    node's mean holds besides f's effect and is not estimated with it: the factors varying inside the
+    node, each divided by its number of levels there, and the factors constant on the node that vary
+    inside f's levels (finer than f)."""
+    n_nodes = int(code.max()) + 1
+    node_n = np.bincount(code, weights=grid_n, minlength=n_nodes)
+    v = unit_v / np.maximum(node_n, 0.5) ** 2
+    constant, r_vary = [], np.zeros(n_nodes)
+    for f, fc in factors.items():
+        levels = np.bincount(np.unique(np.stack([code, fc], axis=1), axis=0)[:, 0], minlength=n_nodes)
+        if levels.max() == 1:
+            constant.append(f)
+        else:
+            r_vary = r_vary + sigma2[f] / np.maximum(levels, 1)
+    informs = {}
+    for f in constant:
+        finer = [g for g in constant if g != f and _varies_within(factors[g], factors[f])]
+        informs[f] = r_vary + sum(sigma2[g] for g in finer)
+    # a marginal none of whose nodes would pass the count threshold even with the whole budget is left
+    # out: its nodes could enter the estimate only by their noise (node_means.count_threshold)
+    useless = float(node_n.max()) < count_threshold(n_nodes) * reachable
+    return Candidate(marginal=name, option="cap T", node=code, v=v, informs=informs, must="not" if useless else None)
+
+
+def _varies_within(fine: np.ndarray, coarse: np.ndarray) -> bool:
+    """Does factor ``fine`` take several levels inside some level of ``coarse``?"""
+    pairs = np.unique(np.stack([coarse, fine], axis=1), axis=0)
+    return bool(np.bincount(pairs[:, 0]).max() > 1)

@@ -1,0 +1,133 @@
+"""Which grids are released (models/user_level.md §6): a public list, or private selection.
+
+Public partition list
+    A CSV (or DataFrame) with columns ``cell`` (H3 index string at the release's resolution) and
+    ``slot`` (ISO 8601 start time, UTC, on the slot lattice). Exactly these grids are released,
+    including those with no record (pure noise); records in other grids are dropped before
+    bounding. The list is public, so nothing about occupancy leaks through it.
+
+Private partition selection (Korolova et al. 2009; Wilson et al. 2020 "Differentially private SQL
+with bounded user contribution" §3.3; PipelineDP's Laplace thresholding)
+    After bounding, each user counts once in each of its ≤ k grids, so the vector of user counts
+    L_g has ℓ1 sensitivity k. A grid is released iff L̃_g = L_g + Lap(k/ε_p) ≥ T with
+
+        T = 1 + x*,   x* the smallest x with P[Lap(k/ε_p) ≥ x] ≤ δ/k
+          (continuous Laplace: x* = (k/ε_p)·ln(k/(2δ)); discrete: on ℤ, P[Z ≥ j] = r^j/(1+r)).
+
+    Proof sketch: let D' = D + one user u. Grids occupied in both get Laplace noise on a vector of ℓ1
+    sensitivity ≤ k: ε_p-DP. A grid occupied only in D' holds u alone (L = 1) and is released with
+    probability P[1 + Z ≥ T] ≤ δ/k; u has ≤ k such grids, so with probability ≥ 1 − δ none appears,
+    and on that event the output law is within e^{ε_p} of D's. Hence (ε_p, δ)-DP. A grid with L users
+    is released with probability P[Z ≥ T − L].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import h3
+import numpy as np
+import pandas as pd
+
+from ..._validation import DpoptInputError, check_epsilon, check_positive_int
+from ...records.aggregate import Aggregate
+from .mechanism import NoiseMechanism
+
+__all__ = ["PartitionList", "read_partitions", "match_partitions", "selection_threshold", "SelectionRule"]
+
+
+@dataclass(frozen=True)
+class PartitionList:
+    """A public list of grids: int64 H3 cells and slot starts (ns, UTC), sorted by (slot, cell)."""
+
+    cells: np.ndarray
+    slots: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.cells.size)
+
+
+def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int) -> PartitionList:
+    """Read and validate a public partition list (CSV path or DataFrame with ``cell``, ``slot``).
+
+    Every cell must be a valid H3 index at ``h3_resolution`` and every slot a UTC time on the slot
+    lattice (a multiple of the slot length since the epoch); duplicates are merged.
+    """
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise DpoptInputError(f"`partitions` must be an existing CSV file; got {str(source)!r}")
+        try:
+            frame = pd.read_csv(path, dtype=str)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise DpoptInputError(f"`partitions` file {str(source)!r} is not a readable CSV: {exc}") from None
+    elif isinstance(source, pd.DataFrame):
+        frame = source
+    else:
+        raise DpoptInputError(f"`partitions` must be a CSV path or a DataFrame; got {type(source).__name__}")
+    missing = [c for c in ("cell", "slot") if c not in frame.columns]
+    if missing:
+        raise DpoptInputError(f"`partitions` must have columns 'cell' and 'slot'; missing {missing}")
+    if len(frame) == 0:
+        raise DpoptInputError("`partitions` must list at least one grid; got an empty table")
+    cells_txt = frame["cell"].astype(str).str.strip().to_numpy()
+    bad = [c for c in cells_txt if not h3.is_valid_cell(c)]
+    if bad:
+        raise DpoptInputError(f"`partitions` column 'cell' must hold H3 indexes; got {bad[0]!r}")
+    res = {h3.get_resolution(c) for c in cells_txt}
+    if res != {int(h3_resolution)}:
+        raise DpoptInputError(
+            f"`partitions` cells must be at H3 resolution {h3_resolution}; got resolution(s) {sorted(res)}")
+    ts = pd.to_datetime(frame["slot"].astype(str), utc=True, errors="coerce", format="ISO8601")
+    if ts.isna().any():
+        raise DpoptInputError(
+            f"`partitions` column 'slot' must hold ISO 8601 times; got {frame['slot'][ts.isna()].iloc[0]!r}")
+    slots = ts.dt.as_unit("ns").array.asi8.astype(np.int64)
+    off = slots % np.int64(slot_ns)
+    if np.any(off):
+        raise DpoptInputError(
+            f"`partitions` slots must start on the slot lattice (multiples of {slot_ns // 10**9} s since "
+            f"the epoch, UTC); got {frame['slot'].iloc[int(np.flatnonzero(off)[0])]!r}")
+    cells = np.asarray([h3.str_to_int(c) for c in cells_txt], dtype=np.int64)
+    keys = pd.MultiIndex.from_arrays([slots, cells]).unique().sort_values()
+    return PartitionList(cells=np.asarray(keys.get_level_values(1), dtype=np.int64),
+                         slots=np.asarray(keys.get_level_values(0), dtype=np.int64))
+
+
+def match_partitions(agg: Aggregate, parts: PartitionList) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each listed grid in ``agg`` or −1 when it has no record, mask of the aggregate's
+    grids that are listed)."""
+    agg_keys = pd.MultiIndex.from_arrays([agg.slots, agg.cells])
+    idx = agg_keys.get_indexer(pd.MultiIndex.from_arrays([parts.slots, parts.cells])).astype(np.int64)
+    listed = np.zeros(agg.n_grids, dtype=bool)
+    listed[idx[idx >= 0]] = True
+    return idx, listed
+
+
+@dataclass(frozen=True)
+class SelectionRule:
+    """Laplace thresholding: release iff L_g + noise ≥ ``threshold``; ``scale`` of the noise."""
+
+    k: int
+    epsilon: float
+    delta: float
+    scale: float
+    threshold: float
+
+    def release_probability(self, users: int, mechanism: NoiseMechanism) -> float:
+        """P[L + Z ≥ T] for a grid with ``users`` bounded users."""
+        return mechanism.upper_tail(self.scale, self.threshold - users)
+
+
+def selection_threshold(k: int, epsilon: float, delta: float, mechanism: NoiseMechanism) -> SelectionRule:
+    """The threshold T = 1 + x*, P[Z ≥ x*] ≤ δ/k (module doc), for user counts of ℓ1 sensitivity k."""
+    k = check_positive_int(k, "k")
+    eps = check_epsilon(epsilon)
+    if not (isinstance(delta, (int, float)) and 0.0 < float(delta) < 1.0) or not math.isfinite(float(delta)):
+        raise DpoptInputError(f"`delta` must be a number in (0, 1) for private partition selection; got {delta!r}")
+    scale = mechanism.scale(l1=k, l2=math.sqrt(k), budget=eps)
+    x = mechanism.upper_quantile(scale, float(delta) / k)
+    return SelectionRule(k=k, epsilon=eps, delta=float(delta), scale=scale, threshold=1.0 + x)

@@ -1,0 +1,325 @@
+"""The two public parameters of the ``place`` release chosen under DP (models/hierarchy.md §13.2).
+
+ε_b is split 2/3 : 1/3 (exactly: the pieces sum to ε_b as rationals) between two measurements over
+users, each user contributing one number computed from its own records only (its eligible
+records: the pairs of the listed grids), so one added or removed user moves each by ≤ 1:
+
+* **the cap T: a noisy histogram, then a predicted-error choice**. Users are
+  binned by their number of records n_ℓ on the public powers of four, (0, 1], (1, 4], …,
+  (1024, 4096], (4096, ∞) (every user in one bin: ℓ1 sensitivity 1), and the histogram is released
+  with the exact discrete Laplace of scale 1/ε_T (:func:`measure_record_histogram`), denoised by
+  :func:`dpopt.privacy.user.predict.denoise_histogram`. T is then chosen among the public candidates
+  16, 64, …, 4096 by post-processing (:func:`choose_cap`): a cell's noise is T·(1, B/2)/ε over its
+  kept records π_c·S(T), S(T) = Σ_b h_b·min(r_b, T) (r_b the bin's public representative), so its
+  predicted noise is proportional to T/S(T) whatever the cell's share π_c and ε; T is the **largest**
+  candidate whose T/S(T) is within a factor 1 + ``CAP_NOISE_TOLERANCE`` (1.5) of the smallest. The
+  larger T keeps more of the heavy users' records: less re-weighting and less subsampling of the
+  cells (noise-free, the full Austin data's finest grids are answered at 3.65 km/h with T = 256,
+  against 2.1 with every record), a cost the histogram cannot measure, so the rule buys it with at
+  most 50 % more noise. Where the users hold far fewer records than a candidate, T/S(T) grows
+  like T and that candidate is out: the flat tail a DP median draws (1 run in 30: T = 4096,
+  19 km/h on the Austin day at ε = 1) cannot be chosen. The choice is a deterministic function of a
+  histogram whose bins hold tens to hundreds of users, so it is stable: on the Austin sets over 20
+  seeds T takes one value per (data, ε) in three settings and {1024: 19, 256: 1} in the fourth
+  (tests/benchmarks/results/place_bounds.md), where a DP median took {16, 64, 256} at ε = 1 on
+  the day. With fewer users than about 2·ln 8/ε_T the histogram is mostly noise and so is T
+  (models/hierarchy.md §13.2).
+* **the map's own cap T_map ≥ T, from the same histogram** (post-processing;
+  :func:`choose_map_cap`): the map holds every kept record, so its noise is small where the
+  cells' is not, and the cap's other cost dominates there: re-weighting, a capped mean weighing a
+  heavy user like a light one (:func:`reweighting_distance` D(T), which bounds the bias by
+  2·D(T)·max|μ_ℓ − μ|). T_map minimises √((κ·T/S(T))² + (τ₀·D(T))²) (:func:`map_cap_error`; κ the
+  map's noise per unit T/S(T), τ₀ = U/20 the public spread of §13.3).
+* **the clamp B: a noisy histogram, then its 75th percentile** (the same shape
+  as T). Each user votes with its own 99th percentile in steps of U/16, raised to the public floor
+  U/2 (:func:`clamp_votes`: 9 bins, U/2, 9U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
+  histogram is released with the exact discrete Laplace of scale 1/ε_B
+  (:func:`measure_clamp_histogram`); B is the **75th percentile** over the bins whose noisy count
+  clears ln(9/CLAMP_PHANTOM_RATE)/ε_B, the floor where none does (:func:`choose_clamp`;
+  post-processing). The 75th percentile was chosen
+  against the 90th on the benchmark (B ≈ 60–82 instead of 67–97 km/h); the floor U/2 is public
+  (a B too low biases every mean). A DP quantile by permute-and-flip over the 16 steps at
+  ε_B = ε_b/3 (0.05 at ε = 1) is not stable: with 146 users its rank utility hardly separates
+  the steps, so B wandered over 60–120 km/h on the Austin day at ε = 1, and a run with B = 112.5
+  erred 4.9 km/h against 3.6 at B = 60 (the count's noise enters a mean multiplied by |mean − B/2|).
+  The denoised histogram keeps only the bins that hold tens of users, so its quantile is the
+  quantile of where most users are: B = 60 on the day and 60–75 (mostly 67.5) on the full data at
+  ε = 1 (tests/benchmarks/results/place_bounds.md). Values are measured clamped to [0, B]: the
+  centred sums' sensitivity is B/2 instead of U/2 and the count's noise is multiplied by
+  |mean − B/2| instead of |mean − U/2| (41 km/h on the Austin buses), so the noise of a mean falls
+  about 2.5× where B ≈ U/2 (equivalent to 2.5× the budget). The price is a one-sided bias
+  −E[(x − B)⁺] per node: on the Austin day at B = 60 km/h, 0.0 km/h median and 0.18 p90 over the
+  grids with ≥ 10 users (0.61 p90 on the full data), measured in
+  tests/benchmarks/results/multires.md.
+
+Both measurements run on the release's integer source (the OS CSPRNG for a real release).
+Everything after them is post-processing (no further budget).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..._validation import DpoptInputError, check_bound, check_epsilon, check_nonnegative_float
+from ...noise.sources import IntegerSource
+from ...records.aggregate import Aggregate
+from .bounding import CAPACITY, DEFAULT_GRANULARITY_BITS, lattice_halves
+from .bounds import bin_representatives
+from .mechanism import user_histogram
+from .predict import denoise_histogram, threshold_bins
+
+__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "cap_candidates", "cap_noise_factor",
+           "reweighting_distance", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
+           "clamp_votes", "clamp_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
+           "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
+           "CLAMP_PHANTOM_RATE"]
+
+#: public candidates of the record cap T: 16, 64, 256, 1024, 4096 (a user with more records keeps
+#: 4096 of them)
+RECORD_EDGES = 4 ** np.arange(2, 7, dtype=np.int64)
+#: upper edges of the bins of records per user: (0, 1], (1, 4], …, (1024, 4096], then (4096, ∞)
+RECORD_BIN_EDGES = 4 ** np.arange(0, 7, dtype=np.int64)
+#: T is the largest candidate whose predicted noise T/S(T) is ≤ (1 + this)× the smallest
+CAP_NOISE_TOLERANCE = 0.5
+#: share of ε_b spent on the histogram of records per user (the rest buys the clamp's quantile)
+CAP_SHARE = 2.0 / 3.0
+#: the clamp candidates are U·j/CLAMP_STEPS, j = 1 … CLAMP_STEPS
+CLAMP_STEPS = 16
+#: the clamp is never below U·CLAMP_FLOOR_STEP/CLAMP_STEPS = U/2 (public floor)
+CLAMP_FLOOR_STEP = CLAMP_STEPS // 2
+#: a bin of the clamp histogram counts only where its noisy count is at least ln(#bins/this)/ε_B:
+#: at most 2 histograms in 100 (about 1 at small ε) show a phantom bin (an empty bin above it)
+CLAMP_PHANTOM_RATE = 0.02
+#: the map cap's histogram keeps the bins a phantom reaches in ≤ 2 % of histograms, as the clamp's
+MAP_CAP_PHANTOM_RATE = CLAMP_PHANTOM_RATE
+#: quantile of users' own 99th percentiles the clamp B is set to
+CLAMP_USER_QUANTILE = 0.75
+#: quantile of a user's own values that user votes for
+CLAMP_VALUE_QUANTILE = 0.99
+
+
+@dataclass(frozen=True)
+class PlaceBounds:
+    """``cap`` T (records per user), ``clamp`` B (values measured on [0, B]) and ``epsilon`` spent;
+    ``histogram`` the noisy bin counts of records per user (a DP output, bins ``RECORD_BIN_EDGES``)
+    and ``cap_noise`` the predicted noise factor T/S(T) of each candidate (its post-processing;
+    ``candidates`` those candidates, a prefix of ``RECORD_EDGES``); ``clamp_histogram`` the noisy
+    bin counts of users' clamp votes (a DP output; bin i votes for B = U·(8 + i)/16)."""
+
+    cap: int
+    clamp: float
+    epsilon: float
+    histogram: np.ndarray
+    cap_noise: np.ndarray
+    candidates: np.ndarray
+    clamp_histogram: np.ndarray
+
+
+def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per user with an eligible record: its number of eligible records n_ℓ and its own 99th
+    percentile in steps of U/16 (1 … 16). A function of the user's own records only."""
+    ok = np.asarray(eligible, dtype=bool)
+    n_user = np.bincount(agg.pair_user, weights=np.where(ok, agg.count, 0), minlength=agg.n_users)
+    present = np.flatnonzero(n_user > 0)
+    s = agg.samples
+    owner = np.repeat(np.arange(agg.n_pairs), np.diff(s.offsets))
+    keep = ok[owner]
+    user = agg.pair_user[owner][keep]
+    step = np.clip(np.ceil(np.clip(s.values[keep], 0.0, U) / (U / CLAMP_STEPS)).astype(np.int64), 1, CLAMP_STEPS) - 1
+    counts = np.bincount(user * CLAMP_STEPS + step, minlength=agg.n_users * CLAMP_STEPS).reshape(agg.n_users, CLAMP_STEPS)
+    cum = np.cumsum(counts, axis=1)
+    own_q = np.argmax(cum >= CLAMP_VALUE_QUANTILE * np.maximum(cum[:, -1:], 1), axis=1) + 1
+    return n_user[present].astype(np.int64), own_q[present]
+
+
+def measure_record_histogram(n_user: np.ndarray, epsilon: float, source: IntegerSource) -> np.ndarray:
+    """ε-DP histogram of users by records per user on ``RECORD_BIN_EDGES`` (bins (lo, hi], then the
+    overflow): every user in one bin, so one added or removed user moves the counts by 1 in ℓ1;
+    exact discrete Laplace of scale 1/ε per bin. Returns the noisy integer counts."""
+    bins = np.searchsorted(RECORD_BIN_EDGES, np.asarray(n_user, dtype=np.int64), side="left")
+    return user_histogram(bins, RECORD_BIN_EDGES.size + 1, epsilon, source)
+
+
+def cap_noise_factor(counts: np.ndarray, candidates: np.ndarray = RECORD_EDGES) -> np.ndarray:
+    """T/S(T) per candidate T, S(T) = Σ_b h_b·min(r_b, T) the records kept under the cap when the
+    h_b users of bin b hold r_b records each (:func:`dpopt.privacy.user.bounds.bin_representatives` of
+    ``RECORD_BIN_EDGES``): a cell's noise sd is proportional to it (module doc). ∞ where S(T) = 0."""
+    h = np.asarray(counts, dtype=float)
+    if h.shape != (RECORD_BIN_EDGES.size + 1,):
+        raise DpoptInputError(f"`counts` must hold {RECORD_BIN_EDGES.size + 1} bins (RECORD_BIN_EDGES and the "
+                              f"overflow); got shape {h.shape}")
+    T = np.asarray(candidates, dtype=float)
+    kept = np.minimum(bin_representatives(RECORD_BIN_EDGES)[None, :], T[:, None]) @ h
+    with np.errstate(divide="ignore"):
+        return np.where(kept > 0, T / np.where(kept > 0, kept, 1.0), np.inf)
+
+
+def cap_candidates(bound: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> np.ndarray:
+    """The candidates of ``RECORD_EDGES`` the lattice can hold at bound U: T·H_Z < 2^62
+    (:data:`dpopt.privacy.user.bounding.CAPACITY`). Public (U and b only), so computed before any data is
+    read: a cap drawn from the data must never make the release refuse after budget was spent.
+    Refuses (one line) when not even the smallest fits."""
+    _, _, hz = lattice_halves(bound, granularity_bits)
+    fits = RECORD_EDGES[[int(t) * hz < CAPACITY for t in RECORD_EDGES]]  # Python ints: H_Z may exceed int64
+    if fits.size == 0:
+        raise DpoptInputError(f"`granularity_bits` = {granularity_bits} is too fine for bound {bound:g} in the place "
+                              f"release: {int(RECORD_EDGES[0])}·⌈U²·2^b/8⌉ must stay below 2^62; lower granularity_bits")
+    return fits
+
+
+def choose_cap(counts: np.ndarray, tolerance: float = CAP_NOISE_TOLERANCE,
+               candidates: np.ndarray = RECORD_EDGES) -> tuple[int, np.ndarray]:
+    """The largest of ``candidates`` (a prefix of ``RECORD_EDGES``, :func:`cap_candidates`) whose
+    :func:`cap_noise_factor` is within a factor 1 + ``tolerance`` of the smallest (the smallest
+    candidate where the histogram is empty: nothing to measure, the least noise per user).
+    Returns (T, factors)."""
+    tol = check_nonnegative_float(tolerance, "tolerance")
+    cand = np.asarray(candidates, dtype=np.int64)
+    if cand.size == 0 or not np.array_equal(cand, RECORD_EDGES[:cand.size]):
+        raise DpoptInputError(f"`candidates` must be a non-empty prefix of {RECORD_EDGES.tolist()}; got {cand.tolist()}")
+    f = cap_noise_factor(counts, cand)
+    if not np.isfinite(f).any():
+        return int(cand[0]), f
+    ok = np.flatnonzero(f <= (1.0 + tol) * f.min())
+    return int(cand[ok[-1]]), f
+
+
+def reweighting_distance(counts: np.ndarray, candidates: np.ndarray = RECORD_EDGES) -> np.ndarray:
+    """D(T) = ½·Σ_b h_b·|min(r_b, T)/S(T) − r_b/S(∞)| per candidate T: the total-variation distance
+    between the records' weights in a capped mean (user ℓ's records weigh min(n_ℓ, T)/S(T) in all)
+    and in the all-records mean (n_ℓ/S(∞)), with the h_b users of bin b holding r_b records each
+    (:func:`dpopt.privacy.user.bounds.bin_representatives`). A capped node mean differs from the
+    all-records one by Σ_ℓ (w_ℓ − v_ℓ)(μ_ℓ − μ), at most 2·D(T)·max_ℓ |μ_ℓ − μ| (models/hierarchy.md
+    §13.2). 0 where no user holds more than T (or the histogram is empty)."""
+    h = np.maximum(np.asarray(counts, dtype=float), 0.0)
+    if h.shape != (RECORD_BIN_EDGES.size + 1,):
+        raise DpoptInputError(f"`counts` must hold {RECORD_BIN_EDGES.size + 1} bins (RECORD_BIN_EDGES and the "
+                              f"overflow); got shape {h.shape}")
+    r = bin_representatives(RECORD_BIN_EDGES)
+    T = np.asarray(candidates, dtype=float)
+    kept = np.minimum(r[None, :], T[:, None])  # records each user of bin b keeps under cap T
+    S, S_all = kept @ h, float(r @ h)
+    if S_all <= 0:
+        return np.zeros(T.size)
+    return 0.5 * np.abs(kept / np.where(S > 0, S, 1.0)[:, None] - r[None, :] / S_all) @ h
+
+
+def map_cap_error(counts: np.ndarray, *, noise: float, spread: float,
+                  candidates: np.ndarray = RECORD_EDGES) -> np.ndarray:
+    """Predicted error of the map's mean per candidate cap T (value units):
+    √((noise·T/S(T))² + (spread·D(T))²) — the noise sd of a node holding every kept record
+    (:func:`cap_noise_factor` scaled by ``noise``, the sd of a direct mean per unit of T/S(T) at the
+    map's budget) and the re-weighting bias :func:`reweighting_distance` times the public ``spread``
+    of users' means. ∞ where S(T) = 0."""
+    f = cap_noise_factor(counts, candidates)
+    d = reweighting_distance(counts, candidates)
+    return np.sqrt(np.square(check_nonnegative_float(noise, "noise") * f)
+                   + np.square(check_nonnegative_float(spread, "spread") * d))
+
+
+def choose_map_cap(noisy: np.ndarray, epsilon: float, cap: int, *, noise: float, spread: float,
+                   candidates: np.ndarray = RECORD_EDGES) -> tuple[int, np.ndarray]:
+    """The map's record cap T_map (models/hierarchy.md §13.2): the candidate, at least the cells'
+    cap ``cap``, with the least :func:`map_cap_error` (ties: the smaller) on the ε-DP record
+    histogram ``noisy`` with the bins under ln(#bins/MAP_CAP_PHANTOM_RATE)/ε zeroed
+    (:func:`dpopt.privacy.user.predict.threshold_bins`: a phantom bin in ≤ 2 % of histograms; a phantom
+    overflow bin of "users with 8,192 records" would make every cap look re-weighting); ``cap`` where
+    no bin clears it. Post-processing of the histogram, the DP clamp (through ``noise``) and public
+    facts. The map holds every kept record, so its noise is small where the cells' is not; there a
+    cap that re-weights the heavy users costs more than the noise it saves (aircraft B at ε = 10:
+    85.8 → 73.5 km/h). Returns (T_map, the predicted error of every candidate; ∞ below ``cap``)."""
+    cand = np.asarray(candidates, dtype=np.int64)
+    if cand.size == 0 or not np.array_equal(cand, RECORD_EDGES[:cand.size]) or int(cap) not in cand:
+        raise DpoptInputError(f"`candidates` must be a non-empty prefix of {RECORD_EDGES.tolist()} holding `cap` = "
+                              f"{cap!r}; got {cand.tolist()}")
+    counts = threshold_bins(noisy, epsilon, MAP_CAP_PHANTOM_RATE)
+    err = map_cap_error(counts, noise=noise, spread=spread, candidates=cand)
+    err = np.where(cand >= int(cap), err, np.inf)
+    if not np.isfinite(err).any():
+        return int(cap), err
+    return int(cand[int(np.argmin(err))]), err
+
+
+def clamp_votes(own_q: np.ndarray) -> np.ndarray:
+    """Each user's clamp vote as a bin index 0 … CLAMP_STEPS − CLAMP_FLOOR_STEP: its own 99th
+    percentile step (1 … 16, :func:`user_statistics`) raised to the public floor, minus the floor.
+    Bin i stands for B = U·(CLAMP_FLOOR_STEP + i)/CLAMP_STEPS."""
+    q = np.asarray(own_q, dtype=np.int64)
+    if q.size and (q.min() < 1 or q.max() > CLAMP_STEPS):
+        raise DpoptInputError(f"`own_q` must hold steps in 1 … {CLAMP_STEPS}; got {q.min()} … {q.max()}")
+    return np.maximum(q, CLAMP_FLOOR_STEP) - CLAMP_FLOOR_STEP
+
+
+def measure_clamp_histogram(own_q: np.ndarray, epsilon: float, source: IntegerSource) -> np.ndarray:
+    """ε-DP histogram of users by clamp vote (:func:`clamp_votes`, 9 bins): every user in one bin, so
+    one added or removed user moves the counts by 1 in ℓ1; exact discrete Laplace of scale 1/ε per
+    bin. Returns the noisy integer counts."""
+    return user_histogram(clamp_votes(own_q), CLAMP_STEPS - CLAMP_FLOOR_STEP + 1, epsilon, source)
+
+
+def clamp_histogram_fields(votes: np.ndarray, bound: float) -> dict:
+    """What a release publishes of the clamp's DP histogram (summary.json ``clamp_histogram``): the
+    clamp each bin stands for and its noisy count (a DP output), enough to recompute B with
+    :func:`choose_clamp`."""
+    U = check_bound(bound)
+    return {"clamps": [U * (CLAMP_FLOOR_STEP + i) / CLAMP_STEPS for i in range(int(np.size(votes)))],
+            "noisy_users": [int(v) for v in np.asarray(votes).ravel()]}
+
+
+def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE) -> float:
+    """B from the noisy clamp histogram (post-processing): the bins whose noisy count reaches
+    t = ln(#bins/CLAMP_PHANTOM_RATE)/ε are kept (an empty bin passes with probability
+    ≤ CLAMP_PHANTOM_RATE/#bins, so a phantom bin in ≤ 2 % of histograms, about 1 % at small ε), the others zeroed, and
+    B is the ``quantile`` of the kept counts (the smallest bin whose cumulative count reaches
+    quantile × total), as U·(CLAMP_FLOOR_STEP + bin)/CLAMP_STEPS; the floor U/2 where no bin is
+    kept (the evidence does not show users above it, and the floor is the least noise)."""
+    h = np.asarray(counts, dtype=float)
+    if h.shape != (CLAMP_STEPS - CLAMP_FLOOR_STEP + 1,):
+        raise DpoptInputError(f"`counts` must hold {CLAMP_STEPS - CLAMP_FLOOR_STEP + 1} bins (the clamp votes); "
+                              f"got shape {h.shape}")
+    q = check_nonnegative_float(quantile, "quantile")
+    if not 0.0 < q <= 1.0:
+        raise DpoptInputError(f"`quantile` must be in (0, 1]; got {quantile!r}")
+    U = check_bound(bound)
+    kept = threshold_bins(h, epsilon, CLAMP_PHANTOM_RATE)
+    total = float(kept.sum())
+    step = CLAMP_FLOOR_STEP + (int(np.argmax(np.cumsum(kept) >= q * total)) if total > 0 else 0)
+    return U * step / CLAMP_STEPS
+
+
+def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *, bound: float,
+                        source: IntegerSource, candidates: np.ndarray = RECORD_EDGES) -> PlaceBounds:
+    """(T, B) of the ``place`` release: two DP histograms over users, at ε_T and ε_B, ε_T + ε_B = ε_b
+    (module doc).
+
+    Parameters
+    ----------
+    agg : Aggregate
+        Contributions with samples (values clamped to [0, U] by ingestion).
+    eligible : np.ndarray
+        One boolean per pair: the pairs of listed grids (the public list).
+    epsilon : float
+        ε_b, spent in total on the two measurements.
+    bound : float
+        U.
+    source : IntegerSource
+        The release's integer source (OS CSPRNG for a real release).
+    candidates : np.ndarray
+        The caps T may take: :func:`cap_candidates` of the release's lattice (default all of
+        ``RECORD_EDGES``).
+    """
+    eps = check_epsilon(epsilon)
+    U = check_bound(bound)
+    if agg.samples is None:
+        raise DpoptInputError("the place release reads each user's records: build the contributions with samples "
+                              "(dpopt.privacy.contributions(..., first_records=c) or keep_samples=True)")
+    n_user, own_q = user_statistics(agg, eligible, U)
+    eps_cap = eps * CAP_SHARE
+    noisy = measure_record_histogram(n_user, eps_cap, source)
+    cap, factors = choose_cap(denoise_histogram(noisy, eps_cap), candidates=candidates)
+    eps_clamp = eps - eps_cap  # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps), so the two pieces sum to ε_b
+    votes = measure_clamp_histogram(own_q, eps_clamp, source)
+    return PlaceBounds(cap=cap, clamp=choose_clamp(votes, eps_clamp, U), epsilon=eps, histogram=noisy,
+                       cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes)

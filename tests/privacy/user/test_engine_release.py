@@ -1,0 +1,143 @@
+"""The engine end to end through the front door: the budget recounts exactly, every listed grid is
+answered by its own row with an interval, and with little noise an additive truth is recovered."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt.privacy.options import Budget, NoiseOptions
+from dpopt.privacy.user import UserOptions
+from dpopt.records.grid import cell_strings, slot_strings
+from dpopt.release import release_user
+from tests.privacy.user.conftest import make_agg
+
+
+def _additive_records(rng: np.random.Generator, n_users: int = 60) -> tuple[list, np.ndarray]:
+    """Users visiting grids g = 0..47 (6 cells × 8 slots); a record's value is exactly
+    place[g % 6] + time[g // 6], so every grid's truth is additive."""
+    place = np.array([10.0, 30.0, 20.0, 50.0, 40.0, 25.0])
+    time = np.array([0.0, 5.0, 10.0, 2.0, 8.0, 12.0, 4.0, 6.0])
+    rows = []
+    for u in range(n_users):
+        for g in rng.choice(48, size=int(rng.integers(4, 16)), replace=False):
+            for t in range(int(rng.integers(2, 6))):
+                rows.append((f"u{u}", int(g), t, float(place[g % 6] + time[g // 6])))
+    truth = np.array([place[g % 6] + time[g // 6] for g in range(48)])
+    return rows, truth
+
+
+def _release(agg, eps: float, seed: int = 3):
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    return release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=100.0,
+                        noise=NoiseOptions(seed=seed))
+
+
+def test_every_listed_grid_has_its_own_row_and_the_budget_recounts() -> None:
+    rows, _ = _additive_records(np.random.default_rng(0))
+    agg = make_agg(rows)
+    r = _release(agg, 2.0)
+    spend = r.measurements.spend
+    assert spend.unit == "epsilon" and spend.total <= 2.0 + 1e-12 and spend.total >= 2.0 - 1e-6
+    assert abs(sum(spend.pieces.values()) - spend.total) < 1e-12
+    assert any(k.startswith("pilot") for k in spend.pieces) and "bounds" in spend.pieces
+    est = r.estimates
+    t = est.table
+    own = est.answers["node"].to_numpy()
+    info = r.measurements.info["engine"]
+    assert (own < r.measurements.nodes.shape[0]).all() and (r.measurements.nodes["marginal"].to_numpy()[own] == 0).all()
+    np.testing.assert_array_equal(t["cell"].to_numpy()[own], est.answers["cell"].to_numpy())
+    np.testing.assert_array_equal(t["slot"].to_numpy()[own], est.answers["slot"].to_numpy())
+    assert t["released"].to_numpy()[own].all()
+    mean, hw = t["mean"].to_numpy()[own], t["mean_error_bound"].to_numpy()[own]
+    assert np.all((mean >= 0) & (mean <= info.clamp)) and np.all(np.isfinite(hw) & (hw > 0))
+
+
+@pytest.mark.slow
+def test_same_seed_same_release() -> None:
+    rows, _ = _additive_records(np.random.default_rng(1))
+    agg = make_agg(rows)
+    a, b = _release(agg, 5.0, seed=9), _release(agg, 5.0, seed=9)
+    pd.testing.assert_frame_equal(a.estimates.table, b.estimates.table)
+
+
+@pytest.mark.slow
+def test_an_additive_truth_is_recovered_and_covered_when_noise_is_small() -> None:
+    """ε = 10^5: the noise is negligible, the bounding keeps every record (few per user) and the
+    clamp is above every value, so the crossed model must return the additive truth and cover it."""
+    rows, truth = _additive_records(np.random.default_rng(2), n_users=120)
+    agg = make_agg(rows)
+    r = _release(agg, 1e5)
+    est = r.estimates
+    own = est.answers["node"].to_numpy()
+    grid = [int(np.flatnonzero((np.asarray(make_cells()) == c))[0]) for c in est.answers["cell"].to_numpy()]
+    slot = est.answers["slot"].to_numpy() // (3600 * 10**9)
+    expect = truth[np.asarray(grid) + 6 * slot]
+    mean, hw = est.table["mean"].to_numpy()[own], est.table["mean_error_bound"].to_numpy()[own]
+    assert np.median(np.abs(mean - expect)) < 0.5
+    assert np.mean(np.abs(mean - expect) <= hw) >= 0.95
+
+
+def make_cells() -> list[int]:
+    from tests.privacy.user.conftest import CELLS
+
+    return CELLS
+
+
+def test_gaussian_engine_spend_recounts_in_rho() -> None:
+    """ρ-zCDP: every noised piece in ρ, the bounds' pure-ε histograms as ε_b²/2, the total within ρ."""
+    from fractions import Fraction
+
+    rows, _ = _additive_records(np.random.default_rng(5))
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(rho=0.5, mechanism="gaussian"), UserOptions(partitions=parts), bound=100.0,
+                     noise=NoiseOptions(seed=4))
+    spend = r.measurements.spend
+    pieces = dict(spend.pieces)
+    eps_b = Fraction(pieces.pop("bounds_epsilon"))
+    rho = sum((Fraction(v) for v in pieces.values()), Fraction(0)) + eps_b**2 / 2
+    assert spend.unit == "rho" and float(rho) == spend.total and spend.total <= 0.5 + 1e-12
+    assert all(k.endswith("_rho") for k in pieces)
+
+
+def test_a_budget_too_small_for_any_marginal_buys_the_map_wide_mean() -> None:
+    """ε = 0.05 over 60 users: no node of any marginal can pass its count threshold even with the
+    whole budget, so the strategy puts the whole main budget on the marginal with the fewest nodes
+    and every grid is answered near the map-wide mean (never by the centre of the range alone)."""
+    rows, truth = _additive_records(np.random.default_rng(4))
+    agg = make_agg(rows)
+    r = _release(agg, 0.05)
+    info = r.measurements.info["engine"]
+    fewest = int(np.argmin([len(c) and int(np.max(c)) + 1 for c in info.codes]))
+    assert info.strategy.startswith(f"all to {info.names[fewest]}")
+    main = np.asarray(info.main)
+    assert main[fewest] > 0 and np.count_nonzero(main) == 1
+
+
+def test_a_component_is_fitted_only_where_its_marginal_shows_enough_levels() -> None:
+    """Every marginal enters with no node of its own, all of them, or at least MIN_LEVELS (fewer
+    selected by the threshold are pooled);
+    REML fits a marginal's component only where it shows that many; with no listed grid measured above its
+    noise the grids' residual is 0 in the point fit but positive in the interval's components."""
+    from dpopt.hierarchy.node_means import MIN_LEVELS
+
+    rows, _ = _additive_records(np.random.default_rng(5), n_users=120)
+    agg = make_agg(rows)
+    for eps in (1.0, 3.0, 8.0):
+        r = _release(agg, eps, seed=11)
+        est, m = r.estimates, r.measurements
+        info = m.info["engine"]
+        t = est.table
+        entered = np.bincount(t["level"].to_numpy()[np.isfinite(t["mean_direct"].to_numpy())],
+                              minlength=len(info.names))
+        n_nodes = [int(np.max(c)) + 1 for c in info.codes]
+        assert all(e == 0 or e >= MIN_LEVELS or e == n for e, n in zip(entered, n_nodes))
+        comps, upper = est.info["components"], est.info["components_upper"]
+        for i, name in enumerate(info.names[1:], start=1):
+            assert (name in upper) == (entered[i] > 0 and n_nodes[i] > 1)  # a factor of the interval's model
+            if entered[i] < MIN_LEVELS:
+                assert comps.get(name, 0.0) == 0.0  # not fitted by REML
+        if entered[0] < MIN_LEVELS:
+            assert comps.get("residual", 0.0) == 0.0 and upper["residual"] > 0.0

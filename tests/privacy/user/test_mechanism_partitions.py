@@ -1,0 +1,100 @@
+"""Noise laws and the partition-selection threshold, against direct sums of the probability mass."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt._validation import DpoptInputError
+from dpopt.noise import epsilon_rational, integer_source
+from dpopt.noise.discrete_laplace import discrete_laplace_array
+from dpopt.privacy.user.mechanism import DiscreteLaplace, LaplaceSimulation
+from dpopt.privacy.user.partitions import match_partitions, read_partitions, selection_threshold
+
+from .conftest import CELLS, SLOT_NS, make_agg
+
+
+def _dlap_pmf(s: float, lim: int = 20000) -> tuple[np.ndarray, np.ndarray]:
+    z = np.arange(-lim, lim + 1)
+    w = np.exp(-np.abs(z) / s)
+    return z, w / w.sum()
+
+
+@pytest.mark.parametrize(("k", "eps", "delta"), [(1, 1.0, 1e-5), (4, 0.5, 1e-6), (12, 2.0, 1e-3), (3, 10.0, 0.01)])
+def test_discrete_threshold_releases_a_single_user_grid_with_probability_at_most_delta_over_k(k, eps, delta):
+    mech = DiscreteLaplace(integer_source(0), seeded=True)
+    rule = selection_threshold(k, eps, delta, mech)
+    s = k / float(epsilon_rational(eps))
+    z, p = _dlap_pmf(s)
+    p_one = p[1 + z >= rule.threshold].sum()  # a grid with one user
+    assert p_one <= delta / k * (1 + 1e-9)
+    # and the threshold is the smallest integer that does it
+    assert p[1 + z >= rule.threshold - 1].sum() > delta / k
+    assert rule.release_probability(1, mech) == pytest.approx(p_one, rel=1e-6)
+    for users in (2, 50, int(rule.threshold) + 3):
+        assert rule.release_probability(users, mech) == pytest.approx(p[users + z >= rule.threshold].sum(), rel=1e-6)
+
+
+@pytest.mark.parametrize(("k", "eps", "delta"), [(1, 1.0, 1e-5), (5, 0.3, 1e-4)])
+def test_continuous_threshold_closed_form(k, eps, delta):
+    mech = LaplaceSimulation(np.random.default_rng(0))
+    rule = selection_threshold(k, eps, delta, mech)
+    assert rule.threshold == pytest.approx(1 + k / eps * math.log(k / (2 * delta)))
+    b = k / eps
+    assert 0.5 * math.exp(-(rule.threshold - 1) / b) == pytest.approx(delta / k)
+    # Monte Carlo of the release rule for a grid sitting right at the threshold: probability 1/2
+    x = rule.threshold + mech.integer(np.zeros(20000), l1=k, l2=math.sqrt(k), budget=eps)
+    assert abs(np.mean(x >= rule.threshold) - 0.5) < 0.02
+
+
+def test_discrete_abs_quantile_against_pmf():
+    mech = DiscreteLaplace(integer_source(0), seeded=True)
+    for s in (0.7, 3.0, 40.0):
+        z, p = _dlap_pmf(s)
+        for prob in (0.05 / 3, 0.1):
+            x = mech.abs_quantile(s, prob)
+            assert p[np.abs(z) > x].sum() <= prob * (1 + 1e-9)
+            assert p[np.abs(z) > x - 1].sum() > prob
+
+
+def test_discrete_mechanism_uses_the_exact_sampler():
+    mech = DiscreteLaplace(integer_source(7), seeded=True)
+    out = mech.integer(np.array([3, 4]), l1=2, l2=2.0, budget=1.0)
+    src = integer_source(7)
+    s = Fraction(2) / epsilon_rational(1.0)
+    assert list(out) == list(np.array([3, 4]) + discrete_laplace_array(s, 2, src))
+    with pytest.raises(DpoptInputError, match="l1"):
+        mech.integer(np.array([1]), l1=1.5, l2=1.0, budget=1.0)
+
+
+def test_read_partitions_validates_and_matches(tmp_path):
+    import h3
+
+    cells = [h3.int_to_str(c) for c in CELLS[:2]]
+    path = tmp_path / "p.csv"
+    pd.DataFrame({"cell": cells + [cells[0]], "slot": ["1970-01-01T00:00:00Z", "1970-01-01T01:00:00Z",
+                                                       "1970-01-01T00:00:00Z"]}).to_csv(path, index=False)
+    plist = read_partitions(path, h3_resolution=7, slot_ns=SLOT_NS)
+    assert len(plist) == 2  # duplicate merged
+    agg = make_agg([("a", 0, 1, 1.0), ("a", 3, 1, 1.0)])  # grid 0 listed; grid 3 not
+    idx, listed = match_partitions(agg, plist)
+    from .conftest import grid_of
+
+    assert sorted(idx.tolist()) == [-1, grid_of(agg, 0)] and listed.sum() == 1 and listed[grid_of(agg, 0)]
+    bad = pd.DataFrame({"cell": ["nothex"], "slot": ["1970-01-01T00:00:00Z"]})
+    with pytest.raises(DpoptInputError, match="H3"):
+        read_partitions(bad, h3_resolution=7, slot_ns=SLOT_NS)
+    off = pd.DataFrame({"cell": cells[:1], "slot": ["1970-01-01T00:30:00Z"]})
+    with pytest.raises(DpoptInputError, match="lattice"):
+        read_partitions(off, h3_resolution=7, slot_ns=SLOT_NS)
+    with pytest.raises(DpoptInputError, match="resolution"):
+        read_partitions(pd.DataFrame({"cell": [h3.cell_to_parent(cells[0], 6)], "slot": ["1970-01-01T00:00:00Z"]}),
+                        h3_resolution=7, slot_ns=SLOT_NS)
+    with pytest.raises(DpoptInputError, match="columns"):
+        read_partitions(pd.DataFrame({"cell": cells}), h3_resolution=7, slot_ns=SLOT_NS)
+    with pytest.raises(DpoptInputError, match="delta"):
+        selection_threshold(2, 1.0, 0.0, LaplaceSimulation(np.random.default_rng(0)))
