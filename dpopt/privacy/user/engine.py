@@ -59,6 +59,7 @@ from .bounding import lattice_values
 from .levels import level_node_sums, used_budget
 from .place_bounds import cap_candidates, choose_place_bounds
 from .record_cap import capped_records
+from .sensitivity import sensitivities
 from .split import split_budget
 from ...noise.sources import SeededSource
 from ..options import Budget, NoiseOptions
@@ -164,12 +165,12 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
                     half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp))
 
 
-def _noisy(mech: Any, exact: np.ndarray, l1: int, budget: float, unit_size: float, n: int
+def _noisy(mech: Any, exact: np.ndarray, l1: int, l2: float, budget: float, unit_size: float, n: int
            ) -> tuple[np.ndarray, NoiseLaw]:
-    """One query: ``exact`` (lattice integers) with noise of ℓ1 = ℓ2 = ``l1`` (models/engine.md §2),
-    in value units, and its exact law."""
-    noisy = unit_size * np.asarray(mech.integer(exact, l1=l1, l2=float(l1), budget=budget), dtype=float)
-    law = NoiseLaw(noise_family(mech), np.full(n, unit_size * mech.scale(l1=l1, l2=float(l1), budget=budget)),
+    """One query: ``exact`` (lattice integers) with noise of sensitivities ``l1``, ``l2``
+    (models/engine.md §2), in value units, and its exact law."""
+    noisy = unit_size * np.asarray(mech.integer(exact, l1=l1, l2=l2, budget=budget), dtype=float)
+    law = NoiseLaw(noise_family(mech), np.full(n, unit_size * mech.scale(l1=l1, l2=l2, budget=budget)),
                    unit_size if mech.real_release else 0.0)
     return noisy, law
 
@@ -178,7 +179,9 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
     """Noisy count and centred sum of every marginal with budget > 0 (split between them by
     :func:`dpopt.privacy.user.split.split_budget`), and with ``spread`` the centred sum of squares of the
     smallest marginal; NaN where a marginal got nothing."""
-    T = b.cap
+    # every marginal is a sum of the same ≤ T kept records per user: the (k, c) = (1, T) sensitivities
+    # of the user model (all of a user's records in one node at worst; models/engine.md §2)
+    sens = sensitivities(1, b.cap, b.clamp, lam=b.lam)
     out = _Phase([], [], [], [], {})
     fin = b.cands[0].marginal
     for i, (mn, bud) in enumerate(zip(b.cands, budgets)):
@@ -190,16 +193,17 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
         sq = spread and i == b.smallest
         sp = split_budget(float(bud), bound=b.clamp, unit=mech.unit, weight_mean=1.0, weight_variance=1.0 if sq else 0.0)
         name = mn.marginal.name(fin.h3_resolution, fin.slot_ns)
-        for key, exact, l1, budget, unit_size, target in (
-                ("count", b.R[i], T, sp.count, 1.0, (out.count, out.count_law)),
-                ("sum", b.Y[i], T * b.half_sum, sp.sum, b.lam, (out.total, out.total_law))):
+        for key, exact, l1, l2, budget, unit_size, target in (
+                ("count", b.R[i], sens.count_l1, sens.count_l2, sp.count, 1.0, (out.count, out.count_law)),
+                ("sum", b.Y[i], sens.sum_l1_units, sens.sum_l2_units, sp.sum, b.lam, (out.total, out.total_law))):
             used = used_budget(budget, mech)
-            value, law = _noisy(mech, exact, l1, used, unit_size, mn.n_nodes)
+            value, law = _noisy(mech, exact, l1, l2, used, unit_size, mn.n_nodes)
             target[0].append(value), target[1].append(law)
             out.spent[f"{tag} {key} {name}"] = used
         if sq:
             used = used_budget(sp.sumsq, mech)
-            out.spread, out.spread_law = _noisy(mech, b.Z, T * b.half_sumsq, used, b.lam, mn.n_nodes)
+            out.spread, out.spread_law = _noisy(mech, b.Z, sens.sumsq_l1_units, sens.sumsq_l2_units, used, b.lam,
+                                                mn.n_nodes)
             out.spent[f"{tag} sum of squares {name}"] = used
     return out
 
