@@ -95,7 +95,7 @@ def write_geo_files(folder: str | Path) -> dict[str, str]:
     """Write release.geojson and (with pyarrow) release.parquet into ``folder`` from its
     release.csv; returns key → file name relative to ``folder``."""
     folder = Path(folder)
-    table = pd.read_csv(folder / "release.csv")
+    table = pd.read_csv(folder / "release.csv", low_memory=False)  # one dtype per column, however long
     (folder / GEO_FILES[0]).write_text(geojson_text(table), encoding="utf-8")
     out = {"geojson": GEO_FILES[0]}
     if _write_parquet(table, folder / GEO_FILES[1]):

@@ -36,7 +36,7 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: boo
     from .folder import folder_mode
     from .html import write_html_report
 
-    table = pd.read_csv(tmp / "release.csv")
+    table = pd.read_csv(tmp / "release.csv", low_memory=False)  # one dtype per column, however long
     summary = json.loads((tmp / "summary.json").read_text())
     m = getattr(result, "measured", None) or getattr(result, "measurements", None)
     zone = getattr(m, "info", {}).get("timezone") if m is not None and not callable(m) else None

@@ -1,6 +1,7 @@
-"""The place release (the default with a public list) at scale: the whole CLI run on synthetic records.
+"""The user release with a public list at scale: the whole CLI run on synthetic records, for a strategy
+(``--strategy optimised``, the engine and the default, or ``place``).
 
-    nice PYTHONPATH=$PWD python tests/benchmarks/bench_place_scale.py --sizes 1e6 1e7
+    nice PYTHONPATH=$PWD python tests/benchmarks/bench_place_scale.py --sizes 1e6 1e7 --strategy optimised
 
 Records: :func:`bench_scale.make_records` (Parquet, Zipf(1.5) users over n/100 ids, 20 clustered
 centres with per-user drift, 30 days, values in [0, 120]). The public list is every (res-7 cell,
@@ -10,9 +11,9 @@ harness's choice: a real list comes from outside the data). One job per size, a 
     dpopt release records.parquet --privacy user --bound 120 --epsilon-total 10
         --partitions list.csv --h3-resolution 7 --slot 1h --out DIR --seed 1
 
-(the default ``--resolution auto`` runs the place release: read and aggregate with the first
-``max_records`` records per (user, grid), the DP cap and clamp, the record cap, the levels, the tree
-BLUP, the writers with report.html and map.png). Wall clock, CPU (user + system) and peak RSS of the
+plus ``--strategy S`` (optimised: the engine's bounds, pilot, between statistic, strategy model,
+main measurement and crossed fit; place: the cell and map levels and their shrinkage; both with the
+writers, report.html and map.png). Wall clock, CPU (user + system) and peak RSS of the
 process (``wait4``). Appends to tests/benchmarks/results/place_scale.md.
 """
 
@@ -49,7 +50,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def one_size(n: int, tmp: Path, repeat: int) -> list[dict]:
+def one_size(n: int, tmp: Path, repeat: int, strategy: str) -> list[dict]:
     data, plist = tmp / f"r{n}.parquet", tmp / f"list{n}.csv"
     subprocess.run([sys.executable, str(HERE / "bench_scale.py"), "--make", str(data), str(n), "parquet"], check=True,
                    env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -62,9 +63,9 @@ def one_size(n: int, tmp: Path, repeat: int) -> list[dict]:
         cpu: list[float] = []
         sec, mib, _ = run_job(CLI, "release", str(data), "--privacy", "user", "--bound", "120", "--epsilon-total", "10",
                               "--partitions", str(plist), "--h3-resolution", "7", "--slot", "1h", "--out", str(out),
-                              "--seed", "1", cpu=cpu)
+                              "--seed", "1", "--strategy", strategy, cpu=cpu)
         summary = json.loads((out / "summary.json").read_text())
-        rows.append({"n": n, "grids": grids, "users": users, "records": records, "seconds": sec, "cpu": cpu[0],
+        rows.append({"strategy": strategy, "n": n, "grids": grids, "users": users, "records": records, "seconds": sec, "cpu": cpu[0],
                      "peak_mib": mib, "load": f"{load:.1f}-{os.getloadavg()[0]:.1f}",
                      "shape": summary.get("shape"), "record_cap": summary.get("record_cap"),
                      "nodes": summary.get("grids_released")})
@@ -73,10 +74,11 @@ def one_size(n: int, tmp: Path, repeat: int) -> list[dict]:
 
 
 def write_markdown(rows: list[dict]) -> None:
-    lines = [f"## Place release at scale ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-             "`bench_place_scale.py`)", "",
+    strategies = sorted({r["strategy"] for r in rows})
+    lines = [f"## User release with a list at scale, --strategy {', '.join(strategies)} "
+             f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `bench_place_scale.py`)", "",
              "Whole CLI run (`dpopt release ... --privacy user --epsilon-total 10 --partitions list.csv "
-             "--h3-resolution 7 --slot 1h`, the default place release) on bench_scale.py's synthetic Parquet "
+             "--h3-resolution 7 --slot 1h --strategy S`) on bench_scale.py's synthetic Parquet "
              "records, one fresh process per run: wall, CPU (user + system), peak RSS; T and the released "
              "nodes from summary.json.", "",
              "| records | listed grids | users | wall | CPU | peak RSS | load | T | released nodes |",
@@ -92,11 +94,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--strategy", default="optimised", choices=["optimised", "place", "adaptive", "fixed"])
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            rows += one_size(int(size), Path(tmp), args.repeat)
+            rows += one_size(int(size), Path(tmp), args.repeat, args.strategy)
     write_markdown(rows)
 
 

@@ -447,7 +447,7 @@ def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, f
     v = unit_v / np.maximum(node_n, 0.5) ** 2
     constant, r_vary = [], np.zeros(n_nodes)
     for f, fc in factors.items():
-        levels = np.bincount(np.unique(np.stack([code, fc], axis=1), axis=0)[:, 0], minlength=n_nodes)
+        levels = _levels_inside(code, fc, n_nodes)
         if levels.max() == 1:
             constant.append(f)
         else:
@@ -462,7 +462,15 @@ def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, f
     return Candidate(marginal=name, option="cap T", node=code, v=v, informs=informs, must="not" if useless else None)
 
 
+def _levels_inside(coarse: np.ndarray, fine: np.ndarray, n_coarse: int | None = None) -> np.ndarray:
+    """The number of distinct levels of ``fine`` inside each level of ``coarse`` (non-negative int
+    codes per grid), from one sort of the pairs' combined int64 keys."""
+    coarse = np.asarray(coarse, dtype=np.int64)
+    width = int(np.max(fine)) + 1 if np.size(fine) else 1
+    pairs = np.unique(coarse * width + np.asarray(fine, dtype=np.int64))
+    return np.bincount(pairs // width, minlength=0 if n_coarse is None else n_coarse)
+
+
 def _varies_within(fine: np.ndarray, coarse: np.ndarray) -> bool:
     """Does factor ``fine`` take several levels inside some level of ``coarse``?"""
-    pairs = np.unique(np.stack([coarse, fine], axis=1), axis=0)
-    return bool(np.bincount(pairs[:, 0]).max() > 1)
+    return bool(_levels_inside(coarse, fine).max() > 1)
