@@ -13,6 +13,10 @@ whose variance holds the estimation error of μ and of every effect *and* the gr
 the model leaves unexplained (σ²_e, where the grid's own measurement says little): an interval
 for that grid's truth, not for a coarser node's. Every measured coarser node is published too,
 with the posterior of its weighted mean.
+
+Where the model's factorisation does not fit in memory (hundreds of thousands of levels of an
+interaction marginal), the factor with the most levels is left out and the fit repeated; its nodes
+still enter as observations, and the fit's status says which factors were left out.
 """
 
 from __future__ import annotations
@@ -59,7 +63,6 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     if info is None:
         raise DpoptInputError("`measurements` must come from the engine (dpopt.privacy.user.engine.measure_engine)")
     B = float(info.clamp)
-    K = len(info.codes)
     sizes = [int(n) for n in np.diff(np.append(info.offsets, m.n_nodes))]
     parts = [_phases(m, slice(int(o), int(o) + s)) for o, s in zip(info.offsets, sizes)]
     factors, A, y, s2, kept = crossed_inputs(list(info.codes), list(info.names), [p[0] for p in parts],
@@ -67,25 +70,20 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
                                              centre=B / 2.0, half_range=B / 2.0)
     if y.size == 0:  # nothing readable at this budget: every grid gets the whole declared range
         return _nothing(m, info, parts, float(confidence))
-    # the point estimate fits by REML only the components the measurements identify (module doc)
-    names = {name: k.size for name, k in zip(info.names, kept)}
-    seen = {f: code for f, code in factors.items() if names[f] >= MIN_LEVELS}
-    grid_seen = kept[0].size >= MIN_LEVELS
-    fit = fit_crossed(seen, A, y, s2, residual=grid_seen, confidence=float(confidence), variances=False)
-    cap = min(spread_bound(m, info, parts), between_bound(info, parts))
-    given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
-    every = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), sigma2=given, variances=False)
-    upper = component_upper_bounds(every, A, y, s2, cap=cap)
-    wide = fit_crossed(factors, A, y, s2, residual=True, confidence=float(confidence), sigma2=upper)
     z = NormalDist().inv_cdf(0.5 + float(confidence) / 2.0)
+    cap = min(spread_bound(m, info, parts), between_bound(info, parts))
     w = grid_weights(parts[0][0], parts[0][1])
-    mean, var = np.empty(m.n_nodes), np.empty(m.n_nodes)
-    for i in range(K):
-        rows = slice(int(info.offsets[i]), int(info.offsets[i]) + sizes[i])
-        W = _node_matrix(info.codes[i], sizes[i], w)
-        mean[rows] = W @ fit.grid_mean
-        v = wide.grid_var[np.argsort(info.codes[i])] if i == 0 else wide.node(W).var  # the finest: the grids
-        var[rows] = np.minimum(v, cap + fit.mu_var)  # a mean in [0, B] varies by ≤ cap
+    dropped: list[str] = []
+    while True:  # a factor whose levels do not fit in memory is left out, the largest first (module doc)
+        try:
+            fit, upper, mean, var = _posterior(m, info, factors, A, y, s2, kept, w, cap, float(confidence))
+            break
+        except MemoryError:
+            if not factors:
+                raise
+            largest = max(factors, key=lambda f: int(np.max(factors[f])) + 1)
+            dropped.append(largest)
+            factors = {f: code for f, code in factors.items() if f != largest}
     direct = np.full(m.n_nodes, np.nan)
     direct_hw = np.full(m.n_nodes, np.inf)
     offset = 0
@@ -104,11 +102,38 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": m.finest["node"].to_numpy(dtype=np.int64)})
     summary = {"components": dict(fit.sigma2), "components_upper": upper, "spread_bound": cap, "z": z,
-               "fit": fit.status,
+               "fit": fit.status + ("" if not dropped else
+                                    f"; without the factors {', '.join(dropped)} (their levels did not fit in "
+                                    "memory: their nodes enter as observations only)"),
                "interval": "z * sqrt(posterior variance of the grid's mean under the crossed model)",
                "nodes_released": int(released.sum()), "target": float("nan")}
     return Estimates(table=table, answers=answers, confidence=float(confidence), method=METHOD, measurements=m,
                      info=summary)
+
+
+def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray,
+               kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float
+               ) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
+    """(point fit, the interval's components, mean and variance of every node) of the crossed model
+    with ``factors``: REML fits only the components the measurements identify (module doc), the
+    interval integrates the others over [0, ``cap``]."""
+    names = {name: k.size for name, k in zip(info.names, kept)}
+    seen = {f: code for f, code in factors.items() if names[f] >= MIN_LEVELS}
+    grid_seen = kept[0].size >= MIN_LEVELS
+    fit = fit_crossed(seen, A, y, s2, residual=grid_seen, confidence=confidence, variances=False)
+    given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
+    every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)
+    upper = component_upper_bounds(every, A, y, s2, cap=cap)
+    wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
+    sizes = [int(n) for n in np.diff(np.append(info.offsets, m.n_nodes))]
+    mean, var = np.empty(m.n_nodes), np.empty(m.n_nodes)
+    for i in range(len(info.codes)):
+        rows = slice(int(info.offsets[i]), int(info.offsets[i]) + sizes[i])
+        W = _node_matrix(info.codes[i], sizes[i], w)
+        mean[rows] = W @ fit.grid_mean
+        v = wide.grid_var[np.argsort(info.codes[i])] if i == 0 else wide.node(W).var  # the finest: the grids
+        var[rows] = np.minimum(v, cap + fit.mu_var)  # a mean in [0, B] varies by ≤ cap
+    return fit, upper, mean, var
 
 
 #: points of the grid in log σ² over which each component's likelihood is integrated (a quadrature

@@ -141,3 +141,31 @@ def test_a_component_is_fitted_only_where_its_marginal_shows_enough_levels() -> 
                 assert comps.get(name, 0.0) == 0.0  # not fitted by REML
         if entered[0] < MIN_LEVELS:
             assert comps.get("residual", 0.0) == 0.0 and upper["residual"] > 0.0
+
+
+def test_a_factor_that_does_not_fit_in_memory_is_left_out_and_said(monkeypatch) -> None:
+    """A MemoryError from the crossed fit with the largest factor present: the estimate is repeated
+    without it, every listed grid still has its row, and the fit's status names the factor left out."""
+    import dpopt.estimation.crossed_estimate as ce
+
+    rows, _ = _additive_records(np.random.default_rng(6), n_users=120)
+    agg = make_agg(rows)
+    r0 = _release(agg, 8.0, seed=2)
+    info = r0.measurements.info["engine"]
+    factors = [n for n in r0.estimates.info["components_upper"] if n != "residual"]
+    assert factors
+    largest = max(factors, key=lambda f: int(np.max(info.codes[list(info.names).index(f)])) + 1)
+    real = ce.fit_crossed
+
+    def short_of_memory(fs, *args, **kwargs):
+        if largest in fs:
+            raise MemoryError("Not enough memory to perform factorization.")
+        return real(fs, *args, **kwargs)
+
+    monkeypatch.setattr(ce, "fit_crossed", short_of_memory)
+    est = ce.estimate_crossed(r0.measurements)
+    assert f"without the factors {largest}" in est.info["fit"]
+    own = est.answers["node"].to_numpy()
+    assert np.all(np.isfinite(est.table["mean"].to_numpy()[own]))
+    assert np.all(np.isfinite(est.table["mean_error_bound"].to_numpy()[own]))
+    assert largest not in est.info["components_upper"]
