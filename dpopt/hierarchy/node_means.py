@@ -86,6 +86,18 @@ def grid_weights(count: np.ndarray, count_var: np.ndarray) -> np.ndarray:
     return np.maximum(c, np.maximum(sd, 1.0))
 
 
+def _ratio(n: np.ndarray, var_n: np.ndarray, total: np.ndarray, var_y: np.ndarray, *, centre: float,
+           half_range: float) -> tuple[np.ndarray, np.ndarray]:
+    """(y, s²) of nodes with noisy counts n and centred sums: the ratio mean centre + total/n and its
+    delta-method variance with (y − centre)² capped at ``half_range``² and the count's lower end
+    n − sd(n) in the denominator (conservative: the delta method's variance is too small exactly where
+    the count's noise made n too large, the nodes whose ratio it pulls toward the centre; the tree
+    BLUP's rule, models/hierarchy.md)."""
+    d = np.clip(total / n, -half_range, half_range)
+    n_lo = np.maximum(n - np.sqrt(var_n), 1.0)
+    return centre + total / n, (var_y + d * d * var_n) / (n_lo * n_lo)
+
+
 def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray, total: np.ndarray,
                       total_var: np.ndarray, *, centre: float, half_range: float, weights: np.ndarray,
                       most: float = np.inf) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
@@ -103,14 +115,7 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     thr = count_threshold(n_nodes) * np.sqrt(var_n)
     kept = np.flatnonzero(np.isfinite(count) & np.isfinite(total) & (count >= np.maximum(thr, 1.0))
                           & (count - thr <= most) & (thr <= most))
-    n = count[kept]
-    d = np.clip(total[kept] / n, -half_range, half_range)
-    y = centre + total[kept] / n
-    # the count's lower end n − sd(n) in the denominator (conservative): the delta method's variance
-    # is too small exactly where the count's noise made n too large, the nodes whose ratio it pulls
-    # toward the centre (the tree BLUP's rule, models/hierarchy.md)
-    n_lo = np.maximum(n - np.sqrt(var_n[kept]), 1.0)
-    s2 = (var_y[kept] + d * d * var_n[kept]) / (n_lo * n_lo)
+    y, s2 = _ratio(count[kept], var_n[kept], total[kept], var_y[kept], centre=centre, half_range=half_range)
     row_of = np.full(n_nodes, -1, dtype=np.int64)
     row_of[kept] = np.arange(kept.size)
     g = np.flatnonzero(row_of[code] >= 0)
@@ -146,12 +151,12 @@ def ratio_row(grids: np.ndarray, n: float, vn: float, t: float, vt: float, *, ce
     thr = count_threshold(1) * math.sqrt(vn)
     if not (n >= max(thr, 1.0) and n - thr <= most and thr <= most):
         return None
-    d = min(max(t / n, -half_range), half_range)
-    n_lo = max(n - math.sqrt(vn), 1.0)
+    y, s2 = _ratio(np.array([n]), np.array([vn]), np.array([t]), np.array([vt]), centre=centre,
+                   half_range=half_range)
     g = np.flatnonzero(grids)
     w = np.asarray(weights, dtype=float)[g]
     A = sp.csr_matrix((w / w.sum(), (np.zeros(g.size, dtype=np.int64), g)), shape=(1, np.size(grids)))
-    return A, np.array([centre + t / n]), np.array([(vt + d * d * vn) / (n_lo * n_lo)])
+    return A, y, s2
 
 
 def pooled_observation(code: np.ndarray, count: np.ndarray, count_var: np.ndarray, total: np.ndarray,
@@ -263,8 +268,7 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
         if k.size == 0 and sums[0].all():  # no node entered: the pool is the marginal's total
             whole.append(sums[1:])
             continue
-        row = ratio_row(sums[0][np.asarray(code, dtype=np.int64)], *sums[1:], centre=centre, half_range=half_range,
-                        weights=w, most=most)
+        row = pooled_observation(code, n, vn, t, vt, k, centre=centre, half_range=half_range, weights=w, most=most)
         if row is not None:
             pools.append(row)
     if whole:  # the totals of several marginals measure one total: combined before the ratio is taken
