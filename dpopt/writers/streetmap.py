@@ -1,5 +1,5 @@
 """The street map of report.html: the published hexagons over an OpenStreetMap basemap, drawn with
-Leaflet (vendored under ``static/leaflet``, BSD-2-Clause, inlined into the page).
+Leaflet (vendored under ``static/vendor/leaflet``, BSD-2-Clause, inlined into the page).
 
 Only the basemap tiles come from the network. When they load, the hexagons sit on the streets;
 when they cannot (offline, a blocked host, ``tiles=None``) the same map shows a plain background
@@ -35,7 +35,7 @@ OSM_ATTRIBUTION = '© <a href="https://www.openstreetmap.org/copyright">OpenStre
 @lru_cache(maxsize=1)
 def leaflet_assets() -> tuple[str, str]:
     """(leaflet.css, leaflet.js) of the vendored Leaflet, ready to inline (no source-map line)."""
-    base = resources.files("dpopt.writers") / "static" / "leaflet"
+    base = resources.files("dpopt.writers") / "static" / "vendor" / "leaflet"
     css = (base / "leaflet.css").read_text(encoding="utf-8")
     js = (base / "leaflet.js").read_text(encoding="utf-8")
     js = "\n".join(line for line in js.splitlines() if not line.startswith("//# sourceMappingURL"))
