@@ -389,8 +389,14 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
     assign = np.empty(L, dtype=np.int64)
     assign[:p] = np.arange(p)
     fills: list[int] = c[:p].tolist()
-    # buckets of non-full arrays by fill level (min-heaps of indices), sorted list of levels
-    open_idx = np.flatnonzero(c[:p] < m)
+    assign[p:] = _best_fit_rest(c[p:].tolist(), m, fills, _open_buckets(c[:p], m))
+    return _grouping("best_fit", m, perm, retained, assign, assign + 1, np.asarray(fills, dtype=np.int64), 0)
+
+
+def _open_buckets(c: np.ndarray, m: int) -> dict[int, list[int]]:
+    """The arrays ``0..len(c)−1`` (array k holds ``c[k]``) that are not full, by fill level: each
+    level's array indices ascending (a valid min-heap)."""
+    open_idx = np.flatnonzero(c < m)
     buckets: dict[int, list[int]] = {}
     if open_idx.size:
         lv = c[open_idx]
@@ -399,9 +405,16 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
         cuts = np.flatnonzero(np.diff(lv_s)) + 1
         for level, members in zip(lv_s[np.r_[0, cuts]].tolist(), np.split(idx_s, cuts)):
             buckets[level] = members.tolist()  # ascending: a valid heap
+    return buckets
+
+
+def _best_fit_rest(rest: list[int], m: int, fills: list[int], buckets: dict[int, list[int]]) -> list[int]:
+    """BestFit's loop over the users after the prefix: the array of each of ``rest`` (kept samples).
+
+    ``fills`` (one per array opened so far) and ``buckets`` (:func:`_open_buckets`) are updated in place.
+    """
     levels = _SortedInts(sorted(buckets))
-    nk = p
-    rest = c[p:].tolist()
+    nk = len(fills)
     out = [0] * len(rest)
     heappop, heappush = heapq.heappop, heapq.heappush
     floor, add, discard = levels.floor, levels.add, levels.discard
@@ -428,5 +441,4 @@ def best_fit(counts: Any, length: int, *, order: OrderLike = "nonincreasing") ->
                 add(f)
             else:
                 heappush(h2, k)
-    assign[p:] = out
-    return _grouping("best_fit", m, perm, retained, assign, assign + 1, np.asarray(fills, dtype=np.int64), 0)
+    return out

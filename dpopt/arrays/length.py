@@ -583,28 +583,17 @@ def lemma_v4_thresholds(counts: Any) -> tuple[float, float]:
 # --------------------------------------------------------------------------- entry point
 
 
-def optimal_array_length(
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    method: Method = "exact",
-    solver: str | None = None,
-    time_limit: float | None = None,
-    low: int | None = None,
-    high: int | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> ArrayLengthPlan:
+def optimal_array_length(counts: Any, bound: float, epsilon: float, *, method: Method = "exact",
+                         solver: str | None = None, time_limit: float | None = None, low: int | None = None,
+                         high: int | None = None, options: Mapping[str, Any] | None = None) -> ArrayLengthPlan:
     """Choose the array length m of pseudo-user Array-Averaging (seed 003).
 
     Parameters
     ----------
     counts : array-like of int, shape (L,)
         Samples per user m_ℓ ≥ 1 (public).
-    bound : float
-        Sample bound U > 0.
-    epsilon : float
-        Privacy parameter ε > 0.
+    bound, epsilon : float
+        Sample bound U > 0 and privacy parameter ε > 0.
     method : {"exact", "surrogate", "heuristic", "median"}, keyword-only
         ``"exact"``: m_UB(ε), the smallest minimiser of E_ε (eq. (13), Lemma V.2).
         ``"surrogate"``: minimiser of the convex problem (19) (ERRATA E7).
@@ -643,39 +632,29 @@ def optimal_array_length(
     solver = choices[0] if solver is None else check_choice(solver, "solver", choices)
     U, eps, prof = _setup(counts, bound, epsilon)
     m_opt, e_opt = _exact_enumeration(prof, U, eps)
-    status = Status.OPTIMAL
-    gap = 0.0
-    objective = math.nan
+    m, objective, status, gap = _choose_length(method, solver, prof, U, eps, m_opt, e_opt, low=low, high=high,
+                                               time_limit=time_limit, options=options)
+    gam = int(prof.gamma(np.int64(m)))
+    bias, noise = _error_from_gamma(np.array([gam]), np.array([m]), prof.total, U, eps)
+    return ArrayLengthPlan(
+        length=int(m), error=float(bias[0] + noise[0]), bias=float(bias[0]), noise=float(noise[0]),
+        retained_total=gam, method=method, solver=solver, status=status, objective=objective,
+        optimal_length=m_opt, optimal_error=e_opt, bound=U, epsilon=eps, num_users=prof.num_users,
+        total_samples=prof.total, gap=gap,
+    )
+
+
+def _choose_length(method: str, solver: str, prof: CountProfile, U: float, eps: float, m_opt: int, e_opt: float, *,
+                   low: int | None, high: int | None, time_limit: float | None,
+                   options: Mapping[str, Any] | None) -> tuple[int, float, Status, float]:
+    """The length ``method`` chooses with ``solver`` (:func:`optimal_array_length`); returns
+    (m, objective, status, gap)."""
+    status, gap, objective = Status.OPTIMAL, 0.0, math.nan
     if method == "exact":
-        if solver == "enumeration":
-            m, objective = m_opt, e_opt
-        elif solver == "scan":
-            m, objective = _exact_scan(prof, U, eps)
-        else:
-            from ..solve import solve_bounded as solve
-
-            res = solve(array_length_milp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
-            status, gap = res.status, float(res.gap)
-            if res.x is None:
-                m, objective = m_opt, math.nan
-            else:
-                j = int(np.argmax(res.value("choose")))
-                m, objective = int(prof.values[j]), float(res.objective)
+        m, objective, status, gap = _exact_choice(prof, U, eps, solver, m_opt, e_opt, time_limit=time_limit,
+                                                  options=options)
     elif method == "surrogate":
-        if solver == "closed-form":
-            m = surrogate_length(prof.sorted_counts, eps)
-            objective = float(surrogate_objective(prof.sorted_counts, U, eps, m))
-        else:
-            from ..solve import solve_bounded as solve
-
-            res = solve(surrogate_lp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
-            status = res.status
-            if res.x is None:
-                m, objective = surrogate_length(prof.sorted_counts, eps), math.nan
-            else:
-                m_lp = float(res.value("length")[0])
-                m = int(round(m_lp))
-                objective = float(res.objective)
+        m, objective, status = _surrogate_choice(prof, U, eps, solver, time_limit=time_limit, options=options)
     elif method == "heuristic":
         lo, hi = _heuristic_range(prof, low, high)
         if solver == "scan":
@@ -685,23 +664,38 @@ def optimal_array_length(
         objective = float(prof.gamma(m) / math.sqrt(m))
     else:
         m = median_length(prof.sorted_counts)
-    gam = int(prof.gamma(np.int64(m)))
-    bias, noise = _error_from_gamma(np.array([gam]), np.array([m]), prof.total, U, eps)
-    return ArrayLengthPlan(
-        length=int(m),
-        error=float(bias[0] + noise[0]),
-        bias=float(bias[0]),
-        noise=float(noise[0]),
-        retained_total=gam,
-        method=method,
-        solver=solver,
-        status=status,
-        objective=objective,
-        optimal_length=m_opt,
-        optimal_error=e_opt,
-        bound=U,
-        epsilon=eps,
-        num_users=prof.num_users,
-        total_samples=prof.total,
-        gap=gap,
-    )
+    return m, objective, status, gap
+
+
+def _exact_choice(prof: CountProfile, U: float, eps: float, solver: str, m_opt: int, e_opt: float, *,
+                  time_limit: float | None, options: Mapping[str, Any] | None) -> tuple[int, float, Status, float]:
+    """m_UB(ε) by ``solver`` (``m_opt``, ``e_opt``: the enumeration's answer); returns (m, objective,
+    status, gap). A MILP without a point falls back to ``m_opt`` (objective nan)."""
+    if solver == "enumeration":
+        return m_opt, e_opt, Status.OPTIMAL, 0.0
+    if solver == "scan":
+        m, objective = _exact_scan(prof, U, eps)
+        return m, objective, Status.OPTIMAL, 0.0
+    from ..solve import solve_bounded as solve
+
+    res = solve(array_length_milp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
+    if res.x is None:
+        return m_opt, math.nan, res.status, float(res.gap)
+    j = int(np.argmax(res.value("choose")))
+    return int(prof.values[j]), float(res.objective), res.status, float(res.gap)
+
+
+def _surrogate_choice(prof: CountProfile, U: float, eps: float, solver: str, *, time_limit: float | None,
+                      options: Mapping[str, Any] | None) -> tuple[int, float, Status]:
+    """The minimiser of (19) by ``solver``; returns (m, objective, status). An LP without a point
+    falls back to the closed form (objective nan)."""
+    if solver == "closed-form":
+        m = surrogate_length(prof.sorted_counts, eps)
+        return m, float(surrogate_objective(prof.sorted_counts, U, eps, m)), Status.OPTIMAL
+    from ..solve import solve_bounded as solve
+
+    res = solve(surrogate_lp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
+    if res.x is None:
+        return surrogate_length(prof.sorted_counts, eps), math.nan, res.status
+    m_lp = float(res.value("length")[0])
+    return int(round(m_lp)), float(res.objective), res.status

@@ -34,6 +34,25 @@ class Assignment:
         return float(np.sum(weights[self.config >= 0]))
 
 
+@dataclass(frozen=True, eq=False)
+class _Pairs:
+    """The occupancy's (user, grid) pairs: CSR ``rows``, ``cols``, ``cnt``; ``csc_order`` lists them
+    grid by grid (stable) and ``gstart`` is where each grid starts in it (and the end)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    cnt: np.ndarray
+    csc_order: np.ndarray
+    gstart: np.ndarray
+
+    @classmethod
+    def of(cls, occ: Occupancy) -> _Pairs:
+        rows, cols, cnt = pair_arrays(occ)
+        csc_order = np.argsort(cols, kind="stable")
+        gstart = np.searchsorted(cols[csc_order], np.arange(occ.n_grids + 1))
+        return cls(rows=rows, cols=cols, cnt=cnt, csc_order=csc_order, gstart=gstart)
+
+
 def _contrib(cnt: np.ndarray, cap: int, truncate: bool) -> np.ndarray:
     return np.minimum(cnt, cap) if truncate else np.where(cnt <= cap, cnt, 0)
 
@@ -49,10 +68,8 @@ def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weight
     value) no further level is tried and the augmentation is skipped; without a deadline the result
     does not depend on it.
     """
-    rows, cols, cnt = pair_arrays(occ)
+    pairs = _Pairs.of(occ)
     G = occ.n_grids
-    csc_order = np.argsort(cols, kind="stable")
-    gstart = np.searchsorted(cols[csc_order], np.arange(G + 1))
     cfg_grid = table.cfg_grid
     best: tuple[float, int, Assignment] | None = None
     levels = np.unique(table.cfg_level)
@@ -72,19 +89,19 @@ def greedy_assignment(occ: Occupancy, table: ConfigTable, Ks: np.ndarray, weight
         # an upper bound on its coverage cannot
         if best is not None and (ub[k], -K) <= best[:2]:
             continue
-        st = _static_level(table, sels[k], cnt, csc_order, gstart)
+        st = _static_level(table, sels[k], pairs.cnt, pairs.csc_order, pairs.gstart)
         need0 = st.need_grid / np.maximum(weights[st.grids], 1e-300)
         if best is not None and (_level_bound(st.need_grid, weights[st.grids], K * occ.n_users), -K) <= best[:2]:
             continue  # even the fractional knapsack over the users' K slots cannot beat it
-        a = _uniform_pass(occ, table, st, need0, K, rows, cnt, csc_order, gstart)
+        a = _uniform_pass(occ, table, st, need0, K, pairs)
         score = (a.coverage(weights), -K)
         if best is None or score > best[:2]:
             best = (score[0], score[1], a)
     if best is None:
-        return Assignment(config=-np.ones(G, dtype=np.int64), keep=np.zeros(rows.size, dtype=bool)), 0
+        return Assignment(config=-np.ones(G, dtype=np.int64), keep=np.zeros(pairs.rows.size, dtype=bool)), 0
     if deadline is not None and time.perf_counter() > deadline:
         return best[2], -best[1]
-    return _augment(occ, table, best[2], epsilon_total, weights, rows, cols, cnt, csc_order, gstart), -best[1]
+    return _augment(occ, table, best[2], epsilon_total, weights, pairs), -best[1]
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,8 +175,8 @@ def _level_bound(need: np.ndarray, w: np.ndarray, slots: float) -> float:
     return out
 
 
-def _uniform_pass(occ: Occupancy, table: ConfigTable, st: _Level, need0: np.ndarray, K: int, rows: np.ndarray,
-                  cnt: np.ndarray, csc_order: np.ndarray, gstart: np.ndarray) -> Assignment:
+def _uniform_pass(occ: Occupancy, table: ConfigTable, st: _Level, need0: np.ndarray, K: int,
+                  pairs: _Pairs) -> Assignment:
     """One level's greedy: grids by static difficulty, each the configuration needing fewest users
     with capacity left (largest contributions first, ties in CSC order; the first cap on a tie).
 
@@ -168,6 +185,7 @@ def _uniform_pass(occ: Occupancy, table: ConfigTable, st: _Level, need0: np.ndar
     as sorting the available users' contributions (models/budget.md §5), at Python-scalar speed on
     the few pairs of a grid.
     """
+    rows, cnt = pairs.rows, pairs.cnt
     cap_left = [K] * occ.n_users
     config = -np.ones(occ.n_grids, dtype=np.int64)
     keep = np.zeros(rows.size, dtype=bool)
@@ -208,17 +226,13 @@ def _uniform_pass(occ: Occupancy, table: ConfigTable, st: _Level, need0: np.ndar
 
 
 def _augment(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: float, weights: np.ndarray,
-             rows: np.ndarray, cols: np.ndarray, cnt: np.ndarray, csc_order: np.ndarray,
-             gstart: np.ndarray) -> Assignment:
+             pairs: _Pairs) -> Assignment:
     """Second pass with non-uniform budgets: release further grids at any level from the budget
     the uniform pass left, cheapest total spend (users × level) per unit weight first."""
     config = a.config.copy()
-    keep = a.keep & (config[cols] >= 0)
+    keep = a.keep & (config[pairs.cols] >= 0)
     rel = config >= 0
-    bud = np.zeros(occ.n_grids)
-    bud[rel] = table.cfg_budget[config[rel]]
-    spend = np.bincount(rows, weights=bud[cols] * keep, minlength=occ.n_users)
-    lim = epsilon_total * (1.0 + 1e-12)
+    spend = _spend(occ, table, config, keep, pairs)
     cfg_grid = table.cfg_grid
     todo = np.flatnonzero(~rel[cfg_grid])
     if todo.size == 0:
@@ -227,20 +241,56 @@ def _augment(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: f
     gt = cfg_grid[todo]
     starts = np.flatnonzero(np.r_[True, gt[1:] != gt[:-1]])
     grids = gt[starts]
+    sp = _spender(table, todo, spend, epsilon_total * (1.0 + 1e-12), pairs)
+    todo_l, bounds = todo.tolist(), np.r_[starts, todo.size].tolist()
+    group_l = [todo_l[bounds[i]:bounds[i + 1]] for i in range(grids.size)]
+    first = [sp.best_choice(cs) for cs in group_l]
+    order = sorted(range(grids.size), key=lambda i: (math.inf if first[i] is None
+                                                     else first[i][0] / max(weights[grids[i]], 1e-300)))
+    for i in order:
+        if first[i] is None:
+            continue
+        ch = sp.best_choice(group_l[i])
+        if ch is None:
+            continue
+        _, cf, n = ch
+        e = sp.budget[cf]
+        for q in sp.take(cf, n):
+            sp.spend[sp.user_of[q]] += e
+            keep[sp.order_pairs[q]] = True
+        config[grids[i]] = cf
+    return Assignment(config=config, keep=keep)
 
-    # per (grid, cap) row used by a configuration left: its pairs by contribution decreasing (stable)
-    gcs = np.unique(table.cfg_gc[todo])
-    gpos = np.full(table.gc_grid.size, -1, dtype=np.int64)
-    gpos[gcs] = np.arange(gcs.size)
-    seg_start, pairs, v = _ordered_segments(table.gc_grid[gcs], table.gc_cap[gcs], table.truncate, cnt, csc_order,
-                                            gstart)
-    order_pairs, seg_v, user_of, start = pairs.tolist(), v.tolist(), rows[pairs].tolist(), seg_start.tolist()
-    spend_l = spend.tolist()
-    cfg_seg = gpos[table.cfg_gc].tolist() if todo.size else []
-    rmin, budget = table.cfg_rmin.tolist(), table.cfg_budget.tolist()
 
-    def best_choice(cs: list):
-        """The configuration of ``cs`` (table order) whose fewest affordable users cost least."""
+def _spend(occ: Occupancy, table: ConfigTable, config: np.ndarray, keep: np.ndarray, pairs: _Pairs) -> np.ndarray:
+    """Each user's total spend under ``config`` and ``keep`` (the uniform pass's assignment)."""
+    rel = config >= 0
+    bud = np.zeros(occ.n_grids)
+    bud[rel] = table.cfg_budget[config[rel]]
+    return np.bincount(pairs.rows, weights=bud[pairs.cols] * keep, minlength=occ.n_users)
+
+
+@dataclass(eq=False)
+class _Spender:
+    """The augmentation's state: per (grid, cap) row used by a configuration left, its pairs by
+    contribution decreasing (stable), as Python lists; ``spend`` (each user's spend so far) is
+    updated in place; ``lim`` is ε_total with its tolerance."""
+
+    order_pairs: list
+    seg_v: list
+    user_of: list
+    start: list
+    cfg_seg: list
+    rmin: list
+    budget: list
+    spend: list
+    lim: float
+
+    def best_choice(self, cs: list) -> tuple[float, int, int] | None:
+        """The configuration of ``cs`` (table order) whose fewest affordable users cost least:
+        (cost, configuration, users) or None."""
+        budget, rmin, cfg_seg, start = self.budget, self.rmin, self.cfg_seg, self.start
+        spend_l, user_of, seg_v, lim = self.spend, self.user_of, self.seg_v, self.lim
         best = None
         for cf in cs:
             e, need, sg = budget[cf], rmin[cf], cfg_seg[cf]
@@ -258,8 +308,10 @@ def _augment(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: f
                 best = (n * e, cf, n)
         return best
 
-    def take(cf: int, n: int) -> list:
-        e, sg, out = budget[cf], cfg_seg[cf], []
+    def take(self, cf: int, n: int) -> list:
+        """The first ``n`` affordable positions of configuration ``cf``'s segment."""
+        e, sg, out = self.budget[cf], self.cfg_seg[cf], []
+        start, spend_l, user_of, lim = self.start, self.spend, self.user_of, self.lim
         for q in range(start[sg], start[sg + 1]):
             if len(out) == n:
                 break
@@ -267,21 +319,14 @@ def _augment(occ: Occupancy, table: ConfigTable, a: Assignment, epsilon_total: f
                 out.append(q)
         return out
 
-    todo_l, bounds = todo.tolist(), np.r_[starts, todo.size].tolist()
-    group_l = [todo_l[bounds[i]:bounds[i + 1]] for i in range(grids.size)]
-    first = [best_choice(cs) for cs in group_l]
-    order = sorted(range(grids.size), key=lambda i: (math.inf if first[i] is None
-                                                     else first[i][0] / max(weights[grids[i]], 1e-300)))
-    for i in order:
-        if first[i] is None:
-            continue
-        ch = best_choice(group_l[i])
-        if ch is None:
-            continue
-        _, cf, n = ch
-        e = budget[cf]
-        for q in take(cf, n):
-            spend_l[user_of[q]] += e
-            keep[order_pairs[q]] = True
-        config[grids[i]] = cf
-    return Assignment(config=config, keep=keep)
+
+def _spender(table: ConfigTable, todo: np.ndarray, spend: np.ndarray, lim: float, pairs: _Pairs) -> _Spender:
+    """The :class:`_Spender` of the configurations ``todo`` (not empty)."""
+    gcs = np.unique(table.cfg_gc[todo])
+    gpos = np.full(table.gc_grid.size, -1, dtype=np.int64)
+    gpos[gcs] = np.arange(gcs.size)
+    seg_start, order, v = _ordered_segments(table.gc_grid[gcs], table.gc_cap[gcs], table.truncate, pairs.cnt,
+                                            pairs.csc_order, pairs.gstart)
+    return _Spender(order_pairs=order.tolist(), seg_v=v.tolist(), user_of=pairs.rows[order].tolist(),
+                    start=seg_start.tolist(), cfg_seg=gpos[table.cfg_gc].tolist(), rmin=table.cfg_rmin.tolist(),
+                    budget=table.cfg_budget.tolist(), spend=spend.tolist(), lim=lim)

@@ -326,10 +326,10 @@ def plan_hierarchy(occ: Occupancy, ancestors: Any, bound: float, epsilon_total: 
                 choice = cand
         status = Status.TIME_LIMIT if res is None else res.status
         gap = 0.0 if status is Status.OPTIMAL else (math.nan if res is None else res.gap)
-    return _result(nodes, table, crit, choice, eps, status, gap, g_coarse, info, t0)
+    return _result(nodes, table, crit, choice, eps, status=status, gap=gap, g_coarse=g_coarse, info=info, t0=t0)
 
 
-def _result(nodes: NodeTable, table: ConfigTable, crit: Any, choice: np.ndarray, eps: float, status: Status,
+def _result(nodes: NodeTable, table: ConfigTable, crit: Any, choice: np.ndarray, eps: float, *, status: Status,
             gap: float, g_coarse: float, info: dict, t0: float) -> HierarchyPlan:
     nocc = nodes.occupancy
     N = nocc.n_grids

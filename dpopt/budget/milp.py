@@ -129,18 +129,7 @@ def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
     cfg_grid, cfg_cap, cfg_lev = table.cfg_grid, table.cfg_cap, table.cfg_level
     nc = cfg_grid.size
     nl = table.ladder.size
-    has = np.zeros(G, dtype=bool)
-    has[cfg_grid] = True
-    grids = np.flatnonzero(has)
-    gpos = -np.ones(G, dtype=np.int64)
-    gpos[grids] = np.arange(grids.size)
-    Bg = np.zeros(G)
-    np.maximum.at(Bg, cfg_grid, table.cfg_budget)
-    pairs = np.flatnonzero(has[cols])
-    reach = np.bincount(rows[pairs], weights=Bg[cols[pairs]], minlength=occ.n_users)
-    binding_user = reach > epsilon_total * (1.0 + RTOL)
-    bpairs = pairs[binding_user[rows[pairs]]]
-    free = pairs[~binding_user[rows[pairs]]]
+    grids, gpos, bpairs, free = _binding_pairs(occ, table, epsilon_total, rows, cols)
 
     # (grid, level) entries used by configurations; x columns = binding pairs × their grid's levels
     gl = np.unique(cfg_grid * nl + cfg_lev)
@@ -165,39 +154,17 @@ def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
     b.add_rows("link", rows=np.concatenate([np.arange(nx), lr]), cols=np.concatenate([x, y[lj]]),
                vals=np.concatenate([np.ones(nx), -np.ones(lr.size)]), lower=-np.inf, upper=0.0, count=nx)
 
-    # retained per configuration: binding pairs' x at its level, free pairs as a constant
-    # the x columns of (grid, level) gl, expanded over the configurations j of that gl
-    rj, rx = _members(x_gl, gl.size, cfg_gl)
-    m_r = cnt[x_pair[rx]]
-    cap_r = cfg_cap[rj]
-    coef = np.minimum(m_r, cap_r) if table.truncate else np.where(m_r <= cap_r, m_r, 0)
-    # free pairs: constant F_j
-    fj, f_of = _members(cols[free], G, cfg_grid)
-    fm = cnt[free[f_of]]
-    fcap = cfg_cap[fj]
-    fval = np.minimum(fm, fcap) if table.truncate else np.where(fm <= fcap, fm, 0)
-    F = np.bincount(fj, weights=fval, minlength=nc)
-    need = np.maximum(table.cfg_rmin - F, 0.0)
-    # coefficient tightening (valid for binary x): no single pair counts for more than the need
-    coef = np.minimum(coef, need[rj])
+    rj, rx, coef, need = _retained_terms(table, cnt, cols, free, n_grids=G, x_pair=x_pair, x_gl=x_gl,
+                                         cfg_gl=cfg_gl, n_gl=gl.size)
     nz = coef > 0
     b.add_rows("retained", rows=np.concatenate([rj[nz], np.arange(nc)]),
                cols=np.concatenate([x[rx[nz]], y]),
                vals=np.concatenate([coef[nz].astype(float), -need]),
                lower=0.0, upper=np.inf, count=nc)
     # cardinality cut per (grid, level): the x columns of (g, k) are shared by the caps at level k,
-    # so one row Σ_p x_{p,k} ≥ Σ_{j ∈ C(g,k)} n_min(j)·y_j (valid: at most one j is chosen), with
-    # n_min(j) the fewest binding users whose largest contributions cover the need of j; per-cap
+    # so one row Σ_p x_{p,k} ≥ Σ_{j ∈ C(g,k)} n_min(j)·y_j (valid: at most one j is chosen); per-cap
     # rows alone let the LP spread y over the caps and reuse the same fractional x for each
-    n_min = np.zeros(nc)
-    o = np.lexsort((-coef, rj))
-    cs = np.cumsum(coef[o])
-    first = np.searchsorted(rj[o], np.arange(nc))
-    last = np.searchsorted(rj[o], np.arange(nc), side="right")
-    base = np.where(first > 0, cs[np.maximum(first - 1, 0)], 0.0) if cs.size else np.zeros(nc)
-    for jj in np.flatnonzero((need > 0) & (last > first)).tolist():
-        seg = cs[first[jj]:last[jj]] - base[jj]
-        n_min[jj] = min(int(np.searchsorted(seg, need[jj] * (1 - 1e-12))) + 1, last[jj] - first[jj])
+    n_min = _fewest_users(coef, rj, need)
     b.add_rows("cardinality", rows=np.concatenate([x_gl, cfg_gl]), cols=np.concatenate([x, y]),
                vals=np.concatenate([np.ones(nx), -n_min]), lower=0.0, upper=np.inf, count=gl.size)
 
@@ -208,3 +175,63 @@ def build_budget_model(occ: Occupancy, table: ConfigTable, epsilon_total: float,
     return BudgetModel(model=b.build(), table=table, x_pair=x_pair, x_level=x_level, free_pairs=free,
                        pair_grid=cols, pair_count=cnt, n_grids=G, cfg_users_min=n_min,
                        n_binding_users=int(users.size))
+
+
+def _binding_pairs(occ: Occupancy, table: ConfigTable, epsilon_total: float, rows: np.ndarray,
+                   cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The grids with a configuration, their position (−1 elsewhere), and the pairs in them of
+    binding users and of the other (free) users, CSR order (module docstring)."""
+    G = occ.n_grids
+    cfg_grid = table.cfg_grid
+    has = np.zeros(G, dtype=bool)
+    has[cfg_grid] = True
+    grids = np.flatnonzero(has)
+    gpos = -np.ones(G, dtype=np.int64)
+    gpos[grids] = np.arange(grids.size)
+    Bg = np.zeros(G)
+    np.maximum.at(Bg, cfg_grid, table.cfg_budget)
+    pairs = np.flatnonzero(has[cols])
+    reach = np.bincount(rows[pairs], weights=Bg[cols[pairs]], minlength=occ.n_users)
+    binding_user = reach > epsilon_total * (1.0 + RTOL)
+    bpairs = pairs[binding_user[rows[pairs]]]
+    free = pairs[~binding_user[rows[pairs]]]
+    return grids, gpos, bpairs, free
+
+
+def _retained_terms(table: ConfigTable, cnt: np.ndarray, cols: np.ndarray, free: np.ndarray, *, n_grids: int,
+                    x_pair: np.ndarray, x_gl: np.ndarray, cfg_gl: np.ndarray,
+                    n_gl: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Terms of the retained rows: binding pairs' x at the configuration's level, free pairs as a
+    constant. Returns (configuration, x column, Γ_j(m) tightened to the need, need R_min − F_j)."""
+    cfg_grid, cfg_cap = table.cfg_grid, table.cfg_cap
+    nc = cfg_grid.size
+    # the x columns of (grid, level) gl, expanded over the configurations j of that gl
+    rj, rx = _members(x_gl, n_gl, cfg_gl)
+    m_r = cnt[x_pair[rx]]
+    cap_r = cfg_cap[rj]
+    coef = np.minimum(m_r, cap_r) if table.truncate else np.where(m_r <= cap_r, m_r, 0)
+    # free pairs: constant F_j
+    fj, f_of = _members(cols[free], n_grids, cfg_grid)
+    fm = cnt[free[f_of]]
+    fcap = cfg_cap[fj]
+    fval = np.minimum(fm, fcap) if table.truncate else np.where(fm <= fcap, fm, 0)
+    F = np.bincount(fj, weights=fval, minlength=nc)
+    need = np.maximum(table.cfg_rmin - F, 0.0)
+    # coefficient tightening (valid for binary x): no single pair counts for more than the need
+    return rj, rx, np.minimum(coef, need[rj]), need
+
+
+def _fewest_users(coef: np.ndarray, rj: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """n_min(j): the fewest binding users whose largest contributions ``coef`` (of configuration
+    ``rj``) cover the need of j (0 where the need is 0 or j has no binding pair)."""
+    nc = need.size
+    n_min = np.zeros(nc)
+    o = np.lexsort((-coef, rj))
+    cs = np.cumsum(coef[o])
+    first = np.searchsorted(rj[o], np.arange(nc))
+    last = np.searchsorted(rj[o], np.arange(nc), side="right")
+    base = np.where(first > 0, cs[np.maximum(first - 1, 0)], 0.0) if cs.size else np.zeros(nc)
+    for jj in np.flatnonzero((need > 0) & (last > first)).tolist():
+        seg = cs[first[jj]:last[jj]] - base[jj]
+        n_min[jj] = min(int(np.searchsorted(seg, need[jj] * (1 - 1e-12))) + 1, last[jj] - first[jj])
+    return n_min

@@ -185,29 +185,12 @@ def make_criterion(occ: Occupancy, bound: float, *, target: Any, target_variance
     )
 
 
-def plan_budget(
-    occ: Occupancy,
-    bound: float,
-    epsilon_total: float,
-    *,
-    target: Any = None,
-    target_variance: Any = None,
-    criterion: str = "noise",
-    confidence: float = 0.95,
-    weights: Any = None,
-    method: str = "milp",
-    mean_share: float = 0.5,
-    max_caps: int | None = 3,
-    ladder_ratio: float = 2.0,
-    budget_levels: Any = None,
-    truncate: bool = True,
-    noise: NoiseModel | None = None,
-    time_limit: float | None = 60.0,
-    progress: bool = False,
-    frontier: bool = False,
-    _criterion: Any = None,
-    _caps: CapTable | None = None,
-) -> BudgetPlan:
+def plan_budget(occ: Occupancy, bound: float, epsilon_total: float, *, target: Any = None,
+                target_variance: Any = None, criterion: str = "noise", confidence: float = 0.95, weights: Any = None,
+                method: str = "milp", mean_share: float = 0.5, max_caps: int | None = 3, ladder_ratio: float = 2.0,
+                budget_levels: Any = None, truncate: bool = True, noise: NoiseModel | None = None,
+                time_limit: float | None = 60.0, progress: bool = False, frontier: bool = False,
+                _criterion: Any = None, _caps: CapTable | None = None) -> BudgetPlan:
     """Plan a release of all grids under one total budget (models/budget.md).
 
     Parameters
@@ -218,81 +201,98 @@ def plan_budget(
         U: samples lie in [0, U].
     epsilon_total : float
         The budget each user may spend over all released grids and both statistics (``noise.unit``).
-    target : float or array_like (G,), optional
-        τ: the mean's error bound a grid must meet (data units). Default: the knee of the
-        coverage–τ frontier (:func:`dpopt.budget.knee_target`), recorded in ``info["target_rule"]``.
-    target_variance : float or array_like, optional
-        A target for the variance too (then the failure probability is split in halves).
+    target, target_variance : float or array_like (G,), optional
+        τ, the error bound (data units) a grid's mean (and variance: the failure probability is then
+        split in halves) must meet. Default τ: the frontier's knee (:func:`knee_target`, ``info["target_rule"]``).
     criterion : {"noise", "worst_case"}
-        ``noise``: the noise's bound only (kept users a sample of the grid's users);
-        ``worst_case``: worst-case clipping bias + noise (seed 002, ERRATA E1/E10).
+        The noise's bound only, or worst-case clipping bias + noise (models/budget.md §3; ERRATA E1/E10).
     confidence : float
         q in (0, 1); bounds hold with probability ≥ q.
     weights : array_like (G,), optional
         Grid weights (default 1): the objective is Σ weights over grids within target.
     method : {"milp", "greedy"}
         The exact MILP (greedy warm start; never worse than the greedy) or the greedy alone.
-    mean_share : float
-        Fraction of a grid's budget spent on the mean (the rest on the variance).
+    mean_share, ladder_ratio : float
+        Fraction of a grid's budget spent on the mean (the rest on the variance); ratio of the
+        geometric ladder of K (grid budgets are ε_total/K).
     max_caps : int or None
         Candidate pseudo-user caps per grid (log-spread distinct counts); None = every count.
-    ladder_ratio : float
-        Ratio of the geometric ladder of K: grid budgets are ε_total/K.
     budget_levels : array_like, optional
-        Explicit per-grid budget levels (each in (0, ε_total]) instead of the ladder; e.g. ``[ε]``
-        gives seed 002's fixed per-grid budget.
+        Explicit budget levels in (0, ε_total] instead of the ladder (``[ε]``: seed 002's fixed budget).
     truncate : bool
         Users above a grid's cap are truncated to it (pseudo-users); False = suppressed (seed 002).
     noise : NoiseModel, optional
         Default :class:`LaplaceNoise` (unit "epsilon").
     time_limit : float or None
-        Total seconds for the whole plan, frontier included: the knee frontier's greedy
-        passes stop at :data:`FRONTIER_SHARE` of it (the knee is then taken on the τ reached,
-        ``info["frontier"].complete`` is False), the greedy stops trying further ladder levels at
-        the limit, and the MILP gets what remains (skipped, status ``time_limit``, with less than
-        :data:`MIN_MILP_SECONDS` or more than :data:`MILP_COLUMNS_PER_SECOND` columns per second
-        left). HiGHS is interrupted at its deadline, and a large model's solver process is killed
-        at :data:`KILL_SHARE` of the time left (:mod:`.isolated`), so the limit is a hard bound.
-    progress : bool
-        Show a tqdm progress bar over the stages.
-    frontier : bool
-        Also compute the coverage–τ frontier (``info["frontier"]``, public counts only) when a
-        target is given, inside the same time limit (the release publishes it).
+        Total seconds for the whole plan, frontier included; a hard bound (models/budget.md §7).
+    progress, frontier : bool
+        A tqdm progress bar over the stages; the coverage–τ frontier (``info["frontier"]``) with a
+        given target too, inside the same time limit (the release publishes it).
 
     Returns
     -------
     BudgetPlan
     """
     t0 = time.perf_counter()
-    U, eps, w, time_limit = _check_plan_inputs(occ, bound, epsilon_total, method, time_limit, weights,
-                                               ladder_ratio)
-    deadline = None if time_limit is None else t0 + time_limit
-    G = occ.n_grids
-    settings = dict(occ=occ, bound=U, epsilon_total=eps, target_variance=target_variance,
-                    criterion=criterion, confidence=confidence, weights=weights, mean_share=mean_share,
-                    max_caps=max_caps, ladder_ratio=ladder_ratio, budget_levels=budget_levels,
-                    truncate=truncate, noise=noise)
+    U, eps, w, time_limit = _check_plan_inputs(occ, bound, epsilon_total, method, time_limit, weights, ladder_ratio)
+    deadline, fdead = (None, None) if time_limit is None else (t0 + time_limit, t0 + FRONTIER_SHARE * time_limit)
+    settings = dict(occ=occ, bound=U, epsilon_total=eps, target_variance=target_variance, criterion=criterion,
+                    confidence=confidence, weights=weights, mean_share=mean_share, max_caps=max_caps,
+                    ladder_ratio=ladder_ratio, budget_levels=budget_levels, truncate=truncate, noise=noise)
     info: dict[str, Any] = {"settings": settings}
     caps = _caps if _caps is not None else cap_table(occ, max_caps=max_caps, truncate=truncate)
-    if (target is None or frontier) and _criterion is None:
-        # the knee frontier (greedy passes, public counts only) inside the same time limit
-        fdead = None if deadline is None else t0 + FRONTIER_SHARE * time_limit
-        fr = _frontier_points(settings, None, "greedy", fdead, caps, progress)
+    crit = _criterion if _criterion is not None else _plan_criterion(settings, target, frontier, fdead, caps,
+                                                                     progress, info)
+    out = _plan_stages(occ, crit, caps, settings, w, method=method, deadline=deadline, progress=progress, info=info)
+    return _checked_plan(occ, crit, eps, w, out, t0=t0, info=info)
+
+
+def _plan_criterion(settings: dict, target: Any, frontier: bool, deadline: float | None, caps: CapTable,
+                    progress: bool, info: dict) -> Criterion:
+    """The :class:`Criterion` for ``target``, or for the knee of the frontier (greedy passes, public
+    counts only, stopped at ``deadline``) when it is None; the frontier is computed too when
+    ``frontier`` (``info["frontier"]``, and ``info["target_rule"]`` for the knee)."""
+    if target is None or frontier:
+        fr = _frontier_points(settings, None, "greedy", deadline, caps, progress)
         info["frontier"] = fr
         if target is None:
             target = fr.knee
             info["target_rule"] = fr.knee_rule
-    crit = _criterion if _criterion is not None else make_criterion(
-        occ, U, target=target, target_variance=target_variance, criterion=criterion,
-        confidence=confidence, mean_share=mean_share, noise=noise)
+    s = settings
+    return make_criterion(s["occ"], s["bound"], target=target, target_variance=s["target_variance"],
+                          criterion=s["criterion"], confidence=s["confidence"], mean_share=s["mean_share"],
+                          noise=s["noise"])
 
+
+@dataclass(frozen=True, eq=False)
+class _Stages:
+    """What :func:`_plan_stages` hands to :func:`_checked_plan`: the assembled plan, its bounds,
+    retained totals R and largest retained counts Γ*, and the solve's status, gap, coverage bound,
+    the greedy's coverage and K (0 for the MILP)."""
+
+    plan: GridPlan
+    bounds: dict[str, StatisticBounds]
+    retained: np.ndarray
+    retained_max: np.ndarray
+    status: Status
+    gap: float
+    coverage_bound: float
+    greedy_coverage: float
+    degradation: int
+
+
+def _plan_stages(occ: Occupancy, crit: Criterion, caps: CapTable, settings: dict, w: np.ndarray, *,
+                 method: str, deadline: float | None, progress: bool, info: dict) -> _Stages:
+    """The configuration table, the greedy, the MILP (``method="milp"``) and the assembled plan."""
+    eps = settings["epsilon_total"]
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=3 if method == "greedy" else 4, desc="budget plan")
-    ladder, Ks = _ladder(occ, eps, ladder_ratio, budget_levels)
-    table = config_table(occ, crit, ladder, max_caps=max_caps, truncate=truncate, caps=caps)
+    ladder, Ks = _ladder(occ, eps, settings["ladder_ratio"], settings["budget_levels"])
+    table = config_table(occ, crit, ladder, max_caps=settings["max_caps"], truncate=settings["truncate"],
+                         caps=caps)
     info.update(n_configs=int(table.cfg_gc.size), ladder=ladder, ladder_K=Ks)
     _tick(bar)
     greedy, K = greedy_assignment(occ, table, Ks, w, eps, deadline=deadline)
@@ -307,18 +307,28 @@ def plan_budget(
     _tick(bar)
     if bar is not None:
         bar.close()
+    return _Stages(plan=plan, bounds=bounds, retained=R, retained_max=gmax, status=status, gap=gap,
+                   coverage_bound=cbound, greedy_coverage=gcov, degradation=K)
+
+
+def _checked_plan(occ: Occupancy, crit: Criterion, eps: float, w: np.ndarray, out: _Stages, *, t0: float,
+                  info: dict) -> BudgetPlan:
+    """The :class:`BudgetPlan` of ``out``, re-checked from the plan itself (spend, and every released
+    grid within its target from the actual R, Γ* and budgets); ``t0`` is the plan's start time."""
+    plan = out.plan
     if plan.total_cost > eps * (1 + 1e-9):
         raise RuntimeError(f"budget plan spends {plan.total_cost} > epsilon_total {eps}")  # pragma: no cover
-    # re-check from the plan itself (actual R, Γ*, budgets): every released grid must be within
     within = plan.released & (
-        crit.excess(np.arange(G), occ.grid_totals, R, gmax, plan.budget) <= 1e-9 * np.maximum(1.0, crit.target))
+        crit.excess(np.arange(occ.n_grids), occ.grid_totals, out.retained, out.retained_max, plan.budget)
+        <= 1e-9 * np.maximum(1.0, crit.target))
     if np.any(plan.released & ~within):
         raise RuntimeError("budget plan releases a grid above its target")  # pragma: no cover
     return BudgetPlan(
         plan=plan, target=crit.target, target_variance=crit.target_variance, criterion=crit.criterion,
-        confidence=crit.confidence, epsilon_total=eps, bounds=bounds, within_target=within,
-        coverage=float(w[within].sum()), coverage_bound=cbound, status=status, gap=gap,
-        greedy_coverage=gcov, degradation=int(K), solve_time=time.perf_counter() - t0, info=info,
+        confidence=crit.confidence, epsilon_total=eps, bounds=out.bounds, within_target=within,
+        coverage=float(w[within].sum()), coverage_bound=out.coverage_bound, status=out.status, gap=out.gap,
+        greedy_coverage=out.greedy_coverage, degradation=int(out.degradation),
+        solve_time=time.perf_counter() - t0, info=info,
     )
 
 

@@ -416,43 +416,46 @@ def optimal_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1,
     np.maximum(excess, 0.0, out=excess)  # (U m_ℓ − T)⁺
     excess_sum = float(excess.sum())
     if d == 1:
-        lower = excess / mf
-        lower *= 0.5  # a_ℓ = (U m_ℓ − T)⁺ / (2 m_ℓ)
-        # (U m)/m may round above U (U = 0.1, m = 3): cap at U/2 so that a_ℓ ≤ U/2 ≤ b_ℓ exactly;
-        # at T = 0 no noise is added, so the intervals must be exactly the point U/2
-        if T == 0.0:
-            lower.fill(0.5 * U)
-        else:
-            np.minimum(lower, 0.5 * U, out=lower)
-        upper = U - lower
-        # Δ = max_ℓ m_ℓ(b_ℓ − a_ℓ)/n = T/n; taken from the rounded intervals so that it is never
-        # an ulp below the sensitivity of what is actually released
-        sens = max(T, float(np.max(mf * (upper - lower)))) / n
-        bias = excess_sum / (2.0 * n)
+        lower, upper, sens, bias = _intervals_1d(mf, U, T, n, excess, excess_sum)
     else:
-        lower = np.zeros(m.size)
-        upper = np.minimum(U, T / mf)
-        # the corrected ℓ1 sensitivity of ℓ1-ball clipping: max_ℓ 2 m_ℓ b_ℓ / n (ERRATA E3)
-        sens = 2.0 * float(np.max(mf * upper)) / n
-        if not math.isclose(sens, 2.0 * T / n, rel_tol=1e-12, abs_tol=1e-300):
-            raise AssertionError(f"d >= 2 sensitivity condition broken: {sens} != 2T/n = {2 * T / n}")
-        bias = excess_sum / n
+        lower, upper, sens, bias = _intervals_l1_ball(mf, U, T, n, excess_sum)
     noise = d * sens / eps
     cert = closed_form_certificate(m, U, eps, d, T, values=v, excess=excess)
-    return ClippingPlan(
-        lower=lower,
-        upper=upper,
-        threshold=T,
-        error=bias + noise,
-        bias=bias,
-        noise=noise,
-        sensitivity=sens,
-        certificate=cert,
-        bound=U,
-        epsilon=eps,
-        dim=d,
-        objective=cert.primal_objective,
-    )
+    return ClippingPlan(lower=lower, upper=upper, threshold=T, error=bias + noise, bias=bias, noise=noise,
+                        sensitivity=sens, certificate=cert, bound=U, epsilon=eps, dim=d,
+                        objective=cert.primal_objective)
+
+
+def _intervals_1d(mf: np.ndarray, U: float, T: float, n: float, excess: np.ndarray,
+                  excess_sum: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """d = 1 (Theorem III.1): (a_ℓ, b_ℓ, sensitivity, bias) from ``excess`` = (U m_ℓ − T)⁺."""
+    lower = excess / mf
+    lower *= 0.5  # a_ℓ = (U m_ℓ − T)⁺ / (2 m_ℓ)
+    # (U m)/m may round above U (U = 0.1, m = 3): cap at U/2 so that a_ℓ ≤ U/2 ≤ b_ℓ exactly;
+    # at T = 0 no noise is added, so the intervals must be exactly the point U/2
+    if T == 0.0:
+        lower.fill(0.5 * U)
+    else:
+        np.minimum(lower, 0.5 * U, out=lower)
+    upper = U - lower
+    # Δ = max_ℓ m_ℓ(b_ℓ − a_ℓ)/n = T/n; taken from the rounded intervals so that it is never
+    # an ulp below the sensitivity of what is actually released
+    sens = max(T, float(np.max(mf * (upper - lower)))) / n
+    bias = excess_sum / (2.0 * n)
+    return lower, upper, sens, bias
+
+
+def _intervals_l1_ball(mf: np.ndarray, U: float, T: float, n: float,
+                       excess_sum: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """d ≥ 2, ℓ1 ball (ERRATA E3): (a_ℓ = 0, b_ℓ = min{U, T/m_ℓ}, sensitivity, bias)."""
+    lower = np.zeros(mf.size)
+    upper = np.minimum(U, T / mf)
+    # the corrected ℓ1 sensitivity of ℓ1-ball clipping: max_ℓ 2 m_ℓ b_ℓ / n (ERRATA E3)
+    sens = 2.0 * float(np.max(mf * upper)) / n
+    if not math.isclose(sens, 2.0 * T / n, rel_tol=1e-12, abs_tol=1e-300):
+        raise AssertionError(f"d >= 2 sensitivity condition broken: {sens} != 2T/n = {2 * T / n}")
+    bias = excess_sum / n
+    return lower, upper, sens, bias
 
 
 def optimal_error(counts: Any, bound: float, epsilons: Any, *, dim: int = 1) -> np.ndarray:

@@ -253,17 +253,9 @@ def _aggregate_sample_duals(res: SolveResult, m: np.ndarray, c: float) -> tuple[
     return lam, float(c - lam.sum())
 
 
-def solve_clipping(
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    dim: int = 1,
-    formulation: str = "per-user",
-    backend: str = "highspy",
-    options: Mapping[str, Any] | None = None,
-    time_limit: float | None = None,
-) -> ClippingPlan:
+def solve_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1, formulation: str = "per-user",
+                   backend: str = "highspy", options: Mapping[str, Any] | None = None,
+                   time_limit: float | None = None) -> ClippingPlan:
     """Solve the clipping LP (seed 000 LP (8) or the per-sample LP of Lemma III.1) with HiGHS.
 
     Parameters
@@ -300,17 +292,34 @@ def solve_clipping(
     model = clipping_model(m, U, eps, dim=d, formulation=formulation)
     res = solve_model(model, backend=backend, options=options, time_limit=time_limit)
     n = float(m.sum())
-    mf = m.astype(float)
-    kappa, c = _lp_constants(eps, d)
-    L = m.size
     info: dict[str, Any] = {"raw_status": res.raw_status, "solve_time": res.solve_time,
                             "num_cols": model.num_cols, "num_rows": model.num_rows}
     if res.x is None:
-        nan = np.full(L, math.nan)
+        nan = np.full(m.size, math.nan)
         return ClippingPlan(nan, nan, math.nan, math.nan, math.nan, math.nan, math.nan, None, U, eps,
                             d, method="lp", status=res.status, formulation=formulation,
                             backend=backend, solve_time=res.solve_time, info=info)
     tau = float(res.value("tau")[0])
+    lower, upper, s = _lp_intervals(res, m, U, d, formulation, info)
+    cert = _lp_certificate(model, res, m, s, tau, U=U, eps=eps, d=d, formulation=formulation, backend=backend,
+                           info=info)
+    terms = clipping_error_terms(m, U, eps, lower, upper, dim=d)
+    return ClippingPlan(
+        lower=lower, upper=upper, threshold=tau, error=terms.error, bias=terms.bias, noise=terms.noise,
+        sensitivity=terms.sensitivity, certificate=cert, bound=U, epsilon=eps, dim=d, method="lp",
+        status=res.status, formulation=formulation, backend=backend,
+        objective=res.objective / n if math.isfinite(res.objective) else math.nan, solve_time=res.solve_time,
+        info=info,
+    )
+
+
+def _lp_intervals(res: SolveResult, m: np.ndarray, U: float, d: int, formulation: str,
+                  info: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-user (lower, upper) read from the LP's point, and the per-user bias mass s (α_ℓ, or the
+    per-sample e summed per user: a feasible point of the reduced LP). Per-sample: the sample
+    intervals go to ``info["sample_lower"]``/``info["sample_upper"]``."""
+    mf = m.astype(float)
+    L = m.size
     if formulation == "per-user":
         s = res.value("alpha")
         if d == 1:
@@ -329,39 +338,29 @@ def solve_clipping(
         s = _per_user_sums(e_s, m)  # per-user bias mass: a feasible point of the reduced LP
         info["sample_lower"] = a_s
         info["sample_upper"] = b_s
-    cert = None
-    if res.row_duals is not None and res.col_duals is not None:
-        if formulation == "per-user":
-            lam = res.dual("range").copy()
-            lam_tau = float(res.col_duals[res.col_blocks["tau"]][0])
-            # μ_ℓ = reduced cost of α_ℓ as the solver reports it, so stationarity 1 − κλ − μ = 0
-            # is checked on the solver's numbers (cvxpy back-end: z = c − Aᵀy by construction)
-            mu = res.col_duals[res.col_blocks["alpha"]].copy()
-        else:
-            lam, lam_tau = _aggregate_sample_duals(res, m, c)
-            info["range_duals"] = res.dual("range").copy()
-            mu = 1.0 - kappa * lam
-        cert = KKTCertificate(U * mf, kappa, c, np.asarray(s, float), tau, lam, mu, lam_tau,
-                              source=f"lp:{formulation}:{backend}")
-        info["kkt"] = standard_form_kkt(model, res)
-    terms = clipping_error_terms(m, U, eps, lower, upper, dim=d)
-    return ClippingPlan(
-        lower=lower,
-        upper=upper,
-        threshold=tau,
-        error=terms.error,
-        bias=terms.bias,
-        noise=terms.noise,
-        sensitivity=terms.sensitivity,
-        certificate=cert,
-        bound=U,
-        epsilon=eps,
-        dim=d,
-        method="lp",
-        status=res.status,
-        formulation=formulation,
-        backend=backend,
-        objective=res.objective / n if math.isfinite(res.objective) else math.nan,
-        solve_time=res.solve_time,
-        info=info,
-    )
+    return lower, upper, s
+
+
+def _lp_certificate(model: LinearModel, res: SolveResult, m: np.ndarray, s: np.ndarray, tau: float, *, U: float,
+                    eps: float, d: int, formulation: str, backend: str,
+                    info: dict[str, Any]) -> KKTCertificate | None:
+    """The solver's duals mapped to the paper's multipliers at the per-user point (s, τ) (None
+    without duals); sets ``info["kkt"]`` (and ``info["range_duals"]`` for the per-sample LP)."""
+    if res.row_duals is None or res.col_duals is None:
+        return None
+    mf = m.astype(float)
+    kappa, c = _lp_constants(eps, d)
+    if formulation == "per-user":
+        lam = res.dual("range").copy()
+        lam_tau = float(res.col_duals[res.col_blocks["tau"]][0])
+        # μ_ℓ = reduced cost of α_ℓ as the solver reports it, so stationarity 1 − κλ − μ = 0
+        # is checked on the solver's numbers (cvxpy back-end: z = c − Aᵀy by construction)
+        mu = res.col_duals[res.col_blocks["alpha"]].copy()
+    else:
+        lam, lam_tau = _aggregate_sample_duals(res, m, c)
+        info["range_duals"] = res.dual("range").copy()
+        mu = 1.0 - kappa * lam
+    cert = KKTCertificate(U * mf, kappa, c, np.asarray(s, float), tau, lam, mu, lam_tau,
+                          source=f"lp:{formulation}:{backend}")
+    info["kkt"] = standard_form_kkt(model, res)
+    return cert

@@ -195,19 +195,10 @@ def _as_fixed(fixed: Mapping[int, tuple[float, float]] | None, L: int, Ub: np.nd
     return np.asarray(idx, np.int64), np.asarray(lo), np.asarray(hi)
 
 
-def clipping_problem(
-    counts: Any,
-    bound: float,
-    epsilon: float,
-    *,
-    dim: int = 1,
-    user_bounds: Any = None,
-    bias_cap: float | None = None,
-    fixed: Mapping[int, tuple[float, float]] | None = None,
-    objective: str = "worst_case",
-    failure_probability: float = 0.05,
-    geometry: str = "l1",
-) -> ClippingProblem:
+def clipping_problem(counts: Any, bound: float, epsilon: float, *, dim: int = 1, user_bounds: Any = None,
+                     bias_cap: float | None = None, fixed: Mapping[int, tuple[float, float]] | None = None,
+                     objective: str = "worst_case", failure_probability: float = 0.05,
+                     geometry: str = "l1") -> ClippingProblem:
     """The per-user clipping LP as a cvxpy model with named variables (module docstring).
 
     Parameters
@@ -243,9 +234,8 @@ def clipping_problem(
 
     Notes
     -----
-    With no variant and U_ℓ = U the optimum is ``E^OPT(ε)`` (d = 1) or ``2·E^OPT(ε)`` (d ≥ 2). With
-    heterogeneous ``U_ℓ`` (d = 1) the closed form holds with ``{U_ℓ m_ℓ}`` in place of ``{U m_ℓ}``
-    (the reduced LP is the same with right-hand sides ``U_ℓ m_ℓ``).
+    Without variants the optimum is ``E^OPT(ε)`` (d = 1) or ``2·E^OPT(ε)`` (d ≥ 2); the closed forms
+    of the variants (e.g. ``{U_ℓ m_ℓ}`` for ``{U m_ℓ}``): models/clipping.md §5.
     """
     m = as_counts(counts)
     U = check_bound(bound)
@@ -257,19 +247,27 @@ def clipping_problem(
     fidx, flo, fhi = _as_fixed(fixed, L, Ub)
     geometry = check_choice(geometry, "geometry", ("l1", "cube"))
     a, b, ub, bias, sens, cons = _base_model(m, Ub, d, geometry)
-    if cap is not None:
-        cons.append(ub <= cap)
-    if fidx.size:
-        cons += [a[fidx] == flo, b[fidx] == fhi]
+    variants = _add_variants(cons, a, b, ub, cap=cap, fixed=(fidx, flo, fhi), own_bounds=bool(np.any(Ub != U)))
     name = _check_objective(objective)
     beta = _check_probability(failure_probability)
-    variants = tuple(v for v, on in (("user_bounds", bool(np.any(Ub != U))), ("bias_cap", cap is not None),
-                                     ("fixed", bool(fidx.size))) if on)
     inv_eps = cp.Parameter(nonneg=True, name="inv_epsilon", value=1.0 / eps)
     prob = ClippingProblem(cp.Minimize(_objective_expr(name, bias, sens, inv_eps, d, beta)), cons)
     return prob._attach({"counts": m, "bound": U, "user_bounds": Ub, "inv_epsilon": inv_eps, "dim": d,
                          "objective_name": name, "failure_probability": beta, "variants": variants,
                          "geometry": geometry if d >= 2 else "l1"})
+
+
+def _add_variants(cons: list, a: Any, b: Any, ub: Any, *, cap: float | None,
+                  fixed: tuple[np.ndarray, np.ndarray, np.ndarray], own_bounds: bool) -> tuple[str, ...]:
+    """Append the ``bias_cap`` and ``fixed`` constraints on the variables ``a``, ``b`` and ``ub``
+    (user bias shares) to ``cons``; returns the names of the variants in use."""
+    fidx, flo, fhi = fixed
+    if cap is not None:
+        cons.append(ub <= cap)
+    if fidx.size:
+        cons += [a[fidx] == flo, b[fidx] == fhi]
+    return tuple(v for v, on in (("user_bounds", own_bounds), ("bias_cap", cap is not None),
+                                 ("fixed", bool(fidx.size))) if on)
 
 
 def _base_model(m: np.ndarray, Ub: np.ndarray, d: int, geometry: str) -> tuple[Any, ...]:

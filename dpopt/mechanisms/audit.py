@@ -171,22 +171,10 @@ def _pair_tests(
     return np.concatenate(pvals), np.concatenate(ratios)
 
 
-def audit(
-    sampler: Sampler,
-    dataset: Any,
-    neighbour: Any,
-    epsilon: float,
-    *,
-    rng: np.random.Generator,
-    samples: int = 200_000,
-    bins: int = 30,
-    alpha: float = 0.01,
-    pilot: int | None = None,
-    counts: Any = None,
-    bound: float | None = None,
-    random_pairs: int = 4,
-    joint_bins: int | None = None,
-) -> AuditResult:
+def audit(sampler: Sampler, dataset: Any, neighbour: Any, epsilon: float, *, rng: np.random.Generator,
+          samples: int = 200_000, bins: int = 30, alpha: float = 0.01, pilot: int | None = None,
+          counts: Any = None, bound: float | None = None, random_pairs: int = 4,
+          joint_bins: int | None = None) -> AuditResult:
     """Test whether ``sampler`` looks ε-DP on (``dataset``, ``neighbour``) and, with ``counts`` and
     ``bound``, on a family of neighbours it builds itself (:func:`neighbour_family`).
 
@@ -231,6 +219,15 @@ def audit(
     if joint_bins is not None:
         joint_bins = check_positive_int(joint_bins, "joint_bins", minimum=2)
     n_pilot = check_positive_int(pilot if pilot is not None else max(samples // 10, bins * 20), "pilot")
+    pairs = _audit_pairs(dataset, neighbour, counts, bound, random_pairs=random_pairs, rng=rng)
+    return _run_audit(sampler, pairs, eps, rng=rng, samples=samples, bins=bins, n_pilot=n_pilot,
+                      joint_bins=joint_bins, alpha=alpha)
+
+
+def _audit_pairs(dataset: Any, neighbour: Any, counts: Any, bound: float | None, *, random_pairs: int,
+                 rng: np.random.Generator) -> list[tuple[str, Any, Any]]:
+    """The named pairs :func:`audit` tests: the given one and, with ``counts`` and ``bound``, the
+    searched family (:func:`neighbour_family`)."""
     if (counts is None) != (bound is None):
         raise DpoptInputError("`counts` and `bound` must be given together (they turn on the neighbour search)")
     pairs: list[tuple[str, Any, Any]] = []
@@ -240,6 +237,12 @@ def audit(
         pairs += neighbour_family(dataset, counts, bound, random_pairs=random_pairs, rng=rng)
     if not pairs:
         raise DpoptInputError("`neighbour` must be given unless `counts` and `bound` are (neighbour search)")
+    return pairs
+
+
+def _run_audit(sampler: Sampler, pairs: list[tuple[str, Any, Any]], eps: float, *, rng: np.random.Generator,
+               samples: int, bins: int, n_pilot: int, joint_bins: int | None, alpha: float) -> AuditResult:
+    """Every pair's tests (:func:`_pair_tests`), judged at the Bonferroni threshold ``alpha``/tests."""
     p_parts, r_parts, names = [], [], []
     for name, d1, d2 in pairs:
         p, r = _pair_tests(sampler, d1, d2, eps, rng=rng, samples=samples, bins=bins, n_pilot=n_pilot,

@@ -88,19 +88,9 @@ def _check_stats(R: np.ndarray, S1: np.ndarray, S2: np.ndarray, U: float) -> Non
         )
 
 
-def release_grids(
-    *,
-    retained: Any,
-    retained_max: Any,
-    sums: Any,
-    sums_of_squares: Any,
-    bound: float,
-    budget_mean: Any,
-    budget_variance: Any,
-    noise: Noise,
-    released: Any = None,
-    callback: Callable[[int], None] | None = None,
-) -> GridRelease:
+def release_grids(*, retained: Any, retained_max: Any, sums: Any, sums_of_squares: Any, bound: float,
+                  budget_mean: Any, budget_variance: Any, noise: Noise, released: Any = None,
+                  callback: Callable[[int], None] | None = None) -> GridRelease:
     """CLIP (BASELINE when nothing is clipped) in every grid: μ_clip and Var_clip plus noise.
 
     Parameters
@@ -125,13 +115,7 @@ def release_grids(
     GridRelease
     """
     U = check_bound(bound)
-    R = np.asarray(retained, dtype=float)
-    gmax = np.asarray(retained_max, dtype=float)
-    S1 = np.asarray(sums, dtype=float)
-    S2 = np.asarray(sums_of_squares, dtype=float)
-    if not (R.shape == gmax.shape == S1.shape == S2.shape) or R.ndim != 1:
-        raise DpoptInputError(f"the retained statistics must be 1-D of one shape; got {R.shape}, "
-                              f"{gmax.shape}, {S1.shape}, {S2.shape}")
+    R, gmax, S1, S2 = _retained_statistics(retained, retained_max, sums, sums_of_squares)
     ok = R > 0
     if released is not None:
         ok &= np.asarray(released, dtype=bool)
@@ -156,6 +140,19 @@ def release_grids(
         unit=noise.unit, noise=noise.label,
     )
 
+
+
+def _retained_statistics(retained: Any, retained_max: Any, sums: Any,
+                         sums_of_squares: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """R, Γ*, S1 and S2 as float arrays, checked to be 1-D of one shape."""
+    R = np.asarray(retained, dtype=float)
+    gmax = np.asarray(retained_max, dtype=float)
+    S1 = np.asarray(sums, dtype=float)
+    S2 = np.asarray(sums_of_squares, dtype=float)
+    if not (R.shape == gmax.shape == S1.shape == S2.shape) or R.ndim != 1:
+        raise DpoptInputError(f"the retained statistics must be 1-D of one shape; got {R.shape}, "
+                              f"{gmax.shape}, {S1.shape}, {S2.shape}")
+    return R, gmax, S1, S2
 
 # ----------------------------------------------------------------------------------------------
 # one grid, many Monte-Carlo runs (simulations, verify)

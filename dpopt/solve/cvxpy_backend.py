@@ -91,7 +91,7 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
     return status, raw, time.perf_counter() - t0
 
 
-def _result(status: Status, raw: str, elapsed: float, objective: float, x: np.ndarray | None,
+def _result(status: Status, raw: str, elapsed: float, objective: float, *, x: np.ndarray | None,
             row_duals: np.ndarray | None, col_duals: np.ndarray | None, col_blocks: dict[str, slice],
             row_blocks: dict[str, slice]) -> SolveResult:
     """A cvxpy-back-end :class:`SolveResult`: bound = objective and gap 0 only when optimal."""
@@ -169,7 +169,8 @@ def solve_cvxpy(
             dparts.append(np.ravel(np.asarray(dv, float), order="F"))
     row_duals = np.concatenate(dparts) if have_dual and dparts else None
     objective = float(problem.value) if x is not None and problem.value is not None else math.nan
-    return _result(status, raw, elapsed, objective, x, row_duals, None, col_blocks, row_blocks)
+    return _result(status, raw, elapsed, objective, x=x, row_duals=row_duals, col_duals=None,
+                   col_blocks=col_blocks, row_blocks=row_blocks)
 
 
 @dataclass(frozen=True, eq=False)
@@ -295,8 +296,8 @@ def solve_linear_model(
             z = lm.c - lm.A.T @ y
             row_duals, col_duals = y, z
     objective = float(lm.objective_value(x)) if x is not None else math.nan
-    res = _result(status, raw, elapsed, objective, x, row_duals, col_duals, dict(lm.col_blocks),
-                  dict(lm.row_blocks))
+    res = _result(status, raw, elapsed, objective, x=x, row_duals=row_duals, col_duals=col_duals,
+                  col_blocks=dict(lm.col_blocks), row_blocks=dict(lm.row_blocks))
     return dataclasses.replace(res, col_labels=dict(lm.col_labels), row_labels=dict(lm.row_labels),
                                num_cols=lm.num_cols, num_rows=lm.num_rows)
 

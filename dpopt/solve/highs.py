@@ -214,6 +214,12 @@ def solve_highs(
                                                        _MS.kPostsolveError) else Status.UNKNOWN)
     if fired[0] and status is Status.INTERRUPTED:  # our deadline, not the user's Ctrl-C
         status = Status.TIME_LIMIT
+    return _read_result(h, model, status, raw, elapsed=elapsed, interrupted=fired[0])
+
+
+def _read_result(h: highspy.Highs, model: LinearModel, status: Status, raw: Any, *, elapsed: float,
+                 interrupted: bool) -> SolveResult:
+    """The :class:`SolveResult` of a HiGHS run that ended with ``status`` (model status ``raw``)."""
     info = h.getInfo()
     sol = h.getSolution()
     has_primal = bool(info.primal_solution_status >= 2) or (
@@ -225,17 +231,7 @@ def solve_highs(
     if not model.is_mip and sol.dual_valid:
         row_duals = np.asarray(sol.row_dual, dtype=float)
         col_duals = np.asarray(sol.col_dual, dtype=float)
-    if model.is_mip:
-        bound = float(info.mip_dual_bound)
-        if status is Status.OPTIMAL:
-            gap = float(info.mip_gap) if math.isfinite(info.mip_gap) else 0.0
-        elif has_primal and math.isfinite(bound):
-            gap = abs(objective - bound) / max(1.0, abs(objective))
-        else:
-            gap = math.inf
-    else:
-        bound = objective if status is Status.OPTIMAL else math.nan
-        gap = 0.0 if status is Status.OPTIMAL else math.inf
+    bound, gap = _bound_and_gap(model, info, status, has_primal, objective)
     return SolveResult(
         status=status,
         objective=objective,
@@ -256,9 +252,27 @@ def solve_highs(
         info={
             "simplex_iterations": float(info.simplex_iteration_count),
             "mip_nodes": float(getattr(info, "mip_node_count", 0)),
-            "interrupted": float(fired[0]),
+            "interrupted": float(interrupted),
         },
     )
+
+
+def _bound_and_gap(model: LinearModel, info: Any, status: Status, has_primal: bool,
+                   objective: float) -> tuple[float, float]:
+    """(bound, gap): HiGHS's dual bound and MIP gap for a MIP; for an LP the objective and 0 when
+    optimal, else (nan, inf)."""
+    if model.is_mip:
+        bound = float(info.mip_dual_bound)
+        if status is Status.OPTIMAL:
+            gap = float(info.mip_gap) if math.isfinite(info.mip_gap) else 0.0
+        elif has_primal and math.isfinite(bound):
+            gap = abs(objective - bound) / max(1.0, abs(objective))
+        else:
+            gap = math.inf
+    else:
+        bound = objective if status is Status.OPTIMAL else math.nan
+        gap = 0.0 if status is Status.OPTIMAL else math.inf
+    return bound, gap
 
 
 def _interrupt_at(h: highspy.Highs, deadline: float, heartbeat: Callable[[], Any] | None = None) -> list[bool]:
@@ -282,6 +296,8 @@ def _interrupt_at(h: highspy.Highs, deadline: float, heartbeat: Callable[[], Any
     h.cbIpmInterrupt += check
     h.cbMipInterrupt += check
     return fired
+
+
 
 
 def write_model(model: LinearModel, path: str | Path) -> Path:

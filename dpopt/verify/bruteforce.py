@@ -276,19 +276,10 @@ def _refine(objective: Callable[[np.ndarray], np.ndarray], start: np.ndarray, bo
     return best, x
 
 
-def sensitivity(
-    estimator: Estimator,
-    counts: Any,
-    bound: float,
-    *,
-    values: np.ndarray | None = None,
-    levels: int = 5,
-    dim: int = 1,
-    formula: float | None = None,
-    max_datasets: int = DEFAULT_MAX_DATASETS,
-    refine: bool = True,
-    geometry: str = "l1",
-) -> BruteForceResult:
+def sensitivity(estimator: Estimator, counts: Any, bound: float, *, values: np.ndarray | None = None,
+                levels: int = 5, dim: int = 1, formula: float | None = None,
+                max_datasets: int = DEFAULT_MAX_DATASETS, refine: bool = True,
+                geometry: str = "l1") -> BruteForceResult:
     """Largest ``‖f(D) − f(D')‖₁`` over user-level neighbours D ~ D' (brute force).
 
     ``geometry`` (d ≥ 2): samples in the ℓ1 ball ``{x ≥ 0, ‖x‖₁ ≤ U}`` (``"l1"``) or the cube
@@ -321,12 +312,32 @@ def sensitivity(
     B = data.shape[0]
     out = _as_2d(estimator(data, m), B)
     d_out = out.shape[1]
+    value, user, b_hi, b_lo = _largest_change(out, m, len(vals))
+    offsets = split_users(m)
+    # the ℓ1 change of the maximising pair (equals `value` by construction)
+    change = float(np.abs(out[b_hi] - out[b_lo]).sum())
+    grid_value = max(value, change) if d_out > 1 else value
+    D, D2 = data[b_hi].astype(float), data[b_lo].astype(float)
+    best_value = grid_value
+    if refine:
+        best_value, D, D2 = _refine_neighbours(estimator, m, D, D2, best_value, bound=bound, user=user,
+                                               offsets=offsets, geometry=geometry)
+    return BruteForceResult(
+        value=best_value, formula=None if formula is None else float(formula), dataset=_users(D, offsets),
+        neighbour=_users(D2, offsets), user=int(user), n_datasets=B, grid_value=grid_value,
+        refined=bool(refine), spacing=_spacing(vals),
+    )
+
+
+def _largest_change(out: np.ndarray, m: np.ndarray, k: int) -> tuple[float, int, int, int]:
+    """Over the enumerated outputs ``out`` (B, d_out) of a grid of ``k`` values: the largest ℓ1
+    change of one user's samples, that user and the rows of the two datasets (sensitivity's Notes)."""
+    d_out = out.shape[1]
     if d_out == 1:
         signs = np.ones((1, 1))
     else:
         signs = np.stack(np.meshgrid(*[[1.0, -1.0]] * d_out, indexing="ij"), -1).reshape(-1, d_out)
         signs = signs[signs[:, 0] > 0]
-    k = len(vals)
     shape = tuple(int(k**mi) for mi in m)
     best = (-np.inf, 0, 0, 0)
     for s in signs:
@@ -343,47 +354,36 @@ def sensitivity(
     value, user, other, (i_hi, i_lo) = best
     full_hi = list(other[:user]) + [i_hi] + list(other[user:])
     full_lo = list(other[:user]) + [i_lo] + list(other[user:])
-    b_hi = int(np.ravel_multi_index(full_hi, shape))
-    b_lo = int(np.ravel_multi_index(full_lo, shape))
-    offsets = split_users(m)
-    # the ℓ1 change of the maximising pair (equals `value` by construction)
-    change = float(np.abs(out[b_hi] - out[b_lo]).sum())
-    grid_value = max(value, change) if d_out > 1 else value
-    D, D2 = data[b_hi].astype(float), data[b_lo].astype(float)
-    best_value = grid_value
-    if refine:
-        d = 1 if D.ndim == 1 else D.shape[1]
-        N = D.shape[0]
-        sl = slice(int(offsets[user]), int(offsets[user + 1]))
-        n_free = sl.stop - sl.start
+    return value, user, int(np.ravel_multi_index(full_hi, shape)), int(np.ravel_multi_index(full_lo, shape))
 
-        def pair(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            B_ = z.shape[0]
-            a = z[:, : N * d].reshape((B_, N) if d == 1 else (B_, N, d))
-            b = a.copy()
-            b[:, sl] = z[:, N * d :].reshape((B_, n_free) if d == 1 else (B_, n_free, d))
-            return a, b
 
-        def objective(z: np.ndarray) -> np.ndarray:
-            a, b = pair(z)
-            return np.abs(_as_2d(estimator(a, m), z.shape[0]) - _as_2d(estimator(b, m), z.shape[0])).sum(axis=1)
+def _refine_neighbours(estimator: Estimator, m: np.ndarray, D: np.ndarray, D2: np.ndarray, best_value: float, *,
+                       bound: float, user: int, offsets: np.ndarray,
+                       geometry: str) -> tuple[float, np.ndarray, np.ndarray]:
+    """Refine the neighbours (D, D2), which differ in ``user``'s samples, continuously (module
+    docstring); returns the better of (``best_value``, D, D2) and the refined pair."""
+    d = 1 if D.ndim == 1 else D.shape[1]
+    N = D.shape[0]
+    sl = slice(int(offsets[user]), int(offsets[user + 1]))
+    n_free = sl.stop - sl.start
 
-        z0 = np.concatenate([D.ravel(), D2[sl].ravel()])
-        ref_value, z = _refine(objective, z0, check_bound(bound), d, geometry=geometry)
-        if ref_value > best_value:
-            a, b = pair(z[None, :])
-            best_value, D, D2 = ref_value, a[0], b[0]
-    return BruteForceResult(
-        value=best_value,
-        formula=None if formula is None else float(formula),
-        dataset=_users(D, offsets),
-        neighbour=_users(D2, offsets),
-        user=int(user),
-        n_datasets=B,
-        grid_value=grid_value,
-        refined=bool(refine),
-        spacing=_spacing(vals),
-    )
+    def pair(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        B_ = z.shape[0]
+        a = z[:, : N * d].reshape((B_, N) if d == 1 else (B_, N, d))
+        b = a.copy()
+        b[:, sl] = z[:, N * d :].reshape((B_, n_free) if d == 1 else (B_, n_free, d))
+        return a, b
+
+    def objective(z: np.ndarray) -> np.ndarray:
+        a, b = pair(z)
+        return np.abs(_as_2d(estimator(a, m), z.shape[0]) - _as_2d(estimator(b, m), z.shape[0])).sum(axis=1)
+
+    z0 = np.concatenate([D.ravel(), D2[sl].ravel()])
+    ref_value, z = _refine(objective, z0, check_bound(bound), d, geometry=geometry)
+    if ref_value > best_value:
+        a, b = pair(z[None, :])
+        return ref_value, a[0], b[0]
+    return best_value, D, D2
 
 
 def _target(target: str | Estimator) -> Estimator:
@@ -396,22 +396,10 @@ def _target(target: str | Estimator) -> Estimator:
     raise DpoptInputError(f"`target` must be 'mean', 'variance' or a callable; got {target!r}")
 
 
-def worst_case_error(
-    estimator: Estimator,
-    counts: Any,
-    bound: float,
-    *,
-    target: str | Estimator = "mean",
-    values: np.ndarray | None = None,
-    levels: int = 5,
-    dim: int = 1,
-    formula: float | None = None,
-    max_datasets: int = DEFAULT_MAX_DATASETS,
-    side: str = "both",
-    refine: bool = True,
-    starts: int = 1,
-    geometry: str = "l1",
-) -> BruteForceResult:
+def worst_case_error(estimator: Estimator, counts: Any, bound: float, *, target: str | Estimator = "mean",
+                     values: np.ndarray | None = None, levels: int = 5, dim: int = 1, formula: float | None = None,
+                     max_datasets: int = DEFAULT_MAX_DATASETS, side: str = "both", refine: bool = True,
+                     starts: int = 1, geometry: str = "l1") -> BruteForceResult:
     """Largest error of an estimator f against a target θ over all datasets (its worst-case bias).
 
     ``target`` is θ: ``"mean"`` (default), ``"variance"`` (population variance, seed 002 eq. (4)) or
@@ -437,20 +425,7 @@ def worst_case_error(
     vals = value_grid(U, levels=levels, dim=dim, geometry=geometry) if values is None else np.asarray(values, float)
     data = enumerate_datasets(m, vals, max_datasets=max_datasets)
     B = data.shape[0]
-    theta = _target(target)
-
-    def error(samples: np.ndarray) -> np.ndarray:
-        n = samples.shape[0]
-        est = _as_2d(estimator(samples, m), n)
-        tgt = _as_2d(theta(samples, m), n)
-        if est.shape != tgt.shape:
-            raise DpoptInputError(f"estimator and target shapes differ: {est.shape} vs {tgt.shape}")
-        if side == "both":
-            return np.abs(tgt - est).sum(axis=1)
-        if est.shape[1] != 1:
-            raise DpoptInputError(f"`side` = {side!r} needs a scalar estimator; got {est.shape[1]} outputs")
-        return (est - tgt)[:, 0] if side == "over" else (tgt - est)[:, 0]
-
+    error = _error_function(estimator, _target(target), m, side)
     err = error(data)
     order = np.argsort(err)[::-1]
     b = int(order[0])
@@ -468,17 +443,29 @@ def worst_case_error(
             if ref_value > best_value:
                 best_value, best_data = ref_value, z.reshape(shape)
     return BruteForceResult(
-        value=best_value,
-        formula=None if formula is None else float(formula),
-        dataset=_users(best_data, split_users(m)),
-        neighbour=None,
-        user=None,
-        n_datasets=B,
-        grid_value=grid_value,
-        refined=bool(refine),
-        spacing=_spacing(vals),
-        side=side,
+        value=best_value, formula=None if formula is None else float(formula),
+        dataset=_users(best_data, split_users(m)), neighbour=None, user=None, n_datasets=B,
+        grid_value=grid_value, refined=bool(refine), spacing=_spacing(vals), side=side,
     )
+
+
+def _error_function(estimator: Estimator, theta: Estimator, m: np.ndarray,
+                    side: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The batched error of ``estimator`` against ``theta`` on ``side`` (:func:`worst_case_error`)."""
+
+    def error(samples: np.ndarray) -> np.ndarray:
+        n = samples.shape[0]
+        est = _as_2d(estimator(samples, m), n)
+        tgt = _as_2d(theta(samples, m), n)
+        if est.shape != tgt.shape:
+            raise DpoptInputError(f"estimator and target shapes differ: {est.shape} vs {tgt.shape}")
+        if side == "both":
+            return np.abs(tgt - est).sum(axis=1)
+        if est.shape[1] != 1:
+            raise DpoptInputError(f"`side` = {side!r} needs a scalar estimator; got {est.shape[1]} outputs")
+        return (est - tgt)[:, 0] if side == "over" else (tgt - est)[:, 0]
+
+    return error
 
 
 def _check_side(side: str) -> str:
