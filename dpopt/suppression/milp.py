@@ -759,18 +759,6 @@ def _tie_break_limit(main_time: float, cap: float | None, deadline: float | None
     return limit if left is None else min(limit, left)
 
 
-def _unsuppressed_plan(
-    occ: Occupancy, U: float, eps: float, E: float, split: str, status: Status, bound: float,
-    t0: float, info: dict[str, Any],
-) -> SuppressionPlan:
-    """The plan that suppresses nothing (no MILP plan to return), with ``gap = inf``."""
-    return rechecked_plan(
-        occ, frozenset(), recheck(occ, frozenset(), U, eps, split), U=U, eps=eps, error_bound=E,
-        status=status, gap=math.inf, lower_bound=bound, method="milp", solve_time=time.perf_counter() - t0,
-        info=info,
-    )
-
-
 def solve_suppression(
     occ: Any,
     bound: float,
@@ -797,201 +785,303 @@ def solve_suppression(
     error_bound : float, optional
         E; default max_g E_g of BASELINE, as in the paper (Algorithm 1, line 3).
     time_limit : float, optional
-        Total seconds for all solves, a hard bound (:func:`dpopt.solve.solve_bounded`: a solve that
-        stalls in HiGHS's presolve is killed and retried with presolve off within the same limit).
-        A limited solve returns its incumbent (or the warm start) with status
-        ``Status.TIME_LIMIT``, the proven lower bound on K and the gap. ``None``: no limit.
+        Total seconds for all solves, a hard bound (:func:`dpopt.solve.solve_bounded`). A limited solve
+        returns its incumbent (or the warm start) with status ``Status.TIME_LIMIT``, the proven lower
+        bound on K and the gap. ``None``: no limit.
     options : mapping, optional
         HiGHS options (e.g. ``{"mip_rel_gap": 0}``), checked by the back-end.
     split : {"equal", "optimal"}
         Budget split between mean and variance (the paper: equal).
     tie_break : bool
-        After K is optimal, minimise the number of suppressed samples among plans with that K
-        (a second MILP per component, warm-started with the first plan after
-        :func:`prune_plan` has returned every suppression that is not needed).
+        After K is optimal, minimise the number of suppressed samples among plans with that K.
     tie_break_time_limit : float or None
-        Cap on the seconds of each component's tie-break stage (``None``: no cap). The stage never
-        gets more time than the component's main solve took (at least
-        :data:`TIE_BREAK_MIN_SECONDS`), so it at most doubles a solve: it is a multiple-knapsack
-        problem and can be much harder than the first. When limited, the plan still has the
-        optimal K (the pruned first plan is its warm start) and ``info["tie_break"]`` reports the
-        status and ``info["tie_break_gap"]`` the relative gap on the suppressed samples.
+        Cap on the seconds of each component's tie-break stage (``None``: no cap); ``info["tie_break"]``
+        and ``info["tie_break_gap"]`` report its status and gap.
     warm_start : SuppressionPlan, optional
-        A plan to start from (default: CLIP-USER's plan at the same E on each component solved by
-        the compact MILP, when it meets E; ``info["greedy_degradation"]`` is the largest such K).
+        A plan to start from (default: CLIP-USER's plan; ``info["greedy_degradation"]``).
     strategy : {"auto", "milp", "decomposition"}
-        ``"milp"``: the compact MILP per component. ``"decomposition"``: the city-scale strategy of
-        :mod:`.decompose` (Lagrangian/column-generation bound with its certificate, pattern local
-        search, then the compact MILP with the remaining time if a gap is left). ``"auto"``: the
-        decomposition for components with at least :data:`DECOMPOSE_GRIDS` grids, else the MILP.
+        The compact MILP per component, or :mod:`.decompose`; ``"auto"``: the decomposition for
+        components with at least :data:`DECOMPOSE_GRIDS` grids.
     progress : bool
-        Show a tqdm bar (incumbent K, bound, gap, elapsed). The same events are always kept in
-        ``info["log"]``.
+        Show a tqdm bar (incumbent K, bound, gap, elapsed); the events are kept in ``info["log"]``.
 
     Returns
     -------
     SuppressionPlan
-        ``method="milp"``. Its grid errors and K are recomputed from scratch with
-        :func:`dpopt.grid_errors`; a plan failing that check raises ``RuntimeError``. Two
-        exceptions carry no suppression and say so in ``status`` and ``info["note"]``:
-        ``INFEASIBLE`` (no plan meets E) and a limited solve that found no incumbent while the
-        greedy warm start violates E (``gap = inf``, ``feasible == False``).
+        ``method="milp"``, re-checked from scratch (a failing plan raises ``RuntimeError``); with
+        the decomposition ``info["lagrangian_bound"]`` and ``info["lower_bound_weights"]``.
 
-    When the decomposition was used, ``info["lower_bound_weights"]`` holds the user weights λ
-    (``occ.users`` order) whose Lagrangian bound :func:`dpopt.suppression.verify_lower_bound`
-    recomputes without a solver, and ``info["lagrangian_bound"]`` that bound; ``lower_bound`` is
-    the larger of it and the compact MILP's bound (if that ran).
-
-    Notes
-    -----
-    Independent connected components of the user–grid graph are solved separately; K is the
-    largest of their optima, and the tie-break stage then lets every component use that K.
+    See models/suppression.md §4 (tie-break, components, statuses) and §13 (strategy, certificate).
     """
-    from .._validation import check_choice
+    run = _SolveRun.checked(occ, bound, epsilon, error_bound=error_bound, time_limit=time_limit,
+                            options=options, split=split, tie_break=tie_break,
+                            tie_break_time_limit=tie_break_time_limit, warm_start=warm_start,
+                            strategy=strategy, progress=progress)
+    return _solve_run(run)
 
-    strategy = check_choice(strategy, "strategy", ("auto", "milp", "decomposition"))
-    occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
-    if E is not None:
-        require_reachable(occ, U, eps, E, split)
-    time_limit = check_time_limit(time_limit)
-    tie_break_time_limit = check_time_limit(tie_break_time_limit, "tie_break_time_limit")
-    t0 = time.perf_counter()
-    deadline = None if time_limit is None else t0 + time_limit
-    base = baseline_errors(occ, U, eps, split)
-    if E is None:
-        E = float(np.max(base))
-    opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})}
-    prog = Progress(progress, desc="suppress", total=time_limit)
-    greedy_K: list[int] = [] if warm_start is None else [warm_start.degradation]
 
-    def warm_mask(sm: SuppressionModel, sub: Occupancy) -> np.ndarray | None:
-        """The warm start on this component: the given plan, or CLIP-USER on the component."""
-        if warm_start is not None:
-            return _mask_of(sm, warm_start.suppressed) if warm_start.feasible else None
-        from .greedy import clip_user
+@dataclass(frozen=True, eq=False)
+class _SolveRun:
+    """The checked inputs and settings of one :func:`solve_suppression` call, shared by its stages.
 
-        g = clip_user(sub, U, eps, error_bound=E, split=split)
-        greedy_K.append(g.degradation)
-        prog.update("greedy", g.degradation, None, component=len(results))
-        return _mask_of(sm, g.suppressed) if g.feasible else None
+    Attributes
+    ----------
+    occ : Occupancy
+    U, eps, E : float
+    split, strategy : str
+    base : ndarray
+        BASELINE's grid errors.
+    opts : dict
+        HiGHS options (exact gaps unless overridden).
+    tie_break : bool
+    tie_break_time_limit : float or None
+    warm_start : SuppressionPlan or None
+    t0 : float
+        Start (``time.perf_counter``).
+    deadline : float or None
+        End of the time budget.
+    prog : Progress
+    greedy_K : list of int
+        K of the warm starts (the given plan, or CLIP-USER's plan per component).
+    """
 
-    comps = _components(occ)
-    results: list[tuple[SuppressionModel | None, Occupancy, _CompResult]] = []
-    certificate: tuple[float, np.ndarray] | None = None  # (Lagrangian bound, weights over occ.users)
-    for users, grids in comps:
-        sub = _sub_occupancy(occ, users, grids)
-        sub_base = base[grids]
-        if sub.degradation == 1 and np.all(sub_base <= E * (1 + ERROR_RTOL)):
-            results.append((None, sub, _CompResult(Status.OPTIMAL, 1, 1.0, None, 0.0)))
-            continue
-        prog.context = {"component": len(results)} if len(comps) > 1 else {}
-        if strategy == "decomposition" or (strategy == "auto" and sub.n_grids >= DECOMPOSE_GRIDS):
-            sm, r, lam = _solve_decomposed(sub, U, eps, E, split, deadline, opts, prog)
-            results.append((sm, sub, r))
-            if certificate is None or r.lagrangian > certificate[0]:
-                w = np.zeros(occ.n_users)
-                w[users] = lam
-                certificate = (r.lagrangian, w)
-            continue
-        sm = build_suppression_model(sub, U, eps, error_bound=E, split=split)
-        wmask = warm_mask(sm, sub)
-        warm = sm.point(wmask) if wmask is not None else None
-        res = _solve_stage(sm, warm, _remaining(deadline), opts)
-        if res.has_solution:
-            mask = sm.suppressed_mask(res.x)
-            # K of the point itself (not the reported objective), re-checked again at the end
-            Kc = max(1, int(np.bincount(sm.pair_rows[~mask], minlength=sub.n_users).max()))
-            lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0
-            results.append((sm, sub, _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time,
-                                                 warm=wmask, raw=res.raw_status)))
-        else:
-            st = res.status if res.status is not Status.OPTIMAL else Status.ERROR
-            results.append((sm, sub, _CompResult(st, -1, math.inf, None, res.solve_time,
-                                                 warm=wmask, raw=res.raw_status)))
-        prog.update("milp", results[-1][2].K if results[-1][2].mask is not None else None,
-                    results[-1][2].bound)
+    occ: Occupancy
+    U: float
+    eps: float
+    E: float
+    split: str
+    strategy: str
+    base: np.ndarray
+    opts: dict[str, Any]
+    tie_break: bool
+    tie_break_time_limit: float | None
+    warm_start: SuppressionPlan | None
+    t0: float
+    deadline: float | None
+    prog: Progress
+    greedy_K: list[int]
 
-    statuses = [r.status for _, _, r in results]
-    if any(s in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) for s in statuses):
-        prog.close()
-        return _unsuppressed_plan(occ, U, eps, E, split, Status.INFEASIBLE, math.inf, t0,
-                                  {"components": len(comps),
-                                   "note": "no suppression plan meets the error bound"})
-    # the honest overall status: OPTIMAL only if every component is; else the first other status
-    not_optimal = [s for s in statuses if s is not Status.OPTIMAL]
-    overall = not_optimal[0] if not_optimal else Status.OPTIMAL
-    if any(r.mask is None and sm is not None for sm, _, r in results):
-        # a component without an incumbent (time limit): fall back to its warm start, if any
-        if any(r.mask is None and r.warm is None and sm is not None for sm, _, r in results):
-            prog.close()
-            return _unsuppressed_plan(occ, U, eps, E, split, overall, 1.0, t0,
-                                      {"components": len(comps),
-                                       "note": "no incumbent within the time limit"})
-        for sm, _, r in results:
-            if sm is not None and r.mask is None:
-                r.mask = r.warm
-                kept = np.bincount(sm.pair_rows[~r.mask], minlength=sm.occ.n_users)
-                r.K = max(1, int(kept.max()))
-                r.bound = 1.0
+    @classmethod
+    def checked(
+        cls, occ: Any, bound: float, epsilon: float, *, error_bound: float | None, time_limit: float | None,
+        options: Mapping[str, Any] | None, split: Split, tie_break: bool, tie_break_time_limit: float | None,
+        warm_start: SuppressionPlan | None, strategy: str, progress: bool,
+    ) -> _SolveRun:
+        """Check the arguments of :func:`solve_suppression` and start the clock."""
+        from .._validation import check_choice
+
+        strategy = check_choice(strategy, "strategy", ("auto", "milp", "decomposition"))
+        occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+        if E is not None:
+            require_reachable(occ, U, eps, E, split)
+        time_limit = check_time_limit(time_limit)
+        tie_break_time_limit = check_time_limit(tie_break_time_limit, "tie_break_time_limit")
+        t0 = time.perf_counter()
+        base = baseline_errors(occ, U, eps, split)
+        return cls(
+            occ=occ, U=U, eps=eps, E=float(np.max(base)) if E is None else E, split=split, strategy=strategy,
+            base=base, opts={"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})},
+            tie_break=tie_break, tie_break_time_limit=tie_break_time_limit, warm_start=warm_start, t0=t0,
+            deadline=None if time_limit is None else t0 + time_limit,
+            prog=Progress(progress, desc="suppress", total=time_limit),
+            greedy_K=[] if warm_start is None else [warm_start.degradation],
+        )
+
+    def meets_E(self, grids: np.ndarray) -> bool:
+        """Whether BASELINE's errors of ``grids`` all meet E."""
+        return bool(np.all(self.base[grids] <= self.E * (1 + ERROR_RTOL)))
+
+
+#: a component's solve: its model (``None``: nothing to solve), its occupancy and its result
+_Solved = tuple[SuppressionModel | _DecomposedModel | None, Occupancy, _CompResult]
+
+
+def _solve_run(run: _SolveRun) -> SuppressionPlan:
+    """Both stages of :func:`solve_suppression` on every component, and the re-checked plan."""
+    comps = _components(run.occ)
+    results, certificate = _solve_components(run, comps)
+    overall, early = _first_stage_status(run, results, len(comps))
+    if early is not None:
+        return early
+    _fall_back_to_warm_starts(results)
     K_star = max(r.K for _, _, r in results)
     K_bound = max(r.bound for _, _, r in results)
-    all_optimal = overall is Status.OPTIMAL
-
-    # lexicographic tie-break: fewest suppressed samples with K <= K_star in every component
-    tie_status = "skipped"
-    tie_gap = 0.0
-    if tie_break:
-        tie_status = "optimal"
-        for i, (sm, sub, r) in enumerate(results):
-            if sm is None:
-                continue
-            if sub.degradation <= K_star and np.all(base[comps[i][1]] <= E * (1 + ERROR_RTOL)):
-                r.mask = np.zeros(sm.pair_rows.size, dtype=bool)
-                continue
-            sm2 = build_suppression_model(sub, U, eps, error_bound=E, split=split,
-                                          objective="samples", max_degradation=K_star,
-                                          row_threshold=K_star)
-            r.mask = prune_plan(sm2, r.mask, K_star, U, eps, E, split)
-            warm2 = sm2.point(r.mask)
-            res2 = _solve_stage(sm2, warm2, _tie_break_limit(r.time, tie_break_time_limit, deadline), opts)
-            if res2.has_solution:
-                r.mask = sm2.suppressed_mask(res2.x)
-                tie_gap = max(tie_gap, res2.gap)
-            if res2.status is not Status.OPTIMAL:
-                tie_status = res2.status.value
-            results[i] = (sm2, sub, r)
-
-    prog.update("tie-break" if tie_break else "done", K_star, K_bound)
+    tie = _tie_break(run, results, comps, K_star) if run.tie_break else ("skipped", 0.0)
+    run.prog.update("tie-break" if run.tie_break else "done", K_star, K_bound)
     suppressed = frozenset().union(*(label_pairs(sub, sm.pair_rows[np.flatnonzero(r.mask)],
                                                  sm.pair_cols[np.flatnonzero(r.mask)])
                                      for sm, sub, r in results if sm is not None and r.mask is not None))
-    checked = recheck(occ, suppressed, U, eps, split)
+    checked = recheck(run.occ, suppressed, run.U, run.eps, run.split)
     K_chk, errors = checked[0], checked[1]
-    if K_chk > K_star or not np.all(errors <= E * (1 + ERROR_RTOL)):
+    if K_chk > K_star or not np.all(errors <= run.E * (1 + ERROR_RTOL)):
         raise RuntimeError(
             f"suppression MILP returned a plan that fails the re-check: K={K_chk} (model {K_star}), "
-            f"max error {float(np.max(errors))!r} > E={E!r}"
+            f"max error {float(np.max(errors))!r} > E={run.E!r}"
         )
-    gap = (K_chk - K_bound) / max(1.0, K_chk)
-    prog.update("re-checked", K_chk, float(K_chk) if all_optimal else float(K_bound))
-    prog.close()
+    all_optimal = overall is Status.OPTIMAL
+    run.prog.update("re-checked", K_chk, float(K_chk) if all_optimal else float(K_bound))
+    run.prog.close()
+    return rechecked_plan(
+        run.occ, suppressed, checked, U=run.U, eps=run.eps, error_bound=run.E, status=overall,
+        gap=0.0 if all_optimal else float((K_chk - K_bound) / max(1.0, K_chk)),
+        lower_bound=float(K_chk) if all_optimal else float(K_bound), method="milp",
+        solve_time=time.perf_counter() - run.t0, info=_plan_info(run, results, tie, certificate),
+    )
+
+
+def _solve_components(
+    run: _SolveRun, comps: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[list[_Solved], tuple[float, np.ndarray] | None]:
+    """The first stage (least K) on each component.
+
+    Returns
+    -------
+    (results, certificate)
+        One ``(model, occupancy, result)`` per component, and the best Lagrangian bound with its user
+        weights over ``occ.users`` (``None`` if no component used the decomposition).
+    """
+    results: list[_Solved] = []
+    certificate: tuple[float, np.ndarray] | None = None  # (Lagrangian bound, weights over occ.users)
+    for users, grids in comps:
+        sub = _sub_occupancy(run.occ, users, grids)
+        if sub.degradation == 1 and run.meets_E(grids):
+            results.append((None, sub, _CompResult(Status.OPTIMAL, 1, 1.0, None, 0.0)))
+            continue
+        run.prog.context = {"component": len(results)} if len(comps) > 1 else {}
+        if run.strategy == "decomposition" or (run.strategy == "auto" and sub.n_grids >= DECOMPOSE_GRIDS):
+            sm, r, lam = _solve_decomposed(sub, run.U, run.eps, run.E, run.split, run.deadline, run.opts, run.prog)
+            results.append((sm, sub, r))
+            if certificate is None or r.lagrangian > certificate[0]:
+                w = np.zeros(run.occ.n_users)
+                w[users] = lam
+                certificate = (r.lagrangian, w)
+            continue
+        results.append(_solve_compact(run, sub, len(results)))
+    return results, certificate
+
+
+def _solve_compact(run: _SolveRun, sub: Occupancy, component: int) -> _Solved:
+    """The first stage of component number ``component`` by the compact MILP, from its warm start."""
+    sm = build_suppression_model(sub, run.U, run.eps, error_bound=run.E, split=run.split)
+    wmask = _warm_mask(run, sm, sub, component)
+    warm = sm.point(wmask) if wmask is not None else None
+    res = _solve_stage(sm, warm, _remaining(run.deadline), run.opts)
+    if res.has_solution:
+        mask = sm.suppressed_mask(res.x)
+        # K of the point itself (not the reported objective), re-checked again at the end
+        Kc = max(1, int(np.bincount(sm.pair_rows[~mask], minlength=sub.n_users).max()))
+        lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0
+        r = _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time, warm=wmask, raw=res.raw_status)
+    else:
+        st = res.status if res.status is not Status.OPTIMAL else Status.ERROR
+        r = _CompResult(st, -1, math.inf, None, res.solve_time, warm=wmask, raw=res.raw_status)
+    run.prog.update("milp", r.K if r.mask is not None else None, r.bound)
+    return sm, sub, r
+
+
+def _warm_mask(run: _SolveRun, sm: SuppressionModel, sub: Occupancy, component: int) -> np.ndarray | None:
+    """The warm start on this component: the given plan, or CLIP-USER on the component (if it meets E)."""
+    if run.warm_start is not None:
+        return _mask_of(sm, run.warm_start.suppressed) if run.warm_start.feasible else None
+    from .greedy import clip_user
+
+    g = clip_user(sub, run.U, run.eps, error_bound=run.E, split=run.split)
+    run.greedy_K.append(g.degradation)
+    run.prog.update("greedy", g.degradation, None, component=component)
+    return _mask_of(sm, g.suppressed) if g.feasible else None
+
+
+def _first_stage_status(
+    run: _SolveRun, results: list[_Solved], n_components: int
+) -> tuple[Status, SuppressionPlan | None]:
+    """The honest overall status, and the plan that suppresses nothing when there is no plan to return.
+
+    The status is ``OPTIMAL`` only if every component's is; else the first other status. The plan is
+    returned when some component is infeasible, or found no incumbent and has no warm start.
+    """
+    statuses = [r.status for _, _, r in results]
+    if any(s in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) for s in statuses):
+        run.prog.close()
+        return Status.INFEASIBLE, _unsuppressed_plan(
+            run, Status.INFEASIBLE, math.inf,
+            {"components": n_components, "note": "no suppression plan meets the error bound"})
+    not_optimal = [s for s in statuses if s is not Status.OPTIMAL]
+    overall = not_optimal[0] if not_optimal else Status.OPTIMAL
+    if any(r.mask is None and r.warm is None and sm is not None for sm, _, r in results):
+        # a component without an incumbent (time limit) nor a warm start to fall back to
+        run.prog.close()
+        return overall, _unsuppressed_plan(
+            run, overall, 1.0, {"components": n_components, "note": "no incumbent within the time limit"})
+    return overall, None
+
+
+def _fall_back_to_warm_starts(results: list[_Solved]) -> None:
+    """A component without an incumbent (time limit) takes its warm start, with lower bound 1."""
+    for sm, _, r in results:
+        if sm is not None and r.mask is None:
+            r.mask = r.warm
+            kept = np.bincount(sm.pair_rows[~r.mask], minlength=sm.occ.n_users)
+            r.K = max(1, int(kept.max()))
+            r.bound = 1.0
+
+
+def _tie_break(
+    run: _SolveRun, results: list[_Solved], comps: list[tuple[np.ndarray, np.ndarray]], K_star: int
+) -> tuple[str, float]:
+    """Lexicographic tie-break: fewest suppressed samples with K ≤ ``K_star`` in every component.
+
+    Replaces each solved component's model and mask in ``results``; returns the stage's status
+    (``"optimal"`` or the first limit status) and its largest relative gap.
+    """
+    tie_status = "optimal"
+    tie_gap = 0.0
+    for i, (sm, sub, r) in enumerate(results):
+        if sm is None:
+            continue
+        if sub.degradation <= K_star and run.meets_E(comps[i][1]):
+            r.mask = np.zeros(sm.pair_rows.size, dtype=bool)
+            continue
+        sm2 = build_suppression_model(sub, run.U, run.eps, error_bound=run.E, split=run.split,
+                                      objective="samples", max_degradation=K_star, row_threshold=K_star)
+        r.mask = prune_plan(sm2, r.mask, K_star, run.U, run.eps, run.E, run.split)
+        warm2 = sm2.point(r.mask)
+        limit = _tie_break_limit(r.time, run.tie_break_time_limit, run.deadline)
+        res2 = _solve_stage(sm2, warm2, limit, run.opts)
+        if res2.has_solution:
+            r.mask = sm2.suppressed_mask(res2.x)
+            tie_gap = max(tie_gap, res2.gap)
+        if res2.status is not Status.OPTIMAL:
+            tie_status = res2.status.value
+        results[i] = (sm2, sub, r)
+    return tie_status, tie_gap
+
+
+def _plan_info(
+    run: _SolveRun, results: list[_Solved], tie: tuple[str, float], certificate: tuple[float, np.ndarray] | None
+) -> dict[str, Any]:
+    """The ``info`` of the MILP's plan (see :func:`solve_suppression`)."""
     info_extra: dict[str, Any] = {}
     if certificate is not None:
         info_extra = {"lagrangian_bound": int(certificate[0]), "lower_bound_weights": certificate[1]}
+    return {
+        "components": len(results),
+        "tie_break": tie[0],
+        "tie_break_gap": tie[1],
+        "greedy_degradation": max(run.greedy_K) if run.greedy_K else None,
+        "component_times": [r.time for _, _, r in results],
+        "solver_status": [r.raw for _, _, r in results],
+        "split": run.split,
+        "strategy": run.strategy,
+        "log": run.prog.log,
+        **info_extra,
+    }
+
+
+def _unsuppressed_plan(run: _SolveRun, status: Status, bound: float, info: dict[str, Any]) -> SuppressionPlan:
+    """The plan that suppresses nothing (no MILP plan to return), with ``gap = inf``."""
+    occ, U, eps = run.occ, run.U, run.eps
     return rechecked_plan(
-        occ, suppressed, checked, U=U, eps=eps, error_bound=E, status=overall,
-        gap=0.0 if all_optimal else float(gap), lower_bound=float(K_chk) if all_optimal else float(K_bound),
-        method="milp", solve_time=time.perf_counter() - t0,
-        info={
-            "components": len(comps),
-            "tie_break": tie_status,
-            "tie_break_gap": tie_gap,
-            "greedy_degradation": max(greedy_K) if greedy_K else None,
-            "component_times": [r.time for _, _, r in results],
-            "solver_status": [r.raw for _, _, r in results],
-            "split": split,
-            "strategy": strategy,
-            "log": prog.log,
-            **info_extra,
-        },
+        occ, frozenset(), recheck(occ, frozenset(), U, eps, run.split), U=U, eps=eps, error_bound=run.E,
+        status=status, gap=math.inf, lower_bound=bound, method="milp", solve_time=time.perf_counter() - run.t0,
+        info=info,
     )
