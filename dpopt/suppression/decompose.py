@@ -55,6 +55,23 @@ def _left(deadline: float | None) -> float:
     return math.inf if deadline is None else deadline - time.perf_counter()
 
 
+@dataclass(eq=False)
+class _Best:
+    """The best Lagrangian bound and the best plan (least K) seen so far, and the oracle calls made."""
+
+    bound: LagrangianBound | None = None
+    keep: np.ndarray | None = None
+    K: float = math.inf
+    calls: int = 0
+
+    def consider(self, lb: LagrangianBound, keep: np.ndarray, kept: np.ndarray) -> None:
+        """Keep ``lb`` if it is the best bound, and the plan ``keep`` (loads ``kept``) if it has least K."""
+        if self.bound is None or lb.raw > self.bound.raw:
+            self.bound = lb
+        if kept.max() < self.K:
+            self.K, self.keep = int(kept.max()), keep
+
+
 def pattern_bound(
     oracle: PatternOracle,
     *,
@@ -68,35 +85,47 @@ def pattern_bound(
     Stops when the bound can no longer rise by column generation (⌈best Lagrangian value⌉ equals
     ⌈restricted LP value⌉, or pricing finds no column), at ``deadline`` or after ``max_lp_solves``.
     """
+    pool = PatternPool(oracle)
+    best = _Best()
+    _supergradient_steps(oracle, pool, best, subgradient_steps, deadline, progress)
+    lp_value, solves = _column_generation(oracle, pool, best, max_lp_solves, deadline, progress)
+    return DecompositionResult(best.bound, best.keep, int(best.K), lp_value, solves, best.calls)
+
+
+def _supergradient_steps(
+    oracle: PatternOracle, pool: PatternPool, best: _Best, steps: int, deadline: float | None,
+    progress: Progress | None,
+) -> None:
+    """Projected supergradient steps on the user weights λ (from uniform), seeding ``pool``."""
     L = oracle.occ.n_users
     lam = np.full(L, 1.0 / L)
-    pool = PatternPool(oracle)
-    best: LagrangianBound | None = None
-    best_keep = None
-    best_K = math.inf
-    calls = 0
-
-    def consider(lb: LagrangianBound, keep: np.ndarray, kept: np.ndarray) -> None:
-        nonlocal best, best_keep, best_K
-        if best is None or lb.raw > best.raw:
-            best = lb
-        if kept.max() < best_K:
-            best_K, best_keep = int(kept.max()), keep
-
-    for _ in range(subgradient_steps):
+    for _ in range(steps):
         lb, keep, kept = lagrangian_bound(oracle, lam)
-        calls += 1
-        consider(lb, keep, kept)
+        best.calls += 1
+        best.consider(lb, keep, kept)
         pool.add(keep)
         if progress is not None:
-            progress.update("subgradient", best_K, best.value)
-        if best.value >= best_K or _left(deadline) <= 0:
+            progress.update("subgradient", best.K, best.bound.value)
+        if best.bound.value >= best.K or _left(deadline) <= 0:
             break
         d = kept - kept.mean()
-        step = (best_K - lb.raw) / max(float(d @ d), 1e-12)
+        step = (best.K - lb.raw) / max(float(d @ d), 1e-12)
         lam = _project_simplex(lam + step * d)
+
+
+def _column_generation(
+    oracle: PatternOracle, pool: PatternPool, best: _Best, max_lp_solves: int, deadline: float | None,
+    progress: Progress | None,
+) -> tuple[float, int]:
+    """Column generation on the pattern LP, priced by the oracle at the LP's user duals.
+
+    Returns
+    -------
+    (lp_value, solves) : (float, int)
+        The last restricted LP value (``inf`` if none was solved) and the number of LP solves.
+    """
     lp_value, solves = math.inf, 0
-    while best.value < best_K and solves < max_lp_solves and _left(deadline) > 1.0:
+    while best.bound.value < best.K and solves < max_lp_solves and _left(deadline) > 1.0:
         res = solve_pattern_lp(pool, time_limit=max(1.0, _left(deadline)))
         solves += 1
         if res.row_duals is None:
@@ -107,17 +136,16 @@ def pattern_bound(
             break
         pi = res.dual("one")
         costs, keep = oracle.solve(lam)
-        calls += 1
+        best.calls += 1
         lb, keep, kept = lagrangian_bound(oracle, lam, (costs, keep))
-        consider(lb, keep, kept)
+        best.consider(lb, keep, kept)
         if progress is not None:
-            progress.update("column generation", best_K, best.value, lp=round(lp_value, 4))
-        if best.value >= math.ceil(lp_value - 1e-9 * max(1.0, lp_value)):
+            progress.update("column generation", best.K, best.bound.value, lp=round(lp_value, 4))
+        if best.bound.value >= math.ceil(lp_value - 1e-9 * max(1.0, lp_value)):
             break  # the LP optimum is within the bound's integer step: no better bound here
-        new = pool.add(keep, np.flatnonzero(costs < pi - 1e-9))
-        if new == 0:
+        if pool.add(keep, np.flatnonzero(costs < pi - 1e-9)) == 0:
             break
-    return DecompositionResult(best, best_keep, int(best_K), lp_value, solves, calls)
+    return lp_value, solves
 
 
 def local_search(

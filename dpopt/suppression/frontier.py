@@ -220,92 +220,138 @@ def suppression_frontier(
     time_limit = check_time_limit(time_limit)
     max_solves = check_positive_int(max_solves, "max_solves")
     t0 = time.perf_counter()
-    deadline = None if time_limit is None else t0 + time_limit
-
-    def left() -> float | None:
-        return None if deadline is None else max(0.0, deadline - time.perf_counter())
-
-    opts = {"mip_rel_gap": 0.0, **dict(options or {})}
-    G1 = occ.degradation
-    first_plan: SuppressionPlan | None = None
-    if degradations is None:
-        first_plan = solve_suppression(occ, U, eps, error_bound=E, tie_break=False,
-                                       time_limit=left(), options=options, split=split)
-        E = first_plan.error_bound
-        if first_plan.status is Status.INFEASIBLE:
-            ks = list(range(1, G1 + 1))
-            first_plan = None
-        else:
-            ks = list(range(first_plan.degradation, G1 + 1))
-    else:
-        ks = sorted({int(k) for k in degradations})
-        if not ks or ks[0] < 1 or ks[-1] > G1:
-            raise DpoptInputError(f"`degradations` must be integers in [1, G_1={G1}]; got {ks}")
-        if E is None:
-            from ._kernel import baseline_errors
-
-            E = float(np.max(baseline_errors(occ, U, eps, split)))
+    fr = _FrontierRun(occ, U, eps, split, {"mip_rel_gap": 0.0, **dict(options or {})}, max_solves,
+                      None if time_limit is None else t0 + time_limit)
+    ks, E, incumbent = _degradation_range(fr, E, degradations, options)
     floor = float(np.max(least_grid_errors(occ, U, eps, split)))
     points: list[FrontierPoint] = []
-    incumbent = first_plan
     log: list[dict[str, Any]] = []
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(ks), desc="frontier", unit="K", leave=False)
+    bar = _progress_bar(progress, len(ks))
     for K in ks:
-        solves = 0
-        status = Status.OPTIMAL
-        if left() == 0.0:
-            # budget spent: report the proven bracket without solving
-            err = incumbent.max_error if incumbent is not None and incumbent.degradation <= K else math.inf
-            points.append(FrontierPoint(K, err, floor, Status.TIME_LIMIT,
-                                        incumbent if math.isfinite(err) else None, 0))
-            _note(log, bar, points[-1], t0)
-            continue
-        if incumbent is None or incumbent.degradation > K:
-            st, incumbent = _feasible_plan(occ, U, eps, math.inf, K, split, left(), opts)
-            solves += 1
-            if incumbent is None:
-                points.append(FrontierPoint(K, math.inf, math.inf if st is Status.INFEASIBLE else floor,
-                                            st, None, solves))
-                incumbent = None
-                _note(log, bar, points[-1], t0)
-                continue
-        hi = incumbent.max_error
-        lo = floor  # E*(K) >= lo (and > lo once lo is a failed test)
-        lo_strict = False
-        while True:
-            if hi <= lo * (1 + ERROR_RTOL) and not lo_strict:
-                break  # hi attains the universal floor
-            below = largest_error_below(occ, U, eps, hi, split)
-            if below < lo or (lo_strict and below <= lo):
-                break  # no candidate value strictly between the bracket ends: hi is exact
-            if solves >= max_solves:
-                status = Status.ITERATION_LIMIT
-                break
-            mid = 0.5 * (lo + hi)
-            target = below if below <= mid * (1 + 1e-9) or (hi - lo) <= 1e-6 * hi else mid
-            if left() == 0.0:
-                status = Status.TIME_LIMIT
-                break
-            st, plan = _feasible_plan(occ, U, eps, target, K, split, left(), opts)
-            solves += 1
-            if plan is not None:  # any incumbent of the feasibility MILP is a plan meeting target
-                incumbent, hi = plan, plan.max_error
-            elif st is Status.INFEASIBLE:
-                lo, lo_strict = target, True
-            else:
-                status = st
-                break
-        points.append(FrontierPoint(K, hi, hi if status is Status.OPTIMAL else lo, status, incumbent,
-                                    solves))
+        point, incumbent = _frontier_point(fr, K, incumbent, floor)
+        points.append(point)
         _note(log, bar, points[-1], t0)
     if bar is not None:
         bar.close()
     return SuppressionFrontier(points=tuple(points), epsilon=eps, U=U, error_bound=float(E),
                                solve_time=time.perf_counter() - t0, log=tuple(log))
+
+
+@dataclass(frozen=True, eq=False)
+class _FrontierRun:
+    """The checked inputs, HiGHS options, solve cap and deadline shared by every point of a frontier."""
+
+    occ: Occupancy
+    U: float
+    eps: float
+    split: str
+    opts: dict[str, Any]
+    max_solves: int
+    deadline: float | None
+
+    def left(self) -> float | None:
+        """Seconds left of the total budget (``None``: no limit)."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.perf_counter())
+
+    def feasible_plan(self, E: float, K: int) -> tuple[Status, SuppressionPlan | None]:
+        """:func:`_feasible_plan` at (``E``, ``K``) with the time left."""
+        return _feasible_plan(self.occ, self.U, self.eps, E, K, self.split, self.left(), self.opts)
+
+
+def _degradation_range(
+    fr: _FrontierRun, E: float | None, degradations: Iterable[int] | None, options: Mapping[str, Any] | None
+) -> tuple[list[int], float, SuppressionPlan | None]:
+    """The K values of the frontier, E (its default filled in) and the first incumbent plan.
+
+    Without ``degradations`` the range starts at the optimum of :func:`solve_suppression` at E,
+    whose plan is the first incumbent (none if no plan meets E: then the range starts at 1).
+    """
+    occ = fr.occ
+    G1 = occ.degradation
+    if degradations is None:
+        first_plan = solve_suppression(occ, fr.U, fr.eps, error_bound=E, tie_break=False,
+                                       time_limit=fr.left(), options=options, split=fr.split)
+        if first_plan.status is Status.INFEASIBLE:
+            return list(range(1, G1 + 1)), first_plan.error_bound, None
+        return list(range(first_plan.degradation, G1 + 1)), first_plan.error_bound, first_plan
+    ks = sorted({int(k) for k in degradations})
+    if not ks or ks[0] < 1 or ks[-1] > G1:
+        raise DpoptInputError(f"`degradations` must be integers in [1, G_1={G1}]; got {ks}")
+    if E is None:
+        from ._kernel import baseline_errors
+
+        E = float(np.max(baseline_errors(occ, fr.U, fr.eps, fr.split)))
+    return ks, E, None
+
+
+def _progress_bar(progress: bool, total: int) -> Any:
+    """A tqdm bar over the frontier's points (``None`` when ``progress`` is off)."""
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="frontier", unit="K", leave=False)
+
+
+def _frontier_point(
+    fr: _FrontierRun, K: int, incumbent: SuppressionPlan | None, floor: float
+) -> tuple[FrontierPoint, SuppressionPlan | None]:
+    """The point of degradation ``K`` and the incumbent plan for the next K.
+
+    ``incumbent`` is the best plan so far (of a smaller K, so its error bounds E*(K) from above);
+    ``floor`` is the universal lower bound max_g min_S E_g(S).
+    """
+    if fr.left() == 0.0:
+        # budget spent: report the proven bracket without solving
+        err = incumbent.max_error if incumbent is not None and incumbent.degradation <= K else math.inf
+        return FrontierPoint(K, err, floor, Status.TIME_LIMIT, incumbent if math.isfinite(err) else None,
+                             0), incumbent
+    solves = 0
+    if incumbent is None or incumbent.degradation > K:
+        st, incumbent = fr.feasible_plan(math.inf, K)
+        solves += 1
+        if incumbent is None:
+            return FrontierPoint(K, math.inf, math.inf if st is Status.INFEASIBLE else floor, st, None,
+                                 solves), None
+    return _bisect(fr, K, incumbent, floor, solves)
+
+
+def _bisect(
+    fr: _FrontierRun, K: int, incumbent: SuppressionPlan, floor: float, solves: int
+) -> tuple[FrontierPoint, SuppressionPlan]:
+    """E*(K) by bisection on E between ``floor`` and the incumbent's error, finished exactly.
+
+    ``solves`` feasibility MILPs were already spent on this point. Returns the point and the
+    incumbent (the plan of least error found).
+    """
+    status = Status.OPTIMAL
+    hi = incumbent.max_error
+    lo = floor  # E*(K) >= lo (and > lo once lo is a failed test)
+    lo_strict = False
+    while True:
+        if hi <= lo * (1 + ERROR_RTOL) and not lo_strict:
+            break  # hi attains the universal floor
+        below = largest_error_below(fr.occ, fr.U, fr.eps, hi, fr.split)
+        if below < lo or (lo_strict and below <= lo):
+            break  # no candidate value strictly between the bracket ends: hi is exact
+        if solves >= fr.max_solves:
+            status = Status.ITERATION_LIMIT
+            break
+        mid = 0.5 * (lo + hi)
+        target = below if below <= mid * (1 + 1e-9) or (hi - lo) <= 1e-6 * hi else mid
+        if fr.left() == 0.0:
+            status = Status.TIME_LIMIT
+            break
+        st, plan = fr.feasible_plan(target, K)
+        solves += 1
+        if plan is not None:  # any incumbent of the feasibility MILP is a plan meeting target
+            incumbent, hi = plan, plan.max_error
+        elif st is Status.INFEASIBLE:
+            lo, lo_strict = target, True
+        else:
+            status = st
+            break
+    return FrontierPoint(K, hi, hi if status is Status.OPTIMAL else lo, status, incumbent, solves), incumbent
 
 
 def _note(log: list[dict[str, Any]], bar: Any, p: FrontierPoint, t0: float) -> None:

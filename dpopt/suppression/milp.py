@@ -211,6 +211,10 @@ def build_suppression_model(
     row_threshold : int, optional
         Users with G_ℓ ≤ this get no occupancy row (valid when K ≥ row_threshold is known, or
         when K ≤ max_degradation = row_threshold is imposed). Default 1.
+
+    Returns
+    -------
+    SuppressionModel
     """
     occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split, finite=False)
     if E is None:
@@ -221,16 +225,51 @@ def build_suppression_model(
         raise DpoptInputError(
             f"`objective` must be one of 'degradation', 'samples', 'none'; got {objective!r}"
         )
-    csr = occ.matrix
-    P = int(csr.nnz)
-    rows = np.repeat(np.arange(occ.n_users, dtype=np.int64), np.diff(csr.indptr))
-    cols = csr.indices.astype(np.int64)
-    cnt = csr.data.astype(np.int64)
-    N = occ.grid_totals.astype(np.int64)
+    md = _model_data(occ, U, eps, E, split, row_threshold)
+    b = ModelBuilder(name="suppression")
+    cc = _add_columns(b, md, objective, max_degradation)
+    _add_chain_and_link_rows(b, md, cc)
+    _add_select_rows(b, md, cc)
+    _add_retained_rows(b, md, cc)
+    _add_occupancy_rows(b, md, cc)
+    return _assembled(md, _scaled(b.build(), float(md.cnt.max()) if objective == "samples" else 1.0))
 
+
+@dataclass(frozen=True, eq=False)
+class _Levels:
+    """The feasible levels of every grid (``y`` columns) and the runs of their exact feasible sets.
+
+    Attributes
+    ----------
+    grid, value, cap : ndarray of int
+        Grid, value v_t and largest retained total R_max(t) of each level whose F_t is not empty
+        (grid order, values decreasing within a grid).
+    first, last : ndarray of bool
+        Whether the level is the first (largest value) or last of its grid.
+    run_level, run_lo, run_hi : ndarray of int
+        Level and integer interval of each run of the sets F_t.
+    simple_run : ndarray of bool
+        Whether the run is its level's only run and ends at R_max (then d = y_t − y_{t+1}).
+    simple : ndarray of bool
+        Whether the level's only run is simple.
+    """
+
+    grid: np.ndarray
+    value: np.ndarray
+    cap: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    run_level: np.ndarray
+    run_lo: np.ndarray
+    run_hi: np.ndarray
+    simple_run: np.ndarray
+    simple: np.ndarray
+
+
+def _feasible_levels(occ: Occupancy, N: np.ndarray, U: float, eps: float, E: float, split: str) -> _Levels:
+    """The levels of every grid whose exact feasible set F_t is not empty, and the runs of those sets."""
     lev_grid, lev_val, lev_cap = level_table(occ)
     nlev = lev_grid.size
-
     run_level, run_lo, run_hi = feasible_runs(N[lev_grid], lev_val, lev_cap, U, eps, E, split)
     # keep only feasible levels (a plan whose Γ* sits at a level with empty F_t violates E)
     feas = np.zeros(nlev, dtype=bool)
@@ -250,111 +289,256 @@ def build_suppression_model(
     simple_run = (runs_per_level[run_level] == 1) & (run_hi == f_cap[run_level])
     simple = np.zeros(nf, dtype=bool)
     simple[run_level[simple_run]] = True
-    # per pair: index of the first feasible level of its grid with value < count (must suppress
-    # when that level's y is 1); pairs above every feasible level of their grid are forced
-    grid_first = -np.ones(occ.n_grids, dtype=np.int64)
-    grid_first[f_grid[f_first][::-1]] = np.flatnonzero(f_first)[::-1]
-    grid_nf = np.bincount(f_grid, minlength=occ.n_grids)
+    return _Levels(grid=f_grid, value=f_val, cap=f_cap, first=f_first, last=f_last, run_level=run_level,
+                   run_lo=run_lo, run_hi=run_hi, simple_run=simple_run, simple=simple)
+
+
+def _link_pairs(
+    cols: np.ndarray, cnt: np.ndarray, lv: _Levels, n_grids: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each pair (grid ``cols``, count ``cnt``) sits among the feasible levels of its grid.
+
+    Returns
+    -------
+    (next_level, forced, linked, grid_levels) : arrays
+        Per pair: the first feasible level of its grid with value < count (must suppress when that
+        level's y is 1); whether it is forced (count above every feasible level of its grid); whether
+        it is linked (x ≥ y of that level). Per grid: the number of feasible levels.
+    """
+    nf = lv.grid.size
+    grid_first = -np.ones(n_grids, dtype=np.int64)
+    grid_first[lv.grid[lv.first][::-1]] = np.flatnonzero(lv.first)[::-1]
+    grid_nf = np.bincount(lv.grid, minlength=n_grids)
     # within grid: f_val decreasing; position of first level with value < count
     M = int(cnt.max()) + 2
-    key_lev = f_grid * M - f_val  # increasing along the level array
+    key_lev = lv.grid * M - lv.value  # increasing along the level array
     key_pair = cols * M - cnt + 1  # first level of the pair's grid with value < count
     nxt_lev = np.searchsorted(key_lev, key_pair)
     in_grid = nxt_lev < nf
     if nf:
-        in_grid &= f_grid[np.minimum(nxt_lev, nf - 1)] == cols
-        top_val = np.where(grid_nf[cols] > 0, f_val[np.maximum(grid_first[cols], 0)], 0)
+        in_grid &= lv.grid[np.minimum(nxt_lev, nf - 1)] == cols
+        top_val = np.where(grid_nf[cols] > 0, lv.value[np.maximum(grid_first[cols], 0)], 0)
         forced = (grid_nf[cols] > 0) & (cnt > top_val)
     else:
-        forced = np.zeros(P, dtype=bool)
-    linked = in_grid & ~forced
+        forced = np.zeros(cols.size, dtype=bool)
+    return nxt_lev, forced, in_grid & ~forced, grid_nf
 
-    # grids that need the upper retained row (some level has a run below R_max(t))
+
+@dataclass(frozen=True, eq=False)
+class _ModelData:
+    """What :func:`build_suppression_model` derives from the occupancy before adding columns and rows.
+
+    Attributes
+    ----------
+    occ : Occupancy
+    rows, cols, cnt : ndarray of int
+        User, grid and count of each occupied pair (CSR order of ``occ.matrix``).
+    levels : _Levels
+    next_level, linked, kind, pair_level : ndarray
+        Per pair: see :func:`_link_pairs` and :class:`SuppressionModel`.
+    xc : ndarray of int
+        The pairs with an ``x`` column (kind 0).
+    grid_levels : ndarray of int
+        Number of feasible levels of each grid.
+    need_hi : ndarray of bool
+        Grids that need the upper retained row (some level has a run below R_max(t)).
+    row_user : ndarray of bool
+        Users with an occupancy row (G_ℓ above the row threshold).
+    forced_samples, forced_pairs : ndarray
+        Samples of forced pairs per grid, forced pairs per user.
+    agg_weight : ndarray
+        Per level: the samples of the aggregated pairs (kind 2) its y stands for.
+    """
+
+    occ: Occupancy
+    rows: np.ndarray
+    cols: np.ndarray
+    cnt: np.ndarray
+    levels: _Levels
+    next_level: np.ndarray
+    linked: np.ndarray
+    kind: np.ndarray
+    pair_level: np.ndarray
+    xc: np.ndarray
+    grid_levels: np.ndarray
+    need_hi: np.ndarray
+    row_user: np.ndarray
+    forced_samples: np.ndarray
+    forced_pairs: np.ndarray
+    agg_weight: np.ndarray
+
+
+def _model_data(
+    occ: Occupancy, U: float, eps: float, E: float, split: str, row_threshold: int | None
+) -> _ModelData:
+    """The levels, runs and pair kinds of the model (see :class:`SuppressionModel` and models/suppression.md §4)."""
+    csr = occ.matrix
+    rows = np.repeat(np.arange(occ.n_users, dtype=np.int64), np.diff(csr.indptr))
+    cols = csr.indices.astype(np.int64)
+    cnt = csr.data.astype(np.int64)
+    lv = _feasible_levels(occ, occ.grid_totals.astype(np.int64), U, eps, E, split)
+    nxt_lev, forced, linked, grid_nf = _link_pairs(cols, cnt, lv, occ.n_grids)
     need_hi = np.zeros(occ.n_grids, dtype=bool)
-    need_hi[f_grid[run_level[~simple_run]]] = True
-    # pair kinds (see SuppressionModel.pair_kind)
-    Gl = occ.user_occupancy
+    need_hi[lv.grid[lv.run_level[~lv.simple_run]]] = True
     thr = 1 if row_threshold is None else int(row_threshold)
-    row_user = Gl > thr
-    pair_level = np.where(linked, nxt_lev, -1)
-    kind = np.zeros(P, dtype=np.int64)
+    row_user = occ.user_occupancy > thr
+    kind = np.zeros(cols.size, dtype=np.int64)
     # a pair can be aggregated when no level that needs an upper retained row can leave it
     # unforced: its count exceeds every such "complex" level of its grid (see models/suppression.md)
     cmax = np.zeros(occ.n_grids, dtype=np.int64)
-    np.maximum.at(cmax, f_grid[~simple], f_val[~simple])
+    np.maximum.at(cmax, lv.grid[~lv.simple], lv.value[~lv.simple])
     free = ~row_user[rows] & ~forced & (cnt > cmax[cols])
     kind[free & linked] = 2
     kind[free & ~linked] = 3
     kind[forced] = 1
-    xc = np.flatnonzero(kind == 0)
-    nx_ = xc.size
-    forced_samples = np.bincount(cols[forced], weights=cnt[forced], minlength=occ.n_grids)
-    forced_pairs = np.bincount(rows[forced], minlength=occ.n_users)
     agg = np.flatnonzero(kind == 2)
-    agg_w = np.bincount(nxt_lev[agg], weights=cnt[agg], minlength=nf) if nf else np.zeros(0)
-    Nres = N - forced_samples
+    return _ModelData(
+        occ=occ, rows=rows, cols=cols, cnt=cnt, levels=lv, next_level=nxt_lev, linked=linked, kind=kind,
+        pair_level=np.where(linked, nxt_lev, -1), xc=np.flatnonzero(kind == 0), grid_levels=grid_nf,
+        need_hi=need_hi, row_user=row_user,
+        forced_samples=np.bincount(cols[forced], weights=cnt[forced], minlength=occ.n_grids),
+        forced_pairs=np.bincount(rows[forced], minlength=occ.n_users),
+        agg_weight=np.bincount(nxt_lev[agg], weights=cnt[agg], minlength=lv.grid.size) if lv.grid.size
+        else np.zeros(0),
+    )
 
-    b = ModelBuilder(name="suppression")
+
+def _assembled(md: _ModelData, model: LinearModel) -> SuppressionModel:
+    """The :class:`SuppressionModel` of a built model and the data it was built from."""
+    lv = md.levels
+    return SuppressionModel(
+        model=model,
+        occ=md.occ,
+        pair_rows=md.rows,
+        pair_cols=md.cols,
+        pair_counts=md.cnt,
+        level_grid=lv.grid,
+        level_value=lv.value,
+        level_first=lv.first,
+        run_level=lv.run_level,
+        run_lo=lv.run_lo,
+        run_hi=lv.run_hi,
+        run_is_col=~lv.simple_run,
+        pair_kind=md.kind,
+        pair_level=md.pair_level,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _Columns:
+    """Column indices of the model's blocks ``x``, ``y``, ``d``, ``K``.
+
+    Attributes
+    ----------
+    x, y, d, K : ndarray of int
+        The columns of each block (``d``: one per run in ``runs``).
+    xcol : ndarray of int
+        The ``x`` column of each pair (−1 if it has none).
+    runs : ndarray of int
+        The runs with their own ``d`` column (those that are not simple).
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    d: np.ndarray
+    K: np.ndarray
+    xcol: np.ndarray
+    runs: np.ndarray
+
+
+def _add_columns(b: ModelBuilder, md: _ModelData, objective: str, max_degradation: int | None) -> _Columns:
+    """The columns ``x``, ``y``, ``d``, ``K`` with the costs of ``objective``."""
+    lv, xc = md.levels, md.xc
     samples = objective == "samples"
-    x = b.add_cols("x", nx_, lower=0, upper=1, integer=True,
-                   cost=cnt[xc].astype(float) if samples else 0.0)
-    y = b.add_cols("y", nf, lower=f_first.astype(float), upper=1, integer=True,
-                   cost=agg_w if samples else 0.0)
+    x = b.add_cols("x", xc.size, lower=0, upper=1, integer=True,
+                   cost=md.cnt[xc].astype(float) if samples else 0.0)
+    y = b.add_cols("y", lv.grid.size, lower=lv.first.astype(float), upper=1, integer=True,
+                   cost=md.agg_weight if samples else 0.0)
     if samples:
-        b.offset = float(forced_samples.sum())
-    cr = np.flatnonzero(~simple_run)
+        b.offset = float(md.forced_samples.sum())
+    cr = np.flatnonzero(~lv.simple_run)
     d = b.add_cols("d", cr.size, lower=0, upper=1, integer=True)
-    kmax = int(occ.degradation) if max_degradation is None else int(max_degradation)
+    kmax = int(md.occ.degradation) if max_degradation is None else int(max_degradation)
     K = b.add_cols("K", 1, lower=1, upper=max(1, kmax), integer=True,
                    cost=1.0 if objective == "degradation" else 0.0)
-    xcol = -np.ones(P, dtype=np.int64)
+    xcol = -np.ones(md.cnt.size, dtype=np.int64)
     xcol[xc] = x
+    return _Columns(x=x, y=y, d=d, K=K, xcol=xcol, runs=cr)
 
-    # chain y_t <= y_{t-1}
-    ch = np.flatnonzero(~f_first)
+
+def _add_chain_and_link_rows(b: ModelBuilder, md: _ModelData, cc: _Columns) -> None:
+    """Rows ``chain`` (y_t ≤ y_{t−1}), ``link`` (x ≥ y of the pair's next level) and ``no_level``.
+
+    ``no_level`` is one infeasible row, added only when some grid has no feasible level.
+    """
+    y = cc.y
+    ch = np.flatnonzero(~md.levels.first)
     nch = ch.size
     b.add_rows("chain", rows=np.concatenate([np.arange(nch), np.arange(nch)]),
                cols=np.concatenate([y[ch], y[ch - 1]]),
                vals=np.concatenate([np.ones(nch), -np.ones(nch)]),
                lower=-np.inf, upper=0.0, count=nch)
     # link x[l,g] >= y[first feasible level below the count]
-    lk = np.flatnonzero(linked & (kind == 0))
+    lk = np.flatnonzero(md.linked & (md.kind == 0))
     nlk = lk.size
     b.add_rows("link", rows=np.concatenate([np.arange(nlk), np.arange(nlk)]),
-               cols=np.concatenate([xcol[lk], y[nxt_lev[lk]]]),
+               cols=np.concatenate([cc.xcol[lk], y[md.next_level[lk]]]),
                vals=np.concatenate([np.ones(nlk), -np.ones(nlk)]),
                lower=0.0, upper=np.inf, count=nlk)
     # every grid needs a feasible level
-    if np.any(grid_nf == 0):
-        b.add_rows("no_level", rows=np.zeros(1, np.int64), cols=K, vals=0.0, lower=1.0, upper=1.0,
+    if np.any(md.grid_levels == 0):
+        b.add_rows("no_level", rows=np.zeros(1, np.int64), cols=cc.K, vals=0.0, lower=1.0, upper=1.0,
                    count=1)
-    # select (levels with their own run columns): sum_r d[t,r] - y_t + y_{t+1} = 0
-    cl = np.flatnonzero(~simple)
-    remap_l = -np.ones(nf, dtype=np.int64)
+
+
+def _add_select_rows(b: ModelBuilder, md: _ModelData, cc: _Columns) -> None:
+    """Rows ``select``: Σ_r d[t,r] − y_t + y_{t+1} = 0 for the levels with their own run columns."""
+    lv, y, cr = md.levels, cc.y, cc.runs
+    cl = np.flatnonzero(~lv.simple)
+    remap_l = -np.ones(lv.grid.size, dtype=np.int64)
     remap_l[cl] = np.arange(cl.size)
-    cl_nl = cl[~f_last[cl]]
+    cl_nl = cl[~lv.last[cl]]
     b.add_rows("select",
-               rows=np.concatenate([remap_l[run_level[cr]], remap_l[cl], remap_l[cl_nl]]),
-               cols=np.concatenate([d, y[cl], y[cl_nl + 1]]),
+               rows=np.concatenate([remap_l[lv.run_level[cr]], remap_l[cl], remap_l[cl_nl]]),
+               cols=np.concatenate([cc.d, y[cl], y[cl_nl + 1]]),
                vals=np.concatenate([np.ones(cr.size), -np.ones(cl.size), np.ones(cl_nl.size)]),
                lower=0.0, upper=0.0, count=cl.size)
-    # level weights w_t = y_t - y_{t+1} (simple levels) or d (runs), as COO pieces
-    sl = np.flatnonzero(simple)
-    sl_lo = np.zeros(nf)
-    sl_lo[run_level[simple_run]] = run_lo[simple_run]
-    sl_nl = sl[~f_last[sl]]
-    w_cols = np.concatenate([y[sl], y[sl_nl + 1], d])
-    w_grid = np.concatenate([f_grid[sl], f_grid[sl_nl], f_grid[run_level[cr]]])
-    w_lo = np.concatenate([sl_lo[sl], -sl_lo[sl_nl], run_lo[cr].astype(float)])
-    w_hi = np.concatenate([f_cap[sl].astype(float), -f_cap[sl_nl].astype(float),
-                           run_hi[cr].astype(float)])
+
+
+def _level_weights(md: _ModelData, cc: _Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The level weights w_t = y_t − y_{t+1} (simple levels) or d (runs), as COO pieces.
+
+    Returns
+    -------
+    (cols, grid, lo, hi) : arrays
+        Column, grid and the coefficients of the lower and upper retained rows of each piece.
+    """
+    lv, y, cr = md.levels, cc.y, cc.runs
+    sl = np.flatnonzero(lv.simple)
+    sl_lo = np.zeros(lv.grid.size)
+    sl_lo[lv.run_level[lv.simple_run]] = lv.run_lo[lv.simple_run]
+    sl_nl = sl[~lv.last[sl]]
+    w_cols = np.concatenate([y[sl], y[sl_nl + 1], cc.d])
+    w_grid = np.concatenate([lv.grid[sl], lv.grid[sl_nl], lv.grid[lv.run_level[cr]]])
+    w_lo = np.concatenate([sl_lo[sl], -sl_lo[sl_nl], lv.run_lo[cr].astype(float)])
+    w_hi = np.concatenate([lv.cap[sl].astype(float), -lv.cap[sl_nl].astype(float),
+                           lv.run_hi[cr].astype(float)])
+    return w_cols, w_grid, w_lo, w_hi
+
+
+def _add_retained_rows(b: ModelBuilder, md: _ModelData, cc: _Columns) -> None:
+    """Rows ``retained_lo`` and ``retained_hi``: the run bounds on each grid's retained total R."""
+    occ, cols, cnt, xc, agg_w, f_grid = md.occ, md.cols, md.cnt, md.xc, md.agg_weight, md.levels.grid
+    w_cols, w_grid, w_lo, w_hi = _level_weights(md, cc)
+    Nres = occ.grid_totals.astype(np.int64) - md.forced_samples
     # retained total R = N - suppressed: Σ m x + Σ agg·y + Σ lo w <= N - forced
     b.add_rows("retained_lo",
                rows=np.concatenate([cols[xc], f_grid, w_grid]),
-               cols=np.concatenate([x, y, w_cols]),
+               cols=np.concatenate([cc.x, cc.y, w_cols]),
                vals=np.concatenate([cnt[xc].astype(float), agg_w, w_lo]),
                lower=-np.inf, upper=Nres.astype(float), count=occ.n_grids)
     # ... and Σ m x + Σ hi w >= N - forced, where some level has an inner run
+    need_hi = md.need_hi
     gh = np.flatnonzero(need_hi)
     remap = -np.ones(occ.n_grids, dtype=np.int64)
     remap[gh] = np.arange(gh.size)
@@ -363,35 +547,23 @@ def build_suppression_model(
     py = np.flatnonzero(need_hi[f_grid] & (agg_w > 0))
     b.add_rows("retained_hi",
                rows=np.concatenate([remap[cols[px]], remap[f_grid[py]], remap[w_grid[pw]]]),
-               cols=np.concatenate([xcol[px], y[py], w_cols[pw]]),
+               cols=np.concatenate([cc.xcol[px], cc.y[py], w_cols[pw]]),
                vals=np.concatenate([cnt[px].astype(float), agg_w[py], w_hi[pw]]),
                lower=Nres[gh].astype(float), upper=np.inf, count=gh.size)
-    # occupancy: Σ_g x[l,g] + K >= G_l - forced (users with G_l above the row threshold)
-    us = np.flatnonzero(row_user)
+
+
+def _add_occupancy_rows(b: ModelBuilder, md: _ModelData, cc: _Columns) -> None:
+    """Rows ``occupancy``: Σ_g x[ℓ,g] + K ≥ G_ℓ − forced, for users with G_ℓ above the row threshold."""
+    occ, xc = md.occ, md.xc
+    us = np.flatnonzero(md.row_user)
     remap_u = -np.ones(occ.n_users, dtype=np.int64)
     remap_u[us] = np.arange(us.size)
-    pu = xc[row_user[rows[xc]]]
-    b.add_rows("occupancy", rows=np.concatenate([remap_u[rows[pu]], np.arange(us.size)]),
-               cols=np.concatenate([xcol[pu], np.repeat(K, us.size)]),
+    pu = xc[md.row_user[md.rows[xc]]]
+    b.add_rows("occupancy", rows=np.concatenate([remap_u[md.rows[pu]], np.arange(us.size)]),
+               cols=np.concatenate([cc.xcol[pu], np.repeat(cc.K, us.size)]),
                vals=np.ones(pu.size + us.size),
-               lower=(Gl[us] - forced_pairs[us]).astype(float), upper=np.inf, count=us.size)
-    run_lo_all, run_hi_all = run_lo, run_hi
-    return SuppressionModel(
-        model=_scaled(b.build(), float(cnt.max()) if samples else 1.0),
-        occ=occ,
-        pair_rows=rows,
-        pair_cols=cols,
-        pair_counts=cnt,
-        level_grid=f_grid,
-        level_value=f_val,
-        level_first=f_first,
-        run_level=run_level,
-        run_lo=run_lo_all,
-        run_hi=run_hi_all,
-        run_is_col=~simple_run,
-        pair_kind=kind,
-        pair_level=pair_level,
-    )
+               lower=(occ.user_occupancy[us] - md.forced_pairs[us]).astype(float), upper=np.inf,
+               count=us.size)
 
 
 # --------------------------------------------------------------------------------------------
@@ -587,18 +759,6 @@ def _tie_break_limit(main_time: float, cap: float | None, deadline: float | None
     return limit if left is None else min(limit, left)
 
 
-def _unsuppressed_plan(
-    occ: Occupancy, U: float, eps: float, E: float, split: str, status: Status, bound: float,
-    t0: float, info: dict[str, Any],
-) -> SuppressionPlan:
-    """The plan that suppresses nothing (no MILP plan to return), with ``gap = inf``."""
-    return rechecked_plan(
-        occ, frozenset(), recheck(occ, frozenset(), U, eps, split), U=U, eps=eps, error_bound=E,
-        status=status, gap=math.inf, lower_bound=bound, method="milp", solve_time=time.perf_counter() - t0,
-        info=info,
-    )
-
-
 def solve_suppression(
     occ: Any,
     bound: float,
@@ -625,201 +785,303 @@ def solve_suppression(
     error_bound : float, optional
         E; default max_g E_g of BASELINE, as in the paper (Algorithm 1, line 3).
     time_limit : float, optional
-        Total seconds for all solves, a hard bound (:func:`dpopt.solve.solve_bounded`: a solve that
-        stalls in HiGHS's presolve is killed and retried with presolve off within the same limit).
-        A limited solve returns its incumbent (or the warm start) with status
-        ``Status.TIME_LIMIT``, the proven lower bound on K and the gap. ``None``: no limit.
+        Total seconds for all solves, a hard bound (:func:`dpopt.solve.solve_bounded`). A limited solve
+        returns its incumbent (or the warm start) with status ``Status.TIME_LIMIT``, the proven lower
+        bound on K and the gap. ``None``: no limit.
     options : mapping, optional
         HiGHS options (e.g. ``{"mip_rel_gap": 0}``), checked by the back-end.
     split : {"equal", "optimal"}
         Budget split between mean and variance (the paper: equal).
     tie_break : bool
-        After K is optimal, minimise the number of suppressed samples among plans with that K
-        (a second MILP per component, warm-started with the first plan after
-        :func:`prune_plan` has returned every suppression that is not needed).
+        After K is optimal, minimise the number of suppressed samples among plans with that K.
     tie_break_time_limit : float or None
-        Cap on the seconds of each component's tie-break stage (``None``: no cap). The stage never
-        gets more time than the component's main solve took (at least
-        :data:`TIE_BREAK_MIN_SECONDS`), so it at most doubles a solve: it is a multiple-knapsack
-        problem and can be much harder than the first. When limited, the plan still has the
-        optimal K (the pruned first plan is its warm start) and ``info["tie_break"]`` reports the
-        status and ``info["tie_break_gap"]`` the relative gap on the suppressed samples.
+        Cap on the seconds of each component's tie-break stage (``None``: no cap); ``info["tie_break"]``
+        and ``info["tie_break_gap"]`` report its status and gap.
     warm_start : SuppressionPlan, optional
-        A plan to start from (default: CLIP-USER's plan at the same E on each component solved by
-        the compact MILP, when it meets E; ``info["greedy_degradation"]`` is the largest such K).
+        A plan to start from (default: CLIP-USER's plan; ``info["greedy_degradation"]``).
     strategy : {"auto", "milp", "decomposition"}
-        ``"milp"``: the compact MILP per component. ``"decomposition"``: the city-scale strategy of
-        :mod:`.decompose` (Lagrangian/column-generation bound with its certificate, pattern local
-        search, then the compact MILP with the remaining time if a gap is left). ``"auto"``: the
-        decomposition for components with at least :data:`DECOMPOSE_GRIDS` grids, else the MILP.
+        The compact MILP per component, or :mod:`.decompose`; ``"auto"``: the decomposition for
+        components with at least :data:`DECOMPOSE_GRIDS` grids.
     progress : bool
-        Show a tqdm bar (incumbent K, bound, gap, elapsed). The same events are always kept in
-        ``info["log"]``.
+        Show a tqdm bar (incumbent K, bound, gap, elapsed); the events are kept in ``info["log"]``.
 
     Returns
     -------
     SuppressionPlan
-        ``method="milp"``. Its grid errors and K are recomputed from scratch with
-        :func:`dpopt.grid_errors`; a plan failing that check raises ``RuntimeError``. Two
-        exceptions carry no suppression and say so in ``status`` and ``info["note"]``:
-        ``INFEASIBLE`` (no plan meets E) and a limited solve that found no incumbent while the
-        greedy warm start violates E (``gap = inf``, ``feasible == False``).
+        ``method="milp"``, re-checked from scratch (a failing plan raises ``RuntimeError``); with
+        the decomposition ``info["lagrangian_bound"]`` and ``info["lower_bound_weights"]``.
 
-    When the decomposition was used, ``info["lower_bound_weights"]`` holds the user weights λ
-    (``occ.users`` order) whose Lagrangian bound :func:`dpopt.suppression.verify_lower_bound`
-    recomputes without a solver, and ``info["lagrangian_bound"]`` that bound; ``lower_bound`` is
-    the larger of it and the compact MILP's bound (if that ran).
-
-    Notes
-    -----
-    Independent connected components of the user–grid graph are solved separately; K is the
-    largest of their optima, and the tie-break stage then lets every component use that K.
+    See models/suppression.md §4 (tie-break, components, statuses) and §13 (strategy, certificate).
     """
-    from .._validation import check_choice
+    run = _SolveRun.checked(occ, bound, epsilon, error_bound=error_bound, time_limit=time_limit,
+                            options=options, split=split, tie_break=tie_break,
+                            tie_break_time_limit=tie_break_time_limit, warm_start=warm_start,
+                            strategy=strategy, progress=progress)
+    return _solve_run(run)
 
-    strategy = check_choice(strategy, "strategy", ("auto", "milp", "decomposition"))
-    occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
-    if E is not None:
-        require_reachable(occ, U, eps, E, split)
-    time_limit = check_time_limit(time_limit)
-    tie_break_time_limit = check_time_limit(tie_break_time_limit, "tie_break_time_limit")
-    t0 = time.perf_counter()
-    deadline = None if time_limit is None else t0 + time_limit
-    base = baseline_errors(occ, U, eps, split)
-    if E is None:
-        E = float(np.max(base))
-    opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})}
-    prog = Progress(progress, desc="suppress", total=time_limit)
-    greedy_K: list[int] = [] if warm_start is None else [warm_start.degradation]
 
-    def warm_mask(sm: SuppressionModel, sub: Occupancy) -> np.ndarray | None:
-        """The warm start on this component: the given plan, or CLIP-USER on the component."""
-        if warm_start is not None:
-            return _mask_of(sm, warm_start.suppressed) if warm_start.feasible else None
-        from .greedy import clip_user
+@dataclass(frozen=True, eq=False)
+class _SolveRun:
+    """The checked inputs and settings of one :func:`solve_suppression` call, shared by its stages.
 
-        g = clip_user(sub, U, eps, error_bound=E, split=split)
-        greedy_K.append(g.degradation)
-        prog.update("greedy", g.degradation, None, component=len(results))
-        return _mask_of(sm, g.suppressed) if g.feasible else None
+    Attributes
+    ----------
+    occ : Occupancy
+    U, eps, E : float
+    split, strategy : str
+    base : ndarray
+        BASELINE's grid errors.
+    opts : dict
+        HiGHS options (exact gaps unless overridden).
+    tie_break : bool
+    tie_break_time_limit : float or None
+    warm_start : SuppressionPlan or None
+    t0 : float
+        Start (``time.perf_counter``).
+    deadline : float or None
+        End of the time budget.
+    prog : Progress
+    greedy_K : list of int
+        K of the warm starts (the given plan, or CLIP-USER's plan per component).
+    """
 
-    comps = _components(occ)
-    results: list[tuple[SuppressionModel | None, Occupancy, _CompResult]] = []
-    certificate: tuple[float, np.ndarray] | None = None  # (Lagrangian bound, weights over occ.users)
-    for users, grids in comps:
-        sub = _sub_occupancy(occ, users, grids)
-        sub_base = base[grids]
-        if sub.degradation == 1 and np.all(sub_base <= E * (1 + ERROR_RTOL)):
-            results.append((None, sub, _CompResult(Status.OPTIMAL, 1, 1.0, None, 0.0)))
-            continue
-        prog.context = {"component": len(results)} if len(comps) > 1 else {}
-        if strategy == "decomposition" or (strategy == "auto" and sub.n_grids >= DECOMPOSE_GRIDS):
-            sm, r, lam = _solve_decomposed(sub, U, eps, E, split, deadline, opts, prog)
-            results.append((sm, sub, r))
-            if certificate is None or r.lagrangian > certificate[0]:
-                w = np.zeros(occ.n_users)
-                w[users] = lam
-                certificate = (r.lagrangian, w)
-            continue
-        sm = build_suppression_model(sub, U, eps, error_bound=E, split=split)
-        wmask = warm_mask(sm, sub)
-        warm = sm.point(wmask) if wmask is not None else None
-        res = _solve_stage(sm, warm, _remaining(deadline), opts)
-        if res.has_solution:
-            mask = sm.suppressed_mask(res.x)
-            # K of the point itself (not the reported objective), re-checked again at the end
-            Kc = max(1, int(np.bincount(sm.pair_rows[~mask], minlength=sub.n_users).max()))
-            lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0
-            results.append((sm, sub, _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time,
-                                                 warm=wmask, raw=res.raw_status)))
-        else:
-            st = res.status if res.status is not Status.OPTIMAL else Status.ERROR
-            results.append((sm, sub, _CompResult(st, -1, math.inf, None, res.solve_time,
-                                                 warm=wmask, raw=res.raw_status)))
-        prog.update("milp", results[-1][2].K if results[-1][2].mask is not None else None,
-                    results[-1][2].bound)
+    occ: Occupancy
+    U: float
+    eps: float
+    E: float
+    split: str
+    strategy: str
+    base: np.ndarray
+    opts: dict[str, Any]
+    tie_break: bool
+    tie_break_time_limit: float | None
+    warm_start: SuppressionPlan | None
+    t0: float
+    deadline: float | None
+    prog: Progress
+    greedy_K: list[int]
 
-    statuses = [r.status for _, _, r in results]
-    if any(s in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) for s in statuses):
-        prog.close()
-        return _unsuppressed_plan(occ, U, eps, E, split, Status.INFEASIBLE, math.inf, t0,
-                                  {"components": len(comps),
-                                   "note": "no suppression plan meets the error bound"})
-    # the honest overall status: OPTIMAL only if every component is; else the first other status
-    not_optimal = [s for s in statuses if s is not Status.OPTIMAL]
-    overall = not_optimal[0] if not_optimal else Status.OPTIMAL
-    if any(r.mask is None and sm is not None for sm, _, r in results):
-        # a component without an incumbent (time limit): fall back to its warm start, if any
-        if any(r.mask is None and r.warm is None and sm is not None for sm, _, r in results):
-            prog.close()
-            return _unsuppressed_plan(occ, U, eps, E, split, overall, 1.0, t0,
-                                      {"components": len(comps),
-                                       "note": "no incumbent within the time limit"})
-        for sm, _, r in results:
-            if sm is not None and r.mask is None:
-                r.mask = r.warm
-                kept = np.bincount(sm.pair_rows[~r.mask], minlength=sm.occ.n_users)
-                r.K = max(1, int(kept.max()))
-                r.bound = 1.0
+    @classmethod
+    def checked(
+        cls, occ: Any, bound: float, epsilon: float, *, error_bound: float | None, time_limit: float | None,
+        options: Mapping[str, Any] | None, split: Split, tie_break: bool, tie_break_time_limit: float | None,
+        warm_start: SuppressionPlan | None, strategy: str, progress: bool,
+    ) -> _SolveRun:
+        """Check the arguments of :func:`solve_suppression` and start the clock."""
+        from .._validation import check_choice
+
+        strategy = check_choice(strategy, "strategy", ("auto", "milp", "decomposition"))
+        occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
+        if E is not None:
+            require_reachable(occ, U, eps, E, split)
+        time_limit = check_time_limit(time_limit)
+        tie_break_time_limit = check_time_limit(tie_break_time_limit, "tie_break_time_limit")
+        t0 = time.perf_counter()
+        base = baseline_errors(occ, U, eps, split)
+        return cls(
+            occ=occ, U=U, eps=eps, E=float(np.max(base)) if E is None else E, split=split, strategy=strategy,
+            base=base, opts={"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})},
+            tie_break=tie_break, tie_break_time_limit=tie_break_time_limit, warm_start=warm_start, t0=t0,
+            deadline=None if time_limit is None else t0 + time_limit,
+            prog=Progress(progress, desc="suppress", total=time_limit),
+            greedy_K=[] if warm_start is None else [warm_start.degradation],
+        )
+
+    def meets_E(self, grids: np.ndarray) -> bool:
+        """Whether BASELINE's errors of ``grids`` all meet E."""
+        return bool(np.all(self.base[grids] <= self.E * (1 + ERROR_RTOL)))
+
+
+#: a component's solve: its model (``None``: nothing to solve), its occupancy and its result
+_Solved = tuple[SuppressionModel | _DecomposedModel | None, Occupancy, _CompResult]
+
+
+def _solve_run(run: _SolveRun) -> SuppressionPlan:
+    """Both stages of :func:`solve_suppression` on every component, and the re-checked plan."""
+    comps = _components(run.occ)
+    results, certificate = _solve_components(run, comps)
+    overall, early = _first_stage_status(run, results, len(comps))
+    if early is not None:
+        return early
+    _fall_back_to_warm_starts(results)
     K_star = max(r.K for _, _, r in results)
     K_bound = max(r.bound for _, _, r in results)
-    all_optimal = overall is Status.OPTIMAL
-
-    # lexicographic tie-break: fewest suppressed samples with K <= K_star in every component
-    tie_status = "skipped"
-    tie_gap = 0.0
-    if tie_break:
-        tie_status = "optimal"
-        for i, (sm, sub, r) in enumerate(results):
-            if sm is None:
-                continue
-            if sub.degradation <= K_star and np.all(base[comps[i][1]] <= E * (1 + ERROR_RTOL)):
-                r.mask = np.zeros(sm.pair_rows.size, dtype=bool)
-                continue
-            sm2 = build_suppression_model(sub, U, eps, error_bound=E, split=split,
-                                          objective="samples", max_degradation=K_star,
-                                          row_threshold=K_star)
-            r.mask = prune_plan(sm2, r.mask, K_star, U, eps, E, split)
-            warm2 = sm2.point(r.mask)
-            res2 = _solve_stage(sm2, warm2, _tie_break_limit(r.time, tie_break_time_limit, deadline), opts)
-            if res2.has_solution:
-                r.mask = sm2.suppressed_mask(res2.x)
-                tie_gap = max(tie_gap, res2.gap)
-            if res2.status is not Status.OPTIMAL:
-                tie_status = res2.status.value
-            results[i] = (sm2, sub, r)
-
-    prog.update("tie-break" if tie_break else "done", K_star, K_bound)
+    tie = _tie_break(run, results, comps, K_star) if run.tie_break else ("skipped", 0.0)
+    run.prog.update("tie-break" if run.tie_break else "done", K_star, K_bound)
     suppressed = frozenset().union(*(label_pairs(sub, sm.pair_rows[np.flatnonzero(r.mask)],
                                                  sm.pair_cols[np.flatnonzero(r.mask)])
                                      for sm, sub, r in results if sm is not None and r.mask is not None))
-    checked = recheck(occ, suppressed, U, eps, split)
+    checked = recheck(run.occ, suppressed, run.U, run.eps, run.split)
     K_chk, errors = checked[0], checked[1]
-    if K_chk > K_star or not np.all(errors <= E * (1 + ERROR_RTOL)):
+    if K_chk > K_star or not np.all(errors <= run.E * (1 + ERROR_RTOL)):
         raise RuntimeError(
             f"suppression MILP returned a plan that fails the re-check: K={K_chk} (model {K_star}), "
-            f"max error {float(np.max(errors))!r} > E={E!r}"
+            f"max error {float(np.max(errors))!r} > E={run.E!r}"
         )
-    gap = (K_chk - K_bound) / max(1.0, K_chk)
-    prog.update("re-checked", K_chk, float(K_chk) if all_optimal else float(K_bound))
-    prog.close()
+    all_optimal = overall is Status.OPTIMAL
+    run.prog.update("re-checked", K_chk, float(K_chk) if all_optimal else float(K_bound))
+    run.prog.close()
+    return rechecked_plan(
+        run.occ, suppressed, checked, U=run.U, eps=run.eps, error_bound=run.E, status=overall,
+        gap=0.0 if all_optimal else float((K_chk - K_bound) / max(1.0, K_chk)),
+        lower_bound=float(K_chk) if all_optimal else float(K_bound), method="milp",
+        solve_time=time.perf_counter() - run.t0, info=_plan_info(run, results, tie, certificate),
+    )
+
+
+def _solve_components(
+    run: _SolveRun, comps: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[list[_Solved], tuple[float, np.ndarray] | None]:
+    """The first stage (least K) on each component.
+
+    Returns
+    -------
+    (results, certificate)
+        One ``(model, occupancy, result)`` per component, and the best Lagrangian bound with its user
+        weights over ``occ.users`` (``None`` if no component used the decomposition).
+    """
+    results: list[_Solved] = []
+    certificate: tuple[float, np.ndarray] | None = None  # (Lagrangian bound, weights over occ.users)
+    for users, grids in comps:
+        sub = _sub_occupancy(run.occ, users, grids)
+        if sub.degradation == 1 and run.meets_E(grids):
+            results.append((None, sub, _CompResult(Status.OPTIMAL, 1, 1.0, None, 0.0)))
+            continue
+        run.prog.context = {"component": len(results)} if len(comps) > 1 else {}
+        if run.strategy == "decomposition" or (run.strategy == "auto" and sub.n_grids >= DECOMPOSE_GRIDS):
+            sm, r, lam = _solve_decomposed(sub, run.U, run.eps, run.E, run.split, run.deadline, run.opts, run.prog)
+            results.append((sm, sub, r))
+            if certificate is None or r.lagrangian > certificate[0]:
+                w = np.zeros(run.occ.n_users)
+                w[users] = lam
+                certificate = (r.lagrangian, w)
+            continue
+        results.append(_solve_compact(run, sub, len(results)))
+    return results, certificate
+
+
+def _solve_compact(run: _SolveRun, sub: Occupancy, component: int) -> _Solved:
+    """The first stage of component number ``component`` by the compact MILP, from its warm start."""
+    sm = build_suppression_model(sub, run.U, run.eps, error_bound=run.E, split=run.split)
+    wmask = _warm_mask(run, sm, sub, component)
+    warm = sm.point(wmask) if wmask is not None else None
+    res = _solve_stage(sm, warm, _remaining(run.deadline), run.opts)
+    if res.has_solution:
+        mask = sm.suppressed_mask(res.x)
+        # K of the point itself (not the reported objective), re-checked again at the end
+        Kc = max(1, int(np.bincount(sm.pair_rows[~mask], minlength=sub.n_users).max()))
+        lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0
+        r = _CompResult(res.status, Kc, min(lb, Kc), mask, res.solve_time, warm=wmask, raw=res.raw_status)
+    else:
+        st = res.status if res.status is not Status.OPTIMAL else Status.ERROR
+        r = _CompResult(st, -1, math.inf, None, res.solve_time, warm=wmask, raw=res.raw_status)
+    run.prog.update("milp", r.K if r.mask is not None else None, r.bound)
+    return sm, sub, r
+
+
+def _warm_mask(run: _SolveRun, sm: SuppressionModel, sub: Occupancy, component: int) -> np.ndarray | None:
+    """The warm start on this component: the given plan, or CLIP-USER on the component (if it meets E)."""
+    if run.warm_start is not None:
+        return _mask_of(sm, run.warm_start.suppressed) if run.warm_start.feasible else None
+    from .greedy import clip_user
+
+    g = clip_user(sub, run.U, run.eps, error_bound=run.E, split=run.split)
+    run.greedy_K.append(g.degradation)
+    run.prog.update("greedy", g.degradation, None, component=component)
+    return _mask_of(sm, g.suppressed) if g.feasible else None
+
+
+def _first_stage_status(
+    run: _SolveRun, results: list[_Solved], n_components: int
+) -> tuple[Status, SuppressionPlan | None]:
+    """The honest overall status, and the plan that suppresses nothing when there is no plan to return.
+
+    The status is ``OPTIMAL`` only if every component's is; else the first other status. The plan is
+    returned when some component is infeasible, or found no incumbent and has no warm start.
+    """
+    statuses = [r.status for _, _, r in results]
+    if any(s in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) for s in statuses):
+        run.prog.close()
+        return Status.INFEASIBLE, _unsuppressed_plan(
+            run, Status.INFEASIBLE, math.inf,
+            {"components": n_components, "note": "no suppression plan meets the error bound"})
+    not_optimal = [s for s in statuses if s is not Status.OPTIMAL]
+    overall = not_optimal[0] if not_optimal else Status.OPTIMAL
+    if any(r.mask is None and r.warm is None and sm is not None for sm, _, r in results):
+        # a component without an incumbent (time limit) nor a warm start to fall back to
+        run.prog.close()
+        return overall, _unsuppressed_plan(
+            run, overall, 1.0, {"components": n_components, "note": "no incumbent within the time limit"})
+    return overall, None
+
+
+def _fall_back_to_warm_starts(results: list[_Solved]) -> None:
+    """A component without an incumbent (time limit) takes its warm start, with lower bound 1."""
+    for sm, _, r in results:
+        if sm is not None and r.mask is None:
+            r.mask = r.warm
+            kept = np.bincount(sm.pair_rows[~r.mask], minlength=sm.occ.n_users)
+            r.K = max(1, int(kept.max()))
+            r.bound = 1.0
+
+
+def _tie_break(
+    run: _SolveRun, results: list[_Solved], comps: list[tuple[np.ndarray, np.ndarray]], K_star: int
+) -> tuple[str, float]:
+    """Lexicographic tie-break: fewest suppressed samples with K ≤ ``K_star`` in every component.
+
+    Replaces each solved component's model and mask in ``results``; returns the stage's status
+    (``"optimal"`` or the first limit status) and its largest relative gap.
+    """
+    tie_status = "optimal"
+    tie_gap = 0.0
+    for i, (sm, sub, r) in enumerate(results):
+        if sm is None:
+            continue
+        if sub.degradation <= K_star and run.meets_E(comps[i][1]):
+            r.mask = np.zeros(sm.pair_rows.size, dtype=bool)
+            continue
+        sm2 = build_suppression_model(sub, run.U, run.eps, error_bound=run.E, split=run.split,
+                                      objective="samples", max_degradation=K_star, row_threshold=K_star)
+        r.mask = prune_plan(sm2, r.mask, K_star, run.U, run.eps, run.E, run.split)
+        warm2 = sm2.point(r.mask)
+        limit = _tie_break_limit(r.time, run.tie_break_time_limit, run.deadline)
+        res2 = _solve_stage(sm2, warm2, limit, run.opts)
+        if res2.has_solution:
+            r.mask = sm2.suppressed_mask(res2.x)
+            tie_gap = max(tie_gap, res2.gap)
+        if res2.status is not Status.OPTIMAL:
+            tie_status = res2.status.value
+        results[i] = (sm2, sub, r)
+    return tie_status, tie_gap
+
+
+def _plan_info(
+    run: _SolveRun, results: list[_Solved], tie: tuple[str, float], certificate: tuple[float, np.ndarray] | None
+) -> dict[str, Any]:
+    """The ``info`` of the MILP's plan (see :func:`solve_suppression`)."""
     info_extra: dict[str, Any] = {}
     if certificate is not None:
         info_extra = {"lagrangian_bound": int(certificate[0]), "lower_bound_weights": certificate[1]}
+    return {
+        "components": len(results),
+        "tie_break": tie[0],
+        "tie_break_gap": tie[1],
+        "greedy_degradation": max(run.greedy_K) if run.greedy_K else None,
+        "component_times": [r.time for _, _, r in results],
+        "solver_status": [r.raw for _, _, r in results],
+        "split": run.split,
+        "strategy": run.strategy,
+        "log": run.prog.log,
+        **info_extra,
+    }
+
+
+def _unsuppressed_plan(run: _SolveRun, status: Status, bound: float, info: dict[str, Any]) -> SuppressionPlan:
+    """The plan that suppresses nothing (no MILP plan to return), with ``gap = inf``."""
+    occ, U, eps = run.occ, run.U, run.eps
     return rechecked_plan(
-        occ, suppressed, checked, U=U, eps=eps, error_bound=E, status=overall,
-        gap=0.0 if all_optimal else float(gap), lower_bound=float(K_chk) if all_optimal else float(K_bound),
-        method="milp", solve_time=time.perf_counter() - t0,
-        info={
-            "components": len(comps),
-            "tie_break": tie_status,
-            "tie_break_gap": tie_gap,
-            "greedy_degradation": max(greedy_K) if greedy_K else None,
-            "component_times": [r.time for _, _, r in results],
-            "solver_status": [r.raw for _, _, r in results],
-            "split": split,
-            "strategy": strategy,
-            "log": prog.log,
-            **info_extra,
-        },
+        occ, frozenset(), recheck(occ, frozenset(), U, eps, run.split), U=U, eps=eps, error_bound=run.E,
+        status=status, gap=math.inf, lower_bound=bound, method="milp", solve_time=time.perf_counter() - run.t0,
+        info=info,
     )

@@ -66,9 +66,22 @@ def feasible_runs(
         seg_lo.append(R[ok])
         seg_hi.append(R[ok])
 
-    e = np.concatenate(seg_e)
-    a = np.concatenate(seg_lo)
-    b = np.concatenate(seg_hi)
+    return _merged_runs(np.concatenate(seg_e), np.concatenate(seg_lo), np.concatenate(seg_hi))
+
+
+def _merged_runs(e: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort the feasible segments [a, b] of entries ``e`` and merge touching ones into runs.
+
+    Parameters
+    ----------
+    e, a, b : ndarray of int
+        Entry, first and last feasible R of each segment (in any order; segments may touch).
+
+    Returns
+    -------
+    (entry, lo, hi) : arrays
+        As :func:`feasible_runs`: disjoint sorted runs per entry, separated by an infeasible R.
+    """
     order = np.lexsort((a, e))
     e, a, b = e[order], a[order], b[order]
     if e.size == 0:
