@@ -34,7 +34,7 @@ import numpy as np
 
 from .._validation import DpoptInputError, check_nonnegative_float
 from ..solve import Status, solve_bounded
-from ..solve.cvxpy_backend import from_cvxpy, point_of
+from ..solve.cvxpy_backend import DataProblem, from_cvxpy, point_of
 from .length import ArrayLengthPlan, CountProfile, _error_from_gamma, _setup, optimal_array_length
 
 __all__ = ["ArrayLengthProblem", "ArrayLengthInfeasible", "array_length_problem", "solve_array_length_problem",
@@ -47,13 +47,15 @@ CONSTRAINT_TOL = 1e-6
 _META = ("counts", "bound", "epsilon", "candidates", "total", "base_constraints")
 
 
-class ArrayLengthProblem(cp.Problem):
+class ArrayLengthProblem(DataProblem):
     """A ``cvxpy.Problem`` choosing the array length, that remembers its data (module docstring).
 
     Variable ``choose`` (one per ``candidates`` entry); expressions ``length``, ``retained``
     (Γ_m), ``bias``, ``noise``, ``error``; attributes ``counts``, ``bound``, ``epsilon``,
     ``candidates``, ``total`` (M).
     """
+
+    META = _META
 
     @property
     def choose(self) -> cp.Variable:
@@ -93,13 +95,6 @@ class ArrayLengthProblem(cp.Problem):
         _, bias, noise = self._table()
         return (bias + noise) @ self.choose
 
-    def _attach(self, src: Mapping[str, Any]) -> ArrayLengthProblem:
-        for key in _META:
-            setattr(self, key, src[key])
-        return self
-
-    def _meta(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in _META}
 
     def chosen(self, length: int) -> cp.Expression:
         """The variable of one candidate length: ``p.chosen(7) == 0`` forbids m = 7."""

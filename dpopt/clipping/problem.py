@@ -61,7 +61,7 @@ from .._validation import (
     check_epsilon,
     check_nonnegative_float,
 )
-from ..solve.cvxpy_backend import from_cvxpy, solve_cvxpy
+from ..solve.cvxpy_backend import DataProblem, from_cvxpy, solve_cvxpy, named_variable
 from ..solve.result import Status
 from .closed_form import ClippingPlan
 
@@ -77,22 +77,16 @@ OBJECTIVES = ("worst_case", "mse", "high_probability")
 CERTIFICATE_RTOL = 1e-6
 
 
-def _variable(name: str, doc: str) -> property:
-    """A read-only property returning the problem's cvxpy variable ``name``."""
 
-    def get(self: cp.Problem) -> cp.Variable:
-        return self.var_dict[name]
-
-    return property(get, doc=doc)
-
-
-class ClippingProblem(cp.Problem):
+class ClippingProblem(DataProblem):
     """A ``cvxpy.Problem`` for per-user clipping that remembers its data.
 
     Named variables: ``lower``, ``upper``, ``user_bias`` (length L), ``bias``, ``sensitivity``
     (scalars); also reachable as ``problem.var_dict[name]``. Attributes ``counts``, ``bound``,
     ``user_bounds``, ``epsilon``, ``dim``.
     """
+
+    META = _META
 
     counts: np.ndarray
     bound: float
@@ -112,19 +106,12 @@ class ClippingProblem(cp.Problem):
         self.inv_epsilon.value = 1.0 / check_epsilon(epsilon)
         return self
 
-    def _attach(self, src: Mapping[str, Any]) -> ClippingProblem:
-        for key in _META:
-            setattr(self, key, src[key])
-        return self
 
-    def _meta(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in _META}
-
-    lower = _variable("lower", "a_ℓ, the lower clipping bounds (cp.Variable)")
-    upper = _variable("upper", "b_ℓ, the upper clipping bounds (cp.Variable)")
-    user_bias = _variable("user_bias", "user ℓ's worst-case bias share (cp.Variable)")
-    bias = _variable("bias", "the worst-case bias (cp.Variable)")
-    sensitivity = _variable("sensitivity", "the sensitivity Δ of the clipped mean (cp.Variable)")
+    lower = named_variable("lower", "a_ℓ, the lower clipping bounds (cp.Variable)")
+    upper = named_variable("upper", "b_ℓ, the upper clipping bounds (cp.Variable)")
+    user_bias = named_variable("user_bias", "user ℓ's worst-case bias share (cp.Variable)")
+    bias = named_variable("bias", "the worst-case bias (cp.Variable)")
+    sensitivity = named_variable("sensitivity", "the sensitivity Δ of the clipped mean (cp.Variable)")
 
     def with_constraints(self, *constraints: cp.Constraint | Iterable[cp.Constraint]) -> ClippingProblem:
         """A new problem with extra constraints on the named variables."""

@@ -38,7 +38,32 @@ from .highs import _quiet_stdout
 from .model import LinearModel
 from .result import SolveResult, Status
 
-__all__ = ["map_status", "solve_cvxpy", "to_cvxpy", "from_cvxpy", "CvxpyModel", "solve_linear_model", "point_of"]
+__all__ = ["map_status", "solve_cvxpy", "to_cvxpy", "from_cvxpy", "CvxpyModel", "solve_linear_model", "point_of",
+           "DataProblem", "named_variable"]
+
+
+def named_variable(name: str, doc: str) -> property:
+    """A read-only property returning the problem's cvxpy variable ``name`` (``var_dict[name]``)."""
+
+    def get(self: cp.Problem) -> cp.Variable:
+        return self.var_dict[name]
+
+    return property(get, doc=doc)
+
+
+class DataProblem(cp.Problem):
+    """A ``cvxpy.Problem`` that remembers the data it was built from: the attributes named in the
+    subclass's ``META`` travel to every problem derived from it (``with_*`` methods)."""
+
+    META: tuple[str, ...] = ()
+
+    def _attach(self, src: Mapping[str, Any]) -> Any:
+        for key in self.META:
+            setattr(self, key, src[key])
+        return self
+
+    def _meta(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.META}
 
 _STATUS = {
     cps.OPTIMAL: Status.OPTIMAL,

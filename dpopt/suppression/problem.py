@@ -41,7 +41,7 @@ import numpy as np
 from .._validation import DpoptInputError
 from ..calculus import Split
 from ..solve import SolveResult, Status, solve_bounded
-from ..solve.cvxpy_backend import from_cvxpy, point_of
+from ..solve.cvxpy_backend import DataProblem, from_cvxpy, point_of, named_variable
 from ._kernel import ERROR_RTOL, baseline_errors, check_inputs, check_time_limit, require_reachable
 from .plan import SuppressionPlan, label_pairs, recheck, rechecked_plan
 
@@ -53,14 +53,8 @@ _META = ("occ", "bound", "epsilon", "error_bound", "split", "pairs", "base_const
 CONSTRAINT_TOL = 1e-6
 
 
-def _variable(name: str, doc: str) -> property:
-    def get(self: cp.Problem) -> cp.Variable:
-        return self.var_dict[name]
 
-    return property(get, doc=doc)
-
-
-class SuppressionProblem(cp.Problem):
+class SuppressionProblem(DataProblem):
     """A ``cvxpy.Problem`` for grid suppression that remembers its data (module docstring).
 
     Named variables ``suppress`` (one per pair, ``pairs`` order: the CSR order of ``occ.matrix``),
@@ -68,18 +62,13 @@ class SuppressionProblem(cp.Problem):
     ``error_bound`` (E), ``split``, ``pairs`` (tuple of (user label, grid label)).
     """
 
-    suppress = _variable("suppress", "suppress[p] = 1: pair p = pairs[p] is suppressed (cp.Variable)")
-    level = _variable("level", "the assumed-largest-count chain of each grid (cp.Variable)")
-    run = _variable("run", "which run of the exact feasible set holds R_g (cp.Variable)")
-    degradation = _variable("degradation", "K, the largest number of grids a user keeps (cp.Variable)")
+    META = _META
 
-    def _attach(self, src: Mapping[str, Any]) -> SuppressionProblem:
-        for key in _META:
-            setattr(self, key, src[key])
-        return self
+    suppress = named_variable("suppress", "suppress[p] = 1: pair p = pairs[p] is suppressed (cp.Variable)")
+    level = named_variable("level", "the assumed-largest-count chain of each grid (cp.Variable)")
+    run = named_variable("run", "which run of the exact feasible set holds R_g (cp.Variable)")
+    degradation = named_variable("degradation", "K, the largest number of grids a user keeps (cp.Variable)")
 
-    def _meta(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in _META}
 
     def pair_index(self, user: Any, grid: Any) -> int:
         """Index in ``suppress`` of the pair (user label, grid label); ``KeyError`` if not occupied."""
