@@ -399,16 +399,8 @@ def grid_error_terms(
     bmu = mean_bias_from_totals(N, R, U)
     bvar = variance_bias_from_totals(N, R, U)
     error = bmu + bvar + noise
-    return GridErrorTerms(
-        mean_bias=bmu,
-        variance_bias=bvar,
-        mean_sensitivity=dmu,
-        variance_sensitivity=dvar,
-        noise=noise,
-        error=error,
-        epsilon_mean=e_mu,
-        epsilon_variance=e_var,
-    )
+    return GridErrorTerms(mean_bias=bmu, variance_bias=bvar, mean_sensitivity=dmu, variance_sensitivity=dvar,
+                          noise=noise, error=error, epsilon_mean=e_mu, epsilon_variance=e_var)
 
 
 def _check_occupancy(occ: Any) -> None:
@@ -420,15 +412,8 @@ def _check_occupancy(occ: Any) -> None:
         )
 
 
-def grid_errors(
-    occ: "Occupancy",
-    bound: float,
-    epsilon: Any,
-    *,
-    suppressed: Any = None,
-    split: Split = "equal",
-    terms: bool = False,
-) -> np.ndarray | GridErrorTerms:
+def grid_errors(occ: "Occupancy", bound: float, epsilon: Any, *, suppressed: Any = None, split: Split = "equal",
+                terms: bool = False) -> np.ndarray | GridErrorTerms:
     """Per-grid worst-case error E_g of BASELINE (``suppressed=None``) or CLIP after suppression.
 
     Parameters
