@@ -57,8 +57,9 @@ from ...._validation import DpoptInputError, check_bound, check_epsilon
 from ....hierarchy.tree import DAY_NS, Level, cell_parents
 from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ....records.aggregate import Aggregate
-from ..bounding import lattice_values
+from ..bounding import LatticeValues, lattice_values
 from ....noise.sources import SeededSource
+from ..mechanism import NoiseMechanism
 from ..levels import _check_bounds, _check_samples_limit, _sampler, bounded_level, simulation_keys, used_budget
 from ..place_bounds import choose_clamp, clamp_histogram_fields, measure_clamp_histogram, user_statistics
 from ....records.grid import slot_text
@@ -252,7 +253,8 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         pieces[f"level{i}_selection"] = used_budget(s.epsilon, mech)
         sel.append(s)
     lat = lattice_values(agg, B, granularity_bits=noise.granularity_bits)
-    return _measure(agg, sel, _forest(sel), B, bounds, eps_values, mech, seed, pieces, lat, clamp_info)
+    return _measure(agg, sel, _forest(sel), bound=B, bounds=bounds, eps_values=eps_values, mech=mech, seed=seed,
+                    pieces=pieces, lat=lat, extra_info=clamp_info)
 
 
 def _levels_and_rule(agg: Aggregate, levels: Any, finest: Any) -> tuple[tuple, np.ndarray, int | None, KeepRule]:
@@ -296,8 +298,37 @@ def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, p
                "clamp_histogram": clamp_histogram_fields(votes, U)}
 
 
-def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat, extra_info) -> Measurements:
-    """Noisy count and centred sum of every released node, level by level (module doc, step 2)."""
+def _measure(agg: Aggregate, sel: list[LevelSelection], nodes: pd.DataFrame, *, bound: float, bounds: tuple[int, int],
+             eps_values: float, mech: NoiseMechanism, seed: int | None, pieces: dict[str, float],
+             lat: LatticeValues, extra_info: dict[str, Any]) -> Measurements:
+    """Noisy count and centred sum of every released node, level by level (module doc, step 2).
+
+    Parameters
+    ----------
+    agg : Aggregate
+        The contributions.
+    sel : list of LevelSelection
+        The selection of every level (:func:`~dpopt.privacy.user.select_levels.select_level`).
+    nodes : pandas.DataFrame
+        The forest of released nodes and their placeholders (:func:`_forest`).
+    bound : float
+        The bound the values are measured on (the clamp B, or U).
+    bounds : tuple of int
+        The public (k, c) of the measurement.
+    eps_values : float
+        The ε of the measurement (count 0.4, sum 0.6, equal shares per measured level).
+    mech : NoiseMechanism
+        The sampler.
+    seed : int or None
+        The simulation's seed (the tie keys' stream when ``mech`` has no integer source).
+    pieces : dict
+        The budget pieces spent so far (clamp, selection); the measurement's are added in place.
+    lat : LatticeValues
+        The lattice of the values on [0, ``bound``].
+    extra_info : dict
+        More public info (the clamp's).
+    """
+    U = bound
     k, c = bounds
     src = getattr(mech, "source", None)
     rng = simulation_keys(seed) if src is None else src
