@@ -225,10 +225,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
     seed = noise.seed
     mech = _sampler("laplace", noise.noise, seed)
     pieces: dict[str, float] = {}
-    if selection_shares is None:
-        shares = np.asarray(default_shares, dtype=float)
-    else:
-        shares = np.asarray(selection_shares, dtype=float)
+    shares = np.asarray(default_shares if selection_shares is None else selection_shares, dtype=float)
     if shares.shape != (len(lv),) or np.any(shares < 0) or shares.sum() > 1.0 + 1e-12:
         raise DpoptInputError(f"`selection_shares` must be {len(lv)} shares >= 0 summing to <= 1; got "
                               f"{selection_shares!r}")
@@ -301,33 +298,11 @@ def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, p
 def _measure(agg: Aggregate, sel: list[LevelSelection], nodes: pd.DataFrame, *, bound: float, bounds: tuple[int, int],
              eps_values: float, mech: NoiseMechanism, seed: int | None, pieces: dict[str, float],
              lat: LatticeValues, extra_info: dict[str, Any]) -> Measurements:
-    """Noisy count and centred sum of every released node, level by level (module doc, step 2).
-
-    Parameters
-    ----------
-    agg : Aggregate
-        The contributions.
-    sel : list of LevelSelection
-        The selection of every level (:func:`~dpopt.privacy.user.select_levels.select_level`).
-    nodes : pandas.DataFrame
-        The forest of released nodes and their placeholders (:func:`_forest`).
-    bound : float
-        The bound the values are measured on (the clamp B, or U).
-    bounds : tuple of int
-        The public (k, c) of the measurement.
-    eps_values : float
-        The ε of the measurement (count 0.4, sum 0.6, equal shares per measured level).
-    mech : NoiseMechanism
-        The sampler.
-    seed : int or None
-        The simulation's seed (the tie keys' stream when ``mech`` has no integer source).
-    pieces : dict
-        The budget pieces spent so far (clamp, selection); the measurement's are added in place.
-    lat : LatticeValues
-        The lattice of the values on [0, ``bound``].
-    extra_info : dict
-        More public info (the clamp's).
-    """
+    """Noisy count and centred sum of every released node, level by level (module doc, step 2):
+    ``sel`` the levels' selections, ``nodes`` their forest (:func:`_forest`), values on [0, ``bound``]
+    (the clamp B, or U) in the lattice ``lat``, the public ``bounds`` (k, c), ``eps_values`` the ε
+    of the measurement, ``mech`` the sampler (``seed``: a simulation's tie-key stream). The pieces
+    spent are added to ``pieces`` in place; ``extra_info`` (the clamp's) goes into the info."""
     U = bound
     k, c = bounds
     src = getattr(mech, "source", None)
