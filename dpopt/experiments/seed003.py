@@ -124,7 +124,7 @@ def _common_kw(clip_output: bool, order: str) -> dict:
 
 def _notes_common(runs: int, seed: int, eps: np.ndarray, U: float, *, aa_len: int, mlen: int, clip_output: bool,
                   order: str, gamma: float, width_factor: float, alpha: float, wrap_factor: float = 1.0) -> str:
-    """The notes every seed 003 figure shares: the protocol (``runs``, ``seed``, the ε grid ``eps``,
+    """The notes Figs. 1–4 of seed 003 share: the protocol (``runs``, ``seed``, the ε grid ``eps``,
     U) and the mechanisms' settings (array lengths ``aa_len`` and ``mlen``, output clipping, user
     ``order``, Levy's ``gamma`` and ``width_factor``, FixedQuantile's ``alpha``, the WrapAround
     sensitivity factor ``wrap_factor``)."""
