@@ -76,7 +76,8 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     dropped: list[str] = []
     while True:  # a factor whose levels do not fit in memory is left out, the largest first (module doc)
         try:
-            fit, upper, mean, var = _posterior(m, info, factors, A, y, s2, kept, w, cap, float(confidence))
+            fit, upper, mean, var = _posterior(m, info, factors, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap,
+                                               confidence=float(confidence))
             break
         except MemoryError:
             if not factors:
@@ -111,12 +112,31 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
                      info=summary)
 
 
-def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray,
+def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A: Any, y: np.ndarray, s2: np.ndarray,
                kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float
                ) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
     """(point fit, the interval's components, mean and variance of every node) of the crossed model
     with ``factors``: REML fits only the components the measurements identify (module doc), the
-    interval integrates the others over [0, ``cap``]."""
+    interval integrates the others over [0, ``cap``].
+
+    Parameters
+    ----------
+    m : Measurements
+        The engine's measurements.
+    info : Any
+        Their engine info (marginals' codes, names and offsets).
+    factors : dict
+        The factors' level codes of the listed grids (those left out for memory are not in it).
+    A, y, s2, kept : Any
+        The observations of :func:`dpopt.hierarchy.node_means.crossed_inputs`: the grid-weight
+        matrix, the centred means, their variances and each marginal's nodes kept.
+    w : np.ndarray
+        The grids' weights (:func:`dpopt.hierarchy.node_means.grid_weights`).
+    cap : float
+        The bound of every component's variance (the spread bound).
+    confidence : float
+        The intervals' confidence.
+    """
     names = {name: k.size for name, k in zip(info.names, kept)}
     seen = {f: code for f, code in factors.items() if names[f] >= MIN_LEVELS}
     grid_seen = kept[0].size >= MIN_LEVELS

@@ -296,7 +296,29 @@ def truth_range(m: Measurements) -> float:
     return max(float(m.info.get("declared_bound", m.bound)), float(m.bound))
 
 
-def _table(m: Measurements, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, clamped=None) -> pd.DataFrame:
+def _table(m: Measurements, released: np.ndarray, *, eb: np.ndarray, eb_hw: np.ndarray, dr: dict[str, np.ndarray],
+           direct_hw: np.ndarray, var_ok: np.ndarray, shrink: bool, clamped: str | None = None) -> pd.DataFrame:
+    """The estimates' table (:data:`ESTIMATE_COLUMNS`, level, count_estimate) of every node of ``m``.
+
+    Parameters
+    ----------
+    m : Measurements
+        The tree's measurements.
+    released : np.ndarray
+        Per node: published.
+    eb, eb_hw : np.ndarray
+        The published centred mean and its half-width.
+    dr : dict
+        The direct estimates (:func:`_direct`).
+    direct_hw : np.ndarray
+        The direct mean's half-width (bias allowance included).
+    var_ok : np.ndarray
+        Per node: the variance is published.
+    shrink : bool
+        The non-root means are empirical-Bayes ("gls_eb"), else direct.
+    clamped : str, optional
+        Why every variance is withheld (:func:`_clamp_reason`), if it is.
+    """
     U, h = truth_range(m), m.bound / 2.0
     table = pd.DataFrame({
         "node": np.arange(m.n_nodes), "cell": m.nodes["cell"].to_numpy(),
@@ -429,7 +451,8 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     if "released" in m.nodes.columns:  # nodes published by a DP selection (strategies.private_adaptive): those,
         released = m.nodes["released"].to_numpy(dtype=bool)  # and each grid answered by the reader's rule
         ans = released_ancestor(m.nodes["parent"].to_numpy(), m.finest["node"].to_numpy(), released)
-    table = _table(m, released, eb, eb_hw, dr, direct_hw, var_ok, shrink, clamped)
+    table = _table(m, released, eb=eb, eb_hw=eb_hw, dr=dr, direct_hw=direct_hw, var_ok=var_ok, shrink=shrink,
+                   clamped=clamped)
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": ans})
     info = {**info, "target": tau, "nodes_released": int(released.sum()),

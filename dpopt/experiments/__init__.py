@@ -29,8 +29,10 @@ __all__ = ["FIGURES", "COLUMNS", "FigureResult", "FigureSpec", "reproduce", "fig
 _EPS = "privacy parameter ε"
 
 
-def _spec(figure: str, title: str, ylabel: str, func: Callable[..., FigureResult], runs: int | None,
+def _spec(figure: str, title: str, ylabel: str, func: Callable[..., FigureResult], runs: int | None, *,
           xscale: str = "linear", yscale: str = "linear", paper: str = "", claim: str = "") -> FigureSpec:
+    """The :class:`FigureSpec` of a figure drawn against ε (every figure here): its id, title, y
+    label, function and default run count; the axes' scales, the paper's figure and its claim."""
     return FigureSpec(figure, title, _EPS, ylabel, func, runs, xscale, yscale, paper, claim)
 
 

@@ -122,9 +122,12 @@ def _common_kw(clip_output: bool, order: str) -> dict:
     return {"clip_output": clip_output, "order": _order(order)}
 
 
-def _notes_common(runs: int, seed: int, eps: np.ndarray, aa_len: int, mlen: int, wrap_factor: float,
-                  clip_output: bool, order: str, width_factor: float, gamma: float, alpha: float,
-                  U: float = U_DEFAULT) -> str:
+def _notes_common(runs: int, seed: int, eps: np.ndarray, U: float, *, aa_len: int, mlen: int, clip_output: bool,
+                  order: str, gamma: float, width_factor: float, alpha: float, wrap_factor: float = 1.0) -> str:
+    """The notes Figs. 1–4 of seed 003 share: the protocol (``runs``, ``seed``, the ε grid ``eps``,
+    U) and the mechanisms' settings (array lengths ``aa_len`` and ``mlen``, output clipping, user
+    ``order``, Levy's ``gamma`` and ``width_factor``, FixedQuantile's ``alpha``, the WrapAround
+    sensitivity factor ``wrap_factor``)."""
     return (
         f"U = {U:g} km/h (paper: 65); eps grid {list(map(float, eps))} (default: the authors' code); runs per "
         f"point {runs}; seed {seed}.\n"
@@ -168,7 +171,8 @@ def fig1(*, runs: int = DEFAULT_RUNS, seed: int = 0, progress: bool = False, eps
     rows = Rows("003-fig1")
     _run_mechanisms("003-fig1", mechs, [(x, m)], eps, runs=runs, bound=U, seed=seed, progress=progress, rows=rows)
     notes = "ITMS HAT '18 8642d9d6fffffff' (217 users, 17,166 records).\n" + _notes_common(
-        runs, seed, eps, aa_len, mlen, wrap_factor, clip_output, order, width_factor, gamma, alpha, U)
+        runs, seed, eps, U, aa_len=aa_len, mlen=mlen, clip_output=clip_output, order=order, gamma=gamma,
+        width_factor=width_factor, alpha=alpha, wrap_factor=wrap_factor)
     return FigureResult("003-fig1", rows.frame(), notes, _params(runs, seed, U, eps))
 
 
@@ -208,7 +212,8 @@ def fig2(*, runs: int = DEFAULT_RUNS, seed: int = 0, progress: bool = False, eps
         "ITMS HAT; Baseline = Delta_f/eps = U*m*/(n*eps) analytically (E|Lap(b)| = b), as in the paper.\n"
         f"eps-DependentQuantile: alpha = r/K with r = {rank_rule}(2/eps), data-independent (the authors' code "
         "took alpha from the raw data, which is not private).\n"
-        + _notes_common(runs, seed, eps, aa_len, mlen, 1.0, clip_output, order, width_factor, gamma, alpha, U)
+        + _notes_common(runs, seed, eps, U, aa_len=aa_len, mlen=mlen, clip_output=clip_output, order=order,
+                        gamma=gamma, width_factor=width_factor, alpha=alpha)
     )
     return FigureResult("003-fig2", rows.frame(), notes, _params(runs, seed, U, eps))
 
@@ -235,7 +240,8 @@ def _scaling(figure: str, mode: str, *, runs: int, seed: int, progress: bool, ep
         "sample mean. The error band uses the datasets as the units (sd of the per-dataset MAEs / "
         "sqrt(datasets)), since the figure averages over random datasets.\n"
         "Baseline = U*m*/(n*eps) analytically.\n"
-        + _notes_common(runs, seed, eps, aa_len, mlen, 1.0, clip_output, order, width_factor, gamma, alpha, U)
+        + _notes_common(runs, seed, eps, U, aa_len=aa_len, mlen=mlen, clip_output=clip_output, order=order,
+                        gamma=gamma, width_factor=width_factor, alpha=alpha)
     )
     return FigureResult(figure, rows.frame(), notes, _params(runs, seed, U, eps, kappa=kappa, datasets=len(data)))
 

@@ -57,8 +57,11 @@ def _degree_axes(ax: Any, k: float) -> None:
     ax.tick_params(labelsize=8)
 
 
-def _panel(ax: Any, view: PublishedView, at: pd.DataFrame, wh: pd.DataFrame, values: np.ndarray,
-           cmap: str, lo: float, hi: float, ticks: list[float], label: str, k: float) -> None:
+def _panel(ax: Any, at: pd.DataFrame, wh: pd.DataFrame, values: np.ndarray, *, cmap: str, lo: float, hi: float,
+           ticks: list[float], label: str, k: float) -> None:
+    """One map panel on ``ax``: the published nodes ``at`` coloured by ``values`` (colour map
+    ``cmap`` on [``lo``, ``hi``], bar ``ticks`` and ``label``), coarse and long slots below fine
+    and short ones, over the grey outlines of the withheld cells ``wh``; x is longitude·``k``."""
     fig = ax.get_figure()
     if len(wh):
         ax.add_collection(PolyCollection(_polys(wh["cell"], k), facecolors="none", edgecolors="#cccccc",
@@ -99,9 +102,10 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
     blo, bhi, bticks = nice_ticks(0.0, np.nanmax(b) if np.isfinite(b).any() else 1.0)
     a1, a2 = fig.subplots(1, 2)
     conf = f"{view.confidence * 100:.4g} %"
-    _panel(a1, view, at, wh, at["mean"].to_numpy(float), "viridis", lo, hi, ticks, f"mean{view.label}", k)
-    _panel(a2, view, at, wh, at["bound"].to_numpy(float), "Oranges", blo, bhi, bticks,
-           f"± half-width of the {conf} interval{view.label}", k)
+    _panel(a1, at, wh, at["mean"].to_numpy(float), cmap="viridis", lo=lo, hi=hi, ticks=ticks,
+           label=f"mean{view.label}", k=k)
+    _panel(a2, at, wh, at["bound"].to_numpy(float), cmap="Oranges", lo=blo, hi=bhi, ticks=bticks,
+           label=f"± half-width of the {conf} interval{view.label}", k=k)
     full = view.span if view.span is not None else hi - lo
     wide = np.nan_to_num(at["bound"].to_numpy(float), nan=np.inf) > 0.25 * full
     if wide.any():  # the same rule as report.html: ± more than a quarter of the range

@@ -52,8 +52,9 @@ def _agg(H, added: np.ndarray, value: float) -> Aggregate:
 def _run(H, agg, k, c, level_bounds, seed):
     fin = H.nodes.iloc[H.finest_node]
     plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
-    sums, sens, lat, lb = _bounded_levels(agg, plist, H, k, c, U, 0, np.random.default_rng(seed), "random",
-                                          level_bounds)
+    sums, sens, lat, lb = _bounded_levels(agg, plist, H, bounds=(k, c), bound=U, bits=0,
+                                          rng=np.random.default_rng(seed), priority="random",
+                                          level_bounds=level_bounds)
     return np.array(sums, dtype=float), sens, lat
 
 

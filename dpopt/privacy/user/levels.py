@@ -39,16 +39,16 @@ import pandas as pd
 from ..._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
 from ...hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
-from ...noise import epsilon_rational, integer_source
+from ...noise import IntegerSource, epsilon_rational, integer_source
 from ...records.aggregate import Aggregate
 from ...records.kept import node_sample_counts
-from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, _grid_sum, _pair_sums, bound_contributions, grid_ranks,
-                       lattice_values, tie_keys, user_ranks)
+from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, LatticeValues, _grid_sum, _pair_sums, bound_contributions,
+                       grid_ranks, lattice_values, tie_keys, user_ranks)
 from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from .record_cap import capped_records
 from .sensitivity import sqrt_up
-from .split import split_budget
+from .split import BudgetSplit, split_budget
 
 #: "scaled" level bounds apply to levels whose nodes hold at least this many finest grids on average
 SCALED_MIN_GRIDS = 64
@@ -323,11 +323,13 @@ def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: l
     return [o if any(isinstance(x, int) and abs(x) >= 2**62 for x in o) else o.astype(np.int64) for o in out]
 
 
-def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens: list[LevelSensitivity],
-                  stat: str, budgets: np.ndarray, unit_size: float, out: np.ndarray, scale: np.ndarray) -> None:
-    """Noise one statistic at every level with budget > 0 (one query per level); fills ``out`` and
-    ``scale`` (value units) in place."""
-    lev = hier.nodes["level"].to_numpy()
+def _noisy_levels(ctx: _LevelContext, sums: np.ndarray, *, stat: str, budgets: np.ndarray, unit_size: float,
+                  out: np.ndarray, scale: np.ndarray) -> None:
+    """Noise one statistic ``stat`` ("count", "sum" or "sumsq") of the node ``sums`` at every level
+    with budget > 0 (one query per level, at the level's sensitivity); fills ``out`` and ``scale``
+    (value units: lattice units times ``unit_size``) in place."""
+    mech, sens = ctx.mech, ctx.sens
+    lev = ctx.hier.nodes["level"].to_numpy()
     for li, b in enumerate(budgets):
         if b <= 0:
             continue
@@ -338,13 +340,14 @@ def _noisy_levels(mech: NoiseMechanism, hier: Hierarchy, sums: np.ndarray, sens:
         scale[rows] = unit_size * mech.scale(l1=l1, l2=l2, budget=float(b))
 
 
-def _choose_first(hier: Hierarchy, mech: NoiseMechanism, family: str, sens: list[LevelSensitivity], pilot: np.ndarray,
-                  pilot_scale: np.ndarray, sum_budget: float, U: float, lam: float, target: float,
-                  linked: np.ndarray) -> tuple[int, list, np.ndarray]:
+def _choose_first(ctx: _LevelContext, pilot: np.ndarray, pilot_scale: np.ndarray) -> tuple[int, list, np.ndarray]:
     """Phase 2's finest measured level (module doc): the candidate with the best
     :func:`first_level_score`, and the levels' budget shares (:func:`answer_shares`), from the GLS
-    of the phase-1 pilot counts (post-processing)."""
+    of the phase-1 ``pilot`` counts (noise scales ``pilot_scale``; post-processing)."""
     from ...hierarchy.gls import tree_gls
+
+    hier, mech, family, sens, linked = ctx.hier, ctx.mech, ctx.family, ctx.sens, ctx.linked
+    sum_budget, U, lam, target = ctx.split.sum, ctx.U, ctx.lam, ctx.tau
 
     lev = hier.nodes["level"].to_numpy()
     law_n = NoiseLaw(family, pilot_scale, lattice=1.0 if mech.real_release else 0.0)
@@ -466,42 +469,84 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
         raise DpoptInputError("`noise_mechanism` is a real-release sampler without an integer `source`: the "
                               "tie keys of a real release must come from it (the OS CSPRNG)")
     keys_source = simulation_keys(ns.seed) if src is None else src
-    sums, sens, lat, lb = _bounded_levels(agg, plist, hier, k, c, U, ns.granularity_bits, keys_source,
-                                          check_choice(p.priority, "priority", ("random", "count")), p.level_bounds)
+    sums, sens, lat, lb = _bounded_levels(agg, plist, hier, bounds=(k, c), bound=U, bits=ns.granularity_bits,
+                                          rng=keys_source, level_bounds=p.level_bounds,
+                                          priority=check_choice(p.priority, "priority", ("random", "count")))
     linked = linked_levels(lb, L)
     split = split_budget(total, bound=U, unit=unit, weight_mean=p.weight_mean, weight_variance=p.weight_variance)
-    family = ("discrete_" if mech.real_release else "") + kind
+    ctx = _LevelContext(agg=agg, plist=plist, hier=hier, mech=mech, family=("discrete_" if mech.real_release else "")
+                        + kind, U=U, k=k, c=c, sens=sens, lat=lat, split=split, tau=tau, linked=linked)
     values, scales = [np.full(len(hier.nodes), np.nan) for _ in range(4)], [np.full(len(hier.nodes), np.inf) for _ in range(4)]
-    ctx = _Phase(hier, mech, family, sens, split, U, lat.lam, tau, linked)
     first, scores, shares, b_pilot, pilot = _phase_one(ctx, p, fixed_shares, first_level, sums[0], values[3],
                                                        scales[3])
     if shares is None or _split_rule(p) == "equal":  # phase 2: levels first … root
         shares = np.where(np.arange(L) >= first, 1.0 / (L - first), 0.0)
     budgets = [shares * share for share in ((1.0 - pilot) * split.count, split.sum, split.sumsq)]
     for s, (stat, unit_size) in enumerate((("count", 1.0), ("sum", lat.lam), ("sumsq", lat.lam))):
-        _noisy_levels(mech, hier, sums[s], sens, stat, budgets[s], unit_size, values[s], scales[s])
-    return _assemble(agg, plist, hier, mech, family, values, scales, (*budgets, b_pilot), lat, U, k, c,
-                     {"first_level": first, "first_level_scores": scores, "target": tau, "split_rule": split.rule,
-                      "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens],
-                      "level_bounds": lb, "linked_levels": linked.tolist(), "tree_consistent": bool(linked[:-1].all())})
+        _noisy_levels(ctx, sums[s], stat=stat, budgets=budgets[s], unit_size=unit_size, out=values[s],
+                      scale=scales[s])
+    return _assemble(ctx, values=values, scales=scales, budgets=(*budgets, b_pilot),
+                     extra={"first_level": first, "first_level_scores": scores, "target": tau,
+                            "split_rule": split.rule, "level_sensitivity": [(sv.count_l1, sv.merge) for sv in sens],
+                            "level_bounds": lb, "linked_levels": linked.tolist(),
+                            "tree_consistent": bool(linked[:-1].all())})
 
 
 @dataclass(frozen=True)
-class _Phase:
-    """What phase 1 needs of :func:`measure_levels`: the tree, samplers, sensitivities, split."""
+class _LevelContext:
+    """What every step of :func:`measure_levels` after the bounding reads: the data and its public
+    tree, the sampler, the bounds, the levels' sensitivities, the lattice, the budget split, τ and
+    the linked levels.
 
+    Attributes
+    ----------
+    agg : Aggregate
+        The contributions measured.
+    plist : PartitionList
+        The public finest list.
+    hier : Hierarchy
+        The tree over ``plist``.
+    mech : NoiseMechanism
+        The sampler of every level's noise.
+    family : str
+        The noise family of the published laws ("laplace", "discrete_gaussian", ...).
+    U : float
+        The bound of the values.
+    k, c : int
+        The shared bounds: ≤ k finest grids per user, ≤ c records per kept grid.
+    sens : list of LevelSensitivity
+        Every level's sensitivities (:func:`level_sensitivity`).
+    lat : LatticeValues
+        The lattice of the values (λ = ``lat.lam``).
+    split : BudgetSplit
+        The count / sum / sum-of-squares split (:func:`.split.split_budget`).
+    tau : float
+        τ, the target of the level choice.
+    linked : np.ndarray
+        Per level: does it keep the tree constraint (:func:`linked_levels`).
+    """
+
+    agg: Aggregate
+    plist: PartitionList
     hier: Hierarchy
     mech: NoiseMechanism
     family: str
-    sens: list
-    split: Any
     U: float
-    lam: float
+    k: int
+    c: int
+    sens: list[LevelSensitivity]
+    lat: LatticeValues
+    split: BudgetSplit
     tau: float
     linked: np.ndarray
 
+    @property
+    def lam(self) -> float:
+        """λ, the lattice's granularity."""
+        return self.lat.lam
 
-def _phase_one(ctx: _Phase, p: LevelPlan, fixed_shares: np.ndarray | None, first_level: int | None,
+
+def _phase_one(ctx: _LevelContext, p: LevelPlan, fixed_shares: np.ndarray | None, first_level: int | None,
                counts: np.ndarray, pilot_out: np.ndarray, pilot_scale: np.ndarray) -> tuple:
     """Phase 1 (pilot counts, post-processing choice) → (first level, scores, shares, pilot budgets,
     pilot share of the count budget). Explicit shares: no pilot. "place": pilots of level 1 and the
@@ -514,7 +559,7 @@ def _phase_one(ctx: _Phase, p: LevelPlan, fixed_shares: np.ndarray | None, first
         pilot = PLACE_PILOT_SHARE
         b_pilot = np.zeros(L)
         b_pilot[[1, L - 1]] = pilot * ctx.split.count / 2.0
-    _noisy_levels(ctx.mech, ctx.hier, counts, ctx.sens, "count", b_pilot, 1.0, pilot_out, pilot_scale)
+    _noisy_levels(ctx, counts, stat="count", budgets=b_pilot, unit_size=1.0, out=pilot_out, scale=pilot_scale)
     if fixed_shares is not None:
         return int(np.flatnonzero(fixed_shares > 0)[0]), [], fixed_shares, b_pilot, pilot
     if _split_rule(p) == "place":
@@ -524,11 +569,10 @@ def _phase_one(ctx: _Phase, p: LevelPlan, fixed_shares: np.ndarray | None, first
         return (1 if f > 0 else L - 1), scores, shares, b_pilot, pilot
     if first_level is not None:
         return first_level, [], None, b_pilot, pilot
-    return (*_choose_first(ctx.hier, ctx.mech, ctx.family, ctx.sens, pilot_out, pilot_scale, ctx.split.sum, ctx.U,
-                           ctx.lam, ctx.tau, ctx.linked), b_pilot, pilot)
+    return (*_choose_first(ctx, pilot_out, pilot_scale), b_pilot, pilot)
 
 
-def _place_choice(ctx: _Phase, p: LevelPlan, pilot: np.ndarray, pilot_scale: np.ndarray,
+def _place_choice(ctx: _LevelContext, p: LevelPlan, pilot: np.ndarray, pilot_scale: np.ndarray,
                   pilot_share: float) -> tuple[float, list[float]]:
     """The cells' share of the place release (:func:`.place_shares.place_share`) from the pilot
     counts of level 1 and of the root level (post-processing)."""
@@ -560,10 +604,34 @@ def _place_choice(ctx: _Phase, p: LevelPlan, pilot: np.ndarray, pilot_scale: np.
     return place_share(sizes, sizes, map_low, ctx.U / 2.0, tau0, noise_var)
 
 
-def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, k: int, c: int, U: float, bits: int,
-                    rng: np.random.Generator, priority: str, level_bounds: Any) -> tuple[list, list, Any, Any]:
+def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, *, bounds: tuple[int, int], bound: float,
+                    bits: int, rng: np.random.Generator | IntegerSource, priority: str,
+                    level_bounds: Any) -> tuple[list, list[LevelSensitivity], LatticeValues, Any]:
     """Exact node sums (R, Y, Z) of the bounded data, every level's sensitivity, the lattice and the
-    resolved per-level bounds (models/hierarchy.md §3, §3b)."""
+    resolved per-level bounds (models/hierarchy.md §3, §3b).
+
+    Parameters
+    ----------
+    agg : Aggregate
+        The contributions, with samples.
+    plist : PartitionList
+        The public finest list.
+    hier : Hierarchy
+        The tree over ``plist``.
+    bounds : tuple of int
+        The shared (k, c).
+    bound : float
+        U, the bound of the values.
+    bits : int
+        The lattice's granularity bits (λ = 2^-bits).
+    rng : numpy.random.Generator or IntegerSource
+        The tie keys' source.
+    priority : str
+        "random" or "count" (:class:`LevelPlan`).
+    level_bounds : Any
+        The public ``level_bounds`` option (:func:`resolve_level_bounds`).
+    """
+    (k, c), U = bounds, bound
     lev = hier.nodes["level"].to_numpy()
     lb = resolve_level_bounds(level_bounds, hier, k, c)
     _check_samples_limit(agg, [c] + [b[1] for b in (lb or []) if b is not None and not _is_cap(b)])
@@ -665,8 +733,13 @@ def _check_bounds(bounds: Any) -> tuple[int, int]:
     return check_positive_int(k, "bounds[0] (k)"), check_positive_int(c, "bounds[1] (c)")
 
 
-def _assemble(agg, plist, hier, mech, family, values, scales, budgets, lat, U, k, c, extra) -> Measurements:
-    """The :class:`Measurements` (statistics, exact spend recount, public info)."""
+def _assemble(ctx: _LevelContext, *, values: list[np.ndarray], scales: list[np.ndarray],
+              budgets: tuple[np.ndarray, ...], extra: dict[str, Any]) -> Measurements:
+    """The :class:`Measurements` (statistics, exact spend recount, public info): ``values`` and
+    ``scales`` of the statistics :data:`STAT_NAMES`, the per-level ``budgets`` of each, and the
+    ``extra`` public info."""
+    agg, plist, hier, mech, family, lat = ctx.agg, ctx.plist, ctx.hier, ctx.mech, ctx.family, ctx.lat
+    U, k, c = ctx.U, ctx.k, ctx.c
     pieces: dict[str, float] = {}
     spent = Fraction(0)
     for name, bs in zip(STAT_NAMES, budgets):

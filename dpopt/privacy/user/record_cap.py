@@ -34,9 +34,10 @@ T·H_Z. Checked by brute force in tests/hierarchy/test_place.py (``test_cap_inva
 
 from __future__ import annotations
 
-import numpy as np
-
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..._validation import DpoptInputError, check_positive_int
 from ...noise import IntegerSource
@@ -83,8 +84,9 @@ def capped_records(agg: Aggregate, eligible: np.ndarray, cap: int, source: Integ
     offset = tie_keys(source, agg.n_users).astype(np.float64) / _TWO_64  # u_ℓ in [0, 1)
     gamma = np.zeros(agg.n_pairs, dtype=np.int64)
     sums = None if lattice is None else (np.zeros(agg.n_pairs, dtype=np.int64), np.zeros(agg.n_pairs, dtype=np.int64))
+    seq = _Sequences(offsets=offsets, eligible=ok, users=users, before=before, n_user=n_user, offset=offset, cap=T)
     for p0, p1 in _pair_blocks(offsets):  # memory O(block), not O(records)
-        owner, idx = _kept_records(p0, p1, offsets, ok, users, before, n_user, offset, T)
+        owner, idx = _kept_records(seq, p0, p1)
         np.add.at(gamma, owner, 1)
         if sums is not None:  # exact int64: a pair's sum is ≤ its stored records × H, which the lattice's
             for out, terms in zip(sums, (lattice.y, lattice.z)):  # capacity check bounds below 2^62
@@ -104,10 +106,42 @@ def _pair_blocks(offsets: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def _kept_records(p0: int, p1: int, offsets: np.ndarray, ok: np.ndarray, users: np.ndarray, before: np.ndarray,
-                  n_user: np.ndarray, offset: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class _Sequences:
+    """Every user's sequence of records (module doc), what each block of pairs reads.
+
+    Attributes
+    ----------
+    offsets : np.ndarray
+        The samples' offsets: pair p's stored records are ``offsets[p]`` … ``offsets[p + 1]`` − 1.
+    eligible : np.ndarray
+        One boolean per pair: pairs of listed grids.
+    users : np.ndarray
+        The user of every pair (int64).
+    before : np.ndarray
+        Every pair's first position in its user's sequence.
+    n_user : np.ndarray
+        n_ℓ, the eligible records of every user.
+    offset : np.ndarray
+        u_ℓ ∈ [0, 1), every user's offset.
+    cap : int
+        T, the most records a user keeps.
+    """
+
+    offsets: np.ndarray
+    eligible: np.ndarray
+    users: np.ndarray
+    before: np.ndarray
+    n_user: np.ndarray
+    offset: np.ndarray
+    cap: int
+
+
+def _kept_records(seq: _Sequences, p0: int, p1: int) -> tuple[np.ndarray, np.ndarray]:
     """(pair, record index) of the kept records of pairs p0 … p1 − 1 (module doc): record k of its
     user's sequence is kept when N(k + 1) > N(k), N(x) = min(⌈x·T/n − u⌉, T) ≥ 0; all of it when n ≤ T."""
+    offsets, ok, users, before, n_user, offset, T = (seq.offsets, seq.eligible, seq.users, seq.before, seq.n_user,
+                                                     seq.offset, seq.cap)
     lo, hi = int(offsets[p0]), int(offsets[p1])
     owner = p0 + np.repeat(np.arange(p1 - p0), np.diff(offsets[p0:p1 + 1]))
     pos = (before[owner] + np.arange(lo, hi) - offsets[owner]).astype(np.float64)  # k, 0 … n_ℓ − 1

@@ -57,8 +57,9 @@ from ...._validation import DpoptInputError, check_bound, check_epsilon
 from ....hierarchy.tree import DAY_NS, Level, cell_parents
 from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
 from ....records.aggregate import Aggregate
-from ..bounding import lattice_values
+from ..bounding import LatticeValues, lattice_values
 from ....noise.sources import SeededSource
+from ..mechanism import NoiseMechanism
 from ..levels import _check_bounds, _check_samples_limit, _sampler, bounded_level, simulation_keys, used_budget
 from ..place_bounds import choose_clamp, clamp_histogram_fields, measure_clamp_histogram, user_statistics
 from ....records.grid import slot_text
@@ -224,10 +225,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
     seed = noise.seed
     mech = _sampler("laplace", noise.noise, seed)
     pieces: dict[str, float] = {}
-    if selection_shares is None:
-        shares = np.asarray(default_shares, dtype=float)
-    else:
-        shares = np.asarray(selection_shares, dtype=float)
+    shares = np.asarray(default_shares if selection_shares is None else selection_shares, dtype=float)
     if shares.shape != (len(lv),) or np.any(shares < 0) or shares.sum() > 1.0 + 1e-12:
         raise DpoptInputError(f"`selection_shares` must be {len(lv)} shares >= 0 summing to <= 1; got "
                               f"{selection_shares!r}")
@@ -252,7 +250,8 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
         pieces[f"level{i}_selection"] = used_budget(s.epsilon, mech)
         sel.append(s)
     lat = lattice_values(agg, B, granularity_bits=noise.granularity_bits)
-    return _measure(agg, sel, _forest(sel), B, bounds, eps_values, mech, seed, pieces, lat, clamp_info)
+    return _measure(agg, sel, _forest(sel), bound=B, bounds=bounds, eps_values=eps_values, mech=mech, seed=seed,
+                    pieces=pieces, lat=lat, extra_info=clamp_info)
 
 
 def _levels_and_rule(agg: Aggregate, levels: Any, finest: Any) -> tuple[tuple, np.ndarray, int | None, KeepRule]:
@@ -296,8 +295,15 @@ def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, p
                "clamp_histogram": clamp_histogram_fields(votes, U)}
 
 
-def _measure(agg, sel, nodes, U, bounds, eps_values, mech, seed, pieces, lat, extra_info) -> Measurements:
-    """Noisy count and centred sum of every released node, level by level (module doc, step 2)."""
+def _measure(agg: Aggregate, sel: list[LevelSelection], nodes: pd.DataFrame, *, bound: float, bounds: tuple[int, int],
+             eps_values: float, mech: NoiseMechanism, seed: int | None, pieces: dict[str, float],
+             lat: LatticeValues, extra_info: dict[str, Any]) -> Measurements:
+    """Noisy count and centred sum of every released node, level by level (module doc, step 2):
+    ``sel`` the levels' selections, ``nodes`` their forest (:func:`_forest`), values on [0, ``bound``]
+    (the clamp B, or U) in the lattice ``lat``, the public ``bounds`` (k, c), ``eps_values`` the ε
+    of the measurement, ``mech`` the sampler (``seed``: a simulation's tie-key stream). The pieces
+    spent are added to ``pieces`` in place; ``extra_info`` (the clamp's) goes into the info."""
+    U = bound
     k, c = bounds
     src = getattr(mech, "source", None)
     rng = simulation_keys(seed) if src is None else src
