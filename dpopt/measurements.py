@@ -60,7 +60,8 @@ Measurements built by hand may give ``info`` as a plain mapping of field names (
 (:meth:`UserInfo.from_mapping`, :meth:`PublicOccupancyInfo.from_mapping`), unknown names refused.
 For code written against the earlier ``info`` dict, both classes also read as a read-only mapping
 (``info["k"]``, ``info.get("clamp")``, ``"clamp" in info``, ``{**info}``) of the fields that are not
-None; dpopt's own code reads the attributes.
+None (``info["granularity"]``, the earlier second name of ``lattice``, still reads it); dpopt's own
+code reads the attributes. ``Estimates.info`` stays a plain mapping: each estimator's own facts.
 """
 
 from __future__ import annotations
@@ -402,7 +403,8 @@ class Estimates:
     ``variance_released`` False with the reason where its interval is not narrower than its range;
     ``method`` how the row was estimated. ``answers`` one row per finest grid (cell, slot) with the
     ``node`` that answers it (the smallest released node containing it). ``measurements`` what they
-    were computed from.
+    were computed from. ``info`` the estimator's own facts, a plain mapping whose keys depend on the
+    method (direct: ``summary``, ``error_bounds``; pooled: ``pooling``; hierarchical: ``target`` …).
     """
 
     table: pd.DataFrame
