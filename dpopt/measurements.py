@@ -38,18 +38,37 @@ measured for that statistic):
   ``max_user_records``, ``n_users_retained``, ``n_records_retained``), ``released``, the
   sensitivities (``mean_sensitivity``, ``variance_sensitivity``), the plan's budgets
   (``budget_mean``, ``budget_variance``, their sum ``budget``), ``array_length`` and ``noise_abs``
-  (the sampler's exact E|noise| of both statistics plus their output roundings). ``info``:
-  ``criterion`` (which bound is published), ``plan``, ``user_spend`` (every user's exact spend),
-  ``summary`` (the model's public facts for summary.json) and, for plan="hierarchy", ``hierarchy``.
-  The direct estimate needs only ``statistics``, ``public`` (``released``, sensitivities, budgets,
-  ``noise_abs``), ``bound`` and ``info["criterion"]``.
+  (the sampler's exact E|noise| of both statistics plus their output roundings).
+
+The model's public facts (``Measurements.info``), one typed object per model:
+
+* :class:`UserInfo` (the ``user`` model): the bounds (``k``, ``c``; for the place and engine
+  releases also ``record_cap``, ``clamp``, ``declared_bound``), the lattice step ``lattice``, the
+  levels measured and their selection, the rules in words for summary.json, and ``engine`` (the
+  optimised engine's ``EngineInfo``);
+* :class:`PublicOccupancyInfo` (``public-occupancy``): ``plan``, ``criterion`` (which error bound
+  is published), ``user_spend`` (every user's exact spend), ``mechanism``, ``summary`` (the public
+  facts for summary.json) and, for plan="hierarchy", ``hierarchy``.
+
+Both also carry ``lower`` (L of values read in [L, U], set after formatting; the Measurements stay
+in the shifted units) and ``timezone`` (the zone the slots were cut in). The class docstrings give
+every field's meaning. The direct estimate needs only ``statistics``, ``public`` (``released``,
+sensitivities, budgets, ``noise_abs``), ``bound`` and ``info.criterion``.
+
+Measurements built by hand may give ``info`` as a plain mapping of field names (e.g.
+``{"criterion": "worst_case"}``): it is converted to the model's class on construction
+(:meth:`UserInfo.from_mapping`, :meth:`PublicOccupancyInfo.from_mapping`), unknown names refused.
+For code written against the earlier ``info`` dict, both classes also read as a read-only mapping
+(``info["k"]``, ``info.get("clamp")``, ``"clamp" in info``, ``{**info}``) of the fields that are not
+None (``info["granularity"]``, the earlier second name of ``lattice``, still reads it); dpopt's own
+code reads the attributes. ``Estimates.info`` stays a plain mapping: each estimator's own facts.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -62,6 +81,9 @@ __all__ = [
     "NoiseLaw",
     "Statistic",
     "BudgetSpend",
+    "UserInfo",
+    "PublicOccupancyInfo",
+    "INFO_CLASSES",
     "Measurements",
     "Estimates",
 ]
@@ -149,6 +171,181 @@ class BudgetSpend:
     epsilon: float | None = None
 
 
+class _ReadOnlyMapping:
+    """Read-only mapping access to a frozen dataclass's fields that are not None (the earlier
+    ``info`` dict's reading: ``info["k"]``, ``info.get(...)``, ``in``, ``{**info}``); no warning,
+    so code written against the dict keeps working. ``_ALIASES`` earlier names of a field."""
+
+    _ALIASES: Mapping[str, str] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        name = self._ALIASES.get(key, key)
+        value = getattr(self, name, None) if name in self._field_names() else None
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def keys(self) -> list[str]:
+        return [n for n in self._field_names() if getattr(self, n) is not None]
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(n, getattr(self, n)) for n in self.keys()]
+
+    def values(self) -> list[Any]:
+        return [getattr(self, n) for n in self.keys()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    @classmethod
+    def _field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+    @classmethod
+    def from_mapping(cls, info: Mapping[str, Any]) -> Any:
+        """The typed facts from a mapping of field names (earlier names in ``_ALIASES`` accepted);
+        unknown names and missing required fields are refused."""
+        given = {cls._ALIASES.get(k, k): v for k, v in info.items()}
+        unknown = sorted(set(given) - set(cls._field_names()))
+        if unknown:
+            raise ValueError(f"{cls.__name__} has no fields {unknown}; its fields are {list(cls._field_names())}")
+        try:
+            return cls(**given)
+        except TypeError as e:
+            raise ValueError(f"{cls.__name__}: {e}") from None
+
+
+@dataclass(frozen=True, eq=False)
+class UserInfo(_ReadOnlyMapping):
+    """The ``user`` model's public facts (module doc). Every release sets the first five; the
+    others are set by the strategies that have them (None: not this release's).
+
+    ``k`` grids a user keeps (1 under the place and engine releases); ``c`` records a user keeps per
+    grid (the record cap T there); ``lattice`` λ, the lattice step values are rounded to (sums are
+    λ·integers); ``noise`` the sampler in words (the engine: the noise option's name);
+    ``h3_resolution`` the finest H3 resolution. ``slot`` the finest slot length in words
+    (e.g. "1h"); ``slot_ns`` that length in ns; ``levels`` the measured levels as
+    (h3_resolution, slot_ns, cycle_ns) sequences, finest first; ``bounds_rule`` how (k, c) (or T
+    and B) were chosen, in words; ``split_rule`` how the budget was split between the statistics;
+    ``partitions`` where the grids come from, in words; ``shape`` "adaptive", "place" or "engine"
+    (None: the flat release); ``mechanism`` "laplace" or "gaussian"; ``seeded`` whether the noise
+    was seeded (a simulation); ``delta_selection`` δ spent on private selection (0 with a list);
+    ``public`` what the release takes as public, in words. Flat release: ``selection_threshold``
+    the private selection's threshold (None with a list); ``noisy_users`` its noisy user counts per
+    released grid; ``totals`` the noisy (count, sum, sumsq) over all grids for pooling. Levels:
+    ``sumsq_centre`` the centre² the sums of squares are taken about (U²/8); ``first_level`` the
+    first level measured; ``first_level_scores`` each level's score for it; ``target`` τ, the
+    target error; ``level_sensitivity`` each level's (count L1, merge) sensitivities;
+    ``level_bounds`` each level's record cap (None: the (k, c) bounds); ``linked_levels`` which
+    levels keep the tree constraint; ``tree_consistent`` whether every level but the last does.
+    Private selection: ``selection`` per level its k, threshold and released count;
+    ``epsilon_budget`` the ε given. Place and engine: ``record_cap`` T; ``map_record_cap`` the
+    map's own cap; ``clamp`` B ≤ U the values were clamped to; ``declared_bound`` U as declared
+    (``Measurements.bound`` is then B); ``record_histogram`` and ``clamp_histogram`` the DP
+    histograms they were chosen from; ``sumsq_measured`` whether sums of squares were bought.
+    ``engine`` the optimised engine's ``EngineInfo``. After formatting: ``lower`` L of values read
+    in [L, U]; ``timezone`` the zone slots were cut in.
+    """
+
+    _ALIASES = {"granularity": "lattice"}
+
+    k: int
+    c: int
+    lattice: float
+    noise: str
+    h3_resolution: int
+    slot: str | None = None
+    slot_ns: int | None = None
+    levels: Any = None
+    bounds_rule: str | None = None
+    split_rule: str | None = None
+    partitions: str | None = None
+    shape: str | None = None
+    mechanism: str | None = None
+    seeded: bool | None = None
+    delta_selection: float = 0.0
+    public: str | None = None
+    selection_threshold: float | None = None
+    noisy_users: np.ndarray | None = None
+    totals: tuple | None = None
+    sumsq_centre: float | None = None
+    first_level: int | None = None
+    first_level_scores: Any = None
+    target: float | None = None
+    level_sensitivity: Any = None
+    level_bounds: Any = None
+    linked_levels: Any = None
+    tree_consistent: bool | None = None
+    selection: Any = None
+    epsilon_budget: float | None = None
+    record_cap: int | None = None
+    map_record_cap: int | None = None
+    clamp: float | None = None
+    declared_bound: float | None = None
+    record_histogram: Mapping[str, Any] | None = None
+    clamp_histogram: Mapping[str, Any] | None = None
+    sumsq_measured: bool = True
+    engine: Any = None
+    lower: float | None = None
+    timezone: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class PublicOccupancyInfo(_ReadOnlyMapping):
+    """The ``public-occupancy`` model's public facts (module doc); None: not given (Measurements
+    built by hand for estimation need only ``criterion``).
+
+    ``plan`` the :class:`dpopt.plan.GridPlan` released; ``criterion`` which error bound is published
+    ("noise" or "worst_case"); ``user_spend`` every user's exact spend (array over the plan's
+    users); ``mechanism`` "laplace" or "gaussian"; ``summary`` the model's public facts for
+    summary.json (field → value); ``hierarchy`` plan="hierarchy": the hierarchy's tables (nodes,
+    finest grids, answers, ...). After formatting: ``lower`` L of values read in [L, U];
+    ``timezone`` the zone slots were cut in.
+    """
+
+    plan: Any = None
+    criterion: str = "noise"
+    user_spend: np.ndarray | None = None
+    mechanism: str | None = None
+    summary: Mapping[str, Any] | None = None
+    hierarchy: Mapping[str, Any] | None = None
+    lower: float | None = None
+    timezone: str | None = None
+
+
+Mapping.register(UserInfo)
+Mapping.register(PublicOccupancyInfo)
+
+#: the typed facts of each privacy model
+INFO_CLASSES: Mapping[str, type] = {"user": UserInfo, "public-occupancy": PublicOccupancyInfo}
+
+
+def _typed_info(privacy_model: str, info: Any) -> UserInfo | PublicOccupancyInfo:
+    """``info`` as the model's typed facts: a typed object kept (it must be the model's class), a
+    mapping converted (:meth:`UserInfo.from_mapping`, :meth:`PublicOccupancyInfo.from_mapping`)."""
+    cls = INFO_CLASSES.get(privacy_model)
+    if cls is None:
+        raise ValueError(f"`privacy_model` must be one of {list(INFO_CLASSES)}; got {privacy_model!r}")
+    if isinstance(info, (UserInfo, PublicOccupancyInfo)):
+        if not isinstance(info, cls):
+            raise ValueError(f"a {privacy_model!r} release's info must be a {cls.__name__}; got {type(info).__name__}")
+        return info
+    return cls.from_mapping({} if info is None else info)
+
+
+
 @dataclass(frozen=True, eq=False)
 class Measurements:
     """What a privacy model publishes before estimation (module doc).
@@ -160,7 +357,8 @@ class Measurements:
     ``user``); ``finest`` the finest grids the release answers (cell, slot at the finest resolution
     and slot length: a public list, the released grids, or the public occupancy), each mapped to the
     node that is itself (column ``node``, -1 if that grid was not measured); ``spend`` the budget;
-    ``info`` public facts of the model (bounds k and c, the plan, its status) for the report.
+    ``info`` public facts of the model, typed: :class:`UserInfo` or :class:`PublicOccupancyInfo`
+    (a plain mapping of their field names is converted on construction, module doc).
     """
 
     privacy_model: str
@@ -171,9 +369,10 @@ class Measurements:
     centre: float = 0.0
     public: pd.DataFrame = field(default_factory=pd.DataFrame)
     finest: pd.DataFrame = field(default_factory=pd.DataFrame)
-    info: Mapping[str, Any] = field(default_factory=dict)
+    info: UserInfo | PublicOccupancyInfo = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "info", _typed_info(self.privacy_model, self.info))
         missing = [c for c in NODE_COLUMNS if c not in self.nodes.columns]
         if missing:
             raise ValueError(f"`nodes` lacks the columns {missing}; got {list(self.nodes.columns)}")
@@ -204,7 +403,8 @@ class Estimates:
     ``variance_released`` False with the reason where its interval is not narrower than its range;
     ``method`` how the row was estimated. ``answers`` one row per finest grid (cell, slot) with the
     ``node`` that answers it (the smallest released node containing it). ``measurements`` what they
-    were computed from.
+    were computed from. ``info`` the estimator's own facts, a plain mapping whose keys depend on the
+    method (direct: ``summary``, ``error_bounds``; pooled: ``pooling``; hierarchical: ``target`` …).
     """
 
     table: pd.DataFrame

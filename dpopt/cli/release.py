@@ -506,7 +506,7 @@ def _recurring_levels(result: Any) -> int:
         return 0
     slots, cells = m.finest["slot"].to_numpy(dtype=np.int64), m.finest["cell"].to_numpy(dtype=np.int64)
     return sum(windows_recur(slots, Level(int(lv[0]), int(lv[1]), int(lv[2])), int(slots.min()), cells)
-               for lv in m.info.get("levels", []) if len(lv) > 2 and int(lv[2]) > 0)
+               for lv in m.info.levels or () if len(lv) > 2 and int(lv[2]) > 0)
 
 
 def _nothing_released(result: Any) -> str:

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
 from ..hierarchy.node_means import MIN_LEVELS, between_upper, combine, crossed_inputs, grid_weights, values_variance
-from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
+from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements, UserInfo
 
 __all__ = ["estimate_crossed", "METHOD", "VARIANCE_REASON"]
 
@@ -59,7 +59,7 @@ def _node_matrix(code: np.ndarray, n_nodes: int, weights: np.ndarray) -> sp.csr_
 def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) -> Estimates:
     """Posterior means and intervals of every listed grid and measured node (module doc)."""
     m = measurements
-    info = m.info.get("engine") if isinstance(m, Measurements) else None
+    info = m.info.engine if isinstance(m, Measurements) and isinstance(m.info, UserInfo) else None
     if info is None:
         raise DpoptInputError("`measurements` must come from the engine (dpopt.privacy.user.engine.measure_engine)")
     B = float(info.clamp)
@@ -220,7 +220,7 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
 def _nothing(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], confidence: float) -> Estimates:
     """No node's count passed its threshold: every node is answered by the centre of the declared
     range with the whole range as its interval (a release that says it publishes nothing useful)."""
-    U = float(m.info.get("declared_bound", m.bound))
+    U = float(m.bound if m.info.declared_bound is None else m.info.declared_bound)
     n = m.n_nodes
     released = np.zeros(n, dtype=bool)
     released[: int(np.bincount(info.codes[0]).size)] = True

@@ -82,7 +82,7 @@ def variance_interval_informative(variance: np.ndarray, error_bound: np.ndarray,
 
 def _user_direct(m: Measurements, q: float) -> pd.DataFrame:
     U = m.bound
-    lam = m.info["lattice"]
+    lam = m.info.lattice
     n_t = m.statistics["count"].value
     ly, lz = m.statistics["sum"].value, m.statistics["sumsq"].value
     n_eff = np.maximum(n_t, 1.0)
@@ -190,7 +190,7 @@ def _public_occupancy_direct(m: Measurements, q: float) -> tuple[pd.DataFrame, d
     """The CLIP estimates post-processed into the range with the ``criterion``'s bounds (module
     doc); both criteria's bounds, the variance in range before withholding and E_g beside them;
     the summary's headline bounds in the returned dict."""
-    crit = m.info.get("criterion", "noise")
+    crit = m.info.criterion
     b = clip_error_bounds(m, q)
     errors, released_errors = clip_worst_case_errors(m)
     mean_raw, var_raw = m.statistics["mean"].value, m.statistics["variance"].value

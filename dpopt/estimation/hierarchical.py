@@ -11,7 +11,7 @@
    variance V_Y + d_b²·V_n, so the set covers d_b with the probability of that noise staying inside
    z standard deviations (z from :func:`two_sided_z`). Published as the half-width around μ̂ of the
    smallest symmetric interval holding the set (U when the set is unbounded or empty). With a
-   clamp B < U (``info['declared_bound']`` = U, ``m.bound`` = B) the estimate lies in [0, B] but a
+   clamp B < U (``info.declared_bound`` = U, ``m.bound`` = B) the estimate lies in [0, B] but a
    node's truth in [0, U]: a set that reaches B is extended to U (the clamped mean may be B, so the
    all-records mean may be anything above), and every half-width is capped at U, the whole range
    of the truths (a cap at B left truths above m + B outside it: aircraft B at ε = 1, 16 of 100
@@ -25,7 +25,7 @@
    variance interval) to both half-widths: a stated, benchmark-calibrated allowance, not a bound.
    The decomposition (item 6) is decided on the noise half-width alone. Levels that
    :func:`~dpopt.privacy.user.levels.measure_levels` bounded on their own (``level_bounds``) are not tied
-   to their parents in the GLS (``info['linked_levels']``).
+   to their parents in the GLS (``info.linked_levels``).
 4. **Empirical Bayes** (the published ``mean``): top-down, each node's direct centred mean shrinks
    toward its parent's published one, m_v = m_p + B_v·(d̂_v − m_p), B_v = τ_l²/(τ_l² + s_v²),
    s_v² = (V_Y + d̂_v²·V_n)/max(n̂_v, 1)² (delta method), τ_l² the between-sibling variance of level
@@ -75,7 +75,7 @@ from .._validation import DpoptInputError
 from ..hierarchy.blup import count_snr_threshold, fit_tau2, tree_blup
 from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
-from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements
+from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements, UserInfo
 from .direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON
 
 __all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_totals", "released_ancestor"]
@@ -121,7 +121,7 @@ def fieller_interval(num: np.ndarray, den: np.ndarray, v_num: np.ndarray, v_den:
 def gls_totals(m: Measurements) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """GLS estimate and variance of the node totals of ``count``, ``sum`` and ``sumsq``."""
     parent = m.nodes["parent"].to_numpy()
-    linked = m.info.get("linked_levels")
+    linked = m.info.linked_levels if isinstance(m.info, UserInfo) else None
     height = m.nodes["level"].to_numpy() if "level" in m.nodes.columns else None
     if linked is not None and not all(linked[:-1]):  # levels bounded separately (measure_levels'
         parent = np.where(np.asarray(linked, dtype=bool)[height], parent, -1)  # level_bounds): no sum constraint
@@ -252,8 +252,9 @@ def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarr
     U = m.bound
     h = U / 2.0
     (n, vn), (y, vy), (zz, vz) = tot["count"], tot["sum"], tot["sumsq"]
-    if not math.isclose(float(m.info.get("sumsq_centre", math.nan)), U * U / 8.0):
-        raise DpoptInputError("`measurements.info['sumsq_centre']` must be U^2/8 (sums of squares centred as "
+    centre = m.info.sumsq_centre if isinstance(m.info, UserInfo) else None
+    if not math.isclose(float(math.nan if centre is None else centre), U * U / 8.0):
+        raise DpoptInputError("`measurements.info.sumsq_centre` must be U^2/8 (sums of squares centred as "
                               "dpopt.privacy.user.bounding does)")
     zs = zz
     fam = m.statistics["sum"].law.family
@@ -280,20 +281,20 @@ def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarr
 def _clamp_reason(m: Measurements) -> str | None:
     """Why every variance is withheld when the values were measured clamped to [0, B], B < U (the
     place release, models/hierarchy.md §13.2): their variance is biased low. None otherwise."""
-    clamp, declared = m.info.get("clamp"), m.info.get("declared_bound")
+    clamp, declared = m.info.clamp, m.info.declared_bound
     if clamp is None or declared is None or float(clamp) >= float(declared):
         return None
     return (f"values measured clamped to [0, B = {float(clamp):g}] < U = {float(declared):g}: variance biased low"
-            + ("" if m.info.get("sumsq_measured", True) else " (no budget spent on it)"))
+            + ("" if m.info.sumsq_measured else " (no budget spent on it)"))
 
 
 def truth_range(m: Measurements) -> float:
-    """U of the values as declared (``info['declared_bound']``, ≥ the clamp B = ``m.bound`` the
+    """U of the values as declared (``info.declared_bound``, ≥ the clamp B = ``m.bound`` the
     statistics were measured on): the width of the range the nodes' truths lie in, so a half-width of
     U is the whole range whatever the estimate in [0, B]. Half-widths are capped at it, not at B: with
     the cap at B, truths in (m + B, U] fell outside "the whole range" (aircraft B at ε = 1: 16 of 100
     direct 95 % intervals)."""
-    return max(float(m.info.get("declared_bound", m.bound)), float(m.bound))
+    return max(float(m.bound if m.info.declared_bound is None else m.info.declared_bound), float(m.bound))
 
 
 def _table(m: Measurements, released: np.ndarray, *, eb: np.ndarray, eb_hw: np.ndarray, dr: dict[str, np.ndarray],

@@ -43,12 +43,12 @@ def levels_outlook(m: Measurements, est: Estimates) -> Outlook:
     n, b = t["count_estimate"].to_numpy(float), t["mean_error_bound"].to_numpy(float)
     levels = {"published": (n[on], b[on])}
     lev = t["level"].to_numpy()
-    for li, (res, slot_ns, *cycle) in enumerate(m.info.get("levels", [])):
+    for li, (res, slot_ns, *cycle) in enumerate(m.info.levels or ()):
         rows = lev == li
         name = f"H3 resolution {res} x {'the whole period' if slot_ns == 0 else _slot(slot_ns, *cycle)}"
         levels[name] = (n[rows], b[rows])
     out = release_outlook(levels, bound=m.bound, epsilon=_epsilon(m))
-    if not on.any() and m.info.get("selection"):
+    if not on.any() and m.info.selection:
         return _selection_hint(out, m)
     return _with_epsilon(out, m, est, n)
 
@@ -62,12 +62,12 @@ def _selection_hint(out: Outlook, m: Measurements) -> Outlook:
     a node needs) and the ε at which it would fall to :data:`HINT_USERS` users. T − 1 = (k/ε_ℓ)·ln(…)
     scales as 1/ε at fixed shares and δ, so ε' = ε·(T − 1)/(HINT_USERS − 1): a function of the
     public plan (thresholds, ε) only, never of the data."""
-    thr = [(float(s["threshold"]), li) for li, s in enumerate(m.info["selection"]) if math.isfinite(s["threshold"])]
+    thr = [(float(s["threshold"]), li) for li, s in enumerate(m.info.selection) if math.isfinite(s["threshold"])]
     if not thr:
         return out
     t, li = min(thr)
-    res, slot_ns, *cycle = m.info["levels"][li]
-    eps = m.info.get("epsilon_budget")  # the ε given (the spend omits unmeasured levels' value pieces)
+    res, slot_ns, *cycle = m.info.levels[li]
+    eps = m.info.epsilon_budget  # the ε given (the spend omits unmeasured levels' value pieces)
     need = None if eps is None else eps * max(t - 1.0, 0.0) / (HINT_USERS - 1.0)
     text = (f" Private selection released no node: at level H3 resolution {res} x {_slot(slot_ns, *cycle)} a node needs "
             f"about {t:.3g} noisy users at this budget" + (
@@ -105,7 +105,7 @@ def _epsilon_needed(m: Measurements, est: Estimates, counts: np.ndarray, U4: flo
     z = NormalDist().inv_cdf(0.5 + est.confidence / 2.0)
     if ok.any():
         return _epsilon(m) * float(np.min(z * sd[ok] / counts[ok])) / U4, None
-    c = m.info.get("c")
+    c = m.info.c
     if not usable.any() or c is None:
         return None, None
     reference = HINT_USERS * float(c)

@@ -160,7 +160,7 @@ def pooled(m: Any, *, confidence: float = 0.95) -> Any:
     base = direct(m, confidence=confidence)
     mean, var, info = pool_estimates(m.statistics["count"].value, m.statistics["sum"].value,
                                      m.statistics["sumsq"].value, bound=m.bound, scales=_pool_scales(m),
-                                     totals=m.info.get("totals"))
+                                     totals=m.info.totals)
     table = base.table.assign(mean=mean, variance=var, mean_error_bound=np.nan, variance_error_bound=np.nan,
                               method="pooled")
     return Estimates(table=table, answers=base.answers, confidence=base.confidence, method="pooled",

@@ -13,8 +13,8 @@ top to bottom:
 4. the Measurements (:func:`measure`): per grid the noisy CLIP ``mean`` and ``variance`` with their
    exact noise laws (family, per-grid scale, lattice 2^-k) and worst-case clipping-bias bounds; the
    public per-grid columns (counts, sensitivities, the plan's budgets, the sampler's E|noise|); the
-   exact spend (:class:`~dpopt.measurements.BudgetSpend`, every user's in ``info["user_spend"]``);
-   the plan and the summary's public facts in ``info``.
+   exact spend (:class:`~dpopt.measurements.BudgetSpend`, every user's in ``info.user_spend``);
+   the plan and the summary's public facts in ``info`` (:class:`~dpopt.measurements.PublicOccupancyInfo`).
 
 The estimates and their error bounds are computed from the Measurements alone by
 :func:`dpopt.estimation.direct.direct`; the published table and summary are formatted from both by
@@ -43,7 +43,7 @@ from ..hierarchy.tree import profile_cycle
 from ..mechanisms.grid import GridRelease, release_grids
 from ..noise import Noise, make_noise
 from ..plan import GridPlan
-from ..measurements import NODE_COLUMNS, BudgetSpend, Measurements, NoiseLaw, Statistic
+from ..measurements import NODE_COLUMNS, BudgetSpend, Measurements, NoiseLaw, PublicOccupancyInfo, Statistic
 from ..records.aggregate import Aggregate, RetainedStats
 from ..records.grid import slot_text
 from ..records.sample_key import SampleKey
@@ -376,7 +376,7 @@ def measure_release(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBudg
     m = _measurements(agg, st, plan, rel, bound=U, budget=pb, sampler=sampler, criterion=o.criterion)
     facts = _summary_facts(agg, plan, gamma, bound=U, budget=pb, spend=m.spend, split=o.split, sampler=sampler,
                            seeded=noise.seed is not None)
-    m = dataclasses.replace(m, info={**m.info, "summary": facts})
+    m = dataclasses.replace(m, info=dataclasses.replace(m.info, summary=facts))
     return MeasuredRelease(measurements=m, contributions=agg, grids=rel, timings=timings)
 
 
@@ -407,7 +407,7 @@ def _measure_hierarchy(agg: Aggregate, pb: PrivacyBudget, o: PublicOccupancyOpti
                           truncated_sums=prep.truncated_sums(truncated_sums, SampleKey.from_seed(noise.seed).generator()),
                           timings=timings, progress=progress)
     m, tables = run.measurements, prep.tables
-    info = {**m.info, "summary": {**m.info["summary"], **prep.summary_fields()}, "hierarchy": tables}
+    info = dataclasses.replace(m.info, summary={**m.info.summary, **prep.summary_fields()}, hierarchy=tables)
     m = dataclasses.replace(m, nodes=tables["nodes"][[*NODE_COLUMNS, "cycle_ns"]].reset_index(drop=True),
                             finest=tables["finest"], info=info)
     return dataclasses.replace(run, measurements=m)
@@ -441,7 +441,7 @@ def _measurements(agg: Aggregate, st: RetainedStats, plan: GridPlan, rel: GridRe
         "noise_abs": rel.noise_abs, "array_length": length,
     })
     spend, user_spend = _spend(plan, budget)
-    info = {"plan": plan, "criterion": criterion, "user_spend": user_spend, "mechanism": budget.mechanism}
+    info = PublicOccupancyInfo(plan=plan, criterion=criterion, user_spend=user_spend, mechanism=budget.mechanism)
     return Measurements(privacy_model="public-occupancy", bound=bound, nodes=nodes, statistics=stats, spend=spend,
                         public=public, finest=finest, info=info)
 

@@ -57,7 +57,7 @@ from ..privacy.user.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
 from ..writers.public_occupancy_result import ReleaseResult, public_occupancy_release
 from ..writers.user import UserRelease, multires_release, user_release
-from ..writers.values import with_value_range
+from ..writers.values import with_info, with_value_range
 
 __all__ = ["EstimationOptions", "ModelOptions", "release", "release_user", "release_aggregate", "check_options"]
 
@@ -209,7 +209,7 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
                           truncated_sums=truncated_sums, timings=timings, progress=progress)
     t0 = time.perf_counter()
     est = estimate(run.measurements, method="direct", confidence=confidence)
-    _check_error_bound(est.table["error_bound"].to_numpy(), options.error_bound, run.measurements.info["plan"])
+    _check_error_bound(est.table["error_bound"].to_numpy(), options.error_bound, run.measurements.info.plan)
     times = {**run.timings, "estimate": time.perf_counter() - t0}
     ingest = ingest or IngestReport()
     diagnostics = {"timings": {key: round(v, 4) for key, v in times.items()}, "ingest": ingest.for_diagnostics()}
@@ -327,9 +327,7 @@ def local_times(result: Any, timezone: str | None) -> Any:
                 table[col] = local_time_strings(table[col].to_numpy(dtype=object), timezone)
         return table
 
-    m = result.measurements if isinstance(result, UserRelease) else result.measured
-    if m is not None:
-        m.info["timezone"] = timezone
+    result = with_info(result, timezone=timezone)
     if isinstance(result, UserRelease):
         return replace(result, table=fix(result.table), answers=fix(result.answers))
     hierarchy = result.plan.info.get("hierarchy")

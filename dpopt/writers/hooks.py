@@ -39,7 +39,7 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: boo
     table = pd.read_csv(tmp / "release.csv", low_memory=False)  # one dtype per column, however long
     summary = json.loads((tmp / "summary.json").read_text())
     m = getattr(result, "measured", None) or getattr(result, "measurements", None)
-    zone = getattr(m, "info", {}).get("timezone") if m is not None and not callable(m) else None
+    zone = m.info.timezone if m is not None and not callable(m) else None
     if unit or zone:  # public labels: the unit the data holder names, the zone slots are cut in
         summary.update({k: str(v) for k, v in (("unit", unit), ("timezone", zone)) if v})
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

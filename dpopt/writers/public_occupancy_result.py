@@ -190,9 +190,9 @@ def public_occupancy_release(m: Measurements, est: Estimates, *, contributions: 
     ingest = ingest or IngestReport()
     table = release_table(m, est)
     published_ingest = {k: v for k, v in ingest.as_dict().items() if k not in VALUE_DEPENDENT_INGEST}
-    summary = ReleaseSummary(**m.info["summary"], **est.info["summary"], dropped_records=ingest.dropped_records,
+    summary = ReleaseSummary(**m.info.summary, **est.info["summary"], dropped_records=ingest.dropped_records,
                              ingest=published_ingest)
-    return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=contributions, plan=m.info["plan"],
+    return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=contributions, plan=m.info.plan,
                          grids=grids, diagnostics=dict(diagnostics or {}), error_bounds=est.info["error_bounds"],
                          measured=m, estimates=est)
 
@@ -230,7 +230,7 @@ def release_table(m: Measurements, est: Estimates) -> pd.DataFrame:
         "mean_noise_scale": m.statistics["mean"].law.scale, "variance_noise_scale": m.statistics["variance"].law.scale,
         "error_bound": t["error_bound"].to_numpy(), "array_length": pub["array_length"].to_numpy(),
     })
-    tables = m.info.get("hierarchy")
+    tables = m.info.hierarchy
     if tables is None:
         return table
     fin = tables["finest"]

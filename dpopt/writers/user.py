@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from .._json import to_jsonable
-from ..measurements import Estimates, Measurements
+from ..measurements import Estimates, Measurements, UserInfo
 from ..records.grid import (cell_centres, cell_strings, iso_duration, level_time_text, repeat_strings,
                            slot_strings, slot_text)
 from .folder import DIAGNOSTICS, write_atomically
@@ -139,8 +139,8 @@ def _table(m: Measurements, est: Estimates, pooled: Estimates) -> pd.DataFrame:
         "variance_error_bound": t["variance_error_bound"].to_numpy(),
         "mean_pooled": pooled.table["mean"].to_numpy(), "variance_pooled": pooled.table["variance"].to_numpy(),
     })
-    if m.info.get("noisy_users") is not None:
-        table["noisy_users"] = m.info["noisy_users"]
+    if m.info.noisy_users is not None:
+        table["noisy_users"] = m.info.noisy_users
     lat, lng = cell_centres(cells)
     table.insert(2, "cell_lat", lat)
     table.insert(3, "cell_lng", lng)
@@ -156,13 +156,13 @@ def user_release(m: Measurements, est: Estimates, pooled: Estimates, *,
     estimates ``est`` and pooled estimates ``pooled`` (formatting only)."""
     info, sp = m.info, m.spend
     summary = UserReleaseSummary(
-        privacy_model="user", epsilon_total=sp.epsilon, delta=sp.delta, k=info["k"], c=info["c"],
-        bounds_rule=info["bounds_rule"], budget=dict(sp.pieces), split_rule=info["split_rule"],
-        partitions=info["partitions"], grids_released=m.n_nodes, selection_threshold=info["selection_threshold"],
-        pooling=pooled.info["pooling"], bound=m.bound, h3_resolution=info["h3_resolution"], slot=info["slot"],
-        noise=info["noise"], granularity=info["lattice"], confidence=est.confidence, seeded=info["seeded"],
-        mechanism=info["mechanism"], rho_total=sp.total if sp.unit == "rho" else None,
-        delta_selection=info["delta_selection"], **_outlook_fields(outlook),
+        privacy_model="user", epsilon_total=sp.epsilon, delta=sp.delta, k=info.k, c=info.c,
+        bounds_rule=info.bounds_rule, budget=dict(sp.pieces), split_rule=info.split_rule,
+        partitions=info.partitions, grids_released=m.n_nodes, selection_threshold=info.selection_threshold,
+        pooling=pooled.info["pooling"], bound=m.bound, h3_resolution=info.h3_resolution, slot=info.slot,
+        noise=info.noise, granularity=info.lattice, confidence=est.confidence, seeded=info.seeded,
+        mechanism=info.mechanism, rho_total=sp.total if sp.unit == "rho" else None,
+        delta_selection=info.delta_selection, **_outlook_fields(outlook),
     )
     return UserRelease(table=_table(m, est, pooled), summary=summary, diagnostics=dict(diagnostics or {}),
                        measurements=m, estimates=est)
@@ -185,7 +185,7 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
     end = start + t["slot_ns"].to_numpy(dtype="int64")
     cycle = t["cycle_ns"].to_numpy(dtype="int64")
     # the list's period end (public): every recurring window stops there
-    period_end = int(m.finest["slot"].max()) + int(m.info["slot_ns"]) if (cycle > 0).any() else 0
+    period_end = int(m.finest["slot"].max()) + int(m.info.slot_ns) if (cycle > 0).any() else 0
     repeat, until = repeat_strings(cycle, period_end)
     lat, lng = cell_centres(cells[on])
     table = pd.DataFrame({"cell": cell_strings(cells[on]), "slot": slot_strings(start[on]),
@@ -206,7 +206,7 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
 def _levels(m: Measurements) -> list[dict[str, Any]]:
     """Each level's grid and budget (the sum of its pieces ``level{l}_…``)."""
     out = []
-    for li, (res, slot_ns, *cycle) in enumerate(m.info["levels"]):
+    for li, (res, slot_ns, *cycle) in enumerate(m.info.levels):
         spent = sum(v for name, v in m.spend.pieces.items() if name.startswith(f"level{li}_"))
         cycle_ns = int(cycle[0]) if cycle else 0
         out.append({"level": li, "h3_resolution": int(res), "slot": "period" if slot_ns == 0 else slot_text(slot_ns),
@@ -222,27 +222,27 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
     info, sp = m.info, m.spend
     table, answers = _multires_table(m, est)
     summary = UserReleaseSummary(
-        privacy_model="user", epsilon_total=sp.epsilon, delta=sp.delta, k=info["k"], c=info["c"],
-        bounds_rule=info["bounds_rule"], budget=dict(sp.pieces), split_rule=info["split_rule"],
-        partitions=info["partitions"], grids_released=len(table), selection_threshold=None, pooling={},
-        bound=float(info.get("declared_bound", m.bound)), h3_resolution=info["h3_resolution"], slot=info["slot"],
-        noise=info["noise"],
-        granularity=info["lattice"], confidence=est.confidence, seeded=info["seeded"], mechanism=info["mechanism"],
+        privacy_model="user", epsilon_total=sp.epsilon, delta=sp.delta, k=info.k, c=info.c,
+        bounds_rule=info.bounds_rule, budget=dict(sp.pieces), split_rule=info.split_rule,
+        partitions=info.partitions, grids_released=len(table), selection_threshold=None, pooling={},
+        bound=float(m.bound if info.declared_bound is None else info.declared_bound),
+        h3_resolution=info.h3_resolution, slot=info.slot, noise=info.noise,
+        granularity=info.lattice, confidence=est.confidence, seeded=info.seeded, mechanism=info.mechanism,
         rho_total=sp.total if sp.unit == "rho" else None, resolution="adaptive", method=est.method,
-        levels=_levels(m), target=float(est.info["target"]), delta_selection=float(info.get("delta_selection", 0.0)),
-        public=str(info.get("public", "")), shape=_shape(info), clamp=info.get("clamp"),
-        record_cap=info.get("record_cap"), map_record_cap=info.get("map_record_cap"),
-        record_histogram=info.get("record_histogram"),
-        clamp_histogram=info.get("clamp_histogram"), **_outlook_fields(outlook))
+        levels=_levels(m), target=float(est.info["target"]), delta_selection=float(info.delta_selection),
+        public=str(info.public or ""), shape=_shape(info), clamp=info.clamp,
+        record_cap=info.record_cap, map_record_cap=info.map_record_cap,
+        record_histogram=info.record_histogram,
+        clamp_histogram=info.clamp_histogram, **_outlook_fields(outlook))
     return UserRelease(table=table, summary=summary, diagnostics=dict(diagnostics or {}), measurements=m,
                        estimates=est, answers=answers)
 
 
-def _shape(info: dict[str, Any]) -> str:
+def _shape(info: UserInfo) -> str:
     """The multi-resolution shape in words for summary.json (public: the options chose it)."""
-    if info.get("shape") in ("place", "engine"):
-        return "optimised marginals" if info["shape"] == "engine" else "place"
-    return "private selection" if str(info.get("partitions", "")).startswith("private") else "levels"
+    if info.shape in ("place", "engine"):
+        return "optimised marginals" if info.shape == "engine" else "place"
+    return "private selection" if str(info.partitions or "").startswith("private") else "levels"
 
 
 def _accounting_lines(s: Any) -> list[str]:

@@ -10,7 +10,7 @@ mean-like column (:data:`MEAN_COLUMNS` of the published table and of the Estimat
 range [L, U] in the summary (``lower``, ``bound``; the ``user`` model's DP-chosen clamp B becomes
 its upper end L + B, values being clamped to [L, L + B]). Variances, error bounds and interval
 half-widths are unchanged by a shift and are left alone. With L = 0 the result is returned as it is
-(no float changes). The Measurements stay in the shifted units (``info["lower"]`` records L).
+(no float changes). The Measurements stay in the shifted units (``info.lower`` records L).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["MEAN_COLUMNS", "with_value_range", "shift_means"]
+__all__ = ["MEAN_COLUMNS", "with_value_range", "shift_means", "with_info"]
 
 #: the columns that hold a mean (or a noisy mean) of the values; everything else is shift-invariant
 MEAN_COLUMNS = ("mean", "mean_raw", "mean_direct", "mean_pooled")
@@ -76,7 +76,21 @@ def with_value_range(result: Any, lower: float, upper: float | None = None) -> A
     est = result.estimates
     if est is not None:
         est = replace(est, table=shift_means(est.table, lower))
-    m = getattr(result, "measured", None) if hasattr(result, "measured") else result.measurements
-    if m is not None:
-        m.info["lower"] = lower  # the Measurements stay in the shifted units
-    return replace(result, table=shift_means(result.table, lower), summary=summary, estimates=est)
+    result = replace(result, table=shift_means(result.table, lower), summary=summary, estimates=est)
+    return with_info(result, lower=lower)  # the Measurements stay in the shifted units
+
+
+def with_info(result: Any, **changes: Any) -> Any:
+    """``result`` (a :class:`~dpopt.writers.user.UserRelease` or a
+    :class:`~dpopt.writers.public_occupancy_result.ReleaseResult`) with ``changes`` made to its
+    Measurements' facts (the frozen ``info`` replaced, in a new Measurements held by the release and
+    by its Estimates); unchanged without Measurements."""
+    key = "measured" if hasattr(result, "measured") else "measurements"
+    m = getattr(result, key, None)
+    if m is None:
+        return result
+    new = replace(m, info=replace(m.info, **changes))
+    est = result.estimates
+    if est is not None and est.measurements is m:
+        est = replace(est, measurements=new)
+    return replace(result, **{key: new}, estimates=est)

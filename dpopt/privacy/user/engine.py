@@ -52,7 +52,7 @@ from ...hierarchy.crossed import RESIDUAL, fit_crossed
 from ...hierarchy.lattice import MarginalNodes, candidate_marginals
 from ...hierarchy.node_means import count_threshold, crossed_inputs
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
-from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
+from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
 from ...records.aggregate import Aggregate
 from ...records.grid import slot_text
 from .bounding import lattice_values
@@ -275,7 +275,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     ``agg`` the contributions with samples (values in [0, ``U``]); ``budget`` the whole release's
     (pure ε with Laplace noise, or ρ / (ε, δ) with Gaussian noise). Returns the node table of every
     measured marginal (column ``marginal``), the statistics ``count``/``sum`` (main phase) and
-    ``count_pilot``/``sum_pilot``, and :class:`EngineInfo` in ``info["engine"]``.
+    ``count_pilot``/``sum_pilot``, and :class:`EngineInfo` in ``info.engine``.
     """
     if options.private:
         raise DpoptInputError("the engine measures marginals of a public list: give `partitions`")
@@ -337,14 +337,14 @@ def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: B
     finest = pd.DataFrame({"cell": fin.nodes["cell"].to_numpy()[fin.code], "slot": fin.nodes["slot"].to_numpy()[fin.code],
                            "node": fin.code.astype(np.int64)})
     gaussian = mech.unit == "rho"
-    meta = {"engine": info, "k": 1, "c": b.cap, "record_cap": b.cap, "clamp": b.clamp, "declared_bound": U,
-            "bounds_rule": "record cap T and clamp B from DP histograms over users", "shape": "engine",
-            "split_rule": "count and sum per marginal (closed form)", "partitions": "public list",
-            "h3_resolution": agg.h3_resolution, "slot": slot_text(agg.slot_ns), "slot_ns": agg.slot_ns,
-            "noise": noise.noise, "lattice": b.lam, "granularity": b.lam, "seeded": noise.seed is not None,
-            "mechanism": "gaussian" if gaussian else "laplace", "delta_selection": 0.0, "public": PUBLIC_FACTS,
-            "levels": [list(lv) for lv in info.levels], "sumsq_measured": False, "sumsq_centre": b.clamp * b.clamp / 8.0,
-            "selection_threshold": None}
+    meta = UserInfo(engine=info, k=1, c=b.cap, record_cap=b.cap, clamp=b.clamp, declared_bound=U,
+                    bounds_rule="record cap T and clamp B from DP histograms over users", shape="engine",
+                    split_rule="count and sum per marginal (closed form)", partitions="public list",
+                    h3_resolution=agg.h3_resolution, slot=slot_text(agg.slot_ns), slot_ns=agg.slot_ns,
+                    noise=noise.noise, lattice=b.lam, seeded=noise.seed is not None,
+                    mechanism="gaussian" if gaussian else "laplace", delta_selection=0.0, public=PUBLIC_FACTS,
+                    levels=[list(lv) for lv in info.levels], sumsq_measured=False,
+                    sumsq_centre=b.clamp * b.clamp / 8.0)
     return Measurements(privacy_model="user", bound=b.clamp, nodes=nodes, statistics=stats, spend=spend,
                         centre=b.clamp / 2.0, finest=finest, info=meta)
 

@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
 from ...hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
-from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
+from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
 from ...noise import IntegerSource, epsilon_rational, integer_source
 from ...records.aggregate import Aggregate
 from ...records.kept import node_sample_counts
@@ -394,7 +394,7 @@ class LevelPlan:
     finest level, node sums consistent over the tree), "scaled", or per level a (k_l, c_l) pair or
     None (shared bounding): such levels are bounded on their own (:func:`resolve_level_bounds`,
     :func:`bounded_level`, models/hierarchy.md §3b) and measure different bounded data;
-    ``info['linked_levels']`` says which levels keep the tree constraint (:func:`linked_levels`).
+    ``info.linked_levels`` says which levels keep the tree constraint (:func:`linked_levels`).
     ``level_split`` "place" (models/hierarchy.md §13.3): pilot counts of level 1 and the root only,
     then the share of level 1 (the rest: the root) minimising the predicted BLUP error with the
     public prior spread ``prior_spread`` τ₀ of level-1 nodes around the root (default
@@ -737,7 +737,7 @@ def _assemble(ctx: _LevelContext, *, values: list[np.ndarray], scales: list[np.n
               budgets: tuple[np.ndarray, ...], extra: dict[str, Any]) -> Measurements:
     """The :class:`Measurements` (statistics, exact spend recount, public info): ``values`` and
     ``scales`` of the statistics :data:`STAT_NAMES`, the per-level ``budgets`` of each, and the
-    ``extra`` public info."""
+    ``extra`` public info (fields of :class:`~dpopt.measurements.UserInfo`)."""
     agg, plist, hier, mech, family, lat = ctx.agg, ctx.plist, ctx.hier, ctx.mech, ctx.family, ctx.lat
     U, k, c = ctx.U, ctx.k, ctx.c
     pieces: dict[str, float] = {}
@@ -755,9 +755,9 @@ def _assemble(ctx: _LevelContext, *, values: list[np.ndarray], scales: list[np.n
     unit = mech.unit
     spend = BudgetSpend(unit=unit, total=float(spent), pieces=pieces,
                         epsilon=float(spent) if unit == "epsilon" else None)
-    info = {"k": k, "c": c, "levels": [(lv.h3_resolution, lv.slot_ns, lv.cycle_ns) for lv in hier.levels],
-            "granularity": lat.lam, "noise": mech.label, "slot_ns": agg.slot_ns,
-            "h3_resolution": agg.h3_resolution, "sumsq_centre": U * U / 8.0, **extra}
+    info = UserInfo(k=k, c=c, levels=[(lv.h3_resolution, lv.slot_ns, lv.cycle_ns) for lv in hier.levels],
+                    lattice=lat.lam, noise=mech.label, slot_ns=agg.slot_ns, h3_resolution=agg.h3_resolution,
+                    sumsq_centre=U * U / 8.0, **extra)
     finest = pd.DataFrame({"cell": plist.cells, "slot": plist.slots, "node": hier.finest_node})
     return Measurements(privacy_model="user", bound=U, nodes=hier.nodes, statistics=stats, spend=spend,
                         centre=U / 2.0, finest=finest, info=info)

@@ -22,6 +22,7 @@ used. Without a list (private selection) :func:`measure_multires` hands over to
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -156,8 +157,7 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
                        granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
                        weight_variance=options.weight_variance)
     spend = spend_with_bounds(m.spend, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
-    info = {**m.info, "bounds_rule": rule, "shape": "adaptive", "mechanism": kind, "seeded": noise.seed is not None,
-            "partitions": "public list", "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"],
-            "delta_selection": 0.0, "public": PUBLIC_FACTS}
+    info = replace(m.info, bounds_rule=rule, shape="adaptive", mechanism=kind, seeded=noise.seed is not None,
+                   partitions="public list", slot=slot_text(agg.slot_ns), delta_selection=0.0, public=PUBLIC_FACTS)
     return Measurements(privacy_model="user", bound=U, nodes=m.nodes, statistics=m.statistics, spend=spend,
                         centre=m.centre, finest=m.finest, info=info)

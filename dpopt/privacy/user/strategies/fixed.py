@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ...._validation import check_bound
-from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
+from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
 from ....noise import epsilon_rational
 from ....records.aggregate import Aggregate
 from ....records.grid import slot_text
@@ -243,12 +243,12 @@ def measure(contributions: Aggregate, budget: Budget, options: UserOptions = Use
     nodes, finest = _nodes(agg, g)
     stats = {"count": Statistic("count", n_t, laws["count"]), "sum": Statistic("sum", lam * y_t, laws["sum"]),
              "sumsq": Statistic("sumsq", lam * z_t, laws["sumsq"])}
-    info = {"k": k, "c": c, "bounds_rule": rule, "split_rule": sh.split.rule, "lattice": lam,
-            "partitions": _partitions_text(options.private, kind == "gaussian", delta_sel),
-            "selection_threshold": g.threshold, "noisy_users": g.noisy_users, "totals": totals,
-            "noise": mech.label, "seeded": noise.seed is not None, "mechanism": kind,
-            "delta_selection": delta_sel,  # Laplace: all of δ goes to the private selection (0 with a list)
-            "h3_resolution": agg.h3_resolution, "slot": slot_text(agg.slot_ns)}
+    info = UserInfo(k=k, c=c, bounds_rule=rule, split_rule=sh.split.rule, lattice=lam,
+                    partitions=_partitions_text(options.private, kind == "gaussian", delta_sel),
+                    selection_threshold=g.threshold, noisy_users=g.noisy_users, totals=totals,
+                    noise=mech.label, seeded=noise.seed is not None, mechanism=kind,
+                    delta_selection=delta_sel,  # Laplace: all of δ goes to the private selection (0 with a list)
+                    h3_resolution=agg.h3_resolution, slot=slot_text(agg.slot_ns))
     return Measurements(privacy_model="user", bound=U, nodes=nodes, statistics=stats, spend=spend,
                         centre=U / 2.0, finest=finest, info=info)
 

@@ -37,6 +37,8 @@ summary.json ``clamp``); the variance is withheld when B < U (it would be biased
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...._validation import DpoptInputError
@@ -132,20 +134,20 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
                        seed=noise.seed, noise_mechanism=mech, granularity_bits=noise.granularity_bits,
                        weight_mean=options.weight_mean, weight_variance=weight_variance)
     spend = spend_with_bounds(m.spend, eps_b, mech.real_release, (delta_total, delta_conv))
-    info = {**m.info, "bounds_rule": "place (cap from a DP histogram of records per user, DP clamp)", "shape": "place",
-            "mechanism": "laplace", "seeded": noise.seed is not None, "partitions": "public list",
-            "slot": slot_text(agg.slot_ns), "lattice": m.info["granularity"], "delta_selection": 0.0,
-            "public": PUBLIC_FACTS, "record_cap": pb.cap, "map_record_cap": map_cap, "clamp": pb.clamp,
-            "declared_bound": U,
-            "record_histogram": {"upper_edges": [int(e) for e in RECORD_BIN_EDGES],
-                                 "noisy_users": [int(v) for v in pb.histogram],
-                                 "epsilon": pb.epsilon * CAP_SHARE,
-                                 "candidates": [int(t) for t in pb.candidates],
-                                 "noise_factor": [_finite(f) for f in pb.cap_noise],
-                                 "map_noise": map_noise, "map_spread": spread,
-                                 "map_error": [_finite(e) for e in map_error]},
-            "clamp_histogram": clamp_histogram_fields(pb.clamp_histogram, U),
-            "sumsq_measured": bool(weight_variance > 0),
-            "k": 1, "c": pb.cap}
+    info = replace(m.info, bounds_rule="place (cap from a DP histogram of records per user, DP clamp)", shape="place",
+                   mechanism="laplace", seeded=noise.seed is not None, partitions="public list",
+                   slot=slot_text(agg.slot_ns), delta_selection=0.0,
+                   public=PUBLIC_FACTS, record_cap=pb.cap, map_record_cap=map_cap, clamp=pb.clamp,
+                   declared_bound=U,
+                   record_histogram={"upper_edges": [int(e) for e in RECORD_BIN_EDGES],
+                                     "noisy_users": [int(v) for v in pb.histogram],
+                                     "epsilon": pb.epsilon * CAP_SHARE,
+                                     "candidates": [int(t) for t in pb.candidates],
+                                     "noise_factor": [_finite(f) for f in pb.cap_noise],
+                                     "map_noise": map_noise, "map_spread": spread,
+                                     "map_error": [_finite(e) for e in map_error]},
+                   clamp_histogram=clamp_histogram_fields(pb.clamp_histogram, U),
+                   sumsq_measured=bool(weight_variance > 0),
+                   k=1, c=pb.cap)
     return Measurements(privacy_model="user", bound=pb.clamp, nodes=m.nodes, statistics=m.statistics, spend=spend,
                         centre=m.centre, finest=m.finest, info=info)

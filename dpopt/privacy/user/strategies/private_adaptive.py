@@ -47,6 +47,7 @@ Accounting: ε_total = Σ pieces (clamp, selection per level, count and sum per 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -55,7 +56,7 @@ import pandas as pd
 
 from ...._validation import DpoptInputError, check_bound, check_epsilon
 from ....hierarchy.tree import DAY_NS, Level, cell_parents
-from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic
+from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
 from ....records.aggregate import Aggregate
 from ..bounding import LatticeValues, lattice_values
 from ....noise.sources import SeededSource
@@ -330,10 +331,10 @@ def _measure(agg: Aggregate, sel: list[LevelSelection], nodes: pd.DataFrame, *, 
     delta = float(sum(s.delta for s in sel))
     lev0 = np.flatnonzero(nodes["level"].to_numpy() == 0)
     finest = pd.DataFrame({"cell": nodes["cell"].to_numpy()[lev0], "slot": nodes["slot"].to_numpy()[lev0], "node": lev0})
-    info = {"k": k, "c": c, "levels": [(s.level.h3_resolution, s.level.slot_ns, s.level.cycle_ns) for s in sel],
-            "selection": [{"k": s.k, "threshold": s.threshold, "released": int(s.cells.size)} for s in sel],
-            "linked_levels": [False] * len(sel), "sumsq_centre": U * U / 8.0, "granularity": lat.lam,
-            "noise": mech.label, "h3_resolution": agg.h3_resolution, "slot_ns": agg.slot_ns, **extra_info}
+    info = UserInfo(k=k, c=c, levels=[(s.level.h3_resolution, s.level.slot_ns, s.level.cycle_ns) for s in sel],
+                    selection=[{"k": s.k, "threshold": s.threshold, "released": int(s.cells.size)} for s in sel],
+                    linked_levels=[False] * len(sel), sumsq_centre=U * U / 8.0, lattice=lat.lam,
+                    noise=mech.label, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns, **extra_info)
     return Measurements(privacy_model="user", bound=U, nodes=nodes.drop(columns=["released"]).assign(
         released=nodes["released"]), statistics=stats, spend=BudgetSpend("epsilon", total, pieces, delta, total),
         centre=U / 2.0, finest=finest, info=info)
@@ -351,12 +352,12 @@ def measure_private_adaptive(contributions: Aggregate, budget: Budget, options: 
     total, delta, _, _ = options.check_budget(budget)
     m = measure_private_multires(contributions, epsilon=total, delta=delta, bound=bound,
                                  bounds=fixed or DEFAULT_BOUNDS, selection_fraction=options.selection_share, noise=noise)
-    info = {**m.info, "bounds_rule": "fixed" if fixed else "public default", "split_rule": "count 0.4, sum 0.6",
-            "shape": "adaptive", "mechanism": "laplace", "seeded": noise.seed is not None,
-            "partitions": "private selection (shared public hash order; at the finest level the grid where a user "
-                          "dwells, if any; Laplace thresholding per level)",
-            "slot": slot_text(contributions.slot_ns), "lattice": m.info["granularity"],
-            "delta_selection": float(m.spend.delta), "public": PUBLIC_FACTS,
-            "epsilon_budget": total}
+    info = replace(m.info, bounds_rule="fixed" if fixed else "public default", split_rule="count 0.4, sum 0.6",
+                   shape="adaptive", mechanism="laplace", seeded=noise.seed is not None,
+                   partitions="private selection (shared public hash order; at the finest level the grid where a "
+                              "user dwells, if any; Laplace thresholding per level)",
+                   slot=slot_text(contributions.slot_ns),
+                   delta_selection=float(m.spend.delta), public=PUBLIC_FACTS,
+                   epsilon_budget=total)
     return Measurements(privacy_model="user", bound=m.bound, nodes=m.nodes, statistics=m.statistics, spend=m.spend,
                         centre=m.centre, finest=m.finest, info=info)
