@@ -40,14 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import (
-    as_counts,
-    check_bound,
-    check_choice,
-    check_dim,
-    check_epsilon,
-    check_nonnegative_float,
-)
+from .._validation import as_counts, check_bound, check_choice, check_dim, check_epsilon, check_nonnegative_float
 from ..calculus import clipping_error_terms
 from ..solve import LinearModel, ModelBuilder, SolveResult
 from ..solve import solve_bounded as _solve_highs

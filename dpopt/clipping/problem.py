@@ -52,15 +52,8 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
-from .._validation import (
-    DpoptInputError,
-    as_counts,
-    check_bound,
-    check_choice,
-    check_dim,
-    check_epsilon,
-    check_nonnegative_float,
-)
+from .._validation import (DpoptInputError, as_counts, check_bound, check_choice, check_dim, check_epsilon,
+                           check_nonnegative_float)
 from ..solve.cvxpy_backend import DataProblem, from_cvxpy, solve_cvxpy, named_variable
 from ..solve.result import Status
 from .closed_form import ClippingPlan
