@@ -24,7 +24,7 @@ slot_ns         int64, length of the slot (ns); the slot is [slot, slot + slot_n
 parent          int64, row of the node's parent in this table, -1 for a root
 cycle_ns        optional int64, 0 or the cycle of a recurring window (an hour-of-day profile
                 node covers [slot + j·cycle_ns, slot + j·cycle_ns + slot_ns) for j = 0, 1, …
-                up to the period's end; models/hierarchy.md §14); absent means 0
+                up to the period's end; models/hierarchy.md §2); absent means 0
 =============== ===========================================================================
 
 Statistics (``Measurements.statistics``), each aligned with the node table (NaN: the node was not

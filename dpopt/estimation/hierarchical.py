@@ -1,5 +1,5 @@
 """Hierarchical estimation: :class:`~dpopt.measurements.Measurements` of a tree of nodes →
-:class:`~dpopt.measurements.Estimates` (models/hierarchy.md §6–8). Post-processing only.
+:class:`~dpopt.measurements.Estimates` (models/hierarchy.md §8–10). Post-processing only.
 
 1. **GLS** (:func:`dpopt.hierarchy.gls.tree_gls`) of the count, the centred sum and the centred sum
    of squares separately (their noises are independent), with the exact noise variances of the
@@ -15,13 +15,13 @@
    node's truth in [0, U]: a set that reaches B is extended to U (the clamped mean may be B, so the
    all-records mean may be anything above), and every half-width is capped at U, the whole range
    of the truths (a cap at B left truths above m + B outside it: aircraft B at ε = 1, 16 of 100
-   direct intervals; models/hierarchy.md §7).
+   direct intervals; models/hierarchy.md §9).
 3. **Bias of bounding** (the truth of a node is the mean of *all* its records, the estimate that of
    the kept ones). What is proven: with κ = 0 the direct interval covers the mean of the node's
    **bounded** records (item 2), and the EB interval contains the direct one. The all-records mean
    is not covered by any argument: the worst-case bias U·D/A (D dropped of A records) has unbounded
    sensitivity under ``user`` and is vacuous here anyway (≥ 0.6·U on the benchmark data;
-   models/hierarchy.md §7). ``bias_allowance`` κ adds κ·σ̄_v (σ̄_v² the upper end of the node's
+   models/hierarchy.md §9). ``bias_allowance`` κ adds κ·σ̄_v (σ̄_v² the upper end of the node's
    variance interval) to both half-widths: a stated, benchmark-calibrated allowance, not a bound.
    The decomposition (item 6) is decided on the noise half-width alone. Levels that
    :func:`~dpopt.privacy.user.levels.measure_levels` bounded on their own (``level_bounds``) are not tied
@@ -33,8 +33,8 @@
    nodes take their parent's value. Interval: the direct interval widened by |m_v − μ̂_v|, so it
    contains the direct interval and covers whenever it does (per node, not only on average; the
    normal-prior posterior interval B_v·s_v² under-covered nodes far from their parent in the
-   benchmark, models/hierarchy.md §8).
-4b. **Tree BLUP** (default ``estimator="blup"``; models/hierarchy.md §8b): the published ``mean``
+   benchmark, models/hierarchy.md §10).
+4b. **Tree BLUP** (default ``estimator="blup"``; models/hierarchy.md §11): the published ``mean``
    is the posterior mean of a Gaussian tree of nested random effects
    (:func:`dpopt.hierarchy.blup.tree_blup`) fed with every measured node's *own* centred mean
    Ŷ_v/n̂_v and a conservative variance ((V_Y + (U/2)²·V_n)/max(n̂ − sd(n̂), 1)²; nodes with a GLS
@@ -45,7 +45,7 @@
    node's posterior mean is the grid's). Interval (``interval="direct"``): the direct one widened by
    |BLUP − μ̂| (as item 4); it covers whenever the direct one does, but is far wider than the error.
 4c. **Posterior interval** (option ``interval="posterior"``, off by default; models/hierarchy.md
-   §8c): z·√(posterior variance of θ_v under the fitted tree model, the parents' and root's
+   §12): z·√(posterior variance of θ_v under the fitted tree model, the parents' and root's
    uncertainty included) + the bias allowance κ·σ̄_v of item 3, capped at item 4b's interval (never wider). Plug-in
    empirical Bayes (τ² treated as known) and a benchmark-calibrated allowance: not a proven
    bound. Without the allowance it covers 9–93 % (under 90 % in 6 of 8 cells) of nodes'
@@ -81,7 +81,7 @@ from .direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON
 __all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_totals", "released_ancestor"]
 
 METHOD = "hierarchical"
-#: κ of the bounding-bias allowance κ·σ̂ (module doc item 3; models/hierarchy.md §7)
+#: κ of the bounding-bias allowance κ·σ̂ (module doc item 3; models/hierarchy.md §9)
 DEFAULT_BIAS_ALLOWANCE = 0.5
 def two_sided_z(confidence: float, family: str) -> float:
     """Half-width in standard deviations of a two-sided interval at ``confidence``: the normal
@@ -194,7 +194,7 @@ def _shrink(m: Measurements, d: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray,
 
 
 def _blup(m: Measurements, tot: dict) -> dict:
-    """Tree BLUP of the node means (module doc, item 4b; models/hierarchy.md §8b): every measured
+    """Tree BLUP of the node means (module doc, item 4b; models/hierarchy.md §11): every measured
     node's *own* centred mean Ŷ_v/n̂_v (its own sum measurement, independent across nodes; n̂ the
     GLS count) with delta-method variance, τ² per level by maximum marginal likelihood."""
     h = m.bound / 2.0
@@ -280,7 +280,7 @@ def _direct(m: Measurements, tot: dict, confidence: float) -> dict[str, np.ndarr
 
 def _clamp_reason(m: Measurements) -> str | None:
     """Why every variance is withheld when the values were measured clamped to [0, B], B < U (the
-    place release, models/hierarchy.md §13.2): their variance is biased low. None otherwise."""
+    place release, models/hierarchy.md §14.2): their variance is biased low. None otherwise."""
     clamp, declared = m.info.clamp, m.info.declared_bound
     if clamp is None or declared is None or float(clamp) >= float(declared):
         return None

@@ -1,5 +1,5 @@
 """Empirical-Bayes (BLUP) estimation of node means on a tree of nested random effects
-(models/hierarchy.md §8b). Post-processing only: it reads noisy node means and their noise
+(models/hierarchy.md §11). Post-processing only: it reads noisy node means and their noise
 variances, never the data.
 
 Model (a Gaussian tree, the hierarchical Fay–Herriot model): the root's mean θ_root has a flat
@@ -45,7 +45,7 @@ def count_snr_threshold(n_nodes: int) -> float:
     one half passes by noise alone under a Laplace tail (½·exp(−t·√2) per node, the heaviest noise
     law of the release): t = ln(N)/√2. A public function of the node count. With thousands of noisy
     fine nodes a fixed 1.5 sds let hundreds of noise-only nodes in, whose ratio means Ŷ/n̂ sit near
-    the centre U/2 and outweighed the roots (models/hierarchy.md §8b)."""
+    the centre U/2 and outweighed the roots (models/hierarchy.md §11)."""
     return max(MIN_COUNT_SNR, math.log(max(int(n_nodes), 1)) / math.sqrt(2.0))
 
 _LOG2PI = float(np.log(2.0 * np.pi))

@@ -1,5 +1,5 @@
 """Which nodes to publish: the finest ancestor-or-self of every finest grid whose predicted error
-meets the target (models/hierarchy.md §5).
+meets the target (models/hierarchy.md §7).
 
 Post-processing only: the rule reads the per-node predicted half-widths (computed from DP outputs
 and the known noise laws) and the public tree. For every finest grid g the answering node is the

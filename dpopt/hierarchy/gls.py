@@ -1,4 +1,4 @@
-"""Generalised least squares over a tree of noisy node totals (models/hierarchy.md §6).
+"""Generalised least squares over a tree of noisy node totals (models/hierarchy.md §8).
 
 Model: every node v carries a measurement y_v = x_v + e_v with independent zero-mean noise of
 variance σ_v² (∞ or NaN: not measured), and the truths are consistent, x_v = Σ_{children c} x_c.

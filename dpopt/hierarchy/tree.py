@@ -11,7 +11,7 @@ coarser ancestor stands for it" can use.
 A time level of length ``0`` means "the whole period": one slot from the first slot of the public
 finest list to the end of its last (a public fact when the finest list is public).
 
-A **profile** time level (``cycle_ns`` > 0; models/hierarchy.md §14) is a window of length
+A **profile** time level (``cycle_ns`` > 0; models/hierarchy.md §2) is a window of length
 ``slot_ns`` that recurs every ``cycle_ns`` over the period: hour-of-day (1 h every day), hour-of-week,
 day-of-week. A finest slot t belongs to the window of phase ⌊(t mod cycle)/slot⌋·slot (epoch-aligned,
 UTC). It refines the period and coarsens every contiguous slot that divides its window, so it sits
@@ -114,7 +114,7 @@ def default_levels(h3_resolution: int, slot_ns: int, *, coarsest_resolution: int
     max(R − 4, 0)); slot lengths not longer than ``slot_ns`` (or not multiples of the previous) are
     skipped. The order was chosen among four on the benchmark data (models/hierarchy.md §1).
 
-    ``profile`` "day" / "week" (models/hierarchy.md §14): the time steps are recurring windows
+    ``profile`` "day" / "week" (models/hierarchy.md §2): the time steps are recurring windows
     instead — the finest slot of every day (hour-of-day at 1 h), then each of ``slots`` that fits
     the cycle (3-h-of-day; for "week" also day-of-week), then the period:
     (R, 1 h) → (R−1, 1 h) → (R−2, 1 h) → (R−2, hour-of-day) → (R−3, hour-of-day) → (R−3, 3-h-of-day)
@@ -149,7 +149,7 @@ def default_levels(h3_resolution: int, slot_ns: int, *, coarsest_resolution: int
 
 
 def place_levels(h3_resolution: int, slot_ns: int, *, coarsest_resolution: int | None = None) -> tuple[Level, ...]:
-    """The levels of the ``place`` release (models/hierarchy.md §13): the finest grid (R, s), each
+    """The levels of the ``place`` release (models/hierarchy.md §14): the finest grid (R, s), each
     cell of resolution R over the whole period (R, period), and the map: its parents at
     ``coarsest_resolution`` (default max(R − 4, 0)) over the period. No levels in between: the
     release measures only the cells and the map, and an unmeasured node in between would answer

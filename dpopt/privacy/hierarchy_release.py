@@ -52,7 +52,7 @@ DEFAULT_TARGET_FRACTION = 0.05
 def plan_nodes(agg: Aggregate, budget: PrivacyBudget, *, bound: float, target: float | None, criterion: str,
                confidence: float, time_limit: float | None, profile: str | None = None) -> tuple[Any, Any]:
     """(hierarchy, HierarchyPlan) of the aggregate's occupied finest grids (public counts only);
-    ``profile`` "day"/"week": recurring-window time steps (models/hierarchy.md §14)."""
+    ``profile`` "day"/"week": recurring-window time steps (models/hierarchy.md §2)."""
     from ..budget import GaussianNoise, LaplaceNoise
     from ..budget.hierarchy import hierarchy_ancestors, plan_hierarchy
     from ..hierarchy import build_hierarchy, default_levels

@@ -83,7 +83,7 @@ class PublicOccupancyOptions:
     ``target``, ``target_variance`` τ of the budget planner; ``criterion`` of the published error
     bounds ("noise" or "worst_case", also the budget planner's); ``profile`` "day" / "week" with
     plan="hierarchy": the hierarchy's time steps recur every day (hour-of-day …) or week
-    (models/hierarchy.md §14).
+    (models/hierarchy.md §2).
     """
 
     plan: Any = None

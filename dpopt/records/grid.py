@@ -207,7 +207,7 @@ def iso_duration(ns: int) -> str:
 def repeat_strings(cycle_ns: np.ndarray, period_end: int) -> tuple[np.ndarray, np.ndarray]:
     """(repeat_every, repeat_until) of release.csv per node: a recurring window's cycle as an ISO
     8601 duration and ``period_end`` (ns, the public list's end) as ISO 8601 UTC; "" for contiguous
-    slots (models/hierarchy.md §14)."""
+    slots (models/hierarchy.md §2)."""
     cycle = np.asarray(cycle_ns, dtype=np.int64)
     every = np.array([iso_duration(int(c)) if c else "" for c in cycle], dtype=object)
     until = np.full(cycle.size, "", dtype=object)
@@ -218,7 +218,7 @@ def repeat_strings(cycle_ns: np.ndarray, period_end: int) -> tuple[np.ndarray, n
 
 def level_time_text(slot_ns: int, cycle_ns: int = 0) -> str:
     """A level's time in words: "period" (the whole period), "1h" (contiguous slots), or a recurring
-    window "1h of the day", "1d of the week", "2h of every 3d" (models/hierarchy.md §14)."""
+    window "1h of the day", "1d of the week", "2h of every 3d" (models/hierarchy.md §2)."""
     if slot_ns == 0:
         return "period"
     if not cycle_ns:

@@ -147,7 +147,7 @@ def _times(table: pd.DataFrame, slot: pd.Timedelta) -> tuple[pd.Series, pd.Serie
 
 def _repeats(table: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(cycle, until) of each row: a profile node's window recurs every ``repeat_every`` (ISO 8601)
-    until ``repeat_until`` (models/hierarchy.md §14); NaT for contiguous slots."""
+    until ``repeat_until`` (models/hierarchy.md §2); NaT for contiguous slots."""
     none = pd.Series(pd.NaT, index=table.index, dtype="datetime64[ns, UTC]")
     if "repeat_every" not in table.columns:
         return pd.Series(pd.NaT, index=table.index, dtype="timedelta64[ns]"), none

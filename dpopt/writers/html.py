@@ -612,7 +612,7 @@ _TERMS = [
 ]
 
 
-#: the multi-resolution release in words (models/hierarchy.md §1–§8, §11)
+#: the multi-resolution release in words (models/hierarchy.md §1–§10, §13)
 _MULTIRES = ("multi-resolution release", (
     "The listed cells and slots are grouped into a public hierarchy: each H3 cell's parents at coarser "
     "resolutions, crossed with longer time slots (for example 1 h, 3 h, a day, the whole period). Every "

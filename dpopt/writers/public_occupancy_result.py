@@ -240,7 +240,7 @@ def release_table(m: Measurements, est: Estimates) -> pd.DataFrame:
 def _node_columns(table: pd.DataFrame, nodes: pd.DataFrame, period_end: int) -> pd.DataFrame:
     """plan="hierarchy": the table with ``slot_end``, ``repeat_every``/``repeat_until`` (a profile
     node's cycle as ISO 8601 and ``period_end``, the occupancy's last slot end; empty for contiguous
-    slots: models/hierarchy.md §14), ``h3_resolution`` and ``level`` of every node."""
+    slots: models/hierarchy.md §2), ``h3_resolution`` and ``level`` of every node."""
     out = table.copy()
     cycle = nodes["cycle_ns"].to_numpy(np.int64) if "cycle_ns" in nodes.columns else np.zeros(len(nodes), np.int64)
     out.insert(3, "slot_end", slot_strings(nodes["slot"].to_numpy() + nodes["slot_ns"].to_numpy()))

@@ -33,7 +33,7 @@ TABLE_COLUMNS = ["cell", "slot", "released", "mean", "variance", "mean_raw", "va
 #: release.csv of the multi-resolution release: one row per published node (a contract for outside checks)
 #: (``repeat_every``, ``repeat_until``: empty, or a profile node's cycle as an ISO 8601 duration ("P1D")
 #: and the period's end: the node covers [slot, slot_end) shifted by every whole multiple of the
-#: cycle that starts before ``repeat_until``; models/hierarchy.md §14)
+#: cycle that starts before ``repeat_until``; models/hierarchy.md §2)
 MULTIRES_COLUMNS = ["cell", "slot", "slot_end", "repeat_every", "repeat_until", "h3_resolution", "cell_lat", "cell_lng",
                     "released", "mean", "mean_error_bound", "mean_direct", "mean_direct_error_bound", "variance",
                     "variance_error_bound", "variance_released", "variance_withheld_reason", "method", "level",
@@ -87,21 +87,21 @@ class UserReleaseSummary:
     outlook: str = ""
     #: the total epsilon the outlook predicts would make the release useful (None: not needed / unknown)
     outlook_epsilon_needed: float | None = None
-    #: multi-resolution: "place" (models/hierarchy.md §13), "levels" (§2–§11) or "private selection" (§12)
+    #: multi-resolution: "place" (models/hierarchy.md §14), "levels" (§3–§13) or "private selection" (§15)
     shape: str = ""
     #: place: the DP-chosen clamp B ≤ U the values were measured on, and the per-user record cap T
     clamp: float | None = None
     record_cap: int | None = None
     #: place: the map's own record cap T_map ≥ T (least predicted noise + re-weighting error of the
-    #: map's mean on the same histogram; ``record_histogram`` ``map_error``, models/hierarchy.md §13.2)
+    #: map's mean on the same histogram; ``record_histogram`` ``map_error``, models/hierarchy.md §14.2)
     map_record_cap: int | None = None
     #: place: how T was chosen: the ε_T-DP histogram of records per user (``upper_edges`` of the bins
     #: (lo, hi], then the overflow; ``noisy_users`` per bin) and the predicted noise factor T/S(T) of
-    #: each candidate (post-processing of the histogram; models/hierarchy.md §13.2)
+    #: each candidate (post-processing of the histogram; models/hierarchy.md §14.2)
     record_histogram: dict[str, Any] | None = None
     #: place: how B was chosen: the ε_B-DP histogram of users' clamp votes (``clamps`` the B each bin
     #: stands for, ``noisy_users`` per bin; B is its 75th percentile over the bins that clear the
-    #: noise, models/hierarchy.md §13.2)
+    #: noise, models/hierarchy.md §14.2)
     clamp_histogram: dict[str, Any] | None = None
     #: the lower end L of the values: they lie in [lower, bound] (0 unless a lower end was given;
     #: then ``clamp`` and the histogram's ``clamps`` are upper ends too, values clamped to [lower, clamp])

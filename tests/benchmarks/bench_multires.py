@@ -172,7 +172,7 @@ def integrated_table(agg, eps, seed, resolution="auto", profile=None):
 ADAPTIVE = "dpopt resolution='adaptive': multi-level (histogram bounds, level choice, hierarchical)"
 
 
-#: the adaptive release over hour-of-day windows (``--profile day``, models/hierarchy.md §14)
+#: the adaptive release over hour-of-day windows (``--profile day``, models/hierarchy.md §2)
 PROFILE = "dpopt --profile day: adaptive levels over hour-of-day windows"
 
 

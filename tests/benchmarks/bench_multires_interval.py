@@ -6,7 +6,7 @@ median stated half-width, over nodes and seeds, for ``estimate_hierarchical(inte
 a diagnostic the latter with no bias allowance (κ = 0; then the cap is the direct interval at κ = 0).
 
 Measurements: the front door's defaults, exact discrete noise, seeds 1000+rep: with a public list
-at pure ε the place release (``measure_place``, models/hierarchy.md §13) and, as a comparison row,
+at pure ε the place release (``measure_place``, models/hierarchy.md §14) and, as a comparison row,
 ``resolution="adaptive"`` (``measure_multires``); without a list private selection at δ = 1e-6.
 Scored by ``scoring.score_table`` (node truths from every occupied finest grid inside the node).
 

@@ -1,4 +1,4 @@
-"""Stability of the place release's DP choices (models/hierarchy.md §13.2–13.3).
+"""Stability of the place release's DP choices (models/hierarchy.md §14.2–14.3).
 
 Over 20 seeds per data set and ε, the record cap T, the clamp B and the cells' share f chosen by the
 default place release (front door, exact discrete noise), and the median stated 95 % half-width of

@@ -1,5 +1,5 @@
 """The place release at ε = 1 against the oracle constant, and its prior spread τ₀ (the accuracy goal;
-models/hierarchy.md §13.3, §13.5).
+models/hierarchy.md §14.3, §14.5).
 
 Two measurements, both scored like results/multires.md (pooled median |error| over the finest
 res-7 × 1 h grids with ≥ 10 users and over seeds, truth = the grid's exact mean of clamped values):

@@ -87,7 +87,7 @@ def node_keys(table: pd.DataFrame, finest: FinestGrids) -> pd.DataFrame:
     if "cycle_ns" in t.columns and "repeat_every" not in t.columns:  # an Estimates table: until the list's end
         cycle = t["cycle_ns"].to_numpy(dtype=np.int64)
         until = np.where(cycle > 0, int(finest.slots.max()) + finest.slot_ns, 0)
-    if "repeat_every" in t.columns:  # hour-of-day windows (models/hierarchy.md §14)
+    if "repeat_every" in t.columns:  # hour-of-day windows (models/hierarchy.md §2)
         every = pd.to_timedelta(t["repeat_every"].where(t["repeat_every"].astype(str).str.startswith("P")),
                                 errors="coerce")
         rep = every.notna().to_numpy()

@@ -17,7 +17,7 @@ TERMS = [(-HY, HZ), (0, -HZ), (HY, HZ)]
 
 def tiny_hierarchy(profile: bool = False):
     """Five finest grids; with ``profile`` over two days under hour-of-day levels (models/hierarchy.md
-    §14), where the same hour of both days merges."""
+    §2), where the same hour of both days merges."""
     base = h3.latlng_to_cell(30.27, -97.74, 8)
     sibs = [h3.str_to_int(c) for c in h3.cell_to_children(h3.cell_to_parent(base, 7), 8)][:2]
     other = h3.str_to_int(h3.latlng_to_cell(30.40, -97.60, 8))

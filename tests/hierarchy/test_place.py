@@ -1,4 +1,4 @@
-"""The ``place`` release (models/hierarchy.md §13): the per-user record cap by systematic sampling,
+"""The ``place`` release (models/hierarchy.md §14): the per-user record cap by systematic sampling,
 the DP choice of (T, B), the levels, explicit level shares and the front door option."""
 
 from __future__ import annotations
@@ -638,8 +638,8 @@ def test_cell_sizes_do_not_invent_busy_cells():
 def test_place_choice_on_the_austin_day(eps, cells):
     """On the embedded Austin day (146 users) the cells' share is f = 0 (the map alone) at ε = 1 and
     f > 0 at ε = 10 in each of 8 seeds: at ε = 1 a cell's noise exceeds the cells' spread, at ε = 10
-    the busy cells are measured (the choice made on the exact counts, models/hierarchy.md §13.3).
-    Without the Fay–Herriot sizes of §13.3, seeds 5009 and 5050 measured cells at ε = 1."""
+    the busy cells are measured (the choice made on the exact counts, models/hierarchy.md §14.3).
+    Without the Fay–Herriot sizes of §14.3, seeds 5009 and 5050 measured cells at ε = 1."""
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
     from dpopt.records.grid import cell_strings, slot_strings
@@ -701,7 +701,7 @@ def test_place_refuses_unspendable_budgets_before_any_draw(monkeypatch, scale, k
     assert draws == []
 
 
-# --- the map's own record cap T_map (models/hierarchy.md §13.2) ---------------------------------------------
+# --- the map's own record cap T_map (models/hierarchy.md §14.2) ---------------------------------------------
 
 
 def _users_of(counts: np.ndarray) -> np.ndarray:
@@ -783,7 +783,7 @@ def test_map_cap_ignores_a_phantom_heavy_bin():
     """146 users of 150–560 records (the Austin day's shape) and a noisy overflow bin of 30 "users with
     8,192 records" at ε_T = 0.1: the threshold ln(400)/0.1 = 59.9 zeroes the phantom (and the small
     bins), so the map keeps the cells' cap; read as real, the phantom would pull T_map to 4,096,
-    the cap that erred 6.7 km/h on the day (models/hierarchy.md §13.2)."""
+    the cap that erred 6.7 km/h on the day (models/hierarchy.md §14.2)."""
     from dpopt.privacy.user.place_bounds import choose_map_cap, map_cap_error
 
     noisy = np.array([0, 0, 0, 3, 24, 122, 0, 30])

@@ -94,7 +94,7 @@ def test_bad_level_sequences_are_refused(levels):
 
 
 def _in_window(t: int, start: int, length: int, cycle: int, end: int) -> bool:
-    """Brute force of a node's time extent (models/hierarchy.md §14): [start + j·cycle, start + j·cycle
+    """Brute force of a node's time extent (models/hierarchy.md §2): [start + j·cycle, start + j·cycle
     + length) for j = 0, 1, … before the period's end (cycle 0: the one window)."""
     j = 0
     while start + j * cycle < end:
@@ -108,7 +108,7 @@ def _in_window(t: int, start: int, length: int, cycle: int, end: int) -> bool:
 
 @pytest.mark.parametrize("profile", ["day", "week"])
 def test_profile_levels_form_a_tree_whose_nodes_hold_exactly_their_windows(profile):
-    """Hour-of-day / hour-of-week levels (§14): every finest grid lies in each ancestor's recurring
+    """Hour-of-day / hour-of-week levels (§2): every finest grid lies in each ancestor's recurring
     windows, no finest grid lies in a same-level node that is not its ancestor, and a profile
     node's slot is its first window that ends after the period's start."""
     rng = np.random.default_rng(14)

@@ -36,7 +36,7 @@ def unreadable(tmp_path):
 
 
 #: options both models take with one meaning: the hierarchy's recurring time windows (hour-of-day,
-#: models/hierarchy.md §14), for the user model's adaptive release and public-occupancy's plan="hierarchy"
+#: models/hierarchy.md §2), for the user model's adaptive release and public-occupancy's plan="hierarchy"
 SHARED_OPTIONS = {"profile"}
 
 

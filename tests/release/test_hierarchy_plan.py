@@ -184,7 +184,7 @@ def test_measurements_carry_the_node_table(result):
     m = result.measurements()
     hp_nodes = result.plan.info["hierarchy"]["nodes"]
     assert list(m.nodes.columns) == ["cell", "h3_resolution", "slot", "slot_ns", "parent", "cycle_ns"]
-    assert (m.nodes["cycle_ns"] == 0).all()  # no --profile: contiguous slots only (models/hierarchy.md §14)
+    assert (m.nodes["cycle_ns"] == 0).all()  # no --profile: contiguous slots only (models/hierarchy.md §2)
     assert np.array_equal(m.nodes["h3_resolution"].to_numpy(), hp_nodes["h3_resolution"].to_numpy())
     par = m.nodes["parent"].to_numpy()
     lv = hp_nodes["level"].to_numpy()

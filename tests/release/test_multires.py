@@ -87,7 +87,7 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     assert total <= Fraction(epsilon) and float(total) == pytest.approx(s["epsilon_total"], abs=1e-12)
     assert s["resolution"] == "adaptive" and s["shape"] == "place" and s["method"] == "hierarchical"
     assert 0.5 <= s["confidence"] < 1 and s["bound"] == 120 and 60 <= s["clamp"] <= 120
-    # the default with a list is the place release (models/hierarchy.md §13): k = 1 node, c = T records
+    # the default with a list is the place release (models/hierarchy.md §14): k = 1 node, c = T records
     assert s["k"] == 1 and s["c"] in (16, 64, 256, 1024, 4096) and s["bounds_rule"].startswith("place")
     assert "bounds" in s["budget"]
     # T is post-processing of a published DP output: the rule applied to summary.json's noisy histogram

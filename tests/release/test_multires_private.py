@@ -1,4 +1,4 @@
-"""The private multi-resolution release through the front doors (models/hierarchy.md §12):
+"""The private multi-resolution release through the front doors (models/hierarchy.md §15):
 ``dpopt release RECORDS --privacy user --epsilon-total E --delta D`` (no ``--partitions``, default
 ``--resolution adaptive``) and ``release(records, budget=Budget(E, delta=D), model=UserOptions())``.
 
@@ -205,7 +205,7 @@ def test_front_door_publishes_the_library_release():
 
 
 def test_clamp_is_chosen_under_dp_and_recomputable():
-    """The DP clamp (models/hierarchy.md §12): values mostly under 0.4·U give a clamp B < U, chosen from the published
+    """The DP clamp (models/hierarchy.md §15): values mostly under 0.4·U give a clamp B < U, chosen from the published
     noisy clamp-vote histogram (recomputed here from summary.json's fields); the means are of values
     clamped at B and every variance says why it is withheld. With clamp_fraction = 0 the release
     measures on [0, U] and spends nothing on a clamp; a fraction outside [0, 1 − selection) is

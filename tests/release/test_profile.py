@@ -1,4 +1,4 @@
-"""Hour-of-day profiles (models/hierarchy.md §14): ``dpopt release … --partitions
+"""Hour-of-day profiles (models/hierarchy.md §2): ``dpopt release … --partitions
 FINEST.csv --profile day`` runs the adaptive release over a hierarchy whose time steps are windows
 recurring every day, and release.csv says where each node's window recurs."""
 

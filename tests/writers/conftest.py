@@ -41,7 +41,7 @@ def multires() -> tuple[pd.DataFrame, dict]:
 
 
 def profile() -> tuple[pd.DataFrame, dict]:
-    """The multi-resolution table plus two hour-of-day nodes (models/hierarchy.md §14): resolution
+    """The multi-resolution table plus two hour-of-day nodes (models/hierarchy.md §2): resolution
     5 windows 08:00–09:00 and 17:00–18:00 UTC recurring every day until 2015-09-09 05:00 (the
     period of a three-day list), as release.csv publishes them."""
     t, s = multires()

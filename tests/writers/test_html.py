@@ -156,7 +156,7 @@ def test_page_is_self_contained_and_draws_a_given_basemap(published):
 
 
 def test_recurring_slots_are_said_in_words():
-    """Hour-of-day nodes (models/hierarchy.md §14): the resolution sentence says slots recur, each
+    """Hour-of-day nodes (models/hierarchy.md §2): the resolution sentence says slots recur, each
     such row names its hours, "every day" and its span, and its shapes carry the cycle for the
     time control."""
     from .conftest import profile

@@ -34,7 +34,7 @@ def test_steps_one_length_keeps_the_occupied_slots_mixed_lengths_every_finest_sl
 
 
 def test_recurring_windows_are_active_on_every_day_and_labelled_as_such():
-    """Hour-of-day nodes (release.csv ``repeat_every``/``repeat_until``, models/hierarchy.md §14): a
+    """Hour-of-day nodes (release.csv ``repeat_every``/``repeat_until``, models/hierarchy.md §2): a
     view marks them active at their hour of each day before ``repeat_until`` and at no other hour,
     and says so in words; the time control spans every day."""
     from dpopt.writers._published import active_at, published_view

@@ -1,4 +1,4 @@
-"""Measure every level of the public hierarchy under the ``user`` model (models/hierarchy.md §2–3).
+"""Measure every level of the public hierarchy under the ``user`` model (models/hierarchy.md §3–4).
 
 From the **bounded** contributions (:mod:`.bounding`: ≤ k listed finest grids per user, ≤ c records
 per kept (user, grid), lattice terms) every finest grid has exact integer sums R_g, Y_g, Z_g; a
@@ -6,7 +6,7 @@ node's sums are the exact sums over the finest grids below it. Every level l of 
 (:mod:`dpopt.hierarchy.tree`) is one query on the data: the noisy vectors ñ_l, Ỹ_l, Z̃_l over all of
 the level's nodes, with the mechanisms of :mod:`.mechanism`.
 
-**Sensitivity of level l** (add/remove one user; proof in models/hierarchy.md §3). The user's kept
+**Sensitivity of level l** (add/remove one user; proof in models/hierarchy.md §4). The user's kept
 finest grids put m_i ≥ 0 of them under node i, Σ_i m_i ≤ k and m_i ≤ a_i (the number of listed
 finest grids under node i, public); node i's count moves by ≤ c·m_i, its sums by ≤ c·m_i·(H_Y, H_Z).
 Hence ℓ1 = k·c·(1, H_Y, H_Z) at every level (merging grids does not cancel anything: all changes of
@@ -15,7 +15,7 @@ M_l = max Σ m_i² over {Σ m_i ≤ k, 0 ≤ m_i ≤ a_i}, attained by filling t
 (Σ m_i² is Schur-convex and the greedy vector majorises every feasible one): M_0 = min(k, G) at the
 finest level, M_l = k² once one node holds ≥ k finest grids.
 
-**Two phases** (models/hierarchy.md §2, §4): phase 1 measures pilot counts at every level; from
+**Two phases** (models/hierarchy.md §3, §6): phase 1 measures pilot counts at every level; from
 them (post-processing) :func:`first_level_score` picks the finest level worth measuring and
 :func:`answer_shares` the levels' budget shares; phase 2 measures counts, sums and sums of squares
 at the chosen levels. Within a level :func:`.split.split_budget` splits count / sum / sum of squares.
@@ -56,9 +56,9 @@ SCALED_MIN_GRIDS = 64
 FIRST_LEVEL_MARGIN = 0.05
 #: share of the count budget spent on the phase-1 pilot counts of every level
 PILOT_SHARE = 0.5
-#: the same for the place release (pilots of two levels only; models/hierarchy.md §13.3)
+#: the same for the place release (pilots of two levels only; models/hierarchy.md §14.3)
 PLACE_PILOT_SHARE = 0.1
-#: the place release's public prior spread τ₀ of a cell around the map: U / this (§13.3; 6 km/h at
+#: the place release's public prior spread τ₀ of a cell around the map: U / this (§14.3; 6 km/h at
 #: U = 120, where the Austin cells' means spread by 5.8 (day) and 6.9 km/h (full data) around the map's,
 #: record-weighted; the declared U, not the DP clamp, so that a clamp drawn high does not make cells
 #: look worth measuring)
@@ -212,7 +212,7 @@ def _bounded_finest(agg: Aggregate, plist: PartitionList, k: int, c: int, U: flo
 
 
 def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> list[tuple[int, int] | None] | None:
-    """Per-level bounds (models/hierarchy.md §3b, §13) from the public ``level_bounds`` option: None (one
+    """Per-level bounds (models/hierarchy.md §5, §14) from the public ``level_bounds`` option: None (one
     (k, c) for every level: the finest-grid bounding, tree-consistent); "scaled": levels whose nodes
     hold f_l ≥ ``SCALED_MIN_GRIDS`` listed finest grids on average are bounded on their own with
     k_l = ⌈k/√f_l⌉, c_l = c·⌈√f_l⌉ (a coarse node keeps ~√f_l times more of a user's records at
@@ -237,7 +237,7 @@ def resolve_level_bounds(level_bounds: Any, hier: Hierarchy, k: int, c: int) -> 
 
 
 def _is_cap(entry: Any) -> bool:
-    """A ``level_bounds`` entry that is one whole number: a per-user cap of records (§13)."""
+    """A ``level_bounds`` entry that is one whole number: a per-user cap of records (§14)."""
     return isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
 
 
@@ -251,7 +251,7 @@ def linked_levels(lb: list | None, n_levels: int) -> np.ndarray:
 
 def bounded_level(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, k: int, c: int, lat: Any,
                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(R, Y, Z) per node of one level, each user bounded **at that level** (models/hierarchy.md §3b):
+    """(R, Y, Z) per node of one level, each user bounded **at that level** (models/hierarchy.md §5):
     ``pair_node`` is the level node of every (user, finest grid) pair (−1 off the list); user ℓ keeps
     a uniformly random set of ≤ ``k`` of its level nodes (i.i.d. key per (user, node)) and in each
     kept node the ≤ ``c`` of its records there with the smallest sample keys, a uniform sample
@@ -312,7 +312,7 @@ def _per_level_sums(agg: Aggregate, plist: PartitionList, hier: Hierarchy, lb: l
         local = np.full(len(hier.nodes), -1, dtype=np.int64)
         local[rows] = np.arange(rows.size)
         pair_node = np.where(node >= 0, local[np.maximum(node, 0)], -1)
-        if _is_cap(b):  # a per-user cap of b records (models/hierarchy.md §13)
+        if _is_cap(b):  # a per-user cap of b records (models/hierarchy.md §14)
             gamma, py, pz = capped_records(agg, pair_node >= 0, b, rng, lat)
             vals = level_node_sums(agg, pair_node, rows.size, gamma, b, lat, (py, pz))
         else:
@@ -356,7 +356,7 @@ def _choose_first(ctx: _LevelContext, pilot: np.ndarray, pilot_scale: np.ndarray
     n_hat, v_n = gls.estimate, gls.variance
     z = NormalDist().inv_cdf(0.95)
     # the count's lower z-sd end: a pilot count inflated by noise must not make a level look
-    # measurable (at ε = 1 it sent a run to the finest level, 37 km/h; models/hierarchy.md §8b)
+    # measurable (at ε = 1 it sent a run to the finest level, 37 km/h; models/hierarchy.md §11)
     n_low = np.maximum(n_hat - z * np.sqrt(np.where(np.isfinite(v_n), v_n, 0.0)), 1.0)
     parent = hier.nodes["parent"].to_numpy()
     L = hier.n_levels
@@ -384,7 +384,7 @@ class LevelPlan:
     """Which levels :func:`measure_levels` measures and how its budget goes over them (public).
 
     ``levels`` default :func:`dpopt.hierarchy.tree.default_levels`, up to ``coarsest_resolution``,
-    with recurring windows (hour-of-day …) for a ``profile`` "day" or "week" (models/hierarchy.md §14);
+    with recurring windows (hour-of-day …) for a ``profile`` "day" or "week" (models/hierarchy.md §2);
     ``target`` τ (default U/10) of the level choice; ``first_level`` fixes phase 2's finest measured
     level; ``priority``: a user keeps a random k of its grids (:func:`random_ranks`) or its top k by
     count ("count"); ``level_split`` "answers" (:func:`answer_shares`) or "equal" shares of the
@@ -393,9 +393,9 @@ class LevelPlan:
     (:func:`dpopt.privacy.user.split.split_budget`); ``level_bounds``: None (default: ``bounds`` at the
     finest level, node sums consistent over the tree), "scaled", or per level a (k_l, c_l) pair or
     None (shared bounding): such levels are bounded on their own (:func:`resolve_level_bounds`,
-    :func:`bounded_level`, models/hierarchy.md §3b) and measure different bounded data;
+    :func:`bounded_level`, models/hierarchy.md §5) and measure different bounded data;
     ``info.linked_levels`` says which levels keep the tree constraint (:func:`linked_levels`).
-    ``level_split`` "place" (models/hierarchy.md §13.3): pilot counts of level 1 and the root only,
+    ``level_split`` "place" (models/hierarchy.md §14.3): pilot counts of level 1 and the root only,
     then the share of level 1 (the rest: the root) minimising the predicted BLUP error with the
     public prior spread ``prior_spread`` τ₀ of level-1 nodes around the root (default
     bound/:data:`PRIOR_SPREAD_DIVISOR`)."""
@@ -584,7 +584,7 @@ def _place_choice(ctx: _LevelContext, p: LevelPlan, pilot: np.ndarray, pilot_sca
     low = np.maximum(np.where(np.isfinite(pilot), pilot - sd, 1.0), 1.0)
     rows = {"cells": np.flatnonzero(lev == 1), "map": np.flatnonzero(lev == L - 1)}
     # the cells' sizes: their pilots shrunk toward the map's count spread by listed grids (public), by
-    # how much the pilots vary beyond their noise (Fay–Herriot; models/hierarchy.md §13.3)
+    # how much the pilots vary beyond their noise (Fay–Herriot; models/hierarchy.md §14.3)
     sizes = np.maximum(cell_sizes(pilot[rows["cells"]], sd[rows["cells"]], ctx.hier.leaves_under[rows["cells"]],
                                   float(np.sum(np.maximum(pilot[rows["map"]], 0.0)))), 1.0)
     budgets = {"count": (1.0 - pilot_share) * ctx.split.count, "sum": ctx.split.sum}
@@ -608,7 +608,7 @@ def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, *, bo
                     bits: int, rng: np.random.Generator | IntegerSource, priority: str,
                     level_bounds: Any) -> tuple[list, list[LevelSensitivity], LatticeValues, Any]:
     """Exact node sums (R, Y, Z) of the bounded data, every level's sensitivity, the lattice and the
-    resolved per-level bounds (models/hierarchy.md §3, §3b).
+    resolved per-level bounds (models/hierarchy.md §4, §5).
 
     Parameters
     ----------

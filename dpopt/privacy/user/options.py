@@ -55,7 +55,7 @@ class UserOptions:
     noise and the default ``bounds``/``priority``, else "adaptive". Place (a public list, pure ε):
     every H3 cell of the finest resolution over the whole period and the map are measured under a
     per-user record cap and a DP inner clamp, and each finest grid is answered by its cell's
-    tree-BLUP estimate or the map's (:mod:`dpopt.privacy.user.strategies.place`, models/hierarchy.md §13).
+    tree-BLUP estimate or the map's (:mod:`dpopt.privacy.user.strategies.place`, models/hierarchy.md §14).
     Adaptive with a public list: every level of the public
     hierarchy of H3 parents x coarser slots up to ``coarsest_resolution`` is measured and each
     finest grid is answered by its finest node whose error meets the target
@@ -68,7 +68,7 @@ class UserOptions:
 
     ``profile`` "day" or "week" (with a list; "auto" then runs the adaptive release): the
     hierarchy's time steps are windows that recur every day (hour-of-day, 3-h-of-day) or week
-    (hour-of-week, day-of-week) instead of longer contiguous slots (models/hierarchy.md §14).
+    (hour-of-week, day-of-week) instead of longer contiguous slots (models/hierarchy.md §2).
     """
 
     partitions: Any = None
@@ -114,7 +114,7 @@ class UserOptions:
         if self.resolution == "place" and (self.bounds != "histogram" or self.priority != "own"):
             raise DpoptInputError(f"`bounds` = {self.bounds!r} / `priority` = {self.priority!r} are options of "
                                   "resolution='adaptive' or 'fixed': the place release chooses its record cap "
-                                  "and clamp under DP (models/hierarchy.md §13)")
+                                  "and clamp under DP (models/hierarchy.md §14)")
         bf = check_nonnegative_float(self.bounds_share, "bounds_fraction")
         sf = check_nonnegative_float(self.selection_share, "selection_fraction")
         pf = check_nonnegative_float(self.pool_fraction, "pool_fraction")

@@ -1,4 +1,4 @@
-"""The two public parameters of the ``place`` release chosen under DP (models/hierarchy.md §13.2).
+"""The two public parameters of the ``place`` release chosen under DP (models/hierarchy.md §14.2).
 
 ε_b is split 2/3 : 1/3 (exactly: the pieces sum to ε_b as rationals) between two measurements over
 users, each user contributing one number computed from its own records only (its eligible
@@ -23,13 +23,13 @@ records: the pairs of the listed grids), so one added or removed user moves each
   seeds T takes one value per (data, ε) in three settings and {1024: 19, 256: 1} in the fourth
   (tests/benchmarks/results/place_bounds.md), where a DP median took {16, 64, 256} at ε = 1 on
   the day. With fewer users than about 2·ln 8/ε_T the histogram is mostly noise and so is T
-  (models/hierarchy.md §13.2).
+  (models/hierarchy.md §14.2).
 * **the map's own cap T_map ≥ T, from the same histogram** (post-processing;
   :func:`choose_map_cap`): the map holds every kept record, so its noise is small where the
   cells' is not, and the cap's other cost dominates there: re-weighting, a capped mean weighing a
   heavy user like a light one (:func:`reweighting_distance` D(T), which bounds the bias by
   2·D(T)·max|μ_ℓ − μ|). T_map minimises √((κ·T/S(T))² + (τ₀·D(T))²) (:func:`map_cap_error`; κ the
-  map's noise per unit T/S(T), τ₀ = U/20 the public spread of §13.3).
+  map's noise per unit T/S(T), τ₀ = U/20 the public spread of §14.3).
 * **the clamp B: a noisy histogram, then its 75th percentile** (the same shape
   as T). Each user votes with its own 99th percentile in steps of U/16, raised to the public floor
   U/2 (:func:`clamp_votes`: 9 bins, U/2, 9U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
@@ -192,7 +192,7 @@ def reweighting_distance(counts: np.ndarray, candidates: np.ndarray = RECORD_EDG
     and in the all-records mean (n_ℓ/S(∞)), with the h_b users of bin b holding r_b records each
     (:func:`dpopt.privacy.user.bounds.bin_representatives`). A capped node mean differs from the
     all-records one by Σ_ℓ (w_ℓ − v_ℓ)(μ_ℓ − μ), at most 2·D(T)·max_ℓ |μ_ℓ − μ| (models/hierarchy.md
-    §13.2). 0 where no user holds more than T (or the histogram is empty)."""
+    §14.2). 0 where no user holds more than T (or the histogram is empty)."""
     h = np.maximum(np.asarray(counts, dtype=float), 0.0)
     if h.shape != (RECORD_BIN_EDGES.size + 1,):
         raise DpoptInputError(f"`counts` must hold {RECORD_BIN_EDGES.size + 1} bins (RECORD_BIN_EDGES and the "
@@ -221,7 +221,7 @@ def map_cap_error(counts: np.ndarray, *, noise: float, spread: float,
 
 def choose_map_cap(noisy: np.ndarray, epsilon: float, cap: int, *, noise: float, spread: float,
                    candidates: np.ndarray = RECORD_EDGES) -> tuple[int, np.ndarray]:
-    """The map's record cap T_map (models/hierarchy.md §13.2): the candidate, at least the cells'
+    """The map's record cap T_map (models/hierarchy.md §14.2): the candidate, at least the cells'
     cap ``cap``, with the least :func:`map_cap_error` (ties: the smaller) on the ε-DP record
     histogram ``noisy`` with the bins under ln(#bins/MAP_CAP_PHANTOM_RATE)/ε zeroed
     (:func:`dpopt.privacy.user.predict.threshold_bins`: a phantom bin in ≤ 2 % of histograms; a phantom

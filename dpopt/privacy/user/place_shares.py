@@ -1,5 +1,5 @@
 """How the ``place`` release splits its levels' budget between the cells and the map
-(models/hierarchy.md §13.3): an explicit minimisation of the predicted error of the published
+(models/hierarchy.md §14.3): an explicit minimisation of the predicted error of the published
 means, on DP pilot counts (post-processing; no budget of its own).
 
 The published mean of a finest grid is its cell's tree-BLUP estimate. With a cell v measured at

@@ -1,4 +1,4 @@
-"""A per-user cap on records, spread over the user's grids in proportion (models/hierarchy.md §13).
+"""A per-user cap on records, spread over the user's grids in proportion (models/hierarchy.md §14).
 
 The ``place`` release measures one coarse level (every H3 cell of the finest resolution over the
 whole period) and the map. There a user's ℓ1 influence is what matters, not how it splits over

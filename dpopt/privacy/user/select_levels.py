@@ -1,5 +1,5 @@
 """Private partition selection over the levels of the hierarchy (no partition list;
-models/hierarchy.md §12). :func:`dpopt.privacy.user.strategies.private_adaptive.measure_private_multires`
+models/hierarchy.md §15). :func:`dpopt.privacy.user.strategies.private_adaptive.measure_private_multires`
 selects with it, measures the released nodes with :func:`dpopt.privacy.user.levels.bounded_level`, and
 leaves the estimation (:func:`dpopt.estimation.hierarchical.estimate_hierarchical`) to the caller.
 

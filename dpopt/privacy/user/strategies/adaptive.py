@@ -1,4 +1,4 @@
-"""The ``user`` model's multi-resolution release (models/hierarchy.md §11): the
+"""The ``user`` model's multi-resolution release (models/hierarchy.md §13): the
 default shape when a public partition list is given (``UserOptions(resolution="adaptive")``).
 
 Steps, each a DP query on the data or post-processing of earlier outputs:
@@ -8,7 +8,7 @@ Steps, each a DP query on the data or post-processing of earlier outputs:
 2. (k, c): :func:`dpopt.privacy.user.bounds.choose_bounds` (the "histogram" rule by default, ε_b-DP) on
    the bounds share, predicting the error of the levels' finest-level noise; or the public pair;
 3. the levels: :func:`dpopt.privacy.user.levels.measure_levels` with (k, c) and the rest of the budget
-   (``profile`` "day"/"week": the levels' time steps are recurring windows, hour-of-day …, §14)
+   (``profile`` "day"/"week": the levels' time steps are recurring windows, hour-of-day …, §2)
    (its own exact recount: every (level, statistic) piece);
 4. estimation (:func:`dpopt.estimation.estimate` with ``method="hierarchical"``) is done by the
    front door: post-processing only.
@@ -17,7 +17,7 @@ Accounting: Laplace, basic composition ε_total = ε_b + Σ_{l,s} ε_{l,s}; Gaus
 ε_b²/2 + Σ_{l,s} ρ_{l,s} (Bun & Steinke Prop. 1.4, Lemma 2.3), converted to (ε, δ) by CKS 2020
 Corollary 13. Both sums are recounted exactly (Fractions) from the budgets the samplers really
 used. Without a list (private selection) :func:`measure_multires` hands over to
-:func:`dpopt.privacy.user.strategies.private_adaptive.measure_private_adaptive` (models/hierarchy.md §12).
+:func:`dpopt.privacy.user.strategies.private_adaptive.measure_private_adaptive` (models/hierarchy.md §15).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
     accounting in words and the finest grid definition.
     """
     agg = contributions
-    if options.private:  # no list: private selection of the levels' nodes (models/hierarchy.md §12)
+    if options.private:  # no list: private selection of the levels' nodes (models/hierarchy.md §15)
         from .private_adaptive import measure_private_adaptive
 
         return measure_private_adaptive(agg, budget, options, bound=bound, noise=noise)

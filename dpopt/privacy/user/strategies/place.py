@@ -1,4 +1,4 @@
-"""The ``place`` release of the ``user`` model over a public list (models/hierarchy.md §13):
+"""The ``place`` release of the ``user`` model over a public list (models/hierarchy.md §14):
 the default shape with a public list under Laplace noise (``UserOptions(resolution="auto" | "place")``).
 
 Why this shape: on the Austin buses the finest grids' means differ by **place**, not by hour. A
@@ -59,7 +59,7 @@ from .adaptive import PUBLIC_FACTS, spend_with_bounds
 __all__ = ["measure_place", "check_place_budget", "map_noise_scale", "PLACE_BOUNDS_FRACTION"]
 
 #: default share of ε for the choice of (T, B): at ε = 1 the histogram of records per user gets
-#: ε_T = 0.1, noise of scale 10 users per bin (models/hierarchy.md §13.2)
+#: ε_T = 0.1, noise of scale 10 users per bin (models/hierarchy.md §14.2)
 PLACE_BOUNDS_FRACTION = 0.15
 
 
@@ -121,7 +121,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     # post-processing decides it)
     weight_variance = options.weight_variance if pb.clamp >= U else 0.0
     # the map's own cap (post-processing of the same histogram, B and public facts): less re-weighting
-    # where the map's noise allows it (models/hierarchy.md §13.2)
+    # where the map's noise allows it (models/hierarchy.md §14.2)
     map_noise = map_noise_scale(total - eps_b, pb.clamp, weight_mean=options.weight_mean,
                                 weight_variance=weight_variance)
     spread = U / PRIOR_SPREAD_DIVISOR  # τ₀: the share rule's prior spread, here standing for users' means

@@ -1,5 +1,5 @@
 """The ``user`` model's multi-resolution release **without** a partition list (models/
-hierarchy.md §12): private selection of nodes at a few levels, then one measurement per released
+hierarchy.md §15): private selection of nodes at a few levels, then one measurement per released
 node and the tree BLUP. The front door's default without a list (``dpopt release --privacy user
 --epsilon-total E --delta D``, ``UserOptions(resolution="adaptive")``): :func:`measure_private_adaptive`
 maps the front door's options onto :func:`measure_private_multires`.
@@ -17,7 +17,7 @@ Steps and budget (pure ε pieces, δ from the selection only):
    every user in one bin, ℓ1 = 1; all of a user's records vote, as no list restricts them), and B is
    its post-processing (:func:`~dpopt.privacy.user.place_bounds.choose_clamp`). Values are measured on
    [0, B]: the centred sum's sensitivity is B/2 instead of U/2 and the count's noise enters a mean
-   multiplied by |mean − B/2| instead of |mean − U/2| (models/hierarchy.md §13.2); the means are of
+   multiplied by |mean − B/2| instead of |mean − U/2| (models/hierarchy.md §14.2); the means are of
    values clamped at B;
 1. selection (:mod:`dpopt.privacy.user.select_levels`): at the finest level a user keeps one grid (the
    :data:`FINEST_RULE`): the grid where it dwells (≥ 10× its mean records per grid, e.g. an
@@ -32,7 +32,7 @@ Steps and budget (pure ε pieces, δ from the selection only):
 2. measurement of the released nodes (a DP output, public from here on): at each level with
    released nodes a user keeps a uniformly random ≤ k of its released nodes and ≤ c records in
    each (:func:`dpopt.privacy.user.levels.bounded_level`: a rule of its own records and i.i.d. keys),
-   so the noisy count and centred sum have ℓ1 sensitivity k·c·(1, H_Y) (models/hierarchy.md §3b);
+   so the noisy count and centred sum have ℓ1 sensitivity k·c·(1, H_Y) (models/hierarchy.md §5);
    count : sum = 0.4 : 0.6 of the rest, equal shares per measured level (chosen after the
    selection: adaptive composition of DP outputs, same total);
 3. estimation (the caller's, layer 3: :func:`dpopt.estimation.hierarchical.estimate_hierarchical`,
@@ -90,19 +90,19 @@ PUBLIC_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the 
 #: slot holds a data set of a few years unless it crosses a boundary (the data's own span is not public)
 PERIOD_NS = 3640 * DAY_NS
 #: the default coarse levels (resolutions below the grid's, slot, k; None: the root, H3 resolution 0)
-#: and the selection shares of (finest, coarse…): the place chain of §13 under selection, every H3
+#: and the selection shares of (finest, coarse…): the place chain of §14 under selection, every H3
 #: cell of the grid's resolution over the period (k = 8), the map (R−4 over the period, k = 1: one
 #: node per user, the lowest threshold), then the root (resolution 0 over the period, k = 1), so
 #: that a grid whose map node was not selected is still answered (aircraft A: 64 % of its scored
 #: grids had no released node). Chosen on the Austin day and the full Austin data (774 days) against
 #: the levels (R−3, 1 d), (R−3, 7 d), (R−4, 364 d), and on the aircraft sets for the root
-#: (models/hierarchy.md §12)
+#: (models/hierarchy.md §15)
 COARSE_LEVELS = ((0, PERIOD_NS, 8), (4, PERIOD_NS, 1), (None, PERIOD_NS, 1))
 #: the map's resolution offset in :data:`COARSE_LEVELS` (R − 4): it receives a dropped finest share
 MAP_OFFSET = 4
 #: which finest grid a user keeps for the selection (:class:`~dpopt.privacy.user.select_levels.KeepRule`):
 #: one, the grid where it dwells (≥ 10× its mean records per grid: an aircraft at its gate) if it
-#: has one, else its first in the shared public order (models/hierarchy.md §12)
+#: has one, else its first in the shared public order (models/hierarchy.md §15)
 FINEST_RULE = KeepRule(1, own_top=1, dwell=10.0)
 SELECTION_SHARES = (0.8, 0.1, 0.05, 0.05)
 
