@@ -33,6 +33,7 @@ from .discrete_laplace import (
     release_on_grid,
 )
 from .discrete_gaussian import discrete_gaussian_mean_abs, gaussian_simulation, release_on_grid_gaussian
+from .mechanism import FAMILIES, SAMPLERS
 from .sources import IntegerSource, SecureRandom, integer_source
 
 __all__ = [
@@ -48,9 +49,7 @@ __all__ = [
 ]
 
 #: noise mechanism -> the unit of its budget ("epsilon": pure ε-DP; "rho": ρ-zCDP)
-MECHANISMS: dict[str, str] = {"laplace": "epsilon", "gaussian": "rho"}
-#: "discrete": exact sampler on λ·ℤ (real releases); "numpy": continuous floats (simulation only)
-SAMPLERS = ("discrete", "numpy")
+MECHANISMS: dict[str, str] = FAMILIES
 
 
 @dataclass(frozen=True, eq=False)
