@@ -51,13 +51,16 @@ import math
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from .._validation import DpoptInputError, check_choice, check_epsilon
-from .discrete_gaussian import discrete_gaussian, discrete_gaussian_array, rho_rational
-from .discrete_laplace import discrete_laplace, discrete_laplace_array, epsilon_rational
+from .continuous import laplace
+from .discrete_gaussian import (discrete_gaussian, discrete_gaussian_array, discrete_gaussian_mean_abs, entry_sigma2,
+                                gaussian_entries, gaussian_simulation, rho_rational)
+from .discrete_laplace import (discrete_laplace, discrete_laplace_array, discrete_laplace_mean_abs, epsilon_rational,
+                               epsilon_rational_array, laplace_entries)
 from .sources import IntegerSource, integer_source
 
 __all__ = ["FAMILIES", "SAMPLERS", "NoiseMechanism", "make_mechanism", "DiscreteLaplace", "user_histogram",
@@ -83,15 +86,39 @@ class NoiseMechanism(Protocol):
     label: str
     real_release: bool
 
-    def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray: ...
+    def integer(self, values: np.ndarray, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        """Noisy copy of an integer vector: one (l1, l2, budget) for all entries, or one per entry."""
+        ...
 
-    def scale(self, *, l1: int, l2: float, budget: float) -> float: ...
+    def scale(self, *, l1: Any, l2: Any, budget: Any) -> Any:
+        """Scale of the law drawn (Laplace b, Gaussian σ; lattice units), per entry for arrays."""
+        ...
+
+    def mean_abs(self, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        """E|Z| of the law drawn (lattice units)."""
+        ...
 
     def abs_quantile(self, scale: float, prob: float) -> float: ...
 
     def upper_tail(self, scale: float, x: float) -> float: ...
 
     def upper_quantile(self, scale: float, prob: float) -> float: ...
+
+
+def _per_entry(*params: Any) -> bool:
+    """One parameter per entry (the grid release) rather than one for all (the user model)?"""
+    return any(np.ndim(p) for p in params)
+
+
+def _entries(values: Any, l1: Any, budget: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, t, budgets) per entry, t and budgets as flat float64 arrays; t must hold whole
+    numbers ≥ 1 (the lattice sensitivity of each entry)."""
+    v = np.asarray(values)
+    t = np.broadcast_to(np.asarray(l1, dtype=float), v.shape).ravel()
+    b = np.broadcast_to(np.asarray(budget, dtype=float), v.shape).ravel()
+    if t.size and not (np.all(np.isfinite(t)) and t.min() >= 1 and np.all(t == np.floor(t))):
+        raise DpoptInputError("per-entry `l1` (and `l2`) must hold whole numbers >= 1 (lattice units)")
+    return v, t, b
 
 
 def _check_l1(l1: int) -> int:
@@ -106,12 +133,26 @@ class _NumpySimulation:
     real_release = False
     sampler = "numpy"
     law = ""
+    #: E|X| / scale of the continuous law
+    MEAN_ABS = 1.0
 
     def __init__(self, rng: np.random.Generator) -> None:
         if not isinstance(rng, np.random.Generator):
             raise DpoptInputError(f"`rng` must be a numpy.random.Generator; got {type(rng).__name__}")
         self.rng = rng
         self.label = f"numpy continuous {self.law}: simulation only, NOT for a real release"
+
+    def draw(self, scale: Any, shape: tuple[int, ...]) -> np.ndarray:  # pragma: no cover - abstract
+        """One draw of the law at ``scale`` (broadcast to ``shape``) per entry."""
+        raise NotImplementedError
+
+    def integer(self, values: np.ndarray, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        v = np.asarray(values, dtype=float)
+        return v + self.draw(self.scale(l1=l1, l2=l2, budget=budget), v.shape)
+
+    def mean_abs(self, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        """E|X| = scale·``MEAN_ABS`` (1 for Laplace, √(2/π) for the Gaussian)."""
+        return np.asarray(self.scale(l1=l1, l2=l2, budget=budget)) * self.MEAN_ABS
 
 
 class _ExactSampler:
@@ -134,12 +175,15 @@ class LaplaceSimulation(_NumpySimulation):
     unit = "epsilon"
     law = "Laplace"
 
-    def scale(self, *, l1: int, l2: float, budget: float) -> float:
+    def scale(self, *, l1: Any, l2: Any, budget: Any) -> Any:
+        """b = l1/ε (per entry for arrays: any Δ ≥ 0, no lattice needed by continuous noise)."""
+        if _per_entry(l1, budget):
+            return np.asarray(l1, dtype=float) / np.asarray(budget, dtype=float)
         return _check_l1(l1) / float(budget)
 
-    def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
-        v = np.asarray(values, dtype=float)
-        return v + self.rng.laplace(0.0, self.scale(l1=l1, l2=l2, budget=budget), size=v.shape)
+    def draw(self, scale: Any, shape: tuple[int, ...]) -> np.ndarray:
+        """numpy's Laplace(0, 1) times ``scale`` (:func:`dpopt.noise.continuous.laplace`)."""
+        return laplace(self.rng, scale, shape)
 
     def abs_quantile(self, scale: float, prob: float) -> float:
         """x with P(|Lap(b)| > x) = prob: b·ln(1/prob)."""
@@ -166,10 +210,22 @@ class DiscreteLaplace(_ExactSampler):
     unit = "epsilon"
     law = "Laplace"
 
-    def scale(self, *, l1: int, l2: float, budget: float) -> float:
+    def scale(self, *, l1: Any, l2: Any, budget: Any) -> Any:
+        """s = l1/ε' (per entry for arrays)."""
+        if _per_entry(l1, budget):
+            return np.asarray(l1, dtype=float) / epsilon_rational_array(np.asarray(budget, dtype=float))
         return _check_l1(l1) / float(epsilon_rational(float(budget)))
 
-    def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
+    def mean_abs(self, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        """E|Z| = 2r/(1 − r²), r = exp(−ε'/l1) (:func:`~dpopt.noise.discrete_laplace.discrete_laplace_mean_abs`)."""
+        return discrete_laplace_mean_abs(np.asarray(l1, dtype=float), budget, 0)
+
+    def integer(self, values: np.ndarray, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        """v + Z; one (l1, budget) for all entries, or one per entry
+        (:func:`~dpopt.noise.discrete_laplace.laplace_entries`, the grid release's draws)."""
+        if _per_entry(l1, budget):
+            v, t, b = _entries(values, l1, budget)
+            return _add_exact(v, laplace_entries(t, b, self.source).reshape(v.shape))
         s = Fraction(_check_l1(l1)) / epsilon_rational(float(budget))
         if s < _ARRAY_SCALE:  # the vectorised exact sampler (int64 draws; |Z| ≥ 2^62 has probability < e^{-2^22})
             return _add_exact(values, discrete_laplace_array(s, int(np.size(values)), self.source))
@@ -344,13 +400,17 @@ class GaussianSimulation(_NumpySimulation):
     unit = "rho"
     law = "Gaussian"
 
-    def scale(self, *, l1: int, l2: float, budget: float) -> float:
-        """σ = l2/√(2ρ)."""
+    MEAN_ABS = float(np.sqrt(2.0 / np.pi))
+
+    def scale(self, *, l1: Any, l2: Any, budget: Any) -> Any:
+        """σ = l2/√(2ρ) (per entry for arrays)."""
+        if _per_entry(l2, budget):
+            return np.asarray(l2, dtype=float) / np.sqrt(2.0 * np.asarray(budget, dtype=float))
         return float(l2) / math.sqrt(2.0 * float(budget))
 
-    def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
-        v = np.asarray(values, dtype=float)
-        return v + self.rng.normal(0.0, self.scale(l1=l1, l2=l2, budget=budget), size=v.shape)
+    def draw(self, scale: Any, shape: tuple[int, ...]) -> np.ndarray:
+        """numpy's N(0, scale²) (:func:`dpopt.noise.discrete_gaussian.gaussian_simulation`)."""
+        return gaussian_simulation(scale, self.rng, shape)
 
     def abs_quantile(self, scale: float, prob: float) -> float:
         """x with P(|N(0, σ²)| > x) = prob: σ·Φ⁻¹(1 − prob/2)."""
@@ -378,11 +438,25 @@ class DiscreteGaussian(_ExactSampler):
         """σ² = ⌊l2²⌋/(2ρ') (exact rational)."""
         return Fraction(l2_squared(l2)) / (2 * rho_rational(float(budget)))
 
-    def scale(self, *, l1: int, l2: float, budget: float) -> float:
-        """σ of the law actually sampled (√ of :meth:`sigma2`)."""
+    def scale(self, *, l1: Any, l2: Any, budget: Any) -> Any:
+        """σ of the law actually sampled (√ of :meth:`sigma2`); per entry for arrays, l2 = t whole
+        numbers, σ² in floats as the draws report it (:func:`~dpopt.noise.discrete_gaussian.entry_sigma2`)."""
+        if _per_entry(l2, budget):
+            shape = np.broadcast(np.asarray(l2), np.asarray(budget)).shape
+            _, t, b = _entries(np.empty(shape), l2, budget)
+            return np.sqrt(entry_sigma2(t, b)).reshape(shape)
         return math.sqrt(float(self.sigma2(l2=l2, budget=budget)))
 
-    def integer(self, values: np.ndarray, *, l1: int, l2: float, budget: float) -> np.ndarray:
+    def mean_abs(self, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        """E|Z| (:func:`~dpopt.noise.discrete_gaussian.discrete_gaussian_mean_abs` of :meth:`scale`)."""
+        return discrete_gaussian_mean_abs(self.scale(l1=l1, l2=l2, budget=budget))
+
+    def integer(self, values: np.ndarray, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        """v + Z; one (l2, budget) for all entries, or one per entry with whole-number l2
+        (:func:`~dpopt.noise.discrete_gaussian.gaussian_entries`, the grid release's draws)."""
+        if _per_entry(l2, budget):
+            v, t, b = _entries(values, l2, budget)
+            return _add_exact(v, gaussian_entries(t, b, self.source)[0].reshape(v.shape))
         s2 = self.sigma2(l2=l2, budget=budget)
         if s2 < _ARRAY_SCALE**2:  # σ < 2^40: the vectorised exact sampler
             return _add_exact(values, discrete_gaussian_array(s2, int(np.size(values)), self.source))
