@@ -64,7 +64,7 @@ from .discrete_laplace import (discrete_laplace, discrete_laplace_array, discret
 from .sources import IntegerSource, integer_source
 
 __all__ = ["FAMILIES", "SAMPLERS", "NoiseMechanism", "make_mechanism", "DiscreteLaplace", "user_histogram",
-           "LaplaceSimulation", "DiscreteGaussian", "GaussianSimulation", "l2_squared", "discrete_laplace_abs_quantile", "discrete_laplace_upper_quantile",
+           "LaplaceSimulation", "DiscreteGaussian", "GaussianSimulation", "l2_squared", "laplace_abs_quantile", "discrete_laplace_abs_quantile", "discrete_laplace_upper_quantile",
            "discrete_laplace_upper_tail", "discrete_gaussian_upper_tail", "discrete_gaussian_quantile"]
 
 
@@ -186,8 +186,8 @@ class LaplaceSimulation(_NumpySimulation):
         return laplace(self.rng, scale, shape)
 
     def abs_quantile(self, scale: float, prob: float) -> float:
-        """x with P(|Lap(b)| > x) = prob: b·ln(1/prob)."""
-        return float(scale) * math.log(1.0 / prob)
+        """x with P(|Lap(b)| > x) = prob (:func:`laplace_abs_quantile`)."""
+        return laplace_abs_quantile(scale, prob)
 
     def upper_tail(self, scale: float, x: float) -> float:
         """P(Lap(b) ≥ x) = ½·exp(−x/b) for x ≥ 0, 1 − ½·exp(x/b) for x < 0."""
@@ -242,6 +242,11 @@ class DiscreteLaplace(_ExactSampler):
     def upper_quantile(self, scale: float, prob: float) -> float:
         """Smallest integer j ≥ 0 with P(Z ≥ j) ≤ prob (:func:`discrete_laplace_upper_quantile`)."""
         return discrete_laplace_upper_quantile(scale, prob)
+
+
+def laplace_abs_quantile(scale: float, prob: float) -> float:
+    """x with P(|Lap(b)| > x) = prob for the continuous Laplace of scale b: b·ln(1/prob)."""
+    return float(scale) * math.log(1.0 / prob)
 
 
 def user_histogram(bins: np.ndarray, n_bins: int, epsilon: float, source: IntegerSource) -> np.ndarray:
