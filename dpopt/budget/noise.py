@@ -10,15 +10,24 @@ rows are the same for every model; only the unit and these two functions change.
 * :class:`GaussianNoise` (unit ``"rho"``): N(0, σ²) with σ = Δ/√(2ρ) is ρ-zCDP (Bun & Steinke 2016,
   Prop. 1.6); ``t = σ·z_{(1+q)/2}``. Provided for the zCDP variant of the release; the plans of
   this package are made in ``"epsilon"`` unless this model is passed.
+
+These are planning formulas, not samplers: the planner sizes budgets before any noise is drawn, on
+the continuous laws' quantiles (vectorised over grids, with their inverses). The samplers are the
+integer-lattice mechanisms of :mod:`dpopt.noise.mechanism` (built by
+:func:`~dpopt.noise.mechanism.make_mechanism`). :meth:`LaplaceNoise.factor` is that module's
+:func:`~dpopt.noise.mechanism.laplace_abs_quantile` at scale 1; :meth:`GaussianNoise.factor` keeps
+its own form ndtri(½ + q/2), the same number as the continuous Gaussian mechanism's
+σ·(−ndtri((1 − q)/2)) at σ = 1 up to the last bits, which the plans' budgets depend on.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+
+from ..noise.mechanism import laplace_abs_quantile
 
 __all__ = ["NoiseModel", "LaplaceNoise", "GaussianNoise"]
 
@@ -51,8 +60,8 @@ class LaplaceNoise:
 
     @staticmethod
     def factor(confidence: float) -> float:
-        """ln(1/(1 − q)): the q-quantile of |Laplace(1)|."""
-        return math.log(1.0 / (1.0 - confidence))
+        """ln(1/(1 − q)): the q-quantile of |Laplace(1)| (:func:`~dpopt.noise.mechanism.laplace_abs_quantile`)."""
+        return laplace_abs_quantile(1.0, 1.0 - confidence)
 
     def error(self, sensitivity: Any, budget: Any, confidence: float) -> np.ndarray:
         d = np.asarray(sensitivity, dtype=float)

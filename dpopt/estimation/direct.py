@@ -42,7 +42,7 @@ import pandas as pd
 from ..budget.noise import GaussianNoise, LaplaceNoise
 from ..measurements import Estimates, Measurements, NoiseLaw
 from ..privacy.options import check_confidence
-from ..privacy.user.mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation
+from ..noise.mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation
 
 __all__ = ["direct", "abs_quantile", "check_confidence", "variance_interval_informative", "VARIANCE_WITHHELD_REASON",
            "VARIANCE_NEGATIVE_REASON",

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._validation import DpoptInputError, as_retained, check_bound
 from ..calculus import mean_sensitivity_from_totals, variance_sensitivity_from_totals
-from ..noise import Noise, NumpyLaplace, summation_error
+from ..noise import Noise, make_noise, summation_error
 from ._common import BatchedEstimator, Release, prepare, split_budget
 
 __all__ = ["GridRelease", "release_grids", "grid_release", "baseline_release", "clip_release",
@@ -220,7 +220,7 @@ def grid_release(
     rel = release_grids(
         retained=np.full(p.runs, float(g.sum())), retained_max=np.full(p.runs, float(g.max())),
         sums=kept.sum(axis=1), sums_of_squares=(kept**2).sum(axis=1), bound=p.bound,
-        budget_mean=eps_mu, budget_variance=eps_var, noise=NumpyLaplace(p.rng),
+        budget_mean=eps_mu, budget_variance=eps_var, noise=make_noise("laplace", sampler="numpy", rng=p.rng),
     )
     return Release(
         values=np.stack([rel.mean, rel.variance], axis=1),

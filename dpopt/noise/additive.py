@@ -14,6 +14,15 @@ A mechanism (the per-grid CLIP mechanism of :mod:`dpopt.mechanisms.grid`, the re
   a scalar statistic);
 * ``make_noise("gaussian", sampler="numpy", rng=...)`` — :class:`NumpyGaussian`: continuous
   ``N(0, Δ²/(2ρ))`` from numpy, for simulations only.
+
+Each of them is an adapter over the one integer-lattice mechanism of :mod:`dpopt.noise.mechanism`
+(built by :func:`~dpopt.noise.mechanism.make_mechanism`, as the ``user`` model's samplers are): the
+exact samplers put the values on the lattice (q = round(f/λ)) and the value-space sensitivity Δ,
+with the float-error bound η, on whole lattice units t (models/release.md §5,
+:func:`~dpopt.noise.discrete_laplace.grid_inputs`), let the mechanism noise q with one (t_i, budget_i)
+per entry, and release λ·(q + Z); the mechanism also gives each entry's scale and E|Z|. The numpy
+samplers use the continuous mechanism's scale and draw at Δ/ε (Δ/√(2ρ)) in value units: continuous
+noise needs no lattice.
 """
 
 from __future__ import annotations
@@ -24,16 +33,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_choice, check_positive_int
-from .continuous import check_rng, laplace
-from .discrete_laplace import (
-    DEFAULT_GRANULARITY_BITS,
-    discrete_laplace_mean_abs,
-    epsilon_rational_array,
-    release_on_grid,
-)
-from .discrete_gaussian import discrete_gaussian_mean_abs, gaussian_simulation, release_on_grid_gaussian
-from .sources import IntegerSource, SecureRandom, integer_source
+from .._validation import check_choice, check_positive_int
+from .continuous import check_rng
+from .discrete_laplace import DEFAULT_GRANULARITY_BITS, GridInputs, grid_inputs, report_progress
+from .mechanism import FAMILIES, SAMPLERS, NoiseMechanism, make_mechanism
+from .sources import IntegerSource, SecureRandom
 
 __all__ = [
     "MECHANISMS",
@@ -48,9 +52,7 @@ __all__ = [
 ]
 
 #: noise mechanism -> the unit of its budget ("epsilon": pure ε-DP; "rho": ρ-zCDP)
-MECHANISMS: dict[str, str] = {"laplace": "epsilon", "gaussian": "rho"}
-#: "discrete": exact sampler on λ·ℤ (real releases); "numpy": continuous floats (simulation only)
-SAMPLERS = ("discrete", "numpy")
+MECHANISMS: dict[str, str] = FAMILIES
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,18 +101,33 @@ class Noise(Protocol):
 
 
 class _ExactSampler:
-    """What the exact samplers share: the integer source and the output grid λ = 2^-k."""
+    """What the exact samplers share: the lattice mechanism (its integer source) and the grid λ = 2^-k.
+
+    :meth:`add` maps the values to the lattice (:func:`~dpopt.noise.discrete_laplace.grid_inputs`:
+    q = round(f/λ), t = the grid sensitivity of Δ and η), lets the mechanism noise q with one
+    (t_i, budget_i) per entry, and maps back: λ·(q + Z).
+    """
 
     sampler = "discrete"
     mechanism: str
 
     def __init__(self, source: IntegerSource | None = None, *,
                  granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
-        self.source = SecureRandom() if source is None else source
+        self.lattice: NoiseMechanism = make_mechanism(self.mechanism, "discrete",
+                                                      source=SecureRandom() if source is None else source)
+        self.source = self.lattice.source  # type: ignore[attr-defined]
         self.k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
         self.granularity = 2.0**-self.k
         self.label = f"discrete {self.mechanism.capitalize()} on 2^-{self.k} (Canonne-Kamath-Steinke), " + (
             "OS CSPRNG (secrets)" if isinstance(self.source, SecureRandom) else "seeded: NOT for a real release")
+
+    def _noise(self, values: Any, sensitivity: Any, budget: Any,
+               value_errors: Any) -> tuple[GridInputs, np.ndarray, np.ndarray]:
+        """(the grid inputs, the released values, each noised entry's budget)."""
+        g = grid_inputs(values, sensitivity, budget, self.k, value_errors)
+        b = g.budget.flat[g.idx]
+        g.out.flat[g.idx] = self.lattice.integer(g.q.flat[g.idx], l1=g.t, l2=g.t, budget=b) * g.lam
+        return g, g.out, b
 
 
 class DiscreteLaplace(_ExactSampler):
@@ -134,58 +151,50 @@ class DiscreteLaplace(_ExactSampler):
         An entry with budget 0 and Δ = 0 is released without noise (the caller guarantees it is
         data-independent); a NaN entry is not released.
         """
-        vals = np.asarray(values, dtype=float)
-        eps = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
-        out, t = release_on_grid(vals, sensitivity, eps, self.source, granularity_bits=self.k,
-                                 callback=callback, value_errors=value_errors)
-        ok = np.isfinite(vals)
-        scale = np.full(vals.shape, np.nan)
-        mean_abs = np.zeros(vals.shape)
-        noisy = ok & (eps > 0)
-        scale[ok & ~noisy] = 0.0
-        if np.any(noisy):
-            used = epsilon_rational_array(eps[noisy])
-            scale[noisy] = self.granularity * t[noisy] / used
-            mean_abs[noisy] = discrete_laplace_mean_abs(t[noisy], eps[noisy], self.k)
+        g, out, eps = self._noise(values, sensitivity, budget, value_errors)
+        report_progress(callback, out.size)
+        scale = np.where(np.isfinite(np.asarray(values, dtype=float)) & ~(g.budget > 0), 0.0, np.nan)
+        mean_abs = np.zeros(out.shape)
+        scale.flat[g.idx] = self.granularity * self.lattice.scale(l1=g.t, l2=g.t, budget=eps)
+        mean_abs.flat[g.idx] = self.lattice.mean_abs(l1=g.t, l2=g.t, budget=eps) * self.granularity
         return NoisyValues(values=out, scale=scale, mean_abs=mean_abs, rounding=self.granularity / 2)
 
 
 class _NumpySampler:
     """Continuous noise from numpy: Monte-Carlo simulations only, NOT for a real release.
 
-    Subclasses give the scale from (Δ, budget), the draw and E|X|/scale.
+    :meth:`add` draws from the continuous mechanism of :mod:`dpopt.noise.mechanism` at the scale of
+    (Δ, budget) in value units (no lattice: λ = 0).
     """
 
     sampler = "numpy"
     granularity = 0.0
     mechanism: str
     label: str
-    mean_abs_factor: float
 
     def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = check_rng(rng)
-
-    @staticmethod
-    def _scale(sens: np.ndarray, budget: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _draw(self, scale: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+        self.lattice: NoiseMechanism = make_mechanism(self.mechanism, "numpy", rng=check_rng(rng))
+        self.rng = rng
 
     def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
             callback: Callable[[int], None] | None = None) -> NoisyValues:
         """``f`` plus noise of the scale for (Δ, budget) per entry (no noise where the budget is 0);
         one draw per entry, NaN entries too (so seeded runs stay aligned)."""
         vals = np.asarray(values, dtype=float)
-        sens = np.broadcast_to(np.asarray(sensitivity, dtype=float), vals.shape)
-        b = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
-        ok = np.isfinite(vals)
+        flat = vals.reshape(-1)  # the mechanism's per-entry form (one draw per entry either way)
+        sens = np.broadcast_to(np.asarray(sensitivity, dtype=float), vals.shape).reshape(-1)
+        b = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape).reshape(-1)
+        ok = np.isfinite(flat)
         with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where(ok, np.where(b > 0, self._scale(sens, b), 0.0), np.nan)
-        out = np.where(ok, vals + self._draw(np.where(ok, scale, 1.0), vals.shape), np.nan)
+            law = np.where(b > 0, self.lattice.scale(l1=sens, l2=sens, budget=b), 0.0)
+            mean_abs = np.where(ok & (b > 0), self.lattice.mean_abs(l1=sens, l2=sens, budget=b), 0.0)
+        scale = np.where(ok, law, np.nan)
+        draw = self.lattice.draw(np.where(ok, scale, 1.0), flat.shape)  # type: ignore[attr-defined]
+        out = np.where(ok, flat + draw, np.nan)
         if callback is not None:
             callback(vals.size)
-        return NoisyValues(values=out, scale=scale, mean_abs=np.where(ok, scale * self.mean_abs_factor, 0.0),
+        shape = vals.shape
+        return NoisyValues(values=out.reshape(shape), scale=scale.reshape(shape), mean_abs=mean_abs.reshape(shape),
                            rounding=0.0)
 
 
@@ -195,14 +204,6 @@ class NumpyLaplace(_NumpySampler):
     mechanism = "laplace"
     unit = "epsilon"
     label = "numpy continuous Laplace: simulation only, NOT for a real release"
-    mean_abs_factor = 1.0
-
-    @staticmethod
-    def _scale(sens: np.ndarray, budget: np.ndarray) -> np.ndarray:
-        return sens / budget
-
-    def _draw(self, scale: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-        return laplace(self.rng, scale, shape)
 
 
 class DiscreteGaussian(_ExactSampler):
@@ -218,16 +219,12 @@ class DiscreteGaussian(_ExactSampler):
     def add(self, values: Any, sensitivity: Any, budget: Any, *, value_errors: Any = None,
             callback: Callable[[int], None] | None = None) -> NoisyValues:
         """λ·(round(f/λ) + Z), Z ~ N_ℤ(0, t²/(2ρ')); entries with ρ = 0 and Δ = 0 get no noise."""
-        vals = np.asarray(values, dtype=float)
-        rho = np.broadcast_to(np.asarray(budget, dtype=float), vals.shape)
-        out, _, sigma = release_on_grid_gaussian(vals, sensitivity, rho, self.source,
-                                                 granularity_bits=self.k, callback=callback,
-                                                 value_errors=value_errors)
-        noisy = np.isfinite(vals) & (np.nan_to_num(sigma) > 0)
-        mean_abs = np.zeros(vals.shape)
-        if np.any(noisy):
-            lam = self.granularity  # the sampler's σ_Z is in grid units: E|λZ| = λ·E|Z|
-            mean_abs[noisy] = lam * discrete_gaussian_mean_abs(sigma[noisy] / lam)
+        g, out, rho = self._noise(values, sensitivity, budget, value_errors)
+        report_progress(callback, int(g.free.sum()) + g.idx.size)
+        sigma = np.where(g.free, 0.0, np.nan)
+        mean_abs = np.zeros(out.shape)
+        sigma.flat[g.idx] = self.lattice.scale(l1=g.t, l2=g.t, budget=rho) * g.lam
+        mean_abs.flat[g.idx] = self.granularity * self.lattice.mean_abs(l1=g.t, l2=g.t, budget=rho)
         return NoisyValues(values=out, scale=sigma, mean_abs=mean_abs, rounding=self.granularity / 2)
 
 
@@ -237,14 +234,6 @@ class NumpyGaussian(_NumpySampler):
     mechanism = "gaussian"
     unit = "rho"
     label = "numpy continuous Gaussian: simulation only, NOT for a real release"
-    mean_abs_factor = float(np.sqrt(2.0 / np.pi))
-
-    @staticmethod
-    def _scale(sens: np.ndarray, budget: np.ndarray) -> np.ndarray:
-        return sens / np.sqrt(2.0 * budget)
-
-    def _draw(self, scale: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-        return gaussian_simulation(scale, self.rng, shape)
 
 
 def make_noise(
@@ -255,7 +244,8 @@ def make_noise(
     rng: np.random.Generator | None = None,
     granularity_bits: int = DEFAULT_GRANULARITY_BITS,
 ) -> Noise:
-    """The sampler a mechanism adds its noise with.
+    """The sampler a mechanism adds its noise with: the lattice mechanism of
+    :func:`~dpopt.noise.mechanism.make_mechanism` behind :meth:`Noise.add`.
 
     Parameters
     ----------
@@ -274,12 +264,8 @@ def make_noise(
     """
     check_choice(mechanism, "mechanism", tuple(MECHANISMS))
     check_choice(sampler, "sampler", SAMPLERS)
+    lattice = make_mechanism(mechanism, sampler, seed=seed, rng=rng)
     if sampler == "discrete":
-        if rng is not None:
-            raise DpoptInputError("`rng` is for sampler='numpy'; the discrete sampler takes `seed`")
         cls = DiscreteLaplace if mechanism == "laplace" else DiscreteGaussian
-        return cls(integer_source(seed), granularity_bits=granularity_bits)
-    if rng is not None and seed is not None:
-        raise DpoptInputError(f"give `seed` or `rng`, not both; got seed={seed!r}")
-    gen = np.random.default_rng(seed) if rng is None else rng
-    return NumpyLaplace(gen) if mechanism == "laplace" else NumpyGaussian(gen)
+        return cls(lattice.source, granularity_bits=granularity_bits)  # type: ignore[attr-defined]
+    return (NumpyLaplace if mechanism == "laplace" else NumpyGaussian)(lattice.rng)  # type: ignore[attr-defined]

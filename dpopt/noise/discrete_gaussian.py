@@ -65,6 +65,8 @@ __all__ = [
     "rho_rational",
     "grid_sigma2",
     "release_on_grid_gaussian",
+    "gaussian_entries",
+    "entry_sigma2",
     "gaussian_simulation",
 ]
 
@@ -296,18 +298,42 @@ def release_on_grid_gaussian(
     g = grid_inputs(values, sensitivities, rhos, granularity_bits, value_errors)
     idx, t, r, out, tgrid = g.idx, g.t, g.budget.flat[g.idx], g.out, g.tgrid
     sigma = np.where(g.free, 0.0, np.nan)
-    z = np.zeros(idx.size, dtype=np.int64)
-    s2 = np.zeros(idx.size)
-    fast = (t < 2.0**33) & (r <= 2.0**32)
-    if np.any(fast):
-        z[fast], s2[fast] = _release_noise(t[fast], epsilon_numerators(r[fast]).astype(float), rng)
-    slow = np.flatnonzero(~fast)
-    z[slow], s2[slow] = draw_grouped(t[slow], r[slow], grid_sigma2, discrete_gaussian_array, rng)
+    z, s2 = gaussian_entries(t, r, rng)
     tgrid.flat[idx] = t.astype(np.int64)
     out.flat[idx] = (g.q.flat[idx] + z) * g.lam
     sigma.flat[idx] = np.sqrt(s2) * g.lam
     report_progress(callback, int(g.free.sum()) + idx.size)
     return out, tgrid, sigma
+
+
+def gaussian_entries(t: np.ndarray, rhos: np.ndarray, source: IntegerSource) -> tuple[np.ndarray, np.ndarray]:
+    """Z_i ~ N_ℤ(0, t_i²/(2ρ'_i)), one exact draw (int64) per entry in entry order, and σ_i² as
+    float (:func:`entry_sigma2`). ``t``: positive integer sensitivities (float64 holding exact
+    integers, 1-D), ``rhos`` the budgets ρ_i (ρ'_i = :func:`rho_rational` (ρ_i)). Entries with
+    t_i < 2^33 and ρ_i ≤ 2^32 are drawn together (:func:`_release_noise`), the others per group of
+    equal (t, ρ) by :func:`discrete_gaussian_array` (:func:`~dpopt.noise.discrete_laplace.draw_grouped`)."""
+    z = np.zeros(t.size, dtype=np.int64)
+    s2 = np.zeros(t.size)
+    fast = (t < 2.0**33) & (rhos <= 2.0**32)
+    if np.any(fast):
+        z[fast], s2[fast] = _release_noise(t[fast], epsilon_numerators(rhos[fast]).astype(float), source)
+    slow = np.flatnonzero(~fast)
+    z[slow], s2[slow] = draw_grouped(t[slow], rhos[slow], grid_sigma2, discrete_gaussian_array, source)
+    return z, s2
+
+
+def entry_sigma2(t: np.ndarray, rhos: np.ndarray) -> np.ndarray:
+    """σ_i² = t_i²/(2ρ'_i) as float per entry, as :func:`gaussian_entries` returns it (without
+    drawing): t²·2^29/m in floats (m = ⌊ρ·2^30⌋) where t < 2^33 and ρ ≤ 2^32, else
+    float(:func:`grid_sigma2`)."""
+    s2 = np.zeros(t.size)
+    fast = (t < 2.0**33) & (rhos <= 2.0**32)
+    if np.any(fast):
+        tf = t[fast]
+        s2[fast] = tf * tf * 2.0**29 / epsilon_numerators(rhos[fast]).astype(float)
+    for i in np.flatnonzero(~fast):
+        s2[i] = float(grid_sigma2(int(t[i]), float(rhos[i])))
+    return s2
 
 
 def _release_noise(t: np.ndarray, m: np.ndarray, rng: IntegerSource) -> tuple[np.ndarray, np.ndarray]:

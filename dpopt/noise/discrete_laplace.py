@@ -63,6 +63,7 @@ __all__ = [
     "discrete_laplace_array",
     "discrete_laplace_rational",
     "draw_grouped",
+    "laplace_entries",
     "epsilon_rational_array",
     "epsilon_numerators",
     "grid_sensitivities",
@@ -356,18 +357,30 @@ def release_on_grid(
     """
     g = grid_inputs(values, sensitivities, epsilons, granularity_bits, value_errors)
     idx, t, e, out, tgrid, lam = g.idx, g.t, g.budget.flat[g.idx], g.out, g.tgrid, g.lam
-    z = np.zeros(idx.size, dtype=np.int64)
-    fast = (t < 2.0**33) & (e <= 2.0**32)
-    if np.any(fast):
-        num = t[fast].astype(np.int64) << _EPS_BITS
-        z[fast] = discrete_laplace_rational(num, epsilon_numerators(e[fast]), rng)
-    slow = np.flatnonzero(~fast)
-    z[slow] = draw_grouped(t[slow], e[slow], lambda ti, ei: Fraction(ti) / epsilon_rational(ei),
-                           discrete_laplace_array, rng)[0]
+    z = laplace_entries(t, e, rng)
     tgrid.flat[idx] = t.astype(np.int64)
     out.flat[idx] = (g.q.flat[idx] + z) * lam
     report_progress(callback, out.size)
     return out, tgrid
+
+
+def laplace_entries(t: np.ndarray, epsilons: np.ndarray, source: IntegerSource) -> np.ndarray:
+    """Z_i with P[Z_i = z] ∝ exp(−|z|·ε'_i/t_i), one exact draw (int64) per entry, in entry order.
+
+    ``t``: positive integer sensitivities (float64 holding exact integers, 1-D), ``epsilons`` the
+    budgets ε_i (ε'_i = :func:`epsilon_rational` (ε_i)). Entries with t_i < 2^33 and ε_i ≤ 2^32 are
+    drawn together by :func:`discrete_laplace_rational` (scale t_i·2^30/⌊ε_i·2^30⌋ = t_i/ε'_i);
+    the others by :func:`discrete_laplace_array` with their exact scale (:func:`draw_grouped`).
+    """
+    z = np.zeros(t.size, dtype=np.int64)
+    fast = (t < 2.0**33) & (epsilons <= 2.0**32)
+    if np.any(fast):
+        num = t[fast].astype(np.int64) << _EPS_BITS
+        z[fast] = discrete_laplace_rational(num, epsilon_numerators(epsilons[fast]), source)
+    slow = np.flatnonzero(~fast)
+    z[slow] = draw_grouped(t[slow], epsilons[slow], lambda ti, ei: Fraction(ti) / epsilon_rational(ei),
+                           discrete_laplace_array, source)[0]
+    return z
 
 
 def discrete_laplace_mean_abs(t: np.ndarray, epsilon: np.ndarray | float,

@@ -53,7 +53,7 @@ from ..records.grid import local_time_strings, slot_strings, wall_clock
 from ..records.ingest import IngestReport, as_frame, parse_times
 from ..records.sample_key import SampleKey
 from ..privacy.user.bounding import check_lattice_capacity
-from ..privacy.user.mechanism import NoiseMechanism
+from ..noise.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
 from ..writers.public_occupancy_result import ReleaseResult, public_occupancy_release
 from ..writers.user import UserRelease, multires_release, user_release

@@ -1,6 +1,6 @@
 """The release paths around the exact samplers: what a release adds to the draws.
 
-``dpopt.privacy.user.mechanism._add_exact`` (the `user` model's v + Z) is vectorised for int64 inputs;
+``dpopt.noise.mechanism._add_exact`` (the lattice mechanism's v + Z) is vectorised for int64 inputs;
 it must give the float of the exact integer sum, as the Python-int path does, at every size.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.privacy.user import mechanism as udp
+from dpopt.noise import mechanism as udp
 
 
 def _python(values, noise) -> list[float]:

@@ -15,7 +15,8 @@ estimates are :mod:`dpopt.estimation`, its files :mod:`dpopt.writers.user`, its 
   flat per-grid release :func:`measure`; :mod:`.strategies.adaptive`; :mod:`.strategies.private_adaptive`;
   :mod:`.strategies.place`);
 * its library: :mod:`.bounding`, :mod:`.bounds`, :mod:`.record_cap`, :mod:`.priority` (contribution
-  bounding and its DP choice), :mod:`.sensitivity`, :mod:`.split`, :mod:`.mechanism`,
+  bounding and its DP choice), :mod:`.sensitivity`, :mod:`.split`, :mod:`.mechanism` (the names of
+  the shared noise mechanism, :mod:`dpopt.noise.mechanism`),
   :mod:`.partitions`, :mod:`.select_levels` (private selection), :mod:`.levels` (measuring a
   hierarchy's levels), :mod:`.place_bounds`, :mod:`.place_shares`, :mod:`.predict`.
 

@@ -57,7 +57,7 @@ from ..._validation import (DpoptInputError, check_bound, check_choice, check_ep
 from ...noise.selection import permute_and_flip
 from ...noise.sources import IntegerSource, SeededSource
 from ...records.aggregate import Aggregate
-from .mechanism import user_histogram
+from ...noise.mechanism import user_histogram
 from ._thresholding import release_probability
 from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 

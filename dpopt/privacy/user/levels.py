@@ -39,12 +39,12 @@ import pandas as pd
 from ..._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
 from ...hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
-from ...noise import IntegerSource, epsilon_rational, integer_source
+from ...noise import IntegerSource, epsilon_rational
 from ...records.aggregate import Aggregate
 from ...records.kept import node_sample_counts
 from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, LatticeValues, _grid_sum, _pair_sums, bound_contributions,
                        grid_ranks, lattice_values, tie_keys, user_ranks)
-from .mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation, NoiseMechanism
+from ...noise.mechanism import NoiseMechanism, make_mechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from .record_cap import capped_records
 from .sensitivity import sqrt_up
@@ -154,11 +154,7 @@ def node_sums(hier: Hierarchy, finest_values: np.ndarray) -> np.ndarray:
 
 
 def _sampler(kind: str, noise: str, seed: int | None) -> NoiseMechanism:
-    if noise == "discrete":
-        src = integer_source(seed)
-        return (DiscreteLaplace if kind == "laplace" else DiscreteGaussian)(src, seeded=seed is not None)
-    rng = np.random.default_rng(seed)
-    return LaplaceSimulation(rng) if kind == "laplace" else GaussianSimulation(rng)
+    return make_mechanism(kind, noise, seed=seed)
 
 
 #: second entropy word of a simulation's key stream (distinct from the noise's default_rng(seed))

@@ -16,12 +16,10 @@ import numpy as np
 
 from ..._validation import DpoptInputError, check_choice, check_nonnegative_float, check_positive_int
 from ...hierarchy.tree import profile_cycle
-from ...noise import integer_source
 from ...records.aggregate import Aggregate
 from .bounding import grid_ranks
 from .bounds import BOUND_RULES
-from .mechanism import (DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation,
-                        NoiseMechanism)
+from ...noise.mechanism import NoiseMechanism, make_mechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from ..options import Budget, NoiseOptions
 
@@ -275,9 +273,9 @@ def _samplers(noise: NoiseOptions, kind: str, sampler: NoiseMechanism | None
 
     def make(flavour: str, k: str, source: Any = None) -> NoiseMechanism:
         if flavour == "discrete":
-            src = integer_source(noise.seed) if source is None else source
-            return (DiscreteLaplace if k == "laplace" else DiscreteGaussian)(src, seeded=noise.seed is not None)
-        return LaplaceSimulation(rng) if k == "laplace" else GaussianSimulation(rng)
+            return make_mechanism(k, "discrete", seed=noise.seed if source is None else None, source=source,
+                                  seeded=noise.seed is not None)
+        return make_mechanism(k, "numpy", rng=rng)
 
     mech = sampler if sampler is not None else make(noise.noise, kind)
     if kind == "laplace":

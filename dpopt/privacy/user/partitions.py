@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..._validation import DpoptInputError, check_epsilon, check_positive_int
 from ...records.aggregate import Aggregate
-from .mechanism import NoiseMechanism
+from ...noise.mechanism import NoiseMechanism
 
 __all__ = ["PartitionList", "read_partitions", "match_partitions", "selection_threshold", "SelectionRule"]
 

@@ -67,7 +67,7 @@ from ...noise.sources import IntegerSource
 from ...records.aggregate import Aggregate
 from .bounding import CAPACITY, DEFAULT_GRANULARITY_BITS, lattice_halves
 from .bounds import bin_representatives
-from .mechanism import user_histogram
+from ...noise.mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
 __all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "cap_candidates", "cap_noise_factor",

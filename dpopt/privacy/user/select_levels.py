@@ -44,7 +44,7 @@ import numpy as np
 from ..._validation import DpoptInputError, check_positive_int
 from ...hierarchy.tree import Level, cell_parents
 from ...records.aggregate import Aggregate
-from .mechanism import NoiseMechanism
+from ...noise.mechanism import NoiseMechanism
 from .partitions import selection_threshold
 from .priority import _key_hash
 

@@ -45,7 +45,7 @@ from ....records.aggregate import Aggregate
 from ....records.grid import slot_text
 from ..bounding import BoundedGrids, bound_contributions, lattice_values
 from ..bounds import choose_bounds
-from ..mechanism import NoiseMechanism
+from ....noise.mechanism import NoiseMechanism
 from ..predict import NoiseBudgets
 from ..partitions import PartitionList, selection_threshold
 from ..sensitivity import Sensitivities, sensitivities

@@ -60,7 +60,7 @@ from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, Use
 from ....records.aggregate import Aggregate
 from ..bounding import LatticeValues, lattice_values
 from ....noise.sources import SeededSource
-from ..mechanism import NoiseMechanism
+from ....noise.mechanism import NoiseMechanism
 from ..levels import _check_bounds, _check_samples_limit, _sampler, bounded_level, simulation_keys, used_budget
 from ..place_bounds import choose_clamp, clamp_histogram_fields, measure_clamp_histogram, user_statistics
 from ....records.grid import slot_text
