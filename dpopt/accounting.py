@@ -15,6 +15,11 @@ Zero-concentrated DP (Bun & Steinke, TCC 2016): M is ρ-zCDP if D_α(M(D) ‖ M(
   tighter than the classical ε = ρ + 2√(ρ·log(1/δ)) (Bun–Steinke Proposition 1.3), which is the
   same expression without the two last terms at α = 1 + √(log(1/δ)/ρ).
 
+Every release's spend is one record, :class:`dpopt.measurements.BudgetSpend`, built by
+:func:`compose_spend` from the pieces a release spent (basic composition of pure ε, or zCDP with the
+pure-ε pieces at ε²/2 each); :func:`pure_epsilon` is the one ρ → ε step of a pure-ε piece inside a
+ρ budget and :func:`split_delta` the one split of δ between private selection and the conversion.
+
 Every α > 1 gives a valid (ε, δ) pair, so a numerical minimiser can only lose tightness, never
 privacy; :func:`rho_from_epsilon` returns the lower end of its bisection bracket, whose computed ε is
 ≤ the target.
@@ -23,14 +28,16 @@ privacy; :func:`rho_from_epsilon` returns the lower end of its bisection bracket
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import optimize
 
 from ._validation import DpoptInputError, _fail, _finite_real, check_delta, check_epsilon
+from .measurements import BudgetSpend
 
 if TYPE_CHECKING:  # pragma: no cover
     from .plan import GridPlan
@@ -43,7 +50,10 @@ __all__ = [
     "zcdp_epsilon_simple",
     "rho_from_epsilon",
     "pure_to_zcdp",
+    "pure_epsilon",
     "compose_zcdp",
+    "compose_spend",
+    "split_delta",
     "user_rho",
     "ZcdpAccount",
     "zcdp_account",
@@ -135,6 +145,64 @@ def pure_to_zcdp(epsilon: float) -> float:
     """ε-DP implies (ε²/2)-zCDP (Bun & Steinke 2016, Proposition 1.4)."""
     eps = check_epsilon(epsilon)
     return 0.5 * eps * eps
+
+
+def pure_epsilon(rho: float) -> float:
+    """The largest float ε with ε²/2 ≤ ρ exactly: the ε a pure ε-DP piece may spend inside a ρ-zCDP
+    budget (it costs ε²/2, Bun & Steinke 2016 Proposition 1.4); 0 for ρ ≤ 0."""
+    if rho <= 0:
+        return 0.0
+    e = math.sqrt(2.0 * rho)
+    while Fraction(e) ** 2 / 2 > Fraction(rho):
+        e = math.nextafter(e, 0.0)
+    return e
+
+
+def split_delta(delta: float, *, selection_share: float) -> tuple[float, float]:
+    """(δ of private partition selection, δ of the ρ → (ε, δ) conversion): ``selection_share`` of
+    δ to the selection, the rest to the conversion (the two add up to δ: basic composition of δ's)."""
+    d_sel = selection_share * delta
+    return d_sel, delta - d_sel
+
+
+def compose_spend(pieces: Mapping[str, float], *, unit: str, pure: Collection[str] = (), delta: float = 0.0,
+                  delta_conversion: float = 0.0) -> BudgetSpend:
+    """The exact budget one user spends on a release, from what each of its steps spent.
+
+    Parameters
+    ----------
+    pieces : Mapping[str, float]
+        What each step spent, in order: ε under ``unit="epsilon"``; under ``unit="rho"`` ρ, except
+        the names in ``pure``, which are pure ε-DP steps (bounds choice, partition selection)
+        given in ε.
+    unit : {"epsilon", "rho"}
+        Pure ε-DP with basic composition (ε = Σ ε_i), or ρ-zCDP (ρ = Σ ρ_i + Σ_pure ε_i²/2,
+        Bun & Steinke 2016 Lemma 2.3 and Proposition 1.4).
+    pure : collection of str
+        The pure-ε pieces under ``unit="rho"`` (ignored under ``"epsilon"``).
+    delta : float
+        δ of the (ε, δ) statement (selection's δ plus the conversion's).
+    delta_conversion : float
+        The part of δ the ρ → (ε, δ) conversion uses (:func:`zcdp_epsilon`; CKS 2020 Cor. 13).
+
+    Returns
+    -------
+    BudgetSpend
+        Totals summed exactly in rationals. Under ``"rho"`` the pieces are renamed ``<name>_rho``
+        (first) and ``<name>_epsilon`` (the pure ones, after), and ``epsilon`` is the (ε, δ)
+        conversion where δ > 0, else None.
+    """
+    if unit == "epsilon":
+        total = float(sum((Fraction(v) for v in pieces.values()), Fraction(0)))
+        return BudgetSpend("epsilon", total, dict(pieces), float(delta), total)
+    if unit != "rho":
+        raise _fail("unit", "must be 'epsilon' or 'rho'", unit)
+    rho = sum((Fraction(v) for n, v in pieces.items() if n not in pure), Fraction(0)) \
+        + sum((Fraction(v) ** 2 / 2 for n, v in pieces.items() if n in pure), Fraction(0))
+    named = {**{f"{n}_rho": v for n, v in pieces.items() if n not in pure},
+             **{f"{n}_epsilon": v for n, v in pieces.items() if n in pure}}
+    total = float(rho)
+    return BudgetSpend("rho", total, named, float(delta), zcdp_epsilon(total, delta_conversion) if delta > 0 else None)
 
 
 def compose_zcdp(rhos: Sequence[float] | np.ndarray) -> float:

@@ -12,6 +12,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .._validation import SCALE_LIMIT
+from ..accounting import pure_epsilon
 from ..measurements import Estimates, Measurements
 from ..privacy.user.predict import Outlook, release_outlook
 
@@ -21,7 +22,7 @@ __all__ = ["flat_outlook", "levels_outlook"]
 def _epsilon(m: Measurements) -> float:
     """The release's total ε (Gaussian without δ: the ε with ε²/2 = ρ, the pure-ε equivalent)."""
     sp = m.spend
-    eps = float(sp.epsilon) if sp.epsilon is not None else math.sqrt(2.0 * float(sp.total))
+    eps = float(sp.epsilon) if sp.epsilon is not None else pure_epsilon(float(sp.total))
     return min(eps, SCALE_LIMIT)  # a float sum of pieces may end a few ulps above the validated limit
 
 

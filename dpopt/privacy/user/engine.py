@@ -52,6 +52,7 @@ from ...hierarchy.crossed import RESIDUAL, fit_crossed
 from ...hierarchy.lattice import MarginalNodes, candidate_marginals
 from ...hierarchy.node_means import count_threshold, crossed_inputs
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
+from ...accounting import pure_epsilon
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
 from ...records.aggregate import Aggregate
 from ...records.grid import slot_text
@@ -264,7 +265,7 @@ def _split_total(budget: Budget, options: UserOptions) -> tuple[float, float, st
     frac = BOUNDS_FRACTION if options.bounds_fraction is None else float(options.bounds_fraction)
     if budget.gaussian:  # the bounds' histograms are pure ε: ε_b²/2 of ρ
         rho_b = frac * total
-        return math.sqrt(2.0 * rho_b), total - rho_b, "rho", (delta_total, delta_conv)
+        return pure_epsilon(rho_b), total - rho_b, "rho", (delta_total, delta_conv)
     return frac * total, total - frac * total, "epsilon", (delta_total, delta_conv)
 
 
@@ -292,7 +293,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
     main_budgets, summary = _plan(b, pilot, (1.0 - PILOT_SHARE - BETWEEN_SHARE) * rest, unit)
     main = _measure(b, mech, main_budgets, tag="main")
-    spend = spend_with_bounds(_levels_spend(unit, {**pilot.spent, **between_spent, **main.spent}), eps_b,
+    spend = spend_with_bounds({**pilot.spent, **between_spent, **main.spent}, unit, eps_b,
                               mech.real_release, deltas)
     return _assemble(agg, b, pilot, main, spend, EngineInfo(
         names=tuple(mn.marginal.name(agg.h3_resolution, agg.slot_ns) for mn in b.cands),
@@ -300,11 +301,6 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
         cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, strategy=summary, **between),
         mech=mech, noise=noise, U=U, bounds=pb)
-
-
-def _levels_spend(unit: str, pieces: dict[str, float]) -> BudgetSpend:
-    total = float(sum((Fraction(v) for v in pieces.values()), Fraction(0)))
-    return BudgetSpend(unit, total, pieces, 0.0, total if unit == "epsilon" else None)
 
 
 def _stack(parts: list[np.ndarray]) -> np.ndarray:

@@ -7,9 +7,7 @@ with them are in :mod:`dpopt.privacy.user.strategies` and :mod:`dpopt.privacy.us
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -219,7 +217,7 @@ class UserOptions:
 
 
 def _budget(budget: Budget, private: bool) -> tuple[float, float, float, float]:
-    from ...accounting import check_rho, rho_from_epsilon
+    from ...accounting import check_rho, rho_from_epsilon, split_delta
 
     if not isinstance(budget, Budget):
         raise DpoptInputError("the user model spends a whole-release `Budget` (epsilon_total or rho); got "
@@ -239,20 +237,16 @@ def _budget(budget: Budget, private: bool) -> tuple[float, float, float, float]:
                                   + ("`epsilon`" if budget.epsilon_total is not None else "private partition selection")
                                   + " (e.g. delta=1e-6); got None")
         return check_rho(budget.rho), 0.0, 0.0, 0.0
-    d_sel = SELECTION_DELTA_SHARE * delta if private else 0.0
-    d_conv = delta - d_sel
+    d_sel, d_conv = split_delta(delta, selection_share=SELECTION_DELTA_SHARE if private else 0.0)
     total = check_rho(budget.rho) if budget.rho is not None else rho_from_epsilon(budget.epsilon_total, d_conv)
     return total, delta, d_sel, d_conv
 
 
 def _eps_from_rho(rho: float) -> float:
-    """The largest float ε with ε²/2 ≤ ρ exactly (a pure ε-DP piece costs ε²/2 in zCDP)."""
-    if rho <= 0:
-        return 0.0
-    e = math.sqrt(2.0 * rho)
-    while Fraction(e) ** 2 / 2 > Fraction(rho):
-        e = math.nextafter(e, 0.0)
-    return e
+    """:func:`dpopt.accounting.pure_epsilon`: the largest float ε with ε²/2 ≤ ρ exactly."""
+    from ...accounting import pure_epsilon
+
+    return pure_epsilon(rho)
 
 
 def noise_family(mech: Any) -> str:

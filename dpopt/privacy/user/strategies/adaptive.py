@@ -22,12 +22,13 @@ used. Without a list (private selection) :func:`measure_multires` hands over to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from fractions import Fraction
 
 import numpy as np
 
 from ...._validation import DpoptInputError, check_bound
+from ....accounting import compose_spend
 from ....measurements import BudgetSpend, Measurements
 from ....noise import epsilon_rational
 from ....hierarchy.tree import default_levels
@@ -96,25 +97,15 @@ def coarse_record_floor(hist, max_records: int) -> int:
     return int(cands[np.flatnonzero(ok)[0]] if ok.any() else cands[-1])
 
 
-def spend_with_bounds(levels: BudgetSpend, eps_b: float, real: bool, delta: tuple[float, float]) -> BudgetSpend:
-    """The whole release's exact spend: the bounds piece (pure ε) plus every level piece."""
-    pieces = dict(levels.pieces)
+def spend_with_bounds(pieces: Mapping[str, float], unit: str, eps_b: float, real: bool, delta: tuple[float, float]
+                      ) -> BudgetSpend:
+    """The whole release's exact spend: every measurement piece (in ``unit``) plus the bounds
+    choice, a pure ε piece (rounded down to the exact sampler's grid in a real release)."""
     b = float(epsilon_rational(eps_b)) if (real and eps_b > 0) else eps_b
     delta_total, delta_conv = delta
-    if levels.unit == "epsilon":
-        if b > 0:
-            pieces["bounds"] = b
-        total = float(sum((Fraction(v) for v in pieces.values()), Fraction(0)))
-        return BudgetSpend("epsilon", total, pieces, 0.0, total)
-    from ....accounting import zcdp_epsilon
-
-    rho = sum((Fraction(v) for v in pieces.values()), Fraction(0)) + Fraction(b) ** 2 / 2
-    pieces = {f"{n}_rho": v for n, v in pieces.items()}
-    if b > 0:
-        pieces["bounds_epsilon"] = b
-    rho_total = float(rho)
-    return BudgetSpend("rho", rho_total, pieces, delta_total,
-                       zcdp_epsilon(rho_total, delta_conv) if delta_total > 0 else None)
+    given = {**pieces, "bounds": b} if b > 0 else dict(pieces)
+    return compose_spend(given, unit=unit, pure=("bounds",), delta=0.0 if unit == "epsilon" else delta_total,
+                         delta_conversion=delta_conv)
 
 
 def measure_multires(contributions: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None = None,
@@ -156,7 +147,7 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
                        mechanism=kind, noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
                        granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
                        weight_variance=options.weight_variance)
-    spend = spend_with_bounds(m.spend, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
+    spend = spend_with_bounds(m.spend.pieces, m.spend.unit, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
     info = replace(m.info, bounds_rule=rule, shape="adaptive", mechanism=kind, seeded=noise.seed is not None,
                    partitions="public list", slot=slot_text(agg.slot_ns), delta_selection=0.0, public=PUBLIC_FACTS)
     return Measurements(privacy_model="user", bound=U, nodes=m.nodes, statistics=m.statistics, spend=spend,

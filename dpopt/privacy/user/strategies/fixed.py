@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 
 from ...._validation import check_bound
+from ....accounting import compose_spend
 from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
 from ....noise import epsilon_rational
 from ....records.aggregate import Aggregate
@@ -167,18 +167,9 @@ def _spend(mech: NoiseMechanism, sel_mech: NoiseMechanism, sh: Shares, *, privat
     if sh.totals > 0:
         used["totals"] = 3 * float(epsilon_rational(sh.totals / 3.0)) if mech.real_release else sh.totals
     delta_total, delta_conv = delta
-    if not gaussian:
-        total = float(sum(used.values()))
-        return BudgetSpend("epsilon", total, used, delta_total, total)
-    from ....accounting import zcdp_epsilon
-
-    # pure-ε pieces in ε (their zCDP cost ε²/2 enters ρ_total); the rest in ρ
-    pure = {name: used.pop(name) for name in ("selection", "bounds") if name in used}
-    rho_total = float(sum((Fraction(v) for v in used.values()), Fraction(0))
-                      + sum((Fraction(v) ** 2 / 2 for v in pure.values()), Fraction(0)))
-    pieces = {**{f"{n}_rho": v for n, v in used.items()}, **{f"{n}_epsilon": v for n, v in pure.items()}}
-    eps_total = zcdp_epsilon(rho_total, delta_conv) if delta_total > 0 else None
-    return BudgetSpend("rho", rho_total, pieces, delta_total, eps_total)
+    # the pure-ε pieces (selection, bounds) cost ε²/2 each under zCDP
+    return compose_spend(used, unit="rho" if gaussian else "epsilon", pure=("selection", "bounds"), delta=delta_total,
+                         delta_conversion=delta_conv)
 
 
 def _nodes(agg: Aggregate, g: _Grids) -> tuple[pd.DataFrame, pd.DataFrame]:

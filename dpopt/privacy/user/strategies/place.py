@@ -133,7 +133,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
                        prior_spread=spread, mechanism="laplace", noise=noise.noise,
                        seed=noise.seed, noise_mechanism=mech, granularity_bits=noise.granularity_bits,
                        weight_mean=options.weight_mean, weight_variance=weight_variance)
-    spend = spend_with_bounds(m.spend, eps_b, mech.real_release, (delta_total, delta_conv))
+    spend = spend_with_bounds(m.spend.pieces, m.spend.unit, eps_b, mech.real_release, (delta_total, delta_conv))
     info = replace(m.info, bounds_rule="place (cap from a DP histogram of records per user, DP clamp)", shape="place",
                    mechanism="laplace", seeded=noise.seed is not None, partitions="public list",
                    slot=slot_text(agg.slot_ns), delta_selection=0.0,

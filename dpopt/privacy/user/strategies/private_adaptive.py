@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -56,7 +55,8 @@ import pandas as pd
 
 from ...._validation import DpoptInputError, check_bound, check_epsilon
 from ....hierarchy.tree import DAY_NS, Level, cell_parents
-from ....measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
+from ....accounting import compose_spend
+from ....measurements import Measurements, NoiseLaw, Statistic, UserInfo
 from ....records.aggregate import Aggregate
 from ..bounding import LatticeValues, lattice_values
 from ....noise.sources import SeededSource
@@ -327,7 +327,6 @@ def _measure(agg: Aggregate, sel: list[LevelSelection], nodes: pd.DataFrame, *, 
     fam = ("discrete_" if mech.real_release else "") + "laplace"
     stats = {s: Statistic(s, val[s], NoiseLaw(fam, scale[s], lattice=(1.0 if s == "count" else lat.lam)
                                               if mech.real_release else 0.0)) for s in val}
-    total = float(sum((Fraction(v) for v in pieces.values()), Fraction(0)))
     delta = float(sum(s.delta for s in sel))
     lev0 = np.flatnonzero(nodes["level"].to_numpy() == 0)
     finest = pd.DataFrame({"cell": nodes["cell"].to_numpy()[lev0], "slot": nodes["slot"].to_numpy()[lev0], "node": lev0})
@@ -336,7 +335,7 @@ def _measure(agg: Aggregate, sel: list[LevelSelection], nodes: pd.DataFrame, *, 
                     linked_levels=[False] * len(sel), sumsq_centre=U * U / 8.0, lattice=lat.lam,
                     noise=mech.label, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns, **extra_info)
     return Measurements(privacy_model="user", bound=U, nodes=nodes.drop(columns=["released"]).assign(
-        released=nodes["released"]), statistics=stats, spend=BudgetSpend("epsilon", total, pieces, delta, total),
+        released=nodes["released"]), statistics=stats, spend=compose_spend(pieces, unit="epsilon", delta=delta),
         centre=U / 2.0, finest=finest, info=info)
 
 
