@@ -161,3 +161,51 @@ def test_bad_delta(bad):
         check_delta(bad)
     with pytest.raises(DpoptInputError, match="delta"):
         zcdp_epsilon(1.0, bad)
+
+
+# --- the one spend record (compose_spend), the rho -> eps step of a pure piece, the delta split -------------------
+
+def test_pure_epsilon_is_the_largest_float_whose_square_half_fits():
+    from fractions import Fraction
+    import math as _m
+
+    from dpopt.accounting import pure_epsilon
+
+    rng = np.random.default_rng(20261202)
+    for rho in np.concatenate([10.0 ** rng.uniform(-8, 3, 300), [0.075, 0.5, 2.0, 1e-300]]):
+        e = pure_epsilon(float(rho))
+        assert Fraction(e) ** 2 / 2 <= Fraction(float(rho))
+        assert Fraction(_m.nextafter(e, _m.inf)) ** 2 / 2 > Fraction(float(rho))
+    assert pure_epsilon(0.0) == 0.0 and pure_epsilon(-1.0) == 0.0
+
+
+def test_compose_spend_sums_exactly_and_prices_pure_pieces_at_half_their_square():
+    from fractions import Fraction
+
+    from dpopt.accounting import compose_spend, zcdp_epsilon
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        vals = rng.uniform(0.0, 2.0, 5).tolist()
+        pieces = dict(zip(["count", "selection", "sum", "bounds", "sumsq"], vals))
+        eps = compose_spend(pieces, unit="epsilon", pure=("selection", "bounds"), delta=1e-7)
+        assert eps.unit == "epsilon" and eps.total == float(sum(Fraction(v) for v in vals)) == eps.epsilon
+        assert eps.pieces == pieces and eps.delta == 1e-7
+        rho = compose_spend(pieces, unit="rho", pure=("selection", "bounds"), delta=1e-6, delta_conversion=9e-7)
+        want = sum(Fraction(pieces[n]) for n in ("count", "sum", "sumsq")) \
+            + sum(Fraction(pieces[n]) ** 2 / 2 for n in ("selection", "bounds"))
+        assert rho.total == float(want)
+        assert list(rho.pieces) == ["count_rho", "sum_rho", "sumsq_rho", "selection_epsilon", "bounds_epsilon"]
+        assert rho.epsilon == zcdp_epsilon(rho.total, 9e-7) and rho.delta == 1e-6
+    assert compose_spend({"a": 0.5}, unit="rho").epsilon is None  # no delta: no (eps, delta) statement
+    with pytest.raises(ValueError, match="unit"):
+        compose_spend({"a": 0.5}, unit="eps")
+
+
+def test_split_delta_adds_up():
+    from dpopt.accounting import split_delta
+
+    for d in (1e-9, 1e-6, 0.3):
+        for share in (0.0, 0.25, 0.5, 1.0):
+            sel, conv = split_delta(d, selection_share=share)
+            assert sel == share * d and sel + conv == pytest.approx(d, rel=0, abs=1e-18) and conv >= 0
