@@ -244,9 +244,11 @@ def main() -> None:
     args = ap.parse_args()
     out = run(args)
     path = HERE / "results" / f"engine_{args.data}.json"
-    if not args.strategies and path.exists():  # peers only: keep the saved dpopt rows
-        saved = json.loads(path.read_text())
-        out["rows"] = [r for r in saved["rows"] if not r["strategy"].startswith("PipelineDP")] + out["rows"]
+    if path.exists():  # keep the saved rows of what this run did not rerun (dpopt strategies or the peer)
+        saved = json.loads(path.read_text())["rows"]
+        peer = lambda r: r["strategy"].startswith("PipelineDP")  # noqa: E731
+        kept = [r for r in saved if (peer(r) and not args.peers) or (not peer(r) and r["strategy"] not in args.strategies)]
+        out["rows"] = [r for r in out["rows"] if not peer(r)] + kept + [r for r in out["rows"] if peer(r)]
     (HERE / "results").mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=1))
     write_markdown()
