@@ -30,7 +30,8 @@ import scipy.sparse as sp
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
-from ..hierarchy.node_means import MIN_LEVELS, between_upper, combine, crossed_inputs, grid_weights, values_variance
+from ..hierarchy.node_means import (MIN_LEVELS, between_upper, combine, combined_total, crossed_inputs, grid_weights,
+                                   values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements, UserInfo
 
 __all__ = ["estimate_crossed", "METHOD", "VARIANCE_REASON"]
@@ -161,13 +162,6 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
 COMPONENT_GRID = 12
 
 
-def _smallest_totals(info: Any, parts: list[tuple[np.ndarray, ...]]) -> tuple[int, float, float]:
-    """(index, total count, total centred sum) of the marginal with the fewest nodes (the best-measured
-    totals; both phases combined)."""
-    i = int(np.argmin([int(np.max(c)) + 1 if np.size(c) else 0 for c in info.codes]))
-    return i, float(np.nansum(parts[i][0])), float(np.nansum(parts[i][2]))
-
-
 def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
     """The variance of the kept values (:func:`dpopt.hierarchy.node_means.values_variance`) from the
     pilot's sum of squares of the smallest marginal and its counts and sums: by the law of total
@@ -187,9 +181,10 @@ def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
 def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
     """:func:`dpopt.hierarchy.node_means.between_upper` of the engine's between-grid statistic with the
     totals of the marginal with the fewest nodes (post-processing)."""
-    _, n, t = _smallest_totals(info, parts)
+    n, n_var = combined_total([p[0] for p in parts], [p[1] for p in parts])
+    t, t_var = combined_total([p[2] for p in parts], [p[3] for p in parts])
     return between_upper(float(getattr(info, "between", np.nan)), float(getattr(info, "between_shift", 0.0)),
-                         float(getattr(info, "between_sd", np.nan)), n, t)
+                         float(getattr(info, "between_sd", np.nan)), n, t, count_var=n_var, total_var=t_var)
 
 
 def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float) -> dict[str, float]:

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 
-__all__ = ["combine", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
+__all__ = ["combine", "combined_total", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
            "values_variance", "between_upper"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone:
@@ -192,20 +192,29 @@ def values_variance(count: float, total: float, sumsq: float, *, clamp: float) -
     return float(min(v, top)) if np.isfinite(v) and v > 0 else top
 
 
-def between_upper(between: float, shift: float, sd: float, count: float, total: float) -> float:
+def between_upper(between: float, shift: float, sd: float, count: float, total: float, *, count_var: float = 0.0,
+                  total_var: float = 0.0) -> float:
     """A DP upper end of the record-weighted variance of the listed grids' kept means, from the noisy
     between-grid statistic Q̃ (``between``, value², :func:`dpopt.privacy.user.engine.between_sumsq`; its
-    per-record shift C and noise sd) and the noisy total kept count n and centred sum t:
+    per-record shift C and noise ``sd``) and the noisy total kept count n and centred sum t (noise
+    variances ``count_var`` and ``total_var``):
 
-        V̂ = (Q̃ − C·n)/n − (t/n)²,   upper end V̂ + BETWEEN_SDS · sd/n.
+        V̂ = Q̃/n − C − (t/n)²,   upper end V̂ + BETWEEN_SDS · sd(V̂),
 
-    Σ_g R_g·ȳ_g² holds the grids' sampling noise too (about one within-grid variance per grid), so V̂
-    overstates the spread of the grids' means, never understates it. ∞ where Q̃ was not measured or the
-    count is not positive. Positive (at least sd/n): a prior's range."""
+    sd(V̂)² = (sd/n)² + (∂V̂/∂n)²·Var n + (∂V̂/∂t)²·Var t with ∂V̂/∂n = −Q̃/n² + 2t²/n³ and
+    ∂V̂/∂t = −2t/n² (the delta method; the noises are independent). The count's share matters: Q̃/n
+    carries the shift C ≈ 1.5·(B/2)² per record, so a relative error δ of n moves V̂ by about
+    (C + Q̃/n − C)·δ — on the full Austin data 1 % of n is 21 (km/h)², more than the spread of the
+    cells' means. Σ_g R_g·ȳ_g² holds the grids' sampling noise too (about one within-grid variance per
+    grid), so V̂ overstates the spread of the grids' means, never understates it. ∞ where Q̃ was not
+    measured or the count is not positive. Positive (at least sd(V̂)): a prior's range."""
     if not (np.isfinite(between) and np.isfinite(count) and count > 0):
         return float("inf")
     v = (between - shift * count) / count - (total / count) ** 2
-    return float(max(v + BETWEEN_SDS * sd / count, sd / count))
+    d_n = -between / count ** 2 + 2.0 * total ** 2 / count ** 3
+    d_t = -2.0 * total / count ** 2
+    sd_v = math.sqrt((sd / count) ** 2 + d_n * d_n * max(count_var, 0.0) + d_t * d_t * max(total_var, 0.0))
+    return float(max(v + BETWEEN_SDS * sd_v, sd_v))
 
 
 def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray]) -> np.ndarray:
@@ -222,20 +231,31 @@ def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray]) -> n
     return w
 
 
-def total_upper(counts: list[np.ndarray], count_vars: list[np.ndarray]) -> float:
-    """An upper bound of the total kept count: every marginal's node counts add up to the same total;
-    their sums, combined by inverse variance, estimate it, plus :data:`MIN_SNR` sds of that estimate
-    (post-processing of the noisy counts; ∞ where nothing was measured)."""
-    sums, variances = [], []
-    for n, vn in zip(counts, count_vars):
-        vn = np.broadcast_to(np.asarray(vn, dtype=float), np.shape(n))
-        if np.all(np.isfinite(n)) and np.all(vn > 0):
-            sums.append(np.array([float(np.sum(n))]))
-            variances.append(np.array([float(np.sum(vn))]))
+def combined_total(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[float, float]:
+    """(estimate, variance) of a total every marginal measures: its node values add up to the same
+    total in each marginal (they partition the same kept records); each fully measured marginal's
+    sum, with the sum of its nodes' noise variances, combined by inverse variance (a variance of 0, an
+    exact total, is floored as :func:`combine` floors it; post-processing; (nan, ∞) where no marginal
+    was measured)."""
+    sums, sum_vars = [], []
+    for x, vx in zip(values, variances):
+        vx = np.broadcast_to(np.asarray(vx, dtype=float), np.shape(x))
+        if np.size(x) and np.all(np.isfinite(x)) and np.all(vx >= 0):
+            sums.append(np.array([float(np.sum(x))]))
+            sum_vars.append(np.array([float(np.sum(vx))]))
     if not sums:
-        return float("inf")
-    total, var = combine(sums, variances)
-    return float(total[0] + MIN_SNR * np.sqrt(var[0]))
+        return float("nan"), float("inf")
+    total, var = combine(sums, sum_vars)
+    return float(total[0]), float(var[0])
+
+
+def total_upper(counts: list[np.ndarray], count_vars: list[np.ndarray]) -> float:
+    """An upper bound of the total kept count: :func:`combined_total` of the node counts plus
+    :data:`MIN_SNR` sds of that estimate (post-processing of the noisy counts; ∞ where nothing was
+    measured)."""
+    noisy = [(n, vn) for n, vn in zip(counts, count_vars) if np.all(np.asarray(vn, dtype=float) > 0)]
+    total, var = combined_total([n for n, _ in noisy], [vn for _, vn in noisy])
+    return float(total + MIN_SNR * np.sqrt(var)) if np.isfinite(total) else float("inf")
 
 
 def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.ndarray], count_vars: list[np.ndarray],
