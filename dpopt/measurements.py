@@ -61,7 +61,25 @@ Measurements built by hand may give ``info`` as a plain mapping of field names (
 For code written against the earlier ``info`` dict, both classes also read as a read-only mapping
 (``info["k"]``, ``info.get("clamp")``, ``"clamp" in info``, ``{**info}``) of the fields that are not
 None (``info["granularity"]``, the earlier second name of ``lattice``, still reads it); dpopt's own
-code reads the attributes. ``Estimates.info`` stays a plain mapping: each estimator's own facts.
+code reads the attributes.
+
+The estimator's own facts (``Estimates.info``) are one typed object too, :class:`EstimatesInfo`,
+one class for every estimator (the hierarchical and crossed estimators share most of their facts,
+and the writers read them without asking which estimator ran); each estimator sets its fields and
+leaves the others None:
+
+* ``direct`` of ``public-occupancy``: ``summary`` (the headline bounds for summary.json) and
+  ``error_bounds`` (per grid, both criteria's bounds on the mean and the variance); ``direct`` of
+  ``user`` sets none;
+* ``pooled``: ``pooling`` (the map-wide values pooled toward and the between-grid variances);
+* ``hierarchical``: ``target``, ``nodes_released``, ``z``, ``bias_allowance``, ``interval`` and,
+  with shrinkage, ``tau2_by_level``;
+* ``crossed``: ``components``, ``components_upper``, ``spread_bound``, ``fit``, ``z``,
+  ``interval``, ``nodes_released`` and ``target`` (NaN).
+
+Like the model's facts it reads as a read-only mapping of the fields that are set
+(``est.info["target"]``), and a plain mapping given as ``Estimates(info=...)`` is converted
+(:meth:`EstimatesInfo.from_mapping`), unknown names refused.
 """
 
 from __future__ import annotations
@@ -84,6 +102,7 @@ __all__ = [
     "UserInfo",
     "PublicOccupancyInfo",
     "INFO_CLASSES",
+    "EstimatesInfo",
     "Measurements",
     "Estimates",
 ]
@@ -325,8 +344,70 @@ class PublicOccupancyInfo(_ReadOnlyMapping):
     timezone: str | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class EstimatesInfo(_ReadOnlyMapping):
+    """The estimator's own facts (``Estimates.info``): one class for every estimator, each setting
+    its own fields (None: not this estimator's). The hierarchical and crossed estimators share
+    most of theirs (``target``, ``nodes_released``, ``z``, ``interval``) and the writers read them
+    without asking which estimator ran.
+
+    Attributes
+    ----------
+    summary : Mapping[str, Any] or None
+        ``direct`` of ``public-occupancy``: the headline bounds for summary.json (field → value):
+        ``error_bound`` (the largest E_g of a released grid), ``error_bound_released`` (the same
+        with the sampler's exact E|noise|), ``criterion``, ``confidence`` and ``released_grids``.
+    error_bounds : Mapping[str, numpy.ndarray] or None
+        ``direct`` of ``public-occupancy``: per grid the bounds on |released − statistic| at the
+        confidence, keys ``{mean,variance}_{noise,worst_case}``, NaN where not released
+        (:func:`dpopt.estimation.direct.clip_error_bounds`).
+    pooling : Mapping[str, float] or None
+        ``pooled``: the map-wide values pooled toward, ``mean0``, ``var0``, and the between-grid
+        variances ``tau2_mean``, ``tau2_var`` (:func:`dpopt.estimation.pooling.pool_estimates`).
+    tau2_by_level : list of float or None
+        ``hierarchical`` with shrinkage: τ² of the node means per level, finest first.
+    target : float or None
+        ``hierarchical``: τ, a node answers its finest grids when its direct half-width is ≤ τ;
+        ``crossed``: NaN (every listed grid is answered).
+    nodes_released : int or None
+        ``hierarchical`` and ``crossed``: the number of nodes released.
+    z : float or None
+        ``hierarchical`` and ``crossed``: the normal quantile of the confidence the half-widths
+        use (None: no node was measured).
+    bias_allowance : float or None
+        ``hierarchical``: κ, both half-widths grow by κ·σ̂ for the bias of contribution bounding.
+    interval : str or None
+        ``hierarchical`` and ``crossed``: how ``mean_error_bound`` is made, in words.
+    components : Mapping[str, float] or None
+        ``crossed``: the fitted variance component of each factor (factor name → σ²; empty when
+        nothing was estimated).
+    components_upper : Mapping[str, float] or None
+        ``crossed``: the upper confidence end of each component (factor name → σ², "residual" too).
+    spread_bound : float or None
+        ``crossed``: the cap on the components (the smaller of the spread and between bounds; NaN
+        when nothing was estimated).
+    fit : str or None
+        ``crossed``: the fit's status in words (and the factors left out for memory).
+    """
+
+    summary: Mapping[str, Any] | None = None
+    error_bounds: Mapping[str, np.ndarray] | None = None
+    pooling: Mapping[str, float] | None = None
+    tau2_by_level: list[float] | None = None
+    target: float | None = None
+    nodes_released: int | None = None
+    z: float | None = None
+    bias_allowance: float | None = None
+    interval: str | None = None
+    components: Mapping[str, float] | None = None
+    components_upper: Mapping[str, float] | None = None
+    spread_bound: float | None = None
+    fit: str | None = None
+
+
 Mapping.register(UserInfo)
 Mapping.register(PublicOccupancyInfo)
+Mapping.register(EstimatesInfo)
 
 #: the typed facts of each privacy model
 INFO_CLASSES: Mapping[str, type] = {"user": UserInfo, "public-occupancy": PublicOccupancyInfo}
@@ -403,8 +484,9 @@ class Estimates:
     ``variance_released`` False with the reason where its interval is not narrower than its range;
     ``method`` how the row was estimated. ``answers`` one row per finest grid (cell, slot) with the
     ``node`` that answers it (the smallest released node containing it). ``measurements`` what they
-    were computed from. ``info`` the estimator's own facts, a plain mapping whose keys depend on the
-    method (direct: ``summary``, ``error_bounds``; pooled: ``pooling``; hierarchical: ``target`` …).
+    were computed from. ``info`` the estimator's own facts, typed: :class:`EstimatesInfo` (direct:
+    ``summary``, ``error_bounds``; pooled: ``pooling``; hierarchical: ``target`` …; a plain mapping
+    of its field names is converted on construction, module doc).
     """
 
     table: pd.DataFrame
@@ -412,4 +494,8 @@ class Estimates:
     confidence: float
     method: str
     measurements: Measurements
-    info: Mapping[str, Any] = field(default_factory=dict)
+    info: EstimatesInfo = field(default_factory=EstimatesInfo)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.info, EstimatesInfo):
+            object.__setattr__(self, "info", EstimatesInfo.from_mapping({} if self.info is None else self.info))

@@ -1,6 +1,6 @@
-"""The typed facts of Measurements (dpopt.measurements.UserInfo, PublicOccupancyInfo): the models
-build them, a mapping given by hand is converted, and the read-only mapping access of the earlier
-``info`` dict still reads them."""
+"""The typed facts of Measurements (dpopt.measurements.UserInfo, PublicOccupancyInfo) and of
+Estimates (EstimatesInfo): the models and the estimators build them, a mapping given by hand is
+converted, and the read-only mapping access of the earlier ``info`` dict still reads them."""
 
 from __future__ import annotations
 
@@ -51,3 +51,70 @@ def test_with_info_replaces_the_measurements_without_changing_the_old_ones() -> 
     m = _m("user", UserInfo(k=1, c=1, lattice=1.0, noise="numpy", h3_resolution=7))
     r = with_info(UserRelease(table=pd.DataFrame(), summary=None, measurements=m), timezone="UTC")
     assert r.measurements.info.timezone == "UTC" and m.info.timezone is None
+
+
+@pytest.fixture(scope="module")
+def releases():
+    """Seeded releases of a third of the shipped sample: flat (direct), adaptive (hierarchical),
+    optimised (crossed) and public-occupancy with the greedy plan (direct)."""
+    from dpopt.datasets import dataset_path, load_austin_sample
+    from dpopt.privacy.options import NoiseOptions
+    from dpopt.privacy.public_occupancy import PublicOccupancyOptions
+    from dpopt.privacy.user.options import UserOptions
+    from dpopt.release import Budget, release
+
+    data = load_austin_sample()
+    data = data.iloc[: len(data) // 3]
+    parts = str(dataset_path("austin_example_partitions.csv"))
+    noise, budget = NoiseOptions(noise="numpy", seed=7), Budget(epsilon_total=4.0)
+    out = {s: release(data, bound=120, budget=budget, model=UserOptions(partitions=parts, strategy=s), noise=noise)
+           for s in ("fixed", "adaptive", "optimised")}
+    out["public-occupancy"] = release(data, bound=120, budget=budget, model=PublicOccupancyOptions(plan="greedy"),
+                                      noise=noise)
+    return out
+
+
+def test_every_estimator_returns_the_typed_facts(releases) -> None:
+    from dpopt.estimation import estimate
+    from dpopt.measurements import EstimatesInfo
+
+    flat = releases["fixed"]
+    assert flat.estimates.method == "direct"  # the user model's direct estimate has no facts of its own
+    assert isinstance(flat.estimates.info, EstimatesInfo) and len(flat.estimates.info) == 0
+    pooled = estimate(flat.measurements, method="pooled")
+    assert isinstance(pooled.info, EstimatesInfo) and set(pooled.info.pooling) == {"mean0", "var0", "tau2_mean",
+                                                                                   "tau2_var"}
+    assert flat.summary.pooling == pooled.info.pooling and pooled.info["pooling"] is pooled.info.pooling
+    hier = releases["adaptive"].estimates
+    assert hier.method == "hierarchical" and isinstance(hier.info, EstimatesInfo)
+    assert hier.info.target > 0 and hier.info.nodes_released > 0 and hier.info.bias_allowance >= 0
+    assert isinstance(hier.info.interval, str) and isinstance(hier.info.tau2_by_level, list)
+    assert hier.info.components is None and "components" not in hier.info
+    crossed = releases["optimised"].estimates
+    assert crossed.method == "crossed" and isinstance(crossed.info, EstimatesInfo)
+    assert isinstance(crossed.info.components, dict) and isinstance(crossed.info.fit, str)
+    assert np.isnan(crossed.info.target) and crossed.info["components"] is crossed.info.components
+    po = releases["public-occupancy"].estimates
+    assert po.method == "direct" and isinstance(po.info, EstimatesInfo)
+    assert po.info.summary["criterion"] == "noise" and set(po.info.error_bounds) == {
+        "mean_noise", "mean_worst_case", "variance_noise", "variance_worst_case"}
+    assert po.info["error_bounds"] is po.info.error_bounds and po.info.get("pooling") is None
+
+
+def test_a_mapping_given_to_estimates_is_converted_and_unknown_names_are_refused(releases) -> None:
+    from dpopt.measurements import Estimates, EstimatesInfo
+
+    est = releases["adaptive"].estimates
+    again = Estimates(table=est.table, answers=est.answers, confidence=est.confidence, method=est.method,
+                      measurements=est.measurements, info={**est.info})
+    assert isinstance(again.info, EstimatesInfo) and again.info.target == est.info.target
+    assert dict(again.info) == dict(est.info)
+    empty = Estimates(table=est.table, answers=est.answers, confidence=0.9, method="direct",
+                      measurements=est.measurements, info={})
+    assert isinstance(empty.info, EstimatesInfo) and len(empty.info) == 0 and empty.info.summary is None
+    assert dataclasses.replace(est, table=est.table).info is est.info
+    with pytest.raises(ValueError, match="no fields"):
+        Estimates(table=est.table, answers=est.answers, confidence=0.9, method="direct",
+                  measurements=est.measurements, info={"target": 1.0, "typo": 2})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        est.info.target = 3.0  # type: ignore[misc]

@@ -32,7 +32,7 @@ from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
 from ..hierarchy.node_means import (MIN_LEVELS, between_upper, combine, combined_total, crossed_inputs, grid_weights,
                                    values_variance)
-from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements, UserInfo
+from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
 __all__ = ["estimate_crossed", "METHOD", "VARIANCE_REASON"]
 
@@ -103,12 +103,12 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     table["level"] = m.nodes["marginal"].to_numpy()
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": m.finest["node"].to_numpy(dtype=np.int64)})
-    summary = {"components": dict(fit.sigma2), "components_upper": upper, "spread_bound": cap, "z": z,
-               "fit": fit.status + ("" if not dropped else
-                                    f"; without the factors {', '.join(dropped)} (their levels did not fit in "
-                                    "memory: their nodes enter as observations only)"),
-               "interval": "z * sqrt(posterior variance of the grid's mean under the crossed model)",
-               "nodes_released": int(released.sum()), "target": float("nan")}
+    summary = EstimatesInfo(
+        components=dict(fit.sigma2), components_upper=upper, spread_bound=cap, z=z,
+        fit=fit.status + ("" if not dropped else f"; without the factors {', '.join(dropped)} (their levels did not "
+                                                 "fit in memory: their nodes enter as observations only)"),
+        interval="z * sqrt(posterior variance of the grid's mean under the crossed model)",
+        nodes_released=int(released.sum()), target=float("nan"))
     return Estimates(table=table, answers=answers, confidence=float(confidence), method=METHOD, measurements=m,
                      info=summary)
 
@@ -224,10 +224,10 @@ def _nothing(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], co
     table["level"] = m.nodes["marginal"].to_numpy()
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": m.finest["node"].to_numpy(dtype=np.int64)})
-    summary = {"components": {}, "components_upper": {}, "spread_bound": float("nan"), "z": float("nan"),
-               "fit": "no node measured above its noise: nothing estimated", "nodes_released": int(released.sum()),
-               "target": float("nan"),
-               "interval": "the whole declared range (no node measured above its noise)"}
+    summary = EstimatesInfo(components={}, components_upper={}, spread_bound=float("nan"), z=float("nan"),
+                            fit="no node measured above its noise: nothing estimated",
+                            nodes_released=int(released.sum()), target=float("nan"),
+                            interval="the whole declared range (no node measured above its noise)")
     return Estimates(table=table, answers=answers, confidence=confidence, method=METHOD, measurements=m, info=summary)
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..budget.noise import GaussianNoise, LaplaceNoise
-from ..measurements import Estimates, Measurements, NoiseLaw
+from ..measurements import Estimates, EstimatesInfo, Measurements, NoiseLaw
 from ..privacy.options import check_confidence
 from ..noise.mechanism import DiscreteGaussian, DiscreteLaplace, GaussianSimulation, LaplaceSimulation
 
@@ -186,10 +186,10 @@ def clip_worst_case_errors(m: Measurements) -> tuple[np.ndarray, np.ndarray]:
     return np.where(ok, bias + noise, np.inf), np.where(ok, bias + pub["noise_abs"].to_numpy(float), np.inf)
 
 
-def _public_occupancy_direct(m: Measurements, q: float) -> tuple[pd.DataFrame, dict]:
+def _public_occupancy_direct(m: Measurements, q: float) -> tuple[pd.DataFrame, EstimatesInfo]:
     """The CLIP estimates post-processed into the range with the ``criterion``'s bounds (module
     doc); both criteria's bounds, the variance in range before withholding and E_g beside them;
-    the summary's headline bounds in the returned dict."""
+    the summary's headline bounds and the bounds per grid in the returned facts."""
     crit = m.info.criterion
     b = clip_error_bounds(m, q)
     errors, released_errors = clip_worst_case_errors(m)
@@ -204,12 +204,12 @@ def _public_occupancy_direct(m: Measurements, q: float) -> tuple[pd.DataFrame, d
     summary = {"error_bound": float(finite.max()) if finite.size else float("inf"),
                "error_bound_released": float(np.max(released_errors[np.isfinite(released_errors)], initial=0.0)),
                "criterion": crit, "confidence": q, "released_grids": int(np.isfinite(errors).sum())}
-    return table, {"summary": summary, "error_bounds": b}
+    return table, EstimatesInfo(summary=summary, error_bounds=b)
 
 
 def direct(m: Measurements, *, confidence: float = 0.95) -> Estimates:
     """Direct estimates of every measured node of ``m`` (module doc)."""
     q = check_confidence(confidence)
-    table, info = (_user_direct(m, q), {}) if m.privacy_model == "user" else _public_occupancy_direct(m, q)
+    table, info = (_user_direct(m, q), EstimatesInfo()) if m.privacy_model == "user" else _public_occupancy_direct(m, q)
     answers = m.finest.copy() if len(m.finest.columns) else pd.DataFrame({"node": np.arange(m.n_nodes)})
     return Estimates(table=table, answers=answers, confidence=q, method="direct", measurements=m, info=info)

@@ -66,6 +66,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
@@ -75,7 +76,7 @@ from .._validation import DpoptInputError
 from ..hierarchy.blup import count_snr_threshold, fit_tau2, tree_blup
 from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
-from ..measurements import ESTIMATE_COLUMNS, Estimates, Measurements, UserInfo
+from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 from .direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON
 
 __all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_totals", "released_ancestor"]
@@ -170,9 +171,9 @@ def _moment_tau2(dev: np.ndarray, s2: np.ndarray, groups: np.ndarray, n_groups: 
     return tau2
 
 
-def _shrink(m: Measurements, d: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, dict]:
+def _shrink(m: Measurements, d: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, EstimatesInfo]:
     """Top-down empirical-Bayes shrinkage of the centred means toward the parent (module doc):
-    (shrunk centred mean, τ² per level)."""
+    (shrunk centred mean, the facts with τ² per level)."""
     parent = m.nodes["parent"].to_numpy()
     level = m.nodes["level"].to_numpy()
     h = m.bound / 2.0
@@ -190,7 +191,7 @@ def _shrink(m: Measurements, d: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray,
         B = np.where(ok, t2 / (t2 + np.where(ok, s2[rows], 1.0)), 0.0)
         mean[rows] = mean[p] + B * dev
         # posterior variance + squared bias at its moment estimate (1−B)²·τ² (robust to a normal prior failing)
-    return np.clip(mean, -h, h), {"tau2_by_level": tau2.tolist()}
+    return np.clip(mean, -h, h), EstimatesInfo(tau2_by_level=tau2.tolist())
 
 
 def _blup(m: Measurements, tot: dict) -> dict:
@@ -340,8 +341,8 @@ def _table(m: Measurements, released: np.ndarray, *, eb: np.ndarray, eb_hw: np.n
 
 
 def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: bool,
-                 tau: float) -> tuple[np.ndarray, dict, np.ndarray, np.ndarray | None]:
-    """(published centred means, info, answering node of every finest grid, posterior variance of
+                 tau: float) -> tuple[np.ndarray, EstimatesInfo, np.ndarray, np.ndarray | None]:
+    """(published centred means, the facts (τ² per level), answering node of every finest grid, posterior variance of
     the means or None) of ``estimator``."""
     finest = m.finest["node"].to_numpy()
     parent = m.nodes["parent"].to_numpy()
@@ -350,12 +351,12 @@ def _model_means(m: Measurements, tot: dict, dr: dict, estimator: str, shrink: b
         # a finest grid's posterior mean is that of its deepest ancestor-or-self whose subtree holds a
         # measurement (below it the random effects have prior mean 0): that node answers it
         ans = answer_nodes(parent, finest, np.where(bl["informed"], 0.0, np.inf), 1e-300)
-        return bl["mean"], {"tau2_by_level": bl["tau2"].tolist()}, ans, bl["var"]
+        return bl["mean"], EstimatesInfo(tau2_by_level=bl["tau2"].tolist()), ans, bl["var"]
     ans = answer_nodes(parent, finest, dr["mean_hw"], tau)
     if shrink:
         eb, info = _shrink(m, dr["d"], dr["s2"])
         return eb, info, ans, None
-    return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), {}, ans, None
+    return np.where(np.isfinite(dr["d"]), dr["d"], 0.0), EstimatesInfo(), ans, None
 
 
 def posterior_half_width(post_var: np.ndarray, z: float, allowance: np.ndarray) -> np.ndarray:
@@ -456,10 +457,10 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
                    clamped=clamped)
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
                             "node": ans})
-    info = {**info, "target": tau, "nodes_released": int(released.sum()),
-            "z": float(dr["z"][0]) if dr["z"].size else None, "bias_allowance": kappa,
-            "interval": "Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"
-            if interval == "direct" else "EB: z * sqrt(tree BLUP posterior variance) + bias allowance, capped at the "
-            "direct interval widened by |EB - direct|"}
+    info = replace(info, target=tau, nodes_released=int(released.sum()),
+                   z=float(dr["z"][0]) if dr["z"].size else None, bias_allowance=kappa,
+                   interval="Fieller (direct) + bias allowance; EB: the direct interval widened by |EB - direct|"
+                   if interval == "direct" else "EB: z * sqrt(tree BLUP posterior variance) + bias allowance, capped "
+                   "at the direct interval widened by |EB - direct|")
     return Estimates(table=table, answers=answers,
                      confidence=float(confidence), method=METHOD, measurements=m, info=info)

@@ -151,7 +151,7 @@ def pooled(m: Any, *, confidence: float = 0.95) -> Any:
     and ``variance`` the pooled values (no interval: the bounds of the direct estimate do not cover
     them, ``mean_error_bound`` NaN), ``mean_direct`` and its bound the direct estimate's."""
     from .._validation import DpoptInputError
-    from ..measurements import Estimates
+    from ..measurements import Estimates, EstimatesInfo
     from .direct import direct
 
     if m.privacy_model != "user":
@@ -164,4 +164,4 @@ def pooled(m: Any, *, confidence: float = 0.95) -> Any:
     table = base.table.assign(mean=mean, variance=var, mean_error_bound=np.nan, variance_error_bound=np.nan,
                               method="pooled")
     return Estimates(table=table, answers=base.answers, confidence=base.confidence, method="pooled",
-                     measurements=m, info={"pooling": info})
+                     measurements=m, info=EstimatesInfo(pooling=info))

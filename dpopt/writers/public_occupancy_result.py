@@ -190,10 +190,10 @@ def public_occupancy_release(m: Measurements, est: Estimates, *, contributions: 
     ingest = ingest or IngestReport()
     table = release_table(m, est)
     published_ingest = {k: v for k, v in ingest.as_dict().items() if k not in VALUE_DEPENDENT_INGEST}
-    summary = ReleaseSummary(**m.info.summary, **est.info["summary"], dropped_records=ingest.dropped_records,
+    summary = ReleaseSummary(**m.info.summary, **est.info.summary, dropped_records=ingest.dropped_records,
                              ingest=published_ingest)
     return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=contributions, plan=m.info.plan,
-                         grids=grids, diagnostics=dict(diagnostics or {}), error_bounds=est.info["error_bounds"],
+                         grids=grids, diagnostics=dict(diagnostics or {}), error_bounds=est.info.error_bounds,
                          measured=m, estimates=est)
 
 
@@ -208,7 +208,7 @@ def release_table(m: Measurements, est: Estimates) -> pd.DataFrame:
     (Laplace) or ``rho``, ``rho_mean``, ``rho_variance`` (Gaussian, zCDP).
     """
     pub, t, nodes = m.public, est.table, m.nodes
-    crit = est.info["summary"]["criterion"]
+    crit = est.info.summary["criterion"]
     other = "worst_case" if crit == "noise" else "noise"
     unit = m.spend.unit
     cells = nodes["cell"].to_numpy()

@@ -192,7 +192,7 @@ def run(args) -> dict:
                 eng = r.measurements.info.get("engine")
                 if eng is not None:
                     extra = {"marginals": list(eng.names), "main": [float(x) for x in eng.main],
-                             "plan": eng.strategy, "components": r.estimates.info.get("components")}
+                             "plan": eng.strategy, "components": r.estimates.info.components}
             row = {"strategy": strategy, "eps": eps, "reps": args.reps, "wall": float(np.mean(walls)),
                    **{k: float(np.median([s[k] for s in scores])) for k in scores[0]}, **extra}
             out["rows"].append(row)
