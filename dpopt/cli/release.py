@@ -380,14 +380,18 @@ def _example_answer(result: Any, unit: str | None) -> str:
 
     lat, lng, hour = EXAMPLE_PLACE
     cell = h3.latlng_to_cell(lat, lng, 7)
-    ans = result.answers
-    hit = ans[(ans["cell"].astype(str) == cell) & ans["slot"].astype(str).str.contains(f"T{hour:02d}:00")]
-    if hit.empty:
-        return ""
-    row = hit.iloc[0]
     t = result.table
-    node = t[(t["cell"].astype(str) == str(row["node_cell"])) & (t["slot"].astype(str) == str(row["node_slot"]))
-             & (t["slot_end"].astype(str) == str(row["node_slot_end"]))]
+    ans = getattr(result, "answers", None)
+    if ans is None:  # the flat release: every released grid is its own row
+        node = t[(t["cell"].astype(str) == cell) & t["slot"].astype(str).str.contains(f"T{hour:02d}:00")]
+        node = node[node["released"].astype(bool)] if "released" in node.columns else node
+    else:
+        hit = ans[(ans["cell"].astype(str) == cell) & ans["slot"].astype(str).str.contains(f"T{hour:02d}:00")]
+        if hit.empty:
+            return ""
+        row = hit.iloc[0]
+        node = t[(t["cell"].astype(str) == str(row["node_cell"])) & (t["slot"].astype(str) == str(row["node_slot"]))
+                 & (t["slot_end"].astype(str) == str(row["node_slot_end"]))]
     if node.empty:
         return ""
     mean, bound = float(node["mean"].iloc[0]), float(node["mean_error_bound"].iloc[0])

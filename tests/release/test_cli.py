@@ -133,3 +133,13 @@ def test_drop_by_value_is_flagged_in_report(tmp_path, capsys, tiny_records):
                             "--out-of-range", policy, "--quiet", "--no-map", "--max-dropped", "0.2")
         assert code == 0, err
         assert ("caveat" in (out_dir / "report.md").read_text()) is flagged
+
+
+def test_the_example_sentence_reads_the_flat_release_too(tmp_path, capsys):
+    """The flat (`--strategy fixed`) user release has no answers table: the example's sentence reads
+    the grid's own row instead of ending in a traceback."""
+    code = main(["release", "--example", "--privacy", "user", "--strategy", "fixed", "--seed", "5", "--no-map",
+                 "--out", str(tmp_path / "o")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Congress Ave at 6th St" in out + err and "Traceback" not in out + err
