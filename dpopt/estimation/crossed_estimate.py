@@ -180,11 +180,11 @@ def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
 
 def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
     """:func:`dpopt.hierarchy.node_means.between_upper` of the engine's between-grid statistic with the
-    totals of the marginal with the fewest nodes (post-processing)."""
+    total kept count every marginal measures, combined (:func:`dpopt.hierarchy.node_means.combined_total`;
+    post-processing)."""
     n, n_var = combined_total([p[0] for p in parts], [p[1] for p in parts])
-    t, t_var = combined_total([p[2] for p in parts], [p[3] for p in parts])
-    return between_upper(float(getattr(info, "between", np.nan)), float(getattr(info, "between_shift", 0.0)),
-                         float(getattr(info, "between_sd", np.nan)), n, t, count_var=n_var, total_var=t_var)
+    return between_upper(float(getattr(info, "between", np.nan)), float(getattr(info, "between_sd", np.nan)), n,
+                         count_var=n_var)
 
 
 def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float) -> dict[str, float]:

@@ -192,28 +192,23 @@ def values_variance(count: float, total: float, sumsq: float, *, clamp: float) -
     return float(min(v, top)) if np.isfinite(v) and v > 0 else top
 
 
-def between_upper(between: float, shift: float, sd: float, count: float, total: float, *, count_var: float = 0.0,
-                  total_var: float = 0.0) -> float:
+def between_upper(between: float, sd: float, count: float, *, count_var: float = 0.0) -> float:
     """A DP upper end of the record-weighted variance of the listed grids' kept means, from the noisy
-    between-grid statistic Q̃ (``between``, value², :func:`dpopt.privacy.user.engine.between_sumsq`; its
-    per-record shift C and noise ``sd``) and the noisy total kept count n and centred sum t (noise
-    variances ``count_var`` and ``total_var``):
+    between-grid statistic Q̃ (``between``, value², the sum of squares about their mean of
+    :func:`dpopt.privacy.user.engine.between_sumsq`; its noise ``sd``) and the noisy total kept
+    count n (noise variance ``count_var``):
 
-        V̂ = Q̃/n − C − (t/n)²,   upper end V̂ + BETWEEN_SDS · sd(V̂),
+        V̂ = Q̃/n,   upper end V̂ + BETWEEN_SDS · sd(V̂),   sd(V̂)² = (sd/n)² + (Q̃/n²)²·Var n
 
-    sd(V̂)² = (sd/n)² + (∂V̂/∂n)²·Var n + (∂V̂/∂t)²·Var t with ∂V̂/∂n = −Q̃/n² + 2t²/n³ and
-    ∂V̂/∂t = −2t/n² (the delta method; the noises are independent). The count's share matters: Q̃/n
-    carries the shift C ≈ 1.5·(B/2)² per record, so a relative error δ of n moves V̂ by about
-    (C + Q̃/n − C)·δ — on the full Austin data 1 % of n is 21 (km/h)², more than the spread of the
-    cells' means. Σ_g R_g·ȳ_g² holds the grids' sampling noise too (about one within-grid variance per
-    grid), so V̂ overstates the spread of the grids' means, never understates it. ∞ where Q̃ was not
-    measured or the count is not positive. Positive (at least sd(V̂)): a prior's range."""
+    (the delta method; the two noises are independent): n's relative error moves V̂ by the same
+    relative amount. Σ_g R_g·(ȳ_g − ȳ)² holds the grids' sampling noise too (about one within-grid
+    variance per grid), so V̂ overstates the spread of the grids' means, never understates it. ∞
+    where Q̃ was not measured or the count is not positive. Positive (at least sd(V̂)): a prior's
+    range."""
     if not (np.isfinite(between) and np.isfinite(count) and count > 0):
         return float("inf")
-    v = (between - shift * count) / count - (total / count) ** 2
-    d_n = -between / count ** 2 + 2.0 * total ** 2 / count ** 3
-    d_t = -2.0 * total / count ** 2
-    sd_v = math.sqrt((sd / count) ** 2 + d_n * d_n * max(count_var, 0.0) + d_t * d_t * max(total_var, 0.0))
+    v = between / count
+    sd_v = math.sqrt((sd / count) ** 2 + (between / count ** 2) ** 2 * max(count_var, 0.0))
     return float(max(v + BETWEEN_SDS * sd_v, sd_v))
 
 

@@ -26,7 +26,7 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 **Sensitivity** (add/remove one user): the user keeps ≤ T records, so every marginal's count
 vector moves by ≤ T in ℓ1 and ℓ2 (all in one node at worst) and its centred-sum vector by ≤ T·H_Y
 lattice units; no other user's kept records change (the sample reads only the user's own records
-and keys); the between-grid statistic moves by at most ⌈T·(2.5K + 2)⌉ (:func:`between_sumsq`). Each
+and keys); the between-grid statistic moves by at most ⌈T·(4K + 2)⌉ (:func:`between_sumsq`). Each
 (marginal, statistic, phase) and the between-grid statistic is one query: basic composition under Laplace
 (ε = Σ ε_i), ρ = Σ ρ_i under the Gaussian; the strategy's shares depend on DP outputs only
 (adaptive composition, same total). Published means are of values clamped to [0, B].
@@ -67,7 +67,7 @@ from ..options import Budget, NoiseOptions
 from .options import UserOptions, _partition_list, _sampler_kind, _samplers, noise_family
 from .strategies.adaptive import PUBLIC_FACTS, spend_with_bounds
 
-__all__ = ["EngineInfo", "measure_engine", "between_sumsq", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
+__all__ = ["EngineInfo", "measure_engine", "between_sumsq", "between_sensitivity", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
 
 #: share of the total budget for the record cap T and the clamp B (two DP histograms over users)
 BOUNDS_FRACTION = 0.15
@@ -93,8 +93,8 @@ class EngineInfo:
     row (within the marginal) of each listed grid, ``offsets`` the first row of each marginal in
     the node table, ``cap`` T, ``clamp`` B, ``pilot``/``main`` the budget per marginal of each
     phase (count + sum, in ``unit``), ``strategy`` the strategy's one-line summary; ``between`` the
-    noisy between-grid statistic Q̃ of :func:`between_sumsq` in value² units, ``between_shift`` its
-    per-record shift C (value²) and ``between_sd`` its noise sd (value²; NaN where not measured)."""
+    noisy between-grid statistic Q̃ of :func:`between_sumsq` in value² units and ``between_sd`` its
+    noise sd (value²; NaN where not measured)."""
 
     names: tuple[str, ...]
     levels: tuple[tuple[int, int, int], ...]
@@ -107,7 +107,6 @@ class EngineInfo:
     main: np.ndarray
     strategy: str
     between: float = math.nan
-    between_shift: float = 0.0
     between_sd: float = math.nan
 
 
@@ -209,28 +208,34 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
     return out
 
 
-def between_sumsq(R: np.ndarray, Y: np.ndarray, *, half_sum: int, bits: int, cap: int) -> tuple[int, int, int]:
-    """(Q, its ℓ1 = ℓ2 sensitivity, the shift C) of the listed grids' between-grid sum of squares.
+def between_sumsq(R: np.ndarray, Y: np.ndarray, *, half_sum: int, bits: int, cap: int) -> tuple[int, int]:
+    """(Q, its ℓ1 = ℓ2 sensitivity) of the listed grids' between-grid sum of squares about their mean.
 
     With R_g kept records and Y_g their centred sum in lattice units (λ = 2^-``bits``, |y| ≤ H =
-    ``half_sum``) per listed grid,
+    ``half_sum``) per listed grid, N = Σ R_g and S = Σ Y_g,
 
-        Q = Σ_{g: R_g > 0} ⌊Y_g² / (R_g·2^b)⌋ + C·Σ_g R_g,   C = round(1.5·K),  K = H²/2^b,
+        Q = Σ_{g: R_g > 0} ⌊Y_g² / (R_g·2^b)⌋ − ⌊S² / (N·2^b)⌋   (0 where N = 0),
 
-    in units of λ (value² / λ): Σ_g R_g·ȳ_g², the record-weighted sum of squares of the grids' centred
-    means, shifted by C per record. **Sensitivity.** Adding one record of centred value x to a grid
-    holding n records of mean m (|x|, |m| ≤ H) moves Y²/n by Δ = x² − n(m − x)²/(n + 1) ∈ [−4H², H²]
-    (a new grid: x² ∈ [0, H²]), so, with the shift and the floor (which moves the grid's term by at
-    most 1 more), one record moves Q by at most 2.5K + 2 (|C − 1.5K| ≤ ½); removing a record is the
-    reverse step. A user keeps at most T = ``cap`` records and no other user's kept records change
-    (module doc), so one user moves Q by at most ⌈T·(2.5K + 2)⌉. Exact in Python integers."""
-    K = Fraction(int(half_sum) ** 2, 2 ** int(bits))
-    C = round(Fraction(3, 2) * K)
+    in units of λ (value² / λ): Σ_g R_g·(ȳ_g − ȳ)², the record-weighted sum of squares of the grids'
+    kept means about their overall mean. **Sensitivity.** It is the total sum of squares of the kept
+    records about their mean minus the within-grid one. Adding one record of centred value x raises
+    the total one by N/(N + 1)·(x − ȳ)² ∈ [0, 4H²) and the within-grid one of its grid by
+    n/(n + 1)·(x − ȳ_g)² ∈ [0, 4H²), so the exact Q moves by less than 4H² in either direction, i.e.
+    4K with K = H²/2^b; each of the two floors that change moves by less than 1 more. Removing a
+    record is the reverse step. A user keeps at most T = ``cap`` records and no other user's kept
+    records change (module doc), so one user moves Q by at most ⌈T·(4K + 2)⌉. Exact in Python
+    integers."""
     ok = np.flatnonzero(np.asarray(R) > 0)
     q = sum(int(Y[i]) * int(Y[i]) // (int(R[i]) << int(bits)) for i in ok)
     total = int(np.sum(np.asarray(R, dtype=np.int64)))
-    sens = math.ceil(int(cap) * (Fraction(5, 2) * K + 2))
-    return q + C * total, sens, C
+    s = sum(int(Y[i]) for i in ok)
+    centre = s * s // (total << int(bits)) if total > 0 else 0
+    return q - centre, between_sensitivity(half_sum=half_sum, bits=bits, cap=cap)
+
+
+def between_sensitivity(*, half_sum: int, bits: int, cap: int) -> int:
+    """⌈T·(4K + 2)⌉, K = H²/2^b: the ℓ1 = ℓ2 sensitivity of :func:`between_sumsq` (its proof)."""
+    return math.ceil(int(cap) * (4 * Fraction(int(half_sum) ** 2, 2 ** int(bits)) + 2))
 
 
 def _measure_between(b: _Bounded, mech: Any, budget: float) -> tuple[dict[str, float], dict[str, float]]:
@@ -239,13 +244,13 @@ def _measure_between(b: _Bounded, mech: Any, budget: float) -> tuple[dict[str, f
     if budget <= 0:
         return {}, {}
     bits = int(round(-math.log2(b.lam)))
-    q, sens, shift = between_sumsq(b.R[0], b.Y[0], half_sum=b.half_sum, bits=bits, cap=b.cap)
+    q, sens = between_sumsq(b.R[0], b.Y[0], half_sum=b.half_sum, bits=bits, cap=b.cap)
     used = used_budget(budget, mech)
     noisy = mech.integer(np.array([q], dtype=object if abs(q) >= 2**62 else np.int64), l1=sens, l2=float(sens),
                          budget=used)
     sd = mech.scale(l1=sens, l2=float(sens), budget=used) * (math.sqrt(2.0) if mech.unit == "epsilon" else 1.0)
-    return ({"between": b.lam * float(np.asarray(noisy, dtype=float)[0]), "between_shift": b.lam * shift,
-             "between_sd": b.lam * sd}, {"pilot between-grid sum of squares": used})
+    return ({"between": b.lam * float(np.asarray(noisy, dtype=float)[0]), "between_sd": b.lam * sd},
+            {"pilot between-grid sum of squares": used})
 
 
 def _pilot_budgets(b: _Bounded, budget: float) -> np.ndarray:
