@@ -404,7 +404,7 @@ def _check_arguments(m, confidence, bias_allowance, estimator: str, interval: st
     return kappa
 
 
-def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9, target: float | None = None,
+def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.95, target: float | None = None,
                           shrink: bool = True, bias_allowance: float = DEFAULT_BIAS_ALLOWANCE,
                           estimator: str = "blup", interval: str = "direct") -> Estimates:
     """Measurements of a tree (``user`` model: count, sum, sumsq per node) → Estimates (module doc).
@@ -414,7 +414,7 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     measurements : Measurements
         From :func:`dpopt.privacy.user.levels.measure_levels` (nodes with ``parent`` and ``level``).
     confidence : float
-        Confidence of every published interval (default 0.9).
+        Confidence of every published interval (default 0.95, as every estimator).
     target : float, optional
         τ: a node answers its finest grids when its direct half-width is ≤ τ (default U/10).
     shrink : bool

@@ -135,7 +135,7 @@ def test_spend_and_two_phase_levels(agg):
     from dpopt.measurements import ESTIMATE_COLUMNS
 
     assert list(est.table.columns[: len(ESTIMATE_COLUMNS)]) == list(ESTIMATE_COLUMNS)
-    assert len(est.answers) == len(plist) and est.confidence == 0.9 and est.method == "hierarchical"
+    assert len(est.answers) == len(plist) and est.confidence == 0.95 and est.method == "hierarchical"  # one default
     assert est.table.loc[lev < first, "released"].eq(False).all()
     assert est.table.loc[lev < first, "mean_error_bound"].eq(U).all()
 
