@@ -251,31 +251,57 @@ class UserInfo(_ReadOnlyMapping):
     """The ``user`` model's public facts (module doc). Every release sets the first five; the
     others are set by the strategies that have them (None: not this release's).
 
-    ``k`` grids a user keeps (1 under the place and engine releases); ``c`` records a user keeps per
-    grid (the record cap T there); ``lattice`` λ, the lattice step values are rounded to (sums are
-    λ·integers); ``noise`` the sampler in words (the engine: the noise option's name);
-    ``h3_resolution`` the finest H3 resolution. ``slot`` the finest slot length in words
-    (e.g. "1h"); ``slot_ns`` that length in ns; ``levels`` the measured levels as
-    (h3_resolution, slot_ns, cycle_ns) sequences, finest first; ``bounds_rule`` how (k, c) (or T
-    and B) were chosen, in words; ``split_rule`` how the budget was split between the statistics;
-    ``partitions`` where the grids come from, in words; ``shape`` "adaptive", "place" or "engine"
-    (None: the flat release); ``mechanism`` "laplace" or "gaussian"; ``seeded`` whether the noise
-    was seeded (a simulation); ``delta_selection`` δ spent on private selection (0 with a list);
-    ``public`` what the release takes as public, in words. Flat release: ``selection_threshold``
-    the private selection's threshold (None with a list); ``noisy_users`` its noisy user counts per
-    released grid; ``totals`` the noisy (count, sum, sumsq) over all grids for pooling. Levels:
-    ``sumsq_centre`` the centre² the sums of squares are taken about (U²/8); ``first_level`` the
-    first level measured; ``first_level_scores`` each level's score for it; ``target`` τ, the
-    target error; ``level_sensitivity`` each level's (count L1, merge) sensitivities;
-    ``level_bounds`` each level's record cap (None: the (k, c) bounds); ``linked_levels`` which
-    levels keep the tree constraint; ``tree_consistent`` whether every level but the last does.
-    Private selection: ``selection`` per level its k, threshold and released count;
-    ``epsilon_budget`` the ε given. Place and engine: ``record_cap`` T; ``map_record_cap`` the
-    map's own cap; ``clamp`` B ≤ U the values were clamped to; ``declared_bound`` U as declared
-    (``Measurements.bound`` is then B); ``record_histogram`` and ``clamp_histogram`` the DP
-    histograms they were chosen from; ``sumsq_measured`` whether sums of squares were bought.
-    ``engine`` the optimised engine's ``EngineInfo``. After formatting: ``lower`` L of values read
-    in [L, U]; ``timezone`` the zone slots were cut in.
+    Attributes
+    ----------
+    k : int
+        Grids a user keeps (1 under the place and engine releases).
+    c : int
+        Records a user keeps per grid (the record cap T under the place and engine releases).
+    lattice : float
+        λ, the lattice step values are rounded to (sums are λ·integers); ``granularity`` is accepted
+        as its earlier name on input.
+    noise : str
+        The sampler in words (the engine: the noise option's name).
+    h3_resolution : int
+        The finest H3 resolution.
+    slot, slot_ns : str, int
+        The finest slot length in words (e.g. "1h") and in ns.
+    levels : sequence
+        The measured levels as (h3_resolution, slot_ns, cycle_ns), finest first.
+    bounds_rule, split_rule, partitions, public : str
+        In words: how (k, c) (or T and B) were chosen; how the budget was split between the
+        statistics; where the grids come from; what the release takes as public.
+    shape : str
+        "adaptive", "place" or "engine" (None: the flat release).
+    mechanism : str
+        "laplace" or "gaussian".
+    seeded : bool
+        Whether the noise was seeded (a simulation).
+    delta_selection : float
+        δ spent on private selection (0 with a list).
+    selection_threshold, noisy_users, totals : float, ndarray, tuple
+        The flat release: the private selection's threshold (None with a list), its noisy user
+        counts per released grid, the noisy (count, sum, sumsq) over all grids for pooling.
+    sumsq_centre : float
+        Levels: the centre² the sums of squares are taken about (U²/8).
+    first_level, first_level_scores, target : int, sequence, float
+        Levels: the first level measured, each level's score for it, τ the target error.
+    level_sensitivity, level_bounds, linked_levels, tree_consistent : sequence, sequence, sequence, bool
+        Levels: each level's (count ℓ1, merge) sensitivities; each level's record cap (None: the
+        (k, c) bounds); which levels keep the tree constraint; whether every level but the last does.
+    selection, epsilon_budget : sequence, float
+        Private selection: per level its k, threshold and released count; the ε given.
+    record_cap, map_record_cap, clamp, declared_bound : int, int, float, float
+        Place and engine: T, the map's own cap, the clamp B ≤ U the values were clamped to, U as
+        declared (``Measurements.bound`` is then B).
+    record_histogram, clamp_histogram : Mapping
+        Place and engine: the DP histograms T and B were chosen from.
+    sumsq_measured : bool
+        Whether sums of squares were bought.
+    engine : EngineInfo
+        The optimised engine's measurement record (:class:`dpopt.privacy.user.engine.EngineInfo`).
+    lower, timezone : float, str
+        After formatting: L of values read in [L, U]; the zone slots were cut in.
     """
 
     _ALIASES = {"granularity": "lattice"}
@@ -326,12 +352,22 @@ class PublicOccupancyInfo(_ReadOnlyMapping):
     """The ``public-occupancy`` model's public facts (module doc); None: not given (Measurements
     built by hand for estimation need only ``criterion``).
 
-    ``plan`` the :class:`dpopt.plan.GridPlan` released; ``criterion`` which error bound is published
-    ("noise" or "worst_case"); ``user_spend`` every user's exact spend (array over the plan's
-    users); ``mechanism`` "laplace" or "gaussian"; ``summary`` the model's public facts for
-    summary.json (field → value); ``hierarchy`` plan="hierarchy": the hierarchy's tables (nodes,
-    finest grids, answers, ...). After formatting: ``lower`` L of values read in [L, U];
-    ``timezone`` the zone slots were cut in.
+    Attributes
+    ----------
+    plan : dpopt.plan.GridPlan
+        The plan released.
+    criterion : str
+        Which error bound is published: "noise" or "worst_case".
+    user_spend : ndarray
+        Every user's exact spend (over the plan's users).
+    mechanism : str
+        "laplace" or "gaussian".
+    summary : Mapping[str, Any]
+        The model's public facts for summary.json (field → value).
+    hierarchy : Mapping
+        ``plan="hierarchy"``: the hierarchy's tables (nodes, finest grids, answers, ...).
+    lower, timezone : float, str
+        After formatting: L of values read in [L, U]; the zone slots were cut in.
     """
 
     plan: Any = None
