@@ -1,7 +1,8 @@
-"""Function size across dpopt/: no function over 60 lines, none with more than 8 positional
+"""Function size and signatures across dpopt/: no function over 60 lines, none with more than 8 positional
 parameters, and in the release layers (records, the privacy models, the hierarchy library,
 estimation, the writers, the release front door and the command line) no public function with more
-than 12 parameters in all (a sibling of tests/test_layers.py; :mod:`ast` only, nothing imported).
+than 12 parameters in all; every parameter and result annotated (a sibling of tests/test_layers.py;
+:mod:`ast` only, nothing imported).
 
 Lines count from ``def`` to the last line of the body (decorators excluded, docstring included);
 parameters count every positional, keyword-only, ``*args`` and ``**kwargs`` one, without ``self``
@@ -98,3 +99,25 @@ def test_the_check_allows_keyword_only_parameters(tmp_path):
                                    f"class C:\n    def ok(self, {many}):\n        pass\n")
     found = oversized([tmp_path / "m.py"], root=tmp_path, all_parameters=False)
     assert [f.split(":")[1].split()[0] for f in found] == ["_nine"]
+
+
+def unannotated(files: list[Path], root: Path = ROOT) -> list[str]:
+    """``path:function`` of every function with a parameter (other than self/cls) or a return
+    without a type annotation."""
+    bad = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                named = [x for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in ("self", "cls")]
+                star = [x for x in (a.vararg, a.kwarg) if x is not None]
+                if node.returns is None or any(x.annotation is None for x in named + star):
+                    bad.append(f"{path.relative_to(root.parent)}:{node.name}")
+    return bad
+
+
+def test_every_function_has_typed_parameters_and_result(tmp_path):
+    assert unannotated(_all_files()) == []
+    (tmp_path / "m.py").write_text("def ok(a: int, *b: str, **c: float) -> None:\n    pass\n\n\n"
+                                   "def bare(a):\n    pass\n\n\nclass C:\n    def m(self, x: int):\n        pass\n")
+    assert [f.split(":")[1] for f in unannotated([tmp_path / "m.py"], root=tmp_path)] == ["bare", "m"]

@@ -10,6 +10,7 @@ an interval [R_min, R_max(c)] because the criterion is non-increasing in R; R �
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from functools import cached_property
 
 import numpy as np
@@ -162,7 +163,7 @@ def cap_table(occ: Occupancy, *, max_caps: int | None = 4, truncate: bool = True
     return CapTable(gc_grid=gc_grid, gc_cap=gc_cap, gc_rmax=gc_rmax, max_caps=max_caps, truncate=bool(truncate))
 
 
-def config_table(occ: Occupancy, criterion, ladder: np.ndarray, *, max_caps: int | None = 4,
+def config_table(occ: Occupancy, criterion: Any, ladder: np.ndarray, *, max_caps: int | None = 4,
                  truncate: bool = True, caps: CapTable | None = None) -> ConfigTable:
     """All (grid, cap, level) configurations with a non-empty feasible interval of R.
 
@@ -213,7 +214,7 @@ def config_table(occ: Occupancy, criterion, ladder: np.ndarray, *, max_caps: int
     )
 
 
-def _mean_noise_guess(criterion, cap: np.ndarray, budget: np.ndarray, target: np.ndarray) -> np.ndarray | None:
+def _mean_noise_guess(criterion: Any, cap: np.ndarray, budget: np.ndarray, target: np.ndarray) -> np.ndarray | None:
     """R at which the mean's noise bound alone reaches τ (noise error linear in Δ_μ = U·c/R):
     ⌈U·c·t(1, s·b, q)/τ⌉, the exact R_min of the ``noise`` criterion on the mean, a lower bound
     otherwise. Only a starting bracket for the bisection; None for a criterion without these fields."""

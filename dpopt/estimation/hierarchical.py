@@ -76,7 +76,7 @@ from .._validation import DpoptInputError
 from ..hierarchy.blup import count_snr_threshold, fit_tau2, tree_blup
 from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
-from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
+from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, Statistic, UserInfo
 from .direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON
 
 __all__ = ["estimate_hierarchical", "two_sided_z", "fieller_interval", "gls_totals", "released_ancestor"]
@@ -140,13 +140,13 @@ def gls_totals(m: Measurements) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def _measured(st) -> tuple[np.ndarray, np.ndarray]:
+def _measured(st: Statistic) -> tuple[np.ndarray, np.ndarray]:
     v = st.law.variance()
     ok = np.isfinite(st.value) & (v > 0)
     return np.where(ok, st.value, np.nan), np.where(ok, v, np.inf)
 
 
-def _combine(y1, v1, y2, v2):
+def _combine(y1: np.ndarray, v1: np.ndarray, y2: np.ndarray, v2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p1, p2 = np.where(np.isfinite(v1), 1.0 / v1, 0.0), np.where(np.isfinite(v2), 1.0 / v2, 0.0)
     p = p1 + p2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -238,7 +238,8 @@ def _blup(m: Measurements, tot: dict) -> dict:
             "measured": measured, "informed": informed | (m.nodes["parent"].to_numpy() < 0)}
 
 
-def _variance_interval(d_lo, d_hi, zb_lo, zb_hi, U):
+def _variance_interval(d_lo: np.ndarray, d_hi: np.ndarray, zb_lo: np.ndarray, zb_hi: np.ndarray, U: float
+                       ) -> tuple[np.ndarray, np.ndarray]:
     """σ² = z̄ + U²/8 − d² over the box [d_lo, d_hi] × [z̄_lo, z̄_hi], clipped to [0, U²/4]."""
     d2_max = np.maximum(d_lo * d_lo, d_hi * d_hi)
     d2_min = np.where((d_lo <= 0) & (d_hi >= 0), 0.0, np.minimum(d_lo * d_lo, d_hi * d_hi))
@@ -386,7 +387,7 @@ def released_ancestor(parent: np.ndarray, node: np.ndarray, released: np.ndarray
     return ans
 
 
-def _check_arguments(m, confidence, bias_allowance, estimator: str, interval: str) -> float:
+def _check_arguments(m: Measurements, confidence: float, bias_allowance: float, estimator: str, interval: str) -> float:
     """One-line errors for :func:`estimate_hierarchical`'s arguments; returns κ."""
     if estimator not in ("blup", "shrink"):
         raise DpoptInputError(f"`estimator` must be 'blup' or 'shrink'; got {estimator!r}")

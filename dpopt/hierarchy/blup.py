@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 
 from .._validation import DpoptInputError
@@ -63,7 +65,8 @@ class TreeBLUP:
     loglik: float
 
 
-def _check(parent, level, y, s2, tau2):
+def _check(parent: Any, level: Any, y: Any, s2: Any, tau2: Any
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     parent = np.asarray(parent, dtype=np.int64)
     level = np.asarray(level, dtype=np.int64)
     y, s2, tau2 = (np.asarray(v, dtype=float) for v in (y, s2, tau2))
@@ -79,7 +82,8 @@ def _check(parent, level, y, s2, tau2):
     return parent, level, y, s2, tau2
 
 
-def _up(parent, level, prec, yv, tau2):
+def _up(parent: np.ndarray, level: np.ndarray, prec: np.ndarray, yv: np.ndarray, tau2: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Up pass: (a, π, log-likelihood contributions, message precision w_c and mean a_c per child)."""
     n = parent.size
     P, S, cnt = prec.copy(), yv * prec, (prec > 0).astype(float)  # precision, precision-weighted mean, #factors

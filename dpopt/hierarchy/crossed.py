@@ -233,7 +233,8 @@ class GLSPosterior:
         return 0.5 * (cov + cov.T)
 
 
-def _check_kernel(H, y, s2, prior_var, n_fixed, n_local):
+def _check_kernel(H: Any, y: Any, s2: Any, prior_var: Any, n_fixed: Any, n_local: Any
+                  ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, int, int]:
     if not sp.issparse(H):
         H = np.asarray(H, dtype=float)
         if H.ndim != 2:
@@ -303,7 +304,7 @@ def _block_cholesky(D: sp.csr_matrix, blocks: np.ndarray) -> tuple[sp.csr_matrix
     return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)), logdet
 
 
-def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, blocks: np.ndarray):
+def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, blocks: np.ndarray) -> tuple[Any, ...]:
     """The augmented system with the rows whose local effects lie in one block folded into the
     effects' precision and the local effects (the last ``blocks.size``) eliminated, their block
     then block-diagonal, D = −L Lᵀ: (duals' rows, folded rows, Ht, L⁻¹, log|det D|, K_we, KL = K_we L⁻ᵀ,
@@ -463,7 +464,7 @@ def _check_factors(factors: Any) -> tuple[list[str], list[np.ndarray], list[np.n
     return names, codes, levels
 
 
-def _check_crossed(factors, A, y, s2, residual, confidence):
+def _check_crossed(factors: Any, A: Any, y: Any, s2: Any, residual: bool, confidence: float) -> tuple[Any, ...]:
     names, codes, levels = _check_factors(factors)
     A = _as_design(A, "A", codes[0].size if codes else None)
     n, G = A.shape

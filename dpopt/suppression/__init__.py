@@ -46,7 +46,7 @@ __all__ = [
 _LAZY = ('SuppressionProblem', 'suppression_problem')
 
 
-def __getattr__(name: str):  # type: ignore[no-untyped-def]
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         from . import problem
 

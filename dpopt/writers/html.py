@@ -55,7 +55,7 @@ def _ramp(stops: list[str], t: np.ndarray) -> list[str]:
 class _Projection:
     """Equirectangular projection (x = lng·cos φ₀, y = −lat) fitted into a ``_W``-wide panel."""
 
-    def __init__(self, cells: list[str], focus: list[str] | None = None, margin: float = 0.15):
+    def __init__(self, cells: list[str], focus: list[str] | None = None, margin: float = 0.15) -> None:
         import h3
 
         self.rings = {c: np.array(h3.cell_to_boundary(c), dtype=float) for c in cells}

@@ -176,7 +176,7 @@ DEFAULT_TOLERANCE = 0.05
 
 
 def optimise_bounds(hist: ContributionHistogram, ks: np.ndarray, cs: np.ndarray, *, bound: float = 1.0,
-                    tolerance: float = DEFAULT_TOLERANCE, **model) -> tuple[int, int, np.ndarray]:
+                    tolerance: float = DEFAULT_TOLERANCE, **model: Any) -> tuple[int, int, np.ndarray]:
     """Exhaustive minimisation of :func:`predicted_release_error` over the public candidates.
 
     Every pair (k, c) is evaluated. The near-optimal band is the set of pairs within

@@ -23,6 +23,7 @@ used. Without a list (private selection) :func:`measure_multires` hands over to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 from dataclasses import replace
 
 import numpy as np
@@ -31,6 +32,7 @@ from ...._validation import DpoptInputError, check_bound
 from ....accounting import compose_spend
 from ....measurements import BudgetSpend, Measurements
 from ....noise import epsilon_rational
+from ....noise.mechanism import NoiseMechanism
 from ....hierarchy.tree import default_levels
 from ....records.aggregate import Aggregate
 from ....records.grid import slot_text
@@ -47,8 +49,8 @@ PUBLIC_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the 
                 "of H3 parents x coarser slots above it; nothing else about occupancy")
 
 
-def _choose(agg: Aggregate, options: UserOptions, eps_b: float, rest: float, unit: str, U: float, mech,
-            rng) -> tuple[int, int, str]:
+def _choose(agg: Aggregate, options: UserOptions, eps_b: float, rest: float, unit: str, U: float,
+            mech: NoiseMechanism, rng: Any) -> tuple[int, int, str]:
     """(k, c, rule): public, or by ``options.bounds``'s rule at ε_b predicting the noise of the
     finest level's count and sum at the rest of the budget (post-processing of the rule's output)."""
     from ..bounds import choose_bounds
@@ -76,7 +78,7 @@ def _choose(agg: Aggregate, options: UserOptions, eps_b: float, rest: float, uni
 RECORD_FLOOR_FACTOR = 2.0
 
 
-def coarse_record_floor(hist, max_records: int) -> int:
+def coarse_record_floor(hist: Any, max_records: int) -> int:
     """Smallest public candidate c ≥ RECORD_FLOOR_FACTOR × the pair-weighted median of the DP
     histogram's records per (user, grid) (post-processing of the ε_b-DP histogram).
 

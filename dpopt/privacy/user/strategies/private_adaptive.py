@@ -146,7 +146,7 @@ MAX_FINEST_THRESHOLD = 20.0
 
 
 def selection_plan(levels: tuple[tuple[Level, int], ...], epsilon: float, delta: float, shares: np.ndarray,
-                   mech, receiver: int | None = None) -> np.ndarray:
+                   mech: NoiseMechanism, receiver: int | None = None) -> np.ndarray:
     """Budget share per level (public): ``shares``, except that a finest level whose threshold at
     its share exceeds :data:`MAX_FINEST_THRESHOLD` users gives its share to level ``receiver``
     (default the coarsest; :func:`private_levels` names the map, not the root)."""
@@ -279,7 +279,8 @@ def _levels_and_rule(agg: Aggregate, levels: Any, finest: Any) -> tuple[tuple, n
     return lv, np.asarray(shares, dtype=float), receiver, finest
 
 
-def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech, seed: int | None, pieces: dict) -> tuple[float, dict]:
+def _clamp(agg: Aggregate, U: float, eps_clamp: float, mech: NoiseMechanism, seed: int | None, pieces: dict
+           ) -> tuple[float, dict]:
     """Step 0 (module doc): B and what the release publishes about it; (U, {}) when ``eps_clamp`` = 0.
     The first draw of the release, so an ε_B under the exact sampler's 2^-30 is refused before any."""
     if eps_clamp <= 0:
