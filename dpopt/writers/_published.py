@@ -344,6 +344,28 @@ def _epsilon_words(summary: dict[str, Any]) -> str:
     return ", ".join(parts) if parts else "see summary.json"
 
 
+def accounting_lines(summary: dict[str, Any], pieces: dict[str, float] | None = None) -> list[str]:
+    """report.md's privacy accounting, one builder for both privacy models: the guarantee in numbers
+    (:func:`privacy_statement`'s), how the pieces compose into it, and each piece a user spends
+    (``pieces``: the spend record's, in its unit; pure-ε pieces of a ρ budget are named ``*_epsilon``)."""
+    nums = _epsilon_words(summary)
+    scope = "" if summary.get("budget_mode") == "per-grid" else " for every user over the whole release"
+    lines = [f"- guarantee: **{nums}**{scope}"]
+    delta_sel = float(summary.get("delta_selection") or 0.0)
+    if summary.get("mechanism") == "gaussian":
+        lines.append("- composition: rho-zero-concentrated DP (Gaussian noise): the rho of every piece adds up, a "
+                     "pure-epsilon piece costs epsilon^2/2; the total implies (epsilon, delta)-DP by Canonne, Kamath "
+                     "& Steinke 2020 (Corollary 13)" + (f"; delta includes {delta_sel:g} of the private partition "
+                                                  "selection" if delta_sel > 0 else ""))
+    else:
+        lines.append("- composition: basic composition of pure epsilon-DP pieces (Laplace noise)"
+                     + ("; delta is the private partition selection's" if delta_sel > 0 else ""))
+    if pieces:
+        unit = "rho, or epsilon for the pure-epsilon ones" if summary.get("mechanism") == "gaussian" else "epsilon"
+        lines += [f"- pieces ({unit}):", *[f"  - {name}: {v:.6g}" for name, v in pieces.items()]]
+    return lines
+
+
 def privacy_statement(summary: dict[str, Any]) -> tuple[str, str]:
     """(numbers, words): the privacy guarantee as numbers ("ε = 10, δ = 1e-06") and in one or two
     plain sentences naming what is protected and what is treated as public."""

@@ -33,6 +33,7 @@ import pandas as pd
 from .._json import to_jsonable
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST, privacy_model_lines
 from .public_occupancy_result import ReleaseResult
+from ._published import accounting_lines
 from .folder import DIAGNOSTICS, check_out, write_atomically
 from .hooks import extra_files
 
@@ -184,11 +185,9 @@ def _accounting_lines(result: ReleaseResult) -> list[str]:
     s = result.summary
     ing = result.diagnostics.get("ingest", s.ingest)
     split = "equally" if s.split == "equal" else "optimally per grid"
-    lines = [f"- budget: {s.budget}; each grid's budget split between mean and variance {split}"]
-    if s.mechanism == "gaussian":
-        lines.append("- unit: rho of zero-concentrated DP (Gaussian noise): the rho of the grids a user is "
-                     "kept in add up; the total implies (epsilon, delta)-DP by the conversion of Canonne, "
-                     "Kamath & Steinke 2020 (Cor. 13)")
+    lines = [*accounting_lines(s.as_dict()),
+             f"- budget: {s.budget}; each grid's budget split between mean and variance {split} (a user "
+             "spends the budgets of the grids it is kept in)"]
     lines += [
         f"- plan: **{s.plan}**{' + pseudo-user clipping' if s.pseudo_users else ''} (status: {s.plan_status}"
         + (f", gap {s.plan_gap:.3g}" if s.plan_gap and np.isfinite(s.plan_gap) else "") + ")",

@@ -21,6 +21,7 @@ from .._json import to_jsonable
 from ..measurements import Estimates, Measurements, UserInfo
 from ..records.grid import (cell_centres, cell_strings, iso_duration, level_time_text, repeat_strings,
                            slot_strings, slot_text)
+from ._published import accounting_lines
 from .folder import DIAGNOSTICS, write_atomically
 from .hooks import extra_files
 
@@ -204,10 +205,14 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
 
 
 def _levels(m: Measurements) -> list[dict[str, Any]]:
-    """Each level's grid and budget (the sum of its pieces ``level{l}_…``)."""
+    """Each level's grid and budget: the sum of its pieces (``level{l}_…``; the engine's pieces end
+    with the marginal's name, e.g. ``main count cell × period``)."""
     out = []
+    engine = m.info.engine
     for li, (res, slot_ns, *cycle) in enumerate(m.info.levels):
-        spent = sum(v for name, v in m.spend.pieces.items() if name.startswith(f"level{li}_"))
+        mine = (lambda name: name.endswith(f" {engine.names[li]}")) if engine is not None else \
+            (lambda name: name.startswith(f"level{li}_"))
+        spent = sum(v for name, v in m.spend.pieces.items() if mine(name))
         cycle_ns = int(cycle[0]) if cycle else 0
         out.append({"level": li, "h3_resolution": int(res), "slot": "period" if slot_ns == 0 else slot_text(slot_ns),
                     "repeat_every": iso_duration(cycle_ns) if cycle_ns else None,
@@ -245,25 +250,6 @@ def _shape(info: UserInfo) -> str:
     return "private selection" if str(info.partitions or "").startswith("private") else "levels"
 
 
-def _accounting_lines(s: Any) -> list[str]:
-    """The accounting headline in words (Laplace: pure ε; Gaussian: ρ-zCDP and its (ε, δ))."""
-    if s.mechanism != "gaussian":
-        return ["## Privacy accounting (basic composition, " + ("(epsilon, delta)-DP" if s.delta > 0 else
-                                                                  "pure epsilon-DP") + ", Laplace noise)", "",
-                f"- total: **epsilon = {s.epsilon_total:.6g}**, delta = {s.delta:g}"
-                + (" (all of it spent by the private selection)" if s.delta_selection > 0 else "")]
-    lines = ["## Privacy accounting (rho-zero-concentrated DP, Gaussian noise)", "",
-             f"- total: **rho = {s.rho_total:.6g}** (zCDP: every piece's rho added; the pure-epsilon "
-             "pieces, bounds choice and partition selection, cost epsilon^2/2 each)"]
-    if s.epsilon_total is not None:
-        lines.append(f"- which implies **(epsilon = {s.epsilon_total:.6g}, delta = {s.delta:g})-DP** "
-                     "(Canonne-Kamath-Steinke 2020, Corollary 13)"
-                     + (f"; delta includes {s.delta_selection:g} of the private partition selection"
-                        if s.delta_selection > 0 else ""))
-    lines.append("- pieces (rho, or epsilon for the pure-epsilon ones):")
-    return lines
-
-
 def user_report_markdown(result: UserRelease) -> str:
     """A short human-readable report."""
     s = result.summary
@@ -278,8 +264,9 @@ def user_report_markdown(result: UserRelease) -> str:
         f"({s.slot} UTC slot) grid, with **user-level** differential privacy: neighbouring datasets "
         "differ by all the records of one user, and nothing about who is where is public.",
         "",
-        *_accounting_lines(s),
-        *[f"  - {name}: {v:.6g}" for name, v in b.items()],
+        "## Privacy accounting",
+        "",
+        *accounting_lines(s.as_dict(), dict(b)),
         f"- budget split among count, sum and sum of squares: {s.split_rule}",
         f"- contribution bounds: at most **k = {s.k}** grids per user (the user's grids with most records, "
         f"ties at random), at most **c = {s.c}** records per user and grid (the first by time); "
@@ -372,7 +359,7 @@ def _multires_markdown(result: UserRelease) -> str:
                  "`answers.csv` lists the published finest grids.")
     lines = [
         "# dpopt release report (privacy model: user, multi-resolution)", "", intro, "",
-        *_accounting_lines(s), *[f"  - {name}: {v:.6g}" for name, v in s.budget.items()],
+        "## Privacy accounting", "", *accounting_lines(s.as_dict(), dict(s.budget)),
         _bounds_line(s),
         "- levels (finest first): " + "; ".join(f"{lv['level']}: res {lv['h3_resolution']} x "
                                                 f"{lv.get('time') or lv['slot']} (budget {lv['budget']:.6g})"

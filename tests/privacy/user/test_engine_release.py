@@ -169,3 +169,18 @@ def test_a_factor_that_does_not_fit_in_memory_is_left_out_and_said(monkeypatch) 
     assert np.all(np.isfinite(est.table["mean"].to_numpy()[own]))
     assert np.all(np.isfinite(est.table["mean_error_bound"].to_numpy()[own]))
     assert largest not in est.info["components_upper"]
+
+
+def test_the_published_levels_state_what_each_marginal_spent() -> None:
+    """summary's levels: each marginal's budget is the sum of its pilot and main pieces, and the levels
+    with the bounds and the between-grid statistic add up to the total (they read 0 before)."""
+    rows, _ = _additive_records(np.random.default_rng(1))
+    r = _release(make_agg(rows), 4.0)
+    levels = r.summary.levels
+    pieces = r.measurements.spend.pieces
+    names = r.measurements.info.engine.names
+    for lv, name in zip(levels, names):
+        assert lv["budget"] == pytest.approx(sum(v for k, v in pieces.items() if k.endswith(f" {name}")))
+    others = pieces["bounds"] + pieces["pilot between-grid sum of squares"]
+    assert sum(lv["budget"] for lv in levels) + others == pytest.approx(r.measurements.spend.total, abs=1e-9)
+    assert sum(lv["budget"] for lv in levels) > 0
