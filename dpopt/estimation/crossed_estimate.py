@@ -1,7 +1,7 @@
 """Estimates of the engine's release: one crossed random-effects model of the listed grids' means
 (models/engine.md §4; the model and its REML fit: models/crossed.md). Post-processing only.
 
-Every measured marginal's nodes (pilot and main measurements combined by inverse variance) become
+Every measured marginal's nodes (the final measurement of every round: models/engine.md §2) become
 observations of weighted means of their grids (:func:`dpopt.hierarchy.node_means.crossed_inputs`);
 :func:`dpopt.hierarchy.crossed.fit_crossed` fits μ + one random effect per coarser marginal + the
 grid's own residual, variance components by REML from these observations alone. Every listed grid
@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
-from ..hierarchy.node_means import (MIN_LEVELS, between_upper, combine, combined_total, crossed_inputs, grid_weights,
+from ..hierarchy.node_means import (MIN_LEVELS, between_upper, combined_total, crossed_inputs, grid_weights,
                                    values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
@@ -42,13 +42,13 @@ VARIANCE_REASON = "not measured: this release publishes means"
 
 
 def _phases(m: Measurements, rows: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(count, its variance, centred sum, its variance) of the nodes in ``rows``, both phases combined."""
+    """(count, its variance, centred sum, its variance) of the nodes in ``rows``: the engine's final
+    statistics ``count``/``sum`` hold every round of a marginal (refined or combined there,
+    models/engine.md §2); the pilot's ``count_pilot``/``sum_pilot`` are an earlier, noisier view of
+    the same measurement (post-processing of the final one under Laplace noise) and add nothing."""
     st = m.statistics
-    n, vn = combine([st["count_pilot"].value[rows], st["count"].value[rows]],
-                    [st["count_pilot"].law.variance()[rows], st["count"].law.variance()[rows]])
-    t, vt = combine([st["sum_pilot"].value[rows], st["sum"].value[rows]],
-                    [st["sum_pilot"].law.variance()[rows], st["sum"].law.variance()[rows]])
-    return n, vn, t, vt
+    return (st["count"].value[rows], st["count"].law.variance()[rows], st["sum"].value[rows],
+            st["sum"].law.variance()[rows])
 
 
 def _node_matrix(code: np.ndarray, n_nodes: int, weights: np.ndarray) -> sp.csr_matrix:
@@ -163,19 +163,24 @@ COMPONENT_GRID = 12
 
 
 def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
-    """The variance of the kept values (:func:`dpopt.hierarchy.node_means.values_variance`) from the
-    pilot's sum of squares of the smallest marginal and its counts and sums: by the law of total
-    variance the grid means' record-weighted variance is at most this; B²/4 (Popoviciu) where the noisy
-    statistics give nothing usable."""
+    """The DP upper end of the variance of the kept values (:func:`dpopt.hierarchy.node_means.values_variance`)
+    from the pilot's sum of squares of the smallest marginal (with the pilot's count of the same
+    nodes) and that marginal's final count and centred sum, each with its noise: by the law of total
+    variance the grid means' record-weighted variance is at most this; B²/4 (Popoviciu) where the
+    noisy statistics give nothing usable."""
     B = float(info.clamp)
     st = m.statistics.get("sumsq_pilot")
     rows = np.flatnonzero(np.isfinite(st.value)) if st is not None else np.zeros(0, dtype=np.int64)
     if rows.size == 0:
         return B * B / 4.0
     i = int(np.searchsorted(info.offsets, rows[0], side="right")) - 1
-    n = float(np.nansum(parts[i][0]))
-    return values_variance(n, float(np.nansum(parts[i][2])), float(np.nansum(st.value[rows])) * n /
-                           max(float(np.nansum(m.statistics["count_pilot"].value[rows])), 1.0), clamp=B)
+    pilot = m.statistics["count_pilot"]
+    return values_variance(float(np.nansum(parts[i][0])), float(np.nansum(parts[i][2])),
+                           float(np.nansum(st.value[rows])), clamp=B, count_var=float(np.nansum(parts[i][1])),
+                           total_var=float(np.nansum(parts[i][3])),
+                           sumsq_count=float(np.nansum(pilot.value[rows])),
+                           sumsq_var=float(np.nansum(st.law.variance()[rows])),
+                           sumsq_count_var=float(np.nansum(pilot.law.variance()[rows])))
 
 
 def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:

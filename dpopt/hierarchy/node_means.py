@@ -180,16 +180,30 @@ def pooled_observation(code: np.ndarray, count: np.ndarray, count_var: np.ndarra
 BETWEEN_SDS = 2.0
 
 
-def values_variance(count: float, total: float, sumsq: float, *, clamp: float) -> float:
-    """The variance of the kept values from their noisy count n, centred sum t (Σ (x − B/2)) and
-    shifted sum of squares z (Σ ((x − B/2)² − B²/8)): (z + n·B²/8)/n − (t/n)², within [0, B²/4]
-    (Popoviciu); B²/4 where the noisy statistics give nothing usable. By the law of total variance
-    the record-weighted variance of any grouping's means is at most this. Post-processing."""
+def values_variance(count: float, total: float, sumsq: float, *, clamp: float, count_var: float = 0.0,
+                    total_var: float = 0.0, sumsq_count: float | None = None, sumsq_var: float = 0.0,
+                    sumsq_count_var: float = 0.0) -> float:
+    """A DP upper end of the variance of the kept values, from their noisy count n, centred sum t
+    (Σ (x − B/2)) and shifted sum of squares z (Σ ((x − B/2)² − B²/8)) — the last possibly measured
+    with its own count n_z (``sumsq_count``, default n):
+
+        v̂ = z/n_z + B²/8 − (t/n)²,   upper end v̂ + BETWEEN_SDS · sd(v̂),
+
+    sd(v̂)² = Var z/n_z² + (z/n_z²)²·Var n_z + (2t/n)²·(Var t/n² + (t/n²)²·Var n) (the delta method;
+    the noises independent), within (0, B²/4] (Popoviciu); B²/4 where the noisy statistics give
+    nothing usable. By the law of total variance the record-weighted variance of any grouping's means
+    is at most the values' variance. Post-processing."""
     top = clamp * clamp / 4.0
-    if not (np.isfinite(count) and np.isfinite(total) and np.isfinite(sumsq) and count > 0):
+    nz = count if sumsq_count is None else sumsq_count
+    if not (np.isfinite(count) and np.isfinite(total) and np.isfinite(sumsq) and np.isfinite(nz) and count > 0
+            and nz > 0):
         return top
-    v = (sumsq + clamp * clamp / 8.0 * count) / max(count, 1.0) - (total / count) ** 2
-    return float(min(v, top)) if np.isfinite(v) and v > 0 else top
+    m1 = total / count
+    v = sumsq / nz + clamp * clamp / 8.0 - m1 ** 2
+    var_m2 = max(sumsq_var, 0.0) / nz ** 2 + (sumsq / nz ** 2) ** 2 * max(sumsq_count_var, 0.0)
+    var_m1 = max(total_var, 0.0) / count ** 2 + (total / count ** 2) ** 2 * max(count_var, 0.0)
+    upper = v + BETWEEN_SDS * math.sqrt(var_m2 + (2.0 * m1) ** 2 * var_m1)
+    return float(min(upper, top)) if np.isfinite(upper) and upper > 0 else top
 
 
 def between_upper(between: float, sd: float, count: float, *, count_var: float = 0.0) -> float:

@@ -138,6 +138,10 @@ class StrategyProblem:
         Share floor of every measured candidate (0 ≤ floor ≤ 1).
     grid_weights : (G,) array or None
         Weight of each grid's MSE in the objective (default 1 each).
+    committed : (C,) array or None
+        Share of the total budget each candidate already holds (an earlier round's measurement that a
+        later one refines): its share is at least this, and a candidate holding some is measured
+        (default none). The shares still sum to at most 1.
     """
 
     factors: Mapping[str, Any]
@@ -147,6 +151,7 @@ class StrategyProblem:
     noise: str = "gaussian"
     min_share: float = 0.0
     grid_weights: Any = None
+    committed: Any = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -178,6 +183,11 @@ def _validate(pb: StrategyProblem) -> None:
     if not isinstance(pb.candidates, Sequence) or not pb.candidates:
         raise _bad("candidates", "must be a non-empty sequence of Candidate", pb.candidates)
     cands = tuple(_check_candidate(c, i, size, factors) for i, c in enumerate(pb.candidates))
+    committed = np.zeros(len(cands)) if pb.committed is None else _reals(pb.committed, "committed", len(cands))
+    if np.any(committed > 1) or committed.sum() > 1 + 1e-9:
+        raise _bad("committed", "must hold shares in [0, 1] summing to at most 1", pb.committed)
+    if any(c.must == "not" and k > 0 for c, k in zip(cands, committed)):
+        raise _bad("committed", "must be 0 for a candidate marked must='not'", pb.committed)
     labels = [c.label for c in cands]
     if len(set(labels)) != len(labels):
         raise _bad("candidates", "must not repeat a (marginal, option) pair", labels)
@@ -185,7 +195,8 @@ def _validate(pb: StrategyProblem) -> None:
         for f in c.informs:
             _node_levels(c, i, f, factors[f])  # every node inside one level of each factor it informs
     for key, val in (("factors", factors), ("sigma2", sigma2), ("budget", float(budget)),
-                     ("min_share", float(floor)), ("grid_weights", weights), ("candidates", cands)):
+                     ("min_share", float(floor)), ("grid_weights", weights), ("candidates", cands),
+                     ("committed", committed)):
         object.__setattr__(pb, key, val)
 
 
@@ -387,20 +398,22 @@ class _Fix:
     z_lower: np.ndarray
     z_upper: np.ndarray
     integer: bool = True  # False when z is fixed by its bounds: the master is an LP
+    s_lower: np.ndarray | float = 0.0  # the shares already committed (an earlier round's)
 
 
 def _fix_of(pb: StrategyProblem) -> _Fix:
     must = np.array([c.must or "" for c in pb.candidates])
-    return _Fix(floor=pb.min_share, z_lower=(must == "measure").astype(float),
-                z_upper=(must != "not").astype(float))
+    held = np.asarray(pb.committed, dtype=float) > 0
+    return _Fix(floor=pb.min_share, z_lower=((must == "measure") | held).astype(float),
+                z_upper=(must != "not").astype(float), s_lower=np.asarray(pb.committed, dtype=float))
 
 
 def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) -> Any:
     """The master LP/MILP (models/strategy.md §3); ``tangent`` s0 for the pure-ε linearisation."""
     n, ng = comp.num_cand, comp.num_groups
     b = ModelBuilder("strategy")
-    p = b.add_cols("p", n, upper=fix.z_upper)
-    s = b.add_cols("s", n, upper=fix.z_upper) if comp.laplace else p
+    p = b.add_cols("p", n, lower=0.0 if comp.laplace else fix.s_lower, upper=fix.z_upper)
+    s = b.add_cols("s", n, lower=fix.s_lower, upper=fix.z_upper) if comp.laplace else p
     z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=fix.integer)
          if comp.use_z else None)
     y = b.add_cols("y", ng, upper=comp.groups_at(np.zeros(n))[0], cost=1.0)
@@ -558,9 +571,14 @@ def _solve_laplace(comp: _Compiled, fix: _Fix, n_marg: int, *, deadline: float, 
     if relax.s is None:
         return relax
     even = np.full(comp.num_cand, 1.0 / n_marg)
+    held = np.broadcast_to(np.asarray(fix.s_lower, dtype=float), even.shape)
+    starts = [np.where(relax.s > ZERO_SHARE, relax.s, even), even]
+    if held.any():  # on top of the committed shares: what is left split evenly, or all on one candidate
+        even = held + (1.0 - held.sum()) / n_marg
+        starts = [starts[0], even] + [held + (1.0 - held.sum()) * np.eye(comp.num_cand)[j] for j in range(comp.num_cand)]
     best: _Run | None = None
     rounds = relax.rounds
-    for s0 in (np.where(relax.s > ZERO_SHARE, relax.s, even), even):
+    for s0 in starts:
         run = _ccp(comp, cuts, fix, s0, deadline=deadline, gap_tol=gap_tol)
         rounds += run.rounds
         if run.s is not None and (best is None or run.value < best.value):

@@ -62,6 +62,7 @@ from .discrete_gaussian import (discrete_gaussian, discrete_gaussian_array, disc
 from .discrete_laplace import (discrete_laplace, discrete_laplace_array, discrete_laplace_mean_abs, epsilon_rational,
                                epsilon_rational_array, laplace_entries)
 from .sources import IntegerSource, integer_source
+from .reduction import refine_discrete_laplace, refine_laplace
 
 __all__ = ["FAMILIES", "SAMPLERS", "NoiseMechanism", "make_mechanism", "DiscreteLaplace", "user_histogram",
            "LaplaceSimulation", "DiscreteGaussian", "GaussianSimulation", "l2_squared", "laplace_abs_quantile", "discrete_laplace_abs_quantile", "discrete_laplace_upper_quantile",
@@ -185,6 +186,12 @@ class LaplaceSimulation(_NumpySimulation):
         """numpy's Laplace(0, 1) times ``scale`` (:func:`dpopt.noise.continuous.laplace`)."""
         return laplace(self.rng, scale, shape)
 
+    def refine(self, noise: np.ndarray, *, l1: Any, budget_from: float, budget_to: float) -> np.ndarray:
+        """The noise of an answer at ``budget_from`` refined to ``budget_to`` ≥ it (Laplace noise
+        reduction, :func:`dpopt.noise.reduction.refine_laplace`)."""
+        return refine_laplace(noise, scale_from=self.scale(l1=l1, l2=None, budget=budget_from),
+                              scale_to=self.scale(l1=l1, l2=None, budget=budget_to), rng=self.rng)
+
     def abs_quantile(self, scale: float, prob: float) -> float:
         """x with P(|Lap(b)| > x) = prob (:func:`laplace_abs_quantile`)."""
         return laplace_abs_quantile(scale, prob)
@@ -230,6 +237,14 @@ class DiscreteLaplace(_ExactSampler):
         if s < _ARRAY_SCALE:  # the vectorised exact sampler (int64 draws; |Z| ≥ 2^62 has probability < e^{-2^22})
             return _add_exact(values, discrete_laplace_array(s, int(np.size(values)), self.source))
         return _add_exact(values, (discrete_laplace(s, self.source) for _ in range(int(np.size(values)))))
+
+    def refine(self, noise: np.ndarray, *, l1: Any, budget_from: float, budget_to: float) -> np.ndarray:
+        """The exact integer noise of an answer at ``budget_from`` refined to ``budget_to`` ≥ it
+        (Laplace noise reduction, :func:`dpopt.noise.reduction.refine_discrete_laplace`): distributed as
+        this sampler's noise at ``budget_to``, the earlier noise a post-processing of it."""
+        l1 = Fraction(_check_l1(l1))
+        return refine_discrete_laplace(noise, scale_from=l1 / epsilon_rational(float(budget_from)),
+                                       scale_to=l1 / epsilon_rational(float(budget_to)), source=self.source)
 
     def abs_quantile(self, scale: float, prob: float) -> float:
         """Smallest integer x with P(|Z| > x) ≤ prob (:func:`discrete_laplace_abs_quantile`)."""

@@ -410,3 +410,29 @@ def test_hand_computed_instance_and_degenerate_ones():
     useless = Candidate("m", "k", codes, np.ones(2), {})
     plan = solve_strategy(StrategyProblem({"cell": codes}, {"cell": 1.0}, [useless], 1.0))
     assert plan.mse == pytest.approx(3.0) and not plan.measured.any()
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+@pytest.mark.parametrize("seed", range(4))
+def test_committed_shares_are_kept_and_the_rest_is_split_optimally(seed, noise):
+    """A second round re-plans the whole budget with every candidate at least at the share an earlier
+    round committed to it: the plan keeps them and is no worse than the best point of a 1/60 simplex
+    grid restricted to those floors (brute force)."""
+    rng = np.random.default_rng(700 + seed)
+    pb0 = instance(rng, n_cell=2, n_slot=3, noise=noise, marginals=("cell x period", "map x slot", "cell x slot"))
+    committed = rng.dirichlet(np.ones(3)) * 0.3
+    pb = StrategyProblem(pb0.factors, pb0.sigma2, pb0.candidates, pb0.budget, noise=noise, committed=committed)
+    plan = solve_strategy(pb)
+    assert np.all(plan.shares >= committed - 1e-9) and np.all(plan.measured)
+    best = min(total(pb, pt) for pt in simplex(3, 60, 0.0) if np.all(np.array(pt) >= committed))
+    assert plan.mse <= best * (1 + TOL_GRID)
+    free = solve_strategy(pb0)
+    assert plan.mse >= free.mse * (1 - 1e-6)  # a floor can only cost
+
+
+def test_committed_shares_are_validated():
+    pb = instance(np.random.default_rng(1), marginals=("cell x period", "map x slot"))
+    with pytest.raises(DpoptInputError, match="committed"):
+        StrategyProblem(pb.factors, pb.sigma2, pb.candidates, pb.budget, committed=[0.7, 0.6])
+    with pytest.raises(DpoptInputError, match="committed"):
+        StrategyProblem(pb.factors, pb.sigma2, pb.candidates, pb.budget, committed=[0.1])

@@ -40,7 +40,7 @@ reused in the estimate.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -50,7 +50,7 @@ import pandas as pd
 from ..._validation import DpoptInputError
 from ...hierarchy.crossed import RESIDUAL, fit_crossed
 from ...hierarchy.lattice import MarginalNodes, candidate_marginals
-from ...hierarchy.node_means import count_threshold, crossed_inputs
+from ...hierarchy.node_means import MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
 from ...accounting import pure_epsilon
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
@@ -79,6 +79,17 @@ PILOT_SHARE = 0.1
 #: cost is 10 % less budget for the means and whose gain is intervals that need not assume the
 #: grids differ as much as single values do; not tuned on data
 BETWEEN_SHARE = 0.1
+#: a second-round step below this fraction of the main budget is not drawn (float residue of the
+#: plan's shares, below the exact sampler's 2^-30 budget lattice at any ε of interest)
+TINY_STEP = 1e-9
+#: share of the main budget spent by the first round, on the plan the pilot's knowledge gives (the
+#: public prior where the pilot sees nothing); the second round re-plans the whole main budget from
+#: a fit of everything measured so far, each marginal at least at its first-round budget, and
+#: refines the first round's noise (Laplace noise reduction, so the first round's budget is not
+#: spent twice). Why 0.3: a marginal the whole budget would measure at a count signal-to-noise of
+#: 10 is seen by the first round at 3, the threshold a node must pass to enter a fit (node_means);
+#: a larger first round sees more and re-allocates less. A statement about noise, not tuned on data
+ROUND1_SHARE = 0.3
 #: the strategy model's relative optimality gap: its objective is a predicted MSE, a surrogate, so a
 #: plan within 1 % of the surrogate's optimum is as good as the optimum (a solver tolerance); the solve
 #: stops on this gap or its round limit, never on the clock, so a seeded release is reproducible
@@ -108,12 +119,16 @@ class EngineInfo:
     strategy: str
     between: float = math.nan
     between_sd: float = math.nan
+    first: np.ndarray | None = None
 
 
 @dataclass(eq=False)
 class _Phase:
-    """One phase's noisy statistics per marginal (value units) and their noise laws; ``spread`` the
-    noisy centred sum of squares Σ (x − B/2)² of the marginal with the fewest nodes (pilot only)."""
+    """The measurement of every marginal so far (value units), cumulative over the rounds, with its
+    noise laws; ``spread`` the noisy centred sum of squares Σ (x − B/2)² of the marginal with the
+    fewest nodes (pilot only). ``levels`` the budget each (statistic, marginal) has reached and
+    ``noise`` its current noise (lattice units) — private, kept only to refine it in the next round
+    (:func:`_refined`), never published."""
 
     count: list[np.ndarray]
     total: list[np.ndarray]
@@ -122,6 +137,8 @@ class _Phase:
     spent: dict[str, float]
     spread: np.ndarray | None = None
     spread_law: NoiseLaw | None = None
+    levels: dict[tuple[str, int], float] = field(default_factory=dict)
+    noise: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -175,31 +192,80 @@ def _noisy(mech: Any, exact: np.ndarray, l1: int, l2: float, budget: float, unit
     return noisy, law
 
 
-def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: bool = False) -> _Phase:
-    """Noisy count and centred sum of every marginal with budget > 0 (split between them by
-    :func:`dpopt.privacy.user.split.split_budget`), and with ``spread`` the centred sum of squares of the
-    smallest marginal; NaN where a marginal got nothing."""
+def _with_noise(exact: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """exact + noise per entry (lattice units) as floats, added exactly and rounded once."""
+    if noise.dtype.kind == "f":  # continuous simulation noise
+        return np.asarray(exact, dtype=float) + noise
+    if noise.dtype == object or int(np.max(np.abs(exact), initial=0)) + int(np.max(np.abs(noise), initial=0)) >= 2**62:
+        return np.array([float(int(e) + int(z)) for e, z in zip(np.ravel(exact), np.ravel(noise))])
+    return (np.asarray(exact, dtype=np.int64) + noise).astype(float)
+
+
+def _refined(mech: Any, exact: np.ndarray, prev: tuple[float, np.ndarray | None, np.ndarray, NoiseLaw] | None, *,
+             l1: int, l2: float, step: float, unit_size: float
+             ) -> tuple[float, np.ndarray | None, np.ndarray, NoiseLaw]:
+    """One statistic of one marginal raised by ``step`` (the sampler's budget) to level + step:
+    (level, noise, value, law). Laplace: the earlier noise *refined* to the new level
+    (:mod:`dpopt.noise.reduction`; the earlier value is a post-processing of the new one, so the
+    statistic costs its final level in all and is as precise as one draw there); Gaussian: a fresh
+    draw at ``step`` combined with the earlier value by inverse variance (ρ adds, and so does the
+    precision). Where nothing was measured before, one fresh draw (models/engine.md §2)."""
+    n = int(np.size(exact))
+    level = step + (prev[0] if prev is not None else 0.0)
+    if prev is not None and mech.unit == "epsilon":
+        noise = mech.refine(prev[1], l1=l1, budget_from=prev[0], budget_to=level)
+    else:
+        noise = np.asarray(mech.integer(np.zeros(n, dtype=np.int64), l1=l1, l2=l2, budget=step))
+        if mech.real_release:
+            noise = np.rint(noise).astype(np.int64)
+    value = unit_size * _with_noise(exact, noise)
+    law = NoiseLaw(noise_family(mech), np.full(n, unit_size * mech.scale(l1=l1, l2=l2, budget=level)),
+                   unit_size if mech.real_release else 0.0)
+    if prev is not None and mech.unit == "rho":  # independent draws: combine by inverse variance
+        fresh = NoiseLaw(law.family, np.full(n, unit_size * mech.scale(l1=l1, l2=l2, budget=step)), law.lattice)
+        value, var = combine([prev[2], value], [prev[3].variance(), fresh.variance()])
+        law = NoiseLaw("gaussian", np.sqrt(var), 0.0)
+        noise = None
+    return level, noise, value, law
+
+
+def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: bool = False,
+             prev: _Phase | None = None) -> _Phase:
+    """Raise every marginal's count and centred sum by its budget in ``budgets`` (split between
+    them by :func:`dpopt.privacy.user.split.split_budget`) over the measurement ``prev`` (none: the
+    first round), and with ``spread`` measure the centred sum of squares of the smallest marginal;
+    a marginal with no budget keeps its earlier measurement (NaN where it has none)."""
     # every marginal is a sum of the same ≤ T kept records per user: the (k, c) = (1, T) sensitivities
     # of the user model (all of a user's records in one node at worst; models/engine.md §2)
     sens = sensitivities(1, b.cap, b.clamp, lam=b.lam)
     out = _Phase([], [], [], [], {})
     fin = b.cands[0].marginal
     for i, (mn, bud) in enumerate(zip(b.cands, budgets)):
-        if bud <= 0:
-            out.count.append(np.full(mn.n_nodes, np.nan)), out.total.append(np.full(mn.n_nodes, np.nan))
-            zero = NoiseLaw(noise_family(mech), np.zeros(mn.n_nodes), 0.0)
-            out.count_law.append(zero), out.total_law.append(zero)
-            continue
-        sq = spread and i == b.smallest
-        sp = split_budget(float(bud), bound=b.clamp, unit=mech.unit, weight_mean=1.0, weight_variance=1.0 if sq else 0.0)
         name = mn.marginal.name(fin.h3_resolution, fin.slot_ns)
-        for key, exact, l1, l2, budget, unit_size, target in (
-                ("count", b.R[i], sens.count_l1, sens.count_l2, sp.count, 1.0, (out.count, out.count_law)),
-                ("sum", b.Y[i], sens.sum_l1_units, sens.sum_l2_units, sp.sum, b.lam, (out.total, out.total_law))):
-            used = used_budget(budget, mech)
-            value, law = _noisy(mech, exact, l1, l2, used, unit_size, mn.n_nodes)
+        sq = spread and i == b.smallest
+        sp = split_budget(float(bud), bound=b.clamp, unit=mech.unit, weight_mean=1.0,
+                          weight_variance=1.0 if sq else 0.0) if bud > 0 else None
+        for key, exact, l1, l2, unit_size, target in (
+                ("count", b.R[i], sens.count_l1, sens.count_l2, 1.0, (out.count, out.count_law)),
+                ("sum", b.Y[i], sens.sum_l1_units, sens.sum_l2_units, b.lam, (out.total, out.total_law))):
+            before = None if prev is None or (key, i) not in prev.levels else (
+                prev.levels[key, i], prev.noise.get((key, i)), *((prev.count[i], prev.count_law[i]) if key == "count"
+                                                                 else (prev.total[i], prev.total_law[i])))
+            if sp is None:
+                value, law = (before[2], before[3]) if before is not None else (
+                    np.full(mn.n_nodes, np.nan), NoiseLaw(noise_family(mech), np.zeros(mn.n_nodes), 0.0))
+                if before is not None:
+                    out.levels[key, i] = before[0]
+                    if before[1] is not None:
+                        out.noise[key, i] = before[1]
+            else:
+                step = used_budget(sp.count if key == "count" else sp.sum, mech)
+                level, noise, value, law = _refined(mech, exact, before, l1=l1, l2=l2, step=step, unit_size=unit_size)
+                out.levels[key, i] = level
+                if noise is not None:
+                    out.noise[key, i] = noise
+                out.spent[f"{tag} {key} {name}"] = step
             target[0].append(value), target[1].append(law)
-            out.spent[f"{tag} {key} {name}"] = used
         if sq:
             used = used_budget(sp.sumsq, mech)
             out.spread, out.spread_law = _noisy(mech, b.Z, sens.sumsq_l1_units, sens.sumsq_l2_units, used, b.lam,
@@ -296,15 +362,21 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
-    main_budgets, summary = _plan(b, pilot, (1.0 - PILOT_SHARE - BETWEEN_SHARE) * rest, unit)
-    main = _measure(b, mech, main_budgets, tag="main")
-    spend = spend_with_bounds({**pilot.spent, **between_spent, **main.spent}, unit, eps_b,
+    total = (1.0 - PILOT_SHARE - BETWEEN_SHARE) * rest
+    prior, _ = _plan(b, pilot, total, unit)  # the plan of the pilot's knowledge (mostly the public prior)
+    first = ROUND1_SHARE * prior
+    round1 = _measure(b, mech, first, tag="round 1", prev=pilot)
+    main_budgets, summary = _plan(b, round1, total, unit, committed=first, spread=_spread(b, round1, between))
+    more = main_budgets - first
+    main = _measure(b, mech, np.where(more > TINY_STEP * total, more, 0.0), tag="main", prev=round1)
+    spend = spend_with_bounds({**pilot.spent, **between_spent, **round1.spent, **main.spent}, unit, eps_b,
                               mech.real_release, deltas)
     return _assemble(agg, b, pilot, main, spend, EngineInfo(
         names=tuple(mn.marginal.name(agg.h3_resolution, agg.slot_ns) for mn in b.cands),
         levels=tuple((mn.marginal.h3_resolution, mn.marginal.slot_ns, mn.marginal.cycle_ns) for mn in b.cands),
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
-        cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, strategy=summary, **between),
+        cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, first=first, strategy=summary,
+        **between),
         mech=mech, noise=noise, U=U, bounds=pb)
 
 
@@ -372,23 +444,57 @@ def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:
 
 
 def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[str, float], float, set[str]]:
-    """(variance components, μ, the factors the pilot saw) of the crossed model fitted to the pilot
-    alone (REML). A factor is seen where at least two of its marginal's nodes entered the fit; the
-    fit runs only where the pilot measured more nodes than the model has parameters."""
+    """(variance components, μ, the factors seen) of the crossed model fitted to the measurements so
+    far (REML), by the estimator's rules (models/engine.md §4): a factor's component is fitted only
+    where at least ``MIN_LEVELS`` of its marginal's nodes entered, the grids' own residual only where
+    that many listed grids did (fitted without them, an unidentified residual takes the variance of
+    the factors, and the plan would read the time of a time-set data set as noise)."""
     codes = [mn.code for mn in b.cands]
     var = lambda laws: [law.variance() for law in laws]  # noqa: E731
     factors, A, y, s2, kept = crossed_inputs(codes, names, pilot.count, var(pilot.count_law), pilot.total,
                                              var(pilot.total_law), centre=b.clamp / 2.0, half_range=b.clamp / 2.0)
     every = {name: 0.0 for name, mn in zip(names[1:], b.cands[1:]) if mn.n_nodes > 1}  # every candidate factor
-    if y.size < len(factors) + 3:
+    seen = {name for name, k in zip(names, kept) if name in factors and k.size >= MIN_LEVELS}
+    grid_seen = kept[0].size >= MIN_LEVELS
+    if y.size < len(seen) + 3:
         return {**every, "residual": 0.0}, b.clamp / 2.0, set()
-    fit = fit_crossed(factors, A, y, s2, residual=True, variances=False)
-    seen = {name for name, k in zip(names, kept) if name in factors and k.size >= 2}
-    return ({**every, **{f: float(fit.sigma2[f]) for f in factors}, "residual": float(fit.sigma2[RESIDUAL])},
-            float(fit.mu), seen)
+    fit = fit_crossed({f: factors[f] for f in seen}, A, y, s2, residual=grid_seen, variances=False)
+    found = {f: float(fit.sigma2[f]) for f in seen}
+    if grid_seen:
+        found["residual"] = float(fit.sigma2[RESIDUAL])
+    return {**every, "residual": 0.0, **found}, float(fit.mu), set(found)
 
 
-def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarray, str]:
+def _within_reach(b: _Bounded, phase: _Phase, remaining: float) -> bool:
+    """Could the ``remaining`` budget, all on one measured marginal, lift ``MIN_LEVELS`` of its nodes
+    above their count threshold — enough for the fit to see its factor? Each node's count
+    signal-to-noise ratio, observed so far, grows with the budget in proportion (the Laplace scale
+    falls as 1/ε, the Gaussian sd as 1/√ρ); post-processing of DP outputs."""
+    for i, mn in enumerate(b.cands):
+        level = phase.levels.get(("count", i), 0.0)
+        if level <= 0 or mn.n_nodes < MIN_LEVELS:
+            continue
+        laplace = phase.count_law[i].family.endswith("laplace")
+        more = remaining * split_budget(1.0, bound=b.clamp, unit="epsilon" if laplace else "rho", weight_mean=1.0,
+                                        weight_variance=0.0).count  # the count's part, split as _measure splits
+        grow = (level + more) / level if laplace else math.sqrt((level + more) / level)
+        snr = phase.count[i] / np.sqrt(np.maximum(phase.count_law[i].variance(), 1e-300))
+        if int(np.sum(snr * grow >= count_threshold(mn.n_nodes))) >= MIN_LEVELS:
+            return True
+    return False
+
+
+def _spread(b: _Bounded, phase: _Phase, between: dict[str, float]) -> float:
+    """The prior's total variance of the grids' means: the DP upper end of the between-grid
+    statistic (:func:`dpopt.hierarchy.node_means.between_upper`, with the total kept count every
+    measured marginal of ``phase`` gives), at most B²/4 (Popoviciu). Post-processing."""
+    n, n_var = combined_total(phase.count, [law.variance() for law in phase.count_law])
+    upper = between_upper(between.get("between", math.nan), between.get("between_sd", math.nan), n, count_var=n_var)
+    return float(min(upper, b.clamp * b.clamp / 4.0))
+
+
+def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.ndarray | None = None,
+          spread: float | None = None) -> tuple[np.ndarray, str]:
     """Step 5: the main budget per marginal from the pilot's outputs and public facts only
     (models/strategy.md): each factor's variance component as the pilot's REML fit estimates it where
     the pilot saw that factor, else a public prior (B²/4, the largest variance of a mean in [0, B]
@@ -398,35 +504,48 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str) -> tuple[np.ndarra
     names = [mn.marginal.name(b.cands[0].marginal.h3_resolution, b.cands[0].marginal.slot_ns) for mn in b.cands]
     codes = [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
+    if committed is not None and not seen and not _within_reach(b, pilot, rest - float(np.sum(committed))):
+        return _map_only(b, names, rest, "the first round saw no factor, nor would the rest of the budget",
+                         committed / rest)
     factors = {name: code for name, code in zip(names[1:], codes[1:]) if name in fitted}
     factors["residual"] = np.arange(codes[0].size)
-    prior = b.clamp * b.clamp / 4.0 / (len(factors) + 1)  # B²/4 (Popoviciu) split evenly: no preference
+    total = b.clamp * b.clamp / 4.0 if spread is None or not seen else spread
+    unseen = [f for f in factors if f not in seen]
+    left = max(total - sum(fitted[f] for f in factors if f in seen), total / (len(factors) + 1))
+    prior = left / (len(unseen) + 1)  # what the seen factors leave of the spread, split evenly: no preference
     sigma2 = {f: fitted[f] if f in seen else prior for f in factors}
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
     unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
     sd_all = _count_sd(b, unit, rest)
-    cands = [_candidate(name, code, grid_n, unit_v, factors, sigma2, reachable=sd_all) for name, code in zip(names, codes)]
+    held = np.zeros(len(names)) if committed is None else np.asarray(committed, dtype=float) / rest
+    cands = [_candidate(name, code, grid_n, unit_v, factors, sigma2, reachable=sd_all, held=h > 0)
+             for name, code, h in zip(names, codes, held)]
     if all(c.must == "not" for c in cands):  # no node of any marginal can rise above its noise
-        return _map_only(b, names, rest, "no marginal can be measured above its noise at this budget")
+        return _map_only(b, names, rest, "no marginal can be measured above its noise at this budget", held)
     problem = StrategyProblem(factors=factors, sigma2=sigma2, candidates=cands, budget=rest,
-                              noise="laplace" if unit == "epsilon" else "gaussian")
+                              noise="laplace" if unit == "epsilon" else "gaussian", committed=held)
     plan = solve_strategy(problem, gap_tol=STRATEGY_GAP)
-    shares = np.asarray(plan.shares, dtype=float)
-    if not (np.all(np.isfinite(shares)) and np.all(shares >= 0) and 0 < shares.sum() <= 1 + 1e-9):
+    shares = np.maximum(np.asarray(plan.shares, dtype=float), held)
+    if not (np.all(np.isfinite(shares)) and 0 < shares.sum() <= 1 + 1e-9):
         why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
             f"the strategy model ended {plan.status.value}"
-        return _map_only(b, names, rest, why)
+        return _map_only(b, names, rest, why, held)
     return shares / max(shares.sum(), 1.0) * rest, plan.summary()
 
 
-def _map_only(b: _Bounded, names: list[str], rest: float, why: str) -> tuple[np.ndarray, str]:
-    """The whole main budget on the marginal with the fewest nodes (the map): what a release can say
-    where the strategy has no plan — the map-wide means, measured as well as the budget allows."""
-    shares = np.zeros(len(b.cands))
-    shares[b.smallest] = rest
-    return shares, f"all to {names[b.smallest]} ({why}: the release answers with the map-wide means)"
+def _map_only(b: _Bounded, names: list[str], rest: float, why: str, held: np.ndarray | None = None
+              ) -> tuple[np.ndarray, str]:
+    """The main budget not ``held`` (shares an earlier round committed) on the marginal with the fewest
+    nodes (the map): what a release can say where the strategy has no plan — the map-wide means,
+    measured as well as the budget allows."""
+    held = np.zeros(len(b.cands)) if held is None else np.asarray(held, dtype=float)
+    shares = held * rest
+    shares[b.smallest] += rest * (1.0 - float(held.sum()))
+    others = np.delete(held, b.smallest)
+    return shares, (f"{'the rest' if others.any() else 'all'} to {names[b.smallest]} ({why}: the release answers "
+                    "with the map-wide means)")
 
 
 def _count_sd(b: _Bounded, unit: str, budget: float) -> float:
@@ -437,7 +556,7 @@ def _count_sd(b: _Bounded, unit: str, budget: float) -> float:
 
 
 def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, factors: dict[str, np.ndarray],
-               sigma2: dict[str, float], *, reachable: float) -> Candidate:
+               sigma2: dict[str, float], *, reachable: float, held: bool = False) -> Candidate:
     """One marginal as a strategy candidate (models/strategy.md §3): its nodes' predicted noise at
     unit budget and, for every factor f constant on its nodes (informed), the variance r of what a
     node's mean holds besides f's effect and is not estimated with it: the factors varying inside the
@@ -460,7 +579,8 @@ def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, f
     # a marginal none of whose nodes would pass the count threshold even with the whole budget is left
     # out: its nodes could enter the estimate only by their noise (node_means.count_threshold)
     useless = float(node_n.max()) < count_threshold(n_nodes) * reachable
-    return Candidate(marginal=name, option="cap T", node=code, v=v, informs=informs, must="not" if useless else None)
+    must = "measure" if held else ("not" if useless else None)  # an earlier round's marginal is refined, not dropped
+    return Candidate(marginal=name, option="cap T", node=code, v=v, informs=informs, must=must)
 
 
 def _levels_inside(coarse: np.ndarray, fine: np.ndarray, n_coarse: int | None = None) -> np.ndarray:

@@ -150,7 +150,7 @@ def test_a_factor_that_does_not_fit_in_memory_is_left_out_and_said(monkeypatch) 
 
     rows, _ = _additive_records(np.random.default_rng(6), n_users=120)
     agg = make_agg(rows)
-    r0 = _release(agg, 8.0, seed=2)
+    r0 = _release(agg, 20.0, seed=2)
     info = r0.measurements.info["engine"]
     factors = [n for n in r0.estimates.info["components_upper"] if n != "residual"]
     assert factors
@@ -184,3 +184,49 @@ def test_the_published_levels_state_what_each_marginal_spent() -> None:
     others = pieces["bounds"] + pieces["pilot between-grid sum of squares"]
     assert sum(lv["budget"] for lv in levels) + others == pytest.approx(r.measurements.spend.total, abs=1e-9)
     assert sum(lv["budget"] for lv in levels) > 0
+
+
+def test_the_second_round_refines_the_first_and_the_estimate_reads_the_last() -> None:
+    """Two rounds (models/engine.md §5): the second keeps every marginal at least at its first-round
+    budget; each marginal's final count is one discrete-Laplace draw at the *sum* of its pieces
+    (pilot + first + second round: noise reduction, §2), never noisier than its pilot's; the pieces
+    still add up to the total."""
+    from dpopt.privacy.user.engine import ROUND1_SHARE
+
+    rows, _ = _additive_records(np.random.default_rng(6), n_users=120)
+    agg = make_agg(rows)
+    r = _release(agg, 20.0, seed=5)
+    m = r.measurements
+    info = m.info.engine
+    first, main = np.asarray(info.first), np.asarray(info.main)
+    assert np.all(main >= first - 1e-12) and first.sum() == pytest.approx(ROUND1_SHARE * main.sum())
+    assert abs(sum(m.spend.pieces.values()) - m.spend.total) < 1e-12
+    marginal = m.nodes["marginal"].to_numpy()
+    refined = 0
+    for i, name in enumerate(info.names):
+        spent = [v for k, v in m.spend.pieces.items() if k.endswith(f" count {name}")]
+        if not spent:
+            assert np.isnan(m.statistics["count"].value[marginal == i]).all()
+            continue
+        scale = m.statistics["count"].law.scale[marginal == i]
+        np.testing.assert_allclose(scale, info.cap / sum(spent), rtol=1e-12)
+        pilot = m.statistics["count_pilot"].law.scale[marginal == i]
+        assert np.all((pilot == 0) | (pilot >= scale))
+        refined += len(spent) > 1
+    assert refined >= 1
+
+
+def test_a_first_round_that_sees_no_factor_spends_the_rest_on_the_map_wide_mean() -> None:
+    """ε = 0.05: the first round (the prior's plan) sees no factor above its noise, nor could the rest
+    of the budget lift enough nodes of any marginal above their thresholds, so the second round puts
+    all that is left on the marginal with the fewest nodes (the release says the map-wide mean as
+    well as the budget allows)."""
+    rows, _ = _additive_records(np.random.default_rng(8))
+    agg = make_agg(rows)
+    r = _release(agg, 0.05)
+    info = r.measurements.info["engine"]
+    fewest = int(np.argmin([int(np.max(c)) + 1 for c in info.codes]))
+    first, main = np.asarray(info.first), np.asarray(info.main)
+    np.testing.assert_allclose(np.delete(main, fewest), np.delete(first, fewest))
+    assert main[fewest] - first[fewest] == pytest.approx((1 - 0.3) * main.sum())
+    assert "the first round saw no factor, nor would the rest" in info.strategy
