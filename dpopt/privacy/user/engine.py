@@ -18,18 +18,23 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 4b. **Between-grid statistic** (:data:`BETWEEN_SHARE` of the rest, one scalar): the record-weighted
    sum of squares of the listed grids' kept means (:func:`between_sumsq`), from which the estimator
    bounds how much the grids' means differ (the intervals' scale).
-5. **Strategy**: the budget shares of the rest by :func:`dpopt.hierarchy.strategy.solve_strategy`
-   (an LP/MILP solved with HiGHS, models/strategy.md) from the pilot's outputs only.
-6. **Main measurement** with those shares. The pilot's measurements are kept: the estimator
-   combines both (inverse-variance), so the pilot's budget is not lost, only allocated evenly.
+5. **Strategy, first round**: the budget shares of the main budget by
+   :func:`dpopt.hierarchy.strategy.solve_strategy` (an LP/MILP solved with HiGHS, models/strategy.md)
+   from the pilot's outputs only; :data:`ROUND1_SHARE` of them is measured.
+6. **Second round**: the same fit over everything measured so far, and the whole main budget planned
+   again with every marginal at least at its first-round share; each marginal's answers are raised
+   to its final budget by noise reduction under Laplace noise (:mod:`dpopt.noise.reduction`: the
+   earlier answers are post-processing of the final ones, so a marginal costs and is worth its final
+   budget) or by an independent draw combined by inverse variance under the Gaussian (ρ adds). The
+   estimator reads the final answers; the pilot's are published as the earlier, noisier view.
 
 **Sensitivity** (add/remove one user): the user keeps ≤ T records, so every marginal's count
 vector moves by ≤ T in ℓ1 and ℓ2 (all in one node at worst) and its centred-sum vector by ≤ T·H_Y
 lattice units; no other user's kept records change (the sample reads only the user's own records
 and keys); the between-grid statistic moves by at most ⌈T·(4K + 2)⌉ (:func:`between_sumsq`). Each
-(marginal, statistic, phase) and the between-grid statistic is one query: basic composition under Laplace
-(ε = Σ ε_i), ρ = Σ ρ_i under the Gaussian; the strategy's shares depend on DP outputs only
-(adaptive composition, same total). Published means are of values clamped to [0, B].
+(marginal, statistic) and the between-grid statistic is one query, raised over the rounds to its
+final budget: ε = Σ_i ε_i^final under Laplace (noise reduction; the proof: models/engine.md §2),
+ρ = Σ ρ_i under the Gaussian; the plans depend on earlier DP outputs only. Published means are of values clamped to [0, B].
 
 Constants: :data:`BOUNDS_FRACTION` and :data:`PILOT_SHARE` are fixed fractions of the budget spent
 to learn the bounds and the strategy; they are not tuned on data: a larger pilot buys a better
@@ -50,7 +55,7 @@ import pandas as pd
 from ..._validation import DpoptInputError
 from ...hierarchy.crossed import RESIDUAL, fit_crossed
 from ...hierarchy.lattice import MarginalNodes, candidate_marginals
-from ...hierarchy.node_means import MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs
+from ...hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
 from ...accounting import pure_epsilon
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
@@ -468,8 +473,12 @@ def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dic
 def _within_reach(b: _Bounded, phase: _Phase, remaining: float) -> bool:
     """Could the ``remaining`` budget, all on one measured marginal, lift ``MIN_LEVELS`` of its nodes
     above their count threshold — enough for the fit to see its factor? Each node's count
-    signal-to-noise ratio, observed so far, grows with the budget in proportion (the Laplace scale
-    falls as 1/ε, the Gaussian sd as 1/√ρ); post-processing of DP outputs."""
+    signal-to-noise ratio grows with the budget in proportion (the Laplace scale falls as 1/ε, the
+    Gaussian sd as 1/√ρ); it is read at the lower end of what was observed, ``BETWEEN_SDS`` = 2 noise
+    sds below (the one-sided margin of the other DP upper and lower ends): a count that passes only by
+    its noise would project a finer answer that the rest of the budget cannot buy (seen on the full
+    Austin data at ε = 1: time marginals chosen on noise, the map-wide mean 8 km/h off). Post-processing
+    of DP outputs."""
     for i, mn in enumerate(b.cands):
         level = phase.levels.get(("count", i), 0.0)
         if level <= 0 or mn.n_nodes < MIN_LEVELS:
@@ -478,7 +487,7 @@ def _within_reach(b: _Bounded, phase: _Phase, remaining: float) -> bool:
         more = remaining * split_budget(1.0, bound=b.clamp, unit="epsilon" if laplace else "rho", weight_mean=1.0,
                                         weight_variance=0.0).count  # the count's part, split as _measure splits
         grow = (level + more) / level if laplace else math.sqrt((level + more) / level)
-        snr = phase.count[i] / np.sqrt(np.maximum(phase.count_law[i].variance(), 1e-300))
+        snr = phase.count[i] / np.sqrt(np.maximum(phase.count_law[i].variance(), 1e-300)) - BETWEEN_SDS
         if int(np.sum(snr * grow >= count_threshold(mn.n_nodes))) >= MIN_LEVELS:
             return True
     return False
