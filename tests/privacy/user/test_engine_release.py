@@ -230,3 +230,29 @@ def test_a_first_round_that_sees_no_factor_spends_the_rest_on_the_map_wide_mean(
     np.testing.assert_allclose(np.delete(main, fewest), np.delete(first, fewest))
     assert main[fewest] - first[fewest] == pytest.approx((1 - 0.3) * main.sum())
     assert "the first round saw no factor, nor would the rest" in info.strategy
+
+
+def test_gaussian_rounds_are_independent_draws_whose_precisions_add() -> None:
+    """Under the Gaussian each round is a fresh draw at the ρ it adds, combined by inverse variance:
+    a marginal's final count variance is σ²(Σ ρ_k) = T²/(2 Σ ρ_k) — the rounds' precisions add — and
+    never above its pilot's."""
+    rows, _ = _additive_records(np.random.default_rng(6), n_users=120)
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(rho=20.0, mechanism="gaussian"), UserOptions(partitions=parts), bound=100.0,
+                     noise=NoiseOptions(seed=4))
+    m = r.measurements
+    info = m.info.engine
+    marginal = m.nodes["marginal"].to_numpy()
+    several = 0
+    for i, name in enumerate(info.names):
+        rhos = [v for k, v in m.spend.pieces.items() if k.endswith(f" count {name}_rho")]
+        if not rhos:
+            continue
+        var = m.statistics["count"].law.variance()[marginal == i]
+        # each piece's discrete Gaussian has σ² = T²/(2ρ_k); inverse-variance combined: T²/(2 Σ ρ_k)
+        np.testing.assert_allclose(var, info.cap**2 / (2 * sum(rhos)), rtol=1e-6)
+        pilot = m.statistics["count_pilot"].law.variance()[marginal == i]
+        assert np.all((pilot == 0) | (pilot >= var))
+        several += len(rhos) > 1
+    assert several >= 1
