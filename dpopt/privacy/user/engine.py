@@ -370,6 +370,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     total = (1.0 - PILOT_SHARE - BETWEEN_SHARE) * rest
     prior, _ = _plan(b, pilot, total, unit)  # the plan of the pilot's knowledge (mostly the public prior)
     first = ROUND1_SHARE * prior
+    first = np.where(first > TINY_STEP * total, first, 0.0)  # a solver's residue is no measurement
     round1 = _measure(b, mech, first, tag="round 1", prev=pilot)
     main_budgets, summary = _plan(b, round1, total, unit, committed=first, spread=_spread(b, round1, between))
     more = main_budgets - first
