@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
-from ..hierarchy.node_means import (MIN_LEVELS, between_upper, combined_total, crossed_inputs, grid_weights,
+from ..hierarchy.node_means import (between_upper, identified, combined_total, crossed_inputs, grid_weights,
                                    values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
@@ -138,9 +138,8 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
     confidence : float
         The intervals' confidence.
     """
-    names = {name: k.size for name, k in zip(info.names, kept)}
-    seen = {f: code for f, code in factors.items() if names[f] >= MIN_LEVELS}
-    grid_seen = kept[0].size >= MIN_LEVELS
+    known, grid_seen = identified(list(info.names), kept, factors)
+    seen = {f: code for f, code in factors.items() if f in known}
     fit = fit_crossed(seen, A, y, s2, residual=grid_seen, confidence=confidence, variances=False)
     given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
     every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 
 __all__ = ["combine", "combined_total", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
-           "values_variance", "between_upper"]
+           "values_variance", "between_upper", "identified"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone:
 #: one release in twenty has one such node in a given marginal (the conventional 5 % error rate). A
@@ -178,6 +178,15 @@ def pooled_observation(code: np.ndarray, count: np.ndarray, count_var: np.ndarra
 #: noise sds above a noisy variance that :func:`between_upper` takes as its upper end (one-sided:
 #: P(noise > 2 sd) is 2.3 % for Gaussian noise and ½·exp(−2√2) = 3 % for Laplace noise)
 BETWEEN_SDS = 2.0
+
+
+def identified(names: list[str], kept: list[np.ndarray], factors: dict[str, np.ndarray]) -> tuple[set[str], bool]:
+    """(the factors whose variance the measurements identify, whether the grids' own residual is):
+    a factor where at least :data:`MIN_LEVELS` of its marginal's nodes entered (``kept``, per marginal,
+    the finest first), the residual where that many listed grids did (models/engine.md §4). The one
+    rule of the estimate and of the engine's plan."""
+    seen = {name for name, k in zip(names, kept) if name in factors and k.size >= MIN_LEVELS}
+    return seen, bool(kept[0].size >= MIN_LEVELS)
 
 
 def values_variance(count: float, total: float, sumsq: float, *, clamp: float, count_var: float = 0.0,

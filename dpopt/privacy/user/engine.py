@@ -55,7 +55,7 @@ import pandas as pd
 from ..._validation import DpoptInputError
 from ...hierarchy.crossed import RESIDUAL, fit_crossed
 from ...hierarchy.lattice import MarginalNodes, candidate_marginals
-from ...hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs
+from ...hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs, identified
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
 from ...accounting import pure_epsilon
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
@@ -460,8 +460,7 @@ def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dic
     factors, A, y, s2, kept = crossed_inputs(codes, names, pilot.count, var(pilot.count_law), pilot.total,
                                              var(pilot.total_law), centre=b.clamp / 2.0, half_range=b.clamp / 2.0)
     every = {name: 0.0 for name, mn in zip(names[1:], b.cands[1:]) if mn.n_nodes > 1}  # every candidate factor
-    seen = {name for name, k in zip(names, kept) if name in factors and k.size >= MIN_LEVELS}
-    grid_seen = kept[0].size >= MIN_LEVELS
+    seen, grid_seen = identified(names, kept, factors)
     if y.size < len(seen) + 3:
         return {**every, "residual": 0.0}, b.clamp / 2.0, set()
     fit = fit_crossed({f: factors[f] for f in seen}, A, y, s2, residual=grid_seen, variances=False)
@@ -505,12 +504,16 @@ def _spread(b: _Bounded, phase: _Phase, between: dict[str, float]) -> float:
 
 def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.ndarray | None = None,
           spread: float | None = None) -> tuple[np.ndarray, str]:
-    """Step 5: the main budget per marginal from the pilot's outputs and public facts only
-    (models/strategy.md): each factor's variance component as the pilot's REML fit estimates it where
-    the pilot saw that factor, else a public prior (B²/4, the largest variance of a mean in [0, B]
-    (Popoviciu), split evenly over the factors: no preference between place and time; a split even
-    over place, time and their interactions instead erred 5.1 against 4.4 km/h on the full Austin data
-    at ε = 1, 12 seeds); the map-wide mean as a factor of prior variance B²/4; predicted node counts."""
+    """Steps 5–6: the main budget per marginal from the measurements so far (``pilot``: the pilot's,
+    then the first round's) and public facts only (models/strategy.md): each factor's variance
+    component as their REML fit estimates it where the fit saw that factor, else a prior — B²/4, the
+    largest variance of a mean in [0, B] (Popoviciu), split evenly over the factors (no preference
+    between place and time; a split even over place, time and their interactions instead erred 5.1
+    against 4.4 km/h on the full Austin data at ε = 1, 12 seeds), or, in the second round where the
+    fit saw some factor, what the seen factors leave of ``spread`` (:func:`_spread`), split evenly;
+    the map-wide mean as a factor of prior variance B²/4; predicted node counts. ``committed``: the
+    budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
+    rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map)."""
     names = [mn.marginal.name(b.cands[0].marginal.h3_resolution, b.cands[0].marginal.slot_ns) for mn in b.cands]
     codes = [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
