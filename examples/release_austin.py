@@ -11,7 +11,7 @@ import sys
 
 from _driver import output_dir
 
-from dpopt.release import GridOptions, PerGridBudget, PublicOccupancyOptions, load_austin_sample, release, write_report
+from dpopt.release import GridOptions, PerGridBudget, PublicOccupancyOptions, load_austin_sample, release, write_release
 
 records = load_austin_sample()  # columns user_id, timestamp, latitude, longitude, value (km/h)
 result = release(records, bound=120.0, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
@@ -20,5 +20,5 @@ s = result.summary
 print(f"{s.users} buses, {s.grids} grids; K = {s.degradation} (was {s.degradation_baseline}) "
       f"-> {s.epsilon_total:g}-user-level DP in total; worst-case error E = {s.error_bound:.1f}")
 print(result.table[["cell", "slot", "n_users", "n_records", "mean", "variance"]].nlargest(5, "n_records"))
-paths = write_report(result, output_dir(sys.argv[1] if len(sys.argv) > 1 else None, __file__))
+paths = write_release(result, output_dir(sys.argv[1] if len(sys.argv) > 1 else None, __file__))
 print("wrote", ", ".join(str(p) for p in paths.values()))

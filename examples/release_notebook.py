@@ -33,7 +33,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dpopt.datasets import load_austin_sample
-from dpopt.release import Budget, PublicOccupancyOptions, release, write_report
+from dpopt.release import Budget, PublicOccupancyOptions, release, write_release
 from dpopt.writers.html import write_html_report
 
 
@@ -60,7 +60,7 @@ records.head()
 result = release(records, bound=120, budget=Budget(epsilon_total=10),
                  model=PublicOccupancyOptions(target=20, time_limit=1))
 out = fresh_folder("release_notebook") / "release"
-paths = write_report(result, out, make_map=False)  # the map is in report.html
+paths = write_release(result, out, make_map=False)  # the map is in report.html
 sorted(p.name for p in paths.values())
 
 # %% [markdown]

@@ -45,11 +45,11 @@ def test_the_mapping_access_reads_the_fields_that_are_set_and_nothing_writes() -
 
 
 def test_with_info_replaces_the_measurements_without_changing_the_old_ones() -> None:
-    from dpopt.writers.user import UserRelease
+    from dpopt.writers import Release
     from dpopt.writers.values import with_info
 
     m = _m("user", UserInfo(k=1, c=1, lattice=1.0, noise="numpy", h3_resolution=7))
-    r = with_info(UserRelease(table=pd.DataFrame(), summary=None, measurements=m), timezone="UTC")
+    r = with_info(Release(table=pd.DataFrame(), summary=None, measurements=m), timezone="UTC")
     assert r.measurements.info.timezone == "UTC" and m.info.timezone is None
 
 

@@ -7,7 +7,8 @@ two privacy models.
 * options: :class:`Budget` / :class:`PerGridBudget`, :class:`UserOptions` /
   :class:`PublicOccupancyOptions`, :class:`GridOptions`, :class:`EstimationOptions`,
   :class:`NoiseOptions`, :class:`InputOptions`;
-* :func:`write_release` — the published folder (atomic);
+* :class:`Release` — the result of either privacy model; :func:`write_release` — its published
+  folder (atomic);
 * lower entries: :func:`release_user` (a contributions table, ``user`` model),
   :func:`release_aggregate` (a contributions table, ``public-occupancy``), :func:`contributions`.
 """
@@ -24,11 +25,26 @@ from ..privacy.user.options import UserOptions
 from ..records.aggregate import Aggregate
 from ..records.data import austin_sample_path, load_austin_sample
 from ..records.ingest import ColumnMap, IngestReport, read_records
-from ..writers import write_release
-from ..writers.public_occupancy import write_report
-from ..writers.public_occupancy_result import ReleaseResult, ReleaseSummary
-from ..writers.user import UserRelease, UserReleaseSummary, write_user_release
+from ..writers import Release, write_release
+from ..writers.public_occupancy_result import ReleaseSummary
+from ..writers.user import UserReleaseSummary
 from .release import EstimationOptions, check_options, release, release_aggregate, release_user
+
+#: earlier names of the one result and the one writer: deprecated in 0.4, removed in 0.5
+_DEPRECATED = {"UserRelease": "Release", "ReleaseResult": "Release", "write_report": "write_release",
+               "write_user_release": "write_release"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _DEPRECATED:
+        import warnings
+
+        new = _DEPRECATED[name]
+        warnings.warn(f"dpopt.release.{name} is deprecated in 0.4 and will be removed in 0.5; use "
+                      f"dpopt.release.{new} (one result and one writer for both privacy models)",
+                      DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "release",
@@ -37,8 +53,6 @@ __all__ = [
     "contributions",
     "check_options",
     "write_release",
-    "write_report",
-    "write_user_release",
     "Budget",
     "PerGridBudget",
     "UserOptions",
@@ -47,9 +61,8 @@ __all__ = [
     "EstimationOptions",
     "NoiseOptions",
     "InputOptions",
-    "UserRelease",
+    "Release",
     "UserReleaseSummary",
-    "ReleaseResult",
     "ReleaseSummary",
     "plan_release",
     "baseline_plan",

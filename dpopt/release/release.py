@@ -55,8 +55,9 @@ from ..records.sample_key import SampleKey
 from ..privacy.user.bounding import check_lattice_capacity
 from ..noise.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
-from ..writers.public_occupancy_result import ReleaseResult, public_occupancy_release
-from ..writers.user import UserRelease, multires_release, user_release
+from ..writers.public_occupancy_result import public_occupancy_release
+from ..writers.result import Release
+from ..writers.user import multires_release, user_release
 from ..writers.values import with_info, with_value_range
 
 __all__ = ["EstimationOptions", "ModelOptions", "release", "release_user", "release_aggregate", "check_options"]
@@ -139,7 +140,7 @@ def release(records: Any, *, bound: float | None = None, budget: Budget | PerGri
             model: ModelOptions = UserOptions(), grid: GridOptions = GridOptions(),
             estimation: EstimationOptions = EstimationOptions(), noise: NoiseOptions = NoiseOptions(),
             io: InputOptions = InputOptions(), lower: float | None = None,
-            upper: float | None = None) -> UserRelease | ReleaseResult:
+            upper: float | None = None) -> Release:
     """User-level DP release of the mean and variance of every (H3 cell, time slot) grid.
 
     Parameters
@@ -157,7 +158,8 @@ def release(records: Any, *, bound: float | None = None, budget: Budget | PerGri
 
     Returns
     -------
-    UserRelease or ReleaseResult
+    Release
+        Either model's result (:class:`dpopt.release.Release`; ``summary.privacy_model`` names it):
         Means in [L, U] (every mean-like column; variances and error bounds do not depend on L),
         the range in ``summary.lower`` and ``summary.bound``. Write it with
         :func:`dpopt.release.write_release`.
@@ -193,7 +195,7 @@ def release_aggregate(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBu
                       noise: NoiseOptions = NoiseOptions(), confidence: float = 0.95,
                       ingest: IngestReport | None = None, truncated_sums: TruncatedSums | None = None,
                       timings: dict[str, float] | None = None, progress: bool = False,
-                      lower: float | None = None, upper: float | None = None) -> ReleaseResult:
+                      lower: float | None = None, upper: float | None = None) -> Release:
     """The ``public-occupancy`` model on a contributions table: measure
     (:func:`dpopt.privacy.public_occupancy.measure_release`), estimate (direct, at ``confidence``,
     from the Measurements only), check ``options.error_bound`` on seed 002's worst-case errors,
@@ -256,7 +258,7 @@ def release_user(contributions_table: Aggregate, budget: Budget, options: UserOp
                  bound: float | None = None, noise: NoiseOptions = NoiseOptions(),
                  estimation: EstimationOptions = EstimationOptions(), sampler: NoiseMechanism | None = None,
                  timings: dict[str, float] | None = None, ingest: IngestReport | None = None,
-                 lower: float | None = None, upper: float | None = None) -> UserRelease:
+                 lower: float | None = None, upper: float | None = None) -> Release:
     """The ``user`` model on a contributions table (samples kept): measure, estimate (the chosen
     method for ``mean``/``variance``, the pooled values beside them), format, add the table's lower
     end L back to the means (:func:`dpopt.writers.values.with_value_range`). ``bound`` (or
@@ -299,7 +301,7 @@ def _shifted_typical(options: UserOptions, L: float, U: float) -> UserOptions:
     return replace(options, typical=(mu - L, sd))
 
 
-def _typical_text(r: UserRelease, options: UserOptions, given: Any) -> UserRelease:
+def _typical_text(r: Release, options: UserOptions, given: Any) -> Release:
     """summary.json's split rule naming the guessed mean in the values' units (not shifted by −L)."""
     if given is None or options.typical == given:
         return r
@@ -328,12 +330,7 @@ def local_times(result: Any, timezone: str | None) -> Any:
         return table
 
     result = with_info(result, timezone=timezone)
-    if isinstance(result, UserRelease):
-        return replace(result, table=fix(result.table), answers=fix(result.answers))
-    hierarchy = result.plan.info.get("hierarchy")
-    if isinstance(hierarchy, dict) and "answers" in hierarchy:
-        hierarchy["answers"] = fix(hierarchy["answers"])
-    return replace(result, table=fix(result.table))
+    return replace(result, table=fix(result.table), answers=fix(result.answers))
 
 
 def _local_list(model: UserOptions, timezone: str | None) -> UserOptions:
@@ -360,7 +357,7 @@ def _local_list(model: UserOptions, timezone: str | None) -> UserOptions:
 
 def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None,
                       noise: NoiseOptions, estimation: EstimationOptions, sampler: NoiseMechanism | None,
-                      timings: dict[str, float] | None) -> UserRelease:
+                      timings: dict[str, float] | None) -> Release:
     """The multi-resolution ``user`` release: every level measured
     (:func:`dpopt.privacy.user.strategies.adaptive.measure_multires`), hierarchical estimation, formatting."""
     if sampler is not None:

@@ -2,7 +2,7 @@
 (:func:`dpopt.writers.html.write_html_report`), and the GIS copies of release.csv
 (:data:`dpopt.writers.geo.GEO_FILES`: release.geojson always, release.parquet as GeoParquet where
 pyarrow is installed), all rendered from the folder's own published release.csv and summary.json, so
-they show nothing the folder does not already publish. Both folder writers call :func:`extra_files`
+they show nothing the folder does not already publish. The folder writer calls :func:`extra_files`
 inside the temporary folder, before it is renamed into place, so these files are written
 atomically with the rest.
 
@@ -38,8 +38,8 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: boo
 
     table = pd.read_csv(tmp / "release.csv", low_memory=False)  # one dtype per column, however long
     summary = json.loads((tmp / "summary.json").read_text())
-    m = getattr(result, "measured", None) or getattr(result, "measurements", None)
-    zone = m.info.timezone if m is not None and not callable(m) else None
+    m = getattr(result, "measurements", None)
+    zone = m.info.timezone if m is not None else None
     if unit or zone:  # public labels: the unit the data holder names, the zone slots are cut in
         summary.update({k: str(v) for k, v in (("unit", unit), ("timezone", zone)) if v})
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

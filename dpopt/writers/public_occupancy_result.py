@@ -1,5 +1,5 @@
-"""A ``public-occupancy`` release as published: the table and summary (:class:`ReleaseResult`,
-:class:`ReleaseSummary`), formatted by :func:`public_occupancy_release` from the privacy model's
+"""A ``public-occupancy`` release as published: its table and summary (a
+:class:`~dpopt.writers.result.Release` with a :class:`ReleaseSummary`), formatted by :func:`public_occupancy_release` from the privacy model's
 :class:`~dpopt.measurements.Measurements` (:func:`dpopt.privacy.public_occupancy.measure_release`)
 and the estimation layer's :class:`~dpopt.measurements.Estimates`
 (:func:`dpopt.estimation.direct.direct`), like :func:`dpopt.writers.user.user_release` for the
@@ -20,17 +20,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError
 from ..measurements import Estimates, Measurements
 from ..mechanisms.grid import GridRelease
 from ..plan import GridPlan
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST
-from ..privacy.public_occupancy import pair_retained
 from ..records.aggregate import Aggregate
-from ..records.grid import cell_centres, cell_strings, repeat_strings, slot_strings
 from ..records.ingest import IngestReport
+from .result import ANSWER_COLUMNS, Release, node_frame, own_answers, release_frame
 
-__all__ = ["ReleaseSummary", "ReleaseResult", "public_occupancy_release", "release_table"]
+__all__ = ["ReleaseSummary", "public_occupancy_release", "release_table"]
 
 #: the public per-node columns of the Measurements copied into the table, in table order
 _COUNT_COLUMNS = ("n_users", "n_records", "max_user_records", "n_users_retained", "n_records_retained")
@@ -119,71 +117,9 @@ class ReleaseSummary:
         return asdict(self)
 
 
-@dataclass(frozen=True, eq=False)
-class ReleaseResult:
-    """A DP release: per-grid ``table``, ``summary``, and what produced them.
-
-    ``table`` columns: grid, cell, slot, cell_lat, cell_lng, n_users, n_records, max_user_records,
-    n_users_retained, n_records_retained, mean, variance, released, mean_sensitivity,
-    variance_sensitivity, epsilon_mean, epsilon_variance, mean_noise_scale, variance_noise_scale,
-    error_bound, array_length. Grids whose retained set is empty are not released (NaN).
-    Formatted by :func:`public_occupancy_release` from the model's ``measurements`` and the
-    estimation layer's ``estimates`` (both kept). ``plan`` the :class:`GridPlan` released. For the
-    data holder only, never published: ``aggregate`` the contributions measured (the published
-    nodes' under plan="hierarchy"; the kept and suppressed pairs of diagnostics/ come from it),
-    ``grids`` the mechanism's :class:`GridRelease` (it holds the statistics before noise) and
-    ``diagnostics``: ``timings`` (s) and the full ``ingest`` counts (including value-dependent ones).
-    """
-
-    table: pd.DataFrame
-    summary: ReleaseSummary
-    ingest: IngestReport
-    aggregate: Aggregate
-    plan: GridPlan
-    grids: GridRelease | None = None
-    diagnostics: dict[str, Any] = field(default_factory=dict)
-    #: per statistic and criterion, the half-widths of :func:`dpopt.estimation.direct.clip_error_bounds`
-    error_bounds: dict[str, np.ndarray] = field(default_factory=dict)
-    measured: Measurements | None = None
-    estimates: Estimates | None = None
-
-    def measurements(self) -> Measurements:
-        """The model's :class:`Measurements` this release was estimated from: per grid the noisy
-        (raw) ``mean`` and ``variance`` with their noise laws and worst-case clipping-bias bounds;
-        ``public`` the public counts, sensitivities and budgets; ``info`` the plan and its facts."""
-        if self.measured is None:
-            raise DpoptInputError("this ReleaseResult was built without its Measurements")
-        return self.measured
-
-    def gamma(self) -> np.ndarray:
-        """Retained count Γ of every pair of the aggregate."""
-        return pair_retained(self.aggregate, self.plan)
-
-    def suppressed(self) -> np.ndarray:
-        """Indices of the pairs the plan suppressed (Γ = 0), in pair order."""
-        return np.flatnonzero(self.gamma() == 0)
-
-    def suppressed_frame(self) -> pd.DataFrame:
-        """The suppressed (user, grid) pairs: user, grid, cell, slot, records."""
-        agg = self.aggregate
-        p = self.suppressed()
-        g = agg.pair_grid[p]
-        return pd.DataFrame({
-            "user": agg.users[agg.pair_user[p]],
-            "grid": g,
-            "cell": self.table["cell"].to_numpy()[g] if len(p) else np.empty(0, object),
-            "slot": self.table["slot"].to_numpy()[g] if len(p) else np.empty(0, object),
-            "records": agg.count[p],
-        })
-
-    def user_grids(self) -> np.ndarray:
-        """Grids each user keeps after the plan (Γ_{g,ℓ} > 0), per user."""
-        return self.plan.user_grids()
-
-
 def public_occupancy_release(m: Measurements, est: Estimates, *, contributions: Aggregate,
                              grids: GridRelease | None = None, ingest: IngestReport | None = None,
-                             diagnostics: dict[str, Any] | None = None) -> ReleaseResult:
+                             diagnostics: dict[str, Any] | None = None) -> Release:
     """The release as published, from the model's Measurements ``m`` and their direct Estimates
     ``est`` (module doc). ``contributions``, ``grids`` and ``diagnostics`` are the data holder's
     (diagnostics/): they are carried, not read."""
@@ -192,17 +128,20 @@ def public_occupancy_release(m: Measurements, est: Estimates, *, contributions: 
     published_ingest = {k: v for k, v in ingest.as_dict().items() if k not in VALUE_DEPENDENT_INGEST}
     summary = ReleaseSummary(**m.info.summary, **est.info.summary, dropped_records=ingest.dropped_records,
                              ingest=published_ingest)
-    return ReleaseResult(table=table, summary=summary, ingest=ingest, aggregate=contributions, plan=m.info.plan,
-                         grids=grids, diagnostics=dict(diagnostics or {}), error_bounds=est.info.error_bounds,
-                         measured=m, estimates=est)
+    return Release(table=table, summary=summary, answers=_answers(m, table), measurements=m, estimates=est,
+                   diagnostics=dict(diagnostics or {}), aggregate=contributions, plan=m.info.plan, grids=grids,
+                   ingest=ingest, error_bounds=est.info.error_bounds)
 
 
 def release_table(m: Measurements, est: Estimates) -> pd.DataFrame:
-    """One row per measured grid (node): public counts, released values (post-processed into
-    [0, U] and [0, U²/4], raw beside them), error bounds of both criteria, sensitivities, budgets,
-    noise scales, seed 002's worst-case error; under plan="hierarchy" each node's ``slot_end``,
-    ``h3_resolution`` and ``level``. The variance is not withheld here: release.csv is
-    (:func:`dpopt.writers.public_occupancy.withhold_variance`, from the Estimates' columns).
+    """release.csv (:data:`~dpopt.writers.result.RELEASE_COLUMNS` first): one row per measured
+    grid (node) with its released values (post-processed into [0, U] and [0, U²/4]) and the error
+    bounds of the published criterion; where a released grid's variance interval is not narrower
+    than [0, U²/4] (the Estimates' ``variance_released``), ``variance``, its bound and
+    ``variance_raw`` are blank and ``variance_withheld_reason`` says why. Then the model's columns:
+    ``grid`` (row index), ``level`` (plan="hierarchy"), the public counts, the raw noisy values, the
+    other criterion's bounds, budgets, sensitivities, noise scales, seed 002's worst-case error and
+    the array length.
 
     Budget columns are named after the unit: ``epsilon``, ``epsilon_mean``, ``epsilon_variance``
     (Laplace) or ``rho``, ``rho_mean``, ``rho_variance`` (Gaussian, zCDP).
@@ -211,17 +150,26 @@ def release_table(m: Measurements, est: Estimates) -> pd.DataFrame:
     crit = est.info.summary["criterion"]
     other = "worst_case" if crit == "noise" else "noise"
     unit = m.spend.unit
-    cells = nodes["cell"].to_numpy()
-    lat, lng = cell_centres(cells)
-    table = pd.DataFrame({
-        "grid": np.arange(m.n_nodes, dtype=np.int64), "cell": cell_strings(cells),
-        "slot": slot_strings(nodes["slot"].to_numpy()), "cell_lat": lat, "cell_lng": lng,
-        **{c: pub[c].to_numpy() for c in _COUNT_COLUMNS},
+    cycle = nodes["cycle_ns"].to_numpy(np.int64) if "cycle_ns" in nodes.columns else 0
+    fin = m.finest
+    period_end = int(fin["slot"].max()) + int(fin["slot_ns"].iloc[0]) if len(fin) else 0
+    frame = node_frame(nodes["cell"].to_numpy(), nodes["slot"].to_numpy(), nodes["slot_ns"].to_numpy(),
+                       nodes["h3_resolution"].to_numpy(), cycle_ns=cycle, period_end=period_end)
+    shown = t["variance_released"].to_numpy(dtype=bool)
+    withheld = pub["released"].to_numpy(dtype=bool) & ~shown
+
+    def blank(values: Any) -> np.ndarray:
+        return np.where(withheld, np.nan, np.asarray(values, dtype=float))
+
+    columns: dict[str, Any] = {
         "released": pub["released"].to_numpy(),
-        "mean": t["mean"].to_numpy(), "variance": t["variance_in_range"].to_numpy(),
-        "mean_raw": m.statistics["mean"].value, "variance_raw": m.statistics["variance"].value,
-        "mean_error_bound": t[f"mean_error_bound_{crit}"].to_numpy(),
-        "variance_error_bound": t[f"variance_error_bound_{crit}"].to_numpy(),
+        "mean": t["mean"].to_numpy(), "mean_error_bound": t[f"mean_error_bound_{crit}"].to_numpy(),
+        "variance": blank(t["variance_in_range"]), "variance_error_bound": blank(t[f"variance_error_bound_{crit}"]),
+        "variance_released": shown, "variance_withheld_reason": t["variance_withheld_reason"].to_numpy(),
+        "grid": np.arange(m.n_nodes, dtype=np.int64),
+        **({"level": m.info.hierarchy["nodes"]["level"].to_numpy()} if m.info.hierarchy is not None else {}),
+        **{c: pub[c].to_numpy() for c in _COUNT_COLUMNS},
+        "mean_raw": m.statistics["mean"].value, "variance_raw": blank(m.statistics["variance"].value),
         f"mean_error_bound_{other}": t[f"mean_error_bound_{other}"].to_numpy(),
         f"variance_error_bound_{other}": t[f"variance_error_bound_{other}"].to_numpy(),
         unit: pub["budget"].to_numpy(),
@@ -229,24 +177,20 @@ def release_table(m: Measurements, est: Estimates) -> pd.DataFrame:
         f"{unit}_mean": pub["budget_mean"].to_numpy(), f"{unit}_variance": pub["budget_variance"].to_numpy(),
         "mean_noise_scale": m.statistics["mean"].law.scale, "variance_noise_scale": m.statistics["variance"].law.scale,
         "error_bound": t["error_bound"].to_numpy(), "array_length": pub["array_length"].to_numpy(),
-    })
+    }
+    return release_frame(frame, columns)
+
+
+def _answers(m: Measurements, table: pd.DataFrame) -> pd.DataFrame:
+    """answers.csv: plan="hierarchy", each finest grid → its answering published node (the public
+    hierarchy's, empty where none answers), :data:`~dpopt.writers.result.ANSWER_COLUMNS` then the
+    node's row in release.csv (``node``, −1: none) and its level; otherwise every grid answers itself."""
     tables = m.info.hierarchy
     if tables is None:
-        return table
-    fin = tables["finest"]
-    return _node_columns(table, tables["nodes"], int(fin["slot"].max()) + int(fin["slot_ns"].iloc[0]))
-
-
-def _node_columns(table: pd.DataFrame, nodes: pd.DataFrame, period_end: int) -> pd.DataFrame:
-    """plan="hierarchy": the table with ``slot_end``, ``repeat_every``/``repeat_until`` (a profile
-    node's cycle as ISO 8601 and ``period_end``, the occupancy's last slot end; empty for contiguous
-    slots: models/hierarchy.md §2), ``h3_resolution`` and ``level`` of every node."""
-    out = table.copy()
-    cycle = nodes["cycle_ns"].to_numpy(np.int64) if "cycle_ns" in nodes.columns else np.zeros(len(nodes), np.int64)
-    out.insert(3, "slot_end", slot_strings(nodes["slot"].to_numpy() + nodes["slot_ns"].to_numpy()))
-    every, until = repeat_strings(cycle, period_end)
-    out.insert(4, "repeat_every", every)
-    out.insert(5, "repeat_until", until)
-    out.insert(6, "h3_resolution", nodes["h3_resolution"].to_numpy())
-    out.insert(7, "level", nodes["level"].to_numpy())
-    return out
+        return own_answers(table)
+    ans = tables["answers"]
+    node = ans["node"].to_numpy(np.int64)
+    res = np.append(table["h3_resolution"].to_numpy(), -1)[node]  # index -1: no answer
+    out = ans.assign(node_h3_resolution=pd.array(np.where(node >= 0, res, 0), dtype="Int64"))
+    out.loc[node < 0, "node_h3_resolution"] = pd.NA
+    return out[ANSWER_COLUMNS + ["node", "node_level"]].reset_index(drop=True)

@@ -52,8 +52,7 @@ def _clamp_fields(summary: Any, lower: float) -> dict[str, Any]:
 
 
 def with_value_range(result: Any, lower: float, upper: float | None = None) -> Any:
-    """``result`` (a :class:`~dpopt.writers.user.UserRelease` or a
-    :class:`~dpopt.writers.public_occupancy_result.ReleaseResult` computed on values shifted by
+    """``result`` (a :class:`~dpopt.writers.result.Release` computed on values shifted by
     −``lower``) with its means in the data's range [``lower``, ``upper``].
 
     Parameters
@@ -81,16 +80,14 @@ def with_value_range(result: Any, lower: float, upper: float | None = None) -> A
 
 
 def with_info(result: Any, **changes: Any) -> Any:
-    """``result`` (a :class:`~dpopt.writers.user.UserRelease` or a
-    :class:`~dpopt.writers.public_occupancy_result.ReleaseResult`) with ``changes`` made to its
+    """``result`` (a :class:`~dpopt.writers.result.Release`) with ``changes`` made to its
     Measurements' facts (the frozen ``info`` replaced, in a new Measurements held by the release and
     by its Estimates); unchanged without Measurements."""
-    key = "measured" if hasattr(result, "measured") else "measurements"
-    m = getattr(result, key, None)
+    m = result.measurements
     if m is None:
         return result
     new = replace(m, info=replace(m.info, **changes))
     est = result.estimates
     if est is not None and est.measurements is m:
         est = replace(est, measurements=new)
-    return replace(result, **{key: new}, estimates=est)
+    return replace(result, measurements=new, estimates=est)

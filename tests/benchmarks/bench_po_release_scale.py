@@ -86,7 +86,7 @@ def cli_job(records: Path, out: Path, root: Path = ROOT) -> dict:
     r = run_measured([sys.executable, "-m", "dpopt", "release", str(records), "--privacy", "public-occupancy",
                       "--bound", "120", "--epsilon-total", "10", "--out", str(out)], root)
     summary = json.loads((out / "summary.json").read_text())
-    timings = json.loads((Path(out).with_name(Path(out).name + ".diagnostics") / "ingest.json").read_text()).get("timings", {})
+    timings = json.loads((Path(out).with_name(Path(out).name + ".diagnostics") / "diagnostics.json").read_text()).get("timings", {})
     fr = summary.get("frontier") or {}
     row = dict(job="cli" if root == ROOT else f"before: the code in {root.name}/", wall_s=r["wall_s"], cpu_s=r["cpu_s"], peak_mib=r["peak_mib"], load=r["load"],
                grids=summary["grids"], pairs=summary["pairs"], users=summary["users"], plan=summary["plan"],

@@ -47,7 +47,7 @@ def one(plan: str, out: Path, time_limit: float) -> dict:
     if plan.startswith("aggregate@"):
         return aggregate_only(int(plan.split("@")[1]))
     sys.path.insert(0, str(ROOT))
-    from dpopt.release import GridOptions, InputOptions, PerGridBudget, PublicOccupancyOptions, release, write_report
+    from dpopt.release import GridOptions, InputOptions, PerGridBudget, PublicOccupancyOptions, release, write_release
 
     base, _, pseudo = plan.partition("+")
     t0 = time.perf_counter()
@@ -55,7 +55,7 @@ def one(plan: str, out: Path, time_limit: float) -> dict:
                 model=PublicOccupancyOptions(plan=base, pseudo_users=bool(pseudo), time_limit=time_limit),
                 grid=GridOptions(h3_resolution=7, slot="1h"), io=InputOptions(columns=COLUMNS))
     t_release = time.perf_counter() - t0
-    write_report(r, out)
+    write_release(r, out)
     wall = time.perf_counter() - t0
     s = r.summary
     gap = r.plan.gap

@@ -139,7 +139,7 @@ def test_a_release_is_its_measurements_estimated():
     agg, _ = contributions(austin_sample_path(), bound=120.0)
     r = release_aggregate(agg, PerGridBudget(1.0), PublicOccupancyOptions(plan="greedy", criterion="worst_case"),
                           noise=NoiseOptions(seed=5), confidence=0.9)
-    m = r.measurements()
+    m = r.measurements
     bare = Measurements(privacy_model=m.privacy_model, bound=m.bound, nodes=m.nodes, statistics=m.statistics,
                         spend=m.spend, public=m.public[["released", "mean_sensitivity", "variance_sensitivity",
                                                         "budget_mean", "budget_variance", "noise_abs"]],

@@ -15,7 +15,7 @@ import pandas as pd
 from dpopt.estimation.direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON, variance_interval_informative
 from dpopt.release import (Budget, NoiseOptions, PerGridBudget, PublicOccupancyOptions, UserOptions, austin_sample_path,
                            release)
-from dpopt.writers.public_occupancy import write_report
+from dpopt.writers import write_release
 from tests.release.test_pinned_user import VARIANTS, _partitions
 
 U = 120.0
@@ -66,7 +66,7 @@ def test_user_release_withholds_exactly_the_whole_range_rows():
 def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
     r = release(austin_sample_path(), bound=U, budget=PerGridBudget(0.2), model=PublicOccupancyOptions(plan="greedy"),
                 noise=NoiseOptions(seed=7))
-    write_report(r, tmp_path / "out", make_map=False)
+    write_release(r, tmp_path / "out", make_map=False)
     csv = pd.read_csv(tmp_path / "out" / "release.csv")
     t = r.table  # the in-memory result keeps every noisy value; release.csv applies the rule
     rel = t["released"].to_numpy(bool)

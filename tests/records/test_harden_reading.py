@@ -140,7 +140,7 @@ def test_only_files_with_a_csv_suffix_are_read_and_named(tmp_path, capsys):
     assert json.loads(out)["records_read"] == len(frame) + 3
     assert f"read 2 files: {folder / 'day.csv'}, {folder / 'more.csv.gz'}" in err
     assert str(folder) not in (tmp_path / "o" / "summary.json").read_text()  # the holder's paths: never published
-    assert json.loads((tmp_path / "o.diagnostics" / "ingest.json").read_text())["ingest"]["files"] == [
+    assert json.loads((tmp_path / "o.diagnostics" / "diagnostics.json").read_text())["ingest"]["files"] == [
         str(folder / "day.csv"), str(folder / "more.csv.gz")]
     r = _po(folder)
     assert r.ingest.records_read == len(frame) + 3 and len(r.ingest.files) == 2

@@ -18,7 +18,7 @@ from dpopt import DpoptInputError
 from dpopt.accounting import zcdp_epsilon
 from dpopt.cli import main
 from dpopt.release import (Budget, EstimationOptions, NoiseOptions, PublicOccupancyOptions, austin_sample_path,
-                           contributions, release, release_aggregate, write_report)
+                           contributions, release, release_aggregate, write_release)
 
 from .test_total_budget import small_records
 
@@ -35,7 +35,7 @@ def written(request, tmp_path_factory):
     res = release(austin_sample_path(), bound=U, budget=Budget(mechanism="gaussian", **BUDGETS[budget]),
                   model=PublicOccupancyOptions(plan=plan, time_limit=2), noise=NoiseOptions(seed=11))
     out = tmp_path_factory.mktemp("gauss") / "out"
-    write_report(res, out, make_map=False)
+    write_release(res, out, make_map=False)
     text = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
     summary = json.loads((out / "summary.json").read_text())
     kept = pd.read_csv(out.with_name(out.name + ".diagnostics") / "kept_pairs.csv", dtype={"user": str})

@@ -181,7 +181,7 @@ def test_seeded_runs_reproduce_and_files_render(records, result, written):
 
 
 def test_measurements_carry_the_node_table(result):
-    m = result.measurements()
+    m = result.measurements
     hp_nodes = result.plan.info["hierarchy"]["nodes"]
     assert list(m.nodes.columns) == ["cell", "h3_resolution", "slot", "slot_ns", "parent", "cycle_ns"]
     assert (m.nodes["cycle_ns"] == 0).all()  # no --profile: contiguous slots only (models/hierarchy.md §2)

@@ -103,7 +103,7 @@ def test_public_occupancy_identity(signed, tmp_path, model, budget, source):
     assert (a.table["mean"] < 0).any() and a.table["released"].any()  # signed means were published
     assert (a.summary.lower, a.summary.bound) == (L, U) and (b.summary.lower, b.summary.bound) == (0.0, U - L)
     assert a.summary.error_bound == b.summary.error_bound
-    assert a.measurements().info["lower"] == L  # the Measurements stay in the shifted units
+    assert a.measurements.info["lower"] == L  # the Measurements stay in the shifted units
 
 
 @pytest.mark.parametrize("model", [

@@ -20,7 +20,10 @@ import pytest
 from dpopt.cli import main
 from dpopt.records.grid import parse_slot
 from dpopt.release import Budget, NoiseOptions, UserOptions, contributions, release
-from dpopt.writers.user import ANSWER_COLUMNS, MULTIRES_COLUMNS
+from dpopt.writers import ANSWER_COLUMNS, RELEASE_COLUMNS
+from dpopt.writers.user import MULTIRES_EXTRA_COLUMNS
+
+MULTIRES_COLUMNS = RELEASE_COLUMNS + MULTIRES_EXTRA_COLUMNS
 
 U = 50.0
 T0 = pd.Timestamp("2020-01-01T10:00:00Z")
@@ -181,7 +184,10 @@ def test_refusals_before_reading(tmp_path, capsys, extra, word):
 def test_fixed_keeps_the_flat_private_release():
     r = release(DF, bound=U, budget=Budget(epsilon_total=20.0, delta=1e-6),
                 model=UserOptions(resolution="fixed", bounds=(2, 3)), noise=NoiseOptions(seed=3))
-    assert r.summary.resolution == "fixed" and r.answers is None and "noisy_count" in r.table.columns
+    assert r.summary.resolution == "fixed" and "noisy_count" in r.table.columns
+    # a flat release's grid is answered by its own row
+    assert (r.answers["node_cell"] == r.answers["cell"]).all() and (r.answers["node_slot"] == r.answers["slot"]).all()
+    assert len(r.answers) == len(r.table)
 
 
 @pytest.mark.slow

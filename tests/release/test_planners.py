@@ -14,7 +14,7 @@ from dpopt.calculus import grid_error_terms
 from dpopt.noise import epsilon_rational
 from dpopt.plan import GridPlan
 from dpopt.release import (NoiseOptions, PerGridBudget, PublicOccupancyOptions, baseline_plan, contributions, greedy_plan,
-                           milp_plan, pseudo_user_plan, release, release_aggregate, write_report)
+                           milp_plan, pseudo_user_plan, release, release_aggregate, write_release)
 from dpopt.solve.result import Status
 
 # 4 users x 3 grids (seed 002 style): user 0 is heavy everywhere
@@ -116,7 +116,7 @@ def test_summary_publishes_the_privacy_model_and_no_value_dependent_counts(tiny_
     df.loc[1, "value"] = 500.0  # clipped: a value-dependent count
     r = release(df, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(), noise=NoiseOptions(seed=1))
     assert r.diagnostics["ingest"]["clipped"] == 1 and set(r.diagnostics["timings"]) >= {"plan", "noise"}
-    paths = write_report(r, tmp_path / "o", make_map=False)
+    paths = write_release(r, tmp_path / "o", make_map=False)
     summary = json.loads(paths["summary"].read_text())
     assert summary["privacy_model"] == "public-occupancy" and "public" in summary["privacy_model_description"]
     assert "timings" not in summary

@@ -15,8 +15,9 @@ import pytest
 
 from dpopt import DpoptInputError
 from dpopt.cli import main
-from dpopt.release import NoiseOptions, PerGridBudget, PublicOccupancyOptions, load_austin_sample, release, write_report
+from dpopt.release import NoiseOptions, PerGridBudget, PublicOccupancyOptions, load_austin_sample, release, write_release
 from dpopt.writers import public_occupancy as report_module
+from dpopt.writers import report_md
 from dpopt.writers import figures as figures_module
 from dpopt.writers.geo import GEO_FILES
 from dpopt.release.noise import epsilon_rational
@@ -40,13 +41,13 @@ def test_neighbours_publish_identical_summary_and_counts(tmp_path, tiny_records)
     for name, df in (("lo", lo), ("hi", hi)):
         r = release(df, bound=120, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
                     noise=NoiseOptions(seed=4))
-        paths = write_report(r, tmp_path / name, make_map=False)
+        paths = write_release(r, tmp_path / name, make_map=False)
         texts.append((paths["summary"].read_text(), paths["report"].read_text()))
         summary = json.loads(texts[-1][0])
         assert "timings" not in summary
         assert "clipped" not in summary["ingest"] and "out_of_range" not in summary["ingest"]
         assert summary["privacy_model"] == "public-occupancy"
-        diag = json.loads((tmp_path / f"{name}.diagnostics" / "ingest.json").read_text())
+        diag = json.loads((tmp_path / f"{name}.diagnostics" / "diagnostics.json").read_text())
         assert diag["ingest"]["clipped"] == (name == "hi") and "timings" in diag
     assert texts[0][0] == texts[1][0]  # seeded: the same draws; nothing value-dependent left
     # report.md differs only in the released (noisy) numbers of the largest-grids table
@@ -83,12 +84,12 @@ def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
     frame = load_austin_sample()
     r = release(frame, bound=120, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
                 noise=NoiseOptions(seed=1))
-    paths = write_report(r, tmp_path / "out")
+    paths = write_release(r, tmp_path / "out")
     out = tmp_path / "out"
     assert {p.name for p in out.iterdir()} == PUBLISHED
     assert paths["suppressed"] == tmp_path / "out.diagnostics" / "suppressed.csv"
     assert {p.name for p in (tmp_path / "out.diagnostics").iterdir()} >= {"suppressed.csv", "kept_pairs.csv",
-                                                                          "ingest.json"}
+                                                                          "diagnostics.json"}
     kept = pd.read_csv(paths["kept_pairs"], dtype={"user": str})
     assert list(kept.columns) == ["user", "cell", "slot", "records_kept"]
     # K recounted from kept_pairs.csv alone: the grids each user keeps
@@ -107,7 +108,7 @@ def test_budgets_read_back_never_exceed_epsilon(tmp_path, noise, epsilon):
     frame = load_austin_sample().head(20000)
     r = release(frame, bound=120, budget=PerGridBudget(epsilon), model=PublicOccupancyOptions(split="optimal"),
                 noise=NoiseOptions(noise, seed=3))
-    paths = write_report(r, tmp_path / "out", make_map=False)
+    paths = write_release(r, tmp_path / "out", make_map=False)
     raw = pd.read_csv(paths["release"], dtype={"epsilon_mean": str, "epsilon_variance": str})
     rel = raw[raw["released"]]
     sums_float = rel["epsilon_mean"].astype(float) + rel["epsilon_variance"].astype(float)
@@ -146,7 +147,7 @@ def test_failure_while_writing_map_leaves_nothing(tmp_path, tiny_records, monkey
 
     monkeypatch.setattr(figures_module, "write_figures", boom)  # map.png and frontier.png
     with pytest.raises(RuntimeError, match="plot failed"):
-        write_report(r, tmp_path / "out")
+        write_release(r, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -154,25 +155,25 @@ def test_non_empty_out_refused_unless_overwrite(tmp_path, tiny_records, monkeypa
     r = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
                 noise=NoiseOptions(seed=1))
     out = tmp_path / "out"
-    write_report(r, out, make_map=False)
+    write_release(r, out, make_map=False)
     first = (out / "release.csv").read_text()
     with pytest.raises(DpoptInputError, match=r"`out` must be an empty or new folder.*overwrite"):
-        write_report(r, out, make_map=False)
+        write_release(r, out, make_map=False)
     # a failing overwrite leaves the previous complete release untouched, and no temporary folder
-    monkeypatch.setattr(report_module, "report_markdown", lambda result: 1 / 0)
+    monkeypatch.setattr(report_md, "report_markdown", lambda result: 1 / 0)
     with pytest.raises(ZeroDivisionError):
-        write_report(r, out, make_map=False, overwrite=True)
+        write_release(r, out, make_map=False, overwrite=True)
     assert (out / "release.csv").read_text() == first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.diagnostics"]
     monkeypatch.undo()
     r2 = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
                  noise=NoiseOptions(seed=2))
-    write_report(r2, out, make_map=False, overwrite=True)
+    write_release(r2, out, make_map=False, overwrite=True)
     assert (out / "release.csv").read_text() != first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.diagnostics"]
     # an empty existing folder is fine
     (tmp_path / "empty").mkdir()
-    write_report(r, tmp_path / "empty", make_map=False)
+    write_release(r, tmp_path / "empty", make_map=False)
 
 
 def test_cli_refuses_non_empty_out_before_reading(tmp_path, capsys):
@@ -195,7 +196,7 @@ def test_privacy_model_where_the_user_meets_it(tmp_path, tiny_records, capsys):
     assert "public-occupancy" in help_text and "payments" in help_text
     r = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
                 noise=NoiseOptions(seed=1))
-    md = report_module.report_markdown(r)
+    md = report_md.report_markdown(r)
     assert "## Privacy model" in md and "public-occupancy" in md and "payments" in md
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "public-occupancy" in readme

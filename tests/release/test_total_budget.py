@@ -25,7 +25,7 @@ from ._spend import exact, user_spend
 
 from dpopt import DpoptInputError
 from dpopt.release import (Budget, EstimationOptions, NoiseOptions, PerGridBudget, PublicOccupancyOptions,
-                           austin_sample_path, contributions, release, release_aggregate, write_report)
+                           austin_sample_path, contributions, release, release_aggregate, write_release)
 
 from .conftest import P1, P2
 
@@ -45,7 +45,7 @@ def written(request, tmp_path_factory):
     """(result, release.csv read as text, summary.json, kept_pairs.csv) of one plan."""
     res = _release(request.param)
     out = tmp_path_factory.mktemp(f"total-{request.param}") / "out"
-    write_report(res, out, make_map=False)
+    write_release(res, out, make_map=False)
     text = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
     numbers = pd.read_csv(out / "release.csv")
     summary = json.loads((out / "summary.json").read_text())
@@ -119,7 +119,7 @@ def test_withheld_grids_publish_nothing(written):
     assert t.loc[~off & ~shown, vcols].isna().all().all()
     from dpopt.estimation.direct import VARIANCE_NEGATIVE_REASON
 
-    v, e = res.table["variance"], res.table["variance_error_bound"]
+    v, e = res.estimates.table["variance_in_range"], res.estimates.table["variance_error_bound_noise"]
     whole = (v - e <= 0) & (v + e >= U * U / 4)
     negative = t["variance_withheld_reason"].astype(str) == VARIANCE_NEGATIVE_REASON  # never a clipped 0
     assert (shown == (~off & ~whole & ~negative)).all()
@@ -139,8 +139,7 @@ def test_values_are_post_processed_into_their_ranges(written, source):
     mean = t.loc[on, "mean"]
     assert mean.between(0, U).all()
     assert (mean == t.loc[on, "mean_raw"].clip(0, U)).all()
-    if source == "csv":  # withheld variances are blank in release.csv
-        on = on & t["variance_released"].astype(bool)
+    on = on & t["variance_released"].astype(bool)  # withheld variances are blank (the table is release.csv)
     var = t.loc[on, "variance"]
     assert var.between(0, U * U / 4).all()
     assert (var == t.loc[on, "variance_raw"].clip(0, U * U / 4)).all()
@@ -153,6 +152,9 @@ def test_error_bound_columns(written):
     assert summary["criterion"] == "noise" and summary["confidence"] == 0.95
     for stat in ("mean", "variance"):
         noise, worst = t[f"{stat}_error_bound"].to_numpy(), t[f"{stat}_error_bound_worst_case"].to_numpy()
+        if stat == "variance":  # a variance whose interval is the whole range is withheld with its bound
+            noise = res.estimates.table["variance_error_bound_noise"].to_numpy()
+            assert np.isnan(t["variance_error_bound"].to_numpy()[~t["variance_released"].to_numpy(bool)]).all()
         assert np.isfinite(noise[on]).all() and np.isfinite(worst[on]).all()
         assert np.isnan(noise[~on]).all() and np.isnan(worst[~on]).all()
         assert (noise[on] > 0).all() and (noise[on] <= worst[on]).all()
@@ -165,10 +167,13 @@ def test_criterion_switch_swaps_columns_and_confidence_is_monotone():
     assert swapped.summary.criterion == "worst_case"
     a, b, c = base.table, swapped.table, low.table
     for stat in ("mean", "variance"):
-        pd.testing.assert_series_equal(a[f"{stat}_error_bound"], b[f"{stat}_error_bound_noise"], check_names=False)
-        pd.testing.assert_series_equal(a[f"{stat}_error_bound_worst_case"], b[f"{stat}_error_bound"],
+        shown = a["variance_released"].to_numpy(bool) if stat == "variance" else np.ones(len(a), bool)
+        pd.testing.assert_series_equal(a[f"{stat}_error_bound"][shown], b[f"{stat}_error_bound_noise"][shown],
                                        check_names=False)
-        assert (c[f"{stat}_error_bound"] < a[f"{stat}_error_bound"]).all()
+        shown_b = b["variance_released"].to_numpy(bool) if stat == "variance" else np.ones(len(b), bool)
+        pd.testing.assert_series_equal(a[f"{stat}_error_bound_worst_case"][shown_b], b[f"{stat}_error_bound"][shown_b],
+                                       check_names=False)
+        assert (c[f"{stat}_error_bound"][shown] < a[f"{stat}_error_bound"][shown]).all()
         assert (c[f"{stat}_error_bound_worst_case"] < a[f"{stat}_error_bound_worst_case"]).all()
     # same seed, same plan: the released values do not depend on the reported bounds
     pd.testing.assert_series_equal(a["mean_raw"], b["mean_raw"])
@@ -317,7 +322,7 @@ def test_neighbours_in_values_publish_the_same_plan_and_summary(plan):
     """public-occupancy neighbours (one user's values changed, same occupancy) publish identical
     summary.json (frontier, spend, bounds) and identical non-value columns: the plan, the budgets
     and the error bounds come from public counts only."""
-    from dpopt.writers.public_occupancy import published_summary
+    from dpopt.writers.release_folder import published_summary
 
     records = small_records(np.random.default_rng(8))
     other = records.copy()
@@ -329,6 +334,8 @@ def test_neighbours_in_values_publish_the_same_plan_and_summary(plan):
             for r in (records, other))
     assert a.summary.released_grids >= 1
     assert published_summary(a) == published_summary(b)
-    values = ["mean", "variance", "mean_raw", "variance_raw"]
+    # the values, and whether a noisy variance is withheld (post-processing of it, with its bound)
+    values = ["mean", "variance", "mean_raw", "variance_raw", "variance_released", "variance_withheld_reason",
+              "variance_error_bound"]
     pd.testing.assert_frame_equal(a.table.drop(columns=values), b.table.drop(columns=values))
     assert not a.table["mean_raw"].equals(b.table["mean_raw"])

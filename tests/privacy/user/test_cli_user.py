@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dpopt.cli import main
-from dpopt.release import Budget, EstimationOptions, NoiseOptions, UserOptions, UserRelease, release
+from dpopt.release import Budget, EstimationOptions, NoiseOptions, UserOptions, Release, release
 
 from .conftest import CELLS
 
@@ -132,7 +132,7 @@ def test_public_partition_absent_from_the_data_is_released_as_noise(tmp_path, ca
 def test_api_returns_a_user_release():
     res = release(_records(), bound=U, budget=Budget(epsilon_total=2.0, delta=1e-6),
                   model=UserOptions(bounds="select", strategy="fixed"), noise=NoiseOptions(seed=4))
-    assert isinstance(res, UserRelease)
+    assert isinstance(res, Release)
     assert res.summary.privacy_model == "user" and 0 < res.summary.epsilon_total <= 2.0
     assert not {"n_users", "n_records"} & set(res.table.columns)
 

@@ -18,7 +18,7 @@ from dpopt._validation import DpoptInputError
 from dpopt.accounting import rho_from_epsilon, zcdp_epsilon
 from dpopt.noise import SeededSource
 from dpopt.noise.discrete_gaussian import discrete_gaussian_pmf
-from dpopt.release import Budget, NoiseOptions, UserOptions, release_user, write_user_release
+from dpopt.release import Budget, NoiseOptions, UserOptions, release_user, write_release
 from dpopt.privacy.user.mechanism import DiscreteGaussian, GaussianSimulation, LaplaceSimulation, l2_squared
 from dpopt.privacy.user.sensitivity import sensitivities, sqrt_up
 from dpopt.privacy.user.split import split_budget
@@ -293,7 +293,7 @@ def test_written_files_state_the_zcdp_accounting(tmp_path):
     res = release_user(make_agg(_records()), Budget(epsilon_total=2.0, delta=1e-6, mechanism="gaussian"),
                        UserOptions(partitions=_plist(range(5)), strategy="fixed"), bound=U,
                        noise=NoiseOptions("discrete", seed=3))
-    paths = write_user_release(res, tmp_path / "out")
+    paths = write_release(res, tmp_path / "out")
     summary = json.loads(paths["summary"].read_text())
     assert summary["mechanism"] == "gaussian" and summary["delta"] == 1e-6
     assert summary["rho_total"] == res.summary.rho_total and summary["epsilon_total"] <= 2.0

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from dpopt._validation import DpoptInputError
-from dpopt.release import Budget, NoiseOptions, UserOptions, release, release_user, write_user_release
+from dpopt.release import Budget, NoiseOptions, UserOptions, release, release_user, write_release
 from dpopt.writers.geo import GEO_FILES
-from dpopt.writers.user import TABLE_COLUMNS
+from dpopt.writers import RELEASE_COLUMNS
 
 from .conftest import CELLS, SLOT_NS, make_agg
 
@@ -42,7 +42,8 @@ def _truth(recs):
     return g.mean(), g.var(ddof=0)
 
 
-PUBLIC_FIELDS = ["cell", "slot", "cell_lat", "cell_lng", "released"]
+PUBLIC_FIELDS = ["cell", "slot", "slot_end", "repeat_every", "repeat_until", "h3_resolution", "cell_lat", "cell_lng",
+                 "released"]
 
 
 @pytest.mark.parametrize("noise", ["numpy", "discrete"])
@@ -58,7 +59,8 @@ def test_neighbours_publish_identical_non_noisy_fields(noise):
         out.append(res)
     a, b = out
     assert list(a.table.columns) == list(b.table.columns)
-    assert set(TABLE_COLUMNS) <= set(a.table.columns)
+    assert list(a.table.columns[:len(RELEASE_COLUMNS)]) == RELEASE_COLUMNS
+    assert {"mean_raw", "variance_raw", "noisy_count", "mean_pooled", "variance_pooled"} <= set(a.table.columns)
     for col in PUBLIC_FIELDS:
         assert a.table[col].tolist() == b.table[col].tolist()
     sa, sb = a.summary.as_dict(), b.summary.as_dict()
@@ -145,7 +147,7 @@ def test_write_release_folder(tmp_path):
     res = release_user(make_agg(_records()), Budget(epsilon_total=1.0),
                        UserOptions(partitions=_plist(range(5)), strategy="fixed"), bound=U,
                        noise=NoiseOptions("discrete", seed=3))
-    paths = write_user_release(res, tmp_path / "out")
+    paths = write_release(res, tmp_path / "out")
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
                                                               "map.png", *GEO_FILES}
     assert [p.name for p in (tmp_path / "out.diagnostics").iterdir()] == ["diagnostics.json"]
@@ -155,8 +157,8 @@ def test_write_release_folder(tmp_path):
     assert pd.read_csv(paths["release"]).shape[0] == 5
     assert "privacy model: user" in paths["report"].read_text()
     with pytest.raises(DpoptInputError, match="overwrite"):
-        write_user_release(res, tmp_path / "out")  # a non-empty folder is not replaced silently
-    write_user_release(res, tmp_path / "out", overwrite=True)  # replaces atomically, leaves no temporary
+        write_release(res, tmp_path / "out")  # a non-empty folder is not replaced silently
+    write_release(res, tmp_path / "out", overwrite=True)  # replaces atomically, leaves no temporary
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.diagnostics"]
     # the discrete sampler's counts are integers and its budgets sum to at most ε
     assert np.all(res.table["noisy_count"] == np.round(res.table["noisy_count"]))
