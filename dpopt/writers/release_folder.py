@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .._json import to_jsonable
+from .._validation import DpoptInputError
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST
 from .folder import DIAGNOSTICS, write_atomically
 from .hooks import extra_files
@@ -98,6 +99,6 @@ def write_release(result: Release, out: str | Path, *, make_map: bool = True, ov
         The values' unit (e.g. "km/h"), a public label added to summary.json and report.html.
     """
     if not isinstance(result, Release):
-        raise TypeError(f"`result` must be a dpopt Release; got {type(result).__name__}")
+        raise DpoptInputError(f"`result` must be a dpopt Release (what release() returns); got {type(result).__name__}")
     return write_atomically(out, lambda tmp: _write_files(result, tmp, make_map=make_map, unit=unit),
                             overwrite=overwrite)
