@@ -68,8 +68,11 @@ def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
                 noise=NoiseOptions(seed=7))
     write_release(r, tmp_path / "out", make_map=False)
     csv = pd.read_csv(tmp_path / "out" / "release.csv")
-    t = r.table  # the in-memory result keeps every noisy value; release.csv applies the rule
-    rel = t["released"].to_numpy(bool)
+    # the noisy values before the rule: the Estimates' (the table, like release.csv, applies it)
+    est = r.estimates.table
+    t = pd.DataFrame({"variance": est["variance_in_range"], "variance_error_bound": est["variance_error_bound_noise"],
+                      "variance_raw": r.measurements.statistics["variance"].value})
+    rel = r.table["released"].to_numpy(bool)
     whole = rel & _whole_range(t["variance"].to_numpy(float), t["variance_error_bound"].to_numpy(float))
     negative = rel & ~whole & (t["variance_raw"].to_numpy(float) < 0)  # never published as a clipped 0
     withheld = whole | negative
@@ -81,6 +84,8 @@ def test_public_occupancy_release_csv_blanks_withheld_variances(tmp_path):
     assert (csv.loc[whole, "variance_withheld_reason"] == VARIANCE_WITHHELD_REASON).all()
     assert (csv.loc[negative, "variance_withheld_reason"] == VARIANCE_NEGATIVE_REASON).all()
     assert csv.loc[rel & ~withheld, "variance_withheld_reason"].isna().all()
+    pd.testing.assert_frame_equal(csv[["variance", "variance_error_bound"]], r.table[["variance", "variance_error_bound"]],
+                                  check_exact=False, rtol=1e-9)  # the in-memory table is release.csv
 
 
 @pytest.mark.slow
