@@ -48,7 +48,7 @@ USER_MODEL_TEXT: tuple[str, ...] = (
     "records of one user. Nothing about who was where is public: contribution bounds (grids per user, "
     "records per user and grid) are chosen under DP, counts are released only with noise, and grids "
     "come from a public list (--partitions) or are selected privately (needs --delta). Without a list "
-    "the default multi-resolution release (--resolution adaptive) treats as public only the grid "
+    "the release (--strategy adaptive, its default there) treats as public only the grid "
     "definition, the value range [L, U], the options, the levels of the public hierarchy (H3 parents "
     "x longer slots) and the hash order in which users' nodes are kept; nothing about occupancy is "
     "public: which cells and slots "

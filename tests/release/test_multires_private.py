@@ -1,6 +1,6 @@
 """The private multi-resolution release through the front doors (models/hierarchy.md §15):
 ``dpopt release RECORDS --privacy user --epsilon-total E --delta D`` (no ``--partitions``, default
-``--resolution adaptive``) and ``release(records, budget=Budget(E, delta=D), model=UserOptions())``.
+``--strategy adaptive``) and ``release(records, budget=Budget(E, delta=D), model=UserOptions())``.
 
 Checked: the files and their contract columns, the budget recount (ε as exact Fractions of the
 pieces, δ = the selected levels' δ/L each, from the public plan recomputed here), seeded

@@ -35,7 +35,8 @@ def _neighbours(tiny_records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
 
 
 def test_neighbours_publish_identical_summary_and_counts(tmp_path, tiny_records):
-    """Regression (12.2): summary.json published `ingest.clipped` = 0 vs 1 for neighbours."""
+    """Neighbours (one value 100 vs 130 at U = 120) publish identical summary.json: no value-dependent count
+    such as `ingest.clipped`."""
     lo, hi = _neighbours(tiny_records)
     texts = []
     for name, df in (("lo", lo), ("hi", hi)):
@@ -57,7 +58,7 @@ def test_neighbours_publish_identical_summary_and_counts(tmp_path, tiny_records)
 
 
 def test_cli_neighbours_print_identical_json(tmp_path, capsys, tiny_records):
-    """Regression (12.2): `dpopt release --json` printed clipped_values 0 vs 1."""
+    """`dpopt release --json` prints the same for neighbours: no `clipped_values`."""
     outs = []
     for name, df in zip(("lo", "hi"), _neighbours(tiny_records)):
         path = tmp_path / f"{name}.csv"
@@ -104,7 +105,8 @@ def test_diagnostics_folder_and_kept_pairs_recount_K(tmp_path):
 @pytest.mark.parametrize("epsilon", [1.0, 0.3, 7.1])
 @pytest.mark.slow
 def test_budgets_read_back_never_exceed_epsilon(tmp_path, noise, epsilon):
-    """Regression (12.4): with split="optimal" ε_mean + ε_variance read back as 1.00000000005."""
+    """With split="optimal", ε_mean + ε_variance read back from release.csv never exceed ε (a float
+    read-back once gave 1.00000000005)."""
     frame = load_austin_sample().head(20000)
     r = release(frame, bound=120, budget=PerGridBudget(epsilon), model=PublicOccupancyOptions(split="optimal"),
                 noise=NoiseOptions(noise, seed=3))
@@ -138,7 +140,7 @@ def test_published_budgets_floor_and_cap():
 
 
 def test_failure_while_writing_map_leaves_nothing(tmp_path, tiny_records, monkeypatch):
-    """Regression (12.5): a failure in map.png left release.csv, suppressed.csv, summary.json behind."""
+    """A failure in map.png leaves nothing behind (no release.csv, suppressed.csv or summary.json)."""
     r = release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
                 noise=NoiseOptions(seed=1))
 

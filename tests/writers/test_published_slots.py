@@ -1,4 +1,4 @@
-"""Slot spans in words and the time control's steps for mixed slot lengths (issues 21, 23)."""
+"""Slot spans in words and the time control's steps for mixed slot lengths."""
 
 from __future__ import annotations
 
