@@ -53,7 +53,8 @@ def _partitions() -> pd.DataFrame:
                          "slot": slots * len(cells) + [slots[0]]})
 
 
-USER_PUBLIC = ["cell", "slot", "cell_lat", "cell_lng", "released"]
+USER_PUBLIC = ["cell", "slot", "slot_end", "repeat_every", "repeat_until", "h3_resolution", "cell_lat", "cell_lng",
+               "released"]
 USER_NOISY = {"mean", "variance", "mean_raw", "variance_raw", "noisy_count", "mean_error_bound",
               "variance_error_bound", "mean_pooled", "variance_pooled",
               "variance_released", "variance_withheld_reason"}  # the withholding rule reads noisy values (23.4)

@@ -198,8 +198,11 @@ def test_fixed_shape_is_the_flat_release(data, tmp_path, capsys):
                         "--bounds", "2,3")
     assert code == 0, err
     t = pd.read_csv(tmp_path / "f" / "release.csv")
-    assert len(t) == len(pd.read_csv(parts)) and "noisy_count" in t.columns and "slot_end" not in t.columns
-    assert not (tmp_path / "f" / "answers.csv").exists()
+    assert len(t) == len(pd.read_csv(parts)) and "noisy_count" in t.columns
+    # one schema: a flat row is a node of one slot, answering its own grid
+    assert (pd.to_datetime(t["slot_end"]) - pd.to_datetime(t["slot"]) == pd.Timedelta("1h")).all()
+    a = pd.read_csv(tmp_path / "f" / "answers.csv")
+    assert (a["node_cell"] == a["cell"]).all() and (a["node_slot"] == a["slot"]).all() and len(a) == len(t)
     r = release(str(records), bound=120, budget=Budget(epsilon_total=10.0),
                 model=UserOptions(partitions=str(parts), bounds=(2, 3), resolution="fixed"),
                 grid=GridOptions(R, "1h"), noise=NoiseOptions(seed=3))

@@ -22,7 +22,7 @@ from dpopt.writers import figures as figures_module
 from dpopt.writers.geo import GEO_FILES
 from dpopt.release.noise import epsilon_rational
 
-PUBLISHED = {"release.csv", "summary.json", "map.png", "report.md", "report.html", *GEO_FILES}
+PUBLISHED = {"release.csv", "answers.csv", "summary.json", "map.png", "report.md", "report.html", *GEO_FILES}
 
 
 def _neighbours(tiny_records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

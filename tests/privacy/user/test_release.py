@@ -148,9 +148,9 @@ def test_write_release_folder(tmp_path):
                        UserOptions(partitions=_plist(range(5)), strategy="fixed"), bound=U,
                        noise=NoiseOptions("discrete", seed=3))
     paths = write_release(res, tmp_path / "out")
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "summary.json", "report.md", "report.html",
-                                                              "map.png", *GEO_FILES}
-    assert [p.name for p in (tmp_path / "out.diagnostics").iterdir()] == ["diagnostics.json"]
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"release.csv", "answers.csv", "summary.json", "report.md",
+                                                              "report.html", "map.png", *GEO_FILES}
+    assert sorted(p.name for p in (tmp_path / "out.diagnostics").iterdir()) == ["README.txt", "diagnostics.json"]
     summary = json.loads(paths["summary"].read_text())
     assert "timings" not in summary  # the exact sampler's time depends on the noise drawn
     assert summary["privacy_model"] == "user" and summary["k"] == res.summary.k
