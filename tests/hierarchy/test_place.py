@@ -137,15 +137,15 @@ def test_explicit_level_shares_refused(bad):
 def test_explicit_level_shares_measure_only_those_levels():
     """Shares (0, 0.7, 0, 0.3): only levels 1 and the last carry budget, no pilot counts, and the
     recounted spend equals the total."""
-    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.levels import LevelNoise, LevelPlan, measure_levels
     from dpopt.privacy.user.partitions import PartitionList
 
     rng = np.random.default_rng(3)
     agg = make_agg(_random_records(rng, 30))
     lv = (Level(7, HOUR_NS), Level(7, 0), Level(6, 0), Level(5, 0))
     m = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=120.0, bounds=(1, 1), epsilon=2.0,
-                       levels=lv, level_bounds=[None, 40, None, 40], level_split=[0, 0.7, 0, 0.3], noise="numpy",
-                       seed=1)
+                       plan=LevelPlan(levels=lv, level_bounds=[None, 40, None, 40], level_split=[0, 0.7, 0, 0.3]),
+                       sampling=LevelNoise(noise="numpy", seed=1))
     lev = m.nodes["level"].to_numpy()
     cnt = m.statistics["count"].value
     assert np.all(np.isfinite(cnt[(lev == 1) | (lev == 3)])) and np.all(np.isnan(cnt[(lev == 0) | (lev == 2)]))

@@ -422,31 +422,26 @@ class LevelNoise:
     granularity_bits: int = DEFAULT_GRANULARITY_BITS
 
 
-def _level_options(plan: LevelPlan | None, sampling: LevelNoise | None,
-                   keywords: dict[str, Any]) -> tuple[LevelPlan, LevelNoise]:
-    """The two option objects, from themselves or from their fields given as keywords."""
-    plan_keys = {k: keywords.pop(k) for k in list(keywords) if k in LevelPlan.__dataclass_fields__}
-    noise_keys = {k: keywords.pop(k) for k in list(keywords) if k in LevelNoise.__dataclass_fields__}
-    if keywords:
-        raise TypeError(f"measure_levels() got unexpected keyword arguments {sorted(keywords)}")
-    if (plan is not None and plan_keys) or (sampling is not None and noise_keys):
-        raise DpoptInputError("give `plan` / `sampling` or their fields as keywords, not both; got "
-                              f"{sorted({**plan_keys, **noise_keys})}")
-    return plan or LevelPlan(**plan_keys), sampling or LevelNoise(**noise_keys)
+def _level_options(plan: LevelPlan | None, sampling: LevelNoise | None) -> tuple[LevelPlan, LevelNoise]:
+    """The two option objects, the defaults for None; anything else is refused."""
+    for value, kind, name in ((plan, LevelPlan, "plan"), (sampling, LevelNoise, "sampling")):
+        if value is not None and not isinstance(value, kind):
+            raise DpoptInputError(f"`{name}` must be a {kind.__name__} or None; got {value!r}")
+    return plan or LevelPlan(), sampling or LevelNoise()
 
 
 def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tuple[int, int],
                    epsilon: float | None = None, rho: float | None = None, plan: LevelPlan | None = None,
-                   sampling: LevelNoise | None = None, **keywords: Any) -> Measurements:
+                   sampling: LevelNoise | None = None) -> Measurements:
     """Noisy count, centred sum and centred sum of squares of the nodes of the public hierarchy
     over the finest list ``partitions`` (module doc), for fixed public bounds ``bounds`` = (k, c).
 
     ``epsilon`` (Laplace, pure ε-DP) or ``rho`` (Gaussian, ρ-zCDP): the budget of these statistics
     (the bounds choice, if any, is accounted by the caller). ``plan`` (:class:`LevelPlan`) the
-    levels and the budget over them, ``sampling`` (:class:`LevelNoise`) the samplers; their fields
-    may be given as ``keywords`` instead.
+    levels and the budget over them (default ``LevelPlan()``), ``sampling`` (:class:`LevelNoise`) the
+    samplers (default ``LevelNoise()``).
     """
-    p, ns = _level_options(plan, sampling, keywords)
+    p, ns = _level_options(plan, sampling)
     U, kind = check_bound(bound), check_choice(ns.mechanism, "mechanism", ("laplace", "gaussian"))
     unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
     tau = U / 10.0 if p.target is None else check_nonnegative_float(p.target, "target")
