@@ -130,12 +130,12 @@ def test_spend_recount_matches_every_draw(mechanism):
     piece and vice versa, the piece is the budget the sampler ran at (its law's scale is
     Δ1/piece, resp. √(⌊Δ2²⌋/(2·piece)) with the Δ of that level, recomputed here), and the exact
     sum of the pieces equals ``spend.total`` and never exceeds the budget asked for."""
+    import itertools
     import math
     from fractions import Fraction
 
     from dpopt.privacy.user.bounding import lattice_halves
-    from dpopt.privacy.user.levels import LevelNoise, LevelPlan, level_sensitivity, measure_levels
-    from dpopt.privacy.user.mechanism import l2_squared
+    from dpopt.privacy.user.levels import LevelNoise, LevelPlan, measure_levels
 
     H = tiny_hierarchy()
     fin = H.nodes.iloc[H.finest_node]
@@ -155,17 +155,19 @@ def test_spend_recount_matches_every_draw(mechanism):
         assert spent > Fraction(tot) * (1 - 1e-6)  # nothing left unspent either
         for li in range(H.n_levels):
             rows = lev == li
-            sv = level_sensitivity(np.ones(int(rows.sum()), dtype=np.int64), *lb[li], hy, hz) if lb and lb[li] \
-                else level_sensitivity(H.leaves_under[rows], 2, 2, hy, hz)
-            for name, l1, l2, unit in (("count", sv.count_l1, sv.count_l2, 1.0), ("count_pilot", sv.count_l1, sv.count_l2, 1.0),
-                                       ("sum", sv.sum_l1_units, sv.sum_l2_units, m.info["granularity"]),
-                                       ("sumsq", sv.sumsq_l1_units, sv.sumsq_l2_units, m.info["granularity"])):
+            # Δ of the level from scratch: ℓ1 = k·c·h, ℓ2² = (c·h)²·max Σ m_i² (m_i ≤ nodes' grids, Σ m_i ≤ k)
+            k, c = lb[li] if lb and lb[li] else (2, 2)
+            caps = [1] * int(rows.sum()) if lb and lb[li] else H.leaves_under[rows].tolist()
+            merge = max(sum(x * x for x in ms) for ms in itertools.product(*[range(a + 1) for a in caps])
+                        if sum(ms) <= k)
+            for name, h, unit in (("count", 1, 1.0), ("count_pilot", 1, 1.0), ("sum", hy, m.info["granularity"]),
+                                  ("sumsq", hz, m.info["granularity"])):
                 key = f"level{li}_{name}"
                 drawn = np.isfinite(m.statistics[name].value[rows])
                 assert drawn.all() == (key in m.spend.pieces) and (drawn.all() or not drawn.any())
                 if key in m.spend.pieces:
                     used = m.spend.pieces[key]
-                    want = l1 / used if mechanism == "laplace" else math.sqrt(l2_squared(l2) / (2 * used))
+                    want = k * c * h / used if mechanism == "laplace" else math.sqrt((c * h) ** 2 * merge / (2 * used))
                     np.testing.assert_allclose(m.statistics[name].law.scale[rows] / unit, want, rtol=1e-12)
 
 
