@@ -24,7 +24,7 @@ from dpopt.datasets import load_austin_sample
 from dpopt.estimation.hierarchical import estimate_hierarchical
 from dpopt.hierarchy.tree import build_hierarchy
 from dpopt.release import Budget, GridOptions, InputOptions, NoiseOptions, UserOptions, contributions, release_user
-from dpopt.privacy.user.levels import measure_levels, node_sums
+from dpopt.privacy.user.levels import LevelNoise, LevelPlan, measure_levels, node_sums
 from dpopt.privacy.user.partitions import PartitionList
 
 U = 120.0
@@ -136,8 +136,9 @@ def run_level_bounds(records: pd.DataFrame, seeds: int = 5, kappa: float = 0.5) 
             acc = []
             levels = time_first_levels() if order == "time first" else None
             for seed in range(seeds):
-                m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps, noise="numpy", seed=seed,
-                                   level_bounds=lb, levels=levels)
+                m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps,
+                                   plan=LevelPlan(level_bounds=lb, levels=levels),
+                                   sampling=LevelNoise(noise="numpy", seed=seed))
                 truth, users = node_truth(agg, m)
                 acc.append(score_release(estimate_hierarchical(m, bias_allowance=kappa), truth, users)
                            | {"first": m.info["first_level"]})
@@ -177,8 +178,9 @@ def level_diagnostics(records: pd.DataFrame, eps: float = 10.0, bounds=(8, 4), s
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     out = {}
     for lb in (None, "scaled"):
-        m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps, noise="numpy", seed=seed, level_bounds=lb,
-                           first_level=0, level_split="equal")
+        m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps,
+                           plan=LevelPlan(level_bounds=lb, first_level=0, level_split="equal"),
+                           sampling=LevelNoise(noise="numpy", seed=seed))
         hw = estimate_hierarchical(m, bias_allowance=0.0).table["mean_direct_error_bound"].to_numpy()
         out[lb] = (hw, kept_records(agg, plist, m, bounds, lb, seed))
     truth, users = node_truth(agg, m)
@@ -240,8 +242,9 @@ def run(name: str, records: pd.DataFrame, seeds: int) -> str:
                 acc, flat = [], []
                 t0 = time.perf_counter()
                 for seed in range(seeds):
-                    m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps, noise="numpy", seed=seed,
-                                       priority=prio, first_level=first)
+                    m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps,
+                                       plan=LevelPlan(priority=prio, first_level=first),
+                                       sampling=LevelNoise(noise="numpy", seed=seed))
                     est = estimate_hierarchical(m, confidence=0.9, bias_allowance=kappa)
                     truth, users = node_truth(agg, m)
                     acc.append(score_release(est, truth, users) | {"first": m.info["first_level"]})

@@ -93,7 +93,7 @@ def test_hierarchical_estimates_never_publish_a_clipped_zero_variance():
     """The GLS estimator follows the same rule: at a small ε some noisy variances fall below 0; they
     are withheld with the negative-variance reason, and every published variance is above 0."""
     from dpopt.estimation.hierarchical import estimate_hierarchical
-    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.levels import LevelNoise, LevelPlan, measure_levels
     from dpopt.privacy.user.partitions import PartitionList
     from tests.estimation.test_hierarchical import LEVELS
     from tests.estimation.test_hierarchical import U as HU
@@ -103,8 +103,8 @@ def test_hierarchical_estimates_never_publish_a_clipped_zero_variance():
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     said = 0
     for seed in range(4):
-        m = measure_levels(agg, plist, bound=HU, bounds=(3, 2), epsilon=2.0, noise="numpy", seed=seed,
-                           levels=LEVELS, first_level=0)
+        m = measure_levels(agg, plist, bound=HU, bounds=(3, 2), epsilon=2.0,
+                           plan=LevelPlan(levels=LEVELS, first_level=0), sampling=LevelNoise(noise="numpy", seed=seed))
         t = estimate_hierarchical(m, confidence=0.9, bias_allowance=0.0).table
         ok = t["variance_released"].to_numpy(bool)
         assert (t.loc[ok, "variance"] > 0).all() and t.loc[~ok, "variance"].isna().all()

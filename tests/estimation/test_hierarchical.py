@@ -9,7 +9,7 @@ import pytest
 from dpopt.estimation.hierarchical import estimate_hierarchical, fieller_interval, gls_totals
 from dpopt.hierarchy.tree import HOUR_NS, Level
 from dpopt.release import GridOptions, InputOptions, contributions
-from dpopt.privacy.user.levels import _bounded_finest, measure_levels, node_sums
+from dpopt.privacy.user.levels import LevelNoise, LevelPlan, _bounded_finest, measure_levels, node_sums
 from dpopt.privacy.user.partitions import PartitionList
 
 U = 100.0
@@ -40,12 +40,16 @@ def test_bad_inputs_are_one_line_errors(agg):
 
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     with pytest.raises(DpoptInputError, match="bounds"):
-        measure_levels(agg, plist, bound=U, bounds=(0, 2), epsilon=1.0, noise="numpy", levels=LEVELS)
+        measure_levels(agg, plist, bound=U, bounds=(0, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS),
+                       sampling=LevelNoise(noise="numpy"))
     with pytest.raises(DpoptInputError, match="rho"):
-        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, mechanism="gaussian", levels=LEVELS)
+        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS),
+                       sampling=LevelNoise(mechanism="gaussian"))
     with pytest.raises(DpoptInputError, match="first_level"):
-        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", levels=LEVELS, first_level=9)
-    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", levels=LEVELS, seed=0)
+        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS, first_level=9),
+                       sampling=LevelNoise(noise="numpy"))
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS),
+                       sampling=LevelNoise(noise="numpy", seed=0))
     with pytest.raises(DpoptInputError, match="confidence"):
         estimate_hierarchical(m, confidence=1.5)
     with pytest.raises(DpoptInputError, match="bias_allowance"):
@@ -93,8 +97,8 @@ def test_coverage_consistency_and_withholding(agg):
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     inside_d, inside_e, narrow, n_nodes = 0, 0, 0, 0
     for seed in range(12):
-        m = measure_levels(agg, plist, bound=U, bounds=(k, c), epsilon=30.0, noise="numpy", seed=seed,
-                           levels=LEVELS, first_level=0)
+        m = measure_levels(agg, plist, bound=U, bounds=(k, c), epsilon=30.0,
+                           plan=LevelPlan(levels=LEVELS, first_level=0), sampling=LevelNoise(noise="numpy", seed=seed))
         est = estimate_hierarchical(m, confidence=0.9, bias_allowance=0.0)
         T = est.table
         truth, var_truth, r = _bounded_truth(agg, m, seed, k, c)
@@ -124,7 +128,8 @@ def test_coverage_consistency_and_withholding(agg):
 
 def test_spend_and_two_phase_levels(agg):
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
-    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, levels=LEVELS)
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS),
+                       sampling=LevelNoise(noise="numpy", seed=1))
     assert m.spend.total <= 1.0 + 1e-12 and m.spend.total == pytest.approx(sum(m.spend.pieces.values()))
     first = m.info["first_level"]
     lev = m.nodes["level"].to_numpy()
@@ -145,8 +150,8 @@ def test_exact_samplers_end_to_end(agg, mechanism, budget):
     """Real-release samplers (exact discrete Laplace / Gaussian, seeded here): lattice noise laws,
     spend ≤ budget, and estimates on every measured node."""
     plist = PartitionList(cells=agg.cells[:40], slots=agg.slots[:40])
-    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), mechanism=mechanism, noise="discrete", seed=3,
-                       levels=LEVELS, first_level=1, **budget)
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), plan=LevelPlan(levels=LEVELS, first_level=1),
+                       sampling=LevelNoise(mechanism=mechanism, noise="discrete", seed=3), **budget)
     assert m.statistics["sum"].law.family == "discrete_" + mechanism
     assert m.statistics["sum"].law.lattice == 2.0**-12 and m.statistics["count"].law.lattice == 1.0
     lev = m.nodes["level"].to_numpy()
@@ -163,8 +168,8 @@ def test_measurements_are_the_bounded_node_sums_plus_noise(agg):
     """At a huge ε the noisy statistics equal the exact node sums of the bounded data (wiring:
     every node gets its own finest grids' sums, in value units)."""
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
-    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e7, noise="numpy", seed=5, levels=LEVELS,
-                       first_level=0)
+    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e7, plan=LevelPlan(levels=LEVELS, first_level=0),
+                       sampling=LevelNoise(noise="numpy", seed=5))
     from dpopt.privacy.user.levels import simulation_keys
 
     R, Y, Z, lat = _bounded_finest(agg, plist, 3, 2, U, 12, simulation_keys(5), "random")  # the release's keys
@@ -185,8 +190,9 @@ def test_level_bounds_option(agg):
 
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     lb = [(2, 2), (2, 6), (1, 20), (1, 60)]
-    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=4.0, noise="numpy", seed=3, levels=LEVELS,
-                       level_bounds=lb, first_level=0, level_split="equal")
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=4.0,
+                       plan=LevelPlan(levels=LEVELS, level_bounds=lb, first_level=0, level_split="equal"),
+                       sampling=LevelNoise(noise="numpy", seed=3))
     assert m.info["tree_consistent"] is False and m.info["level_bounds"] == lb
     assert m.spend.total <= 4.0 + 1e-12
     lev = m.nodes["level"].to_numpy()
@@ -209,8 +215,9 @@ def test_level_bounds_option(agg):
         assert b == (None if f < 64 else (max(1, int(np.ceil(4 / np.sqrt(f)))), 2 * int(np.ceil(np.sqrt(f)))))
     # mixed: levels 0-1 shared (linked by the tree constraint), 2-3 bounded on their own
     mix = [None, None, (1, 20), (1, 60)]
-    m2 = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=4.0, noise="numpy", seed=3, levels=LEVELS,
-                        level_bounds=mix, first_level=0, level_split="equal")
+    m2 = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=4.0,
+                        plan=LevelPlan(levels=LEVELS, level_bounds=mix, first_level=0, level_split="equal"),
+                        sampling=LevelNoise(noise="numpy", seed=3))
     assert m2.info["linked_levels"] == [True, False, False, False] and m2.info["tree_consistent"] is False
     n2 = gls_totals(m2)["count"][0]
     par = m2.nodes["parent"].to_numpy()
@@ -220,8 +227,8 @@ def test_level_bounds_option(agg):
     sc2 = m2.statistics["count"].law.scale
     assert sc2[lev == 2] == pytest.approx(sc2[lev == 0][0] * 20 / 4.0)  # shared level 0: l1 = k·c = 4
     with pytest.raises(DpoptInputError, match="level_bounds"):
-        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, levels=LEVELS,
-                       level_bounds=[(1, 1)])
+        measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0,
+                       plan=LevelPlan(levels=LEVELS, level_bounds=[(1, 1)]), sampling=LevelNoise(noise="numpy", seed=1))
 
 
 @pytest.mark.slow
@@ -232,8 +239,8 @@ def test_blup_answers_at_the_deepest_informed_node_and_beats_the_direct_mean(agg
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     err_b, err_d = [], []
     for seed in range(6):
-        m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=3.0, noise="numpy", seed=seed,
-                           levels=LEVELS, first_level=0)
+        m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=3.0,
+                           plan=LevelPlan(levels=LEVELS, first_level=0), sampling=LevelNoise(noise="numpy", seed=seed))
         est = estimate_hierarchical(m, confidence=0.9)
         truth, _, r = _bounded_truth(agg, m, seed, 3, 2)
         fin = m.finest["node"].to_numpy()
@@ -241,8 +248,8 @@ def test_blup_answers_at_the_deepest_informed_node_and_beats_the_direct_mean(agg
         err_b.append(np.abs(est.table["mean"].to_numpy()[fin] - truth[fin])[ok])
         err_d.append(np.abs(est.table["mean_direct"].to_numpy()[fin] - truth[fin])[ok])
     assert np.median(np.concatenate(err_b)) < 0.8 * np.median(np.concatenate(err_d))
-    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e4, noise="numpy", seed=0, levels=LEVELS,
-                       first_level=0)
+    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e4, plan=LevelPlan(levels=LEVELS, first_level=0),
+                       sampling=LevelNoise(noise="numpy", seed=0))
     est = estimate_hierarchical(m)
     np.testing.assert_array_equal(est.answers["node"].to_numpy(), m.finest["node"].to_numpy())
     shrink = estimate_hierarchical(m, estimator="shrink")
@@ -259,8 +266,8 @@ def test_posterior_interval_option(agg):
     from dpopt.estimation.hierarchical import posterior_half_width
 
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
-    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=3.0, noise="numpy", seed=2, levels=LEVELS,
-                       first_level=0)
+    m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=3.0, plan=LevelPlan(levels=LEVELS, first_level=0),
+                       sampling=LevelNoise(noise="numpy", seed=2))
     d = estimate_hierarchical(m, confidence=0.9)
     p = estimate_hierarchical(m, confidence=0.9, interval="posterior")
     np.testing.assert_array_equal(p.table["mean"], d.table["mean"])
@@ -310,8 +317,8 @@ def test_intervals_reach_the_declared_range_above_a_clamp(agg):
     from dpopt.estimation.hierarchical import two_sided_z
 
     B, plist = 50.0, PartitionList(cells=agg.cells, slots=agg.slots)
-    m = measure_levels(agg, plist, bound=B, bounds=(3, 2), epsilon=3.0, noise="numpy", seed=4, levels=LEVELS,
-                       first_level=0)
+    m = measure_levels(agg, plist, bound=B, bounds=(3, 2), epsilon=3.0, plan=LevelPlan(levels=LEVELS, first_level=0),
+                       sampling=LevelNoise(noise="numpy", seed=4))
     plain = estimate_hierarchical(m, confidence=0.9, bias_allowance=0.0).table
     wide = estimate_hierarchical(replace(m, info={**m.info, "declared_bound": U}), confidence=0.9,
                                  bias_allowance=0.0).table
@@ -339,7 +346,8 @@ def test_outlook_names_an_epsilon_even_when_no_count_is_readable(agg):
     from dpopt.estimation.outlook import HINT_USERS, _epsilon_needed
 
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
-    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, levels=LEVELS)
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS),
+                       sampling=LevelNoise(noise="numpy", seed=1))
     est = estimate_hierarchical(m)
     sd = np.sqrt(m.statistics["sum"].law.variance())
     sd = sd[np.isfinite(sd) & (sd > 0)]  # the measured sums (unmeasured levels carry no noise law)
@@ -361,10 +369,11 @@ def test_repeated_default_levels_are_dropped_unless_the_plan_names_levels_by_ind
 
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     levels = default_levels(8, HOUR_NS, profile="day")
-    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, profile="day")
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(profile="day"),
+                       sampling=LevelNoise(noise="numpy", seed=1))
     kept = [tuple(lv) for lv in m.info["levels"]]
     assert (6, HOUR_NS, DAY_NS) not in kept and len(kept) < len(levels)
     shares = np.full(len(levels), 1.0 / len(levels))  # an array: explicit shares as numpy gives them
-    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, noise="numpy", seed=1, profile="day",
-                       level_split=shares)
+    m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0,
+                       plan=LevelPlan(profile="day", level_split=shares), sampling=LevelNoise(noise="numpy", seed=1))
     assert [tuple(lv) for lv in m.info["levels"]] == [(lv.h3_resolution, lv.slot_ns, lv.cycle_ns) for lv in levels]

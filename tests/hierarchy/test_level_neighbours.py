@@ -109,17 +109,18 @@ def test_bounds_above_the_kept_records_are_refused_whatever_the_data(level_bound
     both data sets, before any noise: refusing only when some pair held more than 2 records would be
     a data-dependent refusal (whether anything is released would reveal it)."""
     from dpopt import DpoptInputError
-    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.levels import LevelNoise, LevelPlan, measure_levels
 
     H = tiny_hierarchy()
     fin = H.nodes.iloc[H.finest_node]
     plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
     for counts in ([1, 2, 0, 1, 0], [5, 0, 0, 1, 0]):
         with pytest.raises(DpoptInputError, match="first 2 records"):
-            measure_levels(_truncated(H, counts, 2), plist, bound=U, bounds=bounds, epsilon=1.0, noise="numpy",
-                           seed=0, levels=H.levels, level_bounds=level_bounds)
-    m = measure_levels(_truncated(H, [5, 0, 0, 1, 0], 2), plist, bound=U, bounds=(1, 2), epsilon=1.0, noise="numpy",
-                       seed=0, levels=H.levels)
+            measure_levels(_truncated(H, counts, 2), plist, bound=U, bounds=bounds, epsilon=1.0,
+                           plan=LevelPlan(levels=H.levels, level_bounds=level_bounds),
+                           sampling=LevelNoise(noise="numpy", seed=0))
+    m = measure_levels(_truncated(H, [5, 0, 0, 1, 0], 2), plist, bound=U, bounds=(1, 2), epsilon=1.0,
+                       plan=LevelPlan(levels=H.levels), sampling=LevelNoise(noise="numpy", seed=0))
     assert m.info["c"] == 2
 
 
@@ -129,12 +130,12 @@ def test_spend_recount_matches_every_draw(mechanism):
     piece and vice versa, the piece is the budget the sampler ran at (its law's scale is
     Δ1/piece, resp. √(⌊Δ2²⌋/(2·piece)) with the Δ of that level, recomputed here), and the exact
     sum of the pieces equals ``spend.total`` and never exceeds the budget asked for."""
+    import itertools
     import math
     from fractions import Fraction
 
     from dpopt.privacy.user.bounding import lattice_halves
-    from dpopt.privacy.user.levels import level_sensitivity, measure_levels
-    from dpopt.privacy.user.mechanism import l2_squared
+    from dpopt.privacy.user.levels import LevelNoise, LevelPlan, measure_levels
 
     H = tiny_hierarchy()
     fin = H.nodes.iloc[H.finest_node]
@@ -146,24 +147,27 @@ def test_spend_recount_matches_every_draw(mechanism):
     for trial in range(8):
         tot = float(rng.uniform(0.01, 5))
         lb = None if trial % 2 else [None, None, (1, 3), None, (1, 1)]
-        m = measure_levels(agg, plist, bound=U, bounds=(2, 2), mechanism=mechanism, noise="discrete", seed=trial,
-                           levels=H.levels, level_bounds=lb, **({"epsilon": tot} if mechanism == "laplace" else {"rho": tot}))
+        m = measure_levels(agg, plist, bound=U, bounds=(2, 2), plan=LevelPlan(levels=H.levels, level_bounds=lb),
+                           sampling=LevelNoise(mechanism=mechanism, noise="discrete", seed=trial),
+                           **({"epsilon": tot} if mechanism == "laplace" else {"rho": tot}))
         spent = sum((Fraction(v) for v in m.spend.pieces.values()), Fraction(0))
         assert Fraction(m.spend.total) == spent and spent <= Fraction(tot)
         assert spent > Fraction(tot) * (1 - 1e-6)  # nothing left unspent either
         for li in range(H.n_levels):
             rows = lev == li
-            sv = level_sensitivity(np.ones(int(rows.sum()), dtype=np.int64), *lb[li], hy, hz) if lb and lb[li] \
-                else level_sensitivity(H.leaves_under[rows], 2, 2, hy, hz)
-            for name, l1, l2, unit in (("count", sv.count_l1, sv.count_l2, 1.0), ("count_pilot", sv.count_l1, sv.count_l2, 1.0),
-                                       ("sum", sv.sum_l1_units, sv.sum_l2_units, m.info["granularity"]),
-                                       ("sumsq", sv.sumsq_l1_units, sv.sumsq_l2_units, m.info["granularity"])):
+            # Δ of the level from scratch: ℓ1 = k·c·h, ℓ2² = (c·h)²·max Σ m_i² (m_i ≤ nodes' grids, Σ m_i ≤ k)
+            k, c = lb[li] if lb and lb[li] else (2, 2)
+            caps = [1] * int(rows.sum()) if lb and lb[li] else H.leaves_under[rows].tolist()
+            merge = max(sum(x * x for x in ms) for ms in itertools.product(*[range(a + 1) for a in caps])
+                        if sum(ms) <= k)
+            for name, h, unit in (("count", 1, 1.0), ("count_pilot", 1, 1.0), ("sum", hy, m.info["granularity"]),
+                                  ("sumsq", hz, m.info["granularity"])):
                 key = f"level{li}_{name}"
                 drawn = np.isfinite(m.statistics[name].value[rows])
                 assert drawn.all() == (key in m.spend.pieces) and (drawn.all() or not drawn.any())
                 if key in m.spend.pieces:
                     used = m.spend.pieces[key]
-                    want = l1 / used if mechanism == "laplace" else math.sqrt(l2_squared(l2) / (2 * used))
+                    want = k * c * h / used if mechanism == "laplace" else math.sqrt((c * h) ** 2 * merge / (2 * used))
                     np.testing.assert_allclose(m.statistics[name].law.scale[rows] / unit, want, rtol=1e-12)
 
 
@@ -172,7 +176,7 @@ def test_real_release_sampler_without_a_source_is_refused():
     sampler without one is refused (it must not fall back to numpy's generator)."""
     from dpopt import DpoptInputError
     from dpopt.noise import SeededSource
-    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.levels import LevelNoise, LevelPlan, measure_levels
     from dpopt.privacy.user.mechanism import DiscreteLaplace
 
     class NoSource:
@@ -192,4 +196,4 @@ def test_real_release_sampler_without_a_source_is_refused():
     plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
     with pytest.raises(DpoptInputError, match="source"):
         measure_levels(_agg(H, np.array([1, 0, 0, 1, 0]), U), plist, bound=U, bounds=(1, 1), epsilon=1.0,
-                       levels=H.levels, noise_mechanism=NoSource())
+                       plan=LevelPlan(levels=H.levels), sampling=LevelNoise(noise_mechanism=NoSource()))

@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 from dpopt.hierarchy.tree import DAY_NS, HOUR_NS, Level, build_hierarchy
-from dpopt.privacy.user.levels import level_sensitivity, max_merge_square, node_sums
+from dpopt.privacy.user.bounding import half_ranges
+from dpopt.privacy.user.levels import node_sums
+from dpopt.privacy.user.sensitivity import max_merge_square, sensitivities
 
-HY, HZ = 5, 7  # lattice half-ranges H_Y, H_Z (any positive integers)
+U, LAM = 8.0, 1.0  # bound and lattice: the lattice half-ranges H_Y = U/(2λ) = 4, H_Z = U²/(8λ) = 8
+HY, HZ = half_ranges(U, LAM)
 #: per record (y, z): value 0 → (−H_Y, +H_Z), U/2 → (0, −H_Z), U → (+H_Y, +H_Z)
 TERMS = [(-HY, HZ), (0, -HZ), (HY, HZ)]
 
@@ -62,7 +65,7 @@ def test_level_sensitivity_is_the_brute_force_maximum(k, c, profile):
                         best[li][s] = max(best[li][s], np.abs(dl).sum())
                         best[li][3 + s] = max(best[li][3 + s], (dl.astype(float) ** 2).sum())
     for li in range(H.n_levels):
-        sv = level_sensitivity(H.leaves_under[lev == li], k, c, HY, HZ)
+        sv = sensitivities(k, c, U, lam=LAM, capacities=H.leaves_under[lev == li])
         assert (sv.count_l1, sv.sum_l1_units, sv.sumsq_l1_units) == tuple(best[li][:3])
         for got, want in zip((sv.count_l2, sv.sum_l2_units, sv.sumsq_l2_units), best[li][3:]):
             assert got**2 >= want and round(got**2) == want
@@ -119,7 +122,7 @@ def _records(rng, n_users):
 @pytest.mark.parametrize("seed", range(4))
 def test_per_level_bounds_one_user_and_totals(seed):
     """Per-level bounding (level_bounds): a user alone moves level l by at most the ℓ1/ℓ2 of
-    level_sensitivity(ones, k_l, c_l) (each of ≤ k_l nodes by ≤ c_l records), and the bound is
+    sensitivities(k_l, c_l) with capacities 1 (each of ≤ k_l nodes by ≤ c_l records), and the bound is
     attained by a user with enough records; with many users every node's R is at most Σ_u c_l and
     every level keeps Σ_u min(records_u, k_l·c_l) at most."""
     from dpopt.hierarchy.tree import default_levels
@@ -142,7 +145,7 @@ def test_per_level_bounds_one_user_and_totals(seed):
         per_user = np.bincount(agg.pair_user, weights=agg.count)
         for li, (kl, cl) in enumerate(lb[:H.n_levels]):
             d = sums[:, lev == li]
-            sv = level_sensitivity(np.ones(d.shape[1], dtype=np.int64), kl, cl, lat.half_sum, lat.half_sumsq)
+            sv = sensitivities(kl, cl, 120.0, lam=lat.lam, capacities=np.ones(d.shape[1], dtype=np.int64))
             assert d[0].sum() <= np.minimum(per_user, kl * cl).sum()
             assert d[0].max() <= cl * agg.n_users
             if single:
@@ -160,7 +163,7 @@ def test_per_level_bounding_brute_force(kc):
     """Every placement of one user's records (0–2 records at U in each of the 5 finest grids of
     :func:`tiny_hierarchy`), bounded at each level by its own (k_l, c_l) (:func:`bounded_level`):
     the largest change of level l is exactly Σ over the min(k_l, ·) fullest nodes of min(c_l, records)
-    (computed here by enumeration), never more than the ℓ1/ℓ2 of level_sensitivity(ones, k_l, c_l)."""
+    (computed here by enumeration), never more than the ℓ1/ℓ2 of sensitivities(k_l, c_l) with capacities 1."""
     from dpopt.records.aggregate import Aggregate, PairSamples
     from dpopt.privacy.user.bounding import lattice_values
     from dpopt.privacy.user.levels import bounded_level
@@ -195,7 +198,7 @@ def test_per_level_bounding_brute_force(kc):
             top = np.minimum(per_node[:k], c)  # a user keeps k nodes at random: the fullest k is the worst case
             want[li] = np.maximum(want[li], (top.sum(), (top ** 2).sum()))
     for li, (k, c) in enumerate(kc):
-        sv = level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64), k, c, 2, 2)
+        sv = sensitivities(k, c, 4.0, lam=lat.lam, capacities=np.ones(int(np.sum(lev == li)), dtype=np.int64))
         assert best[li][0] <= sv.count_l1 and best[li][1] <= sv.count_l2 ** 2 + 1e-9
         assert tuple(best[li]) == tuple(want[li])
 

@@ -11,7 +11,7 @@ import pytest
 from dpopt._validation import DpoptInputError
 from dpopt.hierarchy.tree import HOUR_NS, Level, build_hierarchy, place_levels
 from dpopt.noise.sources import SeededSource
-from dpopt.privacy.user.levels import level_sensitivity
+from dpopt.privacy.user.sensitivity import sensitivities
 from dpopt.privacy.user.record_cap import capped_records
 from tests.privacy.user.conftest import make_agg
 
@@ -90,7 +90,7 @@ def test_a_users_kept_records_depend_on_its_own_records_and_keys_only(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_capped_level_sensitivity_one_user(seed):
     """A user alone moves a capped level by at most ℓ1 = ℓ2 = T·(1, H_Y, H_Z)
-    (level_sensitivity(ones, 1, T)), attained when all its kept records fall in one node."""
+    (sensitivities(1, T) with capacities 1), attained when all its kept records fall in one node."""
     from dpopt.privacy.user.bounding import lattice_values
     from dpopt.privacy.user.levels import _per_level_sums
     from dpopt.privacy.user.partitions import PartitionList
@@ -108,13 +108,13 @@ def test_capped_level_sensitivity_one_user(seed):
     n = int(agg.count.sum())
     for li in (1, 2):
         d = sums[:, lev == li]
-        sv = level_sensitivity(np.ones(d.shape[1], dtype=np.int64), 1, T, lat.half_sum, lat.half_sumsq)
+        sv = sensitivities(1, T, 120.0, lam=lat.lam, capacities=np.ones(d.shape[1], dtype=np.int64))
         assert d[0].sum() == min(n, T)
         assert np.abs(d[0]).sum() <= sv.count_l1 and np.abs(d[1]).sum() <= sv.sum_l1_units
         assert np.abs(d[2]).sum() <= sv.sumsq_l1_units
         for s, l2 in enumerate((sv.count_l2, sv.sum_l2_units, sv.sumsq_l2_units)):
             assert (d[s] ** 2).sum() <= l2 ** 2 + 1e-6
-    assert level_sensitivity(np.ones(3, dtype=np.int64), 1, T, 5, 7).count_l2 >= T
+    assert sensitivities(1, T, 120.0, lam=lat.lam, capacities=np.ones(3, dtype=np.int64)).count_l2 >= T
 
 
 def test_place_levels():
@@ -137,15 +137,15 @@ def test_explicit_level_shares_refused(bad):
 def test_explicit_level_shares_measure_only_those_levels():
     """Shares (0, 0.7, 0, 0.3): only levels 1 and the last carry budget, no pilot counts, and the
     recounted spend equals the total."""
-    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.levels import LevelNoise, LevelPlan, measure_levels
     from dpopt.privacy.user.partitions import PartitionList
 
     rng = np.random.default_rng(3)
     agg = make_agg(_random_records(rng, 30))
     lv = (Level(7, HOUR_NS), Level(7, 0), Level(6, 0), Level(5, 0))
     m = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=120.0, bounds=(1, 1), epsilon=2.0,
-                       levels=lv, level_bounds=[None, 40, None, 40], level_split=[0, 0.7, 0, 0.3], noise="numpy",
-                       seed=1)
+                       plan=LevelPlan(levels=lv, level_bounds=[None, 40, None, 40], level_split=[0, 0.7, 0, 0.3]),
+                       sampling=LevelNoise(noise="numpy", seed=1))
     lev = m.nodes["level"].to_numpy()
     cnt = m.statistics["count"].value
     assert np.all(np.isfinite(cnt[(lev == 1) | (lev == 3)])) and np.all(np.isnan(cnt[(lev == 0) | (lev == 2)]))

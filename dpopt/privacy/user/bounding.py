@@ -50,7 +50,8 @@ from ...noise import IntegerSource
 from ...records.aggregate import Aggregate
 
 __all__ = ["BoundedGrids", "LatticeValues", "grid_ranks", "bounded_gamma", "lattice_values",
-           "bound_contributions", "check_lattice_capacity", "lattice_halves", "tie_keys", "DEFAULT_GRANULARITY_BITS"]
+           "bound_contributions", "check_lattice_capacity", "half_ranges", "lattice_halves", "tie_keys",
+           "DEFAULT_GRANULARITY_BITS"]
 
 #: λ = 2^-12 for the lattice of sums
 DEFAULT_GRANULARITY_BITS = 12
@@ -159,12 +160,19 @@ def bounded_gamma(agg: Aggregate, ranks: np.ndarray, k: int, c: int) -> np.ndarr
     return np.where(keep, np.minimum(agg.count, c), 0).astype(np.int64)
 
 
+def half_ranges(bound: float, lam: float) -> tuple[int, int]:
+    """(H_Y, H_Z) = (⌈U/(2λ)⌉, ⌈U²/(8λ)⌉): the largest |y_q| and |z_q| of one record on the lattice
+    λ (module doc)."""
+    U = check_bound(bound)
+    return math.ceil(U / 2.0 / lam), math.ceil(U * U / 8.0 / lam)
+
+
 def lattice_halves(bound: float, granularity_bits: int) -> tuple[float, int, int]:
-    """(λ, H_Y, H_Z) of the lattice: λ = 2^-b, H_Y = ⌈U/(2λ)⌉, H_Z = ⌈U²/(8λ)⌉ (module doc)."""
+    """(λ, H_Y, H_Z) of the lattice: λ = 2^-b and :func:`half_ranges` (module doc)."""
     U = check_bound(bound)
     b = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
     lam = 2.0**-b
-    return lam, math.ceil(U / 2.0 / lam), math.ceil(U * U / 8.0 / lam)
+    return (lam, *half_ranges(U, lam))
 
 
 def check_lattice_capacity(k: int, c: int, bound: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:

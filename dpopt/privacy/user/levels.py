@@ -6,14 +6,12 @@ node's sums are the exact sums over the finest grids below it. Every level l of 
 (:mod:`dpopt.hierarchy.tree`) is one query on the data: the noisy vectors ñ_l, Ỹ_l, Z̃_l over all of
 the level's nodes, with the mechanisms of :mod:`.mechanism`.
 
-**Sensitivity of level l** (add/remove one user; proof in models/hierarchy.md §4). The user's kept
-finest grids put m_i ≥ 0 of them under node i, Σ_i m_i ≤ k and m_i ≤ a_i (the number of listed
-finest grids under node i, public); node i's count moves by ≤ c·m_i, its sums by ≤ c·m_i·(H_Y, H_Z).
-Hence ℓ1 = k·c·(1, H_Y, H_Z) at every level (merging grids does not cancel anything: all changes of
-one user have the same sign), and ℓ2² = c²·(1, H_Y², H_Z²)·M_l with
-M_l = max Σ m_i² over {Σ m_i ≤ k, 0 ≤ m_i ≤ a_i}, attained by filling the largest a_i first
-(Σ m_i² is Schur-convex and the greedy vector majorises every feasible one): M_0 = min(k, G) at the
-finest level, M_l = k² once one node holds ≥ k finest grids.
+**Sensitivity of level l** (add/remove one user; proof in :mod:`.sensitivity` and models/hierarchy.md
+§4): :func:`.sensitivity.sensitivities` with the level's capacities a_i (the number of listed finest
+grids under node i, public): ℓ1 = k·c·(1, H_Y, H_Z) at every level and ℓ2² = c²·(1, H_Y², H_Z²)·M_l,
+M_l = max Σ m_i² over {Σ m_i ≤ k, 0 ≤ m_i ≤ a_i}: M_0 = min(k, G) at the finest level, M_l = k² once
+one node holds ≥ k finest grids. A level bounded on its own by (k_l, c_l) (models/hierarchy.md §5)
+has capacities 1 (a user changes ≤ k_l nodes by ≤ c_l records each); a record cap T_l is (1, T_l).
 
 **Two phases** (models/hierarchy.md §3, §6): phase 1 measures pilot counts at every level; from
 them (post-processing) :func:`first_level_score` picks the finest level worth measuring and
@@ -47,7 +45,7 @@ from .bounding import (CAPACITY, DEFAULT_GRANULARITY_BITS, LatticeValues, _grid_
 from ...noise.mechanism import NoiseMechanism, make_mechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from .record_cap import capped_records
-from .sensitivity import sqrt_up
+from .sensitivity import Sensitivities, sensitivities
 from .split import BudgetSplit, split_budget
 
 #: "scaled" level bounds apply to levels whose nodes hold at least this many finest grids on average
@@ -65,39 +63,8 @@ PLACE_PILOT_SHARE = 0.1
 PRIOR_SPREAD_DIVISOR = 20.0
 STAT_NAMES = ("count", "sum", "sumsq", "count_pilot")
 
-__all__ = ["coarsest_near_best", "LevelPlan", "LevelNoise", "LevelSensitivity", "level_sensitivity", "max_merge_square", "first_level_score", "answer_levels", "resolve_level_bounds", "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks",
-           "measure_levels"]
-
-
-@dataclass(frozen=True)
-class LevelSensitivity:
-    """Sensitivities of one level's (R, Y, Z) vectors in lattice units (module doc); ``merge`` = M_l."""
-
-    count_l1: int
-    sum_l1_units: int
-    sumsq_l1_units: int
-    merge: int
-    count_l2: float
-    sum_l2_units: float
-    sumsq_l2_units: float
-
-
-def max_merge_square(capacities: np.ndarray, k: int) -> int:
-    """M = max Σ m_i² over integers 0 ≤ m_i ≤ a_i with Σ m_i ≤ k: fill the largest a_i first."""
-    a = np.sort(np.asarray(capacities, dtype=np.int64))[::-1]
-    m = np.minimum(a, np.maximum(k - np.concatenate([[0], np.cumsum(a)[:-1]]), 0))
-    return int(np.sum(m.astype(object) ** 2))
-
-
-def level_sensitivity(capacities: np.ndarray, k: int, c: int, half_sum: int, half_sumsq: int) -> LevelSensitivity:
-    """ℓ1 and ℓ2 sensitivities of one level whose nodes hold ``capacities`` listed finest grids."""
-    k = check_positive_int(k, "k")
-    c = check_positive_int(c, "c")
-    M = max_merge_square(capacities, k)
-    return LevelSensitivity(
-        count_l1=k * c, sum_l1_units=k * c * int(half_sum), sumsq_l1_units=k * c * int(half_sumsq), merge=M,
-        count_l2=sqrt_up(c * c * M), sum_l2_units=sqrt_up((c * int(half_sum)) ** 2 * M),
-        sumsq_l2_units=sqrt_up((c * int(half_sumsq)) ** 2 * M))
+__all__ = ["coarsest_near_best", "LevelPlan", "LevelNoise", "first_level_score", "answer_levels", "resolve_level_bounds",
+           "linked_levels", "bounded_level", "answer_shares", "node_sums", "random_ranks", "measure_levels"]
 
 
 def answer_levels(hw: np.ndarray, level: np.ndarray, parent: np.ndarray, finest: np.ndarray, first: int,
@@ -422,31 +389,26 @@ class LevelNoise:
     granularity_bits: int = DEFAULT_GRANULARITY_BITS
 
 
-def _level_options(plan: LevelPlan | None, sampling: LevelNoise | None,
-                   keywords: dict[str, Any]) -> tuple[LevelPlan, LevelNoise]:
-    """The two option objects, from themselves or from their fields given as keywords."""
-    plan_keys = {k: keywords.pop(k) for k in list(keywords) if k in LevelPlan.__dataclass_fields__}
-    noise_keys = {k: keywords.pop(k) for k in list(keywords) if k in LevelNoise.__dataclass_fields__}
-    if keywords:
-        raise TypeError(f"measure_levels() got unexpected keyword arguments {sorted(keywords)}")
-    if (plan is not None and plan_keys) or (sampling is not None and noise_keys):
-        raise DpoptInputError("give `plan` / `sampling` or their fields as keywords, not both; got "
-                              f"{sorted({**plan_keys, **noise_keys})}")
-    return plan or LevelPlan(**plan_keys), sampling or LevelNoise(**noise_keys)
+def _level_options(plan: LevelPlan | None, sampling: LevelNoise | None) -> tuple[LevelPlan, LevelNoise]:
+    """The two option objects, the defaults for None; anything else is refused."""
+    for value, kind, name in ((plan, LevelPlan, "plan"), (sampling, LevelNoise, "sampling")):
+        if value is not None and not isinstance(value, kind):
+            raise DpoptInputError(f"`{name}` must be a {kind.__name__} or None; got {value!r}")
+    return plan or LevelPlan(), sampling or LevelNoise()
 
 
 def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tuple[int, int],
                    epsilon: float | None = None, rho: float | None = None, plan: LevelPlan | None = None,
-                   sampling: LevelNoise | None = None, **keywords: Any) -> Measurements:
+                   sampling: LevelNoise | None = None) -> Measurements:
     """Noisy count, centred sum and centred sum of squares of the nodes of the public hierarchy
     over the finest list ``partitions`` (module doc), for fixed public bounds ``bounds`` = (k, c).
 
     ``epsilon`` (Laplace, pure ε-DP) or ``rho`` (Gaussian, ρ-zCDP): the budget of these statistics
     (the bounds choice, if any, is accounted by the caller). ``plan`` (:class:`LevelPlan`) the
-    levels and the budget over them, ``sampling`` (:class:`LevelNoise`) the samplers; their fields
-    may be given as ``keywords`` instead.
+    levels and the budget over them (default ``LevelPlan()``), ``sampling`` (:class:`LevelNoise`) the
+    samplers (default ``LevelNoise()``).
     """
-    p, ns = _level_options(plan, sampling, keywords)
+    p, ns = _level_options(plan, sampling)
     U, kind = check_bound(bound), check_choice(ns.mechanism, "mechanism", ("laplace", "gaussian"))
     unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
     tau = U / 10.0 if p.target is None else check_nonnegative_float(p.target, "target")
@@ -510,8 +472,8 @@ class _LevelContext:
         The bound of the values.
     k, c : int
         The shared bounds: ≤ k finest grids per user, ≤ c records per kept grid.
-    sens : list of LevelSensitivity
-        Every level's sensitivities (:func:`level_sensitivity`).
+    sens : list of Sensitivities
+        Every level's sensitivities (:func:`.sensitivity.sensitivities`).
     lat : LatticeValues
         The lattice of the values (λ = ``lat.lam``).
     split : BudgetSplit
@@ -530,7 +492,7 @@ class _LevelContext:
     U: float
     k: int
     c: int
-    sens: list[LevelSensitivity]
+    sens: list[Sensitivities]
     lat: LatticeValues
     split: BudgetSplit
     tau: float
@@ -602,7 +564,7 @@ def _place_choice(ctx: _LevelContext, p: LevelPlan, pilot: np.ndarray, pilot_sca
 
 def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, *, bounds: tuple[int, int], bound: float,
                     bits: int, rng: np.random.Generator | IntegerSource, priority: str,
-                    level_bounds: Any) -> tuple[list, list[LevelSensitivity], LatticeValues, Any]:
+                    level_bounds: Any) -> tuple[list, list[Sensitivities], LatticeValues, Any]:
     """Exact node sums (R, Y, Z) of the bounded data, every level's sensitivity, the lattice and the
     resolved per-level bounds (models/hierarchy.md §4, §5).
 
@@ -633,12 +595,12 @@ def _bounded_levels(agg: Aggregate, plist: PartitionList, hier: Hierarchy, *, bo
     _check_samples_limit(agg, [c] + [b[1] for b in (lb or []) if b is not None and not _is_cap(b)])
     R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, bits, rng, priority)
     sums = [node_sums(hier, v) for v in (R, Y, Z)]
-    sens = [level_sensitivity(hier.leaves_under[lev == li], k, c, lat.half_sum, lat.half_sumsq) for li in range(hier.n_levels)]
+    sens = [sensitivities(k, c, U, lam=lat.lam, capacities=hier.leaves_under[lev == li]) for li in range(hier.n_levels)]
     if lb is not None:  # a level bounded on its own: a user changes ≤ k_l nodes by ≤ c_l records each
         sums = _per_level_sums(agg, plist, hier, lb, lat, rng, shared=sums)
         # a cap T_l is "k = 1 node of T_l records": ℓ1 = ℓ2 = T_l (all of a user's records may sit in one node)
-        sens = [sv if b is None else level_sensitivity(np.ones(int(np.sum(lev == li)), dtype=np.int64),
-                                                       *((1, b) if _is_cap(b) else b), lat.half_sum, lat.half_sumsq)
+        sens = [sv if b is None else sensitivities(*((1, b) if _is_cap(b) else b), U, lam=lat.lam,
+                                                   capacities=np.ones(int(np.sum(lev == li)), dtype=np.int64))
                 for li, (sv, b) in enumerate(zip(sens, lb))]
     return sums, sens, lat, lb
 

@@ -93,7 +93,7 @@ def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, pr
 
     from dpopt.hierarchy.tree import HOUR_NS, Level
     from dpopt.privacy.user import levels
-    from dpopt.privacy.user.levels import measure_levels
+    from dpopt.privacy.user.levels import LevelPlan, measure_levels
     from dpopt.privacy.user.partitions import PartitionList
 
     rng = np.random.default_rng(3)
@@ -122,8 +122,8 @@ def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, pr
     monkeypatch.setattr(bounding, "tie_keys", recorded_tie_keys)
     monkeypatch.setattr(levels, "tie_keys", recorded_tie_keys)
     monkeypatch.setattr(np.random, "default_rng", guarded_default_rng)
-    meas = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=50.0, bounds=(2, 2),
-                          epsilon=1.0, priority=priority,
-                          levels=(Level(8, HOUR_NS), Level(8, 4 * HOUR_NS), Level(7, 4 * HOUR_NS)))
+    meas = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=50.0, bounds=(2, 2), epsilon=1.0,
+                          plan=LevelPlan(priority=priority,
+                                         levels=(Level(8, HOUR_NS), Level(8, 4 * HOUR_NS), Level(7, 4 * HOUR_NS))))
     monkeypatch.undo()
     assert keys_from == [SecureRandom] and meas.privacy_model == "user"

@@ -1,8 +1,8 @@
 """The typed option objects of the user model's library (they keep functions small):
-:class:`~dpopt.privacy.user.bounds.BoundsRule` for ``choose_bounds`` and
-:class:`~dpopt.privacy.user.levels.LevelPlan` / :class:`~dpopt.privacy.user.levels.LevelNoise` for
-``measure_levels`` give the same seeded outputs as the keywords they group (still accepted), and
-mixing both forms is refused."""
+:class:`~dpopt.privacy.user.bounds.BoundsRule` for ``choose_bounds`` gives the same seeded outputs as
+the keywords it groups (still accepted), and mixing both forms is refused;
+:class:`~dpopt.privacy.user.levels.LevelPlan` / :class:`~dpopt.privacy.user.levels.LevelNoise` are
+the only way to give ``measure_levels`` its options (their fields as keywords are a TypeError)."""
 
 from __future__ import annotations
 
@@ -40,19 +40,22 @@ def test_bounds_rule_object_equals_keywords(rule):
         BoundsRule(rule="median")
 
 
-def test_level_options_objects_equal_keywords():
+def test_level_options_are_the_option_objects_only():
+    """``plan`` and ``sampling`` are the one way to give the options: omitted they are the defaults,
+    a field given as a keyword is Python's TypeError, anything but the objects a one-line error."""
     agg = _agg()
     plist = PartitionList(cells=agg.cells, slots=agg.slots)
     levels = (Level(int(agg.h3_resolution), int(agg.slot_ns)), Level(max(int(agg.h3_resolution) - 1, 0), 0))
-    kw_plan = dict(levels=levels, level_split="equal", weight_variance=0.5)
-    kw_noise = dict(noise="discrete", seed=4)
-    a = measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, **kw_plan, **kw_noise)
-    b = measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, plan=LevelPlan(**kw_plan),
-                       sampling=LevelNoise(**kw_noise))
+    plan = LevelPlan(levels=levels, level_split="equal", weight_variance=0.5)
+    default = measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, sampling=LevelNoise(seed=4))
+    explicit = measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, plan=LevelPlan(),
+                              sampling=LevelNoise(mechanism="laplace", noise="discrete", seed=4))
     for s in ("count", "sum", "sumsq"):
-        np.testing.assert_array_equal(a.statistics[s].value, b.statistics[s].value)
-    assert a.spend == b.spend
-    with pytest.raises(DpoptInputError, match="not both"):
-        measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, plan=LevelPlan(**kw_plan), target=3.0)
-    with pytest.raises(TypeError, match="unexpected"):
-        measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, colour="red")
+        np.testing.assert_array_equal(default.statistics[s].value, explicit.statistics[s].value)
+    assert default.spend == explicit.spend and default.info["target"] == pytest.approx(0.1)  # τ = U/10
+    for field in ("target", "seed", "colour"):
+        with pytest.raises(TypeError, match=field):
+            measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, plan=plan, **{field: 3})
+    for name, value in (("plan", {"target": 3.0}), ("sampling", LevelPlan())):
+        with pytest.raises(DpoptInputError, match=f"`{name}` must be a"):
+            measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, **{name: value})

@@ -81,3 +81,43 @@ def test_l2_is_sqrt_k_times_per_grid():
     assert s.count_l2 == pytest.approx(3 * 2)
     assert s.users_l2 == pytest.approx(3)
     assert s.sum_l2_units == pytest.approx(3 * 2 * 5)
+
+
+@pytest.mark.parametrize("bits", [0, 3, 12])
+@pytest.mark.parametrize("bound", [1.0, 4.0, 0.37, 120.0, 1e5])
+def test_the_flat_grid_is_the_level_of_one_grid_nodes(bound, bits):
+    """The flat grid's sensitivities (the formula per grid, written out here: ℓ1 = k·c·(1, H_Y, H_Z),
+    ℓ2² = k·c²·(1, H_Y², H_Z²), users k and √k) are exactly those of a level whose nodes each hold one
+    finest grid, with at least k nodes; capacities None is that level. Fewer nodes than k (a public
+    list of G < k grids) merge nothing and give ℓ2² = G·c²·(…), the user touching at most G grids."""
+    from dpopt.privacy.user.bounding import lattice_halves
+    from dpopt.privacy.user.sensitivity import sqrt_up
+
+    lam, hy, hz = lattice_halves(bound, bits)
+    for k, c in itertools.product((1, 2, 3, 7, 64), (1, 2, 5, 40)):
+        flat = dict(count_l1=k * c, users_l1=k, sum_l1=k * c * bound / 2.0, sumsq_l1=k * c * bound * bound / 8.0,
+                    sum_l1_units=k * c * hy, sumsq_l1_units=k * c * hz, count_l2=sqrt_up(k * c * c),
+                    users_l2=sqrt_up(k), sum_l2_units=sqrt_up(k * (c * hy) ** 2),
+                    sumsq_l2_units=sqrt_up(k * (c * hz) ** 2), merge=k)
+        for G in (k, k + 1, 3 * k):
+            level = sensitivities(k, c, bound, lam=lam, capacities=np.ones(G, dtype=np.int64))
+            assert {f: getattr(level, f) for f in flat} == flat
+        assert {f: getattr(sensitivities(k, c, bound, lam=lam), f) for f in flat} == flat
+        if k > 1:  # a shorter list: at most G of the user's grids exist
+            short = sensitivities(k, c, bound, lam=lam, capacities=np.ones(k - 1, dtype=np.int64))
+            assert (short.merge, short.count_l1, short.count_l2) == (k - 1, k * c, sqrt_up((k - 1) * c * c))
+
+
+def test_bad_inputs_are_one_line_errors_naming_the_argument():
+    from dpopt import DpoptInputError
+
+    for name, kwargs in (("capacities", dict(capacities=[1, 0])), ("capacities", dict(capacities=[])),
+                         ("capacities", dict(capacities=[1.5])), ("capacities", dict(capacities=[[1, 2]])),
+                         ("capacities", dict(capacities="ab")), ("lam", dict(lam=0.0)), ("lam", dict(lam=-1.0)),
+                         ("lam", dict(lam=float("nan")))):
+        with pytest.raises(DpoptInputError, match=f"`{name}`") as err:
+            sensitivities(2, 3, 4.0, **kwargs)
+        assert "\n" not in str(err.value)
+    for k, c, bound in ((0, 1, 1.0), (1, 0, 1.0), (1, 1, -1.0)):
+        with pytest.raises(DpoptInputError):
+            sensitivities(k, c, bound)

@@ -36,7 +36,7 @@ from ....noise.mechanism import NoiseMechanism
 from ....hierarchy.tree import default_levels
 from ....records.aggregate import Aggregate
 from ....records.grid import slot_text
-from ..levels import measure_levels
+from ..levels import LevelNoise, LevelPlan, measure_levels
 from ..predict import NoiseBudgets
 from ..split import split_budget
 from ...options import Budget, NoiseOptions
@@ -144,11 +144,11 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
     k, c, rule = _choose(agg, options, eps_b, rest, "rho" if gaussian else "epsilon", U, mech, rng)
     plist, _, _ = _partition_list(agg, options)
     m = measure_levels(agg, plist, bound=U, bounds=(k, c), epsilon=None if gaussian else rest,
-                       rho=rest if gaussian else None, coarsest_resolution=options.coarsest_resolution,
-                       profile=options.profile,
-                       mechanism=kind, noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
-                       granularity_bits=noise.granularity_bits, weight_mean=options.weight_mean,
-                       weight_variance=options.weight_variance)
+                       rho=rest if gaussian else None,
+                       plan=LevelPlan(coarsest_resolution=options.coarsest_resolution, profile=options.profile,
+                                      weight_mean=options.weight_mean, weight_variance=options.weight_variance),
+                       sampling=LevelNoise(mechanism=kind, noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
+                                           granularity_bits=noise.granularity_bits))
     spend = spend_with_bounds(m.spend.pieces, m.spend.unit, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
     info = replace(m.info, bounds_rule=rule, shape="adaptive", mechanism=kind, seeded=noise.seed is not None,
                    partitions="public list", slot=slot_text(agg.slot_ns), delta_selection=0.0, public=PUBLIC_FACTS)

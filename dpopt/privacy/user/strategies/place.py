@@ -46,7 +46,7 @@ from ....measurements import Measurements
 from ....records.aggregate import Aggregate
 from ....records.grid import slot_text
 from ....hierarchy.tree import place_levels
-from ..levels import PLACE_PILOT_SHARE, PRIOR_SPREAD_DIVISOR, measure_levels
+from ..levels import PLACE_PILOT_SHARE, PRIOR_SPREAD_DIVISOR, LevelNoise, LevelPlan, measure_levels
 from ..place_bounds import (CAP_SHARE, CLAMP_FLOOR_STEP, CLAMP_STEPS, RECORD_BIN_EDGES, cap_candidates,
                                     choose_map_cap, choose_place_bounds, clamp_histogram_fields)
 from ..place_shares import CANDIDATES
@@ -128,11 +128,12 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     map_cap, map_error = choose_map_cap(pb.histogram, pb.epsilon * CAP_SHARE, pb.cap, noise=map_noise, spread=spread,
                                         candidates=pb.candidates)
     levels = place_levels(agg.h3_resolution, agg.slot_ns, coarsest_resolution=options.coarsest_resolution)
-    m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b, levels=levels,
-                       level_bounds=[None, pb.cap, map_cap], level_split="place",
-                       prior_spread=spread, mechanism="laplace", noise=noise.noise,
-                       seed=noise.seed, noise_mechanism=mech, granularity_bits=noise.granularity_bits,
-                       weight_mean=options.weight_mean, weight_variance=weight_variance)
+    m = measure_levels(agg, plist, bound=pb.clamp, bounds=(1, 1), epsilon=total - eps_b,
+                       plan=LevelPlan(levels=levels, level_bounds=[None, pb.cap, map_cap], level_split="place",
+                                      prior_spread=spread, weight_mean=options.weight_mean,
+                                      weight_variance=weight_variance),
+                       sampling=LevelNoise(mechanism="laplace", noise=noise.noise, seed=noise.seed,
+                                           noise_mechanism=mech, granularity_bits=noise.granularity_bits))
     spend = spend_with_bounds(m.spend.pieces, m.spend.unit, eps_b, mech.real_release, (delta_total, delta_conv))
     info = replace(m.info, bounds_rule="place (cap from a DP histogram of records per user, DP clamp)", shape="place",
                    mechanism="laplace", seeded=noise.seed is not None, partitions="public list",

@@ -65,6 +65,7 @@ from ..levels import _check_bounds, _check_samples_limit, _sampler, bounded_leve
 from ..place_bounds import choose_clamp, clamp_histogram_fields, measure_clamp_histogram, user_statistics
 from ....records.grid import slot_text
 from ..select_levels import KeepRule, LevelSelection, level_nodes, select_level
+from ..sensitivity import sensitivities
 from ...options import Budget, NoiseOptions
 from ..options import UserOptions
 
@@ -313,17 +314,20 @@ def _measure(agg: Aggregate, sel: list[LevelSelection], nodes: pd.DataFrame, *, 
     val = {s: np.full(n, np.nan) for s in ("count", "sum", "sumsq")}
     scale = {s: np.zeros(n) for s in ("count", "sum", "sumsq")}
     measured = [i for i, s in enumerate(sel) if s.cells.size]
+    # each level bounded on its own: a user changes ≤ k of its nodes by ≤ c records each
+    sens = sensitivities(k, c, U, lam=lat.lam)
     for i in measured:
         rows = np.flatnonzero((nodes["level"].to_numpy() == i) & nodes["released"].to_numpy())
         grid_node, cells, slots = level_nodes(agg, sel[i].level)
         pos = pd.MultiIndex.from_arrays([nodes["cell"].to_numpy()[rows], nodes["slot"].to_numpy()[rows]])
         local = pos.get_indexer(pd.MultiIndex.from_arrays([cells, slots]))  # level node -> released row or -1
         R, Y, _ = bounded_level(agg, local[grid_node[agg.pair_grid]], rows.size, k, c, lat, rng)
-        for stat, share, h, unit in (("count", 0.4, 1, 1.0), ("sum", 0.6, lat.half_sum, lat.lam)):
+        for stat, share, l1, l2, unit in (("count", 0.4, sens.count_l1, sens.count_l2, 1.0),
+                                          ("sum", 0.6, sens.sum_l1_units, sens.sum_l2_units, lat.lam)):
             b = eps_values * share / len(measured)
-            val[stat][rows] = unit * np.asarray(mech.integer(np.asarray(R if stat == "count" else Y), l1=k * c * h,
-                                                            l2=float(np.sqrt(k)) * c * h, budget=b), dtype=float)
-            scale[stat][rows] = unit * mech.scale(l1=k * c * h, l2=float(np.sqrt(k)) * c * h, budget=b)
+            val[stat][rows] = unit * np.asarray(mech.integer(np.asarray(R if stat == "count" else Y), l1=l1, l2=l2,
+                                                            budget=b), dtype=float)
+            scale[stat][rows] = unit * mech.scale(l1=l1, l2=l2, budget=b)
             pieces[f"level{i}_{stat}"] = used_budget(b, mech)
     fam = ("discrete_" if mech.real_release else "") + "laplace"
     stats = {s: Statistic(s, val[s], NoiseLaw(fam, scale[s], lattice=(1.0 if s == "count" else lat.lam)
