@@ -432,7 +432,7 @@ from pathlib import Path  # noqa: E402
 
 import h3  # noqa: E402
 
-from dpopt.records import GridSpec, ReadOptions, contributions  # noqa: E402
+from dpopt.records import GridOptions, InputOptions, contributions  # noqa: E402
 
 LISTED_CELLS = [h3.latlng_to_cell(30.27, -97.74, 7), h3.latlng_to_cell(30.35, -97.70, 7)]
 LISTED_T0 = pd.Timestamp("2024-03-01T08:00:00Z")
@@ -511,7 +511,7 @@ def test_text_ids_that_parse_to_one_number_stay_distinct_users(tmp_path, ids, us
     frame = _one_grid_records(len(ids), 2)
     frame["user_id"] = np.repeat(np.array(ids, dtype=object), 2)
     source: Any = _write_csv(frame, tmp_path / "r.csv") if as_file else frame
-    agg, _ = contributions(source, GridSpec(7, "1h"), ReadOptions(), bound=100.0)
+    agg, _ = contributions(source, GridOptions(7, "1h"), InputOptions(), bound=100.0)
     assert len(agg.users) == users and agg.n_records == 2 * users
 
 
@@ -519,7 +519,7 @@ def test_a_user_column_mixing_numbers_and_text_is_refused():
     frame = _one_grid_records(3, 1)
     frame["user_id"] = pd.Series([1, "1", 2], dtype=object)
     with pytest.raises(dpopt.DpoptInputError) as info:
-        contributions(frame, GridSpec(7, "1h"), ReadOptions(), bound=100.0)
+        contributions(frame, GridOptions(7, "1h"), InputOptions(), bound=100.0)
     assert len(str(info.value).splitlines()) == 1 and "user" in str(info.value)
 
 

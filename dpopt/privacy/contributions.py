@@ -10,71 +10,23 @@ models, locally or on Dask, with the same reading options (separator, dropped sh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_positive_int
+from .._validation import DpoptInputError, check_bound
 from ..records import contributions as records_contributions
 from ..records.aggregate import Aggregate, prefix_sums
 from ..records.grid import slot_text
-from ..records.ingest import ColumnMap, IngestReport
+from ..records.ingest import OUT_OF_RANGE, IngestReport
+from ..records.options import BACKENDS, InputOptions
 from .options import GridOptions
 
 __all__ = ["InputOptions", "contributions", "truncated_reader", "BACKENDS", "OUT_OF_RANGE"]
 
-BACKENDS = ("local", "dask")
-OUT_OF_RANGE = ("clip", "drop", "error")
 
 TruncatedSums = Callable[[Aggregate, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class InputOptions:
-    """How records are read: ``columns`` (our name → theirs), ``out_of_range`` (values outside
-    [0, U]: clip, drop or error), ``timestamp_unit`` of numeric times, ``chunksize`` rows per streamed
-    chunk, ``backend`` "local" or "dask" (``client`` a ``distributed.Client``, default a local
-    cluster), ``progress`` bars on stderr."""
-
-    columns: ColumnMap | Mapping[str, str] | None = None
-    out_of_range: str = "clip"
-    timestamp_unit: str = "s"
-    chunksize: int | None = None
-    backend: str = "local"
-    client: Any = None
-    progress: bool = False
-    #: CSV separator, the refused share of dropped rows, the plausible time window (dpopt.records)
-    sep: str = ","
-    max_dropped: float | None = None
-    time_window: Any = "default"
-    #: IANA zone of times written without a UTC offset (None: such times are refused)
-    timezone: str | None = None
-
-    def read_options(self) -> Any:
-        """These options as the records layer's :class:`dpopt.records.ReadOptions`."""
-        from ..records import ReadOptions
-
-        kw: dict[str, Any] = {"columns": self.columns, "sep": self.sep, "timestamp_unit": self.timestamp_unit,
-                              "out_of_range": self.out_of_range, "timezone": self.timezone}
-        if self.chunksize is not None:
-            kw["chunk_rows"] = self.chunksize
-        if self.max_dropped is not None:
-            kw["max_dropped"] = self.max_dropped
-        if self.time_window != "default":
-            kw["time_window"] = self.time_window
-        return ReadOptions(**kw)
-
-    def __post_init__(self) -> None:
-        check_choice(self.out_of_range, "out_of_range", OUT_OF_RANGE)
-        check_choice(self.timestamp_unit, "timestamp_unit", ("s", "ms", "us", "ns"))
-        check_choice(self.backend, "backend", BACKENDS)
-        if self.chunksize is not None:
-            check_positive_int(self.chunksize, "chunksize")
-        if self.client is not None and self.backend != "dask":
-            raise DpoptInputError("`client` is a Dask client: it needs backend='dask'")
-        self.read_options()  # columns, separator, window, zone: checked before any record is read
 
 
 #: ``first_records`` that keeps every record of every pair (``keep_samples=True``)
@@ -104,19 +56,13 @@ def contributions(records: Any, *, bound: float, grid: GridOptions = GridOptions
     public = first_records is None
     if keep_samples and public:
         first_records = ALL_RECORDS
-    agg, report = records_contributions(records, _grid_spec(grid.h3_resolution, grid.slot), io.read_options(),
+    agg, report = records_contributions(records, grid, io,
                                         bound=bound, lower=lower, first_records=first_records, sample_key=sample_key,
                                         backend=io.backend,
                                         client=io.client)
     if public and agg.n_pairs == 0:
         raise DpoptInputError("`records` hold no valid record after cleaning (nothing to release)")
     return agg, report
-
-
-def _grid_spec(h3_resolution: int, slot: Any) -> Any:
-    from ..records import GridSpec
-
-    return GridSpec(h3_resolution, slot)
 
 
 def truncated_reader(records: Any, *, bound: float, io: InputOptions, sample_key: Any = None,
@@ -133,7 +79,7 @@ def truncated_reader(records: Any, *, bound: float, io: InputOptions, sample_key
         keep = np.asarray(keep, dtype=np.int64)
         gamma = np.zeros(a.n_pairs, dtype=np.int64)
         gamma[pairs] = keep
-        kept = kept_records(records, _grid_spec(a.h3_resolution, slot_text(a.slot_ns)), io.read_options(), a, gamma,
+        kept = kept_records(records, GridOptions(a.h3_resolution, slot_text(a.slot_ns)), io, a, gamma,
                             bound=bound, lower=lower, sample_key=sample_key, backend=io.backend, client=io.client)
         return prefix_sums(kept.samples, pairs, keep)
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
-from typing import Any
 
 from .._validation import DpoptInputError, check_choice, check_confidence, check_delta, check_epsilon, check_positive_int
 from ..noise import DEFAULT_GRANULARITY_BITS, MECHANISMS
-from ..records.grid import check_resolution, parse_slot
+from ..records.options import GridOptions
 
 __all__ = ["Budget", "PerGridBudget", "GridOptions", "NoiseOptions", "NOISES", "check_confidence"]
 
@@ -74,22 +73,6 @@ class PerGridBudget:
         check_epsilon(self.epsilon, "epsilon")
 
     mechanism = "laplace"
-
-
-@dataclass(frozen=True)
-class GridOptions:
-    """The finest grid: H3 resolution 0..15 × UTC time slot (``"1h"``, ``"15min"``)."""
-
-    h3_resolution: int = 7
-    slot: Any = "1h"
-
-    def __post_init__(self) -> None:
-        check_resolution(self.h3_resolution)
-        parse_slot(self.slot)
-
-    @property
-    def slot_ns(self) -> int:
-        return parse_slot(self.slot)
 
 
 @dataclass(frozen=True)

@@ -52,14 +52,12 @@ from .._validation import DpoptInputError, check_bound, check_choice, check_lowe
 from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
 from .ingest import IngestReport, check_dropped, clean_chunk, input_files, iter_raw_chunks
-from .options import GridSpec, ReadOptions
+from .options import BACKENDS, GridOptions, InputOptions
 from .sample_key import SampleKey, record_keys
 from ._tree import COMPACT_EVERY, tree_stream
 
 __all__ = ["Partial", "contributions", "reduce_chunk", "merge_partials", "finalize_partial", "smallest_c", "COMPACT_EVERY",
            "BACKENDS"]
-
-BACKENDS = ("local", "dask")
 
 _KEYS = ["u", "cell", "slot"]
 
@@ -215,7 +213,7 @@ def chunk_keys(chunk: Any, labels: np.ndarray, sample_key: SampleKey | None, row
                        chunk.longitude[rows])
 
 
-def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions,
+def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridOptions, read: InputOptions,
                  first_records: int | None = None, sample_key: SampleKey | None = None, lower: float = 0.0) -> Partial:
     """Map step: one raw chunk (canonical columns) → its :class:`Partial` (``sample_key`` needed
     with ``first_records``; values read as x − ``lower``, :func:`.ingest.clean_chunk`)."""
@@ -277,7 +275,7 @@ def merge_partials(parts: list[Partial], first_records: int | None = None) -> Pa
     return Partial(users=np.asarray(labels, dtype=object), pairs=pairs, samples=samples, report=report)
 
 
-def finalize_partial(part: Partial, *, grid: GridSpec, bound: float, out_of_range: str,
+def finalize_partial(part: Partial, *, grid: GridOptions, bound: float, out_of_range: str,
                      first_records: int | None = None, lower: float = 0.0) -> Aggregate:
     """Finish: users numbered by label, grids by (slot, cell), pairs sorted by (grid, user); the
     kept records laid out per pair in (key, value) order. An empty partial gives an empty table."""
@@ -322,13 +320,13 @@ def _lay_out(kept: Kept | None, order: np.ndarray, count: np.ndarray, c: int) ->
     return PairSamples(values=val[idx], offsets=offsets, limit=int(c), keys=kept.key[idx])
 
 
-def _local_partials(records: Any, read: ReadOptions, step: Any) -> Iterator[Partial]:
+def _local_partials(records: Any, read: InputOptions, step: Any) -> Iterator[Partial]:
     cmap = read.column_map()
-    for raw in iter_raw_chunks(records, columns=cmap, chunksize=read.chunk_rows, sep=read.sep):
+    for raw in iter_raw_chunks(records, columns=cmap, chunksize=read.chunksize, sep=read.sep):
         yield step(raw)
 
 
-def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: float, lower: float = 0.0,
+def contributions(records: Any, grid: GridOptions, read: InputOptions, *, bound: float, lower: float = 0.0,
                   first_records: int | None = None, sample_key: SampleKey | None = None, backend: str = "local",
                   client: Any = None) -> tuple[Aggregate, IngestReport]:
     """Read, clean and grid ``records`` into the contributions table (layer 1's one entry).
@@ -337,8 +335,8 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     ----------
     records : pandas DataFrame, a CSV (optionally compressed) or Parquet file, or a directory of
         CSV files or of Parquet files; on ``backend="dask"`` also a Dask DataFrame or a URL/glob.
-    grid : :class:`GridSpec` (H3 resolution × slot).
-    read : :class:`ReadOptions` (columns, separator, timestamp unit, out-of-range policy, chunk
+    grid : :class:`GridOptions` (H3 resolution × slot).
+    read : :class:`InputOptions` (columns, separator, timestamp unit, out-of-range policy, chunk
         rows, max dropped share, time window).
     bound : U; values are brought into [0, U] by ``read.out_of_range``.
     lower : L (default 0, nothing subtracted): every value x is read as x − L first, the records'
@@ -347,7 +345,7 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
         the c smallest sample keys, ties by value (:mod:`.sample_key`); None keeps none.
     sample_key : the release's :class:`SampleKey` (its secret); None: the public key
         :meth:`SampleKey.public` (reproducible; a second pass over the same records must use the same key).
-    backend : "local" (streamed in chunks of ``read.chunk_rows``) or "dask" (``client`` a
+    backend : "local" (streamed in chunks of ``read.chunksize``) or "dask" (``client`` a
         ``distributed.Client``; None: Dask's threaded scheduler in this process).
 
     Returns
@@ -358,18 +356,18 @@ def contributions(records: Any, grid: GridSpec, read: ReadOptions, *, bound: flo
     Raises
     ------
     DpoptInputError
-        Bad options, an unreadable input, or more than ``read.max_dropped`` of the rows dropped.
+        Bad options, an unreadable input, or more than ``read.dropped_limit`` of the rows dropped.
     """
     bound, lower = check_bound(bound), check_lower(lower)
-    if not isinstance(grid, GridSpec):
-        raise DpoptInputError(f"`grid` must be a dpopt.records.GridSpec; got {type(grid).__name__}")
-    if not isinstance(read, ReadOptions):
-        raise DpoptInputError(f"`read` must be a dpopt.records.ReadOptions; got {type(read).__name__}")
+    if not isinstance(grid, GridOptions):
+        raise DpoptInputError(f"`grid` must be a dpopt.records.GridOptions; got {type(grid).__name__}")
+    if not isinstance(read, InputOptions):
+        raise DpoptInputError(f"`read` must be a dpopt.records.InputOptions; got {type(read).__name__}")
     if first_records is not None:
         first_records = check_positive_int(first_records, "first_records")
         sample_key = SampleKey.public() if sample_key is None else sample_key
     backend = check_choice(backend, "backend", BACKENDS)
-    step = partial(reduce_chunk, bound=bound, grid=grid, read=read, first_records=first_records, sample_key=sample_key,
+    step = partial(reduce_chunk, bound=bound, grid=grid, read=read.for_workers(), first_records=first_records, sample_key=sample_key,
                    lower=lower)
     if backend == "dask":
         from .dask_backend import dask_map_reduce

@@ -11,7 +11,7 @@ Cleaning (counted in :class:`IngestReport`, never silent):
   NaN value) is dropped and counted under that field (a record missing several fields counts once
   in ``dropped_missing`` and once under each field in ``missing``; ``unparseable`` counts the
   entries that were present but did not parse);
-* with a time window (:class:`dpopt.records.ReadOptions`, 1990–2100 by default) a record
+* with a time window (:class:`dpopt.records.InputOptions`, 1990–2100 by default) a record
   timestamped outside it is dropped (``outside_time_window``);
 * a record with a latitude outside [-90, 90] or a longitude outside [-180, 180] is dropped
   (``invalid_coordinates``);
@@ -839,7 +839,7 @@ def read_records(
 
 
 def check_dropped(report: IngestReport, read: Any) -> None:
-    """Refuse the run when more than ``read.max_dropped`` of the rows read were dropped.
+    """Refuse the run when more than ``read.dropped_limit`` of the rows read were dropped.
 
     The message (for the data holder's console only; see :mod:`dpopt.records.contributions`)
     names the flag and the causes; a timestamp column that parsed to nothing is named with two of
@@ -847,7 +847,7 @@ def check_dropped(report: IngestReport, read: Any) -> None:
     ``--time-window``. No rows read: nothing to refuse.
     """
     n, dropped = report.records_read, report.dropped_records
-    if n == 0 or dropped <= read.max_dropped * n:
+    if n == 0 or dropped <= read.dropped_limit * n:
         return
     cmap = read.column_map()
     if report.unparseable["timestamp"] and report.missing["timestamp"] == n:
@@ -863,6 +863,6 @@ def check_dropped(report: IngestReport, read: Any) -> None:
         hint = (f" Timestamps outside the time window {report.time_window[0]}..{report.time_window[1]}: check "
                 f"--timestamp-unit (now {read.timestamp_unit!r}) or widen --time-window.")
     raise DpoptInputError(
-        f"`max_dropped` (--max-dropped {read.max_dropped:g}): {dropped} of {n} records "
+        f"`max_dropped` (--max-dropped {read.dropped_limit:g}): {dropped} of {n} records "
         f"({100.0 * dropped / n:.2f} %) were dropped ({causes}).{hint} Fix the input or raise --max-dropped"
     )

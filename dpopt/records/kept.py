@@ -39,7 +39,7 @@ from .contributions import (BACKENDS, Kept, _UserCodes, _empty_samples, _pair_dt
                             smallest_c, tree_stream)
 from .grid import h3_cells, time_slots
 from .ingest import clean_chunk, iter_raw_chunks
-from .options import GridSpec, ReadOptions
+from .options import GridOptions, InputOptions
 from .sample_key import SampleKey
 
 __all__ = ["kept_records", "node_sample_counts", "node_split_counts"]
@@ -79,7 +79,7 @@ class _PairLookup:
         return np.where((u >= 0) & (g >= 0), p, -1)
 
 
-def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridSpec, read: ReadOptions, lookup: _PairLookup,
+def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridOptions, read: InputOptions, lookup: _PairLookup,
                 gamma: np.ndarray, sample_key: SampleKey, lower: float = 0.0) -> Kept:
     """Map step: the rows of one raw chunk that may be among the Γ_p smallest keys of their pair p."""
     users = _UserCodes()
@@ -104,7 +104,7 @@ def _merge(parts: list[Kept], gamma: np.ndarray) -> Kept:
     return smallest_c([(k.p, k.key, k.value) for k in parts], gamma.size, gamma)
 
 
-def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggregate, gamma: np.ndarray, *,
+def kept_records(records: Any, grid: GridOptions, read: InputOptions, table: Aggregate, gamma: np.ndarray, *,
                  bound: float, lower: float | None = None, sample_key: SampleKey | None = None,
                  backend: str = "local", client: Any = None) -> Aggregate:
     """``table`` with ``samples`` = the ``gamma[p]`` smallest-key records of every pair p (module doc).
@@ -126,7 +126,7 @@ def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggrega
             or np.any(gamma > table.count):
         raise DpoptInputError("`gamma` must hold one integer in 0..count per pair of `table`")
     gamma = gamma.astype(np.int64)
-    step = partial(_kept_chunk, bound=bound, grid=grid, read=read, lookup=_PairLookup(table), gamma=gamma,
+    step = partial(_kept_chunk, bound=bound, grid=grid, read=read.for_workers(), lookup=_PairLookup(table), gamma=gamma,
                    sample_key=sample_key, lower=lower)
     merge = partial(_merge, gamma=gamma)
     if backend == "dask":
@@ -134,7 +134,7 @@ def kept_records(records: Any, grid: GridSpec, read: ReadOptions, table: Aggrega
 
         kept = dask_map_reduce(records, read, step, merge, client)
     else:
-        chunks = iter_raw_chunks(records, columns=read.column_map(), chunksize=read.chunk_rows, sep=read.sep)
+        chunks = iter_raw_chunks(records, columns=read.column_map(), chunksize=read.chunksize, sep=read.sep)
         kept = tree_stream((step(raw) for raw in chunks), merge)
     kept = _empty_samples() if kept is None else kept
     p = kept.p

@@ -22,7 +22,6 @@ import pandas as pd
 
 from ..measurements import Estimates, Measurements
 from ..mechanisms.grid import GridRelease
-from ..plan import GridPlan
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST
 from ..records.aggregate import Aggregate
 from ..records.ingest import IngestReport

@@ -36,8 +36,8 @@ RESULTS = HERE / "results" / "place_scale.md"
 
 LIST = r"""
 import sys, pandas as pd
-from dpopt.records import GridSpec, ReadOptions, contributions
-agg, _ = contributions(sys.argv[1], GridSpec(7, "1h"), ReadOptions(chunk_rows=500_000), bound=120.0)
+from dpopt.records import GridOptions, InputOptions, contributions
+agg, _ = contributions(sys.argv[1], GridOptions(7, "1h"), InputOptions(chunksize=500_000), bound=120.0)
 cells, slots = agg.grid_labels()
 pd.DataFrame({"cell": cells, "slot": slots}).to_csv(sys.argv[2], index=False)
 print(agg.n_grids, agg.n_users, agg.n_records)

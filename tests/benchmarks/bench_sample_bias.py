@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpopt.records import GridSpec, ReadOptions, SampleKey, contributions
+from dpopt.records import GridOptions, InputOptions, SampleKey, contributions
 from dpopt.records.data import EXAMPLE_BOUND, austin_sample_path
 from dpopt.records.grid import h3_cells
 
@@ -49,7 +49,7 @@ def main() -> None:
     busy = grid.index[grid["users"] >= 10]
     pair = d.groupby(["u", "cell", "slot"]).x.agg(["mean", "size"])
     rank = d.groupby(["u", "cell", "slot"]).cumcount()
-    aggs = [contributions(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), bound=EXAMPLE_BOUND,
+    aggs = [contributions(austin_sample_path(), GridOptions(7, "1h"), InputOptions(), bound=EXAMPLE_BOUND,
                           first_records=max(CS), sample_key=SampleKey.from_seed(s))[0] for s in range(20)]
     print(f"{len(busy)} busy grids; mean signed error of the kept means (km/h)")
     print("| c | vs truth: first c | vs truth: sample | vs Γ-weighted: first c | vs Γ-weighted: sample (sd over keys) |")

@@ -52,9 +52,9 @@ print(len(out), int(out["count"].sum()))
 
 DPOPT = r"""
 import sys
-from dpopt.records import GridSpec, ReadOptions, contributions
+from dpopt.records import GridOptions, InputOptions, contributions
 path, rows, c = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-agg, rep = contributions(path, GridSpec(7, "1h"), ReadOptions(chunk_rows=rows), bound=120.0,
+agg, rep = contributions(path, GridOptions(7, "1h"), InputOptions(chunksize=rows), bound=120.0,
                          first_records=None if c == "none" else int(c))
 print(agg.n_pairs, agg.n_records)
 """
@@ -62,9 +62,9 @@ print(agg.n_pairs, agg.n_records)
 
 TWO_PASS = r"""
 import sys, numpy as np
-from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
+from dpopt.records import GridOptions, InputOptions, contributions, kept_records
 path, rows, k, c = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-grid, read = GridSpec(7, "1h"), ReadOptions(chunk_rows=rows)
+grid, read = GridOptions(7, "1h"), InputOptions(chunksize=rows)
 table, rep = contributions(path, grid, read, bound=120.0)
 order = np.lexsort((-table.count, table.pair_user))  # each user's pairs, most records first
 start = np.searchsorted(table.pair_user[order], table.pair_user[order])

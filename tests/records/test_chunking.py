@@ -9,18 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.records import GridSpec, ReadOptions, contributions
+from dpopt.records import GridOptions, InputOptions, contributions
 from dpopt.records.ingest import iter_raw_chunks
 
 from .conftest import BOUND, KEY, RES, random_records
 
-GRID = GridSpec(RES, "1h")
+GRID = GridOptions(RES, "1h")
 EXACT = ("users", "cells", "slots", "pair_user", "pair_grid", "count")
 MODULE = importlib.import_module("dpopt.records.contributions")  # the package re-exports a function of that name
 
 
 def _run(source, c, rows):
-    return contributions(source, GRID, ReadOptions(chunk_rows=rows), bound=BOUND, first_records=c, sample_key=KEY)[0]
+    return contributions(source, GRID, InputOptions(chunksize=rows), bound=BOUND, first_records=c, sample_key=KEY)[0]
 
 
 @pytest.mark.parametrize("seed", [21])

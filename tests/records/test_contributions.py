@@ -8,16 +8,16 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.records import GridSpec, ReadOptions, contributions
+from dpopt.records import GridOptions, InputOptions, contributions
 from dpopt.privacy.contributions import ALL_RECORDS
 
 from .conftest import BOUND, KEY, RES, as_table, brute_force, random_records
 
-GRID = GridSpec(RES, "1h")
+GRID = GridOptions(RES, "1h")
 
 
 def _run(source, c=None, **read):
-    return contributions(source, GRID, ReadOptions(**read), bound=BOUND, first_records=c, sample_key=KEY)
+    return contributions(source, GRID, InputOptions(**read), bound=BOUND, first_records=c, sample_key=KEY)
 
 
 def _check_exact(agg, truth):
@@ -33,7 +33,7 @@ def _check_exact(agg, truth):
 @pytest.mark.parametrize("c", [None, 1, 3])
 def test_dataframe_matches_brute_force(seed, c):
     frame = random_records(seed, n=1500)
-    agg, rep = _run(frame, c, chunk_rows=97)  # chunk boundaries fall inside pairs
+    agg, rep = _run(frame, c, chunksize=97)  # chunk boundaries fall inside pairs
     _check_exact(agg, brute_force(frame, c))
     assert rep.records_read == rep.records_kept == len(frame) and rep.chunks == 16
     # users sorted by label, pairs by (grid, user), grids by (slot, cell)
@@ -57,7 +57,7 @@ def test_files_stream_like_memory(tmp_path, c):
         part.to_parquet(tmp_path / "pqdir" / f"part{i}.parquet")
     for source in ("r.csv", "r.parquet", "csvdir", "pqdir"):
         for rows in (500, 173):
-            agg, rep = _run(tmp_path / source, c, chunk_rows=rows)
+            agg, rep = _run(tmp_path / source, c, chunksize=rows)
             assert rep.records_read == len(records)
             for f in ("users", "cells", "slots", "pair_user", "pair_grid", "count"):
                 assert np.array_equal(getattr(agg, f), getattr(whole, f)), (source, rows, f)
@@ -71,10 +71,10 @@ def test_files_stream_like_memory(tmp_path, c):
 def test_top_c_equals_the_c_smallest_keys_of_all_records(records):
     """The bounded top-c keeps exactly the first c (smallest keys) of what keeping every record keeps
     (the ``public-occupancy`` ``keep_samples=True``: first_records=ALL_RECORDS), keys included."""
-    old, _ = _run(records, ALL_RECORDS, chunk_rows=375)
+    old, _ = _run(records, ALL_RECORDS, chunksize=375)
     assert old.samples.values.size == old.n_records
     for c in (1, 2, 5, 1000):
-        new, _ = _run(records, c, chunk_rows=375)
+        new, _ = _run(records, c, chunksize=375)
         for f in ("users", "cells", "slots", "pair_user", "pair_grid", "count", "sum", "sumsq"):
             assert np.array_equal(getattr(new, f), getattr(old, f)), f  # <= 8 chunks: same sum order
         for p in range(old.n_pairs):
@@ -122,12 +122,12 @@ def test_empty_inputs_give_an_empty_table(tmp_path, records):
 
 def test_bad_arguments(records):
     with pytest.raises(DpoptInputError, match="`grid` must be"):
-        contributions(records, (7, "1h"), ReadOptions(), bound=BOUND)
+        contributions(records, (7, "1h"), InputOptions(), bound=BOUND)
     with pytest.raises(DpoptInputError, match="`read` must be"):
         contributions(records, GRID, {}, bound=BOUND)
     with pytest.raises(DpoptInputError, match="`first_records`"):
-        contributions(records, GRID, ReadOptions(), bound=BOUND, first_records=0)
+        contributions(records, GRID, InputOptions(), bound=BOUND, first_records=0)
     with pytest.raises(DpoptInputError, match="`backend`"):
-        contributions(records, GRID, ReadOptions(), bound=BOUND, backend="spark")
+        contributions(records, GRID, InputOptions(), bound=BOUND, backend="spark")
     with pytest.raises(DpoptInputError, match="`bound`"):
-        contributions(records, GRID, ReadOptions(), bound=-1)
+        contributions(records, GRID, InputOptions(), bound=-1)

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.records import GridSpec, ReadOptions, contributions
+from dpopt.records import GridOptions, InputOptions, contributions
 
 from .conftest import BOUND, random_records
 
 distributed = pytest.importorskip("distributed")
 
-GRID = GridSpec(7, "1h")
+GRID = GridOptions(7, "1h")
 FIELDS = ("users", "cells", "slots", "pair_user", "pair_grid", "count", "sum", "sumsq")
 
 
@@ -34,7 +34,7 @@ def test_dask_equals_local_on_parquet_and_csv_directories(tmp_path, client, c):
         part = frame.iloc[i * 400:(i + 1) * 400]
         part.to_parquet(tmp_path / "pq" / f"p{i:02d}.parquet")
         part.to_csv(tmp_path / "csv" / f"p{i:02d}.csv", index=False)
-    read = ReadOptions(chunk_rows=400)
+    read = InputOptions(chunksize=400)
     for source in ("pq", "csv"):
         local, rep_l = contributions(tmp_path / source, GRID, read, bound=BOUND, first_records=c)
         dask, rep_d = contributions(tmp_path / source, GRID, read, bound=BOUND, first_records=c,
@@ -54,8 +54,8 @@ def test_dask_dataframe_input_any_partitioning(client):
     identical; the float sums agree to rounding (added in another order)."""
     dd = pytest.importorskip("dask.dataframe")
     frame = random_records(22, n=3000)
-    local, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=2)
-    dask, rep = contributions(dd.from_pandas(frame, npartitions=7), GRID, ReadOptions(), bound=BOUND,
+    local, _ = contributions(frame, GRID, InputOptions(), bound=BOUND, first_records=2)
+    dask, rep = contributions(dd.from_pandas(frame, npartitions=7), GRID, InputOptions(), bound=BOUND,
                               first_records=2, backend="dask", client=client)
     assert rep.chunks == 7 and rep.records_kept == len(frame)
     for f in FIELDS[:6]:
@@ -68,7 +68,7 @@ def test_dask_dataframe_input_any_partitioning(client):
 def test_dask_refuses_like_local(client):
     frame = random_records(23, n=500).assign(latitude=np.nan)
     with pytest.raises(DpoptInputError, match="max_dropped"):
-        contributions(frame, GRID, ReadOptions(), bound=BOUND, backend="dask", client=client)
-    agg, _ = contributions(frame, GRID, ReadOptions(max_dropped=1), bound=BOUND, first_records=2,
+        contributions(frame, GRID, InputOptions(), bound=BOUND, backend="dask", client=client)
+    agg, _ = contributions(frame, GRID, InputOptions(max_dropped=1), bound=BOUND, first_records=2,
                            backend="dask", client=client)
     assert agg.n_pairs == 0 and agg.samples.values.size == 0

@@ -13,15 +13,15 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.records import GridSpec, ReadOptions, contributions, read_options_from_args
+from dpopt.records import GridOptions, InputOptions, contributions, read_options_from_args
 
 from .conftest import BOUND, random_records
 
-GRID = GridSpec(7, "1h")
+GRID = GridOptions(7, "1h")
 
 
 def _run(source, **read):
-    return contributions(source, GRID, ReadOptions(**read), bound=BOUND)
+    return contributions(source, GRID, InputOptions(**read), bound=BOUND)
 
 
 def test_unparseable_values_are_counted_and_refused_beyond_the_share(records):
@@ -105,21 +105,21 @@ def test_columns_given_the_other_way_round_names_both_forms(records):
     ({"time_window": (2100, 1990)}, "START < END"),
     ({"time_window": ("soon", 2100)}, "`time_window` must be a year or an ISO date"),
     ({"time_window": (1990,)}, "two years or dates"),
-    ({"chunk_rows": 0}, "`chunk_rows`"),
+    ({"chunksize": 0}, "`chunksize`"),
     ({"timestamp_unit": "h"}, "`timestamp_unit`"),
     ({"out_of_range": "keep"}, "`out_of_range`"),
 ])
 def test_read_options_validate(kwargs, match):
     with pytest.raises(DpoptInputError, match=match):
-        ReadOptions(**kwargs)
+        InputOptions(**kwargs)
 
 
 def test_grid_spec_validates_and_normalises():
-    assert GridSpec(9, 900).slot == "15min" and GridSpec(9, "15min").slot_ns == 900 * 10**9
+    assert GridOptions(9, 900).slot == "15min" and GridOptions(9, "15min").slot_ns == 900 * 10**9
     with pytest.raises(DpoptInputError, match="h3_resolution"):
-        GridSpec(16)
+        GridOptions(16)
     with pytest.raises(DpoptInputError, match="slot"):
-        GridSpec(7, "0.5s")
+        GridOptions(7, "0.5s")
 
 
 def test_release_help_shows_the_default_columns_and_new_flags():

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
+from dpopt.records import GridOptions, InputOptions, contributions, kept_records
 from dpopt.records.ingest import clean_chunk
 
 from .conftest import KEY, RES, SLOT_NS, random_records
@@ -39,7 +39,7 @@ def test_clean_chunk_shifts_then_clips_and_counts():
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_table_of_x_in_L_U_is_the_table_of_x_minus_L(tmp_path, seed):
     frame = _signed(seed)
-    grid, read = GridSpec(RES, SLOT_NS // 10**9), ReadOptions(chunk_rows=700)
+    grid, read = GridOptions(RES, SLOT_NS // 10**9), InputOptions(chunksize=700)
     a, ra = contributions(frame, grid, read, bound=WIDTH, lower=LOWER, first_records=3, sample_key=KEY)
     b, rb = contributions(frame.assign(value=frame["value"] - LOWER), grid, read, bound=WIDTH, first_records=3,
                           sample_key=KEY)
@@ -60,7 +60,7 @@ def test_the_table_of_x_in_L_U_is_the_table_of_x_minus_L(tmp_path, seed):
 
 def test_zero_lower_is_the_old_table():
     frame = _signed(3)
-    grid, read = GridSpec(RES, SLOT_NS // 10**9), ReadOptions()
+    grid, read = GridOptions(RES, SLOT_NS // 10**9), InputOptions()
     a, _ = contributions(frame, grid, read, bound=WIDTH, lower=0.0, first_records=2, sample_key=KEY)
     b, _ = contributions(frame, grid, read, bound=WIDTH, first_records=2, sample_key=KEY)
     np.testing.assert_array_equal(a.sum, b.sum)
@@ -72,7 +72,7 @@ def test_zero_lower_is_the_old_table():
 def test_dask_reads_with_the_same_shift():
     pytest.importorskip("dask.dataframe")
     frame = _signed(4)
-    grid, read = GridSpec(RES, SLOT_NS // 10**9), ReadOptions(chunk_rows=500)
+    grid, read = GridOptions(RES, SLOT_NS // 10**9), InputOptions(chunksize=500)
     a, _ = contributions(frame, grid, read, bound=WIDTH, lower=LOWER, first_records=3, sample_key=KEY)
     b, _ = contributions(frame, grid, read, bound=WIDTH, lower=LOWER, first_records=3, sample_key=KEY, backend="dask")
     assert b.lower == LOWER

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from dpopt import DpoptInputError
-from dpopt.records import (GridSpec, PairSamples, ReadOptions, SampleKey, contributions, node_sample_counts,
+from dpopt.records import (GridOptions, PairSamples, InputOptions, SampleKey, contributions, node_sample_counts,
                            node_split_counts)
 from dpopt.records.aggregate import prefix_sums
 from dpopt.records.contributions import pair_key_order, smallest_c
@@ -21,7 +21,7 @@ from dpopt.records.sample_key import record_keys, siphash24_words
 
 from .conftest import BOUND, KEY, key_ref, random_records, siphash24_ref
 
-GRID = GridSpec(7, "1h")
+GRID = GridOptions(7, "1h")
 #: a generous significance: the tests are deterministic (fixed seeds), a failure means a real bias
 ALPHA = 1e-6
 #: records of one user in one place: equal timestamps and equal values on purpose (ties in time)
@@ -100,7 +100,7 @@ def test_first_records_in_time_are_not_favoured_through_contributions():
                           "timestamp": pd.to_datetime(t, utc=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "value": x})
     c, n, hits = 2, 300, np.zeros(M)
     for _ in range(n):
-        agg, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=c,
+        agg, _ = contributions(frame, GRID, InputOptions(), bound=BOUND, first_records=c,
                                sample_key=SampleKey.from_generator(rng))
         assert agg.n_pairs == 1 and agg.samples.values.size == c
         hits += np.isin(x, agg.samples.values) & ~np.isin(x, [10.0])  # value 10 is on two records
@@ -137,7 +137,7 @@ def test_a_users_records_in_a_node_are_a_uniform_sample_of_the_node():
 def test_node_counts_equal_brute_force_and_refuse_without_keys():
     rng = np.random.default_rng(5)
     frame = random_records(5, n=900)
-    agg, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=4, sample_key=KEY)
+    agg, _ = contributions(frame, GRID, InputOptions(), bound=BOUND, first_records=4, sample_key=KEY)
     group = np.where(rng.random(agg.n_pairs) < 0.8, agg.pair_user * 3 + rng.integers(0, 3, agg.n_pairs), -1)
     gamma = node_sample_counts(agg.samples, group, 4)
     s = agg.samples
@@ -164,9 +164,9 @@ def test_order_chunking_and_dask_keep_bit_identical_samples(c):
     frame = random_records(17, n=1000)
     frame = pd.concat([frame, frame.iloc[::50]], ignore_index=True)  # exact duplicates
     shuffled = frame.sample(frac=1.0, random_state=3).reset_index(drop=True)
-    runs = [contributions(src, GRID, ReadOptions(chunk_rows=rows), bound=BOUND, first_records=c, sample_key=KEY)[0]
+    runs = [contributions(src, GRID, InputOptions(chunksize=rows), bound=BOUND, first_records=c, sample_key=KEY)[0]
             for src, rows in ((frame, len(frame)), (shuffled, 9), (shuffled, 37), (frame, 200))]
-    runs.append(contributions(shuffled, GRID, ReadOptions(), bound=BOUND, first_records=c, sample_key=KEY,
+    runs.append(contributions(shuffled, GRID, InputOptions(), bound=BOUND, first_records=c, sample_key=KEY,
                               backend="dask")[0])
     ref = runs[0]
     group = ref.pair_user * 7 + ref.pair_grid % 7
@@ -186,8 +186,8 @@ def test_order_chunking_and_dask_keep_bit_identical_samples(c):
 
 def test_another_key_keeps_another_sample_and_bad_keys_are_refused():
     frame = random_records(4, n=800)
-    a, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=1, sample_key=KEY)
-    b, _ = contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=1,
+    a, _ = contributions(frame, GRID, InputOptions(), bound=BOUND, first_records=1, sample_key=KEY)
+    b, _ = contributions(frame, GRID, InputOptions(), bound=BOUND, first_records=1,
                          sample_key=SampleKey.from_seed(1))
     assert not np.array_equal(a.samples.values, b.samples.values)
     assert SampleKey.from_seed(1) == SampleKey.from_seed(1) != SampleKey.from_seed(2)
@@ -195,7 +195,7 @@ def test_another_key_keeps_another_sample_and_bad_keys_are_refused():
     with pytest.raises(DpoptInputError, match="`secret` must be 16 bytes"):
         SampleKey(b"short")
     with pytest.raises(DpoptInputError, match="`sample_key` must be a dpopt.records.SampleKey"):
-        contributions(frame, GRID, ReadOptions(), bound=BOUND, first_records=1, sample_key=b"0" * 16)
+        contributions(frame, GRID, InputOptions(), bound=BOUND, first_records=1, sample_key=b"0" * 16)
 
 
 @pytest.mark.slow
@@ -214,7 +214,7 @@ def test_kept_means_on_the_embedded_day_lose_the_arrival_order_bias():
                       "x": raw["value"].clip(0, EXAMPLE_BOUND)}).sort_values(["u", "cell", "slot", "t", "x"])
     pair = d.groupby(["u", "cell", "slot"]).x.agg(["mean", "size"])
     busy = d.groupby(["cell", "slot"]).u.nunique().loc[lambda n: n >= 10].index
-    aggs = [contributions(austin_sample_path(), GRID, ReadOptions(), bound=EXAMPLE_BOUND, first_records=4,
+    aggs = [contributions(austin_sample_path(), GRID, InputOptions(), bound=EXAMPLE_BOUND, first_records=4,
                           sample_key=SampleKey.from_seed(s))[0] for s in range(3)]
     for c, before in ((1, 3.0), (4, 0.5)):
         g = np.minimum(pair["size"], c)
@@ -276,7 +276,7 @@ def test_a_level_bounded_on_its_own_sums_each_users_c_smallest_keys_per_node(c):
     from dpopt.privacy.user.levels import bounded_level
 
     frame = random_records(8, n=1200)
-    agg, _ = contributions(frame, GRID, ReadOptions(chunk_rows=200), bound=BOUND, first_records=8, sample_key=KEY)
+    agg, _ = contributions(frame, GRID, InputOptions(chunksize=200), bound=BOUND, first_records=8, sample_key=KEY)
     pair_node = np.where(agg.pair_grid % 7 == 6, -1, agg.pair_grid % 4)  # a public grouping, some grids unlisted
     lat = lattice_values(agg, BOUND)
     R, Y, _ = bounded_level(agg, pair_node, 4, 4, c, lat, np.random.default_rng(0))  # k = 4: every node kept

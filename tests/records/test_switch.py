@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dpopt import DpoptInputError
-from dpopt.records import GridSpec, ReadOptions, contributions, kept_records
+from dpopt.records import GridOptions, InputOptions, contributions, kept_records
 from dpopt.records.data import EXAMPLE_BOUND, austin_sample_path
 from dpopt.release import Budget, NoiseOptions, UserOptions
 from dpopt.release import contributions as release_contributions
@@ -26,7 +26,7 @@ def austin():
 
 def test_austin_table_is_identical_to_the_release_contributions(austin):
     full, full_rep = austin
-    new, rep = contributions(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), bound=EXAMPLE_BOUND,
+    new, rep = contributions(austin_sample_path(), GridOptions(7, "1h"), InputOptions(), bound=EXAMPLE_BOUND,
                              first_records=8)
     for f in FIELDS:
         assert np.array_equal(getattr(new, f), getattr(full, f)), f
@@ -40,7 +40,7 @@ def test_austin_table_is_identical_to_the_release_contributions(austin):
 def test_user_release_from_c_samples_equals_release_from_all_samples(austin, bounds):
     full, _ = austin
     k, c = bounds
-    new, _ = contributions(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), bound=EXAMPLE_BOUND,
+    new, _ = contributions(austin_sample_path(), GridOptions(7, "1h"), InputOptions(), bound=EXAMPLE_BOUND,
                            first_records=c)
     assert new.samples.values.size < full.samples.values.size  # bounded: fewer records kept
     cells, slots = full.grid_labels()
@@ -53,8 +53,8 @@ def test_user_release_from_c_samples_equals_release_from_all_samples(austin, bou
 
     a, b = release_user(full, budget, **opts(bounds)), release_user(new, budget, **opts(bounds))
     assert len(a.table) > 0 and a.table.equals(b.table)
-    table, _ = contributions(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), bound=EXAMPLE_BOUND)
-    two_pass = kept_records(austin_sample_path(), GridSpec(7, "1h"), ReadOptions(), table,
+    table, _ = contributions(austin_sample_path(), GridOptions(7, "1h"), InputOptions(), bound=EXAMPLE_BOUND)
+    two_pass = kept_records(austin_sample_path(), GridOptions(7, "1h"), InputOptions(), table,
                             np.minimum(table.count, c), bound=EXAMPLE_BOUND)
     assert release_user(two_pass, budget, **opts(bounds)).table.equals(a.table)
     # the refusal names the public limit only, never a record count of the data

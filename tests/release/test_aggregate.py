@@ -10,15 +10,15 @@ import pytest
 
 from dpopt import DpoptInputError
 from dpopt.privacy.contributions import ALL_RECORDS
-from dpopt.records import GridSpec, ReadOptions, SampleKey, contributions
+from dpopt.records import GridOptions, InputOptions, SampleKey, contributions
 
 from ..records.conftest import key_ref
 from .conftest import SUM_RTOL
 
 
 def _aggregate(frame, *, chunksize=None, keep_samples=False, res=7, slot="1h"):
-    read = ReadOptions() if chunksize is None else ReadOptions(chunk_rows=chunksize)
-    agg, _ = contributions(frame, GridSpec(res, slot), read, bound=100,
+    read = InputOptions() if chunksize is None else InputOptions(chunksize=chunksize)
+    agg, _ = contributions(frame, GridOptions(res, slot), read, bound=100,
                            first_records=ALL_RECORDS if keep_samples else None)
     return agg
 

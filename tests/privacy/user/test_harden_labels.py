@@ -67,7 +67,7 @@ def test_a_user_column_mixing_numbers_and_text_is_refused_not_merged():
     import pandas as pd
 
     from dpopt import DpoptInputError
-    from dpopt.records import GridSpec, ReadOptions, contributions
+    from dpopt.records import GridOptions, InputOptions, contributions
 
     frame = pd.DataFrame({
         "user_id": pd.Series([1, "1", 2], dtype=object),
@@ -75,7 +75,7 @@ def test_a_user_column_mixing_numbers_and_text_is_refused_not_merged():
         "latitude": [30.27] * 3, "longitude": [-97.74] * 3, "value": [1.0, 2.0, 3.0],
     })
     with pytest.raises(DpoptInputError, match="mixes numbers and text"):
-        contributions(frame, GridSpec(7, "1h"), ReadOptions(), bound=10.0)
+        contributions(frame, GridOptions(7, "1h"), InputOptions(), bound=10.0)
 
 
 def test_the_user_id_rule_is_stated_in_help_and_readme(capsys):
