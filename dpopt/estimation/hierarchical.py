@@ -76,6 +76,7 @@ from .._validation import DpoptInputError
 from ..hierarchy.blup import count_snr_threshold, fit_tau2, tree_blup
 from ..hierarchy.decompose import answer_nodes, published_mask
 from ..hierarchy.gls import tree_gls
+from ..hierarchy.tree import default_target
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, Statistic, UserInfo
 from .direct import VARIANCE_NEGATIVE_REASON, VARIANCE_WITHHELD_REASON
 
@@ -433,7 +434,7 @@ def estimate_hierarchical(measurements: Measurements, *, confidence: float = 0.9
     """
     m = measurements
     kappa = _check_arguments(m, confidence, bias_allowance, estimator, interval)
-    tau = m.bound / 10.0 if target is None else float(target)
+    tau = default_target(m.bound) if target is None else float(target)
     U = m.bound
     tot = gls_totals(m)
     dr = _direct(m, tot, float(confidence))

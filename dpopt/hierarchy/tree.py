@@ -36,7 +36,7 @@ import pandas as pd
 from .._validation import DpoptInputError
 
 __all__ = ["Level", "Hierarchy", "default_levels", "place_levels", "cell_parents", "build_hierarchy", "HOUR_NS", "DAY_NS",
-           "WEEK_NS", "PROFILES", "profile_cycle", "time_keys"]
+           "WEEK_NS", "PROFILES", "profile_cycle", "time_keys", "default_target"]
 
 HOUR_NS = 3_600 * 10**9
 DAY_NS = 24 * HOUR_NS
@@ -45,6 +45,13 @@ WEEK_NS = 7 * DAY_NS
 PROFILES = {"day": DAY_NS, "week": WEEK_NS}
 _RES_SHIFT = 52
 _RES_MASK = np.int64(0xF) << np.int64(_RES_SHIFT)
+
+
+def default_target(bound: float) -> float:
+    """The tree strategies' default target τ = U/10 (models/hierarchy.md §6): a node answers its finest
+    grids when its interval's half-width is under a tenth of the values' public range. A statement of
+    what a reader can use, relative to the declared range U (public), not a fact of any data set."""
+    return float(bound) / 10.0
 
 
 @dataclass(frozen=True)

@@ -396,7 +396,7 @@ def add_peer(args, name: str, rows_of, public_only: bool = False) -> None:
 def chosen_k(args) -> dict:
     """Distribution of the automatic (k, c) over noise draws (the bounds choice only)."""
     from dpopt.privacy.user.bounding import grid_ranks
-    from dpopt.privacy.user.bounds import choose_bounds
+    from dpopt.privacy.user.bounds import BoundsRule, choose_bounds
     from dpopt.privacy.user.predict import NoiseBudgets
     from dpopt.privacy.user.priority import hash_priority, priority_ranks
     from dpopt.privacy.user.split import split_budget
@@ -411,9 +411,9 @@ def chosen_k(args) -> dict:
             for pr, rk in ranks.items():
                 for rule in ("histogram", "select"):
                     b = NoiseBudgets(count=sp.count, sum=sp.sum, selection=None if public else (ep, DELTA))
-                    ch = [choose_bounds(agg, rk, 0.1 * eps, rule=rule, rng=np.random.default_rng(s), budgets=b,
-                                        bound=agg.bound, priority=pr, sum_budget=sp.sum,
-                                        selection=None if public else (ep, DELTA)) for s in range(args.chosen_k)]
+                    ch = [choose_bounds(agg, rk, 0.1 * eps, rng=np.random.default_rng(s), options=BoundsRule(
+                                        rule=rule, budgets=b, bound=agg.bound, priority=pr, sum_budget=sp.sum,
+                                        selection=None if public else (ep, DELTA))) for s in range(args.chosen_k)]
                     cnt = collections.Counter((x.k, x.c) for x in ch)
                     ks = sorted({x.k for x in ch})
                     res.append({"eps": eps, "setting": setting, "priority": pr, "rule": rule,

@@ -228,15 +228,13 @@ class BoundsRule:
 
 
 def choose_bounds(agg: Aggregate, ranks: np.ndarray, epsilon: float, *, rng: np.random.Generator,
-                  source: IntegerSource | None = None, options: BoundsRule | None = None,
-                  **keywords: Any) -> BoundsChoice:
-    """(k, c) by the ε-DP rule of ``options`` (module doc; :class:`BoundsRule`, or its fields as
-    ``keywords``). ``source`` the integer source of the selection (default: seeded from ``rng``,
-    simulations only)."""
+                  source: IntegerSource | None = None, options: BoundsRule | None = None) -> BoundsChoice:
+    """(k, c) by the ε-DP rule of ``options`` (module doc; :class:`BoundsRule`, None: its defaults).
+    ``source`` the integer source of the selection (default: seeded from ``rng``, simulations only)."""
     eps = check_epsilon(epsilon)
-    if options is not None and keywords:
-        raise DpoptInputError(f"give `options` or its fields as keywords, not both; got {sorted(keywords)}")
-    o = options if options is not None else BoundsRule(**keywords)
+    o = BoundsRule() if options is None else options
+    if not isinstance(o, BoundsRule):
+        raise DpoptInputError(f"`options` must be a BoundsRule; got {type(o).__name__}")
     src = source if source is not None else SeededSource(int(rng.integers(0, 2**62)))
     kmax, cmax = int(o.max_grids), int(o.max_records)
     if o.rule == "histogram":

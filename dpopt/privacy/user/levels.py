@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
-from ...hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels
+from ...hierarchy.tree import Hierarchy, Level, build_hierarchy, default_levels, default_target
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
 from ...noise import IntegerSource, epsilon_rational
 from ...records.aggregate import Aggregate
@@ -411,7 +411,7 @@ def measure_levels(agg: Aggregate, partitions: Any, *, bound: float, bounds: tup
     p, ns = _level_options(plan, sampling)
     U, kind = check_bound(bound), check_choice(ns.mechanism, "mechanism", ("laplace", "gaussian"))
     unit, total = ("epsilon" if kind == "laplace" else "rho"), _check_budget(epsilon, rho, kind)
-    tau = U / 10.0 if p.target is None else check_nonnegative_float(p.target, "target")
+    tau = default_target(U) if p.target is None else check_nonnegative_float(p.target, "target")
     k, c = _check_bounds(bounds)
     mech = _mechanism(ns.noise_mechanism, kind, ns.noise, ns.seed)
     # options that name levels by index (first_level, explicit shares or bounds) keep every default level

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpopt.privacy.user.bounding import grid_ranks
-from dpopt.privacy.user.bounds import candidate_grid, choose_bounds, release_probability, selection_utility
+from dpopt.privacy.user.bounds import BoundsRule, candidate_grid, choose_bounds, release_probability, selection_utility
 
 from .conftest import make_agg
 
@@ -63,8 +63,8 @@ def test_rules_return_candidates_within_the_caps(rule):
     rng = np.random.default_rng(0)
     agg = make_agg(_random_records(rng, 30))
     ranks = grid_ranks(agg, np.random.default_rng(1))
-    ch = choose_bounds(agg, ranks, 1.0, rule=rule, rng=np.random.default_rng(2), max_grids=8, max_records=4,
-                       sum_budget=0.4)
+    ch = choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(2),
+                       options=BoundsRule(rule=rule, max_grids=8, max_records=4, sum_budget=0.4))
     assert 1 <= ch.k <= 8 and 1 <= ch.c <= 4 and ch.epsilon == 1.0 and ch.rule == rule
 
 
@@ -75,7 +75,8 @@ def test_select_concentrates_on_the_best_candidate_at_large_epsilon():
     ks, cs = candidate_grid(8), candidate_grid(4)
     u = selection_utility(agg, ranks, ks, cs, cap=2.5)
     i, j = np.unravel_index(np.argmax(u), u.shape)
-    ch = choose_bounds(agg, ranks, 1e4, rule="select", rng=np.random.default_rng(3), max_grids=8, max_records=4, sum_budget=0.4)
+    ch = choose_bounds(agg, ranks, 1e4, rng=np.random.default_rng(3),
+                       options=BoundsRule(rule="select", max_grids=8, max_records=4, sum_budget=0.4))
     assert (ch.k, ch.c) == (ks[i], cs[j])
 
 
@@ -88,7 +89,7 @@ def test_histogram_rule_never_exceeds_the_public_caps(max_grids, max_records):
     recs = [(f"u{u}", g, t, 1.0) for u in range(60) for g in range(5) for t in range(12)]
     agg = make_agg(recs)
     ranks = grid_ranks(agg, np.random.default_rng(1))
-    ch = choose_bounds(agg, ranks, 1e6, rule="histogram", rng=np.random.default_rng(2), max_grids=max_grids,
-                       max_records=max_records, sum_budget=50.0)
+    ch = choose_bounds(agg, ranks, 1e6, rng=np.random.default_rng(2), options=BoundsRule(
+                       rule="histogram", max_grids=max_grids, max_records=max_records, sum_budget=50.0))
     assert 1 <= ch.k <= max_grids and 1 <= ch.c <= max_records
     assert ch.c == max_records  # 12 records per pair: at this budget the cap c itself is best

@@ -14,6 +14,7 @@ from dpopt.noise import SeededSource
 from dpopt.privacy.user.bounding import grid_ranks
 from dpopt.privacy.user.bounds import (
     DEFAULT_TOLERANCE,
+    BoundsRule,
     choose_bounds,
     contribution_bins,
     histogram_bins,
@@ -233,8 +234,8 @@ def test_the_chosen_k_is_stable_across_noise_draws(priority):
 
         ranks = priority_ranks(agg, hash_priority(agg))
     b = NoiseBudgets(count=3.0, sum=4.0)
-    ks = [choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(s), budgets=b, bound=50.0, priority=priority,
-                        max_grids=64, max_records=16).k for s in range(8)]
+    ks = [choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(s), options=BoundsRule(
+                        budgets=b, bound=50.0, priority=priority, max_grids=64, max_records=16)).k for s in range(8)]
     grid = list(histogram_bins(64))
     idx = sorted({grid.index(k) for k in ks})
     assert idx[-1] - idx[0] <= 1, ks
@@ -245,7 +246,8 @@ def test_histogram_choice_follows_the_model_on_extreme_data():
     recs = [(f"u{u}", g, t, 1.0) for u in range(200) for g in (u % 5, 5 + u % 3) for t in range(6)]
     agg = make_agg(recs)
     ranks = grid_ranks(agg, np.random.default_rng(0))
-    ch = choose_bounds(agg, ranks, 50.0, rng=np.random.default_rng(0), budgets=NoiseBudgets(count=1e4, sum=1e4),
-                       bound=10.0, max_grids=16, max_records=16, model={"tolerance": 0.0})
+    ch = choose_bounds(agg, ranks, 50.0, rng=np.random.default_rng(0), options=BoundsRule(
+                       budgets=NoiseBudgets(count=1e4, sum=1e4), bound=10.0, max_grids=16, max_records=16,
+                       model={"tolerance": 0.0}))
     assert (ch.k, ch.c) == (2, 8)  # the smallest candidates keeping all: k ≥ 2 grids, c ≥ 6 records
     assert ch.rule == "histogram" and ch.histogram is not None and ch.objective.shape == (5, 5)

@@ -27,15 +27,16 @@ def _agg():
 
 
 @pytest.mark.parametrize("rule", ["histogram", "select", "quantile"])
-def test_bounds_rule_object_equals_keywords(rule):
+def test_bounds_rule_is_given_one_way(rule):
     agg = _agg()
     ranks = grid_ranks(agg, np.random.default_rng(1))
     kw = dict(rule=rule, max_grids=8, max_records=4, sum_budget=0.4)
-    a = choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(2), **kw)
-    b = choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(2), options=BoundsRule(**kw))
-    assert (a.k, a.c, a.rule, a.epsilon) == (b.k, b.c, b.rule, b.epsilon)
-    with pytest.raises(DpoptInputError, match="not both"):
-        choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(2), options=BoundsRule(**kw), rule=rule)
+    a = choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(2), options=BoundsRule(**kw))
+    assert 1 <= a.k <= 8 and 1 <= a.c <= 4 and a.rule == rule
+    with pytest.raises(TypeError):  # the rule's fields are not keywords of choose_bounds
+        choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(2), **kw)
+    with pytest.raises(DpoptInputError, match="`options`"):
+        choose_bounds(agg, ranks, 1.0, rng=np.random.default_rng(2), options=kw)
     with pytest.raises(DpoptInputError, match="bounds"):
         BoundsRule(rule="median")
 

@@ -53,7 +53,7 @@ def _choose(agg: Aggregate, options: UserOptions, eps_b: float, rest: float, uni
             mech: NoiseMechanism, rng: Any) -> tuple[int, int, str]:
     """(k, c, rule): public, or by ``options.bounds``'s rule at ε_b predicting the noise of the
     finest level's count and sum at the rest of the budget (post-processing of the rule's output)."""
-    from ..bounds import choose_bounds
+    from ..bounds import BoundsRule, choose_bounds
 
     fixed = options.fixed_bounds
     if fixed is not None:
@@ -65,11 +65,11 @@ def _choose(agg: Aggregate, options: UserOptions, eps_b: float, rest: float, uni
         ranks = _ranks(agg, options, rng, mask, mech)
     split = split_budget(rest, bound=U, unit=unit, weight_mean=options.weight_mean,
                          weight_variance=options.weight_variance)
-    choice = choose_bounds(agg, ranks, eps_b, rule=str(options.bounds), rng=rng,
-                           source=getattr(mech, "source", None), max_grids=options.max_grids,
+    choice = choose_bounds(agg, ranks, eps_b, rng=rng, source=getattr(mech, "source", None), options=BoundsRule(
+                           rule=str(options.bounds), max_grids=options.max_grids,
                            max_records=options.max_records, sum_budget=split.sum if unit == "epsilon" else
                            (2.0 * split.sum) ** 0.5, bound=U, priority=options.priority,
-                           budgets=NoiseBudgets(count=split.count, sum=split.sum, unit=split.unit))
+                           budgets=NoiseBudgets(count=split.count, sum=split.sum, unit=split.unit)))
     c = choice.c if choice.histogram is None else max(choice.c, coarse_record_floor(choice.histogram, options.max_records))
     return choice.k, c, choice.rule
 

@@ -44,7 +44,7 @@ from ....noise import epsilon_rational
 from ....records.aggregate import Aggregate
 from ....records.grid import slot_text
 from ..bounding import BoundedGrids, bound_contributions, lattice_values
-from ..bounds import choose_bounds
+from ..bounds import BoundsRule, choose_bounds
 from ....noise.mechanism import NoiseMechanism
 from ..predict import NoiseBudgets
 from ..partitions import PartitionList, selection_threshold
@@ -190,8 +190,8 @@ def _bounds(agg: Aggregate, ranks: np.ndarray, options: UserOptions, sh: Shares,
         return int(fixed[0]), int(fixed[1]), "fixed"
     selection = (sh.selection, delta_sel) if options.private else None
     split = sh.split
-    choice = choose_bounds(agg, ranks, sh.bounds, rule=str(options.bounds), rng=rng,
-                           source=getattr(mech, "source", None), max_grids=options.max_grids,
+    choice = choose_bounds(agg, ranks, sh.bounds, rng=rng, source=getattr(mech, "source", None), options=BoundsRule(
+                           rule=str(options.bounds), max_grids=options.max_grids,
                            max_records=options.max_records, sum_budget=sh.sum_budget, selection=selection,
                            bound=bound, priority=options.priority,
                            budgets=NoiseBudgets(count=split.count, sum=split.sum, unit=split.unit,
