@@ -195,7 +195,7 @@ def _bounds(agg: Aggregate, ranks: np.ndarray, options: UserOptions, sh: Shares,
                            max_records=options.max_records, sum_budget=sh.sum_budget, selection=selection,
                            bound=bound, priority=options.priority,
                            budgets=NoiseBudgets(count=split.count, sum=split.sum, unit=split.unit,
-                                                selection=selection))
+                                                selection=selection)))
     return choice.k, choice.c, choice.rule
 
 
