@@ -13,8 +13,8 @@ whose variance holds the estimation error of μ and of every effect *and* the gr
 the model leaves unexplained (σ²_e, where the grid's own measurement says little): an interval
 for that grid's truth, not for a coarser node's. The components it uses are posterior means under
 a flat prior on {Σ σ² ≤ the DP spread bound}; a grid not measured on its own gets the predictive
-interval, mixed over the residual component's posterior (:func:`grid_halfwidths`). Every measured coarser node is published too,
-with the posterior of its weighted mean.
+interval, mixed over the residual component's posterior (:func:`grid_halfwidths`). Every measured
+coarser node is published too, with the posterior of its weighted mean.
 
 Where the model's factorisation does not fit in memory (hundreds of thousands of levels of an
 interaction marginal), the factor with the most levels is left out and the fit repeated; its nodes
@@ -216,11 +216,11 @@ COMPONENT_NEAR = (0.5, 0.7, 1.0, 1.4, 2.0)
 def component_nodes(cap: float, reml: float) -> np.ndarray:
     """The quadrature nodes of one component's likelihood (:data:`COMPONENT_GRID`): sorted, distinct,
     in [0, cap], 0 and cap included."""
-    nodes = [np.zeros(1), cap * np.logspace(-6, 0, COMPONENT_GRID), cap * np.arange(1, COMPONENT_EVEN + 1) / COMPONENT_EVEN]
+    nodes = [np.zeros(1), cap * np.logspace(-6, 0, COMPONENT_GRID),
+             cap * np.arange(1, COMPONENT_EVEN + 1) / COMPONENT_EVEN]
     if 0.0 < reml < cap:
         nodes.append(reml * np.asarray(COMPONENT_NEAR))
-    v = np.unique(np.clip(np.concatenate(nodes), 0.0, cap))
-    return v
+    return np.unique(np.clip(np.concatenate(nodes), 0.0, cap))
 
 
 #: intervals of the common grid over [0, cap] on which the joint prior's integrals are summed (a
