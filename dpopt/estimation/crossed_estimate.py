@@ -12,7 +12,8 @@ is answered by its own row: the posterior mean of its θ_g, clamped to [0, B], w
 whose variance holds the estimation error of μ and of every effect *and* the grid-level variance
 the model leaves unexplained (σ²_e, where the grid's own measurement says little): an interval
 for that grid's truth, not for a coarser node's. The components it uses are posterior means under
-a flat prior on {Σ σ² ≤ the DP spread bound}; a grid not measured on its own gets the predictive
+a flat prior on {Σ σ² ≤ the DP spread bound} with the between-grid statistic read as a noisy
+measurement of Σ σ²; a grid not measured on its own gets the predictive
 interval, mixed over the residual component's posterior (:func:`grid_halfwidths`). Every measured
 coarser node is published too, with the posterior of its weighted mean.
 
@@ -23,6 +24,7 @@ still enter as observations, and the fit's status says which factors were left o
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 from typing import Any
 
@@ -76,12 +78,13 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     if y.size == 0:  # nothing readable at this budget: every grid gets the whole declared range
         return _nothing(m, info, parts, float(confidence))
     z = NormalDist().inv_cdf(0.5 + float(confidence) / 2.0)
-    cap = min(spread_bound(m, info, parts), between_bound(info, parts))
+    cap = spread_bound(m, info, parts)
+    total = between_measurement(info, parts)
     w = grid_weights(parts[0][0], parts[0][1])
     dropped: list[str] = []
     while True:  # a factor whose levels do not fit in memory is left out, the largest first (module doc)
         try:
-            fit, upper, mean, var = _posterior(m, info, factors, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap,
+            fit, upper, mean, var = _posterior(m, info, factors, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap, total=total,
                                                confidence=float(confidence))
             break
         except MemoryError:
@@ -118,7 +121,8 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
 
 
 def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A: Any, y: np.ndarray, s2: np.ndarray,
-               kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float
+               kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float,
+               total: tuple[float, float, str] | None = None
                ) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
     """(point fit, the interval's components, mean and variance of every node) of the crossed model
     with ``factors``: REML fits only the components the measurements identify (module doc), the
@@ -144,7 +148,7 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
     """
     known, grid_seen = identified(list(info.names), kept, factors)
     fit, upper, wide, (u, p) = interval_fit(factors, A, y, s2, cap=cap, seen=known, residual_seen=grid_seen,
-                                            confidence=confidence)
+                                            confidence=confidence, total=total)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     sizes = [int(n) for n in np.diff(np.append(info.offsets, m.n_nodes))]
     mean, var = np.empty(m.n_nodes), np.empty(m.n_nodes)
@@ -165,12 +169,14 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
 
 
 def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
-                 seen: set[str], residual_seen: bool, confidence: float = 0.95
+                 seen: set[str], residual_seen: bool, confidence: float = 0.95,
+                 total: tuple[float, float, str] | None = None
                  ) -> tuple[Any, dict[str, float], Any, tuple[np.ndarray, np.ndarray]]:
     """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the
     components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate;
     every component's value for the intervals is its posterior mean under the flat prior on
-    {Σ σ² ≤ ``cap``} (:func:`component_upper_bounds`), and the interval's fit holds the posterior
+    {Σ σ² ≤ ``cap``} with ``total`` a noisy measurement of the sum (:func:`component_upper_bounds`),
+    and the interval's fit holds the posterior
     variance of every grid under them, and (u, p) the posterior masses of the grids' own residual
     component (for :func:`predictive_halfwidth`; models/engine.md §4). Post-processing of (A, y, s2,
     cap)."""
@@ -178,7 +184,7 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
                       confidence=confidence, variances=False)
     given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
     every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)
-    upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap)
+    upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total)
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
     return fit, upper, wide, (u, posts[RESIDUAL])
 
@@ -228,8 +234,8 @@ def component_nodes(cap: float, reml: float) -> np.ndarray:
 JOINT_GRID = 2048
 
 
-def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np.ndarray]
-                           ) -> tuple[np.ndarray, list[np.ndarray]]:
+def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np.ndarray],
+                           total: tuple[float, float, str] | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
     """(u, masses): each variance component's posterior masses on the grid u_i = i·cap/M
     (M = :data:`JOINT_GRID`) under the flat prior on the region {σ²_k ≥ 0, Σ_k σ²_k ≤ cap} with the
     likelihood Π_k L_k(σ²_k), L_k = exp(``logliks[k]``) at ``nodes[k]`` (in [0, cap]) interpolated
@@ -237,7 +243,9 @@ def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np
 
     Each L_k becomes masses m_k(i) = L_k(u_i)·w_i (trapezoid weights); the others' sum has the
     masses of their discrete convolution (an index sum is a value sum on this grid) and the
-    constraint leaves component j the weight p_j(i) ∝ m_j(i)·P(Σ_{k≠j} ≤ u_{M−i})."""
+    constraint leaves component j the weight p_j(i) ∝ m_j(i)·P(Σ_{k≠j} ≤ u_{M−i}). With ``total`` =
+    (V̂, sd, family), a noisy measurement of the sum (Laplace or Gaussian noise of that sd), the weight is
+    p_j(i) ∝ m_j(i)·Σ_s P(Σ_{k≠j} = u_s)·ℓ(V̂ | u_i + u_s) over u_i + u_s ≤ cap."""
     M = JOINT_GRID
     u = np.linspace(0.0, cap, M + 1)
     w = np.full(M + 1, cap / M)
@@ -247,8 +255,14 @@ def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np
         ll = np.where(np.isfinite(ll), ll, -np.inf)
         top = float(np.max(ll)) if np.any(np.isfinite(ll)) else 0.0
         m = np.interp(u, v, np.exp(ll - top)) * w
-        total = float(m.sum())
-        masses.append(m / total if total > 0 else w / w.sum())
+        mass = float(m.sum())
+        masses.append(m / mass if mass > 0 else w / w.sum())
+    like = np.ones(M + 1)
+    if total is not None and np.isfinite(total[0]) and np.isfinite(total[1]) and total[1] > 0:
+        v_hat, sd, family = total
+        r = (v_hat - u) / sd
+        ll = -math.sqrt(2.0) * np.abs(r) if family == "laplace" else -0.5 * r * r
+        like = np.exp(ll - ll.max())
     out = []
     for j in range(len(masses)):
         conv = np.zeros(M + 1)
@@ -256,16 +270,18 @@ def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np
         for k, m in enumerate(masses):
             if k != j:
                 conv = np.clip(fftconvolve(conv, m)[: M + 1], 0.0, None)
-        p = masses[j] * np.cumsum(conv)[::-1]  # × P(Σ_{k≠j} ≤ u_{M−i})
+        # Σ_s conv(s)·like(i + s) over i + s ≤ M (a cross-correlation); like ≡ 1: P(Σ_{k≠j} ≤ u_{M−i})
+        p = masses[j] * np.clip(fftconvolve(like, conv[::-1])[M: 2 * M + 1], 0.0, None)
         out.append(p / p.sum() if p.sum() > 0 else w / w.sum())
     return u, out
 
 
-def joint_prior_means(cap: float, nodes: list[np.ndarray], logliks: list[np.ndarray]) -> list[float]:
+def joint_prior_means(cap: float, nodes: list[np.ndarray], logliks: list[np.ndarray],
+                      total: tuple[float, float, str] | None = None) -> list[float]:
     """The posterior mean of each variance component of :func:`joint_prior_posteriors`. A single
     component gets the trapezoid mean of its likelihood on [0, cap] (cap/2 where it is flat); k flat
     likelihoods get cap/(k + 1) each (the uniform law on the simplex)."""
-    u, posts = joint_prior_posteriors(cap, nodes, logliks)
+    u, posts = joint_prior_posteriors(cap, nodes, logliks, total)
     return [float(np.sum(u * p)) for p in posts]
 
 
@@ -328,6 +344,18 @@ def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
                            sumsq_count_var=float(np.nansum(pilot.law.variance()[rows])))
 
 
+def between_measurement(info: Any, parts: list[tuple[np.ndarray, ...]]) -> tuple[float, float, str] | None:
+    """(V̂, sd(V̂), noise family) of the engine's between-grid statistic (:func:`between_bound`'s
+    estimate and sd: Q̃ over the combined total kept count, the delta method), None where it was
+    not measured. The family is the release's: Laplace under pure ε, Gaussian under ρ."""
+    n, n_var = combined_total([p[0] for p in parts], [p[1] for p in parts])
+    q, sd = float(getattr(info, "between", np.nan)), float(getattr(info, "between_sd", np.nan))
+    if not (np.isfinite(q) and np.isfinite(sd) and np.isfinite(n) and n > 0):
+        return None
+    sd_v = math.sqrt((sd / n) ** 2 + (q / n ** 2) ** 2 * max(n_var, 0.0))
+    return q / n, sd_v, "laplace" if getattr(info, "unit", "epsilon") == "epsilon" else "gaussian"
+
+
 def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
     """:func:`dpopt.hierarchy.node_means.between_upper` of the engine's between-grid statistic with the
     total kept count every marginal measures, combined (:func:`dpopt.hierarchy.node_means.combined_total`;
@@ -337,13 +365,15 @@ def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
                          count_var=n_var)
 
 
-def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float
+def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
+                           total: tuple[float, float, str] | None = None
                            ) -> tuple[dict[str, float], np.ndarray, dict[str, np.ndarray]]:
     """(the variance components the intervals use, the quadrature grid u, each component's posterior
     masses on u): each component's posterior mean given the measurements under the flat prior on
     {σ² ≥ 0, Σ σ² ≤ ``cap``} (the spread bound holds the variance of the grids' means, the sum of
     the components), with each component's restricted likelihood taken with the others at their
-    REML values, evaluated at :func:`component_nodes` and combined by :func:`joint_prior_posteriors`.
+    REML values, evaluated at :func:`component_nodes`, and the likelihood of ``total`` (V̂, sd,
+    family), a noisy measurement of the sum, combined by :func:`joint_prior_posteriors`.
     Where the measurements say nothing about k components and pin the others, each of the k gets
     what the others leave of the cap divided by k + 1; where they pin a component, about its REML
     value. So a grid's interval never rests on a component the data cannot see being 0, the plug-in
@@ -363,7 +393,7 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
             ll[i] = float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=local).loglik)
         nodes.append(grid)
         logliks.append(ll)
-    u, posts = joint_prior_posteriors(cap, nodes, logliks)
+    u, posts = joint_prior_posteriors(cap, nodes, logliks, total)
     return {k: float(np.sum(u * p)) for k, p in zip(names, posts)}, u, dict(zip(names, posts))
 
 

@@ -29,19 +29,43 @@ def test_flat_likelihoods_give_the_uniform_simplex_means(k: int) -> None:
 
 
 def test_the_quadrature_matches_a_monte_carlo_integral_over_the_simplex() -> None:
-    """Peaked, sloped and flat likelihoods of three components: the quadrature's posterior means
-    against importance sampling of the uniform law on {Σ σ² ≤ cap} weighted by the likelihoods."""
+    """Peaked, sloped and flat likelihoods of three components, without and with a noisy
+    measurement of their sum: the quadrature's posterior means against importance sampling of the
+    uniform law on {Σ σ² ≤ cap} weighted by the likelihoods."""
     rng = np.random.default_rng(4)
     cap = 10.0
     shapes = [lambda v: -0.5 * ((v - 2.0) / 0.6) ** 2,  # pinned near 2
               lambda v: -0.4 * v,  # favours small values
               lambda v: 0.0 * v]  # says nothing
     nodes = [component_nodes(cap, r) for r in (2.0, 0.0, 0.0)]
-    means = joint_prior_means(cap, nodes, [f(v) for f, v in zip(shapes, nodes)])
     x = cap * rng.dirichlet(np.ones(4), size=400_000)[:, :3]  # uniform on the simplex
     w = np.exp(sum(np.interp(x[:, j], v, f(v)) for j, (f, v) in enumerate(zip(shapes, nodes))))
-    brute = (w[:, None] * x).sum(axis=0) / w.sum()
-    assert means == pytest.approx(brute, abs=0.01 * cap)
+    for total in (None, (4.0, 1.5, "laplace")):  # without and with a noisy measurement of the sum
+        means = joint_prior_means(cap, nodes, [f(v) for f, v in zip(shapes, nodes)], total)
+        wt = w if total is None else w * np.exp(-np.sqrt(2.0) * np.abs(total[0] - x.sum(axis=1)) / total[1])
+        brute = (wt[:, None] * x).sum(axis=0) / wt.sum()
+        assert means == pytest.approx(brute, abs=0.01 * cap)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "laplace"])
+def test_a_noisy_measurement_of_the_sum_weights_the_prior(family: str) -> None:
+    """One flat component and V̂ = σ² + noise (sd 3): its posterior on [0, cap] is the noise density
+    at V̂ − σ², truncated: the Gaussian's mean in closed form, the Laplace's by a fine brute-force
+    integral."""
+    from statistics import NormalDist
+
+    cap, v_hat, sd = 40.0, 5.0, 3.0
+    nodes = [component_nodes(cap, 0.0)]
+    (mean,) = joint_prior_means(cap, nodes, [np.zeros(nodes[0].size)], (v_hat, sd, family))
+    if family == "gaussian":
+        nd = NormalDist()
+        a, b = (0.0 - v_hat) / sd, (cap - v_hat) / sd
+        expect = v_hat + sd * (nd.pdf(a) - nd.pdf(b)) / (nd.cdf(b) - nd.cdf(a))
+    else:
+        t = np.linspace(0.0, cap, 2_000_001)
+        dens = np.exp(-np.sqrt(2.0) * np.abs(v_hat - t) / sd)
+        expect = float(np.sum(t * dens) / np.sum(dens))
+    assert mean == pytest.approx(expect, abs=QUAD_TOL * cap)
 
 
 def test_the_quadrature_nodes_hold_the_range_ends_and_the_reml_value() -> None:
@@ -88,21 +112,23 @@ def _crossed_case(rng: np.random.Generator, sig: dict[str, float], *, n_place: i
     return {"place": place, "time": time}, A, y, s2, theta
 
 
-def _intervals(factors: dict, A: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, cap: float
-               ) -> tuple[np.ndarray, np.ndarray]:
+def _intervals(factors: dict, A: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, cap: float,
+               total: tuple[float, float, str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(posterior means, half-widths at 0.95) of the grids, as the engine computes them (no grid is
     measured on its own: each holds its residual whole)."""
     fit, upper, wide, residual = interval_fit(factors, A, y, s2, cap=cap, seen={"place", "time"},
-                                              residual_seen=False)
+                                              residual_seen=False, total=total)
     return fit.grid_mean, grid_halfwidths(fit, upper, wide, residual, alone=np.ones(A.shape[1], dtype=bool),
                                           cap=cap)
 
 
 @pytest.mark.slow
-def test_intervals_cover_truths_drawn_from_the_prior_at_their_confidence() -> None:
+@pytest.mark.parametrize("noisy_sum", [False, True])
+def test_intervals_cover_truths_drawn_from_the_prior_at_their_confidence(noisy_sum: bool) -> None:
     """Components drawn uniformly from {Σ σ² ≤ cap} (the prior the intervals assume), the grids'
-    own residual never measured: the grids' intervals z·√Var cover their truths in about 0.95 of
-    (grid, draw) pairs, and in at least 0.90 of the grids of most draws."""
+    own residual never measured, the sum measured with Laplace noise of sd 15 (``noisy_sum``, as the
+    between-grid statistic measures it) or not: the grids' intervals cover their truths in about
+    0.95 of (grid, draw) pairs, and in at least 0.90 of the grids of most draws."""
     rng = np.random.default_rng(21)
     cap = 40.0
     hits, per_draw = [], []
@@ -110,7 +136,8 @@ def test_intervals_cover_truths_drawn_from_the_prior_at_their_confidence() -> No
         s = cap * rng.dirichlet(np.ones(4))[:3]
         sig = {"place": s[0], "time": s[1], RESIDUAL: s[2]}
         factors, A, y, s2, theta = _crossed_case(rng, sig)
-        fit_mean, hw = _intervals(factors, A, y, s2, cap)
+        total = (float(s.sum() + rng.laplace(0.0, 15.0 / np.sqrt(2.0))), 15.0, "laplace") if noisy_sum else None
+        fit_mean, hw = _intervals(factors, A, y, s2, cap, total)
         ok = np.abs(fit_mean - theta) <= hw
         hits.append(ok)
         per_draw.append(ok.mean())
