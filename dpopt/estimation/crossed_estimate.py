@@ -114,7 +114,10 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
         components=dict(fit.sigma2), components_upper=upper, spread_bound=cap, z=z,
         fit=fit.status + ("" if not dropped else f"; without the factors {', '.join(dropped)} (their levels did not "
                                                  "fit in memory: their nodes enter as observations only)"),
-        interval="z * sqrt(posterior variance of the grid's mean under the crossed model)",
+        interval=("the posterior predictive interval of the grid's mean under the crossed model: variance "
+                  "components under a flat prior on their sum ≤ the spread bound, the between-grid statistic "
+                  "a noisy measurement of that sum; a grid not measured on its own mixed over its residual's "
+                  "posterior, a measured grid or coarser node z * sqrt(posterior variance)"),
         nodes_released=int(released.sum()), target=float("nan"))
     return Estimates(table=table, answers=answers, confidence=float(confidence), method=METHOD, measurements=m,
                      info=summary)
