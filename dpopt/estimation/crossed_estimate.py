@@ -11,8 +11,11 @@ is answered by its own row: the posterior mean of its θ_g, clamped to [0, B], w
 
 whose variance holds the estimation error of μ and of every effect *and* the grid-level variance
 the model leaves unexplained (σ²_e, where the grid's own measurement says little): an interval
-for that grid's truth, not for a coarser node's. Every measured coarser node is published too,
-with the posterior of its weighted mean.
+for that grid's truth, not for a coarser node's. The components it uses are posterior means under
+a flat prior on {Σ σ² ≤ the DP spread bound} with the between-grid statistic read as a noisy
+measurement of Σ σ²; a grid not measured on its own gets the predictive
+interval, mixed over the residual component's posterior (:func:`grid_halfwidths`). Every measured
+coarser node is published too, with the posterior of its weighted mean.
 
 Where the model's factorisation does not fit in memory (hundreds of thousands of levels of an
 interaction marginal), the factor with the most levels is left out and the fit repeated; its nodes
@@ -21,12 +24,15 @@ still enter as observations, and the fit's status says which factors were left o
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from scipy.signal import fftconvolve
+from scipy.special import ndtr
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
@@ -72,12 +78,13 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     if y.size == 0:  # nothing readable at this budget: every grid gets the whole declared range
         return _nothing(m, info, parts, float(confidence))
     z = NormalDist().inv_cdf(0.5 + float(confidence) / 2.0)
-    cap = min(spread_bound(m, info, parts), between_bound(info, parts))
+    cap = spread_bound(m, info, parts)
+    total = between_measurement(info, parts)
     w = grid_weights(parts[0][0], parts[0][1])
     dropped: list[str] = []
     while True:  # a factor whose levels do not fit in memory is left out, the largest first (module doc)
         try:
-            fit, upper, mean, var = _posterior(m, info, factors, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap,
+            fit, upper, mean, var = _posterior(m, info, factors, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap, total=total,
                                                confidence=float(confidence))
             break
         except MemoryError:
@@ -107,14 +114,18 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
         components=dict(fit.sigma2), components_upper=upper, spread_bound=cap, z=z,
         fit=fit.status + ("" if not dropped else f"; without the factors {', '.join(dropped)} (their levels did not "
                                                  "fit in memory: their nodes enter as observations only)"),
-        interval="z * sqrt(posterior variance of the grid's mean under the crossed model)",
+        interval=("the posterior predictive interval of the grid's mean under the crossed model: variance "
+                  "components under a flat prior on their sum ≤ the spread bound, the between-grid statistic "
+                  "a noisy measurement of that sum; a grid not measured on its own mixed over its residual's "
+                  "posterior, a measured grid or coarser node z * sqrt(posterior variance)"),
         nodes_released=int(released.sum()), target=float("nan"))
     return Estimates(table=table, answers=answers, confidence=float(confidence), method=METHOD, measurements=m,
                      info=summary)
 
 
 def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A: Any, y: np.ndarray, s2: np.ndarray,
-               kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float
+               kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float,
+               total: tuple[float, float, str] | None = None
                ) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
     """(point fit, the interval's components, mean and variance of every node) of the crossed model
     with ``factors``: REML fits only the components the measurements identify (module doc), the
@@ -139,26 +150,180 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
         The intervals' confidence.
     """
     known, grid_seen = identified(list(info.names), kept, factors)
-    seen = {f: code for f, code in factors.items() if f in known}
-    fit = fit_crossed(seen, A, y, s2, residual=grid_seen, confidence=confidence, variances=False)
-    given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
-    every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)
-    upper = component_upper_bounds(every, A, y, s2, cap=cap)
-    wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
+    fit, upper, wide, (u, p) = interval_fit(factors, A, y, s2, cap=cap, seen=known, residual_seen=grid_seen,
+                                            confidence=confidence, total=total)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     sizes = [int(n) for n in np.diff(np.append(info.offsets, m.n_nodes))]
     mean, var = np.empty(m.n_nodes), np.empty(m.n_nodes)
     for i in range(len(info.codes)):
         rows = slice(int(info.offsets[i]), int(info.offsets[i]) + sizes[i])
         W = _node_matrix(info.codes[i], sizes[i], w)
         mean[rows] = W @ fit.grid_mean
-        v = wide.grid_var[np.argsort(info.codes[i])] if i == 0 else wide.node(W).var  # the finest: the grids
-        var[rows] = np.minimum(v, cap + fit.mu_var)  # a mean in [0, B] varies by ≤ cap
+        if i == 0:  # the finest: the grids (the fit's order is the list's; node k is grid argsort(code)[k])
+            order = np.argsort(info.codes[i])
+            alone = np.ones(sizes[0], dtype=bool)
+            alone[kept[0]] = False
+            h = grid_halfwidths(fit, upper, wide, (u, p), alone=alone[info.codes[i]], cap=cap,
+                                confidence=confidence)
+            var[rows] = (h[order] / z) ** 2  # read back as z·√var
+        else:
+            var[rows] = np.minimum(wide.node(W).var, cap + fit.mu_var)  # a mean in [0, B] varies by ≤ cap
     return fit, upper, mean, var
 
 
-#: points of the grid in log σ² over which each component's likelihood is integrated (a quadrature
-#: resolution, not a modelling choice)
+def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
+                 seen: set[str], residual_seen: bool, confidence: float = 0.95,
+                 total: tuple[float, float, str] | None = None
+                 ) -> tuple[Any, dict[str, float], Any, tuple[np.ndarray, np.ndarray]]:
+    """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the
+    components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate;
+    every component's value for the intervals is its posterior mean under the flat prior on
+    {Σ σ² ≤ ``cap``} with ``total`` a noisy measurement of the sum (:func:`component_upper_bounds`),
+    and the interval's fit holds the posterior
+    variance of every grid under them, and (u, p) the posterior masses of the grids' own residual
+    component (for :func:`predictive_halfwidth`; models/engine.md §4). Post-processing of (A, y, s2,
+    cap)."""
+    fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
+                      confidence=confidence, variances=False)
+    given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
+    every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)
+    upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total)
+    wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
+    return fit, upper, wide, (u, posts[RESIDUAL])
+
+
+def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: tuple[np.ndarray, np.ndarray], *,
+                    alone: np.ndarray, cap: float, confidence: float = 0.95) -> np.ndarray:
+    """The grids' interval half-widths (the fit's grid order) from :func:`interval_fit`'s outputs.
+    A grid measured on its own: z·√Var under the components' posterior means. A grid not measured
+    on its own (``alone``) holds its residual e_g whole, so its error variance given σ²_e = t is
+    Var − E σ²_e + t and its interval is the predictive one, mixed over the residual's posterior
+    (:func:`predictive_halfwidth`). Either capped at cap + Var(μ̂): a mean in [0, B] varies about
+    the map-wide mean by at most the spread bound (models/engine.md §4)."""
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    top = cap + fit.mu_var
+    v = np.asarray(wide.grid_var, dtype=float)
+    h = z * np.sqrt(np.minimum(v, top))
+    alone = np.asarray(alone, dtype=bool)
+    if alone.any():
+        u, p = residual
+        h[alone] = predictive_halfwidth(np.maximum(v[alone] - upper[RESIDUAL], 0.0), u, p, confidence=confidence,
+                                        top=top)
+    return h
+
+
+#: nodes of the quadrature of each component's likelihood over [0, cap] (models/engine.md §4): 0, a
+#: log grid of COMPONENT_GRID points over six decades (a component far below the cap), an even grid
+#: of COMPONENT_EVEN points (the flat part of the prior's range, where a log grid is too sparse) and
+#: the REML value times COMPONENT_NEAR (a pinned component's peak). A quadrature resolution, not a
+#: modelling choice: tested against a fine brute-force integral
 COMPONENT_GRID = 12
+COMPONENT_EVEN = 8
+COMPONENT_NEAR = (0.5, 0.7, 1.0, 1.4, 2.0)
+
+
+def component_nodes(cap: float, reml: float) -> np.ndarray:
+    """The quadrature nodes of one component's likelihood (:data:`COMPONENT_GRID`): sorted, distinct,
+    in [0, cap], 0 and cap included."""
+    nodes = [np.zeros(1), cap * np.logspace(-6, 0, COMPONENT_GRID),
+             cap * np.arange(1, COMPONENT_EVEN + 1) / COMPONENT_EVEN]
+    if 0.0 < reml < cap:
+        nodes.append(reml * np.asarray(COMPONENT_NEAR))
+    return np.unique(np.clip(np.concatenate(nodes), 0.0, cap))
+
+
+#: intervals of the common grid over [0, cap] on which the joint prior's integrals are summed (a
+#: quadrature resolution: the error of a component's mean is O(cap/JOINT_GRID))
+JOINT_GRID = 2048
+
+
+def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np.ndarray],
+                           total: tuple[float, float, str] | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(u, masses): each variance component's posterior masses on the grid u_i = i·cap/M
+    (M = :data:`JOINT_GRID`) under the flat prior on the region {σ²_k ≥ 0, Σ_k σ²_k ≤ cap} with the
+    likelihood Π_k L_k(σ²_k), L_k = exp(``logliks[k]``) at ``nodes[k]`` (in [0, cap]) interpolated
+    linearly (models/engine.md §4).
+
+    Each L_k becomes masses m_k(i) = L_k(u_i)·w_i (trapezoid weights); the others' sum has the
+    masses of their discrete convolution (an index sum is a value sum on this grid) and the
+    constraint leaves component j the weight p_j(i) ∝ m_j(i)·P(Σ_{k≠j} ≤ u_{M−i}). With ``total`` =
+    (V̂, sd, family), a noisy measurement of the sum (Laplace or Gaussian noise of that sd), the weight is
+    p_j(i) ∝ m_j(i)·Σ_s P(Σ_{k≠j} = u_s)·ℓ(V̂ | u_i + u_s) over u_i + u_s ≤ cap."""
+    M = JOINT_GRID
+    u = np.linspace(0.0, cap, M + 1)
+    w = np.full(M + 1, cap / M)
+    w[[0, -1]] /= 2.0
+    masses = []
+    for v, ll in zip(nodes, logliks):
+        ll = np.where(np.isfinite(ll), ll, -np.inf)
+        top = float(np.max(ll)) if np.any(np.isfinite(ll)) else 0.0
+        m = np.interp(u, v, np.exp(ll - top)) * w
+        mass = float(m.sum())
+        masses.append(m / mass if mass > 0 else w / w.sum())
+    like = np.ones(M + 1)
+    if total is not None and np.isfinite(total[0]) and np.isfinite(total[1]) and total[1] > 0:
+        v_hat, sd, family = total
+        r = (v_hat - u) / sd
+        ll = -math.sqrt(2.0) * np.abs(r) if family == "laplace" else -0.5 * r * r
+        like = np.exp(ll - ll.max())
+    out = []
+    for j in range(len(masses)):
+        conv = np.zeros(M + 1)
+        conv[0] = 1.0  # the sum of no component: 0
+        for k, m in enumerate(masses):
+            if k != j:
+                conv = np.clip(fftconvolve(conv, m)[: M + 1], 0.0, None)
+        # Σ_s conv(s)·like(i + s) over i + s ≤ M (a cross-correlation); like ≡ 1: P(Σ_{k≠j} ≤ u_{M−i})
+        p = masses[j] * np.clip(fftconvolve(like, conv[::-1])[M: 2 * M + 1], 0.0, None)
+        out.append(p / p.sum() if p.sum() > 0 else w / w.sum())
+    return u, out
+
+
+def joint_prior_means(cap: float, nodes: list[np.ndarray], logliks: list[np.ndarray],
+                      total: tuple[float, float, str] | None = None) -> list[float]:
+    """The posterior mean of each variance component of :func:`joint_prior_posteriors`. A single
+    component gets the trapezoid mean of its likelihood on [0, cap] (cap/2 where it is flat); k flat
+    likelihoods get cap/(k + 1) each (the uniform law on the simplex)."""
+    u, posts = joint_prior_posteriors(cap, nodes, logliks, total)
+    return [float(np.sum(u * p)) for p in posts]
+
+
+#: points the residual's posterior is binned to for the predictive interval (a quadrature
+#: resolution: the coverage of the mixture moves by far less than 10⁻³)
+PREDICTIVE_POINTS = 128
+#: at most this many distinct base variances are solved exactly; others are interpolated in h²
+#: between geometrically spaced nodes (relative error far below 10⁻³: a resolution, not a choice)
+PREDICTIVE_BASES = 512
+
+
+def predictive_halfwidth(base: np.ndarray, u: np.ndarray, p: np.ndarray, *, confidence: float,
+                         top: float = np.inf) -> np.ndarray:
+    """Half-widths h of the posterior predictive intervals of grids whose error variance, given the
+    grids' own residual component σ²_e = t, is min(base + t, ``top``) (the grid-level effect enters a
+    grid not measured on its own with weight 1): h solves Σ_i p_i·(2Φ(h/√min(base + u_i, top)) − 1)
+    = confidence, the mixture of normals over the residual's posterior masses p on u
+    (:func:`joint_prior_posteriors`). Wider than z·√(base + E σ²_e), the plug-in of the posterior
+    mean, which under-covers draws from the prior (a scale mixture has heavier tails)."""
+    base = np.asarray(base, dtype=float)
+    edges = np.linspace(0, u.size, PREDICTIVE_POINTS + 1).astype(int)
+    pb = np.add.reduceat(p, edges[:-1])
+    ub = np.add.reduceat(p * u, edges[:-1]) / np.where(pb > 0, pb, 1.0)
+    keep = pb > 0
+    pb, ub = pb[keep] / pb[keep].sum(), ub[keep]
+    uniq = np.unique(base)
+    if uniq.size > PREDICTIVE_BASES:  # h² is smooth in the base: solved at nodes, interpolated between
+        lo_b, hi_b = float(uniq[0]), float(uniq[-1])
+        uniq = np.unique(np.concatenate([[lo_b, hi_b], lo_b + (hi_b - lo_b) * np.geomspace(1e-9, 1.0,
+                                                                                            PREDICTIVE_BASES - 2)]))
+    var = np.minimum(np.maximum(uniq[:, None] + ub[None, :], 1e-300), top)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    lo, hi = z * np.sqrt(var.min(axis=1)), z * np.sqrt(var.max(axis=1))
+    for _ in range(50):  # bisection: the coverage is increasing in h (to 2⁻⁵⁰ of the bracket)
+        mid = (lo + hi) / 2.0
+        cover = (2.0 * ndtr(mid[:, None] / np.sqrt(var)) - 1.0) @ pb
+        low = cover < confidence
+        lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
+    return np.sqrt(np.interp(base, uniq, hi * hi))
 
 
 def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
@@ -182,6 +347,18 @@ def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
                            sumsq_count_var=float(np.nansum(pilot.law.variance()[rows])))
 
 
+def between_measurement(info: Any, parts: list[tuple[np.ndarray, ...]]) -> tuple[float, float, str] | None:
+    """(V̂, sd(V̂), noise family) of the engine's between-grid statistic (:func:`between_bound`'s
+    estimate and sd: Q̃ over the combined total kept count, the delta method), None where it was
+    not measured. The family is the release's: Laplace under pure ε, Gaussian under ρ."""
+    n, n_var = combined_total([p[0] for p in parts], [p[1] for p in parts])
+    q, sd = float(getattr(info, "between", np.nan)), float(getattr(info, "between_sd", np.nan))
+    if not (np.isfinite(q) and np.isfinite(sd) and np.isfinite(n) and n > 0):
+        return None
+    sd_v = math.sqrt((sd / n) ** 2 + (q / n ** 2) ** 2 * max(n_var, 0.0))
+    return q / n, sd_v, "laplace" if getattr(info, "unit", "epsilon") == "epsilon" else "gaussian"
+
+
 def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
     """:func:`dpopt.hierarchy.node_means.between_upper` of the engine's between-grid statistic with the
     total kept count every marginal measures, combined (:func:`dpopt.hierarchy.node_means.combined_total`;
@@ -191,29 +368,36 @@ def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
                          count_var=n_var)
 
 
-def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float) -> dict[str, float]:
-    """The variance components the intervals use: each component's posterior mean given the
-    measurements, under a flat prior on [0, ``cap``] with the other components at their REML values
-    (the restricted likelihood integrated over a log grid). Where the measurements say nothing about
-    a component its likelihood is flat and the value is cap/2; where they pin it, its REML value.
-    So a grid's interval never rests on a component the data cannot see being 0, the plug-in
+def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
+                           total: tuple[float, float, str] | None = None
+                           ) -> tuple[dict[str, float], np.ndarray, dict[str, np.ndarray]]:
+    """(the variance components the intervals use, the quadrature grid u, each component's posterior
+    masses on u): each component's posterior mean given the measurements under the flat prior on
+    {σ² ≥ 0, Σ σ² ≤ ``cap``} (the spread bound holds the variance of the grids' means, the sum of
+    the components), with each component's restricted likelihood taken with the others at their
+    REML values, evaluated at :func:`component_nodes`, and the likelihood of ``total`` (V̂, sd,
+    family), a noisy measurement of the sum, combined by :func:`joint_prior_posteriors`.
+    Where the measurements say nothing about k components and pin the others, each of the k gets
+    what the others leave of the cap divided by k + 1; where they pin a component, about its REML
+    value. So a grid's interval never rests on a component the data cannot see being 0, the plug-in
     empirical-Bayes error (models/engine.md §4)."""
     names = list(fit.sigma2)
     sizes = [fit.effects[k].levels.size if k in fit.effects else fit.grid_mean.size for k in names]
     H = (A @ fit.grid_map).tocsc()
     base = np.array([min(max(fit.sigma2[k], 0.0), cap) for k in names])
     local = fit.grid_mean.size if RESIDUAL in fit.sigma2 else 0  # the grid residuals, eliminated first
-    out = {}
+    nodes, logliks = [], []
     for j, k in enumerate(names):
-        grid = cap * np.logspace(-6, 0, COMPONENT_GRID)  # σ² values; flat prior on σ²: weight ∝ σ² in log space
+        grid = component_nodes(cap, float(base[j]))
         ll = np.empty(grid.size)
         for i, v in enumerate(grid):
             trial = base.copy()
             trial[j] = v
             ll[i] = float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=local).loglik)
-        w = np.exp(ll - ll.max()) * grid
-        out[k] = float(np.sum(w * grid) / np.sum(w))
-    return out
+        nodes.append(grid)
+        logliks.append(ll)
+    u, posts = joint_prior_posteriors(cap, nodes, logliks, total)
+    return {k: float(np.sum(u * p)) for k, p in zip(names, posts)}, u, dict(zip(names, posts))
 
 
 def _nothing(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], confidence: float) -> Estimates:
