@@ -29,7 +29,8 @@ def report_markdown(result: Release) -> str:
     occupancy = s.privacy_model == "public-occupancy"
     levels = not occupancy and s.resolution == "adaptive"
     title = f"# dpopt release report (privacy model: {s.privacy_model}{', multi-resolution' if levels else ''})"
-    lines = [title, "", _intro(s, occupancy, levels), "", "## Privacy model", "",
+    zone = getattr(getattr(result.measurements, "info", None), "timezone", None) or "UTC"
+    lines = [title, "", _intro(s, occupancy, levels, zone), "", "## Privacy model", "",
              *"\n\n".join(PRIVACY_MODEL_TEXT if occupancy else USER_MODEL_TEXT).split("\n"), "",
              "## Privacy accounting", "", *accounting_lines(s.as_dict(), None if occupancy else dict(s.budget))]
     if occupancy:
@@ -49,17 +50,18 @@ def report_markdown(result: Release) -> str:
 
 # -- what is released --------------------------------------------------------------------------
 
-def _intro(s: Any, occupancy: bool, levels: bool) -> str:
+def _intro(s: Any, occupancy: bool, levels: bool, zone: str) -> str:
+    """What is released, in words; slots on the clock of ``zone`` (a public option; "UTC" without one)."""
     if occupancy:
         return (f"Mean and variance of the values in every (H3 cell at resolution {s.h3_resolution}) x "
-                f"({s.slot} UTC slot) grid, released with user-level differential privacy (each user's "
+                f"({s.slot} {zone} slot) grid, released with user-level differential privacy (each user's "
                 "contribution bounded in every grid; one user's privacy loss added up over the grids it appears in).")
     if not levels:
         return (f"Mean and variance of the values in every released (H3 cell at resolution {s.h3_resolution}) x "
-                f"({s.slot} UTC slot) grid, with **user-level** differential privacy: neighbouring datasets "
+                f"({s.slot} {zone} slot) grid, with **user-level** differential privacy: neighbouring datasets "
                 "differ by all the records of one user, and nothing about who is where is public.")
     if s.partitions.startswith("private"):
-        return ("Mean of the values at nodes of a few public levels (H3 parents x coarser UTC slots above "
+        return ("Mean of the values at nodes of a few public levels (H3 parents x coarser slots above "
                 f"resolution {s.h3_resolution} x {s.slot}), with **user-level** differential privacy and no "
                 "partition list: which nodes are published is itself a DP selection (noisy user counts above "
                 "a threshold). A finest grid is answered by the smallest published node containing it; "
@@ -67,11 +69,11 @@ def _intro(s: Any, occupancy: bool, levels: bool) -> str:
     if s.shape == "place":
         return (f"Mean of the values of every H3 cell at resolution {s.h3_resolution} over the whole period, and of "
                 "the map, with **user-level** differential privacy, estimated together (a shrinkage model: a cell's "
-                f"`mean` borrows from the map where its own measurement is noisy). Each listed ({s.slot} UTC) grid "
+                f"`mean` borrows from the map where its own measurement is noisy). Each listed ({s.slot} {zone}) grid "
                 "is answered by its cell, or by the map where the budget chose not to measure cells or the cell "
                 "is too thin (`answers.csv`); only those nodes are published (`release.csv`).")
     return (f"Mean and variance of the values over the public hierarchy above the listed (H3 resolution "
-            f"{s.h3_resolution}) x ({s.slot} UTC) grids, with **user-level** differential privacy. Each listed "
+            f"{s.h3_resolution}) x ({s.slot} {zone}) grids, with **user-level** differential privacy. Each listed "
             "grid is answered by a published node (its own estimate, or a coarser cell or longer slot) whose "
             "interval covers the grid's own mean (`answers.csv`); only those nodes are published (`release.csv`).")
 

@@ -114,3 +114,13 @@ def test_the_occupancy_pairs_belong_to_the_public_occupancy_model(releases):
     with pytest.raises(DpoptInputError, match="no occupancy plan"):
         releases["user engine"].suppressed_frame()
     assert len(releases["public-occupancy"].gamma()) > 0
+
+
+def test_the_report_names_the_clock_the_slots_are_cut_on():
+    from dpopt.release import InputOptions, load_austin_sample
+
+    frame = load_austin_sample().head(3000)
+    for zone, word in ((None, "(1h UTC slot)"), ("America/Chicago", "(1h America/Chicago slot)")):
+        r = release(frame, bound=120, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="greedy"),
+                    io=InputOptions(timezone=zone), noise=NoiseOptions(seed=1))
+        assert word in report_markdown(r), zone
