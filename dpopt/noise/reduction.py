@@ -23,8 +23,14 @@ The identity behind w (characteristic functions φ):
 
 Sampling Z_to given Z_from = c (the forward direction, so that ε_to can be chosen after the earlier
 answer is published): with probability P₀ = w·f_to(c)/f_from(c) the branch B = 0, Z_to = c; otherwise
-Z_to has density ∝ f_to(a)·f_from(c − a), drawn by rejection from f_to with acceptance
-exp(−|c − a|/s_from). For the discrete law P₀ = (r_to/r_from)^{|c|+1}·(1 − r_from²)/(1 − r_to²), drawn
+Z_to has density ∝ f_to(a)·f_from(c − a), drawn by rejection from one of two proposals (:func:`_rejoin`):
+*near*, f_to itself with acceptance exp(−|c − a|/s_from); *far*, the discrete Laplace of rate
+γ = 1/s_to − 1/s_from with acceptance exp(−(|a| + |c − a| − |c|)/s_from) ≤ 1 (the target over this
+proposal is ∝ exp(−(|a| + |c − a|)/s_from), at most exp(−|c|/s_from) by the triangle inequality,
+attained on the segment between 0 and c). Their acceptance rates are tanh(1/(2s_to))·r_from^|c|·S(c)
+and tanh(γ/2)·S(c) with the same S(c) = Σ_a r_to^|a| r_from^(|c−a|−|c|), so the sampler takes the far
+one where tanh(γ/2) > tanh(1/(2s_to))·exp(−|c|/s_from): the near proposal alone needs about
+exp(|c|/s_from) draws for a far-out c, the far one accepts at least 1/(1 + e^{−γ}) ≥ 1/2 as |c| grows. For the discrete law P₀ = (r_to/r_from)^{|c|+1}·(1 − r_from²)/(1 − r_to²), drawn
 exactly as Bernoulli(exp(−(|c| + 1)γ)) × Bernoulli((1 − r_from²)/(1 − r_to²)), γ = 1/s_to − 1/s_from,
 the second factor as P(G < m | G < n) for a geometric G with P(G ≥ k) = e^{−kδ} where 2/s_from = mδ
 and 2/s_to = nδ (:func:`_keep_ratio`; its cost does not grow with the scales). Every coin is an exact Bernoulli(exp(−rational))
@@ -108,18 +114,33 @@ def refine_discrete_laplace(noise: Any, *, scale_from: Any, scale_to: Any, sourc
         return np.asarray(flat, dtype=c.dtype if c.size else np.int64).reshape(c.shape)
     gamma = 1 / s_to - 1 / s_from
     inv_from = 1 / s_from
+    # the far proposal beats the near one where tanh(γ/2) > tanh(1/(2 s_to))·exp(−|c|/s_from) (module doc)
+    g, t = math.tanh(float(gamma) / 2.0), math.tanh(0.5 / float(s_to))
+    far_from = math.log(g) - math.log(t) if g > 0 and t > 0 else -math.inf  # beyond floats: always near
     out = []
     for ci in flat:
         if bernoulli_exp((abs(ci) + 1) * gamma, source) and _keep_ratio(2 * inv_from, 2 / s_to, source):
             out.append(ci)
             continue
-        while True:  # density ∝ r_to^|a|·r_from^|c − a|: proposal L(s_to), acceptance r_from^|c − a|
-            a = discrete_laplace(s_to, source)
-            if bernoulli_exp(abs(ci - a) * inv_from, source):
-                out.append(a)
-                break
+        out.append(_rejoin(ci, s_to, gamma, inv_from, far=far_from > -abs(ci) * float(inv_from), source=source))
     big = any(abs(v) >= 2**62 for v in out)
     return np.asarray(out, dtype=object if big else np.int64).reshape(c.shape)
+
+
+def _rejoin(c: int, s_to: Fraction, gamma: Fraction, inv_from: Fraction, *, far: bool, source: IntegerSource) -> int:
+    """Z_to given Z_from = c on the branch B = 1: the law ∝ r_to^|a|·r_from^|c − a| on ℤ, by rejection
+    from one of two exact proposals (the choice depends on c and the scales only, so the law is the
+    same either way): *near*, L(s_to) with acceptance r_from^|c − a|; *far*, L(1/γ) with acceptance
+    r_from^(|a| + |c − a| − |c|), which is 1 on the segment between 0 and c (module doc)."""
+    while True:
+        if far:
+            a = discrete_laplace(1 / gamma, source)
+            if bernoulli_exp((abs(a) + abs(c - a) - abs(c)) * inv_from, source):
+                return a
+        else:
+            a = discrete_laplace(s_to, source)
+            if bernoulli_exp(abs(c - a) * inv_from, source):
+                return a
 
 
 def discrete_keep_probability(c: int, *, scale_from: Any, scale_to: Any) -> float:

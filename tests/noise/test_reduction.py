@@ -146,3 +146,52 @@ def test_the_mechanisms_refine_at_their_own_scales():
     sim = LaplaceSimulation(np.random.default_rng(2))
     cs = sim.integer(np.zeros(4000), l1=8, l2=8.0, budget=0.5)
     assert np.var(sim.refine(cs, l1=8, budget_from=0.5, budget_to=2.0)) == pytest.approx(2 * 4.0**2, rel=0.15)
+
+
+def conditional_pmf(c: int, s_from: float, s_to: float, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """P(Z_to = a | Z_from = c, B = 1) ∝ r_to^|a|·r_from^|c − a| on [c − window, c + window] ∪ [−window, window]."""
+    a = np.arange(min(-window, c - window), max(window, c + window) + 1)
+    p = np.exp(-np.abs(a) / s_to - np.abs(c - a) / s_from)
+    return a, p / p.sum()
+
+
+@pytest.mark.parametrize("s_from, s_to", [(Fraction(3), Fraction(6, 5)), (Fraction(10), Fraction(9)),
+                                          (Fraction(40), Fraction(5))])
+@pytest.mark.parametrize("c", [0, 4, 60])
+def test_both_proposals_draw_the_conditional_law(s_from, s_to, c):
+    """The rejection step alone (branch B = 1), from the proposal the sampler picks for this c and
+    from the other one: each matches the conditional pmf ∝ r_to^|a|·r_from^|c − a| (chi-square)."""
+    from dpopt.noise.reduction import _rejoin
+
+    gamma, inv_from = 1 / s_to - 1 / s_from, 1 / s_from
+    a_grid, p = conditional_pmf(c, float(s_from), float(s_to), 400)
+    r_f, r_t = math.exp(-1 / float(s_from)), math.exp(-1 / float(s_to))
+    S = float(np.sum(np.exp(-np.abs(a_grid) / float(s_to) - (np.abs(c - a_grid) - abs(c)) / float(s_from))))
+    near_acceptance = math.tanh(0.5 / float(s_to)) * r_f ** abs(c) * S
+    far_acceptance = math.tanh(float(gamma) / 2.0) * S
+    assert 0 < near_acceptance <= 1 and 0 < far_acceptance <= 1
+    # the near proposal needs about 1/its acceptance draws: e^20 for c = 60 at s_from = 3 (why the far one exists)
+    for far in (False, True) if near_acceptance > 1e-3 else (True,):
+        src = SeededSource(7 + far)
+        n = 4000
+        draws = np.array([_rejoin(c, s_to, gamma, inv_from, far=far, source=src) for _ in range(n)])
+        expected = n * p
+        big = expected >= 15
+        counts = np.array([np.sum(draws == v) for v in a_grid[big]])
+        obs = np.r_[counts, n - counts.sum()]
+        exp = np.r_[expected[big], n - expected[big].sum()]
+        assert stats.chisquare(obs, exp).pvalue > 1e-4, (far, c)
+
+
+def test_a_far_out_noise_needs_few_proposals(monkeypatch):
+    """Z_from = c far in the tail (|c| = 60·s_from): the sampler takes the far proposal, whose
+    acceptance is at least 1/2 there; the near one would need about e^60 proposals."""
+    import dpopt.noise.reduction as reduction
+
+    calls = []
+    real = reduction.discrete_laplace
+    monkeypatch.setattr(reduction, "discrete_laplace", lambda scale, source: calls.append(1) or real(scale, source))
+    s_from, s_to = Fraction(5), Fraction(2)
+    c = np.full(300, 300, dtype=np.int64)
+    a = refine_discrete_laplace(c, scale_from=s_from, scale_to=s_to, source=SeededSource(4))
+    assert len(calls) < 3 * 300 and np.median(np.abs(a)) < 300
