@@ -165,7 +165,7 @@ def test_both_proposals_draw_the_conditional_law(s_from, s_to, c):
 
     gamma, inv_from = 1 / s_to - 1 / s_from, 1 / s_from
     a_grid, p = conditional_pmf(c, float(s_from), float(s_to), 400)
-    r_f, r_t = math.exp(-1 / float(s_from)), math.exp(-1 / float(s_to))
+    r_f = math.exp(-1 / float(s_from))
     S = float(np.sum(np.exp(-np.abs(a_grid) / float(s_to) - (np.abs(c - a_grid) - abs(c)) / float(s_from))))
     near_acceptance = math.tanh(0.5 / float(s_to)) * r_f ** abs(c) * S
     far_acceptance = math.tanh(float(gamma) / 2.0) * S
