@@ -12,7 +12,7 @@ from pathlib import Path
 #: sections in reading order (the core tools, then records, noise, planning, release and accuracy);
 #: any other results/*.md follows alphabetically, so a new benchmark is never left out
 ORDER = ["engine", "foundation", "clipping", "arrays", "suppression", "sweep", "verify", "reproduce", "scale",
-         "sample_bias", "samplers", "sampler_exactness", "budget", "city", "release", "userdp", "gaussian", "hierarchy",
+         "sample_bias", "samplers", "refine", "sampler_exactness", "budget", "city", "release", "userdp", "gaussian", "hierarchy",
          "multires", "goal_ratio", "node_floor", "report"]
 
 
