@@ -189,7 +189,11 @@ def _answers(m: Measurements, table: pd.DataFrame) -> pd.DataFrame:
         return own_answers(table)
     ans = tables["answers"]
     node = ans["node"].to_numpy(np.int64)
-    res = np.append(table["h3_resolution"].to_numpy(), -1)[node]  # index -1: no answer
-    out = ans.assign(node_h3_resolution=pd.array(np.where(node >= 0, res, 0), dtype="Int64"))
+    out = ans[["cell", "slot"]].copy()
+    for col in ("cell", "slot", "slot_end", "repeat_every", "repeat_until"):  # the node's release.csv row
+        out[f"node_{col}"] = np.append(table[col].to_numpy(dtype=object), "")[node]  # index -1: no answer
+    res = np.append(table["h3_resolution"].to_numpy(), 0)[node]
+    out["node_h3_resolution"] = pd.array(np.where(node >= 0, res, 0), dtype="Int64")
     out.loc[node < 0, "node_h3_resolution"] = pd.NA
+    out["node"], out["node_level"] = node, ans["node_level"].to_numpy()
     return out[ANSWER_COLUMNS + ["node", "node_level"]].reset_index(drop=True)
