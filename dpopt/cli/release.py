@@ -129,12 +129,13 @@ def _add_user_arguments(p: Any) -> None:
                    "optimised and place strategies choose their own record cap and value clamp under DP; "
                    "another --bounds with --partitions runs the adaptive strategy")
     u.add_argument("--strategy", default="optimised", metavar="{optimised,place,adaptive,fixed}",
-                   help="what to measure. optimised (default with --partitions): totals by cell and for the map "
+                   help="what to measure. optimised (the default): totals by cell and for the map "
                    "over slots, days, hours of the day and the whole period, budget shares chosen on a small "
-                   "private pilot; one model combines them into each listed grid's answer and interval. Earlier "
+                   "private pilot; one model combines them into each listed grid's answer and interval. Without "
+                   "--partitions (then needs --delta) half the budget selects cells privately and each selected "
+                   "cell's hours of the day are answered, recurring daily. Earlier "
                    "shapes, for comparison: place (each cell over the whole period, and the map), adaptive "
-                   "(larger hexagons and longer slots where data are thin; the default without --partitions, "
-                   "then needs --delta), fixed (every grid alone)")
+                   "(larger hexagons and longer slots where data are thin), fixed (every grid alone)")
     u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
                    help="the old name of --strategy (auto = optimised); kept for one release cycle")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
@@ -495,7 +496,7 @@ def _say_delta(result: Any, args: argparse.Namespace, privacy: str) -> None:
         return
     print(f"dpopt release: note: this release spends δ = {spent:g} of the --delta {args.delta:g} allowed: the "
           "private selection of grids spends an equal share of δ at each level of the hierarchy it selects, and "
-          "levels it does not select spend none", file=sys.stderr)
+          "levels it does not select spend none (--strategy adaptive)", file=sys.stderr)
 
 
 def _recurring_levels(result: Any) -> int:

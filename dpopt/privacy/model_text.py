@@ -48,11 +48,11 @@ USER_MODEL_TEXT: tuple[str, ...] = (
     "records of one user. Nothing about who was where is public: contribution bounds (grids per user, "
     "records per user and grid) are chosen under DP, counts are released only with noise, and grids "
     "come from a public list (--partitions) or are selected privately (needs --delta). Without a list "
-    "the release (--strategy adaptive, its default there) treats as public only the grid "
-    "definition, the value range [L, U], the options, the levels of the public hierarchy (H3 parents "
-    "x longer slots) and the hash order in which users' nodes are kept; nothing about occupancy is "
-    "public: which cells and slots "
-    "are published is itself a DP selection.",
+    "the release treats as public only the grid definition, the value range [L, U], the options and "
+    "the public calendar it cuts time by (windows of the day, 3640-day periods; --strategy adaptive: "
+    "the levels of a public hierarchy of H3 parents x longer slots and the hash order in which users' "
+    "nodes are kept); nothing about occupancy is public: which cells are published is itself a DP "
+    "selection.",
     "It fits any data, including payments, phone locations and app traces.",
 )
 

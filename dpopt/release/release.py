@@ -372,7 +372,8 @@ def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, b
     else:
         m = measure_multires(agg, budget, options, bound=bound, noise=noise)
     t1 = time.perf_counter()
-    est = estimate(m, method="crossed" if options.engine else estimation.method_for(True),
+    crossed = options.engine and m.info.engine is not None  # None: no place selected, nothing measured
+    est = estimate(m, method="crossed" if crossed else estimation.method_for(True),
                    confidence=estimation.confidence)
     times = {**(timings or {}), "measure": t1 - t0, "estimate": time.perf_counter() - t1}
     return multires_release(m, est, diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}},

@@ -60,6 +60,13 @@ def _intro(s: Any, occupancy: bool, levels: bool, zone: str) -> str:
         return (f"Mean and variance of the values in every released (H3 cell at resolution {s.h3_resolution}) x "
                 f"({s.slot} {zone} slot) grid, with **user-level** differential privacy: neighbouring datasets "
                 "differ by all the records of one user, and nothing about who is where is public.")
+    if s.partitions.startswith("private") and s.shape == "optimised marginals":
+        return (f"Mean of the values in each privately selected H3 cell at resolution {s.h3_resolution} for each "
+                f"{s.slot} window of the day ({zone}), recurring daily over the period, with **user-level** "
+                "differential privacy and no partition list: which cells are published is itself a DP selection "
+                "(noisy user counts above a threshold). A grid (cell x slot on a given day) inside a selected cell is "
+                "answered by its cell's window of the day; the other rows are the coarser marginals the engine "
+                "measured (the map, the whole period). `answers.csv` lists the cells' windows.")
     if s.partitions.startswith("private"):
         return ("Mean of the values at nodes of a few public levels (H3 parents x coarser slots above "
                 f"resolution {s.h3_resolution} x {s.slot}), with **user-level** differential privacy and no "

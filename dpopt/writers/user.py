@@ -146,7 +146,11 @@ def _multires_table(m: Measurements, est: Estimates) -> tuple[pd.DataFrame, pd.D
     on = t["released"].to_numpy(dtype=bool)
     cycle = t["cycle_ns"].to_numpy(dtype="int64")
     # the list's period end (public): every recurring window stops there
-    period_end = int(m.finest["slot"].max()) + int(m.info.slot_ns) if (cycle > 0).any() else 0
+    engine = m.info.engine
+    if engine is not None and engine.period is not None:  # no list: the windows recur over the selected period
+        period_end = int(engine.period[1])
+    else:
+        period_end = int(m.finest["slot"].max()) + int(m.info.slot_ns) if (cycle > 0).any() else 0
     every = node_frame(t["cell"].to_numpy(), t["slot"].to_numpy(), t["slot_ns"].to_numpy(),
                        t["h3_resolution"].to_numpy(), cycle_ns=cycle, period_end=period_end)
     names = [c for c in RELEASE_COLUMNS[8:] if c in t.columns] + MULTIRES_EXTRA_COLUMNS

@@ -404,7 +404,7 @@ def test_place_share_measures_cells_only_when_they_pay():
         assert f == CANDIDATES[int(np.argmin(scores))]
 
 
-def test_the_engine_is_the_default_with_a_list_and_place_only_when_named():
+def test_the_engine_is_the_default_and_place_only_when_named():
     from dpopt.privacy.options import Budget
     from dpopt.privacy.user import UserOptions
 
@@ -413,7 +413,8 @@ def test_the_engine_is_the_default_with_a_list_and_place_only_when_named():
     assert UserOptions(partitions="x.csv").engine and not UserOptions(partitions="x.csv").place_for(gau)
     assert not UserOptions(partitions="x.csv", bounds=(4, 8)).engine    # public (k, c): the adaptive release
     assert not UserOptions(partitions="x.csv", priority="shared").engine
-    assert not UserOptions().engine and not UserOptions().place         # no list: private selection
+    assert UserOptions().engine and not UserOptions().place             # no list: the engine over selected cells
+    assert not UserOptions(strategy="adaptive").engine                  # ... or the named private multi-resolution
     assert not UserOptions(partitions="x.csv", resolution="adaptive").place
     assert UserOptions(partitions="x.csv", strategy="place").place_for(lap)
     assert UserOptions(partitions="x.csv", resolution="place").place_for(lap)  # the old name of strategy

@@ -82,7 +82,7 @@ def test_console_says_why_it_spends_less_delta_than_asked(tmp_path, capsys):
     """Before: at ε = 1 without a list the console printed δ = 7.5e-07 for --delta 1e-6 without a word."""
     data = tmp_path / "d.csv"
     _frame().to_csv(data, index=False)
-    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1", "--delta", "1e-6",
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1", "--delta", "1e-6", "--strategy", "adaptive",
                  "--seed", "1", "--quiet", "--json", "--out", str(tmp_path / "o")])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -103,7 +103,7 @@ def test_report_never_shows_the_private_selections_public_bucket_as_the_period(t
                               "%Y-%m-%dT%H:%M:%SZ"), "value": rng.uniform(0, U, n).round(2)})
     data = tmp_path / "d.csv"
     frame.to_csv(data, index=False)
-    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "5", "--delta", "1e-6",
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "5", "--delta", "1e-6", "--strategy", "adaptive",
                  "--seed", "1", "--quiet", "--out", str(tmp_path / "o")])
     assert code == 0, capsys.readouterr().err
     table = pd.read_csv(tmp_path / "o" / "release.csv")

@@ -1,6 +1,7 @@
 """The private multi-resolution release through the front doors (models/hierarchy.md §15):
-``dpopt release RECORDS --privacy user --epsilon-total E --delta D`` (no ``--partitions``, default
-``--strategy adaptive``) and ``release(records, budget=Budget(E, delta=D), model=UserOptions())``.
+``dpopt release RECORDS --privacy user --epsilon-total E --delta D --strategy adaptive`` (no
+``--partitions``) and ``release(records, budget=Budget(E, delta=D), model=UserOptions(strategy="adaptive"))``:
+the named strategy; the default without a list is the engine (tests/release/test_engine_nolist.py).
 
 Checked: the files and their contract columns, the budget recount (ε as exact Fractions of the
 pieces, δ = the selected levels' δ/L each, from the public plan recomputed here), seeded
@@ -50,16 +51,17 @@ def csv_path(tmp_path_factory):
 
 def _run(tmp_path, csv_path, *extra, out="out"):
     argv = ["release", str(csv_path), "--privacy", "user", "--bound", str(U), "--out", str(tmp_path / out),
-            "--quiet", *extra]
+            "--quiet", "--strategy", "adaptive", *extra]
     return main(argv)
 
 
 def _py(df=DF, eps=20.0, seed=3, **model):
+    model = {"strategy": "adaptive", **model} if "resolution" not in model else model
     return release(df, bound=U, budget=Budget(epsilon_total=eps, delta=1e-6), model=UserOptions(**model),
                    noise=NoiseOptions(seed=seed))
 
 
-def test_cli_runs_private_multires_by_default(tmp_path, csv_path, capsys):
+def test_cli_runs_private_multires_as_named_strategy(tmp_path, csv_path, capsys):
     assert _run(tmp_path, csv_path, "--epsilon-total", "20", "--delta", "1e-6", "--seed", "3", "--no-map") == 0
     out = tmp_path / "out"
     table, answers = pd.read_csv(out / "release.csv"), pd.read_csv(out / "answers.csv")

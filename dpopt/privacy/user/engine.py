@@ -1,4 +1,5 @@
-"""The ``user`` model's release engine over a public list (models/engine.md).
+"""The ``user`` model's release engine over a public list, or without one over privately selected
+cells and the day's windows (:mod:`dpopt.privacy.user.private_list`; models/engine.md, §8 for no list).
 
 Choose which place × time marginals to measure and with what budget by an explicit optimisation
 model, measure them, and leave to the estimation layer one crossed random-effects model of the
@@ -45,15 +46,15 @@ reused in the estimate.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..._validation import DpoptInputError
 from ...hierarchy.crossed import RESIDUAL, fit_crossed
+from ...hierarchy.tree import DAY_NS
 from ...hierarchy.lattice import MarginalNodes, candidate_marginals
 from ...hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs, identified
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
@@ -64,18 +65,19 @@ from ...records.grid import slot_text
 from .bounding import lattice_values
 from .levels import level_node_sums, used_budget
 from .place_bounds import cap_candidates, choose_place_bounds
+from .private_list import PrivateList, private_list
 from .record_cap import capped_records
 from .sensitivity import sensitivities
 from .split import split_budget
 from ...noise.sources import SeededSource
 from ..options import Budget, NoiseOptions
-from .options import UserOptions, _partition_list, _sampler_kind, _samplers, noise_family
+from .options import ENGINE_BOUNDS_FRACTION, UserOptions, _partition_list, _sampler_kind, _samplers, noise_family
 from .strategies.adaptive import PUBLIC_FACTS, spend_with_bounds
 
 __all__ = ["EngineInfo", "measure_engine", "between_sumsq", "between_sensitivity", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
 
 #: share of the total budget for the record cap T and the clamp B (two DP histograms over users)
-BOUNDS_FRACTION = 0.15
+BOUNDS_FRACTION = ENGINE_BOUNDS_FRACTION
 #: share of the rest spent evenly on every candidate marginal to learn the strategy (reused in the fit)
 PILOT_SHARE = 0.1
 #: share of the rest spent on one scalar, the between-grid sum of squares of the listed grids
@@ -84,6 +86,9 @@ PILOT_SHARE = 0.1
 #: cost is 10 % less budget for the means and whose gain is intervals that need not assume the
 #: grids differ as much as single values do; not tuned on data
 BETWEEN_SHARE = 0.1
+#: what the engine without a list treats as public (summary.json ``public``)
+NO_LIST_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the windows of the day and the public "
+                 "3640-day periods (epoch-aligned) they recur over; nothing about occupancy: the cells are a DP selection")
 #: a second-round step below this fraction of the main budget is not drawn (float residue of the
 #: plan's shares, below the exact sampler's 2^-30 budget lattice at any ε of interest)
 TINY_STEP = 1e-9
@@ -125,6 +130,7 @@ class EngineInfo:
     between: float = math.nan
     between_sd: float = math.nan
     first: np.ndarray | None = None
+    period: tuple[int, int] | None = None
 
 
 @dataclass(eq=False)
@@ -335,14 +341,16 @@ def _pilot_budgets(b: _Bounded, budget: float) -> np.ndarray:
     return np.where(main, budget / max(int(main.sum()), 1), 0.0)
 
 
-def _split_total(budget: Budget, options: UserOptions) -> tuple[float, float, str, tuple[float, float]]:
-    """(the bounds' ε_b, the rest in the noise's unit, that unit, (δ total, δ of the ρ → ε conversion))."""
+def _split_total(budget: Budget, options: UserOptions) -> tuple[float, float, float, str, tuple[float, float]]:
+    """(the private list's ε (0 with a public list), the bounds' ε_b, the rest in the noise's unit,
+    that unit, (δ total, δ of the ρ → ε conversion))."""
     total, delta_total, _, delta_conv = options.check_budget(budget)
     frac = BOUNDS_FRACTION if options.bounds_fraction is None else float(options.bounds_fraction)
-    if budget.gaussian:  # the bounds' histograms are pure ε: ε_b²/2 of ρ
+    if budget.gaussian:  # the bounds' histograms are pure ε: ε_b²/2 of ρ (a list is required: UserOptions)
         rho_b = frac * total
-        return pure_epsilon(rho_b), total - rho_b, "rho", (delta_total, delta_conv)
-    return frac * total, total - frac * total, "epsilon", (delta_total, delta_conv)
+        return 0.0, pure_epsilon(rho_b), total - rho_b, "rho", (delta_total, delta_conv)
+    eps_sel = float(options.selection_share) * total if options.private else 0.0
+    return eps_sel, frac * total, total - frac * total - eps_sel, "epsilon", (delta_total, delta_conv)
 
 
 def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: float,
@@ -354,12 +362,17 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     measured marginal (column ``marginal``), the statistics ``count``/``sum`` (main phase) and
     ``count_pilot``/``sum_pilot``, and :class:`EngineInfo` in ``info.engine``.
     """
-    if options.private:
-        raise DpoptInputError("the engine measures marginals of a public list: give `partitions`")
-    eps_b, rest, unit, deltas = _split_total(budget, options)
+    eps_sel, eps_b, rest, unit, deltas = _split_total(budget, options)
     mech, _, rng = _samplers(noise, _sampler_kind(budget, None), None)
     source = getattr(mech, "source", None)
     source = source if source is not None else SeededSource(int(rng.integers(0, 2**62)))
+    chosen = None
+    if options.private:  # no public list: the places selected under DP, the day's windows (private_list)
+        chosen = private_list(agg, epsilon=eps_sel, delta=deltas[0], mechanism=mech, source=source)
+        if len(chosen.partitions) == 0:
+            return _nothing_selected(agg, chosen, mech=mech, noise=noise, U=U, deltas=deltas,
+                                     epsilon=float(budget.epsilon_total))
+        agg, options = chosen.agg, replace(options, partitions=chosen.partitions)
     candidates = cap_candidates(U, noise.granularity_bits)
     _, _, eligible = _partition_list(agg, options)
     pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates)
@@ -375,15 +388,55 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     main_budgets, summary = _plan(b, round1, total, unit, committed=first, spread=_spread(b, round1, between))
     more = main_budgets - first
     main = _measure(b, mech, np.where(more > TINY_STEP * total, more, 0.0), tag="main", prev=round1)
-    spend = spend_with_bounds({**pilot.spent, **between_spent, **round1.spent, **main.spent}, unit, eps_b,
-                              mech.real_release, deltas)
+    spend = spend_with_bounds({**(chosen.pieces if chosen else {}), **pilot.spent, **between_spent, **round1.spent,
+                               **main.spent}, unit, eps_b, mech.real_release, deltas)
     return _assemble(agg, b, pilot, main, spend, EngineInfo(
         names=tuple(mn.marginal.name(agg.h3_resolution, agg.slot_ns) for mn in b.cands),
         levels=tuple((mn.marginal.h3_resolution, mn.marginal.slot_ns, mn.marginal.cycle_ns) for mn in b.cands),
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
         cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, first=first, strategy=summary,
-        **between),
-        mech=mech, noise=noise, U=U, bounds=pb)
+        period=None if chosen is None else chosen.period, **between),
+        mech=mech, noise=noise, U=U, bounds=pb, chosen=chosen, deltas=deltas)
+
+
+def _nothing_selected(agg: Aggregate, chosen: PrivateList, *, mech: Any, noise: NoiseOptions, U: float,
+                      deltas: tuple[float, float], epsilon: float) -> Measurements:
+    """No cell passed the private selection: nothing else is measured (the rest of the budget is not
+    spent) and the release publishes no row; its outlook names the selection's threshold and the ε
+    that would lower it (:func:`dpopt.estimation.outlook.levels_outlook`)."""
+    from .strategies.private_adaptive import _forest, _measure as _measure_forest
+
+    sel = chosen.selection
+    m = _measure_forest(agg, [sel], _forest([sel]), bound=U, bounds=(chosen.k, 1), eps_values=0.0, mech=mech,
+                        seed=noise.seed, pieces=dict(chosen.pieces), lat=lattice_values(agg, U, granularity_bits=noise.granularity_bits),
+                        extra_info={})
+    info = replace(m.info, shape="engine", partitions=_selection_text(chosen), delta_selection=float(deltas[0]),
+                   public=NO_LIST_FACTS, epsilon_budget=float(epsilon), seeded=noise.seed is not None, mechanism="laplace",
+                   bounds_rule="none measured (no place selected)", split_rule="none", slot=slot_text(agg.slot_ns))
+    return Measurements(privacy_model="user", bound=m.bound, nodes=m.nodes, statistics=m.statistics, spend=m.spend,
+                        centre=m.centre, finest=m.finest, info=info)
+
+
+def _selection_text(chosen: PrivateList) -> str:
+    """How the places were chosen, in words (summary.json's ``partitions``)."""
+    return (f"private selection: H3 cells over the period, each user voting for a uniformly random {chosen.k} of "
+            f"its cells (k by a DP quantile), Laplace thresholding (threshold {chosen.selection.threshold:.4g} noisy "
+            "users); every window of the day, recurring daily")
+
+
+def _windows(nodes: pd.DataFrame, finest: pd.DataFrame, period: tuple[int, int], slot_ns: int
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The folded list's nodes as what they are (private_list): a slot-level node is its window of
+    the day recurring daily from the period's start; a period node spans the public period."""
+    start, end = period
+    nodes = nodes.copy()
+    window = (nodes["slot_ns"].to_numpy() == slot_ns) & (nodes["cycle_ns"].to_numpy() == 0)
+    nodes.loc[window, "cycle_ns"] = DAY_NS
+    nodes.loc[window, "slot"] = start + nodes.loc[window, "slot"].to_numpy()
+    whole = ~window
+    nodes.loc[whole, "slot"] = start
+    nodes.loc[whole, "slot_ns"] = end - start
+    return nodes, finest.assign(slot=start + finest["slot"].to_numpy())
 
 
 def _stack(parts: list[np.ndarray]) -> np.ndarray:
@@ -397,7 +450,8 @@ def _law(laws: list[NoiseLaw]) -> NoiseLaw:
 
 
 def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: BudgetSpend, info: EngineInfo, *,
-              mech: Any, noise: NoiseOptions, U: float, bounds: Any) -> Measurements:
+              mech: Any, noise: NoiseOptions, U: float, bounds: Any, chosen: PrivateList | None = None,
+              deltas: tuple[float, float] = (0.0, 0.0)) -> Measurements:
     nodes = pd.concat([mn.nodes.assign(marginal=i) for i, mn in enumerate(b.cands)], ignore_index=True)
     nodes["parent"] = np.int64(-1)
     stats = {"count": Statistic("count", _stack(main.count), _law(main.count_law)),
@@ -415,13 +469,17 @@ def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: B
     fin = b.cands[0]
     finest = pd.DataFrame({"cell": fin.nodes["cell"].to_numpy()[fin.code], "slot": fin.nodes["slot"].to_numpy()[fin.code],
                            "node": fin.code.astype(np.int64)})
+    if chosen is not None:
+        nodes, finest = _windows(nodes, finest, chosen.period, agg.slot_ns)
     gaussian = mech.unit == "rho"
     meta = UserInfo(engine=info, k=1, c=b.cap, record_cap=b.cap, clamp=b.clamp, declared_bound=U,
                     bounds_rule="record cap T and clamp B from DP histograms over users", shape="engine",
-                    split_rule="count and sum per marginal (closed form)", partitions="public list",
+                    split_rule="count and sum per marginal (closed form)",
+                    partitions="public list" if chosen is None else _selection_text(chosen),
                     h3_resolution=agg.h3_resolution, slot=slot_text(agg.slot_ns), slot_ns=agg.slot_ns,
                     noise=noise.noise, lattice=b.lam, seeded=noise.seed is not None,
-                    mechanism="gaussian" if gaussian else "laplace", delta_selection=0.0, public=PUBLIC_FACTS,
+                    mechanism="gaussian" if gaussian else "laplace", delta_selection=float(deltas[0]) if chosen else 0.0,
+                    public=PUBLIC_FACTS if chosen is None else NO_LIST_FACTS,
                     levels=[list(lv) for lv in info.levels], sumsq_measured=False,
                     sumsq_centre=b.clamp * b.clamp / 8.0)
     return Measurements(privacy_model="user", bound=b.clamp, nodes=nodes, statistics=stats, spend=spend,

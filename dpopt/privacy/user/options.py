@@ -21,7 +21,8 @@ from ...noise.mechanism import NoiseMechanism, make_mechanism
 from .partitions import PartitionList, match_partitions, read_partitions
 from ..options import Budget, NoiseOptions
 
-__all__ = ["UserOptions", "RESOLUTIONS", "STRATEGIES", "SELECTION_DELTA_SHARE", "noise_family"]
+__all__ = ["UserOptions", "RESOLUTIONS", "STRATEGIES", "SELECTION_DELTA_SHARE", "ENGINE_BOUNDS_FRACTION",
+           "ENGINE_SELECTION_FRACTION", "noise_family"]
 
 
 #: shapes of the release over a public partition list (UserOptions.resolution)
@@ -29,6 +30,15 @@ RESOLUTIONS = ("auto", "place", "adaptive", "fixed")
 #: how the release chooses what to measure: "optimised" (the engine, :mod:`dpopt.privacy.user.engine`: the
 #: marginals and their budgets chosen by the strategy model) or one of the named fixed strategies
 STRATEGIES = ("optimised", "place", "adaptive", "fixed")
+#: share of the total budget the engine spends on the record cap T and the clamp B (two DP
+#: histograms over users; :mod:`dpopt.privacy.user.engine`)
+ENGINE_BOUNDS_FRACTION = 0.15
+#: share of ε the engine spends choosing its places where no list is given
+#: (:mod:`dpopt.privacy.user.private_list`): half, an even split between the two questions a release
+#: without a list answers — where to answer and what the answer is. A convention, not a fact of the
+#: data; measured beside one third (PipelineDP's split of a MEAN: selection, count, sum) in
+#: models/engine.md §8, where one third answers fewer busy grids than PipelineDP on both Austin sets
+ENGINE_SELECTION_FRACTION = 0.5
 #: share of δ spent by private partition selection under Gaussian noise (the rest converts ρ)
 SELECTION_DELTA_SHARE = 0.5
 
@@ -47,16 +57,17 @@ class UserOptions:
     ``max_grids``, ``max_records`` public caps of the automatic bounds.
 
     ``resolution`` the shape of the release: "auto" (default), "place", "adaptive" or "fixed" (the
-    flat per-grid release at the finest resolution). "auto" is "place" with a public list, Laplace
-    noise and the default ``bounds``/``priority``, else "adaptive". Place (a public list, pure ε):
+    flat per-grid release at the finest resolution). "auto" is the engine (``strategy`` "optimised",
+    :mod:`dpopt.privacy.user.engine`) with the default ``bounds``/``priority``/``profile``, else "adaptive". Place (a public list, pure ε):
     every H3 cell of the finest resolution over the whole period and the map are measured under a
     per-user record cap and a DP inner clamp, and each finest grid is answered by its cell's
     tree-BLUP estimate or the map's (:mod:`dpopt.privacy.user.strategies.place`, models/hierarchy.md §14).
     Adaptive with a public list: every level of the public
     hierarchy of H3 parents x coarser slots up to ``coarsest_resolution`` is measured and each
     finest grid is answered by its finest node whose error meets the target
-    (:mod:`dpopt.privacy.user.strategies.adaptive`). Adaptive without a list (private selection, Laplace noise
-    and δ): nodes of a few public levels are selected by Laplace thresholding of user counts in a
+    (:mod:`dpopt.privacy.user.strategies.adaptive`). Without a list (Laplace noise and δ) "auto" runs the engine
+    over privately selected cells, answering each selected cell's windows of the day
+    (:mod:`dpopt.privacy.user.private_list`, models/engine.md §8); "adaptive" there: nodes of a few public levels are selected by Laplace thresholding of user counts in a
     shared public hash order (at the finest grid a user keeps the one where it dwells, if any:
     ``FINEST_RULE``), then measured (:mod:`dpopt.privacy.user.strategies.private_adaptive`; public (k, c) of
     the measurement, default (4, 8); ``selection_fraction`` default 0.6; no bounds or pooling budget).
@@ -143,7 +154,7 @@ class UserOptions:
     def engine(self) -> bool:
         """The optimised engine (:mod:`dpopt.privacy.user.engine`): a partition list, ``strategy``
         "optimised" (``resolution`` "auto") and the default ``bounds``/``priority``/``profile``."""
-        return (self.resolution == "auto" and not self.private and self.profile is None
+        return (self.resolution == "auto" and self.profile is None
                 and self.bounds == "histogram" and self.priority == "own")
 
     @property
@@ -167,6 +178,8 @@ class UserOptions:
         (:data:`dpopt.privacy.user.strategies.private_adaptive.SELECTION_FRACTION`), else 0.2."""
         if self.selection_fraction is not None:
             return self.selection_fraction  # type: ignore[return-value]
+        if self.engine and self.private:
+            return ENGINE_SELECTION_FRACTION
         return 0.6 if self.adaptive and self.private else 0.2
 
     @property
@@ -198,6 +211,8 @@ class UserOptions:
     def fractions(self) -> tuple[float, float, float]:
         """(bounds, selection, pool) shares actually spent (0 for what is public or fixed)."""
         sf = float(self.selection_share) if self.private else 0.0
+        if self.private and self.engine:  # the engine's record cap and clamp, no pooling totals
+            return (ENGINE_BOUNDS_FRACTION if self.bounds_fraction is None else float(self.bounds_fraction)), sf, 0.0
         if self.private and self.adaptive:  # public (k, c), no pooling totals (strategies.private_adaptive)
             return 0.0, sf, 0.0
         bf = 0.0 if self.fixed_bounds is not None else float(self.bounds_share)

@@ -48,7 +48,8 @@ from ...noise.mechanism import NoiseMechanism
 from .partitions import selection_threshold
 from .priority import _key_hash
 
-__all__ = ["KeepRule", "LevelSelection", "level_nodes", "node_priority", "user_node_counts", "select_level"]
+__all__ = ["KeepRule", "LevelSelection", "level_nodes", "node_priority", "user_node_counts", "select_level",
+           "threshold_counts"]
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,14 @@ def select_level(agg: Aggregate, level: Level, *, keep: KeepRule | int, epsilon:
     grid_node, cells, slots = level_nodes(agg, level)
     pr = node_priority(cells, slots, level, salt=salt)
     counts = user_node_counts(agg.pair_user, grid_node[agg.pair_grid], cells.size, pr, rule, records=agg.count)
+    return threshold_counts(level, cells, slots, counts, k=k, epsilon=epsilon, delta=delta, mechanism=mechanism)
+
+
+def threshold_counts(level: Level, cells: np.ndarray, slots: np.ndarray, counts: np.ndarray, *, k: int, epsilon: float,
+                     delta: float, mechanism: NoiseMechanism) -> LevelSelection:
+    """Steps 2–3 of the module doc: Laplace thresholding of the users per node ``counts`` (each
+    user counted once in each of at most ``k`` nodes, by any keep rule that reads only the user's
+    own records, public keys and independent randomness); (ε, δ)-DP."""
     thr = selection_threshold(k, epsilon, delta, mechanism)
     # candidates: nodes some user kept (u_v >= 1). A node nobody kept is never noised nor released: a
     # user's nodes beyond its k would otherwise each be a chance of release only with that user

@@ -106,8 +106,8 @@ def spend_with_bounds(pieces: Mapping[str, float], unit: str, eps_b: float, real
     b = float(epsilon_rational(eps_b)) if (real and eps_b > 0) else eps_b
     delta_total, delta_conv = delta
     given = {**pieces, "bounds": b} if b > 0 else dict(pieces)
-    return compose_spend(given, unit=unit, pure=("bounds",), delta=0.0 if unit == "epsilon" else delta_total,
-                         delta_conversion=delta_conv)
+    # δ: private selection's (Laplace without a list) and the ρ → ε conversion's; 0 with a public list and Laplace
+    return compose_spend(given, unit=unit, pure=("bounds",), delta=delta_total, delta_conversion=delta_conv)
 
 
 def measure_multires(contributions: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None = None,
