@@ -1,7 +1,8 @@
 """The ``user`` model's multi-resolution release **without** a partition list (models/
 hierarchy.md §15): private selection of nodes at a few levels, then one measurement per released
-node and the tree BLUP. The front door's default without a list (``dpopt release --privacy user
---epsilon-total E --delta D``, ``UserOptions(resolution="adaptive")``): :func:`measure_private_adaptive`
+node and the tree BLUP. The named strategy without a list (``dpopt release --privacy user
+--epsilon-total E --delta D --strategy adaptive``, ``UserOptions(strategy="adaptive")``; the default there is
+the engine, :mod:`dpopt.privacy.user.private_list`): :func:`measure_private_adaptive`
 maps the front door's options onto :func:`measure_private_multires`.
 
 **What is public** (the privacy model, stated in --help, README and summary.json): the grid
