@@ -537,18 +537,25 @@ def _within_reach(b: _Bounded, phase: _Phase, remaining: float) -> bool:
     its noise would project a finer answer that the rest of the budget cannot buy (seen on the full
     Austin data at ε = 1: time marginals chosen on noise, the map-wide mean 8 km/h off). Post-processing
     of DP outputs."""
-    for i, mn in enumerate(b.cands):
-        level = phase.levels.get(("count", i), 0.0)
-        if level <= 0 or mn.n_nodes < MIN_LEVELS:
-            continue
-        laplace = phase.count_law[i].family.endswith("laplace")
-        more = remaining * split_budget(1.0, bound=b.clamp, unit="epsilon" if laplace else "rho", weight_mean=1.0,
-                                        weight_variance=0.0).count  # the count's part, split as _measure splits
-        grow = (level + more) / level if laplace else math.sqrt((level + more) / level)
-        snr = phase.count[i] / np.sqrt(np.maximum(phase.count_law[i].variance(), 1e-300)) - BETWEEN_SDS
-        if int(np.sum(snr * grow >= count_threshold(mn.n_nodes))) >= MIN_LEVELS:
-            return True
-    return False
+    return any(_nodes_passing(b, phase, i, remaining) >= MIN_LEVELS for i in range(len(b.cands)))
+
+
+def _nodes_passing(b: _Bounded, phase: _Phase, i: int, more: float) -> int:
+    """How many nodes of marginal ``i`` would pass their count threshold with ``more`` budget (count
+    and sum, split as :func:`_measure` splits it) added to what ``phase`` measured it at: the count
+    signal-to-noise ratio read ``BETWEEN_SDS`` noise sds below what was observed, grown in proportion
+    to the budget (Laplace) or its square root (Gaussian); 0 for a marginal not yet measured or of
+    fewer than ``MIN_LEVELS`` nodes. Post-processing of DP outputs (:func:`_within_reach`)."""
+    mn = b.cands[i]
+    level = phase.levels.get(("count", i), 0.0)
+    if level <= 0 or mn.n_nodes < MIN_LEVELS:
+        return 0
+    laplace = phase.count_law[i].family.endswith("laplace")
+    more = more * split_budget(1.0, bound=b.clamp, unit="epsilon" if laplace else "rho", weight_mean=1.0,
+                               weight_variance=0.0).count  # the count's part, split as _measure splits
+    grow = (level + more) / level if laplace else math.sqrt((level + more) / level)
+    snr = phase.count[i] / np.sqrt(np.maximum(phase.count_law[i].variance(), 1e-300)) - BETWEEN_SDS
+    return int(np.sum(snr * grow >= count_threshold(mn.n_nodes)))
 
 
 def _spread(b: _Bounded, phase: _Phase, between: dict[str, float]) -> float:
@@ -595,15 +602,43 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
              for name, code, h in zip(names, codes, held)]
     if all(c.must == "not" for c in cands):  # no node of any marginal can rise above its noise
         return _map_only(b, names, rest, "no marginal can be measured above its noise at this budget", held)
-    problem = StrategyProblem(factors=factors, sigma2=sigma2, candidates=cands, budget=rest,
-                              noise="laplace" if unit == "epsilon" else "gaussian", committed=held)
-    plan = solve_strategy(problem, gap_tol=STRATEGY_GAP)
-    shares = np.maximum(np.asarray(plan.shares, dtype=float), held)
-    if not (np.all(np.isfinite(shares)) and 0 < shares.sum() <= 1 + 1e-9):
-        why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
-            f"the strategy model ended {plan.status.value}"
-        return _map_only(b, names, rest, why, held)
+    noise = "laplace" if unit == "epsilon" else "gaussian"
+    fixed = np.zeros(len(cands))  # an earlier round's share left as it is: more of it buys no node
+    for _ in range(len(cands)):
+        free = 1.0 - float(fixed.sum())
+        if free <= 0 or all(c.must == "not" for c in cands):
+            return _map_only(b, names, rest, "no marginal measured so far would lift its nodes above their noise "
+                             "at the share the plan gives it", held)
+        problem = StrategyProblem(factors=factors, sigma2=sigma2, candidates=cands, budget=rest * free, noise=noise,
+                                  committed=np.where(fixed > 0, 0.0, held) / free)
+        plan = solve_strategy(problem, gap_tol=STRATEGY_GAP)
+        shares = np.maximum(np.asarray(plan.shares, dtype=float) * free, np.where(fixed > 0, 0.0, held)) + fixed
+        if not (np.all(np.isfinite(shares)) and 0 < shares.sum() <= 1 + 1e-9):
+            why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
+                f"the strategy model ended {plan.status.value}"
+            return _map_only(b, names, rest, why, held)
+        weak = _weakest(b, pilot, shares * rest, held * rest, fixed)
+        if weak is None:
+            break
+        cands[weak] = replace(cands[weak], must="not")
+        fixed[weak] = held[weak]
     return shares / max(shares.sum(), 1.0) * rest, plan.summary()
+
+
+def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, fixed: np.ndarray) -> int | None:
+    """The re-plan's consistency check (models/engine.md §5): of the marginals an earlier round
+    measured (``held`` > 0; only they have a count signal-to-noise ratio worth projecting) and to
+    which the plan gives more, the one with the fewest nodes that would pass their count threshold at
+    its planned budget, if fewer than ``MIN_LEVELS`` do: measured there it could enter the estimate
+    only as its pool, whose mean spends the noise of all its nodes (a map-wide mean from 24
+    hour-of-day nodes is 24 times noisier in variance than from the map's one node at the same
+    budget). None when every such marginal passes."""
+    worst, fewest = None, MIN_LEVELS
+    for i in np.flatnonzero((held > 0) & (fixed == 0) & (budgets > held * (1 + 1e-9))):
+        n = _nodes_passing(b, phase, int(i), float(budgets[i] - held[i]))
+        if n < fewest:
+            worst, fewest = int(i), n
+    return worst
 
 
 def _map_only(b: _Bounded, names: list[str], rest: float, why: str, held: np.ndarray | None = None

@@ -1,0 +1,56 @@
+"""The re-plan's consistency check (dpopt/privacy/user/engine.py ``_nodes_passing``, ``_weakest``;
+models/engine.md §5): a marginal an earlier round measured gets more budget only where, at the
+budget the plan gives it, enough of its nodes would pass their count threshold to enter the fit on
+their own; else it would feed only its pool, a map-wide mean that spends the noise of all its nodes.
+
+Fakes stand in for the engine's private phase objects: only the public-by-construction fields the
+two functions read (node counts, the count's noisy values and law, the budget reached)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from dpopt.hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, count_threshold
+from dpopt.measurements import NoiseLaw
+from dpopt.privacy.user.engine import _nodes_passing, _weakest
+
+
+def _fake(snrs: list[np.ndarray], levels: list[float]):
+    """(b, phase): marginals whose count noise sd is 1 (Laplace scale 1/√2) and counts equal the given SNRs."""
+    b = SimpleNamespace(cands=[SimpleNamespace(n_nodes=len(s)) for s in snrs], clamp=60.0)
+    law = [NoiseLaw("laplace", np.full(len(s), 1.0 / np.sqrt(2.0))) for s in snrs]
+    phase = SimpleNamespace(levels={("count", i): lv for i, lv in enumerate(levels)},
+                            count=[np.asarray(s, dtype=float) for s in snrs], count_law=law)
+    return b, phase
+
+
+def test_nodes_passing_reads_the_lower_end_and_grows_with_the_budget():
+    rng = np.random.default_rng(0)
+    snr = rng.uniform(0, 6, 40)
+    b, phase = _fake([snr], [0.1])
+    t = count_threshold(40)
+    assert _nodes_passing(b, phase, 0, 0.0) == int(np.sum(snr - BETWEEN_SDS >= t))
+    counts = [_nodes_passing(b, phase, 0, more) for more in (0.0, 0.1, 0.5, 2.0, 1e9)]
+    assert counts == sorted(counts)  # more budget never lifts fewer nodes
+    assert counts[-1] == int(np.sum(snr > BETWEEN_SDS))  # in the limit every node above the margin passes
+    # a marginal not yet measured, or of fewer than MIN_LEVELS nodes, projects nothing
+    b2, phase2 = _fake([snr, np.full(MIN_LEVELS - 1, 50.0)], [0.0, 0.1])
+    assert _nodes_passing(b2, phase2, 0, 1.0) == 0 and _nodes_passing(b2, phase2, 1, 1.0) == 0
+
+
+def test_weakest_names_the_held_marginal_that_cannot_lift_its_nodes():
+    strong = np.full(24, 12.0)  # passes at once
+    weak = np.r_[np.full(3, 12.0), np.full(21, 0.5)]  # three nodes only, whatever the budget
+    b, phase = _fake([strong, weak, strong], [0.1, 0.1, 0.0])
+    held = np.array([0.1, 0.1, 0.0])
+    more = np.array([0.5, 0.5, 0.5])
+    assert _weakest(b, phase, more, held, np.zeros(3)) == 1
+    # given no more than it holds, or already fixed, it is not asked about
+    assert _weakest(b, phase, np.array([0.5, 0.1, 0.5]), held, np.zeros(3)) is None
+    assert _weakest(b, phase, more, held, np.array([0.0, 0.1, 0.0])) is None
+    # of two weak ones, the one with fewer passing nodes first
+    weaker = np.r_[np.full(1, 12.0), np.full(23, 0.5)]
+    b, phase = _fake([weak, weaker], [0.1, 0.1])
+    assert _weakest(b, phase, np.array([0.5, 0.5]), np.array([0.1, 0.1]), np.zeros(2)) == 1
