@@ -212,7 +212,7 @@ def write_markdown() -> None:
              "Score: median |error| over grids with ≥ 10 users, answered by the row answers.csv names, against the "
              "grid's own truth; coverage of the grids' own truths at a stated 0.95; width ratio = median half-width "
              "/ median |error|. Each cell: median over the seeds.", ""]
-    for p in sorted((HERE / "results").glob("engine_*.json")):
+    for p in sorted(q for q in (HERE / "results").glob("engine_*.json") if not q.stem.startswith("engine_nolist")):
         d = json.loads(p.read_text())
         lines += [f"## {d['data']} ({d['grids']} grids, {d['scored']} scored, {d['users']} users)", "",
                   "Noise-free floors: " + "; ".join(f"{k} {v:.3f}" for k, v in d["floors"].items()), "",
