@@ -578,7 +578,8 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     fit saw some factor, what the seen factors leave of ``spread`` (:func:`_spread`), split evenly;
     the map-wide mean as a factor of prior variance B²/4; predicted node counts. ``committed``: the
     budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
-    rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map)."""
+    rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map, and where it
+    saw nothing a marginal gets more only if its nodes would pass at that share, :func:`_weakest`)."""
     names = [mn.marginal.name(b.cands[0].marginal.h3_resolution, b.cands[0].marginal.slot_ns) for mn in b.cands]
     codes = [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
@@ -617,7 +618,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
             why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
                 f"the strategy model ended {plan.status.value}"
             return _map_only(b, names, rest, why, held)
-        weak = _weakest(b, pilot, shares * rest, held * rest, fixed)
+        weak = _weakest(b, pilot, shares * rest, held * rest, fixed) if not seen else None
         if weak is None:
             break
         cands[weak] = replace(cands[weak], must="not")
@@ -626,7 +627,8 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
 
 
 def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, fixed: np.ndarray) -> int | None:
-    """The re-plan's consistency check (models/engine.md §5): of the marginals an earlier round
+    """The re-plan's consistency check where the first round saw no factor (models/engine.md §5;
+    :func:`_plan` asks only then): of the marginals an earlier round
     measured (``held`` > 0; only they have a count signal-to-noise ratio worth projecting) and to
     which the plan gives more, the one with the fewest nodes that would pass their count threshold at
     its planned budget, if fewer than ``MIN_LEVELS`` do: measured there it could enter the estimate

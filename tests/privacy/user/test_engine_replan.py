@@ -1,7 +1,8 @@
 """The re-plan's consistency check (dpopt/privacy/user/engine.py ``_nodes_passing``, ``_weakest``;
-models/engine.md §5): a marginal an earlier round measured gets more budget only where, at the
-budget the plan gives it, enough of its nodes would pass their count threshold to enter the fit on
-their own; else it would feed only its pool, a map-wide mean that spends the noise of all its nodes.
+models/engine.md §5): where the first round saw no factor, a marginal it measured gets more budget
+only where, at the budget the plan gives it, enough of its nodes would pass their count threshold
+to enter the fit on their own; else it would feed only its pool, a map-wide mean that spends the
+noise of all its nodes.
 
 Fakes stand in for the engine's private phase objects: only the public-by-construction fields the
 two functions read (node counts, the count's noisy values and law, the budget reached)."""
