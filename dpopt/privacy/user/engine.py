@@ -55,7 +55,7 @@ import pandas as pd
 
 from ...hierarchy.crossed import RESIDUAL, fit_crossed
 from ...hierarchy.tree import DAY_NS
-from ...hierarchy.lattice import MarginalNodes, candidate_marginals
+from ...hierarchy.lattice import Marginal, MarginalNodes, candidate_marginals
 from ...hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs, identified
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
 from ...accounting import pure_epsilon
@@ -165,6 +165,16 @@ class _Bounded:
     half_sumsq: int
     cap: int
     clamp: float
+    windows: bool = False
+
+    @property
+    def names(self) -> list[str]:
+        """Each candidate's readable name; over the folded list of a release without one
+        (``windows``, :mod:`.private_list`) a slot is a window of the day recurring daily."""
+        fin = self.cands[0].marginal
+        return [Marginal(mn.marginal.h3_resolution, mn.marginal.slot_ns,
+                         DAY_NS if self.windows and mn.marginal.slot_ns == fin.slot_ns and mn.marginal.cycle_ns == 0
+                         else mn.marginal.cycle_ns).name(fin.h3_resolution, fin.slot_ns) for mn in self.cands]
 
     @property
     def smallest(self) -> int:
@@ -172,7 +182,8 @@ class _Bounded:
         return int(np.argmin([mn.n_nodes for mn in self.cands]))
 
 
-def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, source: Any, bits: int) -> _Bounded:
+def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, source: Any, bits: int, *,
+             windows: bool = False) -> _Bounded:
     """Step 2–3: the kept records (≤ ``cap`` per user) summed over every candidate's nodes."""
     plist, idx, eligible = _partition_list(agg, options)
     lat = lattice_values(agg, clamp, granularity_bits=bits)
@@ -190,7 +201,7 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
         Z.append(np.asarray(z, dtype=np.int64))
     smallest = int(np.argmin([mn.n_nodes for mn in cands]))
     return _Bounded(cands=cands, R=R, Y=Y, Z=Z[smallest], lam=lat.lam, half_sum=int(lat.half_sum),
-                    half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp))
+                    half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp), windows=windows)
 
 
 def _noisy(mech: Any, exact: np.ndarray, l1: int, l2: float, budget: float, unit_size: float, n: int
@@ -250,9 +261,7 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
     # of the user model (all of a user's records in one node at worst; models/engine.md §2)
     sens = sensitivities(1, b.cap, b.clamp, lam=b.lam)
     out = _Phase([], [], [], [], {})
-    fin = b.cands[0].marginal
-    for i, (mn, bud) in enumerate(zip(b.cands, budgets)):
-        name = mn.marginal.name(fin.h3_resolution, fin.slot_ns)
+    for i, (mn, bud, name) in enumerate(zip(b.cands, budgets, b.names)):
         sq = spread and i == b.smallest
         sp = split_budget(float(bud), bound=b.clamp, unit=mech.unit, weight_mean=1.0,
                           weight_variance=1.0 if sq else 0.0) if bud > 0 else None
@@ -376,7 +385,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     candidates = cap_candidates(U, noise.granularity_bits)
     _, _, eligible = _partition_list(agg, options)
     pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates)
-    b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits)
+    b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits, windows=chosen is not None)
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
@@ -391,8 +400,10 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     spend = spend_with_bounds({**(chosen.pieces if chosen else {}), **pilot.spent, **between_spent, **round1.spent,
                                **main.spent}, unit, eps_b, mech.real_release, deltas)
     return _assemble(agg, b, pilot, main, spend, EngineInfo(
-        names=tuple(mn.marginal.name(agg.h3_resolution, agg.slot_ns) for mn in b.cands),
-        levels=tuple((mn.marginal.h3_resolution, mn.marginal.slot_ns, mn.marginal.cycle_ns) for mn in b.cands),
+        names=tuple(b.names),
+        levels=tuple((mn.marginal.h3_resolution, mn.marginal.slot_ns,
+                      DAY_NS if b.windows and mn.marginal.slot_ns == agg.slot_ns else mn.marginal.cycle_ns)
+                     for mn in b.cands),
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
         cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, first=first, strategy=summary,
         period=None if chosen is None else chosen.period, **between),
@@ -580,7 +591,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
     rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map, and where it
     saw nothing a marginal gets more only if its nodes would pass at that share, :func:`_weakest`)."""
-    names = [mn.marginal.name(b.cands[0].marginal.h3_resolution, b.cands[0].marginal.slot_ns) for mn in b.cands]
+    names = b.names
     codes = [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
     if committed is not None and not seen and not _within_reach(b, pilot, rest - float(np.sum(committed))):
