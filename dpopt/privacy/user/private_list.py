@@ -88,7 +88,7 @@ def fold_to_day(agg: Aggregate) -> Aggregate:
     on the records' clock): pairs of one user and one (cell, window) merged — counts, sums and
     samples (ordered by their keys, as the reader orders a pair's records). A public function of
     each record's key."""
-    if agg.slot_ns >= DAY_NS or DAY_NS % agg.slot_ns:
+    if agg.slot_ns > DAY_NS or DAY_NS % agg.slot_ns:
         raise DpoptInputError(f"without a partition list the engine answers windows of the day: `slot` must divide "
                               f"one day; got {agg.slot_ns} ns (give a list, or --strategy adaptive)")
     window = np.mod(np.asarray(agg.slots, dtype=np.int64), DAY_NS)

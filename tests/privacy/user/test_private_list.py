@@ -124,3 +124,12 @@ def test_selection_releases_the_cells_the_votes_fill():
     assert set(slots.tolist()) == set(range(0, DAY_NS, agg.slot_ns))
     assert (pl.period[1] - pl.period[0]) % PERIOD_NS == 0 and pl.period[0] % PERIOD_NS == 0
     assert sum(pl.pieces.values()) <= 1e4
+
+
+def test_fold_of_a_daily_slot_is_the_cell_over_the_period():
+    agg = _agg(_records(3), slot="1d")
+    f = fold_to_day(agg)
+    assert set(f.slots.tolist()) == {0}
+    per_cell = pd.DataFrame({"u": agg.pair_user, "c": agg.cells[agg.pair_grid], "n": agg.count}).groupby(["u", "c"])["n"].sum()
+    got = pd.DataFrame({"u": f.pair_user, "c": f.cells[f.pair_grid], "n": f.count}).set_index(["u", "c"])["n"]
+    assert got.sort_index().to_dict() == per_cell.sort_index().to_dict()
