@@ -147,6 +147,7 @@ def private_list(agg: Aggregate, *, epsilon: float, delta: float, mechanism: Noi
                  source: IntegerSource) -> PrivateList:
     """The engine's list without a public one: (ε, δ)-DP (module doc). ``epsilon`` the selection's
     whole budget (k and the cells), ``delta`` its δ."""
+    folded = fold_to_day(agg)  # refuses a slot that does not divide a day before any draw
     level = Level(agg.h3_resolution, PERIOD_NS)
     eps_k = used_budget(KEEP_SHARE * float(epsilon), mechanism)  # what the sampler runs at is what is counted
     k = keep_count(agg, level, eps_k, source)
@@ -154,7 +155,6 @@ def private_list(agg: Aggregate, *, epsilon: float, delta: float, mechanism: Noi
     sel = threshold_counts(level, cells, slots, random_votes(agg.pair_user, grid_node[agg.pair_grid], cells.size, k, source),
                            k=k, epsilon=float(epsilon) - eps_k, delta=float(delta), mechanism=mechanism)
     pieces = {"selection k": eps_k, "selection cells": used_budget(sel.epsilon, mechanism)}
-    folded = fold_to_day(agg)
     cells = np.unique(sel.cells)
     windows = np.arange(0, DAY_NS, agg.slot_ns, dtype=np.int64)
     grid_cells, grid_slots = np.repeat(cells, windows.size), np.tile(windows, cells.size)
