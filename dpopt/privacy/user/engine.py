@@ -354,7 +354,7 @@ def _split_total(budget: Budget, options: UserOptions) -> tuple[float, float, fl
     """(the private list's ε (0 with a public list), the bounds' ε_b, the rest in the noise's unit,
     that unit, (δ total, δ of the ρ → ε conversion))."""
     total, delta_total, _, delta_conv = options.check_budget(budget)
-    frac = BOUNDS_FRACTION if options.bounds_fraction is None else float(options.bounds_fraction)
+    frac = options.engine_bounds_share
     if budget.gaussian:  # the bounds' histograms are pure ε: ε_b²/2 of ρ (a list is required: UserOptions)
         rho_b = frac * total
         return 0.0, pure_epsilon(rho_b), total - rho_b, "rho", (delta_total, delta_conv)

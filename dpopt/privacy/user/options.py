@@ -58,7 +58,8 @@ class UserOptions:
 
     ``resolution`` the shape of the release: "auto" (default), "place", "adaptive" or "fixed" (the
     flat per-grid release at the finest resolution). "auto" is the engine (``strategy`` "optimised",
-    :mod:`dpopt.privacy.user.engine`) with the default ``bounds``/``priority``/``profile``, else "adaptive". Place (a public list, pure ε):
+    :mod:`dpopt.privacy.user.engine`) with the default ``bounds``/``priority``/``profile``, else
+    "adaptive". Place (a public list, pure ε):
     every H3 cell of the finest resolution over the whole period and the map are measured under a
     per-user record cap and a DP inner clamp, and each finest grid is answered by its cell's
     tree-BLUP estimate or the map's (:mod:`dpopt.privacy.user.strategies.place`, models/hierarchy.md §14).
@@ -67,7 +68,8 @@ class UserOptions:
     finest grid is answered by its finest node whose error meets the target
     (:mod:`dpopt.privacy.user.strategies.adaptive`). Without a list (Laplace noise and δ) "auto" runs the engine
     over privately selected cells, answering each selected cell's windows of the day
-    (:mod:`dpopt.privacy.user.private_list`, models/engine.md §8); "adaptive" there: nodes of a few public levels are selected by Laplace thresholding of user counts in a
+    (:mod:`dpopt.privacy.user.private_list`, models/engine.md §8); "adaptive" there: nodes of a few
+    public levels are selected by Laplace thresholding of user counts in a
     shared public hash order (at the finest grid a user keeps the one where it dwells, if any:
     ``FINEST_RULE``), then measured (:mod:`dpopt.privacy.user.strategies.private_adaptive`; public (k, c) of
     the measurement, default (4, 8); ``selection_fraction`` default 0.6; no bounds or pooling budget).
@@ -173,6 +175,12 @@ class UserOptions:
         return 0.1 if self.bounds_fraction is None else self.bounds_fraction  # type: ignore[return-value]
 
     @property
+    def engine_bounds_share(self) -> float:
+        """``bounds_fraction``, or the engine's default :data:`ENGINE_BOUNDS_FRACTION` (its record cap T
+        and clamp B)."""
+        return ENGINE_BOUNDS_FRACTION if self.bounds_fraction is None else float(self.bounds_fraction)
+
+    @property
     def selection_share(self) -> float:
         """``selection_fraction``, or its default: 0.6 for the private multi-resolution release
         (:data:`dpopt.privacy.user.strategies.private_adaptive.SELECTION_FRACTION`), else 0.2."""
@@ -212,7 +220,7 @@ class UserOptions:
         """(bounds, selection, pool) shares actually spent (0 for what is public or fixed)."""
         sf = float(self.selection_share) if self.private else 0.0
         if self.private and self.engine:  # the engine's record cap and clamp, no pooling totals
-            return (ENGINE_BOUNDS_FRACTION if self.bounds_fraction is None else float(self.bounds_fraction)), sf, 0.0
+            return self.engine_bounds_share, sf, 0.0
         if self.private and self.adaptive:  # public (k, c), no pooling totals (strategies.private_adaptive)
             return 0.0, sf, 0.0
         bf = 0.0 if self.fixed_bounds is not None else float(self.bounds_share)
