@@ -1,6 +1,8 @@
 """Crossed random effects (dpopt.hierarchy.crossed) against dense Gaussian references written here,
 the tree BLUP as the nested special case, and a simulation of recovery and interval coverage."""
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -180,8 +182,10 @@ def test_posterior_in_tiny_blocks(seed, monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed):
-    """The kernel alone: y = X β + Z u + ε with two fixed effects, dense GLS/REML written out."""
+def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed, monkeypatch):
+    """The kernel alone: y = X β + Z u + ε with two fixed effects, dense GLS/REML written out; rows
+    folded into the precision or kept as duals (``_RHS_BUDGET`` 0: none folded; 30: the rows of at
+    most a few effects) give the same posterior."""
     rng = np.random.default_rng(100 + seed)
     n, p, q = 14, 2, 6
     X = np.column_stack([np.ones(n), rng.normal(size=n)])
@@ -203,7 +207,8 @@ def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed):
                  + r @ Vi @ r)
     cases = [(0, None, 4000), (0, None, 0), (3, None, 4000), (3, None, 0), (q, None, 4000), (q, None, 0),
              (3, [5, 1, 5], 4000), (q, rng.integers(0, 3, size=q), 4000), (q, rng.integers(0, 3, size=q), 0)]
-    for n_local, blocks, dense_max in cases:  # any blocks: rows across blocks keep their duals
+    for (n_local, blocks, dense_max), budget in itertools.product(cases, (crossed._RHS_BUDGET, 0, 30)):
+        monkeypatch.setattr(crossed, "_RHS_BUDGET", budget)  # any blocks: rows across blocks keep their duals
         post = gls_posterior(sp.csr_matrix(np.hstack([X, Z])), y, s2, d, n_fixed=p, n_local=n_local,
                              local_blocks=blocks, dense_max=dense_max)
         np.testing.assert_allclose(post.mean, np.concatenate([beta, u]), rtol=RTOL, atol=ATOL)
