@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PublishedView", "published_view", "resolve_unit", "privacy_statement", "fmt_number",
-           "released_count", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at"]
+           "released_count", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at", "active_counts"]
 
 #: the unit said when nobody gave one
 UNKNOWN_UNIT = "units of the value"
@@ -182,6 +182,39 @@ def active_at(nodes: pd.DataFrame, t: pd.Timestamp) -> np.ndarray:
     phase = (t - r["t0"]) % r["cycle"]
     on[rep] = ((r["t0"] <= t) & (t < r["until"]) & (phase < r["t1"] - r["t0"])).to_numpy()
     return on
+
+
+#: at most this many (recurring node, step) pairs are compared at once by :func:`active_counts`
+_PAIRS = 4_000_000
+
+
+def _ns(values: pd.Series) -> np.ndarray:
+    """Instants or durations as int64 nanoseconds (NaT: the smallest int64, never inside a window)."""
+    if isinstance(values.dtype, pd.DatetimeTZDtype) or values.dtype.kind == "M":
+        return pd.DatetimeIndex(values).as_unit("ns").asi8
+    return pd.TimedeltaIndex(values).as_unit("ns").asi8
+
+
+def active_counts(nodes: pd.DataFrame, steps: Any) -> np.ndarray:
+    """How many rows of a view's ``nodes`` cover each instant of ``steps``: ``active_at(nodes, t).sum()``
+    for every t at once (the time control's busiest step), in int64 nanoseconds: contiguous rows by
+    two sorted searches, recurring windows by blocks of (row, step) pairs."""
+    t = np.array([pd.Timestamp(x).value for x in steps], dtype=np.int64)
+    if not t.size or not len(nodes):
+        return np.zeros(t.size, dtype=np.int64)
+    t0, t1 = _ns(nodes["t0"]), _ns(nodes["t1"])
+    rep = nodes["cycle"].notna().to_numpy() if "cycle" in nodes.columns else np.zeros(len(nodes), dtype=bool)
+    a, b = np.sort(t0[~rep]), np.sort(t1[~rep])  # t0 ≤ t < t1: (#t0 ≤ t) − (#t1 ≤ t), as t0 < t1
+    out = np.searchsorted(a, t, side="right") - np.searchsorted(b, t, side="right")
+    if rep.any():
+        r0, r1 = t0[rep][:, None], t1[rep][:, None]
+        cyc, until = _ns(nodes["cycle"])[rep][:, None], _ns(nodes["until"])[rep][:, None]
+        step = max(1, _PAIRS // int(rep.sum()))
+        for i in range(0, t.size, step):
+            ti = t[None, i:i + step]
+            on = (r0 <= ti) & (ti < until) & (np.mod(ti - r0, cyc) < r1 - r0)
+            out[i:i + step] += on.sum(axis=0)
+    return out.astype(np.int64)
 
 
 def _zone(summary: dict[str, Any]) -> str:

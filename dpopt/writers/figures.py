@@ -18,8 +18,8 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
-from ._published import (PublishedView, active_at, fmt_number, nice_ticks, privacy_statement, published_view,
-                         slot_labels)
+from ._published import (PublishedView, active_at, active_counts, fmt_number, nice_ticks, privacy_statement,
+                         published_view, slot_labels)
 
 __all__ = ["map_figure", "frontier_figure", "write_figures"]
 
@@ -28,8 +28,7 @@ def _busiest(view: PublishedView, slot: Any = None) -> pd.Timestamp:
     if slot is not None:
         return pd.Timestamp(slot).tz_convert("UTC") if pd.Timestamp(slot).tzinfo else \
             pd.Timestamp(slot).tz_localize("UTC")
-    counts = [int(active_at(view.nodes, t).sum()) for t in view.steps]
-    return view.steps[int(np.argmax(counts))]
+    return view.steps[int(np.argmax(active_counts(view.nodes, view.steps)))]
 
 
 def _polys(cells: pd.Series, k: float) -> list[np.ndarray]:
@@ -68,10 +67,11 @@ def _panel(ax: Any, at: pd.DataFrame, wh: pd.DataFrame, values: np.ndarray, *, c
                                          linewidths=0.4))
     span = (at["t1"] - at["t0"]) // pd.Timedelta(seconds=1)  # coarse first, then longest slot first
     order = np.lexsort((-span.to_numpy(dtype=np.int64), at["res"].to_numpy()))
-    pc = PolyCollection([_polys(at["cell"], k)[i] for i in order], array=values[order], cmap=cmap,
+    polys = _polys(at["cell"], k)
+    pc = PolyCollection([polys[i] for i in order], array=values[order], cmap=cmap,
                         norm=Normalize(lo, hi), edgecolors="#333333", linewidths=0.5)
     ax.add_collection(pc)
-    pts = np.concatenate(_polys(at["cell"], k))
+    pts = np.concatenate(polys)
     pad = 0.15 * np.ptp(pts, axis=0).max()
     ax.set_xlim(pts[:, 0].min() - pad, pts[:, 0].max() + pad)
     ax.set_ylim(pts[:, 1].min() - pad, pts[:, 1].max() + pad)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._published import (PublishedView, active_at, fmt_number, nice_ticks, privacy_statement, published_view,
+from ._published import (PublishedView, active_counts, fmt_number, nice_ticks, privacy_statement, published_view,
                          released_count, slot_labels, span_text)
 from .streetmap import DEFAULT_TILES, STREET_JS, leaflet_assets, street_map_html
 
@@ -756,8 +756,8 @@ def _steps_json(view: PublishedView) -> str:
     labels = list(slot_labels(pd.to_datetime(pd.Series(list(view.steps), dtype=object), utc=True),
                               pd.to_datetime(pd.Series(list(view.step_ends), dtype=object), utc=True))
                   ) if view.steps else []
-    counts = [int(active_at(view.nodes, t).sum()) for t in view.steps]
-    start = int(np.argmax(counts)) if counts else 0
+    counts = active_counts(view.nodes, view.steps)
+    start = int(np.argmax(counts)) if counts.size else 0
     data = [{"t": t, "label": lab, "start": start} for t, lab in zip(ts, labels)]
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 

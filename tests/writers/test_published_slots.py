@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pytest
 
 from dpopt.writers import _published
 from dpopt.writers._published import slot_labels, time_steps
@@ -78,3 +80,26 @@ def test_recurring_windows_over_a_long_period_never_claim_a_span_they_do_not_hol
     assert f"The time control stops at {view.steps_cut:%Y-%m-%d %H:%M} UTC" in html
     monkeypatch.setattr(_published, "MAX_STEPS", 2000)
     assert "The time control stops" not in render_html(*profile())  # 72 slots: no cut, no note
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_active_counts_equal_the_sum_of_active_at_at_every_step(seed, monkeypatch):
+    """The time control's counts in one vectorised pass (``active_counts``) against ``active_at``
+    summed step by step: contiguous rows and recurring windows (daily, and weekly on a random share
+    of rows), some steps outside every window; block sizes of 1 and the default."""
+    from dpopt.writers._published import active_at, active_counts, published_view
+
+    from .conftest import profile
+
+    rng = np.random.default_rng(seed)
+    table, summary = profile()
+    weekly = rng.random(len(table)) < 0.3
+    table = table.assign(repeat_every=np.where((table["repeat_every"] != "") & weekly, "P7D", table["repeat_every"]))
+    view = published_view(table, summary)
+    steps = list(pd.date_range("2015-09-05T20:00:00Z", "2015-09-20T00:00:00Z", freq="37min"))
+    want = [int(active_at(view.nodes, t).sum()) for t in steps]
+    assert sum(want) > 0 and min(want) == 0
+    assert active_counts(view.nodes, steps).tolist() == want
+    monkeypatch.setattr(_published, "_PAIRS", 1)
+    assert active_counts(view.nodes, steps).tolist() == want
+    assert active_counts(view.nodes, []).tolist() == []
