@@ -35,7 +35,7 @@ from scipy.signal import fftconvolve
 from scipy.special import ndtr
 
 from .._validation import DpoptInputError
-from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
+from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior, within_memory
 from ..hierarchy.node_means import (between_upper, identified, combined_total, crossed_inputs, grid_weights,
                                    values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
@@ -81,18 +81,9 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     cap = spread_bound(m, info, parts)
     total = between_measurement(info, parts)
     w = grid_weights(parts[0][0], parts[0][1])
-    dropped: list[str] = []
-    while True:  # a factor whose levels do not fit in memory is left out, the largest first (module doc)
-        try:
-            fit, upper, mean, var = _posterior(m, info, factors, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap, total=total,
-                                               confidence=float(confidence))
-            break
-        except MemoryError:
-            if not factors:
-                raise
-            largest = max(factors, key=lambda f: int(np.max(factors[f])) + 1)
-            dropped.append(largest)
-            factors = {f: code for f, code in factors.items() if f != largest}
+    (fit, upper, mean, var), dropped = within_memory(  # a factor whose levels do not fit: left out (module doc)
+        lambda fs: _posterior(m, info, fs, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap, total=total,
+                              confidence=float(confidence)), factors)
     direct = np.full(m.n_nodes, np.nan)
     direct_hw = np.full(m.n_nodes, np.inf)
     offset = 0

@@ -22,10 +22,10 @@ records. Two layers:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,7 +35,9 @@ from scipy.sparse.linalg import splu
 
 from .._validation import _fail, check_confidence, check_positive_int
 
-__all__ = ["GLSPosterior", "gls_posterior", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed",
+T = TypeVar("T")
+
+__all__ = ["GLSPosterior", "gls_posterior", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed", "within_memory",
            "RESIDUAL"]
 
 _LOG2PI = math.log(2.0 * math.pi)
@@ -728,3 +730,22 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
                       effects=_effects(post, names, levels, variances), grid_mean=grid_map @ post.mean, grid_var=grid_var,
                       grid_halfwidth=z * np.sqrt(grid_var), loglik=post.loglik, converged=converged, status=status,
                       n_evaluations=calls, confidence=confidence, z=z, posterior=post, grid_map=grid_map)
+
+
+def within_memory(fit: Callable[[dict[str, np.ndarray]], T], factors: Mapping[str, np.ndarray]
+                  ) -> tuple[T, list[str]]:
+    """(``fit(factors)``, the factors left out): where the model's factorisation does not fit in
+    memory (``MemoryError``, e.g. hundreds of thousands of levels of an interaction marginal), the
+    factor with the most levels is left out and the fit repeated, the largest first. The caller's
+    observations stay as they are (a left-out factor's nodes still observe their grids' means); the
+    fit's user says which factors were left out."""
+    factors, dropped = dict(factors), []
+    while True:
+        try:
+            return fit(factors), dropped
+        except MemoryError:
+            if not factors:
+                raise
+            largest = max(factors, key=lambda f: int(np.max(factors[f])) + 1)
+            dropped.append(largest)
+            factors = {f: code for f, code in factors.items() if f != largest}

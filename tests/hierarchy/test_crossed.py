@@ -431,3 +431,21 @@ def test_kernel_bad_input():
         gls_posterior(H, np.ones(3), np.ones(3), [1.0]).variance(np.ones((2, 3)))
     with pytest.raises(DpoptInputError, match="`A_new`"):
         fit_crossed(GOOD["factors"], GOOD["A"], GOOD["y"], GOOD["s2"]).node(np.ones((2, 4)))
+
+
+def test_within_memory_leaves_out_the_largest_factors_first_and_reraises_when_none_is_left():
+    from dpopt.hierarchy.crossed import within_memory
+
+    factors = {"small": np.array([0, 1, 2, 0]), "large": np.arange(4), "middle": np.array([0, 1, 0, 1])}
+    calls = []
+
+    def fit(fs):
+        calls.append(sorted(fs))
+        if "large" in fs or "small" in fs:
+            raise MemoryError("Not enough memory to perform factorization.")
+        return len(fs)
+
+    assert within_memory(fit, factors) == (1, ["large", "small"])  # 4 levels, then 3; "middle" (2) fits
+    assert calls == [["large", "middle", "small"], ["middle", "small"], ["middle"]]
+    with pytest.raises(MemoryError):
+        within_memory(lambda fs: (_ for _ in ()).throw(MemoryError()), factors)

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...hierarchy.crossed import RESIDUAL, fit_crossed
+from ...hierarchy.crossed import RESIDUAL, fit_crossed, within_memory
 from ...hierarchy.tree import DAY_NS
 from ...hierarchy.lattice import Marginal, MarginalNodes, candidate_marginals
 from ...hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs, identified
@@ -532,8 +532,9 @@ def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dic
     seen, grid_seen = identified(names, kept, factors)
     if y.size < len(seen) + 3:
         return {**every, "residual": 0.0}, b.clamp / 2.0, set()
-    fit = fit_crossed({f: factors[f] for f in seen}, A, y, s2, residual=grid_seen, variances=False)
-    found = {f: float(fit.sigma2[f]) for f in seen}
+    fit, left_out = within_memory(lambda fs: fit_crossed(fs, A, y, s2, residual=grid_seen, variances=False),
+                                  {f: factors[f] for f in seen})
+    found = {f: float(fit.sigma2[f]) for f in seen if f not in left_out}  # left out: planned as unseen
     if grid_seen:
         found["residual"] = float(fit.sigma2[RESIDUAL])
     return {**every, "residual": 0.0, **found}, float(fit.mu), set(found)

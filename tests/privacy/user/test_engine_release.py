@@ -175,6 +175,29 @@ def test_a_factor_that_does_not_fit_in_memory_is_left_out_and_said(monkeypatch) 
     assert largest not in est.info["components_upper"]
 
 
+def test_a_plan_whose_fit_does_not_fit_in_memory_plans_that_factor_as_unseen(monkeypatch) -> None:
+    """A MemoryError in the strategy's fit of the measurements so far (models/engine.md §5): the fit
+    is repeated without the largest factor, which the plan treats as unseen, and the release
+    completes with every listed grid answered."""
+    import dpopt.privacy.user.engine as eng
+
+    rows, _ = _additive_records(np.random.default_rng(6), n_users=120)
+    agg = make_agg(rows)
+    real, failed = eng.fit_crossed, []
+
+    def short_of_memory(fs, *args, **kwargs):
+        if len(fs) > 1:
+            failed.append(sorted(fs))
+            raise MemoryError("Not enough memory to perform factorization.")
+        return real(fs, *args, **kwargs)
+
+    monkeypatch.setattr(eng, "fit_crossed", short_of_memory)
+    r = _release(agg, 20.0, seed=2)
+    assert failed  # the plan's fit saw two or more factors and ran out of memory at least once
+    own = r.estimates.answers["node"].to_numpy()
+    assert np.all(np.isfinite(r.estimates.table["mean"].to_numpy()[own]))
+
+
 def test_the_published_levels_state_what_each_marginal_spent() -> None:
     """summary's levels: each marginal's budget is the sum of its pilot and main pieces, and the levels
     with the bounds and the between-grid statistic add up to the total (they read 0 before)."""
