@@ -12,6 +12,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
+import pytest
 
 from dpopt.hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, count_threshold
 from dpopt.measurements import NoiseLaw
@@ -55,3 +57,51 @@ def test_weakest_names_the_held_marginal_that_cannot_lift_its_nodes():
     weaker = np.r_[np.full(1, 12.0), np.full(23, 0.5)]
     b, phase = _fake([weak, weaker], [0.1, 0.1])
     assert _weakest(b, phase, np.array([0.5, 0.5]), np.array([0.1, 0.1]), np.zeros(2)) == 1
+
+
+def test_the_first_round_is_grown_once_only_where_it_saw_nothing_and_the_rest_could_lift_a_marginal(monkeypatch):
+    """``_grow_first_round`` (models/engine.md §5): seen a factor, or no marginal within reach of the
+    rest: the round as it was; else one more measurement of the same plan, (ROUND1_GROWTH − 1) times
+    each marginal's first budget (a solver's residue below TINY_STEP of the total not drawn)."""
+    import dpopt.privacy.user.engine as eng
+
+    first = np.array([0.3, 0.0, 1e-12, 0.6])
+    calls = []
+    def measure(b, mech, budgets, *, tag, prev):
+        calls.append(budgets)
+        return SimpleNamespace(spent={f"{tag} count x": float(budgets[0])})
+
+    monkeypatch.setattr(eng, "_measure", measure)
+    round1 = SimpleNamespace(spent={"round 1 count x": 0.3})
+    for seen, reach in (({"cell × period"}, True), (set(), False)):
+        monkeypatch.setattr(eng, "_pilot_components", lambda b, phase, names, s=seen: ({}, 0.0, s))
+        monkeypatch.setattr(eng, "_within_reach", lambda b, phase, rest, r=reach: r)
+        assert eng._grow_first_round(SimpleNamespace(names=[]), None, round1, first, 9.0) == (round1, first, "")
+    assert calls == []
+    monkeypatch.setattr(eng, "_pilot_components", lambda b, phase, names: ({}, 0.0, set()))
+    monkeypatch.setattr(eng, "_within_reach", lambda b, phase, rest: True)
+    phase, budgets, note = eng._grow_first_round(SimpleNamespace(names=[]), None, round1, first, 9.0)
+    more = (eng.ROUND1_GROWTH - 1.0) * np.array([0.3, 0.0, 0.0, 0.6])
+    assert np.array_equal(calls[0], more) and np.array_equal(budgets, first + more)
+    assert phase.spent == {"round 1 count x": 0.3, "round 1, grown count x": 0.3}  # both rounds accounted
+    assert "first round grown" in note
+
+
+def test_a_grown_first_round_spends_the_total_once():
+    """The embedded day at ε = 10, seed 1000 (its first round sees no factor): the strategy says the
+    round was grown, and the pieces of the budget add up to the total (noise reduction: every
+    marginal costs its final level, the grown round's step included)."""
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.release import GridOptions, contributions, load_austin_sample, release_user
+    from dpopt.records.grid import cell_strings, slot_strings
+
+    agg, _ = contributions(load_austin_sample(), bound=120.0, grid=GridOptions(7, "1h"), keep_samples=True)
+    plist = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=plist), bound=agg.bound,
+                     noise=NoiseOptions(seed=1000))
+    eng = r.measurements.info.engine
+    assert eng.strategy.startswith("first round grown")
+    pieces = r.measurements.spend.pieces
+    assert any(k.startswith("round 1, grown") for k in pieces)
+    assert sum(pieces.values()) == pytest.approx(10.0, rel=1e-6)
