@@ -411,6 +411,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     main = _measure(b, mech, np.where(more > TINY_STEP * total, more, 0.0), tag="main", prev=round1)
     spend = spend_with_bounds({**(chosen.pieces if chosen else {}), **pilot.spent, **between_spent, **round1.spent,
                                **main.spent}, unit, eps_b, mech.real_release, deltas)
+    _check_account(spend, budget, unit)
     return _assemble(agg, b, pilot, main, spend, EngineInfo(
         names=tuple(b.names),
         levels=tuple((mn.marginal.h3_resolution, mn.marginal.slot_ns,
@@ -438,6 +439,15 @@ def _grow_first_round(b: _Bounded, mech: Any, round1: _Phase, first: np.ndarray,
     grown = _measure(b, mech, more, tag="round 1, grown", prev=round1)
     grown.spent = {**round1.spent, **grown.spent}  # the first round's pieces stay in the account
     return grown, first + more, f"first round grown to {ROUND1_GROWTH:g}× (it saw no factor); "
+
+
+def _check_account(spend: BudgetSpend, budget: Budget, unit: str) -> None:
+    """A pure-ε account above the budget is an accounting error (a plan or round that spent a piece
+    twice), and the release stops rather than publish it. Below the budget is allowed: a plan whose
+    shares sum to less than one leaves budget unspent (at ε = 10⁵ on smooth data, 70 % spent)."""
+    if unit == "epsilon" and spend.total > float(budget.epsilon_total) * (1.0 + 1e-9):
+        raise RuntimeError(f"the engine's privacy account holds {spend.total!r}, above the budget "
+                           f"{float(budget.epsilon_total)!r}: an accounting error, nothing is published")
 
 
 def _nothing_selected(agg: Aggregate, chosen: PrivateList, *, mech: Any, noise: NoiseOptions, U: float,

@@ -105,3 +105,18 @@ def test_a_grown_first_round_spends_the_total_once():
     pieces = r.measurements.spend.pieces
     assert any(k.startswith("round 1, grown") for k in pieces)
     assert sum(pieces.values()) == pytest.approx(10.0, rel=1e-6)
+
+
+def test_an_account_above_the_budget_stops_the_release():
+    """``_check_account``: pure-ε pieces adding up to more than the budget stop the release; to the
+    budget (less the sampler's rounding) or below (a plan that leaves some unspent) pass."""
+    from dpopt.measurements import BudgetSpend
+    from dpopt.privacy.options import Budget
+    from dpopt.privacy.user.engine import _check_account
+
+    for total in (9.999999991, 7.96, 10.0):
+        _check_account(BudgetSpend(unit="epsilon", pieces={"a": total}, total=total), Budget(epsilon_total=10.0),
+                       "epsilon")
+    with pytest.raises(RuntimeError, match="accounting error"):
+        _check_account(BudgetSpend(unit="epsilon", pieces={"a": 10.01}, total=10.01), Budget(epsilon_total=10.0),
+                       "epsilon")
