@@ -160,6 +160,7 @@ class _Phase:
     spread_law: NoiseLaw | None = None
     levels: dict[tuple[str, int], float] = field(default_factory=dict)
     noise: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
+    components: tuple[dict[str, float], float, set[str]] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -563,7 +564,16 @@ def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dic
     far (REML), by the estimator's rules (models/engine.md §4): a factor's component is fitted only
     where at least ``MIN_LEVELS`` of its marginal's nodes entered, the grids' own residual only where
     that many listed grids did (fitted without them, an unidentified residual takes the variance of
-    the factors, and the plan would read the time of a time-set data set as noise)."""
+    the factors, and the plan would read the time of a time-set data set as noise). Kept on the phase:
+    the first round's fit serves both :func:`_grow_first_round` and the re-plan (at 2·10⁷ records one
+    such fit takes minutes)."""
+    if pilot.components is None:
+        pilot.components = _fit_components(b, pilot, names)
+    return pilot.components
+
+
+def _fit_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[str, float], float, set[str]]:
+    """:func:`_pilot_components`' fit."""
     codes = [mn.code for mn in b.cands]
     var = lambda laws: [law.variance() for law in laws]  # noqa: E731
     factors, A, y, s2, kept = crossed_inputs(codes, names, pilot.count, var(pilot.count_law), pilot.total,
