@@ -173,14 +173,11 @@ def _window_labels(t0: pd.Series, t1: pd.Series, every: pd.Series, until: pd.Ser
 def active_at(nodes: pd.DataFrame, t: pd.Timestamp) -> np.ndarray:
     """Which rows of a view's ``nodes`` cover the instant ``t``: t0 ≤ t < t1, or for a recurring
     window t0 ≤ t < until with (t − t0) mod cycle < t1 − t0."""
-    t0, t1 = nodes["t0"], nodes["t1"]
-    if "cycle" not in nodes.columns or not nodes["cycle"].notna().any():
-        return ((t0 <= t) & (t < t1)).to_numpy()
-    rep = nodes["cycle"].notna().to_numpy()
-    on = np.array((t0 <= t) & (t < t1), dtype=bool)  # a writable copy (pandas' arrays may be read-only)
-    r = nodes[rep]
-    phase = (t - r["t0"]) % r["cycle"]
-    on[rep] = ((r["t0"] <= t) & (t < r["until"]) & (phase < r["t1"] - r["t0"])).to_numpy()
+    t0, t1, rep = _ns(nodes["t0"]), _ns(nodes["t1"]), _recurring(nodes)
+    ti = np.int64(pd.Timestamp(t).value)
+    on = (t0 <= ti) & (ti < t1)
+    if rep.any():
+        on[rep] = _recurring_on(nodes, rep, np.array([[ti]]))[:, 0]
     return on
 
 
@@ -195,6 +192,19 @@ def _ns(values: pd.Series) -> np.ndarray:
     return pd.TimedeltaIndex(values).as_unit("ns").asi8
 
 
+def _recurring(nodes: pd.DataFrame) -> np.ndarray:
+    """The rows whose window recurs (a ``cycle``)."""
+    return nodes["cycle"].notna().to_numpy() if "cycle" in nodes.columns else np.zeros(len(nodes), dtype=bool)
+
+
+def _recurring_on(nodes: pd.DataFrame, rep: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """(recurring rows × steps) booleans: t0 ≤ t < until and (t − t0) mod cycle < t1 − t0 (``t``: int64
+    nanoseconds, shape (1, steps))."""
+    r0, r1 = _ns(nodes["t0"])[rep][:, None], _ns(nodes["t1"])[rep][:, None]
+    cyc, until = _ns(nodes["cycle"])[rep][:, None], _ns(nodes["until"])[rep][:, None]
+    return (r0 <= t) & (t < until) & (np.mod(t - r0, cyc) < r1 - r0)
+
+
 def active_counts(nodes: pd.DataFrame, steps: Any) -> np.ndarray:
     """How many rows of a view's ``nodes`` cover each instant of ``steps``: ``active_at(nodes, t).sum()``
     for every t at once (the time control's busiest step), in int64 nanoseconds: contiguous rows by
@@ -202,18 +212,13 @@ def active_counts(nodes: pd.DataFrame, steps: Any) -> np.ndarray:
     t = np.array([pd.Timestamp(x).value for x in steps], dtype=np.int64)
     if not t.size or not len(nodes):
         return np.zeros(t.size, dtype=np.int64)
-    t0, t1 = _ns(nodes["t0"]), _ns(nodes["t1"])
-    rep = nodes["cycle"].notna().to_numpy() if "cycle" in nodes.columns else np.zeros(len(nodes), dtype=bool)
+    t0, t1, rep = _ns(nodes["t0"]), _ns(nodes["t1"]), _recurring(nodes)
     a, b = np.sort(t0[~rep]), np.sort(t1[~rep])  # t0 ≤ t < t1: (#t0 ≤ t) − (#t1 ≤ t), as t0 < t1
     out = np.searchsorted(a, t, side="right") - np.searchsorted(b, t, side="right")
     if rep.any():
-        r0, r1 = t0[rep][:, None], t1[rep][:, None]
-        cyc, until = _ns(nodes["cycle"])[rep][:, None], _ns(nodes["until"])[rep][:, None]
         step = max(1, _PAIRS // int(rep.sum()))
         for i in range(0, t.size, step):
-            ti = t[None, i:i + step]
-            on = (r0 <= ti) & (ti < until) & (np.mod(ti - r0, cyc) < r1 - r0)
-            out[i:i + step] += on.sum(axis=0)
+            out[i:i + step] += _recurring_on(nodes, rep, t[None, i:i + step]).sum(axis=0)
     return out.astype(np.int64)
 
 
