@@ -22,8 +22,8 @@ Memory: a partial holds its distinct pairs and at most c records per pair (:clas
 a record); the stream merges every :data:`COMPACT_EVERY` chunks (a tree, the same shape as on
 Dask), so peak memory is bounded by the pairs × (1 + c), not by the records: Parquet is read one
 row group at a time (:mod:`.ingest`), and the top-c reduce (:func:`smallest_c`) writes into one
-preallocated output and sorts only the records of pairs over c, in blocks of
-:data:`SELECT_BLOCK` (measured at 10^8 records / 3.7·10^6 pairs: tests/benchmarks/results/scale.md).
+preallocated output and sorts only the records of pairs over c that lie below their key
+quantile (:data:`PREFILTER_SDS`), in blocks of :data:`SELECT_BLOCK` (measured at 10^8 records / 3.7·10^6 pairs: tests/benchmarks/results/scale.md).
 Counts, keys and kept records are exact whatever the chunking (the sample keys are functions of
 the records and the release's secret, never of their order); the float sums Σ S, Σ S² are sums
 of the same numbers in a tree whose shape is fixed by the chunk boundaries (identical when the
@@ -130,17 +130,27 @@ class _UserCodes:
 
 
 def pair_key_order(pair: np.ndarray, key: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """The permutation sorting records by (pair, sample key, value). Fast path: one argsort of
-    pair·2^32 + the key's top 32 bits instead of a three-key lexsort; exact: when two records of a
-    pair share those bits (rare: equal records, or 2^-32 per two records) the full lexsort decides."""
+    """The permutation sorting records by (pair, sample key, value). Fast path: one stable argsort
+    of pair·2^32 + the key's top 32 bits instead of a three-key lexsort (the records usually arrive in
+    runs of their pair, which the stable sort uses); exact: the records of a run that shares those
+    bits (equal records, or 2^-32 per two records of a pair: a few at 10^7 records) are put in
+    (key, value) order by a lexsort of those records alone."""
     pair = np.asarray(pair)
-    if pair.size and int(pair.max()) < 2**31:
-        comb = (pair.astype(np.uint64) << np.uint64(32)) | (np.asarray(key, dtype=np.uint64) >> np.uint64(32))
-        order = np.argsort(comb)
-        s = comb[order]
-        if not np.any(s[1:] == s[:-1]):
-            return order
-    return np.lexsort((value, key, pair))
+    if not (pair.size and int(pair.max()) < 2**31):
+        return np.lexsort((value, key, pair))
+    key = np.asarray(key, dtype=np.uint64)
+    comb = (pair.astype(np.uint64) << np.uint64(32)) | (key >> np.uint64(32))
+    order = np.argsort(comb, kind="stable")
+    s = comb[order]
+    tie = s[1:] == s[:-1]
+    if tie.any():
+        at = np.zeros(s.size, dtype=bool)
+        at[1:] |= tie
+        at[:-1] |= tie
+        pos = np.flatnonzero(at)
+        rows = order[pos]  # tied runs are contiguous in s, so sorting by s first moves rows only within their run
+        order[pos] = rows[np.lexsort((np.asarray(value)[rows], key[rows], s[pos]))]
+    return order
 
 
 def smallest_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs: int, c: Any) -> Kept:
@@ -171,16 +181,44 @@ def smallest_c(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_pairs:
         pos += k
         rows_big.append(np.flatnonzero(over))
     if big.any():
-        pos = _smallest_c_of_big(pieces, rows_big, big, cand, c, out, pos)
+        rows_big, sorted_count = _below_key_quantile(pieces, rows_big, big, cand, c)
+        pos = _smallest_c_of_big(pieces, rows_big, big, sorted_count, c, out, pos)
     if pos != total:  # pragma: no cover - internal consistency
         raise RuntimeError("top-c selection lost records")
     return out
 
 
+#: before its sort, a pair over c keeps only the records whose key lies below the key quantile where
+#: c + PREFILTER_SDS·(√c + 1) of its records are expected (its keys are uniform); a pair left with
+#: fewer than c keeps all. A speed setting only: the selection is exact for any value.
+PREFILTER_SDS = 3.0
+
+
+def _below_key_quantile(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], rows_big: list[np.ndarray],
+                        big: np.ndarray, cand: np.ndarray, c: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """The rows of the pairs over c that can be among their c smallest keys, and their count per pair.
+
+    Exact: a pair keeping at least c records with key·2^-11 below its cut has its c smallest
+    (key, value) among them, since every record it drops has a larger key than every record it keeps;
+    a pair keeping fewer keeps all its rows."""
+    limit = np.broadcast_to(np.asarray(c, dtype=np.float64), cand.shape)
+    share = (limit + PREFILTER_SDS * (np.sqrt(limit) + 1.0)) / np.maximum(cand, 1)
+    cut = np.where(share >= 1.0, 2.0**53, np.floor(share * 2.0**53)).astype(np.uint64)
+    shift = np.uint64(11)
+    passed = [(t[r] >> shift) < cut[p[r]] for (p, t, _), r in zip(pieces, rows_big)]
+    count = np.zeros(cand.size, dtype=np.int64)
+    for (p, _, _), r, ok in zip(pieces, rows_big, passed):
+        count += np.bincount(p[r[ok]], minlength=cand.size)
+    short = big & (count < limit)
+    rows = [r[ok | short[p[r]]] for (p, _, _), r, ok in zip(pieces, rows_big, passed)]
+    return rows, np.where(short, cand, count)
+
+
 def _smallest_c_of_big(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], rows_big: list[np.ndarray],
                        big: np.ndarray, cand: np.ndarray, c: Any, out: Kept, pos: int) -> int:
     """Write the c smallest-key records of every pair over c into ``out`` from ``pos``, block by block of
-    pair ids (≈ :data:`SELECT_BLOCK` candidate records a block); returns the next position."""
+    pair ids (≈ :data:`SELECT_BLOCK` candidate records a block; ``cand`` the rows per pair in
+    ``rows_big``); returns the next position."""
     ids = np.flatnonzero(big)
     cum = np.cumsum(cand[ids])
     cuts = np.searchsorted(cum, np.arange(SELECT_BLOCK, int(cum[-1]), SELECT_BLOCK), side="right")
@@ -194,7 +232,8 @@ def _smallest_c_of_big(pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]], 
         bv = np.concatenate([v[r] for (_, _, v), r in zip(pieces, sel)])
         order = pair_key_order(bp, bt, bv)
         ps = bp[order]
-        rank = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
+        start = np.flatnonzero(np.concatenate([[True], ps[1:] != ps[:-1]]))
+        rank = np.arange(ps.size) - np.repeat(start, np.diff(np.append(start, ps.size)))
         keep = order[rank < (c if np.isscalar(c) else c[ps])]
         k = keep.size
         out.p[pos:pos + k], out.key[pos:pos + k], out.value[pos:pos + k] = bp[keep], bt[keep], bv[keep]

@@ -244,3 +244,13 @@ def test_the_intervals_read_the_dp_outputs_only(monkeypatch, cheat: bool) -> Non
     pd.testing.assert_frame_equal(tables[0][["cell", "slot", "mean"]], tables[1][["cell", "slot", "mean"]])
     same = np.array_equal(tables[0]["mean_error_bound"].to_numpy(), tables[1]["mean_error_bound"].to_numpy())
     assert same != cheat
+
+
+@pytest.mark.parametrize("sizes", [(1, 1), (7, 3), (2049, 2049)])
+def test_fft_convolution_is_the_direct_sum(sizes):
+    """The posteriors' FFT convolution equals np.convolve's direct sum (to float rounding)."""
+    from dpopt.estimation.crossed_estimate import _convolve
+
+    rng = np.random.default_rng(sum(sizes))
+    a, b = rng.random(sizes[0]), rng.random(sizes[1])
+    np.testing.assert_allclose(_convolve(a, b), np.convolve(a, b), rtol=0, atol=1e-12 * a.sum() * b.sum())

@@ -66,17 +66,23 @@ def test_parquet_chunks_are_exact_whatever_the_row_groups(tmp_path, groups, rows
         assert np.array_equal(got["value"].to_numpy(), truth["value"].to_numpy())
 
 
+@pytest.mark.parametrize("keys", ["few", "uniform", "top"])
 @pytest.mark.parametrize("per_pair", [False, True])
 @pytest.mark.parametrize("block", [1, 5, 10**6])
-def test_smallest_c_in_blocks_equals_brute_force(monkeypatch, block, per_pair):
-    """One limit c for all pairs, or one limit per pair (the second pass's Γ_p, zeros included)."""
+def test_smallest_c_in_blocks_equals_brute_force(monkeypatch, block, per_pair, keys):
+    """One limit c for all pairs, or one limit per pair (the second pass's Γ_p, zeros included);
+    keys with many ties in (key, value), uniform 64-bit keys (the key-quantile prefilter drops most
+    of a big pair's records before the sort), and keys bunched at the top (the prefilter leaves every
+    big pair short of c and it keeps all its records)."""
     monkeypatch.setattr(MODULE, "SELECT_BLOCK", block)
-    rng = np.random.default_rng(block)
+    rng = np.random.default_rng(block + 10 * per_pair)
     n_pairs = 40
     c = rng.integers(0, 6, n_pairs) if per_pair else 3
-    pieces = [(rng.integers(0, n_pairs, m).astype(np.int32), rng.integers(0, 5, m), rng.integers(0, 3, m) / 2.0)
-              for m in (0, 50, 120, 7)]  # many ties in (key, value)
-    pieces = [(p, k.astype(np.uint64), v) for p, k, v in pieces]
+    draw = {"few": lambda m: rng.integers(0, 5, m).astype(np.uint64),
+            "uniform": lambda m: rng.integers(0, 2**64, m, dtype=np.uint64),
+            "top": lambda m: np.uint64(2**64 - 1) - rng.integers(0, 5, m).astype(np.uint64)}[keys]
+    pieces = [(rng.integers(0, n_pairs, m).astype(np.int32), draw(m), rng.integers(0, 3, m) / 2.0)
+              for m in (0, 50, 1200, 7)]
     kept = MODULE.smallest_c(pieces, n_pairs, c)
     cap = np.broadcast_to(c, n_pairs)
     assert len(kept) == sum(min(sum(int((p == q).sum()) for p, _, _ in pieces), cap[q]) for q in range(n_pairs))

@@ -252,13 +252,16 @@ def test_split_of_a_nodes_kept_records_has_the_hypergeometric_law():
         node_split_counts(count, group, want + 10, rng)
 
 
+@pytest.mark.parametrize("runs", [False, True])
 @pytest.mark.parametrize("tied", [False, True])
-def test_pair_key_order_is_the_three_key_lexsort(tied):
-    """The fast path (distinct top 32 bits within a pair) and the exact fallback (ties) both give
-    the (pair, key, value) order."""
-    rng = np.random.default_rng(int(tied))
+def test_pair_key_order_is_the_three_key_lexsort(tied, runs):
+    """The fast path (distinct top 32 bits within a pair) and the exact repair of tied runs both
+    give the (pair, key, value) order, stable like lexsort — with pairs in random order and in runs."""
+    rng = np.random.default_rng(int(tied) + 2 * int(runs))
     n = 5000
     pair = rng.integers(0, 300, n).astype(np.int32)
+    if runs:
+        pair = np.sort(pair)
     key = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
     if tied:  # equal top bits, and equal keys with other values
         key[::7] = key[1::7][: key[::7].size] & np.uint64(0xFFFFFFFF00000000) | np.uint64(5)

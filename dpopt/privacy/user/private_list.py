@@ -51,6 +51,7 @@ from ...hierarchy.tree import DAY_NS, Level
 from ...noise.mechanism import NoiseMechanism
 from ...noise.sources import IntegerSource, random_words
 from ...records.aggregate import Aggregate, PairSamples
+from ...records.contributions import pair_key_order
 from ..._validation import DpoptInputError
 from .bounds import private_quantile
 from .levels import used_budget
@@ -106,7 +107,7 @@ def fold_to_day(agg: Aggregate) -> Aggregate:
         n_rec = np.diff(s.offsets)
         rec_pair = np.repeat(pair, n_rec)
         keys = s.keys if s.keys is not None else np.zeros(s.values.size, dtype=np.uint64)
-        order = np.lexsort((s.values, keys, rec_pair))
+        order = pair_key_order(rec_pair, keys, s.values)
         values, keys, rec_pair = s.values[order], keys[order], rec_pair[order]
         per = np.bincount(rec_pair, minlength=P)
         if s.limit is not None:  # each merged pair's `limit` smallest keys (all among its parts' smallest)
