@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -162,7 +163,7 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
 
 
 def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
-                 seen: set[str], residual_seen: bool, confidence: float = 0.95,
+                 seen: Collection[str], residual_seen: bool, confidence: float = 0.95,
                  total: tuple[float, float, str] | None = None
                  ) -> tuple[Any, dict[str, float], Any, tuple[np.ndarray, np.ndarray]]:
     """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the

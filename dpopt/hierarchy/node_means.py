@@ -180,12 +180,14 @@ def pooled_observation(code: np.ndarray, count: np.ndarray, count_var: np.ndarra
 BETWEEN_SDS = 2.0
 
 
-def identified(names: list[str], kept: list[np.ndarray], factors: dict[str, np.ndarray]) -> tuple[set[str], bool]:
-    """(the factors whose variance the measurements identify, whether the grids' own residual is):
-    a factor where at least :data:`MIN_LEVELS` of its marginal's nodes entered (``kept``, per marginal,
-    the finest first), the residual where that many listed grids did (models/engine.md §4). The one
-    rule of the estimate and of the engine's plan."""
-    seen = {name for name, k in zip(names, kept) if name in factors and k.size >= MIN_LEVELS}
+def identified(names: list[str], kept: list[np.ndarray], factors: dict[str, np.ndarray]) -> tuple[list[str], bool]:
+    """(the factors whose variance the measurements identify, in the order of ``names``; whether the
+    grids' own residual is): a factor where at least :data:`MIN_LEVELS` of its marginal's nodes entered
+    (``kept``, per marginal, the finest first), the residual where that many listed grids did
+    (models/engine.md §4). The one rule of the estimate and of the engine's plan. A list, not a set:
+    the order of the factors is the order of the fit's columns, and a set's order changes with the
+    process's string hashing (a seeded release then differed from run to run in the plan's last digits)."""
+    seen = [name for name, k in zip(names, kept) if name in factors and k.size >= MIN_LEVELS]
     return seen, bool(kept[0].size >= MIN_LEVELS)
 
 

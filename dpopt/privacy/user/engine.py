@@ -583,7 +583,7 @@ def _fit_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[
     if y.size < len(seen) + 3:
         return {**every, "residual": 0.0}, b.clamp / 2.0, set()
     fit, left_out = within_memory(lambda fs: fit_crossed(fs, A, y, s2, residual=grid_seen, variances=False),
-                                  {f: factors[f] for f in seen})
+                                  {f: c for f, c in factors.items() if f in seen})
     found = {f: float(fit.sigma2[f]) for f in seen if f not in left_out}  # left out: planned as unseen
     if grid_seen:
         found["residual"] = float(fit.sigma2[RESIDUAL])

@@ -283,3 +283,29 @@ def test_gaussian_rounds_are_independent_draws_whose_precisions_add() -> None:
         assert np.all((pilot == 0) | (pilot >= var))
         several += len(rhos) > 1
     assert several >= 1
+
+
+def test_the_plans_fit_takes_its_factors_in_the_candidates_order_whatever_the_seen_order(monkeypatch) -> None:
+    """The factors a fit sees are handed to it in the order of the candidates, not in the order the
+    rule listing them returns (it once was a set, whose order changes with the process's string
+    hashing: the same seeded release on 2·10^7 records differed from run to run in its plan's last
+    digits). The rule's output is reversed here: the fits and the release are unchanged."""
+    import dpopt.privacy.user.engine as eng
+
+    rows, _ = _additive_records(np.random.default_rng(6), n_users=120)
+    agg = make_agg(rows)
+    real_fit, real_rule, orders = eng.fit_crossed, eng.identified, []
+
+    def recording(fs, *args, **kwargs):
+        orders.append(list(fs))
+        return real_fit(fs, *args, **kwargs)
+
+    monkeypatch.setattr(eng, "fit_crossed", recording)
+    plain = _release(agg, 20.0, seed=2)
+    straight = list(orders)
+    assert any(len(o) >= 2 for o in straight)  # the plan's fit saw two or more factors
+    monkeypatch.setattr(eng, "identified", lambda *a: (lambda seen, grid: (seen[::-1], grid))(*real_rule(*a)))
+    orders.clear()
+    reversed_ = _release(agg, 20.0, seed=2)
+    assert orders == straight
+    pd.testing.assert_frame_equal(plain.estimates.table, reversed_.estimates.table)
