@@ -40,7 +40,10 @@ table. The files read are listed in the report (``IngestReport.files``).
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -107,7 +110,7 @@ def _pair_dtype(n_pairs: int) -> type:
 
 
 #: kept records of the pairs over c sorted at once by :func:`smallest_c` (bounds its temporaries)
-SELECT_BLOCK = 4_000_000
+SELECT_BLOCK = 1_000_000
 
 
 class _UserCodes:
@@ -359,10 +362,30 @@ def _lay_out(kept: Kept | None, order: np.ndarray, count: np.ndarray, c: int) ->
     return PairSamples(values=val[idx], offsets=offsets, limit=int(c), keys=kept.key[idx])
 
 
+#: chunks mapped at once by the local stream (threads: H3, numpy's sorts and pandas' group-bys release
+#: the GIL); a speed setting: the partials and their merge order are the same for any value
+MAP_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
 def _local_partials(records: Any, read: InputOptions, step: Any) -> Iterator[Partial]:
-    cmap = read.column_map()
-    for raw in iter_raw_chunks(records, columns=cmap, chunksize=read.chunksize, sep=read.sep):
-        yield step(raw)
+    """The map step over the stream's chunks, :data:`MAP_THREADS` at a time, yielded in input order
+    (at most that many raw chunks are held beyond the one being read)."""
+    chunks = iter_raw_chunks(records, columns=read.column_map(), chunksize=read.chunksize, sep=read.sep)
+    if MAP_THREADS == 1:
+        yield from map(step, chunks)
+        return
+    with ThreadPoolExecutor(MAP_THREADS) as pool:
+        running: deque = deque()
+        try:
+            for raw in chunks:
+                running.append(pool.submit(step, raw))
+                if len(running) >= MAP_THREADS:
+                    yield running.popleft().result()
+            while running:
+                yield running.popleft().result()
+        finally:
+            for job in running:
+                job.cancel()
 
 
 def contributions(records: Any, grid: GridOptions, read: InputOptions, *, bound: float, lower: float = 0.0,

@@ -90,3 +90,36 @@ def test_smallest_c_in_blocks_equals_brute_force(monkeypatch, block, per_pair, k
         want = sorted((int(t), float(v)) for p, ts, vs in pieces for pp, t, v in zip(p, ts, vs) if pp == q)[:cap[q]]
         got = sorted(zip(kept.key[kept.p == q].tolist(), kept.value[kept.p == q].tolist()))
         assert got == want
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_threaded_map_yields_the_chunks_partials_in_input_order(monkeypatch, threads):
+    """The local stream's map runs MAP_THREADS chunks at once: whatever the threads and however long
+    each chunk takes, the partials come in input order (so the merge tree and the float sums are
+    those of one thread), and an error in a chunk reaches the caller."""
+    import time
+
+    monkeypatch.setattr(MODULE, "MAP_THREADS", threads)
+    frame = random_records(3, n=300)
+    delays = np.random.default_rng(threads).random(30) / 200
+
+    def step(raw):
+        time.sleep(delays[raw.index[0] // 10])
+        return int(raw.index[0])
+
+    got = list(MODULE._local_partials(frame, InputOptions(chunksize=10), step))
+    assert got == list(range(0, 300, 10))
+
+    def failing(raw):
+        if raw.index[0] == 120:
+            raise ValueError("chunk 12")
+        return int(raw.index[0])
+
+    with pytest.raises(ValueError, match="chunk 12"):
+        list(MODULE._local_partials(frame, InputOptions(chunksize=10), failing))
+    many = contributions(frame, GRID, InputOptions(chunksize=37), bound=BOUND, first_records=3, sample_key=KEY)[0]
+    monkeypatch.setattr(MODULE, "MAP_THREADS", 1)
+    one = contributions(frame, GRID, InputOptions(chunksize=37), bound=BOUND, first_records=3, sample_key=KEY)[0]
+    for f in EXACT + ("sum", "sumsq"):
+        assert np.array_equal(getattr(one, f), getattr(many, f))
+    assert np.array_equal(one.samples.values, many.samples.values) and np.array_equal(one.samples.keys, many.samples.keys)
