@@ -11,7 +11,9 @@ records. Two layers:
   Cholesky factors, or SuperLU), and returns the posterior mean of b, the REML log-likelihood
   (Patterson & Thompson 1971; log det from the factors' diagonals) and, through
   :meth:`GLSPosterior.variance`, the posterior variance of any sparse linear combinations L b.
-  Nothing G × G or n × n is ever dense.
+  Nothing G × G is ever dense. Where the observations are few beside the effects (hundreds of node
+  means of tens of thousands of interaction levels) the same posterior is computed in the
+  observations' space instead: V = Cov(y), n × n, factored once (``space``, :class:`_DualSystem`).
 * :func:`fit_crossed`: θ_g = μ + Σ_f u_f[code_f(g)] + e_g (Fay & Herriot 1979 with crossed factors;
   lme4's ``(1|place) + (1|time)``, Bates et al. 2015), observed as y = A θ + ε. The variance
   components are the REML maximisers over log-variances (average-information steps, Gilmour et
@@ -177,6 +179,22 @@ class _System:
         lift = sp.vstack([sp.csr_matrix((self.agg.size, M.shape[0])), M[:, :q_w].T])
         return (lift + self.KL @ (self.Linv @ M[:, q_w:].T)).tocsc()
 
+    @property
+    def core_size(self) -> int:
+        return int(self.K_we.shape[0])
+
+    def covariance(self, M: sp.csr_matrix) -> np.ndarray:
+        """M Cov(v | y) Mᵀ, dense (for a few rows)."""
+        half = (self.Linv @ M[:, M.shape[1] - self.Linv.shape[0]:].T).toarray()
+        T = self.lift(M).toarray()
+        return half.T @ half - T.T @ self.core.solve(T)
+
+    def component_traces(self, edges: np.ndarray, n_fixed: int) -> np.ndarray:
+        """tr Var(v_k | y) of each random block k (``edges``: the blocks' bounds after the fixed
+        effects), from the posterior variance of every random effect."""
+        var_v = self.variance(sp.identity(self.Ht.shape[1], format="csr")[n_fixed:])
+        return np.array([var_v[lo:hi].sum() for lo, hi in zip(edges[:-1], edges[1:])])
+
     def variance(self, M: sp.csr_matrix) -> np.ndarray:
         """diag(M Cov(v | y) Mᵀ) in blocks of right-hand sides."""
         q_w, out = M.shape[1] - self.Linv.shape[0], np.empty(M.shape[0])
@@ -187,6 +205,97 @@ class _System:
             local = -np.asarray(half.multiply(half).sum(axis=0)).ravel()
             out[start:start + rows.shape[0]] = -(local + self.core.quad(self.lift(rows)))
         return np.maximum(out, 0.0)
+
+
+@dataclass(frozen=True)
+class _DualSystem:
+    """The same posterior in the observations' space (models/crossed.md §2), for a model with far
+    fewer observations than effects: V = H̃_r H̃_rᵀ + diag(s2), n × n dense, factored once
+    (``chol``, lower), X = H̃_f the fixed effects' columns, ``VinvX`` = V⁻¹X and ``wchol`` the
+    Cholesky factor of W = XᵀV⁻¹X. With P = V⁻¹ − V⁻¹XW⁻¹XᵀV⁻¹: β̂ = W⁻¹XᵀV⁻¹y, v̂_r = H̃_rᵀPy,
+    r = Py, and Var(Mv | y) = M_rM_rᵀ − CV⁻¹Cᵀ + (M_f − CV⁻¹X)W⁻¹(M_f − CV⁻¹X)ᵀ with C = M_rH̃_rᵀ
+    (Henderson 1975's prediction error variance)."""
+
+    Ht: sp.csr_matrix
+    s2: np.ndarray
+    n_fixed: int
+    chol: np.ndarray
+    VinvX: np.ndarray
+    wchol: np.ndarray
+
+    @property
+    def core_size(self) -> int:
+        return int(self.chol.shape[0])
+
+    def _vinv(self, B: np.ndarray) -> np.ndarray:
+        return cho_solve((self.chol, True), B, check_finite=False)
+
+    def _winv(self, B: np.ndarray) -> np.ndarray:
+        return cho_solve((self.wchol, True), B, check_finite=False)
+
+    def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(v, r): the scaled effects' posterior mean given right-hand side y, and r = P y."""
+        beta = self._winv(self.VinvX.T @ y)
+        r = self._vinv(y) - self.VinvX @ beta
+        return np.concatenate([beta, self.Ht[:, self.n_fixed:].T @ r]), r
+
+    def _parts(self, M: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix, np.ndarray, np.ndarray]:
+        """(M_f dense, M_r, C = M_r H̃_rᵀ dense, A = M_f − C V⁻¹X) of a block of rows."""
+        nf = self.n_fixed
+        Mr = M[:, nf:]
+        C = (Mr @ self.Ht[:, nf:].T).toarray()
+        return M[:, :nf].toarray(), Mr, C, M[:, :nf].toarray() - C @ self.VinvX
+
+    def variance(self, M: sp.csr_matrix) -> np.ndarray:
+        """diag(M Cov(v | y) Mᵀ), in blocks of rows (each block's C is rows × n, dense)."""
+        M, out = sp.csr_matrix(M), np.empty(M.shape[0])
+        batch = max(1, _RHS_BUDGET // max(self.core_size, 1))
+        for start in range(0, M.shape[0], batch):
+            _, Mr, C, A = self._parts(M[start:start + batch])
+            half = solve_triangular(self.chol, C.T, lower=True, check_finite=False)
+            fixed = solve_triangular(self.wchol, A.T, lower=True, check_finite=False)
+            prior = np.asarray(Mr.multiply(Mr).sum(axis=1)).ravel()
+            out[start:start + C.shape[0]] = prior - (half * half).sum(axis=0) + (fixed * fixed).sum(axis=0)
+        return np.maximum(out, 0.0)
+
+    def covariance(self, M: sp.csr_matrix) -> np.ndarray:
+        """M Cov(v | y) Mᵀ, dense (for a few rows)."""
+        _, Mr, C, A = self._parts(sp.csr_matrix(M))
+        return (Mr @ Mr.T).toarray() - C @ self._vinv(C.T) + A @ self._winv(A.T)
+
+    def component_traces(self, edges: np.ndarray, n_fixed: int) -> np.ndarray:
+        """tr Var(v_k | y) = J_k − tr(P H̃_k H̃_kᵀ) of each random block k: n × n products only."""
+        P = self._vinv(np.eye(self.core_size)) - self.VinvX @ self._winv(self.VinvX.T)
+        out = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            Hk = self.Ht[:, n_fixed + lo:n_fixed + hi]
+            out.append((hi - lo) - float(np.sum(P * (Hk @ Hk.T).toarray())))
+        return np.array(out)
+
+
+def _dual(Ht: sp.csr_matrix, s2: np.ndarray, n_fixed: int) -> tuple[_DualSystem, float] | None:
+    """The observations'-space system of :func:`gls_posterior` and log|V| + log|XᵀV⁻¹X|, or None
+    where V or W is not numerically positive definite (the caller then takes the augmented form)."""
+    Hr = Ht[:, n_fixed:]
+    V = (Hr @ Hr.T).toarray() + np.diag(s2)
+    X = Ht[:, :n_fixed].toarray()
+    try:
+        L = cholesky(V, lower=True, check_finite=False)
+        VinvX = cho_solve((L, True), X, check_finite=False)
+        Lw = cholesky(X.T @ VinvX, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    logdet = 2.0 * float(np.sum(np.log(np.diag(L))) + np.sum(np.log(np.diag(Lw))))
+    return _DualSystem(Ht=Ht, s2=s2, n_fixed=n_fixed, chol=L, VinvX=VinvX, wchol=Lw), logdet
+
+
+def _dual_cheaper(n: int, q: int, n_fixed: int, n_local: int, dense_max: int) -> bool:
+    """The observations' space is taken where the n × n system is small (n ≤ ``dense_max``) and
+    less than half the effects that would stay in the augmented form's core (the random effects
+    not eliminated as local blocks): e.g. 627 node means of 17,000 interaction levels and 127,853
+    grids, where every average-information step of the augmented form needs a solve per level. It
+    decides the work, never the answer (both forms are tested against each other)."""
+    return n <= dense_max and 2 * n <= q - n_fixed - n_local
 
 
 @dataclass(frozen=True)
@@ -205,12 +314,12 @@ class GLSPosterior:
     n_fixed: int
     n_local: int
     scale: np.ndarray = field(repr=False)
-    system: _System = field(repr=False, compare=False)
+    system: _System | _DualSystem = field(repr=False, compare=False)
     perm: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"GLSPosterior(n_effects={self.mean.size}, n_fixed={self.n_fixed}, n_local={self.n_local}, "
-                f"core={self.system.K_we.shape[0]}, loglik={self.loglik:.6g})")
+                f"core={self.system.core_size}, loglik={self.loglik:.6g})")
 
     def _scaled(self, L: Any) -> sp.csr_matrix:
         L = sp.csr_matrix(L, dtype=float)
@@ -227,11 +336,7 @@ class GLSPosterior:
 
     def covariance(self, L: Any) -> np.ndarray:
         """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
-        M = self._scaled(L)
-        Linv = self.system.Linv
-        half = (Linv @ M[:, self.mean.size - Linv.shape[0]:].T).toarray()
-        T = self.system.lift(M).toarray()
-        cov = half.T @ half - T.T @ self.system.core.solve(T)
+        cov = self.system.covariance(self._scaled(L))
         return 0.5 * (cov + cov.T)
 
 
@@ -340,7 +445,7 @@ def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, b
 
 
 def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, n_local: int = 0,
-                  local_blocks: Any = None, dense_max: int = 4000) -> GLSPosterior:
+                  local_blocks: Any = None, dense_max: int = 4000, space: str = "auto") -> GLSPosterior:
     """Posterior of b in y = H b + ε by the augmented mixed-model equations (models/crossed.md §2).
 
     Parameters
@@ -362,6 +467,11 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         and its grids' residuals: the local block is inverted block by block.
     dense_max : int
         The core system is factored dense (two Cholesky factors) up to this many rows, else by SuperLU.
+    space : {"auto", "augmented", "observations"}
+        Solve the augmented equations (effects' space, below) or factor V = Cov(y), n × n, in the
+        observations' space (:class:`_DualSystem`; taken by "auto" where n ≤ ``dense_max`` and n is
+        under half the effects left in the augmented core, or asked for; the augmented form is used
+        if V is not numerically positive definite). Both give the same posterior and likelihood.
 
     Returns
     -------
@@ -377,6 +487,16 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
     if blocks.shape != (n_local,) or blocks.dtype.kind not in "iu":
         raise _fail("local_blocks", f"must hold {n_local} int labels (one per local effect)", blocks)
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
+    if space not in ("auto", "augmented", "observations"):
+        raise _fail("space", "must be 'auto', 'augmented' or 'observations'", space)
+    if space == "observations" or (space == "auto" and _dual_cheaper(*H.shape, n_fixed, n_local, dense_max)):
+        dual = _dual((H @ sp.diags(scale)).tocsr(), s2, n_fixed)
+        if dual is not None:
+            system, logdet = dual
+            v, r = system.solve(y)
+            loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
+            return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale,
+                                system=system)
     a, f, Ht, Linv, logdet_d, K_we, KL, R = _reduce(H, s2, scale, n_fixed, blocks)
     core, logdet_r = _factor(R, a.size, dense_max)
     system = _System(core=core, Linv=Linv, KL=KL, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
@@ -578,12 +698,12 @@ def _score(post: GLSPosterior, y: np.ndarray, sizes: list[int]) -> tuple[np.ndar
     information ½ f_kᵀ P f_l, f_k = H̃_k v̂_k (Gilmour, Thompson & Cullis 1995), in the same x."""
     system, nf = post.system, post.n_fixed
     v, _ = system.solve(y)
-    var_v = system.variance(sp.identity(v.size, format="csr")[nf:])
     edges = np.concatenate([[0], np.cumsum(sizes)])
+    traces = system.component_traces(edges, nf)
     g, F = np.empty(len(sizes)), np.empty((y.size, len(sizes)))
     for k in range(len(sizes)):
         vk = v[nf + edges[k]:nf + edges[k + 1]]
-        g[k] = 0.5 * (sizes[k] - var_v[edges[k]:edges[k + 1]].sum() - vk @ vk)
+        g[k] = 0.5 * (sizes[k] - traces[k] - vk @ vk)
         F[:, k] = system.Ht[:, nf + edges[k]:nf + edges[k + 1]] @ vk
     PF = np.column_stack([system.solve(F[:, k])[1] for k in range(len(sizes))])
     return g, 0.5 * F.T @ PF

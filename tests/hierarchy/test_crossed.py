@@ -116,6 +116,61 @@ def test_posterior_with_residuals_alone_local(seed, monkeypatch):
     test_posterior_matches_dense_reference(seed)
 
 
+def _observations_space(monkeypatch) -> list[bool]:
+    """Make every kernel call take the observations' space; the list records that it could."""
+    used, real = [], crossed._dual
+
+    def dual(*args):
+        out = real(*args)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(crossed, "_dual_cheaper", lambda *args: True)
+    monkeypatch.setattr(crossed, "_dual", dual)
+    return used
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 8, 13])
+def test_posterior_in_the_observations_space(seed, monkeypatch):
+    """V = Cov(y) factored in the observations' space (n × n) instead of the augmented equations:
+    the same grids, levels, μ, nodes and likelihood as the dense references."""
+    used = _observations_space(monkeypatch)
+    test_posterior_matches_dense_reference(seed)
+    assert used and all(used)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_reml_in_the_observations_space(seed, monkeypatch):
+    """REML's slopes from the components' traces tr(P H̃_k H̃_kᵀ), its maximum, all in the
+    observations' space."""
+    used = _observations_space(monkeypatch)
+    test_reml_gradient_and_information_against_finite_differences(seed)
+    test_reml_fit_maximises_the_dense_restricted_likelihood(seed)
+    assert used and all(used)
+
+
+def test_few_observations_of_many_levels_take_the_observations_space():
+    """40 node means over 2,000 grids of 600 interaction levels: "auto" factors V (40 × 40), and
+    the answer equals the augmented form's; a bad ``space`` is a one-line error."""
+    rng = np.random.default_rng(9)
+    G, J = 2000, 600
+    level = rng.integers(0, J, G)
+    A = sp.csr_matrix(rng.random((40, G)) * (rng.random((40, G)) < 0.05))
+    A = sp.diags(1.0 / np.asarray(A.sum(axis=1)).ravel()) @ A
+    y, s2 = rng.normal(20.0, 3.0, 40), rng.uniform(0.5, 2.0, 40)
+    H = (A @ crossed._design([level], G, True)[0]).tocsr()
+    prior = np.concatenate([np.full(J, 2.0), np.full(G, 1.0)])
+    auto = gls_posterior(H, y, s2, prior, n_local=G)
+    aug = gls_posterior(H, y, s2, prior, n_local=G, space="augmented")
+    assert isinstance(auto.system, crossed._DualSystem) and isinstance(aug.system, crossed._System)
+    np.testing.assert_allclose(auto.mean, aug.mean, rtol=RTOL, atol=ATOL)
+    assert auto.loglik == pytest.approx(aug.loglik, rel=1e-9)
+    rows = sp.random(50, H.shape[1], density=0.01, random_state=3, format="csr")
+    np.testing.assert_allclose(auto.variance(rows), aug.variance(rows), rtol=1e-6, atol=ATOL)
+    with pytest.raises(DpoptInputError, match="`space`"):
+        gls_posterior(H, y, s2, prior, n_local=G, space="dual")
+
+
 @pytest.mark.parametrize("seed", [0, 2])
 def test_public_order_of_effects_whatever_the_kernel_order(seed, monkeypatch):
     """``grid_map``, ``posterior.mean`` and ``sigma2`` keep the caller's order (μ, the factors as
@@ -215,6 +270,12 @@ def test_kernel_covariance_and_loglik_with_two_fixed_effects(seed, monkeypatch):
         np.testing.assert_allclose(post.covariance(L), L @ np.linalg.inv(C) @ L.T, rtol=1e-6, atol=ATOL)
         np.testing.assert_allclose(post.variance(L), np.diag(L @ np.linalg.inv(C) @ L.T), rtol=1e-6, atol=ATOL)
         assert post.loglik == pytest.approx(ll, rel=1e-9)
+    post = gls_posterior(sp.csr_matrix(np.hstack([X, Z])), y, s2, d, n_fixed=p, space="observations")
+    assert isinstance(post.system, crossed._DualSystem)
+    np.testing.assert_allclose(post.mean, np.concatenate([beta, u]), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(post.covariance(L), L @ np.linalg.inv(C) @ L.T, rtol=1e-6, atol=ATOL)
+    np.testing.assert_allclose(post.variance(L), np.diag(L @ np.linalg.inv(C) @ L.T), rtol=1e-6, atol=ATOL)
+    assert post.loglik == pytest.approx(ll, rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(4))
