@@ -535,7 +535,7 @@ def _console(paths: dict[str, Path], unit: str | None, out: str) -> str:
     from ..writers.console import console_summary
 
     summary = json.loads(Path(paths["summary"]).read_text(encoding="utf-8"))
-    table = pd.read_csv(paths["release"])
+    table = pd.read_csv(paths["release"], low_memory=False)  # one dtype per column, however long
     return console_summary(summary, paths, unit=unit, table=table, out=out)
 
 
