@@ -423,7 +423,8 @@ def _street_nodes(view: PublishedView, proj: _Projection, fills: tuple[list[str]
     return out
 
 
-def _map_section(view: PublishedView, basemap: dict[str, Any] | None, tiles: str | None = DEFAULT_TILES) -> str:
+def _map_section(view: PublishedView, basemap: dict[str, Any] | None, tiles: str | None = DEFAULT_TILES,
+                 note: str = "") -> str:
     nodes = view.nodes
     if not len(nodes):
         return '<section id="map-section"><h2>Map</h2><p>No cell was published.</p></section>'
@@ -451,7 +452,7 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None, tiles: str
 <p>Each coloured hexagon is one published cell for the time slot chosen below; hover (or tap) it for
 its value, interval and resolution. The street map opens on the cells of the finest published
 resolution; drag and zoom it to place them. Its colour is the mean; a faded hexagon with a dashed
-outline is uncertain (its {conf} interval is wider than ± a quarter of the range of values).{cut}</p>
+outline is uncertain (its {conf} interval is wider than ± a quarter of the range of values).{cut}{_E(note)}</p>
 <div class="controls"><button type="button" id="prev" aria-label="previous slot">◀</button>
 <input type="range" id="step" min="0" max="{len(view.steps) - 1}" value="0" aria-label="time slot">
 <button type="button" id="next" aria-label="next slot">▶</button>
@@ -562,7 +563,7 @@ def _as_number(v: Any) -> float:
         return float("nan")
 
 
-def _table_section(view: PublishedView) -> str:
+def _table_section(view: PublishedView, note: str = "") -> str:
     cols = _table_columns(view)
     head = "".join(f'<th data-k="{k}" tabindex="0">{_E(h)}</th>' for h, k, _ in cols)
     order = view.nodes.sort_values(["t0", "cell"]).index
@@ -580,7 +581,7 @@ def _table_section(view: PublishedView) -> str:
                 cells.append(f"<td>{_E(str(v) if pd.notna(v) else '')}</td>")
         rows.append(f'<tr data-i="{i}">{"".join(cells)}</tr>')
     return (f'<section id="values"><h2>Published values</h2><p>Click a column to sort, a row to show '
-            f'its hexagon on the map. <input type="search" id="find" placeholder="find a cell id" '
+            f'its hexagon on the map.{_E(note)} <input type="search" id="find" placeholder="find a cell id" '
             f'aria-label="find a cell"></p><div class="scroll"><table id="table"><thead><tr>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table></div></section>')
 
@@ -762,6 +763,36 @@ def _steps_json(view: PublishedView) -> str:
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+#: the most published nodes the page draws (on both maps) and lists (in its table). A page-size
+#: limit, not a property of the data: 10,000 hexagons make a page of about 18 MB that a browser
+#: opens; the 128,474 nodes of a release of 2·10^7 records made 228 MB and took 1.7 GiB to write.
+#: Beyond it the page draws and lists the first MAX_DRAWN nodes in time order and says so; every
+#: node is in release.csv, release.geojson and release.parquet
+MAX_DRAWN = 10_000
+
+
+def _drawn(view: PublishedView) -> tuple[PublishedView, str]:
+    """(the view the maps and the table draw, the sentence that says what was left out): the whole
+    view up to :data:`MAX_DRAWN` nodes, else its first MAX_DRAWN nodes by (start, cell) with the
+    time control ending at the last of them."""
+    from dataclasses import replace
+
+    nodes = view.nodes
+    if len(nodes) <= MAX_DRAWN:
+        return view, ""
+    keep = nodes.sort_values(["t0", "cell"], kind="stable").index[:MAX_DRAWN]
+    drawn = nodes.loc[keep].reset_index(drop=True)
+    end = drawn["t1"].max()
+    steps = [(a, b) for a, b in zip(view.steps, view.step_ends or view.steps) if a < end]
+    if steps and len(steps) < len(view.steps):
+        view = replace(view, steps=tuple(a for a, _ in steps), step_ends=tuple(b for _, b in steps)
+                       if view.step_ends else (), steps_cut=None)
+    note = (f" This page draws and lists the first {MAX_DRAWN:,} of the {len(nodes):,} published nodes in time "
+            f"order (up to {end:%Y-%m-%d %H:%M} UTC): a page of all of them would be too large for a browser. "
+            "Every node is in release.csv, release.geojson and release.parquet.")
+    return replace(view, nodes=drawn), note
+
+
 def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[str, Any] | None = None,
                 basemap: dict[str, Any] | None = None, unit: str | None = None,
                 title: str | None = None, tiles: str | None = DEFAULT_TILES) -> str:
@@ -788,16 +819,17 @@ def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[
     head = title or f"Differentially private release: {len(view.nodes):,} published cells"
     if n is not None and n != len(view.nodes):
         head += f" (summary.json says {n:,})"
+    drawn, note = _drawn(view)
     body = "".join([
-        _summary_section(view, summary, frontier), _map_section(view, basemap, tiles),
-        _frontier_section(view, summary, frontier), _table_section(view),
+        _summary_section(view, summary, frontier), _map_section(drawn, basemap, tiles, note),
+        _frontier_section(view, summary, frontier), _table_section(drawn, note),
         _methods_section(summary, frontier)])
     css, js = leaflet_assets()
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
             f"<title>{_E(head)}</title><style>{css}</style><style>{_CSS}</style></head><body><main>"
             f"<h1>{_E(head)}</h1>{body}</main>"
-            f'<script type="application/json" id="steps-data">{_steps_json(view)}</script>'
+            f'<script type="application/json" id="steps-data">{_steps_json(drawn)}</script>'
             f"<script>{js}</script><script>{STREET_JS}</script><script>{_JS}</script></body></html>\n")
 
 

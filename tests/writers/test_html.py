@@ -191,3 +191,28 @@ def test_privacy_item_says_what_epsilon_1_and_10_mean_with_a_reference():
     assert f"about {math.e:.1f} at ε = 1" in text and f"about {round(math.exp(10), -3):,.0f} at ε = 10" in text
     assert "a strong guarantee" in text and "a weak one" in text
     assert "A list of real-world uses of differential privacy" in text
+
+
+def test_a_release_larger_than_a_page_draws_its_first_nodes_in_time_order_and_says_so(published, monkeypatch):
+    """Past MAX_DRAWN published nodes the maps draw and the table lists the first MAX_DRAWN by
+    (start, cell), the time control ends at the last of them, and both sections say so; the
+    summary still speaks of every node."""
+    import dpopt.writers.html as H
+
+    _name, table, summary = published
+    full = render_html(table, summary, unit="km/h")
+    n = len(re.findall(r'<path class="node"', full))
+    monkeypatch.setattr(H, "MAX_DRAWN", n // 3)
+    page = render_html(table, summary, unit="km/h")
+    view = published_view(table, summary, unit="km/h")
+    first = view.nodes.sort_values(["t0", "cell"], kind="stable").head(n // 3)
+    drawn = re.findall(r'<path class="node"[^>]*data-cell="([0-9a-f]+)"', page)
+    assert sorted(drawn) == sorted(first["cell"])
+    rows = re.findall(r"<tr data-i=", _section(page, "values"))
+    assert len(rows) == n // 3
+    for sid in ("map-section", "values"):
+        assert f"the first {n // 3:,} of the {n:,} published nodes in time order" in _section(page, sid)
+    assert _section(page, "summary") == _section(full, "summary")
+    steps = re.search(r'id="step" min="0" max="(\d+)"', page)
+    assert int(steps.group(1)) <= int(re.search(r'id="step" min="0" max="(\d+)"', full).group(1))
+    assert "published nodes in time order" not in full
