@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.special import ndtr
 
 from .._validation import DpoptInputError
-from ..hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior, within_memory
+from ..hierarchy.crossed import RESIDUAL, ComponentGrams, fit_crossed, gls_posterior, within_memory
 from ..hierarchy.node_means import (between_upper, identified, combined_total, crossed_inputs, grid_weights,
                                    values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
@@ -385,6 +385,7 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
     H = (A @ fit.grid_map).tocsc()
     base = np.array([min(max(fit.sigma2[k], 0.0), cap) for k in names])
     local = fit.grid_mean.size if RESIDUAL in fit.sigma2 else 0  # the grid residuals, eliminated first
+    grams = ComponentGrams(H, sizes)  # one design, many variances: its blocks' Gram matrices once
     nodes, logliks = [], []
     for j, k in enumerate(names):
         grid = component_nodes(cap, float(base[j]))
@@ -392,7 +393,7 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
         for i, v in enumerate(grid):
             trial = base.copy()
             trial[j] = v
-            ll[i] = float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=local).loglik)
+            ll[i] = float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=local, grams=grams).loglik)
         nodes.append(grid)
         logliks.append(ll)
     u, posts = joint_prior_posteriors(cap, nodes, logliks, total)

@@ -39,7 +39,7 @@ from .._validation import _fail, check_confidence, check_positive_int
 
 T = TypeVar("T")
 
-__all__ = ["GLSPosterior", "gls_posterior", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed", "within_memory",
+__all__ = ["GLSPosterior", "gls_posterior", "ComponentGrams", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed", "within_memory",
            "RESIDUAL"]
 
 _LOG2PI = math.log(2.0 * math.pi)
@@ -207,6 +207,38 @@ class _System:
         return np.maximum(out, 0.0)
 
 
+class ComponentGrams:
+    """The Gram matrix G_k = H_k H_kᵀ (n × n, dense) of each block k of the random columns of one
+    design H (``sizes``: the blocks' widths after the ``n_fixed`` fixed columns), formed on first use.
+    Many evaluations of :func:`gls_posterior` on one design at variances constant within its blocks
+    (REML's search, the intervals' component likelihoods) then build V = Σ_k σ²_k G_k + diag(s2) from
+    n × n sums instead of a sparse product of the whole design each (observations' space only)."""
+
+    def __init__(self, H: Any, sizes: list[int], n_fixed: int = 1) -> None:
+        self.H, self.sizes, self.n_fixed = H, [int(s) for s in sizes], int(n_fixed)
+        self._grams: list[np.ndarray] | None = None
+
+    def grams(self) -> list[np.ndarray]:
+        if self._grams is None:
+            H = sp.csc_matrix(self.H, dtype=float)
+            edges = self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+            self._grams = [(H[:, a:b] @ H[:, a:b].T).toarray() for a, b in zip(edges[:-1], edges[1:])]
+        return self._grams
+
+    def block_variances(self, prior_var: np.ndarray) -> np.ndarray | None:
+        """σ²_k of each block where ``prior_var`` is constant within every block, else None."""
+        edges = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        if edges[-1] != prior_var.size:
+            return None
+        out = np.zeros(len(self.sizes))
+        for k, (a, b) in enumerate(zip(edges[:-1], edges[1:])):
+            if b > a:
+                if not np.all(prior_var[a:b] == prior_var[a]):
+                    return None
+                out[k] = prior_var[a]
+        return out
+
+
 @dataclass(frozen=True)
 class _DualSystem:
     """The same posterior in the observations' space (models/crossed.md §2), for a model with far
@@ -222,6 +254,8 @@ class _DualSystem:
     chol: np.ndarray
     VinvX: np.ndarray
     wchol: np.ndarray
+    #: (σ²_k, ComponentGrams) where V was built from the blocks' Gram matrices
+    grams: tuple[np.ndarray, ComponentGrams] | None = None
 
     @property
     def core_size(self) -> int:
@@ -266,6 +300,10 @@ class _DualSystem:
     def component_traces(self, edges: np.ndarray, n_fixed: int) -> np.ndarray:
         """tr Var(v_k | y) = J_k − tr(P H̃_k H̃_kᵀ) of each random block k: n × n products only."""
         P = self._vinv(np.eye(self.core_size)) - self.VinvX @ self._winv(self.VinvX.T)
+        if self.grams is not None and [int(d) for d in np.diff(edges)] == self.grams[1].sizes:
+            sig, grams = self.grams
+            return np.array([(hi - lo) - s * float(np.sum(P * G))
+                             for lo, hi, s, G in zip(edges[:-1], edges[1:], sig, grams.grams())])
         out = []
         for lo, hi in zip(edges[:-1], edges[1:]):
             Hk = self.Ht[:, n_fixed + lo:n_fixed + hi]
@@ -273,11 +311,19 @@ class _DualSystem:
         return np.array(out)
 
 
-def _dual(Ht: sp.csr_matrix, s2: np.ndarray, n_fixed: int) -> tuple[_DualSystem, float] | None:
+def _dual(Ht: sp.csr_matrix, s2: np.ndarray, n_fixed: int,
+          grams: tuple[np.ndarray, ComponentGrams] | None = None) -> tuple[_DualSystem, float] | None:
     """The observations'-space system of :func:`gls_posterior` and log|V| + log|XᵀV⁻¹X|, or None
-    where V or W is not numerically positive definite (the caller then takes the augmented form)."""
-    Hr = Ht[:, n_fixed:]
-    V = (Hr @ Hr.T).toarray() + np.diag(s2)
+    where V or W is not numerically positive definite (the caller then takes the augmented form).
+    With ``grams`` (the blocks' variances and Gram matrices) V = Σ_k σ²_k G_k + diag(s2)."""
+    if grams is None:
+        Hr = Ht[:, n_fixed:]
+        V = (Hr @ Hr.T).toarray() + np.diag(s2)
+    else:
+        V = np.diag(s2)
+        for sig, G in zip(grams[0], grams[1].grams()):
+            if sig > 0:
+                V += sig * G
     X = Ht[:, :n_fixed].toarray()
     try:
         L = cholesky(V, lower=True, check_finite=False)
@@ -286,7 +332,7 @@ def _dual(Ht: sp.csr_matrix, s2: np.ndarray, n_fixed: int) -> tuple[_DualSystem,
     except np.linalg.LinAlgError:
         return None
     logdet = 2.0 * float(np.sum(np.log(np.diag(L))) + np.sum(np.log(np.diag(Lw))))
-    return _DualSystem(Ht=Ht, s2=s2, n_fixed=n_fixed, chol=L, VinvX=VinvX, wchol=Lw), logdet
+    return _DualSystem(Ht=Ht, s2=s2, n_fixed=n_fixed, chol=L, VinvX=VinvX, wchol=Lw, grams=grams), logdet
 
 
 def _dual_cheaper(n: int, q: int, n_fixed: int, n_local: int, dense_max: int) -> bool:
@@ -445,7 +491,8 @@ def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, b
 
 
 def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, n_local: int = 0,
-                  local_blocks: Any = None, dense_max: int = 4000, space: str = "auto") -> GLSPosterior:
+                  local_blocks: Any = None, dense_max: int = 4000, space: str = "auto",
+                  grams: ComponentGrams | None = None) -> GLSPosterior:
     """Posterior of b in y = H b + ε by the augmented mixed-model equations (models/crossed.md §2).
 
     Parameters
@@ -472,6 +519,9 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         observations' space (:class:`_DualSystem`; taken by "auto" where n ≤ ``dense_max`` and n is
         under half the effects left in the augmented core, or asked for; the augmented form is used
         if V is not numerically positive definite). Both give the same posterior and likelihood.
+    grams : ComponentGrams, optional
+        The Gram matrices of blocks of ``H``'s random columns (of this very object ``H``), used in
+        the observations' space where ``prior_var`` is constant within each block; else ignored.
 
     Returns
     -------
@@ -482,6 +532,7 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         log|det K| + yᵀr = log|V| + log|X'V⁻¹X| + r'V⁻¹r (Harville 1977): REML costs one
         factorisation of K's Schur complement R and no dense n × n matrix.
     """
+    given = H
     H, y, s2, prior_var, n_fixed, n_local = _check_kernel(H, y, s2, prior_var, n_fixed, n_local)
     blocks = np.arange(n_local) if local_blocks is None else np.asarray(local_blocks)
     if blocks.shape != (n_local,) or blocks.dtype.kind not in "iu":
@@ -490,7 +541,11 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
     if space not in ("auto", "augmented", "observations"):
         raise _fail("space", "must be 'auto', 'augmented' or 'observations'", space)
     if space == "observations" or (space == "auto" and _dual_cheaper(*H.shape, n_fixed, n_local, dense_max)):
-        dual = _dual((H @ sp.diags(scale)).tocsr(), s2, n_fixed)
+        block = None
+        if isinstance(grams, ComponentGrams) and grams.H is given and grams.n_fixed == n_fixed:
+            sig = grams.block_variances(prior_var)
+            block = None if sig is None else (sig, grams)
+        dual = _dual((H @ sp.diags(scale)).tocsr(), s2, n_fixed, block)
         if dual is not None:
             system, logdet = dual
             v, r = system.solve(y)
@@ -834,6 +889,7 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     comps, perm, kernel = _plan(codes, sizes, A, residual)
     H, inner = (A @ grid_map).tocsr()[:, perm], [sizes[c] for c in comps]  # the kernel's order
     kernel["dense_max"] = dense_max
+    kernel["grams"] = ComponentGrams(H, inner)  # formed only if the observations' space is taken
     sig = np.zeros(len(sizes))
     if sigma2 is not None:
         sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0

@@ -169,6 +169,21 @@ def test_few_observations_of_many_levels_take_the_observations_space():
     np.testing.assert_allclose(auto.variance(rows), aug.variance(rows), rtol=1e-6, atol=ATOL)
     with pytest.raises(DpoptInputError, match="`space`"):
         gls_posterior(H, y, s2, prior, n_local=G, space="dual")
+    # the blocks' Gram matrices give the same V, posterior, likelihood and REML traces
+    grams = crossed.ComponentGrams(H, [J, G])
+    fast = gls_posterior(H, y, s2, prior, n_local=G, grams=grams)
+    assert fast.system.grams is not None and grams._grams is not None
+    np.testing.assert_allclose(fast.mean, auto.mean, rtol=1e-9, atol=1e-12)
+    assert fast.loglik == pytest.approx(auto.loglik, rel=1e-12)
+    edges = np.array([0, J, J + G])
+    np.testing.assert_allclose(fast.system.component_traces(edges, 1), auto.system.component_traces(edges, 1),
+                               rtol=1e-9)
+    np.testing.assert_allclose(fast.variance(rows), auto.variance(rows), rtol=1e-9, atol=1e-12)
+    uneven = prior.copy()
+    uneven[0] = 3.0  # not constant within the first block: the Gram matrices cannot build V
+    assert grams.block_variances(uneven) is None
+    assert gls_posterior(H, y, s2, uneven, n_local=G, grams=grams).system.grams is None
+    assert gls_posterior(H.copy(), y, s2, prior, n_local=G, grams=grams).system.grams is None  # another design
 
 
 @pytest.mark.parametrize("seed", [0, 2])
