@@ -39,8 +39,8 @@ from .._validation import _fail, check_confidence, check_positive_int
 
 T = TypeVar("T")
 
-__all__ = ["GLSPosterior", "gls_posterior", "ComponentGrams", "FactorEffects", "NodeEstimate", "CrossedFit", "fit_crossed", "within_memory",
-           "RESIDUAL"]
+__all__ = ["GLSPosterior", "gls_posterior", "ComponentGrams", "FactorEffects", "NodeEstimate", "CrossedFit",
+           "fit_crossed", "within_memory", "RESIDUAL"]
 
 _LOG2PI = math.log(2.0 * math.pi)
 #: the key of the grid-level (residual) component in :attr:`CrossedFit.sigma2`; no factor may use it
@@ -273,19 +273,19 @@ class _DualSystem:
         r = self._vinv(y) - self.VinvX @ beta
         return np.concatenate([beta, self.Ht[:, self.n_fixed:].T @ r]), r
 
-    def _parts(self, M: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix, np.ndarray, np.ndarray]:
-        """(M_f dense, M_r, C = M_r H̃_rᵀ dense, A = M_f − C V⁻¹X) of a block of rows."""
+    def _parts(self, M: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+        """(M_r, C = M_r H̃_rᵀ dense, A = M_f − C V⁻¹X) of a block of rows."""
         nf = self.n_fixed
         Mr = M[:, nf:]
         C = (Mr @ self.Ht[:, nf:].T).toarray()
-        return M[:, :nf].toarray(), Mr, C, M[:, :nf].toarray() - C @ self.VinvX
+        return Mr, C, M[:, :nf].toarray() - C @ self.VinvX
 
     def variance(self, M: sp.csr_matrix) -> np.ndarray:
         """diag(M Cov(v | y) Mᵀ), in blocks of rows (each block's C is rows × n, dense)."""
         M, out = sp.csr_matrix(M), np.empty(M.shape[0])
         batch = max(1, _RHS_BUDGET // max(self.core_size, 1))
         for start in range(0, M.shape[0], batch):
-            _, Mr, C, A = self._parts(M[start:start + batch])
+            Mr, C, A = self._parts(M[start:start + batch])
             half = solve_triangular(self.chol, C.T, lower=True, check_finite=False)
             fixed = solve_triangular(self.wchol, A.T, lower=True, check_finite=False)
             prior = np.asarray(Mr.multiply(Mr).sum(axis=1)).ravel()
@@ -294,7 +294,7 @@ class _DualSystem:
 
     def covariance(self, M: sp.csr_matrix) -> np.ndarray:
         """M Cov(v | y) Mᵀ, dense (for a few rows)."""
-        _, Mr, C, A = self._parts(sp.csr_matrix(M))
+        Mr, C, A = self._parts(sp.csr_matrix(M))
         return (Mr @ Mr.T).toarray() - C @ self._vinv(C.T) + A @ self._winv(A.T)
 
     def component_traces(self, edges: np.ndarray, n_fixed: int) -> np.ndarray:
