@@ -235,6 +235,31 @@ def test_tiny_noise_agrees_whatever_the_kernel_order(seed, monkeypatch):
     assert measured.size > 0
 
 
+@pytest.mark.parametrize("seed", [0, 1, 4])
+def test_tiny_noise_agrees_in_the_observations_space(seed, monkeypatch):
+    """Noise variances 10⁻⁹ of the components make V = Cov(y) ill-conditioned (≈ 10⁹): the
+    observations' space still gives the augmented form's posterior and REML maximum to the
+    tolerances that separate two kernel orders there."""
+    rng = np.random.default_rng(950 + seed)
+    codes, A, _, s2 = random_instance(rng, n_place=6, n_slot=5)
+    theta = 30 + 8 * rng.normal(size=codes[0].max() + 1)[codes[0]] + 3 * rng.normal(size=A.shape[1])
+    s2 = s2 * 1e-8
+    y = A @ theta + rng.normal(size=A.shape[0]) * np.sqrt(s2)
+    factors = dict(zip(["place", "slot", "hour_of_day"], codes))
+    given = {"place": 64.0, "slot": 1e-6, "hour_of_day": 0.0, RESIDUAL: 9.0}
+    out = []
+    for dual in (False, True):
+        monkeypatch.setattr(crossed, "_dual_cheaper", lambda *args, dual=dual: dual)
+        out.append((fit_crossed(factors, A, y, s2, sigma2=given), fit_crossed(factors, A, y, s2)))
+    (fit_a, reml_a), (fit_b, reml_b) = out
+    assert isinstance(fit_b.posterior.system, crossed._DualSystem)
+    assert abs(fit_a.loglik - fit_b.loglik) < 1e-3
+    np.testing.assert_allclose(fit_b.grid_mean, fit_a.grid_mean, rtol=1e-6)
+    np.testing.assert_allclose(fit_b.grid_var, fit_a.grid_var, rtol=1e-4, atol=1e-12)
+    assert reml_b.converged, reml_b.status
+    assert abs(reml_a.loglik - reml_b.loglik) < 1e-3
+
+
 @pytest.mark.parametrize("seed", [2, 6])
 def test_each_factor_as_local_blocks(seed, monkeypatch):
     """Every factor in turn eliminated with the residuals as blocks: the same answers."""
