@@ -103,3 +103,18 @@ def test_active_counts_equal_the_sum_of_active_at_at_every_step(seed, monkeypatc
     monkeypatch.setattr(_published, "_PAIRS", 1)
     assert active_counts(view.nodes, steps).tolist() == want
     assert active_counts(view.nodes, []).tolist() == []
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/Chicago"])
+def test_slot_labels_written_once_per_distinct_slot_equal_the_row_by_row_words(zone):
+    """slot_labels words each distinct (start, end) once and maps them to the rows: the same text as
+    writing every row (slots of 1 h, 3 h, a day and a week, repeated; a NaT row takes the row path)."""
+    from dpopt.writers._published import _slot_words, slot_labels
+
+    rng = np.random.default_rng(7)
+    t0 = pd.Series(pd.Timestamp("2019-10-31", tz=zone) + pd.to_timedelta(rng.integers(0, 24 * 30, 3000), unit="h"))
+    t1 = t0 + pd.to_timedelta(rng.choice([1, 3, 24, 24 * 7], 3000), unit="h")
+    got = slot_labels(t0, t1)
+    assert got.tolist() == _slot_words(t0, t1).tolist() and got.index.equals(t0.index)
+    t1[5] = pd.NaT
+    assert slot_labels(t0, t1).tolist() == _slot_words(t0, t1).tolist()
