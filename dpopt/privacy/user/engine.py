@@ -661,7 +661,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
     sd_all = _count_sd(b, unit, rest)
     held = np.zeros(len(names)) if committed is None else np.asarray(committed, dtype=float) / rest
-    finer = {f: {g for g in factors if g != f and _varies_within(factors[g], factors[f])} for f in factors}
+    finer: dict[tuple[str, str], bool] = {}  # (g, f): does g vary inside f's levels; shared by the candidates
     cands = [_candidate(name, code, grid_n, unit_v, factors, sigma2, reachable=sd_all, held=h > 0, finer=finer)
              for name, code, h in zip(names, codes, held)]
     if all(c.must == "not" for c in cands):  # no node of any marginal can rise above its noise
@@ -727,14 +727,13 @@ def _count_sd(b: _Bounded, unit: str, budget: float) -> float:
 
 
 def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, factors: dict[str, np.ndarray],
-               sigma2: dict[str, float], *, reachable: float, finer: dict[str, set[str]],
+               sigma2: dict[str, float], *, reachable: float, finer: dict[tuple[str, str], bool],
                held: bool = False) -> Candidate:
     """One marginal as a strategy candidate (models/strategy.md §3): its nodes' predicted noise at
     unit budget and, for every factor f constant on its nodes (informed), the variance r of what a
     node's mean holds besides f's effect and is not estimated with it: the factors varying inside the
     node, each divided by its number of levels there, and the factors constant on the node that vary
-    inside f's levels (``finer``[f]: the factors finer than f, the same for every candidate, computed
-    once by the caller)."""
+    inside f's levels (finer than f; ``finer`` keeps each pair's answer for the other candidates)."""
     n_nodes = int(code.max()) + 1
     node_n = np.bincount(code, weights=grid_n, minlength=n_nodes)
     v = unit_v / np.maximum(node_n, 0.5) ** 2
@@ -747,7 +746,10 @@ def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, f
             r_vary = r_vary + sigma2[f] / np.maximum(levels, 1)
     informs = {}
     for f in constant:
-        informs[f] = r_vary + sum(sigma2[g] for g in constant if g in finer[f])
+        for g in constant:
+            if g != f and (g, f) not in finer:
+                finer[(g, f)] = _varies_within(factors[g], factors[f])
+        informs[f] = r_vary + sum(sigma2[g] for g in constant if g != f and finer[(g, f)])
     # a marginal none of whose nodes would pass the count threshold even with the whole budget is left
     # out: its nodes could enter the estimate only by their noise (node_means.count_threshold)
     useless = float(node_n.max()) < count_threshold(n_nodes) * reachable
