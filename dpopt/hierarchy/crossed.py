@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from statistics import NormalDist
 from typing import Any, TypeVar
 
@@ -248,7 +249,8 @@ class _DualSystem:
     r = Py, and Var(Mv | y) = M_rM_rᵀ − CV⁻¹Cᵀ + (M_f − CV⁻¹X)W⁻¹(M_f − CV⁻¹X)ᵀ with C = M_rH̃_rᵀ
     (Henderson 1975's prediction error variance)."""
 
-    Ht: sp.csr_matrix
+    H: sp.csr_matrix
+    scale: np.ndarray
     s2: np.ndarray
     n_fixed: int
     chol: np.ndarray
@@ -261,6 +263,11 @@ class _DualSystem:
     def core_size(self) -> int:
         return int(self.chol.shape[0])
 
+    @cached_property
+    def Ht(self) -> sp.csr_matrix:
+        """H̃ = H·diag(scale), formed when first asked (a likelihood alone never asks)."""
+        return (self.H @ sp.diags(self.scale)).tocsr()
+
     def _vinv(self, B: np.ndarray) -> np.ndarray:
         return cho_solve((self.chol, True), B, check_finite=False)
 
@@ -271,7 +278,7 @@ class _DualSystem:
         """(v, r): the scaled effects' posterior mean given right-hand side y, and r = P y."""
         beta = self._winv(self.VinvX.T @ y)
         r = self._vinv(y) - self.VinvX @ beta
-        return np.concatenate([beta, self.Ht[:, self.n_fixed:].T @ r]), r
+        return np.concatenate([beta, (self.scale * (self.H.T @ r))[self.n_fixed:]]), r
 
     def _parts(self, M: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """(M_r, C = M_r H̃_rᵀ dense, A = M_f − C V⁻¹X) of a block of rows."""
@@ -311,12 +318,14 @@ class _DualSystem:
         return np.array(out)
 
 
-def _dual(Ht: sp.csr_matrix, s2: np.ndarray, n_fixed: int,
+def _dual(H: sp.csr_matrix, scale: np.ndarray, s2: np.ndarray, n_fixed: int,
           grams: tuple[np.ndarray, ComponentGrams] | None = None) -> tuple[_DualSystem, float] | None:
     """The observations'-space system of :func:`gls_posterior` and log|V| + log|XᵀV⁻¹X|, or None
     where V or W is not numerically positive definite (the caller then takes the augmented form).
     With ``grams`` (the blocks' variances and Gram matrices) V = Σ_k σ²_k G_k + diag(s2)."""
+    Ht = None
     if grams is None:
+        Ht = (H @ sp.diags(scale)).tocsr()
         Hr = Ht[:, n_fixed:]
         V = (Hr @ Hr.T).toarray() + np.diag(s2)
     else:
@@ -324,7 +333,7 @@ def _dual(Ht: sp.csr_matrix, s2: np.ndarray, n_fixed: int,
         for sig, G in zip(grams[0], grams[1].grams()):
             if sig > 0:
                 V += sig * G
-    X = Ht[:, :n_fixed].toarray()
+    X = H[:, :n_fixed].toarray()  # the fixed effects' scale is 1
     try:
         L = cholesky(V, lower=True, check_finite=False)
         VinvX = cho_solve((L, True), X, check_finite=False)
@@ -332,7 +341,10 @@ def _dual(Ht: sp.csr_matrix, s2: np.ndarray, n_fixed: int,
     except np.linalg.LinAlgError:
         return None
     logdet = 2.0 * float(np.sum(np.log(np.diag(L))) + np.sum(np.log(np.diag(Lw))))
-    return _DualSystem(Ht=Ht, s2=s2, n_fixed=n_fixed, chol=L, VinvX=VinvX, wchol=Lw, grams=grams), logdet
+    system = _DualSystem(H=H, scale=scale, s2=s2, n_fixed=n_fixed, chol=L, VinvX=VinvX, wchol=Lw, grams=grams)
+    if Ht is not None:
+        system.__dict__["Ht"] = Ht  # already formed: cached_property's slot
+    return system, logdet
 
 
 def _dual_cheaper(n: int, q: int, n_fixed: int, n_local: int, dense_max: int) -> bool:
@@ -545,7 +557,7 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
         if isinstance(grams, ComponentGrams) and grams.H is given and grams.n_fixed == n_fixed:
             sig = grams.block_variances(prior_var)
             block = None if sig is None else (sig, grams)
-        dual = _dual((H @ sp.diags(scale)).tocsr(), s2, n_fixed, block)
+        dual = _dual(H, scale, s2, n_fixed, block)
         if dual is not None:
             system, logdet = dual
             v, r = system.solve(y)
