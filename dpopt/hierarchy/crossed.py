@@ -552,25 +552,31 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
     if space not in ("auto", "augmented", "observations"):
         raise _fail("space", "must be 'auto', 'augmented' or 'observations'", space)
+    found = None
     if space == "observations" or (space == "auto" and _dual_cheaper(*H.shape, n_fixed, n_local, dense_max)):
-        block = None
-        if isinstance(grams, ComponentGrams) and grams.H is given and grams.n_fixed == n_fixed:
-            sig = grams.block_variances(prior_var)
-            block = None if sig is None else (sig, grams)
-        dual = _dual(H, scale, s2, n_fixed, block)
-        if dual is not None:
-            system, logdet = dual
-            v, r = system.solve(y)
-            loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
-            return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale,
-                                system=system)
+        found = _dual(H, scale, s2, n_fixed, _grams_for(grams, given, n_fixed, prior_var))
+    system, logdet = found if found is not None else _augmented(H, s2, scale, n_fixed, blocks, dense_max)
+    v, r = system.solve(y)
+    loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
+    return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale, system=system)
+
+
+def _grams_for(grams: Any, H: Any, n_fixed: int, prior_var: np.ndarray) -> tuple[np.ndarray, ComponentGrams] | None:
+    """(σ²_k, ``grams``) where ``grams`` were made for this very design ``H`` and ``prior_var`` is
+    constant within each of their blocks; else None (V is then formed from the design)."""
+    if not (isinstance(grams, ComponentGrams) and grams.H is H and grams.n_fixed == n_fixed):
+        return None
+    sig = grams.block_variances(prior_var)
+    return None if sig is None else (sig, grams)
+
+
+def _augmented(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, blocks: np.ndarray,
+               dense_max: int) -> tuple[_System, float]:
+    """The augmented form's factored system and log|det K| (the folded rows, the local block, the core)."""
     a, f, Ht, Linv, logdet_d, K_we, KL, R = _reduce(H, s2, scale, n_fixed, blocks)
     core, logdet_r = _factor(R, a.size, dense_max)
     system = _System(core=core, Linv=Linv, KL=KL, K_we=K_we, Ht=Ht, s2=s2, agg=a, fold=f)
-    v, r = system.solve(y)
-    logdet = float(np.sum(np.log(s2[f]))) + logdet_d + logdet_r
-    loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
-    return GLSPosterior(mean=scale * v, loglik=loglik, n_fixed=n_fixed, n_local=n_local, scale=scale, system=system)
+    return system, float(np.sum(np.log(s2[f]))) + logdet_d + logdet_r
 
 
 # ------------------------------------------------------------------------------------------------ crossed
