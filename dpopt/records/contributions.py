@@ -20,7 +20,8 @@ Algorithm (a map-reduce; the same functions run on a local stream and on Dask pa
 
 Memory: a partial holds its distinct pairs and at most c records per pair (:class:`Kept`, 20 bytes
 a record); the stream merges every :data:`COMPACT_EVERY` chunks (a tree, the same shape as on
-Dask), so peak memory is bounded by the pairs × (1 + c), not by the records: Parquet is read one
+Dask), so peak memory is bounded by the pairs × (1 + c) and :data:`MAP_THREADS` chunks being mapped at
+once, not by the records: Parquet is read one
 row group at a time (:mod:`.ingest`), and the top-c reduce (:func:`smallest_c`) writes into one
 preallocated output and sorts only the records of pairs over c that lie below their key
 quantile (:data:`PREFILTER_SDS`), in blocks of :data:`SELECT_BLOCK` (measured at 10^8 records / 3.7·10^6 pairs: tests/benchmarks/results/scale.md).
