@@ -552,9 +552,9 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
     scale = np.concatenate([np.ones(n_fixed), np.sqrt(prior_var)])
     if space not in ("auto", "augmented", "observations"):
         raise _fail("space", "must be 'auto', 'augmented' or 'observations'", space)
-    found = None
+    found, block = None, _grams_for(grams, given, n_fixed, prior_var)
     if space == "observations" or (space == "auto" and _dual_cheaper(*H.shape, n_fixed, n_local, dense_max)):
-        found = _dual(H, scale, s2, n_fixed, _grams_for(grams, given, n_fixed, prior_var))
+        found = _dual(H, scale, s2, n_fixed, block)
     system, logdet = found if found is not None else _augmented(H, s2, scale, n_fixed, blocks, dense_max)
     v, r = system.solve(y)
     loglik = -0.5 * ((y.size - n_fixed) * _LOG2PI + logdet + float(y @ r))
@@ -564,7 +564,9 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
 def _grams_for(grams: Any, H: Any, n_fixed: int, prior_var: np.ndarray) -> tuple[np.ndarray, ComponentGrams] | None:
     """(σ²_k, ``grams``) where ``grams`` were made for this very design ``H`` and ``prior_var`` is
     constant within each of their blocks; else None (V is then formed from the design)."""
-    if not (isinstance(grams, ComponentGrams) and grams.H is H and grams.n_fixed == n_fixed):
+    if grams is not None and not isinstance(grams, ComponentGrams):
+        raise _fail("grams", "must be a ComponentGrams of this design or None", type(grams).__name__)
+    if grams is None or grams.H is not H or grams.n_fixed != n_fixed:
         return None
     sig = grams.block_variances(prior_var)
     return None if sig is None else (sig, grams)

@@ -184,6 +184,9 @@ def test_few_observations_of_many_levels_take_the_observations_space():
     assert grams.block_variances(uneven) is None
     assert gls_posterior(H, y, s2, uneven, n_local=G, grams=grams).system.grams is None
     assert gls_posterior(H.copy(), y, s2, prior, n_local=G, grams=grams).system.grams is None  # another design
+    for space in ("auto", "augmented"):
+        with pytest.raises(DpoptInputError, match="`grams`"):
+            gls_posterior(H, y, s2, prior, n_local=G, grams=[np.eye(40)], space=space)
 
 
 @pytest.mark.parametrize("seed", [0, 2])
