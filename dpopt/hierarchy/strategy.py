@@ -416,7 +416,7 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) 
     s = b.add_cols("s", n, lower=fix.s_lower, upper=fix.z_upper) if comp.laplace else p
     z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=fix.integer)
          if comp.use_z else None)
-    y = b.add_cols("y", ng, upper=comp.groups_at(np.zeros(n))[0], cost=1.0)
+    y = b.add_cols("y", ng, cost=1.0)
     b.add_rows("budget", rows=np.zeros(n), cols=s, vals=1.0, lower=-np.inf, upper=1.0, count=1)
     k, one = np.arange(n), np.ones(n)
     if z is not None:

@@ -436,3 +436,27 @@ def test_committed_shares_are_validated():
         StrategyProblem(pb.factors, pb.sigma2, pb.candidates, pb.budget, committed=[0.7, 0.6])
     with pytest.raises(DpoptInputError, match="committed"):
         StrategyProblem(pb.factors, pb.sigma2, pb.candidates, pb.budget, committed=[0.1])
+
+
+def test_a_badly_scaled_pure_epsilon_problem_is_not_declared_infeasible():
+    """A recorded problem (aircraft A at ε = 1, the engine's first plan: 90,331 grids, three marginals
+    excluded, node noise 83 to 2.9·10^10) that the master LP once called infeasible: its epigraph
+    variables were bounded above by Ψ(0), and a tangent cut evaluated at the excluded candidates' zero
+    shares overshot Ψ(0) by rounding. Feasible now, and the plan is the only candidate left, whole."""
+    import json
+    from pathlib import Path
+
+    data = np.load(Path(__file__).parent / "fixtures" / "strategy_cut_overshoot.npz")
+    meta = json.loads(data["meta"].tobytes())
+    G = data["grid_weights"].size
+    factors = {k: (data[f"factor/{k}"] if f"factor/{k}" in data else
+                   np.arange(G) if k == "residual" else np.zeros(G, dtype=np.int64)) for k in meta["factors"]}
+    cands = [Candidate(marginal=m, option=o, node=data[f"{i}/node"], v=data[f"{i}/v"],
+                       informs={k[len(f"{i}/informs/"):]: data[k] for k in data.files if k.startswith(f"{i}/informs/")},
+                       must=must)
+             for i, (m, o, must) in enumerate(meta["candidates"])]
+    pb = StrategyProblem(factors=factors, sigma2=meta["sigma2"], candidates=cands, budget=meta["budget"],
+                         noise=meta["noise"], grid_weights=data["grid_weights"])
+    plan = solve_strategy(pb, gap_tol=0.01)
+    assert plan.status.value == "optimal", plan.summary()
+    np.testing.assert_allclose(plan.shares, [0.0, 0.0, 0.0, 1.0], atol=1e-9)
