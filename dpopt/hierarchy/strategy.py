@@ -416,7 +416,7 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) 
     s = b.add_cols("s", n, lower=fix.s_lower, upper=fix.z_upper) if comp.laplace else p
     z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=fix.integer)
          if comp.use_z else None)
-    y = b.add_cols("y", ng, cost=1.0)
+    y = b.add_cols("y", ng, upper=comp.groups_at(np.zeros(n))[0] * (1.0 + EPIGRAPH_SLACK), cost=1.0)
     b.add_rows("budget", rows=np.zeros(n), cols=s, vals=1.0, lower=-np.inf, upper=1.0, count=1)
     k, one = np.arange(n), np.ones(n)
     if z is not None:
@@ -438,6 +438,12 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) 
     return b.build()
 
 
+#: the epigraph variables' upper bound is Ψ(0) (their largest value: Ψ falls with every share) raised
+#: by this fraction: a tangent evaluated at zero shares can overshoot Ψ(0) by rounding where node noise
+#: spans eight decades (aircraft A at ε = 1: the bound alone made a solvable master infeasible). A
+#: floating-point allowance, not a property of the data; without any bound the cutting planes take
+#: another path and end on a worse plan of the embedded day (predicted MSE 184,066 against 176,879)
+EPIGRAPH_SLACK = 1e-6
 #: a tangent is added where the LP point violates the true function by more than this fraction of
 #: its value (far below ``GAP_TOL``; above it, HiGHS's feasibility tolerance would re-add the same cut)
 CUT_TOL = 1e-9
