@@ -408,7 +408,7 @@ def _fix_of(pb: StrategyProblem) -> _Fix:
                 z_upper=(must != "not").astype(float), s_lower=np.asarray(pb.committed, dtype=float))
 
 
-def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) -> Any:
+def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None, slack: float = 0.0) -> Any:
     """The master LP/MILP (models/strategy.md §3); ``tangent`` s0 for the pure-ε linearisation."""
     n, ng = comp.num_cand, comp.num_groups
     b = ModelBuilder("strategy")
@@ -416,7 +416,7 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) 
     s = b.add_cols("s", n, lower=fix.s_lower, upper=fix.z_upper) if comp.laplace else p
     z = (b.add_cols("z", n, lower=fix.z_lower, upper=fix.z_upper, cost=comp.bias, integer=fix.integer)
          if comp.use_z else None)
-    y = b.add_cols("y", ng, upper=comp.groups_at(np.zeros(n))[0] * (1.0 + EPIGRAPH_SLACK), cost=1.0)
+    y = b.add_cols("y", ng, upper=comp.groups_at(np.zeros(n))[0] * (1.0 + slack), cost=1.0)
     b.add_rows("budget", rows=np.zeros(n), cols=s, vals=1.0, lower=-np.inf, upper=1.0, count=1)
     k, one = np.arange(n), np.ones(n)
     if z is not None:
@@ -438,11 +438,12 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None) 
     return b.build()
 
 
-#: the epigraph variables' upper bound is Ψ(0) (their largest value: Ψ falls with every share) raised
-#: by this fraction: a tangent evaluated at zero shares can overshoot Ψ(0) by rounding where node noise
-#: spans eight decades (aircraft A at ε = 1: the bound alone made a solvable master infeasible). A
-#: floating-point allowance, not a property of the data; without any bound the cutting planes take
-#: another path and end on a worse plan of the embedded day (predicted MSE 184,066 against 176,879)
+#: the epigraph variables' upper bound is Ψ(0) (their largest value: Ψ falls with every share); a
+#: master found infeasible is solved once more with the bound raised by this fraction, since a tangent
+#: evaluated at zero shares can overshoot Ψ(0) by rounding where node noise spans eight decades
+#: (aircraft A at ε = 1: the exact bound made a solvable master infeasible). A floating-point
+#: allowance, not a property of the data. Only then: the bound's exact value steers the cutting planes'
+#: path (raised everywhere, or dropped, the embedded day's plan at ε = 10 ended worse: 3.29 against 3.05)
 EPIGRAPH_SLACK = 1e-6
 #: a tangent is added where the LP point violates the true function by more than this fraction of
 #: its value (far below ``GAP_TOL``; above it, HiGHS's feasibility tolerance would re-add the same cut)
@@ -498,7 +499,11 @@ def _master(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None,
     opts = dict(_LP_OPTIONS)
     if model.is_mip:
         opts.update(mip_rel_gap=gap_tol * _MIP_GAP_FRACTION, mip_abs_gap=0.0)
-    return solve(model, time_limit=None if math.isinf(left) else left, options=opts)
+    res = solve(model, time_limit=None if math.isinf(left) else left, options=opts)
+    if res.status is Status.INFEASIBLE:  # a tangent's rounding above the bound Ψ(0) (EPIGRAPH_SLACK)
+        res = solve(_build(comp, cuts, fix, tangent, EPIGRAPH_SLACK), time_limit=None if math.isinf(left) else left,
+                    options=opts)
+    return res
 
 
 def _cutting_plane(comp: _Compiled, cuts: _Cuts, fix: _Fix, *, tangent: np.ndarray | None,
