@@ -499,10 +499,10 @@ def _master(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None,
     opts = dict(_LP_OPTIONS)
     if model.is_mip:
         opts.update(mip_rel_gap=gap_tol * _MIP_GAP_FRACTION, mip_abs_gap=0.0)
-    res = solve(model, time_limit=None if math.isinf(left) else left, options=opts)
+    limit = None if math.isinf(left) else left
+    res = solve(model, time_limit=limit, options=opts)
     if res.status is Status.INFEASIBLE:  # a tangent's rounding above the bound Ψ(0) (EPIGRAPH_SLACK)
-        res = solve(_build(comp, cuts, fix, tangent, EPIGRAPH_SLACK), time_limit=None if math.isinf(left) else left,
-                    options=opts)
+        res = solve(_build(comp, cuts, fix, tangent, EPIGRAPH_SLACK), time_limit=limit, options=opts)
     return res
 
 
