@@ -530,12 +530,11 @@ def _console(paths: dict[str, Path], unit: str | None, out: str) -> str:
     """The end-of-run summary for people, read back from the published summary.json and release.csv."""
     import json
 
-    import pandas as pd
-
+    from ..writers._published import read_release_table
     from ..writers.console import console_summary
 
     summary = json.loads(Path(paths["summary"]).read_text(encoding="utf-8"))
-    table = pd.read_csv(paths["release"], low_memory=False)  # one dtype per column, however long
+    table = read_release_table(paths["release"])
     return console_summary(summary, paths, unit=unit, table=table, out=out)
 
 

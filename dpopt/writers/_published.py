@@ -19,11 +19,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["PublishedView", "published_view", "resolve_unit", "privacy_statement", "fmt_number",
+__all__ = ["PublishedView", "published_view", "read_release_table", "resolve_unit", "privacy_statement", "fmt_number",
            "released_count", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at", "active_counts"]
 
 #: the unit said when nobody gave one
 UNKNOWN_UNIT = "units of the value"
+
+
+def read_release_table(path: Any) -> pd.DataFrame:
+    """A published release.csv read back, one dtype per column however long (``repeat_every`` and
+    ``repeat_until`` are empty in most rows and text in some)."""
+    return pd.read_csv(path, low_memory=False)
 
 
 def resolve_unit(summary: dict[str, Any], unit: str | None = None) -> tuple[str, bool]:

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._published import read_release_table
+
 __all__ = ["GEO_FILES", "cell_ring", "polygon_wkb", "geojson_text", "write_geo_files"]
 
 #: the published GIS files, in the order written (release.parquet only where pyarrow is installed)
@@ -95,7 +97,7 @@ def write_geo_files(folder: str | Path) -> dict[str, str]:
     """Write release.geojson and (with pyarrow) release.parquet into ``folder`` from its
     release.csv; returns key → file name relative to ``folder``."""
     folder = Path(folder)
-    table = pd.read_csv(folder / "release.csv", low_memory=False)  # one dtype per column, however long
+    table = read_release_table(folder / "release.csv")
     (folder / GEO_FILES[0]).write_text(geojson_text(table), encoding="utf-8")
     out = {"geojson": GEO_FILES[0]}
     if _write_parquet(table, folder / GEO_FILES[1]):

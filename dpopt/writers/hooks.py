@@ -18,8 +18,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 __all__ = ["extra_files"]
 
 
@@ -33,10 +31,11 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: boo
     (:func:`dpopt.writers.figures.write_figures`), from the same published files."""
     import os
 
+    from ._published import read_release_table
     from .folder import folder_mode
     from .html import write_html_report
 
-    table = pd.read_csv(tmp / "release.csv", low_memory=False)  # one dtype per column, however long
+    table = read_release_table(tmp / "release.csv")
     summary = json.loads((tmp / "summary.json").read_text())
     m = getattr(result, "measurements", None)
     zone = m.info.timezone if m is not None else None
