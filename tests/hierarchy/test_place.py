@@ -749,6 +749,50 @@ def test_reweighting_distance_hand_worked():
 
 
 @pytest.mark.parametrize("seed", range(6))
+def test_unkept_share_is_the_sampling_share_of_the_kept_records(seed):
+    """κ(T), computed user by user on random populations whose users hold their bin's representative
+    (the binning exact): the kept-record-weighted mean of 1 − min(n, T)/n; and it is the finite-
+    population factor of a capped mean: drawing each user's kept records at random (without
+    replacement) from values with a known spread, the kept mean's variance is κ·s²/m within
+    Monte-Carlo error (s² the values' variance about their user's
+    mean, m the kept records)."""
+    from dpopt.privacy.user.place_bounds import RECORD_EDGES, unkept_share
+
+    rng = np.random.default_rng(200 + seed)
+    counts = rng.integers(0, 6, size=8)
+    counts[rng.integers(2, 8)] += 2
+    n = _users_of(counts)
+    for T in RECORD_EDGES:
+        keep = np.minimum(n, T)
+        assert unkept_share(counts, int(T)) == pytest.approx(float(keep @ (1 - keep / n) / keep.sum()), abs=1e-12)
+    # the Monte-Carlo check on integer record counts at the cap T = 16
+    users = rng.integers(2, 60, size=40)
+    hist = np.bincount(np.searchsorted(4 ** np.arange(0, 7), users, side="left"), minlength=8)
+    keep = np.minimum(users, 16)
+    kappa = float(keep @ (1 - keep / users) / keep.sum())
+    values = [rng.normal(0, 5.0, m) for m in users]
+    s2 = float(np.mean(np.concatenate([v - v.mean() for v in values]) ** 2))  # about the users' own means
+    draws = np.array([np.concatenate([rng.choice(v, k, replace=False) for v, k in zip(values, keep)]).mean()
+                      for _ in range(2000)])
+    assert np.var(draws) == pytest.approx(kappa * s2 / keep.sum(), rel=0.12)
+    assert 0.0 < unkept_share(hist, 16) < 1.0
+
+
+def test_unkept_share_edges():
+    """0 where the cap keeps every record, 1 (no correction known) for an empty histogram, and a
+    wrong shape or cap refused with the argument named."""
+    from dpopt.privacy.user.place_bounds import unkept_share
+
+    assert unkept_share(np.array([3, 5, 2, 0, 0, 0, 0, 0]), 16) == 0.0
+    assert unkept_share(np.zeros(8), 16) == 1.0
+    assert unkept_share(np.array([0, 0, 0, 0, 0, 0, 0, 4]), 4096) == pytest.approx(0.5)  # 8192 keeps 4096
+    with pytest.raises(DpoptInputError, match="counts"):
+        unkept_share(np.zeros(7), 16)
+    with pytest.raises(DpoptInputError, match="cap"):
+        unkept_share(np.zeros(8), 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
 def test_map_cap_rule_matches_its_definition(seed):
     """T_map = argmin over the candidates ≥ T of √((noise·T/S(T))² + (spread·D(T))²), ties to the
     smaller, by brute force over the users of the bins that clear ln(8/0.02)/ε; with spread 0 it is

@@ -66,7 +66,7 @@ from ...records.aggregate import Aggregate
 from ...records.grid import slot_text
 from .bounding import lattice_values
 from .levels import level_node_sums, used_budget
-from .place_bounds import cap_candidates, choose_place_bounds
+from .place_bounds import cap_candidates, choose_place_bounds, unkept_share
 from .private_list import PrivateList, private_list
 from .record_cap import capped_records
 from .sensitivity import sensitivities
@@ -125,7 +125,10 @@ class EngineInfo:
     the node table, ``cap`` T, ``clamp`` B, ``pilot``/``main`` the budget per marginal of each
     phase (count + sum, in ``unit``), ``strategy`` the strategy's one-line summary; ``between`` the
     noisy between-grid statistic Q̃ of :func:`between_sumsq` in value² units and ``between_sd`` its
-    noise sd (value²; NaN where not measured)."""
+    noise sd (value²; NaN where not measured); ``unkept`` κ, the mean share of a kept record's user's
+    records the cap T did not keep (:func:`dpopt.privacy.user.place_bounds.unkept_share` of the DP
+    histogram of records per user; 1 where unknown: no finite-population correction), which sizes the
+    sampling error of a kept mean against the mean of all records (models/engine.md §4)."""
 
     names: tuple[str, ...]
     levels: tuple[tuple[int, int, int], ...]
@@ -141,6 +144,7 @@ class EngineInfo:
     between_sd: float = math.nan
     first: np.ndarray | None = None
     period: tuple[int, int] | None = None
+    unkept: float = 1.0
 
 
 @dataclass(eq=False)
@@ -420,7 +424,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
                      for mn in b.cands),
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
         cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, first=first, strategy=summary,
-        period=None if chosen is None else chosen.period, **between),
+        period=None if chosen is None else chosen.period, unkept=unkept_share(pb.record_counts, pb.cap), **between),
         mech=mech, noise=noise, U=U, bounds=pb, chosen=chosen, deltas=deltas)
 
 

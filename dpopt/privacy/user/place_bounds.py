@@ -62,7 +62,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._validation import DpoptInputError, check_bound, check_epsilon, check_nonnegative_float
+from ..._validation import DpoptInputError, check_bound, check_epsilon, check_nonnegative_float, check_positive_int
 from ...noise.sources import IntegerSource
 from ...records.aggregate import Aggregate
 from .bounding import CAPACITY, DEFAULT_GRANULARITY_BITS, lattice_halves
@@ -71,7 +71,7 @@ from ...noise.mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
 __all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "cap_candidates", "cap_noise_factor",
-           "reweighting_distance", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
+           "reweighting_distance", "unkept_share", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
            "clamp_votes", "clamp_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
            "CLAMP_PHANTOM_RATE"]
@@ -106,7 +106,9 @@ class PlaceBounds:
     ``histogram`` the noisy bin counts of records per user (a DP output, bins ``RECORD_BIN_EDGES``)
     and ``cap_noise`` the predicted noise factor T/S(T) of each candidate (its post-processing;
     ``candidates`` those candidates, a prefix of ``RECORD_EDGES``); ``clamp_histogram`` the noisy
-    bin counts of users' clamp votes (a DP output; bin i votes for B = U·(8 + i)/16)."""
+    bin counts of users' clamp votes (a DP output; bin i votes for B = U·(8 + i)/16);
+    ``record_counts`` the histogram of records per user denoised (post-processing of ``histogram``,
+    :func:`dpopt.privacy.user.predict.denoise_histogram`), from which T was chosen."""
 
     cap: int
     clamp: float
@@ -115,6 +117,7 @@ class PlaceBounds:
     cap_noise: np.ndarray
     candidates: np.ndarray
     clamp_histogram: np.ndarray
+    record_counts: np.ndarray | None = None
 
 
 def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float) -> tuple[np.ndarray, np.ndarray]:
@@ -204,6 +207,26 @@ def reweighting_distance(counts: np.ndarray, candidates: np.ndarray = RECORD_EDG
     if S_all <= 0:
         return np.zeros(T.size)
     return 0.5 * np.abs(kept / np.where(S > 0, S, 1.0)[:, None] - r[None, :] / S_all) @ h
+
+
+def unkept_share(counts: np.ndarray, cap: int) -> float:
+    """κ(T) = Σ_b h_b·k_b·(1 − k_b/r_b) / Σ_b h_b·k_b, k_b = min(r_b, T): over the records kept under
+    the cap T, the mean share of their user's records that were not kept, with the h_b users of bin b
+    holding r_b records each (:func:`dpopt.privacy.user.bounds.bin_representatives`). The cap keeps a
+    uniform share k/r of a user's records, so a node's kept mean differs from the mean of all its
+    records by sampling of variance ≈ κ·s²/m (m its kept records, s² their variance about the
+    node's mean: the finite-population correction of the sample; models/engine.md §4). 0 where no
+    user holds more than T; 1 (no correction known) where the histogram is empty. Post-processing of
+    the DP histogram."""
+    h = np.maximum(np.asarray(counts, dtype=float), 0.0)
+    if h.shape != (RECORD_BIN_EDGES.size + 1,):
+        raise DpoptInputError(f"`counts` must hold {RECORD_BIN_EDGES.size + 1} bins (RECORD_BIN_EDGES and the "
+                              f"overflow); got shape {h.shape}")
+    T = check_positive_int(cap, "cap")
+    r = bin_representatives(RECORD_BIN_EDGES)
+    k = np.minimum(r, float(T))
+    kept = float(h @ k)
+    return float(h @ (k * (1.0 - k / r)) / kept) if kept > 0 else 1.0
 
 
 def map_cap_error(counts: np.ndarray, *, noise: float, spread: float,
@@ -318,8 +341,10 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     n_user, own_q = user_statistics(agg, eligible, U)
     eps_cap = eps * CAP_SHARE
     noisy = measure_record_histogram(n_user, eps_cap, source)
-    cap, factors = choose_cap(denoise_histogram(noisy, eps_cap), candidates=candidates)
+    counts = denoise_histogram(noisy, eps_cap)
+    cap, factors = choose_cap(counts, candidates=candidates)
     eps_clamp = eps - eps_cap  # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps), so the two pieces sum to ε_b
     votes = measure_clamp_histogram(own_q, eps_clamp, source)
     return PlaceBounds(cap=cap, clamp=choose_clamp(votes, eps_clamp, U), epsilon=eps, histogram=noisy,
-                       cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes)
+                       cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes,
+                       record_counts=counts)
