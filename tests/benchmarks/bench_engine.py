@@ -216,17 +216,19 @@ def write_markdown() -> None:
         d = json.loads(p.read_text())
         lines += [f"## {d['data']} ({d['grids']} grids, {d['scored']} scored, {d['users']} users)", "",
                   "Noise-free floors: " + "; ".join(f"{k} {v:.3f}" for k, v in d["floors"].items()), "",
-                  "| strategy | ε | median error | coverage (lowest seed) | median half-width | width ratio "
-                  "| mean signed error | wall (s) |", "|---|---|---|---|---|---|---|---|"]
-        for r in d["rows"]:
+                  "| strategy | ε | seeds | median error | coverage (lowest seed) | median half-width | width ratio "
+                  "| mean signed error | wall (s) |", "|---|---|---|---|---|---|---|---|---|"]
+        rows = sorted(d["rows"], key=lambda r: (r["strategy"].startswith("PipelineDP"), r["strategy"], r["eps"]))
+        for r in rows:
             if math.isnan(r["coverage"]):  # a peer: no interval published
-                lines.append(f"| {r['strategy']} | {r['eps']:g} | {r['median']:.3f} | — | — | — | — | {r['wall']:.1f} |")
+                lines.append(f"| {r['strategy']} | {r['eps']:g} | {r.get('reps', '')} | {r['median']:.3f} | — | — | — | — "
+                             f"| {r['wall']:.1f} |")
                 continue
             low = f" ({r['min_coverage']:.3f})" if "min_coverage" in r else ""
-            lines.append(f"| {r['strategy']} | {r['eps']:g} | {r['median']:.3f} | {r['coverage']:.3f}{low} | "
-                         f"{r['median_halfwidth']:.3f} | {r['width_ratio']:.2f} | {r['mean_signed']:+.3f} | "
-                         f"{r['wall']:.1f} |")
-        eng = [r for r in d["rows"] if "marginals" in r]
+            lines.append(f"| {r['strategy']} | {r['eps']:g} | {r.get('reps', '')} | {r['median']:.3f} | "
+                         f"{r['coverage']:.3f}{low} | {r['median_halfwidth']:.3f} | {r['width_ratio']:.2f} | "
+                         f"{r['mean_signed']:+.3f} | {r['wall']:.1f} |")
+        eng = [r for r in rows if "marginals" in r]
         for r in eng:
             lines.append(f"\nε = {r['eps']:g}: marginals {r['marginals']}, main budgets "
                          f"{[round(x, 4) for x in r['main']]}; {r['plan']}")
@@ -240,7 +242,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--strategies", nargs="*", default=["optimised", "place"],
-                    help="none (with --peers): keep the saved dpopt rows and (re)run the peer rows only")
+                    help="none (with --peers): keep the saved dpopt rows and (re)run the peer rows only; "
+                         "saved rows of other strategies or other ε are kept")
     ap.add_argument("--peers", action="store_true", help="add PipelineDP at its best swept bounds (needs the bench extra)")
     ap.add_argument("--peer-reps", type=int, default=3)
     args = ap.parse_args()
@@ -249,7 +252,8 @@ def main() -> None:
     if path.exists():  # keep the saved rows of what this run did not rerun (dpopt strategies or the peer)
         saved = json.loads(path.read_text())["rows"]
         peer = lambda r: r["strategy"].startswith("PipelineDP")  # noqa: E731
-        kept = [r for r in saved if (peer(r) and not args.peers) or (not peer(r) and r["strategy"] not in args.strategies)]
+        rerun = lambda r: r["strategy"] in args.strategies and r["eps"] in args.eps  # noqa: E731
+        kept = [r for r in saved if (peer(r) and not args.peers) or (not peer(r) and not rerun(r))]
         out["rows"] = [r for r in out["rows"] if not peer(r)] + kept + [r for r in out["rows"] if peer(r)]
     (HERE / "results").mkdir(exist_ok=True)
     path.write_text(json.dumps(out, indent=1))
