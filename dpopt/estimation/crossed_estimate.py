@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.special import ndtr
 
 from .._validation import DpoptInputError
-from ..hierarchy.crossed import RESIDUAL, ComponentGrams, fit_crossed, gls_posterior, within_memory
+from ..hierarchy.crossed import RESIDUAL, ComponentGrams, component_profile, fit_crossed, within_memory
 from ..hierarchy.node_means import (between_upper, identified, combined_total, crossed_inputs, grid_weights,
                                    values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
@@ -438,13 +438,8 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
     nodes, logliks = [], []
     for j, k in enumerate(names):
         grid = component_nodes(cap, float(base[j]))
-        ll = np.empty(grid.size)
-        for i, v in enumerate(grid):
-            trial = base.copy()
-            trial[j] = v
-            ll[i] = float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=local, grams=grams).loglik)
         nodes.append(grid)
-        logliks.append(ll)
+        logliks.append(component_profile(H, y, s2, base, sizes, j, grid, n_local=local, grams=grams))
     u, posts = joint_prior_posteriors(cap, nodes, logliks, total)
     return {k: float(np.sum(u * p)) for k, p in zip(names, posts)}, u, dict(zip(names, posts))
 

@@ -189,6 +189,47 @@ def test_few_observations_of_many_levels_take_the_observations_space():
             gls_posterior(H, y, s2, prior, n_local=G, grams=[np.eye(40)], space=space)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_components_profile_likelihood_from_one_eigendecomposition(seed, monkeypatch):
+    """component_profile (the intervals' likelihood of one component, the others fixed) gives
+    gls_posterior's REML log-likelihood at every value, in the observations' space through the
+    Woodbury branch (a block with fewer levels than observations), the full branch (the grids'
+    residuals: more levels than observations) and the augmented fallback (few effects), and where
+    V is not positive definite (forced) by one gls_posterior per value."""
+    rng = np.random.default_rng(300 + seed)
+    G, J, n = 900, 12, 40
+    level = rng.integers(0, J, G)
+    A = sp.csr_matrix(rng.random((n, G)) * (rng.random((n, G)) < 0.05))
+    A = sp.diags(1.0 / np.asarray(A.sum(axis=1)).ravel()) @ A
+    y, s2 = rng.normal(20.0, 3.0, n), rng.uniform(0.5, 2.0, n)
+    H = (A @ crossed._design([level], G, True)[0]).tocsr()
+    sig, sizes = np.array([2.5, 0.8]), [J, G]
+    values = np.array([0.0, 1e-4, 0.3, 4.0, 250.0])
+
+    def brute(H, sizes, j, n_local, sig=sig):
+        out = []
+        for v in values:
+            trial = sig.copy()
+            trial[j] = v
+            out.append(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=n_local, space="augmented").loglik)
+        return np.array(out)
+
+    for j in (0, 1):  # J = 12 < n: Woodbury; G = 900 > n: the full eigenproblem
+        got = crossed.component_profile(H, y, s2, sig, sizes, j, values, n_local=G)
+        np.testing.assert_allclose(got, brute(H, sizes, j, G), rtol=1e-9)
+    small = (A[:, :30] @ sp.identity(30, format="csr")).tocsr()  # 30 effects, 40 observations: augmented
+    Hs = sp.hstack([sp.csr_matrix(np.ones((n, 1))), small]).tocsr()
+    np.testing.assert_allclose(crossed.component_profile(Hs, y, s2, np.array([1.5]), [30], 0, values),
+                               brute(Hs, [30], 0, 0, np.array([1.5])), rtol=1e-9)
+
+    def not_pd(*args, **kwargs):
+        raise np.linalg.LinAlgError("forced")
+
+    monkeypatch.setattr(crossed.ComponentGrams, "profile_loglik", not_pd)
+    np.testing.assert_allclose(crossed.component_profile(H, y, s2, sig, sizes, 1, values, n_local=G),
+                               brute(H, sizes, 1, G), rtol=1e-9)
+
+
 @pytest.mark.parametrize("seed", [0, 2])
 def test_public_order_of_effects_whatever_the_kernel_order(seed, monkeypatch):
     """``grid_map``, ``posterior.mean`` and ``sigma2`` keep the caller's order (μ, the factors as
