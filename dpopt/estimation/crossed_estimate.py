@@ -36,11 +36,11 @@ from scipy.special import ndtr
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, ComponentGrams, component_profile, fit_crossed, within_memory
-from ..hierarchy.node_means import (between_upper, identified, combined_total, crossed_inputs, grid_weights,
-                                   values_variance)
+from ..hierarchy.node_means import (BETWEEN_SDS, between_upper, identified, combined_total, crossed_inputs,
+                                   listed_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
-__all__ = ["estimate_crossed", "sampling_variance", "within_grid_spread", "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
+__all__ = ["estimate_crossed", "own_sampling", "sampling_variance", "within_grid_spread", "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
 #: the one reason a variance is not published by the engine
@@ -80,11 +80,13 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     z = NormalDist().inv_cdf(0.5 + float(confidence) / 2.0)
     cap = spread_bound(m, info, parts)
     total = between_measurement(info, parts)
-    w = grid_weights(parts[0][0], parts[0][1])
-    sampling = sampling_variance(parts, info, kept, spread=cap, grid_spread=within_grid_spread(cap, total))
+    w = listed_weights(list(info.codes), [p[0] for p in parts], [p[1] for p in parts])
+    within = within_grid_spread(cap, total)
+    sampling = sampling_variance(parts, info, kept, spread=cap, grid_spread=within)
+    floor = own_sampling(m, info, parts, w, total)
     (fit, upper, mean, var), dropped = within_memory(  # a factor whose levels do not fit: left out (module doc)
         lambda fs: _posterior(m, info, fs, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap, total=total,
-                              confidence=float(confidence), sampling=sampling), factors)
+                              confidence=float(confidence), sampling=sampling, floor=floor), factors)
     direct = np.full(m.n_nodes, np.nan)
     direct_hw = np.full(m.n_nodes, np.inf)
     offset = 0
@@ -133,6 +135,22 @@ def within_grid_spread(spread: float, total: tuple[float, float, str] | None) ->
     return float(spread) - min(max(v - WITHIN_LOWER_SDS * sd, 0.0), float(spread))
 
 
+def own_sampling(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], w: np.ndarray,
+                 total: tuple[float, float, str] | None) -> np.ndarray:
+    """Per listed grid (grid order), f_g = s²/n̂_g, the variance of the mean of its n_g records about
+    their expectation: what no coarser node can tell of a grid (:func:`grid_halfwidths`). s² is the
+    point estimate of the records' variance within a grid, the kept values' variance
+    (:func:`spread_bound` at 0 sds) less the grids' means' spread max(V̂, 0) (the law of total
+    variance), n̂_g the grid's own noisy kept count floored at one noise sd
+    (:func:`dpopt.hierarchy.node_means.grid_weights`). 0 where the grids' own counts were not measured:
+    weights fitted to coarser margins (the independence model) are no count of a single grid's
+    records. Post-processing of DP outputs."""
+    if not np.isfinite(parts[0][0]).any():
+        return np.zeros(np.size(w))
+    s2 = spread_bound(m, info, parts, sds=0.0) - (max(total[0], 0.0) if total is not None else 0.0)
+    return max(s2, 0.0) / np.maximum(np.asarray(w, dtype=float), 1.0)
+
+
 def sampling_variance(parts: list[tuple[np.ndarray, ...]], info: Any, kept: list[np.ndarray], *,
                       spread: float, grid_spread: float | None = None) -> np.ndarray:
     """Per node row: the variance of its kept records' mean about the mean of all its records,
@@ -157,8 +175,8 @@ def sampling_variance(parts: list[tuple[np.ndarray, ...]], info: Any, kept: list
 
 def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A: Any, y: np.ndarray, s2: np.ndarray,
                kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float,
-               total: tuple[float, float, str] | None = None, sampling: np.ndarray | None = None
-               ) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
+               total: tuple[float, float, str] | None = None, sampling: np.ndarray | None = None,
+               floor: np.ndarray | None = None) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
     """(point fit, the interval's components, mean and variance of every node) of the crossed model
     with ``factors``: REML fits only the components the measurements identify (module doc), the
     interval integrates the others over [0, ``cap``].
@@ -185,6 +203,9 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
     sampling : np.ndarray, optional
         Per node row, the variance of its kept mean about all its records' mean
         (:func:`sampling_variance`); added to the variance of the nodes measured on their own.
+    floor : np.ndarray, optional
+        Per listed grid (grid order), the variance of its own records' mean about what any coarser
+        measurement can tell of it, s²_within/n̂_g (:func:`grid_halfwidths`).
     """
     samp = np.zeros(m.n_nodes) if sampling is None else np.asarray(sampling, dtype=float)
     known, grid_seen = identified(list(info.names), kept, factors)
@@ -201,8 +222,11 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
             order = np.argsort(info.codes[i])
             alone = np.ones(sizes[0], dtype=bool)
             alone[kept[0]] = False
+            direct = np.full(sizes[0], np.inf)
+            direct[kept[0]] = s2[: kept[0].size]  # the finest marginal's rows come first in y
             h = grid_halfwidths(fit, upper, wide, (u, p), alone=alone[info.codes[i]], cap=cap,
-                                confidence=confidence, sampling=samp[rows][info.codes[i]])
+                                confidence=confidence, sampling=samp[rows][info.codes[i]], floor=floor,
+                                direct_var=direct[info.codes[i]])
             var[rows] = (h[order] / z) ** 2  # read back as z·√var
         else:  # a mean in [0, B] varies by ≤ cap
             var[rows] = np.minimum(wide.node(W).var + samp[rows], cap + fit.mu_var)
@@ -232,23 +256,37 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
 
 def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: tuple[np.ndarray, np.ndarray], *,
                     alone: np.ndarray, cap: float, confidence: float = 0.95,
-                    sampling: np.ndarray | None = None) -> np.ndarray:
+                    sampling: np.ndarray | None = None, floor: np.ndarray | None = None,
+                    direct_var: np.ndarray | None = None) -> np.ndarray:
     """The grids' interval half-widths (the fit's grid order) from :func:`interval_fit`'s outputs.
+
     A grid measured on its own: z·√(Var + its ``sampling`` variance) under the components' posterior
     means (:func:`sampling_variance`: its kept mean against all its records' mean). A grid not measured
     on its own (``alone``) holds its residual e_g whole, so its error variance given σ²_e = t is
     Var − E σ²_e + t and its interval is the predictive one, mixed over the residual's posterior
     (:func:`predictive_halfwidth`). Either capped at cap + Var(μ̂): a mean in [0, B] varies about
-    the map-wide mean by at most the spread bound (models/engine.md §4)."""
+    the map-wide mean by at most the spread bound (models/engine.md §4).
+
+    ``floor`` f_g = s²_within/n̂_g: a grid's truth is the mean of its n_g records, which deviates
+    from anything coarser nodes can tell by their own sampling, whatever the model's σ²_e (which
+    REML can put at 0 where noisy grid measurements over-explain the spread). A grid not measured on
+    its own then holds at least f_g: its mixture is shifted by max(f_g − E σ²_e, 0); a measured one
+    has at least the posterior variance of a prior of variance f_g and its own measurement
+    (``direct_var`` s²_g), f_g·s²_g/(f_g + s²_g)."""
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     top = cap + fit.mu_var
     v = np.asarray(wide.grid_var, dtype=float)
-    h = z * np.sqrt(np.minimum(v if sampling is None else v + np.asarray(sampling, dtype=float), top))
+    f = np.zeros(v.size) if floor is None else np.asarray(floor, dtype=float)
+    d = np.full(v.size, np.inf) if direct_var is None else np.asarray(direct_var, dtype=float)
+    seen, own = f.copy(), np.isfinite(d)
+    seen[own] = f[own] * d[own] / np.maximum(f[own] + d[own], 1e-300)
+    v_own = np.maximum(v, seen) + (0.0 if sampling is None else np.asarray(sampling, dtype=float))
+    h = z * np.sqrt(np.minimum(v_own, top))
     alone = np.asarray(alone, dtype=bool)
     if alone.any():
         u, p = residual
-        h[alone] = predictive_halfwidth(np.maximum(v[alone] - upper[RESIDUAL], 0.0), u, p, confidence=confidence,
-                                        top=top)
+        base = np.maximum(v[alone] - upper[RESIDUAL], 0.0) + np.maximum(f[alone] - upper[RESIDUAL], 0.0)
+        h[alone] = predictive_halfwidth(base, u, p, confidence=confidence, top=top)
     return h
 
 
@@ -374,12 +412,13 @@ def predictive_halfwidth(base: np.ndarray, u: np.ndarray, p: np.ndarray, *, conf
     return np.sqrt(np.interp(base, uniq, hi * hi))
 
 
-def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
+def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], *,
+                 sds: float = BETWEEN_SDS) -> float:
     """The DP upper end of the variance of the kept values (:func:`dpopt.hierarchy.node_means.values_variance`)
     from the pilot's sum of squares of the smallest marginal (with the pilot's count of the same
     nodes) and that marginal's final count and centred sum, each with its noise: by the law of total
     variance the grid means' record-weighted variance is at most this; B²/4 (Popoviciu) where the
-    noisy statistics give nothing usable."""
+    noisy statistics give nothing usable. ``sds`` = 0: the point estimate instead of the upper end."""
     B = float(info.clamp)
     st = m.statistics.get("sumsq_pilot")
     rows = np.flatnonzero(np.isfinite(st.value)) if st is not None else np.zeros(0, dtype=np.int64)
@@ -392,7 +431,7 @@ def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
                            total_var=float(np.nansum(parts[i][3])),
                            sumsq_count=float(np.nansum(pilot.value[rows])),
                            sumsq_var=float(np.nansum(st.law.variance()[rows])),
-                           sumsq_count_var=float(np.nansum(pilot.law.variance()[rows])))
+                           sumsq_count_var=float(np.nansum(pilot.law.variance()[rows])), sds=sds)
 
 
 def between_measurement(info: Any, parts: list[tuple[np.ndarray, ...]]) -> tuple[float, float, str] | None:

@@ -240,24 +240,31 @@ class ComponentGrams:
         r'V⁻¹r] is exact at every t (tested against :func:`gls_posterior`)."""
         y, s2 = np.asarray(y, dtype=float), np.asarray(s2, dtype=float)
         sig = np.asarray(sigma2, dtype=float)
-        grams = self.grams()
-        A = np.diag(s2)
-        for k, (sk, G) in enumerate(zip(sig, grams)):
-            if k != j and sk > 0:
-                A += sk * G
-        L = cholesky(A, lower=True, check_finite=False)
         H = sp.csc_matrix(self.H, dtype=float)
-        lo = self.n_fixed + int(np.sum(self.sizes[:j]))
-        Hj = H[:, lo:lo + self.sizes[j]].toarray()
+        edges = self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        if self._grams is not None:  # formed already (REML's search): n × n sums
+            A = np.diag(s2)
+            for k, (sk, G) in enumerate(zip(sig, self._grams)):
+                if k != j and sk > 0:
+                    A += sk * G
+        else:  # one sparse product, without keeping every block's n × n Gram matrix
+            scale = np.concatenate([np.full(b - a, math.sqrt(max(sk, 0.0)) if k != j else 0.0)
+                                    for k, (sk, a, b) in enumerate(zip(sig, edges[:-1], edges[1:]))])
+            Hr = H[:, edges[0]:edges[-1]] @ sp.diags(scale)
+            A = (Hr @ Hr.T).toarray() + np.diag(s2)
+        L = cholesky(A, lower=True, check_finite=False)
+        Hj = H[:, edges[j]:edges[j + 1]]
         X = H[:, :self.n_fixed].toarray()
         Yt = solve_triangular(L, np.column_stack([y, X]), lower=True, check_finite=False)  # L⁻¹[y, X]
-        B = solve_triangular(L, Hj, lower=True, check_finite=False)
-        if B.shape[1] < B.shape[0]:
+        if Hj.shape[1] < Hj.shape[0]:
+            B = solve_triangular(L, Hj.toarray(), lower=True, check_finite=False)
             lam, U = np.linalg.eigh(B.T @ B)
             P = U.T @ (B.T @ Yt)
             weight = lambda t: t / (1.0 + t * lam)  # noqa: E731
-        else:
-            lam, Q = np.linalg.eigh(B @ B.T)
+        else:  # L⁻¹ G_j L⁻ᵀ from the n × n Gram matrix, never the n × r block
+            G = self._grams[j] if self._grams is not None else (Hj @ Hj.T).toarray()
+            half = solve_triangular(L, G, lower=True, check_finite=False)
+            lam, Q = np.linalg.eigh(solve_triangular(L, half.T, lower=True, check_finite=False))
             P = Q.T @ Yt
             weight = lambda t: t * lam / (1.0 + t * lam)  # noqa: E731
         lam = np.maximum(lam, 0.0)
@@ -614,12 +621,14 @@ def component_profile(H: Any, y: Any, s2: Any, sigma2: np.ndarray, sizes: list[i
                       n_local: int = 0, grams: ComponentGrams | None = None, dense_max: int = 4000) -> np.ndarray:
     """The REML log-likelihood of :func:`gls_posterior` (one fixed effect) at each of ``values`` for
     block j's variance, the other blocks' at ``sigma2`` (``sizes`` the blocks' widths). Where
-    :func:`gls_posterior` would work in the observations' space, one eigen-decomposition serves every
-    value (:meth:`ComponentGrams.profile_loglik`); else, or where that V is not numerically positive
-    definite, one :func:`gls_posterior` per value. The same numbers either way (tested)."""
+    there are at most ``dense_max`` observations (V is n × n dense), one eigen-decomposition serves
+    every value (:meth:`ComponentGrams.profile_loglik`: about ten factorisations' work against one per
+    value; taken even where :func:`gls_posterior` itself prefers the augmented form); else, or where
+    V is not numerically positive definite, one :func:`gls_posterior` per value. The same numbers
+    either way (tested)."""
     sig = np.asarray(sigma2, dtype=float)
     grams = grams if grams is not None else ComponentGrams(H, sizes)
-    if _dual_cheaper(*H.shape, 1, n_local, dense_max):
+    if H.shape[0] <= dense_max:
         try:
             return grams.profile_loglik(y, s2, sig, j, values)
         except np.linalg.LinAlgError:

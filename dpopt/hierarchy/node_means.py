@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 
-__all__ = ["combine", "combined_total", "grid_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
+__all__ = ["combine", "combined_total", "grid_weights", "listed_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
            "values_variance", "between_upper", "identified"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone:
@@ -193,12 +193,12 @@ def identified(names: list[str], kept: list[np.ndarray], factors: dict[str, np.n
 
 def values_variance(count: float, total: float, sumsq: float, *, clamp: float, count_var: float = 0.0,
                     total_var: float = 0.0, sumsq_count: float | None = None, sumsq_var: float = 0.0,
-                    sumsq_count_var: float = 0.0) -> float:
+                    sumsq_count_var: float = 0.0, sds: float = BETWEEN_SDS) -> float:
     """A DP upper end of the variance of the kept values, from their noisy count n, centred sum t
     (Σ (x − B/2)) and shifted sum of squares z (Σ ((x − B/2)² − B²/8)) — the last possibly measured
     with its own count n_z (``sumsq_count``, default n):
 
-        v̂ = z/n_z + B²/8 − (t/n)²,   upper end v̂ + BETWEEN_SDS · sd(v̂),
+        v̂ = z/n_z + B²/8 − (t/n)²,   upper end v̂ + ``sds`` · sd(v̂) (``sds`` = BETWEEN_SDS; 0: v̂ itself),
 
     sd(v̂)² = Var z/n_z² + (z/n_z²)²·Var n_z + (2t/n)²·(Var t/n² + (t/n²)²·Var n) (the delta method;
     the noises independent), within (0, B²/4] (Popoviciu); B²/4 where the noisy statistics give
@@ -213,7 +213,7 @@ def values_variance(count: float, total: float, sumsq: float, *, clamp: float, c
     v = sumsq / nz + clamp * clamp / 8.0 - m1 ** 2
     var_m2 = max(sumsq_var, 0.0) / nz ** 2 + (sumsq / nz ** 2) ** 2 * max(sumsq_count_var, 0.0)
     var_m1 = max(total_var, 0.0) / count ** 2 + (total / count ** 2) ** 2 * max(count_var, 0.0)
-    upper = v + BETWEEN_SDS * math.sqrt(var_m2 + (2.0 * m1) ** 2 * var_m1)
+    upper = v + float(sds) * math.sqrt(var_m2 + (2.0 * m1) ** 2 * var_m1)
     return float(min(upper, top)) if np.isfinite(upper) and upper > 0 else top
 
 
@@ -235,6 +235,15 @@ def between_upper(between: float, sd: float, count: float, *, count_var: float =
     v = between / count
     sd_v = math.sqrt((sd / count) ** 2 + (between / count ** 2) ** 2 * max(count_var, 0.0))
     return float(max(v + BETWEEN_SDS * sd_v, sd_v))
+
+
+def listed_weights(codes: list[np.ndarray], counts: list[np.ndarray], count_vars: list[np.ndarray]) -> np.ndarray:
+    """The listed grids' weights (estimated kept records) from every measured marginal (the finest
+    first): the grids' own noisy counts where the finest marginal was measured
+    (:func:`grid_weights`), else :func:`proportional_weights` to the coarser marginals' counts."""
+    if np.isfinite(counts[0]).any():
+        return grid_weights(counts[0], count_vars[0])
+    return proportional_weights(codes[1:], counts[1:])
 
 
 def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray]) -> np.ndarray:
@@ -288,8 +297,7 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
     of the nodes that did not enter (:func:`pooled_observation`), the totals of the marginals none of
     whose nodes entered combined into one row (inverse variance, before the ratio: one total measured
     several times). Grid weights come from the finest marginal's counts."""
-    w = grid_weights(counts[0], count_vars[0]) if np.isfinite(counts[0]).any() else \
-        proportional_weights(codes[1:], counts[1:])
+    w = listed_weights(codes, counts, count_vars)
     most = total_upper(counts, count_vars)
     blocks, ys, s2s, kept, pools, whole = [], [], [], [], [], []
     for code, n, vn, t, vt in zip(codes, counts, count_vars, totals, total_vars):

@@ -192,10 +192,11 @@ def test_few_observations_of_many_levels_take_the_observations_space():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_components_profile_likelihood_from_one_eigendecomposition(seed, monkeypatch):
     """component_profile (the intervals' likelihood of one component, the others fixed) gives
-    gls_posterior's REML log-likelihood at every value, in the observations' space through the
-    Woodbury branch (a block with fewer levels than observations), the full branch (the grids'
-    residuals: more levels than observations) and the augmented fallback (few effects), and where
-    V is not positive definite (forced) by one gls_posterior per value."""
+    gls_posterior's REML log-likelihood at every value: by one eigen-decomposition through the
+    Woodbury branch (a block with fewer levels than observations) and the full branch (the grids'
+    residuals: more levels than observations), with the Gram matrices formed or not, also for a
+    design gls_posterior solves in the augmented form (few effects); and by one gls_posterior per
+    value above ``dense_max`` observations or where V is not positive definite (forced)."""
     rng = np.random.default_rng(300 + seed)
     G, J, n = 900, 12, 40
     level = rng.integers(0, J, G)
@@ -214,10 +215,17 @@ def test_a_components_profile_likelihood_from_one_eigendecomposition(seed, monke
             out.append(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=n_local, space="augmented").loglik)
         return np.array(out)
 
+    formed = crossed.ComponentGrams(H, sizes)
+    formed.grams()  # REML's search formed them: V is summed from them
     for j in (0, 1):  # J = 12 < n: Woodbury; G = 900 > n: the full eigenproblem
-        got = crossed.component_profile(H, y, s2, sig, sizes, j, values, n_local=G)
-        np.testing.assert_allclose(got, brute(H, sizes, j, G), rtol=1e-9)
-    small = (A[:, :30] @ sp.identity(30, format="csr")).tocsr()  # 30 effects, 40 observations: augmented
+        expect = brute(H, sizes, j, G)
+        np.testing.assert_allclose(crossed.component_profile(H, y, s2, sig, sizes, j, values, n_local=G),
+                                   expect, rtol=1e-9)
+        np.testing.assert_allclose(crossed.component_profile(H, y, s2, sig, sizes, j, values, n_local=G,
+                                                             grams=formed), expect, rtol=1e-9)
+        np.testing.assert_allclose(crossed.component_profile(H, y, s2, sig, sizes, j, values, n_local=G,
+                                                             dense_max=10), expect, rtol=1e-12)  # one per value
+    small = (A[:, :30] @ sp.identity(30, format="csr")).tocsr()  # 30 effects, 40 observations
     Hs = sp.hstack([sp.csr_matrix(np.ones((n, 1))), small]).tocsr()
     np.testing.assert_allclose(crossed.component_profile(Hs, y, s2, np.array([1.5]), [30], 0, values),
                                brute(Hs, [30], 0, 0, np.array([1.5])), rtol=1e-9)
