@@ -135,6 +135,30 @@ def load_timeset():
     return agg[0] if isinstance(agg, tuple) else agg, 0.0
 
 
+#: a synthetic data set of another kind: many users with few records each (payments), 20,000 users
+#: with 1–6 records over a week around Austin, the hour of the day setting the value (a peak at 18:00)
+#: plus Gamma(2, 8) record noise, in [0, 200] (seeded; tests/privacy/user/test_engine_release.py holds
+#: the same generator at one ε)
+PAYMENTS = "payments_synth"
+
+
+def load_payments():
+    from dpopt.release import GridOptions, contributions
+
+    rng = np.random.default_rng(7)
+    n = rng.integers(1, 7, 20000)
+    user = np.repeat(np.arange(n.size), n)
+    hour = np.clip(rng.normal(14, 4, user.size).astype(int), 0, 23)
+    ts = (pd.Timestamp("2024-03-04", tz="UTC") + pd.to_timedelta(rng.integers(0, 7, user.size), "D")
+          + pd.to_timedelta(hour, "h") + pd.to_timedelta(rng.integers(0, 3600, user.size), "s"))
+    value = 30 + 40 * np.exp(-((hour - 18) / 3.0) ** 2) + rng.gamma(2.0, 8.0, user.size)
+    rec = pd.DataFrame({"user_id": user.astype(str), "timestamp": ts,
+                        "latitude": 30.25 + rng.normal(0, 0.03, user.size),
+                        "longitude": -97.74 + rng.normal(0, 0.03, user.size), "value": np.clip(value, 0, 200)})
+    agg = contributions(rec, bound=200.0, grid=GridOptions(7, "1h"), keep_samples=True)
+    return agg[0] if isinstance(agg, tuple) else agg, 0.0
+
+
 PEER_SWEEP = ([4, 16, 64, 256], [1, 4, 16])
 
 
@@ -177,7 +201,7 @@ def peer_row(agg, fin, eps: float, reps: int) -> dict:
 
 
 def run(args) -> dict:
-    agg, _ = load_timeset() if args.data == TIMESET else load(args.data)
+    agg, _ = {TIMESET: load_timeset, PAYMENTS: load_payments}.get(args.data, lambda: load(args.data))()
     fin = finest_grids(agg, bound=agg.bound)
     out = {"data": args.data, "grids": int(agg.n_grids), "scored": int(fin.scored.sum()), "users": int(agg.n_users),
            "floors": floors(fin), "rows": []}
@@ -238,7 +262,7 @@ def write_markdown() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", choices=DATASETS + (TIMESET,), default="day")
+    ap.add_argument("--data", choices=DATASETS + (TIMESET, PAYMENTS), default="day")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--strategies", nargs="*", default=["optimised", "place"],

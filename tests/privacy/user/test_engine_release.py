@@ -128,27 +128,16 @@ def test_a_grid_measured_on_its_own_is_covered_against_all_its_records_not_only_
 @pytest.mark.slow
 def test_many_users_with_few_records_each_their_grids_own_sampling_is_covered() -> None:
     """20,000 users with 1–6 records each over Austin, the hour of the day setting the value (plus
-    Gamma record noise): at ε = 100 the plan measures the grids, their noisy counts over-explain the
+    Gamma record noise; the benchmark's ``payments_synth``): at ε = 100 the plan measures the grids, their noisy counts over-explain the
     spread of their measured means, REML puts the grids' residual at 0, and every answer then rests
     on the hour's effect — but a grid's truth is the mean of its ~35 records, which deviates from the
     hour's mean by their own sampling (sd ≈ 11/√n). The interval holds that floor s²/n̂_g
     (models/engine.md §4): without it this release covered 0.63 of the 1,979 grids with ≥ 10 users
     (0.93 with it)."""
-    from dpopt.release import GridOptions, contributions
+    from tests.benchmarks.bench_engine import load_payments
     from tests.benchmarks.scoring import finest_grids
 
-    rng = np.random.default_rng(7)
-    n = rng.integers(1, 7, 20000)
-    user = np.repeat(np.arange(n.size), n)
-    hour = np.clip(rng.normal(14, 4, user.size).astype(int), 0, 23)
-    ts = (pd.Timestamp("2024-03-04", tz="UTC") + pd.to_timedelta(rng.integers(0, 7, user.size), "D")
-          + pd.to_timedelta(hour, "h") + pd.to_timedelta(rng.integers(0, 3600, user.size), "s"))
-    value = 30 + 40 * np.exp(-((hour - 18) / 3.0) ** 2) + rng.gamma(2.0, 8.0, user.size)
-    records = pd.DataFrame({"user_id": user.astype(str), "timestamp": ts,
-                            "latitude": 30.25 + rng.normal(0, 0.03, user.size),
-                            "longitude": -97.74 + rng.normal(0, 0.03, user.size), "value": np.clip(value, 0, 200)})
-    agg = contributions(records, bound=200.0, grid=GridOptions(7, "1h"), keep_samples=True)
-    agg = agg[0] if isinstance(agg, tuple) else agg
+    agg, _ = load_payments()
     fin = finest_grids(agg, bound=200.0)
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     r = release_user(agg, Budget(epsilon_total=100.0), UserOptions(partitions=parts), bound=200.0,
