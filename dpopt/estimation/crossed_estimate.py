@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.special import ndtr
+from scipy.special import chdtri, ndtr
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, ComponentGrams, component_profile, fit_crossed, within_memory
@@ -40,7 +40,7 @@ from ..hierarchy.node_means import (BETWEEN_SDS, between_upper, identified, comb
                                    listed_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
-__all__ = ["estimate_crossed", "own_sampling", "sampling_variance", "within_grid_spread", "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
+__all__ = ["estimate_crossed", "JOINT_TEST_LEVEL", "own_sampling", "sampling_variance", "within_grid_spread", "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
 #: the one reason a variance is not published by the engine
@@ -233,12 +233,24 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
     return fit, upper, mean, var
 
 
+#: the likelihood-ratio test of :func:`interval_fit`: the components the point fit leaves out (the
+#: `MIN_LEVELS` rule, the grids' residual where no grid was measured) are fitted with the others by
+#: REML for the intervals' likelihoods where the data reject "all of them 0" at this level (ℓ_R
+#: rising by more than χ²_k(1 − level)/2 for k freed components; conservative beside the boundary's
+#: χ̄² mixture, Self & Liang 1987). A test's conventional level, not a tuned value
+JOINT_TEST_LEVEL = 0.05
+
+
 def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
                  seen: Collection[str], residual_seen: bool, confidence: float = 0.95,
                  total: tuple[float, float, str] | None = None
                  ) -> tuple[Any, dict[str, float], Any, tuple[np.ndarray, np.ndarray]]:
     """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the
     components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate;
+    each component's likelihood for the intervals is taken with the others at that fit, or at a REML
+    fit of every component where the data reject the left-out ones being 0
+    (:data:`JOINT_TEST_LEVEL`: else interactions fitted without the residual absorb the grids' own
+    variation and its likelihood is pinned near 0, models/engine.md §4);
     every component's value for the intervals is its posterior mean under the flat prior on
     {Σ σ² ≤ ``cap``} with ``total`` a noisy measurement of the sum (:func:`component_upper_bounds`),
     and the interval's fit holds the posterior
@@ -249,6 +261,11 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
                       confidence=confidence, variances=False)
     given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
     every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)
+    if len(given) > len(fit.sigma2):  # components the point fit left out: does the data reject them all at 0?
+        joint = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, variances=False)
+        freed = len(given) - len(fit.sigma2)
+        if joint.loglik - every.loglik > chdtri(freed, JOINT_TEST_LEVEL) / 2.0:  # χ²_k upper quantile
+            every = joint
     upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total)
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
     return fit, upper, wide, (u, posts[RESIDUAL])
