@@ -40,7 +40,8 @@ from ..hierarchy.node_means import (BETWEEN_SDS, between_upper, identified, comb
                                    listed_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
-__all__ = ["estimate_crossed", "JOINT_TEST_LEVEL", "own_sampling", "sampling_variance", "within_grid_spread", "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
+__all__ = ["estimate_crossed", "JOINT_TEST_LEVEL", "own_sampling", "sampling_variance", "within_grid_spread",
+           "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
 #: the one reason a variance is not published by the engine
@@ -142,9 +143,11 @@ def own_sampling(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
     point estimate of the records' variance within a grid, the kept values' variance
     (:func:`spread_bound` at 0 sds) less the grids' means' spread max(V̂, 0) (the law of total
     variance), n̂_g the grid's own noisy kept count floored at one noise sd
-    (:func:`dpopt.hierarchy.node_means.grid_weights`). 0 where the grids' own counts were not measured:
-    weights fitted to coarser margins (the independence model) are no count of a single grid's
-    records. Post-processing of DP outputs."""
+    (:func:`dpopt.hierarchy.node_means.grid_weights`). A point estimate, not an upper end as in
+    :func:`sampling_variance`: the floor enters every grid whose count was measured, and at ε ≤ 10 an
+    upper end is mostly the statistics' noise allowance. 0 where the grids' own counts were not
+    measured: weights fitted to coarser margins (the independence model) are no count of a single
+    grid's records. Post-processing of DP outputs."""
     if not np.isfinite(parts[0][0]).any():
         return np.zeros(np.size(w))
     s2 = spread_bound(m, info, parts, sds=0.0) - (max(total[0], 0.0) if total is not None else 0.0)
