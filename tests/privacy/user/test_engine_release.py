@@ -19,13 +19,21 @@ def _additive_records(rng: np.random.Generator, n_users: int = 60) -> tuple[list
     place[g % 6] + time[g // 6], so every grid's truth is additive."""
     place = np.array([10.0, 30.0, 20.0, 50.0, 40.0, 25.0])
     time = np.array([0.0, 5.0, 10.0, 2.0, 8.0, 12.0, 4.0, 6.0])
-    rows = []
-    for u in range(n_users):
-        for g in rng.choice(48, size=int(rng.integers(4, 16)), replace=False):
-            for t in range(int(rng.integers(2, 6))):
-                rows.append((f"u{u}", int(g), t, float(place[g % 6] + time[g // 6])))
+    rows = _visits(rng, n_users, (4, 16), (2, 6), lambda g: float(place[g % 6] + time[g // 6]))
     truth = np.array([place[g % 6] + time[g // 6] for g in range(48)])
     return rows, truth
+
+
+def _visits(rng: np.random.Generator, n_users: int, grids: tuple[int, int], records: tuple[int, int],
+            value) -> list:
+    """Records (user, grid, t, value): each user visits rng.integers(*grids) of the 48 grids and
+    leaves rng.integers(*records) records in each, valued ``value(g)`` (drawn in that order)."""
+    rows = []
+    for u in range(n_users):
+        for g in rng.choice(48, size=int(rng.integers(*grids)), replace=False):
+            for t in range(int(rng.integers(*records))):
+                rows.append((f"u{u}", int(g), t, value(g)))
+    return rows
 
 
 def _release(agg, eps: float, seed: int = 3):
@@ -88,12 +96,8 @@ def _heavy_records(rng: np.random.Generator, n_users: int = 120) -> list:
     truth plus N(0, 6²) record noise in [0, 50]: the record cap keeps a sample of every user."""
     place = np.array([10.0, 30.0, 20.0, 40.0, 35.0, 25.0])
     time = np.array([0.0, 5.0, 8.0, 2.0, 6.0, 4.0, 1.0, 3.0])
-    rows = []
-    for u in range(n_users):
-        for g in rng.choice(48, size=int(rng.integers(3, 7)), replace=False):
-            for t in range(int(rng.integers(20, 60))):
-                rows.append((f"u{u}", int(g), t, float(np.clip(place[g % 6] + time[g // 6] + rng.normal(0, 6), 0, 50))))
-    return rows
+    return _visits(rng, n_users, (3, 7), (20, 60),
+                   lambda g: float(np.clip(place[g % 6] + time[g // 6] + rng.normal(0, 6), 0, 50)))
 
 
 @pytest.mark.slow
