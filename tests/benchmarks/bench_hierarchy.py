@@ -129,7 +129,7 @@ def run_level_bounds(records: pd.DataFrame, seeds: int = 5, kappa: float = 0.5) 
     """Shared (k, c) vs per-level bounds (measure_levels' ``level_bounds``), levels chosen by phase 1."""
     agg, _ = contributions(records, bound=U, grid=GridOptions(RES, "1h"), io=InputOptions(out_of_range="clip"),
                            keep_samples=True)
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     rows = []
     for eps in (1.0, 10.0):
         for bounds, lb, order in LEVEL_BOUND_CONFIGS:
@@ -175,7 +175,7 @@ def level_diagnostics(records: pd.DataFrame, eps: float = 10.0, bounds=(8, 4), s
     equal shares at ``eps`` (a diagnostic on private data, not a release)."""
     agg, _ = contributions(records, bound=U, grid=GridOptions(RES, "1h"), io=InputOptions(out_of_range="clip"),
                            keep_samples=True)
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     out = {}
     for lb in (None, "scaled"):
         m = measure_levels(agg, plist, bound=U, bounds=bounds, epsilon=eps,
@@ -234,7 +234,7 @@ def main(seeds: int = 5) -> str:
 def run(name: str, records: pd.DataFrame, seeds: int) -> str:
     agg, _ = contributions(records, bound=U, grid=GridOptions(RES, "1h"), io=InputOptions(out_of_range="clip"),
                            keep_samples=True)
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)  # the occupied grids as the public list
+    plist = PartitionList.from_grids(agg.cells, agg.slots)  # the occupied grids as the public list
     rows = []
     for eps in (1.0, 10.0):
         for bounds, prio, kappa, first in CONFIGS:

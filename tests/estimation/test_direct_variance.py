@@ -100,7 +100,7 @@ def test_hierarchical_estimates_never_publish_a_clipped_zero_variance():
     from tests.estimation.test_hierarchical import agg as make_agg
 
     agg = make_agg.__wrapped__()  # the fixture's records (120 users, 8 cells × 8 hours)
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     said = 0
     for seed in range(4):
         m = measure_levels(agg, plist, bound=HU, bounds=(3, 2), epsilon=2.0,

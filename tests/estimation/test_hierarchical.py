@@ -38,7 +38,7 @@ def agg():
 def test_bad_inputs_are_one_line_errors(agg):
     from dpopt import DpoptInputError
 
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     with pytest.raises(DpoptInputError, match="bounds"):
         measure_levels(agg, plist, bound=U, bounds=(0, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS),
                        sampling=LevelNoise(noise="numpy"))
@@ -75,7 +75,7 @@ def test_fieller_interval_is_the_brute_force_set():
 
 
 def _bounded_truth(agg, m, seed, k, c):
-    plist = PartitionList(cells=m.finest["cell"].to_numpy(), slots=m.finest["slot"].to_numpy())
+    plist = PartitionList.from_grids(m.finest["cell"].to_numpy(), m.finest["slot"].to_numpy())
     from dpopt.privacy.user.levels import simulation_keys
 
     R, Y, Z, lat = _bounded_finest(agg, plist, k, c, U, 12, simulation_keys(seed), "random")  # the release's keys
@@ -94,7 +94,7 @@ def test_coverage_consistency_and_withholding(agg):
     """90 % intervals of both means cover the bounded truth on ≥ 90 % of nodes (pooled over seeds),
     and the test can fail: a good share of intervals is far narrower than the range."""
     k, c = 3, 2
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     inside_d, inside_e, narrow, n_nodes = 0, 0, 0, 0
     for seed in range(12):
         m = measure_levels(agg, plist, bound=U, bounds=(k, c), epsilon=30.0,
@@ -127,7 +127,7 @@ def test_coverage_consistency_and_withholding(agg):
 
 
 def test_spend_and_two_phase_levels(agg):
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS),
                        sampling=LevelNoise(noise="numpy", seed=1))
     assert m.spend.total <= 1.0 + 1e-12 and m.spend.total == pytest.approx(sum(m.spend.pieces.values()))
@@ -149,7 +149,7 @@ def test_spend_and_two_phase_levels(agg):
 def test_exact_samplers_end_to_end(agg, mechanism, budget):
     """Real-release samplers (exact discrete Laplace / Gaussian, seeded here): lattice noise laws,
     spend ≤ budget, and estimates on every measured node."""
-    plist = PartitionList(cells=agg.cells[:40], slots=agg.slots[:40])
+    plist = PartitionList.from_grids(agg.cells[:40], agg.slots[:40])
     m = measure_levels(agg, plist, bound=U, bounds=(2, 2), plan=LevelPlan(levels=LEVELS, first_level=1),
                        sampling=LevelNoise(mechanism=mechanism, noise="discrete", seed=3), **budget)
     assert m.statistics["sum"].law.family == "discrete_" + mechanism
@@ -167,7 +167,7 @@ def test_exact_samplers_end_to_end(agg, mechanism, budget):
 def test_measurements_are_the_bounded_node_sums_plus_noise(agg):
     """At a huge ε the noisy statistics equal the exact node sums of the bounded data (wiring:
     every node gets its own finest grids' sums, in value units)."""
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=1e7, plan=LevelPlan(levels=LEVELS, first_level=0),
                        sampling=LevelNoise(noise="numpy", seed=5))
     from dpopt.privacy.user.levels import simulation_keys
@@ -188,7 +188,7 @@ def test_level_bounds_option(agg):
     from dpopt import DpoptInputError
     from dpopt.privacy.user.levels import resolve_level_bounds
 
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     lb = [(2, 2), (2, 6), (1, 20), (1, 60)]
     m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=4.0,
                        plan=LevelPlan(levels=LEVELS, level_bounds=lb, first_level=0, level_split="equal"),
@@ -236,7 +236,7 @@ def test_blup_answers_at_the_deepest_informed_node_and_beats_the_direct_mean(agg
     """With every level measured at a large ε the finest nodes are informed and answer themselves;
     at a small ε the answers move up; the BLUP ``mean`` is closer to the bounded truth than
     ``mean_direct`` on the finest grids, pooled over seeds (the test fails if the pooling is wrong)."""
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     err_b, err_d = [], []
     for seed in range(6):
         m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=3.0,
@@ -265,7 +265,7 @@ def test_posterior_interval_option(agg):
     from dpopt import DpoptInputError
     from dpopt.estimation.hierarchical import posterior_half_width
 
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     m = measure_levels(agg, plist, bound=U, bounds=(3, 2), epsilon=3.0, plan=LevelPlan(levels=LEVELS, first_level=0),
                        sampling=LevelNoise(noise="numpy", seed=2))
     d = estimate_hierarchical(m, confidence=0.9)
@@ -316,7 +316,7 @@ def test_intervals_reach_the_declared_range_above_a_clamp(agg):
 
     from dpopt.estimation.hierarchical import two_sided_z
 
-    B, plist = 50.0, PartitionList(cells=agg.cells, slots=agg.slots)
+    B, plist = 50.0, PartitionList.from_grids(agg.cells, agg.slots)
     m = measure_levels(agg, plist, bound=B, bounds=(3, 2), epsilon=3.0, plan=LevelPlan(levels=LEVELS, first_level=0),
                        sampling=LevelNoise(noise="numpy", seed=4))
     plain = estimate_hierarchical(m, confidence=0.9, bias_allowance=0.0).table
@@ -345,7 +345,7 @@ def test_outlook_names_an_epsilon_even_when_no_count_is_readable(agg):
 
     from dpopt.estimation.outlook import HINT_USERS, _epsilon_needed
 
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(levels=LEVELS),
                        sampling=LevelNoise(noise="numpy", seed=1))
     est = estimate_hierarchical(m)
@@ -367,7 +367,7 @@ def test_repeated_default_levels_are_dropped_unless_the_plan_names_levels_by_ind
     its shares still mean what the caller wrote."""
     from dpopt.hierarchy.tree import DAY_NS, default_levels
 
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     levels = default_levels(8, HOUR_NS, profile="day")
     m = measure_levels(agg, plist, bound=U, bounds=(2, 2), epsilon=1.0, plan=LevelPlan(profile="day"),
                        sampling=LevelNoise(noise="numpy", seed=1))

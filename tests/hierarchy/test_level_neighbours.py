@@ -51,7 +51,7 @@ def _agg(H, added: np.ndarray, value: float) -> Aggregate:
 
 def _run(H, agg, k, c, level_bounds, seed):
     fin = H.nodes.iloc[H.finest_node]
-    plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
+    plist = PartitionList.from_grids(fin["cell"].to_numpy(), fin["slot"].to_numpy())
     sums, sens, lat, lb = _bounded_levels(agg, plist, H, bounds=(k, c), bound=U, bits=0,
                                           rng=np.random.default_rng(seed), priority="random",
                                           level_bounds=level_bounds)
@@ -113,7 +113,7 @@ def test_bounds_above_the_kept_records_are_refused_whatever_the_data(level_bound
 
     H = tiny_hierarchy()
     fin = H.nodes.iloc[H.finest_node]
-    plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
+    plist = PartitionList.from_grids(fin["cell"].to_numpy(), fin["slot"].to_numpy())
     for counts in ([1, 2, 0, 1, 0], [5, 0, 0, 1, 0]):
         with pytest.raises(DpoptInputError, match="first 2 records"):
             measure_levels(_truncated(H, counts, 2), plist, bound=U, bounds=bounds, epsilon=1.0,
@@ -139,7 +139,7 @@ def test_spend_recount_matches_every_draw(mechanism):
 
     H = tiny_hierarchy()
     fin = H.nodes.iloc[H.finest_node]
-    plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
+    plist = PartitionList.from_grids(fin["cell"].to_numpy(), fin["slot"].to_numpy())
     agg = _agg(H, np.array([2, 1, 0, 2, 1]), U)
     lev = H.nodes["level"].to_numpy()
     _, hy, hz = lattice_halves(U, 12)
@@ -193,7 +193,7 @@ def test_real_release_sampler_without_a_source_is_refused():
 
     H = tiny_hierarchy()
     fin = H.nodes.iloc[H.finest_node]
-    plist = PartitionList(cells=fin["cell"].to_numpy(), slots=fin["slot"].to_numpy())
+    plist = PartitionList.from_grids(fin["cell"].to_numpy(), fin["slot"].to_numpy())
     with pytest.raises(DpoptInputError, match="source"):
         measure_levels(_agg(H, np.array([1, 0, 0, 1, 0]), U), plist, bound=U, bounds=(1, 1), epsilon=1.0,
                        plan=LevelPlan(levels=H.levels), sampling=LevelNoise(noise_mechanism=NoSource()))

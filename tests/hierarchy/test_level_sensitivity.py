@@ -140,7 +140,7 @@ def test_per_level_bounds_one_user_and_totals(seed):
         H = build_hierarchy(agg.cells, agg.slots, default_levels(8, HOUR_NS, coarsest_resolution=6)[:5])
         lev = H.nodes["level"].to_numpy()
         lat = lattice_values(agg, 120.0, granularity_bits=0)
-        sums = np.array(_per_level_sums(agg, PartitionList(cells=agg.cells, slots=agg.slots), H, lb[:H.n_levels], lat,
+        sums = np.array(_per_level_sums(agg, PartitionList.from_grids(agg.cells, agg.slots), H, lb[:H.n_levels], lat,
                                         np.random.default_rng(seed)), dtype=float)
         per_user = np.bincount(agg.pair_user, weights=agg.count)
         for li, (kl, cl) in enumerate(lb[:H.n_levels]):

@@ -101,7 +101,7 @@ def test_capped_level_sensitivity_one_user(seed):
     H = build_hierarchy(agg.cells, agg.slots, place_levels(7, HOUR_NS, coarsest_resolution=5))
     lat = lattice_values(agg, 120.0, granularity_bits=0)
     lb = [None, T, T]
-    sums = np.array(_per_level_sums(agg, PartitionList(cells=agg.cells, slots=agg.slots), H, lb, lat,
+    sums = np.array(_per_level_sums(agg, PartitionList.from_grids(agg.cells, agg.slots), H, lb, lat,
                                     np.random.default_rng(seed), shared=[np.zeros(len(H.nodes), dtype=np.int64)] * 3),
                     dtype=float)
     lev = H.nodes["level"].to_numpy()
@@ -143,7 +143,7 @@ def test_explicit_level_shares_measure_only_those_levels():
     rng = np.random.default_rng(3)
     agg = make_agg(_random_records(rng, 30))
     lv = (Level(7, HOUR_NS), Level(7, 0), Level(6, 0), Level(5, 0))
-    m = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=120.0, bounds=(1, 1), epsilon=2.0,
+    m = measure_levels(agg, PartitionList.from_grids(agg.cells, agg.slots), bound=120.0, bounds=(1, 1), epsilon=2.0,
                        plan=LevelPlan(levels=lv, level_bounds=[None, 40, None, 40], level_split=[0, 0.7, 0, 0.3]),
                        sampling=LevelNoise(noise="numpy", seed=1))
     lev = m.nodes["level"].to_numpy()

@@ -180,7 +180,7 @@ def test_default_levels_that_repeat_the_level_below_are_not_measured_twice():
         full = build_hierarchy(cells, slots, levels)
         sizes = [full.level_rows(li).size for li in range(full.n_levels)]
         want = tuple(lv for li, lv in enumerate(levels) if li == 0 or sizes[li] != sizes[li - 1])
-        H = _distinct_levels(PartitionList(cells=cells, slots=slots), levels)
+        H = _distinct_levels(PartitionList.from_grids(cells, slots), levels)
         assert H.levels == want and (Level(5, HOUR_NS, DAY_NS) in H.levels) == hod_kept
         kept = [H.level_rows(li).size for li in range(H.n_levels)]
         assert all(a != b for a, b in zip(kept[:-1], kept[1:])) and H.leaves_under[H.nodes["parent"] < 0].sum() == cells.size

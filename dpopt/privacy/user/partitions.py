@@ -46,6 +46,31 @@ class PartitionList:
     cells: np.ndarray
     slots: np.ndarray
 
+    def __post_init__(self) -> None:
+        # the finest marginal's node codes are the list's positions (the engine indexes grid weights
+        # and node weights alike by them), so an unsorted or duplicated list would answer grids with
+        # other grids' rows: refuse it here, once
+        cells, slots = np.asarray(self.cells), np.asarray(self.slots)
+        if cells.ndim != 1 or slots.shape != cells.shape:
+            raise DpoptInputError(f"PartitionList `cells` and `slots` must be 1-D arrays of one length; "
+                                  f"got shapes {cells.shape} and {slots.shape}")
+        if cells.size > 1:
+            ds, dc = np.diff(slots), np.diff(cells)
+            bad = np.flatnonzero((ds < 0) | ((ds == 0) & (dc <= 0)))
+            if bad.size:
+                i = int(bad[0]) + 1
+                raise DpoptInputError(f"PartitionList must be sorted by (slot, cell) without duplicates; "
+                                      f"entry {i} (slot {int(slots[i])}, cell {int(cells[i])}) is not after entry {i - 1}")
+
+    @classmethod
+    def from_grids(cls, cells: np.ndarray, slots: np.ndarray) -> "PartitionList":
+        """The list of the grids (``cells[i]``, ``slots[i]``) in any order, sorted by (slot, cell),
+        duplicates merged."""
+        keys = pd.MultiIndex.from_arrays([np.asarray(slots, dtype=np.int64), np.asarray(cells, dtype=np.int64)])
+        keys = keys.unique().sort_values()
+        return cls(cells=np.asarray(keys.get_level_values(1), dtype=np.int64),
+                   slots=np.asarray(keys.get_level_values(0), dtype=np.int64))
+
     def __len__(self) -> int:
         return int(self.cells.size)
 
@@ -92,9 +117,7 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int) -> Partiti
             f"`partitions` slots must start on the slot lattice (multiples of {slot_ns // 10**9} s since "
             f"the epoch, UTC); got {frame['slot'].iloc[int(np.flatnonzero(off)[0])]!r}")
     cells = np.asarray([h3.str_to_int(c) for c in cells_txt], dtype=np.int64)
-    keys = pd.MultiIndex.from_arrays([slots, cells]).unique().sort_values()
-    return PartitionList(cells=np.asarray(keys.get_level_values(1), dtype=np.int64),
-                         slots=np.asarray(keys.get_level_values(0), dtype=np.int64))
+    return PartitionList.from_grids(cells, slots)
 
 
 def match_partitions(agg: Aggregate, parts: PartitionList) -> tuple[np.ndarray, np.ndarray]:

@@ -159,7 +159,6 @@ def private_list(agg: Aggregate, *, epsilon: float, delta: float, mechanism: Noi
     cells = np.unique(sel.cells)
     windows = np.arange(0, DAY_NS, agg.slot_ns, dtype=np.int64)
     grid_cells, grid_slots = np.repeat(cells, windows.size), np.tile(windows, cells.size)
-    order = np.lexsort((grid_cells, grid_slots))  # PartitionList's order: (slot, cell)
     period = (int(sel.slots.min()), int(sel.slots.max()) + PERIOD_NS) if sel.slots.size else (0, 0)
-    return PrivateList(agg=folded, partitions=PartitionList(cells=grid_cells[order], slots=grid_slots[order]),
+    return PrivateList(agg=folded, partitions=PartitionList.from_grids(grid_cells, grid_slots),
                        period=period, k=int(k), selection=sel, pieces=pieces)

@@ -122,7 +122,7 @@ def test_a_real_hierarchical_measurement_draws_only_from_secrets(monkeypatch, pr
     monkeypatch.setattr(bounding, "tie_keys", recorded_tie_keys)
     monkeypatch.setattr(levels, "tie_keys", recorded_tie_keys)
     monkeypatch.setattr(np.random, "default_rng", guarded_default_rng)
-    meas = measure_levels(agg, PartitionList(cells=agg.cells, slots=agg.slots), bound=50.0, bounds=(2, 2), epsilon=1.0,
+    meas = measure_levels(agg, PartitionList.from_grids(agg.cells, agg.slots), bound=50.0, bounds=(2, 2), epsilon=1.0,
                           plan=LevelPlan(priority=priority,
                                          levels=(Level(8, HOUR_NS), Level(8, 4 * HOUR_NS), Level(7, 4 * HOUR_NS))))
     monkeypatch.undo()

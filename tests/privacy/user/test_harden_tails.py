@@ -131,7 +131,7 @@ def _plist():
     from dpopt.privacy.user.partitions import PartitionList
     from .conftest import CELLS
 
-    return PartitionList(cells=np.asarray(CELLS[:2], dtype=np.int64), slots=np.zeros(2, dtype=np.int64))
+    return PartitionList.from_grids(np.asarray(CELLS[:2], dtype=np.int64), np.zeros(2, dtype=np.int64))
 
 
 def test_zcdp_conversion_objective_in_alpha_minus_one():

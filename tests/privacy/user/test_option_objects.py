@@ -45,7 +45,7 @@ def test_level_options_are_the_option_objects_only():
     """``plan`` and ``sampling`` are the one way to give the options: omitted they are the defaults,
     a field given as a keyword is Python's TypeError, anything but the objects a one-line error."""
     agg = _agg()
-    plist = PartitionList(cells=agg.cells, slots=agg.slots)
+    plist = PartitionList.from_grids(agg.cells, agg.slots)
     levels = (Level(int(agg.h3_resolution), int(agg.slot_ns)), Level(max(int(agg.h3_resolution) - 1, 0), 0))
     plan = LevelPlan(levels=levels, level_split="equal", weight_variance=0.5)
     default = measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, sampling=LevelNoise(seed=4))
@@ -60,3 +60,21 @@ def test_level_options_are_the_option_objects_only():
     for name, value in (("plan", {"target": 3.0}), ("sampling", LevelPlan())):
         with pytest.raises(DpoptInputError, match=f"`{name}` must be a"):
             measure_levels(agg, plist, bound=1.0, bounds=(2, 2), epsilon=2.0, **{name: value})
+
+
+def test_partition_list_refuses_an_unsorted_or_duplicated_list():
+    """The engine reads the finest marginal's node codes as list positions, so a hand-built list in
+    another order would answer grids with other grids' rows: refused with the entry named.
+    ``from_grids`` sorts any order by (slot, cell) and merges duplicates."""
+    rng = np.random.default_rng(5)
+    cells = rng.choice(np.arange(600_000_000_000_000_000, 600_000_000_000_000_040), 60)
+    slots = rng.integers(0, 5, 60) * HOUR_NS
+    plist = PartitionList.from_grids(cells, slots)
+    pairs = sorted(set(zip(slots.tolist(), cells.tolist())))  # brute force: Python's tuple order
+    assert list(zip(plist.slots.tolist(), plist.cells.tolist())) == pairs
+    assert PartitionList(cells=plist.cells, slots=plist.slots) is not None  # sorted: accepted
+    for c, s in ((plist.cells[::-1], plist.slots[::-1]), (np.r_[plist.cells, plist.cells[-1:]], np.r_[plist.slots, plist.slots[-1:]])):
+        with pytest.raises(DpoptInputError, match=r"sorted by \(slot, cell\) without duplicates; entry \d+"):
+            PartitionList(cells=c, slots=s)
+    with pytest.raises(DpoptInputError, match="1-D arrays of one length"):
+        PartitionList(cells=plist.cells, slots=plist.slots[:-1])
