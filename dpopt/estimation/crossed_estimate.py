@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.special import chdtri, ndtr
 
 from .._validation import DpoptInputError
-from ..hierarchy.crossed import RESIDUAL, ComponentGrams, component_profile, fit_crossed, within_memory
+from ..hierarchy.crossed import RESIDUAL, component_profile, fit_crossed, fit_kernel, within_memory
 from ..hierarchy.node_means import (BETWEEN_SDS, between_upper, identified, combined_total, crossed_inputs,
                                    listed_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
@@ -489,16 +489,14 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
     value. So a grid's interval never rests on a component the data cannot see being 0, the plug-in
     empirical-Bayes error (models/engine.md §4)."""
     names = list(fit.sigma2)
-    sizes = [fit.effects[k].levels.size if k in fit.effects else fit.grid_mean.size for k in names]
-    H = (A @ fit.grid_map).tocsc()
     base = np.array([min(max(fit.sigma2[k], 0.0), cap) for k in names])
-    local = fit.grid_mean.size if RESIDUAL in fit.sigma2 else 0  # the grid residuals, eliminated first
-    grams = ComponentGrams(H, sizes)  # one design, many variances: its blocks' Gram matrices once
+    H, inner, order, kernel = fit_kernel(fit, A)  # the fit's elimination order; its Gram matrices once
     nodes, logliks = [], []
     for j, k in enumerate(names):
         grid = component_nodes(cap, float(base[j]))
         nodes.append(grid)
-        logliks.append(component_profile(H, y, s2, base, sizes, j, grid, n_local=local, grams=grams))
+        logliks.append(component_profile(H, y, s2, base[order], inner, int(np.flatnonzero(order == j)[0]), grid,
+                                         **kernel))
     u, posts = joint_prior_posteriors(cap, nodes, logliks, total)
     return {k: float(np.sum(u * p)) for k, p in zip(names, posts)}, u, dict(zip(names, posts))
 

@@ -41,7 +41,7 @@ from .._validation import _fail, check_confidence, check_positive_int
 T = TypeVar("T")
 
 __all__ = ["GLSPosterior", "gls_posterior", "component_profile", "ComponentGrams", "FactorEffects", "NodeEstimate", "CrossedFit",
-           "fit_crossed", "within_memory", "RESIDUAL"]
+           "fit_crossed", "fit_kernel", "within_memory", "RESIDUAL"]
 
 _LOG2PI = math.log(2.0 * math.pi)
 #: the key of the grid-level (residual) component in :attr:`CrossedFit.sigma2`; no factor may use it
@@ -618,7 +618,8 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
 
 
 def component_profile(H: Any, y: Any, s2: Any, sigma2: np.ndarray, sizes: list[int], j: int, values: Any, *,
-                      n_local: int = 0, grams: ComponentGrams | None = None, dense_max: int = 4000) -> np.ndarray:
+                      n_local: int = 0, grams: ComponentGrams | None = None, dense_max: int = 4000,
+                      local_blocks: Any = None) -> np.ndarray:
     """The REML log-likelihood of :func:`gls_posterior` (one fixed effect) at each of ``values`` for
     block j's variance, the other blocks' at ``sigma2`` (``sizes`` the blocks' widths). Where
     there are at most ``dense_max`` observations (V is n × n dense), one eigen-decomposition serves
@@ -637,8 +638,8 @@ def component_profile(H: Any, y: Any, s2: Any, sigma2: np.ndarray, sizes: list[i
     for v in np.asarray(values, dtype=float).ravel():
         trial = sig.copy()
         trial[j] = v
-        out.append(float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=n_local, grams=grams,
-                                       dense_max=dense_max).loglik))
+        out.append(float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=n_local, local_blocks=local_blocks,
+                                       grams=grams, dense_max=dense_max).loglik))
     return np.array(out)
 
 
@@ -787,12 +788,15 @@ def _design(codes: list[np.ndarray], G: int, residual: bool) -> tuple[sp.csr_mat
     return sp.hstack(blocks, format="csr"), sizes
 
 
-def _local_factor(codes: list[np.ndarray], A: sp.csr_matrix) -> int | None:
+def _local_factor(codes: list[np.ndarray], A: sp.csr_matrix, residual: bool = True) -> int | None:
     """The factor whose levels, each with its grids' residuals, make the smallest core when
     eliminated as local blocks (rows inside one level fold; the level's effect leaves the core),
     or None if the residuals alone do better. Only factors of at most :data:`_LOCAL_MEAN_GRIDS`
-    grids per level on average qualify, and their blocks must fit the budget (Σ (grids + 1)²)."""
-    best, best_core = None, int(np.sum(np.diff(A.indptr) > 1))
+    grids per level on average qualify, and their blocks must fit the budget (Σ (grids + 1)²).
+    Without grid residuals (``residual`` False) the levels are the blocks alone, and a factor pays
+    where the rows spanning two of its levels are fewer than its levels (the core sizes are then
+    counted against keeping every level in the core)."""
+    best, best_core = None, int(np.sum(np.diff(A.indptr) > 1)) if residual else 0
     for i, c in enumerate(codes):
         counts = np.bincount(c)
         if c.size > _LOCAL_MEAN_GRIDS * counts.size or float(np.sum((counts + 1.0) ** 2)) > _RHS_BUDGET:
@@ -809,17 +813,45 @@ def _plan(codes: list[np.ndarray], sizes: list[int], A: sp.csr_matrix,
     before the residuals), the matching column permutation of the effects (μ first) and its
     ``n_local``/``local_blocks``: the residuals, with that factor's levels as blocks."""
     comps = np.arange(len(sizes))
-    k = _local_factor(codes, A) if residual else None
+    k = _local_factor(codes, A, residual) if codes else None
     if k is not None:
-        comps = np.concatenate([comps[(comps != k) & (comps < len(codes))], [k, len(codes)]])
+        comps = np.concatenate([comps[(comps != k) & (comps < len(codes))], [k],
+                                [len(codes)] if residual else []]).astype(np.int64)
     starts = 1 + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     perm = np.concatenate([[0]] + [starts[c] + np.arange(sizes[c]) for c in comps]).astype(np.int64)
-    if not residual:
-        return comps, perm, {"n_local": 0}
+    if not residual:  # the local factor's levels, each its own block (rows inside one level fold)
+        return comps, perm, {"n_local": 0 if k is None else sizes[k]}
     if k is None:
         return comps, perm, {"n_local": A.shape[1]}
     blocks = np.concatenate([np.arange(sizes[k]), codes[k]])
     return comps, perm, {"n_local": sizes[k] + A.shape[1], "local_blocks": blocks}
+
+
+def _kernel_order(codes: list[np.ndarray], sizes: list[int], A: sp.csr_matrix, grid_map: sp.csr_matrix,
+                  residual: bool) -> tuple[sp.csr_matrix, list[int], np.ndarray, np.ndarray, dict[str, Any]]:
+    """(H = A·grid_map in the kernel's column order, the blocks' widths in that order, the components'
+    order, the column permutation, the kernel's keywords with its Gram matrices): :func:`_plan`
+    applied to a design."""
+    comps, perm, kernel = _plan(codes, sizes, A, residual)
+    H, inner = (A @ grid_map).tocsr()[:, perm], [sizes[c] for c in comps]
+    kernel["grams"] = ComponentGrams(H, inner)  # formed only if the observations' space is taken
+    return H, inner, comps, perm, kernel
+
+
+def fit_kernel(fit: "CrossedFit", A: Any) -> tuple[sp.csr_matrix, list[int], np.ndarray, dict[str, Any]]:
+    """The kernel :func:`fit_crossed` used for ``fit`` (its observations' matrix ``A``): (H in the
+    kernel's column order, the blocks' widths in that order, ``order`` with ``order[i]`` the
+    component (index into ``fit.sigma2``) of block i, and the keywords of :func:`gls_posterior` /
+    :func:`component_profile`: ``n_local``, ``local_blocks``, ``grams``). A profile over the same
+    elimination as the fit is the same likelihood and costs what the fit's evaluations cost."""
+    names = list(fit.sigma2)
+    residual = RESIDUAL in fit.sigma2
+    sizes = [fit.effects[k].levels.size if k in fit.effects else fit.grid_mean.size for k in names]
+    gm = sp.csr_matrix(fit.grid_map)
+    starts = 1 + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    codes = [gm[:, a:a + n].tocsr().indices for k, a, n in zip(names, starts, sizes) if k != RESIDUAL]
+    H, inner, comps, _, kernel = _kernel_order(codes, sizes, sp.csr_matrix(A), gm, residual)
+    return H, inner, comps, kernel
 
 
 def _start(y: np.ndarray, s2: np.ndarray, n_comp: int, spread: float) -> np.ndarray:
@@ -987,10 +1019,8 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     max_iter = check_positive_int(max_iter, "max_iter")
     dense_max = check_positive_int(dense_max, "dense_max", minimum=0)
     grid_map, sizes = _design(codes, A.shape[1], residual)
-    comps, perm, kernel = _plan(codes, sizes, A, residual)
-    H, inner = (A @ grid_map).tocsr()[:, perm], [sizes[c] for c in comps]  # the kernel's order
+    H, inner, comps, perm, kernel = _kernel_order(codes, sizes, A, grid_map, residual)
     kernel["dense_max"] = dense_max
-    kernel["grams"] = ComponentGrams(H, inner)  # formed only if the observations' space is taken
     sig = np.zeros(len(sizes))
     if sigma2 is not None:
         sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0

@@ -112,7 +112,7 @@ def test_posterior_matches_dense_reference(seed):
 @pytest.mark.parametrize("seed", [0, 2, 4])
 def test_posterior_with_residuals_alone_local(seed, monkeypatch):
     """No factor eliminated with the residuals (each residual its own block): the same answers."""
-    monkeypatch.setattr(crossed, "_local_factor", lambda codes, A: None)
+    monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, residual=True: None)
     test_posterior_matches_dense_reference(seed)
 
 
@@ -247,7 +247,7 @@ def test_public_order_of_effects_whatever_the_kernel_order(seed, monkeypatch):
     codes, A, y, s2 = random_instance(rng)
     factors = dict(zip(["place", "slot", "hour_of_day"], codes))
     for k in (None, 0, 1, 2):
-        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, k=k: k)
+        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, residual=True, k=k: k)
         fit = fit_crossed(factors, A, y, s2, sigma2={"place": 2.0, "slot": 0.5, "hour_of_day": 0.3, RESIDUAL: 0.7})
         assert list(fit.sigma2) == ["place", "slot", "hour_of_day", RESIDUAL]
         sizes = [fit.effects[n].levels.size for n in factors] + [A.shape[1]]
@@ -255,6 +255,43 @@ def test_public_order_of_effects_whatever_the_kernel_order(seed, monkeypatch):
         np.testing.assert_allclose(fit.posterior.mean, plain.mean, rtol=RTOL, atol=ATOL)
         assert fit.loglik == pytest.approx(plain.loglik, rel=1e-9)
         np.testing.assert_allclose(fit.grid_var, plain.variance(fit.grid_map), rtol=1e-6, atol=ATOL)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 5])
+def test_without_residual_a_factor_eliminated_alone_gives_the_same_fit(seed, monkeypatch):
+    """No grid residual (no grid measured on its own): a factor's levels may still be eliminated as
+    local blocks, each level its own block (rows inside one level fold). Every choice (none, each
+    factor, and the rule's own) gives the plain kernel's posterior, likelihood and REML fit; and the
+    profile of a component over the fit's kernel (:func:`fit_kernel`) is the plain profile."""
+    from dpopt.hierarchy.crossed import component_profile, fit_kernel
+
+    rng = np.random.default_rng(1200 + seed)
+    codes, A, y, s2 = random_instance(rng)
+    factors = dict(zip(["place", "slot", "hour_of_day"], codes))
+    given = {"place": 2.0, "slot": 0.5, "hour_of_day": 0.3}
+    real = crossed._local_factor
+    for k in ("rule", None, 0, 1, 2):
+        if k != "rule":
+            monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, residual=True, k=k: k)
+        fit = fit_crossed(factors, A, y, s2, residual=False, sigma2=given)
+        sizes = [fit.effects[n].levels.size for n in factors]
+        plain = gls_posterior(sp.csr_matrix(A) @ fit.grid_map, y, s2, np.repeat(list(given.values()), sizes))
+        np.testing.assert_allclose(fit.posterior.mean, plain.mean, rtol=RTOL, atol=ATOL)
+        assert fit.loglik == pytest.approx(plain.loglik, rel=1e-9)
+        np.testing.assert_allclose(fit.grid_var, plain.variance(fit.grid_map), rtol=1e-6, atol=ATOL)
+        H, inner, order, kernel = fit_kernel(fit, A)
+        values = np.array([0.0, 0.4, 3.0])
+        for j in range(len(given)):
+            mine = component_profile(H, y, s2, np.array(list(given.values()))[order], inner,
+                                     int(np.flatnonzero(order == j)[0]), values, dense_max=0, **{
+                                         key: v for key, v in kernel.items() if key != "dense_max"})
+            ref = component_profile(sp.csr_matrix(A) @ fit.grid_map, y, s2, np.array(list(given.values())), sizes, j,
+                                    values, dense_max=0)
+            np.testing.assert_allclose(mine, ref, rtol=1e-9)
+        reml = fit_crossed(factors, A, y, s2, residual=False)
+        monkeypatch.setattr(crossed, "_local_factor", real)
+        base = fit_crossed(factors, A, y, s2, residual=False)
+        assert reml.loglik == pytest.approx(base.loglik, abs=1e-6)
 
 
 @pytest.mark.parametrize("seed", [0, 2, 4])
@@ -272,7 +309,7 @@ def test_tiny_noise_agrees_whatever_the_kernel_order(seed, monkeypatch):
     given = {"place": 64.0, "slot": 1e-6, "hour_of_day": 0.0, RESIDUAL: 9.0}
     fits, reml = [], []
     for k in (None, 0, 1, 2):
-        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, k=k: k)
+        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, residual=True, k=k: k)
         fits.append(fit_crossed(factors, A, y, s2, sigma2=given))
         reml.append(fit_crossed(factors, A, y, s2))
     for fit, est in zip(fits, reml):  # log-determinants of terms ~10⁹ apart: 10⁻⁷ of them is 10⁻⁴
@@ -316,7 +353,7 @@ def test_tiny_noise_agrees_in_the_observations_space(seed, monkeypatch):
 def test_each_factor_as_local_blocks(seed, monkeypatch):
     """Every factor in turn eliminated with the residuals as blocks: the same answers."""
     for k in range(3):
-        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, k=k: k)
+        monkeypatch.setattr(crossed, "_local_factor", lambda codes, A, residual=True, k=k: k)
         test_posterior_matches_dense_reference(seed)
 
 
