@@ -181,6 +181,10 @@ class _Bounded:
     cap: int
     clamp: float
     windows: bool = False
+    #: public relations between the candidates' codes, memoised for every plan of the release:
+    #: "inside" (candidate, factor) → levels of the factor inside each node, "finer" (g, f) → does g
+    #: vary inside f's levels (at 2·10⁷ records each is a sort of 127,853 grids)
+    relations: dict[str, dict[tuple[str, str], Any]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -665,8 +669,9 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
     sd_all = _count_sd(b, unit, rest)
     held = np.zeros(len(names)) if committed is None else np.asarray(committed, dtype=float) / rest
-    finer: dict[tuple[str, str], bool] = {}  # (g, f): does g vary inside f's levels; shared by the candidates
-    cands = [_candidate(name, code, grid_n, unit_v, factors, sigma2, reachable=sd_all, held=h > 0, finer=finer)
+    finer, inside = (b.relations.setdefault(key, {}) for key in ("finer", "inside"))  # shared by every plan
+    cands = [_candidate(name, code, grid_n, unit_v, factors, sigma2, reachable=sd_all, held=h > 0, finer=finer,
+                        inside=inside)
              for name, code, h in zip(names, codes, held)]
     if all(c.must == "not" for c in cands):  # no node of any marginal can rise above its noise
         return _map_only(b, names, rest, "no marginal can be measured above its noise at this budget", held)
@@ -732,18 +737,22 @@ def _count_sd(b: _Bounded, unit: str, budget: float) -> float:
 
 def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, factors: dict[str, np.ndarray],
                sigma2: dict[str, float], *, reachable: float, finer: dict[tuple[str, str], bool],
-               held: bool = False) -> Candidate:
+               inside: dict[tuple[str, str], np.ndarray] | None = None, held: bool = False) -> Candidate:
     """One marginal as a strategy candidate (models/strategy.md §3): its nodes' predicted noise at
     unit budget and, for every factor f constant on its nodes (informed), the variance r of what a
     node's mean holds besides f's effect and is not estimated with it: the factors varying inside the
     node, each divided by its number of levels there, and the factors constant on the node that vary
-    inside f's levels (finer than f; ``finer`` keeps each pair's answer for the other candidates)."""
+    inside f's levels (finer than f; ``finer`` keeps each pair's answer for the other candidates and
+    ``inside`` each (candidate, factor)'s levels per node for the next plan)."""
     n_nodes = int(code.max()) + 1
     node_n = np.bincount(code, weights=grid_n, minlength=n_nodes)
     v = unit_v / np.maximum(node_n, 0.5) ** 2
     constant, r_vary = [], np.zeros(n_nodes)
+    inside = {} if inside is None else inside
     for f, fc in factors.items():
-        levels = _levels_inside(code, fc, n_nodes)
+        if (name, f) not in inside:
+            inside[(name, f)] = _levels_inside(code, fc, n_nodes)
+        levels = inside[(name, f)]
         if levels.max() == 1:
             constant.append(f)
         else:
