@@ -191,6 +191,9 @@ def load_sensors():
     return agg[0] if isinstance(agg, tuple) else agg, 0.0
 
 
+#: the synthetic and derived sets beside bench_userdp's real ones: name → loader of (aggregate with samples, 0)
+EXTRA_SETS = {TIMESET: load_timeset, PAYMENTS: load_payments, SENSORS: load_sensors}
+
 PEER_SWEEP = ([4, 16, 64, 256], [1, 4, 16])
 
 
@@ -233,7 +236,7 @@ def peer_row(agg, fin, eps: float, reps: int) -> dict:
 
 
 def run(args) -> dict:
-    agg, _ = {TIMESET: load_timeset, PAYMENTS: load_payments, SENSORS: load_sensors}.get(args.data, lambda: load(args.data))()
+    agg, _ = EXTRA_SETS.get(args.data, lambda: load(args.data))()
     fin = finest_grids(agg, bound=agg.bound)
     out = {"data": args.data, "grids": int(agg.n_grids), "scored": int(fin.scored.sum()), "users": int(agg.n_users),
            "floors": floors(fin), "rows": []}
@@ -294,7 +297,7 @@ def write_markdown() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", choices=DATASETS + (TIMESET, PAYMENTS, SENSORS), default="day")
+    ap.add_argument("--data", choices=DATASETS + tuple(EXTRA_SETS), default="day")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--strategies", nargs="*", default=["optimised", "place"],

@@ -34,6 +34,7 @@ import pandas as pd
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
+from bench_engine import EXTRA_SETS  # noqa: E402
 from bench_userdp import DATASETS, load, records_rows  # noqa: E402
 from scoring import finest_grids  # noqa: E402
 
@@ -111,7 +112,7 @@ def floors(fin) -> dict[str, float]:
 
 
 def run(args) -> dict:
-    agg, _ = load(args.data)
+    agg, _ = EXTRA_SETS.get(args.data, lambda: load(args.data))()
     fin = finest_grids(agg, bound=agg.bound)
     out = {"data": args.data, "scored": int(fin.scored.sum()), "users": int(agg.n_users), "floors": floors(fin),
            "rows": []}
@@ -171,7 +172,7 @@ def write_markdown() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", choices=DATASETS, default="day")
+    ap.add_argument("--data", choices=DATASETS + tuple(EXTRA_SETS), default="day")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--peers", action="store_true", help="add PipelineDP (needs the bench extra)")
