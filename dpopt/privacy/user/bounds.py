@@ -285,9 +285,20 @@ def _histogram_choice(agg: Aggregate, ranks: np.ndarray, eps: float, src: Intege
 
 def private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float, epsilon: float,
                      source: IntegerSource) -> int:
-    """The candidate v with the rank utility −|#{x ≤ v} − q·n| (sensitivity 1), by permute-and-flip."""
-    below = np.searchsorted(np.sort(values), candidates, side="right")
-    utility = -np.abs(below - quantile * values.size)
+    """The candidate v whose rank interval [#{x < v}, #{x ≤ v}] is nearest q·n: utility
+    −dist(q·n, [#{x < v}, #{x ≤ v}]), by permute-and-flip.
+
+    Sensitivity 1: adding or removing one value moves #{x < v} and #{x ≤ v} each by at most 1 (in
+    the same direction) and q·n by q ≤ 1, so each of a − q·n and q·n − b moves by at most 1, and so
+    does their positive part's maximum. Where many values equal a candidate (users who all hold one
+    cell) that candidate alone has utility 0; the form −|#{x ≤ v} − q·n| gave every candidate at or
+    above the largest value the same utility, and the mechanism then drew any of them (k = 32 for
+    sensors that never leave their cell, and no cell cleared the threshold k sets)."""
+    ordered = np.sort(values)
+    below = np.searchsorted(ordered, candidates, side="left")
+    upto = np.searchsorted(ordered, candidates, side="right")
+    target = quantile * values.size
+    utility = -np.maximum(np.maximum(below - target, target - upto), 0.0)
     return int(candidates[permute_and_flip(utility, epsilon, sensitivity=1.0, source=source)])
 
 

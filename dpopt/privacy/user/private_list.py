@@ -7,7 +7,7 @@ chosen under DP: the places by private selection, the times by a public rule.
    :data:`KEEP_QUANTILE` quantile of the users' numbers of distinct cells (H3 resolution R over the
    whole period), by permute-and-flip over the powers of two 1 … :data:`MAX_KEEP`
    (:func:`dpopt.privacy.user.bounds.private_quantile`; each user gives one value, the rank utility
-   has sensitivity 1: ε_k-DP).
+   −dist(q·n, [#{x < k}, #{x ≤ k}]) has sensitivity 1: ε_k-DP).
 2. **Which cells** (ε_s, δ): every user keeps a uniformly random k of its distinct cells (i.i.d.
    keys from the release's randomness, :func:`random_votes`; PipelineDP's rule) and each cell with
    u_v ≥ 1 keeping users is released iff u_v + Z_v ≥ T, Z_v Laplace of scale k/ε_s
