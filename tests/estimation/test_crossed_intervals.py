@@ -309,3 +309,55 @@ def test_left_out_components_are_refitted_for_the_intervals_where_the_data_rejec
         assert conditional[0] < 2.5 and conditional[1] < 0.9, conditional
     else:
         assert tested == conditional and tested[1] >= 0.95
+
+
+def test_weak_components_are_those_whose_likelihood_does_not_reject_zero() -> None:
+    """:func:`weak_components` against an independent computation: ℓ_R at the REML values and with
+    one component at 0 (the others at REML) from fit_crossed with the components given; weak iff
+    the drop is ≤ χ²₁(0.95)/2. Over seeded crossed cases where the place is strong and the time is
+    buried in noise (sd 3 against a time sd of 0.3, a place sd of 10), the place is never weak and the time is weak
+    whenever REML gives it more than 0 on noise alone."""
+    from scipy.special import chdtri
+
+    from dpopt.estimation.crossed_estimate import weak_components
+    from dpopt.hierarchy.crossed import fit_crossed
+
+    crit = chdtri(1, 0.05) / 2.0
+    flagged_time = 0
+    for seed in range(12):
+        rng = np.random.default_rng(4000 + seed)
+        factors, A, y, s2, _ = _crossed_case(rng, {"place": 100.0, "time": 0.09, RESIDUAL: 0.0}, noise_sd=3.0)
+        fit = fit_crossed(factors, A, y, s2, residual=False, variances=False)
+        weak = weak_components(fit, A, y, s2)
+        want = set()
+        for k, v in fit.sigma2.items():
+            if v > 0:
+                at0 = fit_crossed(factors, A, y, s2, residual=False, variances=False, sigma2={**fit.sigma2, k: 0.0})
+                if fit.loglik - at0.loglik <= crit:
+                    want.add(k)
+        assert weak == want
+        assert "place" not in weak
+        flagged_time += "time" in weak
+        assert fit.sigma2["time"] == 0.0 or "time" in weak or fit.sigma2["time"] > 9.0
+    assert flagged_time >= 1  # the case happens: REML above 0 on noise, and the test catches it
+
+
+def test_a_component_reml_puts_on_noise_leaves_the_point_estimate() -> None:
+    """interval_fit's point fit drops a seen component the data do not distinguish from 0 (its nodes
+    still observe their grids): with a pure-noise time factor the grid means are those of the fit
+    without it, and a strong one stays."""
+    from dpopt.estimation.crossed_estimate import weak_components
+    from dpopt.hierarchy.crossed import fit_crossed
+
+    for seed in range(40):
+        rng = np.random.default_rng(5000 + seed)
+        factors, A, y, s2, _ = _crossed_case(rng, {"place": 25.0, "time": 0.0, RESIDUAL: 0.0}, noise_sd=3.0)
+        full = fit_crossed(factors, A, y, s2, residual=False, variances=False)
+        if full.sigma2["time"] > 0 and weak_components(full, A, y, s2) == {"time"}:
+            break
+    else:
+        pytest.fail("no seed where REML put the noise into the time component")
+    fit, *_ = interval_fit(factors, A, y, s2, cap=100.0, seen={"place", "time"}, residual_seen=False)
+    alone = fit_crossed({"place": factors["place"]}, A, y, s2, residual=False, variances=False)
+    np.testing.assert_allclose(fit.grid_mean, alone.grid_mean, rtol=1e-9)
+    assert fit.sigma2["place"] > 0
