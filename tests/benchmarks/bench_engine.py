@@ -142,21 +142,33 @@ def load_timeset():
 PAYMENTS = "payments_synth"
 
 
-def load_payments():
-    from dpopt.release import GridOptions, contributions
-
-    rng = np.random.default_rng(7)
+def _payers(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, pd.Series]:
+    """(user, hour, timestamp) of each payment: 20,000 users with 1–6 payments over a week, hours
+    about 14:00 (sd 4 h)."""
     n = rng.integers(1, 7, 20000)
     user = np.repeat(np.arange(n.size), n)
     hour = np.clip(rng.normal(14, 4, user.size).astype(int), 0, 23)
     ts = (pd.Timestamp("2024-03-04", tz="UTC") + pd.to_timedelta(rng.integers(0, 7, user.size), "D")
           + pd.to_timedelta(hour, "h") + pd.to_timedelta(rng.integers(0, 3600, user.size), "s"))
-    value = 30 + 40 * np.exp(-((hour - 18) / 3.0) ** 2) + rng.gamma(2.0, 8.0, user.size)
+    return user, hour, ts
+
+
+def _payment_aggregate(rng: np.random.Generator, user: np.ndarray, ts: pd.Series, value: np.ndarray, bound: float):
+    """The payments' records around Austin (places drawn here) as contributions with samples."""
+    from dpopt.release import GridOptions, contributions
+
     rec = pd.DataFrame({"user_id": user.astype(str), "timestamp": ts,
                         "latitude": 30.25 + rng.normal(0, 0.03, user.size),
-                        "longitude": -97.74 + rng.normal(0, 0.03, user.size), "value": np.clip(value, 0, 200)})
-    agg = contributions(rec, bound=200.0, grid=GridOptions(7, "1h"), keep_samples=True)
+                        "longitude": -97.74 + rng.normal(0, 0.03, user.size), "value": np.clip(value, 0, bound)})
+    agg = contributions(rec, bound=bound, grid=GridOptions(7, "1h"), keep_samples=True)
     return agg[0] if isinstance(agg, tuple) else agg, 0.0
+
+
+def load_payments():
+    rng = np.random.default_rng(7)
+    user, hour, ts = _payers(rng)
+    value = 30 + 40 * np.exp(-((hour - 18) / 3.0) ** 2) + rng.gamma(2.0, 8.0, user.size)
+    return _payment_aggregate(rng, user, ts, value, 200.0)
 
 
 #: a synthetic data set of a third kind: stationary sensors (users) that never move and report every
@@ -191,8 +203,21 @@ def load_sensors():
     return agg[0] if isinstance(agg, tuple) else agg, 0.0
 
 
+#: a fourth kind: heavy-tailed amounts. The payments' users, places and times with each value a
+#: log-normal amount (median e^3 ≈ 20, σ = 1 on the log scale, its median 1.65× higher at 18:00) in
+#: [0, 1000]: most values far below U/2, where the clamp B has its public floor (seeded)
+AMOUNTS = "amounts_synth"
+
+
+def load_amounts():
+    rng = np.random.default_rng(7)
+    user, hour, ts = _payers(rng)
+    value = np.exp(rng.normal(3.0 + 0.5 * np.exp(-((hour - 18) / 3.0) ** 2), 1.0, user.size))
+    return _payment_aggregate(rng, user, ts, value, 1000.0)
+
+
 #: the synthetic and derived sets beside bench_userdp's real ones: name → loader of (aggregate with samples, 0)
-EXTRA_SETS = {TIMESET: load_timeset, PAYMENTS: load_payments, SENSORS: load_sensors}
+EXTRA_SETS = {TIMESET: load_timeset, PAYMENTS: load_payments, SENSORS: load_sensors, AMOUNTS: load_amounts}
 
 PEER_SWEEP = ([4, 16, 64, 256], [1, 4, 16])
 
