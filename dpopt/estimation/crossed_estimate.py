@@ -249,7 +249,9 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
                  total: tuple[float, float, str] | None = None
                  ) -> tuple[Any, dict[str, float], Any, tuple[np.ndarray, np.ndarray]]:
     """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the
-    components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate;
+    components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate,
+    refitted without those :func:`weak_components` finds (a REML value the likelihood cannot tell
+    from 0);
     each component's likelihood for the intervals is taken with the others at that fit, or at a REML
     fit of every component where the data reject the left-out ones being 0
     (:data:`JOINT_TEST_LEVEL`: else interactions fitted without the residual absorb the grids' own
