@@ -61,7 +61,7 @@ from ...noise.mechanism import user_histogram
 from ._thresholding import release_probability
 from .predict import PRIORITIES, ContributionHistogram, NoiseBudgets, predicted_release_error, denoise_histogram
 
-__all__ = ["BoundsChoice", "BoundsRule", "candidate_grid", "private_quantile", "selection_utility", "release_probability", "choose_bounds",
+__all__ = ["BoundsChoice", "BoundsRule", "candidate_grid", "private_quantile", "rank_utility", "selection_utility", "release_probability", "choose_bounds",
            "BOUND_RULES", "bin_representatives", "histogram_bins", "histogram_candidates", "contribution_bins", "measure_contributions", "optimise_bounds"]
 
 BOUND_RULES = ("histogram", "select", "quantile")
@@ -294,12 +294,17 @@ def private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: float
     cell) that candidate alone has utility 0; the form −|#{x ≤ v} − q·n| gave every candidate at or
     above the largest value the same utility, and the mechanism then drew any of them (k = 32 for
     sensors that never leave their cell, and no cell cleared the threshold k sets)."""
-    ordered = np.sort(values)
+    utility = rank_utility(values, candidates, quantile)
+    return int(candidates[permute_and_flip(utility, epsilon, sensitivity=1.0, source=source)])
+
+
+def rank_utility(values: np.ndarray, candidates: np.ndarray, quantile: float) -> np.ndarray:
+    """:func:`private_quantile`'s utility of each candidate: −dist(q·n, [#{x < v}, #{x ≤ v}])."""
+    ordered = np.sort(np.asarray(values, dtype=float))
     below = np.searchsorted(ordered, candidates, side="left")
     upto = np.searchsorted(ordered, candidates, side="right")
-    target = quantile * values.size
-    utility = -np.maximum(np.maximum(below - target, target - upto), 0.0)
-    return int(candidates[permute_and_flip(utility, epsilon, sensitivity=1.0, source=source)])
+    target = quantile * ordered.size
+    return -np.maximum(np.maximum(below - target, target - upto), 0.0)
 
 
 def _user_medians(users: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -149,15 +149,19 @@ def test_keep_count_of_users_who_all_hold_one_cell_is_one():
 
 
 def test_quantile_utility_has_sensitivity_one_by_brute_force():
-    """The utility of private_quantile (its own formula recomputed here from its definition) moves by
-    at most 1 when one value is added or removed: random integer data with many ties at the
-    candidates, every candidate, every value added and every value removed."""
+    """private_quantile's utility (``rank_utility``) equals its definition counted value by value,
+    and moves by at most 1 when one value is added or removed: random integer data with many ties
+    at the candidates, every candidate, every value added and every value removed."""
+    from dpopt.privacy.user.bounds import rank_utility
+
     rng = np.random.default_rng(3)
     cand = 2 ** np.arange(6)
 
     def utility(x):
         t = KEEP_QUANTILE * x.size
-        return np.array([-max((x < c).sum() - t, t - (x <= c).sum(), 0.0) for c in cand])
+        brute = np.array([-max((x < c).sum() - t, t - (x <= c).sum(), 0.0) for c in cand])
+        np.testing.assert_allclose(rank_utility(x, cand, KEEP_QUANTILE), brute, rtol=0, atol=1e-12)
+        return rank_utility(x, cand, KEEP_QUANTILE)
 
     for _ in range(30):
         x = rng.choice([1, 1, 2, 3, 4, 4, 8, 16, 40], size=rng.integers(1, 25))
