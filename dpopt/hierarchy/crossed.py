@@ -903,23 +903,36 @@ def _newton(obj: _Objective, x: np.ndarray, post: GLSPosterior) -> tuple[np.ndar
     g, AI = _score(post, obj.y, obj.sizes)
     free = ~(((x <= obj.low + 1e-9) & (g > 0)) | ((x >= _LOG_HIGH - 1e-9) & (g < 0)))
     A = AI[np.ix_(free, free)]
+    d = np.sqrt(np.maximum(np.diag(A), 1e-300))  # Jacobi scaling: the step is the same in any scale of σ²
     step = np.zeros_like(x)
-    step[free] = -np.linalg.solve(A + (1e-10 * np.trace(A) + 1e-300) * np.eye(A.shape[0]), g[free])
+    step[free] = -np.linalg.solve(A / np.outer(d, d) + 1e-10 * np.eye(A.shape[0]), g[free] / d) / d
     return np.where(free, g, 0.0), step, -0.5 * float(g @ step)
 
 
-def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int, tol: float = 1e-4) -> tuple[np.ndarray, bool, str]:
-    """Average-information (Fisher-scoring) steps on x within the bounds, halved until ℓ_R does
-    not fall; converged when every free slope of −ℓ_R is below ``tol`` or the step would raise ℓ_R
-    by less than 10⁻³·:data:`_GAIN`, or, should rounding stop the halving, by less than
-    :data:`_GAIN` (:func:`_newton`)."""
+def _move(step: np.ndarray) -> np.ndarray:
+    """The change of x = log σ² made by an average-information step ``step`` (:func:`_newton`, in
+    x): the step is taken in σ² itself, σ² ← σ²(1 + step) (Gilmour, Thompson & Cullis 1995 step
+    in σ²; in x the scaled step is the same to first order), so a step of −1 or below reaches the
+    lower bound at once. Taken in log σ² instead, a component whose REML value is 0 approaches it
+    geometrically while ℓ_R flattens, each step halved: 47 steps and 354 factorisations on one fit
+    of 7 components (amounts_synth at ε = 10, seed 1001) against 9 and 14 this way."""
+    return np.log(np.maximum(1.0 + step, 1e-300))
+
+
+def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int) -> tuple[np.ndarray, bool, str]:
+    """Average-information (Fisher-scoring) steps (:func:`_move`) within the bounds, halved until
+    ℓ_R does not fall; converged when the step would raise ℓ_R by less than 10⁻³·:data:`_GAIN`, or,
+    should rounding stop the halving, by less than :data:`_GAIN` (:func:`_newton`). The predicted
+    rise ½ gᵀ AI⁻¹ g is the same in any scale of σ²; a slope in log σ² is not (it vanishes with σ²),
+    and a test on it stopped the search with a component at 10⁻⁸ where ℓ_R still rose 0.11 towards
+    its REML value 0.38 (tests/hierarchy/test_crossed.py, seed 201)."""
     post = obj.post(x)
     for it in range(max_iter):
         g, step, gain = _newton(obj, x, post)
-        if np.all(np.abs(g) < tol) or gain < 1e-3 * _GAIN:
+        if gain < 1e-3 * _GAIN:
             return x, True, f"average-information steps converged in {it} iterations"
         for _ in range(30):
-            trial = np.clip(x + step, obj.low, _LOG_HIGH)
+            trial = np.clip(x + _move(step), obj.low, _LOG_HIGH)
             new = obj.post(trial)
             if new.loglik >= post.loglik:
                 x, post = trial, new

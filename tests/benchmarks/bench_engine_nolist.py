@@ -121,7 +121,7 @@ def run(args) -> dict:
         med = lambda key: float(np.nanmedian([r[key] for r in runs])) if any(r["answered"] for r in runs) else float("nan")  # noqa: E731
         row = {"method": "dpopt engine, private selection", "eps": eps, "reps": args.reps,
                "answered": float(np.median([r["answered"] for r in runs])), "cells": float(np.median([r["cells"] for r in runs])),
-               "median": med("median"), "coverage": med("coverage"), "width_ratio": med("width_ratio"),
+               "answering_runs": int(sum(r["answered"] > 0 for r in runs)), "median": med("median"), "coverage": med("coverage"), "width_ratio": med("width_ratio"),
                "min_coverage": float(np.nanmin([r["coverage"] for r in runs])) if any(r["answered"] for r in runs) else float("nan"),
                "wall": float(np.mean([r["wall"] for r in runs]))}
         out["rows"].append(row)
@@ -152,8 +152,9 @@ def write_markdown() -> None:
              f"`python tests/benchmarks/bench_engine_nolist.py --data D --reps N --peers`. Python "
              f"{platform.python_version()}, 2 shared cores; δ = {DELTA:g}; dpopt exact (discrete) noise, seeds 1000+.", "",
              "Busy grids: H3 res 7 × 1 h with ≥ 10 users. answered: busy grids inside a published node (median over "
-             "runs); error: median |error| over the answered busy grids against each grid's own truth (median over "
-             "runs); coverage at a stated 0.95 (median, lowest run); width ratio = median half-width / median |error|. "
+             "all runs, those answering none counted as 0), and in brackets how many runs answered any; error: median "
+             "|error| over the answered busy grids against each grid's own truth (median over the runs that answered "
+             "any: a run answering none has no error); coverage at a stated 0.95 (median, lowest run); width ratio = median half-width / median |error|. "
              "Floors: exact means, no DP, over every busy grid (not only the answered ones).", ""]
     for p in sorted((HERE / "results").glob("engine_nolist_*.json")):
         d = json.loads(p.read_text())
@@ -164,7 +165,8 @@ def write_markdown() -> None:
         for r in d["rows"]:
             cov = "—" if r["coverage"] != r["coverage"] else f"{r['coverage']:.3f} ({r['min_coverage']:.3f})"
             wr = "—" if r["width_ratio"] != r["width_ratio"] else f"{r['width_ratio']:.2f}"
-            lines.append(f"| {r['method']} | {r['eps']:g} | {r['reps']} | {r['cells']:g} | {r['answered']:g} | "
+            runs = f" ({r['answering_runs']}/{r['reps']} runs)" if "answering_runs" in r else ""
+            lines.append(f"| {r['method']} | {r['eps']:g} | {r['reps']} | {r['cells']:g} | {r['answered']:g}{runs} | "
                          f"{r['median']:.3f} | {cov} | {wr} | {r['wall']:.1f} |")
         lines.append("")
     (HERE / "results" / "engine_nolist.md").write_text("\n".join(lines) + "\n")

@@ -434,6 +434,40 @@ def test_reml_fit_maximises_the_dense_restricted_likelihood(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
+def test_reml_search_lifts_a_component_started_near_zero(seed, monkeypatch):
+    """The search's steps and its stopping rule hold in any scale of σ² (``_newton``'s Jacobi
+    scaling, ``_move``, the predicted rise as the only test): started with every component near its
+    lower bound (10⁻⁸ of the spread), it still reaches the REML maximum of the dense restricted
+    likelihood. A stopping test on the slopes in log σ², which vanish with σ², ended such a search
+    where it began."""
+    rng = np.random.default_rng(200 + seed)
+    codes, A, _, s2 = random_instance(rng, n_place=8, n_slot=6)
+    G = A.shape[1]
+    theta = 10 + 2.0 * rng.normal(size=codes[0].max() + 1)[codes[0]] + rng.normal(size=codes[1].max() + 1)[codes[1]] \
+        + 0.7 * rng.normal(size=G)
+    y = A @ theta + rng.normal(size=A.shape[0]) * np.sqrt(s2)
+    factors = {"place": codes[0], "slot": codes[1]}
+    ids = [np.unique(c, return_inverse=True)[1] for c in codes[:2]]
+
+    def dense_ll(sig):
+        return dense_grid_posterior(ids, sig[:2], sig[2], A, y, s2)[-1]
+
+    ref = fit_crossed(factors, A, y, s2, residual=True)
+    monkeypatch.setattr(crossed, "_start", lambda y, s2, n, spread: np.full(n, np.log(1e-8)))
+    fit = fit_crossed(factors, A, y, s2, residual=True)
+    assert fit.converged, fit.status
+    best = np.array([fit.sigma2["place"], fit.sigma2["slot"], fit.sigma2[RESIDUAL]])
+    assert fit.loglik == pytest.approx(dense_ll(best), rel=1e-9, abs=1e-8)
+    assert fit.loglik == pytest.approx(ref.loglik, abs=1e-5)
+    np.testing.assert_allclose(best, [ref.sigma2["place"], ref.sigma2["slot"], ref.sigma2[RESIDUAL]], rtol=1e-2, atol=1e-4)
+    for i in range(3):
+        for factor in (0.8, 1.25):
+            other = best.copy()
+            other[i] = best[i] * factor if best[i] > 0 else 1e-3 * factor
+            assert dense_ll(other) < fit.loglik + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_reml_gradient_and_information_against_finite_differences(seed):
     """The exact slope of −ℓ_R in log σ² (and the average information's diagonal, which is the
     expected curvature: positive) against central differences of the kernel's loglik."""
