@@ -82,11 +82,13 @@ def _panel(ax: Any, at: pd.DataFrame, wh: pd.DataFrame, values: np.ndarray, *, c
 
 
 def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None = None,
-               slot: Any = None) -> Figure:
+               slot: Any = None, view: PublishedView | None = None) -> Figure:
     """Two panels for the time slot ``slot`` (default: the one with most published cells): the
     released means on a colour scale fitted to all released means (unit on the bar), and the
-    half-width of each mean's interval. Grey outlines: withheld cells of that slot."""
-    view = published_view(table, summary, unit=unit)
+    half-width of each mean's interval. Grey outlines: withheld cells of that slot. ``view``: the
+    caller's :func:`published_view` of the same table, summary and unit, if it has one."""
+    if view is None:  # else the caller's published_view of the same table, summary and unit
+        view = published_view(table, summary, unit=unit)
     fig = Figure(figsize=(11, 6.2), layout="constrained")
     if not len(view.nodes):
         ax = fig.add_subplot()
@@ -169,11 +171,12 @@ def frontier_figure(summary: dict[str, Any], *, frontier: dict[str, Any] | None 
 
 def write_figures(out: str | Path, table: pd.DataFrame, summary: dict[str, Any], *,
                   unit: str | None = None, frontier: dict[str, Any] | None = None,
-                  dpi: int = 150) -> dict[str, Path]:
-    """Write ``map.png`` and (when there is a frontier) ``frontier.png`` into ``out``."""
+                  dpi: int = 150, view: PublishedView | None = None) -> dict[str, Path]:
+    """Write ``map.png`` and (when there is a frontier) ``frontier.png`` into ``out`` (``view``: as
+    :func:`map_figure`'s)."""
     out = Path(out)
     paths = {"map": out / "map.png"}
-    map_figure(table, summary, unit=unit).savefig(paths["map"], dpi=dpi)
+    map_figure(table, summary, unit=unit, view=view).savefig(paths["map"], dpi=dpi)
     fig = frontier_figure(summary, frontier=frontier, unit=unit)
     if fig is not None:
         paths["frontier"] = out / "frontier.png"

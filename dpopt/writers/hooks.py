@@ -31,7 +31,7 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: boo
     (:func:`dpopt.writers.figures.write_figures`), from the same published files."""
     import os
 
-    from ._published import read_release_table
+    from ._published import published_view, read_release_table
     from .folder import folder_mode
     from .html import write_html_report
 
@@ -46,12 +46,13 @@ def extra_files(result: Any, tmp: Path, *, unit: str | None = None, figures: boo
     from .html import DEFAULT_TILES
 
     tiles = os.environ.get("DPOPT_TILE_URL", DEFAULT_TILES)
+    view = published_view(table, summary, unit=unit)  # one view for the page and map.png
     page = write_html_report(tmp / "report.html", table, summary, unit=unit,
-                             tiles=None if tiles.strip().lower() in ("", "none") else tiles)
+                             tiles=None if tiles.strip().lower() in ("", "none") else tiles, view=view)
     os.chmod(page, folder_mode() & 0o666)  # written via mkstemp (0600): give it an ordinary file's mode
     files = {"html": "report.html", **write_geo_files(tmp)}
     if figures:
         from .figures import write_figures
 
-        files.update({k: p.name for k, p in write_figures(tmp, table, summary, unit=unit).items()})
+        files.update({k: p.name for k, p in write_figures(tmp, table, summary, unit=unit, view=view).items()})
     return files

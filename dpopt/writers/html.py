@@ -795,7 +795,8 @@ def _drawn(view: PublishedView) -> tuple[PublishedView, str]:
 
 def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[str, Any] | None = None,
                 basemap: dict[str, Any] | None = None, unit: str | None = None,
-                title: str | None = None, tiles: str | None = DEFAULT_TILES) -> str:
+                title: str | None = None, tiles: str | None = DEFAULT_TILES,
+                view: PublishedView | None = None) -> str:
     """The report page as a string (see the module docstring).
 
     Parameters
@@ -811,8 +812,11 @@ def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[
         :data:`DEFAULT_TILES`), fetched by the viewer's browser only; e.g.
         ``"http://127.0.0.1:8080/{z}/{x}/{y}.png"`` for a local tile server, or None for no street
         map (a plain background with coordinates and a scale bar, as when the browser is offline).
+    view : :func:`published_view` of the same ``table``, ``summary`` and ``unit``, where the caller
+        has it already (the folder writer builds it once for the page and map.png).
     """
-    view = published_view(table, summary, unit=unit)
+    if view is None:
+        view = published_view(table, summary, unit=unit)
     if frontier is None:
         frontier = summary.get("frontier")
     n = released_count(summary)
@@ -835,7 +839,8 @@ def render_html(table: pd.DataFrame, summary: dict[str, Any], *, frontier: dict[
 
 def write_html_report(path: str | Path, table: pd.DataFrame, summary: dict[str, Any], *,
                       frontier: dict[str, Any] | None = None, basemap: dict[str, Any] | None = None,
-                      unit: str | None = None, tiles: str | None = DEFAULT_TILES) -> Path:
+                      unit: str | None = None, tiles: str | None = DEFAULT_TILES,
+                      view: PublishedView | None = None) -> Path:
     """Write :func:`render_html` to ``path`` (UTF-8; a directory gets ``report.html``) and return
     the file's path. Atomic: written beside the target, then renamed."""
     import os
@@ -844,7 +849,7 @@ def write_html_report(path: str | Path, table: pd.DataFrame, summary: dict[str, 
     p = Path(path)
     if p.is_dir():
         p = p / "report.html"
-    text = render_html(table, summary, frontier=frontier, basemap=basemap, unit=unit, tiles=tiles)
+    text = render_html(table, summary, frontier=frontier, basemap=basemap, unit=unit, tiles=tiles, view=view)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".report-", suffix=".html")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)

@@ -216,3 +216,15 @@ def test_a_release_larger_than_a_page_draws_its_first_nodes_in_time_order_and_sa
     steps = re.search(r'id="step" min="0" max="(\d+)"', page)
     assert int(steps.group(1)) <= int(re.search(r'id="step" min="0" max="(\d+)"', full).group(1))
     assert "published nodes in time order" not in full
+
+
+def test_a_view_given_by_the_caller_draws_the_same_page(published, monkeypatch):
+    """The folder writer builds the published view once for report.html and map.png; handed in,
+    it gives the page the view built inside would (and the page does not build another)."""
+    from dpopt.writers import html
+
+    _name, table, summary = published
+    view = published_view(table, summary, unit="km/h")
+    own = render_html(table, summary, unit="km/h")
+    monkeypatch.setattr(html, "published_view", lambda *a, **k: pytest.fail("the view was built again"))
+    assert render_html(table, summary, unit="km/h", view=view) == own
