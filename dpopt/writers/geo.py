@@ -51,19 +51,18 @@ def polygon_wkb(ring: np.ndarray) -> bytes:
     return struct.pack("<BIII", 1, 3, 1, len(pts)) + pts.tobytes()
 
 
-def _rings(cells: pd.Series) -> list[list[list[float]]]:
-    """Each row's ring as nested lists, computed once per distinct cell (a cell recurs in every slot)."""
-    once = {c: cell_ring(c).tolist() for c in pd.unique(cells.astype(str))}
-    return [once[c] for c in cells.astype(str)]
-
-
 def geojson_text(table: pd.DataFrame) -> str:
-    """release.csv (as read back) as a GeoJSON FeatureCollection: one Polygon feature per row."""
+    """release.csv (as read back) as a GeoJSON FeatureCollection: one Polygon feature per row. The
+    text is ``json.dumps`` of the collection; each distinct cell's geometry is encoded once (a cell
+    recurs in every slot: most of the encoding was its coordinates)."""
     finite = table.apply(lambda col: np.isfinite(col) if pd.api.types.is_float_dtype(col) else col.notna())
     props = table.astype(object).where(finite, None).to_dict("records")  # Python scalars; NaN, ±inf → None
-    feats = [{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring]}, "properties": p}
-             for p, ring in zip(props, _rings(table["cell"]))]
-    return json.dumps({"type": "FeatureCollection", "features": feats}, allow_nan=False) + "\n"
+    cells = table["cell"].astype(str)
+    geometry = {c: json.dumps({"type": "Polygon", "coordinates": [cell_ring(c).tolist()]}) for c in pd.unique(cells)}
+    encode = json.JSONEncoder(allow_nan=False).encode
+    feats = ", ".join('{"type": "Feature", "geometry": ' + geometry[c] + ', "properties": ' + encode(p) + "}"
+                      for c, p in zip(cells, props))
+    return '{"type": "FeatureCollection", "features": [' + feats + "]}\n"
 
 
 def _geo_metadata(rings: list[np.ndarray]) -> bytes:

@@ -91,3 +91,21 @@ def test_both_folder_writers_publish_the_geo_files(tmp_path):
     assert {files["geojson"], files["geoparquet"]} == set(GEO_FILES)
     gdf = gpd.read_file(tmp_path / "release.geojson")
     assert len(gdf) == len(table) and (gdf["released"] == table["released"]).all()
+
+
+def test_geojson_text_is_json_dumps_of_the_collection():
+    """geojson_text encodes each distinct cell's geometry once and joins the features by hand: the
+    text is exactly json.dumps of the whole collection (NaN and ±inf as null, booleans, strings)."""
+    from dpopt.writers.geo import geojson_text
+
+    cells = [h3.latlng_to_cell(30.27, -97.74, 7), h3.latlng_to_cell(30.30, -97.70, 7)]
+    table = pd.DataFrame({"cell": [cells[0], cells[1], cells[0]], "slot": ["2024-03-04T00:00:00Z"] * 3,
+                          "released": [True, False, True], "mean": [1.5, np.nan, 2.0],
+                          "mean_error_bound": [0.25, np.inf, -np.inf], "method": ["crossed", "w\"ith\nheld", "crossed"],
+                          "level": [0, 1, 0]})
+    props = [{"cell": c, "slot": s, "released": bool(r), "mean": None if not np.isfinite(m) else float(m),
+              "mean_error_bound": None if not np.isfinite(b) else float(b), "method": me, "level": int(lv)}
+             for c, s, r, m, b, me, lv in zip(*(table[k] for k in table.columns))]
+    feats = [{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [cell_ring(c).tolist()]},
+              "properties": p} for c, p in zip(table["cell"], props)]
+    assert geojson_text(table) == json.dumps({"type": "FeatureCollection", "features": feats}, allow_nan=False) + "\n"
