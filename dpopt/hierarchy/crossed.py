@@ -1021,7 +1021,7 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     sigma2 : mapping, optional
         Given variance components (every factor, and :data:`RESIDUAL` if fitted): no REML.
     max_iter : int
-        Iterations of the REML search (L-BFGS-B over log σ²).
+        Iterations of the REML search (average-information steps, then L-BFGS-B if they do not converge).
     dense_max : int
         Passed to :func:`gls_posterior` (the grid residuals are its local effects).
     variances : bool
