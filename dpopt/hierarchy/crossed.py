@@ -915,7 +915,7 @@ def _move(step: np.ndarray) -> np.ndarray:
     in σ²; in x the scaled step is the same to first order), so a step of −1 or below reaches the
     lower bound at once. Taken in log σ² instead, a component whose REML value is 0 approaches it
     geometrically while ℓ_R flattens, each step halved: 47 steps and 354 factorisations on one fit
-    of 7 components (amounts_synth at ε = 10, seed 1001) against 9 and 14 this way."""
+    of 7 components (amounts_synth at ε = 10, seed 1001) against 9 and 18 this way."""
     return np.log(np.maximum(1.0 + step, 1e-300))
 
 
