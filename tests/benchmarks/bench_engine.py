@@ -279,7 +279,9 @@ def run(args) -> dict:
                              "plan": eng.strategy, "components": r.estimates.info.components}
             row = {"strategy": strategy, "eps": eps, "reps": args.reps, "wall": float(np.mean(walls)),
                    **{k: float(np.median([s[k] for s in scores])) for k in scores[0]},
-                   "min_coverage": float(min(s["coverage"] for s in scores)), **extra}
+                   "min_coverage": float(min(s["coverage"] for s in scores)),
+                   # each seed's (median error, coverage), seeds 1000 + i: for paired comparisons of two versions
+                   "per_seed": [[round(s["median"], 6), round(s["coverage"], 6)] for s in scores], **extra}
             out["rows"].append(row)
             print({k: v for k, v in row.items() if k not in ("components",)}, flush=True)
     if args.peers:

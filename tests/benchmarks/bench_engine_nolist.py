@@ -123,7 +123,9 @@ def run(args) -> dict:
                "answered": float(np.median([r["answered"] for r in runs])), "cells": float(np.median([r["cells"] for r in runs])),
                "answering_runs": int(sum(r["answered"] > 0 for r in runs)), "median": med("median"), "coverage": med("coverage"), "width_ratio": med("width_ratio"),
                "min_coverage": float(np.nanmin([r["coverage"] for r in runs])) if any(r["answered"] for r in runs) else float("nan"),
-               "wall": float(np.mean([r["wall"] for r in runs]))}
+               "wall": float(np.mean([r["wall"] for r in runs])),
+               # each seed's (busy grids answered, median error, coverage), seeds 1000 + i: for paired comparisons
+               "per_seed": [[r["answered"], r["median"], r["coverage"]] for r in runs]}
         out["rows"].append(row)
         print(row, flush=True)
         if args.peers:
