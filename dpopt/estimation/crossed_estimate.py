@@ -36,8 +36,8 @@ from scipy.special import chdtri, ndtr
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, component_profile, fit_crossed, fit_kernel, within_memory
-from ..hierarchy.node_means import (BETWEEN_SDS, between_upper, identified, combined_total, crossed_inputs,
-                                   listed_weights, values_variance)
+from ..hierarchy.node_means import (BETWEEN_SDS, between_estimate, between_upper, identified, combined_total,
+                                   crossed_inputs, listed_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
 __all__ = ["estimate_crossed", "JOINT_TEST_LEVEL", "own_sampling", "weak_components", "sampling_variance", "within_grid_spread",
@@ -485,15 +485,16 @@ def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
 
 
 def between_measurement(info: Any, parts: list[tuple[np.ndarray, ...]]) -> tuple[float, float, str] | None:
-    """(V̂, sd(V̂), noise family) of the engine's between-grid statistic (:func:`between_bound`'s
-    estimate and sd: Q̃ over the combined total kept count, the delta method), None where it was
-    not measured. The family is the release's: Laplace under pure ε, Gaussian under ρ."""
+    """(V̂, sd(V̂), noise family) of the engine's between-grid statistic
+    (:func:`dpopt.hierarchy.node_means.between_estimate` with the total kept count every marginal
+    measures, combined), None where it was not measured. The family is the release's: Laplace under
+    pure ε, Gaussian under ρ."""
     n, n_var = combined_total([p[0] for p in parts], [p[1] for p in parts])
-    q, sd = float(getattr(info, "between", np.nan)), float(getattr(info, "between_sd", np.nan))
-    if not (np.isfinite(q) and np.isfinite(sd) and np.isfinite(n) and n > 0):
+    v, sd_v = between_estimate(float(getattr(info, "between", np.nan)), float(getattr(info, "between_sd", np.nan)),
+                               n, count_var=n_var)
+    if not np.isfinite(v):
         return None
-    sd_v = math.sqrt((sd / n) ** 2 + (q / n ** 2) ** 2 * max(n_var, 0.0))
-    return q / n, sd_v, "laplace" if getattr(info, "unit", "epsilon") == "epsilon" else "gaussian"
+    return v, sd_v, "laplace" if getattr(info, "unit", "epsilon") == "epsilon" else "gaussian"
 
 
 def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:

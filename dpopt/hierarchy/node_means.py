@@ -217,23 +217,30 @@ def values_variance(count: float, total: float, sumsq: float, *, clamp: float, c
     return float(min(upper, top)) if np.isfinite(upper) and upper > 0 else top
 
 
-def between_upper(between: float, sd: float, count: float, *, count_var: float = 0.0) -> float:
-    """A DP upper end of the record-weighted variance of the listed grids' kept means, from the noisy
+def between_estimate(between: float, sd: float, count: float, *, count_var: float = 0.0) -> tuple[float, float]:
+    """(V̂, sd(V̂)): the record-weighted variance of the listed grids' kept means read off the noisy
     between-grid statistic Q̃ (``between``, value², the sum of squares about their mean of
     :func:`dpopt.privacy.user.engine.between_sumsq`; its noise ``sd``) and the noisy total kept
     count n (noise variance ``count_var``):
 
-        V̂ = Q̃/n,   upper end V̂ + BETWEEN_SDS · sd(V̂),   sd(V̂)² = (sd/n)² + (Q̃/n²)²·Var n
+        V̂ = Q̃/n,   sd(V̂)² = (sd/n)² + (Q̃/n²)²·Var n
 
     (the delta method; the two noises are independent): n's relative error moves V̂ by the same
     relative amount. Σ_g R_g·(ȳ_g − ȳ)² holds the grids' sampling noise too (about one within-grid
-    variance per grid), so V̂ overstates the spread of the grids' means, never understates it. ∞
-    where Q̃ was not measured or the count is not positive. Positive (at least sd(V̂)): a prior's
-    range."""
-    if not (np.isfinite(between) and np.isfinite(count) and count > 0):
+    variance per grid), so V̂ overstates the spread of the grids' means, never understates it.
+    (NaN, NaN) where Q̃ was not measured or the count is not positive. Post-processing."""
+    if not (np.isfinite(between) and np.isfinite(sd) and np.isfinite(count) and count > 0):
+        return float("nan"), float("nan")
+    return between / count, math.sqrt((sd / count) ** 2 + (between / count ** 2) ** 2 * max(count_var, 0.0))
+
+
+def between_upper(between: float, sd: float, count: float, *, count_var: float = 0.0) -> float:
+    """A DP upper end of the record-weighted variance of the listed grids' kept means:
+    V̂ + BETWEEN_SDS · sd(V̂) of :func:`between_estimate`. ∞ where Q̃ was not measured or the count
+    is not positive. Positive (at least sd(V̂)): a prior's range."""
+    v, sd_v = between_estimate(between, sd, count, count_var=count_var)
+    if not np.isfinite(v):
         return float("inf")
-    v = between / count
-    sd_v = math.sqrt((sd / count) ** 2 + (between / count ** 2) ** 2 * max(count_var, 0.0))
     return float(max(v + BETWEEN_SDS * sd_v, sd_v))
 
 

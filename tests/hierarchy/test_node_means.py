@@ -183,7 +183,7 @@ def test_between_upper_carries_the_noise_of_the_total_count() -> None:
     differences of V̂(Q, n) = Q/n, and with independent Gaussian noise of the stated sds the upper
     end lies above the noise-free V in at least 95 % of 4,000 seeded draws; with a count as noisy as
     10 % and a precise Q̃ it needs the count's term (without it, it misses more than 5 %)."""
-    from dpopt.hierarchy.node_means import BETWEEN_SDS, between_upper, combined_total
+    from dpopt.hierarchy.node_means import BETWEEN_SDS, between_estimate, between_upper, combined_total
 
     N, V = 368_000.0, 75.0
     Q = V * N
@@ -194,6 +194,7 @@ def test_between_upper_carries_the_noise_of_the_total_count() -> None:
         d_n = ((Q / (N + h * sd_n)) - (Q / (N - h * sd_n))) / (2 * h * sd_n)
         want_sd = np.sqrt((sd_q / N) ** 2 + (d_n * sd_n) ** 2)
         assert between_upper(Q, sd_q, N, count_var=sd_n ** 2) == pytest.approx(V + BETWEEN_SDS * want_sd, rel=1e-6)
+        assert between_estimate(Q, sd_q, N, count_var=sd_n ** 2) == pytest.approx((V, want_sd), rel=1e-6)
         draws = rng.normal(size=(4000, 2)) * [sd_q, sd_n] + [Q, N]
         full = np.array([between_upper(q, sd_q, n, count_var=sd_n ** 2) for q, n in draws])
         assert np.mean(full >= V) >= 0.95
@@ -204,6 +205,9 @@ def test_between_upper_carries_the_noise_of_the_total_count() -> None:
     total, var = combined_total([np.array([10.0, 20.0]), np.array([31.0])], [np.array([4.0, 4.0]), np.array([8.0])])
     assert total == pytest.approx((30.0 / 8.0 + 31.0 / 8.0) / (1 / 8.0 + 1 / 8.0)) and var == pytest.approx(4.0)
     assert np.isnan(combined_total([np.array([np.nan])], [np.array([1.0])])[0])
+    # not measured, or no positive count: no estimate, and an upper end that bounds nothing
+    for q, sd, n in ((np.nan, 1.0, N), (Q, np.nan, N), (Q, 1.0, 0.0), (Q, 1.0, np.nan)):
+        assert all(np.isnan(between_estimate(q, sd, n))) and between_upper(q, sd, n) == np.inf
 
 
 def test_values_variance_is_an_upper_end_that_carries_every_statistics_noise() -> None:
