@@ -24,6 +24,7 @@ records. Two layers:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -872,13 +873,41 @@ class _Objective:
     spread: float
     low: float
     calls: int = 0
+    singular: int = 0
+    best: tuple[np.ndarray, GLSPosterior] | None = None
 
     def post(self, x: np.ndarray) -> GLSPosterior:
         self.calls += 1
         return gls_posterior(self.H, self.y, self.s2, np.repeat(self.spread * np.exp(x), self.sizes), **self.kernel)
 
+    def admissible(self, x: np.ndarray) -> GLSPosterior | None:
+        """:meth:`post`, or None where its factorisation fails: at noise variances many orders below
+        the components (10⁻¹⁴ of them on small instances) a trial σ² can make the eliminated system
+        numerically indefinite. The search treats such a point as ℓ_R = −∞ and counts it."""
+        if not np.all(np.isfinite(x)):  # an optimiser's step from a point of ℓ_R = −∞
+            self.singular += 1
+            return None
+        try:
+            post = self.post(x)
+        except (np.linalg.LinAlgError, RuntimeError) as e:  # RuntimeError: splu's "Factor is exactly singular"
+            if isinstance(e, RuntimeError) and "singular" not in str(e):
+                raise
+            self.singular += 1
+            return None
+        if self.best is None or post.loglik >= self.best[1].loglik:
+            self.best = (np.array(x, dtype=float), post)
+        return post
+
+    def at(self, x: np.ndarray) -> GLSPosterior | None:
+        """:meth:`admissible` at x, without a new factorisation where x is the best point so far (a
+        search that only climbs returns it)."""
+        if self.best is not None and np.array_equal(self.best[0], x):
+            return self.best[1]
+        return self.admissible(x)
+
     def negll(self, x: np.ndarray) -> float:
-        return -self.post(x).loglik
+        post = self.admissible(x)
+        return math.inf if post is None else -post.loglik
 
 
 def _score(post: GLSPosterior, y: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -905,7 +934,8 @@ def _newton(obj: _Objective, x: np.ndarray, post: GLSPosterior) -> tuple[np.ndar
     A = AI[np.ix_(free, free)]
     d = np.sqrt(np.maximum(np.diag(A), 1e-300))  # Jacobi scaling: the step is the same in any scale of σ²
     step = np.zeros_like(x)
-    step[free] = -np.linalg.solve(A / np.outer(d, d) + 1e-10 * np.eye(A.shape[0]), g[free] / d) / d
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow leaves a step that is not finite: refused
+        step[free] = -np.linalg.solve(A / np.outer(d, d) + 1e-10 * np.eye(A.shape[0]), g[free] / d) / d
     return np.where(free, g, 0.0), step, -0.5 * float(g @ step)
 
 
@@ -926,15 +956,19 @@ def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int) -> tuple[np.nda
     rise ½ gᵀ AI⁻¹ g is the same in any scale of σ²; a slope in log σ² is not (it vanishes with σ²),
     and a test on it stopped the search with a component at 10⁻⁸ where ℓ_R still rose 0.11 towards
     its REML value 0.38 (tests/hierarchy/test_crossed.py, seed 201)."""
-    post = obj.post(x)
+    post = obj.admissible(x)
+    if post is None:
+        return x, False, "average-information search not started (the factorisation failed at its start)"
     for it in range(max_iter):
         g, step, gain = _newton(obj, x, post)
+        if not (np.all(np.isfinite(step)) and math.isfinite(gain)):  # AI overflowed: no step to take
+            return x, False, f"average-information step not finite after {it} iterations"
         if gain < 1e-3 * _GAIN:
             return x, True, f"average-information steps converged in {it} iterations"
         for _ in range(30):
             trial = np.clip(x + _move(step), obj.low, _LOG_HIGH)
-            new = obj.post(trial)
-            if new.loglik >= post.loglik:
+            new = obj.admissible(trial)  # a point whose factorisation fails: ℓ_R = −∞, the step halved
+            if new is not None and new.loglik >= post.loglik:
                 x, post = trial, new
                 break
             step /= 2.0
@@ -954,27 +988,51 @@ def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, 
     obj = _Objective(H=H, y=y, s2=s2, sizes=sizes, kernel=kernel, spread=spread, low=low)
     x0 = np.clip(_start(y, s2, len(sizes), obj.spread), obj.low + 1.0, _LOG_HIGH - 1.0)
     x, converged, status = _ai_search(obj, x0, max_iter=max_iter)
+    here = obj.at(x)
     if not converged:
-        res = minimize(obj.negll, x, method="L-BFGS-B", bounds=[(obj.low, _LOG_HIGH)] * len(sizes),
-                       options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7, "eps": 1e-6})
-        x, converged, status = res.x, _stationary(obj, res.x), f"{status}; L-BFGS-B: {res.message}"
+        with warnings.catch_warnings():  # differences of ℓ_R = −∞ at points not factorisable: refused below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = minimize(obj.negll, x, method="L-BFGS-B", bounds=[(obj.low, _LOG_HIGH)] * len(sizes),
+                           options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-7, "eps": 1e-6})
+        end = obj.at(res.x)
+        if end is not None and (here is None or end.loglik >= here.loglik):
+            x, here = res.x, end  # else the search's own point stands (L-BFGS-B ended lower, or at −∞)
+        status = f"{status}; L-BFGS-B: {res.message}"
+        converged = here is not None and _stationary(obj, x, here)
+    if here is None:
+        raise _fail("s2", f"is too small against the spread of `y` for the fit's factorisations (its smallest is "
+                          f"{float(np.min(s2)) / spread:.1e} of it: every σ² tried made the system numerically "
+                          "singular)", float(np.min(s2)))
+
+    def loglik(sig: np.ndarray) -> float:
+        try:
+            return gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel).loglik
+        except np.linalg.LinAlgError:  # not factorisable: as the search takes it, ℓ_R = −∞
+            return -math.inf
+
     sig = obj.spread * np.exp(x)
     sig[x <= obj.low + 1e-3] = 0.0
-    best = gls_posterior(H, y, s2, np.repeat(sig, sizes), **kernel).loglik
+    best = loglik(sig)
+    if not math.isfinite(best):  # the bound's components at 0 not factorisable: at the bound itself
+        sig, best = obj.spread * np.exp(x), here.loglik
     for k in np.flatnonzero((sig > 0) & (sig < 1e-3 * obj.spread)):  # log σ² crawls towards 0: try 0 itself
         trial = sig.copy()
         trial[k] = 0.0
-        ll = gls_posterior(H, y, s2, np.repeat(trial, sizes), **kernel).loglik
+        ll = loglik(trial)
         if ll >= best:
             sig, best = trial, ll
+    if obj.singular:
+        status += (f"; {obj.singular} trial point(s) not factorisable (noise variances down to "
+                   f"{float(np.min(s2)) / spread:.1e} of the spread), taken as ℓ_R = −∞")
     return sig, converged, status, obj.calls
 
 
-def _stationary(obj: _Objective, x: np.ndarray, *, tol: float = 1e-2) -> bool:
+def _stationary(obj: _Objective, x: np.ndarray, post: GLSPosterior | None = None, *, tol: float = 1e-2) -> bool:
     """The REML search's own test, with no trust in the optimiser's message: every exact free
     slope of −ℓ_R in log σ² is below ``tol`` (a 1 % change of any σ² moves ℓ_R by < 10⁻⁴), or an
-    average-information step would raise ℓ_R by less than :data:`_GAIN` (:func:`_newton`)."""
-    g, _, gain = _newton(obj, x, obj.post(x))
+    average-information step would raise ℓ_R by less than :data:`_GAIN` (:func:`_newton`);
+    ``post`` the posterior at x where the caller has it."""
+    g, _, gain = _newton(obj, x, obj.post(x) if post is None else post)
     return bool(np.all(np.abs(g) < tol) or gain < _GAIN)
 
 
@@ -1041,7 +1099,13 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
         sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel)
     else:
         converged, status, calls = True, "no variance component", 0
-    post = gls_posterior(H, y, s2, np.repeat(sig[comps], inner), **kernel)
+    try:
+        post = gls_posterior(H, y, s2, np.repeat(sig[comps], inner), **kernel)
+    except (np.linalg.LinAlgError, RuntimeError) as e:  # given components a tiny s2 makes singular
+        if isinstance(e, RuntimeError) and "singular" not in str(e):
+            raise
+        raise _fail("s2", "is too small against the variance components for the fit's factorisation (the system "
+                          "is numerically singular)", float(np.min(s2))) from None
     post = replace(post, mean=post.mean[np.argsort(perm)], perm=perm)  # the caller's order again
     grid_var = post.variance(grid_map) if variances else np.full(grid_map.shape[0], np.nan)
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)

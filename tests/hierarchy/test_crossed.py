@@ -2,6 +2,7 @@
 the tree BLUP as the nested special case, and a simulation of recovery and interval coverage."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -460,6 +461,35 @@ def test_reml_search_lifts_a_component_started_near_zero(seed, monkeypatch):
     best = _assert_dense_maximum(fit, dense_ll)
     assert fit.loglik == pytest.approx(ref.loglik, abs=1e-5)
     np.testing.assert_allclose(best, [ref.sigma2["place"], ref.sigma2["slot"], ref.sigma2[RESIDUAL]], rtol=1e-2, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed, scale", [(1, 1e-12), (2, 1e-12), (3, 1e-13), (6, 3e-14), (9, 1e-13)])
+def test_reml_refuses_points_that_do_not_factorise_and_says_so(seed, scale):
+    """Noise variances 10⁻¹³–10⁻¹² of the spread: some σ² the search tries make the eliminated system
+    numerically indefinite (the block Cholesky raised LinAlgError out of fit_crossed on every one of
+    these instances). The search takes such a point as ℓ_R = −∞, the fit ends at a point that
+    factorises, its status says how many were refused, no RuntimeWarning escapes, and its ℓ_R is the
+    one the same components give when fixed."""
+    codes, A, y, s2 = random_instance(np.random.default_rng(seed))
+    factors = {"p": codes[0], "t": codes[1]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fit = fit_crossed(factors, A, y, s2 * scale, residual=True)
+    assert "not factorisable" in fit.status, fit.status
+    assert all(np.isfinite(v) and v >= 0 for v in fit.sigma2.values())
+    assert np.all(np.isfinite(fit.grid_mean)) and np.all(np.isfinite(fit.grid_var))
+    fixed = fit_crossed(factors, A, y, s2 * scale, residual=True, sigma2=fit.sigma2, variances=False)
+    assert fixed.loglik == pytest.approx(fit.loglik, rel=1e-9)
+
+
+def test_noise_variances_below_every_factorisation_are_a_one_line_error():
+    """Noise variances 10⁻¹⁶ of the spread (spread over e^±9): no σ² factorises. A one-line error
+    naming ``s2``, not a LinAlgError from inside the search."""
+    rng = np.random.default_rng(0)
+    codes, A, y, s2 = random_instance(rng)
+    tiny = s2 * 1e-16 * np.exp(rng.normal(0.0, 3.0, s2.size))
+    with pytest.raises(DpoptInputError, match="`s2` is too small"):
+        fit_crossed({"p": codes[0], "t": codes[1]}, A, y, tiny, residual=True)
 
 
 @pytest.mark.parametrize("seed", range(4))
