@@ -99,7 +99,7 @@ ORACLE = "oracle plan"
 @contextlib.contextmanager
 def oracle_plans():
     """Within: the engine's plans read the components of the crossed model fitted to the exact kept
-    node sums of the release (the truth; node noise variance 10⁻⁶), one fit per release, in place of
+    node sums of the release (the truth; node noise of Laplace scale 10⁻³), one fit per release, in place of
     the fit to the rounds measured so far. A benchmark's yardstick, never a release."""
     import dpopt.privacy.user.engine as engine
     from dpopt.measurements import NoiseLaw
