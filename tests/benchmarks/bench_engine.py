@@ -241,7 +241,7 @@ def load_sensors():
 
 #: a fourth kind: heavy-tailed amounts. The payments' users, places and times with each value a
 #: log-normal amount (median e^3 ≈ 20, σ = 1 on the log scale, its median 1.65× higher at 18:00) in
-#: [0, 1000]: most values far below U/2, where the clamp B has its public floor (seeded)
+#: [0, 1000]: most values far below U/2, with a tail that keeps the clamp B at U/2 or above (seeded)
 AMOUNTS = "amounts_synth"
 
 

@@ -8,7 +8,7 @@ the node's **effective users** n_eff = Σ_ℓ (share of user ℓ's records insid
 the noise of any per-user-capped Laplace mean: with every user capped at T records, a node's sum
 noise has scale T·(B/2)/ε and its record count is ≈ T·n_eff, so the mean's noise sd is at least
 
-    sd_min = √2·(B/2)/(ε·n_eff),   B ≥ U/2 (the clamp's floor), all of ε on that one sum,
+    sd_min = √2·(B/2)/(ε·n_eff),   B = U/2 (on these sets the clamp's least value), all of ε on that one sum,
 
 an optimistic bound for the mechanisms dpopt and its peers use (no count noise, no other level, no
 bounds budget). The **floor** of a shape at ε is the median over scored grids of |e_g + Z|, e_g the

@@ -62,7 +62,7 @@ def write_markdown() -> None:
              "Default front door (public list, pure ε, exact discrete noise), seeds 2000+. T: the record cap (from a "
              "DP histogram of records per user: the largest of 16, 64, 256, 1024, 4096 whose predicted noise "
              "T/S(T) is within 1.5x of the least); B: the clamp (from a DP histogram of users' own 99th "
-             "percentiles in steps of U/16, floor U/2: the 75th percentile of the bins that clear the noise; T_map: the "
+             "percentiles in steps of U/16: the 75th percentile of the bins that clear the noise, floor min(U/2, the highest such bin); T_map: the "
              "map's own cap (session 8: least predicted noise + re-weighting error of the map's mean, >= T); "
              "until session 7 a permute-and-flip quantile, which wandered over 60-120 at eps = 1); 'cells "
              "measured': runs whose Fay-Herriot pilot-based choice measured the cells (else the map alone); error: mean over seeds of the median |error| on the finest "

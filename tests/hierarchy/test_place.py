@@ -193,50 +193,62 @@ def test_place_bounds_choose_cap_and_clamp():
                                                             minlength=8))
     own = frame.groupby("user")["value"].apply(
         lambda v: int(np.ceil(np.quantile(np.sort(np.ceil(v / 7.5)), 0.99, method="inverted_cdf")))).to_numpy()
-    # the clamp: 75th percentile of the users' votes (own step raised to the floor 8), brute force
-    votes = np.sort(np.maximum(own, 8))
-    assert pb.clamp == 7.5 * int(votes[int(np.ceil(0.75 * votes.size)) - 1])
-    np.testing.assert_array_equal(pb.clamp_histogram, np.bincount(np.maximum(own, 8) - 8, minlength=CLAMP_STEPS - 7))
+    # the clamp: 75th percentile of the users' votes, raised to min(8, the highest vote) (every bin
+    # holding a user clears the threshold at this ε), brute force
+    votes = np.sort(own)
+    assert pb.clamp == 7.5 * max(int(votes[int(np.ceil(0.75 * votes.size)) - 1]), min(int(votes[-1]), 8))
+    np.testing.assert_array_equal(pb.clamp_histogram, np.bincount(own - 1, minlength=CLAMP_STEPS))
 
 
 def _clamp_by_definition(votes: np.ndarray, eps: float, quantile: float = 0.75) -> int:
-    """The clamp rule written out on the vote histogram: bins with ≥ ln(9/0.02)/ε users count, B's
-    step is the smallest vote v with #{counted users ≤ v} ≥ quantile·#{counted users}; 8 if none."""
-    t = np.log(9 / 0.02) / eps
-    counted = [v for v in range(8, 17) if votes[v - 8] >= t]
-    pool = sorted(v for v in counted for _ in range(int(votes[v - 8])))
+    """The clamp rule written out on the vote histogram (bin i: step i + 1): bins with ≥ ln(16/0.02)/ε
+    users count; B's step is the smallest vote v with #{counted users ≤ v} ≥ quantile·#{counted
+    users}, raised to min(8, the highest counted vote); 8 if none counts."""
+    t = np.log(16 / 0.02) / eps
+    counted = [v for v in range(1, 17) if votes[v - 1] >= t]
+    pool = sorted(v for v in counted for _ in range(int(votes[v - 1])))
     if not pool:
         return 8
-    return min(v for v in range(8, 17) if sum(1 for x in pool if x <= v) >= quantile * len(pool))
+    q = min(v for v in range(1, 17) if sum(1 for x in pool if x <= v) >= quantile * len(pool))
+    return max(q, min(max(counted), 8))
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_clamp_rule_matches_its_definition(seed):
     """choose_clamp on random (noisy-looking) histograms = the rule written out user by user (bins with
-    ≥ ln(9/0.02)/ε users count)."""
+    ≥ ln(16/0.02)/ε users count)."""
     from dpopt.privacy.user.place_bounds import choose_clamp
 
     rng = np.random.default_rng(seed)
     eps = float(rng.choice([0.05, 0.5, 5.0]))
-    h = np.maximum(rng.integers(-20, 120, size=9) * (rng.random(9) < 0.7), -5)
+    h = np.maximum(rng.integers(-20, 120, size=16) * (rng.random(16) < 0.7), -5)
     assert choose_clamp(h, eps, 120.0) == 7.5 * _clamp_by_definition(h, eps)
 
 
 def test_clamp_rule_hand_worked():
-    """Worked by hand at ε = 0.5 (threshold ln(9/0.02)/0.5 = 12.2 users): only the bins with ≥ 13
-    users count, B's step is the 75th percentile of the users in them."""
+    """Worked by hand at ε = 0.5 (threshold ln(16/0.02)/0.5 = 13.4 users, U = 120, steps of 7.5): only
+    the bins with ≥ 14 users count; B's step is the 75th percentile of the users in them, raised to
+    min(8, the highest counted bin)."""
     from dpopt.privacy.user.place_bounds import choose_clamp
 
-    assert choose_clamp(np.array([10, 45, 31, 15, 2, 0, 0, 0, 0]), 0.5, 120.0) == 75.0  # 91 users, the 69th: step 10
-    assert choose_clamp(np.array([118, 165, 106, 19, 10, 20, 27, 5, 14]), 0.5, 120.0) == 75.0  # 469, the 352nd
-    assert choose_clamp(np.array([12, 12, 12, 0, 0, 0, 0, 0, 0]), 0.5, 120.0) == 60.0  # nothing counts: the floor
-    assert choose_clamp(np.array([12, 12, 12, 0, 0, 0, 0, 0, 13]), 0.5, 120.0) == 120.0  # a lone top bin counts
-    assert choose_clamp(np.array([100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.5, 120.0) == 82.5  # the 150th of 200: step 11
-    assert choose_clamp(np.array([100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.05, 120.0) == 60.0  # threshold 122: floor
-    with pytest.raises(ValueError, match="`counts` must hold 9 bins"):
-        choose_clamp(np.zeros(8), 0.05, 120.0)
+    low = [0] * 7
+    assert choose_clamp(np.array(low + [10, 45, 31, 15, 2, 0, 0, 0, 0]), 0.5, 120.0) == 75.0  # 91 users, the 69th: step 10
+    assert choose_clamp(np.array(low + [118, 165, 106, 19, 10, 20, 27, 5, 14]), 0.5, 120.0) == 75.0  # 469, the 352nd
+    assert choose_clamp(np.array([12, 12, 12] + [0] * 13), 0.5, 120.0) == 60.0  # nothing counts: U/2
+    assert choose_clamp(np.array([12, 12, 12] + [0] * 12 + [14]), 0.5, 120.0) == 120.0  # a lone top bin counts
+    assert choose_clamp(np.array(low + [100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.5, 120.0) == 82.5  # the 150th of 200: step 11
+    assert choose_clamp(np.array(low + [100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.05, 120.0) == 60.0  # threshold 134: U/2
+    # values that sit low in [0, U] (the sensors' own histogram): every counted bin is at or below step 5,
+    # so B follows the data below U/2 — the 75th percentile is step 4, the highest counted bin step 5
+    assert choose_clamp(np.array([0, 0, 6, 371, 23] + [0] * 11), 0.5, 120.0) == 37.5
+    assert choose_clamp(np.array([0, 0, 6, 371, 23] + [0] * 11), 0.05, 120.0) == 30.0  # only step 4 counts
+    # a tail that tens of users reach keeps B at U/2 or above however low the 75th percentile lies
+    assert choose_clamp(np.array([0, 0, 300, 100] + [0] * 11 + [20]), 0.5, 120.0) == 60.0
+    assert choose_clamp(np.array([0, 0, 300, 100, 0, 0, 20] + [0] * 9), 0.5, 120.0) == 52.5  # highest counted: step 7
+    with pytest.raises(ValueError, match="`counts` must hold 16 bins"):
+        choose_clamp(np.zeros(9), 0.05, 120.0)
     with pytest.raises(ValueError, match="`quantile` must be in"):
-        choose_clamp(np.zeros(9), 0.05, 120.0, quantile=1.5)
+        choose_clamp(np.zeros(16), 0.05, 120.0, quantile=1.5)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -260,7 +272,7 @@ def test_clamp_histogram_sensitivity_one(seed):
         keys = {(CELLS[g % 6], (g // 6) * SLOT_NS) for g in listed}
         eligible = np.array([(agg.cells[i], agg.slots[i]) in keys for i in agg.pair_grid])
         _, q = user_statistics(agg, eligible, 120.0)
-        return np.bincount(clamp_votes(q), minlength=9)
+        return np.bincount(clamp_votes(q), minlength=16)
 
     base = votes(rows)
     for drop in sorted({r[0] for r in rows}):
@@ -271,14 +283,16 @@ def test_clamp_histogram_sensitivity_one(seed):
         clamp_votes(np.array([0, 3]))
 
 
-@pytest.mark.parametrize("exact, steps", [([97, 31, 15, 2, 1, 0, 0, 0, 0], (8, 9)),
-                                          ([118, 165, 106, 19, 10, 20, 27, 5, 14], (8, 9, 10))])
+@pytest.mark.parametrize("exact, steps", [([0, 0, 0, 2, 3, 6, 41, 45, 31, 15, 2, 1, 0, 0, 0, 0], (8, 9)),
+                                          ([0, 0, 0, 1, 1, 7, 12, 97, 165, 106, 19, 10, 20, 27, 5, 14], (8, 9, 10)),
+                                          ([0, 0, 6, 371, 23, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], (4, 5))])
 def test_clamp_is_stable_at_eps_1(exact, steps):
-    """At ε_B = 0.05 (ε = 1) on the exact vote histograms of the Austin day (146 users: 97 at the
-    floor, then 31, 15, 2, 1) and of the full data (484 users), ≥ 97 % of 400 draws give B within
-    ``steps`` (two adjacent steps on the day, three on the full data); a phantom bin sends B higher
-    in ≤ 1 % of draws by design, plus the real upper bins that pass now and then. The
-    permute-and-flip quantile it replaced spread over 60–120 km/h."""
+    """At ε_B = 0.05 (ε = 1) on the exact vote histograms of the Austin day (146 users), the full
+    data (484 users) and the benchmark's sensors (400 users, values 15–60 of U = 200 read on U = 120's
+    steps here), ≥ 97 % of 400 draws give B within ``steps`` (two adjacent steps on the day and the
+    sensors, three on the full data); a phantom bin sends B higher in ≤ 1 % of draws by design, plus
+    the real upper bins that pass now and then. The permute-and-flip quantile it replaced spread over
+    60–120 km/h."""
     from dpopt.privacy.user.place_bounds import choose_clamp
     from dpopt.privacy.user.mechanism import DiscreteLaplace
 
@@ -634,13 +648,15 @@ def test_cell_sizes_do_not_invent_busy_cells():
             assert np.median(top_low) > 10 * true.max() and np.median(top_fh) < 0.25 * np.median(top_low)
 
 
-@pytest.mark.parametrize("eps, cells", [(1.0, False), (10.0, True)])
+@pytest.mark.parametrize("eps, seeds, least, most", [(1.0, range(1, 21), 0, 1), (10.0, range(1, 9), 8, 8)])
 @pytest.mark.slow
-def test_place_choice_on_the_austin_day(eps, cells):
-    """On the embedded Austin day (146 users) the cells' share is f = 0 (the map alone) at ε = 1 and
-    f > 0 at ε = 10 in each of 8 seeds: at ε = 1 a cell's noise exceeds the cells' spread, at ε = 10
-    the busy cells are measured (the choice made on the exact counts, models/hierarchy.md §14.3).
-    Without the Fay–Herriot sizes of §14.3, seeds 5009 and 5050 measured cells at ε = 1."""
+def test_place_choice_on_the_austin_day(eps, seeds, least, most):
+    """On the embedded Austin day (146 users) the cells' share is f = 0 (the map alone) at ε = 1 in all
+    but at most one of 20 seeds, and f > 0 at ε = 10 in each of 8: at ε = 1 a cell's noise exceeds the
+    cells' spread, at ε = 10 the busy cells are measured (the choice made on the exact counts,
+    models/hierarchy.md §14.3). Measured over seeds 100–139: cells at ε = 1 in 1 of 40 draws (0 of 40
+    with the 9-bin clamp histogram's stream), at ε = 10 in 40 of 40. Without the Fay–Herriot sizes of
+    §14.3, 2 of 8 seeds measured cells at ε = 1."""
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
     from dpopt.records.grid import cell_strings, slot_strings
@@ -648,10 +664,10 @@ def test_place_choice_on_the_austin_day(eps, cells):
 
     agg, _ = contributions(austin_sample_path(), bound=120, keep_samples=True)
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
-    for seed in (5009, 5050, 1, 2, 3, 4, 5, 6):
-        r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts, strategy="place"), bound=120.0,
-                         noise=NoiseOptions(seed=seed))
-        assert (r.measurements.info["first_level"] == 1) == cells, seed
+    with_cells = [release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts, strategy="place"),
+                               bound=120.0, noise=NoiseOptions(seed=seed)).measurements.info["first_level"] == 1
+                  for seed in seeds]
+    assert least <= sum(with_cells) <= most, with_cells
 
 
 def test_threshold_bins_and_user_histogram_refuse_bad_input():

@@ -109,7 +109,7 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     from dpopt.privacy.user.place_bounds import choose_clamp
 
     ch = s["clamp_histogram"]
-    assert ch["clamps"] == [120 * j / 16 for j in range(8, 17)] and len(ch["noisy_users"]) == 9
+    assert ch["clamps"] == [120 * j / 16 for j in range(1, 17)] and len(ch["noisy_users"]) == 16
     eps_b = float(s["budget"]["bounds"])
     assert choose_clamp(np.array(ch["noisy_users"], float), eps_b - eps_t, 120.0) == s["clamp"]
     lev_total = sum((Fraction(lv["budget"]) for lv in s["levels"]), Fraction(0))

@@ -224,9 +224,9 @@ def test_clamp_is_chosen_under_dp_and_recomputable():
     low = DF.assign(value=np.minimum(DF["value"] * 0.4, U))
     r = _py(df=low, eps=20.0)
     s = r.summary
-    assert s.clamp is not None and U / 2 <= s.clamp < U and s.bound == U
+    assert s.clamp is not None and 0 < s.clamp < U and s.bound == U
     ch = s.clamp_histogram
-    assert ch["clamps"] == [U * j / 16 for j in range(8, 17)]
+    assert ch["clamps"] == [U * j / 16 for j in range(1, 17)]
     assert choose_clamp(np.array(ch["noisy_users"], float), s.budget["clamp"], U) == s.clamp
     t = r.table
     assert t["mean"].between(0, s.clamp).all()

@@ -30,15 +30,22 @@ records: the pairs of the listed grids), so one added or removed user moves each
   heavy user like a light one (:func:`reweighting_distance` D(T), which bounds the bias by
   2·D(T)·max|μ_ℓ − μ|). T_map minimises √((κ·T/S(T))² + (τ₀·D(T))²) (:func:`map_cap_error`; κ the
   map's noise per unit T/S(T), τ₀ = U/20 the public spread of §14.3).
-* **the clamp B: a noisy histogram, then its 75th percentile** (the same shape
-  as T). Each user votes with its own 99th percentile in steps of U/16, raised to the public floor
-  U/2 (:func:`clamp_votes`: 9 bins, U/2, 9U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
+* **the clamp B: a noisy histogram, then its 75th percentile, floored by what the histogram shows**
+  (the same shape as T). Each user votes with its own 99th percentile in steps of U/16
+  (:func:`clamp_votes`: 16 bins, U/16, 2U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
   histogram is released with the exact discrete Laplace of scale 1/ε_B
-  (:func:`measure_clamp_histogram`); B is the **75th percentile** over the bins whose noisy count
-  clears ln(9/CLAMP_PHANTOM_RATE)/ε_B, the floor where none does (:func:`choose_clamp`;
-  post-processing). The 75th percentile was chosen
-  against the 90th on the benchmark (B ≈ 60–82 instead of 67–97 km/h); the floor U/2 is public
-  (a B too low biases every mean). A DP quantile by permute-and-flip over the 16 steps at
+  (:func:`measure_clamp_histogram`); the bins whose noisy count clears
+  ln(16/CLAMP_PHANTOM_RATE)/ε_B are kept and B is the larger of their **75th percentile** and the
+  **floor** min(U/2, the highest kept bin) (:func:`choose_clamp`; post-processing); U/2 where no bin
+  is kept. The 75th percentile was chosen against the 90th on the benchmark (B ≈ 60–82 instead of
+  67–97 km/h). The floor is what keeps a heavy tail: a B too low biases every mean by −E[(x − B)⁺],
+  so B drops below U/2 only where no group of users large enough to clear the noise has its 99th
+  percentile above it; where one has (the buses: bins up to 90–120 km/h of U = 120; log-normal
+  amounts at ε = 10), B stays at least U/2. At ε = 1 the noise hides bins of fewer than ≈ 130 users
+  (ln(16/0.02)/ε_B at ε_B = 0.05), so the amounts' tail is not seen and B = 312–375 of 1000. Where the data sit low in a generous declared range
+  (sensors reading 15–60 in [0, 200]: every kept bin at or below 62.5), B follows them: the noise of
+  every mean scales with B, and a fixed floor U/2 measured those sensors at twice the noise their
+  values need (models/engine.md §6). A DP quantile by permute-and-flip over the 16 steps at
   ε_B = ε_b/3 (0.05 at ε = 1) is not stable: with 146 users its rank utility hardly separates
   the steps, so B wandered over 60–120 km/h on the Austin day at ε = 1, and a run with B = 112.5
   erred 4.9 km/h against 3.6 at B = 60 (the count's noise enters a mean multiplied by |mean − B/2|).
@@ -87,8 +94,12 @@ CAP_NOISE_TOLERANCE = 0.5
 CAP_SHARE = 2.0 / 3.0
 #: the clamp candidates are U·j/CLAMP_STEPS, j = 1 … CLAMP_STEPS
 CLAMP_STEPS = 16
-#: the clamp is never below U·CLAMP_FLOOR_STEP/CLAMP_STEPS = U/2 (public floor)
-CLAMP_FLOOR_STEP = CLAMP_STEPS // 2
+#: the clamp candidates' first step: bin i of the clamp histogram stands for B = U·(CLAMP_FLOOR_STEP + i)/CLAMP_STEPS
+CLAMP_FLOOR_STEP = 1
+#: B where no bin of the histogram clears its threshold, and the highest floor the kept bins can set:
+#: U·CLAMP_FALLBACK_STEP/CLAMP_STEPS = U/2 (a public statement: without evidence of where the users'
+#: values lie, half the declared range, the rule's floor before the histogram could lower it)
+CLAMP_FALLBACK_STEP = CLAMP_STEPS // 2
 #: a bin of the clamp histogram counts only where its noisy count is at least ln(#bins/this)/ε_B:
 #: at most 2 histograms in 100 (about 1 at small ε) show a phantom bin (an empty bin above it)
 CLAMP_PHANTOM_RATE = 0.02
@@ -267,8 +278,8 @@ def choose_map_cap(noisy: np.ndarray, epsilon: float, cap: int, *, noise: float,
 
 def clamp_votes(own_q: np.ndarray) -> np.ndarray:
     """Each user's clamp vote as a bin index 0 … CLAMP_STEPS − CLAMP_FLOOR_STEP: its own 99th
-    percentile step (1 … 16, :func:`user_statistics`) raised to the public floor, minus the floor.
-    Bin i stands for B = U·(CLAMP_FLOOR_STEP + i)/CLAMP_STEPS."""
+    percentile step (1 … 16, :func:`user_statistics`) minus the first step. Bin i stands for
+    B = U·(CLAMP_FLOOR_STEP + i)/CLAMP_STEPS."""
     q = np.asarray(own_q, dtype=np.int64)
     if q.size and (q.min() < 1 or q.max() > CLAMP_STEPS):
         raise DpoptInputError(f"`own_q` must hold steps in 1 … {CLAMP_STEPS}; got {q.min()} … {q.max()}")
@@ -276,7 +287,7 @@ def clamp_votes(own_q: np.ndarray) -> np.ndarray:
 
 
 def measure_clamp_histogram(own_q: np.ndarray, epsilon: float, source: IntegerSource) -> np.ndarray:
-    """ε-DP histogram of users by clamp vote (:func:`clamp_votes`, 9 bins): every user in one bin, so
+    """ε-DP histogram of users by clamp vote (:func:`clamp_votes`, 16 bins): every user in one bin, so
     one added or removed user moves the counts by 1 in ℓ1; exact discrete Laplace of scale 1/ε per
     bin. Returns the noisy integer counts."""
     return user_histogram(clamp_votes(own_q), CLAMP_STEPS - CLAMP_FLOOR_STEP + 1, epsilon, source)
@@ -296,8 +307,10 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     t = ln(#bins/CLAMP_PHANTOM_RATE)/ε are kept (an empty bin passes with probability
     ≤ CLAMP_PHANTOM_RATE/#bins, so a phantom bin in ≤ 2 % of histograms, about 1 % at small ε), the others zeroed, and
     B is the ``quantile`` of the kept counts (the smallest bin whose cumulative count reaches
-    quantile × total), as U·(CLAMP_FLOOR_STEP + bin)/CLAMP_STEPS; the floor U/2 where no bin is
-    kept (the evidence does not show users above it, and the floor is the least noise)."""
+    quantile × total), as U·(CLAMP_FLOOR_STEP + bin)/CLAMP_STEPS, raised to the floor min(U/2, the
+    highest kept bin): B falls below U/2 only where no kept bin lies above it, so a tail that tens of
+    users reach is never clamped below U/2 (module doc); U/2 where no bin is kept (the histogram
+    shows nothing; ``CLAMP_FALLBACK_STEP``)."""
     h = np.asarray(counts, dtype=float)
     if h.shape != (CLAMP_STEPS - CLAMP_FLOOR_STEP + 1,):
         raise DpoptInputError(f"`counts` must hold {CLAMP_STEPS - CLAMP_FLOOR_STEP + 1} bins (the clamp votes); "
@@ -308,8 +321,11 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     U = check_bound(bound)
     kept = threshold_bins(h, epsilon, CLAMP_PHANTOM_RATE)
     total = float(kept.sum())
-    step = CLAMP_FLOOR_STEP + (int(np.argmax(np.cumsum(kept) >= q * total)) if total > 0 else 0)
-    return U * step / CLAMP_STEPS
+    if total <= 0:
+        return U * CLAMP_FALLBACK_STEP / CLAMP_STEPS
+    step = CLAMP_FLOOR_STEP + int(np.argmax(np.cumsum(kept) >= q * total))
+    top = CLAMP_FLOOR_STEP + int(np.flatnonzero(kept)[-1])
+    return U * max(step, min(top, CLAMP_FALLBACK_STEP)) / CLAMP_STEPS
 
 
 def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *, bound: float,
