@@ -7,6 +7,7 @@ outlook when no place is selected."""
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import h3
@@ -81,6 +82,8 @@ def test_budget_recount_and_delta():
     assert Fraction(sp.epsilon) == sum((Fraction(v) for v in sp.pieces.values()), Fraction(0))
     assert sp.epsilon <= 20.0 and sp.delta == 1e-6
     assert {"selection k", "selection cells", "bounds"} <= set(sp.pieces)
+    # the users' place-or-time vote is asked over a public list only (models/engine.md §8)
+    assert not any("vote" in k for k in sp.pieces) and math.isnan(r.measurements.info.engine.place_vote)
 
 
 def test_answers_track_place_and_hour_and_intervals_cover():

@@ -19,6 +19,10 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 4b. **Between-grid statistic** (:data:`BETWEEN_SHARE` of the rest, one scalar): the record-weighted
    sum of squares of the listed grids' kept means (:func:`between_sumsq`), from which the estimator
    bounds how much the grids' means differ (the intervals' scale).
+4c. **The users' place-or-time vote** (:data:`VOTE_SHARE` of the rest, over a public list only):
+   each user's share of its grid means' spread that moves with the place at a fixed time, against
+   the time at a fixed place (:mod:`dpopt.privacy.user.place_time_vote`); the plans split the main
+   effects' components between place and time by it.
 5. **Strategy, first round**: the budget shares of the main budget by
    :func:`dpopt.hierarchy.strategy.solve_strategy` (an LP/MILP solved with HiGHS, models/strategy.md)
    from the pilot's outputs only; :data:`ROUND1_SHARE` of them is measured.
@@ -34,9 +38,10 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 **Sensitivity** (add/remove one user): the user keeps ≤ T records, so every marginal's count
 vector moves by ≤ T in ℓ1 and ℓ2 (all in one node at worst) and its centred-sum vector by ≤ T·H_Y
 lattice units; no other user's kept records change (the sample reads only the user's own records
-and keys); the between-grid statistic moves by at most ⌈T·(4K + 2)⌉ (:func:`between_sumsq`). Each
-(marginal, statistic) and the between-grid statistic is one query, raised over the rounds to its
-final budget: ε = Σ_i ε_i^final under Laplace (noise reduction; the proof: models/engine.md §2),
+and keys); the between-grid statistic moves by at most ⌈T·(4K + 2)⌉ (:func:`between_sumsq`); the
+vote's centred sum by 2^15 lattice units and its number of voters by 1 (one vote per user). Each
+(marginal, statistic), the between-grid statistic and each of the vote's two sums is one query,
+raised over the rounds to its final budget: ε = Σ_i ε_i^final under Laplace (noise reduction; the proof: models/engine.md §2),
 ρ = Σ ρ_i under the Gaussian; the plans depend on earlier DP outputs only. Published means are of values clamped to [0, B].
 
 Constants: :data:`BOUNDS_FRACTION` and :data:`PILOT_SHARE` are fixed fractions of the budget spent
@@ -67,6 +72,7 @@ from ...records.grid import slot_text
 from .bounding import lattice_values
 from .levels import level_node_sums, used_budget
 from .place_bounds import cap_candidates, choose_place_bounds, unkept_share
+from .place_time_vote import PlaceShare, main_effect_split, measure_place_share
 from .private_list import PrivateList, private_list
 from .record_cap import capped_records
 from .sensitivity import sensitivities
@@ -88,6 +94,12 @@ PILOT_SHARE = 0.1
 #: cost is 10 % less budget for the means and whose gain is intervals that need not assume the
 #: grids differ as much as single values do; not tuned on data
 BETWEEN_SHARE = 0.1
+#: share of the rest spent on the users' place-or-time vote (:mod:`.place_time_vote`): its noise sd is
+#: ≈ √2/(ε_v·N) for N voters, so at 1 % of the rest the vote outweighs the uniform law on [0, 1]
+#: (weight ≥ ½ in :func:`.place_time_vote.main_effect_split`) from N ≈ 5/ε_v voters — about 55 at
+#: ε = 10 and 550 at ε = 1 — at a cost of 1 % of every other measurement's budget. A statement about
+#: the vote's noise, not tuned on data
+VOTE_SHARE = 0.01
 #: what the engine without a list treats as public (summary.json ``public``)
 NO_LIST_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the windows of the day and the public "
                  "3640-day periods (epoch-aligned) they recur over; nothing about occupancy: the cells are a DP selection")
@@ -128,7 +140,9 @@ class EngineInfo:
     noise sd (value²; NaN where not measured); ``unkept`` κ, the mean share of a kept record's user's
     records the cap T did not keep (:func:`dpopt.privacy.user.place_bounds.unkept_share` of the DP
     histogram of records per user; 1 where unknown: no finite-population correction), which sizes the
-    sampling error of a kept mean against the mean of all records (models/engine.md §4)."""
+    sampling error of a kept mean against the mean of all records (models/engine.md §4);
+    ``place_vote``/``place_vote_sd`` the users' noisy mean place-or-time vote p̂ and its sd
+    (:mod:`.place_time_vote`; NaN where not measured)."""
 
     names: tuple[str, ...]
     levels: tuple[tuple[int, int, int], ...]
@@ -145,6 +159,8 @@ class EngineInfo:
     first: np.ndarray | None = None
     period: tuple[int, int] | None = None
     unkept: float = 1.0
+    place_vote: float = math.nan
+    place_vote_sd: float = math.nan
 
 
 @dataclass(eq=False)
@@ -181,6 +197,8 @@ class _Bounded:
     cap: int
     clamp: float
     windows: bool = False
+    #: the (user, grid) pairs in listed grids (bool per pair of the aggregate; None: every pair)
+    pairs: np.ndarray | None = None
     #: public relations between the candidates' codes, memoised for every plan of the release:
     #: "inside" (candidate, factor) → levels of the factor inside each node, "finer" (g, f) → does g
     #: vary inside f's levels (at 2·10⁷ records each is a sort of 127,853 grids)
@@ -220,7 +238,8 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
         Z.append(np.asarray(z, dtype=np.int64))
     smallest = int(np.argmin([mn.n_nodes for mn in cands]))
     return _Bounded(cands=cands, R=R, Y=Y, Z=Z[smallest], lam=lat.lam, half_sum=int(lat.half_sum),
-                    half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp), windows=windows)
+                    half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp), windows=windows,
+                    pairs=eligible)
 
 
 def _noisy(mech: Any, exact: np.ndarray, l1: int, l2: float, budget: float, unit_size: float, n: int
@@ -408,17 +427,23 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
-    total = (1.0 - PILOT_SHARE - BETWEEN_SHARE) * rest
-    prior, _ = _plan(b, pilot, total, unit)  # the plan of the pilot's knowledge (mostly the public prior)
+    # the users' vote over a public list only: over a private list of cells × windows of the day
+    # (models/engine.md §8) it was measured to cost coverage (payments 0.94 → 0.78) and is not asked
+    vote_share = VOTE_SHARE if chosen is None else 0.0
+    vote, vote_spent = measure_place_share(agg, b.pairs, mech, vote_share * rest)
+    total = (1.0 - PILOT_SHARE - BETWEEN_SHARE - vote_share) * rest
+    prior, _ = _plan(b, pilot, total, unit, vote=vote)  # the plan of the pilot's knowledge (mostly the public prior)
     first = ROUND1_SHARE * prior
     first = np.where(first > TINY_STEP * total, first, 0.0)  # a solver's residue is no measurement
     round1 = _measure(b, mech, first, tag="round 1", prev=pilot)
     round1, first, grown = _grow_first_round(b, mech, round1, first, total)
-    main_budgets, summary = _plan(b, round1, total, unit, committed=first, spread=_spread(b, round1, between))
+    main_budgets, summary = _plan(b, round1, total, unit, committed=first, spread=_spread(b, round1, between),
+                                  vote=vote)
     summary = f"{grown}{summary}"
     more = main_budgets - first
     main = _measure(b, mech, np.where(more > TINY_STEP * total, more, 0.0), tag="main", prev=round1)
-    spend = spend_with_bounds({**(chosen.pieces if chosen else {}), **pilot.spent, **between_spent, **round1.spent,
+    spend = spend_with_bounds({**(chosen.pieces if chosen else {}), **pilot.spent, **between_spent, **vote_spent,
+                               **round1.spent,
                                **main.spent}, unit, eps_b, mech.real_release, deltas)
     _check_account(spend, budget, unit)
     return _assemble(agg, b, pilot, main, spend, EngineInfo(
@@ -428,7 +453,8 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
                      for mn in b.cands),
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
         cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, first=first, strategy=summary,
-        period=None if chosen is None else chosen.period, unkept=unkept_share(pb.record_counts, pb.cap), **between),
+        period=None if chosen is None else chosen.period, unkept=unkept_share(pb.record_counts, pb.cap), **between,
+        place_vote=vote.value if vote else math.nan, place_vote_sd=vote.sd if vote else math.nan),
         mech=mech, noise=noise, U=U, bounds=pb, chosen=chosen, deltas=deltas)
 
 
@@ -638,7 +664,7 @@ def _spread(b: _Bounded, phase: _Phase, between: dict[str, float]) -> float:
 
 
 def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.ndarray | None = None,
-          spread: float | None = None) -> tuple[np.ndarray, str]:
+          spread: float | None = None, vote: PlaceShare | None = None) -> tuple[np.ndarray, str]:
     """Steps 5–6: the main budget per marginal from the measurements so far (``pilot``: the pilot's,
     then the first round's) and public facts only (models/strategy.md): each factor's variance
     component as their REML fit estimates it where the fit saw that factor, else a prior — B²/4, the
@@ -649,7 +675,8 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     the map-wide mean as a factor of prior variance B²/4; predicted node counts. ``committed``: the
     budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
     rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map, and where it
-    saw nothing a marginal gets more only if its nodes would pass at that share, :func:`_weakest`)."""
+    saw nothing a marginal gets more only if its nodes would pass at that share, :func:`_weakest`).
+    ``vote``: the main effects' components split by the users' vote (:func:`.place_time_vote.main_effect_split`)."""
     names = b.names
     codes = [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
@@ -662,7 +689,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     unseen = [f for f in factors if f not in seen]
     left = max(total - sum(fitted[f] for f in factors if f in seen), total / (len(factors) + 1))
     prior = left / (len(unseen) + 1)  # what the seen factors leave of the spread, split evenly: no preference
-    sigma2 = {f: fitted[f] if f in seen else prior for f in factors}
+    sigma2 = main_effect_split({f: fitted[f] if f in seen else prior for f in factors}, _main_kinds(b), vote)
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
@@ -713,6 +740,21 @@ def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, 
         if n < fewest:
             worst, fewest = int(i), n
     return worst
+
+
+def _main_kinds(b: _Bounded) -> dict[str, str]:
+    """Each candidate that is a main effect: "place" (a place finer than the map over the whole
+    period) or "time" (the map over a time level finer than the period); the map itself and the
+    interactions are neither (public: the lattice's geometry)."""
+    top = min(mn.marginal.h3_resolution for mn in b.cands)
+    out = {}
+    for name, mn in zip(b.names, b.cands):
+        m = mn.marginal
+        if m.slot_ns == 0 and m.h3_resolution != top:
+            out[name] = "place"
+        elif m.h3_resolution == top and m.slot_ns != 0:
+            out[name] = "time"
+    return out
 
 
 def _map_only(b: _Bounded, names: list[str], rest: float, why: str, held: np.ndarray | None = None

@@ -273,7 +273,7 @@ def test_a_plan_whose_fit_does_not_fit_in_memory_plans_that_factor_as_unseen(mon
 
 def test_the_published_levels_state_what_each_marginal_spent() -> None:
     """summary's levels: each marginal's budget is the sum of its pilot and main pieces, and the levels
-    with the bounds and the between-grid statistic add up to the total (they read 0 before)."""
+    with the bounds, the between-grid statistic and the place-or-time vote add up to the total."""
     rows, _ = _additive_records(np.random.default_rng(1))
     r = _release(make_agg(rows), 4.0)
     levels = r.summary.levels
@@ -281,7 +281,8 @@ def test_the_published_levels_state_what_each_marginal_spent() -> None:
     names = r.measurements.info.engine.names
     for lv, name in zip(levels, names):
         assert lv["budget"] == pytest.approx(sum(v for k, v in pieces.items() if k.endswith(f" {name}")))
-    others = pieces["bounds"] + pieces["pilot between-grid sum of squares"]
+    others = (pieces["bounds"] + pieces["pilot between-grid sum of squares"]
+              + pieces["pilot place-or-time vote (centred sum)"] + pieces["pilot place-or-time vote (voters)"])
     assert sum(lv["budget"] for lv in levels) + others == pytest.approx(r.measurements.spend.total, abs=1e-9)
     assert sum(lv["budget"] for lv in levels) > 0
 

@@ -1,0 +1,190 @@
+"""The users' place-or-time vote (dpopt/privacy/user/place_time_vote.py; models/engine.md §5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpopt.privacy.user.place_time_vote import (VOTE_BITS, PlaceShare, main_effect_split, measure_place_share,
+                                                place_votes, vote_sums)
+from dpopt.privacy.user.engine import VOTE_SHARE
+from tests.privacy.user.conftest import CELLS, make_agg
+
+
+def _random_records(rng: np.random.Generator, n_users: int = 25) -> list:
+    rows = []
+    for u in range(n_users):
+        for g in rng.choice(48, size=int(rng.integers(1, 9)), replace=False):
+            for t in range(int(rng.integers(1, 5))):
+                rows.append((f"u{u:02d}", int(g), t, float(rng.uniform(0, 100))))
+    return rows
+
+
+def _brute_votes(rows: list) -> list[float]:
+    """Each voting user's SS_place / (SS_place + SS_time) by definition (grid g: cell g % 6, slot
+    g // 6), from the records themselves: the spread of its grid means about their slot's mean
+    (place at a fixed time) and about their cell's mean (time at a fixed place), record-weighted;
+    users with neither do not vote."""
+    votes = []
+    for user in sorted({u for u, *_ in rows}):
+        mine = [(g % 6, g // 6, x) for (u, g, _, x) in rows if u == user]
+
+        def spread(key: int) -> float:
+            total = 0.0
+            for level in {rec[key] for rec in mine}:
+                recs = [r for r in mine if r[key] == level]
+                mean = np.mean([r[2] for r in recs])
+                for grid in {(r[0], r[1]) for r in recs}:
+                    xs = [r[2] for r in recs if (r[0], r[1]) == grid]
+                    total += len(xs) * (np.mean(xs) - mean) ** 2
+            return total
+
+        place, time = spread(1), spread(0)  # place within a slot, time within a cell
+        scale = sum(x * x for *_, x in mine)
+        if place + time > 1e-12 * scale:
+            votes.append(place / (place + time))
+    return votes
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_users_vote_is_its_place_share_at_a_fixed_time_against_its_time_share_at_a_fixed_place(
+        seed: int) -> None:
+    rows = _random_records(np.random.default_rng(seed))
+    votes = place_votes(make_agg(rows))
+    expect = _brute_votes(rows)
+    assert 0 < len(expect) < len({u for u, *_ in rows})  # some users have no evidence
+    assert votes == pytest.approx(expect, abs=1e-9)
+    assert ((votes >= 0) & (votes <= 1)).all()
+
+
+def test_only_the_listed_pairs_vote() -> None:
+    rows = _random_records(np.random.default_rng(5))
+    agg = make_agg(rows)
+    listed = agg.cells[agg.pair_grid] != CELLS[0]  # one cell's pairs off the list
+    sub = [r for r in rows if r[1] % 6 != 0]
+    assert place_votes(agg, listed) == pytest.approx(_brute_votes(sub), abs=1e-9)
+
+
+def test_a_user_whose_value_follows_its_place_votes_1_its_time_0_a_constant_not_at_all() -> None:
+    # one user over cells {0, 1} × slots {0, 1} (grids 0, 1, 6, 7), two records in each grid
+    def user(value) -> list:
+        return [("a", g, t, value(g)) for g in (0, 1, 6, 7) for t in range(2)]
+
+    assert place_votes(make_agg(user(lambda g: 10.0 + 20.0 * (g % 6)))) == pytest.approx([1.0])
+    assert place_votes(make_agg(user(lambda g: 10.0 + 20.0 * (g // 6)))) == pytest.approx([0.0])
+    assert place_votes(make_agg(user(lambda g: 42.0))).size == 0
+
+
+def test_a_user_in_one_cell_votes_time_and_one_with_one_record_per_place_and_time_does_not_vote() -> None:
+    sensor = [("s", g, t, 10.0 + 5.0 * (g // 6)) for g in (0, 6, 12) for t in range(3)]
+    assert place_votes(make_agg(sensor)) == pytest.approx([0.0])
+    payer = [("p", g, 0, 10.0 * g) for g in (0, 7, 14)]  # three cells, three slots, no cell or slot shared
+    assert place_votes(make_agg(payer)).size == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_adding_or_removing_a_user_moves_the_sum_by_at_most_its_sensitivity(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows = _random_records(rng, 30)
+    q, n, sens = vote_sums(place_votes(make_agg(rows)))
+    assert sens == 2 ** (VOTE_BITS - 1)
+    for user in rng.choice(sorted({u for u, *_ in rows}), size=5, replace=False):
+        q2, n2, _ = vote_sums(place_votes(make_agg([r for r in rows if r[0] != user])))
+        assert abs(q - q2) <= sens and n - n2 in (0, 1)
+    # the worst cases: a vote of 0 or 1 is ±2^(b-1) on the lattice
+    assert vote_sums(np.array([0.0, 1.0, 0.5])) == (0, 3, sens)
+    assert vote_sums(np.array([1.0]))[0] == sens and vote_sums(np.array([0.0]))[0] == -sens
+
+
+class _Exact:
+    """A mechanism that adds no noise (for the post-processing's arithmetic)."""
+
+    unit = "epsilon"
+    real_release = False
+
+    def integer(self, values, *, l1, l2, budget):
+        return np.asarray(values)
+
+    def scale(self, *, l1, l2, budget):
+        return l1 / budget
+
+
+def test_the_noisy_vote_reads_the_users_mean_and_spends_its_budget() -> None:
+    rows = _random_records(np.random.default_rng(9))
+    agg = make_agg(rows)
+    share, spent = measure_place_share(agg, None, _Exact(), 0.4)
+    assert share.value == pytest.approx(float(np.mean(place_votes(agg))), abs=2.0 ** -VOTE_BITS)
+    assert share.voters == place_votes(agg).size
+    assert sum(spent.values()) == pytest.approx(0.4)
+    # sd: the centred sum's Laplace sd √2·2^(b-1)/(ε/2) in vote units over N, with the count's term
+    n = share.voters
+    c = share.value - 0.5
+    expect = np.sqrt((np.sqrt(2) * 0.5 / 0.2) ** 2 + (c * np.sqrt(2) / 0.2) ** 2) / n
+    assert share.sd == pytest.approx(expect, rel=1e-6)
+    assert measure_place_share(agg, None, _Exact(), 0.0) == (None, {})
+
+
+def test_the_vote_splits_the_main_effects_total_between_place_and_time() -> None:
+    sigma2 = {"cell": 4.0, "hour": 4.0, "day": 4.0, "cell x hour": 7.0, "residual": 2.0}
+    kinds = {"cell": "place", "hour": "time", "day": "time"}
+    out = main_effect_split(sigma2, kinds, PlaceShare(value=0.9, sd=0.0, voters=100.0))
+    assert out["cell"] == pytest.approx(0.9 * 12.0)
+    assert out["hour"] == out["day"] == pytest.approx(0.05 * 12.0)
+    assert out["cell x hour"] == 7.0 and out["residual"] == 2.0
+    # a vote as noisy as the uniform law weighs half against the even split by number (p0 = 1/3)
+    half = main_effect_split(sigma2, kinds, PlaceShare(value=0.9, sd=np.sqrt(1 / 12), voters=3.0))
+    assert half["cell"] == pytest.approx(12.0 * (0.5 * 0.9 + 0.5 / 3))
+    # no vote, a vote of no weight, or one dimension without a main effect: unchanged
+    assert main_effect_split(sigma2, kinds, None) == sigma2
+    assert main_effect_split(sigma2, kinds, PlaceShare(value=1.0, sd=1e9, voters=1.0)) == pytest.approx(sigma2)
+    assert main_effect_split(sigma2, {"cell": "place"}, PlaceShare(value=0.1, sd=0.0, voters=9.0)) == sigma2
+
+
+def _release(rows: list, eps: float):
+    import pandas as pd
+
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.records.grid import cell_strings, slot_strings
+    from dpopt.release import release_user
+
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    return release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=100.0,
+                        noise=NoiseOptions(seed=4))
+
+
+@pytest.mark.parametrize("follows, low, high", [("place", 0.8, 1.0), ("time", 0.0, 0.2)])
+def test_the_engine_publishes_the_users_vote_and_plans_with_it(follows: str, low: float, high: float) -> None:
+    """Users who each cross 3 cells × 3 slots; values set by the cell or by the slot alone: at a large
+    budget the engine's noisy vote reads which, and its account holds the vote's two pieces."""
+    rng = np.random.default_rng(3)
+    value = (lambda g: 10.0 + 15.0 * (g % 6)) if follows == "place" else (lambda g: 10.0 + 10.0 * (g // 6))
+    rows = []
+    for u in range(300):
+        cells, slots = rng.choice(6, 3, replace=False), rng.choice(8, 3, replace=False)
+        rows += [(f"u{u}", int(c + 6 * s), t, value(int(c + 6 * s)) + float(rng.normal(0, 1)))
+                 for c in cells for s in slots for t in range(2)]
+    r = _release(rows, 200.0)
+    eng = r.measurements.info.engine
+    assert low <= eng.place_vote <= high and eng.place_vote_sd < 0.05
+    pieces = r.measurements.spend.pieces
+    vote = pieces["pilot place-or-time vote (centred sum)"] + pieces["pilot place-or-time vote (voters)"]
+    assert vote == pytest.approx(VOTE_SHARE * (200.0 - pieces["bounds"]), abs=1e-6)  # of the rest after the bounds
+
+
+def test_the_main_effects_are_the_place_over_the_period_and_the_map_over_each_time_level() -> None:
+    from dpopt.hierarchy.lattice import candidate_marginals
+    from dpopt.privacy.user.engine import _Bounded, _main_kinds
+    from tests.privacy.user.conftest import SLOT_NS
+
+    cells = np.repeat(np.asarray(CELLS, dtype=np.int64), 48)
+    slots = np.tile(np.arange(48, dtype=np.int64) * SLOT_NS, len(CELLS))  # two days of hours
+    cands = candidate_marginals(cells, slots, h3_resolution=7, slot_ns=SLOT_NS)
+    b = _Bounded(cands=cands, R=[], Y=[], Z=np.zeros(0, dtype=np.int64), lam=1.0, half_sum=1, half_sumsq=1, cap=1,
+                 clamp=1.0)
+    assert b.names == ["cell × slot", "cell × hour-of-day", "cell × 1 d", "cell × period", "r3 × slot",
+                       "r3 × hour-of-day", "r3 × 1 d", "r3 × period"]
+    # the interactions (cell × a time level finer than the period) and the map over the period are neither
+    assert _main_kinds(b) == {"cell × period": "place", "r3 × slot": "time", "r3 × hour-of-day": "time",
+                              "r3 × 1 d": "time"}
