@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpopt.estimation.crossed_estimate import (component_nodes, grid_halfwidths, interval_fit, joint_prior_means,
+from dpopt.estimation.crossed_estimate import (component_nodes, grid_halfwidths, interval_fit, joint_prior_means, region_end,
                                                joint_prior_posteriors, predictive_halfwidth)
 from dpopt.hierarchy.crossed import RESIDUAL
 
@@ -163,6 +163,30 @@ def test_intervals_stay_honest_when_the_unseen_residual_holds_most_of_the_cap() 
     assert np.mean(cover) >= 0.88
 
 
+def test_a_spread_bound_below_the_pinned_components_does_not_squeeze_them() -> None:
+    """The spread bound R is a 2-sd upper end: in ≈ 3 % of releases its noise falls low and R lies
+    below the components the nodes pin (the synthetic sensors at ε = 10, seed 1006: R = 26.3 against
+    REML 45 + 12, coverage 0.66). Here place and time components of 20 each, pinned by 40 + 30 nodes,
+    with R = 8: the prior's region ends at their REML sum (:func:`region_end`), so their posterior
+    means stay near their REML values instead of sharing 8, and the grids are covered. Without the
+    rule the two means sum to at most 8 and the grids are covered about 0.6 (measured before the rule)."""
+    rng = np.random.default_rng(12)
+    low = 8.0
+    sig = {"place": 20.0, "time": 20.0, RESIDUAL: 1.0}
+    cover = []
+    for _ in range(10):
+        factors, A, y, s2, theta = _crossed_case(rng, sig, n_place=40, n_time=30, noise_sd=0.5)
+        fit, upper, wide, residual = interval_fit(factors, A, y, s2, cap=low, seen={"place", "time"},
+                                                  residual_seen=False)
+        cap = region_end(low, fit)
+        assert cap == pytest.approx(fit.sigma2["place"] + fit.sigma2["time"]) and cap > low
+        assert upper["place"] + upper["time"] > 2.0 * low
+        hw = grid_halfwidths(fit, upper, wide, residual, alone=np.ones(A.shape[1], dtype=bool), cap=cap)
+        cover.append(np.mean(np.abs(fit.grid_mean - theta) <= hw))
+    assert region_end(100.0, fit) == 100.0  # a bound above the pinned sum is kept
+    assert np.mean(cover) >= 0.9
+
+
 class _OutputsOnly:
     """A sampler whose every output ignores the exact statistic it is given: noise from the wrapped
     sampler plus a constant. Two data sets measured through it give the same outputs."""
@@ -246,14 +270,20 @@ def test_the_intervals_read_the_dp_outputs_only(monkeypatch, cheat: bool) -> Non
     assert same != cheat
 
 
-@pytest.mark.parametrize("sizes", [(1, 1), (7, 3), (2049, 2049)])
-def test_fft_convolution_is_the_direct_sum(sizes):
-    """The posteriors' FFT convolution equals np.convolve's direct sum (to float rounding)."""
-    from dpopt.estimation.crossed_estimate import _convolve
-
-    rng = np.random.default_rng(sum(sizes))
-    a, b = rng.random(sizes[0]), rng.random(sizes[1])
-    np.testing.assert_allclose(_convolve(a, b), np.convolve(a, b), rtol=0, atol=1e-12 * a.sum() * b.sum())
+def test_likelihoods_peaking_above_the_region_keep_the_posterior_inside_it() -> None:
+    """Two components whose likelihoods rise as e^{6σ²} over the region {Σ σ² ≤ 8} (their REML
+    values far above it) and a flat third: the joint density of s = σ²_1 + σ²_2 is ∝ s·(8 − s)·e^{6s}
+    (the third integrated out), so each of the two has posterior mean E[s]/2, by a fine 1-D integral.
+    The quadrature must agree, and the means must sum to at most 8: with FFT convolutions their
+    rounding floor gave 7.75 + 7.75 + 2.73 (at e^{3σ²} it still agreed)."""
+    cap = 8.0
+    grid = np.linspace(0.0, cap, 4001)
+    means = joint_prior_means(cap, [grid, grid, grid], [6.0 * grid, 6.0 * grid, np.zeros(grid.size)])
+    s = np.linspace(0.0, cap, 2_000_001)
+    dens = s * (cap - s) * np.exp(6.0 * (s - cap))
+    half = float(np.sum(s * dens) / np.sum(dens)) / 2.0
+    assert means[0] == pytest.approx(half, abs=QUAD_TOL * cap) and means[1] == pytest.approx(half, abs=QUAD_TOL * cap)
+    assert sum(means) <= cap
 
 
 def _two_interactions(seed: int, residual_sd: float) -> tuple[dict, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
