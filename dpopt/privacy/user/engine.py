@@ -22,7 +22,10 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 4c. **The users' place-or-time vote** (:data:`VOTE_SHARE` of the rest, over a public list only):
    each user's share of its grid means' spread that moves with the place at a fixed time, against
    the time at a fixed place (:mod:`dpopt.privacy.user.place_time_vote`); the plans split the main
-   effects' components between place and time by it.
+   effects' components between place and time by it. Where the lattice holds a recurring window
+   (hour-of-day) and a contiguous level of one cycle's span (1 d), a second vote of the same form
+   (:data:`CYCLE_VOTE_SHARE`) splits the time's part between the two kinds of time level
+   (:func:`dpopt.privacy.user.place_time_vote.cycle_votes`).
 5. **Strategy, first round**: the budget shares of the main budget by
    :func:`dpopt.hierarchy.strategy.solve_strategy` (an LP/MILP solved with HiGHS, models/strategy.md)
    from the pilot's outputs only; :data:`ROUND1_SHARE` of them is measured.
@@ -39,8 +42,8 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 vector moves by ≤ T in ℓ1 and ℓ2 (all in one node at worst) and its centred-sum vector by ≤ T·H_Y
 lattice units; no other user's kept records change (the sample reads only the user's own records
 and keys); the between-grid statistic moves by at most ⌈T·(4K + 2)⌉ (:func:`between_sumsq`); the
-vote's centred sum by 2^15 lattice units and its number of voters by 1 (one vote per user). Each
-(marginal, statistic), the between-grid statistic and each of the vote's two sums is one query,
+each vote's centred sum by 2^15 lattice units and its number of voters by 1 (one vote per user). Each
+(marginal, statistic), the between-grid statistic and each of a vote's two sums is one query,
 raised over the rounds to its final budget: ε = Σ_i ε_i^final under Laplace (noise reduction; the proof: models/engine.md §2),
 ρ = Σ ρ_i under the Gaussian; the plans depend on earlier DP outputs only. Published means are of values clamped to [0, B].
 
@@ -72,7 +75,7 @@ from ...records.grid import slot_text
 from .bounding import lattice_values
 from .levels import level_node_sums, used_budget
 from .place_bounds import cap_candidates, choose_place_bounds, unkept_share
-from .place_time_vote import PlaceShare, main_effect_split, measure_place_share
+from .place_time_vote import PlaceShare, cycle_votes, main_effect_split, measure_place_share, measure_votes
 from .private_list import PrivateList, private_list
 from .record_cap import capped_records
 from .sensitivity import sensitivities
@@ -100,6 +103,10 @@ BETWEEN_SHARE = 0.1
 #: ε = 10 and 550 at ε = 1 — at a cost of 1 % of every other measurement's budget. A statement about
 #: the vote's noise, not tuned on data
 VOTE_SHARE = 0.01
+#: share of the rest spent on the time's own vote, recurring window or day (:func:`.place_time_vote.cycle_votes`),
+#: where the lattice holds both kinds of time level: the same noise law and the same statement as
+#: :data:`VOTE_SHARE`
+CYCLE_VOTE_SHARE = VOTE_SHARE
 #: what the engine without a list treats as public (summary.json ``public``)
 NO_LIST_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the windows of the day and the public "
                  "3640-day periods (epoch-aligned) they recur over; nothing about occupancy: the cells are a DP selection")
@@ -142,7 +149,8 @@ class EngineInfo:
     histogram of records per user; 1 where unknown: no finite-population correction), which sizes the
     sampling error of a kept mean against the mean of all records (models/engine.md §4);
     ``place_vote``/``place_vote_sd`` the users' noisy mean place-or-time vote p̂ and its sd
-    (:mod:`.place_time_vote`; NaN where not measured)."""
+    (:mod:`.place_time_vote`; NaN where not measured); ``cycle_vote``/``cycle_vote_sd`` the time's own
+    vote q̂ (recurring window against day) and its sd (NaN where not measured)."""
 
     names: tuple[str, ...]
     levels: tuple[tuple[int, int, int], ...]
@@ -161,6 +169,8 @@ class EngineInfo:
     unkept: float = 1.0
     place_vote: float = math.nan
     place_vote_sd: float = math.nan
+    cycle_vote: float = math.nan
+    cycle_vote_sd: float = math.nan
 
 
 @dataclass(eq=False)
@@ -199,6 +209,8 @@ class _Bounded:
     windows: bool = False
     #: the (user, grid) pairs in listed grids (bool per pair of the aggregate; None: every pair)
     pairs: np.ndarray | None = None
+    #: each pair's listed grid (the finest candidate's grid order; −1 off the list)
+    pair_grid: np.ndarray | None = None
     #: public relations between the candidates' codes, memoised for every plan of the release:
     #: "inside" (candidate, factor) → levels of the factor inside each node, "finer" (g, f) → does g
     #: vary inside f's levels (at 2·10⁷ records each is a sort of 127,853 grids)
@@ -239,7 +251,7 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
     smallest = int(np.argmin([mn.n_nodes for mn in cands]))
     return _Bounded(cands=cands, R=R, Y=Y, Z=Z[smallest], lam=lat.lam, half_sum=int(lat.half_sum),
                     half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp), windows=windows,
-                    pairs=eligible)
+                    pairs=eligible, pair_grid=pair_pos)
 
 
 def _noisy(mech: Any, exact: np.ndarray, l1: int, l2: float, budget: float, unit_size: float, n: int
@@ -427,18 +439,15 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
-    # the users' vote over a public list only: over a private list of cells × windows of the day
-    # (models/engine.md §8) it was measured to cost coverage (payments 0.94 → 0.78) and is not asked
-    vote_share = VOTE_SHARE if chosen is None else 0.0
-    vote, vote_spent = measure_place_share(agg, b.pairs, mech, vote_share * rest)
+    vote, cycle, vote_spent, vote_share = _votes(agg, b, mech, rest, listed=chosen is None)
     total = (1.0 - PILOT_SHARE - BETWEEN_SHARE - vote_share) * rest
-    prior, _ = _plan(b, pilot, total, unit, vote=vote)  # the plan of the pilot's knowledge (mostly the public prior)
+    prior, _ = _plan(b, pilot, total, unit, vote=vote, cycle=cycle)  # the plan of the pilot's knowledge (mostly the public prior)
     first = ROUND1_SHARE * prior
     first = np.where(first > TINY_STEP * total, first, 0.0)  # a solver's residue is no measurement
     round1 = _measure(b, mech, first, tag="round 1", prev=pilot)
     round1, first, grown = _grow_first_round(b, mech, round1, first, total)
     main_budgets, summary = _plan(b, round1, total, unit, committed=first, spread=_spread(b, round1, between),
-                                  vote=vote)
+                                  vote=vote, cycle=cycle)
     summary = f"{grown}{summary}"
     more = main_budgets - first
     main = _measure(b, mech, np.where(more > TINY_STEP * total, more, 0.0), tag="main", prev=round1)
@@ -454,8 +463,27 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
         cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, first=first, strategy=summary,
         period=None if chosen is None else chosen.period, unkept=unkept_share(pb.record_counts, pb.cap), **between,
-        place_vote=vote.value if vote else math.nan, place_vote_sd=vote.sd if vote else math.nan),
+        place_vote=vote.value if vote else math.nan, place_vote_sd=vote.sd if vote else math.nan,
+        cycle_vote=cycle.value if cycle else math.nan, cycle_vote_sd=cycle.sd if cycle else math.nan),
         mech=mech, noise=noise, U=U, bounds=pb, chosen=chosen, deltas=deltas)
+
+
+def _votes(agg: Aggregate, b: _Bounded, mech: Any, rest: float, *, listed: bool
+           ) -> tuple[PlaceShare | None, PlaceShare | None, dict[str, float], float]:
+    """(place-or-time vote, the time's vote, their budget pieces, the share of ``rest`` they spent):
+    the users' votes (:mod:`.place_time_vote`), over a public list only — over a private list of
+    cells × windows of the day (models/engine.md §8) the first was measured to cost coverage
+    (payments 0.94 → 0.78) and neither is asked — the time's only where the lattice holds a recurring
+    window and a day (:func:`_cycle_pair`)."""
+    if not listed:
+        return None, None, {}, 0.0
+    vote, spent = measure_place_share(agg, b.pairs, mech, VOTE_SHARE * rest)
+    pair = _cycle_pair(b)
+    if pair is None:
+        return vote, None, spent, VOTE_SHARE
+    cycle, more = measure_votes(cycle_votes(agg, b.pairs, b.pair_grid, b.cands[pair[1]].code, b.cands[pair[0]].code),
+                                mech, CYCLE_VOTE_SHARE * rest, _cycle_label(b, pair))
+    return vote, cycle, {**spent, **more}, VOTE_SHARE + CYCLE_VOTE_SHARE
 
 
 def _grow_first_round(b: _Bounded, mech: Any, round1: _Phase, first: np.ndarray, total: float
@@ -664,7 +692,8 @@ def _spread(b: _Bounded, phase: _Phase, between: dict[str, float]) -> float:
 
 
 def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.ndarray | None = None,
-          spread: float | None = None, vote: PlaceShare | None = None) -> tuple[np.ndarray, str]:
+          spread: float | None = None, vote: PlaceShare | None = None, cycle: PlaceShare | None = None
+          ) -> tuple[np.ndarray, str]:
     """Steps 5–6: the main budget per marginal from the measurements so far (``pilot``: the pilot's,
     then the first round's) and public facts only (models/strategy.md): each factor's variance
     component as their REML fit estimates it where the fit saw that factor, else a prior — B²/4, the
@@ -676,7 +705,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
     rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map, and where it
     saw nothing a marginal gets more only if its nodes would pass at that share, :func:`_weakest`).
-    ``vote``: the main effects' components split by the users' vote (:func:`.place_time_vote.main_effect_split`)."""
+    ``vote``, ``cycle``: the users' votes, which split the main effects (:func:`.place_time_vote.main_effect_split`)."""
     names = b.names
     codes = [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
@@ -686,10 +715,9 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     factors = {name: code for name, code in zip(names[1:], codes[1:]) if name in fitted}
     factors["residual"] = np.arange(codes[0].size)
     total = b.clamp * b.clamp / 4.0 if spread is None or not seen else spread
-    unseen = [f for f in factors if f not in seen]
     left = max(total - sum(fitted[f] for f in factors if f in seen), total / (len(factors) + 1))
-    prior = left / (len(unseen) + 1)  # what the seen factors leave of the spread, split evenly: no preference
-    sigma2 = main_effect_split({f: fitted[f] if f in seen else prior for f in factors}, _main_kinds(b), vote)
+    prior = left / (sum(f not in seen for f in factors) + 1)  # what the seen factors leave, split evenly
+    sigma2 = main_effect_split({f: fitted[f] if f in seen else prior for f in factors}, _main_kinds(b), vote, cycle)
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
@@ -744,8 +772,9 @@ def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, 
 
 def _main_kinds(b: _Bounded) -> dict[str, str]:
     """Each candidate that is a main effect: "place" (a place finer than the map over the whole
-    period) or "time" (the map over a time level finer than the period); the map itself and the
-    interactions are neither (public: the lattice's geometry)."""
+    period), or the map over a time level finer than the period, "cycle" where that level is a
+    recurring window (hour-of-day) and "calendar" where it is contiguous (the slot, the day); the
+    map itself and the interactions are none (public: the lattice's geometry)."""
     top = min(mn.marginal.h3_resolution for mn in b.cands)
     out = {}
     for name, mn in zip(b.names, b.cands):
@@ -753,8 +782,33 @@ def _main_kinds(b: _Bounded) -> dict[str, str]:
         if m.slot_ns == 0 and m.h3_resolution != top:
             out[name] = "place"
         elif m.h3_resolution == top and m.slot_ns != 0:
-            out[name] = "time"
+            out[name] = "cycle" if m.cycle_ns else "calendar"
     return out
+
+
+def _cycle_pair(b: _Bounded) -> tuple[int, int] | None:
+    """(recurring, contiguous): the finest place's candidates over a recurring window of cycle C
+    (hour-of-day) and over contiguous slots of length C (the day), which the time's vote groups a
+    user's grids by (:func:`.place_time_vote.cycle_votes`); None where the lattice lacks either, or
+    its main effects lack either kind (nothing to split). Public: the lattice's geometry."""
+    kinds = set(_main_kinds(b).values())
+    if b.windows or b.pair_grid is None or not {"cycle", "calendar"} <= kinds:
+        return None
+    fin = b.cands[0].marginal.h3_resolution
+    for i, mn in enumerate(b.cands):
+        m = mn.marginal
+        if m.h3_resolution != fin or not m.cycle_ns:
+            continue
+        for j, other in enumerate(b.cands):
+            o = other.marginal
+            if o.h3_resolution == fin and o.cycle_ns == 0 and o.slot_ns == m.cycle_ns:
+                return i, j
+    return None
+
+
+def _cycle_label(b: _Bounded, pair: tuple[int, int]) -> str:
+    """The time's vote named by its two time levels ("hour-of-day or 1 d"), for the budget pieces."""
+    return " or ".join(b.names[i].split(" × ", 1)[1] for i in pair)
 
 
 def _map_only(b: _Bounded, names: list[str], rest: float, why: str, held: np.ndarray | None = None

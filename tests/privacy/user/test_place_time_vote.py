@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpopt.privacy.user.place_time_vote import (VOTE_BITS, PlaceShare, main_effect_split, measure_place_share,
-                                                place_votes, vote_sums)
-from dpopt.privacy.user.engine import VOTE_SHARE
+from dpopt.privacy.user.place_time_vote import (VOTE_BITS, PlaceShare, cycle_votes, main_effect_split,
+                                                measure_place_share, place_votes, vote_sums)
+from dpopt.privacy.user.engine import CYCLE_VOTE_SHARE, VOTE_SHARE
 from tests.privacy.user.conftest import CELLS, make_agg
 
 
@@ -126,7 +126,7 @@ def test_the_noisy_vote_reads_the_users_mean_and_spends_its_budget() -> None:
 
 def test_the_vote_splits_the_main_effects_total_between_place_and_time() -> None:
     sigma2 = {"cell": 4.0, "hour": 4.0, "day": 4.0, "cell x hour": 7.0, "residual": 2.0}
-    kinds = {"cell": "place", "hour": "time", "day": "time"}
+    kinds = {"cell": "place", "hour": "cycle", "day": "calendar"}
     out = main_effect_split(sigma2, kinds, PlaceShare(value=0.9, sd=0.0, voters=100.0))
     assert out["cell"] == pytest.approx(0.9 * 12.0)
     assert out["hour"] == out["day"] == pytest.approx(0.05 * 12.0)
@@ -186,5 +186,152 @@ def test_the_main_effects_are_the_place_over_the_period_and_the_map_over_each_ti
     assert b.names == ["cell × slot", "cell × hour-of-day", "cell × 1 d", "cell × period", "r3 × slot",
                        "r3 × hour-of-day", "r3 × 1 d", "r3 × period"]
     # the interactions (cell × a time level finer than the period) and the map over the period are neither
-    assert _main_kinds(b) == {"cell × period": "place", "r3 × slot": "time", "r3 × hour-of-day": "time",
-                              "r3 × 1 d": "time"}
+    assert _main_kinds(b) == {"cell × period": "place", "r3 × slot": "calendar", "r3 × hour-of-day": "cycle",
+                              "r3 × 1 d": "calendar"}
+
+
+# ---- the time's own vote: the hour of the day or the day (place_time_vote.cycle_votes) ----
+
+HOURS = 48  # two days of hourly slots over the 6 test cells: grid g is (cell g % 6, hour g // 6)
+
+
+def _cycle_inputs(agg):
+    """The listed grid of each pair (here the aggregate's own grid order) and, per grid, its
+    (cell, day) and (cell, hour-of-day) node codes."""
+    cell = np.searchsorted(np.sort(np.asarray(CELLS, dtype=np.int64)), agg.cells)
+    hour = (agg.slots // (3_600 * 10**9)).astype(np.int64)
+    return np.ones(agg.n_pairs, dtype=bool), np.asarray(agg.pair_grid), cell * 100 + hour // 24, cell * 100 + hour % 24
+
+
+def _cycle(rows: list) -> np.ndarray:
+    agg = make_agg(rows)
+    pairs, grid, calendar, cycle = _cycle_inputs(agg)
+    return cycle_votes(agg, pairs, grid, calendar, cycle)
+
+
+def _brute_cycle_votes(rows: list) -> list[float]:
+    """Each voting user's MS_cycle / (MS_cycle + MS_calendar) by definition, from its records: the
+    spread of its grid means about their (cell, day)'s mean (the hour moving the value) and about
+    their (cell, hour-of-day)'s mean (the day moving it), record-weighted, each over its degrees of
+    freedom (its grids less its groups)."""
+    votes = []
+    for user in sorted({u for u, *_ in rows}):
+        mine = [(g % 6, (g // 6) // 24, (g // 6) % 24, x) for (u, g, _, x) in rows if u == user]
+        grids = {r[:3] for r in mine}
+
+        def mean_square(group) -> float:
+            total, groups = 0.0, {group(r) for r in mine}
+            for level in groups:
+                recs = [r for r in mine if group(r) == level]
+                mean = np.mean([r[3] for r in recs])
+                for grid in {r[:3] for r in recs}:
+                    xs = [r[3] for r in recs if r[:3] == grid]
+                    total += len(xs) * (np.mean(xs) - mean) ** 2
+            df = len(grids) - len(groups)
+            return total / df if df > 0 else 0.0
+
+        cyc, cal = mean_square(lambda r: (r[0], r[1])), mean_square(lambda r: (r[0], r[2]))
+        scale = sum(r[3] ** 2 for r in mine) / len(grids)
+        if cyc + cal > 1e-12 * scale:
+            votes.append(cyc / (cyc + cal))
+    return votes
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_users_time_vote_is_its_hour_share_within_a_day_against_its_day_share_within_an_hour(seed: int) -> None:
+    """Against the definition written out per user (mean squares: :func:`_brute_cycle_votes`)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(25):
+        for g in rng.choice(6 * HOURS, size=int(rng.integers(1, 30)), replace=False):
+            rows += [(f"u{u:02d}", int(g), t, float(rng.uniform(0, 100))) for t in range(int(rng.integers(1, 4)))]
+    votes = _cycle(rows)
+    expect = _brute_cycle_votes(rows)
+    assert 0 < len(expect) <= 25
+    assert votes == pytest.approx(expect, abs=1e-9)
+    assert ((votes >= 0) & (votes <= 1)).all()
+
+
+def test_a_user_whose_value_follows_the_hour_votes_1_the_day_0_a_constant_not_at_all() -> None:
+    # one user in cell 0 at hours 8 and 17 of both days, two records in each grid
+    def user(value) -> list:
+        return [("a", 6 * (24 * d + h), t, value(d, h)) for d in (0, 1) for h in (8, 17) for t in range(2)]
+
+    assert _cycle(user(lambda d, h: 10.0 + 2.0 * h)) == pytest.approx([1.0])
+    assert _cycle(user(lambda d, h: 10.0 + 20.0 * d)) == pytest.approx([0.0])
+    assert _cycle(user(lambda d, h: 42.0)).size == 0
+    # one day only: no (cell, hour) node holds two of its grids, so the day cannot move its value
+    one_day = [("b", 6 * h, 0, 10.0 + h) for h in (8, 12, 17)]
+    assert _cycle(one_day) == pytest.approx([1.0])
+
+
+def test_the_time_vote_is_bounded_per_user_as_the_place_vote_is() -> None:
+    rng = np.random.default_rng(7)
+    rows = [(f"u{u}", int(g), 0, float(rng.uniform(0, 100))) for u in range(30)
+            for g in rng.choice(6 * HOURS, size=12, replace=False)]
+    q, n, sens = vote_sums(_cycle(rows))
+    for user in ("u3", "u11", "u29"):
+        q2, n2, _ = vote_sums(_cycle([r for r in rows if r[0] != user]))
+        assert abs(q - q2) <= sens and n - n2 in (0, 1)
+
+
+def test_the_time_vote_splits_the_times_part_between_recurring_and_contiguous_levels() -> None:
+    sigma2 = {"cell": 4.0, "hour": 4.0, "day": 4.0, "slot": 4.0, "cell x hour": 7.0}
+    kinds = {"cell": "place", "hour": "cycle", "day": "calendar", "slot": "calendar"}
+    out = main_effect_split(sigma2, kinds, PlaceShare(value=0.25, sd=0.0, voters=100.0),
+                            PlaceShare(value=0.8, sd=0.0, voters=100.0))
+    assert out["cell"] == pytest.approx(0.25 * 16.0)
+    assert out["hour"] == pytest.approx(0.75 * 16.0 * 0.8)
+    assert out["day"] == out["slot"] == pytest.approx(0.75 * 16.0 * 0.2 / 2)
+    assert out["cell x hour"] == 7.0
+    # without the place vote the time's own total is split; a useless time vote leaves q0 = 1/3
+    only = main_effect_split(sigma2, kinds, None, PlaceShare(value=1.0, sd=0.0, voters=9.0))
+    assert only["hour"] == pytest.approx(12.0) and only["day"] == only["slot"] == 0.0 and only["cell"] == 4.0
+    flat = main_effect_split(sigma2, kinds, None, PlaceShare(value=1.0, sd=1e9, voters=1.0))
+    assert flat == pytest.approx(sigma2)
+    # no recurring level (one day of data): unchanged
+    assert main_effect_split(sigma2, {"cell": "place", "day": "calendar"}, None,
+                             PlaceShare(value=0.9, sd=0.0, voters=9.0)) == sigma2
+
+
+@pytest.mark.parametrize("days, asked", [(2, True), (1, False)])
+def test_the_engine_asks_the_time_vote_where_the_lattice_has_an_hour_of_day_and_a_day(days: int, asked: bool) -> None:
+    """Users over 3 cells × hours of ``days`` days, the hour of the day setting the value: with two
+    days the lattice holds hour-of-day and 1 d, the vote reads the hour and its account holds its two
+    pieces; with one day there is nothing to split and it is not asked."""
+    rng = np.random.default_rng(8)
+    rows = []
+    for u in range(200):
+        cells = rng.choice(6, 3, replace=False)
+        hours = rng.choice(24 * days, 6, replace=False)
+        rows += [(f"u{u}", int(c + 6 * h), t, 20.0 + 3.0 * (h % 24) + float(rng.normal(0, 1)))
+                 for c in cells for h in hours for t in range(2)]
+    r = _release(rows, 200.0)
+    eng = r.measurements.info.engine
+    pieces = r.measurements.spend.pieces
+    mine = {k: v for k, v in pieces.items() if "hour-of-day or 1 d vote" in k}
+    if asked:
+        assert eng.cycle_vote > 0.9 and eng.cycle_vote_sd < 0.05
+        assert sum(mine.values()) == pytest.approx(CYCLE_VOTE_SHARE * (200.0 - pieces["bounds"]), abs=1e-6)
+    else:
+        assert np.isnan(eng.cycle_vote) and not mine
+
+
+def test_a_users_records_noise_weighs_the_hour_and_the_day_alike_whatever_its_grids() -> None:
+    """A user whose values are pure noise, in one cell at 12 hours of one day and 2 of the next: the
+    sum of squares over hours within a day has 12 degrees of freedom, over days within an hour 2, so
+    sums of squares read its noise as the hour's (mean q = 12/14 ≈ 0.86); mean squares give ≈ 0.57
+    (E[F/(F + 1)]-like asymmetry of a ratio of mean squares with 12 and 2 degrees of freedom)."""
+    from dpopt.privacy.user.place_time_vote import shares_apart
+
+    rng = np.random.default_rng(3)
+    q_ms, q_ss = [], []
+    for _ in range(300):
+        grids = [6 * h for h in range(12)] + [6 * (24 + h) for h in range(2)]
+        rows = [("a", g, t, float(rng.normal(50.0, 10.0))) for g in grids for t in range(3)]
+        q_ms.extend(_cycle(rows))
+        agg = make_agg(rows)
+        _, grid, calendar, cycle = _cycle_inputs(agg)
+        q_ss.extend(shares_apart(np.asarray(agg.pair_user), grid, calendar[grid], cycle[grid], agg.count, agg.sum))
+    assert 0.5 < np.mean(q_ms) < 0.62
+    assert np.mean(q_ss) == pytest.approx(12 / 14, abs=0.03)
