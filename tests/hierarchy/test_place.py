@@ -203,12 +203,12 @@ def test_place_bounds_choose_cap_and_clamp():
 def _clamp_by_definition(votes: np.ndarray, eps: float, quantile: float = 0.75) -> int:
     """The clamp rule written out on the vote histogram (bin i: step i + 1): bins with ≥ ln(16/0.02)/ε
     users count; B's step is the smallest vote v with #{counted users ≤ v} ≥ quantile·#{counted
-    users}, raised to min(8, the highest counted vote); 8 if none counts."""
+    users}, raised to min(8, the highest counted vote); 16 (B = U) if none counts."""
     t = np.log(16 / 0.02) / eps
     counted = [v for v in range(1, 17) if votes[v - 1] >= t]
     pool = sorted(v for v in counted for _ in range(int(votes[v - 1])))
     if not pool:
-        return 8
+        return 16
     q = min(v for v in range(1, 17) if sum(1 for x in pool if x <= v) >= quantile * len(pool))
     return max(q, min(max(counted), 8))
 
@@ -234,10 +234,10 @@ def test_clamp_rule_hand_worked():
     low = [0] * 7
     assert choose_clamp(np.array(low + [10, 45, 31, 15, 2, 0, 0, 0, 0]), 0.5, 120.0) == 75.0  # 91 users, the 69th: step 10
     assert choose_clamp(np.array(low + [118, 165, 106, 19, 10, 20, 27, 5, 14]), 0.5, 120.0) == 75.0  # 469, the 352nd
-    assert choose_clamp(np.array([12, 12, 12] + [0] * 13), 0.5, 120.0) == 60.0  # nothing counts: U/2
+    assert choose_clamp(np.array([12, 12, 12] + [0] * 13), 0.5, 120.0) == 120.0  # nothing counts: U
     assert choose_clamp(np.array([12, 12, 12] + [0] * 12 + [14]), 0.5, 120.0) == 120.0  # a lone top bin counts
     assert choose_clamp(np.array(low + [100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.5, 120.0) == 82.5  # the 150th of 200: step 11
-    assert choose_clamp(np.array(low + [100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.05, 120.0) == 60.0  # threshold 134: U/2
+    assert choose_clamp(np.array(low + [100, 0, 0, 100, 0, 0, 0, 0, 0]), 0.05, 120.0) == 120.0  # threshold 134: U
     # values that sit low in [0, U] (the sensors' own histogram): every counted bin is at or below step 5,
     # so B follows the data below U/2 — the 75th percentile is step 4, the highest counted bin step 5
     assert choose_clamp(np.array([0, 0, 6, 371, 23] + [0] * 11), 0.5, 120.0) == 37.5
@@ -283,16 +283,17 @@ def test_clamp_histogram_sensitivity_one(seed):
         clamp_votes(np.array([0, 3]))
 
 
-@pytest.mark.parametrize("exact, steps", [([0, 0, 0, 2, 3, 6, 41, 45, 31, 15, 2, 1, 0, 0, 0, 0], (8, 9)),
-                                          ([0, 0, 0, 1, 1, 7, 12, 97, 165, 106, 19, 10, 20, 27, 5, 14], (8, 9, 10)),
+@pytest.mark.parametrize("exact, steps", [([0, 0, 0, 2, 3, 6, 41, 45, 31, 15, 2, 1, 0, 0, 0, 0], (16,)),
+                                          ([0, 0, 0, 1, 1, 7, 12, 97, 165, 106, 19, 10, 20, 27, 5, 14], (9, 10, 16)),
                                           ([0, 0, 6, 371, 23, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], (4, 5))])
 def test_clamp_is_stable_at_eps_1(exact, steps):
     """At ε_B = 0.05 (ε = 1) on the exact vote histograms of the Austin day (146 users), the full
     data (484 users) and the benchmark's sensors (400 users, values 15–60 of U = 200 read on U = 120's
-    steps here), ≥ 97 % of 400 draws give B within ``steps`` (two adjacent steps on the day and the
-    sensors, three on the full data); a phantom bin sends B higher in ≤ 1 % of draws by design, plus
-    the real upper bins that pass now and then. The permute-and-flip quantile it replaced spread over
-    60–120 km/h."""
+    steps here), ≥ 97 % of 400 draws give B within ``steps``: on the day no bin clears its threshold
+    of ≈ 134 users, so B = U (no evidence, no clamp); on the full data two adjacent steps, or U where
+    the 165-user bin falls below the threshold (8 % of draws); on the sensors two adjacent steps. A
+    phantom bin sends B elsewhere in ≤ 1 % of draws by design, plus the real upper bins that pass now
+    and then. The permute-and-flip quantile it replaced spread over 60–120 km/h."""
     from dpopt.privacy.user.place_bounds import choose_clamp
     from dpopt.privacy.user.mechanism import DiscreteLaplace
 
@@ -689,10 +690,12 @@ def test_threshold_bins_and_user_histogram_refuse_bad_input():
 
 @pytest.mark.parametrize("scale", [1.0, 0.5])
 @pytest.mark.parametrize("kw, eps, match", [({"weight_mean": 0.0}, 10.0, "`weight_mean` = 0.0"),
-                                            ({}, 1e-8, "too small for the place release")])
+                                            ({}, 1e-8, r"`epsilon_total` must be >= 2\^-20")])
 def test_place_refuses_unspendable_budgets_before_any_draw(monkeypatch, scale, kw, eps, match):
     """weight_mean = 0, and a tiny ε, are refused on public facts before any draw, for data whose
-    DP clamp B differs (values as they are, and halved). Refused after the draws, they would leak:
+    DP clamp B differs (values as they are, and halved); a tiny ε by the budget itself
+    (``MIN_BUDGET_TOTAL``), below which the place release's own check of its pieces cannot be
+    reached. Refused after the draws, they would leak:
     weight_mean = 0 would release when the clamp came out B = U and refuse when B < U, after both
     bounds histograms were drawn; a tiny ε would draw the record histogram, then refuse the clamp's."""
     import dpopt.privacy.user.mechanism as mech_mod

@@ -96,9 +96,11 @@ CAP_SHARE = 2.0 / 3.0
 CLAMP_STEPS = 16
 #: the clamp candidates' first step: bin i of the clamp histogram stands for B = U·(CLAMP_FLOOR_STEP + i)/CLAMP_STEPS
 CLAMP_FLOOR_STEP = 1
-#: B where no bin of the histogram clears its threshold, and the highest floor the kept bins can set:
-#: U·CLAMP_FALLBACK_STEP/CLAMP_STEPS = U/2 (a public statement: without evidence of where the users'
-#: values lie, half the declared range, the rule's floor before the histogram could lower it)
+#: the highest floor the kept bins can set: U·CLAMP_FALLBACK_STEP/CLAMP_STEPS = U/2 (B goes below U/2
+#: only where no kept bin lies above it). Where no bin clears its threshold the histogram shows
+#: nothing and B = U, the declared range: a clamp below it is a bias the intervals do not hold, and
+#: without evidence of where the values lie it is a guess (U/2 here clamped 40 users' values of
+#: 60–95 in [0, 100] to 50: every grid 50 ± 34, coverage 0.49–0.67; models/engine.md §2)
 CLAMP_FALLBACK_STEP = CLAMP_STEPS // 2
 #: a bin of the clamp histogram counts only where its noisy count is at least ln(#bins/this)/ε_B:
 #: at most 2 histograms in 100 (about 1 at small ε) show a phantom bin (an empty bin above it)
@@ -309,8 +311,8 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     B is the ``quantile`` of the kept counts (the smallest bin whose cumulative count reaches
     quantile × total), as U·(CLAMP_FLOOR_STEP + bin)/CLAMP_STEPS, raised to the floor min(U/2, the
     highest kept bin): B falls below U/2 only where no kept bin lies above it, so a tail that tens of
-    users reach is never clamped below U/2 (module doc); U/2 where no bin is kept (the histogram
-    shows nothing; ``CLAMP_FALLBACK_STEP``)."""
+    users reach is never clamped below U/2 (module doc); U where no bin is kept (the histogram
+    shows nothing: no clamp below the declared range, ``CLAMP_FALLBACK_STEP``)."""
     h = np.asarray(counts, dtype=float)
     if h.shape != (CLAMP_STEPS - CLAMP_FLOOR_STEP + 1,):
         raise DpoptInputError(f"`counts` must hold {CLAMP_STEPS - CLAMP_FLOOR_STEP + 1} bins (the clamp votes); "
@@ -322,7 +324,7 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     kept = threshold_bins(h, epsilon, CLAMP_PHANTOM_RATE)
     total = float(kept.sum())
     if total <= 0:
-        return U * CLAMP_FALLBACK_STEP / CLAMP_STEPS
+        return U
     step = CLAMP_FLOOR_STEP + int(np.argmax(np.cumsum(kept) >= q * total))
     top = CLAMP_FLOOR_STEP + int(np.flatnonzero(kept)[-1])
     return U * max(step, min(top, CLAMP_FALLBACK_STEP)) / CLAMP_STEPS
