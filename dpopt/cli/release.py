@@ -167,8 +167,10 @@ def _add_input_arguments(p: Any) -> None:
                    help="unit of numeric timestamps (Unix time; default s)")
     g.add_argument("--out-of-range", default="clip", choices=["clip", "drop", "error"],
                    help="values outside [L, U], +-inf included: clip (default), drop, or stop with an error. "
-                   "drop makes the public counts depend on values (not covered by the DP guarantee "
-                   "unless validity is public); use it only for sentinels")
+                   "drop and error are --privacy public-occupancy only (under the default user model which "
+                   "records count may not depend on their values: values are always clipped). drop makes the "
+                   "public counts depend on values (not covered by the DP guarantee unless validity is "
+                   "public); use it only for sentinels")
     g.add_argument("--max-dropped", type=float, default=None, metavar="SHARE",
                    help="--privacy public-occupancy: refuse the run when more than this share of the rows is "
                    "dropped as invalid (default 0.01; 1 disables the check); the causes are printed. Under "

@@ -85,6 +85,12 @@ def _with_epsilon(out: Outlook, m: Measurements, est: Estimates, counts: np.ndar
     need, reference = _epsilon_needed(m, est, counts, U4=m.bound / 4.0)
     if need is None:
         return out
+    if need <= _epsilon(m):  # the noise is not what makes the bounds wide: saying "raise epsilon" would mislead
+        return replace(out, epsilon_needed=None, message=out.message + (
+            f" The best measured node's noise alone is already below {m.bound / 4.0:g} at this epsilon: the bounds "
+            "are wide because each grid's own deviation from what was measured is not seen (the model's variance "
+            "components, integrated over what the data allow), and a larger budget narrows them only where it lets "
+            "finer marginals be measured."))
     node = ("the best measured node's noise alone" if reference is None else
             f"the noise alone, for a node of {reference:g} records (a public reference size: {HINT_USERS:g} users x "
             "c records; no noisy count is readable at this budget),")

@@ -49,17 +49,31 @@ class Budget:
             raise DpoptInputError("give exactly one budget: `epsilon_total` (whole release) or `rho` (whole "
                                   "release, Gaussian); got " + ("both" if self.rho is not None else "neither"))
         if self.epsilon_total is not None:
-            check_epsilon(self.epsilon_total, "epsilon_total")
+            _check_total(self.epsilon_total, "epsilon_total")
         if self.rho is not None:
             if self.mechanism != "gaussian":
                 raise DpoptInputError(f"`rho` is a zCDP budget: use it with mechanism='gaussian'; got rho={self.rho!r}")
-            check_epsilon(self.rho, "rho")
+            _check_total(self.rho, "rho")
         if self.delta is not None:
             check_delta(self.delta)
 
     @property
     def gaussian(self) -> bool:
         return self.mechanism == "gaussian"
+
+
+#: the smallest whole-release budget (ε or ρ): a release spends it in pieces down to ≈ 1/400 of it
+#: (a vote's half, a pilot statistic of one marginal), and the exact samplers spend budgets on a
+#: lattice of 2^-30, so a smaller total would fail deep inside with a piece's value instead of this
+#: argument's (a public floor, far below any budget that publishes anything)
+MIN_BUDGET_TOTAL = 2.0 ** -20
+
+
+def _check_total(value: float, name: str) -> None:
+    check_epsilon(value, name)
+    if float(value) < MIN_BUDGET_TOTAL:
+        raise DpoptInputError(f"`{name}` must be >= 2^-20 (≈ 9.5e-07): the release spends it in pieces the exact "
+                              f"samplers cannot draw below that; got {value!r}")
 
 
 @dataclass(frozen=True)

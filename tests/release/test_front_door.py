@@ -56,6 +56,8 @@ def test_a_model_cannot_receive_the_other_models_options():
 
 @pytest.mark.parametrize("build", [
     lambda: Budget(epsilon_total=-1.0),
+    lambda: Budget(epsilon_total=1e-9),  # below the floor the release's pieces can be drawn at
+    lambda: Budget(rho=1e-9, mechanism="gaussian"),
     lambda: Budget(epsilon_total=1.0, rho=1.0, mechanism="gaussian"),
     lambda: Budget(rho=1.0),  # rho needs Gaussian noise
     lambda: Budget(epsilon_total=1.0, delta=2.0),
@@ -94,6 +96,7 @@ def test_bad_combinations_fail_before_any_record_is_read(unreadable, kwargs):
 
 @pytest.mark.parametrize("argv, needle", [
     (["--epsilon-total", "-1"], "--epsilon-total"),
+    (["--epsilon-total", "1e-9"], "--epsilon-total"),
     (["--epsilon-total", "1", "--delta", "1e-6", "--partitions", "{p}"], "--delta"),
     (["--epsilon-total", "1", "--delta", "1e-6", "--plan", "greedy"], "--plan"),
     (["--privacy", "public-occupancy", "--epsilon-total", "1", "--bounds", "2,2"], "--bounds"),

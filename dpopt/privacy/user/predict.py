@@ -318,7 +318,7 @@ def release_outlook(
     if need is None and model is not None:
         need = epsilon_for_target(model, bound=U, target=tgt, users=users)
     what = ("no node" if b0.size == 0 else
-            f"{b0.size} nodes, none with an error bound below {tgt:g} (best {np.min(b0):.3g}; the range is {U:g})")
+            f"{b0.size} nodes, none with an error bound below {tgt:g} (best {np.min(b0):.3g}, of a range {U:g} wide)")
     parts = [f"this release publishes nothing worth reading: {what} at epsilon = {eps:g}."]
     if level is not None and level != names[0]:
         parts.append(f"The same noise at level '{level}' gives a median error bound below {tgt:g}: publish that level.")
