@@ -41,7 +41,7 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 **Sensitivity** (add/remove one user): the user keeps ≤ T records, so every marginal's count
 vector moves by ≤ T in ℓ1 and ℓ2 (all in one node at worst) and its centred-sum vector by ≤ T·H_Y
 lattice units; no other user's kept records change (the sample reads only the user's own records
-and keys); the between-grid statistic moves by at most ⌈T·(4K + 2)⌉ (:func:`between_sumsq`); the
+and keys); the between-grid statistic moves by at most ⌈T·(4K + 2)⌉ (:func:`between_sumsq`);
 each vote's centred sum by 2^15 lattice units and its number of voters by 1 (one vote per user). Each
 (marginal, statistic), the between-grid statistic and each of a vote's two sums is one query,
 raised over the rounds to its final budget: ε = Σ_i ε_i^final under Laplace (noise reduction; the proof: models/engine.md §2),

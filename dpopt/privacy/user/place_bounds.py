@@ -36,8 +36,8 @@ records: the pairs of the listed grids), so one added or removed user moves each
   histogram is released with the exact discrete Laplace of scale 1/ε_B
   (:func:`measure_clamp_histogram`); the bins whose noisy count clears
   ln(16/CLAMP_PHANTOM_RATE)/ε_B are kept and B is the larger of their **75th percentile** and the
-  **floor** min(U/2, the highest kept bin) (:func:`choose_clamp`; post-processing); U/2 where no bin
-  is kept. The 75th percentile was chosen against the 90th on the benchmark (B ≈ 60–82 instead of
+  **floor** min(U/2, the highest kept bin) (:func:`choose_clamp`; post-processing); U (no clamp)
+  where no bin is kept. The 75th percentile was chosen against the 90th on the benchmark (B ≈ 60–82 instead of
   67–97 km/h). The floor is what keeps a heavy tail: a B too low biases every mean by −E[(x − B)⁺],
   so B drops below U/2 only where no group of users large enough to clear the noise has its 99th
   percentile above it; where one has (the buses: bins up to 90–120 km/h of U = 120; log-normal
@@ -100,7 +100,7 @@ CLAMP_FLOOR_STEP = 1
 #: only where no kept bin lies above it). Where no bin clears its threshold the histogram shows
 #: nothing and B = U, the declared range: a clamp below it is a bias the intervals do not hold, and
 #: without evidence of where the values lie it is a guess (U/2 here clamped 40 users' values of
-#: 60–95 in [0, 100] to 50: every grid 50 ± 34, coverage 0.49–0.67; models/engine.md §2)
+#: 60–95 in [0, 100] to 50: every grid 50 ± 34, coverage 0.49–0.67; models/engine.md §6)
 CLAMP_FALLBACK_STEP = CLAMP_STEPS // 2
 #: a bin of the clamp histogram counts only where its noisy count is at least ln(#bins/this)/ε_B:
 #: at most 2 histograms in 100 (about 1 at small ε) show a phantom bin (an empty bin above it)
