@@ -22,6 +22,8 @@ import pandas as pd
 from .._validation import DpoptInputError
 from .tree import DAY_NS, HOUR_NS, Level, cell_parents, time_keys
 
+MINUTE_NS = 60 * 10**9
+
 __all__ = ["Marginal", "MarginalNodes", "marginal_nodes", "candidate_marginals", "MAP_STEPS"]
 
 #: the map's place level is this many H3 resolutions above the finest (aperture 7: 7^4 = 2,401 finest
@@ -55,7 +57,10 @@ def _time_name(slot_ns: int, cycle_ns: int, finest_slot_ns: int) -> str:
         return "period"
     if slot_ns == finest_slot_ns and cycle_ns == 0:
         return "slot"
-    unit = f"{slot_ns // HOUR_NS} h" if slot_ns % DAY_NS else f"{slot_ns // DAY_NS} d"
+    if slot_ns % HOUR_NS:  # a slot shorter than an hour (or not whole hours): minutes, never "0 h"
+        unit = f"{slot_ns // MINUTE_NS} min"
+    else:
+        unit = f"{slot_ns // HOUR_NS} h" if slot_ns % DAY_NS else f"{slot_ns // DAY_NS} d"
     if cycle_ns == DAY_NS:
         return "hour-of-day" if slot_ns == HOUR_NS else f"{unit}-of-day"
     if cycle_ns:

@@ -75,6 +75,17 @@ def test_candidates_drop_repeated_partitions_and_start_with_the_finest() -> None
     assert not any(mn.marginal.cycle_ns or mn.marginal.slot_ns == DAY_NS for mn in c1)
 
 
+def test_names_of_sub_hour_and_multi_hour_windows() -> None:
+    """A window shorter than an hour is named in minutes (it read "0 h-of-day" for 15-min slots)."""
+    quarter = HOUR_NS // 4
+    assert Marginal(R, quarter, DAY_NS).name(R, quarter) == "cell × 15 min-of-day"
+    assert Marginal(R - 4, quarter).name(R, quarter) == "r3 × slot"
+    assert Marginal(R, HOUR_NS, DAY_NS).name(R, quarter) == "cell × hour-of-day"
+    assert Marginal(R, 3 * HOUR_NS, DAY_NS).name(R, HOUR_NS) == "cell × 3 h-of-day"
+    assert Marginal(R, DAY_NS).name(R, HOUR_NS) == "cell × 1 d"
+    assert Marginal(R, 90 * 60 * 10**9).name(R, quarter) == "cell × 90 min"
+
+
 def test_bad_input_is_one_line() -> None:
     with pytest.raises(DpoptInputError, match="h3_resolution"):
         marginal_nodes(np.array([1], dtype=np.int64), np.array([0], dtype=np.int64), Marginal(9, HOUR_NS),
