@@ -86,6 +86,22 @@ def test_names_of_sub_hour_and_multi_hour_windows() -> None:
     assert Marginal(R, 90 * 60 * 10**9).name(R, quarter) == "cell × 90 min"
 
 
+def test_slots_shorter_than_an_hour_get_the_hour_of_day_as_their_window() -> None:
+    """15-min slots over two days: the recurring window is the hour of the day (24 windows), not the
+    slot's own 96; hourly and 2-h slots keep their own window."""
+    cells, slots = _grids(np.random.default_rng(6))
+    quarter = HOUR_NS // 4
+    fine = (slots // HOUR_NS) * HOUR_NS + (np.arange(slots.size) % 4) * quarter
+    cands = candidate_marginals(cells, fine, h3_resolution=R, slot_ns=quarter)
+    windows = [mn.marginal for mn in cands if mn.marginal.cycle_ns]
+    assert windows and all(m.slot_ns == HOUR_NS and m.cycle_ns == DAY_NS for m in windows)
+    assert {mn.marginal.name(R, quarter) for mn in cands} >= {"cell × slot", "cell × hour-of-day", "cell × 1 d"}
+    for slot in (HOUR_NS, 2 * HOUR_NS):
+        keyed = (slots // slot) * slot
+        own = [mn.marginal for mn in candidate_marginals(cells, keyed, h3_resolution=R, slot_ns=slot) if mn.marginal.cycle_ns]
+        assert own and all(m.slot_ns == slot for m in own)
+
+
 def test_bad_input_is_one_line() -> None:
     with pytest.raises(DpoptInputError, match="h3_resolution"):
         marginal_nodes(np.array([1], dtype=np.int64), np.array([0], dtype=np.int64), Marginal(9, HOUR_NS),
