@@ -80,8 +80,8 @@ class UserReleaseSummary:
     #: each candidate (post-processing of the histogram; models/hierarchy.md §14.2)
     record_histogram: dict[str, Any] | None = None
     #: place: how B was chosen: the ε_B-DP histogram of users' clamp votes (``clamps`` the B each bin
-    #: stands for, ``noisy_users`` per bin; B is its 75th percentile over the bins that clear the
-    #: noise, models/hierarchy.md §14.2)
+    #: stands for, ``noisy_users`` per bin; B is its quantile ``place_bounds.clamp_quantile`` of
+    #: ``record_histogram`` over the bins that clear the noise, models/hierarchy.md §14.2)
     clamp_histogram: dict[str, Any] | None = None
     #: the lower end L of the values: they lie in [lower, bound] (0 unless a lower end was given;
     #: then ``clamp`` and the histogram's ``clamps`` are upper ends too, values clamped to [lower, clamp])

@@ -60,7 +60,7 @@ def run(data: str, seeds: int, eps_list: list[float]) -> dict:
 def write_markdown() -> None:
     lines = ["# Stability of the place release's DP choices: `tests/benchmarks/bench_place_bounds.py`", "",
              "Default front door (public list, pure ε, exact discrete noise), seeds 2000+. T: the record cap (from a "
-             "DP histogram of records per user: the largest of 16, 64, 256, 1024, 4096 whose predicted noise "
+             "DP histogram of records per user: the largest of 1, 4, 16, 64, 256, 1024, 4096 whose predicted noise "
              "T/S(T) is within 1.5x of the least); B: the clamp (from a DP histogram of users' own 99th "
              "percentiles in steps of U/16: the 75th percentile of the bins that clear the noise, floor min(U/2, the highest such bin); T_map: the "
              "map's own cap (session 8: least predicted noise + re-weighting error of the map's mean, >= T); "

@@ -391,3 +391,55 @@ def test_a_component_reml_puts_on_noise_leaves_the_point_estimate() -> None:
     alone = fit_crossed({"place": factors["place"]}, A, y, s2, residual=False, variances=False)
     np.testing.assert_allclose(fit.grid_mean, alone.grid_mean, rtol=1e-9)
     assert fit.sigma2["place"] > 0
+
+
+def _resolution_info(levels, codes):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(levels=tuple(levels), codes=tuple(np.asarray(c) for c in codes))
+
+
+def test_resolved_grids_are_the_cells_hours_and_their_counts_the_independence_fit():
+    """3 cells × 2 days × 4 hours of the day (24 grids). cell × hour-of-day and cell × day (measured,
+    the finest resolution 7) single out every grid; their one-sweep proportional fit of a product
+    table n(c, d, h) = a_c·p_c(h)·q_c(d) is that table exactly (brute force below). With cell × day
+    alone, or with a coarser place's slot instead (resolution 3), no grid is resolved. An unmeasured
+    marginal (NaN counts) does not count."""
+    from dpopt.estimation.crossed_estimate import resolved_grids
+
+    rng = np.random.default_rng(3)
+    c, d, h = np.meshgrid(np.arange(3), np.arange(2), np.arange(4), indexing="ij")
+    c, d, h = c.ravel(), d.ravel(), h.ravel()
+    table = rng.uniform(50, 200, 3)[c] * rng.dirichlet(np.ones(4), 3)[c, h] * rng.dirichlet(np.ones(2), 3)[c, d]
+    finest = np.arange(24)
+    cell_hod, cell_day, r3_slot = c * 4 + h, c * 2 + d, d * 4 + h
+    counts = {"hod": np.bincount(cell_hod, table), "day": np.bincount(cell_day, table), "slot": np.bincount(r3_slot, table)}
+    var = lambda n: np.full(n.size, 1e-6)  # noqa: E731
+    info = _resolution_info([(7, 3600, 0), (7, 3600, 86400), (7, 86400, 0), (3, 3600, 0)],
+                            [finest, cell_hod, cell_day, r3_slot])
+    nan24 = np.full(24, np.nan)
+    parts = [(nan24, nan24, nan24, nan24), (counts["hod"], var(counts["hod"]), None, None),
+             (counts["day"], var(counts["day"]), None, None), (counts["slot"], var(counts["slot"]), None, None)]
+    resolved, n_hat = resolved_grids(info, parts)
+    assert resolved.all()
+    np.testing.assert_allclose(n_hat, table, rtol=1e-9)
+    nan_hod = np.full(12, np.nan)
+    resolved, n_hat = resolved_grids(info, [parts[0], (nan_hod, nan_hod, None, None)] + parts[2:])
+    assert not resolved.any() and np.isnan(n_hat).all()  # cell × day alone: 4 grids per node
+    info3 = _resolution_info([(7, 3600, 0), (7, 86400, 0), (3, 3600, 0)], [finest, cell_day, r3_slot])
+    assert not resolved_grids(info3, [parts[0], parts[2], parts[3]])[0].any()  # a coarser place's slot: no
+
+
+def test_resolved_grids_share_nodes_where_the_slot_is_finer():
+    """15-minute grids under cell × hour-of-day and cell × day: the four quarters of an hour share
+    both nodes, so none is resolved; one quarter alone in its hour is."""
+    from dpopt.estimation.crossed_estimate import resolved_grids
+
+    cell_hod = np.array([0, 0, 0, 0, 1])  # four quarters of hour 0, one quarter of hour 1
+    cell_day = np.zeros(5, dtype=int)
+    info = _resolution_info([(7, 900, 0), (7, 3600, 86400), (7, 86400, 0)], [np.arange(5), cell_hod, cell_day])
+    nan5 = np.full(5, np.nan)
+    parts = [(nan5,) * 4, (np.array([40.0, 10.0]), np.ones(2), None, None), (np.array([50.0]), np.ones(1), None, None)]
+    resolved, n_hat = resolved_grids(info, parts)
+    np.testing.assert_array_equal(resolved, [False, False, False, False, True])
+    assert n_hat[4] == pytest.approx(10.0) and np.isnan(n_hat[:4]).all()

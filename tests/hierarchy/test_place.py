@@ -167,7 +167,7 @@ def _cap_by_definition(n_user, tolerance=0.5):
                 break
         else:
             reps.append(2.0 * 4096)
-    factor = {T: T / sum(min(r, T) for r in reps) for T in (16, 64, 256, 1024, 4096)}
+    factor = {T: T / sum(min(r, T) for r in reps) for T in (1, 4, 16, 64, 256, 1024, 4096)}
     best = min(factor.values())
     return max(T for T, f in factor.items() if f <= (1 + tolerance) * best)
 
@@ -251,6 +251,59 @@ def test_clamp_rule_hand_worked():
         choose_clamp(np.zeros(16), 0.05, 120.0, quantile=1.5)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 9, 32, 129, 512])
+def test_clamp_quantile_against_simulated_users(n):
+    """clamp_quantile's share = the share of simulated users whose own vote (user_statistics, the
+    rule the release runs) lies at or below the step above which exactly 1 % of every user's values
+    lie: 4,000 users of n records each, values uniform within their step, P(step 16) = 0.01; the
+    histogram of records per user holds them all in n's bin (n is that bin's rounded representative)."""
+    from scipy.stats import binom
+
+    from dpopt.privacy.user.place_bounds import CLAMP_USER_QUANTILE, RECORD_BIN_EDGES, clamp_quantile, user_statistics
+
+    rng = np.random.default_rng(n)
+    users = 4000
+    top = rng.random((users, n)) < 0.01
+    values = np.where(top, rng.uniform(112.5, 120.0, (users, n)), rng.uniform(0.0, 112.5, (users, n)))
+    rows = [(f"u{u}", int(rng.integers(0, 12)), i, float(values[u, i])) for u in range(users) for i in range(n)]
+    agg = make_agg(rows)
+    counts, q = user_statistics(agg, np.ones(agg.n_pairs, bool), 120.0)
+    simulated = float(np.mean(q <= 15))
+    h = np.zeros(RECORD_BIN_EDGES.size + 1)
+    h[np.searchsorted(RECORD_BIN_EDGES, n)] = users
+    exact = float(binom.cdf(n - np.ceil(0.99 * n), n, 0.01))  # written out for this n
+    assert abs(simulated - exact) < 4 * np.sqrt(exact * (1 - exact) / users) + 1e-9
+    assert clamp_quantile(h) == pytest.approx(max(CLAMP_USER_QUANTILE, exact), abs=0.02)  # the bin's representative
+
+
+def test_clamp_quantile_mixes_bins_and_falls_back():
+    """A mixture of bins is the users' average; an empty or missing histogram gives the floor; a
+    histogram of the wrong shape is refused naming the argument."""
+    from dpopt.privacy.user.place_bounds import CLAMP_USER_QUANTILE, clamp_quantile
+
+    h = np.array([300.0, 100, 0, 0, 0, 0, 0, 0])  # 300 one-record users, 100 at 3 records
+    assert clamp_quantile(h) == pytest.approx((300 * 0.99 + 100 * 0.99 ** 3) / 400)
+    assert clamp_quantile(np.array([0.0, 0, 0, 0, 50, 50, 0, 0])) == CLAMP_USER_QUANTILE  # hundreds of records
+    assert clamp_quantile(np.zeros(8)) == clamp_quantile(None) == CLAMP_USER_QUANTILE
+    assert clamp_quantile(np.array([-5.0, 0, 0, 0, 0, 0, 0, 0])) == CLAMP_USER_QUANTILE  # noise below 0 is no user
+    with pytest.raises(ValueError, match="`record_counts` must hold 8 bins"):
+        clamp_quantile(np.zeros(3))
+
+
+def test_one_record_users_are_not_clamped_at_their_75th_percentile():
+    """3,000 users with one record each, values uniform on [0, 120] (every user's vote is its one
+    value): at ε_b = 1.5 (ε = 10) B is the step above which ≤ 1 % of the values lie (120: step 16),
+    where the 75th percentile of the votes clamped a quarter of the records at 90 (models/engine.md §6)."""
+    from dpopt.privacy.user.place_bounds import choose_place_bounds
+
+    rng = np.random.default_rng(4)
+    agg = make_agg([(f"u{u}", int(rng.integers(0, 12)), 0, float(rng.uniform(0, 120))) for u in range(3000)])
+    clamps = [choose_place_bounds(agg, np.ones(agg.n_pairs, bool), 1.5, bound=120.0, source=SeededSource(s)).clamp
+              for s in range(5)]
+    values = agg.samples.values
+    assert all(np.mean(values > b) <= 0.02 for b in clamps), clamps
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_clamp_histogram_sensitivity_one(seed):
     """Removing any user, or adding a new one, moves the exact clamp-vote histogram by exactly 1 in
@@ -317,18 +370,22 @@ def test_cap_rule_matches_its_definition(seed):
 def test_cap_rule_hand_cases():
     """Numbers worked by hand: 100 users in (256, 1024] (r = √(257·1024) = 513.0) and 100 in
     (1024, 4096] (r = 2049.0): T/S = 256/51200 = 0.00500, 1024/153700 = 0.00666 (1.33×, kept),
-    4096/(51300 + 204900) = 0.0160 (3.2×) → T = 1024; users all far below 16 records → 16; users all
-    above 4096 → every T/S = 1/n, the largest; no users → 16."""
+    4096/(51300 + 204900) = 0.0160 (3.2×) → T = 1024; users all in (4, 16] (r = √(5·16) = 8.94):
+    T/S = 1/50 at T = 1 and 4, 16/447 = 1.79× at 16 → 4; users with one record each: T/S = T/n → 1;
+    users all above 4096 → every T/S = 1/n, the largest; no users → the smallest, 1."""
     from dpopt.privacy.user.place_bounds import choose_cap, cap_noise_factor
 
     h = np.zeros(8)
     h[5] = h[6] = 100
     T, f = choose_cap(h)
     assert T == 1024
-    np.testing.assert_allclose(f[2:], [256 / 51300.0, 1024 / 153700.0, 4096 / 256200.0], rtol=2e-3)
-    assert choose_cap(np.array([0, 0, 50, 0, 0, 0, 0, 0]))[0] == 16
+    np.testing.assert_allclose(f[4:], [256 / 51300.0, 1024 / 153700.0, 4096 / 256200.0], rtol=2e-3)
+    assert choose_cap(np.array([0, 0, 50, 0, 0, 0, 0, 0]))[0] == 4
+    np.testing.assert_allclose(cap_noise_factor(np.array([0, 0, 50, 0, 0, 0, 0, 0]))[:3],
+                               [1 / 50, 4 / 200, 16 / (50 * np.sqrt(80))])
+    assert choose_cap(np.array([400, 0, 0, 0, 0, 0, 0, 0]))[0] == 1
     assert choose_cap(np.array([0, 0, 0, 0, 0, 0, 0, 30]))[0] == 4096
-    assert choose_cap(np.zeros(8))[0] == 16
+    assert choose_cap(np.zeros(8))[0] == 1
     with pytest.raises(ValueError, match="counts"):
         cap_noise_factor(np.zeros(5))
     with pytest.raises(ValueError, match="tolerance"):
@@ -456,7 +513,7 @@ def test_place_release_end_to_end_withholds_clamped_variance(U):
     r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts, strategy="place"), bound=U,
                      noise=NoiseOptions(seed=7))
     s, t = r.summary, r.table
-    assert s.shape == "place" and s.record_cap in (16, 64, 256, 1024, 4096) and U / 2 <= s.clamp <= U
+    assert s.shape == "place" and s.record_cap in (1, 4, 16, 64, 256, 1024, 4096) and U / 2 <= s.clamp <= U
     assert s.bound == U
     assert sum((Fraction(v) for v in s.budget.values()), Fraction(0)) <= 10
     assert set(t["h3_resolution"]) <= {7, 3} and len(t) > 0
@@ -752,7 +809,7 @@ def test_reweighting_distance_matches_its_definition_and_bounds_the_bias(seed):
             full = float(v @ mu)
             assert abs(float(w @ mu) - full) <= 2.0 * d[i] * np.abs(mu - full).max() + 1e-9
     assert np.all(np.diff(d) <= 1e-12)  # a larger cap re-weights less
-    assert reweighting_distance(np.zeros(8)).tolist() == [0.0] * 5
+    assert reweighting_distance(np.zeros(8)).tolist() == [0.0] * 7
 
 
 def test_reweighting_distance_hand_worked():
@@ -763,7 +820,7 @@ def test_reweighting_distance_hand_worked():
     counts = np.array([0, 1, 0, 0, 0, 0, 0, 1])
     r = np.array([np.sqrt(8.0), 8192.0])
     d16 = 0.5 * (abs(r[0] / (r[0] + 16) - r[0] / r.sum()) + abs(16 / (r[0] + 16) - r[1] / r.sum()))
-    assert reweighting_distance(counts)[0] == pytest.approx(d16)
+    assert reweighting_distance(counts)[2] == pytest.approx(d16)  # T = 1, 4, 16, …
     assert reweighting_distance(counts)[-1] > 0  # 4,096 still caps the overflow user
 
 
@@ -853,7 +910,7 @@ def test_map_cap_ignores_a_phantom_heavy_bin():
     noisy = np.array([0, 0, 0, 3, 24, 122, 0, 30])
     assert choose_map_cap(noisy, 0.1, 256, noise=50.0, spread=6.0)[0] == 256
     err = map_cap_error(noisy, noise=50.0, spread=6.0)
-    assert int(np.argmin(np.where(np.arange(5) >= 2, err, np.inf))) == 4  # the phantom read as real: 4096
+    assert int(np.argmin(np.where(np.arange(7) >= 4, err, np.inf))) == 6  # the phantom read as real: 4096
     assert choose_map_cap(np.zeros(8), 0.1, 64, noise=1.0, spread=6.0)[0] == 64  # no evidence: the cells' cap
 
 

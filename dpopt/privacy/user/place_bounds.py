@@ -9,7 +9,7 @@ records: the pairs of the listed grids), so one added or removed user moves each
   (1024, 4096], (4096, ∞) (every user in one bin: ℓ1 sensitivity 1), and the histogram is released
   with the exact discrete Laplace of scale 1/ε_T (:func:`measure_record_histogram`), denoised by
   :func:`dpopt.privacy.user.predict.denoise_histogram`. T is then chosen among the public candidates
-  16, 64, …, 4096 by post-processing (:func:`choose_cap`): a cell's noise is T·(1, B/2)/ε over its
+  1, 4, 16, …, 4096 by post-processing (:func:`choose_cap`): a cell's noise is T·(1, B/2)/ε over its
   kept records π_c·S(T), S(T) = Σ_b h_b·min(r_b, T) (r_b the bin's public representative), so its
   predicted noise is proportional to T/S(T) whatever the cell's share π_c and ε; T is the **largest**
   candidate whose T/S(T) is within a factor 1 + ``CAP_NOISE_TOLERANCE`` (1.5) of the smallest. The
@@ -30,15 +30,19 @@ records: the pairs of the listed grids), so one added or removed user moves each
   heavy user like a light one (:func:`reweighting_distance` D(T), which bounds the bias by
   2·D(T)·max|μ_ℓ − μ|). T_map minimises √((κ·T/S(T))² + (τ₀·D(T))²) (:func:`map_cap_error`; κ the
   map's noise per unit T/S(T), τ₀ = U/20 the public spread of §14.3).
-* **the clamp B: a noisy histogram, then its 75th percentile, floored by what the histogram shows**
+* **the clamp B: a noisy histogram, then its quantile, floored by what the histogram shows**
   (the same shape as T). Each user votes with its own 99th percentile in steps of U/16
   (:func:`clamp_votes`: 16 bins, U/16, 2U/16, …, U; every user in one bin, ℓ1 sensitivity 1); the
   histogram is released with the exact discrete Laplace of scale 1/ε_B
   (:func:`measure_clamp_histogram`); the bins whose noisy count clears
-  ln(16/CLAMP_PHANTOM_RATE)/ε_B are kept and B is the larger of their **75th percentile** and the
+  ln(16/CLAMP_PHANTOM_RATE)/ε_B are kept and B is the larger of their **quantile q** and the
   **floor** min(U/2, the highest kept bin) (:func:`choose_clamp`; post-processing); U (no clamp)
-  where no bin is kept. The 75th percentile was chosen against the 90th on the benchmark (B ≈ 60–82 instead of
-  67–97 km/h). The floor is what keeps a heavy tail: a B too low biases every mean by −E[(x − B)⁺],
+  where no bin is kept. q (:func:`clamp_quantile`, post-processing of the cap's histogram) is the
+  share of users whose vote lies below a B above which 1 % of the values lie, were every user's
+  values drawn from one law — 0.99 where users hold one record each (their votes are their values),
+  about one half where they hold hundreds — and at least 0.75, chosen against the 90th on the Austin
+  buses (B ≈ 60–82 instead of 67–97 km/h), where users differ and the busiest quarter's tails are
+  their real values. The floor is what keeps a heavy tail: a B too low biases every mean by −E[(x − B)⁺],
   so B drops below U/2 only where no group of users large enough to clear the noise has its 99th
   percentile above it; where one has (the buses: bins up to 90–120 km/h of U = 120; log-normal
   amounts at ε = 10), B stays at least U/2. At ε = 1 the noise hides bins of fewer than ≈ 130 users
@@ -68,6 +72,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binom
 
 from ..._validation import DpoptInputError, check_bound, check_epsilon, check_nonnegative_float, check_positive_int
 from ...noise.sources import IntegerSource
@@ -77,17 +82,20 @@ from .bounds import bin_representatives
 from ...noise.mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
-__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "cap_candidates", "cap_noise_factor",
+__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "clamp_quantile", "cap_candidates", "cap_noise_factor",
            "reweighting_distance", "unkept_share", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
            "clamp_votes", "clamp_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
            "CLAMP_PHANTOM_RATE"]
 
-#: public candidates of the record cap T: 16, 64, 256, 1024, 4096 (a user with more records keeps
-#: 4096 of them)
-RECORD_EDGES = 4 ** np.arange(2, 7, dtype=np.int64)
 #: upper edges of the bins of records per user: (0, 1], (1, 4], …, (1024, 4096], then (4096, ∞)
 RECORD_BIN_EDGES = 4 ** np.arange(0, 7, dtype=np.int64)
+#: public candidates of the record cap T: the bins' upper edges 1, 4, 16, …, 4096 (a user with more
+#: records keeps 4096 of them). The small caps serve users with few records: where every user holds
+#: one, T = 16 put sixteen times the noise a one-record user can cause on every sum and count; where
+#: users hold hundreds, T/S(T) is flat below their counts and the rule's largest-within-tolerance
+#: choice never picks them
+RECORD_EDGES = RECORD_BIN_EDGES.copy()
 #: T is the largest candidate whose predicted noise T/S(T) is ≤ (1 + this)× the smallest
 CAP_NOISE_TOLERANCE = 0.5
 #: share of ε_b spent on the histogram of records per user (the rest buys the clamp's quantile)
@@ -107,7 +115,9 @@ CLAMP_FALLBACK_STEP = CLAMP_STEPS // 2
 CLAMP_PHANTOM_RATE = 0.02
 #: the map cap's histogram keeps the bins a phantom reaches in ≤ 2 % of histograms, as the clamp's
 MAP_CAP_PHANTOM_RATE = CLAMP_PHANTOM_RATE
-#: quantile of users' own 99th percentiles the clamp B is set to
+#: the least quantile of users' own 99th percentiles the clamp B is set to (chosen against the 90th
+#: on the Austin buses, where users hold hundreds of records; :func:`clamp_quantile` raises it where
+#: users hold few)
 CLAMP_USER_QUANTILE = 0.75
 #: quantile of a user's own values that user votes for
 CLAMP_VALUE_QUANTILE = 0.99
@@ -304,6 +314,35 @@ def clamp_histogram_fields(votes: np.ndarray, bound: float) -> dict:
             "noisy_users": [int(v) for v in np.asarray(votes).ravel()]}
 
 
+def clamp_quantile(record_counts: np.ndarray | None) -> float:
+    """The users' quantile of the clamp votes B is set to: the larger of ``CLAMP_USER_QUANTILE`` and
+    q = Σ_b π_b·P(Bin(r_b, p) ≤ r_b − ⌈(1 − p)·r_b⌉), p = 1 − ``CLAMP_VALUE_QUANTILE``, with π_b the share of users
+    in bin b of the (denoised) histogram of records per user, holding r_b records each
+    (:func:`dpopt.privacy.user.bounds.bin_representatives`, rounded, at least 1). q is the share of
+    users whose vote (own 99th-percentile step) lies at or below a B above which a share p of every
+    user's values lies — were their values drawn from one law: a user's vote is at or below B exactly
+    when at most n − ⌈(1 − p)·n⌉ (⌊p·n⌋) of its n records lie above B (:func:`user_statistics`). So the q-quantile of the votes clamps about a
+    share p of the records. It matters where users hold few records: a user with one record votes
+    with that record, the 75th percentile of such votes is the 75th percentile of the values, and a
+    quarter of the records were clamped (20,000 one-record users at ε = 10: peak hours answered
+    10–15 low, coverage 0.71–0.92; models/engine.md §6); there q → 0.99. Where users hold a hundred
+    records or more q is about one half and the floor ``CLAMP_USER_QUANTILE`` holds (users differ:
+    the busiest quarter's tails are real values, not one law's). ``CLAMP_USER_QUANTILE`` where the
+    histogram is missing or empty. Post-processing of the DP histogram."""
+    if record_counts is None:
+        return CLAMP_USER_QUANTILE
+    h = np.maximum(np.asarray(record_counts, dtype=float), 0.0)
+    if h.shape != (RECORD_BIN_EDGES.size + 1,):
+        raise DpoptInputError(f"`record_counts` must hold {RECORD_BIN_EDGES.size + 1} bins (RECORD_BIN_EDGES and "
+                              f"the overflow); got shape {h.shape}")
+    if h.sum() <= 0:
+        return CLAMP_USER_QUANTILE
+    n = np.maximum(np.rint(bin_representatives(RECORD_BIN_EDGES)), 1.0)
+    p = 1.0 - CLAMP_VALUE_QUANTILE
+    below = binom.cdf(n - np.ceil(CLAMP_VALUE_QUANTILE * n), n, p)  # at most this many above: the vote's own rule
+    return max(CLAMP_USER_QUANTILE, float(h @ below / h.sum()))
+
+
 def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE) -> float:
     """B from the noisy clamp histogram (post-processing): the bins whose noisy count reaches
     t = ln(#bins/CLAMP_PHANTOM_RATE)/ε are kept (an empty bin passes with probability
@@ -363,6 +402,7 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     cap, factors = choose_cap(counts, candidates=candidates)
     eps_clamp = eps - eps_cap  # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps), so the two pieces sum to ε_b
     votes = measure_clamp_histogram(own_q, eps_clamp, source)
-    return PlaceBounds(cap=cap, clamp=choose_clamp(votes, eps_clamp, U), epsilon=eps, histogram=noisy,
+    clamp = choose_clamp(votes, eps_clamp, U, quantile=clamp_quantile(counts))
+    return PlaceBounds(cap=cap, clamp=clamp, epsilon=eps, histogram=noisy,
                        cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes,
                        record_counts=counts)
