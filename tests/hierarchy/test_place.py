@@ -392,6 +392,20 @@ def test_cap_rule_hand_cases():
         choose_cap(h, tolerance=-0.5)
 
 
+def test_cap_candidates_may_be_any_run_of_the_edges():
+    """choose_cap takes a run of consecutive candidates (the engine without a list starts at 16):
+    one-record users get the run's smallest; a gap or an unknown cap is refused naming the argument."""
+    from dpopt.privacy.user.place_bounds import choose_cap
+
+    ones = np.array([400, 0, 0, 0, 0, 0, 0, 0])
+    assert choose_cap(ones)[0] == 1
+    assert choose_cap(ones, candidates=np.array([16, 64, 256, 1024, 4096]))[0] == 16
+    assert choose_cap(np.array([0, 0, 0, 0, 0, 100, 100, 0]), candidates=np.array([16, 64, 256, 1024]))[0] == 1024
+    for bad in ([16, 256], [3, 4], []):
+        with pytest.raises(ValueError, match="`candidates` must be a non-empty run"):
+            choose_cap(ones, candidates=np.array(bad, dtype=np.int64))
+
+
 def test_record_histogram_sensitivity_one():
     """One user sits in one bin: removing any user changes the exact histogram by exactly 1 in ℓ1
     (measured at a huge ε, where the discrete Laplace draws 0)."""
@@ -640,7 +654,7 @@ def test_cap_candidates_fit_the_lattice_before_any_budget():
     with pytest.raises(ValueError, match="granularity_bits"):
         cap_candidates(1e9, 40)
     with pytest.raises(ValueError, match="candidates"):
-        choose_cap(np.ones(8), candidates=np.array([64, 256]))
+        choose_cap(np.ones(8), candidates=np.array([64, 1024]))  # not consecutive
     rng = np.random.default_rng(4)
     rows = [(f"u{u}", int(rng.integers(0, 12)), t, float(rng.uniform(0, U))) for u in range(30) for t in range(4200)]
     agg = make_agg(rows)

@@ -121,3 +121,14 @@ def test_nothing_selected_publishes_nothing_and_says_what_would(tmp_path):
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert "Private selection released no node" in s["outlook"] and s["outlook_epsilon_needed"] > 0.5
     assert s["epsilon_total"] <= 0.5 and s["delta"] <= 1e-6
+
+
+def test_without_a_list_the_cap_is_at_least_16_where_users_hold_few_records():
+    """4,000 users of one record each: with a list the cap is 1 (models/hierarchy.md §14.2); without
+    one it stays at NO_LIST_MIN_CAP = 16, the noise the windows' intervals for a day's grid were
+    measured with (models/engine.md §8)."""
+    from dpopt.privacy.user.engine import NO_LIST_MIN_CAP
+
+    few = _records(seed=5, n_users=4000, n=4000).drop_duplicates("user_id")
+    r = _run(few, eps=10.0, seed=2)
+    assert r.measurements.info["engine"].cap == NO_LIST_MIN_CAP == 16

@@ -197,14 +197,16 @@ def cap_candidates(bound: float, granularity_bits: int = DEFAULT_GRANULARITY_BIT
 
 def choose_cap(counts: np.ndarray, tolerance: float = CAP_NOISE_TOLERANCE,
                candidates: np.ndarray = RECORD_EDGES) -> tuple[int, np.ndarray]:
-    """The largest of ``candidates`` (a prefix of ``RECORD_EDGES``, :func:`cap_candidates`) whose
+    """The largest of ``candidates`` (a run of consecutive ``RECORD_EDGES``, :func:`cap_candidates`) whose
     :func:`cap_noise_factor` is within a factor 1 + ``tolerance`` of the smallest (the smallest
     candidate where the histogram is empty: nothing to measure, the least noise per user).
     Returns (T, factors)."""
     tol = check_nonnegative_float(tolerance, "tolerance")
     cand = np.asarray(candidates, dtype=np.int64)
-    if cand.size == 0 or not np.array_equal(cand, RECORD_EDGES[:cand.size]):
-        raise DpoptInputError(f"`candidates` must be a non-empty prefix of {RECORD_EDGES.tolist()}; got {cand.tolist()}")
+    start = int(np.searchsorted(RECORD_EDGES, cand[0])) if cand.size else 0
+    if cand.size == 0 or not np.array_equal(cand, RECORD_EDGES[start:start + cand.size]):
+        raise DpoptInputError(f"`candidates` must be a non-empty run of consecutive {RECORD_EDGES.tolist()}; "
+                              f"got {cand.tolist()}")
     f = cap_noise_factor(counts, cand)
     if not np.isfinite(f).any():
         return int(cand[0]), f
