@@ -12,7 +12,8 @@ Steps, each a DP query on the data or post-processing of earlier outputs (pure �
 
 1. ε_b = ``bounds_fraction``·ε (default 0.15): :func:`dpopt.privacy.user.place_bounds.choose_place_bounds` picks the
    per-user record cap T (from an ε_b·2/3-DP histogram of records per user, by predicted noise)
-   and the inner clamp B ≤ U (the 75th percentile of an ε_b/3-DP histogram of users' own 99th
+   and the inner clamp B ≤ U (a quantile, 0.75 to 0.99 by the record histogram
+   (:func:`dpopt.privacy.user.place_bounds.clamp_quantile`), of an ε_b/3-DP histogram of users' own 99th
    percentiles); then, post-processing, the map's own cap T_map ≥ T
    (:func:`dpopt.privacy.user.place_bounds.choose_map_cap`: the least predicted noise + re-weighting
    error of the map's mean, the noise from :func:`map_noise_scale`);
