@@ -422,16 +422,32 @@ def test_cap_choice_is_stable_at_small_epsilon():
     """The issue's stability goal on a day-like population (146 users, median ≈ 390 records, 24 below
     256, as on the Austin day) at ε_T = 0.1 (ε = 1): over 40 seeds T takes at most two adjacent
     candidates."""
-    from dpopt.privacy.user.place_bounds import RECORD_EDGES, choose_cap, measure_record_histogram
-    from dpopt.privacy.user.predict import denoise_histogram
+    from dpopt.privacy.user.place_bounds import RECORD_EDGES, choose_cap, measure_record_histogram, record_counts
 
     n_user = np.r_[np.full(5, 40), np.full(19, 150), np.linspace(260, 560, 122).astype(int)]
     caps = set()
     for seed in range(40):
         noisy = measure_record_histogram(n_user, 0.1, SeededSource(seed))
-        caps.add(choose_cap(denoise_histogram(noisy, 0.1))[0])
+        caps.add(choose_cap(record_counts(noisy, 0.1))[0])
     idx = sorted(int(np.flatnonzero(RECORD_EDGES == c)[0]) for c in caps)
     assert idx[-1] - idx[0] <= 1, caps
+
+
+def test_phantom_light_users_do_not_move_the_cap():
+    """210 users of 300–3,000 records (aircraft B's shape) at ε_T = 0.1: the cap rule's reference is
+    1/N at T = 1, so phantom users in the bins below 16 (the noise of a rate-one denoising) lowered it
+    and excluded T = 1024 in about a quarter of 200 draws; record_counts keeps only the bins a phantom
+    reaches in ≤ 2 % of histograms: T = 1024 in at least 190 of 200 (the denoising at rate one, ≤ 170)."""
+    from dpopt.privacy.user.place_bounds import choose_cap, measure_record_histogram, record_counts
+    from dpopt.privacy.user.predict import denoise_histogram
+
+    n_user = np.r_[np.full(114, 600), np.full(96, 2000)]
+    strict = loose = 0
+    for seed in range(200):
+        noisy = measure_record_histogram(n_user, 0.1, SeededSource(seed))
+        strict += choose_cap(record_counts(noisy, 0.1))[0] == 1024
+        loose += choose_cap(denoise_histogram(noisy, 0.1))[0] == 1024
+    assert strict >= 190 and loose <= 170, (strict, loose)
 
 
 def test_place_option_checks():

@@ -91,13 +91,12 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     assert s["k"] == 1 and s["c"] in (1, 4, 16, 64, 256, 1024, 4096) and s["bounds_rule"].startswith("place")
     assert "bounds" in s["budget"]
     # T is post-processing of a published DP output: the rule applied to summary.json's noisy histogram
-    from dpopt.privacy.user.place_bounds import CAP_SHARE, choose_cap
-    from dpopt.privacy.user.predict import denoise_histogram
+    from dpopt.privacy.user.place_bounds import CAP_SHARE, choose_cap, record_counts
 
     rh = s["record_histogram"]
     assert rh["upper_edges"] == [1, 4, 16, 64, 256, 1024, 4096] and len(rh["noisy_users"]) == 8
     eps_t = float(s["budget"]["bounds"]) * CAP_SHARE
-    assert choose_cap(denoise_histogram(np.array(rh["noisy_users"], float), eps_t))[0] == s["record_cap"]
+    assert choose_cap(record_counts(np.array(rh["noisy_users"], float), eps_t))[0] == s["record_cap"]
     # and so is the map's cap T_map, from the published ε_T, noise constant and spread
     from dpopt.privacy.user.place_bounds import choose_map_cap
 
@@ -111,7 +110,7 @@ def _check_contract(out: Path, parts: Path, epsilon: float) -> None:
     ch = s["clamp_histogram"]
     assert ch["clamps"] == [120 * j / 16 for j in range(1, 17)] and len(ch["noisy_users"]) == 16
     eps_b = float(s["budget"]["bounds"])
-    q = clamp_quantile(denoise_histogram(np.array(rh["noisy_users"], float), eps_t))
+    q = clamp_quantile(record_counts(np.array(rh["noisy_users"], float), eps_t))
     assert choose_clamp(np.array(ch["noisy_users"], float), eps_b - eps_t, 120.0, quantile=q) == s["clamp"]
     lev_total = sum((Fraction(lv["budget"]) for lv in s["levels"]), Fraction(0))
     assert lev_total + Fraction(s["budget"]["bounds"]) == pytest.approx(total, abs=1e-12)

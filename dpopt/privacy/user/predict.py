@@ -115,12 +115,12 @@ def threshold_bins(noisy: np.ndarray, epsilon: float, phantom_rate: float = 1.0)
     return np.where(h >= t, h, 0.0)
 
 
-def denoise_histogram(noisy: np.ndarray, epsilon: float) -> np.ndarray:
+def denoise_histogram(noisy: np.ndarray, epsilon: float, phantom_rate: float = 1.0) -> np.ndarray:
     """Post-processing of a histogram with Laplace(1/ε) noise per bin: :func:`threshold_bins` at
-    t = ln(#bins)/ε (about one phantom bin in two histograms); if none survives, the projection of
-    :func:`project_histogram`. Empty bins matter: the objective weights a user by its grids, so a
-    few phantom users in a high-G bin would outweigh the real ones."""
-    kept = threshold_bins(noisy, epsilon)
+    t = ln(#bins/``phantom_rate``)/ε (at the default about one phantom bin in two histograms); if none
+    survives, the projection of :func:`project_histogram`. Empty bins matter: the objective weights a
+    user by its grids, so a few phantom users in a high-G bin would outweigh the real ones."""
+    kept = threshold_bins(noisy, epsilon, phantom_rate)
     return kept if kept.sum() > 0 else project_histogram(np.asarray(noisy, dtype=float))
 
 
