@@ -129,6 +129,25 @@ def test_a_grid_measured_on_its_own_is_covered_against_all_its_records_not_only_
     assert np.mean(covered) >= 0.85 and max(ratio) <= 4.0, (covered, ratio)
 
 
+def _payments_release(epsilon: float, *, seed: int):
+    """The benchmark's ``payments_synth`` released over its occupied grids: (the release, and over the
+    grids with ≥ 10 users the |error| against their truths, the half-widths, and whether each was
+    measured on its own)."""
+    from tests.benchmarks.bench_engine import load_payments
+    from tests.benchmarks.scoring import finest_grids
+
+    agg, _ = load_payments()
+    fin = finest_grids(agg, bound=200.0)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(epsilon_total=epsilon), UserOptions(partitions=parts), bound=200.0,
+                     noise=NoiseOptions(seed=seed))
+    est = r.estimates
+    key = pd.MultiIndex.from_arrays([est.answers["slot"].to_numpy(np.int64), est.answers["cell"].to_numpy(np.int64)])
+    node = est.answers["node"].to_numpy()[key.get_indexer(pd.MultiIndex.from_arrays([agg.slots, agg.cells]))][fin.scored]
+    err = np.abs(est.table["mean"].to_numpy()[node] - fin.truth[fin.scored])
+    return r, err, est.table["mean_error_bound"].to_numpy()[node], np.isfinite(est.table["mean_direct"].to_numpy()[node])
+
+
 @pytest.mark.slow
 def test_many_users_with_few_records_each_their_grids_own_sampling_is_covered() -> None:
     """20,000 users with 1–6 records each over Austin, the hour of the day setting the value (plus
@@ -138,21 +157,8 @@ def test_many_users_with_few_records_each_their_grids_own_sampling_is_covered() 
     hour's mean by their own sampling (sd ≈ 11/√n). The interval holds that floor s²/n̂_g
     (models/engine.md §4): without it this release covered 0.63 of the 1,979 grids with ≥ 10 users
     (0.93 with it)."""
-    from tests.benchmarks.bench_engine import load_payments
-    from tests.benchmarks.scoring import finest_grids
-
-    agg, _ = load_payments()
-    fin = finest_grids(agg, bound=200.0)
-    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
-    r = release_user(agg, Budget(epsilon_total=100.0), UserOptions(partitions=parts), bound=200.0,
-                     noise=NoiseOptions(seed=1))
-    est = r.estimates
-    key = pd.MultiIndex.from_arrays([est.answers["slot"].to_numpy(np.int64), est.answers["cell"].to_numpy(np.int64)])
-    node = est.answers["node"].to_numpy()[key.get_indexer(pd.MultiIndex.from_arrays([agg.slots, agg.cells]))]
-    sc = fin.scored
-    err = np.abs(est.table["mean"].to_numpy()[node][sc] - fin.truth[sc])
-    hw = est.table["mean_error_bound"].to_numpy()[node][sc]
-    assert np.isfinite(est.table["mean_direct"].to_numpy()[node][sc]).mean() > 0.2  # the grids measured
+    _, err, hw, direct = _payments_release(100.0, seed=1)
+    assert direct.mean() > 0.2  # the grids measured
     # ≤ 4.5: at T = 4 the cap's sampling κ·s²/m is read from the factor-4 histogram of records per user,
     # whose bin (4, 16] stands at 8.9 records: κ 0.25 against the exact 0.12 (models/engine.md §4)
     assert np.mean(err <= hw) >= 0.88 and np.median(hw) / np.median(err) <= 4.5, np.mean(err <= hw)
@@ -166,23 +172,10 @@ def test_few_records_per_user_grids_not_measured_hold_their_own_sampling() -> No
     interval holds its own records' sampling s²/n̂_g (``resolved_grids``; models/engine.md §4):
     without it the intervals covered 0.64 of the 2,006 grids with ≥ 10 users (half-width 2.1 against a
     median error of 1.5: REML's residual at 0, its noise variances conservative)."""
-    from tests.benchmarks.bench_engine import load_payments
-    from tests.benchmarks.scoring import finest_grids
-
-    agg, _ = load_payments()
-    fin = finest_grids(agg, bound=200.0)
-    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
-    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts), bound=200.0,
-                     noise=NoiseOptions(seed=1001))
-    est = r.estimates
-    key = pd.MultiIndex.from_arrays([est.answers["slot"].to_numpy(np.int64), est.answers["cell"].to_numpy(np.int64)])
-    node = est.answers["node"].to_numpy()[key.get_indexer(pd.MultiIndex.from_arrays([agg.slots, agg.cells]))]
-    sc = fin.scored
+    r, err, hw, direct = _payments_release(10.0, seed=1001)
     info = r.measurements.info["engine"]
-    assert info.cap <= 16 and not np.isfinite(est.table["mean_direct"].to_numpy()[node][sc]).any()  # no grid alone
+    assert info.cap <= 16 and not direct.any()  # no grid alone
     assert {"cell × hour-of-day", "cell × 1 d"} <= {n for n, e in zip(info.names, info.main) if e > 0}
-    err = np.abs(est.table["mean"].to_numpy()[node][sc] - fin.truth[sc])
-    hw = est.table["mean_error_bound"].to_numpy()[node][sc]
     assert 0.9 <= np.mean(err <= hw) and np.median(hw) / np.median(err) <= 4.0, (np.mean(err <= hw), np.median(hw))
 
 
