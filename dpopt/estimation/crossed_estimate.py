@@ -145,9 +145,10 @@ def own_sampling(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
     variance), n̂_g the grid's own noisy kept count floored at one noise sd
     (:func:`dpopt.hierarchy.node_means.grid_weights`). A point estimate, not an upper end as in
     :func:`sampling_variance`: the floor enters every grid whose count was measured, and at ε ≤ 10 an
-    upper end is mostly the statistics' noise allowance. 0 where the grids' own counts were not
-    measured: weights fitted to coarser margins (the independence model) are no count of a single
-    grid's records. Post-processing of DP outputs."""
+    upper end is mostly the statistics' noise allowance. Where the grids' own counts were not
+    measured, n̂_g is the count :func:`resolved_grids` fits for a grid that measured cell-level
+    marginals single out, and f_g is 0 for the others: weights fitted to a coarser place's margins
+    are no count of a single grid's records. Post-processing of DP outputs."""
     s2 = max(spread_bound(m, info, parts, sds=0.0) - (max(total[0], 0.0) if total is not None else 0.0), 0.0)
     if np.isfinite(parts[0][0]).any():
         return s2 / np.maximum(np.asarray(w, dtype=float), 1.0)
