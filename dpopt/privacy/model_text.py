@@ -45,8 +45,8 @@ PRIVACY_MODEL_TEXT: tuple[str, ...] = (
 #: the ``user`` model (dpopt.privacy.user) in plain words
 USER_MODEL_TEXT: tuple[str, ...] = (
     "Privacy model: user (the default). Neighbouring datasets differ by adding or removing ALL the "
-    "records of one user. Nothing about who was where is public: contribution bounds (grids per user, "
-    "records per user and grid) are chosen under DP, counts are released only with noise, and grids "
+    "records of one user. Nothing about who was where is public: contribution bounds (records per user; "
+    "with --strategy place/adaptive/fixed, grids per user and records per grid) are chosen under DP, counts are released only with noise, and grids "
     "come from a public list (--partitions) or are selected privately (needs --delta). Without a list "
     "the release treats as public only the grid definition, the value range [L, U], the options and "
     "the public calendar it cuts time by (windows of the day, 3640-day periods; --strategy adaptive: "

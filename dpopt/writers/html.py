@@ -630,6 +630,25 @@ _MULTIRES = ("multi-resolution release", (
     "published only where its interval is narrower than its whole range."))
 
 
+#: the engine's release in words (models/engine.md §1–§5)
+_ENGINE = ("optimised release (the engine)", (
+    "Each person keeps at most T of their records in the listed cells and slots (a sample spread over the "
+    "places and times they visited in proportion) and values are counted up to a clamp B no larger than "
+    "the declared bound; T and B are chosen from the data under differential privacy (summary.json "
+    "record_histogram and clamp_histogram). The release then measures a few place x time marginals (for "
+    "example each cell over the whole period, the map for each hour, the map for each day): noisy record "
+    "counts and sums of the same kept records. Which marginals, and with what share of the budget, is "
+    "decided by an optimisation model (a linear/mixed-integer program solved with HiGHS) from a small first "
+    "measurement, so that the predicted error of the listed cells and slots is least. One crossed "
+    "random-effects model (an overall mean + place effects + time effects + the measured interactions) is "
+    "fitted to the measurements alone, and every listed cell and slot is answered by its own row "
+    "(answers.csv). Its interval is for that cell and slot's own mean: it holds the model's uncertainty "
+    "and the variation the model does not explain. Means are of values clamped at B, so slightly low "
+    "where values above B are common; variances are not published. Coverage of the 95 % intervals is "
+    "measured on benchmark data sets (median over releases 0.97 to 1.00; a few releases of one synthetic "
+    "set below 0.90), not proven."))
+
+
 _PLACE = ("place release", (
     "Where a value was measured matters more than when: each H3 cell of the finest resolution is "
     "measured over the whole period, and so is the whole map; every listed cell and slot is answered by "
@@ -645,8 +664,8 @@ _PLACE = ("place release", (
 
 
 def _methods_section(summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
-    shape = [_PLACE] if summary.get("shape") == "place" else [_MULTIRES] if summary.get("resolution") == "adaptive" \
-        else []
+    shape = [_ENGINE] if summary.get("shape") == "optimised marginals" else [_PLACE] if summary.get("shape") == "place" \
+        else [_MULTIRES] if summary.get("resolution") == "adaptive" else []
     terms = "".join(f"<dt>{_E(t)}</dt><dd>{_E(d)}</dd>" for t, d in shape + _TERMS)
     flat = {k: v for k, v in summary.items() if k != "frontier" and v is not None}
     if frontier and frontier.get("knee_rule"):

@@ -73,6 +73,12 @@ def _intro(s: Any, occupancy: bool, levels: bool, zone: str) -> str:
                 "partition list: which nodes are published is itself a DP selection (noisy user counts above "
                 "a threshold). A finest grid is answered by the smallest published node containing it; "
                 "`answers.csv` lists the published finest grids.")
+    if s.shape == "optimised marginals":
+        return (f"Mean of the values of every listed (H3 cell at resolution {s.h3_resolution}) x ({s.slot} {zone}) "
+                "grid, with **user-level** differential privacy, from one crossed random-effects model (place + "
+                "time + their measured interactions) fitted to the place x time marginals the engine chose to "
+                "measure. Each listed grid is answered by its own row (`answers.csv`), whose interval is for that "
+                "grid's own mean; the measured coarser nodes are published too (`release.csv`).")
     if s.shape == "place":
         return (f"Mean of the values of every H3 cell at resolution {s.h3_resolution} over the whole period, and of "
                 "the map, with **user-level** differential privacy, estimated together (a shrinkage model: a cell's "
@@ -120,6 +126,13 @@ def _clamped(s: Any) -> str:
 
 def _bounds_line(s: Any) -> str:
     """The contribution bounds in words: the place release's cap T and clamp B, or (k, c)."""
+    if s.shape == "optimised marginals":  # the engine: one cap over all the listed grids (models/engine.md §2)
+        return (f"- contribution bounds: each user keeps at most **T = {s.record_cap}** of its records in the listed "
+                f"grids (a sample spread over its grids in proportion; every measured marginal sums the same kept "
+                f"records), values clamped to **{_clamped(s)}** ({_range_text(s)}); T and B chosen under DP (part of "
+                "the total above; T from a noisy histogram of records per user, B from a noisy histogram of users' "
+                "high values, in summary.json `record_histogram` and `clamp_histogram`). Means are of the values "
+                "clamped at B (slightly low where values above B are common)")
     if s.shape == "place":
         cap = (f"**T = {s.record_cap}** of its records (spread over its grids in proportion) at each measured level"
                if s.map_record_cap in (None, s.record_cap) else

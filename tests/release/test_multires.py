@@ -144,6 +144,31 @@ def test_the_contract_command_runs_the_engine_and_answers_every_grid_by_its_own_
     assert ((rows["mean"] >= 0) & (rows["mean"] <= 120)).all()
     total = sum((Fraction(v) for v in s["budget"].values()), Fraction(0))
     assert total <= 10
+    _bounds_recompute_from_summary(s, 120.0)
+    # the report states the engine's bound (T records per user over the listed grids), not (k, c)
+    md = (tmp_path / "e" / "report.md").read_text()
+    assert f"keeps at most **T = {s['record_cap']}** of its records in the listed grids" in md
+    line = next(x for x in md.splitlines() if x.startswith("- contribution bounds"))
+    assert "k = " not in line and "records per user and grid" not in line
+    html = (tmp_path / "e" / "report.html").read_text()
+    assert "optimised release (the engine)" in html and "k cells and c records per cell" not in html
+
+
+def _bounds_recompute_from_summary(s: dict, U: float) -> None:
+    """T and B are post-processing of the two DP histograms summary.json publishes: the rules applied
+    to the published noisy counts at the published ε give the published cap and clamp."""
+    from dpopt.privacy.user.place_bounds import CAP_SHARE, choose_cap, choose_clamp, clamp_quantile, record_counts
+
+    rh, ch = s["record_histogram"], s["clamp_histogram"]
+    eps_b = float(Fraction(s["budget"]["bounds"]))
+    assert rh["epsilon"] == pytest.approx(eps_b * CAP_SHARE, rel=1e-12)
+    assert rh["upper_edges"] == [1, 4, 16, 64, 256, 1024, 4096] and len(rh["noisy_users"]) == 8
+    counts = record_counts(np.array(rh["noisy_users"], float), rh["epsilon"])
+    T, factors = choose_cap(counts, candidates=np.array(rh["candidates"]))
+    assert T == s["record_cap"] and len(rh["noise_factor"]) == len(rh["candidates"])
+    assert ch["clamps"] == [U * j / 16 for j in range(16 - len(ch["noisy_users"]) + 1, 17)]
+    B = choose_clamp(np.array(ch["noisy_users"], float), eps_b - rh["epsilon"], U, quantile=clamp_quantile(counts))
+    assert B == s["clamp"]
 
 
 @pytest.mark.slow

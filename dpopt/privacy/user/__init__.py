@@ -1,10 +1,11 @@
 """The ``user`` privacy model: user-level DP release of grid means and variances when occupancy is
 private (models/user_level.md).
 
-Neighbouring datasets add or remove all the records of one user. Contribution bounds (k grids per
-user, c records per user and grid) are chosen under DP, grids come from a public list or from private
-partition selection, and each released grid's mean and variance are estimated from noisy counts,
-sums and sums of squares.
+Neighbouring datasets add or remove all the records of one user. Contribution bounds are chosen
+under DP (the engine: T records per user over the listed grids and the clamp B; the named strategies
+fixed/adaptive: k grids per user and c records per user and grid), grids come from a public list or
+from private partition selection, and each listed grid's mean is estimated from noisy counts and sums
+(and, in the flat strategy, its variance from sums of squares).
 
 The whole model lives in this package (layer 2, privacy models: imports only core and records); its
 estimates are :mod:`dpopt.estimation`, its files :mod:`dpopt.writers.user`, its front door

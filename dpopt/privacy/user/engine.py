@@ -74,7 +74,7 @@ from ...records.aggregate import Aggregate
 from ...records.grid import slot_text
 from .bounding import lattice_values
 from .levels import level_node_sums, used_budget
-from .place_bounds import cap_candidates, choose_place_bounds, unkept_share
+from .place_bounds import cap_candidates, choose_place_bounds, clamp_histogram_fields, record_histogram_fields, unkept_share
 from .place_time_vote import PlaceShare, cycle_votes, main_effect_split, measure_place_share, measure_votes
 from .private_list import PrivateList, private_list
 from .record_cap import capped_records
@@ -605,7 +605,8 @@ def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: B
                     mechanism="gaussian" if gaussian else "laplace", delta_selection=float(deltas[0]) if chosen else 0.0,
                     public=PUBLIC_FACTS if chosen is None else NO_LIST_FACTS,
                     levels=[list(lv) for lv in info.levels], sumsq_measured=False,
-                    sumsq_centre=b.clamp * b.clamp / 8.0)
+                    sumsq_centre=b.clamp * b.clamp / 8.0, record_histogram=record_histogram_fields(bounds),
+                    clamp_histogram=clamp_histogram_fields(bounds.clamp_histogram, U))
     return Measurements(privacy_model="user", bound=b.clamp, nodes=nodes, statistics=stats, spend=spend,
                         centre=b.clamp / 2.0, finest=finest, info=meta)
 

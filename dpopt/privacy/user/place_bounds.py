@@ -69,6 +69,7 @@ Everything after them is post-processing (no further budget).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,7 @@ from .predict import denoise_histogram, threshold_bins
 
 __all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "clamp_quantile", "cap_candidates", "cap_noise_factor",
            "reweighting_distance", "unkept_share", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
-           "clamp_votes", "record_counts", "clamp_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
+           "clamp_votes", "record_counts", "clamp_histogram_fields", "record_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
            "CLAMP_PHANTOM_RATE"]
 
@@ -326,6 +327,16 @@ def clamp_histogram_fields(votes: np.ndarray, bound: float) -> dict:
     U = check_bound(bound)
     return {"clamps": [U * (CLAMP_FLOOR_STEP + i) / CLAMP_STEPS for i in range(int(np.size(votes)))],
             "noisy_users": [int(v) for v in np.asarray(votes).ravel()]}
+
+
+def record_histogram_fields(pb: PlaceBounds) -> dict:
+    """What a release publishes of the cap's DP histogram (summary.json ``record_histogram``): the
+    bins' upper edges and their noisy user counts (a DP output), the ε it cost, and the candidates
+    for T with their predicted noise factors (post-processing of the counts; ``None`` where a factor
+    is not finite) — enough to recompute T."""
+    return {"upper_edges": [int(e) for e in RECORD_BIN_EDGES], "noisy_users": [int(v) for v in pb.histogram],
+            "epsilon": float(pb.epsilon) * CAP_SHARE, "candidates": [int(t) for t in pb.candidates],
+            "noise_factor": [float(f) if math.isfinite(float(f)) else None for f in pb.cap_noise]}
 
 
 def clamp_quantile(record_counts: np.ndarray | None) -> float:

@@ -48,8 +48,9 @@ from ....records.aggregate import Aggregate
 from ....records.grid import slot_text
 from ....hierarchy.tree import place_levels
 from ..levels import PLACE_PILOT_SHARE, PRIOR_SPREAD_DIVISOR, LevelNoise, LevelPlan, measure_levels
-from ..place_bounds import (CAP_SHARE, CLAMP_FLOOR_STEP, CLAMP_STEPS, RECORD_BIN_EDGES, cap_candidates,
-                                    choose_map_cap, choose_place_bounds, clamp_histogram_fields)
+from ..place_bounds import (CAP_SHARE, CLAMP_FLOOR_STEP, CLAMP_STEPS, cap_candidates,
+                                    choose_map_cap, choose_place_bounds, clamp_histogram_fields,
+                            record_histogram_fields)
 from ..place_shares import CANDIDATES
 from ..split import split_budget
 from ....noise.sources import SeededSource
@@ -141,12 +142,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
                    slot=slot_text(agg.slot_ns), delta_selection=0.0,
                    public=PUBLIC_FACTS, record_cap=pb.cap, map_record_cap=map_cap, clamp=pb.clamp,
                    declared_bound=U,
-                   record_histogram={"upper_edges": [int(e) for e in RECORD_BIN_EDGES],
-                                     "noisy_users": [int(v) for v in pb.histogram],
-                                     "epsilon": pb.epsilon * CAP_SHARE,
-                                     "candidates": [int(t) for t in pb.candidates],
-                                     "noise_factor": [_finite(f) for f in pb.cap_noise],
-                                     "map_noise": map_noise, "map_spread": spread,
+                   record_histogram={**record_histogram_fields(pb), "map_noise": map_noise, "map_spread": spread,
                                      "map_error": [_finite(e) for e in map_error]},
                    clamp_histogram=clamp_histogram_fields(pb.clamp_histogram, U),
                    sumsq_measured=bool(weight_variance > 0),
