@@ -30,6 +30,9 @@ class UserReleaseSummary:
     privacy_model: str
     epsilon_total: float | None
     delta: float
+    #: the contribution bounds: k grids per user and c records per user and grid (fixed/adaptive);
+    #: under one record cap (the engine, place) k = 1 and c = T, the cap on one user's records over all
+    #: the listed grids together (``record_cap``)
     k: int
     c: int
     bounds_rule: str
