@@ -125,7 +125,9 @@ def _clamped(s: Any) -> str:
 
 
 def _bounds_line(s: Any) -> str:
-    """The contribution bounds in words: the place release's cap T and clamp B, or (k, c)."""
+    """The contribution bounds in words: the engine's or the place release's cap T and clamp B, or (k, c)."""
+    if s.shape == "optimised marginals" and s.clamp is None:  # the engine without a list selected nothing
+        return "- contribution bounds: none measured (no place was selected)"
     if s.shape == "optimised marginals":  # the engine: one cap over all the listed grids (models/engine.md §2)
         return (f"- contribution bounds: each user keeps at most **T = {s.record_cap}** of its records in the listed "
                 f"grids (a sample spread over its grids in proportion; every measured marginal sums the same kept "

@@ -121,6 +121,7 @@ def test_nothing_selected_publishes_nothing_and_says_what_would(tmp_path):
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert "Private selection released no node" in s["outlook"] and s["outlook_epsilon_needed"] > 0.5
     assert s["epsilon_total"] <= 0.5 and s["delta"] <= 1e-6
+    assert "- contribution bounds: none measured" in (tmp_path / "o" / "report.md").read_text()
 
 
 def test_without_a_list_the_cap_is_at_least_16_where_users_hold_few_records():
