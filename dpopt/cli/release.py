@@ -120,7 +120,9 @@ def _add_user_arguments(p: Any) -> None:
     """The --privacy user options."""
     u = p.add_argument_group("--privacy user")
     u.add_argument("--partitions", help="public partition list: a CSV with columns cell (H3 index) and slot "
-                   "(ISO start time, UTC); listed grids without records are released too (as noise). "
+                   "(ISO 8601 start time: UTC, or with --timezone a local time with its offset or naive in the zone; on the night "
+                   "clocks go back both 01:00 hours may be listed, and share one answer); listed grids without records "
+                   "are released too (as noise). "
                    "Without it grids are selected privately (needs --delta)")
     u.add_argument("--bounds", default="histogram",
                    help="contribution bounds: histogram (default: noisy histograms of the contributions, then the "

@@ -176,11 +176,11 @@ def release(records: Any, *, bound: float | None = None, budget: Budget | PerGri
     t0 = time.perf_counter()
     key = SampleKey.from_seed(noise.seed)  # which records a user keeps: a keyed uniform sample
     if isinstance(model, UserOptions):  # no refusal by a dropped share: whether a release happens is public
-        model = _local_list(model, io.timezone)
+        model, aliases = _local_list(model, io.timezone)
         agg, ingest = contributions(records, bound=U, grid=grid, io=replace(io, max_dropped=1.0),
                                     first_records=model.first_records, sample_key=key, lower=L)
-        return release_user(agg, budget, model, lower=L, upper=top, noise=noise, estimation=estimation,
-                            timings={"aggregate": time.perf_counter() - t0}, ingest=ingest)
+        return _with_aliases(release_user(agg, budget, model, lower=L, upper=top, noise=noise, estimation=estimation,
+                                          timings={"aggregate": time.perf_counter() - t0}, ingest=ingest), aliases)
     second_pass = model.pseudo_users or default_plan(model.plan, to_privacy_budget(budget)) in ("budget", "hierarchy")
     keep = second_pass and io.backend == "local" and _is_frame(records)
     agg, ingest = contributions(records, bound=U, grid=grid, io=io, keep_samples=keep, sample_key=key, lower=L)
@@ -333,26 +333,61 @@ def local_times(result: Any, timezone: str | None) -> Any:
     return replace(result, table=fix(result.table), answers=fix(result.answers))
 
 
-def _local_list(model: UserOptions, timezone: str | None) -> UserOptions:
+def _local_list(model: UserOptions, timezone: str | None) -> tuple[UserOptions, pd.DataFrame | None]:
     """The public partition list's slot times on the wall clock of ``timezone`` (an offset
-    converted, a naive time read in the zone), as the records' slots are, so the two match."""
+    converted, a naive time read in the zone), as the records' slots are, so the two match; and the
+    listed grids whose own instant is not the one their wall-clock slot is written with — the second
+    of the two hours that share one slot on the night clocks go back (:func:`dpopt.records.grid.time_slots`)
+    — as (cell, slot written with its own offset, slot as the release writes it), for
+    :func:`_with_aliases`; None where there is none."""
     if timezone is None or model.partitions is None or not isinstance(model.partitions, (str, Path, pd.DataFrame)):
-        return model
+        return model, None
     import numpy as np
 
     frame = model.partitions
     if not isinstance(frame, pd.DataFrame):
         if not Path(frame).is_file():
-            return model  # the user model refuses it with its own message
+            return model, None  # the user model refuses it with its own message
         frame = pd.read_csv(frame, dtype=str)
-    if "slot" not in frame.columns:
-        return model
+    if "slot" not in frame.columns or "cell" not in frame.columns:
+        return model, None
     text = frame["slot"].astype(str)
     ns = parse_times(text, timezone=timezone)
     ok = ns != np.iinfo(np.int64).min
     slots = text.to_numpy(dtype=object).copy()
-    slots[ok] = slot_strings(wall_clock(ns[ok], timezone))
-    return replace(model, partitions=frame.assign(slot=slots))
+    wall = wall_clock(ns[ok], timezone)
+    slots[ok] = slot_strings(wall)
+    written = slot_strings(wall, timezone)  # the wall slot as the release writes it (the first offset)
+    own = pd.to_datetime(ns[ok], unit="ns", utc=True).tz_convert(timezone)
+    own_text = np.asarray(own.strftime("%Y-%m-%dT%H:%M:%S%z"), dtype=object)
+    own_text = pd.Index(own_text).str.replace(r"([+-]\d\d)(\d\d)$", r"\1:\2", regex=True).to_numpy(dtype=object)
+    second = own_text != written
+    aliases = None
+    if second.any():
+        cells = frame["cell"].astype(str).str.strip().to_numpy(dtype=object)[ok]
+        listed = pd.MultiIndex.from_arrays([cells, own_text])
+        aliases = pd.DataFrame({"cell": cells[second], "slot": own_text[second], "written": written[second]})
+        aliases["written_listed"] = pd.MultiIndex.from_arrays([aliases["cell"], aliases["written"]]).isin(listed)
+        aliases = aliases.drop_duplicates()
+    return replace(model, partitions=frame.assign(slot=slots)), aliases
+
+
+def _with_aliases(result: Release, aliases: pd.DataFrame | None) -> Release:
+    """answers.csv with one row per listed grid of the repeated hour (:func:`_local_list`): the grid as
+    listed (its own offset), answered by the row of the wall-clock slot that holds both hours, so that
+    every listed (cell, slot) has its row and no unlisted one has (the contract of answers.csv)."""
+    if aliases is None or result.answers is None or len(result.answers) == 0:
+        return result
+    ans = result.answers
+    keyed = ans.merge(aliases.rename(columns={"slot": "alias"}), left_on=["cell", "slot"], right_on=["cell", "written"])
+    if len(keyed) == 0:
+        return result
+    extra = keyed.rename(columns={"slot": "_written", "alias": "slot"})[list(ans.columns)]
+    unlisted = keyed.loc[~keyed["written_listed"].to_numpy(dtype=bool), ["cell", "written"]]
+    drop = pd.MultiIndex.from_arrays([ans["cell"], ans["slot"]]).isin(
+        pd.MultiIndex.from_arrays([unlisted["cell"], unlisted["written"]]))
+    merged = pd.concat([ans[~drop], extra], ignore_index=True).drop_duplicates(["cell", "slot"])
+    return replace(result, answers=merged)
 
 
 def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None,

@@ -171,6 +171,28 @@ def load_timeset():
     return agg[0] if isinstance(agg, tuple) else agg, 0.0
 
 
+#: a data set where the day, not the place or the hour, sets the value: the full Austin data's records
+#: (users, places, times as they are; 18 days, 7 of them Saturdays or Sundays) with each value
+#: replaced by 30 + 20·[the UTC day is a Saturday or Sunday] + N(0, 8²) km/h, clipped to [0, 120]
+#: (seeded). A time main effect on the day level, nothing by place or hour (models/engine.md §5:
+#: the interactions' prior under heredity)
+DAYSET = "full_dayset"
+
+
+def load_dayset():
+    from dpopt.release import GridOptions, InputOptions, contributions
+    from bench_userdp import FULL
+
+    rec = pd.read_csv(FULL, usecols=["vehicle_id", "timestamp_utc", "latitude", "longitude"])
+    weekend = pd.to_datetime(rec["timestamp_utc"], utc=True).dt.dayofweek.to_numpy() >= 5
+    noise = np.random.default_rng(0).normal(0.0, 8.0, len(rec))
+    rec["value"] = np.clip(30.0 + 20.0 * weekend + noise, 0.0, 120.0)
+    cols = {"user_id": "vehicle_id", "timestamp": "timestamp_utc", "latitude": "latitude", "longitude": "longitude",
+            "value": "value"}
+    agg = contributions(rec, bound=120.0, grid=GridOptions(7, "1h"), io=InputOptions(columns=cols), keep_samples=True)
+    return agg[0] if isinstance(agg, tuple) else agg, 0.0
+
+
 #: a synthetic data set of another kind: many users with few records each (payments), 20,000 users
 #: with 1–6 records over a week around Austin, the hour of the day setting the value (a peak at 18:00)
 #: plus Gamma(2, 8) record noise, in [0, 200] (seeded; tests/privacy/user/test_engine_release.py holds
@@ -253,7 +275,7 @@ def load_amounts():
 
 
 #: the synthetic and derived sets beside bench_userdp's real ones: name → loader of (aggregate with samples, 0)
-EXTRA_SETS = {TIMESET: load_timeset, PAYMENTS: load_payments, SENSORS: load_sensors, AMOUNTS: load_amounts}
+EXTRA_SETS = {TIMESET: load_timeset, DAYSET: load_dayset, PAYMENTS: load_payments, SENSORS: load_sensors, AMOUNTS: load_amounts}
 
 PEER_SWEEP = ([4, 16, 64, 256], [1, 4, 16])
 

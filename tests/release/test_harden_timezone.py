@@ -107,6 +107,40 @@ def test_user_model_list_in_local_time_matches_the_records(tmp_path):
     assert json.loads(paths["summary"].read_text())["timezone"] == zone
 
 
+def test_every_listed_grid_of_the_repeated_hour_has_its_answer_row(tmp_path):
+    """On the night clocks go back, the two UTC hours of the repeated local hour share one wall-clock
+    slot; a list naming them apart (in UTC or with their own offsets) still gets one answers.csv row
+    per listed grid, both answered by that slot's node, and no row for a grid it did not list."""
+    zone = "America/New_York"
+    rng = np.random.default_rng(4)
+    other = h3.latlng_to_cell(LAT + 0.05, LNG, 7)
+    t0 = datetime(2024, 11, 3, 3, 0, tzinfo=ZoneInfo("UTC"))  # 23:00 EDT on the 2nd
+    times = [t0 + timedelta(seconds=int(s)) for s in rng.integers(0, 6 * 3600, 600)]
+    cells = [CELL if i % 2 else other for i in range(600)]
+    frame = pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 40, 600)],
+                          "latitude": [h3.cell_to_latlng(c)[0] for c in cells],
+                          "longitude": [h3.cell_to_latlng(c)[1] for c in cells],
+                          "timestamp": [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times],
+                          "value": rng.uniform(0, 10, 600).round(2)})
+    utc = [f"2024-11-03T0{h}:00:00Z" for h in range(3, 9)]  # 23:00 EDT … 03:00 EST; 05Z and 06Z are both 01:00
+    plist = pd.DataFrame({"cell": [CELL] * 6 + [other], "slot": utc + ["2024-11-03T06:00:00Z"]})  # other: 2nd 01:00 only
+    for listed in (plist, plist.assign(slot=[_local_slot(datetime.fromisoformat(x.replace("Z", "+00:00")), zone)
+                                             for x in plist["slot"]])):
+        r = release(frame, bound=10, budget=Budget(epsilon_total=5.0), model=UserOptions(partitions=listed),
+                    io=InputOptions(timezone=zone), noise=NoiseOptions(seed=2))
+        ans = r.answers
+        got = set(zip(ans["cell"], pd.to_datetime(ans["slot"], utc=True)))
+        want = set(zip(plist["cell"], pd.to_datetime(plist["slot"], utc=True)))
+        assert got == want and len(ans) == len(plist)
+        first = ans[(ans["cell"] == CELL) & (ans["slot"] == "2024-11-03T01:00:00-04:00")]
+        second = ans[(ans["cell"] == CELL) & (ans["slot"] == "2024-11-03T01:00:00-05:00")]
+        assert len(first) == len(second) == 1
+        assert first[["node_cell", "node_slot", "node_slot_end"]].values.tolist() == \
+            second[["node_cell", "node_slot", "node_slot_end"]].values.tolist()
+        # the shared slot's node spans both hours
+        assert second["node_slot_end"].iloc[0] == "2024-11-03T02:00:00-05:00"
+
+
 @pytest.mark.slow
 def test_hour_of_day_profiles_are_cut_in_local_time():
     """--profile day with a zone: the hour-of-day windows are local hours (a window starting at local

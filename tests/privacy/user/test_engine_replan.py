@@ -120,3 +120,51 @@ def test_an_account_above_the_budget_stops_the_release():
     with pytest.raises(RuntimeError, match="accounting error"):
         _check_account(BudgetSpend(unit="epsilon", pieces={"a": 10.01}, total=10.01), Budget(epsilon_total=10.0),
                        "epsilon")
+
+
+def _lattice(levels: list[tuple[int, int, int]]):
+    """A stand-in for the bounded data's candidates: the names and marginals of ``levels``
+    (resolution, slot_ns, cycle_ns), the finest first (resolution 8 × 1 h), the map at resolution 4."""
+    from dpopt.hierarchy.lattice import Marginal
+
+    marg = [Marginal(*lv) for lv in levels]
+    names = [m.name(8, 3600 * 10**9) for m in marg]
+    return SimpleNamespace(names=names, cands=[SimpleNamespace(marginal=m) for m in marg])
+
+
+H, D = 3600 * 10**9, 24 * 3600 * 10**9
+LEVELS = [(8, H, 0), (8, H, D), (8, D, 0), (8, 0, 0), (4, H, 0), (4, H, D), (4, D, 0), (4, 0, 0)]
+
+
+def test_heredity_caps_an_unseen_interaction_at_its_smaller_parent():
+    """An unseen place × time interaction's prior is at most min(place main, time main); a seen one,
+    the mains, the map and the grids' residual keep their values."""
+    from dpopt.privacy.user.engine import _heredity
+
+    b = _lattice(LEVELS)
+    assert b.names == ["cell × slot", "cell × hour-of-day", "cell × 1 d", "cell × period", "r4 × slot",
+                       "r4 × hour-of-day", "r4 × 1 d", "r4 × period"]
+    sigma2 = {"cell × hour-of-day": 300.0, "cell × 1 d": 300.0, "cell × period": 5.0, "r4 × slot": 360.0,
+              "r4 × hour-of-day": 190.0, "r4 × 1 d": 360.0, "r4 × period": 160.0, "residual": 300.0}
+    out = _heredity(b, sigma2, seen=set())
+    assert out["cell × hour-of-day"] == 5.0 and out["cell × 1 d"] == 5.0
+    assert {k: v for k, v in out.items() if k not in ("cell × hour-of-day", "cell × 1 d")} == \
+        {k: v for k, v in sigma2.items() if k not in ("cell × hour-of-day", "cell × 1 d")}
+    # the time parent the smaller one: the cap follows it
+    out = _heredity(b, {**sigma2, "cell × period": 500.0, "r4 × hour-of-day": 40.0}, seen=set())
+    assert out["cell × hour-of-day"] == 40.0 and out["cell × 1 d"] == 300.0
+    # a fitted (seen) interaction is data, not prior: kept
+    assert _heredity(b, sigma2, seen={"cell × 1 d"})["cell × 1 d"] == 300.0
+    # equal priors (no vote): nothing changes
+    even = {k: 100.0 for k in sigma2}
+    assert _heredity(b, even, seen=set()) == even
+
+
+def test_heredity_skips_an_interaction_whose_parent_is_not_a_candidate():
+    from dpopt.privacy.user.engine import _heredity
+
+    b = _lattice([lv for lv in LEVELS if lv != (4, D, 0)])  # no map × day
+    sigma2 = {"cell × hour-of-day": 300.0, "cell × 1 d": 300.0, "cell × period": 5.0, "r4 × slot": 360.0,
+              "r4 × hour-of-day": 190.0, "r4 × period": 160.0, "residual": 300.0}
+    out = _heredity(b, sigma2, seen=set())
+    assert out["cell × 1 d"] == 300.0 and out["cell × hour-of-day"] == 5.0
