@@ -592,10 +592,14 @@ def _table(m: Measurements, released: np.ndarray, mean: np.ndarray, hw: np.ndarr
            direct_hw: np.ndarray, B: float) -> pd.DataFrame:
     nodes = m.nodes
     n = m.n_nodes
+    mean = np.clip(mean, 0.0, B)
+    # an interval that already holds the whole declared range [0, U] holds every truth: wider says nothing
+    U = float(getattr(m.info, "declared_bound", None) or B)
+    hw = np.minimum(hw, np.maximum(mean, U - mean))
     return pd.DataFrame({
         "node": np.arange(n), "cell": nodes["cell"].to_numpy(), "h3_resolution": nodes["h3_resolution"].to_numpy(),
         "slot": nodes["slot"].to_numpy(), "slot_ns": nodes["slot_ns"].to_numpy(), "cycle_ns": m.node_cycles,
-        "released": released, "mean": np.clip(mean, 0.0, B), "mean_error_bound": hw,
+        "released": released, "mean": mean, "mean_error_bound": hw,
         "mean_direct": direct, "mean_direct_error_bound": direct_hw,
         "variance": np.full(n, np.nan), "variance_error_bound": np.full(n, np.nan),
         "variance_released": np.zeros(n, dtype=bool), "variance_withheld_reason": VARIANCE_REASON,

@@ -319,3 +319,15 @@ def test_console_summary_names_the_unit_and_the_report(data, tmp_path, capsys):
     assert f"open {tmp_path / 'o' / 'report.html'}" in out or "report.html in a browser" in out
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["unit"] == "km/h"
     assert "km/h" in (tmp_path / "o" / "report.html").read_text()
+
+
+def test_no_interval_is_wider_than_the_declared_range(data, tmp_path, capsys):
+    """At a small budget, half-widths stop where [mean ± h] holds the whole range [0, U] (every truth
+    lies in it); wider would say nothing more. Without the cap this seed's widest row is 23 beyond."""
+    records, parts = data
+    code, _, err = _run(capsys, records, parts, tmp_path / "w", "--seed", "3", "--epsilon-total", "0.5")
+    assert code == 0, err
+    t = pd.read_csv(tmp_path / "w" / "release.csv")
+    reach = np.maximum(t["mean"], 120.0 - t["mean"])
+    assert (t["mean_error_bound"] <= reach + 1e-9).all()
+    assert np.isclose(t["mean_error_bound"], reach).any()
