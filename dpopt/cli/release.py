@@ -358,8 +358,8 @@ def _records(args: argparse.Namespace) -> tuple[Any, float | None]:
                        "--lower -20 --upper 40 for values in [-20, 40])")
     if all(getattr(args, k) is None for k in ("epsilon", "epsilon_total", "rho")):
         raise CliError("a privacy budget is required: --epsilon-total (what one user may lose over the whole "
-                       "release, e.g. --epsilon-total 10), --rho with --mechanism gaussian, or seed 002's "
-                       "per-grid --epsilon")
+                       "release, e.g. --epsilon-total 10), --rho with --mechanism gaussian, or (--privacy "
+                       "public-occupancy only) a budget per grid --epsilon")
     return (args.records if remote else Path(args.records)), args.bound
 
 

@@ -725,11 +725,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
                          committed / rest)
     factors = {name: code for name, code in zip(names[1:], codes[1:]) if name in fitted}
     factors["residual"] = np.arange(codes[0].size)
-    total = b.clamp * b.clamp / 4.0 if spread is None or not seen else spread
-    left = max(total - sum(fitted[f] for f in factors if f in seen), total / (len(factors) + 1))
-    prior = left / (sum(f not in seen for f in factors) + 1)  # what the seen factors leave, split evenly
-    sigma2 = _heredity(b, main_effect_split({f: fitted[f] if f in seen else prior for f in factors}, _main_kinds(b),
-                                            vote, cycle), seen)
+    sigma2 = _components(b, factors, fitted, seen, spread=spread, vote=vote, cycle=cycle)
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
@@ -796,6 +792,18 @@ def _main_kinds(b: _Bounded) -> dict[str, str]:
         elif m.h3_resolution == top and m.slot_ns != 0:
             out[name] = "cycle" if m.cycle_ns else "calendar"
     return out
+
+
+def _components(b: _Bounded, factors: dict[str, np.ndarray], fitted: dict[str, float], seen: set[str], *,
+                spread: float | None, vote: PlaceShare | None, cycle: PlaceShare | None) -> dict[str, float]:
+    """The plan's variance component of each factor (:func:`_plan`'s doc): REML's where the fit saw
+    it, else what the seen factors leave of the total — B²/4, or ``spread`` once a factor was seen —
+    split evenly; the main effects re-split by the votes, the interactions under :func:`_heredity`."""
+    total = b.clamp * b.clamp / 4.0 if spread is None or not seen else spread
+    left = max(total - sum(fitted[f] for f in factors if f in seen), total / (len(factors) + 1))
+    prior = left / (sum(f not in seen for f in factors) + 1)  # what the seen factors leave, split evenly
+    split = main_effect_split({f: fitted[f] if f in seen else prior for f in factors}, _main_kinds(b), vote, cycle)
+    return _heredity(b, split, seen)
 
 
 def _heredity(b: _Bounded, sigma2: dict[str, float], seen: set[str]) -> dict[str, float]:
