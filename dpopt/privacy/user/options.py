@@ -257,7 +257,7 @@ def _budget(budget: Budget, private: bool) -> tuple[float, float, float, float]:
     if delta is None:
         if budget.epsilon_total is not None or private:
             raise DpoptInputError("`delta` is required with mechanism='gaussian' and "
-                                  + ("`epsilon`" if budget.epsilon_total is not None else "private partition selection")
+                                  + ("`epsilon_total`" if budget.epsilon_total is not None else "private partition selection")
                                   + " (e.g. delta=1e-6); got None")
         return check_rho(budget.rho), 0.0, 0.0, 0.0
     d_sel, d_conv = split_delta(delta, selection_share=SELECTION_DELTA_SHARE if private else 0.0)
