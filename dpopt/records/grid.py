@@ -34,6 +34,7 @@ __all__ = [
     "time_slots",
     "cell_strings",
     "slot_strings",
+    "instant_strings",
     "local_time_strings",
     "wall_clock",
     "cell_polygons",
@@ -143,7 +144,17 @@ def slot_strings(slots_ns: np.ndarray, timezone: str | None = None) -> np.ndarra
         idx = pd.to_datetime(ns, unit="ns", utc=True)
         return np.asarray(idx.strftime("%Y-%m-%dT%H:%M:%SZ"), dtype=object)
     wall = pd.DatetimeIndex(ns.view("datetime64[ns]"))
-    local = wall.tz_localize(timezone, ambiguous=np.ones(ns.size, dtype=bool), nonexistent="shift_forward")
+    return _with_offsets(wall.tz_localize(timezone, ambiguous=np.ones(ns.size, dtype=bool), nonexistent="shift_forward"))
+
+
+def instant_strings(timestamp_ns: np.ndarray, timezone: str) -> np.ndarray:
+    """ISO 8601 local times with their own UTC offset of UTC instants (int64 ns): unlike
+    :func:`slot_strings`, the second of the two hours the night clocks go back keeps its own offset."""
+    return _with_offsets(pd.to_datetime(np.asarray(timestamp_ns, dtype=np.int64), unit="ns", utc=True).tz_convert(timezone))
+
+
+def _with_offsets(local: pd.DatetimeIndex) -> np.ndarray:
+    """``YYYY-MM-DDTHH:MM:SS±HH:MM`` of zone-aware times."""
     offset = pd.Index(local.strftime("%z")).str.replace(r"^([+-]\d\d)(\d\d)$", r"\1:\2", regex=True)
     return np.asarray(local.strftime("%Y-%m-%dT%H:%M:%S") + offset, dtype=object)
 

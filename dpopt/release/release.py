@@ -49,7 +49,7 @@ from ..privacy.user.strategies.adaptive import measure_multires
 from ..privacy.user.strategies.place import measure_place
 from ..privacy.user.engine import measure_engine
 from ..records.aggregate import Aggregate
-from ..records.grid import local_time_strings, slot_strings, wall_clock
+from ..records.grid import instant_strings, local_time_strings, slot_strings, wall_clock
 from ..records.ingest import IngestReport, as_frame, parse_times
 from ..records.sample_key import SampleKey
 from ..privacy.user.bounding import check_lattice_capacity
@@ -358,9 +358,7 @@ def _local_list(model: UserOptions, timezone: str | None) -> tuple[UserOptions, 
     wall = wall_clock(ns[ok], timezone)
     slots[ok] = slot_strings(wall)
     written = slot_strings(wall, timezone)  # the wall slot as the release writes it (the first offset)
-    own = pd.to_datetime(ns[ok], unit="ns", utc=True).tz_convert(timezone)
-    own_text = np.asarray(own.strftime("%Y-%m-%dT%H:%M:%S%z"), dtype=object)
-    own_text = pd.Index(own_text).str.replace(r"([+-]\d\d)(\d\d)$", r"\1:\2", regex=True).to_numpy(dtype=object)
+    own_text = instant_strings(ns[ok], timezone)  # the listed grid's own instant, its own offset
     second = own_text != written
     aliases = None
     if second.any():

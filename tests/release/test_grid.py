@@ -62,3 +62,18 @@ def test_polygons_are_hexagons_lng_lat():
 def test_bad_resolution(res):
     with pytest.raises(DpoptInputError, match="h3_resolution"):
         h3_cells(np.zeros(1), np.zeros(1), res)
+
+
+def test_instant_strings_keep_the_second_offset_of_the_repeated_hour():
+    """05:00Z and 06:00Z on 2024-11-03 are both 01:00 in New York: slot_strings writes the shared
+    wall slot once with the first offset, instant_strings each instant with its own."""
+    import numpy as np
+    import pandas as pd
+
+    from dpopt.records.grid import instant_strings, slot_strings, wall_clock
+
+    ns = pd.to_datetime(["2024-11-03T05:00:00Z", "2024-11-03T06:00:00Z", "2024-07-01T12:00:00Z"]).as_unit("ns").asi8
+    assert list(instant_strings(ns, "America/New_York")) == ["2024-11-03T01:00:00-04:00", "2024-11-03T01:00:00-05:00",
+                                                             "2024-07-01T08:00:00-04:00"]
+    wall = wall_clock(np.asarray(ns), "America/New_York")
+    assert list(slot_strings(wall, "America/New_York"))[:2] == ["2024-11-03T01:00:00-04:00"] * 2
