@@ -95,7 +95,9 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int) -> Partiti
         raise DpoptInputError(f"`partitions` must be a CSV path or a DataFrame; got {type(source).__name__}")
     missing = [c for c in ("cell", "slot") if c not in frame.columns]
     if missing:
-        raise DpoptInputError(f"`partitions` must have columns 'cell' and 'slot'; missing {missing}")
+        sep = next((c for c in (";", "\t", "|") if len(frame.columns) == 1 and c in str(frame.columns[0])), None)
+        hint = f" (its header {str(frame.columns[0])!r} looks {sep!r}-separated: write it comma-separated)" if sep else ""
+        raise DpoptInputError(f"`partitions` must have columns 'cell' and 'slot'; missing {missing}{hint}")
     if len(frame) == 0:
         raise DpoptInputError("`partitions` must list at least one grid; got an empty table")
     cells_txt = frame["cell"].astype(str).str.strip().to_numpy()
