@@ -296,6 +296,9 @@ class UserInfo(_ReadOnlyMapping):
         declared (``Measurements.bound`` is then B).
     record_histogram, clamp_histogram : Mapping
         Place and engine: the DP histograms T and B were chosen from.
+    clamp_low, clamp_low_histogram : float, Mapping
+        The engine: the DP lower clamp A < B (values clamped to [A, B]; its ``Measurements`` read
+        them shifted by −A: ``bound`` = B − A) and the DP histogram it was chosen from.
     sumsq_measured : bool
         Whether sums of squares were bought.
     engine : EngineInfo
@@ -341,6 +344,8 @@ class UserInfo(_ReadOnlyMapping):
     declared_bound: float | None = None
     record_histogram: Mapping[str, Any] | None = None
     clamp_histogram: Mapping[str, Any] | None = None
+    clamp_low: float | None = None
+    clamp_low_histogram: Mapping[str, Any] | None = None
     sumsq_measured: bool = True
     engine: Any = None
     lower: float | None = None

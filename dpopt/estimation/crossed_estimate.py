@@ -5,7 +5,8 @@ Every measured marginal's nodes (the final measurement of every round: models/en
 observations of weighted means of their grids (:func:`dpopt.hierarchy.node_means.crossed_inputs`);
 :func:`dpopt.hierarchy.crossed.fit_crossed` fits μ + one random effect per coarser marginal + the
 grid's own residual, variance components by REML from these observations alone. Every listed grid
-is answered by its own row: the posterior mean of its θ_g, clamped to [0, B], with the interval
+is answered by its own row: the posterior mean of its θ_g, clamped to [A, B] (the DP clamp's ends;
+the measurements read values shifted by −A and the means are moved back), with the interval
 
     z_{(1+conf)/2} · √Var(θ_g | measurements)
 
@@ -100,7 +101,8 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     released[: sizes[0]] = True  # every listed grid
     for i, k in enumerate(kept):
         released[int(info.offsets[i]) + k] = True
-    table = _table(m, released, mean, z * np.sqrt(np.maximum(var, 0.0)), direct, direct_hw, B)
+    table = _table(m, released, mean, z * np.sqrt(np.maximum(var, 0.0)), direct, direct_hw, B,
+                   low=float(getattr(info, "low", 0.0)))
     table["count_estimate"] = np.concatenate([p[0] for p in parts])
     table["level"] = m.nodes["marginal"].to_numpy()
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),
@@ -589,12 +591,16 @@ def _nothing(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], co
 
 
 def _table(m: Measurements, released: np.ndarray, mean: np.ndarray, hw: np.ndarray, direct: np.ndarray,
-           direct_hw: np.ndarray, B: float) -> pd.DataFrame:
+           direct_hw: np.ndarray, B: float, *, low: float = 0.0) -> pd.DataFrame:
+    """The estimates' table: ``mean`` and ``direct`` are in the measurements' units (values shifted by
+    −``low``, the lower clamp A, in [0, ``B``]) and are published in the declared range's, + A
+    (post-processing)."""
     nodes = m.nodes
     n = m.n_nodes
-    mean = np.clip(mean, 0.0, B)
+    mean = np.clip(mean, 0.0, B) + low
+    direct = direct + low
     # an interval that already holds the whole declared range [0, U] holds every truth: wider says nothing
-    U = float(getattr(m.info, "declared_bound", None) or B)
+    U = float(getattr(m.info, "declared_bound", None) or B + low)
     hw = np.minimum(hw, np.maximum(mean, U - mean))
     return pd.DataFrame({
         "node": np.arange(n), "cell": nodes["cell"].to_numpy(), "h3_resolution": nodes["h3_resolution"].to_numpy(),

@@ -633,9 +633,10 @@ _MULTIRES = ("multi-resolution release", (
 #: the engine's release in words (models/engine.md §1–§5)
 _ENGINE = ("optimised release (the engine)", (
     "Each person keeps at most T of their records in the listed cells and slots (a sample spread over the "
-    "places and times they visited in proportion) and values are counted up to a clamp B no larger than "
-    "the declared bound; T and B are chosen from the data under differential privacy (summary.json "
-    "record_histogram and clamp_histogram). The release then measures a few place x time marginals (for "
+    "places and times they visited in proportion) and values are counted between a lower clamp and an "
+    "upper clamp B inside the declared range; T and the two clamps are chosen from the data under "
+    "differential privacy (summary.json record_histogram, clamp_histogram and clamp_low_histogram). The "
+    "release then measures a few place x time marginals (for "
     "example each cell over the whole period, the map for each hour, the map for each day): noisy record "
     "counts and sums of the same kept records. Which marginals, and with what share of the budget, is "
     "decided by an optimisation model (a linear/mixed-integer program solved with HiGHS) from a small first "
@@ -643,8 +644,8 @@ _ENGINE = ("optimised release (the engine)", (
     "random-effects model (an overall mean + place effects + time effects + the measured interactions) is "
     "fitted to the measurements alone, and every listed cell and slot is answered by its own row "
     "(answers.csv). Its interval is for that cell and slot's own mean: it holds the model's uncertainty "
-    "and the variation the model does not explain. Means are of values clamped at B, so slightly low "
-    "where values above B are common; variances are not published. Coverage of the 95 % intervals is "
+    "and the variation the model does not explain. Means are of the clamped values, so slightly off "
+    "where values beyond the clamps are common; variances are not published. Coverage of the 95 % intervals is "
     "measured on benchmark data sets (median over releases 0.97 to 1.00; a few releases of one synthetic "
     "set below 0.90), not proven."))
 

@@ -120,7 +120,10 @@ def _range_text(s: Any) -> str:
 
 def _clamped(s: Any) -> str:
     """The DP-chosen clamp as the range values were clamped to: [0, B] or, with a lower end L, [L, L + B]
-    (``s.clamp`` is then L + B)."""
+    (``s.clamp`` is then L + B); the engine's, with a DP lower clamp above L: [A, B]."""
+    low = getattr(s, "clamp_low", None)
+    if low is not None and low > s.lower:
+        return f"[A, B] = [{low:g}, {s.clamp:g}]"
     return f"[0, B = {s.clamp:g}]" if s.lower == 0 else f"[L, L + B] = [{s.lower:g}, {s.clamp:g}]"
 
 
@@ -131,10 +134,11 @@ def _bounds_line(s: Any) -> str:
     if s.shape == "optimised marginals":  # the engine: one cap over all the listed grids (models/engine.md §2)
         return (f"- contribution bounds: each user keeps at most **T = {s.record_cap}** of its records in the listed "
                 f"grids (a sample spread over its grids in proportion; every measured marginal sums the same kept "
-                f"records), values clamped to **{_clamped(s)}** ({_range_text(s)}); T and B chosen under DP (part of "
-                "the total above; T from a noisy histogram of records per user, B from a noisy histogram of users' "
-                "high values, in summary.json `record_histogram` and `clamp_histogram`). Means are of the values "
-                "clamped at B (slightly low where values above B are common)")
+                f"records), values clamped to **{_clamped(s)}** ({_range_text(s)}); T, A and B chosen under DP (part "
+                "of the total above; T from a noisy histogram of records per user, B and A from noisy histograms of "
+                "users' high and low values, in summary.json `record_histogram`, `clamp_histogram` and "
+                "`clamp_low_histogram`). Means are of the clamped values (slightly off where values beyond the "
+                "clamp are common)")
     if s.shape == "place":
         cap = (f"**T = {s.record_cap}** of its records (spread over its grids in proportion) at each measured level"
                if s.map_record_cap in (None, s.record_cap) else

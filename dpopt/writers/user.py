@@ -89,6 +89,11 @@ class UserReleaseSummary:
     #: the lower end L of the values: they lie in [lower, bound] (0 unless a lower end was given;
     #: then ``clamp`` and the histogram's ``clamps`` are upper ends too, values clamped to [lower, clamp])
     lower: float = 0.0
+    #: the engine: the DP-chosen lower clamp A < B (values measured on [clamp_low, clamp]) and the
+    #: ε-DP histogram of users' lower votes it was chosen from (``clamps`` the A each bin stands for,
+    #: ``noisy_users`` per bin; ``place_bounds.choose_low_clamp``, models/engine.md §2)
+    clamp_low: float | None = None
+    clamp_low_histogram: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -200,7 +205,8 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
         public=str(info.public or ""), shape=_shape(info), clamp=info.clamp,
         record_cap=info.record_cap, map_record_cap=info.map_record_cap,
         record_histogram=info.record_histogram,
-        clamp_histogram=info.clamp_histogram, **_outlook_fields(outlook))
+        clamp_histogram=info.clamp_histogram, clamp_low=info.clamp_low,
+        clamp_low_histogram=info.clamp_low_histogram, **_outlook_fields(outlook))
     return Release(table=table, summary=summary, answers=answers, measurements=m, estimates=est,
                    diagnostics=dict(diagnostics or {}))
 

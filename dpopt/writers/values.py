@@ -41,13 +41,14 @@ def shift_means(table: pd.DataFrame | None, lower: float) -> pd.DataFrame | None
 
 def _clamp_fields(summary: Any, lower: float) -> dict[str, Any]:
     """The ``user`` summary's clamp (and the clamps of its histogram's bins) as upper ends of the
-    values' range: L + B."""
+    values' range, L + B, and the engine's lower clamp (and its histogram's) as L + A."""
     out: dict[str, Any] = {}
-    if getattr(summary, "clamp", None) is not None:
-        out["clamp"] = lower + float(summary.clamp)
-    hist = getattr(summary, "clamp_histogram", None)
-    if isinstance(hist, dict) and "clamps" in hist:
-        out["clamp_histogram"] = {**hist, "clamps": [lower + float(b) for b in hist["clamps"]]}
+    for name in ("clamp", "clamp_low"):
+        if getattr(summary, name, None) is not None:
+            out[name] = lower + float(getattr(summary, name))
+        hist = getattr(summary, f"{name}_histogram", None)
+        if isinstance(hist, dict) and "clamps" in hist:
+            out[f"{name}_histogram"] = {**hist, "clamps": [lower + float(b) for b in hist["clamps"]]}
     return out
 
 

@@ -155,20 +155,26 @@ def test_the_contract_command_runs_the_engine_and_answers_every_grid_by_its_own_
 
 
 def _bounds_recompute_from_summary(s: dict, U: float) -> None:
-    """T and B are post-processing of the two DP histograms summary.json publishes: the rules applied
-    to the published noisy counts at the published ε give the published cap and clamp."""
-    from dpopt.privacy.user.place_bounds import CAP_SHARE, choose_cap, choose_clamp, clamp_quantile, record_counts
+    """T, B (and the engine's A) are post-processing of the DP histograms summary.json publishes: the
+    rules applied to the published noisy counts at the published ε give the published cap and clamps."""
+    from dpopt.privacy.user.place_bounds import (CAP_SHARE, TWO_SIDED_CAP_SHARE, choose_cap, choose_clamp,
+                                                 choose_low_clamp, clamp_quantile, record_counts)
 
-    rh, ch = s["record_histogram"], s["clamp_histogram"]
+    rh, ch, lh = s["record_histogram"], s["clamp_histogram"], s.get("clamp_low_histogram")
     eps_b = float(Fraction(s["budget"]["bounds"]))
-    assert rh["epsilon"] == pytest.approx(eps_b * CAP_SHARE, rel=1e-12)
+    assert rh["epsilon"] == pytest.approx(eps_b * (CAP_SHARE if lh is None else TWO_SIDED_CAP_SHARE), rel=1e-12)
     assert rh["upper_edges"] == [1, 4, 16, 64, 256, 1024, 4096] and len(rh["noisy_users"]) == 8
     counts = record_counts(np.array(rh["noisy_users"], float), rh["epsilon"])
     T, factors = choose_cap(counts, candidates=np.array(rh["candidates"]))
     assert T == s["record_cap"] and len(rh["noise_factor"]) == len(rh["candidates"])
     assert ch["clamps"] == [U * j / 16 for j in range(16 - len(ch["noisy_users"]) + 1, 17)]
-    B = choose_clamp(np.array(ch["noisy_users"], float), eps_b - rh["epsilon"], U, quantile=clamp_quantile(counts))
+    eps_clamp = (eps_b - rh["epsilon"]) / (1.0 if lh is None else 2.0)
+    B = choose_clamp(np.array(ch["noisy_users"], float), eps_clamp, U, quantile=clamp_quantile(counts))
     assert B == s["clamp"]
+    if lh is not None:  # the engine's lower clamp: the mirrored rule on its own histogram (ε_b/4)
+        assert lh["clamps"] == [U - U * j / 16 for j in range(16 - len(lh["noisy_users"]) + 1, 17)]
+        low = choose_low_clamp(np.array(lh["noisy_users"], float), eps_clamp, U, B)
+        assert low == s["clamp_low"] and 0.0 <= low < B
 
 
 @pytest.mark.slow

@@ -196,12 +196,20 @@ def check_lattice_capacity(k: int, c: int, bound: float, granularity_bits: int =
             f"below 2^62 (exact int64 sums of squares); {hint}")
 
 
-def lattice_values(agg: Aggregate, bound: float, *, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> LatticeValues:
-    """Lattice terms y_q, z_q of every record (module doc), int64.
+def lattice_values(agg: Aggregate, bound: float, *, granularity_bits: int = DEFAULT_GRANULARITY_BITS,
+                   low: float = 0.0) -> LatticeValues:
+    """Lattice terms y_q, z_q of every record (module doc), int64. With a lower clamp ``low`` = A
+    (0 ≤ A < ``bound``; the engine's, models/engine.md §2) the values are clamped to [A, U] and read
+    shifted by −A: the terms of the module doc with U − A for U (centred at (A + U)/2, half-range
+    (U − A)/2), so every sensitivity is that of the bound U − A.
 
     Refuses only by :func:`check_lattice_capacity` at c = 1 (public); never by the data.
     """
-    U = check_bound(bound)
+    top = check_bound(bound)
+    low = float(low)
+    if not (math.isfinite(low) and 0.0 <= low < top):
+        raise DpoptInputError(f"`low` must be in [0, bound) = [0, {top:g}); got {low!r}")
+    U = top - low
     check_lattice_capacity(1, 1, U, granularity_bits)
     lam, hy, hz = lattice_halves(U, granularity_bits)
     if agg.samples is None:
@@ -209,7 +217,7 @@ def lattice_values(agg: Aggregate, bound: float, *, granularity_bits: int = DEFA
             "`agg` must keep the per-pair samples for contribution bounding (first c records of a "
             "pair): aggregate with keep_samples=True"
         )
-    y = np.clip(agg.samples.values, 0.0, U) - U / 2.0
+    y = np.clip(agg.samples.values, low, top) - (low + U / 2.0)
     yq = np.clip(np.rint(y / lam), -hy, hy).astype(np.int64)
     zq = np.clip(np.rint((y * y - U * U / 8.0) / lam), -hz, hz).astype(np.int64)
     return LatticeValues(lam=lam, half_sum=hy, half_sumsq=hz, y=yq, z=zq, offsets=agg.samples.offsets)

@@ -6,12 +6,14 @@ model, measure them, and leave to the estimation layer one crossed random-effect
 listed grids' means. Steps, each a DP query on the data or post-processing of earlier outputs:
 
 1. **Bounds** (ε_b = :data:`BOUNDS_FRACTION` of the total): the per-user record cap T and the
-   value clamp B ≤ U from two DP histograms over users
-   (:func:`dpopt.privacy.user.place_bounds.choose_place_bounds`).
+   value clamp [A, B] ⊆ [0, U] from three DP histograms over users
+   (:func:`dpopt.privacy.user.place_bounds.choose_place_bounds`, ``two_sided``).
 2. **One bounded data set.** Each user keeps at most T of its records in listed grids, a
    systematic sample over its own records (:func:`dpopt.privacy.user.record_cap.capped_records`); values
-   clamped to [0, B] on the lattice of :func:`dpopt.privacy.user.bounding.lattice_values`. Every
-   marginal's node sums are sums of the same kept records.
+   clamped to [A, B] and read as x − A on the lattice of
+   :func:`dpopt.privacy.user.bounding.lattice_values` (every statistic and estimate in [0, B − A];
+   the published means are moved back by A). Every marginal's node sums are sums of the same kept
+   records.
 3. **Candidates**: the public lattice's marginals (:func:`dpopt.hierarchy.lattice.candidate_marginals`).
 4. **Pilot** (:data:`PILOT_SHARE` of the rest, equal per candidate): noisy counts and centred sums
    of every candidate. Fitted by the crossed model (:func:`dpopt.hierarchy.crossed.fit_crossed`),
@@ -87,7 +89,7 @@ from .strategies.adaptive import PUBLIC_FACTS, spend_with_bounds
 
 __all__ = ["EngineInfo", "measure_engine", "between_sumsq", "between_sensitivity", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
 
-#: share of the total budget for the record cap T and the clamp B (two DP histograms over users)
+#: share of the total budget for the record cap T and the clamp [A, B] (three DP histograms over users)
 BOUNDS_FRACTION = ENGINE_BOUNDS_FRACTION
 #: share of the rest spent evenly on every candidate marginal to learn the strategy (reused in the fit)
 PILOT_SHARE = 0.1
@@ -149,7 +151,9 @@ class EngineInfo:
 
     ``names``/``levels`` per measured marginal (the finest first), ``codes`` per marginal the node
     row (within the marginal) of each listed grid, ``offsets`` the first row of each marginal in
-    the node table, ``cap`` T, ``clamp`` B, ``pilot``/``main`` the budget per marginal of each
+    the node table, ``cap`` T, ``clamp`` the width B − A of the values' range and ``low`` its lower
+    clamp A (every statistic and estimate of the measurements reads values shifted by −A, in
+    [0, B − A]; models/engine.md §2), ``pilot``/``main`` the budget per marginal of each
     phase (count + sum, in ``unit``), ``strategy`` the strategy's one-line summary; ``between`` the
     noisy between-grid statistic Q̃ of :func:`between_sumsq` in value² units and ``between_sd`` its
     noise sd (value²; NaN where not measured); ``unkept`` κ, the mean share of a kept record's user's
@@ -179,6 +183,7 @@ class EngineInfo:
     place_vote_sd: float = math.nan
     cycle_vote: float = math.nan
     cycle_vote_sd: float = math.nan
+    low: float = 0.0
 
 
 @dataclass(eq=False)
@@ -213,8 +218,11 @@ class _Bounded:
     half_sum: int
     half_sumsq: int
     cap: int
+    #: the width B − A of the clamped values' range: every statistic reads values shifted by −A
     clamp: float
     windows: bool = False
+    #: the lower clamp A (the values clamped to [A, B], read as x − A)
+    low: float = 0.0
     #: the (user, grid) pairs in listed grids (bool per pair of the aggregate; None: every pair)
     pairs: np.ndarray | None = None
     #: each pair's listed grid (the finest candidate's grid order; −1 off the list)
@@ -240,10 +248,11 @@ class _Bounded:
 
 
 def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, source: Any, bits: int, *,
-             windows: bool = False) -> _Bounded:
-    """Step 2–3: the kept records (≤ ``cap`` per user) summed over every candidate's nodes."""
+             windows: bool = False, low: float = 0.0) -> _Bounded:
+    """Step 2–3: the kept records (≤ ``cap`` per user) summed over every candidate's nodes, values
+    clamped to [``low``, ``clamp``] and read shifted by −``low``."""
     plist, idx, eligible = _partition_list(agg, options)
-    lat = lattice_values(agg, clamp, granularity_bits=bits)
+    lat = lattice_values(agg, clamp, granularity_bits=bits, low=low)
     gamma, py, pz = capped_records(agg, eligible, cap, source, lat)
     pos = np.full(agg.n_grids, -1, dtype=np.int64)
     pos[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
@@ -258,8 +267,8 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
         Z.append(np.asarray(z, dtype=np.int64))
     smallest = int(np.argmin([mn.n_nodes for mn in cands]))
     return _Bounded(cands=cands, R=R, Y=Y, Z=Z[smallest], lam=lat.lam, half_sum=int(lat.half_sum),
-                    half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp), windows=windows,
-                    pairs=eligible, pair_grid=pair_pos)
+                    half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp) - float(low), windows=windows,
+                    pairs=eligible, pair_grid=pair_pos, low=float(low))
 
 
 def _noisy(mech: Any, exact: np.ndarray, l1: int, l2: float, budget: float, unit_size: float, n: int
@@ -444,8 +453,9 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     if chosen is not None:
         candidates = candidates[candidates >= NO_LIST_MIN_CAP]
     _, _, eligible = _partition_list(agg, options)
-    pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates)
-    b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits, windows=chosen is not None)
+    pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates, two_sided=True)
+    b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits, windows=chosen is not None,
+                 low=pb.clamp_low)
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
@@ -471,7 +481,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
                       DAY_NS if b.windows and mn.marginal.slot_ns == agg.slot_ns else mn.marginal.cycle_ns)
                      for mn in b.cands),
         codes=tuple(mn.code for mn in b.cands), offsets=np.cumsum([0] + [mn.n_nodes for mn in b.cands[:-1]]),
-        cap=b.cap, clamp=b.clamp, unit=unit, pilot=pilot_budgets, main=main_budgets, first=first, strategy=summary,
+        cap=b.cap, clamp=b.clamp, low=b.low, unit=unit, pilot=pilot_budgets, main=main_budgets, first=first, strategy=summary,
         period=None if chosen is None else chosen.period, unkept=unkept_share(pb.record_counts, pb.cap), **between,
         place_vote=vote.value if vote else math.nan, place_vote_sd=vote.sd if vote else math.nan,
         cycle_vote=cycle.value if cycle else math.nan, cycle_vote_sd=cycle.sd if cycle else math.nan),
@@ -596,8 +606,8 @@ def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: B
     if chosen is not None:
         nodes, finest = _windows(nodes, finest, chosen.period, agg.slot_ns)
     gaussian = mech.unit == "rho"
-    meta = UserInfo(engine=info, k=1, c=b.cap, record_cap=b.cap, clamp=b.clamp, declared_bound=U,
-                    bounds_rule="record cap T and clamp B from DP histograms over users", shape="engine",
+    meta = UserInfo(engine=info, k=1, c=b.cap, record_cap=b.cap, clamp=b.low + b.clamp, clamp_low=b.low, declared_bound=U,
+                    bounds_rule="record cap T and clamp [A, B] from DP histograms over users", shape="engine",
                     split_rule="count and sum per marginal (closed form)",
                     partitions="public list" if chosen is None else _selection_text(chosen),
                     h3_resolution=agg.h3_resolution, slot=slot_text(agg.slot_ns), slot_ns=agg.slot_ns,
@@ -606,7 +616,9 @@ def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: B
                     public=PUBLIC_FACTS if chosen is None else NO_LIST_FACTS,
                     levels=[list(lv) for lv in info.levels], sumsq_measured=False,
                     sumsq_centre=b.clamp * b.clamp / 8.0, record_histogram=record_histogram_fields(bounds),
-                    clamp_histogram=clamp_histogram_fields(bounds.clamp_histogram, U))
+                    clamp_histogram=clamp_histogram_fields(bounds.clamp_histogram, U),
+                    clamp_low_histogram=None if bounds.low_histogram is None else
+                    clamp_histogram_fields(bounds.low_histogram, U, low=True))
     return Measurements(privacy_model="user", bound=b.clamp, nodes=nodes, statistics=stats, spend=spend,
                         centre=b.clamp / 2.0, finest=finest, info=meta)
 

@@ -30,8 +30,8 @@ RESOLUTIONS = ("auto", "place", "adaptive", "fixed")
 #: how the release chooses what to measure: "optimised" (the engine, :mod:`dpopt.privacy.user.engine`: the
 #: marginals and their budgets chosen by the strategy model) or one of the named fixed strategies
 STRATEGIES = ("optimised", "place", "adaptive", "fixed")
-#: share of the total budget the engine spends on the record cap T and the clamp B (two DP
-#: histograms over users; :mod:`dpopt.privacy.user.engine`)
+#: share of the total budget the engine spends on the record cap T and the clamp [A, B] (three DP
+#: histograms over users at ε_b/2, ε_b/4, ε_b/4; :mod:`dpopt.privacy.user.engine`)
 ENGINE_BOUNDS_FRACTION = 0.15
 #: share of ε the engine spends choosing its places where no list is given
 #: (:mod:`dpopt.privacy.user.private_list`): half, an even split between the two questions a release
@@ -177,7 +177,7 @@ class UserOptions:
     @property
     def engine_bounds_share(self) -> float:
         """``bounds_fraction``, or the engine's default :data:`ENGINE_BOUNDS_FRACTION` (its record cap T
-        and clamp B)."""
+        and clamp [A, B])."""
         return ENGINE_BOUNDS_FRACTION if self.bounds_fraction is None else float(self.bounds_fraction)
 
     @property

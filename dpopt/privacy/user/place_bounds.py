@@ -83,7 +83,7 @@ from .bounds import bin_representatives
 from ...noise.mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
-__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "clamp_quantile", "cap_candidates", "cap_noise_factor",
+__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "choose_low_clamp", "TWO_SIDED_CAP_SHARE", "clamp_quantile", "cap_candidates", "cap_noise_factor",
            "reweighting_distance", "unkept_share", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
            "clamp_votes", "record_counts", "clamp_histogram_fields", "record_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
@@ -101,6 +101,13 @@ RECORD_EDGES = RECORD_BIN_EDGES.copy()
 CAP_NOISE_TOLERANCE = 0.5
 #: share of ε_b spent on the histogram of records per user (the rest buys the clamp's quantile)
 CAP_SHARE = 2.0 / 3.0
+#: two-sided bounds (the engine): the cap's share of ε_b; the rest split evenly between the clamp B and
+#: the lower clamp A (the mirror of one rule, so the same noise). Taken from the cap and B rather than
+#: from the means: with ε_b raised to 0.2·ε instead (T and B at their one-sided 0.1·ε and 0.05·ε) the
+#: release without a list (ε_b from the total, the means from half of it) lost 14 % of its means'
+#: budget and its hour effect in two seeds of three (tests/release/test_engine_nolist.py: median
+#: error 1.65 → 2.2); at 0.15·ε it is 1.44
+TWO_SIDED_CAP_SHARE = 0.5
 #: the clamp candidates are U·j/CLAMP_STEPS, j = 1 … CLAMP_STEPS
 CLAMP_STEPS = 16
 #: the clamp candidates' first step: bin i of the clamp histogram stands for B = U·(CLAMP_FLOOR_STEP + i)/CLAMP_STEPS
@@ -132,7 +139,10 @@ class PlaceBounds:
     ``candidates`` those candidates, a prefix of ``RECORD_EDGES``); ``clamp_histogram`` the noisy
     bin counts of users' clamp votes (a DP output; bin i votes for B = U·(8 + i)/16);
     ``record_counts`` the histogram of records per user denoised (post-processing of ``histogram``,
-    :func:`dpopt.privacy.user.predict.denoise_histogram`), from which T was chosen."""
+    :func:`dpopt.privacy.user.predict.denoise_histogram`), from which T was chosen; two-sided
+    (:func:`choose_place_bounds` ``two_sided``): ``clamp_low`` A < B, values measured on [A, B], and
+    ``low_histogram`` the noisy bin counts of users' lower votes (bin i votes for A = U·(15 − i)/16;
+    a DP output), else A = 0 and None."""
 
     cap: int
     clamp: float
@@ -142,11 +152,16 @@ class PlaceBounds:
     candidates: np.ndarray
     clamp_histogram: np.ndarray
     record_counts: np.ndarray | None = None
+    clamp_low: float = 0.0
+    low_histogram: np.ndarray | None = None
 
 
-def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float) -> tuple[np.ndarray, np.ndarray]:
+def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float, *, reflect: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Per user with an eligible record: its number of eligible records n_ℓ and its own 99th
-    percentile in steps of U/16 (1 … 16). A function of the user's own records only."""
+    percentile in steps of U/16 (1 … 16) — with ``reflect``, the 99th percentile of U − x, i.e. U
+    less its own 1st percentile (the lower clamp's vote, :func:`choose_low_clamp`). A function of the
+    user's own records only."""
     ok = np.asarray(eligible, dtype=bool)
     n_user = np.bincount(agg.pair_user, weights=np.where(ok, agg.count, 0), minlength=agg.n_users)
     present = np.flatnonzero(n_user > 0)
@@ -154,7 +169,8 @@ def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float) -> tuple[np.
     owner = np.repeat(np.arange(agg.n_pairs), np.diff(s.offsets))
     keep = ok[owner]
     user = agg.pair_user[owner][keep]
-    step = np.clip(np.ceil(np.clip(s.values[keep], 0.0, U) / (U / CLAMP_STEPS)).astype(np.int64), 1, CLAMP_STEPS) - 1
+    x = np.clip(s.values[keep], 0.0, U)
+    step = np.clip(np.ceil((U - x if reflect else x) / (U / CLAMP_STEPS)).astype(np.int64), 1, CLAMP_STEPS) - 1
     counts = np.bincount(user * CLAMP_STEPS + step, minlength=agg.n_users * CLAMP_STEPS).reshape(agg.n_users, CLAMP_STEPS)
     cum = np.cumsum(counts, axis=1)
     own_q = np.argmax(cum >= CLAMP_VALUE_QUANTILE * np.maximum(cum[:, -1:], 1), axis=1) + 1
@@ -320,13 +336,14 @@ def measure_clamp_histogram(own_q: np.ndarray, epsilon: float, source: IntegerSo
     return user_histogram(clamp_votes(own_q), CLAMP_STEPS - CLAMP_FLOOR_STEP + 1, epsilon, source)
 
 
-def clamp_histogram_fields(votes: np.ndarray, bound: float) -> dict:
+def clamp_histogram_fields(votes: np.ndarray, bound: float, *, low: bool = False) -> dict:
     """What a release publishes of the clamp's DP histogram (summary.json ``clamp_histogram``): the
     clamp each bin stands for and its noisy count (a DP output), enough to recompute B with
-    :func:`choose_clamp`."""
+    :func:`choose_clamp`; ``low``: of the lower clamp's (``clamp_low_histogram``), each bin's A =
+    U − its reflected B (:func:`choose_low_clamp`)."""
     U = check_bound(bound)
-    return {"clamps": [U * (CLAMP_FLOOR_STEP + i) / CLAMP_STEPS for i in range(int(np.size(votes)))],
-            "noisy_users": [int(v) for v in np.asarray(votes).ravel()]}
+    ends = [U * (CLAMP_FLOOR_STEP + i) / CLAMP_STEPS for i in range(int(np.size(votes)))]
+    return {"clamps": [U - b for b in ends] if low else ends, "noisy_users": [int(v) for v in np.asarray(votes).ravel()]}
 
 
 def record_histogram_fields(pb: PlaceBounds) -> dict:
@@ -335,7 +352,8 @@ def record_histogram_fields(pb: PlaceBounds) -> dict:
     for T with their predicted noise factors (post-processing of the counts; ``None`` where a factor
     is not finite) — enough to recompute T."""
     return {"upper_edges": [int(e) for e in RECORD_BIN_EDGES], "noisy_users": [int(v) for v in pb.histogram],
-            "epsilon": float(pb.epsilon) * CAP_SHARE, "candidates": [int(t) for t in pb.candidates],
+            "epsilon": float(pb.epsilon) * (CAP_SHARE if pb.low_histogram is None else TWO_SIDED_CAP_SHARE),
+            "candidates": [int(t) for t in pb.candidates],
             "noise_factor": [float(f) if math.isfinite(float(f)) else None for f in pb.cap_noise]}
 
 
@@ -368,6 +386,28 @@ def clamp_quantile(record_counts: np.ndarray | None) -> float:
     return max(CLAMP_USER_QUANTILE, float(h @ below / h.sum()))
 
 
+def choose_low_clamp(counts: np.ndarray, epsilon: float, bound: float, clamp: float) -> float:
+    """A from the noisy histogram of the users' lower votes (post-processing): the rule of
+    :func:`choose_clamp` on the reflected values U − x (each user votes with U less its own 1st
+    percentile, :func:`user_statistics` ``reflect``) at the quantile 1 — the lower edge of the lowest
+    bin whose noisy count clears the noise — then one step (U/16) lower; 0 where no bin clears it.
+    So every group of users large enough to be seen keeps its low values, and A removes only the
+    empty part of the declared range below them: the sensitivity a release of values in [80, 100] of
+    [0, 100] pays for nothing.
+
+    Why the quantile 1 and not B's (≥ 0.75): B's was chosen against the busiest users' real high
+    tails on the Austin buses; nothing was measured for the low end, and at the quantile the lowest
+    quarter of users' low values is clamped (values 8–20 of one cell in five, A = 11.25: +3 at its
+    early hours). Why the step: a bin the threshold hides is a bias, not noise — on aircraft A at
+    ε = 1 (ε_A = 0.0375, threshold 178 users) the 117 aircraft voting 688–756 km/h were not seen,
+    a lower clamp of 756 clamped 3.8 % of the records and moved the answers by +6 km/h; one step lower (688) clamps
+    0.4 % and no scored grid's truth. The step is the votes' own resolution, not a fact of the data.
+    At most ``clamp`` − U/16 (the range [A, B] never narrower than one step), at least 0."""
+    U = check_bound(bound)
+    low = U - choose_clamp(counts, epsilon, U, quantile=1.0) - U / CLAMP_STEPS
+    return float(max(0.0, min(low, float(clamp) - U / CLAMP_STEPS)))
+
+
 def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE) -> float:
     """B from the noisy clamp histogram (post-processing): the bins whose noisy count reaches
     t = ln(#bins/CLAMP_PHANTOM_RATE)/ε are kept (an empty bin passes with probability
@@ -395,9 +435,11 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
 
 
 def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *, bound: float,
-                        source: IntegerSource, candidates: np.ndarray = RECORD_EDGES) -> PlaceBounds:
+                        source: IntegerSource, candidates: np.ndarray = RECORD_EDGES,
+                        two_sided: bool = False) -> PlaceBounds:
     """(T, B) of the ``place`` release: two DP histograms over users, at ε_T and ε_B, ε_T + ε_B = ε_b
-    (module doc).
+    (module doc); ``two_sided`` (the engine, models/engine.md §2): (T, B, A) from three, at ε_b/2,
+    ε_b/4 and ε_b/4, the third the users' lower votes (:func:`choose_low_clamp`).
 
     Parameters
     ----------
@@ -414,6 +456,8 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     candidates : np.ndarray
         The caps T may take: :func:`cap_candidates` of the release's lattice (default all of
         ``RECORD_EDGES``).
+    two_sided : bool
+        Also choose the lower clamp A (values then measured on [A, B]).
     """
     eps = check_epsilon(epsilon)
     U = check_bound(bound)
@@ -421,13 +465,20 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
         raise DpoptInputError("the place release reads each user's records: build the contributions with samples "
                               "(dpopt.privacy.contributions(..., first_records=c) or keep_samples=True)")
     n_user, own_q = user_statistics(agg, eligible, U)
-    eps_cap = eps * CAP_SHARE
+    eps_cap = eps * (TWO_SIDED_CAP_SHARE if two_sided else CAP_SHARE)
     noisy = measure_record_histogram(n_user, eps_cap, source)
     counts = record_counts(noisy, eps_cap)
     cap, factors = choose_cap(counts, candidates=candidates)
-    eps_clamp = eps - eps_cap  # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps), so the two pieces sum to ε_b
+    # exact (Sterbenz: eps/2 ≤ eps_cap ≤ eps; two-sided eps/2, eps/4, eps/4): the pieces sum to ε_b
+    eps_clamp = (eps - eps_cap) / 2.0 if two_sided else eps - eps_cap
     votes = measure_clamp_histogram(own_q, eps_clamp, source)
-    clamp = choose_clamp(votes, eps_clamp, U, quantile=clamp_quantile(counts))
+    q = clamp_quantile(counts)
+    clamp = choose_clamp(votes, eps_clamp, U, quantile=q)
+    low, low_votes = 0.0, None
+    if two_sided:
+        eps_low = eps - eps_cap - eps_clamp
+        low_votes = measure_clamp_histogram(user_statistics(agg, eligible, U, reflect=True)[1], eps_low, source)
+        low = choose_low_clamp(low_votes, eps_low, U, clamp)
     return PlaceBounds(cap=cap, clamp=clamp, epsilon=eps, histogram=noisy,
                        cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes,
-                       record_counts=counts)
+                       record_counts=counts, clamp_low=low, low_histogram=low_votes)
