@@ -606,7 +606,7 @@ def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: B
     if chosen is not None:
         nodes, finest = _windows(nodes, finest, chosen.period, agg.slot_ns)
     gaussian = mech.unit == "rho"
-    meta = UserInfo(engine=info, k=1, c=b.cap, record_cap=b.cap, clamp=b.low + b.clamp, clamp_low=b.low, declared_bound=U,
+    meta = UserInfo(engine=info, k=1, c=b.cap, record_cap=b.cap, clamp=float(bounds.clamp), clamp_low=b.low, declared_bound=U,
                     bounds_rule="record cap T and clamp [A, B] from DP histograms over users", shape="engine",
                     split_rule="count and sum per marginal (closed form)",
                     partitions="public list" if chosen is None else _selection_text(chosen),

@@ -400,8 +400,9 @@ def choose_low_clamp(counts: np.ndarray, epsilon: float, bound: float, clamp: fl
     quarter of users' low values is clamped (values 8–20 of one cell in five, A = 11.25: +3 at its
     early hours). Why the step: a bin the threshold hides is a bias, not noise — on aircraft A at
     ε = 1 (ε_A = 0.0375, threshold 178 users) the 117 aircraft voting 688–756 km/h were not seen,
-    a lower clamp of 756 clamped 3.8 % of the records and moved the answers by +6 km/h; one step lower (688) clamps
-    0.4 % and no scored grid's truth. The step is the votes' own resolution, not a fact of the data.
+    and a lower clamp of 756 clamps 3.8 % of the records (the busy grids' truths by up to 2.5 km/h);
+    one step lower (688), 0.4 % and no busy grid's truth. The step is the votes' own resolution, not
+    a fact of the data.
     At most ``clamp`` − U/16 (the range [A, B] never narrower than one step), at least 0."""
     U = check_bound(bound)
     low = U - choose_clamp(counts, epsilon, U, quantile=1.0) - U / CLAMP_STEPS
