@@ -38,7 +38,8 @@ __all__ = ["combine", "combined_total", "grid_weights", "listed_weights", "node_
 FALSE_PASSES = 0.05
 #: the fewest nodes of a marginal that enter on their own where the threshold left some of its
 #: measured nodes out; a marginal with fewer above the threshold enters as the pool of all its nodes
-#: (one with every node above it keeps them: nothing was selected). Two reasons, neither about data: a variance component from k
+#: but those far above it (:func:`clear_nodes`; one with every node above it keeps them: nothing was
+#: selected). Two reasons, neither about data: a variance component from k
 #: levels has relative standard error about √(2/(k − 1)), over 70 % below 5 (mixed-model practice,
 #: lme4's FAQ, does not fit random effects with fewer than 5–6 levels); and the few nodes that pass
 #: a threshold set on their own noisy count are those whose count noise was high (the winner's curse),
@@ -126,6 +127,33 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     return A, y, s2, kept
 
 
+#: noise sds above a noisy variance that :func:`between_upper` takes as its upper end (one-sided:
+#: P(noise > 2 sd) is 2.3 % for Gaussian noise and ½·exp(−2√2) = 3 % for Laplace noise)
+BETWEEN_SDS = 2.0
+
+
+#: noise sds by which a node's count must clear its threshold to enter on its own where too few of its
+#: marginal's nodes pass (:func:`clear_nodes`): twice :data:`BETWEEN_SDS`, the one-sided margin of the
+#: other DP ends. Laplace noise overstates a count by more than BETWEEN_SDS sds in ½·exp(−2√2) ≈ 3 % of
+#: draws, and a node whose true count is BETWEEN_SDS sds above its threshold passes in 97 % of draws,
+#: so selection moves its count by E[δ | pass] = ½e^{−2√2}(2 + 1/√2)/(1 − ½e^{−2√2}) ≈ 0.08 sd (its
+#: ratio by under 2 % of |μ − B/2| at a 3-sd threshold). Statements about the noise law, not data
+CLEAR_SDS = 2.0 * BETWEEN_SDS
+
+
+def clear_nodes(count: np.ndarray, count_var: np.ndarray, passed: np.ndarray) -> np.ndarray:
+    """The nodes of ``passed`` (a marginal's nodes above their count threshold) whose count clears
+    that threshold by :data:`CLEAR_SDS` noise sds: no plausible draw of the noise selected them, so
+    the winner's curse that pools a few passing nodes (:data:`MIN_LEVELS`) does not apply. The map of
+    a list that straddles two coarse cells is the case: one node at a count-to-noise ratio of 25 and
+    one nearly empty; pooled, the empty node's noise doubled the map-wide mean's variance. Public
+    function of DP counts."""
+    n = np.asarray(count, dtype=float)
+    sd = np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), n.shape))
+    passed = np.asarray(passed, dtype=np.int64)
+    return passed[n[passed] >= (count_threshold(n.size) + CLEAR_SDS) * sd[passed]]
+
+
 def pooled_sums(count: np.ndarray, count_var: np.ndarray, total: np.ndarray, total_var: np.ndarray,
                 kept: np.ndarray) -> tuple[np.ndarray, float, float, float, float] | None:
     """(mask of the pooled nodes, their count, its variance, their centred sum, its variance): the
@@ -173,11 +201,6 @@ def pooled_observation(code: np.ndarray, count: np.ndarray, count_var: np.ndarra
     rest, n, vn, t, vt = pool
     return ratio_row(rest[np.asarray(code, dtype=np.int64)], n, vn, t, vt, centre=centre, half_range=half_range,
                      weights=weights, most=most)
-
-
-#: noise sds above a noisy variance that :func:`between_upper` takes as its upper end (one-sided:
-#: P(noise > 2 sd) is 2.3 % for Gaussian noise and ½·exp(−2√2) = 3 % for Laplace noise)
-BETWEEN_SDS = 2.0
 
 
 def identified(names: list[str], kept: list[np.ndarray], factors: dict[str, np.ndarray]) -> tuple[list[str], bool]:
@@ -300,8 +323,9 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
     """The crossed model's inputs from every measured marginal (the first is the finest grid itself):
     ``factors`` (one random effect per coarser marginal with more than one node of which some entered;
     the finest grid's own deviation is the model's residual), the stacked observation matrix A, y, s² and, per
-    marginal, the node rows that entered; after every marginal's node rows come the rows of the pools
-    of the nodes that did not enter (:func:`pooled_observation`), the totals of the marginals none of
+    marginal, the node rows that entered; after every marginal's node rows come the rows of the nodes
+    clear of the curse among too few that passed (:func:`clear_nodes`, one row each, not in ``kept``),
+    of the pools of the nodes that did not enter (:func:`pooled_observation`), the totals of the marginals none of
     whose nodes entered combined into one row (inverse variance, before the ratio: one total measured
     several times). Grid weights come from the finest marginal's counts."""
     w = listed_weights(codes, counts, count_vars)
@@ -311,19 +335,29 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
         A, y, s2, k = node_observations(code, n, vn, t, vt, centre=centre, half_range=half_range, weights=w,
                                         most=most)
         measured = int(np.sum(np.isfinite(n) & np.isfinite(t)))
+        clear = np.zeros(0, dtype=np.int64)
         if 0 < k.size < min(MIN_LEVELS, measured):  # a few selected by their noise: pooled (MIN_LEVELS)
+            clear = clear_nodes(n, vn, k)  # … but not those no noise draw could have selected
             A, y, s2, k = A[:0], y[:0], s2[:0], k[:0]
         blocks.append(A)
         ys.append(y)
         s2s.append(s2)
         kept.append(k)
-        sums = pooled_sums(n, vn, t, vt, k)
+        for j in clear:  # each its own row, an observation of its grids' weighted mean (no factor)
+            row = ratio_row(np.asarray(code) == j, float(n[j]), float(np.broadcast_to(vn, np.shape(n))[j]),
+                            float(t[j]), float(np.broadcast_to(vt, np.shape(n))[j]), centre=centre,
+                            half_range=half_range, weights=w, most=most)
+            if row is not None:
+                pools.append(row)
+        entered = np.union1d(k, clear)
+        sums = pooled_sums(n, vn, t, vt, entered)
         if sums is None:
             continue
         if k.size == 0 and sums[0].all():  # no node entered: the pool is the marginal's total
             whole.append(sums[1:])
             continue
-        row = pooled_observation(code, n, vn, t, vt, k, centre=centre, half_range=half_range, weights=w, most=most)
+        row = pooled_observation(code, n, vn, t, vt, entered, centre=centre, half_range=half_range, weights=w,
+                                 most=most)
         if row is not None:
             pools.append(row)
     if whole:  # the totals of several marginals measure one total: combined before the ratio is taken

@@ -148,17 +148,18 @@ def test_the_nodes_that_did_not_enter_are_pooled_into_one_observation() -> None:
 
 
 def test_a_marginal_with_too_few_nodes_above_noise_enters_as_one_pooled_total() -> None:
-    """Three of twenty nodes pass their threshold (fewer than MIN_LEVELS): none enters on its own and
-    the marginal's total is one row over every grid (totals of several such marginals are combined by
-    inverse variance before the ratio); a marginal with many passing nodes keeps them, and so does one
-    all of whose nodes pass (none was selected)."""
-    from dpopt.hierarchy.node_means import MIN_LEVELS
+    """Three of twenty nodes pass their threshold (fewer than MIN_LEVELS), near it: none enters on its
+    own and the marginal's total is one row over every grid (totals of several such marginals are
+    combined by inverse variance before the ratio); a marginal with many passing nodes keeps them, and
+    so does one all of whose nodes pass (none was selected)."""
+    from dpopt.hierarchy.node_means import MIN_LEVELS, count_threshold
 
     G = 40
     fine = np.arange(G)
     few = np.arange(G) % 20
     many = np.arange(G) % 8
-    c_few = np.where(np.arange(20) < 3, 5000.0, 10.0)
+    near = (count_threshold(20) + 2.0) * 100.0  # passes, but by less than CLEAR_SDS above the threshold
+    c_few = np.where(np.arange(20) < 3, near, 10.0)
     c_many = np.full(8, 4000.0)
     counts = [np.full(G, np.nan), c_few, c_many, np.array([9000.0, 8000.0])]
     cvars = [np.full(G, np.nan), np.full(20, 100.0**2), np.full(8, 100.0**2), np.full(2, 50.0**2)]
@@ -176,6 +177,35 @@ def test_a_marginal_with_too_few_nodes_above_noise_enters_as_one_pooled_total() 
     assert s2[-1] == pytest.approx((20 * 500.0**2 + d * d * 20 * 100.0**2) / (n_c - np.sqrt(20 * 100.0**2)) ** 2)
     np.testing.assert_allclose(A.toarray()[-1].sum(), 1.0)
     assert np.all(A.toarray()[-1] > 0)
+
+
+def test_a_few_nodes_far_above_their_threshold_enter_each_as_its_own_row() -> None:
+    """The map of a list straddling two coarse cells: one node at a count-to-noise ratio of 180, one
+    nearly empty. One passing node of two is fewer than MIN_LEVELS, but no noise draw selected it
+    (clear_nodes: CLEAR_SDS above the threshold): it enters as its own row — an observation of its
+    grids' weighted mean, no factor — and the empty node is left to its own one-node test (it fails),
+    so its noise no longer enters the map-wide mean. Nodes just below the clear margin are pooled."""
+    from dpopt.hierarchy.node_means import CLEAR_SDS, clear_nodes, count_threshold
+
+    G = 40
+    code = (np.arange(G) >= 39).astype(np.int64)  # 39 grids in node 0, one in node 1
+    w_fine = np.full(G, np.nan)
+    counts = [w_fine, np.array([9000.0, 30.0])]
+    cvars = [w_fine, np.full(2, 50.0**2)]
+    totals = [w_fine, np.array([-90000.0, 900.0])]
+    tvars = [w_fine, np.full(2, 300.0**2)]
+    factors, A, y, s2, kept = crossed_inputs([np.arange(G), code], ["g", "map"], counts, cvars, totals, tvars,
+                                             centre=50.0, half_range=50.0)
+    assert kept[1].size == 0 and "map" not in factors
+    assert A.shape[0] == 1  # node 0 alone; node 1 (30 records, sd 50) fails its one-node test
+    assert y[0] == pytest.approx(50.0 - 10.0)
+    assert s2[0] == pytest.approx((300.0**2 + 10.0**2 * 50.0**2) / (9000.0 - 50.0) ** 2)
+    row = A.toarray()[0]
+    assert np.all(row[:39] > 0) and row[39] == 0 and row.sum() == pytest.approx(1.0)
+    # the margin: at exactly threshold + CLEAR_SDS sds a node is clear, a hair below it is not
+    edge = (count_threshold(2) + CLEAR_SDS) * 50.0
+    assert clear_nodes(np.array([edge, 0.0]), np.full(2, 2500.0), np.array([0])).tolist() == [0]
+    assert clear_nodes(np.array([edge * (1 - 1e-9), 0.0]), np.full(2, 2500.0), np.array([0])).size == 0
 
 
 def test_between_upper_carries_the_noise_of_the_total_count() -> None:
@@ -234,3 +264,21 @@ def test_values_variance_is_an_upper_end_that_carries_every_statistics_noise() -
     assert np.mean(np.array(upper) >= exact) >= 0.95
     assert np.mean(np.array(point) >= exact) < 0.95
     assert values_variance(np.nan, t, z, clamp=B) == B * B / 4  # nothing usable: Popoviciu
+
+
+def test_the_clear_margin_bounds_the_selection_bias_it_states() -> None:
+    """CLEAR_SDS's statement, by simulation (seeded Laplace draws of sd 1): a node whose true count is
+    BETWEEN_SDS sds above its threshold passes in ≈ 97 % of draws and, given that it passed, its count
+    is overstated by ≈ 0.08 sd (the closed form ½e^{−2√2}(2 + 1/√2)/(1 − ½e^{−2√2})); at the threshold
+    itself the overstatement is ≈ 0.71 sd (the winner's curse MIN_LEVELS pools)."""
+    from dpopt.hierarchy.node_means import BETWEEN_SDS, CLEAR_SDS
+
+    assert CLEAR_SDS == 2 * BETWEEN_SDS
+    rng = np.random.default_rng(20261204)
+    d = rng.laplace(scale=1 / np.sqrt(2), size=2_000_000)
+    for margin, want in ((BETWEEN_SDS, 0.5 * np.exp(-2 * np.sqrt(2)) * (2 + 1 / np.sqrt(2))
+                          / (1 - 0.5 * np.exp(-2 * np.sqrt(2)))), (0.0, 1 / np.sqrt(2))):
+        passed = d >= -margin
+        assert d[passed].mean() == pytest.approx(want, abs=0.005)
+    assert np.mean(d >= -BETWEEN_SDS) == pytest.approx(1 - 0.5 * np.exp(-2 * np.sqrt(2)), abs=0.001)
+    assert want == pytest.approx(0.707, abs=0.001) and 0.07 < 0.5 * np.exp(-2 * np.sqrt(2)) * 2.71 / 0.97 < 0.09

@@ -162,6 +162,14 @@ def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float, *, reflect: 
     percentile in steps of U/16 (1 … 16) — with ``reflect``, the 99th percentile of U − x, i.e. U
     less its own 1st percentile (the lower clamp's vote, :func:`choose_low_clamp`). A function of the
     user's own records only."""
+    n_user, (own_q,) = _user_votes(agg, eligible, U, (reflect,))
+    return n_user, own_q
+
+
+def _user_votes(agg: Aggregate, eligible: np.ndarray, U: float, reflects: tuple[bool, ...]
+                ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """:func:`user_statistics` for several votes in one pass over the records: n_ℓ and one own
+    percentile step per entry of ``reflects`` (the upper vote for False, the lower for True)."""
     ok = np.asarray(eligible, dtype=bool)
     n_user = np.bincount(agg.pair_user, weights=np.where(ok, agg.count, 0), minlength=agg.n_users)
     present = np.flatnonzero(n_user > 0)
@@ -170,11 +178,14 @@ def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float, *, reflect: 
     keep = ok[owner]
     user = agg.pair_user[owner][keep]
     x = np.clip(s.values[keep], 0.0, U)
-    step = np.clip(np.ceil((U - x if reflect else x) / (U / CLAMP_STEPS)).astype(np.int64), 1, CLAMP_STEPS) - 1
-    counts = np.bincount(user * CLAMP_STEPS + step, minlength=agg.n_users * CLAMP_STEPS).reshape(agg.n_users, CLAMP_STEPS)
-    cum = np.cumsum(counts, axis=1)
-    own_q = np.argmax(cum >= CLAMP_VALUE_QUANTILE * np.maximum(cum[:, -1:], 1), axis=1) + 1
-    return n_user[present].astype(np.int64), own_q[present]
+    votes = []
+    for reflect in reflects:
+        step = np.clip(np.ceil((U - x if reflect else x) / (U / CLAMP_STEPS)).astype(np.int64), 1, CLAMP_STEPS) - 1
+        counts = np.bincount(user * CLAMP_STEPS + step,
+                             minlength=agg.n_users * CLAMP_STEPS).reshape(agg.n_users, CLAMP_STEPS)
+        cum = np.cumsum(counts, axis=1)
+        votes.append((np.argmax(cum >= CLAMP_VALUE_QUANTILE * np.maximum(cum[:, -1:], 1), axis=1) + 1)[present])
+    return n_user[present].astype(np.int64), votes
 
 
 def measure_record_histogram(n_user: np.ndarray, epsilon: float, source: IntegerSource) -> np.ndarray:
@@ -465,7 +476,7 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     if agg.samples is None:
         raise DpoptInputError("the place release reads each user's records: build the contributions with samples "
                               "(dpopt.privacy.contributions(..., first_records=c) or keep_samples=True)")
-    n_user, own_q = user_statistics(agg, eligible, U)
+    n_user, (own_q, *own_low) = _user_votes(agg, eligible, U, (False, True) if two_sided else (False,))
     eps_cap = eps * (TWO_SIDED_CAP_SHARE if two_sided else CAP_SHARE)
     noisy = measure_record_histogram(n_user, eps_cap, source)
     counts = record_counts(noisy, eps_cap)
@@ -478,7 +489,7 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     low, low_votes = 0.0, None
     if two_sided:
         eps_low = eps - eps_cap - eps_clamp
-        low_votes = measure_clamp_histogram(user_statistics(agg, eligible, U, reflect=True)[1], eps_low, source)
+        low_votes = measure_clamp_histogram(own_low[0], eps_low, source)
         low = choose_low_clamp(low_votes, eps_low, U, clamp)
     return PlaceBounds(cap=cap, clamp=clamp, epsilon=eps, histogram=noisy,
                        cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes,

@@ -48,6 +48,28 @@ def test_a_users_lower_vote_is_its_own_first_percentile_reflected(seed):
         assert own[0] == joint[ui] == int(np.quantile(steps, 0.99, method="inverted_cdf"))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_the_two_sided_bounds_read_both_votes_in_one_pass_as_two_would(seed):
+    """choose_place_bounds(two_sided=True) reads the upper and lower votes in one pass
+    (place_bounds._user_votes); each equals user_statistics' own pass, and the three histograms
+    equal the ones drawn from the separate passes with the same draws."""
+    from dpopt.privacy.user.place_bounds import _user_votes, measure_clamp_histogram
+    rng = np.random.default_rng(seed)
+    agg = make_agg(_records(rng, 9, low=20.0, high=110.0))
+    ok = np.ones(agg.n_pairs, bool)
+    n, (up, low) = _user_votes(agg, ok, 120.0, (False, True))
+    n1, up1 = user_statistics(agg, ok, 120.0)
+    _, low1 = user_statistics(agg, ok, 120.0, reflect=True)
+    assert np.array_equal(n, n1) and np.array_equal(up, up1) and np.array_equal(low, low1)
+    pb = choose_place_bounds(agg, ok, 1.0, bound=120.0, source=SeededSource(seed), two_sided=True)
+    src = SeededSource(seed)
+    from dpopt.privacy.user.place_bounds import measure_record_histogram
+    eps_cap = TWO_SIDED_CAP_SHARE
+    assert np.array_equal(pb.histogram, measure_record_histogram(n1, eps_cap, src))
+    assert np.array_equal(pb.clamp_histogram, measure_clamp_histogram(up1, 0.25, src))
+    assert np.array_equal(pb.low_histogram, measure_clamp_histogram(low1, 0.25, src))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_the_lower_vote_histogram_moves_by_at_most_one_per_user(seed):
     """Removing any user, or adding one, moves the exact lower-vote histogram by exactly 1 in ℓ1."""
