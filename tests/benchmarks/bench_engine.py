@@ -4,7 +4,9 @@ Score (the engine's goals, models/engine.md §6): each listed finest grid with �
 by the release row answers.csv names for it, against that grid's own truth (exact mean of its
 clamped records); median over grids, then over seeds; public list (the occupied grids); pure ε.
 Intervals: coverage of the grids' own truths by [mean ± mean_error_bound] and the median
-half-width over the median |error|.
+half-width over the median |error|; since the interval is published for every listed grid, also its
+coverage over every occupied grid and over the grids of one user (``coverage_every``,
+``coverage_one_user``).
 
 Floors (noise-free, exact means of all records, scored on the same grids): the map-wide constant;
 each grid's cell over the period; its slot over all cells; the additive model cell + slot (weighted
