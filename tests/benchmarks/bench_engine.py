@@ -6,7 +6,8 @@ clamped records); median over grids, then over seeds; public list (the occupied 
 Intervals: coverage of the grids' own truths by [mean ± mean_error_bound] and the median
 half-width over the median |error|; since the interval is published for every listed grid, also its
 coverage over every occupied grid and over the grids of one user (``coverage_every``,
-``coverage_one_user``).
+``coverage_one_user``), and the published coarser nodes' coverage of their own truths (the exact mean
+of all records in the node; ``coverage_coarse_nodes``, median over seeds).
 
 Floors (noise-free, exact means of all records, scored on the same grids): the map-wide constant;
 each grid's cell over the period; its slot over all cells; the additive model cell + slot (weighted
@@ -51,7 +52,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 from bench_userdp import DATASETS, load  # noqa: E402
-from scoring import finest_grids  # noqa: E402
+from scoring import finest_grids, score_table  # noqa: E402
 
 DAY_NS = 24 * 3600 * 10**9
 
@@ -151,12 +152,20 @@ def score(r, agg, fin) -> dict[str, float]:
     sc = fin.scored
     err = np.abs(mean[sc] - fin.truth[sc])
     every = np.abs(mean - fin.truth) <= hw  # every listed (occupied) grid: the interval is published for each
+    t = r.estimates.table
+    finest_node = ((t["h3_resolution"].to_numpy() == fin.resolution) & (t["slot_ns"].to_numpy() == fin.slot_ns)
+                   & (t["cycle_ns"].to_numpy() == 0))
+    coarse = t[t["released"].to_numpy(dtype=bool) & ~finest_node]  # the published nodes coarser than a grid
+    # each node's own span (the Estimates table's slot_ns; node_keys reads slot_end where given)
+    coarse = coarse.assign(slot_end=coarse["slot"].to_numpy(np.int64) + coarse["slot_ns"].to_numpy(np.int64))
+    nodes_cov = score_table(coarse, fin).coverage if len(coarse) else math.nan
     thin = fin.users == 1
     return {"median": float(np.median(err)), "coverage": float(np.mean(err <= hw[sc])),
             "median_halfwidth": float(np.median(hw[sc])), "width_ratio": float(np.median(hw[sc]) / np.median(err)),
             "mean_signed": float(np.mean(mean[sc] - fin.truth[sc])),
             "coverage_every": float(np.mean(every)),
-            "coverage_one_user": float(np.mean(every[thin])) if thin.any() else math.nan}
+            "coverage_one_user": float(np.mean(every[thin])) if thin.any() else math.nan,
+            "coverage_coarse_nodes": float(nodes_cov), "coarse_nodes": int(len(coarse))}
 
 
 #: a data set where the time, not the place, sets the value: the embedded day's records (users,
@@ -342,10 +351,14 @@ def run(args) -> dict:
                     extra = {"marginals": list(eng.names), "main": [float(x) for x in eng.main],
                              "plan": eng.strategy, "components": r.estimates.info.components}
             row = {"strategy": strategy, "eps": eps, "reps": args.reps, "wall": float(np.mean(walls)),
-                   **{k: float(np.median([s[k] for s in scores])) for k in scores[0]},
+                   # a release that publishes no coarser node has no coverage there (NaN): median over the rest
+                   **{k: float(np.nanmedian([s[k] for s in scores])) if np.isfinite([s[k] for s in scores]).any()
+                      else math.nan for k in scores[0]},
                    "min_coverage": float(min(s["coverage"] for s in scores)),
                    # each seed's (median error, coverage), seeds 1000 + i: for paired comparisons of two versions
-                   "per_seed": [[round(s["median"], 6), round(s["coverage"], 6)] for s in scores], **extra}
+                   "per_seed": [[round(s["median"], 6), round(s["coverage"], 6)] for s in scores],
+                   "coarse_per_seed": [[s["coarse_nodes"], round(s["coverage_coarse_nodes"], 6)] for s in scores],
+                   **extra}
             out["rows"].append(row)
             print({k: v for k, v in row.items() if k not in ("components",)}, flush=True)
     if args.peers:
@@ -367,26 +380,27 @@ def write_markdown() -> None:
              "Score: median |error| over grids with ≥ 10 users, answered by the row answers.csv names, against the "
              "grid's own truth; coverage of the grids' own truths at a stated 0.95; width ratio = median half-width "
              "/ median |error|. Each cell: median over the seeds. The interval is published for every listed grid, "
-             "so its coverage is also shown over every occupied grid and over the grids of one user (— where not "
-             "measured for that row).", ""]
+             "so its coverage is also shown over every occupied grid and over the grids of one user, and that of the "
+             "published coarser nodes against their own truths (— where not measured for that row).", ""]
     for p in sorted(q for q in (HERE / "results").glob("engine_*.json") if not q.stem.startswith("engine_nolist")):
         d = json.loads(p.read_text())
         lines += [f"## {d['data']} ({d['grids']} grids, {d['scored']} scored, {d['users']} users)", "",
                   "Noise-free floors: " + "; ".join(f"{k} {v:.3f}" for k, v in d["floors"].items()), "",
                   "| strategy | ε | seeds | median error | coverage (lowest seed) | median half-width | width ratio "
-                  "| mean signed error | coverage, every grid | coverage, one-user grids | wall (s) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| mean signed error | coverage, every grid | coverage, one-user grids | coverage, coarser nodes "
+                  "| wall (s) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         rows = sorted(d["rows"], key=lambda r: (r["strategy"].startswith("PipelineDP"), r["strategy"], r["eps"]))
         for r in rows:
             if math.isnan(r["coverage"]):  # a peer: no interval published
                 lines.append(f"| {r['strategy']} | {r['eps']:g} | {r.get('reps', '')} | {r['median']:.3f} | — | — | — | — "
-                             f"| — | — | {r['wall']:.1f} |")
+                             f"| — | — | — | {r['wall']:.1f} |")
                 continue
             low = f" ({r['min_coverage']:.3f})" if "min_coverage" in r else ""
             lines.append(f"| {r['strategy']} | {r['eps']:g} | {r.get('reps', '')} | {r['median']:.3f} | "
                          f"{r['coverage']:.3f}{low} | {r['median_halfwidth']:.3f} | {r['width_ratio']:.2f} | "
                          f"{r['mean_signed']:+.3f} | {_cell(r, 'coverage_every')} | {_cell(r, 'coverage_one_user')} "
-                         f"| {r['wall']:.1f} |")
+                         f"| {_cell(r, 'coverage_coarse_nodes')} | {r['wall']:.1f} |")
         eng = [r for r in rows if "marginals" in r]
         for r in eng:
             who = "" if r["strategy"] == "optimised" else f" ({r['strategy']})"
