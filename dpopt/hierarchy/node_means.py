@@ -113,7 +113,7 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     n_nodes = int(np.size(count))
     var_n = np.broadcast_to(np.asarray(count_var, dtype=float), (n_nodes,))
     var_y = np.broadcast_to(np.asarray(total_var, dtype=float), (n_nodes,))
-    thr = count_threshold(n_nodes) * np.sqrt(var_n)
+    thr = _count_thresholds(count, count_var)
     kept = np.flatnonzero(np.isfinite(count) & np.isfinite(total) & (count >= np.maximum(thr, 1.0))
                           & (count - thr <= most) & (thr <= most))
     y, s2 = _ratio(count[kept], var_n[kept], total[kept], var_y[kept], centre=centre, half_range=half_range)
@@ -151,7 +151,14 @@ def clear_nodes(count: np.ndarray, count_var: np.ndarray, passed: np.ndarray) ->
     n = np.asarray(count, dtype=float)
     sd = np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), n.shape))
     passed = np.asarray(passed, dtype=np.int64)
-    return passed[n[passed] >= (count_threshold(n.size) + CLEAR_SDS) * sd[passed]]
+    return passed[n[passed] >= _count_thresholds(n, count_var)[passed] + CLEAR_SDS * sd[passed]]
+
+
+def _count_thresholds(count: np.ndarray, count_var: np.ndarray) -> np.ndarray:
+    """Each node's count threshold in records: :func:`count_threshold` of the marginal's node number
+    times the node's count noise sd (the rule of :func:`node_observations`)."""
+    n_nodes = int(np.size(count))
+    return count_threshold(n_nodes) * np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), (n_nodes,)))
 
 
 def pooled_sums(count: np.ndarray, count_var: np.ndarray, total: np.ndarray, total_var: np.ndarray,
