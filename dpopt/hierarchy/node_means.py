@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 
 __all__ = ["combine", "combined_total", "grid_weights", "listed_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
-           "values_variance", "between_estimate", "between_upper", "identified"]
+           "values_variance", "between_estimate", "between_upper", "identified", "clear_nodes", "CLEAR_SDS"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone:
 #: one release in twenty has one such node in a given marginal (the conventional 5 % error rate). A
