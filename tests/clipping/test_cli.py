@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 
 import numpy as np
 import pytest
@@ -72,10 +71,8 @@ def test_bad_arguments_exit_2(counts_file, capsys, extra, message) -> None:
     assert len(err.strip().splitlines()) == 1  # one line, no usage dump
 
 
-def test_demo_is_short() -> None:
+def test_demo_prints_the_worked_example() -> None:
     buf = io.StringIO()
-    t0 = time.perf_counter()
     demo(buf)
-    assert time.perf_counter() - t0 < 3.0
     text = buf.getvalue()
     assert "10.4464" in text and "ok = True" in text
