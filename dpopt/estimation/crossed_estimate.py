@@ -572,13 +572,21 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
 
 
 def _nothing(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], confidence: float) -> Estimates:
-    """No node's count passed its threshold: every node is answered by the centre of the declared
-    range with the whole range as its interval (a release that says it publishes nothing useful)."""
+    """No node's count passed its threshold: every node is answered by the centre of the clamp's
+    range (A + B)/2 — A and B are DP outputs, and every published mean lies in [A, B] — with an
+    interval holding the whole declared range [0, U] (a release that says it publishes nothing
+    useful: the interval covers every truth, the clamp's bias included). The centre of [0, U]
+    instead answered sensors reading 15–60 of [0, 200] with 100 ± 100 where the DP clamp was
+    [0, 50] (an error of 77 against 2; models/engine.md §4)."""
     U = float(m.bound if m.info.declared_bound is None else m.info.declared_bound)
     n = m.n_nodes
     released = np.zeros(n, dtype=bool)
     released[: int(np.bincount(info.codes[0]).size)] = True
-    table = _table(m, released, np.full(n, U / 2.0), np.full(n, U / 2.0), np.full(n, np.nan), np.full(n, np.inf), U)
+    centre = float(info.clamp) / 2.0  # in the measurements' units (values shifted by −A): (A + B)/2 published
+    low = float(getattr(info, "low", 0.0))
+    reach = max(centre + low, U - centre - low)  # to the farther end of [0, U]
+    table = _table(m, released, np.full(n, centre), np.full(n, reach), np.full(n, np.nan), np.full(n, np.inf),
+                   float(info.clamp), low=low)
     table["count_estimate"] = np.concatenate([p[0] for p in parts])
     table["level"] = m.nodes["marginal"].to_numpy()
     answers = pd.DataFrame({"cell": m.finest["cell"].to_numpy(), "slot": m.finest["slot"].to_numpy(),

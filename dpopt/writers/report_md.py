@@ -135,6 +135,17 @@ def _clamped(s: Any) -> str:
     return f"[0, B = {s.clamp:g}]" if s.lower == 0 else f"[L, L + B] = [{s.lower:g}, {s.clamp:g}]"
 
 
+def _remeasured_text(s: Any) -> str:
+    """Where one of the engine's first clamp histograms showed nothing and was measured again (models/engine.md §2)."""
+    for kind, ch in (("high", s.clamp_histogram or {}), ("low", getattr(s, "clamp_low_histogram", None) or {})):
+        first = ch.get("unseen_first")
+        if first:
+            return (f"; the first histogram of {kind} values (ε = {first['epsilon']:.4g}) showed no group of users above "
+                    f"its noise, so it was measured once more at ε = {ch['epsilon']:.4g} (budget line "
+                    "`bounds, clamp re-measured`)")
+    return ""
+
+
 def _bounds_line(s: Any) -> str:
     """The contribution bounds in words: the engine's or the place release's cap T and clamp B, or (k, c)."""
     if s.shape == "optimised marginals" and s.clamp is None:  # the engine without a list selected nothing
@@ -145,8 +156,8 @@ def _bounds_line(s: Any) -> str:
                 f"records), values clamped to **{_clamped(s)}** ({_range_text(s)}); T, A and B chosen under DP (part "
                 "of the total above; T from a noisy histogram of records per user, B and A from noisy histograms of "
                 "users' high and low values, in summary.json `record_histogram`, `clamp_histogram` and "
-                "`clamp_low_histogram`). Means are of the clamped values (slightly off where values beyond the "
-                "clamp are common)")
+                "`clamp_low_histogram`)" + _remeasured_text(s) + ". Means are of the clamped values (slightly off "
+                "where values beyond the clamp are common)")
     if s.shape == "place":
         cap = (f"**T = {s.record_cap}** of its records (spread over its grids in proportion) at each measured level"
                if s.map_record_cap in (None, s.record_cap) else

@@ -169,11 +169,26 @@ def _bounds_recompute_from_summary(s: dict, U: float) -> None:
     assert T == s["record_cap"] and len(rh["noise_factor"]) == len(rh["candidates"])
     assert ch["clamps"] == [U * j / 16 for j in range(16 - len(ch["noisy_users"]) + 1, 17)]
     eps_clamp = (eps_b - rh["epsilon"]) / (1.0 if lh is None else 2.0)
-    B = choose_clamp(np.array(ch["noisy_users"], float), eps_clamp, U, quantile=clamp_quantile(counts))
+    eps_upper = eps_clamp
+    if ch.get("unseen_first") is not None:  # the engine's clamp re-measured: the first showed nothing
+        first = ch["unseen_first"]
+        assert first["epsilon"] == pytest.approx(eps_clamp, rel=1e-12)
+        assert choose_clamp(np.array(first["noisy_users"], float), first["epsilon"], U) == U
+        eps_upper = float(Fraction(s["budget"]["bounds, clamp re-measured"]))
+    if "epsilon" in ch:  # the ε the rule read (the budget's piece is it rounded down to the sampler's grid)
+        assert ch["epsilon"] == pytest.approx(eps_upper, rel=1e-6)
+        eps_upper = ch["epsilon"]
+    B = choose_clamp(np.array(ch["noisy_users"], float), eps_upper, U, quantile=clamp_quantile(counts))
     assert B == s["clamp"]
     if lh is not None:  # the engine's lower clamp: the mirrored rule on its own histogram (ε_b/4)
         assert lh["clamps"] == [U - U * j / 16 for j in range(16 - len(lh["noisy_users"]) + 1, 17)]
-        low = choose_low_clamp(np.array(lh["noisy_users"], float), eps_clamp, U, B)
+        eps_low = lh.get("epsilon", eps_clamp)
+        if lh.get("unseen_first") is not None:  # A measured again: the first showed nothing
+            assert lh["unseen_first"]["epsilon"] == pytest.approx(eps_clamp, rel=1e-12)
+            assert eps_low == pytest.approx(float(Fraction(s["budget"]["bounds, clamp re-measured"])), rel=1e-6)
+        else:
+            assert eps_low == pytest.approx(eps_clamp, rel=1e-12)
+        low = choose_low_clamp(np.array(lh["noisy_users"], float), eps_low, U, B)
         assert low == s["clamp_low"] and 0.0 <= low < B
 
 

@@ -7,7 +7,10 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 
 1. **Bounds** (ε_b = :data:`BOUNDS_FRACTION` of the total): the per-user record cap T and the
    value clamp [A, B] ⊆ [0, U] from three DP histograms over users
-   (:func:`dpopt.privacy.user.place_bounds.choose_place_bounds`, ``two_sided``).
+   (:func:`dpopt.privacy.user.place_bounds.choose_place_bounds`, ``two_sided``). Where a clamp's
+   histogram shows nothing (B would be U, or A 0), it is measured once more from the rest, at most
+   :data:`CLAMP_REMEASURE_LIMIT`·ε_b and no more than the users' count says a histogram needs
+   (:func:`_choose_bounds`); the decision reads DP outputs only and the total is unchanged.
 2. **One bounded data set.** Each user keeps at most T of its records in listed grids, a
    systematic sample over its own records (:func:`dpopt.privacy.user.record_cap.capped_records`); values
    clamped to [A, B] and read as x − A on the lattice of
@@ -76,7 +79,8 @@ from ...records.aggregate import Aggregate
 from ...records.grid import slot_text
 from .bounding import lattice_values
 from .levels import level_node_sums, used_budget
-from .place_bounds import cap_candidates, choose_place_bounds, clamp_histogram_fields, record_histogram_fields, unkept_share
+from .place_bounds import (PlaceBounds, cap_candidates, choose_place_bounds, clamp_fields, clamp_remeasure_epsilon,
+                           clamp_remeasure_side, record_histogram_fields, remeasure_clamp, unkept_share)
 from .place_time_vote import PlaceShare, cycle_votes, main_effect_split, measure_place_share, measure_votes
 from .private_list import PrivateList, private_list
 from .record_cap import capped_records
@@ -91,6 +95,20 @@ __all__ = ["EngineInfo", "measure_engine", "between_sumsq", "between_sensitivity
 
 #: share of the total budget for the record cap T and the clamp [A, B] (three DP histograms over users)
 BOUNDS_FRACTION = ENGINE_BOUNDS_FRACTION
+#: the most a second clamp histogram may cost where the first showed nothing, as a multiple of the
+#: share f/(1 − f) of the rest (f the bounds' share of the total): over a public list ε₂ ≤ ε_b, the
+#: bounds' own share once more (a release spends at most 2·ε_b = 0.3·ε choosing T, B and A). Not
+#: without a list: there the rest also pays the selection, the means' budget is near what lifts a
+#: selected cell above its noise, and the same 18 % of it turned two of the four sensors releases
+#: that answered anything at ε = 1 into releases that answer nothing (models/engine.md §2). Where no bin
+#: clears the threshold B = U, and every measurement's noise carries the declared range U − A
+#: instead of B − A — up to twice the noise sd where B ≈ U/2; where even the second histogram shows
+#: nothing the means lose f/(1 − f) = 18 % of their budget (sd +21 % at f = 0.15). A statement about
+#: the worst-case cost, not tuned on data: below it the pigeonhole rule of
+#: :func:`.place_bounds.clamp_remeasure_epsilon` spends only what the users' count says is needed
+CLAMP_REMEASURE_LIMIT = 1.0
+#: the spend piece of the re-measured clamp histogram (a pure ε step, summary.json ``budget``)
+CLAMP_REMEASURE_PIECE = "bounds, clamp re-measured"
 #: share of the rest spent evenly on every candidate marginal to learn the strategy (reused in the fit)
 PILOT_SHARE = 0.1
 #: share of the rest spent on one scalar, the between-grid sum of squares of the listed grids
@@ -452,8 +470,8 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     candidates = cap_candidates(U, noise.granularity_bits)
     if chosen is not None:
         candidates = candidates[candidates >= NO_LIST_MIN_CAP]
-    _, _, eligible = _partition_list(agg, options)
-    pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates, two_sided=True)
+    pb, rest, clamp_spent = _choose_bounds(agg, options, eps_b, rest, unit, U=U, source=source, candidates=candidates,
+                                           again=chosen is None)
     b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits, windows=chosen is not None,
                  low=pb.clamp_low)
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
@@ -473,7 +491,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     main = _measure(b, mech, np.where(more > TINY_STEP * total, more, 0.0), tag="main", prev=round1)
     spend = spend_with_bounds({**(chosen.pieces if chosen else {}), **pilot.spent, **between_spent, **vote_spent,
                                **round1.spent,
-                               **main.spent}, unit, eps_b, mech.real_release, deltas)
+                               **main.spent}, unit, eps_b, mech.real_release, deltas, pure=clamp_spent)
     _check_account(spend, budget, unit)
     return _assemble(agg, b, pilot, main, spend, EngineInfo(
         names=tuple(b.names),
@@ -486,6 +504,28 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
         place_vote=vote.value if vote else math.nan, place_vote_sd=vote.sd if vote else math.nan,
         cycle_vote=cycle.value if cycle else math.nan, cycle_vote_sd=cycle.sd if cycle else math.nan),
         mech=mech, noise=noise, U=U, bounds=pb, chosen=chosen, deltas=deltas)
+
+
+def _choose_bounds(agg: Aggregate, options: UserOptions, eps_b: float, rest: float, unit: str, *, U: float,
+                   source: Any, candidates: np.ndarray, again: bool = True) -> tuple[PlaceBounds, float, dict[str, float]]:
+    """(T, B, A) from the three histograms at ε_b (:func:`.place_bounds.choose_place_bounds`); where a
+    clamp's showed nothing and ``again`` (over a public list), that clamp again from a second
+    histogram (:func:`.place_bounds.clamp_remeasure_side` — B, or A where the values visibly reach
+    the top of the range and not its bottom — and :func:`.place_bounds.clamp_remeasure_epsilon`) taken from ``rest`` (ε₂ of ε, or ε₂²/2 of ρ: a
+    pure ε-DP step costs ε²/2 in zCDP), at a cost of at most ``CLAMP_REMEASURE_LIMIT``·f/(1 − f) of
+    ``rest``, f the bounds' share of the total (ε₂ ≤ ε_b). Returns the bounds, what is left of
+    ``rest`` and the re-measure's pure ε piece (empty where none)."""
+    _, _, eligible = _partition_list(agg, options)
+    pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates, two_sided=True)
+    frac = float(options.engine_bounds_share)
+    most = CLAMP_REMEASURE_LIMIT * frac / (1.0 - frac) * rest if (again and frac < 1.0) else 0.0
+    side = clamp_remeasure_side(pb, U)
+    eps2 = 0.0 if side is None else clamp_remeasure_epsilon(pb, most if unit == "epsilon" else pure_epsilon(most), side)
+    if eps2 <= 0:
+        return pb, rest, {}
+    pb = remeasure_clamp(agg, eligible, pb, eps2, bound=U, source=source, side=side)
+    cost = eps2 if unit == "epsilon" else float(Fraction(eps2) ** 2 / 2)
+    return pb, rest - cost, {CLAMP_REMEASURE_PIECE: eps2}
 
 
 def _votes(agg: Aggregate, b: _Bounded, mech: Any, rest: float, *, listed: bool
@@ -616,9 +656,8 @@ def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: B
                     public=PUBLIC_FACTS if chosen is None else NO_LIST_FACTS,
                     levels=[list(lv) for lv in info.levels], sumsq_measured=False,
                     sumsq_centre=b.clamp * b.clamp / 8.0, record_histogram=record_histogram_fields(bounds),
-                    clamp_histogram=clamp_histogram_fields(bounds.clamp_histogram, U),
-                    clamp_low_histogram=None if bounds.low_histogram is None else
-                    clamp_histogram_fields(bounds.low_histogram, U, low=True))
+                    clamp_histogram=clamp_fields(bounds, U),
+                    clamp_low_histogram=None if bounds.low_histogram is None else clamp_fields(bounds, U, low=True))
     return Measurements(privacy_model="user", bound=b.clamp, nodes=nodes, statistics=stats, spend=spend,
                         centre=b.clamp / 2.0, finest=finest, info=meta)
 

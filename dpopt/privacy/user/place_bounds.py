@@ -70,7 +70,7 @@ Everything after them is post-processing (no further budget).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import binom
@@ -83,7 +83,7 @@ from .bounds import bin_representatives
 from ...noise.mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
-__all__ = ["PlaceBounds", "choose_place_bounds", "choose_cap", "choose_clamp", "choose_low_clamp", "TWO_SIDED_CAP_SHARE", "clamp_quantile", "cap_candidates", "cap_noise_factor",
+__all__ = ["PlaceBounds", "choose_place_bounds", "clamp_shown", "clamp_remeasure_side", "clamp_remeasure_epsilon", "remeasure_clamp", "clamp_fields", "choose_cap", "choose_clamp", "choose_low_clamp", "TWO_SIDED_CAP_SHARE", "clamp_quantile", "cap_candidates", "cap_noise_factor",
            "reweighting_distance", "unkept_share", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
            "clamp_votes", "record_counts", "clamp_histogram_fields", "record_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
@@ -154,6 +154,16 @@ class PlaceBounds:
     record_counts: np.ndarray | None = None
     clamp_low: float = 0.0
     low_histogram: np.ndarray | None = None
+    #: ε of ``clamp_histogram`` (the histogram B was read from) and of ``low_histogram``
+    clamp_epsilon: float = math.nan
+    low_epsilon: float = math.nan
+    #: where the first upper (lower) clamp histogram showed nothing and was measured again
+    #: (:func:`remeasure_clamp`): that first histogram (a DP output, published beside the second) and
+    #: its ε; else None and nan
+    unseen_clamp_histogram: np.ndarray | None = None
+    unseen_clamp_epsilon: float = math.nan
+    unseen_low_histogram: np.ndarray | None = None
+    unseen_low_epsilon: float = math.nan
 
 
 def user_statistics(agg: Aggregate, eligible: np.ndarray, U: float, *, reflect: bool = False
@@ -446,6 +456,92 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     return U * max(step, min(top, CLAMP_FALLBACK_STEP)) / CLAMP_STEPS
 
 
+def clamp_shown(votes: np.ndarray, epsilon: float) -> bool:
+    """Whether a clamp histogram at ``epsilon`` shows anything: a bin whose noisy count clears the
+    threshold of :func:`choose_clamp` (where none does, B = U). Post-processing."""
+    return bool(threshold_bins(np.asarray(votes, dtype=float), epsilon, CLAMP_PHANTOM_RATE).sum() > 0)
+
+
+def clamp_remeasure_side(pb: PlaceBounds, bound: float) -> str | None:
+    """Which clamp's histogram to measure again (post-processing of DP outputs), ``bound`` U: ``"lower"``
+    where A's histogram showed nothing and B = U is evidently right — B's histogram showed B = U, or showed
+    nothing while its top bin (users whose 99th percentile lies in the top step) outnumbers the lower
+    histogram's top bin (users whose 1st percentile lies in the bottom step, for whom A = 0 is right)
+    by more than two sds of the two noisy counts' difference, 4/ε₁ (each discrete Laplace of scale
+    1/ε₁ has variance ≈ 2/ε₁²): values at the top of their declared range, where only A can narrow
+    it; else ``"upper"`` where B's histogram showed nothing; else None. Buses stop (146 of 146 users
+    in the lower top bin on the embedded day), so B is measured. A is not measured again where B < U
+    was seen: the users were seen, their low ends are spread over bins none of which clears, and an A
+    from a second look sits above the groups still hidden (aircraft B at ε = 1, seed 1003: 72 → 96)."""
+    upper = pb.clamp_histogram is not None and not clamp_shown(pb.clamp_histogram, pb.clamp_epsilon)
+    lower = pb.low_histogram is not None and not clamp_shown(pb.low_histogram, pb.low_epsilon)
+    if lower and upper:
+        margin = 4.0 / max(float(pb.clamp_epsilon), float(pb.low_epsilon))
+        if float(pb.clamp_histogram[-1]) - float(pb.low_histogram[-1]) > margin:
+            return "lower"
+    elif lower and pb.clamp >= check_bound(bound):  # B's histogram showed the values reach U
+        return "lower"
+    return "upper" if upper else None
+
+
+def clamp_remeasure_epsilon(pb: PlaceBounds, limit: float, side: str = "upper") -> float:
+    """ε of a second histogram of the ``side`` clamp's votes where the first showed nothing
+    (:func:`clamp_shown`), 0 where it showed a bin: min(``limit``, max(ε₁, ε*)), ε₁ the first's,
+    ε* = #bins·ln(#bins/r²)/n̂ with r = ``CLAMP_PHANTOM_RATE`` and n̂ the users the denoised record
+    histogram counts. Some bin holds at least n̂/#bins users (pigeonhole); at ε* such a bin's noisy
+    count clears the threshold ln(#bins/r)/ε* with probability ≥ 1 − r (the discrete Laplace's lower
+    tail P(Z ≤ −j) ≤ e^{−εj}), so ε* is what a histogram needs to show something whatever the votes'
+    shape — more is never spent. ``limit`` caps it (the engine: ε_b,
+    :data:`dpopt.privacy.user.engine.CLAMP_REMEASURE_LIMIT`). Post-processing of DP outputs: whether
+    and how much to spend depends on the first histograms only (models/engine.md §2)."""
+    if side not in ("upper", "lower"):
+        raise DpoptInputError(f"`side` must be 'upper' or 'lower'; got {side!r}")
+    hist, eps1 = (pb.clamp_histogram, pb.clamp_epsilon) if side == "upper" else (pb.low_histogram, pb.low_epsilon)
+    if hist is None or clamp_shown(hist, eps1):
+        return 0.0
+    bins = int(np.size(hist))
+    users = 0.0 if pb.record_counts is None else float(np.maximum(pb.record_counts, 0.0).sum())
+    needed = bins * math.log(bins / CLAMP_PHANTOM_RATE**2) / users if users > 0 else math.inf
+    return float(min(check_nonnegative_float(limit, "limit"), max(needed, eps1)))
+
+
+def remeasure_clamp(agg: Aggregate, eligible: np.ndarray, pb: PlaceBounds, epsilon: float, *,
+                    bound: float, source: IntegerSource, side: str = "upper") -> PlaceBounds:
+    """``pb`` with the ``side`` clamp read from a second histogram of its votes at ``epsilon`` (a new
+    ε-DP measurement, :func:`measure_clamp_histogram`): ``"upper"``, B from it and A re-read from
+    the lower histogram already measured (:func:`choose_low_clamp` takes B as its ceiling);
+    ``"lower"``, A from it under the B already chosen. The first histogram is kept as
+    ``unseen_clamp_histogram`` / ``unseen_low_histogram`` (a DP output, published). The first is
+    not pooled with the second: at ≤ ε/4 it holds ≤ 1/17 of the pair's information (inverse-variance
+    weights ε²), and one histogram keeps the threshold's phantom rate exact."""
+    eps = check_epsilon(epsilon)
+    U = check_bound(bound)
+    if side not in ("upper", "lower") or (side == "lower" and pb.low_histogram is None):
+        raise DpoptInputError(f"`side` must be 'upper' or 'lower' (two-sided bounds); got {side!r}")
+    _, (own,) = _user_votes(agg, eligible, U, (side == "lower",))
+    votes = measure_clamp_histogram(own, eps, source)
+    if side == "lower":
+        return replace(pb, clamp_low=choose_low_clamp(votes, eps, U, pb.clamp), low_histogram=votes, low_epsilon=eps,
+                       unseen_low_histogram=pb.low_histogram, unseen_low_epsilon=pb.low_epsilon)
+    clamp = choose_clamp(votes, eps, U, quantile=clamp_quantile(pb.record_counts))
+    low = pb.clamp_low if pb.low_histogram is None else choose_low_clamp(pb.low_histogram, pb.low_epsilon, U, clamp)
+    return replace(pb, clamp=clamp, clamp_low=low, clamp_histogram=votes, clamp_epsilon=eps,
+                   unseen_clamp_histogram=pb.clamp_histogram, unseen_clamp_epsilon=pb.clamp_epsilon)
+
+
+def clamp_fields(pb: PlaceBounds, bound: float, *, low: bool = False) -> dict:
+    """summary.json ``clamp_histogram`` (``low``: ``clamp_low_histogram``) of the engine:
+    :func:`clamp_histogram_fields` of the histogram B (A) was read from, its ``epsilon``, and
+    ``unseen_first`` — the first histogram's noisy counts and ε where it showed nothing and was
+    measured again (:func:`remeasure_clamp`), else None."""
+    hist, eps, unseen, eps1 = ((pb.low_histogram, pb.low_epsilon, pb.unseen_low_histogram, pb.unseen_low_epsilon)
+                               if low else (pb.clamp_histogram, pb.clamp_epsilon, pb.unseen_clamp_histogram,
+                                            pb.unseen_clamp_epsilon))
+    first = None if unseen is None else {"noisy_users": [int(v) for v in np.asarray(unseen).ravel()],
+                                         "epsilon": float(eps1)}
+    return {**clamp_histogram_fields(hist, bound, low=low), "epsilon": float(eps), "unseen_first": first}
+
+
 def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *, bound: float,
                         source: IntegerSource, candidates: np.ndarray = RECORD_EDGES,
                         two_sided: bool = False) -> PlaceBounds:
@@ -486,11 +582,12 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     votes = measure_clamp_histogram(own_q, eps_clamp, source)
     q = clamp_quantile(counts)
     clamp = choose_clamp(votes, eps_clamp, U, quantile=q)
-    low, low_votes = 0.0, None
+    low, low_votes, eps_low = 0.0, None, 0.0
     if two_sided:
         eps_low = eps - eps_cap - eps_clamp
         low_votes = measure_clamp_histogram(own_low[0], eps_low, source)
         low = choose_low_clamp(low_votes, eps_low, U, clamp)
     return PlaceBounds(cap=cap, clamp=clamp, epsilon=eps, histogram=noisy,
                        cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes,
-                       record_counts=counts, clamp_low=low, low_histogram=low_votes)
+                       record_counts=counts, clamp_low=low, low_histogram=low_votes, clamp_epsilon=eps_clamp,
+                       low_epsilon=eps_low if two_sided else math.nan)

@@ -99,15 +99,19 @@ def coarse_record_floor(hist: Any, max_records: int) -> int:
     return int(cands[np.flatnonzero(ok)[0]] if ok.any() else cands[-1])
 
 
-def spend_with_bounds(pieces: Mapping[str, float], unit: str, eps_b: float, real: bool, delta: tuple[float, float]
-                      ) -> BudgetSpend:
+def spend_with_bounds(pieces: Mapping[str, float], unit: str, eps_b: float, real: bool, delta: tuple[float, float],
+                      pure: Mapping[str, float] | None = None) -> BudgetSpend:
     """The whole release's exact spend: every measurement piece (in ``unit``) plus the bounds
-    choice, a pure ε piece (rounded down to the exact sampler's grid in a real release)."""
-    b = float(epsilon_rational(eps_b)) if (real and eps_b > 0) else eps_b
+    choice, a pure ε piece, and the further pure ε pieces ``pure`` (name → ε; the engine's
+    re-measured clamp), each rounded down to the exact sampler's grid in a real release."""
+    more = {"bounds": eps_b, **(pure or {})}
+    given = dict(pieces)
+    for name, eps in more.items():
+        if eps > 0:
+            given[name] = float(epsilon_rational(eps)) if real else eps
     delta_total, delta_conv = delta
-    given = {**pieces, "bounds": b} if b > 0 else dict(pieces)
     # δ: private selection's (Laplace without a list) and the ρ → ε conversion's; 0 with a public list and Laplace
-    return compose_spend(given, unit=unit, pure=("bounds",), delta=delta_total, delta_conversion=delta_conv)
+    return compose_spend(given, unit=unit, pure=tuple(more), delta=delta_total, delta_conversion=delta_conv)
 
 
 def measure_multires(contributions: Aggregate, budget: Budget, options: UserOptions, *, bound: float | None = None,
