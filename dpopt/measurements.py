@@ -295,9 +295,9 @@ class UserInfo(_ReadOnlyMapping):
         Place and engine: T, the map's own cap, the clamp B ≤ U the values were clamped to, U as
         declared (``Measurements.bound`` is then B).
     record_histogram, clamp_histogram : Mapping
-        Place and engine: the DP histograms T and B were chosen from (the engine's clamp histogram
-        also holds its ``epsilon`` and ``unseen_first``, the first histogram where it showed nothing
-        and B was measured again; models/engine.md §2).
+        Place and engine: the DP histograms T and B were chosen from (the engine's clamp histograms,
+        this and ``clamp_low_histogram``, also hold their ``epsilon`` and ``unseen_first``: the first
+        histogram where it showed nothing and was measured again; models/engine.md §2).
     clamp_low, clamp_low_histogram : float, Mapping
         The engine: the DP lower clamp A < B (values clamped to [A, B]; its ``Measurements`` read
         them shifted by −A: ``bound`` = B − A) and the DP histogram it was chosen from.

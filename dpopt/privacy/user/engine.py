@@ -510,11 +510,11 @@ def _choose_bounds(agg: Aggregate, options: UserOptions, eps_b: float, rest: flo
                    source: Any, candidates: np.ndarray, again: bool = True) -> tuple[PlaceBounds, float, dict[str, float]]:
     """(T, B, A) from the three histograms at ε_b (:func:`.place_bounds.choose_place_bounds`); where a
     clamp's showed nothing and ``again`` (over a public list), that clamp again from a second
-    histogram (:func:`.place_bounds.clamp_remeasure_side` — B, or A where the values visibly reach
-    the top of the range and not its bottom — and :func:`.place_bounds.clamp_remeasure_epsilon`) taken from ``rest`` (ε₂ of ε, or ε₂²/2 of ρ: a
-    pure ε-DP step costs ε²/2 in zCDP), at a cost of at most ``CLAMP_REMEASURE_LIMIT``·f/(1 − f) of
-    ``rest``, f the bounds' share of the total (ε₂ ≤ ε_b). Returns the bounds, what is left of
-    ``rest`` and the re-measure's pure ε piece (empty where none)."""
+    histogram (:func:`.place_bounds.clamp_remeasure_side` — B, or A where the values evidently reach
+    the top of the range — and :func:`.place_bounds.clamp_remeasure_epsilon`) taken from ``rest``
+    (ε₂ of ε, or ε₂²/2 of ρ: a pure ε-DP step costs ε²/2 in zCDP), at a cost of at most
+    ``CLAMP_REMEASURE_LIMIT``·f/(1 − f) of ``rest``, f the bounds' share of the total (ε₂ ≤ ε_b).
+    Returns the bounds, what is left of ``rest`` and the re-measure's pure ε piece (empty where none)."""
     _, _, eligible = _partition_list(agg, options)
     pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates, two_sided=True)
     frac = float(options.engine_bounds_share)
