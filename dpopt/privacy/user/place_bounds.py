@@ -462,6 +462,16 @@ def clamp_shown(votes: np.ndarray, epsilon: float) -> bool:
     return bool(threshold_bins(np.asarray(votes, dtype=float), epsilon, CLAMP_PHANTOM_RATE).sum() > 0)
 
 
+def _side(pb: PlaceBounds, side: str) -> tuple[np.ndarray | None, float, np.ndarray | None, float]:
+    """(histogram, its ε, the unseen first histogram, its ε) of the ``side`` clamp: ``"upper"`` (B) or
+    ``"lower"`` (A)."""
+    if side == "upper":
+        return pb.clamp_histogram, pb.clamp_epsilon, pb.unseen_clamp_histogram, pb.unseen_clamp_epsilon
+    if side == "lower":
+        return pb.low_histogram, pb.low_epsilon, pb.unseen_low_histogram, pb.unseen_low_epsilon
+    raise DpoptInputError(f"`side` must be 'upper' or 'lower'; got {side!r}")
+
+
 def clamp_remeasure_side(pb: PlaceBounds, bound: float) -> str | None:
     """Which clamp's histogram to measure again (post-processing of DP outputs), ``bound`` U: ``"lower"``
     where A's histogram showed nothing and B = U is evidently right — B's histogram showed B = U, or showed
@@ -494,9 +504,7 @@ def clamp_remeasure_epsilon(pb: PlaceBounds, limit: float, side: str = "upper") 
     shape — more is never spent. ``limit`` caps it (the engine: ε_b,
     :data:`dpopt.privacy.user.engine.CLAMP_REMEASURE_LIMIT`). Post-processing of DP outputs: whether
     and how much to spend depends on the first histograms only (models/engine.md §2)."""
-    if side not in ("upper", "lower"):
-        raise DpoptInputError(f"`side` must be 'upper' or 'lower'; got {side!r}")
-    hist, eps1 = (pb.clamp_histogram, pb.clamp_epsilon) if side == "upper" else (pb.low_histogram, pb.low_epsilon)
+    hist, eps1, _, _ = _side(pb, side)
     if hist is None or clamp_shown(hist, eps1):
         return 0.0
     bins = int(np.size(hist))
@@ -516,8 +524,8 @@ def remeasure_clamp(agg: Aggregate, eligible: np.ndarray, pb: PlaceBounds, epsil
     weights ε²), and one histogram keeps the threshold's phantom rate exact."""
     eps = check_epsilon(epsilon)
     U = check_bound(bound)
-    if side not in ("upper", "lower") or (side == "lower" and pb.low_histogram is None):
-        raise DpoptInputError(f"`side` must be 'upper' or 'lower' (two-sided bounds); got {side!r}")
+    if _side(pb, side)[0] is None:
+        raise DpoptInputError(f"`side` = {side!r}: these bounds hold no histogram of that clamp (two-sided bounds)")
     _, (own,) = _user_votes(agg, eligible, U, (side == "lower",))
     votes = measure_clamp_histogram(own, eps, source)
     if side == "lower":
@@ -534,9 +542,7 @@ def clamp_fields(pb: PlaceBounds, bound: float, *, low: bool = False) -> dict:
     :func:`clamp_histogram_fields` of the histogram B (A) was read from, its ``epsilon``, and
     ``unseen_first`` — the first histogram's noisy counts and ε where it showed nothing and was
     measured again (:func:`remeasure_clamp`), else None."""
-    hist, eps, unseen, eps1 = ((pb.low_histogram, pb.low_epsilon, pb.unseen_low_histogram, pb.unseen_low_epsilon)
-                               if low else (pb.clamp_histogram, pb.clamp_epsilon, pb.unseen_clamp_histogram,
-                                            pb.unseen_clamp_epsilon))
+    hist, eps, unseen, eps1 = _side(pb, "lower" if low else "upper")
     first = None if unseen is None else {"noisy_users": [int(v) for v in np.asarray(unseen).ravel()],
                                          "epsilon": float(eps1)}
     return {**clamp_histogram_fields(hist, bound, low=low), "epsilon": float(eps), "unseen_first": first}
