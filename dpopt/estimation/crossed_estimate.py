@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 from collections.abc import Collection
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,20 @@ __all__ = ["estimate_crossed", "JOINT_TEST_LEVEL", "own_sampling", "resolved_gri
 METHOD = "crossed"
 #: the one reason a variance is not published by the engine
 VARIANCE_REASON = "not measured: this release publishes means"
+
+
+#: the key of the days' spread inside a window in :func:`component_upper_bounds`' masses (no fit component)
+DAYS = "days"
+
+
+class Mixture(NamedTuple):
+    """The posterior masses a grid not measured on its own is mixed over (:func:`interval_fit`): the
+    grid ``u``, the grids' own residual ``p`` and, over a folded list, the days' spread inside a
+    window ``days`` (None otherwise)."""
+
+    u: np.ndarray
+    p: np.ndarray
+    days: np.ndarray | None = None
 
 
 def _phases(m: Measurements, rows: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -86,8 +100,9 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     within = within_grid_spread(cap, total)
     sampling = sampling_variance(parts, info, kept, spread=cap, grid_spread=within)
     floor = own_sampling(m, info, parts, w, total)
+    days = between_measurement(info, parts, name="day_between")
     (fit, upper, mean, var), dropped = within_memory(  # a factor whose levels do not fit: left out (module doc)
-        lambda fs: _posterior(m, info, fs, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap, total=total,
+        lambda fs: _posterior(m, info, fs, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap, spreads=(total, days),
                               confidence=float(confidence), sampling=sampling, floor=floor), factors)
     direct = np.full(m.n_nodes, np.nan)
     direct_hw = np.full(m.n_nodes, np.inf)
@@ -114,7 +129,9 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
         interval=("the posterior predictive interval of the grid's mean under the crossed model: variance "
                   "components under a flat prior on their sum ≤ the spread bound, the between-grid statistic "
                   "a noisy measurement of that sum; a grid not measured on its own mixed over its residual's "
-                  "posterior, a measured grid or coarser node z * sqrt(posterior variance)"),
+                  "posterior, a measured grid or coarser node z * sqrt(posterior variance)"
+                  + ("; each window of the day also holds the days' spread inside it (a DP statistic), so its "
+                     "row's interval is for the window's grid on any one day" if days is not None else "")),
         nodes_released=int(released.sum()), target=float("nan"))
     return Estimates(table=table, answers=answers, confidence=float(confidence), method=METHOD, measurements=m,
                      info=summary)
@@ -206,7 +223,7 @@ def sampling_variance(parts: list[tuple[np.ndarray, ...]], info: Any, kept: list
 
 def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A: Any, y: np.ndarray, s2: np.ndarray,
                kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float,
-               total: tuple[float, float, str] | None = None, sampling: np.ndarray | None = None,
+               spreads: tuple[Any, Any] = (None, None), sampling: np.ndarray | None = None,
                floor: np.ndarray | None = None) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
     """(point fit, the interval's components, mean and variance of every node) of the crossed model
     with ``factors``: REML fits only the components the measurements identify (module doc), the
@@ -229,8 +246,9 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
         The bound of every component's variance (the spread bound).
     confidence : float
         The intervals' confidence.
-    total : tuple, optional
-        (V̂, sd, family) of the between-grid statistic (:func:`between_measurement`).
+    spreads : tuple
+        (V̂, V̂_d), each (value, sd, family) or None: the between-grid statistic and, over a folded
+        list, the days' spread inside the windows (:func:`between_measurement`, :func:`grid_halfwidths`).
     sampling : np.ndarray, optional
         Per node row, the variance of its kept mean about all its records' mean
         (:func:`sampling_variance`); added to the variance of the nodes measured on their own.
@@ -240,8 +258,8 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
     """
     samp = np.zeros(m.n_nodes) if sampling is None else np.asarray(sampling, dtype=float)
     known, grid_seen = identified(list(info.names), kept, factors)
-    fit, upper, wide, (u, p) = interval_fit(factors, A, y, s2, cap=cap, seen=known, residual_seen=grid_seen,
-                                            confidence=confidence, total=total)
+    fit, upper, wide, mix = interval_fit(factors, A, y, s2, cap=cap, seen=known, residual_seen=grid_seen,
+                                         confidence=confidence, total=spreads[0], days=spreads[1])
     cap = region_end(cap, fit)  # the region interval_fit used
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     sizes = [int(n) for n in np.diff(np.append(info.offsets, m.n_nodes))]
@@ -256,7 +274,7 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
             alone[kept[0]] = False
             direct = np.full(sizes[0], np.inf)
             direct[kept[0]] = s2[: kept[0].size]  # the finest marginal's rows come first in y
-            h = grid_halfwidths(fit, upper, wide, (u, p), alone=alone[info.codes[i]], cap=cap,
+            h = grid_halfwidths(fit, upper, wide, mix, alone=alone[info.codes[i]], cap=cap,
                                 confidence=confidence, sampling=samp[rows][info.codes[i]], floor=floor,
                                 direct_var=direct[info.codes[i]])
             var[rows] = (h[order] / z) ** 2  # read back as z·√var
@@ -275,8 +293,8 @@ JOINT_TEST_LEVEL = 0.05
 
 def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
                  seen: Collection[str], residual_seen: bool, confidence: float = 0.95,
-                 total: tuple[float, float, str] | None = None
-                 ) -> tuple[Any, dict[str, float], Any, tuple[np.ndarray, np.ndarray]]:
+                 total: tuple[float, float, str] | None = None, days: tuple[float, float, str] | None = None
+                 ) -> tuple[Any, dict[str, float], Any, Mixture]:
     """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the
     components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate,
     refitted without those :func:`weak_components` finds (a REML value the likelihood cannot tell
@@ -289,8 +307,9 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
     {Σ σ² ≤ ``cap``} with ``total`` a noisy measurement of the sum (:func:`component_upper_bounds`),
     and the interval's fit holds the posterior
     variance of every grid under them, and (u, p) the posterior masses of the grids' own residual
-    component (for :func:`predictive_halfwidth`; models/engine.md §4). Post-processing of (A, y, s2,
-    cap)."""
+    component (for :func:`predictive_halfwidth`; models/engine.md §4) and, with ``days``, of the
+    days' spread inside a window (:func:`component_upper_bounds`). Post-processing of (A, y, s2,
+    cap).""" 
     fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
                       confidence=confidence, variances=False)
     weak = weak_components(fit, A, y, s2)
@@ -307,9 +326,9 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
         freed = len(given) - len(fit.sigma2)
         if joint.loglik - every.loglik > chdtri(freed, JOINT_TEST_LEVEL) / 2.0:  # χ²_k upper quantile
             every = joint
-    upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total)
+    upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total, days=days)
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
-    return fit, upper, wide, (u, posts[RESIDUAL])
+    return fit, upper, wide, Mixture(u, posts[RESIDUAL], posts.get(DAYS))
 
 
 def region_end(cap: float, fit: Any) -> float:
@@ -346,7 +365,7 @@ def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, level: f
     return weak
 
 
-def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: tuple[np.ndarray, np.ndarray], *,
+def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: Mixture | tuple[np.ndarray, np.ndarray], *,
                     alone: np.ndarray, cap: float, confidence: float = 0.95,
                     sampling: np.ndarray | None = None, floor: np.ndarray | None = None,
                     direct_var: np.ndarray | None = None) -> np.ndarray:
@@ -364,19 +383,34 @@ def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: tupl
     REML can put at 0 where noisy grid measurements over-explain the spread). A grid not measured on
     its own then holds at least f_g: its mixture is shifted by max(f_g − E σ²_e, 0); a measured one
     has at least the posterior variance of a prior of variance f_g and its own measurement
-    (``direct_var`` s²_g), f_g·s²_g/(f_g + s²_g)."""
+    (``direct_var`` s²_g), f_g·s²_g/(f_g + s²_g).
+
+    ``residual.days`` (a :class:`Mixture`'s; over a folded list, models/engine.md §8): each row is a
+    window of the day in a cell and answers that window's grid on every day, whose truth deviates
+    from the window's by the days' spread τ² (a day's effect and its own records' sampling). τ²'s
+    posterior masses (:func:`component_upper_bounds`) are convolved into the residual's mixture of a
+    grid not measured on its own (the two taken as independent: their joint posterior, bound by one
+    region, is negatively dependent, so the sum's spread is overstated — conservative), and its
+    mean is added to a measured one's variance."""
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     top = cap + fit.mu_var
     v = np.asarray(wide.grid_var, dtype=float)
+    u_e, p_e = residual[0], residual[1]
+    p_d = getattr(residual, "days", None)
+    tau = None if p_d is None else (p_d, float(np.sum(u_e * p_d)))
     f = np.zeros(v.size) if floor is None else np.asarray(floor, dtype=float)
     d = np.full(v.size, np.inf) if direct_var is None else np.asarray(direct_var, dtype=float)
     seen, own = f.copy(), np.isfinite(d)
     seen[own] = f[own] * d[own] / np.maximum(f[own] + d[own], 1e-300)
     v_own = np.maximum(v, seen) + (0.0 if sampling is None else np.asarray(sampling, dtype=float))
+    v_own = v_own + (0.0 if tau is None else tau[1])
     h = z * np.sqrt(np.minimum(v_own, top))
     alone = np.asarray(alone, dtype=bool)
     if alone.any():
-        u, p = residual
+        u, p = u_e, p_e
+        if tau is not None:  # the residual and the days' spread are independent: their sum's masses
+            p = np.convolve(p_e, tau[0])  # (both on the grid of step u_e[1], from 0)
+            u = np.arange(p.size) * float(u_e[1] - u_e[0])
         base = np.maximum(v[alone] - upper[RESIDUAL], 0.0) + np.maximum(f[alone] - upper[RESIDUAL], 0.0)
         h[alone] = predictive_halfwidth(base, u, p, confidence=confidence, top=top)
     return h
@@ -408,7 +442,8 @@ JOINT_GRID = 2048
 
 
 def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np.ndarray],
-                           total: tuple[float, float, str] | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+                           total: tuple[float, float, str] | None = None, *,
+                           outside: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
     """(u, masses): each variance component's posterior masses on the grid u_i = i·cap/M
     (M = :data:`JOINT_GRID`) under the flat prior on the region {σ²_k ≥ 0, Σ_k σ²_k ≤ cap} with the
     likelihood Π_k L_k(σ²_k), L_k = exp(``logliks[k]``) at ``nodes[k]`` (in [0, cap]) interpolated
@@ -420,6 +455,12 @@ def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np
     (V̂, sd, family), a noisy measurement of the sum (Laplace or Gaussian noise of that sd), the weight is
     p_j(i) ∝ m_j(i)·Σ_s P(Σ_{k≠j} = u_s)·ℓ(V̂ | u_i + u_s) over u_i + u_s ≤ cap.
 
+    ``outside`` (nodes, loglik): one more component τ in the region, {Σ_k σ²_k + τ ≤ cap}, but not
+    in the sum ``total`` measures (the days' spread inside the windows of a folded list, §8). With
+    F_τ its masses' cumulative sum, component j's weight is the same cross-correlation with ℓ(V̂ | u_k)
+    replaced by g(k) = ℓ(V̂ | u_k)·F_τ(M − k) (the sum at index k leaves τ at most M − k), and τ's is
+    m_τ(t)·Σ_{S ≤ M − t} P(Σ_k = u_S)·ℓ(V̂ | u_S); its masses are returned last.
+
     The convolutions are direct sums (``np.convolve``, ≈ 2 ms each at M = 2048), exact in their
     small tails: by FFT, rounding left a floor of ≈ 10⁻¹⁶ of the peak that swamped those tails where
     two likelihoods peak above ``cap``, and the posterior means then summed to 17.5 on {Σ ≤ 8}
@@ -428,19 +469,20 @@ def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np
     u = np.linspace(0.0, cap, M + 1)
     w = np.full(M + 1, cap / M)
     w[[0, -1]] /= 2.0
-    masses = []
-    for v, ll in zip(nodes, logliks):
+
+    def masses_of(v: np.ndarray, ll: np.ndarray) -> np.ndarray:
         ll = np.where(np.isfinite(ll), ll, -np.inf)
         top = float(np.max(ll)) if np.any(np.isfinite(ll)) else 0.0
         m = np.interp(u, v, np.exp(ll - top)) * w
         mass = float(m.sum())
-        masses.append(m / mass if mass > 0 else w / w.sum())
+        return m / mass if mass > 0 else w / w.sum()
+
+    masses = [masses_of(v, ll) for v, ll in zip(nodes, logliks)]
     like = np.ones(M + 1)
     if total is not None and np.isfinite(total[0]) and np.isfinite(total[1]) and total[1] > 0:
-        v_hat, sd, family = total
-        r = (v_hat - u) / sd
-        ll = -math.sqrt(2.0) * np.abs(r) if family == "laplace" else -0.5 * r * r
-        like = np.exp(ll - ll.max())
+        like = np.exp(_measurement_loglik(u, total) - _measurement_loglik(u, total).max())
+    m_out = None if outside is None else masses_of(*outside)
+    g = like if m_out is None else like * np.cumsum(m_out)[::-1]  # g(k) = ℓ(V̂ | u_k)·F_τ(M − k)
     out = []
     for j in range(len(masses)):
         conv = np.zeros(M + 1)
@@ -448,10 +490,24 @@ def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np
         for k, m in enumerate(masses):
             if k != j:
                 conv = np.convolve(conv, m)[: M + 1]
-        # Σ_s conv(s)·like(i + s) over i + s ≤ M (a cross-correlation); like ≡ 1: P(Σ_{k≠j} ≤ u_{M−i})
-        p = masses[j] * np.convolve(like, conv[::-1])[M: 2 * M + 1]
+        # Σ_s conv(s)·g(i + s) over i + s ≤ M (a cross-correlation); g ≡ 1: P(Σ_{k≠j} ≤ u_{M−i})
+        p = masses[j] * np.convolve(g, conv[::-1])[M: 2 * M + 1]
+        out.append(p / p.sum() if p.sum() > 0 else w / w.sum())
+    if m_out is not None:
+        conv = np.zeros(M + 1)
+        conv[0] = 1.0
+        for m in masses:
+            conv = np.convolve(conv, m)[: M + 1]
+        p = m_out * np.cumsum(conv * like)[::-1]  # Σ_{S ≤ M − t} P(Σ = u_S)·ℓ(V̂ | u_S)
         out.append(p / p.sum() if p.sum() > 0 else w / w.sum())
     return u, out
+
+
+def _measurement_loglik(u: np.ndarray, total: tuple[float, float, str]) -> np.ndarray:
+    """log ℓ(V̂ | u) of a noisy measurement (V̂, sd, family) of u: Laplace or Gaussian noise of that sd."""
+    v_hat, sd, family = total
+    r = (v_hat - np.asarray(u, dtype=float)) / sd
+    return -math.sqrt(2.0) * np.abs(r) if family == "laplace" else -0.5 * r * r
 
 
 def joint_prior_means(cap: float, nodes: list[np.ndarray], logliks: list[np.ndarray],
@@ -523,13 +579,15 @@ def spread_bound(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]]
                            sumsq_count_var=float(np.nansum(pilot.law.variance()[rows])), sds=sds)
 
 
-def between_measurement(info: Any, parts: list[tuple[np.ndarray, ...]]) -> tuple[float, float, str] | None:
+def between_measurement(info: Any, parts: list[tuple[np.ndarray, ...]], *, name: str = "between"
+                        ) -> tuple[float, float, str] | None:
     """(V̂, sd(V̂), noise family) of the engine's between-grid statistic
     (:func:`dpopt.hierarchy.node_means.between_estimate` with the total kept count every marginal
     measures, combined), None where it was not measured. The family is the release's: Laplace under
-    pure ε, Gaussian under ρ."""
+    pure ε, Gaussian under ρ. ``name="day_between"``: the days' spread inside the windows of a
+    folded list, read the same way (:func:`dpopt.privacy.user.engine.nested_sumsq`)."""
     n, n_var = combined_total([p[0] for p in parts], [p[1] for p in parts])
-    v, sd_v = between_estimate(float(getattr(info, "between", np.nan)), float(getattr(info, "between_sd", np.nan)),
+    v, sd_v = between_estimate(float(getattr(info, name, np.nan)), float(getattr(info, f"{name}_sd", np.nan)),
                                n, count_var=n_var)
     if not np.isfinite(v):
         return None
@@ -546,7 +604,8 @@ def between_bound(info: Any, parts: list[tuple[np.ndarray, ...]]) -> float:
 
 
 def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
-                           total: tuple[float, float, str] | None = None
+                           total: tuple[float, float, str] | None = None,
+                           days: tuple[float, float, str] | None = None
                            ) -> tuple[dict[str, float], np.ndarray, dict[str, np.ndarray]]:
     """(the variance components the intervals use, the quadrature grid u, each component's posterior
     masses on u): each component's posterior mean given the measurements under the flat prior on
@@ -557,7 +616,10 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
     Where the measurements say nothing about k components and pin the others, each of the k gets
     what the others leave of the cap divided by k + 1; where they pin a component, about its REML
     value. So a grid's interval never rests on a component the data cannot see being 0, the plug-in
-    empirical-Bayes error (models/engine.md §4)."""
+    empirical-Bayes error (models/engine.md §4). ``days`` (V̂_d, sd, family): the days' spread inside
+    the windows of a folded list, one more component of the region outside the sum ``total``
+    measures (``outside`` of :func:`joint_prior_posteriors`), its likelihood that measurement's; its
+    masses are returned under the key :data:`DAYS` (not a component of the fit)."""
     names = list(fit.sigma2)
     base = np.array([min(max(fit.sigma2[k], 0.0), cap) for k in names])
     H, inner, order, kernel = fit_kernel(fit, A)  # the fit's elimination order; its Gram matrices once
@@ -567,8 +629,13 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
         nodes.append(grid)
         logliks.append(component_profile(H, y, s2, base[order], inner, int(np.flatnonzero(order == j)[0]), grid,
                                          **kernel))
-    u, posts = joint_prior_posteriors(cap, nodes, logliks, total)
-    return {k: float(np.sum(u * p)) for k, p in zip(names, posts)}, u, dict(zip(names, posts))
+    outside = None
+    if days is not None and np.isfinite(days[0]) and np.isfinite(days[1]) and days[1] > 0:
+        grid = np.linspace(0.0, cap, JOINT_GRID + 1)
+        outside = (grid, _measurement_loglik(grid, days))
+    u, posts = joint_prior_posteriors(cap, nodes, logliks, total, outside=outside)
+    masses = dict(zip(names + ([DAYS] if outside is not None else []), posts))
+    return {k: float(np.sum(u * p)) for k, p in zip(names, posts)}, u, masses
 
 
 def _nothing(m: Measurements, info: Any, parts: list[tuple[np.ndarray, ...]], confidence: float) -> Estimates:

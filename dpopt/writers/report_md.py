@@ -65,8 +65,10 @@ def _intro(s: Any, occupancy: bool, levels: bool, zone: str) -> str:
                 f"{s.slot} window of the day ({zone}), recurring daily over the period, with **user-level** "
                 "differential privacy and no partition list: which cells are published is itself a DP selection "
                 "(noisy user counts above a threshold). A grid (cell x slot on a given day) inside a selected cell is "
-                "answered by its cell's window of the day; the other rows are the coarser marginals the engine "
-                "measured (the map, the whole period). `answers.csv` lists the cells' windows.")
+                "answered by its cell's window of the day, whose interval holds that hour on any one day (the days' "
+                "spread inside the window is a DP statistic of the release, so the interval is wide where that spread "
+                "cannot be measured; a partition list measures each day); the other rows are the coarser marginals "
+                "the engine measured (the map, the whole period). `answers.csv` lists the cells' windows.")
     if s.partitions.startswith("private"):
         return ("Mean of the values at nodes of a few public levels (H3 parents x coarser slots above "
                 f"resolution {s.h3_resolution} x {s.slot}), with **user-level** differential privacy and no "

@@ -124,12 +124,43 @@ def test_nothing_selected_publishes_nothing_and_says_what_would(tmp_path):
     assert "- contribution bounds: none measured" in (tmp_path / "o" / "report.md").read_text()
 
 
-def test_without_a_list_the_cap_is_at_least_16_where_users_hold_few_records():
-    """4,000 users of one record each: with a list the cap is 1 (models/hierarchy.md §14.2); without
-    one it stays at NO_LIST_MIN_CAP = 16, the noise the windows' intervals for a day's grid were
-    measured with (models/engine.md §8)."""
-    from dpopt.privacy.user.engine import NO_LIST_MIN_CAP
+def _day_records(seed: int, n_users: int = 3000, days: int = 6) -> pd.DataFrame:
+    """Users of a few records each; the day sets the value: 20 + 12·(day odd) + hour/4 + noise."""
+    rng = np.random.default_rng(seed)
+    n = 4 * n_users
+    user = rng.integers(0, n_users, n)
+    cell = user % 3
+    ts = T0 + pd.to_timedelta(rng.integers(0, days * 86400, n), unit="s")
+    day = (ts - T0).days.to_numpy()
+    value = np.clip(20.0 + 12.0 * (day % 2) + ts.hour.to_numpy() / 4.0 + rng.normal(0, 2.0, n), 0, U)
+    return pd.DataFrame({"user_id": np.char.add("u", user.astype(str)), "latitude": LATS[cell], "longitude": -97.75,
+                         "timestamp": ts, "value": np.round(value, 3)})
 
-    few = _records(seed=5, n_users=4000, n=4000).drop_duplicates("user_id")
-    r = _run(few, eps=10.0, seed=2)
-    assert r.measurements.info["engine"].cap == NO_LIST_MIN_CAP == 16
+
+def test_a_window_row_covers_its_grid_on_every_day():
+    """The contract: a grid (a cell's hour on one day) is answered by its cell's window of the day,
+    and that row's mean_error_bound is the half-width of an interval for the *grid's* truth. Here the
+    day moves the value by 12 inside every window, so the window's own interval (its mean over the
+    days) misses the days' grids unless the days' spread inside the windows is measured and held
+    (models/engine.md §8): coverage of the grids with ≥ 10 users at a stated 0.95."""
+    cover = []
+    for seed in (1, 2):
+        df = _day_records(seed)
+        r = _run(df, eps=10.0, seed=seed)
+        assert math.isfinite(r.measurements.info.engine.day_between)
+        t, a = r.table, r.answers
+        cell = np.searchsorted(LATS, df["latitude"].to_numpy())
+        g = df.assign(c=cell, d=(df["timestamp"] - T0).dt.days, h=df["timestamp"].dt.hour)
+        grids = g.groupby(["c", "d", "h"]).agg(truth=("value", "mean"), users=("user_id", "nunique")).reset_index()
+        grids = grids[grids["users"] >= 10]
+        lat = np.array([h3.cell_to_latlng(c)[0] for c in a["cell"]])
+        a = a.assign(c=np.argmin(np.abs(lat[:, None] - LATS[None, :]), axis=1), h=pd.to_datetime(a["slot"]).dt.hour)
+        keys = ["cell", "slot", "slot_end", "repeat_every"]
+        a = a.merge(t[keys + ["mean", "mean_error_bound"]].rename(columns={k: f"node_{k}" for k in keys}),
+                    on=[f"node_{k}" for k in keys]).rename(columns={"mean_error_bound": "bound"})
+        m = grids.merge(a[["c", "h", "mean", "bound"]], on=["c", "h"])
+        assert len(m) > 100
+        cover.append(np.mean(np.abs(m["mean"] - m["truth"]) <= m["bound"]))
+    assert min(cover) >= 0.9, cover
+
+

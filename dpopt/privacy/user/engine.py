@@ -23,7 +23,9 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
    they give the variance components and node counts that predict each candidate's worth.
 4b. **Between-grid statistic** (:data:`BETWEEN_SHARE` of the rest, one scalar): the record-weighted
    sum of squares of the listed grids' kept means (:func:`between_sumsq`), from which the estimator
-   bounds how much the grids' means differ (the intervals' scale).
+   bounds how much the grids' means differ (the intervals' scale). Without a list the share is split
+   evenly with a second scalar: the days' sum of squares inside the windows of the day
+   (:func:`nested_sumsq`), which a day's grid answered by its window holds in its interval.
 4c. **The users' place-or-time vote** (:data:`VOTE_SHARE` of the rest, over a public list only):
    each user's share of its grid means' spread that moves with the place at a fixed time, against
    the time at a fixed place (:mod:`dpopt.privacy.user.place_time_vote`); the plans split the main
@@ -46,7 +48,7 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 **Sensitivity** (add/remove one user): the user keeps ≤ T records, so every marginal's count
 vector moves by ≤ T in ℓ1 and ℓ2 (all in one node at worst) and its centred-sum vector by ≤ T·H_Y
 lattice units; no other user's kept records change (the sample reads only the user's own records
-and keys); the between-grid statistic moves by at most ⌈T·(4K + 2)⌉ (:func:`between_sumsq`);
+and keys); the between-grid statistic and the days' one move by at most ⌈T·(4K + 2)⌉ (:func:`nested_sumsq`);
 each vote's centred sum by 2^15 lattice units and its number of voters by 1 (one vote per user). Each
 (marginal, statistic), the between-grid statistic and each of a vote's two sums is one query,
 raised over the rounds to its final budget: ε = Σ_i ε_i^final under Laplace (noise reduction; the proof: models/engine.md §2),
@@ -91,7 +93,7 @@ from ..options import Budget, NoiseOptions
 from .options import ENGINE_BOUNDS_FRACTION, UserOptions, _partition_list, _sampler_kind, _samplers, noise_family
 from .strategies.adaptive import PUBLIC_FACTS, spend_with_bounds
 
-__all__ = ["EngineInfo", "measure_engine", "between_sumsq", "between_sensitivity", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
+__all__ = ["EngineInfo", "measure_engine", "between_sumsq", "nested_sumsq", "between_sensitivity", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
 
 #: share of the total budget for the record cap T and the clamp [A, B] (three DP histograms over users)
 BOUNDS_FRACTION = ENGINE_BOUNDS_FRACTION
@@ -115,7 +117,9 @@ PILOT_SHARE = 0.1
 #: (:func:`between_sumsq`): a DP upper end of how much the grids' means differ, which bounds the
 #: variance components the intervals integrate over (models/engine.md §4). A fixed fraction whose
 #: cost is 10 % less budget for the means and whose gain is intervals that need not assume the
-#: grids differ as much as single values do; not tuned on data
+#: grids differ as much as single values do; not tuned on data. Without a list it is split evenly with
+#: the days' sum of squares inside the windows (:func:`nested_sumsq`; models/engine.md §8): the same
+#: statistic one level down, no preference between the two, and nothing taken from the means
 BETWEEN_SHARE = 0.1
 #: share of the rest spent on the users' place-or-time vote (:mod:`.place_time_vote`): its noise sd is
 #: ≈ √2/(ε_v·N) for N voters, so at 1 % of the rest the vote outweighs the uniform law on [0, 1]
@@ -127,14 +131,6 @@ VOTE_SHARE = 0.01
 #: where the lattice holds both kinds of time level: the same noise law and the same statement as
 #: :data:`VOTE_SHARE`
 CYCLE_VOTE_SHARE = VOTE_SHARE
-#: the smallest record cap without a list. There a busy grid (one day's hour in a cell) is answered
-#: by its cell's window of the day, and its truth deviates from that window's mean by the days'
-#: spread and its own records' sampling, which the release does not measure: with the caps 1 and 4
-#: the windows' intervals shrank below that spread (the synthetic payments at ε = 10, T = 4: coverage
-#: of the busy grids 0.94 → 0.67, the amounts 0.94 → 0.78; models/engine.md §8). A cap of 16 keeps
-#: the noise those intervals were measured with; an interval for a day's grid inside a recurring
-#: window is the open step
-NO_LIST_MIN_CAP = 16
 #: what the engine without a list treats as public (summary.json ``public``)
 NO_LIST_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the windows of the day and the public "
                  "3640-day periods (epoch-aligned) they recur over; nothing about occupancy: the cells are a DP selection")
@@ -174,7 +170,9 @@ class EngineInfo:
     [0, B − A]; models/engine.md §2), ``pilot``/``main`` the budget per marginal of each
     phase (count + sum, in ``unit``), ``strategy`` the strategy's one-line summary; ``between`` the
     noisy between-grid statistic Q̃ of :func:`between_sumsq` in value² units and ``between_sd`` its
-    noise sd (value²; NaN where not measured); ``unkept`` κ, the mean share of a kept record's user's
+    noise sd (value²; NaN where not measured); ``day_between``/``day_between_sd`` the same for the
+    days' sum of squares inside the windows of a folded list (:func:`nested_sumsq`; NaN with a
+    public list); ``unkept`` κ, the mean share of a kept record's user's
     records the cap T did not keep (:func:`dpopt.privacy.user.place_bounds.unkept_share` of the DP
     histogram of records per user; 1 where unknown: no finite-population correction), which sizes the
     sampling error of a kept mean against the mean of all records (models/engine.md §4);
@@ -194,6 +192,8 @@ class EngineInfo:
     strategy: str
     between: float = math.nan
     between_sd: float = math.nan
+    day_between: float = math.nan
+    day_between_sd: float = math.nan
     first: np.ndarray | None = None
     period: tuple[int, int] | None = None
     unkept: float = 1.0
@@ -249,6 +249,9 @@ class _Bounded:
     #: "inside" (candidate, factor) → levels of the factor inside each node, "finer" (g, f) → does g
     #: vary inside f's levels (at 2·10⁷ records each is a sort of 127,853 grids)
     relations: dict[str, dict[tuple[str, str], Any]] = field(default_factory=dict)
+    #: over a folded list (``windows``), the kept records' (count, centred sum) per (window node, day)
+    #: (:func:`_day_sums`), from which the days' spread inside a window is measured; None otherwise
+    day_sums: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -266,12 +269,15 @@ class _Bounded:
 
 
 def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, source: Any, bits: int, *,
-             windows: bool = False, low: float = 0.0) -> _Bounded:
+             windows: bool = False, low: float = 0.0, days: np.ndarray | None = None) -> _Bounded:
     """Step 2–3: the kept records (≤ ``cap`` per user) summed over every candidate's nodes, values
-    clamped to [``low``, ``clamp``] and read shifted by −``low``."""
+    clamped to [``low``, ``clamp``] and read shifted by −``low``. ``days``: each stored record's day
+    over a folded list (:func:`.private_list.fold_with_days`), whose kept records are then also
+    summed per (window, day) (:func:`_day_sums`)."""
     plist, idx, eligible = _partition_list(agg, options)
     lat = lattice_values(agg, clamp, granularity_bits=bits, low=low)
-    gamma, py, pz = capped_records(agg, eligible, cap, source, lat)
+    kept = None if days is None else np.zeros(np.asarray(days).size, dtype=bool)
+    gamma, py, pz = capped_records(agg, eligible, cap, source, lat, record_kept=kept)
     pos = np.full(agg.n_grids, -1, dtype=np.int64)
     pos[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
     pair_pos = pos[agg.pair_grid]
@@ -284,9 +290,29 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
         Y.append(np.asarray(y, dtype=np.int64))
         Z.append(np.asarray(z, dtype=np.int64))
     smallest = int(np.argmin([mn.n_nodes for mn in cands]))
+    day = None if kept is None else _day_sums(agg, kept, days, pair_pos, cands[0].code, lat.y)
     return _Bounded(cands=cands, R=R, Y=Y, Z=Z[smallest], lam=lat.lam, half_sum=int(lat.half_sum),
                     half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp) - float(low), windows=windows,
-                    pairs=eligible, pair_grid=pair_pos, low=float(low))
+                    pairs=eligible, pair_grid=pair_pos, low=float(low), day_sums=day)
+
+
+def _day_sums(agg: Aggregate, kept: np.ndarray, days: np.ndarray, pair_pos: np.ndarray, code: np.ndarray,
+              y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(R_d, Y_d): the kept records' count and centred lattice sum per (finest node, day) of a folded
+    list — a window of the day in a cell, on one day — in any order (exact int64 sums). Private."""
+    rec = np.flatnonzero(kept)
+    owner = np.searchsorted(np.asarray(agg.samples.offsets, dtype=np.int64), rec, side="right") - 1
+    grid = pair_pos[owner]
+    on = grid >= 0
+    rec, grid = rec[on], grid[on]
+    d = np.asarray(days)[rec].astype(np.int64)
+    key = code[grid].astype(np.int64) * (int(d.max()) + 1 if d.size else 1) + d
+    order = np.argsort(key, kind="stable")
+    key, vals = key[order], np.asarray(y, dtype=np.int64)[rec[order]]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
+    if not starts.size:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.diff(np.r_[starts, key.size]).astype(np.int64), np.add.reduceat(vals, starts)
 
 
 def _noisy(mech: Any, exact: np.ndarray, l1: int, l2: float, budget: float, unit_size: float, n: int
@@ -388,20 +414,28 @@ def between_sumsq(R: np.ndarray, Y: np.ndarray, *, half_sum: int, bits: int, cap
         Q = Σ_{g: R_g > 0} ⌊Y_g² / (R_g·2^b)⌋ − ⌊S² / (N·2^b)⌋   (0 where N = 0),
 
     in units of λ (value² / λ): Σ_g R_g·(ȳ_g − ȳ)², the record-weighted sum of squares of the grids'
-    kept means about their overall mean. **Sensitivity.** It is the total sum of squares of the kept
-    records about their mean minus the within-grid one. Adding one record of centred value x raises
-    the total one by N/(N + 1)·(x − ȳ)² ∈ [0, 4H²) and the within-grid one of its grid by
-    n/(n + 1)·(x − ȳ_g)² ∈ [0, 4H²), so the exact Q moves by less than 4H² in either direction, i.e.
-    4K with K = H²/2^b; each of the two floors that change moves by less than 1 more. Removing a
-    record is the reverse step. A user keeps at most T = ``cap`` records and no other user's kept
-    records change (module doc), so one user moves Q by at most ⌈T·(4K + 2)⌉. Exact in Python
-    integers."""
-    ok = np.flatnonzero(np.asarray(R) > 0)
-    q = sum(int(Y[i]) * int(Y[i]) // (int(R[i]) << int(bits)) for i in ok)
-    total = int(np.sum(np.asarray(R, dtype=np.int64)))
-    s = sum(int(Y[i]) for i in ok)
-    centre = s * s // (total << int(bits)) if total > 0 else 0
-    return q - centre, between_sensitivity(half_sum=half_sum, bits=bits, cap=cap)
+    kept means about their overall mean: :func:`nested_sumsq` with one group, the whole list."""
+    R = np.asarray(R, dtype=np.int64)
+    Y = np.asarray(Y, dtype=np.int64)
+    return (nested_sumsq(R, Y, np.array([int(R.sum())], dtype=object), np.array([sum(int(y) for y in Y)], dtype=object),
+                         bits=bits), between_sensitivity(half_sum=half_sum, bits=bits, cap=cap))
+
+
+def nested_sumsq(R_fine: np.ndarray, Y_fine: np.ndarray, R_group: np.ndarray, Y_group: np.ndarray, *, bits: int) -> int:
+    """Σ_{f: R_f > 0} ⌊Y_f² / (R_f·2^b)⌋ − Σ_{c: R_c > 0} ⌊Y_c² / (R_c·2^b)⌋ (exact, Python integers)
+    for fine cells f nested in groups c (R_c = Σ_{f ∈ c} R_f, Y_c likewise; the caller's partition):
+    Σ_f R_f·(ȳ_f − ȳ_c(f))², the record-weighted sum of squares of the fine cells' kept means about
+    their group's, in units of λ = 2^-b. **Sensitivity** ⌈T·(4K + 2)⌉, K = H²/2^b
+    (:func:`between_sensitivity`), for any fixed nesting: it is the within-group sum of squares of
+    the kept records minus the within-cell one. Adding one record of centred value x (|x| ≤ H) raises
+    its group's by n_c/(n_c + 1)·(x − ȳ_c)² ∈ [0, 4H²) and its cell's by n_f/(n_f + 1)·(x − ȳ_f)²
+    ∈ [0, 4H²) (the others are unchanged), so the exact value moves by less than 4H², i.e. 4K in units of
+    λ, either way; each of the two floors that change (the cell's term and the
+    group's) moves by less than 1 more. Removing a record is the reverse step, and a user's ≤ T kept
+    records are added one after another (no other user's kept records change)."""
+    def part(R: np.ndarray, Y: np.ndarray) -> int:
+        return sum(int(y) * int(y) // (int(r) << int(bits)) for r, y in zip(R, Y) if int(r) > 0)
+    return part(R_fine, Y_fine) - part(R_group, Y_group)
 
 
 def between_sensitivity(*, half_sum: int, bits: int, cap: int) -> int:
@@ -411,17 +445,28 @@ def between_sensitivity(*, half_sum: int, bits: int, cap: int) -> int:
 
 def _measure_between(b: _Bounded, mech: Any, budget: float) -> tuple[dict[str, float], dict[str, float]]:
     """The noisy :func:`between_sumsq` of the listed grids (one query), in value² units, for
-    :class:`EngineInfo`; and its budget piece."""
+    :class:`EngineInfo`; and its budget piece. Over a folded list (``b.day_sums``) ``budget`` is split
+    evenly with a second query of the same sensitivity: the days' sum of squares inside the windows
+    (:func:`nested_sumsq` of the (window, day) sums in their windows; EngineInfo ``day_between``),
+    since a day's grid is answered by its window and its truth deviates from the window's by that
+    spread (models/engine.md §8)."""
     if budget <= 0:
         return {}, {}
     bits = int(round(-math.log2(b.lam)))
     q, sens = between_sumsq(b.R[0], b.Y[0], half_sum=b.half_sum, bits=bits, cap=b.cap)
-    used = used_budget(budget, mech)
-    noisy = mech.integer(np.array([q], dtype=object if abs(q) >= 2**62 else np.int64), l1=sens, l2=float(sens),
-                         budget=used)
+    queries = [("between", q, "pilot between-grid sum of squares")]
+    if b.day_sums is not None:
+        queries.append(("day_between", nested_sumsq(*b.day_sums, b.R[0], b.Y[0], bits=bits),
+                        "pilot days' sum of squares inside the windows"))
+    used = used_budget(budget / len(queries), mech)
     sd = mech.scale(l1=sens, l2=float(sens), budget=used) * (math.sqrt(2.0) if mech.unit == "epsilon" else 1.0)
-    return ({"between": b.lam * float(np.asarray(noisy, dtype=float)[0]), "between_sd": b.lam * sd},
-            {"pilot between-grid sum of squares": used})
+    info, pieces = {}, {}
+    for name, value, piece in queries:
+        noisy = mech.integer(np.array([value], dtype=object if abs(value) >= 2**62 else np.int64), l1=sens,
+                             l2=float(sens), budget=used)
+        info.update({name: b.lam * float(np.asarray(noisy, dtype=float)[0]), f"{name}_sd": b.lam * sd})
+        pieces[piece] = used
+    return info, pieces
 
 
 def _pilot_budgets(b: _Bounded, budget: float) -> np.ndarray:
@@ -468,12 +513,10 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
                                      epsilon=float(budget.epsilon_total))
         agg, options = chosen.agg, replace(options, partitions=chosen.partitions)
     candidates = cap_candidates(U, noise.granularity_bits)
-    if chosen is not None:
-        candidates = candidates[candidates >= NO_LIST_MIN_CAP]
     pb, rest, clamp_spent = _choose_bounds(agg, options, eps_b, rest, unit, U=U, source=source, candidates=candidates,
                                            again=chosen is None)
     b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits, windows=chosen is not None,
-                 low=pb.clamp_low)
+                 low=pb.clamp_low, days=None if chosen is None else chosen.days)
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)

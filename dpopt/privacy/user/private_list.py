@@ -59,7 +59,7 @@ from .partitions import PartitionList
 from .select_levels import LevelSelection, level_nodes, threshold_counts
 from .strategies.private_adaptive import PERIOD_NS
 
-__all__ = ["PrivateList", "private_list", "fold_to_day", "keep_count", "random_votes", "KEEP_QUANTILE", "MAX_KEEP", "KEEP_SHARE"]
+__all__ = ["PrivateList", "private_list", "fold_to_day", "fold_with_days", "keep_count", "random_votes", "KEEP_QUANTILE", "MAX_KEEP", "KEEP_SHARE"]
 
 #: k is this quantile of the users' numbers of distinct cells (module doc)
 KEEP_QUANTILE = 0.25
@@ -82,6 +82,8 @@ class PrivateList:
     k: int
     selection: LevelSelection
     pieces: dict[str, float]
+    #: each folded record's day (aligned with ``agg.samples``; :func:`fold_with_days`), None without samples
+    days: np.ndarray | None = None
 
 
 def fold_to_day(agg: Aggregate) -> Aggregate:
@@ -89,10 +91,19 @@ def fold_to_day(agg: Aggregate) -> Aggregate:
     on the records' clock): pairs of one user and one (cell, window) merged — counts, sums and
     samples (ordered by their keys, as the reader orders a pair's records). A public function of
     each record's key."""
+    return fold_with_days(agg)[0]
+
+
+def fold_with_days(agg: Aggregate) -> tuple[Aggregate, np.ndarray | None]:
+    """:func:`fold_to_day` and, aligned with the folded samples (None without samples), each
+    record's day — the day it was folded from, counted from the records' first day (int16 where the
+    span allows, else int32; a public function of the record's key): the engine reads the days'
+    spread inside a window from it (models/engine.md §8)."""
     if agg.slot_ns > DAY_NS or DAY_NS % agg.slot_ns:
         raise DpoptInputError(f"without a partition list the engine answers windows of the day: `slot` must divide "
                               f"one day; got {agg.slot_ns} ns (give a list, or --strategy adaptive)")
-    window = np.mod(np.asarray(agg.slots, dtype=np.int64), DAY_NS)
+    slots = np.asarray(agg.slots, dtype=np.int64)
+    window = np.mod(slots, DAY_NS)
     key, grid = np.unique(np.stack([window, np.asarray(agg.cells, dtype=np.int64)], axis=1), axis=0,
                           return_inverse=True)
     grid = grid.reshape(-1)
@@ -101,25 +112,29 @@ def fold_to_day(agg: Aggregate) -> Aggregate:
     pair = pair.reshape(-1)
     P = uniq.size
     add = lambda x: np.bincount(pair, weights=np.asarray(x, dtype=float), minlength=P)  # noqa: E731
-    samples = None
+    samples, days = None, None
     if agg.samples is not None:
         s = agg.samples
         n_rec = np.diff(s.offsets)
         rec_pair = np.repeat(pair, n_rec)
+        day = np.floor_divide(slots, DAY_NS)
+        day = day - (day.min() if day.size else 0)
+        rec_day = np.repeat(day.astype(np.int16 if day.size == 0 or day.max() < 2**15 else np.int32)[agg.pair_grid],
+                            n_rec)
         keys = s.keys if s.keys is not None else np.zeros(s.values.size, dtype=np.uint64)
         order = pair_key_order(rec_pair, keys, s.values)
-        values, keys, rec_pair = s.values[order], keys[order], rec_pair[order]
+        values, keys, rec_pair, days = s.values[order], keys[order], rec_pair[order], rec_day[order]
         per = np.bincount(rec_pair, minlength=P)
         if s.limit is not None:  # each merged pair's `limit` smallest keys (all among its parts' smallest)
             rank = np.arange(rec_pair.size) - np.repeat(np.cumsum(per) - per, per)
             on = rank < s.limit
-            values, keys, rec_pair = values[on], keys[on], rec_pair[on]
+            values, keys, rec_pair, days = values[on], keys[on], rec_pair[on], days[on]
             per = np.bincount(rec_pair, minlength=P)
         samples = PairSamples(values=values, offsets=np.concatenate([[0], np.cumsum(per)]).astype(np.int64),
                               limit=s.limit, keys=keys if s.keys is not None else None)
     return replace(agg, cells=key[:, 1].copy(), slots=key[:, 0].copy(), pair_user=(uniq % agg.n_users).astype(np.int64),
                    pair_grid=(uniq // agg.n_users).astype(np.int64), count=add(agg.count).astype(np.int64),
-                   sum=add(agg.sum), sumsq=add(agg.sumsq), samples=samples)
+                   sum=add(agg.sum), sumsq=add(agg.sumsq), samples=samples), days
 
 
 def random_votes(pair_user: np.ndarray, pair_node: np.ndarray, n_nodes: int, k: int, source: IntegerSource) -> np.ndarray:
@@ -148,7 +163,7 @@ def private_list(agg: Aggregate, *, epsilon: float, delta: float, mechanism: Noi
                  source: IntegerSource) -> PrivateList:
     """The engine's list without a public one: (ε, δ)-DP (module doc). ``epsilon`` the selection's
     whole budget (k and the cells), ``delta`` its δ."""
-    folded = fold_to_day(agg)  # refuses a slot that does not divide a day before any draw
+    folded, days = fold_with_days(agg)  # refuses a slot that does not divide a day before any draw
     level = Level(agg.h3_resolution, PERIOD_NS)
     eps_k = used_budget(KEEP_SHARE * float(epsilon), mechanism)  # what the sampler runs at is what is counted
     k = keep_count(agg, level, eps_k, source)
@@ -161,4 +176,4 @@ def private_list(agg: Aggregate, *, epsilon: float, delta: float, mechanism: Noi
     grid_cells, grid_slots = np.repeat(cells, windows.size), np.tile(windows, cells.size)
     period = (int(sel.slots.min()), int(sel.slots.max()) + PERIOD_NS) if sel.slots.size else (0, 0)
     return PrivateList(agg=folded, partitions=PartitionList.from_grids(grid_cells, grid_slots),
-                       period=period, k=int(k), selection=sel, pieces=pieces)
+                       period=period, k=int(k), selection=sel, pieces=pieces, days=days)

@@ -50,7 +50,8 @@ _TWO_64 = float(2**64)
 
 
 def capped_records(agg: Aggregate, eligible: np.ndarray, cap: int, source: IntegerSource | np.random.Generator,
-                   lattice: Any = None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+                   lattice: Any = None, *, record_kept: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The records kept under a per-user cap of ``cap`` records (module doc): per pair Γ_p (0 for
     pairs not ``eligible``) and, with ``lattice``, the exact int64 sums of the kept records' lattice
     terms y and z per pair (else None).
@@ -67,6 +68,9 @@ def capped_records(agg: Aggregate, eligible: np.ndarray, cap: int, source: Integ
         The release's integer source (OS CSPRNG for a real release) or a Generator (simulation).
     lattice : LatticeValues, optional
         Per-record lattice terms (:func:`dpopt.privacy.user.bounding.lattice_values`).
+    record_kept : np.ndarray, optional
+        Output: one boolean per stored record (:class:`PairSamples` order), set True where the
+        record is kept (the caller's array, all False on entry).
     """
     T = check_positive_int(cap, "cap")
     if agg.samples is None:
@@ -88,6 +92,8 @@ def capped_records(agg: Aggregate, eligible: np.ndarray, cap: int, source: Integ
     for p0, p1 in _pair_blocks(offsets):  # memory O(block), not O(records)
         owner, idx = _kept_records(seq, p0, p1)
         np.add.at(gamma, owner, 1)
+        if record_kept is not None:
+            record_kept[idx] = True
         if sums is not None:  # exact int64: a pair's sum is ≤ its stored records × H, which the lattice's
             for out, terms in zip(sums, (lattice.y, lattice.z)):  # capacity check bounds below 2^62
                 np.add.at(out, owner, terms[idx])
