@@ -309,7 +309,7 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
     variance of every grid under them, and (u, p) the posterior masses of the grids' own residual
     component (for :func:`predictive_halfwidth`; models/engine.md §4) and, with ``days``, of the
     days' spread inside a window (:func:`component_upper_bounds`). Post-processing of (A, y, s2,
-    cap).""" 
+    cap)."""
     fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
                       confidence=confidence, variances=False)
     weak = weak_components(fit, A, y, s2)
@@ -408,7 +408,7 @@ def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: Mixt
     alone = np.asarray(alone, dtype=bool)
     if alone.any():
         u, p = u_e, p_e
-        if tau is not None:  # the residual and the days' spread are independent: their sum's masses
+        if tau is not None:  # the residual and the days' spread taken as independent: their sum's masses
             p = np.convolve(p_e, tau[0])  # (both on the grid of step u_e[1], from 0)
             u = np.arange(p.size) * float(u_e[1] - u_e[0])
         base = np.maximum(v[alone] - upper[RESIDUAL], 0.0) + np.maximum(f[alone] - upper[RESIDUAL], 0.0)
@@ -480,7 +480,8 @@ def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np
     masses = [masses_of(v, ll) for v, ll in zip(nodes, logliks)]
     like = np.ones(M + 1)
     if total is not None and np.isfinite(total[0]) and np.isfinite(total[1]) and total[1] > 0:
-        like = np.exp(_measurement_loglik(u, total) - _measurement_loglik(u, total).max())
+        ll = _measurement_loglik(u, total)
+        like = np.exp(ll - ll.max())
     m_out = None if outside is None else masses_of(*outside)
     g = like if m_out is None else like * np.cumsum(m_out)[::-1]  # g(k) = ℓ(V̂ | u_k)·F_τ(M − k)
     out = []
