@@ -495,8 +495,7 @@ def joint_prior_posteriors(cap: float, nodes: list[np.ndarray], logliks: list[np
         p = masses[j] * np.convolve(g, conv[::-1])[M: 2 * M + 1]
         out.append(p / p.sum() if p.sum() > 0 else w / w.sum())
     if m_out is not None:
-        conv = np.zeros(M + 1)
-        conv[0] = 1.0
+        conv = np.eye(1, M + 1).ravel()  # the sum of no component: 0
         for m in masses:
             conv = np.convolve(conv, m)[: M + 1]
         p = m_out * np.cumsum(conv * like)[::-1]  # Σ_{S ≤ M − t} P(Σ = u_S)·ℓ(V̂ | u_S)
