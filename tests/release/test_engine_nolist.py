@@ -82,6 +82,9 @@ def test_budget_recount_and_delta():
     assert Fraction(sp.epsilon) == sum((Fraction(v) for v in sp.pieces.values()), Fraction(0))
     assert sp.epsilon <= 20.0 and sp.delta == 1e-6
     assert {"selection k", "selection cells", "bounds"} <= set(sp.pieces)
+    # the between-grid statistic's share is split with the days' spread inside the windows (§8), evenly
+    days, between = sp.pieces["pilot days' sum of squares inside the windows"], sp.pieces["pilot between-grid sum of squares"]
+    assert days == between > 0 and math.isfinite(r.measurements.info.engine.day_between)
     # the users' place-or-time vote is asked over a public list only (models/engine.md §8)
     assert not any("vote" in k for k in sp.pieces) and math.isnan(r.measurements.info.engine.place_vote)
 

@@ -310,6 +310,7 @@ def test_the_published_levels_state_what_each_marginal_spent() -> None:
               + pieces["pilot place-or-time vote (centred sum)"] + pieces["pilot place-or-time vote (voters)"])
     assert sum(lv["budget"] for lv in levels) + others == pytest.approx(r.measurements.spend.total, abs=1e-9)
     assert sum(lv["budget"] for lv in levels) > 0
+    assert not any("days'" in k for k in pieces)  # the days' spread is measured without a list only (§8)
 
 
 def test_the_second_round_refines_the_first_and_the_estimate_reads_the_last() -> None:
