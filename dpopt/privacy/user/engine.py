@@ -305,13 +305,13 @@ def _day_sums(agg: Aggregate, kept: np.ndarray, days: np.ndarray, pair_pos: np.n
     grid = pair_pos[owner]
     on = grid >= 0
     rec, grid = rec[on], grid[on]
+    if not rec.size:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     d = np.asarray(days)[rec].astype(np.int64)
-    key = code[grid].astype(np.int64) * (int(d.max()) + 1 if d.size else 1) + d
+    key = code[grid].astype(np.int64) * (int(d.max()) + 1) + d
     order = np.argsort(key, kind="stable")
     key, vals = key[order], np.asarray(y, dtype=np.int64)[rec[order]]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
-    if not starts.size:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     return np.diff(np.r_[starts, key.size]).astype(np.int64), np.add.reduceat(vals, starts)
 
 
