@@ -401,8 +401,10 @@ def _example_answer(result: Any, unit: str | None) -> str:
         return ""
     mean, bound = float(node["mean"].iloc[0]), float(node["mean_error_bound"].iloc[0])
     u = f" {unit}" if unit else ""
+    same = getattr(result.summary, "answers_vary_by", None) == []
     return (f"Congress Ave at 6th St (H3 {cell}), {hour}:00-{hour + 1}:00 local time: buses averaged "
-            f"{mean:.1f}{u}, within ±{bound:.1f}{u} of the true mean with 95 % confidence.")
+            f"{mean:.1f}{u}, within ±{bound:.1f}{u} of the true mean with 95 % confidence"
+            + (" (the map-wide mean: this release answers every place and hour alike, see 'answers')." if same else "."))
 
 
 def _strategy(args: Any) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PublishedView", "published_view", "read_release_table", "resolve_unit", "privacy_statement", "fmt_number",
-           "released_count", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at", "active_counts"]
+           "released_count", "answers_vary_text", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at", "active_counts"]
 
 #: the unit said when nobody gave one
 UNKNOWN_UNIT = "units of the value"
@@ -419,6 +419,24 @@ def accounting_lines(summary: dict[str, Any], pieces: dict[str, float] | None = 
         unit = "rho, or epsilon for the pure-epsilon ones" if summary.get("mechanism") == "gaussian" else "epsilon"
         lines += [f"- pieces ({unit}):", *[f"  - {name}: {v:.6g}" for name, v in pieces.items()]]
     return lines
+
+
+def answers_vary_text(summary: dict[str, Any]) -> str | None:
+    """What the answers vary by, in words, from summary.json's ``answers_vary_by`` (the engine's
+    crossed fit: the factors whose components are above 0); None where the summary does not say.
+    Where the list is empty every grid is answered by one map-wide mean, and the text says so and what
+    would change it — a reader of a map of one colour should not have to guess why."""
+    factors = summary.get("answers_vary_by")
+    if factors is None:
+        return None
+    if factors:
+        named = ["the grids' own measurements" if str(f) == "residual" else str(f) for f in factors]
+        return "the answers vary by " + ", ".join(named) + " (the factors the model found above the noise)"
+    return ("every grid is answered by the same map-wide mean: no place or time the release measured differed "
+            "from the others beyond its noise at this budget, so the answers cannot tell places or hours apart "
+            "(each interval still holds its grid's own mean). What would: a larger epsilon, more users, or a "
+            "coarser grid (--h3-resolution, --slot); or, where you know beforehand that the place sets the value, "
+            "--strategy place. A second release spends its own budget: the two add up for every user")
 
 
 def privacy_statement(summary: dict[str, Any]) -> tuple[str, str]:

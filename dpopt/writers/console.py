@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
-from ._published import fmt_number, privacy_statement, released_count, resolve_unit
+from ._published import answers_vary_text, fmt_number, privacy_statement, released_count, resolve_unit
 
 __all__ = ["console_summary", "progress_wanted"]
 
@@ -133,6 +133,9 @@ def console_summary(summary: dict[str, Any], paths: dict[str, Any] | None = None
     acc = _accuracy(summary, table, suffix)
     if acc:
         rows.append(("accuracy", acc))
+    vary = answers_vary_text(summary)
+    if vary:
+        rows.append(("answers", vary))
     var = _variance_line(table)
     if var:
         rows.append(("variance", var))

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._published import (PublishedView, active_counts, fmt_number, nice_ticks, privacy_statement, published_view,
-                         released_count, slot_labels, span_text)
+from ._published import (PublishedView, active_counts, answers_vary_text, fmt_number, nice_ticks, privacy_statement,
+                         published_view, released_count, slot_labels, span_text)
 from .streetmap import DEFAULT_TILES, STREET_JS, leaflet_assets, street_map_html
 
 __all__ = ["render_html", "write_html_report", "DEFAULT_TILES", "variance_published", "variance_reasons"]
@@ -325,6 +325,10 @@ def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dic
              "<li><b>Look up one value:</b> on the street map below, pick the time slot (slider or list), "
              "then hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
              "search box. Below the street map, the right-hand panel shows how uncertain each hexagon is.</li>"]
+    vary = answers_vary_text(summary)
+    if vary:  # one map-wide mean for every grid says so before the accuracy line
+        items.insert(0 if not summary.get("answers_vary_by") else 4,
+                     f"<li><b>What the answers show:</b> {_E(vary[0].upper() + vary[1:])}.</li>")
     if summary.get("outlook"):  # a release with nothing worth reading says so first
         items.insert(0, f"<li><b>Nothing worth reading:</b> {_E(str(summary['outlook']))}</li>")
     unit_note = ("" if view.unit_known else

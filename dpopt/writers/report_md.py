@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_MODEL_TEXT
-from ._published import accounting_lines
+from ._published import accounting_lines, answers_vary_text
 from .result import Release
 
 __all__ = ["report_markdown"]
@@ -207,9 +207,11 @@ def _occupancy_accounting(result: Release) -> list[str]:
 
 def _user_accuracy(s: Any, levels: bool) -> list[str]:
     if levels:
+        vary = answers_vary_text(s.as_dict())
         return [f"- estimation: {s.method}; every row's `mean_error_bound` is the half-width of a {s.confidence:.0%} "
                 "interval for the mean of each listed grid it answers (models/engine.md, models/hierarchy.md)",
-                f"- nodes published: {s.grids_released}"]
+                f"- nodes published: {s.grids_released}"] + ([f"- answers: {'**' + vary + '**' if not s.answers_vary_by else vary}"]
+                                                              if vary else [])
     return [f"- every row carries {s.confidence:.0%} error bounds of the released mean and variance against the "
             "bounded data's statistics (noise only: the bias of contribution bounding is not included)",
             f"- grids released: {s.grids_released}"]

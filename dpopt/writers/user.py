@@ -11,6 +11,7 @@ public parameters and DP outputs (k, c, the number of grids released). The files
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -94,6 +95,11 @@ class UserReleaseSummary:
     #: ``noisy_users`` per bin; ``place_bounds.choose_low_clamp``, models/engine.md §2)
     clamp_low: float | None = None
     clamp_low_histogram: dict[str, Any] | None = None
+    #: the engine: the factors (measured marginals, and ``residual`` for grids measured on their own)
+    #: whose effects the answers carry — the crossed fit's components above 0, post-processing of DP
+    #: outputs; [] where every grid is answered by one map-wide mean (nothing measured differed beyond
+    #: its noise); None for the other shapes (:func:`dpopt.writers._published.answers_vary_text`)
+    answers_vary_by: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -206,9 +212,18 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
         record_cap=info.record_cap, map_record_cap=info.map_record_cap,
         record_histogram=info.record_histogram,
         clamp_histogram=info.clamp_histogram, clamp_low=info.clamp_low,
-        clamp_low_histogram=info.clamp_low_histogram, **_outlook_fields(outlook))
+        clamp_low_histogram=info.clamp_low_histogram, answers_vary_by=_varies_by(est), **_outlook_fields(outlook))
     return Release(table=table, summary=summary, answers=answers, measurements=m, estimates=est,
                    diagnostics=dict(diagnostics or {}))
+
+
+def _varies_by(est: Estimates) -> list[str] | None:
+    """The crossed fit's factors above 0, in the fit's order (:attr:`UserReleaseSummary.answers_vary_by`);
+    None for the other estimators, whose answers are nodes' own estimates."""
+    components = est.info.components if est.method == "crossed" else None
+    if components is None or (not components and not math.isfinite(float(est.info.z))):
+        return None  # nothing estimated (no node above its noise): the outlook says so
+    return [str(name) for name, value in components.items() if float(value) > 0.0]
 
 
 def _shape(info: UserInfo) -> str:

@@ -1,0 +1,134 @@
+"""summary.json's ``answers_vary_by`` and the words every writer puts on it: a release whose crossed
+fit found no factor answers every grid with one map-wide mean, and says so (console, report.md,
+report.html, the example's sentence) with what would change it; one that found factors names them.
+The claim is checked against the published answers themselves, not against the code that writes it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpopt.privacy.options import Budget, NoiseOptions
+from dpopt.privacy.user import UserOptions
+from dpopt.records.grid import cell_strings, slot_strings
+from dpopt.release import release_user
+from dpopt.writers._published import answers_vary_text
+from dpopt.writers.console import console_summary
+from dpopt.writers.report_md import report_markdown
+from tests.privacy.user.conftest import make_agg
+
+SAME = "every grid is answered by the same map-wide mean"
+
+
+def _additive(seed: int, n_users: int) -> list:
+    """Users over 48 grids (6 cells × 8 slots); each record's value is place + time of its grid plus
+    N(0, 1) noise, clipped to [0, 100]."""
+    rng = np.random.default_rng(seed)
+    place = np.array([10.0, 30.0, 20.0, 50.0, 40.0, 25.0])
+    time = np.array([0.0, 5.0, 10.0, 2.0, 8.0, 12.0, 4.0, 6.0])
+    rows = []
+    for u in range(n_users):
+        for g in rng.choice(48, size=int(rng.integers(4, 16)), replace=False):
+            for t in range(int(rng.integers(2, 6))):
+                value = place[g % 6] + time[g // 6] + rng.normal()
+                rows.append((f"u{u}", int(g), t, float(np.clip(value, 0.0, 100.0))))
+    return rows
+
+
+def _release(eps: float, seed: int, n_users: int = 60):
+    agg = make_agg(_additive(seed, n_users))
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    return release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=100.0,
+                        noise=NoiseOptions(seed=seed))
+
+
+def _answered_means(r) -> np.ndarray:
+    """The mean of the release.csv row answers.csv names for each listed grid."""
+    t, a = r.table, r.answers
+    key = ["cell", "slot", "slot_end"]
+    rows = a.rename(columns={"node_cell": "cell_n", "node_slot": "slot_n", "node_slot_end": "end_n"})
+    joined = rows.merge(t[key + ["mean"]], left_on=["cell_n", "slot_n", "end_n"], right_on=key, how="left")
+    assert len(joined) == len(a) and joined["mean"].notna().all()
+    return joined["mean"].to_numpy(float)
+
+
+def test_the_words_for_none_empty_and_named_factors() -> None:
+    assert answers_vary_text({}) is None and answers_vary_text({"answers_vary_by": None}) is None
+    same = answers_vary_text({"answers_vary_by": []})
+    assert same.startswith(SAME) and "--strategy place" in same and "budget" in same
+    named = answers_vary_text({"answers_vary_by": ["cell × period", "residual"]})
+    assert named.startswith("the answers vary by cell × period, the grids' own measurements")
+
+
+@pytest.mark.parametrize("eps, seed", [(1.0, 4), (1.0, 8), (1e5, 2), (1e5, 5)])
+def test_the_summary_says_one_mean_exactly_when_every_answer_is_one_mean(eps, seed) -> None:
+    """ε = 1 over 60 users sees no factor (the map-wide mean); ε = 10⁵ over 120 sees the place and
+    the time. Either way the summary's claim is read off the published answers."""
+    r = _release(eps, seed, n_users=60 if eps < 1 else 120)
+    means = _answered_means(r)
+    one_value = bool(np.ptp(means) <= 1e-9 * max(1.0, float(np.abs(means).max())))
+    vary = r.summary.answers_vary_by
+    assert isinstance(vary, list)
+    assert (vary == []) == one_value, (vary, np.ptp(means))
+    assert eps > 1 or vary == []  # the small budget must not claim factors
+    names = set(r.measurements.info["engine"].names) | {"residual"}
+    assert set(vary) <= names
+    console = console_summary(r.summary.as_dict(), table=r.table)
+    report = report_markdown(r)
+    for text in (console, report):
+        assert (SAME in text) == one_value
+        assert ("the answers vary by" in text) == (not one_value)
+
+
+def test_nothing_measured_is_left_to_the_outlook() -> None:
+    """ε = 0.02: no node above its noise, every grid gets the clamp's centre with the whole range;
+    the outlook says nothing is worth reading, and no claim about a mean is made."""
+    r = _release(0.02, 4)
+    assert r.summary.answers_vary_by is None and r.summary.outlook
+    assert SAME not in console_summary(r.summary.as_dict(), table=r.table)
+
+
+def test_other_shapes_do_not_claim_anything() -> None:
+    agg = make_agg(_additive(3, 60))
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(epsilon_total=5.0), UserOptions(partitions=parts, strategy="place"), bound=100.0,
+                     noise=NoiseOptions(seed=3))
+    assert r.summary.answers_vary_by is None
+    assert "map-wide mean" not in console_summary(r.summary.as_dict(), table=r.table)
+
+
+def test_the_page_says_one_mean_first_and_names_factors_otherwise() -> None:
+    from dpopt.writers.html import render_html
+
+    for eps, seed, n_users in ((1.0, 4, 60), (1e5, 2, 120)):
+        r = _release(eps, seed, n_users)
+        page = render_html(r.table, r.summary.as_dict(), tiles=None)
+        one = r.summary.answers_vary_by == []
+        assert ("Every grid is answered by the same map-wide mean" in page) == one
+        assert ("The answers vary by" in page) == (not one)
+        if one:  # said before the accuracy line, so a map of one colour is not read as a finding
+            assert page.index("same map-wide mean") < page.index("<b>Accuracy:</b>")
+
+
+def test_the_example_sentence_says_when_it_is_the_map_wide_mean() -> None:
+    from types import SimpleNamespace
+
+    from dpopt.cli.release import _example_answer
+
+    r = _release(1.0, 4)
+    assert r.summary.answers_vary_by == []
+    # the example's grid: put one listed grid's answer under its cell and 17:00 (the sentence's lookup)
+    import h3
+
+    from dpopt.records.data import EXAMPLE_PLACE
+
+    lat, lng, hour = EXAMPLE_PLACE
+    cell = h3.latlng_to_cell(lat, lng, 7)
+    row = r.table.iloc[[0]].assign(cell=cell, slot=f"2015-09-06T{hour:02d}:00:00-05:00")
+    answers = pd.DataFrame({"cell": [cell], "slot": row["slot"], "node_cell": [cell], "node_slot": row["slot"],
+                            "node_slot_end": row["slot_end"]})
+    for vary, said in (([], True), (["cell × period"], False)):
+        fake = SimpleNamespace(table=row, answers=answers, summary=SimpleNamespace(answers_vary_by=vary))
+        text = _example_answer(fake, "km/h")
+        assert text.startswith("Congress Ave at 6th St") and ("the map-wide mean" in text) == said
