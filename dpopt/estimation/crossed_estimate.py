@@ -37,8 +37,9 @@ from scipy.special import chdtri, ndtr
 
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, component_profile, fit_crossed, fit_kernel, within_memory
-from ..hierarchy.node_means import (BETWEEN_SDS, between_estimate, between_upper, identified, combined_total,
-                                   crossed_inputs, grid_weights, listed_weights, proportional_weights, values_variance)
+from ..hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, between_upper, identified,
+                                   combined_total, crossed_inputs, grid_weights, listed_weights, proportional_weights,
+                                   values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
 __all__ = ["estimate_crossed", "JOINT_TEST_LEVEL", "own_sampling", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
@@ -319,6 +320,10 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
         fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
                           confidence=confidence, variances=False)
     cap = region_end(cap, fit)
+    # a factor of fewer than MIN_LEVELS levels left out of the point fit is left out here too: its few
+    # nodes measure its effects, so under the flat prior it would take V̂'s spread from the residual
+    # while widening nothing (models/engine.md §4); its spread stays in the grids' residual
+    factors = {f: c for f, c in factors.items() if f in seen or _level_count(c) >= MIN_LEVELS}
     given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
     every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)
     if len(given) > len(fit.sigma2):  # components the point fit left out: does the data reject them all at 0?
@@ -329,6 +334,11 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
     upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total, days=days)
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
     return fit, upper, wide, Mixture(u, posts[RESIDUAL], posts.get(DAYS))
+
+
+def _level_count(code: np.ndarray) -> int:
+    """The number of levels a factor takes over the listed grids (public: the lattice)."""
+    return int(np.unique(np.asarray(code)).size)
 
 
 def region_end(cap: float, fit: Any) -> float:
