@@ -99,6 +99,13 @@ def _ratio(n: np.ndarray, var_n: np.ndarray, total: np.ndarray, var_y: np.ndarra
     return centre + total / n, (var_y + d * d * var_n) / (n_lo * n_lo)
 
 
+#: a node mean's noise sd is never taken below this fraction of the values' half-range: at ε ≈ 10⁹
+#: the noise variances (≈ 10⁻¹⁴) against components of ≈ 10² made the crossed model's matrices
+#: singular (Cholesky failed). A numerical resolution (10⁻⁴ of the range: 0.006 km/h on 0–120), far
+#: below any published interval, not a property of the data
+NOISE_SD_FLOOR = 1e-4
+
+
 def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray, total: np.ndarray,
                       total_var: np.ndarray, *, centre: float, half_range: float, weights: np.ndarray,
                       most: float = np.inf) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
@@ -117,6 +124,7 @@ def node_observations(code: np.ndarray, count: np.ndarray, count_var: np.ndarray
     kept = np.flatnonzero(np.isfinite(count) & np.isfinite(total) & (count >= np.maximum(thr, 1.0))
                           & (count - thr <= most) & (thr <= most))
     y, s2 = _ratio(count[kept], var_n[kept], total[kept], var_y[kept], centre=centre, half_range=half_range)
+    s2 = np.maximum(s2, (NOISE_SD_FLOOR * half_range) ** 2)
     row_of = np.full(n_nodes, -1, dtype=np.int64)
     row_of[kept] = np.arange(kept.size)
     g = np.flatnonzero(row_of[code] >= 0)

@@ -325,18 +325,21 @@ def _compile(pb: StrategyProblem) -> _Compiled:
             term_v.append(c.v[keep])
             nh += uniq.size
     cat = lambda a, dt=float: np.concatenate(a).astype(dt) if a else np.zeros(0, dt)  # noqa: E731
+    laplace = pb.noise == "laplace"
+    scale = pb.budget ** 2 if laplace else pb.budget
+    term_l = cat(hyp_l, np.int64)[cat(term_h, np.int64)] if term_h else np.zeros(0, np.int64)
+    term_v = np.maximum(cat(term_v), scale * NOISE_FLOOR * (cat(term_r) + lev_s2[term_l]))  # NOISE_FLOOR
     bias2 = np.stack([c.bias2 for c in pb.candidates])
     bias = bias2 @ pb.grid_weights
     norm = float(lev_w @ lev_s2 + bias.max()) or 1.0
     marg_names = list(dict.fromkeys(c.marginal for c in pb.candidates))
     marg = np.array([marg_names.index(c.marginal) for c in pb.candidates])
-    laplace = pb.noise == "laplace"
     grid = np.array(list(grid_lev.values()), dtype=np.int64).reshape(len(grid_lev), pb.num_grids)
     use_z = bool(laplace or pb.min_share > 0 or bias.any() or np.bincount(marg).max() > 1
                  or any(c.must == "measure" for c in pb.candidates))
-    return _Compiled(scale=pb.budget ** 2 if laplace else pb.budget, marg=marg, lev_w=lev_w * lev_s2 / norm,
+    return _Compiled(scale=scale, marg=marg, lev_w=lev_w * lev_s2 / norm,
                      lev_s2=lev_s2, hyp_c=cat(hyp_c, np.int64), hyp_l=cat(hyp_l, np.int64),
-                     term_h=cat(term_h, np.int64), term_r=cat(term_r), term_v=cat(term_v), bias=bias / norm,
+                     term_h=cat(term_h, np.int64), term_r=cat(term_r), term_v=term_v, bias=bias / norm,
                      bias2=bias2, grid_lev=grid,
                      lev_group=lev_group, norm=norm, use_z=use_z, laplace=laplace)
 
@@ -445,6 +448,15 @@ def _build(comp: _Compiled, cuts: _Cuts, fix: _Fix, tangent: np.ndarray | None, 
 #: allowance, not a property of the data. Only then: the bound's exact value steers the cutting planes'
 #: path (raised everywhere, or dropped, the embedded day's plan at ε = 10 ended worse: 3.29 against 3.05)
 EPIGRAPH_SLACK = 1e-6
+#: a node's noise variance at unit budget power is taken as at least ``budget power × NOISE_FLOOR ×
+#: (r + σ²)`` of the term it feeds: its precision then reaches its saturation at a share of 10⁻⁶ at
+#: the latest, and the objective's slope at zero shares (its steepest: Ψ is convex and falls with
+#: every share) is at most ≈ 1/NOISE_FLOOR per unit share. Without it a node's precision grows as
+#: (budget power)/v: at ε = 10⁹ slopes of 10¹⁷, which HiGHS refused ("could not load model"), and at
+#: 10⁸–10⁹ a master that claimed "optimal" at 2.6× the best grid point (a test instance at ε = 10⁵).
+#: The objective moves by at most a share of 10⁻⁶ of any node's budget: a numerical resolution, not
+#: a property of the data; no term of the benchmarks' plans at ε ≤ 10 reaches it
+NOISE_FLOOR = 1e-6
 #: a tangent is added where the LP point violates the true function by more than this fraction of
 #: its value (far below ``GAP_TOL``; above it, HiGHS's feasibility tolerance would re-add the same cut)
 CUT_TOL = 1e-9

@@ -460,3 +460,27 @@ def test_a_badly_scaled_pure_epsilon_problem_is_not_declared_infeasible():
     plan = solve_strategy(pb, gap_tol=0.01)
     assert plan.status.value == "optimal", plan.summary()
     np.testing.assert_allclose(plan.shares, [0.0, 0.0, 0.0, 1.0], atol=1e-9)
+
+
+@pytest.mark.parametrize("noise, budget", [("gaussian", 1e18), ("laplace", 1e9), ("laplace", 1e5)])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_huge_budget_loads_and_its_bound_stays_valid(seed, noise, budget):
+    """At a budget of 10⁹ (ε) or 10¹⁸ (ρ) the tangents at zero shares had slopes ≈ 10¹⁸ and HiGHS
+    refused the master ("could not load model"); at ε = 10⁵ seed 0's master claimed "optimal" at 2.6×
+    the grid's best (slopes ≈ 10⁹). With the node noise floored (NOISE_FLOOR: the model
+    moves by a share of 10⁻⁶ of a node's budget, ≈ 10⁻⁵ of the objective here) it loads, its bound
+    stays below the best point of a fine simplex grid of the exact surrogate up to that perturbation,
+    and the plan is no worse than that point."""
+    from dpopt.hierarchy.strategy import NOISE_FLOOR, _compile  # noqa: PLC0415
+
+    rng = np.random.default_rng(700 + seed)
+    pb = instance(rng, n_cell=2, n_slot=3, noise=noise, budget=budget,
+                  marginals=("cell x period", "map x slot", "cell x slot"))
+    g = _compile(pb).groups_at(np.zeros(len(pb.candidates)))[1]
+    assert np.abs(g).max() > 0.1 / NOISE_FLOOR  # the floor binds: slopes of up to ≈ 1/NOISE_FLOOR
+    plan = solve_strategy(pb)
+    grid_best = brute_force(pb)
+    assert plan.status.is_optimal or plan.status is Status.HEURISTIC, plan.summary()
+    assert plan.bound <= grid_best * (1 + 1e-4)
+    assert plan.mse <= grid_best * (1 + 1e-4)
+    assert plan.mse == pytest.approx(total(pb, plan.shares, plan.measured), rel=1e-4)
