@@ -86,9 +86,10 @@ def _intro(s: Any, occupancy: bool, levels: bool, zone: str) -> str:
                 "grid's own mean; the measured coarser nodes are published too (`release.csv`). The intervals are "
                 "sized for grids of many users: a grid of one or two users can sit further from its answer than "
                 "its interval says (measured: 0.61-0.95 of one-user grids covered at a stated 0.95, "
-                "models/engine.md section 6). A coarser node's interval leaves out how the record cap re-weights "
-                "heavy users, which shows where a node holds very many records (measured: 0.59 of one data set's "
-                "coarser nodes covered, 0.90-1.00 elsewhere).")
+                "models/engine.md section 6). The intervals leave out how the record cap re-weights heavy users, "
+                "which shows where a node holds very many records (measured: 0.59 of one data set's coarser nodes "
+                "covered, 0.90-1.00 elsewhere) and wherever a few users hold most of the records (see `reweighting` "
+                "under the contribution bounds below).")
     if s.shape == "place":
         return (f"Mean of the values of every H3 cell at resolution {s.h3_resolution} over the whole period, and of "
                 "the map, with **user-level** differential privacy, estimated together (a shrinkage model: a cell's "
@@ -148,6 +149,17 @@ def _remeasured_text(s: Any) -> str:
     return ""
 
 
+def _reweighting_text(s: Any) -> str:
+    """How far the cap moves the records' weights (summary.json `reweighting`, from the DP histogram)."""
+    d = getattr(s, "reweighting", None)
+    if d is None:
+        return ""
+    return (f". The cap re-weights users: the weights of the records in a capped mean differ from their "
+            f"weights in the mean of all records by **{d:.2f}** (total variation, from the noisy histogram), so a "
+            f"published mean can sit up to {2 * d:.2f} × the spread of users' own means away from the mean of all "
+            "its records where heavy users' values differ from the others'; the intervals leave that out")
+
+
 def _bounds_line(s: Any) -> str:
     """The contribution bounds in words: the engine's or the place release's cap T and clamp B, or (k, c)."""
     if s.shape == "optimised marginals" and s.clamp is None:  # the engine without a list selected nothing
@@ -159,7 +171,7 @@ def _bounds_line(s: Any) -> str:
                 "of the total above; T from a noisy histogram of records per user, B and A from noisy histograms of "
                 "users' high and low values, in summary.json `record_histogram`, `clamp_histogram` and "
                 "`clamp_low_histogram`)" + _remeasured_text(s) + ". Means are of the clamped values (slightly off "
-                "where values beyond the clamp are common)")
+                "where values beyond the clamp are common)" + _reweighting_text(s))
     if s.shape == "place":
         cap = (f"**T = {s.record_cap}** of its records (spread over its grids in proportion) at each measured level"
                if s.map_record_cap in (None, s.record_cap) else
@@ -169,7 +181,8 @@ def _bounds_line(s: Any) -> str:
                 f"({_range_text(s)}); T and B chosen under DP (part of the total above; T from a noisy histogram of "
                 "records per user, B from a noisy histogram of users' high values, in summary.json `record_histogram` "
                 "and `clamp_histogram`). Means are of the values clamped at B (slightly low where values above B are "
-                "common); variances are withheld when B < U (their sums of squares are then not measured)")
+                "common); variances are withheld when B < U (their sums of squares are then not measured)"
+                + _reweighting_text(s))
     clamp = (f"; values clamped to **{_clamped(s)}** ({_range_text(s)}), B chosen under DP from a noisy "
              "histogram of users' high values (summary.json `clamp_histogram`; part of the total above): means "
              "are of the clamped values" if s.clamp is not None and s.clamp < s.bound else "")

@@ -132,3 +132,40 @@ def test_the_example_sentence_says_when_it_is_the_map_wide_mean() -> None:
         fake = SimpleNamespace(table=row, answers=answers, summary=SimpleNamespace(answers_vary_by=vary))
         text = _example_answer(fake, "km/h")
         assert text.startswith("Congress Ave at 6th St") and ("the map-wide mean" in text) == said
+
+
+def _heavy(seed: int, n_heavy: int, heavy_records: int = 2000) -> list:
+    """200 light users (20 records each over random grids) and ``n_heavy`` heavy ones."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(200 + n_heavy):
+        n = 20 if u < 200 else heavy_records
+        for g, t in zip(rng.integers(0, 48, n), range(n)):
+            rows.append((f"u{u}", int(g), t, 36.0 if u < 200 else 96.0))
+    return rows
+
+
+def _exact_tv(rows: list, cap: int) -> float:
+    """½·Σ_ℓ |min(n_ℓ, T)/S(T) − n_ℓ/N| over the users' true record counts (brute force)."""
+    n = pd.Series([r[0] for r in rows]).value_counts().to_numpy(float)
+    kept = np.minimum(n, cap)
+    return 0.5 * float(np.abs(kept / kept.sum() - n / n.sum()).sum())
+
+
+@pytest.mark.parametrize("n_heavy", [0, 15])
+def test_the_reweighting_said_is_the_caps_distance_from_the_record_weights(n_heavy) -> None:
+    """summary.json `reweighting` (from the DP histogram of records per user) against the exact total
+    variation between capped and all-records weights: ≈ 0 without heavy users, large with 15 users
+    holding 88 % of the records (within the histogram's factor-4 bins and its noise)."""
+    rows = _heavy(11, n_heavy)
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts), bound=100.0,
+                     noise=NoiseOptions(seed=5))
+    exact = _exact_tv(rows, int(r.summary.record_cap))
+    said = r.summary.reweighting
+    assert said is not None and 0.0 <= said <= 1.0
+    assert abs(said - exact) <= 0.15, (said, exact)
+    assert (exact > 0.5) == (n_heavy > 0)
+    report = report_markdown(r)
+    assert f"by **{said:.2f}**" in report
