@@ -16,28 +16,13 @@ from dpopt.release import release_user
 from dpopt.writers._published import answers_vary_text
 from dpopt.writers.console import console_summary
 from dpopt.writers.report_md import report_markdown
-from tests.privacy.user.conftest import make_agg
+from tests.privacy.user.conftest import additive_rows, make_agg
 
 SAME = "every grid is answered by the same map-wide mean"
 
 
-def _additive(seed: int, n_users: int) -> list:
-    """Users over 48 grids (6 cells × 8 slots); each record's value is place + time of its grid plus
-    N(0, 1) noise, clipped to [0, 100]."""
-    rng = np.random.default_rng(seed)
-    place = np.array([10.0, 30.0, 20.0, 50.0, 40.0, 25.0])
-    time = np.array([0.0, 5.0, 10.0, 2.0, 8.0, 12.0, 4.0, 6.0])
-    rows = []
-    for u in range(n_users):
-        for g in rng.choice(48, size=int(rng.integers(4, 16)), replace=False):
-            for t in range(int(rng.integers(2, 6))):
-                value = place[g % 6] + time[g // 6] + rng.normal()
-                rows.append((f"u{u}", int(g), t, float(np.clip(value, 0.0, 100.0))))
-    return rows
-
-
 def _release(eps: float, seed: int, n_users: int = 60):
-    agg = make_agg(_additive(seed, n_users))
+    agg = make_agg(additive_rows(seed, n_users, noise_sd=1.0))
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     return release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=100.0,
                         noise=NoiseOptions(seed=seed))
@@ -90,7 +75,7 @@ def test_nothing_measured_is_left_to_the_outlook() -> None:
 
 
 def test_other_shapes_do_not_claim_anything() -> None:
-    agg = make_agg(_additive(3, 60))
+    agg = make_agg(additive_rows(3, 60, noise_sd=1.0))
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     r = release_user(agg, Budget(epsilon_total=5.0), UserOptions(partitions=parts, strategy="place"), bound=100.0,
                      noise=NoiseOptions(seed=3))

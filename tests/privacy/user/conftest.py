@@ -26,6 +26,25 @@ def make_agg(records: list[tuple[str, int, int, float]]):
                     samples=frame[["user", "cell", "slot", "timestamp", "value"]])
 
 
+#: the additive truth of the 48 test grids (6 cells × 8 slots): grid g is PLACE[g % 6] + TIME[g // 6]
+PLACE = np.array([10.0, 30.0, 20.0, 50.0, 40.0, 25.0])
+TIME = np.array([0.0, 5.0, 10.0, 2.0, 8.0, 12.0, 4.0, 6.0])
+
+
+def additive_rows(seed: int, n_users: int, *, noise_sd: float = 0.0) -> list[tuple[str, int, int, float]]:
+    """Records (user, grid, t, value) of ``n_users`` users, each visiting 4–15 of the 48 test grids
+    with 2–5 records in each, valued PLACE + TIME of the grid plus N(0, ``noise_sd``²), clipped to
+    [0, 100] (drawn in that order from ``seed``)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(n_users):
+        for g in rng.choice(48, size=int(rng.integers(4, 16)), replace=False):
+            for t in range(int(rng.integers(2, 6))):
+                value = PLACE[g % 6] + TIME[g // 6] + (rng.normal(0.0, noise_sd) if noise_sd > 0 else 0.0)
+                rows.append((f"u{u}", int(g), t, float(np.clip(value, 0.0, 100.0))))
+    return rows
+
+
 def grid_of(agg, g: int) -> int:
     """Index in ``agg`` of test grid g (or -1)."""
     cell, slot = CELLS[g % 6], (g // 6) * SLOT_NS

@@ -12,25 +12,12 @@ from dpopt.privacy.options import Budget, NoiseOptions
 from dpopt.privacy.user import UserOptions
 from dpopt.records.grid import cell_strings, slot_strings
 from dpopt.release import release_user
-from tests.privacy.user.conftest import CELLS, SLOT_NS, make_agg
-
-
-def _additive(seed: int, n_users: int = 120) -> tuple[list, dict[int, float]]:
-    """Users over 48 grids (6 cells × 8 slots) whose records are place + time of their grid exactly."""
-    rng = np.random.default_rng(seed)
-    place = np.array([10.0, 30.0, 20.0, 50.0, 40.0, 25.0])
-    time = np.array([0.0, 5.0, 10.0, 2.0, 8.0, 12.0, 4.0, 6.0])
-    rows = []
-    for u in range(n_users):
-        for g in rng.choice(48, size=int(rng.integers(4, 16)), replace=False):
-            rows += [(f"u{u}", int(g), t, float(place[g % 6] + time[g // 6])) for t in range(int(rng.integers(2, 6)))]
-    return rows, {g: float(place[g % 6] + time[g // 6]) for g in range(48)}
+from tests.privacy.user.conftest import CELLS, PLACE, SLOT_NS, TIME, additive_rows, make_agg
 
 
 @pytest.mark.parametrize("eps", [1e6, 1e9])
 def test_a_huge_budget_releases_and_recovers_every_grid(eps) -> None:
-    rows, truth = _additive(2)
-    agg = make_agg(rows)
+    agg = make_agg(additive_rows(2, 120))
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     r = release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=100.0,
                      noise=NoiseOptions(seed=1))
@@ -38,7 +25,7 @@ def test_a_huge_budget_releases_and_recovers_every_grid(eps) -> None:
     assert "limit" not in plan and "ended" not in plan, plan
     est = r.estimates
     own = est.answers["node"].to_numpy()
-    expect = np.array([truth[CELLS.index(int(c)) + 6 * int(s // SLOT_NS)]
+    expect = np.array([PLACE[CELLS.index(int(c))] + TIME[int(s // SLOT_NS)]
                        for c, s in zip(est.answers["cell"].to_numpy(), est.answers["slot"].to_numpy())])
     mean = est.table["mean"].to_numpy()[own]
     hw = est.table["mean_error_bound"].to_numpy()[own]
