@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PublishedView", "published_view", "read_release_table", "resolve_unit", "privacy_statement", "fmt_number",
-           "released_count", "answers_vary_text", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at", "active_counts"]
+           "released_count", "answers_vary_text", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at",
+           "active_counts"]
 
 #: the unit said when nobody gave one
 UNKNOWN_UNIT = "units of the value"
@@ -436,7 +437,8 @@ def answers_vary_text(summary: dict[str, Any]) -> str | None:
             "from the others beyond its noise at this budget, so the answers cannot tell places or hours apart "
             "(each interval still holds its grid's own mean). What would: a larger epsilon, more users, or a "
             "coarser grid (--h3-resolution, --slot); or, where you know beforehand that the place sets the value, "
-            "--strategy place. A second release spends its own budget: the two add up for every user")
+            "--strategy place (over a partition list). A second release spends its own budget: the two add up for "
+            "every user")
 
 
 def privacy_statement(summary: dict[str, Any]) -> tuple[str, str]:

@@ -318,16 +318,17 @@ EPSILON_IN_PRACTICE = (
 def _summary_section(view: PublishedView, summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
     nums, words = privacy_statement(summary)
     model = _E(str(summary.get("privacy_model", "")))
+    accuracy = _accuracy(view)
     items = [_what(view, summary), _shape(view, summary),
              f"<li><b>Privacy:</b> user-level differential privacy, model <i>{model}</i>, "
              f"<b>{_E(nums)}</b>. {_E(words)} {EPSILON_IN_PRACTICE}</li>",
-             _accuracy(view), _withheld(view, summary), _more(view, summary, frontier),
+             accuracy, _withheld(view, summary), _more(view, summary, frontier),
              "<li><b>Look up one value:</b> on the street map below, pick the time slot (slider or list), "
              "then hover the hexagon: it shows the mean ± its interval; or type the cell id in the table's "
              "search box. Below the street map, the right-hand panel shows how uncertain each hexagon is.</li>"]
     vary = answers_vary_text(summary)
-    if vary:  # one map-wide mean for every grid says so before the accuracy line
-        items.insert(0 if not summary.get("answers_vary_by") else 4,
+    if vary:  # one map-wide mean for every grid is said first; the factors after the accuracy line
+        items.insert(0 if not summary.get("answers_vary_by") else items.index(accuracy) + 1,
                      f"<li><b>What the answers show:</b> {_E(vary[0].upper() + vary[1:])}.</li>")
     if summary.get("outlook"):  # a release with nothing worth reading says so first
         items.insert(0, f"<li><b>Nothing worth reading:</b> {_E(str(summary['outlook']))}</li>")

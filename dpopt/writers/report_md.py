@@ -221,10 +221,10 @@ def _occupancy_accounting(result: Release) -> list[str]:
 def _user_accuracy(s: Any, levels: bool) -> list[str]:
     if levels:
         vary = answers_vary_text(s.as_dict())
+        said = [] if not vary else [f"- answers: **{vary}**" if s.answers_vary_by == [] else f"- answers: {vary}"]
         return [f"- estimation: {s.method}; every row's `mean_error_bound` is the half-width of a {s.confidence:.0%} "
                 "interval for the mean of each listed grid it answers (models/engine.md, models/hierarchy.md)",
-                f"- nodes published: {s.grids_released}"] + ([f"- answers: {'**' + vary + '**' if not s.answers_vary_by else vary}"]
-                                                              if vary else [])
+                f"- nodes published: {s.grids_released}", *said]
     return [f"- every row carries {s.confidence:.0%} error bounds of the released mean and variance against the "
             "bounded data's statistics (noise only: the bias of contribution bounding is not included)",
             f"- grids released: {s.grids_released}"]
