@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..measurements import Estimates, Measurements, UserInfo
+from ..privacy.user.place_bounds import record_counts, reweighting_distance
 from ..records.grid import cell_strings, parse_slot, iso_duration, level_time_text, slot_strings, slot_text
 from .result import ANSWER_COLUMNS, RELEASE_COLUMNS, Release, node_frame, own_answers, release_frame
 
@@ -103,8 +104,8 @@ class UserReleaseSummary:
     answers_vary_by: list[str] | None = None
     #: engine and place: D(T), the total-variation distance between the records' weights in a mean
     #: capped at T records per user and in the all-records mean, from the DP ``record_histogram``
-    #: denoised as the cap rule reads it (:func:`dpopt.privacy.user.place_bounds.record_counts`)
-    #: (:func:`dpopt.privacy.user.place_bounds.reweighting_distance`, post-processing); a capped mean
+    #: denoised as the cap rule reads it (:func:`dpopt.privacy.user.place_bounds.record_counts` and
+    #: :func:`~dpopt.privacy.user.place_bounds.reweighting_distance`, post-processing); a capped mean
     #: can sit up to 2·D × the spread of users' own means from the all-records mean, which the
     #: intervals leave out (models/engine.md §4). None where no cap was chosen
     reweighting: float | None = None
@@ -231,8 +232,6 @@ def _reweighting(info: UserInfo) -> float | None:
     hist = info.record_histogram
     if not hist or info.record_cap is None or "noisy_users" not in hist or "epsilon" not in hist:
         return None
-    from ..privacy.user.place_bounds import record_counts, reweighting_distance
-
     # denoised as the cap rule reads it: a phantom "user of 8,192 records" in an empty top bin would
     # otherwise outweigh every real user (D = 0.55 on a test of 200 users of 20 records each)
     counts = record_counts(np.asarray(hist["noisy_users"], dtype=float), float(hist["epsilon"]))
