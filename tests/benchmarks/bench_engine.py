@@ -251,9 +251,12 @@ def load_payments():
 #: Gamma(2, 2) record noise, in [0, 200] (seeded). Each user touches all 168 slots of its cell, the
 #: opposite of the payments' few records
 SENSORS = "sensors_synth"
+#: the same sensors where the place sets the value: cluster offsets N(0, 15²) and the rush hour at a
+#: tenth, around 60 (users that never move: their votes say nothing of the place, models/engine.md §5)
+SENSORS_PLACE = "sensors_placeset"
 
 
-def load_sensors():
+def load_sensors(place_sd: float = 3.0, rush_scale: float = 1.0, base: float = 15.0):
     from dpopt.release import GridOptions, contributions
 
     rng = np.random.default_rng(11)
@@ -266,8 +269,8 @@ def load_sensors():
     user = np.repeat(np.arange(n_sensors), ticks.size)
     minute = np.tile(ticks, n_sensors) + rng.integers(0, every, user.size)
     hour, day = (minute // 60) % 24, minute // 1440
-    rush = 25 * np.exp(-((hour - 8) / 1.5) ** 2) + 20 * np.exp(-((hour - 18) / 2.0) ** 2)
-    value = (15 + rush * np.where(np.isin(day % 7, [5, 6]), 0.3, 1.0) + rng.normal(0, 3, clusters)[cl[user]]
+    rush = rush_scale * (25 * np.exp(-((hour - 8) / 1.5) ** 2) + 20 * np.exp(-((hour - 18) / 2.0) ** 2))
+    value = (base + rush * np.where(np.isin(day % 7, [5, 6]), 0.3, 1.0) + rng.normal(0, place_sd, clusters)[cl[user]]
              + rng.normal(0, 1.5, n_sensors)[user] + rng.gamma(2.0, 2.0, user.size))
     rec = pd.DataFrame({"user_id": user.astype(str),
                         "timestamp": pd.Timestamp("2024-03-04", tz="UTC") + pd.to_timedelta(minute, "min"),
@@ -290,7 +293,8 @@ def load_amounts():
 
 
 #: the synthetic and derived sets beside bench_userdp's real ones: name → loader of (aggregate with samples, 0)
-EXTRA_SETS = {TIMESET: load_timeset, DAYSET: load_dayset, PAYMENTS: load_payments, SENSORS: load_sensors, AMOUNTS: load_amounts}
+EXTRA_SETS = {TIMESET: load_timeset, DAYSET: load_dayset, PAYMENTS: load_payments, SENSORS: load_sensors, AMOUNTS: load_amounts,
+              SENSORS_PLACE: lambda: load_sensors(place_sd=15.0, rush_scale=0.1, base=60.0)}
 
 PEER_SWEEP = ([4, 16, 64, 256], [1, 4, 16])
 

@@ -28,8 +28,10 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
    (:func:`nested_sumsq`), which a day's grid answered by its window holds in its interval.
 4c. **The users' place-or-time vote** (:data:`VOTE_SHARE` of the rest, over a public list only):
    each user's share of its grid means' spread that moves with the place at a fixed time, against
-   the time at a fixed place (:mod:`dpopt.privacy.user.place_time_vote`); the plans split the main
-   effects' components between place and time by it. Where the lattice holds a recurring window
+   the time at a fixed place (:mod:`dpopt.privacy.user.place_time_vote`; a user with evidence on one
+   side only, a sensor that never moves, reads that side against the DP upper end of the grids' means'
+   variance from step 4b); the plans split the main effects' components between place and time by
+   it. Where the lattice holds a recurring window
    (hour-of-day) and a contiguous level of one cycle's span (1 d), a second vote of the same form
    (:data:`CYCLE_VOTE_SHARE`) splits the time's part between the two kinds of time level
    (:func:`dpopt.privacy.user.place_time_vote.cycle_votes`).
@@ -520,7 +522,8 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
-    vote, cycle, vote_spent, vote_share = _votes(agg, b, mech, rest, listed=chosen is None)
+    vote, cycle, vote_spent, vote_share = _votes(agg, b, mech, rest, listed=chosen is None,
+                                                 reference=_spread(b, pilot, between))
     total = (1.0 - PILOT_SHARE - BETWEEN_SHARE - vote_share) * rest
     prior, _ = _plan(b, pilot, total, unit, vote=vote, cycle=cycle)  # the plan of the pilot's knowledge (mostly the public prior)
     first = ROUND1_SHARE * prior
@@ -571,16 +574,18 @@ def _choose_bounds(agg: Aggregate, options: UserOptions, eps_b: float, rest: flo
     return pb, rest - cost, {CLAMP_REMEASURE_PIECE: eps2}
 
 
-def _votes(agg: Aggregate, b: _Bounded, mech: Any, rest: float, *, listed: bool
+def _votes(agg: Aggregate, b: _Bounded, mech: Any, rest: float, *, listed: bool, reference: float | None = None
            ) -> tuple[PlaceShare | None, PlaceShare | None, dict[str, float], float]:
     """(place-or-time vote, the time's vote, their budget pieces, the share of ``rest`` they spent):
-    the users' votes (:mod:`.place_time_vote`), over a public list only — over a private list of
+    the users' votes (:mod:`.place_time_vote`; ``reference`` the DP upper end of the grids' means'
+    variance that the users with evidence on one side read their spread against,
+    :func:`.place_time_vote.one_sided_shares`), over a public list only — over a private list of
     cells × windows of the day (models/engine.md §8) the first was measured to cost coverage
     (payments 0.94 → 0.78) and neither is asked — the time's only where the lattice holds a recurring
     window and a day (:func:`_cycle_pair`)."""
     if not listed:
         return None, None, {}, 0.0
-    vote, spent = measure_place_share(agg, b.pairs, mech, VOTE_SHARE * rest)
+    vote, spent = measure_place_share(agg, b.pairs, mech, VOTE_SHARE * rest, reference=reference)
     pair = _cycle_pair(b)
     if pair is None:
         return vote, None, spent, VOTE_SHARE

@@ -13,13 +13,28 @@ and slot s(g)), the place's sum of squares *at a fixed time* and the time's *at 
 
 (S_s, n_s: its records' sum and count in slot s over every cell; S_c, n_c: in cell c over every
 slot): the spread of its grid means between the cells it visited within one slot, and between the
-slots it visited within one cell. Its vote is p_u = SS_place / (SS_place + SS_time) ∈ [0, 1]. A user
-whose grids share neither a slot nor a cell (one grid, or one record per place and time) has no
-evidence and does not vote; nor does one whose grid means do not vary. A bus that meets the same
-cells at several hours and several cells within an hour votes by what moves its speed; a sensor
-that never moves votes 0 (its time varies within its one cell, its place never within a slot).
+slots it visited within one cell. Its vote is p_u = SS_place / (SS_place + SS_time) ∈ [0, 1] where it
+has evidence on both sides: some slot in which it visited two cells *and* some cell it visited in
+two slots. A bus that meets the same cells at several hours and several cells within an hour votes
+by what moves its speed.
 
-**Sensitivity.** Each user contributes at most one vote, a function of its own records; p_u − ½ is
+**One side only.** A sensor that never moves sees its time move its value and never a second cell
+in a slot: its SS_place is 0 for want of a second cell, not of spread, and as p_u it would vote 0
+(time) whatever the data — on fixed sensors whose place sets the value (the benchmark's
+``sensors_placeset``, ε = 10) every sensor did, the plan starved the cells, and the release erred as
+one constant does (median 9.54 over thirty seeds, the constant 9.60; models/engine.md §5). Such a
+user reads its one side against the grids' variance instead (:func:`one_sided_shares`): with V the
+DP upper end of the variance of the listed grids' means (the release's between-grid statistic,
+published before the vote) and σ̂²_time,u its own records' spread between the slots of its cell (an
+ANOVA estimate, its records' noise taken out), it votes 1 − min(σ̂²_time,u/V, 1): the share of V its
+time does not explain goes to the place. A user seen in one slot at several cells votes
+min(σ̂²_place,u/V, 1). One with no grid of two records cannot tell its records' noise from its
+side's spread (a payer of one purchase per shop and hour) and does not vote, nor does one whose grids
+share neither a slot nor a cell, nor a two-sided one whose grid means do not vary. Without a
+reference (the research API's default) only the two-sided users vote.
+
+**Sensitivity.** Each user contributes at most one vote, a function of its own records and of V, a
+DP output published before the vote (adaptive composition); p_u − ½ is
 quantised to the lattice 2^-:data:`VOTE_BITS` (round half away from 0), so the centred sum
 Q = Σ_u round((p_u − ½)·2^b) moves by at most 2^(b−1) when a user is added or removed (ℓ1 = ℓ2),
 and the number of voters N by at most 1. Two queries (pure ε: Laplace; ρ: Gaussian), half the vote's
@@ -27,7 +42,8 @@ budget each, by the release's exact sampler. The estimate p̂ = ½ + Q̃·2^-b/�
 its sd (delta method) are post-processing.
 
 What it measures is the users' own mix, not the grids' variance components (a user's grid means
-carry its own records' noise, and users who never move say nothing of how places differ), so the
+carry its own records' noise, and users who never move say of the place only what their time leaves
+of V), so the
 strategy uses it only for the split of the main effects' prior between place and time
 (:func:`main_effect_split`), shrunk toward the even split by its noise.
 
@@ -92,8 +108,9 @@ def shares_apart(user: np.ndarray, grid: np.ndarray, across_x: np.ndarray, acros
     fixed), SS_y likewise over ``across_y``. ``per_df``: mean squares instead, each SS over its
     degrees of freedom (the user's grids less its groups), so that its records' noise, which enters
     every degree of freedom alike, weighs the two sides alike however its grids fall into groups
-    (module doc). Users with SS_x + SS_y = 0 (no group holds two of their grids, or their grid means
-    do not vary) have no evidence and are left out. Private."""
+    (module doc). Users with evidence on one side only (no group of ``across_x``, or none of
+    ``across_y``, holds two of their grids: SS_x or SS_y is 0 for want of degrees of freedom, not of
+    spread) or with SS_x + SS_y = 0 (their grid means do not vary) are left out. Private."""
     frame = pd.DataFrame({"u": user, "g": grid, "x": across_x, "y": across_y,
                           "n": np.asarray(n, dtype=float), "S": np.asarray(S, dtype=float)})
     if frame.empty:
@@ -106,13 +123,16 @@ def shares_apart(user: np.ndarray, grid: np.ndarray, across_x: np.ndarray, acros
     (within, grids), (sq_x, groups_x), (sq_y, groups_y) = squares(["g"]), squares(["x"]), squares(["y"])
     ss_x = (within - sq_x).clip(lower=0.0).to_numpy()
     ss_y = (within - sq_y).clip(lower=0.0).to_numpy()
+    df_x, df_y = (grids - groups_x).to_numpy(dtype=float), (grids - groups_y).to_numpy(dtype=float)
     if per_df:
-        df_x, df_y = (grids - groups_x).to_numpy(dtype=float), (grids - groups_y).to_numpy(dtype=float)
         ss_x = np.where(df_x > 0, ss_x / np.maximum(df_x, 1.0), 0.0)
         ss_y = np.where(df_y > 0, ss_y / np.maximum(df_y, 1.0), 0.0)
     den = ss_x + ss_y
     scale = within.to_numpy() / (np.maximum(grids.to_numpy(dtype=float), 1.0) if per_df else 1.0)
-    evidence = den > 1e-12 * np.maximum(scale, 1e-300)  # rounding: a sum of squares of 0
+    # evidence on both sides: a user none of whose groups holds two of its grids on one side (a sensor
+    # that never moves has no two cells in one slot) cannot tell that side's spread from none (module doc)
+    varies = den > 1e-12 * np.maximum(scale, 1e-300)  # rounding: a sum of squares of 0
+    evidence = varies & (df_x > 0) & (df_y > 0)
     return ss_x[evidence] / den[evidence]
 
 
@@ -120,14 +140,62 @@ def _pairs(agg: Aggregate, pairs: np.ndarray | None) -> np.ndarray:
     return np.ones(agg.n_pairs, dtype=bool) if pairs is None else np.asarray(pairs, dtype=bool)
 
 
-def place_votes(agg: Aggregate, pairs: np.ndarray | None = None) -> np.ndarray:
+def place_votes(agg: Aggregate, pairs: np.ndarray | None = None, *, reference: float | None = None) -> np.ndarray:
     """The votes p_u (module doc) of the users with evidence, from their (user, grid) pairs in
-    ``pairs`` (bool per pair; None: all), in user order: the place apart within each slot, the time
-    apart within each cell (:func:`shares_apart`). Private: never published."""
+    ``pairs`` (bool per pair; None: all): first the users with evidence on both sides, in user order
+    (the place apart within each slot, the time apart within each cell: :func:`shares_apart`), then,
+    where a ``reference`` variance is given, the users with evidence on one side only
+    (:func:`one_sided_shares`, in user order). Private: never published."""
     keep = _pairs(agg, pairs)
     grid = np.asarray(agg.pair_grid)[keep]
-    return shares_apart(np.asarray(agg.pair_user)[keep], grid, np.asarray(agg.slots)[grid], np.asarray(agg.cells)[grid],
-                        np.asarray(agg.count)[keep], np.asarray(agg.sum)[keep])
+    parts = (np.asarray(agg.pair_user)[keep], grid, np.asarray(agg.slots)[grid], np.asarray(agg.cells)[grid],
+             np.asarray(agg.count)[keep], np.asarray(agg.sum)[keep])
+    both = shares_apart(*parts)
+    if reference is None or not (np.isfinite(reference) and reference > 0):
+        return both
+    return np.concatenate([both, one_sided_shares(*parts, np.asarray(agg.sumsq)[keep], reference=float(reference))])
+
+
+def one_sided_shares(user: np.ndarray, grid: np.ndarray, slot: np.ndarray, cell: np.ndarray, n: np.ndarray,
+                     S: np.ndarray, Q: np.ndarray, *, reference: float) -> np.ndarray:
+    """Per user with evidence on one side only and records to spare (user order), its vote read
+    against ``reference`` V, the variance of the grids' means the release measured (a DP output):
+    a user with no slot holding two of its grids but some cell holding two (a sensor, a payer of one
+    shop) votes 1 − min(σ̂²_time,u / V, 1), one with the reverse (seen in one slot at several cells)
+    min(σ̂²_place,u / V, 1). Its side's
+    spread σ̂² is the ANOVA estimate from its own records: the mean square of its grid means about
+    their group's (unweighted; the groups its cells, or its slots) over the degrees of freedom (its
+    grids less its groups), less what its records' own noise puts there, s²_w·mean(1/n_g), s²_w the
+    pooled variance of its records inside its grids (E[mean square] = σ² + σ²_rec·mean(1/n_g) for
+    independent records). A user with no grid of two records cannot tell its records' noise from its
+    side's spread and does not vote. Each vote lies in [0, 1] and reads the user's own records and a
+    published number only (module doc: the same sensitivity). Private."""
+    frame = pd.DataFrame({"u": user, "g": grid, "x": slot, "y": cell, "n": np.asarray(n, dtype=float),
+                          "S": np.asarray(S, dtype=float), "Q": np.asarray(Q, dtype=float)})
+    if frame.empty:
+        return np.zeros(0)
+    frame["m"] = frame["S"] / frame["n"]
+    frame["inv"] = 1.0 / frame["n"]
+    frame["within"] = frame["Q"] - frame["S"] * frame["m"]  # the records' sum of squares inside the grid
+    per = frame.groupby("u", sort=True).agg(grids=("g", "size"), slots=("x", "nunique"), cells=("y", "nunique"),
+                                            within=("within", "sum"), reps=("n", "sum"), inv=("inv", "mean"))
+    per["reps"] -= per["grids"]  # the within-grid degrees of freedom
+    out = []
+    # one side only (shares_apart's evidence rule): no slot holds two of its grids but some cell does
+    # (the time side), or the reverse (the place side)
+    time_side = per[(per["grids"] == per["slots"]) & (per["grids"] > per["cells"]) & (per["reps"] > 0)]
+    place_side = per[(per["grids"] == per["cells"]) & (per["grids"] > per["slots"]) & (per["reps"] > 0)]
+    for rows, key, place in ((time_side, "y", False), (place_side, "x", True)):
+        if rows.empty:
+            continue
+        f = frame[frame["u"].isin(rows.index)]
+        centred = f["m"] - f.groupby(["u", key])["m"].transform("mean")
+        ss = (centred ** 2).groupby(f["u"]).sum()
+        df = rows["grids"] - f.groupby("u")[key].nunique()
+        noise = (rows["within"].clip(lower=0.0) / rows["reps"]) * rows["inv"]
+        share = ((ss / df - noise).clip(lower=0.0) / reference).clip(upper=1.0).to_numpy()
+        out.append(share if place else 1.0 - share)
+    return np.concatenate(out) if out else np.zeros(0)
 
 
 def cycle_votes(agg: Aggregate, pairs: np.ndarray, grid_of_pair: np.ndarray, calendar_code: np.ndarray,
@@ -173,12 +241,12 @@ def measure_votes(votes: np.ndarray, mech: Any, budget: float, what: str = "plac
     return share, {f"pilot {what} vote (centred sum)": half, f"pilot {what} vote (voters)": half}
 
 
-def measure_place_share(agg: Aggregate, pairs: np.ndarray | None, mech: Any, budget: float
-                        ) -> tuple[PlaceShare | None, dict[str, float]]:
-    """The noisy place-or-time vote (:func:`place_votes`, :func:`measure_votes`)."""
+def measure_place_share(agg: Aggregate, pairs: np.ndarray | None, mech: Any, budget: float, *,
+                        reference: float | None = None) -> tuple[PlaceShare | None, dict[str, float]]:
+    """The noisy place-or-time vote (:func:`place_votes` with ``reference``, :func:`measure_votes`)."""
     if budget <= 0:
         return None, {}
-    return measure_votes(place_votes(agg, pairs), mech, budget)
+    return measure_votes(place_votes(agg, pairs, reference=reference), mech, budget)
 
 
 def _weighted(share: PlaceShare, p0: float) -> float:

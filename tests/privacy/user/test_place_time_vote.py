@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpopt.privacy.user.place_time_vote import (VOTE_BITS, PlaceShare, cycle_votes, main_effect_split,
-                                                measure_place_share, place_votes, vote_sums)
+                                                measure_place_share, one_sided_shares, place_votes, vote_sums)
 from dpopt.privacy.user.engine import CYCLE_VOTE_SHARE, VOTE_SHARE
 from tests.privacy.user.conftest import CELLS, make_agg
 
@@ -24,7 +24,8 @@ def _brute_votes(rows: list) -> list[float]:
     """Each voting user's SS_place / (SS_place + SS_time) by definition (grid g: cell g % 6, slot
     g // 6), from the records themselves: the spread of its grid means about their slot's mean
     (place at a fixed time) and about their cell's mean (time at a fixed place), record-weighted;
-    users with neither do not vote."""
+    users without two cells in some slot and two slots in some cell (evidence on both sides) do not
+    vote."""
     votes = []
     for user in sorted({u for u, *_ in rows}):
         mine = [(g % 6, g // 6, x) for (u, g, _, x) in rows if u == user]
@@ -41,7 +42,9 @@ def _brute_votes(rows: list) -> list[float]:
 
         place, time = spread(1), spread(0)  # place within a slot, time within a cell
         scale = sum(x * x for *_, x in mine)
-        if place + time > 1e-12 * scale:
+        grids = {r[:2] for r in mine}
+        both = len(grids) > len({r[1] for r in mine}) and len(grids) > len({r[0] for r in mine})
+        if both and place + time > 1e-12 * scale:
             votes.append(place / (place + time))
     return votes
 
@@ -75,22 +78,108 @@ def test_a_user_whose_value_follows_its_place_votes_1_its_time_0_a_constant_not_
     assert place_votes(make_agg(user(lambda g: 42.0))).size == 0
 
 
-def test_a_user_in_one_cell_votes_time_and_one_with_one_record_per_place_and_time_does_not_vote() -> None:
+def test_a_user_with_evidence_on_one_side_only_does_not_vote() -> None:
+    """A sensor that never moves (one cell, three slots) sees its time move its value and never a
+    second cell in a slot: no evidence of the place, so no vote (a vote of 0 would count the absence
+    as evidence for the time); nor a user seen in one slot only, nor one with no cell or slot shared."""
     sensor = [("s", g, t, 10.0 + 5.0 * (g // 6)) for g in (0, 6, 12) for t in range(3)]
-    assert place_votes(make_agg(sensor)) == pytest.approx([0.0])
+    assert place_votes(make_agg(sensor)).size == 0
+    snapshot = [("q", g, t, 10.0 + 5.0 * g) for g in (0, 1, 2) for t in range(3)]  # three cells, one slot
+    assert place_votes(make_agg(snapshot)).size == 0
     payer = [("p", g, 0, 10.0 * g) for g in (0, 7, 14)]  # three cells, three slots, no cell or slot shared
     assert place_votes(make_agg(payer)).size == 0
+    # the same sensor with one record in a second cell in one of its slots has both: it votes, mostly time
+    moved = sensor + [("s", 1, 0, 10.0)]
+    assert place_votes(make_agg(moved)) == pytest.approx([0.0], abs=0.05)
+
+
+def _brute_one_sided(rows: list, reference: float) -> list[float]:
+    """Each one-sided user's vote by definition (grid g: cell g % 6, slot g // 6), users in order:
+    first those with time evidence only (no slot with two of its grids, some cell with two), each
+    1 − min(σ̂²/V, 1), then those with place evidence only, min(σ̂²/V, 1); σ̂² = the mean square of its
+    grid means about their group's mean (cells or slots) over (grids − groups), less the pooled
+    variance of its records inside its grids times the mean of 1/n_g; no grid of two records: no vote."""
+    time_side, place_side = [], []
+    for user in sorted({u for u, *_ in rows}):
+        mine = [(g % 6, g // 6, x) for (u, g, _, x) in rows if u == user]
+        grids = sorted({r[:2] for r in mine})
+        values = {gr: [r[2] for r in mine if r[:2] == gr] for gr in grids}
+        reps = sum(len(v) - 1 for v in values.values())
+        cells, slots = {gr[0] for gr in grids}, {gr[1] for gr in grids}
+        if reps == 0:
+            continue
+        for side, key, out in (("time", 0, time_side), ("place", 1, place_side)):
+            other = slots if side == "time" else cells
+            groups = cells if side == "time" else slots
+            if len(grids) != len(other) or len(grids) <= len(groups):
+                continue
+            means = {gr: float(np.mean(v)) for gr, v in values.items()}
+            ss = 0.0
+            for level in groups:
+                inside = [means[gr] for gr in grids if gr[key] == level]
+                ss += sum((m - np.mean(inside)) ** 2 for m in inside)
+            within = sum(sum((x - np.mean(v)) ** 2 for x in v) for v in values.values()) / reps
+            noise = within * float(np.mean([1.0 / len(v) for v in values.values()]))
+            share = min(max(ss / (len(grids) - len(groups)) - noise, 0.0) / reference, 1.0)
+            out.append(1.0 - share if side == "time" else share)
+    return time_side + place_side
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_one_sided_users_vote_is_its_sides_spread_over_the_grids_variance(seed: int) -> None:
+    """Sensors (one cell, several slots), snapshots (one slot, several cells) and two-sided users with
+    random replicated records, against the definition written out per user (:func:`_brute_one_sided`);
+    without a reference they do not vote."""
+    rng = np.random.default_rng(seed)
+    rows = _random_records(rng, 12)
+    for u in range(10):
+        cell, slot = int(rng.integers(0, 6)), int(rng.integers(0, 8))
+        for s in rng.choice(8, size=int(rng.integers(2, 6)), replace=False):  # a sensor
+            rows += [(f"s{u}", cell + 6 * int(s), t, float(rng.uniform(0, 100))) for t in range(int(rng.integers(1, 4)))]
+        for c in rng.choice(6, size=int(rng.integers(2, 5)), replace=False):  # a snapshot of one slot
+            rows += [(f"q{u}", int(c) + 6 * slot, t, float(rng.uniform(0, 100))) for t in range(int(rng.integers(1, 4)))]
+    agg = make_agg(rows)
+    both = place_votes(agg)
+    assert both == pytest.approx(_brute_votes(rows), abs=1e-9)
+    expect = _brute_one_sided(rows, 300.0)
+    assert len(expect) >= 10
+    votes = place_votes(agg, reference=300.0)
+    assert votes[: both.size] == pytest.approx(both, abs=1e-12)
+    assert votes[both.size:] == pytest.approx(expect, abs=1e-9)
+    assert ((votes >= 0) & (votes <= 1)).all()
+
+
+def test_a_sensor_votes_time_where_its_time_explains_the_grids_spread_and_place_where_it_does_not() -> None:
+    """A sensor whose hours move its value by ±10 (variance 100) against grids whose means vary by
+    V = 100 votes ≈ 0 (time); one whose value does not move with the hour votes 1 (place: V is not
+    the time's); its records' own noise (sd 2, four per grid) is taken out before the comparison."""
+    rng = np.random.default_rng(4)
+
+    def sensor(name: str, amplitude: float) -> list:
+        return [(name, 6 * s, t, 50.0 + amplitude * (1 if s % 2 else -1) + float(rng.normal(0, 2)))
+                for s in range(8) for t in range(4)]
+
+    moving, still = place_votes(make_agg(sensor("a", 10.0)), reference=100.0), place_votes(make_agg(sensor("b", 0.0)),
+                                                                                          reference=100.0)
+    assert moving.size == 1 and moving[0] < 0.15
+    assert still.size == 1 and still[0] > 0.9
+    assert place_votes(make_agg(sensor("a", 10.0))).size == 0  # no reference: no vote
+    one_record = [("c", 6 * s, 0, 50.0 + 10.0 * (s % 2)) for s in range(8)]  # no grid of two records
+    assert place_votes(make_agg(one_record), reference=100.0).size == 0
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_adding_or_removing_a_user_moves_the_sum_by_at_most_its_sensitivity(seed: int) -> None:
     rng = np.random.default_rng(seed)
     rows = _random_records(rng, 30)
-    q, n, sens = vote_sums(place_votes(make_agg(rows)))
-    assert sens == 2 ** (VOTE_BITS - 1)
-    for user in rng.choice(sorted({u for u, *_ in rows}), size=5, replace=False):
-        q2, n2, _ = vote_sums(place_votes(make_agg([r for r in rows if r[0] != user])))
-        assert abs(q - q2) <= sens and n - n2 in (0, 1)
+    for u, cell in enumerate(rng.integers(0, 6, size=5)):  # sensors: one-sided users
+        rows += [(f"s{u}", int(cell) + 6 * s, t, float(rng.uniform(0, 100))) for s in range(3) for t in range(2)]
+    for reference in (None, 50.0):
+        q, n, sens = vote_sums(place_votes(make_agg(rows), reference=reference))
+        assert sens == 2 ** (VOTE_BITS - 1)
+        for user in rng.choice(sorted({u for u, *_ in rows}), size=5, replace=False):
+            q2, n2, _ = vote_sums(place_votes(make_agg([r for r in rows if r[0] != user]), reference=reference))
+            assert abs(q - q2) <= sens and n - n2 in (0, 1)
     # the worst cases: a vote of 0 or 1 is ±2^(b-1) on the lattice
     assert vote_sums(np.array([0.0, 1.0, 0.5])) == (0, 3, sens)
     assert vote_sums(np.array([1.0]))[0] == sens and vote_sums(np.array([0.0]))[0] == -sens
@@ -230,9 +319,13 @@ def _brute_cycle_votes(rows: list) -> list[float]:
             df = len(grids) - len(groups)
             return total / df if df > 0 else 0.0
 
-        cyc, cal = mean_square(lambda r: (r[0], r[1])), mean_square(lambda r: (r[0], r[2]))
+        def df(group) -> int:
+            return len(grids) - len({group(r) for r in mine})
+
+        day, hour = (lambda r: (r[0], r[1])), (lambda r: (r[0], r[2]))
+        cyc, cal = mean_square(day), mean_square(hour)
         scale = sum(r[3] ** 2 for r in mine) / len(grids)
-        if cyc + cal > 1e-12 * scale:
+        if df(day) > 0 and df(hour) > 0 and cyc + cal > 1e-12 * scale:
             votes.append(cyc / (cyc + cal))
     return votes
 
@@ -260,9 +353,10 @@ def test_a_user_whose_value_follows_the_hour_votes_1_the_day_0_a_constant_not_at
     assert _cycle(user(lambda d, h: 10.0 + 2.0 * h)) == pytest.approx([1.0])
     assert _cycle(user(lambda d, h: 10.0 + 20.0 * d)) == pytest.approx([0.0])
     assert _cycle(user(lambda d, h: 42.0)).size == 0
-    # one day only: no (cell, hour) node holds two of its grids, so the day cannot move its value
+    # one day only: no (cell, hour) node holds two of its grids, so it has no evidence of the day
+    # moving its value and does not vote (a 1 would count the absence as evidence for the hour)
     one_day = [("b", 6 * h, 0, 10.0 + h) for h in (8, 12, 17)]
-    assert _cycle(one_day) == pytest.approx([1.0])
+    assert _cycle(one_day).size == 0
 
 
 def test_the_time_vote_is_bounded_per_user_as_the_place_vote_is() -> None:
