@@ -83,8 +83,8 @@ import pandas as pd
 from ...records.aggregate import Aggregate
 from .levels import used_budget
 
-__all__ = ["VOTE_BITS", "PlaceShare", "place_votes", "cycle_votes", "vote_sums", "measure_place_share", "measure_votes",
-           "main_effect_split"]
+__all__ = ["VOTE_BITS", "PlaceShare", "place_votes", "one_sided_shares", "cycle_votes", "vote_sums", "measure_place_share",
+           "measure_votes", "main_effect_split"]
 
 #: the votes' lattice: p_u − ½ in multiples of 2^-16 (a resolution far below any vote's meaning)
 VOTE_BITS = 16
