@@ -185,13 +185,13 @@ def one_sided_shares(user: np.ndarray, grid: np.ndarray, slot: np.ndarray, cell:
     # (the time side), or the reverse (the place side)
     time_side = per[(per["grids"] == per["slots"]) & (per["grids"] > per["cells"]) & (per["reps"] > 0)]
     place_side = per[(per["grids"] == per["cells"]) & (per["grids"] > per["slots"]) & (per["reps"] > 0)]
-    for rows, key, place in ((time_side, "y", False), (place_side, "x", True)):
+    for rows, key, groups, place in ((time_side, "y", "cells", False), (place_side, "x", "slots", True)):
         if rows.empty:
             continue
         f = frame[frame["u"].isin(rows.index)]
         centred = f["m"] - f.groupby(["u", key])["m"].transform("mean")
         ss = (centred ** 2).groupby(f["u"]).sum()
-        df = rows["grids"] - f.groupby("u")[key].nunique()
+        df = rows["grids"] - rows[groups]
         noise = (rows["within"].clip(lower=0.0) / rows["reps"]) * rows["inv"]
         share = ((ss / df - noise).clip(lower=0.0) / reference).clip(upper=1.0).to_numpy()
         out.append(share if place else 1.0 - share)
