@@ -443,3 +443,49 @@ def test_resolved_grids_share_nodes_where_the_slot_is_finer():
     resolved, n_hat = resolved_grids(info, parts)
     np.testing.assert_array_equal(resolved, [False, False, False, False, True])
     assert n_hat[4] == pytest.approx(10.0) and np.isnan(n_hat[:4]).all()
+
+
+def test_the_published_interval_is_taken_about_the_published_mean() -> None:
+    """The published mean is the point fit's (REML components); the posterior is the interval fit's
+    (the components' posterior means), about that fit's own centre. Where a low measurement of the
+    sum squeezes the interval's components below REML's (the day-set's seed 1014, models/engine.md
+    §4), the centres differ, and each published half-width lies between the centred one (and |the
+    centres' difference|) and their sum, strictly wider than the centred one where they differ."""
+    rng = np.random.default_rng(31)
+    factors, A, y, s2, _ = _crossed_case(rng, {"place": 25.0, "time": 25.0, RESIDUAL: 0.0}, noise_sd=1.0)
+    fit, upper, wide, residual = interval_fit(factors, A, y, s2, cap=100.0, seen={"place", "time"},
+                                              residual_seen=False, total=(8.0, 2.0, "laplace"))
+    alone = np.ones(A.shape[1], dtype=bool)
+    published = grid_halfwidths(fit, upper, wide, residual, alone=alone, cap=100.0)
+    centred = grid_halfwidths(wide, upper, wide, residual, alone=alone, cap=100.0)  # about its own centre
+    shift = np.abs(fit.grid_mean - wide.grid_mean)
+    assert np.max(shift / centred) > 0.1  # the centres differ here: the case is not vacuous
+    assert np.all(published >= np.maximum(centred, shift) - 1e-9)
+    assert np.all(published <= centred + shift + 1e-9)
+    assert np.all(published[shift > 1e-6 * centred] > centred[shift > 1e-6 * centred])
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.3, 1.5, 6.0])
+def test_the_offcentre_halfwidth_covers_its_mixture(shift: float) -> None:
+    """offcentre_halfwidth against independent computations: one normal N(−d, s²) by a root finder on
+    its closed-form coverage, and a scale mixture of normals about −d by Monte Carlo (the variance
+    drawn from its masses, then the error)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    from dpopt.estimation.crossed_estimate import offcentre_halfwidth
+
+    s = np.array([0.5, 2.0, 4.0])
+    h0 = norm.ppf(0.975) * s
+    h = offcentre_halfwidth(h0, np.full(3, shift), (s * s)[:, None], np.ones(1), confidence=0.95)
+    for hi, si in zip(h, s):
+        exact = brentq(lambda x: norm.cdf((x - shift) / si) - norm.cdf((-x - shift) / si) - 0.95, 0.0, 100.0)
+        assert hi == pytest.approx(exact, rel=1e-9)
+    rng = np.random.default_rng(12)
+    var = np.array([[1.0, 4.0, 16.0]])
+    p = np.array([0.5, 0.3, 0.2])
+    centred = predictive_halfwidth(np.zeros(1), var[0], p, confidence=0.95)
+    (hm,) = offcentre_halfwidth(centred, np.array([shift]), var, p, confidence=0.95)
+    t = rng.choice(var[0], p=p, size=800_000)
+    x = rng.normal(-shift, np.sqrt(t))
+    assert np.mean(np.abs(x) <= hm) == pytest.approx(0.95, abs=0.002)
