@@ -461,27 +461,60 @@ def offcentre_halfwidth(centred: np.ndarray, shift: np.ndarray, var: np.ndarray,
     solves Σ_i p_i·(Φ((h − d)/s_i) − Φ((−h − d)/s_i)) = ``confidence``. ``centred`` holds each row's
     half-width at d = 0 (:func:`predictive_halfwidth` or z·s); h lies in [max(h0, |d|), h0 + |d|]
     (a symmetric unimodal law covers less off centre; the wider end holds the centred interval), and
-    the bisection runs on that bracket. Where REML read two noisy time components at 67 and
-    157 (km/h)² and the interval's fit at 47 and 89, the centred half-widths about the REML answers
-    covered 0.866 of the day-set's grids (full Austin records, ε = 10, seed 1014; models/engine.md
-    §4, "The published centre"). Post-processing."""
+    safeguarded Newton steps solve it on that bracket (:func:`_offcentre_solve`). Where REML read two
+    noisy time components at 67 and 157 (km/h)² and the interval's fit at 47 and 89, the centred
+    half-widths about the REML answers covered 0.866 of the day-set's grids (full Austin records,
+    ε = 10, seed 1014; models/engine.md §4, "The published centre"). Post-processing."""
     h0 = np.asarray(centred, dtype=float)
     d = np.abs(np.asarray(shift, dtype=float))  # the law is symmetric about −d: |d| gives the same h
-    out = h0.copy()
-    rows = np.flatnonzero(d > 0)
-    sd = np.sqrt(np.asarray(var, dtype=float))
+    out = h0 + d  # the bracket's wide end: kept where d is below OFFCENTRE_NEGLIGIBLE of h0
+    rows = np.flatnonzero(d > OFFCENTRE_NEGLIGIBLE * h0)
     pw = np.asarray(p, dtype=float)
+    live = pw > OFFCENTRE_MASS  # masses far below the coverage's resolution are dropped
+    pw = pw[live] / pw[live].sum()
+    sd = np.sqrt(np.asarray(var, dtype=float)[:, live])
     for start in range(0, rows.size, OFFCENTRE_ROWS):
         r = rows[start: start + OFFCENTRE_ROWS]
-        s_r, d_r = sd[r], d[r][:, None]
-        lo, hi = np.maximum(h0[r], d[r]), h0[r] + d[r]
-        for _ in range(50):  # bisection: the coverage is increasing in h (to 2⁻⁵⁰ of the bracket)
-            mid = (lo + hi) / 2.0
-            cover = (ndtr((mid[:, None] - d_r) / s_r) - ndtr((-mid[:, None] - d_r) / s_r)) @ pw
-            low = cover < confidence
-            lo, hi = np.where(low, mid, lo), np.where(low, hi, mid)
-        out[r] = hi
+        out[r] = _offcentre_solve(h0[r], d[r], sd[r], pw, confidence)
     return out
+
+
+#: a shift below this share of the centred half-width takes the bracket's wide end h₀ + |d| (too wide
+#: by less than this share); masses of the mixture below OFFCENTRE_MASS are dropped (the coverage moves
+#: by less than their sum, ≤ 128·OFFCENTRE_MASS). Resolutions, not modelling choices
+OFFCENTRE_NEGLIGIBLE = 1e-3
+OFFCENTRE_MASS = 1e-9
+#: the coverage of :func:`offcentre_halfwidth`'s solution is at least confidence − this
+OFFCENTRE_TOL = 1e-10
+
+
+def _offcentre_solve(h0: np.ndarray, d: np.ndarray, sd: np.ndarray, p: np.ndarray, confidence: float) -> np.ndarray:
+    """The root in [max(h0, d), h0 + d] of C(h) = Σ_i p_i·(Φ((h − d)/s_i) − Φ((−h − d)/s_i)) = confidence
+    (:func:`offcentre_halfwidth`): Newton steps, C'(h) = Σ_i p_i·(φ((h − d)/s_i) + φ((h + d)/s_i))/s_i,
+    kept inside the bracket (a bisection step where Newton leaves it); the bracket's upper end where
+    the iterate's coverage is short of confidence − OFFCENTRE_TOL. A zero variance gives infinite
+    standardised ends (Φ = 0 or 1, φ = 0: no Newton step, a bisection one), hence no float warnings."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return _offcentre_iterate(h0, d, sd, p, confidence)
+
+
+def _offcentre_iterate(h0: np.ndarray, d: np.ndarray, sd: np.ndarray, p: np.ndarray, confidence: float
+                       ) -> np.ndarray:
+    """:func:`_offcentre_solve`'s iteration."""
+    lo, hi = np.maximum(h0, d), h0 + d
+    x = (lo + hi) / 2.0
+    dd = d[:, None]
+    for _ in range(30):
+        a, b = (x[:, None] - dd) / sd, (x[:, None] + dd) / sd
+        gap = (ndtr(a) - ndtr(-b)) @ p - confidence
+        slope = ((np.exp(-0.5 * a * a) + np.exp(-0.5 * b * b)) / (sd * math.sqrt(2.0 * math.pi))) @ p
+        lo, hi = np.where(gap < 0, x, lo), np.where(gap >= 0, x, hi)
+        if np.all(np.abs(gap) <= OFFCENTRE_TOL):
+            break
+        step = x - gap / np.maximum(slope, 1e-300)
+        x = np.where((step > lo) & (step < hi), step, (lo + hi) / 2.0)
+    a, b = (x[:, None] - dd) / sd, (x[:, None] + dd) / sd
+    return np.where((ndtr(a) - ndtr(-b)) @ p >= confidence - OFFCENTRE_TOL, x, hi)
 
 
 #: nodes of the quadrature of each component's likelihood over [0, cap] (models/engine.md §4): 0, a
@@ -597,7 +630,11 @@ PREDICTIVE_BASES = 512
 
 def _binned_masses(u: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(points, masses): the posterior masses p on u binned to :data:`PREDICTIVE_POINTS` points, each at
-    its bin's mean, empty bins dropped, the masses normalised."""
+    its bin's mean, empty bins dropped, the masses normalised (no binning where u has no more points)."""
+    u, p = np.asarray(u, dtype=float), np.asarray(p, dtype=float)
+    if u.size <= PREDICTIVE_POINTS:  # reduceat over repeated edges would count a point twice
+        keep = p > 0
+        return u[keep], p[keep] / p[keep].sum()
     edges = np.linspace(0, u.size, PREDICTIVE_POINTS + 1).astype(int)
     pb = np.add.reduceat(p, edges[:-1])
     ub = np.add.reduceat(p * u, edges[:-1]) / np.where(pb > 0, pb, 1.0)

@@ -489,3 +489,43 @@ def test_the_offcentre_halfwidth_covers_its_mixture(shift: float) -> None:
     t = rng.choice(var[0], p=p, size=800_000)
     x = rng.normal(-shift, np.sqrt(t))
     assert np.mean(np.abs(x) <= hm) == pytest.approx(0.95, abs=0.002)
+
+
+def test_the_offcentre_halfwidth_solves_many_rows_as_a_root_finder_does() -> None:
+    """Over more rows than one chunk, random shifts (some negligible) and a three-point mixture: each
+    half-width against brentq on the mixture's closed-form coverage, never below it by more than the
+    tolerance and never above h₀ + |d|."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    from dpopt.estimation.crossed_estimate import OFFCENTRE_ROWS, offcentre_halfwidth
+
+    rng = np.random.default_rng(44)
+    n = OFFCENTRE_ROWS + 300
+    base = rng.uniform(0.1, 9.0, n)
+    u, p = np.array([0.0, 2.0, 7.0]), np.array([0.2, 0.5, 0.3])
+    var = base[:, None] + u[None, :]
+    centred = predictive_halfwidth(base, u, p, confidence=0.95)
+    shift = rng.normal(0.0, 2.0, n) * (rng.random(n) < 0.9)
+    h = offcentre_halfwidth(centred, shift, var, p, confidence=0.95)
+    assert np.all(h <= centred + np.abs(shift) + 1e-9)
+    for i in rng.choice(n, 60, replace=False):
+        s, d = np.sqrt(var[i]), abs(shift[i])
+        cover = lambda x: float(np.dot(p, norm.cdf((x - d) / s) - norm.cdf((-x - d) / s))) - 0.95
+        exact = brentq(cover, 0.0, 100.0, xtol=1e-13)
+        negligible = d <= 1e-3 * centred[i]  # the wide end h0 + |d| is kept
+        assert h[i] == pytest.approx(exact, rel=2e-3 if negligible else 1e-7)
+        assert cover(h[i]) >= -1e-9
+
+
+def test_the_predictive_interval_of_a_few_point_mixture_counts_each_point_once() -> None:
+    """A posterior on fewer points than the binning's (three): the half-width solves the mixture's
+    closed-form coverage (brentq), each mass counted once (binning by repeated edges doubled some)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    u, p = np.array([0.0, 2.0, 7.0]), np.array([0.2, 0.5, 0.3])
+    for b in (0.5, 3.0):
+        s = np.sqrt(b + u)
+        exact = brentq(lambda x: float(np.dot(p, 2.0 * norm.cdf(x / s) - 1.0)) - 0.95, 0.0, 100.0, xtol=1e-13)
+        assert predictive_halfwidth(np.array([b]), u, p, confidence=0.95)[0] == pytest.approx(exact, rel=1e-9)
