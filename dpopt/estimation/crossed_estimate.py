@@ -426,23 +426,22 @@ def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: Mixt
     seen[own] = f[own] * d[own] / np.maximum(f[own] + d[own], 1e-300)
     v_own = np.maximum(v, seen) + (0.0 if sampling is None else np.asarray(sampling, dtype=float))
     v_own = v_own + (0.0 if tau is None else tau[1])
-    h = z * np.sqrt(np.minimum(v_own, top))
     alone = np.asarray(alone, dtype=bool)
+    shift = np.asarray(fit.grid_mean, dtype=float) - np.asarray(wide.grid_mean, dtype=float)
+    h = np.empty(v.size)
+    v_seen = np.minimum(v_own[~alone], top)
+    h[~alone] = offcentre_halfwidth(z * np.sqrt(v_seen), shift[~alone], v_seen[:, None], np.ones(1),
+                                    confidence=confidence)
     if alone.any():
         u, p = u_e, p_e
         if tau is not None:  # the residual and the days' spread taken as independent: their sum's masses
             p = np.convolve(p_e, tau[0])  # (both on the grid of step u_e[1], from 0)
             u = np.arange(p.size) * float(u_e[1] - u_e[0])
         base = np.maximum(v[alone] - upper[RESIDUAL], 0.0) + np.maximum(f[alone] - upper[RESIDUAL], 0.0)
-        h[alone] = predictive_halfwidth(base, u, p, confidence=confidence, top=top)
-    shift = np.asarray(fit.grid_mean, dtype=float) - np.asarray(wide.grid_mean, dtype=float)
-    measured = ~alone
-    h[measured] = offcentre_halfwidth(h[measured], shift[measured], np.minimum(v_own[measured], top)[:, None],
-                                      np.ones(1), confidence=confidence)
-    if alone.any():
         ub, pb = _binned_masses(u, p)
         var = np.minimum(np.maximum(base[:, None] + ub[None, :], 1e-300), top)
-        h[alone] = offcentre_halfwidth(h[alone], shift[alone], var, pb, confidence=confidence)
+        h[alone] = offcentre_halfwidth(predictive_halfwidth(base, u, p, confidence=confidence, top=top),
+                                       shift[alone], var, pb, confidence=confidence)
     return h
 
 
