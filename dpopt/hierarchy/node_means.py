@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 
-__all__ = ["combine", "combined_total", "grid_weights", "listed_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
+__all__ = ["combine", "combined_total", "grid_weights", "listed_weights", "node_observations", "crossed_inputs", "count_threshold", "pooled_observation", "pooled_sums", "ratio_row", "total_upper", "proportional_weights", "mostly_measured", "FALSE_PASSES", "MIN_SNR", "MIN_LEVELS", "BETWEEN_SDS",
            "values_variance", "between_estimate", "between_upper", "identified", "clear_nodes", "CLEAR_SDS"]
 
 #: the expected number of a marginal's empty nodes that may pass the count threshold by noise alone:
@@ -282,27 +282,51 @@ def between_upper(between: float, sd: float, count: float, *, count_var: float =
     return float(max(v + BETWEEN_SDS * sd_v, sd_v))
 
 
-def listed_weights(codes: list[np.ndarray], counts: list[np.ndarray], count_vars: list[np.ndarray]) -> np.ndarray:
+def listed_weights(codes: list[np.ndarray], counts: list[np.ndarray], count_vars: list[np.ndarray], *,
+                   every_margin: bool = False) -> np.ndarray:
     """The listed grids' weights (estimated kept records) from every measured marginal (the finest
     first): the grids' own noisy counts where the finest marginal was measured
-    (:func:`grid_weights`), else :func:`proportional_weights` to the coarser marginals' counts."""
+    (:func:`grid_weights`), else :func:`proportional_weights` to the coarser marginals' counts — those
+    mostly measured above their noise, or, with ``every_margin``, all of them (the engine's plans:
+    models/engine.md §4, "The grids' weights")."""
     if np.isfinite(counts[0]).any():
         return grid_weights(counts[0], count_vars[0])
-    return proportional_weights(codes[1:], counts[1:])
+    return proportional_weights(codes[1:], counts[1:], None if every_margin else count_vars[1:])
 
 
-def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray]) -> np.ndarray:
+def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray],
+                         count_vars: list[np.ndarray] | None = None) -> np.ndarray:
     """Grid weights where the grids' own counts were not measured: one sweep of iterative
     proportional fitting to the measured marginals' noisy counts (each clipped at 1 record), from
     equal weights — the independence model of place and time (Private-PGM's maximum-entropy answer
-    for two margins)."""
+    for two margins).
+
+    With ``count_vars`` (the counts' noise variances) a marginal enters the sweep only where its
+    counts are mostly measured: at least half of its noisy records lie in nodes above their count
+    threshold (:func:`count_threshold` noise sds, the rule by which a node enters as an observation,
+    :func:`node_observations`). Fitted anyway, the pilot's counts of a marginal the plan did not
+    raise (r3 × slot on the full Austin records: noise sd 17,000 against 1,200 records a node) spread
+    random factors over the grids that the later margins' sweeps do not undo (models/engine.md §4,
+    "The grids' weights"). The rule is a marginal's, not a node's: rescaling only the nodes above
+    their threshold leaves the others at the sweep's starting scale of one record a grid, and one
+    grid then held 90 % of the weight of its node. Without ``count_vars`` every count is taken as
+    exact."""
     w = np.ones(np.size(codes[0]) if codes else 0)
-    for code, n in zip(codes, counts):
+    for i, (code, n) in enumerate(zip(codes, counts)):
         if not np.all(np.isfinite(n)):
             continue
         now = np.bincount(code, weights=w, minlength=np.size(n))
-        w = w * np.maximum(n, 1.0)[code] / np.maximum(now[code], 1e-12)
+        if count_vars is not None and not mostly_measured(n, count_vars[i]):
+            continue
+        w = w * (np.maximum(n, 1.0) / np.maximum(now, 1e-12))[code]
     return w
+
+
+def mostly_measured(count: np.ndarray, count_var: np.ndarray) -> bool:
+    """Whether at least half of a marginal's noisy records (negative counts as 0) lie in nodes above
+    their count threshold (:func:`proportional_weights`): a majority, no statement about data."""
+    n = np.maximum(np.asarray(count, dtype=float), 0.0)
+    return bool(np.sum(n[n >= _count_thresholds(count, count_var)]) >= 0.5 * np.sum(n))
 
 
 def combined_total(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[float, float]:
@@ -333,7 +357,8 @@ def total_upper(counts: list[np.ndarray], count_vars: list[np.ndarray]) -> float
 
 
 def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.ndarray], count_vars: list[np.ndarray],
-                   totals: list[np.ndarray], total_vars: list[np.ndarray], *, centre: float, half_range: float
+                   totals: list[np.ndarray], total_vars: list[np.ndarray], *, centre: float, half_range: float,
+                   every_margin: bool = False
                    ) -> tuple[dict[str, np.ndarray], sp.csr_matrix, np.ndarray, np.ndarray, list[np.ndarray]]:
     """The crossed model's inputs from every measured marginal (the first is the finest grid itself):
     ``factors`` (one random effect per coarser marginal with more than one node of which some entered;
@@ -342,8 +367,8 @@ def crossed_inputs(codes: list[np.ndarray], names: list[str], counts: list[np.nd
     clear of the curse among too few that passed (:func:`clear_nodes`, one row each, not in ``kept``),
     of the pools of the nodes that did not enter (:func:`pooled_observation`), the totals of the marginals none of
     whose nodes entered combined into one row (inverse variance, before the ratio: one total measured
-    several times). Grid weights come from the finest marginal's counts."""
-    w = listed_weights(codes, counts, count_vars)
+    several times). Grid weights: :func:`listed_weights` (``every_margin`` passed on)."""
+    w = listed_weights(codes, counts, count_vars, every_margin=every_margin)
     most = total_upper(counts, count_vars)
     blocks, ys, s2s, kept, pools, whole = [], [], [], [], [], []
     for code, n, vn, t, vt in zip(codes, counts, count_vars, totals, total_vars):

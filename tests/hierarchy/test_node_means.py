@@ -120,6 +120,42 @@ def test_proportional_weights_fit_two_exact_margins_of_an_independent_table() ->
     np.testing.assert_allclose(w, truth)
 
 
+def test_proportional_weights_leave_out_a_marginal_whose_counts_are_mostly_noise() -> None:
+    """A marginal enters the sweep only where at least half of its noisy records lie in nodes above
+    their count threshold: a finer crossing measured at a pilot's noise (every node far below its
+    threshold) leaves the independence table of two exact margins as it was, while fitted anyway
+    (``every_margin``, or no variances) it scatters it; a crossing mostly measured enters whole,
+    its nodes below the threshold rescaled to their noisy counts as well."""
+    from dpopt.hierarchy.node_means import count_threshold, listed_weights, proportional_weights
+
+    rng = np.random.default_rng(11)
+    a, b = np.array([3.0, 1.0, 6.0]), np.array([2.0, 5.0, 1.0, 4.0])
+    cells, slots = np.repeat(np.arange(3), 4), np.tile(np.arange(4), 3)
+    truth = 100.0 * a[cells] * b[slots]
+    crossing = np.arange(12)  # each grid its own node
+    sd = 50_000.0  # a pilot's noise: the largest node holds 2,400
+    noisy = truth + rng.laplace(0.0, sd / np.sqrt(2.0), 12)
+    margins = [np.bincount(cells, truth), np.bincount(slots, truth)]
+    exact = np.zeros(())  # exact margins: no noise
+    w = proportional_weights([cells, slots, crossing], margins + [noisy], [exact, exact, np.full(12, sd ** 2)])
+    np.testing.assert_allclose(w, truth)
+    scattered = proportional_weights([cells, slots, crossing], margins + [noisy])
+    assert np.max(np.abs(scattered / truth - 1.0)) > 1.0
+    finest = np.full(12, np.nan)  # the grids' own counts not measured
+    args = ([crossing, cells, slots, crossing], [finest] + margins + [noisy], [np.zeros(12), exact, exact,
+                                                                             np.full(12, sd ** 2)])
+    np.testing.assert_allclose(listed_weights(*args), truth)
+    np.testing.assert_allclose(listed_weights(*args, every_margin=True), scattered)
+    # the crossing measured well: the largest nodes (most of the records) above their threshold, the
+    # smallest below it; the marginal enters whole and every grid takes its own noisy count
+    small = truth < 1000.0
+    var = np.where(small, (truth / count_threshold(12)) ** 2, (truth / (2.0 * count_threshold(12))) ** 2)
+    measured = truth * np.where(small, 0.8, 1.05)
+    assert truth[~small].sum() > truth[small].sum()
+    w = proportional_weights([cells, slots, crossing], margins + [measured], [exact, exact, var])
+    np.testing.assert_allclose(w, measured)
+
+
 def test_the_nodes_that_did_not_enter_are_pooled_into_one_observation() -> None:
     """The pool adds the remaining nodes' counts and sums (variances added): one ratio over all their
     grids, its row the grids' normalised weights, its variance at the count's lower end; nothing when

@@ -748,8 +748,11 @@ def _fit_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[
     """:func:`_pilot_components`' fit."""
     codes = [mn.code for mn in b.cands]
     var = lambda laws: [law.variance() for law in laws]  # noqa: E731
+    # every marginal's counts weigh the grids here, the noisy too (the estimator leaves those out:
+    # measured, the plans read with that rule lost on the place-set sensors, models/engine.md §4)
     factors, A, y, s2, kept = crossed_inputs(codes, names, pilot.count, var(pilot.count_law), pilot.total,
-                                             var(pilot.total_law), centre=b.clamp / 2.0, half_range=b.clamp / 2.0)
+                                             var(pilot.total_law), centre=b.clamp / 2.0, half_range=b.clamp / 2.0,
+                                             every_margin=True)
     every = {name: 0.0 for name, mn in zip(names[1:], b.cands[1:]) if mn.n_nodes > 1}  # every candidate factor
     seen, grid_seen = identified(names, kept, factors)
     if y.size < len(seen) + 3:
