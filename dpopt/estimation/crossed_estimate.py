@@ -38,11 +38,11 @@ from scipy.special import chdtri, ndtr
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, component_profile, fit_crossed, fit_kernel, within_memory
 from ..hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, between_upper, identified,
-                                   combined_total, crossed_inputs, grid_weights, listed_weights, proportional_weights,
-                                   values_variance)
+                                   combined_total, crossed_inputs, grid_weights, listed_weights, mostly_measured,
+                                   proportional_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
-__all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "own_sampling", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
+__all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "own_sampling", "residual_scales", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
            "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
@@ -104,7 +104,8 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     days = between_measurement(info, parts, name="day_between")
     (fit, upper, mean, var), dropped = within_memory(  # a factor whose levels do not fit: left out (module doc)
         lambda fs: _posterior(m, info, fs, A=A, y=y, s2=s2, kept=kept, w=w, cap=cap, spreads=(total, days),
-                              confidence=float(confidence), sampling=sampling, floor=floor), factors)
+                              confidence=float(confidence), sampling=sampling, floor=floor,
+                              scale=residual_scales(info, parts, w)), factors)
     direct = np.full(m.n_nodes, np.nan)
     direct_hw = np.full(m.n_nodes, np.inf)
     offset = 0
@@ -200,6 +201,26 @@ def resolved_grids(info: Any, parts: list[tuple[np.ndarray, ...]]) -> tuple[np.n
     return resolved, np.where(resolved, counts, np.nan)
 
 
+def residual_scales(info: Any, parts: list[tuple[np.ndarray, ...]], w: np.ndarray) -> np.ndarray | None:
+    """Per listed grid (grid order), r_g = w̄/w_g: the grids' residual variance in proportion to the
+    inverse of the grid's weight, scaled so that its record-weighted mean stays σ²_e (Σ w_g·r_g/Σ w_g
+    = 1) — where the weights can tell a grid's records: the grids' own counts were not measured, and
+    a marginal at the grids' own place level (the finest resolution, a coarser time) entered the
+    weights' proportional fit (:func:`dpopt.hierarchy.node_means.mostly_measured`). None elsewhere
+    (one scale for every grid). A grid's unexplained variance is the sampling of its users, r² ≈ b/users
+    on every benchmark set (models/engine.md §4, "What the residual is"); a weight fitted to coarser
+    places only does not tell a busy cell from a thin one in the same region. Post-processing of
+    DP outputs and the public lattice."""
+    if np.isfinite(parts[0][0]).any():
+        return None
+    finest = info.levels[0][0]
+    if not any(info.levels[i][0] == finest and np.all(np.isfinite(parts[i][0])) and np.size(parts[i][0])
+               and mostly_measured(parts[i][0], parts[i][1]) for i in range(1, len(info.codes))):
+        return None
+    w = np.maximum(np.asarray(w, dtype=float), np.finfo(float).tiny)
+    return float(np.mean(w)) / w
+
+
 def sampling_variance(parts: list[tuple[np.ndarray, ...]], info: Any, kept: list[np.ndarray], *,
                       spread: float, grid_spread: float | None = None) -> np.ndarray:
     """Per node row: the variance of its kept records' mean about the mean of all its records,
@@ -225,7 +246,8 @@ def sampling_variance(parts: list[tuple[np.ndarray, ...]], info: Any, kept: list
 def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A: Any, y: np.ndarray, s2: np.ndarray,
                kept: list[np.ndarray], w: np.ndarray, cap: float, confidence: float,
                spreads: tuple[Any, Any] = (None, None), sampling: np.ndarray | None = None,
-               floor: np.ndarray | None = None) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
+               floor: np.ndarray | None = None, scale: np.ndarray | None = None
+               ) -> tuple[Any, dict[str, float], np.ndarray, np.ndarray]:
     """(point fit, the interval's components, mean and variance of every node) of the crossed model
     with ``factors``: REML fits only the components the measurements identify (module doc), the
     interval integrates the others over [0, ``cap``].
@@ -256,6 +278,8 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
     floor : np.ndarray, optional
         Per listed grid (grid order), the variance of its own records' mean about what any coarser
         measurement can tell of it, s²_within/n̂_g (:func:`grid_halfwidths`).
+    scale : np.ndarray, optional
+        Per listed grid, r_g of :func:`residual_scales` (None: every grid's residual on one scale).
     """
     samp = np.zeros(m.n_nodes) if sampling is None else np.asarray(sampling, dtype=float)
     known, grid_seen = identified(list(info.names), kept, factors)
@@ -270,15 +294,12 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
         W = _node_matrix(info.codes[i], sizes[i], w)
         mean[rows] = W @ fit.grid_mean
         if i == 0:  # the finest: the grids (the fit's order is the list's; node k is grid argsort(code)[k])
-            order = np.argsort(info.codes[i])
-            alone = np.ones(sizes[0], dtype=bool)
-            alone[kept[0]] = False
-            direct = np.full(sizes[0], np.inf)
-            direct[kept[0]] = s2[: kept[0].size]  # the finest marginal's rows come first in y
-            h = grid_halfwidths(fit, upper, wide, mix, alone=alone[info.codes[i]], cap=cap,
-                                confidence=confidence, sampling=samp[rows][info.codes[i]], floor=floor,
-                                direct_var=direct[info.codes[i]])
-            var[rows] = (h[order] / z) ** 2  # read back as z·√var
+            code = info.codes[0]
+            alone, direct = np.ones(sizes[0], dtype=bool), np.full(sizes[0], np.inf)
+            alone[kept[0]], direct[kept[0]] = False, s2[: kept[0].size]  # the finest's rows come first in y
+            h = grid_halfwidths(fit, upper, wide, mix, alone=alone[code], cap=cap, confidence=confidence,
+                                sampling=samp[rows][code], floor=floor, direct_var=direct[code], residual_scale=scale)
+            var[rows] = (h[np.argsort(code)] / z) ** 2  # read back as z·√var
         else:  # a mean in [0, B] varies by ≤ cap
             var[rows] = _node_variance(wide.node(W), mean[rows], samp[rows], top=cap + fit.mu_var, confidence=confidence)
     return fit, upper, mean, var
@@ -389,7 +410,7 @@ def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, level: f
 def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: Mixture | tuple[np.ndarray, np.ndarray], *,
                     alone: np.ndarray, cap: float, confidence: float = 0.95,
                     sampling: np.ndarray | None = None, floor: np.ndarray | None = None,
-                    direct_var: np.ndarray | None = None) -> np.ndarray:
+                    direct_var: np.ndarray | None = None, residual_scale: np.ndarray | None = None) -> np.ndarray:
     """The grids' interval half-widths (the fit's grid order) from :func:`interval_fit`'s outputs.
 
     A grid measured on its own: z·√(Var + its ``sampling`` variance) under the components' posterior
@@ -406,6 +427,10 @@ def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: Mixt
     its own then holds at least f_g: its mixture is shifted by max(f_g − E σ²_e, 0); a measured one
     has at least the posterior variance of a prior of variance f_g and its own measurement
     (``direct_var`` s²_g), f_g·s²_g/(f_g + s²_g).
+
+    ``residual_scale`` r_g (:func:`residual_scales`; None: 1; not with ``residual.days``): a grid not
+    measured on its own holds its residual as r_g·σ²_e, its error variance given σ²_e = t is
+    Var − E σ²_e + r_g·t (:func:`_mixed_halfwidths`).
 
     ``residual.days`` (a :class:`Mixture`'s; over a folded list, models/engine.md §8): each row is a
     window of the day in a cell and answers that window's grid on every day, whose truth deviates
@@ -438,11 +463,29 @@ def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: Mixt
             p = np.convolve(p_e, tau[0])  # (both on the grid of step u_e[1], from 0)
             u = np.arange(p.size) * float(u_e[1] - u_e[0])
         base = np.maximum(v[alone] - upper[RESIDUAL], 0.0) + np.maximum(f[alone] - upper[RESIDUAL], 0.0)
-        ub, pb = _binned_masses(u, p)
-        var = np.minimum(np.maximum(base[:, None] + ub[None, :], 1e-300), top)
-        h[alone] = offcentre_halfwidth(predictive_halfwidth(base, u, p, confidence=confidence, top=top),
-                                       shift[alone], var, pb, confidence=confidence)
+        r = None if residual_scale is None or tau is not None else np.asarray(residual_scale, dtype=float)[alone]
+        h[alone] = _mixed_halfwidths(base, (u, p), shift[alone], r, top=top, confidence=confidence)
     return h
+
+
+def _mixed_halfwidths(base: np.ndarray, residual: tuple[np.ndarray, np.ndarray], shift: np.ndarray,
+                      scale: np.ndarray | None, *, top: float, confidence: float) -> np.ndarray:
+    """:func:`grid_halfwidths` of the grids not measured on their own: error variance min(base +
+    r·t, ``top``) given the residual's component t (masses ``residual`` = (u, p)), about the
+    published mean ``shift`` off the interval fit's centre (:func:`offcentre_halfwidth`); r the
+    grids' ``scale`` (None: 1), its centred half-width capped after the scaling at z·√top, which
+    holds any mixture of variances ≤ top (conservative beside capping each)."""
+    u, p = residual
+    ub, pb = _binned_masses(u, p)
+    if scale is None:
+        scale = np.ones(base.size)
+        centred = predictive_halfwidth(base, u, p, confidence=confidence, top=top)
+    else:
+        z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+        centred = np.minimum(np.sqrt(scale) * predictive_halfwidth(base / scale, u, p, confidence=confidence),
+                             z * math.sqrt(top))
+    var = np.minimum(np.maximum(base[:, None] + scale[:, None] * ub[None, :], 1e-300), top)
+    return offcentre_halfwidth(centred, shift, var, pb, confidence=confidence)
 
 
 #: rows (grids or nodes) solved together by :func:`offcentre_halfwidth`: its arrays hold rows × mixture

@@ -529,3 +529,50 @@ def test_the_predictive_interval_of_a_few_point_mixture_counts_each_point_once()
         s = np.sqrt(b + u)
         exact = brentq(lambda x: float(np.dot(p, 2.0 * norm.cdf(x / s) - 1.0)) - 0.95, 0.0, 100.0, xtol=1e-13)
         assert predictive_halfwidth(np.array([b]), u, p, confidence=0.95)[0] == pytest.approx(exact, rel=1e-9)
+
+
+def test_the_residual_scales_are_the_weights_inverse_where_a_cell_level_count_weighs_the_grids() -> None:
+    """r_g = w̄/w_g (record-weighted mean 1) where a marginal at the grids' own place level is mostly
+    measured and the grids' own counts are not; None where only a coarser place's counts weigh the
+    grids, where the cell-level counts are mostly noise, or where the grids were counted."""
+    from dpopt.estimation.crossed_estimate import residual_scales
+
+    cell_period, r3_slot = np.array([0, 0, 1, 1, 2, 2]), np.array([0, 1, 0, 1, 0, 1])
+    info = _resolution_info([(7, 3600, 0), (7, 0, 0), (3, 3600, 0)], [np.arange(6), cell_period, r3_slot])
+    nan6 = np.full(6, np.nan)
+    w = np.array([40.0, 10.0, 5.0, 5.0, 1.0, 3.0])
+    cells = (np.array([500.0, 100.0, 40.0]), np.full(3, 1.0), None, None)  # every node far above its noise
+    slots = (np.array([300.0, 340.0]), np.full(2, 1.0), None, None)
+    r = residual_scales(info, [(nan6,) * 4, cells, slots], w)
+    np.testing.assert_allclose(r, w.mean() / w)
+    assert np.sum(w * r) / np.sum(w) == pytest.approx(1.0)
+    assert residual_scales(info, [(nan6,) * 4, (np.full(3, np.nan),) * 4, slots], w) is None  # cells unmeasured
+    noisy = (np.array([500.0, 100.0, 40.0]), np.full(3, 1e6), None, None)  # every node below its threshold
+    assert residual_scales(info, [(nan6,) * 4, noisy, slots], w) is None
+    counted = (np.full(6, 20.0), np.ones(6), None, None)
+    assert residual_scales(info, [counted, cells, slots], w) is None
+
+
+@pytest.mark.parametrize("shift", [0.0, 1.5])
+def test_a_grids_scaled_residual_widens_its_interval_as_the_mixture_says(shift: float) -> None:
+    """The half-width of a grid whose residual is r·t (masses p on u) about a mean ``shift`` off the
+    fit's centre solves Σ p_i (Φ((h − d)/s_i) − Φ((−h − d)/s_i)) = 0.95, s_i² = base + r·u_i
+    (brentq on the closed form; no cap in reach), and r = 1 gives the unscaled half-width."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    from dpopt.estimation.crossed_estimate import _mixed_halfwidths
+
+    u = np.linspace(0.0, 40.0, 2049)
+    p = np.exp(-u / 8.0)
+    p /= p.sum()
+    base, r = np.array([0.5, 2.0, 3.0, 0.1]), np.array([0.2, 1.0, 4.0, 30.0])
+    d = np.full(4, shift)
+    h = _mixed_halfwidths(base, (u, p), d, r, top=1e9, confidence=0.95)
+    for g in range(4):
+        s = np.sqrt(base[g] + r[g] * u)
+        cover = lambda x, g=g, s=s: float(np.sum(p * (norm.cdf((x - d[g]) / s) - norm.cdf((-x - d[g]) / s)))) - 0.95  # noqa: E731
+        assert h[g] == pytest.approx(brentq(cover, 1e-6, 1e4, xtol=1e-10), rel=2e-3)
+    assert np.all(np.diff(h) > 0)  # a larger scale, a wider interval
+    np.testing.assert_allclose(_mixed_halfwidths(base, (u, p), d, np.ones(4), top=1e9, confidence=0.95),
+                               _mixed_halfwidths(base, (u, p), d, None, top=1e9, confidence=0.95), rtol=1e-6)
