@@ -131,7 +131,8 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
         interval=("the posterior predictive interval of the grid's mean under the crossed model: variance "
                   "components under a flat prior on their sum ≤ the spread bound, the between-grid statistic "
                   "a noisy measurement of that sum; a grid not measured on its own mixed over its residual's "
-                  "posterior, a measured grid or coarser node z * sqrt(posterior variance)"
+                  "posterior (scaled by 1/its estimated records where cell-level counts give them), a measured "
+                  "grid or coarser node z * sqrt(posterior variance)"
                   + ("; each window of the day also holds the days' spread inside it (a DP statistic), so its "
                      "row's interval is for the window's grid on any one day" if days is not None else "")),
         nodes_released=int(released.sum()), target=float("nan"))
