@@ -209,7 +209,7 @@ def residual_scales(info: Any, parts: list[tuple[np.ndarray, ...]], w: np.ndarra
     a marginal at the grids' own place level (the finest resolution, a coarser time) entered the
     weights' proportional fit (:func:`dpopt.hierarchy.node_means.mostly_measured`). None elsewhere
     (one scale for every grid). A grid's unexplained variance is the sampling of its users, r² ≈ b/users
-    on every benchmark set (models/engine.md §4, "What the residual is"); a weight fitted to coarser
+    on every benchmark set (models/engine.md §6, "What the residual is"); a weight fitted to coarser
     places only does not tell a busy cell from a thin one in the same region. Post-processing of
     DP outputs and the public lattice."""
     if np.isfinite(parts[0][0]).any():

@@ -315,18 +315,20 @@ def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray],
     for i, (code, n) in enumerate(zip(codes, counts)):
         if not np.all(np.isfinite(n)):
             continue
-        now = np.bincount(code, weights=w, minlength=np.size(n))
         if count_vars is not None and not mostly_measured(n, count_vars[i]):
             continue
+        now = np.bincount(code, weights=w, minlength=np.size(n))
         w = w * (np.maximum(n, 1.0) / np.maximum(now, 1e-12))[code]
     return w
 
 
 def mostly_measured(count: np.ndarray, count_var: np.ndarray) -> bool:
-    """Whether at least half of a marginal's noisy records (negative counts as 0) lie in nodes above
-    their count threshold (:func:`proportional_weights`): a majority, no statement about data."""
+    """Whether at least half of a marginal's noisy records (negative counts as 0; none: False) lie in
+    nodes above their count threshold (:func:`proportional_weights`): a majority, no statement about
+    data."""
     n = np.maximum(np.asarray(count, dtype=float), 0.0)
-    return bool(np.sum(n[n >= _count_thresholds(count, count_var)]) >= 0.5 * np.sum(n))
+    total = float(np.sum(n))
+    return total > 0 and float(np.sum(n[n >= _count_thresholds(count, count_var)])) >= 0.5 * total
 
 
 def combined_total(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[float, float]:
