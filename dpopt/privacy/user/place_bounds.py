@@ -75,6 +75,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.stats import binom
 
+from ...hierarchy.node_means import BETWEEN_SDS
 from ..._validation import DpoptInputError, check_bound, check_epsilon, check_nonnegative_float, check_positive_int
 from ...noise.sources import IntegerSource
 from ...records.aggregate import Aggregate
@@ -83,7 +84,7 @@ from .bounds import bin_representatives
 from ...noise.mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
-__all__ = ["PlaceBounds", "choose_place_bounds", "clamp_shown", "clamp_remeasure_side", "clamp_remeasure_epsilon", "remeasure_clamp", "clamp_fields", "choose_cap", "choose_clamp", "choose_low_clamp", "TWO_SIDED_CAP_SHARE", "clamp_quantile", "cap_candidates", "cap_noise_factor",
+__all__ = ["PlaceBounds", "choose_place_bounds", "clamp_shown", "shown_bins", "seen_users", "users_lower_end", "CLAMP_SHOWN_SHARE", "USERS_LOWER_SDS", "clamp_remeasure_side", "clamp_remeasure_epsilon", "remeasure_clamp", "clamp_fields", "choose_cap", "choose_clamp", "choose_low_clamp", "TWO_SIDED_CAP_SHARE", "clamp_quantile", "cap_candidates", "cap_noise_factor",
            "reweighting_distance", "unkept_share", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
            "clamp_votes", "record_counts", "clamp_histogram_fields", "record_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
@@ -127,6 +128,16 @@ MAP_CAP_PHANTOM_RATE = CLAMP_PHANTOM_RATE
 #: on the Austin buses, where users hold hundreds of records; :func:`clamp_quantile` raises it where
 #: users hold few)
 CLAMP_USER_QUANTILE = 0.75
+#: a clamp histogram shows the users only where its kept bins hold at least this share of the users
+#: the record histogram counts (n̂; :func:`shown_bins`): B's quantile's own floor, the share of the users
+#: a clamp may read past by design. Where fewer are seen, the unseen may vote anywhere in the range, and
+#: a clamp from the few seen is a guess (the place-set sensors at ε = 1: one bin of ≈ 200 of 400
+#: sensors cleared its threshold by its noise, B = 50 against truths of 61, coverage 0.54; 7 of 200
+#: releases below 0.90, one at 0.0; models/engine.md §2)
+CLAMP_SHOWN_SHARE = CLAMP_USER_QUANTILE
+#: the users that share is of are counted at the record histogram's lower end, this many noise sds
+#: below its denoised count (:func:`users_lower_end`; the one-sided margin of the other DP lower ends)
+USERS_LOWER_SDS = BETWEEN_SDS
 #: quantile of a user's own values that user votes for
 CLAMP_VALUE_QUANTILE = 0.99
 
@@ -407,7 +418,8 @@ def clamp_quantile(record_counts: np.ndarray | None) -> float:
     return max(CLAMP_USER_QUANTILE, float(h @ below / h.sum()))
 
 
-def choose_low_clamp(counts: np.ndarray, epsilon: float, bound: float, clamp: float) -> float:
+def choose_low_clamp(counts: np.ndarray, epsilon: float, bound: float, clamp: float, users: float | None = None
+                     ) -> float:
     """A from the noisy histogram of the users' lower votes (post-processing): the rule of
     :func:`choose_clamp` on the reflected values U − x (each user votes with U less its own 1st
     percentile, :func:`user_statistics` ``reflect``) at the quantile 1 — the lower edge of the lowest
@@ -424,13 +436,15 @@ def choose_low_clamp(counts: np.ndarray, epsilon: float, bound: float, clamp: fl
     and a lower clamp of 756 clamps 3.8 % of the records (the busy grids' truths by up to 2.5 km/h);
     one step lower (688), 0.4 % and no busy grid's truth. The step is the votes' own resolution, not
     a fact of the data.
-    At most ``clamp`` − U/16 (the range [A, B] never narrower than one step), at least 0."""
+    At most ``clamp`` − U/16 (the range [A, B] never narrower than one step), at least 0; ``users``
+    as in :func:`choose_clamp` (0 where the kept bins hold fewer than :data:`CLAMP_SHOWN_SHARE` of them)."""
     U = check_bound(bound)
-    low = U - choose_clamp(counts, epsilon, U, quantile=1.0) - U / CLAMP_STEPS
+    low = U - choose_clamp(counts, epsilon, U, quantile=1.0, users=users) - U / CLAMP_STEPS
     return float(max(0.0, min(low, float(clamp) - U / CLAMP_STEPS)))
 
 
-def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE) -> float:
+def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: float = CLAMP_USER_QUANTILE,
+                 users: float | None = None) -> float:
     """B from the noisy clamp histogram (post-processing): the bins whose noisy count reaches
     t = ln(#bins/CLAMP_PHANTOM_RATE)/ε are kept (an empty bin passes with probability
     ≤ CLAMP_PHANTOM_RATE/#bins, so a phantom bin in ≤ 2 % of histograms, about 1 % at small ε), the others zeroed, and
@@ -438,7 +452,9 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     quantile × total), as U·(CLAMP_FLOOR_STEP + bin)/CLAMP_STEPS, raised to the floor min(U/2, the
     highest kept bin): B falls below U/2 only where no kept bin lies above it, so a tail that tens of
     users reach is never clamped below U/2 (module doc); U where no bin is kept (the histogram
-    shows nothing: no clamp below the declared range, ``CLAMP_FALLBACK_STEP``)."""
+    shows nothing: no clamp below the declared range, ``CLAMP_FALLBACK_STEP``), and where ``users``
+    (n̂, the users the record histogram counts; None where not measured) is given, also where the kept
+    bins hold fewer than :data:`CLAMP_SHOWN_SHARE` of them (:func:`shown_bins`)."""
     h = np.asarray(counts, dtype=float)
     if h.shape != (CLAMP_STEPS - CLAMP_FLOOR_STEP + 1,):
         raise DpoptInputError(f"`counts` must hold {CLAMP_STEPS - CLAMP_FLOOR_STEP + 1} bins (the clamp votes); "
@@ -447,7 +463,7 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     if not 0.0 < q <= 1.0:
         raise DpoptInputError(f"`quantile` must be in (0, 1]; got {quantile!r}")
     U = check_bound(bound)
-    kept = threshold_bins(h, epsilon, CLAMP_PHANTOM_RATE)
+    kept = shown_bins(h, epsilon, users)
     total = float(kept.sum())
     if total <= 0:
         return U
@@ -456,10 +472,42 @@ def choose_clamp(counts: np.ndarray, epsilon: float, bound: float, quantile: flo
     return U * max(step, min(top, CLAMP_FALLBACK_STEP)) / CLAMP_STEPS
 
 
-def clamp_shown(votes: np.ndarray, epsilon: float) -> bool:
-    """Whether a clamp histogram at ``epsilon`` shows anything: a bin whose noisy count clears the
-    threshold of :func:`choose_clamp` (where none does, B = U). Post-processing."""
-    return bool(threshold_bins(np.asarray(votes, dtype=float), epsilon, CLAMP_PHANTOM_RATE).sum() > 0)
+def shown_bins(votes: np.ndarray, epsilon: float, users: float | None = None) -> np.ndarray:
+    """The bins of a clamp histogram at ``epsilon`` that its clamp reads: those whose noisy count
+    clears ln(#bins/``CLAMP_PHANTOM_RATE``)/ε (:func:`dpopt.privacy.user.predict.threshold_bins`), the
+    others zeroed; all zero where ``users`` (n̂ > 0; None: not measured) is given and the kept counts
+    sum to less than :data:`CLAMP_SHOWN_SHARE`·n̂ — the histogram then shows too few of the users for a
+    clamp to be read from it (the unseen could vote anywhere in the range). Post-processing."""
+    kept = threshold_bins(np.asarray(votes, dtype=float), epsilon, CLAMP_PHANTOM_RATE)
+    if users is not None and float(users) > 0 and float(kept.sum()) < CLAMP_SHOWN_SHARE * float(users):
+        return np.zeros_like(kept)
+    return kept
+
+
+def clamp_shown(votes: np.ndarray, epsilon: float, users: float | None = None) -> bool:
+    """Whether a clamp histogram at ``epsilon`` shows anything (:func:`shown_bins`; where it does
+    not, B = U and A = 0). Post-processing."""
+    return bool(shown_bins(votes, epsilon, users).sum() > 0)
+
+
+def users_lower_end(counts: np.ndarray, epsilon: float) -> float:
+    """The lower end of the users a denoised record histogram ``counts`` (of the ε-DP histogram at
+    ``epsilon``) counts: Σ counts − ``USERS_LOWER_SDS``·√(2k)/ε over its k nonzero bins (each bin's
+    discrete Laplace noise of scale 1/ε has variance ≈ 2/ε²), at least 0. The clamp's share is
+    read against it (:func:`shown_bins`), so that the record histogram's own noise does not refuse a
+    clamp histogram that shows every user: 60 users in one bin, counted 69 and seen 50 at ε = 0.3
+    (tests/privacy/user/test_clamp_remeasure.py). Post-processing."""
+    c = np.maximum(np.asarray(counts, dtype=float), 0.0)
+    return float(max(c.sum() - USERS_LOWER_SDS * math.sqrt(2.0 * np.count_nonzero(c)) / check_epsilon(epsilon), 0.0))
+
+
+def seen_users(pb: PlaceBounds) -> float | None:
+    """:func:`users_lower_end` of the record histogram of ``pb`` (ε_b·``TWO_SIDED_CAP_SHARE`` with
+    two-sided bounds, else ε_b·``CAP_SHARE``); None where it was not measured."""
+    if pb.record_counts is None:
+        return None
+    return users_lower_end(pb.record_counts, pb.epsilon * (TWO_SIDED_CAP_SHARE if pb.low_histogram is not None
+                                                           else CAP_SHARE))
 
 
 def _side(pb: PlaceBounds, side: str) -> tuple[np.ndarray | None, float, np.ndarray | None, float]:
@@ -483,8 +531,9 @@ def clamp_remeasure_side(pb: PlaceBounds, bound: float) -> str | None:
     in the lower top bin on the embedded day), so B is measured. A is not measured again where B < U
     was seen: the users were seen, their low ends are spread over bins none of which clears, and an A
     from a second look sits above the groups still hidden (aircraft B at ε = 1, seed 1003: 72 → 96)."""
-    upper = pb.clamp_histogram is not None and not clamp_shown(pb.clamp_histogram, pb.clamp_epsilon)
-    lower = pb.low_histogram is not None and not clamp_shown(pb.low_histogram, pb.low_epsilon)
+    users = seen_users(pb)
+    upper = pb.clamp_histogram is not None and not clamp_shown(pb.clamp_histogram, pb.clamp_epsilon, users)
+    lower = pb.low_histogram is not None and not clamp_shown(pb.low_histogram, pb.low_epsilon, users)
     if lower and upper:
         margin = 4.0 / max(float(pb.clamp_epsilon), float(pb.low_epsilon))
         if float(pb.clamp_histogram[-1]) - float(pb.low_histogram[-1]) > margin:
@@ -505,7 +554,7 @@ def clamp_remeasure_epsilon(pb: PlaceBounds, limit: float, side: str = "upper") 
     :data:`dpopt.privacy.user.engine.CLAMP_REMEASURE_LIMIT`). Post-processing of DP outputs: whether
     and how much to spend depends on the first histograms only (models/engine.md §2)."""
     hist, eps1, _, _ = _side(pb, side)
-    if hist is None or clamp_shown(hist, eps1):
+    if hist is None or clamp_shown(hist, eps1, seen_users(pb)):
         return 0.0
     bins = int(np.size(hist))
     users = 0.0 if pb.record_counts is None else float(np.maximum(pb.record_counts, 0.0).sum())
@@ -528,11 +577,13 @@ def remeasure_clamp(agg: Aggregate, eligible: np.ndarray, pb: PlaceBounds, epsil
         raise DpoptInputError(f"`side` = {side!r}: these bounds hold no histogram of that clamp (two-sided bounds)")
     _, (own,) = _user_votes(agg, eligible, U, (side == "lower",))
     votes = measure_clamp_histogram(own, eps, source)
+    users = seen_users(pb)
     if side == "lower":
-        return replace(pb, clamp_low=choose_low_clamp(votes, eps, U, pb.clamp), low_histogram=votes, low_epsilon=eps,
-                       unseen_low_histogram=pb.low_histogram, unseen_low_epsilon=pb.low_epsilon)
-    clamp = choose_clamp(votes, eps, U, quantile=clamp_quantile(pb.record_counts))
-    low = pb.clamp_low if pb.low_histogram is None else choose_low_clamp(pb.low_histogram, pb.low_epsilon, U, clamp)
+        return replace(pb, clamp_low=choose_low_clamp(votes, eps, U, pb.clamp, users), low_histogram=votes,
+                       low_epsilon=eps, unseen_low_histogram=pb.low_histogram, unseen_low_epsilon=pb.low_epsilon)
+    clamp = choose_clamp(votes, eps, U, quantile=clamp_quantile(pb.record_counts), users=users)
+    low = pb.clamp_low if pb.low_histogram is None else choose_low_clamp(pb.low_histogram, pb.low_epsilon, U, clamp,
+                                                                         users)
     return replace(pb, clamp=clamp, clamp_low=low, clamp_histogram=votes, clamp_epsilon=eps,
                    unseen_clamp_histogram=pb.clamp_histogram, unseen_clamp_epsilon=pb.clamp_epsilon)
 
@@ -587,12 +638,13 @@ def choose_place_bounds(agg: Aggregate, eligible: np.ndarray, epsilon: float, *,
     eps_clamp = (eps - eps_cap) / 2.0 if two_sided else eps - eps_cap
     votes = measure_clamp_histogram(own_q, eps_clamp, source)
     q = clamp_quantile(counts)
-    clamp = choose_clamp(votes, eps_clamp, U, quantile=q)
+    users = users_lower_end(counts, eps_cap)
+    clamp = choose_clamp(votes, eps_clamp, U, quantile=q, users=users)
     low, low_votes, eps_low = 0.0, None, 0.0
     if two_sided:
         eps_low = eps - eps_cap - eps_clamp
         low_votes = measure_clamp_histogram(own_low[0], eps_low, source)
-        low = choose_low_clamp(low_votes, eps_low, U, clamp)
+        low = choose_low_clamp(low_votes, eps_low, U, clamp, users)
     return PlaceBounds(cap=cap, clamp=clamp, epsilon=eps, histogram=noisy,
                        cap_noise=factors, candidates=np.asarray(candidates, dtype=np.int64), clamp_histogram=votes,
                        record_counts=counts, clamp_low=low, low_histogram=low_votes, clamp_epsilon=eps_clamp,
