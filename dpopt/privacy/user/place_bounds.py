@@ -129,12 +129,13 @@ MAP_CAP_PHANTOM_RATE = CLAMP_PHANTOM_RATE
 #: users hold few)
 CLAMP_USER_QUANTILE = 0.75
 #: a clamp histogram shows the users only where its kept bins hold at least this share of the users
-#: the record histogram counts (n̂; :func:`shown_bins`): B's quantile's own floor, the share of the users
-#: a clamp may read past by design. Where fewer are seen, the unseen may vote anywhere in the range, and
-#: a clamp from the few seen is a guess (the place-set sensors at ε = 1: one bin of ≈ 200 of 400
-#: sensors cleared its threshold by its noise, B = 50 against truths of 61, coverage 0.54; 7 of 200
-#: releases below 0.90, one at 0.0; models/engine.md §2)
-CLAMP_SHOWN_SHARE = CLAMP_USER_QUANTILE
+#: the record histogram counts (n̂; :func:`shown_bins`): a majority (the rule by which a marginal's
+#: counts weigh the grids, :func:`dpopt.hierarchy.node_means.mostly_measured`; no statement about
+#: data). Where fewer are seen, the unseen may vote anywhere in the range, and a clamp from the few
+#: seen is a guess (the place-set sensors at ε = 1: one bin of ≈ 200 of 400 sensors cleared its
+#: threshold by its noise, B = 50 against truths of 61, coverage 0.54; 7 of 200 releases below 0.90,
+#: one at 0.0; models/engine.md §2)
+CLAMP_SHOWN_SHARE = 0.5
 #: the users that share is of are counted at the record histogram's lower end, this many noise sds
 #: below its denoised count (:func:`users_lower_end`; the one-sided margin of the other DP lower ends)
 USERS_LOWER_SDS = BETWEEN_SDS
@@ -480,10 +481,10 @@ def shown_bins(votes: np.ndarray, epsilon: float, users: float | None = None) ->
     bins, is below :data:`CLAMP_SHOWN_SHARE`·n̂ — the histogram then shows too few of the users for a
     clamp to be read from it (the unseen could vote anywhere in the range). The lower end, because a
     kept count was selected for clearing the threshold, its noise for being high: a lone bin of 100
-    of 400 users carried past the threshold by its noise would otherwise pass as most of them
-    (tests/privacy/user/test_clamp_shown.py: a clamp at or below the median vote in 0.25–0.85 % of
-    simulated histograms with the sum, 0.1–0.3 % with its lower end, 5–16 % with the threshold alone).
-    Post-processing."""
+    of 400 users carried past the threshold by its noise would otherwise pass as half of them
+    (tests/privacy/user/test_clamp_shown.py: 400 users' votes over three or six bins at ε_B = 0.0375,
+    a clamp at or below the median vote in 0.3–1.3 % of simulated histograms, against 5–16 % with the
+    threshold alone). Post-processing."""
     kept = threshold_bins(np.asarray(votes, dtype=float), epsilon, CLAMP_PHANTOM_RATE)
     if users is None or float(users) <= 0:
         return kept
