@@ -144,8 +144,8 @@ def _remeasured_text(s: Any) -> str:
         first = ch.get("unseen_first")
         if first:
             return (f"; the first histogram of {kind} values (ε = {first['epsilon']:.4g}) showed no group of users above "
-                    f"its noise, so it was measured once more at ε = {ch['epsilon']:.4g} (budget line "
-                    "`bounds, clamp re-measured`)")
+                    f"its noise, or groups holding fewer than half of the users, so it was measured once more at "
+                    f"ε = {ch['epsilon']:.4g} (budget line `bounds, clamp re-measured`)")
     return ""
 
 

@@ -37,7 +37,9 @@ records: the pairs of the listed grids), so one added or removed user moves each
   (:func:`measure_clamp_histogram`); the bins whose noisy count clears
   ln(16/CLAMP_PHANTOM_RATE)/ε_B are kept and B is the larger of their **quantile q** and the
   **floor** min(U/2, the highest kept bin) (:func:`choose_clamp`; post-processing); U (no clamp)
-  where no bin is kept. q (:func:`clamp_quantile`, post-processing of the cap's histogram) is the
+  where no bin is kept, or where the kept bins hold fewer than half of the users the record
+  histogram counts (:func:`shown_bins`: a lone bin that cleared the threshold by its noise is not
+  every user). q (:func:`clamp_quantile`, post-processing of the cap's histogram) is the
   share of users whose vote lies below a B above which 1 % of the values lie, were every user's
   values drawn from one law — 0.99 where users hold one record each (their votes are their values),
   about one half where they hold hundreds — and at least 0.75, chosen against the 90th on the Austin
