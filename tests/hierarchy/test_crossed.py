@@ -150,15 +150,20 @@ def test_reml_in_the_observations_space(seed, monkeypatch):
     assert used and all(used)
 
 
-def test_few_observations_of_many_levels_take_the_observations_space():
-    """40 node means over 2,000 grids of 600 interaction levels: "auto" factors V (40 × 40), and
-    the answer equals the augmented form's; a bad ``space`` is a one-line error."""
+def _few_observations_of_many_levels():
+    """(G, J, level, A, y, s2): 40 node means (rows of A summing to 1) over 2,000 grids of 600 levels."""
     rng = np.random.default_rng(9)
     G, J = 2000, 600
     level = rng.integers(0, J, G)
     A = sp.csr_matrix(rng.random((40, G)) * (rng.random((40, G)) < 0.05))
     A = sp.diags(1.0 / np.asarray(A.sum(axis=1)).ravel()) @ A
-    y, s2 = rng.normal(20.0, 3.0, 40), rng.uniform(0.5, 2.0, 40)
+    return G, J, level, A, rng.normal(20.0, 3.0, 40), rng.uniform(0.5, 2.0, 40)
+
+
+def test_few_observations_of_many_levels_take_the_observations_space():
+    """40 node means over 2,000 grids of 600 interaction levels: "auto" factors V (40 × 40), and
+    the answer equals the augmented form's; a bad ``space`` is a one-line error."""
+    G, J, level, A, y, s2 = _few_observations_of_many_levels()
     H = (A @ crossed._design([level], G, True)[0]).tocsr()
     prior = np.concatenate([np.full(J, 2.0), np.full(G, 1.0)])
     auto = gls_posterior(H, y, s2, prior, n_local=G)
@@ -496,12 +501,7 @@ def test_a_fit_keeps_its_factorisation_not_its_gram_matrices(monkeypatch):
     """The blocks' n × n Gram matrices serve REML's search; the fit holds only its factorisation (at
     2·10⁷ records four live fits held 2.3 GiB of them), whose V⁻¹ (LAPACK potri) is the dense inverse
     and whose variances are the augmented form's."""
-    rng = np.random.default_rng(9)
-    G, J = 2000, 600
-    level = rng.integers(0, J, G)
-    A = sp.csr_matrix(rng.random((40, G)) * (rng.random((40, G)) < 0.05))
-    A = sp.diags(1.0 / np.asarray(A.sum(axis=1)).ravel()) @ A
-    y, s2 = rng.normal(20.0, 3.0, 40), rng.uniform(0.5, 2.0, 40)
+    G, J, level, A, y, s2 = _few_observations_of_many_levels()
     used = _observations_space(monkeypatch)
     fit = fit_crossed({"level": level}, A, y, s2)
     assert used and all(used)
