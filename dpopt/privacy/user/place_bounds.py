@@ -490,8 +490,7 @@ def shown_bins(votes: np.ndarray, epsilon: float, users: float | None = None) ->
     kept = threshold_bins(np.asarray(votes, dtype=float), epsilon, CLAMP_PHANTOM_RATE)
     if users is None or float(users) <= 0:
         return kept
-    low = float(kept.sum()) - USERS_LOWER_SDS * math.sqrt(2.0 * np.count_nonzero(kept)) / check_epsilon(epsilon)
-    return kept if low >= CLAMP_SHOWN_SHARE * float(users) else np.zeros_like(kept)
+    return kept if users_lower_end(kept, epsilon) >= CLAMP_SHOWN_SHARE * float(users) else np.zeros_like(kept)
 
 
 def clamp_shown(votes: np.ndarray, epsilon: float, users: float | None = None) -> bool:
@@ -502,7 +501,7 @@ def clamp_shown(votes: np.ndarray, epsilon: float, users: float | None = None) -
 
 def users_lower_end(counts: np.ndarray, epsilon: float) -> float:
     """The lower end of the users a denoised record histogram ``counts`` (of the ε-DP histogram at
-    ``epsilon``) counts: Σ counts − ``USERS_LOWER_SDS``·√(2k)/ε over its k nonzero bins (each bin's
+    ``epsilon``; or a clamp histogram's kept bins, :func:`shown_bins`) counts: Σ counts − ``USERS_LOWER_SDS``·√(2k)/ε over its k nonzero bins (each bin's
     discrete Laplace noise of scale 1/ε has variance ≈ 2/ε²), at least 0. The clamp's share is
     read against it (:func:`shown_bins`), so that the record histogram's own noise does not refuse a
     clamp histogram that shows every user: 60 users in one bin, counted 69 and seen 50 at ε = 0.3
