@@ -35,7 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.linalg import cho_solve, cholesky, solve_triangular
-from scipy.linalg.lapack import dpotri
+from scipy.linalg.blas import daxpy
+from scipy.linalg.lapack import dpotri, dtrtri
 from scipy.sparse.linalg import splu
 
 from .._validation import _fail, check_confidence, check_positive_int
@@ -124,6 +125,24 @@ def _pair_quad(T: sp.csc_matrix, Rinv: np.ndarray) -> np.ndarray:
     return np.bincount(col[first], weights=vals, minlength=T.shape[1])
 
 
+#: a streamed multiply-add of a sparse-dense product costs about this many of a dense triangular
+#: solve's (BLAS): :meth:`_DualSystem.variance` takes :meth:`_DualSystem._shared_variance` where
+#: that is cheaper by this measure (0.31 ns against 0.014 ns per flop on the benchmark machine).
+#: It decides the work, never the answer
+_STREAMED_COST = 16
+
+
+def _by_shared_effects(MS: sp.csr_matrix, width: int = 8) -> np.ndarray:
+    """The rows of ``MS`` ordered by their first ``width`` nonzero columns (lexicographic)."""
+    MS.sort_indices()
+    counts = np.diff(MS.indptr)
+    keys = np.full((min(int(counts.max(initial=0)), width), MS.shape[0]), -1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        has = counts > i
+        keys[i, has] = MS.indices[MS.indptr[:-1][has] + i]
+    return np.lexsort(keys[::-1]) if keys.shape[0] else np.arange(MS.shape[0])
+
+
 def _chol_core(R: np.ndarray, n_a: int) -> tuple[_Core, float] | None:
     """The two-Cholesky factorisation of a quasi-definite dense R (None if R is not numerically so)."""
     try:
@@ -210,6 +229,13 @@ class _System:
         return np.maximum(out, 0.0)
 
 
+def _gram(Hk: sp.spmatrix) -> np.ndarray:
+    """H_k H_kᵀ, dense in C order, by a row-major sparse product (a column-major one's dense result
+    would be converted first)."""
+    Hk = sp.csr_matrix(Hk)
+    return (Hk @ Hk.T).toarray(order="C")
+
+
 class ComponentGrams:
     """The Gram matrix G_k = H_k H_kᵀ (n × n, dense) of each block k of the random columns of one
     design H (``sizes``: the blocks' widths after the ``n_fixed`` fixed columns), formed on first use.
@@ -225,7 +251,7 @@ class ComponentGrams:
         if self._grams is None:
             H = sp.csc_matrix(self.H, dtype=float)
             edges = self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
-            self._grams = [(H[:, a:b] @ H[:, a:b].T).toarray() for a, b in zip(edges[:-1], edges[1:])]
+            self._grams = [_gram(H[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
         return self._grams
 
     def profile_loglik(self, y: np.ndarray, s2: np.ndarray, sigma2: np.ndarray, j: int,
@@ -245,16 +271,14 @@ class ComponentGrams:
         H = sp.csc_matrix(self.H, dtype=float)
         edges = self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
         if self._grams is not None:  # formed already (REML's search): n × n sums
-            A = np.diag(s2)
-            for k, (sk, G) in enumerate(zip(sig, self._grams)):
-                if k != j and sk > 0:
-                    A += sk * G
+            A = _noise_plus_grams(s2, sig, self._grams, skip=j)
         else:  # one sparse product, without keeping every block's n × n Gram matrix
             scale = np.concatenate([np.full(b - a, math.sqrt(max(sk, 0.0)) if k != j else 0.0)
                                     for k, (sk, a, b) in enumerate(zip(sig, edges[:-1], edges[1:]))])
             Hr = H[:, edges[0]:edges[-1]] @ sp.diags(scale)
             A = (Hr @ Hr.T).toarray() + np.diag(s2)
-        L = cholesky(A, lower=True, check_finite=False)
+        L = cholesky(A.T, lower=True, check_finite=False, overwrite_a=True)  # in A's memory (A symmetric)
+        del A
         Hj = H[:, edges[j]:edges[j + 1]]
         X = H[:, :self.n_fixed].toarray()
         Yt = solve_triangular(L, np.column_stack([y, X]), lower=True, check_finite=False)  # L⁻¹[y, X]
@@ -264,7 +288,7 @@ class ComponentGrams:
             P = U.T @ (B.T @ Yt)
             weight = lambda t: t / (1.0 + t * lam)  # noqa: E731
         else:  # L⁻¹ G_j L⁻ᵀ from the n × n Gram matrix, never the n × r block
-            G = self._grams[j] if self._grams is not None else (Hj @ Hj.T).toarray()
+            G = self._grams[j] if self._grams is not None else _gram(Hj)
             half = solve_triangular(L, G, lower=True, check_finite=False)
             lam, Q = np.linalg.eigh(solve_triangular(L, half.T, lower=True, check_finite=False))
             P = Q.T @ Yt
@@ -346,8 +370,13 @@ class _DualSystem:
         return Mr, C, M[:, :nf].toarray() - C @ self.VinvX
 
     def variance(self, M: sp.csr_matrix) -> np.ndarray:
-        """diag(M Cov(v | y) Mᵀ), in blocks of rows (each block's C is rows × n, dense)."""
-        M, out = sp.csr_matrix(M), np.empty(M.shape[0])
+        """diag(M Cov(v | y) Mᵀ), in blocks of rows (each block's C is rows × n, dense): n² per row.
+        Rows that are each a sum of a few effects (a grid: μ, one level per factor, its residual),
+        more rows than observations, take :meth:`_shared_variance` instead where cheaper (the same numbers)."""
+        M = sp.csr_matrix(M)
+        if M.shape[0] > self.core_size and self._shared_cost(M) < M.shape[0] * self.core_size:
+            return self._shared_variance(M)
+        out = np.empty(M.shape[0])
         batch = max(1, _RHS_BUDGET // max(self.core_size, 1))
         for start in range(0, M.shape[0], batch):
             Mr, C, A = self._parts(M[start:start + batch])
@@ -357,34 +386,98 @@ class _DualSystem:
             out[start:start + C.shape[0]] = prior - (half * half).sum(axis=0) + (fixed * fixed).sum(axis=0)
         return np.maximum(out, 0.0)
 
+    def _split(self, M: sp.csr_matrix) -> tuple[sp.csr_matrix, sp.csr_matrix, sp.csr_matrix, sp.csr_matrix]:
+        """(M_S, M_O, H̃_Sᵀ, H̃_Oᵀ): M's random columns split into those two or more rows share (S,
+        e.g. a factor's levels) and the others (O, e.g. a grid's own residual), with the matching
+        columns of H̃ as rows."""
+        Mr = M[:, self.n_fixed:].tocsc()
+        shared = np.diff(Mr.indptr) >= 2
+        Hrows = self.Ht[:, self.n_fixed:].T.tocsr()
+        return Mr[:, shared].tocsr(), Mr[:, ~shared].tocsr(), Hrows[shared], Hrows[~shared]
+
+    def _shared_cost(self, M: sp.csr_matrix) -> float:
+        """The work of :meth:`_shared_variance` in units of the row solves' n multiply-adds:
+        :data:`_STREAMED_COST` per streamed row of n (a shared effect's row of H̃ᵀL⁻ᵀ, its use by a row
+        of M, an own effect's nonzero of C) and L⁻¹ (n/3 row solves' worth)."""
+        MS, MO, HS, HO = self._split(M)
+        own = MO.multiply(MO).sign() @ np.diff(HO.indptr)  # ≥ the nonzeros of each row of C_O
+        return _STREAMED_COST * float(HS.nnz + MS.nnz + np.sum(own)) + self.core_size / 3.0
+
+    def _shared_variance(self, M: sp.csr_matrix) -> np.ndarray:
+        """:meth:`variance` through L⁻¹ formed once: with C = M_r H̃_rᵀ = M_S H̃_Sᵀ + C_O (:meth:`_split`),
+        the rows of L⁻¹Cᵀ are M_S (H̃_Sᵀ L⁻ᵀ) + C_O L⁻ᵀ, sparse-dense products whose cost is the
+        effects a row holds, not n² (a grid: μ, one level per factor and its residual; 127,853 grids
+        of 3,503 node means took 40 s of a 137 s release by row solves), and C V⁻¹X = M_S (H̃_Sᵀ V⁻¹X)
+        + C_O V⁻¹X. In blocks of :data:`_RHS_BUDGET` numbers."""
+        MS, MO, HS, HO = self._split(M)
+        Linv, info = dtrtri(self.chol, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"trtri failed (info {info})")
+        LinvT = Linv.T if Linv.flags.f_contiguous else np.ascontiguousarray(Linv.T)  # upper: 0 (cholesky's)
+        del Linv
+        Yt = HS @ LinvT  # the shared effects' rows of H̃ᵀL⁻ᵀ
+        CO = (MO @ HO).tocsr()
+        fixed = M[:, :self.n_fixed].toarray() - MS @ (HS @ self.VinvX) - CO @ self.VinvX
+        fixed = solve_triangular(self.wchol, fixed.T, lower=True, check_finite=False)
+        Mr = M[:, self.n_fixed:]
+        out = np.asarray(Mr.multiply(Mr).sum(axis=1)).ravel() + (fixed * fixed).sum(axis=0)
+        # rows that share effects taken together: the rows of Yt and L⁻ᵀ they stream stay in cache
+        order = _by_shared_effects(MS)
+        MS, CO = MS[order], CO[order]
+        batch = max(1, _RHS_BUDGET // max(self.core_size, 1))
+        for start in range(0, M.shape[0], batch):
+            half = MS[start:start + batch] @ Yt + CO[start:start + batch] @ LinvT
+            out[order[start:start + half.shape[0]]] -= np.einsum("ij,ij->i", half, half)
+        return np.maximum(out, 0.0)
+
     def covariance(self, M: sp.csr_matrix) -> np.ndarray:
         """M Cov(v | y) Mᵀ, dense (for a few rows)."""
         Mr, C, A = self._parts(sp.csr_matrix(M))
         return (Mr @ Mr.T).toarray() - C @ self._vinv(C.T) + A @ self._winv(A.T)
 
     def component_traces(self, edges: np.ndarray, n_fixed: int) -> np.ndarray:
-        """tr Var(v_k | y) = J_k − tr(P H̃_k H̃_kᵀ) of each random block k: n × n products only."""
-        P = self._inverse()
-        P -= self.VinvX @ self._winv(self.VinvX.T)
+        """tr Var(v_k | y) = J_k − tr(P H̃_k H̃_kᵀ) of each random block k, with P = V⁻¹ − V⁻¹X W⁻¹ XᵀV⁻¹:
+        tr(V⁻¹G) = 2⟨tril V⁻¹, G⟩ − ⟨diag V⁻¹, diag G⟩ for symmetric G (V⁻¹'s lower triangle alone)
+        and tr(V⁻¹XW⁻¹XᵀV⁻¹ H̃_kH̃_kᵀ) = ‖L_W⁻¹ (H̃_kᵀV⁻¹X)ᵀ‖²_F, a sparse product: n × n passes only
+        over V⁻¹ and each block's Gram matrix (no n × n temporaries)."""
+        low = self._inverse_lower()
+        low = low.T if low.flags.f_contiguous else low  # C order, as G's (⟨Vᵀ, G⟩ = ⟨V, G⟩: G symmetric)
+        diag = np.diag(low).copy()
+        grams = None
         if self.grams is not None and [int(d) for d in np.diff(edges)] == self.grams[1].sizes:
-            sig, grams = self.grams
-            return np.array([(hi - lo) - s * float(np.vdot(P, G))
-                             for lo, hi, s, G in zip(edges[:-1], edges[1:], sig, grams.grams())])
+            grams = self.grams
         out = []
-        for lo, hi in zip(edges[:-1], edges[1:]):
+        for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
             Hk = self.Ht[:, n_fixed + lo:n_fixed + hi]
-            out.append((hi - lo) - float(np.vdot(P, (Hk @ Hk.T).toarray())))
+            if grams is not None:
+                G, s = grams[1].grams()[k], float(grams[0][k])
+            else:
+                G, s = _gram(Hk), 1.0
+            fixed = solve_triangular(self.wchol, np.asarray(Hk.T @ self.VinvX).T, lower=True, check_finite=False)
+            out.append((hi - lo) - s * (2.0 * float(np.vdot(low, G)) - float(diag @ np.diag(G)))
+                       + float(np.vdot(fixed, fixed)))
         return np.array(out)
 
-    def _inverse(self) -> np.ndarray:
-        """V⁻¹ from the stored Cholesky factor (LAPACK potri: one n × n array, no identity solved
-        against), symmetric."""
+    def _inverse_lower(self) -> np.ndarray:
+        """V⁻¹'s lower triangle (the upper 0) from the stored Cholesky factor: LAPACK potri on one copy
+        of the factor (whose upper triangle is 0), no identity solved against."""
         inv, info = dpotri(self.chol, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"potri failed (info {info})")
-        inv = np.tril(inv)
-        inv += np.tril(inv, -1).T
         return inv
+
+
+def _noise_plus_grams(s2: np.ndarray, sigma2: Any, grams: list[np.ndarray], skip: int | None = None) -> np.ndarray:
+    """diag(s2) + Σ_k σ²_k G_k (k ≠ ``skip``), n × n, summed in place by BLAS axpy (one pass over each
+    G_k and no n × n temporary: each fresh n × n array costs its pages' first touch)."""
+    n = s2.size
+    V = np.zeros((n, n))
+    flat = V.reshape(-1)
+    for k, (sig, G) in enumerate(zip(sigma2, grams)):
+        if k != skip and sig > 0:
+            daxpy(G.reshape(-1), flat, a=float(sig))
+    flat[:: n + 1] += s2
+    return V
 
 
 def _dual(H: sp.csr_matrix, scale: np.ndarray, s2: np.ndarray, n_fixed: int,
@@ -398,13 +491,10 @@ def _dual(H: sp.csr_matrix, scale: np.ndarray, s2: np.ndarray, n_fixed: int,
         Hr = Ht[:, n_fixed:]
         V = (Hr @ Hr.T).toarray() + np.diag(s2)
     else:
-        V = np.diag(s2)
-        for sig, G in zip(grams[0], grams[1].grams()):
-            if sig > 0:
-                V += sig * G
+        V = _noise_plus_grams(s2, grams[0], grams[1].grams())
     X = H[:, :n_fixed].toarray()  # the fixed effects' scale is 1
     try:
-        L = cholesky(V, lower=True, check_finite=False)
+        L = cholesky(V.T, lower=True, check_finite=False, overwrite_a=True)  # in V's memory (V symmetric)
         VinvX = cho_solve((L, True), X, check_finite=False)
         Lw = cholesky(X.T @ VinvX, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
@@ -643,25 +733,41 @@ def component_profile(H: Any, y: Any, s2: Any, sigma2: np.ndarray, sizes: list[i
                       local_blocks: Any = None) -> np.ndarray:
     """The REML log-likelihood of :func:`gls_posterior` (one fixed effect) at each of ``values`` for
     block j's variance, the other blocks' at ``sigma2`` (``sizes`` the blocks' widths). Where
-    there are at most ``dense_max`` observations (V is n × n dense), one eigen-decomposition serves
-    every value (:meth:`ComponentGrams.profile_loglik`: about ten factorisations' work against one per
-    value; taken even where :func:`gls_posterior` itself prefers the augmented form); else, or where
-    V is not numerically positive definite, one :func:`gls_posterior` per value. The same numbers
-    either way (tested)."""
+    there are at most ``dense_max`` observations (V is n × n dense) and more values than its work
+    counts in factorisations (:data:`_EIGEN_WORK`), one eigen-decomposition serves every value
+    (:meth:`ComponentGrams.profile_loglik`; taken even where :func:`gls_posterior` itself prefers the
+    augmented form); else, or where V is not numerically positive definite, one :func:`gls_posterior`
+    per value. The same numbers either way (tested)."""
     sig = np.asarray(sigma2, dtype=float)
+    values = np.asarray(values, dtype=float).ravel()
     grams = grams if grams is not None else ComponentGrams(H, sizes)
-    if H.shape[0] <= dense_max:
+    n = H.shape[0]
+    share = min(int(sizes[j]), n) / max(n, 1)  # the eigenproblem's size against n
+    if n <= dense_max and _EIGEN_WORK[0] + _EIGEN_WORK[1] * share + _EIGEN_WORK[2] * share ** 3 < values.size:
         try:
             return grams.profile_loglik(y, s2, sig, j, values)
         except np.linalg.LinAlgError:
             pass
     out = []
-    for v in np.asarray(values, dtype=float).ravel():
+    for v in values:  # a few values: no Gram matrices formed for them
         trial = sig.copy()
         trial[j] = v
         out.append(float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=n_local, local_blocks=local_blocks,
-                                       grams=grams, dense_max=dense_max).loglik))
+                                       dense_max=dense_max, grams=_formed(grams)).loglik))
     return np.array(out)
+
+
+def _formed(grams: ComponentGrams | None) -> ComponentGrams | None:
+    """``grams`` where its matrices are formed already, else None: one evaluation of
+    :func:`gls_posterior` then costs one sparse product of the design, not every block's Gram matrix."""
+    return grams if grams is not None and grams._grams is not None else None
+
+
+#: the work of :meth:`ComponentGrams.profile_loglik` in factorisations of V (n³/3 each): one, the
+#: triangular solves of the block (2n³·share, as six factorisations at share 1) and the symmetric
+#: eigenproblem (≈ 4n³·share³: 3.8 s against 0.3 s for a Cholesky factor at n = 3,503). Against one
+#: factorisation per value, :func:`component_profile` takes the cheaper. Work, never the answer
+_EIGEN_WORK = (1.0, 6.0, 12.0)
 
 
 def _grams_for(grams: Any, H: Any, n_fixed: int, prior_var: np.ndarray) -> tuple[np.ndarray, ComponentGrams] | None:
@@ -1119,8 +1225,8 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
         sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel)
     else:
         converged, status, calls = True, "no variance component", 0
-    try:
-        post = gls_posterior(H, y, s2, np.repeat(sig[comps], inner), **kernel)
+    try:  # one evaluation: the Gram matrices only where REML's search formed them (else one sparse product)
+        post = gls_posterior(H, y, s2, np.repeat(sig[comps], inner), **{**kernel, "grams": _formed(kernel["grams"])})
     except (np.linalg.LinAlgError, RuntimeError) as e:  # given components a tiny s2 makes singular
         if isinstance(e, RuntimeError) and "singular" not in str(e):
             raise

@@ -211,7 +211,11 @@ def test_a_components_profile_likelihood_from_one_eigendecomposition(seed, monke
     y, s2 = rng.normal(20.0, 3.0, n), rng.uniform(0.5, 2.0, n)
     H = (A @ crossed._design([level], G, True)[0]).tocsr()
     sig, sizes = np.array([2.5, 0.8]), [J, G]
-    values = np.array([0.0, 1e-4, 0.3, 4.0, 250.0])
+    values = np.concatenate([[0.0, 1e-4, 0.3, 4.0, 250.0], np.geomspace(1e-3, 1e3, 16)])  # more than _EIGEN_WORK
+    eigen = []
+    profile = crossed.ComponentGrams.profile_loglik
+    monkeypatch.setattr(crossed.ComponentGrams, "profile_loglik",
+                        lambda self, *a, **k: eigen.append(a[3]) or profile(self, *a, **k))
 
     def brute(H, sizes, j, n_local, sig=sig):
         out = []
@@ -231,6 +235,9 @@ def test_a_components_profile_likelihood_from_one_eigendecomposition(seed, monke
                                                              grams=formed), expect, rtol=1e-9)
         np.testing.assert_allclose(crossed.component_profile(H, y, s2, sig, sizes, j, values, n_local=G,
                                                              dense_max=10), expect, rtol=1e-12)  # one per value
+        np.testing.assert_allclose(crossed.component_profile(H, y, s2, sig, sizes, j, values[[0, 3]], n_local=G),
+                                   expect[[0, 3]], rtol=1e-12)  # two values: one factorisation each
+    assert eigen == [0, 0, 1, 1]  # the eigen-decomposition only where it is the cheaper
     small = (A[:, :30] @ sp.identity(30, format="csr")).tocsr()  # 30 effects, 40 observations
     Hs = sp.hstack([sp.csr_matrix(np.ones((n, 1))), small]).tocsr()
     np.testing.assert_allclose(crossed.component_profile(Hs, y, s2, np.array([1.5]), [30], 0, values),
@@ -508,7 +515,7 @@ def test_a_fit_keeps_its_factorisation_not_its_gram_matrices(monkeypatch):
     system = fit.posterior.system
     assert isinstance(system, crossed._DualSystem) and system.grams is None
     V = system.chol @ system.chol.T
-    np.testing.assert_allclose(system._inverse(), np.linalg.inv(V), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(system._inverse_lower(), np.tril(np.linalg.inv(V)), rtol=1e-9, atol=1e-12)
     H = (A @ crossed._design([np.unique(level, return_inverse=True)[1]], G, True)[0]).tocsr()
     prior = np.repeat([fit.sigma2["level"], fit.sigma2[RESIDUAL]], [np.unique(level).size, G])
     aug = gls_posterior(H, y, s2, prior, n_local=G, space="augmented")
@@ -722,3 +729,37 @@ def test_within_memory_leaves_out_the_largest_factors_first_and_reraises_when_no
     assert calls == [["large", "middle", "small"], ["middle", "small"], ["middle"]]
     with pytest.raises(MemoryError):
         within_memory(lambda fs: (_ for _ in ()).throw(MemoryError()), factors)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grid_variances_through_the_shared_effects_equal_the_row_solves(seed, monkeypatch):
+    """The observations' space answers many rows of few effects (grids: μ, a level per factor, the
+    residual) through L⁻¹ formed once and the effects the rows share; the same variances as one
+    triangular solve per row (forced by making the streamed work look dear), in blocks of any size."""
+    rng = np.random.default_rng(700 + seed)
+    codes, A, y, s2 = random_instance(rng, n_place=9, n_slot=8)
+    grid_map, sizes = crossed._design(codes, A.shape[1], True)
+    H = sp.csr_matrix(A) @ grid_map
+    prior = np.repeat(rng.uniform(0.1, 3.0, len(sizes)), sizes)
+    post = gls_posterior(H, y, s2, prior, space="observations")
+    assert isinstance(post.system, crossed._DualSystem)
+    levels = sp.identity(H.shape[1], format="csr")
+    mixed = sp.vstack([grid_map, levels, sp.random(5, H.shape[1], density=0.3, random_state=seed)]).tocsr()
+    taken = []
+    shared = crossed._DualSystem._shared_variance
+    monkeypatch.setattr(crossed._DualSystem, "_shared_variance", lambda self, M: taken.append(M.shape[0]) or shared(self, M))
+    for rows in (grid_map, levels, mixed):
+        with monkeypatch.context() as m:
+            m.setattr(crossed, "_STREAMED_COST", 0.0)  # taken wherever there are more rows than observations
+            fast = post.variance(rows)
+        with monkeypatch.context() as m:
+            m.setattr(crossed, "_STREAMED_COST", 1e12)  # never taken
+            slow = post.variance(rows)
+        with monkeypatch.context() as m:
+            m.setattr(crossed, "_STREAMED_COST", 0.0)
+            m.setattr(crossed, "_RHS_BUDGET", 3 * post.system.core_size)  # three rows a block
+            small = post.variance(rows)
+        np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(small, slow, rtol=1e-9, atol=1e-12)
+    assert taken == [grid_map.shape[0], grid_map.shape[0], levels.shape[0], levels.shape[0],
+                     mixed.shape[0], mixed.shape[0]]
