@@ -364,7 +364,9 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
         freed = len(given) - len(fit.sigma2)
         if joint.loglik - every.loglik > chdtri(freed, JOINT_TEST_LEVEL) / 2.0:  # χ²_k upper quantile
             every = joint
+        del joint
     upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total, days=days)
+    del every  # its factorisation (n × n) is not needed by the wide fit
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
     return fit, upper, wide, Mixture(u, posts[RESIDUAL], posts.get(DAYS))
 
