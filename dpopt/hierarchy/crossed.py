@@ -1075,31 +1075,6 @@ def _move(step: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(1.0 + step, 1e-300))
 
 
-#: the largest stretch of an average-information step (:func:`_stretch`), taken only where the step
-#: predicts a rise of ℓ_R below _STRETCH_GAIN (the quadratic region near the maximum: a likelihood
-#: interval spans ½ unit; farther out, components still run to their bounds and a stretched step
-#: overshoots). A search's tuning, not a model's: the maximum is the same
-_STRETCH_MAX, _STRETCH_GAIN = 4.0, 1.0
-
-
-def _stretch(last: tuple[np.ndarray, float] | None, g: np.ndarray) -> float:
-    """The factor c by which the next average-information step is stretched: with the last step
-    f·AI⁻¹g₀ taken whole and AI = c·H along the slopes' direction (H the exact curvature), the new
-    slopes are g ≈ (1 − f/c)·g₀, so c = f/(1 − r), r = gᵀg₀/|g₀|², kept in [1, :data:`_STRETCH_MAX`]
-    (1 after a halved step or at the start). Where AI overstates the curvature (a model the data
-    do not follow exactly: the information's expectation is not the observed one) the plain steps
-    converge linearly: the joint fit at 2·10⁷ records took nine steps of ratio 0.54 from ℓ_R 0.2
-    below its maximum. The steps stay monotone (each is halved until ℓ_R does not fall)."""
-    if last is None or not np.array_equal(last[0] != 0, g != 0):  # the free coordinates changed
-        return 1.0
-    g0, f = last
-    norm = float(g0 @ g0)
-    if norm <= 0.0:
-        return 1.0
-    r = float(g @ g0) / norm
-    return float(np.clip(f / (1.0 - r), 1.0, _STRETCH_MAX)) if r < 1.0 else _STRETCH_MAX
-
-
 def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int) -> tuple[np.ndarray, bool, str]:
     """Average-information (Fisher-scoring) steps (:func:`_move`) within the bounds, halved until
     ℓ_R does not fall; converged when the step would raise ℓ_R by less than 10⁻³·:data:`_GAIN`, or,
@@ -1110,20 +1085,17 @@ def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int) -> tuple[np.nda
     post = obj.admissible(x)
     if post is None:
         return x, False, "average-information search not started (the factorisation failed at its start)"
-    last = None  # (slopes, stretch) before the last step, where it was taken whole
     for it in range(max_iter):
         g, step, gain = _newton(obj, x, post)
         if not (np.all(np.isfinite(step)) and math.isfinite(gain)):  # AI overflowed: no step to take
             return x, False, f"average-information step not finite after {it} iterations"
         if gain < 1e-3 * _GAIN:
             return x, True, f"average-information steps converged in {it} iterations"
-        stretch = _stretch(last, g) if gain < _STRETCH_GAIN else 1.0
-        step = step * stretch
-        for halved in range(30):
+        for _ in range(30):
             trial = np.clip(x + _move(step), obj.low, _LOG_HIGH)
             new = obj.admissible(trial)  # a point whose factorisation fails: ℓ_R = −∞, the step halved
             if new is not None and new.loglik >= post.loglik:
-                x, post, last = trial, new, ((g, stretch) if halved == 0 else None)
+                x, post = trial, new
                 break
             step /= 2.0
         else:

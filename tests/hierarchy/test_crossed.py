@@ -475,7 +475,7 @@ def test_reml_search_lifts_a_component_started_near_zero(seed, monkeypatch):
     np.testing.assert_allclose(best, [ref.sigma2["place"], ref.sigma2["slot"], ref.sigma2[RESIDUAL]], rtol=1e-2, atol=1e-4)
 
 
-@pytest.mark.parametrize("seed, scale", [(1, 1e-12), (2, 1e-12), (3, 1e-13), (6, 3e-14), (12, 1e-13)])
+@pytest.mark.parametrize("seed, scale", [(1, 1e-12), (2, 1e-12), (3, 1e-13), (6, 3e-14), (9, 1e-13)])
 def test_reml_refuses_points_that_do_not_factorise_and_says_so(seed, scale):
     """Noise variances 10⁻¹³–10⁻¹² of the spread: some σ² the search tries make the eliminated system
     numerically indefinite (the block Cholesky raised LinAlgError out of fit_crossed on every one of
@@ -763,17 +763,3 @@ def test_grid_variances_through_the_shared_effects_equal_the_row_solves(seed, mo
         np.testing.assert_allclose(small, slow, rtol=1e-9, atol=1e-12)
     assert taken == [grid_map.shape[0], grid_map.shape[0], levels.shape[0], levels.shape[0],
                      mixed.shape[0], mixed.shape[0]]
-
-
-def test_a_stretched_step_recovers_the_curvature_the_information_overstates():
-    """_stretch: after a step f·AI⁻¹g₀ taken whole, slopes g = (1 − f/c)·g₀ say AI = c·H along them;
-    the next step is stretched by c (kept in [1, 4]), also after an overshoot (c < f), and not at all
-    after a halved step or where the free coordinates changed."""
-    g0 = np.array([0.3, -0.2, 0.0])
-    for f, c in ((1.0, 2.2), (2.2, 2.3), (4.0, 2.0), (1.0, 1.0), (1.5, 3.1)):
-        assert crossed._stretch((g0, f), (1.0 - f / c) * g0) == pytest.approx(c, rel=1e-12)
-    assert crossed._stretch((g0, 1.0), (1.0 - 1.0 / 10.0) * g0) == crossed._STRETCH_MAX  # c = 10: the cap
-    assert crossed._stretch((g0, 1.0), 2.0 * g0) == crossed._STRETCH_MAX  # slopes grew: at most the cap
-    assert crossed._stretch((g0, 3.0), -5.0 * g0) == 1.0  # a wild overshoot: no stretch below 1
-    assert crossed._stretch(None, g0) == 1.0
-    assert crossed._stretch((g0, 1.0), np.array([0.1, -0.1, 0.05])) == 1.0  # a coordinate freed
