@@ -374,8 +374,10 @@ class _DualSystem:
         Rows that are each a sum of a few effects (a grid: μ, one level per factor, its residual),
         more rows than observations, take :meth:`_shared_variance` instead where cheaper (the same numbers)."""
         M = sp.csr_matrix(M)
-        if M.shape[0] > self.core_size and self._shared_cost(M) < M.shape[0] * self.core_size:
-            return self._shared_variance(M)
+        if M.shape[0] > self.core_size:
+            parts = self._split(M)
+            if self._shared_cost(parts) < M.shape[0] * self.core_size:
+                return self._shared_variance(M, parts)
         out = np.empty(M.shape[0])
         batch = max(1, _RHS_BUDGET // max(self.core_size, 1))
         for start in range(0, M.shape[0], batch):
@@ -395,21 +397,21 @@ class _DualSystem:
         Hrows = self.Ht[:, self.n_fixed:].T.tocsr()
         return Mr[:, shared].tocsr(), Mr[:, ~shared].tocsr(), Hrows[shared], Hrows[~shared]
 
-    def _shared_cost(self, M: sp.csr_matrix) -> float:
-        """The work of :meth:`_shared_variance` in units of the row solves' n multiply-adds:
-        :data:`_STREAMED_COST` per streamed row of n (a shared effect's row of H̃ᵀL⁻ᵀ, its use by a row
-        of M, an own effect's nonzero of C) and L⁻¹ (n/3 row solves' worth)."""
-        MS, MO, HS, HO = self._split(M)
+    def _shared_cost(self, parts: tuple[sp.csr_matrix, ...]) -> float:
+        """The work of :meth:`_shared_variance` on M's :meth:`_split` ``parts``, in units of the row
+        solves' n multiply-adds: :data:`_STREAMED_COST` per streamed row of n (a shared effect's row of
+        H̃ᵀL⁻ᵀ, its use by a row of M, an own effect's nonzero of C) and L⁻¹ (n/3 row solves' worth)."""
+        MS, MO, HS, HO = parts
         own = MO.multiply(MO).sign() @ np.diff(HO.indptr)  # ≥ the nonzeros of each row of C_O
         return _STREAMED_COST * float(HS.nnz + MS.nnz + np.sum(own)) + self.core_size / 3.0
 
-    def _shared_variance(self, M: sp.csr_matrix) -> np.ndarray:
+    def _shared_variance(self, M: sp.csr_matrix, parts: tuple[sp.csr_matrix, ...]) -> np.ndarray:
         """:meth:`variance` through L⁻¹ formed once: with C = M_r H̃_rᵀ = M_S H̃_Sᵀ + C_O (:meth:`_split`),
         the rows of L⁻¹Cᵀ are M_S (H̃_Sᵀ L⁻ᵀ) + C_O L⁻ᵀ, sparse-dense products whose cost is the
         effects a row holds, not n² (a grid: μ, one level per factor and its residual; 127,853 grids
         of 3,503 node means took 40 s of a 137 s release by row solves), and C V⁻¹X = M_S (H̃_Sᵀ V⁻¹X)
-        + C_O V⁻¹X. In blocks of :data:`_RHS_BUDGET` numbers."""
-        MS, MO, HS, HO = self._split(M)
+        + C_O V⁻¹X (``parts``: M's :meth:`_split`). In blocks of :data:`_RHS_BUDGET` numbers."""
+        MS, MO, HS, HO = parts
         Linv, info = dtrtri(self.chol, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"trtri failed (info {info})")

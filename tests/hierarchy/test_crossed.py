@@ -747,7 +747,8 @@ def test_grid_variances_through_the_shared_effects_equal_the_row_solves(seed, mo
     mixed = sp.vstack([grid_map, levels, sp.random(5, H.shape[1], density=0.3, random_state=seed)]).tocsr()
     taken = []
     shared = crossed._DualSystem._shared_variance
-    monkeypatch.setattr(crossed._DualSystem, "_shared_variance", lambda self, M: taken.append(M.shape[0]) or shared(self, M))
+    monkeypatch.setattr(crossed._DualSystem, "_shared_variance",
+                        lambda self, M, parts: taken.append(M.shape[0]) or shared(self, M, parts))
     for rows in (grid_map, levels, mixed):
         with monkeypatch.context() as m:
             m.setattr(crossed, "_STREAMED_COST", 0.0)  # taken wherever there are more rows than observations
