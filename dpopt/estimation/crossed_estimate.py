@@ -35,6 +35,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.special import chdtri, ndtr
 
+from .._memory import trim_heap
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, component_profile, fit_crossed, fit_kernel, within_memory
 from ..hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, between_upper, identified,
@@ -352,6 +353,7 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
         residual_seen = residual_seen and RESIDUAL not in weak
         fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
                           confidence=confidence, variances=False)
+    trim_heap()  # the REML searches' freed work, before the interval's fits (memory only)
     cap = region_end(cap, fit)
     # a factor of fewer than MIN_LEVELS levels left out of the point fit is left out here too: its few
     # nodes measure its effects, so under the flat prior it would take V̂'s spread from the residual
@@ -360,13 +362,20 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
     given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
     every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)
     if len(given) > len(fit.sigma2):  # components the point fit left out: does the data reject them all at 0?
+        at_given = every.loglik
+        del every  # its n × n factorisation is not held through the joint REML search (refitted if it stands)
         joint = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, variances=False)
         freed = len(given) - len(fit.sigma2)
-        if joint.loglik - every.loglik > chdtri(freed, JOINT_TEST_LEVEL) / 2.0:  # χ²_k upper quantile
+        if joint.loglik - at_given > chdtri(freed, JOINT_TEST_LEVEL) / 2.0:  # χ²_k upper quantile
             every = joint
+        else:
+            every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given,
+                                variances=False)
         del joint
+    trim_heap()
     upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total, days=days)
     del every  # its factorisation (n × n) is not needed by the wide fit
+    trim_heap()
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
     return fit, upper, wide, Mixture(u, posts[RESIDUAL], posts.get(DAYS))
 

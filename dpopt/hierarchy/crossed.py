@@ -34,12 +34,13 @@ from typing import Any, TypeVar
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.linalg import cho_solve, cholesky, solve_triangular
-from scipy.linalg.blas import daxpy
-from scipy.linalg.lapack import dpotri, dtrtri
+from scipy.linalg import cho_solve, cholesky, eigh, solve_triangular
+from scipy.linalg.blas import dtrsm
+from scipy.linalg.lapack import dpotri
 from scipy.sparse.linalg import splu
 
 from .._validation import _fail, check_confidence, check_positive_int
+from .panels import TrianglePanels
 
 T = TypeVar("T")
 
@@ -237,22 +238,46 @@ def _gram(Hk: sp.spmatrix) -> np.ndarray:
 
 
 class ComponentGrams:
-    """The Gram matrix G_k = H_k H_kᵀ (n × n, dense) of each block k of the random columns of one
-    design H (``sizes``: the blocks' widths after the ``n_fixed`` fixed columns), formed on first use.
-    Many evaluations of :func:`gls_posterior` on one design at variances constant within its blocks
-    (REML's search, the intervals' component likelihoods) then build V = Σ_k σ²_k G_k + diag(s2) from
-    n × n sums instead of a sparse product of the whole design each (observations' space only)."""
+    """The Gram matrix G_k = H_k H_kᵀ (n × n) of each block k of the random columns of one design H
+    (``sizes``: the blocks' widths after the ``n_fixed`` fixed columns), formed on first use and held
+    by its lower triangle's panels (:class:`~dpopt.hierarchy.panels.TrianglePanels`: half the memory
+    of the dense matrices, the same numbers). Many evaluations of :func:`gls_posterior` on one design
+    at variances constant within its blocks (REML's search, the intervals' component likelihoods)
+    then build V = Σ_k σ²_k G_k + diag(s2) from sums of the panels instead of a sparse product of the
+    whole design each (observations' space only). Not for concurrent use: the sums share one buffer."""
 
     def __init__(self, H: Any, sizes: list[int], n_fixed: int = 1) -> None:
         self.H, self.sizes, self.n_fixed = H, [int(s) for s in sizes], int(n_fixed)
+        self.panels = TrianglePanels.of_size(H.shape[0])
         self._grams: list[np.ndarray] | None = None
+        self._diags: list[np.ndarray] | None = None
+        self._work: np.ndarray | None = None
 
     def grams(self) -> list[np.ndarray]:
+        """Each block's Gram matrix, packed (:attr:`panels`)."""
         if self._grams is None:
             H = sp.csc_matrix(self.H, dtype=float)
             edges = self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
-            self._grams = [_gram(H[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
+            pairs = [self.panels.gram(H[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
+            self._grams, self._diags = [g for g, _ in pairs], [d for _, d in pairs]
         return self._grams
+
+    def diagonals(self) -> list[np.ndarray]:
+        """Each block's diag(G_k)."""
+        self.grams()
+        assert self._diags is not None
+        return self._diags
+
+    def noise_plus(self, s2: np.ndarray, sigma2: Any, skip: int | None = None) -> np.ndarray:
+        """diag(s2) + Σ_k σ²_k G_k (k ≠ ``skip``), n × n, column-major, its lower triangle only
+        (what a lower Cholesky factorisation reads, in place): the panels summed by BLAS axpy in
+        one buffer (each entry the arithmetic of the dense sum), then one pass into the dense array."""
+        if self._work is None:
+            self._work = np.empty(self.panels.size)
+        weights = [float(sig) if (k != skip and sig > 0) else 0.0 for k, sig in enumerate(sigma2)]
+        V = self.panels.lower(self.panels.combine(weights, self.grams(), work=self._work))
+        V.reshape(-1, order="F")[:: V.shape[0] + 1] += s2
+        return V
 
     def profile_loglik(self, y: np.ndarray, s2: np.ndarray, sigma2: np.ndarray, j: int,
                        values: np.ndarray) -> np.ndarray:
@@ -270,15 +295,13 @@ class ComponentGrams:
         sig = np.asarray(sigma2, dtype=float)
         H = sp.csc_matrix(self.H, dtype=float)
         edges = self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
-        if self._grams is not None:  # formed already (REML's search): n × n sums
-            A = _noise_plus_grams(s2, sig, self._grams, skip=j)
+        if self._grams is not None:  # formed already (REML's search): sums of their panels
+            L = cholesky(self.noise_plus(s2, sig, skip=j), lower=True, check_finite=False, overwrite_a=True)
         else:  # one sparse product, without keeping every block's n × n Gram matrix
             scale = np.concatenate([np.full(b - a, math.sqrt(max(sk, 0.0)) if k != j else 0.0)
                                     for k, (sk, a, b) in enumerate(zip(sig, edges[:-1], edges[1:]))])
-            Hr = H[:, edges[0]:edges[-1]] @ sp.diags(scale)
-            A = (Hr @ Hr.T).toarray() + np.diag(s2)
-        L = cholesky(A.T, lower=True, check_finite=False, overwrite_a=True)  # in A's memory (A symmetric)
-        del A
+            L = cholesky(_noise_plus_product(H[:, edges[0]:edges[-1]] @ sp.diags(scale), s2), lower=True,
+                         check_finite=False, overwrite_a=True)  # in its own memory
         Hj = H[:, edges[j]:edges[j + 1]]
         X = H[:, :self.n_fixed].toarray()
         Yt = solve_triangular(L, np.column_stack([y, X]), lower=True, check_finite=False)  # L⁻¹[y, X]
@@ -287,10 +310,12 @@ class ComponentGrams:
             lam, U = np.linalg.eigh(B.T @ B)
             P = U.T @ (B.T @ Yt)
             weight = lambda t: t / (1.0 + t * lam)  # noqa: E731
-        else:  # L⁻¹ G_j L⁻ᵀ from the n × n Gram matrix, never the n × r block
-            G = self._grams[j] if self._grams is not None else _gram(Hj)
-            half = solve_triangular(L, G, lower=True, check_finite=False)
-            lam, Q = np.linalg.eigh(solve_triangular(L, half.T, lower=True, check_finite=False))
+        else:  # L⁻¹G_jL⁻ᵀ from the n × n Gram matrix, never the n × r block: one n × n array, in place
+            G = self.panels.symmetric(self._grams[j]) if self._grams is not None else _gram(Hj).T
+            G = dtrsm(1.0, L, G, lower=1, overwrite_b=1)  # L⁻¹G
+            G = dtrsm(1.0, L, G, side=1, lower=1, trans_a=1, overwrite_b=1)  # L⁻¹GL⁻ᵀ
+            lam, Q = eigh(G, overwrite_a=True, check_finite=False, driver="evr")
+            del G
             P = Q.T @ Yt
             weight = lambda t: t * lam / (1.0 + t * lam)  # noqa: E731
         lam = np.maximum(lam, 0.0)
@@ -400,36 +425,41 @@ class _DualSystem:
     def _shared_cost(self, parts: tuple[sp.csr_matrix, ...]) -> float:
         """The work of :meth:`_shared_variance` on M's :meth:`_split` ``parts``, in units of the row
         solves' n multiply-adds: :data:`_STREAMED_COST` per streamed row of n (a shared effect's row of
-        H̃ᵀL⁻ᵀ, its use by a row of M, an own effect's nonzero of C) and L⁻¹ (n/3 row solves' worth)."""
+        H̃ᵀL⁻ᵀ, its use by a row of M, an own effect's nonzero of C) and L⁻ᵀ's panels (n row solves)."""
         MS, MO, HS, HO = parts
         own = MO.multiply(MO).sign() @ np.diff(HO.indptr)  # ≥ the nonzeros of each row of C_O
-        return _STREAMED_COST * float(HS.nnz + MS.nnz + np.sum(own)) + self.core_size / 3.0
+        return _STREAMED_COST * float(HS.nnz + MS.nnz + np.sum(own)) + float(self.core_size) ** 2
 
     def _shared_variance(self, M: sp.csr_matrix, parts: tuple[sp.csr_matrix, ...]) -> np.ndarray:
-        """:meth:`variance` through L⁻¹ formed once: with C = M_r H̃_rᵀ = M_S H̃_Sᵀ + C_O (:meth:`_split`),
-        the rows of L⁻¹Cᵀ are M_S (H̃_Sᵀ L⁻ᵀ) + C_O L⁻ᵀ, sparse-dense products whose cost is the
-        effects a row holds, not n² (a grid: μ, one level per factor and its residual; 127,853 grids
-        of 3,503 node means took 40 s of a 137 s release by row solves), and C V⁻¹X = M_S (H̃_Sᵀ V⁻¹X)
-        + C_O V⁻¹X (``parts``: M's :meth:`_split`). In blocks of :data:`_RHS_BUDGET` numbers."""
+        """:meth:`variance` through L⁻ᵀ: with C = M_r H̃_rᵀ = M_S H̃_Sᵀ + C_O (:meth:`_split`), the rows of
+        L⁻¹Cᵀ are M_S (H̃_Sᵀ L⁻ᵀ) + C_O L⁻ᵀ, sparse-dense products whose cost is the effects a row
+        holds, not n² (a grid: μ, one level per factor and its residual; 127,853 grids of 3,503 node
+        means took 40 s of a 137 s release by row solves), and C V⁻¹X = M_S (H̃_Sᵀ V⁻¹X) + C_O V⁻¹X
+        (``parts``: M's :meth:`_split`). L⁻ᵀ is taken a panel of columns at a time (a triangular solve
+        against those columns of the identity), so that neither L⁻¹ nor H̃_SᵀL⁻ᵀ is ever whole: each
+        row's squared norm is summed over the panels. Panels and rows in blocks of :data:`_RHS_BUDGET`
+        numbers."""
         MS, MO, HS, HO = parts
-        Linv, info = dtrtri(self.chol, lower=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"trtri failed (info {info})")
-        LinvT = Linv.T if Linv.flags.f_contiguous else np.ascontiguousarray(Linv.T)  # upper: 0 (cholesky's)
-        del Linv
-        Yt = HS @ LinvT  # the shared effects' rows of H̃ᵀL⁻ᵀ
+        n = self.core_size
         CO = (MO @ HO).tocsr()
         fixed = M[:, :self.n_fixed].toarray() - MS @ (HS @ self.VinvX) - CO @ self.VinvX
         fixed = solve_triangular(self.wchol, fixed.T, lower=True, check_finite=False)
         Mr = M[:, self.n_fixed:]
         out = np.asarray(Mr.multiply(Mr).sum(axis=1)).ravel() + (fixed * fixed).sum(axis=0)
-        # rows that share effects taken together: the rows of Yt and L⁻ᵀ they stream stay in cache
+        # rows that share effects taken together: the rows of H̃_SᵀL⁻ᵀ and L⁻ᵀ they stream stay in cache
         order = _by_shared_effects(MS)
         MS, CO = MS[order], CO[order]
-        batch = max(1, _RHS_BUDGET // max(self.core_size, 1))
-        for start in range(0, M.shape[0], batch):
-            half = MS[start:start + batch] @ Yt + CO[start:start + batch] @ LinvT
-            out[order[start:start + half.shape[0]]] -= np.einsum("ij,ij->i", half, half)
+        width = max(1, min(n, _RHS_BUDGET // (n + HS.shape[0])))
+        batch = max(1, _RHS_BUDGET // width)
+        for c0 in range(0, n, width):
+            unit = np.zeros((n, min(width, n - c0)), order="F")
+            unit[np.arange(c0, c0 + unit.shape[1]), np.arange(unit.shape[1])] = 1.0
+            panel = np.ascontiguousarray(solve_triangular(self.chol, unit, lower=True, trans="T",
+                                                          overwrite_b=True, check_finite=False))  # L⁻ᵀ's columns
+            Yt = HS @ panel  # those columns of H̃_SᵀL⁻ᵀ
+            for start in range(0, M.shape[0], batch):
+                half = MS[start:start + batch] @ Yt + CO[start:start + batch] @ panel
+                out[order[start:start + half.shape[0]]] -= np.einsum("ij,ij->i", half, half)
         return np.maximum(out, 0.0)
 
     def covariance(self, M: sp.csr_matrix) -> np.ndarray:
@@ -439,24 +469,29 @@ class _DualSystem:
 
     def component_traces(self, edges: np.ndarray, n_fixed: int) -> np.ndarray:
         """tr Var(v_k | y) = J_k − tr(P H̃_k H̃_kᵀ) of each random block k, with P = V⁻¹ − V⁻¹X W⁻¹ XᵀV⁻¹:
-        tr(V⁻¹G) = 2⟨tril V⁻¹, G⟩ − ⟨diag V⁻¹, diag G⟩ for symmetric G (V⁻¹'s lower triangle alone)
-        and tr(V⁻¹XW⁻¹XᵀV⁻¹ H̃_kH̃_kᵀ) = ‖L_W⁻¹ (H̃_kᵀV⁻¹X)ᵀ‖²_F, a sparse product: n × n passes only
-        over V⁻¹ and each block's Gram matrix (no n × n temporaries)."""
+        tr(V⁻¹G) = 2⟨tril V⁻¹, G⟩ − ⟨diag V⁻¹, diag G⟩ for symmetric G, from V⁻¹'s lower triangle
+        (LAPACK potri) and the Gram matrices' lower panels (:class:`ComponentGrams`; where V was not
+        built from them, each block's formed in turn), and tr(V⁻¹XW⁻¹XᵀV⁻¹ H̃_kH̃_kᵀ) =
+        ‖L_W⁻¹ (H̃_kᵀV⁻¹X)ᵀ‖²_F, a sparse product: n × n passes only over V⁻¹ and the panels."""
         low = self._inverse_lower()
-        low = low.T if low.flags.f_contiguous else low  # C order, as G's (⟨Vᵀ, G⟩ = ⟨V, G⟩: G symmetric)
         diag = np.diag(low).copy()
-        grams = None
-        if self.grams is not None and [int(d) for d in np.diff(edges)] == self.grams[1].sizes:
-            grams = self.grams
+        sizes = [int(d) for d in np.diff(edges)]
+        if self.grams is not None and sizes == self.grams[1].sizes:
+            scales, grams = [float(v) for v in self.grams[0]], self.grams[1]
+            inner, diags = grams.panels.lower_inner(low, grams.grams()), grams.diagonals()
+        else:  # the scaled design's own blocks, one Gram matrix's panels at a time
+            panels = TrianglePanels.of_size(self.core_size)
+            scales, inner, diags = [1.0] * len(sizes), [], []
+            for lo, hi in zip(edges[:-1], edges[1:]):
+                packed, d = panels.gram(self.Ht[:, n_fixed + lo:n_fixed + hi])
+                inner.append(float(panels.lower_inner(low, [packed])[0]))
+                diags.append(d)
+        del low
         out = []
         for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
             Hk = self.Ht[:, n_fixed + lo:n_fixed + hi]
-            if grams is not None:
-                G, s = grams[1].grams()[k], float(grams[0][k])
-            else:
-                G, s = _gram(Hk), 1.0
             fixed = solve_triangular(self.wchol, np.asarray(Hk.T @ self.VinvX).T, lower=True, check_finite=False)
-            out.append((hi - lo) - s * (2.0 * float(np.vdot(low, G)) - float(diag @ np.diag(G)))
+            out.append((hi - lo) - scales[k] * (2.0 * float(inner[k]) - float(diag @ diags[k]))
                        + float(np.vdot(fixed, fixed)))
         return np.array(out)
 
@@ -469,16 +504,13 @@ class _DualSystem:
         return inv
 
 
-def _noise_plus_grams(s2: np.ndarray, sigma2: Any, grams: list[np.ndarray], skip: int | None = None) -> np.ndarray:
-    """diag(s2) + Σ_k σ²_k G_k (k ≠ ``skip``), n × n, summed in place by BLAS axpy (one pass over each
-    G_k and no n × n temporary: each fresh n × n array costs its pages' first touch)."""
-    n = s2.size
-    V = np.zeros((n, n))
-    flat = V.reshape(-1)
-    for k, (sig, G) in enumerate(zip(sigma2, grams)):
-        if k != skip and sig > 0:
-            daxpy(G.reshape(-1), flat, a=float(sig))
-    flat[:: n + 1] += s2
+def _noise_plus_product(Hr: sp.spmatrix, s2: np.ndarray) -> np.ndarray:
+    """Hr Hrᵀ + diag(s2), n × n dense and column-major, its lower triangle only (what a lower Cholesky
+    factorisation reads, in place): the product a panel of columns at a time
+    (:meth:`~dpopt.hierarchy.panels.TrianglePanels.lower_gram`; a whole sparse product of a dense
+    result held ≈ 1.5× the dense array's memory beside it), the diagonal added in place."""
+    V = TrianglePanels.of_size(Hr.shape[0]).lower_gram(Hr)
+    V.reshape(-1, order="F")[:: V.shape[0] + 1] += s2
     return V
 
 
@@ -490,13 +522,12 @@ def _dual(H: sp.csr_matrix, scale: np.ndarray, s2: np.ndarray, n_fixed: int,
     Ht = None
     if grams is None:
         Ht = (H @ sp.diags(scale)).tocsr()
-        Hr = Ht[:, n_fixed:]
-        V = (Hr @ Hr.T).toarray() + np.diag(s2)
+        V = _noise_plus_product(Ht[:, n_fixed:], s2)
     else:
-        V = _noise_plus_grams(s2, grams[0], grams[1].grams())
+        V = grams[1].noise_plus(s2, grams[0])  # column-major, its lower triangle
     X = H[:, :n_fixed].toarray()  # the fixed effects' scale is 1
     try:
-        L = cholesky(V.T, lower=True, check_finite=False, overwrite_a=True)  # in V's memory (V symmetric)
+        L = cholesky(V, lower=True, check_finite=False, overwrite_a=True)  # in V's memory
         VinvX = cho_solve((L, True), X, check_finite=False)
         Lw = cholesky(X.T @ VinvX, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
@@ -1099,6 +1130,7 @@ def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int) -> tuple[np.nda
             if new is not None and new.loglik >= post.loglik:
                 x, post = trial, new
                 break
+            new = None  # its n × n factor is released before the next trial's is built
             step /= 2.0
         else:
             return x, gain < _GAIN, f"average-information line search stopped by rounding (predicted rise {gain:.1e})"

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._memory import trim_heap
 from .._validation import DpoptInputError, check_bound, check_choice, check_lower, check_positive_int, label_texts
 from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
@@ -389,6 +390,14 @@ def _local_partials(records: Any, read: InputOptions, step: Any) -> Iterator[Par
                 job.cancel()
 
 
+def _merge_trimmed(parts: list[Partial], *, first_records: int | None) -> Partial:
+    """:func:`merge_partials` of the local stream, after the heap pages that the chunks mapped and
+    merged since the last merge left freed are returned (:func:`dpopt._memory.trim_heap`; memory
+    only: at 2·10⁷ records the stream's resident memory rose 0.7 → 1.2 GB with ≈ 270 MB live)."""
+    trim_heap()
+    return merge_partials(parts, first_records=first_records)
+
+
 def contributions(records: Any, grid: GridOptions, read: InputOptions, *, bound: float, lower: float = 0.0,
                   first_records: int | None = None, sample_key: SampleKey | None = None, backend: str = "local",
                   client: Any = None) -> tuple[Aggregate, IngestReport]:
@@ -439,7 +448,7 @@ def contributions(records: Any, grid: GridOptions, read: InputOptions, *, bound:
     else:
         if client is not None:
             raise DpoptInputError("`client` needs backend='dask'")
-        part = tree_stream(_local_partials(records, read, step), partial(merge_partials, first_records=first_records))
+        part = tree_stream(_local_partials(records, read, step), partial(_merge_trimmed, first_records=first_records))
     if part is None:  # no chunk at all (an empty directory or file)
         part = Partial(users=np.empty(0, dtype=object), pairs=_empty_pairs(),
                        samples=None if first_records is None else _empty_samples(),

@@ -34,6 +34,7 @@ from typing import Any, Union
 
 import pandas as pd
 
+from .._memory import trim_heap
 from .._validation import DpoptInputError, check_bound, check_choice, value_range
 from ..estimation import ESTIMATORS, estimate
 from ..privacy.contributions import InputOptions, contributions, truncated_reader
@@ -270,12 +271,14 @@ def release_user(contributions_table: Aggregate, budget: Budget, options: UserOp
     t0 = time.perf_counter()
     held = {} if ingest is None else {"ingest": ingest.for_diagnostics()}
     zone = contributions_table.timezone
+    trim_heap()  # the aggregation's freed pages (memory only, dpopt/_memory.py)
     if options.adaptive:
         r = _release_multires(contributions_table, budget, options, bound=bound, noise=noise,
                               estimation=estimation, sampler=sampler, timings=timings)
         r = _typical_text(with_value_range(replace(r, diagnostics={**r.diagnostics, **held}), L, U), options, given)
         return local_times(r, zone)
     m = measure(contributions_table, budget, options, bound=bound, noise=noise, sampler=sampler)
+    trim_heap()  # the measurement's freed pages, before the estimate (memory only)
     t1 = time.perf_counter()
     method = estimation.method_for(False)
     est = estimate(m, method=method, confidence=estimation.confidence)
@@ -404,6 +407,7 @@ def _release_multires(agg: Aggregate, budget: Budget, options: UserOptions, *, b
         m = measure_place(agg, budget, options, U=U, noise=noise)
     else:
         m = measure_multires(agg, budget, options, bound=bound, noise=noise)
+    trim_heap()  # the measurement's freed pages, before the estimate (memory only)
     t1 = time.perf_counter()
     crossed = options.engine and m.info.engine is not None  # None: no place selected, nothing measured
     est = estimate(m, method="crossed" if crossed else estimation.method_for(True),
