@@ -230,13 +230,6 @@ class _System:
         return np.maximum(out, 0.0)
 
 
-def _gram(Hk: sp.spmatrix) -> np.ndarray:
-    """H_k H_kᵀ, dense in C order, by a row-major sparse product (a column-major one's dense result
-    would be converted first)."""
-    Hk = sp.csr_matrix(Hk)
-    return (Hk @ Hk.T).toarray(order="C")
-
-
 class ComponentGrams:
     """The Gram matrix G_k = H_k H_kᵀ (n × n) of each block k of the random columns of one design H
     (``sizes``: the blocks' widths after the ``n_fixed`` fixed columns), formed on first use and held
@@ -311,7 +304,8 @@ class ComponentGrams:
             P = U.T @ (B.T @ Yt)
             weight = lambda t: t / (1.0 + t * lam)  # noqa: E731
         else:  # L⁻¹G_jL⁻ᵀ from the n × n Gram matrix, never the n × r block: one n × n array, in place
-            G = self.panels.symmetric(self._grams[j]) if self._grams is not None else _gram(Hj).T
+            G = (self.panels.symmetric(self._grams[j]) if self._grams is not None
+                 else self.panels.mirror(self.panels.lower_gram(Hj)))
             G = dtrsm(1.0, L, G, lower=1, overwrite_b=1)  # L⁻¹G
             G = dtrsm(1.0, L, G, side=1, lower=1, trans_a=1, overwrite_b=1)  # L⁻¹GL⁻ᵀ
             lam, Q = eigh(G, overwrite_a=True, check_finite=False, driver="evr")

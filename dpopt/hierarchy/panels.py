@@ -111,10 +111,14 @@ class TrianglePanels:
 
     def symmetric(self, packed: np.ndarray) -> np.ndarray:
         """The whole symmetric n × n matrix, column-major."""
-        out = self.lower(packed)
-        for J, (a, b, lo, hi) in enumerate(self._panels()):
-            out[a:b, b:] = self.panel(packed, J)[b - a:].T
-        return out
+        return self.mirror(self.lower(packed))
+
+    def mirror(self, lower: np.ndarray) -> np.ndarray:
+        """``lower`` (as :meth:`lower` or :meth:`lower_gram` give it) made whole in place: each panel's
+        rows below its diagonal block copied into the upper triangle."""
+        for a, b, lo, hi in self._panels():
+            lower[a:b, b:] = lower[b:, a:b].T
+        return lower
 
     def lower_inner(self, low: np.ndarray, packed: list[np.ndarray]) -> np.ndarray:
         """Σ_{i ≥ j} low_ij·G_ij for each G_k in ``packed``: ``low`` is an n × n array whose strict

@@ -39,6 +39,7 @@ def test_the_panels_of_a_gram_matrix_are_its_entries(n, width):
         in_panel[a:, a:b] = True
     assert not np.any(lower[~in_panel])
     np.testing.assert_array_equal(layout.lower_gram(H), lower)  # the same matrix without the packed vector
+    np.testing.assert_array_equal(layout.mirror(layout.lower_gram(H)), G)
     np.testing.assert_array_equal(diag, np.diag(G))
     for J in range(len(layout.edges) - 1):
         a, b = layout.edges[J], layout.edges[J + 1]
