@@ -734,8 +734,9 @@ def test_within_memory_leaves_out_the_largest_factors_first_and_reraises_when_no
 @pytest.mark.parametrize("seed", range(6))
 def test_grid_variances_through_the_shared_effects_equal_the_row_solves(seed, monkeypatch):
     """The observations' space answers many rows of few effects (grids: μ, a level per factor, the
-    residual) through L⁻¹ formed once and the effects the rows share; the same variances as one
-    triangular solve per row (forced by making the streamed work look dear), in blocks of any size."""
+    residual) through L⁻ᵀ's panels and the effects the rows share; the same variances as one
+    triangular solve per row (forced by making the streamed work look dear), in panels and blocks of
+    rows of any size (a budget of three rows: panels one or two columns wide)."""
     rng = np.random.default_rng(700 + seed)
     codes, A, y, s2 = random_instance(rng, n_place=9, n_slot=8)
     grid_map, sizes = crossed._design(codes, A.shape[1], True)
