@@ -246,11 +246,15 @@ class ComponentGrams:
         self._diags: list[np.ndarray] | None = None
         self._work: np.ndarray | None = None
 
+    def _edges(self) -> np.ndarray:
+        """The blocks' first columns in H, and the end of the last."""
+        return self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+
     def grams(self) -> list[np.ndarray]:
         """Each block's Gram matrix, packed (:attr:`panels`)."""
         if self._grams is None:
             H = sp.csc_matrix(self.H, dtype=float)
-            edges = self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+            edges = self._edges()
             pairs = [self.panels.gram(H[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
             self._grams, self._diags = [g for g, _ in pairs], [d for _, d in pairs]
         return self._grams
@@ -287,7 +291,7 @@ class ComponentGrams:
         y, s2 = np.asarray(y, dtype=float), np.asarray(s2, dtype=float)
         sig = np.asarray(sigma2, dtype=float)
         H = sp.csc_matrix(self.H, dtype=float)
-        edges = self.n_fixed + np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        edges = self._edges()
         if self._grams is not None:  # formed already (REML's search): sums of their panels
             L = cholesky(self.noise_plus(s2, sig, skip=j), lower=True, check_finite=False, overwrite_a=True)
         else:  # one sparse product, without keeping every block's n × n Gram matrix

@@ -93,9 +93,8 @@ class TrianglePanels:
     def combine(self, weights: list[float], packed: list[np.ndarray], work: np.ndarray | None = None) -> np.ndarray:
         """Σ_k weights[k]·packed[k] (packed), summed in place by BLAS axpy in the order of k (each
         entry the same arithmetic as the dense sum); in ``work`` where given (``size`` numbers)."""
-        out = np.zeros(self.size) if work is None else work
-        if work is not None:
-            out.fill(0.0)
+        out = np.empty(self.size) if work is None else work
+        out.fill(0.0)
         for w, p in zip(weights, packed):
             if w != 0.0:
                 daxpy(p, out, a=float(w))
