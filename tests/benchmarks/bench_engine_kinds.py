@@ -162,8 +162,11 @@ def main() -> None:
     if args.markdown_only:
         write_markdown(json.loads((HERE / "results" / "kinds.json").read_text()))
         return
-    results = [run_kind(k, args.seeds, args.eps, args.peer_reps) for k in args.kinds]
-    (HERE / "results" / "kinds.json").write_text(json.dumps(results, indent=1))
+    path = HERE / "results" / "kinds.json"
+    saved = {d["kind"]: d for d in json.loads(path.read_text())} if path.exists() else {}
+    saved.update({k: run_kind(k, args.seeds, args.eps, args.peer_reps) for k in args.kinds})  # the rest kept
+    results = [saved[k] for k in KINDS if k in saved]
+    path.write_text(json.dumps(results, indent=1))
     write_markdown(results)
 
 
