@@ -53,6 +53,10 @@ RESIDUAL = "residual"
 #: at most this many numbers in one block of right-hand sides of the batched solves, or pairs of
 #: nonzeros in one block of quadratic forms (80 MB)
 _RHS_BUDGET = 10_000_000
+#: the blocks' Gram matrices (:class:`ComponentGrams`) are kept for REML's search only while their
+#: packed lower triangles hold at most this many numbers (512 MiB): beyond, each evaluation forms V
+#: by one sparse product instead (≈ 1.5× the search's time, the same numbers). Memory, never the answer
+_GRAM_BUDGET = 64 * 2 ** 20
 #: a factor's levels are eliminated with their grids' residuals only if they hold at most this
 #: many grids on average: larger blocks shrink the core but fill the sparse products that build
 #: it. It decides the work, never the answer (every choice gives the same posterior, tested)
@@ -546,12 +550,14 @@ def _without_grams(system: _DualSystem) -> _DualSystem:
 
 
 def _dual_cheaper(n: int, q: int, n_fixed: int, n_local: int, dense_max: int) -> bool:
-    """The observations' space is taken where the n × n system is small (n ≤ ``dense_max``) and
-    less than half the effects that would stay in the augmented form's core (the random effects
-    not eliminated as local blocks): e.g. 627 node means of 17,000 interaction levels and 127,853
-    grids, where every average-information step of the augmented form needs a solve per level. It
-    decides the work, never the answer (both forms are tested against each other)."""
-    return n <= dense_max and 2 * n <= q - n_fixed - n_local
+    """The observations' space is taken where the n × n system is small (n ≤ ``dense_max``) and no
+    larger than the fewest rows the augmented form's core can have (the random effects not
+    eliminated as local blocks; its duals come on top): e.g. 627 node means of 17,000 interaction
+    levels and 127,853 grids, where every average-information step of the augmented form needs a
+    solve per level. 4,437 node means of 8,596 levels at 2·10⁷ records made a sparse core of 9,280
+    rows whose traces took 33 s a step against ≈ 4 s for the n × n factor. It decides the work,
+    never the answer (both forms are tested against each other)."""
+    return n <= dense_max and n <= q - n_fixed - n_local
 
 
 @dataclass(frozen=True)
@@ -701,7 +707,7 @@ def _reduce(H: sp.csr_matrix, s2: np.ndarray, scale: np.ndarray, n_fixed: int, b
 
 
 def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, n_local: int = 0,
-                  local_blocks: Any = None, dense_max: int = 4000, space: str = "auto",
+                  local_blocks: Any = None, dense_max: int = 6000, space: str = "auto",
                   grams: ComponentGrams | None = None) -> GLSPosterior:
     """Posterior of b in y = H b + ε by the augmented mixed-model equations (models/crossed.md §2).
 
@@ -760,7 +766,7 @@ def gls_posterior(H: Any, y: Any, s2: Any, prior_var: Any, *, n_fixed: int = 1, 
 
 
 def component_profile(H: Any, y: Any, s2: Any, sigma2: np.ndarray, sizes: list[int], j: int, values: Any, *,
-                      n_local: int = 0, grams: ComponentGrams | None = None, dense_max: int = 4000,
+                      n_local: int = 0, grams: ComponentGrams | None = None, dense_max: int = 6000,
                       local_blocks: Any = None) -> np.ndarray:
     """The REML log-likelihood of :func:`gls_posterior` (one fixed effect) at each of ``values`` for
     block j's variance, the other blocks' at ``sigma2`` (``sizes`` the blocks' widths). Where
@@ -992,7 +998,9 @@ def _kernel_order(codes: list[np.ndarray], sizes: list[int], A: sp.csr_matrix, g
     applied to a design."""
     comps, perm, kernel = _plan(codes, sizes, A, residual)
     H, inner = (A @ grid_map).tocsr()[:, perm], [sizes[c] for c in comps]
-    kernel["grams"] = ComponentGrams(H, inner)  # formed only if the observations' space is taken
+    packed = len(inner) * H.shape[0] * (H.shape[0] + 1) // 2
+    # formed only if the observations' space is taken, and held only within the budget
+    kernel["grams"] = ComponentGrams(H, inner) if packed <= _GRAM_BUDGET else None
     return H, inner, comps, perm, kernel
 
 
@@ -1218,7 +1226,7 @@ def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray], var
 
 def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual: bool = True,
                 confidence: float = 0.95, sigma2: Mapping[str, float] | None = None,
-                max_iter: int = 200, dense_max: int = 4000, variances: bool = True) -> CrossedFit:
+                max_iter: int = 200, dense_max: int = 6000, variances: bool = True) -> CrossedFit:
     """Fit θ_g = μ + Σ_f u_f[code_f(g)] + e_g to y = A θ + ε (models/crossed.md).
 
     Parameters

@@ -44,7 +44,8 @@ def timed_fit(factors, *a, **k):
     fit = fit_crossed(factors, *a, **k)
     rows.append({"what": "fit", "caller": caller(), "factors": len(factors), "residual": bool(k.get("residual", True)),
                  "given": k.get("sigma2") is not None, "evaluations": fit.n_evaluations,
-                 "seconds": time.perf_counter() - t})
+                 "seconds": time.perf_counter() - t, "names": list(factors)})
+    print("progress", json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return fit
 
 def timed_profile(*a, **k):
@@ -52,6 +53,7 @@ def timed_profile(*a, **k):
     out = profile(*a, **k)
     rows.append({"what": "profile", "caller": caller(), "block": int(a[5]),
                  "values": int(len(out)), "seconds": time.perf_counter() - t})
+    print("progress", json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return out
 
 ce.fit_crossed = en.fit_crossed = timed_fit
@@ -68,6 +70,7 @@ def main() -> None:
     ap.add_argument("--size", type=float, default=2e7)
     ap.add_argument("--data", help="an existing Parquet file of the scale generator (not rewritten)")
     ap.add_argument("--list", help="its public list (cell, slot) CSV (else written from the data)")
+    ap.add_argument("--seed", type=int, default=1, help="the release's --seed (the plan, and so the fits' sizes, move with it)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -80,15 +83,15 @@ def main() -> None:
         out = tmp / "out"
         sec, mib, text = run_job(JOB, "release", str(data), "--privacy", "user", "--bound", "120", "--epsilon-total",
                                  "10", "--partitions", str(plist), "--h3-resolution", "7", "--slot", "1h", "--out",
-                                 str(out), "--seed", "1", "--strategy", "optimised")
+                                 str(out), "--seed", str(args.seed), "--strategy", "optimised")
         rows = json.loads(text.splitlines()[-1])
         diag = out.parent / "out.diagnostics" / "diagnostics.json"
         stages = json.loads(diag.read_text()).get("timings", {}) if diag.exists() else {}
-    write_markdown(args.size, sec, mib, rows, stages)
+    write_markdown(args.size, args.seed, sec, mib, rows, stages)
 
 
-def write_markdown(size: float, sec: float, mib: float, rows: list[dict], stages: dict) -> None:
-    lines = [f"## Where the time goes, {size:,.0f} records with a list ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+def write_markdown(size: float, seed: int, sec: float, mib: float, rows: list[dict], stages: dict) -> None:
+    lines = [f"## Where the time goes, {size:,.0f} records with a list, seed {seed} ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
              "`bench_estimate_phases.py`)", "",
              f"Whole CLI run: **{sec:.1f} s**, peak RSS {mib:,.0f} MiB."
              + (f" Stages (the release's timings): {', '.join(f'{k} {v:.1f} s' for k, v in stages.items())}." if stages else ""),

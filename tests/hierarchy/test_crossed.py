@@ -362,6 +362,31 @@ def test_tiny_noise_agrees_in_the_observations_space(seed, monkeypatch):
     assert abs(reml_a.loglik - reml_b.loglik) < 1e-3
 
 
+@pytest.mark.parametrize("seed", [0, 5])
+def test_gram_budget_changes_the_work_not_the_fit(seed, monkeypatch):
+    """REML in the observations' space with the blocks' Gram matrices held, and with a budget of one
+    number (V formed by a sparse product at every evaluation): the same components, ℓ_R and grids."""
+    rng = np.random.default_rng(970 + seed)
+    codes, A, _, s2 = random_instance(rng, n_place=6, n_slot=5)
+    theta = 30 + 6 * rng.normal(size=codes[0].max() + 1)[codes[0]] + 2 * rng.normal(size=A.shape[1])
+    y = A @ theta + rng.normal(size=A.shape[0]) * np.sqrt(s2)
+    factors = dict(zip(["place", "slot", "hour_of_day"], codes))
+    monkeypatch.setattr(crossed, "_dual_cheaper", lambda *args: True)
+    formed_grams, grams = [], crossed.ComponentGrams.grams
+    monkeypatch.setattr(crossed.ComponentGrams, "grams", lambda self: formed_grams.append(1) or grams(self))
+    held = fit_crossed(factors, A, y, s2)
+    assert formed_grams  # the search summed the held Gram matrices
+    monkeypatch.setattr(crossed, "_GRAM_BUDGET", 1)
+    formed_grams.clear()
+    formed = fit_crossed(factors, A, y, s2)
+    assert not formed_grams
+    assert isinstance(formed.posterior.system, crossed._DualSystem)
+    assert held.sigma2.keys() == formed.sigma2.keys()
+    np.testing.assert_allclose(list(formed.sigma2.values()), list(held.sigma2.values()), rtol=1e-6, atol=1e-9)
+    assert abs(formed.loglik - held.loglik) < 1e-8
+    np.testing.assert_allclose(formed.grid_mean, held.grid_mean, rtol=1e-8)
+
+
 @pytest.mark.parametrize("seed", [2, 6])
 def test_each_factor_as_local_blocks(seed, monkeypatch):
     """Every factor in turn eliminated with the residuals as blocks: the same answers."""
