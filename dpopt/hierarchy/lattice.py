@@ -64,7 +64,9 @@ def _time_name(slot_ns: int, cycle_ns: int, finest_slot_ns: int) -> str:
     if cycle_ns == DAY_NS:
         return "hour-of-day" if slot_ns == HOUR_NS else f"{unit}-of-day"
     if cycle_ns:
-        return f"{unit}-of-week" if cycle_ns == 7 * DAY_NS else f"{unit}-of-{cycle_ns // HOUR_NS} h"
+        if cycle_ns == 7 * DAY_NS:
+            return "day-of-week" if slot_ns == DAY_NS else f"{unit}-of-week"
+        return f"{unit}-of-{cycle_ns // HOUR_NS} h"
     return unit
 
 
@@ -111,7 +113,8 @@ def marginal_nodes(cells: np.ndarray, slots: np.ndarray, marginal: Marginal, *, 
 
 def _time_levels(slots: np.ndarray, slot_ns: int) -> list[tuple[int, int]]:
     """(slot_ns, cycle_ns) of the time levels: the slot, the window of the day where a day holds
-    several slots, the day where the list spans more than one, and the period. The window is the
+    several slots, the day where the list spans more than one, the day of the week where it spans
+    more than seven (UTC days; fewer would make it the day again), and the period. The window is the
     slot's own, or the hour (hour-of-day) where slots are shorter than an hour: a 15-min window of
     the day holds a 96th of a user's day, too few records for a node to rise above its noise at
     user-level budgets, while the hour's profile is what the data holder asks about (models/engine.md §1)."""
@@ -121,14 +124,16 @@ def _time_levels(slots: np.ndarray, slot_ns: int) -> list[tuple[int, int]]:
         if days.size > 1:
             window = HOUR_NS if slot_ns < HOUR_NS and HOUR_NS % slot_ns == 0 else int(slot_ns)
             out += [(int(window), DAY_NS), (DAY_NS, 0)]
+        if days.size > 7:
+            out.append((DAY_NS, 7 * DAY_NS))
     return out + [(0, 0)]
 
 
 def candidate_marginals(cells: np.ndarray, slots: np.ndarray, *, h3_resolution: int, slot_ns: int,
                         map_resolution: int | None = None) -> tuple[MarginalNodes, ...]:
     """The candidate marginals of a public list (models/engine.md §1): place levels {R, map} ×
-    time levels {slot, hour-of-day, day, period} (the last three where the list makes them differ
-    from the slot), minus any whose partition of the list repeats an earlier one (e.g. the map over
+    time levels {slot, hour-of-day, day, day-of-week, period} (the middle three where the list makes
+    them differ from the slot and from each other: :func:`_time_levels`), minus any whose partition of the list repeats an earlier one (e.g. the map over
     a list inside one map cell repeats the period). The finest (R, s) comes first.
     ``map_resolution`` defaults to max(R − :data:`MAP_STEPS`, 0)."""
     R = int(h3_resolution)

@@ -44,7 +44,8 @@ def _key(cell: int, slot: int, m: Marginal, start: int) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("m", [Marginal(R, HOUR_NS), Marginal(R, 0), Marginal(5, HOUR_NS), Marginal(3, 0),
-                               Marginal(R, HOUR_NS, DAY_NS), Marginal(4, DAY_NS), Marginal(0, 3 * HOUR_NS, DAY_NS)])
+                               Marginal(R, HOUR_NS, DAY_NS), Marginal(4, DAY_NS), Marginal(0, 3 * HOUR_NS, DAY_NS),
+                               Marginal(R, DAY_NS, 7 * DAY_NS)])
 def test_nodes_match_keys_grid_by_grid(m: Marginal) -> None:
     cells, slots = _grids(np.random.default_rng(3))
     mn = marginal_nodes(cells, slots, m, finest_resolution=R, finest_slot_ns=HOUR_NS)
@@ -75,6 +76,25 @@ def test_candidates_drop_repeated_partitions_and_start_with_the_finest() -> None
     assert not any(mn.marginal.cycle_ns or mn.marginal.slot_ns == DAY_NS for mn in c1)
 
 
+def test_a_list_over_more_than_seven_days_gets_the_day_of_the_week() -> None:
+    """Hourly grids over ten UTC days: the candidates hold "day-of-week" at both place levels, and two
+    grids share its node exactly where they share the cell and the UTC weekday (checked with
+    :mod:`datetime`); over seven days there is no such level (it would repeat the day)."""
+    import datetime
+    cells, slots = _grids(np.random.default_rng(8), n_slots=240)
+    cands = candidate_marginals(cells, slots, h3_resolution=R, slot_ns=HOUR_NS)
+    names = {mn.marginal.name(R, HOUR_NS): mn for mn in cands}
+    assert {"cell × day-of-week", "r3 × day-of-week"} <= set(names)
+    weekday = [datetime.datetime.fromtimestamp(int(s) // 10**9, datetime.timezone.utc).weekday() for s in slots]
+    own = list(zip(cells.tolist(), weekday))
+    code = names["cell × day-of-week"].code
+    for i in range(0, cells.size, 7):
+        assert np.array_equal(code == code[i], np.array([k == own[i] for k in own]))
+    week = slots < slots.min() // DAY_NS * DAY_NS + 7 * DAY_NS
+    c7 = candidate_marginals(cells[week], slots[week], h3_resolution=R, slot_ns=HOUR_NS)
+    assert not any(mn.marginal.cycle_ns == 7 * DAY_NS for mn in c7)
+
+
 def test_names_of_sub_hour_and_multi_hour_windows() -> None:
     """A window shorter than an hour is named in minutes (it read "0 h-of-day" for 15-min slots)."""
     quarter = HOUR_NS // 4
@@ -83,6 +103,8 @@ def test_names_of_sub_hour_and_multi_hour_windows() -> None:
     assert Marginal(R, HOUR_NS, DAY_NS).name(R, quarter) == "cell × hour-of-day"
     assert Marginal(R, 3 * HOUR_NS, DAY_NS).name(R, HOUR_NS) == "cell × 3 h-of-day"
     assert Marginal(R, DAY_NS).name(R, HOUR_NS) == "cell × 1 d"
+    assert Marginal(R, DAY_NS, 7 * DAY_NS).name(R, HOUR_NS) == "cell × day-of-week"
+    assert Marginal(R, HOUR_NS, 7 * DAY_NS).name(R, HOUR_NS) == "cell × 1 h-of-week"
     assert Marginal(R, 90 * 60 * 10**9).name(R, quarter) == "cell × 90 min"
 
 
