@@ -37,7 +37,7 @@ from scipy.special import chdtri, ndtr
 
 from .._memory import trim_heap
 from .._validation import DpoptInputError
-from ..hierarchy.crossed import RESIDUAL, component_profile, fit_crossed, fit_kernel, within_memory
+from ..hierarchy.crossed import RESIDUAL, component_profile, fit_crossed, fit_kernel, means_only, within_memory
 from ..hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, between_upper, identified,
                                    combined_total, crossed_inputs, grid_weights, listed_weights, mostly_measured,
                                    proportional_weights, values_variance)
@@ -353,6 +353,7 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
         residual_seen = residual_seen and RESIDUAL not in weak
         fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
                           confidence=confidence, variances=False)
+    fit = means_only(fit)  # its means and components are read from here on, never its factor (memory only)
     trim_heap()  # the REML searches' freed work, before the interval's fits (memory only)
     cap = region_end(cap, fit)
     # a factor of fewer than MIN_LEVELS levels left out of the point fit is left out here too: its few
@@ -372,6 +373,7 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
             every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given,
                                 variances=False)
         del joint
+    every = means_only(every)  # the profiles read its components and kernel only (memory only)
     trim_heap()
     upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total, days=days)
     del every  # its factorisation (n × n) is not needed by the wide fit

@@ -45,7 +45,7 @@ from .panels import TrianglePanels
 T = TypeVar("T")
 
 __all__ = ["GLSPosterior", "gls_posterior", "component_profile", "ComponentGrams", "FactorEffects", "NodeEstimate", "CrossedFit",
-           "fit_crossed", "fit_kernel", "within_memory", "RESIDUAL"]
+           "fit_crossed", "fit_kernel", "means_only", "within_memory", "RESIDUAL"]
 
 _LOG2PI = math.log(2.0 * math.pi)
 #: the key of the grid-level (residual) component in :attr:`CrossedFit.sigma2`; no factor may use it
@@ -576,12 +576,19 @@ class GLSPosterior:
     n_fixed: int
     n_local: int
     scale: np.ndarray = field(repr=False)
-    system: _System | _DualSystem = field(repr=False, compare=False)
+    #: None once released (:func:`means_only`): :meth:`variance` and :meth:`covariance` then refuse
+    system: _System | _DualSystem | None = field(repr=False, compare=False)
     perm: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
+        core = "released" if self.system is None else self.system.core_size
         return (f"GLSPosterior(n_effects={self.mean.size}, n_fixed={self.n_fixed}, n_local={self.n_local}, "
-                f"core={self.system.core_size}, loglik={self.loglik:.6g})")
+                f"core={core}, loglik={self.loglik:.6g})")
+
+    def _factored(self) -> _System | _DualSystem:
+        if self.system is None:
+            raise RuntimeError("this posterior's factorisation was released (means_only): refit to ask for variances")
+        return self.system
 
     def _scaled(self, L: Any) -> sp.csr_matrix:
         L = sp.csr_matrix(L, dtype=float)
@@ -594,11 +601,11 @@ class GLSPosterior:
     def variance(self, L: Any) -> np.ndarray:
         """diag(L Cov(b | y) Lᵀ): the posterior variance of each row of ``L`` (k × q, sparse or
         dense) times b, by solves with the stored factor in blocks of right-hand sides."""
-        return self.system.variance(self._scaled(L))
+        return self._factored().variance(self._scaled(L))
 
     def covariance(self, L: Any) -> np.ndarray:
         """L Cov(b | y) Lᵀ, dense k × k (for a few rows)."""
-        cov = self.system.covariance(self._scaled(L))
+        cov = self._factored().covariance(self._scaled(L))
         return 0.5 * (cov + cov.T)
 
 
@@ -1284,6 +1291,14 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
                       effects=_effects(post, names, levels, variances), grid_mean=grid_map @ post.mean, grid_var=grid_var,
                       grid_halfwidth=z * np.sqrt(grid_var), loglik=post.loglik, converged=converged, status=status,
                       n_evaluations=calls, confidence=confidence, z=z, posterior=post, grid_map=grid_map)
+
+
+def means_only(fit: CrossedFit) -> CrossedFit:
+    """``fit`` without its factorisation (in the observations' space an n × n factor: 204 MiB at
+    5,168 node means): its components, means, likelihood and any variances already computed stay;
+    :meth:`CrossedFit.node` and the posterior's variances then raise. For a caller that holds a fit
+    for its means while it fits others (memory only)."""
+    return replace(fit, posterior=replace(fit.posterior, system=None))
 
 
 def within_memory(fit: Callable[[dict[str, np.ndarray]], T], factors: Mapping[str, np.ndarray]

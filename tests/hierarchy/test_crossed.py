@@ -738,6 +738,31 @@ def test_kernel_bad_input():
         fit_crossed(GOOD["factors"], GOOD["A"], GOOD["y"], GOOD["s2"]).node(np.ones((2, 4)))
 
 
+@pytest.mark.parametrize("dual", [False, True])
+def test_means_only_keeps_the_fit_and_refuses_variances(dual, monkeypatch):
+    """A fit without its factorisation: the same components, means, likelihood and the variances
+    computed before; a node's variance and the kernel of a profile (what the intervals read) as
+    before; a new variance refused in one line."""
+    from dpopt.hierarchy.crossed import fit_kernel, means_only
+
+    monkeypatch.setattr(crossed, "_dual_cheaper", lambda *args: dual)
+    rng = np.random.default_rng(990)
+    codes, A, _, s2 = random_instance(rng, n_place=5, n_slot=4)
+    y = A @ (20 + 5 * rng.normal(size=codes[0].max() + 1)[codes[0]]) + rng.normal(size=A.shape[0]) * np.sqrt(s2)
+    fit = fit_crossed(dict(zip(["place", "slot", "hour_of_day"], codes)), A, y, s2)
+    slim = means_only(fit)
+    assert slim.sigma2 == fit.sigma2 and slim.loglik == fit.loglik and slim.mu_var == fit.mu_var
+    np.testing.assert_array_equal(slim.grid_mean, fit.grid_mean)
+    np.testing.assert_array_equal(slim.grid_var, fit.grid_var)
+    H, inner, order, _ = fit_kernel(slim, A)
+    H0, inner0, order0, _ = fit_kernel(fit, A)
+    assert (H != H0).nnz == 0 and inner == inner0 and np.array_equal(order, order0)
+    assert fit.node(A[:2]).var.shape == (2,)  # the original keeps its factor
+    with pytest.raises(RuntimeError, match="released"):
+        slim.node(A[:2])
+    assert "released" in repr(slim.posterior)
+
+
 def test_within_memory_leaves_out_the_largest_factors_first_and_reraises_when_none_is_left():
     from dpopt.hierarchy.crossed import within_memory
 
