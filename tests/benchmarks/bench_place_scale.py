@@ -9,7 +9,7 @@ centres with per-user drift, 30 days, values in [0, 120]). The public list is ev
 harness's choice: a real list comes from outside the data). One job per size, a fresh process:
 
     dpopt release records.parquet --privacy user --bound 120 --epsilon-total 10
-        --partitions list.csv --h3-resolution 7 --slot 1h --out DIR --seed 1
+        --partitions list.csv --h3-resolution 7 --slot 1h --out DIR --seed REPEAT
 
 plus ``--strategy S`` (optimised: the engine's bounds, pilot, between statistic, strategy model,
 main measurement and crossed fit; place: the cell and map levels and their shrinkage; both with the
@@ -66,9 +66,9 @@ def one_size(n: int, tmp: Path, repeat: int, strategy: str) -> list[dict]:
         cpu: list[float] = []
         sec, mib, _ = run_job(CLI, "release", str(data), "--privacy", "user", "--bound", "120", "--epsilon-total", "10",
                               "--partitions", str(plist), "--h3-resolution", "7", "--slot", "1h", "--out", str(out),
-                              "--seed", "1", "--strategy", strategy, cpu=cpu)
+                              "--seed", str(rep + 1), "--strategy", strategy, cpu=cpu)
         summary = json.loads((out / "summary.json").read_text())
-        rows.append({"strategy": strategy, "n": n, "grids": grids, "users": users, "records": records, "seconds": sec, "cpu": cpu[0],
+        rows.append({"strategy": strategy, "n": n, "seed": rep + 1, "grids": grids, "users": users, "records": records, "seconds": sec, "cpu": cpu[0],
                      "peak_mib": mib, "load": f"{load:.1f}-{os.getloadavg()[0]:.1f}",
                      "shape": summary.get("shape"), "record_cap": summary.get("record_cap"),
                      "nodes": summary.get("grids_released")})
@@ -139,13 +139,13 @@ def write_markdown(rows: list[dict]) -> None:
     lines = [f"## User release with a list at scale, --strategy {', '.join(strategies)} "
              f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `bench_place_scale.py`)", "",
              "Whole CLI run (`dpopt release ... --privacy user --epsilon-total 10 --partitions list.csv "
-             "--h3-resolution 7 --slot 1h --strategy S`) on bench_scale.py's synthetic Parquet "
-             "records, one fresh process per run: wall, CPU (user + system), peak RSS; T and the released "
-             "nodes from summary.json.", "",
-             "| records | listed grids | users | wall | CPU | peak RSS | load | T | released nodes |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "--h3-resolution 7 --slot 1h --strategy S --seed R`) on bench_scale.py's synthetic Parquet "
+             "records, one fresh process per run, repeat R = 1, 2, … (the plan, and so the fits' sizes, move "
+             "with the seed): wall, CPU (user + system), peak RSS; T and the released nodes from summary.json.", "",
+             "| records | listed grids | users | seed | wall | CPU | peak RSS | load | T | released nodes |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['records']:,} | {r['grids']:,} | {r['users']:,} | {r['seconds']:.1f} s | {r['cpu']:.1f} s "
+        lines.append(f"| {r['records']:,} | {r['grids']:,} | {r['users']:,} | {r.get('seed', 1)} | {r['seconds']:.1f} s | {r['cpu']:.1f} s "
                      f"| {r['peak_mib']:,.0f} MiB | {r['load']} | {r['record_cap']} | {r['nodes']} |")
     with RESULTS.open("a") as f:
         f.write("\n".join(lines) + "\n\n")
