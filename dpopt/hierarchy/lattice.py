@@ -113,8 +113,8 @@ def marginal_nodes(cells: np.ndarray, slots: np.ndarray, marginal: Marginal, *, 
 
 def _time_levels(slots: np.ndarray, slot_ns: int) -> list[tuple[int, int]]:
     """(slot_ns, cycle_ns) of the time levels: the slot, the window of the day where a day holds
-    several slots, the day where the list spans more than one, the day of the week where it spans
-    more than seven (UTC days; fewer would make it the day again), and the period. The window is the
+    several slots, the day where the list spans more than one, the day of the week where its grids
+    lie on more than seven UTC days (on seven or fewer it is the day again), and the period. The window is the
     slot's own, or the hour (hour-of-day) where slots are shorter than an hour: a 15-min window of
     the day holds a 96th of a user's day, too few records for a node to rise above its noise at
     user-level budgets, while the hour's profile is what the data holder asks about (models/engine.md §1)."""
@@ -133,8 +133,8 @@ def candidate_marginals(cells: np.ndarray, slots: np.ndarray, *, h3_resolution: 
                         map_resolution: int | None = None) -> tuple[MarginalNodes, ...]:
     """The candidate marginals of a public list (models/engine.md §1): place levels {R, map} ×
     time levels {slot, hour-of-day, day, day-of-week, period} (the middle three where the list makes
-    them differ from the slot and from each other: :func:`_time_levels`), minus any whose partition of the list repeats an earlier one (e.g. the map over
-    a list inside one map cell repeats the period). The finest (R, s) comes first.
+    them differ from the slot and from each other: :func:`_time_levels`), minus any whose partition
+    of the list repeats an earlier one (e.g. the map over a list inside one map cell repeats the period). The finest (R, s) comes first.
     ``map_resolution`` defaults to max(R − :data:`MAP_STEPS`, 0)."""
     R = int(h3_resolution)
     top = max(R - MAP_STEPS, 0) if map_resolution is None else int(map_resolution)
