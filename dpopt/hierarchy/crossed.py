@@ -1298,6 +1298,8 @@ def means_only(fit: CrossedFit) -> CrossedFit:
     5,168 node means): its components, means, likelihood and any variances already computed stay;
     :meth:`CrossedFit.node` and the posterior's variances then raise. For a caller that holds a fit
     for its means while it fits others (memory only)."""
+    if not isinstance(fit, CrossedFit):
+        raise _fail("fit", "must be a CrossedFit (of fit_crossed)", type(fit).__name__)
     return replace(fit, posterior=replace(fit.posterior, system=None))
 
 

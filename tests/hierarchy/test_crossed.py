@@ -761,6 +761,8 @@ def test_means_only_keeps_the_fit_and_refuses_variances(dual, monkeypatch):
     with pytest.raises(RuntimeError, match="released"):
         slim.node(A[:2])
     assert "released" in repr(slim.posterior)
+    with pytest.raises(DpoptInputError, match="`fit`"):
+        means_only(slim.posterior)
 
 
 def test_within_memory_leaves_out_the_largest_factors_first_and_reraises_when_none_is_left():
