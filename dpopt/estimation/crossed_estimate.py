@@ -556,21 +556,44 @@ def _offcentre_solve(h0: np.ndarray, d: np.ndarray, sd: np.ndarray, p: np.ndarra
 
 def _offcentre_iterate(h0: np.ndarray, d: np.ndarray, sd: np.ndarray, p: np.ndarray, confidence: float
                        ) -> np.ndarray:
-    """:func:`_offcentre_solve`'s iteration."""
+    """:func:`_offcentre_solve`'s iteration. A row whose coverage at the bracket's lower end already
+    reaches confidence − OFFCENTRE_TOL takes that end (the coverage rises with h: the root is no
+    larger; the centred half-width capped at z·√top is such a row); the others iterate until their
+    |gap| ≤ OFFCENTRE_TOL or their bracket is a float's width, each leaving the iteration then."""
     lo, hi = np.maximum(h0, d), h0 + d
-    x = (lo + hi) / 2.0
-    dd = d[:, None]
-    for _ in range(30):
-        a, b = (x[:, None] - dd) / sd, (x[:, None] + dd) / sd
-        gap = (ndtr(a) - ndtr(-b)) @ p - confidence
-        slope = ((np.exp(-0.5 * a * a) + np.exp(-0.5 * b * b)) / (sd * math.sqrt(2.0 * math.pi))) @ p
-        lo, hi = np.where(gap < 0, x, lo), np.where(gap >= 0, x, hi)
-        if np.all(np.abs(gap) <= OFFCENTRE_TOL):
+    x = lo.copy()
+    at_x, _ = _offcentre_gap(x, d, sd, p, confidence)  # each row's gap at its x
+    live = np.flatnonzero(at_x < -OFFCENTRE_TOL)
+    x[live] = (lo[live] + hi[live]) / 2.0
+    for _ in range(OFFCENTRE_STEPS):
+        if live.size == 0:
             break
-        step = x - gap / np.maximum(slope, 1e-300)
-        x = np.where((step > lo) & (step < hi), step, (lo + hi) / 2.0)
-    a, b = (x[:, None] - dd) / sd, (x[:, None] + dd) / sd
-    return np.where((ndtr(a) - ndtr(-b)) @ p >= confidence - OFFCENTRE_TOL, x, hi)
+        xl, lol, hil = x[live], lo[live], hi[live]
+        gap, slope = _offcentre_gap(xl, d[live], sd[live], p, confidence)
+        lol, hil = np.where(gap < 0, xl, lol), np.where(gap >= 0, xl, hil)
+        lo[live], hi[live] = lol, hil
+        done = (np.abs(gap) <= OFFCENTRE_TOL) | (hil - lol <= 4.0 * np.finfo(float).eps * hil)
+        at_x[live[done]] = gap[done]
+        step = xl - gap / np.maximum(slope, 1e-300)
+        x[live[~done]] = np.where((step > lol) & (step < hil), step, (lol + hil) / 2.0)[~done]
+        live = live[~done]
+    if live.size:
+        at_x[live], _ = _offcentre_gap(x[live], d[live], sd[live], p, confidence)
+    return np.where(at_x >= -OFFCENTRE_TOL, x, hi)
+
+
+#: Newton steps of :func:`_offcentre_iterate` at most (bisection steps halve the bracket, so this
+#: many take it to a float's width; Newton's steps converge in a few)
+OFFCENTRE_STEPS = 60
+
+
+def _offcentre_gap(x: np.ndarray, d: np.ndarray, sd: np.ndarray, p: np.ndarray, confidence: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """C(x) − confidence and C'(x) of :func:`_offcentre_solve` for each row."""
+    a, b = (x[:, None] - d[:, None]) / sd, (x[:, None] + d[:, None]) / sd
+    gap = (ndtr(a) - ndtr(-b)) @ p - confidence
+    slope = ((np.exp(-0.5 * a * a) + np.exp(-0.5 * b * b)) / (sd * math.sqrt(2.0 * math.pi))) @ p
+    return gap, slope
 
 
 #: nodes of the quadrature of each component's likelihood over [0, cap] (models/engine.md §4): 0, a

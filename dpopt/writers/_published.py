@@ -21,7 +21,7 @@ import pandas as pd
 
 __all__ = ["PublishedView", "published_view", "read_release_table", "resolve_unit", "privacy_statement", "fmt_number",
            "released_count", "answers_vary_text", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at",
-           "active_counts"]
+           "active_counts", "row_dicts"]
 
 #: the unit said when nobody gave one
 UNKNOWN_UNIT = "units of the value"
@@ -31,6 +31,26 @@ def read_release_table(path: Any) -> pd.DataFrame:
     """A published release.csv read back, one dtype per column however long (``repeat_every`` and
     ``repeat_until`` are empty in most rows and text in some)."""
     return pd.read_csv(path, low_memory=False)
+
+
+def row_dicts(table: pd.DataFrame, *, finite_or_none: bool = False) -> list[dict[str, Any]]:
+    """Each row of ``table`` as a dict of Python scalars, as ``table.astype(object).to_dict("records")``
+    gives them, without pandas' boxing of every value one by one (half a second of a report at 20,000
+    published rows). ``finite_or_none``: a missing value, NaN or ±inf becomes None (JSON has none of
+    them)."""
+    cols = []
+    for j in range(table.shape[1]):
+        col = table.iloc[:, j]
+        if finite_or_none:
+            ok = np.isfinite(col.to_numpy(dtype=float, na_value=np.nan)) if pd.api.types.is_float_dtype(col) \
+                else col.notna().to_numpy()
+            cols.append([v if k else None for v, k in zip(col.tolist(), ok)])
+        elif isinstance(col.dtype, pd.api.extensions.ExtensionDtype):
+            cols.append([None if v is pd.NA else v for v in col.tolist()])  # as to_dict boxes pd.NA
+        else:
+            cols.append(col.tolist())
+    names = list(table.columns)
+    return [dict(zip(names, vals)) for vals in zip(*cols)] if names else [{} for _ in range(len(table))]
 
 
 def resolve_unit(summary: dict[str, Any], unit: str | None = None) -> tuple[str, bool]:

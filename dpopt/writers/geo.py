@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._published import read_release_table
+from ._published import read_release_table, row_dicts
 
 __all__ = ["GEO_FILES", "cell_ring", "polygon_wkb", "geojson_text", "write_geo_files"]
 
@@ -55,8 +55,7 @@ def geojson_text(table: pd.DataFrame) -> str:
     """release.csv (as read back) as a GeoJSON FeatureCollection: one Polygon feature per row. The
     text is ``json.dumps`` of the collection; each distinct cell's geometry is encoded once (a cell
     recurs in every slot: most of the encoding was its coordinates)."""
-    finite = table.apply(lambda col: np.isfinite(col) if pd.api.types.is_float_dtype(col) else col.notna())
-    props = table.astype(object).where(finite, None).to_dict("records")  # Python scalars; NaN, ±inf → None
+    props = row_dicts(table, finite_or_none=True)  # Python scalars; NaN, ±inf → None
     cells = table["cell"].astype(str)
     geometry = {c: json.dumps({"type": "Polygon", "coordinates": [cell_ring(c).tolist()]}) for c in pd.unique(cells)}
     encode = json.JSONEncoder(allow_nan=False).encode

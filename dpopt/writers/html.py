@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ._published import (PublishedView, active_counts, answers_vary_text, fmt_number, nice_ticks, privacy_statement,
-                         published_view, released_count, slot_labels, span_text)
+                         published_view, released_count, row_dicts, slot_labels, span_text)
 from .streetmap import DEFAULT_TILES, STREET_JS, leaflet_assets, street_map_html
 
 __all__ = ["render_html", "write_html_report", "DEFAULT_TILES", "variance_published", "variance_reasons"]
@@ -368,7 +368,7 @@ def _draw_order(nodes: pd.DataFrame) -> np.ndarray:
 def _tips(view: PublishedView) -> list[str]:
     """The hover text of every node, in the nodes' order (one dict per row: a Series per row cost
     most of a report's time at 60,000 published rows)."""
-    return [_tip(r, view) for r in view.nodes.astype(object).to_dict("records")]
+    return [_tip(r, view) for r in row_dicts(view.nodes)]
 
 
 def _panel(view: PublishedView, proj: _Projection, fills: list[str], cls: str, base: str,
@@ -574,7 +574,7 @@ def _table_section(view: PublishedView, note: str = "") -> str:
     order = view.nodes.sort_values(["t0", "cell"]).index
     rows = []
     # one dict per row (a Series per row and per cell cost a minute at 60,000 published rows)
-    for i, r in zip(order, view.nodes.loc[order].astype(object).to_dict("records")):
+    for i, r in zip(order, row_dicts(view.nodes.loc[order])):
         cells = []
         for _h, k, get in cols:
             v = get(r)

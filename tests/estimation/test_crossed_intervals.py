@@ -576,3 +576,33 @@ def test_a_grids_scaled_residual_widens_its_interval_as_the_mixture_says(shift: 
     assert np.all(np.diff(h) > 0)  # a larger scale, a wider interval
     np.testing.assert_allclose(_mixed_halfwidths(base, (u, p), d, np.ones(4), top=1e9, confidence=0.95),
                                _mixed_halfwidths(base, (u, p), d, None, top=1e9, confidence=0.95), rtol=1e-6)
+
+
+def test_the_offcentre_halfwidth_keeps_a_lower_end_that_already_covers() -> None:
+    """A centred half-width capped at z·√top (``_mixed_halfwidths``: it holds any mixture of variances
+    ≤ top) can cover more than the confidence even off centre; the root then lies below the bracket
+    and the half-width is the bracket's lower end max(h₀, |d|), exactly — checked against the
+    mixture's closed-form coverage there. Rows beside it that do need the solve still match brentq."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    from dpopt.estimation.crossed_estimate import offcentre_halfwidth
+
+    top = 25.0
+    var = np.array([[4.0, 9.0, 25.0], [4.0, 9.0, 25.0], [20.0, 25.0, 25.0]])
+    p = np.array([0.6, 0.3, 0.1])
+    z = norm.ppf(0.975)
+    centred = np.array([z * np.sqrt(top), z * np.sqrt(top), predictive_halfwidth(np.array([20.0]), np.array([0.0, 5.0, 5.0]), p,
+                                                                               confidence=0.95)[0]])
+    shift = np.array([0.4, -1.1, 0.7])
+    h = offcentre_halfwidth(centred, shift, var, p, confidence=0.95)
+
+    def cover(x: float, i: int) -> float:
+        s, d = np.sqrt(var[i]), abs(shift[i])
+        return float(np.dot(p, norm.cdf((x - d) / s) - norm.cdf((-x - d) / s))) - 0.95
+
+    for i in (0, 1):
+        assert cover(centred[i], i) > 0.01  # the capped end covers more: the case is not vacuous
+        assert h[i] == max(centred[i], abs(shift[i]))
+    assert h[2] == pytest.approx(brentq(lambda x: cover(x, 2), 0.0, 100.0, xtol=1e-13), rel=1e-7)
+    assert h[2] > centred[2]
