@@ -135,7 +135,11 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
                   "posterior (scaled by 1/its estimated records where cell-level counts give them), a measured "
                   "grid or coarser node z * sqrt(posterior variance)"
                   + ("; each window of the day also holds the days' spread inside it (a DP statistic), so its "
-                     "row's interval is for the window's grid on any one day" if days is not None else "")),
+                     "row's interval is for the window's grid on any one day" if days is not None else "")
+                  + ("; a row coarser than the selected cells is, by the smallest published node containing a grid, "
+                     "the answer for the grids of places the selection left out, of which nothing was measured: its "
+                     "interval holds the whole declared range (its own measurement: mean_direct)"
+                     if info.period is not None else "")),
         nodes_released=int(released.sum()), target=float("nan"))
     return Estimates(table=table, answers=answers, confidence=float(confidence), method=METHOD, measurements=m,
                      info=summary)
@@ -302,6 +306,10 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
             h = grid_halfwidths(fit, upper, wide, mix, alone=alone[code], cap=cap, confidence=confidence,
                                 sampling=samp[rows][code], floor=floor, direct_var=direct[code], residual_scale=scale)
             var[rows] = (h[np.argsort(code)] / z) ** 2  # read back as z·√var
+        elif info.period is not None and info.levels[i][0] < info.levels[0][0]:
+            # no list: by the reader's rule this node answers the grids of places the selection left out,
+            # of which nothing was measured: its interval holds the declared range (_table; models/engine.md §8)
+            var[rows] = math.inf
         else:  # a mean in [0, B] varies by ≤ cap
             var[rows] = _node_variance(wide.node(W), mean[rows], samp[rows], top=cap + fit.mu_var, confidence=confidence)
     return fit, upper, mean, var

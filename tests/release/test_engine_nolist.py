@@ -13,6 +13,7 @@ from fractions import Fraction
 import h3
 import numpy as np
 import pandas as pd
+import pytest
 
 from dpopt.cli import main
 from dpopt.hierarchy.tree import DAY_NS
@@ -167,3 +168,53 @@ def test_a_window_row_covers_its_grid_on_every_day():
     assert min(cover) >= 0.9, cover
 
 
+
+
+def _reader_rule(t: pd.DataFrame, cell: str, at: pd.Timestamp) -> pd.Series | None:
+    """The contract's reader: the smallest published node containing the grid (``cell``, the hour
+    starting ``at``) — the finest place among the cell's ancestors, then the shortest window; a row
+    recurring every P1D contains the grid where the hour falls in its window of some day."""
+    best, key = None, None
+    for res in range(h3.get_resolution(cell), -1, -1):
+        rows = t[t["cell"] == (cell if res == h3.get_resolution(cell) else h3.cell_to_parent(cell, res))]
+        for _, row in rows.iterrows():
+            s0, s1 = pd.Timestamp(row["slot"]), pd.Timestamp(row["slot_end"])
+            if row["repeat_every"] == "P1D":
+                s0 = s0 + pd.Timedelta(days=(at - s0).days)
+                s1 = s0 + (pd.Timestamp(row["slot_end"]) - pd.Timestamp(row["slot"]))
+            if s0 <= at and at + pd.Timedelta("1h") <= s1 and (key is None or (-res, s1 - s0) < key):
+                best, key = row, (-res, s1 - s0)
+    return best
+
+
+def test_a_grid_of_a_place_not_selected_is_covered_by_the_coarser_row_that_answers_it():
+    """Without a list only the selected cells have rows of their own; a grid elsewhere is answered, by
+    the reader's rule, by a coarser published row (the map's), whose interval must then hold that
+    grid's truth, not only the node's own mean (models/engine.md §8). Nothing was measured of those
+    places (the records are folded onto the selected cells), so that interval holds the declared
+    range [0, U]. Here 80 cells of one user each sit 20 above the busy cells' mean: the map row's
+    interval of its own mean (±≈0.5) missed nearly all of them, and one widened by the selected
+    places' spread bound a fifth (their values lie outside the selected places' spread)."""
+    rng = np.random.default_rng(11)
+    lat, lng = np.meshgrid(30.12 + 0.025 * np.arange(10), -97.55 - 0.02 * np.arange(8))  # one user per thin cell
+    lat, lng = lat.ravel(), lng.ravel()  # (res 7, beside the busy cells at -97.75, the same res-3 region)
+    thin = pd.DataFrame({"user_id": np.char.add("t", np.arange(80).astype(str)), "latitude": lat, "longitude": lng,
+                         "timestamp": T0 + pd.to_timedelta(rng.integers(0, 4 * 86400, 80), unit="s"),
+                         "value": np.round(np.clip(45.0 + rng.normal(0, 3.0, 80), 0, U), 3)})
+    thin = thin.loc[thin.index.repeat(3)].reset_index(drop=True)  # three records each, in one hour
+    t = _run(pd.concat([DF, thin], ignore_index=True), eps=10.0, seed=5).table
+    t = t.assign(repeat_every=t["repeat_every"].fillna(""))
+    cells = np.array([h3.latlng_to_cell(a, b, 7) for a, b in zip(thin["latitude"], thin["longitude"])])
+    assert not set(cells) & set(t["cell"])  # the thin cells are not selected: the case is not vacuous
+    grids = thin.assign(cell=cells, at=thin["timestamp"].dt.floor("1h")).groupby(["cell", "at"])["value"].mean()
+    hits, answered = 0, 0
+    for (cell, at), truth in grids.items():
+        row = _reader_rule(t, cell, at)
+        if row is None:
+            continue
+        answered += 1
+        assert h3.get_resolution(row["cell"]) < 7
+        assert row["mean_error_bound"] == pytest.approx(max(row["mean"], U - row["mean"]))  # [0, U]
+        assert row["mean_direct_error_bound"] < row["mean_error_bound"]  # the node's own measurement stays published
+        hits += abs(row["mean"] - truth) <= row["mean_error_bound"]
+    assert answered >= 0.9 * len(grids) and hits == answered, (answered, hits, len(grids))
