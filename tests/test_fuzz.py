@@ -541,6 +541,29 @@ def test_no_valid_record_releases_every_listed_grid(tmp_path, capsys, case):
     assert set(zip(table["cell"], table["slot"])) == set(zip(listed["cell"], listed["slot"]))
 
 
+@pytest.mark.parametrize("directory", [False, True])
+def test_a_zero_byte_records_file_is_refused_a_header_only_one_is_not(tmp_path, capsys, directory):
+    """A 0-byte file has no header row, so the columns cannot be checked (a file missing one column is
+    refused; one with none at all was released as empty data): refused in one line naming `records`,
+    no folder written. A header-only file is the empty dataset and releases (above); in a directory,
+    one 0-byte part among others holds no record and is read past."""
+    parts = _listed_grids(tmp_path)
+    source = tmp_path / "d" if directory else tmp_path / "r.csv"
+    if directory:
+        source.mkdir()
+        (source / "a.csv").write_text("")
+        (source / "b.csv").write_text("")
+    else:
+        source.write_text("")
+    code, _, err = _release_cli(capsys, _user_argv(source, parts, tmp_path / "o", "--epsilon-total", "1"))
+    assert "0 bytes" in _refused_line(code, err, "`records`")
+    assert not (tmp_path / "o").exists() and not (tmp_path / "o.diagnostics").exists()
+    if directory:  # a 0-byte part beside a readable one: read past
+        _write_csv(_one_grid_records(3, 4), source / "b.csv")
+        code, _, err = _release_cli(capsys, _user_argv(source, parts, tmp_path / "o", "--epsilon-total", "1"))
+        assert code == 0, err
+
+
 @pytest.mark.parametrize("noise", [["--mechanism", "laplace"], ["--mechanism", "gaussian", "--delta", "1e-6"]])
 def test_an_accepted_huge_budget_releases(tmp_path, capsys, noise):
     """ε = 1e100 gives r = exp(−1/scale) = 0: log(0) must not fail after the noise was drawn."""

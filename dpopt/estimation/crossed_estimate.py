@@ -108,7 +108,7 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
                               confidence=float(confidence), sampling=sampling, floor=floor,
                               scale=residual_scales(info, parts, w)), factors)
     direct = np.full(m.n_nodes, np.nan)
-    direct_hw = np.full(m.n_nodes, np.inf)
+    direct_hw = np.full(m.n_nodes, np.nan)  # no direct measurement: none (published empty)
     offset = 0
     for i, k in enumerate(kept):
         rows = int(info.offsets[i]) + k
@@ -308,7 +308,7 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
             var[rows] = (h[np.argsort(code)] / z) ** 2  # read back as z·√var
         elif info.period is not None and info.levels[i][0] < info.levels[0][0]:
             # no list: by the reader's rule this node answers the grids of places the selection left out,
-            # of which nothing was measured: its interval holds the declared range (_table; models/engine.md §8)
+            # of which nothing was measured: its interval holds the declared range (_table; engine.md §8)
             var[rows] = math.inf
         else:  # a mean in [0, B] varies by ≤ cap
             var[rows] = _node_variance(wide.node(W), mean[rows], samp[rows], top=cap + fit.mu_var, confidence=confidence)

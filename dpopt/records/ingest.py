@@ -451,6 +451,10 @@ def iter_raw_chunks(
         return
     if kind in ("csv", "csvdir"):
         files = _csv_files(Path(source)) if kind == "csvdir" else [Path(source)]
+        if files and all(p.stat().st_size == 0 for p in files):  # one empty part among others holds no record
+            what = "every CSV file 0 bytes" if kind == "csvdir" else "0 bytes"
+            raise DpoptInputError(f"`records` {str(source)!r} is empty ({what}): no header row names the columns "
+                                  f"{sorted(usecols)}")
         for path in files:
             yield from _csv_chunks(path, cmap, chunksize or DEFAULT_CHUNKSIZE, sep)
         return

@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .._json import to_jsonable
 from .._validation import DpoptInputError
 from ..privacy.model_text import VALUE_DEPENDENT_INGEST
@@ -46,6 +48,20 @@ def published_summary(result: Release) -> dict[str, Any]:
     return payload
 
 
+def _without_infinities(table: Any) -> Any:
+    """``table`` with ±inf in its float columns as missing: an infinite bound says "none", which a CSV
+    reader would take for a number (and release.parquet, read back from release.csv, and the GeoJSON's
+    null then agree)."""
+    infinite = {c: np.isinf(table[c].to_numpy()) for c in table.columns if table[c].dtype.kind == "f"}
+    infinite = {c: m for c, m in infinite.items() if m.any()}
+    if not infinite:
+        return table
+    out = table.copy()
+    for c, m in infinite.items():
+        out[c] = out[c].mask(m)
+    return out
+
+
 def _write_files(result: Release, tmp: Path, *, make_map: bool, unit: str | None) -> dict[str, str]:
     """Every file into ``tmp`` (module doc); returns key -> path relative to ``tmp``."""
     from .report_md import report_markdown
@@ -56,7 +72,7 @@ def _write_files(result: Release, tmp: Path, *, make_map: bool, unit: str | None
         from .public_occupancy import published_budget_columns
 
         table = published_budget_columns(result)
-    table.to_csv(tmp / "release.csv", index=False, float_format="%.10g")
+    _without_infinities(table).to_csv(tmp / "release.csv", index=False, float_format="%.10g")
     names = {"release": "release.csv"}
     if result.answers is not None:
         result.answers.to_csv(tmp / "answers.csv", index=False)

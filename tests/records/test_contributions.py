@@ -108,8 +108,7 @@ def test_empty_inputs_give_an_empty_table(tmp_path, records):
     records.iloc[:0].to_csv(tmp_path / "header.csv", index=False)
     (tmp_path / "nothing").mkdir()
     bad = records.assign(latitude=np.nan)
-    for source, read in ((records.iloc[:0], {}), (tmp_path / "empty.csv", {}), (tmp_path / "header.csv", {}),
-                         (bad, {"max_dropped": 1.0})):
+    for source, read in ((records.iloc[:0], {}), (tmp_path / "header.csv", {}), (bad, {"max_dropped": 1.0})):
         for c in (None, 4):
             agg, rep = _run(source, c, **read)
             assert agg.n_pairs == agg.n_users == agg.n_grids == 0 and agg.bound == BOUND
@@ -118,6 +117,8 @@ def test_empty_inputs_give_an_empty_table(tmp_path, records):
                 assert agg.samples.values.size == 0 and list(agg.samples.offsets) == [0]
     with pytest.raises(DpoptInputError, match="max_dropped"):
         _run(bad)  # all invalid: refused by the default share, and only by it
+    with pytest.raises(DpoptInputError, match="0 bytes"):  # no header row: the columns cannot be checked
+        _run(tmp_path / "empty.csv")
 
 
 def test_bad_arguments(records):

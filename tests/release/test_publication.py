@@ -202,3 +202,25 @@ def test_privacy_model_where_the_user_meets_it(tmp_path, tiny_records, capsys):
     assert "## Privacy model" in md and "public-occupancy" in md and "payments" in md
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "public-occupancy" in readme
+
+
+def test_no_published_file_holds_an_infinity(tmp_path):
+    """An infinite bound means "none" (a node with no direct measurement, a bound nothing limits): the
+    published files write it as missing — release.csv empty, release.parquet null, as the GeoJSON's
+    null — never the token ``inf``, which a CSV reader takes for a number. The engine's table itself
+    has no direct bound where no direct measurement was made."""
+    from dpopt.writers.release_folder import _without_infinities
+
+    table = pd.DataFrame({"a": [1.0, np.inf, -np.inf, np.nan], "b": ["x", "inf", "y", "z"], "c": [1, 2, 3, 4]})
+    out = _without_infinities(table)
+    assert out["a"].isna().tolist() == [False, True, True, True] and out["a"][0] == 1.0
+    assert out["b"].tolist() == table["b"].tolist() and out["c"].tolist() == table["c"].tolist()
+    assert np.isinf(table["a"]).sum() == 2  # the caller's table is not changed
+    code = main(["release", "--example", "--seed", "3", "--quiet", "--no-map", "--out", str(tmp_path / "o")])
+    assert code == 0
+    text = (tmp_path / "o" / "release.csv").read_text()
+    assert not re.search(r"(^|,)-?inf(,|$)", text, flags=re.M | re.I)
+    rel = pd.read_csv(tmp_path / "o" / "release.csv")
+    assert rel["mean_direct_error_bound"].isna().eq(rel["mean_direct"].isna()).all()
+    par = pd.read_parquet(tmp_path / "o" / "release.parquet")
+    assert not any(np.isinf(par[c]).any() for c in par.columns if par[c].dtype.kind == "f")

@@ -627,7 +627,7 @@ def _tree(agg: Aggregate, partitions: Any, levels: Any, coarsest_resolution: Any
     """The public finest list and the tree over it (default levels: without the ones that repeat the
     level below, unless ``drop_repeats`` is False)."""
     plist = partitions if isinstance(partitions, PartitionList) else read_partitions(
-        partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
+        partitions, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns, timezone=agg.timezone)
     if levels is not None and profile is not None:
         raise DpoptInputError(f"give `levels` or `profile`, not both; got profile={profile!r}")
     if levels is None:

@@ -332,7 +332,7 @@ def _partition_list(agg: Aggregate, options: UserOptions
         return None, None, None
     p = options.partitions
     plist = p if isinstance(p, PartitionList) else read_partitions(p, h3_resolution=agg.h3_resolution,
-                                                                   slot_ns=agg.slot_ns)
+                                                                   slot_ns=agg.slot_ns, timezone=agg.timezone)
     idx, listed = match_partitions(agg, plist)
     return plist, idx, listed[agg.pair_grid]
 

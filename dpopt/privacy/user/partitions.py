@@ -75,11 +75,14 @@ class PartitionList:
         return int(self.cells.size)
 
 
-def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int) -> PartitionList:
+def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: str | None = None) -> PartitionList:
     """Read and validate a public partition list (CSV path or DataFrame with ``cell``, ``slot``).
 
-    Every cell must be a valid H3 index at ``h3_resolution`` and every slot a UTC time on the slot
-    lattice (a multiple of the slot length since the epoch); duplicates are merged.
+    Every cell must be a valid H3 index at ``h3_resolution`` and every slot a time on the slot
+    lattice (a multiple of the slot length since the epoch, UTC); duplicates are merged. Slots are
+    ISO 8601 (:func:`dpopt.records.ingest.parse_times`): with an offset (``Z``, ``+02:00``), or without
+    one on the release's clock, ``timezone`` (the records' zone; UTC without one) — read as UTC
+    whatever the zone, a naive slot was hours off the records' wall clock.
     """
     if isinstance(source, (str, Path)):
         path = Path(source)
@@ -108,11 +111,7 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int) -> Partiti
     if res != {int(h3_resolution)}:
         raise DpoptInputError(
             f"`partitions` cells must be at H3 resolution {h3_resolution}; got resolution(s) {sorted(res)}")
-    ts = pd.to_datetime(frame["slot"].astype(str), utc=True, errors="coerce", format="ISO8601")
-    if ts.isna().any():
-        raise DpoptInputError(
-            f"`partitions` column 'slot' must hold ISO 8601 times; got {frame['slot'][ts.isna()].iloc[0]!r}")
-    slots = ts.dt.as_unit("ns").array.asi8.astype(np.int64)
+    slots = _slot_times(frame["slot"], timezone)
     off = slots % np.int64(slot_ns)
     if np.any(off):
         raise DpoptInputError(
@@ -120,6 +119,23 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int) -> Partiti
             f"the epoch, UTC); got {frame['slot'].iloc[int(np.flatnonzero(off)[0])]!r}")
     cells = np.asarray([h3.str_to_int(c) for c in cells_txt], dtype=np.int64)
     return PartitionList.from_grids(cells, slots)
+
+
+def _slot_times(slot: pd.Series, timezone: str | None) -> np.ndarray:
+    """The slots as int64 ns since the epoch (UTC): ISO 8601 with an offset, naive on the release's
+    clock (``timezone``, UTC without one)."""
+    from ...records.ingest import parse_times
+
+    text = slot.astype(str).str.strip()
+    iso = text.str.match(r"\d{4}-\d{2}-\d{2}")  # an ISO 8601 date first, not a Unix number
+    ns = np.full(len(text), np.iinfo(np.int64).min)
+    if iso.all():
+        ns = parse_times(text, timezone=timezone or "UTC", column="slot")
+    bad = ns == np.iinfo(np.int64).min
+    if bad.any():
+        raise DpoptInputError(f"`partitions` column 'slot' must hold ISO 8601 times (without an offset: a wall time "
+                              f"in {timezone or 'UTC'} that exists there once); got {slot[bad].iloc[0]!r}")
+    return ns.astype(np.int64)
 
 
 def match_partitions(agg: Aggregate, parts: PartitionList) -> tuple[np.ndarray, np.ndarray]:

@@ -102,3 +102,30 @@ def test_read_partitions_validates_and_matches(tmp_path):
         read_partitions(semi, h3_resolution=7, slot_ns=SLOT_NS)
     with pytest.raises(DpoptInputError, match="delta"):
         selection_threshold(2, 1.0, 0.0, LaplaceSimulation(np.random.default_rng(0)))
+
+
+def test_a_slot_without_offset_is_on_the_release_clock():
+    """A slot written without a UTC offset is a wall time of the release's zone (the records' zone,
+    ``timezone``; UTC without one), as a record's time is: 06:00 in Paris in July is 04:00Z. Read as
+    UTC whatever the zone, it was two hours off the records it lists. A wall time that does not
+    exist there (the spring change's 02:30) and text that is no ISO date are refused in one line
+    naming `partitions`."""
+    import h3
+
+    cell = h3.int_to_str(CELLS[0])
+    hour = 3_600 * 10**9
+
+    def slot_of(text: str, tz: str | None) -> int:
+        return int(read_partitions(pd.DataFrame({"cell": [cell], "slot": [text]}), h3_resolution=7, slot_ns=hour,
+                                   timezone=tz).slots[0])
+
+    want = pd.Timestamp("2024-07-01T04:00:00Z").value
+    assert slot_of("2024-07-01T06:00:00", "Europe/Paris") == want
+    assert slot_of("2024-07-01T06:00:00+02:00", "Europe/Paris") == want == slot_of("2024-07-01T04:00:00Z", None)
+    assert slot_of("2024-07-01T04:00:00Z", "Europe/Paris") == want  # an offset wins over the zone
+    assert slot_of("2024-07-01T04:00:00", None) == want  # no zone: UTC
+    assert slot_of("2024-07-01", None) == pd.Timestamp("2024-07-01T00:00:00Z").value
+    for text, tz in (("2024-03-31T02:30:00", "Europe/Paris"), ("1719813600", None), ("soon", None)):
+        with pytest.raises(DpoptInputError, match="`partitions` column 'slot'") as err:
+            read_partitions(pd.DataFrame({"cell": [cell], "slot": [text]}), h3_resolution=7, slot_ns=hour, timezone=tz)
+        assert "\n" not in str(err.value) and repr(text) in str(err.value)
