@@ -235,6 +235,18 @@ def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     return _in_scale(_finite_real(epsilon, name, "must be a positive finite number"), name, epsilon)
 
 
+#: a model's noise terms must stay this far below a float's overflow: a plan sums them over up to
+#: 10⁶ grids or users (a numeric margin, not a modelling choice)
+NOISE_HEADROOM = 1e6
+
+
+def check_noise_scale(scale: float, epsilon: float, what: str, name: str = "epsilon") -> None:
+    """Refuse an ε so small that a model's largest noise term ``scale``/ε (e.g. 2(U + U²/4)/ε)
+    overflows a float (within :data:`NOISE_HEADROOM`): the models would then compare and sum inf."""
+    if not math.isfinite(scale / epsilon * NOISE_HEADROOM):
+        raise DpoptInputError(f"`{name}` is too small: the noise term {what} overflows a float; got {epsilon!r}")
+
+
 def as_epsilons(epsilon: Any, name: str = "epsilon", *, size: int | None = None) -> np.ndarray:
     """Validate a scalar ε or an array of ε (each finite > 0); return a float array.
 

@@ -42,6 +42,7 @@ from ._validation import (
     check_dim,
     check_delta,
     check_epsilon,
+    check_positive_int,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -454,6 +455,7 @@ def _retained_totals(occ: "Occupancy", suppressed: Any) -> tuple[np.ndarray, np.
 # --------------------------------------------------------------------------------------------
 def basic_composition(epsilon: Any, n_grids: int | None = None) -> float:
     """Basic composition (seed 002 Thm II.2): Σ_g ε_g (``n_grids·ε`` for a uniform ε)."""
+    n_grids = None if n_grids is None else check_positive_int(n_grids, "n_grids")
     eps = as_epsilons(epsilon, size=n_grids)
     return float(eps.sum())
 

@@ -47,8 +47,30 @@ def test_infeasible_is_reported_not_hidden():
 
 
 def test_rejected_option_raises():
-    with pytest.raises(ValueError, match="HiGHS rejected option 'no_such_option'"):
+    from dpopt import DpoptInputError
+
+    with pytest.raises(DpoptInputError, match="`options` .* rejected 'no_such_option'"):
         solve(_knapsack(False).build(), options={"no_such_option": 1})
+
+
+@pytest.mark.parametrize("limit", [float("nan"), -1.0, "5", [1, 2], float("inf")])
+def test_a_time_limit_that_is_no_number_of_seconds_is_refused_by_every_back_end(limit):
+    """``time_limit`` is checked where the solve starts (HiGHS and cvxpy back-ends alike), so every
+    model that passes it on — the array length's MILP and LP, a custom clipping problem — refuses it
+    in one line naming `time_limit` (NaN ran unlimited and was reported a time limit; -1 and a list
+    failed inside cvxpy)."""
+    import dpopt
+    from dpopt import DpoptInputError
+
+    calls = [lambda: solve(_knapsack(False).build(), time_limit=limit),
+             lambda: dpopt.optimal_array_length([6, 3, 2, 1], 65.0, 1.0, solver="milp", time_limit=limit),
+             lambda: dpopt.optimal_array_length([6, 3, 2, 1], 65.0, 1.0, method="surrogate", solver="lp",
+                                                time_limit=limit),
+             lambda: dpopt.clipping_problem([6, 3, 2, 1], 65.0, 1.0).solve_plan(time_limit=limit)]
+    for call in calls:
+        with pytest.raises(DpoptInputError, match="`time_limit`") as err:
+            call()
+        assert "\n" not in str(err.value)
 
 
 def test_status_prints_its_value():

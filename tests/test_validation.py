@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -68,3 +70,43 @@ def test_array_likes_are_accepted(make):
     assert dpopt.variance_sensitivity(make(np.array(G, float)), 1.0) == pytest.approx(
         2 * (5 - 2) / 25
     )
+
+
+def test_an_epsilon_whose_noise_term_overflows_is_refused_where_a_model_sums_it():
+    """A tiny ε passes `check_epsilon` (the closed forms answer it: clip everything), but the models
+    that compare and sum noise terms 2(U + U²/4)/ε, U·m/(ε·Γ_m) or 2d·U·m/ε got inf: CLIP-USER then
+    suppressed every pair and called the plan feasible, the suppression MILP named the wrong
+    argument, the custom clipping problem failed inside cvxpy. Each now refuses in one line naming
+    `epsilon`; a merely small ε still solves."""
+    import dpopt
+    from dpopt import DpoptInputError
+
+    occ = dpopt.Occupancy.from_dense([[5, 4, 3], [2, 0, 0], [0, 3, 0], [0, 0, 4], [1, 1, 0]])
+    counts = [6, 3, 2, 1]
+    calls = [lambda e, u: dpopt.clip_user(occ, u, e), lambda e, u: dpopt.solve_suppression(occ, u, e),
+             lambda e, u: dpopt.optimal_array_length(counts, u, e),
+             lambda e, u: dpopt.clipping_problem(counts, u, e).solve_plan(),
+             lambda e, u: dpopt.clipping_problem(counts, u, 1.0).set_epsilon(e)]
+    for eps, bound, which in ((1e-320, 1.0, calls), (1e-120, 1e100, calls[:2])):
+        for call in which:
+            with pytest.raises(DpoptInputError, match="`epsilon` is too small") as err:
+                call(eps, bound)
+            assert "\n" not in str(err.value)
+    assert dpopt.clip_user(occ, 1.0, 1e-6).feasible  # small but representable: a plan
+    assert dpopt.optimal_clipping(counts, 1.0, 1e-320).threshold == 0.0  # the closed form answers any ε
+    # finite but beyond HiGHS's 1e20 infinity: the LP has no valid solution, and the plan says so
+    plan = dpopt.clipping_problem(counts, 65.0, 1e-30).solve_plan()
+    assert plan.status == "error" and math.isnan(plan.error) and "1e20" in plan.info["result"].raw_status
+
+
+def test_research_arguments_that_failed_deep_now_fail_in_one_line():
+    """A negative `n_grids`, a `warm_start` that is no plan, a HiGHS option HiGHS does not know:
+    each a DpoptInputError naming the argument (were numpy's, an AttributeError, a plain ValueError)."""
+    occ = dpopt.Occupancy.from_dense([[5, 4, 3], [2, 0, 0], [0, 3, 0], [0, 0, 4], [1, 1, 0]])
+    for call, name in ((lambda: dpopt.basic_composition(1.0, -1), "n_grids"),
+                       (lambda: dpopt.solve_suppression(occ, 65.0, 1.0, warm_start="x"), "warm_start"),
+                       (lambda: dpopt.solve_suppression(occ, 65.0, 1.0, options={"presolv": "off"}), "options")):
+        with pytest.raises(DpoptInputError, match=f"`{name}`") as err:
+            call()
+        assert "\n" not in str(err.value)
+    assert dpopt.basic_composition(1.0, 3) == 3.0

@@ -39,6 +39,8 @@ from .._validation import (
     check_bound,
     check_choice,
     check_epsilon,
+    check_noise_scale,
+    check_nonnegative_float,
     check_positive_int,
 )
 from ..solve import LinearModel, ModelBuilder, Status
@@ -159,7 +161,9 @@ def _setup(counts: Any, bound: float, epsilon: float) -> tuple[float, float, Cou
     """Validated U, ε and the count profile (shared by every entry point)."""
     U = check_bound(bound)
     eps = check_epsilon(epsilon)
-    return U, eps, CountProfile.from_counts(counts)
+    prof = CountProfile.from_counts(counts)
+    check_noise_scale(U * float(prof.max_count), eps, f"U·m/(ε·Γ_m) of eq. (15) at U = {U!r}")
+    return U, eps, prof
 
 
 def _error_from_gamma(
@@ -254,7 +258,8 @@ class ArrayLengthPlan:
     optimal_length, optimal_error : int, float
         m_UB(ε) (smallest exact minimiser) and E*_ε = E_ε(m_UB), for comparison.
     gap : float
-        Relative MIP gap reported by the solver (0 otherwise).
+        Relative gap reported by the solver: 0 where solved to optimality (and for the closed forms
+        and scans), inf where a limit stopped a solve that reports none.
     """
 
     length: int
@@ -631,6 +636,7 @@ def optimal_array_length(counts: Any, bound: float, epsilon: float, *, method: M
     choices = _SOLVERS[method]
     solver = choices[0] if solver is None else check_choice(solver, "solver", choices)
     U, eps, prof = _setup(counts, bound, epsilon)
+    time_limit = None if time_limit is None else check_nonnegative_float(time_limit, "time_limit")
     m_opt, e_opt = _exact_enumeration(prof, U, eps)
     m, objective, status, gap = _choose_length(method, solver, prof, U, eps, m_opt, e_opt, low=low, high=high,
                                                time_limit=time_limit, options=options)
@@ -654,7 +660,7 @@ def _choose_length(method: str, solver: str, prof: CountProfile, U: float, eps: 
         m, objective, status, gap = _exact_choice(prof, U, eps, solver, m_opt, e_opt, time_limit=time_limit,
                                                   options=options)
     elif method == "surrogate":
-        m, objective, status = _surrogate_choice(prof, U, eps, solver, time_limit=time_limit, options=options)
+        m, objective, status, gap = _surrogate_choice(prof, U, eps, solver, time_limit=time_limit, options=options)
     elif method == "heuristic":
         lo, hi = _heuristic_range(prof, low, high)
         if solver == "scan":
@@ -686,16 +692,18 @@ def _exact_choice(prof: CountProfile, U: float, eps: float, solver: str, m_opt: 
 
 
 def _surrogate_choice(prof: CountProfile, U: float, eps: float, solver: str, *, time_limit: float | None,
-                      options: Mapping[str, Any] | None) -> tuple[int, float, Status]:
-    """The minimiser of (19) by ``solver``; returns (m, objective, status). An LP without a point
-    falls back to the closed form (objective nan)."""
+                      options: Mapping[str, Any] | None) -> tuple[int, float, Status, float]:
+    """The minimiser of (19) by ``solver``; returns (m, objective, status, gap). An LP without a point
+    falls back to the closed form (objective nan); a gap the LP does not report is inf unless it is
+    optimal (a limit proves nothing)."""
     if solver == "closed-form":
         m = surrogate_length(prof.sorted_counts, eps)
-        return m, float(surrogate_objective(prof.sorted_counts, U, eps, m)), Status.OPTIMAL
+        return m, float(surrogate_objective(prof.sorted_counts, U, eps, m)), Status.OPTIMAL, 0.0
     from ..solve import solve_bounded as solve
 
     res = solve(surrogate_lp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
+    gap = res.proven_gap
     if res.x is None:
-        return surrogate_length(prof.sorted_counts, eps), math.nan, res.status
+        return surrogate_length(prof.sorted_counts, eps), math.nan, res.status, gap
     m_lp = float(res.value("length")[0])
-    return int(round(m_lp)), float(res.objective), res.status
+    return int(round(m_lp)), float(res.objective), res.status, gap

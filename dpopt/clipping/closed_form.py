@@ -285,6 +285,9 @@ class ClippingPlan:
         Primal–dual pair of the reduced LP (for LP plans: the solver's duals, mapped).
     status : Status
         ``OPTIMAL`` for the closed form; the solver's mapped status for LP plans.
+    gap : float
+        The solver's relative gap: 0 for the closed form and an optimal LP, ``inf`` where a limit
+        stopped the solve or no point was returned (the objective is then not proven).
     """
 
     lower: np.ndarray
@@ -305,6 +308,7 @@ class ClippingPlan:
     objective: float = math.nan
     solve_time: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
+    gap: float = 0.0
 
     @property
     def n_clipped(self) -> int:
@@ -356,6 +360,7 @@ class ClippingPlan:
             "formulation": self.formulation,
             "backend": self.backend,
             "status": self.status.value,
+            "gap": self.gap,
             "dim": self.dim,
             "bound": self.bound,
             "epsilon": self.epsilon,

@@ -291,7 +291,7 @@ def solve_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1, f
         nan = np.full(m.size, math.nan)
         return ClippingPlan(nan, nan, math.nan, math.nan, math.nan, math.nan, math.nan, None, U, eps,
                             d, method="lp", status=res.status, formulation=formulation,
-                            backend=backend, solve_time=res.solve_time, info=info)
+                            backend=backend, solve_time=res.solve_time, info=info, gap=math.inf)
     tau = float(res.value("tau")[0])
     lower, upper, s = _lp_intervals(res, m, U, d, formulation, info)
     cert = _lp_certificate(model, res, m, s, tau, U=U, eps=eps, d=d, formulation=formulation, backend=backend,
@@ -302,7 +302,7 @@ def solve_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1, f
         sensitivity=terms.sensitivity, certificate=cert, bound=U, epsilon=eps, dim=d, method="lp",
         status=res.status, formulation=formulation, backend=backend,
         objective=res.objective / n if math.isfinite(res.objective) else math.nan, solve_time=res.solve_time,
-        info=info,
+        info=info, gap=res.proven_gap,
     )
 
 

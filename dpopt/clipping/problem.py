@@ -53,6 +53,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import (DpoptInputError, as_counts, check_bound, check_choice, check_dim, check_epsilon,
+                           check_noise_scale,
                            check_nonnegative_float)
 from ..solve.cvxpy_backend import DataProblem, from_cvxpy, solve_cvxpy, named_variable
 from ..solve.result import Status
@@ -96,7 +97,7 @@ class ClippingProblem(DataProblem):
 
     def set_epsilon(self, epsilon: float) -> ClippingProblem:
         """Set ε in place (the parameter is shared by problems derived with ``with_*``); returns self."""
-        self.inv_epsilon.value = 1.0 / check_epsilon(epsilon)
+        self.inv_epsilon.value = 1.0 / _checked_epsilon(epsilon, self.dim, self.bound, self.counts)
         return self
 
 
@@ -175,6 +176,13 @@ def _as_fixed(fixed: Mapping[int, tuple[float, float]] | None, L: int, Ub: np.nd
     return np.asarray(idx, np.int64), np.asarray(lo), np.asarray(hi)
 
 
+def _checked_epsilon(epsilon: Any, d: int, U: float, counts: np.ndarray) -> float:
+    """ε checked, and refused where the model's largest noise coefficient 2d·U·max m/ε overflows."""
+    eps = check_epsilon(epsilon)
+    check_noise_scale(2.0 * d * U * float(np.max(counts, initial=1)), eps, f"2d·U·max m/ε at U = {U!r}")
+    return eps
+
+
 def clipping_problem(counts: Any, bound: float, epsilon: float, *, dim: int = 1, user_bounds: Any = None,
                      bias_cap: float | None = None, fixed: Mapping[int, tuple[float, float]] | None = None,
                      objective: str = "worst_case", failure_probability: float = 0.05,
@@ -219,8 +227,8 @@ def clipping_problem(counts: Any, bound: float, epsilon: float, *, dim: int = 1,
     """
     m = as_counts(counts)
     U = check_bound(bound)
-    eps = check_epsilon(epsilon)
     d = check_dim(dim)
+    eps = _checked_epsilon(epsilon, d, U, m)
     L = m.size
     Ub = _as_user_bounds(user_bounds, L, U)
     cap = None if bias_cap is None else check_nonnegative_float(bias_cap, "bias_cap")
@@ -372,24 +380,10 @@ def solve_problem(
     if eps_cert is not None:
         info["certificate_epsilon"] = eps_cert
     return ClippingPlan(
-        lower=lower,
-        upper=upper,
-        threshold=float(np.max(width)),
-        error=bias + d * sens / eps,
-        bias=bias,
-        noise=d * sens / eps,
-        sensitivity=sens,
-        certificate=cert,
-        bound=problem.bound,
-        epsilon=eps,
-        dim=d,
-        method="lp",
-        status=res.status,
-        formulation="custom",
-        backend="cvxpy",
-        objective=value,
-        solve_time=res.solve_time,
-        info=info,
+        lower=lower, upper=upper, threshold=float(np.max(width)), error=bias + d * sens / eps, bias=bias,
+        noise=d * sens / eps, sensitivity=sens, certificate=cert, bound=problem.bound, epsilon=eps, dim=d,
+        method="lp", status=res.status, formulation="custom", backend="cvxpy", objective=value,
+        solve_time=res.solve_time, info=info, gap=res.proven_gap,
     )
 
 
@@ -397,7 +391,8 @@ def _no_solution(problem: ClippingProblem, res: Any) -> ClippingPlan:
     nan = np.full(problem.counts.size, math.nan)
     return ClippingPlan(nan, nan, math.nan, math.nan, math.nan, math.nan, math.nan, None,
                         problem.bound, problem.epsilon, problem.dim, method="lp", status=res.status,
-                        formulation="custom", backend="cvxpy", solve_time=res.solve_time, info={"result": res})
+                        formulation="custom", backend="cvxpy", solve_time=res.solve_time, info={"result": res},
+                        gap=math.inf)
 
 
 def _exact_objective(problem: ClippingProblem, lower: np.ndarray, upper: np.ndarray, bias: float,

@@ -129,20 +129,25 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
         components=dict(fit.sigma2), components_upper=upper, spread_bound=cap, z=z,
         fit=fit.status + ("" if not dropped else f"; without the factors {', '.join(dropped)} (their levels did not "
                                                  "fit in memory: their nodes enter as observations only)"),
-        interval=("the posterior predictive interval of the grid's mean under the crossed model: variance "
-                  "components under a flat prior on their sum ≤ the spread bound, the between-grid statistic "
-                  "a noisy measurement of that sum; a grid not measured on its own mixed over its residual's "
-                  "posterior (scaled by 1/its estimated records where cell-level counts give them), a measured "
-                  "grid or coarser node z * sqrt(posterior variance)"
-                  + ("; each window of the day also holds the days' spread inside it (a DP statistic), so its "
-                     "row's interval is for the window's grid on any one day" if days is not None else "")
-                  + ("; a row coarser than the selected cells is, by the smallest published node containing a grid, "
-                     "the answer for the grids of places the selection left out, of which nothing was measured: its "
-                     "interval holds the whole declared range (its own measurement: mean_direct)"
-                     if info.period is not None else "")),
+        interval=_interval_text(days is not None, info.period is not None),
         nodes_released=int(released.sum()), target=float("nan"))
     return Estimates(table=table, answers=answers, confidence=float(confidence), method=METHOD, measurements=m,
                      info=summary)
+
+
+def _interval_text(windows: bool, private: bool) -> str:
+    """What the published intervals are, in words (summary.json): over a folded list (``windows``) and
+    without a public list (``private``) they say more."""
+    return ("the posterior predictive interval of the grid's mean under the crossed model: variance "
+            "components under a flat prior on their sum ≤ the spread bound, the between-grid statistic "
+            "a noisy measurement of that sum; a grid not measured on its own mixed over its residual's "
+            "posterior (scaled by 1/its estimated records where cell-level counts give them), a measured "
+            "grid or coarser node z * sqrt(posterior variance)"
+            + ("; each window of the day also holds the days' spread inside it (a DP statistic), so its "
+               "row's interval is for the window's grid on any one day" if windows else "")
+            + ("; a row coarser than the selected cells is, by the smallest published node containing a grid, "
+               "the answer for the grids of places the selection left out, of which nothing was measured: its "
+               "interval holds the whole declared range (its own measurement: mean_direct)" if private else ""))
 
 
 #: the between-grid statistic's lower end V̂ − this·sd(V̂) is taken from the values' variance bound to
@@ -306,13 +311,20 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
             h = grid_halfwidths(fit, upper, wide, mix, alone=alone[code], cap=cap, confidence=confidence,
                                 sampling=samp[rows][code], floor=floor, direct_var=direct[code], residual_scale=scale)
             var[rows] = (h[np.argsort(code)] / z) ** 2  # read back as z·√var
-        elif info.period is not None and info.levels[i][0] < info.levels[0][0]:
-            # no list: by the reader's rule this node answers the grids of places the selection left out,
-            # of which nothing was measured: its interval holds the declared range (_table; engine.md §8)
-            var[rows] = math.inf
-        else:  # a mean in [0, B] varies by ≤ cap
-            var[rows] = _node_variance(wide.node(W), mean[rows], samp[rows], top=cap + fit.mu_var, confidence=confidence)
+        else:
+            var[rows] = _coarse_variance(info, i, wide.node(W), mean[rows], samp[rows], cap + fit.mu_var, confidence)
     return fit, upper, mean, var
+
+
+def _coarse_variance(info: Any, i: int, node: Any, published: np.ndarray, sampling: np.ndarray, top: float,
+                     confidence: float) -> np.ndarray:
+    """Marginal ``i``'s nodes' interval variances: :func:`_node_variance` (a mean in [0, B] varies by
+    ≤ cap, ``top``); without a list, a node coarser than the selected cells answers, by the reader's
+    rule, the grids of places the selection left out, of which nothing was measured: inf, its
+    interval then the declared range (:func:`_table`; models/engine.md §8)."""
+    if info.period is not None and info.levels[i][0] < info.levels[0][0]:
+        return np.full(published.size, math.inf)
+    return _node_variance(node, published, sampling, top=top, confidence=confidence)
 
 
 def _node_variance(node: Any, published: np.ndarray, sampling: np.ndarray, *, top: float, confidence: float

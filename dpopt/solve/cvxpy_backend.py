@@ -34,6 +34,7 @@ import cvxpy as cp
 import cvxpy.settings as cps
 import numpy as np
 
+from .._validation import check_nonnegative_float
 from .highs import _quiet_stdout
 from .model import LinearModel
 from .result import SolveResult, Status
@@ -113,6 +114,11 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
     except cp.error.SolverError as exc:
         raw = f"solver_error: {exc}"
         status = Status.ERROR
+    except ValueError as exc:  # cvxpy's "Cannot unpack invalid solution": HiGHS ended without one (data
+        if "invalid solution" not in str(exc):  # beyond its 1e20 infinity, e.g. U/ε of 1e30): reported
+            raise
+        raw = f"solver_error: HiGHS returned no valid solution (coefficients beyond its 1e20 infinity?): {exc}"[:400]
+        status = Status.ERROR
     return status, raw, time.perf_counter() - t0
 
 
@@ -164,6 +170,7 @@ def solve_cvxpy(
         duals in cvxpy's convention, blocks ``"constraint_<i>"``. ``objective`` is
         ``problem.value``.
     """
+    time_limit = None if time_limit is None else check_nonnegative_float(time_limit, "time_limit")
     status, raw, elapsed = _solve(problem, time_limit, options, verbose)
     variables = problem.variables()
     col_blocks: dict[str, slice] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -76,6 +77,14 @@ class SolveResult:
     row_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     num_cols: int = 0
     num_rows: int = 0
+
+    @property
+    def proven_gap(self) -> float:
+        """The gap a result built on this solve states: 0 when proven optimal, the solver's gap where
+        it reported one, else ``inf`` (a limit that stopped a solve with no bound proves nothing)."""
+        if self.status is Status.OPTIMAL:
+            return 0.0
+        return float(self.gap) if math.isfinite(self.gap) else math.inf
 
     def __repr__(self) -> str:  # one line: never dump x or the duals
         return (f"SolveResult(status={self.status.value}, objective={self.objective:.6g}, "

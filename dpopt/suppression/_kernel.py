@@ -23,6 +23,7 @@ from .._validation import (
     DpoptInputError,
     check_bound,
     check_choice,
+    check_noise_scale,
     check_epsilon,
     check_nonnegative_float,
 )
@@ -161,6 +162,7 @@ def check_inputs(
     occ = check_occupancy(occ)
     U = check_bound(bound)
     eps = check_epsilon(epsilon)
+    check_noise_scale(2.0 * (U + U * U / 4.0), eps, f"2(U + U²/4)/ε of a grid at U = {U!r}")  # bounds every grid's
     split = check_choice(split, "split", ("equal", "optimal"))
     E: float | None
     if error_bound is None:

@@ -17,6 +17,7 @@ largest candidate below the upper end is computed exactly (:func:`largest_error_
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -67,7 +68,9 @@ class FrontierPoint:
         ``max_solves`` cap was reached) or the solver's limit status (e.g. ``TIME_LIMIT``): then
         E*(K) ∈ [lower, error].
     plan : SuppressionPlan or None
-        A plan achieving ``error`` with degradation ≤ K.
+        A plan achieving ``error`` with degradation ≤ K (where a limit stopped the point, the plan
+        of a smaller K may serve). The plan carries the point's status and its bracket's relative
+        gap (error − lower)/error (0 where the point is ``OPTIMAL``).
     solves : int
         Feasibility MILPs solved for this point.
     """
@@ -229,12 +232,26 @@ def suppression_frontier(
     bar = _progress_bar(progress, len(ks))
     for K in ks:
         point, incumbent = _frontier_point(fr, K, incumbent, floor)
-        points.append(point)
+        points.append(_plan_as_proven(point))
         _note(log, bar, points[-1], t0)
     if bar is not None:
         bar.close()
     return SuppressionFrontier(points=tuple(points), epsilon=eps, U=U, error_bound=float(E),
                                solve_time=time.perf_counter() - t0, log=tuple(log))
+
+
+def _plan_as_proven(point: FrontierPoint) -> FrontierPoint:
+    """``point`` whose plan says what the point proves: where E*(K) is not proven (a limit stopped
+    it), the plan carries the point's status and the relative gap (error − lower)/error of its
+    bracket, not the status of the feasibility solve that found it (which read as "optimal"); a
+    proven point's plan has gap 0 (its feasibility solve reported none)."""
+    if point.plan is None:
+        return point
+    if point.status is Status.OPTIMAL:
+        gap = 0.0
+    else:
+        gap = (point.error - point.lower) / point.error if math.isfinite(point.lower) and point.error > 0 else math.inf
+    return dataclasses.replace(point, plan=dataclasses.replace(point.plan, status=point.status, gap=gap))
 
 
 @dataclass(frozen=True, eq=False)

@@ -868,7 +868,7 @@ class _SolveRun:
         warm_start: SuppressionPlan | None, strategy: str, progress: bool,
     ) -> _SolveRun:
         """Check the arguments of :func:`solve_suppression` and start the clock."""
-        from .._validation import check_choice
+        from .._validation import DpoptInputError, check_choice
 
         strategy = check_choice(strategy, "strategy", ("auto", "milp", "decomposition"))
         occ, U, eps, E, split = check_inputs(occ, bound, epsilon, error_bound, split)
@@ -876,6 +876,9 @@ class _SolveRun:
             require_reachable(occ, U, eps, E, split)
         time_limit = check_time_limit(time_limit)
         tie_break_time_limit = check_time_limit(tie_break_time_limit, "tie_break_time_limit")
+        if warm_start is not None and not isinstance(warm_start, SuppressionPlan):
+            raise DpoptInputError(f"`warm_start` must be a SuppressionPlan (e.g. clip_user's) or None; got "
+                                  f"{type(warm_start).__name__}")
         t0 = time.perf_counter()
         base = baseline_errors(occ, U, eps, split)
         return cls(

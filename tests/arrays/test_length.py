@@ -468,3 +468,18 @@ def test_hand_computed_small_instance():
 def test_model_builders_bad_input(func, args, match):
     with pytest.raises(ValueError, match=match):
         func(*args)
+
+
+@pytest.mark.parametrize("method, solver", [("exact", "milp"), ("surrogate", "lp")])
+def test_a_solve_stopped_by_its_time_limit_proves_nothing(method, solver):
+    """time_limit = 0 stops the solve before it proves anything: the status says time_limit and the
+    gap is not 0 (the surrogate LP's was reported 0, which reads as proven); the length is the
+    closed form's fallback, the objective unknown. Without a limit both solve with gap 0."""
+    import math
+
+    from dpopt import optimal_array_length
+
+    stopped = optimal_array_length([6, 3, 2, 1], 65.0, 1.0, method=method, solver=solver, time_limit=0.0)
+    assert stopped.status == "time_limit" and stopped.gap > 0 and math.isnan(stopped.objective)
+    solved = optimal_array_length([6, 3, 2, 1], 65.0, 1.0, method=method, solver=solver)
+    assert solved.status == "optimal" and solved.gap == 0.0 and math.isfinite(solved.objective)

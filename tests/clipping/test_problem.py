@@ -265,3 +265,20 @@ def test_from_cvxpy_keeps_maximisation_and_integers() -> None:
     assert model.sense == "max" and model.is_mip
     res = solve(model)
     assert res.objective == pytest.approx(1.5 + 4 + 3)
+
+
+def test_a_plan_states_its_gap():
+    """DESIGN's results carry their gap: 0 for the closed form and an optimal LP (built-in or
+    custom), inf where a time limit stopped the solve (the plan's error is then not proven: it was
+    32.5 against the optimum 24.375 here, with the gap only in info["result"])."""
+    import math
+
+    import dpopt
+
+    counts = [6, 3, 2, 1]
+    assert dpopt.optimal_clipping(counts, 65.0, 1.0).gap == 0.0
+    for solve in (lambda **k: dpopt.clipping_problem(counts, 65.0, 1.0).solve_plan(**k),
+                  lambda **k: dpopt.solve_clipping(counts, 65.0, 1.0, **k)):
+        assert solve().gap == 0.0 and solve().status == "optimal"
+        stopped = solve(time_limit=0.0)
+        assert stopped.status == "time_limit" and math.isinf(stopped.gap) and stopped.summary()["gap"] == stopped.gap

@@ -163,3 +163,19 @@ def test_frontier_progress_bar_and_log(capsys):
     assert [e["status"] for e in fr.log] == [Status(p.status).value for p in fr.points]
     quiet = suppression_frontier(occ, 10.0, 0.5)
     assert capsys.readouterr().err == "" and len(quiet.log) == len(quiet.points)
+
+
+def test_a_point_a_limit_stopped_carries_a_plan_that_says_so():
+    """Where a limit stops a frontier point (here the cap of one feasibility MILP per point), its
+    plan is the best found (possibly a smaller K's); it carries the point's status and its bracket's
+    gap, not the status of the feasibility solve that found it (which read "optimal" on a point
+    nothing proved). Solved points keep theirs."""
+    occ = Occupancy.from_dense([[5, 4, 3], [2, 0, 0], [0, 3, 0], [0, 0, 4], [1, 1, 0]])
+    capped = suppression_frontier(occ, 65.0, 1.0, degradations=[1, 2, 3], max_solves=1).points
+    stopped = [pt for pt in capped if pt.status != "optimal" and pt.plan is not None]
+    assert stopped  # the case is not vacuous
+    for pt in stopped:
+        assert pt.plan.status == pt.status and pt.plan.gap == pytest.approx((pt.error - pt.lower) / pt.error)
+        assert pt.plan.gap > 0 and pt.plan.max_error == pytest.approx(pt.error) and pt.plan.degradation <= pt.degradation
+    for pt in suppression_frontier(occ, 65.0, 1.0, degradations=[1, 2, 3]).points:
+        assert pt.status == "optimal" and pt.plan.status == "optimal" and pt.plan.gap == 0.0
