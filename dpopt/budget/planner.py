@@ -88,7 +88,8 @@ class BudgetPlan:
     coverage : float
         Σ weights over ``within_target``.
     coverage_bound : float
-        Proven upper bound on the coverage of any plan in the decision space (MILP dual bound;
+        Proven upper bound on the coverage of any plan in the decision space (MILP dual bound, or
+        the weight of the grids some configuration serves where the time limit skipped the MILP;
         ``nan`` for the greedy).
     status : Status
     gap : float
@@ -378,7 +379,9 @@ def _milp_stage(occ: Occupancy, table: Any, eps: float, w: np.ndarray, greedy: A
     if left is not None and (left < MIN_MILP_SECONDS or cols > MILP_COLUMNS_PER_SECOND * left):
         info["solve"] = {"status": "skipped", "columns": cols,
                          "reason": f"{max(left, 0.0):.2f} s left of the time limit for about {cols} columns"}
-        return greedy, Status.TIME_LIMIT, math.nan, math.nan
+        cbound = float(w[np.unique(table.cfg_grid)].sum())  # every grid some configuration serves: a bound
+        cov = greedy.coverage(w)
+        return greedy, Status.TIME_LIMIT, (cbound - cov) / max(1.0, cov), cbound
     bm = build_budget_model(occ, table, eps, w)
     info.update(n_cols=bm.model.num_cols, n_rows=bm.model.num_rows, nnz=int(bm.model.A.nnz),
                 model=bm.model)  # export: dpopt.solve.write_model(bp.info["model"], "budget.mps")

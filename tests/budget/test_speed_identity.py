@@ -91,6 +91,9 @@ def test_time_limit_bounds_the_frontier_and_the_milp():
     assert fr.taus[0] == pytest.approx(U / 200)  # coarse to fine: the smallest τ first
     assert bp.status == "time_limit" and bp.info["solve"]["status"] == "skipped"
     assert bp.plan.total_cost <= 6.0 * (1 + 1e-9)
+    # the skipped MILP still states a bound (every grid some configuration serves) and its gap
+    assert bp.coverage <= bp.coverage_bound and bp.gap == pytest.approx((bp.coverage_bound - bp.coverage)
+                                                                         / max(1.0, bp.coverage))
     full = plan_budget(occ, U, 6.0, method="greedy", target=3.0, frontier=True, time_limit=None)
     assert full.info["frontier"].complete and full.target[0] == 3.0
 
