@@ -295,6 +295,14 @@ def check_nonnegative_float(value: Any, name: str) -> float:
     return out
 
 
+def solver_seconds(value: Any, name: str = "time_limit") -> float | None:
+    """A solver's ``time_limit`` where a solve starts: None or +inf (no limit: internal callers pass
+    the time left of an unlimited deadline as inf) → None, else a finite number of seconds ≥ 0."""
+    if value is None or (isinstance(value, numbers.Real) and not isinstance(value, bool) and value == math.inf):
+        return None
+    return check_nonnegative_float(value, name)
+
+
 def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     """Validate that ``value`` is one of ``choices``."""
     options = tuple(choices)

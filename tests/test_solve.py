@@ -53,7 +53,7 @@ def test_rejected_option_raises():
         solve(_knapsack(False).build(), options={"no_such_option": 1})
 
 
-@pytest.mark.parametrize("limit", [float("nan"), -1.0, "5", [1, 2], float("inf")])
+@pytest.mark.parametrize("limit", [float("nan"), -1.0, "5", [1, 2], -float("inf")])
 def test_a_time_limit_that_is_no_number_of_seconds_is_refused_by_every_back_end(limit):
     """``time_limit`` is checked where the solve starts (HiGHS and cvxpy back-ends alike), so every
     model that passes it on — the array length's MILP and LP, a custom clipping problem — refuses it
@@ -71,6 +71,18 @@ def test_a_time_limit_that_is_no_number_of_seconds_is_refused_by_every_back_end(
         with pytest.raises(DpoptInputError, match="`time_limit`") as err:
             call()
         assert "\n" not in str(err.value)
+
+
+def test_an_infinite_time_limit_is_no_limit_where_a_solve_starts():
+    """Internal callers pass the time left of an unlimited deadline as +inf (the decomposition's
+    pattern LP under `--plan milp` without `--time-limit`): the solve back-ends read it as no
+    limit (refusing it stopped those releases)."""
+    import dpopt
+    from dpopt.solve import solve_bounded
+
+    assert solve(_knapsack(False).build(), time_limit=float("inf")).status == "optimal"
+    assert solve_bounded(_knapsack(True).build(), time_limit=float("inf")).status == "optimal"
+    assert dpopt.clipping_problem([6, 3, 2, 1], 65.0, 1.0).solve_plan(time_limit=float("inf")).status == "optimal"
 
 
 def test_status_prints_its_value():

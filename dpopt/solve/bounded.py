@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_nonnegative_float
+from .._validation import solver_seconds
 from .model import LinearModel
 from .result import SolveResult, Status
 
@@ -82,7 +82,7 @@ def solve_bounded(
     """
     from .highs import solve_highs
 
-    time_limit = None if time_limit is None else check_nonnegative_float(time_limit, "time_limit")
+    time_limit = solver_seconds(time_limit)
     t0 = time.perf_counter()
     if time_limit is None:
         return solve_highs(model, options=options, warm_start=warm_start)

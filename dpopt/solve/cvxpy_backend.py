@@ -34,7 +34,7 @@ import cvxpy as cp
 import cvxpy.settings as cps
 import numpy as np
 
-from .._validation import check_nonnegative_float
+from .._validation import solver_seconds
 from .highs import _quiet_stdout
 from .model import LinearModel
 from .result import SolveResult, Status
@@ -170,7 +170,7 @@ def solve_cvxpy(
         duals in cvxpy's convention, blocks ``"constraint_<i>"``. ``objective`` is
         ``problem.value``.
     """
-    time_limit = None if time_limit is None else check_nonnegative_float(time_limit, "time_limit")
+    time_limit = solver_seconds(time_limit)
     status, raw, elapsed = _solve(problem, time_limit, options, verbose)
     variables = problem.variables()
     col_blocks: dict[str, slice] = {}

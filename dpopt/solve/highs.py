@@ -24,7 +24,7 @@ from typing import Any
 import highspy
 import numpy as np
 
-from .._validation import DpoptInputError, check_nonnegative_float
+from .._validation import DpoptInputError, solver_seconds
 from .model import LinearModel
 from .result import SolveResult, Status
 
@@ -199,7 +199,7 @@ def solve_highs(
         presolve and interruptible (:mod:`dpopt.solve.isolated` watches for it).
     """
     t0 = time.perf_counter()
-    time_limit = None if time_limit is None else check_nonnegative_float(time_limit, "time_limit")
+    time_limit = solver_seconds(time_limit)
     h = _highs_for(model, options, time_limit, verbose=verbose)
     if time_limit is not None:  # total seconds: the time spent loading the model counts
         _set_option(h, "time_limit", max(0.0, float(time_limit) - (time.perf_counter() - t0)))

@@ -154,7 +154,8 @@ def test_bad_sources(tmp_path):
         _read(42, bound=1)
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    assert list(read_records(empty, bound=1)) == []  # no record: nothing to read, not an error
+    with pytest.raises(DpoptInputError, match="0 bytes"):  # no header row: the columns cannot be checked
+        list(read_records(empty, bound=1))
     junk = tmp_path / "junk.parquet"
     junk.write_text("not parquet")
     with pytest.raises(DpoptInputError, match="not readable Parquet"):

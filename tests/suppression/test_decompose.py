@@ -154,3 +154,16 @@ def test_decomposition_with_no_time_returns_a_checked_plan_and_a_valid_bound():
     assert d.status is Status.OPTIMAL or (d.status is Status.TIME_LIMIT and d.gap > 0)
     assert d.gap == pytest.approx((d.degradation - d.lower_bound) / d.degradation)
     assert verify_lower_bound(occ, 65, 0.5, d.info["lower_bound_weights"]) == d.info["lagrangian_bound"]
+
+
+def test_the_decomposition_runs_without_a_time_limit():
+    """Without a time limit the decomposition's pattern LP is given the time left of an unlimited
+    deadline, +inf: read as no limit (a check that refused inf stopped `--plan milp` releases)."""
+    import numpy as np
+
+    import dpopt
+
+    occ = dpopt.heavy_hitter_occupancy(np.random.default_rng(1), gamma=1.0, q=0.05)
+    plan = dpopt.solve_suppression(occ, 65.0, 1.0, strategy="decomposition")
+    assert plan.status == "optimal"
+    assert plan.degradation == dpopt.solve_suppression(occ, 65.0, 1.0, strategy="milp").degradation
