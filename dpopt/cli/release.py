@@ -181,7 +181,9 @@ def _add_input_arguments(p: Any) -> None:
     g.add_argument("--timezone", metavar="AREA/CITY", default=None,
                    help="IANA time zone (e.g. America/Chicago, or UTC) in which times without a UTC offset "
                    "were written; without it such times are refused. Times with Z or +hh:mm and Unix "
-                   "times need no zone")
+                   "times need no zone. A wall time without an offset that the zone's clock change makes occur "
+                   "twice (the night clocks go back) or never is dropped, counted as an unparseable timestamp: "
+                   "write offsets to keep those records")
     g.add_argument("--time-window", default="1990,2100", metavar="START,END",
                    help="plausible timestamps, years or ISO dates (default 1990,2100): records outside are "
                    "dropped and counted (a wrong --timestamp-unit lands in 1970); 'none' for no window")
@@ -257,6 +259,7 @@ def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
              and not (args.partitions and args.resolution != "fixed"))] if on]
     return [f for f, on in common + [("--partitions", args.partitions is not None),
                                      ("--bounds", args.bounds != "histogram"),
+                                     ("--strategy", args.strategy != "optimised"),
                                      ("--resolution", args.resolution != "auto"),
                                      ("--coarsest-resolution", args.coarsest_resolution is not None)] if on]
 
@@ -272,7 +275,9 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
     idle = _idle_flags(args, privacy)
     if idle:
         other = "--privacy public-occupancy" if privacy == "user" else "--privacy user"
-        why = {"--chunksize": "", "--no-map": " (no map is drawn with --resolution fixed)",
+        if idle[0] == "--chunksize":  # the one flag idle by the back-end, not by the model
+            raise CliError("`--chunksize` does nothing with --backend dask: drop it (Dask reads in its own partitions)")
+        why = {"--no-map": " (no map is drawn with --resolution fixed)",
                "--max-dropped": " (a refusal by the share of dropped records would depend on the private data; "
                                 "they are counted in the diagnostics folder)",
                "--coarsest-resolution": " (it goes with --partitions and a multi-resolution --resolution)"}
@@ -527,6 +532,10 @@ def _nothing_released(result: Any) -> str:
     n = int(t["released"].astype(bool).sum()) if "released" in t.columns else len(t)
     if n:
         return ""
+    status = str(getattr(result.summary, "plan_status", ""))
+    if status in ("time_limit", "interrupted", "iteration_limit"):
+        return (f"this release publishes nothing: the planner stopped at its limit ({status}) before it found a "
+                "plan that serves any grid within the target; give it more --time-limit (or none)")
     return ("this release publishes nothing: no grid (or node) can be served within the target at this budget; "
             "raise --epsilon-total or --target, or coarsen --h3-resolution / --slot (with --plan hierarchy, "
             "--profile day offers hour-of-day nodes)")

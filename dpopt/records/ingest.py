@@ -223,6 +223,9 @@ class IngestReport:
         """Dropped records by cause (a record missing several fields counts under each)."""
         causes = {f"missing {f}": self.missing.get(f, 0) - self.unparseable.get(f, 0) for f in FIELDS}
         causes.update({f"unparseable {f}": self.unparseable.get(f, 0) for f in FIELDS})
+        if "unparseable timestamp" in causes:  # _localize: a wall time a clock change makes ambiguous or absent
+            causes["unparseable timestamp (or a local wall time that a clock change makes occur twice or never)"] = \
+                causes.pop("unparseable timestamp")
         causes["invalid coordinates"] = self.invalid_coordinates
         causes["value out of range (dropped)"] = self.dropped_out_of_range
         causes["timestamp outside the time window"] = self.outside_time_window

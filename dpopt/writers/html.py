@@ -669,6 +669,18 @@ _PLACE = ("place release", (
     "at least 99 % (measured on two bus data sets, not proven)."))
 
 
+def _field_text(value: Any) -> str:
+    """A summary.json field as summary.json writes it: a number for people, lists and mappings as
+    JSON (null, double quotes), not as Python's repr (None, single quotes)."""
+    if isinstance(value, float):
+        return fmt_number(value)
+    if isinstance(value, (dict, list, tuple)):
+        import json
+
+        return json.dumps(value, allow_nan=True, default=str)
+    return str(value)
+
+
 def _methods_section(summary: dict[str, Any], frontier: dict[str, Any] | None) -> str:
     shape = [_ENGINE] if summary.get("shape") == "optimised marginals" else [_PLACE] if summary.get("shape") == "place" \
         else [_MULTIRES] if summary.get("resolution") == "adaptive" else []
@@ -676,9 +688,7 @@ def _methods_section(summary: dict[str, Any], frontier: dict[str, Any] | None) -
     flat = {k: v for k, v in summary.items() if k != "frontier" and v is not None}
     if frontier and frontier.get("knee_rule"):
         flat["knee_rule"] = frontier["knee_rule"]
-    rows = "".join(
-        f"<tr><th>{_E(str(k))}</th><td>{_E(fmt_number(v) if isinstance(v, float) else str(v))}</td></tr>"
-        for k, v in flat.items())
+    rows = "".join(f"<tr><th>{_E(str(k))}</th><td>{_E(_field_text(v))}</td></tr>" for k, v in flat.items())
     return (f'<section id="methods"><h2>Methods appendix</h2><details><summary>Terms, papers and every '
             f'field of summary.json</summary><dl>{terms}</dl><table class="kv">{rows}</table></details>'
             "</section>")

@@ -248,8 +248,12 @@ def _occupancy_accuracy(result: Release) -> list[str]:
     if s.target is not None:
         bp = result.plan.info.get("budget_plan") if result.plan is not None else None
         rule = bp.info.get("target_rule") if bp is not None else None
-        lines.append(f"- budget planner target: tau = {s.target:.4g} for the mean; grids within it: "
-                     f"**{s.grids_within_target}**" + (f". tau was not given, so it is the {rule}" if rule else ""))
+        within = (f"grids answered by a published node whose mean meets it: **{s.grids_within_target}** (answers.csv; "
+                  "the bound holds that node's mean, and a grid's own mean also differs from it by the variation "
+                  "inside the node, which the bound does not hold)" if s.answered_grids is not None
+                  else f"grids within it: **{s.grids_within_target}**")
+        lines.append(f"- budget planner target: tau = {s.target:.4g} for the mean; {within}"
+                     + (f". tau was not given, so it is the {rule}" if rule else ""))
     if s.frontier is not None:
         pts = ", ".join(f"{t:.3g}: {int(c)}" for t, c in zip(s.frontier["tau"], s.frontier["coverage"]))
         lines.append(f"- frontier (tau: grids within tau), from public counts only: {pts} (frontier.png)")

@@ -101,6 +101,10 @@ def test_bad_combinations_fail_before_any_record_is_read(unreadable, kwargs):
     (["--epsilon-total", "1", "--delta", "1e-6", "--plan", "greedy"], "--plan"),
     (["--privacy", "public-occupancy", "--epsilon-total", "1", "--bounds", "2,2"], "--bounds"),
     (["--privacy", "public-occupancy", "--epsilon-total", "1", "--plan", "greedy", "--target", "3"], "--target"),
+    (["--privacy", "public-occupancy", "--epsilon-total", "1", "--strategy", "place"],
+     "`--strategy` does nothing under --privacy public-occupancy"),
+    (["--epsilon-total", "1", "--delta", "1e-6", "--backend", "dask", "--chunksize", "1000"],
+     "`--chunksize` does nothing with --backend dask"),
     (["--epsilon-totl", "1"], "did you mean --epsilon-total"),
     (["--epsilon-t", "1"], "did you mean --epsilon"),  # no abbreviations
 ])
@@ -220,3 +224,18 @@ def h3_str(cell: int) -> str:
     import h3
 
     return h3.int_to_str(int(cell))
+
+
+def test_nothing_released_names_the_planners_limit_where_it_stopped():
+    """public-occupancy publishing no grid: where the planner stopped at its limit (`--time-limit 0`
+    publishes nothing), the warning says so and what would change it, not the budget or the target."""
+    from types import SimpleNamespace
+
+    from dpopt.cli.release import _nothing_released
+
+    empty = pd.DataFrame({"released": [False, False]})
+    stopped = _nothing_released(SimpleNamespace(table=empty, summary=SimpleNamespace(plan_status="time_limit")))
+    assert "stopped at its limit (time_limit)" in stopped and "--time-limit" in stopped
+    plain = _nothing_released(SimpleNamespace(table=empty, summary=SimpleNamespace(plan_status="optimal")))
+    assert "--epsilon-total" in plain and "limit" not in plain
+    assert _nothing_released(SimpleNamespace(table=pd.DataFrame({"released": [True]}), summary=None)) == ""

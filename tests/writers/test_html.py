@@ -228,3 +228,14 @@ def test_a_view_given_by_the_caller_draws_the_same_page(published, monkeypatch):
     own = render_html(table, summary, unit="km/h")
     monkeypatch.setattr(html, "published_view", lambda *a, **k: pytest.fail("the view was built again"))
     assert render_html(table, summary, unit="km/h", view=view) == own
+
+
+def test_nested_summary_fields_read_as_json_in_the_methods_appendix():
+    """Lists and mappings of summary.json (levels, fallback) are shown as summary.json writes them —
+    null and double quotes — not as Python's repr (None, single quotes)."""
+    from dpopt.writers.html import _methods_section
+
+    html = _methods_section({"levels": [{"level": 0, "repeat_every": None}], "fallback": {"least_tau": {}},
+                             "epsilon_total": 1.5}, None)
+    assert "&quot;repeat_every&quot;: null" in html and "&#x27;repeat_every&#x27;: None" not in html
+    assert "1.5" in html
