@@ -27,6 +27,7 @@ m_* = min m_ℓ, m^* = max m_ℓ, Γ_m = Σ_ℓ min{m_ℓ, m}, samples in [0, U]
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -328,8 +329,10 @@ def _exact_enumeration(prof: CountProfile, U: float, eps: float) -> tuple[int, f
     return int(v[j]), float(err[j])
 
 
-def _exact_scan(prof: CountProfile, U: float, eps: float, chunk: int = 1 << 20) -> tuple[int, float]:
-    """Every integer of [m_*, m^*] (the check of Lemma V.2), in chunks."""
+def _exact_scan(prof: CountProfile, U: float, eps: float, chunk: int = 1 << 20,
+                deadline: float | None = None) -> tuple[int, float, bool]:
+    """Every integer of [m_*, m^*] (the check of Lemma V.2), in chunks, until ``deadline``
+    (:func:`time.perf_counter`): (m, its error, whether every integer was scanned)."""
     best_m, best_e = -1, math.inf
     for lo in range(prof.min_count, prof.max_count + 1, chunk):
         m = np.arange(lo, min(lo + chunk, prof.max_count + 1), dtype=np.int64)
@@ -337,7 +340,9 @@ def _exact_scan(prof: CountProfile, U: float, eps: float, chunk: int = 1 << 20) 
         j = int(_first_min(err))
         if best_m < 0 or err[j] < best_e - TIE_RTOL * abs(best_e):
             best_m, best_e = int(m[j]), float(err[j])
-    return best_m, best_e
+        if deadline is not None and time.perf_counter() > deadline and lo + chunk <= prof.max_count:
+            return best_m, best_e, False
+    return best_m, best_e, True
 
 
 def exact_length_path(counts: Any, bound: float, epsilons: Any) -> np.ndarray:
@@ -377,7 +382,10 @@ def array_length_milp(counts: Any, bound: float, epsilon: float) -> LinearModel:
 
     Variables: binary z_j (one per distinct count v_j, cost E_ε(v_j)), and the continuous read-outs
     ``length`` = Σ v_j z_j and ``gamma`` = Σ Γ_{v_j} z_j. Constraint Σ z_j = 1. By Lemma V.2 its
-    optimum equals min over all integers m ∈ [m_*, m^*] of E_ε(m).
+    optimum equals min over all integers m ∈ [m_*, m^*] of E_ε(m). HiGHS's tolerances are absolute:
+    where the errors are small (U ≈ 1) candidates a few 10⁻⁵ of themselves apart are one to its
+    presolve (m = 199 at 0.0118561 was taken for m = 200 at 0.0118554), so :func:`optimal_array_length`
+    solves it with the costs in units of the least of them (:func:`_in_error_units`).
 
     Returns
     -------
@@ -533,9 +541,20 @@ def _heuristic_range(prof: CountProfile, low: int | None, high: int | None) -> t
     return lo, hi
 
 
-def _heuristic_scan(prof: CountProfile, lo: int, hi: int) -> int:
-    m = np.arange(lo, hi + 1, dtype=np.int64)
-    return int(m[int(np.argmax(prof.gamma(m) / np.sqrt(m)))])
+def _heuristic_scan(prof: CountProfile, lo: int, hi: int, chunk: int = 1 << 20, deadline: float | None = None
+                    ) -> tuple[int, bool]:
+    """argmax Γ_m/√m over every integer of [lo, hi], in chunks, until ``deadline``: (m, whether every
+    integer was scanned)."""
+    best_m, best_v = lo, -math.inf
+    for a in range(lo, hi + 1, chunk):
+        m = np.arange(a, min(a + chunk, hi + 1), dtype=np.int64)
+        v = prof.gamma(m) / np.sqrt(m)
+        j = int(np.argmax(v))
+        if v[j] > best_v:
+            best_m, best_v = int(m[j]), float(v[j])
+        if deadline is not None and time.perf_counter() > deadline and a + chunk <= hi:
+            return best_m, False
+    return best_m, True
 
 
 def median_length(counts: Any) -> int:
@@ -664,7 +683,8 @@ def _choose_length(method: str, solver: str, prof: CountProfile, U: float, eps: 
     elif method == "heuristic":
         lo, hi = _heuristic_range(prof, low, high)
         if solver == "scan":
-            m = _heuristic_scan(prof, lo, hi)
+            m, done = _heuristic_scan(prof, lo, hi, deadline=_deadline(time_limit))
+            status, gap = (Status.OPTIMAL, 0.0) if done else (Status.TIME_LIMIT, math.inf)
         else:
             m = heuristic_length(prof.sorted_counts, low=lo, high=hi)
         objective = float(prof.gamma(m) / math.sqrt(m))
@@ -680,15 +700,38 @@ def _exact_choice(prof: CountProfile, U: float, eps: float, solver: str, m_opt: 
     if solver == "enumeration":
         return m_opt, e_opt, Status.OPTIMAL, 0.0
     if solver == "scan":
-        m, objective = _exact_scan(prof, U, eps)
-        return m, objective, Status.OPTIMAL, 0.0
+        m, objective, done = _exact_scan(prof, U, eps, deadline=_deadline(time_limit))
+        return (m, objective, Status.OPTIMAL, 0.0) if done else (m, objective, Status.TIME_LIMIT, math.inf)
     from ..solve import solve_bounded as solve
 
-    res = solve(array_length_milp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
+    # gap tolerances 0 (HiGHS's default relative gap 1e-4 would accept a candidate that far above the best)
+    res = solve(_in_error_units(array_length_milp(prof.sorted_counts, U, eps)), time_limit=time_limit,
+                options={"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})})
     if res.x is None:
         return m_opt, math.nan, res.status, float(res.gap)
-    j = int(np.argmax(res.value("choose")))
-    return int(prof.values[j]), float(res.objective), res.status, float(res.gap)
+    m = int(prof.values[int(np.argmax(res.value("choose")))])
+    objective = float(_error(prof, np.array([m]), prof.gamma(np.array([m])), U, eps)[0])  # the model's is in units
+    return m, objective, res.status, float(res.gap)
+
+
+def _deadline(time_limit: float | None) -> float | None:
+    """The :func:`time.perf_counter` at which a scan stops (None: no limit)."""
+    return None if time_limit is None else time.perf_counter() + time_limit
+
+
+def _in_error_units(model: LinearModel) -> LinearModel:
+    """:func:`array_length_milp` with its costs divided by the least (positive) one: the same choice,
+    the objective in units of the least candidate error, differences clear of HiGHS's absolute
+    tolerances (a scaling of the objective, never the answer)."""
+    import dataclasses
+
+    cost = model.c.copy()
+    block = model.col_blocks["choose"]
+    unit = float(np.min(cost[block]))
+    if not (math.isfinite(unit) and unit > 0):
+        return model
+    cost[block] = cost[block] / unit
+    return dataclasses.replace(model, c=cost)
 
 
 def _surrogate_choice(prof: CountProfile, U: float, eps: float, solver: str, *, time_limit: float | None,

@@ -44,13 +44,14 @@ def read_occupancy(path: str | Path) -> Any:
 
 
 def _typed(column: list[str]) -> list[Any]:
-    """A label column as pandas would read it: all integers → int, all numbers → float, else text."""
-    for kind in (int, float):
-        try:
-            return [kind(v) for v in column]
-        except ValueError:
-            pass
-    return column
+    """A label column: integers where every label is one written canonically ("7", "-3"), else the
+    text as written — two distinct labels are never one ("01" and "1", "1e5" and "100000" were merged
+    when read as numbers, as release's ids never are)."""
+    try:
+        ints = [int(v) for v in column]
+    except ValueError:
+        return column
+    return ints if all(str(i) == v for i, v in zip(ints, column)) else column
 
 
 def register(subparsers: Any) -> None:

@@ -370,7 +370,7 @@ class ClippingPlan:
             "bias": self.bias,
             "noise": self.noise,
             "sensitivity": self.sensitivity,
-            "users_clipped": self.n_clipped,
+            "users_clipped": self.n_clipped if np.all(np.isfinite(self.lower)) else None,  # no solution: unknown
             "certificate_ok": self.check() if self.certificate is not None else None,
         }
 

@@ -106,6 +106,8 @@ def reproduce(figure: str, *, runs: int | None = None, seed: int = 0, progress: 
         raise DpoptInputError(
             f"`param` {', '.join(unknown)} is not a parameter of {figure}; valid: {', '.join(defaults)}")
     spec = FIGURES[figure]
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise DpoptInputError(f"`seed` must be an integer >= 0 (numpy's SeedSequence); got {seed!r}")
     kw = dict(params, seed=seed, progress=progress)
     r = runs if runs is not None else spec.default_runs
     if r is not None:

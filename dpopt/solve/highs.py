@@ -157,7 +157,11 @@ def _highs_for(
         integrality,
     )
     if status == highspy.HighsStatus.kError:
-        raise ValueError(f"HiGHS could not load model {model.name!r}")
+        parts = (model.c, A.data, model.col_lower, model.col_upper, model.row_lower, model.row_upper)
+        big = max(float(np.max(np.abs(a[np.isfinite(a)]), initial=0.0)) for a in map(np.asarray, parts))
+        raise DpoptInputError(f"`model` {model.name!r} could not be loaded by HiGHS: its largest coefficient or "
+                              f"bound is {big:.3g}, and HiGHS reads 1e20 and above as infinite (scale the data: "
+                              "a bound U or U/ε that large)")
     return h
 
 
@@ -311,7 +315,7 @@ def write_model(model: LinearModel, path: str | Path) -> Path:
     """
     path = Path(path)
     if path.suffix.lower() not in (".mps", ".lp"):
-        raise ValueError(f"`path` must end in .mps or .lp; got {str(path)!r}")
+        raise DpoptInputError(f"`path` must end in .mps or .lp (a file name before it); got {str(path)!r}")
     h = _highs_for(model, None, None)
     for j, nm in enumerate(model.column_names()):  # readable names: users, grids, levels
         h.passColName(j, nm)

@@ -483,3 +483,36 @@ def test_a_solve_stopped_by_its_time_limit_proves_nothing(method, solver):
     assert stopped.status == "time_limit" and stopped.gap > 0 and math.isnan(stopped.objective)
     solved = optimal_array_length([6, 3, 2, 1], 65.0, 1.0, method=method, solver=solver)
     assert solved.status == "optimal" and solved.gap == 0.0 and math.isfinite(solved.objective)
+
+
+def test_the_milp_finds_the_enumerations_length_at_every_scale_of_the_bound():
+    """The exact MILP against the enumeration over seeded instances with U from 10⁻³ to 10³: the same
+    least error (its costs are in units of the least candidate error; in absolute units HiGHS's
+    presolve took m = 199, error 0.0118561, for m = 200, error 0.0118554, at U = 1, ε = 0.5, and
+    called it optimal with gap 0)."""
+    from dpopt import optimal_array_length
+
+    rng = np.random.default_rng(7)
+    rng.geometric(0.02, size=300)
+    uniform = rng.integers(20, 201, size=300)
+    plan = optimal_array_length(uniform, 1.0, 0.5, solver="milp")
+    assert plan.length == plan.optimal_length == 200 and plan.excess == 0.0
+    for _ in range(60):
+        counts = rng.integers(1, int(rng.integers(2, 400)), int(rng.integers(2, 400)))
+        U, eps = 10.0 ** rng.uniform(-3, 3), 10.0 ** rng.uniform(-2, 1)
+        milp = optimal_array_length(counts, U, eps, solver="milp")
+        assert milp.status == "optimal" and milp.excess <= 1e-12 * milp.optimal_error
+        assert milp.objective == pytest.approx(milp.error, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["exact", "heuristic"])
+def test_a_scan_stops_at_its_time_limit_and_says_so(method):
+    """The scans visit every integer of [m_*, m^*]: with counts 1 and 10¹² that is 10¹² lengths
+    (the heuristic's scan allocated them at once: 7.28 TiB). In chunks, stopped at the time limit,
+    the plan says time_limit with an unproven gap; a small range is scanned whole and optimal."""
+    from dpopt import optimal_array_length
+
+    wide = optimal_array_length([1, 10**12], 1.0, 1.0, method=method, solver="scan", time_limit=0.0)
+    assert wide.status == "time_limit" and math.isinf(wide.gap) and 1 <= wide.length <= 10**12
+    small = optimal_array_length([1, 7, 30], 1.0, 1.0, method=method, solver="scan", time_limit=0.0)
+    assert small.status == "optimal" and small.gap == 0.0

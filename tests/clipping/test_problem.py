@@ -282,3 +282,5 @@ def test_a_plan_states_its_gap():
         assert solve().gap == 0.0 and solve().status == "optimal"
         stopped = solve(time_limit=0.0)
         assert stopped.status == "time_limit" and math.isinf(stopped.gap) and stopped.summary()["gap"] == stopped.gap
+        if stopped.lower.size and math.isnan(stopped.lower[0]):  # no point: how many users it clips is unknown
+            assert stopped.summary()["users_clipped"] is None

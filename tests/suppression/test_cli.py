@@ -79,3 +79,17 @@ def test_cli_decomposition_with_progress(occ_csv, capsys):
     Kb, sb, _ = brute_force(occ, 1.0, 1.0, float(grid_errors(occ, 1.0, 1.0).max()))
     assert data["status"] == "optimal" and data["lower_bound"] == data["degradation"] == Kb
     assert "suppress" in out.err  # the bar
+
+
+def test_labels_that_differ_as_written_stay_distinct(tmp_path):
+    """Labels are integers only where every one is written as its integer; else the text as written:
+    "01" and "1" are two users (read as numbers they were one, K = 2 instead of 1), and "1e5" and
+    "100000" two grids."""
+    path = tmp_path / "occ.csv"
+    path.write_text("user,grid,count\n01,g1,3\n1,g2,3\n2,g1,1\n3,g2,2\n")
+    occ = read_occupancy(path)
+    assert occ.degradation == 1 and len(occ.users) == 4 and "01" in occ.users.tolist()
+    path.write_text("user,grid,count\n7,1e5,3\n7,100000,3\n")
+    assert read_occupancy(path).degradation == 2
+    path.write_text("user,grid,count\n7,1,3\n8,2,3\n")
+    assert read_occupancy(path).users.tolist() == [7, 8]  # canonical integers stay numbers
