@@ -54,6 +54,19 @@ def _typed(column: list[str]) -> list[Any]:
     return ints if all(str(i) == v for i, v in zip(ints, column)) else column
 
 
+def _refuse_idle(args: argparse.Namespace) -> None:
+    """A flag the chosen --method does not read is refused in one line (it was silently ignored)."""
+    given = {"--time-limit": args.time_limit is not None, "--solver-option": bool(args.solver_option),
+             "--strategy": args.strategy != "auto", "--no-tie-break": not args.tie_break, "--list": args.list,
+             "--skip-min-error-grid": args.skip_min_error_grid}
+    reads = {"greedy": {"--list", "--skip-min-error-grid"},
+             "milp": {"--time-limit", "--solver-option", "--strategy", "--no-tie-break", "--list"},
+             "frontier": {"--time-limit", "--solver-option"}}[args.method]
+    idle = [flag for flag, on in given.items() if on and flag not in reads]
+    if idle:
+        raise CliError(f"`{idle[0]}` does nothing with --method {args.method}: drop it")
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "suppress",
@@ -85,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from ..suppression.milp import solve_suppression
 
     options = solver_options(args)
+    _refuse_idle(args)
     occ = read_occupancy(args.occupancy)
     if args.method == "frontier":
         budget = {} if args.time_limit is None else {"time_limit": args.time_limit}

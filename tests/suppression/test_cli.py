@@ -93,3 +93,16 @@ def test_labels_that_differ_as_written_stay_distinct(tmp_path):
     assert read_occupancy(path).degradation == 2
     path.write_text("user,grid,count\n7,1,3\n8,2,3\n")
     assert read_occupancy(path).users.tolist() == [7, 8]  # canonical integers stay numbers
+
+
+@pytest.mark.parametrize("method, flag", [("greedy", ["--time-limit", "3"]), ("greedy", ["--strategy", "milp"]),
+                                          ("greedy", ["--no-tie-break"]), ("frontier", ["--list"]),
+                                          ("frontier", ["--skip-min-error-grid"]), ("milp", ["--skip-min-error-grid"])])
+def test_a_flag_the_method_does_not_read_is_refused(tmp_path, capsys, method, flag):
+    """Each method's idle flags were silently ignored (greedy reads no solver option, the frontier
+    lists no pairs): now one line naming the flag, exit 2."""
+    path = tmp_path / "occ.csv"
+    path.write_text("user,grid,count\n1,g1,3\n1,g2,3\n2,g1,1\n")
+    code = main(["suppress", "--occupancy", str(path), "--bound", "10", "--epsilon", "1", "--method", method, *flag])
+    err = capsys.readouterr().err
+    assert code == 2 and f"`{flag[0]}` does nothing with --method {method}" in err
