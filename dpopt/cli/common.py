@@ -69,7 +69,8 @@ def _read_text(path: str | Path, name: str) -> str:
     else:
         p = Path(path)
         if not p.is_file():
-            raise CliError(f"`{name}` must be a readable file; got {str(path)!r} (not found)")
+            raise CliError(f"`{name}` must be a readable file; got {str(path)!r} "
+                           f"({'a directory' if p.is_dir() else 'not found'})")
         raw = p.read_bytes()
     try:
         return raw.decode("utf-8-sig")

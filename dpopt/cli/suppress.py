@@ -20,7 +20,8 @@ def read_occupancy(path: str | Path) -> Any:
 
     p = Path(path)
     if not p.is_file():
-        raise CliError(f"`--occupancy` must be a readable CSV file; got {str(path)!r} (not found)")
+        raise CliError(f"`--occupancy` must be a readable CSV file; got {str(path)!r} "
+                       f"({'a directory' if p.is_dir() else 'not found'})")
     try:
         with open(p, newline="", encoding="utf-8-sig") as f:
             rows = [r for r in csv.reader(f) if r]
