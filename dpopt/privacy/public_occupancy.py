@@ -72,6 +72,18 @@ CRITERIA = ("noise", "worst_case")
 NOISES = ("discrete", "numpy")
 
 
+def _check_targets(value: Any, name: str) -> None:
+    """``target``/``target_variance``: None, or a number or array of numbers, each finite and > 0."""
+    if value is None:
+        return
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise DpoptInputError(f"`{name}` must be a positive number (or one per grid); got {value!r}") from None
+    if isinstance(value, bool) or arr.size == 0 or not np.all(np.isfinite(arr) & (arr > 0)):
+        raise DpoptInputError(f"`{name}` must be a positive number (or one per grid); got {value!r}")
+
+
 @dataclass(frozen=True)
 class PublicOccupancyOptions:
     """Options of the ``public-occupancy`` model (validated on construction).
@@ -111,6 +123,8 @@ class PublicOccupancyOptions:
             check_nonnegative_float(self.error_bound, "error_bound")
         if self.time_limit is not None:
             check_nonnegative_float(self.time_limit, "time_limit")
+        for name in ("target", "target_variance"):  # a number, or one per grid: each finite and > 0
+            _check_targets(getattr(self, name), name)
 
     def for_plan(self, plan: Any) -> PublicOccupancyOptions:
         """These options with ``plan`` filled in (the default for the budget); an option that would

@@ -93,6 +93,10 @@ def check_options(bound: float | None, budget: Budget | PerGridBudget, model: Mo
     """The combination of options, checked before any record is read; returns the bound the
     privacy models see: U − L for values in [L, U] (:func:`dpopt._validation.value_range` of
     ``bound``, ``lower``, ``upper``), U itself without a lower end."""
+    for name, value, kind in (("noise", noise, NoiseOptions), ("estimation", estimation, EstimationOptions),
+                              ("io", io, InputOptions)):
+        if not isinstance(value, kind):
+            raise DpoptInputError(f"`{name}` must be {kind.__name__}(...) (or omitted); got {type(value).__name__}")
     L, top = value_range(bound, lower, upper)
     U = top - L if L else top
     if grid is not None and isinstance(model, UserOptions) and model.partitions is not None \

@@ -239,3 +239,32 @@ def test_nothing_released_names_the_planners_limit_where_it_stopped():
     plain = _nothing_released(SimpleNamespace(table=empty, summary=SimpleNamespace(plan_status="optimal")))
     assert "--epsilon-total" in plain and "limit" not in plain
     assert _nothing_released(SimpleNamespace(table=pd.DataFrame({"released": [True]}), summary=None)) == ""
+
+
+def test_option_objects_of_the_wrong_type_and_partitions_as_int_or_polars(unreadable):
+    """`noise`, `io`, `estimation` given as something else fail in one line naming them (were
+    AttributeErrors deep inside); a partitions frame whose cells are h3's integer form, or a polars
+    frame, is read as its text form would be; PublicOccupancyOptions checks its targets when built."""
+    import h3
+
+    from dpopt.privacy.user.partitions import read_partitions
+    from dpopt.release import PublicOccupancyOptions
+
+    for kw, name in (({"noise": 1}, "noise"), ({"io": {"timezone": "UTC"}}, "io"), ({"estimation": 0.9}, "estimation")):
+        with pytest.raises(DpoptInputError, match=f"`{name}` must be") as err:
+            release(unreadable, bound=10.0, budget=Budget(epsilon_total=1.0), **kw)
+        assert "\n" not in str(err.value)
+    cell = h3.latlng_to_cell(30.27, -97.74, 7)
+    text = pd.DataFrame({"cell": [cell], "slot": ["2024-03-05T08:00:00Z"]})
+    want = read_partitions(text, h3_resolution=7, slot_ns=3_600 * 10**9)
+    as_int = read_partitions(text.assign(cell=[h3.str_to_int(cell)]), h3_resolution=7, slot_ns=3_600 * 10**9)
+    assert as_int.cells.tolist() == want.cells.tolist() and as_int.slots.tolist() == want.slots.tolist()
+    with pytest.raises(DpoptInputError, match="H3"):
+        read_partitions(text.assign(cell=[12345]), h3_resolution=7, slot_ns=3_600 * 10**9)
+    import polars as pl  # the test extra's
+
+    assert read_partitions(pl.from_pandas(text), h3_resolution=7, slot_ns=3_600 * 10**9).cells.tolist() == \
+        want.cells.tolist()
+    for bad in (-1, "x", True):
+        with pytest.raises(DpoptInputError, match="`target`"):
+            PublicOccupancyOptions(plan="budget", target=bad)

@@ -75,6 +75,15 @@ class UserOptions:
     the measurement, default (4, 8); ``selection_fraction`` default 0.6; no bounds or pooling budget).
     ``selection_fraction`` None: 0.6 there, 0.2 for the flat private release.
 
+    What an interval holds: under the engine every listed grid's row is its own, and its interval
+    is for the grid's truth (models/engine.md §4). Under the named strategies a grid answered by a
+    coarser node ("adaptive", and "place" where it answers by the map) gets that node's interval,
+    which holds the node's mean, not the grid's: where the value varies inside the node it misses
+    the grids (an outside-style check: 0.58–0.64 of grids covered at a stated 0.95 on data set by
+    place × hour); and no strategy's interval holds the record cap's re-weighting of heavy users
+    (summary ``reweighting`` says how far it goes; a per-grid cap c = 2 under "fixed" at ε = 1000
+    covered 0.44).
+
     ``profile`` "day" or "week" (with a list; "auto" then runs the adaptive release): the
     hierarchy's time steps are windows that recur every day (hour-of-day, 3-h-of-day) or week
     (hour-of-week, day-of-week) instead of longer contiguous slots (models/hierarchy.md §2).

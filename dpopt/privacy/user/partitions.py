@@ -94,8 +94,11 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: 
             raise DpoptInputError(f"`partitions` file {str(source)!r} is not a readable CSV: {exc}") from None
     elif isinstance(source, pd.DataFrame):
         frame = source
+    elif hasattr(source, "to_pandas"):  # a polars (or Arrow) table, as records are read
+        frame = source.to_pandas()
     else:
-        raise DpoptInputError(f"`partitions` must be a CSV path or a DataFrame; got {type(source).__name__}")
+        raise DpoptInputError(f"`partitions` must be a CSV path or a (pandas or polars) DataFrame; got "
+                              f"{type(source).__name__}")
     missing = [c for c in ("cell", "slot") if c not in frame.columns]
     if missing:
         sep = next((c for c in (";", "\t", "|") if len(frame.columns) == 1 and c in str(frame.columns[0])), None)
@@ -103,8 +106,8 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: 
         raise DpoptInputError(f"`partitions` must have columns 'cell' and 'slot'; missing {missing}{hint}")
     if len(frame) == 0:
         raise DpoptInputError("`partitions` must list at least one grid; got an empty table")
-    cells_txt = frame["cell"].astype(str).str.strip().to_numpy()
-    bad = [c for c in cells_txt if not h3.is_valid_cell(c)]
+    cells_txt = _cell_text(frame["cell"])
+    bad = [c for c in cells_txt if not _valid_cell(c)]
     if bad:
         raise DpoptInputError(f"`partitions` column 'cell' must hold H3 indexes; got {bad[0]!r}")
     res = {h3.get_resolution(c) for c in cells_txt}
@@ -119,6 +122,20 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: 
             f"the epoch, UTC); got {frame['slot'].iloc[int(np.flatnonzero(off)[0])]!r}")
     cells = np.asarray([h3.str_to_int(c) for c in cells_txt], dtype=np.int64)
     return PartitionList.from_grids(cells, slots)
+
+
+def _cell_text(cell: pd.Series) -> np.ndarray:
+    """The cells as H3 strings: text stripped, or integer H3 indexes (h3's int form) written as text."""
+    if pd.api.types.is_integer_dtype(cell):
+        return np.array([h3.int_to_str(int(c)) if 0 < int(c) < 2**64 else str(c) for c in cell])
+    return cell.astype(str).str.strip().to_numpy()
+
+
+def _valid_cell(text: str) -> bool:
+    try:
+        return bool(h3.is_valid_cell(text))
+    except (ValueError, OverflowError, TypeError):  # h3 reads the text as hex: anything else is no cell
+        return False
 
 
 def _slot_times(slot: pd.Series, timezone: str | None) -> np.ndarray:
