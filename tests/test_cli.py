@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import dpopt
@@ -65,6 +66,27 @@ def test_errors_bad_files(tmp_path, capsys):
     assert main(["errors", "--counts", str(neg), "--bound", "1", "--epsilon", "1"]) == 2
     assert "`counts` must hold integers >= 1" in capsys.readouterr().err
     assert main(["errors", "--counts", str(tmp_path / "missing.txt"), "--bound", "1", "--epsilon", "1"]) == 2
+
+
+def test_errors_refuses_a_headerless_table_and_an_overflowing_noise(tmp_path, capsys):
+    """Rows ``user,count`` without a header were read as one column of four users; an ε whose noise
+    2(U + U²/4)/ε overflows printed ``inf``. Both are one line naming the argument (exit 2)."""
+    table = tmp_path / "table.csv"
+    table.write_text("1,5\n2,7\n")
+    assert main(["errors", "--counts", str(table), "--bound", "10", "--epsilon", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "`counts`" in err and "2 columns without a header" in err and "Traceback" not in err
+    one_line = tmp_path / "one_line.csv"
+    one_line.write_text("5,7\n")  # one line of numbers is still a comma-separated list
+    assert main(["errors", "--counts", str(one_line), "--bound", "10", "--epsilon", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["users"] == 2
+    plain = tmp_path / "plain.txt"
+    plain.write_text("5\n7\n")
+    assert main(["errors", "--counts", str(plain), "--bound", "1e100", "--epsilon", "1e-300"]) == 2
+    err = capsys.readouterr().err
+    assert "`epsilon` is too small" in err and "Traceback" not in err
+    assert main(["errors", "--counts", str(plain), "--bound", "1e100", "--epsilon", "1e-90", "--json"]) == 0
+    assert np.isfinite(json.loads(capsys.readouterr().out)["error"])
 
 
 def test_python_dash_m_entry_point():

@@ -31,7 +31,8 @@ class CliError(DpoptInputError):
 def read_numbers(path: str | Path, name: str, *, column: str | None = None) -> np.ndarray:
     """Read a 1-D column of numbers from a text/CSV file (one per line or comma/space separated).
 
-    A first line that is not numeric is taken as a header and skipped. A CSV whose header names
+    A first line that is not numeric is taken as a header and skipped; several lines of the same
+    k ≥ 2 numbers (a table without a header) are refused. A CSV whose header names
     several columns (``user,count``) is read by column: ``column``, else the first of
     :data:`COUNT_COLUMNS` present. ``-`` reads stdin.
     """
@@ -41,6 +42,7 @@ def read_numbers(path: str | Path, name: str, *, column: str | None = None) -> n
     if column is not None or (len(header) > 1 and not _is_number(header[0].strip())):
         return _read_column(lines, path, name, column)
     tokens = text.replace(",", " ").replace(";", " ").split("\n")
+    _refuse_headerless_table(tokens, path, name)
     values: list[float] = []
     for i, line in enumerate(tokens):
         for tok in line.split():
@@ -53,6 +55,18 @@ def read_numbers(path: str | Path, name: str, *, column: str | None = None) -> n
     if not values:
         raise CliError(f"`{name}` file {str(path)!r} holds no numbers")
     return np.asarray(values)
+
+
+def _refuse_headerless_table(lines: list[str], path: str | Path, name: str) -> None:
+    """Refuse several lines of the same k ≥ 2 numbers: a table without a header (``user,count``
+    rows), whose numbers would otherwise all be read as one column."""
+    widths = {len(line.split()) for line in lines if line.strip()}
+    rows = sum(1 for line in lines if line.strip())
+    if rows > 1 and len(widths) == 1 and min(widths) > 1:
+        raise CliError(
+            f"`{name}` file {str(path)!r} is a table of {min(widths)} columns without a header; "
+            "give a header naming the counts column (e.g. user,count) or one number per line"
+        )
 
 
 def _is_number(tok: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import calculus
-from .._validation import as_counts, as_retained, check_bound, check_epsilon
+from .._validation import as_counts, as_retained, check_bound, check_epsilon, check_noise_scale
 from .common import add_partition_command, emit, read_numbers
 
 
@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     retained = counts if args.retained is None else as_retained(read_numbers(args.retained, "retained"), counts)
     U = check_bound(args.bound)
     eps = check_epsilon(args.epsilon)
+    # the printed noise 2(Δμ + ΔVar)/ε is at most 2(U + U²/4)/ε: refuse an ε that makes it overflow
+    check_noise_scale(2.0 * (U + U * U / 4.0), eps, f"2(U + U²/4)/ε at U = {U!r}")
     terms = calculus.grid_error_terms(
         [counts.sum()], [retained.sum()], [retained.max()], U, eps, split=args.split
     )
