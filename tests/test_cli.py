@@ -117,11 +117,15 @@ def test_counts_files_may_be_a_csv_with_a_named_column(tmp_path, capsys):
     csv.write_text("user,count,other\na,3,100\nb,7,100\nc,2,100\nd,9,100\n")
     named = tmp_path / "named.csv"
     named.write_text("id,m_l\na,3\nb,7\nc,2\nd,9\n")
+    semicolons = tmp_path / "semicolons.csv"
+    semicolons.write_text("user;count\na;3\nb;7\nc;2\nd;9\n")
+    tabs = tmp_path / "tabs.tsv"
+    tabs.write_text("user\tcount\na\t3\nb\t7\nc\t2\nd\t9\n")
     outs = []
-    for path, extra in ((plain, []), (csv, []), (named, ["--counts-column", "m_l"])):
+    for path, extra in ((plain, []), (csv, []), (named, ["--counts-column", "m_l"]), (semicolons, []), (tabs, [])):
         assert main(["clipping", "--counts", str(path), "--bound", "1", "--epsilon", "1", "--json", *extra]) == 0
         outs.append(json.loads(capsys.readouterr().out))
-    assert outs[0] == outs[1] == outs[2] and outs[0]["samples"] == 21
+    assert outs[0] == outs[1] == outs[2] == outs[3] == outs[4] and outs[0]["samples"] == 21
     assert main(["arrays", "--counts", str(named), "--bound", "1", "--epsilon", "1"]) == 2
     assert "no column" in capsys.readouterr().err
     assert main(["clipping", "--counts", str(csv), "--bound", "1", "--epsilon", "1", "--solver-option", "bad"]) == 2

@@ -33,14 +33,15 @@ def read_numbers(path: str | Path, name: str, *, column: str | None = None) -> n
 
     A first line that is not numeric is taken as a header and skipped; several lines of the same
     k ≥ 2 numbers (a table without a header) are refused. A CSV whose header names
-    several columns (``user,count``) is read by column: ``column``, else the first of
+    several columns (``user,count``; ``;`` or tab also delimit) is read by column: ``column``, else the first of
     :data:`COUNT_COLUMNS` present. ``-`` reads stdin.
     """
     text = _read_text(path, name)
     lines = text.splitlines()
-    header = lines[0].split(",") if lines else []
+    delimiter = _delimiter(lines[0]) if lines else ","
+    header = lines[0].split(delimiter) if lines else []
     if column is not None or (len(header) > 1 and not _is_number(header[0].strip())):
-        return _read_column(lines, path, name, column)
+        return _read_column(lines, path, name, column, delimiter)
     tokens = text.replace(",", " ").replace(";", " ").split("\n")
     _refuse_headerless_table(tokens, path, name)
     values: list[float] = []
@@ -95,11 +96,19 @@ def _read_text(path: str | Path, name: str) -> str:
         ) from None
 
 
-def _read_column(lines: list[str], path: str | Path, name: str, column: str | None) -> np.ndarray:
+def _delimiter(first_line: str) -> str:
+    """The CSV delimiter a header line uses: ``,`` unless it holds none and holds ``;`` or a tab."""
+    if "," in first_line:
+        return ","
+    return next((d for d in (";", "\t") if d in first_line), ",")
+
+
+def _read_column(lines: list[str], path: str | Path, name: str, column: str | None,
+                 delimiter: str = ",") -> np.ndarray:
     """The numbers of one named column of a CSV with a header row (standard library csv)."""
     import csv
 
-    rows = [r for r in csv.reader(lines) if r]
+    rows = [r for r in csv.reader(lines, delimiter=delimiter) if r]
     header = [h.strip() for h in rows[0]] if rows else []
     lower = [h.lower() for h in header]
     wanted = [column.lower()] if column is not None else list(COUNT_COLUMNS)
