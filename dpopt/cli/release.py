@@ -466,7 +466,7 @@ def run(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()
     if args.json:
-        emit((_user_payload if privacy == "user" else _payload)(result, paths, args.out), True)
+        emit(_printed_summary(paths, args.out), True)
     else:  # people: units, no field that does not apply, where the report is
         sys.stdout.write(_console(paths, unit, args.out))
     _say_inputs(result, paths, privacy)
@@ -567,47 +567,11 @@ def _diagnostics_dir(paths: dict[str, Path]) -> str | None:
     return next((str(Path(p).parent) for p in paths.values() if is_diagnostic(p)), None)
 
 
-def _user_payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:
-    """What ``dpopt release`` prints (user): the published headline numbers."""
-    s = result.summary
-    return {"out": str(Path(out).resolve()),
-            "files": _published_names(paths), "diagnostics": _diagnostics_dir(paths),
-            "privacy_model": s.privacy_model, "mechanism": s.mechanism, "rho_total": s.rho_total,
-            "epsilon_total": s.epsilon_total, "delta": s.delta, "k": s.k, "c": s.c, "bounds_rule": s.bounds_rule,
-            "partitions": s.partitions, "resolution": s.resolution, "method": s.method,
-            "lower": s.lower, "bound": s.bound,
-            "grids_released": s.grids_released, "noise": s.noise}
+def _printed_summary(paths: dict[str, Path], out: str) -> dict[str, Any]:
+    """What ``dpopt release --json`` prints: the published summary.json, read back as written, with
+    where the folder is (``out``), its files and the diagnostics folder (not for publication)."""
+    import json
 
-
-def _payload(result: Any, paths: dict[str, Path], out: str) -> dict[str, Any]:
-    """What ``dpopt release`` prints (public-occupancy): the published headline numbers."""
-    s = result.summary
-    ing = result.ingest
-    payload = {
-        "out": str(Path(out).resolve()),
-        "files": _published_names(paths), "diagnostics": _diagnostics_dir(paths),
-        "users": s.users,
-        "grids": s.grids,
-        "records_read": ing.records_read,
-        "dropped_records": s.dropped_records,
-        "plan": s.plan + (" + pseudo-users" if s.pseudo_users else ""),
-        "plan_status": s.plan_status,
-        "degradation": s.degradation,
-        "degradation_baseline": s.degradation_baseline,
-        "privacy_model": s.privacy_model,
-        "mechanism": s.mechanism,
-        "budget": s.budget,
-        "epsilon": s.epsilon,
-        "epsilon_total": s.epsilon_total,
-        "rho_total": s.rho_total,
-        "delta": s.delta,
-        "released_grids": s.released_grids,
-        "target": s.target,
-        "grids_within_target": s.grids_within_target,
-        "error_bound": s.error_bound,
-        "suppressed_pairs": s.suppressed_pairs,
-        "noise": s.noise,
-        "lower": s.lower,
-        "bound": s.bound,
-    }
-    return payload
+    summary = json.loads(Path(paths["summary"]).read_text(encoding="utf-8"))
+    return {"out": str(Path(out).resolve()), "files": _published_names(paths),
+            "diagnostics": _diagnostics_dir(paths), **summary}

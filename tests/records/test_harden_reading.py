@@ -137,7 +137,7 @@ def test_only_files_with_a_csv_suffix_are_read_and_named(tmp_path, capsys):
     frame.iloc[:3].to_csv(folder / "more.csv.gz", index=False)
     code, out, err = _cli(capsys, str(folder), "--out", str(tmp_path / "o"))
     assert code == 0, err
-    assert json.loads(out)["records_read"] == len(frame) + 3
+    assert json.loads(out)["ingest"]["records_read"] == len(frame) + 3
     assert f"read 2 files: {folder / 'day.csv'}, {folder / 'more.csv.gz'}" in err
     assert str(folder) not in (tmp_path / "o" / "summary.json").read_text()  # the holder's paths: never published
     assert json.loads((tmp_path / "o.diagnostics" / "diagnostics.json").read_text())["ingest"]["files"] == [

@@ -32,6 +32,9 @@ def test_example_spends_a_total_budget_by_default(tmp_path, capsys, monkeypatch)
     assert 0 < payload["epsilon_total"] <= 10.0 and payload["released_grids"] > 0
     summary = json.loads((tmp_path / "dpopt-release" / "summary.json").read_text())
     assert summary["budget_mode"] == "total" and summary["privacy_model"] == "public-occupancy"
+    # --json prints summary.json itself (models/release.md), with where the folder and its files are
+    assert {k: v for k, v in payload.items() if k not in ("out", "files", "diagnostics")} == summary
+    assert "summary.json" in payload["files"] and payload["out"] == str(tmp_path / "dpopt-release")
 
 
 @pytest.mark.slow
@@ -58,6 +61,8 @@ def test_records_file_with_mapped_columns(tmp_path, capsys, tiny_records):
     assert code == 0, err
     payload = json.loads(out)
     assert payload["dropped_records"] == 1 and payload["plan"] == "greedy"
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert {k: v for k, v in payload.items() if k not in ("out", "files", "diagnostics")} == summary
     table = pd.read_csv(tmp_path / "o" / "release.csv")
     assert table["n_records"].sum() == 7
     assert set(table["slot"]) == {"2020-01-01T10:00:00Z", "2020-01-01T10:30:00Z", "2020-01-01T11:00:00Z"}

@@ -89,6 +89,9 @@ def test_console_says_why_it_spends_less_delta_than_asked(tmp_path, capsys):
     spent = json.loads((tmp_path / "o" / "summary.json").read_text())["delta"]
     assert spent < 1e-6  # the fixture: a level the selection plan leaves out spends no δ
     assert f"spends δ = {spent:g} of the --delta 1e-06 allowed" in err
+    printed = json.loads(out)  # --json prints summary.json itself, with where the folder and its files are
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert {k: v for k, v in printed.items() if k not in ("out", "files", "diagnostics")} == summary
 
 
 @pytest.mark.slow
