@@ -141,8 +141,8 @@ def _add_user_arguments(p: Any) -> None:
     u.add_argument("--resolution", default="auto", metavar="{auto,place,adaptive,fixed}",
                    help="the old name of --strategy (auto = optimised); kept for one release cycle")
     u.add_argument("--coarsest-resolution", type=int, metavar="R0",
-                   help="multi-resolution releases: the coarsest H3 resolution of the hierarchy (default "
-                   "--h3-resolution - 4)")
+                   help="with --partitions: the coarsest H3 resolution offered (the engine's map level, the "
+                   "top of the place and adaptive hierarchies; below --h3-resolution; default --h3-resolution - 4)")
     u.add_argument("--profile", default=None, metavar="{day,week}",
                    help="with --partitions (runs the adaptive release), or under --privacy public-occupancy with "
                    "--plan hierarchy: the longer time slots are windows that recur every day (hour of the day, "

@@ -72,6 +72,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._validation import DpoptInputError
 from ...hierarchy.crossed import RESIDUAL, fit_crossed, within_memory
 from ...hierarchy.tree import DAY_NS
 from ...hierarchy.lattice import Marginal, MarginalNodes, candidate_marginals
@@ -270,6 +271,17 @@ class _Bounded:
         return int(np.argmin([mn.n_nodes for mn in self.cands]))
 
 
+def _map_resolution(agg: Aggregate, options: UserOptions) -> int | None:
+    """The lattice's coarsest place level (the map, models/engine.md §1): ``coarsest_resolution``
+    where given (below the finest, so that the lattice keeps a place level above the grids), else
+    the lattice's default max(R − MAP_STEPS, 0)."""
+    top = options.coarsest_resolution
+    if top is not None and not int(top) < agg.h3_resolution:
+        raise DpoptInputError(f"`coarsest_resolution` must be below the finest H3 resolution {agg.h3_resolution} "
+                              f"(the map level of the engine's lattice); got {top!r}")
+    return top
+
+
 def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, source: Any, bits: int, *,
              windows: bool = False, low: float = 0.0, days: np.ndarray | None = None) -> _Bounded:
     """Step 2–3: the kept records (≤ ``cap`` per user) summed over every candidate's nodes, values
@@ -283,7 +295,8 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
     pos = np.full(agg.n_grids, -1, dtype=np.int64)
     pos[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
     pair_pos = pos[agg.pair_grid]
-    cands = candidate_marginals(plist.cells, plist.slots, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns)
+    cands = candidate_marginals(plist.cells, plist.slots, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns,
+                                map_resolution=_map_resolution(agg, options))
     R, Y, Z = [], [], []
     for mn in cands:
         pair_node = np.where(pair_pos >= 0, mn.code[np.maximum(pair_pos, 0)], -1)

@@ -58,8 +58,8 @@ class UserOptions:
 
     ``resolution`` the shape of the release: "auto" (default), "place", "adaptive" or "fixed" (the
     flat per-grid release at the finest resolution). "auto" is the engine (``strategy`` "optimised",
-    :mod:`dpopt.privacy.user.engine`) with the default ``bounds``/``priority``/``profile``, else
-    "adaptive". Place (a public list, pure ε):
+    :mod:`dpopt.privacy.user.engine`; ``coarsest_resolution`` is its lattice's map level) with the
+    default ``bounds``/``priority``/``profile``, else "adaptive". Place (a public list, pure ε):
     every H3 cell of the finest resolution over the whole period and the map are measured under a
     per-user record cap and a DP inner clamp, and each finest grid is answered by its cell's
     tree-BLUP estimate or the map's (:mod:`dpopt.privacy.user.strategies.place`, models/hierarchy.md §14).

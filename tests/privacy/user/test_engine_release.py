@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpopt._validation import DpoptInputError
 from dpopt.privacy.options import Budget, NoiseOptions
 from dpopt.privacy.user import UserOptions
 from dpopt.records.grid import cell_strings, slot_strings
@@ -409,3 +410,25 @@ def test_the_plans_fit_takes_its_factors_in_the_candidates_order_whatever_the_se
     reversed_ = _release(agg, 20.0, seed=2)
     assert orders == straight
     pd.testing.assert_frame_equal(plain.estimates.table, reversed_.estimates.table)
+
+
+def test_the_coarsest_resolution_names_the_lattices_map_level() -> None:
+    """``coarsest_resolution`` (``--coarsest-resolution``) was accepted and ignored by the engine; it is
+    the map level of the lattice (models/engine.md §1): r5 where given, r3 = R − 4 by default, and a
+    level whose partition of the list repeats the cells' (every cell in its own r6 parent) is not
+    offered twice. At the finest resolution or finer it is refused in one line naming it."""
+    rows, _ = _additive_records(np.random.default_rng(1))
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+
+    def names(top):
+        r = release_user(agg, Budget(epsilon_total=4.0), UserOptions(partitions=parts, coarsest_resolution=top),
+                         bound=100.0, noise=NoiseOptions(seed=3))
+        return r.measurements.info.engine.names
+
+    assert names(None) == ("cell × slot", "cell × period", "r3 × slot", "r3 × period")
+    assert names(5) == ("cell × slot", "cell × period", "r5 × slot", "r5 × period")
+    assert names(6) == ("cell × slot", "cell × period")
+    for top in (7, 9):
+        with pytest.raises(DpoptInputError, match=r"`coarsest_resolution` must be below the finest H3 resolution 7"):
+            names(top)
