@@ -38,7 +38,8 @@ def register(subparsers: Any) -> None:
             "user-level differential privacy. The budget is what one user may lose over the whole release "
             "(--epsilon-total, or --rho / --delta with --mechanism gaussian), or a budget per grid "
             "(--epsilon, public-occupancy only: a user in K grids spends K times it). Writes release.csv, "
-            "summary.json, report.html, map.png and report.md into --out: publish that folder as it is. "
+            "answers.csv, summary.json, report.md, report.html, map.png, release.geojson, release.parquet "
+            "(and the budget planner's frontier.png) into --out: publish that folder as it is. "
             "Files for the data holder only (raw user ids, what reading dropped, timings) go to the "
             "owner-only folder OUT.diagnostics: NOT for publication.",
             90,
@@ -89,30 +90,31 @@ def _add_budget_arguments(p: Any) -> None:
 
 
 def _add_plan_arguments(p: Any) -> None:
-    """The planner flags (--privacy public-occupancy) and the error bounds reported."""
-    p.add_argument("--plan", choices=["budget", "hierarchy", "baseline", "greedy", "milp"],
+    """The planner flags (--privacy public-occupancy; refused under user) and the error bounds reported."""
+    o = p.add_argument_group("--privacy public-occupancy (refused under --privacy user)")
+    o.add_argument("--plan", choices=["budget", "hierarchy", "baseline", "greedy", "milp"],
                    help="public-occupancy: which records to keep and where to spend the budget. budget "
                    "(default with a total budget): spend it on the grids that can meet --target; hierarchy: "
                    "also publish larger hexagons and longer slots so every grid is answered within --target "
                    "(default a twentieth of the value range); baseline: keep every record (default with "
                    "--epsilon); greedy: drop some users' records from some grids so that no user is in too "
                    "many (fast); milp: the same with the fewest grids per user, solved exactly")
-    p.add_argument("--target", type=float, help="--plan budget or hierarchy: the largest error (+-, in the "
+    o.add_argument("--target", type=float, help="--plan budget or hierarchy: the largest error (+-, in the "
                    "values' units) a released mean may have (default: chosen from the public counts where a "
                    "looser target would release few more grids; reported)")
-    p.add_argument("--target-variance", type=float, help="--plan budget: a target for the variance too")
-    p.add_argument("--criterion", default="noise", choices=["noise", "worst_case"],
+    o.add_argument("--target-variance", type=float, help="--plan budget: a target for the variance too")
+    o.add_argument("--criterion", default="noise", choices=["noise", "worst_case"],
                    help="error bounds (and --target) count the noise only (default) or the worst-case "
                    "clipping bias plus noise")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="probability of the per-grid error bounds (default 0.95)")
-    p.add_argument("--pseudo-users", action="store_true",
+    o.add_argument("--pseudo-users", action="store_true",
                    help="cap the records each user keeps in a grid (a cap per grid, from the public counts)")
-    p.add_argument("--error-bound", type=float, help="worst-case error every grid must meet (default: the "
+    o.add_argument("--error-bound", type=float, help="worst-case error every grid must meet (default: the "
                    "largest grid error when every record is kept)")
-    p.add_argument("--split", default="equal", choices=["equal", "optimal"],
+    o.add_argument("--split", default="equal", choices=["equal", "optimal"],
                    help="budget split between mean and variance (default equal)")
-    p.add_argument("--time-limit", type=float, help="total seconds for planning (MILP or budget planner)")
+    o.add_argument("--time-limit", type=float, help="total seconds for planning (MILP or budget planner)")
     p.add_argument("--seed", type=int, help="seed the noise (reproducible; NOT for a real release)")
 
 

@@ -58,8 +58,12 @@ class UserReleaseSummary:
     rho_total: float | None = None
     #: Gaussian with private selection: the δ_p spent by the selection (part of ``delta``)
     delta_selection: float = 0.0
-    #: "fixed" (flat per-grid release) or "adaptive" (multi-resolution, models/hierarchy.md)
+    #: "fixed" (flat per-grid release) or "adaptive" (any multi-resolution release: the engine, `place`
+    #: and the adaptive levels; not the ``--resolution`` flag, whose values are now :attr:`strategy`'s)
     resolution: str = "fixed"
+    #: the strategy that ran, as ``--strategy`` names it: "optimised" (the engine), "place",
+    #: "adaptive" or "fixed" (public: the options chose it)
+    strategy: str = "fixed"
     #: the estimation method of ``mean``
     method: str = "direct"
     #: adaptive: the levels (H3 resolution, slot text), finest first, and each level's budget (the
@@ -217,7 +221,7 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
         granularity=info.lattice, confidence=est.confidence, seeded=info.seeded, mechanism=info.mechanism,
         rho_total=sp.total if sp.unit == "rho" else None, resolution="adaptive", method=est.method,
         levels=_levels(m), target=float(est.info.target), delta_selection=float(info.delta_selection),
-        public=str(info.public or ""), shape=_shape(info), clamp=info.clamp,
+        public=str(info.public or ""), shape=_shape(info), strategy=_strategy(info), clamp=info.clamp,
         record_cap=info.record_cap, map_record_cap=info.map_record_cap,
         record_histogram=info.record_histogram,
         clamp_histogram=info.clamp_histogram, clamp_low=info.clamp_low,
@@ -245,6 +249,11 @@ def _varies_by(est: Estimates) -> list[str] | None:
     if components is None or (not components and not math.isfinite(float(est.info.z))):
         return None  # nothing estimated (no node above its noise): the outlook says so
     return [str(name) for name, value in components.items() if float(value) > 0.0]
+
+
+def _strategy(info: UserInfo) -> str:
+    """The ``--strategy`` name of a multi-resolution release (public: the options chose it)."""
+    return {"engine": "optimised", "place": "place"}.get(str(info.shape), "adaptive")
 
 
 def _shape(info: UserInfo) -> str:

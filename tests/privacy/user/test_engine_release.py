@@ -432,3 +432,17 @@ def test_the_coarsest_resolution_names_the_lattices_map_level() -> None:
     for top in (7, 9):
         with pytest.raises(DpoptInputError, match=r"`coarsest_resolution` must be below the finest H3 resolution 7"):
             names(top)
+
+
+def test_summary_names_the_strategy_that_ran() -> None:
+    """summary.json's ``strategy`` is ``--strategy``'s name of what ran (README: "budget pieces, bounds,
+    strategy"); ``resolution`` says only whether the release is multi-resolution ("adaptive") or flat,
+    so it read "adaptive" under the default engine."""
+    rows, _ = _additive_records(np.random.default_rng(1))
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    for strategy, resolution in (("optimised", "adaptive"), ("place", "adaptive"), ("adaptive", "adaptive"),
+                                 ("fixed", "fixed")):
+        r = release_user(agg, Budget(epsilon_total=4.0), UserOptions(partitions=parts, strategy=strategy),
+                         bound=100.0, noise=NoiseOptions(seed=3))
+        assert (r.summary.strategy, r.summary.resolution) == (strategy, resolution)
