@@ -107,6 +107,24 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 
     minimised over α with :func:`scipy.optimize.minimize_scalar` on log(α − 1). Any α gives a valid
     ε, so the result is a valid (ε, δ) for ρ-zCDP even if the minimiser stops early.
+
+    Parameters
+    ----------
+    rho : float
+        ρ > 0 (finite), the zCDP parameter.
+    delta : float
+        δ in (0, 1).
+
+    Returns
+    -------
+    float
+        ε ≥ 0 such that ρ-zCDP implies (ε, δ)-DP; at most the classical :func:`zcdp_epsilon_simple`
+        ρ + 2√(ρ·log(1/δ)) (Bun & Steinke 2016, Proposition 1.3).
+
+    Raises
+    ------
+    DpoptInputError
+        If ``rho`` is not a positive finite number or ``delta`` is not in (0, 1).
     """
     return zcdp_epsilon_alpha(rho, delta)[0]
 
@@ -122,6 +140,29 @@ def rho_from_epsilon(epsilon: float, delta: float, *, rtol: float = 1e-12) -> fl
     """The largest ρ (to relative ``rtol``) whose :func:`zcdp_epsilon` (ρ, δ) is ≤ ε: a total
     (ε, δ) budget as a zCDP budget. Bisection on log ρ; the lower end is returned, so
     ``zcdp_epsilon(rho_from_epsilon(ε, δ), δ) <= ε`` always holds.
+
+    Inverts the tight conversion of Canonne, Kamath & Steinke (2020, Proposition 12 / Corollary 13),
+    which is increasing in ρ.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε > 0 (finite, ≤ 1e100) of the (ε, δ)-DP budget.
+    delta : float
+        δ in (0, 1) of the ρ → (ε, δ) conversion.
+    rtol : float, default 1e-12, keyword-only
+        Relative width > 0 of the final bisection bracket [ρ_lo, ρ_hi]: the answer is within a factor
+        1 + ``rtol`` of the largest ρ.
+
+    Returns
+    -------
+    float
+        ρ > 0, the lower end of the final bracket (a zCDP budget that fits in (ε, δ)).
+
+    Raises
+    ------
+    DpoptInputError
+        If ``epsilon`` is not a positive finite number ≤ 1e100 or ``delta`` is not in (0, 1).
     """
     eps = check_epsilon(epsilon)
     d = check_delta(delta)

@@ -156,6 +156,17 @@ def mean_sensitivity(retained: Any, bound: float) -> float:
         is the sensitivity of the plain mean, seed 002 eq. (5).
     bound : float
         U > 0; samples lie in [0, U].
+
+    Returns
+    -------
+    float
+        Δ_μ = U·max_ℓ Γ_ℓ/Σ_ℓ Γ_ℓ, in the units of the samples; finite, as Σ_ℓ Γ_ℓ > 0 is required.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``retained`` is not a non-empty 1-D array of whole numbers ≥ 0 with a positive entry, or ``bound`` is
+        not a positive finite number ≤ 1e100.
     """
     gamma = as_retained(retained)
     U = check_bound(bound)
@@ -166,7 +177,29 @@ def variance_sensitivity(retained: Any, bound: float) -> float:
     """Exact user-level sensitivity of the clipped variance (seed 002 Prop. III.1, Lemma III.3).
 
     See :func:`variance_sensitivity_from_totals` for the three cases. Verified by brute force
-    over all one-user neighbours (ERRATA E1: this proposition is correct as printed).
+    over all one-user neighbours (ERRATA E1: this proposition is correct as printed). Seed 002
+    eq. (12) keeps only its first case, which underprices some grids where one user holds more than
+    half of the retained samples (ERRATA E10).
+
+    Parameters
+    ----------
+    retained : array_like of int
+        Γ_ℓ, the number of samples kept per user (not all zero); ``retained = counts`` for the
+        plain variance.
+    bound : float
+        U > 0; samples lie in [0, U].
+
+    Returns
+    -------
+    float
+        Δ_Var in squared sample units, with R = Σ_ℓ Γ_ℓ and Γ* = max_ℓ Γ_ℓ: ``U²·Γ*(R − Γ*)/R²`` if
+        R > 2Γ*, else ``U²/4`` (R even) or ``U²/4·(1 − 1/R²)`` (R odd); finite, as R > 0 is required.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``retained`` is not a non-empty 1-D array of whole numbers ≥ 0 with a positive entry, or ``bound`` is
+        not a positive finite number ≤ 1e100.
     """
     gamma = as_retained(retained)
     U = check_bound(bound)
@@ -174,7 +207,29 @@ def variance_sensitivity(retained: Any, bound: float) -> float:
 
 
 def mean_bias(retained: Any, counts: Any, bound: float) -> float:
-    """Worst-case bias of the clipped mean, ``U·(1 − ΣΓ/Σm)`` (seed 002 Thm IV.1)."""
+    """Worst-case bias of the clipped mean, ``U·(1 − ΣΓ/Σm)`` (seed 002 Thm IV.1).
+
+    Parameters
+    ----------
+    retained : array_like of int
+        Γ_ℓ, the number of samples kept per user, ``0 ≤ Γ_ℓ ≤ m_ℓ`` (not all zero).
+    counts : array_like of int
+        m_ℓ ≥ 1, the samples of each user (same shape as ``retained``).
+    bound : float
+        U > 0; samples lie in [0, U].
+
+    Returns
+    -------
+    float
+        E_μ = U·(1 − R/N) with R = Σ_ℓ Γ_ℓ, N = Σ_ℓ m_ℓ, in sample units; 0 when every sample is kept.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``counts`` is not a non-empty 1-D array of whole numbers ≥ 1, ``retained`` is not whole numbers
+        ``0 ≤ Γ_ℓ ≤ m_ℓ`` of the same shape with a positive entry, or ``bound`` is not a positive finite number
+        ≤ 1e100.
+    """
     m = as_counts(counts)
     gamma = as_retained(retained, m)
     U = check_bound(bound)
@@ -185,6 +240,28 @@ def variance_bias(retained: Any, counts: Any, bound: float) -> float:
     """Worst-case bias of the clipped variance, corrected seed 002 Thm IV.2 (ERRATA E1).
 
     See :func:`variance_bias_from_totals`.
+
+    Parameters
+    ----------
+    retained : array_like of int
+        Γ_ℓ, the number of samples kept per user, ``0 ≤ Γ_ℓ ≤ m_ℓ`` (not all zero).
+    counts : array_like of int
+        m_ℓ ≥ 1, the samples of each user (same shape as ``retained``).
+    bound : float
+        U > 0; samples lie in [0, U].
+
+    Returns
+    -------
+    float
+        E_Var in squared sample units, with R = Σ_ℓ Γ_ℓ and N = Σ_ℓ m_ℓ: 0 if R = N; ``U²·R(N − R)/N²`` if
+        2R > N; ``U²/4`` (N even) or ``U²/4·(1 − 1/N²)`` (N odd) if 2R ≤ N.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``counts`` is not a non-empty 1-D array of whole numbers ≥ 1, ``retained`` is not whole numbers
+        ``0 ≤ Γ_ℓ ≤ m_ℓ`` of the same shape with a positive entry, or ``bound`` is not a positive finite number
+        ≤ 1e100.
     """
     m = as_counts(counts)
     gamma = as_retained(retained, m)
@@ -193,9 +270,31 @@ def variance_bias(retained: Any, counts: Any, bound: float) -> float:
 
 
 def variance_bias_seed_text(retained: Any, counts: Any, bound: float) -> float:
-    """Seed 002's Theorem IV.2 **as printed** (cases swapped). Wrong; kept for the errata tests.
+    """Seed 002's Theorem IV.2 **as printed** (cases swapped). Wrong; kept for the errata tests (ERRATA E1).
 
     ``U²·R(N − R)/N²`` if N > 2R; ``U²/4`` (even N) or ``U²/4·(1 − 1/N²)`` (odd N) if N ≤ 2R.
+    Use :func:`variance_bias` for the correct value.
+
+    Parameters
+    ----------
+    retained : array_like of int
+        Γ_ℓ, the number of samples kept per user, ``0 ≤ Γ_ℓ ≤ m_ℓ`` (not all zero).
+    counts : array_like of int
+        m_ℓ ≥ 1, the samples of each user (same shape as ``retained``).
+    bound : float
+        U > 0; samples lie in [0, U].
+
+    Returns
+    -------
+    float
+        The printed theorem's value in squared sample units (0 if R = N), with R = Σ_ℓ Γ_ℓ, N = Σ_ℓ m_ℓ.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``counts`` is not a non-empty 1-D array of whole numbers ≥ 1, ``retained`` is not whole numbers
+        ``0 ≤ Γ_ℓ ≤ m_ℓ`` of the same shape with a positive entry, or ``bound`` is not a positive finite number
+        ≤ 1e100.
     """
     m = as_counts(counts)
     gamma = as_retained(retained, m)
@@ -251,12 +350,22 @@ def clipping_error_terms(
     bound : float
         U: samples satisfy ``0 ≤ x ≤ U`` (d = 1) or ``x ≥ 0, ‖x‖₁ ≤ U`` (d ≥ 2).
     epsilon : float
-        Privacy parameter of the Laplace mechanism on the clipped mean.
+        ε > 0, the privacy parameter of the Laplace mechanism on the clipped mean.
     lower, upper : float or array_like
-        Per-user ``a_ℓ ≤ b_ℓ`` in [0, U]: for d = 1 each sample of user ℓ is clipped to
-        ``[a_ℓ, b_ℓ]``; for d ≥ 2 it is ℓ1-projected on the annulus ``a_ℓ ≤ ‖y‖₁ ≤ b_ℓ``.
-    dim : int
-        d ≥ 1.
+        Per-user ``a_ℓ ≤ b_ℓ`` in [0, U] (a scalar: the same for every user): for d = 1 each sample
+        of user ℓ is clipped to ``[a_ℓ, b_ℓ]``; for d ≥ 2 it is ℓ1-projected on ``a_ℓ ≤ ‖y‖₁ ≤ b_ℓ``.
+    dim : int, default 1
+        d ≥ 1, the dimension of the samples.
+
+    Returns
+    -------
+    ClippingErrorTerms
+        ``bias`` and ``sensitivity`` Δ (sample units), ``noise = d·Δ/ε`` and ``error = bias + noise``.
+
+    Raises
+    ------
+    DpoptInputError
+        Bad ``counts``, ``bound``, ``epsilon`` or ``dim``, or bounds not of length L within ``0 ≤ a_ℓ ≤ b_ℓ ≤ U``.
 
     Notes
     -----
@@ -286,9 +395,34 @@ def clipping_error_terms(
 
 
 def clipping_error(counts: Any, bound: float, epsilon: float, lower: Any, upper: Any, *, dim: int = 1) -> float:
-    """Worst-case error (bias + expected ℓ1 Laplace noise) of any per-user clipping.
+    """Worst-case error (bias + expected ℓ1 Laplace noise) of any per-user clipping (seeds 000/001).
 
-    See :func:`clipping_error_terms` for the terms and the formulas.
+    See :func:`clipping_error_terms` for the terms and the formulas (exact d = 1 bias: ERRATA E9;
+    d ≥ 2 sensitivity: ERRATA E3).
+
+    Parameters
+    ----------
+    counts : array_like of int
+        m_ℓ ≥ 1, samples per user.
+    bound : float
+        U > 0: samples satisfy ``0 ≤ x ≤ U`` (d = 1) or ``x ≥ 0, ‖x‖₁ ≤ U`` (d ≥ 2).
+    epsilon : float
+        ε > 0, the privacy parameter of the Laplace mechanism on the clipped mean.
+    lower, upper : float or array_like
+        Per-user ``a_ℓ ≤ b_ℓ`` in [0, U] (a scalar: the same for every user), as in
+        :func:`clipping_error_terms`.
+    dim : int, default 1
+        d ≥ 1, the dimension of the samples.
+
+    Returns
+    -------
+    float
+        ``bias + d·Δ/ε``, the worst-case expected ℓ1 error in sample units.
+
+    Raises
+    ------
+    DpoptInputError
+        Bad ``counts``, ``bound``, ``epsilon`` or ``dim``, or bounds not of length L within ``0 ≤ a_ℓ ≤ b_ℓ ≤ U``.
     """
     return clipping_error_terms(counts, bound, epsilon, lower, upper, dim=dim).error
 
@@ -454,7 +588,27 @@ def _retained_totals(occ: "Occupancy", suppressed: Any) -> tuple[np.ndarray, np.
 # composition accounting (seed 002 §II)
 # --------------------------------------------------------------------------------------------
 def basic_composition(epsilon: Any, n_grids: int | None = None) -> float:
-    """Basic composition (seed 002 Thm II.2): Σ_g ε_g (``n_grids·ε`` for a uniform ε)."""
+    """Basic composition (seed 002 Thm II.2): Σ_g ε_g (``n_grids·ε`` for a uniform ε).
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        ε_g > 0 (finite) per grid: a number (the same ε in every grid) or a non-empty 1-D array.
+    n_grids : int, optional
+        G ≥ 1: the number of grids a scalar ``epsilon`` is spent in, or the length an array must have.
+        Default None: an array's own length; a scalar then counts once.
+
+    Returns
+    -------
+    float
+        Σ_g ε_g, the privacy loss of releasing every grid when one user may appear in all of them.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``n_grids`` is not an integer ≥ 1, an ε_g is not a positive finite number ≤ 1e100, or the
+        array's length is not ``n_grids``.
+    """
     n_grids = None if n_grids is None else check_positive_int(n_grids, "n_grids")
     eps = as_epsilons(epsilon, size=n_grids)
     return float(eps.sum())
@@ -467,6 +621,27 @@ def parallel_composition(
 
     Only grids where a user keeps at least one sample count (a suppressed contribution does not
     touch the release of that grid). With a uniform ε this is ``K·ε`` where ``K = max_ℓ G_ℓ``.
+
+    Parameters
+    ----------
+    occ : Occupancy
+        The public user × grid count array.
+    epsilon : float or array_like
+        ε_g > 0 per grid, in the order of ``occ.grids`` (a number: the same in every grid).
+    suppressed : iterable of (user, grid) label pairs, optional
+        Contributions removed entirely (Γ_{g,ℓ} = 0), as CLIP-USER does; each must be an occupied
+        pair. Default None: nothing suppressed.
+
+    Returns
+    -------
+    float
+        ``max_ℓ Σ_{g ∈ G_ℓ} ε_g``, G_ℓ the grids where user ℓ keeps a sample; 0.0 if no user keeps any.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``occ`` is not an :class:`Occupancy`, ``epsilon`` is not positive finite numbers (one per
+        grid), or a ``suppressed`` entry is not an occupied (user, grid) pair.
     """
     _check_occupancy(occ)
     eps = as_epsilons(epsilon, size=occ.n_grids)
@@ -668,8 +843,19 @@ def laplace_l1_tail(sensitivity: float, epsilon: float, delta: float, *, dim: in
         The privacy parameter ε (> 0).
     delta : float
         Failure probability in (0, 1).
-    dim : int
-        Number of noisy coordinates d.
+    dim : int, default 1
+        Number of noisy coordinates d ≥ 1.
+
+    Returns
+    -------
+    float
+        t = Δ·Q_d(1 − δ)/ε, in the units of Δ.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``sensitivity`` or ``epsilon`` is not a positive finite number ≤ 1e100, ``delta`` is not in
+        (0, 1), or ``dim`` is not an integer ≥ 1.
 
     Examples
     --------
@@ -688,7 +874,33 @@ def laplace_l1_tail(sensitivity: float, epsilon: float, delta: float, *, dim: in
 
 
 def laplace_l1_tail_probability(threshold: float, sensitivity: float, epsilon: float, *, dim: int = 1) -> float:
-    """``P[‖Z‖₁ ≥ threshold]`` for d i.i.d. Laplace(Δ/ε) coordinates (Gamma(d) survival function)."""
+    """``P[‖Z‖₁ ≥ threshold]`` for d i.i.d. Laplace(Δ/ε) coordinates (Gamma(d) survival function).
+
+    The inverse of :func:`laplace_l1_tail`: seed 002 Proposition II.1's tail, exact for every d
+    (ERRATA E11; for d ≥ 2 the seed's ``Δ·ln(1/δ)/ε`` is exceeded with probability above δ).
+
+    Parameters
+    ----------
+    threshold : float
+        t ≥ 0 (finite), in the units of Δ.
+    sensitivity : float
+        The ℓ1 sensitivity Δ of the released vector (> 0).
+    epsilon : float
+        The privacy parameter ε (> 0).
+    dim : int, default 1
+        Number of noisy coordinates d ≥ 1.
+
+    Returns
+    -------
+    float
+        ``P[Gamma(d, 1) ≥ t·ε/Δ] = e^{−x}·Σ_{k<d} x^k/k!`` with ``x = t·ε/Δ``; 1.0 at t = 0.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``threshold`` is not a finite number ≥ 0, ``sensitivity`` or ``epsilon`` not a positive finite
+        number ≤ 1e100, or ``dim`` not an integer ≥ 1.
+    """
     from scipy.stats import gamma
 
     sens = check_bound(sensitivity, "sensitivity")

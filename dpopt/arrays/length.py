@@ -444,6 +444,24 @@ def surrogate_length(counts: Any, epsilon: float) -> int:
     it stops decreasing at the first kink (from above) where #{ℓ : m_ℓ > m} ≤ k. Returns m_* when
     ⌊k⌋+1 > L and m^* when k < 1; for integer k every point of [m_(k+1), m_(k)] is optimal and the
     smallest is returned. The result does not depend on U.
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (L,)
+        Samples per user m_ℓ ≥ 1 (public).
+    epsilon : float
+        Privacy parameter ε > 0.
+
+    Returns
+    -------
+    int
+        The smallest minimiser of F_ε over [m_*, m^*], one of the counts m_ℓ.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``counts`` is not a non-empty 1-D array of whole numbers ≥ 1, or ``epsilon`` is not a positive finite
+        number ≤ 1e100.
     """
     eps = check_epsilon(epsilon)
     prof = CountProfile.from_counts(counts)
@@ -524,6 +542,25 @@ def heuristic_length(counts: Any, *, low: int | None = None, high: int | None = 
     Between consecutive distinct counts Γ_m = t·m + c, so Γ_m/√m = t·x + c/x with x = √m is convex
     in x: the maximum over the range is attained at a distinct count or at an end of the range, and
     only those are evaluated (:func:`optimal_array_length` with ``solver="scan"`` checks every integer).
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (L,)
+        Samples per user m_ℓ ≥ 1 (public).
+    low, high : int, optional, keyword-only
+        The search range [low, high], integers ≥ 1 with ``low ≤ high`` (it may extend beyond the counts).
+        Default None: m_* and m^*.
+
+    Returns
+    -------
+    int
+        The smallest maximiser of Γ_m/√m over the integers of [low, high] (independent of U and ε).
+
+    Raises
+    ------
+    DpoptInputError
+        If ``counts`` is not a non-empty 1-D array of whole numbers ≥ 1, ``low`` or ``high`` is not an
+        integer ≥ 1, or ``low > high``.
     """
     prof = CountProfile.from_counts(counts)
     lo, hi = _heuristic_range(prof, low, high)
@@ -561,6 +598,22 @@ def median_length(counts: Any) -> int:
     """The median choice of seed 003 (Lemma III.2): the lower median of {m_ℓ}, an element of the counts.
 
     At least half of the users have m_ℓ ≥ it, which gives G(m) ≥ G_max/2.
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (L,)
+        Samples per user m_ℓ ≥ 1 (public).
+
+    Returns
+    -------
+    int
+        The ⌊(L − 1)/2⌋-th smallest count (0-based): the middle count for odd L, the smaller of the
+        two middle counts for even L (independent of U and ε).
+
+    Raises
+    ------
+    DpoptInputError
+        If ``counts`` is not a non-empty 1-D array of whole numbers ≥ 1.
     """
     prof = CountProfile.from_counts(counts)
     return int(prof.sorted_counts[(prof.num_users - 1) // 2])
@@ -576,6 +629,22 @@ def switch_points(counts: Any) -> tuple[float, float]:
     With h(m) = m/Γ_m: ε_lo = min_{m > m_*} M·(h(m) − h(m_*)) / (Γ_m − Γ_{m_*}) and
     ε_hi = max_{m < m^*} M·(h(m^*) − h(m)) / (M − Γ_m), m over the distinct counts (Lemma V.2).
     Returns (inf, 0) when all counts are equal.
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (L,)
+        Samples per user m_ℓ ≥ 1 (public).
+
+    Returns
+    -------
+    tuple of float
+        (ε_lo, ε_hi), 0 < ε_lo ≤ ε_hi; ``(inf, 0.0)`` when all counts are equal (m_* = m^*: every ε gives
+        that length).
+
+    Raises
+    ------
+    DpoptInputError
+        If ``counts`` is not a non-empty 1-D array of whole numbers ≥ 1.
     """
     prof = CountProfile.from_counts(counts)
     v = prof.values.astype(float)

@@ -196,44 +196,44 @@ def plan_budget(occ: Occupancy, bound: float, epsilon_total: float, *, target: A
 
     Parameters
     ----------
-    occ : Occupancy
-        Public user × grid counts.
-    bound : float
-        U: samples lie in [0, U].
-    epsilon_total : float
-        The budget each user may spend over all released grids and both statistics (``noise.unit``).
+    occ, bound, epsilon_total : Occupancy, float, float
+        Public user × grid counts; U > 0 (samples lie in [0, U]); ε_total > 0, the budget each user may spend
+        over all released grids and both statistics, in ``noise.unit``.
     target, target_variance : float or array_like (G,), optional
-        τ, the error bound (data units) a grid's mean (and variance: the failure probability is then
-        split in halves) must meet. Default τ: the frontier's knee (:func:`knee_target`, ``info["target_rule"]``).
-    criterion : {"noise", "worst_case"}
-        The noise's bound only, or worst-case clipping bias + noise (models/budget.md §3; ERRATA E1/E10).
-    confidence : float
-        q in (0, 1); bounds hold with probability ≥ q.
-    weights : array_like (G,), optional
-        Grid weights (default 1): the objective is Σ weights over grids within target.
-    method : {"milp", "greedy"}
-        The exact MILP (greedy warm start; never worse than the greedy) or the greedy alone.
-    mean_share, ladder_ratio : float
-        Fraction of a grid's budget spent on the mean (the rest on the variance); ratio of the
-        geometric ladder of K (grid budgets are ε_total/K).
-    max_caps : int or None
-        Candidate pseudo-user caps per grid (log-spread distinct counts); None = every count.
-    budget_levels : array_like, optional
-        Explicit budget levels in (0, ε_total] instead of the ladder (``[ε]``: seed 002's fixed budget).
-    truncate : bool
-        Users above a grid's cap are truncated to it (pseudo-users); False = suppressed (seed 002).
-    noise : NoiseModel, optional
-        Default :class:`LaplaceNoise` (unit "epsilon").
-    time_limit : float or None
-        Total seconds for the whole plan, frontier included; a hard bound (models/budget.md §7).
-    progress, frontier : bool
-        A tqdm progress bar over the stages; the coverage–τ frontier (``info["frontier"]``) with a
-        given target too, inside the same time limit (the release publishes it).
+        τ > 0, the error bound (data units) a grid's mean (and variance: the failure probability is then split
+        in halves) must meet. Default None: τ = the frontier's knee (:func:`knee_target`, ``info["target_rule"]``).
+    criterion, confidence : {"noise", "worst_case"}, float; default "noise", 0.95
+        The noise's bound only, or worst-case clipping bias + noise (models/budget.md §3; ERRATA E1/E10); the
+        bounds hold with probability ≥ q = ``confidence``, in (0, 1).
+    weights, method : array_like (G,) or None, {"milp", "greedy"}; default None, "milp"
+        Finite grid weights ≥ 0 (None: 1 each), the objective being Σ weights over the grids within target; the
+        exact MILP (greedy warm start; never worse than the greedy) or the greedy alone.
+    mean_share, ladder_ratio, budget_levels : float, float, array_like or None; default 0.5, 2.0, None
+        Share in (0, 1) of a grid's budget spent on the mean (the rest on the variance); ratio > 1 of the geometric
+        ladder of K (grid budgets ε_total/K), or explicit levels in (0, ε_total] (``[ε]``: seed 002's fixed budget).
+    max_caps, truncate : int or None, bool; default 3, True
+        Candidate pseudo-user caps per grid (log-spread distinct counts; None: every count); users above a grid's
+        cap are truncated to it (pseudo-users), or suppressed if False (seed 002).
+    noise, time_limit : NoiseModel or None, float or None; default None, 60.0
+        The noise model (None: :class:`LaplaceNoise`, unit "epsilon"); seconds ≥ 0 for the whole plan, frontier
+        included, a hard bound (models/budget.md §7; None: no limit).
+    progress, frontier : bool, default False
+        A tqdm progress bar over the stages; the coverage–τ frontier (``info["frontier"]``) also with a given
+        target, inside the same time limit (the release publishes it).
 
     Returns
     -------
     BudgetPlan
-    """
+        The :class:`GridPlan` the release consumes (``plan.total_cost`` ≤ ε_total), its coverage, bounds, status.
+
+    Raises
+    ------
+    DpoptInputError
+        On an invalid argument (``occ`` not an Occupancy, U or ε_total not positive, a bad target, weight, ...).
+
+    Notes
+    -----
+    Parameters beginning with an underscore are internal (the frontier sweeps pass ``_caps``), not public API."""
     t0 = time.perf_counter()
     U, eps, w, time_limit = _check_plan_inputs(occ, bound, epsilon_total, method, time_limit, weights, ladder_ratio)
     deadline, fdead = (None, None) if time_limit is None else (t0 + time_limit, t0 + FRONTIER_SHARE * time_limit)
@@ -519,7 +519,41 @@ def budget_frontier(occ: Any, bound: float, epsilon_total: float, *, taus: Any =
     and, if ``epsilon_totals`` is given, for each total budget at ``budget_tau`` (default: the knee).
 
     ``settings`` are passed to :func:`plan_budget` (criterion, confidence, weights, ...); each point
-    is one planner run (``method``, ``time_limit`` seconds each). Public counts only.
+    is one planner run (``method``, ``time_limit`` seconds each). Public counts only (models/budget.md §7).
+
+    Parameters
+    ----------
+    occ, bound, epsilon_total : Occupancy, float, float
+        As :func:`plan_budget`: public user × grid counts, U > 0, and ε_total > 0 (the budget of the τ sweep).
+    taus : array_like, optional, keyword-only
+        Targets τ, strictly increasing positive finite numbers. Default None: :data:`DEFAULT_TAUS` (16)
+        log-spaced values in [U/200, U/2].
+    epsilon_totals : array_like, optional, keyword-only
+        Total budgets (1-D, positive finite) for a second sweep at the target ``budget_tau``; None: none.
+    budget_tau : float, optional, keyword-only
+        The target of the budget sweep. Default None: the knee of the τ sweep (:func:`knee_target`).
+    method : {"greedy", "milp"}, default "greedy", keyword-only
+        The planner of each point (:func:`plan_budget`'s ``method``).
+    time_limit : float or None, default 10.0, keyword-only
+        Seconds ≥ 0 for each planner run (the sweep as a whole has no limit); None: no limit.
+    progress : bool, default False, keyword-only
+        A tqdm progress bar over the τ points.
+    **settings
+        Further :func:`plan_budget` arguments (``criterion``, ``confidence``, ``weights``, ``target_variance``,
+        ``mean_share``, ``max_caps``, ``ladder_ratio``, ``budget_levels``, ``truncate``, ``noise``); a
+        ``target`` is ignored (each point sets its own).
+
+    Returns
+    -------
+    BudgetFrontier
+        ``taus`` with each point's ``coverage`` (Σ weights of the grids within target), ``released`` and
+        ``status``, and ``knee``; with ``epsilon_totals`` also ``coverage_vs_budget`` and ``budget_tau``.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``occ`` is not an :class:`Occupancy`, ``bound`` or ``epsilon_total`` is not a positive finite number,
+        ``taus`` or ``epsilon_totals`` breaks its rule above, or a planner argument is invalid.
     """
     U = check_bound(bound)
     eps = check_epsilon(epsilon_total, "epsilon_total")

@@ -220,7 +220,27 @@ class KKTCertificate:
 
 
 def check_certificate(certificate: KKTCertificate, tol: float = KKT_TOL) -> KKTReport:
-    """Check a certificate; raise :class:`AssertionError` naming the failed condition."""
+    """Check a certificate; raise :class:`AssertionError` naming the failed condition.
+
+    Parameters
+    ----------
+    certificate : KKTCertificate
+        A primal–dual pair of the reduced clipping LP: the closed form's (ERRATA E4,
+        ``optimal_clipping(...).certificate``) or one mapped from an LP solver's duals.
+    tol : float, default KKT_TOL (1e-9)
+        Largest accepted residual of each condition, scaled as in :class:`KKTReport` (certificates
+        read from solver duals are checked at :data:`LP_KKT_TOL`, 1e-7, by :meth:`ClippingPlan.check`).
+
+    Returns
+    -------
+    KKTReport
+        The residuals, all ≤ ``tol``.
+
+    Raises
+    ------
+    AssertionError
+        If a residual exceeds ``tol``; the message names each failed condition and its residual.
+    """
     rep = certificate.report(tol)
     if not rep.ok:
         bad = {k: getattr(rep, k) for k in ("primal", "dual", "complementary", "stationarity",

@@ -430,6 +430,29 @@ def export_problem(problem: cp.Problem, path: Any) -> Any:
 
     The file holds the standard form cvxpy hands to HiGHS (:func:`dpopt.solve.cvxpy_backend.from_cvxpy`);
     returns the path.
+
+    Parameters
+    ----------
+    problem : cvxpy.Problem
+        A linear problem, e.g. a :class:`ClippingProblem` from :func:`clipping_problem` with added
+        constraints (the ``"mse"`` objective is quadratic and cannot be written).
+    path : str or os.PathLike
+        The file to write; its suffix, ``.mps`` or ``.lp``, chooses the format. Columns carry the cvxpy
+        variables' names (``lower``, ``upper``, ...).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``, written.
+
+    Raises
+    ------
+    ValueError
+        If the problem is not linear (a quadratic objective or conic constraints).
+    DpoptInputError
+        If ``path`` does not end in ``.mps`` or ``.lp``.
+    OSError
+        If HiGHS cannot write the file.
     """
     from ..solve import write_model
 

@@ -42,6 +42,12 @@ def load_itms() -> pd.DataFrame:
     """The ITMS speed records of seed 003 as a DataFrame with columns ``user`` (str), ``value`` (float).
 
     Rows keep the order of the authors' processed file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        17,166 rows: ``user``, the bus (licence plate, 217 distinct), and ``value``, a speed in km/h in
+        (0, :data:`ITMS_BOUND`] (zero speeds removed; U = 65 km/h in seed 003).
     """
     with resources.files(__name__).joinpath("itms_hat_speeds.csv.gz").open("rb") as fh:
         raw = pd.read_csv(fh, compression="gzip")
@@ -49,13 +55,27 @@ def load_itms() -> pd.DataFrame:
 
 
 def load_itms_counts() -> np.ndarray:
-    """Per-user record counts m_ℓ of the ITMS data (int64, users in sorted licence-plate order)."""
+    """Per-user record counts m_ℓ of the ITMS data (int64, users in sorted licence-plate order).
+
+    Returns
+    -------
+    ndarray of int64, shape (217,)
+        m_ℓ ≥ 1 per bus, summing to 17,166: the counts of :func:`load_itms`'s ``user`` column in the
+        order of ``numpy.unique`` (read from the shipped ``itms_counts.csv``).
+    """
     with resources.files(__name__).joinpath("itms_counts.csv").open("r") as fh:
         return np.loadtxt(fh, dtype=np.int64, skiprows=1, ndmin=1)
 
 
 def load_austin_sample() -> pd.DataFrame:
-    """The embedded Austin sample (see :func:`dpopt.records.data.load_austin_sample`)."""
+    """The embedded Austin sample (see :func:`dpopt.records.data.load_austin_sample`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        53,569 records of 146 buses on 2015-09-06 (Capital Metro, Austin): ``user_id`` (str),
+        ``timestamp`` (UTC datetimes), ``latitude``, ``longitude`` (degrees) and ``value`` (speed, km/h).
+    """
     from ..records.data import load_austin_sample as _load
 
     return _load()

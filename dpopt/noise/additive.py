@@ -249,18 +249,31 @@ def make_noise(
 
     Parameters
     ----------
-    mechanism : {"laplace", "gaussian"}
+    mechanism : {"laplace", "gaussian"}, default "laplace"
         The noise distribution (budget unit ``MECHANISMS[mechanism]``: ε for Laplace, ρ of zCDP
         for Gaussian).
-    sampler : {"discrete", "numpy"}
+    sampler : {"discrete", "numpy"}, default "discrete", keyword-only
         Exact discrete sampler (real releases) or numpy floats (simulation only).
-    seed : int, optional
+    seed : int, optional, keyword-only
         Reproducible noise for tests and demos, NOT for a real release; None (default): the OS
         CSPRNG (discrete) or fresh OS entropy (numpy).
-    rng : numpy.random.Generator, optional
-        The generator of the numpy sampler (instead of ``seed``).
-    granularity_bits : int
-        k of the discrete sampler's output grid λ = 2^-k.
+    rng : numpy.random.Generator, optional, keyword-only
+        The generator of the numpy sampler (instead of ``seed``; refused with ``sampler="discrete"``).
+    granularity_bits : int, default DEFAULT_GRANULARITY_BITS (12), keyword-only
+        k ≥ 0 of the discrete sampler's output grid λ = 2^-k (unused by the numpy sampler).
+
+    Returns
+    -------
+    Noise
+        :class:`DiscreteLaplace`, :class:`DiscreteGaussian`, :class:`NumpyLaplace` or
+        :class:`NumpyGaussian`; its :meth:`~Noise.add` takes budgets in its ``unit``.
+
+    Raises
+    ------
+    DpoptInputError
+        If ``mechanism`` or ``sampler`` is not one of the names above, ``rng`` is given with
+        ``sampler="discrete"``, both ``seed`` and ``rng`` are given, ``rng`` is not a numpy Generator,
+        or ``granularity_bits`` is not an integer ≥ 0.
     """
     check_choice(mechanism, "mechanism", tuple(MECHANISMS))
     check_choice(sampler, "sampler", SAMPLERS)

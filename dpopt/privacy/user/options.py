@@ -51,8 +51,11 @@ class UserOptions:
     :class:`PartitionList`) or None for private partition selection (needs δ); ``bounds``
     "histogram", "select", "quantile" or a public (k, c); ``priority`` which grids a user keeps: its
     own top-k by record count ("own") or the first k in a public hash order ("shared",
-    :mod:`dpopt.privacy.user.priority`); ``bounds_fraction`` (None: 0.1, 0.15 for place), ``selection_fraction``, ``pool_fraction``
-    shares of the budget for the automatic bounds, private selection and the pooling totals;
+    :mod:`dpopt.privacy.user.priority`); ``bounds_fraction``, ``selection_fraction``, ``pool_fraction``
+    shares of the budget for the automatic bounds, private selection and the pooling totals
+    (``bounds_fraction`` None: 0.15 under the engine, :data:`ENGINE_BOUNDS_FRACTION`, and under "place",
+    :data:`~dpopt.privacy.user.strategies.place.PLACE_BOUNDS_FRACTION`; 0.1 under "adaptive" with a list and
+    "fixed"; nothing is spent on bounds with a public (k, c), nor by "adaptive" without a list);
     ``weight_mean``, ``weight_variance``, ``typical`` the split rule (:func:`~dpopt.privacy.user.split.split_budget`);
     ``max_grids``, ``max_records`` public caps of the automatic bounds.
 
