@@ -22,6 +22,7 @@ from .partitions import PartitionList, match_partitions, read_partitions
 from ..options import Budget, NoiseOptions
 
 __all__ = ["UserOptions", "RESOLUTIONS", "STRATEGIES", "SELECTION_DELTA_SHARE", "ENGINE_BOUNDS_FRACTION",
+           "PLACE_BOUNDS_FRACTION",
            "ENGINE_SELECTION_FRACTION", "noise_family"]
 
 
@@ -33,6 +34,9 @@ STRATEGIES = ("optimised", "place", "adaptive", "fixed")
 #: share of the total budget the engine spends on the record cap T and the clamp [A, B] (three DP
 #: histograms over users at ε_b/2, ε_b/4, ε_b/4; :mod:`dpopt.privacy.user.engine`)
 ENGINE_BOUNDS_FRACTION = 0.15
+#: default share of ε the named ``place`` strategy spends on its (T, B): at ε = 1 the histogram of
+#: records per user gets ε_T = 0.1, noise of scale 10 users per bin (models/hierarchy.md §14.2)
+PLACE_BOUNDS_FRACTION = 0.15
 #: share of ε the engine spends choosing its places where no list is given
 #: (:mod:`dpopt.privacy.user.private_list`): half, an even split between the two questions a release
 #: without a list answers — where to answer and what the answer is. A convention, not a fact of the
@@ -231,12 +235,14 @@ class UserOptions:
     def fractions(self) -> tuple[float, float, float]:
         """(bounds, selection, pool) shares actually spent (0 for what is public or fixed)."""
         sf = float(self.selection_share) if self.private else 0.0
-        if self.private and self.engine:  # the engine's record cap and clamp, no pooling totals
+        if self.engine:  # the engine's record cap and clamp, no pooling totals
             return self.engine_bounds_share, sf, 0.0
+        if self.place:  # the place strategy's (T, B), no pooling totals (strategies.place)
+            return (PLACE_BOUNDS_FRACTION if self.bounds_fraction is None else float(self.bounds_fraction)), 0.0, 0.0
         if self.private and self.adaptive:  # public (k, c), no pooling totals (strategies.private_adaptive)
             return 0.0, sf, 0.0
         bf = 0.0 if self.fixed_bounds is not None else float(self.bounds_share)
-        return bf, sf, float(self.pool_fraction)
+        return bf, sf, (float(self.pool_fraction) if self.resolution == "fixed" else 0.0)
 
     def check_budget(self, budget: Budget) -> tuple[float, float, float, float]:
         """(total in the noise's unit, δ total, δ of the selection, δ of the ρ → ε conversion);

@@ -446,3 +446,23 @@ def test_summary_names_the_strategy_that_ran() -> None:
         r = release_user(agg, Budget(epsilon_total=4.0), UserOptions(partitions=parts, strategy=strategy),
                          bound=100.0, noise=NoiseOptions(seed=3))
         assert (r.summary.strategy, r.summary.resolution) == (strategy, resolution)
+
+
+def test_the_shares_options_state_are_the_shares_each_strategy_spends() -> None:
+    """``UserOptions.fractions`` (what the options check sums to < 1) said (0.1, 0, 0.05) under the
+    engine and `place` with a list, which spend 0.15 on their bounds and no pooling totals."""
+    rows, _ = _additive_records(np.random.default_rng(1))
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    for strategy, share in (("optimised", 0.15), ("place", 0.15), ("optimised", 0.3), ("place", 0.25)):
+        given = None if share == 0.15 else share
+        options = UserOptions(partitions=parts, strategy=strategy, bounds_fraction=given)
+        assert options.fractions == (share, 0.0, 0.0)
+        r = release_user(agg, Budget(epsilon_total=4.0), options, bound=100.0, noise=NoiseOptions(seed=3))
+        pieces = r.measurements.spend.pieces  # (a clamp measured again is taken from the rest, §2)
+        assert pieces["bounds"] == pytest.approx(share * 4.0) and r.measurements.spend.total <= 4.0 + 1e-12
+    fixed = UserOptions(partitions=parts, strategy="fixed")
+    assert fixed.fractions == (0.1, 0.0, 0.05)
+    assert UserOptions(partitions=parts, strategy="optimised", bounds_fraction=0.96).fractions[0] == 0.96
+    with pytest.raises(DpoptInputError, match="must be < 1"):
+        UserOptions(partitions=parts, strategy="fixed", bounds_fraction=0.96)

@@ -55,14 +55,11 @@ from ..place_shares import CANDIDATES
 from ..split import split_budget
 from ....noise.sources import SeededSource
 from ...options import Budget, NoiseOptions
-from ..options import UserOptions, _partition_list, _samplers, _sampler_kind
+from ..options import PLACE_BOUNDS_FRACTION, UserOptions, _partition_list, _samplers, _sampler_kind
 from .adaptive import PUBLIC_FACTS, spend_with_bounds
 
 __all__ = ["measure_place", "check_place_budget", "map_noise_scale", "PLACE_BOUNDS_FRACTION"]
 
-#: default share of ε for the choice of (T, B): at ε = 1 the histogram of records per user gets
-#: ε_T = 0.1, noise of scale 10 users per bin (models/hierarchy.md §14.2)
-PLACE_BOUNDS_FRACTION = 0.15
 
 
 def check_place_budget(total: float, eps_b: float, U: float, options: UserOptions) -> None:
@@ -112,7 +109,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     accounting in words."""
     total, delta_total, _, delta_conv = options.check_budget(budget)
     mech, _, rng = _samplers(noise, _sampler_kind(budget, None), None)
-    eps_b = (PLACE_BOUNDS_FRACTION if options.bounds_fraction is None else options.bounds_fraction) * total
+    eps_b = options.fractions[0] * total
     candidates = cap_candidates(U, noise.granularity_bits)  # public (U, b): refused before any budget is spent
     check_place_budget(total, eps_b, U, options)  # public too: no refusal after the first draw
     plist, _, mask = _partition_list(agg, options)
