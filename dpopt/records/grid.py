@@ -143,8 +143,36 @@ def slot_strings(slots_ns: np.ndarray, timezone: str | None = None) -> np.ndarra
     if timezone is None:
         idx = pd.to_datetime(ns, unit="ns", utc=True)
         return np.asarray(idx.strftime("%Y-%m-%dT%H:%M:%SZ"), dtype=object)
+    return _with_offsets(localize_wall(ns, timezone))
+
+
+def localize_wall(wall_ns: np.ndarray, timezone: str) -> pd.DatetimeIndex:
+    """Wall-clock times of ``timezone`` (int64 ns from its 1970-01-01 00:00) as zone-aware times: an
+    ambiguous one (the hour the night clocks go back) takes the first offset, one that does not exist
+    (clocks skip it) the first instant after the gap. Not pandas' ``nonexistent="shift_forward"``,
+    which moves a time in Lord Howe's 30-minute gap (02:00 → 02:30) to 03:00, half an hour late."""
+    ns = np.asarray(wall_ns, dtype=np.int64)
     wall = pd.DatetimeIndex(ns.view("datetime64[ns]"))
-    return _with_offsets(wall.tz_localize(timezone, ambiguous=np.ones(ns.size, dtype=bool), nonexistent="shift_forward"))
+    local = wall.tz_localize(timezone, ambiguous=np.ones(ns.size, dtype=bool), nonexistent="NaT")
+    gap = np.asarray(local.isna())
+    if not gap.any():
+        return local
+    instants = np.asarray(local.as_unit("ns").asi8, dtype=np.int64).copy()
+    instants[gap] = _first_instant_at_or_after(ns[gap], timezone)
+    return pd.DatetimeIndex(instants.view("datetime64[ns]")).tz_localize("UTC").tz_convert(timezone)
+
+
+def _first_instant_at_or_after(wall_ns: np.ndarray, timezone: str) -> np.ndarray:
+    """The first UTC instant whose wall clock in ``timezone`` reads ``wall_ns`` or later (bisection:
+    UTC offsets lie in [−12 h, +14 h], so the instant lies within 16 h either side, where the wall
+    clock only moves forward, a time in a gap being months from the next clock change)."""
+    lo = wall_ns - np.int64(16 * 3600 * 10**9)  # its wall clock is before wall_ns
+    hi = wall_ns + np.int64(16 * 3600 * 10**9)  # after it
+    while np.any(hi - lo > 1):
+        mid = lo + (hi - lo) // 2
+        late = wall_clock(mid, timezone) >= wall_ns
+        hi, lo = np.where(late, mid, hi), np.where(late, lo, mid)
+    return hi
 
 
 def instant_strings(timestamp_ns: np.ndarray, timezone: str) -> np.ndarray:

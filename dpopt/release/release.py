@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Union
 
+import numpy as np
 import pandas as pd
 
 from .._memory import trim_heap
@@ -50,7 +51,7 @@ from ..privacy.user.strategies.adaptive import measure_multires
 from ..privacy.user.strategies.place import measure_place
 from ..privacy.user.engine import measure_engine
 from ..records.aggregate import Aggregate
-from ..records.grid import instant_strings, local_time_strings, slot_strings, wall_clock
+from ..records.grid import instant_strings, local_time_strings, localize_wall, slot_strings, wall_clock
 from ..records.ingest import IngestReport, as_frame, parse_times
 from ..records.sample_key import SampleKey
 from ..privacy.user.bounding import check_lattice_capacity
@@ -181,7 +182,7 @@ def release(records: Any, *, bound: float | None = None, budget: Budget | PerGri
     t0 = time.perf_counter()
     key = SampleKey.from_seed(noise.seed)  # which records a user keeps: a keyed uniform sample
     if isinstance(model, UserOptions):  # no refusal by a dropped share: whether a release happens is public
-        model, aliases = _local_list(model, io.timezone)
+        model, aliases = _local_list(model, io.timezone, grid.slot_ns)
         agg, ingest = contributions(records, bound=U, grid=grid, io=replace(io, max_dropped=1.0),
                                     first_records=model.first_records, sample_key=key, lower=L)
         return _with_aliases(release_user(agg, budget, model, lower=L, upper=top, noise=noise, estimation=estimation,
@@ -340,17 +341,14 @@ def local_times(result: Any, timezone: str | None) -> Any:
     return replace(result, table=fix(result.table), answers=fix(result.answers))
 
 
-def _local_list(model: UserOptions, timezone: str | None) -> tuple[UserOptions, pd.DataFrame | None]:
-    """The public partition list's slot times on the wall clock of ``timezone`` (an offset
-    converted, a naive time read in the zone), as the records' slots are, so the two match; and the
-    listed grids whose own instant is not the one their wall-clock slot is written with — the second
-    of the two hours that share one slot on the night clocks go back (:func:`dpopt.records.grid.time_slots`)
-    — as (cell, slot written with its own offset, slot as the release writes it), for
-    :func:`_with_aliases`; None where there is none."""
+def _local_list(model: UserOptions, timezone: str | None, slot_ns: int) -> tuple[UserOptions, pd.DataFrame | None]:
+    """The public partition list's slot times on the wall clock of ``timezone`` (:func:`_wall_slots`),
+    as the records' slots are, so the two match; and the listed grids whose own instant is not the one
+    their wall-clock slot is written with — the second of the two hours that share one slot on the
+    night clocks go back (:func:`dpopt.records.grid.time_slots`) — as (cell, slot written with its own
+    offset, slot as the release writes it), for :func:`_with_aliases`; None where there is none."""
     if timezone is None or model.partitions is None or not isinstance(model.partitions, (str, Path, pd.DataFrame)):
         return model, None
-    import numpy as np
-
     frame = model.partitions
     if not isinstance(frame, pd.DataFrame):
         if not Path(frame).is_file():
@@ -359,22 +357,58 @@ def _local_list(model: UserOptions, timezone: str | None) -> tuple[UserOptions, 
     if "slot" not in frame.columns or "cell" not in frame.columns:
         return model, None
     text = frame["slot"].astype(str)
-    ns = parse_times(text, timezone=timezone)
-    ok = ns != np.iinfo(np.int64).min
+    wall, own_text = _wall_slots(text, timezone, slot_ns)
+    ok = wall != np.iinfo(np.int64).min
     slots = text.to_numpy(dtype=object).copy()
-    wall = wall_clock(ns[ok], timezone)
-    slots[ok] = slot_strings(wall)
+    slots[ok] = slot_strings(wall[ok])
     written = slot_strings(wall, timezone)  # the wall slot as the release writes it (the first offset)
-    own_text = instant_strings(ns[ok], timezone)  # the listed grid's own instant, its own offset
-    second = own_text != written
+    second = ok & (own_text != "") & (own_text != written)
     aliases = None
     if second.any():
-        cells = frame["cell"].astype(str).str.strip().to_numpy(dtype=object)[ok]
-        listed = pd.MultiIndex.from_arrays([cells, own_text])
+        cells = frame["cell"].astype(str).str.strip().to_numpy(dtype=object)
+        listed = pd.MultiIndex.from_arrays([cells[ok], np.where(own_text[ok] != "", own_text[ok], written[ok])])
         aliases = pd.DataFrame({"cell": cells[second], "slot": own_text[second], "written": written[second]})
         aliases["written_listed"] = pd.MultiIndex.from_arrays([aliases["cell"], aliases["written"]]).isin(listed)
         aliases = aliases.drop_duplicates()
     return replace(model, partitions=frame.assign(slot=slots)), aliases
+
+
+def _wall_slots(text: pd.Series, timezone: str, slot_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each listed slot's start on ``timezone``'s wall clock, int64 ns, INT64 min where it does not
+    parse; the listed instant written with its own offset, "" where the slot was written without one).
+    A slot with an offset is an instant: its wall time, or the start of the wall slot the release
+    writes with that instant (a slot whose wall start the clock change skips is written with the
+    first instant after the gap: São Paulo's 2018-11-04 as 01:00-02:00). A slot without one is a
+    wall time as written (the hour the night clocks go back is one wall slot either way); one whose
+    whole slot the clocks skip holds no record and would be written as the next one: refused."""
+    text = text.str.strip()
+    has_offset = text.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", case=False, regex=True).to_numpy(dtype=bool)
+    wall = np.full(len(text), np.iinfo(np.int64).min, dtype=np.int64)
+    own = np.full(len(text), "", dtype=object)
+    if has_offset.any():
+        ns = parse_times(text[has_offset], timezone=timezone, column="slot")
+        good = ns != np.iinfo(np.int64).min
+        at = wall_clock(ns[good], timezone)
+        start = np.floor_divide(at, np.int64(slot_ns)) * np.int64(slot_ns)
+        own_text = instant_strings(ns[good], timezone)
+        shifted = (at != start) & (slot_strings(start, timezone) == own_text)
+        wall[np.flatnonzero(has_offset)[good]] = np.where(shifted, start, at)
+        own[np.flatnonzero(has_offset)[good]] = own_text
+    if (~has_offset).any():
+        naive = parse_times(text[~has_offset], timezone="UTC", column="slot")  # the wall time as written
+        good = naive != np.iinfo(np.int64).min
+        skipped = wall_clock(localize_wall(naive[good], timezone).as_unit("ns").asi8, timezone) >= naive[good] + slot_ns
+        if skipped.any():
+            raise DpoptInputError(f"`partitions` slot {text[~has_offset][good].iloc[int(np.argmax(skipped))]!r} is a "
+                                  f"wall time whose whole slot the clock change skips in {timezone}: no record can "
+                                  "fall in it; leave it out")
+        wall[np.flatnonzero(~has_offset)[good]] = naive[good]
+    off = (wall != np.iinfo(np.int64).min) & (wall % np.int64(slot_ns) != 0)
+    if off.any():
+        i = int(np.argmax(off))
+        raise DpoptInputError(f"`partitions` slots must start on the slot lattice of the {timezone} wall clock (slots "
+                              f"of {slot_ns // 10**9} s from midnight); got {text.iloc[i]!r}")
+    return wall, own
 
 
 def _with_aliases(result: Release, aliases: pd.DataFrame | None) -> Release:

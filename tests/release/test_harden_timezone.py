@@ -19,7 +19,8 @@ import pandas as pd
 
 from dpopt.cli import main
 from dpopt.privacy.contributions import InputOptions
-from dpopt.release import (Budget, NoiseOptions, PerGridBudget, PublicOccupancyOptions, UserOptions, release,
+from dpopt import DpoptInputError
+from dpopt.release import (Budget, GridOptions, NoiseOptions, PerGridBudget, PublicOccupancyOptions, UserOptions, release,
                            write_release)
 
 LAT, LNG = 30.25, -97.75
@@ -163,3 +164,80 @@ def test_hour_of_day_profiles_are_cut_in_local_time():
         inside = (local_hour >= start.hour) & (local_hour < start.hour + hours)
         cells = np.array([h3.cell_to_parent(h3.latlng_to_cell(LAT, LNG, 15), row.h3_resolution)] * n)
         assert row.n_records == int((inside & (cells == row.cell)).sum()), row.slot
+
+
+def _first_existing(wall: datetime, zone: str) -> str:
+    """The first wall time at or after ``wall`` that exists in ``zone``, with its offset (an
+    independent oracle: minute steps, a wall time exists where it survives a round trip to UTC)."""
+    for minutes in range(0, 24 * 60):
+        w = wall + timedelta(minutes=minutes)
+        back = w.replace(tzinfo=ZoneInfo(zone)).astimezone(ZoneInfo("UTC")).astimezone(ZoneInfo(zone))
+        if back.replace(tzinfo=None) == w:
+            return back.isoformat()
+    raise AssertionError("no existing wall time within a day")
+
+
+@pytest.mark.parametrize("zone, walls", [
+    ("Australia/Lord_Howe", ["2019-10-06T01:00", "2019-10-06T02:00", "2019-10-06T02:15", "2019-10-06T02:30",
+                             "2019-10-06T03:00", "2019-04-07T01:30"]),  # a 30-minute gap; the hour back at 02:00
+    ("America/Sao_Paulo", ["2018-11-04T00:00", "2018-11-03T00:00", "2019-02-16T23:00"]),  # the day starts in a gap
+    ("Europe/Berlin", ["2026-03-29T02:00", "2026-03-29T02:45", "2026-10-25T02:00"]),
+])
+def test_a_wall_time_in_the_gap_is_written_as_the_first_instant_after_it(zone, walls):
+    """pandas' ``nonexistent="shift_forward"`` moved Lord Howe's 02:00 (clocks go 02:00 → 02:30) to
+    03:00+11:00: the 01:00 slot then ended at 03:00, overlapping the next, and the slot of the 02:40
+    records was written 03:00 .. 03:00, the same (cell, slot) as the real 03:00 slot."""
+    from dpopt.records.grid import slot_strings
+
+    ns = pd.DatetimeIndex(walls).as_unit("ns").asi8
+    want = [_first_existing(datetime.fromisoformat(w), zone) for w in walls]
+    assert slot_strings(ns, zone).tolist() == want
+
+
+def test_a_list_names_a_day_that_starts_in_the_gap_as_the_release_writes_it(tmp_path):
+    """São Paulo skipped 2018-11-04 00:00–01:00: the day's slot is written 2018-11-04T01:00:00-02:00.
+    That label, the naive date and the UTC instant of its first hour each list that day (all three were
+    refused: not on the lattice, or a wall time that does not exist); a naive slot the clocks skip
+    whole (Berlin's 02:00 hour) holds no record and is refused in one line; a list off the local
+    lattice is refused quoting the list as written."""
+    zone = "America/Sao_Paulo"
+    rng = np.random.default_rng(5)
+    t0 = datetime(2018, 11, 3, 3, 0, tzinfo=ZoneInfo("UTC"))  # 2018-11-03 00:00 local
+    times = [t0 + timedelta(seconds=int(s)) for s in rng.integers(0, 3 * 86400 - 7200, 900)]
+    frame = pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 60, 900)], "latitude": LAT,
+                          "longitude": LNG, "timestamp": [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times],
+                          "value": rng.uniform(0, 10, 900).round(2)})
+    day = "2018-11-04T01:00:00-02:00"
+    for slot in (day, "2018-11-04T00:00:00", "2018-11-04T03:00:00Z"):
+        plist = pd.DataFrame({"cell": CELL, "slot": ["2018-11-03T00:00:00-03:00", slot]})
+        r = release(frame, bound=10, budget=Budget(epsilon_total=5.0), grid=GridOptions(7, "1d"),
+                    model=UserOptions(partitions=plist), io=InputOptions(timezone=zone), noise=NoiseOptions(seed=2))
+        assert sorted(r.answers["slot"]) == ["2018-11-03T00:00:00-03:00", day], slot
+        assert r.table.loc[r.table["slot"] == "2018-11-03T00:00:00-03:00", "slot_end"].iloc[0] == day
+    berlin = pd.DataFrame({"cell": CELL, "slot": ["2026-03-29T02:00:00"]})
+    with pytest.raises(DpoptInputError, match=r"`partitions` slot '2026-03-29T02:00:00' .*whole slot the clock change skips"):
+        release(frame, bound=10, budget=Budget(epsilon_total=5.0), model=UserOptions(partitions=berlin),
+                io=InputOptions(timezone="Europe/Berlin"), noise=NoiseOptions(seed=2))
+    kolkata = pd.DataFrame({"cell": CELL, "slot": ["2026-01-02T00:00:00Z"]})  # 05:30 there
+    with pytest.raises(DpoptInputError, match=r"lattice of the Asia/Kolkata wall clock .*got '2026-01-02T00:00:00Z'"):
+        release(frame, bound=10, budget=Budget(epsilon_total=5.0), model=UserOptions(partitions=kolkata),
+                io=InputOptions(timezone="Asia/Kolkata"), noise=NoiseOptions(seed=2))
+
+
+def test_a_naive_list_of_every_local_hour_reads_the_hour_the_clocks_go_back_as_one_slot():
+    """Berlin's 2026-10-25T02:00 occurs twice; as a naive partition slot it stopped the release. It is
+    one wall slot (both hours share it), written with the first offset and ending an hour later."""
+    zone = "Europe/Berlin"
+    rng = np.random.default_rng(6)
+    t0 = datetime(2026, 10, 24, 22, 0, tzinfo=ZoneInfo("UTC"))  # 00:00 CEST on the 25th
+    times = [t0 + timedelta(seconds=int(s)) for s in rng.integers(0, 5 * 3600, 600)]
+    frame = pd.DataFrame({"user_id": [f"u{i}" for i in rng.integers(0, 40, 600)], "latitude": LAT,
+                          "longitude": LNG, "timestamp": [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times],
+                          "value": rng.uniform(0, 10, 600).round(2)})
+    naive = [f"2026-10-25T0{h}:00:00" for h in range(0, 4)]
+    r = release(frame, bound=10, budget=Budget(epsilon_total=5.0), model=UserOptions(partitions=pd.DataFrame(
+        {"cell": CELL, "slot": naive})), io=InputOptions(timezone=zone), noise=NoiseOptions(seed=2))
+    assert sorted(r.answers["slot"]) == ["2026-10-25T00:00:00+02:00", "2026-10-25T01:00:00+02:00",
+                                         "2026-10-25T02:00:00+02:00", "2026-10-25T03:00:00+01:00"]
+    own = r.table.set_index("slot")
+    assert own.loc["2026-10-25T02:00:00+02:00", "slot_end"] == "2026-10-25T03:00:00+01:00"
