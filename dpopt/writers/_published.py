@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..records.grid import localize_wall, wall_clock as _wall_clock
+
 __all__ = ["PublishedView", "published_view", "read_release_table", "resolve_unit", "privacy_statement", "fmt_number",
            "released_count", "answers_vary_text", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at",
            "active_counts", "row_dicts"]
@@ -112,7 +114,8 @@ class PublishedView:
     (NaT unless the node's window recurs: :func:`active_at`), slot_label, mean, bound, lo, hi and
     whatever optional columns were published), the withheld (cell, slot)
     rows when the table lists them (``withheld``), the time steps of the time control
-    (``steps``, UTC; each finest slot when slot lengths mix, ends in ``step_ends``), the unit and the confidence of the intervals."""
+    (``steps``, instants of the release's wall-clock slots; each finest slot when slot lengths mix, ends in
+    ``step_ends``), the unit and the confidence of the intervals."""
 
     nodes: pd.DataFrame
     withheld: pd.DataFrame
@@ -130,6 +133,9 @@ class PublishedView:
     steps_cut: pd.Timestamp | None = None
     #: the lower end L of the values' range (summary.json ``lower``; 0 when absent)
     lower: float = 0.0
+    #: the zone the slots were cut in (summary.json ``timezone``; "UTC" without one): times are shown
+    #: on its clock and recurring windows recur on it
+    zone: str = "UTC"
 
     @property
     def span(self) -> float | None:
@@ -197,14 +203,15 @@ def _window_labels(t0: pd.Series, t1: pd.Series, every: pd.Series, until: pd.Ser
     return pd.Series(out, index=t0.index, dtype=object)
 
 
-def active_at(nodes: pd.DataFrame, t: pd.Timestamp) -> np.ndarray:
+def active_at(nodes: pd.DataFrame, t: pd.Timestamp, zone: str = "UTC") -> np.ndarray:
     """Which rows of a view's ``nodes`` cover the instant ``t``: t0 ≤ t < t1, or for a recurring
-    window t0 ≤ t < until with (t − t0) mod cycle < t1 − t0."""
+    window t0 ≤ t < until with (t − t0) mod cycle < t1 − t0 on the wall clock of ``zone`` (the one
+    the release cut its windows in: an 08:00 window stays at 08:00 across a clock change)."""
     t0, t1, rep = _ns(nodes["t0"]), _ns(nodes["t1"]), _recurring(nodes)
     ti = np.int64(pd.Timestamp(t).value)
     on = (t0 <= ti) & (ti < t1)
     if rep.any():
-        on[rep] = _recurring_on(nodes, rep, np.array([[ti]]))[:, 0]
+        on[rep] = _recurring_on(nodes, rep, np.array([[ti]]), zone)[:, 0]
     return on
 
 
@@ -224,15 +231,20 @@ def _recurring(nodes: pd.DataFrame) -> np.ndarray:
     return nodes["cycle"].notna().to_numpy() if "cycle" in nodes.columns else np.zeros(len(nodes), dtype=bool)
 
 
-def _recurring_on(nodes: pd.DataFrame, rep: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """(recurring rows × steps) booleans: t0 ≤ t < until and (t − t0) mod cycle < t1 − t0 (``t``: int64
-    nanoseconds, shape (1, steps))."""
-    r0, r1 = _ns(nodes["t0"])[rep][:, None], _ns(nodes["t1"])[rep][:, None]
-    cyc, until = _ns(nodes["cycle"])[rep][:, None], _ns(nodes["until"])[rep][:, None]
-    return (r0 <= t) & (t < until) & (np.mod(t - r0, cyc) < r1 - r0)
+def wall_clock(ns: np.ndarray, zone: str) -> np.ndarray:
+    """Instants (int64 ns) on the wall clock of ``zone`` (:func:`dpopt.records.grid.wall_clock`; UTC as is)."""
+    return np.asarray(ns, dtype=np.int64) if zone == "UTC" else _wall_clock(ns, zone)
 
 
-def active_counts(nodes: pd.DataFrame, steps: Any) -> np.ndarray:
+def _recurring_on(nodes: pd.DataFrame, rep: np.ndarray, t: np.ndarray, zone: str = "UTC") -> np.ndarray:
+    """(recurring rows × steps) booleans: t0 ≤ t < until and (t − t0) mod cycle < t1 − t0 on the wall
+    clock of ``zone`` (``t``: int64 nanoseconds of instants, shape (1, steps))."""
+    r0, r1, until = (wall_clock(_ns(nodes[c])[rep], zone)[:, None] for c in ("t0", "t1", "until"))
+    cyc, w = _ns(nodes["cycle"])[rep][:, None], wall_clock(t.reshape(-1), zone).reshape(t.shape)
+    return (r0 <= w) & (w < until) & (np.mod(w - r0, cyc) < r1 - r0)
+
+
+def active_counts(nodes: pd.DataFrame, steps: Any, zone: str = "UTC") -> np.ndarray:
     """How many rows of a view's ``nodes`` cover each instant of ``steps``: ``active_at(nodes, t).sum()``
     for every t at once (the time control's busiest step), in int64 nanoseconds: contiguous rows by
     two sorted searches, recurring windows by blocks of (row, step) pairs."""
@@ -245,7 +257,7 @@ def active_counts(nodes: pd.DataFrame, steps: Any) -> np.ndarray:
     if rep.any():
         step = max(1, _PAIRS // int(rep.sum()))
         for i in range(0, t.size, step):
-            out[i:i + step] += _recurring_on(nodes, rep, t[None, i:i + step]).sum(axis=0)
+            out[i:i + step] += _recurring_on(nodes, rep, t[None, i:i + step], zone).sum(axis=0)
     return out.astype(np.int64)
 
 
@@ -341,8 +353,22 @@ def _slot_words(t0: pd.Series, t1: pd.Series) -> pd.Series:
 MAX_STEPS = 2000
 
 
-def time_steps(t0: pd.Series, t1: pd.Series, slot: pd.Timedelta, *, recurring: bool = False
+def time_steps(t0: pd.Series, t1: pd.Series, slot: pd.Timedelta, *, recurring: bool = False, zone: str = "UTC"
                ) -> tuple[tuple[pd.Timestamp, ...], tuple[pd.Timestamp, ...]]:
+    """:func:`_time_steps` on the wall clock of ``zone`` (the slots were cut there): the steps are the
+    wall lattice's slots, each written as the instants it spans (a slot the clocks skip whole is no
+    step; one that starts in a gap starts at the first instant after it)."""
+    if zone == "UTC" or not len(t0):
+        return _time_steps(t0, t1, slot, recurring=recurring)
+    wall = [pd.Series(pd.to_datetime(wall_clock(_ns(x), zone), unit="ns")) for x in (t0, t1)]
+    starts, ends = _time_steps(wall[0], wall[1], slot, recurring=recurring)
+    a, b = (localize_wall(np.array([x.value for x in xs], dtype=np.int64), zone) for xs in (starts, ends))
+    keep = np.asarray(a < b)
+    return tuple(a[keep]), tuple(b[keep])
+
+
+def _time_steps(t0: pd.Series, t1: pd.Series, slot: pd.Timedelta, *, recurring: bool = False
+                ) -> tuple[tuple[pd.Timestamp, ...], tuple[pd.Timestamp, ...]]:
     """(starts, ends) of the time control's steps. One slot length everywhere: the slots that hold a node
     (as before). Mixed lengths (or ``recurring`` windows, given with ``t1`` their last end): every
     finest slot (length ``slot``) from the first start to the last end, so a coarse node answers
@@ -397,12 +423,12 @@ def published_view(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | 
     nodes = nodes.assign(mean=mean, bound=err, lo=lo, hi=hi)
     last = nodes["until"].where(nodes["cycle"].notna(), nodes["t1"])  # a recurring window spans the period
     steps, ends = time_steps(pd.concat([nodes["t0"], withheld["t0"]]), pd.concat([last, withheld["t1"]]), slot,
-                             recurring=bool(nodes["cycle"].notna().any()))
+                             recurring=bool(nodes["cycle"].notna().any()), zone=_zone(summary))
     u, known = resolve_unit(summary, unit)
     cut = ends[-1] if ends and ends[-1] < max(pd.concat([last, withheld["t1"]])) else None
     return PublishedView(nodes=nodes, withheld=withheld, steps=steps, unit=u, unit_known=known,
                          confidence=float(summary.get("confidence", 0.95)), bound=bound, slot=slot,
-                         step_ends=ends, steps_cut=cut, lower=lower)
+                         step_ends=ends, steps_cut=cut, lower=lower, zone=_zone(summary))
 
 
 def _epsilon_words(summary: dict[str, Any]) -> str:

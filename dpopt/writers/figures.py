@@ -28,7 +28,7 @@ def _busiest(view: PublishedView, slot: Any = None) -> pd.Timestamp:
     if slot is not None:
         return pd.Timestamp(slot).tz_convert("UTC") if pd.Timestamp(slot).tzinfo else \
             pd.Timestamp(slot).tz_localize("UTC")
-    return view.steps[int(np.argmax(active_counts(view.nodes, view.steps)))]
+    return view.steps[int(np.argmax(active_counts(view.nodes, view.steps, view.zone)))]
 
 
 def _polys(cells: pd.Series, k: float) -> list[np.ndarray]:
@@ -96,7 +96,7 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
         ax.set_axis_off()
         return fig
     t = _busiest(view, slot)
-    at = view.nodes[active_at(view.nodes, t)]
+    at = view.nodes[active_at(view.nodes, t, view.zone)]
     wh = view.withheld[((view.withheld["t0"] <= t) & (t < view.withheld["t1"])).to_numpy()]
     k = float(np.cos(np.radians(view.nodes["cell"].map(_lat).mean())))
     m, b = view.nodes["mean"].to_numpy(float), view.nodes["bound"].to_numpy(float)
@@ -120,7 +120,8 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
     grey = "; grey outlines: withheld" if len(wh) else ""
     mixed = len(set((view.nodes["t1"] - view.nodes["t0"]).tolist())) > 1 or view.nodes["res"].nunique() > 1
     ends = dict(zip(view.steps, view.step_ends))
-    when = slot_labels(pd.Series([t]), pd.Series([ends.get(t, t + view.slot)])).iloc[0]
+    when = slot_labels(pd.Series([t]).dt.tz_convert(view.zone),
+                       pd.Series([ends.get(t, t + view.slot)]).dt.tz_convert(view.zone)).iloc[0]
     cover = " (each at its own resolution, its slot covering this one)" if mixed else ""
     fig.suptitle(f"{when}: {len(at)} of {len(view.nodes)} published cells{cover} "
                  f"({summary.get('privacy_model', '')}, {nums}){grey}; other slots in report.html",

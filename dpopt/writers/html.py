@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ._published import (PublishedView, active_counts, answers_vary_text, fmt_number, nice_ticks, privacy_statement,
-                         published_view, released_count, row_dicts, slot_labels, span_text)
+                         published_view, released_count, row_dicts, slot_labels, span_text, wall_clock)
 from .streetmap import DEFAULT_TILES, STREET_JS, leaflet_assets, street_map_html
 
 __all__ = ["render_html", "write_html_report", "DEFAULT_TILES", "variance_published", "variance_reasons"]
@@ -193,7 +193,7 @@ def _what(view: PublishedView, summary: dict[str, Any]) -> str:
             slots = f"in {_E(str(summary.get('slot', '')))} slots"
         else:
             slots = f"in {_E(span_text(lengths[0]))} slots"
-        span = f", {min(t0):%Y-%m-%d %H:%M} to {max(t1):%Y-%m-%d %H:%M} UTC {slots}"
+        span = f", {_when(min(t0), view)} to {_when(max(t1), view)} {slots}"
     what = "mean" + (" and variance" if variance_published(view.nodes) else "")
     src = ""
     if summary.get("records") and summary.get("users"):
@@ -358,6 +358,31 @@ def _epoch(ts: pd.Series) -> np.ndarray:
     return ((t - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(seconds=1)).to_numpy(dtype=np.int64)
 
 
+def _node_times(view: PublishedView) -> tuple[np.ndarray, ...]:
+    """(t0, t1, recurring, cycle, until) of the nodes in epoch seconds for the time control: instants
+    for contiguous slots; a recurring window's start, end and last end on the wall clock of the zone
+    its windows were cut in (the steps carry both, ``t`` and ``w``), so an 08:00 window stays at
+    08:00 across a clock change."""
+    nodes = view.nodes
+    rep = nodes["cycle"].notna().to_numpy()
+    t0, t1 = _epoch(nodes["t0"]), _epoch(nodes["t1"])
+    until = np.where(rep, _epoch(nodes["until"].fillna(nodes["t1"])), 0)
+    if rep.any():
+        t0, t1, until = (np.where(rep, _wall_seconds(x, view.zone), x) for x in (t0, t1, until))
+    cyc = np.where(rep, nodes["cycle"].fillna(pd.Timedelta(0)) // pd.Timedelta(seconds=1), 0)
+    return t0, t1, rep, cyc, until
+
+
+def _wall_seconds(epoch_s: np.ndarray, zone: str) -> np.ndarray:
+    """Epoch seconds of instants on the wall clock of ``zone``."""
+    return wall_clock(np.asarray(epoch_s, dtype=np.int64) * 10**9, zone) // 10**9
+
+
+def _when(t: pd.Timestamp, view: PublishedView) -> str:
+    """An instant as the report writes times: on the clock of the release's zone, named."""
+    return f"{pd.Timestamp(t).tz_convert(view.zone):%Y-%m-%d %H:%M} {view.zone}"
+
+
 def _draw_order(nodes: pd.DataFrame) -> np.ndarray:
     """Coarse first, fine on top: by resolution, then longest slot first (a cell published both for
     3 h and for its whole day shows the 3 h node above the day's)."""
@@ -375,16 +400,13 @@ def _panel(view: PublishedView, proj: _Projection, fills: list[str], cls: str, b
            hatch: np.ndarray | None, svg_id: str, tips: list[str]) -> str:
     nodes = view.nodes
     cells = nodes["cell"].tolist()
-    t0, t1 = _epoch(nodes["t0"]), _epoch(nodes["t1"])
+    t0, t1, rep, cyc, until = _node_times(view)
     w0, w1 = _epoch(view.withheld["t0"]), _epoch(view.withheld["t1"])
     wh = "".join(
         f'<path class="withheld" d="{proj.path(c)}" data-t0="{a}" data-t1="{b}" '
         f'data-tip="{_E(c)} · {_E(lab)}&#10;withheld (not published)"/>'
         for c, a, b, lab in zip(view.withheld["cell"], w0, w1, view.withheld["slot_label"]))
     order = _draw_order(nodes)
-    rep = nodes["cycle"].notna().to_numpy()  # a recurring window (hour-of-day …): its cycle and last end
-    cyc = np.where(rep, nodes["cycle"].fillna(pd.Timedelta(0)) // pd.Timedelta(seconds=1), 0)
-    until = np.where(rep, _epoch(nodes["until"].fillna(nodes["t1"])), 0)
     shapes, hatches = [], []
     for i in order:
         d = proj.path(cells[i])
@@ -412,10 +434,7 @@ def _street_nodes(view: PublishedView, proj: _Projection, fills: tuple[list[str]
     by half-width), opacity fading with the half-width (0.8 at 0 down to 0.25 from half the
     range), dashed where uncertain."""
     nodes = view.nodes
-    t0, t1 = _epoch(nodes["t0"]), _epoch(nodes["t1"])
-    rep = nodes["cycle"].notna().to_numpy()
-    cyc = np.where(rep, nodes["cycle"].fillna(pd.Timedelta(0)) // pd.Timedelta(seconds=1), 0)
-    until = np.where(rep, _epoch(nodes["until"].fillna(nodes["t1"])), 0)
+    t0, t1, _, cyc, until = _node_times(view)
     b = np.nan_to_num(nodes["bound"].to_numpy(float), nan=np.inf)
     opacity = 0.8 - 0.55 * np.minimum(1.0, b / (0.5 * full))
     out = []
@@ -450,7 +469,7 @@ def _map_section(view: PublishedView, basemap: dict[str, Any] | None, tiles: str
                              [proj.rings[c] for c in _finest(view)], tiles=tiles)
     conf = _conf(view)
     cut = "" if view.steps_cut is None else (
-        f" The time control stops at {view.steps_cut:%Y-%m-%d %H:%M} UTC: some slots recur every day over a longer "
+        f" The time control stops at {_when(view.steps_cut, view)}: some slots recur every day over a longer "
         "period than it can step through; after that the same hours repeat, and every published cell is in the "
         "table below.")
     return f"""<section id="map-section"><h2>Map of the published values</h2>
@@ -744,13 +763,13 @@ var tip=document.getElementById('tip'),pick=document.getElementById('step-pick')
 steps.forEach(function(s,j){var o=document.createElement('option');o.value=String(j);o.textContent=s.label;pick.appendChild(o);});
 pick.addEventListener('change',function(){show(+pick.value);});
 var shapes=Array.prototype.slice.call(document.querySelectorAll('svg.map [data-t0]'));
-function show(k){k=Math.max(0,Math.min(steps.length-1,k));var t=steps[k].t,n=0;
+function show(k){k=Math.max(0,Math.min(steps.length-1,k));var t=steps[k].t,w=steps[k].w,n=0;
  shapes.forEach(function(el){var a=+el.dataset.t0,b=+el.dataset.t1,c=+(el.dataset.c||0);
-  var on=c?(a<=t&&t<+el.dataset.u&&((t-a)%c)<b-a):(a<=t&&t<b);
+  var on=c?(a<=w&&w<+el.dataset.u&&((w-a)%c)<b-a):(a<=t&&t<b);
   el.style.display=on?'':'none';if(on&&el.classList.contains('node')){n++;}});
  range.value=String(k);pick.value=String(k);label.textContent=steps[k].label;
  count.textContent='('+n+' published cell'+(n===1?'':'s')+')';
- document.dispatchEvent(new CustomEvent('dpopt-step',{detail:t}));}
+ document.dispatchEvent(new CustomEvent('dpopt-step',{detail:{t:t,w:w}}));}
 range.addEventListener('input',function(){show(+range.value);});
 document.getElementById('prev').addEventListener('click',function(){show(+range.value-1);});
 document.getElementById('next').addEventListener('click',function(){show(+range.value+1);});
@@ -774,7 +793,7 @@ if(table){var body=table.tBodies[0];
   rows.forEach(function(r){body.appendChild(r);});});});
  body.addEventListener('click',function(e){var tr=e.target.closest('tr');if(!tr){return;}
   var el=document.querySelector('svg.map path.node[data-i="'+tr.dataset.i+'"]');if(!el){return;}
-  var t0=+el.dataset.t0,k=0;steps.forEach(function(s,j){if(s.t<=t0){k=j;}});show(k);
+  var t0=+el.dataset.t0,rc=+(el.dataset.c||0),k=0;steps.forEach(function(s,j){if((rc?s.w:s.t)<=t0){k=j;}});show(k);
   document.querySelectorAll('svg.map path.hl').forEach(function(p){p.classList.remove('hl');});mark(tr.dataset.i,true);
   document.dispatchEvent(new CustomEvent('dpopt-focus',{detail:+tr.dataset.i}));
   document.getElementById('map-section').scrollIntoView({behavior:'smooth'});});
@@ -789,12 +808,13 @@ def _steps_json(view: PublishedView) -> str:
     import json
 
     ts = [int(v) for v in _epoch(pd.Series(list(view.steps), dtype=object))] if view.steps else []
-    labels = list(slot_labels(pd.to_datetime(pd.Series(list(view.steps), dtype=object), utc=True),
-                              pd.to_datetime(pd.Series(list(view.step_ends), dtype=object), utc=True))
-                  ) if view.steps else []
-    counts = active_counts(view.nodes, view.steps)
+    ws = [int(v) for v in _wall_seconds(np.asarray(ts, dtype=np.int64), view.zone)] if ts else []
+    local = [pd.to_datetime(pd.Series(list(x), dtype=object), utc=True).dt.tz_convert(view.zone)
+             for x in (view.steps, view.step_ends)]
+    labels = list(slot_labels(local[0], local[1])) if view.steps else []
+    counts = active_counts(view.nodes, view.steps, view.zone)
     start = int(np.argmax(counts)) if counts.size else 0
-    data = [{"t": t, "label": lab, "start": start} for t, lab in zip(ts, labels)]
+    data = [{"t": t, "w": w, "label": lab, "start": start} for t, w, lab in zip(ts, ws, labels)]
     return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -817,13 +837,14 @@ def _drawn(view: PublishedView) -> tuple[PublishedView, str]:
         return view, ""
     keep = nodes.sort_values(["t0", "cell"], kind="stable").index[:MAX_DRAWN]
     drawn = nodes.loc[keep].reset_index(drop=True)
-    end = drawn["t1"].max()
+    span = drawn["t1"] - drawn["t0"]
+    end = drawn.loc[(span == span.min()).to_numpy(), "t1"].max()  # the finest drawn slots' last end
     steps = [(a, b) for a, b in zip(view.steps, view.step_ends or view.steps) if a < end]
     if steps and len(steps) < len(view.steps):
         view = replace(view, steps=tuple(a for a, _ in steps), step_ends=tuple(b for _, b in steps)
                        if view.step_ends else (), steps_cut=None)
     note = (f" This page draws and lists the first {MAX_DRAWN:,} of the {len(nodes):,} published nodes in time "
-            f"order (up to {end:%Y-%m-%d %H:%M} UTC): a page of all of them would be too large for a browser. "
+            f"order (its finest slots up to {_when(end, view)}): a page of all of them would be too large for a browser. "
             "Every node is in release.csv, release.geojson and release.parquet.")
     return replace(view, nodes=drawn), note
 

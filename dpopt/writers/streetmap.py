@@ -54,7 +54,8 @@ def street_map_html(nodes: list[dict[str, Any]], focus: list[np.ndarray], *, til
     ----------
     nodes : one dict per published node in drawing order: ``ring`` ([lat, lng] rows), ``fill``
         and ``ufill`` (colours by mean and by half-width), ``opacity`` (fill opacity), ``dashed`` (bool), ``tip`` (plain text), ``i`` (row),
-        ``t0``, ``t1``, ``c``, ``u`` (epoch seconds: span, cycle and end of a recurring window; 0 if none).
+        ``t0``, ``t1``, ``c``, ``u`` (epoch seconds: span, cycle and end of a recurring window, whose
+        ``t0``, ``t1``, ``u`` are on the release zone's wall clock as the time control's ``w``; 0 if none).
     focus : the rings ([lat, lng] rows) whose extent the map opens on.
     tiles : tile URL template with ``{z}``, ``{x}``, ``{y}`` (e.g. :data:`DEFAULT_TILES`), or None
         for no street map.
@@ -107,9 +108,9 @@ var shapes=d.nodes.map(function(n){var p=L.polygon(n.ring,{color:n.dashed?'#555'
  p.bindTooltip(tip,{sticky:true});p.on('add',function(){var el=p.getElement();if(el){el.setAttribute('data-i',String(n.i));el.classList.add('street-node');}});
  return p;});
 var shown=L.layerGroup().addTo(map);
-function on(n,t){return n.c?(n.t0<=t&&t<n.u&&((t-n.t0)%n.c)<n.t1-n.t0):(n.t0<=t&&t<n.t1);}
-document.addEventListener('dpopt-step',function(e){var t=e.detail;shown.clearLayers();
- d.nodes.forEach(function(n,j){if(on(n,t)){shown.addLayer(shapes[j]);}});});
+function on(n,t,w){return n.c?(n.t0<=w&&w<n.u&&((w-n.t0)%n.c)<n.t1-n.t0):(n.t0<=t&&t<n.t1);}
+document.addEventListener('dpopt-step',function(e){var t=e.detail.t,w=e.detail.w;shown.clearLayers();
+ d.nodes.forEach(function(n,j){if(on(n,t,w)){shown.addLayer(shapes[j]);}});});
 document.addEventListener('dpopt-focus',function(e){d.nodes.forEach(function(n,j){if(n.i===e.detail){
  map.fitBounds(shapes[j].getBounds(),{padding:[60,60],maxZoom:14,animate:false});shapes[j].openTooltip();}});});
 var Colour=L.Control.extend({options:{position:'topright'},onAdd:function(){

@@ -4,7 +4,10 @@ protocol. Runs in CI (.ci/run installs chromium); it fails, never skips, when ch
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
+import h3
 import numpy as np
 import pandas as pd
 import pytest
@@ -232,4 +235,43 @@ def test_methods_appendix_wraps_inside_its_card(browser, tmp_path, case):
           return e.getBoundingClientRect().right>r;}).length;
         return [out, s.scrollWidth-s.clientWidth];})()""")
     assert over == [0, 0]
+    assert browser.errors() == []
+
+
+def test_time_control_steps_on_the_local_clock_across_a_clock_change(browser, tmp_path):
+    """A release cut in Europe/Berlin over the night clocks skip 02:00 (2026-03-29): the time control
+    steps through the local hours (02:00 that night is no step), labels them on that clock, and an
+    08:00–09:00 window recurring daily shows at 08:00 local on both days. Before, the steps were UTC
+    hours labelled in UTC, and the window showed at 09:00 local after the change."""
+    table, summary = load("user")
+    summary = dict(summary, slot="1h", timezone="Europe/Berlin", resolution="adaptive")
+    cell, parent = "87489e346ffffff", h3.cell_to_parent("87489e346ffffff", 5)
+    hours = ["2026-03-28T07:00:00+01:00", "2026-03-28T08:00:00+01:00", "2026-03-29T01:00:00+01:00",
+             "2026-03-29T03:00:00+02:00", "2026-03-29T08:00:00+02:00"]
+    ends = ["2026-03-28T08:00:00+01:00", "2026-03-28T09:00:00+01:00", "2026-03-29T03:00:00+02:00",
+            "2026-03-29T04:00:00+02:00", "2026-03-29T09:00:00+02:00"]
+    rows = pd.DataFrame({"cell": [cell] * 5 + [parent], "slot": hours + ["2026-03-28T08:00:00+01:00"],
+                         "slot_end": ends + ["2026-03-28T09:00:00+01:00"], "repeat_every": [""] * 5 + ["P1D"],
+                         "repeat_until": [""] * 5 + ["2026-03-30T00:00:00+02:00"], "released": True,
+                         "mean": [20.0, 21.0, 22.0, 23.0, 24.0, 30.0], "mean_error_bound": 2.0,
+                         "h3_resolution": [7] * 5 + [5]})
+    browser.open(write_html_report(tmp_path / "r.html", rows, summary))
+    zone = ZoneInfo("Europe/Berlin")
+    local, wall = [], datetime(2026, 3, 28, 7)
+    while wall < datetime(2026, 3, 30, 0):  # every local hour that exists, independently of the code
+        back = wall.replace(tzinfo=zone).astimezone(ZoneInfo("UTC")).astimezone(zone)
+        if back.replace(tzinfo=None) == wall:
+            local.append(back)
+        wall += timedelta(hours=1)
+    labels = browser.eval("JSON.parse(document.getElementById('steps-data').textContent).map(function(s){return s.label;})")
+    assert len(labels) == len(local) == 40
+    starts = {pd.Timestamp(h) for h in hours}
+    for k, at in enumerate(local):
+        assert labels[k].startswith(f"{at:%Y-%m-%d %H:%M}") and "Europe/Berlin" in labels[k], labels[k]
+        shown = browser.eval(f"""(function(){{var r=document.getElementById('step'); r.value='{k}';
+            r.dispatchEvent(new Event('input'));
+            return Array.prototype.filter.call(document.querySelectorAll('#map-value path.node'),
+              function(e){{return e.style.display!=='none';}}).map(function(e){{return e.dataset.cell;}});}})()""")
+        want = ([cell] if pd.Timestamp(at) in starts else []) + ([parent] if at.hour == 8 else [])
+        assert sorted(shown) == sorted(want), (at, shown)
     assert browser.errors() == []
