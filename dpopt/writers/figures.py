@@ -18,6 +18,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
+from .geo import centre_longitude
 from ._published import (PublishedView, active_at, active_counts, fmt_number, nice_ticks, privacy_statement,
                          published_view, slot_labels)
 
@@ -31,12 +32,14 @@ def _busiest(view: PublishedView, slot: Any = None) -> pd.Timestamp:
     return view.steps[int(np.argmax(active_counts(view.nodes, view.steps, view.zone)))]
 
 
-def _polys(cells: pd.Series, k: float) -> list[np.ndarray]:
-    import h3
+def _polys(cells: pd.Series, k: float, reference: float) -> list[np.ndarray]:
+    """The cells' outlines as (longitude·k, latitude) rows, drawn on ``reference``'s side of the
+    antimeridian (:func:`dpopt.writers.geo.display_boundary`)."""
+    from .geo import display_boundary
 
     out = []
     for c in cells:
-        b = np.asarray(h3.cell_to_boundary(str(c)), dtype=float)
+        b = display_boundary(str(c), reference)
         out.append(np.c_[b[:, 1] * k, b[:, 0]])
     return out
 
@@ -51,23 +54,23 @@ def _degree_axes(ax: Any, k: float) -> None:
 
     ax.xaxis.set_major_locator(MaxNLocator(3))
     ax.yaxis.set_major_locator(MaxNLocator(4))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _i: fmt(v / k, "E", "W")))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _i: fmt((v / k + 180.0) % 360.0 - 180.0, "E", "W")))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _i: fmt(v, "N", "S")))
     ax.tick_params(labelsize=8)
 
 
 def _panel(ax: Any, at: pd.DataFrame, wh: pd.DataFrame, values: np.ndarray, *, cmap: str, lo: float, hi: float,
-           ticks: list[float], label: str, k: float) -> None:
+           ticks: list[float], label: str, k: float, ref: float) -> None:
     """One map panel on ``ax``: the published nodes ``at`` coloured by ``values`` (colour map
     ``cmap`` on [``lo``, ``hi``], bar ``ticks`` and ``label``), coarse and long slots below fine
     and short ones, over the grey outlines of the withheld cells ``wh``; x is longitude·``k``."""
     fig = ax.get_figure()
     if len(wh):
-        ax.add_collection(PolyCollection(_polys(wh["cell"], k), facecolors="none", edgecolors="#cccccc",
+        ax.add_collection(PolyCollection(_polys(wh["cell"], k, ref), facecolors="none", edgecolors="#cccccc",
                                          linewidths=0.4))
     span = (at["t1"] - at["t0"]) // pd.Timedelta(seconds=1)  # coarse first, then longest slot first
     order = np.lexsort((-span.to_numpy(dtype=np.int64), at["res"].to_numpy()))
-    polys = _polys(at["cell"], k)
+    polys = _polys(at["cell"], k, ref)
     pc = PolyCollection([polys[i] for i in order], array=values[order], cmap=cmap,
                         norm=Normalize(lo, hi), edgecolors="#333333", linewidths=0.5)
     ax.add_collection(pc)
@@ -99,19 +102,20 @@ def map_figure(table: pd.DataFrame, summary: dict[str, Any], *, unit: str | None
     at = view.nodes[active_at(view.nodes, t, view.zone)]
     wh = view.withheld[((view.withheld["t0"] <= t) & (t < view.withheld["t1"])).to_numpy()]
     k = float(np.cos(np.radians(view.nodes["cell"].map(_lat).mean())))
+    ref = centre_longitude(view.nodes["cell"].tolist())  # every cell on one side of the antimeridian
     m, b = view.nodes["mean"].to_numpy(float), view.nodes["bound"].to_numpy(float)
     lo, hi, ticks = nice_ticks(np.nanmin(m), np.nanmax(m))
     blo, bhi, bticks = nice_ticks(0.0, np.nanmax(b) if np.isfinite(b).any() else 1.0)
     a1, a2 = fig.subplots(1, 2)
     conf = f"{view.confidence * 100:.4g} %"
     _panel(a1, at, wh, at["mean"].to_numpy(float), cmap="viridis", lo=lo, hi=hi, ticks=ticks,
-           label=f"mean{view.label}", k=k)
+           label=f"mean{view.label}", k=k, ref=ref)
     _panel(a2, at, wh, at["bound"].to_numpy(float), cmap="Oranges", lo=blo, hi=bhi, ticks=bticks,
-           label=f"± half-width of the {conf} interval{view.label}", k=k)
+           label=f"± half-width of the {conf} interval{view.label}", k=k, ref=ref)
     full = view.span if view.span is not None else hi - lo
     wide = np.nan_to_num(at["bound"].to_numpy(float), nan=np.inf) > 0.25 * full
     if wide.any():  # the same rule as report.html: ± more than a quarter of the range
-        a1.add_collection(PolyCollection([p for p, w in zip(_polys(at["cell"], k), wide) if w],
+        a1.add_collection(PolyCollection([p for p, w in zip(_polys(at["cell"], k, ref), wide) if w],
                                          facecolors="none", edgecolors="white", hatch="////", linewidths=0))
     a1.set_title("Published mean" + (" (hatched: ± more than a quarter of the range)" if wide.any() else ""),
                  fontsize=11)

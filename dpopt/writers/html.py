@@ -56,9 +56,10 @@ class _Projection:
     """Equirectangular projection (x = lng·cos φ₀, y = −lat) fitted into a ``_W``-wide panel."""
 
     def __init__(self, cells: list[str], focus: list[str] | None = None, margin: float = 0.15) -> None:
-        import h3
+        from .geo import centre_longitude, display_boundary
 
-        self.rings = {c: np.array(h3.cell_to_boundary(c), dtype=float) for c in cells}
+        reference = centre_longitude(cells)  # one side of the antimeridian for every cell of the map
+        self.rings = {c: display_boundary(c, reference) for c in cells}
         self.paths: dict[str, str] = {}
         fit = [self.rings[c] for c in (focus or cells)]
         allp = np.concatenate(fit) if fit else np.zeros((1, 2))

@@ -15,7 +15,7 @@ import pytest
 import shapely.geometry
 import shapely.wkb
 
-from dpopt.writers.geo import GEO_FILES, cell_ring, polygon_wkb, write_geo_files
+from dpopt.writers.geo import GEO_FILES, cell_polygons, display_boundary, geometry_wkb, write_geo_files
 from dpopt.writers.hooks import extra_files
 
 from .conftest import load, multires
@@ -67,20 +67,60 @@ def test_geo_metadata_and_wkb(tmp_path):
     assert meta["version"] == "1.0.0" and meta["primary_column"] == "geometry"
     col = meta["columns"]["geometry"]
     assert col["encoding"] == "WKB" and col["geometry_types"] == ["Polygon"]
-    rings = np.concatenate([cell_ring(c) for c in table["cell"]])
+    rings = np.concatenate([r for c in table["cell"] for r in cell_polygons(c)])
     assert col["bbox"] == [rings[:, 0].min(), rings[:, 1].min(), rings[:, 0].max(), rings[:, 1].max()]
     # the hand-written WKB reads back as the same polygon in shapely
-    ring = cell_ring(table["cell"].iloc[0])
-    assert shapely.wkb.loads(polygon_wkb(ring)).equals(shapely.geometry.Polygon(ring))
+    ring = cell_polygons(table["cell"].iloc[0])[0]
+    assert shapely.wkb.loads(geometry_wkb([ring])).equals(shapely.geometry.Polygon(ring))
 
 
-@pytest.mark.parametrize("cell", [h3.latlng_to_cell(0.0, 179.999, 4), h3.get_pentagons(3)[0]])
-def test_ring_closed_ccw_and_continuous_across_the_antimeridian(cell):
-    ring = cell_ring(cell)
-    assert np.array_equal(ring[0], ring[-1])
-    assert shapely.geometry.Polygon(ring).exterior.is_ccw
-    assert np.ptp(ring[:, 0]) < 5.0  # a small cell: never a band round the globe
-    assert len(ring) == len(h3.cell_to_boundary(cell)) + 1
+@pytest.mark.parametrize("where", ["antimeridian", "fiji r7", "north pole r5", "south pole r2", "pentagon"])
+def test_polygons_are_rfc7946_across_the_antimeridian_and_round_the_poles(where, tmp_path):
+    """Cells across ±180° are split into a MultiPolygon within [−180°, 180°] (they spanned −184.5…180 and a
+    GIS layer's extent covered the globe); a cell holding a pole is one valid polygon closed along the
+    pole (it was a self-intersecting ring, invalid in shapely). Checked against h3: every corner of the
+    cell is on the geometry, its centre is inside, a point near the pole is inside a polar cell, and
+    geopandas reads the files back."""
+    cell = {"antimeridian": h3.latlng_to_cell(0.0, 179.999, 4), "fiji r7": h3.latlng_to_cell(-16.5, 179.9995, 7),
+            "north pole r5": h3.latlng_to_cell(89.99, 0.0, 5), "south pole r2": h3.latlng_to_cell(-89.99, 0.0, 2),
+            "pentagon": h3.get_pentagons(3)[0]}[where]
+    rings = cell_polygons(cell)
+    geom = shapely.wkb.loads(geometry_wkb(rings))
+    assert geom.is_valid and all(shapely.geometry.Polygon(r).exterior.is_ccw for r in rings)
+    assert all(np.array_equal(r[0], r[-1]) for r in rings)
+    assert all((-180.0 <= r[:, 0]).all() and (r[:, 0] <= 180.0).all() for r in rings)
+    assert (geom.geom_type == "MultiPolygon") == where.startswith(("antimeridian", "fiji"))
+    lat, lng = h3.cell_to_latlng(cell)
+    assert geom.buffer(1e-9).contains(shapely.geometry.Point(lng, lat))
+    for a, b in h3.cell_to_boundary(cell):  # every corner on the geometry (at ±180°: on one side or the other)
+        on = [shapely.geometry.Point(x, a) for x in ({b, -b} if abs(abs(b) - 180.0) < 1e-9 else {b})]
+        assert any(geom.distance(p) < 1e-9 for p in on)
+    if "pole" in where:
+        assert geom.contains(shapely.geometry.Point(37.0, 89.999 if "north" in where else -89.999))
+    else:  # the parts together are the small cell: no band round the globe
+        assert geom.bounds[2] - geom.bounds[0] < 5.0 or sum(p.bounds[2] - p.bounds[0] for p in geom.geoms) < 5.0
+    table = pd.DataFrame({"cell": [cell], "slot": ["2024-03-04T00:00:00Z"], "released": [True], "mean": [1.0]})
+    table.to_csv(tmp_path / "release.csv", index=False)
+    write_geo_files(tmp_path)
+    for name in GEO_FILES:
+        gdf = gpd.read_file(tmp_path / name) if name.endswith("geojson") else gpd.read_parquet(tmp_path / name)
+        assert gdf.geometry.iloc[0].equals(geom) and gdf.geometry.is_valid.all()
+    meta = json.loads(pq.read_schema(tmp_path / "release.parquet").metadata[b"geo"])["columns"]["geometry"]
+    assert meta["geometry_types"] == [geom.geom_type] and -180.0 <= meta["bbox"][0] <= meta["bbox"][2] <= 180.0
+
+
+def test_maps_draw_a_cell_across_the_antimeridian_whole_beside_its_neighbours():
+    """For drawing, the cells of a map sit on one side of ±180° (report.html drew Fiji's hexagons as a
+    band round the world): every outline within 180° of the map's centre and a few km wide."""
+    from dpopt.writers.geo import centre_longitude
+
+    cells = sorted(h3.grid_disk(h3.latlng_to_cell(-16.5, 179.9995, 7), 2))
+    ref = centre_longitude(cells)
+    assert abs(abs(ref) - 180.0) < 0.05
+    for c in cells:
+        b = display_boundary(c, ref)
+        assert np.ptp(b[:, 1]) < 0.1 and (np.abs(b[:, 1] - ref) < 1.0).all()
+        assert np.allclose(np.sort(b[:, 0]), np.sort(np.asarray(h3.cell_to_boundary(c))[:, 0]))
 
 
 def test_both_folder_writers_publish_the_geo_files(tmp_path):
@@ -106,6 +146,6 @@ def test_geojson_text_is_json_dumps_of_the_collection():
     props = [{"cell": c, "slot": s, "released": bool(r), "mean": None if not np.isfinite(m) else float(m),
               "mean_error_bound": None if not np.isfinite(b) else float(b), "method": me, "level": int(lv)}
              for c, s, r, m, b, me, lv in zip(*(table[k] for k in table.columns))]
-    feats = [{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [cell_ring(c).tolist()]},
+    feats = [{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [cell_polygons(c)[0].tolist()]},
               "properties": p} for c, p in zip(table["cell"], props)]
     assert geojson_text(table) == json.dumps({"type": "FeatureCollection", "features": feats}, allow_nan=False) + "\n"
