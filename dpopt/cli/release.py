@@ -499,6 +499,10 @@ def _say_inputs(result: Any, paths: dict[str, Path], privacy: str) -> None:
     if privacy == "user" and where:
         print(f"dpopt release: records that fail cleaning are dropped and counted by cause in {where} (not for "
               "publication)", file=sys.stderr)
+        ingest = (getattr(result, "diagnostics", None) or {}).get("ingest", {})
+        if (ingest.get("missing") or {}).get("timestamp") and getattr(result.measurements.info, "timezone", None) is None:
+            print("dpopt release: note (for you, not for publication): some times were not read, e.g. times "
+                  "without a UTC offset, which need --timezone Area/City", file=sys.stderr)
 
 
 def _say_delta(result: Any, args: argparse.Namespace, privacy: str) -> None:

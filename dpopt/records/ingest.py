@@ -640,6 +640,10 @@ def check_timezone(timezone: Any) -> str | None:
     return timezone
 
 
+#: what reading does with a text time without a UTC offset when no zone is given
+NAIVE_TIMES = ("refuse", "drop")
+
+
 def _naive_refused(column: str) -> DpoptInputError:
     return DpoptInputError(
         f"`records` column {column!r} holds times without a UTC offset (ISO text without Z or +hh:mm, or a datetime "
@@ -647,10 +651,13 @@ def _naive_refused(column: str) -> DpoptInputError:
         "Area/City, e.g. --timezone America/Chicago or --timezone UTC)")
 
 
-def _localize(ts: pd.Series, timezone: str | None, column: str) -> pd.Series:
-    """Naive datetimes read in ``timezone`` (refused without one) as UTC; times that do not exist
-    or are ambiguous there (DST changes) become NaT (counted as unparseable)."""
+def _localize(ts: pd.Series, timezone: str | None, column: str, naive_times: str = "refuse") -> pd.Series:
+    """Naive datetimes read in ``timezone`` as UTC; without one refused, or with ``naive_times``
+    "drop" NaT (counted as unparseable); times that do not exist or are ambiguous there (DST
+    changes) become NaT (counted as unparseable)."""
     if timezone is None:
+        if naive_times == "drop":
+            return pd.Series(pd.NaT, index=ts.index, dtype="datetime64[ns, UTC]")
         if ts.notna().any():
             raise _naive_refused(column)
         return ts.dt.tz_localize("UTC")
@@ -665,7 +672,8 @@ def _unix(num: pd.Series, unit: str) -> pd.Series:
     return pd.to_datetime(num, unit=unit, utc=True, errors="coerce")
 
 
-def _text_times(col: pd.Series, unit: str, timezone: str | None, column: str) -> pd.Series:
+def _text_times(col: pd.Series, unit: str, timezone: str | None, column: str, naive_times: str = "refuse"
+                ) -> pd.Series:
     """Text times row by row: Unix numbers (``unit``), ISO 8601 with an offset (to UTC), ISO 8601
     without one (compact dates such as 20150906 included) read in ``timezone``."""
     text = col.astype("string")
@@ -681,7 +689,7 @@ def _text_times(col: pd.Series, unit: str, timezone: str | None, column: str) ->
     if aware.any():
         out[aware] = _iso(text[aware])
     if naive.any():
-        out[naive] = _localize(_iso(text[naive], utc=False), timezone, column)
+        out[naive] = _localize(_iso(text[naive], utc=False), timezone, column, naive_times)
     return out
 
 
@@ -692,9 +700,12 @@ def parse_times(col: pd.Series, *, unit: str = "s", timezone: str | None = None,
     return _parse_time(pd.Series(col), unit, check_timezone(timezone), column)
 
 
-def _parse_time(col: pd.Series, unit: str, timezone: str | None = None, column: str = "timestamp") -> np.ndarray:
+def _parse_time(col: pd.Series, unit: str, timezone: str | None = None, column: str = "timestamp",
+                naive_times: str = "refuse") -> np.ndarray:
     """Timestamps -> int64 ns since epoch UTC; unparseable or outside pandas' range -> INT64 min (NaT).
-    Naive times are read in ``timezone`` and refused without one (``column`` names the input's column)."""
+    Naive times are read in ``timezone``; without one a text time without an offset is refused, or
+    with ``naive_times`` "drop" NaT (a column of naive datetimes, naive by its type, stays refused)
+    (``column`` names the input's column)."""
     if isinstance(col.dtype, pd.DatetimeTZDtype):
         ts = col.dt.tz_convert("UTC")
     elif pd.api.types.is_datetime64_dtype(col):
@@ -702,7 +713,7 @@ def _parse_time(col: pd.Series, unit: str, timezone: str | None = None, column: 
     elif pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         ts = _unix(col, unit)
     else:
-        ts = _text_times(col, unit, timezone, column)
+        ts = _text_times(col, unit, timezone, column, naive_times)
     return _as_ns(ts)
 
 
@@ -769,6 +780,7 @@ def clean_chunk(
     users: Any = None,
     timezone: str | None = None,
     time_column: str = "timestamp",
+    naive_times: str = "refuse",
 ) -> tuple[CleanChunk, IngestReport]:
     """Clean one raw chunk (canonical columns); count what was dropped or clipped (module doc).
 
@@ -776,7 +788,8 @@ def clean_chunk(
     ``out_of_range`` (the values' range is [L, L + U]; L = 0 subtracts nothing).
     ``time_window`` (int64 ns [start, end)): records outside are dropped and counted. ``users``:
     raw user column -> (labels, missing mask) (default :func:`_user_strings`, a str per row).
-    ``timezone`` (IANA) reads naive times; without it they are refused (naming ``time_column``)."""
+    ``timezone`` (IANA) reads naive times; without it they are refused (naming ``time_column``) or,
+    with ``naive_times`` "drop" (the ``user`` model), dropped and counted."""
     bound = check_bound(bound)
     lower = check_lower(lower)
     out_of_range = check_choice(out_of_range, "out_of_range", OUT_OF_RANGE)
@@ -785,7 +798,8 @@ def clean_chunk(
     user, miss_user = (users or _user_strings)(raw["user_id"])
     lat = _float(raw["latitude"])
     lng = _float(raw["longitude"])
-    ts = _parse_time(raw["timestamp"], timestamp_unit, check_timezone(timezone), time_column)
+    ts = _parse_time(raw["timestamp"], timestamp_unit, check_timezone(timezone), time_column,
+                     check_choice(naive_times, "naive_times", NAIVE_TIMES))
     val = _float(raw["value"])
     miss = {
         "user_id": miss_user,
@@ -795,9 +809,7 @@ def clean_chunk(
         "value": np.isnan(val),  # ±inf is a number out of range (clipped by default), not missing
     }
     unparseable, examples = _unparseable(raw, miss)
-    any_missing = np.zeros(n, dtype=bool)
-    for m in miss.values():
-        any_missing |= m
+    any_missing = np.logical_or.reduce(list(miss.values()))
     bad_coord = ~any_missing & ((np.abs(lat) > 90.0) | (np.abs(lng) > 180.0))
     ok = ~any_missing & ~bad_coord
     outside = np.zeros(n, dtype=bool)

@@ -91,7 +91,10 @@ class InputOptions:
     time_window : (start, end) of plausible timestamps, years or ISO dates (default 1990 to 2100);
         records outside are dropped (counted) and count towards ``max_dropped``; None: no window.
     timezone : IANA zone ("America/Chicago") in which times without a UTC offset were written;
-        None (default): such times are refused.
+        None (default): such times are refused (``naive_times`` "refuse"), or dropped and counted
+        ("drop": the ``user`` model's front door sets it, since whether a release happens must not
+        depend on one user's rows; a column of naive datetimes, naive by its type, stays refused).
+    naive_times : "refuse" (default) or "drop", as above.
     """
 
     columns: Any = None
@@ -105,9 +108,11 @@ class InputOptions:
     max_dropped: float | None = None
     time_window: tuple[Any, Any] | None = field(default=DEFAULT_TIME_WINDOW)
     timezone: str | None = None
+    naive_times: str = "refuse"
 
     def __post_init__(self) -> None:
         check_timezone(self.timezone)
+        check_choice(self.naive_times, "naive_times", ("refuse", "drop"))
         object.__setattr__(self, "columns", ColumnMap.from_any(self.columns))
         if self.sep == "\\t":  # the CLI's --sep '\t'
             object.__setattr__(self, "sep", "\t")

@@ -183,7 +183,7 @@ def release(records: Any, *, bound: float | None = None, budget: Budget | PerGri
     key = SampleKey.from_seed(noise.seed)  # which records a user keeps: a keyed uniform sample
     if isinstance(model, UserOptions):  # no refusal by a dropped share: whether a release happens is public
         model, aliases = _local_list(model, io.timezone, grid.slot_ns)
-        agg, ingest = contributions(records, bound=U, grid=grid, io=replace(io, max_dropped=1.0),
+        agg, ingest = contributions(records, bound=U, grid=grid, io=replace(io, max_dropped=1.0, naive_times="drop"),
                                     first_records=model.first_records, sample_key=key, lower=L)
         return _with_aliases(release_user(agg, budget, model, lower=L, upper=top, noise=noise, estimation=estimation,
                                           timings={"aggregate": time.perf_counter() - t0}, ingest=ingest), aliases)

@@ -241,3 +241,28 @@ def test_a_naive_list_of_every_local_hour_reads_the_hour_the_clocks_go_back_as_o
                                          "2026-10-25T02:00:00+02:00", "2026-10-25T03:00:00+01:00"]
     own = r.table.set_index("slot")
     assert own.loc["2026-10-25T02:00:00+02:00", "slot_end"] == "2026-10-25T03:00:00+01:00"
+
+
+def test_under_the_user_model_one_users_naive_time_is_dropped_not_a_refusal_of_the_release(tmp_path):
+    """Without a zone, one user's row with a time without an offset made the whole user-model release
+    exit 2 with no folder (a privacy audit's neighbour diff): whether a release happens then depended
+    on one user's rows. Now it is dropped and counted (diagnostics), and the release is the one
+    without that user; public-occupancy (occupancy public) and a column naive by its type still refuse."""
+    frame = _records("UTC", seed=7).drop(columns="utc")
+    cells = pd.DataFrame({"cell": [CELL], "slot": [frame["timestamp"].iloc[0][:14] + "00:00Z"]})
+    extra = pd.DataFrame({"user_id": ["newcomer"], "latitude": [LAT], "longitude": [LNG],
+                          "timestamp": ["2020-03-07T18:00:00"], "value": [9.5]})
+    runs = []
+    for data in (frame, pd.concat([frame, extra], ignore_index=True)):
+        r = release(data, bound=10, budget=Budget(epsilon_total=2.0), model=UserOptions(partitions=cells),
+                    noise=NoiseOptions(seed=4))
+        runs.append(r)
+    pd.testing.assert_frame_equal(runs[0].table, runs[1].table)
+    assert runs[1].diagnostics["ingest"]["missing"]["timestamp"] == runs[0].diagnostics["ingest"]["missing"]["timestamp"] + 1
+    with pytest.raises(DpoptInputError, match="without a UTC offset"):
+        release(pd.concat([frame, extra], ignore_index=True), bound=10, budget=PerGridBudget(epsilon=1.0),
+                model=PublicOccupancyOptions(plan="baseline"), noise=NoiseOptions(seed=4))
+    typed = frame.assign(timestamp=pd.to_datetime(frame["timestamp"], utc=True).dt.tz_localize(None))
+    with pytest.raises(DpoptInputError, match="without a UTC offset"):
+        release(typed, bound=10, budget=Budget(epsilon_total=2.0), model=UserOptions(partitions=cells),
+                noise=NoiseOptions(seed=4))
