@@ -166,6 +166,9 @@ def rho_from_epsilon(epsilon: float, delta: float, *, rtol: float = 1e-12) -> fl
     """
     eps = check_epsilon(epsilon)
     d = check_delta(delta)
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float)) or not 1e-15 <= float(rtol) < 1.0:
+        raise DpoptInputError(f"`rtol` must be a number in [1e-15, 1) (the bisection stops within it; a float "
+                              f"cannot resolve less); got {rtol!r}")
     # ε(ρ) is increasing in ρ; ρ = ε²/(4 log(1/δ)) satisfies the classical bound ≈ ε, bracket around it
     lo = eps * eps / (4.0 * (-math.log(d) + eps))
     while zcdp_epsilon(lo, d) > eps:

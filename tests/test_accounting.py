@@ -209,3 +209,12 @@ def test_split_delta_adds_up():
         for share in (0.0, 0.25, 0.5, 1.0):
             sel, conv = split_delta(d, selection_share=share)
             assert sel == share * d and sel + conv == pytest.approx(d, rel=0, abs=1e-18) and conv >= 0
+
+
+@pytest.mark.parametrize("rtol", [0, -1e-3, float("nan"), 1.5, "1e-9", True])
+def test_rho_from_epsilon_refuses_a_tolerance_its_bisection_cannot_meet(rtol):
+    """rtol ≤ 0 looped forever (a float bracket never shrinks below its own spacing); NaN, ≥ 1 or text
+    were read silently. One line naming `rtol`."""
+    with pytest.raises(DpoptInputError, match="`rtol` must be a number in"):
+        rho_from_epsilon(1.0, 1e-6, rtol=rtol)
+    assert rho_from_epsilon(1.0, 1e-6, rtol=1e-15) == pytest.approx(rho_from_epsilon(1.0, 1e-6), rel=1e-11)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import (
+    DpoptInputError,
     _fail,
     check_bound,
     check_choice,
@@ -140,6 +141,7 @@ class BudgetPlan:
         s = dict(self.info["settings"])
         s.update(kwargs)
         occ = s.pop("occ")
+        s.pop("target", None)  # each point of the frontier sets its own
         bound = s.pop("bound")
         eps = s.pop("epsilon_total")
         return budget_frontier(occ, bound, eps, taus=taus, **s)
@@ -518,8 +520,7 @@ def budget_frontier(occ: Any, bound: float, epsilon_total: float, *, taus: Any =
     """Coverage for each τ in ``taus`` (default 16 log-spaced values in [U/200, U/2]) at ``epsilon_total``,
     and, if ``epsilon_totals`` is given, for each total budget at ``budget_tau`` (default: the knee).
 
-    ``settings`` are passed to :func:`plan_budget` (criterion, confidence, weights, ...); each point
-    is one planner run (``method``, ``time_limit`` seconds each). Public counts only (models/budget.md §7).
+    Each point is one planner run (``method``, ``time_limit`` s each); public counts only (models/budget.md §7).
 
     Parameters
     ----------
@@ -541,7 +542,7 @@ def budget_frontier(occ: Any, bound: float, epsilon_total: float, *, taus: Any =
     **settings
         Further :func:`plan_budget` arguments (``criterion``, ``confidence``, ``weights``, ``target_variance``,
         ``mean_share``, ``max_caps``, ``ladder_ratio``, ``budget_levels``, ``truncate``, ``noise``); a
-        ``target`` is ignored (each point sets its own).
+        ``target`` is refused (each point sets its own).
 
     Returns
     -------
@@ -557,7 +558,8 @@ def budget_frontier(occ: Any, bound: float, epsilon_total: float, *, taus: Any =
     """
     U = check_bound(bound)
     eps = check_epsilon(epsilon_total, "epsilon_total")
-    settings.pop("target", None)
+    if "target" in settings:
+        raise DpoptInputError("`target` is not an argument of budget_frontier: each point sets its own (`taus`)")
     if not isinstance(occ, Occupancy):
         raise _fail("occ", "must be a dpopt.Occupancy", type(occ).__name__)
     caps = cap_table(occ, max_caps=settings.get("max_caps", 3), truncate=settings.get("truncate", True))

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._validation import as_counts, as_epsilons, check_bound, check_choice, check_dim, check_epsilon
+from .._validation import as_counts, as_epsilons, check_bound, check_choice, check_dim, check_epsilon, \
+    check_nonnegative_float
 from ..solve.result import Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,6 +188,7 @@ class KKTCertificate:
 
     def report(self, tol: float = KKT_TOL) -> KKTReport:
         """Residuals of primal/dual feasibility, complementary slackness and stationarity."""
+        tol = check_nonnegative_float(tol, "tol")
         v, k, c = self.values, self.kappa, self.cost
         scale = max(1.0, float(np.max(v)))
         cscale = max(1.0, c)

@@ -447,13 +447,13 @@ def export_problem(problem: cp.Problem, path: Any) -> Any:
 
     Raises
     ------
-    ValueError
-        If the problem is not linear (a quadratic objective or conic constraints).
     DpoptInputError
-        If ``path`` does not end in ``.mps`` or ``.lp``.
+        If ``path`` does not end in ``.mps`` or ``.lp`` (checked first), or the problem is not linear (a
+        quadratic objective or conic constraints).
     OSError
         If HiGHS cannot write the file.
     """
     from ..solve import write_model
+    from ..solve.highs import check_model_path
 
-    return write_model(from_cvxpy(problem, name="clipping_custom"), path)
+    return write_model(from_cvxpy(problem, name="clipping_custom"), check_model_path(path))

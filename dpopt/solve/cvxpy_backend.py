@@ -34,7 +34,7 @@ import cvxpy as cp
 import cvxpy.settings as cps
 import numpy as np
 
-from .._validation import solver_seconds
+from .._validation import DpoptInputError, solver_seconds
 from .highs import _quiet_stdout
 from .model import LinearModel
 from .result import SolveResult, Status
@@ -349,9 +349,9 @@ def from_cvxpy(problem: cp.Problem, *, name: str = "cvxpy") -> LinearModel:
     data, chain, inverse = problem.get_problem_data(cp.HIGHS)
     dims = data["dims"]
     if dims.exp or dims.soc or dims.psd or dims.p3d:
-        raise ValueError("from_cvxpy handles linear problems only (the problem has conic constraints)")
+        raise DpoptInputError("`problem`: from_cvxpy handles linear problems only (the problem has conic constraints)")
     if data.get("P") is not None and sp.csc_array(data["P"]).nnz:
-        raise ValueError("from_cvxpy handles linear problems only (the objective is quadratic)")
+        raise DpoptInputError("`problem`: from_cvxpy handles linear problems only (the objective is quadratic)")
     c = np.asarray(data["c"], float).ravel()
     _, offset, _, _ = data["param_prob"].apply_parameters()
     A = sp.csc_array(data["A"])

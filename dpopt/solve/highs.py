@@ -307,15 +307,21 @@ def _interrupt_at(h: highspy.Highs, deadline: float, heartbeat: Callable[[], Any
 
 
 
+def check_model_path(path: str | Path) -> Path:
+    """``path`` as a Path, refused in one line unless it ends in ``.mps`` or ``.lp``."""
+    path = Path(path)
+    if path.suffix.lower() not in (".mps", ".lp"):
+        raise DpoptInputError(f"`path` must end in .mps or .lp (a file name before it); got {str(path)!r}")
+    return path
+
+
 def write_model(model: LinearModel, path: str | Path) -> Path:
     """Write ``model`` to ``.mps`` or ``.lp`` (chosen by the suffix) with ``Highs.writeModel``.
 
     Columns and rows carry the model's readable names (:meth:`LinearModel.column_names`, e.g.
     ``alpha_u3`` for user 3's variable of the clipping LP), so the file can be read by a person.
     """
-    path = Path(path)
-    if path.suffix.lower() not in (".mps", ".lp"):
-        raise DpoptInputError(f"`path` must end in .mps or .lp (a file name before it); got {str(path)!r}")
+    path = check_model_path(path)
     h = _highs_for(model, None, None)
     for j, nm in enumerate(model.column_names()):  # readable names: users, grids, levels
         h.passColName(j, nm)

@@ -311,3 +311,14 @@ def test_the_milp_is_exportable(tmp_path):
     # the exported MILP, solved again, reaches the coverage the planner proved optimal
     assert bp.status == "optimal"
     assert h.getInfo().objective_function_value == pytest.approx(bp.coverage) and bp.coverage >= 1
+
+
+def test_frontier_refuses_a_target_it_would_ignore():
+    """budget_frontier(target=…) was silently dropped (each point sets its own τ); now one line. A
+    plan's own frontier (which carries the plan's target in its settings) still works."""
+    rng = np.random.default_rng(9)
+    occ = _random_occ(rng, 12, 6, 60, max_count=6)
+    with pytest.raises(dpopt.DpoptInputError, match="`target` is not an argument of budget_frontier"):
+        budget_frontier(occ, U, 8.0, taus=[2.0, 5.0], target=5.0)
+    plan = plan_budget(occ, U, 8.0, target=5.0, method="greedy")
+    assert len(plan.frontier(taus=[2.0, 5.0]).taus) == 2

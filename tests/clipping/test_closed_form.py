@@ -321,3 +321,13 @@ def test_tiny_epsilon_does_not_overflow() -> None:
     assert plan.threshold == 0.0 and plan.error == pytest.approx(0.5)
     # ε = 4: k = 1, T = 3, E = (0 + 3/4)/4
     np.testing.assert_allclose(optimal_error([3, 1], 1.0, [1e-320, 1e-300, 4.0]), [0.5, 0.5, 0.1875])
+
+
+@pytest.mark.parametrize("tol", [-1e-9, float("nan"), float("inf"), "1e-9"])
+def test_a_certificate_check_names_a_bad_tolerance(tol) -> None:
+    """A negative tolerance failed every certificate, NaN failed it with an empty list of residuals:
+    now one line naming `tol`."""
+    plan = optimal_clipping([3, 5, 8, 13], 10.0, 1.0)
+    with pytest.raises(DpoptInputError, match="`tol` must be a finite number >= 0"):
+        check_certificate(plan.certificate, tol)
+    assert check_certificate(plan.certificate, 0.0 + 1e-9).ok

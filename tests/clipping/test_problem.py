@@ -284,3 +284,28 @@ def test_a_plan_states_its_gap():
         assert stopped.status == "time_limit" and math.isinf(stopped.gap) and stopped.summary()["gap"] == stopped.gap
         if stopped.lower.size and math.isnan(stopped.lower[0]):  # no point: how many users it clips is unknown
             assert stopped.summary()["users_clipped"] is None
+
+
+def test_export_problem_writes_the_lp_that_highs_solves_to_the_same_optimum(tmp_path) -> None:
+    """export_problem had no test. The .lp file, read by HiGHS directly, has the cvxpy problem's optimum;
+    a wrong suffix is refused before any conversion, a quadratic objective in one line naming it."""
+    import cvxpy as cp
+    import highspy
+
+    from dpopt.clipping.problem import clipping_problem, export_problem
+
+    prob = clipping_problem([2, 3, 5, 8, 13, 21], 10.0, 1.0)
+    want = prob.solve(solver=cp.HIGHS)
+    path = export_problem(prob, tmp_path / "clip.lp")
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(path))
+    h.run()
+    assert h.getInfo().objective_function_value == pytest.approx(want, rel=1e-9, abs=1e-12)
+    with pytest.raises(DpoptInputError, match=r"`path` must end in \.mps or \.lp"):
+        export_problem(prob, tmp_path / "clip.txt")
+    quad = cp.Problem(cp.Minimize(cp.sum_squares(prob.var_dict["upper"])), prob.constraints)
+    with pytest.raises(DpoptInputError, match="the objective is quadratic"):
+        export_problem(quad, tmp_path / "quad.lp")
+    with pytest.raises(DpoptInputError, match=r"`path` must end"):  # the suffix first, before converting
+        export_problem(quad, tmp_path / "quad.csv")
