@@ -30,12 +30,13 @@ def register(subparsers: Any) -> None:
         run=run,
     )
     p.add_argument(
-        "--method", default="exact", choices=["exact", "surrogate", "heuristic", "median"], help="how to choose m"
+        "--method", default="exact", choices=["exact", "surrogate", "heuristic", "median"], help="how to choose m (default exact)"
     )
     p.add_argument(
         "--solver",
         default=None,
-        help="exact: enumeration|scan|milp; surrogate: closed-form|lp; heuristic: enumeration|scan",
+        help="exact: enumeration|scan|milp; surrogate: closed-form|lp; heuristic: enumeration|scan "
+        "(default the first of each)",
     )
     add_solver_arguments(p)
     p.add_argument("--no-grouping", action="store_true", help="skip running BestFit/WrapAround at the chosen m")

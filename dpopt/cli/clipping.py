@@ -33,10 +33,10 @@ def register(subparsers: Any) -> None:
         run=run,
     )
     p.add_argument("--dim", type=int, default=1, metavar="d", help="sample dimension (default 1)")
-    p.add_argument("--method", default="closed-form", choices=["closed-form", "lp"], help="how to solve")
+    p.add_argument("--method", default="closed-form", choices=["closed-form", "lp"], help="how to solve (default closed-form)")
     p.add_argument("--formulation", default="per-user", choices=["per-user", "per-sample"],
-                   help="LP formulation (--method lp, --export)")
-    p.add_argument("--backend", default="highspy", choices=["highspy", "cvxpy"], help="LP back-end")
+                   help="LP formulation (--method lp, --export; default per-user)")
+    p.add_argument("--backend", default="highspy", choices=["highspy", "cvxpy"], help="LP back-end (default highspy)")
     add_solver_arguments(p)
     p.add_argument("--export", metavar="FILE", help="write the LP to FILE (.mps or .lp)")
     p.add_argument("--per-user", action="store_true", help="also print the per-user intervals")

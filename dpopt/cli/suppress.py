@@ -80,7 +80,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--epsilon", "-e", type=float, required=True, help="per-grid privacy budget")
     p.add_argument("--error-bound", type=float, default=None,
                    help="E (default: max grid error of BASELINE)")
-    p.add_argument("--method", choices=("greedy", "milp", "frontier"), default="milp")
+    p.add_argument("--method", choices=("greedy", "milp", "frontier"), default="milp",
+                   help="greedy CLIP-USER (§VI), the exact MILP (default) or the privacy-error frontier")
     p.add_argument("--skip-min-error-grid", action="store_true",
                    help="greedy: never suppress in the grid of smallest initial error (§VI-A3)")
     add_solver_arguments(p, tie_break=True, default_note="none; the frontier: 600")
