@@ -496,13 +496,11 @@ def _say_inputs(result: Any, paths: dict[str, Path], privacy: str) -> None:
         shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
         print(f"dpopt release: read {len(files)} file{'s' if len(files) > 1 else ''}: {shown}", file=sys.stderr)
     where = _diagnostics_dir(paths)
-    if privacy == "user" and where:
-        print(f"dpopt release: records that fail cleaning are dropped and counted by cause in {where} (not for "
-              "publication)", file=sys.stderr)
-        ingest = (getattr(result, "diagnostics", None) or {}).get("ingest", {})
-        if (ingest.get("missing") or {}).get("timestamp") and getattr(result.measurements.info, "timezone", None) is None:
-            print("dpopt release: note (for you, not for publication): some times were not read, e.g. times "
-                  "without a UTC offset, which need --timezone Area/City", file=sys.stderr)
+    if privacy == "user" and where:  # the same words whatever was dropped: messages never depend on one user
+        zone = getattr(getattr(getattr(result, "measurements", None), "info", None), "timezone", None)
+        naive = "" if zone else " (a time without a UTC offset is one, unless --timezone Area/City names its zone)"
+        print(f"dpopt release: records that fail cleaning are dropped and counted by cause in {where}{naive} (not "
+              "for publication)", file=sys.stderr)
 
 
 def _say_delta(result: Any, args: argparse.Namespace, privacy: str) -> None:
