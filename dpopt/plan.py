@@ -130,6 +130,30 @@ class GridPlan(UsersByGrids):
         c = self.user_cost()
         return float(c.max()) if c.size else 0.0
 
+    # -- reading -----------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        """The plan in a few numbers: planner, status, gap, unit, grids released, K and total cost."""
+        return {"method": self.method, "status": str(self.status), "gap": float(self.gap), "unit": self.unit,
+                "grids": int(np.size(self.released)), "released": int(np.sum(self.released)),
+                "degradation": self.degradation, "total_cost": self.total_cost, "error_bound": self.error_bound}
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per grid: released, the budgets of mean and variance, users and samples kept
+        (Γ > 0 pairs and Σ Γ), and the array length (cap) where the plan has one."""
+        import pandas as pd
+
+        R = sp.csr_array(self.retained)
+        frame = pd.DataFrame({
+            "released": np.asarray(self.released, dtype=bool),
+            "budget_mean": np.asarray(self.budget_mean, dtype=float),
+            "budget_variance": np.asarray(self.budget_variance, dtype=float),
+            "users_kept": np.asarray((R > 0).sum(axis=0)).ravel().astype(np.int64),
+            "samples_kept": np.asarray(R.sum(axis=0)).ravel().astype(np.int64)},
+            index=pd.RangeIndex(R.shape[1], name="grid"))
+        if self.array_length is not None:
+            frame["array_length"] = np.asarray(self.array_length)
+        return frame
+
     # -- consistency -------------------------------------------------------------------------
     def check(self, counts: sp.csr_array) -> None:
         """Raise :class:`DpoptInputError` unless the plan fits the occupancy ``counts`` (L × G)."""

@@ -113,6 +113,11 @@ class ArrayGrouping:
                 f"num_arrays={self.num_arrays}, fills={int(self.fills.min()) if self.fills.size else 0}.."
                 f"{int(self.fills.max()) if self.fills.size else 0}, discarded={self.discarded})")
 
+    def summary(self) -> dict[str, Any]:
+        """The grouping in a few numbers: method, array length, users, arrays, samples kept and discarded."""
+        return {"method": self.method, "length": self.length, "users": self.num_users, "arrays": self.num_arrays,
+                "retained": int(np.sum(self.retained)), "discarded": int(self.discarded)}
+
     def to_frame(self) -> "pd.DataFrame":
         """One row per user (input order): samples kept, arrays ``[start, stop)`` and how many."""
         import pandas as pd

@@ -45,6 +45,20 @@ class BudgetFrontier:
     #: False when a time limit stopped the sweep: ``taus`` holds the targets reached
     complete: bool = True
 
+    def summary(self) -> dict[str, Any]:
+        """The frontier in a few numbers: ε_total, points, the knee and its coverage, completeness."""
+        at = int(np.argmin(np.abs(self.taus - self.knee))) if self.taus.size else None
+        return {"epsilon_total": self.epsilon_total, "points": int(self.taus.size), "knee": self.knee,
+                "knee_coverage": None if at is None else float(self.coverage[at]), "knee_rule": self.knee_rule,
+                "complete": self.complete, "budget_tau": self.budget_tau}
+
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per target τ: coverage, grids released and the planner's status."""
+        import pandas as pd
+
+        return pd.DataFrame({"tau": self.taus, "coverage": self.coverage, "released": self.released,
+                             "status": list(self.status)})
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "epsilon_total": self.epsilon_total, "tau": self.taus.tolist(), "coverage": self.coverage.tolist(),

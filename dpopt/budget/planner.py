@@ -146,6 +146,18 @@ class BudgetPlan:
         eps = s.pop("epsilon_total")
         return budget_frontier(occ, bound, eps, taus=taus, **s)
 
+    def to_frame(self) -> "pd.DataFrame":
+        """One row per grid: the plan's columns (:meth:`GridPlan.to_frame`), the targets, the predicted
+        bounds of mean and variance under ``criterion`` and whether the grid is within target."""
+        frame = self.plan.to_frame()
+        frame["target"] = self.target
+        if self.target_variance is not None:
+            frame["target_variance"] = self.target_variance
+        frame["mean_bound"] = self.bounds[self.criterion].mean
+        frame["variance_bound"] = self.bounds[self.criterion].variance
+        frame["within_target"] = self.within_target
+        return frame
+
     def summary(self) -> dict[str, Any]:
         return {
             "method": self.plan.method, "status": str(self.status), "gap": self.gap,
