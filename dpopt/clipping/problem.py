@@ -456,4 +456,5 @@ def export_problem(problem: cp.Problem, path: Any) -> Any:
     from ..solve import write_model
     from ..solve.highs import check_model_path
 
-    return write_model(from_cvxpy(problem, name="clipping_custom"), check_model_path(path))
+    path = check_model_path(path)  # before the conversion: a wrong name costs nothing
+    return write_model(from_cvxpy(problem, name="clipping_custom"), path)
