@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..records.grid import localize_wall, wall_clock as _wall_clock
+from ..records.grid import localize_wall, parse_slot, wall_clock as _wall_clock
 
 __all__ = ["PublishedView", "published_view", "read_release_table", "resolve_unit", "privacy_statement", "fmt_number",
            "released_count", "answers_vary_text", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at",
@@ -154,9 +154,13 @@ class PublishedView:
 
 
 def _slot_length(summary: dict[str, Any]) -> pd.Timedelta:
+    """summary.json's ``slot`` ("1h", "1d", seconds) read as the release read it (:func:`parse_slot`;
+    pandas' own reading of "1d" is deprecated); 1 h where there is none or it does not read."""
+    from .._validation import DpoptInputError
+
     try:
-        return pd.Timedelta(str(summary.get("slot") or "1h"))
-    except ValueError:
+        return pd.Timedelta(parse_slot(summary.get("slot") or "1h"), "ns")
+    except (DpoptInputError, ValueError, TypeError):
         return pd.Timedelta("1h")
 
 
@@ -318,10 +322,11 @@ def _public_period(df: pd.DataFrame, zone: str = "UTC") -> pd.DataFrame:
 
 
 def span_text(span: pd.Timedelta) -> str:
-    """"24 h", "90 min", "3 d": a slot's length in words (days only for whole days from 2 days)."""
+    """"24 h", "90 min", "3 d": a slot's length in words (days for whole days from 2 days, and for
+    spans of a week or more, which a clock change makes an hour short of whole days)."""
     hours = span / pd.Timedelta(hours=1)
-    if hours >= 48 and float(hours / 24).is_integer():
-        return f"{hours / 24:g} d"
+    if hours >= 48 and (float(hours / 24).is_integer() or hours >= 24 * 7):
+        return f"{hours / 24:.4g} d"  # a long span crossing a clock change is days, not 87359 h
     return f"{hours:g} h" if hours >= 1 else f"{span / pd.Timedelta(minutes=1):g} min"
 
 
@@ -341,7 +346,11 @@ def _slot_words(t0: pd.Series, t1: pd.Series) -> pd.Series:
     """:func:`slot_labels` row by row."""
     zone = " " + _zone_text(t0)  # the series' own zone: UTC, or the one the slots were cut in
     start = t0.dt.strftime("%Y-%m-%d %H:%M").astype(object)
-    same_day = (t1 - t0 < pd.Timedelta(days=1)) & (t0.dt.normalize() == (t1 - pd.Timedelta(1, "ns")).dt.normalize())
+    # within one date and not "00:00–00:00" (a 23-hour day); dates compared as dates: normalize() would
+    # build the midnight a clock change skips (São Paulo's 2018-11-04) and raise
+    last = (t1 - pd.Timedelta(1, "ns")).dt.strftime("%Y-%m-%d")
+    same_day = ((t1 - t0 < pd.Timedelta(days=1)) & (t0.dt.strftime("%Y-%m-%d") == last)
+                & (t0.dt.strftime("%H:%M") != t1.dt.strftime("%H:%M")))
     short = start + "–" + t1.dt.strftime("%H:%M").astype(object) + zone
     length = pd.Series([span_text(x) for x in t1 - t0], index=t0.index, dtype=object)
     long = start + " → " + t1.dt.strftime("%Y-%m-%d %H:%M").astype(object) + zone + " (" + length + ")"

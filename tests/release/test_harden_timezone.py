@@ -214,6 +214,9 @@ def test_a_list_names_a_day_that_starts_in_the_gap_as_the_release_writes_it(tmp_
                     model=UserOptions(partitions=plist), io=InputOptions(timezone=zone), noise=NoiseOptions(seed=2))
         assert sorted(r.answers["slot"]) == ["2018-11-03T00:00:00-03:00", day], slot
         assert r.table.loc[r.table["slot"] == "2018-11-03T00:00:00-03:00", "slot_end"].iloc[0] == day
+    # the writers too: their labels built the day's skipped midnight and raised (any release with such a day)
+    paths = write_release(r, tmp_path / "out")
+    assert "2018-11-04 01:00" in paths["html"].read_text(encoding="utf-8")
     berlin = pd.DataFrame({"cell": CELL, "slot": ["2026-03-29T02:00:00"]})
     with pytest.raises(DpoptInputError, match=r"`partitions` slot '2026-03-29T02:00:00' .*whole slot the clock change skips"):
         release(frame, bound=10, budget=Budget(epsilon_total=5.0), model=UserOptions(partitions=berlin),
@@ -266,3 +269,18 @@ def test_under_the_user_model_one_users_naive_time_is_dropped_not_a_refusal_of_t
     with pytest.raises(DpoptInputError, match="without a UTC offset"):
         release(typed, bound=10, budget=Budget(epsilon_total=2.0), model=UserOptions(partitions=cells),
                 noise=NoiseOptions(seed=4))
+
+
+def test_a_day_the_clocks_shorten_is_labelled_as_a_span_not_00_00_to_00_00():
+    """Berlin's 2026-03-29 lasts 23 h: its label read "2026-03-29 00:00–00:00" (the same-day test took
+    any slot under 24 h); a 30-day span across the change read "719 h"."""
+    from dpopt.writers._published import slot_labels, span_text
+
+    def local(x):
+        return pd.Series(pd.to_datetime(x, utc=True)).dt.tz_convert("Europe/Berlin")
+
+    got = slot_labels(local(["2026-03-29T00:00:00+01:00", "2026-03-29T23:00:00+02:00"]),
+                      local(["2026-03-30T00:00:00+02:00", "2026-03-30T00:00:00+02:00"])).tolist()
+    assert got == ["2026-03-29 00:00 → 2026-03-30 00:00 Europe/Berlin (23 h)", "2026-03-29 23:00–00:00 Europe/Berlin"]
+    assert span_text(pd.Timedelta(days=30) - pd.Timedelta(hours=1)) == "29.96 d"
+    assert span_text(pd.Timedelta(hours=25)) == "25 h" and span_text(pd.Timedelta(days=3)) == "3 d"
