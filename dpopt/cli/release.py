@@ -378,6 +378,9 @@ def _example_list(args: argparse.Namespace, privacy: str) -> None:
     if not args.example or privacy != "user":
         return
     if args.partitions is None:
+        if args.timezone not in (None, EXAMPLE_TIMEZONE):  # the shipped list is of that zone's hours
+            raise CliError(f"--timezone {args.timezone} with --example: the example's list of grids is of "
+                           f"{EXAMPLE_TIMEZONE} hours; leave --timezone out (or give --partitions)")
         args.partitions = str(example_partitions_path())
     if args.timezone is None:
         args.timezone = EXAMPLE_TIMEZONE

@@ -156,3 +156,14 @@ def test_confidence_is_honoured_or_refused_never_ignored(tmp_path, capsys, csv):
         assert json.loads((out / "summary.json").read_text())["confidence"] == 0.5
     else:
         _one_line_error(code, err, "--confidence")
+
+
+def test_example_with_another_zone_says_its_list_is_of_chicago_hours(tmp_path, capsys):
+    """`--example --timezone Asia/Kolkata` failed on the partitions lattice quoting a list the user never
+    gave (the example's own, of Chicago hours): now one line saying so; nothing is written."""
+    from dpopt.cli import main
+
+    code = main(["release", "--example", "--timezone", "Asia/Kolkata", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "the example's list of grids is of America/Chicago hours" in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
