@@ -31,8 +31,13 @@ UNKNOWN_UNIT = "units of the value"
 
 def read_release_table(path: Any) -> pd.DataFrame:
     """A published release.csv read back, one dtype per column however long (``repeat_every`` and
-    ``repeat_until`` are empty in most rows and text in some)."""
-    return pd.read_csv(path, low_memory=False)
+    ``repeat_until`` are empty in most rows and text in some); the contract's time columns are text
+    even where every row is empty (GeoParquet stored an all-empty ``repeat_every`` as a float column)."""
+    table = pd.read_csv(path, low_memory=False)
+    for col in ("slot", "slot_end", "repeat_every", "repeat_until"):
+        if col in table.columns and not pd.api.types.is_string_dtype(table[col]):
+            table[col] = table[col].astype("string")
+    return table
 
 
 def row_dicts(table: pd.DataFrame, *, finite_or_none: bool = False) -> list[dict[str, Any]]:

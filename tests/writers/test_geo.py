@@ -149,3 +149,16 @@ def test_geojson_text_is_json_dumps_of_the_collection():
     feats = [{"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [cell_polygons(c)[0].tolist()]},
               "properties": p} for c, p in zip(table["cell"], props)]
     assert geojson_text(table) == json.dumps({"type": "FeatureCollection", "features": feats}, allow_nan=False) + "\n"
+
+
+def test_an_all_empty_time_column_is_text_in_geoparquet(tmp_path):
+    """release.parquet stored `repeat_every`/`repeat_until` as float columns of NaN where nothing recurs
+    (release.csv leaves them empty): a reader joining on them met floats; they are strings with nulls."""
+    cells = [h3.latlng_to_cell(30.27, -97.74, 7), h3.latlng_to_cell(30.30, -97.70, 7)]
+    pd.DataFrame({"cell": cells, "slot": ["2024-03-04T00:00:00Z"] * 2, "slot_end": ["2024-03-04T01:00:00Z"] * 2,
+                  "repeat_every": ["", ""], "repeat_until": ["", ""], "released": [True, True],
+                  "mean": [1.0, 2.0]}).to_csv(tmp_path / "release.csv", index=False)
+    write_geo_files(tmp_path)
+    schema = pq.read_schema(tmp_path / "release.parquet")
+    assert str(schema.field("repeat_every").type) == "string" and str(schema.field("repeat_until").type) == "string"
+    assert pq.read_table(tmp_path / "release.parquet").column("repeat_every").null_count == 2
