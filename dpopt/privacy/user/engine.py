@@ -303,12 +303,23 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
         r, y, z = level_node_sums(agg, pair_node, mn.n_nodes, gamma, cap, lat, (py, pz))
         R.append(np.asarray(r, dtype=np.int64))
         Y.append(np.asarray(y, dtype=np.int64))
-        Z.append(np.asarray(z, dtype=np.int64))
+        Z.append(_exact_ints(z))
     smallest = int(np.argmin([mn.n_nodes for mn in cands]))
     day = None if kept is None else _day_sums(agg, kept, days, pair_pos, cands[0].code, lat.y)
     return _Bounded(cands=cands, R=R, Y=Y, Z=Z[smallest], lam=lat.lam, half_sum=int(lat.half_sum),
                     half_sumsq=int(lat.half_sumsq), cap=int(cap), clamp=float(clamp) - float(low), windows=windows,
                     pairs=eligible, pair_grid=pair_pos, low=float(low), day_sums=day)
+
+
+def _exact_ints(values: Any) -> np.ndarray:
+    """Exact integer sums as int64 where they fit, else as Python ints (object): a node's sum of
+    squares reaches (kept records)·U²·2^b/8, past int64 at 10⁶ records and U = 10⁵ (the noise is
+    added to Python ints exactly, :func:`dpopt.noise.mechanism._add_exact`)."""
+    arr = np.asarray(values)
+    if arr.dtype != object:
+        return arr.astype(np.int64)
+    big = any(not -2**63 <= int(v) < 2**63 for v in arr.ravel())
+    return np.array([int(v) for v in arr.ravel()], dtype=object).reshape(arr.shape) if big else arr.astype(np.int64)
 
 
 def _day_sums(agg: Aggregate, kept: np.ndarray, days: np.ndarray, pair_pos: np.ndarray, code: np.ndarray,
