@@ -54,7 +54,7 @@ from ..records.aggregate import Aggregate
 from ..records.grid import instant_strings, local_time_strings, localize_wall, slot_strings, wall_clock
 from ..records.ingest import IngestReport, as_frame, parse_times
 from ..records.sample_key import SampleKey
-from ..privacy.user.bounding import check_lattice_capacity
+from ..privacy.user.bounding import check_lattice_capacity, check_lattice_resolution
 from ..noise.mechanism import NoiseMechanism
 from ..estimation.outlook import flat_outlook, levels_outlook
 from ..writers.public_occupancy_result import public_occupancy_release
@@ -123,6 +123,7 @@ def check_options(bound: float | None, budget: Budget | PerGridBudget, model: Mo
         # fixed bounds, or the caps the automatic rules choose within
         k, c = model.fixed_bounds or (model.max_grids, model.max_records)
         check_lattice_capacity(k, c, U, noise.granularity_bits)
+        check_lattice_resolution(U, noise.granularity_bits)
         if io.out_of_range != "clip":
             raise DpoptInputError(f"`out_of_range` = {io.out_of_range!r} makes which records count depend on "
                                   "their values; the user model clips values to their range: use 'clip'")

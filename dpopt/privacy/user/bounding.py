@@ -175,6 +175,24 @@ def lattice_halves(bound: float, granularity_bits: int) -> tuple[float, int, int
     return (lam, *half_ranges(U, lam))
 
 
+#: the fewest steps of the value lattice the declared range must span (a public rule on U and b): below
+#: it values are rounded to a handful of levels (at U = 1e-6 every value was 0 and every interval the
+#: whole range); 64 steps round a value by at most 1/128 of the range
+MIN_LATTICE_STEPS = 64
+
+
+def check_lattice_resolution(bound: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
+    """Refuse a declared range U narrower than :data:`MIN_LATTICE_STEPS` steps of the lattice 2^-b:
+    public (U and b), checked before any record is read."""
+    U = check_bound(bound)
+    lam = lattice_halves(U, granularity_bits)[0]
+    if U < MIN_LATTICE_STEPS * lam:
+        raise DpoptInputError(
+            f"`bound` = {U:g} spans fewer than {MIN_LATTICE_STEPS} steps of the value lattice ({lam:g}): values would be "
+            f"rounded to a few levels; express them in a smaller unit (e.g. × 1000) so that the range is at least "
+            f"{MIN_LATTICE_STEPS * lam:g}")
+
+
 def check_lattice_capacity(k: int, c: int, bound: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
     """Refuse (k, c, U, b) whose bounded pair sums could leave int64: c·H_Z ≥ 2^62.
 

@@ -483,3 +483,15 @@ def test_a_map_sum_of_squares_past_int64_is_exact_not_a_crash() -> None:
     t = r.table
     assert r.measurements.spend.total <= 10.0 + 1e-9 and len(r.answers) == 48
     assert t["mean"].between(0.0, 1e6).all() and np.isfinite(t["mean_error_bound"]).all()
+
+
+@pytest.mark.parametrize("bound", [1e-6, 1e-100, 0.01])
+def test_a_range_narrower_than_the_value_lattice_is_refused_before_any_record_is_read(bound, tmp_path) -> None:
+    """U = 1e-6 rounded every value to 0 on the lattice of 2^-12 (every interval the whole range, the
+    outlook's advice wrong); U = 1e-100 crashed (U⁴ underflowed to 0). A range of fewer than 64 lattice
+    steps is refused from public numbers, naming the bound and what would do."""
+    from dpopt.release import release
+
+    with pytest.raises(DpoptInputError, match=r"`bound` = .* spans fewer than 64 steps of the value lattice"):
+        release(tmp_path / "never_read.csv", bound=bound, budget=Budget(epsilon_total=1.0),
+                model=UserOptions(partitions=tmp_path / "never_read_either.csv"))
