@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .._validation import DpoptInputError
 
@@ -104,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    previous = _on_terminate()
     try:
         return int(args.func(args) or 0)
     except DpoptInputError as exc:
@@ -122,4 +124,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        _restore_terminate(previous)
+
+
+def _on_terminate() -> Any:
+    """SIGTERM (``timeout``, a scheduler stopping the job) raises SystemExit(143), so the writers'
+    cleanup runs as on Ctrl-C and no half-written folder is left; returns the handler it replaced
+    (None off the main thread, where signals cannot be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminated(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, terminated)
+
+
+def _restore_terminate(previous: Any) -> None:
+    if previous is not None:
+        import signal
+
+        signal.signal(signal.SIGTERM, previous)
 

@@ -177,10 +177,10 @@ def write_atomically(out: str | Path, write: Callable[[Path], dict[str, str]], *
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     dtmp: Path | None = None
     swapped: list[tuple[Path | None, Path]] = []
-    try:
-        os.chmod(tmp, folder_mode())
+    try:  # the folder stays 0700 (mkdtemp's) while it holds the diagnostics, opened once they left it
         names = write(tmp)
         dtmp = _split_diagnostics(tmp, diag)
+        os.chmod(tmp, folder_mode())
         swapped.append((_swap(tmp, out), out))
         if dtmp is not None:
             swapped.append((_swap(dtmp, diag), diag))

@@ -213,3 +213,28 @@ def test_user_model_counts_invalid_records_by_cause(tmp_path):
     assert ingest["unparseable"]["timestamp"] == 20 and ingest["outside_time_window"] == 30
     assert ingest["records_kept"] == len(_base())
     assert "ingest" not in json.dumps(r.summary.as_dict())  # never published
+
+
+def test_sigterm_while_writing_leaves_nothing_and_the_diagnostics_were_never_readable(tmp_path, capsys, monkeypatch):
+    """`timeout -s TERM` during the write left `.out.partial-*` beside --out, holding release files and
+    raw user ids in 0644 files of a 0755 folder. SIGTERM now unwinds as Ctrl-C does (exit 143, the
+    folder removed), and the folder stays 0700 while the diagnostics are in it."""
+    import signal
+
+    import dpopt.writers.folder as folder
+
+    split, modes = folder._split_diagnostics, []
+
+    def terminated_while_split(tmp, diag):
+        modes.append(stat.S_IMODE(Path(tmp).stat().st_mode))
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered here: the handler raises SystemExit(143)
+        return split(tmp, diag)
+
+    monkeypatch.setattr(folder, "_split_diagnostics", terminated_while_split)
+    out, before = tmp_path / "o", signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stop:
+        main(["release", "--example", "--privacy", "public-occupancy", "--epsilon", "1", "--quiet", "--no-map",
+              "--seed", "1", "--out", str(out)])
+    assert stop.value.code == 143 and modes == [0o700]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder, no partial, no diagnostics
+    assert signal.getsignal(signal.SIGTERM) is before  # the command's handler is undone
