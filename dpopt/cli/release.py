@@ -232,7 +232,8 @@ _FLAGS = {"epsilon_total": "--epsilon-total", "epsilon": "--epsilon", "rho": "--
           "criterion": "--criterion", "h3_resolution": "--h3-resolution", "slot": "--slot",
           "chunksize": "--chunksize", "partitions": "--partitions", "bounds": "--bounds",
           "out_of_range": "--out-of-range", "backend": "--backend", "timestamp_unit": "--timestamp-unit",
-          "seed": "--seed", "resolution": "--resolution", "coarsest_resolution": "--coarsest-resolution",
+          "seed": "--seed", "resolution": "--resolution", "strategy": "--strategy",
+          "coarsest_resolution": "--coarsest-resolution",
           "profile": "--profile", "timezone": "--timezone", "max_dropped": "--max-dropped",
           "time_window": "--time-window", "sep": "--sep"}
 

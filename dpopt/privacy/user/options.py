@@ -249,10 +249,10 @@ class UserOptions:
         refuses a δ that would do nothing (Laplace noise over a public list) or is missing."""
         if self.resolution == "place" and isinstance(budget, Budget) and budget.gaussian:
             raise DpoptInputError("`mechanism` = 'gaussian' is not supported by the place release (pure ε, "
-                                  "Laplace): add resolution='adaptive' or resolution='fixed'")
+                                  "Laplace): add strategy='adaptive' or strategy='fixed'")
         if self.private and self.adaptive and isinstance(budget, Budget) and budget.gaussian:
             raise DpoptInputError("`mechanism` = 'gaussian' with private selection (no `partitions`) runs the flat "
-                                  "release only: add resolution='fixed', or use Laplace noise with `delta` for "
+                                  "release only: add strategy='fixed', or use Laplace noise with `delta` for "
                                   "the multi-resolution release")
         return _budget(budget, self.private)
 
