@@ -166,3 +166,11 @@ def test_demo_skips_a_section_whose_packages_are_missing(monkeypatch) -> None:
     text = out.getvalue()
     assert text.count("(not part of this build)") == 2
     assert not any(t.startswith("Array length") or t.startswith("Release") for t in called)
+
+
+def test_a_negative_value_in_exponent_form_is_read_as_the_flags_value(capsys):
+    """`--lower -1e6` was taken by argparse for an unknown flag ("expected one argument", the usage
+    text); it is the value of --lower, as `--lower=-1e6` and `--lower -1000000` already were."""
+    assert main(["release", "--example", "--lower", "-1e3"]) == 2
+    err = capsys.readouterr().err
+    assert "`--lower` needs `--upper`" in err and "-1000.0" in err and "expected one argument" not in err

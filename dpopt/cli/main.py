@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 on success, 2 for bad input (one line on stderr, no traceback); argparse
         exits 2 itself on a bad flag.
     """
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _negative_values(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(_command_of(argv))
     args, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -126,6 +126,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         _restore_terminate(previous)
+
+
+def _negative_values(argv: list[str]) -> list[str]:
+    """``--lower -1e6`` as ``--lower=-1e6``: argparse reads a value such as -1e6 (an exponent, which
+    its negative-number rule does not cover) as an unknown flag and says "expected one argument"."""
+    out: list[str] = []
+    for token in argv:
+        prev = out[-1] if out else ""
+        if (token.startswith("-") and prev.startswith("--") and "=" not in prev and _is_number(token)
+                and not _is_number(prev)):
+            out[-1] = f"{prev}={token}"
+        else:
+            out.append(token)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _on_terminate() -> Any:
