@@ -170,7 +170,7 @@ def test_nothing_published_says_so(tmp_path, csv_path, capsys):
 
 @pytest.mark.parametrize(("extra", "word"), [
     (["--epsilon-total", "1"], "--delta"),
-    (["--epsilon-total", "1", "--delta", "1e-6", "--mechanism", "gaussian"], "--resolution"),
+    (["--epsilon-total", "1", "--delta", "1e-6", "--mechanism", "gaussian"], "--strategy 'fixed'"),
     (["--epsilon-total", "1", "--delta", "1e-6", "--bounds", "select"], "--bounds"),
     (["--epsilon-total", "1", "--delta", "1e-6", "--coarsest-resolution", "3"], "--coarsest-resolution"),
 ])
