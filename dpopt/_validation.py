@@ -161,6 +161,15 @@ def as_retained(
     return arr
 
 
+def reads_as_number(text: str) -> bool:
+    """Does ``float(text)`` read ``text`` (command-line tokens and file fields)?"""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _finite_real(value: Any, name: str, rule: str) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise _fail(name, rule, value)

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .._json import to_jsonable
-from .._validation import DpoptInputError
+from .._validation import DpoptInputError, reads_as_number
 
 __all__ = ["read_numbers", "emit", "CliError", "add_partition_arguments", "add_partition_command",
            "add_solver_arguments", "solver_options"]
@@ -40,7 +40,7 @@ def read_numbers(path: str | Path, name: str, *, column: str | None = None) -> n
     lines = text.splitlines()
     delimiter = _delimiter(lines[0]) if lines else ","
     header = lines[0].split(delimiter) if lines else []
-    if column is not None or (len(header) > 1 and not _is_number(header[0].strip())):
+    if column is not None or (len(header) > 1 and not reads_as_number(header[0].strip())):
         return _read_column(lines, path, name, column, delimiter)
     tokens = text.replace(",", " ").replace(";", " ").split("\n")
     _refuse_headerless_table(tokens, path, name)
@@ -68,14 +68,6 @@ def _refuse_headerless_table(lines: list[str], path: str | Path, name: str) -> N
             f"`{name}` file {str(path)!r} is a table of {min(widths)} columns without a header; "
             "give a header naming the counts column (e.g. user,count) or one number per line"
         )
-
-
-def _is_number(tok: str) -> bool:
-    try:
-        float(tok)
-    except ValueError:
-        return False
-    return True
 
 
 def _read_text(path: str | Path, name: str) -> str:
@@ -119,7 +111,7 @@ def _read_column(lines: list[str], path: str | Path, name: str, column: str | No
     values = []
     for i, row in enumerate(rows[1:], start=2):
         tok = row[hit].strip() if hit < len(row) else ""
-        if not _is_number(tok):
+        if not reads_as_number(tok):
             raise CliError(f"`{name}` file {str(path)!r} line {i}, column {header[hit]!r}: not a number: {tok!r}")
         values.append(float(tok))
     if not values:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .._validation import DpoptInputError
+from .._validation import DpoptInputError, reads_as_number
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -134,20 +134,12 @@ def _negative_values(argv: list[str]) -> list[str]:
     out: list[str] = []
     for token in argv:
         prev = out[-1] if out else ""
-        if (token.startswith("-") and prev.startswith("--") and "=" not in prev and _is_number(token)
-                and not _is_number(prev)):
+        if (token.startswith("-") and prev.startswith("--") and "=" not in prev and reads_as_number(token)
+                and not reads_as_number(prev)):
             out[-1] = f"{prev}={token}"
         else:
             out.append(token)
     return out
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _on_terminate() -> Any:
