@@ -112,9 +112,9 @@ def h3_cells(latitude: np.ndarray, longitude: np.ndarray, resolution: int) -> np
 
 def wall_clock(timestamp_ns: np.ndarray, timezone: str | None = None) -> np.ndarray:
     """UTC instants (int64 ns) as the wall-clock time of ``timezone`` (IANA), counted in ns from
-    1970-01-01 00:00 of that wall clock: t + the zone's UTC offset at t. Without a zone: ``t``."""
+    1970-01-01 00:00 of that wall clock: t + the zone's UTC offset at t. Without a zone (or in UTC): ``t``."""
     ts = np.asarray(timestamp_ns, dtype=np.int64)
-    if timezone is None or ts.size == 0:
+    if timezone is None or timezone == "UTC" or ts.size == 0:
         return ts
     local = pd.DatetimeIndex(ts.view("datetime64[ns]")).tz_localize("UTC").tz_convert(timezone).tz_localize(None)
     return np.asarray(local.asi8, dtype=np.int64)

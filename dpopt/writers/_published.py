@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..records.grid import localize_wall, parse_slot, wall_clock as _wall_clock
+from ..records.grid import localize_wall, parse_slot, wall_clock
 
 __all__ = ["PublishedView", "published_view", "read_release_table", "resolve_unit", "privacy_statement", "fmt_number",
            "released_count", "answers_vary_text", "nice_ticks", "slot_labels", "span_text", "time_steps", "active_at",
@@ -238,11 +238,6 @@ def _ns(values: pd.Series) -> np.ndarray:
 def _recurring(nodes: pd.DataFrame) -> np.ndarray:
     """The rows whose window recurs (a ``cycle``)."""
     return nodes["cycle"].notna().to_numpy() if "cycle" in nodes.columns else np.zeros(len(nodes), dtype=bool)
-
-
-def wall_clock(ns: np.ndarray, zone: str) -> np.ndarray:
-    """Instants (int64 ns) on the wall clock of ``zone`` (:func:`dpopt.records.grid.wall_clock`; UTC as is)."""
-    return np.asarray(ns, dtype=np.int64) if zone == "UTC" else _wall_clock(ns, zone)
 
 
 def _recurring_on(nodes: pd.DataFrame, rep: np.ndarray, t: np.ndarray, zone: str = "UTC") -> np.ndarray:

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from ._published import (PublishedView, active_counts, answers_vary_text, fmt_number, nice_ticks, privacy_statement,
-                         published_view, released_count, row_dicts, slot_labels, span_text, wall_clock)
+                         published_view, released_count, row_dicts, slot_labels, span_text)
+from ..records.grid import wall_clock
 from .streetmap import DEFAULT_TILES, STREET_JS, leaflet_assets, street_map_html
 
 __all__ = ["render_html", "write_html_report", "DEFAULT_TILES", "variance_published", "variance_reasons"]
