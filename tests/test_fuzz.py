@@ -179,7 +179,7 @@ RELEASE_BAD: dict[str, list[Any]] = {
     "chunksize": [0, -5, "x"],
     "columns": [{"user": "x"}, "user_id", {"user_id": ""}],
     "records": [None, 3, "/nonexistent/x.csv", [1, 2, 3], pd.DataFrame({"a": [1]})],
-    "granularity_bits": [-1, 41, "x"],
+    "granularity_bits": [-65, 129, "x", 1.5],
     "noise": ["gauss"],
 }
 #: the option object of the front door that owns each argument (besides ``bound`` and ``records``)
@@ -345,7 +345,7 @@ RELEASE_CLI = [
     ["{csv}", "--bound", "inf", "--epsilon", "1"],
     ["{csv}", "--bound", "0", "--epsilon", "1"],
     ["{csv}", "--bound", "-5", "--epsilon", "1"],
-    ["{csv}", "--bound", "1e9", "--epsilon", "1"],
+    ["{csv}", "--bound", "1e30", "--epsilon", "1"],
     ["{csv}", "--bound", "100", "--epsilon", "nan"],
     ["{csv}", "--bound", "100", "--epsilon", "0"],
     ["{csv}", "--bound", "100", "--epsilon", "1e300"],

@@ -47,6 +47,8 @@ from .mechanism import FAMILIES, NoiseMechanism, make_mechanism
 from .discrete_gaussian import discrete_gaussian_array, rho_rational
 from .discrete_laplace import (
     DEFAULT_GRANULARITY_BITS,
+    check_granularity_bits,
+    lattice_bits,
     discrete_laplace_array,
     discrete_laplace_rational,
     epsilon_rational_array,
@@ -95,6 +97,8 @@ __all__ = [
     "snap",
     "summation_error",
     "DEFAULT_GRANULARITY_BITS",
+    "check_granularity_bits",
+    "lattice_bits",
     "check_rng",
     "laplace",
     "laplace_simulation",

@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._validation import check_choice, check_positive_int
+from .._validation import check_choice
 from .continuous import check_rng
-from .discrete_laplace import DEFAULT_GRANULARITY_BITS, GridInputs, grid_inputs, report_progress
+from .discrete_laplace import DEFAULT_GRANULARITY_BITS, GridInputs, check_granularity_bits, grid_inputs, report_progress
 from .mechanism import FAMILIES, SAMPLERS, NoiseMechanism, make_mechanism
 from .sources import IntegerSource, SecureRandom
 
@@ -116,9 +116,9 @@ class _ExactSampler:
         self.lattice: NoiseMechanism = make_mechanism(self.mechanism, "discrete",
                                                       source=SecureRandom() if source is None else source)
         self.source = self.lattice.source  # type: ignore[attr-defined]
-        self.k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+        self.k = check_granularity_bits(granularity_bits)
         self.granularity = 2.0**-self.k
-        self.label = f"discrete {self.mechanism.capitalize()} on 2^-{self.k} (Canonne-Kamath-Steinke), " + (
+        self.label = f"discrete {self.mechanism.capitalize()} on 2^{-self.k} (Canonne-Kamath-Steinke), " + (
             "OS CSPRNG (secrets)" if isinstance(self.source, SecureRandom) else "seeded: NOT for a real release")
 
     def _noise(self, values: Any, sensitivity: Any, budget: Any,
@@ -260,7 +260,8 @@ def make_noise(
     rng : numpy.random.Generator, optional, keyword-only
         The generator of the numpy sampler (instead of ``seed``; refused with ``sampler="discrete"``).
     granularity_bits : int, default DEFAULT_GRANULARITY_BITS (12), keyword-only
-        k ≥ 0 of the discrete sampler's output grid λ = 2^-k (unused by the numpy sampler).
+        k of the discrete sampler's output grid λ = 2^-k (``GRANULARITY_BITS_RANGE``; unused by the numpy
+        sampler).
 
     Returns
     -------
@@ -273,7 +274,7 @@ def make_noise(
     DpoptInputError
         If ``mechanism`` or ``sampler`` is not one of the names above, ``rng`` is given with
         ``sampler="discrete"``, both ``seed`` and ``rng`` are given, ``rng`` is not a numpy Generator,
-        or ``granularity_bits`` is not an integer ≥ 0.
+        or ``granularity_bits`` is not an integer in ``GRANULARITY_BITS_RANGE``.
     """
     check_choice(mechanism, "mechanism", tuple(MECHANISMS))
     check_choice(sampler, "sampler", SAMPLERS)

@@ -78,10 +78,63 @@ __all__ = [
     "snap",
     "release_on_grid",
     "DEFAULT_GRANULARITY_BITS",
+    "check_granularity_bits",
+    "lattice_bits",
 ]
 
 #: λ = 2^-DEFAULT_GRANULARITY_BITS
 DEFAULT_GRANULARITY_BITS = 12
+#: the granularity bits k any sampler accepts (λ = 2^-k from 2^-128 to 2^64: every λ and 1/λ a normal float)
+GRANULARITY_BITS_RANGE = (-64, 128)
+
+
+def check_granularity_bits(value: object, name: str = "granularity_bits") -> int:
+    """Validate the exponent k of a lattice λ = 2^-k: an integer in :data:`GRANULARITY_BITS_RANGE`
+    (negative k is a lattice coarser than 1, for values of large units)."""
+    lo, hi = GRANULARITY_BITS_RANGE
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
+        raise DpoptInputError(f"`{name}` must be an integer in {lo}..{hi}; got {value!r}")
+    return int(value)
+
+
+def lattice_bits(bound: float) -> int:
+    """The lattice λ = 2^-k a release uses for values in a range of width U (public: U only).
+
+    k = 12 (λ = 2^-12) for 1 ≤ U < 128, the lattice of every release before the rule; above, λ
+    doubles with U, k = 18 − ⌊log2 U⌋, so that the range keeps 2^18 to 2^19 steps however large the
+    unit (the lattice sums of squares then hold c·U²/(8λ) < c·U·2^16, which int64 carries up to
+    c·U < 2^46); below 1, λ shrinks with U², k = 12 − 2⌊log2 U⌋, so that the squares' half-range
+    U²/8 keeps at least 2^9 steps (it has 2^9 at U = 1). Rounding to the lattice moves a value by
+    λ/2, at most 2^-13 of its range whatever the unit (2^-19 of it from U = 64 up). From U = 128 up a
+    release is the same computation in any unit: values and U times 2^s give lattice integers, noise
+    draws and sensitivities identical to the unscaled ones (tests/release/test_unit_free.py).
+
+    Parameters
+    ----------
+    bound : float
+        U > 0, the width of the values' declared range (U − L for values in [L, U]).
+
+    Returns
+    -------
+    int
+        k, the granularity bits of the lattice (may be negative: λ > 1 for U ≥ 2^19).
+
+    Raises
+    ------
+    ValueError
+        (:class:`dpopt.DpoptInputError`) U not positive, or k outside :data:`GRANULARITY_BITS_RANGE`
+        (U < 2^-58 or U ≥ 2^83; the capacity of :func:`~dpopt.privacy.user.bounding.check_lattice_capacity`
+        refuses earlier, about 6·10^-14 and 2·10^12 at c = 64).
+    """
+    U = check_nonnegative_float(bound, "bound")
+    if not U > 0:
+        raise DpoptInputError(f"`bound` must be positive; got {bound!r}")
+    e = math.frexp(U)[1] - 1  # ⌊log2 U⌋, exact for every positive float
+    k = DEFAULT_GRANULARITY_BITS - max(0, e - 6) - 2 * min(0, e)
+    if not GRANULARITY_BITS_RANGE[0] <= k <= GRANULARITY_BITS_RANGE[1]:
+        raise DpoptInputError(f"`bound` = {U:g}: the values' range is too {'wide' if e > 0 else 'narrow'} for an "
+                              "exact lattice; express the values in a unit where the range is between 1e-12 and 1e12")
+    return k
 _EPS_BITS = 30
 _REL_SLACK = 1e-9
 
@@ -247,7 +300,7 @@ def grid_sensitivity(sensitivity: float, granularity_bits: int = DEFAULT_GRANULA
     the floating-point error bound of the statistic (see module doc)."""
     delta = check_nonnegative_float(sensitivity, "sensitivity")
     eta = check_nonnegative_float(value_error, "value_error")
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+    k = check_granularity_bits(granularity_bits)
     return int(math.ceil((delta * (1.0 + _REL_SLACK) + 2.0 * eta) * 2.0**k)) + 1
 
 
@@ -270,7 +323,7 @@ def grid_sensitivities(sensitivities: np.ndarray, granularity_bits: int = DEFAUL
     (returned as float64 holding exact integers); the first invalid entry raises as there."""
     sens = np.asarray(sensitivities, dtype=float)
     eta = np.broadcast_to(np.asarray(value_errors, dtype=float), sens.shape)
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+    k = check_granularity_bits(granularity_bits)
     with np.errstate(invalid="ignore"):
         bad = ~(np.isfinite(sens) & (sens >= 0) & np.isfinite(eta) & (eta >= 0))
     for i in np.flatnonzero(bad)[:1]:
@@ -313,7 +366,7 @@ def grid_inputs(values: Sequence[float] | np.ndarray, sensitivities: Sequence[fl
     vals = np.asarray(values, dtype=float)
     sens = np.broadcast_to(np.asarray(sensitivities, dtype=float), vals.shape)
     budget = np.broadcast_to(np.asarray(budgets, dtype=float), vals.shape)
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+    k = check_granularity_bits(granularity_bits)
     etas = np.zeros(vals.shape) if value_errors is None else np.broadcast_to(
         np.asarray(value_errors, dtype=float), vals.shape)
     lam = 2.0**-k
@@ -321,7 +374,7 @@ def grid_inputs(values: Sequence[float] | np.ndarray, sensitivities: Sequence[fl
     ok = np.isfinite(vals)
     big = np.abs(np.where(ok, vals, 0.0)) >= 2.0 ** (62 - k)
     if np.any(big):  # round(f/λ) would overflow int64 (a garbage q, not an error)
-        raise DpoptInputError(f"`values` must be below 2^{62 - k} in magnitude for the 2^-{k} output grid; "
+        raise DpoptInputError(f"`values` must be below 2^{62 - k} in magnitude for the 2^{-k} output grid; "
                               f"got {float(vals[big].flat[0])!r}")
     q = np.zeros(vals.shape, dtype=np.int64)
     q[ok] = snap(vals[ok], k)

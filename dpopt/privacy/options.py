@@ -20,8 +20,8 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
-from .._validation import DpoptInputError, check_choice, check_confidence, check_delta, check_epsilon, check_positive_int
-from ..noise import DEFAULT_GRANULARITY_BITS, MECHANISMS
+from .._validation import DpoptInputError, check_choice, check_confidence, check_delta, check_epsilon
+from ..noise import MECHANISMS, check_granularity_bits, lattice_bits
 from ..records.options import GridOptions
 
 __all__ = ["Budget", "PerGridBudget", "GridOptions", "NoiseOptions", "NOISES", "check_confidence"]
@@ -92,18 +92,24 @@ class PerGridBudget:
 @dataclass(frozen=True)
 class NoiseOptions:
     """``noise`` "discrete" (exact samplers, the OS CSPRNG: real releases) or "numpy" (simulation
-    only); ``seed`` reproducible noise (NOT for a real release); λ = 2^-``granularity_bits``."""
+    only); ``seed`` reproducible noise (NOT for a real release); the lattice λ = 2^-k of the exact
+    samplers: k = ``granularity_bits``, or by default (None) :func:`dpopt.noise.lattice_bits` of the
+    declared range's width (2^-12 for widths 1 to 128, relative to the width outside: unit-free)."""
 
     noise: str = "discrete"
     seed: int | None = None
-    granularity_bits: int = DEFAULT_GRANULARITY_BITS
+    granularity_bits: int | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.noise, "noise", NOISES)
-        k = check_positive_int(self.granularity_bits, "granularity_bits", minimum=0)
-        if k > 40:
-            raise DpoptInputError(f"`granularity_bits` must be an integer in 0..40; got {self.granularity_bits!r}")
+        if self.granularity_bits is not None:
+            check_granularity_bits(self.granularity_bits)
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral)):
             raise DpoptInputError(f"`seed` must be an integer or None; got {self.seed!r}")
+
+    def bits_for(self, bound: float) -> int:
+        """k of the lattice for values in a range of width ``bound`` (public): ``granularity_bits``
+        when given, else :func:`dpopt.noise.lattice_bits`."""
+        return lattice_bits(bound) if self.granularity_bits is None else int(self.granularity_bits)
 
 

@@ -29,6 +29,7 @@ right tool (see models/release.md).
 """
 from __future__ import annotations
 
+import math
 import time
 import dataclasses
 from dataclasses import dataclass
@@ -37,11 +38,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float, check_positive_int
+from .._validation import DpoptInputError, check_bound, check_choice, check_nonnegative_float
 from ..calculus import mean_bias_from_totals, variance_bias_from_totals
 from ..hierarchy.tree import profile_cycle
 from ..mechanisms.grid import GridRelease, release_grids
-from ..noise import Noise, make_noise
+from ..noise import Noise, check_granularity_bits, make_noise
 from ..plan import GridPlan
 from ..measurements import NODE_COLUMNS, BudgetSpend, Measurements, NoiseLaw, PublicOccupancyInfo, Statistic
 from ..records.aggregate import Aggregate, RetainedStats
@@ -242,13 +243,12 @@ def _check_noise_options(bound: float, budget: PrivacyBudget, noise: str, granul
             f"`epsilon` must be >= 2^-29 (about {2.0**-29:.3g}) for the discrete sampler, which gives "
             f"each grid's mean and variance a budget of at least 2^-30; got {budget.per_grid!r}"
         )
-    k = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
-    if k > 40:
-        raise DpoptInputError(f"`granularity_bits` must be an integer in 0..40; got {granularity_bits!r}")
+    k = check_granularity_bits(granularity_bits)
     if bound * bound * 2.0**k > 2.0**60:
         raise DpoptInputError(
-            f"`granularity_bits` = {k} is too fine for bound {bound:g}: U²·2^k must stay below 2^60 "
-            f"(use granularity_bits <= {max(0, int(60 - 2 * np.log2(bound)))})"
+            f"the value range {bound:g} does not fit the exact lattice 2^{-k}: U²·2^k must stay below 2^60; "
+            f"express the values in a unit where the range is below 1e12 (or use granularity_bits <= "
+            f"{math.floor(60 - 2 * math.log2(bound))})"
         )
     return k
 
@@ -370,7 +370,7 @@ def measure_release(agg: Aggregate, budget: Budget | PerGridBudget | PrivacyBudg
     pb = to_privacy_budget(budget)
     o = options.for_plan(default_plan(options.plan, pb))
     confidence = check_confidence(confidence)
-    k = _check_noise_options(U, pb, noise.noise, noise.granularity_bits)
+    k = _check_noise_options(U, pb, noise.noise, noise.bits_for(U))
     if o.plan == "hierarchy":  # plan the public hierarchy, then this function on its published nodes
         return _measure_hierarchy(agg, pb, o, bound=U, noise=noise, confidence=confidence,
                                   truncated_sums=truncated_sums, timings=timings, progress=progress)

@@ -122,8 +122,8 @@ def check_options(bound: float | None, budget: Budget | PerGridBudget, model: Mo
         # the lattice's int64 capacity from public numbers only, before any record is read:
         # fixed bounds, or the caps the automatic rules choose within
         k, c = model.fixed_bounds or (model.max_grids, model.max_records)
-        check_lattice_capacity(k, c, U, noise.granularity_bits)
-        check_lattice_resolution(U, noise.granularity_bits)
+        check_lattice_capacity(k, c, U, noise.bits_for(U))
+        check_lattice_resolution(U, noise.bits_for(U))
         if io.out_of_range != "clip":
             raise DpoptInputError(f"`out_of_range` = {io.out_of_range!r} makes which records count depend on "
                                   "their values; the user model clips values to their range: use 'clip'")
@@ -139,7 +139,7 @@ def check_options(bound: float | None, budget: Budget | PerGridBudget, model: Mo
                               "CLIP estimates directly; use 'direct'")
     pb = to_privacy_budget(budget)
     model.for_plan(default_plan(model.plan, pb))
-    _check_public_noise(U, pb, noise.noise, noise.granularity_bits)
+    _check_public_noise(U, pb, noise.noise, noise.bits_for(U))
     return U
 
 

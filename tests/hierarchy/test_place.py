@@ -677,7 +677,7 @@ def test_cap_candidates_fit_the_lattice_before_any_budget():
     labels = pd.DataFrame({"cell": [h3.int_to_str(int(c)) for c in agg.cells],
                            "slot": pd.to_datetime(agg.slots, utc=True).strftime("%Y-%m-%dT%H:%M:%SZ")})
     m = measure_place(agg, Budget(epsilon_total=50.0), UserOptions(partitions=labels, resolution="place"), U=U,
-                      noise=NoiseOptions(seed=1))
+                      noise=NoiseOptions(seed=1, granularity_bits=12))
     assert m.info["record_cap"] == int(fits[-1])
     assert m.info["record_histogram"]["candidates"] == [int(t) for t in fits]
 

@@ -44,7 +44,8 @@ def test_make_noise_picks_the_sampler_and_labels_it():
     ({"sampler": "numpy", "seed": 1, "rng": np.random.default_rng(1)}, "not both"),
     ({"rng": np.random.default_rng(1)}, "`rng` is for sampler='numpy'"),
     ({"seed": 1.5}, "`seed` must be an integer"),
-    ({"granularity_bits": -1}, "granularity_bits"),
+    ({"granularity_bits": -65}, "granularity_bits"),
+    ({"granularity_bits": 129}, r"`granularity_bits` must be an integer in -64\.\.128"),
 ])
 def test_make_noise_refuses_bad_options(kwargs, match):
     with pytest.raises(DpoptInputError, match=match):

@@ -189,7 +189,7 @@ def test_dropped_records_reach_summary(tiny_records):
         (lambda: {"budget": PerGridBudget(0)}, r"`epsilon` must be a positive finite number"),
         (lambda: {"bound": float("nan")}, r"`bound` must be a positive finite number"),
         (lambda: {"noise": NoiseOptions(noise="gauss")}, r"`noise` must be one of"),
-        (lambda: {"noise": NoiseOptions(granularity_bits=50)}, r"`granularity_bits` must be an integer in 0..40"),
+        (lambda: {"noise": NoiseOptions(granularity_bits=129)}, r"`granularity_bits` must be an integer in -64\.\.128"),
         (lambda: {"model": PublicOccupancyOptions(error_bound=-1.0)}, r"`error_bound` must be a finite number >= 0"),
         (lambda: {"io": InputOptions(backend="spark")}, r"`backend` must be one of"),
         (lambda: {"model": PublicOccupancyOptions(split="half")}, r"`split` must be one of"),
@@ -218,9 +218,23 @@ def test_pseudo_users_from_file_second_pass_equals_in_memory(records, tmp_path):
 
 
 def test_granularity_too_fine_for_bound(tiny_records):
-    with pytest.raises(DpoptInputError, match="too fine for bound"):
+    with pytest.raises(DpoptInputError, match=r"the value range 1e\+09 does not fit the exact lattice 2\^-12"):
         release(tiny_records, bound=1e9, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(),
                 noise=NoiseOptions(granularity_bits=12))
+
+
+def test_the_default_lattice_follows_the_bound_so_a_wide_range_releases(tiny_records):
+    """The same records in a unit 2^30 times smaller (bound 100·2^30): refused above on the lattice
+    2^-12, released on the default lattice (2^-(18 - 36)), with the same grids and means in that unit."""
+    s = 2.0**30
+    scaled = tiny_records.assign(value=tiny_records["value"] * s)
+    a = release(tiny_records, bound=100, budget=PerGridBudget(1e4), model=PublicOccupancyOptions(plan="baseline"),
+                noise=NoiseOptions(seed=1))
+    b = release(scaled, bound=100 * s, budget=PerGridBudget(1e4), model=PublicOccupancyOptions(plan="baseline"),
+                noise=NoiseOptions(seed=1))
+    assert b.summary.granularity == 2.0**18 and a.summary.granularity == 2.0**-12
+    assert len(a.table) == len(b.table) > 0
+    np.testing.assert_allclose(b.table["mean"] / s, a.table["mean"], atol=1e-3)
 
 
 @pytest.mark.parametrize("plan", ["baseline", "greedy", "milp"])

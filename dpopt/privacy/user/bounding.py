@@ -19,22 +19,24 @@ law whether or not a given user is present; conditioned on the keys, adding or r
 changes the bounded data by that user's ≤ k pairs of ≤ c records.
 
 Statistics on a lattice (exact arithmetic): every kept record x contributes, in integer units of
-λ = 2^-b (``granularity_bits`` b),
+λ = 2^-b (``granularity_bits`` b; by default :func:`dpopt.noise.lattice_bits` of U, a lattice relative
+to the range outside 1 ≤ U < 128, so that the release does not depend on the values' unit),
 
     y_q = clip(rint((x − U/2)/λ), −H_Y, H_Y),           H_Y = ⌈U/(2λ)⌉,
     z_q = clip(rint(((x − U/2)² − U²/8)/λ), −H_Z, H_Z),  H_Z = ⌈U²/(8λ)⌉,
 
 (the centring of PipelineDP's normalised sums: terms in [−U/2, U/2] and [−U²/8, U²/8]) and per grid
 R_g (records), L_g (users), Y_g = Σ y_q, Z_g = Σ z_q are exact integer sums. Snapping moves each term by
-≤ λ/2 (a bias below 2^-13 for b = 12). The sensitivities (:mod:`.sensitivity`) hold by construction
+≤ λ/2 (at most 2^-13 of the range under the default lattice). The sensitivities (:mod:`.sensitivity`) hold by construction
 and no floating-point rounding reaches the noise.
 
 Exactness without a data-dependent refusal. The only refusal is
 :func:`check_lattice_capacity`, a function of public quantities (c, U, b) that a front door calls
-before reading data: c·H_Z < 2^62. Then every term fits int64 and so does every bounded **pair** sum
-(Σ of Γ ≤ c terms, |·| ≤ c·H ≤ c·H_Z < 2^62): no sum over a user's unbounded records is ever formed.
+before reading data: c·H < 2^62 with H = max(H_Y, H_Z) (:func:`lattice_capacity`; H_Y is the larger
+below U = 4). Then every term fits int64 and so does every bounded **pair** sum (Σ of Γ ≤ c terms,
+|·| ≤ c·H < 2^62): no sum over a user's unbounded records is ever formed.
 A grid sum adds at most P pair sums (P the number of pairs), so it is computed in int64 when
-P·c·H_Z < 2^63 (a proven bound: then also the sum over all grids fits) and in Python integers
+P·c·H < 2^63 (a proven bound: then also the sum over all grids fits) and in Python integers
 (object arrays) otherwise; either way the result is the exact integer and only its dtype differs.
 """
 
@@ -46,16 +48,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._validation import DpoptInputError, check_bound, check_positive_int
-from ...noise import IntegerSource
+from ...noise import DEFAULT_GRANULARITY_BITS, IntegerSource, check_granularity_bits
+from ...noise.discrete_laplace import GRANULARITY_BITS_RANGE
 from ...records.aggregate import Aggregate
 
 __all__ = ["BoundedGrids", "LatticeValues", "grid_ranks", "bounded_gamma", "lattice_values",
-           "bound_contributions", "check_lattice_capacity", "half_ranges", "lattice_halves", "tie_keys",
+           "bound_contributions", "check_lattice_capacity", "half_ranges", "lattice_capacity", "lattice_halves",
+           "tie_keys",
            "DEFAULT_GRANULARITY_BITS"]
-
-#: λ = 2^-12 for the lattice of sums
-DEFAULT_GRANULARITY_BITS = 12
-
 
 #: every lattice term and every bounded pair sum stays below this in magnitude (int64 with room)
 CAPACITY = 2**62
@@ -170,7 +170,7 @@ def half_ranges(bound: float, lam: float) -> tuple[int, int]:
 def lattice_halves(bound: float, granularity_bits: int) -> tuple[float, int, int]:
     """(λ, H_Y, H_Z) of the lattice: λ = 2^-b and :func:`half_ranges` (module doc)."""
     U = check_bound(bound)
-    b = check_positive_int(granularity_bits, "granularity_bits", minimum=0)
+    b = check_granularity_bits(granularity_bits)
     lam = 2.0**-b
     return (lam, *half_ranges(U, lam))
 
@@ -193,25 +193,35 @@ def check_lattice_resolution(bound: float, granularity_bits: int = DEFAULT_GRANU
             f"{MIN_LATTICE_STEPS * lam:g}")
 
 
+def lattice_capacity(bound: float, granularity_bits: int) -> int:
+    """max(H_Y, H_Z) of the lattice (:func:`lattice_halves`): the largest |term| of one record, so a
+    pair of c records sums to at most c times it (H_Y > H_Z below U = 4)."""
+    _, hy, hz = lattice_halves(bound, granularity_bits)
+    return max(hy, hz)
+
+
 def check_lattice_capacity(k: int, c: int, bound: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> None:
-    """Refuse (k, c, U, b) whose bounded pair sums could leave int64: c·H_Z ≥ 2^62.
+    """Refuse (k, c, U, b) whose bounded pair sums could leave int64: c·max(H_Y, H_Z) ≥ 2^62.
 
     Public quantities only (k, c, the bound U, the granularity b; with automatic bounds pass the
     caps ``max_grids``, ``max_records``): call it before any data is read. Nothing else in
     bounding refuses a run, whatever the data (module doc). ``k`` is validated for the message's
-    sake; the ℓ1 sensitivities k·c·H are Python integers and need no cap.
+    sake; the ℓ1 sensitivities k·c·H are Python integers and need no cap. Under the default lattice
+    (:func:`dpopt.noise.lattice_bits`) it refuses only ranges wider than about 2^46/c or narrower
+    than about 2^-50·c (c = 64: 2·10^12 and 6·10^-14).
     """
     check_positive_int(k, "k")
     c = check_positive_int(c, "c")
     U = check_bound(bound)
-    lam, _, hz = lattice_halves(U, granularity_bits)
-    if c * hz >= CAPACITY:
+    if c * lattice_capacity(U, granularity_bits) >= CAPACITY:
         b = int(granularity_bits)
-        fit = next((f for f in range(b - 1, -1, -1) if c * lattice_halves(U, f)[2] < CAPACITY), None)
-        hint = f"use `granularity_bits` <= {fit}" if fit is not None else "use a smaller bound or c"
+        fit = next((f for f in range(b - 1, GRANULARITY_BITS_RANGE[0] - 1, -1)
+                    if c * lattice_capacity(U, f) < CAPACITY), None)
         raise DpoptInputError(
-            f"`granularity_bits` = {b} is too fine for bound {U:g} and c = {c}: c·⌈U²·2^b/8⌉ must stay "
-            f"below 2^62 (exact int64 sums of squares); {hint}")
+            f"the value range {U:g} does not fit the exact lattice 2^{-b} (`granularity_bits` = {b}) with a cap "
+            f"of c = {c}: c·max(⌈U·2^b/2⌉, ⌈U²·2^b/8⌉) must stay below 2^62; "
+            + (f"use `granularity_bits` <= {fit}, or " if fit is not None else "")
+            + "express the values in a unit where the range is between 1e-12 and 1e12")
 
 
 def lattice_values(agg: Aggregate, bound: float, *, granularity_bits: int = DEFAULT_GRANULARITY_BITS,
@@ -260,15 +270,15 @@ def bound_contributions(agg: Aggregate, *, k: int, c: int, ranks: np.ndarray, la
     """Bounded per-grid statistics for bounds (k, c), pair ranks (:func:`grid_ranks`) and the
     lattice terms (:func:`lattice_values`); exact whatever the data (module doc)."""
     gamma = bounded_gamma(agg, ranks, k, c)
-    if int(c) * lattice.half_sumsq >= CAPACITY:  # public: c, U and b only
-        raise DpoptInputError(
-            f"`c` = {int(c)} is too large for the lattice (c·H_Z must stay below 2^62): see check_lattice_capacity")
+    if int(c) * max(lattice.half_sum, lattice.half_sumsq) >= CAPACITY:  # public: c, U and b only
+        raise DpoptInputError(f"`c` = {int(c)} is too large for the lattice (c·max(H_Y, H_Z) must stay below 2^62): "
+                              "see check_lattice_capacity")
     if agg.samples is not None:  # the contributions may keep the first c records per pair only
         agg.samples.check_first(gamma)
     py, pz = _pair_sums(lattice, gamma)
     G = agg.n_grids
     g = agg.pair_grid
-    wide = gamma.size * int(c) * lattice.half_sumsq >= 2**63  # a size bound, not a refusal
+    wide = gamma.size * int(c) * max(lattice.half_sum, lattice.half_sumsq) >= 2**63  # a size bound, not a refusal
     return BoundedGrids(
         gamma=gamma,
         records=_grid_sum(g, gamma, G),

@@ -459,14 +459,16 @@ def nested_sumsq(R_fine: np.ndarray, Y_fine: np.ndarray, R_group: np.ndarray, Y_
     λ, either way; each of the two floors that change (the cell's term and the
     group's) moves by less than 1 more. Removing a record is the reverse step, and a user's ≤ T kept
     records are added one after another (no other user's kept records change)."""
-    def part(R: np.ndarray, Y: np.ndarray) -> int:
-        return sum(int(y) * int(y) // (int(r) << int(bits)) for r, y in zip(R, Y) if int(r) > 0)
+    b = int(bits)
+
+    def part(R: np.ndarray, Y: np.ndarray) -> int:  # ⌊y²/(r·2^b)⌋, b of either sign (a lattice λ > 1)
+        return sum((int(y) * int(y) << max(-b, 0)) // (int(r) << max(b, 0)) for r, y in zip(R, Y) if int(r) > 0)
     return part(R_fine, Y_fine) - part(R_group, Y_group)
 
 
 def between_sensitivity(*, half_sum: int, bits: int, cap: int) -> int:
     """⌈T·(4K + 2)⌉, K = H²/2^b: the ℓ1 = ℓ2 sensitivity of :func:`between_sumsq` (its proof)."""
-    return math.ceil(int(cap) * (4 * Fraction(int(half_sum) ** 2, 2 ** int(bits)) + 2))
+    return math.ceil(int(cap) * (4 * Fraction(int(half_sum) ** 2) / Fraction(2) ** int(bits) + 2))
 
 
 def _measure_between(b: _Bounded, mech: Any, budget: float) -> tuple[dict[str, float], dict[str, float]]:
@@ -538,10 +540,10 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
             return _nothing_selected(agg, chosen, mech=mech, noise=noise, U=U, deltas=deltas,
                                      epsilon=float(budget.epsilon_total))
         agg, options = chosen.agg, replace(options, partitions=chosen.partitions)
-    candidates = cap_candidates(U, noise.granularity_bits)
+    candidates = cap_candidates(U, noise.bits_for(U))
     pb, rest, clamp_spent = _choose_bounds(agg, options, eps_b, rest, unit, U=U, source=source, candidates=candidates,
                                            again=chosen is None)
-    b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.granularity_bits, windows=chosen is not None,
+    b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.bits_for(U), windows=chosen is not None,
                  low=pb.clamp_low, days=None if chosen is None else chosen.days)
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
@@ -654,7 +656,7 @@ def _nothing_selected(agg: Aggregate, chosen: PrivateList, *, mech: Any, noise: 
 
     sel = chosen.selection
     m = _measure_forest(agg, [sel], _forest([sel]), bound=U, bounds=(chosen.k, 1), eps_values=0.0, mech=mech,
-                        seed=noise.seed, pieces=dict(chosen.pieces), lat=lattice_values(agg, U, granularity_bits=noise.granularity_bits),
+                        seed=noise.seed, pieces=dict(chosen.pieces), lat=lattice_values(agg, U, granularity_bits=noise.bits_for(U)),
                         extra_info={})
     info = replace(m.info, shape="engine", partitions=_selection_text(chosen), delta_selection=float(deltas[0]),
                    public=NO_LIST_FACTS, epsilon_budget=float(epsilon), seeded=noise.seed is not None, mechanism="laplace",

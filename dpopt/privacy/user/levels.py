@@ -240,15 +240,15 @@ def level_node_sums(agg: Aggregate, pair_node: np.ndarray, n_nodes: int, gamma: 
     """(R, Y, Z) per node of one level from Γ_p records kept of every pair (≤ ``per_pair``, a public
     bound used for the lattice's capacity): the first Γ_p, or those whose lattice sums ``pair_sums``
     are given; pairs with ``pair_node`` −1 count nowhere."""
-    if int(per_pair) * lat.half_sumsq >= CAPACITY:  # public: the bound, U and b only
-        raise DpoptInputError(f"`level_bounds` c = {int(per_pair)} is too large for the lattice (c·H_Z must stay "
-                              "below 2^62)")
+    if int(per_pair) * max(lat.half_sum, lat.half_sumsq) >= CAPACITY:  # public: the bound, U and b only
+        raise DpoptInputError(f"`level_bounds` c = {int(per_pair)} is too large for the lattice "
+                              "(c·max(H_Y, H_Z) must stay below 2^62)")
     if pair_sums is None and agg.samples is not None:  # contributions may keep only the first few records per pair
         agg.samples.check_first(gamma)
     ok = pair_node >= 0
     py, pz = _pair_sums(lat, gamma) if pair_sums is None else pair_sums
     node = np.where(ok, pair_node, 0)
-    wide = gamma.size * int(per_pair) * lat.half_sumsq >= 2**63  # a size bound, not a refusal
+    wide = gamma.size * int(per_pair) * max(lat.half_sum, lat.half_sumsq) >= 2**63  # a size bound, not a refusal
     R, Y, Z = (_grid_sum(node, np.where(ok, v, 0), n_nodes, wide=wide) for v in (gamma, py, pz))
     return R, Y, Z
 

@@ -81,7 +81,7 @@ from ...hierarchy.node_means import BETWEEN_SDS
 from ..._validation import DpoptInputError, check_bound, check_epsilon, check_nonnegative_float, check_positive_int
 from ...noise.sources import IntegerSource
 from ...records.aggregate import Aggregate
-from .bounding import CAPACITY, DEFAULT_GRANULARITY_BITS, lattice_halves
+from .bounding import CAPACITY, DEFAULT_GRANULARITY_BITS, check_lattice_capacity, lattice_capacity
 from .bounds import bin_representatives
 from ...noise.mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
@@ -235,15 +235,14 @@ def cap_noise_factor(counts: np.ndarray, candidates: np.ndarray = RECORD_EDGES) 
 
 
 def cap_candidates(bound: float, granularity_bits: int = DEFAULT_GRANULARITY_BITS) -> np.ndarray:
-    """The candidates of ``RECORD_EDGES`` the lattice can hold at bound U: T·H_Z < 2^62
-    (:data:`dpopt.privacy.user.bounding.CAPACITY`). Public (U and b only), so computed before any data is
-    read: a cap drawn from the data must never make the release refuse after budget was spent.
-    Refuses (one line) when not even the smallest fits."""
-    _, _, hz = lattice_halves(bound, granularity_bits)
-    fits = RECORD_EDGES[[int(t) * hz < CAPACITY for t in RECORD_EDGES]]  # Python ints: H_Z may exceed int64
+    """The candidates of ``RECORD_EDGES`` the lattice can hold at bound U: T·max(H_Y, H_Z) < 2^62
+    (:data:`dpopt.privacy.user.bounding.CAPACITY`, :func:`~dpopt.privacy.user.bounding.lattice_capacity`).
+    Public (U and b only), so computed before any data is read: a cap drawn from the data must never
+    make the release refuse after budget was spent. Refuses (one line) when not even the smallest fits."""
+    h = lattice_capacity(bound, granularity_bits)
+    fits = RECORD_EDGES[[int(t) * h < CAPACITY for t in RECORD_EDGES]]  # Python ints: H may exceed int64
     if fits.size == 0:
-        raise DpoptInputError(f"`granularity_bits` = {granularity_bits} is too fine for bound {bound:g} in the place "
-                              f"release: {int(RECORD_EDGES[0])}·⌈U²·2^b/8⌉ must stay below 2^62; lower granularity_bits")
+        check_lattice_capacity(1, int(RECORD_EDGES[0]), bound, granularity_bits)  # raises its one-line error
     return fits
 
 

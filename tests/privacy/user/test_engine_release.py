@@ -485,13 +485,41 @@ def test_a_map_sum_of_squares_past_int64_is_exact_not_a_crash() -> None:
     assert t["mean"].between(0.0, 1e6).all() and np.isfinite(t["mean_error_bound"]).all()
 
 
-@pytest.mark.parametrize("bound", [1e-6, 1e-100, 0.01])
-def test_a_range_narrower_than_the_value_lattice_is_refused_before_any_record_is_read(bound, tmp_path) -> None:
-    """U = 1e-6 rounded every value to 0 on the lattice of 2^-12 (every interval the whole range, the
-    outlook's advice wrong); U = 1e-100 crashed (U⁴ underflowed to 0). A range of fewer than 64 lattice
-    steps is refused from public numbers, naming the bound and what would do."""
+def _scaled_release(scale: float, eps: float = 1e5):
+    """The additive data of :func:`_additive_records` with values and the bound (200) times ``scale``."""
+    rows, _ = _additive_records(np.random.default_rng(5))
+    agg = make_agg([(u, g, t, v * scale) for u, g, t, v in rows])
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    return release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=200.0 * scale,
+                        noise=NoiseOptions(seed=3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [2.0**20, 3.7e9, 2.0**-30])
+def test_the_release_does_not_depend_on_the_values_unit(scale: float) -> None:
+    """The lattice follows the range (dpopt.noise.lattice_bits): the same data in another unit is the
+    same release. Under the old absolute lattice 2^-12, U = 7.4e11 was refused (int64 capacity) and
+    U = 1.9e-7 rounded every value to 0. At ε = 1e5 the noise is below the lattice's rounding, so
+    the planned error (its units squared) and every published mean (its units) agree with the
+    unscaled release to the rounding's size; the draws differ (the squares' lattice integers do)."""
+    a, b = _scaled_release(1.0), _scaled_release(scale)
+    ea, eb = a.measurements.info["engine"], b.measurements.info["engine"]
+    mse = [float(e.strategy.split("predicted MSE ")[1].split(" ")[0]) for e in (ea, eb)]
+    assert mse[1] / scale**2 == pytest.approx(mse[0], rel=1e-3)
+    np.testing.assert_array_equal(ea.main > 0, eb.main > 0)  # the same marginals bought
+    ta, tb = a.estimates.table, b.estimates.table
+    assert len(ta) == len(tb)
+    assert np.nanmax(np.abs(ta["mean"].to_numpy() - tb["mean"].to_numpy() / scale)) < 1e-4 * 200.0
+    assert np.all(np.isfinite(tb["mean_error_bound"].to_numpy()) & (tb["mean_error_bound"].to_numpy() > 0))
+
+
+@pytest.mark.parametrize("bound", [1e-100, 1e30])
+def test_a_range_no_lattice_holds_is_refused_before_any_record_is_read(bound, tmp_path) -> None:
+    """Ranges of widths 1e-12 to 1e12 are released in their own unit; far outside, a one-line
+    refusal from public numbers names the bound and what would do (U = 1e-100 once crashed: U⁴ = 0)."""
     from dpopt.release import release
 
-    with pytest.raises(DpoptInputError, match=r"`bound` = .* spans fewer than 64 steps of the value lattice"):
+    with pytest.raises(DpoptInputError, match=r"`bound` = .*: the values' range is too (narrow|wide) for an exact "
+                                              r"lattice; express the values in a unit"):
         release(tmp_path / "never_read.csv", bound=bound, budget=Budget(epsilon_total=1.0),
                 model=UserOptions(partitions=tmp_path / "never_read_either.csv"))

@@ -152,7 +152,7 @@ def measure_multires(contributions: Aggregate, budget: Budget, options: UserOpti
                        plan=LevelPlan(coarsest_resolution=options.coarsest_resolution, profile=options.profile,
                                       weight_mean=options.weight_mean, weight_variance=options.weight_variance),
                        sampling=LevelNoise(mechanism=kind, noise=noise.noise, seed=noise.seed, noise_mechanism=mech,
-                                           granularity_bits=noise.granularity_bits))
+                                           granularity_bits=noise.bits_for(U)))
     spend = spend_with_bounds(m.spend.pieces, m.spend.unit, eps_b if rule != "fixed" else 0.0, mech.real_release, (delta_total, delta_conv))
     info = replace(m.info, bounds_rule=rule, shape="adaptive", mechanism=kind, seeded=noise.seed is not None,
                    partitions="public list", slot=slot_text(agg.slot_ns), delta_selection=0.0, public=PUBLIC_FACTS)

@@ -219,7 +219,7 @@ def measure(contributions: Aggregate, budget: Budget, options: UserOptions = Use
     sh = shares(total, options, bound=U, gaussian=kind == "gaussian")
     plist, idx, mask = _partition_list(agg, options)
     ranks = _ranks(agg, options, rng, mask, mech)
-    lattice = lattice_values(agg, U, granularity_bits=noise.granularity_bits)
+    lattice = lattice_values(agg, U, granularity_bits=noise.bits_for(U))
     k, c, rule = _bounds(agg, ranks, options, sh, rng, mech, delta_sel, U)
     bg = bound_contributions(agg, k=k, c=c, ranks=ranks, lattice=lattice)
     sens = sensitivities(k, c, U, lam=lattice.lam)

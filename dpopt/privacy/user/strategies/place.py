@@ -110,7 +110,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
     total, delta_total, _, delta_conv = options.check_budget(budget)
     mech, _, rng = _samplers(noise, _sampler_kind(budget, None), None)
     eps_b = options.fractions[0] * total
-    candidates = cap_candidates(U, noise.granularity_bits)  # public (U, b): refused before any budget is spent
+    candidates = cap_candidates(U, noise.bits_for(U))  # public (U, b): refused before any budget is spent
     check_place_budget(total, eps_b, U, options)  # public too: no refusal after the first draw
     plist, _, mask = _partition_list(agg, options)
     source = getattr(mech, "source", None)
@@ -132,7 +132,7 @@ def measure_place(agg: Aggregate, budget: Budget, options: UserOptions, *, U: fl
                                       prior_spread=spread, weight_mean=options.weight_mean,
                                       weight_variance=weight_variance),
                        sampling=LevelNoise(mechanism="laplace", noise=noise.noise, seed=noise.seed,
-                                           noise_mechanism=mech, granularity_bits=noise.granularity_bits))
+                                           noise_mechanism=mech, granularity_bits=noise.bits_for(U)))
     spend = spend_with_bounds(m.spend.pieces, m.spend.unit, eps_b, mech.real_release, (delta_total, delta_conv))
     info = replace(m.info, bounds_rule="place (cap from a DP histogram of records per user, DP clamp)", shape="place",
                    mechanism="laplace", seeded=noise.seed is not None, partitions="public list",

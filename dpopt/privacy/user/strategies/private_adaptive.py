@@ -252,7 +252,7 @@ def measure_private_multires(agg: Aggregate, *, epsilon: float, delta: float, bo
                          mechanism=mech)
         pieces[f"level{i}_selection"] = used_budget(s.epsilon, mech)
         sel.append(s)
-    lat = lattice_values(agg, B, granularity_bits=noise.granularity_bits)
+    lat = lattice_values(agg, B, granularity_bits=noise.bits_for(U))
     return _measure(agg, sel, _forest(sel), bound=B, bounds=bounds, eps_values=eps_values, mech=mech, seed=seed,
                     pieces=pieces, lat=lat, extra_info=clamp_info)
 
