@@ -24,7 +24,7 @@ from .tree import DAY_NS, HOUR_NS, Level, cell_parents, time_keys
 
 MINUTE_NS = 60 * 10**9
 
-__all__ = ["Marginal", "MarginalNodes", "marginal_nodes", "candidate_marginals", "MAP_STEPS"]
+__all__ = ["Marginal", "MarginalNodes", "marginal_nodes", "candidate_marginals", "nesting_map_resolution", "MAP_STEPS"]
 
 #: the map's place level is this many H3 resolutions above the finest (aperture 7: 7^4 = 2,401 finest
 #: cells per map cell), floored at resolution 0. A public convention of the lattice, not a tuned
@@ -150,6 +150,26 @@ def candidate_marginals(cells: np.ndarray, slots: np.ndarray, *, h3_resolution: 
                 seen.add(key)
                 out.append(mn)
     return tuple(out)
+
+
+def nesting_map_resolution(cells: np.ndarray, h3_resolution: int) -> int:
+    """The map level for a list of places chosen under DP (no public list; models/engine.md §8): the
+    default max(R − :data:`MAP_STEPS`, 0) where two of the ``cells`` (H3 at resolution R) share a parent
+    there, else the finest coarser resolution at which two do (the default where none does: one cell,
+    or cells on different base cells).
+
+    Without a public list a grid of a place the selection left out is answered by the smallest
+    published node containing it, the map's; where every selected cell has a map cell of its own, the
+    map's marginals repeat the cells' and are not in the lattice (:func:`candidate_marginals`), and no
+    published row contained those grids (two selected cells of Berlin in two resolution-3 cells left
+    82 % of its grids unanswered). A function of the selected cells only (a DP output)."""
+    R = int(h3_resolution)
+    start = max(R - MAP_STEPS, 0)
+    uniq = np.unique(np.asarray(cells, dtype=np.int64))
+    for res in range(start, -1, -1) if uniq.size > 1 else ():
+        if np.unique(cell_parents(uniq, res)).size < uniq.size:
+            return res
+    return start
 
 
 def _partition_key(code: np.ndarray) -> tuple[int, ...]:

@@ -131,3 +131,23 @@ def test_bad_input_is_one_line() -> None:
     with pytest.raises(DpoptInputError, match="equal-length"):
         marginal_nodes(np.array([1, 2], dtype=np.int64), np.array([0], dtype=np.int64), Marginal(R, HOUR_NS),
                        finest_resolution=R, finest_slot_ns=HOUR_NS)
+
+
+def test_nesting_map_resolution_is_the_finest_level_at_which_two_cells_share_a_parent():
+    """Brute force over random cell sets: the default R − 4 where two cells share a parent there, else
+    the finest coarser resolution where two do, else the default."""
+    from dpopt.hierarchy.lattice import MAP_STEPS, nesting_map_resolution
+
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        R = int(rng.integers(2, 9))
+        k = int(rng.integers(1, 4))
+        pts = np.column_stack([rng.uniform(-60, 60, k), rng.uniform(-170, 170, k)]) if rng.random() < 0.5 else \
+            np.column_stack([30 + rng.normal(0, 0.5, k), -97 + rng.normal(0, 0.5, k)])
+        cells = np.array([h3.str_to_int(h3.latlng_to_cell(a, b, R)) for a, b in pts], dtype=np.int64)
+        start = max(R - MAP_STEPS, 0)
+        uniq = {int(c) for c in cells}
+        share = [r for r in range(start, -1, -1)
+                 if len({h3.cell_to_parent(h3.int_to_str(c), r) for c in uniq}) < len(uniq)]
+        expected = share[0] if share else start
+        assert nesting_map_resolution(np.repeat(cells, 3), R) == expected

@@ -75,7 +75,7 @@ import pandas as pd
 from ..._validation import DpoptInputError
 from ...hierarchy.crossed import RESIDUAL, fit_crossed, within_memory
 from ...hierarchy.tree import DAY_NS
-from ...hierarchy.lattice import Marginal, MarginalNodes, candidate_marginals
+from ...hierarchy.lattice import Marginal, MarginalNodes, candidate_marginals, nesting_map_resolution
 from ...hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs, identified
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
 from ...accounting import pure_epsilon
@@ -295,8 +295,11 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
     pos = np.full(agg.n_grids, -1, dtype=np.int64)
     pos[idx[idx >= 0]] = np.flatnonzero(idx >= 0)
     pair_pos = pos[agg.pair_grid]
+    top = _map_resolution(agg, options)
+    if top is None and windows:  # no public list: the selected places' map: one that holds two of them (§8)
+        top = nesting_map_resolution(plist.cells, agg.h3_resolution)
     cands = candidate_marginals(plist.cells, plist.slots, h3_resolution=agg.h3_resolution, slot_ns=agg.slot_ns,
-                                map_resolution=_map_resolution(agg, options))
+                                map_resolution=top)
     R, Y, Z = [], [], []
     for mn in cands:
         pair_node = np.where(pair_pos >= 0, mn.code[np.maximum(pair_pos, 0)], -1)
