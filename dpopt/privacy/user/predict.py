@@ -321,7 +321,8 @@ def release_outlook(
             f"{b0.size} nodes, none with an error bound below {tgt:g} (best {np.min(b0):.3g}, of a range {U:g} wide)")
     parts = [f"this release publishes nothing worth reading: {what} at epsilon = {eps:g}."]
     if level is not None and level != names[0]:
-        parts.append(f"The same noise at level '{level}' gives a median error bound below {tgt:g}: publish that level.")
+        parts.append(f"The nodes of level '{level}' reach a median error bound below {tgt:g} for their own means "
+                     "(a coarser place or time, not each grid): read those where one value per such node is enough.")
     if need is not None:
         parts.append(f"At the finest level {'the best node' if finite.size else f'a grid of {users:g} users'} "
                      f"would meet {tgt:g} at epsilon ≈ {math.ceil(need * 10) / 10:g}.")
