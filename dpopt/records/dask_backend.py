@@ -122,7 +122,7 @@ def _read_csv(records: Any, cmap: ColumnMap, *, blocksize: Any, sep: str, csv_di
     zipped = any(str(f).lower().endswith((".gz", ".bz2", ".xz", ".zip", ".zst"))
                  for f in (source if isinstance(source, list) else [name]))
     return dd.read_csv(source, usecols=list(cmap.names().values()), blocksize=None if zipped else blocksize,
-                       compression="infer", sep=sep, **csv_options(cmap))
+                       compression="infer", sep=sep, **csv_options(cmap, numbers_as_text=True))
 
 
 def _compute(obj: Any, client: Any) -> Any:

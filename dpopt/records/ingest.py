@@ -576,11 +576,15 @@ def _csv_chunks(source: Path, cmap: ColumnMap, chunksize: int, sep: str) -> Iter
         raise DpoptInputError(f"`records` file {str(source)!r} could not be parsed as CSV: {text}") from None
 
 
-def csv_options(cmap: ColumnMap) -> dict[str, Any]:
+def csv_options(cmap: ColumnMap, *, numbers_as_text: bool = False) -> dict[str, Any]:
     """pandas ``read_csv`` options of both back-ends: ids and times as text, numbers inferred, and
     only an empty field missing (``NA``, ``null``, ``None``, ``nan`` ... are text: user ids such as
-    "NA" are users, and such text in a number column is counted as unparseable)."""
-    return {"dtype": {cmap.user_id: str, cmap.timestamp: str}, "keep_default_na": False,
+    "NA" are users, and such text in a number column is counted as unparseable). ``numbers_as_text``
+    (the Dask reader): every column as text, converted by :func:`clean_chunk` as a chunk whose number
+    column holds text is: Dask fixes a column's dtype from its first rows, and one "n/a" further down
+    stopped the whole read (the same values: to_numeric of the text is read_csv's float)."""
+    text = cmap.names().values() if numbers_as_text else (cmap.user_id, cmap.timestamp)
+    return {"dtype": {c: str for c in text}, "keep_default_na": False,
             "na_values": {c: [""] for c in cmap.names().values()}}
 
 
@@ -669,6 +673,9 @@ def _unix(num: pd.Series, unit: str) -> pd.Series:
     per_unit = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
     lo, hi = pd.Timestamp.min.value / per_unit, pd.Timestamp.max.value / per_unit
     num = num.where(np.isfinite(num) & (num > lo) & (num < hi))
+    if unit in ("s", "ms"):  # whole microseconds: "1441515647.123" and its float are the instant of "…47.123Z"
+        us = np.rint(num.to_numpy(dtype=float) * (per_unit / 1e3))  # exact below 2^53 µs (year 2255)
+        return pd.to_datetime(pd.Series(us, index=num.index), unit="us", utc=True, errors="coerce")
     return pd.to_datetime(num, unit=unit, utc=True, errors="coerce")
 
 

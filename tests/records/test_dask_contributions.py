@@ -72,3 +72,23 @@ def test_dask_refuses_like_local(client):
     agg, _ = contributions(frame, GRID, InputOptions(max_dropped=1), bound=BOUND, first_records=2,
                            backend="dask", client=client)
     assert agg.n_pairs == 0 and agg.samples.values.size == 0
+
+
+@pytest.mark.slow
+def test_text_in_a_number_column_after_dask_s_sample_is_dropped_as_locally(tmp_path, client):
+    """Dask fixed a CSV column's dtype from its first rows: an "n/a" value or an "abc" latitude on the
+    last row stopped the whole release with a 19-line dtype error (the local reader drops and counts
+    the record). Under the user model whether a release happens must not depend on one user's row;
+    the Dask reader now reads every column as text and converts as the local one does."""
+    frame = random_records(5, n=3000).astype({"value": object, "latitude": object})
+    frame.loc[frame.index[-1], "value"] = "n/a"
+    frame.loc[frame.index[-2], "latitude"] = "abc"
+    path = tmp_path / "records.csv"
+    frame.to_csv(path, index=False)
+    read = InputOptions(max_dropped=0.01)
+    local, rep_l = contributions(path, GRID, read, bound=BOUND, first_records=8)
+    dask, rep_d = contributions(path, GRID, read, bound=BOUND, first_records=8, backend="dask", client=client)
+    assert rep_l.unparseable["value"] == 1 and rep_l.unparseable["latitude"] == 1
+    assert rep_d.dropped_records == rep_l.dropped_records == 2 and rep_d.records_kept == rep_l.records_kept
+    for f in FIELDS:
+        assert np.array_equal(getattr(dask, f), getattr(local, f)), f
