@@ -116,6 +116,11 @@ class ReleaseSummary:
         return asdict(self)
 
 
+#: ingest facts about how the input was laid out, not about the data (the number of chunks read: one
+#: file or four, --chunksize): diagnostics only, so that one data set gives one published folder
+LAYOUT_INGEST: frozenset[str] = frozenset({"chunks"})
+
+
 def public_occupancy_release(m: Measurements, est: Estimates, *, contributions: Aggregate,
                              grids: GridRelease | None = None, ingest: IngestReport | None = None,
                              diagnostics: dict[str, Any] | None = None) -> Release:
@@ -124,7 +129,8 @@ def public_occupancy_release(m: Measurements, est: Estimates, *, contributions: 
     (diagnostics/): they are carried, not read."""
     ingest = ingest or IngestReport()
     table = release_table(m, est)
-    published_ingest = {k: v for k, v in ingest.as_dict().items() if k not in VALUE_DEPENDENT_INGEST}
+    published_ingest = {k: v for k, v in ingest.as_dict().items()
+                        if k not in VALUE_DEPENDENT_INGEST and k not in LAYOUT_INGEST}
     summary = ReleaseSummary(**m.info.summary, **est.info.summary, dropped_records=ingest.dropped_records,
                              ingest=published_ingest)
     return Release(table=table, summary=summary, answers=_answers(m, table), measurements=m, estimates=est,

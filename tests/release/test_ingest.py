@@ -8,6 +8,7 @@ import pytest
 
 from dpopt import DpoptInputError
 from dpopt.records.ingest import IngestReport, read_records
+from dpopt.records.options import InputOptions
 
 
 def _read(source, **kw):
@@ -160,3 +161,17 @@ def test_bad_sources(tmp_path):
     junk.write_text("not parquet")
     with pytest.raises(DpoptInputError, match="not readable Parquet"):
         _read(junk, bound=1)
+
+
+def test_public_occupancy_publishes_one_summary_however_the_input_is_chunked(tiny_records):
+    """The number of chunks read is a fact of the input's layout (one file or four, --chunksize), not
+    of the data: summary.json carried it under public-occupancy, so one data set gave different
+    published folders. It stays in the owner-only diagnostics (Release.ingest)."""
+    from dpopt.release import NoiseOptions, PerGridBudget, PublicOccupancyOptions, release
+    from dpopt.writers.release_folder import published_summary
+
+    runs = [release(tiny_records, bound=100, budget=PerGridBudget(1.0), model=PublicOccupancyOptions(plan="baseline"),
+                    noise=NoiseOptions(seed=1), io=InputOptions(chunksize=size)) for size in (1, 100)]
+    assert [r.ingest.chunks for r in runs] == [len(tiny_records), 1]
+    a, b = (published_summary(r) for r in runs)
+    assert "chunks" not in a["ingest"] and a == b
