@@ -13,6 +13,12 @@ here, seeded, so that what the engine does on them can be read and rerun:
   explain nothing, a grid's mean is the mean of the users present.
 * ``sparse``: 6,000 users of 1–3 records each at random times over 7 days, the cluster setting the
   value (uniform 20–80) + N(0, 8²): few users per grid.
+* ``meters``: 300 household electricity meters, each at one address (20 clusters), a reading every 15
+  minutes over 14 days (U = 10 kW): a household's own scale (log-normal, sd 0.3) times the hour of the
+  day's profile (a morning peak on weekdays, a midday one at weekends, the evening peak) + N(0, 0.3²);
+  the place moves nothing. An outside check's kind (Berlin meters): the time sets the value, every
+  user is fixed, and the list spans two weeks, so the lattice offers the day of the week beside the
+  hour of the day.
 
 Values clipped to [0, 100] (U = 100); H3 res 7 × 1 h; the public list is the occupied grids. Scored
 as bench_engine.py scores (grids with ≥ 10 users against their own truth; coverage at a stated
@@ -41,13 +47,15 @@ sys.path.insert(0, str(HERE))
 from bench_engine import floors, peer_row, run_release, score  # noqa: E402
 from scoring import finest_grids  # noqa: E402
 
-KINDS = ("interaction", "weekly", "user", "sparse")
+KINDS = ("interaction", "weekly", "user", "sparse", "meters")
 U = 100.0
+#: the declared range of a kind other than U (kW for the meters)
+BOUNDS = {"meters": 10.0}
 
 
 def _positions(rng: np.random.Generator, kind: str, clusters: int):
     """(user, minute, cluster of each user, latitude, longitude) of every record."""
-    days = 28 if kind == "weekly" else 7
+    days = {"weekly": 28, "meters": 14}.get(kind, 7)
     n = 6000 if kind == "sparse" else 300
     cl = rng.integers(0, clusters, n)
     centre = np.c_[30.27 + rng.normal(0, 0.05, clusters), -97.74 + rng.normal(0, 0.05, clusters)]
@@ -55,6 +63,11 @@ def _positions(rng: np.random.Generator, kind: str, clusters: int):
         user = np.repeat(np.arange(n), rng.integers(1, 4, n))
         minute = rng.integers(0, days * 1440, user.size)
         spread = 0.01
+    elif kind == "meters":  # a reading every 15 minutes at one address
+        ticks = np.arange(0, days * 1440, 15)
+        user, minute = np.repeat(np.arange(n), ticks.size), np.tile(ticks, n)
+        home = rng.normal(0, 0.004, (n, 2))
+        return user, minute, cl, centre[cl[user], 0] + home[user, 0], centre[cl[user], 1] + home[user, 1]
     else:  # a reading every 20 minutes, half of them kept
         ticks = np.arange(0, days * 1440, 20)
         user = np.repeat(np.arange(n), ticks.size)
@@ -83,18 +96,23 @@ def records(kind: str, seed: int = 5) -> pd.DataFrame:
         value = np.where(day % 7 >= 5, 70.0, 30.0) + rng.normal(0, 5, user.size)
     elif kind == "user":
         value = rng.uniform(10, 90, cl.size)[user] + rng.normal(0, 3, user.size)
+    elif kind == "meters":
+        h, weekend = minute % 1440 / 60.0, day % 7 >= 5
+        bump = lambda at, width: np.exp(-(((h - at) / width) ** 2))  # noqa: E731
+        profile = 0.4 + np.where(weekend, 0.6 * bump(12.0, 3.0), 1.2 * bump(7.5, 1.5)) + 1.8 * bump(19.0, 2.0)
+        value = rng.lognormal(0.0, 0.3, cl.size)[user] * profile + rng.normal(0, 0.3, user.size)
     else:
         value = rng.uniform(20, 80, clusters)[cl[user]] + rng.normal(0, 8, user.size)
     return pd.DataFrame({"user_id": user.astype(str),
                          "timestamp": pd.Timestamp("2024-03-04", tz="UTC") + pd.to_timedelta(minute, "min"),
-                         "latitude": lat, "longitude": lon, "value": np.clip(value, 0, U)})
+                         "latitude": lat, "longitude": lon, "value": np.clip(value, 0, BOUNDS.get(kind, U))})
 
 
 def aggregate(kind: str):
     """The kind's aggregate at H3 res 7 × 1 h (``agg.bound`` = U)."""
     from dpopt.release import GridOptions, contributions
 
-    agg = contributions(records(kind), bound=U, grid=GridOptions(7, "1h"), keep_samples=True)
+    agg = contributions(records(kind), bound=BOUNDS.get(kind, U), grid=GridOptions(7, "1h"), keep_samples=True)
     return agg[0] if isinstance(agg, tuple) else agg
 
 

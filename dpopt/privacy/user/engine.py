@@ -912,8 +912,10 @@ def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, 
 def _main_kinds(b: _Bounded) -> dict[str, str]:
     """Each candidate that is a main effect: "place" (a place finer than the map over the whole
     period), or the map over a time level finer than the period, "cycle" where that level is a
-    recurring window (hour-of-day) and "calendar" where it is contiguous (the slot, the day); the
-    map itself and the interactions are none (public: the lattice's geometry)."""
+    window of the day recurring daily (hour-of-day: the time's vote's side of the hours within a
+    day) and "calendar" otherwise (the slot, the day, and the day of the week, whose windows are
+    whole days: the vote's side of the days at a fixed hour); the map itself and the interactions
+    are none (public: the lattice's geometry; models/engine.md §5)."""
     top = min(mn.marginal.h3_resolution for mn in b.cands)
     out = {}
     for name, mn in zip(b.names, b.cands):
@@ -921,7 +923,7 @@ def _main_kinds(b: _Bounded) -> dict[str, str]:
         if m.slot_ns == 0 and m.h3_resolution != top:
             out[name] = "place"
         elif m.h3_resolution == top and m.slot_ns != 0:
-            out[name] = "cycle" if m.cycle_ns else "calendar"
+            out[name] = "cycle" if m.cycle_ns and m.slot_ns < DAY_NS else "calendar"
     return out
 
 
