@@ -1,7 +1,7 @@
-"""The engine on four kinds of data none of the benchmark sets is: an outside check run in-house.
+"""The engine on five kinds of data none of the benchmark sets is: an outside check run in-house.
 
 The benchmark sets (bench_engine.py) are buses, aircraft and three synthetic kinds; the outside
-checks use other data, some where the time, not the place, sets the value. These four are built
+checks use other data, some where the time, not the place, sets the value. These five are built
 here, seeded, so that what the engine does on them can be read and rerun:
 
 * ``interaction``: 300 fixed sensors in 20 clusters, 7 days; each cluster has its own peak hour
@@ -141,11 +141,12 @@ def run_kind(kind: str, seeds: int, eps_list: list[float], peer_reps: int = 0) -
 
 
 def write_markdown(results: list[dict]) -> None:
-    lines = ["# the engine on four other kinds of data", "",
+    lines = ["# the engine on five other kinds of data", "",
              f"`python tests/benchmarks/bench_engine_kinds.py --seeds N`. Python {platform.python_version()}, "
              "2 shared cores; public list = the occupied grids; pure ε; exact noise, seeds 1000+. The kinds are "
              "described in the script's docstring (interaction: each cluster its own peak hour; weekly: the day "
-             "of the week sets the value; user: each user its own level; sparse: users of 1–3 records).", "",
+             "of the week sets the value; user: each user its own level; sparse: users of 1–3 records; meters: fixed households whose hour of the day "
+             "sets the value, U = 10).", "",
              "Each cell: median over the seeds; coverage at a stated 0.95 (lowest seed in brackets). PipelineDP "
              "(where run): its (k, c) of least median error against the truth from a 4 × 3 sweep, Laplace, MEAN "
              "only, the same public list and ε; it publishes no interval.", ""]
