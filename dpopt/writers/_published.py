@@ -71,7 +71,8 @@ def resolve_unit(summary: dict[str, Any], unit: str | None = None) -> tuple[str,
 
 def fmt_number(x: Any, digits: int = 3) -> str:
     """A number for people: integers exact (below 10⁶), others to ``digits`` significant digits,
-    no exponent below 10⁶, "–" for missing."""
+    no exponent from 10⁻⁴ to 10⁶ (values of a range in another unit, 1.4e-13 or 2.3e+09, keep one),
+    "–" for missing."""
     try:
         v = float(x)
     except (TypeError, ValueError):
@@ -85,7 +86,7 @@ def fmt_number(x: Any, digits: int = 3) -> str:
     if v.is_integer() and abs(v) < 1e6:
         return f"{int(v):,}"
     mag = math.floor(math.log10(abs(v)))
-    if mag >= 6:
+    if mag >= 6 or mag < -4:
         return f"{v:.{digits - 1}e}"
     dec = max(0, digits - 1 - mag)
     out = f"{v:,.{dec}f}"

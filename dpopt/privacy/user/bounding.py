@@ -218,10 +218,10 @@ def check_lattice_capacity(k: int, c: int, bound: float, granularity_bits: int =
         fit = next((f for f in range(b - 1, GRANULARITY_BITS_RANGE[0] - 1, -1)
                     if c * lattice_capacity(U, f) < CAPACITY), None)
         raise DpoptInputError(
-            f"the value range {U:g} does not fit the exact lattice 2^{-b} (`granularity_bits` = {b}) with a cap "
-            f"of c = {c}: c·max(⌈U·2^b/2⌉, ⌈U²·2^b/8⌉) must stay below 2^62; "
-            + (f"use `granularity_bits` <= {fit}, or " if fit is not None else "")
-            + "express the values in a unit where the range is between 1e-12 and 1e12")
+            f"the value range {U:g} does not fit the exact lattice 2^{-b} with a cap of c = {c} per grid "
+            f"(c·max(⌈U·2^b/2⌉, ⌈U²·2^b/8⌉) must stay below 2^62): express the values in a unit where the range "
+            f"is between 1e-12 and 1e12" + (f" (in Python also: use `granularity_bits` <= {fit})" if fit is not None
+                                            else ""))
 
 
 def lattice_values(agg: Aggregate, bound: float, *, granularity_bits: int = DEFAULT_GRANULARITY_BITS,

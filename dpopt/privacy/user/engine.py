@@ -305,7 +305,7 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
         pair_node = np.where(pair_pos >= 0, mn.code[np.maximum(pair_pos, 0)], -1)
         r, y, z = level_node_sums(agg, pair_node, mn.n_nodes, gamma, cap, lat, (py, pz))
         R.append(np.asarray(r, dtype=np.int64))
-        Y.append(np.asarray(y, dtype=np.int64))
+        Y.append(_exact_ints(y))  # a node's centred sum reaches (kept records)·H_Y, past int64 for tiny ranges
         Z.append(_exact_ints(z))
     smallest = int(np.argmin([mn.n_nodes for mn in cands]))
     day = None if kept is None else _day_sums(agg, kept, days, pair_pos, cands[0].code, lat.y)
@@ -316,8 +316,9 @@ def _bounded(agg: Aggregate, options: UserOptions, cap: int, clamp: float, sourc
 
 def _exact_ints(values: Any) -> np.ndarray:
     """Exact integer sums as int64 where they fit, else as Python ints (object): a node's sum of
-    squares reaches (kept records)·U²·2^b/8, past int64 at 10⁶ records and U = 10⁵ (the noise is
-    added to Python ints exactly, :func:`dpopt.noise.mechanism._add_exact`)."""
+    squares reaches (kept records)·H_Z and its centred sum (kept records)·H_Y, past int64 for many
+    records at a lattice fine against the range (U = 1e-12: H_Y ≈ 2^51; the noise is added to Python
+    ints exactly, :func:`dpopt.noise.mechanism._add_exact`)."""
     arr = np.asarray(values)
     if arr.dtype != object:
         return arr.astype(np.int64)
@@ -328,7 +329,8 @@ def _exact_ints(values: Any) -> np.ndarray:
 def _day_sums(agg: Aggregate, kept: np.ndarray, days: np.ndarray, pair_pos: np.ndarray, code: np.ndarray,
               y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(R_d, Y_d): the kept records' count and centred lattice sum per (finest node, day) of a folded
-    list — a window of the day in a cell, on one day — in any order (exact int64 sums). Private."""
+    list — a window of the day in a cell, on one day — in any order (exact sums: int64, or Python
+    integers where (records)·H_Y could leave int64). Private."""
     rec = np.flatnonzero(kept)
     owner = np.searchsorted(np.asarray(agg.samples.offsets, dtype=np.int64), rec, side="right") - 1
     grid = pair_pos[owner]
@@ -340,6 +342,8 @@ def _day_sums(agg: Aggregate, kept: np.ndarray, days: np.ndarray, pair_pos: np.n
     key = code[grid].astype(np.int64) * (int(d.max()) + 1) + d
     order = np.argsort(key, kind="stable")
     key, vals = key[order], np.asarray(y, dtype=np.int64)[rec[order]]
+    if vals.size * int(np.max(np.abs(vals), initial=0)) >= 2**63:  # a size bound: exact Python integers
+        vals = vals.astype(object)
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     return np.diff(np.r_[starts, key.size]).astype(np.int64), np.add.reduceat(vals, starts)
 
@@ -445,7 +449,7 @@ def between_sumsq(R: np.ndarray, Y: np.ndarray, *, half_sum: int, bits: int, cap
     in units of λ (value² / λ): Σ_g R_g·(ȳ_g − ȳ)², the record-weighted sum of squares of the grids'
     kept means about their overall mean: :func:`nested_sumsq` with one group, the whole list."""
     R = np.asarray(R, dtype=np.int64)
-    Y = np.asarray(Y, dtype=np.int64)
+    Y = _exact_ints(Y)
     return (nested_sumsq(R, Y, np.array([int(R.sum())], dtype=object), np.array([sum(int(y) for y in Y)], dtype=object),
                          bits=bits), between_sensitivity(half_sum=half_sum, bits=bits, cap=cap))
 

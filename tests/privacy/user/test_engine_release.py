@@ -495,7 +495,7 @@ def _scaled_release(scale: float, eps: float = 1e5):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scale", [2.0**20, 3.7e9, 2.0**-30])
+@pytest.mark.parametrize("scale", [2.0**20, 3.7e9, 2.0**-30, 2.0**-48])
 def test_the_release_does_not_depend_on_the_values_unit(scale: float) -> None:
     """The lattice follows the range (dpopt.noise.lattice_bits): the same data in another unit is the
     same release. Under the old absolute lattice 2^-12, U = 7.4e11 was refused (int64 capacity) and
@@ -523,3 +523,22 @@ def test_a_range_no_lattice_holds_is_refused_before_any_record_is_read(bound, tm
                                               r"lattice; express the values in a unit"):
         release(tmp_path / "never_read.csv", bound=bound, budget=Budget(epsilon_total=1.0),
                 model=UserOptions(partitions=tmp_path / "never_read_either.csv"))
+
+@pytest.mark.slow
+def test_a_tiny_range_whose_node_sums_leave_int64_releases_exactly() -> None:
+    """At U = 1e-12 the lattice step is 2^-92 and one record's centred term reaches H_Y ≈ 2^51, so a
+    node of thousands of records sums past int64: the node sums stay exact Python integers (the
+    sums of squares already did). The embedded day at U = 1e-12 stopped with "unexpected
+    OverflowError" (an outside check) while a smaller file of the same range released."""
+    rng = np.random.default_rng(8)
+    U = 1e-12
+    rows = [(f"u{u}", int(u % 2), t, U * (0.99 if rng.random() < 0.9 else 0.01)) for u in range(400) for t in range(200)]
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=parts), bound=U, noise=NoiseOptions(seed=1))
+    info = r.measurements.info["engine"]
+    assert info.clamp > 0.9 * U  # the range the noise is sized for stays [0, ~U]: the sums are large
+    t = r.estimates.table
+    own = r.estimates.answers["node"].to_numpy()
+    truth = 0.9 * 0.99 * U + 0.1 * 0.01 * U
+    assert np.all(np.abs(t["mean"].to_numpy()[own] - truth) <= t["mean_error_bound"].to_numpy()[own])
