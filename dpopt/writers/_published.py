@@ -486,15 +486,18 @@ def answers_vary_text(summary: dict[str, Any]) -> str | None:
     factors = summary.get("answers_vary_by")
     if factors is None:
         return None
+    where = ("; without a public list a grid is answered only inside a selected cell or a map cell holding two of "
+             "them (whose interval is the whole range), elsewhere not at all"
+             if str(summary.get("partitions", "")).startswith("private selection") else "")
     if factors:
         named = ["the grids' own measurements" if str(f) == "residual" else str(f) for f in factors]
-        return "the answers vary by " + ", ".join(named) + " (the factors the model found above the noise)"
+        return "the answers vary by " + ", ".join(named) + " (the factors the model found above the noise)" + where
     return ("every grid is answered by the same map-wide mean: no place or time the release measured differed "
             "from the others beyond its noise at this budget, so the answers cannot tell places or hours apart "
             "(each interval still holds its grid's own mean). What would: a larger epsilon, more users, or a "
             "coarser grid (--h3-resolution, --slot); or, where you know beforehand that the place sets the value, "
             "--strategy place (over a partition list). A second release spends its own budget: the two add up for "
-            "every user")
+            "every user" + where)
 
 
 def privacy_statement(summary: dict[str, Any]) -> tuple[str, str]:

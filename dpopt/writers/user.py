@@ -215,7 +215,7 @@ def multires_release(m: Measurements, est: Estimates, *, diagnostics: dict[str, 
     summary = UserReleaseSummary(
         privacy_model="user", epsilon_total=sp.epsilon, delta=sp.delta, k=info.k, c=info.c,
         bounds_rule=info.bounds_rule, budget=dict(sp.pieces), split_rule=info.split_rule,
-        partitions=info.partitions, grids_released=len(table), selection_threshold=None, pooling={},
+        partitions=info.partitions, grids_released=len(table), selection_threshold=info.selection_threshold, pooling={},
         bound=float(m.bound if info.declared_bound is None else info.declared_bound),
         h3_resolution=info.h3_resolution, slot=info.slot, noise=info.noise,
         granularity=info.lattice, confidence=est.confidence, seeded=info.seeded, mechanism=info.mechanism,

@@ -154,3 +154,15 @@ def test_the_reweighting_said_is_the_caps_distance_from_the_record_weights(n_hea
     assert (exact > 0.5) == (n_heavy > 0)
     report = report_markdown(r)
     assert f"by **{said:.2f}**" in report
+
+
+def test_without_a_list_the_words_say_where_grids_have_no_answer():
+    """An outside check: one selected cell, no map row, and the console said every grid is answered by
+    the map-wide mean. Without a public list the text says where a grid has an answer at all."""
+    from dpopt.writers._published import answers_vary_text
+
+    private = {"partitions": "private selection: H3 cells over the period, ...", "answers_vary_by": []}
+    listed = {"partitions": "public list", "answers_vary_by": []}
+    assert answers_vary_text(private).endswith("elsewhere not at all")
+    assert "elsewhere not at all" in answers_vary_text({**private, "answers_vary_by": ["cell × period"]})
+    assert "elsewhere" not in answers_vary_text(listed)

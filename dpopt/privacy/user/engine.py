@@ -666,6 +666,7 @@ def _nothing_selected(agg: Aggregate, chosen: PrivateList, *, mech: Any, noise: 
                         seed=noise.seed, pieces=dict(chosen.pieces), lat=lattice_values(agg, U, granularity_bits=noise.bits_for(U)),
                         extra_info={})
     info = replace(m.info, shape="engine", partitions=_selection_text(chosen), delta_selection=float(deltas[0]),
+                   selection_threshold=float(chosen.selection.threshold),
                    public=NO_LIST_FACTS, epsilon_budget=float(epsilon), seeded=noise.seed is not None, mechanism="laplace",
                    bounds_rule="none measured (no place selected)", split_rule="none", slot=slot_text(agg.slot_ns))
     return Measurements(privacy_model="user", bound=m.bound, nodes=m.nodes, statistics=m.statistics, spend=m.spend,
@@ -731,6 +732,7 @@ def _assemble(agg: Aggregate, b: _Bounded, pilot: _Phase, main: _Phase, spend: B
                     bounds_rule="record cap T and clamp [A, B] from DP histograms over users", shape="engine",
                     split_rule="count and sum per marginal (closed form)",
                     partitions="public list" if chosen is None else _selection_text(chosen),
+                    selection_threshold=None if chosen is None else float(chosen.selection.threshold),
                     h3_resolution=agg.h3_resolution, slot=slot_text(agg.slot_ns), slot_ns=agg.slot_ns,
                     noise=noise.noise, lattice=b.lam, seeded=noise.seed is not None,
                     mechanism="gaussian" if gaussian else "laplace", delta_selection=float(deltas[0]) if chosen else 0.0,
