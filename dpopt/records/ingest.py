@@ -669,6 +669,34 @@ def _localize(ts: pd.Series, timezone: str | None, column: str, naive_times: str
 
 
 def _unix(num: pd.Series, unit: str) -> pd.Series:
+    out = _unix_float(num, unit)
+    if unit in ("us", "ns"):  # integer epochs exactly: float64 rounds an epoch in ns by up to 256 ns
+        ns, whole = _epoch_integers(num, 1000 if unit == "us" else 1)
+        out = out.where(~whole, pd.to_datetime(pd.Series(ns, index=num.index), unit="ns", utc=True))
+    return out
+
+
+def _epoch_integers(num: pd.Series, scale: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, mask): the entries of ``num`` that are whole numbers (an integer dtype, or text of digits)
+    times ``scale`` as exact int64 nanoseconds, where they lie in pandas' range; 0 elsewhere."""
+    lo, hi = pd.Timestamp.min.value, pd.Timestamp.max.value
+    if pd.api.types.is_integer_dtype(num.dtype):  # vectorised: |v| < 2^63/scale is checked before the product
+        approx = num.to_numpy(dtype=float, na_value=np.nan)
+        ok = (approx > lo / scale * (1 - 1e-9)) & (approx < hi / scale * (1 - 1e-9))  # NaN (missing): False
+        exact = num.to_numpy(dtype=np.uint64 if num.dtype.kind == "u" else np.int64, na_value=0)
+        ns = np.where(ok, exact, 0).astype(np.int64) * scale
+        ok &= (ns > lo) & (ns < hi)
+        return np.where(ok, ns, 0), ok
+    else:
+        text = num.astype("string").str.strip()
+        whole = text.str.fullmatch(r"[+-]?\d+").fillna(False).to_numpy(dtype=bool)
+        vals = [int(t) if w else None for t, w in zip(text.to_numpy(dtype=object), whole)]
+    ns = [None if v is None or not lo < v * scale < hi else v * scale for v in vals]
+    mask = np.array([v is not None for v in ns], dtype=bool)
+    return np.array([v or 0 for v in ns], dtype=np.int64), mask
+
+
+def _unix_float(num: pd.Series, unit: str) -> pd.Series:
     num = pd.to_numeric(num, errors="coerce").astype(float)
     per_unit = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
     lo, hi = pd.Timestamp.min.value / per_unit, pd.Timestamp.max.value / per_unit

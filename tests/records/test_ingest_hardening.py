@@ -60,6 +60,25 @@ def test_one_instant_written_as_epoch_text_float_or_iso_is_one_record_key(record
         np.testing.assert_array_equal(agg.samples.values, runs[0].samples.values)
 
 
+def test_integer_epoch_nanoseconds_are_read_exactly(records):
+    """Integer epochs in ns (or µs) were read through float64, which rounds an epoch in ns by up to
+    256 ns: 1441519199999999999 became …200000000000, the next slot. As int64, as text or as ISO with
+    nine decimals, one instant is one record key."""
+    from dpopt.records.sample_key import SampleKey
+
+    rng = np.random.default_rng(3)
+    ns = pd.to_datetime(records["timestamp"], utc=True).dt.as_unit("ns").astype("int64").to_numpy()
+    ns = ns // 10**9 * 10**9 + rng.integers(0, 10**9, ns.size)  # every nanosecond digit used
+    ns[: ns.size // 3] = ns[: ns.size // 3] // 3_600_000_000_000 * 3_600_000_000_000 + 3_599_999_999_999  # 1 ns before an hour
+    iso = records.assign(timestamp=[f"{pd.Timestamp(v, tz='UTC').strftime('%Y-%m-%dT%H:%M:%S')}.{v % 10**9:09d}Z" for v in ns])
+    forms = ((iso, "s"), (records.assign(timestamp=ns), "ns"), (records.assign(timestamp=[str(v) for v in ns]), "ns"))
+    runs = [contributions(frame, GRID, InputOptions(timestamp_unit=unit), bound=BOUND, first_records=64,
+                          sample_key=SampleKey.from_seed(1))[0] for frame, unit in forms]
+    for agg in runs[1:]:
+        np.testing.assert_array_equal(agg.slots, runs[0].slots)
+        np.testing.assert_array_equal(agg.samples.keys, runs[0].samples.keys)
+
+
 def test_a_wrong_timestamp_unit_is_refused_naming_the_flag(records):
     secs = ((pd.to_datetime(records["timestamp"]) - pd.Timestamp(0, tz="UTC")) // pd.Timedelta("1s")).to_numpy()
     as_ms = records.assign(timestamp=secs)  # seconds read as milliseconds: January 1970
