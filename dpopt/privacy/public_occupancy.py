@@ -244,11 +244,14 @@ def _check_noise_options(bound: float, budget: PrivacyBudget, noise: str, granul
             f"each grid's mean and variance a budget of at least 2^-30; got {budget.per_grid!r}"
         )
     k = check_granularity_bits(granularity_bits)
-    if bound * bound * 2.0**k > 2.0**60:
+    # the variance's sensitivity U²/4 on the lattice: below 2^62 for the discrete Laplace, and below
+    # 2^53 for the discrete Gaussian, whose sampler takes it as an exact float integer
+    top, widest = (54, "1e10") if budget.mechanism == "gaussian" else (60, "1e12")
+    if bound * bound * 2.0**k > 2.0**top:
         raise DpoptInputError(
-            f"the value range {bound:g} does not fit the exact lattice 2^{-k}: U²·2^k must stay below 2^60; "
-            f"express the values in a unit where the range is below 1e12 (or use granularity_bits <= "
-            f"{math.floor(60 - 2 * math.log2(bound))})"
+            f"the value range {bound:g} does not fit the exact lattice 2^{-k}: U²·2^k must stay below 2^{top}; "
+            f"express the values in a unit where the range is below {widest} (or use granularity_bits <= "
+            f"{math.floor(top - 2 * math.log2(bound))})"
         )
     return k
 

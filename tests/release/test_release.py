@@ -344,3 +344,20 @@ def test_neighbours_snapped_statistics_differ_by_at_most_t(records, monkeypatch)
         # t is the sensitivity rounded up by at most a few grid units (rounding + float slack)
         sens = a[f"{stat}_sensitivity"][ok].to_numpy() / lam
         assert np.all(t >= sens + 1) and np.all(t <= sens + 3)
+
+
+def test_a_gaussian_public_occupancy_release_refuses_a_range_its_sampler_cannot_hold(tiny_records):
+    """The discrete Gaussian takes the variance's sensitivity U²/4 on the lattice as an exact float
+    integer (≤ 2^53): at a bound of 1.3e11 (the default lattice 2^18) a release stopped in the sampler
+    with "`t` must be an integer >= 1 and <= 2^53". It is refused before reading, naming the unit; a
+    range of 6.7e9 releases."""
+    from dpopt.privacy.options import Budget
+
+    gauss = Budget(epsilon_total=10.0, delta=1e-6, mechanism="gaussian")
+    with pytest.raises(DpoptInputError, match=r"express the values in a unit where the range is below 1e10"):
+        release("/nonexistent/records.csv", bound=100 * 2.0**30, budget=gauss,
+                model=PublicOccupancyOptions(plan="greedy"))
+    s = 2.0**26
+    r = release(tiny_records.assign(value=tiny_records["value"] * s), bound=100 * s, budget=gauss,
+                model=PublicOccupancyOptions(plan="greedy"), noise=NoiseOptions(seed=1))
+    assert r.summary.granularity == 2.0**14 and len(r.table) > 0
