@@ -105,9 +105,10 @@ def lattice_bits(bound: float) -> int:
     unit (the lattice sums of squares then hold c·U²/(8λ) < c·U·2^16, which int64 carries up to
     c·U < 2^46); below 1, λ shrinks with U², k = 12 − 2⌊log2 U⌋, so that the squares' half-range
     U²/8 keeps at least 2^9 steps (it has 2^9 at U = 1). Rounding to the lattice moves a value by
-    λ/2, at most 2^-13 of its range whatever the unit (2^-19 of it from U = 64 up). From U = 128 up a
-    release is the same computation in any unit: values and U times 2^s give lattice integers, noise
-    draws and sensitivities identical to the unscaled ones (tests/release/test_unit_free.py).
+    λ/2, at most 2^-13 of its range whatever the unit (2^-19 of it from U = 64 up). From U = 128 up
+    values and U times 2^s give the same lattice integers of the centred sums; the sums of squares are
+    in units of λ, not λ², so their integers (and noise draws) differ and the release agrees in law
+    (tests/privacy/user/test_engine_release.py, ``test_the_release_does_not_depend_on_the_values_unit``).
 
     Parameters
     ----------
@@ -135,6 +136,8 @@ def lattice_bits(bound: float) -> int:
         raise DpoptInputError(f"`bound` = {U:g}: the values' range is too {'wide' if e > 0 else 'narrow'} for an "
                               "exact lattice; express the values in a unit where the range is between 1e-12 and 1e12")
     return k
+
+
 _EPS_BITS = 30
 _REL_SLACK = 1e-9
 

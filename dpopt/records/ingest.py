@@ -687,10 +687,9 @@ def _epoch_integers(num: pd.Series, scale: int) -> tuple[np.ndarray, np.ndarray]
         ns = np.where(ok, exact, 0).astype(np.int64) * scale
         ok &= (ns > lo) & (ns < hi)
         return np.where(ok, ns, 0), ok
-    else:
-        text = num.astype("string").str.strip()
-        whole = text.str.fullmatch(r"[+-]?\d+").fillna(False).to_numpy(dtype=bool)
-        vals = [int(t) if w else None for t, w in zip(text.to_numpy(dtype=object), whole)]
+    text = num.astype("string").str.strip()
+    whole = text.str.fullmatch(r"[+-]?\d+").fillna(False).to_numpy(dtype=bool)
+    vals = [int(t) if w else None for t, w in zip(text.to_numpy(dtype=object), whole)]
     ns = [None if v is None or not lo < v * scale < hi else v * scale for v in vals]
     mask = np.array([v is not None for v in ns], dtype=bool)
     return np.array([v or 0 for v in ns], dtype=np.int64), mask
