@@ -45,7 +45,7 @@ from ..privacy.contributions import TruncatedSums
 from ..privacy.budgets import PrivacyBudget
 from ..privacy.public_occupancy import PublicOccupancyOptions, default_plan, measure_release, to_privacy_budget
 from ..privacy.public_occupancy import _check_noise_options as _check_public_noise
-from ..privacy.user.options import UserOptions
+from ..privacy.user.options import UserOptions, _partition_list
 from ..privacy.user.strategies.fixed import measure
 from ..privacy.user.strategies.adaptive import measure_multires
 from ..privacy.user.strategies.place import measure_place
@@ -275,7 +275,8 @@ def release_user(contributions_table: Aggregate, budget: Budget, options: UserOp
     given = options.typical
     options = _shifted_typical(options, L, U if U is not None else L + float(contributions_table.bound or 0.0))
     t0 = time.perf_counter()
-    held = {} if ingest is None else {"ingest": ingest.for_diagnostics()}
+    held = {**({} if ingest is None else {"ingest": ingest.for_diagnostics()}),
+            **_off_list(contributions_table, options)}
     zone = contributions_table.timezone
     trim_heap()  # the aggregation's freed pages (memory only, dpopt/_memory.py)
     if options.adaptive:
@@ -293,6 +294,20 @@ def release_user(contributions_table: Aggregate, budget: Budget, options: UserOp
     r = user_release(m, est, pooled, outlook=flat_outlook(m, est),
                      diagnostics={"timings": {k: round(v, 4) for k, v in times.items()}, **held})
     return local_times(_typical_text(with_value_range(r, L, U), options, given), zone)
+
+
+def _off_list(agg: Aggregate, options: UserOptions) -> dict[str, dict[str, int]]:
+    """The diagnostics' count of the records and grids the public partition list leaves out (records
+    read and cleaned whose grid is not listed: the release neither measures nor mentions them — a
+    position's jitter into an unlisted cell, a slot outside the list's days). Private counts, for the
+    data holder only; empty without a public list."""
+    if options.private:
+        return {}
+    _, _, listed = _partition_list(agg, options)
+    off = ~np.asarray(listed, dtype=bool)
+    count = np.asarray(agg.count)
+    return {"partition_list": {"records_on_list": int(count[~off].sum()), "records_off_list": int(count[off].sum()),
+                               "grids_off_list": int(np.unique(np.asarray(agg.pair_grid)[off]).size)}}
 
 
 def _shifted_typical(options: UserOptions, L: float, U: float) -> UserOptions:

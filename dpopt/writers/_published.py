@@ -13,6 +13,7 @@ columns (``h3_resolution``, ``slot_end``, ``method``, ``variance_released``,
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -491,7 +492,10 @@ def answers_vary_text(summary: dict[str, Any]) -> str | None:
              if str(summary.get("partitions", "")).startswith("private selection") else "")
     if factors:
         named = ["the grids' own measurements" if str(f) == "residual" else str(f) for f in factors]
-        return "the answers vary by " + ", ".join(named) + " (the factors the model found above the noise)" + where
+        levels = sorted({int(r) for f in named for r in re.findall(r"\br(\d+) ×", f)})
+        gloss = "".join(f"; r{r}: the H3 cells of resolution {r} containing the grids" for r in levels)
+        return ("the answers vary by " + ", ".join(named) + " (the factors the model found above the noise"
+                + gloss + ")" + where)
     return ("every grid is answered by the same map-wide mean: no place or time the release measured differed "
             "from the others beyond its noise at this budget, so the answers cannot tell places or hours apart "
             "(each interval still holds its grid's own mean). What would: a larger epsilon, more users, or a "

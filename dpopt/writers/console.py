@@ -46,7 +46,7 @@ def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) 
             med = float(np.median(b))
             span = float(summary["bound"]) - float(summary.get("lower") or 0) if summary.get("bound") is not None else None
             wide = span is not None and med >= span
-            return (f"mean within ± {fmt_number(med)}{suffix} in the typical cell "
+            return (f"mean within ± {fmt_number(med)}{suffix} in the typical published row "
                     f"(± {fmt_number(b.min())} to ± {fmt_number(b.max())}; {conf})"
                     + ("; wider than the whole range of the values: no information" if wide else ""))
         if not len(rel):  # never a target claim about cells that do not exist

@@ -245,7 +245,8 @@ def _accuracy(view: PublishedView) -> str:
         return "<li><b>Accuracy:</b> no error bounds were published.</li>"
     unit = _E(view.unit)
     txt = (f"<li><b>Accuracy:</b> a published mean is within <b>± {fmt_number(np.median(b))} {unit}</b> "
-           f"of the true mean in the typical cell (median; from ± {fmt_number(b.min())} to "
+           f"of the true mean in the typical published row (the median over the rows, grids and coarser nodes; "
+           f"from ± {fmt_number(b.min())} to "
            f"± {fmt_number(b.max())} {unit}), with {_conf(view)} probability")
     if view.bound is not None:
         wide = int(((view.nodes["lo"] <= view.lower) & (view.nodes["hi"] >= view.bound)).sum())

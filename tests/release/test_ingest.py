@@ -175,3 +175,27 @@ def test_public_occupancy_publishes_one_summary_however_the_input_is_chunked(tin
     assert [r.ingest.chunks for r in runs] == [len(tiny_records), 1]
     a, b = (published_summary(r) for r in runs)
     assert "chunks" not in a["ingest"] and a == b
+
+
+@pytest.mark.parametrize("leave_out", [0, 1, 2])
+def test_the_diagnostics_count_the_records_the_public_list_leaves_out(tiny_records, leave_out):
+    """Records whose grid is not on the public list are neither measured nor mentioned by the release
+    (an outside check's EV chargers: 416 records jittered into unlisted cells, silently); the owner-only
+    diagnostics count them, by brute force over the records here, and the published summary does not."""
+    import h3
+
+    from dpopt.release import Budget, NoiseOptions, UserOptions, release
+    from dpopt.writers.release_folder import published_summary
+
+    cells = [h3.latlng_to_cell(a, b, 7) for a, b in zip(tiny_records.latitude, tiny_records.longitude)]
+    slots = pd.to_datetime(tiny_records.timestamp, utc=True).dt.floor("1h").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    grids = pd.DataFrame({"cell": cells, "slot": slots})
+    listed = grids.drop_duplicates().reset_index(drop=True).iloc[leave_out:]
+    on = grids.merge(listed.assign(on=True), how="left", on=["cell", "slot"])["on"].notna().to_numpy()
+    r = release(tiny_records, bound=100, budget=Budget(epsilon_total=5.0), model=UserOptions(partitions=listed),
+                noise=NoiseOptions(seed=1))
+    assert r.diagnostics["partition_list"] == {
+        "records_on_list": int(on.sum()), "records_off_list": int((~on).sum()),
+        "grids_off_list": int(grids[~on].drop_duplicates().shape[0])}
+    assert ((~on).sum() > 0) == (leave_out > 0)  # the cases do leave records out
+    assert "partition_list" not in published_summary(r)

@@ -44,6 +44,11 @@ def test_the_words_for_none_empty_and_named_factors() -> None:
     assert same.startswith(SAME) and "--strategy place" in same and "budget" in same
     named = answers_vary_text({"answers_vary_by": ["cell × period", "residual"]})
     assert named.startswith("the answers vary by cell × period, the grids' own measurements")
+    assert " r" not in named  # no coarser level named, none glossed
+    # a level named by its H3 resolution says what it is (an outside reader met "r4 × hour-of-day" unexplained)
+    coarse = answers_vary_text({"answers_vary_by": ["r4 × hour-of-day", "r6 × 1 d", "r4 × period"]})
+    assert coarse.count("the H3 cells of resolution 4 containing the grids") == 1
+    assert "r6: the H3 cells of resolution 6" in coarse
 
 
 @pytest.mark.parametrize("eps, seed", [(1.0, 4), (1.0, 8), (1e5, 2), (1e5, 5)])

@@ -29,7 +29,7 @@ def test_summary_names_unit_hides_missing_fields_and_points_to_the_report(model,
         f"open {tmp_path / 'report.html'} in a browser" in text.splitlines()[-1]
     assert sum("report.html" in line for line in text.splitlines()) == 2  # files + report line
     rel = table[table["released"].astype(bool)]
-    assert f"± {fmt_number(np.median(rel['mean_error_bound']))} km/h in the typical cell" in text
+    assert f"± {fmt_number(np.median(rel['mean_error_bound']))} km/h in the typical published row" in text
     assert "ε = 10 for every user over the whole release" in text
     assert "kept_pairs" not in text and "NOT for publication" in text
 
