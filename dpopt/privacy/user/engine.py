@@ -76,7 +76,8 @@ from ..._validation import DpoptInputError
 from ...hierarchy.crossed import RESIDUAL, fit_crossed, within_memory
 from ...hierarchy.tree import DAY_NS
 from ...hierarchy.lattice import Marginal, MarginalNodes, candidate_marginals, nesting_map_resolution
-from ...hierarchy.node_means import BETWEEN_SDS, MIN_LEVELS, between_upper, combine, combined_total, count_threshold, crossed_inputs, identified
+from ...hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, between_upper, combine, combined_total,
+                                     count_threshold, crossed_inputs, identified)
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
 from ...accounting import pure_epsilon
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
@@ -556,7 +557,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
     vote, cycle, vote_spent, vote_share = _votes(agg, b, mech, rest, listed=chosen is None,
-                                                 reference=_spread(b, pilot, between))
+                                                 reference=_spread(b, pilot, between, upper=False))
     total = (1.0 - PILOT_SHARE - BETWEEN_SHARE - vote_share) * rest
     prior, _ = _plan(b, pilot, total, unit, vote=vote, cycle=cycle)  # the plan of the pilot's knowledge (mostly the public prior)
     first = ROUND1_SHARE * prior
@@ -610,7 +611,7 @@ def _choose_bounds(agg: Aggregate, options: UserOptions, eps_b: float, rest: flo
 def _votes(agg: Aggregate, b: _Bounded, mech: Any, rest: float, *, listed: bool, reference: float | None = None
            ) -> tuple[PlaceShare | None, PlaceShare | None, dict[str, float], float]:
     """(place-or-time vote, the time's vote, their budget pieces, the share of ``rest`` they spent):
-    the users' votes (:mod:`.place_time_vote`; ``reference`` the DP upper end of the grids' means'
+    the users' votes (:mod:`.place_time_vote`; ``reference`` the DP estimate V̂ of the grids' means'
     variance that the users with evidence on one side read their spread against,
     :func:`.place_time_vote.one_sided_shares`), over a public list only — over a private list of
     cells × windows of the day (models/engine.md §8) the first was measured to cost coverage
@@ -830,13 +831,21 @@ def _nodes_passing(b: _Bounded, phase: _Phase, i: int, more: float) -> int:
     return int(np.sum(snr * grow >= count_threshold(mn.n_nodes)))
 
 
-def _spread(b: _Bounded, phase: _Phase, between: dict[str, float]) -> float:
-    """The prior's total variance of the grids' means: the DP upper end of the between-grid
-    statistic (:func:`dpopt.hierarchy.node_means.between_upper`, with the total kept count every
-    measured marginal of ``phase`` gives), at most B²/4 (Popoviciu). Post-processing."""
+def _spread(b: _Bounded, phase: _Phase, between: dict[str, float], *, upper: bool = True) -> float:
+    """The grids' means' variance from the between-grid statistic, at most B²/4 (Popoviciu), with the
+    total kept count every measured marginal of ``phase`` gives: its DP upper end
+    (:func:`dpopt.hierarchy.node_means.between_upper`), the prior's total variance; or, ``upper``
+    False, its point estimate V̂ (at least its noise sd: a variance's scale, positive), what the users
+    with evidence on one side read their spread against (:func:`.place_time_vote.one_sided_shares`;
+    models/engine.md §5). Post-processing."""
     n, n_var = combined_total(phase.count, [law.variance() for law in phase.count_law])
-    upper = between_upper(between.get("between", math.nan), between.get("between_sd", math.nan), n, count_var=n_var)
-    return float(min(upper, b.clamp * b.clamp / 4.0))
+    Q, sd = between.get("between", math.nan), between.get("between_sd", math.nan)
+    if upper:
+        value = between_upper(Q, sd, n, count_var=n_var)
+    else:
+        v, sd_v = between_estimate(Q, sd, n, count_var=n_var)
+        value = max(v, sd_v) if np.isfinite(v) else math.inf
+    return float(min(value, b.clamp * b.clamp / 4.0))
 
 
 def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.ndarray | None = None,
