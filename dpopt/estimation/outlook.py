@@ -14,7 +14,7 @@ import numpy as np
 from .._validation import SCALE_LIMIT
 from ..accounting import pure_epsilon
 from ..measurements import Estimates, Measurements
-from ..privacy.user.predict import Outlook, release_outlook
+from ..privacy.user.predict import Outlook, prior_only, release_outlook
 
 __all__ = ["flat_outlook", "levels_outlook"]
 
@@ -79,8 +79,13 @@ def _selection_hint(out: Outlook, m: Measurements) -> Outlook:
 
 
 def _with_epsilon(out: Outlook, m: Measurements, est: Estimates, counts: np.ndarray) -> Outlook:
-    """Add the ε the best node's noise predicts when the outlook found none (every bound = U)."""
+    """Add the ε the best node's noise predicts when the outlook found none (every bound = U); not
+    where every published bound is the midpoint ± U/2 of a node nothing was measured for (the
+    outlook says so: a noise read off counts of nothing would mislead)."""
     if not out.empty or out.epsilon_needed is not None:
+        return out
+    t = est.table
+    if prior_only(t["mean_error_bound"].to_numpy(float)[t["released"].to_numpy(dtype=bool)], m.bound):
         return out
     need, reference = _epsilon_needed(m, est, counts, U4=m.bound / 4.0)
     if need is None:

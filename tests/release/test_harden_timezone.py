@@ -284,3 +284,27 @@ def test_a_day_the_clocks_shorten_is_labelled_as_a_span_not_00_00_to_00_00():
     assert got == ["2026-03-29 00:00 → 2026-03-30 00:00 Europe/Berlin (23 h)", "2026-03-29 23:00–00:00 Europe/Berlin"]
     assert span_text(pd.Timedelta(days=30) - pd.Timedelta(hours=1)) == "29.96 d"
     assert span_text(pd.Timedelta(hours=25)) == "25 h" and span_text(pd.Timedelta(days=3)) == "3 d"
+
+
+def test_a_user_release_whose_every_time_lacks_an_offset_says_nothing_was_measured(tmp_path, capsys):
+    """Under ``user`` a text time without an offset is dropped and counted (whether a release happens
+    must not depend on one user's rows). With every time naive and no --timezone nothing is read, each
+    node is the midpoint ± U/2, and the outlook said the best node "would meet 2.5 at epsilon ≈ 20"
+    — a projection from the prior's half-range, found by an outside check. It now says nothing was
+    measured, possibly for want of records, and projects no epsilon."""
+    zone = "America/Chicago"
+    frame = _records(zone, seed=3)
+    naive = frame.assign(timestamp=[t.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S") for t in frame["utc"]])
+    path = tmp_path / "naive.csv"
+    naive.drop(columns="utc").to_csv(path, index=False)
+    hours = sorted({_local_slot(t, zone) for t in frame["utc"]})
+    plist = tmp_path / "list.csv"
+    pd.DataFrame({"cell": CELL, "slot": hours}).to_csv(plist, index=False)
+    code = main(["release", str(path), "--bound", "10", "--epsilon-total", "10", "--partitions", str(plist),
+                 "--seed", "1", "--quiet", "--no-map", "--out", str(tmp_path / "o")])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert "nothing was measured above its noise" in summary["outlook"] and "would meet" not in summary["outlook"]
+    assert summary["outlook_epsilon_needed"] is None
+    assert "nothing was measured above its noise" in err and "--timezone" in err

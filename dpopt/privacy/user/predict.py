@@ -50,7 +50,7 @@ from ._thresholding import release_probability
 
 __all__ = ["ContributionHistogram", "NoiseBudgets", "project_histogram", "predicted_release_error",
            "mean_error_bound_at", "denoise_histogram", "threshold_bins", "Outlook",
-           "ReleaseModel", "epsilon_for_target", "EPSILON_LADDER", "release_outlook", "PRIORITIES"]
+           "ReleaseModel", "epsilon_for_target", "EPSILON_LADDER", "release_outlook", "prior_only", "PRIORITIES"]
 
 PRIORITIES = ("own", "shared")
 #: public reference sizes (users of the full data in a grid) the objective averages over
@@ -313,20 +313,38 @@ def release_outlook(
                        message="")
     level = next((nm for nm in names if np.asarray(levels[nm][1]).size
                   and float(np.median(np.asarray(levels[nm][1], dtype=float))) < tgt), None)
-    finite = b0[np.isfinite(b0) & (b0 < U)]
+    # a bound of exactly half the range is the midpoint ± U/2 of a node nothing was measured for (every
+    # record dropped, say), not noise that more epsilon would shrink: no projection from it
+    finite = b0[np.isfinite(b0) & (b0 < U) & ~np.isclose(b0, U / 2.0, rtol=1e-9, atol=0.0)]
     need = float(eps * finite.min() / tgt) if finite.size else None
     if need is None and model is not None:
         need = epsilon_for_target(model, bound=U, target=tgt, users=users)
+    message = _empty_message(b0, U=U, eps=eps, tgt=tgt, level=level, first=names[0], need=need,
+                             projected=bool(finite.size), users=users)
+    return Outlook(useful=0, nodes=int(b0.size), empty=True, level=level, epsilon_needed=need, message=message)
+
+
+def prior_only(bounds: np.ndarray, U: float) -> bool:
+    """Is every published bound the midpoint ± U/2 of a node nothing was measured for? (DP outputs.)"""
+    b = np.asarray(bounds, dtype=float)
+    return bool(b.size) and bool(np.all(np.isclose(b, U / 2.0, rtol=1e-9, atol=0.0)))
+
+
+def _empty_message(b0: np.ndarray, *, U: float, eps: float, tgt: float, level: str | None, first: str,
+                   need: float | None, projected: bool, users: float) -> str:
+    """:func:`release_outlook`'s words for a release with no useful node."""
     what = ("no node" if b0.size == 0 else
             f"{b0.size} nodes, none with an error bound below {tgt:g} (best {np.min(b0):.3g}, of a range {U:g} wide)")
     parts = [f"this release publishes nothing worth reading: {what} at epsilon = {eps:g}."]
-    if level is not None and level != names[0]:
+    if level is not None and level != first:
         parts.append(f"The nodes of level '{level}' reach a median error bound below {tgt:g} for their own means "
                      "(a coarser place or time, not each grid): read those where one value per such node is enough.")
     if need is not None:
-        parts.append(f"At the finest level {'the best node' if finite.size else f'a grid of {users:g} users'} "
+        parts.append(f"At the finest level {'the best node' if projected else f'a grid of {users:g} users'} "
                      f"would meet {tgt:g} at epsilon ≈ {math.ceil(need * 10) / 10:g}.")
+    if prior_only(b0, U):
+        parts.append("Every node is the midpoint of the range ± half of it: nothing was measured above its noise, "
+                     "at this epsilon or because no record was read (the diagnostics count the dropped records).")
     if level is None and need is None:
         parts.append("No offered level meets the target: coarsen the grid (resolution or slot) or raise epsilon.")
-    return Outlook(useful=0, nodes=int(b0.size), empty=True, level=level, epsilon_needed=need,
-                   message=" ".join(parts))
+    return " ".join(parts)

@@ -113,6 +113,12 @@ def test_outlook_of_an_empty_release_says_so_and_what_would_work():
     assert bad.epsilon_needed == pytest.approx(2.0 * 60.0 / 25.0)
     assert mean_error_bound_at(np.array([5.0]), bound_now=np.array([60.0]), epsilon_now=2.0,
                                epsilon=bad.epsilon_needed)[0] == pytest.approx(25.0)
+    # every node at the midpoint ± U/2 (nothing measured: an outside check's decimal commas left no value):
+    # no ε is projected from the prior's half-range (it said "the best node would meet 25 at epsilon ≈ 4")
+    prior = release_outlook({"finest": (np.array([3.0, -2.0]), np.array([50.0, 50.0]))}, bound=U, epsilon=2.0)
+    assert prior.empty and prior.epsilon_needed is None and "would meet" not in prior.message
+    assert "coarsen the grid" in prior.message and "nothing was measured above its noise" in prior.message
+    assert "nothing was measured" not in bad.message
     model = ReleaseModel(hist=_hist(), k=4, c=2, shares=(0.3, 0.4, 0.2), delta=1e-6)
     none = release_outlook({"finest": (np.zeros(0), np.zeros(0))}, bound=U, epsilon=1.0, model=model, users=40)
     assert none.empty and none.nodes == 0 and "no node" in none.message
