@@ -498,7 +498,7 @@ def answers_vary_text(summary: dict[str, Any]) -> str | None:
                 + gloss + ")" + where)
     return ("every grid is answered by the same map-wide mean: no place or time the release measured differed "
             "from the others beyond its noise at this budget, so the answers cannot tell places or hours apart "
-            "(each interval still holds its grid's own mean). What would: a larger epsilon, more users, or a "
+            "(each interval still holds its grid's own mean). What can help: a larger epsilon, more users, or a "
             "coarser grid (--h3-resolution, --slot); or, where you know beforehand that the place sets the value, "
             "--strategy place (over a partition list). A second release spends its own budget: the two add up for "
             "every user" + where)

@@ -96,6 +96,8 @@ def test_read_partitions_validates_and_matches(tmp_path):
                         h3_resolution=7, slot_ns=SLOT_NS)
     with pytest.raises(DpoptInputError, match="columns"):
         read_partitions(pd.DataFrame({"cell": cells}), h3_resolution=7, slot_ns=SLOT_NS)
+    with pytest.raises(DpoptInputError, match=r"missing \['cell', 'slot'\] \(its columns: 'h3', 'hour'; rename them"):
+        read_partitions(pd.DataFrame({"h3": cells, "hour": "1970-01-01T00:00:00Z"}), h3_resolution=7, slot_ns=SLOT_NS)
     semi = tmp_path / "semi.csv"  # a semicolon-separated file reads as one column: the message says so
     semi.write_text(f"cell;slot\n{cells[0]};1970-01-01T00:00:00Z\n")
     with pytest.raises(DpoptInputError, match="';'-separated"):
