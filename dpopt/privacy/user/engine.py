@@ -559,7 +559,8 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     vote, cycle, vote_spent, vote_share = _votes(agg, b, mech, rest, listed=chosen is None,
                                                  reference=_spread(b, pilot, between, upper=False))
     total = (1.0 - PILOT_SHARE - BETWEEN_SHARE - vote_share) * rest
-    prior, _ = _plan(b, pilot, total, unit, vote=vote, cycle=cycle)  # the plan of the pilot's knowledge (mostly the public prior)
+    # the plan of the pilot's knowledge: the prior's total is the between-grid statistic's upper end
+    prior, _ = _plan(b, pilot, total, unit, spread=_spread(b, pilot, between), vote=vote, cycle=cycle)
     first = ROUND1_SHARE * prior
     first = np.where(first > TINY_STEP * total, first, 0.0)  # a solver's residue is no measurement
     round1 = _measure(b, mech, first, tag="round 1", prev=pilot)
@@ -853,12 +854,13 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
           ) -> tuple[np.ndarray, str]:
     """Steps 5–6: the main budget per marginal from the measurements so far (``pilot``: the pilot's,
     then the first round's) and public facts only (models/strategy.md): each factor's variance
-    component as their REML fit estimates it where the fit saw that factor, else a prior — B²/4, the
-    largest variance of a mean in [0, B] (Popoviciu), split evenly over the factors (no preference
-    between place and time; a split even over place, time and their interactions instead erred 5.1
-    against 4.4 km/h on the full Austin data at ε = 1, 12 seeds), or, in the second round where the
-    fit saw some factor, what the seen factors leave of ``spread`` (:func:`_spread`), split evenly;
-    the map-wide mean as a factor of prior variance B²/4; predicted node counts. ``committed``: the
+    component as their REML fit estimates it where the fit saw that factor, else a prior: what the
+    seen factors leave of ``spread`` (:func:`_spread`: the DP upper end of the grids' means' variance,
+    measured in the pilot, at most B²/4 — the largest variance of a mean in [0, B], Popoviciu — which
+    stands in where it is not given), split evenly over the unseen factors (no preference between
+    place and time; a split even over place, time and their interactions instead erred 5.1 against
+    4.4 km/h on the full Austin data at ε = 1, 12 seeds); the map-wide mean as a factor of prior
+    variance B²/4; predicted node counts. ``committed``: the
     budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
     rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map, and where it
     saw nothing a marginal gets more only if its nodes would pass at that share, :func:`_weakest`).
@@ -945,9 +947,10 @@ def _main_kinds(b: _Bounded) -> dict[str, str]:
 def _components(b: _Bounded, factors: dict[str, np.ndarray], fitted: dict[str, float], seen: set[str], *,
                 spread: float | None, vote: PlaceShare | None, cycle: PlaceShare | None) -> dict[str, float]:
     """The plan's variance component of each factor (:func:`_plan`'s doc): REML's where the fit saw
-    it, else what the seen factors leave of the total — B²/4, or ``spread`` once a factor was seen —
-    split evenly; the main effects re-split by the votes, the interactions under :func:`_heredity`."""
-    total = b.clamp * b.clamp / 4.0 if spread is None or not seen else spread
+    it, else what the seen factors leave of the total — ``spread``, the DP upper end of the grids'
+    spread (B²/4 without one) — split evenly; the main effects re-split by the votes, the
+    interactions under :func:`_heredity`."""
+    total = b.clamp * b.clamp / 4.0 if spread is None else spread
     left = max(total - sum(fitted[f] for f in factors if f in seen), total / (len(factors) + 1))
     prior = left / (sum(f not in seen for f in factors) + 1)  # what the seen factors leave, split evenly
     split = main_effect_split({f: fitted[f] if f in seen else prior for f in factors}, _main_kinds(b), vote, cycle)

@@ -168,3 +168,26 @@ def test_heredity_skips_an_interaction_whose_parent_is_not_a_candidate():
               "r4 × hour-of-day": 190.0, "r4 × period": 160.0, "residual": 300.0}
     out = _heredity(b, sigma2, seen=set())
     assert out["cell × 1 d"] == 300.0 and out["cell × hour-of-day"] == 5.0
+
+
+def test_an_unseen_factors_prior_is_the_grids_measured_spread_split_evenly_from_the_first_plan_on():
+    """Where the fit saw no factor the prior's total is the DP upper end of the grids' means' variance
+    (the between-grid statistic, measured in the pilot), not Popoviciu's B²/4: B²/4 = 900 here, and at
+    U = 500 (an outside check's PM2.5) it was 35,000 against a true spread near 2,000 — every marginal
+    promised more than any could show. Without the statistic B²/4 stands in; seen factors keep their
+    fit and the rest share what they leave."""
+    from dpopt.privacy.user.engine import _components
+
+    b = _lattice(LEVELS)
+    b.clamp = 60.0
+    factors = {name: np.zeros(1) for name in b.names[1:]} | {"residual": np.zeros(1)}
+    fitted = {f: 0.0 for f in factors}
+    k = len(factors)
+    measured = _components(b, factors, fitted, set(), spread=120.0, vote=None, cycle=None)
+    assert measured == pytest.approx({f: 120.0 / (k + 1) for f in factors})
+    public = _components(b, factors, fitted, set(), spread=None, vote=None, cycle=None)
+    assert public == pytest.approx({f: b.clamp ** 2 / 4 / (k + 1) for f in factors})
+    seen = _components(b, factors, {**fitted, "cell × period": 80.0}, {"cell × period"}, spread=120.0, vote=None,
+                       cycle=None)
+    assert seen["cell × period"] == 80.0
+    assert seen["r4 × hour-of-day"] == pytest.approx(40.0 / k)  # what the seen factor leaves, over k − 1 + 1
