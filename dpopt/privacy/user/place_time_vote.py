@@ -26,8 +26,9 @@ one constant does (median 9.54 over thirty seeds, the constant 9.60; models/engi
 user reads its one side against the grids' variance instead (:func:`one_sided_shares`): with V the
 DP estimate V̂ of the variance of the listed grids' means (the release's between-grid statistic,
 published before the vote; its point estimate, not its upper end, whose noise a sensor's vote handed
-to the place: 0.43 against 0.25 for households whose hour alone sets the value, models/engine.md §5) and σ̂²_time,u its own records' spread between the slots of its cell (an
-ANOVA estimate, its records' noise taken out), it votes 1 − min(σ̂²_time,u/V, 1): the share of V its
+to the place: 0.43 against 0.25 for households whose hour alone sets the value, models/engine.md §5)
+and σ̂²_time,u its own records' spread between the slots of its cell (an ANOVA estimate, its records'
+noise taken out), it votes 1 − min(σ̂²_time,u/V, 1): the share of V its
 time does not explain goes to the place. A user seen in one slot at several cells votes
 min(σ̂²_place,u/V, 1). One with no grid of two records cannot tell its records' noise from its
 side's spread (a payer of one purchase per shop and hour) and does not vote, nor does one whose grids
