@@ -534,6 +534,9 @@ def _csv_chunks(source: Path, cmap: ColumnMap, chunksize: int, sep: str) -> Iter
     """One CSV file in chunks (pandas); ids and times as text, numbers inferred."""
     rename = {c: f for f, c in cmap.names().items()}
     usecols = list(rename)
+    kind = None if source.suffix.lower() in _COMPRESSED else _binary_kind(source)
+    if kind is not None:
+        raise DpoptInputError(f"`records` file {str(source)!r} is not a CSV: {kind}")
     try:
         header = pd.read_csv(source, nrows=1, header=None, sep=sep, dtype=str, keep_default_na=False)
     except UnicodeDecodeError:
@@ -574,6 +577,25 @@ def _csv_chunks(source: Path, cmap: ColumnMap, chunksize: int, sep: str) -> Iter
     except (pd.errors.ParserError, OSError, EOFError, ValueError) as exc:
         text = " ".join(str(exc).split())
         raise DpoptInputError(f"`records` file {str(source)!r} could not be parsed as CSV: {text}") from None
+
+
+#: suffixes pandas reads as compressed CSV (their first bytes are the compressor's)
+_COMPRESSED = frozenset({".gz", ".bz2", ".zip", ".xz", ".zst", ".tar"})
+#: the first bytes of binary files a CSV reader may be handed under another name, and what to do
+_MAGIC = ((b"PAR1", "it is a Parquet file (it starts with PAR1): give it the suffix .parquet"),
+          (b"\x1f\x8b", "it is gzip-compressed: give it the suffix .csv.gz"),
+          (b"PK\x03\x04", "it is a ZIP archive (a spreadsheet?): export or unpack it as a UTF-8 CSV"))
+
+
+def _binary_kind(source: Path) -> str | None:
+    """What a binary file handed to the CSV reader is, from its first bytes (:data:`_MAGIC`); None
+    for anything else."""
+    try:
+        with open(source, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return None
+    return next((what for magic, what in _MAGIC if head.startswith(magic)), None)
 
 
 def csv_options(cmap: ColumnMap, *, numbers_as_text: bool = False) -> dict[str, Any]:

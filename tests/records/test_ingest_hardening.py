@@ -190,3 +190,26 @@ def test_csv_reads_with_other_separators(tmp_path):
         _run(tmp_path / "r.tsv")
     assert _run(tmp_path / "r.tsv", sep="\t")[0].n_records == 200
     assert _run(tmp_path / "r.tsv", sep="\\t")[0].n_records == 200  # as typed on the command line
+
+
+@pytest.mark.parametrize("write, expect", [
+    (lambda df, p: df.to_parquet(p), r"is not a CSV: it is a Parquet file \(it starts with PAR1\): give it the suffix "
+                                     r"\.parquet"),
+    (lambda df, p: df.to_csv(p, index=False, compression="gzip"), r"is not a CSV: it is gzip-compressed: give it the "
+                                                                  r"suffix \.csv\.gz"),
+])
+def test_a_binary_file_without_its_suffix_is_named_for_what_it_is(tmp_path, write, expect):
+    """A Parquet or gzip file without its suffix went to the CSV reader: the Parquet one was refused
+    with its binary header shown as "available columns: 'PAR1…'", the gzip one as "not UTF-8". The
+    first bytes say what it is; a .csv.gz file (the compressor's bytes by name) still reads."""
+    from dpopt.records.ingest import read_records
+
+    df = pd.DataFrame({"user_id": ["a", "b"], "latitude": [30.27, 30.28], "longitude": [-97.74, -97.74],
+                       "timestamp": ["2020-01-01T10:00:00Z"] * 2, "value": [1.0, 2.0]})
+    bare = tmp_path / "records"
+    write(df, bare)
+    with pytest.raises(DpoptInputError, match=expect):
+        list(read_records(bare, bound=10))
+    gz = tmp_path / "records.csv.gz"
+    df.to_csv(gz, index=False, compression="gzip")
+    assert sum(len(c) for c in read_records(gz, bound=10)) == 2
