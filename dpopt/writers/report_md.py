@@ -62,7 +62,9 @@ def _intro(s: Any, occupancy: bool, levels: bool, zone: str) -> str:
                 "differ by all the records of one user, and nothing about who is where is public.")
     if s.partitions.startswith("private") and s.shape == "optimised marginals":
         return (f"Mean of the values in each privately selected H3 cell at resolution {s.h3_resolution} for each "
-                f"{s.slot} window of the day ({zone}), recurring daily over the period, with **user-level** "
+                f"{s.slot} window of the day ({zone}), recurring daily over the period (a public, epoch-aligned "
+                "span of 3640 days that contains the data, hence `repeat_until` years away: the data's own first "
+                "and last days are not public), with **user-level** "
                 "differential privacy and no partition list: which cells are published is itself a DP selection "
                 "(noisy user counts above a threshold). A grid (cell x slot on a given day) inside a selected cell is "
                 "answered by its cell's window of the day, whose interval holds that hour on any one day (the days' "

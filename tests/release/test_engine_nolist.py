@@ -75,6 +75,10 @@ def test_rows_are_windows_of_the_day_over_the_selected_period():
     assert (r.answers["node_cell"] == r.answers["cell"]).all() and (r.answers["node_slot"] == r.answers["slot"]).all()
     s = r.summary
     assert s.partitions.startswith("private selection") and "window of the day" in s.partitions
+    # the report says why the rows repeat for years beyond a short data set (an outside check was puzzled)
+    from dpopt.writers.report_md import report_markdown
+
+    assert f"span of {PERIOD_NS // DAY_NS} days that contains the data" in report_markdown(r)
 
 
 def test_budget_recount_and_delta():
