@@ -240,10 +240,17 @@ _FLAGS = {"epsilon_total": "--epsilon-total", "epsilon": "--epsilon", "rho": "--
 
 def _flagged(exc: DpoptInputError) -> CliError:
     """The error with the API's option names replaced by the CLI's flags."""
-    text = str(exc)
+    text = _named(str(exc))
     for api, flag in sorted(_FLAGS.items(), key=lambda kv: -len(kv[0])):
-        text = text.replace(f"`{api}`", f"`{flag}`").replace(f"{api}=", f"{flag} ")
+        text = text.replace(f"{api}=", f"{flag} ")
     return CliError(text.replace("mechanism='gaussian'", "--mechanism gaussian"))
+
+
+def _named(text: str) -> str:
+    """``text`` with each backticked API option name (`partitions`) written as its flag (`--partitions`)."""
+    for api, flag in sorted(_FLAGS.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(f"`{api}`", f"`{flag}`")
+    return text
 
 
 def _idle_flags(args: argparse.Namespace, privacy: str) -> list[str]:
@@ -462,8 +469,10 @@ def run(args: argparse.Namespace) -> int:
         result = release(records, bound=bound, lower=args.lower, upper=args.upper, **opts)
         unit = args.unit or ("km/h" if args.example else None)
         paths = write_release(result, args.out, make_map=not args.no_map, overwrite=args.overwrite, unit=unit)
-    except (CliError, DpoptInputError):
+    except CliError:
         raise
+    except DpoptInputError as exc:  # the release's own checks name Python arguments: the CLI's flags here
+        raise CliError(_named(str(exc))) from None
     except (MemoryError, OSError) as exc:
         raise CliError(f"{type(exc).__name__}: {exc}") from None
     except Exception as exc:  # never a traceback on the command line

@@ -85,6 +85,9 @@ def test_records_file_with_mapped_columns(tmp_path, capsys, tiny_records):
         (["{csv}", "--example"], "either RECORDS or --example"),
         (["{csv}", "--bound", "100", "--epsilon", "1", "--out", "{csv}"], "must be a directory path"),
         (["{junk}", "--bound", "100", "--epsilon", "1"], "not a readable CSV|lacks the column"),
+        # a check inside the release names the flag the user typed, not the Python argument
+        (["{csv}", "--bound", "100", "--privacy", "user", "--epsilon-total", "1", "--partitions", "{badlist}"],
+         r"^dpopt release: error: `--partitions` must have columns 'cell' and 'slot'.*its columns: 'h3', 'hour'"),
     ],
 )
 def test_bad_input_one_line_no_traceback(tmp_path, capsys, tiny_records, argv, match):
@@ -92,7 +95,9 @@ def test_bad_input_one_line_no_traceback(tmp_path, capsys, tiny_records, argv, m
     tiny_records.to_csv(csv, index=False)
     junk = tmp_path / "junk.csv"
     junk.write_bytes(bytes(range(256)) * 4)
-    argv = [a.format(csv=csv, dir=tmp_path, junk=junk) for a in argv]
+    badlist = tmp_path / "list.csv"
+    pd.DataFrame({"h3": ["871f24ac4ffffff"], "hour": ["2020-01-01T10:00:00Z"]}).to_csv(badlist, index=False)
+    argv = [a.format(csv=csv, dir=tmp_path, junk=junk, badlist=badlist) for a in argv]
     code, out, err = _run(capsys, *argv, "--quiet", "--no-map", "--out", str(tmp_path / "o")) if "--out" not in argv \
         else _run(capsys, *argv, "--quiet", "--no-map")
     assert code == 2
