@@ -315,7 +315,7 @@ def release_outlook(
                   and float(np.median(np.asarray(levels[nm][1], dtype=float))) < tgt), None)
     # a bound of exactly half the range is the midpoint ± U/2 of a node nothing was measured for (every
     # record dropped, say), not noise that more epsilon would shrink: no projection from it
-    finite = b0[np.isfinite(b0) & (b0 < U) & ~np.isclose(b0, U / 2.0, rtol=1e-9, atol=0.0)]
+    finite = b0[np.isfinite(b0) & (b0 < U) & ~_at_half_range(b0, U)]
     need = float(eps * finite.min() / tgt) if finite.size else None
     if need is None and model is not None:
         need = epsilon_for_target(model, bound=U, target=tgt, users=users)
@@ -324,10 +324,15 @@ def release_outlook(
     return Outlook(useful=0, nodes=int(b0.size), empty=True, level=level, epsilon_needed=need, message=message)
 
 
+def _at_half_range(bounds: np.ndarray, U: float) -> np.ndarray:
+    """Per bound: is it U/2, the midpoint ± U/2 of a node nothing was measured for (to rounding)?"""
+    return np.isclose(np.asarray(bounds, dtype=float), U / 2.0, rtol=1e-9, atol=0.0)
+
+
 def prior_only(bounds: np.ndarray, U: float) -> bool:
     """Is every published bound the midpoint ± U/2 of a node nothing was measured for? (DP outputs.)"""
     b = np.asarray(bounds, dtype=float)
-    return bool(b.size) and bool(np.all(np.isclose(b, U / 2.0, rtol=1e-9, atol=0.0)))
+    return bool(b.size) and bool(np.all(_at_half_range(b, U)))
 
 
 def _empty_message(b0: np.ndarray, *, U: float, eps: float, tgt: float, level: str | None, first: str,
