@@ -819,7 +819,7 @@ def _nodes_passing(b: _Bounded, phase: _Phase, i: int, more: float) -> int:
     and sum, split as :func:`_measure` splits it) added to what ``phase`` measured it at: the count
     signal-to-noise ratio read ``BETWEEN_SDS`` noise sds below what was observed, grown in proportion
     to the budget (Laplace) or its square root (Gaussian); 0 for a marginal not yet measured or of
-    fewer than ``MIN_LEVELS`` nodes. Post-processing of DP outputs (:func:`_within_reach`)."""
+    fewer than ``MIN_LEVELS`` nodes. Post-processing of DP outputs (:func:`_within_reach`, :func:`_weakest`)."""
     mn = b.cands[i]
     level = phase.levels.get(("count", i), 0.0)
     if level <= 0 or mn.n_nodes < MIN_LEVELS:
@@ -830,6 +830,13 @@ def _nodes_passing(b: _Bounded, phase: _Phase, i: int, more: float) -> int:
     grow = (level + more) / level if laplace else math.sqrt((level + more) / level)
     snr = phase.count[i] / np.sqrt(np.maximum(phase.count_law[i].variance(), 1e-300)) - BETWEEN_SDS
     return int(np.sum(snr * grow >= count_threshold(mn.n_nodes)))
+
+
+def _predicted_passing(node_n: np.ndarray, count_sd: float) -> int:
+    """How many nodes of predicted kept counts ``node_n`` (:func:`_predicted_counts`, summed per node)
+    would pass their count threshold (:func:`dpopt.hierarchy.node_means.count_threshold`) at count
+    noise sd ``count_sd``. Post-processing of the pilot's total and public geometry."""
+    return int(np.sum(node_n >= count_threshold(node_n.size) * count_sd))
 
 
 def _spread(b: _Bounded, phase: _Phase, between: dict[str, float], *, upper: bool = True) -> float:
@@ -862,8 +869,9 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     4.4 km/h on the full Austin data at ε = 1, 12 seeds); the map-wide mean as a factor of prior
     variance B²/4; predicted node counts. ``committed``: the
     budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
-    rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map, and where it
-    saw nothing a marginal gets more only if its nodes would pass at that share, :func:`_weakest`).
+    rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map). In the first
+    plan, and in a re-plan where the first round saw nothing, a marginal gets budget only if enough of
+    its nodes would pass their count threshold at that share (:func:`_weakest`).
     ``vote``, ``cycle``: the users' votes, which split the main effects (:func:`.place_time_vote.main_effect_split`)."""
     names = b.names
     codes = [mn.code for mn in b.cands]
@@ -901,7 +909,8 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
             why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
                 f"the strategy model ended {plan.status.value}"
             return _map_only(b, names, rest, why, held)
-        weak = _weakest(b, pilot, shares * rest, held * rest, fixed) if not seen else None
+        weak = _weakest(b, pilot, shares * rest, held * rest, fixed, grid_n=grid_n, unit=unit) \
+            if committed is None or not seen else None
         if weak is None:
             break
         cands[weak] = replace(cands[weak], must="not")
@@ -909,18 +918,29 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     return shares / max(shares.sum(), 1.0) * rest, plan.summary()
 
 
-def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, fixed: np.ndarray) -> int | None:
-    """The re-plan's consistency check where the first round saw no factor (models/engine.md §5;
-    :func:`_plan` asks only then): of the marginals an earlier round
-    measured (``held`` > 0; only they have a count signal-to-noise ratio worth projecting) and to
-    which the plan gives more, the one with the fewest nodes that would pass their count threshold at
-    its planned budget, if fewer than ``MIN_LEVELS`` do: measured there it could enter the estimate
-    only as its pool, whose mean spends the noise of all its nodes (a map-wide mean from 24
-    hour-of-day nodes is 24 times noisier in variance than from the map's one node at the same
-    budget). None when every such marginal passes."""
+def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, fixed: np.ndarray, *,
+             grid_n: np.ndarray, unit: str) -> int | None:
+    """The plan's consistency check (models/engine.md §5; :func:`_plan` asks it of the first plan, and
+    of a re-plan where the first round saw no factor): of the marginals to which the plan gives more
+    than they hold, the one with the fewest nodes that would pass their count threshold at its planned
+    budget, if fewer than ``MIN_LEVELS`` do — read off
+    the earlier rounds' counts for a marginal measured there (:func:`_nodes_passing`), off the
+    predicted counts ``grid_n`` otherwise (:func:`_predicted_passing`). Measured there it could enter
+    the estimate only as its pool, whose mean spends the noise of all its nodes (a map-wide mean from
+    24 hour-of-day nodes is 24 times noisier in variance than from the map's one node at the same
+    budget), while the plan credits it with its factor. A marginal of fewer than ``MIN_LEVELS`` nodes
+    (the map) has no factor the estimate could see and serves the map-wide mean as it is: not asked.
+    None when every such marginal passes."""
     worst, fewest = None, MIN_LEVELS
-    for i in np.flatnonzero((held > 0) & (fixed == 0) & (budgets > held * (1 + 1e-9))):
-        n = _nodes_passing(b, phase, int(i), float(budgets[i] - held[i]))
+    for i in np.flatnonzero((fixed == 0) & (budgets > held * (1 + 1e-9))):
+        mn = b.cands[int(i)]
+        if mn.n_nodes < MIN_LEVELS:
+            continue
+        if held[i] > 0:
+            n = _nodes_passing(b, phase, int(i), float(budgets[i] - held[i]))
+        else:
+            node_n = np.bincount(mn.code, weights=grid_n, minlength=mn.n_nodes)
+            n = _predicted_passing(node_n, _count_sd(b, unit, float(budgets[i])))
         if n < fewest:
             worst, fewest = int(i), n
     return worst
@@ -1057,7 +1077,7 @@ def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, f
         informs[f] = r_vary + sum(sigma2[g] for g in constant if g != f and finer[(g, f)])
     # a marginal none of whose nodes would pass the count threshold even with the whole budget is left
     # out: its nodes could enter the estimate only by their noise (node_means.count_threshold)
-    useless = float(node_n.max()) < count_threshold(n_nodes) * reachable
+    useless = _predicted_passing(node_n, reachable) == 0
     must = "measure" if held else ("not" if useless else None)  # an earlier round's marginal is refined, not dropped
     return Candidate(marginal=name, option="cap T", node=code, v=v, informs=informs, must=must)
 

@@ -1,8 +1,8 @@
-"""The re-plan's consistency check (dpopt/privacy/user/engine.py ``_nodes_passing``, ``_weakest``;
-models/engine.md §5): where the first round saw no factor, a marginal it measured gets more budget
-only where, at the budget the plan gives it, enough of its nodes would pass their count threshold
-to enter the fit on their own; else it would feed only its pool, a map-wide mean that spends the
-noise of all its nodes.
+"""The plans' consistency check (dpopt/privacy/user/engine.py ``_nodes_passing``,
+``_predicted_passing``, ``_weakest``; models/engine.md §5): in the first plan, and in the re-plan
+where the first round saw no factor, a marginal gets more budget only where, at the budget the plan
+gives it, enough of its nodes would pass their count threshold to enter the fit on their own; else
+it would feed only its pool, a map-wide mean that spends the noise of all its nodes.
 
 Fakes stand in for the engine's private phase objects: only the public-by-construction fields the
 two functions read (node counts, the count's noisy values and law, the budget reached)."""
@@ -21,8 +21,11 @@ from dpopt.privacy.user.engine import _nodes_passing, _weakest
 
 
 def _fake(snrs: list[np.ndarray], levels: list[float]):
-    """(b, phase): marginals whose count noise sd is 1 (Laplace scale 1/√2) and counts equal the given SNRs."""
-    b = SimpleNamespace(cands=[SimpleNamespace(n_nodes=len(s)) for s in snrs], clamp=60.0)
+    """(b, phase): marginals whose count noise sd is 1 (Laplace scale 1/√2) and counts equal the given
+    SNRs; one listed grid per node of the largest."""
+    G = max(len(s) for s in snrs)
+    b = SimpleNamespace(cands=[SimpleNamespace(n_nodes=len(s), code=np.arange(G) % len(s)) for s in snrs],
+                        clamp=60.0, cap=4)
     law = [NoiseLaw("laplace", np.full(len(s), 1.0 / np.sqrt(2.0))) for s in snrs]
     phase = SimpleNamespace(levels={("count", i): lv for i, lv in enumerate(levels)},
                             count=[np.asarray(s, dtype=float) for s in snrs], count_law=law)
@@ -49,14 +52,46 @@ def test_weakest_names_the_held_marginal_that_cannot_lift_its_nodes():
     b, phase = _fake([strong, weak, strong], [0.1, 0.1, 0.0])
     held = np.array([0.1, 0.1, 0.0])
     more = np.array([0.5, 0.5, 0.5])
-    assert _weakest(b, phase, more, held, np.zeros(3)) == 1
+    busy = {"grid_n": np.full(24, 1e6), "unit": "epsilon"}  # the unmeasured third predicted to pass
+    assert _weakest(b, phase, more, held, np.zeros(3), **busy) == 1
     # given no more than it holds, or already fixed, it is not asked about
-    assert _weakest(b, phase, np.array([0.5, 0.1, 0.5]), held, np.zeros(3)) is None
-    assert _weakest(b, phase, more, held, np.array([0.0, 0.1, 0.0])) is None
+    assert _weakest(b, phase, np.array([0.5, 0.1, 0.5]), held, np.zeros(3), **busy) is None
+    assert _weakest(b, phase, more, held, np.array([0.0, 0.1, 0.0]), **busy) is None
     # of two weak ones, the one with fewer passing nodes first
     weaker = np.r_[np.full(1, 12.0), np.full(23, 0.5)]
     b, phase = _fake([weak, weaker], [0.1, 0.1])
-    assert _weakest(b, phase, np.array([0.5, 0.5]), np.array([0.1, 0.1]), np.zeros(2)) == 1
+    assert _weakest(b, phase, np.array([0.5, 0.5]), np.array([0.1, 0.1]), np.zeros(2), **busy) == 1
+
+
+def test_weakest_reads_an_unmeasured_marginal_off_its_predicted_counts():
+    """A marginal no earlier round measured (the first plan's every marginal) is read off the
+    predicted kept counts: the PM2.5 check at ε = 1 (T = 256, B = 406.25; 42 day nodes of ≈ 3,400
+    predicted records each) — the first plan gave the days 0.49 of ε, at which no node's count
+    clears its threshold, and the release answered with a map-wide mean noisier than the map's own.
+    The switch is exactly where the threshold times the count's noise sd meets the node count; a
+    marginal of fewer than ``MIN_LEVELS`` nodes (the map) is never named: it has no factor to see."""
+    from dpopt.privacy.user.split import split_budget
+
+    days, per_day = 42, 10
+    code_day = np.repeat(np.arange(days), per_day)
+    b = SimpleNamespace(cands=[SimpleNamespace(n_nodes=days, code=code_day),
+                               SimpleNamespace(n_nodes=1, code=np.zeros(days * per_day, dtype=np.int64)),
+                               SimpleNamespace(n_nodes=2, code=code_day % 2)], clamp=406.25, cap=256)
+    phase = SimpleNamespace(levels={}, count=[], count_law=[])
+    grid_n = np.full(days * per_day, 340.0)
+    zeros = np.zeros(3)
+    # the budget at which sqrt(2)·T/ε_count · t(42) = 3,400 (Laplace; the count's part of the split)
+    count_part = split_budget(1.0, bound=406.25, unit="epsilon", weight_mean=1.0, weight_variance=0.0).count
+    switch = np.sqrt(2.0) * 256 * count_threshold(days) / (3400.0 * count_part)
+    for eps in (0.49, 0.9 * switch):
+        assert _weakest(b, phase, np.array([eps, 1e-3, 1e-3]), zeros, zeros, grid_n=grid_n, unit="epsilon") == 0
+    assert _weakest(b, phase, np.array([1.1 * switch, 1e-3, 1e-3]), zeros, zeros, grid_n=grid_n,
+                    unit="epsilon") is None
+    # the same nodes measured once already: read off their counts, not the prediction
+    phase = SimpleNamespace(levels={("count", 0): 0.1}, count=[np.full(days, 12.0)],
+                            count_law=[NoiseLaw("laplace", np.full(days, 1.0 / np.sqrt(2.0)))])
+    assert _weakest(b, phase, np.array([0.49, 1e-3, 1e-3]), np.array([0.1, 0.0, 0.0]), zeros, grid_n=grid_n,
+                    unit="epsilon") is None
 
 
 def test_the_first_round_is_grown_once_only_where_it_saw_nothing_and_the_rest_could_lift_a_marginal(monkeypatch):
@@ -88,7 +123,7 @@ def test_the_first_round_is_grown_once_only_where_it_saw_nothing_and_the_rest_co
 
 
 def test_a_grown_first_round_spends_the_total_once():
-    """The embedded day at ε = 10, seed 1000 (its first round sees no factor): the strategy says the
+    """The embedded day at ε = 10, seed 1006 (its first round sees no factor): the strategy says the
     round was grown, and the pieces of the budget add up to the total (noise reduction: every
     marginal costs its final level, the grown round's step included)."""
     from dpopt.privacy.options import Budget, NoiseOptions
@@ -99,7 +134,7 @@ def test_a_grown_first_round_spends_the_total_once():
     agg, _ = contributions(load_austin_sample(), bound=120.0, grid=GridOptions(7, "1h"), keep_samples=True)
     plist = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
     r = release_user(agg, Budget(epsilon_total=10.0), UserOptions(partitions=plist), bound=agg.bound,
-                     noise=NoiseOptions(seed=1000))
+                     noise=NoiseOptions(seed=1006))
     eng = r.measurements.info.engine
     assert eng.strategy.startswith("first round grown")
     pieces = r.measurements.spend.pieces
