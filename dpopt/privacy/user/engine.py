@@ -84,9 +84,11 @@ from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, User
 from ...records.aggregate import Aggregate
 from ...records.grid import slot_text
 from .bounding import lattice_values
+from .bounds import bin_representatives
 from .levels import level_node_sums, used_budget
-from .place_bounds import (PlaceBounds, cap_candidates, choose_place_bounds, clamp_fields, clamp_remeasure_epsilon,
-                           clamp_remeasure_side, record_histogram_fields, remeasure_clamp, unkept_share)
+from .place_bounds import (RECORD_BIN_EDGES, PlaceBounds, cap_candidates, choose_place_bounds, clamp_fields,
+                           clamp_remeasure_epsilon, clamp_remeasure_side, record_histogram_fields, remeasure_clamp,
+                           unkept_share)
 from .place_time_vote import PlaceShare, cycle_votes, main_effect_split, measure_place_share, measure_votes
 from .private_list import PrivateList, private_list
 from .record_cap import capped_records
@@ -245,6 +247,8 @@ class _Bounded:
     windows: bool = False
     #: the lower clamp A (the values clamped to [A, B], read as x − A)
     low: float = 0.0
+    #: (estimate, variance) of the total kept count from the DP histogram of records per user (None: unknown)
+    kept_hint: tuple[float, float] | None = None
     #: the (user, grid) pairs in listed grids (bool per pair of the aggregate; None: every pair)
     pairs: np.ndarray | None = None
     #: each pair's listed grid (the finest candidate's grid order; −1 off the list)
@@ -553,6 +557,7 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
                                            again=chosen is None)
     b = _bounded(agg, options, pb.cap, pb.clamp, source, noise.bits_for(U), windows=chosen is not None,
                  low=pb.clamp_low, days=None if chosen is None else chosen.days)
+    b = replace(b, kept_hint=_kept_from_histogram(pb))
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
@@ -757,15 +762,39 @@ def _unit_noise(b: _Bounded, unit: str, *, centre_gap: float) -> float:
     return (T * T / (2.0 * sp.count)) * centre_gap ** 2 + T * T * half * half / (2.0 * sp.sum)  # σ² = Δ²/(2ρ)
 
 
+def _kept_from_histogram(pb: Any) -> tuple[float, float] | None:
+    """(Σ_b h_b·min(r_b, T), Σ_b min(r_b, T)²·2/ε_T²): the total kept count read off the denoised DP
+    histogram of records per user in listed grids (``pb.record_counts``: h_b users of r_b records,
+    :func:`.bounds.bin_representatives`; T the cap) and its variance under the histogram's noise
+    (variance 2/ε_T² per bin, ε_T its ε; the denoising's thresholding and the bins' representatives
+    are left out of it). None where the bounds kept no histogram. Post-processing of a DP output."""
+    if pb.record_counts is None:
+        return None
+    fields = record_histogram_fields(pb)
+    eps_t = float(fields["epsilon"])
+    if not eps_t > 0:
+        return None
+    k = np.minimum(bin_representatives(RECORD_BIN_EDGES), float(pb.cap))
+    h = np.maximum(np.asarray(pb.record_counts, dtype=float), 0.0)
+    return float(h @ k), float(np.sum(k * k) * 2.0 / (eps_t * eps_t))
+
+
 def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:
-    """Each listed grid's kept count predicted from the pilot (post-processing): the total kept
-    count, read off the candidate with the fewest nodes (the best-measured total), spread evenly over
-    the listed grids. Finer predictions need node counts the pilot can see, which at the budgets of
-    user-level DP it mostly cannot (a node's count signal-to-noise ratio is ε times its effective
-    users, models/engine.md §5)."""
-    smallest = int(np.argmin([mn.n_nodes for mn in b.cands]))
+    """Each listed grid's kept count predicted from DP outputs (post-processing): the total kept
+    count — every measured marginal's total of ``pilot`` (:func:`dpopt.hierarchy.node_means.combined_total`)
+    and the bounds' histogram's (``b.kept_hint``, :func:`_kept_from_histogram`) combined by inverse
+    variance — spread evenly over the listed grids. At ε = 1 the pilot's total alone has a noise sd
+    about the size of the total itself (the weekly kind: 7,110 ± 79,000 against 78,000 kept), the
+    histogram's a tenth of it (models/engine.md §5, "The plan's counts"). Finer predictions need node
+    counts the pilot can see, which at the budgets of user-level DP it mostly cannot (a node's count
+    signal-to-noise ratio is ε times its effective users, models/engine.md §5)."""
     G = b.cands[0].code.size
-    return np.full(G, max(float(np.nansum(pilot.count[smallest])), 1.0) / G)
+    n, n_var = combined_total(pilot.count, [law.variance() for law in pilot.count_law])
+    if b.kept_hint is not None:
+        n, n_var = combine([np.array([n]), np.array([b.kept_hint[0]])],
+                           [np.array([n_var]), np.array([max(b.kept_hint[1], 1e-9)])])
+        n = float(n[0])
+    return np.full(G, max(float(n), 1.0) / G)
 
 
 def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[str, float], float, set[str]]:
