@@ -20,7 +20,9 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
 3. **Candidates**: the public lattice's marginals (:func:`dpopt.hierarchy.lattice.candidate_marginals`).
 4. **Pilot** (:data:`PILOT_SHARE` of the rest, equal per candidate): noisy counts and centred sums
    of every candidate. Fitted by the crossed model (:func:`dpopt.hierarchy.crossed.fit_crossed`),
-   they give the variance components and node counts that predict each candidate's worth.
+   they give the variance components that predict each candidate's worth; its node counts are
+   predicted from the pilot's totals and the bounds' histogram of records per user together
+   (:func:`_predicted_counts`).
 4b. **Between-grid statistic** (:data:`BETWEEN_SHARE` of the rest, one scalar): the record-weighted
    sum of squares of the listed grids' kept means (:func:`between_sumsq`), from which the estimator
    bounds how much the grids' means differ (the intervals' scale). Without a list the share is split
