@@ -89,8 +89,8 @@ from .bounding import lattice_values
 from .bounds import bin_representatives
 from .levels import level_node_sums, used_budget
 from .place_bounds import (RECORD_BIN_EDGES, PlaceBounds, cap_candidates, choose_place_bounds, clamp_fields,
-                           clamp_remeasure_epsilon, clamp_remeasure_side, record_histogram_fields, remeasure_clamp,
-                           unkept_share)
+                           clamp_remeasure_epsilon, clamp_remeasure_side, kept_under_cap, record_histogram_fields,
+                           remeasure_clamp, unkept_share)
 from .place_time_vote import PlaceShare, cycle_votes, main_effect_split, measure_place_share, measure_votes
 from .private_list import PrivateList, private_list
 from .record_cap import capped_records
@@ -777,8 +777,8 @@ def _kept_from_histogram(pb: Any) -> tuple[float, float] | None:
     if not eps_t > 0:
         return None
     k = np.minimum(bin_representatives(RECORD_BIN_EDGES), float(pb.cap))
-    h = np.maximum(np.asarray(pb.record_counts, dtype=float), 0.0)
-    return float(h @ k), float(np.sum(k * k) * 2.0 / (eps_t * eps_t))
+    kept = kept_under_cap(np.maximum(np.asarray(pb.record_counts, dtype=float), 0.0), pb.cap)
+    return float(kept[0]), float(np.sum(k * k) * 2.0 / (eps_t * eps_t))
 
 
 def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:

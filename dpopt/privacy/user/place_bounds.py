@@ -87,7 +87,7 @@ from ...noise.mechanism import user_histogram
 from .predict import denoise_histogram, threshold_bins
 
 __all__ = ["PlaceBounds", "choose_place_bounds", "clamp_shown", "shown_bins", "seen_users", "users_lower_end", "CLAMP_SHOWN_SHARE", "USERS_LOWER_SDS", "clamp_remeasure_side", "clamp_remeasure_epsilon", "remeasure_clamp", "clamp_fields", "choose_cap", "choose_clamp", "choose_low_clamp", "TWO_SIDED_CAP_SHARE", "clamp_quantile", "cap_candidates", "cap_noise_factor",
-           "reweighting_distance", "unkept_share", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
+           "reweighting_distance", "unkept_share", "kept_under_cap", "map_cap_error", "choose_map_cap", "MAP_CAP_PHANTOM_RATE",
            "clamp_votes", "record_counts", "clamp_histogram_fields", "record_histogram_fields", "measure_clamp_histogram", "measure_record_histogram", "user_statistics", "RECORD_EDGES",
            "RECORD_BIN_EDGES", "CAP_NOISE_TOLERANCE", "CLAMP_STEPS", "CLAMP_FLOOR_STEP",
            "CLAMP_PHANTOM_RATE"]
@@ -220,16 +220,23 @@ def measure_record_histogram(n_user: np.ndarray, epsilon: float, source: Integer
     return user_histogram(bins, RECORD_BIN_EDGES.size + 1, epsilon, source)
 
 
-def cap_noise_factor(counts: np.ndarray, candidates: np.ndarray = RECORD_EDGES) -> np.ndarray:
-    """T/S(T) per candidate T, S(T) = Σ_b h_b·min(r_b, T) the records kept under the cap when the
-    h_b users of bin b hold r_b records each (:func:`dpopt.privacy.user.bounds.bin_representatives` of
-    ``RECORD_BIN_EDGES``): a cell's noise sd is proportional to it (module doc). ∞ where S(T) = 0."""
+def kept_under_cap(counts: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """S(T) = Σ_b h_b·min(r_b, T) per cap T of ``caps``: the records kept under the cap when the h_b
+    users of bin b (``counts``, the histogram of records per user) hold r_b records each
+    (:func:`dpopt.privacy.user.bounds.bin_representatives` of ``RECORD_BIN_EDGES``)."""
     h = np.asarray(counts, dtype=float)
     if h.shape != (RECORD_BIN_EDGES.size + 1,):
         raise DpoptInputError(f"`counts` must hold {RECORD_BIN_EDGES.size + 1} bins (RECORD_BIN_EDGES and the "
                               f"overflow); got shape {h.shape}")
+    T = np.atleast_1d(np.asarray(caps, dtype=float))
+    return np.minimum(bin_representatives(RECORD_BIN_EDGES)[None, :], T[:, None]) @ h
+
+
+def cap_noise_factor(counts: np.ndarray, candidates: np.ndarray = RECORD_EDGES) -> np.ndarray:
+    """T/S(T) per candidate T, S(T) the records kept under the cap (:func:`kept_under_cap`): a cell's
+    noise sd is proportional to it (module doc). ∞ where S(T) = 0."""
     T = np.asarray(candidates, dtype=float)
-    kept = np.minimum(bin_representatives(RECORD_BIN_EDGES)[None, :], T[:, None]) @ h
+    kept = kept_under_cap(counts, T)
     with np.errstate(divide="ignore"):
         return np.where(kept > 0, T / np.where(kept > 0, kept, 1.0), np.inf)
 
