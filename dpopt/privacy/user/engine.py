@@ -764,7 +764,13 @@ def _unit_noise(b: _Bounded, unit: str, *, centre_gap: float) -> float:
     return (T * T / (2.0 * sp.count)) * centre_gap ** 2 + T * T * half * half / (2.0 * sp.sum)  # σ² = Δ²/(2ρ)
 
 
-def _kept_from_histogram(pb: Any) -> tuple[float, float] | None:
+def _total_count(phase: _Phase) -> tuple[float, float]:
+    """(estimate, variance) of the total kept count from every marginal ``phase`` measured
+    (:func:`dpopt.hierarchy.node_means.combined_total`). Post-processing."""
+    return combined_total(phase.count, [law.variance() for law in phase.count_law])
+
+
+def _kept_from_histogram(pb: PlaceBounds) -> tuple[float, float] | None:
     """(Σ_b h_b·min(r_b, T), Σ_b min(r_b, T)²·2/ε_T²): the total kept count read off the denoised DP
     histogram of records per user in listed grids (``pb.record_counts``: h_b users of r_b records,
     :func:`.bounds.bin_representatives`; T the cap) and its variance under the histogram's noise
@@ -791,7 +797,7 @@ def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:
     counts the pilot can see, which at the budgets of user-level DP it mostly cannot (a node's count
     signal-to-noise ratio is ε times its effective users, models/engine.md §5)."""
     G = b.cands[0].code.size
-    n, n_var = combined_total(pilot.count, [law.variance() for law in pilot.count_law])
+    n, n_var = _total_count(pilot)
     if b.kept_hint is not None:
         n, n_var = combine([np.array([n]), np.array([b.kept_hint[0]])],
                            [np.array([n_var]), np.array([max(b.kept_hint[1], 1e-9)])])
@@ -866,7 +872,7 @@ def _nodes_passing(b: _Bounded, phase: _Phase, i: int, more: float) -> int:
 def _predicted_passing(node_n: np.ndarray, count_sd: float) -> int:
     """How many nodes of predicted kept counts ``node_n`` (:func:`_predicted_counts`, summed per node)
     would pass their count threshold (:func:`dpopt.hierarchy.node_means.count_threshold`) at count
-    noise sd ``count_sd``. Post-processing of the pilot's total and public geometry."""
+    noise sd ``count_sd``. Post-processing of DP outputs and public geometry."""
     return int(np.sum(node_n >= count_threshold(node_n.size) * count_sd))
 
 
@@ -877,7 +883,7 @@ def _spread(b: _Bounded, phase: _Phase, between: dict[str, float], *, upper: boo
     False, its point estimate V̂ (at least its noise sd: a variance's scale, positive), what the users
     with evidence on one side read their spread against (:func:`.place_time_vote.one_sided_shares`;
     models/engine.md §5). Post-processing."""
-    n, n_var = combined_total(phase.count, [law.variance() for law in phase.count_law])
+    n, n_var = _total_count(phase)
     Q, sd = between.get("between", math.nan), between.get("between_sd", math.nan)
     if upper:
         value = between_upper(Q, sd, n, count_var=n_var)
