@@ -182,7 +182,8 @@ def _add_input_arguments(p: Any) -> None:
                    "happens may not depend on the data)")
     g.add_argument("--timezone", metavar="AREA/CITY", default=None,
                    help="IANA time zone (e.g. America/Chicago, or UTC) in which times without a UTC offset "
-                   "were written; without it such times are refused. Times with Z or +hh:mm and Unix "
+                   "were written; without it such times are refused (--privacy user: dropped, and counted in "
+                   "OUT.diagnostics). Times with Z or +hh:mm and Unix "
                    "times need no zone. A wall time without an offset that the zone's clock change makes occur "
                    "twice (the night clocks go back) or never is dropped, counted as an unparseable timestamp: "
                    "write offsets to keep those records")
@@ -486,6 +487,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(_console(paths, unit, args.out))
     _say_inputs(result, paths, privacy)
     _say_delta(result, args, privacy)
+    _say_list_lattice(result, privacy)
+    _say_reweighting(result, privacy)
     if args.example and privacy == "user" and not args.json:
         print(_example_answer(result, unit))
     if privacy == "user" and args.resolution != "auto":
@@ -514,6 +517,41 @@ def _say_inputs(result: Any, paths: dict[str, Path], privacy: str) -> None:
         naive = "" if zone else " (a time without a UTC offset is one, unless --timezone Area/City names its zone)"
         print(f"dpopt release: records that fail cleaning are dropped and counted by cause in {where}{naive} (not "
               "for publication)", file=sys.stderr)
+
+
+def _say_list_lattice(result: Any, privacy: str) -> None:
+    """When every listed slot lies on a coarser lattice than ``--slot`` (an hourly list read with
+    --slot 30min), say so: the records of the slots between them are off the list (public: the list
+    and the slot length)."""
+    import math
+
+    import numpy as np
+
+    m = getattr(result, "measurements", None)
+    finest = getattr(m, "finest", None) if privacy == "user" else None
+    slot_ns = getattr(getattr(m, "info", None), "slot_ns", None)
+    if finest is None or not len(finest) or not slot_ns:
+        return
+    slots = np.unique(finest["slot"].to_numpy(dtype=np.int64))
+    step = math.gcd(*[int(d) for d in np.diff(slots)]) if slots.size > 1 else 0
+    if step and step % int(slot_ns) == 0 and step // int(slot_ns) > 1:
+        print(f"dpopt release: warning: every listed slot lies on a {step // 10**9 // 60:g} min lattice while "
+              f"--slot is {int(slot_ns) // 10**9 // 60:g} min: the records in the slots between them are off the "
+              "list and not released; list every slot, or set --slot to the list's own slot length", file=sys.stderr)
+
+
+def _say_reweighting(result: Any, privacy: str) -> None:
+    """Where the cap T re-weights the records (summary.json ``reweighting`` > 0, from the DP
+    histogram of records per user): what that does to the published means and their intervals."""
+    d = getattr(result.summary, "reweighting", None) if privacy == "user" else None
+    cap = getattr(result.summary, "record_cap", None)
+    if d is None or cap is None or not d > 0:
+        return
+    print(f"dpopt release: note: the record cap T = {cap} keeps at most {cap} records of each user, so a published "
+          f"mean weighs a user with many records like one with {cap}: the records' weights move by {d:.2f} (total "
+          "variation, 0 to 1; summary.json `reweighting`). Where users with many records have other values than "
+          "the rest, a grid's mean of all its records lies off the published mean by more than its interval says",
+          file=sys.stderr)
 
 
 def _say_delta(result: Any, args: argparse.Namespace, privacy: str) -> None:

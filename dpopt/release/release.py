@@ -369,7 +369,10 @@ def _local_list(model: UserOptions, timezone: str | None, slot_ns: int) -> tuple
     if not isinstance(frame, pd.DataFrame):
         if not Path(frame).is_file():
             return model, None  # the user model refuses it with its own message
-        frame = pd.read_csv(frame, dtype=str)
+        try:
+            frame = pd.read_csv(frame, dtype=str)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+            return model, None  # the user model refuses it with its own message
     if "slot" not in frame.columns or "cell" not in frame.columns:
         return model, None
     text = frame["slot"].astype(str)

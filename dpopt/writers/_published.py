@@ -498,7 +498,9 @@ def answers_vary_text(summary: dict[str, Any]) -> str | None:
                 + gloss + ")" + where)
     return ("every grid is answered by the same map-wide mean: no place or time the release measured differed "
             "from the others beyond its noise at this budget, so the answers cannot tell places or hours apart "
-            "(each interval still holds its grid's own mean). What can help: a larger epsilon, more users, or a "
+            "(each grid's interval is sized for that grid's own mean at the stated confidence, not for the map-wide "
+            "mean; a grid far from all the others — an airport among streets — and the cap's re-weighting of users "
+            "with many records can still fall outside it). What can help: a larger epsilon, more users, or a "
             "coarser grid (--h3-resolution, --slot); or, where you know beforehand that the place sets the value, "
             "--strategy place (over a partition list). A second release spends its own budget: the two add up for "
             "every user" + where)

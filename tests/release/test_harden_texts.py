@@ -118,3 +118,62 @@ def test_report_never_shows_the_private_selections_public_bucket_as_the_period(t
     end = start + pd.Timedelta(days=days)
     assert f"{start:%Y-%m-%d}" not in page and f"{end:%Y-%m-%d}" not in page
     assert "the whole period (published slots: 2020-01-01 10:00" in html.unescape(page)
+
+
+def test_an_empty_partitions_file_is_named_with_a_zone_given_too(tmp_path, capsys):
+    """Before: with --timezone a zero-byte --partitions file ended in "unexpected EmptyDataError"
+    (the list's wall-clock reader met it first)."""
+    data = tmp_path / "d.csv"
+    _frame().to_csv(data, index=False)
+    (tmp_path / "p.csv").write_bytes(b"")
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1",
+                 "--timezone", "Asia/Kolkata", "--partitions", str(tmp_path / "p.csv"), "--quiet",
+                 "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "`--partitions` file" in err and "not a readable CSV" in err and "unexpected" not in err, err
+    assert err.count("\n") == 1
+
+
+def test_a_list_with_offsets_and_no_zone_is_told_to_name_the_zone(tmp_path, capsys):
+    """Before: a list written on Kolkata's clock (+05:30) without --timezone was refused as off the
+    UTC lattice without a word on why."""
+    data = tmp_path / "d.csv"
+    _frame().to_csv(data, index=False)
+    pd.DataFrame({"cell": [CELL], "slot": ["2020-01-01T15:00:00+05:30"]}).to_csv(tmp_path / "p.csv", index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1",
+                 "--partitions", str(tmp_path / "p.csv"), "--quiet", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "offset +05:30" in err and "--timezone Area/City" in err and err.count("\n") == 1, err
+    # a list on the UTC lattice written with an offset is read as it is (no hint where none applies)
+    pd.DataFrame({"cell": [CELL], "slot": ["2020-01-01T10:30:00Z"]}).to_csv(tmp_path / "q.csv", index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1",
+                 "--partitions", str(tmp_path / "q.csv"), "--quiet", "--out", str(tmp_path / "o2")])
+    err = capsys.readouterr().err
+    assert code == 2 and "slot lattice" in err and "offset" not in err, err
+
+
+@pytest.mark.slow
+def test_console_warns_when_the_list_is_coarser_than_the_slot_and_when_the_cap_reweights(tmp_path, capsys):
+    """An hourly list read with --slot 30min released the :00–:30 half of every hour without a word
+    (an outside check: half the records off the list, exit 0); and the cap's re-weighting of users
+    with many records, which the intervals leave out, was said in report.md only."""
+    rng = np.random.default_rng(3)
+    heavy = pd.DataFrame({"user_id": [f"h{i}" for i in rng.integers(0, 60, 9000)], "latitude": 30.25,
+                          "longitude": -97.75,
+                          "timestamp": (T0 + pd.to_timedelta(rng.integers(0, 7200, 9000), unit="s")).strftime(
+                              "%Y-%m-%dT%H:%M:%SZ"), "value": 45.0})
+    data = tmp_path / "d.csv"
+    pd.concat([_frame(n=600), heavy]).to_csv(data, index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "3", "--seed", "1",
+                 "--slot", "30min", "--partitions", str(_list(tmp_path / "p.csv")), "--quiet", "--no-map",
+                 "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "every listed slot lies on a 60 min lattice while --slot is 30 min" in err
+    d = json.loads((tmp_path / "o" / "summary.json").read_text())["reweighting"]
+    assert d > 0  # the fixture: 60 users of ≈ 150 records beside 30 of ≈ 20
+    assert f"the records' weights move by {d:.2f}" in err
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "3", "--seed", "1",
+                 "--partitions", str(_list(tmp_path / "p.csv")), "--quiet", "--no-map", "--out", str(tmp_path / "o2")])
+    err = capsys.readouterr().err
+    assert code == 0 and "lattice while --slot" not in err, err

@@ -24,6 +24,7 @@ with bounded user contribution" §3.3; PipelineDP's Laplace thresholding)
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,9 +120,14 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: 
     slots = _slot_times(frame["slot"], timezone)
     off = slots % np.int64(slot_ns)
     if np.any(off):
+        text = str(frame["slot"].iloc[int(np.flatnonzero(off)[0])]).strip()
+        zone = re.search(r"[+-]\d\d:?\d\d$", text)
+        hint = (f" (it carries the UTC offset {zone.group(0)}: name the records' zone, --timezone Area/City, and "
+                "the list is read on its wall clock)"
+                if timezone is None and zone and zone.group(0).replace(":", "") not in ("+0000", "-0000") else "")
         raise DpoptInputError(
             f"`partitions` slots must start on the slot lattice (multiples of {slot_ns // 10**9} s since "
-            f"the epoch, UTC); got {frame['slot'].iloc[int(np.flatnonzero(off)[0])]!r}")
+            f"the epoch, UTC); got {text!r}{hint}")
     cells = np.asarray([h3.str_to_int(c) for c in cells_txt], dtype=np.int64)
     return PartitionList.from_grids(cells, slots)
 
