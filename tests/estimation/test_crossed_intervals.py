@@ -532,9 +532,12 @@ def test_the_predictive_interval_of_a_few_point_mixture_counts_each_point_once()
 
 
 def test_the_residual_scales_are_the_weights_inverse_where_a_cell_level_count_weighs_the_grids() -> None:
-    """r_g = w̄/w_g (record-weighted mean 1) where a marginal at the grids' own place level is mostly
-    measured and the grids' own counts are not; None where only a coarser place's counts weigh the
-    grids, where the cell-level counts are mostly noise, or where the grids were counted."""
+    """r_g = max(w̄/w_g, 1) where a marginal at the grids' own place level is mostly measured and the
+    grids' own counts are not — for every share s of the residual that follows the weights, the
+    largest of s·w̄/w_g + (1 − s), so a busy grid keeps the whole σ²_e (an outside check: with w̄/w_g
+    alone the busiest grids covered 0.67 where an unseen hour-of-day profile set the value); None
+    where only a coarser place's counts weigh the grids, where the cell-level counts are mostly noise,
+    or where the grids were counted."""
     from dpopt.estimation.crossed_estimate import residual_scales
 
     cell_period, r3_slot = np.array([0, 0, 1, 1, 2, 2]), np.array([0, 1, 0, 1, 0, 1])
@@ -544,8 +547,10 @@ def test_the_residual_scales_are_the_weights_inverse_where_a_cell_level_count_we
     cells = (np.array([500.0, 100.0, 40.0]), np.full(3, 1.0), None, None)  # every node far above its noise
     slots = (np.array([300.0, 340.0]), np.full(2, 1.0), None, None)
     r = residual_scales(info, [(nan6,) * 4, cells, slots], w)
-    np.testing.assert_allclose(r, w.mean() / w)
-    assert np.sum(w * r) / np.sum(w) == pytest.approx(1.0)
+    np.testing.assert_allclose(r, [1.0, 64 / 60, 64 / 30, 64 / 30, 64 / 6, 64 / 18])  # w̄ = 64/6
+    share = np.linspace(0.0, 1.0, 101)[:, None]  # the envelope of every split of σ²_e
+    np.testing.assert_allclose(r, np.max(share * w.mean() / w + (1.0 - share), axis=0))
+    assert np.all(r >= 1.0) and np.sum(w * r) / np.sum(w) > 1.0  # conservative: the mean is at least σ²_e
     assert residual_scales(info, [(nan6,) * 4, (np.full(3, np.nan),) * 4, slots], w) is None  # cells unmeasured
     noisy = (np.array([500.0, 100.0, 40.0]), np.full(3, 1e6), None, None)  # every node below its threshold
     assert residual_scales(info, [(nan6,) * 4, noisy, slots], w) is None
