@@ -167,6 +167,9 @@ def _add_input_arguments(p: Any) -> None:
                              ("--value-col", "value", "values released, in [L, U]")):
         g.add_argument(flag, default=name, metavar="NAME", help=f"column of the {what} (default: {name})")
     g.add_argument("--sep", default=",", help="CSV field separator, e.g. ';' (default: ',')")
+    g.add_argument("--decimal", default=".", choices=[".", ","],
+                   help="decimal mark of the CSV's numbers (default '.'); ',' reads 77,11 as 77.11 (a spreadsheet "
+                   "export in a European or Brazilian locale, separated by ';': --sep ';' --decimal ,)")
     g.add_argument("--timestamp-unit", default="s", choices=["s", "ms", "us", "ns"],
                    help="unit of numeric timestamps (Unix time; default s)")
     g.add_argument("--out-of-range", default="clip", choices=["clip", "drop", "error"],
@@ -236,7 +239,7 @@ _FLAGS = {"epsilon_total": "--epsilon-total", "epsilon": "--epsilon", "rho": "--
           "seed": "--seed", "resolution": "--resolution", "strategy": "--strategy",
           "coarsest_resolution": "--coarsest-resolution",
           "profile": "--profile", "timezone": "--timezone", "max_dropped": "--max-dropped",
-          "time_window": "--time-window", "sep": "--sep"}
+          "time_window": "--time-window", "sep": "--sep", "decimal": "--decimal"}
 
 
 def _flagged(exc: DpoptInputError) -> CliError:
@@ -325,7 +328,7 @@ def _options(args: argparse.Namespace, privacy: str, bound: float) -> dict[str, 
                 "estimation": EstimationOptions(confidence=args.confidence), "noise": NoiseOptions(seed=args.seed),
                 "io": InputOptions(columns=columns, out_of_range=args.out_of_range,
                                    timestamp_unit=args.timestamp_unit, chunksize=args.chunksize,
-                                   backend=args.backend, progress=_progress(args), sep=args.sep,
+                                   backend=args.backend, progress=_progress(args), sep=args.sep, decimal=args.decimal,
                                    max_dropped=args.max_dropped, time_window=_window(args.time_window),
                                    timezone=args.timezone)}
         check_options(bound, opts["budget"], opts["model"], opts["noise"], opts["estimation"], opts["io"], opts["grid"],
@@ -547,8 +550,9 @@ def _say_reweighting(result: Any, privacy: str) -> None:
     cap = getattr(result.summary, "record_cap", None)
     if d is None or cap is None or not d > 0:
         return
-    print(f"dpopt release: note: the record cap T = {cap} keeps at most {cap} records of each user, so a published "
-          f"mean weighs a user with many records like one with {cap}: the records' weights move by {d:.2f} (total "
+    kept = f"{cap} record{'s' if cap != 1 else ''}"
+    print(f"dpopt release: note: the record cap T = {cap} keeps at most {kept} of each user, so a published "
+          f"mean weighs a user with many records like one with {kept}: the records' weights move by {d:.2f} (total "
           "variation, 0 to 1; summary.json `reweighting`). Where users with many records have other values than "
           "the rest, a grid's mean of all its records lies off the published mean by more than its interval says",
           file=sys.stderr)

@@ -265,7 +265,7 @@ def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridOptions, read: In
     chunk, report = clean_chunk(raw, bound=bound, lower=lower, out_of_range=read.out_of_range,
                                 timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users,
                                 timezone=read.timezone, time_column=read.column_map().timestamp,
-                                naive_times=read.naive_times)
+                                naive_times=read.naive_times, decimal=read.decimal)
     report = replace(report, time_window=read.time_window)
     frame = pd.DataFrame({
         "u": np.asarray(chunk.user, dtype=np.int64),

@@ -86,7 +86,7 @@ def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridOptions, read: Inp
     chunk, _ = clean_chunk(raw, bound=bound, lower=lower, out_of_range=read.out_of_range,
                            timestamp_unit=read.timestamp_unit,
                            time_window=read.window_ns, users=users, timezone=read.timezone,
-                           time_column=read.column_map().timestamp, naive_times=read.naive_times)
+                           time_column=read.column_map().timestamp, naive_times=read.naive_times, decimal=read.decimal)
     if len(chunk) == 0:
         return _empty_samples()
     cell = h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution)

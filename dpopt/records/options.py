@@ -68,6 +68,10 @@ def _timestamp(value: Any, name: str) -> pd.Timestamp:
 BACKENDS = ("local", "dask")
 
 
+#: the decimal marks a CSV's numbers may be written with (InputOptions.decimal)
+DECIMAL_MARKS = (".", ",")
+
+
 @dataclass(frozen=True)
 class InputOptions:
     """How records are read and cleaned (see :mod:`dpopt.records.ingest`): one class for the records
@@ -85,6 +89,9 @@ class InputOptions:
     client : a ``distributed.Client`` (backend "dask" only).
     progress : progress bars on stderr.
     sep : CSV field separator (default ``","``).
+    decimal : the decimal mark of numbers written as text (CSV): ``"."`` (default) or ``","`` (a
+        semicolon-separated export of a spreadsheet set to a European or Brazilian locale, 77,11);
+        must differ from ``sep``.
     max_dropped : the run is refused when more than this share of the rows read is dropped (None:
         :data:`DEFAULT_MAX_DROPPED`, :attr:`dropped_limit`; 1 disables the check). The ``user`` model
         refuses it (how many records were dropped is private there).
@@ -105,6 +112,7 @@ class InputOptions:
     client: Any = None
     progress: bool = False
     sep: str = ","
+    decimal: str = "."
     max_dropped: float | None = None
     time_window: tuple[Any, Any] | None = field(default=DEFAULT_TIME_WINDOW)
     timezone: str | None = None
@@ -118,6 +126,10 @@ class InputOptions:
             object.__setattr__(self, "sep", "\t")
         if not isinstance(self.sep, str) or len(self.sep) != 1 or self.sep in "\r\n\"":
             raise DpoptInputError(f"`sep` must be one character such as ',' or ';' (CLI --sep); got {self.sep!r}")
+        check_choice(self.decimal, "decimal", DECIMAL_MARKS)
+        if self.decimal == self.sep:
+            raise DpoptInputError(f"`decimal` (CLI --decimal) must differ from `sep` (--sep); both are {self.sep!r}: "
+                                  "a file with decimal commas is separated by ';' (--sep ';')")
         check_choice(self.timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
         check_choice(self.out_of_range, "out_of_range", OUT_OF_RANGE)
         check_choice(self.backend, "backend", BACKENDS)
@@ -175,7 +187,8 @@ def read_options_from_args(args: Any) -> InputOptions:
     columns: Mapping[str, str] = {"user_id": args.user_col, "latitude": args.lat_col, "longitude": args.lng_col,
                                   "timestamp": args.time_col, "value": args.value_col}
     return InputOptions(
-        columns=columns, sep=args.sep, timestamp_unit=args.timestamp_unit, out_of_range=args.out_of_range,
+        columns=columns, sep=args.sep, decimal=getattr(args, "decimal", "."), timestamp_unit=args.timestamp_unit,
+        out_of_range=args.out_of_range,
         chunksize=args.chunksize, max_dropped=getattr(args, "max_dropped", None),
         time_window=None if str(args.time_window).lower() == "none" else args.time_window,
         timezone=getattr(args, "timezone", None),

@@ -56,3 +56,13 @@ def test_the_earlier_names_warn(old, new):
         warnings.simplefilter("always")
         assert getattr(records, old) is new
     assert any(issubclass(w.category, DeprecationWarning) and "0.5" in str(w.message) for w in caught)
+
+
+def test_the_decimal_mark_is_a_point_or_a_comma_and_not_the_separator() -> None:
+    from dpopt.records import InputOptions
+
+    assert InputOptions(sep=";", decimal=",").decimal == ","
+    with pytest.raises(DpoptInputError, match="`decimal` must be one of"):
+        InputOptions(decimal=";")
+    with pytest.raises(DpoptInputError, match="`decimal` \\(CLI --decimal\\) must differ from `sep`"):
+        InputOptions(decimal=",")

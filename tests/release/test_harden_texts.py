@@ -177,3 +177,12 @@ def test_console_warns_when_the_list_is_coarser_than_the_slot_and_when_the_cap_r
                  "--partitions", str(_list(tmp_path / "p.csv")), "--quiet", "--no-map", "--out", str(tmp_path / "o2")])
     err = capsys.readouterr().err
     assert code == 0 and "lattice while --slot" not in err, err
+
+
+def test_a_decimal_mark_equal_to_the_separator_is_one_line_naming_both_flags(tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    _frame().to_csv(data, index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1",
+                 "--decimal", ",", "--partitions", str(_list(tmp_path / "p.csv")), "--quiet", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "`--decimal`" in err and "`--sep`" in err and err.count("\n") == 1, err
