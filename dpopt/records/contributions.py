@@ -56,7 +56,7 @@ from .._memory import trim_heap
 from .._validation import DpoptInputError, check_bound, check_choice, check_lower, check_positive_int, label_texts
 from .aggregate import Aggregate, PairSamples
 from .grid import h3_cells, time_slots
-from .ingest import IngestReport, check_dropped, clean_chunk, input_files, iter_raw_chunks
+from .ingest import IngestReport, check_dropped, clean_chunk, decimal_points, input_files, iter_raw_chunks
 from .options import BACKENDS, GridOptions, InputOptions
 from .sample_key import SampleKey, record_keys
 from ._tree import COMPACT_EVERY, tree_stream
@@ -262,10 +262,11 @@ def reduce_chunk(raw: pd.DataFrame, *, bound: float, grid: GridOptions, read: In
     """Map step: one raw chunk (canonical columns) → its :class:`Partial` (``sample_key`` needed
     with ``first_records``; values read as x − ``lower``, :func:`.ingest.clean_chunk`)."""
     users = _UserCodes()
-    chunk, report = clean_chunk(raw, bound=bound, lower=lower, out_of_range=read.out_of_range,
+    chunk, report = clean_chunk(decimal_points(raw, read.decimal), bound=bound, lower=lower,
+                                out_of_range=read.out_of_range,
                                 timestamp_unit=read.timestamp_unit, time_window=read.window_ns, users=users,
                                 timezone=read.timezone, time_column=read.column_map().timestamp,
-                                naive_times=read.naive_times, decimal=read.decimal)
+                                naive_times=read.naive_times)
     report = replace(report, time_window=read.time_window)
     frame = pd.DataFrame({
         "u": np.asarray(chunk.user, dtype=np.int64),

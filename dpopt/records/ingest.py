@@ -62,6 +62,7 @@ __all__ = [
     "read_records",
     "count_rows",
     "check_dropped",
+    "decimal_points",
     "DEFAULT_CHUNKSIZE",
     "parse_times",
     "check_timezone",
@@ -783,11 +784,20 @@ def _as_ns(ts: pd.Series) -> np.ndarray:
     return ts.array.asi8.copy() if hasattr(ts.array, "asi8") else ts.to_numpy().view("int64")
 
 
-def _float(col: pd.Series, decimal: str = ".") -> np.ndarray:
-    """Numbers, or text read as numbers (``decimal`` "," reads 77,11 as 77.11); anything else NaN."""
-    if decimal != "." and not pd.api.types.is_numeric_dtype(col):
-        col = col.astype("string").str.replace(decimal, ".", regex=False)
+def _float(col: pd.Series) -> np.ndarray:
     return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def decimal_points(raw: pd.DataFrame, decimal: str = ".") -> pd.DataFrame:
+    """``raw`` (canonical columns) with the decimal mark ``decimal`` of the numbers read as text
+    (latitude, longitude, value) written as a point: "," reads 77,11 as 77.11 (a ';'-separated export
+    in a European or Brazilian locale; :class:`dpopt.records.options.InputOptions` ``decimal``). Columns
+    already numeric, and ``decimal`` ".", are left as they are; both back-ends call it before
+    :func:`clean_chunk`."""
+    if decimal == ".":
+        return raw
+    text = [c for c in ("latitude", "longitude", "value") if not pd.api.types.is_numeric_dtype(raw[c])]
+    return raw.assign(**{c: raw[c].astype("string").str.replace(decimal, ".", regex=False) for c in text})
 
 
 def _user_strings(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -840,7 +850,6 @@ def clean_chunk(
     timezone: str | None = None,
     time_column: str = "timestamp",
     naive_times: str = "refuse",
-    decimal: str = ".",
 ) -> tuple[CleanChunk, IngestReport]:
     """Clean one raw chunk (canonical columns); count what was dropped or clipped (module doc).
 
@@ -849,19 +858,18 @@ def clean_chunk(
     ``time_window`` (int64 ns [start, end)): records outside are dropped and counted. ``users``:
     raw user column -> (labels, missing mask) (default :func:`_user_strings`, a str per row).
     ``timezone`` (IANA) reads naive times; without it they are refused (naming ``time_column``) or,
-    with ``naive_times`` "drop" (the ``user`` model), dropped and counted. ``decimal``: the decimal
-    mark of numbers read as text ("," for 77,11; :class:`dpopt.records.options.InputOptions`)."""
+    with ``naive_times`` "drop" (the ``user`` model), dropped and counted."""
     bound = check_bound(bound)
     lower = check_lower(lower)
     out_of_range = check_choice(out_of_range, "out_of_range", OUT_OF_RANGE)
     timestamp_unit = check_choice(timestamp_unit, "timestamp_unit", TIMESTAMP_UNITS)
     n = len(raw)
     user, miss_user = (users or _user_strings)(raw["user_id"])
-    lat = _float(raw["latitude"], decimal)
-    lng = _float(raw["longitude"], decimal)
+    lat = _float(raw["latitude"])
+    lng = _float(raw["longitude"])
     ts = _parse_time(raw["timestamp"], timestamp_unit, check_timezone(timezone), time_column,
                      check_choice(naive_times, "naive_times", NAIVE_TIMES))
-    val = _float(raw["value"], decimal)
+    val = _float(raw["value"])
     miss = {
         "user_id": miss_user,
         "latitude": np.isnan(lat),

@@ -38,7 +38,7 @@ from .aggregate import Aggregate, PairSamples
 from .contributions import (BACKENDS, Kept, _UserCodes, _empty_samples, _pair_dtype, chunk_keys, pair_key_order,
                             smallest_c, tree_stream)
 from .grid import h3_cells, time_slots
-from .ingest import clean_chunk, iter_raw_chunks
+from .ingest import clean_chunk, decimal_points, iter_raw_chunks
 from .options import GridOptions, InputOptions
 from .sample_key import SampleKey
 
@@ -83,10 +83,11 @@ def _kept_chunk(raw: pd.DataFrame, *, bound: float, grid: GridOptions, read: Inp
                 gamma: np.ndarray, sample_key: SampleKey, lower: float = 0.0) -> Kept:
     """Map step: the rows of one raw chunk that may be among the Γ_p smallest keys of their pair p."""
     users = _UserCodes()
-    chunk, _ = clean_chunk(raw, bound=bound, lower=lower, out_of_range=read.out_of_range,
+    chunk, _ = clean_chunk(decimal_points(raw, read.decimal), bound=bound, lower=lower,
+                           out_of_range=read.out_of_range,
                            timestamp_unit=read.timestamp_unit,
                            time_window=read.window_ns, users=users, timezone=read.timezone,
-                           time_column=read.column_map().timestamp, naive_times=read.naive_times, decimal=read.decimal)
+                           time_column=read.column_map().timestamp, naive_times=read.naive_times)
     if len(chunk) == 0:
         return _empty_samples()
     cell = h3_cells(chunk.latitude, chunk.longitude, grid.h3_resolution)
