@@ -105,6 +105,9 @@ def check_options(bound: float | None, budget: Budget | PerGridBudget, model: Mo
         raise DpoptInputError("`h3_resolution` = 0 leaves no coarser H3 level for the map above the listed cells "
                               "that the place release measures; use `h3_resolution` >= 1, or strategy='fixed' "
                               "or 'adaptive'")
+    if grid is not None and io.timezone is not None and (24 * 3600 * 10**9) % int(grid.slot_ns):
+        raise DpoptInputError(f"`slot` must divide a day (24 h) when `timezone` names a wall clock: its slots run "
+                              f"from each local midnight; got {grid.slot!r}")
     engine = isinstance(model, UserOptions) and model.engine
     if engine != (estimation.method in (None, "crossed")) and (engine or estimation.method == "crossed"):
         raise DpoptInputError(f"`estimation.method` = {estimation.method!r} " + (

@@ -186,3 +186,15 @@ def test_a_decimal_mark_equal_to_the_separator_is_one_line_naming_both_flags(tmp
                  "--decimal", ",", "--partitions", str(_list(tmp_path / "p.csv")), "--quiet", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "`--decimal`" in err and "`--sep`" in err and err.count("\n") == 1, err
+
+
+def test_a_slot_that_does_not_divide_a_day_on_a_wall_clock_is_refused_naming_the_slot(tmp_path, capsys):
+    """Before: --slot 7min with --timezone was refused as a list slot off "the slot lattice of the
+    wall clock (slots of 420 s from midnight)", naming a midnight — the lattice ran from the epoch."""
+    data = tmp_path / "d.csv"
+    _frame().to_csv(data, index=False)
+    code = main(["release", str(data), "--privacy", "user", "--bound", str(U), "--epsilon-total", "1",
+                 "--slot", "7min", "--timezone", "Europe/Madrid", "--partitions", str(_list(tmp_path / "p.csv")),
+                 "--quiet", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "`--slot` must divide a day" in err and "'7min'" in err and err.count("\n") == 1, err
