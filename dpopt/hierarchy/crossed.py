@@ -69,6 +69,21 @@ _FLOOR, _FLOOR_NOISE, _LOG_HIGH = 1e-10, 1e-4, math.log(1e4)
 #: this (a likelihood interval spans ½ unit; rounding of ℓ_R itself can reach 10⁻⁴ when the noise
 #: variances are 10⁻⁹ of the components)
 _GAIN = 1e-3
+#: REML's score takes each block's trace of the posterior covariance exactly (the variance of every
+#: random effect) while the factored core has at most this many rows (the size up to which the core
+#: is factored dense by default); above it by Hutchinson's estimator (:meth:`_System.component_traces`):
+#: the exact pass needs one core solve per random effect, ≈ 15 minutes an average-information step
+#: at 33,003 effects over a 6,930-row sparse core (models/engine.md §6, "Where the estimate takes
+#: long"). Work, not data: it is a matrix size
+_EXACT_TRACE_CORE = 6000
+#: Rademacher probes per block of the estimated traces; a block with at most this many effects is
+#: taken exactly (as many solves). With the local part of each trace exact, the probes carry only the
+#: core's correction, whose variance is 2·Σ_{i≠j} c_ij² per probe (tests/hierarchy/test_crossed.py)
+_TRACE_PROBES = 64
+#: a sparse core of at most this many rows asked for the variances of more rows than a quarter of
+#: its own is factored dense once more for them (:meth:`_Core.quad` through R⁻¹: 51 s at 6,930 rows
+#: against ≈ 15 minutes of sparse solves for 33,003 rows, ≈ 1.5 GB). Work, not data
+_DENSE_INVERSE_CORE = 8192
 
 
 # ------------------------------------------------------------------------------------------------ kernel
@@ -83,6 +98,9 @@ class _Core:
     chol: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     sparse: Any
     cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    #: a sparse core's R and its number of duals, kept where it may be factored dense for many
+    #: quadratic forms (:data:`_DENSE_INVERSE_CORE`); None otherwise
+    matrix: tuple[sp.spmatrix, int] | None = field(default=None, repr=False, compare=False)
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
         if self.chol is not None:
@@ -98,6 +116,11 @@ class _Core:
         """diag(Tᵀ R⁻¹ T) for sparse columns T: through R⁻¹ (dense core, more columns than a
         quarter of R's rows, or R⁻¹ already kept) by pairs of nonzeros while they fit the budget,
         else by a sparse-dense product; by solves otherwise."""
+        if self.chol is None and self.matrix is not None and 4 * T.shape[1] >= T.shape[0]:
+            dense = self.cache.get("dense") or _chol_core(self.matrix[0].toarray(), self.matrix[1])
+            if dense is not None:
+                self.cache["dense"] = dense
+                return dense[0].quad(T)
         if self.chol is not None and ("inverse" in self.cache or 4 * T.shape[1] >= T.shape[0]):
             counts = np.diff(T.indptr)
             if int(counts @ counts) <= _RHS_BUDGET:
@@ -169,7 +192,8 @@ def _factor(R: sp.spmatrix, n_a: int, dense_max: int) -> tuple[_Core, float]:
         return out
     lu = splu(sp.csc_matrix(R), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.1, options={"SymmetricMode": True})
     logdet = float(np.sum(np.log(np.abs(lu.U.diagonal()))) + np.sum(np.log(np.abs(lu.L.diagonal()))))
-    return _Core(chol=None, sparse=lu), logdet
+    keep = (R, n_a) if R.shape[0] <= _DENSE_INVERSE_CORE else None
+    return _Core(chol=None, sparse=lu, matrix=keep), logdet
 
 
 @dataclass(frozen=True)
@@ -218,9 +242,31 @@ class _System:
 
     def component_traces(self, edges: np.ndarray, n_fixed: int) -> np.ndarray:
         """tr Var(v_k | y) of each random block k (``edges``: the blocks' bounds after the fixed
-        effects), from the posterior variance of every random effect."""
-        var_v = self.variance(sp.identity(self.Ht.shape[1], format="csr")[n_fixed:])
-        return np.array([var_v[lo:hi].sum() for lo, hi in zip(edges[:-1], edges[1:])])
+        effects), from the posterior variance of every random effect; where the core has more than
+        :data:`_EXACT_TRACE_CORE` rows, by :meth:`_probed_trace` for the blocks of more than
+        :data:`_TRACE_PROBES` effects."""
+        if self.core_size <= _EXACT_TRACE_CORE:
+            var_v = self.variance(sp.identity(self.Ht.shape[1], format="csr")[n_fixed:])
+            return np.array([var_v[lo:hi].sum() for lo, hi in zip(edges[:-1], edges[1:])])
+        eye = sp.identity(self.Ht.shape[1], format="csr")
+        return np.array([float(self.variance(eye[n_fixed + lo:n_fixed + hi]).sum()) if hi - lo <= _TRACE_PROBES
+                         else self._probed_trace(n_fixed + lo, n_fixed + hi, seed=k)
+                         for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))])
+
+    def _probed_trace(self, lo: int, hi: int, *, seed: int) -> float:
+        """tr Var(v_j | y) over the effects j in [lo, hi), Hutchinson's estimator (Hutchinson 1990,
+        Commun. Stat. Simul. Comput. 19(2)) with :data:`_TRACE_PROBES` Rademacher probes z (seeded by
+        the block: the same estimate at every call, a release reproducible): Var(v | y) = Λ − TᵀR⁻¹T
+        with Λ = (L⁻¹)ᵀL⁻¹ over the local effects (:meth:`variance`), whose trace is taken exactly
+        (the squared entries of L⁻¹'s columns), and the core's correction tr(TᵀR⁻¹T) ≈ mean of
+        (Tz)ᵀR⁻¹(Tz) — one core solve per probe instead of one per effect."""
+        q_w = self.Ht.shape[1] - self.Linv.shape[0]
+        local = self.Linv[:, max(lo - q_w, 0):max(hi - q_w, 0)]
+        exact = float(local.multiply(local).sum())
+        z = np.random.default_rng(seed).choice([-1.0, 1.0], size=(_TRACE_PROBES, hi - lo))
+        M = sp.csr_matrix((z.ravel(), (np.repeat(np.arange(_TRACE_PROBES), hi - lo),
+                                       np.tile(np.arange(lo, hi), _TRACE_PROBES))), shape=(_TRACE_PROBES, self.Ht.shape[1]))
+        return exact - float(np.mean(self.core.quad(self.lift(M))))
 
     def variance(self, M: sp.csr_matrix) -> np.ndarray:
         """diag(M Cov(v | y) Mᵀ) in blocks of right-hand sides."""
