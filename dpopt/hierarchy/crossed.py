@@ -97,7 +97,7 @@ class _Core:
 
     chol: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     sparse: Any
-    cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: a sparse core's R and its number of duals, kept where it may be factored dense for many
     #: quadratic forms (:data:`_DENSE_INVERSE_CORE`); None otherwise
     matrix: tuple[sp.spmatrix, int] | None = field(default=None, repr=False, compare=False)
@@ -117,10 +117,10 @@ class _Core:
         quarter of R's rows, or R⁻¹ already kept) by pairs of nonzeros while they fit the budget,
         else by a sparse-dense product; by solves otherwise."""
         if self.chol is None and self.matrix is not None and 4 * T.shape[1] >= T.shape[0]:
-            dense = self.cache.get("dense") or _chol_core(self.matrix[0].toarray(), self.matrix[1])
-            if dense is not None:
-                self.cache["dense"] = dense
-                return dense[0].quad(T)
+            if "dense" not in self.cache:  # tried once: None where R is not numerically quasi-definite
+                self.cache["dense"] = _chol_core(self.matrix[0].toarray(), self.matrix[1])
+            if self.cache["dense"] is not None:
+                return self.cache["dense"][0].quad(T)
         if self.chol is not None and ("inverse" in self.cache or 4 * T.shape[1] >= T.shape[0]):
             counts = np.diff(T.indptr)
             if int(counts @ counts) <= _RHS_BUDGET:
