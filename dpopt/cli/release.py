@@ -554,7 +554,7 @@ def _say_reweighting(result: Any, privacy: str) -> None:
     print(f"dpopt release: note: the record cap T = {cap} keeps at most {kept} of each user, so a published "
           f"mean weighs a user with many records like one with {kept}: the records' weights move by {d:.2f} (total "
           "variation, 0 to 1; summary.json `reweighting`). Where users with many records have other values than "
-          "the rest, a grid's mean of all its records lies off the published mean by more than its interval says",
+          "the rest, a grid's mean of all its records can lie outside its interval: the intervals leave this out",
           file=sys.stderr)
 
 
