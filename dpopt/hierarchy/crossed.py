@@ -224,6 +224,28 @@ class _System:
         r[a], r[f] = z_w[:a.size], (y[f] - Hf @ v) / self.s2[f]
         return v, r
 
+    def project(self, Y: np.ndarray) -> np.ndarray:
+        """P Y for the columns of Y (n × k): :meth:`solve`'s r = P y, many right-hand sides at once."""
+        a, f, n_local = self.agg, self.fold, self.Linv.shape[0]
+        q_w = self.Ht.shape[1] - n_local
+        Hf, w = self.Ht[f], 1.0 / self.s2[f][:, None]
+        rhs_v = -(Hf.T @ (Y[f] * w))
+        z_w = self.core.solve(np.vstack([Y[a], rhs_v[:q_w]]) + self.KL @ (self.Linv @ rhs_v[q_w:]))
+        v = np.vstack([z_w[a.size:], -(self.Linv.T @ (self.Linv @ (rhs_v[q_w:] - self.K_we.T @ z_w)))])
+        r = np.empty(Y.shape)
+        r[a], r[f] = z_w[:a.size], (Y[f] - Hf @ v) * w
+        return r
+
+    def work(self) -> tuple[float, float]:
+        """(flops of one factorisation of the core, flops of one solve with it): dense, c³/3 and 2c²;
+        SuperLU, Σ_k 2·|L's column k|·|U's row k| and 2·(nnz L + nnz U), from the factors' pattern.
+        The eliminated local block and the sparse products around the core are left out of both."""
+        c = self.core_size
+        if self.core.chol is not None:
+            return c ** 3 / 3.0, 2.0 * c * c
+        L, U = self.core.sparse.L.tocsc(), self.core.sparse.U.tocsr()
+        return float(2.0 * np.diff(L.indptr) @ np.diff(U.indptr)), 2.0 * float(L.nnz + U.nnz)
+
     def lift(self, M: sp.csr_matrix) -> sp.csc_matrix:
         """T = (0, M_wᵀ) − K_we D⁻¹ M_eᵀ: the rows of M (scaled) in the core's coordinates."""
         q_w = M.shape[1] - self.Linv.shape[0]
@@ -434,6 +456,15 @@ class _DualSystem:
         beta = self._winv(self.VinvX.T @ y)
         r = self._vinv(y) - self.VinvX @ beta
         return np.concatenate([beta, (self.scale * (self.H.T @ r))[self.n_fixed:]]), r
+
+    def project(self, Y: np.ndarray) -> np.ndarray:
+        """P Y for the columns of Y (n × k): :meth:`solve`'s r = P y, many right-hand sides at once."""
+        return self._vinv(Y) - self.VinvX @ self._winv(self.VinvX.T @ Y)
+
+    def work(self) -> tuple[float, float]:
+        """(flops of one factorisation of V, flops of one solve with it): n³/3 and 2n²."""
+        n = self.core_size
+        return n ** 3 / 3.0, 2.0 * n * n
 
     def _parts(self, M: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """(M_r, C = M_r H̃_rᵀ dense, A = M_f − C V⁻¹X) of a block of rows."""
@@ -838,13 +869,55 @@ def component_profile(H: Any, y: Any, s2: Any, sigma2: np.ndarray, sizes: list[i
             return grams.profile_loglik(y, s2, sig, j, values)
         except np.linalg.LinAlgError:
             pass
+    kernel = dict(n_local=n_local, local_blocks=local_blocks, dense_max=dense_max, grams=_formed(grams))
+    first = None
+    if values.size > 2 and 0 < sizes[j] <= _LOW_RANK_MAX:
+        without = sig.copy()
+        without[j] = 0.0
+        first = gls_posterior(H, y, s2, np.repeat(without, sizes), **kernel)
+        factor, solve = first.system.work()
+        if sizes[j] * solve + _EIGEN_FLOPS * sizes[j] ** 3 < (values.size - 1) * factor:
+            return _low_rank_profile(first, H, y, sizes, j, values)
     out = []
-    for v in values:  # a few values: no Gram matrices formed for them
+    for v in values:  # a few values, or the block too large for one eigenproblem: one factorisation each
         trial = sig.copy()
         trial[j] = v
-        out.append(float(gls_posterior(H, y, s2, np.repeat(trial, sizes), n_local=n_local, local_blocks=local_blocks,
-                                       dense_max=dense_max, grams=_formed(grams)).loglik))
+        out.append(first.loglik if v == 0.0 and first is not None
+                   else float(gls_posterior(H, y, s2, np.repeat(trial, sizes), **kernel).loglik))
     return np.array(out)
+
+
+#: a block of at most this many effects may take :func:`_low_rank_profile` (its r × r eigenproblem,
+#: 4,096² doubles = 128 MiB, ≈ 3·10¹¹ flops); the flops of LAPACK's symmetric eigensolver with
+#: vectors per r³. Work, never the answer
+_LOW_RANK_MAX, _EIGEN_FLOPS = 4096, 9.0
+
+
+def _low_rank_profile(first: GLSPosterior, H: sp.csr_matrix, y: np.ndarray, sizes: list[int], j: int,
+                      values: np.ndarray) -> np.ndarray:
+    """:func:`component_profile` from one factorisation: ``first`` the posterior with block j's
+    variance at 0 (REML projection P₀, likelihood ℓ₀), Z = H_j the block's columns.
+
+    V(t) = V₀ + tZZᵀ. In error contrasts K (KᵀX = 0), P(t) = K(KᵀV(t)K)⁻¹Kᵀ and ℓ_R(t) is the
+    likelihood of Kᵀy; the determinant lemma and Woodbury on KᵀV(t)K = KᵀV₀K + tKᵀZZᵀK give, with
+    M = ZᵀP₀Z = UΛUᵀ and c = UᵀZᵀP₀y,
+    ℓ_R(t) = ℓ₀ − ½[Σ_i log(1 + tλ_i) − Σ_i c_i² t/(1 + tλ_i)] (Harville 1977, §3: the REML
+    likelihood's dependence on one variance component). M costs r solves with the factored system
+    (:meth:`_System.project`, in blocks of right-hand sides), then one r × r eigenproblem: every
+    value is exact (tested against one :func:`gls_posterior` each)."""
+    edges = 1 + np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    Z = sp.csc_matrix(H[:, edges[j]:edges[j + 1]], dtype=float)
+    system = first.system
+    r = Z.shape[1]
+    batch = max(1, min(r, _RHS_BUDGET // max(H.shape[0], 1)))
+    M = np.empty((r, r))
+    for lo in range(0, r, batch):
+        M[:, lo:lo + batch] = Z.T @ system.project(Z[:, lo:lo + batch].toarray())
+    lam, U = eigh(0.5 * (M + M.T), overwrite_a=True, check_finite=False)
+    lam = np.maximum(lam, 0.0)
+    c2 = (U.T @ (Z.T @ system.project(y[:, None])[:, 0])) ** 2
+    t = np.asarray(values, dtype=float)[:, None]
+    return first.loglik - 0.5 * (np.sum(np.log1p(t * lam), axis=1) - np.sum(c2 * t / (1.0 + t * lam), axis=1))
 
 
 def _formed(grams: ComponentGrams | None) -> ComponentGrams | None:

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from dpopt import DpoptInputError
 from dpopt.hierarchy import crossed
-from dpopt.hierarchy.crossed import RESIDUAL, fit_crossed, gls_posterior
+from dpopt.hierarchy.crossed import RESIDUAL, fit_crossed, fit_kernel, gls_posterior
 from dpopt.hierarchy.blup import tree_blup
 
 #: agreement of two exact computations (sparse LU vs dense inverse) in floating point
@@ -249,6 +249,47 @@ def test_a_components_profile_likelihood_from_one_eigendecomposition(seed, monke
     monkeypatch.setattr(crossed.ComponentGrams, "profile_loglik", not_pd)
     np.testing.assert_allclose(crossed.component_profile(H, y, s2, sig, sizes, 1, values, n_local=G),
                                brute(H, sizes, 1, G), rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("dense_max", [0, 6000])
+def test_a_components_profile_from_one_factorisation_of_the_augmented_system(seed, dense_max, monkeypatch):
+    """The augmented system's profile of one component (``_low_rank_profile``: the system factored
+    once with that component at 0, then M = ZᵀP₀Z's eigenproblem) equals one gls_posterior per value,
+    for every block of a crossed kernel (the factors and the local grid residuals), over a sparse
+    (SuperLU) and a dense core, at 0, tiny, REML-sized and huge values; and component_profile takes
+    it exactly where its flops are fewer than one factorisation per value (counted: one call of
+    gls_posterior against one per value; here the blocks of a few levels)."""
+    rng = np.random.default_rng(2100 + seed)
+    codes, A, y, s2 = random_instance(rng, n_place=40)
+    factors = dict(zip(["place", "slot", "hour_of_day"], codes))
+    fit = fit_crossed(factors, sp.csr_matrix(A), y, s2, residual=True, variances=False)
+    H, inner, order, kernel = fit_kernel(fit, sp.csr_matrix(A))
+    kernel = {**kernel, "dense_max": dense_max, "grams": None}
+    sig = np.array([1.3, 0.4, 0.7, 2.1])[:len(inner)]
+    values = np.concatenate([[0.0, 1e-7], np.geomspace(1e-3, 1e3, 9)])
+    calls, taken = [], []
+    real = crossed.gls_posterior
+    monkeypatch.setattr(crossed, "gls_posterior", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for j in range(len(inner)):
+        brute = []
+        for v in values:
+            trial = sig.copy()
+            trial[j] = v
+            brute.append(real(H, y, s2, np.repeat(trial, inner), **kernel).loglik)
+        without = sig.copy()
+        without[j] = 0.0
+        first = real(H, y, s2, np.repeat(without, inner), **kernel)
+        np.testing.assert_allclose(crossed._low_rank_profile(first, H, y, inner, j, values), brute, rtol=1e-9)
+        factor, solve = first.system.work()
+        cheaper = inner[j] * solve + crossed._EIGEN_FLOPS * inner[j] ** 3 < (values.size - 1) * factor
+        calls.clear()
+        np.testing.assert_allclose(crossed.component_profile(H, y, s2, sig, inner, j, values, **kernel), brute, rtol=1e-9)
+        if dense_max == 0:  # else V (observations' space) is dense: ComponentGrams.profile_loglik, no call
+            assert len(calls) == (1 if cheaper else values.size)
+            taken.append(cheaper)
+    assert dense_max or (any(taken) and not all(taken))  # both branches seen
+    assert first.system.core_size > 0 and (first.system.core.chol is None) == (dense_max == 0)
 
 
 @pytest.mark.parametrize("seed", [0, 2])
