@@ -871,7 +871,7 @@ def component_profile(H: Any, y: Any, s2: Any, sigma2: np.ndarray, sizes: list[i
             pass
     kernel = dict(n_local=n_local, local_blocks=local_blocks, dense_max=dense_max, grams=_formed(grams))
     first = None
-    if values.size > 2 and 0 < sizes[j] <= _LOW_RANK_MAX:
+    if values.size > 1 and 0 < sizes[j] <= _LOW_RANK_MAX:
         without = sig.copy()
         without[j] = 0.0
         first = gls_posterior(H, y, s2, np.repeat(without, sizes), **kernel)
@@ -1242,7 +1242,10 @@ def _move(step: np.ndarray) -> np.ndarray:
 
 def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int) -> tuple[np.ndarray, bool, str]:
     """Average-information (Fisher-scoring) steps (:func:`_move`) within the bounds, halved until
-    ℓ_R does not fall; converged when the step would raise ℓ_R by less than 10⁻³·:data:`_GAIN`, or,
+    ℓ_R does not fall; converged when the step would raise ℓ_R by less than 10⁻³·:data:`_GAIN`, or
+    when a step predicted to raise it by less than :data:`_GAIN` does not (its halvings could gain
+    less than the tolerance: on a large system whose traces are estimated, :meth:`_System._probed_trace`,
+    such a step fails by the estimate's noise, and each halving cost a 20 s factorisation, up to 30), or,
     should rounding stop the halving, by less than :data:`_GAIN` (:func:`_newton`). The predicted
     rise ½ gᵀ AI⁻¹ g is the same in any scale of σ²; a slope in log σ² is not (it vanishes with σ²),
     and a test on it stopped the search with a component at 10⁻⁸ where ℓ_R still rose 0.11 towards
@@ -1263,6 +1266,9 @@ def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int) -> tuple[np.nda
                 x, post = trial, new
                 break
             new = None  # its n × n factor is released before the next trial's is built
+            if gain < _GAIN:  # the whole step predicted less than the tolerance and did not rise: at the maximum
+                return x, True, (f"average-information steps converged in {it} iterations (the last step, "
+                                 f"predicted to raise ℓ_R by {gain:.1e}, did not)")
             step /= 2.0
         else:
             return x, gain < _GAIN, f"average-information line search stopped by rounding (predicted rise {gain:.1e})"
