@@ -438,11 +438,11 @@ def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, level: f
         return set()
     H, inner, order, kernel = fit_kernel(fit, A)
     crit = chdtri(1, level) / 2.0
+    at_base = component_profile(H, y, s2, base[order], inner, 0, base[order[:1]], **kernel)[0]  # one for every j
     weak = set()
     for j in np.flatnonzero(base > 0):
         i = int(np.flatnonzero(order == j)[0])
-        ll = component_profile(H, y, s2, base[order], inner, i, np.array([base[j], 0.0]), **kernel)
-        if ll[0] - ll[1] <= crit:
+        if at_base - component_profile(H, y, s2, base[order], inner, i, np.zeros(1), **kernel)[0] <= crit:
             weak.add(names[j])
     return weak
 
