@@ -912,3 +912,27 @@ def test_a_sparse_cores_many_variances_through_its_dense_inverse_are_the_sparse_
     solved = fit_crossed(factors, A, y, s2, residual=True, sigma2=given, dense_max=0)
     assert "dense" not in solved.posterior.system.core.cache
     np.testing.assert_allclose(fit.grid_var, solved.grid_var, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("budget", [10_000_000, 50_000])
+def test_a_sparse_cores_many_quadratic_forms_by_its_inverses_columns_are_the_solved_ones(budget, monkeypatch):
+    """A sparse core asked for more quadratic forms than it has rows (and too large to be factored
+    dense for them) takes R⁻¹'s columns in blocks, one solve per row it needs
+    (``_Core._streamed_quad``; several blocks under a small budget): the same diag(TᵀR⁻¹T) as one
+    solve per column, and the grids' variances as the dense inverse's."""
+    factors, A, y, s2 = _large_instance(5)
+    given = {"place": 1.5, "slot": 0.8, "hour_of_day": 0.3, RESIDUAL: 1.0}
+    dense = fit_crossed(factors, A, y, s2, residual=True, sigma2=given, dense_max=0)
+    monkeypatch.setattr(crossed, "_DENSE_INVERSE_CORE", 0)
+    monkeypatch.setattr(crossed, "_RHS_BUDGET", budget)
+    streamed = []
+    real = crossed._Core._streamed_quad
+    monkeypatch.setattr(crossed._Core, "_streamed_quad", lambda self, T: streamed.append(T.shape) or real(self, T))
+    fit = fit_crossed(factors, A, y, s2, residual=True, sigma2=given, dense_max=0)
+    assert streamed and all(cols > rows for rows, cols in streamed)
+    np.testing.assert_allclose(fit.grid_var, dense.grid_var, rtol=1e-9, atol=1e-12)
+    system = fit.posterior.system
+    T = system.lift(sp.identity(system.Ht.shape[1], format="csr"))  # every effect: more columns than core rows
+    assert T.shape[1] > T.shape[0]
+    solved = np.einsum("ij,ij->j", T.toarray(), system.core.solve(T.toarray()))
+    np.testing.assert_allclose(system.core.quad(T), solved, rtol=1e-9, atol=1e-12)
