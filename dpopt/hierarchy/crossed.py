@@ -231,28 +231,21 @@ class _System:
     fold: np.ndarray
 
     def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(v, r) with K [r; v] = [y; 0]: v the scaled effects' posterior mean, r = P y."""
+        """(v, r) with K [r; v] = [y; 0]: v the scaled effects' posterior mean, r = P y; y one
+        right-hand side (n) or many (n × k, as columns)."""
         a, f, n_local = self.agg, self.fold, self.Linv.shape[0]
         q_w = self.Ht.shape[1] - n_local
-        Hf = self.Ht[f]
-        rhs_v = -(Hf.T @ (y[f] / self.s2[f]))
+        Hf, s2f = self.Ht[f], self.s2[f].reshape((-1,) + (1,) * (np.ndim(y) - 1))
+        rhs_v = -(Hf.T @ (y[f] / s2f))
         z_w = self.core.solve(np.concatenate([y[a], rhs_v[:q_w]]) + self.KL @ (self.Linv @ rhs_v[q_w:]))
         v = np.concatenate([z_w[a.size:], -(self.Linv.T @ (self.Linv @ (rhs_v[q_w:] - self.K_we.T @ z_w)))])
-        r = np.empty(y.size)
-        r[a], r[f] = z_w[:a.size], (y[f] - Hf @ v) / self.s2[f]
+        r = np.empty(np.shape(y))
+        r[a], r[f] = z_w[:a.size], (y[f] - Hf @ v) / s2f
         return v, r
 
     def project(self, Y: np.ndarray) -> np.ndarray:
-        """P Y for the columns of Y (n × k): :meth:`solve`'s r = P y, many right-hand sides at once."""
-        a, f, n_local = self.agg, self.fold, self.Linv.shape[0]
-        q_w = self.Ht.shape[1] - n_local
-        Hf, w = self.Ht[f], 1.0 / self.s2[f][:, None]
-        rhs_v = -(Hf.T @ (Y[f] * w))
-        z_w = self.core.solve(np.vstack([Y[a], rhs_v[:q_w]]) + self.KL @ (self.Linv @ rhs_v[q_w:]))
-        v = np.vstack([z_w[a.size:], -(self.Linv.T @ (self.Linv @ (rhs_v[q_w:] - self.K_we.T @ z_w)))])
-        r = np.empty(Y.shape)
-        r[a], r[f] = z_w[:a.size], (Y[f] - Hf @ v) * w
-        return r
+        """P Y for the columns of Y (n × k): :meth:`solve`'s r, many right-hand sides at once."""
+        return self.solve(Y)[1]
 
     def work(self) -> tuple[float, float]:
         """(flops of one factorisation of the core, flops of one solve with it): dense, c³/3 and 2c²;
