@@ -24,12 +24,16 @@ from .tree import DAY_NS, HOUR_NS, Level, cell_parents, time_keys
 
 MINUTE_NS = 60 * 10**9
 
-__all__ = ["Marginal", "MarginalNodes", "marginal_nodes", "candidate_marginals", "nesting_map_resolution", "MAP_STEPS"]
+__all__ = ["Marginal", "MarginalNodes", "MainEffects", "marginal_nodes", "candidate_marginals", "main_effects",
+           "nesting_map_resolution", "MAP_STEPS", "EVERY_PLACE"]
 
 #: the map's place level is this many H3 resolutions above the finest (aperture 7: 7^4 = 2,401 finest
 #: cells per map cell), floored at resolution 0. A public convention of the lattice, not a tuned
 #: value: the strategy decides how much budget the map gets, including none.
 MAP_STEPS = 4
+
+#: the place part of a main effect of time over every listed place (:func:`main_effects`)
+EVERY_PLACE = "every place"
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,76 @@ def nesting_map_resolution(cells: np.ndarray, h3_resolution: int) -> int:
         if np.unique(cell_parents(uniq, res)).size < uniq.size:
             return res
     return start
+
+
+@dataclass(frozen=True, eq=False)
+class MainEffects:
+    """The main effects a crossed model's factors imply (:func:`main_effects`).
+
+    ``codes``: each new factor's level per listed grid; ``parents``: per factor given, the names of
+    its main effects (new factors or given ones with the same partition of the grids); ``node_levels``:
+    per (factor, main effect), the main effect's level of each of the factor's nodes."""
+
+    codes: dict[str, np.ndarray]
+    parents: dict[str, tuple[str, ...]]
+    node_levels: dict[tuple[str, str], np.ndarray]
+
+
+def main_effects(factors: dict[str, np.ndarray], levels: dict[str, tuple[int, int, int]],
+                 nodes: dict[str, pd.DataFrame], *, finest_slot_ns: int) -> MainEffects:
+    """The place and time main effects of each (place × time) factor (models/engine.md §4, "Main effects").
+
+    A factor of a marginal (P, T), T not the period, varies by place and time together; its main
+    effects are (P, period), the place alone, and (every place, T), the time alone: the partitions of
+    the grids by its nodes' ``cell`` and by their ``slot`` key (the time key is the same for every place:
+    :func:`marginal_nodes`). A main effect whose partition is a given factor's is that factor; one
+    that is the factor's own partition (one place, or one time), or of one level, is none. Public: the
+    lattice only.
+
+    Parameters
+    ----------
+    factors : dict
+        Factor name → the node row (within its marginal) of each listed grid.
+    levels : dict
+        Factor name → (H3 resolution, slot_ns, cycle_ns) of its marginal (slot_ns 0: the period).
+    nodes : dict
+        Factor name → its marginal's node table (``cell`` and ``slot`` per node row).
+    finest_slot_ns : int
+        The finest slot (for the time level's name).
+    """
+    codes = {name: np.asarray(code, dtype=np.int64) for name, code in factors.items()}
+    named = {_partition_key(code): name for name, code in reversed(list(codes.items()))}  # the first of equals
+    parents: dict[str, tuple[str, ...]] = {}
+    node_levels: dict[tuple[str, str], np.ndarray] = {}
+    for name, code in list(codes.items()):
+        _, slot_ns, cycle_ns = (int(v) for v in levels[name])
+        if slot_ns == 0:  # a place alone already
+            continue
+        found = []
+        for main, key in ((f"{EVERY_PLACE} × {_time_name(slot_ns, cycle_ns, finest_slot_ns)}", nodes[name]["slot"]),
+                          (f"{_place_name(name)} × period", nodes[name]["cell"])):
+            node_key = pd.factorize(np.asarray(key, dtype=np.int64))[0]
+            partition = _partition_key(node_key[code])
+            if len(set(partition)) < 2 or named.get(partition) == name:
+                continue  # one level (μ), or one place or one time: the factor is its own main effect
+            twin = named.setdefault(partition, main)
+            if twin not in codes:
+                codes[twin] = node_key[code]
+            else:  # the twin's own labels (a given factor's, or the same main effect of an earlier factor)
+                relabel = np.empty(node_key.max() + 1, dtype=np.int64)
+                relabel[node_key[code]] = codes[twin]
+                node_key = relabel[node_key]
+            found.append(twin)
+            node_levels[(name, twin)] = node_key
+        if found:
+            parents[name] = tuple(found)
+    return MainEffects(codes={f: c for f, c in codes.items() if f not in factors}, parents=parents,
+                       node_levels=node_levels)
+
+
+def _place_name(name: str) -> str:
+    """The place part of a marginal's name (:meth:`Marginal.name`: "cell", "r3")."""
+    return name.split(" × ", 1)[0]
 
 
 def _partition_key(code: np.ndarray) -> tuple[int, ...]:

@@ -151,3 +151,63 @@ def test_nesting_map_resolution_is_the_finest_level_at_which_two_cells_share_a_p
                  if len({h3.cell_to_parent(h3.int_to_str(c), r) for c in uniq}) < len(uniq)]
         expected = share[0] if share else start
         assert nesting_map_resolution(np.repeat(cells, 3), R) == expected
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """Brute force: every pair of grids together in one iff together in the other."""
+    a, b = np.asarray(a), np.asarray(b)
+    return bool(np.array_equal(a[:, None] == a[None, :], b[:, None] == b[None, :]))
+
+
+def test_main_effects_are_the_place_alone_and_the_time_alone_of_each_factor() -> None:
+    from dpopt.hierarchy.lattice import EVERY_PLACE, main_effects
+
+    cells, slots = _grids(np.random.default_rng(7), n_cells=24)
+    marginals = {"cell × hour-of-day": Marginal(R, HOUR_NS, DAY_NS), "r4 × 1 d": Marginal(4, DAY_NS),
+                 "cell × period": Marginal(R, 0)}
+    mns = {k: marginal_nodes(cells, slots, m, finest_resolution=R, finest_slot_ns=HOUR_NS) for k, m in marginals.items()}
+    factors = {k: mn.code for k, mn in mns.items()}
+    me = main_effects(factors, {k: (m.h3_resolution, m.slot_ns, m.cycle_ns) for k, m in marginals.items()},
+                      {k: mn.nodes for k, mn in mns.items()}, finest_slot_ns=HOUR_NS)
+    hour, day = slots % DAY_NS // HOUR_NS, slots // DAY_NS
+    r4 = np.array([h3.str_to_int(h3.cell_to_parent(h3.int_to_str(int(c)), 4)) for c in cells])
+    # the hour of the day's profile over every place; the cell alone is the given cell × period
+    assert me.parents["cell × hour-of-day"] == (f"{EVERY_PLACE} × hour-of-day", "cell × period")
+    assert me.parents["r4 × 1 d"] == (f"{EVERY_PLACE} × 1 d", "r4 × period")
+    assert "cell × period" not in me.parents  # a place alone has no main effects
+    assert set(me.codes) == {f"{EVERY_PLACE} × hour-of-day", f"{EVERY_PLACE} × 1 d", "r4 × period"}
+    assert _same_partition(me.codes[f"{EVERY_PLACE} × hour-of-day"], hour)
+    assert _same_partition(me.codes[f"{EVERY_PLACE} × 1 d"], day)
+    assert _same_partition(me.codes["r4 × period"], r4)
+    for (child, main), node_key in me.node_levels.items():  # a node's level is its grids' level
+        assert np.array_equal(node_key[factors[child]], {**factors, **me.codes}[main])
+
+
+def test_a_factor_of_one_place_is_its_own_time_main_effect() -> None:
+    from dpopt.hierarchy.lattice import main_effects
+
+    cells, slots = _grids(np.random.default_rng(8), n_cells=6)  # the first six: around Austin, one r0 cell
+    assert np.unique([h3.cell_to_parent(h3.int_to_str(int(c)), 0) for c in cells]).size == 1
+    m = Marginal(0, DAY_NS)
+    mn = marginal_nodes(cells, slots, m, finest_resolution=R, finest_slot_ns=HOUR_NS)
+    me = main_effects({"r0 × 1 d": mn.code}, {"r0 × 1 d": (0, DAY_NS, 0)}, {"r0 × 1 d": mn.nodes},
+                      finest_slot_ns=HOUR_NS)
+    assert me.codes == {} and me.parents == {}  # its place alone is one node: no main effect either
+
+
+def test_two_factors_share_one_time_main_effect_in_one_labelling() -> None:
+    """cell × hour-of-day and r4 × hour-of-day have one hour-of-day over every place: one new factor,
+    each factor's node levels in its labels."""
+    from dpopt.hierarchy.lattice import EVERY_PLACE, main_effects
+
+    cells, slots = _grids(np.random.default_rng(9), n_cells=24)
+    marginals = {"cell × hour-of-day": Marginal(R, HOUR_NS, DAY_NS), "r4 × hour-of-day": Marginal(4, HOUR_NS, DAY_NS)}
+    mns = {k: marginal_nodes(cells, slots, m, finest_resolution=R, finest_slot_ns=HOUR_NS) for k, m in marginals.items()}
+    factors = {k: mn.code for k, mn in mns.items()}
+    me = main_effects(factors, {k: (m.h3_resolution, m.slot_ns, m.cycle_ns) for k, m in marginals.items()},
+                      {k: mn.nodes for k, mn in mns.items()}, finest_slot_ns=HOUR_NS)
+    main = f"{EVERY_PLACE} × hour-of-day"
+    assert set(me.codes) == {main, "cell × period", "r4 × period"}
+    assert me.parents["r4 × hour-of-day"][0] == main and me.parents["cell × hour-of-day"][0] == main
+    for child in factors:
+        assert np.array_equal(me.node_levels[(child, main)][factors[child]], me.codes[main])
