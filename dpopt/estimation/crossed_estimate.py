@@ -38,6 +38,7 @@ from scipy.special import chdtri, ndtr
 from .._memory import trim_heap
 from .._validation import DpoptInputError
 from ..hierarchy.crossed import RESIDUAL, component_profile, fit_crossed, fit_kernel, means_only, within_memory
+from ..hierarchy.lattice import main_effects
 from ..hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, between_upper, identified,
                                    combined_total, crossed_inputs, grid_weights, listed_weights, mostly_measured,
                                    proportional_weights, values_variance)
@@ -301,18 +302,18 @@ def _posterior(m: Measurements, info: Any, factors: dict[str, np.ndarray], *, A:
     samp = np.zeros(m.n_nodes) if sampling is None else np.asarray(sampling, dtype=float)
     known, grid_seen = identified(list(info.names), kept, factors)
     fit, upper, wide, mix = interval_fit(factors, A, y, s2, cap=cap, seen=known, residual_seen=grid_seen,
-                                         confidence=confidence, total=spreads[0], days=spreads[1])
+                                         confidence=confidence, total=spreads[0], days=spreads[1],
+                                         mains=implied_main_effects(m, info, factors, kept, known))
     cap = region_end(cap, fit)  # the region interval_fit used
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    sizes = [int(n) for n in np.diff(np.append(info.offsets, m.n_nodes))]
     mean, var = np.empty(m.n_nodes), np.empty(m.n_nodes)
-    for i in range(len(info.codes)):
-        rows = slice(int(info.offsets[i]), int(info.offsets[i]) + sizes[i])
-        W = _node_matrix(info.codes[i], sizes[i], w)
+    for i, size in enumerate(np.diff(np.append(info.offsets, m.n_nodes)).astype(int).tolist()):
+        rows = slice(int(info.offsets[i]), int(info.offsets[i]) + size)
+        W = _node_matrix(info.codes[i], size, w)
         mean[rows] = W @ fit.grid_mean
         if i == 0:  # the finest: the grids (the fit's order is the list's; node k is grid argsort(code)[k])
             code = info.codes[0]
-            alone, direct = np.ones(sizes[0], dtype=bool), np.full(sizes[0], np.inf)
+            alone, direct = np.ones(size, dtype=bool), np.full(size, np.inf)
             alone[kept[0]], direct[kept[0]] = False, s2[: kept[0].size]  # the finest's rows come first in y
             h = grid_halfwidths(fit, upper, wide, mix, alone=alone[code], cap=cap, confidence=confidence,
                                 sampling=samp[rows][code], floor=floor, direct_var=direct[code], residual_scale=scale)
@@ -354,7 +355,8 @@ JOINT_TEST_LEVEL = 0.05
 
 def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
                  seen: Collection[str], residual_seen: bool, confidence: float = 0.95,
-                 total: tuple[float, float, str] | None = None, days: tuple[float, float, str] | None = None
+                 total: tuple[float, float, str] | None = None, days: tuple[float, float, str] | None = None,
+                 mains: tuple[dict[str, np.ndarray], dict[str, tuple[str, ...]]] | None = None
                  ) -> tuple[Any, dict[str, float], Any, Mixture]:
     """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the
     components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate,
@@ -369,23 +371,21 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
     and the interval's fit holds the posterior
     variance of every grid under them, and (u, p) the posterior masses of the grids' own residual
     component (for :func:`predictive_halfwidth`; models/engine.md §4) and, with ``days``, of the
-    days' spread inside a window (:func:`component_upper_bounds`). Post-processing of (A, y, s2,
-    cap)."""
-    fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
-                      confidence=confidence, variances=False)
-    weak = weak_components(fit, A, y, s2)
-    if weak:  # the point estimate without them (their nodes still observe the grids; the intervals keep them)
-        seen = [f for f in seen if f not in weak]
-        residual_seen = residual_seen and RESIDUAL not in weak
-        fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
-                          confidence=confidence, variances=False)
-    fit = means_only(fit)  # its means and components are read from here on, never its factor (memory only)
-    trim_heap()  # the REML searches' freed work, before the interval's fits (memory only)
+    days' spread inside a window (:func:`component_upper_bounds`). ``mains``: the implied main effects
+    (codes) and each factor's main effects (:func:`implied_main_effects`, :func:`point_fit`).
+    Post-processing of (A, y, s2, cap)."""
+    implied, parents = mains if mains is not None else ({}, None)
+    factors = {**factors, **implied}
+    fit, seen, replaced = point_fit(factors, A, y, s2, seen=seen, residual_seen=residual_seen,
+                                    confidence=confidence, parents=parents)
     cap = region_end(cap, fit)
     # a factor of fewer than MIN_LEVELS levels left out of the point fit is left out here too: its few
     # nodes measure its effects, so under the flat prior it would take V̂'s spread from the residual
-    # while widening nothing (models/engine.md §4); its spread stays in the grids' residual
-    factors = {f: c for f, c in factors.items() if f in seen or _level_count(c) >= MIN_LEVELS}
+    # while widening nothing; an implied main effect enters only where the point fit holds it, and then
+    # in place of the factor it replaced (one more component shared the spread bound's prior, and the
+    # unseen residual's share fell with it; models/engine.md §4, "Main effects")
+    factors = {f: c for f, c in factors.items()
+               if f in seen or (f not in implied and f not in replaced and _level_count(c) >= MIN_LEVELS)}
     given = {**{f: fit.sigma2.get(f, 0.0) for f in factors}, RESIDUAL: fit.sigma2.get(RESIDUAL, 0.0)}
     every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given, variances=False)
     if len(given) > len(fit.sigma2):  # components the point fit left out: does the data reject them all at 0?
@@ -406,6 +406,83 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
     trim_heap()
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
     return fit, upper, wide, Mixture(u, posts[RESIDUAL], posts.get(DAYS))
+
+
+def point_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, seen: Collection[str],
+              residual_seen: bool, confidence: float, parents: dict[str, tuple[str, ...]] | None = None
+              ) -> tuple[Any, list[str], list[str]]:
+    """(the point fit, means and components only; its factors; the factors main effects replaced):
+    REML of the components of ``seen`` (and the grids' residual where ``residual_seen``), each factor
+    the measurements cannot tell from its main effects (``parents``) replaced by them
+    (:func:`main_effects_instead`), then refitted without the :func:`weak_components` (a REML value the
+    likelihood cannot tell from 0; their nodes still observe the grids, and the intervals keep them).
+    Post-processing."""
+    fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
+                      confidence=confidence, variances=False)
+    seen, replaced = list(seen), []
+    if parents:
+        seen, fit, replaced = main_effects_instead(fit, factors, seen, parents, A, y, s2, residual=residual_seen,
+                                                   confidence=confidence)
+    weak = weak_components(fit, A, y, s2)
+    if weak:
+        seen = [f for f in seen if f not in weak]
+        fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2,
+                          residual=residual_seen and RESIDUAL not in weak, confidence=confidence, variances=False)
+    fit = means_only(fit)  # its means and components are read from here on, never its factor (memory only)
+    trim_heap()  # the REML searches' freed work, before the interval's fits (memory only)
+    return fit, seen, replaced
+
+
+def implied_main_effects(m: Measurements, info: Any, factors: dict[str, np.ndarray], kept: list[np.ndarray],
+                         seen: Collection[str]) -> tuple[dict[str, np.ndarray], dict[str, tuple[str, ...]]]:
+    """(the main effects the measured factors imply that no measured marginal is, those the
+    measurements identify; per factor, its identified main effects)
+    (:func:`dpopt.hierarchy.lattice.main_effects`; models/engine.md §4, "Main effects"). An implied
+    main effect is identified where it has at least :data:`MIN_LEVELS` levels among the nodes that
+    entered of the factors it is a main effect of (the rule of
+    :func:`dpopt.hierarchy.node_means.identified`); a measured one where it is in ``seen``. Public
+    lattice and which nodes entered (a function of DP outputs)."""
+    sizes = np.diff(np.append(info.offsets, m.n_nodes))
+    index = {name: i for i, name in enumerate(info.names)}
+    rows = {f: m.nodes.iloc[int(info.offsets[index[f]]): int(info.offsets[index[f]] + sizes[index[f]])]
+            for f in factors}
+    me = main_effects(factors, {f: info.levels[index[f]] for f in factors}, rows,
+                      finest_slot_ns=int(info.levels[0][1]))
+    entered: dict[str, set[int]] = {}
+    for (child, main), node_key in me.node_levels.items():
+        entered.setdefault(main, set()).update(np.unique(node_key[kept[index[child]]]).tolist())
+    implied = {f: c for f, c in me.codes.items() if len(entered.get(f, ())) >= MIN_LEVELS}
+    parents = {child: tuple(p for p in ps if p in implied or p in seen) for child, ps in me.parents.items()}
+    return implied, {child: ps for child, ps in parents.items() if ps}
+
+
+def main_effects_instead(fit: Any, factors: dict[str, np.ndarray], seen: list[str],
+                         parents: dict[str, tuple[str, ...]], A: Any, y: np.ndarray, s2: np.ndarray, *,
+                         residual: bool, confidence: float, level: float = JOINT_TEST_LEVEL
+                         ) -> tuple[list[str], Any, list[str]]:
+    """(the factors of the point fit, its REML fit, the factors replaced) after each (place × time)
+    factor of the fit whose variance REML put above 0 is replaced by its main effects (``parents``: the
+    place alone and the time alone, those identified) wherever the refit's restricted likelihood is at most
+    χ²₁(1 − ``level``)/2 below the fit's: the places share the time's pattern (or the times the
+    place's) as far as the measurements tell. Largest component first; the two never enter one fit
+    together (their REML maximum is then a ridge, slow to search and ending at either end). Without
+    it, a region whose nodes are noise kept its effects of the factor at 0 and its grids were
+    answered by μ (two regions, the day of the week setting the value: the thin region's weekdays at
+    46 against a truth of 30; models/engine.md §4, "Main effects"). Post-processing."""
+    crit = chdtri(1, level) / 2.0
+    replaced = []
+    for f in sorted((f for f in parents if f in seen), key=lambda f: -float(fit.sigma2.get(f, 0.0))):
+        if float(fit.sigma2.get(f, 0.0)) <= 0.0:
+            continue
+        trial = [g for g in seen if g != f] + [p for p in parents[f] if p not in seen]
+        refit = fit_crossed({g: factors[g] for g in trial}, A, y, s2, residual=residual, confidence=confidence,
+                            variances=False)
+        if fit.loglik - refit.loglik <= crit:
+            seen, fit = trial, refit
+            replaced.append(f)
+        else:
+            del refit
+    return seen, fit, replaced
 
 
 def _level_count(code: np.ndarray) -> int:

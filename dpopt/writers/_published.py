@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..hierarchy.lattice import EVERY_PLACE
 from ..records.grid import localize_wall, parse_slot, wall_clock
 
 __all__ = ["PublishedView", "published_view", "read_release_table", "resolve_unit", "privacy_statement", "fmt_number",
@@ -494,6 +495,8 @@ def answers_vary_text(summary: dict[str, Any]) -> str | None:
         named = ["the grids' own measurements" if str(f) == "residual" else str(f) for f in factors]
         levels = sorted({int(r) for f in named for r in re.findall(r"\br(\d+) ×", f)})
         gloss = "".join(f"; r{r}: the H3 cells of resolution {r} containing the grids" for r in levels)
+        if any(f.startswith(f"{EVERY_PLACE} × ") for f in named):
+            gloss += f"; {EVERY_PLACE}: one effect of that time shared by all places"
         return ("the answers vary by " + ", ".join(named) + " (the factors the model found above the noise"
                 + gloss + ")" + where)
     return ("every grid is answered by the same map-wide mean: no place or time the release measured differed "

@@ -611,3 +611,75 @@ def test_the_offcentre_halfwidth_keeps_a_lower_end_that_already_covers() -> None
         assert h[i] == max(centred[i], abs(shift[i]))
     assert h[2] == pytest.approx(brentq(lambda x: cover(x, 2), 0.0, 100.0, xtol=1e-13), rel=1e-7)
     assert h[2] > centred[2]
+
+
+def _two_regions(seed: int, *, thin_sd: float, b_sign: float) -> tuple[dict, sp.csr_matrix, np.ndarray, np.ndarray,
+                                                                      np.ndarray, np.ndarray]:
+    """Two regions × 28 days, grids = (cell, day), 10 cells in region A and 2 in B; the day of the week
+    sets the value (+20 at weekends in A, ``b_sign`` · 20 in B, ± 1 per grid). Observed: the 14
+    region × day-of-week nodes (the grids' means), A's with noise sd 1, B's with ``thin_sd``.
+    Returns (factors, A, y, s², truth, region per grid)."""
+    rng = np.random.default_rng(seed)
+    cell, day = np.meshgrid(np.arange(12), np.arange(28), indexing="ij")
+    cell, day = cell.ravel(), day.ravel()
+    region, dow = (cell >= 10).astype(np.int64), day % 7
+    weekend = np.where(dow >= 5, 20.0, -8.0)
+    truth = 40.0 + np.where(region == 0, weekend, b_sign * weekend) + rng.normal(0, 1.0, cell.size)
+    node = region * 7 + dow
+    A = sp.csr_matrix((np.ones(cell.size), (node, np.arange(cell.size))), shape=(14, cell.size))
+    A = sp.diags(1.0 / np.asarray(A.sum(axis=1)).ravel()) @ A
+    s2 = np.where(np.arange(14) < 7, 1.0, thin_sd ** 2)
+    y = A @ truth + rng.normal(0, np.sqrt(s2))
+    return {"region × day-of-week": node, "every place × day-of-week": dow}, A.tocsr(), y, s2, truth, region
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_interaction_the_places_share_gives_way_to_its_main_effect(seed: int) -> None:
+    """:func:`main_effects_instead` (models/engine.md §4, "Main effects"): where region B's nodes are
+    noise (sd 300), the data cannot tell B's own day-of-week effects from A's, the fit with the
+    main effect instead of the interaction loses ≤ χ²₁(0.95)/2 of ℓ_R (checked against fit_crossed
+    directly), the main effect replaces it and B's grids are answered by the shared pattern — with
+    the interaction alone (the model before the main effects) they were answered by μ, 6 units and
+    more off."""
+    from scipy.special import chdtri
+
+    from dpopt.estimation.crossed_estimate import main_effects_instead
+    from dpopt.hierarchy.crossed import fit_crossed
+
+    factors, A, y, s2, truth, region = _two_regions(seed, thin_sd=300.0, b_sign=1.0)
+    inter, main = "region × day-of-week", "every place × day-of-week"
+    alone = fit_crossed({inter: factors[inter]}, A, y, s2, residual=False, variances=False)
+    shared = fit_crossed({main: factors[main]}, A, y, s2, residual=False, variances=False)
+    assert alone.sigma2[inter] > 100 and alone.loglik - shared.loglik <= chdtri(1, 0.05) / 2.0  # independent check
+    seen, fit, replaced = main_effects_instead(alone, factors, [inter], {inter: (main,)}, A, y, s2, residual=False,
+                                               confidence=0.95)
+    assert seen == [main] and replaced == [inter]
+    np.testing.assert_allclose(fit.grid_mean, shared.grid_mean, rtol=1e-9)
+    thin = region == 1
+    assert np.median(np.abs(fit.grid_mean[thin] - truth[thin])) < 3.0
+    assert np.max(np.abs(alone.grid_mean[thin] - alone.mu)) < 1.5  # the failure the main effect removes: μ
+    assert np.median(np.abs(alone.grid_mean[thin] - truth[thin])) > 6.0
+    # interval_fit does it before the weak components' test
+    given = {inter: factors[inter]}
+    fit, *_ = interval_fit(given, A, y, s2, cap=900.0, seen=[inter], residual_seen=False,
+                           mains=({main: factors[main]}, {inter: (main,)}))
+    assert list(fit.sigma2) == [main]
+    np.testing.assert_allclose(fit.grid_mean, shared.grid_mean, rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_interaction_the_measurements_show_stays(seed: int) -> None:
+    """Region B measured as well as A with the opposite weekly pattern: the main effect alone cannot
+    fit both, ℓ_R falls by far more than the threshold, and the interaction stays in the fit."""
+    from dpopt.estimation.crossed_estimate import main_effects_instead
+    from dpopt.hierarchy.crossed import fit_crossed
+
+    factors, A, y, s2, truth, region = _two_regions(seed, thin_sd=1.0, b_sign=-1.0)
+    inter, main = "region × day-of-week", "every place × day-of-week"
+    alone = fit_crossed({inter: factors[inter]}, A, y, s2, residual=False, variances=False)
+    shared = fit_crossed({main: factors[main]}, A, y, s2, residual=False, variances=False)
+    assert alone.loglik - shared.loglik > 10.0
+    seen, fit, replaced = main_effects_instead(alone, factors, [inter], {inter: (main,)}, A, y, s2, residual=False,
+                                               confidence=0.95)
+    assert seen == [inter] and fit is alone and replaced == []
+    assert np.median(np.abs(fit.grid_mean - truth)) < 3.0

@@ -49,6 +49,8 @@ def test_the_words_for_none_empty_and_named_factors() -> None:
     coarse = answers_vary_text({"answers_vary_by": ["r4 × hour-of-day", "r6 × 1 d", "r4 × period"]})
     assert coarse.count("the H3 cells of resolution 4 containing the grids") == 1
     assert "r6: the H3 cells of resolution 6" in coarse
+    shared = answers_vary_text({"answers_vary_by": ["every place × day-of-week", "cell × period"]})
+    assert "every place: one effect of that time shared by all places" in shared and "every place" not in coarse
 
 
 @pytest.mark.parametrize("eps, seed", [(1.0, 4), (1.0, 8), (1e5, 2), (1e5, 5)])
