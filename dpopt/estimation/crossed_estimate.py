@@ -462,22 +462,27 @@ def main_effects_instead(fit: Any, factors: dict[str, np.ndarray], seen: list[st
                          ) -> tuple[list[str], Any, list[str]]:
     """(the factors of the point fit, its REML fit, the factors replaced) after each (place × time)
     factor of the fit whose variance REML put above 0 is replaced by its main effects (``parents``: the
-    place alone and the time alone, those identified) wherever the refit's restricted likelihood is at most
-    χ²₁(1 − ``level``)/2 below the fit's: the places share the time's pattern (or the times the
-    place's) as far as the measurements tell. Largest component first; the two never enter one fit
-    together (their REML maximum is then a ridge, slow to search and ending at either end). Without
-    it, a region whose nodes are noise kept its effects of the factor at 0 and its grids were
-    answered by μ (two regions, the day of the week setting the value: the thin region's weekdays at
-    46 against a truth of 30; models/engine.md §4, "Main effects"). Post-processing."""
+    place alone and the time alone, those identified) wherever the measurements cannot tell it from
+    them: the restricted likelihood of the fit with the main effects instead is at most
+    χ²₁(1 − ``level``)/2 below the fit's *and* below that of the fit with both (the nested test of the
+    factor's component at 0 beside its main effects). The places then share the time's pattern (or the
+    times the place's) as far as the measurements tell. Largest component first. Without it, a region
+    whose nodes are noise kept its effects of the factor at 0 and its grids were answered by μ (two
+    regions, the day of the week setting the value: the thin region's weekdays at 46 against a truth
+    of 30); the first test alone also replaced aircraft A's r3 × slot, which the fit with both holds
+    (ℓ_R 3.4 above the main effects alone; models/engine.md §4, "Main effects"). Post-processing."""
     crit = chdtri(1, level) / 2.0
     replaced = []
     for f in sorted((f for f in parents if f in seen), key=lambda f: -float(fit.sigma2.get(f, 0.0))):
         if float(fit.sigma2.get(f, 0.0)) <= 0.0:
             continue
-        trial = [g for g in seen if g != f] + [p for p in parents[f] if p not in seen]
+        added = [p for p in parents[f] if p not in seen]
+        trial = [g for g in seen if g != f] + added
         refit = fit_crossed({g: factors[g] for g in trial}, A, y, s2, residual=residual, confidence=confidence,
                             variances=False)
-        if fit.loglik - refit.loglik <= crit:
+        if fit.loglik - refit.loglik <= crit and (not added or fit_crossed(
+                {g: factors[g] for g in seen + added}, A, y, s2, residual=residual, confidence=confidence,
+                variances=False).loglik - refit.loglik <= crit):
             seen, fit = trial, refit
             replaced.append(f)
         else:

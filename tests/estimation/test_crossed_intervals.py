@@ -637,8 +637,8 @@ def _two_regions(seed: int, *, thin_sd: float, b_sign: float) -> tuple[dict, sp.
 def test_an_interaction_the_places_share_gives_way_to_its_main_effect(seed: int) -> None:
     """:func:`main_effects_instead` (models/engine.md §4, "Main effects"): where region B's nodes are
     noise (sd 300), the data cannot tell B's own day-of-week effects from A's, the fit with the
-    main effect instead of the interaction loses ≤ χ²₁(0.95)/2 of ℓ_R (checked against fit_crossed
-    directly), the main effect replaces it and B's grids are answered by the shared pattern — with
+    main effect instead of the interaction loses ≤ χ²₁(0.95)/2 of ℓ_R against the interaction alone
+    and against both (checked against fit_crossed directly), the main effect replaces it and B's grids are answered by the shared pattern — with
     the interaction alone (the model before the main effects) they were answered by μ, 6 units and
     more off."""
     from scipy.special import chdtri
@@ -650,7 +650,9 @@ def test_an_interaction_the_places_share_gives_way_to_its_main_effect(seed: int)
     inter, main = "region × day-of-week", "every place × day-of-week"
     alone = fit_crossed({inter: factors[inter]}, A, y, s2, residual=False, variances=False)
     shared = fit_crossed({main: factors[main]}, A, y, s2, residual=False, variances=False)
-    assert alone.sigma2[inter] > 100 and alone.loglik - shared.loglik <= chdtri(1, 0.05) / 2.0  # independent check
+    both = fit_crossed(factors, A, y, s2, residual=False, variances=False)
+    crit = chdtri(1, 0.05) / 2.0  # the two tests, checked independently
+    assert alone.sigma2[inter] > 100 and alone.loglik - shared.loglik <= crit and both.loglik - shared.loglik <= crit
     seen, fit, replaced = main_effects_instead(alone, factors, [inter], {inter: (main,)}, A, y, s2, residual=False,
                                                confidence=0.95)
     assert seen == [main] and replaced == [inter]
