@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.privacy.options import Budget, NoiseOptions
-from dpopt.release import GridOptions, UserOptions, release
+from ._answered import answered_grids
 
 BOX = (52.45, 52.58, 13.28, 13.52)  # Berlin: its res-7 cells fall under two res-3 cells
 
@@ -42,20 +41,9 @@ def _sensors(seed: int, n: int = 200, n_cells: int = 30) -> pd.DataFrame:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_two_level_factor_does_not_hide_the_grids_spread(seed) -> None:
     frame = _sensors(seed)
-    cells = [h3.latlng_to_cell(a, b, 7) for a, b in zip(frame["latitude"], frame["longitude"])]
-    frame = frame.assign(cell=cells, slot=frame["timestamp"].dt.floor("15min"))
-    assert len({h3.cell_to_parent(c, 3) for c in set(cells)}) >= 2  # the case: r3 × period has 2+ nodes
-    grids = frame.groupby(["cell", "slot"]).agg(truth=("value", "mean"), users=("user_id", "nunique")).reset_index()
-    parts = pd.DataFrame({"cell": grids["cell"], "slot": grids["slot"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")})
-    r = release(frame.drop(columns=["cell", "slot"]), bound=120, budget=Budget(epsilon_total=10),
-                model=UserOptions(partitions=parts), grid=GridOptions(h3_resolution=7, slot="15min"),
-                noise=NoiseOptions(seed=seed))
-    key = ["node_cell", "node_slot", "node_slot_end"]
-    rows = r.table.rename(columns={"cell": "node_cell", "slot": "node_slot", "slot_end": "node_slot_end"})
-    answered = r.answers.merge(rows[key + ["mean", "mean_error_bound"]], on=key, how="left")
-    assert len(answered) == len(grids) and answered["mean"].notna().all()
-    grids = grids.assign(slot=parts["slot"])
-    scored = grids.merge(answered, on=["cell", "slot"], how="left")
+    cells = {h3.latlng_to_cell(a, b, 7) for a, b in zip(frame["latitude"], frame["longitude"])}
+    assert len({h3.cell_to_parent(c, 3) for c in cells}) >= 2  # the case: r3 × period has 2+ nodes
+    _, scored = answered_grids(frame, bound=120, slot="15min", seed=seed)
     busy = scored[scored["users"] >= 5]
     assert len(busy) >= 100
     covered = np.mean(np.abs(busy["mean"] - busy["truth"]) <= busy["mean_error_bound"])

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpopt.privacy.options import Budget, NoiseOptions
-from dpopt.release import GridOptions, UserOptions, release
+from ._answered import answered_grids
 
 
 def _weekly(seed: int, n: int = 120, thin: int = 6, days: int = 28) -> pd.DataFrame:
@@ -40,21 +39,11 @@ def _weekly(seed: int, n: int = 120, thin: int = 6, days: int = 28) -> pd.DataFr
 @pytest.mark.parametrize("seed", [1, 3])
 def test_a_thin_region_is_answered_by_the_pattern_the_other_region_measures(seed: int) -> None:
     frame = _weekly(seed)
-    cells = [h3.latlng_to_cell(a, b, 7) for a, b in zip(frame["latitude"], frame["longitude"])]
-    region = {c: h3.cell_to_parent(c, 3) for c in set(cells)}
+    region = {c: h3.cell_to_parent(c, 3) for c in {h3.latlng_to_cell(a, b, 7)
+                                                  for a, b in zip(frame["latitude"], frame["longitude"])}}
     thin_region = h3.cell_to_parent(h3.latlng_to_cell(52.46, 13.4, 7), 3)
     assert len(set(region.values())) == 2 and thin_region in region.values()  # the case: two regions
-    frame = frame.assign(cell=cells, slot=frame["timestamp"].dt.floor("1h"))
-    grids = frame.groupby(["cell", "slot"]).agg(truth=("value", "mean")).reset_index()
-    parts = pd.DataFrame({"cell": grids["cell"], "slot": grids["slot"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")})
-    r = release(frame.drop(columns=["cell", "slot"]), bound=100, budget=Budget(epsilon_total=10),
-                model=UserOptions(partitions=parts), grid=GridOptions(h3_resolution=7, slot="1h"),
-                noise=NoiseOptions(seed=seed))
-    key = ["node_cell", "node_slot", "node_slot_end"]
-    rows = r.table.rename(columns={"cell": "node_cell", "slot": "node_slot", "slot_end": "node_slot_end"})
-    answered = r.answers.merge(rows[key + ["mean", "mean_error_bound"]], on=key, how="left")
-    scored = grids.assign(slot=parts["slot"]).merge(answered, on=["cell", "slot"], how="left")
-    assert len(scored) == len(grids) and scored["mean"].notna().all()
+    r, scored = answered_grids(frame, bound=100, slot="1h", seed=seed)
     thin = (scored["cell"].map(region) == thin_region).to_numpy()
     err = (scored["mean"] - scored["truth"]).abs().to_numpy()
     assert thin.sum() > 1000
