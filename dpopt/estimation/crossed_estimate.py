@@ -417,17 +417,16 @@ def point_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndar
     (:func:`main_effects_instead`), then refitted without the :func:`weak_components` (a REML value the
     likelihood cannot tell from 0; their nodes still observe the grids, and the intervals keep them).
     Post-processing."""
-    fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2, residual=residual_seen,
-                      confidence=confidence, variances=False)
-    seen, replaced = list(seen), []
+    seen, replaced = [f for f in factors if f in seen], []
+    fit = _reml_fit(factors, seen, A, y, s2, residual=residual_seen, confidence=confidence)
     if parents:
         seen, fit, replaced = main_effects_instead(fit, factors, seen, parents, A, y, s2, residual=residual_seen,
                                                    confidence=confidence)
     weak = weak_components(fit, A, y, s2)
     if weak:
         seen = [f for f in seen if f not in weak]
-        fit = fit_crossed({f: c for f, c in factors.items() if f in seen}, A, y, s2,
-                          residual=residual_seen and RESIDUAL not in weak, confidence=confidence, variances=False)
+        fit = _reml_fit(factors, seen, A, y, s2, residual=residual_seen and RESIDUAL not in weak,
+                        confidence=confidence)
     fit = means_only(fit)  # its means and components are read from here on, never its factor (memory only)
     trim_heap()  # the REML searches' freed work, before the interval's fits (memory only)
     return fit, seen, replaced
@@ -478,16 +477,22 @@ def main_effects_instead(fit: Any, factors: dict[str, np.ndarray], seen: list[st
             continue
         added = [p for p in parents[f] if p not in seen]
         trial = [g for g in seen if g != f] + added
-        refit = fit_crossed({g: factors[g] for g in trial}, A, y, s2, residual=residual, confidence=confidence,
-                            variances=False)
-        if fit.loglik - refit.loglik <= crit and (not added or fit_crossed(
-                {g: factors[g] for g in seen + added}, A, y, s2, residual=residual, confidence=confidence,
-                variances=False).loglik - refit.loglik <= crit):
-            seen, fit = trial, refit
-            replaced.append(f)
-        else:
-            del refit
+        refit = _reml_fit(factors, trial, A, y, s2, residual=residual, confidence=confidence)
+        if fit.loglik - refit.loglik > crit:  # the factor explains more than its main effects
+            continue
+        if added and _reml_fit(factors, seen + added, A, y, s2, residual=residual,
+                               confidence=confidence).loglik - refit.loglik > crit:
+            continue  # beside its main effects the factor still explains more: it stays
+        seen, fit = trial, refit
+        replaced.append(f)
     return seen, fit, replaced
+
+
+def _reml_fit(factors: dict[str, np.ndarray], names: list[str], A: Any, y: np.ndarray, s2: np.ndarray, *,
+              residual: bool, confidence: float) -> Any:
+    """The REML fit, means and components only, of the factors ``names`` of ``factors``."""
+    return fit_crossed({g: factors[g] for g in names}, A, y, s2, residual=residual, confidence=confidence,
+                       variances=False)
 
 
 def _level_count(code: np.ndarray) -> int:
