@@ -211,6 +211,14 @@ def main_effects(factors: dict[str, np.ndarray], levels: dict[str, tuple[int, in
     finest_slot_ns : int
         The finest slot (for the time level's name).
     """
+    for name, code in factors.items():
+        if name not in levels or name not in nodes:
+            raise DpoptInputError(f"`levels` and `nodes` must hold every factor; got none for {name!r}")
+        if not {"cell", "slot"} <= set(nodes[name].columns):
+            raise DpoptInputError(f"`nodes[{name!r}]` must have columns cell and slot; got {list(nodes[name].columns)}")
+        if np.size(code) and not 0 <= int(np.min(code)) <= int(np.max(code)) < len(nodes[name]):
+            raise DpoptInputError(f"`factors[{name!r}]` must be node rows in [0, {len(nodes[name])}); got "
+                                  f"{int(np.min(code))}..{int(np.max(code))}")
     codes = {name: np.asarray(code, dtype=np.int64) for name, code in factors.items()}
     named = {_partition_key(code): name for name, code in reversed(list(codes.items()))}  # the first of equals
     parents: dict[str, tuple[str, ...]] = {}

@@ -211,3 +211,17 @@ def test_two_factors_share_one_time_main_effect_in_one_labelling() -> None:
     assert me.parents["r4 × hour-of-day"][0] == main and me.parents["cell × hour-of-day"][0] == main
     for child in factors:
         assert np.array_equal(me.node_levels[(child, main)][factors[child]], me.codes[main])
+
+
+def test_main_effects_bad_input_is_one_line() -> None:
+    from dpopt.hierarchy.lattice import main_effects
+
+    cells, slots = _grids(np.random.default_rng(10))
+    mn = marginal_nodes(cells, slots, Marginal(R, DAY_NS), finest_resolution=R, finest_slot_ns=HOUR_NS)
+    good = ({"cell × 1 d": mn.code}, {"cell × 1 d": (R, DAY_NS, 0)}, {"cell × 1 d": mn.nodes})
+    with pytest.raises(DpoptInputError, match="`levels` and `nodes` must hold every factor; got none for 'cell × 1 d'"):
+        main_effects(good[0], {}, good[2], finest_slot_ns=HOUR_NS)
+    with pytest.raises(DpoptInputError, match="must have columns cell and slot"):
+        main_effects(good[0], good[1], {"cell × 1 d": mn.nodes.drop(columns="slot")}, finest_slot_ns=HOUR_NS)
+    with pytest.raises(DpoptInputError, match=r"must be node rows in \[0, "):
+        main_effects({"cell × 1 d": mn.code + len(mn.nodes)}, good[1], good[2], finest_slot_ns=HOUR_NS)
