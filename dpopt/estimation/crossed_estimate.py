@@ -436,7 +436,10 @@ def implied_main_effects(m: Measurements, info: Any, factors: dict[str, np.ndarr
                          seen: Collection[str]) -> tuple[dict[str, np.ndarray], dict[str, tuple[str, ...]]]:
     """(the main effects the measured factors imply that no measured marginal is, those the
     measurements identify; per factor, its identified main effects)
-    (:func:`dpopt.hierarchy.lattice.main_effects`; models/engine.md §4, "Main effects"). An implied
+    (:func:`dpopt.hierarchy.lattice.main_effects`; models/engine.md §4, "Main effects"), of the
+    factors at the lattice's coarsest place level only: there a place with no node above its noise had
+    nothing to borrow from (a finer factor's places borrow the map-level factor's pattern already),
+    and each test costs REML fits (a cell-level factor's, minutes each on a large list). An implied
     main effect is identified where it has at least :data:`MIN_LEVELS` levels among the nodes that
     entered of the factors it is a main effect of (the rule of
     :func:`dpopt.hierarchy.node_means.identified`); a measured one where it is in ``seen``. Public
@@ -447,11 +450,14 @@ def implied_main_effects(m: Measurements, info: Any, factors: dict[str, np.ndarr
             for f in factors}
     me = main_effects(factors, {f: info.levels[index[f]] for f in factors}, rows,
                       finest_slot_ns=int(info.levels[0][1]))
+    top = min(int(lv[0]) for lv in info.levels)  # the lattice's coarsest place level (the map's)
     entered: dict[str, set[int]] = {}
     for (child, main), node_key in me.node_levels.items():
-        entered.setdefault(main, set()).update(np.unique(node_key[kept[index[child]]]).tolist())
+        if int(info.levels[index[child]][0]) == top:
+            entered.setdefault(main, set()).update(np.unique(node_key[kept[index[child]]]).tolist())
     implied = {f: c for f, c in me.codes.items() if len(entered.get(f, ())) >= MIN_LEVELS}
-    parents = {child: tuple(p for p in ps if p in implied or p in seen) for child, ps in me.parents.items()}
+    parents = {child: tuple(p for p in ps if p in implied or p in seen) for child, ps in me.parents.items()
+               if int(info.levels[index[child]][0]) == top}
     return implied, {child: ps for child, ps in parents.items() if ps}
 
 
