@@ -448,16 +448,15 @@ def implied_main_effects(m: Measurements, info: Any, factors: dict[str, np.ndarr
     index = {name: i for i, name in enumerate(info.names)}
     rows = {f: m.nodes.iloc[int(info.offsets[index[f]]): int(info.offsets[index[f]] + sizes[index[f]])]
             for f in factors}
-    me = main_effects(factors, {f: info.levels[index[f]] for f in factors}, rows,
-                      finest_slot_ns=int(info.levels[0][1]))
     top = min(int(lv[0]) for lv in info.levels)  # the lattice's coarsest place level (the map's)
+    me = main_effects(factors, {f: info.levels[index[f]] for f in factors}, rows,
+                      finest_slot_ns=int(info.levels[0][1]),
+                      of=[f for f in factors if int(info.levels[index[f]][0]) == top])
     entered: dict[str, set[int]] = {}
     for (child, main), node_key in me.node_levels.items():
-        if int(info.levels[index[child]][0]) == top:
-            entered.setdefault(main, set()).update(np.unique(node_key[kept[index[child]]]).tolist())
+        entered.setdefault(main, set()).update(np.unique(node_key[kept[index[child]]]).tolist())
     implied = {f: c for f, c in me.codes.items() if len(entered.get(f, ())) >= MIN_LEVELS}
-    parents = {child: tuple(p for p in ps if p in implied or p in seen) for child, ps in me.parents.items()
-               if int(info.levels[index[child]][0]) == top}
+    parents = {child: tuple(p for p in ps if p in implied or p in seen) for child, ps in me.parents.items()}
     return implied, {child: ps for child, ps in parents.items() if ps}
 
 

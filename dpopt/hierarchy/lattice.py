@@ -14,6 +14,7 @@ Unlike the tree of :mod:`dpopt.hierarchy.tree`, the marginals need not nest: (R,
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,7 +191,8 @@ class MainEffects:
 
 
 def main_effects(factors: dict[str, np.ndarray], levels: dict[str, tuple[int, int, int]],
-                 nodes: dict[str, pd.DataFrame], *, finest_slot_ns: int) -> MainEffects:
+                 nodes: dict[str, pd.DataFrame], *, finest_slot_ns: int,
+                 of: Collection[str] | None = None) -> MainEffects:
     """The place and time main effects of each (place × time) factor (models/engine.md §4, "Main effects").
 
     A factor of a marginal (P, T), T not the period, varies by place and time together; its main
@@ -210,22 +212,18 @@ def main_effects(factors: dict[str, np.ndarray], levels: dict[str, tuple[int, in
         Factor name → its marginal's node table (``cell`` and ``slot`` per node row).
     finest_slot_ns : int
         The finest slot (for the time level's name).
+    of : collection of str, optional
+        The factors whose main effects are wanted (default every one); the others still name the
+        partitions a main effect may repeat.
     """
-    for name, code in factors.items():
-        if name not in levels or name not in nodes:
-            raise DpoptInputError(f"`levels` and `nodes` must hold every factor; got none for {name!r}")
-        if not {"cell", "slot"} <= set(nodes[name].columns):
-            raise DpoptInputError(f"`nodes[{name!r}]` must have columns cell and slot; got {list(nodes[name].columns)}")
-        if np.size(code) and not 0 <= int(np.min(code)) <= int(np.max(code)) < len(nodes[name]):
-            raise DpoptInputError(f"`factors[{name!r}]` must be node rows in [0, {len(nodes[name])}); got "
-                                  f"{int(np.min(code))}..{int(np.max(code))}")
+    _check_main_effects(factors, levels, nodes)
     codes = {name: np.asarray(code, dtype=np.int64) for name, code in factors.items()}
     named = {_partition_key(code): name for name, code in reversed(list(codes.items()))}  # the first of equals
     parents: dict[str, tuple[str, ...]] = {}
     node_levels: dict[tuple[str, str], np.ndarray] = {}
     for name, code in list(codes.items()):
         _, slot_ns, cycle_ns = (int(v) for v in levels[name])
-        if slot_ns == 0:  # a place alone already
+        if slot_ns == 0 or (of is not None and name not in of):  # a place alone already, or not asked
             continue
         found = []
         for main, key in ((f"{EVERY_PLACE} × {_time_name(slot_ns, cycle_ns, finest_slot_ns)}", nodes[name]["slot"]),
@@ -247,6 +245,19 @@ def main_effects(factors: dict[str, np.ndarray], levels: dict[str, tuple[int, in
             parents[name] = tuple(found)
     return MainEffects(codes={f: c for f, c in codes.items() if f not in factors}, parents=parents,
                        node_levels=node_levels)
+
+
+def _check_main_effects(factors: dict[str, np.ndarray], levels: dict[str, tuple[int, int, int]],
+                        nodes: dict[str, pd.DataFrame]) -> None:
+    """:func:`main_effects`' inputs, or a one-line error naming the argument."""
+    for name, code in factors.items():
+        if name not in levels or name not in nodes:
+            raise DpoptInputError(f"`levels` and `nodes` must hold every factor; got none for {name!r}")
+        if not {"cell", "slot"} <= set(nodes[name].columns):
+            raise DpoptInputError(f"`nodes[{name!r}]` must have columns cell and slot; got {list(nodes[name].columns)}")
+        if np.size(code) and not 0 <= int(np.min(code)) <= int(np.max(code)) < len(nodes[name]):
+            raise DpoptInputError(f"`factors[{name!r}]` must be node rows in [0, {len(nodes[name])}); got "
+                                  f"{int(np.min(code))}..{int(np.max(code))}")
 
 
 def _place_name(name: str) -> str:
