@@ -1291,15 +1291,21 @@ def _ai_search(obj: _Objective, x: np.ndarray, *, max_iter: int) -> tuple[np.nda
 
 
 def _reml(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, sizes: list[int], *, max_iter: int,
-          kernel: dict[str, int]) -> tuple[np.ndarray, bool, str, int]:
+          kernel: dict[str, int], start: np.ndarray | None = None) -> tuple[np.ndarray, bool, str, int]:
     """σ² per block maximising the REML log-likelihood of :func:`gls_posterior` over log σ²:
-    average-information steps, then (if they do not converge) L-BFGS-B in the same bounds; a
-    component at the lower bound, or below 10⁻³·spread where 0 is no worse, is 0:
+    average-information steps from ``start`` (σ² per block: NaN starts at the moment start's share,
+    :func:`_start`, 0 at the lower bound) or the moment start, then (if they do not converge) L-BFGS-B in
+    the same bounds; a component at the lower bound, or below 10⁻³·spread where 0 is no worse, is 0:
     (σ², converged, status, factorisations)."""
     spread = max(float(np.var(y)), float(np.mean(s2)))
     low = math.log(min(_FLOOR, _FLOOR_NOISE * float(np.min(s2)) / spread))
     obj = _Objective(H=H, y=y, s2=s2, sizes=sizes, kernel=kernel, spread=spread, low=low)
-    x0 = np.clip(_start(y, s2, len(sizes), obj.spread), obj.low + 1.0, _LOG_HIGH - 1.0)
+    x0 = _start(y, s2, len(sizes), obj.spread)
+    if start is not None:
+        x0 = np.where(np.isnan(start), x0, np.log(np.maximum(start, 1e-300) / obj.spread))
+    x0 = np.clip(x0, obj.low + 1.0, _LOG_HIGH - 1.0)
+    if start is not None:
+        x0[start == 0] = obj.low  # at its bound: free only where ℓ_R rises off it (:func:`_newton`)
     x, converged, status = _ai_search(obj, x0, max_iter=max_iter)
     here = obj.at(x)
     if not converged:
@@ -1359,6 +1365,18 @@ def _fixed_sigma2(sigma2: Any, names: list[str], residual: bool) -> np.ndarray:
     return out
 
 
+def _start_sigma2(start: Any, names: list[str], residual: bool) -> np.ndarray:
+    """``start`` (some components to variances) in the order of ``names`` (+ the residual), NaN where
+    it has none (the moment start's share, :func:`_reml`)."""
+    keys = names + ([RESIDUAL] if residual else [])
+    if not isinstance(start, Mapping) or not set(start) <= set(keys):
+        raise _fail("start", f"must map some of {keys} to variances", start)
+    out = np.array([start.get(k, np.nan) for k in keys], dtype=float)
+    if not all(math.isfinite(float(v)) and float(v) >= 0 for v in start.values()):
+        raise _fail("start", "must hold finite variances >= 0", start)
+    return out
+
+
 def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray], variances: bool = True
              ) -> dict[str, FactorEffects]:
     out, start = {}, 1
@@ -1373,7 +1391,8 @@ def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray], var
 
 def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual: bool = True,
                 confidence: float = 0.95, sigma2: Mapping[str, float] | None = None,
-                max_iter: int = 200, dense_max: int = 6000, variances: bool = True) -> CrossedFit:
+                max_iter: int = 200, dense_max: int = 6000, variances: bool = True,
+                start: Mapping[str, float] | None = None) -> CrossedFit:
     """Fit θ_g = μ + Σ_f u_f[code_f(g)] + e_g to y = A θ + ε (models/crossed.md).
 
     Parameters
@@ -1398,6 +1417,12 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     variances : bool
         Compute the grids' and levels' posterior variances (False: NaN, for a caller that needs only
         the posterior means and the components; :meth:`CrossedFit.node` still gives variances).
+    start : mapping, optional
+        Where the REML search starts: some of the keys of ``sigma2`` to variances, e.g. the
+        components of a fit of a nested model (a component left out starts at the moment start's
+        share of the spread of ``y``, one at 0 at the search's lower bound). A start near the maximum saves
+        factorisations (minutes each on a large list); where the likelihood has one maximum the
+        search ends there from any start. Ignored with ``sigma2``.
     """
     names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
     max_iter = check_positive_int(max_iter, "max_iter")
@@ -1409,7 +1434,8 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     if sigma2 is not None:
         sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
     elif sizes:
-        sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel)
+        x0 = None if start is None else _start_sigma2(start, names, residual)[comps]
+        sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel, start=x0)
     else:
         converged, status, calls = True, "no variance component", 0
     try:  # one evaluation: the Gram matrices only where REML's search formed them (else one sparse product)

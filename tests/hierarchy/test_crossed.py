@@ -541,6 +541,27 @@ def test_reml_search_lifts_a_component_started_near_zero(seed, monkeypatch):
     np.testing.assert_allclose(best, [ref.sigma2["place"], ref.sigma2["slot"], ref.sigma2[RESIDUAL]], rtol=1e-2, atol=1e-4)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_reml_from_a_given_start_reaches_the_same_maximum(seed):
+    """``start``: from the REML point itself the search stops at once (a component at 0 starts at
+    the lower bound, not free where ℓ_R falls off it); from a far start (every component ×30 + 1,
+    the slot's left to the moment share) and from the slot's component at 0 where its REML value is
+    not, it ends at the same maximum of the dense restricted likelihood."""
+    factors, A, y, s2, dense_ll = _place_slot_instance(seed)
+    ref = fit_crossed(factors, A, y, s2, residual=True)
+    again = fit_crossed(factors, A, y, s2, residual=True, start=ref.sigma2)
+    assert again.converged and again.n_evaluations <= 2 < ref.n_evaluations
+    assert again.loglik == pytest.approx(ref.loglik, abs=1e-9)
+    far = {k: 30.0 * v + 1.0 for k, v in ref.sigma2.items() if k != "slot"}
+    lifted = {**ref.sigma2, "slot": 0.0}
+    assert ref.sigma2["slot"] > 0 or seed == 3  # seed 3's slot component is 0 at the maximum
+    for start in (far, lifted):
+        fit = fit_crossed(factors, A, y, s2, residual=True, start=start)
+        assert fit.converged, fit.status
+        _assert_dense_maximum(fit, dense_ll)
+        assert fit.loglik == pytest.approx(ref.loglik, abs=1e-5)
+
+
 @pytest.mark.parametrize("seed, scale", [(1, 1e-12), (2, 1e-12), (3, 1e-13), (6, 3e-14), (9, 1e-13)])
 def test_reml_refuses_points_that_do_not_factorise_and_says_so(seed, scale):
     """Noise variances 10⁻¹³–10⁻¹² of the spread: some σ² the search tries make the eliminated system
@@ -755,6 +776,9 @@ GOOD = {"factors": {"a": np.array([0, 1, 0])}, "A": np.eye(3), "y": np.ones(3), 
     ({"sigma2": {"a": 1.0}}, "sigma2"),
     ({"sigma2": {"a": -1.0, RESIDUAL: 1.0}}, "sigma2"),
     ({"max_iter": 0}, "max_iter"),
+    ({"start": [1.0]}, "start"),
+    ({"start": {"a": np.nan, RESIDUAL: 1.0}}, "start"),
+    ({"start": {"b": 1.0}}, "start"),
 ])
 def test_bad_input_is_a_one_line_error(change, name):
     args = GOOD | change
