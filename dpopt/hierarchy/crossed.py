@@ -1355,6 +1355,21 @@ def _stationary(obj: _Objective, x: np.ndarray, post: GLSPosterior | None = None
     return bool(np.all(np.abs(g) < tol) or gain < _GAIN)
 
 
+def _components_of(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, inner: list[int], comps: np.ndarray,
+                   kernel: dict[str, int], *, names: list[str], residual: bool, sigma2: Mapping[str, float] | None,
+                   start: Mapping[str, float] | None, max_iter: int) -> tuple[np.ndarray, bool, str, int]:
+    """:func:`fit_crossed`'s variance components in the order of ``names`` (+ the residual): given,
+    or REML's (:func:`_reml`, from ``start``): (σ², converged, status, factorisations)."""
+    if sigma2 is not None:
+        return _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
+    sig = np.zeros(len(inner))
+    if not inner:
+        return sig, True, "no variance component", 0
+    x0 = None if start is None else _start_sigma2(start, names, residual)[comps]
+    sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel, start=x0)
+    return sig, converged, status, calls
+
+
 def _fixed_sigma2(sigma2: Any, names: list[str], residual: bool) -> np.ndarray:
     keys = names + ([RESIDUAL] if residual else [])
     if not isinstance(sigma2, Mapping) or set(sigma2) != set(keys):
@@ -1418,11 +1433,9 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
         Compute the grids' and levels' posterior variances (False: NaN, for a caller that needs only
         the posterior means and the components; :meth:`CrossedFit.node` still gives variances).
     start : mapping, optional
-        Where the REML search starts: some of the keys of ``sigma2`` to variances, e.g. the
-        components of a fit of a nested model (a component left out starts at the moment start's
-        share of the spread of ``y``, one at 0 at the search's lower bound). A start near the maximum saves
-        factorisations (minutes each on a large list); where the likelihood has one maximum the
-        search ends there from any start. Ignored with ``sigma2``.
+        Where REML starts: some keys of ``sigma2`` to variances, e.g. a nested model's fit (left out:
+        the moment start's share; 0: the lower bound). Near the maximum it saves factorisations
+        (minutes each on a large list); a unique maximum is reached from any start. Not with ``sigma2``.
     """
     names, codes, levels, A, y, s2, confidence = _check_crossed(factors, A, y, s2, residual, confidence)
     max_iter = check_positive_int(max_iter, "max_iter")
@@ -1430,14 +1443,8 @@ def fit_crossed(factors: Mapping[str, Any], A: Any, y: Any, s2: Any, *, residual
     grid_map, sizes = _design(codes, A.shape[1], residual)
     H, inner, comps, perm, kernel = _kernel_order(codes, sizes, A, grid_map, residual)
     kernel["dense_max"] = dense_max
-    sig = np.zeros(len(sizes))
-    if sigma2 is not None:
-        sig, converged, status, calls = _fixed_sigma2(sigma2, names, residual), True, "variance components given", 0
-    elif sizes:
-        x0 = None if start is None else _start_sigma2(start, names, residual)[comps]
-        sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel, start=x0)
-    else:
-        converged, status, calls = True, "no variance component", 0
+    sig, converged, status, calls = _components_of(H, y, s2, inner, comps, kernel, names=names, residual=residual,
+                                                   sigma2=sigma2, start=start, max_iter=max_iter)
     try:  # one evaluation: the Gram matrices only where REML's search formed them (else one sparse product)
         post = gls_posterior(H, y, s2, np.repeat(sig[comps], inner), **{**kernel, "grams": _formed(kernel["grams"])})
     except (np.linalg.LinAlgError, RuntimeError) as e:  # given components a tiny s2 makes singular
