@@ -1371,25 +1371,29 @@ def _components_of(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, inner: list[
 
 
 def _fixed_sigma2(sigma2: Any, names: list[str], residual: bool) -> np.ndarray:
-    keys = names + ([RESIDUAL] if residual else [])
-    if not isinstance(sigma2, Mapping) or set(sigma2) != set(keys):
-        raise _fail("sigma2", f"must map exactly {keys} to variances", sigma2)
-    out = np.array([sigma2[k] for k in keys], dtype=float)
-    if not np.all(np.isfinite(out) & (out >= 0)):
-        raise _fail("sigma2", "must hold finite variances >= 0", sigma2)
-    return out
+    """``sigma2`` (every component to its variance) in the order of ``names`` (+ the residual)."""
+    return _variances_of(sigma2, names, residual, arg="sigma2", every=True)
 
 
 def _start_sigma2(start: Any, names: list[str], residual: bool) -> np.ndarray:
     """``start`` (some components to variances) in the order of ``names`` (+ the residual), NaN where
     it has none (the moment start's share, :func:`_reml`)."""
+    return _variances_of(start, names, residual, arg="start", every=False)
+
+
+def _variances_of(given: Any, names: list[str], residual: bool, *, arg: str, every: bool) -> np.ndarray:
+    """The argument ``arg``'s variances (finite, >= 0) in the order of ``names`` (+ the residual), NaN
+    for a component it leaves out (``every``: it must map each, and only those)."""
     keys = names + ([RESIDUAL] if residual else [])
-    if not isinstance(start, Mapping) or not set(start) <= set(keys):
-        raise _fail("start", f"must map some of {keys} to variances", start)
-    out = np.array([start.get(k, np.nan) for k in keys], dtype=float)
-    if not all(math.isfinite(float(v)) and float(v) >= 0 for v in start.values()):
-        raise _fail("start", "must hold finite variances >= 0", start)
-    return out
+    if not isinstance(given, Mapping) or not (set(given) == set(keys) if every else set(given) <= set(keys)):
+        raise _fail(arg, f"must map {'exactly' if every else 'some of'} {keys} to variances", given)
+    try:
+        values = np.array(list(given.values()), dtype=float)
+    except (TypeError, ValueError):
+        raise _fail(arg, "must hold finite variances >= 0", given) from None
+    if not np.all(np.isfinite(values) & (values >= 0)):
+        raise _fail(arg, "must hold finite variances >= 0", given)
+    return np.array([given.get(k, np.nan) for k in keys], dtype=float)
 
 
 def _effects(post: GLSPosterior, names: list[str], levels: list[np.ndarray], variances: bool = True

@@ -779,6 +779,8 @@ GOOD = {"factors": {"a": np.array([0, 1, 0])}, "A": np.eye(3), "y": np.ones(3), 
     ({"start": [1.0]}, "start"),
     ({"start": {"a": np.nan, RESIDUAL: 1.0}}, "start"),
     ({"start": {"b": 1.0}}, "start"),
+    ({"start": {"a": "x"}}, "start"),
+    ({"sigma2": {"a": "x", RESIDUAL: 1.0}}, "sigma2"),
 ])
 def test_bad_input_is_a_one_line_error(change, name):
     args = GOOD | change
