@@ -17,7 +17,12 @@ instances × ε (:func:`sweep`).
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
+
+# a library's loggers stay silent unless the caller configures logging (the release's progress lines
+# are INFO on logger "dpopt"; the command line shows them on a terminal or with --progress)
+logging.getLogger("dpopt").addHandler(logging.NullHandler())
 
 __version__ = "0.4.0"
 

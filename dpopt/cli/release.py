@@ -14,6 +14,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import sys
 import textwrap
@@ -200,8 +201,10 @@ def _add_input_arguments(p: Any) -> None:
     d.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 "
                    "(default: a local cluster)")
     p.add_argument("--no-map", action="store_true", help="skip map.png")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--progress", action="store_true", help="progress bars on stderr even when not a terminal")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no progress lines")
+    p.add_argument("--progress", action="store_true",
+                   help="progress bars and the release's progress lines (bounds, rounds, fits, each with its "
+                        "elapsed seconds) on stderr even when not a terminal")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (and nothing else on stdout)")
     p.add_argument("--unit", metavar="TEXT", default=None,
                    help="unit of the values, shown in report.html, the console summary and summary.json "
@@ -453,6 +456,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``dpopt release``: every option validated, then release, write the files into ``--out``
     atomically, print the summary; 0 on success."""
     from ..writers import check_out, write_release
+    from ..writers.console import phase_lines
     from ..release.release import release
 
     records, bound = _records(args)
@@ -470,9 +474,11 @@ def run(args: argparse.Namespace) -> int:
 
         opts["io"] = dataclasses.replace(opts["io"], client=client)
     try:
-        result = release(records, bound=bound, lower=args.lower, upper=args.upper, **opts)
-        unit = args.unit or ("km/h" if args.example else None)
-        paths = write_release(result, args.out, make_map=not args.no_map, overwrite=args.overwrite, unit=unit)
+        with phase_lines(opts["io"].progress):
+            result = release(records, bound=bound, lower=args.lower, upper=args.upper, **opts)
+            unit = args.unit or ("km/h" if args.example else None)
+            logging.getLogger(__name__).info("writing the release into %s", args.out)
+            paths = write_release(result, args.out, make_map=not args.no_map, overwrite=args.overwrite, unit=unit)
     except CliError:
         raise
     except DpoptInputError as exc:  # the release's own checks name Python arguments: the CLI's flags here

@@ -25,6 +25,7 @@ still enter as observations, and the fit's status says which factors were left o
 
 from __future__ import annotations
 
+import logging
 import math
 from statistics import NormalDist
 from collections.abc import Collection, Mapping, Sequence
@@ -48,6 +49,9 @@ __all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "own_s
            "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
+#: the estimate's progress lines (INFO; :func:`dpopt.writers.console.phase_lines`): the fits' components
+#: and evaluations, computed from the DP measurements only
+_log = logging.getLogger(__name__)
 #: the one reason a variance is not published by the engine
 VARIANCE_REASON = "not measured: this release publishes means"
 
@@ -94,6 +98,7 @@ def estimate_crossed(measurements: Measurements, *, confidence: float = 0.95) ->
     factors, A, y, s2, kept = crossed_inputs(list(info.codes), list(info.names), [p[0] for p in parts],
                                              [p[1] for p in parts], [p[2] for p in parts], [p[3] for p in parts],
                                              centre=B / 2.0, half_range=B / 2.0)
+    _log.info("estimate: %d node means above their count thresholds, %d listed grids", y.size, sizes[0])
     if y.size == 0:  # nothing readable at this budget: every grid gets the whole declared range
         return _nothing(m, info, parts, float(confidence))
     z = NormalDist().inv_cdf(0.5 + float(confidence) / 2.0)
@@ -395,6 +400,7 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
                             start=fit.sigma2)  # the point fit's components; the left-out ones at the moment share
         freed = len(given) - len(fit.sigma2)
         if joint.loglik - at_given > chdtri(freed, JOINT_TEST_LEVEL) / 2.0:  # χ²_k upper quantile
+            _log.info("interval: the %d components the point fit left out are fitted with the others", freed)
             every = joint
         else:
             every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given,
@@ -405,6 +411,7 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
     upper, u, posts = component_upper_bounds(every, A, y, s2, cap=cap, total=total, days=days)
     del every  # its factorisation (n × n) is not needed by the wide fit
     trim_heap()
+    _log.info("interval: the grids' posterior variances at %s", _components_text(upper))
     wide = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=upper)
     return fit, upper, wide, Mixture(u, posts[RESIDUAL], posts.get(DAYS))
 
@@ -420,11 +427,14 @@ def point_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndar
     Post-processing."""
     seen, replaced = [f for f in factors if f in seen], []
     fit = _reml_fit(factors, seen, A, y, s2, residual=residual_seen, confidence=confidence)
+    _log.info("point fit: %s (REML, %d evaluations)", _components_text(fit.sigma2), fit.n_evaluations)
     if parents:
         seen, fit, replaced = main_effects_instead(fit, factors, seen, parents, A, y, s2, residual=residual_seen,
                                                    confidence=confidence)
+        _log.info("main effects: %s", f"in place of {', '.join(replaced)}" if replaced else "no factor replaced")
     weak = weak_components(fit, A, y, s2)
     if weak:
+        _log.info("point fit: refitted without %s (their likelihood does not reject 0)", ", ".join(sorted(weak)))
         seen = [f for f in seen if f not in weak]
         fit = _reml_fit(factors, seen, A, y, s2, residual=residual_seen and RESIDUAL not in weak,
                         confidence=confidence, start=(fit.sigma2,))
@@ -511,6 +521,11 @@ def _reml_fit(factors: dict[str, np.ndarray], names: list[str], A: Any, y: np.nd
     # tests hold two fits through a third's search (3.1 GiB peak on the large list, 1.7 before them)
     return means_only(fit_crossed({g: factors[g] for g in names}, A, y, s2, residual=residual,
                                   confidence=confidence, variances=False, start=begin or None))
+
+
+def _components_text(sigma2: Mapping[str, float]) -> str:
+    """The components of a fit as a progress line reads them: σ²(name) = value, each."""
+    return ", ".join(f"σ²({k}) = {float(v):.4g}" for k, v in sigma2.items()) or "μ alone"
 
 
 def _level_count(code: np.ndarray) -> int:
@@ -947,6 +962,7 @@ def component_upper_bounds(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, c
     nodes, logliks = [], []
     for j, k in enumerate(names):
         grid = component_nodes(cap, float(base[j]))
+        _log.info("interval: the likelihood of σ²(%s) at %d values (%d of %d)", k, grid.size, j + 1, len(names))
         nodes.append(grid)
         logliks.append(component_profile(H, y, s2, base[order], inner, int(np.flatnonzero(order == j)[0]), grid,
                                          **kernel))

@@ -23,6 +23,7 @@ records. Two layers:
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -48,6 +49,8 @@ __all__ = ["GLSPosterior", "gls_posterior", "component_profile", "ComponentGrams
            "fit_crossed", "fit_kernel", "means_only", "within_memory", "RESIDUAL"]
 
 _LOG2PI = math.log(2.0 * math.pi)
+#: each fit's evaluations and status at DEBUG (a release's progress lines are INFO, one level up)
+_log = logging.getLogger(__name__)
 #: the key of the grid-level (residual) component in :attr:`CrossedFit.sigma2`; no factor may use it
 RESIDUAL = "residual"
 #: at most this many numbers in one block of right-hand sides of the batched solves, or pairs of
@@ -1367,6 +1370,7 @@ def _components_of(H: sp.csr_matrix, y: np.ndarray, s2: np.ndarray, inner: list[
         return sig, True, "no variance component", 0
     x0 = None if start is None else _start_sigma2(start, names, residual)[comps]
     sig[comps], converged, status, calls = _reml(H, y, s2, inner, max_iter=max_iter, kernel=kernel, start=x0)
+    _log.debug("REML of %s over %d observations: %d factorisations, %s", names, y.size, calls, status)
     return sig, converged, status, calls
 
 

@@ -1,15 +1,23 @@
-"""The end-of-run console summary of a release and the one rule for progress bars.
+"""The end-of-run console summary of a release, the one rule for progress bars, and the release's
+progress lines.
 
 ``console_summary`` reads summary.json (either privacy model) and the written paths: a few
 aligned lines naming the unit, never a field that does not apply (no ``epsilon None``), and one
 line saying where report.html is. ``progress_wanted`` is the single decision every command line
 makes before it asks a library for a bar: bars go to stderr (tqdm's default), and only when stderr
-is a terminal or ``--progress`` asks for them; ``--quiet`` and ``--json`` silence them.
+is a terminal or ``--progress`` asks for them; ``--quiet`` and ``--json`` silence them. Under the
+same rule ``phase_lines`` shows the library's INFO messages (logger ``dpopt``: the engine's bounds,
+votes and measured rounds, the estimate's fits and profiles) on stderr, one line each with the
+seconds since the run began — a large list's release runs for tens of minutes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,7 +26,7 @@ import pandas as pd
 
 from ._published import answers_vary_text, fmt_number, privacy_statement, released_count, resolve_unit
 
-__all__ = ["console_summary", "progress_wanted"]
+__all__ = ["console_summary", "progress_wanted", "phase_lines"]
 
 
 def progress_wanted(requested: bool | None = None, *, quiet: bool = False,
@@ -34,6 +42,44 @@ def progress_wanted(requested: bool | None = None, *, quiet: bool = False,
         return bool(s.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+class _Elapsed(logging.Formatter):
+    """``<command> [  12 s] <message>``: the seconds since the formatter was made."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__()
+        self.command, self.t0 = command, time.monotonic()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{self.command} [{time.monotonic() - self.t0:6.0f} s] {record.getMessage()}"
+
+
+@contextlib.contextmanager
+def phase_lines(enabled: bool, *, command: str = "dpopt release",
+                stream: TextIO | None = None) -> Iterator[None]:
+    """While inside, and only if ``enabled`` (:func:`progress_wanted`): the INFO messages of logger
+    ``dpopt`` and its children written to ``stream`` (default ``sys.stderr``) as
+    ``<command> [  12 s] <message>``. The logger's level and handlers are restored on exit, so a
+    library caller's own logging configuration is untouched outside. The messages carry public
+    facts, DP outputs and their post-processing, and the run's own timings (as summary.json's
+    diagnostics do), never a raw count or value."""
+    if not enabled:
+        yield
+        return
+    logger = logging.getLogger("dpopt")
+    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
+    handler.setFormatter(_Elapsed(command))
+    handler.setLevel(logging.INFO)
+    level = logger.level
+    logger.addHandler(handler)
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _accuracy(summary: dict[str, Any], table: pd.DataFrame | None, suffix: str) -> str | None:

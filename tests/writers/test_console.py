@@ -1,15 +1,17 @@
-"""The end-of-run console summary and the progress-bar rule."""
+"""The end-of-run console summary, the progress-bar rule and the progress lines."""
 
 from __future__ import annotations
 
 import io
+import logging
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dpopt.writers._published import fmt_number
-from dpopt.writers.console import console_summary, progress_wanted
+from dpopt.writers.console import console_summary, phase_lines, progress_wanted
 
 from .conftest import load
 
@@ -66,6 +68,29 @@ def test_progress_only_on_a_terminal_or_when_asked():
     assert progress_wanted(True, stream=_Stream(False)) is True
     assert progress_wanted(None, quiet=True, stream=_Stream(True)) is False
     assert progress_wanted(False, stream=_Stream(True)) is False
+
+
+def test_progress_lines_show_the_librarys_info_messages_only_inside_and_only_when_wanted():
+    """phase_lines: inside and enabled, every INFO message of logger "dpopt" and its children (not
+    DEBUG, not another library's) is one line ``<command> [  n s] <message>`` on the stream; disabled,
+    none; on exit the logger's level and handlers are what they were, also after an exception."""
+    logger, child, other = logging.getLogger("dpopt"), logging.getLogger("dpopt.estimation.x"), logging.getLogger("x")
+    before = (logger.level, list(logger.handlers))
+    stream = io.StringIO()
+    with phase_lines(True, command="dpopt test", stream=stream):
+        child.info("point fit: %s", "σ²(cell) = 2")
+        child.debug("an evaluation")
+        other.info("not ours")
+    child.info("after the run")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1 and re.fullmatch(r"dpopt test \[ +\d+ s\] point fit: σ²\(cell\) = 2", lines[0]), lines
+    quiet = io.StringIO()
+    with phase_lines(False, stream=quiet):
+        child.info("nothing")
+    assert quiet.getvalue() == ""
+    with pytest.raises(RuntimeError), phase_lines(True, stream=io.StringIO()):
+        raise RuntimeError("a failed release")
+    assert (logger.level, list(logger.handlers)) == before
 
 
 @pytest.mark.parametrize("model", ["occupancy", "user"])

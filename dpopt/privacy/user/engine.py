@@ -66,6 +66,7 @@ reused in the estimate.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -100,6 +101,10 @@ from ...noise.sources import SeededSource
 from ..options import Budget, NoiseOptions
 from .options import ENGINE_BOUNDS_FRACTION, UserOptions, _partition_list, _sampler_kind, _samplers, noise_family
 from .strategies.adaptive import PUBLIC_FACTS, spend_with_bounds
+
+#: the release's progress lines (INFO; :func:`dpopt.writers.console.phase_lines` shows them on the
+#: command line): public facts and DP outputs only — budgets, the marginals' names, the bounds and votes
+_log = logging.getLogger(__name__)
 
 __all__ = ["EngineInfo", "measure_engine", "between_sumsq", "nested_sumsq", "between_sensitivity", "BOUNDS_FRACTION", "PILOT_SHARE", "BETWEEN_SHARE"]
 
@@ -442,6 +447,8 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
             out.spread, out.spread_law = _noisy(mech, b.Z, sens.sumsq_l1_units, sens.sumsq_l2_units, used, b.lam,
                                                 mn.n_nodes)
             out.spent[f"{tag} sum of squares {name}"] = used
+    _log.info("%s measured: %s", tag, ", ".join(f"{name} {bud:.4g}" for name, bud in zip(b.names, budgets) if bud > 0)
+              or "nothing")
     return out
 
 
@@ -609,9 +616,12 @@ def _choose_bounds(agg: Aggregate, options: UserOptions, eps_b: float, rest: flo
     most = CLAMP_REMEASURE_LIMIT * frac / (1.0 - frac) * rest if (again and frac < 1.0) else 0.0
     side = clamp_remeasure_side(pb, U)
     eps2 = 0.0 if side is None else clamp_remeasure_epsilon(pb, most if unit == "epsilon" else pure_epsilon(most), side)
+    if eps2 > 0:
+        pb = remeasure_clamp(agg, eligible, pb, eps2, bound=U, source=source, side=side)
+    _log.info("bounds: at most %d records per user; values clamped to %.4g–%.4g above the range's lower end "
+              "(its width %.4g)%s", pb.cap, pb.clamp_low, pb.clamp, U, "; a clamp measured again" if eps2 > 0 else "")
     if eps2 <= 0:
         return pb, rest, {}
-    pb = remeasure_clamp(agg, eligible, pb, eps2, bound=U, source=source, side=side)
     cost = eps2 if unit == "epsilon" else float(Fraction(eps2) ** 2 / 2)
     return pb, rest - cost, {CLAMP_REMEASURE_PIECE: eps2}
 
@@ -628,6 +638,8 @@ def _votes(agg: Aggregate, b: _Bounded, mech: Any, rest: float, *, listed: bool,
     if not listed:
         return None, None, {}, 0.0
     vote, spent = measure_place_share(agg, b.pairs, mech, VOTE_SHARE * rest, reference=reference)
+    if vote is not None:
+        _log.info("users' vote: the place sets %.2g ± %.2g of what the place and the time set", vote.value, vote.sd)
     pair = _cycle_pair(b)
     if pair is None:
         return vote, None, spent, VOTE_SHARE

@@ -43,6 +43,7 @@ the share of the selection spent learning k (a coarse quantile: nine candidates)
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -58,6 +59,9 @@ from .levels import used_budget
 from .partitions import PartitionList
 from .select_levels import LevelSelection, level_nodes, threshold_counts
 from .strategies.private_adaptive import PERIOD_NS
+
+#: the selection's progress line (INFO; :func:`dpopt.writers.console.phase_lines`): DP outputs only
+_log = logging.getLogger(__name__)
 
 __all__ = ["PrivateList", "private_list", "fold_to_day", "fold_with_days", "keep_count", "random_votes", "KEEP_QUANTILE", "MAX_KEEP", "KEEP_SHARE"]
 
@@ -175,5 +179,6 @@ def private_list(agg: Aggregate, *, epsilon: float, delta: float, mechanism: Noi
     windows = np.arange(0, DAY_NS, agg.slot_ns, dtype=np.int64)
     grid_cells, grid_slots = np.repeat(cells, windows.size), np.tile(windows, cells.size)
     period = (int(sel.slots.min()), int(sel.slots.max()) + PERIOD_NS) if sel.slots.size else (0, 0)
+    _log.info("places selected under DP: %d cells (each user votes for at most %d)", cells.size, k)
     return PrivateList(agg=folded, partitions=PartitionList.from_grids(grid_cells, grid_slots),
                        period=period, k=int(k), selection=sel, pieces=pieces, days=days)

@@ -1,0 +1,43 @@
+"""`dpopt release --progress`: the release's progress lines on stderr (dpopt.writers.console.phase_lines),
+one per phase of the engine and the estimate, each a published DP output or public fact; none with
+--quiet; and the published files byte for byte the same either way."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from dpopt.cli import main
+
+LINE = re.compile(r"^dpopt release \[ *\d+ s\] (.*)$")
+
+
+def _lines(err: str) -> list[str]:
+    return [m.group(1) for m in map(LINE.match, err.splitlines()) if m]
+
+
+def test_progress_lines_name_each_phase_and_change_no_published_byte(tmp_path, capsys):
+    shown, quiet = tmp_path / "shown", tmp_path / "quiet"
+    common = ["release", "--example", "--no-map", "--seed", "5", "--json"]
+    assert main([*common, "--progress", "--out", str(shown)]) == 0
+    lines = _lines(capsys.readouterr().err)
+    assert main([*common, "--quiet", "--out", str(quiet)]) == 0
+    assert _lines(capsys.readouterr().err) == []
+    starts = ["bounds: at most", "pilot measured:", "users' vote:", "round 1 measured:", "main measured:",
+              "estimate:", "point fit:", "main effects:", "interval: the grids' posterior variances",
+              "writing the release into"]
+    at = [next(i for i, line in enumerate(lines) if line.startswith(s)) for s in starts]
+    assert at == sorted(at), lines  # in the order the release runs them
+    summary = json.loads((shown / "summary.json").read_text(encoding="utf-8"))
+    # the numbers the lines show are the published ones: the cap T, the clamp, each round's budgets
+    assert lines[at[0]].startswith(f"bounds: at most {summary['record_cap']} records per user; values clamped "
+                                   f"to {summary['clamp_low']:.4g}–{summary['clamp']:.4g}")
+    for tag in ("pilot", "round 1", "main"):
+        line = next(line for line in lines if line.startswith(f"{tag} measured:"))
+        spent = {k[len(tag) + 7:]: v for k, v in summary["budget"].items() if k.startswith(f"{tag} count ")}
+        for name, eps in spent.items():
+            pieces = (f"{tag} sum {name}", f"{tag} sum of squares {name}")
+            total = eps + sum(summary["budget"].get(piece, 0.0) for piece in pieces)
+            assert f"{name} {total:.4g}" in line, (line, name, total)
+    for name in ("release.csv", "answers.csv", "summary.json"):
+        assert (shown / name).read_bytes() == (quiet / name).read_bytes(), name
