@@ -400,7 +400,8 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
                             start=fit.sigma2)  # the point fit's components; the left-out ones at the moment share
         freed = len(given) - len(fit.sigma2)
         if joint.loglik - at_given > chdtri(freed, JOINT_TEST_LEVEL) / 2.0:  # χ²_k upper quantile
-            _log.info("interval: the %d components the point fit left out are fitted with the others", freed)
+            _log.info("interval: the %d component%s the point fit left out fitted with the others (the data "
+                      "reject 0)", freed, "" if freed == 1 else "s")
             every = joint
         else:
             every = fit_crossed(factors, A, y, s2, residual=True, confidence=confidence, sigma2=given,

@@ -30,7 +30,8 @@ def test_progress_lines_name_each_phase_and_change_no_published_byte(tmp_path, c
     assert at == sorted(at), lines  # in the order the release runs them
     summary = json.loads((shown / "summary.json").read_text(encoding="utf-8"))
     # the numbers the lines show are the published ones: the cap T, the clamp, each round's budgets
-    assert lines[at[0]].startswith(f"bounds: at most {summary['record_cap']} records per user; values clamped "
+    cap = summary["record_cap"]
+    assert lines[at[0]].startswith(f"bounds: at most {cap} record{'s' * (cap != 1)} per user; values clamped "
                                    f"to {summary['clamp_low']:.4g}–{summary['clamp']:.4g}")
     for tag in ("pilot", "round 1", "main"):
         line = next(line for line in lines if line.startswith(f"{tag} measured:"))

@@ -618,8 +618,9 @@ def _choose_bounds(agg: Aggregate, options: UserOptions, eps_b: float, rest: flo
     eps2 = 0.0 if side is None else clamp_remeasure_epsilon(pb, most if unit == "epsilon" else pure_epsilon(most), side)
     if eps2 > 0:
         pb = remeasure_clamp(agg, eligible, pb, eps2, bound=U, source=source, side=side)
-    _log.info("bounds: at most %d records per user; values clamped to %.4g–%.4g above the range's lower end "
-              "(its width %.4g)%s", pb.cap, pb.clamp_low, pb.clamp, U, "; a clamp measured again" if eps2 > 0 else "")
+    _log.info("bounds: at most %d record%s per user; values clamped to %.4g–%.4g above the range's lower end "
+              "(its width %.4g)%s", pb.cap, "" if pb.cap == 1 else "s", pb.clamp_low, pb.clamp, U,
+              "; a clamp measured again" if eps2 > 0 else "")
     if eps2 <= 0:
         return pb, rest, {}
     cost = eps2 if unit == "epsilon" else float(Fraction(eps2) ** 2 / 2)
