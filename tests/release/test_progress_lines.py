@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from dpopt.cli import main
 
 LINE = re.compile(r"^dpopt release \[ *\d+ s\] (.*)$")
@@ -16,14 +18,16 @@ def _lines(err: str) -> list[str]:
     return [m.group(1) for m in map(LINE.match, err.splitlines()) if m]
 
 
-def test_progress_lines_name_each_phase_and_change_no_published_byte(tmp_path, capsys):
+@pytest.mark.parametrize("budget, unit", [((), "ε"), (("--rho", "2", "--delta", "1e-6", "--mechanism", "gaussian"), "ρ")])
+def test_progress_lines_name_each_phase_and_change_no_published_byte(tmp_path, capsys, budget, unit):
     shown, quiet = tmp_path / "shown", tmp_path / "quiet"
-    common = ["release", "--example", "--no-map", "--seed", "5", "--json"]
+    common = ["release", "--example", "--no-map", "--seed", "5", "--json", *budget]
     assert main([*common, "--progress", "--out", str(shown)]) == 0
     lines = _lines(capsys.readouterr().err)
     assert main([*common, "--quiet", "--out", str(quiet)]) == 0
     assert _lines(capsys.readouterr().err) == []
-    starts = ["bounds: at most", "pilot measured:", "users' vote:", "round 1 measured:", "main measured:",
+    starts = ["bounds: at most", f"pilot measured ({unit}):", "users' vote:", f"round 1 measured ({unit}):",
+              f"main measured ({unit}):",
               "estimate:", "point fit:", "main effects:", "interval: the grids' posterior variances",
               "writing the release into"]
     at = [next(i for i, line in enumerate(lines) if line.startswith(s)) for s in starts]
@@ -34,10 +38,13 @@ def test_progress_lines_name_each_phase_and_change_no_published_byte(tmp_path, c
     assert lines[at[0]].startswith(f"bounds: at most {cap} record{'s' * (cap != 1)} per user; values clamped "
                                    f"to {summary['clamp_low']:.4g}–{summary['clamp']:.4g}")
     for tag in ("pilot", "round 1", "main"):
-        line = next(line for line in lines if line.startswith(f"{tag} measured:"))
-        spent = {k[len(tag) + 7:]: v for k, v in summary["budget"].items() if k.startswith(f"{tag} count ")}
+        line = next(line for line in lines if line.startswith(f"{tag} measured ({unit}):"))
+        end = "_rho" if unit == "ρ" else ""  # summary.json names a zCDP piece with its unit
+        spent = {k[len(tag) + 7:len(k) - len(end)]: v for k, v in summary["budget"].items()
+                 if k.startswith(f"{tag} count ") and k.endswith(end)}
+        assert spent, (tag, summary["budget"])
         for name, eps in spent.items():
-            pieces = (f"{tag} sum {name}", f"{tag} sum of squares {name}")
+            pieces = (f"{tag} sum {name}{end}", f"{tag} sum of squares {name}{end}")
             total = eps + sum(summary["budget"].get(piece, 0.0) for piece in pieces)
             assert f"{name} {total:.4g}" in line, (line, name, total)
     for name in ("release.csv", "answers.csv", "summary.json"):

@@ -447,8 +447,8 @@ def _measure(b: _Bounded, mech: Any, budgets: np.ndarray, *, tag: str, spread: b
             out.spread, out.spread_law = _noisy(mech, b.Z, sens.sumsq_l1_units, sens.sumsq_l2_units, used, b.lam,
                                                 mn.n_nodes)
             out.spent[f"{tag} sum of squares {name}"] = used
-    _log.info("%s measured: %s", tag, ", ".join(f"{name} {bud:.4g}" for name, bud in zip(b.names, budgets) if bud > 0)
-              or "nothing")
+    _log.info("%s measured (%s): %s", tag, "ε" if mech.unit == "epsilon" else "ρ",
+              ", ".join(f"{name} {bud:.4g}" for name, bud in zip(b.names, budgets) if bud > 0) or "nothing")
     return out
 
 
