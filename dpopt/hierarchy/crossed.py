@@ -568,7 +568,8 @@ class _DualSystem:
         """tr Var(v_k | y) = J_k − tr(P H̃_k H̃_kᵀ) of each random block k, with P = V⁻¹ − V⁻¹X W⁻¹ XᵀV⁻¹:
         tr(V⁻¹G) = 2⟨tril V⁻¹, G⟩ − ⟨diag V⁻¹, diag G⟩ for symmetric G, from V⁻¹'s lower triangle
         (LAPACK potri) and the Gram matrices' lower panels (:class:`ComponentGrams`; where V was not
-        built from them, each block's formed in turn), and tr(V⁻¹XW⁻¹XᵀV⁻¹ H̃_kH̃_kᵀ) =
+        built from them, each block's panels made and read in turn, :meth:`TrianglePanels.gram_inner`),
+        and tr(V⁻¹XW⁻¹XᵀV⁻¹ H̃_kH̃_kᵀ) =
         ‖L_W⁻¹ (H̃_kᵀV⁻¹X)ᵀ‖²_F, a sparse product: n × n passes only over V⁻¹ and the panels."""
         low = self._inverse_lower()
         diag = np.diag(low).copy()
@@ -576,12 +577,12 @@ class _DualSystem:
         if self.grams is not None and sizes == self.grams[1].sizes:
             scales, grams = [float(v) for v in self.grams[0]], self.grams[1]
             inner, diags = grams.panels.lower_inner(low, grams.grams()), grams.diagonals()
-        else:  # the scaled design's own blocks, one Gram matrix's panels at a time
+        else:  # the scaled design's own blocks, each Gram matrix's panels read as they are made
             panels = TrianglePanels.of_size(self.core_size)
             scales, inner, diags = [1.0] * len(sizes), [], []
             for lo, hi in zip(edges[:-1], edges[1:]):
-                packed, d = panels.gram(self.Ht[:, n_fixed + lo:n_fixed + hi])
-                inner.append(float(panels.lower_inner(low, [packed])[0]))
+                total, d = panels.gram_inner(low, self.Ht[:, n_fixed + lo:n_fixed + hi])
+                inner.append(total)
                 diags.append(d)
         del low
         out = []

@@ -74,6 +74,19 @@ class TrianglePanels:
         self._release()
         return out, diag
 
+    def gram_inner(self, low: np.ndarray, H: sp.spmatrix) -> tuple[float, np.ndarray]:
+        """(Σ_{i ≥ j} low_ij·(H Hᵀ)_ij, the diagonal of H Hᵀ): :meth:`lower_inner` of :meth:`gram`'s
+        panels without the packed vector — each panel's product read against ``low``'s panel as it is
+        made, in the same order, so the same arithmetic (tested equal to the last bit) beside one
+        panel instead of n(n + 1)/2 numbers (123 MiB at 5,544 node means)."""
+        total, diag = 0.0, np.empty(self.n)
+        for a, b, lo, hi, block in self._gram_panels(H):
+            part = np.asarray(low[a:, a:b]).reshape(-1, order="F")  # one copy of the panel
+            total += float(np.dot(part, block.reshape(-1, order="F")))
+            diag[a:b] = np.diagonal(block[:b - a])
+        self._release()
+        return total, diag
+
     def lower_gram(self, H: sp.spmatrix) -> np.ndarray:
         """H Hᵀ as :meth:`lower` gives it (n × n, column-major, the panels only), without the packed
         vector: one panel's product at a time beside the dense result."""

@@ -81,6 +81,24 @@ def test_the_lower_inner_product_is_the_dense_one():
     np.testing.assert_allclose(layout.lower_inner(np.asfortranarray(low), packed), expect, rtol=1e-13)
 
 
+@pytest.mark.parametrize("width", [1, 7, 45, 60])
+def test_the_inner_product_read_panel_by_panel_is_the_packed_one_to_the_last_bit(width):
+    """gram_inner (each panel of H Hᵀ read against ``low`` as it is made, no packed vector) gives
+    lower_inner of gram's packed panels exactly, and gram's diagonal; both the dense sums closely."""
+    rng = np.random.default_rng(10 + width)
+    n = 45
+    layout = TrianglePanels.of_size(n, width)
+    low = np.tril(rng.normal(size=(n, n)))
+    for q in (1, 3, 90):
+        H = _design(rng, n, q)
+        packed, diag = layout.gram(H)
+        total, d = layout.gram_inner(low, H)
+        assert total == float(layout.lower_inner(low, [packed])[0])
+        np.testing.assert_array_equal(d, diag)
+        np.testing.assert_allclose(total, float(np.sum(low * (H @ H.T).toarray())), rtol=1e-12)
+        np.testing.assert_allclose(d, (H @ H.T).diagonal(), rtol=1e-13)
+
+
 def test_an_empty_matrix_has_no_panels():
     layout = TrianglePanels.of_size(0)
     assert layout.size == 0 and layout.symmetric(np.empty(0)).shape == (0, 0)
