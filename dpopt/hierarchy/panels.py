@@ -81,8 +81,7 @@ class TrianglePanels:
         panel instead of n(n + 1)/2 numbers (123 MiB at 5,544 node means)."""
         total, diag = 0.0, np.empty(self.n)
         for a, b, lo, hi, block in self._gram_panels(H):
-            part = np.asarray(low[a:, a:b]).reshape(-1, order="F")  # one copy of the panel
-            total += float(np.dot(part, block.reshape(-1, order="F")))
+            total += float(np.dot(_low_panel(low, a, b), block.reshape(-1, order="F")))
             diag[a:b] = np.diagonal(block[:b - a])
         self._release()
         return total, diag
@@ -137,7 +136,13 @@ class TrianglePanels:
         upper triangle is 0 (LAPACK potri's lower result), each panel of it read once."""
         out = np.zeros(len(packed))
         for J, (a, b, lo, hi) in enumerate(self._panels()):
-            part = np.asarray(low[a:, a:b]).reshape(-1, order="F")  # one copy of the panel
+            part = _low_panel(low, a, b)
             for k, p in enumerate(packed):
                 out[k] += float(np.dot(part, p[lo:hi]))
         return out
+
+
+def _low_panel(low: np.ndarray, a: int, b: int) -> np.ndarray:
+    """Columns a … b − 1 of ``low`` from row a down, column-major and flat: one copy of the panel
+    that :meth:`TrianglePanels.lower_inner` and :meth:`TrianglePanels.gram_inner` read."""
+    return np.asarray(low[a:, a:b]).reshape(-1, order="F")

@@ -5,8 +5,8 @@ progress lines.
 aligned lines naming the unit, never a field that does not apply (no ``epsilon None``), and one
 line saying where report.html is. ``progress_wanted`` is the single decision every command line
 makes before it asks a library for a bar: bars go to stderr (tqdm's default), and only when stderr
-is a terminal or ``--progress`` asks for them; ``--quiet`` and ``--json`` silence them. Under the
-same rule ``phase_lines`` shows the library's INFO messages (logger ``dpopt``: the engine's bounds,
+is a terminal or ``--progress`` asks for them, and ``--quiet`` silences them (stderr only, so the
+stdout of ``--json`` holds JSON alone). Under the same rule ``phase_lines`` shows the library's INFO messages (logger ``dpopt``: the engine's bounds,
 votes and measured rounds, the estimate's fits and profiles) on stderr, one line each with the
 seconds since the run began — a large list's release runs for tens of minutes.
 """
