@@ -124,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:  # any other refusal of a path the user named (a name too long, a symlink loop)
+        print(f"dpopt {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
     finally:
         _restore_terminate(previous)
 

@@ -373,7 +373,11 @@ def _records(args: argparse.Namespace) -> tuple[Any, float | None]:
     if not args.records:
         raise CliError("RECORDS is required (a CSV or Parquet path), or use --example for the embedded sample")
     remote = args.backend == "dask" and ("://" in args.records or "*" in args.records)
-    if not remote and not Path(args.records).exists():
+    try:
+        found = remote or Path(args.records).exists()
+    except OSError as exc:  # a name the file system refuses (too long)
+        raise CliError(f"RECORDS must be an existing CSV or Parquet path; got {args.records!r} ({exc.strerror})") from None
+    if not found:
         raise CliError(f"RECORDS must be an existing CSV or Parquet path; got {args.records!r} (not found)")
     if args.bound is None and args.upper is None and args.lower is None:
         raise CliError("`--bound` is required: the public upper bound U of the values (e.g. --bound 120, or "
@@ -536,6 +540,8 @@ def _say_list_lattice(result: Any, privacy: str) -> None:
 
     import numpy as np
 
+    from ..records.grid import slot_text
+
     m = getattr(result, "measurements", None)
     finest = getattr(m, "finest", None) if privacy == "user" else None
     slot_ns = getattr(getattr(m, "info", None), "slot_ns", None)
@@ -544,8 +550,8 @@ def _say_list_lattice(result: Any, privacy: str) -> None:
     slots = np.unique(finest["slot"].to_numpy(dtype=np.int64))
     step = math.gcd(*[int(d) for d in np.diff(slots)]) if slots.size > 1 else 0
     if step and step % int(slot_ns) == 0 and step // int(slot_ns) > 1:
-        print(f"dpopt release: warning: every listed slot lies on a {step // 10**9 // 60:g} min lattice while "
-              f"--slot is {int(slot_ns) // 10**9 // 60:g} min: the records in the slots between them are off the "
+        print(f"dpopt release: warning: every listed slot lies on a {slot_text(step)} lattice while "
+              f"--slot is {slot_text(int(slot_ns))}: the records in the slots between them are off the "
               "list and not released; list every slot, or set --slot to the list's own slot length", file=sys.stderr)
 
 

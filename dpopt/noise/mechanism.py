@@ -168,6 +168,23 @@ class _ExactSampler:
         self.label = f"exact discrete {self.law} (Canonne-Kamath-Steinke) on integer statistics, " + (
             "seeded: NOT for a real release" if seeded else "OS CSPRNG (secrets)")
 
+    def draws(self, n: int, *, l1: Any, l2: Any, budget: Any) -> np.ndarray:
+        """``n`` exact draws of the law at one (l1, l2, ``budget``), never rounded through a float:
+        int64 where every |Z| < 2^62, else an object array of Python ints (at the lattice's widest
+        sensitivities, a value range of width 1e-12, the draws pass 2^63)."""
+        z = self._draws(int(n), l1=l1, l2=l2, budget=budget)
+        if isinstance(z, np.ndarray) and z.dtype == np.int64:
+            return z
+        z = list(z)
+        if all(-2**62 < v < 2**62 for v in z):
+            return np.asarray(z, dtype=np.int64)
+        out = np.empty(len(z), dtype=object)
+        out[:] = z
+        return out
+
+    def _draws(self, n: int, *, l1: Any, l2: Any, budget: Any) -> Iterable[int]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
 
 class LaplaceSimulation(_NumpySimulation):
     """Continuous Laplace(Δ1/ε) from numpy: simulation only, NOT for a real release."""
@@ -233,10 +250,13 @@ class DiscreteLaplace(_ExactSampler):
         if _per_entry(l1, budget):
             v, t, b = _entries(values, l1, budget)
             return _add_exact(v, laplace_entries(t, b, self.source).reshape(v.shape))
+        return _add_exact(values, self.draws(int(np.size(values)), l1=l1, l2=l2, budget=budget))
+
+    def _draws(self, n: int, *, l1: Any, l2: Any, budget: Any) -> Iterable[int]:
         s = Fraction(_check_l1(l1)) / epsilon_rational(float(budget))
         if s < _ARRAY_SCALE:  # the vectorised exact sampler (int64 draws; |Z| ≥ 2^62 has probability < e^{-2^22})
-            return _add_exact(values, discrete_laplace_array(s, int(np.size(values)), self.source))
-        return _add_exact(values, (discrete_laplace(s, self.source) for _ in range(int(np.size(values)))))
+            return discrete_laplace_array(s, n, self.source)
+        return [discrete_laplace(s, self.source) for _ in range(n)]
 
     def refine(self, noise: np.ndarray, *, l1: Any, budget_from: float, budget_to: float) -> np.ndarray:
         """The exact integer noise of an answer at ``budget_from`` refined to ``budget_to`` ≥ it
@@ -477,10 +497,13 @@ class DiscreteGaussian(_ExactSampler):
         if _per_entry(l2, budget):
             v, t, b = _entries(values, l2, budget)
             return _add_exact(v, gaussian_entries(t, b, self.source)[0].reshape(v.shape))
+        return _add_exact(values, self.draws(int(np.size(values)), l1=l1, l2=l2, budget=budget))
+
+    def _draws(self, n: int, *, l1: Any, l2: Any, budget: Any) -> Iterable[int]:
         s2 = self.sigma2(l2=l2, budget=budget)
         if s2 < _ARRAY_SCALE**2:  # σ < 2^40: the vectorised exact sampler
-            return _add_exact(values, discrete_gaussian_array(s2, int(np.size(values)), self.source))
-        return _add_exact(values, (discrete_gaussian(s2, self.source) for _ in range(int(np.size(values)))))
+            return discrete_gaussian_array(s2, n, self.source)
+        return [discrete_gaussian(s2, self.source) for _ in range(n)]
 
     def abs_quantile(self, scale: float, prob: float) -> float:
         """An integer x with P(|Z| > x) ≤ prob (:func:`discrete_gaussian_quantile`)."""

@@ -223,7 +223,9 @@ def cell_centres(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def slot_text(slot_ns: int) -> str:
-    """A slot length in ns as text: "1h", "15min", "1d", "90s"."""
+    """A slot length in ns as text: "1h", "15min", "1d", "90s", "0.5s"."""
+    if slot_ns % 1_000_000_000:
+        return f"{slot_ns / 1e9:g}s"
     seconds = slot_ns // 1_000_000_000
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds % size == 0:

@@ -82,13 +82,42 @@ def _foreign(path: Path, allowed: frozenset[str]) -> str | None:
     return None
 
 
+#: what the longest name a release makes beside ``out`` adds to its name:
+#: ``.<name>.diagnostics.partial-`` and :func:`tempfile.mkdtemp`'s 8 random characters
+_TEMP_EXTRA = len("..diagnostics.partial-") + 8
+
+
+def _resolved(path: Path, what: str) -> Path:
+    """``path.resolve()``, or a one-line error naming the argument (``what``): a symlink loop
+    (RuntimeError before Python 3.13, OSError after) or a name the file system refuses."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise DpoptInputError(f"{what} must be a path the file system can resolve; got {str(path)!r} ({exc})") from None
+
+
+def _check_name_length(path: Path) -> None:
+    """``out``'s name leaves room for the folders written beside it (:data:`_TEMP_EXTRA`), so that a
+    long name is refused before the release is computed rather than when it is written."""
+    parent = path.parent if str(path.parent) else Path(".")
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):  # the parent does not exist yet (it is created), or no such limit
+        name_max = 255
+    size = len(os.fsencode(path.name))
+    if size + _TEMP_EXTRA > name_max:
+        raise DpoptInputError(f"`out` must have a name of at most {name_max - _TEMP_EXTRA} bytes (the release writes "
+                              f"<name>.diagnostics and temporary folders beside it); got a name of {size} bytes: "
+                              f"{path.name[:40]!r}…")
+
+
 def _check_inputs(path: Path, inputs: Iterable[Any]) -> None:
     """``out`` must not be, nor hold, an input, nor lie inside an input folder."""
-    here = path.resolve()
+    here = _resolved(path, "`out`")
     for given in inputs:
         if given is None or (isinstance(given, str) and ("://" in given or "*" in given)):
             continue
-        src = Path(given).resolve()
+        src = _resolved(Path(given), "each input (the records, the partition list)")
         if here == src or here in src.parents:
             raise DpoptInputError(f"`out` must not hold the input; got {str(path)!r}, which holds {str(given)!r}")
         if src.is_dir() and src in here.parents:
@@ -102,9 +131,10 @@ def check_out(out: Any, *, overwrite: bool = False, inputs: Iterable[Any] = ()) 
     if isinstance(out, bool) or not isinstance(out, (str, os.PathLike)) or not str(out):
         raise DpoptInputError(f"`out` must be a directory path; got {out!r}")
     path = Path(out)
+    _check_name_length(path)
+    here = _resolved(path, "`out`")
     if path.exists() and not path.is_dir():
         raise DpoptInputError(f"`out` must be a directory path; got {str(out)!r} (a file exists there)")
-    here = path.resolve()
     if here == Path.cwd().resolve() or here in Path.cwd().resolve().parents or here.parent == here:
         raise DpoptInputError(f"`out` must be a new folder, not the current folder or one above it; got {str(out)!r}")
     _check_inputs(path, inputs)

@@ -522,6 +522,15 @@ def test_the_engine_is_the_default_and_place_only_when_named():
     assert UserOptions(partitions="x.csv", resolution="place").place_for(lap)  # the old name of strategy
     with pytest.raises(DpoptInputError, match="disagree"):
         UserOptions(partitions="x.csv", strategy="place", resolution="fixed")
+    # the refusals name the option the caller gave (a fuzz run: `--strategy place` without a list was
+    # refused as "`resolution` = 'place' … use 'auto'", both the old names)
+    with pytest.raises(DpoptInputError, match=r"^`strategy` = 'place' needs a public partition list .* the default "
+                                              r"strategy 'optimised'"):
+        UserOptions(strategy="place")
+    with pytest.raises(DpoptInputError, match=r"^`resolution` = 'place' needs a public partition list"):
+        UserOptions(resolution="place")
+    with pytest.raises(DpoptInputError, match=r"are options of strategy='adaptive' or 'fixed'"):
+        UserOptions(partitions="x.csv", strategy="place", bounds=(4, 8))
 
 
 @pytest.mark.parametrize("U", [120.0, 40.0])

@@ -221,3 +221,32 @@ def test_wide_paths_draw_only_from_the_os(scale, monkeypatch):
     a, b, c = run(1), run(1), run(2)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("family", ["laplace", "gaussian"])
+def test_draws_beyond_int64_stay_exact_python_integers(family):
+    """The user model's noise (``draws``) at a scale past 2^63 — a value range of width 1e-12 puts
+    the lattice sensitivity near 4·10^18 — is Python integers, never a float cast to int64 (which
+    wrapped every draw past 2^63 to −2^63), and ``integer`` adds exactly those draws."""
+    from dpopt.noise.mechanism import make_mechanism
+
+    l1 = 4 * 10**18
+    kw = dict(l1=l1, l2=float(l1), budget=1e-3)
+    a, b = make_mechanism(family, seed=5), make_mechanism(family, seed=5)
+    z = a.draws(64, **kw)
+    assert z.dtype == object and all(type(v) is int for v in z)
+    assert max(abs(v) for v in z) >= 2**63  # the scale is ≈ 4·10^21: nearly every draw is past int64
+    assert len({v for v in z}) == z.size  # no wrapped constant
+    scale = a.scale(**kw)
+    assert 0.2 * scale < float(np.median(np.abs(np.array(z, dtype=float)))) < 5 * scale
+    noisy = b.integer(np.zeros(64, dtype=np.int64), **kw)  # the same stream: the same draws, rounded once
+    assert np.array_equal(noisy, np.array([float(v) for v in z]))
+
+
+def test_draws_within_int64_are_an_int64_array():
+    from dpopt.noise.mechanism import make_mechanism
+
+    z = make_mechanism("laplace", seed=2).draws(1000, l1=256, l2=256.0, budget=1.0)
+    assert z.dtype == np.int64 and z.shape == (1000,)
+    assert np.array_equal(z, make_mechanism("laplace", seed=2).integer(np.zeros(1000, dtype=np.int64), l1=256, l2=256.0,
+                                                                            budget=1.0).astype(np.int64))

@@ -27,3 +27,12 @@ def test_fallback_path_equals_the_vectorised_one(monkeypatch):
     fast = grid.h3_cells(lat, lng, 8)
     monkeypatch.setattr(grid, "_vector_cells", None)
     assert np.array_equal(grid.h3_cells(lat, lng, 8), fast)
+
+
+@pytest.mark.parametrize("ns, text", [(86_400 * 10**9, "1d"), (3_600 * 10**9, "1h"), (1_800 * 10**9, "30min"),
+                                      (90 * 10**9, "90s"), (30 * 10**9, "30s"), (5 * 10**8, "0.5s"), (1, "1e-09s")])
+def test_slot_text_names_every_slot_length(ns, text):
+    """A sub-second slot read "0d" (and the console's lattice warning "0 min", a fuzz run)."""
+    from dpopt.records.grid import slot_text
+
+    assert slot_text(ns) == text

@@ -176,6 +176,40 @@ def test_out_inside_an_input_folder_is_refused(tmp_path, capsys):
     assert [p.name for p in folder.iterdir()] == ["day.csv"]
 
 
+@pytest.mark.parametrize("case", ["records name too long", "list name too long", "out name too long",
+                                  "out name too long for its siblings", "list symlink loop", "out symlink loop"])
+def test_a_path_the_file_system_refuses_is_one_line_before_any_work(tmp_path, capsys, monkeypatch, case):
+    """Names the file system refuses (ENAMETOOLONG) and symlink loops end in one line and exit 2 before
+    the release is computed (a fuzz run: Python tracebacks with exit 1; an --out name of 236–240 bytes
+    failed only after the whole release, when its temporary sibling .<name>.diagnostics.partial-… was made)."""
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "D.csv"
+    _base().to_csv(data, index=False)
+    plist = _partitions(tmp_path / "parts.csv")
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    records, parts, out = str(data), str(plist), "out"
+    if case == "records name too long":
+        records = "r" * 300 + ".csv"
+    elif case == "list name too long":
+        parts = "p" * 300 + ".csv"
+    elif case == "out name too long":
+        out = "o" * 300
+    elif case == "out name too long for its siblings":
+        out = "o" * 240  # itself allowed (≤ 255 bytes); .<name>.diagnostics.partial-XXXXXXXX is not
+    elif case == "list symlink loop":
+        parts = "loop1"
+    else:
+        out = "loop1"
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["release", records, "--privacy", "user", "--bound", str(U), "--epsilon-total", "2", "--partitions",
+                 parts, "--seed", "5", "--quiet", "--out", out])
+    text, err = capsys.readouterr()
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("dpopt release: error: ") and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
 # ------------------------------------------------------------------------------- item 3: neighbours
 
 

@@ -169,7 +169,7 @@ def test_console_warns_when_the_list_is_coarser_than_the_slot_and_when_the_cap_r
                  "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert "every listed slot lies on a 60 min lattice while --slot is 30 min" in err
+    assert "every listed slot lies on a 1h lattice while --slot is 30min" in err
     d = json.loads((tmp_path / "o" / "summary.json").read_text())["reweighting"]
     assert d > 0  # the fixture: 60 users of ≈ 150 records beside 30 of ≈ 20
     assert f"the records' weights move by {d:.2f}" in err

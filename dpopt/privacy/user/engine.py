@@ -393,9 +393,8 @@ def _refined(mech: Any, exact: np.ndarray, prev: tuple[float, np.ndarray | None,
     if prev is not None and mech.unit == "epsilon":
         noise = mech.refine(prev[1], l1=l1, budget_from=prev[0], budget_to=level)
     else:
-        noise = np.asarray(mech.integer(np.zeros(n, dtype=np.int64), l1=l1, l2=l2, budget=step))
-        if mech.real_release:
-            noise = np.rint(noise).astype(np.int64)
+        noise = mech.draws(n, l1=l1, l2=l2, budget=step) if mech.real_release else \
+            np.asarray(mech.integer(np.zeros(n), l1=l1, l2=l2, budget=step))
     value = unit_size * _with_noise(exact, noise)
     law = NoiseLaw(noise_family(mech), np.full(n, unit_size * mech.scale(l1=l1, l2=l2, budget=level)),
                    unit_size if mech.real_release else 0.0)

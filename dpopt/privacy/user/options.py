@@ -133,12 +133,13 @@ class UserOptions:
                 raise DpoptInputError("`coarsest_resolution` must be an H3 resolution 0..15 and goes with a "
                                       "multi-resolution release over a partition list; got "
                                       f"{self.coarsest_resolution!r}")
+        given = "strategy" if self.strategy != "optimised" else "resolution"  # the name the caller used
         if self.resolution == "place" and self.private:
-            raise DpoptInputError("`resolution` = 'place' needs a public partition list (`partitions`); without "
-                                  "one use 'auto' (private multi-resolution selection) or 'fixed'")
+            raise DpoptInputError(f"`{given}` = 'place' needs a public partition list (`partitions`); without "
+                                  "one use the default strategy 'optimised' (places selected under DP) or 'fixed'")
         if self.resolution == "place" and (self.bounds != "histogram" or self.priority != "own"):
             raise DpoptInputError(f"`bounds` = {self.bounds!r} / `priority` = {self.priority!r} are options of "
-                                  "resolution='adaptive' or 'fixed': the place release chooses its record cap "
+                                  f"{given}='adaptive' or 'fixed': the place release chooses its record cap "
                                   "and clamp under DP (models/hierarchy.md §14)")
         bf = check_nonnegative_float(self.bounds_share, "bounds_fraction")
         sf = check_nonnegative_float(self.selection_share, "selection_fraction")
@@ -258,7 +259,8 @@ class UserOptions:
 
 
 def _budget(budget: Budget, private: bool) -> tuple[float, float, float, float]:
-    from ...accounting import check_rho, rho_from_epsilon, split_delta
+    from ...accounting import check_rho, rho_from_epsilon, split_delta, zcdp_epsilon
+    from ..options import MIN_BUDGET_TOTAL
 
     if not isinstance(budget, Budget):
         raise DpoptInputError("the user model spends a whole-release `Budget` (epsilon_total or rho); got "
@@ -279,7 +281,15 @@ def _budget(budget: Budget, private: bool) -> tuple[float, float, float, float]:
                                   + " (e.g. delta=1e-6); got None")
         return check_rho(budget.rho), 0.0, 0.0, 0.0
     d_sel, d_conv = split_delta(delta, selection_share=SELECTION_DELTA_SHARE if private else 0.0)
-    total = check_rho(budget.rho) if budget.rho is not None else rho_from_epsilon(budget.epsilon_total, d_conv)
+    if budget.rho is not None:
+        return check_rho(budget.rho), delta, d_sel, d_conv
+    total = rho_from_epsilon(budget.epsilon_total, d_conv)
+    if total < MIN_BUDGET_TOTAL:  # the floor a given rho meets (Budget's check), for the rho derived here
+        need = zcdp_epsilon(MIN_BUDGET_TOTAL, d_conv)
+        raise DpoptInputError(f"`epsilon_total` must be >= {need:.3g} with mechanism='gaussian' and delta={delta!r}: "
+                              f"epsilon_total={budget.epsilon_total!r} is rho = {total:.3g} of zCDP, below the "
+                              "smallest budget the exact samplers can spend in pieces (2^-20 ≈ 9.5e-07); raise "
+                              "it, or use Laplace noise")
     return total, delta, d_sel, d_conv
 
 

@@ -542,3 +542,24 @@ def test_a_tiny_range_whose_node_sums_leave_int64_releases_exactly() -> None:
     own = r.estimates.answers["node"].to_numpy()
     truth = 0.9 * 0.99 * U + 0.1 * 0.01 * U
     assert np.all(np.abs(t["mean"].to_numpy()[own] - truth) <= t["mean_error_bound"].to_numpy()[own])
+
+
+@pytest.mark.slow
+def test_a_tiny_range_at_a_small_budget_draws_noise_past_int64_exactly() -> None:
+    """At U = 1e-12 and ε = 0.01 the noise itself passes 2^63 lattice units: each draw stays a Python
+    integer (``draws``). It was cast from a float to int64, which wrapped every draw past 2^63 to
+    −2^63 behind a RuntimeWarning (an outside fuzz run: exit 0, plausible-looking files)."""
+    import warnings
+
+    rng = np.random.default_rng(9)
+    U = 1e-12
+    rows = [(f"u{u}", int(u % 2), t, U * (0.99 if rng.random() < 0.9 else 0.01)) for u in range(400) for t in range(50)]
+    agg = make_agg(rows)
+    parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = release_user(agg, Budget(epsilon_total=0.01), UserOptions(partitions=parts), bound=U,
+                         noise=NoiseOptions(seed=4))
+    t = r.estimates.table
+    mean, hw = t["mean"].to_numpy(), t["mean_error_bound"].to_numpy()
+    assert np.all(np.isfinite(mean) & (mean >= 0) & (mean <= U)) and np.all(np.isfinite(hw) & (hw > 0))

@@ -180,6 +180,27 @@ def test_rho_without_delta_states_zcdp_only_and_bad_budgets_are_refused():
                          noise=NoiseOptions("numpy"), sampler=sampler)
 
 
+def test_an_epsilon_total_whose_rho_is_below_the_floor_is_refused_by_its_own_name():
+    """Under the Gaussian mechanism ``epsilon_total`` with ``delta`` becomes ρ (rho_from_epsilon); a ρ
+    below ``MIN_BUDGET_TOTAL`` is refused naming ``epsilon_total``, its smallest allowed value and
+    the ρ, as a given ``rho`` is (a fuzz run: ε = 1e-3, δ = 1e-6 was refused deep inside as
+    "`epsilon` must be >= 2^-30 … got 7.6e-10", an option the user never gave)."""
+    from dpopt.accounting import rho_from_epsilon, zcdp_epsilon
+    from dpopt.privacy.options import MIN_BUDGET_TOTAL
+
+    agg = make_agg(_records(seed=1))
+    options = UserOptions(partitions=_plist(range(5)), strategy="fixed")
+    with pytest.raises(DpoptInputError, match=r"^`epsilon_total` must be >= 0\.00438 with mechanism='gaussian' and "
+                                              r"delta=1e-06: epsilon_total=0\.001 is rho = 6\.55e-08"):
+        release_user(agg, Budget(epsilon_total=1e-3, delta=1e-6, mechanism="gaussian"), options, bound=U,
+                     noise=NoiseOptions("numpy"))
+    need = zcdp_epsilon(MIN_BUDGET_TOTAL, 1e-6)
+    assert rho_from_epsilon(1.001 * need, 1e-6) >= MIN_BUDGET_TOTAL > rho_from_epsilon(0.999 * need, 1e-6)
+    s = release_user(agg, Budget(epsilon_total=1.001 * need, delta=1e-6, mechanism="gaussian"), options, bound=U,
+                     noise=NoiseOptions(seed=1)).summary  # just above the floor: the exact samplers draw
+    assert s.rho_total <= rho_from_epsilon(1.001 * need, 1e-6)
+
+
 def test_a_sampler_object_replaces_the_noise_of_its_budget_unit():
     """An explicit sampler object draws the noise (the same seeded sampler, the same counts) in the
     unit of the budget's mechanism: a Gaussian sampler under ρ, a Laplace one under ε."""
