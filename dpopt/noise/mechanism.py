@@ -9,6 +9,8 @@ changes the vector by at most ``l1`` lattice units in ℓ1 (``l2`` in ℓ2). A m
 
 * :meth:`~NoiseMechanism.integer` — noisy copy of an integer vector (one (l1, l2, budget) for all
   entries, or one per entry);
+* ``draws`` (the exact samplers only) — the integer noise itself, int64 or Python ints past 2^62,
+  which the ``user`` model adds to its statistics and refines (never rounded through a float);
 * :meth:`~NoiseMechanism.scale` — the scale of the noise law used (in lattice units);
 * :meth:`~NoiseMechanism.mean_abs` — E|Z| of that law;
 * :meth:`~NoiseMechanism.abs_quantile` (error bounds) and :meth:`~NoiseMechanism.upper_quantile`,
