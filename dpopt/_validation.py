@@ -315,7 +315,9 @@ def solver_seconds(value: Any, name: str = "time_limit") -> float | None:
 def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     """Validate that ``value`` is one of ``choices``."""
     options = tuple(choices)
-    if value not in options:
+    # only a hashable scalar can be one of them: `in` on a numpy array raised numpy's "truth value of
+    # an array is ambiguous", which names no argument (a fuzz run)
+    if not isinstance(value, (str, numbers.Number, type(None))) or value not in options:
         raise _fail(name, f"must be one of {', '.join(repr(c) for c in options)}", value)
     return str(value)
 

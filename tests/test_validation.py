@@ -110,3 +110,17 @@ def test_research_arguments_that_failed_deep_now_fail_in_one_line():
             call()
         assert "\n" not in str(err.value)
     assert dpopt.basic_composition(1.0, 3) == 3.0
+
+
+def test_a_choice_given_an_array_is_refused_naming_the_argument():
+    """Every choice argument took `value in options`, which a numpy array answers with numpy's
+    "truth value of an array … is ambiguous", naming no argument (a fuzz run)."""
+    occ = dpopt.Occupancy.from_triples(users=["a", "a", "b", "c"], grids=[1, 2, 1, 2], counts=[5, 1, 2, 3])
+    for call, name in ((lambda: dpopt.grid_errors(occ, 65.0, 1.0, split=np.array(["equal", "optimal"])), "split"),
+                       (lambda: dpopt.optimal_array_length([6, 3], 65.0, 1.0, method=np.array(["exact"])), "method"),
+                       (lambda: dpopt.optimal_array_length([6, 3], 65.0, 1.0, method=["exact"]), "method"),
+                       (lambda: dpopt.solve_clipping([6, 3], 65.0, 1.0, formulation={"per-user": 1}), "formulation")):
+        with pytest.raises(DpoptInputError, match=f"^`{name}` must be one of ") as err:
+            call()
+        assert "\n" not in str(err.value)
+    assert dpopt.optimal_array_length([6, 3], 65.0, 1.0, method=np.str_("exact")).method == "exact"

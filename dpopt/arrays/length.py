@@ -813,9 +813,12 @@ def _surrogate_choice(prof: CountProfile, U: float, eps: float, solver: str, *, 
         return m, float(surrogate_objective(prof.sorted_counts, U, eps, m)), Status.OPTIMAL, 0.0
     from ..solve import solve_bounded as solve
 
-    res = solve(surrogate_lp(prof.sorted_counts, U, eps), time_limit=time_limit, options=options)
+    # solved in units of U: F scales with U (every cost and the offset are U times a number), so its
+    # minimiser does not depend on U and its value is U times the value at bound 1. At U = 1e-6 the
+    # costs sat below HiGHS's 1e-7 dual tolerance and an "optimal" m = 9 had 21× the minimum (a fuzz run).
+    res = solve(surrogate_lp(prof.sorted_counts, 1.0, eps), time_limit=time_limit, options=options)
     gap = res.proven_gap
     if res.x is None:
         return surrogate_length(prof.sorted_counts, eps), math.nan, res.status, gap
     m_lp = float(res.value("length")[0])
-    return int(round(m_lp)), float(res.objective), res.status, gap
+    return int(round(m_lp)), U * float(res.objective), res.status, gap

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -282,8 +282,13 @@ def solve_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1, f
     d = check_dim(dim)
     check_choice(formulation, "formulation", FORMULATIONS)
     check_choice(backend, "backend", BACKENDS)
-    model = clipping_model(m, U, eps, dim=d, formulation=formulation)
-    res = solve_model(model, backend=backend, options=options, time_limit=time_limit)
+    # solved in units of U: every bound of both LPs is U times a number and the objective's costs do
+    # not depend on U, so the optimum at bound 1, times U, is the optimum at U (the duals are the
+    # same). At U = 1e-7 the LP in its own units sat at HiGHS's 1e-7 feasibility tolerance, and
+    # "optimal" plans erred 667× E^OPT (a fuzz run).
+    model = clipping_model(m, 1.0, eps, dim=d, formulation=formulation)
+    unit = solve_model(model, backend=backend, options=options, time_limit=time_limit)
+    res = unit if unit.x is None else replace(unit, x=unit.x * U, objective=unit.objective * U, bound=unit.bound * U)
     n = float(m.sum())
     info: dict[str, Any] = {"raw_status": res.raw_status, "solve_time": res.solve_time,
                             "num_cols": model.num_cols, "num_rows": model.num_rows}
@@ -294,7 +299,7 @@ def solve_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1, f
                             backend=backend, solve_time=res.solve_time, info=info, gap=math.inf)
     tau = float(res.value("tau")[0])
     lower, upper, s = _lp_intervals(res, m, U, d, formulation, info)
-    cert = _lp_certificate(model, res, m, s, tau, U=U, eps=eps, d=d, formulation=formulation, backend=backend,
+    cert = _lp_certificate(model, unit, m, s, tau, U=U, eps=eps, d=d, formulation=formulation, backend=backend,
                            info=info)
     terms = clipping_error_terms(m, U, eps, lower, upper, dim=d)
     return ClippingPlan(
@@ -338,7 +343,8 @@ def _lp_certificate(model: LinearModel, res: SolveResult, m: np.ndarray, s: np.n
                     eps: float, d: int, formulation: str, backend: str,
                     info: dict[str, Any]) -> KKTCertificate | None:
     """The solver's duals mapped to the paper's multipliers at the per-user point (s, τ) (None
-    without duals); sets ``info["kkt"]`` (and ``info["range_duals"]`` for the per-sample LP)."""
+    without duals); sets ``info["kkt"]`` (and ``info["range_duals"]`` for the per-sample LP).
+    ``model`` and ``res`` are the LP in units of U (:func:`solve_clipping`), whose duals are the LP's."""
     if res.row_duals is None or res.col_duals is None:
         return None
     mf = m.astype(float)

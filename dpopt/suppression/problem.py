@@ -260,7 +260,11 @@ def solve_suppression_problem(problem: SuppressionProblem, *, time_limit: float 
     if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) or (res.x is None and warm is None):
         st = Status.INFEASIBLE if res.status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED) else res.status
         note = "no plan meets E and the added constraints" if st is Status.INFEASIBLE else "no incumbent"
-        return _plan(problem, frozenset(), st, math.inf, t0, {**notes, "note": note, "feasible_plan": False})
+        # infeasible: no K is attainable (bound inf); stopped without an incumbent: what the search proved
+        # (K ≥ 1 at least), never above the plan returned (an inf bound beside K = 12, a fuzz run)
+        lb = math.inf if st is Status.INFEASIBLE else (
+            float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0)
+        return _plan(problem, frozenset(), st, lb, t0, {**notes, "note": note, "feasible_plan": False})
     x = res.x if res.x is not None else warm
     K = int(round(float(x[lm.col_blocks["degradation"]][0])))
     lb = float(math.ceil(res.bound - 1e-6)) if math.isfinite(res.bound) else 1.0

@@ -167,3 +167,22 @@ def test_the_decomposition_runs_without_a_time_limit():
     plan = dpopt.solve_suppression(occ, 65.0, 1.0, strategy="decomposition")
     assert plan.status == "optimal"
     assert plan.degradation == dpopt.solve_suppression(occ, 65.0, 1.0, strategy="milp").degradation
+
+
+def test_the_decomposition_never_returns_a_plan_worse_than_clip_user(monkeypatch):
+    """With no time for the compact MILP, the decomposition returned its own plan even where CLIP-USER
+    had a better one (a fuzz run: 6,000 users × 300 grids, time_limit 0.5 s, K = 3 against the
+    greedy's 2). CLIP-USER's plan (or the caller's warm start) is kept where it is better."""
+    from dpopt.suppression import clip_user, decompose
+
+    occ = heavy_hitter_occupancy(np.random.default_rng(0), n_grids=8, gamma=2)
+    greedy = clip_user(occ, 65, 1.0)
+    real = decompose.pattern_bound
+    monkeypatch.setattr(decompose, "pattern_bound",
+                        lambda oracle, **kw: real(oracle, **(kw | dict(subgradient_steps=1, max_lp_solves=0))))
+    monkeypatch.setattr(decompose, "local_search", lambda oracle, keep, target, **kw: keep)
+    d = solve_suppression(occ, 65, 1.0, strategy="decomposition", tie_break=False, time_limit=0.0)
+    assert "milp" not in [e["stage"] for e in d.info["log"]]  # no time for the compact MILP
+    assert d.feasible and d.degradation <= greedy.degradation == 2  # the weakened decomposition's own plan: K = 3
+    assert d.info["greedy_degradation"] == greedy.degradation
+    assert d.lower_bound <= d.degradation

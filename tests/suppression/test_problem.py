@@ -108,3 +108,17 @@ def test_pairs_are_labelled_and_bad_labels_refused():
         p.suppressed("b", "g2")
     with pytest.raises(dpopt.DpoptInputError, match="SuppressionProblem"):
         dpopt.suppression.problem.solve_suppression_problem("x")
+
+
+def test_a_solve_stopped_without_an_incumbent_bounds_k_by_what_it_proved():
+    """Stopped before any incumbent, the plan (suppress nothing, not a feasible plan here) carried a
+    lower bound of inf beside its K = 12: a bound above the plan's own value (a fuzz run). It is
+    now what the search proved, at least 1; inf stays for an infeasible model only."""
+    occ = dpopt.heavy_hitter_occupancy(np.random.default_rng(1), gamma=3.0, q=0.01)
+    s = dpopt.suppression_problem(occ, 65.0, 0.1)
+    u, g = s.pairs[0]
+    p = s.with_constraints(s.suppressed(u, g) == 0, cp.sum(s.suppress) <= 50).solve_plan(time_limit=1e-9)
+    assert p.status is Status.TIME_LIMIT and p.info["feasible_plan"] is False
+    assert 1.0 <= p.lower_bound <= p.degradation and 0.0 <= p.gap <= 1.0
+    q = s.with_constraints(cp.sum(s.suppress) <= -1).solve_plan()  # nothing meets this
+    assert q.status is Status.INFEASIBLE and q.lower_bound == float("inf")
