@@ -312,6 +312,18 @@ def solver_seconds(value: Any, name: str = "time_limit") -> float | None:
     return check_nonnegative_float(value, name)
 
 
+def solver_options(options: Any, name: str = "options") -> dict[str, Any]:
+    """A solver's ``options`` as a dict: None → {}, a mapping with text keys → a copy of it; anything
+    else a one-line error naming ``name`` (``{**dict(1.0)}`` raised TypeError deep in a solve)."""
+    from collections.abc import Mapping
+
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+        raise _fail(name, "must be a mapping of HiGHS option names to values (or None)", options)
+    return dict(options)
+
+
 def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     """Validate that ``value`` is one of ``choices``."""
     options = tuple(choices)

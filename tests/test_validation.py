@@ -124,3 +124,17 @@ def test_a_choice_given_an_array_is_refused_naming_the_argument():
             call()
         assert "\n" not in str(err.value)
     assert dpopt.optimal_array_length([6, 3], 65.0, 1.0, method=np.str_("exact")).method == "exact"
+
+
+def test_solver_options_that_are_no_mapping_are_refused_by_name():
+    """``options=1.0`` or a list went into ``dict(options)`` and raised TypeError inside the solve
+    (a fuzz run); every solver entry point reads them through one check."""
+    occ = dpopt.Occupancy.from_triples(users=["a", "a", "b", "c"], grids=[1, 2, 1, 2], counts=[5, 1, 2, 3])
+    for call in (lambda: dpopt.solve_clipping([6, 3], 65.0, 1.0, options=1.0),
+                 lambda: dpopt.solve_suppression(occ, 65.0, 1.0, options=[1, 2]),
+                 lambda: dpopt.optimal_array_length([6, 3], 65.0, 1.0, solver="milp", options="presolve=off"),
+                 lambda: dpopt.solve_clipping([6, 3], 65.0, 1.0, options={1: "off"})):
+        with pytest.raises(DpoptInputError, match=r"^`options` must be a mapping of HiGHS option names") as err:
+            call()
+        assert "\n" not in str(err.value)
+    assert dpopt.solve_clipping([6, 3], 65.0, 1.0, options={"presolve": "on"}).status == "optimal"

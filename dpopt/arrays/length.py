@@ -43,6 +43,7 @@ from .._validation import (
     check_noise_scale,
     check_nonnegative_float,
     check_positive_int,
+    solver_options,
 )
 from ..solve import LinearModel, ModelBuilder, Status
 
@@ -775,7 +776,7 @@ def _exact_choice(prof: CountProfile, U: float, eps: float, solver: str, m_opt: 
 
     # gap tolerances 0 (HiGHS's default relative gap 1e-4 would accept a candidate that far above the best)
     res = solve(_in_error_units(array_length_milp(prof.sorted_counts, U, eps)), time_limit=time_limit,
-                options={"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})})
+                options={"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **solver_options(options)})
     if res.x is None:
         return m_opt, math.nan, res.status, float(res.gap)
     m = int(prof.values[int(np.argmax(res.value("choose")))])

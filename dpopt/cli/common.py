@@ -193,4 +193,8 @@ def solver_options(args: Any) -> dict[str, Any] | None:
         if not sep or not key.strip():
             raise CliError(f"`--solver-option` must be KEY=VALUE; got {item!r}")
         out[key.strip()] = _option_value(value)
+    if getattr(args, "json", False) and out.get("output_flag") is True and out.get("log_to_console") is not False:
+        raise CliError("`--solver-option output_flag=true` prints HiGHS's log on stdout, which --json keeps for "
+                       "the JSON result: add --solver-option log_to_console=false --solver-option log_file=PATH, "
+                       "or drop --json")
     return out or None

@@ -40,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_counts, check_bound, check_choice, check_dim, check_epsilon, check_nonnegative_float
+from .._validation import (as_counts, check_bound, check_choice, check_dim, check_epsilon, check_nonnegative_float,
+                           solver_options)
 from ..calculus import clipping_error_terms
 from ..solve import LinearModel, ModelBuilder, SolveResult
 from ..solve import solve_bounded as _solve_highs
@@ -158,7 +159,7 @@ def solve_model(
     check_choice(backend, "backend", BACKENDS)
     if time_limit is not None:
         time_limit = check_nonnegative_float(time_limit, "time_limit")
-    opts = {**DEFAULT_HIGHS_OPTIONS, **dict(options or {})}  # the caller's options win, key by key
+    opts = {**DEFAULT_HIGHS_OPTIONS, **solver_options(options)}  # the caller's options win, key by key
     if backend == "highspy":
         return _solve_highs(model, options=opts, time_limit=time_limit)
     from ..solve.cvxpy_backend import solve_linear_model
@@ -282,13 +283,8 @@ def solve_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1, f
     d = check_dim(dim)
     check_choice(formulation, "formulation", FORMULATIONS)
     check_choice(backend, "backend", BACKENDS)
-    # solved in units of U: every bound of both LPs is U times a number and the objective's costs do
-    # not depend on U, so the optimum at bound 1, times U, is the optimum at U (the duals are the
-    # same). At U = 1e-7 the LP in its own units sat at HiGHS's 1e-7 feasibility tolerance, and
-    # "optimal" plans erred 667× E^OPT (a fuzz run).
-    model = clipping_model(m, 1.0, eps, dim=d, formulation=formulation)
-    unit = solve_model(model, backend=backend, options=options, time_limit=time_limit)
-    res = unit if unit.x is None else replace(unit, x=unit.x * U, objective=unit.objective * U, bound=unit.bound * U)
+    model, unit, res = _solved_in_units_of_bound(m, U, eps, d, formulation, backend=backend, options=options,
+                                                  time_limit=time_limit)
     n = float(m.sum())
     info: dict[str, Any] = {"raw_status": res.raw_status, "solve_time": res.solve_time,
                             "num_cols": model.num_cols, "num_rows": model.num_rows}
@@ -309,6 +305,20 @@ def solve_clipping(counts: Any, bound: float, epsilon: float, *, dim: int = 1, f
         objective=res.objective / n if math.isfinite(res.objective) else math.nan, solve_time=res.solve_time,
         info=info, gap=res.proven_gap,
     )
+
+
+def _solved_in_units_of_bound(m: np.ndarray, U: float, eps: float, d: int, formulation: str, *, backend: str,
+                              options: Mapping[str, Any] | None, time_limit: float | None
+                              ) -> tuple[LinearModel, SolveResult, SolveResult]:
+    """(the LP at bound 1, its result, that result in the units of U). Every bound of both LPs is U
+    times a number and the costs do not depend on U, so the optimum at bound 1, times U, is the
+    optimum at U, with the same duals. In its own units, at U = 1e-7, the LP sat at HiGHS's 1e-7
+    feasibility tolerance, and "optimal" plans erred 667× E^OPT (a fuzz run)."""
+    model = clipping_model(m, 1.0, eps, dim=d, formulation=formulation)
+    unit = solve_model(model, backend=backend, options=options, time_limit=time_limit)
+    if unit.x is None:
+        return model, unit, unit
+    return model, unit, replace(unit, x=unit.x * U, objective=unit.objective * U, bound=unit.bound * U)
 
 
 def _lp_intervals(res: SolveResult, m: np.ndarray, U: float, d: int, formulation: str,

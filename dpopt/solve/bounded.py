@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import solver_seconds
+from .._validation import solver_options, solver_seconds
 from .model import LinearModel
 from .result import SolveResult, Status
 
@@ -93,7 +93,7 @@ def solve_bounded(
         res = solve_highs(model, time_limit=float(time_limit) + 1.0, options=options,
                           warm_start=warm_start, deadline=deadline)
         return dataclasses.replace(res, info={**res.info, "isolated": 0.0})
-    return _isolated_tries(model, t0, deadline, dict(options or {}), warm_start, fallbacks)
+    return _isolated_tries(model, t0, deadline, solver_options(options), warm_start, fallbacks)
 
 
 def _isolated_tries(model: LinearModel, t0: float, deadline: float, options: dict[str, Any],

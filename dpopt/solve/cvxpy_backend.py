@@ -34,7 +34,7 @@ import cvxpy as cp
 import cvxpy.settings as cps
 import numpy as np
 
-from .._validation import DpoptInputError, solver_seconds
+from .._validation import DpoptInputError, solver_options, solver_seconds
 from .highs import _quiet_stdout
 from .model import LinearModel
 from .result import SolveResult, Status
@@ -94,7 +94,7 @@ def map_status(status: str | None, *, time_limit: float | None = None) -> Status
 
 def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, Any] | None,
            verbose: bool) -> tuple[Status, str, float]:
-    opts = dict(options or {})
+    opts = solver_options(options)
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)
     t0 = time.perf_counter()

@@ -24,7 +24,7 @@ from typing import Any
 import highspy
 import numpy as np
 
-from .._validation import DpoptInputError, solver_seconds
+from .._validation import DpoptInputError, solver_options, solver_seconds
 from .model import LinearModel
 from .result import SolveResult, Status
 
@@ -113,7 +113,7 @@ def merged_options(
     out = {**DEFAULT_OPTIONS, **dict(defaults or {})}
     if verbose:
         out["output_flag"] = True
-    out.update(dict(options or {}))
+    out.update(solver_options(options))
     return out
 
 

@@ -20,6 +20,7 @@ macOS); the child converts them to its own :func:`time.perf_counter`.
 
 from __future__ import annotations
 
+from .._validation import solver_options
 import os
 import pickle
 import subprocess
@@ -89,7 +90,7 @@ def solve_isolated(model: LinearModel, *, deadline: float, kill_at: float, optio
     offset = time.monotonic() - t0  # perf_counter instant → monotonic instant
     with tempfile.TemporaryDirectory(prefix="dpopt-solve-") as tmp:
         src, dst, beat = Path(tmp) / "job.pkl", Path(tmp) / "result.pkl", Path(tmp) / "beat"
-        job = {"model": model, "deadline": deadline + offset, "options": dict(options or {}),
+        job = {"model": model, "deadline": deadline + offset, "options": solver_options(options),
                "warm_start": None if warm_start is None else np.asarray(warm_start, float),
                "heartbeat": str(beat)}
         with open(src, "wb") as f:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import DpoptInputError, check_positive_int
+from .._validation import DpoptInputError, check_positive_int, solver_options
 from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import Status
@@ -223,7 +223,7 @@ def suppression_frontier(
     time_limit = check_time_limit(time_limit)
     max_solves = check_positive_int(max_solves, "max_solves")
     t0 = time.perf_counter()
-    fr = _FrontierRun(occ, U, eps, split, {"mip_rel_gap": 0.0, **dict(options or {})}, max_solves,
+    fr = _FrontierRun(occ, U, eps, split, {"mip_rel_gap": 0.0, **solver_options(options)}, max_solves,
                       None if time_limit is None else t0 + time_limit)
     ks, E, incumbent = _degradation_range(fr, E, degradations, options)
     floor = float(np.max(least_grid_errors(occ, U, eps, split)))

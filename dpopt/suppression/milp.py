@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._validation import solver_options
 from ..calculus import Split
 from ..occupancy import Occupancy
 from ..solve import LinearModel, ModelBuilder, SolveResult, Status
@@ -890,7 +891,7 @@ class _SolveRun:
         base = baseline_errors(occ, U, eps, split)
         return cls(
             occ=occ, U=U, eps=eps, E=float(np.max(base)) if E is None else E, split=split, strategy=strategy,
-            base=base, opts={"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})},
+            base=base, opts={"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **solver_options(options)},
             tie_break=tie_break, tie_break_time_limit=tie_break_time_limit, warm_start=warm_start, t0=t0,
             deadline=None if time_limit is None else t0 + time_limit,
             prog=Progress(progress, desc="suppress", total=time_limit),

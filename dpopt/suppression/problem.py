@@ -38,7 +38,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
-from .._validation import DpoptInputError
+from .._validation import DpoptInputError, solver_options
 from ..calculus import Split
 from ..solve import SolveResult, Status, solve_bounded
 from ..solve.cvxpy_backend import DataProblem, from_cvxpy, point_of, named_variable
@@ -252,7 +252,7 @@ def solve_suppression_problem(problem: SuppressionProblem, *, time_limit: float 
         return plan
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
-    opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **dict(options or {})}
+    opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **solver_options(options)}
     notes: dict[str, list[str]] = {"kept": [], "dropped": ["components", "pair aggregation"]}
     lm = from_cvxpy(problem, name="suppression_custom")
     warm = _warm_start(problem, lm, notes)

@@ -76,3 +76,16 @@ def test_demo_prints_the_worked_example() -> None:
     demo(buf)
     text = buf.getvalue()
     assert "10.4464" in text and "ok = True" in text
+
+
+def test_a_solver_log_on_stdout_is_refused_with_json(counts_file, capsys):
+    """``--solver-option output_flag=true --json`` printed HiGHS's log before the JSON on stdout, so
+    stdout was no JSON (a fuzz run); the log goes to a file with log_to_console=false."""
+    base = ["clipping", "--counts", str(counts_file), "--bound", "65", "--epsilon", "1", "--method", "lp", "--json",
+            "--solver-option", "output_flag=true"]
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "log_to_console=false" in err
+    log = counts_file.parent / "highs.log"
+    assert main([*base, "--solver-option", "log_to_console=false", "--solver-option", f"log_file={log}"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "optimal" and log.stat().st_size > 0
