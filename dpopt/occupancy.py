@@ -191,7 +191,11 @@ class Occupancy(UsersByGrids):
     @classmethod
     def from_dense(cls, matrix: Any, users: Any = None, grids: Any = None) -> "Occupancy":
         """From a dense L × G array of counts (zeros = absent); labels default to 0..L−1, 0..G−1."""
-        arr = np.asarray(matrix)
+        try:
+            arr = np.asarray(matrix)
+        except ValueError:  # a ragged list of rows
+            raise DpoptInputError("`matrix` must be a non-empty 2-D array (rows of one length); got "
+                                  f"{_show(matrix)}") from None
         if arr.ndim != 2 or arr.size == 0:
             raise DpoptInputError(f"`matrix` must be a non-empty 2-D array; got shape {arr.shape}")
         L, G = arr.shape
@@ -297,7 +301,10 @@ class Occupancy(UsersByGrids):
         """(rows, cols) of an iterable of (user, grid) label pairs, each of which must be occupied."""
         if pairs is None:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        pairs = list(pairs)
+        try:
+            pairs = list(pairs)
+        except TypeError:  # a number (suppressed=0): no pairs at all
+            raise DpoptInputError(f"`suppressed` must be (user, grid) pairs; got {_show(pairs)}") from None
         if not pairs:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         try:

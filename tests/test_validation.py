@@ -138,3 +138,23 @@ def test_solver_options_that_are_no_mapping_are_refused_by_name():
             call()
         assert "\n" not in str(err.value)
     assert dpopt.solve_clipping([6, 3], 65.0, 1.0, options={"presolve": "on"}).status == "optimal"
+
+
+def test_more_research_arguments_that_failed_deep_now_fail_in_one_line():
+    """From a fuzz run: a number for `suppressed`, a ragged `matrix`, a text `time_limit` were a
+    TypeError or numpy's unnamed ValueError; an array for `length` or `failure_probability` gave a
+    message over several lines."""
+    from dpopt.arrays.length import _lengths
+
+    occ = dpopt.Occupancy.from_triples(users=["a", "a", "b", "c"], grids=[1, 2, 1, 2], counts=[5, 1, 2, 3])
+    occ2 = dpopt.Occupancy.from_dense(np.array([[5, 1, 0], [2, 0, 3], [1, 1, 1], [4, 4, 0]]))
+    for call, name in ((lambda: dpopt.grid_errors(occ, 65.0, 1.0, suppressed=0), "suppressed"),
+                       (lambda: dpopt.parallel_composition(occ, 1.0, suppressed=1.0), "suppressed"),
+                       (lambda: dpopt.Occupancy.from_dense([[1, 2], [3]]), "matrix"),
+                       (lambda: dpopt.budget_frontier(occ2, 65.0, 10.0, time_limit="5"), "time_limit"),
+                       (lambda: _lengths(np.zeros((3, 3))), "length"),
+                       (lambda: dpopt.clipping_problem([6, 3], 65.0, 1.0, objective="high_probability",
+                                                       failure_probability=np.ones((4, 4))), "failure_probability")):
+        with pytest.raises(DpoptInputError, match=f"^`{name}` must ") as err:
+            call()
+        assert "\n" not in str(err.value)

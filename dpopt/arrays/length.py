@@ -36,6 +36,7 @@ import numpy as np
 
 from .._validation import (
     DpoptInputError,
+    _show,
     as_counts,
     check_bound,
     check_choice,
@@ -151,11 +152,11 @@ def _lengths(length: Any) -> tuple[np.ndarray, bool]:
     scalar = np.ndim(length) == 0
     arr = np.atleast_1d(np.asarray(length))
     if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
-        raise DpoptInputError(f"`length` must be a positive integer or an array of them; got {length!r}")
+        raise DpoptInputError(f"`length` must be a positive integer or an array of them; got {_show(length)}")
     if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr))):
-        raise DpoptInputError(f"`length` must hold whole numbers; got {length!r}")
+        raise DpoptInputError(f"`length` must hold whole numbers; got {_show(length)}")
     if arr.ndim != 1 or arr.size == 0 or np.any(arr < 1):
-        raise DpoptInputError(f"`length` must be an integer >= 1 or a 1-D array of them; got {length!r}")
+        raise DpoptInputError(f"`length` must be an integer >= 1 or a 1-D array of them; got {_show(length)}")
     return arr.astype(np.int64), scalar
 
 
@@ -429,7 +430,7 @@ def surrogate_objective(counts: Any, bound: float, epsilon: float, length: Any) 
     U, eps, prof = _setup(counts, bound, epsilon)
     m = np.atleast_1d(np.asarray(length, dtype=float))
     if not np.all(np.isfinite(m)) or np.any(m <= 0):
-        raise DpoptInputError(f"`length` must hold positive finite numbers; got {length!r}")
+        raise DpoptInputError(f"`length` must hold positive finite numbers; got {_show(length)}")
     f = U * (1.0 - prof.gamma(m) / prof.total) + U * m / (eps * prof.num_users * prof.min_count)
     return float(f[0]) if np.ndim(length) == 0 else f
 

@@ -32,7 +32,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
-from .._validation import DpoptInputError, check_nonnegative_float
+from .._validation import DpoptInputError, _show, check_nonnegative_float
 from ..solve import Status, solve_bounded
 from ..solve.cvxpy_backend import DataProblem, from_cvxpy, point_of
 from .length import ArrayLengthPlan, CountProfile, _error_from_gamma, _setup, optimal_array_length
@@ -129,10 +129,10 @@ def _candidates(prof: CountProfile, candidates: Any) -> np.ndarray:
     arr = np.asarray(candidates)
     if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu" and not (
             arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
-        raise DpoptInputError(f"`candidates` must be a non-empty 1-D array of whole numbers; got {candidates!r}")
+        raise DpoptInputError(f"`candidates` must be a non-empty 1-D array of whole numbers; got {_show(candidates)}")
     arr = np.unique(arr.astype(np.int64))
     if arr[0] < 1:
-        raise DpoptInputError(f"`candidates` must be integers >= 1; got {candidates!r}")
+        raise DpoptInputError(f"`candidates` must be integers >= 1; got {_show(candidates)}")
     return arr
 
 

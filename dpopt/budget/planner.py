@@ -25,6 +25,7 @@ from .._validation import (
     check_choice,
     check_epsilon,
     check_nonnegative_float,
+    solver_seconds,
 )
 from ..occupancy import Occupancy
 from ..plan import GridPlan
@@ -576,7 +577,7 @@ def budget_frontier(occ: Any, bound: float, epsilon_total: float, *, taus: Any =
         raise _fail("occ", "must be a dpopt.Occupancy", type(occ).__name__)
     caps = cap_table(occ, max_caps=settings.get("max_caps", 3), truncate=settings.get("truncate", True))
     full = dict(settings, occ=occ, bound=U, epsilon_total=eps)
-    fr = _frontier_points(full, taus, method, None, caps, progress, time_limit=time_limit)
+    fr = _frontier_points(full, taus, method, None, caps, progress, time_limit=solver_seconds(time_limit))
     if epsilon_totals is None:
         return fr
     e_arr = np.asarray(epsilon_totals, dtype=float)

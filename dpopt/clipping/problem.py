@@ -52,7 +52,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
-from .._validation import (DpoptInputError, as_counts, check_bound, check_choice, check_dim, check_epsilon,
+from .._validation import (DpoptInputError, _show, as_counts, check_bound, check_choice, check_dim, check_epsilon,
                            check_noise_scale,
                            check_nonnegative_float)
 from ..solve.cvxpy_backend import DataProblem, from_cvxpy, solve_cvxpy, named_variable
@@ -287,7 +287,7 @@ def _check_probability(value: Any) -> float:
     except (TypeError, ValueError):
         beta = math.nan
     if not 0.0 < beta < 1.0:
-        raise DpoptInputError(f"`failure_probability` must be a number in (0, 1); got {value!r}")
+        raise DpoptInputError(f"`failure_probability` must be a number in (0, 1); got {_show(value)}")
     return beta
 
 
