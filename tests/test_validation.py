@@ -158,3 +158,30 @@ def test_more_research_arguments_that_failed_deep_now_fail_in_one_line():
         with pytest.raises(DpoptInputError, match=f"^`{name}` must ") as err:
             call()
         assert "\n" not in str(err.value)
+
+
+def test_sweep_reads_one_model_name_and_refuses_what_it_cannot_run():
+    """`models="clipping"` was iterated letter by letter ("got 'c'"); a number of instances, a model
+    that is no callable and one that returns None were TypeError/AttributeError (a fuzz run)."""
+    occ2 = dpopt.Occupancy.from_dense(np.array([[5, 1, 0], [2, 0, 3], [1, 1, 1], [4, 4, 0]]))
+    one = dpopt.sweep([occ2], [1.0], bound=65.0, models="clipping")
+    assert list(one["model"]) == ["clipping"]
+    assert one["error"].iloc[0] == pytest.approx(dpopt.sweep([occ2], [1.0], bound=65.0, models=["clipping"])["error"].iloc[0])
+    for call, match in ((lambda: dpopt.sweep(5, [1.0], bound=65.0), "^`instances` must be an iterable"),
+                        (lambda: dpopt.sweep([occ2], [1.0], bound=65.0, models={"x": 3}), r"^`models\['x'\]` must be"),
+                        (lambda: dpopt.sweep([occ2], [1.0], bound=65.0, models={"x": lambda *a, **k: None}),
+                         r"^`models\['x'\]` must return a result with a summary\(\)")):
+        with pytest.raises(DpoptInputError, match=match):
+            call()
+
+
+def test_budget_planner_arguments_are_refused_by_name():
+    """`ladder_ratio=None`, `max_caps="3"` or -1 and `target=1j` were TypeErrors or numpy's unnamed
+    errors (a fuzz run)."""
+    occ2 = dpopt.Occupancy.from_dense(np.array([[5, 1, 0], [2, 0, 3], [1, 1, 1], [4, 4, 0]]))
+    for kw, name in (({"target": 16.0, "ladder_ratio": None}, "ladder_ratio"), ({"target": 16.0, "max_caps": "3"}, "max_caps"),
+                     ({"target": 16.0, "max_caps": -1}, "max_caps"), ({"target": 1j}, "target")):
+        with pytest.raises(DpoptInputError, match=f"^`{name}` must ") as err:
+            dpopt.plan_budget(occ2, 65.0, 10.0, **kw)
+        assert "\n" not in str(err.value)
+    assert dpopt.plan_budget(occ2, 65.0, 10.0, target=16.0, max_caps=3).status == "optimal"

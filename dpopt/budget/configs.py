@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .._validation import check_positive_int
 from ..occupancy import Occupancy
 
 __all__ = ["CapTable", "ConfigTable", "budget_ladder", "candidate_caps", "cap_table", "config_table", "pair_arrays"]
@@ -149,6 +150,8 @@ class CapTable:
 
 def cap_table(occ: Occupancy, *, max_caps: int | None = 4, truncate: bool = True) -> CapTable:
     """Candidate caps per grid (:func:`candidate_caps`) and R_max(c) = Σ_ℓ min(m, c) (or Σ_{m ≤ c} m)."""
+    if max_caps is not None:  # "3" or -1 were numpy's type error and "Number of samples" (a fuzz run)
+        max_caps = check_positive_int(max_caps, "max_caps")
     _, cols, cnt = pair_arrays(occ)
     gc_grid, gc_cap = candidate_caps(occ, max_caps)
     order = np.lexsort((cnt, cols))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,7 +172,10 @@ class BudgetPlan:
 
 
 def _per_grid(value: Any, name: str, G: int) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):  # a complex number, a mapping, text
+        raise _fail(name, f"must be a number or have one entry per grid ({G})", value) from None
     if arr.ndim == 0:
         arr = np.full(G, float(arr))
     if arr.shape != (G,):
@@ -362,7 +366,8 @@ def _check_plan_inputs(occ: Any, bound: float, epsilon_total: float, method: str
     w = np.ones(G) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (G,) or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise _fail("weights", f"must hold {G} finite numbers >= 0", weights)
-    if ladder_ratio <= 1 or not math.isfinite(ladder_ratio):
+    if not isinstance(ladder_ratio, numbers.Real) or isinstance(ladder_ratio, bool) or not (
+            math.isfinite(ladder_ratio) and ladder_ratio > 1):
         raise _fail("ladder_ratio", "must be a finite number > 1", ladder_ratio)
     return U, eps, w, time_limit
 

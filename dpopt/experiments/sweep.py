@@ -71,7 +71,14 @@ def _instance(value: Any, name: Any) -> tuple[np.ndarray, Any]:
 
 def _models(models: Any) -> dict[str, Callable[..., Any]]:
     if isinstance(models, Mapping):
-        return {str(k): (_BUILT_IN[v] if isinstance(v, str) and v in _BUILT_IN else v) for k, v in models.items()}
+        out = {str(k): (_BUILT_IN[v] if isinstance(v, str) and v in _BUILT_IN else v) for k, v in models.items()}
+        for k, fn in out.items():
+            if not callable(fn):
+                raise DpoptInputError(f"`models[{k!r}]` must be a built-in model's name {SWEEP_MODELS} or a "
+                                      f"callable; got {type(fn).__name__}")
+        return out
+    if isinstance(models, str):  # one name, not its letters
+        models = (models,)
     out = {}
     for m in models:
         if not isinstance(m, str) or m not in _BUILT_IN:
@@ -117,6 +124,9 @@ def sweep(
 
     U = check_bound(bound)
     eps_values = as_epsilons(epsilons)
+    if isinstance(instances, (str, bytes)) or not isinstance(instances, (Mapping, Iterable)):
+        raise DpoptInputError("`instances` must be an iterable (or a mapping name -> instance) of occupancies or "
+                              f"count arrays; got {type(instances).__name__}")
     named = instances.items() if isinstance(instances, Mapping) else enumerate(instances)
     fns = _models(models)
     rows = []
@@ -127,6 +137,9 @@ def sweep(
                 t0 = time.perf_counter()
                 result = fn(counts, occ, U, float(eps), time_limit=time_limit, tie_break=tie_break)
                 seconds = time.perf_counter() - t0
+                if not callable(getattr(result, "summary", None)):
+                    raise DpoptInputError(f"`models[{model!r}]` must return a result with a summary() (a dpopt "
+                                          f"plan); got {type(result).__name__}")
                 summary = {k: v for k, v in result.summary().items() if k != "epsilon"}
                 if "error" not in summary and "max_error" in summary:  # suppression: the largest grid error
                     summary["error"] = summary["max_error"]
