@@ -185,3 +185,18 @@ def test_budget_planner_arguments_are_refused_by_name():
             dpopt.plan_budget(occ2, 65.0, 10.0, **kw)
         assert "\n" not in str(err.value)
     assert dpopt.plan_budget(occ2, 65.0, 10.0, target=16.0, max_caps=3).status == "optimal"
+
+
+def test_brute_force_refuses_an_estimator_it_cannot_call():
+    """A number for `estimator` or `target`, or `max_datasets=None`, were TypeErrors inside the
+    enumeration (a fuzz run)."""
+    from dpopt.verify import bruteforce as bf
+
+    mean = lambda x, m: x.mean(axis=1)  # noqa: E731
+    for call, name in ((lambda: bf.sensitivity(3, [1, 2], 10.0), "estimator"),
+                       (lambda: bf.worst_case_error(None, [1, 2], 10.0), "estimator"),
+                       (lambda: bf.worst_case_error(mean, [1, 2], 10.0, target=5), "target"),
+                       (lambda: bf.sensitivity(mean, [1, 2], 10.0, max_datasets=None), "max_datasets")):
+        with pytest.raises(DpoptInputError, match=f"^`{name}` must "):
+            call()
+    assert bf.sensitivity(mean, [1, 2], 10.0).value == pytest.approx(20.0 / 3.0)

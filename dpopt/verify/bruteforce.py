@@ -203,6 +203,7 @@ def enumerate_datasets(counts: Any, values: np.ndarray, *, max_datasets: int = D
     samples most significant.
     """
     m = as_counts(counts)
+    max_datasets = check_positive_int(max_datasets, "max_datasets")
     N = int(m.sum())
     k = len(values)
     total = k**N
@@ -276,6 +277,13 @@ def _refine(objective: Callable[[np.ndarray], np.ndarray], start: np.ndarray, bo
     return best, x
 
 
+def _check_estimator(f: Any, name: str) -> None:
+    """A batched estimator ``f(samples, counts)`` must be callable (a number was a TypeError inside the
+    enumeration, a fuzz run)."""
+    if not callable(f):
+        raise DpoptInputError(f"`{name}` must be a callable f(samples, counts); got {type(f).__name__}")
+
+
 def sensitivity(estimator: Estimator, counts: Any, bound: float, *, values: np.ndarray | None = None,
                 levels: int = 5, dim: int = 1, formula: float | None = None,
                 max_datasets: int = DEFAULT_MAX_DATASETS, refine: bool = True,
@@ -306,6 +314,7 @@ def sensitivity(estimator: Estimator, counts: Any, bound: float, *, values: np.n
     ``(k^{m_1}, …, k^{m_L})``; for user ℓ the largest change is ``max − min`` along axis ℓ, and
     for vector outputs ``max_{u,v} ‖u − v‖₁ = max_s (max s·u − min s·v)`` over sign vectors s.
     """
+    _check_estimator(estimator, "estimator")
     m = as_counts(counts)
     vals = value_grid(bound, levels=levels, dim=dim, geometry=geometry) if values is None else np.asarray(values, float)
     data = enumerate_datasets(m, vals, max_datasets=max_datasets)
@@ -420,6 +429,9 @@ def worst_case_error(estimator: Estimator, counts: Any, bound: float, *, target:
     (0.05425, 0.05556, True)
     """
     side = _check_side(side)
+    _check_estimator(estimator, "estimator")
+    if not isinstance(target, str):
+        _check_estimator(target, "target")
     m = as_counts(counts)
     U = check_bound(bound)
     vals = value_grid(U, levels=levels, dim=dim, geometry=geometry) if values is None else np.asarray(values, float)
