@@ -90,6 +90,18 @@ def _coded_labels(values: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     (" 7" and "7.0" are the user 7): the same labels and codes as normalising every value.
     """
     arr = _raw(values, name)
+    try:
+        return _coded(arr, name)
+    except TypeError:  # an unhashable value (a dict, a list) among the labels
+        bad = next((v for v in arr.ravel().tolist() if getattr(type(v), "__hash__", None) is None), None)
+        if bad is None:
+            raise
+        raise DpoptInputError(f"`{name}` must hold labels (numbers or text); got {type(bad).__name__} "
+                              f"{_show(bad)}") from None
+
+
+def _coded(arr: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_coded_labels` of the raw array ``arr``."""
     if arr.dtype.kind not in "OUS" or arr.size <= 64:
         return _factorize(_labels(arr, name))
     try:

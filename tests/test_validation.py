@@ -200,3 +200,12 @@ def test_brute_force_refuses_an_estimator_it_cannot_call():
         with pytest.raises(DpoptInputError, match=f"^`{name}` must "):
             call()
     assert bf.sensitivity(mean, [1, 2], 10.0).value == pytest.approx(20.0 / 3.0)
+
+
+def test_unhashable_labels_are_refused_by_name():
+    """`users=[{}, {}]` was an unhashable-type TypeError from the factorisation (a fuzz run)."""
+    with pytest.raises(DpoptInputError, match=r"^`users` must hold labels \(numbers or text\); got dict \{\}"):
+        dpopt.Occupancy.from_triples(users=[{}, {}], grids=[1, 2], counts=[1, 2])
+    with pytest.raises(DpoptInputError, match=r"^`grids` must hold labels .* got set \{1\}"):
+        dpopt.Occupancy.from_triples(users=["a", "b"], grids=[{1}, 2], counts=[1, 2])
+    assert dpopt.Occupancy.from_triples(users=["a", "b"], grids=[1, 2], counts=[1, 2]).n_users == 2

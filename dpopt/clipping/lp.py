@@ -34,6 +34,7 @@ check. :func:`standard_form_kkt` checks the KKT conditions of any solved :class:
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -314,7 +315,10 @@ def _solved_in_units_of_bound(m: np.ndarray, U: float, eps: float, d: int, formu
     times a number and the costs do not depend on U, so the optimum at bound 1, times U, is the
     optimum at U, with the same duals. In its own units, at U = 1e-7, the LP sat at HiGHS's 1e-7
     feasibility tolerance, and "optimal" plans erred 667× E^OPT (a fuzz run)."""
+    t0 = time.perf_counter()
     model = clipping_model(m, 1.0, eps, dim=d, formulation=formulation)
+    if time_limit is not None:  # the limit is the whole solve's, model building included
+        time_limit = max(check_nonnegative_float(time_limit, "time_limit") - (time.perf_counter() - t0), 0.0)
     unit = solve_model(model, backend=backend, options=options, time_limit=time_limit)
     if unit.x is None:
         return model, unit, unit

@@ -16,7 +16,9 @@ gamma=3, q=0.01)``, 9 111 columns) stays in presolve for minutes, while the same
    start or heuristic plan and says so).
 
 Smaller MIPs and LPs are solved in this process with the interrupt callback and HiGHS's own limit
-(starting a child costs about 0.5-1 s; those models leave presolve within milliseconds).
+(starting a child costs about 0.5-1 s; those models leave presolve within milliseconds). An LP's
+set-up before HiGHS's first check grows with its size: the per-sample clipping LP of 5·10^5 samples
+(1.5·10^6 columns) returns ``TIME_LIMIT`` after 2.5 s at ``time_limit=0`` — not a hard bound there.
 ``info`` of the result: ``"isolated"`` (1 if a child ran), ``"stalled"`` (tries killed as stalled),
 ``"killed"`` (1 if the last try was killed at the deadline), ``"fallback"`` (index of the try that
 answered, 0 = the caller's options).
