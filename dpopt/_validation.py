@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -315,8 +315,6 @@ def solver_seconds(value: Any, name: str = "time_limit") -> float | None:
 def solver_options(options: Any, name: str = "options") -> dict[str, Any]:
     """A solver's ``options`` as a dict: None → {}, a mapping with text keys → a copy of it; anything
     else a one-line error naming ``name`` (``{**dict(1.0)}`` raised TypeError deep in a solve)."""
-    from collections.abc import Mapping
-
     if options is None:
         return {}
     if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):

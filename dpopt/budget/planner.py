@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 from .._validation import (
     DpoptInputError,
     _fail,
+    _finite_real,
     check_bound,
     check_choice,
     check_epsilon,
@@ -366,8 +366,7 @@ def _check_plan_inputs(occ: Any, bound: float, epsilon_total: float, method: str
     w = np.ones(G) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (G,) or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise _fail("weights", f"must hold {G} finite numbers >= 0", weights)
-    if not isinstance(ladder_ratio, numbers.Real) or isinstance(ladder_ratio, bool) or not (
-            math.isfinite(ladder_ratio) and ladder_ratio > 1):
+    if not _finite_real(ladder_ratio, "ladder_ratio", "must be a finite number > 1") > 1:
         raise _fail("ladder_ratio", "must be a finite number > 1", ladder_ratio)
     return U, eps, w, time_limit
 

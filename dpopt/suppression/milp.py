@@ -674,11 +674,13 @@ TIE_BREAK_MIN_SECONDS = 0.1
 def _solve_decomposed(
     sub: Occupancy, U: float, eps: float, E: float, split: str, deadline: float | None,
     opts: Mapping[str, Any], prog: Progress, *, warm: np.ndarray | None = None,
+    pairs: _DecomposedModel | None = None,
 ) -> tuple[SuppressionModel | None, _CompResult, np.ndarray]:
     """One component by :mod:`.decompose`; the compact MILP closes what is left, if time remains.
     ``warm``: a plan meeting E on this component (the caller's, or CLIP-USER's; suppressed pairs in
     CSR order), kept where the decomposition's own plan is worse — so the result never loses to the
-    greedy heuristic (a fuzz run: 6,000 users × 300 grids, time_limit 0.5 s, K = 3 against CLIP-USER's 2)."""
+    greedy heuristic (a fuzz run: 6,000 users × 300 grids, time_limit 0.5 s, K = 3 against CLIP-USER's 2).
+    ``pairs``: the component's pair arrays, if the caller built them already."""
     import dataclasses
 
     # looked up at call time (tests substitute them); neither module imports this one
@@ -719,7 +721,7 @@ def _solve_decomposed(
             bound = float(min(K, max(lb, math.ceil(res.bound - 1e-6))))
         status = Status.OPTIMAL if (res.status is Status.OPTIMAL or bound >= K) else res.status
     if sm is None:
-        sm = _DecomposedModel.of(sub)
+        sm = pairs if pairs is not None else _DecomposedModel.of(sub)
     if status is Status.OPTIMAL:
         bound = float(K)
     return sm, _CompResult(status, K, bound, mask, time.perf_counter() - t0, float(lb)), dec.bound.weights
@@ -960,9 +962,9 @@ def _solve_components(
             continue
         run.prog.context = {"component": len(results)} if len(comps) > 1 else {}
         if run.strategy == "decomposition" or (run.strategy == "auto" and sub.n_grids >= DECOMPOSE_GRIDS):
-            warm = _warm_mask(run, _DecomposedModel.of(sub), sub, len(results))
+            pairs = _DecomposedModel.of(sub)
             sm, r, lam = _solve_decomposed(sub, run.U, run.eps, run.E, run.split, run.deadline, run.opts, run.prog,
-                                           warm=warm)
+                                           warm=_warm_mask(run, pairs, sub, len(results)), pairs=pairs)
             results.append((sm, sub, r))
             if certificate is None or r.lagrangian > certificate[0]:
                 w = np.zeros(run.occ.n_users)
