@@ -25,6 +25,7 @@ import dataclasses
 
 import math
 import time
+import types
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def map_status(status: str | None, *, time_limit: float | None = None) -> Status
 
 
 def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, Any] | None,
-           verbose: bool) -> tuple[Status, str, float]:
+           verbose: bool, scale: float = 1.0) -> tuple[Status, str, float]:
     opts = solver_options(options)
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)
@@ -106,7 +107,10 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
             # HiGHS prints from C++ (its banner at a process's first Highs(), before any option can
             # be set): fd 1 goes to /dev/null unless the caller asked for the solver's log
             with contextlib.nullcontext() if verbose else _quiet_stdout():
-                problem.solve(solver=cp.HIGHS, verbose=verbose, highs_options=opts)
+                if scale == 1.0:
+                    problem.solve(solver=cp.HIGHS, verbose=verbose, highs_options=opts)
+                else:
+                    _solve_in_units(problem, scale, verbose, opts)
         raw = str(problem.status)
         if caught:
             raw += "; " + "; ".join(str(w.message) for w in caught)
@@ -120,6 +124,47 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
         raw = f"solver_error: HiGHS returned no valid solution (coefficients beyond its 1e20 infinity?): {exc}"[:400]
         status = Status.ERROR
     return status, raw, time.perf_counter() - t0
+
+
+class _ScaledInfo:
+    """HiGHS's ``HighsInfo`` of a solve in units of ``scale`` with the objective's value put back in
+    the problem's own units (every other field read through)."""
+
+    def __init__(self, info: Any, factor: float) -> None:
+        self._info = info
+        self.objective_function_value = float(info.objective_function_value) * factor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._info, name)
+
+
+def _solve_in_units(problem: cp.Problem, scale: float, verbose: bool, opts: dict[str, Any]) -> None:
+    """Solve ``problem`` with HiGHS in units of ``scale`` and unpack the solution in its own units.
+
+    The standard form cvxpy hands to HiGHS (min ½xᵀPx + qᵀx over rows Ax ≤/= b and bounds l ≤ x ≤ u)
+    is rewritten with x = scale·y — every right-hand side and bound divided by ``scale``, the
+    objective divided by k = scale (linear) or scale² (with a quadratic part) — which is exact for
+    any model: the same optimum, x* = scale·y*, the objective's value k times the scaled one, the
+    rows' duals k/scale times. Solved in its own units, a model whose values are all of the order
+    of 10⁻⁷ lies inside HiGHS's absolute feasibility tolerances (a clipping plan at U = 10⁻⁷ came
+    back "optimal" at 1.9× the optimum), and a QP whose values are of order 10⁶ never met HiGHS's
+    optimality tolerance (the ``"mse"`` clipping objective ran until its time limit at U = 10⁶)."""
+    data, chain, inverse = problem.get_problem_data(cp.HIGHS)
+    quadratic = data.get("P") is not None and bool(data["P"].count_nonzero())
+    k = scale * scale if quadratic else scale
+    data = dict(data)
+    for key in ("b", "G", "lower_bounds", "upper_bounds"):  # rows (conic: b; QP: b, G) and bounds
+        if data.get(key) is not None:
+            data[key] = np.asarray(data[key], dtype=float) / scale
+    for key, factor in (("c", scale / k), ("q", scale / k)):  # the linear cost (conic: c; QP: q)
+        if data.get(key) is not None:
+            data[key] = np.asarray(data[key], dtype=float) * factor
+    raw = chain.solver.solve_via_data(data, False, verbose, {"highs_options": dict(opts)})
+    sol = raw["solution"]
+    raw = {**raw, "info": _ScaledInfo(raw["info"], k),
+           "solution": types.SimpleNamespace(col_value=np.asarray(sol.col_value, dtype=float) * scale,
+                                             row_dual=np.asarray(sol.row_dual, dtype=float) * (k / scale))}
+    problem.unpack_results(raw, chain, inverse)
 
 
 def _result(status: Status, raw: str, elapsed: float, objective: float, *, x: np.ndarray | None,
@@ -149,6 +194,7 @@ def solve_cvxpy(
     time_limit: float | None = None,
     options: Mapping[str, Any] | None = None,
     verbose: bool = False,
+    scale: float = 1.0,
 ) -> SolveResult:
     """Solve a cvxpy ``Problem`` with HiGHS; return a :class:`SolveResult`.
 
@@ -161,6 +207,10 @@ def solve_cvxpy(
         interruptible and comes on top).
     options : mapping, optional
         HiGHS options passed through cvxpy (e.g. ``{"presolve": "off"}``).
+    scale : float
+        The order of the variables' values (e.g. the bound U of a clipping model): the model is
+        solved in units of it (x = scale·y, exact; :func:`_solve_in_units`) so that HiGHS's absolute
+        tolerances mean the same at any U. 1 (the default) solves it as written.
 
     Returns
     -------
@@ -171,7 +221,9 @@ def solve_cvxpy(
         ``problem.value``.
     """
     time_limit = solver_seconds(time_limit)
-    status, raw, elapsed = _solve(problem, time_limit, options, verbose)
+    if not (isinstance(scale, (int, float, np.floating)) and math.isfinite(scale) and scale > 0):
+        raise DpoptInputError(f"`scale` must be a finite number > 0; got {scale!r}")
+    status, raw, elapsed = _solve(problem, time_limit, options, verbose, float(scale))
     variables = problem.variables()
     col_blocks: dict[str, slice] = {}
     parts, start = [], 0

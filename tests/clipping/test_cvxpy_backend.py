@@ -99,3 +99,25 @@ def test_solve_cvxpy_names_blocks_and_maps_status() -> None:
     assert res.dual("constraint_1")[0] == pytest.approx(1.0, abs=TOL)  # t ≥ x1 is the active one
     bad = cp.Problem(cp.Minimize(t), [t >= 1, t <= 0])
     assert solve_cvxpy(bad).status in (Status.INFEASIBLE, Status.INFEASIBLE_OR_UNBOUNDED)
+
+
+@pytest.mark.parametrize("scale", [0.25, 3.0, 40.0])
+def test_a_solve_in_units_of_scale_gives_the_same_point_value_and_duals(scale: float) -> None:
+    """x = scale·y is exact: the same optimum, objective and row duals as the solve as written, for
+    an LP (every kind of row) and a QP (a least-squares objective over the same rows)."""
+    base = to_cvxpy(small_lp().build()).problem
+    x = base.variables()[0]
+    qp = cp.Problem(cp.Minimize(cp.sum_squares(x - np.array([3.0, -1.0, 2.0])) + x[1]), base.constraints)
+    for problem in (base, qp):
+        ref = solve_cvxpy(problem)
+        got = solve_cvxpy(problem, scale=scale)
+        assert ref.status is Status.OPTIMAL and got.status is Status.OPTIMAL
+        assert got.objective == pytest.approx(ref.objective, rel=1e-7, abs=1e-7)
+        np.testing.assert_allclose(got.x, ref.x, atol=1e-6)
+        np.testing.assert_allclose(got.row_duals, ref.row_duals, atol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, float("nan"), float("inf"), "1"])
+def test_a_scale_that_is_not_a_positive_number_is_refused(scale) -> None:
+    with pytest.raises(ValueError, match="`scale` must be a finite number > 0"):
+        solve_cvxpy(to_cvxpy(small_lp().build()).problem, scale=scale)

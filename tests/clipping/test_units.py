@@ -6,6 +6,11 @@ solve in units of U. Before, the LPs were solved in their own units: at U = 1e-7
 inside HiGHS's 1e-7 feasibility tolerance, ``solve_clipping([1, 2], 1e-7, 1e-3)`` reported "optimal"
 at 667× E^OPT and its KKT check passed (residuals were floored at a scale of 1); the surrogate LP at
 U = 1e-6 returned m = 9 at 21× the minimum (m = 14). An outside fuzz run found both.
+
+The extensible cvxpy model (:func:`dpopt.clipping_problem`) is solved in units of U as well
+(``solve_cvxpy(scale=U)``): before, its worst-case plan at U = 1e-7 came back "optimal" at 1.9×
+E^OPT *with* a certificate (the check's tolerance was floored at 1), its ``"mse"`` objective ended
+in a solver error at U = 1e-7 and 1e-3 and ran until its time limit at U ≥ 1e6 (HiGHS's QP).
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ import numpy as np
 import pytest
 
 import dpopt
+from dpopt.clipping.problem import _certificate
 from dpopt.solve import Status
+
+from .test_objectives import criteria, frontier_min
 
 
 @pytest.mark.parametrize("U", [1e-9, 1e-7, 1e-3, 1.0, 1e6, 1e12])
@@ -56,3 +64,44 @@ def test_the_surrogate_lp_finds_the_closed_form_minimiser_in_any_unit(U):
         assert lp.status is Status.OPTIMAL
         assert lp.objective == pytest.approx(closed.objective, rel=1e-7)
         assert lp.length == closed.length or lp.objective == pytest.approx(closed.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("U", [1e-9, 1e-7, 1e-3, 1.0, 1e6, 1e9])
+@pytest.mark.parametrize("objective", ["worst_case", "mse", "high_probability"])
+def test_the_cvxpy_model_finds_the_frontier_minimum_in_any_unit(U, objective):
+    rng = np.random.default_rng(int(np.log10(U)) + 40)
+    for _ in range(3):
+        counts = rng.integers(1, 40, rng.integers(3, 20))
+        d = int(rng.choice([1, 2]))
+        eps = float(rng.choice([0.1, 1.0, 4.0]))
+        plan = dpopt.clipping_problem(counts, U, eps, dim=d, objective=objective).solve_plan(time_limit=60)
+        assert plan.status is Status.OPTIMAL
+        want = frontier_min(counts, U, eps, d, criteria(d, eps)[objective])
+        assert plan.objective == pytest.approx(want, rel=1e-6)
+        if objective != "mse" or plan.bias > 1e-9 * U:
+            assert plan.certificate is not None and plan.check()
+
+
+def test_a_users_constraint_is_kept_in_units_of_u():
+    """Solving in units of U rescales every right-hand side, a user's own too: a fixed share of the
+    range holds at any U (the lower end of user 0 at 30 % of U, its upper end at 40 %)."""
+    for U in (1.0, 1e-8, 1e7):
+        p = dpopt.clipping_problem([3, 5, 9], U, 1.0)
+        p = p.with_constraints(p.lower[0] >= 0.3 * U, p.upper[0] <= 0.4 * U)
+        plan = p.solve_plan()
+        assert plan.status is Status.OPTIMAL
+        assert plan.lower[0] >= 0.3 * U * (1 - 1e-9) and plan.upper[0] <= 0.4 * U * (1 + 1e-9)
+        if U == 1.0:
+            ref = plan.objective
+        else:
+            assert plan.objective / U == pytest.approx(ref, rel=1e-6)
+
+
+def test_the_certificate_check_is_relative_at_any_u():
+    """A plan whose bias is 1 % above the optimum gets no certificate, however small U is (the check's
+    tolerance was 1e-6 of max(1, E^OPT), which at U = 1e-9 admitted any plan)."""
+    for U in (1e-9, 1.0, 1e6):
+        p = dpopt.clipping_problem([1, 4, 7], U, 0.5)
+        plan = p.solve_plan()
+        assert _certificate(p, plan.bias, plan.sensitivity)[0] is not None
+        assert _certificate(p, plan.bias * 1.01, plan.sensitivity)[0] is None
