@@ -41,11 +41,13 @@ def _project_simplex(v: np.ndarray) -> np.ndarray:
 
 @dataclass
 class DecompositionResult:
-    """Best bound (with its weights), best plan (retained mask over the pairs) and their K."""
+    """Best bound (with its weights), best plan (retained mask over the pairs) and their K; no bound,
+    no plan and K = inf where the deadline passed inside the first oracle call (``pattern_bound``'s
+    ``fallback``)."""
 
-    bound: LagrangianBound
-    keep: np.ndarray
-    K: int
+    bound: LagrangianBound | None
+    keep: np.ndarray | None
+    K: float
     lp_value: float
     lp_solves: int
     oracle_calls: int
@@ -79,29 +81,38 @@ def pattern_bound(
     progress: Progress | None = None,
     subgradient_steps: int = 10,
     max_lp_solves: int = 200,
+    fallback: bool = False,
 ) -> DecompositionResult:
     """Lagrangian bound on K by supergradient steps, then column generation on the pattern LP.
 
     Stops when the bound can no longer rise by column generation (⌈best Lagrangian value⌉ equals
     ⌈restricted LP value⌉, or pricing finds no column), at ``deadline`` or after ``max_lp_solves``.
+    An oracle call stops at ``deadline`` between grids (a call is one exact programme per grid, seconds
+    on hundreds of grids), its partial answer dropped, once a bound is held — or from the first call
+    where ``fallback`` says the caller holds a plan of its own (then the result may have no bound).
     """
     pool = PatternPool(oracle)
     best = _Best()
-    _supergradient_steps(oracle, pool, best, subgradient_steps, deadline, progress)
+    _supergradient_steps(oracle, pool, best, subgradient_steps, deadline, progress, fallback)
+    if best.bound is None:
+        return DecompositionResult(None, None, math.inf, math.inf, 0, best.calls)
     lp_value, solves = _column_generation(oracle, pool, best, max_lp_solves, deadline, progress)
     return DecompositionResult(best.bound, best.keep, int(best.K), lp_value, solves, best.calls)
 
 
 def _supergradient_steps(
     oracle: PatternOracle, pool: PatternPool, best: _Best, steps: int, deadline: float | None,
-    progress: Progress | None,
+    progress: Progress | None, fallback: bool = False,
 ) -> None:
     """Projected supergradient steps on the user weights λ (from uniform), seeding ``pool``."""
     L = oracle.occ.n_users
     lam = np.full(L, 1.0 / L)
     for _ in range(steps):
-        lb, keep, kept = lagrangian_bound(oracle, lam)
+        answer = lagrangian_bound(oracle, lam, deadline=deadline if fallback or best.bound is not None else None)
         best.calls += 1
+        if answer is None:  # the deadline passed inside the call
+            break
+        lb, keep, kept = answer
         best.consider(lb, keep, kept)
         pool.add(keep)
         if progress is not None:
@@ -135,8 +146,11 @@ def _column_generation(
         if lam.sum() <= 0:
             break
         pi = res.dual("one")
-        costs, keep = oracle.solve(lam)
+        answer = oracle.solve(lam, deadline)
         best.calls += 1
+        if answer is None:  # the deadline passed inside the call
+            break
+        costs, keep = answer
         lb, keep, kept = lagrangian_bound(oracle, lam, (costs, keep))
         best.consider(lb, keep, kept)
         if progress is not None:
@@ -182,6 +196,8 @@ def local_search(
         if best_score[0] <= target or _left(deadline) <= 0:
             break
         for g in rng.permutation(multi).tolist():
+            if _left(deadline) <= 0:  # between grids the mask is a plan meeting E
+                break
             idx = order[gp[g]: gp[g + 1]]
             cur = idx[keep[idx]]
             load[pu[cur]] -= 1

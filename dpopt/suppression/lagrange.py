@@ -22,6 +22,7 @@ Every minimiser (one S_g per grid) is itself a plan meeting E, so the same oracl
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,8 +83,11 @@ class PatternOracle:
             raise ValueError("some grid has no retained set meeting the error bound")
         self.N = N
 
-    def grid_pattern(self, g: int, pair_weights: np.ndarray) -> tuple[float, np.ndarray]:
-        """(c_g, kept pair indices) of grid ``g``; ``pair_weights`` indexed by pair (CSR order)."""
+    def grid_pattern(self, g: int, pair_weights: np.ndarray, deadline: float | None = None
+                     ) -> tuple[float, np.ndarray] | None:
+        """(c_g, kept pair indices) of grid ``g``; ``pair_weights`` indexed by pair (CSR order). None
+        where ``deadline`` (a ``time.perf_counter()`` instant) passed first (checked every 64 users:
+        one grid of thousands of users takes a third of a second)."""
         a, b = int(self.grid_ptr[g]), int(self.grid_ptr[g + 1])
         idx = self.order[a:b]
         if b - a == 1:  # one user: it must be retained (R > 0)
@@ -100,6 +104,8 @@ class PatternOracle:
         top = 0
         cl = c.tolist()
         for i, m in enumerate(cl):
+            if deadline is not None and i % 64 == 63 and time.perf_counter() > deadline:
+                return None
             cand = dp[: top + 1] + wg[i]
             seg = dp[m: m + top + 1]
             took[i, m: m + top + 1] = cand < seg
@@ -126,15 +132,20 @@ class PatternOracle:
             raise RuntimeError("pattern oracle: backtracking failed")
         return best, np.asarray(kept, dtype=np.int64)
 
-    def solve(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(c_g(λ) per grid, retained mask over the pairs in CSR order) of a minimiser."""
+    def solve(self, weights: np.ndarray, deadline: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """(c_g(λ) per grid, retained mask over the pairs in CSR order) of a minimiser; None where
+        ``deadline`` (a ``time.perf_counter()`` instant) passed before every grid was solved — a
+        partial answer bounds nothing (the bound sums every grid's least cost)."""
         w = np.asarray(weights, dtype=float)
         G = self.occ.n_grids
         cost = np.zeros(G)
         keep = np.zeros(self.n_pairs, dtype=bool)
         pw = w[self.pair_user]
         for g in range(G):
-            cost[g], kept = self.grid_pattern(g, pw)
+            answer = self.grid_pattern(g, pw, deadline)
+            if answer is None or (deadline is not None and time.perf_counter() > deadline):
+                return None
+            cost[g], kept = answer
             keep[kept] = True
         return cost, keep
 
@@ -209,13 +220,18 @@ def verify_lower_bound(
 
 
 def lagrangian_bound(
-    oracle: PatternOracle, weights: np.ndarray, costs_keep: tuple[np.ndarray, np.ndarray] | None = None
-) -> tuple[LagrangianBound, np.ndarray, np.ndarray]:
+    oracle: PatternOracle, weights: np.ndarray, costs_keep: tuple[np.ndarray, np.ndarray] | None = None,
+    deadline: float | None = None,
+) -> tuple[LagrangianBound, np.ndarray, np.ndarray] | None:
     """The bound of ``weights``, the oracle's minimiser (retained mask) and per-user kept counts.
 
     ``costs_keep``: an oracle answer for these weights already at hand (not recomputed).
+    ``deadline``: the oracle's (:meth:`PatternOracle.solve`); None where it passed first.
     """
-    costs, keep = oracle.solve(weights) if costs_keep is None else costs_keep
+    answer = oracle.solve(weights, deadline) if costs_keep is None else costs_keep
+    if answer is None:
+        return None
+    costs, keep = answer
     value, raw = _bound_of(costs, weights)
     kept = np.bincount(oracle.pair_user[keep], minlength=oracle.occ.n_users)
     return LagrangianBound(value, raw, np.asarray(weights, float).copy()), keep, kept

@@ -689,7 +689,12 @@ def _solve_decomposed(
 
     t0 = time.perf_counter()
     oracle = PatternOracle(sub, U, eps, E, split)
-    dec = pattern_bound(oracle, deadline=deadline, progress=prog)
+    dec = pattern_bound(oracle, deadline=deadline, progress=prog, fallback=warm is not None)
+    if dec.bound is None:  # the deadline passed inside the first oracle call: the warm plan, K ≥ 1 proven
+        K = max(1, int(np.bincount(oracle.pair_user[~warm], minlength=sub.n_users).max()))
+        sm = pairs if pairs is not None else _DecomposedModel.of(sub)
+        status = Status.OPTIMAL if K <= 1 else Status.TIME_LIMIT
+        return sm, _CompResult(status, K, 1.0, warm, time.perf_counter() - t0, 1.0), np.zeros(sub.n_users)
     lb = dec.bound.value
     keep = dec.keep
     if dec.K > lb:
@@ -819,7 +824,9 @@ def solve_suppression(
     -------
     SuppressionPlan
         ``method="milp"``, re-checked from scratch (a failing plan raises ``RuntimeError``); with
-        the decomposition ``info["lagrangian_bound"]`` and ``info["lower_bound_weights"]``.
+        the decomposition ``info["lagrangian_bound"]`` and ``info["lower_bound_weights"]`` (absent where
+        the time limit passed inside the first oracle call: the plan is then CLIP-USER's or the warm
+        start, with ``lower_bound`` 1; models/suppression.md §13).
 
     See models/suppression.md §4 (tie-break, components, statuses) and §13 (strategy, certificate).
     """
@@ -966,7 +973,7 @@ def _solve_components(
             sm, r, lam = _solve_decomposed(sub, run.U, run.eps, run.E, run.split, run.deadline, run.opts, run.prog,
                                            warm=_warm_mask(run, pairs, sub, len(results)), pairs=pairs)
             results.append((sm, sub, r))
-            if certificate is None or r.lagrangian > certificate[0]:
+            if (certificate is None or r.lagrangian > certificate[0]) and np.any(lam > 0):  # λ = 0: no bound
                 w = np.zeros(run.occ.n_users)
                 w[users] = lam
                 certificate = (r.lagrangian, w)
@@ -1056,11 +1063,14 @@ def _tie_break(
         if sub.degradation <= K_star and run.meets_E(comps[i][1]):
             r.mask = np.zeros(sm.pair_rows.size, dtype=bool)
             continue
+        limit = _tie_break_limit(r.time, run.tie_break_time_limit, run.deadline)
+        if limit <= 0:  # no time left: the first stage's plan as it is (the model's build and HiGHS's
+            tie_status = Status.TIME_LIMIT.value  # set-up alone took 0.4 s on 300 grids at time_limit = 0)
+            continue
         sm2 = build_suppression_model(sub, run.U, run.eps, error_bound=run.E, split=run.split,
                                       objective="samples", max_degradation=K_star, row_threshold=K_star)
         r.mask = prune_plan(sm2, r.mask, K_star, run.U, run.eps, run.E, run.split)
         warm2 = sm2.point(r.mask)
-        limit = _tie_break_limit(r.time, run.tie_break_time_limit, run.deadline)
         res2 = _solve_stage(sm2, warm2, limit, run.opts)
         if res2.has_solution:
             r.mask = sm2.suppressed_mask(res2.x)

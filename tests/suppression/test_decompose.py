@@ -145,15 +145,42 @@ def test_decomposition_falls_back_to_the_compact_milp(monkeypatch):
     assert first["incumbent"] > d.degradation  # the oracle plan was not optimal: the MILP was needed
 
 
-def test_decomposition_with_no_time_returns_a_checked_plan_and_a_valid_bound():
+def test_decomposition_with_no_time_returns_the_greedy_plan_checked_and_what_it_proved():
+    """At time_limit = 0 the first oracle call stops at once (CLIP-USER's plan is at hand): the plan
+    is CLIP-USER's, re-checked, with the bound K ≥ 1 and no Lagrangian certificate; the tie-break,
+    with no time left, does not run."""
+    from dpopt.suppression import clip_user
+
     occ = heavy_hitter_occupancy(np.random.default_rng(6), n_grids=8, gamma=6)
     want = solve_suppression(occ, 65, 0.5, strategy="milp", tie_break=False)
-    d = solve_suppression(occ, 65, 0.5, strategy="decomposition", tie_break=False, time_limit=0.0)
-    assert d.feasible and d.degradation >= want.degradation
-    assert d.lower_bound <= want.degradation
-    assert d.status is Status.OPTIMAL or (d.status is Status.TIME_LIMIT and d.gap > 0)
-    assert d.gap == pytest.approx((d.degradation - d.lower_bound) / d.degradation)
-    assert verify_lower_bound(occ, 65, 0.5, d.info["lower_bound_weights"]) == d.info["lagrangian_bound"]
+    greedy = clip_user(occ, 65, 0.5, error_bound=want.error_bound)
+    d = solve_suppression(occ, 65, 0.5, strategy="decomposition", time_limit=0.0)
+    assert d.feasible and d.degradation == greedy.degradation >= want.degradation
+    assert d.lower_bound == 1 and "lower_bound_weights" not in d.info
+    assert d.status is Status.TIME_LIMIT and d.gap == pytest.approx((d.degradation - 1) / d.degradation)
+    assert d.info["tie_break"] == "time_limit"
+
+
+def test_an_oracle_call_stops_at_its_deadline_between_and_inside_grids():
+    """A deadline already past: solve() answers None after at most one grid, and a grid of more than
+    64 users stops inside its programme; without a deadline the answers are unchanged (a fuzz run:
+    6,000 users × 300 grids, time_limit 0.1 s, 3.2 s taken, most of it in one oracle call)."""
+    import time
+
+    occ = heavy_hitter_occupancy(np.random.default_rng(3), n_grids=12, gamma=4)
+    E = float(grid_errors(occ, 65, 1.0).max())
+    oracle = PatternOracle(occ, 65, 1.0, E)
+    w = np.random.default_rng(0).random(occ.n_users)
+    calls = []
+    real = oracle.grid_pattern
+    oracle.grid_pattern = lambda g, pw, deadline=None: calls.append(g) or real(g, pw, deadline)
+    assert oracle.solve(w, deadline=time.perf_counter() - 1.0) is None and len(calls) == 1
+    cost, keep = oracle.solve(w)
+    cost2, keep2 = oracle.solve(w, deadline=time.perf_counter() + 3600.0)
+    assert np.array_equal(cost, cost2) and np.array_equal(keep, keep2)
+    big = int(np.argmax(np.diff(oracle.grid_ptr)))
+    assert np.diff(oracle.grid_ptr)[big] > 64
+    assert real(big, w[oracle.pair_user], time.perf_counter() - 1.0) is None
 
 
 def test_the_decomposition_runs_without_a_time_limit():
