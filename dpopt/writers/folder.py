@@ -126,13 +126,16 @@ def _check_inputs(path: Path, inputs: Iterable[Any]) -> None:
 
 def check_out(out: Any, *, overwrite: bool = False, inputs: Iterable[Any] = ()) -> Path:
     """Validate the output folder before any work (module doc): a directory path, empty or absent
-    unless ``overwrite`` (then a folder a release wrote), not the current folder nor above it, not
-    holding nor inside one of ``inputs``; its parent is created. Returns it as a Path."""
+    unless ``overwrite`` (then a folder a release wrote), not a symbolic link, not the current folder
+    nor above it, not holding nor inside one of ``inputs``; its parent is created. Returns it as a Path."""
     if isinstance(out, bool) or not isinstance(out, (str, os.PathLike)) or not str(out):
         raise DpoptInputError(f"`out` must be a directory path; got {out!r}")
     path = Path(out)
     _check_name_length(path)
     here = _resolved(path, "`out`")
+    if path.is_symlink():  # the folder is renamed into place: a link would be replaced, not followed
+        raise DpoptInputError(f"`out` must be a folder, not a symbolic link; got {str(out)!r} (a link to "
+                              f"{str(here)!r}): give the folder itself")
     if path.exists() and not path.is_dir():
         raise DpoptInputError(f"`out` must be a directory path; got {str(out)!r} (a file exists there)")
     if here == Path.cwd().resolve() or here in Path.cwd().resolve().parents or here.parent == here:

@@ -177,7 +177,8 @@ def test_out_inside_an_input_folder_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("case", ["records name too long", "list name too long", "out name too long",
-                                  "out name too long for its siblings", "list symlink loop", "out symlink loop"])
+                                  "out name too long for its siblings", "list symlink loop", "out symlink loop",
+                                  "out a link to an empty folder", "out a link to a release"])
 def test_a_path_the_file_system_refuses_is_one_line_before_any_work(tmp_path, capsys, monkeypatch, case):
     """Names the file system refuses (ENAMETOOLONG) and symlink loops end in one line and exit 2 before
     the release is computed (a fuzz run: Python tracebacks with exit 1; an --out name of 236–240 bytes
@@ -199,15 +200,24 @@ def test_a_path_the_file_system_refuses_is_one_line_before_any_work(tmp_path, ca
         out = "o" * 240  # itself allowed (≤ 255 bytes); .<name>.diagnostics.partial-XXXXXXXX is not
     elif case == "list symlink loop":
         parts = "loop1"
+    elif case.startswith("out a link"):  # the folder is renamed into place: the link would be replaced
+        # (a link to an empty folder ended in NotADirectoryError after the whole release was computed)
+        (tmp_path / "target").mkdir()
+        if case.endswith("release"):
+            (tmp_path / "target" / "release.csv").write_text("x\n")
+        (tmp_path / "latest").symlink_to("target")
+        out = "latest"
     else:
         out = "loop1"
     before = sorted(p.name for p in tmp_path.iterdir())
     code = main(["release", records, "--privacy", "user", "--bound", str(U), "--epsilon-total", "2", "--partitions",
-                 parts, "--seed", "5", "--quiet", "--out", out])
+                 parts, "--seed", "5", "--quiet", "--out", out] + (["--overwrite"] if case.endswith("release") else []))
     text, err = capsys.readouterr()
     assert code == 2, err
     assert err.count("\n") == 1 and err.startswith("dpopt release: error: ") and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+    if case.startswith("out a link"):
+        assert "not a symbolic link" in err and (tmp_path / "latest").is_symlink()
 
 
 # ------------------------------------------------------------------------------- item 3: neighbours
