@@ -224,6 +224,12 @@ def solve_cvxpy(
     if not (isinstance(scale, (int, float, np.floating)) and math.isfinite(scale) and scale > 0):
         raise DpoptInputError(f"`scale` must be a finite number > 0; got {scale!r}")
     status, raw, elapsed = _solve(problem, time_limit, options, verbose, float(scale))
+    return _collected(problem, status, raw, elapsed)
+
+
+def _collected(problem: cp.Problem, status: Status, raw: str, elapsed: float) -> SolveResult:
+    """:func:`solve_cvxpy`'s result from the solved ``problem``: its variables' values and its
+    constraints' duals, each in one named block."""
     variables = problem.variables()
     col_blocks: dict[str, slice] = {}
     parts, start = [], 0

@@ -824,9 +824,8 @@ def solve_suppression(
     -------
     SuppressionPlan
         ``method="milp"``, re-checked from scratch (a failing plan raises ``RuntimeError``); with
-        the decomposition ``info["lagrangian_bound"]`` and ``info["lower_bound_weights"]`` (absent where
-        the time limit passed inside the first oracle call: the plan is then CLIP-USER's or the warm
-        start, with ``lower_bound`` 1; models/suppression.md §13).
+        the decomposition ``info["lagrangian_bound"]`` and ``info["lower_bound_weights"]`` (absent if
+        the time limit passed in the first oracle call: models/suppression.md §13).
 
     See models/suppression.md §4 (tie-break, components, statuses) and §13 (strategy, certificate).
     """
