@@ -528,8 +528,11 @@ def _say_inputs(result: Any, paths: dict[str, Path], privacy: str) -> None:
     if privacy == "user" and where:  # the same words whatever was dropped: messages never depend on one user
         zone = getattr(getattr(getattr(result, "measurements", None), "info", None), "timezone", None)
         naive = "" if zone else " (a time without a UTC offset is one, unless --timezone Area/City names its zone)"
+        policy = (getattr(result, "diagnostics", None) or {}).get("ingest", {}).get("out_of_range_policy", "clip")
+        clip = ("; values outside [0, bound] are moved to its nearer end and counted there too (--out-of-range drop "
+                "or error to do otherwise)") if policy == "clip" else ""
         print(f"dpopt release: records that fail cleaning are dropped and counted by cause in {where}{naive} (not "
-              "for publication)", file=sys.stderr)
+              f"for publication){clip}", file=sys.stderr)
 
 
 def _say_list_lattice(result: Any, privacy: str) -> None:
@@ -558,14 +561,16 @@ def _say_list_lattice(result: Any, privacy: str) -> None:
 def _say_reweighting(result: Any, privacy: str) -> None:
     """Where the cap T re-weights the records (summary.json ``reweighting`` > 0, from the DP
     histogram of records per user): what that does to the published means and their intervals."""
+    from ..writers._published import reweighting_caveat
+
     d = getattr(result.summary, "reweighting", None) if privacy == "user" else None
     cap = getattr(result.summary, "record_cap", None)
     if d is None or cap is None or not d > 0:
         return
     kept = f"{cap} record{'s' if cap != 1 else ''}"
     print(f"dpopt release: note: the record cap T = {cap} keeps at most {kept} of each user, so a published "
-          f"mean weighs a user with many records like one with {kept}: the records' weights move by {d:.2f} (total "
-          "variation, 0 to 1; summary.json `reweighting`). Where users with many records have other values than "
+          f"mean weighs a user with many records like one with {kept}: the records' weights move by about {d:.2g} "
+          f"(total variation, 0 to 1; summary.json `reweighting`: {reweighting_caveat(result.summary)}). Where users with many records have other values than "
           "the rest, a grid's mean of all its records can lie outside its interval: the intervals leave this out",
           file=sys.stderr)
 

@@ -480,6 +480,23 @@ def accounting_lines(summary: dict[str, Any], pieces: dict[str, float] | None = 
     return lines
 
 
+def reweighting_caveat(summary: Any) -> str:
+    """What summary.json's ``reweighting`` can and cannot see, in words: it is read off the DP histogram
+    of records per user (``record_histogram``), whose bins are 4× wide, so users just above the cap
+    count as holding about twice it, and a bin of fewer users than its noise threshold
+    (:func:`dpopt.privacy.user.place_bounds.unseen_users`) is not counted — e.g. five users holding a
+    quarter of the records read 0.00 against an exact 0.25, and users of 257–287 records under
+    T = 256 read 0.16 against 0.008 (an outside-style check). Public: ε of the histogram only."""
+    from ..privacy.user.place_bounds import unseen_users
+
+    hist = getattr(summary, "record_histogram", None) or {}
+    eps = hist.get("epsilon") if isinstance(hist, dict) else None
+    unseen = (f"; a group of fewer than about {math.ceil(unseen_users(float(eps)))} users is below the histogram's "
+              "noise and not counted, however many records it holds") if eps and float(eps) > 0 else ""
+    return ("a rough figure read off the noisy histogram of records per user, whose bins are 4× wide: users just "
+            "above the cap count as holding about twice it" + unseen)
+
+
 def answers_vary_text(summary: dict[str, Any]) -> str | None:
     """What the answers vary by, in words, from summary.json's ``answers_vary_by`` (the engine's
     crossed fit: the factors whose components are above 0); None where the summary does not say.

@@ -671,8 +671,9 @@ _ENGINE = ("optimised release (the engine)", (
     "random-effects model (an overall mean + place effects + time effects + the measured interactions) is "
     "fitted to the measurements alone, and every listed cell and slot is answered by its own row "
     "(answers.csv). Its interval is for that cell and slot's own mean: it holds the model's uncertainty "
-    "and the variation the model does not explain. Means are of the clamped values, so slightly off "
-    "where values beyond the clamps are common; variances are not published. Coverage of the 95 % intervals is "
+    "and the variation the model does not explain. Means are of the clamped values: where values beyond "
+    "the clamps are common, a mean moves toward the clamp by up to their distance to it, which the "
+    "intervals leave out; variances are not published. Coverage of the 95 % intervals is "
     "measured on benchmark data sets (median over releases 0.97 to 1.00; a few releases of one synthetic "
     "set below 0.90), not proven."))
 
@@ -685,7 +686,8 @@ _PLACE = ("place release", (
     "in proportion) and values are counted up to a clamp B no larger than the declared bound; T and B "
     "are chosen from the data under differential privacy. A cell's published mean borrows from the map "
     "where its own measurement is noisy (hierarchical empirical Bayes). Means are of values clamped at "
-    "B, so slightly low where values above B are common; variances are therefore not published when B "
+    "B, so low where values above B are common (by up to their distance to B, which the intervals leave "
+    "out); variances are therefore not published when B "
     "is below the declared bound. The interval of each mean is conservative: in the benchmark settings "
     "the 95 % intervals covered the truth of at least 99 % of the published nodes, and 90 % intervals "
     "at least 99 % (measured on two bus data sets, not proven)."))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_MODEL_TEXT
-from ._published import accounting_lines, answers_vary_text
+from ._published import accounting_lines, answers_vary_text, reweighting_caveat
 from .result import Release
 
 __all__ = ["report_markdown"]
@@ -157,8 +157,8 @@ def _reweighting_text(s: Any) -> str:
     if d is None:
         return ""
     return (f". The cap re-weights users: the weights of the records in a capped mean differ from their "
-            f"weights in the mean of all records by **{d:.2f}** (total variation, from the noisy histogram), so a "
-            f"published mean can sit up to {2 * d:.2f} × the spread of users' own means away from the mean of all "
+            f"weights in the mean of all records by about **{d:.2g}** (total variation; {reweighting_caveat(s)}), so a "
+            f"published mean can sit up to {2 * d:.2g} × the spread of users' own means away from the mean of all "
             "its records where heavy users' values differ from the others'; the intervals leave that out")
 
 
@@ -172,8 +172,9 @@ def _bounds_line(s: Any) -> str:
                 f"records), values clamped to **{_clamped(s)}** ({_range_text(s)}); T, A and B chosen under DP (part "
                 "of the total above; T from a noisy histogram of records per user, B and A from noisy histograms of "
                 "users' high and low values, in summary.json `record_histogram`, `clamp_histogram` and "
-                "`clamp_low_histogram`)" + _remeasured_text(s) + ". Means are of the clamped values (slightly off "
-                "where values beyond the clamp are common)" + _reweighting_text(s))
+                "`clamp_low_histogram`)" + _remeasured_text(s) + ". Means are of the clamped values: where values "
+                "beyond the clamp are common, a mean moves toward it by up to the distance to the clamp (the "
+                "intervals leave that out)" + _reweighting_text(s))
     if s.shape == "place":
         cap = (f"**T = {s.record_cap}** of its records (spread over its grids in proportion) at each measured level"
                if s.map_record_cap in (None, s.record_cap) else
@@ -182,8 +183,8 @@ def _bounds_line(s: Any) -> str:
         return (f"- contribution bounds: each user keeps at most {cap}, values clamped to **{_clamped(s)}** "
                 f"({_range_text(s)}); T and B chosen under DP (part of the total above; T from a noisy histogram of "
                 "records per user, B from a noisy histogram of users' high values, in summary.json `record_histogram` "
-                "and `clamp_histogram`). Means are of the values clamped at B (slightly low where values above B are "
-                "common); variances are withheld when B < U (their sums of squares are then not measured)"
+                "and `clamp_histogram`). Means are of the values clamped at B (low where values above B are common, by "
+                "up to their distance to B; the intervals leave that out); variances are withheld when B < U (their sums of squares are then not measured)"
                 + _reweighting_text(s))
     clamp = (f"; values clamped to **{_clamped(s)}** ({_range_text(s)}), B chosen under DP from a noisy "
              "histogram of users' high values (summary.json `clamp_histogram`; part of the total above): means "

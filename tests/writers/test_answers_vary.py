@@ -5,6 +5,8 @@ The claim is checked against the published answers themselves, not against the c
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -160,7 +162,24 @@ def test_the_reweighting_said_is_the_caps_distance_from_the_record_weights(n_hea
     assert abs(said - exact) <= 0.15, (said, exact)
     assert (exact > 0.5) == (n_heavy > 0)
     report = report_markdown(r)
-    assert f"by **{said:.2f}**" in report
+    assert f"by about **{said:.2g}**" in report
+    # what the figure cannot see is said with it: the histogram's bins and the users below its noise
+    eps = float(r.summary.record_histogram["epsilon"])
+    assert "bins are 4× wide" in report
+    assert f"fewer than about {math.ceil(math.log(8 / 0.02) / eps)} users" in report
+
+
+def test_a_bin_of_fewer_users_than_unseen_users_is_not_read() -> None:
+    """unseen_users(ε) is the threshold record_counts applies: a bin at it is read, one just below is
+    zeroed (the other bins large enough that no projection steps in)."""
+    from dpopt.privacy.user.place_bounds import record_counts, unseen_users
+
+    for eps in (0.1, 0.5, 2.0):
+        t = unseen_users(eps)
+        noisy = np.array([1000.0, 900.0, 0.0, 0.0, t, 0.0, 0.0, 0.0])
+        assert record_counts(noisy, eps)[4] == t
+        noisy[4] = t * (1 - 1e-9)
+        assert record_counts(noisy, eps)[4] == 0.0
 
 
 def test_without_a_list_the_words_say_where_grids_have_no_answer():

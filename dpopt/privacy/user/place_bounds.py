@@ -348,6 +348,15 @@ def choose_map_cap(noisy: np.ndarray, epsilon: float, cap: int, *, noise: float,
     return int(cand[int(np.argmin(err))]), err
 
 
+def unseen_users(epsilon: float) -> float:
+    """The fewest users a bin of the ε-DP histogram of records per user must hold for
+    :func:`record_counts` to read it (the threshold ln(#bins/``MAP_CAP_PHANTOM_RATE``)/ε of
+    :func:`dpopt.privacy.user.predict.threshold_bins`): a smaller group, e.g. a few users holding most
+    of the records, is below the noise and the cap's statistics do not count it. Public (a function
+    of ε)."""
+    return math.log((RECORD_BIN_EDGES.size + 1) / MAP_CAP_PHANTOM_RATE) / check_epsilon(epsilon)
+
+
 def record_counts(noisy: np.ndarray, epsilon: float) -> np.ndarray:
     """The histogram of records per user the cap, the clamp's quantile and the unkept share read:
     ``noisy`` (the ε-DP histogram) denoised with the bins a phantom reaches in at most
