@@ -142,27 +142,43 @@ def _solve_in_units(problem: cp.Problem, scale: float, verbose: bool, opts: dict
     """Solve ``problem`` with HiGHS in units of ``scale`` and unpack the solution in its own units.
 
     The standard form cvxpy hands to HiGHS (min ½xᵀPx + qᵀx over rows Ax ≤/= b and bounds l ≤ x ≤ u)
-    is rewritten with x = scale·y — every right-hand side and bound divided by ``scale``, the
-    objective divided by k = scale (linear) or scale² (with a quadratic part) — which is exact for
-    any model: the same optimum, x* = scale·y*, the objective's value k times the scaled one, the
-    rows' duals k/scale times. Solved in its own units, a model whose values are all of the order
-    of 10⁻⁷ lies inside HiGHS's absolute feasibility tolerances (a clipping plan at U = 10⁻⁷ came
-    back "optimal" at 1.9× the optimum), and a QP whose values are of order 10⁶ never met HiGHS's
-    optimality tolerance (the ``"mse"`` clipping objective ran until its time limit at U = 10⁶)."""
+    is rewritten with x = D·y, D = ``scale`` on every continuous column and 1 on an integer or
+    boolean one (an integer stays an integer): the columns of A by D, every row and right-hand side
+    by 1/``scale``, the bounds by 1/D, the objective by 1/k, k = scale (linear) or scale² (with a
+    quadratic part) — exact for any model: the same optimum, x* = D·y*, the objective's value k times
+    the scaled one, the rows' duals k/scale times. Solved in its own units, a model whose values are all
+    of the order of 10⁻⁷ lies inside HiGHS's absolute feasibility tolerances (a clipping plan at
+    U = 10⁻⁷ came back "optimal" at 1.9× the optimum), and a QP whose values are of order 10⁶ never met
+    HiGHS's optimality tolerance (the ``"mse"`` clipping objective ran until its time limit at U = 10⁶)."""
+    import scipy.sparse as sp
+
     data, chain, inverse = problem.get_problem_data(cp.HIGHS)
     quadratic = data.get("P") is not None and bool(data["P"].count_nonzero())
     k = scale * scale if quadratic else scale
     data = dict(data)
-    for key in ("b", "G", "lower_bounds", "upper_bounds"):  # rows (conic: b; QP: b, G) and bounds
+    n = int(np.size(data["c"] if data.get("c") is not None else data["q"]))
+    D = np.full(n, scale)
+    whole = np.concatenate([np.asarray(data.get(key, []) or [], dtype=np.int64).ravel()
+                            for key in ("bool_vars_idx", "int_vars_idx")])
+    D[whole] = 1.0
+    for key in ("A", "F"):  # rows (conic: A; QP: A and F), column by column, when D is not uniform
+        if whole.size and data.get(key) is not None:
+            data[key] = (sp.csc_matrix(data[key]) @ sp.diags(D / scale)).tocsc()
+    for key in ("b", "G"):  # right-hand sides (conic: b; QP: b, G)
         if data.get(key) is not None:
             data[key] = np.asarray(data[key], dtype=float) / scale
-    for key, factor in (("c", scale / k), ("q", scale / k)):  # the linear cost (conic: c; QP: q)
+    for key in ("lower_bounds", "upper_bounds"):
         if data.get(key) is not None:
-            data[key] = np.asarray(data[key], dtype=float) * factor
+            data[key] = np.asarray(data[key], dtype=float) / D
+    for key in ("c", "q"):  # the linear cost (conic: c; QP: q)
+        if data.get(key) is not None:
+            data[key] = np.asarray(data[key], dtype=float) * D / k
+    if quadratic:
+        data["P"] = (sp.diags(D) @ sp.csc_matrix(data["P"]) @ sp.diags(D) / k).tocsc()
     raw = chain.solver.solve_via_data(data, False, verbose, {"highs_options": dict(opts)})
     sol = raw["solution"]
     raw = {**raw, "info": _ScaledInfo(raw["info"], k),
-           "solution": types.SimpleNamespace(col_value=np.asarray(sol.col_value, dtype=float) * scale,
+           "solution": types.SimpleNamespace(col_value=np.asarray(sol.col_value, dtype=float) * D,
                                              row_dual=np.asarray(sol.row_dual, dtype=float) * (k / scale))}
     problem.unpack_results(raw, chain, inverse)
 

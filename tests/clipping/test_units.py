@@ -105,3 +105,22 @@ def test_the_certificate_check_is_relative_at_any_u():
         plan = p.solve_plan()
         assert _certificate(p, plan.bias, plan.sensitivity)[0] is not None
         assert _certificate(p, plan.bias * 1.01, plan.sensitivity)[0] is None
+
+
+@pytest.mark.parametrize("U", [1e-3, 1.0, 65.0])
+def test_a_users_integer_variable_stays_an_integer_in_units_of_u(U):
+    """Solving in units of U scales the continuous columns only: a user's boolean z (at most one user
+    clipped) stays 0/1. Scaled with the rest, z = 1 was out of reach at U = 65 (error 32.5 against
+    24.375) and came back 0.001 at U = 1e-3 (an outside fuzz run). Reference: enumerate the user who
+    may be clipped, the others fixed at [0, U] (LPs without integers)."""
+    import cvxpy as cp
+
+    counts = [6, 3, 2, 1]
+    p = dpopt.clipping_problem(counts, U, 1.0)
+    z = cp.Variable(4, boolean=True, name="clipped")
+    plan = p.with_constraints(p.lower <= U * z, p.upper >= U * (1 - z), cp.sum(z) <= 1).solve_plan()
+    assert plan.status is Status.OPTIMAL
+    assert np.allclose(z.value, np.round(z.value), atol=1e-6) and z.value.sum() <= 1 + 1e-6
+    best = min(dpopt.clipping_problem(counts, U, 1.0, fixed={j: (0.0, U) for j in range(4) if j != k}).solve_plan().error
+               for k in range(4))
+    assert plan.error == pytest.approx(best, rel=1e-6)
