@@ -15,9 +15,11 @@ exclude a better integer between counts, so pass ``candidates=`` explicitly). Ad
 ``p.retained >= 0.9 * p.total``) and solve with :meth:`ArrayLengthProblem.solve_plan`:
 
 * no added constraint: :func:`dpopt.optimal_array_length` (the reduction to the distinct counts of
-  Lemma V.2 and the O(L log L) enumeration);
+  Lemma V.2 and the O(L log L) enumeration) where its length is among the candidates, else the least
+  tabulated error among them;
 * added constraints: the MILP through :func:`dpopt.solve.solve_bounded` (hard time limit), warm-started
-  at the unconstrained optimum when it satisfies them.
+  at the unconstrained optimum when it satisfies them, with gaps 0 and every row and the objective in
+  their own units (``_in_units``: HiGHS's absolute tolerances are then relative, at any U).
 
 The returned :class:`~dpopt.arrays.ArrayLengthPlan` is re-evaluated with
 :func:`dpopt.array_averaging_error` at the chosen length and the added constraints are re-checked.
@@ -25,16 +27,19 @@ The returned :class:`~dpopt.arrays.ArrayLengthPlan` is re-evaluated with
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
 
-from .._validation import DpoptInputError, _show, check_nonnegative_float
+from .._validation import DpoptInputError, _show, check_nonnegative_float, solver_options
 from ..solve import Status, solve_bounded
 from ..solve.cvxpy_backend import DataProblem, from_cvxpy, point_of
+from ..solve.model import LinearModel
 from .length import ArrayLengthPlan, CountProfile, _error_from_gamma, _setup, optimal_array_length
 
 __all__ = ["ArrayLengthProblem", "ArrayLengthInfeasible", "array_length_problem", "solve_array_length_problem",
@@ -185,24 +190,55 @@ def solve_array_length_problem(problem: ArrayLengthProblem, *, time_limit: float
     if time_limit is not None:
         time_limit = check_nonnegative_float(time_limit, "time_limit")
     free = optimal_array_length(problem.counts, problem.bound, problem.epsilon, method="exact")
-    if not problem.added_constraints:
-        return free
-    lm = from_cvxpy(problem, name="array_length_custom")
+    lm, unit = _in_units(from_cvxpy(problem, name="array_length_custom"))
+    cost = lm.c[lm.col_blocks["choose"]]
+    if not problem.added_constraints:  # Σ choose = 1 alone: the least cost among the candidates
+        if free.length in problem.candidates:  # the free optimum over every length is among them
+            return free
+        j = int(np.argmin(cost))
+        return _plan(problem, int(problem.candidates[j]), Status.OPTIMAL, float(cost[j]) * unit, free, 0.0)
     onehot = (problem.candidates == free.length).astype(float)
     warm = point_of(lm, {"choose": onehot}, tol=CONSTRAINT_TOL) if onehot.any() else None
-    res = solve_bounded(lm, time_limit=time_limit, options=options, warm_start=warm)
+    opts = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **solver_options(options)}
+    res = solve_bounded(lm, time_limit=time_limit, options=opts, warm_start=warm)
     x = res.x if res.x is not None else warm
     if x is None:
         raise _no_plan(res.status)
     j = int(np.argmax(x[lm.col_blocks["choose"]]))
     m = int(problem.candidates[j])
-    problem.choose.value = np.eye(problem.candidates.size)[j]
-    viol = max((float(np.max(c.violation())) for c in problem.added_constraints), default=0.0)
-    if viol > CONSTRAINT_TOL:
-        raise RuntimeError(f"the custom array-length plan m={m} violates an added constraint by {viol!r}")
+    problem.choose.value = (np.arange(problem.candidates.size) == j).astype(float)
+    _recheck(problem, m)
     status = res.status if res.x is not None else Status.TIME_LIMIT
-    return _plan(problem, m, status, float(res.objective) if res.x is not None else math.nan,
+    return _plan(problem, m, status, float(res.objective) * unit if res.x is not None else math.nan,
                  free, float(res.gap))
+
+
+def _in_units(lm: LinearModel) -> tuple[LinearModel, float]:
+    """The model with every row divided by its largest |coefficient| and the objective by its
+    largest |cost| (the unit returned): exact (a row's feasible set and the argmin do not change),
+    and it makes HiGHS's absolute tolerances (feasibility 10⁻⁶ on a row, ``mip_abs_gap``) relative.
+    A row of errors at U = 10⁻⁶ lies inside those tolerances as written: an outside fuzz run found
+    plans "optimal" at 1.6–38× the optimum and a noise cap exceeded by 26 %. The columns are
+    the binaries ``choose``, which are not scaled."""
+    A = sp.csr_array(lm.A)
+    big = np.zeros(A.shape[0])
+    np.maximum.at(big, np.repeat(np.arange(A.shape[0]), np.diff(A.indptr)), np.abs(A.data))
+    r = np.where(big > 0, big, 1.0)
+    unit = float(np.max(np.abs(lm.c), initial=0.0)) or 1.0
+    scaled = dataclasses.replace(lm, A=sp.csc_array(sp.diags(1.0 / r) @ A), row_lower=lm.row_lower / r,
+                                 row_upper=lm.row_upper / r, c=lm.c / unit, offset=lm.offset / unit)
+    return scaled, unit
+
+
+def _recheck(problem: ArrayLengthProblem, m: int) -> None:
+    """Every added constraint holds at the plan to :data:`CONSTRAINT_TOL` of its own terms' size
+    (relative: at U = 10⁻⁶ an absolute 10⁻⁶ admitted any plan)."""
+    for c in problem.added_constraints:
+        size = max((float(np.max(np.abs(a.value), initial=0.0)) for a in c.args if a.value is not None), default=1.0)
+        viol = float(np.max(c.violation()))
+        if viol > CONSTRAINT_TOL * max(size, np.finfo(float).tiny):
+            raise RuntimeError(f"the custom array-length plan m={m} violates an added constraint by {viol!r} "
+                               f"(its terms' size {size!r})")
 
 
 class ArrayLengthInfeasible(DpoptInputError):

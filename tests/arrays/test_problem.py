@@ -82,3 +82,33 @@ def test_bad_candidates_and_lengths_are_refused():
         p.chosen(99)
     with pytest.raises(dpopt.DpoptInputError, match="`candidates`"):
         dpopt.array_length_problem([3, 5], 1.0, 1.0, candidates=[0, 2])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_given_candidates_are_kept_without_an_added_constraint(seed):
+    """Without added constraints the plan is the least error among ``candidates`` (it was the free
+    optimum over every length, a length not offered: counts [3], candidates [1, 4, 5, 6] gave m = 3)."""
+    rng = np.random.default_rng(700 + seed)
+    counts = rng.integers(1, 30, rng.integers(1, 8))
+    eps = float(rng.choice([0.2, 1.0, 5.0]))
+    offered = sorted(set(rng.integers(1, 40, rng.integers(1, 6)).tolist()))
+    plan = dpopt.array_length_problem(counts, 1.0, eps, candidates=offered).solve_plan()
+    assert plan.status is Status.OPTIMAL and plan.length in offered
+    assert plan.error == pytest.approx(min(error(counts, 1.0, eps, m) for m in offered), rel=TOL)
+
+
+@pytest.mark.parametrize("U", [1e-9, 1e-6, 1.0, 1e4])
+def test_the_constrained_plan_does_not_depend_on_the_unit(U):
+    """The MILP is solved with its rows and objective in their own units (and gaps 0), so HiGHS's
+    absolute tolerances do not exceed the errors: at U = 1e-6 a retained share gave m = 227 at 1.6×
+    the optimum and a noise cap was exceeded by 26 %, both reported optimal (an outside fuzz run)."""
+    counts = np.array([1, 252, 236])
+    eps = 5.02
+    p = dpopt.array_length_problem(counts, U, eps)
+    plan = p.with_constraints(p.retained >= 0.71 * counts.sum()).solve_plan()
+    want = brute(counts, U, eps, lambda m, g: g >= 0.71 * counts.sum() - 1e-9)
+    assert plan.status is Status.OPTIMAL and plan.error == pytest.approx(want, rel=TOL)
+    cap = 0.5569 * U
+    capped = p.with_constraints(p.noise <= cap).solve_plan()
+    assert U * capped.length / (eps * np.minimum(counts, capped.length).sum()) <= cap * (1 + 1e-9)
+    assert capped.error == pytest.approx(brute(counts, U, eps, lambda m, g: U * m / (eps * g) <= cap), rel=TOL)
