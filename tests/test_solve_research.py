@@ -113,3 +113,31 @@ def test_surrogate_lp_named_duals():
 def test_solve_result_repr_is_one_line():
     res = solve(per_user_model(np.arange(1, 2001), 1.0, 1.0))
     assert "\n" not in repr(res) and len(repr(res)) < 200
+
+
+def test_the_extensible_models_refuse_what_cvxpy_would_raise_deep_inside_by_name():
+    """An outside fuzz run: a text for user_bounds, a Maximize objective, a text constraint, an option
+    HiGHS refuses and a non-convex objective or constraint surfaced as numpy, cvxpy or HiGHS errors
+    that named no argument (a text constraint in all three extensible models)."""
+    import cvxpy as cp
+
+    import dpopt
+
+    with pytest.raises(dpopt.DpoptInputError, match="`user_bounds` must be a number or an array of numbers"):
+        dpopt.clipping_problem([1, 2], 1.0, 1.0, user_bounds="abc")
+    p = dpopt.clipping_problem([1, 2, 3], 1.0, 1.0)
+    for bad in (cp.Maximize(p.bias), 3):
+        with pytest.raises(dpopt.DpoptInputError, match="`objective` must be a built-in name"):
+            p.with_objective(bad)
+    problems = (p, dpopt.array_length_problem([1, 2, 3], 1.0, 1.0),
+                dpopt.suppression_problem(dpopt.Occupancy.from_triples(users=[0, 1], grids=[0, 0], counts=[2, 3]),
+                                          10.0, 1.0))
+    for q in problems:
+        with pytest.raises(dpopt.DpoptInputError, match="`constraints` must be cvxpy constraints"):
+            q.with_constraints("x")
+    with pytest.raises(dpopt.DpoptInputError, match="`options` must hold HiGHS options HiGHS accepts"):
+        p.solve_plan(options={"bogus_option": 1})
+    with pytest.raises(dpopt.DpoptInputError, match=r"`problem` must be convex by cvxpy's rules \(DCP\)"):
+        p.with_objective(cp.sqrt(p.bias)).solve_plan()
+    with pytest.raises(dpopt.DpoptInputError, match=r"`problem` must be convex by cvxpy's rules \(DCP\)"):
+        p.with_constraints(cp.square(p.bias) >= 1).solve_plan()

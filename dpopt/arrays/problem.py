@@ -115,9 +115,7 @@ class ArrayLengthProblem(DataProblem):
 
     def with_constraints(self, *constraints: cp.Constraint | Iterable[cp.Constraint]) -> ArrayLengthProblem:
         """A new problem with extra constraints."""
-        extra: list[cp.Constraint] = []
-        for c in constraints:
-            extra.extend(c if isinstance(c, (list, tuple)) else [c])
+        extra = self._flattened(constraints)
         return ArrayLengthProblem(self.objective, list(self.constraints) + extra)._attach(self._meta())
 
     def solve_plan(self, *, time_limit: float | None = None,

@@ -111,9 +111,7 @@ class ClippingProblem(DataProblem):
 
     def with_constraints(self, *constraints: cp.Constraint | Iterable[cp.Constraint]) -> ClippingProblem:
         """A new problem with extra constraints on the named variables."""
-        extra: list[cp.Constraint] = []
-        for c in constraints:
-            extra.extend(c if isinstance(c, (list, tuple)) else [c])
+        extra = self._flattened(constraints)
         meta = {**self._meta(), "variants": self.variants + (("constraints",) if extra else ())}
         return ClippingProblem(self.objective, list(self.constraints) + extra)._attach(meta)
 
@@ -124,6 +122,9 @@ class ClippingProblem(DataProblem):
             name = _check_objective(objective)
             goal = cp.Minimize(_objective_expr(name, self.bias, self.sensitivity, self.inv_epsilon, self.dim,
                                                self.failure_probability))
+        elif isinstance(objective, cp.Maximize) or not isinstance(objective, (cp.Minimize, cp.Expression)):
+            raise DpoptInputError(f"`objective` must be a built-in name ({', '.join(map(repr, OBJECTIVES))}), a convex "
+                                  f"cvxpy expression to minimise or a cp.Minimize; got {_show(objective)}")
         else:
             name = "custom"
             goal = objective if isinstance(objective, cp.Minimize) else cp.Minimize(objective)
@@ -143,7 +144,10 @@ class ClippingProblem(DataProblem):
 def _as_user_bounds(user_bounds: Any, L: int, U: float) -> np.ndarray:
     if user_bounds is None:
         return np.full(L, U)
-    arr = np.asarray(user_bounds, dtype=float)
+    try:
+        arr = np.asarray(user_bounds, dtype=float)
+    except (TypeError, ValueError):
+        raise DpoptInputError(f"`user_bounds` must be a number or an array of numbers; got {_show(user_bounds)}") from None
     if arr.ndim == 0:
         arr = np.full(L, float(arr))
     if arr.shape != (L,):

@@ -67,6 +67,19 @@ class DataProblem(cp.Problem):
     def _meta(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.META}
 
+    @staticmethod
+    def _flattened(constraints: tuple[Any, ...]) -> list[cp.Constraint]:
+        """``with_constraints``' arguments as one list: each a cvxpy constraint (or a bool, which cvxpy
+        reads as a trivial one) or a list or tuple of them; anything else is refused by name."""
+        extra: list[cp.Constraint] = []
+        for c in constraints:
+            extra.extend(c if isinstance(c, (list, tuple)) else [c])
+        for c in extra:
+            if not isinstance(c, (cp.Constraint, bool, np.bool_)):
+                raise DpoptInputError(f"`constraints` must be cvxpy constraints on the problem's variables or lists of "
+                                      f"them; got {type(c).__name__} {str(c)[:60]!r}")
+        return extra
+
 _STATUS = {
     cps.OPTIMAL: Status.OPTIMAL,
     cps.INFEASIBLE: Status.INFEASIBLE,
@@ -118,7 +131,12 @@ def _solve(problem: cp.Problem, time_limit: float | None, options: Mapping[str, 
     except cp.error.SolverError as exc:
         raw = f"solver_error: {exc}"
         status = Status.ERROR
+    except cp.error.DCPError as exc:  # a user's objective or constraint cvxpy cannot prove convex
+        first = " ".join(line.strip() for line in str(exc).splitlines()[:3])
+        raise DpoptInputError(f"`problem` must be convex by cvxpy's rules (DCP): {first[:240]}") from None
     except ValueError as exc:  # cvxpy's "Cannot unpack invalid solution": HiGHS ended without one (data
+        if "returned status kError for option" in str(exc):  # an option HiGHS refuses, as highs.py says it
+            raise DpoptInputError(f"`options` must hold HiGHS options HiGHS accepts; {exc}") from None
         if "invalid solution" not in str(exc):  # beyond its 1e20 infinity, e.g. U/ε of 1e30): reported
             raise
         raw = f"solver_error: HiGHS returned no valid solution (coefficients beyond its 1e20 infinity?): {exc}"[:400]

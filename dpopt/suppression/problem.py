@@ -87,9 +87,7 @@ class SuppressionProblem(DataProblem):
 
     def with_constraints(self, *constraints: cp.Constraint | Iterable[cp.Constraint]) -> SuppressionProblem:
         """A new problem with extra constraints on the named variables."""
-        extra: list[cp.Constraint] = []
-        for c in constraints:
-            extra.extend(c if isinstance(c, (list, tuple)) else [c])
+        extra = self._flattened(constraints)
         return SuppressionProblem(self.objective, list(self.constraints) + extra)._attach(self._meta())
 
     @property
