@@ -28,7 +28,8 @@ Objectives (``objective=``; or your own cvxpy expression through :meth:`Clipping
 
 * ``"worst_case"`` — ``bias + d·Δ/ε``, the worst-case expected ℓ1 error (seeds 000/001);
 * ``"mse"`` — ``bias² + 2d·(Δ/ε)²``: the worst-case mean squared error for d = 1 (Laplace variance
-  2(Δ/ε)²); for d ≥ 2 an upper bound (squared ℓ2 bias ≤ squared ℓ1 bias). A convex QP (HiGHS);
+  2(Δ/ε)²); for d ≥ 2 an upper bound (squared ℓ2 bias ≤ squared ℓ1 bias). Convex; solved by a
+  sequence of LPs in the slope of bias + s·Δ (:mod:`dpopt.clipping.parametric`), not a QP;
 * ``"high_probability"`` — ``bias + Q_d(1 − β)·Δ/ε``: the error bound that holds with probability
   1 − β (``failure_probability``), Q_d the Gamma(d, 1) quantile (:func:`dpopt.laplace_l1_tail`).
 
@@ -53,7 +54,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._validation import (DpoptInputError, _show, as_counts, check_bound, check_choice, check_dim, check_epsilon,
-                           check_noise_scale,
+                           check_noise_scale, solver_seconds,
                            check_nonnegative_float)
 from ..solve.cvxpy_backend import DataProblem, from_cvxpy, solve_cvxpy, named_variable
 from ..solve.result import Status
@@ -67,10 +68,10 @@ _META = ("counts", "bound", "user_bounds", "inv_epsilon", "dim", "objective_name
          "geometry")
 #: the built-in objectives (module docstring)
 OBJECTIVES = ("worst_case", "mse", "high_probability")
-#: relative tolerance of the first-order certificate (the plan's linearised value vs the closed form):
-#: HiGHS's QP meets its optimality tolerance to a few 10⁻⁶ of that value (2.3·10⁻⁶ seen on the
-#: ``"mse"`` objective, tests/clipping/test_objectives.py), its LPs to 10⁻¹⁵; relative, so the same at any U
-CERTIFICATE_RTOL = 1e-5
+#: relative tolerance of the first-order certificate (the plan's linearised value vs the closed form;
+#: relative, so the same at any U): the LPs meet it to about 10⁻¹⁵, the ``"mse"`` plan of
+#: :mod:`.parametric` to its check's 10⁻⁷ (HiGHS's QP, used before, to 2.3·10⁻⁶ only)
+CERTIFICATE_RTOL = 1e-6
 
 
 
@@ -365,7 +366,12 @@ def solve_problem(
     if not isinstance(problem, ClippingProblem):
         raise DpoptInputError(f"`problem` must be a ClippingProblem (from clipping_problem); got "
                               f"{type(problem).__name__}")
-    res = solve_cvxpy(problem, time_limit=time_limit, options=options, scale=problem.bound)  # in units of U
+    if problem.objective_name == "mse":  # by LPs, not HiGHS's QP (dpopt.clipping.parametric)
+        from .parametric import solve_mse
+
+        res = solve_mse(problem, time_limit=solver_seconds(time_limit), options=options)
+    else:
+        res = solve_cvxpy(problem, time_limit=time_limit, options=options, scale=problem.bound)  # in units of U
     d, eps = problem.dim, problem.epsilon
     if res.x is None:
         return _no_solution(problem, res)
@@ -378,7 +384,7 @@ def solve_problem(
     sens = max(float(problem.sensitivity.value), exact_sens)
     n = float(problem.counts.sum())
     width = problem.counts * (upper if d >= 2 and problem.geometry == "l1" else upper - lower)
-    solver_value = float(problem.value)
+    solver_value = float(res.objective)
     value = _exact_objective(problem, lower, upper, bias, sens)
     cert, eps_cert = _certificate(problem, bias, sens) if res.status is Status.OPTIMAL else (None, None)
     info = {"result": res, "n": n, "objective": problem.objective_name, "solver_objective": solver_value,
