@@ -141,3 +141,14 @@ def test_the_extensible_models_refuse_what_cvxpy_would_raise_deep_inside_by_name
         p.with_objective(cp.sqrt(p.bias)).solve_plan()
     with pytest.raises(dpopt.DpoptInputError, match=r"`problem` must be convex by cvxpy's rules \(DCP\)"):
         p.with_constraints(cp.square(p.bias) >= 1).solve_plan()
+
+
+def test_an_epsilon_whose_noise_cost_highs_reads_as_infinite_is_refused_by_name():
+    """ε = 1e-19 passed the checks and ended in status error with no plan (an outside fuzz run)."""
+    import dpopt
+
+    with pytest.raises(dpopt.DpoptInputError, match="`epsilon` must be at least 1e-17"):
+        dpopt.clipping_problem([1, 2, 3], 1.0, 1e-19)
+    plan = dpopt.clipping_problem([1, 2, 3], 1.0, 1e-17).solve_plan()
+    assert plan.status is dpopt.solve.Status.OPTIMAL
+    assert plan.error == pytest.approx(dpopt.optimal_clipping([1, 2, 3], 1.0, 1e-17).error, rel=1e-9)

@@ -134,10 +134,10 @@ class _Search:
     def result(self, lo: tuple | None, hi: tuple | None, t0: float) -> SolveResult:
         if lo is None or hi is None:
             return self.failed
-        point, f = self._segment_minimum(lo, hi)
+        point, f, t = self._segment_minimum(lo, hi)
         for var, value in zip(self.variables, point):
             var.value = value
-        bound = self._checked(f)
+        bound = self._checked(f, lo, hi, t)
         ok = bound >= f - CHECK_RTOL * max(f, 1e-300)
         status = Status.OPTIMAL if ok else (Status.TIME_LIMIT if not self.more() else Status.UNKNOWN)
         x = np.concatenate([np.ravel(v, order="F") for v in point]) if point else np.zeros(0)
@@ -146,30 +146,48 @@ class _Search:
                            col_duals=None, solve_time=time.perf_counter() - t0, backend="cvxpy",
                            raw_status=f"mse by {self.solves} LPs", col_blocks={}, row_blocks={})
 
-    def _segment_minimum(self, lo: tuple, hi: tuple) -> tuple[list[np.ndarray], float]:
-        """f's minimiser on the segment between the two vertices, every variable at that combination."""
+    def _segment_minimum(self, lo: tuple, hi: tuple) -> tuple[list[np.ndarray], float, float]:
+        """f's minimiser on the segment between the two vertices, every variable at that combination,
+        f there and its place t ∈ [0, 1] on the segment."""
         b1, d1, b2, d2 = lo[1], lo[2], hi[1], hi[2]
         db, dd = b2 - b1, d2 - d1
         den = db * db + self.c * dd * dd
         t = 0.0 if den <= 0 else min(max(-(b1 * db + self.c * d1 * dd) / den, 0.0), 1.0)
         point = [(1.0 - t) * a + t * b for a, b in zip(lo[3], hi[3])]
         bias, sens = b1 + t * db, d1 + t * dd
-        return point, bias * bias + self.c * sens * sens
+        return point, bias * bias + self.c * sens * sens, t
 
-    def _checked(self, f: float) -> float:
-        """The first-order check at the point the variables hold (module docstring): a lower bound on
-        f's optimum, f + ∂f/∂bias·(the LP at the point's slope − its linearised value) (f's convexity:
-        the Frank–Wolfe bound); ``-inf`` where no check was made (no time, or bias 0: there ∂f/∂bias
-        = 0 and only Δ = 0, f = 0, is certain)."""
+    def _checked(self, f: float, lo: tuple, hi: tuple, t: float) -> float:
+        """A lower bound on f's optimum at the point the variables hold (module docstring); f itself
+        where the point is proven optimal:
+
+        * one vertex at both ends of the bracket: it solves the LP at every slope between them, its own
+          slope c·Δ/bias among them (both ends' tests say so), so the first-order condition holds;
+        * inside an edge (0 < t < 1): f's gradient there is normal to the edge, of slope k = −Δbias/ΔΔ
+          read off the two vertices (not off c·Δ/bias, which c = 2d/ε² amplifies: at ε = 10⁻⁸ a Δ of
+          10⁻¹⁷ is all rounding), and the LP at k must not fall below the edge's linear value;
+        * else the LP at the point's own slope (the first-order check).
+
+        The LP's shortfall times ∂f/∂bias = 2·bias is subtracted from f (convexity: the Frank–Wolfe
+        bound); ``-inf`` where no LP could be solved in time."""
         bias = max(float(self.problem.bias.value), 0.0)
         sens = max(float(self.problem.sensitivity.value), 0.0)
-        if bias <= 0:
+        if self.same(lo, hi):
+            return f
+        if 0.0 < t < 1.0 and hi[2] < lo[2]:
+            s = (hi[1] - lo[1]) / (lo[2] - hi[2])
+        elif bias > 0:
+            s = self.c * sens / bias
+        else:  # bias 0: ∂f/∂bias = 0, and only Δ = 0 (f = 0) is certain
             return f if sens <= 0 else -math.inf
-        s = self.c * sens / bias
         keep = [np.array(v.value, dtype=float) for v in self.variables]
         check = self.vertex(s) if self.more() else None
         for var, value in zip(self.variables, keep):
             var.value = value
         if check is None:
             return -math.inf
-        return f + 2.0 * bias * min((check[1] + s * check[2]) - (bias + s * sens), 0.0)
+        linear = bias + s * sens
+        shortfall = max(linear - (check[1] + s * check[2]), 0.0)
+        if shortfall <= CHECK_RTOL * max(linear, 1e-300):
+            return f
+        return f - 2.0 * bias * shortfall

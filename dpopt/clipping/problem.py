@@ -66,6 +66,9 @@ __all__ = ["ClippingProblem", "clipping_problem", "solve_problem", "export_probl
 #: the data a ClippingProblem remembers besides its cvxpy model
 _META = ("counts", "bound", "user_bounds", "inv_epsilon", "dim", "objective_name", "failure_probability", "variants",
          "geometry")
+#: the largest noise cost d/ε a model takes: HiGHS reads 1e20 as infinite, and the high-probability
+#: objective multiplies it by a Gamma quantile (tens to hundreds); ε = 1e-17 solves, 1e-19 ended in error
+MAX_NOISE_COST = 1e17
 #: the built-in objectives (module docstring)
 OBJECTIVES = ("worst_case", "mse", "high_probability")
 #: relative tolerance of the first-order certificate (the plan's linearised value vs the closed form;
@@ -187,6 +190,10 @@ def _checked_epsilon(epsilon: Any, d: int, U: float, counts: np.ndarray) -> floa
     """ε checked, and refused where the model's largest noise coefficient 2d·U·max m/ε overflows."""
     eps = check_epsilon(epsilon)
     check_noise_scale(2.0 * d * U * float(np.max(counts, initial=1)), eps, f"2d·U·max m/ε at U = {U!r}")
+    if d / eps > MAX_NOISE_COST:  # HiGHS reads a cost of 1e20 as infinite: status error, no plan
+        raise DpoptInputError(f"`epsilon` must be at least {d / MAX_NOISE_COST:g} for the model (its noise cost d/ε "
+                              f"must stay below HiGHS's infinity, 1e20); got {eps!r} (dpopt.optimal_clipping "
+                              "holds at any ε)")
     return eps
 
 
@@ -440,8 +447,11 @@ def _certificate(problem: ClippingProblem, bias: float, sens: float) -> tuple[An
 def export_problem(problem: cp.Problem, path: Any) -> Any:
     """Write a (custom) clipping problem to ``.mps`` or ``.lp`` with HiGHS ``writeModel``.
 
-    The file holds the standard form cvxpy hands to HiGHS (:func:`dpopt.solve.cvxpy_backend.from_cvxpy`);
-    returns the path.
+    The file holds the standard form cvxpy hands to HiGHS (:func:`dpopt.solve.cvxpy_backend.from_cvxpy`),
+    in the model's own units; returns the path. :meth:`ClippingProblem.solve_plan` solves in units of
+    U: a re-solve of the file where U is far from 1 meets HiGHS's absolute tolerances as written (at
+    U = 5·10⁻⁸ a d = 3 model re-solved to 0 against its optimum 5·10⁻⁸; an outside fuzz run) — scale
+    the bound to 1 before exporting, or solve with ``solve_plan``.
 
     Parameters
     ----------
