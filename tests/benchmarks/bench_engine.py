@@ -123,7 +123,8 @@ def oracle_plans():
         engine._fit_components = fit
 
 
-def run_release(agg, eps: float, seed: int, strategy: str):
+def run_release(agg, eps: float, seed: int, strategy: str, partitions: pd.DataFrame | None = None):
+    """The release of ``agg`` over ``partitions`` (default: its occupied grids) and its wall time."""
     from dpopt.privacy.options import Budget, NoiseOptions
     from dpopt.privacy.user import UserOptions
     from dpopt.release import release_user
@@ -131,7 +132,8 @@ def run_release(agg, eps: float, seed: int, strategy: str):
     t0 = time.perf_counter()
     with oracle_plans() if strategy == ORACLE else contextlib.nullcontext():
         r = release_user(agg, Budget(epsilon_total=eps),
-                         UserOptions(partitions=labels_of(agg), strategy="optimised" if strategy == ORACLE else strategy),
+                         UserOptions(partitions=labels_of(agg) if partitions is None else partitions,
+                                     strategy="optimised" if strategy == ORACLE else strategy),
                          bound=agg.bound, noise=NoiseOptions(seed=seed))
     return r, time.perf_counter() - t0
 
