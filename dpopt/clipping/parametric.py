@@ -10,7 +10,8 @@ The boundary is traced by the LP at slope s, whose solution V(s) moves to smalle
 s grows, so r(s) = c·Δ(s)/bias(s) falls: s* is where r(s) crosses s. A bisection in log s between a
 slope below it and one above it ends where the two LPs' solutions are one vertex (optimal) or the ends
 of one edge of the boundary; there f's minimiser on the segment between them is in closed form, and
-every variable is taken at that convex combination (feasible: the model is convex). The point is then
+every variable is taken at that convex combination (feasible: the model is convex; with a user's
+integer variable, the better of the two plans, and no status optimal). The point is then
 checked: the LP at its own slope may not fall below its linearised value by more than ``CHECK_RTOL``
 (the first-order certificate; its shortfall times ∂f/∂bias is a lower bound on f's optimum, so an
 unfinished search reports a proven gap).
@@ -80,6 +81,9 @@ class _Search:
         self.problem, self.lp, self.slope, self.c = problem, lp, slope, c
         self.deadline, self.options = deadline, options
         self.variables = lp.variables()
+        # a user's integer variable: a combination of two plans is not a plan, and no first-order check
+        # holds (the MILPs' vertices are kept as they are; the status is never optimal)
+        self.integer = any(v.attributes.get("boolean") or v.attributes.get("integer") for v in self.variables)
         self.solves = 0
         self.failed: SolveResult | None = None
 
@@ -153,6 +157,8 @@ class _Search:
         db, dd = b2 - b1, d2 - d1
         den = db * db + self.c * dd * dd
         t = 0.0 if den <= 0 else min(max(-(b1 * db + self.c * d1 * dd) / den, 0.0), 1.0)
+        if self.integer:  # the better of the two plans, not a combination
+            t = 0.0 if b1 * b1 + self.c * d1 * d1 <= b2 * b2 + self.c * d2 * d2 else 1.0
         point = [(1.0 - t) * a + t * b for a, b in zip(lo[3], hi[3])]
         bias, sens = b1 + t * db, d1 + t * dd
         return point, bias * bias + self.c * sens * sens, t
@@ -172,6 +178,8 @@ class _Search:
         bound); ``-inf`` where no LP could be solved in time."""
         bias = max(float(self.problem.bias.value), 0.0)
         sens = max(float(self.problem.sensitivity.value), 0.0)
+        if self.integer:
+            return -math.inf
         if self.same(lo, hi):
             return f
         if 0.0 < t < 1.0 and hi[2] < lo[2]:

@@ -103,3 +103,16 @@ def test_large_counts_at_a_large_epsilon_reach_the_frontier_minimum(eps):
     plan = dpopt.clipping_problem(counts, 1.0, eps, dim=2, objective="mse").solve_plan()
     assert plan.status is Status.OPTIMAL
     assert plan.objective == pytest.approx(frontier_min(counts, 1.0, eps, 2, criteria(2, eps)["mse"]), rel=1e-6)
+
+
+def test_a_users_integer_variable_gets_a_plan_that_keeps_it_an_integer_and_no_optimal_status():
+    """With a boolean in the model a convex combination of two plans is not a plan: the better vertex
+    is returned, z stays 0/1, its constraint holds, and the status never claims optimality."""
+    counts = [6, 3, 2, 1]
+    p = dpopt.clipping_problem(counts, 65.0, 1.0, objective="mse")
+    z = cp.Variable(4, boolean=True)
+    plan = p.with_constraints(p.lower <= 65.0 * z, p.upper >= 65.0 * (1 - z), cp.sum(z) <= 1).solve_plan()
+    assert plan.status is Status.UNKNOWN and np.isfinite(plan.objective)
+    assert np.allclose(z.value, np.round(z.value)) and z.value.sum() <= 1 + 1e-9
+    free = [j for j in range(4) if z.value[j] < 0.5]
+    assert np.allclose(plan.lower[free], 0.0, atol=1e-9) and np.allclose(plan.upper[free], 65.0, atol=1e-6)
