@@ -133,6 +133,8 @@ def _candidates(prof: CountProfile, candidates: Any) -> np.ndarray:
     if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu" and not (
             arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
         raise DpoptInputError(f"`candidates` must be a non-empty 1-D array of whole numbers; got {_show(candidates)}")
+    if arr.dtype.kind == "f" and np.max(np.abs(arr)) >= 2.0 ** 62:  # the cast to int64 would wrap (a warning first)
+        raise DpoptInputError(f"`candidates` must be whole numbers below 2^62; got {_show(candidates)}")
     arr = np.unique(arr.astype(np.int64))
     if arr[0] < 1:
         raise DpoptInputError(f"`candidates` must be integers >= 1; got {_show(candidates)}")

@@ -82,6 +82,12 @@ def test_bad_candidates_and_lengths_are_refused():
         p.chosen(99)
     with pytest.raises(dpopt.DpoptInputError, match="`candidates`"):
         dpopt.array_length_problem([3, 5], 1.0, 1.0, candidates=[0, 2])
+    import warnings
+
+    with warnings.catch_warnings():  # refused by name, without numpy's cast warning first (an outside fuzz run)
+        warnings.simplefilter("error")
+        with pytest.raises(dpopt.DpoptInputError, match="`candidates` must be whole numbers below 2"):
+            dpopt.array_length_problem([3, 5], 1.0, 1.0, candidates=[4, 1e30])
 
 
 @pytest.mark.parametrize("seed", range(10))
