@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import cvxpy as cp
 import numpy as np

@@ -142,8 +142,10 @@ class PatternOracle:
         keep = np.zeros(self.n_pairs, dtype=bool)
         pw = w[self.pair_user]
         for g in range(G):
+            if g and deadline is not None and time.perf_counter() > deadline:
+                return None
             answer = self.grid_pattern(g, pw, deadline)
-            if answer is None or (deadline is not None and time.perf_counter() > deadline):
+            if answer is None:
                 return None
             cost[g], kept = answer
             keep[kept] = True
