@@ -45,7 +45,7 @@ from ..hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, b
                                    proportional_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
-__all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "own_sampling", "residual_scales", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
+__all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "POINT_FIT_PENALTY", "own_sampling", "residual_scales", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
            "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
@@ -357,6 +357,16 @@ def _node_variance(node: Any, published: np.ndarray, sampling: np.ndarray, *, to
 #: χ̄² mixture, Self & Liang 1987). A test's conventional level, not a tuned value
 JOINT_TEST_LEVEL = 0.05
 
+#: the point fit keeps a component whose REML value raises ℓ_R by more than this above the same fit
+#: with it alone at 0 (:func:`weak_components`): Akaike's criterion, one log-likelihood unit per
+#: variance parameter (Akaike 1973; for variance components Vaida & Blanchard 2005, Greven & Kneib
+#: 2010 — on the boundary it already leans to the smaller model). The point fit is a prediction, so
+#: its components are chosen for prediction, not by a test: at a test's 2.5 % (χ²₁(0.95)/2 = 1.92) a
+#: component worth keeping was dropped wherever its nodes' noise was comparable to it, and a release
+#: whose every component was dropped answered every grid with the map-wide mean (models/engine.md §4).
+#: A criterion's constant, not a tuned value
+POINT_FIT_PENALTY = 1.0
+
 
 def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
                  seen: Collection[str], residual_seen: bool, confidence: float = 0.95,
@@ -546,24 +556,25 @@ def region_end(cap: float, fit: Any) -> float:
     return float(max(cap, sum(max(float(v), 0.0) for v in fit.sigma2.values())))
 
 
-def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *, level: float = JOINT_TEST_LEVEL) -> set[str]:
-    """The components of ``fit`` (REML) above 0 whose restricted likelihood does not reject 0: ℓ_R
-    falls by at most χ²₁(1 − ``level``)/2 when that component alone is set to 0, the others at their
-    REML values (a conditional test, which keeps a component more often than the profile test
-    would). REML's maximum on such a flat likelihood is noise: seven day nodes of noise sd ≈ 120 gave
-    a day component of 1,636 at ℓ_R 1.8 above its value at 0, ±50 effects, and answers 2.8× the
-    constant's error (heavy-tailed amounts at ε = 1, models/engine.md §4). Post-processing."""
+def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *,
+                    penalty: float = POINT_FIT_PENALTY) -> set[str]:
+    """The components of ``fit`` (REML) above 0 that do not earn their place in the point fit: ℓ_R
+    falls by at most ``penalty`` (:data:`POINT_FIT_PENALTY`, Akaike's criterion) when that component
+    alone is set to 0, the others at their REML values (a conditional comparison, which keeps a
+    component more often than the profile one would). REML's maximum on such a flat likelihood is a
+    draw of the noise: seven day nodes of noise sd ≈ 120 gave a day component of 1,636 at ℓ_R 1.8
+    above its value at 0, ±50 effects, and answers 2.8× the constant's error (heavy-tailed amounts at
+    ε = 1, models/engine.md §4). Post-processing."""
     names = list(fit.sigma2)
     base = np.array([max(float(fit.sigma2[k]), 0.0) for k in names])
     if not np.any(base > 0):
         return set()
     H, inner, order, kernel = fit_kernel(fit, A)
-    crit = chdtri(1, level) / 2.0
     at_base = component_profile(H, y, s2, base[order], inner, 0, base[order[:1]], **kernel)[0]  # one for every j
     weak = set()
     for j in np.flatnonzero(base > 0):
         i = int(np.flatnonzero(order == j)[0])
-        if at_base - component_profile(H, y, s2, base[order], inner, i, np.zeros(1), **kernel)[0] <= crit:
+        if at_base - component_profile(H, y, s2, base[order], inner, i, np.zeros(1), **kernel)[0] <= penalty:
             weak.add(names[j])
     return weak
 
