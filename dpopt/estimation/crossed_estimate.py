@@ -375,8 +375,8 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
                  ) -> tuple[Any, dict[str, float], Any, Mixture]:
     """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the
     components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate,
-    refitted without those :func:`weak_components` finds (a REML value the likelihood cannot tell
-    from 0);
+    refitted without those :func:`weak_components` finds (a REML value that raises ℓ_R by no more than
+    :data:`POINT_FIT_PENALTY` above 0);
     each component's likelihood for the intervals is taken with the others at that fit, or at a REML
     fit of every component where the data reject the left-out ones being 0
     (:data:`JOINT_TEST_LEVEL`: else interactions fitted without the residual absorb the grids' own
@@ -433,8 +433,9 @@ def point_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndar
     """(the point fit, means and components only; its factors; the factors main effects replaced):
     REML of the components of ``seen`` (and the grids' residual where ``residual_seen``), each factor
     the measurements cannot tell from its main effects (``parents``) replaced by them
-    (:func:`main_effects_instead`), then refitted without the :func:`weak_components` (a REML value the
-    likelihood cannot tell from 0; their nodes still observe the grids, and the intervals keep them).
+    (:func:`main_effects_instead`), then refitted without the :func:`weak_components` (a REML value that
+    does not earn its :data:`POINT_FIT_PENALTY`; their nodes still observe the grids, and the intervals
+    keep them).
     Post-processing."""
     seen, replaced = [f for f in factors if f in seen], []
     fit = _reml_fit(factors, seen, A, y, s2, residual=residual_seen, confidence=confidence)
@@ -445,7 +446,8 @@ def point_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndar
         _log.info("main effects: %s", f"in place of {', '.join(replaced)}" if replaced else "no factor replaced")
     weak = weak_components(fit, A, y, s2)
     if weak:
-        _log.info("point fit: refitted without %s (their likelihood does not reject 0)", ", ".join(sorted(weak)))
+        _log.info("point fit: refitted without %s (each raises the likelihood by at most %g above 0)",
+                  ", ".join(sorted(weak)), POINT_FIT_PENALTY)
         seen = [f for f in seen if f not in weak]
         fit = _reml_fit(factors, seen, A, y, s2, residual=residual_seen and RESIDUAL not in weak,
                         confidence=confidence, start=(fit.sigma2,))
