@@ -561,11 +561,14 @@ def _say_list_lattice(result: Any, privacy: str) -> None:
 def _say_reweighting(result: Any, privacy: str) -> None:
     """Where the cap T re-weights the records (summary.json ``reweighting`` > 0, from the DP
     histogram of records per user): what that does to the published means and their intervals."""
-    from ..writers._published import reweighting_caveat
+    from ..writers._published import reweighting_caveat, reweighting_seen, unseen_heavy_users_text
 
     d = getattr(result.summary, "reweighting", None) if privacy == "user" else None
     cap = getattr(result.summary, "record_cap", None)
-    if d is None or cap is None or not d > 0:
+    if d is None or cap is None:
+        return
+    if not reweighting_seen(result.summary):
+        print(f"dpopt release: note: {unseen_heavy_users_text(result.summary)}", file=sys.stderr)
         return
     kept = f"{cap} record{'s' if cap != 1 else ''}"
     print(f"dpopt release: note: the record cap T = {cap} keeps at most {kept} of each user, so a published "

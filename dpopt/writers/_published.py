@@ -480,6 +480,26 @@ def accounting_lines(summary: dict[str, Any], pieces: dict[str, float] | None = 
     return lines
 
 
+#: ``reweighting`` is shown to two decimals: below half of the last one the histogram saw no group of
+#: users above the cap (a display resolution, not a property of the data)
+REWEIGHTING_SHOWN = 0.005
+
+
+def reweighting_seen(summary: Any) -> bool:
+    """Whether summary.json's ``reweighting`` shows a group of users above the cap (at two decimals)."""
+    d = getattr(summary, "reweighting", None)
+    return d is not None and bool(d >= REWEIGHTING_SHOWN)
+
+
+def unseen_heavy_users_text(summary: Any) -> str:
+    """Where ``reweighting`` reads 0: what the histogram cannot see, in words (public: ε of the histogram)."""
+    return ("the histogram of records per user shows no group of users above the cap T = "
+            f"{getattr(summary, 'record_cap', None)} (summary.json `reweighting` 0{_unseen_clause(summary)}); where "
+            "such an unseen group holds "
+            "many records and other values than the rest, a published mean weighs it less than the mean of all the "
+            "records does and can sit far from that mean: the intervals leave this out")
+
+
 def reweighting_caveat(summary: Any) -> str:
     """What summary.json's ``reweighting`` can and cannot see, in words: it is read off the DP histogram
     of records per user (``record_histogram``), whose bins are 4× wide, so users just above the cap
@@ -487,14 +507,19 @@ def reweighting_caveat(summary: Any) -> str:
     (:func:`dpopt.privacy.user.place_bounds.unseen_users`) is not counted — e.g. five users holding a
     quarter of the records read 0.00 against an exact 0.25, and users of 257–287 records under
     T = 256 read 0.16 against 0.008 (an outside-style check). Public: ε of the histogram only."""
+    return ("a rough figure read off the noisy histogram of records per user, whose bins are 4× wide: users just "
+            "above the cap count as holding about twice it" + _unseen_clause(summary))
+
+
+def _unseen_clause(summary: Any) -> str:
+    """"; a group of fewer than about N users is below the histogram's noise …" (N from the
+    histogram's ε, public), or "" where the summary holds no histogram."""
     from ..privacy.user.place_bounds import unseen_users
 
     hist = getattr(summary, "record_histogram", None) or {}
     eps = hist.get("epsilon") if isinstance(hist, dict) else None
-    unseen = (f"; a group of fewer than about {math.ceil(unseen_users(float(eps)))} users is below the histogram's "
-              "noise and not counted, however many records it holds") if eps and float(eps) > 0 else ""
-    return ("a rough figure read off the noisy histogram of records per user, whose bins are 4× wide: users just "
-            "above the cap count as holding about twice it" + unseen)
+    return (f"; a group of fewer than about {math.ceil(unseen_users(float(eps)))} users is below the histogram's "
+            "noise and not counted, however many records it holds") if eps and float(eps) > 0 else ""
 
 
 def answers_vary_text(summary: dict[str, Any]) -> str | None:

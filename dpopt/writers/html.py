@@ -690,7 +690,10 @@ _PLACE = ("place release", (
     "out); variances are therefore not published when B "
     "is below the declared bound. The interval of each mean is conservative: in the benchmark settings "
     "the 95 % intervals covered the truth of at least 99 % of the published nodes, and 90 % intervals "
-    "at least 99 % (measured on two bus data sets, not proven)."))
+    "at least 99 % (measured on two bus data sets, not proven). It is the node's interval, not the listed "
+    "cell and slot's: a slot's own mean also differs from its cell's mean over the period by how much the "
+    "hour or the day moves the value, which the interval does not hold (where they move it, far fewer "
+    "than 95 % of the slots' own means lie inside)."))
 
 
 def _field_text(value: Any) -> str:

@@ -17,11 +17,18 @@ from typing import Any
 import numpy as np
 
 from ..privacy.model_text import PRIVACY_MODEL_TEXT, USER_MODEL_TEXT
-from ._published import accounting_lines, answers_vary_text, reweighting_caveat
+from ._published import (accounting_lines, answers_vary_text, reweighting_caveat, reweighting_seen,
+                         unseen_heavy_users_text)
 from .result import Release
 
 __all__ = ["report_markdown"]
 
+
+
+#: what a node's interval leaves out when it answers a finer grid (the named strategies: no crossed model)
+_NODE_CAVEAT = ("a grid answered by a coarser node also differs from that node's mean by the variation inside the "
+                "node, which the interval does not hold: where the hour or the day moves the value, far fewer grids' "
+                "own means lie within it than the stated confidence (README, models/engine.md)")
 
 def report_markdown(result: Release) -> str:
     """report.md of ``result`` (module doc)."""
@@ -97,11 +104,13 @@ def _intro(s: Any, occupancy: bool, levels: bool, zone: str) -> str:
                 "the map, with **user-level** differential privacy, estimated together (a shrinkage model: a cell's "
                 f"`mean` borrows from the map where its own measurement is noisy). Each listed ({s.slot} {zone}) grid "
                 "is answered by its cell, or by the map where the budget chose not to measure cells or the cell "
-                "is too thin (`answers.csv`); only those nodes are published (`release.csv`).")
+                "is too thin (`answers.csv`); only those nodes are published (`release.csv`). Each interval is for "
+                f"its node's mean over the whole period, not for each {s.slot} grid's: " + _NODE_CAVEAT + ".")
     return (f"Mean and variance of the values over the public hierarchy above the listed (H3 resolution "
             f"{s.h3_resolution}) x ({s.slot} {zone}) grids, with **user-level** differential privacy. Each listed "
-            "grid is answered by a published node (its own estimate, or a coarser cell or longer slot) whose "
-            "interval covers the grid's own mean (`answers.csv`); only those nodes are published (`release.csv`).")
+            "grid is answered by a published node (its own estimate, or a coarser cell or longer slot; "
+            "`answers.csv`); only those nodes are published (`release.csv`). Each interval is for its node's mean: "
+            + _NODE_CAVEAT + ".")
 
 
 # -- accounting --------------------------------------------------------------------------------
@@ -156,6 +165,8 @@ def _reweighting_text(s: Any) -> str:
     d = getattr(s, "reweighting", None)
     if d is None:
         return ""
+    if not reweighting_seen(s):
+        return ". " + unseen_heavy_users_text(s)[0].upper() + unseen_heavy_users_text(s)[1:]
     return (f". The cap re-weights users: the weights of the records in a capped mean differ from their "
             f"weights in the mean of all records by about **{d:.2g}** (total variation; {reweighting_caveat(s)}), so a "
             f"published mean can sit up to {2 * d:.2g} × the spread of users' own means away from the mean of all "
@@ -221,13 +232,16 @@ def _occupancy_accounting(result: Release) -> list[str]:
 
 # -- accuracy ----------------------------------------------------------------------------------
 
+
+
 def _user_accuracy(s: Any, levels: bool) -> list[str]:
     if levels:
         vary = answers_vary_text(s.as_dict())
         said = [] if not vary else [f"- answers: **{vary}**" if s.answers_vary_by == [] else f"- answers: {vary}"]
+        stands = ("for the mean of each listed grid it answers (models/engine.md)" if s.shape == "optimised marginals"
+                  else "for the mean of the node the row stands for (models/hierarchy.md); " + _NODE_CAVEAT)
         return [f"- estimation: {s.method}; every row's `mean_error_bound` is the half-width of a {s.confidence:.0%} "
-                "interval for the mean of each listed grid it answers (models/engine.md, models/hierarchy.md)",
-                f"- nodes published: {s.grids_released}", *said]
+                f"interval {stands}", f"- nodes published: {s.grids_released}", *said]
     return [f"- every row carries {s.confidence:.0%} error bounds of the released mean and variance against the "
             "bounded data's statistics (noise only: the bias of contribution bounding is not included)",
             f"- grids released: {s.grids_released}"]
