@@ -38,14 +38,18 @@ def flat_outlook(m: Measurements, est: Estimates) -> Outlook:
 
 def levels_outlook(m: Measurements, est: Estimates) -> Outlook:
     """Outlook of the multi-resolution release: first its published nodes, then every measured
-    level (finest first), so the message names the finest level whose median node would be useful."""
+    level's published nodes (finest first), so the message names the finest level whose median
+    published node would be useful — never a level whose nodes are not in release.csv (an outside
+    check: the engine's cell × hour-of-day nodes were named, measured and never published)."""
     t = est.table
     on = t["released"].to_numpy(dtype=bool)
     n, b = t["count_estimate"].to_numpy(float), t["mean_error_bound"].to_numpy(float)
     levels = {"published": (n[on], b[on])}
     lev = t["level"].to_numpy()
     for li, (res, slot_ns, *cycle) in enumerate(m.info.levels or ()):
-        rows = lev == li
+        rows = (lev == li) & on
+        if not rows.any():
+            continue
         name = f"H3 resolution {res} x {'the whole period' if slot_ns == 0 else _slot(slot_ns, *cycle)}"
         levels[name] = (n[rows], b[rows])
     out = release_outlook(levels, bound=m.bound, epsilon=_epsilon(m))
