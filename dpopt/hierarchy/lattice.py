@@ -119,14 +119,16 @@ def marginal_nodes(cells: np.ndarray, slots: np.ndarray, marginal: Marginal, *, 
 def _time_levels(slots: np.ndarray, slot_ns: int) -> list[tuple[int, int]]:
     """(slot_ns, cycle_ns) of the time levels: the slot, the window of the day where a day holds
     several slots, the day where the list spans more than one, the day of the week where its grids
-    lie on more than seven UTC days (on seven or fewer it is the day again), and the period. The window is the
+    lie on more than seven UTC days (on seven or fewer it is the day again; with daily slots too, where
+    it is the one recurring level: a weekday/weekend pattern over four weeks was answered by the map-wide
+    mean at ε = 1 without it), and the period. The window is the
     slot's own, or the hour (hour-of-day) where slots are shorter than an hour: a 15-min window of
     the day holds a 96th of a user's day, too few records for a node to rise above its noise at
     user-level budgets, while the hour's profile is what the data holder asks about (models/engine.md §1)."""
     out = [(int(slot_ns), 0)]
-    if slot_ns < DAY_NS and DAY_NS % slot_ns == 0:
+    if slot_ns <= DAY_NS and DAY_NS % slot_ns == 0:
         days = np.unique(np.asarray(slots, dtype=np.int64) // DAY_NS)
-        if days.size > 1:
+        if days.size > 1 and slot_ns < DAY_NS:
             window = HOUR_NS if slot_ns < HOUR_NS and HOUR_NS % slot_ns == 0 else int(slot_ns)
             out += [(int(window), DAY_NS), (DAY_NS, 0)]
         if days.size > 7:

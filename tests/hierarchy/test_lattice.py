@@ -95,6 +95,31 @@ def test_a_list_over_more_than_seven_days_gets_the_day_of_the_week() -> None:
     assert not any(mn.marginal.cycle_ns == 7 * DAY_NS for mn in c7)
 
 
+def test_daily_slots_over_more_than_seven_days_get_the_day_of_the_week() -> None:
+    """Daily grids over four weeks: the day of the week is offered beside the day and the period (an
+    outside check: a weekday/weekend pattern with --slot 1d had no recurring level, and the README
+    promised one wherever the list spans more than a week); over seven days it is not (it would repeat
+    the day), and no window of the day is offered with daily slots."""
+    import datetime
+    rng = np.random.default_rng(9)
+    cells, hourly = _grids(rng, n_slots=28 * 24)
+    slots = hourly // DAY_NS * DAY_NS
+    keep = np.unique(np.stack([cells, slots]), axis=1, return_index=True)[1]
+    cells, slots = cells[keep], slots[keep]
+    cands = candidate_marginals(cells, slots, h3_resolution=R, slot_ns=DAY_NS)
+    names = {mn.marginal.name(R, DAY_NS): mn for mn in cands}
+    assert {"cell × day-of-week", "r3 × day-of-week", "cell × slot", "cell × period"} <= set(names)
+    assert not any(mn.marginal.cycle_ns == DAY_NS for mn in cands)
+    weekday = [datetime.datetime.fromtimestamp(int(s) // 10**9, datetime.timezone.utc).weekday() for s in slots]
+    own = list(zip(cells.tolist(), weekday))
+    code = names["cell × day-of-week"].code
+    for i in range(0, cells.size, 5):
+        assert np.array_equal(code == code[i], np.array([k == own[i] for k in own]))
+    week = slots < slots.min() + 7 * DAY_NS
+    c7 = candidate_marginals(cells[week], slots[week], h3_resolution=R, slot_ns=DAY_NS)
+    assert not any(mn.marginal.cycle_ns for mn in c7)
+
+
 def test_names_of_sub_hour_and_multi_hour_windows() -> None:
     """A window shorter than an hour is named in minutes (it read "0 h-of-day" for 15-min slots)."""
     quarter = HOUR_NS // 4
