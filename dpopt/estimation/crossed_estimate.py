@@ -45,7 +45,7 @@ from ..hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, b
                                    proportional_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
-__all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "POINT_FIT_PENALTY", "own_sampling", "residual_scales", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
+__all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "POINT_FIT_PENALTY", "component_rises", "own_sampling", "residual_scales", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
            "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
@@ -357,14 +357,13 @@ def _node_variance(node: Any, published: np.ndarray, sampling: np.ndarray, *, to
 #: χ̄² mixture, Self & Liang 1987). A test's conventional level, not a tuned value
 JOINT_TEST_LEVEL = 0.05
 
-#: the point fit keeps a component whose REML value raises ℓ_R by more than this above the same fit
-#: with it alone at 0 (:func:`weak_components`): Akaike's criterion, one log-likelihood unit per
-#: variance parameter (Akaike 1973; for variance components Vaida & Blanchard 2005, Greven & Kneib
-#: 2010 — on the boundary it already leans to the smaller model). The point fit is a prediction, so
-#: its components are chosen for prediction, not by a test: at a test's 2.5 % (χ²₁(0.95)/2 = 1.92) a
-#: component worth keeping was dropped wherever its nodes' noise was comparable to it, and a release
-#: whose every component was dropped answered every grid with the map-wide mean (models/engine.md §4).
-#: A criterion's constant, not a tuned value
+#: where no component of the point fit passes the test (χ²₁(0.95)/2 = 1.92), those that raise ℓ_R by
+#: more than this above the same fit with them alone at 0 stay (:func:`weak_components`): Akaike's
+#: criterion, one log-likelihood unit per variance parameter (Akaike 1973; for variance components
+#: Vaida & Blanchard 2005, Greven & Kneib 2010 — on the boundary it already leans to the smaller
+#: model). There the alternative is the map-wide mean for every grid, and the point fit is a
+#: prediction: the test dropped a cell component the plan had bought wherever its nodes' noise was
+#: comparable to it (models/engine.md §4). A criterion's constant, not a tuned value
 POINT_FIT_PENALTY = 1.0
 
 
@@ -375,8 +374,8 @@ def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.n
                  ) -> tuple[Any, dict[str, float], Any, Mixture]:
     """(point fit, the interval's components, the interval's fit) of the crossed model: REML fits the
     components of ``seen`` (and the grids' residual where ``residual_seen``), the point estimate,
-    refitted without those :func:`weak_components` finds (a REML value that raises ℓ_R by no more than
-    :data:`POINT_FIT_PENALTY` above 0);
+    refitted without those :func:`weak_components` finds (a REML value the likelihood does not favour
+    over 0);
     each component's likelihood for the intervals is taken with the others at that fit, or at a REML
     fit of every component where the data reject the left-out ones being 0
     (:data:`JOINT_TEST_LEVEL`: else interactions fitted without the residual absorb the grids' own
@@ -433,9 +432,8 @@ def point_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndar
     """(the point fit, means and components only; its factors; the factors main effects replaced):
     REML of the components of ``seen`` (and the grids' residual where ``residual_seen``), each factor
     the measurements cannot tell from its main effects (``parents``) replaced by them
-    (:func:`main_effects_instead`), then refitted without the :func:`weak_components` (a REML value that
-    does not earn its :data:`POINT_FIT_PENALTY`; their nodes still observe the grids, and the intervals
-    keep them).
+    (:func:`main_effects_instead`), then refitted without the :func:`weak_components` (a REML value the
+    likelihood does not favour over 0; their nodes still observe the grids, and the intervals keep them).
     Post-processing."""
     seen, replaced = [f for f in factors if f in seen], []
     fit = _reml_fit(factors, seen, A, y, s2, residual=residual_seen, confidence=confidence)
@@ -446,8 +444,8 @@ def point_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndar
         _log.info("main effects: %s", f"in place of {', '.join(replaced)}" if replaced else "no factor replaced")
     weak = weak_components(fit, A, y, s2)
     if weak:
-        _log.info("point fit: refitted without %s (each raises the likelihood by at most %g above 0)",
-                  ", ".join(sorted(weak)), POINT_FIT_PENALTY)
+        _log.info("point fit: refitted without %s (the likelihood does not favour them over 0)",
+                  ", ".join(sorted(weak)))
         seen = [f for f in seen if f not in weak]
         fit = _reml_fit(factors, seen, A, y, s2, residual=residual_seen and RESIDUAL not in weak,
                         confidence=confidence, start=(fit.sigma2,))
@@ -558,27 +556,36 @@ def region_end(cap: float, fit: Any) -> float:
     return float(max(cap, sum(max(float(v), 0.0) for v in fit.sigma2.values())))
 
 
-def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray, *,
-                    penalty: float = POINT_FIT_PENALTY) -> set[str]:
-    """The components of ``fit`` (REML) above 0 that do not earn their place in the point fit: ℓ_R
-    falls by at most ``penalty`` (:data:`POINT_FIT_PENALTY`, Akaike's criterion) when that component
-    alone is set to 0, the others at their REML values (a conditional comparison, which keeps a
-    component more often than the profile one would). REML's maximum on such a flat likelihood is a
-    draw of the noise: seven day nodes of noise sd ≈ 120 gave a day component of 1,636 at ℓ_R 1.8
-    above its value at 0, ±50 effects, and answers 2.8× the constant's error (heavy-tailed amounts at
-    ε = 1, models/engine.md §4). Post-processing."""
+def component_rises(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray) -> dict[str, float]:
+    """Per component of ``fit`` (REML) above 0, how far ℓ_R falls when it alone is set to 0, the
+    others at their REML values (a conditional comparison, which keeps a component more often than
+    the profile one would). Post-processing."""
     names = list(fit.sigma2)
     base = np.array([max(float(fit.sigma2[k]), 0.0) for k in names])
     if not np.any(base > 0):
-        return set()
+        return {}
     H, inner, order, kernel = fit_kernel(fit, A)
     at_base = component_profile(H, y, s2, base[order], inner, 0, base[order[:1]], **kernel)[0]  # one for every j
-    weak = set()
+    rises = {}
     for j in np.flatnonzero(base > 0):
         i = int(np.flatnonzero(order == j)[0])
-        if at_base - component_profile(H, y, s2, base[order], inner, i, np.zeros(1), **kernel)[0] <= penalty:
-            weak.add(names[j])
-    return weak
+        rises[names[j]] = float(at_base - component_profile(H, y, s2, base[order], inner, i, np.zeros(1), **kernel)[0])
+    return rises
+
+
+def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray) -> set[str]:
+    """The components of ``fit`` (REML) above 0 that leave the point fit (:func:`component_rises`):
+    beside a component whose rise passes the test (χ²₁(1 − :data:`JOINT_TEST_LEVEL`)/2 = 1.92), those
+    that do not pass it; where none passes, those that do not earn :data:`POINT_FIT_PENALTY`
+    (Akaike's unit) — the map-wide mean is then the other answer, and a component the data favour by
+    more than a unit predicts the grids better than none (models/engine.md §4). REML's maximum on a
+    flat likelihood is a draw of the noise: seven day nodes of noise sd ≈ 120 gave a day component of
+    1,636 at ℓ_R 1.8 above its value at 0, ±50 effects, and answers 2.8× the constant's error
+    (heavy-tailed amounts at ε = 1, beside the hour's component). Post-processing."""
+    rises = component_rises(fit, A, y, s2)
+    test = chdtri(1, JOINT_TEST_LEVEL) / 2.0
+    cut = test if any(r > test for r in rises.values()) else POINT_FIT_PENALTY
+    return {k for k, r in rises.items() if r <= cut}
 
 
 def grid_halfwidths(fit: Any, upper: dict[str, float], wide: Any, residual: Mixture | tuple[np.ndarray, np.ndarray], *,
