@@ -559,8 +559,9 @@ def _say_list_lattice(result: Any, privacy: str) -> None:
 
 
 def _say_reweighting(result: Any, privacy: str) -> None:
-    """Where the cap T re-weights the records (summary.json ``reweighting`` > 0, from the DP
-    histogram of records per user): what that does to the published means and their intervals."""
+    """What the cap T's re-weighting of users does to the published means and their intervals:
+    where summary.json ``reweighting`` (from the DP histogram of records per user) shows it, by how
+    much; where it reads 0, which groups the histogram cannot see (:func:`unseen_heavy_users_text`)."""
     from ..writers._published import reweighting_caveat, reweighting_seen, unseen_heavy_users_text
 
     d = getattr(result.summary, "reweighting", None) if privacy == "user" else None

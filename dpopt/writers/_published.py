@@ -494,10 +494,10 @@ def reweighting_seen(summary: Any) -> bool:
 def unseen_heavy_users_text(summary: Any) -> str:
     """Where ``reweighting`` reads 0: what the histogram cannot see, in words (public: ε of the histogram)."""
     return ("the histogram of records per user shows no group of users above the cap T = "
-            f"{getattr(summary, 'record_cap', None)} (summary.json `reweighting` 0{_unseen_clause(summary)}); where "
-            "such an unseen group holds "
-            "many records and other values than the rest, a published mean weighs it less than the mean of all the "
-            "records does and can sit far from that mean: the intervals leave this out")
+            f"{getattr(summary, 'record_cap', None)} (summary.json `reweighting` 0{_unseen_clause(summary)}); "
+            "where such an unseen group holds many records and other values than the rest, a published mean weighs "
+            "it less than the mean of all the records does and can sit far from that mean: the intervals leave this "
+            "out")
 
 
 def reweighting_caveat(summary: Any) -> str:
