@@ -45,7 +45,7 @@ from ..hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, b
                                    proportional_weights, values_variance)
 from ..measurements import ESTIMATE_COLUMNS, Estimates, EstimatesInfo, Measurements, UserInfo
 
-__all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "POINT_FIT_PENALTY", "component_rises", "own_sampling", "residual_scales", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
+__all__ = ["estimate_crossed", "offcentre_halfwidth", "JOINT_TEST_LEVEL", "POINT_FIT_PENALTY", "POINT_FIT_TEST", "component_rises", "own_sampling", "residual_scales", "resolved_grids", "weak_components", "sampling_variance", "within_grid_spread",
            "WITHIN_LOWER_SDS", "METHOD", "VARIANCE_REASON"]
 
 METHOD = "crossed"
@@ -366,6 +366,10 @@ JOINT_TEST_LEVEL = 0.05
 #: comparable to it (models/engine.md §4). A criterion's constant, not a tuned value
 POINT_FIT_PENALTY = 1.0
 
+#: the test's cut for a component of the point fit beside one that passes it: ℓ_R's fall at
+#: χ²₁(1 − :data:`JOINT_TEST_LEVEL`)/2 = 1.92 (the same conventional level)
+POINT_FIT_TEST = float(chdtri(1, JOINT_TEST_LEVEL) / 2.0)
+
 
 def interval_fit(factors: dict[str, np.ndarray], A: Any, y: np.ndarray, s2: np.ndarray, *, cap: float,
                  seen: Collection[str], residual_seen: bool, confidence: float = 0.95,
@@ -575,7 +579,7 @@ def component_rises(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray) -> dict[str
 
 def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray) -> set[str]:
     """The components of ``fit`` (REML) above 0 that leave the point fit (:func:`component_rises`):
-    beside a component whose rise passes the test (χ²₁(1 − :data:`JOINT_TEST_LEVEL`)/2 = 1.92), those
+    beside a component whose rise passes the test (:data:`POINT_FIT_TEST` = 1.92), those
     that do not pass it; where none passes, those that do not earn :data:`POINT_FIT_PENALTY`
     (Akaike's unit) — the map-wide mean is then the other answer, and a component the data favour by
     more than a unit predicts the grids better than none (models/engine.md §4). REML's maximum on a
@@ -583,8 +587,7 @@ def weak_components(fit: Any, A: Any, y: np.ndarray, s2: np.ndarray) -> set[str]
     1,636 at ℓ_R 1.8 above its value at 0, ±50 effects, and answers 2.8× the constant's error
     (heavy-tailed amounts at ε = 1, beside the hour's component). Post-processing."""
     rises = component_rises(fit, A, y, s2)
-    test = chdtri(1, JOINT_TEST_LEVEL) / 2.0
-    cut = test if any(r > test for r in rises.values()) else POINT_FIT_PENALTY
+    cut = POINT_FIT_TEST if any(r > POINT_FIT_TEST for r in rises.values()) else POINT_FIT_PENALTY
     return {k for k, r in rises.items() if r <= cut}
 
 
