@@ -120,8 +120,8 @@ def _time_levels(slots: np.ndarray, slot_ns: int) -> list[tuple[int, int]]:
     """(slot_ns, cycle_ns) of the time levels: the slot, the window of the day where a day holds
     several slots, the day where the list spans more than one, the day of the week where its grids
     lie on more than seven UTC days (on seven or fewer it is the day again; with daily slots too, where
-    it is the one recurring level: a weekday/weekend pattern over four weeks at ε = 10 erred 1.53 without it,
-    0.92–1.25 with it, models/engine.md §1), and the period. The window is the
+    it is the one recurring level: a weekday/weekend pattern over four weeks at ε = 10 erred 1.50 without it,
+    1.11 with it, models/engine.md §1), and the period. The window is the
     slot's own, or the hour (hour-of-day) where slots are shorter than an hour: a 15-min window of
     the day holds a 96th of a user's day, too few records for a node to rise above its noise at
     user-level budgets, while the hour's profile is what the data holder asks about (models/engine.md §1)."""
