@@ -23,12 +23,11 @@ from .result import Release
 
 __all__ = ["report_markdown"]
 
-
-
 #: what a node's interval leaves out when it answers a finer grid (the named strategies: no crossed model)
 _NODE_CAVEAT = ("a grid answered by a coarser node also differs from that node's mean by the variation inside the "
                 "node, which the interval does not hold: where the hour or the day moves the value, far fewer grids' "
                 "own means lie within it than the stated confidence (README, models/engine.md)")
+
 
 def report_markdown(result: Release) -> str:
     """report.md of ``result`` (module doc)."""
@@ -166,7 +165,8 @@ def _reweighting_text(s: Any) -> str:
     if d is None:
         return ""
     if not reweighting_seen(s):
-        return ". " + unseen_heavy_users_text(s)[0].upper() + unseen_heavy_users_text(s)[1:]
+        text = unseen_heavy_users_text(s)
+        return ". " + text[:1].upper() + text[1:]
     return (f". The cap re-weights users: the weights of the records in a capped mean differ from their "
             f"weights in the mean of all records by about **{d:.2g}** (total variation; {reweighting_caveat(s)}), so a "
             f"published mean can sit up to {2 * d:.2g} × the spread of users' own means away from the mean of all "
@@ -231,8 +231,6 @@ def _occupancy_accounting(result: Release) -> list[str]:
 
 
 # -- accuracy ----------------------------------------------------------------------------------
-
-
 
 def _user_accuracy(s: Any, levels: bool) -> list[str]:
     if levels:
