@@ -13,10 +13,19 @@ and slot s(g)), the place's sum of squares *at a fixed time* and the time's *at 
 
 (S_s, n_s: its records' sum and count in slot s over every cell; S_c, n_c: in cell c over every
 slot): the spread of its grid means between the cells it visited within one slot, and between the
-slots it visited within one cell. Its vote is p_u = SS_place / (SS_place + SS_time) ∈ [0, 1] where it
-has evidence on both sides: some slot in which it visited two cells *and* some cell it visited in
-two slots. A bus that meets the same cells at several hours and several cells within an hour votes
-by what moves its speed.
+slots it visited within one cell. Its vote is p_u = MS_place / (MS_place + MS_time) ∈ [0, 1], each
+sum of squares over its degrees of freedom (MS_place = SS_place/(its grids − its slots), MS_time =
+SS_time/(its grids − its cells)), where it has evidence on both sides: some slot in which it visited
+two cells *and* some cell it visited in two slots. A bus that meets the same cells at several hours
+and several cells within an hour votes by what moves its speed. *Mean squares, not sums of squares:*
+a user's grid means carry its own records' noise in every degree of freedom alike, and a user who
+stays in one district meets far more slots of one cell than cells of one slot, so sums of squares
+read that noise as the time's whatever moves the value. Users who roam within one place of many
+(the kind ``biglist_mobile`` of tests/benchmarks/bench_engine_kinds.py: the place sets the value,
+the users see none of it) voted 0.18 by sums of squares, 0.50 by mean squares (the noise-free mean
+of 400 votes), and users whose own level sets the value (``user``: neither place nor time) 0.15 and
+0.49; the benchmark sets' means moved by 0.02 or less but for aircraft A (0.19 → 0.10; models/engine.md
+§5).
 
 **One side only.** A sensor that never moves sees its time move its value and never a second cell
 in a slot: its SS_place is 0 for want of a second cell, not of spread, and as p_u it would vote 0
@@ -63,8 +72,8 @@ user's grids less its (cell, day) or (cell, window) groups). A user's grid means
 noise in every degree of freedom alike, and a bus meets far more hours of one day in a cell than
 days at one hour, so the sums of squares alone read that noise as the hour's: on the full Austin data
 the users' mean q was 0.76 by sums of squares and 0.56 by mean squares, on the synthetic sensors
-(whose rush hours set the value) 0.81 and 0.79. The place-or-time vote keeps its sums of squares:
-its measured effect (§6) is of that form, and the same correction is open for it. The time main effects then share the time's part in the
+(whose rush hours set the value) 0.81 and 0.79 — the same correction as the place-or-time vote's.
+The time main effects then share the time's part in the
 proportion q (recurring levels) to 1 − q (contiguous levels: the slot, the day), shrunk toward the
 even split by the vote's noise. Without it the plan has no way to tell an hour-of-day profile from
 day-to-day change before it has measured either well, and where the hour of the day sets the value
@@ -145,14 +154,15 @@ def _pairs(agg: Aggregate, pairs: np.ndarray | None) -> np.ndarray:
 def place_votes(agg: Aggregate, pairs: np.ndarray | None = None, *, reference: float | None = None) -> np.ndarray:
     """The votes p_u (module doc) of the users with evidence, from their (user, grid) pairs in
     ``pairs`` (bool per pair; None: all): first the users with evidence on both sides, in user order
-    (the place apart within each slot, the time apart within each cell: :func:`shares_apart`), then,
+    (the place apart within each slot, the time apart within each cell, in mean squares:
+    :func:`shares_apart` with ``per_df``), then,
     where a ``reference`` variance is given, the users with evidence on one side only
     (:func:`one_sided_shares`, in user order). Private: never published."""
     keep = _pairs(agg, pairs)
     grid = np.asarray(agg.pair_grid)[keep]
     parts = (np.asarray(agg.pair_user)[keep], grid, np.asarray(agg.slots)[grid], np.asarray(agg.cells)[grid],
              np.asarray(agg.count)[keep], np.asarray(agg.sum)[keep])
-    both = shares_apart(*parts)
+    both = shares_apart(*parts, per_df=True)
     if reference is None or not (np.isfinite(reference) and reference > 0):
         return both
     return np.concatenate([both, one_sided_shares(*parts, np.asarray(agg.sumsq)[keep], reference=float(reference))])

@@ -21,11 +21,11 @@ def _random_records(rng: np.random.Generator, n_users: int = 25) -> list:
 
 
 def _brute_votes(rows: list) -> list[float]:
-    """Each voting user's SS_place / (SS_place + SS_time) by definition (grid g: cell g % 6, slot
+    """Each voting user's MS_place / (MS_place + MS_time) by definition (grid g: cell g % 6, slot
     g // 6), from the records themselves: the spread of its grid means about their slot's mean
-    (place at a fixed time) and about their cell's mean (time at a fixed place), record-weighted;
-    users without two cells in some slot and two slots in some cell (evidence on both sides) do not
-    vote."""
+    (place at a fixed time) and about their cell's mean (time at a fixed place), record-weighted,
+    each over its degrees of freedom (its grids less its slots, less its cells); users without two
+    cells in some slot and two slots in some cell (evidence on both sides) do not vote."""
     votes = []
     for user in sorted({u for u, *_ in rows}):
         mine = [(g % 6, g // 6, x) for (u, g, _, x) in rows if u == user]
@@ -40,11 +40,14 @@ def _brute_votes(rows: list) -> list[float]:
                     total += len(xs) * (np.mean(xs) - mean) ** 2
             return total
 
-        place, time = spread(1), spread(0)  # place within a slot, time within a cell
-        scale = sum(x * x for *_, x in mine)
         grids = {r[:2] for r in mine}
-        both = len(grids) > len({r[1] for r in mine}) and len(grids) > len({r[0] for r in mine})
-        if both and place + time > 1e-12 * scale:
+        df_place, df_time = len(grids) - len({r[1] for r in mine}), len(grids) - len({r[0] for r in mine})
+        both = df_place > 0 and df_time > 0
+        if not both:
+            continue
+        place, time = spread(1) / df_place, spread(0) / df_time  # place within a slot, time within a cell
+        scale = sum(x * x for *_, x in mine) / len(grids)
+        if place + time > 1e-12 * scale:
             votes.append(place / (place + time))
     return votes
 
@@ -76,6 +79,32 @@ def test_a_user_whose_value_follows_its_place_votes_1_its_time_0_a_constant_not_
     assert place_votes(make_agg(user(lambda g: 10.0 + 20.0 * (g % 6)))) == pytest.approx([1.0])
     assert place_votes(make_agg(user(lambda g: 10.0 + 20.0 * (g // 6)))) == pytest.approx([0.0])
     assert place_votes(make_agg(user(lambda g: 42.0))).size == 0
+
+
+def test_a_users_records_noise_weighs_the_place_and_the_time_alike_whatever_its_grids() -> None:
+    """Users whose values are pure noise, each in one cell at all 8 slots and in a second cell at one
+    of them (3 records per grid): the place's sum of squares has 1 degree of freedom, the time's 7,
+    so a ratio of sums of squares reads the noise as the time's (its mean is that of Beta(½, 7/2),
+    1/8); the vote's mean squares give E[F/(F + 1)] for F ~ F(1, 7), 0.369 (scipy's quadrature).
+    Users who roam within one district of many voted 0.18 for the time by sums of squares where the
+    place alone sets the value (models/engine.md §5)."""
+    from scipy import integrate, stats
+
+    from dpopt.privacy.user.place_time_vote import shares_apart
+
+    rng = np.random.default_rng(4)
+    grids = [*range(0, 48, 6), 1]  # cell 0 at slots 0–7, cell 1 at slot 0
+    ms, ss = [], []
+    for _ in range(200):
+        agg = make_agg([(f"u{k}", g, t, float(rng.normal(50.0, 10.0))) for k in range(5) for g in grids
+                        for t in range(3)])
+        ms.extend(place_votes(agg))
+        grid = np.asarray(agg.pair_grid)
+        ss.extend(shares_apart(np.asarray(agg.pair_user), grid, agg.slots[grid], agg.cells[grid], agg.count, agg.sum))
+    expect = integrate.quad(lambda f: f / (f + 1.0) * stats.f(1, 7).pdf(f), 0.0, np.inf)[0]
+    assert len(ms) == 1000
+    assert np.mean(ms) == pytest.approx(expect, abs=0.03)
+    assert np.mean(ss) == pytest.approx(1 / 8, abs=0.03)
 
 
 def test_a_user_with_evidence_on_one_side_only_does_not_vote() -> None:
