@@ -1,7 +1,7 @@
 """The engine on nine kinds of data none of the benchmark sets is: an outside check run in-house.
 
 The benchmark sets (bench_engine.py) are buses, aircraft and three synthetic kinds; the outside
-checks use other data, some where the time, not the place, sets the value. These seven are built
+checks use other data, some where the time, not the place, sets the value. These nine are built
 here, seeded, so that what the engine does on them can be read and rerun:
 
 * ``interaction``: 300 fixed sensors in 20 clusters, 7 days; each cluster has its own peak hour

@@ -86,7 +86,7 @@ def test_a_users_records_noise_weighs_the_place_and_the_time_alike_whatever_its_
     of them (3 records per grid): the place's sum of squares has 1 degree of freedom, the time's 7,
     so a ratio of sums of squares reads the noise as the time's (its mean is that of Beta(½, 7/2),
     1/8); the vote's mean squares give E[F/(F + 1)] for F ~ F(1, 7), 0.369 (scipy's quadrature).
-    Users who roam within one district of many voted 0.18 for the time by sums of squares where the
+    Users who roam within one district of many voted 0.18 for the place by sums of squares where the
     place alone sets the value (models/engine.md §5)."""
     from scipy import integrate, stats
 
