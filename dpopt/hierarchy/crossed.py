@@ -57,9 +57,10 @@ RESIDUAL = "residual"
 #: nonzeros in one block of quadratic forms (80 MB)
 _RHS_BUDGET = 10_000_000
 #: the blocks' Gram matrices (:class:`ComponentGrams`) are kept for REML's search only while their
-#: packed lower triangles hold at most this many numbers (512 MiB): beyond, each evaluation forms V
-#: by one sparse product instead (≈ 1.5× the search's time, the same numbers). Memory, never the answer
-_GRAM_BUDGET = 64 * 2 ** 20
+#: packed lower triangles hold at most this many numbers (256 MiB): beyond, each evaluation forms V
+#: by one sparse product instead (≈ 1.5× the search's time, the same numbers). Memory, never the
+#: answer: the release's ≤ 1.5 GiB at 2·10⁷ records, beside the records' ≈ 0.8 GiB (models/crossed.md §2)
+_GRAM_BUDGET = 32 * 2 ** 20
 #: a factor's levels are eliminated with their grids' residuals only if they hold at most this
 #: many grids on average: larger blocks shrink the core but fill the sparse products that build
 #: it. It decides the work, never the answer (every choice gives the same posterior, tested)
