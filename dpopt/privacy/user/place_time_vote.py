@@ -27,6 +27,19 @@ of 400 votes), and users whose own level sets the value (``user``: neither place
 0.49; the benchmark sets' means moved by 0.02 or less but for aircraft A (0.19 → 0.10; models/engine.md
 §5).
 
+*Its own noise.* Where the user has a grid of two records, its records' noise is taken out of both
+mean squares: max(MS − s²_w,u, 0), s²_w,u the pooled variance of its records about their grid's mean
+(Σ_g (Q_g − S_g²/n_g) / Σ_g (n_g − 1), Q_g the sum of its squared values in grid g). For independent
+records about their grid's mean that is exactly what the noise puts in each degree of freedom of a
+record-weighted mean square (E[SS] = σ²_rec·df + the spread), as :func:`one_sided_shares` already
+takes it out. Without it a user whose grid means are mostly its records' noise votes near ½ whatever
+moves the value (a pure-noise user: E[F/(F + 1)]), and a crowd of such users pulls the mean vote
+toward ½. A user with no grid of two records keeps it, alike on both sides. Noise-free mean votes
+(every two-sided user, the public list the occupied grids), before → after, beside the place's share
+of the additive (place + time) fit of the exact grid means: the embedded day 0.72 → 0.95 (0.97),
+full Austin 0.63 → 0.86 (0.94), the time-set day 0.11 → 0.02 (0.00), the day-set 0.27 → 0.09 (0.00);
+payments and amounts, whose users have one record per grid, unchanged (models/engine.md §5).
+
 **One side only.** A sensor that never moves sees its time move its value and never a second cell
 in a slot: its SS_place is 0 for want of a second cell, not of spread, and as p_u it would vote 0
 (time) whatever the data — on fixed sensors whose place sets the value (the benchmark's
@@ -112,16 +125,19 @@ class PlaceShare:
 
 
 def shares_apart(user: np.ndarray, grid: np.ndarray, across_x: np.ndarray, across_y: np.ndarray, n: np.ndarray,
-                 S: np.ndarray, *, per_df: bool = False) -> np.ndarray:
+                 S: np.ndarray, *, per_df: bool = False, Q: np.ndarray | None = None) -> np.ndarray:
     """Per user with evidence (user order), SS_x/(SS_x + SS_y) from its (user, grid) pairs' record
     counts ``n`` and sums ``S``: SS_x = Σ_g S_g²/n_g − Σ_k S_k²/n_k over the groups k of ``across_x``
     (grids grouped so that only x varies inside a group: the spread x explains at everything else
     fixed), SS_y likewise over ``across_y``. ``per_df``: mean squares instead, each SS over its
     degrees of freedom (the user's grids less its groups), so that its records' noise, which enters
     every degree of freedom alike, weighs the two sides alike however its grids fall into groups
-    (module doc). Users with evidence on one side only (no group of ``across_x``, or none of
-    ``across_y``, holds two of their grids: SS_x or SS_y is 0 for want of degrees of freedom, not of
-    spread) or with SS_x + SS_y = 0 (their grid means do not vary) are left out. Private."""
+    (module doc). ``Q`` (with ``per_df``): the pairs' sums of squared values; a user with a grid of
+    two records then takes its records' noise out of both mean squares, max(MS − s²_w, 0), s²_w the
+    pooled variance of its records inside its grids (module doc, "Its own noise"). Users with
+    evidence on one side only (no group of ``across_x``, or none of ``across_y``, holds two of their
+    grids: SS_x or SS_y is 0 for want of degrees of freedom, not of spread) or with SS_x + SS_y = 0
+    (their grid means do not vary beyond their noise) are left out. Private."""
     frame = pd.DataFrame({"u": user, "g": grid, "x": across_x, "y": across_y,
                           "n": np.asarray(n, dtype=float), "S": np.asarray(S, dtype=float)})
     if frame.empty:
@@ -136,8 +152,9 @@ def shares_apart(user: np.ndarray, grid: np.ndarray, across_x: np.ndarray, acros
     ss_y = (within - sq_y).clip(lower=0.0).to_numpy()
     df_x, df_y = (grids - groups_x).to_numpy(dtype=float), (grids - groups_y).to_numpy(dtype=float)
     if per_df:
-        ss_x = np.where(df_x > 0, ss_x / np.maximum(df_x, 1.0), 0.0)
-        ss_y = np.where(df_y > 0, ss_y / np.maximum(df_y, 1.0), 0.0)
+        noise = 0.0 if Q is None else _records_noise(frame.assign(Q=np.asarray(Q, dtype=float)))
+        ss_x = np.where(df_x > 0, np.maximum(ss_x / np.maximum(df_x, 1.0) - noise, 0.0), 0.0)
+        ss_y = np.where(df_y > 0, np.maximum(ss_y / np.maximum(df_y, 1.0) - noise, 0.0), 0.0)
     den = ss_x + ss_y
     scale = within.to_numpy() / (np.maximum(grids.to_numpy(dtype=float), 1.0) if per_df else 1.0)
     # evidence on both sides: a user none of whose groups holds two of its grids on one side (a sensor
@@ -147,6 +164,17 @@ def shares_apart(user: np.ndarray, grid: np.ndarray, across_x: np.ndarray, acros
     return ss_x[evidence] / den[evidence]
 
 
+def _records_noise(frame: pd.DataFrame) -> np.ndarray:
+    """Per user (user order), s²_w = Σ_g (Q_g − S_g²/n_g) / Σ_g (n_g − 1), the pooled variance of
+    its records about their grid's mean — the variance its records' own noise puts in each degree of
+    freedom of a record-weighted mean square of its grid means — and 0 for a user with no grid of
+    two records (nothing to tell its noise from its spread by)."""
+    per = frame.assign(w=frame["Q"] - frame["S"] ** 2 / frame["n"], r=frame["n"] - 1.0).groupby(
+        "u", sort=True)[["w", "r"]].sum()
+    reps = per["r"].to_numpy()
+    return np.where(reps > 0, per["w"].clip(lower=0.0).to_numpy() / np.maximum(reps, 1.0), 0.0)
+
+
 def _pairs(agg: Aggregate, pairs: np.ndarray | None) -> np.ndarray:
     return np.ones(agg.n_pairs, dtype=bool) if pairs is None else np.asarray(pairs, dtype=bool)
 
@@ -154,18 +182,19 @@ def _pairs(agg: Aggregate, pairs: np.ndarray | None) -> np.ndarray:
 def place_votes(agg: Aggregate, pairs: np.ndarray | None = None, *, reference: float | None = None) -> np.ndarray:
     """The votes p_u (module doc) of the users with evidence, from their (user, grid) pairs in
     ``pairs`` (bool per pair; None: all): first the users with evidence on both sides, in user order
-    (the place apart within each slot, the time apart within each cell, in mean squares:
-    :func:`shares_apart` with ``per_df``), then,
+    (the place apart within each slot, the time apart within each cell, in mean squares less the
+    user's own records' noise: :func:`shares_apart` with ``per_df`` and ``Q``), then,
     where a ``reference`` variance is given, the users with evidence on one side only
     (:func:`one_sided_shares`, in user order). Private: never published."""
     keep = _pairs(agg, pairs)
     grid = np.asarray(agg.pair_grid)[keep]
     parts = (np.asarray(agg.pair_user)[keep], grid, np.asarray(agg.slots)[grid], np.asarray(agg.cells)[grid],
              np.asarray(agg.count)[keep], np.asarray(agg.sum)[keep])
-    both = shares_apart(*parts, per_df=True)
+    sumsq = np.asarray(agg.sumsq)[keep]
+    both = shares_apart(*parts, per_df=True, Q=sumsq)
     if reference is None or not (np.isfinite(reference) and reference > 0):
         return both
-    return np.concatenate([both, one_sided_shares(*parts, np.asarray(agg.sumsq)[keep], reference=float(reference))])
+    return np.concatenate([both, one_sided_shares(*parts, sumsq, reference=float(reference))])
 
 
 def one_sided_shares(user: np.ndarray, grid: np.ndarray, slot: np.ndarray, cell: np.ndarray, n: np.ndarray,

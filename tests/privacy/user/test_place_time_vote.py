@@ -24,8 +24,10 @@ def _brute_votes(rows: list) -> list[float]:
     """Each voting user's MS_place / (MS_place + MS_time) by definition (grid g: cell g % 6, slot
     g // 6), from the records themselves: the spread of its grid means about their slot's mean
     (place at a fixed time) and about their cell's mean (time at a fixed place), record-weighted,
-    each over its degrees of freedom (its grids less its slots, less its cells); users without two
-    cells in some slot and two slots in some cell (evidence on both sides) do not vote."""
+    each over its degrees of freedom (its grids less its slots, less its cells), less the pooled
+    variance of its records about their grid's mean where it has a grid of two records (its own
+    noise, clipped at 0); users without two cells in some slot and two slots in some cell (evidence
+    on both sides), or whose mean squares are both 0, do not vote."""
     votes = []
     for user in sorted({u for u, *_ in rows}):
         mine = [(g % 6, g // 6, x) for (u, g, _, x) in rows if u == user]
@@ -45,8 +47,12 @@ def _brute_votes(rows: list) -> list[float]:
         both = df_place > 0 and df_time > 0
         if not both:
             continue
-        place, time = spread(1) / df_place, spread(0) / df_time  # place within a slot, time within a cell
-        scale = sum(x * x for *_, x in mine) / len(grids)
+        per_grid = [[r[2] for r in mine if r[:2] == grid] for grid in grids]
+        reps = sum(len(xs) - 1 for xs in per_grid)
+        noise = sum(float(np.sum((np.asarray(xs) - np.mean(xs)) ** 2)) for xs in per_grid) / reps if reps else 0.0
+        # place within a slot, time within a cell, each less the records' own noise
+        place, time = max(spread(1) / df_place - noise, 0.0), max(spread(0) / df_time - noise, 0.0)
+        scale = sum(np.mean(xs) ** 2 * len(xs) for xs in per_grid) / len(grids)
         if place + time > 1e-12 * scale:
             votes.append(place / (place + time))
     return votes
@@ -98,13 +104,49 @@ def test_a_users_records_noise_weighs_the_place_and_the_time_alike_whatever_its_
     for _ in range(200):
         agg = make_agg([(f"u{k}", g, t, float(rng.normal(50.0, 10.0))) for k in range(5) for g in grids
                         for t in range(3)])
-        ms.extend(place_votes(agg))
         grid = np.asarray(agg.pair_grid)
-        ss.extend(shares_apart(np.asarray(agg.pair_user), grid, agg.slots[grid], agg.cells[grid], agg.count, agg.sum))
+        parts = (np.asarray(agg.pair_user), grid, agg.slots[grid], agg.cells[grid], agg.count, agg.sum)
+        ms.extend(shares_apart(*parts, per_df=True))  # mean squares, the records' noise left in
+        ss.extend(shares_apart(*parts))
     expect = integrate.quad(lambda f: f / (f + 1.0) * stats.f(1, 7).pdf(f), 0.0, np.inf)[0]
     assert len(ms) == 1000
     assert np.mean(ms) == pytest.approx(expect, abs=0.03)
     assert np.mean(ss) == pytest.approx(1 / 8, abs=0.03)
+
+
+@pytest.mark.parametrize("follows", ["place", "time"])
+def test_a_users_own_records_noise_is_taken_out_where_it_has_a_grid_of_two_records(follows: str) -> None:
+    """Users over cells {0, 1} × slots 0–7, 3 records per grid of sd 10 about 50 + 8 (the other
+    cell, or the later half of the slots): in mean squares the records' noise (100 per degree of
+    freedom) outweighs the signal and the votes sit near ½ (0.64 and 0.61 toward the side that moves
+    the value); less each user's pooled within-grid variance they read the side (0.85 and 0.76).
+    With one record per grid there is nothing to tell the noise by, and the vote is the mean squares'
+    (models/engine.md §5, "Its own noise")."""
+    from dpopt.privacy.user.place_time_vote import shares_apart
+
+    rng = np.random.default_rng(11)
+    grids = [c + 6 * t for c in (0, 1) for t in range(8)]
+
+    def level(g: int) -> float:
+        return 50.0 + 8.0 * ((g % 6 == 1) if follows == "place" else (g // 6 >= 4))
+
+    def parts(agg):
+        grid = np.asarray(agg.pair_grid)
+        return (np.asarray(agg.pair_user), grid, agg.slots[grid], agg.cells[grid], agg.count, agg.sum)
+
+    own, mean_squares = [], []
+    for _ in range(40):
+        agg = make_agg([(f"u{k}", g, t, level(g) + float(rng.normal(0.0, 10.0))) for k in range(10) for g in grids
+                        for t in range(3)])
+        own.extend(place_votes(agg))
+        mean_squares.extend(shares_apart(*parts(agg), per_df=True))
+    side = (lambda v: np.mean(v)) if follows == "place" else (lambda v: 1.0 - np.mean(v))
+    assert len(own) > 300
+    # measured: 0.64 → 0.85 (the place), 0.61 → 0.76 (the time)
+    assert side(mean_squares) < 0.68
+    assert side(own) > side(mean_squares) + 0.12
+    single = make_agg([(f"u{k}", g, 0, level(g) + float(rng.normal(0.0, 10.0))) for k in range(10) for g in grids])
+    assert place_votes(single) == pytest.approx(shares_apart(*parts(single), per_df=True), abs=1e-12)
 
 
 def test_a_user_with_evidence_on_one_side_only_does_not_vote() -> None:
