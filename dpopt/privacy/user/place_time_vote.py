@@ -217,10 +217,10 @@ def one_sided_shares(user: np.ndarray, grid: np.ndarray, slot: np.ndarray, cell:
         return np.zeros(0)
     frame["m"] = frame["S"] / frame["n"]
     frame["inv"] = 1.0 / frame["n"]
-    frame["within"] = frame["Q"] - frame["S"] * frame["m"]  # the records' sum of squares inside the grid
     per = frame.groupby("u", sort=True).agg(grids=("g", "size"), slots=("x", "nunique"), cells=("y", "nunique"),
-                                            within=("within", "sum"), reps=("n", "sum"), inv=("inv", "mean"))
+                                            reps=("n", "sum"), inv=("inv", "mean"))
     per["reps"] -= per["grids"]  # the within-grid degrees of freedom
+    per["s2"] = _records_noise(frame)  # the pooled variance of its records about their grid's mean
     out = []
     # one side only (shares_apart's evidence rule): no slot holds two of its grids but some cell does
     # (the time side), or the reverse (the place side)
@@ -233,7 +233,7 @@ def one_sided_shares(user: np.ndarray, grid: np.ndarray, slot: np.ndarray, cell:
         centred = f["m"] - f.groupby(["u", key])["m"].transform("mean")
         ss = (centred ** 2).groupby(f["u"]).sum()
         df = rows["grids"] - rows[groups]
-        noise = (rows["within"].clip(lower=0.0) / rows["reps"]) * rows["inv"]
+        noise = rows["s2"] * rows["inv"]
         share = ((ss / df - noise).clip(lower=0.0) / reference).clip(upper=1.0).to_numpy()
         out.append(share if place else 1.0 - share)
     return np.concatenate(out) if out else np.zeros(0)
