@@ -1,0 +1,48 @@
+"""tests/benchmarks/compare_engine.py: two benchmark runs paired seed by seed (models/engine.md §5)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.benchmarks.compare_engine import compare, paired
+
+
+def test_the_paired_log_ratio_and_its_standard_error_by_hand() -> None:
+    before, after = [2.0, 4.0, 1.0, 3.0], [1.0, 4.0, 2.0, 1.5]
+    d = [math.log(0.5), 0.0, math.log(2.0), math.log(0.5)]  # log(after/before), seed by seed
+    mean = sum(d) / 4
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / 3)
+    p = paired(before, after)
+    assert (p["better"], p["worse"], p["same"], p["seeds"]) == (2, 1, 1, 4)
+    assert p["median_before"] == pytest.approx(2.5) and p["median_after"] == pytest.approx(1.75)
+    assert p["log_ratio"] == pytest.approx(mean) and p["se"] == pytest.approx(sd / 2)
+
+
+def test_a_reseeding_is_not_a_change_a_shift_is() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    draws = lambda: rng.choice([1.5, 9.0], size=30) * rng.uniform(0.8, 1.2, size=30)  # noqa: E731  bimodal
+    same_law = paired(draws(), draws())
+    assert abs(same_law["log_ratio"]) < 2.5 * same_law["se"]
+    base = draws()
+    shifted = paired(base, base * 0.9)
+    assert shifted["log_ratio"] == pytest.approx(math.log(0.9)) and shifted["se"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_bad_input_names_the_argument() -> None:
+    with pytest.raises(ValueError, match="`before` and `after` must hold the same seeds"):
+        paired([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="positive"):
+        paired([1.0, 0.0], [1.0, 2.0])
+
+
+def test_rows_pair_by_strategy_and_epsilon_on_the_same_seeds_only() -> None:
+    row = lambda s, e, xs: {"strategy": s, "eps": e, "per_seed": [[x, 0.95] for x in xs]}  # noqa: E731
+    before = {"rows": [row("optimised", 1.0, [1, 2, 3]), row("optimised", 10.0, [1, 2]), row("place", 1.0, [4, 4, 4])]}
+    after = {"rows": [row("optimised", 1.0, [1, 2, 4]), row("optimised", 10.0, [1, 2, 3]), row("oracle plan", 1.0, [1])]}
+    out = compare(before, after)
+    assert [(s, e) for s, e, _ in out] == [("optimised", 1.0)]
+    assert out[0][2]["worse"] == 1 and out[0][2]["same"] == 2
