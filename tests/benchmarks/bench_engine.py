@@ -52,6 +52,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 from bench_userdp import DATASETS, load  # noqa: E402
+from collect_results import kept_notes  # noqa: E402
+from compare_engine import compare, line  # noqa: E402
 from scoring import finest_grids, score_table  # noqa: E402
 
 DAY_NS = 24 * 3600 * 10**9
@@ -387,7 +389,8 @@ def write_markdown() -> None:
              "grid's own truth; coverage of the grids' own truths at a stated 0.95; width ratio = median half-width "
              "/ median |error|. Each cell: median over the seeds. The interval is published for every listed grid, "
              "so its coverage is also shown over every occupied grid and over the grids of one user, and that of the "
-             "published coarser nodes against their own truths (— where not measured for that row).", ""]
+             "published coarser nodes against their own truths (— where not measured for that row).", "",
+             *kept_notes(HERE / "results" / "engine.md")]
     for p in sorted(q for q in (HERE / "results").glob("engine_*.json") if not q.stem.startswith("engine_nolist")):
         d = json.loads(p.read_text())
         lines += [f"## {d['data']} ({d['grids']} grids, {d['scored']} scored, {d['users']} users)", "",
@@ -431,6 +434,8 @@ def main() -> None:
     path = HERE / "results" / f"engine_{args.data}.json"
     if path.exists():  # keep the saved rows of what this run did not rerun (dpopt strategies or the peer)
         saved = json.loads(path.read_text())["rows"]
+        for strategy, eps, p in compare({"rows": saved}, out):  # a rerun row against its saved one, seed by seed
+            print("against the saved row:", line(args.data, strategy, eps, p), flush=True)
         peer = lambda r: r["strategy"].startswith("PipelineDP")  # noqa: E731
         rerun = lambda r: r["strategy"] in args.strategies and r["eps"] in args.eps  # noqa: E731
         kept = [r for r in saved if (peer(r) and not args.peers) or (not peer(r) and not rerun(r))]

@@ -64,6 +64,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 from bench_engine import floors, peer_row, run_release, score  # noqa: E402
+from collect_results import kept_notes  # noqa: E402
 from scoring import finest_grids  # noqa: E402
 
 KINDS = ("interaction", "weekly", "user", "sparse", "meters", "biglist", "biglist_mobile", "taxi", "payers")
@@ -227,7 +228,8 @@ def write_markdown(results: list[dict]) -> None:
              "5,000 payers of 1–3 shops weekly, the shop sets the basket, daily slots, U = 250).", "",
              "Each cell: median over the seeds; coverage at a stated 0.95 (lowest seed in brackets). PipelineDP "
              "(where run): its (k, c) of least median error against the truth from a 4 × 3 sweep, Laplace, MEAN "
-             "only, the same public list and ε; it publishes no interval.", ""]
+             "only, the same public list and ε; it publishes no interval.", "",
+             *kept_notes(HERE / "results" / "kinds.md")]
     for d in results:
         lines += [f"## {d['kind']} ({d['grids']} grids, {d['scored']} scored, {d['users']} users)", "",
                   "Noise-free floors: " + "; ".join(f"{k} {v:.2f}" for k, v in d["floors"].items()), "",

@@ -16,6 +16,16 @@ ORDER = ["engine", "foundation", "clipping", "arrays", "suppression", "sweep", "
          "multires", "goal_ratio", "node_floor", "report"]
 
 
+def kept_notes(path: Path) -> list[str]:
+    """The hand-written notes of a results page that a benchmark rewrites: its paragraphs opening in
+    bold (a rerun's date and what changed) before its first section, each followed by a blank line;
+    the benchmark's writer puts them back after its own preamble. [] where the page does not exist."""
+    if not path.exists():
+        return []
+    head = path.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    return [line for para in head.split("\n\n") if para.startswith("**") for line in (para.strip(), "")]
+
+
 def main() -> None:
     here = Path(__file__).parent
     parts = {p.stem: p for p in (here / "results").glob("*.md")}

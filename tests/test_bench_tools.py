@@ -1,4 +1,5 @@
-"""tests/benchmarks/compare_engine.py: two benchmark runs paired seed by seed (models/engine.md §5)."""
+"""The benchmarks' tools: two runs paired seed by seed (tests/benchmarks/compare_engine.py, models/engine.md
+§5) and a results page's hand-written notes kept when its benchmark rewrites it (collect_results.kept_notes)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 
 import pytest
 
+from tests.benchmarks.collect_results import kept_notes
 from tests.benchmarks.compare_engine import compare, paired
 
 
@@ -46,3 +48,11 @@ def test_rows_pair_by_strategy_and_epsilon_on_the_same_seeds_only() -> None:
     out = compare(before, after)
     assert [(s, e) for s, e, _ in out] == [("optimised", 1.0)]
     assert out[0][2]["worse"] == 1 and out[0][2]["same"] == 2
+
+
+def test_a_pages_bold_notes_before_its_first_section_are_kept_and_nothing_else(tmp_path) -> None:
+    page = tmp_path / "engine.md"
+    assert kept_notes(page) == []
+    page.write_text("# engine\n\nScore: generated.\n\n**Rerun on day 2** (what changed).\nSecond line.\n\n"
+                    "**Rerun on day 1**.\n\n## day\n\n**a bold line inside a section**\n", encoding="utf-8")
+    assert kept_notes(page) == ["**Rerun on day 2** (what changed).\nSecond line.", "", "**Rerun on day 1**.", ""]
