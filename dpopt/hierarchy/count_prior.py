@@ -13,16 +13,22 @@ every distribution; on the atoms a_1..a_K it is the concave program
 
     max_w Σ_n log Σ_k f(ĉ_n − a_k) w_k   s.t. w ≥ 0, Σ_k w_k = 1,
 
-whose EM update w_k ← w_k · (1/N) Σ_n f(ĉ_n − a_k) / Σ_j f(ĉ_n − a_j) w_j raises ℓ at every step to
-its maximum (Dempster, Laird & Rubin 1977). A node's count is then its posterior mean
-
-    E[c | ĉ_n] = Σ_k a_k f(ĉ_n − a_k) w_k / Σ_k f(ĉ_n − a_k) w_k.
+whose EM update w_k ← w_k·D_k, D_k = (1/N) Σ_n f(ĉ_n − a_k) / Σ_j f(ĉ_n − a_j) w_j, raises ℓ at every
+step to its maximum (Dempster, Laird & Rubin 1977). D_k is also the certificate: ℓ being concave in w
+with Σ_k w_k D_k = 1, the maximum exceeds ℓ(w) by at most N·(max_k D_k − 1) (Lindsay 1983's
+directional derivative), so EM stops when max_k D_k − 1 ≤ :data:`TOLERANCE`. A node's count is then
+read by its posterior P(c = a_k | ĉ_n) = f(ĉ_n − a_k) w_k / Σ_j f(ĉ_n − a_j) w_j: its mean E[c | ĉ_n]
+or its quantiles.
 
 What it does with the data: where the nodes' counts are all alike, or all below the noise, Ĝ is
 nearly one atom and every node reads about the mean count (the even spread); where a few nodes hold
 most of the records and the noise shows it, Ĝ has atoms near 0 and near the busy counts, and the
 busy nodes read high. Unlike the noisy counts themselves (clipped at 0, an empty node reads about
 0.4 noise sds on average), it neither invents records in empty nodes nor spreads random factors.
+Its weak side: an observation far out in the noise's tail (of 5,000 nodes of equal counts under
+Laplace noise, the largest lies ≈ 5 sds out) may get an atom of its own, and its posterior stays
+near it; a rule that counts nodes (the engine's admission rule asks for five) is not moved by one
+(tests/hierarchy/test_count_prior.py).
 
 Numerical choices (none about data): :data:`ATOMS` atoms evenly spaced over [0, max ĉ] (the NPMLE's
 support lies within the observations' range, Lindsay 1983; a posterior mean moves by at most half a
@@ -31,7 +37,7 @@ observations binned to 1/:data:`BINS_PER_SD` of the noise sd where the scale is 
 Laplace kernel moves by a factor of at most exp(√2/64) ≈ 1.02 within half a bin; on 215 nodes at
 noise b = 750 the binned fit's posterior means were within 5 counts of the exact convex optimum's);
 EM stopped when ℓ per observation
-rises by less than :data:`TOLERANCE` or after :data:`MAX_ITERATIONS` rounds (reported).
+certificate falls to :data:`TOLERANCE` or after :data:`MAX_ITERATIONS` rounds (reported).
 """
 
 from __future__ import annotations
@@ -47,8 +53,9 @@ __all__ = ["CountPrior", "fit_count_prior", "denoised_counts", "ATOMS", "TOLERAN
 #: atoms of the grid on which the counts' distribution is estimated (a resolution, not a statement
 #: about data: the posterior means need the distribution's shape, not its fine detail)
 ATOMS = 200
-#: EM stops when the log-likelihood per observation rises by less than this (nats)
-TOLERANCE = 1e-8
+#: EM stops when its certificate max_k D_k − 1 (module doc) is at most this: ℓ per observation
+#: within this many nats of its maximum over the atoms (a solver tolerance, not a statement about data)
+TOLERANCE = 1e-3
 #: EM rounds at most (a work limit; the result says whether the tolerance was met)
 MAX_ITERATIONS = 3000
 #: bins per noise sd where the observations share one noise scale
@@ -71,7 +78,9 @@ class CountPrior:
     iterations : int
         EM rounds run.
     converged : bool
-        Whether ℓ per observation last rose by less than :data:`TOLERANCE`.
+        Whether the certificate max_k D_k − 1 (module doc) reached :data:`TOLERANCE`.
+    gap : float
+        That certificate at the end: ℓ per observation is within ``gap`` nats of its maximum.
     family : str
         The noise law's family (:data:`dpopt.measurements.NOISE_FAMILIES`).
     scale : float or (N,) array
@@ -83,18 +92,35 @@ class CountPrior:
     loglik: float
     iterations: int
     converged: bool
+    gap: float
     family: str
     scale: np.ndarray
 
-    def posterior_means(self, noisy: np.ndarray) -> np.ndarray:
-        """E[c | ĉ] for each noisy count ``noisy`` measured under this prior's noise law."""
+    def _posteriors(self, noisy: np.ndarray):
+        """Each noisy count's posterior masses on the atoms, CHUNK rows at a time (bounded memory on
+        large marginals): yields (rows, masses)."""
         noisy = np.asarray(noisy, dtype=float).ravel()
         scale = np.broadcast_to(self.scale, noisy.shape)
-        out = np.empty(noisy.size)
-        for lo in range(0, noisy.size, CHUNK):  # rows × atoms at a time: bounded memory on large marginals
+        for lo in range(0, noisy.size, CHUNK):
             part = slice(lo, lo + CHUNK)
             post = _kernel(noisy[part], self.atoms, scale[part], self.family) * self.weights[None, :]
-            out[part] = (post @ self.atoms) / np.maximum(post.sum(axis=1), np.finfo(float).tiny)
+            yield part, post / np.maximum(post.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+
+    def posterior_means(self, noisy: np.ndarray) -> np.ndarray:
+        """E[c | ĉ] for each noisy count ``noisy`` measured under this prior's noise law."""
+        out = np.empty(np.size(noisy))
+        for part, post in self._posteriors(noisy):
+            out[part] = post @ self.atoms
+        return out
+
+    def posterior_quantiles(self, noisy: np.ndarray, q: float) -> np.ndarray:
+        """The ``q``-quantile of c given ĉ for each noisy count ``noisy``: the least atom a_k with
+        P(c ≤ a_k | ĉ) ≥ q (q in (0, 1))."""
+        if not 0.0 < q < 1.0:
+            raise ValueError(f"`q` must lie in (0, 1); got {q!r}")
+        out = np.empty(np.size(noisy))
+        for part, post in self._posteriors(noisy):
+            out[part] = self.atoms[np.argmax(np.cumsum(post, axis=1) >= q - 1e-12, axis=1)]
         return out
 
 
@@ -132,19 +158,18 @@ def fit_count_prior(noisy: np.ndarray, law: NoiseLaw) -> CountPrior:
     share = mult / mult.sum()
     w = np.full(atoms.size, 1.0 / atoms.size)
     mix = kernel @ w
-    ll = float(share @ np.log(mix))
-    converged, it = False, 0
-    for it in range(1, MAX_ITERATIONS + 1):
-        w = w * ((share / mix) @ kernel)
+    it = 0
+    while True:
+        d = (share / mix) @ kernel  # D_k: the EM multiplier and the optimality certificate
+        gap = float(d.max() - 1.0)
+        if gap <= TOLERANCE or it == MAX_ITERATIONS:
+            break
+        w = w * d
         w = w / w.sum()
         mix = kernel @ w
-        new = float(share @ np.log(mix))
-        if new - ll < TOLERANCE:
-            ll, converged = new, True
-            break
-        ll = new
+        it += 1
     return CountPrior(atoms=atoms, weights=w, loglik=float(mult @ (np.log(mix) + row_max)), iterations=it,
-                      converged=converged, family=law.family, scale=np.asarray(law.scale, dtype=float))
+                      converged=gap <= TOLERANCE, gap=gap, family=law.family, scale=np.asarray(law.scale, dtype=float))
 
 
 def denoised_counts(noisy: np.ndarray, law: NoiseLaw) -> np.ndarray:

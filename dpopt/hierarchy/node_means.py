@@ -295,7 +295,7 @@ def listed_weights(codes: list[np.ndarray], counts: list[np.ndarray], count_vars
 
 
 def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray],
-                         count_vars: list[np.ndarray] | None = None, *, start: np.ndarray | None = None) -> np.ndarray:
+                         count_vars: list[np.ndarray] | None = None) -> np.ndarray:
     """Grid weights where the grids' own counts were not measured: one sweep of iterative
     proportional fitting to the measured marginals' noisy counts (each clipped at 1 record), from
     equal weights — the independence model of place and time (Private-PGM's maximum-entropy answer
@@ -310,9 +310,8 @@ def proportional_weights(codes: list[np.ndarray], counts: list[np.ndarray],
     "The grids' weights"). The rule is a marginal's, not a node's: rescaling only the nodes above
     their threshold leaves the others at the sweep's starting scale of one record a grid, and one
     grid then held 90 % of the weight of its node. Without ``count_vars`` every count is taken as
-    exact. ``start``: the weights the sweep starts from (default equal; an earlier sweep's, to sweep
-    again)."""
-    w = np.ones(np.size(codes[0]) if codes else 0) if start is None else np.array(start, dtype=float)
+    exact."""
+    w = np.ones(np.size(codes[0]) if codes else 0)
     for i, (code, n) in enumerate(zip(codes, counts)):
         if not np.all(np.isfinite(n)):
             continue

@@ -79,9 +79,9 @@ from ..._validation import DpoptInputError
 from ...hierarchy.crossed import RESIDUAL, fit_crossed, within_memory
 from ...hierarchy.tree import DAY_NS
 from ...hierarchy.lattice import Marginal, MarginalNodes, candidate_marginals, nesting_map_resolution
-from ...hierarchy.count_prior import denoised_counts
+from ...hierarchy.count_prior import fit_count_prior
 from ...hierarchy.node_means import (BETWEEN_SDS, MIN_LEVELS, between_estimate, between_upper, combine, combined_total,
-                                     count_threshold, crossed_inputs, identified, proportional_weights)
+                                     count_threshold, crossed_inputs, identified)
 from ...hierarchy.strategy import Candidate, StrategyProblem, solve_strategy
 from ...accounting import pure_epsilon
 from ...measurements import BudgetSpend, Measurements, NoiseLaw, Statistic, UserInfo
@@ -171,11 +171,6 @@ ROUND1_GROWTH = 2.0
 #: plan within 1 % of the surrogate's optimum is as good as the optimum (a solver tolerance); the solve
 #: stops on this gap or its round limit, never on the clock, so a seeded release is reproducible
 STRATEGY_GAP = 0.01
-#: sweeps of iterative proportional fitting at most in :func:`_admission_counts` (a work limit: the
-#: sweeps stop earlier once no grid's count moves by more than ``ADMISSION_RAKE_TOL`` of itself)
-ADMISSION_RAKE_SWEEPS = 50
-#: relative change of every grid's count below which the sweeps of :func:`_admission_counts` stop
-ADMISSION_RAKE_TOL = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -823,32 +818,35 @@ def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:
     return np.full(G, max(float(n), 1.0) / G)
 
 
-def _admission_counts(b: _Bounded, phase: _Phase, total: float) -> np.ndarray:
-    """Each listed grid's kept count as the plan's admission rule reads it (:func:`_candidate`,
-    :func:`_weakest`: could a marginal's nodes pass their count threshold?): every marginal ``phase``
-    measured (two nodes or more) read by the empirical-Bayes posterior means of its node counts
-    (:func:`dpopt.hierarchy.count_prior.denoised_counts`: the NPMLE of its counts' distribution),
-    raked to one another by iterative proportional fitting from equal weights
-    (:func:`dpopt.hierarchy.node_means.proportional_weights`, swept until the grids' counts settle),
-    scaled to ``total`` (:func:`_predicted_counts`' total). Where no marginal's noise shows how the
-    records are spread, every node reads about its marginal's mean count: the even spread of
-    :func:`_predicted_counts`. Where it does, the busy nodes read high and the empty low — the even
-    spread over a list mostly empty (a box of cells × the service hours) had priced out every cell
-    of a place-set data set, and the release answered every grid with the map-wide mean
-    (models/engine.md §5, "The plan's admission rule"). The plan's predicted noise variances still
-    read the even spread (the same section: read from these counts too, the embedded day lost).
-    Post-processing of DP outputs."""
-    codes, targets = [], []
+def _admission_counts(b: _Bounded, phase: _Phase, grid_n: np.ndarray) -> list[np.ndarray]:
+    """Each candidate's node counts as the plan's admission rule reads them (:func:`_candidate`,
+    :func:`_weakest`: could enough of a marginal's nodes pass their count threshold?). A marginal
+    ``phase`` measured (two nodes or more): each node at the larger of the even spread ``grid_n``
+    (:func:`_predicted_counts`) and the median of its count's empirical-Bayes posterior under the NPMLE
+    of the marginal's counts' distribution (:func:`dpopt.hierarchy.count_prior.fit_count_prior`), so
+    that a node reads as passing where it more likely than not passes. Any other marginal: the even
+    spread. Where the noise hides how the records are spread the rule is the even spread's; where it
+    shows a few busy nodes, those are read as busy: over a list mostly empty
+    (a box of cells × the service hours) the even spread had priced out every cell of a place-set data
+    set, and the release answered every grid with the map-wide mean (models/engine.md §5, "The plan's
+    admission rule"). The plan's predicted noise variances still read the even spread (the same
+    section). Post-processing of DP outputs."""
+    out = []
     for i, mn in enumerate(b.cands):
+        node_n = np.bincount(mn.code, weights=grid_n, minlength=mn.n_nodes)
         if mn.n_nodes > 1 and np.all(np.isfinite(phase.count[i])):
-            codes.append(mn.code)
-            targets.append(denoised_counts(phase.count[i], phase.count_law[i]))
-    w = np.ones(b.cands[0].code.size)
-    for _ in range(ADMISSION_RAKE_SWEEPS if codes else 0):
-        before, w = w, proportional_weights(codes, targets, start=w)
-        if np.all(np.abs(w - before) <= ADMISSION_RAKE_TOL * np.maximum(before, 1e-12)):
-            break
-    return w * (total / max(float(w.sum()), 1e-12))
+            prior = fit_count_prior(phase.count[i], phase.count_law[i])
+            node_n = np.maximum(node_n, prior.posterior_quantiles(phase.count[i], 0.5))
+        out.append(node_n)
+    return out
+
+
+def _admitted(node_n: np.ndarray, count_sd: float) -> bool:
+    """Could a marginal of admission node counts ``node_n`` (:func:`_admission_counts`) enter the
+    fit at count noise sd ``count_sd``: would ``MIN_LEVELS`` of its nodes pass their count threshold
+    (one, for a marginal of fewer nodes: the map's serves the map-wide mean as it is)? Under the even
+    spread all of a marginal's nodes pass or none. Post-processing."""
+    return _predicted_passing(node_n, count_sd) >= (MIN_LEVELS if node_n.size >= MIN_LEVELS else 1)
 
 
 def _pilot_components(b: _Bounded, pilot: _Phase, names: list[str]) -> tuple[dict[str, float], float, set[str]]:
@@ -968,14 +966,14 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
-    admit_n = _admission_counts(b, pilot, float(grid_n.sum()))
+    admit = _admission_counts(b, pilot, grid_n)
     unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
     sd_all = _count_sd(b, unit, rest)
     held = np.zeros(len(names)) if committed is None else np.asarray(committed, dtype=float) / rest
     finer, inside = (b.relations.setdefault(key, {}) for key in ("finer", "inside"))  # shared by every plan
     exempt = _vote_favoured(b, vote)  # candidates' indices the admission rule does not ask
     cands = [_candidate(names[i], codes[i], grid_n, unit_v, factors, sigma2, reachable=sd_all, held=held[i] > 0,
-                        finer=finer, inside=inside, exempt=i in exempt, admit_n=admit_n) for i in range(len(names))]
+                        finer=finer, inside=inside, exempt=i in exempt, admit=admit[i]) for i in range(len(names))]
     if all(c.must == "not" for c in cands):  # no node of any marginal can rise above its noise
         return _map_only(b, names, rest, "no marginal can be measured above its noise at this budget", held)
     noise = "laplace" if unit == "epsilon" else "gaussian"
@@ -993,7 +991,8 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
             why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
                 f"the strategy model ended {plan.status.value}"
             return _map_only(b, names, rest, why, held)
-        weak = _weakest(b, pilot, shares * rest, held * rest, fixed, grid_n=admit_n, unit=unit, exempt=exempt) \
+        weak = _weakest(b, pilot, shares * rest, held * rest, fixed, grid_n=grid_n, unit=unit, exempt=exempt,
+                        admit=admit) \
             if committed is None or not seen else None
         if weak is None:
             break
@@ -1003,13 +1002,15 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
 
 
 def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, fixed: np.ndarray, *,
-             grid_n: np.ndarray, unit: str, exempt: frozenset[int] = frozenset()) -> int | None:
+             grid_n: np.ndarray, unit: str, exempt: frozenset[int] = frozenset(),
+             admit: list[np.ndarray] | None = None) -> int | None:
     """The plan's consistency check (models/engine.md §5; :func:`_plan` asks it of the first plan, and
     of a re-plan where the first round saw no factor): of the marginals to which the plan gives more
     than they hold, the one with the fewest nodes that would pass their count threshold at its planned
     budget, if fewer than ``MIN_LEVELS`` do — read off
-    the earlier rounds' counts for a marginal measured there (:func:`_nodes_passing`), off the
-    admission counts ``grid_n`` otherwise (:func:`_admission_counts`, :func:`_predicted_passing`). Measured there it could enter
+    the earlier rounds' counts for a marginal measured there (:func:`_nodes_passing`), off its node
+    counts in ``admit`` otherwise (:func:`_admission_counts`; default the even spread of the predicted
+    counts ``grid_n``; :func:`_predicted_passing`). Measured there it could enter
     the estimate only as its pool, whose mean spends the noise of all its nodes (a map-wide mean from
     24 hour-of-day nodes is 24 times noisier in variance than from the map's one node at the same
     budget), while the plan credits it with its factor. A marginal of fewer than ``MIN_LEVELS`` nodes
@@ -1023,7 +1024,7 @@ def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, 
         if held[i] > 0:
             n = _nodes_passing(b, phase, int(i), float(budgets[i] - held[i]))
         else:
-            node_n = np.bincount(mn.code, weights=grid_n, minlength=mn.n_nodes)
+            node_n = np.bincount(mn.code, weights=grid_n, minlength=mn.n_nodes) if admit is None else admit[int(i)]
             n = _predicted_passing(node_n, _count_sd(b, unit, float(budgets[i])))
         if n < fewest:
             worst, fewest = int(i), n
@@ -1154,15 +1155,15 @@ def _count_sd(b: _Bounded, unit: str, budget: float) -> float:
 def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, factors: dict[str, np.ndarray],
                sigma2: dict[str, float], *, reachable: float, finer: dict[tuple[str, str], bool],
                inside: dict[tuple[str, str], np.ndarray] | None = None, held: bool = False,
-               exempt: bool = False, admit_n: np.ndarray | None = None) -> Candidate:
+               exempt: bool = False, admit: np.ndarray | None = None) -> Candidate:
     """One marginal as a strategy candidate (models/strategy.md §3): its nodes' predicted noise at
     unit budget and, for every factor f constant on its nodes (informed), the variance r of what a
     node's mean holds besides f's effect and is not estimated with it: the factors varying inside the
     node, each divided by its number of levels there, and the factors constant on the node that vary
     inside f's levels (finer than f; ``finer`` keeps each pair's answer for the other candidates and
     ``inside`` each (candidate, factor)'s levels per node for the next plan). Its nodes' noise reads
-    ``grid_n`` (:func:`_predicted_counts`), whether any could pass reads ``admit_n``
-    (:func:`_admission_counts`; default ``grid_n``)."""
+    ``grid_n`` (:func:`_predicted_counts`), whether enough could pass its node counts ``admit``
+    (:func:`_admission_counts`, :func:`_admitted`; default the even spread of ``grid_n``)."""
     n_nodes = int(code.max()) + 1
     node_n = np.bincount(code, weights=grid_n, minlength=n_nodes)
     v = unit_v / np.maximum(node_n, 0.5) ** 2
@@ -1182,10 +1183,9 @@ def _candidate(name: str, code: np.ndarray, grid_n: np.ndarray, unit_v: float, f
             if g != f and (g, f) not in finer:
                 finer[(g, f)] = _varies_within(factors[g], factors[f])
         informs[f] = r_vary + sum(sigma2[g] for g in constant if g != f and finer[(g, f)])
-    # a marginal none of whose nodes would pass the count threshold even with the whole budget is left
-    # out: its nodes could enter the estimate only by their noise (node_means.count_threshold)
-    admit = node_n if admit_n is None else np.bincount(code, weights=admit_n, minlength=n_nodes)
-    useless = not exempt and _predicted_passing(admit, reachable) == 0
+    # a marginal too few of whose nodes would pass the count threshold even with the whole budget is
+    # left out: its nodes could enter the estimate only by their noise (node_means.count_threshold)
+    useless = not exempt and not _admitted(node_n if admit is None else admit, reachable)
     must = "measure" if held else ("not" if useless else None)  # an earlier round's marginal is refined, not dropped
     return Candidate(marginal=name, option="cap T", node=code, v=v, informs=informs, must=must)
 
