@@ -829,8 +829,11 @@ def _admission_counts(b: _Bounded, phase: _Phase, grid_n: np.ndarray) -> list[np
     shows a few busy nodes, those are read as busy: over a list mostly empty
     (a box of cells × the service hours) the even spread had priced out every cell of a place-set data
     set, and the release answered every grid with the map-wide mean (models/engine.md §5, "The plan's
-    admission rule"). The plan's predicted noise variances still read the even spread (the same
-    section). Post-processing of DP outputs."""
+    admission rule"). The plan's predicted noise variances still read the even spread, and only the
+    first plan reads these counts: a re-plan reads the first round's measured counts of what it
+    measured and the even spread of the rest, as before (the same section: where the first round saw
+    nothing, a re-plan that admitted the cells on the pilot's counts spent on them in a data set
+    whose day of the week sets the value, and its errors doubled). Post-processing of DP outputs."""
     out = []
     for i, mn in enumerate(b.cands):
         node_n = np.bincount(mn.code, weights=grid_n, minlength=mn.n_nodes)
@@ -966,7 +969,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
-    admit = _admission_counts(b, pilot, grid_n)
+    admit = _admission_counts(b, pilot, grid_n) if committed is None else [None] * len(names)
     unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
     sd_all = _count_sd(b, unit, rest)
     held = np.zeros(len(names)) if committed is None else np.asarray(committed, dtype=float) / rest
@@ -992,7 +995,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
                 f"the strategy model ended {plan.status.value}"
             return _map_only(b, names, rest, why, held)
         weak = _weakest(b, pilot, shares * rest, held * rest, fixed, grid_n=grid_n, unit=unit, exempt=exempt,
-                        admit=admit) \
+                        admit=None if committed is not None else admit) \
             if committed is None or not seen else None
         if weak is None:
             break
