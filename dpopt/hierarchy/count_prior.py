@@ -42,6 +42,7 @@ certificate falls to :data:`TOLERANCE` or after :data:`MAX_ITERATIONS` rounds (r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,7 +97,7 @@ class CountPrior:
     family: str
     scale: np.ndarray
 
-    def _posteriors(self, noisy: np.ndarray):
+    def _posteriors(self, noisy: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
         """Each noisy count's posterior masses on the atoms, CHUNK rows at a time (bounded memory on
         large marginals): yields (rows, masses)."""
         noisy = np.asarray(noisy, dtype=float).ravel()

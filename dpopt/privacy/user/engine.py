@@ -818,7 +818,7 @@ def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:
     return np.full(G, max(float(n), 1.0) / G)
 
 
-def _admission_counts(b: _Bounded, phase: _Phase, grid_n: np.ndarray) -> list[np.ndarray]:
+def _admission_counts(b: _Bounded, phase: _Phase, grid_n: np.ndarray, *, first: bool = True) -> list[np.ndarray]:
     """Each candidate's node counts as the plan's admission rule reads them (:func:`_candidate`,
     :func:`_weakest`: could enough of a marginal's nodes pass their count threshold?). A marginal
     ``phase`` measured (two nodes or more): each node at the larger of the even spread ``grid_n``
@@ -830,14 +830,15 @@ def _admission_counts(b: _Bounded, phase: _Phase, grid_n: np.ndarray) -> list[np
     (a box of cells × the service hours) the even spread had priced out every cell of a place-set data
     set, and the release answered every grid with the map-wide mean (models/engine.md §5, "The plan's
     admission rule"). The plan's predicted noise variances still read the even spread, and only the
-    first plan reads these counts: a re-plan reads the first round's measured counts of what it
-    measured and the even spread of the rest, as before (the same section: where the first round saw
-    nothing, a re-plan that admitted the cells on the pilot's counts spent on them in a data set
-    whose day of the week sets the value, and its errors doubled). Post-processing of DP outputs."""
+    ``first`` plan reads the posterior counts: a re-plan reads the first round's measured counts of what
+    it measured (:func:`_weakest`) and the even spread of the rest, as before (the same section: where
+    the first round saw nothing, a re-plan that admitted the cells on the pilot's counts spent on them
+    in a data set whose day of the week sets the value, and its errors doubled). Post-processing of DP
+    outputs."""
     out = []
     for i, mn in enumerate(b.cands):
         node_n = np.bincount(mn.code, weights=grid_n, minlength=mn.n_nodes)
-        if mn.n_nodes > 1 and np.all(np.isfinite(phase.count[i])):
+        if first and mn.n_nodes > 1 and np.all(np.isfinite(phase.count[i])):
             prior = fit_count_prior(phase.count[i], phase.count_law[i])
             node_n = np.maximum(node_n, prior.posterior_quantiles(phase.count[i], 0.5))
         out.append(node_n)
@@ -957,8 +958,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     plan, and in a re-plan where the first round saw nothing, a marginal gets budget only if enough of
     its nodes would pass their count threshold at that share (:func:`_weakest`).
     ``vote``, ``cycle``: the users' votes, which split the main effects (:func:`.place_time_vote.main_effect_split`)."""
-    names = b.names
-    codes = [mn.code for mn in b.cands]
+    names, codes = b.names, [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
     if committed is not None and not seen and not _within_reach(b, pilot, rest - float(np.sum(committed))):
         return _map_only(b, names, rest, "the first round saw no factor, nor would the rest of the budget",
@@ -969,7 +969,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
-    admit = _admission_counts(b, pilot, grid_n) if committed is None else [None] * len(names)
+    admit = _admission_counts(b, pilot, grid_n, first=committed is None)
     unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
     sd_all = _count_sd(b, unit, rest)
     held = np.zeros(len(names)) if committed is None else np.asarray(committed, dtype=float) / rest
@@ -994,8 +994,7 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
             why = "no marginal can be measured above its noise at this budget" if np.all(shares == 0) else \
                 f"the strategy model ended {plan.status.value}"
             return _map_only(b, names, rest, why, held)
-        weak = _weakest(b, pilot, shares * rest, held * rest, fixed, grid_n=grid_n, unit=unit, exempt=exempt,
-                        admit=None if committed is not None else admit) \
+        weak = _weakest(b, pilot, shares * rest, held * rest, fixed, admit=admit, unit=unit, exempt=exempt) \
             if committed is None or not seen else None
         if weak is None:
             break
@@ -1005,15 +1004,15 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
 
 
 def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, fixed: np.ndarray, *,
-             grid_n: np.ndarray, unit: str, exempt: frozenset[int] = frozenset(),
-             admit: list[np.ndarray] | None = None) -> int | None:
+             unit: str, grid_n: np.ndarray | None = None, admit: list[np.ndarray] | None = None,
+             exempt: frozenset[int] = frozenset()) -> int | None:
     """The plan's consistency check (models/engine.md §5; :func:`_plan` asks it of the first plan, and
     of a re-plan where the first round saw no factor): of the marginals to which the plan gives more
     than they hold, the one with the fewest nodes that would pass their count threshold at its planned
     budget, if fewer than ``MIN_LEVELS`` do — read off
     the earlier rounds' counts for a marginal measured there (:func:`_nodes_passing`), off its node
-    counts in ``admit`` otherwise (:func:`_admission_counts`; default the even spread of the predicted
-    counts ``grid_n``; :func:`_predicted_passing`). Measured there it could enter
+    counts in ``admit`` otherwise (:func:`_admission_counts`; without ``admit``, the even spread of the
+    predicted grid counts ``grid_n``; :func:`_predicted_passing`). Measured there it could enter
     the estimate only as its pool, whose mean spends the noise of all its nodes (a map-wide mean from
     24 hour-of-day nodes is 24 times noisier in variance than from the map's one node at the same
     budget), while the plan credits it with its factor. A marginal of fewer than ``MIN_LEVELS`` nodes
