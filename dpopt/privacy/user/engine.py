@@ -820,12 +820,15 @@ def _predicted_counts(b: _Bounded, pilot: _Phase) -> np.ndarray:
 
 def _admission_counts(b: _Bounded, phase: _Phase, grid_n: np.ndarray, *, first: bool = True) -> list[np.ndarray]:
     """Each candidate's node counts as the plan's admission rule reads them (:func:`_candidate`,
-    :func:`_weakest`: could enough of a marginal's nodes pass their count threshold?). A marginal
-    ``phase`` measured (two nodes or more): each node at the larger of the even spread ``grid_n``
+    :func:`_weakest`: could enough of a marginal's nodes pass their count threshold?). A place over the
+    whole period (:func:`_main_kinds` "place", the marginals :func:`_vote_favoured` also exempts) that
+    ``phase`` measured: each node at the larger of the even spread ``grid_n``
     (:func:`_predicted_counts`) and the median of its count's empirical-Bayes posterior under the NPMLE
     of the marginal's counts' distribution (:func:`dpopt.hierarchy.count_prior.fit_count_prior`), so
     that a node reads as passing where it more likely than not passes. Any other marginal: the even
-    spread. Where the noise hides how the records are spread the rule is the even spread's; where it
+    spread (the time's nodes: read off the pilot's counts too, a thin region's days admitted the day,
+    which round 1 could not see at ε = 1, in place of the day of the week: the day-set at ε = 1 4.8 →
+    8.1). Where the noise hides how the records are spread the rule is the even spread's; where it
     shows a few busy nodes, those are read as busy: over a list mostly empty
     (a box of cells × the service hours) the even spread had priced out every cell of a place-set data
     set, and the release answered every grid with the map-wide mean (models/engine.md §5, "The plan's
@@ -835,10 +838,10 @@ def _admission_counts(b: _Bounded, phase: _Phase, grid_n: np.ndarray, *, first: 
     the first round saw nothing, a re-plan that admitted the cells on the pilot's counts spent on them
     in a data set whose day of the week sets the value, and its errors doubled). Post-processing of DP
     outputs."""
-    out = []
-    for i, mn in enumerate(b.cands):
+    out, kinds = [], _main_kinds(b)
+    for i, (name, mn) in enumerate(zip(b.names, b.cands)):
         node_n = np.bincount(mn.code, weights=grid_n, minlength=mn.n_nodes)
-        if first and mn.n_nodes > 1 and np.all(np.isfinite(phase.count[i])):
+        if first and kinds.get(name) == "place" and mn.n_nodes > 1 and np.all(np.isfinite(phase.count[i])):
             prior = fit_count_prior(phase.count[i], phase.count_law[i])
             node_n = np.maximum(node_n, prior.posterior_quantiles(phase.count[i], 0.5))
         out.append(node_n)
