@@ -99,32 +99,43 @@ def test_a_list_much_larger_than_the_data_is_answered_by_place_where_the_place_s
     assert float(np.median(np.abs(m["mean"] - m.truth))) < 0.1 * constant
 
 
-def _phase(counts: list[np.ndarray | None], sd: float):
+def _phase(counts: list[np.ndarray | None], sd: float, kinds: list[tuple[int, int]]):
     """(b, phase) stand-ins for ``_admission_counts``: one listed grid per node of the first marginal,
-    the others coarser (code = grid index mod their node count); a marginal's count NaN where
-    ``counts`` holds None (not measured), else the given noisy counts under Laplace noise of sd ``sd``."""
+    the others coarser (code = grid index mod their node count), each with its (H3 resolution, slot)
+    in ``kinds`` (7, 0: a cell over the period; 3, an hour: the map's hours); a marginal's count NaN
+    where ``counts`` holds None (not measured), else the given noisy counts under Laplace noise of sd
+    ``sd``."""
     G = len(counts[0]) if counts[0] is not None else 200
     sizes = [G if c is None and i == 0 else (len(c) if c is not None else 10) for i, c in enumerate(counts)]
-    b = SimpleNamespace(cands=[SimpleNamespace(n_nodes=n, code=np.arange(G) % n) for n in sizes])
+    b = SimpleNamespace(cands=[SimpleNamespace(n_nodes=n, code=np.arange(G) % n, marginal=SimpleNamespace(
+        h3_resolution=res, slot_ns=slot, cycle_ns=0)) for n, (res, slot) in zip(sizes, kinds)],
+        names=[f"m{i}" for i in range(len(counts))])
     law = NoiseLaw("laplace", np.array(sd / np.sqrt(2.0)))
     phase = SimpleNamespace(count=[np.full(n, np.nan) if c is None else np.asarray(c, dtype=float)
                                    for n, c in zip(sizes, counts)], count_law=[law] * len(counts))
     return b, phase
 
 
-def test_the_admission_counts_are_the_even_spread_unless_the_pilot_shows_busy_nodes():
-    """A marginal the phase did not measure reads the even spread; one it measured reads each node
-    at the larger of the even spread and its posterior median: 20 nodes of 3,000 records among 100
-    (the rest empty) under a noise sd of 1,000, the even spread 600 a node; the busy read above 1,500
-    and the empty at the even spread; the same 100 nodes at 600 each read 600."""
+def test_the_admission_counts_are_the_even_spread_unless_the_pilot_shows_busy_places():
+    """A marginal the phase did not measure reads the even spread; a place over the period it
+    measured reads each node at the larger of the even spread and its posterior median: 20 cells of
+    3,000 records among 100 (the rest empty) under a noise sd of 1,000, the even spread 600 a cell; the
+    busy read above 1,500 and the empty at the even spread; the same 100 cells at 600 each read 600.
+    The same counts on the map's hours, the first plan's counts of a re-plan, read the even spread."""
     rng = np.random.default_rng(3)
     busy = np.r_[np.full(20, 3000.0), np.zeros(80)]
     grid_n = np.full(200, 300.0)  # 60,000 records over 200 grids: 600 a node of the 100
-    b, phase = _phase([None, busy + rng.laplace(0, 1000 / np.sqrt(2), 100)], 1000.0)
-    finest, nodes = _admission_counts(b, phase, grid_n)
-    assert np.all(finest == 300.0)  # not measured: the even spread
+    hour = 3_600 * 10**9
+    kinds = [(7, hour), (7, 0), (3, 0)]  # the grids, the cells over the period, the map
+    noisy = busy + rng.laplace(0, 1000 / np.sqrt(2), 100)
+    b, phase = _phase([None, noisy, np.array([6e4])], 1000.0, kinds)
+    finest, nodes, top = _admission_counts(b, phase, grid_n)
+    assert np.all(finest == 300.0) and top[0] == 60_000.0  # not measured / one node: the even spread
     assert np.all(nodes >= 600.0) and np.median(nodes[:20]) > 1500.0 and np.median(nodes[20:]) == 600.0
-    b, phase = _phase([None, 600.0 + rng.laplace(0, 1000 / np.sqrt(2), 100)], 1000.0)
+    assert np.all(_admission_counts(b, phase, grid_n, first=False)[1] == 600.0)  # a re-plan
+    b, phase = _phase([None, noisy, np.array([6e4])], 1000.0, [(7, hour), (3, hour), (3, 0)])
+    assert np.all(_admission_counts(b, phase, grid_n)[1] == 600.0)  # the map's hours
+    b, phase = _phase([None, 600.0 + rng.laplace(0, 1000 / np.sqrt(2), 100), np.array([6e4])], 1000.0, kinds)
     assert np.median(_admission_counts(b, phase, grid_n)[1]) == pytest.approx(600.0, rel=0.1)
 
 
