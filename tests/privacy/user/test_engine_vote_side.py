@@ -163,7 +163,7 @@ def test_where_the_vote_says_nothing_the_pilots_counts_admit_the_busy_cells(seed
     cells left the plan and every grid got the map-wide mean: median error 25.1 and 25.0 against the
     constant's 26.3, coverage 0.77. Read by their posterior medians, the pilot's counts show the busy
     cells (true counts up to 3,881 under a noise sd of 1,065); the plan measures them and the release
-    errs 2.0 and 2.6."""
+    errs 2.0 and 2.3."""
     from tests.benchmarks.bench_engine import run_release, score
     from tests.benchmarks.bench_engine_kinds import aggregate, public_list
     from tests.benchmarks.scoring import finest_grids
