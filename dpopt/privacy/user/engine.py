@@ -851,8 +851,10 @@ def _admission_counts(b: _Bounded, phase: _Phase, grid_n: np.ndarray, *, first: 
 def _admitted(node_n: np.ndarray, count_sd: float) -> bool:
     """Could a marginal of admission node counts ``node_n`` (:func:`_admission_counts`) enter the
     fit at count noise sd ``count_sd``: would ``MIN_LEVELS`` of its nodes pass their count threshold
-    (one, for a marginal of fewer nodes: the map's serves the map-wide mean as it is)? Under the even
-    spread all of a marginal's nodes pass or none. Post-processing."""
+    (one, for a marginal of fewer nodes: the map's serves the map-wide mean as it is)? The count
+    :func:`_weakest` asks at the planned budget; under the even spread a marginal's nodes differ only
+    by their numbers of listed grids, and one node of the most grids passing no longer admits it
+    (models/engine.md §5). Post-processing."""
     return _predicted_passing(node_n, count_sd) >= (MIN_LEVELS if node_n.size >= MIN_LEVELS else 1)
 
 
