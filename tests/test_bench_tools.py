@@ -1,9 +1,11 @@
 """The benchmarks' tools: two runs paired seed by seed (tests/benchmarks/compare_engine.py, models/engine.md
-§5) and a results page's hand-written notes kept when its benchmark rewrites it (collect_results.kept_notes)."""
+§5), a results page's hand-written notes kept when its benchmark rewrites it (collect_results.kept_notes),
+and a release's route (bench_engine_routes.route, models/engine.md §7)."""
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -56,3 +58,20 @@ def test_a_pages_bold_notes_before_its_first_section_are_kept_and_nothing_else(t
     page.write_text("# engine\n\nScore: generated.\n\n**Rerun on day 2** (what changed).\nSecond line.\n\n"
                     "**Rerun on day 1**.\n\n## day\n\n**a bold line inside a section**\n", encoding="utf-8")
     assert kept_notes(page) == ["**Rerun on day 2** (what changed).\nSecond line.", "", "**Rerun on day 1**.", ""]
+
+
+def test_a_releases_route_names_its_largest_marginal_and_what_its_answers_rest_on() -> None:
+    from tests.benchmarks.bench_engine_routes import MAP_ONLY, route
+
+    names = ("cell × slot", "cell × period", "r3 × slot", "r3 × period")
+    bought = SimpleNamespace(names=names, main=[0.0, 5.9, 0.7, 0.1], first=[0.0, 1.8, 0.2, 0.0], strategy="heuristic")
+    assert route(bought, {"cell × period": 13.1, "r3 × slot": 0.0}, 34) == ("cell × period", "cell × period")
+    assert route(bought, {"r3 × slot": 0.0}, 1) == ("cell × period", "the map-wide mean")
+    assert route(bought, {}, 5) == ("cell × period", "nodes, no factor")
+    # the re-plan sent the rest to the map (the engine's own summary text): the first round's largest, then the map
+    from dpopt.privacy.user.engine import _map_only
+
+    assert MAP_ONLY in _map_only(SimpleNamespace(cands=[None] * 4, smallest=3), list(names), 1.0, "why")[1]
+    to_map = SimpleNamespace(names=names, main=[0.0, 1.8, 0.2, 4.7], first=[0.0, 1.8, 0.2, 0.0],
+                             strategy=f"the rest to r3 × period (the first round saw no factor: {MAP_ONLY})")
+    assert route(to_map, {}, 1) == ("cell × period, then the map", "the map-wide mean")
