@@ -18,9 +18,11 @@ A release's route, read from its public outputs and the engine's info (no truth)
   where every scored grid gets one answer.
 
 Score as bench_engine.py (each listed grid with ≥ 10 users against its own truth; public list = the
-occupied grids; pure ε; seeds 1000+). Run:
+occupied grids, or a kind's own list for bench_engine_kinds.py's kinds, ``--data kind:NAME``; pure ε;
+seeds 1000+). Run:
 
     PYTHONPATH=$PWD python tests/benchmarks/bench_engine_routes.py --data day --eps 10 --reps 30
+    PYTHONPATH=$PWD python tests/benchmarks/bench_engine_routes.py --data kind:taxi --eps 1 10 --reps 6
 
 Writes results/routes_<data>.json and assembles results/routes.md.
 """
@@ -60,13 +62,22 @@ def route(engine_info, components: dict, n_answers: int) -> tuple[str, str]:
     return plan, answers
 
 
+def _data(data: str):
+    """(aggregate, public list or None for the occupied grids) of a benchmark set or ``kind:NAME``."""
+    if data.startswith("kind:"):
+        from bench_engine_kinds import aggregate, public_list
+
+        return aggregate(data[5:]), public_list(data[5:])
+    return EXTRA_SETS.get(data, lambda: load(data))()[0], None
+
+
 def run(data: str, eps: float, reps: int) -> dict:
-    agg, _ = EXTRA_SETS.get(data, lambda: load(data))()
+    agg, listed = _data(data)
     fin = finest_grids(agg, bound=agg.bound)
     releases = []
     for rep in range(reps):
         seed = 1000 + rep
-        r, _ = run_release(agg, eps, seed, "optimised")
+        r, _ = run_release(agg, eps, seed, "optimised", listed)
         s = score(r, agg, fin)
         mean, _ = grid_answers(r, agg)
         plan, answers = route(r.measurements.info.engine, r.estimates.info.components,
@@ -108,11 +119,13 @@ def write_markdown() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", choices=DATASETS + tuple(EXTRA_SETS), default="day")
+    from bench_engine_kinds import KINDS
+
+    ap.add_argument("--data", choices=DATASETS + tuple(EXTRA_SETS) + tuple(f"kind:{k}" for k in KINDS), default="day")
     ap.add_argument("--eps", type=float, nargs="+", default=[10.0])
     ap.add_argument("--reps", type=int, default=30)
     args = ap.parse_args()
-    path = HERE / "results" / f"routes_{args.data}.json"
+    path = HERE / "results" / f"routes_{args.data.replace(':', '_')}.json"
     saved = [d for d in (json.loads(path.read_text()) if path.exists() else []) if d["eps"] not in args.eps]
     path.write_text(json.dumps(sorted(saved + [run(args.data, e, args.reps) for e in args.eps],
                                       key=lambda d: d["eps"]), indent=1) + "\n")
