@@ -101,10 +101,12 @@ def summary_rows(d: dict) -> list[tuple[str, str, int, float, float]]:
 def write_markdown() -> None:
     lines = ["# the engine's routes, release by release", "",
              f"`python tests/benchmarks/bench_engine_routes.py --data D --eps E --reps N`. Python "
-             f"{platform.python_version()}, 2 shared cores; public list = the occupied grids; pure ε; seeds 1000+.", "",
+             f"{platform.python_version()}, 2 shared cores; public list = the occupied grids (a kind's own list for "
+             "`kind:NAME`); pure ε; seeds 1000+.", "",
              "Route: the marginal holding the largest main budget (where the re-plan sent the rest to the map-wide "
-             "means, the first round's largest, \", then the map\") and what the answers rest on (the estimate's factors with a positive component, "
-             "or one map-wide mean). Median error and coverage as bench_engine.py, per route.", "",
+             "means, the first round's largest, \", then the map\") and what the answers rest on (the estimate's "
+             "factors with a positive component, or one map-wide mean). Median error and coverage as bench_engine.py, "
+             "per route.", "",
              *kept_notes(HERE / "results" / "routes.md")]
     for p in sorted((HERE / "results").glob("routes_*.json")):
         for d in json.loads(p.read_text()):
