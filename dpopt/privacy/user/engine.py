@@ -36,7 +36,10 @@ listed grids' means. Steps, each a DP query on the data or post-processing of ea
    it. Where the lattice holds a recurring window
    (hour-of-day) and a contiguous level of one cycle's span (1 d), a second vote of the same form
    (:data:`CYCLE_VOTE_SHARE`) splits the time's part between the two kinds of time level
-   (:func:`dpopt.privacy.user.place_time_vote.cycle_votes`).
+   (:func:`dpopt.privacy.user.place_time_vote.cycle_votes`). A vote whose noise decides the first
+   plan's route — the plan read at its 2-sd ends gives the most budget to different marginals — is
+   raised by noise reduction, its share doubled, until its ends agree or it holds
+   :data:`VOTE_SHARE_MOST` (:func:`_decided_votes`).
 5. **Strategy, first round**: the budget shares of the main budget by
    :func:`dpopt.hierarchy.strategy.solve_strategy` (an LP/MILP solved with HiGHS, models/strategy.md)
    from the pilot's outputs only; :data:`ROUND1_SHARE` of them is measured.
@@ -93,7 +96,8 @@ from .levels import level_node_sums, used_budget
 from .place_bounds import (RECORD_BIN_EDGES, PlaceBounds, cap_candidates, choose_place_bounds, clamp_fields,
                            clamp_remeasure_epsilon, clamp_remeasure_side, kept_under_cap, record_histogram_fields,
                            remeasure_clamp, unkept_share)
-from .place_time_vote import PlaceShare, cycle_votes, main_effect_split, measure_place_share, measure_votes
+from .place_time_vote import (PlaceShare, VoteDraw, cycle_votes, draw_votes, main_effect_split, place_votes,
+                              raise_votes, vote_pieces, vote_share)
 from .private_list import PrivateList, private_list
 from .record_cap import capped_records
 from .sensitivity import sensitivities
@@ -135,7 +139,8 @@ PILOT_SHARE = 0.1
 #: the days' sum of squares inside the windows (:func:`nested_sumsq`; models/engine.md §8): the same
 #: statistic one level down, no preference between the two, and nothing taken from the means
 BETWEEN_SHARE = 0.1
-#: share of the rest spent on the users' place-or-time vote (:mod:`.place_time_vote`): its noise sd is
+#: share of the rest first spent on the users' place-or-time vote (:mod:`.place_time_vote`; raised
+#: where the first plan depends on it, :data:`VOTE_SHARE_MOST`): its noise sd is
 #: ≈ √2/(ε_v·N) for N voters, so at 1 % of the rest the vote outweighs the uniform law on [0, 1]
 #: (weight ≥ ½ in :func:`.place_time_vote.main_effect_split`) from N ≈ 5/ε_v voters — about 55 at
 #: ε = 10 and 550 at ε = 1 — at a cost of 1 % of every other measurement's budget. A statement about
@@ -145,6 +150,16 @@ VOTE_SHARE = 0.01
 #: where the lattice holds both kinds of time level: the same noise law and the same statement as
 #: :data:`VOTE_SHARE`
 CYCLE_VOTE_SHARE = VOTE_SHARE
+#: the most either vote is raised to, as a share of the rest, where the first plan depends on it
+#: (:func:`_decided_votes`: its share doubled by noise reduction while the plan's route differs
+#: between the vote's 2-sd ends): three doublings of :data:`VOTE_SHARE`, the largest below the
+#: pilot's share — the votes, like the pilot, buy the plan's knowledge, and a vote never costs more
+#: than the pilot. A statement about the budget's parts, not tuned on data
+VOTE_SHARE_MOST = 0.08
+#: the variance of the uniform law on [0, 1]: a vote whose first draw is noisier than this does not yet
+#: outweigh it in :func:`.place_time_vote.main_effect_split` (its voters are few: sd ≈ √2/(ε_v·N)) and
+#: is not raised (:func:`_decided_votes`)
+UNIFORM_VARIANCE = 1.0 / 12.0
 #: what the engine without a list treats as public (summary.json ``public``)
 NO_LIST_FACTS = ("the grid definition (H3 resolution, slot), U, the options, the windows of the day and the public "
                  "3640-day periods (epoch-aligned) they recur over; nothing about occupancy: the cells are a DP selection")
@@ -570,10 +585,11 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     pilot_budgets = _pilot_budgets(b, PILOT_SHARE * rest)
     pilot = _measure(b, mech, pilot_budgets, tag="pilot", spread=True)
     between, between_spent = _measure_between(b, mech, BETWEEN_SHARE * rest)
-    vote, cycle, vote_spent, vote_share = _votes(agg, b, mech, rest, listed=chosen is None,
-                                                 reference=_spread(b, pilot, between, upper=False))
-    total = (1.0 - PILOT_SHARE - BETWEEN_SHARE - vote_share) * rest
+    votes = _votes(agg, b, mech, rest, listed=chosen is None, reference=_spread(b, pilot, between, upper=False))
     # the plan of the pilot's knowledge: the prior's total is the between-grid statistic's upper end
+    votes, voted = _decided_votes(b, pilot, votes, mech, rest, unit, spread=_spread(b, pilot, between))
+    vote, cycle = votes.shares()
+    total = (1.0 - PILOT_SHARE - BETWEEN_SHARE - votes.share) * rest
     prior, _ = _plan(b, pilot, total, unit, spread=_spread(b, pilot, between), vote=vote, cycle=cycle)
     first = ROUND1_SHARE * prior
     first = np.where(first > TINY_STEP * total, first, 0.0)  # a solver's residue is no measurement
@@ -581,10 +597,10 @@ def measure_engine(agg: Aggregate, budget: Budget, options: UserOptions, *, U: f
     round1, first, grown = _grow_first_round(b, mech, round1, first, total)
     main_budgets, summary = _plan(b, round1, total, unit, committed=first, spread=_spread(b, round1, between),
                                   vote=vote, cycle=cycle)
-    summary = f"{grown}{summary}"
+    summary = f"{voted}{grown}{summary}"
     more = main_budgets - first
     main = _measure(b, mech, np.where(more > TINY_STEP * total, more, 0.0), tag="main", prev=round1)
-    spend = spend_with_bounds({**(chosen.pieces if chosen else {}), **pilot.spent, **between_spent, **vote_spent,
+    spend = spend_with_bounds({**(chosen.pieces if chosen else {}), **pilot.spent, **between_spent, **votes.spent(),
                                **round1.spent,
                                **main.spent}, unit, eps_b, mech.real_release, deltas, pure=clamp_spent)
     _check_account(spend, budget, unit)
@@ -627,26 +643,115 @@ def _choose_bounds(agg: Aggregate, options: UserOptions, eps_b: float, rest: flo
     return pb, rest - cost, {CLAMP_REMEASURE_PIECE: eps2}
 
 
+@dataclass
+class _Votes:
+    """The users' votes as drawn so far (:func:`_votes`, :func:`_decided_votes`): each vote's draw
+    (None where not asked) and its share of the rest."""
+
+    place: VoteDraw | None = None
+    cycle: VoteDraw | None = None
+    cycle_label: str = ""
+    place_share: float = 0.0
+    cycle_share: float = 0.0
+
+    @property
+    def share(self) -> float:
+        """The votes' share of the rest in all."""
+        return self.place_share + self.cycle_share
+
+    def shares(self) -> tuple[PlaceShare | None, PlaceShare | None]:
+        """(the place-or-time vote, the time's vote) as estimates (post-processing)."""
+        return (None if self.place is None else vote_share(self.place),
+                None if self.cycle is None else vote_share(self.cycle))
+
+    def spent(self) -> dict[str, float]:
+        """Their budget pieces, each at its final level (noise reduction: a vote costs that only)."""
+        return {**({} if self.place is None else vote_pieces(self.place)),
+                **({} if self.cycle is None else vote_pieces(self.cycle, self.cycle_label))}
+
+
 def _votes(agg: Aggregate, b: _Bounded, mech: Any, rest: float, *, listed: bool, reference: float | None = None
-           ) -> tuple[PlaceShare | None, PlaceShare | None, dict[str, float], float]:
-    """(place-or-time vote, the time's vote, their budget pieces, the share of ``rest`` they spent):
-    the users' votes (:mod:`.place_time_vote`; ``reference`` the DP estimate V̂ of the grids' means'
-    variance that the users with evidence on one side read their spread against,
-    :func:`.place_time_vote.one_sided_shares`), over a public list only — over a private list of
-    cells × windows of the day (models/engine.md §8) the first was measured to cost coverage
-    (payments 0.94 → 0.78) and neither is asked — the time's only where the lattice holds a recurring
-    window and a day (:func:`_cycle_pair`)."""
+           ) -> _Votes:
+    """The place-or-time vote and the time's vote at their first shares of ``rest`` (:data:`VOTE_SHARE`,
+    :data:`CYCLE_VOTE_SHARE`): the users' votes (:mod:`.place_time_vote`; ``reference`` the DP
+    estimate V̂ of the grids' means' variance that the users with evidence on one side read their
+    spread against, :func:`.place_time_vote.one_sided_shares`), over a public list only — over a
+    private list of cells × windows of the day (models/engine.md §8) the first was measured to cost
+    coverage (payments 0.94 → 0.78) and neither is asked — the time's only where the lattice holds a
+    recurring window and a day (:func:`_cycle_pair`)."""
     if not listed:
-        return None, None, {}, 0.0
-    vote, spent = measure_place_share(agg, b.pairs, mech, VOTE_SHARE * rest, reference=reference)
-    if vote is not None:
-        _log.info("users' vote: the place sets %.2g ± %.2g of what the place and the time set", vote.value, vote.sd)
+        return _Votes()
+    out = _Votes(place=draw_votes(place_votes(agg, b.pairs, reference=reference), mech, VOTE_SHARE * rest),
+                 place_share=VOTE_SHARE)
     pair = _cycle_pair(b)
-    if pair is None:
-        return vote, None, spent, VOTE_SHARE
-    cycle, more = measure_votes(cycle_votes(agg, b.pairs, b.pair_grid, b.cands[pair[1]].code, b.cands[pair[0]].code),
-                                mech, CYCLE_VOTE_SHARE * rest, _cycle_label(b, pair))
-    return vote, cycle, {**spent, **more}, VOTE_SHARE + CYCLE_VOTE_SHARE
+    if pair is not None:
+        out.cycle = draw_votes(cycle_votes(agg, b.pairs, b.pair_grid, b.cands[pair[1]].code, b.cands[pair[0]].code),
+                               mech, CYCLE_VOTE_SHARE * rest)
+        out.cycle_label, out.cycle_share = _cycle_label(b, pair), CYCLE_VOTE_SHARE
+    return out
+
+
+def _vote_ends(share: PlaceShare) -> list[PlaceShare] | None:
+    """The vote read at its ends p̂ ± ``BETWEEN_SDS``·sd(p̂), clipped to [0, 1] (None where it has no
+    finite sd)."""
+    if share is None or not (math.isfinite(share.value) and math.isfinite(share.sd)):
+        return None
+    return [replace(share, value=float(min(max(share.value + side * BETWEEN_SDS * share.sd, 0.0), 1.0)))
+            for side in (-1.0, 1.0)]
+
+
+def _route(budgets: np.ndarray) -> int:
+    """The marginal a plan gives the most budget (−1: none)."""
+    return int(np.argmax(budgets)) if float(np.sum(budgets)) > 0 else -1
+
+
+def _decided_votes(b: _Bounded, pilot: _Phase, votes: _Votes, mech: Any, rest: float, unit: str, *,
+                   spread: float) -> tuple[_Votes, str]:
+    """(the votes, a note for the strategy's summary): each vote raised — its share of ``rest``
+    doubled, by noise reduction under pure ε (a fresh draw combined by inverse variance under ρ,
+    :func:`.place_time_vote.raise_votes`), so it costs its final level only — while the first plan's
+    route (:func:`_route`: the marginal it gives the most) differs between the vote's ends
+    (:func:`_vote_ends`, the other vote as measured), up to :data:`VOTE_SHARE_MOST`. A vote the plan
+    does not depend on stays at its first share; one it does is measured until its noise no longer
+    decides the plan, or it costs what the pilot does (models/engine.md §5, "The vote raised where
+    the plan depends on it"). A vote whose first draw does not yet outweigh the uniform law (sd² >
+    :data:`UNIFORM_VARIANCE`: few voters) is not raised: what it stands for is the few users with
+    evidence, and more precision does not make them the many (payers of one purchase a shop and
+    hour at ε = 1: raised, a vote of 0.52 moved the plan off the hour of the day that sets the
+    value). On the embedded day at ε = 10 the first vote's sd was 0.12–0.28 and the plan bought the
+    cells at one end and the region's hours at the other in 8 of 12 seeds. Post-processing of DP
+    outputs decides each step; the vote's account is its final level (models/engine.md §2's claim
+    for rounds)."""
+    raised = False
+    while True:
+        place, cycle = votes.shares()
+        total = (1.0 - PILOT_SHARE - BETWEEN_SHARE - votes.share) * rest
+        todo = []
+        for side, mine, share in (("place", place, votes.place_share), ("cycle", cycle, votes.cycle_share)):
+            ends = _vote_ends(mine)
+            if ends is None or 2.0 * share > VOTE_SHARE_MOST * (1.0 + 1e-9) or mine.sd ** 2 > UNIFORM_VARIANCE:
+                continue
+            routes = {_route(_plan(b, pilot, total, unit, spread=spread, vote=end if side == "place" else place,
+                                   cycle=end if side == "cycle" else cycle)[0]) for end in ends}
+            if len(routes) > 1:
+                todo.append(side)
+        if not todo:
+            break
+        raised = True
+        for side in todo:
+            share = 2.0 * getattr(votes, f"{side}_share")
+            setattr(votes, side, raise_votes(getattr(votes, side), mech, share * rest))
+            setattr(votes, f"{side}_share", share)
+    place, cycle = votes.shares()
+    if place is not None:
+        _log.info("users' vote: the place sets %.2g ± %.2g of what the place and the time set", place.value, place.sd)
+    if not raised:
+        return votes, ""
+    what = [f"{name} {100 * share:.3g} %" for name, share, base in
+            (("place-or-time", votes.place_share, VOTE_SHARE), (votes.cycle_label, votes.cycle_share, CYCLE_VOTE_SHARE))
+            if share > base]
+    return votes, (f"the users' votes raised ({', '.join(what)} of the rest: the first plan's route differed at a "
+                   "vote's 2-sd ends); ")
 
 
 def _grow_first_round(b: _Bounded, mech: Any, round1: _Phase, first: np.ndarray, total: float

@@ -98,7 +98,7 @@ seeds, coverage 0.67; models/engine.md §5). Same sensitivity, same two queries.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -107,8 +107,9 @@ import pandas as pd
 from ...records.aggregate import Aggregate
 from .levels import used_budget
 
-__all__ = ["VOTE_BITS", "PlaceShare", "place_votes", "one_sided_shares", "cycle_votes", "vote_sums", "measure_place_share",
-           "measure_votes", "main_effect_split"]
+__all__ = ["VOTE_BITS", "PlaceShare", "VoteDraw", "place_votes", "one_sided_shares", "cycle_votes", "vote_sums",
+           "measure_place_share", "measure_votes", "draw_votes", "raise_votes", "vote_share", "vote_pieces",
+           "main_effect_split"]
 
 #: the votes' lattice: p_u − ½ in multiples of 2^-16 (a resolution far below any vote's meaning)
 VOTE_BITS = 16
@@ -260,26 +261,94 @@ def vote_sums(votes: np.ndarray) -> tuple[int, int, int]:
     return int(np.sum(q.astype(np.int64))), int(np.size(votes)), 2 ** (VOTE_BITS - 1)
 
 
+@dataclass(frozen=True)
+class VoteDraw:
+    """One vote's two noisy sums at a level, kept so that the vote can be raised to a higher one
+    (:func:`raise_votes`): the exact centred sum ``q`` and voters ``n`` (never published), the
+    sensitivity of ``q``, each query's budget ``level`` in the sampler's unit, the noisy values and
+    their noise variances, and (Laplace) the noise draws that noise reduction refines."""
+
+    q: int
+    n: int
+    sens: int
+    level: float
+    value_q: float
+    value_n: float
+    var_q: float
+    var_n: float
+    noise_q: np.ndarray | None
+    noise_n: np.ndarray | None
+
+
+def _noise(mech: Any, l1: int, budget: float) -> np.ndarray:
+    """One draw of the mechanism's noise for an integer query of sensitivity ``l1`` (exact samplers:
+    an integer; simulations: a float), the draw :meth:`integer` adds."""
+    if mech.real_release:
+        return np.asarray(mech.draws(1, l1=l1, l2=float(l1), budget=budget))
+    return np.asarray(mech.integer(np.zeros(1), l1=l1, l2=float(l1), budget=budget), dtype=float)
+
+
+def _var(mech: Any, l1: int, budget: float) -> float:
+    """The noise variance at ``budget``: 2b² (Laplace), σ² (Gaussian)."""
+    s = float(mech.scale(l1=l1, l2=float(l1), budget=budget))
+    return 2.0 * s * s if mech.unit == "epsilon" else s * s
+
+
+def draw_votes(votes: np.ndarray, mech: Any, budget: float) -> VoteDraw:
+    """The noisy centred sum and number of ``votes`` (module doc), half of ``budget`` (in the
+    mechanism's unit) to each query."""
+    q, n, sens = vote_sums(votes)
+    half = used_budget(budget / 2.0, mech)
+    zq, zn = _noise(mech, sens, half), _noise(mech, 1, half)
+    return VoteDraw(q=q, n=n, sens=sens, level=half, value_q=float(q + zq[0]), value_n=float(n + zn[0]),
+                    var_q=_var(mech, sens, half), var_n=_var(mech, 1, half), noise_q=zq, noise_n=zn)
+
+
+def raise_votes(draw: VoteDraw, mech: Any, budget: float) -> VoteDraw:
+    """``draw`` raised to ``budget`` in all (half to each query; at least its present level): under
+    pure ε by noise reduction (:meth:`refine`, :mod:`dpopt.noise.reduction`; the earlier answers are
+    post-processing of the new ones, so the vote costs its final level only and is as precise as one
+    draw there), under ρ by a fresh draw at the added budget combined by inverse variance (ρ adds, and
+    so does the precision) — the engine's rounds' rule (models/engine.md §2)."""
+    half = used_budget(budget / 2.0, mech)
+    if half <= draw.level:
+        return draw
+    if mech.unit == "epsilon":
+        zq = mech.refine(draw.noise_q, l1=draw.sens, budget_from=draw.level, budget_to=half)
+        zn = mech.refine(draw.noise_n, l1=1, budget_from=draw.level, budget_to=half)
+        return replace(draw, level=half, value_q=float(draw.q + zq[0]), value_n=float(draw.n + zn[0]),
+                       var_q=_var(mech, draw.sens, half), var_n=_var(mech, 1, half), noise_q=zq, noise_n=zn)
+    step = half - draw.level
+    vq, vn = _var(mech, draw.sens, step), _var(mech, 1, step)
+    fq, fn = draw.q + float(_noise(mech, draw.sens, step)[0]), draw.n + float(_noise(mech, 1, step)[0])
+    both = lambda a, va, b, vb: ((a / va + b / vb) / (1 / va + 1 / vb), 1 / (1 / va + 1 / vb))  # noqa: E731
+    (value_q, var_q), (value_n, var_n) = both(draw.value_q, draw.var_q, fq, vq), both(draw.value_n, draw.var_n, fn, vn)
+    return replace(draw, level=half, value_q=value_q, value_n=value_n, var_q=var_q, var_n=var_n,
+                   noise_q=None, noise_n=None)
+
+
+def vote_share(draw: VoteDraw) -> PlaceShare:
+    """The estimate p̂ = ½ + Q̃·2^-b/Ñ (clipped to [0, 1]) of a draw and its sd (delta method):
+    post-processing."""
+    voters = max(draw.value_n, 1.0)
+    centred = draw.value_q / 2 ** VOTE_BITS / voters
+    sd = math.sqrt(draw.var_q / 4 ** VOTE_BITS + centred ** 2 * draw.var_n) / voters
+    return PlaceShare(value=float(min(max(0.5 + centred, 0.0), 1.0)), sd=sd, voters=draw.value_n)
+
+
+def vote_pieces(draw: VoteDraw, what: str = "place-or-time") -> dict[str, float]:
+    """The budget pieces of a vote at its level, named by ``what``."""
+    return {f"pilot {what} vote (centred sum)": draw.level, f"pilot {what} vote (voters)": draw.level}
+
+
 def measure_votes(votes: np.ndarray, mech: Any, budget: float, what: str = "place-or-time"
                   ) -> tuple[PlaceShare | None, dict[str, float]]:
     """The noisy mean of ``votes`` (module doc) with ``budget`` (in the mechanism's unit, half to each
     query), and its budget pieces named by ``what``; (None, {}) with no budget."""
     if budget <= 0:
         return None, {}
-    q, n, sens = vote_sums(votes)
-    half = used_budget(budget / 2.0, mech)
-    q_noisy = float(np.asarray(mech.integer(np.array([q], dtype=np.int64), l1=sens, l2=float(sens), budget=half),
-                               dtype=float)[0])
-    n_noisy = float(np.asarray(mech.integer(np.array([n], dtype=np.int64), l1=1, l2=1.0, budget=half),
-                               dtype=float)[0])
-    sd_of = lambda l1: float(mech.scale(l1=l1, l2=float(l1), budget=half)) * (  # noqa: E731
-        math.sqrt(2.0) if mech.unit == "epsilon" else 1.0)
-    sd_q, sd_n = sd_of(sens) / 2 ** VOTE_BITS, sd_of(1)
-    voters = max(n_noisy, 1.0)
-    centred = q_noisy / 2 ** VOTE_BITS / voters
-    sd = math.sqrt(sd_q ** 2 + (centred * sd_n) ** 2) / voters
-    share = PlaceShare(value=float(min(max(0.5 + centred, 0.0), 1.0)), sd=sd, voters=n_noisy)
-    return share, {f"pilot {what} vote (centred sum)": half, f"pilot {what} vote (voters)": half}
+    draw = draw_votes(votes, mech, budget)
+    return vote_share(draw), vote_pieces(draw, what)
 
 
 def measure_place_share(agg: Aggregate, pairs: np.ndarray | None, mech: Any, budget: float, *,

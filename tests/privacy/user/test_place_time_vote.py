@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpopt.privacy.user.place_time_vote import (VOTE_BITS, PlaceShare, cycle_votes, main_effect_split,
-                                                measure_place_share, one_sided_shares, place_votes, vote_sums)
-from dpopt.privacy.user.engine import CYCLE_VOTE_SHARE, VOTE_SHARE
+from dpopt.privacy.user.place_time_vote import (VOTE_BITS, PlaceShare, cycle_votes, draw_votes, main_effect_split,
+                                                measure_place_share, measure_votes, one_sided_shares, place_votes,
+                                                raise_votes, vote_pieces, vote_share, vote_sums)
+from dpopt.privacy.user.engine import CYCLE_VOTE_SHARE, VOTE_SHARE, VOTE_SHARE_MOST
 from tests.privacy.user.conftest import CELLS, make_agg
 
 
@@ -546,3 +547,90 @@ def test_a_users_records_noise_weighs_the_hour_and_the_day_alike_whatever_its_gr
         q_ss.extend(shares_apart(np.asarray(agg.pair_user), grid, calendar[grid], cycle[grid], agg.count, agg.sum))
     assert 0.5 < np.mean(q_ms) < 0.62
     assert np.mean(q_ss) == pytest.approx(12 / 14, abs=0.03)
+
+
+def _mechanism(kind: str, seed: int):
+    from dpopt.noise.mechanism import DiscreteLaplace, GaussianSimulation, LaplaceSimulation
+    from dpopt.noise.sources import SeededSource
+
+    if kind == "discrete":
+        return DiscreteLaplace(SeededSource(seed), seeded=True)
+    return (LaplaceSimulation if kind == "laplace" else GaussianSimulation)(np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("kind", ["discrete", "laplace", "gaussian"])
+def test_a_raised_vote_costs_its_final_level_and_its_first_draw_is_the_measured_one(kind: str) -> None:
+    """The first draw is the one :func:`measure_votes` makes from the same stream; raised to 4× the
+    budget it is charged that level alone (both queries), its stated noise variance is the final
+    level's (Laplace: 2b² at b = Δ/ε; Gaussian: two draws combined by inverse variance, precision
+    adding like ρ), and raising to a budget at or below the present level changes nothing."""
+    votes = np.random.default_rng(2).uniform(0, 1, 400)
+    first, pieces = measure_votes(votes, _mechanism(kind, 7), 0.2)
+    draw = draw_votes(votes, _mechanism(kind, 7), 0.2)
+    assert vote_share(draw) == first and vote_pieces(draw) == pieces
+    mech = _mechanism(kind, 7)
+    draw = draw_votes(votes, mech, 0.2)
+    up = raise_votes(draw, mech, 0.8)
+    assert sum(vote_pieces(up).values()) == pytest.approx(0.8)
+    assert raise_votes(up, mech, 0.8) is up and raise_votes(up, mech, 0.4) is up
+    q, n, sens = vote_sums(votes)
+    if kind == "gaussian":  # σ² = Δ²/(2ρ) per query; 0.1 then 0.3 more: precision 0.4/(Δ²/2)
+        assert up.var_q == pytest.approx(sens ** 2 / (2 * 0.4)) and up.var_n == pytest.approx(1 / (2 * 0.4))
+    else:
+        assert up.var_q == pytest.approx(2 * (sens / 0.4) ** 2, rel=1e-6)
+        assert up.value_q - q == pytest.approx(float(up.noise_q[0]))
+    assert up.q == q and up.n == n
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_a_raised_votes_error_has_the_final_levels_spread(kind: str) -> None:
+    """Over 3,000 seeds the raised estimate p̂ errs about the users' exact mean vote with the sd it
+    states (within 6 %): noise reduction (Laplace) leaves the final answer distributed as one draw at
+    the final level, and the Gaussian's combined draw is as precise as its summed ρ."""
+    votes = np.random.default_rng(5).uniform(0, 1, 300)
+    truth = 0.5 + vote_sums(votes)[0] / 2 ** VOTE_BITS / votes.size
+    errs, sds = [], []
+    for seed in range(3000):
+        mech = _mechanism(kind, seed)
+        share = vote_share(raise_votes(draw_votes(votes, mech, 0.05), mech, 0.2))
+        errs.append(share.value - truth)
+        sds.append(share.sd)
+    assert np.std(errs) == pytest.approx(np.median(sds), rel=0.06)
+
+
+def test_the_engine_raises_a_vote_only_while_its_ends_change_the_plans_route(monkeypatch) -> None:
+    """:func:`engine._decided_votes` with a plan that buys marginal 0 where the place vote reads above
+    ½ and marginal 1 below: a vote of 100 voters straddling ½ is doubled until its 2-sd ends agree or it
+    reaches ``VOTE_SHARE_MOST`` of the rest; the time's vote, which the plan ignores, stays at its first
+    share; the account holds each vote at its final level and the summary says it was raised. A vote
+    clear of ½, and one of too few voters to outweigh the uniform law, are not raised."""
+    from dpopt.privacy.user import engine
+
+    def plan(b, pilot, rest, unit, *, committed=None, spread=None, vote=None, cycle=None):
+        return np.array([1.0, 0.0]) if vote.value > 0.5 else np.array([0.0, 1.0]), ""
+
+    monkeypatch.setattr(engine, "_plan", plan)
+    mech, rest = _mechanism("laplace", 3), 10.0
+    near = np.random.default_rng(1).uniform(0.45, 0.62, 100)  # mean ≈ 0.535
+    votes = engine._Votes(place=draw_votes(near, mech, VOTE_SHARE * rest), place_share=VOTE_SHARE,
+                          cycle=draw_votes(np.full(60, 0.9), mech, CYCLE_VOTE_SHARE * rest), cycle_label="hour or day",
+                          cycle_share=CYCLE_VOTE_SHARE)
+    out, note = engine._decided_votes(None, None, votes, mech, rest, "epsilon", spread=1.0)
+    place, _ = out.shares()
+    ends = engine._vote_ends(place)
+    assert out.place_share == VOTE_SHARE_MOST or (ends[0].value > 0.5) == (ends[1].value > 0.5)
+    assert out.place_share > VOTE_SHARE and out.cycle_share == CYCLE_VOTE_SHARE
+    assert out.place_share in {VOTE_SHARE * 2 ** k for k in range(1, 4)} and out.place_share <= VOTE_SHARE_MOST
+    spent = out.spent()
+    assert sum(v for k, v in spent.items() if "place-or-time" in k) == pytest.approx(out.place_share * rest)
+    assert sum(v for k, v in spent.items() if "hour or day" in k) == pytest.approx(CYCLE_VOTE_SHARE * rest)
+    assert out.share == pytest.approx(out.place_share + CYCLE_VOTE_SHARE) and "raised" in note
+    # a vote of 2,000 voters far from ½ has both ends on one side: never raised, no note
+    clear = engine._Votes(place=draw_votes(np.full(2000, 0.95), mech, VOTE_SHARE * rest), place_share=VOTE_SHARE)
+    kept, note = engine._decided_votes(None, None, clear, mech, rest, "epsilon", spread=1.0)
+    assert kept.place_share == VOTE_SHARE and note == ""
+    # a vote of 8 voters (sd² above the uniform law's 1/12) straddles ½ but is not raised: it stands for few users
+    few = engine._Votes(place=draw_votes(near[:8], mech, VOTE_SHARE * rest), place_share=VOTE_SHARE)
+    assert few.shares()[0].sd ** 2 > engine.UNIFORM_VARIANCE
+    kept, note = engine._decided_votes(None, None, few, mech, rest, "epsilon", spread=1.0)
+    assert kept.place_share == VOTE_SHARE and note == ""
