@@ -681,17 +681,23 @@ def _votes(agg: Aggregate, b: _Bounded, mech: Any, rest: float, *, listed: bool,
     recurring window and a day (:func:`_cycle_pair`)."""
     if not listed:
         return _Votes()
-    out = _Votes(place=draw_votes(place_votes(agg, b.pairs, reference=reference), mech, VOTE_SHARE * rest),
-                 place_share=VOTE_SHARE)
+    out = _Votes(place=draw_votes(place_votes(agg, b.pairs, reference=reference), mech, VOTE_SHARE * rest,
+                                  with_noise=_vote_noise), place_share=VOTE_SHARE)
     pair = _cycle_pair(b)
     if pair is not None:
         out.cycle = draw_votes(cycle_votes(agg, b.pairs, b.pair_grid, b.cands[pair[1]].code, b.cands[pair[0]].code),
-                               mech, CYCLE_VOTE_SHARE * rest)
+                               mech, CYCLE_VOTE_SHARE * rest, with_noise=_vote_noise)
         out.cycle_label, out.cycle_share = _cycle_label(b, pair), CYCLE_VOTE_SHARE
     return out
 
 
-def _vote_ends(share: PlaceShare) -> list[PlaceShare] | None:
+def _vote_noise(exact: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """A vote's query plus its draw, by :func:`_with_noise` (looked up when called): the one place every
+    statistic of the engine meets its noise."""
+    return _with_noise(exact, noise)
+
+
+def _vote_ends(share: PlaceShare | None) -> list[PlaceShare] | None:
     """The vote read at its ends p̂ ± ``BETWEEN_SDS``·sd(p̂), clipped to [0, 1] (None where it has no
     finite sd)."""
     if share is None or not (math.isfinite(share.value) and math.isfinite(share.sd)):
@@ -740,7 +746,7 @@ def _decided_votes(b: _Bounded, pilot: _Phase, votes: _Votes, mech: Any, rest: f
         raised = True
         for side in todo:
             share = 2.0 * getattr(votes, f"{side}_share")
-            setattr(votes, side, raise_votes(getattr(votes, side), mech, share * rest))
+            setattr(votes, side, raise_votes(getattr(votes, side), mech, share * rest, with_noise=_vote_noise))
             setattr(votes, f"{side}_share", share)
     place, cycle = votes.shares()
     if place is not None:

@@ -294,33 +294,45 @@ def _var(mech: Any, l1: int, budget: float) -> float:
     return 2.0 * s * s if mech.unit == "epsilon" else s * s
 
 
-def draw_votes(votes: np.ndarray, mech: Any, budget: float) -> VoteDraw:
+def _exact_sum(exact: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """exact + noise, as floats (an integer draw is added exactly first)."""
+    if noise.dtype.kind == "f":
+        return np.asarray(exact, dtype=float) + noise
+    return np.array([float(int(e) + int(z)) for e, z in zip(np.ravel(exact), np.ravel(noise))])
+
+
+def draw_votes(votes: np.ndarray, mech: Any, budget: float, *, with_noise: Any = _exact_sum) -> VoteDraw:
     """The noisy centred sum and number of ``votes`` (module doc), half of ``budget`` (in the
-    mechanism's unit) to each query."""
+    mechanism's unit) to each query. ``with_noise(exact, noise)`` adds a query's exact value and its
+    draw (the engine passes its own, the one place a release's statistics meet their noise)."""
     q, n, sens = vote_sums(votes)
     half = used_budget(budget / 2.0, mech)
     zq, zn = _noise(mech, sens, half), _noise(mech, 1, half)
-    return VoteDraw(q=q, n=n, sens=sens, level=half, value_q=float(q + zq[0]), value_n=float(n + zn[0]),
+    value_q, value_n = (float(with_noise(np.array([x], dtype=np.int64), z)[0]) for x, z in ((q, zq), (n, zn)))
+    return VoteDraw(q=q, n=n, sens=sens, level=half, value_q=value_q, value_n=value_n,
                     var_q=_var(mech, sens, half), var_n=_var(mech, 1, half), noise_q=zq, noise_n=zn)
 
 
-def raise_votes(draw: VoteDraw, mech: Any, budget: float) -> VoteDraw:
+def raise_votes(draw: VoteDraw, mech: Any, budget: float, *, with_noise: Any = _exact_sum) -> VoteDraw:
     """``draw`` raised to ``budget`` in all (half to each query; at least its present level): under
     pure ε by noise reduction (:meth:`refine`, :mod:`dpopt.noise.reduction`; the earlier answers are
     post-processing of the new ones, so the vote costs its final level only and is as precise as one
     draw there), under ρ by a fresh draw at the added budget combined by inverse variance (ρ adds, and
-    so does the precision) — the engine's rounds' rule (models/engine.md §2)."""
+    so does the precision) — the engine's rounds' rule (models/engine.md §2). ``with_noise``: as
+    :func:`draw_votes`."""
     half = used_budget(budget / 2.0, mech)
     if half <= draw.level:
         return draw
     if mech.unit == "epsilon":
         zq = mech.refine(draw.noise_q, l1=draw.sens, budget_from=draw.level, budget_to=half)
         zn = mech.refine(draw.noise_n, l1=1, budget_from=draw.level, budget_to=half)
-        return replace(draw, level=half, value_q=float(draw.q + zq[0]), value_n=float(draw.n + zn[0]),
+        value_q, value_n = (float(with_noise(np.array([x], dtype=np.int64), z)[0]) for x, z in ((draw.q, zq), (draw.n, zn)))
+        return replace(draw, level=half, value_q=value_q, value_n=value_n,
                        var_q=_var(mech, draw.sens, half), var_n=_var(mech, 1, half), noise_q=zq, noise_n=zn)
     step = half - draw.level
     vq, vn = _var(mech, draw.sens, step), _var(mech, 1, step)
-    fq, fn = draw.q + float(_noise(mech, draw.sens, step)[0]), draw.n + float(_noise(mech, 1, step)[0])
+    fq, fn = (float(with_noise(np.array([x], dtype=np.int64), _noise(mech, l1, step))[0])
+              for x, l1 in ((draw.q, draw.sens), (draw.n, 1)))
     both = lambda a, va, b, vb: ((a / va + b / vb) / (1 / va + 1 / vb), 1 / (1 / va + 1 / vb))  # noqa: E731
     (value_q, var_q), (value_n, var_n) = both(draw.value_q, draw.var_q, fq, vq), both(draw.value_n, draw.var_n, fn, vn)
     return replace(draw, level=half, value_q=value_q, value_n=value_n, var_q=var_q, var_n=var_n,
