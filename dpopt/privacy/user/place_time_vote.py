@@ -104,6 +104,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._validation import DpoptInputError
 from ...records.aggregate import Aggregate
 from .levels import used_budget
 
@@ -301,10 +302,16 @@ def _exact_sum(exact: np.ndarray, noise: np.ndarray) -> np.ndarray:
     return np.array([float(int(e) + int(z)) for e, z in zip(np.ravel(exact), np.ravel(noise))])
 
 
+def _check_budget(budget: Any) -> None:
+    if not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
+        raise DpoptInputError(f"`budget` must be a finite number > 0; got {budget!r}")
+
+
 def draw_votes(votes: np.ndarray, mech: Any, budget: float, *, with_noise: Any = _exact_sum) -> VoteDraw:
     """The noisy centred sum and number of ``votes`` (module doc), half of ``budget`` (in the
     mechanism's unit) to each query. ``with_noise(exact, noise)`` adds a query's exact value and its
     draw (the engine passes its own, the one place a release's statistics meet their noise)."""
+    _check_budget(budget)
     q, n, sens = vote_sums(votes)
     half = used_budget(budget / 2.0, mech)
     zq, zn = _noise(mech, sens, half), _noise(mech, 1, half)
@@ -320,6 +327,7 @@ def raise_votes(draw: VoteDraw, mech: Any, budget: float, *, with_noise: Any = _
     draw there), under ρ by a fresh draw at the added budget combined by inverse variance (ρ adds, and
     so does the precision) — the engine's rounds' rule (models/engine.md §2). ``with_noise``: as
     :func:`draw_votes`."""
+    _check_budget(budget)
     half = used_budget(budget / 2.0, mech)
     if half <= draw.level:
         return draw

@@ -634,3 +634,14 @@ def test_the_engine_raises_a_vote_only_while_its_ends_change_the_plans_route(mon
     assert few.shares()[0].sd ** 2 > engine.UNIFORM_VARIANCE
     kept, note = engine._decided_votes(None, None, few, mech, rest, "epsilon", spread=1.0)
     assert kept.place_share == VOTE_SHARE and note == ""
+
+
+@pytest.mark.parametrize("budget", [0.0, -1.0, float("nan"), "1"])
+def test_a_vote_drawn_or_raised_at_no_budget_is_a_one_line_error(budget) -> None:
+    from dpopt._validation import DpoptInputError
+
+    votes = np.full(10, 0.5)
+    with pytest.raises(DpoptInputError, match="`budget`"):
+        draw_votes(votes, _mechanism("laplace", 1), budget)
+    with pytest.raises(DpoptInputError, match="`budget`"):
+        raise_votes(draw_votes(votes, _mechanism("laplace", 1), 0.1), _mechanism("laplace", 1), budget)
