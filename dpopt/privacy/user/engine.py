@@ -1072,7 +1072,9 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
     rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map). In the first
     plan, and in a re-plan where the first round saw nothing, a marginal gets budget only if enough of
-    its nodes would pass their count threshold at that share (:func:`_weakest`).
+    its nodes would pass their count threshold at that share (:func:`_weakest`). A factor the
+    estimate can never identify (:func:`_unidentifiable`: fewer than ``MIN_LEVELS`` nodes) keeps its
+    share of the prior's split but is not credited.
     ``vote``, ``cycle``: the users' votes, which split the main effects (:func:`.place_time_vote.main_effect_split`)."""
     names, codes = b.names, [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
@@ -1082,6 +1084,8 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     factors = {name: code for name, code in zip(names[1:], codes[1:]) if name in fitted}
     factors["residual"] = np.arange(codes[0].size)
     sigma2 = _components(b, factors, fitted, seen, spread=spread, vote=vote, cycle=cycle)
+    for name in _unidentifiable(b, factors):  # its share of the prior stays split above; measuring it is not credited
+        del factors[name], sigma2[name]
     factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
     sigma2["mean"] = b.clamp * b.clamp / 4.0
     grid_n = _predicted_counts(b, pilot)
@@ -1117,6 +1121,17 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
         cands[weak] = replace(cands[weak], must="not")
         fixed[weak] = held[weak]
     return shares / max(shares.sum(), 1.0) * rest, plan.summary()
+
+
+def _unidentifiable(b: _Bounded, factors: dict[str, np.ndarray]) -> list[str]:
+    """The plan's factors that the estimate can never identify: a marginal of fewer than ``MIN_LEVELS``
+    nodes (:func:`dpopt.hierarchy.node_means.identified`, the one rule of the estimate and of the plan;
+    on one day of data the regions over the day, r3 × 1 d, hold four). Their variance is real and keeps
+    its share of the prior's split (:func:`_components`), but the estimate fits no component for
+    them, so a plan that credited measuring them bought precision no answer would carry (models/
+    engine.md §5, "The plan credits only what the estimate can identify"). Their nodes stay
+    candidates: they inform the mean and the factors constant on them. Public geometry."""
+    return [name for name, mn in zip(b.names, b.cands) if name in factors and mn.n_nodes < MIN_LEVELS]
 
 
 def _weakest(b: _Bounded, phase: _Phase, budgets: np.ndarray, held: np.ndarray, fixed: np.ndarray, *,

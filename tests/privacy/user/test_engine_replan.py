@@ -270,3 +270,61 @@ def test_the_kept_count_read_off_the_record_histogram():
     n_user, _ = user_statistics(agg, eligible, 120.0)
     kept = float(np.minimum(n_user, pb.cap).sum())
     assert _kept_from_histogram(pb)[0] == pytest.approx(kept, rel=0.25)
+
+
+def test_unidentifiable_names_the_factors_of_fewer_than_min_levels_nodes():
+    """``_unidentifiable``: a factor whose marginal has fewer than ``MIN_LEVELS`` nodes (the estimate's
+    rule, ``node_means.identified``) and only those the plan holds as factors."""
+    from dpopt.privacy.user.engine import _unidentifiable
+
+    sizes = {"cell × slot": 40, "r3 × 1 d": MIN_LEVELS - 1, "r3 × period": 2, "r3 × slot": MIN_LEVELS,
+             "cell × period": 12}
+    b = SimpleNamespace(names=list(sizes), cands=[SimpleNamespace(n_nodes=n) for n in sizes.values()])
+    factors = {name: np.zeros(1) for name in list(sizes)[1:]} | {"residual": np.zeros(1)}
+    assert _unidentifiable(b, factors) == ["r3 × 1 d", "r3 × period"]
+    assert _unidentifiable(b, {"cell × period": np.zeros(1)}) == []
+
+
+def test_the_plan_credits_no_factor_the_estimate_cannot_identify(monkeypatch):
+    """On one day of data the regions over the day (r3 × 1 d: two regions × two calendar days) and over
+    the period have fewer than ``MIN_LEVELS`` nodes: the estimate fits no component for them
+    (``node_means.identified``), so no plan's strategy problem holds them as factors, while every
+    factor it does hold keeps the prior the split over all candidates gave it (their share stays in
+    the split). Before, the first plan at ε = 1 put 0.12 of ε on r3 × 1 d for its factor and the
+    release answered with a map-wide mean those four nodes' pool made noisier."""
+    import dpopt.privacy.user.engine as eng
+    from dpopt.privacy.options import Budget, NoiseOptions
+    from dpopt.privacy.user import UserOptions
+    from dpopt.records.grid import cell_strings, slot_strings
+    from dpopt.release import GridOptions, contributions, load_austin_sample, release_user
+
+    problems, components = [], []
+    solve, split = eng.solve_strategy, eng._components
+
+    def recording_solve(problem, **kw):
+        problems.append(problem)
+        return solve(problem, **kw)
+
+    def recording_split(b, factors, *a, **kw):
+        out = split(b, factors, *a, **kw)
+        components.append((dict(out), {name: mn.n_nodes for name, mn in zip(b.names, b.cands)}))
+        return out
+
+    monkeypatch.setattr(eng, "solve_strategy", recording_solve)
+    monkeypatch.setattr(eng, "_components", recording_split)
+    agg, _ = contributions(load_austin_sample(), bound=120.0, grid=GridOptions(7, "1h"), keep_samples=True)
+    plist = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
+    release_user(agg, Budget(epsilon_total=1.0), UserOptions(partitions=plist), bound=agg.bound,
+                 noise=NoiseOptions(seed=1000))
+    assert problems and components
+    sizes = components[0][1]
+    few = {name for name, n in sizes.items() if n < MIN_LEVELS and n > 1}
+    assert {"r3 × 1 d", "r3 × period"} <= few  # the case is there: the split did hold them
+    assert all(few <= set(c) for c, _ in components)
+    for problem, (prior, _) in zip(problems, components):
+        assert not few & set(problem.factors)
+        held = {f: v for f, v in problem.sigma2.items() if f != "mean"}
+        assert held == {f: v for f, v in prior.items() if f not in few}
+        # their nodes stay candidates, informing the mean (and factors constant on them) only
+        for c in problem.candidates:
+            assert not few & set(c.informs)
