@@ -301,8 +301,8 @@ def test_the_plan_credits_no_factor_the_estimate_cannot_identify(monkeypatch):
     problems, components = [], []
     solve, split = eng.solve_strategy, eng._components
 
-    def recording_solve(problem, **kw):
-        problems.append(problem)
+    def recording_solve(problem, **kw):  # each problem with the prior split of the plan that posed it
+        problems.append((problem, components[-1]))
         return solve(problem, **kw)
 
     def recording_split(b, factors, *a, **kw):
@@ -321,7 +321,7 @@ def test_the_plan_credits_no_factor_the_estimate_cannot_identify(monkeypatch):
     few = {name for name, n in sizes.items() if n < MIN_LEVELS and n > 1}
     assert {"r3 × 1 d", "r3 × period"} <= few  # the case is there: the split did hold them
     assert all(few <= set(c) for c, _ in components)
-    for problem, (prior, _) in zip(problems, components):
+    for problem, (prior, _) in problems:
         assert not few & set(problem.factors)
         held = {f: v for f, v in problem.sigma2.items() if f != "mean"}
         assert held == {f: v for f, v in prior.items() if f not in few}
