@@ -1072,22 +1072,14 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
     budgets the first round spent (lower bounds of the plan; where that round saw nothing and the
     rest could not lift enough nodes, :func:`_within_reach`, the rest goes to the map). In the first
     plan, and in a re-plan where the first round saw nothing, a marginal gets budget only if enough of
-    its nodes would pass their count threshold at that share (:func:`_weakest`). A factor the
-    estimate can never identify (:func:`_unidentifiable`: fewer than ``MIN_LEVELS`` nodes) keeps its
-    share of the prior's split but is not credited.
-    ``vote``, ``cycle``: the users' votes, which split the main effects (:func:`.place_time_vote.main_effect_split`)."""
+    its nodes would pass their count threshold at that share (:func:`_weakest`). The factors:
+    :func:`_plan_factors`. ``vote``, ``cycle``: the users' votes, which split the main effects (:func:`.place_time_vote.main_effect_split`)."""
     names, codes = b.names, [mn.code for mn in b.cands]
     fitted, mu, seen = _pilot_components(b, pilot, names)
     if committed is not None and not seen and not _within_reach(b, pilot, rest - float(np.sum(committed))):
         return _map_only(b, names, rest, "the first round saw no factor, nor would the rest of the budget",
                          committed / rest)
-    factors = {name: code for name, code in zip(names[1:], codes[1:]) if name in fitted}
-    factors["residual"] = np.arange(codes[0].size)
-    sigma2 = _components(b, factors, fitted, seen, spread=spread, vote=vote, cycle=cycle)
-    for name in _unidentifiable(b, factors):  # its share of the prior stays split above; measuring it is not credited
-        del factors[name], sigma2[name]
-    factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
-    sigma2["mean"] = b.clamp * b.clamp / 4.0
+    factors, sigma2 = _plan_factors(b, fitted, seen, spread=spread, vote=vote, cycle=cycle)
     grid_n = _predicted_counts(b, pilot)
     admit = _admission_counts(b, pilot, grid_n, first=committed is None)
     unit_v = _unit_noise(b, unit, centre_gap=abs(mu - b.clamp / 2.0))
@@ -1121,6 +1113,23 @@ def _plan(b: _Bounded, pilot: _Phase, rest: float, unit: str, *, committed: np.n
         cands[weak] = replace(cands[weak], must="not")
         fixed[weak] = held[weak]
     return shares / max(shares.sum(), 1.0) * rest, plan.summary()
+
+
+def _plan_factors(b: _Bounded, fitted: dict[str, float], seen: set[str], *, spread: float | None,
+                  vote: PlaceShare | None, cycle: PlaceShare | None) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """(factors, variance components) of a plan (:func:`_plan`'s doc): every candidate factor the fit
+    holds and the grids' residual, with the prior of :func:`_components`, less those the estimate can
+    never identify (:func:`_unidentifiable`: their share of the prior stays split, measuring them is
+    not credited), and the map-wide mean, a factor of prior variance B²/4."""
+    codes = [mn.code for mn in b.cands]
+    factors = {name: code for name, code in zip(b.names[1:], codes[1:]) if name in fitted}
+    factors["residual"] = np.arange(codes[0].size)
+    sigma2 = _components(b, factors, fitted, seen, spread=spread, vote=vote, cycle=cycle)
+    for name in _unidentifiable(b, factors):
+        del factors[name], sigma2[name]
+    factors["mean"] = np.zeros(codes[0].size, dtype=np.int64)
+    sigma2["mean"] = b.clamp * b.clamp / 4.0
+    return factors, sigma2
 
 
 def _unidentifiable(b: _Bounded, factors: dict[str, np.ndarray]) -> list[str]:
