@@ -95,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0 on success, 2 for bad input (one line on stderr, no traceback); argparse
-        exits 2 itself on a bad flag.
+        exits 2 itself on a bad flag; 130 on Ctrl-C (one line, no traceback; a release's half-written
+        folder is removed on the way out, as on SIGTERM, which exits 143).
     """
     argv = _negative_values(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(_command_of(argv))
@@ -118,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpopt {args.command}: error: an input file is not UTF-8 text ({exc.reason}, byte "
               f"{exc.object[exc.start:exc.start + 1]!r} at offset {exc.start}); convert it to UTF-8", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the writers' cleanup has run on the way out; no traceback
+        print(f"dpopt {args.command}: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `dpopt ... | head`: the reader left; not an error of ours
         import os
 

@@ -62,7 +62,9 @@ def _time_name(slot_ns: int, cycle_ns: int, finest_slot_ns: int) -> str:
         return "period"
     if slot_ns == finest_slot_ns and cycle_ns == 0:
         return "slot"
-    if slot_ns % HOUR_NS:  # a slot shorter than an hour (or not whole hours): minutes, never "0 h"
+    if slot_ns % MINUTE_NS:  # not whole minutes: seconds, never "0 min"
+        unit = f"{slot_ns / 1e9:g} s"
+    elif slot_ns % HOUR_NS:  # a slot shorter than an hour (or not whole hours): minutes, never "0 h"
         unit = f"{slot_ns // MINUTE_NS} min"
     else:
         unit = f"{slot_ns // HOUR_NS} h" if slot_ns % DAY_NS else f"{slot_ns // DAY_NS} d"

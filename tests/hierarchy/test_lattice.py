@@ -131,6 +131,9 @@ def test_names_of_sub_hour_and_multi_hour_windows() -> None:
     assert Marginal(R, DAY_NS, 7 * DAY_NS).name(R, HOUR_NS) == "cell × day-of-week"
     assert Marginal(R, HOUR_NS, 7 * DAY_NS).name(R, HOUR_NS) == "cell × 1 h-of-week"
     assert Marginal(R, 90 * 60 * 10**9).name(R, quarter) == "cell × 90 min"
+    # a window shorter than a minute is named in seconds (a 1-s slot's read "0 min-of-day")
+    assert Marginal(R, 10**9, DAY_NS).name(R, 10**9) == "cell × 1 s-of-day"
+    assert Marginal(R - 4, 90 * 10**9, DAY_NS).name(R, 10**9) == "r3 × 90 s-of-day"
 
 
 def test_slots_shorter_than_an_hour_get_the_hour_of_day_as_their_window() -> None:

@@ -300,3 +300,20 @@ def test_sigterm_while_writing_leaves_nothing_and_the_diagnostics_were_never_rea
     assert stop.value.code == 143 and modes == [0o700]
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder, no partial, no diagnostics
     assert signal.getsignal(signal.SIGTERM) is before  # the command's handler is undone
+
+
+def test_ctrl_c_while_writing_exits_130_with_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    """Ctrl-C printed a KeyboardInterrupt traceback (the folder was already removed on the way out):
+    now one line on stderr, exit 130 (128 + SIGINT), and still no folder, partial or diagnostics."""
+    import dpopt.writers.folder as folder
+
+    def interrupted_while_split(tmp, diag):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(folder, "_split_diagnostics", interrupted_while_split)
+    out = tmp_path / "o"
+    code = main(["release", "--example", "--privacy", "public-occupancy", "--epsilon", "1", "--quiet", "--no-map",
+                 "--seed", "1", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 130 and err == ["dpopt release: interrupted"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

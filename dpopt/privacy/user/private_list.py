@@ -53,6 +53,7 @@ from ...noise.mechanism import NoiseMechanism
 from ...noise.sources import IntegerSource, random_words
 from ...records.aggregate import Aggregate, PairSamples
 from ...records.contributions import pair_key_order
+from ...records.grid import slot_text
 from ..._validation import DpoptInputError
 from .bounds import private_quantile
 from .levels import used_budget
@@ -105,7 +106,7 @@ def fold_with_days(agg: Aggregate) -> tuple[Aggregate, np.ndarray | None]:
     spread inside a window from it (models/engine.md §8)."""
     if agg.slot_ns > DAY_NS or DAY_NS % agg.slot_ns:
         raise DpoptInputError(f"without a partition list the engine answers windows of the day: `slot` must divide "
-                              f"one day; got {agg.slot_ns} ns (give a list, or --strategy adaptive)")
+                              f"one day; got {slot_text(agg.slot_ns)!r} (give a list, or --strategy adaptive)")
     slots = np.asarray(agg.slots, dtype=np.int64)
     window = np.mod(slots, DAY_NS)
     key, grid = np.unique(np.stack([window, np.asarray(agg.cells, dtype=np.int64)], axis=1), axis=0,

@@ -44,6 +44,20 @@ def _options(agg) -> UserOptions:
     return UserOptions(partitions=pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)}))
 
 
+@pytest.mark.parametrize("slot", ["7min", "2d"])
+def test_a_slot_that_does_not_divide_a_day_is_refused_in_its_own_words(slot):
+    """Without a list the engine answers windows of the day; the refusal named the slot in
+    nanoseconds ("got 420000000000 ns")."""
+    from dpopt._validation import DpoptInputError
+
+    agg = contributions(pd.DataFrame({"user_id": ["a", "b"], "latitude": LATS[:2], "longitude": -97.75,
+                                      "timestamp": [T0, T0], "value": [1.0, 2.0]}),
+                        bound=U, grid=GridOptions(7, slot), keep_samples=True)
+    agg = agg[0] if isinstance(agg, tuple) else agg
+    with pytest.raises(DpoptInputError, match=f"must divide one day; got '{slot}'"):
+        fold_with_days(agg)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_each_folded_record_keeps_its_day(seed):
     agg = _agg(seed)
