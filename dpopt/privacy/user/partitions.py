@@ -56,6 +56,10 @@ class PartitionList:
             raise DpoptInputError(f"PartitionList `cells` and `slots` must be 1-D arrays of one length; "
                                   f"got shapes {cells.shape} and {slots.shape}")
         if cells.size > 1:
+            first, last = int(np.min(slots)), int(np.max(slots))
+            if last - first >= np.iinfo(np.int64).max // 2:  # the period's length (ns) must be an int64
+                raise DpoptInputError(f"`partitions` slots must span less than 146 years (the period is counted in "
+                                      f"int64 nanoseconds); got {pd.Timestamp(first)} to {pd.Timestamp(last)}")
             ds, dc = np.diff(slots), np.diff(cells)
             bad = np.flatnonzero((ds < 0) | ((ds == 0) & (dc <= 0)))
             if bad.size:
@@ -133,10 +137,13 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: 
 
 
 def _cell_text(cell: pd.Series) -> np.ndarray:
-    """The cells as H3 strings: text stripped, or integer H3 indexes (h3's int form) written as text."""
+    """The cells as H3 strings: text stripped, or integer H3 indexes (h3's int form, as integers or
+    as decimal text: a CSV is read as text) as their strings."""
     if pd.api.types.is_integer_dtype(cell):
         return np.array([h3.int_to_str(int(c)) if 0 < int(c) < 2**64 else str(c) for c in cell])
-    return cell.astype(str).str.strip().to_numpy()
+    text = cell.astype(str).str.strip()
+    return np.array([h3.int_to_str(int(t)) if t.isdecimal() and 0 < int(t) < 2**64 and not _valid_cell(t) else t
+                     for t in text])
 
 
 def _valid_cell(text: str) -> bool:
@@ -158,8 +165,9 @@ def _slot_times(slot: pd.Series, timezone: str | None) -> np.ndarray:
         ns = parse_times(text, timezone=timezone or "UTC", column="slot")
     bad = ns == np.iinfo(np.int64).min
     if bad.any():
-        raise DpoptInputError(f"`partitions` column 'slot' must hold ISO 8601 times (without an offset: a wall time "
-                              f"in {timezone or 'UTC'} that exists there once); got {slot[bad].iloc[0]!r}")
+        raise DpoptInputError(f"`partitions` column 'slot' must hold ISO 8601 times from 1677-09-22 to 2262-04-11 "
+                              f"(without an offset: a wall time in {timezone or 'UTC'} that exists there once); "
+                              f"got {slot[bad].iloc[0]!r}")
     return ns.astype(np.int64)
 
 

@@ -106,6 +106,35 @@ def test_read_partitions_validates_and_matches(tmp_path):
         selection_threshold(2, 1.0, 0.0, LaplaceSimulation(np.random.default_rng(0)))
 
 
+def test_a_list_of_integer_cells_as_text_reads_as_their_h3_strings(tmp_path):
+    """A CSV list is read as text, so H3's integer form (decimal text) was refused as "must hold H3
+    indexes" although the cell reader's doc accepts it; now it reads as the hex form does."""
+    import h3
+
+    path, hexed = tmp_path / "p.csv", tmp_path / "h.csv"
+    rows = {"slot": ["1970-01-01T00:00:00Z", "1970-01-01T01:00:00Z"]}
+    pd.DataFrame({"cell": [str(int(c)) for c in CELLS[:2]], **rows}).to_csv(path, index=False)
+    pd.DataFrame({"cell": [h3.int_to_str(int(c)) for c in CELLS[:2]], **rows}).to_csv(hexed, index=False)
+    got, want = (read_partitions(p, h3_resolution=7, slot_ns=SLOT_NS) for p in (path, hexed))
+    assert np.array_equal(got.cells, want.cells) and np.array_equal(got.slots, want.slots)
+
+
+@pytest.mark.parametrize("slots, match", [
+    (["2300-01-01T00:00:00Z"], "ISO 8601 times from 1677-09-22 to 2262-04-11"),  # outside pandas' ns range
+    (["1800-01-01T00:00:00Z", "2024-03-10T00:00:00Z"], "span less than 146 years"),  # np.diff wrapped around
+    (["1800-01-01T00:00:00Z", "2000-01-01T00:00:00Z", "2200-01-01T00:00:00Z"], "span less than 146 years")])
+def test_a_list_whose_period_does_not_fit_in_int64_ns_is_refused_by_name(slots, match):
+    """A list spanning more than 292 years was refused as "not sorted" (the int64 difference of two
+    slots wrapped) or failed deep in the lattice (the period's length in ns overflowed int64): one line
+    naming `partitions` now."""
+    import h3
+
+    frame = pd.DataFrame({"cell": h3.int_to_str(int(CELLS[0])), "slot": slots})
+    with pytest.raises(DpoptInputError, match=match) as err:
+        read_partitions(frame, h3_resolution=7, slot_ns=SLOT_NS)
+    assert str(err.value).startswith("`partitions`") and "\n" not in str(err.value)
+
+
 def test_a_slot_without_offset_is_on_the_release_clock():
     """A slot written without a UTC offset is a wall time of the release's zone (the records' zone,
     ``timezone``; UTC without one), as a record's time is: 06:00 in Paris in July is 04:00Z. Read as
