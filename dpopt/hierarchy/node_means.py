@@ -81,10 +81,16 @@ def combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.n
 
 def grid_weights(count: np.ndarray, count_var: np.ndarray) -> np.ndarray:
     """Each grid's weight in its nodes: its noisy kept count, floored at one noise sd (a grid whose
-    count is lost in the noise weighs as much as a grid with one sd of records)."""
-    sd = np.nan_to_num(np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), np.shape(count))))  # unmeasured: 0
-    c = np.where(np.isfinite(count), count, 0.0)
-    return np.maximum(c, np.maximum(sd, 1.0))
+    count is lost in the noise weighs as much as a grid with one sd of records) and at a numerical
+    floor √``VARIANCE_FLOOR`` (a weight must be positive), not at one record: where the count's noise
+    sd is below one record (ε on the finest counts above √2·T), a grid measured at 0 holds no kept
+    record, and with one record's weight it absorbed the whole mismatch of its coarser nodes once
+    their noise vanished — at ε = 10⁵ the grids whose records the cap had all dropped were answered
+    at 0 or B (models/engine.md §4, "The grids' weights")."""
+    sd = np.nan_to_num(np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), np.shape(count))))
+    measured = np.isfinite(count)
+    c = np.where(measured, count, 0.0)
+    return np.where(measured, np.maximum(c, np.maximum(sd, math.sqrt(VARIANCE_FLOOR))), 1.0)  # unmeasured: one record
 
 
 def _ratio(n: np.ndarray, var_n: np.ndarray, total: np.ndarray, var_y: np.ndarray, *, centre: float,

@@ -318,3 +318,50 @@ def test_the_clear_margin_bounds_the_selection_bias_it_states() -> None:
         assert d[passed].mean() == pytest.approx(want, abs=0.005)
     assert np.mean(d >= -BETWEEN_SDS) == pytest.approx(1 - 0.5 * np.exp(-2 * np.sqrt(2)), abs=0.001)
     assert want == pytest.approx(0.707, abs=0.001) and 0.07 < 0.5 * np.exp(-2 * np.sqrt(2)) * 2.71 / 0.97 < 0.09
+
+
+def test_a_grid_measured_at_zero_weighs_its_noise_not_one_record() -> None:
+    """The weight is the noisy kept count floored at its noise sd; a count measured at 0 ± 0.01
+    records weighs 0.01 (it held one record's weight, and at ε = 10⁵ absorbed its nodes' whole
+    mismatch); an unmeasured grid keeps one record; where the noise sd is a record or more nothing
+    changes."""
+    count = np.array([0.0, -0.004, 12.0, np.nan, 0.3, 0.0])
+    var = np.array([1e-4, 1e-4, 1e-4, np.nan, 4.0, 0.0])
+    w = grid_weights(count, var)
+    assert w == pytest.approx([0.01, 0.01, 12.0, 1.0, 2.0, 1e-6])
+    assert np.all(w > 0)
+
+
+@pytest.mark.slow
+def test_grids_whose_records_the_cap_dropped_are_not_answered_at_the_range_ends(tmp_path) -> None:
+    """200 users over one day, 1–50 records each, the value set by the hour: at ε = 10⁵ the record cap
+    drops every record of some grids (count estimate 0), and with one record's weight each they took
+    their nodes' whole mismatch: answered at exactly 0 or 120, whatever their truth. Weighed by their
+    noise they are answered by their place and hour."""
+    import pandas as pd
+
+    from dpopt.cli.main import main
+
+    rng = np.random.default_rng(0)
+    n_rec = rng.integers(1, 51, 200)
+    user = np.repeat(np.arange(200), n_rec)
+    t = pd.Timestamp("2024-03-10T00:00:00Z") + pd.to_timedelta(rng.integers(0, 86_400, user.size), unit="s")
+    hour = t.hour.to_numpy()
+    frame = pd.DataFrame({"user_id": user, "latitude": rng.uniform(30.20, 30.35, user.size),
+                          "longitude": rng.uniform(-97.80, -97.65, user.size), "timestamp": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                          "value": np.clip(5.0 * hour + rng.normal(0, 3, user.size), 0, 120)})
+    import h3
+
+    frame["cell"] = [h3.latlng_to_cell(a, b, 7) for a, b in zip(frame.latitude, frame.longitude)]
+    frame["slot"] = t.floor("h").strftime("%Y-%m-%dT%H:%M:%SZ")
+    truth = frame.groupby(["cell", "slot"])["value"].mean().rename("truth").reset_index()
+    frame.drop(columns=["cell", "slot"]).to_csv(tmp_path / "r.csv", index=False)
+    truth[["cell", "slot"]].to_csv(tmp_path / "p.csv", index=False)
+    assert main(["release", str(tmp_path / "r.csv"), "--epsilon-total", "1e5", "--partitions", str(tmp_path / "p.csv"),
+                 "--bound", "120", "--seed", "0", "--quiet", "--no-map", "--out", str(tmp_path / "o")]) == 0
+    rows = pd.read_csv(tmp_path / "o" / "release.csv")
+    j = rows[rows.level == 0].merge(truth, on=["cell", "slot"])
+    dropped = j[j.count_estimate <= 0.5]
+    assert len(dropped) >= 50  # the case is there: the cap dropped every record of these grids
+    assert not ((dropped["mean"] <= 0) | (dropped["mean"] >= 120)).any()
+    assert np.median(np.abs(dropped["mean"] - dropped.truth)) < 5.0
