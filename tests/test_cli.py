@@ -174,3 +174,17 @@ def test_a_negative_value_in_exponent_form_is_read_as_the_flags_value(capsys):
     assert main(["release", "--example", "--lower", "-1e3"]) == 2
     err = capsys.readouterr().err
     assert "`--lower` needs `--upper`" in err and "-1000.0" in err and "expected one argument" not in err
+
+
+@pytest.mark.parametrize("flag, value", [("--slot", "-1h"), ("--slot", "-5min")])
+def test_a_negative_duration_is_read_as_the_flags_value(capsys, tmp_path, flag, value):
+    """`--slot -1h` was taken by argparse for an unknown flag (its usage text, "expected one
+    argument"); the slot's own check now names it in one line."""
+    records, parts = tmp_path / "r.csv", tmp_path / "p.csv"
+    records.write_text("user_id,latitude,longitude,timestamp,value\nu1,30.27,-97.74,2024-01-01T10:00:00Z,3\n")
+    parts.write_text("cell,slot\n872664c1affffff,2024-01-01T10:00:00Z\n")
+    assert main(["release", str(records), "--privacy", "user", "--bound", "10", "--epsilon-total", "1",
+                 "--partitions", str(parts), flag, value, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"`{flag}` must be" in err[0] and repr(value) in err[0], err
+    assert not (tmp_path / "o").exists()

@@ -137,12 +137,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _negative_values(argv: list[str]) -> list[str]:
     """``--lower -1e6`` as ``--lower=-1e6``: argparse reads a value such as -1e6 (an exponent, which
-    its negative-number rule does not cover) as an unknown flag and says "expected one argument"."""
+    its negative-number rule does not cover) or -1h (a negative duration) as an unknown flag and says
+    "expected one argument" under its usage text; joined, the option's own check names the value.
+    No flag of dpopt starts with a minus and a digit."""
     out: list[str] = []
     for token in argv:
         prev = out[-1] if out else ""
-        if (token.startswith("-") and prev.startswith("--") and "=" not in prev and reads_as_number(token)
-                and not reads_as_number(prev)):
+        if (token.startswith("-") and prev.startswith("--") and "=" not in prev
+                and (reads_as_number(token) or token[1:2].isdigit()) and not reads_as_number(prev)):
             out[-1] = f"{prev}={token}"
         else:
             out.append(token)
