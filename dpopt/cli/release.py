@@ -131,8 +131,8 @@ def _add_user_arguments(p: Any) -> None:
                    help="contribution bounds: histogram (default: noisy histograms of the contributions, then the "
                    "(k, c) of least predicted error), select (chosen under DP by predicted error), quantile "
                    "(private quantiles), or K,C (public: at most K grids per user, C records per grid). The "
-                   "optimised and place strategies choose their own record cap and value clamp under DP; "
-                   "another --bounds with --partitions runs the adaptive strategy")
+                   "optimised and place strategies choose their own record cap and value clamp under DP: "
+                   "another --bounds goes with --strategy adaptive or fixed")
     u.add_argument("--strategy", default="optimised", metavar="{optimised,place,adaptive,fixed}",
                    help="what to measure. optimised (the default): totals by cell and for the map "
                    "over slots, days, hours of the day and the whole period, budget shares chosen on a small "
@@ -147,7 +147,8 @@ def _add_user_arguments(p: Any) -> None:
                    help="with --partitions: the coarsest H3 resolution offered (the engine's map level, the "
                    "top of the place and adaptive hierarchies; below --h3-resolution; default --h3-resolution - 4)")
     u.add_argument("--profile", default=None, metavar="{day,week}",
-                   help="with --partitions (runs the adaptive release), or under --privacy public-occupancy with "
+                   help="with --partitions and --strategy adaptive (the default engine measures the hours of the "
+                   "day and days of the week itself), or under --privacy public-occupancy with "
                    "--plan hierarchy: the longer time slots are windows that recur every day (hour of the day, "
                    "then 3 hours of the day, at --slot 1h) or week (hour, 3 hours, day of the week); "
                    "release.csv's repeat_every and repeat_until say when a window recurs")

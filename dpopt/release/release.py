@@ -4,7 +4,7 @@
 
     from dpopt.release import release, Budget, UserOptions
     r = release("records.csv", bound=120, budget=Budget(epsilon_total=10, delta=1e-6),
-                model=UserOptions(bounds=(4, 8)))
+                model=UserOptions(strategy="adaptive", bounds=(4, 8)))
     write_release(r, "out/")
     r = release("temperatures.csv", lower=-20, upper=40, budget=Budget(epsilon_total=10))  # values in [L, U]
 

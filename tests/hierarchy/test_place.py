@@ -513,8 +513,13 @@ def test_the_engine_is_the_default_and_place_only_when_named():
     lap, gau = Budget(epsilon_total=1.0), Budget(rho=0.5, mechanism="gaussian")
     assert UserOptions(partitions="x.csv").engine and not UserOptions(partitions="x.csv").place_for(lap)
     assert UserOptions(partitions="x.csv").engine and not UserOptions(partitions="x.csv").place_for(gau)
-    assert not UserOptions(partitions="x.csv", bounds=(4, 8)).engine    # public (k, c): the adaptive release
-    assert not UserOptions(partitions="x.csv", priority="shared").engine
+    for kw in ({"bounds": (4, 8)}, {"bounds": "quantile"}, {"priority": "shared"}):  # no silent switch of strategy
+        for strategy in ("optimised", "place"):
+            with pytest.raises(DpoptInputError, match=f"`{next(iter(kw))}` = .* strategy='adaptive' or 'fixed'"):
+                UserOptions(partitions="x.csv", strategy=strategy, **kw)
+        assert UserOptions(partitions="x.csv", strategy="adaptive", **kw).adaptive
+    with pytest.raises(DpoptInputError, match="`bounds` must be one of"):  # a malformed value is named as such
+        UserOptions(partitions="x.csv", bounds="nope")
     assert UserOptions().engine and not UserOptions().place             # no list: the engine over selected cells
     assert not UserOptions(strategy="adaptive").engine                  # ... or the named private multi-resolution
     assert not UserOptions(partitions="x.csv", resolution="adaptive").place
@@ -529,8 +534,10 @@ def test_the_engine_is_the_default_and_place_only_when_named():
         UserOptions(strategy="place")
     with pytest.raises(DpoptInputError, match=r"^`resolution` = 'place' needs a public partition list"):
         UserOptions(resolution="place")
-    with pytest.raises(DpoptInputError, match=r"are options of strategy='adaptive' or 'fixed'"):
+    with pytest.raises(DpoptInputError, match=r"is an option of strategy='adaptive' or 'fixed'; strategy='place'"):
         UserOptions(partitions="x.csv", strategy="place", bounds=(4, 8))
+    with pytest.raises(DpoptInputError, match=r"; resolution='place' chooses"):
+        UserOptions(partitions="x.csv", resolution="place", bounds=(4, 8))
 
 
 @pytest.mark.parametrize("U", [120.0, 40.0])

@@ -36,7 +36,7 @@ def inputs(tmp_path_factory):
     return records, parts
 
 
-@pytest.mark.parametrize("extra", [["--bounds", "4,8"], ["--mechanism", "gaussian", "--delta", "1e-6"]])
+@pytest.mark.parametrize("extra", [["--strategy", "adaptive", "--bounds", "4,8"], ["--mechanism", "gaussian", "--delta", "1e-6"]])
 @pytest.mark.slow
 def test_user_release_on_dask_equals_local(cluster, inputs, tmp_path, extra):
     records, parts = inputs

@@ -128,7 +128,7 @@ class _nothing:
 
 @pytest.mark.parametrize("mask, mode", [(0o022, 0o755), (0o027, 0o750)])
 def test_release_folder_honours_the_umask(tiny, tmp_path, mask, mode):
-    r = release(tiny, bound=120, budget=Budget(epsilon_total=5.0, delta=1e-6), model=UserOptions(bounds=(1, 1)),
+    r = release(tiny, bound=120, budget=Budget(epsilon_total=5.0, delta=1e-6), model=UserOptions(strategy="adaptive", bounds=(1, 1)),
                 noise=NoiseOptions(seed=1))
     old = os.umask(mask)
     try:
@@ -209,7 +209,7 @@ def test_user_model_releases_an_empty_contributions_table(mechanism):
     one = make_agg([("u0", 0, 0, 3.0), ("u0", 0, 1, 4.0)])
     plist = pd.DataFrame({"cell": [h3_str(one.cells[0])], "slot": ["1970-01-01T00:00:00Z"]})
     delta = 1e-6 if mechanism == "gaussian" else None
-    opts = UserOptions(partitions=plist, bounds=(1, 2))
+    opts = UserOptions(partitions=plist, strategy="adaptive", bounds=(1, 2))
     out = [release_user(t, Budget(epsilon_total=1.0, delta=delta, mechanism=mechanism), opts, bound=10.0,
                         noise=NoiseOptions(seed=4)) for t in (_empty_table(), one)]
     for col in ("cell", "slot", "cell_lat", "cell_lng", "released"):

@@ -12,5 +12,5 @@ from dpopt.release import release
 def test_too_fine_a_lattice_is_refused_before_reading():
     with pytest.raises(DpoptInputError, match="granularity_bits") as err:
         release("/nonexistent/records.csv", bound=1e9, budget=Budget(epsilon_total=1.0, delta=1e-6),
-                model=UserOptions(bounds=(1, 64)), noise=NoiseOptions(granularity_bits=12))
+                model=UserOptions(strategy="adaptive", bounds=(1, 64)), noise=NoiseOptions(granularity_bits=12))
     assert "records" not in str(err.value).split(":")[0]  # about the lattice, not the file

@@ -208,7 +208,7 @@ def test_seeded_runs_reproduce_and_bounds_can_be_given(data, tmp_path, capsys):
     records, parts = data
     texts = []
     for name in ("a", "b"):
-        code, _, err = _run(capsys, records, parts, tmp_path / name, "--seed", "5", "--bounds", "3,4")
+        code, _, err = _run(capsys, records, parts, tmp_path / name, "--seed", "5", "--strategy", "adaptive", "--bounds", "3,4")
         assert code == 0, err
         texts.append(((tmp_path / name / "release.csv").read_text(), (tmp_path / name / "answers.csv").read_text()))
     assert texts[0] == texts[1]
@@ -260,6 +260,9 @@ def test_fixed_shape_is_the_flat_release(data, tmp_path, capsys):
     (("--resolution", "bogus"), "--resolution"),
     (("--coarsest-resolution", "9"), "--coarsest-resolution"),
     (("--bounds", "nope"), "--bounds"),
+    # the default engine chooses its own bounds: another rule is refused, not run as another strategy
+    (("--bounds", "4,8"), "--bounds` = (4, 8) is an option of --strategy 'adaptive' or 'fixed'"),
+    (("--bounds", "quantile", "--strategy", "place"), "--strategy 'place' chooses its record cap"),
     (("--resolution", "fixed", "--coarsest-resolution", "4"), "--coarsest-resolution"),
 ])
 def test_bad_values_are_one_line_errors(data, tmp_path, capsys, extra, flag):

@@ -71,7 +71,7 @@ def _windows(row) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
 
 def test_profile_release_publishes_recurring_windows_that_answer_every_listed_grid(capsys, data, tmp_path):
     records, parts = data
-    code, _, err = _run(capsys, records, parts, tmp_path / "out", "--profile", "day", "--seed", "3")
+    code, _, err = _run(capsys, records, parts, tmp_path / "out", "--strategy", "adaptive", "--profile", "day", "--seed", "3")
     assert code == 0, err
     out = tmp_path / "out"
     t = pd.read_csv(out / "release.csv", keep_default_na=False, na_values=[""], dtype={"repeat_every": str})
@@ -134,12 +134,12 @@ def test_profile_over_one_day_says_it_added_nothing(capsys, data, tmp_path):
     df, p = pd.read_csv(records), pd.read_csv(parts)
     df[df["timestamp"].str.startswith("2024-03-01")].to_csv(tmp_path / "r1.csv", index=False)
     p[p["slot"].str.startswith("2024-03-01")].to_csv(tmp_path / "p1.csv", index=False)
-    code, _, err = _run(capsys, tmp_path / "r1.csv", tmp_path / "p1.csv", tmp_path / "one", "--profile", "day",
+    code, _, err = _run(capsys, tmp_path / "r1.csv", tmp_path / "p1.csv", tmp_path / "one", "--strategy", "adaptive", "--profile", "day",
                         "--seed", "1")
     assert code == 0, err
     warn = [ln for ln in err.splitlines() if "--profile day added no recurring window" in ln]
     assert len(warn) == 1 and warn[0].startswith("dpopt release: warning:")
-    code, _, err = _run(capsys, records, parts, tmp_path / "three", "--profile", "day", "--seed", "1")
+    code, _, err = _run(capsys, records, parts, tmp_path / "three", "--strategy", "adaptive", "--profile", "day", "--seed", "1")
     assert code == 0 and "added no recurring window" not in err
 
 
@@ -164,7 +164,8 @@ def test_profile_windows_carry_the_hour_of_day_signal_noise_free():
     (("--profile", "day", "--resolution", "place"), "--profile"),
     (("--profile", "day", "--resolution", "fixed"), "--profile"),
     (("--profile", "month"), "--profile"),
-    (("--profile", "day", "--slot", "5h"), "--profile"),
+    (("--profile", "day"), "--profile"),  # the default engine measures the hours of the day itself
+    (("--strategy", "adaptive", "--profile", "day", "--slot", "5h"), "--profile"),
 ])
 def test_profile_misuse_is_one_line_exit_2(capsys, data, tmp_path, extra, flag):
     records, parts = data
@@ -185,8 +186,10 @@ def test_profile_without_a_list_or_under_public_occupancy_is_refused(capsys, dat
     _, err = capsys.readouterr()
     assert code == 2 and "--profile" in err
     with pytest.raises(DpoptInputError, match="profile"):
-        UserOptions(profile="day")  # no list
-    assert not UserOptions(partitions="x.csv", profile="day").place
+        UserOptions(strategy="adaptive", profile="day")  # no list
+    with pytest.raises(DpoptInputError, match="strategy='optimised'"):
+        UserOptions(partitions="x.csv", profile="day")  # the engine: a refusal, not another strategy
+    assert not UserOptions(partitions="x.csv", strategy="adaptive", profile="day").place
 
 
 @pytest.mark.slow

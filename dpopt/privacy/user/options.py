@@ -65,8 +65,9 @@ class UserOptions:
 
     ``resolution`` the shape of the release: "auto" (default), "place", "adaptive" or "fixed" (the
     flat per-grid release at the finest resolution). "auto" is the engine (``strategy`` "optimised",
-    :mod:`dpopt.privacy.user.engine`; ``coarsest_resolution`` is its lattice's map level) with the
-    default ``bounds``/``priority``/``profile``, else "adaptive". Place (a public list, pure ε):
+    :mod:`dpopt.privacy.user.engine`; ``coarsest_resolution`` is its lattice's map level), which chooses
+    its own record cap and clamp under DP: ``bounds``, ``priority`` and ``profile`` are options of the
+    named strategies and refused there (as ``bounds``/``priority`` under "place"). Place (a public list, pure ε):
     every H3 cell of the finest resolution over the whole period and the map are measured under a
     per-user record cap and a DP inner clamp, and each finest grid is answered by its cell's
     tree-BLUP estimate or the map's (:mod:`dpopt.privacy.user.strategies.place`, models/hierarchy.md §14).
@@ -91,7 +92,7 @@ class UserOptions:
     (summary ``reweighting`` says how far it goes; a per-grid cap c = 2 under "fixed" at ε = 1000
     covered 0.44).
 
-    ``profile`` "day" or "week" (with a list; "auto" then runs the adaptive release): the
+    ``profile`` "day" or "week" (with a list and ``strategy`` "adaptive"): the
     hierarchy's time steps are windows that recur every day (hour-of-day, 3-h-of-day) or week
     (hour-of-week, day-of-week) instead of longer contiguous slots (models/hierarchy.md §2).
     """
@@ -120,27 +121,26 @@ class UserOptions:
                 raise DpoptInputError(f"`strategy` = {self.strategy!r} and `resolution` = {self.resolution!r} "
                                       "disagree: `resolution` is the old name of `strategy`; give one")
             object.__setattr__(self, "resolution", self.strategy)
+        given = "strategy" if self.strategy != "optimised" else "resolution"  # the name the caller used
         if self.profile is not None:
             profile_cycle(self.profile)  # the one validator of a profile name
-            if self.private or self.resolution not in ("auto", "adaptive"):
-                raise DpoptInputError(f"`profile` = {self.profile!r} (hour-of-day windows) goes with the adaptive "
-                                      "multi-resolution release over a partition list (resolution 'auto' or "
-                                      f"'adaptive' and `partitions`); got resolution={self.resolution!r}"
+            if self.private or self.resolution != "adaptive":
+                raise DpoptInputError(f"`profile` = {self.profile!r} (hour-of-day windows) goes with "
+                                      "strategy='adaptive' over a partition list (`partitions`); got "
+                                      + (f"{given}={self.resolution!r}" if self.resolution != "auto" else
+                                         "strategy='optimised', whose lattice holds the hours of the day and "
+                                         "days of the week already")
                                       + (" without a list" if self.private else ""))
+        self._check_own_bounds(given)
         if self.coarsest_resolution is not None:
             check_positive_int(self.coarsest_resolution, "coarsest_resolution", minimum=0)
             if self.coarsest_resolution > 15 or not self.adaptive or self.private:
                 raise DpoptInputError("`coarsest_resolution` must be an H3 resolution 0..15 and goes with a "
                                       "multi-resolution release over a partition list; got "
                                       f"{self.coarsest_resolution!r}")
-        given = "strategy" if self.strategy != "optimised" else "resolution"  # the name the caller used
         if self.resolution == "place" and self.private:
             raise DpoptInputError(f"`{given}` = 'place' needs a public partition list (`partitions`); without "
                                   "one use the default strategy 'optimised' (places selected under DP) or 'fixed'")
-        if self.resolution == "place" and (self.bounds != "histogram" or self.priority != "own"):
-            raise DpoptInputError(f"`bounds` = {self.bounds!r} / `priority` = {self.priority!r} are options of "
-                                  f"{given}='adaptive' or 'fixed': the place release chooses its record cap "
-                                  "and clamp under DP (models/hierarchy.md §14)")
         bf = check_nonnegative_float(self.bounds_share, "bounds_fraction")
         sf = check_nonnegative_float(self.selection_share, "selection_fraction")
         pf = check_nonnegative_float(self.pool_fraction, "pool_fraction")
@@ -164,6 +164,22 @@ class UserOptions:
             raise DpoptInputError("`bounds_fraction` + `selection_fraction` + `pool_fraction` must be < 1; "
                                   f"got {sum(self.fractions):g}")
 
+    def _check_own_bounds(self, given: str) -> None:
+        """``bounds`` and ``priority`` are rules of the adaptive and fixed strategies: the engine and the
+        place release choose their record cap and clamp under DP (models/engine.md §1, models/hierarchy.md
+        §14), so another value is refused there rather than moving the release to another strategy."""
+        self.fixed_bounds  # a malformed value is named as such first
+        check_choice(self.priority, "priority", ("own", "shared"))
+        if self.resolution not in ("auto", "place"):
+            return
+        name, value = next(((n, v) for n, v, own in (("bounds", self.bounds, "histogram"),
+                                                      ("priority", self.priority, "own")) if v != own), ("", None))
+        if name:
+            who = f"{given}={self.resolution!r}" if self.resolution == "place" else "strategy='optimised' (the default)"
+            raise DpoptInputError(f"`{name}` = {value!r} is an option of strategy='adaptive' or 'fixed'; "
+                                  f"{who} chooses its record cap and clamp under DP: drop `{name}` or name one "
+                                  "of those strategies")
+
     @property
     def adaptive(self) -> bool:
         """A multi-resolution release (every ``resolution`` but "fixed"; with or without a list)."""
@@ -171,10 +187,9 @@ class UserOptions:
 
     @property
     def engine(self) -> bool:
-        """The optimised engine (:mod:`dpopt.privacy.user.engine`): a partition list, ``strategy``
-        "optimised" (``resolution`` "auto") and the default ``bounds``/``priority``/``profile``."""
-        return (self.resolution == "auto" and self.profile is None
-                and self.bounds == "histogram" and self.priority == "own")
+        """The optimised engine (:mod:`dpopt.privacy.user.engine`): ``strategy`` "optimised"
+        (``resolution`` "auto"), over a partition list or privately selected cells."""
+        return self.resolution == "auto"
 
     @property
     def place(self) -> bool:

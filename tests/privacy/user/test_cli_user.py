@@ -98,7 +98,7 @@ def test_planner_flags_refused_under_the_user_model(tmp_path, capsys, csv, flag,
 
 def test_public_bounds(tmp_path, capsys, csv):
     out = tmp_path / "o"
-    code, stdout, err = _run(capsys, csv, "--bound", U, "--epsilon-total", 2, "--delta", 1e-6, "--bounds", "3,2",
+    code, stdout, err = _run(capsys, csv, "--bound", U, "--epsilon-total", 2, "--delta", 1e-6, "--strategy", "adaptive", "--bounds", "3,2",
                              "--out", out, "--seed", 2, "--json")
     assert code == 0, err
     summary = json.loads((out / "summary.json").read_text())

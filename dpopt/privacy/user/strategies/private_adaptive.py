@@ -277,7 +277,7 @@ def _levels_and_rule(agg: Aggregate, levels: Any, finest: Any) -> tuple[tuple, n
             raise DpoptInputError(f"`finest.k` must be the k of `levels[0]` ({lv[0][1]}); got {finest.k!r}")
     if any(getattr(level, "profile", False) for level, _ in lv):
         raise DpoptInputError("`levels` of private selection must be contiguous slots: recurring windows (hour-of-day "
-                              "profiles) go with a partition list (UserOptions(partitions=..., profile=...))")
+                              "profiles) go with a partition list (UserOptions(partitions=..., strategy='adaptive', profile=...))")
     return lv, np.asarray(shares, dtype=float), receiver, finest
 
 
