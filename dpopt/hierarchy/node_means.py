@@ -82,11 +82,11 @@ def combine(values: list[np.ndarray], variances: list[np.ndarray]) -> tuple[np.n
 def grid_weights(count: np.ndarray, count_var: np.ndarray) -> np.ndarray:
     """Each grid's weight in its nodes: its noisy kept count, floored at one noise sd (a grid whose
     count is lost in the noise weighs as much as a grid with one sd of records) and at a numerical
-    floor √``VARIANCE_FLOOR`` (a weight must be positive), not at one record: where the count's noise
-    sd is below one record (ε on the finest counts above √2·T), a grid measured at 0 holds no kept
-    record, and with one record's weight it absorbed the whole mismatch of its coarser nodes once
-    their noise vanished — at ε = 10⁵ the grids whose records the cap had all dropped were answered
-    at 0 or B (models/engine.md §4, "The grids' weights")."""
+    floor √``VARIANCE_FLOOR`` (a weight must be positive); an unmeasured grid (NaN count) weighs one
+    record. No floor at one record for a measured grid: where the count's noise sd is below a record
+    (ε on the finest counts above √2·T), a grid measured at 0 holds no kept record, and a larger weight
+    would make it absorb the mismatch of its coarser nodes once their noise vanishes
+    (models/engine.md §4, "The grids' weights")."""
     sd = np.nan_to_num(np.sqrt(np.broadcast_to(np.asarray(count_var, dtype=float), np.shape(count))))
     measured = np.isfinite(count)
     c = np.where(measured, count, 0.0)

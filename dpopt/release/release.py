@@ -105,6 +105,10 @@ def check_options(bound: float | None, budget: Budget | PerGridBudget, model: Mo
         raise DpoptInputError("`h3_resolution` = 0 leaves no coarser H3 level for the map above the listed cells "
                               "that the place release measures; use `h3_resolution` >= 1, or strategy='fixed' "
                               "or 'adaptive'")
+    top = getattr(model, "coarsest_resolution", None)  # the engine's map / the place release's top level
+    if grid is not None and top is not None and (model.engine or model.place) and top >= int(grid.h3_resolution):
+        raise DpoptInputError(f"`coarsest_resolution` must be below `h3_resolution` = {grid.h3_resolution} (the map "
+                              f"level above the listed cells); got {top!r}")
     if grid is not None and io.timezone is not None and (24 * 3600 * 10**9) % int(grid.slot_ns):
         raise DpoptInputError(f"`slot` must divide a day (24 h) when `timezone` names a wall clock: its slots run "
                               f"from each local midnight; got {grid.slot!r}")
