@@ -624,12 +624,15 @@ def _choose_bounds(agg: Aggregate, options: UserOptions, eps_b: float, rest: flo
     histogram (:func:`.place_bounds.clamp_remeasure_side` — B, or A where the values evidently reach
     the top of the range — and :func:`.place_bounds.clamp_remeasure_epsilon`) taken from ``rest``
     (ε₂ of ε, or ε₂²/2 of ρ: a pure ε-DP step costs ε²/2 in zCDP), at a cost of at most
-    ``CLAMP_REMEASURE_LIMIT``·f/(1 − f) of ``rest``, f the bounds' share of the total (ε₂ ≤ ε_b).
+    min(``CLAMP_REMEASURE_LIMIT``·f/(1 − f), 1/2) of ``rest``, f the bounds' share of the total (ε₂ ≤ ε_b,
+    and at least half of the rest left for the marginals: the cap binds only where f > 1/3).
     Returns the bounds, what is left of ``rest`` and the re-measure's pure ε piece (empty where none)."""
     _, _, eligible = _partition_list(agg, options)
     pb = choose_place_bounds(agg, eligible, eps_b, bound=U, source=source, candidates=candidates, two_sided=True)
     frac = float(options.engine_bounds_share)
-    most = CLAMP_REMEASURE_LIMIT * frac / (1.0 - frac) * rest if (again and frac < 1.0) else 0.0
+    # ε₂ ≤ ε_b, and never more than half of the rest: with a bounds_fraction of 1/2 or more the first
+    # term alone is the whole rest or more, and nothing would be left to measure the marginals with
+    most = min(CLAMP_REMEASURE_LIMIT * frac / (1.0 - frac), 0.5) * rest if (again and frac < 1.0) else 0.0
     side = clamp_remeasure_side(pb, U)
     eps2 = 0.0 if side is None else clamp_remeasure_epsilon(pb, most if unit == "epsilon" else pure_epsilon(most), side)
     if eps2 > 0:

@@ -104,7 +104,7 @@ def test_the_second_histograms_epsilon_is_capped_and_at_least_the_firsts():
 
 
 def _mid_range_release(eps: float, *, seed: int = 3, limit: float | None = None, monkeypatch=None,
-                       values: tuple[float, float] = (40.0, 60.0), users: int = 60):
+                       values: tuple[float, float] = (40.0, 60.0), users: int = 60, bounds_fraction=None):
     """``users`` (60) whose values lie in ``values`` (default [40, 60]) of U = 120, each in 4 of 12
     grids with 12 records: at ε = 2 the first clamp histograms (ε_B = 0.075: a bin needs ≈ 89 users)
     show nothing; the second (ε_b = 0.3) shows the one bin every user votes for."""
@@ -116,8 +116,25 @@ def _mid_range_release(eps: float, *, seed: int = 3, limit: float | None = None,
         import dpopt.privacy.user.engine as eng
         monkeypatch.setattr(eng, "CLAMP_REMEASURE_LIMIT", limit)
     parts = pd.DataFrame({"cell": cell_strings(agg.cells), "slot": slot_strings(agg.slots)})
-    return release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts), bound=120.0,
-                        noise=NoiseOptions(seed=seed))
+    return release_user(agg, Budget(epsilon_total=eps), UserOptions(partitions=parts, bounds_fraction=bounds_fraction),
+                        bound=120.0, noise=NoiseOptions(seed=seed))
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.6, 0.9])
+def test_a_large_bounds_fraction_leaves_half_the_rest_to_the_marginals(fraction):
+    """With bounds_fraction f ≥ 1/2 the re-measure's cap f/(1 − f) of the rest was the whole rest or
+    more: every marginal's budget came out 0 or negative and the release failed deep inside (a fuzz
+    find). It is now capped at half of the rest; the total is still spent exactly."""
+    total = 0.3 / fraction  # ε_b = 0.3 as at ε = 2 by default: the first clamp histograms show nothing
+    r = _mid_range_release(total, bounds_fraction=fraction)
+    p = r.measurements.spend.pieces
+    rest = total * (1.0 - fraction)
+    assert float(p["bounds"]) == pytest.approx(0.3)
+    assert 0.0 < float(p["bounds, clamp re-measured"]) <= 0.5 * rest * (1 + 1e-12)
+    measured = sum(float(v) for k, v in p.items() if not k.startswith("bounds"))
+    assert measured >= 0.5 * rest * (1 - 1e-6)  # the pieces are rounded down to exact fractions
+    assert float(sum((Fraction(v) for v in p.values()), Fraction(0))) == pytest.approx(total, abs=1e-8)
+    assert np.isfinite(r.estimates.table["mean"]).all()
 
 
 def test_a_release_whose_first_clamp_histogram_shows_nothing_reads_b_from_the_second(monkeypatch):
