@@ -113,6 +113,11 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: 
         raise DpoptInputError(f"`partitions` must have columns 'cell' and 'slot'; missing {missing}{hint}")
     if len(frame) == 0:
         raise DpoptInputError("`partitions` must list at least one grid; got an empty table")
+    for column in ("cell", "slot"):
+        empty = frame[column].isna().to_numpy() | (frame[column].astype(object).map(str).str.strip() == "").to_numpy()
+        if empty.any():
+            raise DpoptInputError(f"`partitions` column {column!r} must not be empty; got an empty value in data row "
+                                  f"{int(np.flatnonzero(empty)[0]) + 1}")
     cells_txt = _cell_text(frame["cell"])
     bad = [c for c in cells_txt if not _valid_cell(c)]
     if bad:

@@ -119,6 +119,24 @@ def test_a_list_of_integer_cells_as_text_reads_as_their_h3_strings(tmp_path):
     assert np.array_equal(got.cells, want.cells) and np.array_equal(got.slots, want.slots)
 
 
+@pytest.mark.parametrize("column, rows", [
+    ("cell", {"cell": [None, "cell1"], "slot": ["1970-01-01T00:00:00Z", "1970-01-01T01:00:00Z"]}),
+    ("cell", {"cell": ["cell0", " "], "slot": ["1970-01-01T00:00:00Z", "1970-01-01T01:00:00Z"]}),
+    ("slot", {"cell": ["cell0", "cell1"], "slot": ["1970-01-01T00:00:00Z", np.nan]})])
+def test_an_empty_cell_or_slot_is_refused_by_its_row(tmp_path, column, rows):
+    """A list with an empty field failed with "'float' object has no attribute 'isdecimal'" (a fuzz
+    find); it is refused naming the column and the data row, from a DataFrame or a CSV alike."""
+    import h3
+
+    names = {f"cell{i}": h3.int_to_str(int(c)) for i, c in enumerate(CELLS[:2])}
+    frame = pd.DataFrame({"cell": [names.get(c, c) for c in rows["cell"]], "slot": rows["slot"]})
+    row = 1 + next(i for i, v in enumerate(frame[column]) if pd.isna(v) or not str(v).strip())
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    for source in (frame, tmp_path / "p.csv"):
+        with pytest.raises(DpoptInputError, match=rf"^`partitions` column '{column}' must not be empty; .* data row {row}$"):
+            read_partitions(source, h3_resolution=7, slot_ns=SLOT_NS)
+
+
 @pytest.mark.parametrize("slots, match", [
     (["2300-01-01T00:00:00Z"], "ISO 8601 times from 1677-09-22 to 2262-04-11"),  # outside pandas' ns range
     (["1800-01-01T00:00:00Z", "2024-03-10T00:00:00Z"], "span less than 146 years"),  # np.diff wrapped around
