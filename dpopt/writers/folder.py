@@ -138,6 +138,10 @@ def check_out(out: Any, *, overwrite: bool = False, inputs: Iterable[Any] = ()) 
                               f"{str(here)!r}): give the folder itself")
     if path.exists() and not path.is_dir():
         raise DpoptInputError(f"`out` must be a directory path; got {str(out)!r} (a file exists there)")
+    diag = diagnostics_folder(path)
+    if diag.exists() and not diag.is_dir():
+        raise DpoptInputError(f"`out` {str(out)!r} needs its diagnostics folder {str(diag)!r}, where a file exists: "
+                              "move that file or choose another folder")
     if here == Path.cwd().resolve() or here in Path.cwd().resolve().parents or here.parent == here:
         raise DpoptInputError(f"`out` must be a new folder, not the current folder or one above it; got {str(out)!r}")
     _check_inputs(path, inputs)

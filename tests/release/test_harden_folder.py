@@ -178,7 +178,8 @@ def test_out_inside_an_input_folder_is_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("case", ["records name too long", "list name too long", "out name too long",
                                   "out name too long for its siblings", "list symlink loop", "out symlink loop",
-                                  "out a link to an empty folder", "out a link to a release"])
+                                  "out a link to an empty folder", "out a link to a release",
+                                  "a file where the diagnostics folder goes"])
 def test_a_path_the_file_system_refuses_is_one_line_before_any_work(tmp_path, capsys, monkeypatch, case):
     """Names the file system refuses (ENAMETOOLONG) and symlink loops end in one line and exit 2 before
     the release is computed (a fuzz run: Python tracebacks with exit 1; an --out name of 236–240 bytes
@@ -200,6 +201,8 @@ def test_a_path_the_file_system_refuses_is_one_line_before_any_work(tmp_path, ca
         out = "o" * 240  # itself allowed (≤ 255 bytes); .<name>.diagnostics.partial-XXXXXXXX is not
     elif case == "list symlink loop":
         parts = "loop1"
+    elif case.startswith("a file where"):  # was "NotADirectoryError: [Errno 20] …", naming no flag
+        (tmp_path / "out.diagnostics").write_text("in the way\n")
     elif case.startswith("out a link"):  # the folder is renamed into place: the link would be replaced
         # (a link to an empty folder ended in NotADirectoryError after the whole release was computed)
         (tmp_path / "target").mkdir()
@@ -218,6 +221,8 @@ def test_a_path_the_file_system_refuses_is_one_line_before_any_work(tmp_path, ca
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
     if case.startswith("out a link"):
         assert "not a symbolic link" in err and (tmp_path / "latest").is_symlink()
+    if case.startswith("a file where"):
+        assert "`--out` 'out' needs its diagnostics folder" in err and "out.diagnostics" in err
 
 
 # ------------------------------------------------------------------------------- item 3: neighbours
