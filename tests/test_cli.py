@@ -188,3 +188,16 @@ def test_a_negative_duration_is_read_as_the_flags_value(capsys, tmp_path, flag, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"`{flag}` must be" in err[0] and repr(value) in err[0], err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["release", "x.csv", "--lower", "abc", "--upper", "50"], "argument --lower: invalid float value: 'abc'"),
+    (["release", "x.csv", "--privacy", "bogus"], "argument --privacy: invalid choice: 'bogus'"),
+    (["relase"], "invalid choice: 'relase'")])
+def test_an_argparse_refusal_is_one_line(capsys, argv, text):
+    """argparse's own refusals (a value of the wrong type, a choice not offered) printed its usage block
+    above the error line; like every other refusal of the CLI they are one line, exit 2."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and text in err and "usage" not in err, err

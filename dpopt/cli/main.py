@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .._validation import DpoptInputError, reads_as_number
 
@@ -42,12 +42,20 @@ HELP: dict[str, str] = {
 }
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors in one line (``dpopt release: error: argument --lower: invalid float
+    value: 'abc'``) and exit 2, like every other refusal of the CLI; ``--help`` still shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``dpopt`` parser; with ``command``, only that sub-command's module is imported (the others
     are listed with their :data:`HELP` line)."""
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="dpopt", allow_abbrev=False,
         description="Optimisation models for user-level differentially private mean/variance release.",
     )
