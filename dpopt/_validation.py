@@ -358,8 +358,11 @@ def as_interval_bounds(
 def label_texts(values: Any, name: str = "user") -> tuple[np.ndarray, np.ndarray]:
     """Labels of :func:`label_parts` as ``str`` (the records layer keys users by text), and the
     missing mask. A column that mixes numbers and text is refused: ``str`` would make the number 1
-    and the text "1" one label, a merge :func:`label_parts` never makes."""
-    labels, missing = label_parts(values)
+    and the text "1" one label, a merge :func:`label_parts` never makes. Refusals name the column."""
+    try:
+        labels, missing = label_parts(values)
+    except DpoptInputError as exc:
+        raise DpoptInputError(f"the `{name}` column: {exc}") from None
     kinds = {isinstance(v, str) for v in labels[~missing]} if labels.size else set()
     if len(kinds) > 1:
         raise DpoptInputError(

@@ -530,8 +530,8 @@ def _say_inputs(result: Any, paths: dict[str, Path], privacy: str) -> None:
         zone = getattr(getattr(getattr(result, "measurements", None), "info", None), "timezone", None)
         naive = "" if zone else " (a time without a UTC offset is one, unless --timezone Area/City names its zone)"
         policy = (getattr(result, "diagnostics", None) or {}).get("ingest", {}).get("out_of_range_policy", "clip")
-        clip = ("; values outside [0, bound] are moved to its nearer end and counted there too (--out-of-range drop "
-                "or error to do otherwise)") if policy == "clip" else ""
+        clip = "; values outside the declared range are moved to its nearer end and counted there too" \
+            if policy == "clip" else ""  # the user model's one policy (--out-of-range is public-occupancy's)
         print(f"dpopt release: records that fail cleaning are dropped and counted by cause in {where}{naive} (not "
               f"for publication){clip}", file=sys.stderr)
 

@@ -125,7 +125,7 @@ class UserOptions:
         if self.profile is not None:
             profile_cycle(self.profile)  # the one validator of a profile name
             if self.private or self.resolution != "adaptive":
-                raise DpoptInputError(f"`profile` = {self.profile!r} (hour-of-day windows) goes with "
+                raise DpoptInputError(f"`profile` = {self.profile!r} (windows recurring every {self.profile}) goes with "
                                       "strategy='adaptive' over a partition list (`partitions`); got "
                                       + (f"{given}={self.resolution!r}" if self.resolution != "auto" else
                                          "strategy='optimised', whose lattice holds the hours of the day and "

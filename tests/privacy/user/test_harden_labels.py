@@ -78,6 +78,23 @@ def test_a_user_column_mixing_numbers_and_text_is_refused_not_merged():
         contributions(frame, GridOptions(7, "1h"), InputOptions(), bound=10.0)
 
 
+@pytest.mark.parametrize("ids", [[True, False, True], [True, "a", "b"]])
+def test_a_user_column_of_booleans_is_refused_naming_the_column(ids):
+    """A boolean id was refused as "labels must not be booleans" without naming the column (a fuzz find)."""
+    import pandas as pd
+
+    from dpopt import DpoptInputError
+    from dpopt.records import GridOptions, InputOptions, contributions
+
+    frame = pd.DataFrame({
+        "user_id": pd.Series(ids, dtype=object if isinstance(ids[1], str) else bool),
+        "timestamp": ["2020-01-01T00:00:00Z"] * 3,
+        "latitude": [30.27] * 3, "longitude": [-97.74] * 3, "value": [1.0, 2.0, 3.0],
+    })
+    with pytest.raises(DpoptInputError, match=r"^the `user` column: labels must not be booleans"):
+        contributions(frame, GridOptions(7, "1h"), InputOptions(), bound=10.0)
+
+
 def test_the_user_id_rule_is_stated_in_help_and_readme(capsys):
     """The one rule for ids is stated where a user meets it (README and --help)."""
     from pathlib import Path
