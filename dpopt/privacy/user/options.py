@@ -60,7 +60,9 @@ class UserOptions:
     (``bounds_fraction`` None: 0.15 under the engine, :data:`ENGINE_BOUNDS_FRACTION`, and under "place",
     :data:`~dpopt.privacy.user.strategies.place.PLACE_BOUNDS_FRACTION`; 0.1 under "adaptive" with a list and
     "fixed"; nothing is spent on bounds with a public (k, c), nor by "adaptive" without a list);
-    ``weight_mean``, ``weight_variance``, ``typical`` the split rule (:func:`~dpopt.privacy.user.split.split_budget`);
+    ``weight_mean``, ``weight_variance``, ``typical`` the split rule (:func:`~dpopt.privacy.user.split.split_budget`;
+    the weights are read by "place" and "fixed" only, ``pool_fraction`` by "fixed" only, and another
+    value than the default is refused under the other strategies);
     ``max_grids``, ``max_records`` public caps of the automatic bounds.
 
     ``resolution`` the shape of the release: "auto" (default), "place", "adaptive" or "fixed" (the
@@ -132,6 +134,7 @@ class UserOptions:
                                          "days of the week already")
                                       + (" without a list" if self.private else ""))
         self._check_own_bounds(given)
+        self._check_idle(given)
         if self.coarsest_resolution is not None:
             check_positive_int(self.coarsest_resolution, "coarsest_resolution", minimum=0)
             if self.coarsest_resolution > 15 or not self.adaptive or self.private:
@@ -179,6 +182,20 @@ class UserOptions:
             raise DpoptInputError(f"`{name}` = {value!r} is an option of strategy='adaptive' or 'fixed'; "
                                   f"{who} chooses its record cap and clamp under DP: drop `{name}` or name one "
                                   "of those strategies")
+
+    def _check_idle(self, given: str) -> None:
+        """The budget-split options read only by the strategies that split each grid's budget by
+        :func:`~dpopt.privacy.user.split.split_budget` on the user's weights (``weight_mean``,
+        ``weight_variance``: "place" and "fixed") or spend on pooling totals (``pool_fraction``: "fixed")
+        are refused at another value elsewhere, where they would do nothing without a word."""
+        for name, default, used_by in (("pool_fraction", 0.05, ("fixed",)), ("weight_mean", 1.0, ("place", "fixed")),
+                                       ("weight_variance", 1.0, ("place", "fixed"))):
+            value = getattr(self, name)
+            if self.resolution not in used_by and value != default:
+                who = "strategy='optimised' (the default)" if self.resolution == "auto" else \
+                    f"{given}={self.resolution!r}"
+                raise DpoptInputError(f"`{name}` = {value!r} does nothing under {who}: it is an option of "
+                                      + " or ".join(f"strategy={u!r}" for u in used_by))
 
     @property
     def adaptive(self) -> bool:

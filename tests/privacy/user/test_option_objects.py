@@ -78,3 +78,17 @@ def test_partition_list_refuses_an_unsorted_or_duplicated_list():
             PartitionList(cells=c, slots=s)
     with pytest.raises(DpoptInputError, match="1-D arrays of one length"):
         PartitionList(cells=plist.cells, slots=plist.slots[:-1])
+
+
+@pytest.mark.parametrize("name, value, strategy", [
+    ("pool_fraction", 100.0, "optimised"), ("pool_fraction", 0.1, "place"), ("pool_fraction", 0.1, "adaptive"),
+    ("weight_mean", -1.0, "optimised"), ("weight_variance", 0.5, "adaptive")])
+def test_a_split_option_a_strategy_does_not_read_is_refused(name, value, strategy):
+    """pool_fraction=100 and weight_mean=-1 were accepted without a word under the engine (a fuzz find):
+    only the strategies that split a grid's budget on these weights, or pool, read them."""
+    from dpopt import DpoptInputError
+    from dpopt.privacy.user import UserOptions
+
+    with pytest.raises(DpoptInputError, match=rf"^`{name}` = {value!r} does nothing under strategy='{strategy}'"):
+        UserOptions(partitions="x.csv", strategy=strategy, **{name: value})
+    assert getattr(UserOptions(partitions="x.csv", strategy="fixed", **{name: 0.5}), name) == 0.5  # read there
