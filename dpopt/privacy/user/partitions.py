@@ -121,7 +121,7 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: 
     cells_txt = _cell_text(frame["cell"])
     bad = [c for c in cells_txt if not _valid_cell(c)]
     if bad:
-        raise DpoptInputError(f"`partitions` column 'cell' must hold H3 indexes; got {bad[0]!r}")
+        raise DpoptInputError(f"`partitions` column 'cell' must hold H3 indexes; got {str(bad[0])!r}")
     res = {h3.get_resolution(c) for c in cells_txt}
     if res != {int(h3_resolution)}:
         raise DpoptInputError(
