@@ -108,7 +108,8 @@ def read_partitions(source: Any, *, h3_resolution: int, slot_ns: int, timezone: 
     if missing:
         sep = next((c for c in (";", "\t", "|") if len(frame.columns) == 1 and c in str(frame.columns[0])), None)
         hint = f" (its header {str(frame.columns[0])!r} looks {sep!r}-separated: write it comma-separated)" if sep else ""
-        found = ", ".join(repr(str(c)) for c in list(frame.columns)[:8]) + (", …" if len(frame.columns) > 8 else "")
+        short = [str(c) if len(str(c)) <= 40 else str(c)[:40] + "…" for c in list(frame.columns)[:8]]  # a binary file's
+        found = ", ".join(repr(c) for c in short) + (", …" if len(frame.columns) > 8 else "")          # "header"
         hint = hint or f" (its columns: {found}; rename them to cell and slot)"
         raise DpoptInputError(f"`partitions` must have columns 'cell' and 'slot'; missing {missing}{hint}")
     if len(frame) == 0:

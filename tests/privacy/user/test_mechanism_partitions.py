@@ -178,3 +178,13 @@ def test_a_slot_without_offset_is_on_the_release_clock():
         with pytest.raises(DpoptInputError, match="`partitions` column 'slot'") as err:
             read_partitions(pd.DataFrame({"cell": [cell], "slot": [text]}), h3_resolution=7, slot_ns=hour, timezone=tz)
         assert "\n" not in str(err.value) and repr(text) in str(err.value)
+
+
+def test_a_file_that_is_no_list_is_refused_in_a_short_line(tmp_path):
+    """A text file of one 3,000-character line (no comma) was quoted whole as its header in the
+    one-line error (a fuzz find); each column name is cut at 40 characters."""
+    path = tmp_path / "noise.csv"
+    path.write_text("x" * 3000 + "\n")
+    with pytest.raises(DpoptInputError, match="must have columns 'cell' and 'slot'") as err:
+        read_partitions(path, h3_resolution=7, slot_ns=SLOT_NS)
+    assert len(str(err.value)) < 200 and "x" * 40 + "…" in str(err.value)
