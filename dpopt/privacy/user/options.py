@@ -167,6 +167,10 @@ class UserOptions:
             raise DpoptInputError("`bounds_fraction` + `selection_fraction` + `pool_fraction` must be < 1; "
                                   f"got {sum(self.fractions):g}")
 
+    def _named(self, given: str) -> str:
+        """The strategy as the caller named it (``given``: "strategy" or its old name "resolution")."""
+        return "strategy='optimised' (the default)" if self.resolution == "auto" else f"{given}={self.resolution!r}"
+
     def _check_own_bounds(self, given: str) -> None:
         """``bounds`` and ``priority`` are rules of the adaptive and fixed strategies: the engine and the
         place release choose their record cap and clamp under DP (models/engine.md §1, models/hierarchy.md
@@ -178,7 +182,7 @@ class UserOptions:
         name, value = next(((n, v) for n, v, own in (("bounds", self.bounds, "histogram"),
                                                       ("priority", self.priority, "own")) if v != own), ("", None))
         if name:
-            who = f"{given}={self.resolution!r}" if self.resolution == "place" else "strategy='optimised' (the default)"
+            who = self._named(given)
             raise DpoptInputError(f"`{name}` = {value!r} is an option of strategy='adaptive' or 'fixed'; "
                                   f"{who} chooses its record cap and clamp under DP: drop `{name}` or name one "
                                   "of those strategies")
@@ -192,9 +196,7 @@ class UserOptions:
                                        ("weight_variance", 1.0, ("place", "fixed"))):
             value = getattr(self, name)
             if self.resolution not in used_by and value != default:
-                who = "strategy='optimised' (the default)" if self.resolution == "auto" else \
-                    f"{given}={self.resolution!r}"
-                raise DpoptInputError(f"`{name}` = {value!r} does nothing under {who}: it is an option of "
+                raise DpoptInputError(f"`{name}` = {value!r} does nothing under {self._named(given)}: it is an option of "
                                       + " or ".join(f"strategy={u!r}" for u in used_by))
 
     @property
