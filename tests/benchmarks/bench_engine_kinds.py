@@ -1,7 +1,7 @@
-"""The engine on nine kinds of data none of the benchmark sets is: an outside check run in-house.
+"""The engine on ten kinds of data none of the benchmark sets is: an outside check run in-house.
 
 The benchmark sets (bench_engine.py) are buses, aircraft and three synthetic kinds; the outside
-checks use other data, some where the time, not the place, sets the value. These nine are built
+checks use other data, some where the time, not the place, sets the value. These ten are built
 here, seeded, so that what the engine does on them can be read and rerun:
 
 * ``interaction``: 300 fixed sensors in 20 clusters, 7 days; each cluster has its own peak hour
@@ -36,7 +36,13 @@ here, seeded, so that what the engine does on them can be read and rerun:
   shop sets the basket (uniform 15–90, times a log-normal of sd 0.35; U = 250), in daily slots: users
   of one record per grid, where no user can tell its records' noise from its spread.
 
-The last two are built as two kinds of an outside-style check were (models/engine.md §1, §5).
+* ``heavy``: 50 users of 1,500–2,500 records each (value 70 + N(0, 5²)) hold 97 % of the records;
+  1,000 users of 1–5 records (30 + N(0, 5²)); all roam the city (σ 0.03°) over 14 days. Neither
+  place nor time sets the value; who holds the records does, so the record cap's re-weighting of
+  users is the whole error (a kind of session 62's outside-style check: the cap T = 4, intervals
+  covering 0.01 of the grids).
+
+``taxi`` and ``payers`` are built as two kinds of an outside-style check were (models/engine.md §1, §5).
 
 Values clipped to [0, U] (U = 100 but where stated); H3 res 7 × 1 h (``payers``: 1 d); the public list
 is the occupied grids (but for the big lists). Scored
@@ -67,7 +73,7 @@ from bench_engine import floors, peer_row, run_release, score  # noqa: E402
 from collect_results import kept_notes  # noqa: E402
 from scoring import finest_grids  # noqa: E402
 
-KINDS = ("interaction", "weekly", "user", "sparse", "meters", "biglist", "biglist_mobile", "taxi", "payers")
+KINDS = ("interaction", "weekly", "user", "sparse", "meters", "biglist", "biglist_mobile", "taxi", "payers", "heavy")
 U = 100.0
 #: the declared range of a kind other than U (kW for the meters, a basket's price for the payers)
 BOUNDS = {"meters": 10.0, "payers": 250.0}
@@ -134,13 +140,22 @@ def _payers(rng: np.random.Generator):
         basket[shop] * rng.lognormal(0, 0.35, user.size)
 
 
+def _heavy(rng: np.random.Generator):
+    """(user, minute, latitude, longitude, value) of the ``heavy`` kind (module doc)."""
+    n = np.r_[rng.integers(1500, 2501, 50), rng.integers(1, 6, 1000)]
+    user = np.repeat(np.arange(n.size), n)
+    minute = rng.integers(0, 14 * 1440, user.size)
+    lat, lon = 30.27 + rng.normal(0, 0.03, user.size), -97.74 + rng.normal(0, 0.03, user.size)
+    return user, minute, lat, lon, np.where(user < 50, 70.0, 30.0) + rng.normal(0, 5, user.size)
+
+
 def records(kind: str, seed: int = 5) -> pd.DataFrame:
     """The records of one kind (module doc), seeded."""
     if kind not in KINDS:
         raise ValueError(f"`kind` must be one of {KINDS}; got {kind!r}")
     rng = np.random.default_rng(seed)
-    if kind in ("taxi", "payers"):
-        user, minute, lat, lon, value = (_taxi if kind == "taxi" else _payers)(rng)
+    if kind in ("taxi", "payers", "heavy"):
+        user, minute, lat, lon, value = {"taxi": _taxi, "payers": _payers, "heavy": _heavy}[kind](rng)
         return _frame(kind, user, minute, lat, lon, value)
     clusters = 12 if kind.startswith("biglist") else 20
     user, minute, cl, lat, lon = _positions(rng, kind, clusters)
@@ -217,7 +232,7 @@ def run_kind(kind: str, seeds: int, eps_list: list[float], peer_reps: int = 0) -
 
 
 def write_markdown(results: list[dict]) -> None:
-    lines = ["# the engine on nine other kinds of data", "",
+    lines = ["# the engine on ten other kinds of data", "",
              f"`python tests/benchmarks/bench_engine_kinds.py --seeds N`. Python {platform.python_version()}, "
              "2 shared cores; public list = the occupied grids (the big lists: 217 cells × 72 hours, 89 % of them "
              "empty; the grids counted in a heading are the occupied ones); pure ε; exact noise, seeds 1000+. The kinds are "
@@ -225,7 +240,8 @@ def write_markdown(results: list[dict]) -> None:
              "of the week sets the value; user: each user its own level; sparse: users of 1–3 records; meters: fixed households whose hour of the day "
              "sets the value, U = 10; biglist: fixed sensors, the place sets the value; biglist_mobile: the same with "
              "users moving within their place; taxi: roaming drivers, the hour of the day sets the fare; payers: "
-             "5,000 payers of 1–3 shops weekly, the shop sets the basket, daily slots, U = 250).", "",
+             "5,000 payers of 1–3 shops weekly, the shop sets the basket, daily slots, U = 250; heavy: 50 users "
+             "of 1,500–2,500 records at 70 and 1,000 of 1–5 records at 30, who holds the records sets the value).", "",
              "Each cell: median over the seeds; coverage at a stated 0.95 (lowest seed in brackets). PipelineDP "
              "(where run): its (k, c) of least median error against the truth from a 4 × 3 sweep, Laplace, MEAN "
              "only, the same public list and ε; it publishes no interval.", "",
